@@ -1,0 +1,113 @@
+# wattage — one GNU Makefile. Out-of-tree objects under build/ (build/san/ when SANITIZE is set).
+#   make            build build/wattage
+#   make run        install missing packages, build, run the daemon on its defaults
+#   make test       install missing packages (tests too), build with -Werror, run every test
+#   make bench      run the benchmarks (see bench/README.md)
+#   make SANITIZE=address,undefined test
+VERSION := 0.1.0
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib
+CC      ?= gcc
+WERROR  ?= 1
+
+ifdef SANITIZE
+BUILD   ?= build/san
+SANFLAGS := -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+else
+BUILD   ?= build
+SANFLAGS :=
+endif
+
+WARN := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wformat=2 -Wvla \
+        -Wpointer-arith -Wundef -Wwrite-strings -Wno-missing-field-initializers
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc $(PKG_CFLAGS) \
+           -MMD -MP -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(SANFLAGS)
+LDFLAGS += -Wl,-z,relro,-z,now $(SANFLAGS)
+LDLIBS  += $(PKG_LIBS) -ldl -lpthread -lm
+
+SRC      := $(sort $(shell find src -name '*.c'))
+OBJ      := $(SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  := $(filter-out $(BUILD)/src/cli/main.o,$(OBJ))
+TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
+TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
+FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1 \
+            $(BUILD)/tests/fakes/fake_nvml_energy
+
+.PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
+all: $(BUILD)/wattage $(FAKES) $(TESTS)
+
+$(BUILD)/wattage: $(OBJ)
+	$(CC) -pie $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/runner.o: tests/runner.c
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -Itests -c -o $@ $<
+
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJ) $(BUILD)/tests/runner.o
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -Itests -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(BUILD)/tests/runner.o $(LDLIBS)
+
+# The fake NVML is a real shared object found through the same dlopen path as the driver's.
+$(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(CFLAGS) -Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lm
+
+# The same fake with only the required entry points, under their oldest names.
+$(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(CFLAGS) -DFAKE_MINIMAL -Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lm
+
+# fake_nvml_energy GPU FROM TO: the fake's exact energy over a window, for shell tests.
+$(BUILD)/tests/fakes/fake_nvml_energy: tests/fakes/fake_nvml.c src/collect/nvml_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE -pie $(CFLAGS) -DFAKE_NVML_TOOL -o $@ $< -lm
+
+deps:
+	@./scripts/deps.sh
+
+deps-test:
+	@./scripts/deps.sh --test
+
+run: deps
+	@$(MAKE) --no-print-directory $(BUILD)/wattage
+	mkdir -p var
+	$(BUILD)/wattage run --db var/wattage.db
+
+unit: all
+	@./tests/run.sh $(BUILD)
+
+test: deps-test
+	@$(MAKE) --no-print-directory all
+	@./tests/run.sh $(BUILD)
+
+bench: deps-test
+	@$(MAKE) --no-print-directory all
+	@./bench/run.sh $(BUILD)
+
+valgrind: all
+	@WATTAGE_VALGRIND=1 ./tests/run.sh $(BUILD)
+
+format:
+	clang-format -i $(SRC) $(shell find src tests -name '*.h') $(TEST_SRC) tests/runner.c tests/fakes/*.c
+
+check-format:
+	clang-format --dry-run -Werror $(SRC) $(shell find src tests -name '*.h') $(TEST_SRC)
+
+tidy:
+	clang-tidy $(SRC) -- $(CFLAGS)
+
+clean:
+	rm -rf build
+
+-include $(OBJ:.o=.d) $(TESTS:=.d)

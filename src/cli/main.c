@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/* `wattage`: one binary, one subcommand per file under src/cli/. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;
+} commands[] = {
+    {"run", wt_cmd_run, "run [-c FILE] [--listen ADDR:PORT] [--db FILE] [--interval SECONDS]"},
+    {"status", wt_cmd_status, "status [-c FILE] [--json]"},
+    {"check-config", wt_cmd_check_config, "check-config FILE"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: wattage COMMAND [OPTIONS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  wattage %s\n", commands[i].usage);
+    fprintf(f, "  wattage version\n\nSee README.md; exit status 0 ok, 1 runtime failure, 2 bad "
+               "usage or input.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+        printf("wattage %s\n", WT_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+        if (strcmp(cmd, commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "wattage: unknown command '%s'\n", cmd);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage run`: the daemon, in the foreground, logging to stderr. Collector threads publish to
+ * the hub; this thread waits for signals (SIGTERM/SIGINT stop, SIGHUP reloads the configuration)
+ * and logs a one-line summary every minute. At exit it logs the energy each series counted
+ * while it ran, so a run's total is on record even without the store.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "collect/collector.h"
+#include "core/clock.h"
+#include "core/hub.h"
+#include "core/log.h"
+#include "core/loop.h"
+
+#define MAX_TRACKED 512
+
+/* First and last value of every energy counter seen since start. */
+struct tracked {
+    int metric;
+    char labels[WT_LABELS_LEN];
+    double first, last, at_summary;
+    int64_t first_t, last_t;
+};
+
+struct tracker {
+    pthread_mutex_t mu;
+    struct tracked s[MAX_TRACKED];
+    int n;
+};
+
+static bool is_energy(int metric)
+{
+    return metric == WT_M_GPU_ENERGY_J || metric == WT_M_CPU_ENERGY_J;
+}
+
+static void track_sink(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    struct tracker *tr = ctx;
+    (void)collector;
+    pthread_mutex_lock(&tr->mu);
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        if (!is_energy(r->metric))
+            continue;
+        struct tracked *t = NULL;
+        for (int j = 0; j < tr->n && !t; j++) {
+            if (tr->s[j].metric == r->metric && strcmp(tr->s[j].labels, r->labels) == 0)
+                t = &tr->s[j];
+        }
+        if (!t) {
+            if (tr->n == MAX_TRACKED)
+                continue;
+            t = &tr->s[tr->n++];
+            t->metric = r->metric;
+            memcpy(t->labels, r->labels, sizeof t->labels);
+            t->first = t->at_summary = r->value;
+            t->first_t = r->t_ns;
+        }
+        t->last = r->value;
+        t->last_t = r->t_ns;
+    }
+    pthread_mutex_unlock(&tr->mu);
+}
+
+/* Sums the readings of one metric in a snapshot, skipping series that carry `skip_label`. */
+static double sum_metric(const struct wt_batch *b, int metric, const char *skip_label,
+                         const char *only_key, const char *only_val, int *n)
+{
+    double s = 0;
+    char v[64];
+    *n = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        if (r->metric != metric)
+            continue;
+        if (skip_label && wt_labels_get(r->labels, skip_label, v, sizeof v) == 0)
+            continue;
+        if (only_key && (wt_labels_get(r->labels, only_key, v, sizeof v) != 0 ||
+                         strcmp(v, only_val) != 0))
+            continue;
+        s += r->value;
+        (*n)++;
+    }
+    return s;
+}
+
+static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch *snap)
+{
+    if (wt_hub_snapshot(hub, snap) != 0)
+        return;
+    int ngpu, nup, npow, ncpu, nu, nm;
+    (void)sum_metric(snap, WT_M_GPU_UP, NULL, NULL, NULL, &ngpu);
+    double up = sum_metric(snap, WT_M_GPU_UP, NULL, NULL, NULL, &nup);
+    double gpu_w = sum_metric(snap, WT_M_GPU_POWER_W, NULL, NULL, NULL, &npow);
+    double cpu_w = sum_metric(snap, WT_M_CPU_POWER_W, NULL, "domain", "package", &ncpu);
+    double util = sum_metric(snap, WT_M_CPU_UTIL_RATIO, NULL, "cpu", "all", &nu);
+    double mem = sum_metric(snap, WT_M_MEM_USED_RATIO, NULL, NULL, NULL, &nm);
+    double gpu_j = 0, cpu_j = 0;
+    char method[32];
+    pthread_mutex_lock(&tr->mu);
+    for (int i = 0; i < tr->n; i++) {
+        struct tracked *t = &tr->s[i];
+        if (wt_labels_get(t->labels, "method", method, sizeof method) == 0)
+            continue; /* counters first: the integrated series is for comparison */
+        if (t->metric == WT_M_GPU_ENERGY_J)
+            gpu_j += t->last - t->at_summary;
+        else
+            cpu_j += t->last - t->at_summary;
+        t->at_summary = t->last;
+    }
+    pthread_mutex_unlock(&tr->mu);
+    wt_info("run",
+            "summary gpus_up=%.0f/%d gpu_power_w=%.1f gpu_energy_j=%.1f cpu_power_w=%s%.1f "
+            "cpu_energy_j=%.1f cpu_util=%.3f mem_used=%.3f",
+            up, ngpu, npow ? gpu_w : 0.0, gpu_j, ncpu ? "" : "~", ncpu ? cpu_w : 0.0, cpu_j,
+            nu ? util : 0.0, nm ? mem : 0.0);
+}
+
+static void log_energy_totals(struct tracker *tr)
+{
+    char from[40], to[40];
+    pthread_mutex_lock(&tr->mu);
+    for (int i = 0; i < tr->n; i++) {
+        const struct tracked *t = &tr->s[i];
+        wt_time_format(t->first_t, 1, from, sizeof from);
+        wt_time_format(t->last_t, 1, to, sizeof to);
+        wt_info("run", "energy %s{%s} joules=%.3f from=%s to=%s from_ns=%" PRId64 " to_ns=%" PRId64,
+                wt_metrics[t->metric].name, t->labels, t->last - t->first, from, to, t->first_t,
+                t->last_t);
+    }
+    pthread_mutex_unlock(&tr->mu);
+}
+
+struct run_opts {
+    const char *config, *listen, *db;
+    int64_t interval_ns, duration_ns, summary_ns;
+    int log_level; /* -1: from config */
+};
+
+static int apply_flags(const struct run_opts *o, struct wt_config *cfg)
+{
+    if (o->listen)
+        snprintf(cfg->daemon.listen, sizeof cfg->daemon.listen, "%s", o->listen);
+    if (o->db)
+        snprintf(cfg->store.path, sizeof cfg->store.path, "%s", o->db);
+    if (o->interval_ns)
+        cfg->daemon.interval_ns = o->interval_ns;
+    if (o->log_level >= 0)
+        cfg->daemon.log_level = (enum wt_log_level)o->log_level;
+    wt_log_set_level(cfg->daemon.log_level);
+    return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct run_opts *o)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
+        {"db", required_argument, NULL, 'd'},       {"interval", required_argument, NULL, 'i'},
+        {"duration", required_argument, NULL, 'D'}, {"log-level", required_argument, NULL, 'L'},
+        {"summary-interval", required_argument, NULL, 'S'}, {0}};
+    int c;
+    enum wt_log_level lv;
+    memset(o, 0, sizeof *o);
+    o->log_level = -1;
+    o->summary_ns = 60 * WT_NS_PER_S;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            o->config = optarg;
+            break;
+        case 'l':
+            o->listen = optarg;
+            break;
+        case 'd':
+            o->db = optarg;
+            break;
+        case 'i':
+            if (wt_duration_parse(optarg, &o->interval_ns) != 0) {
+                fprintf(stderr, "wattage run: --interval: expected seconds > 0 (got \"%s\")\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'D':
+            if (wt_duration_parse(optarg, &o->duration_ns) != 0) {
+                fprintf(stderr, "wattage run: --duration: expected a duration (got \"%s\")\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'S':
+            if (wt_duration_parse(optarg, &o->summary_ns) != 0) {
+                fprintf(stderr, "wattage run: --summary-interval: expected a duration\n");
+                return 2;
+            }
+            break;
+        case 'L':
+            if (wt_log_parse_level(optarg, &lv) != 0) {
+                fprintf(stderr, "wattage run: --log-level: expected debug, info, warn or error\n");
+                return 2;
+            }
+            o->log_level = (int)lv;
+            break;
+        default:
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wattage run: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    return 0;
+}
+
+int wt_cmd_run(int argc, char **argv)
+{
+    struct run_opts o;
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    struct wt_hub *hub = NULL;
+    struct wt_loop *loop = NULL;
+    struct wt_batch snap = {0};
+    struct tracker *tr = NULL;
+    int ret = 1;
+
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    rc = wt_cli_load_config(o.config, &cfg);
+    if (rc)
+        return rc;
+    apply_flags(&o, &cfg);
+
+    /* Signals are taken synchronously by this thread; every thread started below inherits the
+     * blocked mask. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    tr = calloc(1, sizeof *tr);
+    if (!tr || wt_hub_open(&hub) != 0)
+        goto out;
+    pthread_mutex_init(&tr->mu, NULL);
+    if (wt_hub_add_sink(hub, track_sink, tr) != 0)
+        goto out;
+
+    wt_info("run", "wattage %s starting interval_s=%.3g config=%s", WT_VERSION,
+            (double)cfg.daemon.interval_ns / WT_NS_PER_S, cfg.source[0] ? cfg.source : "(defaults)");
+    if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+
+    int64_t start = wt_now_mono_ns();
+    int64_t next_summary = start + o.summary_ns;
+    for (;;) {
+        int64_t now = wt_now_mono_ns();
+        int64_t until = next_summary;
+        if (o.duration_ns && start + o.duration_ns < until)
+            until = start + o.duration_ns;
+        if (until <= now) {
+            if (o.duration_ns && now >= start + o.duration_ns)
+                break;
+            log_summary(hub, tr, &snap);
+            next_summary += o.summary_ns;
+            continue;
+        }
+        int64_t wait = until - now;
+        struct timespec ts = {.tv_sec = wait / WT_NS_PER_S, .tv_nsec = wait % WT_NS_PER_S};
+        int sig = sigtimedwait(&set, NULL, &ts);
+        if (sig == SIGINT || sig == SIGTERM) {
+            wt_info("run", "stopping on %s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+            break;
+        }
+        if (sig == SIGHUP) {
+            struct wt_config next;
+            wt_info("run", "SIGHUP: reloading the configuration");
+            if (wt_cli_load_config(o.config, &next) != 0) {
+                wt_error("run", "reload failed; keeping the running configuration");
+                wt_log_set_level(cfg.daemon.log_level);
+                continue;
+            }
+            apply_flags(&o, &next);
+            wt_loop_stop(loop);
+            loop = NULL;
+            cfg = next;
+            if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
+                wt_error("run", "%s", err.msg);
+                goto out;
+            }
+        }
+    }
+    ret = 0;
+out:
+    wt_loop_stop(loop);
+    if (tr) {
+        log_energy_totals(tr);
+        pthread_mutex_destroy(&tr->mu);
+    }
+    wt_hub_close(hub);
+    wt_batch_free(&snap);
+    free(tr);
+    wt_info("run", "stopped");
+    return ret;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage status [--json]`: one snapshot of every source, read directly (no daemon). Sources
+ * whose figures are deltas (CPU utilization, RAPL power) are polled twice, a short time apart.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "collect/collector.h"
+#include "core/clock.h"
+#include "core/hub.h"
+#include "core/snapshot.h"
+
+#define MAX_SOURCES 16
+#define DELTA_WAIT_NS (250 * WT_NS_PER_MS)
+
+int wt_cmd_status(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"json", no_argument, NULL, 'j'}, {"config", required_argument, NULL, 'c'}, {0}};
+    const char *cfg_path = NULL;
+    int json = 0, c;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        if (c == 'j')
+            json = 1;
+        else if (c == 'c')
+            cfg_path = optarg;
+        else
+            return 2;
+    }
+    if (optind != argc) {
+        fprintf(stderr, "usage: wattage status [-c FILE] [--json]\n");
+        return 2;
+    }
+    struct wt_config cfg;
+    int rc = wt_cli_load_config(cfg_path, &cfg);
+    if (rc)
+        return rc;
+
+    struct wt_hub *hub = NULL;
+    struct wt_batch batch = {0}, snap = {0};
+    void *state[MAX_SOURCES] = {0};
+    int slot[MAX_SOURCES];
+    size_t n = 0;
+    int ret = 1;
+    if (wt_hub_open(&hub) != 0)
+        goto out;
+    for (size_t i = 0; wt_collectors[i] && n < MAX_SOURCES; i++, n++) {
+        const struct wt_collector_ops *ops = wt_collectors[i];
+        const struct wt_collector_config *cc = ops->config(&cfg);
+        slot[n] = -1;
+        if (!cc->enabled)
+            continue;
+        slot[n] = wt_hub_add_collector(hub, ops->name, wt_config_interval(&cfg, cc));
+        struct wt_err err = {{0}};
+        if (ops->open(&cfg, &state[n], &err) != 0) {
+            if (!json)
+                fprintf(stderr, "%s: %s\n", ops->name, err.msg);
+            ops->close(state[n]);
+            state[n] = NULL;
+            wt_hub_set_state(hub, slot[n], false, wt_config_interval(&cfg, cc));
+            continue;
+        }
+        wt_hub_set_state(hub, slot[n], true, wt_config_interval(&cfg, cc));
+    }
+    for (int round = 0; round < 2; round++) {
+        if (round)
+            wt_sleep_until_mono(wt_now_mono_ns() + DELTA_WAIT_NS);
+        for (size_t i = 0; i < n; i++) {
+            if (!state[i])
+                continue;
+            struct wt_err err = {{0}};
+            wt_batch_clear(&batch);
+            int64_t t0 = wt_now_mono_ns();
+            int prc = wt_collectors[i]->poll(state[i], wt_now_real_ns(), &batch, &err);
+            int64_t t1 = wt_now_mono_ns();
+            if (prc != 0 && round == 1 && !json)
+                fprintf(stderr, "%s: %s\n", wt_collectors[i]->name, err.msg);
+            wt_hub_publish(hub, slot[i], &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
+        }
+    }
+    if (wt_hub_snapshot(hub, &snap) != 0)
+        goto out;
+    struct wt_hub_collector cs[MAX_SOURCES];
+    size_t ncs = wt_hub_collectors(hub, cs, MAX_SOURCES);
+    if (json) {
+        char *s = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
+        if (!s)
+            goto out;
+        printf("%s\n", s);
+        free(s);
+    } else {
+        wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
+    }
+    ret = 0;
+out:
+    for (size_t i = 0; i < n; i++) {
+        if (state[i])
+            wt_collectors[i]->close(state[i]);
+    }
+    wt_batch_free(&batch);
+    wt_batch_free(&snap);
+    wt_hub_close(hub);
+    return ret;
+}

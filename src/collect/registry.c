@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: MIT */
+/* Every collector, in a fixed order. Adding a source adds one line here. */
+#include "collect/collector.h"
+
+extern const struct wt_collector_ops wt_nvml_collector;
+extern const struct wt_collector_ops wt_rapl_collector;
+extern const struct wt_collector_ops wt_procfs_collector;
+
+const struct wt_collector_ops *const wt_collectors[] = {
+    &wt_nvml_collector,
+    &wt_rapl_collector,
+    &wt_procfs_collector,
+    NULL,
+};

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: YAML (libyaml) read into a tree that keeps file:line, checked against one schema
+ * table, written into struct wt_config. Every key has a default, so no file is needed; flags are
+ * applied by the caller after loading. Unknown keys and bad values are errors naming file, line
+ * and key: "wattage.yaml:12: collectors.nvml.interval: expected a duration > 0 (got \"-1\")".
+ */
+#ifndef WT_CONFIG_H
+#define WT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/err.h"
+#include "core/log.h"
+
+#define WT_DEFAULT_CONFIG "/etc/wattage/wattage.yaml"
+#define WT_PATH_LEN 256
+
+struct wt_collector_config {
+    bool enabled;
+    int64_t interval_ns; /* 0: daemon.interval */
+};
+
+struct wt_config {
+    char source[WT_PATH_LEN]; /* the file it came from, or "" for the built-in defaults */
+    struct {
+        int64_t interval_ns;     /* daemon.interval, default 1 s */
+        char listen[128];        /* daemon.listen, default 127.0.0.1:9747 */
+        enum wt_log_level log_level; /* daemon.log_level, default info */
+        struct {
+            char cert[WT_PATH_LEN], key[WT_PATH_LEN], client_ca[WT_PATH_LEN];
+        } tls;
+        struct {
+            char token_file[WT_PATH_LEN];
+            bool protect_reads; /* daemon.auth.protect_reads: token needed for GET too */
+        } auth;
+    } daemon;
+    struct {
+        char path[WT_PATH_LEN];       /* store.path, default /var/lib/wattage/wattage.db */
+        int64_t flush_ns;             /* store.flush_interval, default 1 s */
+        int64_t retention_raw_ns;     /* store.retention.raw, default 7 d */
+        int64_t retention_rollup_ns;  /* store.retention.rollup, default 400 d */
+    } store;
+    struct {
+        struct wt_collector_config nvml;
+        char nvml_library[WT_PATH_LEN]; /* collectors.nvml.library, default libnvidia-ml.so.1 */
+        struct wt_collector_config rapl;
+        struct wt_collector_config procfs;
+    } collectors;
+};
+
+void wt_config_defaults(struct wt_config *c);
+
+/*
+ * Loads path over the defaults in *c. Returns 0; -ENOENT when the file does not exist (err says
+ * so); -EINVAL with err naming file:line and key for bad YAML, unknown keys or bad values.
+ * On error *c is left with the defaults, never half-applied.
+ */
+int wt_config_load(const char *path, struct wt_config *c, struct wt_err *err) WT_MUST_USE;
+/* The same from memory; name is used in messages. */
+int wt_config_load_string(const char *name, const char *yaml, size_t len, struct wt_config *c,
+                          struct wt_err *err) WT_MUST_USE;
+
+/* The interval a collector runs at: its own, else daemon.interval. */
+int64_t wt_config_interval(const struct wt_config *c, const struct wt_collector_config *cc);
+
+/*
+ * Splits a listen address "HOST:PORT" or "[IPv6]:PORT" (port 1..65535) into host (without the
+ * brackets; may be NULL) and port (may be NULL). For --listen as much as for daemon.listen.
+ * Returns 0 or -EINVAL.
+ */
+int wt_config_parse_listen(const char *s, char *host, size_t hostlen, int *port) WT_MUST_USE;
+
+/* Parses a YAML-style boolean: true/false, yes/no, on/off (any case). Returns 0 or -EINVAL. */
+int wt_config_parse_bool(const char *s, bool *out) WT_MUST_USE;
+
+/* The i-th known key as a dotted path ("daemon.tls.cert"), in schema order; NULL past the end. */
+const char *wt_config_key(size_t i);
+
+/*
+ * Writes c as a YAML config that wt_config_load reads back to the same values (every key, with
+ * durations as "1s", "7d"...). For `wattage check-config` and tests. Returns 0 or -EIO.
+ */
+int wt_config_write(const struct wt_config *c, FILE *f) WT_MUST_USE;
+
+#endif

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Energy integration, counter first. Pure functions over small caller-owned state, so every
+ * edge case (first sample, wrap, reset, gap) is unit-tested without hardware.
+ *
+ * Counters stay in integer raw units (NVML mJ, RAPL µJ) and are converted to joules once, by the
+ * caller. Power integration (trapezoid rule) is the fallback for devices without a counter, and
+ * never spans a gap longer than the allowed span: the gap is counted, not filled.
+ */
+#ifndef WT_ENERGY_H
+#define WT_ENERGY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum wt_delta_kind {
+    WT_DELTA_FIRST, /* no previous reading: baseline taken, delta 0 */
+    WT_DELTA_OK,    /* cur >= prev */
+    WT_DELTA_WRAP,  /* cur < prev on a counter with a modulus, plausible as a wrap */
+    WT_DELTA_RESET, /* cur < prev otherwise (driver reload, counter cleared): new baseline */
+};
+
+/*
+ * The raw increase from prev to cur. modulus is the counter's range (RAPL max_energy_range_uj);
+ * 0 means the counter does not wrap, so any decrease is a reset. A decrease whose wrap delta
+ * would exceed max_delta (0: no limit) is a reset too. On a reset *delta is 0.
+ */
+enum wt_delta_kind wt_counter_delta(uint64_t prev, uint64_t cur, uint64_t modulus,
+                                    uint64_t max_delta, uint64_t *delta);
+
+/* A hardware counter followed over time. Zero-initialise. */
+struct wt_energy_counter {
+    bool have;
+    uint64_t last_raw;
+    int64_t last_t_ns;
+    uint64_t total_raw; /* raw units accumulated since the first reading */
+    uint64_t wraps;
+    uint64_t resets;
+};
+
+/*
+ * Feeds one counter reading taken at t_ns. max_delta as for wt_counter_delta. A reset starts a
+ * new baseline; the energy counted since the reset (cur, when plausible) is kept, never a
+ * negative or a huge jump. Returns the kind of step taken.
+ */
+enum wt_delta_kind wt_energy_counter_update(struct wt_energy_counter *c, int64_t t_ns,
+                                            uint64_t raw, uint64_t modulus, uint64_t max_delta);
+
+/* Power integrated over time. Zero-initialise. */
+struct wt_energy_integral {
+    bool have;
+    int64_t last_t_ns;
+    double last_power_w;
+    double total_j;    /* joules over covered spans */
+    double covered_s;  /* seconds integrated */
+    double gap_s;      /* seconds skipped in gaps */
+    uint64_t gaps;
+    bool broken;       /* set by wt_energy_integral_break: the next span is a gap */
+};
+
+/*
+ * Adds a power sample (watts) at t_ns: the trapezoid with the previous sample is added unless the
+ * span exceeds max_gap_ns, in which case the span is counted as a gap and integration restarts
+ * from this sample. A sample not after the previous one is ignored. Returns 1 when a gap was
+ * recorded, 0 otherwise.
+ */
+int wt_energy_integral_update(struct wt_energy_integral *g, int64_t t_ns, double power_w,
+                              int64_t max_gap_ns);
+/* Marks the series as interrupted (device lost): the span up to the next sample is a gap. */
+void wt_energy_integral_break(struct wt_energy_integral *g);
+
+#endif

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hub: latest readings per collector behind one mutex, and the list of sinks. Publishing
+ * copies the batch (memory reused between ticks), so readers never wait for a poll.
+ */
+#include "core/hub.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define HUB_MAX_COLLECTORS 16
+#define HUB_MAX_SINKS 8
+
+struct slot {
+    struct wt_hub_collector st;
+    struct wt_batch latest;
+};
+
+struct wt_hub {
+    pthread_mutex_t mu;
+    struct slot slots[HUB_MAX_COLLECTORS];
+    int nslots;
+    struct {
+        wt_hub_sink_fn fn;
+        void *ctx;
+    } sinks[HUB_MAX_SINKS];
+    int nsinks;
+};
+
+int wt_hub_open(struct wt_hub **out)
+{
+    struct wt_hub *h = calloc(1, sizeof *h);
+    if (!h)
+        return -ENOMEM;
+    pthread_mutex_init(&h->mu, NULL);
+    *out = h;
+    return 0;
+}
+
+void wt_hub_close(struct wt_hub *h)
+{
+    if (!h)
+        return;
+    for (int i = 0; i < h->nslots; i++)
+        wt_batch_free(&h->slots[i].latest);
+    pthread_mutex_destroy(&h->mu);
+    free(h);
+}
+
+int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns)
+{
+    pthread_mutex_lock(&h->mu);
+    int idx = h->nslots < HUB_MAX_COLLECTORS ? h->nslots++ : -ENOSPC;
+    if (idx >= 0) {
+        struct slot *s = &h->slots[idx];
+        snprintf(s->st.name, sizeof s->st.name, "%s", name);
+        s->st.interval_ns = interval_ns;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return idx;
+}
+
+int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
+{
+    if (h->nsinks >= HUB_MAX_SINKS)
+        return -ENOSPC;
+    h->sinks[h->nsinks].fn = fn;
+    h->sinks[h->nsinks].ctx = ctx;
+    h->nsinks++;
+    return 0;
+}
+
+void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok,
+                    double duration_s, int64_t mono_ns)
+{
+    pthread_mutex_lock(&h->mu);
+    struct slot *s = &h->slots[idx];
+    s->st.last_tick_mono = mono_ns;
+    s->st.duration_s = duration_s;
+    s->st.up = ok;
+    wt_batch_clear(&s->latest);
+    if (ok) {
+        s->st.last_ok_mono = mono_ns;
+        if (wt_batch_append(&s->latest, b) != 0)
+            wt_batch_clear(&s->latest);
+    } else {
+        s->st.errors++;
+    }
+    char name[sizeof s->st.name];
+    memcpy(name, s->st.name, sizeof name);
+    pthread_mutex_unlock(&h->mu);
+    if (ok && b->len) {
+        for (int i = 0; i < h->nsinks; i++)
+            h->sinks[i].fn(h->sinks[i].ctx, name, b);
+    }
+}
+
+void wt_hub_set_state(struct wt_hub *h, int idx, bool present, int64_t interval_ns)
+{
+    pthread_mutex_lock(&h->mu);
+    h->slots[idx].st.present = present;
+    h->slots[idx].st.interval_ns = interval_ns;
+    if (!present) {
+        h->slots[idx].st.up = false;
+        wt_batch_clear(&h->slots[idx].latest);
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+int wt_hub_snapshot(struct wt_hub *h, struct wt_batch *out)
+{
+    int rc = 0;
+    char lb[WT_LABELS_LEN];
+    int64_t now = wt_now_real_ns();
+    wt_batch_clear(out);
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < h->nslots && rc == 0; i++)
+        rc = wt_batch_append(out, &h->slots[i].latest);
+    for (int i = 0; i < h->nslots && rc == 0; i++) {
+        const struct wt_hub_collector *c = &h->slots[i].st;
+        if (wt_labels(lb, sizeof lb, "collector", c->name, NULL) != 0)
+            continue;
+        rc = wt_batch_add(out, WT_M_COLLECTOR_UP, lb, now, c->present && c->up ? 1 : 0);
+        if (!rc)
+            rc = wt_batch_add(out, WT_M_COLLECTOR_ERRORS, lb, now, (double)c->errors);
+        if (!rc && c->last_tick_mono)
+            rc = wt_batch_add(out, WT_M_COLLECTOR_DURATION_S, lb, now, c->duration_s);
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
+}
+
+size_t wt_hub_collectors(struct wt_hub *h, struct wt_hub_collector *out, size_t n)
+{
+    pthread_mutex_lock(&h->mu);
+    size_t total = (size_t)h->nslots;
+    for (size_t i = 0; i < total && i < n; i++)
+        out[i] = h->slots[i].st;
+    pthread_mutex_unlock(&h->mu);
+    return total;
+}
+
+bool wt_hub_healthy(struct wt_hub *h, int64_t now_mono, char *why, size_t n)
+{
+    bool ok = true;
+    int present = 0;
+    if (why && n)
+        why[0] = '\0';
+    pthread_mutex_lock(&h->mu);
+    for (int i = 0; i < h->nslots && ok; i++) {
+        const struct wt_hub_collector *c = &h->slots[i].st;
+        if (!c->present)
+            continue;
+        present++;
+        int64_t since = now_mono - c->last_tick_mono;
+        if (c->last_tick_mono == 0 || since > 3 * c->interval_ns + WT_NS_PER_S) {
+            ok = false;
+            if (why)
+                snprintf(why, n, "%s: no poll for %.1f s (interval %.3g s)", c->name,
+                         c->last_tick_mono ? (double)since / WT_NS_PER_S : -1.0,
+                         (double)c->interval_ns / WT_NS_PER_S);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (ok && present == 0) {
+        ok = false;
+        if (why)
+            snprintf(why, n, "no collector is running");
+    }
+    return ok;
+}

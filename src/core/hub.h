@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The hub holds the latest readings of every collector (the snapshot the HTTP server serves,
+ * never waiting for a poll) and hands each published batch to the sinks (the store writer, the
+ * alert engine). Thread-safe: collectors publish from their own threads.
+ */
+#ifndef WT_HUB_H
+#define WT_HUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/reading.h"
+
+struct wt_hub;
+
+/* What the hub knows of one collector. */
+struct wt_hub_collector {
+    char name[32];
+    int64_t interval_ns;     /* current effective interval (doubles under backoff) */
+    int64_t last_tick_mono;  /* CLOCK_MONOTONIC ns of the last poll, 0 if none */
+    int64_t last_ok_mono;    /* of the last successful poll, 0 if none */
+    double duration_s;       /* of the last poll */
+    uint64_t errors;         /* failed polls since start */
+    bool up;                 /* last poll succeeded */
+    bool present;            /* the source was found on this host */
+};
+
+/*
+ * Called with every published batch, on the publishing collector's thread, outside the hub's
+ * lock. Must not block: copy and return.
+ */
+typedef void (*wt_hub_sink_fn)(void *ctx, const char *collector, const struct wt_batch *b);
+
+int wt_hub_open(struct wt_hub **out) WT_MUST_USE;
+void wt_hub_close(struct wt_hub *h);
+
+/* Registers a collector slot. Returns its index (>= 0) or -ENOSPC / -ENOMEM. */
+int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns);
+/* Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. */
+int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
+
+/*
+ * Records one poll of collector idx: when ok, b replaces its latest readings (copied); when not
+ * ok its readings are dropped (they are stale). Then calls the sinks with b.
+ */
+void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok,
+                    double duration_s, int64_t mono_ns);
+/* Marks collector idx present or absent and sets its effective interval. */
+void wt_hub_set_state(struct wt_hub *h, int idx, bool present, int64_t interval_ns);
+
+/*
+ * Copies every collector's latest readings, then the self-metrics (wattage_collector_*), into
+ * out (cleared first). Returns 0 or -ENOMEM.
+ */
+int wt_hub_snapshot(struct wt_hub *h, struct wt_batch *out) WT_MUST_USE;
+/* Copies up to n collector states into out; returns how many collectors there are. */
+size_t wt_hub_collectors(struct wt_hub *h, struct wt_hub_collector *out, size_t n);
+/*
+ * Health: true when every present collector polled within 3 of its intervals of now_mono.
+ * Otherwise false with why filled ("nvml: no poll for 5.2 s (interval 1 s)").
+ */
+bool wt_hub_healthy(struct wt_hub *h, int64_t now_mono, char *why, size_t n);
+
+#endif

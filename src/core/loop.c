@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The poll loop; see loop.h. Each collector thread sleeps on a condition variable bound to
+ * CLOCK_MONOTONIC with an absolute deadline, so ticks do not drift and a stop wakes it at once.
+ */
+#include "core/loop.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+struct worker {
+    struct wt_loop *loop;
+    const struct wt_collector_ops *ops;
+    int64_t base_ns;
+    int slot;
+    pthread_t thread;
+    bool started;
+};
+
+struct wt_loop {
+    const struct wt_config *cfg;
+    struct wt_hub *hub;
+    int64_t retry_ns;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    struct worker *workers;
+    size_t nworkers;
+};
+
+int64_t wt_loop_next_interval(int64_t base_ns, int fails)
+{
+    if (fails < WT_BACKOFF_AFTER)
+        return base_ns;
+    int64_t cap = base_ns * WT_BACKOFF_MAX_FACTOR;
+    if (cap > WT_BACKOFF_MAX_NS)
+        cap = WT_BACKOFF_MAX_NS;
+    if (cap < base_ns)
+        cap = base_ns;
+    int64_t v = base_ns;
+    for (int i = WT_BACKOFF_AFTER - 1; i < fails && v < cap; i++)
+        v *= 2;
+    return v < cap ? v : cap;
+}
+
+/* Waits until the monotonic deadline or a stop. Returns true when asked to stop. */
+static bool wait_until(struct wt_loop *l, int64_t deadline)
+{
+    struct timespec ts = {.tv_sec = deadline / WT_NS_PER_S, .tv_nsec = deadline % WT_NS_PER_S};
+    pthread_mutex_lock(&l->mu);
+    while (!l->stop) {
+        int rc = pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+        if (rc == ETIMEDOUT)
+            break;
+    }
+    bool stop = l->stop;
+    pthread_mutex_unlock(&l->mu);
+    return stop;
+}
+
+/* Opens the source, looking again with growing delays while it is absent. NULL on stop. */
+static void *open_source(struct worker *w, bool *stopped)
+{
+    struct wt_loop *l = w->loop;
+    int64_t delay = l->retry_ns ? l->retry_ns : 30 * WT_NS_PER_S;
+    int last_rc = 0;
+    for (;;) {
+        void *state = NULL;
+        struct wt_err err = {{0}};
+        int rc = w->ops->open(l->cfg, &state, &err);
+        if (rc == 0) {
+            wt_info(w->ops->name, "collecting every %.3g s", (double)w->base_ns / WT_NS_PER_S);
+            wt_hub_set_state(l->hub, w->slot, true, w->base_ns);
+            return state;
+        }
+        w->ops->close(state);
+        if (rc != last_rc) {
+            /* Said once per kind of failure, not at every retry. */
+            if (rc == -ENOENT)
+                wt_info(w->ops->name, "not available: %s; looking again in %.3g s and later",
+                        err.msg, (double)delay / WT_NS_PER_S);
+            else
+                wt_warn(w->ops->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
+                        (double)delay / WT_NS_PER_S);
+            last_rc = rc;
+        } else {
+            wt_debug(w->ops->name, "still not available: %s", err.msg);
+        }
+        wt_hub_set_state(l->hub, w->slot, false, w->base_ns);
+        if (wait_until(l, wt_now_mono_ns() + delay)) {
+            *stopped = true;
+            return NULL;
+        }
+        if (delay < WT_BACKOFF_MAX_NS)
+            delay *= 2;
+        if (delay > WT_BACKOFF_MAX_NS)
+            delay = WT_BACKOFF_MAX_NS;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct worker *w = arg;
+    struct wt_loop *l = w->loop;
+    struct wt_batch batch = {0};
+    struct wt_ratelimit rl = {.interval_ns = 60 * WT_NS_PER_S};
+    bool stopped = false;
+    void *state = open_source(w, &stopped);
+    if (stopped)
+        goto out;
+
+    int fails = 0;
+    uint64_t failed_ticks = 0;
+    int64_t interval = w->base_ns;
+    int64_t deadline = wt_now_mono_ns();
+    for (;;) {
+        struct wt_err err = {{0}};
+        int64_t t_real = wt_now_real_ns();
+        int64_t t0 = wt_now_mono_ns();
+        wt_batch_clear(&batch);
+        int rc = w->ops->poll(state, t_real, &batch, &err);
+        int64_t t1 = wt_now_mono_ns();
+        double dur = (double)(t1 - t0) / WT_NS_PER_S;
+        wt_hub_publish(l->hub, w->slot, &batch, rc == 0, dur, t1);
+        if (rc == 0) {
+            if (fails > 0)
+                wt_info(w->ops->name, "recovered after %" PRIu64 " failed polls", failed_ticks);
+            fails = 0;
+            failed_ticks = 0;
+            wt_debug(w->ops->name, "tick readings=%zu duration_ms=%.3f", batch.len, dur * 1e3);
+        } else {
+            uint64_t held = 0;
+            fails++;
+            failed_ticks++;
+            if (wt_ratelimit_ok(&rl, t1, &held))
+                wt_warn(w->ops->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64,
+                        err.msg, fails, held);
+        }
+        int64_t next = wt_loop_next_interval(w->base_ns, fails);
+        if (next != interval) {
+            if (next > interval)
+                wt_warn(w->ops->name, "backing off: polling every %.3g s",
+                        (double)next / WT_NS_PER_S);
+            interval = next;
+            wt_hub_set_state(l->hub, w->slot, true, interval);
+        }
+        deadline += interval;
+        if (deadline <= t1) {
+            /* Missed ticks are skipped, keeping the phase of the schedule. */
+            int64_t behind = t1 - deadline;
+            deadline += (behind / interval + 1) * interval;
+        }
+        if (wait_until(l, deadline))
+            break;
+    }
+out:
+    w->ops->close(state);
+    wt_batch_free(&batch);
+    return NULL;
+}
+
+int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
+                  struct wt_hub *hub, int64_t retry_ns, struct wt_loop **out, struct wt_err *err)
+{
+    struct wt_loop *l = calloc(1, sizeof *l);
+    size_t n = 0;
+    if (!l)
+        return -ENOMEM;
+    while (ops[n])
+        n++;
+    l->workers = calloc(n ? n : 1, sizeof *l->workers);
+    if (!l->workers) {
+        free(l);
+        return -ENOMEM;
+    }
+    l->cfg = cfg;
+    l->hub = hub;
+    l->retry_ns = retry_ns;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+
+    for (size_t i = 0; i < n; i++) {
+        const struct wt_collector_config *cc = ops[i]->config(cfg);
+        if (!cc->enabled) {
+            wt_info(ops[i]->name, "disabled in the configuration");
+            continue;
+        }
+        struct worker *w = &l->workers[l->nworkers];
+        w->loop = l;
+        w->ops = ops[i];
+        w->base_ns = wt_config_interval(cfg, cc);
+        w->slot = wt_hub_add_collector(hub, ops[i]->name, w->base_ns);
+        if (w->slot < 0) {
+            wt_loop_stop(l);
+            return wt_err_set(err, "too many collectors");
+        }
+        int rc = pthread_create(&w->thread, NULL, worker_main, w);
+        if (rc != 0) {
+            wt_loop_stop(l);
+            wt_err_set(err, "cannot start a thread for %s: %s", ops[i]->name, strerror(rc));
+            return -rc;
+        }
+        w->started = true;
+        l->nworkers++;
+    }
+    *out = l;
+    return 0;
+}
+
+void wt_loop_stop(struct wt_loop *l)
+{
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    l->stop = true;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    for (size_t i = 0; i < l->nworkers; i++) {
+        if (l->workers[i].started)
+            pthread_join(l->workers[i].thread, NULL);
+    }
+    pthread_cond_destroy(&l->cv);
+    pthread_mutex_destroy(&l->mu);
+    free(l->workers);
+    free(l);
+}

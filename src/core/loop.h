@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The poll loop: one thread per collector, each on absolute CLOCK_MONOTONIC deadlines at its own
+ * interval, so a slow source never delays another (the GPU collector above all). Readings are
+ * stamped in CLOCK_REALTIME and published to the hub. After 3 consecutive failed polls a
+ * collector's interval doubles per failure up to a cap; the first success restores it. A source
+ * absent from the host (no NVIDIA driver) is reported once and looked for again later.
+ */
+#ifndef WT_LOOP_H
+#define WT_LOOP_H
+
+#include <stdint.h>
+
+#include "collect/collector.h"
+#include "core/config.h"
+#include "core/hub.h"
+
+#define WT_BACKOFF_AFTER 3
+/* Interval cap under backoff: 32 intervals, at most 5 minutes (never below the interval). */
+#define WT_BACKOFF_MAX_FACTOR 32
+#define WT_BACKOFF_MAX_NS (300LL * 1000000000LL)
+
+struct wt_loop;
+
+/*
+ * Starts a thread for every enabled collector in ops (NULL-terminated; pass wt_collectors for
+ * the registry). cfg must outlive the loop. Retry delay for absent sources: retry_ns (0: 30 s,
+ * doubling to 5 min). Returns 0 or a negative errno with err filled.
+ */
+int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
+                  struct wt_hub *hub, int64_t retry_ns, struct wt_loop **out,
+                  struct wt_err *err) WT_MUST_USE;
+/* Stops every thread promptly, closes the collectors and frees the loop; accepts NULL. */
+void wt_loop_stop(struct wt_loop *l);
+
+/* The next interval after a poll: pure, for tests. fails = consecutive failures so far. */
+int64_t wt_loop_next_interval(int64_t base_ns, int fails);
+
+#endif

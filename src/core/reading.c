@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: MIT */
+/* Readings, the metric table and canonical label strings; see reading.h. */
+#include "core/reading.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct wt_metric wt_metrics[WT_M_COUNT] = {
+    [WT_M_GPU_INFO] = {"wattage_gpu_info", "GPU identity: index, UUID, model and PCI bus id.",
+                       WT_GAUGE},
+    [WT_M_GPU_UP] = {"wattage_gpu_up", "1 when the GPU answered the last poll, 0 when lost.",
+                     WT_GAUGE},
+    [WT_M_GPU_POWER_W] = {"wattage_gpu_power_watts",
+                          "GPU board power in watts as NVML reports it (a 1 s average on Ampere "
+                          "and newer).",
+                          WT_GAUGE},
+    [WT_M_GPU_ENERGY_J] = {"wattage_gpu_energy_joules_total",
+                           "GPU energy in joules: the hardware counter, or integrated power when "
+                           "method=\"integrated\".",
+                           WT_COUNTER},
+    [WT_M_GPU_TEMP_C] = {"wattage_gpu_temperature_celsius", "GPU core temperature in celsius.",
+                         WT_GAUGE},
+    [WT_M_GPU_SLOWDOWN_TEMP_C] = {"wattage_gpu_slowdown_temperature_celsius",
+                                  "Temperature at which the GPU slows down.", WT_GAUGE},
+    [WT_M_GPU_SHUTDOWN_TEMP_C] = {"wattage_gpu_shutdown_temperature_celsius",
+                                  "Temperature at which the GPU shuts down.", WT_GAUGE},
+    [WT_M_GPU_UTIL_RATIO] = {"wattage_gpu_utilization_ratio",
+                             "Share of time a kernel ran on the GPU (0..1).", WT_GAUGE},
+    [WT_M_GPU_MEM_UTIL_RATIO] = {"wattage_gpu_memory_utilization_ratio",
+                                 "Share of time device memory was read or written (0..1).",
+                                 WT_GAUGE},
+    [WT_M_GPU_MEM_USED_B] = {"wattage_gpu_memory_used_bytes", "GPU memory used in bytes.",
+                             WT_GAUGE},
+    [WT_M_GPU_MEM_TOTAL_B] = {"wattage_gpu_memory_total_bytes", "GPU memory in bytes.", WT_GAUGE},
+    [WT_M_GPU_SM_CLOCK_HZ] = {"wattage_gpu_sm_clock_hertz", "SM clock in hertz.", WT_GAUGE},
+    [WT_M_GPU_MEM_CLOCK_HZ] = {"wattage_gpu_memory_clock_hertz", "Memory clock in hertz.",
+                               WT_GAUGE},
+    [WT_M_GPU_POWER_LIMIT_W] = {"wattage_gpu_power_limit_watts", "Enforced power limit in watts.",
+                                WT_GAUGE},
+    [WT_M_GPU_POWER_LIMIT_MIN_W] = {"wattage_gpu_power_limit_min_watts",
+                                    "Lowest power limit the GPU accepts, in watts.", WT_GAUGE},
+    [WT_M_GPU_POWER_LIMIT_MAX_W] = {"wattage_gpu_power_limit_max_watts",
+                                    "Highest power limit the GPU accepts, in watts.", WT_GAUGE},
+    [WT_M_GPU_PSTATE] = {"wattage_gpu_performance_state",
+                         "Performance state (0 fastest .. 15 slowest).", WT_GAUGE},
+    [WT_M_GPU_THROTTLE_REASONS] = {"wattage_gpu_throttle_reasons",
+                                   "Bitmask of NVML clocks event (throttle) reasons.", WT_GAUGE},
+    [WT_M_GPU_THROTTLED] = {"wattage_gpu_throttled", "1 while the named throttle reason is active.",
+                            WT_GAUGE},
+    [WT_M_GPU_ENERGY_GAPS] = {"wattage_gpu_energy_gaps_total",
+                              "Gaps in the power series too long to integrate across.",
+                              WT_COUNTER},
+    [WT_M_CPU_ENERGY_J] = {"wattage_cpu_energy_joules_total",
+                           "CPU energy from RAPL in joules, per package and domain, unwrapped.",
+                           WT_COUNTER},
+    [WT_M_CPU_POWER_W] = {"wattage_cpu_power_watts",
+                          "CPU power from RAPL energy deltas in watts, per package and domain.",
+                          WT_GAUGE},
+    [WT_M_CPU_UTIL_RATIO] = {"wattage_cpu_utilization_ratio",
+                             "Share of CPU time not idle (0..1), all CPUs or one.", WT_GAUGE},
+    [WT_M_MEM_USED_RATIO] = {"wattage_memory_used_ratio",
+                             "Share of host memory in use (total - available) (0..1).", WT_GAUGE},
+    [WT_M_MEM_USED_B] = {"wattage_memory_used_bytes", "Host memory in use in bytes.", WT_GAUGE},
+    [WT_M_MEM_TOTAL_B] = {"wattage_memory_total_bytes", "Host memory in bytes.", WT_GAUGE},
+    [WT_M_COLLECTOR_ERRORS] = {"wattage_collector_errors_total",
+                               "Failed polls per collector since start.", WT_COUNTER},
+    [WT_M_COLLECTOR_DURATION_S] = {"wattage_collector_duration_seconds",
+                                   "Duration of the collector's last poll in seconds.", WT_GAUGE},
+    [WT_M_COLLECTOR_UP] = {"wattage_collector_up",
+                           "1 when the collector's source is present and its last poll worked.",
+                           WT_GAUGE},
+};
+
+int wt_metric_find(const char *name)
+{
+    for (int i = 0; i < WT_M_COUNT; i++) {
+        if (wt_metrics[i].name && strcmp(wt_metrics[i].name, name) == 0)
+            return i;
+    }
+    return -ENOENT;
+}
+
+int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns, double value)
+{
+    size_t ll = labels ? strlen(labels) : 0;
+    if (ll >= WT_LABELS_LEN)
+        return -E2BIG;
+    if (b->len == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 64;
+        struct wt_reading *r = realloc(b->r, cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        b->r = r;
+        b->cap = cap;
+    }
+    struct wt_reading *x = &b->r[b->len++];
+    x->t_ns = t_ns;
+    x->value = value;
+    x->metric = (uint16_t)metric;
+    memcpy(x->labels, labels ? labels : "", ll + 1);
+    return 0;
+}
+
+int wt_batch_append(struct wt_batch *b, const struct wt_batch *src)
+{
+    if (b->len + src->len > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->len + src->len)
+            cap *= 2;
+        struct wt_reading *r = realloc(b->r, cap * sizeof *r);
+        if (!r)
+            return -ENOMEM;
+        b->r = r;
+        b->cap = cap;
+    }
+    if (src->len)
+        memcpy(b->r + b->len, src->r, src->len * sizeof *src->r);
+    b->len += src->len;
+    return 0;
+}
+
+void wt_batch_clear(struct wt_batch *b)
+{
+    b->len = 0;
+}
+
+void wt_batch_free(struct wt_batch *b)
+{
+    free(b->r);
+    b->r = NULL;
+    b->len = b->cap = 0;
+}
+
+int wt_labels_add(char *buf, size_t n, const char *key, const char *value)
+{
+    size_t len = strlen(buf);
+    size_t need = len + (len ? 1 : 0) + strlen(key) + 3; /* , key =" " */
+    if (need >= n)
+        return -E2BIG;
+    char *p = buf + len;
+    if (len)
+        *p++ = ',';
+    p = stpcpy(p, key);
+    *p++ = '=';
+    *p++ = '"';
+    for (const char *v = value; *v; v++) {
+        const char *esc = NULL;
+        if (*v == '\\')
+            esc = "\\\\";
+        else if (*v == '"')
+            esc = "\\\"";
+        else if (*v == '\n')
+            esc = "\\n";
+        size_t l = esc ? 2 : 1;
+        if ((size_t)(p - buf) + l + 2 > n) {
+            buf[len] = '\0';
+            return -E2BIG;
+        }
+        if (esc) {
+            memcpy(p, esc, 2);
+            p += 2;
+        } else {
+            *p++ = *v;
+        }
+    }
+    *p++ = '"';
+    *p = '\0';
+    return 0;
+}
+
+int wt_labels(char *buf, size_t n, ...)
+{
+    va_list ap;
+    int rc = 0;
+    if (n == 0)
+        return -E2BIG;
+    buf[0] = '\0';
+    va_start(ap, n);
+    for (;;) {
+        const char *k = va_arg(ap, const char *);
+        if (!k)
+            break;
+        const char *v = va_arg(ap, const char *);
+        rc = wt_labels_add(buf, n, k, v ? v : "");
+        if (rc)
+            break;
+    }
+    va_end(ap);
+    return rc;
+}
+
+int wt_labels_next(const char *labels, size_t *pos, char *key, size_t kn, char *val, size_t vn)
+{
+    const char *p = labels + *pos;
+    if (*p == ',')
+        p++;
+    if (!*p)
+        return 0;
+    const char *eq = strchr(p, '=');
+    if (!eq || eq[1] != '"' || (size_t)(eq - p) >= kn)
+        return -EINVAL;
+    memcpy(key, p, (size_t)(eq - p));
+    key[eq - p] = '\0';
+    p = eq + 2;
+    size_t o = 0;
+    while (*p && *p != '"') {
+        char c = *p++;
+        if (c == '\\') {
+            c = *p++;
+            if (c == 'n')
+                c = '\n';
+            else if (c == '\0')
+                return -EINVAL;
+        }
+        if (o + 1 >= vn)
+            return -E2BIG;
+        val[o++] = c;
+    }
+    if (*p != '"')
+        return -EINVAL;
+    val[o] = '\0';
+    *pos = (size_t)(p + 1 - labels);
+    return 1;
+}
+
+int wt_labels_get(const char *labels, const char *key, char *out, size_t n)
+{
+    size_t pos = 0;
+    char k[64], v[WT_LABELS_LEN];
+    int rc;
+    while ((rc = wt_labels_next(labels, &pos, k, sizeof k, v, sizeof v)) == 1) {
+        if (strcmp(k, key) == 0) {
+            if (strlen(v) >= n)
+                return -E2BIG;
+            strcpy(out, v);
+            return 0;
+        }
+    }
+    return rc < 0 ? rc : -ENOENT;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Readings and series. One reading is (series, timestamp, value); a series is a metric from the
+ * table below plus a canonical label string in Prometheus syntax, values escaped:
+ *   gpu="0",uuid="GPU-5f3c…",model="NVIDIA H200"
+ * Collectors append readings to a struct wt_batch; nothing downstream knows who made them.
+ */
+#ifndef WT_READING_H
+#define WT_READING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+
+enum wt_metric_type { WT_GAUGE, WT_COUNTER };
+
+/* Every metric wattage knows. Names are the exposition names (prefix wattage_, base units). */
+enum wt_metric_id {
+    WT_M_GPU_INFO,                 /* 1, labels carry gpu,uuid,model,pci_bus_id */
+    WT_M_GPU_UP,                   /* 0/1 */
+    WT_M_GPU_POWER_W,              /* nvmlDeviceGetPowerUsage: 1 s average on Ampere+ */
+    WT_M_GPU_ENERGY_J,             /* counter: NVML energy counter (or method="integrated") */
+    WT_M_GPU_TEMP_C,
+    WT_M_GPU_SLOWDOWN_TEMP_C,
+    WT_M_GPU_SHUTDOWN_TEMP_C,
+    WT_M_GPU_UTIL_RATIO,
+    WT_M_GPU_MEM_UTIL_RATIO,
+    WT_M_GPU_MEM_USED_B,
+    WT_M_GPU_MEM_TOTAL_B,
+    WT_M_GPU_SM_CLOCK_HZ,
+    WT_M_GPU_MEM_CLOCK_HZ,
+    WT_M_GPU_POWER_LIMIT_W,
+    WT_M_GPU_POWER_LIMIT_MIN_W,
+    WT_M_GPU_POWER_LIMIT_MAX_W,
+    WT_M_GPU_PSTATE,
+    WT_M_GPU_THROTTLE_REASONS,     /* bitmask, NVML clocks event reasons */
+    WT_M_GPU_THROTTLED,            /* 0/1 per reason="…" */
+    WT_M_GPU_ENERGY_GAPS,          /* counter: gaps not integrated across */
+    WT_M_CPU_ENERGY_J,             /* counter: RAPL, unwrapped, labels package,domain,name */
+    WT_M_CPU_POWER_W,              /* RAPL energy delta / time delta */
+    WT_M_CPU_UTIL_RATIO,           /* procfs, cpu="all" or cpu="N" */
+    WT_M_MEM_USED_RATIO,
+    WT_M_MEM_USED_B,
+    WT_M_MEM_TOTAL_B,
+    WT_M_COLLECTOR_ERRORS,         /* counter per collector */
+    WT_M_COLLECTOR_DURATION_S,     /* gauge per collector: last poll's duration */
+    WT_M_COLLECTOR_UP,             /* 0/1 per collector: last poll succeeded */
+    WT_M_COUNT
+};
+
+struct wt_metric {
+    const char *name;
+    const char *help;
+    enum wt_metric_type type;
+};
+
+extern const struct wt_metric wt_metrics[WT_M_COUNT];
+
+/* Looks a metric up by its exposition name. Returns its id or -ENOENT. */
+int wt_metric_find(const char *name);
+
+#define WT_LABELS_LEN 224
+
+struct wt_reading {
+    int64_t t_ns;                /* CLOCK_REALTIME */
+    double value;                /* base SI unit */
+    uint16_t metric;             /* enum wt_metric_id */
+    char labels[WT_LABELS_LEN];  /* canonical, escaped; "" for none */
+};
+
+/* A growable array of readings; zero-initialise. Reused between ticks: wt_batch_clear keeps memory. */
+struct wt_batch {
+    struct wt_reading *r;
+    size_t len, cap;
+};
+
+/* Appends one reading. Returns 0 or -ENOMEM (and -E2BIG when labels do not fit). */
+int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns, double value)
+    WT_MUST_USE;
+/* Appends all of src. Returns 0 or -ENOMEM. */
+int wt_batch_append(struct wt_batch *b, const struct wt_batch *src) WT_MUST_USE;
+void wt_batch_clear(struct wt_batch *b);
+void wt_batch_free(struct wt_batch *b);
+
+/*
+ * Builds a canonical label string from NULL-terminated key/value pairs:
+ *   wt_labels(buf, sizeof buf, "gpu", "0", "model", "NVIDIA H200", NULL)
+ * Values are escaped (\\, \", \n). Returns 0 or -E2BIG when it does not fit.
+ */
+int wt_labels(char *buf, size_t n, ...) __attribute__((sentinel));
+/* Appends one more pair to an existing label string. Returns 0 or -E2BIG. */
+int wt_labels_add(char *buf, size_t n, const char *key, const char *value);
+/* Copies the unescaped value of key into out. Returns 0, -ENOENT, or -E2BIG. */
+int wt_labels_get(const char *labels, const char *key, char *out, size_t n);
+/*
+ * Iterates pairs: pass *pos = 0 first; returns 1 with key and unescaped value filled, 0 at the
+ * end, -EINVAL on a malformed string.
+ */
+int wt_labels_next(const char *labels, size_t *pos, char *key, size_t kn, char *val, size_t vn);
+
+#endif

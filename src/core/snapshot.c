@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Snapshot rendering: readings grouped per GPU (by the gpu label), per RAPL domain and for the
+ * host, then written as JSON (cJSON) or as a table for a terminal. A metric a GPU does not
+ * support has no reading, so it is absent from the JSON and shown as "-" in the table.
+ */
+#include "core/snapshot.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+
+#define MAX_GPUS 64
+#define MAX_DOMAINS 32
+
+/* GPU metrics and their JSON keys, in output order; F_* name the positions. */
+enum {
+    F_POWER, F_ENERGY, F_TEMP, F_SLOWDOWN, F_SHUTDOWN, F_UTIL, F_MEM_UTIL, F_MEM_USED,
+    F_MEM_TOTAL, F_SM_CLOCK, F_MEM_CLOCK, F_LIMIT, F_LIMIT_MIN, F_LIMIT_MAX, F_PSTATE,
+    F_THROTTLE, F_GAPS
+};
+static const struct {
+    int metric;
+    const char *key;
+    int integer;
+} gpu_fields[] = {
+    {WT_M_GPU_POWER_W, "power_watts", 0},
+    {WT_M_GPU_ENERGY_J, "energy_joules", 0},
+    {WT_M_GPU_TEMP_C, "temperature_celsius", 0},
+    {WT_M_GPU_SLOWDOWN_TEMP_C, "slowdown_temperature_celsius", 0},
+    {WT_M_GPU_SHUTDOWN_TEMP_C, "shutdown_temperature_celsius", 0},
+    {WT_M_GPU_UTIL_RATIO, "utilization_ratio", 0},
+    {WT_M_GPU_MEM_UTIL_RATIO, "memory_utilization_ratio", 0},
+    {WT_M_GPU_MEM_USED_B, "memory_used_bytes", 1},
+    {WT_M_GPU_MEM_TOTAL_B, "memory_total_bytes", 1},
+    {WT_M_GPU_SM_CLOCK_HZ, "sm_clock_hertz", 1},
+    {WT_M_GPU_MEM_CLOCK_HZ, "memory_clock_hertz", 1},
+    {WT_M_GPU_POWER_LIMIT_W, "power_limit_watts", 0},
+    {WT_M_GPU_POWER_LIMIT_MIN_W, "power_limit_min_watts", 0},
+    {WT_M_GPU_POWER_LIMIT_MAX_W, "power_limit_max_watts", 0},
+    {WT_M_GPU_PSTATE, "performance_state", 1},
+    {WT_M_GPU_THROTTLE_REASONS, "throttle_reasons", 1},
+    {WT_M_GPU_ENERGY_GAPS, "energy_gaps", 1},
+};
+#define NFIELDS (sizeof gpu_fields / sizeof gpu_fields[0])
+
+struct gpu {
+    char index[16], uuid[96], model[96], pci[32];
+    int up; /* -1 unknown */
+    double v[NFIELDS];
+    int has[NFIELDS];
+    double energy_integrated;
+    int has_integrated;
+    char throttled[256];
+};
+
+struct domain {
+    char package[16], domain[16];
+    double energy, power;
+    int has_energy, has_power;
+};
+
+struct view {
+    struct gpu gpus[MAX_GPUS];
+    int ngpus;
+    struct domain doms[MAX_DOMAINS];
+    int ndoms;
+    double cpu_util, mem_ratio, mem_used, mem_total;
+    int has_cpu_util, has_mem_ratio, has_mem_used, has_mem_total;
+};
+
+static struct gpu *gpu_for(struct view *v, const char *labels)
+{
+    char idx[16];
+    if (wt_labels_get(labels, "gpu", idx, sizeof idx) != 0)
+        return NULL;
+    for (int i = 0; i < v->ngpus; i++) {
+        if (strcmp(v->gpus[i].index, idx) == 0)
+            return &v->gpus[i];
+    }
+    if (v->ngpus == MAX_GPUS)
+        return NULL;
+    struct gpu *g = &v->gpus[v->ngpus++];
+    memset(g, 0, sizeof *g);
+    g->up = -1;
+    snprintf(g->index, sizeof g->index, "%s", idx);
+    (void)wt_labels_get(labels, "uuid", g->uuid, sizeof g->uuid);
+    (void)wt_labels_get(labels, "model", g->model, sizeof g->model);
+    return g;
+}
+
+static struct domain *domain_for(struct view *v, const char *labels)
+{
+    char pkg[16] = "", dom[16] = "";
+    (void)wt_labels_get(labels, "package", pkg, sizeof pkg);
+    (void)wt_labels_get(labels, "domain", dom, sizeof dom);
+    for (int i = 0; i < v->ndoms; i++) {
+        if (strcmp(v->doms[i].package, pkg) == 0 && strcmp(v->doms[i].domain, dom) == 0)
+            return &v->doms[i];
+    }
+    if (v->ndoms == MAX_DOMAINS)
+        return NULL;
+    struct domain *d = &v->doms[v->ndoms++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->package, sizeof d->package, "%s", pkg);
+    snprintf(d->domain, sizeof d->domain, "%s", dom);
+    return d;
+}
+
+static int cmp_gpu(const void *a, const void *b)
+{
+    return atoi(((const struct gpu *)a)->index) - atoi(((const struct gpu *)b)->index);
+}
+
+static void build_view(struct view *v, const struct wt_batch *b)
+{
+    memset(v, 0, sizeof *v);
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        char tmp[64];
+        if (r->metric <= WT_M_GPU_ENERGY_GAPS) {
+            struct gpu *g = gpu_for(v, r->labels);
+            if (!g)
+                continue;
+            if (r->metric == WT_M_GPU_INFO) {
+                (void)wt_labels_get(r->labels, "pci_bus_id", g->pci, sizeof g->pci);
+            } else if (r->metric == WT_M_GPU_UP) {
+                g->up = r->value != 0;
+            } else if (r->metric == WT_M_GPU_THROTTLED) {
+                if (r->value != 0 && wt_labels_get(r->labels, "reason", tmp, sizeof tmp) == 0) {
+                    size_t l = strlen(g->throttled);
+                    snprintf(g->throttled + l, sizeof g->throttled - l, "%s%s", l ? "," : "",
+                             tmp);
+                }
+            } else if (r->metric == WT_M_GPU_ENERGY_J &&
+                       wt_labels_get(r->labels, "method", tmp, sizeof tmp) == 0) {
+                g->energy_integrated = r->value;
+                g->has_integrated = 1;
+            } else {
+                for (size_t f = 0; f < NFIELDS; f++) {
+                    if (gpu_fields[f].metric == r->metric) {
+                        g->v[f] = r->value;
+                        g->has[f] = 1;
+                    }
+                }
+            }
+        } else if (r->metric == WT_M_CPU_ENERGY_J || r->metric == WT_M_CPU_POWER_W) {
+            struct domain *d = domain_for(v, r->labels);
+            if (!d)
+                continue;
+            if (r->metric == WT_M_CPU_ENERGY_J) {
+                d->energy = r->value;
+                d->has_energy = 1;
+            } else {
+                d->power = r->value;
+                d->has_power = 1;
+            }
+        } else if (r->metric == WT_M_CPU_UTIL_RATIO) {
+            if (wt_labels_get(r->labels, "cpu", tmp, sizeof tmp) == 0 && strcmp(tmp, "all") == 0) {
+                v->cpu_util = r->value;
+                v->has_cpu_util = 1;
+            }
+        } else if (r->metric == WT_M_MEM_USED_RATIO) {
+            v->mem_ratio = r->value;
+            v->has_mem_ratio = 1;
+        } else if (r->metric == WT_M_MEM_USED_B) {
+            v->mem_used = r->value;
+            v->has_mem_used = 1;
+        } else if (r->metric == WT_M_MEM_TOTAL_B) {
+            v->mem_total = r->value;
+            v->has_mem_total = 1;
+        }
+    }
+    qsort(v->gpus, (size_t)v->ngpus, sizeof v->gpus[0], cmp_gpu);
+}
+
+static double total_gpu_power(const struct view *v, int *n)
+{
+    double sum = 0;
+    *n = 0;
+    for (int i = 0; i < v->ngpus; i++) {
+        if (v->gpus[i].up != 0 && v->gpus[i].has[F_POWER]) {
+            sum += v->gpus[i].v[F_POWER];
+            (*n)++;
+        }
+    }
+    return sum;
+}
+
+/* CPU power is the sum over package domains (psys when that is all there is). */
+static double total_cpu_power(const struct view *v, int *n)
+{
+    double sum = 0, psys = 0;
+    int np = 0, ns = 0;
+    for (int i = 0; i < v->ndoms; i++) {
+        if (!v->doms[i].has_power)
+            continue;
+        if (strcmp(v->doms[i].domain, "package") == 0) {
+            sum += v->doms[i].power;
+            np++;
+        } else if (strcmp(v->doms[i].domain, "psys") == 0) {
+            psys += v->doms[i].power;
+            ns++;
+        }
+    }
+    *n = np ? np : ns;
+    return np ? sum : psys;
+}
+
+char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *cs, size_t ncs,
+                       int64_t t_ns, int pretty)
+{
+    struct view *v = malloc(sizeof *v);
+    cJSON *root = cJSON_CreateObject();
+    char *out = NULL;
+    char ts[40], host[128] = "";
+    if (!v || !root)
+        goto done;
+    build_view(v, b);
+    wt_time_format(t_ns, 1, ts, sizeof ts);
+    gethostname(host, sizeof host - 1);
+    cJSON_AddStringToObject(root, "time", ts);
+    cJSON_AddStringToObject(root, "host", host);
+    cJSON_AddStringToObject(root, "version", WT_VERSION);
+
+    cJSON *gpus = cJSON_AddArrayToObject(root, "gpus");
+    for (int i = 0; i < v->ngpus; i++) {
+        const struct gpu *g = &v->gpus[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(gpus, o);
+        cJSON_AddNumberToObject(o, "index", atoi(g->index));
+        cJSON_AddStringToObject(o, "uuid", g->uuid);
+        cJSON_AddStringToObject(o, "model", g->model);
+        if (g->pci[0])
+            cJSON_AddStringToObject(o, "pci_bus_id", g->pci);
+        cJSON_AddBoolToObject(o, "up", g->up != 0);
+        for (size_t f = 0; f < NFIELDS; f++) {
+            if (g->has[f])
+                cJSON_AddNumberToObject(o, gpu_fields[f].key, g->v[f]);
+        }
+        if (g->has_integrated)
+            cJSON_AddNumberToObject(o, "energy_integrated_joules", g->energy_integrated);
+        if (g->has[F_THROTTLE]) {
+            cJSON *th = cJSON_AddArrayToObject(o, "throttled");
+            char buf[256];
+            snprintf(buf, sizeof buf, "%s", g->throttled);
+            for (char *s = NULL, *tok = strtok_r(buf, ",", &s); tok; tok = strtok_r(NULL, ",", &s))
+                cJSON_AddItemToArray(th, cJSON_CreateString(tok));
+        }
+    }
+    int n;
+    double p = total_gpu_power(v, &n);
+    if (n)
+        cJSON_AddNumberToObject(root, "gpu_power_watts", p);
+
+    cJSON *cpu = cJSON_AddArrayToObject(root, "cpu");
+    for (int i = 0; i < v->ndoms; i++) {
+        const struct domain *d = &v->doms[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(cpu, o);
+        cJSON_AddStringToObject(o, "package", d->package);
+        cJSON_AddStringToObject(o, "domain", d->domain);
+        if (d->has_energy)
+            cJSON_AddNumberToObject(o, "energy_joules", d->energy);
+        if (d->has_power)
+            cJSON_AddNumberToObject(o, "power_watts", d->power);
+    }
+    p = total_cpu_power(v, &n);
+    if (n)
+        cJSON_AddNumberToObject(root, "cpu_power_watts", p);
+
+    cJSON *h = cJSON_AddObjectToObject(root, "host");
+    if (v->has_cpu_util)
+        cJSON_AddNumberToObject(h, "cpu_utilization_ratio", v->cpu_util);
+    if (v->has_mem_ratio)
+        cJSON_AddNumberToObject(h, "memory_used_ratio", v->mem_ratio);
+    if (v->has_mem_used)
+        cJSON_AddNumberToObject(h, "memory_used_bytes", v->mem_used);
+    if (v->has_mem_total)
+        cJSON_AddNumberToObject(h, "memory_total_bytes", v->mem_total);
+
+    cJSON *cols = cJSON_AddArrayToObject(root, "collectors");
+    for (size_t i = 0; i < ncs; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(cols, o);
+        cJSON_AddStringToObject(o, "name", cs[i].name);
+        cJSON_AddBoolToObject(o, "present", cs[i].present);
+        cJSON_AddBoolToObject(o, "up", cs[i].present && cs[i].up);
+        cJSON_AddNumberToObject(o, "errors", (double)cs[i].errors);
+        cJSON_AddNumberToObject(o, "interval_seconds", (double)cs[i].interval_ns / WT_NS_PER_S);
+        if (cs[i].last_tick_mono)
+            cJSON_AddNumberToObject(o, "duration_seconds", cs[i].duration_s);
+    }
+    out = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+done:
+    cJSON_Delete(root);
+    free(v);
+    return out;
+}
+
+/* One right-aligned table cell: " " then v with `prec` decimals and a suffix, or "-". */
+static void cell(FILE *f, int has, double v, int width, int prec, const char *suffix)
+{
+    char buf[48];
+    if (has)
+        snprintf(buf, sizeof buf, "%.*f%s", prec, v, suffix);
+    else
+        snprintf(buf, sizeof buf, "-");
+    fprintf(f, " %*s", width, buf);
+}
+
+void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_collector *cs,
+                       size_t ncs, int64_t t_ns)
+{
+    struct view *v = malloc(sizeof *v);
+    char ts[40];
+    if (!v)
+        return;
+    build_view(v, b);
+    wt_time_format(t_ns, 0, ts, sizeof ts);
+    fprintf(f, "wattage %s  %s\n\n", WT_VERSION, ts);
+
+    const struct wt_hub_collector *nv = NULL;
+    for (size_t i = 0; i < ncs; i++) {
+        if (strcmp(cs[i].name, "nvml") == 0)
+            nv = &cs[i];
+    }
+    if (v->ngpus) {
+        fprintf(f, "%-3s %-22s %8s %14s %5s %5s %5s %5s %9s %8s %8s  %s\n", "GPU", "MODEL",
+                "POWER W", "ENERGY J", "TEMP", "SLOW", "UTIL", "MEM", "MEM USED", "SM MHz",
+                "LIMIT W", "THROTTLE");
+        for (int i = 0; i < v->ngpus; i++) {
+            const struct gpu *g = &v->gpus[i];
+            fprintf(f, "%-3s %-22.22s", g->index, g->model);
+            if (g->up == 0) {
+                fprintf(f, " lost (not answering)\n");
+                continue;
+            }
+            cell(f, g->has[F_POWER], g->v[F_POWER], 8, 1, "");
+            cell(f, g->has[F_ENERGY], g->v[F_ENERGY], 14, 1, "");
+            cell(f, g->has[F_TEMP], g->v[F_TEMP], 5, 0, "");
+            cell(f, g->has[F_SLOWDOWN], g->v[F_SLOWDOWN], 5, 0, "");
+            cell(f, g->has[F_UTIL], g->v[F_UTIL] * 100, 5, 0, "%");
+            cell(f, g->has[F_MEM_UTIL], g->v[F_MEM_UTIL] * 100, 5, 0, "%");
+            cell(f, g->has[F_MEM_USED], g->v[F_MEM_USED] / (1 << 30), 9, 1, "G");
+            cell(f, g->has[F_SM_CLOCK], g->v[F_SM_CLOCK] / 1e6, 8, 0, "");
+            cell(f, g->has[F_LIMIT], g->v[F_LIMIT], 8, 0, "");
+            fprintf(f, "  %s\n", g->has[F_THROTTLE] ? (g->throttled[0] ? g->throttled : "none") : "-");
+        }
+        int n;
+        double p = total_gpu_power(v, &n);
+        fprintf(f, "total GPU power: %.1f W over %d GPU%s\n\n", p, n, n == 1 ? "" : "s");
+    } else {
+        fprintf(f, "GPUs: unavailable (%s)\n\n",
+                nv && !nv->present ? "no NVIDIA driver library found" : "none found");
+    }
+
+    if (v->ndoms) {
+        fprintf(f, "%-8s %-8s %14s %9s\n", "PACKAGE", "DOMAIN", "ENERGY J", "POWER W");
+        for (int i = 0; i < v->ndoms; i++) {
+            const struct domain *d = &v->doms[i];
+            fprintf(f, "%-8s %-8s", d->package, d->domain);
+            cell(f, d->has_energy, d->energy, 14, 1, "");
+            cell(f, d->has_power, d->power, 9, 1, "");
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
+    } else {
+        fprintf(f, "CPU energy (RAPL): unavailable\n\n");
+    }
+    fprintf(f, "host: CPU");
+    cell(f, v->has_cpu_util, v->cpu_util * 100, 0, 1, "%");
+    fprintf(f, ", memory");
+    cell(f, v->has_mem_ratio, v->mem_ratio * 100, 0, 1, "%");
+    if (v->has_mem_used && v->has_mem_total)
+        fprintf(f, " (%.1f of %.1f GiB)", v->mem_used / (1 << 30), v->mem_total / (1 << 30));
+    fprintf(f, "\n");
+    free(v);
+}

@@ -1,0 +1,31 @@
+# Shared helpers for the integration scripts: TAP output, a private temp dir, free loopback
+# ports, and the closing count line. Source it; call `finish` at the end.
+set -u
+T_PASSED=0 T_FAILED=0 T_SKIPPED=0 T_N=0
+BIN=${WATTAGE_BIN:-build/wattage}
+FAKE_NVML=${WATTAGE_FAKE_NVML:-$PWD/build/tests/fakes/libnvidia-ml.so.1}
+TMP=$(mktemp -d /tmp/wt-cli-XXXXXX)
+T_PIDS=""
+cleanup() {
+    for p in $T_PIDS; do kill "$p" 2>/dev/null; done
+    for p in $T_PIDS; do wait "$p" 2>/dev/null; done
+    [[ -z ${WATTAGE_KEEP_TMP:-} ]] && rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+ok() { T_N=$((T_N + 1)); T_PASSED=$((T_PASSED + 1)); echo "ok $T_N - $1"; }
+not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1"; shift; for l in "$@"; do echo "# $l"; done; }
+skip() {
+    T_N=$((T_N + 1))
+    if [[ ${CI:-} == true ]]; then T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $1 # skipped under CI=true: $2";
+    else T_SKIPPED=$((T_SKIPPED + 1)); echo "ok $T_N - $1 # SKIP $2"; fi
+}
+# check NAME CMD...: ok when CMD succeeds
+check() { local n=$1; shift; if "$@"; then ok "$n"; else not_ok "$n" "command failed: $*"; fi; }
+finish() { echo "$T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped"; [[ $T_FAILED -eq 0 ]]; exit $?; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# bg CMD...: start in background, remember its pid in $! and for cleanup
+bg() { "$@" & T_PIDS="$T_PIDS $!"; }
+# wait_for SECONDS CMD...: poll CMD every 0.1 s until it succeeds
+wait_for() { local end=$((SECONDS + $1)); shift; until "$@" 2>/dev/null; do [[ $SECONDS -ge $end ]] && return 1; sleep 0.1; done; }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs every unit test executable and every CLI/integration script, then prints one closing
+# line "N passed, N failed, N skipped" summed over all of them. Exit 1 if anything failed.
+# Usage: tests/run.sh BUILD_DIR [PATTERN]
+set -u
+build=${1:-build}
+pattern=${2:-}
+export WATTAGE_BUILD=$build
+export WATTAGE_SRCDIR=$PWD
+export WATTAGE_BIN=$build/wattage
+export WATTAGE_FAKE_NVML=$PWD/$build/tests/fakes/libnvidia-ml.so.1
+passed=0 failed=0 skipped=0 broken=""
+
+run_one() {
+    local name=$1; shift
+    echo "# == $name"
+    local out
+    out=$("$@" 2>&1 | tee /dev/stderr | tail -n 1)
+    local rc=${PIPESTATUS[0]}
+    if [[ $out =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
+        passed=$((passed + BASH_REMATCH[1]))
+        failed=$((failed + BASH_REMATCH[2]))
+        skipped=$((skipped + BASH_REMATCH[3]))
+    else
+        failed=$((failed + 1))
+        broken="$broken $name"
+    fi
+}
+
+for t in "$build"/tests/unit/test_*; do
+    [[ $t == *.d ]] && continue
+    [[ -n $pattern && $t != *$pattern* ]] && continue
+    if [[ -n ${WATTAGE_VALGRIND:-} ]]; then
+        run_one "$(basename "$t")" valgrind -q --error-exitcode=9 --leak-check=full "$t" 2>/dev/null
+    else
+        run_one "$(basename "$t")" "$t"
+    fi
+done
+for t in tests/cli/test_*.sh; do
+    [[ -n $pattern && $t != *$pattern* ]] && continue
+    run_one "$(basename "$t")" bash "$t"
+done
+[[ -n $broken ]] && echo "# suites that did not finish with a count line:$broken"
+echo "$passed passed, $failed failed, $skipped skipped"
+[[ $failed -eq 0 ]]

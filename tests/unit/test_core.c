@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/* Labels, batches, time parsing and formatting, backoff, the hub and the poll loop. */
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "collect/collector.h"
+#include "core/clock.h"
+#include "core/hub.h"
+#include "core/loop.h"
+#include "core/reading.h"
+#include "runner.h"
+
+WT_TEST(labels_escape_and_read_back)
+{
+    char b[WT_LABELS_LEN], v[64];
+    WT_EQ_INT(wt_labels(b, sizeof b, "gpu", "0", "model", "A \"quoted\\\" name\nx", NULL), 0);
+    WT_EQ_STR(b, "gpu=\"0\",model=\"A \\\"quoted\\\\\\\" name\\nx\"");
+    WT_EQ_INT(wt_labels_get(b, "model", v, sizeof v), 0);
+    WT_EQ_STR(v, "A \"quoted\\\" name\nx");
+    WT_EQ_INT(wt_labels_get(b, "gpu", v, sizeof v), 0);
+    WT_EQ_STR(v, "0");
+    WT_EQ_INT(wt_labels_get(b, "uuid", v, sizeof v), -ENOENT);
+    WT_EQ_INT(wt_labels_add(b, sizeof b, "method", "integrated"), 0);
+    WT_CONTAINS(b, ",method=\"integrated\"");
+}
+
+WT_TEST(labels_too_long_is_refused_whole)
+{
+    char b[24];
+    WT_EQ_INT(wt_labels(b, sizeof b, "gpu", "0", NULL), 0);
+    WT_EQ_INT(wt_labels_add(b, sizeof b, "model", "NVIDIA H200 NVL 141GB"), -E2BIG);
+    WT_EQ_STR(b, "gpu=\"0\"");
+}
+
+WT_TEST(batch_grows_and_keeps_order)
+{
+    struct wt_batch b = {0}, c = {0};
+    for (int i = 0; i < 1000; i++)
+        WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, "gpu=\"1\"", i, i * 2.0), 0);
+    WT_EQ_INT(b.len, 1000);
+    WT_NEAR(b.r[999].value, 1998.0, 0);
+    WT_EQ_INT(wt_batch_append(&c, &b), 0);
+    WT_EQ_INT(wt_batch_append(&c, &b), 0);
+    WT_EQ_INT(c.len, 2000);
+    WT_EQ_STR(c.r[1500].labels, "gpu=\"1\"");
+    WT_EQ_INT(wt_metric_find("wattage_gpu_power_watts"), WT_M_GPU_POWER_W);
+    WT_EQ_INT(wt_metric_find("nope"), -ENOENT);
+    wt_batch_free(&b);
+    wt_batch_free(&c);
+}
+
+WT_TEST(time_parse_forms)
+{
+    int64_t t, now = 1764439200LL * WT_NS_PER_S;
+    WT_EQ_INT(wt_time_parse("2025-11-29T18:00:00Z", now, &t), 0);
+    WT_EQ_INT(t, 1764439200LL * WT_NS_PER_S);
+    WT_EQ_INT(wt_time_parse("2025-11-29T19:30:00.5+01:30", now, &t), 0);
+    WT_EQ_INT(t, 1764439200LL * WT_NS_PER_S + WT_NS_PER_S / 2);
+    WT_EQ_INT(wt_time_parse("1764439200.25", now, &t), 0);
+    WT_EQ_INT(t, 1764439200LL * WT_NS_PER_S + WT_NS_PER_S / 4);
+    WT_EQ_INT(wt_time_parse("-2h", now, &t), 0);
+    WT_EQ_INT(t, now - 7200LL * WT_NS_PER_S);
+    WT_EQ_INT(wt_time_parse("now", now, &t), 0);
+    WT_EQ_INT(t, now);
+    WT_EQ_INT(wt_time_parse("2025-11-29T18:00:00", now, &t), -EINVAL); /* no zone */
+    WT_EQ_INT(wt_time_parse("2025-13-01T00:00:00Z", now, &t), -EINVAL);
+    WT_EQ_INT(wt_time_parse("yesterday", now, &t), -EINVAL);
+    char buf[40];
+    wt_time_format(1764439200LL * WT_NS_PER_S + 123 * WT_NS_PER_MS, 1, buf, sizeof buf);
+    WT_EQ_STR(buf, "2025-11-29T18:00:00.123Z");
+}
+
+WT_TEST(duration_parse_forms)
+{
+    int64_t d;
+    WT_EQ_INT(wt_duration_parse("1s", &d), 0);
+    WT_EQ_INT(d, WT_NS_PER_S);
+    WT_EQ_INT(wt_duration_parse("500ms", &d), 0);
+    WT_EQ_INT(d, 500 * WT_NS_PER_MS);
+    WT_EQ_INT(wt_duration_parse("1h30m", &d), 0);
+    WT_EQ_INT(d, 5400 * WT_NS_PER_S);
+    WT_EQ_INT(wt_duration_parse("0.25", &d), 0);
+    WT_EQ_INT(d, WT_NS_PER_S / 4);
+    WT_EQ_INT(wt_duration_parse("7d", &d), 0);
+    WT_EQ_INT(d, 7 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(wt_duration_parse("0s", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("-1", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("5 parsecs", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("", &d), -EINVAL);
+}
+
+WT_TEST(backoff_doubles_after_three_failures_up_to_cap)
+{
+    const int64_t s = WT_NS_PER_S;
+    WT_EQ_INT(wt_loop_next_interval(s, 0), s);
+    WT_EQ_INT(wt_loop_next_interval(s, 2), s);
+    WT_EQ_INT(wt_loop_next_interval(s, 3), 2 * s);
+    WT_EQ_INT(wt_loop_next_interval(s, 4), 4 * s);
+    WT_EQ_INT(wt_loop_next_interval(s, 7), 32 * s);
+    WT_EQ_INT(wt_loop_next_interval(s, 50), 32 * s);
+    WT_EQ_INT(wt_loop_next_interval(60 * s, 10), 300 * s); /* 5 minute cap */
+}
+
+/* A scripted collector for the loop tests: fails polls while `failing` is set. */
+struct fake {
+    pthread_mutex_t mu;
+    int failing;
+    int polls;
+    int64_t poll_mono[256];
+    int absent_opens; /* open returns -ENOENT this many times */
+    int opens;
+};
+static struct fake fk = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct wt_collector_config fake_cc = {.enabled = true, .interval_ns = 50 * WT_NS_PER_MS};
+
+static const struct wt_collector_config *fake_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &fake_cc;
+}
+static int fake_open(const struct wt_config *cfg, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    pthread_mutex_lock(&fk.mu);
+    int absent = fk.opens++ < fk.absent_opens;
+    pthread_mutex_unlock(&fk.mu);
+    *st = &fk;
+    if (absent)
+        return wt_err_set(err, "fake source absent") ? -ENOENT : -ENOENT;
+    return 0;
+}
+static int fake_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    struct fake *f = st;
+    pthread_mutex_lock(&f->mu);
+    if (f->polls < 256)
+        f->poll_mono[f->polls] = wt_now_mono_ns();
+    f->polls++;
+    int failing = f->failing;
+    pthread_mutex_unlock(&f->mu);
+    if (failing)
+        return wt_err_set(err, "scripted failure");
+    return wt_batch_add(out, WT_M_MEM_USED_RATIO, "", t_ns, 0.5);
+}
+static void fake_close(void *st)
+{
+    (void)st;
+}
+static const struct wt_collector_ops fake_ops = {"fake", fake_config, fake_open, fake_poll,
+                                                 fake_close};
+static const struct wt_collector_ops *const fake_list[] = {&fake_ops, NULL};
+
+static int polls_now(void)
+{
+    pthread_mutex_lock(&fk.mu);
+    int n = fk.polls;
+    pthread_mutex_unlock(&fk.mu);
+    return n;
+}
+
+WT_TEST(loop_backs_off_after_three_failures_and_recovers)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    fk.failing = 1;
+    WT_EQ_INT(wt_loop_start(&cfg, fake_list, hub, 0, &loop, &err), 0);
+    while (polls_now() < 6)
+        usleep(10000);
+    pthread_mutex_lock(&fk.mu);
+    fk.failing = 0;
+    int64_t *t = fk.poll_mono;
+    /* polls 1-3 fail at the base interval; then the interval doubles: 100, 200 ms */
+    double g1 = (double)(t[1] - t[0]) / 1e6, g3 = (double)(t[3] - t[2]) / 1e6;
+    double g4 = (double)(t[4] - t[3]) / 1e6, g5 = (double)(t[5] - t[4]) / 1e6;
+    pthread_mutex_unlock(&fk.mu);
+    WT_NEAR(g1, 50, 25);
+    WT_NEAR(g3, 100, 25);
+    WT_NEAR(g4, 200, 25);
+    WT_NEAR(g5, 400, 25);
+    struct wt_hub_collector cs[2];
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 2), 1);
+    WT_EQ_INT(cs[0].errors, 6);
+    /* the first success restores the base interval */
+    int before = polls_now();
+    while (polls_now() < before + 4)
+        usleep(10000);
+    pthread_mutex_lock(&fk.mu);
+    int n = fk.polls;
+    double g = (double)(fk.poll_mono[n - 1] - fk.poll_mono[n - 2]) / 1e6;
+    pthread_mutex_unlock(&fk.mu);
+    WT_NEAR(g, 50, 25);
+    wt_hub_collectors(hub, cs, 2);
+    WT_ASSERT(cs[0].up);
+    WT_EQ_INT(cs[0].interval_ns, 50 * WT_NS_PER_MS);
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+}
+
+WT_TEST(loop_ticks_do_not_drift)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    WT_EQ_INT(wt_loop_start(&cfg, fake_list, hub, 0, &loop, &err), 0);
+    while (polls_now() < 21)
+        usleep(10000);
+    wt_loop_stop(loop);
+    /* 20 intervals of 50 ms on absolute deadlines: about 1 s, without accumulated lag */
+    double span = (double)(fk.poll_mono[20] - fk.poll_mono[0]) / 1e6;
+    WT_NEAR(span, 1000, 30);
+    struct wt_batch snap = {0};
+    WT_EQ_INT(wt_hub_snapshot(hub, &snap), 0);
+    WT_ASSERT(snap.len >= 3); /* the reading + collector self metrics */
+    wt_batch_free(&snap);
+    wt_hub_close(hub);
+}
+
+WT_TEST(loop_looks_again_for_absent_source)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    char why[128];
+    wt_config_defaults(&cfg);
+    fk.absent_opens = 2;
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    WT_EQ_INT(wt_loop_start(&cfg, fake_list, hub, 20 * WT_NS_PER_MS, &loop, &err), 0);
+    usleep(5000);
+    WT_ASSERT(!wt_hub_healthy(hub, wt_now_mono_ns(), why, sizeof why));
+    while (polls_now() < 2)
+        usleep(10000);
+    WT_EQ_INT(fk.opens, 3);
+    WT_ASSERT(wt_hub_healthy(hub, wt_now_mono_ns(), why, sizeof why));
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+}
