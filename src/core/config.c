@@ -1,0 +1,748 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Configuration: the YAML tree (yamltree.c) walked against one schema table that names, for every
+ * key, its dotted path, its type, where it lives in struct wt_config and its default. Sections are
+ * implied by the paths, so adding a key is one line in the table. The walk stops at the first
+ * problem in document order and says where it is and what was expected:
+ *   wattage.yaml:12: collectors.nvml.interval: expected a duration > 0 such as 1s or 500ms (got
+ * "-1") Values are parsed into a copy, so a bad file never leaves a config half-applied.
+ */
+#include "core/config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/yamltree.h"
+
+enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN };
+
+/* Field flags. */
+#define F_NONEMPTY 0x1      /* a string that may not be empty */
+#define F_ZERO_INHERITS 0x2 /* a duration where 0 means "use daemon.interval" */
+
+struct field {
+    const char *path;
+    enum ftype type;
+    size_t off, size;
+    unsigned flags;
+    const char *def; /* the default, written as in a file and parsed like one */
+};
+
+#define FIELD(path, type, member, flags, def)                                                      \
+    {                                                                                              \
+        path, type, offsetof(struct wt_config, member), sizeof(((struct wt_config *)0)->member),   \
+            flags, def                                                                             \
+    }
+
+/*
+ * The schema. Keep sections together (wt_config_write nests by common prefix) and keep
+ * deploy/wattage.yaml in step: a test checks that it names every key here.
+ */
+static const struct field fields[] = {
+    FIELD("daemon.interval", T_DURATION, daemon.interval_ns, 0, "1s"),
+    FIELD("daemon.listen", T_LISTEN, daemon.listen, F_NONEMPTY, "127.0.0.1:9747"),
+    FIELD("daemon.log_level", T_LOG_LEVEL, daemon.log_level, 0, "info"),
+    FIELD("daemon.tls.cert", T_PATH, daemon.tls.cert, 0, ""),
+    FIELD("daemon.tls.key", T_PATH, daemon.tls.key, 0, ""),
+    FIELD("daemon.tls.client_ca", T_PATH, daemon.tls.client_ca, 0, ""),
+    FIELD("daemon.auth.token_file", T_PATH, daemon.auth.token_file, 0, ""),
+    FIELD("daemon.auth.protect_reads", T_BOOL, daemon.auth.protect_reads, 0, "false"),
+    FIELD("store.path", T_PATH, store.path, F_NONEMPTY, "/var/lib/wattage/wattage.db"),
+    FIELD("store.flush_interval", T_DURATION, store.flush_ns, 0, "1s"),
+    FIELD("store.retention.raw", T_DURATION, store.retention_raw_ns, 0, "7d"),
+    FIELD("store.retention.rollup", T_DURATION, store.retention_rollup_ns, 0, "400d"),
+    FIELD("collectors.nvml.enabled", T_BOOL, collectors.nvml.enabled, 0, "true"),
+    FIELD("collectors.nvml.interval", T_DURATION, collectors.nvml.interval_ns, F_ZERO_INHERITS,
+          "0"),
+    FIELD("collectors.nvml.library", T_PATH, collectors.nvml_library, F_NONEMPTY,
+          "libnvidia-ml.so.1"),
+    FIELD("collectors.rapl.enabled", T_BOOL, collectors.rapl.enabled, 0, "true"),
+    FIELD("collectors.rapl.interval", T_DURATION, collectors.rapl.interval_ns, F_ZERO_INHERITS,
+          "0"),
+    FIELD("collectors.procfs.enabled", T_BOOL, collectors.procfs.enabled, 0, "true"),
+    FIELD("collectors.procfs.interval", T_DURATION, collectors.procfs.interval_ns, F_ZERO_INHERITS,
+          "0"),
+};
+#define NFIELDS (sizeof fields / sizeof fields[0])
+#define PATH_MAX_LEN 256
+
+/* State of one load: where messages point, and the line each key was set on (0: default). */
+struct ctx {
+    const char *name;
+    struct wt_config *c;
+    struct wt_err *err;
+    int line[NFIELDS];
+};
+
+const char *wt_config_key(size_t i)
+{
+    return i < NFIELDS ? fields[i].path : NULL;
+}
+
+int64_t wt_config_interval(const struct wt_config *c, const struct wt_collector_config *cc)
+{
+    return cc && cc->interval_ns > 0 ? cc->interval_ns : c->daemon.interval_ns;
+}
+
+/* ---- values ---------------------------------------------------------------------------------- */
+
+int wt_config_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+static bool valid_hostname(const char *h)
+{
+    size_t len = strlen(h);
+    if (len == 0 || len > 253)
+        return false;
+    for (const char *p = h; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+            return false;
+    /* Looks like an IPv4 address: then it must be one ("300.1.1.1" is a typo, not a name). */
+    if (strspn(h, "0123456789.") == len) {
+        struct in_addr a;
+        return inet_pton(AF_INET, h, &a) == 1;
+    }
+    return h[0] != '-' && h[0] != '.';
+}
+
+int wt_config_parse_listen(const char *s, char *host, size_t hostlen, int *port)
+{
+    char h[256];
+    const char *colon;
+
+    if (!s || !*s)
+        return -EINVAL;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (!close || close[1] != ':')
+            return -EINVAL;
+        size_t n = (size_t)(close - s - 1);
+        if (n == 0 || n >= sizeof h)
+            return -EINVAL;
+        memcpy(h, s + 1, n);
+        h[n] = '\0';
+        struct in6_addr a;
+        if (inet_pton(AF_INET6, h, &a) != 1)
+            return -EINVAL;
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        /* A second colon means an IPv6 address without brackets: ambiguous, refused. */
+        if (!colon || memchr(s, ':', (size_t)(colon - s)))
+            return -EINVAL;
+        size_t n = (size_t)(colon - s);
+        if (n >= sizeof h)
+            return -EINVAL;
+        memcpy(h, s, n);
+        h[n] = '\0';
+        if (!valid_hostname(h))
+            return -EINVAL;
+    }
+    const char *p = colon + 1;
+    size_t digits = strspn(p, "0123456789");
+    if (digits == 0 || digits > 5 || p[digits])
+        return -EINVAL;
+    long v = strtol(p, NULL, 10);
+    if (v < 1 || v > 65535)
+        return -EINVAL;
+    if (host) {
+        if (strlen(h) >= hostlen)
+            return -EINVAL;
+        strcpy(host, h);
+    }
+    if (port)
+        *port = (int)v;
+    return 0;
+}
+
+/* What a field takes, for messages: "expected <this>". */
+static const char *expectation(const struct field *f)
+{
+    switch (f->type) {
+    case T_BOOL:
+        return "true or false";
+    case T_STRING:
+        return "a string";
+    case T_PATH:
+        return "a file path";
+    case T_DURATION:
+        return f->flags & F_ZERO_INHERITS
+                   ? "a duration > 0 such as 1s or 500ms, or 0 to use daemon.interval"
+                   : "a duration > 0 such as 1s or 500ms";
+    case T_LOG_LEVEL:
+        return "one of debug, info, warn, error";
+    case T_LISTEN:
+        return "HOST:PORT or [IPv6]:PORT with a port from 1 to 65535, such as 127.0.0.1:9747";
+    }
+    return "a value";
+}
+
+/*
+ * Stores text v into the field. Returns 0, or -EINVAL with why set when there is more to say
+ * than the field's expectation (why stays "" otherwise).
+ */
+static int set_value(const struct field *f, const char *v, struct wt_config *c, char *why,
+                     size_t whylen)
+{
+    void *dst = (char *)c + f->off;
+    why[0] = '\0';
+    switch (f->type) {
+    case T_BOOL:
+        return wt_config_parse_bool(v, dst);
+    case T_LOG_LEVEL: {
+        enum wt_log_level lv;
+        if (wt_log_parse_level(v, &lv) != 0)
+            return -EINVAL;
+        *(enum wt_log_level *)dst = lv;
+        return 0;
+    }
+    case T_DURATION: {
+        int64_t ns;
+        if ((f->flags & F_ZERO_INHERITS) && (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0)) {
+            *(int64_t *)dst = 0;
+            return 0;
+        }
+        /* strtod underneath would take "nan", "inf", " 1s" or "0x10s"; a person means digits. */
+        if (!isdigit((unsigned char)v[0]) && v[0] != '.')
+            return -EINVAL;
+        for (const char *p = v; *p; p++)
+            if (!isalnum((unsigned char)*p) && *p != '.')
+                return -EINVAL;
+        if (strchr(v, 'x') || strchr(v, 'X') || strchr(v, 'e') || strchr(v, 'E'))
+            return -EINVAL;
+        if (wt_duration_parse(v, &ns) != 0)
+            return -EINVAL;
+        *(int64_t *)dst = ns;
+        return 0;
+    }
+    case T_LISTEN:
+        if (*v && wt_config_parse_listen(v, NULL, 0, NULL) != 0) {
+            if (v[0] != '[' && strchr(v, ':') != strrchr(v, ':'))
+                snprintf(why, whylen, "; write IPv6 addresses in brackets, such as [::1]:9747");
+            return -EINVAL;
+        }
+        /* stored as a string */
+        __attribute__((fallthrough));
+    case T_STRING:
+    case T_PATH:
+        for (const char *p = v; *p; p++) {
+            if (iscntrl((unsigned char)*p)) {
+                snprintf(why, whylen, "; it contains a control character");
+                return -EINVAL;
+            }
+        }
+        if (strlen(v) >= f->size) {
+            snprintf(why, whylen, " of at most %zu characters", f->size - 1);
+            return -EINVAL;
+        }
+        if (!*v && (f->flags & F_NONEMPTY)) {
+            snprintf(why, whylen, ", not an empty value");
+            return -EINVAL;
+        }
+        memset(dst, 0, f->size);
+        memcpy(dst, v, strlen(v));
+        return 0;
+    }
+    return -EINVAL;
+}
+
+void wt_config_defaults(struct wt_config *c)
+{
+    char why[128];
+    memset(c, 0, sizeof *c);
+    /* The defaults are written as a person would write them; a unit test checks each parses. */
+    for (size_t i = 0; i < NFIELDS; i++)
+        (void)set_value(&fields[i], fields[i].def, c, why, sizeof why);
+}
+
+/* The largest unit that divides exactly: 7d, 90m, 1500ms; 0 as "0". */
+static void format_duration(int64_t ns, char *buf, size_t n)
+{
+    static const struct {
+        const char *u;
+        int64_t ns;
+    } units[] = {{"d", 86400 * WT_NS_PER_S},
+                 {"h", 3600 * WT_NS_PER_S},
+                 {"m", 60 * WT_NS_PER_S},
+                 {"s", WT_NS_PER_S},
+                 {"ms", WT_NS_PER_MS},
+                 {"us", 1000},
+                 {"ns", 1}};
+    if (ns == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (ns % units[i].ns == 0) {
+            snprintf(buf, n, "%" PRId64 "%s", ns / units[i].ns, units[i].u);
+            return;
+        }
+    }
+}
+
+/* ---- walking the tree ------------------------------------------------------------------------ */
+
+/* A value for a message: quoted, bounded, control characters shown as '?'. */
+static void show(const char *v, char *out, size_t n)
+{
+    size_t o = 0, len = strlen(v);
+    bool cut = len > 60;
+    if (!*v) {
+        snprintf(out, n, "nothing");
+        return;
+    }
+    out[o++] = '"';
+    for (size_t i = 0; i < len && i < 60 && o + 6 < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        out[o++] = ch == '"' ? '\'' : iscntrl(ch) ? '?' : (char)ch;
+    }
+    if (cut && o + 5 < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+static const struct field *find_field(const char *path)
+{
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strcmp(fields[i].path, path) == 0)
+            return &fields[i];
+    return NULL;
+}
+
+/* True when path names a section: some key lies below it. */
+static bool is_section(const char *path)
+{
+    size_t len = strlen(path);
+    for (size_t i = 0; i < NFIELDS; i++)
+        if (strncmp(fields[i].path, path, len) == 0 && fields[i].path[len] == '.')
+            return true;
+    return false;
+}
+
+/*
+ * Calls fn for each distinct name directly below prefix ("" for the top), in schema order.
+ * Returns the number of names.
+ */
+static size_t each_child(const char *prefix, void (*fn)(const char *name, size_t len, void *arg),
+                         void *arg)
+{
+    size_t plen = strlen(prefix), count = 0;
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *p = fields[i].path;
+        if (plen && (strncmp(p, prefix, plen) != 0 || p[plen] != '.'))
+            continue;
+        const char *name = plen ? p + plen + 1 : p;
+        size_t len = strcspn(name, ".");
+        /* Seen before under this prefix? */
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) {
+            const char *q = fields[j].path;
+            if (plen && (strncmp(q, prefix, plen) != 0 || q[plen] != '.'))
+                continue;
+            const char *qn = plen ? q + plen + 1 : q;
+            seen = strcspn(qn, ".") == len && strncmp(qn, name, len) == 0;
+        }
+        if (!seen) {
+            fn(name, len, arg);
+            count++;
+        }
+    }
+    return count;
+}
+
+/* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
+static size_t distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t d[40][40];
+    if (la >= 40 || lb >= 40)
+        return SIZE_MAX;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 &&
+                tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[la][lb];
+}
+
+struct near {
+    const char *key;
+    char best[64];
+    size_t best_d;
+};
+
+static void consider(const char *name, size_t len, void *arg)
+{
+    struct near *n = arg;
+    size_t d = distance(n->key, strlen(n->key), name, len);
+    /* Close enough to be a typo: one edit in a short name, two in a longer one. */
+    size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3, klen = strlen(n->key);
+    /* Or a shortened or lengthened name ("flush" for flush_interval), if nothing nearer. */
+    size_t common = klen < len ? klen : len;
+    if (d > limit && common >= 3 && strncasecmp(n->key, name, common) == 0)
+        d = 100;
+    else if (d > limit)
+        return;
+    if (d < n->best_d && len < sizeof n->best) {
+        n->best_d = d;
+        memcpy(n->best, name, len);
+        n->best[len] = '\0';
+    }
+}
+
+struct names {
+    char *buf;
+    size_t n;
+    size_t count;
+};
+
+static void list_name(const char *name, size_t len, void *arg)
+{
+    struct names *l = arg;
+    size_t used = strlen(l->buf);
+    snprintf(l->buf + used, l->n - used, "%s%.*s", l->count++ ? ", " : "", (int)len, name);
+}
+
+static int unknown_key(struct ctx *x, const struct wt_ynode *e, const char *prefix,
+                       const char *path)
+{
+    const char *key = e->key;
+    struct near n = {.key = key, .best_d = SIZE_MAX};
+    char full[PATH_MAX_LEN];
+
+    /* "daemon.interval: 1s" written flat: say how YAML nests instead. */
+    if (strchr(key, '.') && (find_field(path) || is_section(path)))
+        return wt_err_set(x->err,
+                          "%s:%d: %s: unknown key (keys do not nest with dots; write each part "
+                          "on its own line, indented below the one before)",
+                          x->name, e->key_line, path);
+    each_child(prefix, consider, &n);
+    if (n.best_d != SIZE_MAX)
+        return wt_err_set(x->err, "%s:%d: %s: unknown key; did you mean '%s'?", x->name,
+                          e->key_line, path, n.best);
+    /* The right name in the wrong section: "daemon.flush_interval" for store.flush_interval. */
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const char *dot = strrchr(fields[i].path, '.');
+        const char *leaf = dot ? dot + 1 : fields[i].path;
+        if (strcmp(leaf, key) == 0) {
+            snprintf(full, sizeof full, "%s", fields[i].path);
+            return wt_err_set(x->err, "%s:%d: %s: unknown key; did you mean '%s'?", x->name,
+                              e->key_line, path, full);
+        }
+    }
+    return wt_err_set(x->err, "%s:%d: %s: unknown key", x->name, e->key_line, path);
+}
+
+static int walk(struct ctx *x, const struct wt_ynode *map, const char *prefix);
+
+static int apply(struct ctx *x, const struct field *f, const struct wt_ynode *e)
+{
+    char why[128], got[80];
+    if (e->kind != WT_YNODE_SCALAR)
+        return wt_err_set(x->err, "%s:%d: %s: expected %s, not %s", x->name, e->line, f->path,
+                          expectation(f), wt_ynode_kind_name(e->kind));
+    /* A bare "key:" is null: an empty string for paths, nothing at all for the rest. */
+    const char *v = wt_ynode_is_null(e) ? "" : e->value;
+    if (set_value(f, v, x->c, why, sizeof why) != 0) {
+        show(v, got, sizeof got);
+        return wt_err_set(x->err, "%s:%d: %s: expected %s%s (got %s)", x->name, e->line, f->path,
+                          expectation(f), why, got);
+    }
+    x->line[f - fields] = e->line;
+    return 0;
+}
+
+static int section(struct ctx *x, const struct wt_ynode *e, const char *path)
+{
+    char keys[200] = "", got[80];
+    struct names l = {.buf = keys, .n = sizeof keys};
+
+    if (e->kind == WT_YNODE_MAP)
+        return walk(x, e, path);
+    /* "daemon:" with nothing below: an empty section, all defaults. */
+    if (wt_ynode_is_null(e))
+        return 0;
+    each_child(path, list_name, &l);
+    if (e->kind == WT_YNODE_SCALAR) {
+        show(e->value, got, sizeof got);
+        return wt_err_set(x->err, "%s:%d: %s: expected a section with keys %s (got %s)", x->name,
+                          e->line, path, keys, got);
+    }
+    return wt_err_set(x->err, "%s:%d: %s: expected a section with keys %s, not %s", x->name,
+                      e->line, path, keys, wt_ynode_kind_name(e->kind));
+}
+
+static int walk(struct ctx *x, const struct wt_ynode *map, const char *prefix)
+{
+    char path[PATH_MAX_LEN];
+    for (size_t i = 0; i < map->n; i++) {
+        const struct wt_ynode *e = map->child[i];
+        int rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(map->child[j]->key, e->key) == 0)
+                return wt_err_set(x->err, "%s:%d: %s%s%s: duplicate key (first set on line %d)",
+                                  x->name, e->key_line, prefix, *prefix ? "." : "", e->key,
+                                  map->child[j]->key_line);
+        int w = snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", e->key);
+        if (w < 0 || (size_t)w >= sizeof path)
+            return wt_err_set(x->err, "%s:%d: %.60s...: unknown key", x->name, e->key_line, path);
+        const struct field *f = strchr(e->key, '.') ? NULL : find_field(path);
+        if (f)
+            rc = apply(x, f, e);
+        else if (!strchr(e->key, '.') && is_section(path))
+            rc = section(x, e, path);
+        else
+            rc = unknown_key(x, e, prefix, path);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int line_of(const struct ctx *x, const char *path)
+{
+    const struct field *f = find_field(path);
+    return f ? x->line[f - fields] : 0;
+}
+
+/* Checks that span keys; each message points at a line where one of the keys was set. */
+static int cross_checks(struct ctx *x)
+{
+    const struct wt_config *c = x->c;
+    char a[32], b[32];
+    int l;
+
+    if (!c->daemon.tls.cert[0] != !c->daemon.tls.key[0]) {
+        const char *set = c->daemon.tls.cert[0] ? "cert" : "key";
+        const char *missing = c->daemon.tls.cert[0] ? "key" : "cert";
+        char p[64];
+        snprintf(p, sizeof p, "daemon.tls.%s", set);
+        return wt_err_set(x->err,
+                          "%s:%d: daemon.tls: cert and key go together (%s is set, %s is missing)",
+                          x->name, line_of(x, p), set, missing);
+    }
+    if (c->daemon.tls.client_ca[0] && !c->daemon.tls.cert[0])
+        return wt_err_set(x->err,
+                          "%s:%d: daemon.tls.client_ca: needs daemon.tls.cert and daemon.tls.key "
+                          "(client certificates are checked only over TLS)",
+                          x->name, line_of(x, "daemon.tls.client_ca"));
+    if (c->daemon.auth.protect_reads && !c->daemon.auth.token_file[0])
+        return wt_err_set(x->err,
+                          "%s:%d: daemon.auth.protect_reads: needs daemon.auth.token_file (the "
+                          "token that readers must present)",
+                          x->name, line_of(x, "daemon.auth.protect_reads"));
+    if (c->store.retention_rollup_ns < c->store.retention_raw_ns) {
+        format_duration(c->store.retention_rollup_ns, a, sizeof a);
+        format_duration(c->store.retention_raw_ns, b, sizeof b);
+        l = line_of(x, "store.retention.rollup");
+        if (!l)
+            l = line_of(x, "store.retention.raw");
+        return wt_err_set(x->err,
+                          "%s:%d: store.retention.rollup: must be at least store.retention.raw "
+                          "(rollups are made from raw data; %s < %s)",
+                          x->name, l, a, b);
+    }
+    return 0;
+}
+
+int wt_config_load_string(const char *name, const char *yaml, size_t len, struct wt_config *c,
+                          struct wt_err *err)
+{
+    struct wt_config copy;
+    struct wt_ynode *root = NULL;
+    struct ctx x = {.name = name, .c = &copy, .err = err};
+    char keys[200] = "", got[80];
+    struct names l = {.buf = keys, .n = sizeof keys};
+    int rc;
+
+    memcpy(&copy, c, sizeof copy);
+    if ((rc = wt_yaml_parse(name, yaml, len, &root, err)) != 0)
+        return rc;
+    if (root && root->kind == WT_YNODE_MAP) {
+        rc = walk(&x, root, "");
+    } else if (root && !wt_ynode_is_null(root)) {
+        each_child("", list_name, &l);
+        if (root->kind == WT_YNODE_SCALAR)
+            show(root->value, got, sizeof got);
+        else
+            snprintf(got, sizeof got, "%s", wt_ynode_kind_name(root->kind));
+        rc = wt_err_set(err, "%s:%d: expected sections (%s) at the top of the file (got %s)", name,
+                        root->line, keys, got);
+    }
+    wt_ynode_free(root);
+    if (rc == 0)
+        rc = cross_checks(&x);
+    if (rc != 0)
+        return rc;
+    snprintf(copy.source, sizeof copy.source, "%s", name);
+    memcpy(c, &copy, sizeof *c);
+    return 0;
+}
+
+int wt_config_load(const char *path, struct wt_config *c, struct wt_err *err)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    struct stat st;
+    int rc, fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0) {
+        rc = -errno;
+        if (rc == -ENOENT)
+            wt_err_set(err, "%s: no such file", path);
+        else
+            wt_err_set(err, "%s: cannot open: %s", path, strerror(-rc));
+        return rc;
+    }
+    if (fstat(fd, &st) != 0) {
+        rc = -errno;
+        wt_err_set(err, "%s: cannot read: %s", path, strerror(-rc));
+        goto out;
+    }
+    if (S_ISDIR(st.st_mode)) {
+        rc = -EISDIR;
+        wt_err_set(err, "%s: is a directory, not a config file", path);
+        goto out;
+    }
+    /* Read to the end rather than trusting st_size: a pipe or /proc file reports 0. */
+    size_t cap = 4096;
+    if (!(buf = malloc(cap))) {
+        rc = -ENOMEM;
+        wt_err_set(err, "%s: out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        if (len == cap) {
+            if (cap > WT_YAML_MAX_BYTES) {
+                rc = wt_err_set(err, "%s: larger than %d bytes; is this really a config file?",
+                                path, WT_YAML_MAX_BYTES);
+                goto out;
+            }
+            char *p = realloc(buf, cap * 2);
+            if (!p) {
+                rc = -ENOMEM;
+                wt_err_set(err, "%s: out of memory", path);
+                goto out;
+            }
+            buf = p;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = -errno;
+            wt_err_set(err, "%s: cannot read: %s", path, strerror(-rc));
+            goto out;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    rc = wt_config_load_string(path, buf, len, c, err);
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+/* ---- writing --------------------------------------------------------------------------------- */
+
+static void write_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (iscntrl(ch))
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+int wt_config_write(const struct wt_config *c, FILE *f)
+{
+    static const char *const levels[] = {"debug", "info", "warn", "error"};
+    const char *prev = "";
+
+    for (size_t i = 0; i < NFIELDS; i++) {
+        const struct field *fd = &fields[i];
+        const char *p = fd->path;
+        const void *src = (const char *)c + fd->off;
+        /* Open the sections this key is in that the previous key was not in. */
+        size_t common = 0, depth = 0;
+        for (size_t k = 0; p[k] && p[k] == prev[k]; k++)
+            if (p[k] == '.')
+                common = k + 1;
+        for (size_t k = 0; k < common; k++)
+            depth += p[k] == '.';
+        for (const char *s = p + common, *dot; (dot = strchr(s, '.')); s = dot + 1, depth++)
+            fprintf(f, "%*s%.*s:\n", (int)depth * 2, "", (int)(dot - s), s);
+        fprintf(f, "%*s%s: ", (int)depth * 2, "", strrchr(p, '.') ? strrchr(p, '.') + 1 : p);
+        switch (fd->type) {
+        case T_BOOL:
+            fputs(*(const bool *)src ? "true" : "false", f);
+            break;
+        case T_LOG_LEVEL: {
+            enum wt_log_level lv = *(const enum wt_log_level *)src;
+            fputs(lv <= WT_LOG_ERROR ? levels[lv] : "info", f);
+            break;
+        }
+        case T_DURATION: {
+            char d[32];
+            format_duration(*(const int64_t *)src, d, sizeof d);
+            fputs(d, f);
+            break;
+        }
+        case T_STRING:
+        case T_PATH:
+        case T_LISTEN:
+            write_string(f, src);
+            break;
+        }
+        fputc('\n', f);
+        prev = p;
+    }
+    return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,603 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Config: defaults, every key read from YAML, and the messages a person gets for each kind of
+ * mistake (unknown key, bad value, wrong kind, duplicate, YAML syntax), with file and line.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/yamltree.h"
+#include "runner.h"
+
+/* The repository root: WATTAGE_SRCDIR, else the directory the runner started in. */
+static char start_dir[2048];
+__attribute__((constructor)) static void remember_start_dir(void)
+{
+    if (!getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = '\0';
+}
+
+static const char *src_path(const char *rel)
+{
+    static char buf[PATH_MAX];
+    const char *root = getenv("WATTAGE_SRCDIR");
+    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : start_dir, rel);
+    return buf;
+}
+
+/* Loads yaml (named "t.yaml") over the defaults; returns the result, message in err. */
+static int load(const char *yaml, struct wt_config *c, struct wt_err *err)
+{
+    wt_config_defaults(c);
+    err->msg[0] = '\0';
+    return wt_config_load_string("t.yaml", yaml, strlen(yaml), c, err);
+}
+
+/* Expects yaml to fail with exactly this message. */
+#define EXPECT_ERR(yaml, want)                                                                     \
+    do {                                                                                           \
+        struct wt_config c_;                                                                       \
+        struct wt_err e_;                                                                          \
+        WT_EQ_INT(load(yaml, &c_, &e_), -EINVAL);                                                  \
+        WT_EQ_STR(e_.msg, want);                                                                   \
+    } while (0)
+
+/* Expects yaml to fail with a message that contains this. */
+#define EXPECT_ERR_HAS(yaml, part)                                                                 \
+    do {                                                                                           \
+        struct wt_config c_;                                                                       \
+        struct wt_err e_;                                                                          \
+        WT_EQ_INT(load(yaml, &c_, &e_), -EINVAL);                                                  \
+        WT_CONTAINS(e_.msg, part);                                                                 \
+    } while (0)
+
+#define EXPECT_OK(yaml, c)                                                                         \
+    do {                                                                                           \
+        struct wt_err e_;                                                                          \
+        int rc_ = load(yaml, c, &e_);                                                              \
+        if (rc_ != 0)                                                                              \
+            wt_test_fail(__FILE__, __LINE__, "load failed (%d): %s", rc_, e_.msg);                 \
+    } while (0)
+
+static bool same_values(const struct wt_config *a, const struct wt_config *b)
+{
+    struct wt_config x, y;
+    memcpy(&x, a, sizeof x);
+    memcpy(&y, b, sizeof y);
+    memset(x.source, 0, sizeof x.source);
+    memset(y.source, 0, sizeof y.source);
+    return memcmp(&x, &y, sizeof x) == 0;
+}
+
+WT_TEST(defaults)
+{
+    struct wt_config c;
+    memset(&c, 0xa5, sizeof c);
+    wt_config_defaults(&c);
+    WT_EQ_STR(c.source, "");
+    WT_EQ_INT(c.daemon.interval_ns, WT_NS_PER_S);
+    WT_EQ_STR(c.daemon.listen, "127.0.0.1:9747");
+    WT_EQ_INT(c.daemon.log_level, WT_LOG_INFO);
+    WT_EQ_STR(c.daemon.tls.cert, "");
+    WT_EQ_STR(c.daemon.tls.key, "");
+    WT_EQ_STR(c.daemon.tls.client_ca, "");
+    WT_EQ_STR(c.daemon.auth.token_file, "");
+    WT_EQ_INT(c.daemon.auth.protect_reads, false);
+    WT_EQ_STR(c.store.path, "/var/lib/wattage/wattage.db");
+    WT_EQ_INT(c.store.flush_ns, WT_NS_PER_S);
+    WT_EQ_INT(c.store.retention_raw_ns, 7 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(c.store.retention_rollup_ns, 400 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.nvml.enabled, true);
+    WT_EQ_INT(c.collectors.nvml.interval_ns, 0);
+    WT_EQ_STR(c.collectors.nvml_library, "libnvidia-ml.so.1");
+    WT_EQ_INT(c.collectors.rapl.enabled, true);
+    WT_EQ_INT(c.collectors.rapl.interval_ns, 0);
+    WT_EQ_INT(c.collectors.procfs.enabled, true);
+    WT_EQ_INT(c.collectors.procfs.interval_ns, 0);
+}
+
+WT_TEST(every_key_from_file)
+{
+    struct wt_config c;
+    struct wt_err err;
+    const char *path = src_path("tests/fixtures/config/all-keys.yaml");
+    wt_config_defaults(&c);
+    int rc = wt_config_load(path, &c, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    WT_EQ_STR(c.source, path);
+    WT_EQ_INT(c.daemon.interval_ns, 250 * WT_NS_PER_MS);
+    WT_EQ_STR(c.daemon.listen, "[::1]:9800");
+    WT_EQ_INT(c.daemon.log_level, WT_LOG_DEBUG);
+    WT_EQ_STR(c.daemon.tls.cert, "/etc/wattage/tls/cert.pem");
+    WT_EQ_STR(c.daemon.tls.key, "/etc/wattage/tls/key.pem");
+    WT_EQ_STR(c.daemon.tls.client_ca, "/etc/wattage/tls/ca.pem");
+    WT_EQ_STR(c.daemon.auth.token_file, "/etc/wattage/token");
+    WT_EQ_INT(c.daemon.auth.protect_reads, true);
+    WT_EQ_STR(c.store.path, "/srv/wattage/energy.db");
+    WT_EQ_INT(c.store.flush_ns, 5 * WT_NS_PER_S);
+    WT_EQ_INT(c.store.retention_raw_ns, 14 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(c.store.retention_rollup_ns, 730 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.nvml.enabled, false);
+    WT_EQ_INT(c.collectors.nvml.interval_ns, 2 * WT_NS_PER_S);
+    WT_EQ_STR(c.collectors.nvml_library, "/opt/nvidia/lib/libnvidia-ml.so.1");
+    WT_EQ_INT(c.collectors.rapl.enabled, false);
+    WT_EQ_INT(c.collectors.rapl.interval_ns, 5400 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.procfs.enabled, false);
+    WT_EQ_INT(c.collectors.procfs.interval_ns, 10 * WT_NS_PER_S);
+
+    /* Every key differs from its default, so none was silently ignored. */
+    struct wt_config d;
+    wt_config_defaults(&d);
+    WT_ASSERT(!same_values(&c, &d));
+}
+
+/* wt_config_write then wt_config_load_string gives back the same values, key for key. */
+static void roundtrip(const struct wt_config *c)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    WT_ASSERT(f != NULL);
+    WT_EQ_INT(wt_config_write(c, f), 0);
+    fclose(f);
+    struct wt_config back;
+    struct wt_err err;
+    wt_config_defaults(&back);
+    /* Start from something else so that a key the writer skips would show. */
+    back.daemon.interval_ns = 123;
+    back.collectors.rapl.enabled = !c->collectors.rapl.enabled;
+    int rc = wt_config_load_string("written.yaml", text, len, &back, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s\n%s", err.msg, text);
+    if (!same_values(c, &back))
+        wt_test_fail(__FILE__, __LINE__, "values differ after a round trip through:\n%s", text);
+    free(text);
+}
+
+WT_TEST(every_key_round_trips)
+{
+    struct wt_config c;
+    struct wt_err err;
+    wt_config_defaults(&c);
+    roundtrip(&c);
+    WT_EQ_INT(wt_config_load(src_path("tests/fixtures/config/all-keys.yaml"), &c, &err), 0);
+    roundtrip(&c);
+    /* Strings that need quoting, and durations that are not whole units. */
+    snprintf(c.store.path, sizeof c.store.path, "/tmp/a \"quoted\" #not-a-comment: x.db");
+    c.daemon.interval_ns = 1500 * WT_NS_PER_MS;
+    c.store.flush_ns = 7;
+    roundtrip(&c);
+}
+
+WT_TEST(written_config_names_every_key)
+{
+    struct wt_config c;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_write(&c, f), 0);
+    fclose(f);
+    WT_CONTAINS(text, "daemon:\n  interval: 1s\n  listen: \"127.0.0.1:9747\"\n");
+    WT_CONTAINS(text, "  tls:\n    cert: \"\"\n");
+    WT_CONTAINS(text, "store:\n  path: \"/var/lib/wattage/wattage.db\"\n");
+    WT_CONTAINS(text, "  retention:\n    raw: 7d\n    rollup: 400d\n");
+    WT_CONTAINS(text, "collectors:\n  nvml:\n    enabled: true\n    interval: 0\n");
+    size_t n = 0;
+    for (; wt_config_key(n); n++) {
+        const char *dot = strrchr(wt_config_key(n), '.');
+        char leaf[64];
+        snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
+        WT_CONTAINS(text, leaf);
+    }
+    WT_EQ_INT(n, 19);
+    WT_EQ_STR(wt_config_key(0), "daemon.interval");
+    free(text);
+}
+
+WT_TEST(unknown_key_names_file_line_and_suggests)
+{
+    EXPECT_ERR("daemon:\n  listen: 0.0.0.0:9747\n  intervall: 2s\n",
+               "t.yaml:3: daemon.intervall: unknown key; did you mean 'interval'?");
+    EXPECT_ERR("daemon:\n  tsl:\n    cert: x\n",
+               "t.yaml:2: daemon.tsl: unknown key; did you mean 'tls'?");
+    EXPECT_ERR("collectors:\n  nvml:\n    enable: true\n",
+               "t.yaml:3: collectors.nvml.enable: unknown key; did you mean 'enabled'?");
+    EXPECT_ERR("daemon:\n  log-level: debug\n",
+               "t.yaml:2: daemon.log-level: unknown key; did you mean 'log_level'?");
+    EXPECT_ERR("Daemon:\n  interval: 2s\n",
+               "t.yaml:1: Daemon: unknown key; did you mean 'daemon'?");
+    /* The right name in the wrong section. */
+    EXPECT_ERR(
+        "daemon:\n  flush_interval: 2s\n",
+        "t.yaml:2: daemon.flush_interval: unknown key; did you mean 'store.flush_interval'?");
+    /* Nothing near: no suggestion. */
+    EXPECT_ERR("\n\nfrobnicate: 1\n", "t.yaml:3: frobnicate: unknown key");
+    EXPECT_ERR("store:\n  retention:\n    forever: true\n",
+               "t.yaml:3: store.retention.forever: unknown key");
+    /* Sections that later versions will add are unknown for now. */
+    EXPECT_ERR("topology:\n  node: n1\n", "t.yaml:1: topology: unknown key");
+    EXPECT_ERR_HAS("alerts: []\n", "t.yaml:1: alerts: unknown key");
+    EXPECT_ERR_HAS("carbon:\n  zone: DE\n", "t.yaml:1: carbon: unknown key");
+    EXPECT_ERR_HAS("remote_write:\n  - url: http://x\n", "t.yaml:1: remote_write: unknown key");
+    /* Dotted keys do not nest: say how to write it. */
+    EXPECT_ERR_HAS("daemon.interval: 2s\n",
+                   "t.yaml:1: daemon.interval: unknown key (keys do not nest");
+}
+
+WT_TEST(typo_from_file_names_the_file)
+{
+    struct wt_config c;
+    struct wt_err err;
+    const char *path = src_path("tests/fixtures/config/typo.yaml");
+    char want[PATH_MAX + 512];
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_load(path, &c, &err), -EINVAL);
+    snprintf(want, sizeof want, "%s:3: daemon.intervall: unknown key; did you mean 'interval'?",
+             path);
+    WT_EQ_STR(err.msg, want);
+}
+
+WT_TEST(bad_duration)
+{
+    struct wt_config c;
+    struct wt_err err;
+    const char *path = src_path("tests/fixtures/config/bad-interval.yaml");
+    char want[PATH_MAX + 512];
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_load(path, &c, &err), -EINVAL);
+    snprintf(want, sizeof want,
+             "%s:6: collectors.nvml.interval: expected a duration > 0 such as 1s or 500ms, or 0 "
+             "to use daemon.interval (got \"-1\")",
+             path);
+    WT_EQ_STR(err.msg, want);
+
+    EXPECT_ERR(
+        "daemon:\n  interval: 0\n",
+        "t.yaml:2: daemon.interval: expected a duration > 0 such as 1s or 500ms (got \"0\")");
+    EXPECT_ERR(
+        "daemon:\n  interval:\n",
+        "t.yaml:2: daemon.interval: expected a duration > 0 such as 1s or 500ms (got nothing)");
+    EXPECT_ERR_HAS("store:\n  flush_interval: fast\n",
+                   "t.yaml:2: store.flush_interval: expected a "
+                   "duration > 0 such as 1s or 500ms (got \"fast\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: 5 s\n", "(got \"5 s\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: nan\n", "(got \"nan\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: inf\n", "(got \"inf\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: 1e3\n", "(got \"1e3\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: 0x10s\n", "(got \"0x10s\")");
+    EXPECT_ERR_HAS("store:\n  flush_interval: 1parsec\n", "(got \"1parsec\")");
+    EXPECT_ERR_HAS("store:\n  retention:\n    raw: 99999999999d\n",
+                   "t.yaml:3: store.retention.raw:");
+
+    /* Accepted forms, and 0 meaning "daemon.interval" for a collector. */
+    EXPECT_OK("daemon:\n  interval: 500ms\ncollectors:\n  rapl:\n    interval: 0\n", &c);
+    WT_EQ_INT(c.daemon.interval_ns, 500 * WT_NS_PER_MS);
+    WT_EQ_INT(c.collectors.rapl.interval_ns, 0);
+    EXPECT_OK("daemon:\n  interval: 2.5\n", &c);
+    WT_EQ_INT(c.daemon.interval_ns, 2500 * WT_NS_PER_MS);
+    EXPECT_OK("daemon:\n  interval: \"1m\"\n", &c);
+    WT_EQ_INT(c.daemon.interval_ns, 60 * WT_NS_PER_S);
+}
+
+WT_TEST(bad_listen)
+{
+    EXPECT_ERR("daemon:\n  listen: localhost\n",
+               "t.yaml:2: daemon.listen: expected HOST:PORT or [IPv6]:PORT with a port from 1 to "
+               "65535, such as 127.0.0.1:9747 (got \"localhost\")");
+    EXPECT_ERR_HAS("daemon:\n  listen: 127.0.0.1:0\n", "(got \"127.0.0.1:0\")");
+    EXPECT_ERR_HAS("daemon:\n  listen: 127.0.0.1:65536\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: 127.0.0.1:http\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: \":9747\"\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: 300.1.1.1:80\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: \"[fe80::zz]:80\"\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: \"\"\n", "t.yaml:2: daemon.listen: expected");
+    EXPECT_ERR_HAS("daemon:\n  listen: \"::1:9747\"\n",
+                   "write IPv6 addresses in brackets, such as [::1]:9747 (got \"::1:9747\")");
+
+    struct wt_config c;
+    EXPECT_OK("daemon:\n  listen: \"[::]:9747\"\n", &c);
+    WT_EQ_STR(c.daemon.listen, "[::]:9747");
+    EXPECT_OK("daemon:\n  listen: gpu-node-01.example.org:65535\n", &c);
+    WT_EQ_STR(c.daemon.listen, "gpu-node-01.example.org:65535");
+
+    char host[64];
+    int port = 0;
+    WT_EQ_INT(wt_config_parse_listen("[::1]:9800", host, sizeof host, &port), 0);
+    WT_EQ_STR(host, "::1");
+    WT_EQ_INT(port, 9800);
+    WT_EQ_INT(wt_config_parse_listen("0.0.0.0:1", host, sizeof host, &port), 0);
+    WT_EQ_STR(host, "0.0.0.0");
+    WT_EQ_INT(port, 1);
+    WT_EQ_INT(wt_config_parse_listen("0.0.0.0:1", host, 4, &port), -EINVAL);
+    WT_EQ_INT(wt_config_parse_listen("[::1]9800", NULL, 0, NULL), -EINVAL);
+    WT_EQ_INT(wt_config_parse_listen("[::1]:", NULL, 0, NULL), -EINVAL);
+    WT_EQ_INT(wt_config_parse_listen("a:123456", NULL, 0, NULL), -EINVAL);
+    WT_EQ_INT(wt_config_parse_listen("a b:80", NULL, 0, NULL), -EINVAL);
+}
+
+WT_TEST(bad_bool)
+{
+    EXPECT_ERR("collectors:\n  rapl:\n    enabled: maybe\n",
+               "t.yaml:3: collectors.rapl.enabled: expected true or false (got \"maybe\")");
+    EXPECT_ERR_HAS("collectors:\n  rapl:\n    enabled: 1\n", "(got \"1\")");
+    EXPECT_ERR_HAS("collectors:\n  rapl:\n    enabled:\n", "expected true or false (got nothing)");
+    EXPECT_ERR_HAS("daemon:\n  auth:\n    protect_reads: [true]\n",
+                   "t.yaml:3: daemon.auth.protect_reads: expected true or false, not a list");
+
+    static const char *const yes[] = {"true", "True", "yes", "on", "ON"};
+    static const char *const no[] = {"false", "FALSE", "no", "off", "Off"};
+    char yaml[128];
+    struct wt_config c;
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(yaml, sizeof yaml, "collectors:\n  procfs:\n    enabled: %s\n", no[i]);
+        EXPECT_OK(yaml, &c);
+        WT_EQ_INT(c.collectors.procfs.enabled, false);
+        snprintf(yaml, sizeof yaml, "daemon:\n  auth:\n    token_file: t\n    protect_reads: %s\n",
+                 yes[i]);
+        EXPECT_OK(yaml, &c);
+        WT_EQ_INT(c.daemon.auth.protect_reads, true);
+    }
+}
+
+WT_TEST(bad_log_level_and_strings)
+{
+    EXPECT_ERR("daemon:\n  log_level: verbose\n",
+               "t.yaml:2: daemon.log_level: expected one of debug, info, warn, error (got "
+               "\"verbose\")");
+    EXPECT_ERR("store:\n  path: \"\"\n",
+               "t.yaml:2: store.path: expected a file path, not an empty value (got nothing)");
+    EXPECT_ERR_HAS("store:\n  path: \"a\\nb\"\n",
+                   "t.yaml:2: store.path: expected a file path; it contains a control character");
+    char yaml[600] = "store:\n  path: /";
+    memset(yaml + strlen(yaml), 'x', 300);
+    strcat(yaml, "\n");
+    EXPECT_ERR_HAS(yaml, "t.yaml:2: store.path: expected a file path of at most 255 characters");
+
+    struct wt_config c;
+    EXPECT_OK("daemon:\n  log_level: warn\n  tls:\n    cert: ~\n", &c);
+    WT_EQ_INT(c.daemon.log_level, WT_LOG_WARN);
+    WT_EQ_STR(c.daemon.tls.cert, "");
+    EXPECT_OK("store:\n  path: \"null\"\n", &c);
+    WT_EQ_STR(c.store.path, "null");
+}
+
+WT_TEST(duplicate_key)
+{
+    EXPECT_ERR("daemon:\n  interval: 1s\n  listen: 127.0.0.1:1\n  interval: 2s\n",
+               "t.yaml:4: daemon.interval: duplicate key (first set on line 2)");
+    EXPECT_ERR("daemon:\n  interval: 1s\nstore: {}\ndaemon:\n  listen: 127.0.0.1:1\n",
+               "t.yaml:4: daemon: duplicate key (first set on line 1)");
+}
+
+WT_TEST(syntax_error_has_the_line)
+{
+    EXPECT_ERR_HAS("daemon:\n  interval: 1s\n listen: x\n", "t.yaml:3: YAML syntax error: ");
+    EXPECT_ERR_HAS("daemon:\n  interval: 1s\n  listen: \"127.0.0.1:1\n\n",
+                   "t.yaml:3: YAML syntax error: ");
+    EXPECT_ERR("daemon:\n  interval: 1s\n  listen 127.0.0.1:1\n  log_level: info\n",
+               "t.yaml:3: YAML syntax error: could not find expected ':' while scanning a simple "
+               "key");
+    EXPECT_ERR_HAS("store:\n  path: a: b\n", "t.yaml:2: YAML syntax error: mapping values are not "
+                                             "allowed in this context");
+    EXPECT_ERR_HAS("daemon:\n\tinterval: 1s\n", "t.yaml:2: YAML syntax error: ");
+    EXPECT_ERR_HAS("daemon:\n\tinterval: 1s\n", "(YAML indentation must use spaces, not tabs)");
+    EXPECT_ERR_HAS("daemon: [1, 2\n", "YAML syntax error");
+    EXPECT_ERR_HAS("a: 1\n\xff\xfe\n", "t.yaml:2: YAML syntax error: ");
+    /* YAML that parses but is not a config. */
+    EXPECT_ERR("daemon:\n  interval: 1s\n---\nstore: {}\n",
+               "t.yaml:3: only one YAML document is allowed (a second starts here)");
+    EXPECT_ERR_HAS("daemon: &d\n  interval: 1s\n", "t.yaml:1: YAML anchors (&d) are not supported");
+    EXPECT_ERR_HAS("daemon:\n  interval: 1s\nstore: *d\n", "t.yaml:3: ");
+    EXPECT_ERR_HAS("? [a, b]\n: 1\n", "t.yaml:1: a mapping key must be a plain name, not a list");
+}
+
+WT_TEST(nested_wrong_kind)
+{
+    EXPECT_ERR("daemon:\n  interval:\n    seconds: 1\n",
+               "t.yaml:3: daemon.interval: expected a duration > 0 such as 1s or 500ms, not a "
+               "mapping");
+    EXPECT_ERR("daemon: 5\n", "t.yaml:1: daemon: expected a section with keys interval, listen, "
+                              "log_level, tls, auth (got \"5\")");
+    EXPECT_ERR(
+        "daemon:\n  tls: on\n",
+        "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
+    EXPECT_ERR("collectors:\n  - nvml\n  - rapl\n",
+               "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, not a list");
+    EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors) at the top "
+                             "of the file (got a list)");
+    EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors) at the top of "
+                          "the file (got \"hello\")");
+    char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
+    for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)
+        strcat(deep, "[");
+    EXPECT_ERR_HAS(deep, "nested more than 64 levels deep");
+}
+
+WT_TEST(cross_checks)
+{
+    EXPECT_ERR("daemon:\n  tls:\n    cert: /c.pem\n",
+               "t.yaml:3: daemon.tls: cert and key go together (cert is set, key is missing)");
+    EXPECT_ERR("daemon:\n  tls:\n\n    key: /k.pem\n",
+               "t.yaml:4: daemon.tls: cert and key go together (key is set, cert is missing)");
+    EXPECT_ERR_HAS("daemon:\n  tls:\n    client_ca: /ca.pem\n",
+                   "t.yaml:3: daemon.tls.client_ca: needs daemon.tls.cert and daemon.tls.key");
+    EXPECT_ERR_HAS("daemon:\n  auth:\n    protect_reads: true\n",
+                   "t.yaml:3: daemon.auth.protect_reads: needs daemon.auth.token_file");
+    EXPECT_ERR("store:\n  retention:\n    rollup: 1d\n",
+               "t.yaml:3: store.retention.rollup: must be at least store.retention.raw (rollups "
+               "are made from raw data; 1d < 7d)");
+    EXPECT_ERR_HAS("store:\n  retention:\n    raw: 500d\n", "t.yaml:3: store.retention.rollup:");
+    struct wt_config c;
+    EXPECT_OK("store:\n  retention:\n    raw: 30d\n    rollup: 30d\n", &c);
+    WT_EQ_INT(c.store.retention_rollup_ns, 30 * 86400 * WT_NS_PER_S);
+}
+
+WT_TEST(empty_file_is_defaults)
+{
+    static const char *const empties[] = {
+        "",           "\n",  "# nothing here\n", "---\n",
+        "---\n...\n", "~\n", "daemon:\n",        "daemon:\nstore:\ncollectors:\n  nvml:\n",
+        "{}\n"};
+    struct wt_config d;
+    wt_config_defaults(&d);
+    for (size_t i = 0; i < sizeof empties / sizeof empties[0]; i++) {
+        struct wt_config c;
+        EXPECT_OK(empties[i], &c);
+        WT_ASSERT(same_values(&c, &d));
+        WT_EQ_STR(c.source, "t.yaml");
+    }
+}
+
+WT_TEST(load_from_file)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/wattage.yaml", wt_test_dir());
+    FILE *f = fopen(path, "w");
+    WT_ASSERT(f != NULL);
+    fputs("# test config\ndaemon:\n  interval: 2s\n  listen: 0.0.0.0:9000\ncollectors:\n"
+          "  nvml:\n    library: ./libnvidia-ml.so.1\n",
+          f);
+    fclose(f);
+    struct wt_config c;
+    struct wt_err err;
+    wt_config_defaults(&c);
+    int rc = wt_config_load(path, &c, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    WT_EQ_STR(c.source, path);
+    WT_EQ_INT(c.daemon.interval_ns, 2 * WT_NS_PER_S);
+    WT_EQ_STR(c.daemon.listen, "0.0.0.0:9000");
+    WT_EQ_STR(c.collectors.nvml_library, "./libnvidia-ml.so.1");
+    WT_EQ_STR(c.store.path, "/var/lib/wattage/wattage.db");
+
+    /* A relative name is used as given in messages (the runner chdir'd into the test dir). */
+    f = fopen("bad.yaml", "w");
+    fputs("store:\n  path: /x\n  flush: 1s\n", f);
+    fclose(f);
+    WT_EQ_INT(wt_config_load("bad.yaml", &c, &err), -EINVAL);
+    WT_EQ_STR(err.msg, "bad.yaml:3: store.flush: unknown key; did you mean 'flush_interval'?");
+
+    /* A directory is not a config file. */
+    WT_EQ_INT(wt_config_load(wt_test_dir(), &c, &err), -EISDIR);
+    WT_CONTAINS(err.msg, "is a directory");
+}
+
+WT_TEST(missing_file)
+{
+    struct wt_config c, before;
+    struct wt_err err;
+    wt_config_defaults(&c);
+    memcpy(&before, &c, sizeof c);
+    WT_EQ_INT(wt_config_load("no/such/wattage.yaml", &c, &err), -ENOENT);
+    WT_EQ_STR(err.msg, "no/such/wattage.yaml: no such file");
+    WT_ASSERT(memcmp(&c, &before, sizeof c) == 0);
+}
+
+WT_TEST(error_leaves_config_unchanged)
+{
+    struct wt_config c, before;
+    struct wt_err err;
+    const char *good = "daemon:\n  interval: 5s\n";
+    const char *bad = "daemon:\n  interval: 3s\n  listen: 10.0.0.1:80\nstore:\n  path: /x\n"
+                      "  flush_interval: never\n";
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_load_string("good.yaml", good, strlen(good), &c, &err), 0);
+    memcpy(&before, &c, sizeof c);
+    WT_EQ_INT(wt_config_load_string("bad.yaml", bad, strlen(bad), &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "bad.yaml:6: store.flush_interval:");
+    WT_ASSERT(memcmp(&c, &before, sizeof c) == 0);
+    WT_EQ_INT(c.daemon.interval_ns, 5 * WT_NS_PER_S);
+    WT_EQ_STR(c.source, "good.yaml");
+}
+
+WT_TEST(collector_interval_falls_back_to_daemon)
+{
+    struct wt_config c;
+    EXPECT_OK("daemon:\n  interval: 3s\ncollectors:\n  rapl:\n    interval: 250ms\n", &c);
+    WT_EQ_INT(wt_config_interval(&c, &c.collectors.nvml), 3 * WT_NS_PER_S);
+    WT_EQ_INT(wt_config_interval(&c, &c.collectors.procfs), 3 * WT_NS_PER_S);
+    WT_EQ_INT(wt_config_interval(&c, &c.collectors.rapl), 250 * WT_NS_PER_MS);
+    WT_EQ_INT(wt_config_interval(&c, NULL), 3 * WT_NS_PER_S);
+}
+
+/* Finds a dotted path in a YAML tree. */
+static const struct wt_ynode *lookup(const struct wt_ynode *n, const char *path)
+{
+    char part[64];
+    while (*path) {
+        size_t len = strcspn(path, ".");
+        snprintf(part, sizeof part, "%.*s", (int)len, path);
+        path += len + (path[len] == '.');
+        if (!n || n->kind != WT_YNODE_MAP)
+            return NULL;
+        const struct wt_ynode *found = NULL;
+        for (size_t i = 0; i < n->n && !found; i++)
+            if (strcmp(n->child[i]->key, part) == 0)
+                found = n->child[i];
+        n = found;
+    }
+    return n;
+}
+
+WT_TEST(example_config_documents_every_key_with_its_default)
+{
+    const char *path = src_path("deploy/wattage.yaml");
+    struct wt_config c, d;
+    struct wt_err err;
+    wt_config_defaults(&d);
+    wt_config_defaults(&c);
+    int rc = wt_config_load(path, &c, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    WT_ASSERT(same_values(&c, &d));
+
+    /* Every key in the schema is written out (not only commented). */
+    FILE *f = fopen(path, "r");
+    WT_ASSERT(f != NULL);
+    static char buf[64 * 1024];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    struct wt_ynode *root;
+    WT_EQ_INT(wt_yaml_parse(path, buf, len, &root, &err), 0);
+    for (size_t i = 0; wt_config_key(i); i++)
+        if (!lookup(root, wt_config_key(i)))
+            wt_test_fail(__FILE__, __LINE__, "deploy/wattage.yaml lacks %s", wt_config_key(i));
+    wt_ynode_free(root);
+}
+
+WT_TEST(yaml_tree_keeps_lines_and_columns)
+{
+    const char *y = "# c\na:\n  b: 1\n  c:\n    - x\n    - 'y'\nd: \"\"\n";
+    struct wt_ynode *root;
+    struct wt_err err;
+    WT_EQ_INT(wt_yaml_parse("t.yaml", y, strlen(y), &root, &err), 0);
+    WT_ASSERT(root && root->kind == WT_YNODE_MAP);
+    WT_EQ_INT(root->n, 2);
+    const struct wt_ynode *b = lookup(root, "a.b"), *c = lookup(root, "a.c");
+    WT_ASSERT(b && c);
+    WT_EQ_STR(b->value, "1");
+    WT_EQ_INT(b->key_line, 3);
+    WT_EQ_INT(b->key_col, 3);
+    WT_EQ_INT(b->line, 3);
+    WT_EQ_INT(b->col, 6);
+    WT_EQ_INT(c->kind, WT_YNODE_SEQ);
+    WT_EQ_INT(c->n, 2);
+    WT_EQ_INT(c->child[1]->line, 6);
+    WT_EQ_INT(c->child[1]->col, 7);
+    WT_EQ_INT(c->child[1]->quoted, true);
+    WT_EQ_INT(c->child[0]->quoted, false);
+    const struct wt_ynode *d = lookup(root, "d");
+    WT_ASSERT(d && !wt_ynode_is_null(d));
+    wt_ynode_free(root);
+
+    WT_EQ_INT(wt_yaml_parse("t.yaml", "", 0, &root, &err), 0);
+    WT_ASSERT(root == NULL);
+    char big[16];
+    WT_EQ_INT(wt_yaml_parse("t.yaml", big, (size_t)WT_YAML_MAX_BYTES + 1, &root, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "t.yaml: larger than");
+}
