@@ -516,14 +516,17 @@ static int walk(struct ctx *x, const struct wt_ynode *map, const char *prefix)
     for (size_t i = 0; i < map->n; i++) {
         const struct wt_ynode *e = map->child[i];
         int rc;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(map->child[j]->key, e->key) == 0)
-                return wt_err_set(x->err, "%s:%d: %s%s%s: duplicate key (first set on line %d)",
-                                  x->name, e->key_line, prefix, *prefix ? "." : "", e->key,
-                                  map->child[j]->key_line);
         int w = snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", e->key);
+        /* Keys go into messages for a terminal: no control characters. */
+        for (char *p = path; *p; p++)
+            if (iscntrl((unsigned char)*p))
+                *p = '?';
         if (w < 0 || (size_t)w >= sizeof path)
             return wt_err_set(x->err, "%s:%d: %.60s...: unknown key", x->name, e->key_line, path);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(map->child[j]->key, e->key) == 0)
+                return wt_err_set(x->err, "%s:%d: %s: duplicate key (first set on line %d)",
+                                  x->name, e->key_line, path, map->child[j]->key_line);
         const struct field *f = strchr(e->key, '.') ? NULL : find_field(path);
         if (f)
             rc = apply(x, f, e);

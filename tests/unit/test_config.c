@@ -224,6 +224,14 @@ WT_TEST(unknown_key_names_file_line_and_suggests)
     EXPECT_ERR_HAS("alerts: []\n", "t.yaml:1: alerts: unknown key");
     EXPECT_ERR_HAS("carbon:\n  zone: DE\n", "t.yaml:1: carbon: unknown key");
     EXPECT_ERR_HAS("remote_write:\n  - url: http://x\n", "t.yaml:1: remote_write: unknown key");
+    /* Keys are shown without control characters, and bounded. */
+    EXPECT_ERR("daemon:\n  \"in\\tterval\\e\": 1s\n",
+               "t.yaml:2: daemon.in?terval?: unknown key; did you mean 'interval'?");
+    char yaml[600] = "daemon:\n  ";
+    memset(yaml + strlen(yaml), 'k', 300);
+    strcat(yaml, ": 1\n");
+    EXPECT_ERR_HAS(yaml, "t.yaml:2: daemon.kkkkk");
+    EXPECT_ERR_HAS(yaml, "kkk...: unknown key");
     /* Dotted keys do not nest: say how to write it. */
     EXPECT_ERR_HAS("daemon.interval: 2s\n",
                    "t.yaml:1: daemon.interval: unknown key (keys do not nest");
