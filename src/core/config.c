@@ -31,15 +31,15 @@ enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN };
 struct field {
     const char *path;
     enum ftype type;
-    size_t off, size;
     unsigned flags;
+    size_t off, size;
     const char *def; /* the default, written as in a file and parsed like one */
 };
 
 #define FIELD(path, type, member, flags, def)                                                      \
     {                                                                                              \
-        path, type, offsetof(struct wt_config, member), sizeof(((struct wt_config *)0)->member),   \
-            flags, def                                                                             \
+        path, type, flags, offsetof(struct wt_config, member),                                     \
+            sizeof(((struct wt_config *)0)->member), def                                           \
     }
 
 /*
@@ -169,7 +169,7 @@ int wt_config_parse_listen(const char *s, char *host, size_t hostlen, int *port)
     if (host) {
         if (strlen(h) >= hostlen)
             return -EINVAL;
-        strcpy(host, h);
+        snprintf(host, hostlen, "%s", h);
     }
     if (port)
         *port = (int)v;
