@@ -41,7 +41,9 @@ FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/
             $(BUILD)/tests/fakes/fake_nvml_energy
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
-all: $(BUILD)/wattage $(FAKES) $(TESTS)
+BENCH    := $(BUILD)/bench/nvml_calls
+
+all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH)
 
 $(BUILD)/wattage: $(OBJ)
 	$(CC) -pie $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -57,6 +59,10 @@ $(BUILD)/tests/runner.o: tests/runner.c
 $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJ) $(BUILD)/tests/runner.o
 	@mkdir -p $(dir $@)
 	$(CC) -fPIE $(CFLAGS) -Itests -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(BUILD)/tests/runner.o $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
 # The fake NVML is a real shared object found through the same dlopen path as the driver's.
 $(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h

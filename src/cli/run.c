@@ -104,26 +104,38 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     double cpu_w = sum_metric(snap, WT_M_CPU_POWER_W, NULL, "domain", "package", &ncpu);
     double util = sum_metric(snap, WT_M_CPU_UTIL_RATIO, NULL, "cpu", "all", &nu);
     double mem = sum_metric(snap, WT_M_MEM_USED_RATIO, NULL, NULL, NULL, &nm);
-    double gpu_j = 0, cpu_j = 0;
+    double gpu_j = 0, gpu_int_j = 0, cpu_j = 0;
     char method[32];
     pthread_mutex_lock(&tr->mu);
     for (int i = 0; i < tr->n; i++) {
         struct tracked *t = &tr->s[i];
-        if (wt_labels_get(t->labels, "method", method, sizeof method) == 0)
-            continue; /* counters first: the integrated series is for comparison */
-        if (t->metric == WT_M_GPU_ENERGY_J)
-            gpu_j += t->last - t->at_summary;
-        else
-            cpu_j += t->last - t->at_summary;
+        double d = t->last - t->at_summary;
         t->at_summary = t->last;
+        /* Counters first; the integrated series is shown beside them for comparison. */
+        if (wt_labels_get(t->labels, "method", method, sizeof method) == 0)
+            gpu_int_j += d;
+        else if (t->metric == WT_M_GPU_ENERGY_J)
+            gpu_j += d;
+        else
+            cpu_j += d;
     }
     pthread_mutex_unlock(&tr->mu);
-    wt_info("run",
-            "summary gpus_up=%.0f/%d gpu_power_w=%.1f gpu_energy_j=%.1f cpu_power_w=%s%.1f "
-            "cpu_energy_j=%.1f cpu_util=%.3f mem_used=%.3f",
-            up, ngpu, npow ? gpu_w : 0.0, gpu_j, ncpu ? "" : "~", ncpu ? cpu_w : 0.0, cpu_j,
-            nu ? util : 0.0, nm ? mem : 0.0);
+    char line[512];
+    int n = snprintf(line, sizeof line, "summary gpus_up=%.0f/%d", up, ngpu);
+    if (npow)
+        n += snprintf(line + n, sizeof line - (size_t)n,
+                      " gpu_power_w=%.1f gpu_energy_j=%.1f gpu_energy_integrated_j=%.1f", gpu_w,
+                      gpu_j, gpu_int_j);
+    if (ncpu)
+        n += snprintf(line + n, sizeof line - (size_t)n, " cpu_power_w=%.1f cpu_energy_j=%.1f",
+                      cpu_w, cpu_j);
+    if (nu)
+        n += snprintf(line + n, sizeof line - (size_t)n, " cpu_util=%.3f", util);
+    if (nm)
+        snprintf(line + n, sizeof line - (size_t)n, " mem_used=%.3f", mem);
+    wt_info("run", "%s", line);
 }
+
 
 static void log_energy_totals(struct tracker *tr)
 {
