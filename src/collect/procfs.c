@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procfs collector: CPU utilization from deltas of the cpu lines of /proc/stat (the aggregate
+ * line and one per core) and memory use from /proc/meminfo, both under wt_procfs_root().
+ *
+ * /proc/stat counts USER_HZ ticks per state since boot. guest and guest_nice are already inside
+ * user and nice, so they are left out of the total. iowait is idle time waiting on I/O and is
+ * known to go backwards on NO_HZ kernels; a delta in which any sum goes backwards is skipped,
+ * never reported as a negative or a huge utilization.
+ */
+#include "collect/procfs.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/reading.h"
+
+#define STAT_FIELDS 10 /* user nice system idle iowait irq softirq steal guest guest_nice */
+#define TOTAL_FIELDS 8 /* up to steal */
+
+struct procfs {
+    char *stat_path;
+    char *meminfo_path;
+    struct wt_cpu_times *prev, *cur;
+    size_t nprev, ncur, cap_prev, cap_cur;
+    bool have_prev;
+};
+
+/*
+ * Reads the next line into buf without its newline. Returns 1 for a line, 0 at the end, -E2BIG
+ * for a line longer than buf (its start is in buf, the rest is consumed), -EIO on a read error.
+ */
+static int next_line(FILE *f, char *buf, size_t n)
+{
+    if (!fgets(buf, (int)n, f))
+        return ferror(f) ? -EIO : 0;
+    size_t len = strlen(buf);
+    if (len > 0 && buf[len - 1] == '\n') {
+        buf[len - 1] = '\0';
+        return 1;
+    }
+    if (feof(f))
+        return 1; /* last line without a newline */
+    int c;
+    while ((c = fgetc(f)) != EOF && c != '\n')
+        ;
+    return -E2BIG;
+}
+
+static bool is_digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static bool is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Parses an unsigned decimal at *p, moving *p past it. Returns 0 or -EINVAL (none, overflow). */
+static int take_u64(const char **p, uint64_t *out)
+{
+    const char *s = *p;
+    if (!is_digit(*s))
+        return -EINVAL;
+    uint64_t v = 0;
+    while (is_digit(*s)) {
+        if (__builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, (uint64_t)(*s - '0'), &v))
+            return -EINVAL;
+        s++;
+    }
+    *p = s;
+    *out = v;
+    return 0;
+}
+
+int wt_procfs_parse_cpu_line(const char *line, struct wt_cpu_times *out)
+{
+    if (strncmp(line, "cpu", 3) != 0)
+        return 1;
+    const char *p = line + 3;
+    int cpu = -1;
+    if (is_digit(*p)) {
+        uint64_t v;
+        if (take_u64(&p, &v) < 0 || v > INT_MAX)
+            return -EINVAL;
+        cpu = (int)v;
+    } else if (!is_blank(*p) && *p != '\0') {
+        return 1; /* some other key that starts with "cpu" */
+    }
+    if (!is_blank(*p))
+        return -EINVAL;
+
+    uint64_t f[STAT_FIELDS] = {0};
+    int nf = 0;
+    for (;;) {
+        while (is_blank(*p))
+            p++;
+        if (*p == '\0')
+            break;
+        uint64_t v;
+        if (take_u64(&p, &v) < 0 || (!is_blank(*p) && *p != '\0'))
+            return -EINVAL;
+        if (nf < STAT_FIELDS)
+            f[nf] = v; /* fields a newer kernel adds beyond guest_nice are ignored */
+        nf++;
+    }
+    if (nf < 4)
+        return -EINVAL;
+    uint64_t total = 0;
+    for (int i = 0; i < TOTAL_FIELDS; i++)
+        if (__builtin_add_overflow(total, f[i], &total))
+            return -EINVAL;
+    out->cpu = cpu;
+    out->total = total;
+    out->idle = f[3] + f[4]; /* cannot overflow: both are inside total */
+    return 0;
+}
+
+int wt_procfs_cpu_util(const struct wt_cpu_times *prev, const struct wt_cpu_times *cur,
+                       double *ratio)
+{
+    if (cur->total < prev->total || cur->idle < prev->idle)
+        return -ERANGE;
+    uint64_t busy_prev = prev->total - prev->idle, busy_cur = cur->total - cur->idle;
+    if (busy_cur < busy_prev)
+        return -ERANGE;
+    uint64_t dt = cur->total - prev->total;
+    if (dt == 0)
+        return -EAGAIN;
+    *ratio = (double)(busy_cur - busy_prev) / (double)dt;
+    return 0;
+}
+
+static FILE *open_file(const char *path, int *rc, struct wt_err *err)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        wt_err_set(err, "%s: %s", path, strerror(e));
+        *rc = -e;
+    }
+    return f;
+}
+
+int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap, size_t *n,
+                        struct wt_err *err)
+{
+    int rc = 0;
+    *n = 0;
+    FILE *f = open_file(path, &rc, err);
+    if (!f)
+        return rc;
+    char line[WT_PROCFS_LINE_LEN];
+    int lineno = 0;
+    bool have_all = false;
+    for (;;) {
+        int k = next_line(f, line, sizeof line);
+        if (k == 0)
+            break;
+        if (k == -EIO) {
+            rc = -EIO;
+            wt_err_set(err, "%s: read error", path);
+            goto out;
+        }
+        lineno++;
+        if (k == -E2BIG) {
+            /* The intr and softirq lines are long on big hosts and not ours; cpu lines are. */
+            if (strncmp(line, "cpu", 3) == 0) {
+                rc = -EINVAL;
+                wt_err_set(err, "%s:%d: cpu line longer than %d bytes", path, lineno,
+                           WT_PROCFS_LINE_LEN - 1);
+                goto out;
+            }
+            continue;
+        }
+        struct wt_cpu_times t;
+        int r = wt_procfs_parse_cpu_line(line, &t);
+        if (r == 1)
+            continue;
+        if (r < 0) {
+            rc = -EINVAL;
+            wt_err_set(err, "%s:%d: expected \"cpu[N]\" and at least 4 tick counts, got \"%.60s\"",
+                       path, lineno, line);
+            goto out;
+        }
+        if (t.cpu < 0)
+            have_all = true;
+        if (*n > WT_PROCFS_MAX_CPUS)
+            continue;
+        if (*n == *cap) {
+            size_t nc = *cap ? *cap * 2 : 16;
+            struct wt_cpu_times *na = realloc(*arr, nc * sizeof *na);
+            if (!na) {
+                rc = -ENOMEM;
+                wt_err_set(err, "%s: out of memory", path);
+                goto out;
+            }
+            *arr = na;
+            *cap = nc;
+        }
+        (*arr)[(*n)++] = t;
+    }
+    if (!have_all) {
+        rc = -EINVAL;
+        wt_err_set(err, "%s: no aggregate \"cpu\" line", path);
+    }
+out:
+    fclose(f);
+    return rc;
+}
+
+int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err *err)
+{
+    static const char *const keys[] = {"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached"};
+    enum { TOTAL, AVAIL, FREE, BUFFERS, CACHED, NKEYS };
+    uint64_t val[NKEYS] = {0};
+    bool have[NKEYS] = {false};
+    int rc = 0;
+    FILE *f = open_file(path, &rc, err);
+    if (!f)
+        return rc;
+    char line[WT_PROCFS_LINE_LEN];
+    int lineno = 0;
+    for (;;) {
+        int k = next_line(f, line, sizeof line);
+        if (k == 0)
+            break;
+        lineno++;
+        if (k < 0) {
+            rc = -EINVAL;
+            wt_err_set(err, "%s:%d: %s", path, lineno, k == -EIO ? "read error" : "line too long");
+            goto out;
+        }
+        const char *colon = strchr(line, ':');
+        if (!colon || colon == line) {
+            rc = -EINVAL;
+            wt_err_set(err, "%s:%d: expected \"Key: value\", got \"%.60s\"", path, lineno, line);
+            goto out;
+        }
+        size_t klen = (size_t)(colon - line);
+        int which = -1;
+        for (int i = 0; i < NKEYS; i++)
+            if (strlen(keys[i]) == klen && strncmp(line, keys[i], klen) == 0)
+                which = i;
+        if (which < 0)
+            continue;
+        /* The value is in kB (KiB, as the kernel means it) for every key we read. */
+        const char *p = colon + 1;
+        while (is_blank(*p))
+            p++;
+        uint64_t kb;
+        int bad = take_u64(&p, &kb) < 0;
+        while (!bad && is_blank(*p))
+            p++;
+        if (!bad && strncmp(p, "kB", 2) == 0)
+            p += 2;
+        while (!bad && is_blank(*p))
+            p++;
+        if (bad || *p != '\0' || kb > UINT64_MAX / 1024) {
+            rc = -EINVAL;
+            wt_err_set(err, "%s:%d: %s: expected a number of kB, got \"%.60s\"", path, lineno,
+                       keys[which], colon + 1);
+            goto out;
+        }
+        val[which] = kb * 1024;
+        have[which] = true;
+    }
+    if (!have[TOTAL]) {
+        rc = -EINVAL;
+        wt_err_set(err, "%s: no MemTotal line", path);
+        goto out;
+    }
+    m->total_b = val[TOTAL];
+    if (have[AVAIL]) {
+        m->available_b = val[AVAIL];
+    } else if (have[FREE]) {
+        /* Kernels before 3.14 have no MemAvailable: free plus page cache is the old estimate. */
+        m->available_b = val[FREE] + val[BUFFERS] + val[CACHED];
+    } else {
+        rc = -EINVAL;
+        wt_err_set(err, "%s: neither MemAvailable nor MemFree", path);
+    }
+out:
+    fclose(f);
+    return rc;
+}
+
+static void procfs_close(void *state)
+{
+    struct procfs *p = state;
+    if (!p)
+        return;
+    free(p->stat_path);
+    free(p->meminfo_path);
+    free(p->prev);
+    free(p->cur);
+    free(p);
+}
+
+static char *path_under(const char *root, const char *rel)
+{
+    size_t n = strlen(root) + strlen(rel) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s", root, rel);
+    return s;
+}
+
+static int procfs_open(const struct wt_config *cfg, void **state, struct wt_err *err)
+{
+    (void)cfg;
+    *state = NULL;
+    int rc;
+    struct procfs *p = calloc(1, sizeof *p);
+    if (!p)
+        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+    const char *root = wt_procfs_root();
+    p->stat_path = path_under(root, "/proc/stat");
+    p->meminfo_path = path_under(root, "/proc/meminfo");
+    if (!p->stat_path || !p->meminfo_path) {
+        rc = -ENOMEM;
+        wt_err_set(err, "procfs: out of memory");
+        goto fail;
+    }
+    if (access(p->stat_path, R_OK) != 0) {
+        rc = errno == ENOENT ? -ENOENT : -errno;
+        wt_err_set(err, "%s: %s", p->stat_path, strerror(-rc));
+        goto fail;
+    }
+    *state = p;
+    return 0;
+fail:
+    procfs_close(p);
+    return rc;
+}
+
+static const struct wt_cpu_times *find_prev(const struct procfs *p, size_t hint, int cpu)
+{
+    /* CPUs come in the same order each time: the same index almost always matches. */
+    if (hint < p->nprev && p->prev[hint].cpu == cpu)
+        return &p->prev[hint];
+    for (size_t i = 0; i < p->nprev; i++)
+        if (p->prev[i].cpu == cpu)
+            return &p->prev[i];
+    return NULL;
+}
+
+static int procfs_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    struct procfs *p = state;
+    int rc = wt_procfs_read_stat(p->stat_path, &p->cur, &p->cap_cur, &p->ncur, err);
+    if (rc < 0)
+        return rc;
+    if (p->have_prev) {
+        for (size_t i = 0; i < p->ncur; i++) {
+            const struct wt_cpu_times *c = &p->cur[i];
+            const struct wt_cpu_times *pv = find_prev(p, i, c->cpu);
+            double ratio;
+            if (!pv || wt_procfs_cpu_util(pv, c, &ratio) < 0)
+                continue; /* new CPU, or a counter went backwards: skip this delta */
+            char num[16], labels[32];
+            if (c->cpu < 0)
+                snprintf(num, sizeof num, "all");
+            else
+                snprintf(num, sizeof num, "%d", c->cpu);
+            if (wt_labels(labels, sizeof labels, "cpu", num, NULL) < 0 ||
+                wt_batch_add(out, WT_M_CPU_UTIL_RATIO, labels, t_ns, ratio) < 0)
+                return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+        }
+    }
+    /* The sample just read becomes the baseline. */
+    struct wt_cpu_times *tmp = p->prev;
+    size_t tcap = p->cap_prev;
+    p->prev = p->cur;
+    p->cap_prev = p->cap_cur;
+    p->nprev = p->ncur;
+    p->cur = tmp;
+    p->cap_cur = tcap;
+    p->ncur = 0;
+    p->have_prev = true;
+
+    struct wt_meminfo m;
+    rc = wt_procfs_read_meminfo(p->meminfo_path, &m, err);
+    if (rc < 0)
+        return rc;
+    uint64_t used = m.total_b > m.available_b ? m.total_b - m.available_b : 0;
+    if (wt_batch_add(out, WT_M_MEM_TOTAL_B, "", t_ns, (double)m.total_b) < 0 ||
+        wt_batch_add(out, WT_M_MEM_USED_B, "", t_ns, (double)used) < 0)
+        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+    if (m.total_b > 0 &&
+        wt_batch_add(out, WT_M_MEM_USED_RATIO, "", t_ns, (double)used / (double)m.total_b) < 0)
+        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+    return 0;
+}
+
+static const struct wt_collector_config *procfs_config(const struct wt_config *cfg)
+{
+    return &cfg->collectors.procfs;
+}
+
+const struct wt_collector_ops wt_procfs_collector = {
+    .name = "procfs",
+    .config = procfs_config,
+    .open = procfs_open,
+    .poll = procfs_poll,
+    .close = procfs_close,
+};
