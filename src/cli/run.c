@@ -189,9 +189,17 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'c':
             o->config = optarg;
             break;
-        case 'l':
+        case 'l': {
+            char host[128];
+            int port;
+            if (wt_config_parse_listen(optarg, host, sizeof host, &port) != 0) {
+                fprintf(stderr, "wattage run: --listen: expected HOST:PORT or [IPv6]:PORT with a "
+                                "port in 1..65535 (got \"%s\")\n", optarg);
+                return 2;
+            }
             o->listen = optarg;
             break;
+        }
         case 'd':
             o->db = optarg;
             break;

@@ -54,6 +54,8 @@ printf 'daemon:\n  interval: 2s\n' >"$TMP/good.yaml"
 check "check-config accepts a good file" "$BIN" check-config "$TMP/good.yaml"
 "$BIN" run --interval nonsense >/dev/null 2>&1; rc=$?
 check "a bad flag exits 2" test $rc -eq 2
+msg=$("$BIN" run --listen 127.0.0.1:99999 2>&1); rc=$?
+check "a bad --listen exits 2 and says why" bash -c '[[ $0 == 2 && $1 == *"--listen"* ]]' "$rc" "$msg"
 
 # --- the daemon: counter energy and power integration against the exact integral
 t0=$(python3 -c 'import time; print(time.time())')
