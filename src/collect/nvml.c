@@ -1,0 +1,703 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * NVML collector: loads libnvidia-ml with dlopen, resolves its entry points from one table
+ * (versioned names first, older fallbacks after; required and optional), keeps one NVML session
+ * for its whole life, and turns each GPU's state into readings every poll.
+ *
+ * Energy is counter first: the GPU's own mJ counter (Volta and newer) is followed with reset
+ * detection (it restarts from 0 when the driver reloads, it does not wrap). Power is integrated
+ * too, always when it is available, so both series exist and their disagreement is visible.
+ *
+ * A GPU that answers GPU_IS_LOST, or whose essential calls fail, is reported down (gpu_up 0)
+ * while the others go on; every later tick looks for it again.
+ */
+#include "collect/nvml.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collect/nvml_api.h"
+#include "core/clock.h"
+#include "core/energy.h"
+#include "core/log.h"
+
+#define MOD "nvml"
+#define DEFAULT_LIBRARY "libnvidia-ml.so.1"
+#define LOG_EVERY_NS (60 * WT_NS_PER_S)
+
+/* The resolved entry points; a NULL optional one means "not in this library". */
+struct nvml_fns {
+    wt_nvml_init_fn *init;
+    wt_nvml_shutdown_fn *shutdown;
+    wt_nvml_error_string_fn *error_string;
+    wt_nvml_driver_version_fn *driver_version;
+    wt_nvml_count_fn *count;
+    wt_nvml_handle_fn *handle;
+    wt_nvml_string_fn *name;
+    wt_nvml_string_fn *uuid;
+    wt_nvml_pci_fn *pci;
+    wt_nvml_uint_fn *power;
+    wt_nvml_ull_fn *energy;
+    wt_nvml_temperature_fn *temperature;
+    wt_nvml_threshold_fn *threshold;
+    wt_nvml_utilization_fn *utilization;
+    wt_nvml_memory_fn *memory;
+    wt_nvml_clock_fn *clock;
+    wt_nvml_ull_fn *throttle;
+    wt_nvml_uint_fn *power_limit;
+    wt_nvml_constraints_fn *constraints;
+    wt_nvml_pstate_fn *pstate;
+    wt_nvml_enable_state_fn *persistence;
+};
+
+_Static_assert(sizeof(void *) == sizeof(wt_nvml_init_fn *), "dlsym results must fit");
+
+#define SYM(field, req, ...) { {__VA_ARGS__}, req, offsetof(struct nvml_fns, field) }
+
+/*
+ * Required: what every NVML since the Kepler era exports and the collector cannot do without.
+ * Everything else is optional: its metric is simply absent.
+ */
+const struct wt_nvml_symbol wt_nvml_symbols[] = {
+    SYM(init, true, "nvmlInit_v2", "nvmlInit"),
+    SYM(shutdown, true, "nvmlShutdown"),
+    SYM(error_string, true, "nvmlErrorString"),
+    SYM(count, true, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"),
+    SYM(handle, true, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"),
+    SYM(name, true, "nvmlDeviceGetName"),
+    SYM(uuid, true, "nvmlDeviceGetUUID"),
+    SYM(power, true, "nvmlDeviceGetPowerUsage"),
+    SYM(driver_version, false, "nvmlSystemGetDriverVersion"),
+    SYM(pci, false, "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetPciInfo_v2", "nvmlDeviceGetPciInfo"),
+    SYM(energy, false, "nvmlDeviceGetTotalEnergyConsumption"),
+    SYM(temperature, false, "nvmlDeviceGetTemperature"),
+    SYM(threshold, false, "nvmlDeviceGetTemperatureThreshold"),
+    SYM(utilization, false, "nvmlDeviceGetUtilizationRates"),
+    SYM(memory, false, "nvmlDeviceGetMemoryInfo"),
+    SYM(clock, false, "nvmlDeviceGetClockInfo"),
+    SYM(throttle, false, "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons"),
+    SYM(power_limit, false, "nvmlDeviceGetEnforcedPowerLimit"),
+    SYM(constraints, false, "nvmlDeviceGetPowerManagementLimitConstraints"),
+    SYM(pstate, false, "nvmlDeviceGetPerformanceState"),
+    SYM(persistence, false, "nvmlDeviceGetPersistenceMode"),
+};
+const size_t wt_nvml_symbol_count = sizeof wt_nvml_symbols / sizeof wt_nvml_symbols[0];
+
+/* Per-GPU features; a bit set in struct gpu.unsupported means "do not ask again". */
+enum feature {
+    F_POWER,
+    F_ENERGY,
+    F_TEMP,
+    F_SLOWDOWN,
+    F_SHUTDOWN,
+    F_UTIL,
+    F_MEMORY,
+    F_SM_CLOCK,
+    F_MEM_CLOCK,
+    F_THROTTLE,
+    F_LIMIT,
+    F_CONSTRAINTS,
+    F_PSTATE,
+    F_PERSISTENCE,
+    F_PCI,
+    F_COUNT
+};
+
+static const char *const feature_names[F_COUNT] = {
+    "power", "energy", "temperature", "slowdown threshold", "shutdown threshold", "utilization",
+    "memory", "SM clock", "memory clock", "clocks event reasons", "power limit",
+    "power limit constraints", "performance state", "persistence mode", "PCI info",
+};
+
+/* The reasons behind the clocks event bitmask, named for wattage_gpu_throttled{reason}. */
+static const struct {
+    unsigned long long bit;
+    const char *name;
+} reasons[] = {
+    {nvmlClocksEventReasonGpuIdle, "gpu_idle"},
+    {nvmlClocksEventReasonApplicationsClocksSetting, "applications_clocks_setting"},
+    {nvmlClocksEventReasonSwPowerCap, "sw_power_cap"},
+    {nvmlClocksThrottleReasonHwSlowdown, "hw_slowdown"},
+    {nvmlClocksEventReasonSyncBoost, "sync_boost"},
+    {nvmlClocksEventReasonSwThermalSlowdown, "sw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwThermalSlowdown, "hw_thermal_slowdown"},
+    {nvmlClocksThrottleReasonHwPowerBrakeSlowdown, "hw_power_brake_slowdown"},
+    {nvmlClocksEventReasonDisplayClockSetting, "display_clocks_setting"},
+};
+#define N_REASONS (sizeof reasons / sizeof reasons[0])
+
+struct gpu {
+    unsigned int index;
+    nvmlDevice_t dev;
+    bool known; /* static info read since it last came up */
+    bool up;
+    bool persistence_warned;
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    char pci[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+    char labels[WT_LABELS_LEN];       /* gpu,uuid,model */
+    char info_labels[WT_LABELS_LEN];  /* + pci_bus_id */
+    char integ_labels[WT_LABELS_LEN]; /* + method="integrated" */
+    uint32_t unsupported;             /* 1 << enum feature */
+    /* static per discovery */
+    bool have_slowdown, have_shutdown, have_constraints;
+    unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
+    /* energy */
+    struct wt_energy_counter counter;
+    uint64_t first_raw_mj;
+    struct wt_energy_integral integral;
+    /* health */
+    uint64_t failed_ticks;
+    struct wt_ratelimit down_rl, err_rl;
+};
+
+struct nvml_state {
+    void *dl;
+    struct nvml_fns fn;
+    bool inited;
+    char library[256];
+    char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    int64_t max_gap_ns;
+    unsigned int n;
+    struct gpu *gpus;
+};
+
+/* Outcome of one GPU's calls in one tick. */
+struct tick {
+    bool lost;           /* some call answered GPU_IS_LOST */
+    unsigned int ok;     /* calls that succeeded */
+    nvmlReturn_t hard;   /* first failure other than NOT_SUPPORTED */
+    const char *hard_what;
+};
+
+/* One GPU's values in one tick; have_* says which exist. */
+struct sample {
+    bool have_power, have_energy, have_temp, have_util, have_mem, have_sm, have_memclk;
+    bool have_throttle, have_limit, have_pstate;
+    unsigned int power_mw, temp_c, sm_mhz, mem_mhz, limit_mw;
+    unsigned long long energy_mj, throttle;
+    nvmlUtilization_t util;
+    nvmlMemory_t mem;
+    nvmlPstates_t pstate;
+};
+
+static const char *errstr(const struct nvml_state *s, nvmlReturn_t r)
+{
+    const char *m = s->fn.error_string ? s->fn.error_string(r) : NULL;
+    return m ? m : "unknown error";
+}
+
+static bool want(const struct gpu *g, const struct tick *tk, enum feature f)
+{
+    return !tk->lost && !(g->unsupported & (1u << f));
+}
+
+/* Files the outcome of one call. Returns true on success. */
+static bool check(const struct nvml_state *s, struct gpu *g, struct tick *tk, enum feature f,
+                  nvmlReturn_t r, const char *what)
+{
+    if (r == NVML_SUCCESS) {
+        tk->ok++;
+        return true;
+    }
+    if (r == NVML_ERROR_NOT_SUPPORTED && f < F_COUNT) {
+        /* Absent on this GPU for good: never zero, and not asked again every tick. */
+        g->unsupported |= 1u << f;
+        wt_debug(MOD, "%s: %s gpu=%u uuid=%s", feature_names[f], errstr(s, r), g->index, g->uuid);
+        return false;
+    }
+    if (r == NVML_ERROR_GPU_IS_LOST)
+        tk->lost = true;
+    if (tk->hard == NVML_SUCCESS) {
+        tk->hard = r;
+        tk->hard_what = what;
+    }
+    return false;
+}
+
+static void copy_str(char *dst, size_t n, const char *src, size_t src_n)
+{
+    size_t len = strnlen(src, src_n);
+    if (len >= n)
+        len = n - 1;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
+static void build_labels(struct gpu *g)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%u", g->index);
+    /* The strings are bounded (96 + 96 + 32 bytes of NVML text); if escaping ever made them
+     * too long the labels keep the gpu index at least. */
+    if (wt_labels(g->labels, sizeof g->labels, "gpu", idx, "uuid", g->uuid, "model", g->name,
+                  NULL) != 0 &&
+        wt_labels(g->labels, sizeof g->labels, "gpu", idx, NULL) != 0)
+        g->labels[0] = '\0';
+    memcpy(g->info_labels, g->labels, sizeof g->labels);
+    if (g->pci[0] && wt_labels_add(g->info_labels, sizeof g->info_labels, "pci_bus_id", g->pci))
+        memcpy(g->info_labels, g->labels, sizeof g->labels);
+    memcpy(g->integ_labels, g->labels, sizeof g->labels);
+    if (wt_labels_add(g->integ_labels, sizeof g->integ_labels, "method", "integrated"))
+        g->integ_labels[0] = '\0';
+}
+
+/* A fresh start for a GPU's per-device memory (first discovery, or another board at the index). */
+static void reset_gpu(const struct nvml_state *s, struct gpu *g)
+{
+    g->unsupported = 0;
+    if (!s->fn.pci)
+        g->unsupported |= 1u << F_PCI;
+    if (!s->fn.energy)
+        g->unsupported |= 1u << F_ENERGY;
+    if (!s->fn.temperature)
+        g->unsupported |= 1u << F_TEMP;
+    if (!s->fn.threshold)
+        g->unsupported |= 1u << F_SLOWDOWN | 1u << F_SHUTDOWN;
+    if (!s->fn.utilization)
+        g->unsupported |= 1u << F_UTIL;
+    if (!s->fn.memory)
+        g->unsupported |= 1u << F_MEMORY;
+    if (!s->fn.clock)
+        g->unsupported |= 1u << F_SM_CLOCK | 1u << F_MEM_CLOCK;
+    if (!s->fn.throttle)
+        g->unsupported |= 1u << F_THROTTLE;
+    if (!s->fn.power_limit)
+        g->unsupported |= 1u << F_LIMIT;
+    if (!s->fn.constraints)
+        g->unsupported |= 1u << F_CONSTRAINTS;
+    if (!s->fn.pstate)
+        g->unsupported |= 1u << F_PSTATE;
+    if (!s->fn.persistence)
+        g->unsupported |= 1u << F_PERSISTENCE;
+    memset(&g->counter, 0, sizeof g->counter);
+    memset(&g->integral, 0, sizeof g->integral);
+    g->first_raw_mj = 0;
+    g->persistence_warned = false;
+}
+
+/*
+ * Reads what does not change while a GPU is up: handle, name, UUID, PCI bus id, temperature
+ * thresholds, power limit constraints; warns once when persistence mode is off.
+ */
+static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
+{
+    nvmlReturn_t r = s->fn.handle(g->index, &g->dev);
+    if (!check(s, g, tk, F_COUNT, r, "nvmlDeviceGetHandleByIndex"))
+        return;
+
+    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "", uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
+    if (!check(s, g, tk, F_COUNT, s->fn.name(g->dev, name, sizeof name), "nvmlDeviceGetName") ||
+        !check(s, g, tk, F_COUNT, s->fn.uuid(g->dev, uuid, sizeof uuid), "nvmlDeviceGetUUID"))
+        return;
+    name[sizeof name - 1] = uuid[sizeof uuid - 1] = '\0';
+    if (g->uuid[0] && strcmp(g->uuid, uuid) != 0) {
+        wt_warn(MOD, "another GPU at this index gpu=%u uuid=%s was=%s", g->index, uuid, g->uuid);
+        reset_gpu(s, g);
+    } else if (!g->uuid[0]) {
+        reset_gpu(s, g);
+    }
+    copy_str(g->name, sizeof g->name, name, sizeof name);
+    copy_str(g->uuid, sizeof g->uuid, uuid, sizeof uuid);
+
+    if (want(g, tk, F_PCI)) {
+        nvmlPciInfo_t pci;
+        memset(&pci, 0, sizeof pci);
+        if (check(s, g, tk, F_PCI, s->fn.pci(g->dev, &pci), "nvmlDeviceGetPciInfo")) {
+            /* The original call fills only the 16-byte legacy id. */
+            if (pci.busId[0])
+                copy_str(g->pci, sizeof g->pci, pci.busId, sizeof pci.busId);
+            else
+                copy_str(g->pci, sizeof g->pci, pci.busIdLegacy, sizeof pci.busIdLegacy);
+        }
+    }
+    g->have_slowdown = g->have_shutdown = g->have_constraints = false;
+    if (want(g, tk, F_SLOWDOWN))
+        g->have_slowdown = check(
+            s, g, tk, F_SLOWDOWN,
+            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &g->slowdown_c),
+            "nvmlDeviceGetTemperatureThreshold");
+    if (want(g, tk, F_SHUTDOWN))
+        g->have_shutdown = check(
+            s, g, tk, F_SHUTDOWN,
+            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
+            "nvmlDeviceGetTemperatureThreshold");
+    if (want(g, tk, F_CONSTRAINTS))
+        g->have_constraints = check(
+            s, g, tk, F_CONSTRAINTS,
+            s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
+            "nvmlDeviceGetPowerManagementLimitConstraints");
+    if (want(g, tk, F_PERSISTENCE) && !g->persistence_warned) {
+        nvmlEnableState_t mode = NVML_FEATURE_ENABLED;
+        if (check(s, g, tk, F_PERSISTENCE, s->fn.persistence(g->dev, &mode),
+                  "nvmlDeviceGetPersistenceMode") &&
+            mode == NVML_FEATURE_DISABLED) {
+            /* Without it the driver tears the GPU down between clients; each start wakes it
+             * for ~1.5 s at ~75 W. wattage keeps its session open, other tools may not. */
+            wt_warn(MOD,
+                    "persistence mode is off gpu=%u uuid=%s: enable it (nvidia-persistenced) "
+                    "so that GPU state is not rebuilt for every NVML client",
+                    g->index, g->uuid);
+            g->persistence_warned = true;
+        }
+    }
+    build_labels(g);
+    g->known = true;
+}
+
+/* Every per-tick call; the power call goes first and doubles as the liveness probe. */
+static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *tk,
+                       struct sample *v)
+{
+    nvmlDevice_t d = g->dev;
+    if (want(g, tk, F_POWER))
+        v->have_power = check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw),
+                              "nvmlDeviceGetPowerUsage");
+    if (want(g, tk, F_ENERGY))
+        v->have_energy = check(s, g, tk, F_ENERGY, s->fn.energy(d, &v->energy_mj),
+                               "nvmlDeviceGetTotalEnergyConsumption");
+    if (want(g, tk, F_TEMP))
+        v->have_temp = check(s, g, tk, F_TEMP,
+                             s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
+                             "nvmlDeviceGetTemperature");
+    if (want(g, tk, F_UTIL))
+        v->have_util = check(s, g, tk, F_UTIL, s->fn.utilization(d, &v->util),
+                             "nvmlDeviceGetUtilizationRates");
+    if (want(g, tk, F_MEMORY))
+        v->have_mem = check(s, g, tk, F_MEMORY, s->fn.memory(d, &v->mem),
+                            "nvmlDeviceGetMemoryInfo");
+    if (want(g, tk, F_SM_CLOCK))
+        v->have_sm = check(s, g, tk, F_SM_CLOCK, s->fn.clock(d, NVML_CLOCK_SM, &v->sm_mhz),
+                           "nvmlDeviceGetClockInfo");
+    if (want(g, tk, F_MEM_CLOCK))
+        v->have_memclk = check(s, g, tk, F_MEM_CLOCK,
+                               s->fn.clock(d, NVML_CLOCK_MEM, &v->mem_mhz),
+                               "nvmlDeviceGetClockInfo");
+    if (want(g, tk, F_THROTTLE))
+        v->have_throttle = check(s, g, tk, F_THROTTLE, s->fn.throttle(d, &v->throttle),
+                                 "nvmlDeviceGetCurrentClocksEventReasons");
+    if (want(g, tk, F_LIMIT))
+        v->have_limit = check(s, g, tk, F_LIMIT, s->fn.power_limit(d, &v->limit_mw),
+                              "nvmlDeviceGetEnforcedPowerLimit");
+    if (want(g, tk, F_PSTATE))
+        v->have_pstate = check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate),
+                               "nvmlDeviceGetPerformanceState");
+}
+
+static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
+{
+    return wt_batch_add(out, metric, labels, t_ns, value);
+}
+
+static int emit_up(const struct gpu *g, int64_t t_ns, struct wt_batch *out)
+{
+    int rc = add(out, WT_M_GPU_INFO, g->info_labels, t_ns, 1);
+    if (!rc)
+        rc = add(out, WT_M_GPU_UP, g->labels, t_ns, g->up ? 1 : 0);
+    return rc;
+}
+
+static int emit(const struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
+                struct wt_batch *out)
+{
+    const char *l = g->labels;
+    int rc = emit_up(g, t_ns, out);
+    if (rc)
+        return rc;
+
+    if (v->have_power) {
+        double w = v->power_mw / 1000.0; /* raw: mW */
+        rc |= add(out, WT_M_GPU_POWER_W, l, t_ns, w);
+        wt_energy_integral_update(&g->integral, t_ns, w, s->max_gap_ns);
+        rc |= add(out, WT_M_GPU_ENERGY_J, g->integ_labels, t_ns, g->integral.total_j);
+        rc |= add(out, WT_M_GPU_ENERGY_GAPS, l, t_ns, (double)g->integral.gaps);
+    }
+    if (v->have_energy) {
+        /* raw: mJ since the driver loaded. Modulus 0: a decrease is a reset, not a wrap. */
+        enum wt_delta_kind k =
+            wt_energy_counter_update(&g->counter, t_ns, (uint64_t)v->energy_mj, 0, 0);
+        if (k == WT_DELTA_FIRST)
+            g->first_raw_mj = v->energy_mj;
+        else if (k == WT_DELTA_RESET)
+            wt_warn(MOD, "energy counter went back gpu=%u uuid=%s (driver reload?): new baseline",
+                    g->index, g->uuid);
+        rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
+                  (double)(g->first_raw_mj + g->counter.total_raw) / 1000.0);
+    }
+    if (v->have_temp)
+        rc |= add(out, WT_M_GPU_TEMP_C, l, t_ns, v->temp_c);
+    if (g->have_slowdown)
+        rc |= add(out, WT_M_GPU_SLOWDOWN_TEMP_C, l, t_ns, g->slowdown_c);
+    if (g->have_shutdown)
+        rc |= add(out, WT_M_GPU_SHUTDOWN_TEMP_C, l, t_ns, g->shutdown_c);
+    if (v->have_util) {
+        rc |= add(out, WT_M_GPU_UTIL_RATIO, l, t_ns, v->util.gpu / 100.0);
+        rc |= add(out, WT_M_GPU_MEM_UTIL_RATIO, l, t_ns, v->util.memory / 100.0);
+    }
+    if (v->have_mem) {
+        rc |= add(out, WT_M_GPU_MEM_USED_B, l, t_ns, (double)v->mem.used);
+        rc |= add(out, WT_M_GPU_MEM_TOTAL_B, l, t_ns, (double)v->mem.total);
+    }
+    if (v->have_sm)
+        rc |= add(out, WT_M_GPU_SM_CLOCK_HZ, l, t_ns, v->sm_mhz * 1e6);
+    if (v->have_memclk)
+        rc |= add(out, WT_M_GPU_MEM_CLOCK_HZ, l, t_ns, v->mem_mhz * 1e6);
+    if (v->have_limit)
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_W, l, t_ns, v->limit_mw / 1000.0);
+    if (g->have_constraints) {
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_MIN_W, l, t_ns, g->limit_min_mw / 1000.0);
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_MAX_W, l, t_ns, g->limit_max_mw / 1000.0);
+    }
+    if (v->have_pstate && v->pstate <= NVML_PSTATE_15)
+        rc |= add(out, WT_M_GPU_PSTATE, l, t_ns, (double)v->pstate);
+    if (v->have_throttle) {
+        rc |= add(out, WT_M_GPU_THROTTLE_REASONS, l, t_ns, (double)v->throttle);
+        for (size_t i = 0; i < N_REASONS; i++) {
+            char rl[WT_LABELS_LEN];
+            memcpy(rl, l, sizeof rl);
+            if (wt_labels_add(rl, sizeof rl, "reason", reasons[i].name))
+                continue;
+            rc |= add(out, WT_M_GPU_THROTTLED, rl, t_ns, (v->throttle & reasons[i].bit) ? 1 : 0);
+        }
+    }
+    return rc ? -ENOMEM : 0;
+}
+
+static bool library_level(nvmlReturn_t r)
+{
+    return r == NVML_ERROR_UNINITIALIZED || r == NVML_ERROR_DRIVER_NOT_LOADED ||
+           r == NVML_ERROR_LIB_RM_VERSION_MISMATCH || r == NVML_ERROR_LIBRARY_NOT_FOUND;
+}
+
+/* Marks g down after a failed tick; logs the first time, then at most once a minute. */
+static void mark_down(const struct nvml_state *s, struct gpu *g, const struct tick *tk)
+{
+    uint64_t suppressed = 0;
+    int64_t now = wt_now_mono_ns();
+    nvmlReturn_t r = tk->hard ? tk->hard : NVML_ERROR_UNKNOWN;
+    const char *what = tk->hard_what ? tk->hard_what : "nvml";
+    if (g->up) {
+        g->up = false;
+        g->failed_ticks = 1;
+        g->down_rl.last_ns = 0;
+        (void)wt_ratelimit_ok(&g->down_rl, now, NULL);
+        wt_warn(MOD, "GPU %s gpu=%u uuid=%s call=%s error=\"%s\" (%d)",
+                r == NVML_ERROR_GPU_IS_LOST ? "lost" : "not answering", g->index, g->uuid, what,
+                errstr(s, r), (int)r);
+    } else {
+        g->failed_ticks++;
+        if (wt_ratelimit_ok(&g->down_rl, now, &suppressed))
+            wt_warn(MOD, "GPU still down gpu=%u uuid=%s failed_ticks=%llu error=\"%s\" (%d)",
+                    g->index, g->uuid, (unsigned long long)g->failed_ticks, errstr(s, r), (int)r);
+    }
+    /* The power series restarts when it comes back: the outage is a gap, not a trapezoid. */
+    wt_energy_integral_break(&g->integral);
+    g->known = false; /* re-read handle and static info on the next tick */
+}
+
+/* Polls one GPU. Returns the tick's hard error when the GPU is down, else NVML_SUCCESS. */
+static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
+                             struct wt_batch *out, int *rc)
+{
+    struct tick tk = {0};
+    struct sample v;
+    memset(&v, 0, sizeof v);
+    if (!g->known)
+        discover(s, g, &tk);
+    if (g->known && !tk.lost)
+        sample_gpu(s, g, &tk, &v);
+
+    /* Essential: the handle and static info, then power (or, without power, the counter). */
+    bool essential_failed = !g->known;
+    if (!(g->unsupported & (1u << F_POWER)))
+        essential_failed |= !v.have_power;
+    else if (!(g->unsupported & (1u << F_ENERGY)))
+        essential_failed |= !v.have_energy;
+    if (tk.lost || essential_failed || (tk.hard && tk.ok == 0)) {
+        if (!tk.hard)
+            tk.hard = NVML_ERROR_UNKNOWN;
+        mark_down(s, g, &tk);
+        *rc |= emit_up(g, t_ns, out);
+        return tk.hard;
+    }
+    if (!g->up) {
+        wt_info(MOD, "GPU back gpu=%u uuid=%s after %llu failed ticks", g->index, g->uuid,
+                (unsigned long long)g->failed_ticks);
+        g->up = true;
+        g->failed_ticks = 0;
+    }
+    if (tk.hard) {
+        uint64_t suppressed = 0;
+        if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &suppressed))
+            wt_warn(MOD, "%s failed gpu=%u uuid=%s error=\"%s\" (%d) suppressed=%llu",
+                    tk.hard_what, g->index, g->uuid, errstr(s, tk.hard), (int)tk.hard,
+                    (unsigned long long)suppressed);
+    }
+    *rc |= emit(s, g, &v, t_ns, out);
+    return NVML_SUCCESS;
+}
+
+static const struct wt_collector_config *nvml_config(const struct wt_config *cfg)
+{
+    return &cfg->collectors.nvml;
+}
+
+static void nvml_close(void *state)
+{
+    struct nvml_state *s = state;
+    if (!s)
+        return;
+    if (s->inited && s->fn.shutdown)
+        s->fn.shutdown();
+    if (s->dl)
+        dlclose(s->dl);
+    free(s->gpus);
+    free(s);
+}
+
+static int resolve(struct nvml_state *s, struct wt_err *err)
+{
+    for (size_t i = 0; i < wt_nvml_symbol_count; i++) {
+        const struct wt_nvml_symbol *e = &wt_nvml_symbols[i];
+        void *p = NULL;
+        for (int k = 0; k < WT_NVML_MAX_NAMES && e->names[k] && !p; k++)
+            p = dlsym(s->dl, e->names[k]);
+        if (!p && e->required) {
+            wt_err_set(err, "nvml: %s does not export %s: not a usable NVML library", s->library,
+                       e->names[0]);
+            return -ENOSYS;
+        }
+        /* POSIX guarantees object and function pointers share a representation. */
+        memcpy((char *)&s->fn + e->offset, &p, sizeof p);
+        if (!p)
+            wt_debug(MOD, "optional %s not in %s", e->names[0], s->library);
+    }
+    return 0;
+}
+
+static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *err)
+{
+    int rc;
+    const char *path = getenv("WATTAGE_NVML_LIBRARY");
+    if (!path || !*path)
+        path = cfg && cfg->collectors.nvml_library[0] ? cfg->collectors.nvml_library
+                                                      : DEFAULT_LIBRARY;
+    *state = NULL;
+    struct nvml_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    snprintf(s->library, sizeof s->library, "%s", path);
+    int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
+    s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+
+    dlerror();
+    s->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!s->dl) {
+        const char *why = dlerror();
+        wt_err_set(err,
+                   "nvml: %s not found (%s): no NVIDIA driver on this host, or set "
+                   "collectors.nvml.library / WATTAGE_NVML_LIBRARY",
+                   path, why ? why : "dlopen failed");
+        rc = -ENOENT;
+        goto fail;
+    }
+    rc = resolve(s, err);
+    if (rc)
+        goto fail;
+
+    nvmlReturn_t r = s->fn.init();
+    if (r != NVML_SUCCESS) {
+        wt_err_set(err, "nvml: nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
+        /* A library without a loaded driver is the usual container/laptop case: absent. */
+        rc = r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIBRARY_NOT_FOUND ? -ENOENT
+                                                                                   : -EIO;
+        goto fail;
+    }
+    s->inited = true;
+    if (s->fn.driver_version &&
+        s->fn.driver_version(s->driver_version, sizeof s->driver_version) != NVML_SUCCESS)
+        s->driver_version[0] = '\0';
+    s->driver_version[sizeof s->driver_version - 1] = '\0';
+
+    r = s->fn.count(&s->n);
+    if (r != NVML_SUCCESS) {
+        wt_err_set(err, "nvml: nvmlDeviceGetCount failed: %s (%d)", errstr(s, r), (int)r);
+        rc = -EIO;
+        goto fail;
+    }
+    if (s->n == 0) {
+        wt_err_set(err, "nvml: the driver in %s sees no GPU", path);
+        rc = -ENOENT;
+        goto fail;
+    }
+    s->gpus = calloc(s->n, sizeof *s->gpus);
+    if (!s->gpus) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (unsigned int i = 0; i < s->n; i++) {
+        struct gpu *g = &s->gpus[i];
+        struct tick tk = {0};
+        g->index = i;
+        g->up = true;
+        g->down_rl.interval_ns = g->err_rl.interval_ns = LOG_EVERY_NS;
+        reset_gpu(s, g);
+        build_labels(g);
+        discover(s, g, &tk);
+        if (!g->known)
+            mark_down(s, g, &tk);
+    }
+    wt_info(MOD, "%u GPUs library=%s driver=%s", s->n, s->library,
+            s->driver_version[0] ? s->driver_version : "unknown");
+    *state = s;
+    return 0;
+fail:
+    nvml_close(s);
+    return rc;
+}
+
+static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    struct nvml_state *s = state;
+    int rc = 0;
+    unsigned int lib_failed = 0;
+    nvmlReturn_t last = NVML_SUCCESS;
+    for (unsigned int i = 0; i < s->n; i++) {
+        nvmlReturn_t r = poll_gpu(s, &s->gpus[i], t_ns, out, &rc);
+        if (library_level(r)) {
+            lib_failed++;
+            last = r;
+        }
+    }
+    if (rc)
+        return wt_err_set(err, "nvml: out of memory for readings"), -ENOMEM;
+    if (s->n && lib_failed == s->n) {
+        wt_err_set(err, "nvml: every GPU failed: %s (%d)", errstr(s, last), (int)last);
+        return -EIO;
+    }
+    return 0;
+}
+
+int wt_nvml_get_info(const void *state, struct wt_nvml_info *info)
+{
+    const struct nvml_state *s = state;
+    if (!s || !info)
+        return -EINVAL;
+    snprintf(info->library, sizeof info->library, "%s", s->library);
+    snprintf(info->driver_version, sizeof info->driver_version, "%s", s->driver_version);
+    info->gpu_count = s->n;
+    return 0;
+}
+
+const struct wt_collector_ops wt_nvml_collector = {
+    .name = "nvml",
+    .config = nvml_config,
+    .open = nvml_open,
+    .poll = nvml_poll,
+    .close = nvml_close,
+};

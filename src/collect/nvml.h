@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NVML collector: NVIDIA GPUs through libnvidia-ml, loaded with dlopen at open() so the
+ * binary runs on hosts without NVIDIA. The library is $WATTAGE_NVML_LIBRARY, else
+ * collectors.nvml.library (default "libnvidia-ml.so.1"). One NVML session lasts from open to
+ * close; nothing is ever set on a GPU.
+ *
+ * Readings per GPU and poll, labelled gpu="<index>",uuid="<uuid>",model="<name>":
+ *   wattage_gpu_info (1, plus pci_bus_id), wattage_gpu_up (0/1), power, temperature and its
+ *   slowdown/shutdown thresholds, utilization ratios, memory used/total, SM and memory clocks,
+ *   enforced power limit and its min/max, performance state, the clocks event (throttle) bitmask
+ *   and wattage_gpu_throttled{reason="…"} per reason, and energy:
+ *     wattage_gpu_energy_joules_total{…}                     the hardware counter (mJ → J),
+ *         made monotone across driver reloads (a decrease starts a new baseline);
+ *     wattage_gpu_energy_joules_total{…,method="integrated"} power integrated since the
+ *         collector started (trapezoids, never across a gap over 3 intervals);
+ *     wattage_gpu_energy_gaps_total{…}                       gaps in the integrated series.
+ * A metric the GPU does not support (NOT_SUPPORTED) is absent, never zero, and is not asked for
+ * again. A GPU that is lost or stops answering reports only info and gpu_up 0 until it answers.
+ */
+#ifndef WT_NVML_H
+#define WT_NVML_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "collect/collector.h"
+
+extern const struct wt_collector_ops wt_nvml_collector;
+
+/* One entry point the collector resolves: names[0] first, then the older fallbacks. */
+#define WT_NVML_MAX_NAMES 3
+struct wt_nvml_symbol {
+    const char *names[WT_NVML_MAX_NAMES]; /* unused slots NULL */
+    bool required;                        /* open fails without it */
+    size_t offset;                        /* where the pointer lands (private) */
+};
+
+/* Every symbol the collector resolves, for tests that check a library exports them. */
+extern const struct wt_nvml_symbol wt_nvml_symbols[];
+extern const size_t wt_nvml_symbol_count;
+
+/* What `status` may want to print about the library itself. */
+struct wt_nvml_info {
+    char library[256];        /* the path that was opened */
+    char driver_version[80];  /* "" when the library does not say */
+    unsigned int gpu_count;
+};
+
+/* Fills info from an open collector's state (the void * its open() returned). Returns 0 or -EINVAL. */
+int wt_nvml_get_info(const void *state, struct wt_nvml_info *info);
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The part of NVIDIA's Management Library API that wattage uses, declared from the public NVML
+ * API reference (no Debian package ships nvml.h). Only what we call is here: return codes,
+ * the opaque device handle, the few structs and enums passed by pointer, and one function type
+ * per entry point. The library is loaded with dlopen (src/collect/nvml.c); the test fake
+ * (tests/fakes/fake_nvml.c) declares its exports with the same function types, so a signature
+ * mismatch is a compile error on both sides.
+ *
+ * Every function returns nvmlReturn_t; units are NVML's own (mW, mJ, MHz, percent, bytes, °C).
+ */
+#ifndef WT_NVML_API_H
+#define WT_NVML_API_H
+
+/* nvmlReturn_t: the error codes we tell apart (the rest are reported by number and string). */
+typedef enum nvmlReturn_enum {
+    NVML_SUCCESS = 0,
+    NVML_ERROR_UNINITIALIZED = 1,
+    NVML_ERROR_INVALID_ARGUMENT = 2,
+    NVML_ERROR_NOT_SUPPORTED = 3,
+    NVML_ERROR_NO_PERMISSION = 4,
+    NVML_ERROR_ALREADY_INITIALIZED = 5,
+    NVML_ERROR_NOT_FOUND = 6,
+    NVML_ERROR_INSUFFICIENT_SIZE = 7,
+    NVML_ERROR_INSUFFICIENT_POWER = 8,
+    NVML_ERROR_DRIVER_NOT_LOADED = 9,
+    NVML_ERROR_TIMEOUT = 10,
+    NVML_ERROR_IRQ_ISSUE = 11,
+    NVML_ERROR_LIBRARY_NOT_FOUND = 12,
+    NVML_ERROR_FUNCTION_NOT_FOUND = 13,
+    NVML_ERROR_CORRUPTED_INFOROM = 14,
+    NVML_ERROR_GPU_IS_LOST = 15,
+    NVML_ERROR_RESET_REQUIRED = 16,
+    NVML_ERROR_OPERATING_SYSTEM = 17,
+    NVML_ERROR_LIB_RM_VERSION_MISMATCH = 18,
+    NVML_ERROR_IN_USE = 19,
+    NVML_ERROR_MEMORY = 20,
+    NVML_ERROR_NO_DATA = 21,
+    NVML_ERROR_UNKNOWN = 999
+} nvmlReturn_t;
+
+/* An opaque handle; valid from nvmlInit to nvmlShutdown. */
+typedef struct nvmlDevice_st *nvmlDevice_t;
+
+/* Buffer sizes the reference recommends (the _V2 sizes cover newer, longer strings). */
+#define NVML_DEVICE_NAME_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_UUID_V2_BUFFER_SIZE 96
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE 32
+#define NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE 16
+#define NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE 80
+
+/*
+ * PCI information. nvmlDeviceGetPciInfo_v2/_v3 fill busId ("00000000:19:00.0"); the original
+ * nvmlDeviceGetPciInfo filled only the first 16 bytes (busIdLegacy, "0000:19:00.0").
+ */
+typedef struct nvmlPciInfo_st {
+    char busIdLegacy[NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE];
+    unsigned int domain;
+    unsigned int bus;
+    unsigned int device;
+    unsigned int pciDeviceId;
+    unsigned int pciSubSystemId;
+    char busId[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+} nvmlPciInfo_t;
+
+/* Percent of the last sample period in which a kernel ran / device memory was read or written. */
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;
+    unsigned int memory;
+} nvmlUtilization_t;
+
+/* Device memory in bytes (nvmlDeviceGetMemoryInfo, version 1 layout). */
+typedef struct nvmlMemory_st {
+    unsigned long long total;
+    unsigned long long free;
+    unsigned long long used;
+} nvmlMemory_t;
+
+typedef enum nvmlEnableState_enum {
+    NVML_FEATURE_DISABLED = 0,
+    NVML_FEATURE_ENABLED = 1
+} nvmlEnableState_t;
+
+typedef enum nvmlTemperatureSensors_enum {
+    NVML_TEMPERATURE_GPU = 0
+} nvmlTemperatureSensors_t;
+
+typedef enum nvmlTemperatureThresholds_enum {
+    NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
+    NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1,
+    NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2,
+    NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+} nvmlTemperatureThresholds_t;
+
+typedef enum nvmlClockType_enum {
+    NVML_CLOCK_GRAPHICS = 0,
+    NVML_CLOCK_SM = 1,
+    NVML_CLOCK_MEM = 2,
+    NVML_CLOCK_VIDEO = 3
+} nvmlClockType_t;
+
+/* Performance state: P0 (most performance) .. P15 (least); 32 when unknown. */
+typedef enum nvmlPStates_enum {
+    NVML_PSTATE_0 = 0,
+    NVML_PSTATE_15 = 15,
+    NVML_PSTATE_UNKNOWN = 32
+} nvmlPstates_t;
+
+/*
+ * Clocks event reasons (called throttle reasons before driver 535): a 64-bit mask, one bit per
+ * reason the clocks are below their maximum.
+ */
+#define nvmlClocksEventReasonGpuIdle 0x0000000000000001ULL
+#define nvmlClocksEventReasonApplicationsClocksSetting 0x0000000000000002ULL
+#define nvmlClocksEventReasonSwPowerCap 0x0000000000000004ULL
+#define nvmlClocksThrottleReasonHwSlowdown 0x0000000000000008ULL
+#define nvmlClocksEventReasonSyncBoost 0x0000000000000010ULL
+#define nvmlClocksEventReasonSwThermalSlowdown 0x0000000000000020ULL
+#define nvmlClocksThrottleReasonHwThermalSlowdown 0x0000000000000040ULL
+#define nvmlClocksThrottleReasonHwPowerBrakeSlowdown 0x0000000000000080ULL
+#define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100ULL
+
+/*
+ * Function types (not pointer types), one per entry point, so that the fake can declare its
+ * exports with them and the collector can hold pointers to them.
+ */
+typedef nvmlReturn_t wt_nvml_init_fn(void);                 /* nvmlInit_v2, nvmlInit */
+typedef nvmlReturn_t wt_nvml_shutdown_fn(void);             /* nvmlShutdown */
+typedef const char *wt_nvml_error_string_fn(nvmlReturn_t r); /* nvmlErrorString */
+typedef nvmlReturn_t wt_nvml_driver_version_fn(char *version, unsigned int length);
+typedef nvmlReturn_t wt_nvml_count_fn(unsigned int *count); /* nvmlDeviceGetCount_v2, … */
+typedef nvmlReturn_t wt_nvml_handle_fn(unsigned int index, nvmlDevice_t *device);
+typedef nvmlReturn_t wt_nvml_string_fn(nvmlDevice_t device, char *buf, unsigned int length);
+typedef nvmlReturn_t wt_nvml_pci_fn(nvmlDevice_t device, nvmlPciInfo_t *pci);
+typedef nvmlReturn_t wt_nvml_uint_fn(nvmlDevice_t device, unsigned int *value);
+typedef nvmlReturn_t wt_nvml_ull_fn(nvmlDevice_t device, unsigned long long *value);
+typedef nvmlReturn_t wt_nvml_temperature_fn(nvmlDevice_t device, nvmlTemperatureSensors_t sensor,
+                                            unsigned int *temp);
+typedef nvmlReturn_t wt_nvml_threshold_fn(nvmlDevice_t device,
+                                          nvmlTemperatureThresholds_t threshold,
+                                          unsigned int *temp);
+typedef nvmlReturn_t wt_nvml_utilization_fn(nvmlDevice_t device, nvmlUtilization_t *util);
+typedef nvmlReturn_t wt_nvml_memory_fn(nvmlDevice_t device, nvmlMemory_t *memory);
+typedef nvmlReturn_t wt_nvml_clock_fn(nvmlDevice_t device, nvmlClockType_t type,
+                                      unsigned int *clock_mhz);
+typedef nvmlReturn_t wt_nvml_constraints_fn(nvmlDevice_t device, unsigned int *min_mw,
+                                            unsigned int *max_mw);
+typedef nvmlReturn_t wt_nvml_pstate_fn(nvmlDevice_t device, nvmlPstates_t *pstate);
+typedef nvmlReturn_t wt_nvml_enable_state_fn(nvmlDevice_t device, nvmlEnableState_t *mode);
+
+/*
+ * Which entry point has which type (for the fake's declarations):
+ *   wt_nvml_string_fn       nvmlDeviceGetName, nvmlDeviceGetUUID
+ *   wt_nvml_pci_fn          nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_v2, nvmlDeviceGetPciInfo
+ *   wt_nvml_uint_fn         nvmlDeviceGetPowerUsage (mW), nvmlDeviceGetEnforcedPowerLimit (mW)
+ *   wt_nvml_ull_fn          nvmlDeviceGetTotalEnergyConsumption (mJ since driver load),
+ *                           nvmlDeviceGetCurrentClocksEventReasons,
+ *                           nvmlDeviceGetCurrentClocksThrottleReasons (bitmask)
+ *   wt_nvml_temperature_fn  nvmlDeviceGetTemperature (°C)
+ *   wt_nvml_threshold_fn    nvmlDeviceGetTemperatureThreshold (°C)
+ *   wt_nvml_utilization_fn  nvmlDeviceGetUtilizationRates (percent)
+ *   wt_nvml_memory_fn       nvmlDeviceGetMemoryInfo (bytes)
+ *   wt_nvml_clock_fn        nvmlDeviceGetClockInfo (MHz)
+ *   wt_nvml_constraints_fn  nvmlDeviceGetPowerManagementLimitConstraints (mW)
+ *   wt_nvml_pstate_fn       nvmlDeviceGetPerformanceState
+ *   wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode
+ *   wt_nvml_driver_version_fn nvmlSystemGetDriverVersion
+ */
+
+#endif

@@ -1,0 +1,629 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A fake libnvidia-ml.so.1 for tests: a real shared object the collector finds through the same
+ * dlopen path as the driver's, scripted by environment variables read at nvmlInit (when the
+ * first session starts). Other tests rely on this contract; keep it exact.
+ *
+ *   FAKE_NVML_GPUS=N             number of GPUs (default 8, at most 64)
+ *   FAKE_NVML_MODEL=NAME         nvmlDeviceGetName (default "NVIDIA H200")
+ *                                UUIDs are "GPU-fake-0000-<index>", PCI bus ids
+ *                                "00000000:<0x10+index, 2 hex digits>:00.0"
+ *   FAKE_NVML_T0=SECONDS         time origin, unix seconds (float); default: time of nvmlInit
+ *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
+ *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
+ *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
+ *   FAKE_NVML_ENERGY_OFFSET_MJ=N the energy counter (mJ) is
+ *                                  N + floor(1000 * exact integral of P_i from T0 to now)
+ *                                (default 1000000000)
+ *   FAKE_NVML_LOST=g:from:to[,…] seconds after T0, [from, to): every call for GPU g (its handle
+ *                                lookup included) returns NVML_ERROR_GPU_IS_LOST (15)
+ *   FAKE_NVML_RESET=g:at[,…]     GPU g's energy counter restarts from 0 at T0+at (driver reload):
+ *                                  counter = floor(1000 * integral of P_g from T0+at to now)
+ *   FAKE_NVML_NOT_SUPPORTED=LIST any of energy,power,temperature,thresholds,utilization,memory,
+ *                                clocks,throttle,power_limit,pstate (also: pci,persistence);
+ *                                those calls return NVML_ERROR_NOT_SUPPORTED (3) on every GPU
+ *   FAKE_NVML_INIT_FAIL=1        nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9); another
+ *                                number N > 1 makes it return N
+ *   FAKE_NVML_TEMP=B,S           temperature of GPU i = B + i + S*(t-T0) °C (default 45,0)
+ *   FAKE_NVML_SLOWDOWN=C         slowdown threshold (default 87); FAKE_NVML_SHUTDOWN=C (92)
+ *   FAKE_NVML_THROTTLE=MASK      clocks event reasons bitmask (default 0; decimal or 0x…)
+ *   FAKE_NVML_PERSISTENCE=0|1    persistence mode (default 1, on)
+ *   FAKE_NVML_CALL_LOG=FILE      append each NVML function name called, one per line
+ *
+ * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
+ * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
+ * 2619 MHz; pstate P0 (P8 when utilization < 5%); power limit 700 W, constraints 200..700 W.
+ *
+ * Besides NVML it exports, for tests:
+ *   double fake_nvml_exact_energy_j(unsigned gpu, double t_from, double t_to)
+ *       the exact integral of P_gpu over [t_from, t_to] (unix seconds), in joules;
+ *   double fake_nvml_t0(void)      the time origin in use.
+ *
+ * Built three ways by the Makefile:
+ *   libnvidia-ml.so.1              every entry point the collector resolves, under every name;
+ *   minimal/libnvidia-ml.so.1      -DFAKE_MINIMAL: only the required ones, under their oldest
+ *                                  names (nvmlInit, nvmlDeviceGetCount, …), to exercise fallbacks;
+ *   fake_nvml_energy               -DFAKE_NVML_TOOL: `fake_nvml_energy GPU FROM TO` prints the
+ *                                  exact energy in joules (needs FAKE_NVML_T0 and the same env).
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/nvml_api.h"
+
+#define MAX_GPUS 64
+#define MAX_EVENTS 32
+
+struct nvmlDevice_st {
+    unsigned int index;
+};
+
+enum { NS_ENERGY, NS_POWER, NS_TEMP, NS_THRESH, NS_UTIL, NS_MEM, NS_CLOCKS, NS_THROTTLE,
+       NS_LIMIT, NS_PSTATE, NS_PCI, NS_PERSIST, NS_COUNT };
+static const char *const ns_names[NS_COUNT] = {
+    "energy", "power", "temperature", "thresholds", "utilization", "memory", "clocks",
+    "throttle", "power_limit", "pstate", "pci", "persistence",
+};
+
+static struct {
+    bool loaded;
+    unsigned int gpus;
+    char model[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+    double t0;
+    double base, amp, period;
+    unsigned long long offset_mj;
+    struct {
+        unsigned int gpu;
+        double from, to;
+    } lost[MAX_EVENTS];
+    int nlost;
+    struct {
+        unsigned int gpu;
+        double at;
+    } reset[MAX_EVENTS];
+    int nreset;
+    unsigned int notsup;
+    int init_fail;
+    double temp_base, temp_slope;
+    unsigned int slowdown, shutdown;
+    unsigned long long throttle;
+    int persistence;
+    const char *call_log;
+} fk;
+
+static int sessions;
+static struct nvmlDevice_st devices[MAX_GPUS];
+
+double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to);
+double fake_nvml_t0(void);
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static double env_double(const char *name, double def)
+{
+    const char *v = env(name);
+    return v ? strtod(v, NULL) : def;
+}
+
+static void load(void)
+{
+    const char *v;
+    memset(&fk, 0, sizeof fk);
+    fk.gpus = (unsigned int)env_double("FAKE_NVML_GPUS", 8);
+    if (fk.gpus > MAX_GPUS)
+        fk.gpus = MAX_GPUS;
+    snprintf(fk.model, sizeof fk.model, "%s",
+             env("FAKE_NVML_MODEL") ? env("FAKE_NVML_MODEL") : "NVIDIA H200");
+    fk.t0 = env_double("FAKE_NVML_T0", now_s());
+    fk.base = 300, fk.amp = 100, fk.period = 7;
+    if ((v = env("FAKE_NVML_POWER")))
+        sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
+    fk.offset_mj = 1000000000ULL;
+    if ((v = env("FAKE_NVML_ENERGY_OFFSET_MJ")))
+        fk.offset_mj = strtoull(v, NULL, 10);
+    for (v = env("FAKE_NVML_LOST"); v && *v && fk.nlost < MAX_EVENTS;) {
+        unsigned int g;
+        double a, b;
+        if (sscanf(v, "%u:%lf:%lf", &g, &a, &b) == 3) {
+            fk.lost[fk.nlost].gpu = g, fk.lost[fk.nlost].from = a, fk.lost[fk.nlost].to = b;
+            fk.nlost++;
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    for (v = env("FAKE_NVML_RESET"); v && *v && fk.nreset < MAX_EVENTS;) {
+        unsigned int g;
+        double a;
+        if (sscanf(v, "%u:%lf", &g, &a) == 2) {
+            fk.reset[fk.nreset].gpu = g, fk.reset[fk.nreset].at = a;
+            fk.nreset++;
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    if ((v = env("FAKE_NVML_NOT_SUPPORTED"))) {
+        for (int i = 0; i < NS_COUNT; i++) {
+            size_t n = strlen(ns_names[i]);
+            for (const char *p = v; (p = strstr(p, ns_names[i])); p += n)
+                if ((p == v || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+                    fk.notsup |= 1u << i;
+        }
+    }
+    if ((v = env("FAKE_NVML_INIT_FAIL"))) {
+        fk.init_fail = atoi(v);
+        if (fk.init_fail == 1)
+            fk.init_fail = NVML_ERROR_DRIVER_NOT_LOADED;
+    }
+    fk.temp_base = 45, fk.temp_slope = 0;
+    if ((v = env("FAKE_NVML_TEMP")))
+        sscanf(v, "%lf,%lf", &fk.temp_base, &fk.temp_slope);
+    fk.slowdown = (unsigned int)env_double("FAKE_NVML_SLOWDOWN", 87);
+    fk.shutdown = (unsigned int)env_double("FAKE_NVML_SHUTDOWN", 92);
+    if ((v = env("FAKE_NVML_THROTTLE")))
+        fk.throttle = strtoull(v, NULL, 0);
+    fk.persistence = (int)env_double("FAKE_NVML_PERSISTENCE", 1);
+    fk.call_log = env("FAKE_NVML_CALL_LOG");
+    for (unsigned int i = 0; i < MAX_GPUS; i++)
+        devices[i].index = i;
+    fk.loaded = true;
+}
+
+static void log_call(const char *fn)
+{
+    if (!fk.call_log)
+        return;
+    int fd = open(fk.call_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return;
+    char line[128];
+    int n = snprintf(line, sizeof line, "%s\n", fn);
+    if (write(fd, line, (size_t)n) < 0) {
+        /* nothing to do: the log is best effort */
+    }
+    close(fd);
+}
+
+static double power_w(unsigned int gpu, double t)
+{
+    if (fk.period <= 0)
+        return fk.base;
+    return fk.base + fk.amp * sin(2 * M_PI * (t - fk.t0) / fk.period + gpu);
+}
+
+double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to)
+{
+    if (!fk.loaded)
+        load();
+    if (fk.period <= 0)
+        return fk.base * (t_to - t_from);
+    double w = 2 * M_PI / fk.period;
+    return fk.base * (t_to - t_from) +
+           fk.amp / w * (cos(w * (t_from - fk.t0) + gpu) - cos(w * (t_to - fk.t0) + gpu));
+}
+
+double fake_nvml_t0(void)
+{
+    if (!fk.loaded)
+        load();
+    return fk.t0;
+}
+
+static bool lost(unsigned int gpu, double t)
+{
+    double s = t - fk.t0;
+    for (int i = 0; i < fk.nlost; i++)
+        if (fk.lost[i].gpu == gpu && s >= fk.lost[i].from && s < fk.lost[i].to)
+            return true;
+    return false;
+}
+
+__attribute__((unused)) static unsigned long long energy_mj(unsigned int gpu, double t)
+{
+    double s = t - fk.t0, from = -1;
+    for (int i = 0; i < fk.nreset; i++)
+        if (fk.reset[i].gpu == gpu && fk.reset[i].at <= s && fk.reset[i].at > from)
+            from = fk.reset[i].at;
+    double base = from >= 0 ? 0 : (double)fk.offset_mj;
+    double e = base + floor(1000 * fake_nvml_exact_energy_j(gpu, fk.t0 + (from >= 0 ? from : 0), t));
+    return e > 0 ? (unsigned long long)e : 0;
+}
+
+__attribute__((unused)) static double util_pct(unsigned int gpu, double t)
+{
+    double u = 100 * (power_w(gpu, t) - 60) / 640;
+    return u < 0 ? 0 : u > 100 ? 100 : u;
+}
+
+/* The checks every device call starts with; sets *t to now. */
+static nvmlReturn_t device_call(const char *fn, nvmlDevice_t d, int ns, double *t)
+{
+    log_call(fn);
+    *t = now_s();
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!d || d < devices || d >= devices + fk.gpus)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (lost(d->index, *t))
+        return NVML_ERROR_GPU_IS_LOST;
+    if (ns >= 0 && (fk.notsup & (1u << ns)))
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
+{
+    if (!buf)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(s) + 1 > length)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(buf, s, strlen(s) + 1);
+    return NVML_SUCCESS;
+}
+
+/* ---- required entry points (in the minimal build under their oldest names only) ---- */
+
+wt_nvml_init_fn nvmlInit, nvmlShutdown;
+wt_nvml_error_string_fn nvmlErrorString;
+wt_nvml_count_fn nvmlDeviceGetCount;
+wt_nvml_handle_fn nvmlDeviceGetHandleByIndex;
+wt_nvml_string_fn nvmlDeviceGetName, nvmlDeviceGetUUID;
+wt_nvml_uint_fn nvmlDeviceGetPowerUsage;
+
+static nvmlReturn_t do_init(const char *fn)
+{
+    if (sessions == 0)
+        load();
+    log_call(fn);
+    if (fk.init_fail)
+        return (nvmlReturn_t)fk.init_fail;
+    sessions++;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInit(void)
+{
+    return do_init("nvmlInit");
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    log_call("nvmlShutdown");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    sessions--;
+    return NVML_SUCCESS;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r)
+{
+    switch (r) {
+    case NVML_SUCCESS: return "Success";
+    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
+    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
+    default: return "Unknown Error";
+    }
+}
+
+static nvmlReturn_t do_count(const char *fn, unsigned int *count)
+{
+    log_call(fn);
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = fk.gpus;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *count)
+{
+    return do_count("nvmlDeviceGetCount", count);
+}
+
+static nvmlReturn_t do_handle(const char *fn, unsigned int index, nvmlDevice_t *device)
+{
+    log_call(fn);
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (index >= fk.gpus || !device)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (lost(index, now_s()))
+        return NVML_ERROR_GPU_IS_LOST;
+    *device = &devices[index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+    return do_handle("nvmlDeviceGetHandleByIndex", index, device);
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *buf, unsigned int length)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetName", d, -1, &t);
+    return r ? r : copy_out(buf, length, fk.model);
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int length)
+{
+    double t;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    nvmlReturn_t r = device_call("nvmlDeviceGetUUID", d, -1, &t);
+    if (r)
+        return r;
+    snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
+    return copy_out(buf, length, uuid);
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPowerUsage", d, NS_POWER, &t);
+    if (r)
+        return r;
+    double p = power_w(d->index, t);
+    *mw = p > 0 ? (unsigned int)lround(p * 1000) : 0;
+    return NVML_SUCCESS;
+}
+
+#ifndef FAKE_MINIMAL
+/* ---- newer names of the required entry points, and every optional one ---- */
+
+wt_nvml_init_fn nvmlInit_v2;
+wt_nvml_count_fn nvmlDeviceGetCount_v2;
+wt_nvml_handle_fn nvmlDeviceGetHandleByIndex_v2;
+wt_nvml_driver_version_fn nvmlSystemGetDriverVersion;
+wt_nvml_pci_fn nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_v2, nvmlDeviceGetPciInfo;
+wt_nvml_ull_fn nvmlDeviceGetTotalEnergyConsumption;
+wt_nvml_temperature_fn nvmlDeviceGetTemperature;
+wt_nvml_threshold_fn nvmlDeviceGetTemperatureThreshold;
+wt_nvml_utilization_fn nvmlDeviceGetUtilizationRates;
+wt_nvml_memory_fn nvmlDeviceGetMemoryInfo;
+wt_nvml_clock_fn nvmlDeviceGetClockInfo;
+wt_nvml_ull_fn nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons;
+wt_nvml_uint_fn nvmlDeviceGetEnforcedPowerLimit;
+wt_nvml_constraints_fn nvmlDeviceGetPowerManagementLimitConstraints;
+wt_nvml_pstate_fn nvmlDeviceGetPerformanceState;
+wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode;
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+    return do_init("nvmlInit_v2");
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
+{
+    return do_count("nvmlDeviceGetCount_v2", count);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    return do_handle("nvmlDeviceGetHandleByIndex_v2", index, device);
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    log_call("nvmlSystemGetDriverVersion");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    return copy_out(version, length, "550.54.15-fake");
+}
+
+static nvmlReturn_t do_pci(const char *fn, nvmlDevice_t d, nvmlPciInfo_t *pci, bool legacy)
+{
+    double t;
+    nvmlReturn_t r = device_call(fn, d, NS_PCI, &t);
+    if (r)
+        return r;
+    unsigned int bus = 0x10 + d->index;
+    if (legacy) {
+        /* The original call knows only the 16-byte id and must not write past it. */
+        snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:00.0", bus);
+        return NVML_SUCCESS;
+    }
+    memset(pci, 0, sizeof *pci);
+    snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "0000:%02X:00.0", bus);
+    snprintf(pci->busId, sizeof pci->busId, "00000000:%02X:00.0", bus);
+    pci->bus = bus;
+    pci->pciDeviceId = 0x233510DE;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci)
+{
+    return do_pci("nvmlDeviceGetPciInfo_v3", d, pci, false);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t d, nvmlPciInfo_t *pci)
+{
+    return do_pci("nvmlDeviceGetPciInfo_v2", d, pci, false);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t d, nvmlPciInfo_t *pci)
+{
+    return do_pci("nvmlDeviceGetPciInfo", d, pci, true);
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long long *mj)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetTotalEnergyConsumption", d, NS_ENERGY, &t);
+    if (r)
+        return r;
+    *mj = energy_mj(d->index, t);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t sensor,
+                                      unsigned int *temp)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetTemperature", d, NS_TEMP, &t);
+    if (r)
+        return r;
+    if (sensor != NVML_TEMPERATURE_GPU || !temp)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    double c = fk.temp_base + d->index + fk.temp_slope * (t - fk.t0);
+    *temp = c > 0 ? (unsigned int)lround(c) : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, nvmlTemperatureThresholds_t which,
+                                               unsigned int *temp)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetTemperatureThreshold", d, NS_THRESH, &t);
+    if (r)
+        return r;
+    if (which == NVML_TEMPERATURE_THRESHOLD_SLOWDOWN)
+        *temp = fk.slowdown;
+    else if (which == NVML_TEMPERATURE_THRESHOLD_SHUTDOWN)
+        *temp = fk.shutdown;
+    else
+        return NVML_ERROR_NOT_SUPPORTED;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *util)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetUtilizationRates", d, NS_UTIL, &t);
+    if (r)
+        return r;
+    double u = util_pct(d->index, t);
+    util->gpu = (unsigned int)lround(u);
+    util->memory = (unsigned int)lround(0.6 * u);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMemoryInfo", d, NS_MEM, &t);
+    if (r)
+        return r;
+    mem->total = 143771ULL * 1024 * 1024;
+    mem->used = (unsigned long long)(mem->total * (0.1 + 0.8 * util_pct(d->index, t) / 100));
+    mem->free = mem->total - mem->used;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t d, nvmlClockType_t type, unsigned int *mhz)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetClockInfo", d, NS_CLOCKS, &t);
+    if (r)
+        return r;
+    if (type == NVML_CLOCK_SM || type == NVML_CLOCK_GRAPHICS)
+        *mhz = (unsigned int)lround(345 + 1635 * util_pct(d->index, t) / 100);
+    else if (type == NVML_CLOCK_MEM)
+        *mhz = 2619;
+    else
+        *mhz = 1755;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t do_reasons(const char *fn, nvmlDevice_t d, unsigned long long *mask)
+{
+    double t;
+    nvmlReturn_t r = device_call(fn, d, NS_THROTTLE, &t);
+    if (r)
+        return r;
+    *mask = fk.throttle;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return do_reasons("nvmlDeviceGetCurrentClocksEventReasons", d, mask);
+}
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *mask)
+{
+    return do_reasons("nvmlDeviceGetCurrentClocksThrottleReasons", d, mask);
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetEnforcedPowerLimit", d, NS_LIMIT, &t);
+    if (r)
+        return r;
+    *mw = 700000;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsigned int *min_mw,
+                                                          unsigned int *max_mw)
+{
+    double t;
+    nvmlReturn_t r =
+        device_call("nvmlDeviceGetPowerManagementLimitConstraints", d, NS_LIMIT, &t);
+    if (r)
+        return r;
+    *min_mw = 200000;
+    *max_mw = 700000;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t d, nvmlPstates_t *pstate)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPerformanceState", d, NS_PSTATE, &t);
+    if (r)
+        return r;
+    *pstate = util_pct(d->index, t) < 5 ? (nvmlPstates_t)8 : NVML_PSTATE_0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mode)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPersistenceMode", d, NS_PERSIST, &t);
+    if (r)
+        return r;
+    *mode = fk.persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
+    return NVML_SUCCESS;
+}
+#endif /* FAKE_MINIMAL */
+
+#ifdef FAKE_NVML_TOOL
+/* fake_nvml_energy GPU FROM TO: the exact energy of GPU over [FROM, TO] (unix seconds), in J. */
+int main(int argc, char **argv)
+{
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s GPU FROM TO   (unix seconds; same FAKE_NVML_* environment, "
+                        "FAKE_NVML_T0 required)\n", argv[0]);
+        return 2;
+    }
+    if (!env("FAKE_NVML_T0")) {
+        fprintf(stderr, "%s: set FAKE_NVML_T0 to the time origin the fake used\n", argv[0]);
+        return 2;
+    }
+    unsigned int gpu = (unsigned int)strtoul(argv[1], NULL, 10);
+    printf("%.6f\n", fake_nvml_exact_energy_j(gpu, strtod(argv[2], NULL), strtod(argv[3], NULL)));
+    return 0;
+}
+#endif

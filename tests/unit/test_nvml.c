@@ -1,0 +1,624 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The NVML collector against the fake libnvidia-ml (tests/fakes/fake_nvml.c), loaded through the
+ * real dlopen path: symbol coverage, the minimal library, readings and labels for 8 GPUs,
+ * NOT_SUPPORTED, a GPU lost and back, a counter reset, a missing library, a failing nvmlInit,
+ * and energy over a window against the fake's exact integral.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect/nvml.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "runner.h"
+
+typedef double exact_energy_fn(unsigned int gpu, double t_from, double t_to);
+
+static char fake_path[PATH_MAX], minimal_path[PATH_MAX];
+
+/*
+ * The runner chdirs into each test's own directory and wt_test_build_path() is relative to the
+ * repository root, so the fakes' absolute paths are taken before main runs.
+ */
+__attribute__((constructor)) static void resolve_fakes(void)
+{
+    if (!realpath(wt_test_build_path("tests/fakes/libnvidia-ml.so.1"), fake_path))
+        fake_path[0] = '\0';
+    if (!realpath(wt_test_build_path("tests/fakes/minimal/libnvidia-ml.so.1"), minimal_path))
+        minimal_path[0] = '\0';
+}
+
+static const char *fake(void)
+{
+    if (!fake_path[0])
+        wt_test_fail(__FILE__, __LINE__, "the fake NVML is not built: run make first");
+    return fake_path;
+}
+
+static const char *minimal(void)
+{
+    if (!minimal_path[0])
+        wt_test_fail(__FILE__, __LINE__, "the minimal fake NVML is not built: run make first");
+    return minimal_path;
+}
+
+static double now_s(void)
+{
+    return (double)wt_now_real_ns() / WT_NS_PER_S;
+}
+
+static void set_t0_now(void)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.6f", now_s());
+    setenv("FAKE_NVML_T0", buf, 1);
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* Opens the collector on lib with the given interval (ms); asserts success. */
+static void *open_ok(const char *lib, int interval_ms)
+{
+    static struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    cfg.collectors.nvml.interval_ns = (int64_t)interval_ms * WT_NS_PER_MS;
+    setenv("WATTAGE_NVML_LIBRARY", lib, 1);
+    int rc = wt_nvml_collector.open(&cfg, &st, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "open: %d %s", rc, err.msg);
+    WT_ASSERT(st != NULL);
+    return st;
+}
+
+static int64_t poll_ok(void *st, struct wt_batch *b)
+{
+    struct wt_err err = {{0}};
+    int64_t t = wt_now_real_ns();
+    wt_batch_clear(b);
+    int rc = wt_nvml_collector.poll(st, t, b, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "poll: %d %s", rc, err.msg);
+    return t;
+}
+
+static void gpu_labels(char *buf, size_t n, unsigned int gpu)
+{
+    char idx[16], uuid[64];
+    snprintf(idx, sizeof idx, "%u", gpu);
+    snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", gpu);
+    WT_EQ_INT(wt_labels(buf, n, "gpu", idx, "uuid", uuid, "model", "NVIDIA H200", NULL), 0);
+}
+
+static const struct wt_reading *find(const struct wt_batch *b, int metric, const char *labels)
+{
+    for (size_t i = 0; i < b->len; i++)
+        if (b->r[i].metric == metric && strcmp(b->r[i].labels, labels) == 0)
+            return &b->r[i];
+    return NULL;
+}
+
+/* The value of metric for GPU gpu, extra label pair appended when key is set; NAN if absent. */
+static double value(const struct wt_batch *b, int metric, unsigned int gpu, const char *key,
+                    const char *val)
+{
+    char l[WT_LABELS_LEN];
+    gpu_labels(l, sizeof l, gpu);
+    if (key)
+        WT_EQ_INT(wt_labels_add(l, sizeof l, key, val), 0);
+    const struct wt_reading *r = find(b, metric, l);
+    return r ? r->value : NAN;
+}
+
+static size_t count(const struct wt_batch *b, int metric)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        n += b->r[i].metric == metric;
+    return n;
+}
+
+/* gpu_up of GPU gpu, whatever its uuid/model labels say (they are empty before discovery). */
+static double up_of(const struct wt_batch *b, unsigned int gpu)
+{
+    char want[16], got[16];
+    snprintf(want, sizeof want, "%u", gpu);
+    for (size_t i = 0; i < b->len; i++)
+        if (b->r[i].metric == WT_M_GPU_UP &&
+            wt_labels_get(b->r[i].labels, "gpu", got, sizeof got) == 0 && strcmp(got, want) == 0)
+            return b->r[i].value;
+    return NAN;
+}
+
+static int count_lines(const char *path, const char *line)
+{
+    FILE *f = fopen(path, "r");
+    char buf[256];
+    int n = 0;
+    if (!f)
+        return 0;
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\n")] = '\0';
+        n += strcmp(buf, line) == 0;
+    }
+    fclose(f);
+    return n;
+}
+
+WT_TEST(every_resolved_symbol_exists_in_the_fake)
+{
+    void *h = dlopen(fake(), RTLD_NOW | RTLD_LOCAL);
+    WT_ASSERT(h != NULL);
+    WT_ASSERT(wt_nvml_symbol_count >= 20);
+    for (size_t i = 0; i < wt_nvml_symbol_count; i++) {
+        const struct wt_nvml_symbol *s = &wt_nvml_symbols[i];
+        WT_ASSERT(s->names[0] != NULL);
+        for (int k = 0; k < WT_NVML_MAX_NAMES && s->names[k]; k++)
+            if (!dlsym(h, s->names[k]))
+                wt_test_fail(__FILE__, __LINE__, "fake lacks %s", s->names[k]);
+    }
+    WT_ASSERT(dlsym(h, "fake_nvml_exact_energy_j") != NULL);
+    dlclose(h);
+}
+
+WT_TEST(minimal_fake_has_exactly_the_required_symbols)
+{
+    void *h = dlopen(minimal(), RTLD_NOW | RTLD_LOCAL);
+    WT_ASSERT(h != NULL);
+    int required = 0;
+    for (size_t i = 0; i < wt_nvml_symbol_count; i++) {
+        const struct wt_nvml_symbol *s = &wt_nvml_symbols[i];
+        int found = 0;
+        for (int k = 0; k < WT_NVML_MAX_NAMES && s->names[k]; k++)
+            found += dlsym(h, s->names[k]) != NULL;
+        if (s->required) {
+            required++;
+            if (!found)
+                wt_test_fail(__FILE__, __LINE__, "minimal fake lacks required %s", s->names[0]);
+        } else if (found) {
+            wt_test_fail(__FILE__, __LINE__, "minimal fake exports optional %s", s->names[0]);
+        }
+    }
+    WT_ASSERT(required >= 5);
+    /* Only the oldest names: the collector must fall back to them. */
+    WT_ASSERT(dlsym(h, "nvmlInit_v2") == NULL);
+    WT_ASSERT(dlsym(h, "nvmlInit") != NULL);
+    dlclose(h);
+}
+
+WT_TEST(minimal_library_opens_and_polls_without_optional_metrics)
+{
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    void *st = open_ok(minimal(), 100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    sleep_s(0.05);
+    poll_ok(st, &b);
+    for (unsigned int g = 0; g < 2; g++) {
+        WT_EQ_INT(up_of(&b, g), 1);
+        double p = value(&b, WT_M_GPU_POWER_W, g, NULL, NULL);
+        WT_ASSERT(p >= 199 && p <= 401);
+        WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated")));
+        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated") > 0);
+        WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
+        WT_ASSERT(isnan(value(&b, WT_M_GPU_TEMP_C, g, NULL, NULL)));
+    }
+    WT_EQ_INT(count(&b, WT_M_GPU_TEMP_C), 0);
+    WT_EQ_INT(count(&b, WT_M_GPU_THROTTLED), 0);
+    WT_EQ_INT(count(&b, WT_M_GPU_POWER_LIMIT_W), 0);
+    WT_EQ_INT(count(&b, WT_M_GPU_INFO), 2);
+    /* No PCI call in the minimal library: info has no pci_bus_id. */
+    char l[WT_LABELS_LEN];
+    gpu_labels(l, sizeof l, 1);
+    WT_ASSERT(find(&b, WT_M_GPU_INFO, l) != NULL);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(eight_gpus_give_every_reading_with_labels)
+{
+    setenv("FAKE_NVML_THROTTLE", "0x44", 1);
+    set_t0_now();
+    void *st = open_ok(fake(), 1000);
+    struct wt_batch b = {0};
+    double t_before = now_s();
+    poll_ok(st, &b);
+    double t_after = now_s();
+
+    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_INFO), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 16); /* counter and integrated */
+    WT_EQ_INT(count(&b, WT_M_GPU_THROTTLED), 8 * 9);
+
+    char l[WT_LABELS_LEN];
+    gpu_labels(l, sizeof l, 3);
+    WT_EQ_STR(l, "gpu=\"3\",uuid=\"GPU-fake-0000-3\",model=\"NVIDIA H200\"");
+    char info[WT_LABELS_LEN];
+    memcpy(info, l, sizeof info);
+    WT_EQ_INT(wt_labels_add(info, sizeof info, "pci_bus_id", "00000000:13:00.0"), 0);
+    const struct wt_reading *r = find(&b, WT_M_GPU_INFO, info);
+    WT_ASSERT(r != NULL);
+    WT_EQ_INT(r->value, 1);
+
+    for (unsigned int g = 0; g < 8; g++) {
+        WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+        /* P_g(t) = 300 + 100 sin(2π(t−T0)/7 + g), t within the poll. */
+        double t0 = atof(getenv("FAKE_NVML_T0"));
+        double lo = 1e9, hi = -1e9;
+        for (double t = t_before; t <= t_after + 1e-4; t += 1e-4) {
+            double p = 300 + 100 * sin(2 * M_PI * (t - t0) / 7 + g);
+            lo = p < lo ? p : lo, hi = p > hi ? p : hi;
+        }
+        WT_NEAR(value(&b, WT_M_GPU_POWER_W, g, NULL, NULL), (lo + hi) / 2, (hi - lo) / 2 + 0.002);
+        WT_EQ_INT(value(&b, WT_M_GPU_TEMP_C, g, NULL, NULL), 45 + g);
+        WT_EQ_INT(value(&b, WT_M_GPU_SLOWDOWN_TEMP_C, g, NULL, NULL), 87);
+        WT_EQ_INT(value(&b, WT_M_GPU_SHUTDOWN_TEMP_C, g, NULL, NULL), 92);
+        WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, g, NULL, NULL), 700, 1e-9);
+        WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_MIN_W, g, NULL, NULL), 200, 1e-9);
+        WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_MAX_W, g, NULL, NULL), 700, 1e-9);
+        WT_NEAR(value(&b, WT_M_GPU_MEM_TOTAL_B, g, NULL, NULL), 143771.0 * 1024 * 1024, 1);
+        double used = value(&b, WT_M_GPU_MEM_USED_B, g, NULL, NULL);
+        WT_ASSERT(used > 0 && used < 143771.0 * 1024 * 1024);
+        double u = value(&b, WT_M_GPU_UTIL_RATIO, g, NULL, NULL);
+        WT_ASSERT(u >= 0 && u <= 1);
+        WT_ASSERT(value(&b, WT_M_GPU_MEM_UTIL_RATIO, g, NULL, NULL) <= u);
+        double sm = value(&b, WT_M_GPU_SM_CLOCK_HZ, g, NULL, NULL);
+        WT_ASSERT(sm >= 345e6 && sm <= 1980e6);
+        WT_NEAR(value(&b, WT_M_GPU_MEM_CLOCK_HZ, g, NULL, NULL), 2619e6, 1);
+        WT_EQ_INT(value(&b, WT_M_GPU_PSTATE, g, NULL, NULL), 0);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLE_REASONS, g, NULL, NULL), 0x44);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "sw_power_cap"), 1);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "hw_thermal_slowdown"), 1);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "gpu_idle"), 0);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "hw_slowdown"), 0);
+        WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "display_clocks_setting"), 0);
+        /* The counter starts at the hardware value: offset 1e9 mJ plus a few ms of energy. */
+        double e = value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL);
+        WT_ASSERT(e >= 1e6 && e < 1e6 + 50);
+        WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated"), 0, 1e-12);
+        WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, g, NULL, NULL), 0);
+    }
+    struct wt_nvml_info info_out;
+    WT_EQ_INT(wt_nvml_get_info(st, &info_out), 0);
+    WT_EQ_INT(info_out.gpu_count, 8);
+    WT_EQ_STR(info_out.driver_version, "550.54.15-fake");
+    WT_EQ_STR(info_out.library, fake());
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(not_supported_energy_leaves_only_the_integrated_series_and_is_not_asked_again)
+{
+    char log[PATH_MAX];
+    snprintf(log, sizeof log, "%s/calls.log", wt_test_dir());
+    setenv("FAKE_NVML_CALL_LOG", log, 1);
+    setenv("FAKE_NVML_NOT_SUPPORTED", "energy", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 4; i++) {
+        poll_ok(st, &b);
+        sleep_s(0.02);
+    }
+    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 8);
+    for (unsigned int g = 0; g < 8; g++) {
+        WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
+        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated") > 0);
+        WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+    }
+    wt_nvml_collector.close(st);
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetTotalEnergyConsumption"), 8);
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetPowerUsage"), 32);
+    /* Static facts are read once per GPU, not every tick; one session for the collector. */
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetTemperatureThreshold"), 16);
+    WT_EQ_INT(count_lines(log, "nvmlInit_v2"), 1);
+    WT_EQ_INT(count_lines(log, "nvmlInit"), 0);
+    WT_EQ_INT(count_lines(log, "nvmlShutdown"), 1);
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetCurrentClocksEventReasons"), 32);
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetCurrentClocksThrottleReasons"), 0);
+    WT_EQ_INT(count_lines(log, "nvmlDeviceGetPciInfo_v3"), 8);
+    wt_batch_free(&b);
+}
+
+WT_TEST(not_supported_metrics_are_absent_never_zero)
+{
+    setenv("FAKE_NVML_NOT_SUPPORTED",
+           "temperature,thresholds,utilization,memory,clocks,throttle,power_limit,pstate", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    poll_ok(st, &b);
+    static const int absent[] = {
+        WT_M_GPU_TEMP_C,           WT_M_GPU_SLOWDOWN_TEMP_C,   WT_M_GPU_SHUTDOWN_TEMP_C,
+        WT_M_GPU_UTIL_RATIO,       WT_M_GPU_MEM_UTIL_RATIO,    WT_M_GPU_MEM_USED_B,
+        WT_M_GPU_MEM_TOTAL_B,      WT_M_GPU_SM_CLOCK_HZ,       WT_M_GPU_MEM_CLOCK_HZ,
+        WT_M_GPU_THROTTLE_REASONS, WT_M_GPU_THROTTLED,         WT_M_GPU_POWER_LIMIT_W,
+        WT_M_GPU_POWER_LIMIT_MIN_W, WT_M_GPU_POWER_LIMIT_MAX_W, WT_M_GPU_PSTATE,
+    };
+    for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
+        if (count(&b, absent[i]) != 0)
+            wt_test_fail(__FILE__, __LINE__, "metric %d present", absent[i]);
+    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 16);
+    for (unsigned int g = 0; g < 8; g++)
+        WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(not_supported_power_keeps_the_counter_and_the_gpu_up)
+{
+    setenv("FAKE_NVML_NOT_SUPPORTED", "power", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    poll_ok(st, &b);
+    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 0);
+    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_GAPS), 0);
+    for (unsigned int g = 0; g < 8; g++) {
+        WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL) >= 1e6);
+    }
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(a_lost_gpu_is_down_alone_and_comes_back)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_LOST", "2:0.3:0.8", 1);
+    double t0 = atof(getenv("FAKE_NVML_T0"));
+    void *st = open_ok(fake(), 50);
+    struct wt_batch b = {0};
+    int downs = 0, ups_after = 0;
+    double last_e = -1;
+    while (now_s() < t0 + 1.2) {
+        int64_t t = poll_ok(st, &b);
+        double s = (double)t / WT_NS_PER_S - t0;
+        for (unsigned int g = 0; g < 8; g++)
+            if (g != 2)
+                WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+        double up = value(&b, WT_M_GPU_UP, 2, NULL, NULL);
+        if (s > 0.31 && s < 0.79) {
+            WT_EQ_INT(up, 0);
+            /* Down: info and gpu_up only, nothing stale. */
+            WT_ASSERT(isnan(value(&b, WT_M_GPU_POWER_W, 2, NULL, NULL)));
+            WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, 2, NULL, NULL)));
+            downs++;
+        } else if (s < 0.29 || s > 0.81) {
+            WT_EQ_INT(up, 1);
+            double e = value(&b, WT_M_GPU_ENERGY_J, 2, NULL, NULL);
+            WT_ASSERT(e >= last_e);
+            last_e = e;
+            ups_after += s > 0.81;
+        }
+        sleep_s(0.05);
+    }
+    WT_ASSERT(downs >= 3);
+    WT_ASSERT(ups_after >= 3);
+    /* The outage is a gap in the integrated series, not a trapezoid across it. */
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 2, NULL, NULL), 1);
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 3, NULL, NULL), 0);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(a_gpu_lost_at_open_is_picked_up_later_with_its_labels)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_LOST", "0:-1:0.3", 1);
+    double t0 = atof(getenv("FAKE_NVML_T0"));
+    void *st = open_ok(fake(), 50);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_EQ_INT(up_of(&b, 0), 0);
+    WT_EQ_INT(up_of(&b, 1), 1);
+    while (now_s() < t0 + 0.35)
+        sleep_s(0.02);
+    poll_ok(st, &b);
+    WT_EQ_INT(value(&b, WT_M_GPU_UP, 0, NULL, NULL), 1);
+    WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL) >= 1e6);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(a_counter_reset_neither_goes_back_nor_jumps)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_RESET", "1:0.4", 1);
+    double t0 = atof(getenv("FAKE_NVML_T0"));
+    void *st = open_ok(fake(), 50);
+    struct wt_batch b = {0};
+    double last_e = -1, last_t = 0;
+    int after = 0;
+    while (now_s() < t0 + 0.9) {
+        int64_t tn = poll_ok(st, &b);
+        double t = (double)tn / WT_NS_PER_S;
+        double e = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL);
+        WT_ASSERT(!isnan(e));
+        if (last_e >= 0) {
+            WT_ASSERT(e >= last_e);
+            /* At most 400 W over the step, plus the counter's mJ rounding. */
+            WT_ASSERT(e - last_e <= 400 * (t - last_t) + 0.01);
+        }
+        after += t - t0 > 0.45;
+        last_e = e, last_t = t;
+        sleep_s(0.05);
+    }
+    WT_ASSERT(after >= 3);
+    WT_EQ_INT(value(&b, WT_M_GPU_UP, 1, NULL, NULL), 1);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(a_missing_library_is_enoent)
+{
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = (void *)1;
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/no-such/libnvidia-ml.so.1", wt_test_dir());
+    wt_config_defaults(&cfg);
+    setenv("WATTAGE_NVML_LIBRARY", path, 1);
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), -ENOENT);
+    WT_CONTAINS(err.msg, path);
+    WT_ASSERT(st == NULL);
+    /* The config key is used when the environment does not say. */
+    unsetenv("WATTAGE_NVML_LIBRARY");
+    size_t len = strlen(fake());
+    WT_ASSERT(len < sizeof cfg.collectors.nvml_library);
+    memcpy(cfg.collectors.nvml_library, fake(), len + 1);
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), 0);
+    wt_nvml_collector.close(st);
+    wt_nvml_collector.close(NULL);
+}
+
+WT_TEST(a_library_without_required_symbols_is_refused)
+{
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    setenv("WATTAGE_NVML_LIBRARY", "libm.so.6", 1);
+    int rc = wt_nvml_collector.open(&cfg, &st, &err);
+    WT_ASSERT(rc < 0 && rc != -ENOENT);
+    WT_CONTAINS(err.msg, "nvmlInit_v2");
+}
+
+WT_TEST(a_failing_init_is_reported)
+{
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    setenv("WATTAGE_NVML_LIBRARY", fake(), 1);
+    setenv("FAKE_NVML_INIT_FAIL", "1", 1);
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), -ENOENT);
+    WT_CONTAINS(err.msg, "Driver Not Loaded");
+    WT_ASSERT(st == NULL);
+    setenv("FAKE_NVML_INIT_FAIL", "999", 1);
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), -EIO);
+    WT_CONTAINS(err.msg, "999");
+    /* And it recovers once the driver answers. */
+    unsetenv("FAKE_NVML_INIT_FAIL");
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), 0);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
+{
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    void *st = open_ok(fake(), 50);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    sleep_s(0.05);
+    poll_ok(st, &b);
+    double before = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated");
+    WT_ASSERT(before > 0);
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 0);
+    sleep_s(0.3);
+    poll_ok(st, &b);
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 1);
+    WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated"), before, 1e-9);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(persistence_mode_off_is_warned_once)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    WT_ASSERT(fd >= 0);
+    int saved = dup(2);
+    dup2(fd, 2);
+    setenv("FAKE_NVML_PERSISTENCE", "0", 1);
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    poll_ok(st, &b);
+    wt_nvml_collector.close(st);
+    dup2(saved, 2);
+    close(fd);
+    FILE *f = fopen(path, "r");
+    char line[1024];
+    int n = 0;
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, "persistence mode is off") != NULL;
+    if (f)
+        fclose(f);
+    WT_EQ_INT(n, 2);
+    wt_batch_free(&b);
+}
+
+/* Polls every 0.2 s for ~3 s with a 2 s power period; returns what the collector and the fake say. */
+static void energy_window(const char *notsup, double *counter_j, double *integrated_j,
+                          double *exact_j)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_POWER", "300,100,2", 1);
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    if (notsup)
+        setenv("FAKE_NVML_NOT_SUPPORTED", notsup, 1);
+    void *st = open_ok(fake(), 200);
+    void *h = dlopen(fake(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    WT_ASSERT(h != NULL);
+    exact_energy_fn *exact;
+    void *p = dlsym(h, "fake_nvml_exact_energy_j");
+    WT_ASSERT(p != NULL);
+    memcpy(&exact, &p, sizeof p);
+
+    struct wt_batch b = {0};
+    int64_t t_first = poll_ok(st, &b);
+    double c0 = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL);
+    double i0 = value(&b, WT_M_GPU_ENERGY_J, 1, "method", "integrated");
+    int64_t t_last = t_first;
+    int64_t deadline = wt_now_mono_ns();
+    for (int i = 0; i < 15; i++) {
+        deadline += 200 * WT_NS_PER_MS;
+        wt_sleep_until_mono(deadline);
+        t_last = poll_ok(st, &b);
+    }
+    *counter_j = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL) - c0;
+    *integrated_j = value(&b, WT_M_GPU_ENERGY_J, 1, "method", "integrated") - i0;
+    *exact_j = exact(1, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 1, NULL, NULL), 0);
+    printf("# over %.3f s: counter %.3f J, integrated %.3f J, exact %.3f J\n",
+           (double)(t_last - t_first) / WT_NS_PER_S, *counter_j, *integrated_j, *exact_j);
+    wt_batch_free(&b);
+    dlclose(h);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(counter_energy_over_a_window_is_within_half_a_percent)
+{
+    double c, in, ex;
+    energy_window(NULL, &c, &in, &ex);
+    WT_ASSERT(ex > 600);
+    WT_NEAR(c, ex, 0.005 * ex);
+    WT_NEAR(in, ex, 0.03 * ex);
+}
+
+WT_TEST(integrated_energy_without_a_counter_is_within_three_percent)
+{
+    double c, in, ex;
+    energy_window("energy", &c, &in, &ex);
+    WT_ASSERT(isnan(c));
+    WT_ASSERT(ex > 600);
+    WT_NEAR(in, ex, 0.03 * ex);
+}
