@@ -138,12 +138,20 @@ static int parse_units(const char *s, int allow_bare, int64_t *out)
     if (!*p)
         return -EINVAL;
     while (*p) {
-        char *end;
-        errno = 0;
-        double v = strtod(p, &end);
-        if (end == p || errno || v < 0)
+        /* Plain decimal digits only: no sign, exponent, hex, nan or inf. */
+        const char *q = p;
+        int dots = 0;
+        while (isdigit((unsigned char)*q) || (*q == '.' && dots++ == 0))
+            q++;
+        if (q == p || (q == p + 1 && *p == '.'))
             return -EINVAL;
-        p = end;
+        char num[64];
+        if ((size_t)(q - p) >= sizeof num)
+            return -EINVAL;
+        memcpy(num, p, (size_t)(q - p));
+        num[q - p] = '\0';
+        double v = strtod(num, NULL);
+        p = q;
         if (!*p && allow_bare && p != s && total == 0) {
             total = v * 1e9;
             break;

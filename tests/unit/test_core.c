@@ -88,6 +88,11 @@ WT_TEST(duration_parse_forms)
     WT_EQ_INT(wt_duration_parse("-1", &d), -EINVAL);
     WT_EQ_INT(wt_duration_parse("5 parsecs", &d), -EINVAL);
     WT_EQ_INT(wt_duration_parse("", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("nan", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("inf", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("0x10s", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse(" 1s", &d), -EINVAL);
+    WT_EQ_INT(wt_duration_parse("1e3", &d), -EINVAL);
 }
 
 WT_TEST(backoff_doubles_after_three_failures_up_to_cap)
