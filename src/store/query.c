@@ -1,0 +1,545 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queries on the store: the segment rule that turns stored counter readings into energy and
+ * coverage, energy over an exact window (raw readings at the edges, per-minute rollups inside),
+ * series selection and the stored points of a series. The rule is documented in query.h.
+ */
+#include "store/query.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
+{
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    out->r = NULL;
+    out->n = 0;
+    if (sqlite3_prepare_v2(wt_store_db(st),
+                           "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct wt_run *r = realloc(out->r, nc * sizeof *r);
+            if (!r) {
+                sqlite3_finalize(q);
+                wt_runs_free(out);
+                return -ENOMEM;
+            }
+            out->r = r;
+            cap = nc;
+        }
+        struct wt_run *r = &out->r[out->n++];
+        snprintf(r->node, sizeof r->node, "%s", (const char *)sqlite3_column_text(q, 0));
+        r->start_ns = sqlite3_column_int64(q, 1);
+        r->interval_ns = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    return 0;
+}
+
+void wt_runs_free(struct wt_run_list *l)
+{
+    free(l->r);
+    l->r = NULL;
+    l->n = 0;
+}
+
+struct wt_segment_rule wt_segment_rule_for(const struct wt_run_list *runs, const char *node,
+                                           enum wt_series_kind kind)
+{
+    struct wt_segment_rule r = {.kind = kind};
+    size_t i = 0;
+    while (i < runs->n && strcmp(runs->r[i].node, node) != 0)
+        i++;
+    r.runs = runs->r ? runs->r + i : NULL;
+    while (i < runs->n && strcmp(runs->r[i].node, node) == 0) {
+        i++;
+        r.nruns++;
+    }
+    return r;
+}
+
+/* Index of the first run starting after t (nruns when none). */
+static size_t first_run_after(const struct wt_segment_rule *r, int64_t t)
+{
+    size_t lo = 0, hi = r->nruns;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->runs[mid].start_ns > t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+void wt_segment(const struct wt_segment_rule *rule, int64_t t0, double v0, int64_t t1, double v1,
+                double *delta_j, bool *covered)
+{
+    *delta_j = 0;
+    *covered = false;
+    if (v1 < v0)
+        return; /* reset: new baseline, the span is a gap */
+    size_t k = first_run_after(rule, t0);
+    bool restart = k < rule->nruns && rule->runs[k].start_ns <= t1;
+    if (restart && rule->kind != WT_SK_HWCOUNTER)
+        return; /* the daemon restarted: a counter it kept starts over */
+    *delta_j = v1 - v0;
+    *covered = true;
+    if (rule->kind == WT_SK_INTEGRATED && k > 0) {
+        int64_t iv = rule->runs[k - 1].interval_ns;
+        if (iv > 0 && t1 - t0 > 3 * iv)
+            *covered = false; /* not integrated across: the daemon recorded a gap */
+    }
+}
+
+/* ---- series ---- */
+
+static void fill_info(sqlite3_stmt *q, struct wt_series_info *si)
+{
+    si->id = sqlite3_column_int64(q, 0);
+    snprintf(si->node, sizeof si->node, "%s", (const char *)sqlite3_column_text(q, 1));
+    snprintf(si->metric, sizeof si->metric, "%s", (const char *)sqlite3_column_text(q, 2));
+    snprintf(si->labels, sizeof si->labels, "%s", (const char *)sqlite3_column_text(q, 3));
+    si->kind = (enum wt_series_kind)sqlite3_column_int(q, 4);
+    si->rolled_to = sqlite3_column_int64(q, 5);
+}
+
+/* Every pair of want is in have. */
+static bool labels_match(const char *want, const char *have)
+{
+    size_t pos = 0;
+    char k[64], v[WT_LABELS_LEN], hv[WT_LABELS_LEN];
+    int rc;
+    while ((rc = wt_labels_next(want, &pos, k, sizeof k, v, sizeof v)) == 1) {
+        if (wt_labels_get(have, k, hv, sizeof hv) != 0 || strcmp(v, hv) != 0)
+            return false;
+    }
+    return rc == 0;
+}
+
+int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
+                    struct wt_series_info **out, size_t *n, struct wt_err *err)
+{
+    char metric[96] = "", want[WT_LABELS_LEN] = "";
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    if (!energy_only) {
+        const char *br = strchr(sel, '{');
+        size_t ml = br ? (size_t)(br - sel) : strlen(sel);
+        if (ml == 0 || ml >= sizeof metric)
+            return wt_err_set(err, "series: expected METRIC or METRIC{key=\"value\",...} (got "
+                                   "\"%s\")",
+                              sel);
+        memcpy(metric, sel, ml);
+        metric[ml] = '\0';
+        if (br) {
+            size_t bl = strlen(br);
+            if (bl < 2 || br[bl - 1] != '}' || bl - 2 >= sizeof want)
+                return wt_err_set(err, "series: unterminated label selector in \"%s\"", sel);
+            memcpy(want, br + 1, bl - 2);
+            want[bl - 2] = '\0';
+            size_t pos = 0;
+            char k[64], v[WT_LABELS_LEN];
+            int rc;
+            while ((rc = wt_labels_next(want, &pos, k, sizeof k, v, sizeof v)) == 1)
+                ;
+            if (rc < 0)
+                return wt_err_set(err, "series: bad label selector in \"%s\" (expected "
+                                       "key=\"value\" pairs)",
+                                  sel);
+        }
+    }
+    const char *sql = energy_only ? "SELECT id, node, metric, labels, kind, rolled_to FROM series "
+                                    "WHERE kind != 0 ORDER BY node, metric, labels"
+                                  : "SELECT id, node, metric, labels, kind, rolled_to FROM series "
+                                    "WHERE metric = ?1 ORDER BY node, labels";
+    if (sqlite3_prepare_v2(wt_store_db(st), sql, -1, &q, NULL) != SQLITE_OK)
+        return wt_err_set(err, "store: %s", sqlite3_errmsg(wt_store_db(st))), -EIO;
+    if (!energy_only)
+        sqlite3_bind_text(q, 1, metric, -1, SQLITE_STATIC);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 32;
+            struct wt_series_info *p = realloc(*out, nc * sizeof *p);
+            if (!p) {
+                sqlite3_finalize(q);
+                free(*out);
+                *out = NULL;
+                *n = 0;
+                return -ENOMEM;
+            }
+            *out = p;
+            cap = nc;
+        }
+        fill_info(q, &(*out)[*n]);
+        if (!want[0] || labels_match(want, (*out)[*n].labels))
+            (*n)++;
+    }
+    sqlite3_finalize(q);
+    return 0;
+}
+
+/* ---- energy ---- */
+
+/* Energy over [a, b] from raw readings. */
+static int raw_energy(sqlite3 *db, const struct wt_series_info *si,
+                      const struct wt_segment_rule *rule, int64_t a, int64_t b, double *e,
+                      double *cov_ns)
+{
+    sqlite3_stmt *q = NULL;
+    const char *sql = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
+                      "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
+                      "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
+                      "readings WHERE series=?1 AND t>=?3 AND t>?2 ORDER BY t LIMIT 1)";
+    if (b <= a)
+        return 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 2, a);
+    sqlite3_bind_int64(q, 3, b);
+    bool have = false;
+    int64_t pt = 0;
+    double pv = 0;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(q, 0);
+        double v = sqlite3_column_double(q, 1);
+        if (have && t > pt) {
+            int64_t lo = pt > a ? pt : a, hi = t < b ? t : b;
+            if (hi > lo) {
+                double d;
+                bool c;
+                wt_segment(rule, pt, pv, t, v, &d, &c);
+                *e += d * (double)(hi - lo) / (double)(t - pt);
+                if (c)
+                    *cov_ns += (double)(hi - lo);
+            }
+        }
+        have = true;
+        pt = t;
+        pv = v;
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Energy over [a, b) from rollups: whole minutes count fully, partial ones prorated. */
+static int rollup_energy(sqlite3 *db, const struct wt_series_info *si, int64_t a, int64_t b,
+                         double *e, double *cov_ns)
+{
+    sqlite3_stmt *q = NULL;
+    if (b <= a)
+        return 0;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT t, energy, covered FROM rollups WHERE series=? AND t>? AND t<?",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
+    sqlite3_bind_int64(q, 3, b);
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t m = sqlite3_column_int64(q, 0);
+        int64_t lo = m > a ? m : a, hi = m + WT_MINUTE_NS < b ? m + WT_MINUTE_NS : b;
+        if (hi <= lo)
+            continue;
+        double f = (double)(hi - lo) / (double)WT_MINUTE_NS;
+        *e += sqlite3_column_double(q, 1) * f;
+        *cov_ns += (double)sqlite3_column_int64(q, 2) * f;
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* An edge [a, b]: raw where raw readings remain, prorated rollups where they were pruned. */
+static int edge_energy(sqlite3 *db, const struct wt_series_info *si,
+                       const struct wt_segment_rule *rule, int64_t oldest, bool have_raw,
+                       int64_t a, int64_t b, double *e, double *cov_ns)
+{
+    if (b <= a)
+        return 0;
+    if (!si->rolled_to || (have_raw && a >= oldest))
+        return raw_energy(db, si, rule, a, b, e, cov_ns);
+    int64_t split = have_raw && oldest < b ? oldest : b;
+    int rc = rollup_energy(db, si, a, split, e, cov_ns);
+    if (rc == 0 && split < b)
+        rc = raw_energy(db, si, rule, split, b, e, cov_ns);
+    return rc;
+}
+
+int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
+                           const struct wt_run_list *runs, int64_t a, int64_t b, int flags,
+                           double *energy_j, double *covered_s)
+{
+    sqlite3 *db = wt_store_db(st);
+    struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
+    double e = 0, cov = 0;
+    int rc;
+
+    *energy_j = 0;
+    *covered_s = 0;
+    if (flags & WT_Q_RAW_ONLY || !si->rolled_to) {
+        rc = raw_energy(db, si, &rule, a, b, &e, &cov);
+    } else {
+        sqlite3_stmt *q = NULL;
+        int64_t oldest = 0;
+        bool have_raw = false;
+        if (sqlite3_prepare_v2(db, "SELECT min(t) FROM readings WHERE series=?", -1, &q, NULL))
+            return -EIO;
+        sqlite3_bind_int64(q, 1, si->id);
+        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
+            oldest = sqlite3_column_int64(q, 0);
+            have_raw = true;
+        }
+        sqlite3_finalize(q);
+        int64_t m1 = wt_minute_floor(a);
+        if (m1 < a)
+            m1 += WT_MINUTE_NS;
+        int64_t m2 = wt_minute_floor(b);
+        if (m2 > si->rolled_to)
+            m2 = si->rolled_to;
+        if (m2 > m1) {
+            rc = edge_energy(db, si, &rule, oldest, have_raw, a, m1, &e, &cov);
+            if (rc == 0)
+                rc = rollup_energy(db, si, m1, m2, &e, &cov);
+            if (rc == 0)
+                rc = edge_energy(db, si, &rule, oldest, have_raw, m2, b, &e, &cov);
+        } else {
+            rc = edge_energy(db, si, &rule, oldest, have_raw, a, b, &e, &cov);
+        }
+    }
+    *energy_j = e;
+    *covered_s = cov / 1e9;
+    return rc;
+}
+
+/* The key that groups a GPU's counter and integrated series: node + gpu + uuid. */
+static bool gpu_key(const struct wt_series_info *si, char *key, size_t n)
+{
+    char gpu[32], uuid[128];
+    if (strcmp(si->metric, "wattage_gpu_energy_joules_total") != 0)
+        return false;
+    if (wt_labels_get(si->labels, "gpu", gpu, sizeof gpu) != 0)
+        return false;
+    if (wt_labels_get(si->labels, "uuid", uuid, sizeof uuid) != 0)
+        uuid[0] = '\0';
+    snprintf(key, n, "%s\n%s\n%s", si->node, gpu, uuid);
+    return true;
+}
+
+static long gpu_index(const struct wt_energy_row *r)
+{
+    char gpu[32];
+    if (wt_labels_get(r->s.labels, "gpu", gpu, sizeof gpu) != 0)
+        return -1;
+    return strtol(gpu, NULL, 10);
+}
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const struct wt_energy_row *a = pa, *b = pb;
+    int c = strcmp(a->s.node, b->s.node);
+    if (c)
+        return c;
+    bool ga = strcmp(a->s.metric, "wattage_gpu_energy_joules_total") == 0;
+    bool gb = strcmp(b->s.metric, "wattage_gpu_energy_joules_total") == 0;
+    if (ga != gb)
+        return ga ? -1 : 1;
+    if (ga) {
+        long ia = gpu_index(a), ib = gpu_index(b);
+        if (ia != ib)
+            return ia < ib ? -1 : 1;
+    }
+    c = strcmp(a->s.metric, b->s.metric);
+    return c ? c : strcmp(a->s.labels, b->s.labels);
+}
+
+int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
+                    struct wt_energy_row **rows, size_t *n, struct wt_err *err)
+{
+    struct wt_series_info *si = NULL;
+    struct wt_run_list runs = {0};
+    size_t ns = 0;
+    int rc;
+
+    *rows = NULL;
+    *n = 0;
+    if (to <= from)
+        return wt_err_set(err, "the window is empty: --to must be after --from");
+    rc = wt_store_series(st, NULL, true, &si, &ns, err);
+    if (rc)
+        return rc;
+    rc = wt_runs_load(st, &runs);
+    if (rc)
+        goto out;
+    struct wt_energy_row *r = calloc(ns ? ns : 1, sizeof *r);
+    if (!r) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < ns && rc == 0; i++) {
+        r[i].s = si[i];
+        r[i].method = si[i].kind == WT_SK_INTEGRATED ? "integrated" : "counter";
+        rc = wt_store_series_energy(st, &si[i], &runs, from, to, flags, &r[i].energy_j,
+                                    &r[i].covered_s);
+        r[i].coverage = r[i].covered_s / ((double)(to - from) / 1e9);
+        if (r[i].coverage > 1)
+            r[i].coverage = 1;
+        r[i].chosen = true;
+    }
+    if (rc) {
+        free(r);
+        wt_err_set(err, "store: query failed: %s", sqlite3_errmsg(wt_store_db(st)));
+        goto out;
+    }
+    /* counter first: per GPU, the integrated series only when the counter covers nothing */
+    char ki[256], kj[256];
+    for (size_t i = 0; i < ns; i++) {
+        if (r[i].s.kind != WT_SK_INTEGRATED || !gpu_key(&r[i].s, ki, sizeof ki))
+            continue;
+        for (size_t j = 0; j < ns; j++) {
+            if (j == i || r[j].s.kind != WT_SK_HWCOUNTER || !gpu_key(&r[j].s, kj, sizeof kj) ||
+                strcmp(ki, kj) != 0)
+                continue;
+            if (r[j].covered_s > 0)
+                r[i].chosen = false;
+            else
+                r[j].chosen = false;
+        }
+    }
+    qsort(r, ns, sizeof *r, row_cmp);
+    *rows = r;
+    *n = ns;
+out:
+    wt_runs_free(&runs);
+    free(si);
+    return rc;
+}
+
+/* ---- points ---- */
+
+static int push(struct wt_point **pts, size_t *n, size_t *cap, int64_t t, double v)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        struct wt_point *p = realloc(*pts, nc * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        *pts = p;
+        *cap = nc;
+    }
+    (*pts)[*n].t_ns = t;
+    (*pts)[*n].v = v;
+    (*n)++;
+    return 0;
+}
+
+int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from,
+                    int64_t to, int64_t step_ns, struct wt_point **pts, size_t *n)
+{
+    sqlite3 *db = wt_store_db(st);
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    bool counter = si->kind != WT_SK_GAUGE;
+    int64_t oldest = INT64_MAX;
+
+    *pts = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(db, "SELECT min(t) FROM readings WHERE series=?", -1, &q, NULL))
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+        oldest = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+
+    /* pruned part from rollups (only when the step is at least a minute) */
+    if (step_ns >= WT_MINUTE_NS && from < oldest && si->rolled_to) {
+        int64_t end = oldest < to ? oldest : to;
+        if (sqlite3_prepare_v2(db,
+                               "SELECT t, mean, last FROM rollups WHERE series=? AND t>=? AND "
+                               "t<? AND n>0 ORDER BY t",
+                               -1, &q, NULL))
+            return -EIO;
+        sqlite3_bind_int64(q, 1, si->id);
+        sqlite3_bind_int64(q, 2, wt_minute_floor(from));
+        sqlite3_bind_int64(q, 3, end);
+        int64_t bucket = INT64_MIN;
+        double sum = 0, last = 0;
+        int64_t cnt = 0;
+        while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+            int64_t t = sqlite3_column_int64(q, 0);
+            int64_t b = from + (t - from) / step_ns * step_ns;
+            if (t < from)
+                b = from;
+            if (b != bucket && cnt)
+                rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
+            if (b != bucket) {
+                bucket = b;
+                sum = 0;
+                cnt = 0;
+            }
+            sum += sqlite3_column_double(q, 1);
+            last = sqlite3_column_double(q, 2);
+            cnt++;
+        }
+        if (rc == 0 && cnt)
+            rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
+        sqlite3_finalize(q);
+        if (rc)
+            goto fail;
+        from = end;
+    }
+    if (sqlite3_prepare_v2(db, "SELECT t, v FROM readings WHERE series=? AND t>=? AND t<=? "
+                               "ORDER BY t",
+                           -1, &q, NULL))
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 2, from);
+    sqlite3_bind_int64(q, 3, to);
+    int64_t bucket = INT64_MIN;
+    double sum = 0, last = 0;
+    int64_t cnt = 0;
+    while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(q, 0);
+        double v = sqlite3_column_double(q, 1);
+        if (step_ns <= 0) {
+            rc = push(pts, n, &cap, t, v);
+            continue;
+        }
+        int64_t b = from + (t - from) / step_ns * step_ns;
+        if (b != bucket && cnt)
+            rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
+        if (b != bucket) {
+            bucket = b;
+            sum = 0;
+            cnt = 0;
+        }
+        sum += v;
+        last = v;
+        cnt++;
+    }
+    if (rc == 0 && cnt)
+        rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
+    sqlite3_finalize(q);
+    if (rc == 0)
+        return 0;
+fail:
+    free(*pts);
+    *pts = NULL;
+    *n = 0;
+    return rc;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The embedded store: SQLite in WAL mode. Every reading the daemon takes is kept on the node, so
+ * the energy of any past window can be answered without another service.
+ *
+ * Schema (user_version 1):
+ *   series(id, node, metric, labels, kind, rolled_to)  one row per node + metric + labels
+ *   readings(series, t, v)                             raw readings, t in ns, WITHOUT ROWID
+ *   rollups(series, t, n, min, max, mean, last, energy, covered)  one row per series and minute
+ *   runs(node, start_ns, interval_ns, source)          one row per daemon start or import
+ * node is "" for the local daemon and the node name for imported logs.
+ *
+ * Writing: the hub sink (wt_store_sink) copies readings into a bounded double buffer and returns;
+ * a writer thread flushes the buffer every flush interval in one transaction (prepared
+ * statements, series interned once in an in-memory hash, no allocation per reading after
+ * warm-up) and then runs one small step of rollups and pruning. With WAL and synchronous=NORMAL a
+ * kill -9 loses at most what was still in the buffer: one flush interval.
+ *
+ * Energy rule (used by rollups and queries, see query.h): a decrease of a counter is a reset and
+ * the span before it is a gap; a span that contains a daemon start is a gap unless the series is
+ * the GPU's own hardware counter (NVML keeps counting while the daemon is down).
+ */
+#ifndef WT_STORE_H
+#define WT_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/reading.h"
+
+struct wt_store;
+struct sqlite3;
+
+/* How a stored series counts energy. */
+enum wt_series_kind {
+    WT_SK_GAUGE = 0,      /* not an energy counter */
+    WT_SK_COUNTER = 1,    /* energy counter that restarts with the daemon (RAPL unwrapped) */
+    WT_SK_HWCOUNTER = 2,  /* the GPU's hardware counter: spans daemon restarts */
+    WT_SK_INTEGRATED = 3, /* power integrated by the daemon (method="integrated") */
+};
+
+/* The kind of a series from its metric name and labels (energy: name ends "_joules_total"). */
+enum wt_series_kind wt_series_kind_of(const char *metric, const char *labels);
+
+struct wt_store_opts {
+    int64_t flush_ns;            /* writer flush interval; 0: 1 s */
+    int64_t retention_raw_ns;    /* 0: 7 days */
+    int64_t retention_rollup_ns; /* 0: 400 days */
+    size_t queue_cap;            /* readings held between flushes; 0: 65536 */
+    bool create;                 /* create the file (and its directory, 0750) when missing */
+};
+
+/*
+ * Opens (and with opts->create, creates) the store at path: WAL, synchronous=NORMAL, schema
+ * checked or made. opts may be NULL (defaults, create). Returns 0, -ENOENT when the file does not
+ * exist and create is off, or another negative errno; err says what failed and where.
+ */
+int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_store **out,
+                  struct wt_err *err) WT_MUST_USE;
+/* Stops the writer (flushing what is queued), finalizes statements, closes. Accepts NULL. */
+void wt_store_close(struct wt_store *s);
+/* The connection, for queries on the caller's thread (not while the writer thread runs). */
+struct sqlite3 *wt_store_db(struct wt_store *s);
+
+/*
+ * Records the start of a daemon run (node "") or an import (node name) at start_ns with its poll
+ * interval: queries use it to tell a restart from a continuous series. Returns 0 or -EIO.
+ */
+int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns,
+                       int64_t interval_ns, const char *source) WT_MUST_USE;
+
+/*
+ * Writes n readings of node synchronously, in one transaction. A reading already stored (same
+ * series and time) is left as it is. Not while the writer thread runs. Returns 0 or -EIO.
+ */
+int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n)
+    WT_MUST_USE;
+
+/* Starts the writer thread; readings then go through wt_store_sink. Returns 0 or -errno. */
+int wt_store_writer_start(struct wt_store *s) WT_MUST_USE;
+/* Hub sink (ctx: the store): copies the batch into the queue, never blocks on the disk. */
+void wt_store_sink(void *ctx, const char *collector, const struct wt_batch *b);
+/* Readings dropped because the queue was full (the disk did not keep up). */
+uint64_t wt_store_dropped(struct wt_store *s);
+
+/*
+ * One step of maintenance at now_ns: per-minute rollups of complete minutes, then pruning of
+ * raw readings older than the raw retention (only those a rollup already covers) and of rollups
+ * older than the rollup retention. Does at most about `budget` rows of work; *more is set when
+ * work is left. The writer thread calls it after each flush. Returns 0 or -EIO.
+ */
+int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more) WT_MUST_USE;
+
+/* Floors t_ns to its minute. */
+static inline int64_t wt_minute_floor(int64_t t_ns)
+{
+    const int64_t m = 60LL * 1000000000LL;
+    int64_t q = t_ns / m;
+    if (t_ns % m < 0)
+        q--;
+    return q * m;
+}
+
+#define WT_MINUTE_NS (60LL * 1000000000LL)
+
+#endif

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/* The SQLite store against real SQLite files: writes, the writer thread, energy windows at counter
+ * edges, across resets and gaps, rollups and pruning. */
+#include <errno.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "runner.h"
+#include "store/query.h"
+#include "store/store.h"
+
+#define S WT_NS_PER_S
+/* A minute-aligned origin far in the past, so retention tests choose "now" freely. */
+#define T0 (1700000000LL * S - (1700000000LL * S) % WT_MINUTE_NS)
+
+static const char *gpu0 = "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\"";
+static const char *gpu0i = "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\",method=\"integrated\"";
+
+static struct wt_store *open_store(const char *name)
+{
+    char path[512];
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    snprintf(path, sizeof path, "%s/%s", wt_test_dir(), name);
+    int rc = wt_store_open(path, NULL, &s, &err);
+    if (rc)
+        wt_test_fail(__FILE__, __LINE__, "open: %s", err.msg);
+    return s;
+}
+
+static struct wt_reading rd(int metric, const char *labels, int64_t t, double v)
+{
+    struct wt_reading r = {.t_ns = t, .value = v, .metric = (uint16_t)metric};
+    snprintf(r.labels, sizeof r.labels, "%s", labels);
+    return r;
+}
+
+/* Writes a counter series: value at T0 + i*step_s is f(i). */
+static void write_counter(struct wt_store *s, const char *labels, int n, double step_s,
+                          double w)
+{
+    struct wt_reading *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++)
+        r[i] = rd(WT_M_GPU_ENERGY_J, labels, T0 + (int64_t)(i * step_s * S), 1000 + w * i * step_s);
+    WT_EQ_INT(wt_store_write(s, "", r, (size_t)n), 0);
+    free(r);
+}
+
+static struct wt_series_info series_of(struct wt_store *s, const char *sel)
+{
+    struct wt_series_info *si = NULL, out;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_store_series(s, sel, false, &si, &n, &err), 0);
+    WT_EQ_INT(n, 1);
+    out = si[0];
+    free(si);
+    return out;
+}
+
+static void energy(struct wt_store *s, const char *sel, int64_t a, int64_t b, int flags, double *e,
+                   double *cov)
+{
+    struct wt_run_list runs = {0};
+    struct wt_series_info si = series_of(s, sel);
+    WT_EQ_INT(wt_runs_load(s, &runs), 0);
+    WT_EQ_INT(wt_store_series_energy(s, &si, &runs, a, b, flags, e, cov), 0);
+    wt_runs_free(&runs);
+}
+
+static char sel_buf[512];
+static const char *sel(const char *labels)
+{
+    snprintf(sel_buf, sizeof sel_buf, "wattage_gpu_energy_joules_total{%s}", labels);
+    return sel_buf;
+}
+
+WT_TEST(write_and_read_back)
+{
+    struct wt_store *s = open_store("a.db");
+    struct wt_reading r[3] = {rd(WT_M_GPU_POWER_W, gpu0, T0, 100.5),
+                              rd(WT_M_GPU_POWER_W, gpu0, T0 + S, 101.5),
+                              rd(WT_M_GPU_TEMP_C, gpu0, T0, 40)};
+    WT_EQ_INT(wt_store_write(s, "", r, 3), 0);
+    /* the same reading again is left as it is */
+    r[0].value = 999;
+    WT_EQ_INT(wt_store_write(s, "", r, 1), 0);
+    struct wt_series_info si = series_of(s, "wattage_gpu_power_watts{gpu=\"0\"}");
+    WT_EQ_INT(si.kind, WT_SK_GAUGE);
+    struct wt_point *p = NULL;
+    size_t n = 0;
+    WT_EQ_INT(wt_store_points(s, &si, T0, T0 + 10 * S, 0, &p, &n), 0);
+    WT_EQ_INT(n, 2);
+    WT_NEAR(p[0].v, 100.5, 0);
+    WT_NEAR(p[1].v, 101.5, 0);
+    WT_EQ_INT(p[1].t_ns, T0 + S);
+    free(p);
+    /* downsampled: one point, the mean */
+    WT_EQ_INT(wt_store_points(s, &si, T0, T0 + 10 * S, 10 * S, &p, &n), 0);
+    WT_EQ_INT(n, 1);
+    WT_NEAR(p[0].v, 101.0, 1e-12);
+    free(p);
+    wt_store_close(s);
+
+    /* reopened: the series is interned once */
+    s = open_store("a.db");
+    WT_EQ_INT(wt_store_write(s, "", &r[2], 1), 0);
+    sqlite3_stmt *q;
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s), "SELECT count(*) FROM series", -1, &q, NULL), 0);
+    WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+    WT_EQ_INT(sqlite3_column_int(q, 0), 2);
+    sqlite3_finalize(q);
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s), "PRAGMA journal_mode", -1, &q, NULL), 0);
+    WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+    WT_EQ_STR((const char *)sqlite3_column_text(q, 0), "wal");
+    sqlite3_finalize(q);
+    wt_store_close(s);
+}
+
+WT_TEST(series_kinds)
+{
+    WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0), WT_SK_HWCOUNTER);
+    WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0i), WT_SK_INTEGRATED);
+    WT_EQ_INT(wt_series_kind_of("wattage_cpu_energy_joules_total", "package=\"0\""),
+              WT_SK_COUNTER);
+    WT_EQ_INT(wt_series_kind_of("wattage_gpu_power_watts", gpu0), WT_SK_GAUGE);
+}
+
+WT_TEST(creates_directory_and_refuses_missing)
+{
+    char path[512];
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    snprintf(path, sizeof path, "%s/deep/er/w.db", wt_test_dir());
+    struct wt_store_opts o = {.create = false};
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), -ENOENT);
+    WT_CONTAINS(err.msg, "no store at");
+    WT_EQ_INT(wt_store_open(path, NULL, &s, &err), 0);
+    wt_store_close(s);
+    struct stat st;
+    snprintf(path, sizeof path, "%s/deep/er", wt_test_dir());
+    WT_EQ_INT(stat(path, &st), 0);
+    WT_EQ_INT(st.st_mode & 0777, 0750);
+    /* a file where the directory should be */
+    snprintf(path, sizeof path, "%s/file", wt_test_dir());
+    FILE *f = fopen(path, "w");
+    fclose(f);
+    snprintf(path, sizeof path, "%s/file/w.db", wt_test_dir());
+    WT_ASSERT(wt_store_open(path, NULL, &s, &err) < 0);
+    WT_CONTAINS(err.msg, "cannot create the store's directory");
+}
+
+WT_TEST(energy_at_counter_edges)
+{
+    struct wt_store *s = open_store("e.db");
+    write_counter(s, gpu0, 11, 1.0, 300); /* 300 W, readings at T0..T0+10 s */
+    double e, c;
+    /* whole span */
+    energy(s, sel(gpu0), T0, T0 + 10 * S, 0, &e, &c);
+    WT_NEAR(e, 3000, 1e-6);
+    WT_NEAR(c, 10, 1e-9);
+    /* edges between readings: interpolated */
+    energy(s, sel(gpu0), T0 + S / 4, T0 + 2 * S + S / 2, 0, &e, &c);
+    WT_NEAR(e, 300 * 2.25, 1e-6);
+    WT_NEAR(c, 2.25, 1e-9);
+    /* a window inside one segment */
+    energy(s, sel(gpu0), T0 + 3 * S + S / 10, T0 + 3 * S + S / 5, 0, &e, &c);
+    WT_NEAR(e, 30, 1e-6);
+    /* a window sticking out on both sides: only the stored span is covered */
+    energy(s, sel(gpu0), T0 - 5 * S, T0 + 15 * S, 0, &e, &c);
+    WT_NEAR(e, 3000, 1e-6);
+    WT_NEAR(c, 10, 1e-9);
+    /* entirely before the data */
+    energy(s, sel(gpu0), T0 - 5 * S, T0 - S, 0, &e, &c);
+    WT_NEAR(e, 0, 0);
+    WT_NEAR(c, 0, 0);
+    wt_store_close(s);
+}
+
+WT_TEST(energy_across_reset_and_restart_gap)
+{
+    struct wt_store *s = open_store("r.db");
+    const char *cpu = "package=\"0\",domain=\"package\"";
+    struct wt_reading r[8];
+    /* GPU hardware counter: 100 W for 4 s, the daemon stops at +4 s, starts at +10 s (the counter
+     * kept counting: 100 W all along), then the driver reloads (counter back to ~0) at +20 s */
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    for (int i = 0; i <= 4; i++)
+        r[i] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + i * S, 5000 + 100.0 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, 5), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 + 10 * S - S / 2, S, "test"), 0);
+    r[0] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 10 * S, 6000);
+    r[1] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 15 * S, 6500);
+    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 20 * S, 6);  /* reset */
+    r[3] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 25 * S, 506);
+    /* a RAPL counter kept by the daemon: restarts, so +4..+10 is a gap even though it grew */
+    r[4] = rd(WT_M_CPU_ENERGY_J, cpu, T0, 100);
+    r[5] = rd(WT_M_CPU_ENERGY_J, cpu, T0 + 4 * S, 140);
+    r[6] = rd(WT_M_CPU_ENERGY_J, cpu, T0 + 10 * S, 900);
+    r[7] = rd(WT_M_CPU_ENERGY_J, cpu, T0 + 14 * S, 940);
+    WT_EQ_INT(wt_store_write(s, "", r, 8), 0);
+
+    double e, c;
+    /* across the restart: the hardware counter spans it */
+    energy(s, sel(gpu0), T0 + 2 * S, T0 + 12 * S, 0, &e, &c);
+    WT_NEAR(e, 1000, 1e-6);
+    WT_NEAR(c, 10, 1e-9);
+    /* across the reset: 15..20 is a gap (new baseline), never negative */
+    energy(s, sel(gpu0), T0 + 10 * S, T0 + 25 * S, 0, &e, &c);
+    WT_NEAR(e, 500 + 500, 1e-6);
+    WT_NEAR(c, 10, 1e-9);
+    energy(s, sel(gpu0), T0 + 16 * S, T0 + 19 * S, 0, &e, &c);
+    WT_NEAR(e, 0, 0);
+    WT_NEAR(c, 0, 0);
+    /* the RAPL counter across the restart: a gap of 6 s */
+    energy(s, "wattage_cpu_energy_joules_total{domain=\"package\"}", T0, T0 + 14 * S, 0, &e, &c);
+    WT_NEAR(e, 40 + 40, 1e-6);
+    WT_NEAR(c, 8, 1e-9);
+
+    /* the same through wt_store_energy, with the coverage ratio */
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_store_energy(s, T0, T0 + 14 * S, 0, &rows, &n, &err), 0);
+    WT_EQ_INT(n, 2);
+    WT_EQ_STR(rows[0].s.metric, "wattage_gpu_energy_joules_total");
+    WT_NEAR(rows[0].energy_j, 1400, 1e-6);
+    WT_NEAR(rows[0].coverage, 1, 1e-9);
+    WT_NEAR(rows[1].coverage, 8.0 / 14, 1e-9);
+    free(rows);
+    WT_ASSERT(wt_store_energy(s, T0, T0, 0, &rows, &n, &err) == -EINVAL);
+    wt_store_close(s);
+}
+
+WT_TEST(integrated_gap_and_counter_first)
+{
+    struct wt_store *s = open_store("i.db");
+    struct wt_reading r[8];
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    /* integrated series: 1 s readings, then a 10 s hole (> 3 intervals) */
+    r[0] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0, 0);
+    r[1] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + S, 200);
+    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 2 * S, 400);
+    r[3] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 12 * S, 400);
+    r[4] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 13 * S, 600);
+    WT_EQ_INT(wt_store_write(s, "", r, 5), 0);
+    double e, c;
+    energy(s, sel(gpu0i), T0, T0 + 13 * S, 0, &e, &c);
+    WT_NEAR(e, 600, 1e-6);
+    WT_NEAR(c, 3, 1e-9);
+
+    /* no hardware counter: the integrated series is chosen */
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_store_energy(s, T0, T0 + 13 * S, 0, &rows, &n, &err), 0);
+    WT_EQ_INT(n, 1);
+    WT_ASSERT(rows[0].chosen);
+    WT_EQ_STR(rows[0].method, "integrated");
+    free(rows);
+    /* with a hardware counter covering the window, the counter is chosen */
+    r[0] = rd(WT_M_GPU_ENERGY_J, gpu0, T0, 10);
+    r[1] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 13 * S, 2610);
+    WT_EQ_INT(wt_store_write(s, "", r, 2), 0);
+    WT_EQ_INT(wt_store_energy(s, T0, T0 + 13 * S, 0, &rows, &n, &err), 0);
+    WT_EQ_INT(n, 2);
+    int chosen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (rows[i].chosen) {
+            chosen++;
+            WT_EQ_STR(rows[i].method, "counter");
+            WT_NEAR(rows[i].energy_j, 2600, 1e-6);
+        }
+    }
+    WT_EQ_INT(chosen, 1);
+    free(rows);
+    wt_store_close(s);
+}
+
+/* Counter with varying power: v(t) = sum of a sine-ish profile; 1 s readings for 3 hours. */
+static void write_profile(struct wt_store *s, int n)
+{
+    struct wt_reading *r = calloc((size_t)n, sizeof *r);
+    double v = 0;
+    for (int i = 0; i < n; i++) {
+        double p = 300 + 200 * sin(i / 97.0) + (i % 7) * 3;
+        v += p;
+        r[i] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 500 * WT_NS_PER_MS + (int64_t)i * S, v);
+    }
+    WT_EQ_INT(wt_store_write(s, "", r, (size_t)n), 0);
+    free(r);
+}
+
+static void maintain_all(struct wt_store *s, int64_t now)
+{
+    bool more = true;
+    for (int i = 0; i < 10000 && more; i++)
+        WT_EQ_INT(wt_store_maintain(s, now, 5000, &more), 0);
+    WT_ASSERT(!more);
+}
+
+static int64_t count(struct wt_store *s, const char *sql)
+{
+    sqlite3_stmt *q;
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s), sql, -1, &q, NULL), 0);
+    WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+    int64_t n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+WT_TEST(rollups_give_the_same_answer_after_pruning)
+{
+    struct wt_store *s = open_store("p.db");
+    const int n = 3 * 3600;
+    write_profile(s, n);
+    int64_t a = T0 + 1234 * WT_NS_PER_MS * 10, b = T0 + 9876 * S + 333 * WT_NS_PER_MS;
+    int64_t am = T0 + 5 * WT_MINUTE_NS, bm = T0 + 170 * WT_MINUTE_NS;
+    double raw_e, raw_c, raw_em, raw_cm, e, c;
+    energy(s, sel(gpu0), a, b, WT_Q_RAW_ONLY, &raw_e, &raw_c);
+    energy(s, sel(gpu0), am, bm, WT_Q_RAW_ONLY, &raw_em, &raw_cm);
+    WT_ASSERT(raw_e > 1e6);
+
+    /* rollups, nothing pruned yet (retention 7 d from "now" = the data's time) */
+    maintain_all(s, T0 + n * S);
+    WT_EQ_INT(count(s, "SELECT count(*) FROM readings"), n);
+    WT_ASSERT(count(s, "SELECT count(*) FROM rollups") >= 179);
+    struct wt_series_info si = series_of(s, sel(gpu0));
+    WT_EQ_INT(si.rolled_to, T0 + 179 * WT_MINUTE_NS); /* last reading at 179:59.5 */
+    energy(s, sel(gpu0), a, b, 0, &e, &c);
+    WT_NEAR(e, raw_e, raw_e * 1e-12);
+    WT_NEAR(c, raw_c, 1e-6);
+
+    /* the rollup holds min/max/mean/last of its minute */
+    sqlite3_stmt *q;
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s),
+                                 "SELECT n, min, max, last FROM rollups WHERE t=?", -1, &q, NULL),
+              0);
+    sqlite3_bind_int64(q, 1, T0 + 10 * WT_MINUTE_NS);
+    WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+    WT_EQ_INT(sqlite3_column_int(q, 0), 60);
+    WT_ASSERT(sqlite3_column_double(q, 1) < sqlite3_column_double(q, 2));
+    WT_NEAR(sqlite3_column_double(q, 3), sqlite3_column_double(q, 2), 0);
+    sqlite3_finalize(q);
+
+    /* 8 days later the raw readings are pruned (in small steps); rollups answer */
+    maintain_all(s, T0 + 8LL * 86400 * S);
+    WT_ASSERT(count(s, "SELECT count(*) FROM readings") <= 61);
+    energy(s, sel(gpu0), am, bm, 0, &e, &c);
+    WT_NEAR(e, raw_em, raw_em * 1e-12);
+    WT_NEAR(c, raw_cm, 1e-6);
+    /* edges inside pruned minutes are prorated: close, not exact */
+    energy(s, sel(gpu0), a, b, 0, &e, &c);
+    WT_NEAR(e, raw_e, raw_e * 1e-3);
+    WT_NEAR(c, raw_c, 1.0);
+    wt_store_close(s);
+
+    /* rollups past their retention go too */
+    s = open_store("p.db");
+    maintain_all(s, T0 + 500LL * 86400 * S);
+    WT_EQ_INT(count(s, "SELECT count(*) FROM rollups"), 0);
+    wt_store_close(s);
+}
+
+WT_TEST(rollups_of_a_counter_across_a_restart)
+{
+    /* the hardware counter spans a 5-minute daemon stop: the empty minutes get their share */
+    struct wt_store *s = open_store("x.db");
+    struct wt_reading r[200];
+    int k = 0;
+    WT_EQ_INT(wt_store_begin_run(s, "", T0, S, "test"), 0);
+    for (int i = 0; i < 90; i++)
+        r[k++] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + i * S, 100.0 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, (size_t)k), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 + 395 * S, S, "test"), 0);
+    k = 0;
+    for (int i = 400; i < 500; i++)
+        r[k++] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + i * S, 100.0 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, (size_t)k), 0);
+    double raw_e, raw_c, e, c;
+    energy(s, sel(gpu0), T0 + 30 * S, T0 + 470 * S, WT_Q_RAW_ONLY, &raw_e, &raw_c);
+    WT_NEAR(raw_e, 44000, 1e-6);
+    WT_NEAR(raw_c, 440, 1e-9);
+    maintain_all(s, T0 + 1000 * S);
+    energy(s, sel(gpu0), T0 + 30 * S, T0 + 470 * S, 0, &e, &c);
+    WT_NEAR(e, raw_e, 1e-6);
+    WT_NEAR(c, raw_c, 1e-6);
+    wt_store_close(s);
+}
+
+WT_TEST(writer_thread_flushes_sink_batches)
+{
+    char path[512];
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    snprintf(path, sizeof path, "%s/w.db", wt_test_dir());
+    struct wt_store_opts o = {.flush_ns = 50 * WT_NS_PER_MS, .queue_cap = 100, .create = true};
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0, S, "test"), 0);
+    WT_EQ_INT(wt_store_writer_start(s), 0);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 10; i++)
+        WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, gpu0, T0 + i * S, i), 0);
+    wt_store_sink(s, "nvml", &b);
+    /* readers see the flushed batch while the writer runs */
+    struct wt_store *rdr = NULL;
+    struct wt_store_opts ro = {.create = false};
+    WT_EQ_INT(wt_store_open(path, &ro, &rdr, &err), 0);
+    int64_t n = 0;
+    for (int i = 0; i < 100 && n < 10; i++) {
+        usleep(20000);
+        n = count(rdr, "SELECT count(*) FROM readings");
+    }
+    WT_EQ_INT(n, 10);
+    /* a full queue drops and counts, never blocks */
+    wt_batch_clear(&b);
+    for (int i = 0; i < 150; i++)
+        WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, gpu0, T0 + (100 + i) * S, i), 0);
+    wt_store_sink(s, "nvml", &b);
+    WT_EQ_INT(wt_store_dropped(s), 50);
+    wt_store_close(s); /* flushes what is queued */
+    WT_EQ_INT(count(rdr, "SELECT count(*) FROM readings"), 110);
+    WT_EQ_INT(count(rdr, "SELECT last_ns FROM runs"), T0 + 199 * S);
+    wt_store_close(rdr);
+    wt_batch_free(&b);
+}
