@@ -20,6 +20,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "serve/http.h"
 
 #define MAX_TRACKED 512
 
@@ -248,6 +249,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_err err = {{0}};
     struct wt_hub *hub = NULL;
     struct wt_loop *loop = NULL;
+    struct wt_http *http = NULL;
     struct wt_batch snap = {0};
     struct tracker *tr = NULL;
     int ret = 1;
@@ -279,6 +281,12 @@ int wt_cmd_run(int argc, char **argv)
 
     wt_info("run", "wattage %s starting interval_s=%.3g config=%s", WT_VERSION,
             (double)cfg.daemon.interval_ns / WT_NS_PER_S, cfg.source[0] ? cfg.source : "(defaults)");
+    /* The server reads its keys and binds before collection starts, so a bad key or a taken
+     * port stops the daemon at once; it serves the hub's snapshot from its own threads. */
+    if (wt_http_open(&cfg, hub, &http, &err) != 0 || wt_http_start(http, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
     if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
@@ -325,6 +333,7 @@ int wt_cmd_run(int argc, char **argv)
     }
     ret = 0;
 out:
+    wt_http_close(http);
     wt_loop_stop(loop);
     if (tr) {
         log_energy_totals(tr);
