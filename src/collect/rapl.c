@@ -313,6 +313,10 @@ static int new_zone(struct rapl *r, const struct entry *e, const int *pkg_of_zon
         snprintf(dienum, sizeof dienum, "%d", die);
         rc = wt_labels_add(z->labels, sizeof z->labels, "die", dienum);
     }
+    /* Firmware that names two zones alike must not merge two counters into one series. */
+    for (size_t i = 0; rc == 0 && i < r->n; i++)
+        if (strcmp(r->z[i].labels, z->labels) == 0)
+            rc = wt_labels_add(z->labels, sizeof z->labels, "zone", e->dir);
     if (rc < 0)
         return wt_err_set(err, "%s: labels too long", path), rc;
     z->max_range_uj = max_range;

@@ -439,6 +439,21 @@ WT_TEST(rapl_zones_come_and_go)
     wt_batch_free(&b);
 }
 
+WT_TEST(rapl_duplicate_names_stay_apart)
+{
+    /* broken firmware: two top-level zones both called package-0 */
+    make_zone("intel-rapl:0", "package-0", 1000000, INTEL_RANGE);
+    make_zone("intel-rapl:1", "package-0", 2000000, INTEL_RANGE);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 2);
+    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1.0, 1e-9);
+    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0 ",zone=\"intel-rapl:1\""), 2.0, 1e-9);
+    wt_rapl_collector.close(st);
+    wt_batch_free(&b);
+}
+
 WT_TEST(rapl_parse_name)
 {
     char d[32];
