@@ -56,7 +56,10 @@ struct nvml_fns {
 
 _Static_assert(sizeof(void *) == sizeof(wt_nvml_init_fn *), "dlsym results must fit");
 
-#define SYM(field, req, ...) { {__VA_ARGS__}, req, offsetof(struct nvml_fns, field) }
+#define SYM(field, req, ...)                                                                       \
+    {                                                                                              \
+        {__VA_ARGS__}, req, offsetof(struct nvml_fns, field)                                       \
+    }
 
 /*
  * Required: what every NVML since the Kepler era exports and the collector cannot do without.
@@ -109,9 +112,21 @@ enum feature {
 };
 
 static const char *const feature_names[F_COUNT] = {
-    "power", "energy", "temperature", "slowdown threshold", "shutdown threshold", "utilization",
-    "memory", "SM clock", "memory clock", "clocks event reasons", "power limit",
-    "power limit constraints", "performance state", "persistence mode", "PCI info",
+    "power",
+    "energy",
+    "temperature",
+    "slowdown threshold",
+    "shutdown threshold",
+    "utilization",
+    "memory",
+    "SM clock",
+    "memory clock",
+    "clocks event reasons",
+    "power limit",
+    "power limit constraints",
+    "performance state",
+    "persistence mode",
+    "PCI info",
 };
 
 /* The reasons behind the clocks event bitmask, named for wattage_gpu_throttled{reason}. */
@@ -169,9 +184,9 @@ struct nvml_state {
 
 /* Outcome of one GPU's calls in one tick. */
 struct tick {
-    bool lost;           /* some call answered GPU_IS_LOST */
-    unsigned int ok;     /* calls that succeeded */
-    nvmlReturn_t hard;   /* first failure other than NOT_SUPPORTED */
+    bool lost;         /* some call answered GPU_IS_LOST */
+    unsigned int ok;   /* calls that succeeded */
+    nvmlReturn_t hard; /* first failure other than NOT_SUPPORTED */
     const char *hard_what;
 };
 
@@ -318,20 +333,19 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
     }
     g->have_slowdown = g->have_shutdown = g->have_constraints = false;
     if (want(g, tk, F_SLOWDOWN))
-        g->have_slowdown = check(
-            s, g, tk, F_SLOWDOWN,
-            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &g->slowdown_c),
-            "nvmlDeviceGetTemperatureThreshold");
+        g->have_slowdown =
+            check(s, g, tk, F_SLOWDOWN,
+                  s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &g->slowdown_c),
+                  "nvmlDeviceGetTemperatureThreshold");
     if (want(g, tk, F_SHUTDOWN))
-        g->have_shutdown = check(
-            s, g, tk, F_SHUTDOWN,
-            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
-            "nvmlDeviceGetTemperatureThreshold");
+        g->have_shutdown =
+            check(s, g, tk, F_SHUTDOWN,
+                  s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
+                  "nvmlDeviceGetTemperatureThreshold");
     if (want(g, tk, F_CONSTRAINTS))
-        g->have_constraints = check(
-            s, g, tk, F_CONSTRAINTS,
-            s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
-            "nvmlDeviceGetPowerManagementLimitConstraints");
+        g->have_constraints = check(s, g, tk, F_CONSTRAINTS,
+                                    s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
+                                    "nvmlDeviceGetPowerManagementLimitConstraints");
     if (want(g, tk, F_PERSISTENCE) && !g->persistence_warned) {
         nvmlEnableState_t mode = NVML_FEATURE_ENABLED;
         if (check(s, g, tk, F_PERSISTENCE, s->fn.persistence(g->dev, &mode),
@@ -351,32 +365,30 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
 }
 
 /* Every per-tick call; the power call goes first and doubles as the liveness probe. */
-static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *tk,
-                       struct sample *v)
+static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
 {
     nvmlDevice_t d = g->dev;
     if (want(g, tk, F_POWER))
-        v->have_power = check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw),
-                              "nvmlDeviceGetPowerUsage");
+        v->have_power =
+            check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw), "nvmlDeviceGetPowerUsage");
     if (want(g, tk, F_ENERGY))
         v->have_energy = check(s, g, tk, F_ENERGY, s->fn.energy(d, &v->energy_mj),
                                "nvmlDeviceGetTotalEnergyConsumption");
     if (want(g, tk, F_TEMP))
-        v->have_temp = check(s, g, tk, F_TEMP,
-                             s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
-                             "nvmlDeviceGetTemperature");
+        v->have_temp =
+            check(s, g, tk, F_TEMP, s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
+                  "nvmlDeviceGetTemperature");
     if (want(g, tk, F_UTIL))
         v->have_util = check(s, g, tk, F_UTIL, s->fn.utilization(d, &v->util),
                              "nvmlDeviceGetUtilizationRates");
     if (want(g, tk, F_MEMORY))
-        v->have_mem = check(s, g, tk, F_MEMORY, s->fn.memory(d, &v->mem),
-                            "nvmlDeviceGetMemoryInfo");
+        v->have_mem =
+            check(s, g, tk, F_MEMORY, s->fn.memory(d, &v->mem), "nvmlDeviceGetMemoryInfo");
     if (want(g, tk, F_SM_CLOCK))
         v->have_sm = check(s, g, tk, F_SM_CLOCK, s->fn.clock(d, NVML_CLOCK_SM, &v->sm_mhz),
                            "nvmlDeviceGetClockInfo");
     if (want(g, tk, F_MEM_CLOCK))
-        v->have_memclk = check(s, g, tk, F_MEM_CLOCK,
-                               s->fn.clock(d, NVML_CLOCK_MEM, &v->mem_mhz),
+        v->have_memclk = check(s, g, tk, F_MEM_CLOCK, s->fn.clock(d, NVML_CLOCK_MEM, &v->mem_mhz),
                                "nvmlDeviceGetClockInfo");
     if (want(g, tk, F_THROTTLE))
         v->have_throttle = check(s, g, tk, F_THROTTLE, s->fn.throttle(d, &v->throttle),
@@ -385,8 +397,8 @@ static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *t
         v->have_limit = check(s, g, tk, F_LIMIT, s->fn.power_limit(d, &v->limit_mw),
                               "nvmlDeviceGetEnforcedPowerLimit");
     if (want(g, tk, F_PSTATE))
-        v->have_pstate = check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate),
-                               "nvmlDeviceGetPerformanceState");
+        v->have_pstate =
+            check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate), "nvmlDeviceGetPerformanceState");
 }
 
 static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
@@ -487,13 +499,14 @@ static void mark_down(const struct nvml_state *s, struct gpu *g, const struct ti
         g->down_rl.last_ns = 0;
         (void)wt_ratelimit_ok(&g->down_rl, now, NULL);
         wt_warn(MOD, "GPU %s gpu=%u uuid=%s call=%s error=\"%s\" (%d)",
-                r == NVML_ERROR_GPU_IS_LOST ? "lost" : "not answering", g->index, g->uuid, what,
-                errstr(s, r), (int)r);
+                r == NVML_ERROR_GPU_IS_LOST ? "lost" : "not answering", g->index,
+                g->uuid[0] ? g->uuid : "unknown", what, errstr(s, r), (int)r);
     } else {
         g->failed_ticks++;
         if (wt_ratelimit_ok(&g->down_rl, now, &suppressed))
             wt_warn(MOD, "GPU still down gpu=%u uuid=%s failed_ticks=%llu error=\"%s\" (%d)",
-                    g->index, g->uuid, (unsigned long long)g->failed_ticks, errstr(s, r), (int)r);
+                    g->index, g->uuid[0] ? g->uuid : "unknown", (unsigned long long)g->failed_ticks,
+                    errstr(s, r), (int)r);
     }
     /* The power series restarts when it comes back: the outage is a gap, not a trapezoid. */
     wt_energy_integral_break(&g->integral);
@@ -534,8 +547,8 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     if (tk.hard) {
         uint64_t suppressed = 0;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &suppressed))
-            wt_warn(MOD, "%s failed gpu=%u uuid=%s error=\"%s\" (%d) suppressed=%llu",
-                    tk.hard_what, g->index, g->uuid, errstr(s, tk.hard), (int)tk.hard,
+            wt_warn(MOD, "%s failed gpu=%u uuid=%s error=\"%s\" (%d) suppressed=%llu", tk.hard_what,
+                    g->index, g->uuid, errstr(s, tk.hard), (int)tk.hard,
                     (unsigned long long)suppressed);
     }
     *rc |= emit(s, g, &v, t_ns, out);
@@ -585,8 +598,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     int rc;
     const char *path = getenv("WATTAGE_NVML_LIBRARY");
     if (!path || !*path)
-        path = cfg && cfg->collectors.nvml_library[0] ? cfg->collectors.nvml_library
-                                                      : DEFAULT_LIBRARY;
+        path =
+            cfg && cfg->collectors.nvml_library[0] ? cfg->collectors.nvml_library : DEFAULT_LIBRARY;
     *state = NULL;
     struct nvml_state *s = calloc(1, sizeof *s);
     if (!s)
@@ -614,8 +627,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     if (r != NVML_SUCCESS) {
         wt_err_set(err, "nvml: nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
         /* A library without a loaded driver is the usual container/laptop case: absent. */
-        rc = r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIBRARY_NOT_FOUND ? -ENOENT
-                                                                                   : -EIO;
+        rc =
+            r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIBRARY_NOT_FOUND ? -ENOENT : -EIO;
         goto fail;
     }
     s->inited = true;

@@ -42,12 +42,13 @@ extern const size_t wt_nvml_symbol_count;
 
 /* What `status` may want to print about the library itself. */
 struct wt_nvml_info {
-    char library[256];        /* the path that was opened */
-    char driver_version[80];  /* "" when the library does not say */
+    char library[256];       /* the path that was opened */
+    char driver_version[80]; /* "" when the library does not say */
     unsigned int gpu_count;
 };
 
-/* Fills info from an open collector's state (the void * its open() returned). Returns 0 or -EINVAL. */
+/* Fills info from an open collector's state (the void * its open() returned). Returns 0 or -EINVAL.
+ */
 int wt_nvml_get_info(const void *state, struct wt_nvml_info *info);
 
 #endif

@@ -81,9 +81,7 @@ typedef enum nvmlEnableState_enum {
     NVML_FEATURE_ENABLED = 1
 } nvmlEnableState_t;
 
-typedef enum nvmlTemperatureSensors_enum {
-    NVML_TEMPERATURE_GPU = 0
-} nvmlTemperatureSensors_t;
+typedef enum nvmlTemperatureSensors_enum { NVML_TEMPERATURE_GPU = 0 } nvmlTemperatureSensors_t;
 
 typedef enum nvmlTemperatureThresholds_enum {
     NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0,
@@ -124,8 +122,8 @@ typedef enum nvmlPStates_enum {
  * Function types (not pointer types), one per entry point, so that the fake can declare its
  * exports with them and the collector can hold pointers to them.
  */
-typedef nvmlReturn_t wt_nvml_init_fn(void);                 /* nvmlInit_v2, nvmlInit */
-typedef nvmlReturn_t wt_nvml_shutdown_fn(void);             /* nvmlShutdown */
+typedef nvmlReturn_t wt_nvml_init_fn(void);                  /* nvmlInit_v2, nvmlInit */
+typedef nvmlReturn_t wt_nvml_shutdown_fn(void);              /* nvmlShutdown */
 typedef const char *wt_nvml_error_string_fn(nvmlReturn_t r); /* nvmlErrorString */
 typedef nvmlReturn_t wt_nvml_driver_version_fn(char *version, unsigned int length);
 typedef nvmlReturn_t wt_nvml_count_fn(unsigned int *count); /* nvmlDeviceGetCount_v2, … */

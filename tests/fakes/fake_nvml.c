@@ -64,11 +64,24 @@ struct nvmlDevice_st {
     unsigned int index;
 };
 
-enum { NS_ENERGY, NS_POWER, NS_TEMP, NS_THRESH, NS_UTIL, NS_MEM, NS_CLOCKS, NS_THROTTLE,
-       NS_LIMIT, NS_PSTATE, NS_PCI, NS_PERSIST, NS_COUNT };
+enum {
+    NS_ENERGY,
+    NS_POWER,
+    NS_TEMP,
+    NS_THRESH,
+    NS_UTIL,
+    NS_MEM,
+    NS_CLOCKS,
+    NS_THROTTLE,
+    NS_LIMIT,
+    NS_PSTATE,
+    NS_PCI,
+    NS_PERSIST,
+    NS_COUNT
+};
 static const char *const ns_names[NS_COUNT] = {
-    "energy", "power", "temperature", "thresholds", "utilization", "memory", "clocks",
-    "throttle", "power_limit", "pstate", "pci", "persistence",
+    "energy", "power",    "temperature", "thresholds", "utilization", "memory",
+    "clocks", "throttle", "power_limit", "pstate",     "pci",         "persistence",
 };
 
 static struct {
@@ -241,7 +254,8 @@ __attribute__((unused)) static unsigned long long energy_mj(unsigned int gpu, do
         if (fk.reset[i].gpu == gpu && fk.reset[i].at <= s && fk.reset[i].at > from)
             from = fk.reset[i].at;
     double base = from >= 0 ? 0 : (double)fk.offset_mj;
-    double e = base + floor(1000 * fake_nvml_exact_energy_j(gpu, fk.t0 + (from >= 0 ? from : 0), t));
+    double e =
+        base + floor(1000 * fake_nvml_exact_energy_j(gpu, fk.t0 + (from >= 0 ? from : 0), t));
     return e > 0 ? (unsigned long long)e : 0;
 }
 
@@ -314,14 +328,22 @@ nvmlReturn_t nvmlShutdown(void)
 const char *nvmlErrorString(nvmlReturn_t r)
 {
     switch (r) {
-    case NVML_SUCCESS: return "Success";
-    case NVML_ERROR_UNINITIALIZED: return "Uninitialized";
-    case NVML_ERROR_INVALID_ARGUMENT: return "Invalid Argument";
-    case NVML_ERROR_NOT_SUPPORTED: return "Not Supported";
-    case NVML_ERROR_INSUFFICIENT_SIZE: return "Insufficient Size";
-    case NVML_ERROR_DRIVER_NOT_LOADED: return "Driver Not Loaded";
-    case NVML_ERROR_GPU_IS_LOST: return "GPU is lost";
-    default: return "Unknown Error";
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+        return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return "Invalid Argument";
+    case NVML_ERROR_NOT_SUPPORTED:
+        return "Not Supported";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+        return "Insufficient Size";
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+        return "Driver Not Loaded";
+    case NVML_ERROR_GPU_IS_LOST:
+        return "GPU is lost";
+    default:
+        return "Unknown Error";
     }
 }
 
@@ -579,8 +601,7 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t d, unsign
                                                           unsigned int *max_mw)
 {
     double t;
-    nvmlReturn_t r =
-        device_call("nvmlDeviceGetPowerManagementLimitConstraints", d, NS_LIMIT, &t);
+    nvmlReturn_t r = device_call("nvmlDeviceGetPowerManagementLimitConstraints", d, NS_LIMIT, &t);
     if (r)
         return r;
     *min_mw = 200000;
@@ -614,8 +635,10 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mod
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: %s GPU FROM TO   (unix seconds; same FAKE_NVML_* environment, "
-                        "FAKE_NVML_T0 required)\n", argv[0]);
+        fprintf(stderr,
+                "usage: %s GPU FROM TO   (unix seconds; same FAKE_NVML_* environment, "
+                "FAKE_NVML_T0 required)\n",
+                argv[0]);
         return 2;
     }
     if (!env("FAKE_NVML_T0")) {

@@ -341,11 +341,21 @@ WT_TEST(not_supported_metrics_are_absent_never_zero)
     poll_ok(st, &b);
     poll_ok(st, &b);
     static const int absent[] = {
-        WT_M_GPU_TEMP_C,           WT_M_GPU_SLOWDOWN_TEMP_C,   WT_M_GPU_SHUTDOWN_TEMP_C,
-        WT_M_GPU_UTIL_RATIO,       WT_M_GPU_MEM_UTIL_RATIO,    WT_M_GPU_MEM_USED_B,
-        WT_M_GPU_MEM_TOTAL_B,      WT_M_GPU_SM_CLOCK_HZ,       WT_M_GPU_MEM_CLOCK_HZ,
-        WT_M_GPU_THROTTLE_REASONS, WT_M_GPU_THROTTLED,         WT_M_GPU_POWER_LIMIT_W,
-        WT_M_GPU_POWER_LIMIT_MIN_W, WT_M_GPU_POWER_LIMIT_MAX_W, WT_M_GPU_PSTATE,
+        WT_M_GPU_TEMP_C,
+        WT_M_GPU_SLOWDOWN_TEMP_C,
+        WT_M_GPU_SHUTDOWN_TEMP_C,
+        WT_M_GPU_UTIL_RATIO,
+        WT_M_GPU_MEM_UTIL_RATIO,
+        WT_M_GPU_MEM_USED_B,
+        WT_M_GPU_MEM_TOTAL_B,
+        WT_M_GPU_SM_CLOCK_HZ,
+        WT_M_GPU_MEM_CLOCK_HZ,
+        WT_M_GPU_THROTTLE_REASONS,
+        WT_M_GPU_THROTTLED,
+        WT_M_GPU_POWER_LIMIT_W,
+        WT_M_GPU_POWER_LIMIT_MIN_W,
+        WT_M_GPU_POWER_LIMIT_MAX_W,
+        WT_M_GPU_PSTATE,
     };
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
         if (count(&b, absent[i]) != 0)
@@ -566,7 +576,8 @@ WT_TEST(persistence_mode_off_is_warned_once)
     wt_batch_free(&b);
 }
 
-/* Polls every 0.2 s for ~3 s with a 2 s power period; returns what the collector and the fake say. */
+/* Polls every 0.2 s for ~3 s with a 2 s power period; returns what the collector and the fake say.
+ */
 static void energy_window(const char *notsup, double *counter_j, double *integrated_j,
                           double *exact_j)
 {
