@@ -29,7 +29,7 @@ run_one() {
 
 for t in "$build"/tests/unit/test_*; do
     [[ $t == *.d ]] && continue
-    [[ -n $pattern && $t != *$pattern* ]] && continue
+    [[ -n $pattern && $(basename "$t") != *$pattern* ]] && continue
     if [[ -n ${WATTAGE_VALGRIND:-} ]]; then
         run_one "$(basename "$t")" valgrind -q --error-exitcode=9 --leak-check=full "$t" 2>/dev/null
     else
@@ -37,7 +37,7 @@ for t in "$build"/tests/unit/test_*; do
     fi
 done
 for t in tests/cli/test_*.sh; do
-    [[ -n $pattern && $t != *$pattern* ]] && continue
+    [[ -n $pattern && $(basename "$t") != *$pattern* ]] && continue
     run_one "$(basename "$t")" bash "$t"
 done
 [[ -n $broken ]] && echo "# suites that did not finish with a count line:$broken"

@@ -17,6 +17,7 @@ static struct {
 } tests[MAX_TESTS];
 static int ntests;
 static char dir[256];
+static char start_dir[2048];
 
 void wt_test_register(const char *name, wt_test_fn fn)
 {
@@ -30,6 +31,14 @@ void wt_test_register(const char *name, wt_test_fn fn)
 const char *wt_test_dir(void)
 {
     return dir;
+}
+
+const char *wt_test_src_path(const char *rel)
+{
+    static char buf[4096];
+    const char *root = getenv("WATTAGE_SRCDIR");
+    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : start_dir, rel);
+    return buf;
 }
 
 const char *wt_test_build_path(const char *rel)
@@ -70,6 +79,8 @@ int main(int argc, char **argv)
     int passed = 0, failed = 0, skipped = 0;
     int ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
     const char *only = argc > 1 ? argv[1] : NULL;
+    if (!getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = '\0';
 
     printf("TAP version 13\n1..%d\n", ntests);
     fflush(stdout);

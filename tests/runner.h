@@ -19,6 +19,8 @@ const char *wt_test_dir(void);
 _Noreturn void wt_test_fail(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 _Noreturn void wt_test_skip(const char *why);
+/* Path of a file in the source tree: WATTAGE_SRCDIR, else the directory the runner started in. */
+const char *wt_test_src_path(const char *rel);
 /* Path of a file under build/ (the directory tests/run.sh passes as WATTAGE_BUILD). */
 const char *wt_test_build_path(const char *rel);
 

@@ -38,7 +38,7 @@ enum wt_metric_id {
     WT_M_GPU_THROTTLE_REASONS,     /* bitmask, NVML clocks event reasons */
     WT_M_GPU_THROTTLED,            /* 0/1 per reason="…" */
     WT_M_GPU_ENERGY_GAPS,          /* counter: gaps not integrated across */
-    WT_M_CPU_ENERGY_J,             /* counter: RAPL, unwrapped, labels package,domain,name */
+    WT_M_CPU_ENERGY_J,             /* counter: RAPL, unwrapped, labels package,domain[,die|zone] */
     WT_M_CPU_POWER_W,              /* RAPL energy delta / time delta */
     WT_M_CPU_UTIL_RATIO,           /* procfs, cpu="all" or cpu="N" */
     WT_M_MEM_USED_RATIO,

@@ -12,21 +12,6 @@
 #include "core/yamltree.h"
 #include "runner.h"
 
-/* The repository root: WATTAGE_SRCDIR, else the directory the runner started in. */
-static char start_dir[2048];
-__attribute__((constructor)) static void remember_start_dir(void)
-{
-    if (!getcwd(start_dir, sizeof start_dir))
-        start_dir[0] = '\0';
-}
-
-static const char *src_path(const char *rel)
-{
-    static char buf[PATH_MAX];
-    const char *root = getenv("WATTAGE_SRCDIR");
-    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : start_dir, rel);
-    return buf;
-}
 
 /* Loads yaml (named "t.yaml") over the defaults; returns the result, message in err. */
 static int load(const char *yaml, struct wt_config *c, struct wt_err *err)
@@ -103,7 +88,7 @@ WT_TEST(every_key_from_file)
 {
     struct wt_config c;
     struct wt_err err;
-    const char *path = src_path("tests/fixtures/config/all-keys.yaml");
+    const char *path = wt_test_src_path("tests/fixtures/config/all-keys.yaml");
     wt_config_defaults(&c);
     int rc = wt_config_load(path, &c, &err);
     if (rc != 0)
@@ -164,7 +149,7 @@ WT_TEST(every_key_round_trips)
     struct wt_err err;
     wt_config_defaults(&c);
     roundtrip(&c);
-    WT_EQ_INT(wt_config_load(src_path("tests/fixtures/config/all-keys.yaml"), &c, &err), 0);
+    WT_EQ_INT(wt_config_load(wt_test_src_path("tests/fixtures/config/all-keys.yaml"), &c, &err), 0);
     roundtrip(&c);
     /* Strings that need quoting, and durations that are not whole units. */
     snprintf(c.store.path, sizeof c.store.path, "/tmp/a \"quoted\" #not-a-comment: x.db");
@@ -241,7 +226,7 @@ WT_TEST(typo_from_file_names_the_file)
 {
     struct wt_config c;
     struct wt_err err;
-    const char *path = src_path("tests/fixtures/config/typo.yaml");
+    const char *path = wt_test_src_path("tests/fixtures/config/typo.yaml");
     char want[PATH_MAX + 512];
     wt_config_defaults(&c);
     WT_EQ_INT(wt_config_load(path, &c, &err), -EINVAL);
@@ -254,7 +239,7 @@ WT_TEST(bad_duration)
 {
     struct wt_config c;
     struct wt_err err;
-    const char *path = src_path("tests/fixtures/config/bad-interval.yaml");
+    const char *path = wt_test_src_path("tests/fixtures/config/bad-interval.yaml");
     char want[PATH_MAX + 512];
     wt_config_defaults(&c);
     WT_EQ_INT(wt_config_load(path, &c, &err), -EINVAL);
@@ -554,7 +539,7 @@ static const struct wt_ynode *lookup(const struct wt_ynode *n, const char *path)
 
 WT_TEST(example_config_documents_every_key_with_its_default)
 {
-    const char *path = src_path("deploy/wattage.yaml");
+    const char *path = wt_test_src_path("deploy/wattage.yaml");
     struct wt_config c, d;
     struct wt_err err;
     wt_config_defaults(&d);

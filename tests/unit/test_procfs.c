@@ -18,21 +18,6 @@
 #define T0 (1764439200LL * S)
 #define KIB 1024.0
 
-/* The repository root: WATTAGE_SRCDIR, else the directory the runner started in. */
-static char start_dir[2048];
-__attribute__((constructor)) static void remember_start_dir(void)
-{
-    if (!getcwd(start_dir, sizeof start_dir))
-        start_dir[0] = '\0';
-}
-
-static const char *src_path(const char *rel)
-{
-    static char buf[4096];
-    const char *r = getenv("WATTAGE_SRCDIR");
-    snprintf(buf, sizeof buf, "%s/%s", r && *r ? r : start_dir, rel);
-    return buf;
-}
 
 static const char *root(void)
 {
@@ -85,9 +70,9 @@ static void use_sample(int n)
 {
     char rel[128];
     snprintf(rel, sizeof rel, "tests/fixtures/procfs-sample%d/proc/stat", n);
-    copy_file(src_path(rel), proc_file("stat"));
+    copy_file(wt_test_src_path(rel), proc_file("stat"));
     snprintf(rel, sizeof rel, "tests/fixtures/procfs-sample%d/proc/meminfo", n);
-    copy_file(src_path(rel), proc_file("meminfo"));
+    copy_file(wt_test_src_path(rel), proc_file("meminfo"));
 }
 
 static const struct wt_reading *find(const struct wt_batch *b, int metric, const char *labels)
@@ -192,7 +177,7 @@ WT_TEST(procfs_meminfo_bytes_and_ratio)
     struct wt_meminfo m;
     struct wt_err err = {{0}};
     WT_EQ_INT(
-        wt_procfs_read_meminfo(src_path("tests/fixtures/procfs-sample1/proc/meminfo"), &m, &err),
+        wt_procfs_read_meminfo(wt_test_src_path("tests/fixtures/procfs-sample1/proc/meminfo"), &m, &err),
         0);
     WT_EQ_U64(m.total_b, 16384000ULL * 1024);
     WT_EQ_U64(m.available_b, 12288000ULL * 1024);

@@ -20,21 +20,6 @@
 #define T0 (1764439200LL * S)
 #define INTEL_RANGE 262143328850ULL
 
-/* The repository root: WATTAGE_SRCDIR, else the directory the runner started in. */
-static char start_dir[2048];
-__attribute__((constructor)) static void remember_start_dir(void)
-{
-    if (!getcwd(start_dir, sizeof start_dir))
-        start_dir[0] = '\0';
-}
-
-static const char *src_path(const char *rel)
-{
-    static char buf[4096];
-    const char *r = getenv("WATTAGE_SRCDIR");
-    snprintf(buf, sizeof buf, "%s/%s", r && *r ? r : start_dir, rel);
-    return buf;
-}
 
 static void write_file(const char *path, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -143,7 +128,7 @@ static void poll_ok(void *st, int64_t t_ns, struct wt_batch *b)
 
 WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
 {
-    setenv("WATTAGE_SYSFS_ROOT", src_path("tests/fixtures/sysfs-2pkg"), 1);
+    setenv("WATTAGE_SYSFS_ROOT", wt_test_src_path("tests/fixtures/sysfs-2pkg"), 1);
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
