@@ -13,6 +13,10 @@ static const struct {
     {"run", wt_cmd_run, "run [-c FILE] [--listen ADDR:PORT] [--db FILE] [--interval SECONDS]"},
     {"status", wt_cmd_status, "status [-c FILE] [--json]"},
     {"check-config", wt_cmd_check_config, "check-config FILE"},
+    {"energy", wt_cmd_energy, "energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE]"},
+    {"query", wt_cmd_query,
+     "query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--db FILE]"},
+    {"import", wt_cmd_import, "import nvidia-smi FILE [--node NAME] [--db FILE]"},
 };
 
 static void usage(FILE *f)

@@ -21,14 +21,18 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "serve/http.h"
+#include "store/store.h"
 
 #define MAX_TRACKED 512
 
-/* First and last value of every energy counter seen since start. */
+/*
+ * Energy counted by every energy series since start. A series that goes backwards (a reloaded
+ * collector's integrated series, a driver reload) restarted from zero: its new value is counted.
+ */
 struct tracked {
     int metric;
     char labels[WT_LABELS_LEN];
-    double first, last, at_summary;
+    double last, sum, sum_at_summary;
     int64_t first_t, last_t;
 };
 
@@ -63,9 +67,10 @@ static void track_sink(void *ctx, const char *collector, const struct wt_batch *
             t = &tr->s[tr->n++];
             t->metric = r->metric;
             memcpy(t->labels, r->labels, sizeof t->labels);
-            t->first = t->at_summary = r->value;
+            t->last = r->value;
             t->first_t = r->t_ns;
         }
+        t->sum += r->value >= t->last ? r->value - t->last : r->value;
         t->last = r->value;
         t->last_t = r->t_ns;
     }
@@ -110,8 +115,8 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     pthread_mutex_lock(&tr->mu);
     for (int i = 0; i < tr->n; i++) {
         struct tracked *t = &tr->s[i];
-        double d = t->last - t->at_summary;
-        t->at_summary = t->last;
+        double d = t->sum - t->sum_at_summary;
+        t->sum_at_summary = t->sum;
         /* Counters first; the integrated series is shown beside them for comparison. */
         if (wt_labels_get(t->labels, "method", method, sizeof method) == 0)
             gpu_int_j += d;
@@ -147,7 +152,7 @@ static void log_energy_totals(struct tracker *tr)
         wt_time_format(t->first_t, 1, from, sizeof from);
         wt_time_format(t->last_t, 1, to, sizeof to);
         wt_info("run", "energy %s{%s} joules=%.3f from=%s to=%s from_ns=%" PRId64 " to_ns=%" PRId64,
-                wt_metrics[t->metric].name, t->labels, t->last - t->first, from, to, t->first_t,
+                wt_metrics[t->metric].name, t->labels, t->sum, from, to, t->first_t,
                 t->last_t);
     }
     pthread_mutex_unlock(&tr->mu);
@@ -252,6 +257,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_http *http = NULL;
     struct wt_batch snap = {0};
     struct tracker *tr = NULL;
+    struct wt_store *store = NULL;
     int ret = 1;
 
     int rc = parse_opts(argc, argv, &o);
@@ -278,6 +284,10 @@ int wt_cmd_run(int argc, char **argv)
     pthread_mutex_init(&tr->mu, NULL);
     if (wt_hub_add_sink(hub, track_sink, tr) != 0)
         goto out;
+    if (wt_store_attach(&cfg, hub, &store, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
 
     wt_info("run", "wattage %s starting interval_s=%.3g config=%s", WT_VERSION,
             (double)cfg.daemon.interval_ns / WT_NS_PER_S, cfg.source[0] ? cfg.source : "(defaults)");
@@ -335,6 +345,7 @@ int wt_cmd_run(int argc, char **argv)
 out:
     wt_http_close(http);
     wt_loop_stop(loop);
+    wt_store_close(store); /* after the collectors: flushes what they published */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

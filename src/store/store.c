@@ -20,6 +20,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/config.h"
+#include "core/hub.h"
 #include "core/log.h"
 #include "store/query.h"
 
@@ -515,6 +517,35 @@ int wt_store_writer_start(struct wt_store *s)
     if (rc)
         return -rc;
     s->started = true;
+    return 0;
+}
+
+int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_store **out,
+                    struct wt_err *err)
+{
+    struct wt_store_opts o = {.flush_ns = cfg->store.flush_ns,
+                              .retention_raw_ns = cfg->store.retention_raw_ns,
+                              .retention_rollup_ns = cfg->store.retention_rollup_ns,
+                              .create = true};
+    struct wt_store *s = NULL;
+    int rc = wt_store_open(cfg->store.path, &o, &s, err);
+    if (rc)
+        return rc;
+    /* the GPU collector's interval: integrated energy is not trusted across 3 of them */
+    int64_t iv = wt_config_interval(cfg, &cfg->collectors.nvml);
+    rc = wt_store_begin_run(s, "", wt_now_real_ns(), iv, "daemon");
+    if (rc == 0)
+        rc = wt_store_writer_start(s);
+    if (rc == 0)
+        rc = wt_hub_add_sink(hub, wt_store_sink, s);
+    if (rc) {
+        wt_err_set(err, "%s: cannot start the store writer (%s)", cfg->store.path, strerror(-rc));
+        wt_store_close(s);
+        return rc;
+    }
+    wt_info(MOD, "store open path=%s flush_s=%.3g", cfg->store.path,
+            (double)o.flush_ns / WT_NS_PER_S);
+    *out = s;
     return 0;
 }
 

@@ -93,6 +93,16 @@ uint64_t wt_store_dropped(struct wt_store *s);
  */
 int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more) WT_MUST_USE;
 
+struct wt_config;
+struct wt_hub;
+/*
+ * For `wattage run`: opens cfg's store (creating it and its directory), records the daemon's
+ * start, starts the writer and registers its sink with hub (before collectors start). Returns 0
+ * or a negative errno with err saying what failed; close with wt_store_close after the loop.
+ */
+int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_store **out,
+                    struct wt_err *err) WT_MUST_USE;
+
 /* Floors t_ns to its minute. */
 static inline int64_t wt_minute_floor(int64_t t_ns)
 {

@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]`: the energy
+ * of every stored energy series over exactly [from, to] (see store/query.h for the rule), counter
+ * first per GPU. JSON is a contract other checks read:
+ *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
+ *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1}, …]}
+ * Non-GPU series carry their own labels ("package", "domain"); imported ones add "node".
+ * The total counts every listed series except RAPL sub-domains that another one contains
+ * (core, uncore within package; psys contains all): those say "in_total": false.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "store/query.h"
+#include "store/store.h"
+
+int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out)
+{
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    int rc;
+    if (!db) {
+        rc = wt_cli_load_config(config, &cfg);
+        if (rc)
+            return rc;
+        db = cfg.store.path;
+    }
+    struct wt_store_opts o = {.create = create};
+    if (wt_store_open(db, &o, out, &err) != 0) {
+        fprintf(stderr, "wattage: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now,
+                      int64_t *out)
+{
+    if (wt_time_parse(s, now, out) != 0) {
+        fprintf(stderr,
+                "wattage %s: %s: expected RFC 3339 (2026-11-29T18:00:00Z), unix seconds or a "
+                "relative time like -2h (got \"%s\")\n",
+                cmd, opt, s);
+        return 2;
+    }
+    return 0;
+}
+
+/* A RAPL domain that another series already contains. */
+static bool in_total(const struct wt_energy_row *r)
+{
+    char d[32];
+    if (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") != 0)
+        return true;
+    if (wt_labels_get(r->s.labels, "domain", d, sizeof d) != 0)
+        return true;
+    return strcmp(d, "core") != 0 && strcmp(d, "uncore") != 0 && strcmp(d, "psys") != 0;
+}
+
+static void add_labels(cJSON *o, const struct wt_energy_row *r)
+{
+    size_t pos = 0;
+    char k[64], v[WT_LABELS_LEN];
+    if (r->s.node[0])
+        cJSON_AddStringToObject(o, "node", r->s.node);
+    while (wt_labels_next(r->s.labels, &pos, k, sizeof k, v, sizeof v) == 1) {
+        if (strcmp(k, "method") != 0 && !cJSON_GetObjectItemCaseSensitive(o, k))
+            cJSON_AddStringToObject(o, k, v);
+    }
+}
+
+/* A short human name for a series: "gpu 0  NVIDIA H200" or "cpu package=0 domain=dram". */
+static void describe(const struct wt_energy_row *r, char *buf, size_t n)
+{
+    char gpu[32], model[128];
+    size_t off = 0;
+    if (r->s.node[0])
+        off = (size_t)snprintf(buf, n, "%s: ", r->s.node);
+    if (off >= n)
+        return;
+    if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") == 0 &&
+        wt_labels_get(r->s.labels, "gpu", gpu, sizeof gpu) == 0) {
+        if (wt_labels_get(r->s.labels, "model", model, sizeof model) != 0)
+            model[0] = '\0';
+        snprintf(buf + off, n - off, "gpu %s  %s", gpu, model);
+        return;
+    }
+    const char *m = r->s.metric;
+    if (strncmp(m, "wattage_", 8) == 0)
+        m += 8;
+    snprintf(buf + off, n - off, "%.*s {%s}", (int)strcspn(m, "_"), m, r->s.labels);
+}
+
+static void human_energy(double j, char *buf, size_t n)
+{
+    snprintf(buf, n, "%.6f kWh  %12.3f Wh", j / 3.6e6, j / 3600.0);
+}
+
+struct node_sum {
+    char node[64];
+    double j, cov_min;
+    int n;
+};
+
+int wt_cmd_energy(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
+        {"by", required_argument, NULL, 'b'},   {"json", no_argument, NULL, 'j'},
+        {"db", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
+        {"raw", no_argument, NULL, 'r'},        {"help", no_argument, NULL, 'h'},
+        {0}};
+    const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
+    bool json = false;
+    int flags = 0, c, rc;
+    struct wt_store *st = NULL;
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            from_s = optarg;
+            break;
+        case 't':
+            to_s = optarg;
+            break;
+        case 'b':
+            by = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'd':
+            db = optarg;
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        case 'r':
+            flags |= WT_Q_RAW_ONLY;
+            break;
+        case 'h':
+            printf("usage: wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db "
+                   "FILE] [-c FILE]\n  T: RFC 3339, unix seconds, or relative (-2h, now); "
+                   "default the last hour\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wattage energy: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (strcmp(by, "gpu") != 0 && strcmp(by, "node") != 0) {
+        fprintf(stderr, "wattage energy: --by: expected gpu or node (got \"%s\")\n", by);
+        return 2;
+    }
+    int64_t now = wt_now_real_ns(), from, to;
+    if ((rc = wt_cli_parse_time("energy", "--from", from_s, now, &from)) ||
+        (rc = wt_cli_parse_time("energy", "--to", to_s, now, &to)))
+        return rc;
+    if (to <= from) {
+        fprintf(stderr, "wattage energy: the window is empty: --to (%s) must be after --from "
+                        "(%s)\n",
+                to_s, from_s);
+        return 2;
+    }
+    rc = wt_cli_open_store(config, db, false, &st);
+    if (rc)
+        return rc;
+    if (wt_store_energy(st, from, to, flags, &rows, &n, &err) != 0) {
+        fprintf(stderr, "wattage energy: %s\n", err.msg);
+        wt_store_close(st);
+        return 1;
+    }
+
+    char fs[40], ts[40], host[64] = "localhost";
+    wt_time_format(from, from % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
+    wt_time_format(to, to % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
+    gethostname(host, sizeof host - 1);
+    double total = 0;
+    struct node_sum *nodes = calloc(n ? n : 1, sizeof *nodes);
+    size_t nn = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!rows[i].chosen || !in_total(&rows[i]))
+            continue;
+        total += rows[i].energy_j;
+        const char *node = rows[i].s.node[0] ? rows[i].s.node : host;
+        size_t k = 0;
+        while (k < nn && strcmp(nodes[k].node, node) != 0)
+            k++;
+        if (k == nn) {
+            snprintf(nodes[nn].node, sizeof nodes[nn].node, "%s", node);
+            nodes[nn++].cov_min = 1;
+        }
+        nodes[k].j += rows[i].energy_j;
+        nodes[k].n++;
+        if (rows[i].coverage < nodes[k].cov_min)
+            nodes[k].cov_min = rows[i].coverage;
+    }
+
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "from", fs);
+        cJSON_AddStringToObject(root, "to", ts);
+        cJSON_AddNumberToObject(root, "total_joules", total);
+        cJSON *arr = cJSON_AddArrayToObject(root, "series");
+        if (strcmp(by, "node") == 0) {
+            for (size_t k = 0; k < nn; k++) {
+                cJSON *o = cJSON_CreateObject();
+                cJSON_AddStringToObject(o, "node", nodes[k].node);
+                cJSON_AddNumberToObject(o, "energy_joules", nodes[k].j);
+                cJSON_AddNumberToObject(o, "coverage", nodes[k].cov_min);
+                cJSON_AddNumberToObject(o, "series", nodes[k].n);
+                cJSON_AddItemToArray(arr, o);
+            }
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                if (!rows[i].chosen)
+                    continue;
+                cJSON *o = cJSON_CreateObject();
+                add_labels(o, &rows[i]);
+                cJSON_AddNumberToObject(o, "energy_joules", rows[i].energy_j);
+                cJSON_AddStringToObject(o, "method", rows[i].method);
+                cJSON_AddNumberToObject(o, "coverage", rows[i].coverage);
+                if (!in_total(&rows[i]))
+                    cJSON_AddFalseToObject(o, "in_total");
+                cJSON_AddItemToArray(arr, o);
+            }
+        }
+        char *txt = cJSON_PrintUnformatted(root);
+        if (txt)
+            printf("%s\n", txt);
+        cJSON_free(txt);
+        cJSON_Delete(root);
+    } else {
+        char e[64], name[WT_LABELS_LEN + 96];
+        printf("energy from %s to %s (%.0f s)\n", fs, ts, (double)(to - from) / 1e9);
+        human_energy(total, e, sizeof e);
+        printf("  %-44s %s\n", "total", e);
+        if (strcmp(by, "node") == 0) {
+            for (size_t k = 0; k < nn; k++) {
+                human_energy(nodes[k].j, e, sizeof e);
+                printf("  %-44s %s  coverage %5.1f%%\n", nodes[k].node, e,
+                       100 * nodes[k].cov_min);
+            }
+        } else {
+            for (size_t i = 0; i < n; i++) {
+                if (!rows[i].chosen)
+                    continue;
+                describe(&rows[i], name, sizeof name);
+                human_energy(rows[i].energy_j, e, sizeof e);
+                printf("  %-44.44s %s  %-10s coverage %5.1f%%%s\n", name, e, rows[i].method,
+                       100 * rows[i].coverage, in_total(&rows[i]) ? "" : "  (within another)");
+            }
+        }
+        if (n == 0)
+            printf("  (no energy series stored in this window)\n");
+    }
+    free(nodes);
+    free(rows);
+    wt_store_close(st);
+    return 0;
+}

@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--db FILE] [-c FILE]`:
+ * the stored readings of every series matching SERIES (`metric` or `metric{key="value",...}`),
+ * optionally downsampled to one point per step (mean of gauges, last value of counters), so
+ * users can plot or export what the daemon recorded. Plain output is one line per point:
+ *   2026-11-29T18:00:00.000Z  wattage_gpu_power_watts{gpu="0",...}  312.5
+ */
+#include <cjson/cJSON.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "store/query.h"
+#include "store/store.h"
+
+/* CSV field: quoted, with inner quotes doubled. */
+static void csv_field(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void series_name(const struct wt_series_info *si, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%s%s%s%s%s", si->node[0] ? si->node : "", si->node[0] ? ":" : "",
+             si->metric, si->labels[0] ? "{" : "", si->labels, si->labels[0] ? "}" : "");
+}
+
+int wt_cmd_query(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
+        {"step", required_argument, NULL, 's'}, {"csv", no_argument, NULL, 'C'},
+        {"json", no_argument, NULL, 'j'},       {"db", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'}, {0}};
+    const char *from_s = "-1h", *to_s = "now", *db = NULL, *config = NULL, *sel = NULL;
+    int64_t step = 0, now = wt_now_real_ns(), from, to;
+    bool csv = false, json = false;
+    int c, rc;
+
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            from_s = optarg;
+            break;
+        case 't':
+            to_s = optarg;
+            break;
+        case 's':
+            if (wt_duration_parse(optarg, &step) != 0) {
+                fprintf(stderr, "wattage query: --step: expected a duration > 0 like 10s or 1m "
+                                "(got \"%s\")\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case 'C':
+            csv = true;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'd':
+            db = optarg;
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        default:
+            return 2;
+        }
+    }
+    if (optind + 1 != argc) {
+        fprintf(stderr, "wattage query: expected one SERIES, e.g. "
+                        "'wattage_gpu_power_watts{gpu=\"0\"}'\n");
+        return 2;
+    }
+    sel = argv[optind];
+    if (csv && json) {
+        fprintf(stderr, "wattage query: --csv and --json exclude each other\n");
+        return 2;
+    }
+    if ((rc = wt_cli_parse_time("query", "--from", from_s, now, &from)) ||
+        (rc = wt_cli_parse_time("query", "--to", to_s, now, &to)))
+        return rc;
+    if (to < from) {
+        fprintf(stderr, "wattage query: --to must not be before --from\n");
+        return 2;
+    }
+
+    struct wt_store *st = NULL;
+    struct wt_series_info *si = NULL;
+    size_t ns = 0;
+    struct wt_err err = {{0}};
+    rc = wt_cli_open_store(config, db, false, &st);
+    if (rc)
+        return rc;
+    if (wt_store_series(st, sel, false, &si, &ns, &err) != 0) {
+        fprintf(stderr, "wattage query: %s\n", err.msg);
+        wt_store_close(st);
+        return 2;
+    }
+    if (ns == 0)
+        fprintf(stderr, "wattage query: no stored series matches %s\n", sel);
+
+    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "series") : NULL;
+    char ts[40], name[WT_LABELS_LEN + 200];
+    rc = 0;
+    if (csv)
+        printf("time,series,value\n");
+    for (size_t i = 0; i < ns && rc == 0; i++) {
+        struct wt_point *p = NULL;
+        size_t np = 0;
+        if (wt_store_points(st, &si[i], from, to, step, &p, &np) != 0) {
+            fprintf(stderr, "wattage query: reading %s failed\n", si[i].metric);
+            rc = 1;
+            break;
+        }
+        series_name(&si[i], name, sizeof name);
+        cJSON *o = NULL, *pts = NULL;
+        if (json) {
+            o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "metric", si[i].metric);
+            cJSON *lab = cJSON_AddObjectToObject(o, "labels");
+            size_t pos = 0;
+            char k[64], v[WT_LABELS_LEN];
+            while (wt_labels_next(si[i].labels, &pos, k, sizeof k, v, sizeof v) == 1)
+                cJSON_AddStringToObject(lab, k, v);
+            if (si[i].node[0])
+                cJSON_AddStringToObject(o, "node", si[i].node);
+            pts = cJSON_AddArrayToObject(o, "points");
+            cJSON_AddItemToArray(arr, o);
+        }
+        for (size_t k = 0; k < np; k++) {
+            wt_time_format(p[k].t_ns, 1, ts, sizeof ts);
+            if (json) {
+                cJSON *pt = cJSON_CreateArray();
+                cJSON_AddItemToArray(pt, cJSON_CreateString(ts));
+                cJSON_AddItemToArray(pt, cJSON_CreateNumber(p[k].v));
+                cJSON_AddItemToArray(pts, pt);
+            } else if (csv) {
+                printf("%s,", ts);
+                csv_field(name);
+                printf(",%.17g\n", p[k].v);
+            } else {
+                printf("%s  %s  %.10g\n", ts, name, p[k].v);
+            }
+        }
+        free(p);
+    }
+    if (root) {
+        char *txt = cJSON_PrintUnformatted(root);
+        if (txt)
+            printf("%s\n", txt);
+        cJSON_free(txt);
+        cJSON_Delete(root);
+    }
+    free(si);
+    wt_store_close(st);
+    return rc;
+}
