@@ -110,6 +110,25 @@ check "run survives a lost GPU" test $rc -eq 0
 check "the lost GPU is logged" grep -qi 'gpu=3.*lost\|lost.*gpu=3\|GPU 3.*lost' "$TMP/run.log"
 check "the GPU's recovery is logged" grep -qi 'gpu=3.*\(back\|recover\)\|\(back\|recover\).*gpu=3\|GPU 3.*\(back\|recover\)' "$TMP/run.log"
 
+# --- SIGHUP reloads the configuration; a bad one is refused and the daemon goes on
+printf 'daemon:\n  interval: 0.2s\n  log_level: info\n' >"$TMP/hup.yaml"
+port=$(free_port)
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/hup.yaml" --listen 127.0.0.1:$port --db "$TMP/hup.db" >"$TMP/hup.log" 2>&1 &
+pid=$!
+sleep 1
+printf 'daemon:\n  interval: 0.2s\n  log_level: debug\n' >"$TMP/hup.yaml"
+kill -HUP $pid
+wait_for 5 grep -q 'nvml: tick' "$TMP/hup.log"
+check "SIGHUP applies the new configuration (debug ticks appear)" grep -q 'nvml: tick' "$TMP/hup.log"
+printf 'daemon:\n  interval: 0.2s\n  bogus: 1\n' >"$TMP/hup.yaml"
+kill -HUP $pid
+wait_for 5 grep -q 'reload failed' "$TMP/hup.log"
+check "a bad configuration on SIGHUP is refused with file:line" \
+    bash -c 'grep -q "hup.yaml:3: daemon.bogus: unknown key" "$1" && grep -q "reload failed" "$1"' _ "$TMP/hup.log"
+sleep 0.5
+check "the daemon goes on after a refused reload" kill -0 $pid
+kill -TERM $pid; wait $pid
+
 # --- SIGTERM stops it cleanly
 WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 >"$TMP/run.log" 2>&1 &
 pid=$!
