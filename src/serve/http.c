@@ -481,6 +481,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         o.close = has_body(c);
         return send_error(c, &o, MHD_HTTP_NOT_FOUND, buf);
     }
+    if (!rt && h->token && !read && !token_ok(h, c)) {
+        /* A writer without the token learns nothing, not even which methods exist. */
+        o.auth_challenge = true;
+        o.close = has_body(c);
+        return send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a valid bearer token is required");
+    }
     if (!rt) {
         o.allow = allow;
         o.close = has_body(c);
