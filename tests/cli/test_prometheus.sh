@@ -14,7 +14,6 @@ export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
 export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=8 FAKE_NVML_POWER=300,100,7
 FAKE_NVML_T0=$(python3 -c 'import time; print(time.time())')
 export FAKE_NVML_T0
-EXACT=$(dirname "$FAKE_NVML")/fake_nvml_energy
 INTERVAL=0.5
 WINDOW=20
 
@@ -39,52 +38,13 @@ check "up{job=\"wattage\"} is 1" python3 -c '
 import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; assert r and r[0]["value"][1] == "1", r' "$TMP/up.json"
 
 prom_query "wattage_gpu_power_watts[15s]" "$te" >"$TMP/power.json"
-check "every power sample is one the fake produced around its scrape, 8 GPUs" python3 - \
-    "$TMP/power.json" "$FAKE_NVML_T0" "$INTERVAL" <<'PY'
-import json, math, sys
-d = json.load(open(sys.argv[1]))
-t0, interval = float(sys.argv[2]), float(sys.argv[3])
-res = d["data"]["result"]
-gpus = sorted(int(s["metric"]["gpu"]) for s in res)
-assert gpus == list(range(8)), f"series: {gpus}"
-def p(i, t):
-    return 300 + 100 * math.sin(2 * math.pi * (t - t0) / 7 + i)
-n = 0
-for s in res:
-    m = s["metric"]
-    assert m["uuid"] == f"GPU-fake-0000-{m['gpu']}" and m["model"] == "NVIDIA H200", m
-    i = int(m["gpu"])
-    assert len(s["values"]) >= 10, f"gpu {i}: only {len(s['values'])} samples"
-    for ts, v in s["values"]:
-        v = float(v)
-        # The value came from the last poll before the scrape: at most one interval earlier.
-        ws = [p(i, ts - k * (interval + 0.2) / 200) for k in range(201)]
-        if not (min(ws) - 0.5 <= v <= max(ws) + 0.5):
-            sys.exit(f"gpu {i} at {ts}: {v} W, fake gave {min(ws):.2f}..{max(ws):.2f} W")
-        n += 1
-print(f"# {n} power samples checked", file=sys.stderr)
-PY
+check "every power sample is one the fake produced around its scrape, 8 GPUs" \
+    check_power_samples "$TMP/power.json" "$INTERVAL"
 
 prom_query "increase(wattage_gpu_energy_joules_total{method!=\"integrated\"}[${WINDOW}s])" "$te" \
     >"$TMP/energy.json"
-check "increase() of the energy counters is within 5% of the exact integral, 8 GPUs" python3 - \
-    "$TMP/energy.json" "$te" "$WINDOW" "$EXACT" <<'PY'
-import json, subprocess, sys
-d = json.load(open(sys.argv[1]))
-te, w, exact = float(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-res = d["data"]["result"]
-assert len(res) == 8, f"{len(res)} series: {res}"
-worst = 0
-for s in res:
-    i = s["metric"]["gpu"]
-    got = float(s["value"][1])
-    want = float(subprocess.check_output([exact, i, repr(te - w), repr(te)]))
-    err = abs(got - want) / want
-    worst = max(worst, err)
-    if err > 0.05:
-        sys.exit(f"gpu {i}: increase {got:.1f} J, exact {want:.1f} J ({err:.2%})")
-print(f"# worst difference {worst:.2%}", file=sys.stderr)
-PY
+check "increase() of the energy counters is within 5% of the exact integral, 8 GPUs" \
+    check_increase "$TMP/energy.json" "$te" "$WINDOW" 0.05
 
 prom_query 'sum(wattage_collector_up{collector="nvml"})' "$te" >"$TMP/self.json"
 check "the collector self-metrics reach Prometheus" python3 -c '
