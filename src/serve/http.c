@@ -18,12 +18,14 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,8 +49,28 @@ struct route {
     void *ctx;
 };
 
+/*
+ * One open connection, for the request deadline: libmicrohttpd's timeout is an idle timeout, so
+ * a client trickling one header byte at a time (slow loris) would hold a connection for ever.
+ * The reaper thread cuts every connection whose request has not been answered within
+ * WT_HTTP_REQUEST_DEADLINE_S of its start (the connection's start, or the end of the previous
+ * response on a kept-alive connection).
+ */
+struct conn {
+    struct conn *prev, *next;
+    int fd;
+    int64_t since; /* CLOCK_MONOTONIC ns; atomic */
+    int answered;  /* a response is queued for the current request; atomic */
+    bool cut;
+};
+
 struct wt_http {
     struct wt_hub *hub;
+    pthread_mutex_t conns_mu;
+    pthread_cond_t reaper_cv;
+    pthread_t reaper;
+    bool reaper_running, stopping;
+    struct conn *conns;
     struct MHD_Daemon *mhd;
     int fd; /* the listening socket until MHD owns it */
     int port;
@@ -276,6 +298,10 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
         return MHD_NO;
     }
     o->r.body = NULL; /* the response owns it now */
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context)
+        __atomic_store_n(&((struct conn *)ci->socket_context)->answered, 1, __ATOMIC_RELEASE);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
                             o->r.content_type ? o->r.content_type : "application/json");
     if (o->r.content_encoding)
@@ -526,13 +552,93 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     struct req *rq = *con_cls;
     (void)cls;
-    (void)c;
     (void)toe;
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    if (ci && ci->socket_context) {
+        struct conn *k = ci->socket_context;
+        __atomic_store_n(&k->since, wt_now_mono_ns(), __ATOMIC_RELEASE);
+        __atomic_store_n(&k->answered, 0, __ATOMIC_RELEASE);
+    }
     if (rq) {
         free(rq->body);
         free(rq);
         *con_cls = NULL;
     }
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct wt_http *h = cls;
+    struct conn *k = *socket_context;
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        k = calloc(1, sizeof *k);
+        if (!k || !ci)
+            goto fail;
+        k->fd = ci->connect_fd;
+        k->since = wt_now_mono_ns();
+        pthread_mutex_lock(&h->conns_mu);
+        k->next = h->conns;
+        if (h->conns)
+            h->conns->prev = k;
+        h->conns = k;
+        pthread_mutex_unlock(&h->conns_mu);
+        *socket_context = k;
+        return;
+    fail:
+        free(k);
+        *socket_context = NULL;
+        return;
+    }
+    /* CLOSED: libmicrohttpd calls this before it closes the socket, so the reaper (which
+     * takes the same lock) never shuts down a descriptor that was reused. */
+    if (!k)
+        return;
+    pthread_mutex_lock(&h->conns_mu);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        h->conns = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    pthread_mutex_unlock(&h->conns_mu);
+    free(k);
+    *socket_context = NULL;
+}
+
+static void *reaper_main(void *arg)
+{
+    struct wt_http *h = arg;
+    const int64_t deadline = WT_HTTP_REQUEST_DEADLINE_S * WT_NS_PER_S;
+    pthread_mutex_lock(&h->conns_mu);
+    while (!h->stopping) {
+        int64_t now = wt_now_mono_ns();
+        for (struct conn *k = h->conns; k; k = k->next) {
+            if (k->cut || __atomic_load_n(&k->answered, __ATOMIC_ACQUIRE))
+                continue;
+            int64_t since = __atomic_load_n(&k->since, __ATOMIC_ACQUIRE);
+            if (now - since > deadline) {
+                /* The owning thread sees end-of-file and closes the connection itself. */
+                shutdown(k->fd, SHUT_RDWR);
+                k->cut = true;
+                wt_debug("http", "cut a connection whose request took over %d s",
+                         WT_HTTP_REQUEST_DEADLINE_S);
+            }
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += 250 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->reaper_cv, &h->conns_mu, &ts);
+    }
+    pthread_mutex_unlock(&h->conns_mu);
+    return NULL;
 }
 
 static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -854,6 +960,12 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
         return -ENOMEM;
     h->hub = hub;
     h->fd = -1;
+    pthread_mutex_init(&h->conns_mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&h->reaper_cv, &ca);
+    pthread_condattr_destroy(&ca);
     int rc = load_tls(h, cfg, err);
     if (!rc)
         rc = load_token(h, cfg, err);
@@ -918,6 +1030,7 @@ int wt_http_start(struct wt_http *h, struct wt_err *err)
     OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, WT_HTTP_CONN_MEMORY, NULL);
     OPT(MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL);
     OPT(MHD_OPTION_NOTIFY_COMPLETED, on_completed, h);
+    OPT(MHD_OPTION_NOTIFY_CONNECTION, on_connection, h);
     OPT(MHD_OPTION_UNESCAPE_CALLBACK, on_unescape, h);
     OPT(MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, h);
     unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
@@ -940,6 +1053,10 @@ int wt_http_start(struct wt_http *h, struct wt_err *err)
         return -EIO;
     }
     h->fd = -1; /* closed by MHD_stop_daemon from now on */
+    if (pthread_create(&h->reaper, NULL, reaper_main, h) == 0)
+        h->reaper_running = true;
+    else
+        wt_warn("http", "no request deadline thread: slow clients are cut only when idle");
     wt_info("http", "serving on %s://%s%s%s", h->cert ? "https" : "http", h->addr,
             h->ca ? " client_certificates=required" : "",
             h->token ? (h->protect_reads ? " token=reads,writes" : " token=writes") : "");
@@ -950,6 +1067,13 @@ void wt_http_close(struct wt_http *h)
 {
     if (!h)
         return;
+    if (h->reaper_running) {
+        pthread_mutex_lock(&h->conns_mu);
+        h->stopping = true;
+        pthread_cond_signal(&h->reaper_cv);
+        pthread_mutex_unlock(&h->conns_mu);
+        pthread_join(h->reaper, NULL);
+    }
     if (h->mhd)
         MHD_stop_daemon(h->mhd);
     if (h->fd >= 0)
@@ -958,6 +1082,8 @@ void wt_http_close(struct wt_http *h)
     free_secret(h->token, h->token_len);
     free(h->cert);
     free(h->ca);
+    pthread_cond_destroy(&h->reaper_cv);
+    pthread_mutex_destroy(&h->conns_mu);
     free(h);
 }
 

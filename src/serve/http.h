@@ -22,6 +22,7 @@
 #include "core/hub.h"
 
 #define WT_HTTP_TIMEOUT_S 10          /* idle time before a connection is closed */
+#define WT_HTTP_REQUEST_DEADLINE_S 10 /* a whole request (headers, body) must arrive in this */
 #define WT_HTTP_MAX_CONNECTIONS 256   /* in all */
 #define WT_HTTP_MAX_PER_IP 128        /* per client address */
 #define WT_HTTP_CONN_MEMORY (32 * 1024) /* request line + headers must fit */
