@@ -42,6 +42,7 @@ PY
 echo "== daemon 60 s, matmul load from 15 s to 45 s"
 t0=$("$py" -c 'import time; print(time.time())')
 "$BIN" run --interval 1 --duration 60 --summary-interval 5 --db "$work/gpucheck.db" \
+    --listen 127.0.0.1:${WATTAGE_CHECK_PORT:-19747} \
     >"$work/run.log" 2>&1 &
 dpid=$!
 "$py" - "$t0" >"$work/load.json" 2>"$work/load.err" <<'PY' &
@@ -68,6 +69,15 @@ wait $lpid
 wait $dpid
 echo "daemon exit: $?"
 grep -E 'nvml|warn|error' "$work/run.log" | grep -v 'energy wattage' | head -8
+
+echo "== energy over the exact load window, from the store"
+if [[ -s $work/load.json ]]; then
+    from=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["start"])' "$work/load.json")
+    to=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["stop"])' "$work/load.json")
+    "$BIN" energy --from "$from" --to "$to" --db "$work/gpucheck.db" 2>&1
+fi
+echo "== RAPL on this machine"
+ls /sys/class/powercap 2>&1 | head -5
 
 echo "== NVML call timings (GPU 0, 500 calls each)"
 "$CALLS" 500 2>&1 | tee "$work/calls.txt"
