@@ -3,7 +3,8 @@
 # A no-op when everything is present. Uses sudo when not run as root.
 set -eu
 build="gcc make pkg-config libsqlite3-dev libmicrohttpd-dev libgnutls28-dev libyaml-dev libcjson-dev zlib1g-dev"
-test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk"
+test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk
+      python3-psutil python3-prometheus-client prometheus-node-exporter valgrind"
 pkgs=$build
 [ "${1:-}" = "--test" ] && pkgs=$test
 missing=""
