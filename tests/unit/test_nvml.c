@@ -285,9 +285,9 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
         WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "gpu_idle"), 0);
         WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "hw_slowdown"), 0);
         WT_EQ_INT(value(&b, WT_M_GPU_THROTTLED, g, "reason", "display_clocks_setting"), 0);
-        /* The counter starts at the hardware value: offset 1e9 mJ plus a few ms of energy. */
+        /* The counter starts at the hardware value: offset 1e9 mJ plus the energy since T0. */
         double e = value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL);
-        WT_ASSERT(e >= 1e6 && e < 1e6 + 50);
+        WT_ASSERT(e >= 1e6 && e <= 1e6 + 400 * (t_after - t0) + 0.01);
         WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated"), 0, 1e-12);
         WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, g, NULL, NULL), 0);
     }
@@ -390,31 +390,31 @@ WT_TEST(not_supported_power_keeps_the_counter_and_the_gpu_up)
 WT_TEST(a_lost_gpu_is_down_alone_and_comes_back)
 {
     set_t0_now();
-    setenv("FAKE_NVML_LOST", "2:0.3:0.8", 1);
+    setenv("FAKE_NVML_LOST", "2:0.6:1.4", 1);
     double t0 = atof(getenv("FAKE_NVML_T0"));
     void *st = open_ok(fake(), 50);
     struct wt_batch b = {0};
     int downs = 0, ups_after = 0;
     double last_e = -1;
-    while (now_s() < t0 + 1.2) {
-        int64_t t = poll_ok(st, &b);
-        double s = (double)t / WT_NS_PER_S - t0;
+    while (now_s() < t0 + 2.0) {
+        /* The fake reads its clock during the poll: judge only polls wholly on one side. */
+        double s0 = (double)poll_ok(st, &b) / WT_NS_PER_S - t0, s1 = now_s() - t0;
         for (unsigned int g = 0; g < 8; g++)
             if (g != 2)
                 WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
-        double up = value(&b, WT_M_GPU_UP, 2, NULL, NULL);
-        if (s > 0.31 && s < 0.79) {
+        double up = up_of(&b, 2);
+        if (s0 >= 0.6 && s1 < 1.4) {
             WT_EQ_INT(up, 0);
             /* Down: info and gpu_up only, nothing stale. */
             WT_ASSERT(isnan(value(&b, WT_M_GPU_POWER_W, 2, NULL, NULL)));
             WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, 2, NULL, NULL)));
             downs++;
-        } else if (s < 0.29 || s > 0.81) {
+        } else if (s1 < 0.6 || s0 >= 1.4) {
             WT_EQ_INT(up, 1);
             double e = value(&b, WT_M_GPU_ENERGY_J, 2, NULL, NULL);
             WT_ASSERT(e >= last_e);
             last_e = e;
-            ups_after += s > 0.81;
+            ups_after += s0 >= 1.4;
         }
         sleep_s(0.05);
     }
@@ -430,14 +430,19 @@ WT_TEST(a_lost_gpu_is_down_alone_and_comes_back)
 WT_TEST(a_gpu_lost_at_open_is_picked_up_later_with_its_labels)
 {
     set_t0_now();
-    setenv("FAKE_NVML_LOST", "0:-1:0.3", 1);
+    setenv("FAKE_NVML_LOST", "0:-1:1.0", 1);
     double t0 = atof(getenv("FAKE_NVML_T0"));
     void *st = open_ok(fake(), 50);
     struct wt_batch b = {0};
     poll_ok(st, &b);
+    if (now_s() - t0 >= 1.0)
+        wt_test_fail(__FILE__, __LINE__, "open and one poll took over a second");
     WT_EQ_INT(up_of(&b, 0), 0);
     WT_EQ_INT(up_of(&b, 1), 1);
-    while (now_s() < t0 + 0.35)
+    /* Never seen: its labels say so rather than guessing. */
+    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
+    WT_ASSERT(isnan(value(&b, WT_M_GPU_UP, 0, NULL, NULL)));
+    while (now_s() < t0 + 1.05)
         sleep_s(0.02);
     poll_ok(st, &b);
     WT_EQ_INT(value(&b, WT_M_GPU_UP, 0, NULL, NULL), 1);
@@ -462,8 +467,9 @@ WT_TEST(a_counter_reset_neither_goes_back_nor_jumps)
         WT_ASSERT(!isnan(e));
         if (last_e >= 0) {
             WT_ASSERT(e >= last_e);
-            /* At most 400 W over the step, plus the counter's mJ rounding. */
-            WT_ASSERT(e - last_e <= 400 * (t - last_t) + 0.01);
+            /* At most 400 W over the step; the fake reads its clock a little after the stamp,
+             * so allow 50 ms of slack. A jump would be the 1e6 J offset coming back. */
+            WT_ASSERT(e - last_e <= 400 * (t - last_t + 0.05));
         }
         after += t - t0 > 0.45;
         last_e = e, last_t = t;
@@ -532,7 +538,7 @@ WT_TEST(a_failing_init_is_reported)
 WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
 {
     setenv("FAKE_NVML_GPUS", "1", 1);
-    void *st = open_ok(fake(), 50);
+    void *st = open_ok(fake(), 200);
     struct wt_batch b = {0};
     poll_ok(st, &b);
     sleep_s(0.05);
@@ -540,7 +546,7 @@ WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
     double before = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated");
     WT_ASSERT(before > 0);
     WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 0);
-    sleep_s(0.3);
+    sleep_s(0.8);
     poll_ok(st, &b);
     WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 1);
     WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated"), before, 1e-9);
@@ -595,9 +601,12 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
     memcpy(&exact, &p, sizeof p);
 
     struct wt_batch b = {0};
+    /* A first poll to warm up (lazy binding, caches): the window's ends are then alike. */
+    poll_ok(st, &b);
+    sleep_s(0.2);
     int64_t t_first = poll_ok(st, &b);
-    double c0 = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL);
-    double i0 = value(&b, WT_M_GPU_ENERGY_J, 1, "method", "integrated");
+    double c0 = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL);
+    double i0 = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated");
     int64_t t_last = t_first;
     int64_t deadline = wt_now_mono_ns();
     for (int i = 0; i < 15; i++) {
@@ -605,10 +614,10 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
         wt_sleep_until_mono(deadline);
         t_last = poll_ok(st, &b);
     }
-    *counter_j = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL) - c0;
-    *integrated_j = value(&b, WT_M_GPU_ENERGY_J, 1, "method", "integrated") - i0;
-    *exact_j = exact(1, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
-    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 1, NULL, NULL), 0);
+    *counter_j = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL) - c0;
+    *integrated_j = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated") - i0;
+    *exact_j = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
+    WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 0);
     printf("# over %.3f s: counter %.3f J, integrated %.3f J, exact %.3f J\n",
            (double)(t_last - t_first) / WT_NS_PER_S, *counter_j, *integrated_j, *exact_j);
     wt_batch_free(&b);
