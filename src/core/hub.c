@@ -55,6 +55,14 @@ void wt_hub_close(struct wt_hub *h)
 int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns)
 {
     pthread_mutex_lock(&h->mu);
+    /* A restarted loop (SIGHUP) finds its collectors' slots again. */
+    for (int i = 0; i < h->nslots; i++) {
+        if (strcmp(h->slots[i].st.name, name) == 0) {
+            h->slots[i].st.interval_ns = interval_ns;
+            pthread_mutex_unlock(&h->mu);
+            return i;
+        }
+    }
     int idx = h->nslots < HUB_MAX_COLLECTORS ? h->nslots++ : -ENOSPC;
     if (idx >= 0) {
         struct slot *s = &h->slots[idx];

@@ -37,7 +37,7 @@ typedef void (*wt_hub_sink_fn)(void *ctx, const char *collector, const struct wt
 int wt_hub_open(struct wt_hub **out) WT_MUST_USE;
 void wt_hub_close(struct wt_hub *h);
 
-/* Registers a collector slot. Returns its index (>= 0) or -ENOSPC / -ENOMEM. */
+/* Registers a collector slot, or finds the one of that name. Returns its index (>= 0) or -ENOSPC. */
 int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns);
 /* Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. */
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);

@@ -248,3 +248,16 @@ WT_TEST(loop_looks_again_for_absent_source)
     wt_loop_stop(loop);
     wt_hub_close(hub);
 }
+
+WT_TEST(hub_slots_are_found_again_by_name)
+{
+    struct wt_hub *hub;
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    for (int i = 0; i < 40; i++) {
+        WT_EQ_INT(wt_hub_add_collector(hub, "nvml", WT_NS_PER_S), 0);
+        WT_EQ_INT(wt_hub_add_collector(hub, "procfs", WT_NS_PER_S), 1);
+    }
+    struct wt_hub_collector cs[4];
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 4), 2);
+    wt_hub_close(hub);
+}
