@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]`: the energy
+ * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]
+ * [--method auto|counter|integrated] [--raw]`: the energy
  * of every stored energy series over exactly [from, to] (see store/query.h for the rule), counter
  * first per GPU. JSON is a contract other checks read:
  *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
@@ -118,8 +119,9 @@ int wt_cmd_energy(int argc, char **argv)
         {"by", required_argument, NULL, 'b'},   {"json", no_argument, NULL, 'j'},
         {"db", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
         {"raw", no_argument, NULL, 'r'},        {"help", no_argument, NULL, 'h'},
-        {0}};
+        {"method", required_argument, NULL, 'm'}, {0}};
     const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
+    const char *method = "auto";
     bool json = false;
     int flags = 0, c, rc;
     struct wt_store *st = NULL;
@@ -151,10 +153,15 @@ int wt_cmd_energy(int argc, char **argv)
         case 'r':
             flags |= WT_Q_RAW_ONLY;
             break;
+        case 'm':
+            method = optarg;
+            break;
         case 'h':
             printf("usage: wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db "
-                   "FILE] [-c FILE]\n  T: RFC 3339, unix seconds, or relative (-2h, now); "
-                   "default the last hour\n");
+                   "FILE] [-c FILE] [--method auto|counter|integrated] [--raw]\n"
+                   "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
+                   "  --method: per GPU, the hardware counter first (auto), or only one kind\n"
+                   "  --raw: raw readings only (no per-minute rollups)\n");
             return 0;
         default:
             return 2;
@@ -166,6 +173,13 @@ int wt_cmd_energy(int argc, char **argv)
     }
     if (strcmp(by, "gpu") != 0 && strcmp(by, "node") != 0) {
         fprintf(stderr, "wattage energy: --by: expected gpu or node (got \"%s\")\n", by);
+        return 2;
+    }
+    if (strcmp(method, "auto") != 0 && strcmp(method, "counter") != 0 &&
+        strcmp(method, "integrated") != 0) {
+        fprintf(stderr, "wattage energy: --method: expected auto, counter or integrated (got "
+                        "\"%s\")\n",
+                method);
         return 2;
     }
     int64_t now = wt_now_real_ns(), from, to;
@@ -187,6 +201,10 @@ int wt_cmd_energy(int argc, char **argv)
         return 1;
     }
 
+    for (size_t i = 0; i < n && strcmp(method, "auto") != 0; i++) {
+        if (strcmp(rows[i].s.metric, "wattage_gpu_energy_joules_total") == 0)
+            rows[i].chosen = strcmp(rows[i].method, method) == 0;
+    }
     char fs[40], ts[40], host[64] = "localhost";
     wt_time_format(from, from % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
     wt_time_format(to, to % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
