@@ -50,6 +50,17 @@ int64_t wt_loop_next_interval(int64_t base_ns, int fails)
     return v < cap ? v : cap;
 }
 
+int64_t wt_loop_next_deadline(int64_t deadline, int64_t interval, int64_t now)
+{
+    deadline += interval;
+    if (deadline <= now) {
+        /* Missed ticks are skipped, keeping the phase of the schedule. */
+        int64_t behind = now - deadline;
+        deadline += (behind / interval + 1) * interval;
+    }
+    return deadline;
+}
+
 /* Waits until the monotonic deadline or a stop. Returns true when asked to stop. */
 static bool wait_until(struct wt_loop *l, int64_t deadline)
 {
@@ -151,12 +162,7 @@ static void *worker_main(void *arg)
             interval = next;
             wt_hub_set_state(l->hub, w->slot, true, interval);
         }
-        deadline += interval;
-        if (deadline <= t1) {
-            /* Missed ticks are skipped, keeping the phase of the schedule. */
-            int64_t behind = t1 - deadline;
-            deadline += (behind / interval + 1) * interval;
-        }
+        deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
         if (wait_until(l, deadline))
             break;
     }

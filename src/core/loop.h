@@ -36,4 +36,11 @@ void wt_loop_stop(struct wt_loop *l);
 /* The next interval after a poll: pure, for tests. fails = consecutive failures so far. */
 int64_t wt_loop_next_interval(int64_t base_ns, int fails);
 
+/*
+ * The next absolute deadline after `deadline`: one interval on, or, when `now` is already past
+ * that, the first point of the same grid after now (missed ticks are skipped, the phase kept, so
+ * ticks never drift). Pure, for tests.
+ */
+int64_t wt_loop_next_deadline(int64_t deadline, int64_t interval, int64_t now);
+
 #endif
