@@ -67,12 +67,12 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 # The fake NVML is a real shared object found through the same dlopen path as the driver's.
 $(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h
 	@mkdir -p $(dir $@)
-	$(CC) -fPIC -shared $(CFLAGS) -Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lm
+	$(CC) -fPIC -shared $(CFLAGS) -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -o $@ $< -lm
 
 # The same fake with only the required entry points, under their oldest names.
 $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h
 	@mkdir -p $(dir $@)
-	$(CC) -fPIC -shared $(CFLAGS) -DFAKE_MINIMAL -Wl,-soname,libnvidia-ml.so.1 -o $@ $< -lm
+	$(CC) -fPIC -shared $(CFLAGS) -DFAKE_MINIMAL -Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -o $@ $< -lm
 
 # fake_nvml_energy GPU FROM TO: the fake's exact energy over a window, for shell tests.
 $(BUILD)/tests/fakes/fake_nvml_energy: tests/fakes/fake_nvml.c src/collect/nvml_api.h

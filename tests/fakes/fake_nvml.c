@@ -8,7 +8,8 @@
  *   FAKE_NVML_MODEL=NAME         nvmlDeviceGetName (default "NVIDIA H200")
  *                                UUIDs are "GPU-fake-0000-<index>", PCI bus ids
  *                                "00000000:<0x10+index, 2 hex digits>:00.0"
- *   FAKE_NVML_T0=SECONDS         time origin, unix seconds (float); default: time of nvmlInit
+ *   FAKE_NVML_T0=SECONDS         time origin, unix seconds (float); default: time of the first
+ *                                nvmlInit in the process
  *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
  *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
  *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
@@ -144,7 +145,12 @@ static void load(void)
         fk.gpus = MAX_GPUS;
     snprintf(fk.model, sizeof fk.model, "%s",
              env("FAKE_NVML_MODEL") ? env("FAKE_NVML_MODEL") : "NVIDIA H200");
-    fk.t0 = env_double("FAKE_NVML_T0", now_s());
+    /* Without FAKE_NVML_T0 the origin is the first load in this process, so that a collector
+     * closed and opened again (config reload, retry) sees one continuous counter. */
+    static double first_load;
+    if (first_load == 0)
+        first_load = now_s();
+    fk.t0 = env_double("FAKE_NVML_T0", first_load);
     fk.base = 300, fk.amp = 100, fk.period = 7;
     if ((v = env("FAKE_NVML_POWER")))
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);

@@ -642,3 +642,27 @@ WT_TEST(integrated_energy_without_a_counter_is_within_three_percent)
     WT_ASSERT(ex > 600);
     WT_NEAR(in, ex, 0.03 * ex);
 }
+
+WT_TEST(reopening_keeps_one_session_each_and_the_counter_continues)
+{
+    char log[PATH_MAX];
+    snprintf(log, sizeof log, "%s/calls.log", wt_test_dir());
+    setenv("FAKE_NVML_CALL_LOG", log, 1);
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    struct wt_batch b = {0};
+    void *st = open_ok(fake(), 100);
+    poll_ok(st, &b);
+    double e1 = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL);
+    wt_nvml_collector.close(st);
+    sleep_s(0.05);
+    st = open_ok(fake(), 100);
+    poll_ok(st, &b);
+    double e2 = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL);
+    wt_nvml_collector.close(st);
+    /* The hardware counter is what the series starts from, so a reopened collector goes on. */
+    WT_ASSERT(e2 > e1);
+    WT_ASSERT(e2 - e1 < 400 * 1.0);
+    WT_EQ_INT(count_lines(log, "nvmlInit_v2"), 2);
+    WT_EQ_INT(count_lines(log, "nvmlShutdown"), 2);
+    wt_batch_free(&b);
+}
