@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +40,7 @@
 #define MAX_SECRET_FILE (1024 * 1024)
 #define MAX_TOKEN 4096
 #define MAX_COLLECTORS 32
+#define WT_HTTP_NICE 5 /* server threads run this much nicer than the collectors */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
 struct route {
@@ -47,6 +50,29 @@ struct route {
     bool public_read;
     wt_http_handler_fn fn;
     void *ctx;
+};
+
+/* A rendered /metrics body shared by every response that sends it; freed at the last release. */
+struct shared_body {
+    int refs; /* atomic */
+    size_t len;
+    char data[];
+};
+
+/* The cache of rendered expositions, one per format and encoding, valid while the hub's
+ * collector states (which change at every publish) are those it was rendered from. */
+struct hub_mark {
+    size_t n;
+    struct {
+        int64_t tick, interval;
+        uint64_t errors;
+        bool present, up;
+    } c[32];
+};
+
+struct expo_cache {
+    struct hub_mark mark;
+    struct shared_body *body;
 };
 
 /*
@@ -83,6 +109,8 @@ struct wt_http {
     struct route routes[MAX_ROUTES];
     int nroutes;
     size_t snap_hint; /* readings in the last snapshot, to allocate once */
+    pthread_mutex_t cache_mu;
+    struct expo_cache cache[2][2]; /* [format][gzip] */
 };
 
 /* Per-request state of a write route, kept while its body arrives. */
@@ -283,18 +311,31 @@ const char *wt_http_query(const struct wt_http_request *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
 }
 
+static void reply_free(struct wt_http_reply *r)
+{
+    if (r->release)
+        r->release(r->release_arg);
+    else
+        free(r->body);
+    r->body = NULL;
+    r->release = NULL;
+}
+
 /* Queues o on c and frees its body. */
 static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
 {
     static const char nothing[] = "";
     struct MHD_Response *resp;
-    if (o->r.body)
+    if (o->r.body && o->r.release)
+        resp = MHD_create_response_from_buffer_with_free_callback_cls(
+            o->r.len, o->r.body, o->r.release, o->r.release_arg);
+    else if (o->r.body)
         resp = MHD_create_response_from_buffer(o->r.len, o->r.body, MHD_RESPMEM_MUST_FREE);
     else
         resp = MHD_create_response_from_buffer(0, (void *)(uintptr_t)nothing,
                                                MHD_RESPMEM_PERSISTENT);
     if (!resp) {
-        free(o->r.body);
+        reply_free(&o->r);
         return MHD_NO;
     }
     o->r.body = NULL; /* the response owns it now */
@@ -431,7 +472,7 @@ static enum MHD_Result run_handler(struct wt_http *h, struct MHD_Connection *c,
     (void)h;
     int rc = rt->fn(rt->ctx, &req, &o.r);
     if (rc != 0) {
-        free(o.r.body);
+        reply_free(&o.r);
         memset(&o.r, 0, sizeof o.r);
         wt_warn("http", "%s %s failed: %s", method, rt->path, strerror(-rc));
         return send_error(c, &o, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
@@ -573,6 +614,17 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     struct wt_http *h = cls;
     struct conn *k = *socket_context;
     if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        /* Serving runs below the collectors: on a busy node a flood of scrapes must not delay
+         * a poll. Linux applies nice per thread; this runs on each server thread. */
+        static __thread bool niced;
+        if (!niced) {
+            niced = true;
+            pid_t tid = (pid_t)syscall(SYS_gettid);
+            errno = 0;
+            int cur = getpriority(PRIO_PROCESS, (id_t)tid);
+            if (errno == 0)
+                setpriority(PRIO_PROCESS, (id_t)tid, cur + WT_HTTP_NICE);
+        }
         const union MHD_ConnectionInfo *ci =
             MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
         k = calloc(1, sizeof *k);
@@ -677,37 +729,102 @@ static int take_snapshot(struct wt_http *h, struct wt_batch *b)
     return rc;
 }
 
-static int route_metrics(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+static void body_release(void *arg)
 {
-    struct wt_http *h = ctx;
-    struct wt_batch b = {0};
-    size_t len = 0;
-    int rc = take_snapshot(h, &b);
-    if (rc != 0)
-        goto out;
-    enum wt_expo_format f = wt_expo_negotiate(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT));
-    char *text = wt_expo_render(&b, f, WT_VERSION, &len);
-    if (!text) {
-        rc = -ENOMEM;
-        goto out;
+    struct shared_body *b = arg;
+    if (b && __atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL) == 0)
+        free(b);
+}
+
+static void read_mark(struct wt_http *h, struct hub_mark *m)
+{
+    struct wt_hub_collector cs[32];
+    memset(m, 0, sizeof *m);
+    size_t n = wt_hub_collectors(h->hub, cs, 32);
+    m->n = n < 32 ? n : 32;
+    for (size_t i = 0; i < m->n; i++) {
+        m->c[i].tick = cs[i].last_tick_mono;
+        m->c[i].interval = cs[i].interval_ns;
+        m->c[i].errors = cs[i].errors;
+        m->c[i].present = cs[i].present;
+        m->c[i].up = cs[i].up;
     }
-    rep->status = 200;
-    rep->content_type = wt_expo_content_type(f);
-    if (wt_expo_accepts_gzip(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING))) {
-        char *z;
-        size_t zlen;
-        if (wt_expo_gzip(text, len, &z, &zlen) == 0) {
+}
+
+/* Renders the exposition (gzipped when asked) into a new shared body holding one reference. */
+static int render_body(struct wt_http *h, enum wt_expo_format f, bool gz, struct shared_body **out)
+{
+    struct wt_batch b = {0};
+    size_t len = 0, zlen;
+    char *text = NULL, *z = NULL;
+    int rc = take_snapshot(h, &b);
+    if (rc == 0) {
+        text = wt_expo_render(&b, f, WT_VERSION, &len);
+        rc = text ? 0 : -ENOMEM;
+    }
+    if (rc == 0 && gz) {
+        rc = wt_expo_gzip(text, len, &z, &zlen);
+        if (rc == 0) {
             free(text);
             text = z;
             len = zlen;
-            rep->content_encoding = "gzip";
         }
     }
-    rep->body = text;
-    rep->len = len;
-out:
+    if (rc == 0) {
+        struct shared_body *sb = malloc(sizeof *sb + len);
+        if (sb) {
+            sb->refs = 1;
+            sb->len = len;
+            memcpy(sb->data, text, len);
+            *out = sb;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
+    free(text);
     wt_batch_free(&b);
     return rc;
+}
+
+static int route_metrics(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    struct wt_http *h = ctx;
+    struct hub_mark mark;
+    struct shared_body *sb = NULL;
+    enum wt_expo_format f = wt_expo_negotiate(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT));
+    bool gz = wt_expo_accepts_gzip(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING));
+    struct expo_cache *ec = &h->cache[f == WT_EXPO_OPENMETRICS][gz];
+
+    /* The mark is read before the snapshot, so a cached body is never older than its mark;
+     * a publish in between only makes the next request render again. */
+    read_mark(h, &mark);
+    pthread_mutex_lock(&h->cache_mu);
+    if (ec->body && memcmp(&ec->mark, &mark, sizeof mark) == 0) {
+        sb = ec->body;
+        __atomic_add_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL);
+    }
+    pthread_mutex_unlock(&h->cache_mu);
+    if (!sb) {
+        int rc = render_body(h, f, gz, &sb);
+        if (rc != 0)
+            return rc;
+        struct shared_body *old = NULL;
+        __atomic_add_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL); /* one for the cache */
+        pthread_mutex_lock(&h->cache_mu);
+        old = ec->body;
+        ec->body = sb;
+        ec->mark = mark;
+        pthread_mutex_unlock(&h->cache_mu);
+        body_release(old);
+    }
+    rep->status = 200;
+    rep->content_type = wt_expo_content_type(f);
+    rep->content_encoding = gz ? "gzip" : NULL;
+    rep->body = sb->data;
+    rep->len = sb->len;
+    rep->release = body_release;
+    rep->release_arg = sb;
+    return 0;
 }
 
 static int route_status(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
@@ -961,6 +1078,7 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
     h->hub = hub;
     h->fd = -1;
     pthread_mutex_init(&h->conns_mu, NULL);
+    pthread_mutex_init(&h->cache_mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1082,6 +1200,11 @@ void wt_http_close(struct wt_http *h)
     free_secret(h->token, h->token_len);
     free(h->cert);
     free(h->ca);
+    for (int i = 0; i < 2; i++) {
+        for (int j = 0; j < 2; j++)
+            body_release(h->cache[i][j].body);
+    }
+    pthread_mutex_destroy(&h->cache_mu);
     pthread_cond_destroy(&h->reaper_cv);
     pthread_mutex_destroy(&h->conns_mu);
     free(h);

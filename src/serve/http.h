@@ -41,8 +41,10 @@ struct wt_http_request {
 };
 
 /*
- * What a handler answers. body is malloc'd (the server frees it, also on error); content_type
- * is a static string (application/json when NULL).
+ * What a handler answers. body is malloc'd (the server frees it, also on error) unless release
+ * is set: then release(release_arg) is called instead once the body is no longer needed (for
+ * shared, reference-counted bodies). content_type is a static string (application/json when
+ * NULL).
  */
 struct wt_http_reply {
     unsigned status;
@@ -50,6 +52,8 @@ struct wt_http_reply {
     size_t len;
     const char *content_type;
     const char *content_encoding; /* static; NULL for none */
+    void (*release)(void *arg);
+    void *release_arg;
 };
 
 /* Returns 0 with *rep filled, or a negative errno for a 500 (rep->body is freed if set). */

@@ -57,6 +57,15 @@ check "every family's series are together ($bad)" test -z "$bad"
 c=$(curl -s -I -o /dev/null -w '%{http_code} %{size_download}' "$U/metrics")
 check "HEAD /metrics: 200 without a body ($c)" test "$c" = "200 0"
 
+# --- the rendered exposition is reused between polls, never served stale after one
+e1=$(grep '^wattage_gpu_energy_joules_total{gpu="0",uuid="GPU-fake-0000-0",model="NVIDIA H200"}' "$TMP/metrics.txt")
+z1=$(curl -s -H 'Accept-Encoding: gzip' "$U/metrics" | gzip -dc | grep '^wattage_gpu_energy_joules_total{gpu="0",uuid="GPU-fake-0000-0",model="NVIDIA H200"}')
+sleep 1.3
+e2=$(curl -s "$U/metrics" | grep '^wattage_gpu_energy_joules_total{gpu="0",uuid="GPU-fake-0000-0",model="NVIDIA H200"}')
+z2=$(curl -s -H 'Accept-Encoding: gzip' "$U/metrics" | gzip -dc | grep '^wattage_gpu_energy_joules_total{gpu="0",uuid="GPU-fake-0000-0",model="NVIDIA H200"}')
+check "a new poll shows in the next scrape ($e1 -> $e2)" bash -c '[[ -n $0 && -n $1 && $0 != "$1" ]]' "$e1" "$e2"
+check "... gzipped too ($z1 -> $z2)" bash -c '[[ -n $0 && -n $1 && $0 != "$1" ]]' "$z1" "$z2"
+
 # --- OpenMetrics, as Prometheus asks for it
 c=$(code "$U/metrics" -H "Accept: $PROM_ACCEPT")
 check "OpenMetrics when asked: 200" test "$c" = 200
