@@ -282,10 +282,11 @@ def annotate(path, inclusive):
     funcs = {}
     for line in r.stdout.splitlines():
         m = ANNOT_RE.match(line)
-        if not m or "PROGRAM TOTALS" in line:
+        if not m or "PROGRAM TOTALS" in line or not m.group(2).endswith("]"):
             continue
         name = re.sub(r"\s*\[(.*/)?([^/\]]+)\]$", r" [\2]", m.group(2))
-        funcs[name] = funcs.get(name, 0) + int(m.group(1).replace(",", ""))
+        name = re.sub(r"^\S*/([^/:]+:)", r"\1", name)  # one function under two file paths
+        funcs[name] = max(funcs.get(name, 0), int(m.group(1).replace(",", "")))
     return funcs
 
 
@@ -499,6 +500,8 @@ def energy(build, out, o):
         d = start_wattage(build, tmp, 1.0, env=env, extra=["--duration", f"{seconds:g}"])
         d.proc.wait()
         log = d.stop()
+    with open(os.path.join(out, "energy-daemon.log"), "w") as f:
+        f.write(log)
     tool = os.path.join(build, "tests/fakes/fake_nvml_energy")
     err = {"counter": [], "integrated": [], "tutorial": []}
     window_s = []
@@ -549,6 +552,10 @@ def nvml(build, out, o):
                              "max": float(nums[2]), "n": 300}))
 
 
+HTTP_LOAD_RE = re.compile(r"^http_load: (\S+): ([\d.]+) req/s, p50 ([\d.]+) ms, p99 ([\d.]+) ms",
+                          re.M)
+
+
 def external(build, out, o, name, cmd):
     """Runs another engineer's benchmark; its JSON lines are rows, the rest details."""
     exe = cmd[0]
@@ -577,6 +584,16 @@ def external(build, out, o, name, cmd):
             peer = {"median": peer, "min": peer, "max": peer, "n": 1}
         o.add(row(j.get("section", name), j["what"], j.get("unit", ""), fig, peer,
                   j.get("peer_name"), j.get("note")))
+        n += 1
+    # http_load.sh's own summary lines: "http_load: MODE: R req/s, p50 A ms, p99 B ms, ..."
+    for m in HTTP_LOAD_RE.finditer(r.stdout):
+        mode, rps, p99 = m.group(1), float(m.group(2)), float(m.group(4))
+        one = {"median": rps, "min": rps, "max": rps, "n": 1}
+        o.add(row("Exposition throughput", f"/metrics requests/s, {mode} (http_load.sh, 10 s)",
+                  "req/s", one))
+        one = {"median": p99, "min": p99, "max": p99, "n": 1}
+        o.add(row("Exposition throughput", f"/metrics p99 latency, {mode} (http_load.sh, 10 s)",
+                  "ms", one))
         n += 1
     if r.returncode != 0 or n == 0:
         o.add(row("Store" if "store" in name else "Exposition throughput",
