@@ -41,7 +41,7 @@ FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/
             $(BUILD)/tests/fakes/fake_nvml_energy
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
-BENCH    := $(BUILD)/bench/nvml_calls
+BENCH    := $(BUILD)/bench/nvml_calls $(BUILD)/bench/store_bench
 
 all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH)
 

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * store_bench [DAY_HOURS] [QUERY_HOURS]: the SQLite store's figures on a simulated node.
+ *   1. insert throughput: 8 GPUs x 20 series at 1 s for DAY_HOURS (default 24), written as the
+ *      writer does it, one transaction per 1-s flush (readings/s);
+ *   2. bytes per reading on disk for that day (database after a WAL checkpoint);
+ *   3. an exact-window energy query over QUERY_HOURS (default 72) of the 16 GPU energy series,
+ *      from raw readings only and with per-minute rollups (raw at the edges).
+ * Prints a readable summary on stderr and one JSON line per figure on stdout for bench/run.sh.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/reading.h"
+#include "store/query.h"
+#include "store/store.h"
+
+#define GPUS 8
+#define S WT_NS_PER_S
+
+static const int gpu_metrics[] = {
+    WT_M_GPU_INFO,          WT_M_GPU_UP,           WT_M_GPU_POWER_W,
+    WT_M_GPU_ENERGY_J,      WT_M_GPU_ENERGY_J,     WT_M_GPU_TEMP_C,
+    WT_M_GPU_SLOWDOWN_TEMP_C, WT_M_GPU_SHUTDOWN_TEMP_C, WT_M_GPU_UTIL_RATIO,
+    WT_M_GPU_MEM_UTIL_RATIO, WT_M_GPU_MEM_USED_B,  WT_M_GPU_MEM_TOTAL_B,
+    WT_M_GPU_SM_CLOCK_HZ,   WT_M_GPU_MEM_CLOCK_HZ, WT_M_GPU_POWER_LIMIT_W,
+    WT_M_GPU_POWER_LIMIT_MIN_W, WT_M_GPU_POWER_LIMIT_MAX_W, WT_M_GPU_PSTATE,
+    WT_M_GPU_THROTTLE_REASONS, WT_M_GPU_ENERGY_GAPS,
+};
+#define NSER ((int)(sizeof gpu_metrics / sizeof gpu_metrics[0]))
+
+struct gpu {
+    char labels[WT_LABELS_LEN], integ[WT_LABELS_LEN];
+    double energy, integ_energy, last_p;
+};
+
+static double now_s(void)
+{
+    return (double)wt_now_mono_ns() / 1e9;
+}
+
+static long long file_size(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 ? (long long)st.st_size : 0;
+}
+
+/* One second of readings for every GPU (energy only when energy_only). */
+static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt_reading *out)
+{
+    size_t n = 0;
+    for (int i = 0; i < GPUS; i++) {
+        double p = 350 + 250 * sin((double)k / 300.0 + i) + (double)((k * 7 + i) % 13);
+        g[i].energy += p;                            /* 1 s at p W */
+        g[i].integ_energy += 0.5 * (p + g[i].last_p); /* trapezoid */
+        g[i].last_p = p;
+        for (int m = 0; m < NSER; m++) {
+            int metric = gpu_metrics[m];
+            bool integ = metric == WT_M_GPU_ENERGY_J && m == 4;
+            if (energy_only && metric != WT_M_GPU_ENERGY_J)
+                continue;
+            double v;
+            switch (metric) {
+            case WT_M_GPU_POWER_W: v = round(p * 1000) / 1000; break;
+            case WT_M_GPU_ENERGY_J: v = integ ? g[i].integ_energy : g[i].energy; break;
+            case WT_M_GPU_TEMP_C: v = 40 + (int)(p / 20); break;
+            case WT_M_GPU_SLOWDOWN_TEMP_C: v = 87; break;
+            case WT_M_GPU_SHUTDOWN_TEMP_C: v = 92; break;
+            case WT_M_GPU_UTIL_RATIO: v = (double)((k + i) % 101) / 100; break;
+            case WT_M_GPU_MEM_UTIL_RATIO: v = (double)((k * 3 + i) % 101) / 100; break;
+            case WT_M_GPU_MEM_USED_B: v = 8e10 + (double)((k % 1000) * 1048576); break;
+            case WT_M_GPU_MEM_TOTAL_B: v = 150754820096.0; break;
+            case WT_M_GPU_SM_CLOCK_HZ: v = 1980e6 - (double)((k % 5) * 15e6); break;
+            case WT_M_GPU_MEM_CLOCK_HZ: v = 2619e6; break;
+            case WT_M_GPU_POWER_LIMIT_W: v = 700; break;
+            case WT_M_GPU_POWER_LIMIT_MIN_W: v = 200; break;
+            case WT_M_GPU_POWER_LIMIT_MAX_W: v = 700; break;
+            default: v = metric == WT_M_GPU_UP || metric == WT_M_GPU_INFO ? 1 : 0; break;
+            }
+            struct wt_reading *r = &out[n++];
+            r->t_ns = t + (int64_t)i * 1000; /* GPUs are read a few µs apart */
+            r->value = v;
+            r->metric = (uint16_t)metric;
+            memcpy(r->labels, integ ? g[i].integ : g[i].labels, sizeof r->labels);
+        }
+    }
+    return n;
+}
+
+static struct wt_store *open_at(const char *dir, const char *name, char *path, size_t n)
+{
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    snprintf(path, n, "%s/%s", dir, name);
+    if (wt_store_open(path, NULL, &st, &err) != 0) {
+        fprintf(stderr, "store_bench: %s\n", err.msg);
+        exit(1);
+    }
+    return st;
+}
+
+int main(int argc, char **argv)
+{
+    double day_h = argc > 1 ? atof(argv[1]) : 24;
+    double query_h = argc > 2 ? atof(argv[2]) : 72;
+    char dir[] = "/tmp/wt-store-bench-XXXXXX", path[512];
+    struct gpu g[GPUS];
+    struct wt_reading batch[GPUS * NSER];
+    if (day_h <= 0 || query_h <= 0 || !mkdtemp(dir)) {
+        fprintf(stderr, "usage: store_bench [DAY_HOURS] [QUERY_HOURS]\n");
+        return 2;
+    }
+    memset(g, 0, sizeof g);
+    for (int i = 0; i < GPUS; i++) {
+        char idx[8], uuid[64];
+        snprintf(idx, sizeof idx, "%d", i);
+        snprintf(uuid, sizeof uuid, "GPU-5f3c1d2e-8a7b-4c6d-9e0f-%012d", i);
+        if (wt_labels(g[i].labels, sizeof g[i].labels, "gpu", idx, "uuid", uuid, "model",
+                      "NVIDIA H200", NULL) != 0)
+            return 1;
+        memcpy(g[i].integ, g[i].labels, sizeof g[i].integ);
+        if (wt_labels_add(g[i].integ, sizeof g[i].integ, "method", "integrated") != 0)
+            return 1;
+    }
+    int64_t t0 = wt_minute_floor(wt_now_real_ns()) - 100LL * 86400 * S + 250 * WT_NS_PER_MS;
+
+    /* 1 + 2: a day of 8 GPUs x 20 series at 1 s, one transaction per simulated flush */
+    struct wt_store *st = open_at(dir, "day.db", path, sizeof path);
+    if (wt_store_begin_run(st, "", t0 - S, S, "bench") != 0)
+        return 1;
+    long secs = (long)(day_h * 3600);
+    long timed = secs < 3600 ? secs : 3600;
+    size_t total = 0;
+    struct wt_reading *big = calloc(60 * GPUS * NSER, sizeof *big);
+    double a = now_s();
+    for (long k = 0; k < timed; k++) {
+        size_t n = tick(g, t0 + k * S, k, false, batch);
+        if (wt_store_write(st, "", batch, n) != 0)
+            return 1;
+        total += n;
+    }
+    double ins_s = now_s() - a;
+    size_t timed_total = total;
+    /* the rest of the day only for its size: a minute per transaction, to be quick */
+    for (long k = timed; k < secs; k += 60) {
+        size_t nb = 0;
+        for (long j = k; j < k + 60 && j < secs; j++)
+            nb += tick(g, t0 + j * S, j, false, big + nb);
+        if (wt_store_write(st, "", big, nb) != 0)
+            return 1;
+        total += nb;
+    }
+    free(big);
+    wt_store_close(st); /* the last connection checkpoints the WAL into the database */
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    long long bytes = file_size(path) + file_size(wal);
+    double per = (double)bytes / (double)total;
+    fprintf(stderr, "store_bench: insert %zu readings (%ld s of %d GPUs x %d series, 1-s flushes) in "
+                    "%.2f s = %.0f readings/s; %.3g h: %.1f MB on disk = %.1f B/reading\n",
+            timed_total, timed, GPUS, NSER, ins_s, (double)timed_total / ins_s, day_h,
+            (double)bytes / 1e6, per);
+    unlink(path);
+    unlink(wal);
+
+    /* 3: the 16 energy series over QUERY_HOURS, queried raw and with rollups */
+    memset(g, 0, sizeof g);
+    for (int i = 0; i < GPUS; i++) {
+        char idx[8], uuid[64];
+        snprintf(idx, sizeof idx, "%d", i);
+        snprintf(uuid, sizeof uuid, "GPU-5f3c1d2e-8a7b-4c6d-9e0f-%012d", i);
+        (void)wt_labels(g[i].labels, sizeof g[i].labels, "gpu", idx, "uuid", uuid, "model",
+                        "NVIDIA H200", NULL);
+        memcpy(g[i].integ, g[i].labels, sizeof g[i].integ);
+        (void)wt_labels_add(g[i].integ, sizeof g[i].integ, "method", "integrated");
+    }
+    st = open_at(dir, "q.db", path, sizeof path);
+    if (wt_store_begin_run(st, "", t0 - S, S, "bench") != 0)
+        return 1;
+    secs = (long)(query_h * 3600) + 120;
+    big = calloc(3600 * 2 * GPUS, sizeof *big);
+    size_t nb = 0;
+    for (long k = 0; k < secs; k++) {
+        nb += tick(g, t0 + k * S, k, true, big + nb);
+        if (nb >= 3600 * 2 * GPUS - 2 * GPUS || k + 1 == secs) {
+            if (wt_store_write(st, "", big, nb) != 0)
+                return 1;
+            nb = 0;
+        }
+    }
+    free(big);
+    a = now_s();
+    bool more = true;
+    while (more) {
+        if (wt_store_maintain(st, t0 + secs * S, 200000, &more) != 0)
+            return 1;
+    }
+    double roll_s = now_s() - a;
+    /* an exact window with edges inside minutes: 72 h starting 30.4 s in */
+    int64_t from = t0 + 30 * S + 400 * WT_NS_PER_MS;
+    int64_t to = from + (int64_t)(query_h * 3600) * S;
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    double best_raw = 1e9, best_roll = 1e9, e_raw = 0, e_roll = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        a = now_s();
+        if (wt_store_energy(st, from, to, WT_Q_RAW_ONLY, &rows, &n, &err) != 0)
+            return 1;
+        double d = now_s() - a;
+        best_raw = d < best_raw ? d : best_raw;
+        e_raw = 0;
+        for (size_t i = 0; i < n; i++)
+            e_raw += rows[i].chosen ? rows[i].energy_j : 0;
+        free(rows);
+        a = now_s();
+        if (wt_store_energy(st, from, to, 0, &rows, &n, &err) != 0)
+            return 1;
+        d = now_s() - a;
+        best_roll = d < best_roll ? d : best_roll;
+        e_roll = 0;
+        for (size_t i = 0; i < n; i++)
+            e_roll += rows[i].chosen ? rows[i].energy_j : 0;
+        free(rows);
+    }
+    fprintf(stderr, "store_bench: %.0f-h energy query over %zu series: raw %.1f ms, rollups "
+                    "%.2f ms (rollups built in %.2f s); answers %.6f vs %.6f kWh (diff %.2g J)\n",
+            query_h, n, best_raw * 1e3, best_roll * 1e3, roll_s, e_raw / 3.6e6, e_roll / 3.6e6,
+            fabs(e_raw - e_roll));
+    wt_store_close(st);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(path);
+    unlink(wal);
+    rmdir(dir);
+
+    printf("{\"section\": \"Store\", \"what\": \"insert throughput, %d GPUs x %d series, one "
+           "transaction per 1-s flush\", \"unit\": \"readings/s\", \"wattage\": %.0f}\n",
+           GPUS, NSER, (double)timed_total / ins_s);
+    printf("{\"section\": \"Store\", \"what\": \"bytes per reading on disk, %.3g h of %d GPUs at "
+           "1 s\", \"unit\": \"B\", \"wattage\": %.2f, \"note\": \"%.1f MB for %zu readings\"}\n",
+           day_h, GPUS, per, (double)bytes / 1e6, total);
+    printf("{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, raw readings "
+           "only\", \"unit\": \"ms\", \"wattage\": %.2f}\n",
+           query_h, best_raw * 1e3);
+    printf("{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, rollups + raw "
+           "edges\", \"unit\": \"ms\", \"wattage\": %.3f, \"note\": \"same answer within %.2g J\"}\n",
+           query_h, best_roll * 1e3, fabs(e_raw - e_roll));
+    return 0;
+}
