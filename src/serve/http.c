@@ -27,8 +27,8 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -226,8 +226,7 @@ size_t wt_http_unescape(char *s)
     char *w = s;
     for (const char *r = s; *r;) {
         int hi, lo;
-        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
-            (hi | lo) != 0) {
+        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
             *w++ = (char)(hi * 16 + lo);
             r += 3;
         } else {
@@ -332,8 +331,8 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
     else if (o->r.body)
         resp = MHD_create_response_from_buffer(o->r.len, o->r.body, MHD_RESPMEM_MUST_FREE);
     else
-        resp = MHD_create_response_from_buffer(0, (void *)(uintptr_t)nothing,
-                                               MHD_RESPMEM_PERSISTENT);
+        resp =
+            MHD_create_response_from_buffer(0, (void *)(uintptr_t)nothing, MHD_RESPMEM_PERSISTENT);
     if (!resp) {
         reply_free(&o->r);
         return MHD_NO;
@@ -352,8 +351,7 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
     if (o->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, o->allow);
     if (o->auth_challenge)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Bearer realm=\"wattage\"");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"wattage\"");
     if (o->close)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
     enum MHD_Result rc = MHD_queue_response(c, o->r.status ? o->r.status : 500, resp);
@@ -386,8 +384,8 @@ static bool path_matches(const struct route *rt, const char *path)
 
 /* Finds the route for method and path; when the path exists only for other methods, fills
  * allow with them. */
-static const struct route *find_route(const struct wt_http *h, const char *method,
-                                      const char *path, char *allow, size_t n, bool *path_known)
+static const struct route *find_route(const struct wt_http *h, const char *method, const char *path,
+                                      char *allow, size_t n, bool *path_known)
 {
     const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
     *path_known = false;
@@ -408,10 +406,10 @@ static const struct route *find_route(const struct wt_http *h, const char *metho
 
 static bool has_body(struct MHD_Connection *c)
 {
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
-    const char *te = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_TRANSFER_ENCODING);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *te =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING);
     return te || (cl && strspn(cl, "0") != strlen(cl));
 }
 
@@ -450,8 +448,8 @@ static bool token_ok(const struct wt_http *h, struct MHD_Connection *c)
 {
     const char *tok;
     size_t len;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                   MHD_HTTP_HEADER_AUTHORIZATION);
+    const char *auth =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
     if (wt_http_bearer(auth, &tok, &len) != 0)
         return false;
     return wt_http_token_equal(h->token, tok, len);
@@ -513,8 +511,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         }
         if (rq->too_big) {
             o.close = true;
-            snprintf(buf, sizeof buf, "the request body is larger than %d bytes",
-                     WT_HTTP_MAX_BODY);
+            snprintf(buf, sizeof buf, "the request body is larger than %d bytes", WT_HTTP_MAX_BODY);
             return send_error(c, &o, MHD_HTTP_CONTENT_TOO_LARGE, buf);
         }
         return run_handler(h, c, rq->route, method, url, rq);
@@ -573,8 +570,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     /* The handler runs on the next call, once libmicrohttpd has seen the (empty) body: a
      * response queued before that makes it close the connection, which would cost every
      * scraper a reconnect (and a TLS handshake) per scrape. */
-    const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-                                                 MHD_HTTP_HEADER_CONTENT_LENGTH);
+    const char *cl =
+        MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (!read && cl && strtoull(cl, NULL, 10) > WT_HTTP_MAX_BODY) {
         o.close = true;
         snprintf(buf, sizeof buf, "the request body is larger than %d bytes", WT_HTTP_MAX_BODY);
@@ -700,8 +697,7 @@ static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
     return wt_http_unescape(s);
 }
 
-__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt,
-                                                             va_list ap)
+__attribute__((format(printf, 2, 0))) static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     char msg[512];
     (void)cls;
@@ -836,8 +832,8 @@ static int route_status(void *ctx, const struct wt_http_request *req, struct wt_
     int rc = take_snapshot(h, &b);
     if (rc == 0) {
         size_t n = wt_hub_collectors(h->hub, cs, MAX_COLLECTORS);
-        char *s = wt_snapshot_json(&b, cs, n < MAX_COLLECTORS ? n : MAX_COLLECTORS,
-                                   wt_now_real_ns(), 0);
+        char *s =
+            wt_snapshot_json(&b, cs, n < MAX_COLLECTORS ? n : MAX_COLLECTORS, wt_now_real_ns(), 0);
         if (s) {
             rep->status = 200;
             rep->body = s;
@@ -960,14 +956,14 @@ static int load_tls(struct wt_http *h, const struct wt_config *cfg, struct wt_er
     gnutls_datum_t dk = {(unsigned char *)h->key, (unsigned)h->key_len};
     int g = gnutls_certificate_set_x509_key_mem(cr, &dc, &dk, GNUTLS_X509_FMT_PEM);
     if (g < 0) {
-        rc = wt_err_set(err, "daemon.tls: the certificate %s and key %s do not load: %s", cert,
-                        key, gnutls_strerror(g));
+        rc = wt_err_set(err, "daemon.tls: the certificate %s and key %s do not load: %s", cert, key,
+                        gnutls_strerror(g));
     } else if (h->ca) {
         gnutls_datum_t da = {(unsigned char *)h->ca, (unsigned)calen};
         g = gnutls_certificate_set_x509_trust_mem(cr, &da, GNUTLS_X509_FMT_PEM);
         if (g <= 0)
-            rc = wt_err_set(err, "daemon.tls.client_ca: %s holds no usable CA certificate%s%s",
-                            ca, g < 0 ? ": " : "", g < 0 ? gnutls_strerror(g) : "");
+            rc = wt_err_set(err, "daemon.tls.client_ca: %s holds no usable CA certificate%s%s", ca,
+                            g < 0 ? ": " : "", g < 0 ? gnutls_strerror(g) : "");
     }
     gnutls_certificate_free_credentials(cr);
     return rc;
@@ -990,8 +986,7 @@ static int load_token(struct wt_http *h, const struct wt_config *cfg, struct wt_
     while (len && strchr(" \t\r\n", h->token[len - 1]))
         h->token[--len] = '\0';
     if (len == 0 || strpbrk(h->token, " \t\r\n"))
-        return wt_err_set(err, "daemon.auth.token_file: %s must hold one token on one line",
-                          path);
+        return wt_err_set(err, "daemon.auth.token_file: %s must hold one token on one line", path);
     return 0;
 }
 
@@ -1106,8 +1101,9 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
                 "the metrics; set daemon.tls.cert/key (and client_ca) or daemon.auth.token_file",
                 h->addr);
     else if (!loop && !h->cert)
-        wt_warn("http", "listening on %s without TLS: the bearer token crosses the network in "
-                        "clear; set daemon.tls.cert and daemon.tls.key",
+        wt_warn("http",
+                "listening on %s without TLS: the bearer token crosses the network in "
+                "clear; set daemon.tls.cert and daemon.tls.key",
                 h->addr);
     *out = h;
     return 0;
@@ -1164,8 +1160,8 @@ int wt_http_start(struct wt_http *h, struct wt_err *err)
     }
     OPT(MHD_OPTION_END, 0, NULL);
 #undef OPT
-    h->mhd = MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, o,
-                              MHD_OPTION_END);
+    h->mhd =
+        MHD_start_daemon(flags, 0, NULL, NULL, on_access, h, MHD_OPTION_ARRAY, o, MHD_OPTION_END);
     if (!h->mhd) {
         wt_err_set(err, "http: cannot start serving on %s (libmicrohttpd refused)", h->addr);
         return -EIO;

@@ -21,12 +21,12 @@
 #include "core/err.h"
 #include "core/hub.h"
 
-#define WT_HTTP_TIMEOUT_S 10          /* idle time before a connection is closed */
-#define WT_HTTP_REQUEST_DEADLINE_S 10 /* a whole request (headers, body) must arrive in this */
-#define WT_HTTP_MAX_CONNECTIONS 256   /* in all */
-#define WT_HTTP_MAX_PER_IP 128        /* per client address */
+#define WT_HTTP_TIMEOUT_S 10            /* idle time before a connection is closed */
+#define WT_HTTP_REQUEST_DEADLINE_S 10   /* a whole request (headers, body) must arrive in this */
+#define WT_HTTP_MAX_CONNECTIONS 256     /* in all */
+#define WT_HTTP_MAX_PER_IP 128          /* per client address */
 #define WT_HTTP_CONN_MEMORY (32 * 1024) /* request line + headers must fit */
-#define WT_HTTP_MAX_BODY (64 * 1024)  /* request bodies of write routes */
+#define WT_HTTP_MAX_BODY (64 * 1024)    /* request bodies of write routes */
 #define WT_HTTP_THREADS 2
 
 struct wt_http;
@@ -71,9 +71,9 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
 
 /*
  * Adds a route before wt_http_start. path is exact, or ends in a slash and an asterisk to match
- * anything below it (for /api/v1/jobs/{id}). Writes (methods other than GET and HEAD) need the bearer token when
- * one is configured; reads need it when daemon.auth.protect_reads is set, unless public.
- * Returns 0 or -ENOSPC.
+ * anything below it (for /api/v1/jobs/{id}). Writes (methods other than GET and HEAD) need the
+ * bearer token when one is configured; reads need it when daemon.auth.protect_reads is set, unless
+ * public. Returns 0 or -ENOSPC.
  */
 int wt_http_add_route(struct wt_http *h, const char *method, const char *path, bool public_read,
                       wt_http_handler_fn fn, void *ctx) WT_MUST_USE;

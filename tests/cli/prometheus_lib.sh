@@ -66,7 +66,10 @@ gpus = sorted(int(s["metric"]["gpu"]) for s in res)
 assert gpus == list(range(8)), f"series: {gpus}"
 def p(i, t):
     return 300 + 100 * math.sin(2 * math.pi * (t - t0) / 7 + i)
-n = 0
+def within(i, ts, v, span):
+    ws = [p(i, ts - k * span / 200) for k in range(201)]
+    return min(ws) - 0.5 <= v <= max(ws) + 0.5, min(ws), max(ws)
+n = late = 0
 for s in res:
     m = s["metric"]
     assert m["uuid"] == f"GPU-fake-0000-{m['gpu']}" and m["model"] == "NVIDIA H200", m
@@ -74,12 +77,19 @@ for s in res:
     assert len(s["values"]) >= 5, f"gpu {i}: only {len(s['values'])} samples"
     for ts, v in s["values"]:
         v = float(v)
-        # The value came from the last poll before the scrape: at most one interval earlier.
-        ws = [p(i, ts - k * (interval + 0.2) / 200) for k in range(201)]
-        if not (min(ws) - 0.5 <= v <= max(ws) + 0.5):
-            sys.exit(f"gpu {i} at {ts}: {v} W, fake gave {min(ws):.2f}..{max(ws):.2f} W")
         n += 1
-print(f"# {n} power samples checked", file=sys.stderr)
+        # The value came from the last poll before the scrape: at most one interval earlier
+        # (a poll delayed by a loaded machine: two).
+        good, lo, hi = within(i, ts, v, interval + 0.2)
+        if good:
+            continue
+        late += 1
+        good, lo, hi = within(i, ts, v, 2 * interval + 0.5)
+        if not good:
+            sys.exit(f"gpu {i} at {ts}: {v} W, the fake gave {lo:.2f}..{hi:.2f} W")
+if late > n // 10:
+    sys.exit(f"{late} of {n} samples older than one poll interval")
+print(f"# {n} power samples checked, {late} from a late poll", file=sys.stderr)
 PY
 }
 

@@ -89,9 +89,8 @@ WT_TEST(label_values_stay_escaped)
 {
     struct wt_batch b = {0};
     char lb[WT_LABELS_LEN];
-    WT_EQ_INT(wt_labels(lb, sizeof lb, "gpu", "0", "model", "A \"quoted\\ name\nwith newline",
-                        NULL),
-              0);
+    WT_EQ_INT(
+        wt_labels(lb, sizeof lb, "gpu", "0", "model", "A \"quoted\\ name\nwith newline", NULL), 0);
     add(&b, WT_M_GPU_TEMP_C, lb, 45);
     size_t len;
     char *s = wt_expo_render(&b, WT_EXPO_TEXT, "0.1.0", &len);
