@@ -24,13 +24,26 @@
 #define S WT_NS_PER_S
 
 static const int gpu_metrics[] = {
-    WT_M_GPU_INFO,          WT_M_GPU_UP,           WT_M_GPU_POWER_W,
-    WT_M_GPU_ENERGY_J,      WT_M_GPU_ENERGY_J,     WT_M_GPU_TEMP_C,
-    WT_M_GPU_SLOWDOWN_TEMP_C, WT_M_GPU_SHUTDOWN_TEMP_C, WT_M_GPU_UTIL_RATIO,
-    WT_M_GPU_MEM_UTIL_RATIO, WT_M_GPU_MEM_USED_B,  WT_M_GPU_MEM_TOTAL_B,
-    WT_M_GPU_SM_CLOCK_HZ,   WT_M_GPU_MEM_CLOCK_HZ, WT_M_GPU_POWER_LIMIT_W,
-    WT_M_GPU_POWER_LIMIT_MIN_W, WT_M_GPU_POWER_LIMIT_MAX_W, WT_M_GPU_PSTATE,
-    WT_M_GPU_THROTTLE_REASONS, WT_M_GPU_ENERGY_GAPS,
+    WT_M_GPU_INFO,
+    WT_M_GPU_UP,
+    WT_M_GPU_POWER_W,
+    WT_M_GPU_ENERGY_J,
+    WT_M_GPU_ENERGY_J,
+    WT_M_GPU_TEMP_C,
+    WT_M_GPU_SLOWDOWN_TEMP_C,
+    WT_M_GPU_SHUTDOWN_TEMP_C,
+    WT_M_GPU_UTIL_RATIO,
+    WT_M_GPU_MEM_UTIL_RATIO,
+    WT_M_GPU_MEM_USED_B,
+    WT_M_GPU_MEM_TOTAL_B,
+    WT_M_GPU_SM_CLOCK_HZ,
+    WT_M_GPU_MEM_CLOCK_HZ,
+    WT_M_GPU_POWER_LIMIT_W,
+    WT_M_GPU_POWER_LIMIT_MIN_W,
+    WT_M_GPU_POWER_LIMIT_MAX_W,
+    WT_M_GPU_PSTATE,
+    WT_M_GPU_THROTTLE_REASONS,
+    WT_M_GPU_ENERGY_GAPS,
 };
 #define NSER ((int)(sizeof gpu_metrics / sizeof gpu_metrics[0]))
 
@@ -56,7 +69,7 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
     size_t n = 0;
     for (int i = 0; i < GPUS; i++) {
         double p = 350 + 250 * sin((double)k / 300.0 + i) + (double)((k * 7 + i) % 13);
-        g[i].energy += p;                            /* 1 s at p W */
+        g[i].energy += p;                             /* 1 s at p W */
         g[i].integ_energy += 0.5 * (p + g[i].last_p); /* trapezoid */
         g[i].last_p = p;
         for (int m = 0; m < NSER; m++) {
@@ -66,21 +79,51 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
                 continue;
             double v;
             switch (metric) {
-            case WT_M_GPU_POWER_W: v = round(p * 1000) / 1000; break;
-            case WT_M_GPU_ENERGY_J: v = integ ? g[i].integ_energy : g[i].energy; break;
-            case WT_M_GPU_TEMP_C: v = 40 + (int)(p / 20); break;
-            case WT_M_GPU_SLOWDOWN_TEMP_C: v = 87; break;
-            case WT_M_GPU_SHUTDOWN_TEMP_C: v = 92; break;
-            case WT_M_GPU_UTIL_RATIO: v = (double)((k + i) % 101) / 100; break;
-            case WT_M_GPU_MEM_UTIL_RATIO: v = (double)((k * 3 + i) % 101) / 100; break;
-            case WT_M_GPU_MEM_USED_B: v = 8e10 + (double)((k % 1000) * 1048576); break;
-            case WT_M_GPU_MEM_TOTAL_B: v = 150754820096.0; break;
-            case WT_M_GPU_SM_CLOCK_HZ: v = 1980e6 - (double)((k % 5) * 15e6); break;
-            case WT_M_GPU_MEM_CLOCK_HZ: v = 2619e6; break;
-            case WT_M_GPU_POWER_LIMIT_W: v = 700; break;
-            case WT_M_GPU_POWER_LIMIT_MIN_W: v = 200; break;
-            case WT_M_GPU_POWER_LIMIT_MAX_W: v = 700; break;
-            default: v = metric == WT_M_GPU_UP || metric == WT_M_GPU_INFO ? 1 : 0; break;
+            case WT_M_GPU_POWER_W:
+                v = round(p * 1000) / 1000;
+                break;
+            case WT_M_GPU_ENERGY_J:
+                v = integ ? g[i].integ_energy : g[i].energy;
+                break;
+            case WT_M_GPU_TEMP_C:
+                v = 40 + (int)(p / 20);
+                break;
+            case WT_M_GPU_SLOWDOWN_TEMP_C:
+                v = 87;
+                break;
+            case WT_M_GPU_SHUTDOWN_TEMP_C:
+                v = 92;
+                break;
+            case WT_M_GPU_UTIL_RATIO:
+                v = (double)((k + i) % 101) / 100;
+                break;
+            case WT_M_GPU_MEM_UTIL_RATIO:
+                v = (double)((k * 3 + i) % 101) / 100;
+                break;
+            case WT_M_GPU_MEM_USED_B:
+                v = 8e10 + (double)((k % 1000) * 1048576);
+                break;
+            case WT_M_GPU_MEM_TOTAL_B:
+                v = 150754820096.0;
+                break;
+            case WT_M_GPU_SM_CLOCK_HZ:
+                v = 1980e6 - (double)((k % 5) * 15e6);
+                break;
+            case WT_M_GPU_MEM_CLOCK_HZ:
+                v = 2619e6;
+                break;
+            case WT_M_GPU_POWER_LIMIT_W:
+                v = 700;
+                break;
+            case WT_M_GPU_POWER_LIMIT_MIN_W:
+                v = 200;
+                break;
+            case WT_M_GPU_POWER_LIMIT_MAX_W:
+                v = 700;
+                break;
+            default:
+                v = metric == WT_M_GPU_UP || metric == WT_M_GPU_INFO ? 1 : 0;
+                break;
             }
             struct wt_reading *r = &out[n++];
             r->t_ns = t + (int64_t)i * 1000; /* GPUs are read a few µs apart */
@@ -161,8 +204,9 @@ int main(int argc, char **argv)
     snprintf(wal, sizeof wal, "%s-wal", path);
     long long bytes = file_size(path) + file_size(wal);
     double per = (double)bytes / (double)total;
-    fprintf(stderr, "store_bench: insert %zu readings (%ld s of %d GPUs x %d series, 1-s flushes) in "
-                    "%.2f s = %.0f readings/s; %.3g h: %.1f MB on disk = %.1f B/reading\n",
+    fprintf(stderr,
+            "store_bench: insert %zu readings (%ld s of %d GPUs x %d series, 1-s flushes) in "
+            "%.2f s = %.0f readings/s; %.3g h: %.1f MB on disk = %.1f B/reading\n",
             timed_total, timed, GPUS, NSER, ins_s, (double)timed_total / ins_s, day_h,
             (double)bytes / 1e6, per);
     unlink(path);
@@ -228,8 +272,9 @@ int main(int argc, char **argv)
             e_roll += rows[i].chosen ? rows[i].energy_j : 0;
         free(rows);
     }
-    fprintf(stderr, "store_bench: %.0f-h energy query over %zu series: raw %.1f ms, rollups "
-                    "%.2f ms (rollups built in %.2f s); answers %.6f vs %.6f kWh (diff %.2g J)\n",
+    fprintf(stderr,
+            "store_bench: %.0f-h energy query over %zu series: raw %.1f ms, rollups "
+            "%.2f ms (rollups built in %.2f s); answers %.6f vs %.6f kWh (diff %.2g J)\n",
             query_h, n, best_raw * 1e3, best_roll * 1e3, roll_s, e_raw / 3.6e6, e_roll / 3.6e6,
             fabs(e_raw - e_roll));
     wt_store_close(st);
@@ -247,8 +292,9 @@ int main(int argc, char **argv)
     printf("{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, raw readings "
            "only\", \"unit\": \"ms\", \"wattage\": %.2f}\n",
            query_h, best_raw * 1e3);
-    printf("{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, rollups + raw "
-           "edges\", \"unit\": \"ms\", \"wattage\": %.3f, \"note\": \"same answer within %.2g J\"}\n",
-           query_h, best_roll * 1e3, fabs(e_raw - e_roll));
+    printf(
+        "{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, rollups + raw "
+        "edges\", \"unit\": \"ms\", \"wattage\": %.3f, \"note\": \"same answer within %.2g J\"}\n",
+        query_h, best_roll * 1e3, fabs(e_raw - e_roll));
     return 0;
 }

@@ -43,8 +43,7 @@ int wt_cli_open_store(const char *config, const char *db, bool create, struct wt
     return 0;
 }
 
-int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now,
-                      int64_t *out)
+int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out)
 {
     if (wt_time_parse(s, now, out) != 0) {
         fprintf(stderr,
@@ -115,10 +114,10 @@ struct node_sum {
 int wt_cmd_energy(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
-        {"by", required_argument, NULL, 'b'},   {"json", no_argument, NULL, 'j'},
-        {"db", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
-        {"raw", no_argument, NULL, 'r'},        {"help", no_argument, NULL, 'h'},
+        {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
+        {"by", required_argument, NULL, 'b'},     {"json", no_argument, NULL, 'j'},
+        {"db", required_argument, NULL, 'd'},     {"config", required_argument, NULL, 'c'},
+        {"raw", no_argument, NULL, 'r'},          {"help", no_argument, NULL, 'h'},
         {"method", required_argument, NULL, 'm'}, {0}};
     const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
     const char *method = "auto";
@@ -177,8 +176,9 @@ int wt_cmd_energy(int argc, char **argv)
     }
     if (strcmp(method, "auto") != 0 && strcmp(method, "counter") != 0 &&
         strcmp(method, "integrated") != 0) {
-        fprintf(stderr, "wattage energy: --method: expected auto, counter or integrated (got "
-                        "\"%s\")\n",
+        fprintf(stderr,
+                "wattage energy: --method: expected auto, counter or integrated (got "
+                "\"%s\")\n",
                 method);
         return 2;
     }
@@ -187,8 +187,9 @@ int wt_cmd_energy(int argc, char **argv)
         (rc = wt_cli_parse_time("energy", "--to", to_s, now, &to)))
         return rc;
     if (to <= from) {
-        fprintf(stderr, "wattage energy: the window is empty: --to (%s) must be after --from "
-                        "(%s)\n",
+        fprintf(stderr,
+                "wattage energy: the window is empty: --to (%s) must be after --from "
+                "(%s)\n",
                 to_s, from_s);
         return 2;
     }
@@ -272,8 +273,7 @@ int wt_cmd_energy(int argc, char **argv)
         if (strcmp(by, "node") == 0) {
             for (size_t k = 0; k < nn; k++) {
                 human_energy(nodes[k].j, e, sizeof e);
-                printf("  %-44s %s  coverage %5.1f%%\n", nodes[k].node, e,
-                       100 * nodes[k].cov_min);
+                printf("  %-44s %s  coverage %5.1f%%\n", nodes[k].node, e, 100 * nodes[k].cov_min);
             }
         } else {
             for (size_t i = 0; i < n; i++) {

@@ -39,9 +39,9 @@ static void series_name(const struct wt_series_info *si, char *buf, size_t n)
 int wt_cmd_query(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
-        {"step", required_argument, NULL, 's'}, {"csv", no_argument, NULL, 'C'},
-        {"json", no_argument, NULL, 'j'},       {"db", required_argument, NULL, 'd'},
+        {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
+        {"step", required_argument, NULL, 's'},   {"csv", no_argument, NULL, 'C'},
+        {"json", no_argument, NULL, 'j'},         {"db", required_argument, NULL, 'd'},
         {"config", required_argument, NULL, 'c'}, {0}};
     const char *from_s = "-1h", *to_s = "now", *db = NULL, *config = NULL, *sel = NULL;
     int64_t step = 0, now = wt_now_real_ns(), from, to;
@@ -59,8 +59,9 @@ int wt_cmd_query(int argc, char **argv)
             break;
         case 's':
             if (wt_duration_parse(optarg, &step) != 0) {
-                fprintf(stderr, "wattage query: --step: expected a duration > 0 like 10s or 1m "
-                                "(got \"%s\")\n",
+                fprintf(stderr,
+                        "wattage query: --step: expected a duration > 0 like 10s or 1m "
+                        "(got \"%s\")\n",
                         optarg);
                 return 2;
             }

@@ -66,9 +66,9 @@ static double unit_scale(const char *unit, int metric)
     static const struct {
         const char *u;
         double f;
-    } units[] = {{"W", 1},     {"mW", 1e-3}, {"kW", 1e3},     {"%", 0.01},
+    } units[] = {{"W", 1},           {"mW", 1e-3},    {"kW", 1e3},           {"%", 0.01},
                  {"MiB", 1048576.0}, {"KiB", 1024.0}, {"GiB", 1073741824.0}, {"B", 1},
-                 {"MHz", 1e6}, {"GHz", 1e9}, {"kHz", 1e3},    {"C", 1}};
+                 {"MHz", 1e6},       {"GHz", 1e9},    {"kHz", 1e3},          {"C", 1}};
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
         if (strcmp(unit, units[i].u) == 0)
             return units[i].f;
@@ -231,8 +231,8 @@ static int parse_header(char *line, struct col *cols, int *power_col, const char
         if (br) {
             char *close = strchr(br, ']');
             if (!close)
-                return wt_err_set(err, "%s:1: column %d: unterminated unit in \"%s\"", name,
-                                  i + 1, f[i]);
+                return wt_err_set(err, "%s:1: column %d: unterminated unit in \"%s\"", name, i + 1,
+                                  f[i]);
             snprintf(c->unit, sizeof c->unit, "%.*s", (int)(close - br - 1), br + 1);
             *br = '\0';
         }
@@ -262,8 +262,8 @@ static int parse_header(char *line, struct col *cols, int *power_col, const char
                 c->scale = unit_scale(c->unit, c->metric);
                 if (isnan(c->scale)) {
                     if (report)
-                        fprintf(report, "%s:1: column %s: unknown unit [%s]: ignored\n", name,
-                                prop, c->unit);
+                        fprintf(report, "%s:1: column %s: unknown unit [%s]: ignored\n", name, prop,
+                                c->unit);
                     c->kind = C_IGNORE;
                 }
             } else if (report) {

@@ -27,7 +27,7 @@ struct wt_import_stats {
     size_t rows;     /* data lines stored */
     size_t readings; /* readings written (including integrated energy) */
     size_t gpus;
-    size_t skipped;  /* malformed lines */
+    size_t skipped; /* malformed lines */
 };
 
 /*
@@ -36,8 +36,8 @@ struct wt_import_stats {
  * that cannot be read as nvidia-smi CSV at all (no header, no timestamp or GPU column), or -EIO.
  */
 int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const char *node,
-                         FILE *report, struct wt_import_stats *stats, struct wt_err *err)
-    WT_MUST_USE;
+                         FILE *report, struct wt_import_stats *stats,
+                         struct wt_err *err) WT_MUST_USE;
 
 /* The node name for an import: node when given, else the file's base name without extension. */
 void wt_import_node_name(const char *file, const char *node, char *out, size_t n);

@@ -139,8 +139,9 @@ int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
         const char *br = strchr(sel, '{');
         size_t ml = br ? (size_t)(br - sel) : strlen(sel);
         if (ml == 0 || ml >= sizeof metric)
-            return wt_err_set(err, "series: expected METRIC or METRIC{key=\"value\",...} (got "
-                                   "\"%s\")",
+            return wt_err_set(err,
+                              "series: expected METRIC or METRIC{key=\"value\",...} (got "
+                              "\"%s\")",
                               sel);
         memcpy(metric, sel, ml);
         metric[ml] = '\0';
@@ -156,8 +157,9 @@ int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
             while ((rc = wt_labels_next(want, &pos, k, sizeof k, v, sizeof v)) == 1)
                 ;
             if (rc < 0)
-                return wt_err_set(err, "series: bad label selector in \"%s\" (expected "
-                                       "key=\"value\" pairs)",
+                return wt_err_set(err,
+                                  "series: bad label selector in \"%s\" (expected "
+                                  "key=\"value\" pairs)",
                                   sel);
         }
     }
@@ -266,8 +268,8 @@ static int rollup_energy(sqlite3 *db, const struct wt_series_info *si, int64_t a
 
 /* An edge [a, b]: raw where raw readings remain, prorated rollups where they were pruned. */
 static int edge_energy(sqlite3 *db, const struct wt_series_info *si,
-                       const struct wt_segment_rule *rule, int64_t oldest, bool have_raw,
-                       int64_t a, int64_t b, double *e, double *cov_ns)
+                       const struct wt_segment_rule *rule, int64_t oldest, bool have_raw, int64_t a,
+                       int64_t b, double *e, double *cov_ns)
 {
     if (b <= a)
         return 0;
@@ -447,8 +449,8 @@ static int push(struct wt_point **pts, size_t *n, size_t *cap, int64_t t, double
     return 0;
 }
 
-int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from,
-                    int64_t to, int64_t step_ns, struct wt_point **pts, size_t *n)
+int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from, int64_t to,
+                    int64_t step_ns, struct wt_point **pts, size_t *n)
 {
     sqlite3 *db = wt_store_db(st);
     sqlite3_stmt *q = NULL;
@@ -503,8 +505,9 @@ int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_
             goto fail;
         from = end;
     }
-    if (sqlite3_prepare_v2(db, "SELECT t, v FROM readings WHERE series=? AND t>=? AND t<=? "
-                               "ORDER BY t",
+    if (sqlite3_prepare_v2(db,
+                           "SELECT t, v FROM readings WHERE series=? AND t>=? AND t<=? "
+                           "ORDER BY t",
                            -1, &q, NULL))
         return -EIO;
     sqlite3_bind_int64(q, 1, si->id);

@@ -89,9 +89,9 @@ struct wt_energy_row {
     struct wt_series_info s;
     double energy_j;
     double covered_s;
-    double coverage;   /* covered_s / window */
+    double coverage;    /* covered_s / window */
     const char *method; /* "counter" or "integrated" */
-    bool chosen;       /* counted in the total (counter first per GPU) */
+    bool chosen;        /* counted in the total (counter first per GPU) */
 };
 
 /*
@@ -113,7 +113,7 @@ struct wt_point {
  * readings were pruned and step >= 1 min, points come from the rollups. *pts is malloc'd.
  * Returns 0 or -EIO / -ENOMEM.
  */
-int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from,
-                    int64_t to, int64_t step_ns, struct wt_point **pts, size_t *n) WT_MUST_USE;
+int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from, int64_t to,
+                    int64_t step_ns, struct wt_point **pts, size_t *n) WT_MUST_USE;
 
 #endif

@@ -208,8 +208,7 @@ static int tab_load(struct wt_store *s)
 }
 
 /* The id of a series, inserting it when new. Inside the caller's transaction. */
-static int64_t intern(struct wt_store *s, const char *node, const char *metric,
-                      const char *labels)
+static int64_t intern(struct wt_store *s, const char *node, const char *metric, const char *labels)
 {
     if (s->tab_cap) {
         struct entry *e = tab_find(s, hash_key(node, metric, labels), node, metric, labels);
@@ -309,15 +308,15 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
             goto fail;
         }
         if (ver < SCHEMA_VERSION) {
-            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) ||
-                exec(s, "PRAGMA user_version=1") || exec(s, "COMMIT")) {
+            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) || exec(s, "PRAGMA user_version=1") ||
+                exec(s, "COMMIT")) {
                 rc = db_error(s, err, "cannot create the schema");
                 goto fail;
             }
         }
     }
-    if (sqlite3_prepare_v3(s->db, "INSERT OR IGNORE INTO readings(series, t, v) VALUES(?,?,?)",
-                           -1, SQLITE_PREPARE_PERSISTENT, &s->ins_reading, NULL) ||
+    if (sqlite3_prepare_v3(s->db, "INSERT OR IGNORE INTO readings(series, t, v) VALUES(?,?,?)", -1,
+                           SQLITE_PREPARE_PERSISTENT, &s->ins_reading, NULL) ||
         sqlite3_prepare_v3(s->db,
                            "INSERT INTO series(node, metric, labels, kind) VALUES(?,?,?,?) "
                            "ON CONFLICT(node, metric, labels) DO UPDATE SET kind=excluded.kind "
@@ -354,8 +353,8 @@ struct sqlite3 *wt_store_db(struct wt_store *s)
     return s->db;
 }
 
-int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns,
-                       int64_t interval_ns, const char *source)
+int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns, int64_t interval_ns,
+                       const char *source)
 {
     sqlite3_stmt *st = s->ins_run;
     sqlite3_bind_text(st, 1, node, -1, SQLITE_STATIC);

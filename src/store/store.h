@@ -68,15 +68,15 @@ struct sqlite3 *wt_store_db(struct wt_store *s);
  * Records the start of a daemon run (node "") or an import (node name) at start_ns with its poll
  * interval: queries use it to tell a restart from a continuous series. Returns 0 or -EIO.
  */
-int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns,
-                       int64_t interval_ns, const char *source) WT_MUST_USE;
+int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns, int64_t interval_ns,
+                       const char *source) WT_MUST_USE;
 
 /*
  * Writes n readings of node synchronously, in one transaction. A reading already stored (same
  * series and time) is left as it is. Not while the writer thread runs. Returns 0 or -EIO.
  */
-int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n)
-    WT_MUST_USE;
+int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading *r,
+                   size_t n) WT_MUST_USE;
 
 /* Starts the writer thread; readings then go through wt_store_sink. Returns 0 or -errno. */
 int wt_store_writer_start(struct wt_store *s) WT_MUST_USE;

@@ -38,8 +38,7 @@ static struct wt_reading rd(int metric, const char *labels, int64_t t, double v)
 }
 
 /* Writes a counter series: value at T0 + i*step_s is f(i). */
-static void write_counter(struct wt_store *s, const char *labels, int n, double step_s,
-                          double w)
+static void write_counter(struct wt_store *s, const char *labels, int n, double step_s, double w)
 {
     struct wt_reading *r = calloc((size_t)n, sizeof *r);
     for (int i = 0; i < n; i++)
@@ -123,8 +122,7 @@ WT_TEST(series_kinds)
 {
     WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0), WT_SK_HWCOUNTER);
     WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0i), WT_SK_INTEGRATED);
-    WT_EQ_INT(wt_series_kind_of("wattage_cpu_energy_joules_total", "package=\"0\""),
-              WT_SK_COUNTER);
+    WT_EQ_INT(wt_series_kind_of("wattage_cpu_energy_joules_total", "package=\"0\""), WT_SK_COUNTER);
     WT_EQ_INT(wt_series_kind_of("wattage_gpu_power_watts", gpu0), WT_SK_GAUGE);
 }
 
@@ -193,7 +191,7 @@ WT_TEST(energy_across_reset_and_restart_gap)
     WT_EQ_INT(wt_store_begin_run(s, "", T0 + 10 * S - S / 2, S, "test"), 0);
     r[0] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 10 * S, 6000);
     r[1] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 15 * S, 6500);
-    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 20 * S, 6);  /* reset */
+    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 20 * S, 6); /* reset */
     r[3] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 25 * S, 506);
     /* a RAPL counter kept by the daemon: restarts, so +4..+10 is a gap even though it grew */
     r[4] = rd(WT_M_CPU_ENERGY_J, cpu, T0, 100);
@@ -335,8 +333,8 @@ WT_TEST(rollups_give_the_same_answer_after_pruning)
 
     /* the rollup holds min/max/mean/last of its minute */
     sqlite3_stmt *q;
-    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s),
-                                 "SELECT n, min, max, last FROM rollups WHERE t=?", -1, &q, NULL),
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s), "SELECT n, min, max, last FROM rollups WHERE t=?",
+                                 -1, &q, NULL),
               0);
     sqlite3_bind_int64(q, 1, T0 + 10 * WT_MINUTE_NS);
     WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);

@@ -47,8 +47,13 @@ static double one(struct wt_store *s, const char *sql)
 
 static int64_t t_local(int h, int m, int sec, int ms)
 {
-    struct tm tm = {.tm_year = 124, .tm_mon = 4, .tm_mday = 1, .tm_hour = h, .tm_min = m,
-                    .tm_sec = sec, .tm_isdst = -1};
+    struct tm tm = {.tm_year = 124,
+                    .tm_mon = 4,
+                    .tm_mday = 1,
+                    .tm_hour = h,
+                    .tm_min = m,
+                    .tm_sec = sec,
+                    .tm_isdst = -1};
     return (int64_t)mktime(&tm) * WT_NS_PER_S + ms * WT_NS_PER_MS;
 }
 
@@ -101,9 +106,8 @@ WT_TEST(units_in_cells_na_and_malformed_lines)
         exact += 0.5 * ((300 + (k - 1) % 10) + (300 + k % 10));
     struct wt_energy_row *rows = NULL;
     size_t n = 0;
-    WT_EQ_INT(wt_store_energy(s, t_local(12, 0, 0, 123), t_local(12, 1, 59, 123), 0, &rows, &n,
-                              &err),
-              0);
+    WT_EQ_INT(
+        wt_store_energy(s, t_local(12, 0, 0, 123), t_local(12, 1, 59, 123), 0, &rows, &n, &err), 0);
     WT_EQ_INT(n, 4);
     WT_EQ_STR(rows[0].s.node, "h200");
     WT_EQ_STR(rows[0].method, "integrated");
@@ -126,7 +130,7 @@ WT_TEST(nounits_reordered_gap_and_reimport)
     WT_EQ_INT(st.gpus, 2);
     WT_EQ_INT(st.rows, 222);
     WT_EQ_INT(st.skipped, 0); /* the repeated header is not an error */
-    WT_EQ_STR(report, ""); /* every column known */
+    WT_EQ_STR(report, "");    /* every column known */
 
     int64_t a = t_local(12, 0, 0, 0), b = t_local(12, 1, 0, 0);
     struct wt_energy_row *rows = NULL;
