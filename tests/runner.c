@@ -33,19 +33,31 @@ const char *wt_test_dir(void)
     return dir;
 }
 
+/* The directory the runner started in, read before any test changes it. */
+static const char *start(void)
+{
+    if (!start_dir[0] && !getcwd(start_dir, sizeof start_dir))
+        start_dir[0] = '\0';
+    return start_dir;
+}
+
 const char *wt_test_src_path(const char *rel)
 {
     static char buf[4096];
     const char *root = getenv("WATTAGE_SRCDIR");
-    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : start_dir, rel);
+    snprintf(buf, sizeof buf, "%s/%s", root && *root ? root : start(), rel);
     return buf;
 }
 
 const char *wt_test_build_path(const char *rel)
 {
-    static char buf[512];
+    static char buf[4096];
     const char *b = getenv("WATTAGE_BUILD");
-    snprintf(buf, sizeof buf, "%s/%s", b ? b : "build", rel);
+    b = b ? b : "build";
+    if (b[0] == '/')
+        snprintf(buf, sizeof buf, "%s/%s", b, rel);
+    else
+        snprintf(buf, sizeof buf, "%s/%s/%s", start(), b, rel);
     return buf;
 }
 
@@ -79,8 +91,7 @@ int main(int argc, char **argv)
     int passed = 0, failed = 0, skipped = 0;
     int ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
     const char *only = argc > 1 ? argv[1] : NULL;
-    if (!getcwd(start_dir, sizeof start_dir))
-        start_dir[0] = '\0';
+    (void)start();
 
     printf("TAP version 13\n1..%d\n", ntests);
     fflush(stdout);

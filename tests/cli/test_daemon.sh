@@ -60,7 +60,7 @@ check "a bad --listen exits 2 and says why" bash -c '[[ $0 == 2 && $1 == *"--lis
 # --- the daemon: counter energy and power integration against the exact integral
 t0=$(python3 -c 'import time; print(time.time())')
 export FAKE_NVML_T0=$t0 FAKE_NVML_POWER=300,100,7
-WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --duration 6 --summary-interval 2 \
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" --duration 6 --summary-interval 2 \
     >"$TMP/run.log" 2>&1
 rc=$?
 check "run --duration exits 0" test $rc -eq 0
@@ -88,14 +88,14 @@ check "counter energy within 0.5% of the exact integral, 8 GPUs" verify_energy "
 check "integrated power within 3% of the exact integral, 8 GPUs" verify_energy integrated 0.03
 
 # --- power integration as the only method when the counter is unsupported
-FAKE_NVML_NOT_SUPPORTED=energy WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 \
+FAKE_NVML_NOT_SUPPORTED=energy WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" \
     --duration 4 >"$TMP/run.log" 2>&1
 check "without a counter only the integrated series exists" \
     bash -c '! grep -q "energy wattage_gpu_energy_joules_total{gpu=\"0\",uuid=[^,]*,model=\"[^\"]*\"} " "$1" && grep -q "method=\"integrated\"} joules" "$1"' _ "$TMP/run.log"
 check "fallback integration within 3% of the exact integral" verify_energy integrated 0.03
 
 # --- no NVML at all: the daemon runs and says so once
-WATTAGE_NVML_LIBRARY=$TMP/no-such-lib.so "$BIN" run --interval 0.2 --duration 2 \
+WATTAGE_NVML_LIBRARY=$TMP/no-such-lib.so "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" --duration 2 \
     --summary-interval 1 >"$TMP/run.log" 2>&1
 rc=$?
 check "run works without NVML" test $rc -eq 0
@@ -104,7 +104,7 @@ check "the other collectors still run" grep -q 'summary gpus_up=0/0' "$TMP/run.l
 
 # --- a GPU lost mid-run comes back; the others go on
 FAKE_NVML_LOST=3:1:2.5 WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_T0=$(python3 -c 'import time; print(time.time())') \
-    "$BIN" run --interval 0.2 --duration 4 --log-level debug >"$TMP/run.log" 2>&1
+    "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" --duration 4 --log-level debug >"$TMP/run.log" 2>&1
 rc=$?
 check "run survives a lost GPU" test $rc -eq 0
 check "the lost GPU is logged" grep -qi 'gpu=3.*lost\|lost.*gpu=3\|GPU 3.*lost' "$TMP/run.log"
@@ -130,7 +130,7 @@ check "the daemon goes on after a refused reload" kill -0 $pid
 kill -TERM $pid; wait $pid
 
 # --- SIGTERM stops it cleanly
-WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 >"$TMP/run.log" 2>&1 &
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" >"$TMP/run.log" 2>&1 &
 pid=$!
 sleep 1
 kill -TERM $pid
