@@ -139,5 +139,34 @@ check "a silent half-sent request is cut within 15 s (after $silent s)" \
 check "a request trickling a byte every 0.5 s is cut within 15 s (after $trickle s)" \
     python3 -c 'import sys; t = float(sys.argv[1]); assert 5 <= t <= 15, t' "$trickle"
 check "still serving after the slow lorises" serving
+
+# --- one address cannot take every connection: 140 from 127.0.0.1, the limit is 128
+res=$(python3 - "$PORT" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+socks, served, refused = [], 0, 0
+for i in range(140):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    socks.append(s)
+    time.sleep(0.002)
+for s in socks:
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        data = s.recv(4096)
+    except OSError:
+        data = b""
+    if data.startswith(b"HTTP/1.1 200"):
+        served += 1
+    else:
+        refused += 1
+for s in socks:
+    s.close()
+print(served, refused)
+PY
+)
+check "per-address connection limit: at most 128 served, the rest refused (got $res)" \
+    bash -c 'read -r a b <<<"$0"; (( a >= 120 && a <= 128 && a + b == 140 ))' "$res"
+wait_for 5 serving
+check "still serving once they are gone" serving
 check "the daemon is alive and healthy" test "$(curl -s "http://127.0.0.1:$PORT/healthz")" = '{"status":"ok"}'
 finish
