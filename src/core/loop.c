@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -123,6 +124,9 @@ static void *worker_main(void *arg)
     struct wt_batch batch = {0};
     struct wt_ratelimit rl = {.interval_ns = 60 * WT_NS_PER_S};
     bool stopped = false;
+    char tname[16];
+    snprintf(tname, sizeof tname, "wt-%s", w->ops->name); /* for top -H and the benchmarks */
+    pthread_setname_np(pthread_self(), tname);
     void *state = open_source(w, &stopped);
     if (stopped)
         goto out;
