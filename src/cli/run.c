@@ -332,9 +332,19 @@ int wt_cmd_run(int argc, char **argv)
                 continue;
             }
             apply_flags(&o, &next);
+            /* The listener, TLS, auth and store were opened at start (keys are read before any
+             * privilege could be dropped): their settings take a restart. */
+            if (memcmp(&next.daemon.listen, &cfg.daemon.listen, sizeof cfg.daemon.listen) ||
+                memcmp(&next.daemon.tls, &cfg.daemon.tls, sizeof cfg.daemon.tls) ||
+                memcmp(&next.daemon.auth, &cfg.daemon.auth, sizeof cfg.daemon.auth) ||
+                memcmp(&next.store, &cfg.store, sizeof cfg.store))
+                wt_warn("run", "daemon.listen, daemon.tls, daemon.auth and store.* changes take "
+                               "effect at the next restart; the rest is applied now");
             wt_loop_stop(loop);
             loop = NULL;
-            cfg = next;
+            cfg.daemon.interval_ns = next.daemon.interval_ns;
+            cfg.daemon.log_level = next.daemon.log_level;
+            cfg.collectors = next.collectors;
             if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;

@@ -116,10 +116,11 @@ port=$(free_port)
 WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/hup.yaml" --listen 127.0.0.1:$port --db "$TMP/hup.db" >"$TMP/hup.log" 2>&1 &
 pid=$!
 sleep 1
-printf 'daemon:\n  interval: 0.2s\n  log_level: debug\n' >"$TMP/hup.yaml"
+printf 'daemon:\n  interval: 0.2s\n  log_level: debug\nstore:\n  flush_interval: 2s\n' >"$TMP/hup.yaml"
 kill -HUP $pid
 wait_for 5 grep -q 'nvml: tick' "$TMP/hup.log"
 check "SIGHUP applies the new configuration (debug ticks appear)" grep -q 'nvml: tick' "$TMP/hup.log"
+check "SIGHUP says a store change needs a restart" grep -q 'take effect at the next restart' "$TMP/hup.log"
 printf 'daemon:\n  interval: 0.2s\n  bogus: 1\n' >"$TMP/hup.yaml"
 kill -HUP $pid
 wait_for 5 grep -q 'reload failed' "$TMP/hup.log"
