@@ -381,9 +381,13 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
     *n = 0;
     if (to <= from)
         return wt_err_set(err, "the window is empty: --to must be after --from");
+    /* one read transaction: every statement sees the same snapshot while the writer rolls up
+     * and prunes */
+    if (sqlite3_exec(wt_store_db(st), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
+        return wt_err_set(err, "store: %s", sqlite3_errmsg(wt_store_db(st))), -EIO;
     rc = wt_store_series(st, NULL, true, &si, &ns, err);
     if (rc)
-        return rc;
+        goto out;
     rc = wt_runs_load(st, &runs);
     if (rc)
         goto out;
@@ -426,6 +430,7 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
     *rows = r;
     *n = ns;
 out:
+    sqlite3_exec(wt_store_db(st), "COMMIT", NULL, NULL, NULL);
     wt_runs_free(&runs);
     free(si);
     return rc;
