@@ -581,7 +581,7 @@ static int resolve(struct nvml_state *s, struct wt_err *err)
         for (int k = 0; k < WT_NVML_MAX_NAMES && e->names[k] && !p; k++)
             p = dlsym(s->dl, e->names[k]);
         if (!p && e->required) {
-            wt_err_set(err, "nvml: %s does not export %s: not a usable NVML library", s->library,
+            wt_err_set(err, "%s does not export %s: not a usable NVML library", s->library,
                        e->names[0]);
             return -ENOSYS;
         }
@@ -613,7 +613,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     if (!s->dl) {
         const char *why = dlerror();
         wt_err_set(err,
-                   "nvml: %s not found (%s): no NVIDIA driver on this host, or set "
+                   "%s not found (%s): no NVIDIA driver on this host, or set "
                    "collectors.nvml.library / WATTAGE_NVML_LIBRARY",
                    path, why ? why : "dlopen failed");
         rc = -ENOENT;
@@ -625,7 +625,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
 
     nvmlReturn_t r = s->fn.init();
     if (r != NVML_SUCCESS) {
-        wt_err_set(err, "nvml: nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
+        wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
         /* A library without a loaded driver is the usual container/laptop case: absent. */
         rc =
             r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIBRARY_NOT_FOUND ? -ENOENT : -EIO;
@@ -639,12 +639,12 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
 
     r = s->fn.count(&s->n);
     if (r != NVML_SUCCESS) {
-        wt_err_set(err, "nvml: nvmlDeviceGetCount failed: %s (%d)", errstr(s, r), (int)r);
+        wt_err_set(err, "nvmlDeviceGetCount failed: %s (%d)", errstr(s, r), (int)r);
         rc = -EIO;
         goto fail;
     }
     if (s->n == 0) {
-        wt_err_set(err, "nvml: the driver in %s sees no GPU", path);
+        wt_err_set(err, "the driver in %s sees no GPU", path);
         rc = -ENOENT;
         goto fail;
     }
@@ -688,9 +688,9 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         }
     }
     if (rc)
-        return wt_err_set(err, "nvml: out of memory for readings"), -ENOMEM;
+        return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {
-        wt_err_set(err, "nvml: every GPU failed: %s (%d)", errstr(s, last), (int)last);
+        wt_err_set(err, "every GPU failed: %s (%d)", errstr(s, last), (int)last);
         return -EIO;
     }
     return 0;

@@ -321,13 +321,13 @@ static int procfs_open(const struct wt_config *cfg, void **state, struct wt_err 
     int rc;
     struct procfs *p = calloc(1, sizeof *p);
     if (!p)
-        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     const char *root = wt_procfs_root();
     p->stat_path = path_under(root, "/proc/stat");
     p->meminfo_path = path_under(root, "/proc/meminfo");
     if (!p->stat_path || !p->meminfo_path) {
         rc = -ENOMEM;
-        wt_err_set(err, "procfs: out of memory");
+        wt_err_set(err, "out of memory");
         goto fail;
     }
     if (access(p->stat_path, R_OK) != 0) {
@@ -373,7 +373,7 @@ static int procfs_poll(void *state, int64_t t_ns, struct wt_batch *out, struct w
                 snprintf(num, sizeof num, "%d", c->cpu);
             if (wt_labels(labels, sizeof labels, "cpu", num, NULL) < 0 ||
                 wt_batch_add(out, WT_M_CPU_UTIL_RATIO, labels, t_ns, ratio) < 0)
-                return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+                return wt_err_set(err, "out of memory"), -ENOMEM;
         }
     }
     /* The sample just read becomes the baseline. */
@@ -394,10 +394,10 @@ static int procfs_poll(void *state, int64_t t_ns, struct wt_batch *out, struct w
     uint64_t used = m.total_b > m.available_b ? m.total_b - m.available_b : 0;
     if (wt_batch_add(out, WT_M_MEM_TOTAL_B, "", t_ns, (double)m.total_b) < 0 ||
         wt_batch_add(out, WT_M_MEM_USED_B, "", t_ns, (double)used) < 0)
-        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     if (m.total_b > 0 &&
         wt_batch_add(out, WT_M_MEM_USED_RATIO, "", t_ns, (double)used / (double)m.total_b) < 0)
-        return wt_err_set(err, "procfs: out of memory"), -ENOMEM;
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     return 0;
 }
 

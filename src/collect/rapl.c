@@ -300,7 +300,7 @@ static int new_zone(struct rapl *r, const struct entry *e, const int *pkg_of_zon
         size_t cap = r->cap ? r->cap * 2 : 8;
         struct zone *nz = realloc(r->z, cap * sizeof *nz);
         if (!nz)
-            return wt_err_set(err, "rapl: out of memory"), -ENOMEM;
+            return wt_err_set(err, "out of memory"), -ENOMEM;
         r->z = nz;
         r->cap = cap;
     }
@@ -342,7 +342,7 @@ static int scan(struct rapl *r, struct wt_err *err)
     struct entry *ents = calloc(WT_RAPL_MAX_ZONES, sizeof *ents);
     if (!ents) {
         closedir(d);
-        return wt_err_set(err, "rapl: out of memory"), -ENOMEM;
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     }
     size_t nent = 0, nmsr = 0;
     struct dirent *de;
@@ -436,20 +436,20 @@ static int rapl_open(const struct wt_config *cfg, void **state, struct wt_err *e
     *state = NULL;
     struct rapl *r = calloc(1, sizeof *r);
     if (!r)
-        return wt_err_set(err, "rapl: out of memory"), -ENOMEM;
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     r->rl.interval_ns = 600LL * 1000000000LL;
     int rc;
     char base[PATH_MAX];
     int k = snprintf(base, sizeof base, "%s/sys/class/powercap", wt_sysfs_root());
     if (k < 0 || (size_t)k >= sizeof base) {
         rc = -ENAMETOOLONG;
-        wt_err_set(err, "rapl: sysfs root too long");
+        wt_err_set(err, "sysfs root too long");
         goto fail;
     }
     r->base = strdup(base);
     if (!r->base) {
         rc = -ENOMEM;
-        wt_err_set(err, "rapl: out of memory");
+        wt_err_set(err, "out of memory");
         goto fail;
     }
     rc = scan(r, err);
@@ -544,7 +544,7 @@ static int rapl_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         }
         rc = zone_update(z, t_ns, uj, out);
         if (rc < 0)
-            return wt_err_set(err, "rapl: %s", strerror(-rc)), rc;
+            return wt_err_set(err, "%s", strerror(-rc)), rc;
         ok++;
     }
     if (ok == 0) {
