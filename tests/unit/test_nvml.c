@@ -16,6 +16,7 @@
 #include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "readings.h"
 #include "runner.h"
 
 typedef double exact_energy_fn(unsigned int gpu, double t_from, double t_to);
@@ -102,14 +103,6 @@ static void gpu_labels(char *buf, size_t n, unsigned int gpu)
     WT_EQ_INT(wt_labels(buf, n, "gpu", idx, "uuid", uuid, "model", "NVIDIA H200", NULL), 0);
 }
 
-static const struct wt_reading *find(const struct wt_batch *b, int metric, const char *labels)
-{
-    for (size_t i = 0; i < b->len; i++)
-        if (b->r[i].metric == metric && strcmp(b->r[i].labels, labels) == 0)
-            return &b->r[i];
-    return NULL;
-}
-
 /* The value of metric for GPU gpu, extra label pair appended when key is set; NAN if absent. */
 static double value(const struct wt_batch *b, int metric, unsigned int gpu, const char *key,
                     const char *val)
@@ -118,16 +111,8 @@ static double value(const struct wt_batch *b, int metric, unsigned int gpu, cons
     gpu_labels(l, sizeof l, gpu);
     if (key)
         WT_EQ_INT(wt_labels_add(l, sizeof l, key, val), 0);
-    const struct wt_reading *r = find(b, metric, l);
+    const struct wt_reading *r = find_reading(b, metric, l);
     return r ? r->value : NAN;
-}
-
-static size_t count(const struct wt_batch *b, int metric)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < b->len; i++)
-        n += b->r[i].metric == metric;
-    return n;
 }
 
 /* gpu_up of GPU gpu, whatever its uuid/model labels say (they are empty before discovery). */
@@ -215,14 +200,14 @@ WT_TEST(minimal_library_opens_and_polls_without_optional_metrics)
         WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
         WT_ASSERT(isnan(value(&b, WT_M_GPU_TEMP_C, g, NULL, NULL)));
     }
-    WT_EQ_INT(count(&b, WT_M_GPU_TEMP_C), 0);
-    WT_EQ_INT(count(&b, WT_M_GPU_THROTTLED), 0);
-    WT_EQ_INT(count(&b, WT_M_GPU_POWER_LIMIT_W), 0);
-    WT_EQ_INT(count(&b, WT_M_GPU_INFO), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_TEMP_C), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_THROTTLED), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_LIMIT_W), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 2);
     /* No PCI call in the minimal library: info has no pci_bus_id. */
     char l[WT_LABELS_LEN];
     gpu_labels(l, sizeof l, 1);
-    WT_ASSERT(find(&b, WT_M_GPU_INFO, l) != NULL);
+    WT_ASSERT(find_reading(&b, WT_M_GPU_INFO, l) != NULL);
     wt_batch_free(&b);
     wt_nvml_collector.close(st);
 }
@@ -237,11 +222,11 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
     poll_ok(st, &b);
     double t_after = now_s();
 
-    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_INFO), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 16); /* counter and integrated */
-    WT_EQ_INT(count(&b, WT_M_GPU_THROTTLED), 8 * 9);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_UP), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 16); /* counter and integrated */
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_THROTTLED), 8 * 9);
 
     char l[WT_LABELS_LEN];
     gpu_labels(l, sizeof l, 3);
@@ -249,7 +234,7 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
     char info[WT_LABELS_LEN];
     memcpy(info, l, sizeof info);
     WT_EQ_INT(wt_labels_add(info, sizeof info, "pci_bus_id", "00000000:13:00.0"), 0);
-    const struct wt_reading *r = find(&b, WT_M_GPU_INFO, info);
+    const struct wt_reading *r = find_reading(&b, WT_M_GPU_INFO, info);
     WT_ASSERT(r != NULL);
     WT_EQ_INT(r->value, 1);
 
@@ -312,7 +297,7 @@ WT_TEST(not_supported_energy_leaves_only_the_integrated_series_and_is_not_asked_
         poll_ok(st, &b);
         sleep_s(0.02);
     }
-    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8);
     for (unsigned int g = 0; g < 8; g++) {
         WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
         WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated") > 0);
@@ -358,11 +343,11 @@ WT_TEST(not_supported_metrics_are_absent_never_zero)
         WT_M_GPU_PSTATE,
     };
     for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++)
-        if (count(&b, absent[i]) != 0)
+        if (count_readings(&b, absent[i]) != 0)
             wt_test_fail(__FILE__, __LINE__, "metric %d present", absent[i]);
-    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 16);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_UP), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 16);
     for (unsigned int g = 0; g < 8; g++)
         WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
     wt_batch_free(&b);
@@ -376,9 +361,9 @@ WT_TEST(not_supported_power_keeps_the_counter_and_the_gpu_up)
     struct wt_batch b = {0};
     poll_ok(st, &b);
     poll_ok(st, &b);
-    WT_EQ_INT(count(&b, WT_M_GPU_POWER_W), 0);
-    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_J), 8);
-    WT_EQ_INT(count(&b, WT_M_GPU_ENERGY_GAPS), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_GAPS), 0);
     for (unsigned int g = 0; g < 8; g++) {
         WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
         WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL) >= 1e6);
@@ -440,7 +425,7 @@ WT_TEST(a_gpu_lost_at_open_is_picked_up_later_with_its_labels)
     WT_EQ_INT(up_of(&b, 0), 0);
     WT_EQ_INT(up_of(&b, 1), 1);
     /* Never seen: its labels say so rather than guessing. */
-    WT_EQ_INT(count(&b, WT_M_GPU_UP), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_UP), 8);
     WT_ASSERT(isnan(value(&b, WT_M_GPU_UP, 0, NULL, NULL)));
     while (now_s() < t0 + 1.05)
         sleep_s(0.02);

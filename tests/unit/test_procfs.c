@@ -12,6 +12,7 @@
 #include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/reading.h"
+#include "readings.h"
 #include "runner.h"
 
 #define S WT_NS_PER_S
@@ -75,25 +76,9 @@ static void use_sample(int n)
     copy_file(wt_test_src_path(rel), proc_file("meminfo"));
 }
 
-static const struct wt_reading *find(const struct wt_batch *b, int metric, const char *labels)
-{
-    for (size_t i = 0; i < b->len; i++)
-        if (b->r[i].metric == metric && strcmp(b->r[i].labels, labels) == 0)
-            return &b->r[i];
-    return NULL;
-}
-
-static size_t count(const struct wt_batch *b, int metric)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < b->len; i++)
-        n += b->r[i].metric == metric;
-    return n;
-}
-
 static double value(const struct wt_batch *b, int metric, const char *labels)
 {
-    const struct wt_reading *r = find(b, metric, labels);
+    const struct wt_reading *r = find_reading(b, metric, labels);
     if (!r)
         wt_test_fail(__FILE__, __LINE__, "no reading metric=%d labels=%s", metric, labels);
     return r->value;
@@ -128,12 +113,12 @@ WT_TEST(procfs_utilization_from_two_samples_exact)
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     /* one sample is no delta: no utilization yet, but memory is there */
-    WT_EQ_INT(count(&b, WT_M_CPU_UTIL_RATIO), 0);
-    WT_ASSERT(find(&b, WT_M_MEM_TOTAL_B, "") != NULL);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_UTIL_RATIO), 0);
+    WT_ASSERT(find_reading(&b, WT_M_MEM_TOTAL_B, "") != NULL);
 
     use_sample(2);
     poll_ok(st, T0 + S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_UTIL_RATIO), 5);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_UTIL_RATIO), 5);
     /*
      * Ticks between the samples (busy = total − idle − iowait; guest is inside user):
      *   all: 400 ticks, 160 idle+iowait → 0.6
@@ -152,7 +137,7 @@ WT_TEST(procfs_utilization_from_two_samples_exact)
 
     /* nothing changed: no tick passed, so no utilization rather than a 0/0 */
     poll_ok(st, T0 + 2 * S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_UTIL_RATIO), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_UTIL_RATIO), 0);
     wt_procfs_collector.close(st);
     wt_batch_free(&b);
 }
@@ -211,8 +196,8 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
     /* every counter goes backwards: no utilization at all, never a negative or > 1 */
     use_sample(1);
     poll_ok(st, T0 + S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_UTIL_RATIO), 0);
-    WT_ASSERT(find(&b, WT_M_MEM_USED_RATIO, "") != NULL);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_UTIL_RATIO), 0);
+    WT_ASSERT(find_reading(&b, WT_M_MEM_USED_RATIO, "") != NULL);
     /* the backwards sample is the new baseline: the next delta is exact again */
     use_sample(2);
     poll_ok(st, T0 + 2 * S, &b);
@@ -228,9 +213,9 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
                                   "cpu2 525 0 250 9075 50 10 10 0 0 0\n"
                                   "cpu3 3050 20 1000 5020 5 40 60 15 0 0\n");
     poll_ok(st, T0 + 3 * S, &b);
-    WT_ASSERT(find(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\"") == NULL);
+    WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\"") == NULL);
     WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 1.0, 1e-12);
-    WT_ASSERT(find(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL); /* no tick passed */
+    WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL); /* no tick passed */
     for (size_t i = 0; i < b.len; i++)
         if (b.r[i].metric == WT_M_CPU_UTIL_RATIO)
             WT_ASSERT(b.r[i].value >= 0.0 && b.r[i].value <= 1.0);
@@ -254,8 +239,8 @@ WT_TEST(procfs_cpus_come_and_go)
                                   "cpu2 0 0 0 10 0 0 0 0 0 0\n");
     poll_ok(st, T0 + S, &b);
     WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.6, 1e-12);
-    WT_ASSERT(find(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\"") == NULL);
-    WT_ASSERT(find(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL);
+    WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\"") == NULL);
+    WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL);
     write_file(proc_file("stat"), "cpu  40 0 10 160 0 0 0 0 0 0\n"
                                   "cpu0 35 0 5 60 0 0 0 0 0 0\n"
                                   "cpu2 0 0 0 20 0 0 0 0 0 0\n");
@@ -398,7 +383,7 @@ WT_TEST(procfs_reads_the_real_proc)
     for (int i = 1; i <= 100 && n == 0; i++) {
         usleep(50000);
         poll_ok(st, T0 + i * (S / 20), &b);
-        n = count(&b, WT_M_CPU_UTIL_RATIO);
+        n = count_readings(&b, WT_M_CPU_UTIL_RATIO);
     }
     WT_ASSERT(n >= 1 && n <= (size_t)sysconf(_SC_NPROCESSORS_CONF) + 1);
     for (size_t i = 0; i < b.len; i++)

@@ -14,6 +14,7 @@
 #include "collect/rapl.h"
 #include "core/clock.h"
 #include "core/reading.h"
+#include "readings.h"
 #include "runner.h"
 
 #define S WT_NS_PER_S
@@ -80,25 +81,9 @@ static void set_energy(const char *zone, uint64_t energy_uj)
     write_file(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
 }
 
-static const struct wt_reading *find(const struct wt_batch *b, int metric, const char *labels)
-{
-    for (size_t i = 0; i < b->len; i++)
-        if (b->r[i].metric == metric && strcmp(b->r[i].labels, labels) == 0)
-            return &b->r[i];
-    return NULL;
-}
-
-static size_t count(const struct wt_batch *b, int metric)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < b->len; i++)
-        n += b->r[i].metric == metric;
-    return n;
-}
-
 static double value(const struct wt_batch *b, int metric, const char *labels)
 {
-    const struct wt_reading *r = find(b, metric, labels);
+    const struct wt_reading *r = find_reading(b, metric, labels);
     if (!r)
         wt_test_fail(__FILE__, __LINE__, "no reading metric=%d labels=%s", metric, labels);
     return r->value;
@@ -133,7 +118,7 @@ WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     /* 2 packages × (package, core, dram) + psys; the intel-rapl-mmio:0 duplicate is skipped */
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 7);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 7);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"core\""), 45678.901234, 1e-6);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"dram\""), 12345.678901, 1e-6);
@@ -142,12 +127,12 @@ WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 22345.678901, 1e-6);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"2\",domain=\"psys\""), 98765.432109, 1e-6);
     /* power needs two readings */
-    WT_EQ_INT(count(&b, WT_M_CPU_POWER_W), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     for (size_t i = 0; i < b.len; i++)
         WT_EQ_INT(b.r[i].t_ns, T0);
     /* the fixture does not change: a second poll gives 0 W everywhere, same energy */
     poll_ok(st, T0 + S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_POWER_W), 7);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 7);
     WT_NEAR(value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"dram\""), 0.0, 0);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
     wt_rapl_collector.close(st);
@@ -208,7 +193,7 @@ WT_TEST(rapl_implausible_decrease_is_reset)
     set_energy("intel-rapl:0", 50000000);
     poll_ok(st, T0 + 2 * S, &b);
     WT_ASSERT(value(&b, WT_M_CPU_ENERGY_J, PKG0) >= 100051.0);
-    WT_EQ_INT(count(&b, WT_M_CPU_POWER_W), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -221,7 +206,7 @@ WT_TEST(rapl_power_from_deltas_per_zone)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_POWER_W), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     set_energy("intel-rapl:0", 10000000 + 2 * 150000000ULL);  /* 150 W for 2 s */
     set_energy("intel-rapl:0:0", 5000000 + 2 * 100000000ULL); /* 100 W */
     set_energy("intel-rapl:0:1", 1000000 + 2 * 12500000ULL);  /* 12.5 W */
@@ -325,7 +310,7 @@ WT_TEST(rapl_permission_error_during_poll)
     WT_EQ_INT(wt_rapl_collector.poll(st, T0 + S, &b, &err), -EACCES);
     WT_CONTAINS(err.msg, "CVE-2020-8694");
     WT_CONTAINS(err.msg, "root");
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 0);
     /* and recovers when they are granted again */
     wt_rapl_read_file = wt_rapl_read_file_default;
     set_energy("intel-rapl:0", 1000 + 3000000);
@@ -362,7 +347,7 @@ WT_TEST(rapl_mmio_used_only_without_msr_zones)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 1);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 7.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
@@ -375,7 +360,7 @@ WT_TEST(rapl_zones_come_and_go)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 2);
 
     /* package 1 disappears (driver unloaded): the other goes on */
     char from[1024], to[1024];
@@ -384,10 +369,10 @@ WT_TEST(rapl_zones_come_and_go)
     WT_EQ_INT(rename(from, to), 0);
     set_energy("intel-rapl:0", 3000000);
     poll_ok(st, T0 + S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 1);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
     WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 1);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
 
     /* it comes back with its counter restarted: energy stays monotone, new baseline */
     WT_EQ_INT(rename(to, from), 0);
@@ -397,7 +382,7 @@ WT_TEST(rapl_zones_come_and_go)
     set_energy("intel-rapl:0", 3000000);
     for (int i = 3; i < 40; i++)
         poll_ok(st, T0 + i * S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 3);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 3);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 2.0, 1e-9);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 4.0, 1e-9);
     set_energy("intel-rapl:1", 1500000);
@@ -418,7 +403,7 @@ WT_TEST(rapl_zones_come_and_go)
     WT_CONTAINS(err.msg, "powercap");
     WT_EQ_INT(rename(to, from), 0);
     poll_ok(st, T0 + 43 * S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 3);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 3);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 3.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
@@ -432,7 +417,7 @@ WT_TEST(rapl_duplicate_names_stay_apart)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 2);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1.0, 1e-9);
     WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0 ",zone=\"intel-rapl:1\""), 2.0, 1e-9);
     wt_rapl_collector.close(st);
@@ -509,8 +494,8 @@ WT_TEST(rapl_garbage_energy_skips_zone)
     poll_ok(st, T0, &b);
     write_file(zone_file("intel-rapl:1", "energy_uj"), "not-a-number\n");
     poll_ok(st, T0 + S, &b);
-    WT_EQ_INT(count(&b, WT_M_CPU_ENERGY_J), 1);
-    WT_ASSERT(find(&b, WT_M_CPU_ENERGY_J, PKG0) != NULL);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
+    WT_ASSERT(find_reading(&b, WT_M_CPU_ENERGY_J, PKG0) != NULL);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
