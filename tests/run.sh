@@ -14,9 +14,11 @@ passed=0 failed=0 skipped=0 broken=""
 run_one() {
     local name=$1; shift
     echo "# == $name"
-    local out
-    out=$("$@" 2>&1 | tee /dev/stderr | tail -n 1)
-    local rc=${PIPESTATUS[0]}
+    local log out
+    log=$(mktemp)
+    "$@" 2>&1 | tee "$log"
+    out=$(tail -n 1 "$log")
+    rm -f "$log"
     if [[ $out =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
         passed=$((passed + BASH_REMATCH[1]))
         failed=$((failed + BASH_REMATCH[2]))
