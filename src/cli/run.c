@@ -20,6 +20,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "audit/jobs.h"
 #include "serve/http.h"
 #include "store/store.h"
 
@@ -258,6 +259,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_batch snap = {0};
     struct tracker *tr = NULL;
     struct wt_store *store = NULL;
+    struct wt_jobs *jobs = NULL;
     int ret = 1;
 
     int rc = parse_opts(argc, argv, &o);
@@ -293,7 +295,13 @@ int wt_cmd_run(int argc, char **argv)
             (double)cfg.daemon.interval_ns / WT_NS_PER_S, cfg.source[0] ? cfg.source : "(defaults)");
     /* The server reads its keys and binds before collection starts, so a bad key or a taken
      * port stops the daemon at once; it serves the hub's snapshot from its own threads. */
-    if (wt_http_open(&cfg, hub, &http, &err) != 0 || wt_http_start(http, &err) != 0) {
+    if (wt_http_open(&cfg, hub, &http, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* The jobs API, on its own connection to the same store. */
+    if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
+        wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -354,6 +362,7 @@ int wt_cmd_run(int argc, char **argv)
     ret = 0;
 out:
     wt_http_close(http);
+    wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_loop_stop(loop);
     wt_store_close(store); /* after the collectors: flushes what they published */
     if (tr) {

@@ -1,0 +1,1197 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Jobs, marks and their KPIs (see jobs.h): the tables, the bounded JSON parsing of the API
+ * bodies, and the figures of a job and its phases, each from the store's exact-window energy
+ * query over the job's GPUs at the time it is asked.
+ */
+#include "audit/jobs.h"
+
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "serve/http.h"
+#include "store/query.h"
+#include "store/store.h"
+
+#define DEFAULT_LIST 50
+#define MAX_LIST 1000
+#define KIND_MAX 32
+#define TAG_VALUE_MAX 256
+
+static const char schema[] =
+    "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+    " node TEXT NOT NULL, tags TEXT NOT NULL, gpus TEXT NOT NULL, target TEXT NOT NULL,"
+    " start_ns INTEGER NOT NULL, end_ns INTEGER);"
+    "CREATE INDEX IF NOT EXISTS jobs_name ON jobs(name, id);"
+    "CREATE TABLE IF NOT EXISTS marks(id INTEGER PRIMARY KEY, job INTEGER NOT NULL,"
+    " t_ns INTEGER NOT NULL, kind TEXT NOT NULL, idx INTEGER, begin INTEGER NOT NULL,"
+    " counters TEXT NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS marks_job ON marks(job, id);";
+
+struct wt_jobs {
+    pthread_mutex_t mu;
+    struct wt_store *st;
+    sqlite3 *db;
+    struct wt_hub *hub;
+    char node[64];
+};
+
+struct job {
+    int64_t id;
+    char name[WT_JOBS_NAME_MAX + 1];
+    char node[64];
+    cJSON *tags, *gpus, *target;
+    int64_t start_ns, end_ns; /* end 0: running */
+};
+
+struct mark {
+    int64_t t_ns;
+    char kind[KIND_MAX + 1];
+    bool has_index, begin;
+    int64_t index;
+    cJSON *counters;
+};
+
+/* A reply in the making: status and body. */
+struct rep {
+    unsigned status;
+    cJSON *body;
+};
+
+__attribute__((format(printf, 4, 5))) static int bad(struct rep *r, unsigned status,
+                                                     const char *field, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    cJSON_Delete(r->body);
+    r->status = status;
+    r->body = cJSON_CreateObject();
+    if (!r->body)
+        return -ENOMEM;
+    cJSON_AddStringToObject(r->body, "error", msg);
+    if (field)
+        cJSON_AddStringToObject(r->body, "field", field);
+    return 0;
+}
+
+bool wt_jobs_key_ok(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 63 || !(islower((unsigned char)s[0]) || s[0] == '_'))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!(islower((unsigned char)s[i]) || isdigit((unsigned char)s[i]) || s[i] == '_'))
+            return false;
+    }
+    return true;
+}
+
+static bool name_ok(const char *s)
+{
+    size_t n = strlen(s), digits = strspn(s, "0123456789");
+    if (n == 0 || n > WT_JOBS_NAME_MAX || digits == n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (!isalnum(c) && c != '.' && c != '_' && c != '-')
+            return false;
+    }
+    return true;
+}
+
+static bool is_gpu_index(const char *s)
+{
+    size_t n = strlen(s);
+    return n > 0 && n < 6 && strspn(s, "0123456789") == n;
+}
+
+static void job_free(struct job *jb)
+{
+    cJSON_Delete(jb->tags);
+    cJSON_Delete(jb->gpus);
+    cJSON_Delete(jb->target);
+    memset(jb, 0, sizeof *jb);
+}
+
+static void marks_free(struct mark *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cJSON_Delete(m[i].counters);
+    free(m);
+}
+
+/* ---- the tables ---- */
+
+static int db_exec(struct wt_jobs *j, const char *sql)
+{
+    char *msg = NULL;
+    if (sqlite3_exec(j->db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+        wt_warn("jobs", "%s: %s", sql, msg ? msg : "?");
+        sqlite3_free(msg);
+        return -EIO;
+    }
+    return 0;
+}
+
+int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out, struct wt_err *err)
+{
+    struct wt_store_opts o = {.create = false};
+    struct wt_jobs *j = calloc(1, sizeof *j);
+    int rc;
+    *out = NULL;
+    if (!j)
+        return -ENOMEM;
+    pthread_mutex_init(&j->mu, NULL);
+    j->hub = hub;
+    if (gethostname(j->node, sizeof j->node - 1) != 0)
+        snprintf(j->node, sizeof j->node, "localhost");
+    rc = wt_store_open(db_path, &o, &j->st, err);
+    if (rc)
+        goto fail;
+    j->db = wt_store_db(j->st);
+    if (db_exec(j, "BEGIN IMMEDIATE") || db_exec(j, schema) || db_exec(j, "COMMIT")) {
+        (void)db_exec(j, "ROLLBACK");
+        rc = -EIO;
+        wt_err_set(err, "%s: cannot create the jobs tables: %s", db_path, sqlite3_errmsg(j->db));
+        goto fail;
+    }
+    *out = j;
+    return 0;
+fail:
+    wt_jobs_close(j);
+    return rc;
+}
+
+void wt_jobs_close(struct wt_jobs *j)
+{
+    if (!j)
+        return;
+    wt_store_close(j->st);
+    pthread_mutex_destroy(&j->mu);
+    free(j);
+}
+
+static cJSON *parse_or_empty(const unsigned char *txt, cJSON *(*make)(void))
+{
+    cJSON *v = txt ? cJSON_Parse((const char *)txt) : NULL;
+    return v ? v : make();
+}
+
+static int load_row(sqlite3_stmt *s, struct job *jb)
+{
+    memset(jb, 0, sizeof *jb);
+    jb->id = sqlite3_column_int64(s, 0);
+    snprintf(jb->name, sizeof jb->name, "%s", (const char *)sqlite3_column_text(s, 1));
+    snprintf(jb->node, sizeof jb->node, "%s", (const char *)sqlite3_column_text(s, 2));
+    jb->tags = parse_or_empty(sqlite3_column_text(s, 3), cJSON_CreateObject);
+    jb->gpus = parse_or_empty(sqlite3_column_text(s, 4), cJSON_CreateArray);
+    jb->target = parse_or_empty(sqlite3_column_text(s, 5), cJSON_CreateObject);
+    jb->start_ns = sqlite3_column_int64(s, 6);
+    jb->end_ns = sqlite3_column_type(s, 7) == SQLITE_NULL ? 0 : sqlite3_column_int64(s, 7);
+    if (!jb->tags || !jb->gpus || !jb->target) {
+        job_free(jb);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+#define JOB_COLS "id, name, node, tags, gpus, target, start_ns, end_ns"
+
+/* Finds a job by id (all digits) or name (the latest of that name). 0, -ENOENT or -EIO. */
+static int find_job(struct wt_jobs *j, const char *ref, struct job *jb)
+{
+    sqlite3_stmt *s = NULL;
+    bool by_id = strlen(ref) > 0 && strlen(ref) < 19 && strspn(ref, "0123456789") == strlen(ref);
+    const char *sql = by_id ? "SELECT " JOB_COLS " FROM jobs WHERE id=?"
+                            : "SELECT " JOB_COLS " FROM jobs WHERE name=? ORDER BY id DESC LIMIT 1";
+    int rc;
+    if (sqlite3_prepare_v2(j->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    if (by_id)
+        sqlite3_bind_int64(s, 1, strtoll(ref, NULL, 10));
+    else
+        sqlite3_bind_text(s, 1, ref, -1, SQLITE_STATIC);
+    int step = sqlite3_step(s);
+    if (step == SQLITE_ROW)
+        rc = load_row(s, jb);
+    else
+        rc = step == SQLITE_DONE ? -ENOENT : -EIO;
+    sqlite3_finalize(s);
+    return rc;
+}
+
+static int load_marks(struct wt_jobs *j, int64_t id, struct mark **out, size_t *n)
+{
+    sqlite3_stmt *s = NULL;
+    struct mark *m = NULL;
+    size_t cap = 0, len = 0;
+    int rc = 0, step;
+    *out = NULL;
+    *n = 0;
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT t_ns, kind, idx, begin, counters FROM marks WHERE job=? "
+                           "ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, id);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        if (len == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            struct mark *nm = realloc(m, nc * sizeof *m);
+            if (!nm) {
+                rc = -ENOMEM;
+                break;
+            }
+            m = nm;
+            cap = nc;
+        }
+        struct mark *k = &m[len];
+        memset(k, 0, sizeof *k);
+        k->t_ns = sqlite3_column_int64(s, 0);
+        snprintf(k->kind, sizeof k->kind, "%s", (const char *)sqlite3_column_text(s, 1));
+        k->has_index = sqlite3_column_type(s, 2) != SQLITE_NULL;
+        k->index = sqlite3_column_int64(s, 2);
+        k->begin = sqlite3_column_int(s, 3) != 0;
+        k->counters = parse_or_empty(sqlite3_column_text(s, 4), cJSON_CreateObject);
+        if (!k->counters) {
+            rc = -ENOMEM;
+            break;
+        }
+        len++;
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = -EIO;
+    sqlite3_finalize(s);
+    if (rc) {
+        marks_free(m, len);
+        return rc;
+    }
+    *out = m;
+    *n = len;
+    return 0;
+}
+
+static int64_t count_rows(struct wt_jobs *j, const char *sql, int64_t arg, const char *text)
+{
+    sqlite3_stmt *s = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(j->db, sql, -1, &s, NULL) != SQLITE_OK)
+        return -1;
+    if (text)
+        sqlite3_bind_text(s, 1, text, -1, SQLITE_STATIC);
+    else if (arg >= 0)
+        sqlite3_bind_int64(s, 1, arg);
+    if (sqlite3_step(s) == SQLITE_ROW)
+        n = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return n;
+}
+
+/* ---- energy over a window, restricted to the job's GPUs ---- */
+
+struct span {
+    double gpu_j, cpu_j, coverage;
+    int ngpu;
+};
+
+static bool gpu_selected(const struct job *jb, const char *labels)
+{
+    char gpu[32], uuid[96];
+    if (cJSON_GetArraySize(jb->gpus) == 0)
+        return true;
+    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
+        gpu[0] = '\0';
+    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0)
+        uuid[0] = '\0';
+    const cJSON *g;
+    cJSON_ArrayForEach(g, jb->gpus)
+    {
+        const char *s = cJSON_GetStringValue(g);
+        if (!s)
+            continue;
+        if (is_gpu_index(s) ? strcmp(s, gpu) == 0
+                            : uuid[0] && strncmp(uuid, s, strlen(s)) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* RAPL domains another series contains (core, uncore in package; psys holds all). */
+static bool cpu_in_total(const char *labels)
+{
+    char d[32];
+    if (wt_labels_get(labels, "domain", d, sizeof d) != 0)
+        return true;
+    return strcmp(d, "core") != 0 && strcmp(d, "uncore") != 0 && strcmp(d, "psys") != 0;
+}
+
+/* Energy of the job's GPUs (and the node's CPUs) over [a, b]; per_gpu (may be NULL) gets one
+ * object per GPU. */
+static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int64_t b,
+                         struct span *sp, cJSON *per_gpu)
+{
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    memset(sp, 0, sizeof *sp);
+    if (b <= a)
+        return 0;
+    if (wt_store_energy(j->st, a, b, 0, &rows, &n, &err) != 0) {
+        wt_warn("jobs", "energy query: %s", err.msg);
+        return -EIO;
+    }
+    double cov = 1;
+    for (size_t i = 0; i < n; i++) {
+        const struct wt_energy_row *r = &rows[i];
+        if (!r->chosen || r->s.node[0])
+            continue;
+        if (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0) {
+            if (cpu_in_total(r->s.labels))
+                sp->cpu_j += r->energy_j;
+            continue;
+        }
+        if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") != 0 ||
+            !gpu_selected(jb, r->s.labels))
+            continue;
+        sp->gpu_j += r->energy_j;
+        sp->ngpu++;
+        if (r->coverage < cov)
+            cov = r->coverage;
+        if (per_gpu) {
+            char v[96];
+            cJSON *o = cJSON_CreateObject();
+            if (!o)
+                break;
+            if (wt_labels_get(r->s.labels, "gpu", v, sizeof v) == 0)
+                cJSON_AddStringToObject(o, "gpu", v);
+            if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0)
+                cJSON_AddStringToObject(o, "uuid", v);
+            cJSON_AddNumberToObject(o, "energy_joules", r->energy_j);
+            cJSON_AddStringToObject(o, "method", r->method);
+            cJSON_AddNumberToObject(o, "coverage", r->coverage);
+            cJSON_AddItemToArray(per_gpu, o);
+        }
+    }
+    sp->coverage = sp->ngpu ? cov : 0;
+    free(rows);
+    return 0;
+}
+
+/* Peak of the summed GPU power of the job, in 1 s means (coarser for long windows). */
+static double peak_power(struct wt_jobs *j, const struct job *jb, int64_t a, int64_t b)
+{
+    struct wt_series_info *si = NULL;
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    double peak = 0;
+    if (b <= a || wt_store_series(j->st, "wattage_gpu_power_watts", false, &si, &n, &err) != 0)
+        return 0;
+    int64_t step = WT_NS_PER_S;
+    if ((b - a) / step > 200000)
+        step = (b - a) / 200000 + 1;
+    size_t nb = (size_t)((b - a) / step + 2);
+    double *sum = calloc(nb, sizeof *sum);
+    for (size_t i = 0; i < n && sum; i++) {
+        struct wt_point *p = NULL;
+        size_t np = 0;
+        if (si[i].node[0] || !gpu_selected(jb, si[i].labels))
+            continue;
+        if (wt_store_points(j->st, &si[i], a, b, step, &p, &np) != 0)
+            continue;
+        for (size_t k = 0; k < np; k++) {
+            int64_t idx = (p[k].t_ns - a) / step;
+            if (idx >= 0 && (size_t)idx < nb)
+                sum[idx] += p[k].v;
+        }
+        free(p);
+    }
+    for (size_t k = 0; sum && k < nb; k++)
+        peak = sum[k] > peak ? sum[k] : peak;
+    free(sum);
+    free(si);
+    return peak;
+}
+
+/* ---- KPIs ---- */
+
+static void add_time(cJSON *o, const char *key, int64_t t_ns)
+{
+    char buf[40], k[40];
+    wt_time_format(t_ns, 1, buf, sizeof buf);
+    cJSON_AddStringToObject(o, key, buf);
+    snprintf(k, sizeof k, "%s_s", key);
+    cJSON_AddNumberToObject(o, k, (double)t_ns / 1e9);
+}
+
+static double counter(const cJSON *counters, const char *name, bool *has)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(counters, name);
+    *has = cJSON_IsNumber(v);
+    return *has ? v->valuedouble : 0;
+}
+
+/* Duration, energy, mean power and what the counters allow. */
+static void add_kpis(cJSON *o, double dur_s, const struct span *sp, const cJSON *counters)
+{
+    double e = sp->gpu_j, kwh = e / 3.6e6, x;
+    bool has;
+    cJSON_AddNumberToObject(o, "duration_s", dur_s);
+    cJSON_AddNumberToObject(o, "energy_joules", e);
+    cJSON_AddNumberToObject(o, "energy_kwh", kwh);
+    cJSON_AddNumberToObject(o, "mean_power_w", dur_s > 0 ? e / dur_s : 0);
+    cJSON_AddNumberToObject(o, "coverage", sp->coverage);
+    cJSON_AddNumberToObject(o, "cpu_energy_joules", sp->cpu_j);
+    if (!counters || e <= 0)
+        return;
+    x = counter(counters, "tokens", &has);
+    if (has) {
+        cJSON_AddNumberToObject(o, "tokens_per_kwh", x / kwh);
+        if (x > 0)
+            cJSON_AddNumberToObject(o, "joules_per_token", e / x);
+    }
+    x = counter(counters, "samples", &has);
+    if (has && dur_s > 0)
+        cJSON_AddNumberToObject(o, "samples_per_s_per_w", (x / dur_s) / (e / dur_s));
+    x = counter(counters, "requests", &has);
+    if (has && x > 0) {
+        cJSON_AddNumberToObject(o, "joules_per_request", e / x);
+        double p99 = counter(counters, "latency_p99_s", &has);
+        if (has)
+            cJSON_AddNumberToObject(o, "latency_p99_s", p99);
+    }
+}
+
+/* Metrics where less is better: the target is reached at or below it. */
+static bool lower_is_better(const char *metric)
+{
+    return strstr(metric, "loss") || strstr(metric, "perplexity") || strstr(metric, "error") ||
+           strstr(metric, "wer") || strstr(metric, "latency");
+}
+
+static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, bool detail,
+                    cJSON **out)
+{
+    struct mark *m = NULL;
+    size_t nm = 0;
+    struct span sp;
+    int rc;
+    int64_t end = jb->end_ns ? jb->end_ns : now_ns;
+    cJSON *o = cJSON_CreateObject(), *per_gpu = NULL, *totals = NULL;
+    *out = NULL;
+    if (!o)
+        return -ENOMEM;
+    cJSON_AddNumberToObject(o, "id", (double)jb->id);
+    cJSON_AddStringToObject(o, "name", jb->name);
+    cJSON_AddStringToObject(o, "node", jb->node);
+    cJSON_AddStringToObject(o, "state", jb->end_ns ? "ended" : "running");
+    cJSON_AddItemToObject(o, "tags", cJSON_Duplicate(jb->tags, 1));
+    cJSON_AddItemToObject(o, "gpus", cJSON_Duplicate(jb->gpus, 1));
+    if (cJSON_GetArraySize(jb->target))
+        cJSON_AddItemToObject(o, "target", cJSON_Duplicate(jb->target, 1));
+    add_time(o, "start", jb->start_ns);
+    if (jb->end_ns)
+        add_time(o, "end", jb->end_ns);
+    else
+        cJSON_AddNullToObject(o, "end");
+
+    if ((rc = load_marks(j, jb->id, &m, &nm)) != 0)
+        goto fail;
+    /* Job-wide counters: the summable ones over the phases of one kind (epoch when there are
+     * epochs, else the first kind marked), so steps and epochs are not counted twice. */
+    const char *main_kind = NULL;
+    for (size_t i = 0; i < nm; i++) {
+        if (!m[i].begin && (!main_kind || strcmp(m[i].kind, "epoch") == 0))
+            main_kind = m[i].kind;
+    }
+    totals = cJSON_CreateObject();
+    if (!totals) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    static const char *const summable[] = {"tokens", "samples", "requests"};
+    double p99_max = -1;
+    for (size_t i = 0; main_kind && i < nm; i++) {
+        if (m[i].begin || strcmp(m[i].kind, main_kind) != 0)
+            continue;
+        for (size_t k = 0; k < sizeof summable / sizeof summable[0]; k++) {
+            bool has;
+            double x = counter(m[i].counters, summable[k], &has);
+            if (!has)
+                continue;
+            cJSON *t = cJSON_GetObjectItemCaseSensitive(totals, summable[k]);
+            if (t)
+                cJSON_SetNumberValue(t, t->valuedouble + x);
+            else
+                cJSON_AddNumberToObject(totals, summable[k], x);
+        }
+        bool has;
+        double p = counter(m[i].counters, "latency_p99_s", &has);
+        if (has && p > p99_max)
+            p99_max = p;
+    }
+    if (detail && !(per_gpu = cJSON_CreateArray())) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    if ((rc = window_energy(j, jb, jb->start_ns, end, &sp, per_gpu)) != 0)
+        goto fail;
+    cJSON *kpi = cJSON_AddObjectToObject(o, "kpi");
+    add_kpis(kpi, (double)(end - jb->start_ns) / 1e9, &sp, totals);
+    if (p99_max >= 0)
+        cJSON_AddNumberToObject(kpi, "latency_p99_s_max", p99_max);
+    cJSON_AddItemToObject(o, "counters", totals);
+    totals = NULL;
+    if (!detail) {
+        marks_free(m, nm);
+        *out = o;
+        return 0;
+    }
+    cJSON_AddNumberToObject(kpi, "peak_power_w", peak_power(j, jb, jb->start_ns, end));
+    cJSON_AddItemToObject(o, "gpu_energy", per_gpu);
+    per_gpu = NULL;
+
+    /* Energy to the target: from the start to the first mark that reached it. */
+    const cJSON *tg;
+    cJSON_ArrayForEach(tg, jb->target)
+    {
+        cJSON *e = cJSON_AddObjectToObject(o, "energy_to_target");
+        bool low = lower_is_better(tg->string);
+        cJSON_AddStringToObject(e, "metric", tg->string);
+        cJSON_AddNumberToObject(e, "target", tg->valuedouble);
+        cJSON_AddStringToObject(e, "reached_when", low ? "<=" : ">=");
+        size_t i;
+        for (i = 0; i < nm; i++) {
+            bool has;
+            double x = counter(m[i].counters, tg->string, &has);
+            if (has && (low ? x <= tg->valuedouble : x >= tg->valuedouble))
+                break;
+        }
+        cJSON_AddBoolToObject(e, "reached", i < nm);
+        if (i < nm) {
+            struct span ts;
+            if ((rc = window_energy(j, jb, jb->start_ns, m[i].t_ns, &ts, NULL)) != 0)
+                goto fail;
+            add_time(e, "at", m[i].t_ns);
+            cJSON_AddNumberToObject(e, "energy_joules", ts.gpu_j);
+            cJSON_AddNumberToObject(e, "energy_kwh", ts.gpu_j / 3.6e6);
+            cJSON_AddNumberToObject(e, "coverage", ts.coverage);
+        }
+        break; /* one target */
+    }
+
+    cJSON *phases = cJSON_AddArrayToObject(o, "phases");
+    for (size_t i = 0; i < nm; i++) {
+        if (m[i].begin)
+            continue;
+        int64_t from = jb->start_ns;
+        for (size_t k = i; k-- > 0;) {
+            if (strcmp(m[k].kind, m[i].kind) == 0) {
+                from = m[k].t_ns;
+                break;
+            }
+        }
+        struct span ps;
+        if ((rc = window_energy(j, jb, from, m[i].t_ns, &ps, NULL)) != 0)
+            goto fail;
+        cJSON *p = cJSON_CreateObject();
+        if (!p) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        cJSON_AddItemToArray(phases, p);
+        cJSON_AddStringToObject(p, "kind", m[i].kind);
+        if (m[i].has_index)
+            cJSON_AddNumberToObject(p, "index", (double)m[i].index);
+        else
+            cJSON_AddNullToObject(p, "index");
+        add_time(p, "from", from);
+        add_time(p, "to", m[i].t_ns);
+        cJSON_AddItemToObject(p, "counters", cJSON_Duplicate(m[i].counters, 1));
+        add_kpis(cJSON_AddObjectToObject(p, "kpi"), (double)(m[i].t_ns - from) / 1e9, &ps,
+                 m[i].counters);
+    }
+    marks_free(m, nm);
+    *out = o;
+    return 0;
+fail:
+    marks_free(m, nm);
+    cJSON_Delete(per_gpu);
+    cJSON_Delete(totals);
+    cJSON_Delete(o);
+    return rc;
+}
+
+/* ---- request bodies ---- */
+
+/* Parses a body that must be a JSON object (an empty body is {} when allow_empty). */
+static int parse_body(struct rep *r, const char *body, size_t len, bool allow_empty, cJSON **out)
+{
+    *out = NULL;
+    size_t sp = 0;
+    while (body && sp < len && isspace((unsigned char)body[sp]))
+        sp++;
+    if (!body || sp == len) {
+        if (allow_empty) {
+            *out = cJSON_CreateObject();
+            return *out ? 0 : -ENOMEM;
+        }
+        return bad(r, 400, "body", "body: expected a JSON object");
+    }
+    const char *end = NULL;
+    cJSON *v = cJSON_ParseWithLengthOpts(body, len, &end, false);
+    if (!v) {
+        size_t at = end && end >= body ? (size_t)(end - body) : 0;
+        return bad(r, 400, "body", "body: malformed JSON near byte %zu", at);
+    }
+    while (end && (size_t)(end - body) < len && isspace((unsigned char)*end))
+        end++;
+    if (end && (size_t)(end - body) < len && *end) {
+        cJSON_Delete(v);
+        return bad(r, 400, "body", "body: trailing characters after the JSON value");
+    }
+    if (!cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        return bad(r, 400, "body", "body: expected a JSON object");
+    }
+    *out = v;
+    return 0;
+}
+
+/* The GPUs the daemon sees (index and uuid pairs), from the hub; n 0 when unknown. */
+struct gpu_id {
+    char index[16], uuid[96];
+};
+
+static size_t known_gpus(struct wt_jobs *j, struct gpu_id *g, size_t cap)
+{
+    struct wt_batch b = {0};
+    size_t n = 0;
+    if (!j->hub || wt_hub_snapshot(j->hub, &b) != 0)
+        return 0;
+    for (size_t i = 0; i < b.len && n < cap; i++) {
+        if (b.r[i].metric != WT_M_GPU_UP)
+            continue;
+        if (wt_labels_get(b.r[i].labels, "gpu", g[n].index, sizeof g[n].index) != 0)
+            continue;
+        if (wt_labels_get(b.r[i].labels, "uuid", g[n].uuid, sizeof g[n].uuid) != 0)
+            g[n].uuid[0] = '\0';
+        n++;
+    }
+    wt_batch_free(&b);
+    return n;
+}
+
+/* Checks a start body; fills the normalized tags, gpus and target. 0 (r->status set on a bad
+ * field) or -ENOMEM. */
+static int check_start(struct wt_jobs *j, struct rep *r, const cJSON *b, const char **name,
+                       cJSON *tags, cJSON *gpus, cJSON *target)
+{
+    const cJSON *f;
+    char field[96];
+    *name = NULL;
+    cJSON_ArrayForEach(f, b)
+    {
+        if (strcmp(f->string, "name") && strcmp(f->string, "tags") && strcmp(f->string, "gpus") &&
+            strcmp(f->string, "target"))
+            return bad(r, 400, f->string, "%.64s: unknown field (expected name, tags, gpus, target)",
+                       f->string);
+    }
+    f = cJSON_GetObjectItemCaseSensitive(b, "name");
+    if (!f)
+        return bad(r, 400, "name", "name: required");
+    if (!cJSON_IsString(f) || !name_ok(f->valuestring))
+        return bad(r, 400, "name",
+                   "name: expected 1..%d characters of A-Z a-z 0-9 . _ - (not all digits)",
+                   WT_JOBS_NAME_MAX);
+    *name = f->valuestring;
+
+    f = cJSON_GetObjectItemCaseSensitive(b, "tags");
+    if (f && !cJSON_IsNull(f)) {
+        if (!cJSON_IsObject(f))
+            return bad(r, 400, "tags", "tags: expected an object of key: \"value\"");
+        if (cJSON_GetArraySize(f) > WT_JOBS_MAX_TAGS)
+            return bad(r, 400, "tags", "tags: at most %d", WT_JOBS_MAX_TAGS);
+        const cJSON *t;
+        cJSON_ArrayForEach(t, f)
+        {
+            snprintf(field, sizeof field, "tags.%.64s", t->string);
+            if (strlen(t->string) == 0 || strlen(t->string) > 63 ||
+                strspn(t->string, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                                  "_.-") != strlen(t->string))
+                return bad(r, 400, field, "%s: a tag key is 1..63 characters of A-Z a-z 0-9 _ . -",
+                           field);
+            char num[64];
+            const char *v = cJSON_GetStringValue(t);
+            if (!v && cJSON_IsNumber(t)) {
+                snprintf(num, sizeof num, "%.17g", t->valuedouble);
+                v = num;
+            }
+            if (!v || strlen(v) > TAG_VALUE_MAX)
+                return bad(r, 400, field, "%s: expected a string of at most %d bytes", field,
+                           TAG_VALUE_MAX);
+            for (const char *c = v; *c; c++) {
+                if ((unsigned char)*c < 0x20)
+                    return bad(r, 400, field, "%s: control characters are not allowed", field);
+            }
+            if (cJSON_GetObjectItemCaseSensitive(tags, t->string))
+                return bad(r, 400, field, "%s: given twice", field);
+            if (!cJSON_AddStringToObject(tags, t->string, v))
+                return -ENOMEM;
+        }
+    }
+
+    f = cJSON_GetObjectItemCaseSensitive(b, "gpus");
+    if (f && !cJSON_IsNull(f)) {
+        struct gpu_id known[WT_JOBS_MAX_GPUS];
+        size_t nk = known_gpus(j, known, WT_JOBS_MAX_GPUS);
+        if (!cJSON_IsArray(f))
+            return bad(r, 400, "gpus", "gpus: expected an array of GPU indices or UUIDs");
+        if (cJSON_GetArraySize(f) > WT_JOBS_MAX_GPUS)
+            return bad(r, 400, "gpus", "gpus: at most %d", WT_JOBS_MAX_GPUS);
+        int i = 0;
+        const cJSON *g;
+        cJSON_ArrayForEach(g, f)
+        {
+            char v[96];
+            snprintf(field, sizeof field, "gpus[%d]", i++);
+            if (cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 65536 &&
+                g->valuedouble == floor(g->valuedouble))
+                snprintf(v, sizeof v, "%d", (int)g->valuedouble);
+            else if (cJSON_IsString(g) && strlen(g->valuestring) < sizeof v &&
+                     (is_gpu_index(g->valuestring) ||
+                      (strncmp(g->valuestring, "GPU-", 4) == 0 && strlen(g->valuestring) > 4)))
+                snprintf(v, sizeof v, "%s", g->valuestring);
+            else
+                return bad(r, 400, field, "%s: expected a GPU index (0, 1, ...) or a UUID (GPU-…)",
+                           field);
+            if (nk) {
+                size_t k;
+                for (k = 0; k < nk; k++) {
+                    if (is_gpu_index(v) ? strcmp(v, known[k].index) == 0
+                                        : strncmp(known[k].uuid, v, strlen(v)) == 0)
+                        break;
+                }
+                if (k == nk)
+                    return bad(r, 400, field, "%s: no GPU %s on this node", field, v);
+            }
+            if (!cJSON_AddItemToArray(gpus, cJSON_CreateString(v)))
+                return -ENOMEM;
+        }
+    }
+
+    f = cJSON_GetObjectItemCaseSensitive(b, "target");
+    if (f && !cJSON_IsNull(f)) {
+        if (!cJSON_IsObject(f) || cJSON_GetArraySize(f) != 1)
+            return bad(r, 400, "target", "target: expected one {\"metric\": value}, e.g. "
+                                         "{\"accuracy\": 0.9}");
+        const cJSON *t = f->child;
+        snprintf(field, sizeof field, "target.%.64s", t->string);
+        if (!wt_jobs_key_ok(t->string))
+            return bad(r, 400, field, "%s: a metric name is lower_snake_case", field);
+        if (!cJSON_IsNumber(t) || !isfinite(t->valuedouble))
+            return bad(r, 400, field, "%s: expected a number", field);
+        if (!cJSON_AddNumberToObject(target, t->string, t->valuedouble))
+            return -ENOMEM;
+    }
+    /* The target may come as a tag too: target_accuracy=0.9. */
+    if (!cJSON_GetArraySize(target)) {
+        const cJSON *t;
+        cJSON_ArrayForEach(t, tags)
+        {
+            char *end = NULL;
+            if (strncmp(t->string, "target_", 7) != 0 || !wt_jobs_key_ok(t->string + 7))
+                continue;
+            double x = strtod(t->valuestring, &end);
+            if (end != t->valuestring && !*end && isfinite(x)) {
+                cJSON_AddNumberToObject(target, t->string + 7, x);
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static char *print(const cJSON *v)
+{
+    return cJSON_PrintUnformatted(v);
+}
+
+static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t len, int64_t now)
+{
+    cJSON *b = NULL, *tags = cJSON_CreateObject(), *gpus = cJSON_CreateArray(),
+          *target = cJSON_CreateObject();
+    const char *name;
+    char *ts = NULL, *gs = NULL, *xs = NULL;
+    sqlite3_stmt *s = NULL;
+    int rc = -ENOMEM;
+    if (!tags || !gpus || !target)
+        goto out;
+    if ((rc = parse_body(r, body, len, false, &b)) != 0 || r->status)
+        goto out;
+    if ((rc = check_start(j, r, b, &name, tags, gpus, target)) != 0 || r->status)
+        goto out;
+    int64_t running = count_rows(j, "SELECT id FROM jobs WHERE name=? AND end_ns IS NULL", 0, name);
+    if (running > 0) {
+        rc = bad(r, 409, "name", "name: a job named %s is already running (id %lld)", name,
+                 (long long)running);
+        goto out;
+    }
+    if (count_rows(j, "SELECT count(*) FROM jobs WHERE end_ns IS NULL", -1, NULL) >=
+        WT_JOBS_MAX_RUNNING) {
+        rc = bad(r, 409, "name", "name: %d jobs are running already; end some first",
+                 WT_JOBS_MAX_RUNNING);
+        goto out;
+    }
+    rc = -ENOMEM;
+    if (!(ts = print(tags)) || !(gs = print(gpus)) || !(xs = print(target)))
+        goto out;
+    rc = -EIO;
+    if (sqlite3_prepare_v2(j->db,
+                           "INSERT INTO jobs(name, node, tags, gpus, target, start_ns) "
+                           "VALUES(?,?,?,?,?,?)",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 2, j->node, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 3, ts, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 4, gs, -1, SQLITE_STATIC);
+    sqlite3_bind_text(s, 5, xs, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 6, now);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out;
+    struct job jb = {.id = sqlite3_last_insert_rowid(j->db), .tags = tags, .gpus = gpus,
+                     .target = target, .start_ns = now};
+    snprintf(jb.name, sizeof jb.name, "%s", name);
+    snprintf(jb.node, sizeof jb.node, "%s", j->node);
+    wt_info("jobs", "job %lld started name=%s", (long long)jb.id, name);
+    rc = job_json(j, &jb, now, false, &r->body);
+    r->status = 201;
+out:
+    if (s)
+        sqlite3_finalize(s);
+    cJSON_free(ts);
+    cJSON_free(gs);
+    cJSON_free(xs);
+    cJSON_Delete(b);
+    cJSON_Delete(tags);
+    cJSON_Delete(gpus);
+    cJSON_Delete(target);
+    return rc;
+}
+
+static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, const char *body,
+                    size_t len, int64_t now)
+{
+    cJSON *b = NULL, *counters = cJSON_CreateObject();
+    const cJSON *f;
+    const char *kind = "epoch";
+    bool has_index = false, begin = false;
+    int64_t index = 0;
+    char *cs = NULL;
+    sqlite3_stmt *s = NULL;
+    int rc = -ENOMEM, n = 0;
+    if (!counters)
+        goto out;
+    if ((rc = parse_body(r, body, len, false, &b)) != 0 || r->status)
+        goto out;
+    cJSON_ArrayForEach(f, b)
+    {
+        const char *k = f->string;
+        if (strcmp(k, "kind") == 0) {
+            if (!cJSON_IsString(f) || !wt_jobs_key_ok(f->valuestring) ||
+                strlen(f->valuestring) > KIND_MAX) {
+                rc = bad(r, 400, "kind", "kind: expected a lower_snake_case word of 1..%d "
+                                         "characters (epoch, step, eval, ...)",
+                         KIND_MAX);
+                goto out;
+            }
+            kind = f->valuestring;
+        } else if (strcmp(k, "index") == 0) {
+            if (cJSON_IsNull(f))
+                continue;
+            if (!cJSON_IsNumber(f) || f->valuedouble < 0 || f->valuedouble > 9007199254740992.0 ||
+                f->valuedouble != floor(f->valuedouble)) {
+                rc = bad(r, 400, "index", "index: expected an integer >= 0");
+                goto out;
+            }
+            has_index = true;
+            index = (int64_t)f->valuedouble;
+        } else if (strcmp(k, "begin") == 0) {
+            if (!cJSON_IsBool(f)) {
+                rc = bad(r, 400, "begin", "begin: expected true or false");
+                goto out;
+            }
+            begin = cJSON_IsTrue(f);
+        } else {
+            if (!wt_jobs_key_ok(k)) {
+                rc = bad(r, 400, k, "%.64s: a counter name is lower_snake_case (tokens, samples, "
+                                    "requests, accuracy, latency_p99_s, ...)",
+                         k);
+                goto out;
+            }
+            if (!cJSON_IsNumber(f) || !isfinite(f->valuedouble) || f->valuedouble < 0) {
+                rc = bad(r, 400, k, "%s: expected a number >= 0", k);
+                goto out;
+            }
+            if (++n > WT_JOBS_MAX_COUNTERS) {
+                rc = bad(r, 400, k, "%s: at most %d counters per mark", k, WT_JOBS_MAX_COUNTERS);
+                goto out;
+            }
+            if (cJSON_GetObjectItemCaseSensitive(counters, k)) {
+                rc = bad(r, 400, k, "%s: given twice", k);
+                goto out;
+            }
+            cJSON_AddNumberToObject(counters, k, f->valuedouble);
+        }
+    }
+    if (jb->end_ns) {
+        rc = bad(r, 409, "job", "job %lld (%s) has ended; start a new one", (long long)jb->id,
+                 jb->name);
+        goto out;
+    }
+    if (count_rows(j, "SELECT count(*) FROM marks WHERE job=?", jb->id, NULL) >= WT_JOBS_MAX_MARKS) {
+        rc = bad(r, 409, "job", "job %lld has %d marks already", (long long)jb->id,
+                 WT_JOBS_MAX_MARKS);
+        goto out;
+    }
+    rc = -ENOMEM;
+    if (!(cs = print(counters)))
+        goto out;
+    rc = -EIO;
+    if (sqlite3_prepare_v2(j->db,
+                           "INSERT INTO marks(job, t_ns, kind, idx, begin, counters) "
+                           "VALUES(?,?,?,?,?,?)",
+                           -1, &s, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(s, 1, jb->id);
+    sqlite3_bind_int64(s, 2, now);
+    sqlite3_bind_text(s, 3, kind, -1, SQLITE_STATIC);
+    if (has_index)
+        sqlite3_bind_int64(s, 4, index);
+    else
+        sqlite3_bind_null(s, 4);
+    sqlite3_bind_int(s, 5, begin);
+    sqlite3_bind_text(s, 6, cs, -1, SQLITE_STATIC);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out;
+    rc = -ENOMEM;
+    r->status = 201;
+    r->body = cJSON_CreateObject();
+    if (!r->body)
+        goto out;
+    cJSON_AddNumberToObject(r->body, "job", (double)jb->id);
+    cJSON_AddStringToObject(r->body, "kind", kind);
+    if (has_index)
+        cJSON_AddNumberToObject(r->body, "index", (double)index);
+    if (begin)
+        cJSON_AddTrueToObject(r->body, "begin");
+    add_time(r->body, "time", now);
+    cJSON_AddItemToObject(r->body, "counters", counters);
+    counters = NULL;
+    rc = 0;
+out:
+    if (s)
+        sqlite3_finalize(s);
+    cJSON_free(cs);
+    cJSON_Delete(b);
+    cJSON_Delete(counters);
+    return rc;
+}
+
+static int api_end(struct wt_jobs *j, struct rep *r, struct job *jb, const char *body, size_t len,
+                   int64_t now)
+{
+    cJSON *b = NULL;
+    sqlite3_stmt *s = NULL;
+    int rc;
+    if ((rc = parse_body(r, body, len, true, &b)) != 0 || r->status)
+        goto out;
+    if (b->child) {
+        rc = bad(r, 400, b->child->string, "%.64s: unknown field (end takes no fields)",
+                 b->child->string);
+        goto out;
+    }
+    if (jb->end_ns) {
+        rc = bad(r, 409, "job", "job %lld (%s) has ended already", (long long)jb->id, jb->name);
+        goto out;
+    }
+    rc = -EIO;
+    if (sqlite3_prepare_v2(j->db, "UPDATE jobs SET end_ns=? WHERE id=? AND end_ns IS NULL", -1, &s,
+                           NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_int64(s, 1, now);
+    sqlite3_bind_int64(s, 2, jb->id);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out;
+    jb->end_ns = now;
+    wt_info("jobs", "job %lld ended name=%s", (long long)jb->id, jb->name);
+    rc = job_json(j, jb, now, true, &r->body);
+    r->status = 200;
+out:
+    if (s)
+        sqlite3_finalize(s);
+    cJSON_Delete(b);
+    return rc;
+}
+
+static int api_list(struct wt_jobs *j, struct rep *r, int limit, int64_t now)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = 0, step;
+    if (limit <= 0)
+        limit = DEFAULT_LIST;
+    if (limit > MAX_LIST)
+        limit = MAX_LIST;
+    r->body = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(r->body, "jobs");
+    if (!arr)
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT * FROM (SELECT " JOB_COLS " FROM jobs ORDER BY id DESC LIMIT ?)"
+                           " ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int(s, 1, limit);
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct job jb;
+        cJSON *o = NULL;
+        if ((rc = load_row(s, &jb)) != 0)
+            break;
+        rc = job_json(j, &jb, now, false, &o);
+        job_free(&jb);
+        if (rc)
+            break;
+        cJSON_AddItemToArray(arr, o);
+    }
+    if (rc == 0 && step != SQLITE_DONE)
+        rc = -EIO;
+    sqlite3_finalize(s);
+    r->status = 200;
+    return rc;
+}
+
+static int dispatch(struct wt_jobs *j, struct rep *r, const char *method, const char *path,
+                    const char *body, size_t len, int limit, int64_t now)
+{
+    static const char base[] = "/api/v1/jobs";
+    size_t bl = sizeof base - 1;
+    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+    if (strncmp(path, base, bl) != 0 || (path[bl] && path[bl] != '/'))
+        return bad(r, 404, NULL, "no such endpoint");
+    if (!path[bl] || !path[bl + 1]) {
+        if (get)
+            return api_list(j, r, limit, now);
+        if (strcmp(method, "POST") == 0)
+            return api_start(j, r, body, len, now);
+        return bad(r, 405, NULL, "use GET or POST");
+    }
+    char ref[96];
+    const char *p = path + bl + 1, *slash = strchr(p, '/');
+    size_t rl = slash ? (size_t)(slash - p) : strlen(p);
+    const char *action = slash ? slash + 1 : "";
+    if (rl == 0 || rl >= sizeof ref)
+        return bad(r, 404, "job", "job: no such job");
+    memcpy(ref, p, rl);
+    ref[rl] = '\0';
+    if (strcmp(action, "") && strcmp(action, "marks") && strcmp(action, "end"))
+        return bad(r, 404, NULL, "no such endpoint (expected /api/v1/jobs/{id}[/marks|/end])");
+    if ((get && *action) || (!get && !*action) || (!get && strcmp(method, "POST")))
+        return bad(r, 405, NULL, "%s is not allowed here", *action ? "only POST" : "only GET");
+    struct job jb;
+    int rc = find_job(j, ref, &jb);
+    if (rc == -ENOENT) {
+        char clean[72];
+        size_t k;
+        for (k = 0; ref[k] && k < sizeof clean - 1; k++)
+            clean[k] = isprint((unsigned char)ref[k]) && ref[k] != '"' ? ref[k] : '?';
+        clean[k] = '\0';
+        return bad(r, 404, "job", "job: no job %s", clean);
+    }
+    if (rc)
+        return rc;
+    if (!*action) {
+        rc = job_json(j, &jb, now, true, &r->body);
+        r->status = 200;
+    } else if (strcmp(action, "marks") == 0) {
+        rc = api_mark(j, r, &jb, body, len, now);
+    } else {
+        rc = api_end(j, r, &jb, body, len, now);
+    }
+    job_free(&jb);
+    return rc;
+}
+
+int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
+                   size_t len, int limit, int64_t now_ns, unsigned *status, char **json)
+{
+    struct rep r = {0};
+    *json = NULL;
+    *status = 500;
+    pthread_mutex_lock(&j->mu);
+    int rc = dispatch(j, &r, method, path, body, len, limit, now_ns);
+    pthread_mutex_unlock(&j->mu);
+    if (rc == 0 && !r.body)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        *json = cJSON_PrintUnformatted(r.body);
+        if (!*json)
+            rc = -ENOMEM;
+    }
+    cJSON_Delete(r.body);
+    if (rc == 0)
+        *status = r.status ? r.status : 200;
+    return rc;
+}
+
+/* ---- routes ---- */
+
+static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    struct wt_jobs *j = ctx;
+    unsigned status;
+    char *json = NULL;
+    const char *lim = wt_http_query(req, "limit");
+    int limit = lim ? atoi(lim) : 0;
+    int rc = wt_jobs_handle(j, req->method, req->path, req->body, req->body_len, limit,
+                            wt_now_real_ns(), &status, &json);
+    if (rc)
+        return rc;
+    size_t n = strlen(json);
+    rep->body = malloc(n + 2);
+    if (!rep->body) {
+        cJSON_free(json);
+        return -ENOMEM;
+    }
+    memcpy(rep->body, json, n);
+    rep->body[n] = '\n';
+    rep->body[n + 1] = '\0';
+    rep->len = n + 1;
+    rep->status = status;
+    cJSON_free(json);
+    return 0;
+}
+
+int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
+{
+    int rc;
+    if ((rc = wt_http_add_route(h, "GET", "/api/v1/jobs", false, route, j)) ||
+        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs", false, route, j)) ||
+        (rc = wt_http_add_route(h, "GET", "/api/v1/jobs/*", false, route, j)) ||
+        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)))
+        return rc;
+    return 0;
+}

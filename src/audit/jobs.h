@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Jobs and marks, and their KPIs. A job has an id, a name, tags (free key=value), a node, a set
+ * of GPUs (indices or UUIDs; empty: every GPU), an optional accuracy-like target, a start and an
+ * end. A mark is a point in a job's time with a kind ("epoch", "step", "eval", any word), an
+ * optional index and named counters (tokens, samples, requests, accuracy, latency_p99_s, ...).
+ * A mark closes the phase that began at the previous mark of the same kind (or the job's start);
+ * a mark with "begin": true only opens the next phase of its kind.
+ *
+ * Every energy figure of a job or a phase comes from the store's exact-window query
+ * (store/query.h) over the job's GPUs, at the time it is asked: nothing is accumulated here.
+ * While the store's writer has not flushed the end of a window yet, that window's coverage is
+ * below 1 and says so.
+ *
+ * Jobs live in the same SQLite file as the series (tables jobs and marks, created here on this
+ * module's own connection; WAL lets it write beside the store's writer).
+ *
+ * The HTTP API (all JSON; errors are {"error": "...", "field": "..."}):
+ *   POST /api/v1/jobs                {"name", "tags": {k: v}, "gpus": [0, "GPU-…"],
+ *                                     "target": {"accuracy": 0.9}}        → 201 {"id", ...}
+ *   POST /api/v1/jobs/{ref}/marks    {"kind", "index", "begin", <counter>: number >= 0, ...}
+ *   POST /api/v1/jobs/{ref}/end      {} or empty
+ *   GET  /api/v1/jobs[?limit=N]      the latest jobs with their energy
+ *   GET  /api/v1/jobs/{ref}          the job with its phases and KPIs
+ * {ref} is a job id, or a name (the latest job of that name). Unknown job 404, ended job 409,
+ * malformed JSON or bad field 400 (the field named), nothing stored on any error.
+ */
+#ifndef WT_JOBS_H
+#define WT_JOBS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/hub.h"
+
+#define WT_JOBS_NAME_MAX 64
+#define WT_JOBS_MAX_TAGS 32
+#define WT_JOBS_MAX_GPUS 64
+#define WT_JOBS_MAX_COUNTERS 32
+#define WT_JOBS_MAX_MARKS 100000 /* per job */
+#define WT_JOBS_MAX_RUNNING 256
+
+struct wt_jobs;
+struct wt_http;
+
+/*
+ * Opens the jobs tables in the store at db_path (which must exist: the daemon creates it first),
+ * on a connection of its own. hub (may be NULL) is used to check GPU names against the GPUs the
+ * daemon sees. Returns 0 or a negative errno with err filled.
+ */
+int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out,
+                 struct wt_err *err) WT_MUST_USE;
+void wt_jobs_close(struct wt_jobs *j);
+
+/* Registers the routes above on h (before wt_http_start). Returns 0 or -ENOSPC. */
+int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
+
+/*
+ * One API request, without HTTP: method, path (as above, query string excluded), body (may be
+ * NULL), limit for the list (0: default), now_ns the time of the request. Fills *status and
+ * *json (malloc'd, the reply body, also for errors). Returns 0 or -ENOMEM / -EIO (a 500).
+ */
+int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
+                   size_t len, int limit, int64_t now_ns, unsigned *status,
+                   char **json) WT_MUST_USE;
+
+/* True when a counter or tag key is a lower-snake-case word of 1..63 characters. */
+bool wt_jobs_key_ok(const char *s);
+
+#endif
