@@ -17,6 +17,10 @@ static const struct {
     {"query", wt_cmd_query,
      "query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--db FILE]"},
     {"import", wt_cmd_import, "import nvidia-smi FILE [--node NAME] [--db FILE]"},
+    {"job", wt_cmd_job,
+     "job start|mark|end|show NAME [--tag K=V]... [--gpus LIST] [--kind K] [--tokens N] ..."},
+    {"jobs", wt_cmd_jobs, "jobs [--json] [--limit N] | jobs compare A B [--json]"},
+    {"exec", wt_cmd_exec, "exec [--job NAME] [--tag K=V]... [--gpus LIST] -- CMD [ARGS...]"},
 };
 
 static void usage(FILE *f)
@@ -44,8 +48,13 @@ int main(int argc, char **argv)
         return 0;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
-        if (strcmp(cmd, commands[i].name) == 0)
-            return commands[i].fn(argc - 1, argv + 1);
+        if (strcmp(cmd, commands[i].name) != 0)
+            continue;
+        if (argc == 3 && (strcmp(argv[2], "--help") == 0 || strcmp(argv[2], "-h") == 0)) {
+            printf("usage: wattage %s\n", commands[i].usage);
+            return 0;
+        }
+        return commands[i].fn(argc - 1, argv + 1);
     }
     fprintf(stderr, "wattage: unknown command '%s'\n", cmd);
     usage(stderr);
