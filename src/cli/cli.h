@@ -4,7 +4,9 @@
 #define WT_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/config.h"
 
@@ -14,6 +16,9 @@ int wt_cmd_check_config(int argc, char **argv);
 int wt_cmd_energy(int argc, char **argv);
 int wt_cmd_query(int argc, char **argv);
 int wt_cmd_import(int argc, char **argv);
+int wt_cmd_job(int argc, char **argv);
+int wt_cmd_jobs(int argc, char **argv);
+int wt_cmd_exec(int argc, char **argv);
 
 struct wt_store;
 /*
@@ -30,5 +35,31 @@ int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t n
  * when it exists, else the built-in defaults. Prints the error and returns 2 on bad input.
  */
 int wt_cli_load_config(const char *path, struct wt_config *cfg);
+
+/* ---- the daemon's jobs API, for job, jobs and exec (src/cli/job.c) ---- */
+struct wt_cli_api {
+    char url[300];              /* "http://127.0.0.1:9747", no trailing slash */
+    char token[512];            /* bearer token, "" for none */
+    char cacert[WT_PATH_LEN];   /* CA file for https, "" for the system's */
+};
+/*
+ * Where the daemon is: url, else WATTAGE_URL, else daemon.listen of the configuration (https
+ * when it has daemon.tls.cert); the token from WATTAGE_TOKEN, else token_file, else
+ * daemon.auth.token_file when readable. Returns 0 or 2 (bad configuration, printed).
+ */
+int wt_cli_api_setup(const char *config, const char *url, const char *token_file,
+                     struct wt_cli_api *api);
+/*
+ * One request: fills *status and *reply (malloc'd, NUL-terminated). Returns 0, or a negative
+ * errno when the daemon could not be reached (why says so).
+ */
+int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char *path,
+                    const char *body, long *status, char **reply, char *why, size_t whyn);
+/* The JSON body of POST /api/v1/jobs from the command line (*out freed with cJSON_free). 0/1/2. */
+int wt_cli_job_body(const char *cmd, const char *name, char **tags, int ntags, const char *gpus,
+                    char **targets, int ntargets, char **out);
+struct cJSON;
+/* Prints a job of GET /api/v1/jobs/{id} for a person. */
+void wt_cli_print_job(FILE *out, const struct cJSON *job);
 
 #endif

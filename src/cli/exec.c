@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage exec [--job NAME] [--tag K=V]... [--gpus LIST] [--target M=X] -- CMD [ARGS...]`:
+ * starts a job on the local daemon, runs CMD as a child (it sees WATTAGE_JOB, WATTAGE_URL and,
+ * when one is known, WATTAGE_TOKEN, so its own code can add marks), forwards the signals sent
+ * to the wrapper (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) to it, ends the job when it
+ * exits, prints the job's energy on stderr, and exits with CMD's status (128 + N when a signal
+ * N ended it; 127 when CMD cannot be run).
+ *
+ * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), else every GPU of
+ * the node. (Finding the GPUs from NVML's process list is not done.) When the daemon cannot be
+ * reached CMD still runs, without a job, and the wrapper says so.
+ */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+static volatile sig_atomic_t child_pid;
+
+static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define NFWD (sizeof forwarded / sizeof forwarded[0])
+
+/*
+ * Signals sent by a process (kill, a scheduler) are passed on. Those the kernel sends to the
+ * whole foreground process group (Ctrl-C at a terminal) reached the child already.
+ */
+static void on_signal(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    if (child_pid > 0 && si->si_code <= 0)
+        kill((pid_t)child_pid, sig);
+}
+
+/* A job name from the command: its basename and our pid, in the characters names allow. */
+static void default_name(const char *cmd, char *out, size_t n)
+{
+    char tmp[256], base[48];
+    snprintf(tmp, sizeof tmp, "%s", cmd);
+    snprintf(base, sizeof base, "%s", basename(tmp));
+    for (char *p = base; *p; p++) {
+        if (!isalnum((unsigned char)*p) && *p != '.' && *p != '_' && *p != '-')
+            *p = '_';
+    }
+    snprintf(out, n, "%s-%ld", base[0] ? base : "job", (long)getpid());
+}
+
+/* Polls the job until its energy window is covered by the store (or wait_s passes). */
+static cJSON *final_job(const struct wt_cli_api *api, const char *id, double wait_s)
+{
+    char path[96], why[256];
+    cJSON *j = NULL;
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+    for (;;) {
+        long st;
+        char *rep = NULL;
+        cJSON_Delete(j);
+        j = NULL;
+        if (wt_cli_api_call(api, "GET", path, NULL, &st, &rep, why, sizeof why) == 0 && st == 200)
+            j = cJSON_Parse(rep);
+        free(rep);
+        const cJSON *cov =
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
+        if (!j || (cJSON_IsNumber(cov) && cov->valuedouble >= 0.999) || el >= wait_s)
+            return j;
+        struct timespec d = {0, 200 * 1000000L};
+        nanosleep(&d, NULL);
+    }
+}
+
+int wt_cmd_exec(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"job", required_argument, NULL, 'J'},    {"tag", required_argument, NULL, 't'},
+        {"gpus", required_argument, NULL, 'g'},   {"target", required_argument, NULL, 'x'},
+        {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},
+        {"token-file", required_argument, NULL, 'T'}, {"wait", required_argument, NULL, 'w'},
+        {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
+        {0}};
+    const char *name = NULL, *gpus = NULL, *config = NULL, *url = NULL, *token_file = NULL;
+    char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
+    int ntags = 0, ntargets = 0, c;
+    double wait_s = 5;
+    bool json = false, quiet = false;
+
+    optind = 1;
+    /* "+": options end at the first non-option, so CMD's own options stay its own. */
+    while ((c = getopt_long(argc, argv, "+c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'J':
+            name = optarg;
+            break;
+        case 't':
+            if (ntags < 64)
+                tags[ntags++] = optarg;
+            break;
+        case 'g':
+            gpus = optarg;
+            break;
+        case 'x':
+            if (ntargets < 4)
+                targets[ntargets++] = optarg;
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        case 'U':
+            url = optarg;
+            break;
+        case 'T':
+            token_file = optarg;
+            break;
+        case 'w':
+            wait_s = atof(optarg);
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'q':
+            quiet = true;
+            break;
+        default:
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fprintf(stderr, "usage: wattage exec [--job NAME] [--tag K=V]... [--gpus LIST] [--target "
+                        "M=X] [--url URL] [--wait S] [--json] -- CMD [ARGS...]\n");
+        return 2;
+    }
+    char **cmd = argv + optind;
+    if (!name) {
+        default_name(cmd[0], namebuf, sizeof namebuf);
+        name = namebuf;
+    }
+    if (!gpus) {
+        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+        if (cvd && *cvd) {
+            if (strstr(cvd, "MIG-"))
+                fprintf(stderr, "wattage exec: CUDA_VISIBLE_DEVICES names MIG instances; the job "
+                                "counts every GPU\n");
+            else
+                gpus = cvd;
+        }
+    }
+
+    struct wt_cli_api api;
+    char *body = NULL;
+    int rc = wt_cli_api_setup(config, url, token_file, &api);
+    if (rc || (rc = wt_cli_job_body("exec", name, tags, ntags, gpus, targets, ntargets, &body)))
+        return rc;
+    long st = 0;
+    char *rep = NULL, why[512];
+    if (wt_cli_api_call(&api, "POST", "/api/v1/jobs", body, &st, &rep, why, sizeof why) != 0) {
+        fprintf(stderr, "wattage exec: %s; running the command without a job\n", why);
+    } else {
+        cJSON *v = cJSON_Parse(rep);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
+        if (st == 201 && cJSON_IsNumber(id)) {
+            snprintf(idbuf, sizeof idbuf, "%.0f", id->valuedouble);
+        } else {
+            const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "error"));
+            fprintf(stderr, "wattage exec: the job was refused: %s (HTTP %ld)\n", m ? m : rep, st);
+            cJSON_Delete(v);
+            free(rep);
+            cJSON_free(body);
+            return 2;
+        }
+        cJSON_Delete(v);
+    }
+    free(rep);
+    cJSON_free(body);
+
+    /* Signals are blocked from before the fork until the handlers are in place, so none is
+     * lost in between; the child gets back the mask and dispositions it would have had. */
+    sigset_t all, old;
+    sigemptyset(&all);
+    for (size_t i = 0; i < NFWD; i++)
+        sigaddset(&all, forwarded[i]);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "wattage exec: fork: %s\n", strerror(errno));
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return 1;
+    }
+    if (pid == 0) {
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        if (idbuf[0]) {
+            setenv("WATTAGE_JOB", idbuf, 1);
+            setenv("WATTAGE_URL", api.url, 1);
+            if (api.token[0])
+                setenv("WATTAGE_TOKEN", api.token, 1);
+        }
+        execvp(cmd[0], cmd);
+        int e = errno;
+        fprintf(stderr, "wattage exec: %s: %s\n", cmd[0], strerror(e));
+        _exit(e == EACCES || e == ENOEXEC ? 126 : 127);
+    }
+    child_pid = pid;
+    struct sigaction sa = {0};
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NFWD; i++)
+        sigaction(forwarded[i], &sa, NULL);
+    sigprocmask(SIG_SETMASK, &old, NULL);
+
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0) {
+        if (errno != EINTR) {
+            fprintf(stderr, "wattage exec: waitpid: %s\n", strerror(errno));
+            status = 1 << 8;
+            break;
+        }
+    }
+    child_pid = 0;
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+
+    if (idbuf[0]) {
+        char path[96];
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/end", idbuf);
+        rep = NULL;
+        if (wt_cli_api_call(&api, "POST", path, "{}", &st, &rep, why, sizeof why) != 0)
+            fprintf(stderr, "wattage exec: cannot end job %s: %s\n", idbuf, why);
+        else if (st != 200)
+            fprintf(stderr, "wattage exec: ending job %s: HTTP %ld: %s\n", idbuf, st, rep);
+        free(rep);
+        cJSON *j = quiet ? NULL : final_job(&api, idbuf, wait_s);
+        if (j && json) {
+            char *t = cJSON_PrintUnformatted(j);
+            if (t)
+                fprintf(stderr, "%s\n", t);
+            cJSON_free(t);
+        } else if (j) {
+            fprintf(stderr, "wattage exec: ");
+            wt_cli_print_job(stderr, j);
+        }
+        cJSON_Delete(j);
+    }
+    return code;
+}

@@ -1,0 +1,764 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage job start|mark|end|show`, `wattage jobs [--json]`, `wattage jobs compare A B`: the
+ * jobs API of the local daemon (see audit/jobs.h), over HTTP(S) with libcurl. The daemon's
+ * address comes from --url, else WATTAGE_URL, else daemon.listen of the configuration; the
+ * bearer token from WATTAGE_TOKEN, else --token-file, else daemon.auth.token_file when readable.
+ * Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a 4xx).
+ */
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define MAX_REPLY (16 * 1024 * 1024)
+
+static int read_token(const char *path, char *out, size_t n)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -errno;
+    size_t len = fread(out, 1, n - 1, f);
+    fclose(f);
+    out[len] = '\0';
+    while (len && isspace((unsigned char)out[len - 1]))
+        out[--len] = '\0';
+    return 0;
+}
+
+int wt_cli_api_setup(const char *config, const char *url, const char *token_file,
+                     struct wt_cli_api *api)
+{
+    struct wt_config cfg;
+    memset(api, 0, sizeof *api);
+    if (!url)
+        url = getenv("WATTAGE_URL");
+    int rc = wt_cli_load_config(config, &cfg);
+    if (rc)
+        return rc;
+    if (url && *url) {
+        snprintf(api->url, sizeof api->url, "%s", url);
+    } else {
+        char host[128];
+        int port;
+        if (wt_config_parse_listen(cfg.daemon.listen, host, sizeof host, &port) != 0)
+            return 2;
+        if (strcmp(host, "0.0.0.0") == 0 || host[0] == '\0')
+            snprintf(host, sizeof host, "127.0.0.1");
+        else if (strcmp(host, "::") == 0)
+            snprintf(host, sizeof host, "::1");
+        bool tls = cfg.daemon.tls.cert[0] != '\0';
+        snprintf(api->url, sizeof api->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
+                 tls ? "https" : "http", host, port);
+        if (tls)
+            snprintf(api->cacert, sizeof api->cacert, "%s", cfg.daemon.tls.cert);
+    }
+    size_t l = strlen(api->url);
+    while (l && api->url[l - 1] == '/')
+        api->url[--l] = '\0';
+    const char *t = getenv("WATTAGE_TOKEN");
+    if (t && *t) {
+        snprintf(api->token, sizeof api->token, "%s", t);
+    } else if (token_file) {
+        if (read_token(token_file, api->token, sizeof api->token) != 0) {
+            fprintf(stderr, "wattage: --token-file: cannot read %s: %s\n", token_file,
+                    strerror(errno));
+            return 2;
+        }
+    } else if (cfg.daemon.auth.token_file[0]) {
+        (void)read_token(cfg.daemon.auth.token_file, api->token, sizeof api->token);
+    }
+    return 0;
+}
+
+struct buf {
+    char *p;
+    size_t len;
+};
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
+{
+    struct buf *b = arg;
+    size_t n = sz * nm;
+    if (b->len + n > MAX_REPLY)
+        return 0;
+    char *p = realloc(b->p, b->len + n + 1);
+    if (!p)
+        return 0;
+    memcpy(p + b->len, d, n);
+    b->p = p;
+    b->len += n;
+    p[b->len] = '\0';
+    return n;
+}
+
+int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char *path,
+                    const char *body, long *status, char **reply, char *why, size_t whyn)
+{
+    static bool inited;
+    char url[768], auth[600];
+    struct buf b = {0};
+    struct curl_slist *h = NULL;
+    int ret = -EIO;
+    *reply = NULL;
+    *status = 0;
+    if (!inited) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        inited = true;
+    }
+    CURL *c = curl_easy_init();
+    if (!c) {
+        snprintf(why, whyn, "out of memory");
+        return -ENOMEM;
+    }
+    snprintf(url, sizeof url, "%s%s", api->url, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (api->cacert[0])
+        curl_easy_setopt(c, CURLOPT_CAINFO, api->cacert);
+    if (api->token[0]) {
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", api->token);
+        h = curl_slist_append(h, auth);
+    }
+    if (strcmp(method, "POST") == 0) {
+        h = curl_slist_append(h, "Content-Type: application/json");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
+    }
+    if (h)
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    CURLcode rc = curl_easy_perform(c);
+    if (rc != CURLE_OK) {
+        snprintf(why, whyn, "cannot reach the daemon at %s: %s", api->url, curl_easy_strerror(rc));
+        free(b.p);
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+        *reply = b.p ? b.p : strdup("");
+        ret = *reply ? 0 : -ENOMEM;
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return ret;
+}
+
+/*
+ * Calls the API and parses the JSON reply. Prints errors; returns 0 with *out (a 2xx), 1 (the
+ * daemon is unreachable or failed) or 2 (a 4xx: the daemon's message is printed).
+ */
+static int call(const struct wt_cli_api *api, const char *cmd, const char *method,
+                const char *path, const char *body, cJSON **out)
+{
+    long st;
+    char *rep = NULL, why[512];
+    *out = NULL;
+    if (wt_cli_api_call(api, method, path, body, &st, &rep, why, sizeof why) != 0) {
+        fprintf(stderr, "wattage %s: %s\n", cmd, why);
+        return 1;
+    }
+    cJSON *v = cJSON_Parse(rep);
+    if (st < 200 || st >= 300) {
+        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "error"));
+        fprintf(stderr, "wattage %s: %s (HTTP %ld)\n", cmd, msg ? msg : rep, st);
+        cJSON_Delete(v);
+        free(rep);
+        return st >= 400 && st < 500 ? 2 : 1;
+    }
+    free(rep);
+    if (!v) {
+        fprintf(stderr, "wattage %s: the daemon's reply is not JSON\n", cmd);
+        return 1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* A job reference for a path: names and ids are [A-Za-z0-9._-]; anything else is refused here. */
+static int check_ref(const char *cmd, const char *ref)
+{
+    size_t n = strlen(ref);
+    if (n == 0 || n > 64 ||
+        strspn(ref, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+        fprintf(stderr, "wattage %s: '%s' is not a job name or id\n", cmd, ref);
+        return 2;
+    }
+    return 0;
+}
+
+static double num(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valuedouble : NAN;
+}
+
+static const char *str(const cJSON *o, const char *k)
+{
+    const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return s ? s : "";
+}
+
+static void print_json(const cJSON *v)
+{
+    char *t = cJSON_Print(v);
+    if (t)
+        printf("%s\n", t);
+    cJSON_free(t);
+}
+
+static void tags_line(const cJSON *tags, char *buf, size_t n)
+{
+    size_t off = 0;
+    const cJSON *t;
+    buf[0] = '\0';
+    cJSON_ArrayForEach(t, tags)
+    {
+        if (off < n)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s=%s", off ? " " : "", t->string,
+                                    cJSON_GetStringValue(t) ? t->valuestring : "?");
+    }
+}
+
+static void gpus_line(const cJSON *gpus, char *buf, size_t n)
+{
+    size_t off = 0;
+    const cJSON *g;
+    snprintf(buf, n, "all");
+    cJSON_ArrayForEach(g, gpus)
+    {
+        if (off < n)
+            off += (size_t)snprintf(buf + off, n - off, "%s%s", off ? "," : "",
+                                    cJSON_GetStringValue(g) ? g->valuestring : "?");
+    }
+}
+
+/* "12.3" (f: 'f' or 'g' with prec digits), or "-" for a figure the counters do not allow. */
+static const char *fmtv(double v, char f, int prec, char *buf, size_t n)
+{
+    if (isnan(v))
+        return "-";
+    snprintf(buf, n, f == 'g' ? "%.*g" : "%.*f", prec, v);
+    return buf;
+}
+
+void wt_cli_print_job(FILE *out, const cJSON *j)
+{
+    char a[512], b[64], c[64];
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kpi");
+    fprintf(out, "job %.0f %s (%s) on %s\n", num(j, "id"), str(j, "name"), str(j, "state"),
+            str(j, "node"));
+    tags_line(cJSON_GetObjectItemCaseSensitive(j, "tags"), a, sizeof a);
+    if (a[0])
+        fprintf(out, "  tags      %s\n", a);
+    gpus_line(cJSON_GetObjectItemCaseSensitive(j, "gpus"), a, sizeof a);
+    fprintf(out, "  gpus      %s\n", a);
+    fprintf(out, "  window    %s .. %s (%.1f s)\n", str(j, "start"),
+            str(j, "end")[0] ? str(j, "end") : "now", num(k, "duration_s"));
+    fprintf(out, "  energy    %.6f kWh (%.1f J), mean %.1f W, peak %s W, coverage %.1f%%\n",
+            num(k, "energy_kwh"), num(k, "energy_joules"), num(k, "mean_power_w"),
+            fmtv(num(k, "peak_power_w"), 'f', 1, b, sizeof b), 100 * num(k, "coverage"));
+    const cJSON *g;
+    cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(j, "gpu_energy"))
+    {
+        fprintf(out, "    gpu %-3s %-28s %12.1f J  %s\n", str(g, "gpu"), str(g, "uuid"),
+                num(g, "energy_joules"), str(g, "method"));
+    }
+    fprintf(out, "  cpu       %.1f J (the node's CPUs, not in the job's energy)\n",
+            num(k, "cpu_energy_joules"));
+    if (!isnan(num(k, "tokens_per_kwh")))
+        fprintf(out, "  tokens    %.0f: %.4g tokens/kWh, %.4g J/token\n",
+                num(cJSON_GetObjectItemCaseSensitive(j, "counters"), "tokens"),
+                num(k, "tokens_per_kwh"), num(k, "joules_per_token"));
+    if (!isnan(num(k, "samples_per_s_per_w")))
+        fprintf(out, "  samples   %.4g samples/s/W\n", num(k, "samples_per_s_per_w"));
+    if (!isnan(num(k, "joules_per_request")))
+        fprintf(out, "  requests  %.4g J/request (p99 latency up to %s s)\n",
+                num(k, "joules_per_request"), fmtv(num(k, "latency_p99_s_max"), 'g', 4, b, sizeof b));
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "energy_to_target");
+    if (t) {
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "reached")))
+            fprintf(out, "  target    %s %s %g reached at %s after %.6f kWh (%.1f J)\n",
+                    str(t, "metric"), str(t, "reached_when"), num(t, "target"), str(t, "at"),
+                    num(t, "energy_kwh"), num(t, "energy_joules"));
+        else
+            fprintf(out, "  target    %s %s %g not reached\n", str(t, "metric"),
+                    str(t, "reached_when"), num(t, "target"));
+    }
+    const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
+    if (cJSON_GetArraySize(phases) == 0)
+        return;
+    fprintf(out, "  %-8s %5s %9s %12s %10s %8s %11s %10s %10s %10s %8s %6s\n", "phase", "index",
+            "seconds", "joules", "kWh", "mean W", "tokens/kWh", "J/token", "samp/s/W", "J/request",
+            "p99 s", "cov%");
+    const cJSON *p;
+    cJSON_ArrayForEach(p, phases)
+    {
+        const cJSON *pk = cJSON_GetObjectItemCaseSensitive(p, "kpi");
+        char s1[32], s2[32], s3[32], s4[32], s5[32];
+        fprintf(out, "  %-8.8s %5s %9.2f %12.1f %10.6f %8.1f %11s %10s %10s %10s %8s %6.1f\n",
+                str(p, "kind"), fmtv(num(p, "index"), 'f', 0, c, sizeof c), num(pk, "duration_s"),
+                num(pk, "energy_joules"), num(pk, "energy_kwh"), num(pk, "mean_power_w"),
+                fmtv(num(pk, "tokens_per_kwh"), 'g', 4, s1, sizeof s1),
+                fmtv(num(pk, "joules_per_token"), 'g', 4, s2, sizeof s2),
+                fmtv(num(pk, "samples_per_s_per_w"), 'g', 4, s3, sizeof s3),
+                fmtv(num(pk, "joules_per_request"), 'g', 4, s4, sizeof s4),
+                fmtv(num(pk, "latency_p99_s"), 'g', 4, s5, sizeof s5), 100 * num(pk, "coverage"));
+    }
+}
+
+/* Adds "k=v" to obj (a tag or target); returns 0 or 2 with a message. */
+static int add_kv(const char *cmd, const char *opt, const char *kv, cJSON *obj, bool number)
+{
+    const char *eq = strchr(kv, '=');
+    char key[64];
+    if (!eq || eq == kv || (size_t)(eq - kv) >= sizeof key) {
+        fprintf(stderr, "wattage %s: %s: expected KEY=VALUE (got \"%s\")\n", cmd, opt, kv);
+        return 2;
+    }
+    memcpy(key, kv, (size_t)(eq - kv));
+    key[eq - kv] = '\0';
+    if (number) {
+        char *end;
+        double x = strtod(eq + 1, &end);
+        if (end == eq + 1 || *end) {
+            fprintf(stderr, "wattage %s: %s: %s: expected a number (got \"%s\")\n", cmd, opt, key,
+                    eq + 1);
+            return 2;
+        }
+        cJSON_AddNumberToObject(obj, key, x);
+    } else {
+        cJSON_AddStringToObject(obj, key, eq + 1);
+    }
+    return 0;
+}
+
+int wt_cli_job_body(const char *cmd, const char *name, char **tags, int ntags, const char *gpus,
+                    char **targets, int ntargets, char **out)
+{
+    cJSON *b = cJSON_CreateObject();
+    int rc = 0;
+    *out = NULL;
+    if (!b)
+        return 1;
+    cJSON_AddStringToObject(b, "name", name);
+    cJSON *t = cJSON_AddObjectToObject(b, "tags");
+    for (int i = 0; i < ntags && !rc; i++)
+        rc = add_kv(cmd, "--tag", tags[i], t, false);
+    if (gpus && *gpus && !rc) {
+        cJSON *g = cJSON_AddArrayToObject(b, "gpus");
+        char *dup = strdup(gpus), *save = NULL;
+        for (char *s = dup ? strtok_r(dup, ",", &save) : NULL; s; s = strtok_r(NULL, ",", &save)) {
+            while (isspace((unsigned char)*s))
+                s++;
+            if (*s)
+                cJSON_AddItemToArray(g, cJSON_CreateString(s));
+        }
+        free(dup);
+    }
+    if (ntargets && !rc) {
+        cJSON *x = cJSON_AddObjectToObject(b, "target");
+        for (int i = 0; i < ntargets && !rc; i++)
+            rc = add_kv(cmd, "--target", targets[i], x, true);
+    }
+    if (!rc && !(*out = cJSON_PrintUnformatted(b)))
+        rc = 1;
+    cJSON_Delete(b);
+    return rc;
+}
+
+#define MAX_KV 64
+
+struct common {
+    const char *config, *url, *token_file;
+    bool json;
+};
+
+/* Handles an option every subcommand takes; returns true when it was one. */
+static bool common_opt(int c, struct common *co)
+{
+    switch (c) {
+    case 'c':
+        co->config = optarg;
+        return true;
+    case 'U':
+        co->url = optarg;
+        return true;
+    case 'T':
+        co->token_file = optarg;
+        return true;
+    case 'j':
+        co->json = true;
+        return true;
+    }
+    return false;
+}
+
+#define COMMON_OPTS                                                                               \
+    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},             \
+        {"token-file", required_argument, NULL, 'T'}, {"json", no_argument, NULL, 'j'}
+
+static int job_start(int argc, char **argv)
+{
+    static const struct option opts[] = {COMMON_OPTS,
+                                         {"tag", required_argument, NULL, 't'},
+                                         {"gpus", required_argument, NULL, 'g'},
+                                         {"target", required_argument, NULL, 'x'},
+                                         {0}};
+    struct common co = {0};
+    char *tags[MAX_KV], *targets[4];
+    int ntags = 0, ntargets = 0, c;
+    const char *gpus = NULL;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        if (common_opt(c, &co))
+            continue;
+        if (c == 't' && ntags < MAX_KV)
+            tags[ntags++] = optarg;
+        else if (c == 'g')
+            gpus = optarg;
+        else if (c == 'x' && ntargets < 4)
+            targets[ntargets++] = optarg;
+        else
+            return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: wattage job start NAME [--tag K=V]... [--gpus 0,1] [--target "
+                        "accuracy=0.9] [--url URL] [-c FILE]\n");
+        return 2;
+    }
+    struct wt_cli_api api;
+    char *body = NULL;
+    cJSON *rep = NULL;
+    int rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api);
+    if (rc || (rc = wt_cli_job_body("job start", argv[optind], tags, ntags, gpus, targets,
+                                    ntargets, &body)))
+        return rc;
+    rc = call(&api, "job start", "POST", "/api/v1/jobs", body, &rep);
+    cJSON_free(body);
+    if (rc)
+        return rc;
+    if (co.json)
+        print_json(rep);
+    else
+        printf("%.0f\n", num(rep, "id"));
+    cJSON_Delete(rep);
+    return 0;
+}
+
+/* `job mark NAME [--kind K] [--index N] [--begin] [--COUNTER X | --COUNTER=X]...` */
+static int job_mark(int argc, char **argv)
+{
+    struct common co = {0};
+    const char *name = NULL;
+    cJSON *b = cJSON_CreateObject();
+    int rc = 2;
+    if (!b)
+        return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0 || strlen(a) < 3) {
+            if (a[0] == '-' && strcmp(a, "-c") != 0) {
+                fprintf(stderr, "wattage job mark: unknown option '%s'\n", a);
+                goto out;
+            }
+            if (strcmp(a, "-c") == 0) {
+                if (++i == argc)
+                    goto missing;
+                co.config = argv[i];
+                continue;
+            }
+            if (name) {
+                fprintf(stderr, "wattage job mark: unexpected argument '%s'\n", a);
+                goto out;
+            }
+            name = a;
+            continue;
+        }
+        char key[80];
+        const char *val = NULL, *eq = strchr(a, '=');
+        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        if (kl >= sizeof key) {
+            fprintf(stderr, "wattage job mark: option too long: %s\n", a);
+            goto out;
+        }
+        memcpy(key, a + 2, kl);
+        key[kl] = '\0';
+        for (char *p = key; *p; p++)
+            *p = *p == '-' ? '_' : *p;
+        if (strcmp(key, "begin") == 0 && !eq) {
+            cJSON_AddTrueToObject(b, "begin");
+            continue;
+        }
+        if (strcmp(key, "json") == 0 && !eq) {
+            co.json = true;
+            continue;
+        }
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (++i == argc)
+                goto missing;
+            val = argv[i];
+        }
+        if (strcmp(key, "config") == 0)
+            co.config = val;
+        else if (strcmp(key, "url") == 0)
+            co.url = val;
+        else if (strcmp(key, "token_file") == 0)
+            co.token_file = val;
+        else if (strcmp(key, "kind") == 0)
+            cJSON_AddStringToObject(b, "kind", val);
+        else {
+            /* A number, else the string as it is: the daemon names the bad field. */
+            char *end;
+            double x = strtod(val, &end);
+            if (end != val && !*end)
+                cJSON_AddNumberToObject(b, key, x);
+            else
+                cJSON_AddStringToObject(b, key, val);
+        }
+    }
+    if (!name) {
+        fprintf(stderr, "usage: wattage job mark NAME [--kind epoch] [--index N] [--begin] "
+                        "[--tokens N] [--samples N] [--requests N] [--accuracy X] [--COUNTER X]...\n");
+        goto out;
+    }
+    if ((rc = check_ref("job mark", name)) != 0)
+        goto out;
+    struct wt_cli_api api;
+    if ((rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)) != 0)
+        goto out;
+    char path[128], *body = cJSON_PrintUnformatted(b);
+    cJSON *rep = NULL;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/marks", name);
+    rc = body ? call(&api, "job mark", "POST", path, body, &rep) : 1;
+    cJSON_free(body);
+    if (rc == 0 && co.json)
+        print_json(rep);
+    cJSON_Delete(rep);
+    goto out;
+missing:
+    fprintf(stderr, "wattage job mark: %s needs a value\n", argv[argc - 1]);
+out:
+    cJSON_Delete(b);
+    return rc;
+}
+
+/* `job end NAME` and `job show NAME`. */
+static int job_one(int argc, char **argv, bool end)
+{
+    static const struct option opts[] = {COMMON_OPTS, {0}};
+    const char *cmd = end ? "job end" : "job show";
+    struct common co = {0};
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        if (!common_opt(c, &co))
+            return 2;
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, "usage: wattage %s NAME [--json] [--url URL] [-c FILE]\n", cmd);
+        return 2;
+    }
+    struct wt_cli_api api;
+    char path[128];
+    cJSON *rep = NULL;
+    int rc = check_ref(cmd, argv[optind]);
+    if (rc || (rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)))
+        return rc;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
+    if ((rc = call(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep)) != 0)
+        return rc;
+    if (co.json)
+        print_json(rep);
+    else
+        wt_cli_print_job(stdout, rep);
+    cJSON_Delete(rep);
+    return 0;
+}
+
+int wt_cmd_job(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        fprintf(argc < 2 ? stderr : stdout,
+                "usage: wattage job start NAME [--tag K=V]... [--gpus 0,1] [--target M=X]\n"
+                "       wattage job mark NAME [--kind epoch] [--index N] [--begin] [--tokens N] "
+                "[--samples N] [--accuracy X] ...\n"
+                "       wattage job end NAME\n"
+                "       wattage job show NAME [--json]\n"
+                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n");
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "start") == 0)
+        return job_start(argc - 1, argv + 1);
+    if (strcmp(argv[1], "mark") == 0)
+        return job_mark(argc - 1, argv + 1);
+    if (strcmp(argv[1], "end") == 0)
+        return job_one(argc - 1, argv + 1, true);
+    if (strcmp(argv[1], "show") == 0)
+        return job_one(argc - 1, argv + 1, false);
+    fprintf(stderr, "wattage job: unknown subcommand '%s' (start, mark, end, show)\n", argv[1]);
+    return 2;
+}
+
+/* ---- jobs, jobs compare ---- */
+
+static void compare_row(const char *label, const cJSON *ka, const cJSON *kb, const char *key,
+                        char f, int prec)
+{
+    double a = num(ka, key), b = num(kb, key);
+    char sa[48], sb[48], d[48] = "";
+    if (isnan(a) && isnan(b))
+        return;
+    if (!isnan(a) && !isnan(b) && a != 0)
+        snprintf(d, sizeof d, "%+.1f%%", 100 * (b - a) / fabs(a));
+    printf("  %-22s %16s %16s %9s\n", label, fmtv(a, f, prec, sa, sizeof sa), fmtv(b, f, prec, sb, sizeof sb), d);
+}
+
+static int jobs_compare(const struct wt_cli_api *api, const struct common *co, const char *ra,
+                        const char *rb)
+{
+    cJSON *a = NULL, *b = NULL;
+    char path[128];
+    int rc = check_ref("jobs compare", ra);
+    if (rc || (rc = check_ref("jobs compare", rb)))
+        return rc;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", ra);
+    if ((rc = call(api, "jobs compare", "GET", path, NULL, &a)) != 0)
+        return rc;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", rb);
+    if ((rc = call(api, "jobs compare", "GET", path, NULL, &b)) != 0) {
+        cJSON_Delete(a);
+        return rc;
+    }
+    /* Tags that differ: in one only, or with other values. */
+    cJSON *diff = cJSON_CreateObject();
+    const cJSON *ta = cJSON_GetObjectItemCaseSensitive(a, "tags"),
+                *tb = cJSON_GetObjectItemCaseSensitive(b, "tags"), *t;
+    for (int pass = 0; pass < 2; pass++) {
+        const cJSON *side = pass ? tb : ta;
+        cJSON_ArrayForEach(t, side)
+        {
+            const cJSON *o = cJSON_GetObjectItemCaseSensitive(pass ? ta : tb, t->string);
+            if (cJSON_GetObjectItemCaseSensitive(diff, t->string))
+                continue;
+            if (o && cJSON_Compare(o, t, true))
+                continue;
+            cJSON *pair = cJSON_CreateArray();
+            const cJSON *va = pass ? o : t, *vb = pass ? t : o;
+            cJSON_AddItemToArray(pair, va ? cJSON_Duplicate(va, 0) : cJSON_CreateNull());
+            cJSON_AddItemToArray(pair, vb ? cJSON_Duplicate(vb, 0) : cJSON_CreateNull());
+            cJSON_AddItemToObject(diff, t->string, pair);
+        }
+    }
+    if (co->json) {
+        cJSON *r = cJSON_CreateObject();
+        cJSON_AddItemToObject(r, "a", a);
+        cJSON_AddItemToObject(r, "b", b);
+        cJSON_AddItemToObject(r, "tags_differ", diff);
+        print_json(r);
+        cJSON_Delete(r);
+        return 0;
+    }
+    const cJSON *ka = cJSON_GetObjectItemCaseSensitive(a, "kpi"),
+                *kb = cJSON_GetObjectItemCaseSensitive(b, "kpi");
+    char la[80], lb[80];
+    snprintf(la, sizeof la, "%.0f %s", num(a, "id"), str(a, "name"));
+    snprintf(lb, sizeof lb, "%.0f %s", num(b, "id"), str(b, "name"));
+    printf("  %-22s %16.16s %16.16s %9s\n", "", la, lb, "B vs A");
+    compare_row("duration s", ka, kb, "duration_s", 'f', 1);
+    compare_row("energy kWh", ka, kb, "energy_kwh", 'f', 6);
+    compare_row("energy J", ka, kb, "energy_joules", 'f', 1);
+    compare_row("mean power W", ka, kb, "mean_power_w", 'f', 1);
+    compare_row("peak power W", ka, kb, "peak_power_w", 'f', 1);
+    compare_row("tokens/kWh", ka, kb, "tokens_per_kwh", 'g', 4);
+    compare_row("J/token", ka, kb, "joules_per_token", 'g', 4);
+    compare_row("samples/s/W", ka, kb, "samples_per_s_per_w", 'g', 4);
+    compare_row("J/request", ka, kb, "joules_per_request", 'g', 4);
+    compare_row("p99 latency s (max)", ka, kb, "latency_p99_s_max", 'g', 4);
+    const cJSON *ea = cJSON_GetObjectItemCaseSensitive(a, "energy_to_target"),
+                *eb = cJSON_GetObjectItemCaseSensitive(b, "energy_to_target");
+    if (ea || eb)
+        compare_row("energy to target J", ea, eb, "energy_joules", 'f', 1);
+    if (!diff->child)
+        printf("  tags: the same\n");
+    cJSON_ArrayForEach(t, diff)
+    {
+        const char *va = cJSON_GetStringValue(cJSON_GetArrayItem(t, 0)),
+                   *vb = cJSON_GetStringValue(cJSON_GetArrayItem(t, 1));
+        printf("  tag %-18s %16s %16s\n", t->string, va ? va : "(none)", vb ? vb : "(none)");
+    }
+    cJSON_Delete(diff);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    return 0;
+}
+
+int wt_cmd_jobs(int argc, char **argv)
+{
+    static const struct option opts[] = {COMMON_OPTS, {"limit", required_argument, NULL, 'n'}, {0}};
+    struct common co = {0};
+    int c, limit = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        if (common_opt(c, &co))
+            continue;
+        if (c != 'n')
+            return 2;
+        limit = atoi(optarg);
+        if (limit <= 0) {
+            fprintf(stderr, "wattage jobs: --limit: expected a number > 0\n");
+            return 2;
+        }
+    }
+    struct wt_cli_api api;
+    int rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api);
+    if (rc)
+        return rc;
+    if (optind < argc && strcmp(argv[optind], "compare") == 0) {
+        if (argc - optind != 3) {
+            fprintf(stderr, "usage: wattage jobs compare A B [--json]\n");
+            return 2;
+        }
+        return jobs_compare(&api, &co, argv[optind + 1], argv[optind + 2]);
+    }
+    if (optind != argc) {
+        fprintf(stderr, "usage: wattage jobs [--json] [--limit N] | wattage jobs compare A B\n");
+        return 2;
+    }
+    char path[64];
+    cJSON *rep = NULL;
+    snprintf(path, sizeof path, "/api/v1/jobs%s%d", limit ? "?limit=" : "", limit);
+    if (!limit)
+        snprintf(path, sizeof path, "/api/v1/jobs");
+    if ((rc = call(&api, "jobs", "GET", path, NULL, &rep)) != 0)
+        return rc;
+    if (co.json) {
+        print_json(rep);
+    } else {
+        const cJSON *j;
+        printf("%5s  %-24s %-8s %-24s %10s %12s %9s  %s\n", "id", "name", "state", "start",
+               "seconds", "kWh", "mean W", "tags");
+        cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(rep, "jobs"))
+        {
+            const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kpi");
+            char tags[256];
+            tags_line(cJSON_GetObjectItemCaseSensitive(j, "tags"), tags, sizeof tags);
+            printf("%5.0f  %-24.24s %-8s %-24s %10.1f %12.6f %9.1f  %s\n", num(j, "id"),
+                   str(j, "name"), str(j, "state"), str(j, "start"), num(k, "duration_s"),
+                   num(k, "energy_kwh"), num(k, "mean_power_w"), tags);
+        }
+    }
+    cJSON_Delete(rep);
+    return 0;
+}
