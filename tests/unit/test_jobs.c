@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* Jobs, marks and KPIs over a store holding known series: 3 GPUs at constant power (100, 200,
+ * 300 W), so every energy figure has an exact expected value; bad bodies and what they leave. */
+#include <cjson/cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/jobs.h"
+#include "core/clock.h"
+#include "runner.h"
+#include "store/store.h"
+
+#define S WT_NS_PER_S
+#define T0 (1700000000LL * S - (1700000000LL * S) % WT_MINUTE_NS)
+
+static char db_path[512];
+
+/* GPU g: counter from 1000 J rising at 100*(g+1) W, power gauge, every second for 200 s. */
+static struct wt_jobs *setup(void)
+{
+    struct wt_store *s = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    snprintf(db_path, sizeof db_path, "%s/w.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(db_path, NULL, &s, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    int n = 201;
+    struct wt_reading *r = calloc((size_t)n * 6, sizeof *r);
+    size_t k = 0;
+    for (int g = 0; g < 3; g++) {
+        char labels[WT_LABELS_LEN], idx[8], uuid[32];
+        snprintf(idx, sizeof idx, "%d", g);
+        snprintf(uuid, sizeof uuid, "GPU-abc%d-1111", g);
+        WT_EQ_INT(wt_labels(labels, sizeof labels, "gpu", idx, "uuid", uuid, "model", "H200", NULL),
+                  0);
+        for (int i = 0; i < n; i++) {
+            double w = 100.0 * (g + 1);
+            r[k++] = (struct wt_reading){.t_ns = T0 + i * S, .value = 1000 + w * i,
+                                         .metric = WT_M_GPU_ENERGY_J};
+            memcpy(r[k - 1].labels, labels, sizeof labels);
+            r[k++] = (struct wt_reading){.t_ns = T0 + i * S, .value = w,
+                                         .metric = WT_M_GPU_POWER_W};
+            memcpy(r[k - 1].labels, labels, sizeof labels);
+        }
+    }
+    WT_EQ_INT(wt_store_write(s, "", r, k), 0);
+    free(r);
+    wt_store_close(s);
+    WT_EQ_INT(wt_jobs_open(db_path, NULL, &j, &err), 0);
+    return j;
+}
+
+static unsigned last_status;
+/* One request at T0 + at seconds; returns the parsed reply (freed by the caller). */
+static cJSON *req(struct wt_jobs *j, const char *method, const char *path, const char *body,
+                  double at)
+{
+    char *json = NULL;
+    WT_EQ_INT(wt_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0,
+                             T0 + (int64_t)(at * S), &last_status, &json),
+              0);
+    cJSON *v = cJSON_Parse(json);
+    WT_ASSERT(v != NULL);
+    cJSON_free(json);
+    return v;
+}
+
+static double num(const cJSON *o, const char *path)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", path);
+    const cJSON *v = o;
+    for (char *save = NULL, *p = strtok_r(buf, ".", &save); p; p = strtok_r(NULL, ".", &save))
+        v = isdigit((unsigned char)p[0]) ? cJSON_GetArrayItem(v, atoi(p))
+                                         : cJSON_GetObjectItemCaseSensitive(v, p);
+    if (!cJSON_IsNumber(v))
+        wt_test_fail(__FILE__, __LINE__, "%s: not a number", path);
+    return v->valuedouble;
+}
+
+static const char *field(const cJSON *o)
+{
+    const char *f = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "field"));
+    return f ? f : "(none)";
+}
+
+/* One call that must answer status (and field, for errors). */
+static void expect(struct wt_jobs *j, const char *method, const char *path, const char *body,
+                   unsigned status, const char *fld)
+{
+    cJSON *v = req(j, method, path, body, 100);
+    if (last_status != status || (fld && strcmp(field(v), fld) != 0))
+        wt_test_fail(__FILE__, __LINE__, "%s %s %s: got %u field %s, want %u %s", method, path,
+                     body ? body : "", last_status, field(v), status, fld ? fld : "");
+    cJSON_Delete(v);
+}
+
+WT_TEST(phases_and_kpis_from_the_stored_series)
+{
+    struct wt_jobs *j = setup();
+    cJSON *v = req(j, "POST", "/api/v1/jobs",
+                   "{\"name\": \"train\", \"gpus\": [0, \"2\"], \"tags\": {\"bs\": 32}}", 10);
+    WT_EQ_INT(last_status, 201);
+    WT_EQ_INT((int)num(v, "id"), 1);
+    cJSON_Delete(v);
+    /* 400 W on GPUs 0 and 2. Epoch 1: 10 s, 4000 J = 1/900 kWh with 3.6e6 tokens. */
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks",
+                     "{\"kind\": \"epoch\", \"index\": 1, \"tokens\": 3600000}", 20));
+    WT_EQ_INT(last_status, 201);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/train/marks",
+                     "{\"kind\": \"epoch\", \"index\": 2, \"samples\": 800}", 40.5));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"begin\": true}",
+                     41));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"accuracy\": 0.7}",
+                     45));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks",
+                     "{\"kind\": \"serve\", \"requests\": 100, \"latency_p99_s\": 0.2}", 50));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/end", "", 60));
+    WT_EQ_INT(last_status, 200);
+
+    v = req(j, "GET", "/api/v1/jobs/1", NULL, 100);
+    WT_EQ_INT(last_status, 200);
+    WT_NEAR(num(v, "kpi.energy_joules"), 50 * 400.0, 1e-6);
+    WT_NEAR(num(v, "kpi.duration_s"), 50, 1e-9);
+    WT_NEAR(num(v, "kpi.mean_power_w"), 400, 1e-6);
+    WT_NEAR(num(v, "kpi.coverage"), 1, 1e-12);
+    WT_NEAR(num(v, "kpi.peak_power_w"), 400, 1e-6);
+    WT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(v, "gpu_energy")), 2);
+    WT_NEAR(num(v, "gpu_energy.1.energy_joules"), 50 * 300.0, 1e-6);
+    WT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "tags"), "bs")),
+              "32");
+    /* Job totals count the epochs (tokens only from epoch 1). */
+    WT_NEAR(num(v, "counters.tokens"), 3.6e6, 1e-6);
+    WT_NEAR(num(v, "kpi.tokens_per_kwh"), 3.6e6 / (20000 / 3.6e6), 1e-3);
+
+    const cJSON *ph = cJSON_GetObjectItem(v, "phases");
+    WT_EQ_INT(cJSON_GetArraySize(ph), 4); /* the begin mark is no phase */
+    WT_NEAR(num(v, "phases.0.kpi.energy_joules"), 4000, 1e-6);
+    WT_NEAR(num(v, "phases.0.kpi.energy_kwh"), 4000 / 3.6e6, 1e-15);
+    WT_NEAR(num(v, "phases.0.kpi.tokens_per_kwh"), 3.6e6 * 900, 1e-3);
+    WT_NEAR(num(v, "phases.0.kpi.joules_per_token"), 4000 / 3.6e6, 1e-15);
+    /* Epoch 2 from epoch 1's mark: 20.5 s, 8200 J; 800 samples: samples/s/W = 800/8200. */
+    WT_NEAR(num(v, "phases.1.kpi.duration_s"), 20.5, 1e-9);
+    WT_NEAR(num(v, "phases.1.kpi.energy_joules"), 8200, 1e-6);
+    WT_NEAR(num(v, "phases.1.kpi.samples_per_s_per_w"), 800 / 8200.0, 1e-12);
+    WT_NEAR(num(v, "phases.1.from_s"), num(v, "phases.0.to_s"), 1e-9);
+    /* Eval from its begin mark: 4 s. */
+    WT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(cJSON_GetArrayItem(ph, 2), "kind")), "eval");
+    WT_NEAR(num(v, "phases.2.kpi.energy_joules"), 1600, 1e-6);
+    /* Serve from the job's start (no earlier serve mark): 40 s, 16000 J, 160 J/request. */
+    WT_NEAR(num(v, "phases.3.kpi.joules_per_request"), 160, 1e-9);
+    WT_NEAR(num(v, "phases.3.kpi.latency_p99_s"), 0.2, 1e-12);
+    cJSON_Delete(v);
+    wt_jobs_close(j);
+}
+
+WT_TEST(energy_to_target_and_gpu_by_uuid)
+{
+    struct wt_jobs *j = setup();
+    /* lower is better for a loss; GPU 1 named by a UUID prefix: 200 W. */
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs",
+                     "{\"name\": \"ft\", \"gpus\": [\"GPU-abc1\"], \"target\": {\"loss\": 0.5}}", 0));
+    WT_EQ_INT(last_status, 201);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.8}", 20));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.4}", 30));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.3}", 40));
+    cJSON *v = req(j, "GET", "/api/v1/jobs/ft", NULL, 50);
+    WT_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"),
+                                               "reached")));
+    WT_NEAR(num(v, "energy_to_target.energy_joules"), 30 * 200.0, 1e-6);
+    /* Running: the window ends now (T0+50). */
+    WT_NEAR(num(v, "kpi.energy_joules"), 50 * 200.0, 1e-6);
+    WT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(v, "state")), "running");
+    cJSON_Delete(v);
+    /* A target in the tags works too; accuracy is reached at or above it. */
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs",
+                     "{\"name\": \"acc\", \"tags\": {\"target_accuracy\": \"0.9\"}}", 0));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/acc/marks", "{\"accuracy\": 0.85}", 10));
+    v = req(j, "GET", "/api/v1/jobs/acc", NULL, 20);
+    WT_ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"),
+                                                "reached")));
+    WT_NEAR(num(v, "energy_to_target.target"), 0.9, 1e-12);
+    WT_NEAR(num(v, "kpi.energy_joules"), 20 * 600.0, 1e-6); /* every GPU */
+    cJSON_Delete(v);
+    /* A window past the stored data says how much of it is covered. */
+    v = req(j, "GET", "/api/v1/jobs/acc", NULL, 400);
+    WT_NEAR(num(v, "kpi.coverage"), 200.0 / 400, 1e-9);
+    cJSON_Delete(v);
+    v = req(j, "GET", "/api/v1/jobs", NULL, 20);
+    WT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(v, "jobs")), 2);
+    cJSON_Delete(v);
+    wt_jobs_close(j);
+}
+
+static long long rows(void)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long n = -1;
+    WT_EQ_INT(sqlite3_open(db_path, &db), SQLITE_OK);
+    WT_EQ_INT(sqlite3_prepare_v2(db,
+                                 "SELECT (SELECT count(*) FROM jobs) * 1000000 + "
+                                 "(SELECT count(*) FROM marks) + (SELECT count(*) FROM jobs "
+                                 "WHERE end_ns IS NOT NULL) * 1000",
+                                 -1, &st, NULL),
+              SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return n;
+}
+
+WT_TEST(bad_inputs_name_the_field_and_store_nothing)
+{
+    struct wt_jobs *j = setup();
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"a\"}", 0));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"done\"}", 0));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/done/end", NULL, 1));
+    long long before = rows();
+    WT_EQ_INT(before, 2001000);
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"x\"", 400, "body");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"x\"} trailing", 400, "body");
+    expect(j, "POST", "/api/v1/jobs", "\"name\"", 400, "body");
+    expect(j, "POST", "/api/v1/jobs", "", 400, "body");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"12\"}", 400, "name");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"a\"}", 409, "name"); /* running already */
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"b\", \"gpus\": \"0\"}", 400, "gpus");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"b\", \"gpus\": [-1]}", 400, "gpus[0]");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"b\", \"tags\": {\"k\": \"a\\nb\"}}", 400,
+           "tags.k");
+    expect(j, "POST", "/api/v1/jobs", "{\"name\": \"b\", \"target\": {\"acc\": \"x\"}}", 400,
+           "target.acc");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"tokens\": -1}", 400, "tokens");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"tokens\": 1, \"Bad-Name\": 1}", 400, "Bad-Name");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"index\": -2}", 400, "index");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"begin\": 1}", 400, "begin");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"kind\": \"\"}", 400, "kind");
+    expect(j, "POST", "/api/v1/jobs/a/marks", "{\"accuracy\": {\"top1\": 1}}", 400, "accuracy");
+    expect(j, "POST", "/api/v1/jobs/a/end", "{\"force\": true}", 400, "force");
+    expect(j, "POST", "/api/v1/jobs/zzz/marks", "{}", 404, "job");
+    expect(j, "POST", "/api/v1/jobs/77/end", NULL, 404, "job");
+    expect(j, "POST", "/api/v1/jobs/done/marks", "{\"tokens\": 1}", 409, "job");
+    expect(j, "POST", "/api/v1/jobs/done/end", NULL, 409, "job");
+    expect(j, "GET", "/api/v1/jobs/a/marks", NULL, 405, NULL);
+    expect(j, "POST", "/api/v1/jobs/a", "{}", 405, NULL);
+    expect(j, "POST", "/api/v1/jobs/a/stop", "{}", 404, NULL);
+    /* A body nested past cJSON's limit is malformed, not a crash. */
+    char *deep = malloc(4100);
+    memset(deep, '[', 4099);
+    deep[4099] = '\0';
+    expect(j, "POST", "/api/v1/jobs", deep, 400, "body");
+    free(deep);
+    WT_EQ_INT(rows(), before);
+    wt_jobs_close(j);
+}
+
+WT_TEST(key_names)
+{
+    WT_ASSERT(wt_jobs_key_ok("tokens"));
+    WT_ASSERT(wt_jobs_key_ok("latency_p99_s"));
+    WT_ASSERT(wt_jobs_key_ok("_x1"));
+    WT_ASSERT(!wt_jobs_key_ok(""));
+    WT_ASSERT(!wt_jobs_key_ok("1x"));
+    WT_ASSERT(!wt_jobs_key_ok("Tokens"));
+    WT_ASSERT(!wt_jobs_key_ok("a-b"));
+    WT_ASSERT(!wt_jobs_key_ok("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+}
