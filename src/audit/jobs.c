@@ -323,8 +323,7 @@ static bool gpu_selected(const struct job *jb, const char *labels)
         const char *s = cJSON_GetStringValue(g);
         if (!s)
             continue;
-        if (is_gpu_index(s) ? strcmp(s, gpu) == 0
-                            : uuid[0] && strncmp(uuid, s, strlen(s)) == 0)
+        if (is_gpu_index(s) ? strcmp(s, gpu) == 0 : uuid[0] && strncmp(uuid, s, strlen(s)) == 0)
             return true;
     }
     return false;
@@ -707,8 +706,8 @@ static int check_start(struct wt_jobs *j, struct rep *r, const cJSON *b, const c
     {
         if (strcmp(f->string, "name") && strcmp(f->string, "tags") && strcmp(f->string, "gpus") &&
             strcmp(f->string, "target"))
-            return bad(r, 400, f->string, "%.64s: unknown field (expected name, tags, gpus, target)",
-                       f->string);
+            return bad(r, 400, f->string,
+                       "%.64s: unknown field (expected name, tags, gpus, target)", f->string);
     }
     f = cJSON_GetObjectItemCaseSensitive(b, "name");
     if (!f)
@@ -796,8 +795,9 @@ static int check_start(struct wt_jobs *j, struct rep *r, const cJSON *b, const c
     f = cJSON_GetObjectItemCaseSensitive(b, "target");
     if (f && !cJSON_IsNull(f)) {
         if (!cJSON_IsObject(f) || cJSON_GetArraySize(f) != 1)
-            return bad(r, 400, "target", "target: expected one {\"metric\": value}, e.g. "
-                                         "{\"accuracy\": 0.9}");
+            return bad(r, 400, "target",
+                       "target: expected one {\"metric\": value}, e.g. "
+                       "{\"accuracy\": 0.9}");
         const cJSON *t = f->child;
         snprintf(field, sizeof field, "target.%.64s", t->string);
         if (!wt_jobs_key_ok(t->string))
@@ -873,8 +873,11 @@ static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t 
     sqlite3_bind_int64(s, 6, now);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out;
-    struct job jb = {.id = sqlite3_last_insert_rowid(j->db), .tags = tags, .gpus = gpus,
-                     .target = target, .start_ns = now};
+    struct job jb = {.id = sqlite3_last_insert_rowid(j->db),
+                     .tags = tags,
+                     .gpus = gpus,
+                     .target = target,
+                     .start_ns = now};
     snprintf(jb.name, sizeof jb.name, "%s", name);
     snprintf(jb.node, sizeof jb.node, "%s", j->node);
     wt_info("jobs", "job %lld started name=%s", (long long)jb.id, name);
@@ -914,8 +917,9 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
         if (strcmp(k, "kind") == 0) {
             if (!cJSON_IsString(f) || !wt_jobs_key_ok(f->valuestring) ||
                 strlen(f->valuestring) > KIND_MAX) {
-                rc = bad(r, 400, "kind", "kind: expected a lower_snake_case word of 1..%d "
-                                         "characters (epoch, step, eval, ...)",
+                rc = bad(r, 400, "kind",
+                         "kind: expected a lower_snake_case word of 1..%d "
+                         "characters (epoch, step, eval, ...)",
                          KIND_MAX);
                 goto out;
             }
@@ -938,8 +942,9 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
             begin = cJSON_IsTrue(f);
         } else {
             if (!wt_jobs_key_ok(k)) {
-                rc = bad(r, 400, k, "%.64s: a counter name is lower_snake_case (tokens, samples, "
-                                    "requests, accuracy, latency_p99_s, ...)",
+                rc = bad(r, 400, k,
+                         "%.64s: a counter name is lower_snake_case (tokens, samples, "
+                         "requests, accuracy, latency_p99_s, ...)",
                          k);
                 goto out;
             }
@@ -963,7 +968,8 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
                  jb->name);
         goto out;
     }
-    if (count_rows(j, "SELECT count(*) FROM marks WHERE job=?", jb->id, NULL) >= WT_JOBS_MAX_MARKS) {
+    if (count_rows(j, "SELECT count(*) FROM marks WHERE job=?", jb->id, NULL) >=
+        WT_JOBS_MAX_MARKS) {
         rc = bad(r, 409, "job", "job %lld has %d marks already", (long long)jb->id,
                  WT_JOBS_MAX_MARKS);
         goto out;

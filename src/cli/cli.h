@@ -38,9 +38,9 @@ int wt_cli_load_config(const char *path, struct wt_config *cfg);
 
 /* ---- the daemon's jobs API, for job, jobs and exec (src/cli/job.c) ---- */
 struct wt_cli_api {
-    char url[300];              /* "http://127.0.0.1:9747", no trailing slash */
-    char token[512];            /* bearer token, "" for none */
-    char cacert[WT_PATH_LEN];   /* CA file for https, "" for the system's */
+    char url[300];            /* "http://127.0.0.1:9747", no trailing slash */
+    char token[512];          /* bearer token, "" for none */
+    char cacert[WT_PATH_LEN]; /* CA file for https, "" for the system's */
 };
 /*
  * Where the daemon is: url, else WATTAGE_URL, else daemon.listen of the configuration (https

@@ -71,8 +71,8 @@ static cJSON *final_job(const struct wt_cli_api *api, const char *id, double wai
         if (wt_cli_api_call(api, "GET", path, NULL, &st, &rep, why, sizeof why) == 0 && st == 200)
             j = cJSON_Parse(rep);
         free(rep);
-        const cJSON *cov =
-            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
+        const cJSON *cov = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
         clock_gettime(CLOCK_MONOTONIC, &now);
         double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
         if (!j || (cJSON_IsNumber(cov) && cov->valuedouble >= 0.999) || el >= wait_s)
@@ -84,13 +84,17 @@ static cJSON *final_job(const struct wt_cli_api *api, const char *id, double wai
 
 int wt_cmd_exec(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"job", required_argument, NULL, 'J'},    {"tag", required_argument, NULL, 't'},
-        {"gpus", required_argument, NULL, 'g'},   {"target", required_argument, NULL, 'x'},
-        {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},
-        {"token-file", required_argument, NULL, 'T'}, {"wait", required_argument, NULL, 'w'},
-        {"json", no_argument, NULL, 'j'},         {"quiet", no_argument, NULL, 'q'},
-        {0}};
+    static const struct option opts[] = {{"job", required_argument, NULL, 'J'},
+                                         {"tag", required_argument, NULL, 't'},
+                                         {"gpus", required_argument, NULL, 'g'},
+                                         {"target", required_argument, NULL, 'x'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"url", required_argument, NULL, 'U'},
+                                         {"token-file", required_argument, NULL, 'T'},
+                                         {"wait", required_argument, NULL, 'w'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"quiet", no_argument, NULL, 'q'},
+                                         {0}};
     const char *name = NULL, *gpus = NULL, *config = NULL, *url = NULL, *token_file = NULL;
     char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
     int ntags = 0, ntargets = 0, c;

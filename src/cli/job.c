@@ -7,8 +7,8 @@
  * Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a 4xx).
  */
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <ctype.h>
+#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -157,8 +157,8 @@ int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char
  * Calls the API and parses the JSON reply. Prints errors; returns 0 with *out (a 2xx), 1 (the
  * daemon is unreachable or failed) or 2 (a 4xx: the daemon's message is printed).
  */
-static int call(const struct wt_cli_api *api, const char *cmd, const char *method,
-                const char *path, const char *body, cJSON **out)
+static int call(const struct wt_cli_api *api, const char *cmd, const char *method, const char *path,
+                const char *body, cJSON **out)
 {
     long st;
     char *rep = NULL, why[512];
@@ -283,7 +283,8 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
         fprintf(out, "  samples   %.4g samples/s/W\n", num(k, "samples_per_s_per_w"));
     if (!isnan(num(k, "joules_per_request")))
         fprintf(out, "  requests  %.4g J/request (p99 latency up to %s s)\n",
-                num(k, "joules_per_request"), fmtv(num(k, "latency_p99_s_max"), 'g', 4, b, sizeof b));
+                num(k, "joules_per_request"),
+                fmtv(num(k, "latency_p99_s_max"), 'g', 4, b, sizeof b));
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "energy_to_target");
     if (t) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "reached")))
@@ -403,9 +404,12 @@ static bool common_opt(int c, struct common *co)
     return false;
 }
 
-#define COMMON_OPTS                                                                               \
-    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},             \
-        {"token-file", required_argument, NULL, 'T'}, {"json", no_argument, NULL, 'j'}
+#define COMMON_OPTS                                                                                \
+    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},               \
+        {"token-file", required_argument, NULL, 'T'},                                              \
+    {                                                                                              \
+        "json", no_argument, NULL, 'j'                                                             \
+    }
 
 static int job_start(int argc, char **argv)
 {
@@ -440,8 +444,8 @@ static int job_start(int argc, char **argv)
     char *body = NULL;
     cJSON *rep = NULL;
     int rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api);
-    if (rc || (rc = wt_cli_job_body("job start", argv[optind], tags, ntags, gpus, targets,
-                                    ntargets, &body)))
+    if (rc || (rc = wt_cli_job_body("job start", argv[optind], tags, ntags, gpus, targets, ntargets,
+                                    &body)))
         return rc;
     rc = call(&api, "job start", "POST", "/api/v1/jobs", body, &rep);
     cJSON_free(body);
@@ -529,8 +533,9 @@ static int job_mark(int argc, char **argv)
         }
     }
     if (!name) {
-        fprintf(stderr, "usage: wattage job mark NAME [--kind epoch] [--index N] [--begin] "
-                        "[--tokens N] [--samples N] [--requests N] [--accuracy X] [--COUNTER X]...\n");
+        fprintf(stderr,
+                "usage: wattage job mark NAME [--kind epoch] [--index N] [--begin] "
+                "[--tokens N] [--samples N] [--requests N] [--accuracy X] [--COUNTER X]...\n");
         goto out;
     }
     if ((rc = check_ref("job mark", name)) != 0)
@@ -622,7 +627,8 @@ static void compare_row(const char *label, const cJSON *ka, const cJSON *kb, con
         return;
     if (!isnan(a) && !isnan(b) && a != 0)
         snprintf(d, sizeof d, "%+.1f%%", 100 * (b - a) / fabs(a));
-    printf("  %-22s %16s %16s %9s\n", label, fmtv(a, f, prec, sa, sizeof sa), fmtv(b, f, prec, sb, sizeof sb), d);
+    printf("  %-22s %16s %16s %9s\n", label, fmtv(a, f, prec, sa, sizeof sa),
+           fmtv(b, f, prec, sb, sizeof sb), d);
 }
 
 static int jobs_compare(const struct wt_cli_api *api, const struct common *co, const char *ra,

@@ -38,11 +38,11 @@ static struct wt_jobs *setup(void)
                   0);
         for (int i = 0; i < n; i++) {
             double w = 100.0 * (g + 1);
-            r[k++] = (struct wt_reading){.t_ns = T0 + i * S, .value = 1000 + w * i,
-                                         .metric = WT_M_GPU_ENERGY_J};
+            r[k++] = (struct wt_reading){
+                .t_ns = T0 + i * S, .value = 1000 + w * i, .metric = WT_M_GPU_ENERGY_J};
             memcpy(r[k - 1].labels, labels, sizeof labels);
-            r[k++] = (struct wt_reading){.t_ns = T0 + i * S, .value = w,
-                                         .metric = WT_M_GPU_POWER_W};
+            r[k++] =
+                (struct wt_reading){.t_ns = T0 + i * S, .value = w, .metric = WT_M_GPU_POWER_W};
             memcpy(r[k - 1].labels, labels, sizeof labels);
         }
     }
@@ -112,10 +112,10 @@ WT_TEST(phases_and_kpis_from_the_stored_series)
     WT_EQ_INT(last_status, 201);
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/train/marks",
                      "{\"kind\": \"epoch\", \"index\": 2, \"samples\": 800}", 40.5));
-    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"begin\": true}",
-                     41));
-    cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"accuracy\": 0.7}",
-                     45));
+    cJSON_Delete(
+        req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"begin\": true}", 41));
+    cJSON_Delete(
+        req(j, "POST", "/api/v1/jobs/1/marks", "{\"kind\": \"eval\", \"accuracy\": 0.7}", 45));
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/marks",
                      "{\"kind\": \"serve\", \"requests\": 100, \"latency_p99_s\": 0.2}", 50));
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/1/end", "", 60));
@@ -162,14 +162,15 @@ WT_TEST(energy_to_target_and_gpu_by_uuid)
     struct wt_jobs *j = setup();
     /* lower is better for a loss; GPU 1 named by a UUID prefix: 200 W. */
     cJSON_Delete(req(j, "POST", "/api/v1/jobs",
-                     "{\"name\": \"ft\", \"gpus\": [\"GPU-abc1\"], \"target\": {\"loss\": 0.5}}", 0));
+                     "{\"name\": \"ft\", \"gpus\": [\"GPU-abc1\"], \"target\": {\"loss\": 0.5}}",
+                     0));
     WT_EQ_INT(last_status, 201);
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.8}", 20));
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.4}", 30));
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/ft/marks", "{\"loss\": 0.3}", 40));
     cJSON *v = req(j, "GET", "/api/v1/jobs/ft", NULL, 50);
-    WT_ASSERT(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"),
-                                               "reached")));
+    WT_ASSERT(
+        cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"), "reached")));
     WT_NEAR(num(v, "energy_to_target.energy_joules"), 30 * 200.0, 1e-6);
     /* Running: the window ends now (T0+50). */
     WT_NEAR(num(v, "kpi.energy_joules"), 50 * 200.0, 1e-6);
@@ -180,8 +181,8 @@ WT_TEST(energy_to_target_and_gpu_by_uuid)
                      "{\"name\": \"acc\", \"tags\": {\"target_accuracy\": \"0.9\"}}", 0));
     cJSON_Delete(req(j, "POST", "/api/v1/jobs/acc/marks", "{\"accuracy\": 0.85}", 10));
     v = req(j, "GET", "/api/v1/jobs/acc", NULL, 20);
-    WT_ASSERT(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"),
-                                                "reached")));
+    WT_ASSERT(
+        cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(v, "energy_to_target"), "reached")));
     WT_NEAR(num(v, "energy_to_target.target"), 0.9, 1e-12);
     WT_NEAR(num(v, "kpi.energy_joules"), 20 * 600.0, 1e-6); /* every GPU */
     cJSON_Delete(v);
