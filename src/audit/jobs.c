@@ -28,6 +28,7 @@
 #define MAX_LIST 1000
 #define KIND_MAX 32
 #define TAG_VALUE_MAX 256
+#define MAX_PHASES 1000 /* the latest ones are shown; each is one energy query */
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
@@ -592,10 +593,21 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
         break; /* one target */
     }
 
+    size_t nphases = 0, skip = 0;
+    for (size_t i = 0; i < nm; i++)
+        nphases += !m[i].begin;
+    if (nphases > MAX_PHASES) {
+        skip = nphases - MAX_PHASES;
+        cJSON_AddNumberToObject(o, "phases_omitted", (double)skip);
+    }
     cJSON *phases = cJSON_AddArrayToObject(o, "phases");
     for (size_t i = 0; i < nm; i++) {
         if (m[i].begin)
             continue;
+        if (skip) {
+            skip--;
+            continue;
+        }
         int64_t from = jb->start_ns;
         for (size_t k = i; k-- > 0;) {
             if (strcmp(m[k].kind, m[i].kind) == 0) {

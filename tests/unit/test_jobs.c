@@ -270,3 +270,22 @@ WT_TEST(key_names)
     WT_ASSERT(!wt_jobs_key_ok("a-b"));
     WT_ASSERT(!wt_jobs_key_ok("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
 }
+
+WT_TEST(phases_are_bounded)
+{
+    struct wt_jobs *j = setup();
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"steps\", \"gpus\": [1]}", 0));
+    for (int i = 0; i < 1003; i++) {
+        char body[64];
+        snprintf(body, sizeof body, "{\"kind\": \"step\", \"index\": %d}", i);
+        cJSON_Delete(req(j, "POST", "/api/v1/jobs/steps/marks", body, 0.1 * (i + 1)));
+        WT_EQ_INT(last_status, 201);
+    }
+    cJSON *v = req(j, "GET", "/api/v1/jobs/steps", NULL, 150);
+    WT_EQ_INT(cJSON_GetArraySize(cJSON_GetObjectItem(v, "phases")), 1000);
+    WT_EQ_INT((int)num(v, "phases_omitted"), 3);
+    WT_EQ_INT((int)num(v, "phases.0.index"), 3); /* the latest are kept */
+    WT_NEAR(num(v, "phases.999.kpi.energy_joules"), 0.1 * 200, 1e-6);
+    cJSON_Delete(v);
+    wt_jobs_close(j);
+}
