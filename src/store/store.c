@@ -3,6 +3,11 @@
  * The SQLite store: schema, series interning, the batched writer thread behind the hub sink,
  * and maintenance (per-minute rollups, pruning in small steps). Queries live in query.c.
  *
+ * Cost: the writer thread ("wt-store") prepares each statement once. Maintenance keeps what it
+ * needs to know of every series in memory (struct mser), so a pass only visits series with a
+ * complete minute to roll up or rows past their retention; with 1-s readings that is each series
+ * about once a minute, not every 10 s.
+ *
  * One connection per wt_store. While the writer thread runs it alone touches the connection;
  * readers (`wattage energy`) open their own connection: WAL lets them read while it writes.
  */
@@ -44,6 +49,64 @@ struct minute_acc {
     double energy, covered_ns;
 };
 
+/*
+ * What maintenance knows of one series without asking the store, so that a pass visits only the
+ * series that have work. Bounds, never guesses: lo <= the oldest raw reading's time, hi >= the
+ * newest (hi < lo: no readings), roll_lo <= the oldest rollup's minute (INT64_MAX: none). Writes
+ * through this connection widen them; a visit makes them exact. known is false until the first
+ * visit after a (re)load; a load happens at the first pass, after a rollback and whenever another
+ * connection committed (PRAGMA data_version), so what others wrote is always seen.
+ */
+struct mser {
+    int64_t id;
+    int64_t rolled_to;
+    int64_t lo, hi, roll_lo;
+    enum wt_series_kind kind;
+    bool known;
+    char node[64];
+};
+
+/* Statements of the maintenance pass, prepared once (on first use) and reset after each use. */
+enum {
+    MQ_BEGIN,
+    MQ_COMMIT,
+    MQ_ROLLBACK,
+    MQ_VERSION,
+    MQ_SERIES,
+    MQ_MAX_T,
+    MQ_MIN_T,
+    MQ_KEEP_T,
+    MQ_ROLL_MIN_T,
+    MQ_SEGMENTS,
+    MQ_INS_ROLLUP,
+    MQ_SET_ROLLED,
+    MQ_DEL_READINGS,
+    MQ_DEL_ROLLUPS,
+    MQ_COUNT
+};
+
+static const char *const mq_sql[MQ_COUNT] = {
+    [MQ_BEGIN] = "BEGIN IMMEDIATE",
+    [MQ_COMMIT] = "COMMIT",
+    [MQ_ROLLBACK] = "ROLLBACK",
+    [MQ_VERSION] = "PRAGMA data_version",
+    [MQ_SERIES] = "SELECT id, node, kind, rolled_to FROM series ORDER BY id",
+    [MQ_MAX_T] = "SELECT max(t) FROM readings WHERE series=?1",
+    [MQ_MIN_T] = "SELECT min(t) FROM readings WHERE series=?1",
+    [MQ_KEEP_T] = "SELECT max(t) FROM readings WHERE series=?1 AND t<=?2",
+    [MQ_ROLL_MIN_T] = "SELECT min(t) FROM rollups WHERE series=?1",
+    /* the reading at or before r0, those inside, and the first at or after end */
+    [MQ_SEGMENTS] = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
+                    "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
+                    "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
+                    "readings WHERE series=?1 AND t>=?3 ORDER BY t LIMIT 1)",
+    [MQ_INS_ROLLUP] = "INSERT OR REPLACE INTO rollups(series, t, n, min, max, mean, last, "
+                      "energy, covered) VALUES(?,?,?,?,?,?,?,?,?)",
+    [MQ_SET_ROLLED] = "UPDATE series SET rolled_to=? WHERE id=?",
+    [MQ_DEL_READINGS] = "DELETE FROM readings WHERE series=? AND t<?",
+    [MQ_DEL_ROLLUPS] = "DELETE FROM rollups WHERE series=? AND t<?",
+};
+
 struct wt_store {
     sqlite3 *db;
     char path[256];
@@ -65,6 +128,12 @@ struct wt_store {
     /* maintenance */
     int64_t maint_cursor;
     struct minute_acc acc[ROLL_MAX_MIN];
+    sqlite3_stmt *mq[MQ_COUNT];
+    struct mser *ms; /* every series, sorted by id */
+    size_t ms_len, ms_cap;
+    bool ms_loaded;       /* ms mirrors the series table */
+    bool mq_failed;       /* a maintenance query failed: the pass is rolled back */
+    int64_t data_version; /* PRAGMA data_version when ms was last checked */
 };
 
 static int db_error(struct wt_store *s, struct wt_err *err, const char *what)
@@ -82,6 +151,136 @@ static int exec(struct wt_store *s, const char *sql)
         return -EIO;
     }
     return 0;
+}
+
+/* A maintenance statement, prepared on first use; NULL (logged) when it cannot be. */
+static sqlite3_stmt *mq(struct wt_store *s, int k)
+{
+    if (!s->mq[k] && sqlite3_prepare_v3(s->db, mq_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &s->mq[k],
+                                        NULL) != SQLITE_OK) {
+        wt_error(MOD, "%s: cannot prepare %s: %s", s->path, mq_sql[k], sqlite3_errmsg(s->db));
+        s->mq[k] = NULL;
+    }
+    return s->mq[k];
+}
+
+/* Runs a cached statement that returns no rows (BEGIN IMMEDIATE, COMMIT, ROLLBACK). */
+static int mq_exec(struct wt_store *s, int k)
+{
+    sqlite3_stmt *st = mq(s, k);
+    if (!st)
+        return -EIO;
+    int rc = sqlite3_step(st);
+    if (rc != SQLITE_DONE)
+        wt_error(MOD, "%s: %s: %s", s->path, mq_sql[k], sqlite3_errmsg(s->db));
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Index of the first series with an id >= id (ms_len when none). */
+static size_t ms_lower(const struct wt_store *s, int64_t id)
+{
+    size_t lo = 0, hi = s->ms_len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->ms[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A series this connection interned: its first visit reads its bounds from the store. */
+static void ms_note(struct wt_store *s, int64_t id, const char *node, enum wt_series_kind kind)
+{
+    if (!s->ms_loaded)
+        return; /* the next load reads it */
+    size_t i = ms_lower(s, id);
+    if (i == s->ms_len || s->ms[i].id != id) {
+        if (s->ms_len == s->ms_cap) {
+            size_t nc = s->ms_cap ? s->ms_cap * 2 : 256;
+            struct mser *p = realloc(s->ms, nc * sizeof *p);
+            if (!p) {
+                s->ms_loaded = false;
+                return;
+            }
+            s->ms = p;
+            s->ms_cap = nc;
+        }
+        memmove(&s->ms[i + 1], &s->ms[i], (s->ms_len - i) * sizeof *s->ms);
+        s->ms_len++;
+        memset(&s->ms[i], 0, sizeof s->ms[i]);
+        s->ms[i].id = id;
+    }
+    s->ms[i].kind = kind;
+    s->ms[i].known = false;
+    snprintf(s->ms[i].node, sizeof s->ms[i].node, "%s", node);
+}
+
+/* Widens the bounds of series id by a reading at t written through this connection. */
+static void ms_widen(struct wt_store *s, int64_t id, int64_t t)
+{
+    if (!s->ms_loaded)
+        return;
+    size_t i = ms_lower(s, id);
+    if (i == s->ms_len || s->ms[i].id != id || !s->ms[i].known)
+        return;
+    if (t < s->ms[i].lo)
+        s->ms[i].lo = t;
+    if (t > s->ms[i].hi)
+        s->ms[i].hi = t;
+}
+
+/* Reads every series from the store, bounds unknown. */
+static int ms_load(struct wt_store *s)
+{
+    sqlite3_stmt *st = mq(s, MQ_SERIES);
+    int rc;
+    s->ms_loaded = false;
+    s->ms_len = 0;
+    if (!st)
+        return -EIO;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (s->ms_len == s->ms_cap) {
+            size_t nc = s->ms_cap ? s->ms_cap * 2 : 256;
+            struct mser *p = realloc(s->ms, nc * sizeof *p);
+            if (!p) {
+                sqlite3_reset(st);
+                return -ENOMEM;
+            }
+            s->ms = p;
+            s->ms_cap = nc;
+        }
+        struct mser *m = &s->ms[s->ms_len++];
+        memset(m, 0, sizeof *m);
+        m->id = sqlite3_column_int64(st, 0);
+        snprintf(m->node, sizeof m->node, "%s", (const char *)sqlite3_column_text(st, 1));
+        m->kind = (enum wt_series_kind)sqlite3_column_int(st, 2);
+        m->rolled_to = sqlite3_column_int64(st, 3);
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    s->ms_loaded = true;
+    return 0;
+}
+
+/* Reloads the series when another connection committed since the last check (or never loaded). */
+static int ms_check(struct wt_store *s)
+{
+    sqlite3_stmt *st = mq(s, MQ_VERSION);
+    int64_t v = -1;
+    if (!st)
+        return -EIO;
+    if (sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_reset(st);
+    if (v != s->data_version || v < 0) {
+        s->data_version = v;
+        s->ms_loaded = false;
+    }
+    return s->ms_loaded ? 0 : ms_load(s);
 }
 
 enum wt_series_kind wt_series_kind_of(const char *metric, const char *labels)
@@ -231,6 +430,7 @@ static int64_t intern(struct wt_store *s, const char *node, const char *metric, 
     }
     if (tab_put(s, id, node, metric, labels) != 0)
         return -ENOMEM;
+    ms_note(s, id, node, wt_series_kind_of(metric, labels));
     return id;
 }
 
@@ -393,6 +593,7 @@ static int insert(struct wt_store *s, const char *node, const struct wt_reading 
             wt_error(MOD, "%s: insert failed: %s", s->path, sqlite3_errmsg(s->db));
             return -EIO;
         }
+        ms_widen(s, id, r[i].t_ns);
         if (r[i].t_ns > *last_t)
             *last_t = r[i].t_ns;
     }
@@ -404,7 +605,7 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
     int64_t last_t = 0;
     if (n == 0)
         return 0;
-    if (exec(s, "BEGIN IMMEDIATE"))
+    if (mq_exec(s, MQ_BEGIN))
         return -EIO;
     int rc = insert(s, node, r, n, &last_t);
     if (rc == 0 && s->run_id && !node[0]) {
@@ -414,10 +615,11 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
             rc = -EIO;
         sqlite3_reset(s->upd_run);
     }
-    if (rc == 0 && exec(s, "COMMIT") == 0)
+    if (rc == 0 && mq_exec(s, MQ_COMMIT) == 0)
         return 0;
-    (void)exec(s, "ROLLBACK");
+    (void)mq_exec(s, MQ_ROLLBACK);
     (void)tab_load(s); /* series added in the rolled-back transaction are gone */
+    s->ms_loaded = false;
     return rc ? rc : -EIO;
 }
 
@@ -463,6 +665,7 @@ static void flush_queue(struct wt_store *s, struct wt_ratelimit *rl)
 static void *writer_main(void *arg)
 {
     struct wt_store *s = arg;
+    pthread_setname_np(pthread_self(), "wt-store");
     struct wt_ratelimit rl = {.interval_ns = 60 * WT_NS_PER_S};
     uint64_t reported_drops = 0;
     int64_t next = wt_now_mono_ns() + s->o.flush_ns;
@@ -563,6 +766,8 @@ void wt_store_close(struct wt_store *s)
     sqlite3_finalize(s->ins_series);
     sqlite3_finalize(s->upd_run);
     sqlite3_finalize(s->ins_run);
+    for (int k = 0; k < MQ_COUNT; k++)
+        sqlite3_finalize(s->mq[k]);
     if (s->db)
         sqlite3_close(s->db);
     if (s->mu_init) {
@@ -572,25 +777,34 @@ void wt_store_close(struct wt_store *s)
     free(s->cur);
     free(s->spare);
     free(s->tab);
+    free(s->ms);
     free(s);
 }
 
 /* ---- maintenance: rollups and pruning ---- */
 
-static int64_t one_int(struct wt_store *s, const char *sql, int64_t a, int64_t b, bool *null)
+/* The integer a one-value maintenance query returns; *null when NULL or on error (which fails
+ * the pass: bounds read from a failed query would be wrong). */
+static int64_t one_int(struct wt_store *s, int q, int64_t a, int64_t b, bool *null)
 {
-    sqlite3_stmt *st = NULL;
+    sqlite3_stmt *st = mq(s, q);
     int64_t v = 0;
     *null = true;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    if (!st) {
+        s->mq_failed = true;
         return 0;
+    }
     sqlite3_bind_int64(st, 1, a);
-    sqlite3_bind_int64(st, 2, b);
-    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+    if (sqlite3_bind_parameter_count(st) >= 2)
+        sqlite3_bind_int64(st, 2, b);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
         v = sqlite3_column_int64(st, 0);
         *null = false;
+    } else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+        s->mq_failed = true;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
     return v;
 }
 
@@ -613,18 +827,56 @@ static void acc_add_energy(struct wt_store *s, int64_t r0, int nmin, int64_t t0,
     }
 }
 
-/* Rolls up to ROLL_MAX_MIN complete minutes of one series. Returns rows read, or -EIO. */
-static int roll_series(struct wt_store *s, const struct wt_run_list *runs, int64_t id,
-                       const char *node, enum wt_series_kind kind, int64_t rolled_to)
+/* Reads the exact bounds of a series not known yet. */
+static void ms_query(struct wt_store *s, struct mser *m)
 {
     bool null;
-    int64_t last = one_int(s, "SELECT max(t) FROM readings WHERE series=?1", id, 0, &null);
-    if (null)
+    m->lo = INT64_MAX;
+    m->hi = INT64_MIN;
+    int64_t v = one_int(s, MQ_MAX_T, m->id, 0, &null);
+    if (!null) {
+        m->hi = v;
+        m->lo = one_int(s, MQ_MIN_T, m->id, 0, &null);
+    }
+    v = one_int(s, MQ_ROLL_MIN_T, m->id, 0, &null);
+    m->roll_lo = null ? INT64_MAX : v;
+    m->known = true;
+}
+
+/*
+ * Whether a pass has work on a known series; each is a necessary condition of the work that
+ * roll_series, prune_raw and prune_rollups would do, so skipping the others changes nothing.
+ */
+static bool roll_due(const struct mser *m)
+{
+    if (m->hi < m->lo)
+        return false;
+    int64_t r0 = m->rolled_to ? m->rolled_to : wt_minute_floor(m->lo);
+    return wt_minute_floor(m->hi) > r0;
+}
+
+static bool raw_prune_due(const struct mser *m, int64_t raw_cut)
+{
+    return m->rolled_to && m->hi >= m->lo && m->lo < raw_cut && m->lo < m->rolled_to;
+}
+
+/* Rolls up to ROLL_MAX_MIN complete minutes of one series. Returns rows read, or -EIO. */
+static int roll_series(struct wt_store *s, const struct wt_run_list *runs, struct mser *m)
+{
+    bool null;
+    int64_t id = m->id;
+    int64_t last = one_int(s, MQ_MAX_T, id, 0, &null);
+    if (null) {
+        m->lo = INT64_MAX;
+        m->hi = INT64_MIN;
         return 0;
+    }
+    m->hi = last;
     int64_t target = wt_minute_floor(last);
-    int64_t r0 = rolled_to;
+    int64_t r0 = m->rolled_to;
     if (!r0) {
-        int64_t first = one_int(s, "SELECT min(t) FROM readings WHERE series=?1", id, 0, &null);
+        int64_t first = one_int(s, MQ_MIN_T, id, 0, &null);
+        m->lo = first;
         r0 = wt_minute_floor(first);
     }
     if (target <= r0)
@@ -635,23 +887,18 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, int64
     int64_t end = r0 + nmin * WT_MINUTE_NS;
     memset(s->acc, 0, sizeof s->acc);
 
-    struct wt_segment_rule rule = wt_segment_rule_for(runs, node, kind);
-    sqlite3_stmt *st = NULL;
-    /* the reading at or before r0, those inside, and the first at or after end */
-    const char *sql = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
-                      "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
-                      "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
-                      "readings WHERE series=?1 AND t>=?3 ORDER BY t LIMIT 1)";
-    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+    struct wt_segment_rule rule = wt_segment_rule_for(runs, m->node, m->kind);
+    sqlite3_stmt *st = mq(s, MQ_SEGMENTS);
+    if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, id);
     sqlite3_bind_int64(st, 2, r0);
     sqlite3_bind_int64(st, 3, end);
-    int rows = 0;
+    int rows = 0, src;
     bool have = false;
     int64_t pt = 0;
     double pv = 0;
-    while (sqlite3_step(st) == SQLITE_ROW) {
+    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
         int64_t t = sqlite3_column_int64(st, 0);
         double v = sqlite3_column_double(st, 1);
         rows++;
@@ -665,7 +912,7 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, int64
             a->last = v;
             a->n++;
         }
-        if (have && kind != WT_SK_GAUGE && t > pt) {
+        if (have && m->kind != WT_SK_GAUGE && t > pt) {
             double d;
             bool cov;
             wt_segment(&rule, pt, pv, t, v, &d, &cov);
@@ -675,12 +922,12 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, int64
         pt = t;
         pv = v;
     }
-    sqlite3_finalize(st);
+    sqlite3_reset(st);
+    if (src != SQLITE_DONE)
+        return -EIO;
 
-    if (sqlite3_prepare_v2(s->db,
-                           "INSERT OR REPLACE INTO rollups(series, t, n, min, max, mean, last, "
-                           "energy, covered) VALUES(?,?,?,?,?,?,?,?,?)",
-                           -1, &st, NULL) != SQLITE_OK)
+    st = mq(s, MQ_INS_ROLLUP);
+    if (!st)
         return -EIO;
     int rc = 0;
     for (int k = 0; k < nmin && rc == 0; k++) {
@@ -704,124 +951,137 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, int64
         if (sqlite3_step(st) != SQLITE_DONE)
             rc = -EIO;
         sqlite3_reset(st);
+        if (r0 + k * WT_MINUTE_NS < m->roll_lo)
+            m->roll_lo = r0 + k * WT_MINUTE_NS;
     }
-    sqlite3_finalize(st);
     if (rc)
         return rc;
-    if (sqlite3_prepare_v2(s->db, "UPDATE series SET rolled_to=? WHERE id=?", -1, &st, NULL))
+    st = mq(s, MQ_SET_ROLLED);
+    if (!st)
         return -EIO;
     sqlite3_bind_int64(st, 1, end);
     sqlite3_bind_int64(st, 2, id);
     rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
-    sqlite3_finalize(st);
-    return rc ? rc : rows + nmin;
+    sqlite3_reset(st);
+    if (rc)
+        return rc;
+    m->rolled_to = end;
+    return rows + nmin;
 }
 
-/* Deletes raw readings older than the cutoff that rollups cover, at most an hour's worth. */
-static int prune_series(struct wt_store *s, int64_t id, int64_t rolled_to, int64_t raw_cut,
-                        int64_t roll_cut)
+/* Deletes series id's rows older than cut from a table. Returns rows deleted or -EIO. */
+static int delete_before(struct wt_store *s, int q, int64_t id, int64_t cut)
+{
+    sqlite3_stmt *st = mq(s, q);
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, cut);
+    int rc = sqlite3_step(st);
+    int changed = sqlite3_changes(s->db);
+    sqlite3_reset(st);
+    return rc == SQLITE_DONE ? changed : -EIO;
+}
+
+/* Deletes raw readings older than raw_cut that rollups cover, at most an hour's worth. */
+static int prune_raw(struct wt_store *s, struct mser *m, int64_t raw_cut)
 {
     bool null;
-    int changed = 0;
-    if (rolled_to) {
-        /* keep the last reading at or before rolled_to: the segment across it needs it */
-        int64_t keep = one_int(s, "SELECT max(t) FROM readings WHERE series=?1 AND t<=?2", id,
-                               rolled_to, &null);
-        int64_t first = one_int(s, "SELECT min(t) FROM readings WHERE series=?1", id, 0, &null);
-        if (!null) {
-            int64_t cut = raw_cut < keep ? raw_cut : keep;
-            if (cut > first + 3600 * WT_NS_PER_S)
-                cut = first + 3600 * WT_NS_PER_S;
-            if (cut > first) {
-                sqlite3_stmt *st = NULL;
-                if (sqlite3_prepare_v2(s->db, "DELETE FROM readings WHERE series=? AND t<?", -1,
-                                       &st, NULL) != SQLITE_OK)
-                    return -EIO;
-                sqlite3_bind_int64(st, 1, id);
-                sqlite3_bind_int64(st, 2, cut);
-                int rc = sqlite3_step(st);
-                sqlite3_finalize(st);
-                if (rc != SQLITE_DONE)
-                    return -EIO;
-                changed += sqlite3_changes(s->db);
-            }
-        }
+    /* keep the last reading at or before rolled_to: the segment across it needs it */
+    int64_t keep = one_int(s, MQ_KEEP_T, m->id, m->rolled_to, &null);
+    int64_t first = one_int(s, MQ_MIN_T, m->id, 0, &null);
+    if (null) {
+        m->lo = INT64_MAX;
+        m->hi = INT64_MIN;
+        return 0;
     }
-    int64_t first = one_int(s, "SELECT min(t) FROM rollups WHERE series=?1", id, 0, &null);
-    if (!null && first < roll_cut) {
-        int64_t cut = roll_cut;
-        if (cut > first + 86400 * WT_NS_PER_S)
-            cut = first + 86400 * WT_NS_PER_S;
-        sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(s->db, "DELETE FROM rollups WHERE series=? AND t<?", -1, &st,
-                               NULL) != SQLITE_OK)
-            return -EIO;
-        sqlite3_bind_int64(st, 1, id);
-        sqlite3_bind_int64(st, 2, cut);
-        int rc = sqlite3_step(st);
-        sqlite3_finalize(st);
-        if (rc != SQLITE_DONE)
-            return -EIO;
-        changed += sqlite3_changes(s->db);
-    }
-    return changed;
+    m->lo = first;
+    int64_t cut = raw_cut < keep ? raw_cut : keep;
+    if (cut > first + 3600 * WT_NS_PER_S)
+        cut = first + 3600 * WT_NS_PER_S;
+    if (cut <= first)
+        return 0;
+    int n = delete_before(s, MQ_DEL_READINGS, m->id, cut);
+    if (n >= 0)
+        m->lo = cut; /* what is left starts at or after cut */
+    return n;
 }
 
+/* Deletes rollups older than roll_cut, at most a day's worth. */
+static int prune_rollups(struct wt_store *s, struct mser *m, int64_t roll_cut)
+{
+    bool null;
+    int64_t first = one_int(s, MQ_ROLL_MIN_T, m->id, 0, &null);
+    m->roll_lo = null ? INT64_MAX : first;
+    if (null || first >= roll_cut)
+        return 0;
+    int64_t cut = roll_cut;
+    if (cut > first + 86400 * WT_NS_PER_S)
+        cut = first + 86400 * WT_NS_PER_S;
+    int n = delete_before(s, MQ_DEL_ROLLUPS, m->id, cut);
+    if (n >= 0)
+        m->roll_lo = cut;
+    return n;
+}
+
+/*
+ * Visits, from the one after the cursor round to it, only the series that have work: the bounds
+ * in s->ms say which (see struct mser), so a pass over idle or already rolled series reads
+ * nothing but PRAGMA data_version and opens no transaction.
+ */
 int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more)
 {
     struct wt_run_list runs = {0};
-    sqlite3_stmt *st = NULL;
+    bool have_runs = false, in_txn = false;
     int rc = 0, work = 0;
-    bool wrapped = false;
+    int64_t raw_cut = now_ns - s->o.retention_raw_ns;
+    int64_t roll_cut = now_ns - s->o.retention_rollup_ns;
 
     *more = false;
-    if (wt_runs_load(s, &runs) != 0)
+    s->mq_failed = false;
+    if (ms_check(s) != 0)
         return -EIO;
-    if (exec(s, "BEGIN IMMEDIATE")) {
-        wt_runs_free(&runs);
-        return -EIO;
-    }
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT id, node, kind, rolled_to FROM series WHERE id > ? "
-                           "ORDER BY id LIMIT 1",
-                           -1, &st, NULL) != SQLITE_OK) {
-        rc = -EIO;
-        goto out;
-    }
-    int64_t start = s->maint_cursor;
-    while (work < budget) {
-        sqlite3_bind_int64(st, 1, s->maint_cursor);
-        if (sqlite3_step(st) != SQLITE_ROW) {
-            sqlite3_reset(st);
-            if (wrapped || start == 0)
-                break; /* every series visited */
-            wrapped = true;
-            s->maint_cursor = 0;
+    size_t n = s->ms_len;
+    size_t i0 = s->maint_cursor < INT64_MAX ? ms_lower(s, s->maint_cursor + 1) : 0;
+    for (size_t k = 0; k < n && work < budget; k++) {
+        struct mser *m = &s->ms[(i0 + k) % n];
+        if (m->known && !roll_due(m) && !raw_prune_due(m, raw_cut) && m->roll_lo >= roll_cut)
             continue;
+        if (!in_txn) {
+            if (mq_exec(s, MQ_BEGIN) != 0) {
+                rc = -EIO;
+                break;
+            }
+            in_txn = true;
         }
-        int64_t id = sqlite3_column_int64(st, 0);
-        char node[64];
-        snprintf(node, sizeof node, "%s", (const char *)sqlite3_column_text(st, 1));
-        enum wt_series_kind kind = (enum wt_series_kind)sqlite3_column_int(st, 2);
-        int64_t rolled = sqlite3_column_int64(st, 3);
-        sqlite3_reset(st);
-        if (wrapped && id > start)
-            break;
-        s->maint_cursor = id;
-
-        int n = roll_series(s, &runs, id, node, kind, rolled);
-        if (n < 0) {
-            rc = n;
-            break;
+        if (!m->known)
+            ms_query(s, m);
+        s->maint_cursor = m->id;
+        work++;
+        if (roll_due(m)) {
+            if (!have_runs) {
+                if (wt_runs_load(s, &runs) != 0) {
+                    rc = -EIO;
+                    break;
+                }
+                have_runs = true;
+            }
+            int r = roll_series(s, &runs, m);
+            if (r < 0) {
+                rc = r;
+                break;
+            }
+            if (r > 0)
+                *more = true; /* maybe more minutes to roll */
+            work += r;
         }
-        work += n + 1;
-        if (n > 0) {
-            *more = true; /* maybe more minutes to roll */
-            bool null;
-            rolled = one_int(s, "SELECT rolled_to FROM series WHERE id=?1", id, 0, &null);
+        int p = 0;
+        if (raw_prune_due(m, raw_cut))
+            p = prune_raw(s, m, raw_cut);
+        if (p >= 0 && m->roll_lo < roll_cut) {
+            int q = prune_rollups(s, m, roll_cut);
+            p = q < 0 ? q : p + q;
         }
-        int p = prune_series(s, id, rolled, now_ns - s->o.retention_raw_ns,
-                             now_ns - s->o.retention_rollup_ns);
         if (p < 0) {
             rc = p;
             break;
@@ -832,13 +1092,17 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     }
     if (work >= budget)
         *more = true;
-out:
-    sqlite3_finalize(st);
-    if (rc == 0 && exec(s, "COMMIT") == 0) {
-        wt_runs_free(&runs);
-        return 0;
+    if (rc == 0 && s->mq_failed)
+        rc = -EIO;
+    if (in_txn) {
+        if (rc == 0 && mq_exec(s, MQ_COMMIT) != 0)
+            rc = -EIO;
+        if (rc) {
+            (void)mq_exec(s, MQ_ROLLBACK);
+            s->ms_loaded = false; /* the bounds may hold what was rolled back */
+        }
     }
-    (void)exec(s, "ROLLBACK");
-    wt_runs_free(&runs);
-    return rc ? rc : -EIO;
+    if (have_runs)
+        wt_runs_free(&runs);
+    return rc;
 }

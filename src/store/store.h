@@ -89,7 +89,9 @@ uint64_t wt_store_dropped(struct wt_store *s);
  * One step of maintenance at now_ns: per-minute rollups of complete minutes, then pruning of
  * raw readings older than the raw retention (only those a rollup already covers) and of rollups
  * older than the rollup retention. Does at most about `budget` rows of work; *more is set when
- * work is left. The writer thread calls it after each flush. Returns 0 or -EIO.
+ * work is left. Only series with such work are visited: the store tracks in memory what this
+ * connection wrote, and re-reads every series after another connection commits. The writer
+ * thread calls it every 10 s, and after each flush while *more. Returns 0 or -EIO.
  */
 int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more) WT_MUST_USE;
 
