@@ -28,7 +28,8 @@
 #define MAX_LIST 1000
 #define KIND_MAX 32
 #define TAG_VALUE_MAX 256
-#define MAX_PHASES 1000 /* the latest ones are shown; each is one energy query */
+#define MAX_PHASES 1000            /* the latest ones are shown; each is one energy query */
+#define METRICS_TTL_NS WT_NS_PER_S /* the store's default flush interval */
 
 static const char schema[] =
     "CREATE TABLE IF NOT EXISTS jobs(id INTEGER PRIMARY KEY, name TEXT NOT NULL,"
@@ -46,6 +47,10 @@ struct wt_jobs {
     sqlite3 *db;
     struct wt_hub *hub;
     char node[64];
+    /* The /metrics family of the running jobs, computed at most once per METRICS_TTL_NS. */
+    struct wt_expo_sample *fam_s;
+    size_t fam_n;
+    int64_t fam_at; /* CLOCK_MONOTONIC of the computation; 0: stale */
 };
 
 struct job {
@@ -182,6 +187,7 @@ void wt_jobs_close(struct wt_jobs *j)
     if (!j)
         return;
     wt_store_close(j->st);
+    free(j->fam_s);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }
@@ -893,6 +899,7 @@ static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t 
     snprintf(jb.name, sizeof jb.name, "%s", name);
     snprintf(jb.node, sizeof jb.node, "%s", j->node);
     wt_info("jobs", "job %lld started name=%s", (long long)jb.id, name);
+    j->fam_at = 0;
     rc = job_json(j, &jb, now, false, &r->body);
     r->status = 201;
 out:
@@ -1056,6 +1063,7 @@ static int api_end(struct wt_jobs *j, struct rep *r, struct job *jb, const char 
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out;
     jb->end_ns = now;
+    j->fam_at = 0;
     wt_info("jobs", "job %lld ended name=%s", (long long)jb->id, jb->name);
     rc = job_json(j, jb, now, true, &r->body);
     r->status = 200;
@@ -1203,13 +1211,97 @@ static int route(void *ctx, const struct wt_http_request *req, struct wt_http_re
     return 0;
 }
 
+/* ---- the /metrics family ---- */
+
+static const char fam_name[] = "wattage_job_energy_joules_total";
+static const char fam_help[] =
+    "Energy of a running job's GPUs since its start, from the stored series over the job's "
+    "window (as GET /api/v1/jobs/{id}); lags the live counters by up to one store flush "
+    "interval. Ended jobs leave.";
+
+/* Recomputes the samples of the running jobs (j->mu held). */
+static int compute_family(struct wt_jobs *j)
+{
+    sqlite3_stmt *s = NULL;
+    struct wt_expo_sample *smp = calloc(WT_JOBS_MAX_RUNNING, sizeof *smp);
+    size_t n = 0;
+    int rc = 0, step;
+    int64_t now = wt_now_real_ns();
+    if (!smp)
+        return -ENOMEM;
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT " JOB_COLS " FROM jobs WHERE end_ns IS NULL ORDER BY id LIMIT ?",
+                           -1, &s, NULL) != SQLITE_OK) {
+        free(smp);
+        return -EIO;
+    }
+    sqlite3_bind_int(s, 1, WT_JOBS_MAX_RUNNING);
+    while (n < WT_JOBS_MAX_RUNNING && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct job jb;
+        struct span sp;
+        char id[24];
+        if ((rc = load_row(s, &jb)) != 0)
+            break;
+        rc = window_energy(j, &jb, jb.start_ns, now, &sp, NULL);
+        snprintf(id, sizeof id, "%lld", (long long)jb.id);
+        if (rc == 0 &&
+            wt_labels(smp[n].labels, sizeof smp[n].labels, "id", id, "job", jb.name, NULL) == 0) {
+            smp[n].value = sp.gpu_j;
+            n++;
+        }
+        job_free(&jb);
+        if (rc)
+            break;
+    }
+    sqlite3_finalize(s);
+    if (rc) {
+        free(smp);
+        return rc;
+    }
+    free(j->fam_s);
+    j->fam_s = smp;
+    j->fam_n = n;
+    j->fam_at = wt_now_mono_ns();
+    return 0;
+}
+
+static int family(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_jobs *j = ctx;
+    int rc = 0;
+    memset(fam, 0, sizeof *fam);
+    fam->name = fam_name;
+    fam->help = fam_help;
+    fam->type = WT_COUNTER;
+    pthread_mutex_lock(&j->mu);
+    if (!j->fam_at || wt_now_mono_ns() - j->fam_at >= METRICS_TTL_NS)
+        rc = compute_family(j);
+    if (rc == 0 && j->fam_n) {
+        fam->s = calloc(j->fam_n, sizeof *fam->s);
+        if (fam->s) {
+            memcpy(fam->s, j->fam_s, j->fam_n * sizeof *fam->s);
+            fam->n = j->fam_n;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam)
+{
+    return family(j, fam);
+}
+
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
 {
     int rc;
     if ((rc = wt_http_add_route(h, "GET", "/api/v1/jobs", false, route, j)) ||
         (rc = wt_http_add_route(h, "POST", "/api/v1/jobs", false, route, j)) ||
         (rc = wt_http_add_route(h, "GET", "/api/v1/jobs/*", false, route, j)) ||
-        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)))
+        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)) ||
+        (rc = wt_http_add_family(h, family, j)))
         return rc;
     return 0;
 }

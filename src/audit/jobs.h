@@ -44,6 +44,7 @@
 
 struct wt_jobs;
 struct wt_http;
+struct wt_expo_family;
 
 /*
  * Opens the jobs tables in the store at db_path (which must exist: the daemon creates it first),
@@ -54,7 +55,12 @@ int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out,
                  struct wt_err *err) WT_MUST_USE;
 void wt_jobs_close(struct wt_jobs *j);
 
-/* Registers the routes above on h (before wt_http_start). Returns 0 or -ENOSPC. */
+/*
+ * Registers the routes above on h (before wt_http_start), and the /metrics family
+ * wattage_job_energy_joules_total{id, job}: each running job's GPU energy since its start, from
+ * the same exact-window query as the API (so it lags by up to one store flush), computed at most
+ * once a second; at most WT_JOBS_MAX_RUNNING series, ended jobs leave. Returns 0 or -ENOSPC.
+ */
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
 
 /*
@@ -65,6 +71,9 @@ int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
 int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
                    size_t len, int limit, int64_t now_ns, unsigned *status,
                    char **json) WT_MUST_USE;
+
+/* The /metrics family as the server asks for it (see wt_http_add_family); for the tests. */
+int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
 
 /* True when a counter or tag key is a lower-snake-case word of 1..63 characters. */
 bool wt_jobs_key_ok(const char *s);

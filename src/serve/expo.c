@@ -299,6 +299,12 @@ static uint32_t label_hash(const char *l)
 char *wt_expo_render(const struct wt_batch *b, enum wt_expo_format f, const char *version,
                      size_t *len)
 {
+    return wt_expo_render_with(b, NULL, 0, f, version, len);
+}
+
+char *wt_expo_render_with(const struct wt_batch *b, const struct wt_expo_family *extra,
+                          size_t nextra, enum wt_expo_format f, const char *version, size_t *len)
+{
     struct sbuf s = {0};
     size_t start[WT_M_COUNT + 1] = {0};
     size_t *order = NULL;
@@ -347,6 +353,14 @@ char *wt_expo_render(const struct wt_batch *b, enum wt_expo_format f, const char
             if (!dup)
                 write_sample(&s, sample, r->labels, r->value);
         }
+    }
+    for (size_t e = 0; e < nextra; e++) {
+        if (!extra[e].n)
+            continue;
+        write_family(&s, extra[e].name, extra[e].help, extra[e].type, false, f, sample,
+                     sizeof sample);
+        for (size_t k = 0; k < extra[e].n; k++)
+            write_sample(&s, sample, extra[e].s[k].labels, extra[e].s[k].value);
     }
     if (f == WT_EXPO_OPENMETRICS)
         sbuf_puts(&s, "# EOF\n");

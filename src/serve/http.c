@@ -72,7 +72,13 @@ struct hub_mark {
 
 struct expo_cache {
     struct hub_mark mark;
+    struct wt_expo_family fam[WT_HTTP_MAX_FAMILIES]; /* the providers' samples it shows */
     struct shared_body *body;
+};
+
+struct family_provider {
+    wt_http_family_fn fn;
+    void *ctx;
 };
 
 /*
@@ -111,6 +117,8 @@ struct wt_http {
     size_t snap_hint; /* readings in the last snapshot, to allocate once */
     pthread_mutex_t cache_mu;
     struct expo_cache cache[2][2]; /* [format][gzip] */
+    struct family_provider fams[WT_HTTP_MAX_FAMILIES];
+    int nfams;
 };
 
 /* Per-request state of a write route, kept while its body arrives. */
@@ -747,15 +755,47 @@ static void read_mark(struct wt_http *h, struct hub_mark *m)
     }
 }
 
+/* Asks every family provider for its samples (a failing one shows no family). */
+static void read_families(struct wt_http *h, struct wt_expo_family *fam)
+{
+    memset(fam, 0, WT_HTTP_MAX_FAMILIES * sizeof *fam);
+    for (int i = 0; i < h->nfams; i++) {
+        if (h->fams[i].fn(h->fams[i].ctx, &fam[i]) != 0) {
+            free(fam[i].s);
+            memset(&fam[i], 0, sizeof fam[i]);
+        }
+    }
+}
+
+static void free_families(struct wt_expo_family *fam)
+{
+    for (int i = 0; i < WT_HTTP_MAX_FAMILIES; i++) {
+        free(fam[i].s);
+        fam[i].s = NULL;
+        fam[i].n = 0;
+    }
+}
+
+static bool same_families(const struct wt_expo_family *a, const struct wt_expo_family *b)
+{
+    for (int i = 0; i < WT_HTTP_MAX_FAMILIES; i++) {
+        if (a[i].n != b[i].n || a[i].name != b[i].name ||
+            (a[i].n && memcmp(a[i].s, b[i].s, a[i].n * sizeof *a[i].s) != 0))
+            return false;
+    }
+    return true;
+}
+
 /* Renders the exposition (gzipped when asked) into a new shared body holding one reference. */
-static int render_body(struct wt_http *h, enum wt_expo_format f, bool gz, struct shared_body **out)
+static int render_body(struct wt_http *h, const struct wt_expo_family *fam, enum wt_expo_format f,
+                       bool gz, struct shared_body **out)
 {
     struct wt_batch b = {0};
     size_t len = 0, zlen;
     char *text = NULL, *z = NULL;
     int rc = take_snapshot(h, &b);
     if (rc == 0) {
-        text = wt_expo_render(&b, f, WT_VERSION, &len);
+        text = wt_expo_render_with(&b, fam, (size_t)h->nfams, f, WT_VERSION, &len);
         rc = text ? 0 : -ENOMEM;
     }
     if (rc == 0 && gz) {
@@ -786,6 +826,7 @@ static int route_metrics(void *ctx, const struct wt_http_request *req, struct wt
 {
     struct wt_http *h = ctx;
     struct hub_mark mark;
+    struct wt_expo_family fam[WT_HTTP_MAX_FAMILIES];
     struct shared_body *sb = NULL;
     enum wt_expo_format f = wt_expo_negotiate(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT));
     bool gz = wt_expo_accepts_gzip(wt_http_header(req, MHD_HTTP_HEADER_ACCEPT_ENCODING));
@@ -794,25 +835,33 @@ static int route_metrics(void *ctx, const struct wt_http_request *req, struct wt
     /* The mark is read before the snapshot, so a cached body is never older than its mark;
      * a publish in between only makes the next request render again. */
     read_mark(h, &mark);
+    read_families(h, fam);
     pthread_mutex_lock(&h->cache_mu);
-    if (ec->body && memcmp(&ec->mark, &mark, sizeof mark) == 0) {
+    if (ec->body && memcmp(&ec->mark, &mark, sizeof mark) == 0 && same_families(ec->fam, fam)) {
         sb = ec->body;
         __atomic_add_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL);
     }
     pthread_mutex_unlock(&h->cache_mu);
     if (!sb) {
-        int rc = render_body(h, f, gz, &sb);
-        if (rc != 0)
+        int rc = render_body(h, fam, f, gz, &sb);
+        if (rc != 0) {
+            free_families(fam);
             return rc;
+        }
         struct shared_body *old = NULL;
+        struct wt_expo_family old_fam[WT_HTTP_MAX_FAMILIES];
         __atomic_add_fetch(&sb->refs, 1, __ATOMIC_ACQ_REL); /* one for the cache */
         pthread_mutex_lock(&h->cache_mu);
         old = ec->body;
+        memcpy(old_fam, ec->fam, sizeof old_fam);
         ec->body = sb;
         ec->mark = mark;
+        memcpy(ec->fam, fam, sizeof fam); /* the cache owns these samples now */
         pthread_mutex_unlock(&h->cache_mu);
         body_release(old);
+        memcpy(fam, old_fam, sizeof fam);
     }
+    free_families(fam);
     rep->status = 200;
     rep->content_type = wt_expo_content_type(f);
     rep->content_encoding = gz ? "gzip" : NULL;
@@ -1131,6 +1180,16 @@ int wt_http_add_route(struct wt_http *h, const char *method, const char *path, b
     return 0;
 }
 
+int wt_http_add_family(struct wt_http *h, wt_http_family_fn fn, void *ctx)
+{
+    if (h->nfams >= WT_HTTP_MAX_FAMILIES || h->mhd)
+        return -ENOSPC;
+    h->fams[h->nfams].fn = fn;
+    h->fams[h->nfams].ctx = ctx;
+    h->nfams++;
+    return 0;
+}
+
 int wt_http_start(struct wt_http *h, struct wt_err *err)
 {
     struct MHD_OptionItem o[24];
@@ -1197,8 +1256,10 @@ void wt_http_close(struct wt_http *h)
     free(h->cert);
     free(h->ca);
     for (int i = 0; i < 2; i++) {
-        for (int j = 0; j < 2; j++)
+        for (int j = 0; j < 2; j++) {
             body_release(h->cache[i][j].body);
+            free_families(h->cache[i][j].fam);
+        }
     }
     pthread_mutex_destroy(&h->cache_mu);
     pthread_cond_destroy(&h->reaper_cv);

@@ -20,6 +20,7 @@
 #include "core/config.h"
 #include "core/err.h"
 #include "core/hub.h"
+#include "serve/expo.h"
 
 #define WT_HTTP_TIMEOUT_S 10            /* idle time before a connection is closed */
 #define WT_HTTP_REQUEST_DEADLINE_S 10   /* a whole request (headers, body) must arrive in this */
@@ -77,6 +78,20 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
  */
 int wt_http_add_route(struct wt_http *h, const char *method, const char *path, bool public_read,
                       wt_http_handler_fn fn, void *ctx) WT_MUST_USE;
+
+/*
+ * A provider of one family for /metrics beyond the hub's (the running jobs' energy): fills *fam
+ * (name and help static; fam->s calloc'd, which the server frees, so equal samples compare equal
+ * byte for byte; n 0 for no family). It is called on every scrape, so it answers from a cache of
+ * its own; the page is rendered again when the hub published or a provider's samples changed.
+ * Returns 0 or a negative errno (the family is then left out).
+ */
+typedef int (*wt_http_family_fn)(void *ctx, struct wt_expo_family *fam);
+
+#define WT_HTTP_MAX_FAMILIES 4
+
+/* Adds a family provider before wt_http_start. Returns 0 or -ENOSPC. */
+int wt_http_add_family(struct wt_http *h, wt_http_family_fn fn, void *ctx) WT_MUST_USE;
 
 /* Starts serving. Returns 0 or -EIO (err filled). */
 int wt_http_start(struct wt_http *h, struct wt_err *err) WT_MUST_USE;

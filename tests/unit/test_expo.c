@@ -296,3 +296,41 @@ WT_TEST(gzip_round_trip)
     free(s);
     wt_batch_free(&b);
 }
+
+WT_TEST(extra_family_after_hub_families_and_before_eof)
+{
+    struct wt_batch b = {0};
+    char g0[WT_LABELS_LEN];
+    struct wt_expo_sample smp[2];
+    memset(smp, 0, sizeof smp);
+    WT_EQ_INT(wt_labels(g0, sizeof g0, "gpu", "0", NULL), 0);
+    add(&b, WT_M_GPU_ENERGY_J, g0, 10);
+    WT_EQ_INT(wt_labels(smp[0].labels, sizeof smp[0].labels, "id", "7", "job", "a", NULL), 0);
+    WT_EQ_INT(wt_labels(smp[1].labels, sizeof smp[1].labels, "id", "8", "job", "b", NULL), 0);
+    smp[0].value = 1.5;
+    smp[1].value = 2;
+    struct wt_expo_family fam[2] = {
+        {.name = "wattage_job_energy_joules_total",
+         .help = "Job energy.",
+         .type = WT_COUNTER,
+         .s = smp,
+         .n = 2},
+        {.name = "wattage_empty", .help = "None.", .type = WT_GAUGE, .s = NULL, .n = 0},
+    };
+    size_t len = 0;
+    char *s = wt_expo_render_with(&b, fam, 2, WT_EXPO_OPENMETRICS, "0.1.0", &len);
+    WT_ASSERT(s);
+    WT_EQ_INT(count_lines(s, "# TYPE wattage_job_energy_joules counter"), 1);
+    WT_EQ_INT(count_lines(s, "# HELP wattage_job_energy_joules Job energy."), 1);
+    WT_CONTAINS(s, "wattage_job_energy_joules_total{id=\"7\",job=\"a\"} 1.5\n"
+                   "wattage_job_energy_joules_total{id=\"8\",job=\"b\"} 2\n# EOF\n");
+    WT_ASSERT(strstr(s, "wattage_gpu_energy_joules_total{") < strstr(s, "wattage_job_energy"));
+    WT_ASSERT(!strstr(s, "wattage_empty"));
+    free(s);
+    s = wt_expo_render_with(&b, fam, 1, WT_EXPO_TEXT, "0.1.0", &len);
+    WT_ASSERT(s);
+    WT_EQ_INT(count_lines(s, "# TYPE wattage_job_energy_joules_total counter"), 1);
+    WT_CONTAINS(s, "wattage_job_energy_joules_total{id=\"8\",job=\"b\"} 2\n");
+    free(s);
+    wt_batch_free(&b);
+}
