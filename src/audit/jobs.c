@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "serve/http.h"
@@ -712,6 +713,49 @@ static size_t known_gpus(struct wt_jobs *j, struct gpu_id *g, size_t cap)
     return n;
 }
 
+/* Checks a "gpus" array against the node's GPUs; fills gpus normalized. 0 (r->status set on a
+ * bad element) or -ENOMEM. */
+static int check_gpus(struct wt_jobs *j, struct rep *r, const cJSON *f, cJSON *gpus)
+{
+    char field[96];
+    struct gpu_id known[WT_JOBS_MAX_GPUS];
+    size_t nk = known_gpus(j, known, WT_JOBS_MAX_GPUS);
+    if (!cJSON_IsArray(f))
+        return bad(r, 400, "gpus", "gpus: expected an array of GPU indices or UUIDs");
+    if (cJSON_GetArraySize(f) > WT_JOBS_MAX_GPUS)
+        return bad(r, 400, "gpus", "gpus: at most %d", WT_JOBS_MAX_GPUS);
+    int i = 0;
+    const cJSON *g;
+    cJSON_ArrayForEach(g, f)
+    {
+        char v[96];
+        snprintf(field, sizeof field, "gpus[%d]", i++);
+        if (cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 65536 &&
+            g->valuedouble == floor(g->valuedouble))
+            snprintf(v, sizeof v, "%d", (int)g->valuedouble);
+        else if (cJSON_IsString(g) && strlen(g->valuestring) < sizeof v &&
+                 (is_gpu_index(g->valuestring) ||
+                  (strncmp(g->valuestring, "GPU-", 4) == 0 && strlen(g->valuestring) > 4)))
+            snprintf(v, sizeof v, "%s", g->valuestring);
+        else
+            return bad(r, 400, field, "%s: expected a GPU index (0, 1, ...) or a UUID (GPU-…)",
+                       field);
+        if (nk) {
+            size_t k;
+            for (k = 0; k < nk; k++) {
+                if (is_gpu_index(v) ? strcmp(v, known[k].index) == 0
+                                    : strncmp(known[k].uuid, v, strlen(v)) == 0)
+                    break;
+            }
+            if (k == nk)
+                return bad(r, 400, field, "%s: no GPU %s on this node", field, v);
+        }
+        if (!cJSON_AddItemToArray(gpus, cJSON_CreateString(v)))
+            return -ENOMEM;
+    }
+    return 0;
+}
+
 /* Checks a start body; fills the normalized tags, gpus and target. 0 (r->status set on a bad
  * field) or -ENOMEM. */
 static int check_start(struct wt_jobs *j, struct rep *r, const cJSON *b, const char **name,
@@ -773,41 +817,9 @@ static int check_start(struct wt_jobs *j, struct rep *r, const cJSON *b, const c
 
     f = cJSON_GetObjectItemCaseSensitive(b, "gpus");
     if (f && !cJSON_IsNull(f)) {
-        struct gpu_id known[WT_JOBS_MAX_GPUS];
-        size_t nk = known_gpus(j, known, WT_JOBS_MAX_GPUS);
-        if (!cJSON_IsArray(f))
-            return bad(r, 400, "gpus", "gpus: expected an array of GPU indices or UUIDs");
-        if (cJSON_GetArraySize(f) > WT_JOBS_MAX_GPUS)
-            return bad(r, 400, "gpus", "gpus: at most %d", WT_JOBS_MAX_GPUS);
-        int i = 0;
-        const cJSON *g;
-        cJSON_ArrayForEach(g, f)
-        {
-            char v[96];
-            snprintf(field, sizeof field, "gpus[%d]", i++);
-            if (cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 65536 &&
-                g->valuedouble == floor(g->valuedouble))
-                snprintf(v, sizeof v, "%d", (int)g->valuedouble);
-            else if (cJSON_IsString(g) && strlen(g->valuestring) < sizeof v &&
-                     (is_gpu_index(g->valuestring) ||
-                      (strncmp(g->valuestring, "GPU-", 4) == 0 && strlen(g->valuestring) > 4)))
-                snprintf(v, sizeof v, "%s", g->valuestring);
-            else
-                return bad(r, 400, field, "%s: expected a GPU index (0, 1, ...) or a UUID (GPU-…)",
-                           field);
-            if (nk) {
-                size_t k;
-                for (k = 0; k < nk; k++) {
-                    if (is_gpu_index(v) ? strcmp(v, known[k].index) == 0
-                                        : strncmp(known[k].uuid, v, strlen(v)) == 0)
-                        break;
-                }
-                if (k == nk)
-                    return bad(r, 400, field, "%s: no GPU %s on this node", field, v);
-            }
-            if (!cJSON_AddItemToArray(gpus, cJSON_CreateString(v)))
-                return -ENOMEM;
-        }
+        int rc = check_gpus(j, r, f, gpus);
+        if (rc || r->status)
+            return rc;
     }
 
     f = cJSON_GetObjectItemCaseSensitive(b, "target");
@@ -1074,6 +1086,70 @@ out:
     return rc;
 }
 
+/* Sets the GPUs of a running job started without any (wattage exec found them from NVML's
+ * process list). Refused once the job has GPUs: its figures must not change meaning twice. */
+static int api_gpus(struct wt_jobs *j, struct rep *r, struct job *jb, const char *body, size_t len,
+                    int64_t now)
+{
+    cJSON *b = NULL, *gpus = cJSON_CreateArray();
+    char *gs = NULL;
+    sqlite3_stmt *s = NULL;
+    const cJSON *f;
+    int rc = -ENOMEM;
+    if (!gpus)
+        goto out;
+    if ((rc = parse_body(r, body, len, false, &b)) != 0 || r->status)
+        goto out;
+    cJSON_ArrayForEach(f, b)
+    {
+        if (strcmp(f->string, "gpus") != 0) {
+            rc = bad(r, 400, f->string, "%.64s: unknown field (expected gpus)", f->string);
+            goto out;
+        }
+    }
+    f = cJSON_GetObjectItemCaseSensitive(b, "gpus");
+    if (!f || !cJSON_IsArray(f) || cJSON_GetArraySize(f) == 0) {
+        rc = bad(r, 400, "gpus", "gpus: expected a non-empty array of GPU indices or UUIDs");
+        goto out;
+    }
+    if ((rc = check_gpus(j, r, f, gpus)) != 0 || r->status)
+        goto out;
+    if (jb->end_ns) {
+        rc = bad(r, 409, "job", "job %lld (%s) has ended", (long long)jb->id, jb->name);
+        goto out;
+    }
+    if (cJSON_GetArraySize(jb->gpus)) {
+        rc = bad(r, 409, "gpus", "gpus: job %lld has its GPUs already", (long long)jb->id);
+        goto out;
+    }
+    rc = -ENOMEM;
+    if (!(gs = print(gpus)))
+        goto out;
+    rc = -EIO;
+    if (sqlite3_prepare_v2(j->db,
+                           "UPDATE jobs SET gpus=? WHERE id=? AND end_ns IS NULL AND gpus='[]'", -1,
+                           &s, NULL) != SQLITE_OK)
+        goto out;
+    sqlite3_bind_text(s, 1, gs, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(s, 2, jb->id);
+    if (sqlite3_step(s) != SQLITE_DONE)
+        goto out;
+    cJSON_Delete(jb->gpus);
+    jb->gpus = gpus;
+    gpus = NULL;
+    j->fam_at = 0;
+    wt_info("jobs", "job %lld gpus=%s", (long long)jb->id, gs);
+    rc = job_json(j, jb, now, false, &r->body);
+    r->status = 200;
+out:
+    if (s)
+        sqlite3_finalize(s);
+    cJSON_free(gs);
+    cJSON_Delete(b);
+    cJSON_Delete(gpus);
+    return rc;
+}
+
 static int api_list(struct wt_jobs *j, struct rep *r, int limit, int64_t now)
 {
     sqlite3_stmt *s = NULL;
@@ -1133,8 +1209,10 @@ static int dispatch(struct wt_jobs *j, struct rep *r, const char *method, const 
         return bad(r, 404, "job", "job: no such job");
     memcpy(ref, p, rl);
     ref[rl] = '\0';
-    if (strcmp(action, "") && strcmp(action, "marks") && strcmp(action, "end"))
-        return bad(r, 404, NULL, "no such endpoint (expected /api/v1/jobs/{id}[/marks|/end])");
+    if (strcmp(action, "") && strcmp(action, "marks") && strcmp(action, "end") &&
+        strcmp(action, "gpus"))
+        return bad(r, 404, NULL,
+                   "no such endpoint (expected /api/v1/jobs/{id}[/marks|/end|/gpus])");
     if ((get && *action) || (!get && !*action) || (!get && strcmp(method, "POST")))
         return bad(r, 405, NULL, "%s is not allowed here", *action ? "only POST" : "only GET");
     struct job jb;
@@ -1154,6 +1232,8 @@ static int dispatch(struct wt_jobs *j, struct rep *r, const char *method, const 
         r->status = 200;
     } else if (strcmp(action, "marks") == 0) {
         rc = api_mark(j, r, &jb, body, len, now);
+    } else if (strcmp(action, "gpus") == 0) {
+        rc = api_gpus(j, r, &jb, body, len, now);
     } else {
         rc = api_end(j, r, &jb, body, len, now);
     }
@@ -1294,6 +1374,71 @@ int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam)
     return family(j, fam);
 }
 
+/* ---- GET /api/v1/gpus/processes ---- */
+
+int wt_jobs_processes_json(unsigned *status, char **json)
+{
+    struct wt_gpu_procs *p = calloc(WT_JOBS_MAX_GPUS, sizeof *p);
+    size_t n = 0;
+    int64_t t = 0;
+    cJSON *o = NULL;
+    *json = NULL;
+    if (!p)
+        return -ENOMEM;
+    if (wt_nvml_processes(p, WT_JOBS_MAX_GPUS, &n, &t) != 0) {
+        *status = 503;
+        o = cJSON_CreateObject();
+        if (o)
+            cJSON_AddStringToObject(o, "error",
+                                    "no GPU process list: no NVML collector, or its library or "
+                                    "GPUs do not list processes");
+    } else {
+        *status = 200;
+        o = cJSON_CreateArray();
+        for (size_t i = 0; o && i < n; i++) {
+            char idx[16];
+            cJSON *g = cJSON_CreateObject(), *pids;
+            if (!g || !cJSON_AddItemToArray(o, g))
+                break;
+            snprintf(idx, sizeof idx, "%u", p[i].gpu);
+            cJSON_AddStringToObject(g, "gpu", idx);
+            cJSON_AddStringToObject(g, "uuid", p[i].uuid);
+            pids = cJSON_AddArrayToObject(g, "pids");
+            for (unsigned int k = 0; pids && k < p[i].npids; k++)
+                cJSON_AddItemToArray(pids, cJSON_CreateNumber(p[i].pids[k]));
+        }
+    }
+    free(p);
+    if (o)
+        *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return *json ? 0 : -ENOMEM;
+}
+
+static int route_processes(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    unsigned status;
+    char *json = NULL;
+    (void)ctx;
+    (void)req;
+    int rc = wt_jobs_processes_json(&status, &json);
+    if (rc)
+        return rc;
+    size_t n = strlen(json);
+    rep->body = malloc(n + 2);
+    if (!rep->body) {
+        cJSON_free(json);
+        return -ENOMEM;
+    }
+    memcpy(rep->body, json, n);
+    rep->body[n] = '\n';
+    rep->body[n + 1] = '\0';
+    rep->len = n + 1;
+    rep->status = status;
+    cJSON_free(json);
+    return 0;
+}
+
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
 {
     int rc;
@@ -1301,6 +1446,8 @@ int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
         (rc = wt_http_add_route(h, "POST", "/api/v1/jobs", false, route, j)) ||
         (rc = wt_http_add_route(h, "GET", "/api/v1/jobs/*", false, route, j)) ||
         (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)) ||
+        (rc =
+             wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)) ||
         (rc = wt_http_add_family(h, family, j)))
         return rc;
     return 0;

@@ -20,8 +20,14 @@
  *                                     "target": {"accuracy": 0.9}}        → 201 {"id", ...}
  *   POST /api/v1/jobs/{ref}/marks    {"kind", "index", "begin", <counter>: number >= 0, ...}
  *   POST /api/v1/jobs/{ref}/end      {} or empty
+ *   POST /api/v1/jobs/{ref}/gpus     {"gpus": [0, "GPU-…"]}: sets the GPUs of a running job
+ *                                    started without any (409 once it has some); the job's
+ *                                    figures then count those GPUs over its whole window
  *   GET  /api/v1/jobs[?limit=N]      the latest jobs with their energy
  *   GET  /api/v1/jobs/{ref}          the job with its phases and KPIs
+ *   GET  /api/v1/gpus/processes      [{"gpu": "0", "uuid": "GPU-…", "pids": [1234]}, ...]: the
+ *                                    processes NVML lists per GPU at the collector's latest
+ *                                    read (wt_nvml_processes); 503 when there is no list
  * {ref} is a job id, or a name (the latest job of that name). Unknown job 404, ended job 409,
  * malformed JSON or bad field 400 (the field named), nothing stored on any error.
  */
@@ -71,6 +77,9 @@ int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
 int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
                    size_t len, int limit, int64_t now_ns, unsigned *status,
                    char **json) WT_MUST_USE;
+
+/* The reply of GET /api/v1/gpus/processes: *status and *json (malloc'd). 0 or -ENOMEM. */
+int wt_jobs_processes_json(unsigned *status, char **json) WT_MUST_USE;
 
 /* The /metrics family as the server asks for it (see wt_http_add_family); for the tests. */
 int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;

@@ -7,12 +7,17 @@
  * exits, prints the job's energy on stderr, and exits with CMD's status (128 + N when a signal
  * N ended it; 127 when CMD cannot be run).
  *
- * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), else every GPU of
- * the node. (Finding the GPUs from NVML's process list is not done.) When the daemon cannot be
- * reached CMD still runs, without a job, and the wrapper says so.
+ * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), else the GPUs on
+ * which NVML lists a process of CMD's process tree (CMD and its descendants, from /proc): once a
+ * second for the first --detect seconds (default 60) the wrapper asks the daemon's
+ * GET /api/v1/gpus/processes and, the first time it finds some, sets them with
+ * POST /api/v1/jobs/{id}/gpus (they then count over the job's whole window); else every GPU of
+ * the node. When the daemon cannot be reached CMD still runs, without a job, and the wrapper
+ * says so.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <libgen.h>
@@ -55,6 +60,135 @@ static void default_name(const char *cmd, char *out, size_t n)
     snprintf(out, n, "%s-%ld", base[0] ? base : "job", (long)getpid());
 }
 
+#define TREE_MAX 4096
+
+/* The pids of root's process tree (root and its descendants) from /proc; returns how many. */
+static size_t process_tree(pid_t root, pid_t *tree, size_t cap)
+{
+    size_t n = 0, np = 0, pcap = 0;
+    struct pp {
+        pid_t pid, ppid;
+    } *all = NULL;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[64], buf[512];
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        snprintf(path, sizeof path, "/proc/%.20s/stat", e->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        size_t len = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[len] = '\0';
+        /* "pid (comm) state ppid ...": comm may hold spaces and parentheses. */
+        char *rp = strrchr(buf, ')');
+        int ppid;
+        char state;
+        if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2)
+            continue;
+        if (np == pcap) {
+            size_t nc = pcap ? 2 * pcap : 1024;
+            struct pp *na = realloc(all, nc * sizeof *all);
+            if (!na)
+                break;
+            all = na;
+            pcap = nc;
+        }
+        all[np].pid = (pid_t)atoi(buf);
+        all[np].ppid = (pid_t)ppid;
+        np++;
+    }
+    if (d)
+        closedir(d);
+    if (cap)
+        tree[n++] = root;
+    /* Breadth first: each pass adds the children of what is in the tree. */
+    for (size_t done = 0; done < n; done++) {
+        for (size_t i = 0; i < np && n < cap; i++) {
+            if (all[i].ppid == tree[done])
+                tree[n++] = all[i].pid;
+        }
+    }
+    free(all);
+    return n;
+}
+
+enum detect { DETECT_NOT_YET, DETECT_DONE, DETECT_GIVE_UP };
+
+/*
+ * Asks the daemon which GPUs hold a process of child's tree; sets them as the job's GPUs the
+ * first time there are some.
+ */
+static enum detect detect_gpus(const struct wt_cli_api *api, const char *id, pid_t child,
+                               bool quiet)
+{
+    long st = 0;
+    char *rep = NULL, why[256], path[96];
+    pid_t *tree = malloc(TREE_MAX * sizeof *tree);
+    enum detect res = DETECT_NOT_YET;
+    cJSON *v = NULL, *body = NULL, *gpus = NULL;
+    if (!tree)
+        return DETECT_NOT_YET;
+    if (wt_cli_api_call(api, "GET", "/api/v1/gpus/processes", NULL, &st, &rep, why, sizeof why) !=
+        0)
+        goto out;
+    if (st != 200) {
+        res = DETECT_GIVE_UP; /* no list on this daemon: every GPU */
+        goto out;
+    }
+    v = cJSON_Parse(rep);
+    size_t nt = process_tree(child, tree, TREE_MAX);
+    body = cJSON_CreateObject();
+    gpus = cJSON_AddArrayToObject(body, "gpus");
+    const cJSON *g;
+    cJSON_ArrayForEach(g, v)
+    {
+        const char *idx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "gpu"));
+        const cJSON *p;
+        bool ours = false;
+        cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pids"))
+        {
+            for (size_t k = 0; cJSON_IsNumber(p) && k < nt && !ours; k++)
+                ours = (double)tree[k] == p->valuedouble;
+        }
+        if (ours && idx && gpus)
+            cJSON_AddItemToArray(gpus, cJSON_CreateString(idx));
+    }
+    if (!gpus || cJSON_GetArraySize(gpus) == 0)
+        goto out;
+    char *txt = cJSON_PrintUnformatted(body);
+    free(rep);
+    rep = NULL;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/gpus", id);
+    if (txt && wt_cli_api_call(api, "POST", path, txt, &st, &rep, why, sizeof why) == 0) {
+        res = st == 200 ? DETECT_DONE : DETECT_GIVE_UP;
+        if (!quiet && st == 200) {
+            char *list = cJSON_PrintUnformatted(gpus);
+            fprintf(stderr, "wattage exec: the command runs on GPUs %s (NVML's process list)\n",
+                    list ? list : "?");
+            cJSON_free(list);
+        } else if (st != 200) {
+            fprintf(stderr, "wattage exec: setting the job's GPUs: HTTP %ld: %s", st, rep);
+        }
+    }
+    cJSON_free(txt);
+out:
+    cJSON_Delete(v);
+    cJSON_Delete(body);
+    free(rep);
+    free(tree);
+    return res;
+}
+
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 /* Polls the job until its energy window is covered by the store (or wait_s passes). */
 static cJSON *final_job(const struct wt_cli_api *api, const char *id, double wait_s)
 {
@@ -92,13 +226,14 @@ int wt_cmd_exec(int argc, char **argv)
                                          {"url", required_argument, NULL, 'U'},
                                          {"token-file", required_argument, NULL, 'T'},
                                          {"wait", required_argument, NULL, 'w'},
+                                         {"detect", required_argument, NULL, 'D'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {0}};
     const char *name = NULL, *gpus = NULL, *config = NULL, *url = NULL, *token_file = NULL;
     char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
     int ntags = 0, ntargets = 0, c;
-    double wait_s = 5;
+    double wait_s = 5, detect_s = 60;
     bool json = false, quiet = false;
 
     optind = 1;
@@ -131,6 +266,9 @@ int wt_cmd_exec(int argc, char **argv)
         case 'w':
             wait_s = atof(optarg);
             break;
+        case 'D':
+            detect_s = atof(optarg);
+            break;
         case 'j':
             json = true;
             break;
@@ -143,7 +281,8 @@ int wt_cmd_exec(int argc, char **argv)
     }
     if (optind >= argc) {
         fprintf(stderr, "usage: wattage exec [--job NAME] [--tag K=V]... [--gpus LIST] [--target "
-                        "M=X] [--url URL] [--wait S] [--json] -- CMD [ARGS...]\n");
+                        "M=X] [--url URL] [--wait S] [--detect S] [--json] -- CMD "
+                        "[ARGS...]\n");
         return 2;
     }
     char **cmd = argv + optind;
@@ -225,13 +364,30 @@ int wt_cmd_exec(int argc, char **argv)
         sigaction(forwarded[i], &sa, NULL);
     sigprocmask(SIG_SETMASK, &old, NULL);
 
+    /* Without --gpus or CUDA_VISIBLE_DEVICES, look for the command's processes on the GPUs
+     * once a second while it starts up. */
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) {
+    bool detecting = idbuf[0] && !gpus && detect_s > 0;
+    double t_start = mono_s(), next = t_start + 1;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, detecting ? WNOHANG : 0);
+        if (w == pid)
+            break;
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
             fprintf(stderr, "wattage exec: waitpid: %s\n", strerror(errno));
             status = 1 << 8;
             break;
         }
+        if (mono_s() >= next) {
+            enum detect d = detect_gpus(&api, idbuf, pid, quiet);
+            next = mono_s() + 1;
+            if (d != DETECT_NOT_YET || next - t_start > detect_s)
+                detecting = false;
+        }
+        struct timespec d = {0, 50 * 1000000L};
+        nanosleep(&d, NULL);
     }
     child_pid = 0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

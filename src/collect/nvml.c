@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +53,10 @@ struct nvml_fns {
     wt_nvml_constraints_fn *constraints;
     wt_nvml_pstate_fn *pstate;
     wt_nvml_enable_state_fn *persistence;
+    wt_nvml_procs_fn *compute_procs;
+    wt_nvml_procs_v1_fn *compute_procs_v1;
+    wt_nvml_procs_fn *graphics_procs;
+    wt_nvml_procs_v1_fn *graphics_procs_v1;
 };
 
 _Static_assert(sizeof(void *) == sizeof(wt_nvml_init_fn *), "dlsym results must fit");
@@ -88,6 +93,13 @@ const struct wt_nvml_symbol wt_nvml_symbols[] = {
     SYM(constraints, false, "nvmlDeviceGetPowerManagementLimitConstraints"),
     SYM(pstate, false, "nvmlDeviceGetPerformanceState"),
     SYM(persistence, false, "nvmlDeviceGetPersistenceMode"),
+    /* The v2/v3 layout and the original one differ in size: two entries each. */
+    SYM(compute_procs, false, "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetComputeRunningProcesses_v2"),
+    SYM(compute_procs_v1, false, "nvmlDeviceGetComputeRunningProcesses"),
+    SYM(graphics_procs, false, "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v2"),
+    SYM(graphics_procs_v1, false, "nvmlDeviceGetGraphicsRunningProcesses"),
 };
 const size_t wt_nvml_symbol_count = sizeof wt_nvml_symbols / sizeof wt_nvml_symbols[0];
 
@@ -108,6 +120,7 @@ enum feature {
     F_PSTATE,
     F_PERSISTENCE,
     F_PCI,
+    F_PROCS,
     F_COUNT
 };
 
@@ -127,6 +140,7 @@ static const char *const feature_names[F_COUNT] = {
     "performance state",
     "persistence mode",
     "PCI info",
+    "running processes",
 };
 
 /* The reasons behind the clocks event bitmask, named for wattage_gpu_throttled{reason}. */
@@ -178,9 +192,20 @@ struct nvml_state {
     char library[256];
     char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
     int64_t max_gap_ns;
+    int64_t procs_at; /* CLOCK_MONOTONIC of the last process list */
     unsigned int n;
     struct gpu *gpus;
 };
+
+#define PROCS_EVERY_NS WT_NS_PER_S
+#define PROCS_BUF 256
+
+/* The latest process list of the collector that read one last (see wt_nvml_processes). */
+static pthread_mutex_t procs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct wt_gpu_procs *procs_list;
+static size_t procs_n;
+static int64_t procs_t;
+static const void *procs_owner;
 
 /* Outcome of one GPU's calls in one tick. */
 struct tick {
@@ -290,6 +315,9 @@ static void reset_gpu(const struct nvml_state *s, struct gpu *g)
         g->unsupported |= 1u << F_PSTATE;
     if (!s->fn.persistence)
         g->unsupported |= 1u << F_PERSISTENCE;
+    if (!s->fn.compute_procs && !s->fn.compute_procs_v1 && !s->fn.graphics_procs &&
+        !s->fn.graphics_procs_v1)
+        g->unsupported |= 1u << F_PROCS;
     memset(&g->counter, 0, sizeof g->counter);
     memset(&g->integral, 0, sizeof g->integral);
     g->first_raw_mj = 0;
@@ -555,6 +583,102 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     return NVML_SUCCESS;
 }
 
+/* ---- running processes ---- */
+
+static void add_pid(struct wt_gpu_procs *p, unsigned int pid)
+{
+    for (unsigned int i = 0; i < p->npids; i++) {
+        if (p->pids[i] == pid)
+            return;
+    }
+    if (p->npids < WT_NVML_MAX_PROCS)
+        p->pids[p->npids++] = pid;
+}
+
+/* One of the two lists (compute or graphics) of a GPU into p. Returns the NVML answer. */
+static nvmlReturn_t read_procs(wt_nvml_procs_fn *f, wt_nvml_procs_v1_fn *f1, nvmlDevice_t d,
+                               struct wt_gpu_procs *p)
+{
+    unsigned int count = PROCS_BUF;
+    nvmlReturn_t r;
+    if (f) {
+        nvmlProcessInfo_t buf[PROCS_BUF];
+        r = f(d, &count, buf);
+        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
+            add_pid(p, buf[i].pid);
+    } else if (f1) {
+        nvmlProcessInfo_v1_t buf[PROCS_BUF];
+        r = f1(d, &count, buf);
+        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
+            add_pid(p, buf[i].pid);
+    } else {
+        r = NVML_ERROR_NOT_SUPPORTED;
+    }
+    return r;
+}
+
+/*
+ * Reads every up GPU's processes, at most once a second, and publishes the list. A GPU that
+ * answers NOT_SUPPORTED to both calls is not asked again; other failures leave that GPU out of
+ * this list and never mark it down (the process list is not a health signal).
+ */
+static void poll_procs(struct nvml_state *s, int64_t t_ns)
+{
+    int64_t now = wt_now_mono_ns();
+    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS)
+        return;
+    s->procs_at = now;
+    struct wt_gpu_procs *list = calloc(s->n ? s->n : 1, sizeof *list);
+    size_t n = 0;
+    if (!list)
+        return;
+    for (unsigned int i = 0; i < s->n; i++) {
+        struct gpu *g = &s->gpus[i];
+        if (!g->up || !g->known || (g->unsupported & (1u << F_PROCS)))
+            continue;
+        struct wt_gpu_procs *p = &list[n];
+        p->gpu = g->index;
+        snprintf(p->uuid, sizeof p->uuid, "%s", g->uuid);
+        nvmlReturn_t rc = read_procs(s->fn.compute_procs, s->fn.compute_procs_v1, g->dev, p);
+        nvmlReturn_t rg = read_procs(s->fn.graphics_procs, s->fn.graphics_procs_v1, g->dev, p);
+        if (rc == NVML_ERROR_NOT_SUPPORTED && rg == NVML_ERROR_NOT_SUPPORTED) {
+            g->unsupported |= 1u << F_PROCS;
+            wt_debug(MOD, "running processes: not supported gpu=%u uuid=%s", g->index, g->uuid);
+            continue;
+        }
+        if (rc == NVML_SUCCESS || rg == NVML_SUCCESS)
+            n++;
+        else
+            memset(p, 0, sizeof *p);
+    }
+    pthread_mutex_lock(&procs_mu);
+    struct wt_gpu_procs *old = procs_list;
+    procs_list = n ? list : NULL;
+    procs_n = n;
+    procs_t = t_ns;
+    procs_owner = s;
+    pthread_mutex_unlock(&procs_mu);
+    free(old);
+    if (!n)
+        free(list);
+}
+
+int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns)
+{
+    int rc = -ENODATA;
+    *n = 0;
+    *t_ns = 0;
+    pthread_mutex_lock(&procs_mu);
+    if (procs_list && procs_n) {
+        *n = procs_n < cap ? procs_n : cap;
+        memcpy(out, procs_list, *n * sizeof *out);
+        *t_ns = procs_t;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&procs_mu);
+    return rc;
+}
+
 static const struct wt_collector_config *nvml_config(const struct wt_config *cfg)
 {
     return &cfg->collectors.nvml;
@@ -565,6 +689,14 @@ static void nvml_close(void *state)
     struct nvml_state *s = state;
     if (!s)
         return;
+    pthread_mutex_lock(&procs_mu);
+    if (procs_owner == s) {
+        free(procs_list);
+        procs_list = NULL;
+        procs_n = 0;
+        procs_owner = NULL;
+    }
+    pthread_mutex_unlock(&procs_mu);
     if (s->inited && s->fn.shutdown)
         s->fn.shutdown();
     if (s->dl)
@@ -687,6 +819,7 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
             last = r;
         }
     }
+    poll_procs(s, t_ns);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {

@@ -23,6 +23,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collect/collector.h"
 
@@ -46,6 +47,26 @@ struct wt_nvml_info {
     char driver_version[80]; /* "" when the library does not say */
     unsigned int gpu_count;
 };
+
+/* ---- the GPUs' processes, for finding the GPUs of a job ---- */
+
+#define WT_NVML_MAX_PROCS 64 /* per GPU; more are left out */
+
+struct wt_gpu_procs {
+    unsigned int gpu;
+    char uuid[96];
+    unsigned int npids;
+    unsigned int pids[WT_NVML_MAX_PROCS]; /* compute and graphics, each pid once */
+};
+
+/*
+ * The processes NVML lists on each GPU (nvmlDevice{Compute,Graphics}RunningProcesses), as the
+ * NVML collector read them at its latest poll (at most once a second; one collector per process:
+ * the latest one opened). Nothing of it is stored. Fills out[0..cap), *n (the GPUs that
+ * answered) and *t_ns (CLOCK_REALTIME of that read). Returns 0, or -ENODATA when there is no
+ * list (no NVML collector, or a library or GPUs without the process calls).
+ */
+int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns);
 
 /* Fills info from an open collector's state (the void * its open() returned). Returns 0 or -EINVAL.
  */

@@ -119,6 +119,24 @@ typedef enum nvmlPStates_enum {
 #define nvmlClocksEventReasonDisplayClockSetting 0x0000000000000100ULL
 
 /*
+ * A process with a context on a GPU. nvmlDeviceGet{Compute,Graphics}RunningProcesses (the
+ * original entry points) fill the v1 layout; their _v2 and _v3 fill nvmlProcessInfo_t, which
+ * adds the MIG instance ids (0xFFFFFFFF when not in a MIG instance). usedGpuMemory is bytes, or
+ * NVML_VALUE_NOT_AVAILABLE (~0ULL) where the driver cannot say (e.g. under Windows WDDM).
+ */
+typedef struct nvmlProcessInfo_v1_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
+
+typedef struct nvmlProcessInfo_st {
+    unsigned int pid;
+    unsigned long long usedGpuMemory;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlProcessInfo_t;
+
+/*
  * Function types (not pointer types), one per entry point, so that the fake can declare its
  * exports with them and the collector can hold pointers to them.
  */
@@ -145,6 +163,12 @@ typedef nvmlReturn_t wt_nvml_constraints_fn(nvmlDevice_t device, unsigned int *m
                                             unsigned int *max_mw);
 typedef nvmlReturn_t wt_nvml_pstate_fn(nvmlDevice_t device, nvmlPstates_t *pstate);
 typedef nvmlReturn_t wt_nvml_enable_state_fn(nvmlDevice_t device, nvmlEnableState_t *mode);
+/* *count: the capacity of infos in, the processes out; INSUFFICIENT_SIZE (count set to what is
+ * needed) when they do not fit. */
+typedef nvmlReturn_t wt_nvml_procs_fn(nvmlDevice_t device, unsigned int *count,
+                                      nvmlProcessInfo_t *infos);
+typedef nvmlReturn_t wt_nvml_procs_v1_fn(nvmlDevice_t device, unsigned int *count,
+                                         nvmlProcessInfo_v1_t *infos);
 
 /*
  * Which entry point has which type (for the fake's declarations):
@@ -163,6 +187,10 @@ typedef nvmlReturn_t wt_nvml_enable_state_fn(nvmlDevice_t device, nvmlEnableStat
  *   wt_nvml_pstate_fn       nvmlDeviceGetPerformanceState
  *   wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode
  *   wt_nvml_driver_version_fn nvmlSystemGetDriverVersion
+ *   wt_nvml_procs_fn        nvmlDeviceGetComputeRunningProcesses_v3 and _v2,
+ *                           nvmlDeviceGetGraphicsRunningProcesses_v3 and _v2
+ *   wt_nvml_procs_v1_fn     nvmlDeviceGetComputeRunningProcesses,
+ *                           nvmlDeviceGetGraphicsRunningProcesses
  */
 
 #endif

@@ -21,7 +21,8 @@
  *   FAKE_NVML_RESET=g:at[,…]     GPU g's energy counter restarts from 0 at T0+at (driver reload):
  *                                  counter = floor(1000 * integral of P_g from T0+at to now)
  *   FAKE_NVML_NOT_SUPPORTED=LIST any of energy,power,temperature,thresholds,utilization,memory,
- *                                clocks,throttle,power_limit,pstate (also: pci,persistence);
+ *                                clocks,throttle,power_limit,pstate (also: pci,persistence,
+ *                                processes);
  *                                those calls return NVML_ERROR_NOT_SUPPORTED (3) on every GPU
  *   FAKE_NVML_INIT_FAIL=1        nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9); another
  *                                number N > 1 makes it return N
@@ -30,6 +31,11 @@
  *   FAKE_NVML_THROTTLE=MASK      clocks event reasons bitmask (default 0; decimal or 0x…)
  *   FAKE_NVML_PERSISTENCE=0|1    persistence mode (default 1, on)
  *   FAKE_NVML_CALL_LOG=FILE      append each NVML function name called, one per line
+ *   FAKE_NVML_PROCS_FILE=FILE    the running processes, read at every call of
+ *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3]: lines
+ *                                "GPU PID [compute|graphics]" (default compute); no file: none.
+ *                                usedGpuMemory is 1 GiB, the MIG instance ids 0xFFFFFFFF.
+ *                                "processes" in FAKE_NVML_NOT_SUPPORTED makes them NOT_SUPPORTED
  *
  * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
  * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
@@ -78,11 +84,12 @@ enum {
     NS_PSTATE,
     NS_PCI,
     NS_PERSIST,
+    NS_PROCS,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
-    "energy", "power",    "temperature", "thresholds", "utilization", "memory",
-    "clocks", "throttle", "power_limit", "pstate",     "pci",         "persistence",
+    "energy",   "power",       "temperature", "thresholds", "utilization", "memory",    "clocks",
+    "throttle", "power_limit", "pstate",      "pci",        "persistence", "processes",
 };
 
 static struct {
@@ -109,6 +116,7 @@ static struct {
     unsigned long long throttle;
     int persistence;
     const char *call_log;
+    const char *procs_file;
 } fk;
 
 static int sessions;
@@ -199,6 +207,7 @@ static void load(void)
         fk.throttle = strtoull(v, NULL, 0);
     fk.persistence = (int)env_double("FAKE_NVML_PERSISTENCE", 1);
     fk.call_log = env("FAKE_NVML_CALL_LOG");
+    fk.procs_file = env("FAKE_NVML_PROCS_FILE");
     for (unsigned int i = 0; i < MAX_GPUS; i++)
         devices[i].index = i;
     fk.loaded = true;
@@ -435,6 +444,9 @@ wt_nvml_uint_fn nvmlDeviceGetEnforcedPowerLimit;
 wt_nvml_constraints_fn nvmlDeviceGetPowerManagementLimitConstraints;
 wt_nvml_pstate_fn nvmlDeviceGetPerformanceState;
 wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode;
+wt_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetComputeRunningProcesses_v2;
+wt_nvml_procs_fn nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlDeviceGetGraphicsRunningProcesses_v2;
+wt_nvml_procs_v1_fn nvmlDeviceGetComputeRunningProcesses, nvmlDeviceGetGraphicsRunningProcesses;
 
 nvmlReturn_t nvmlInit_v2(void)
 {
@@ -633,6 +645,97 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mod
         return r;
     *mode = fk.persistence ? NVML_FEATURE_ENABLED : NVML_FEATURE_DISABLED;
     return NVML_SUCCESS;
+}
+
+#define MAX_PROCS 1024
+
+/* The pids FAKE_NVML_PROCS_FILE lists for gpu, of one kind; returns how many (at most cap). */
+static unsigned int file_procs(unsigned int gpu, bool graphics, unsigned int *pids,
+                               unsigned int cap)
+{
+    FILE *f = fk.procs_file ? fopen(fk.procs_file, "re") : NULL;
+    unsigned int n = 0;
+    char line[128];
+    while (f && n < cap && fgets(line, sizeof line, f)) {
+        unsigned int g, pid;
+        char kind[16] = "compute";
+        if (sscanf(line, "%u %u %15s", &g, &pid, kind) < 2 || g != gpu)
+            continue;
+        if ((strcmp(kind, "graphics") == 0) == graphics)
+            pids[n++] = pid;
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* Fills infos (the v2/v3 layout, or v1 when v1) as NVML does: INSUFFICIENT_SIZE with the count
+ * needed when they do not fit. */
+static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count, void *infos,
+                             bool v1, bool graphics)
+{
+    double t;
+    unsigned int pids[MAX_PROCS];
+    nvmlReturn_t r = device_call(fn, d, NS_PROCS, &t);
+    if (r)
+        return r;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = file_procs(d->index, graphics, pids, MAX_PROCS);
+    if (n > *count || (n && !infos)) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        if (v1) {
+            nvmlProcessInfo_v1_t *p = (nvmlProcessInfo_v1_t *)infos + i;
+            p->pid = pids[i];
+            p->usedGpuMemory = 1ULL << 30;
+        } else {
+            nvmlProcessInfo_t *p = (nvmlProcessInfo_t *)infos + i;
+            p->pid = pids[i];
+            p->usedGpuMemory = 1ULL << 30;
+            p->gpuInstanceId = p->computeInstanceId = 0xFFFFFFFFu;
+        }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+                                                     nvmlProcessInfo_t *infos)
+{
+    return do_procs("nvmlDeviceGetComputeRunningProcesses_v3", d, count, infos, false, false);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+                                                     nvmlProcessInfo_t *infos)
+{
+    return do_procs("nvmlDeviceGetComputeRunningProcesses_v2", d, count, infos, false, false);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *count,
+                                                  nvmlProcessInfo_v1_t *infos)
+{
+    return do_procs("nvmlDeviceGetComputeRunningProcesses", d, count, infos, true, false);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t d, unsigned int *count,
+                                                      nvmlProcessInfo_t *infos)
+{
+    return do_procs("nvmlDeviceGetGraphicsRunningProcesses_v3", d, count, infos, false, true);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t d, unsigned int *count,
+                                                      nvmlProcessInfo_t *infos)
+{
+    return do_procs("nvmlDeviceGetGraphicsRunningProcesses_v2", d, count, infos, false, true);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int *count,
+                                                   nvmlProcessInfo_v1_t *infos)
+{
+    return do_procs("nvmlDeviceGetGraphicsRunningProcesses", d, count, infos, true, true);
 }
 #endif /* FAKE_MINIMAL */
 

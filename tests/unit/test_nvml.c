@@ -651,3 +651,69 @@ WT_TEST(reopening_keeps_one_session_each_and_the_counter_continues)
     WT_EQ_INT(count_lines(log, "nvmlShutdown"), 2);
     wt_batch_free(&b);
 }
+
+WT_TEST(running_processes_of_each_gpu_from_the_latest_poll)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/procs", wt_test_dir());
+    FILE *f = fopen(path, "w");
+    WT_ASSERT(f != NULL);
+    fprintf(f, "0 100\n0 101 graphics\n2 300\n2 300 graphics\n9 900\n");
+    fclose(f);
+    setenv("FAKE_NVML_PROCS_FILE", path, 1);
+    setenv("FAKE_NVML_GPUS", "4", 1);
+    struct wt_gpu_procs p[8];
+    size_t n = 99;
+    int64_t t = 0;
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), -ENODATA);
+    WT_EQ_INT(n, 0);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    int64_t t1 = poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), 0);
+    WT_EQ_INT(n, 4);
+    WT_EQ_INT(t, t1);
+    WT_EQ_INT(p[0].gpu, 0);
+    WT_EQ_STR(p[0].uuid, "GPU-fake-0000-0");
+    WT_EQ_INT(p[0].npids, 2); /* compute and graphics together */
+    WT_EQ_INT(p[0].pids[0], 100);
+    WT_EQ_INT(p[0].pids[1], 101);
+    WT_EQ_INT(p[1].npids, 0);
+    WT_EQ_INT(p[2].npids, 1); /* one pid in both lists counts once */
+    WT_EQ_INT(p[2].pids[0], 300);
+    /* A process that starts shows at the next read, a second later at most. */
+    f = fopen(path, "a");
+    fprintf(f, "1 200\n");
+    fclose(f);
+    sleep_s(1.05);
+    poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), 0);
+    WT_EQ_INT(p[1].npids, 1);
+    WT_EQ_INT(p[1].pids[0], 200);
+    /* Nothing of it is a reading. */
+    for (size_t i = 0; i < b.len; i++)
+        WT_ASSERT(!strstr(b.r[i].labels, "pid"));
+    wt_nvml_collector.close(st);
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), -ENODATA);
+    wt_batch_free(&b);
+}
+
+WT_TEST(no_process_list_without_the_calls)
+{
+    struct wt_gpu_procs p[8];
+    size_t n;
+    int64_t t;
+    struct wt_batch b = {0};
+    setenv("FAKE_NVML_NOT_SUPPORTED", "processes", 1);
+    void *st = open_ok(fake(), 100);
+    poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), -ENODATA);
+    WT_EQ_INT(value(&b, WT_M_GPU_UP, 0, NULL, NULL), 1);
+    wt_nvml_collector.close(st);
+    unsetenv("FAKE_NVML_NOT_SUPPORTED");
+    st = open_ok(minimal(), 100);
+    poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), -ENODATA);
+    wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
