@@ -10,10 +10,10 @@
  * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), else the GPUs on
  * which NVML lists a process of CMD's process tree (CMD and its descendants, from /proc): once a
  * second for the first --detect seconds (default 60) the wrapper asks the daemon's
- * GET /api/v1/gpus/processes and, the first time it finds some, sets them with
- * POST /api/v1/jobs/{id}/gpus (they then count over the job's whole window); else every GPU of
- * the node. When the daemon cannot be reached CMD still runs, without a job, and the wrapper
- * says so.
+ * GET /api/v1/gpus/processes; once the set found has stayed the same for 3 checks (or the
+ * command ended, or the time is up) it becomes the job's with POST /api/v1/jobs/{id}/gpus (they
+ * then count over the job's whole window); else every GPU of the node. When the daemon cannot be
+ * reached CMD still runs, without a job, and the wrapper says so.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -115,33 +115,28 @@ static size_t process_tree(pid_t root, pid_t *tree, size_t cap)
     return n;
 }
 
-enum detect { DETECT_NOT_YET, DETECT_DONE, DETECT_GIVE_UP };
-
 /*
- * Asks the daemon which GPUs hold a process of child's tree; sets them as the job's GPUs the
- * first time there are some.
+ * The GPUs (a JSON array of indices, into out) on which the daemon's NVML process list shows a
+ * process of child's tree. Returns 1 when there are some, 0 when none (yet), -1 when the daemon
+ * has no process list (then every GPU it is).
  */
-static enum detect detect_gpus(const struct wt_cli_api *api, const char *id, pid_t child,
-                               bool quiet)
+static int find_gpus(const struct wt_cli_api *api, pid_t child, char *out, size_t n)
 {
     long st = 0;
-    char *rep = NULL, why[256], path[96];
+    char *rep = NULL, why[256];
     pid_t *tree = malloc(TREE_MAX * sizeof *tree);
-    enum detect res = DETECT_NOT_YET;
-    cJSON *v = NULL, *body = NULL, *gpus = NULL;
-    if (!tree)
-        return DETECT_NOT_YET;
-    if (wt_cli_api_call(api, "GET", "/api/v1/gpus/processes", NULL, &st, &rep, why, sizeof why) !=
-        0)
+    cJSON *v = NULL, *gpus = cJSON_CreateArray();
+    int res = 0;
+    out[0] = '\0';
+    if (!tree || !gpus ||
+        wt_cli_api_call(api, "GET", "/api/v1/gpus/processes", NULL, &st, &rep, why, sizeof why))
         goto out;
     if (st != 200) {
-        res = DETECT_GIVE_UP; /* no list on this daemon: every GPU */
+        res = -1;
         goto out;
     }
     v = cJSON_Parse(rep);
     size_t nt = process_tree(child, tree, TREE_MAX);
-    body = cJSON_CreateObject();
-    gpus = cJSON_AddArrayToObject(body, "gpus");
     const cJSON *g;
     cJSON_ArrayForEach(g, v)
     {
@@ -153,33 +148,79 @@ static enum detect detect_gpus(const struct wt_cli_api *api, const char *id, pid
             for (size_t k = 0; cJSON_IsNumber(p) && k < nt && !ours; k++)
                 ours = (double)tree[k] == p->valuedouble;
         }
-        if (ours && idx && gpus)
+        if (ours && idx)
             cJSON_AddItemToArray(gpus, cJSON_CreateString(idx));
     }
-    if (!gpus || cJSON_GetArraySize(gpus) == 0)
-        goto out;
-    char *txt = cJSON_PrintUnformatted(body);
-    free(rep);
-    rep = NULL;
-    snprintf(path, sizeof path, "/api/v1/jobs/%s/gpus", id);
-    if (txt && wt_cli_api_call(api, "POST", path, txt, &st, &rep, why, sizeof why) == 0) {
-        res = st == 200 ? DETECT_DONE : DETECT_GIVE_UP;
-        if (!quiet && st == 200) {
-            char *list = cJSON_PrintUnformatted(gpus);
-            fprintf(stderr, "wattage exec: the command runs on GPUs %s (NVML's process list)\n",
-                    list ? list : "?");
-            cJSON_free(list);
-        } else if (st != 200) {
-            fprintf(stderr, "wattage exec: setting the job's GPUs: HTTP %ld: %s", st, rep);
+    if (cJSON_GetArraySize(gpus) > 0) {
+        char *txt = cJSON_PrintUnformatted(gpus);
+        if (txt && strlen(txt) < n) {
+            snprintf(out, n, "%s", txt);
+            res = 1;
         }
+        cJSON_free(txt);
     }
-    cJSON_free(txt);
 out:
     cJSON_Delete(v);
-    cJSON_Delete(body);
+    cJSON_Delete(gpus);
     free(rep);
     free(tree);
     return res;
+}
+
+/* Sets the job's GPUs (a JSON array) through POST /api/v1/jobs/{id}/gpus. */
+static void set_gpus(const struct wt_cli_api *api, const char *id, const char *gpus, bool quiet)
+{
+    char path[96], why[256], body[1100];
+    long st = 0;
+    char *rep = NULL;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s/gpus", id);
+    snprintf(body, sizeof body, "{\"gpus\": %s}", gpus);
+    if (wt_cli_api_call(api, "POST", path, body, &st, &rep, why, sizeof why) != 0)
+        fprintf(stderr, "wattage exec: setting the job's GPUs: %s\n", why);
+    else if (st != 200)
+        fprintf(stderr, "wattage exec: setting the job's GPUs: HTTP %ld: %s", st, rep);
+    else if (!quiet)
+        fprintf(stderr, "wattage exec: the command runs on GPUs %s (NVML's process list)\n", gpus);
+    free(rep);
+}
+
+/*
+ * The GPU search of a running command: once a second, until the set found has stayed the same
+ * for STABLE_CHECKS checks (a launcher's workers start one after another), the command exits,
+ * or the time is up; then the last set found, if any, becomes the job's.
+ */
+#define STABLE_CHECKS 3
+#define GPUS_JSON_MAX 1024
+
+struct gpu_search {
+    bool on;
+    double until, next;
+    int stable;
+    char last[GPUS_JSON_MAX];
+};
+
+/* One step of the search; finish: the command ended, settle now. */
+static void search_step(struct gpu_search *gs, const struct wt_cli_api *api, const char *id,
+                        pid_t child, double now, bool finish, bool quiet)
+{
+    char found[GPUS_JSON_MAX];
+    if (!gs->on || (!finish && now < gs->next))
+        return;
+    gs->next = now + 1;
+    int r = finish ? 0 : find_gpus(api, child, found, sizeof found);
+    if (r < 0) {
+        gs->on = false;
+        return;
+    }
+    if (r > 0) {
+        gs->stable = strcmp(found, gs->last) == 0 ? gs->stable + 1 : 1;
+        snprintf(gs->last, sizeof gs->last, "%s", found);
+    }
+    if (finish || gs->stable >= STABLE_CHECKS || now >= gs->until) {
+        if (gs->last[0])
+            set_gpus(api, id, gs->last, quiet);
+        gs->on = false;
+    }
 }
 
 static double mono_s(void)
@@ -367,10 +408,11 @@ int wt_cmd_exec(int argc, char **argv)
     /* Without --gpus or CUDA_VISIBLE_DEVICES, look for the command's processes on the GPUs
      * once a second while it starts up. */
     int status = 0;
-    bool detecting = idbuf[0] && !gpus && detect_s > 0;
-    double t_start = mono_s(), next = t_start + 1;
+    struct gpu_search gs = {.on = idbuf[0] && !gpus && detect_s > 0};
+    gs.next = mono_s() + 1;
+    gs.until = gs.next - 1 + detect_s;
     for (;;) {
-        pid_t w = waitpid(pid, &status, detecting ? WNOHANG : 0);
+        pid_t w = waitpid(pid, &status, gs.on ? WNOHANG : 0);
         if (w == pid)
             break;
         if (w < 0) {
@@ -380,15 +422,11 @@ int wt_cmd_exec(int argc, char **argv)
             status = 1 << 8;
             break;
         }
-        if (mono_s() >= next) {
-            enum detect d = detect_gpus(&api, idbuf, pid, quiet);
-            next = mono_s() + 1;
-            if (d != DETECT_NOT_YET || next - t_start > detect_s)
-                detecting = false;
-        }
+        search_step(&gs, &api, idbuf, pid, mono_s(), false, quiet);
         struct timespec d = {0, 50 * 1000000L};
         nanosleep(&d, NULL);
     }
+    search_step(&gs, &api, idbuf, pid, mono_s(), true, quiet);
     child_pid = 0;
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 

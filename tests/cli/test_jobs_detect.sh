@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The GPUs of `wattage exec` from NVML's process list, against the real daemon on the fake NVML
 # (8 GPUs, processes from FAKE_NVML_PROCS_FILE): GET /api/v1/gpus/processes lists them per GPU;
-# without --gpus and CUDA_VISIBLE_DEVICES a wrapped command whose grandchild runs on GPUs 3 and 5
-# gets a job on exactly those (energy within 0.5% of the fake's exact energy of GPUs 3+5 over
-# the job's window), a process outside its tree does not count, a command on no GPU keeps every
-# GPU; POST /api/v1/jobs/{id}/gpus only for a running job without GPUs, bad bodies named.
+# without --gpus and CUDA_VISIBLE_DEVICES a wrapped command whose grandchild comes up on GPU 3,
+# then on GPU 5, gets a job on exactly those once the set is stable (energy within 0.5% of the
+# fake's exact energy of GPUs 3+5 over the job's window), a process outside its tree does not
+# count; a short command gets the GPUs last seen; a command on no GPU keeps every GPU;
+# POST /api/v1/jobs/{id}/gpus only for a running job without GPUs, bad bodies named.
 . tests/cli/lib.sh
 EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 mkdir -p "$TMP/sys" "$TMP/proc"
@@ -34,12 +35,14 @@ listed() { api GET /api/v1/gpus/processes >/dev/null && [[ $(jq_ "[g['pids'] for
 check "GET /api/v1/gpus/processes lists the process on GPU 6" wait_for 5 listed
 check "one entry per GPU with its UUID" test "$(jq_ "len(d) == 8 and d[3]['uuid'] == 'GPU-fake-0000-3' and d[0]['pids'] == []")" = True
 
-# the wrapped command's grandchild registers itself on GPUs 3 and 5, then works 4 s
+# the wrapped command's grandchild registers itself on GPU 3, 1.5 s later on GPU 5 (as a
+# launcher's workers come up one after another), then works 5 s more
 cat >"$TMP/work.sh" <<SH
 #!/bin/sh
 echo "3 \$\$" >>"$PROCS"
+sleep 1.5
 echo "5 \$\$ graphics" >>"$PROCS"
-sleep 4
+sleep 5
 SH
 chmod +x "$TMP/work.sh"
 "$BIN" exec --job detect -- bash -c "\"$TMP/work.sh\" & wait" >"$TMP/out" 2>"$TMP/err"
@@ -59,6 +62,18 @@ assert sorted(g["gpu"] for g in d["gpu_energy"]) == ["3", "5"], d["gpu_energy"]
 PY
 )
 check "the job counts GPUs 3 and 5 over its whole window ($msg)" test -z "$msg"
+
+cat >"$TMP/short.sh" <<SH
+#!/bin/sh
+echo "7 \$\$" >>"$PROCS"
+sleep 2.2
+SH
+chmod +x "$TMP/short.sh"
+"$BIN" exec --job short -- "$TMP/short.sh" >"$TMP/out3" 2>"$TMP/err3"
+check "a short command runs" test $? -eq 0
+api GET /api/v1/jobs/short >/dev/null
+check "it ended before its GPUs were stable: the last seen count ($(jq_ "d['gpus']"))" \
+    test "$(jq_ "d['gpus']")" = "['7']"
 
 "$BIN" exec --job nowhere -- sleep 2.5 >"$TMP/out2" 2>"$TMP/err2"
 check "a command on no GPU runs" test $? -eq 0
