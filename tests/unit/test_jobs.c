@@ -11,6 +11,7 @@
 #include "audit/jobs.h"
 #include "core/clock.h"
 #include "runner.h"
+#include "serve/expo.h"
 #include "store/store.h"
 
 #define S WT_NS_PER_S
@@ -288,4 +289,71 @@ WT_TEST(phases_are_bounded)
     WT_NEAR(num(v, "phases.999.kpi.energy_joules"), 0.1 * 200, 1e-6);
     cJSON_Delete(v);
     wt_jobs_close(j);
+}
+
+/* The /metrics family's value of the sample whose labels are want; NAN when absent. */
+static double fam_value(struct wt_jobs *j, const char *want, size_t *n)
+{
+    struct wt_expo_family f;
+    double v = NAN;
+    WT_EQ_INT(wt_jobs_family(j, &f), 0);
+    WT_EQ_STR(f.name, "wattage_job_energy_joules_total");
+    WT_EQ_INT(f.type, WT_COUNTER);
+    for (size_t i = 0; i < f.n; i++) {
+        if (strcmp(f.s[i].labels, want) == 0)
+            v = f.s[i].value;
+    }
+    *n = f.n;
+    free(f.s);
+    return v;
+}
+
+WT_TEST(metrics_family_of_running_jobs_and_their_gpus_set_later)
+{
+    struct wt_jobs *j = setup();
+    size_t n = 9;
+    WT_ASSERT(isnan(fam_value(j, "", &n)));
+    WT_EQ_INT(n, 0);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"a\", \"gpus\": [0, \"2\"]}", 10));
+    WT_EQ_INT(last_status, 201);
+    /* The stored series end at T0+200: 400 W over 190 s. */
+    WT_NEAR(fam_value(j, "id=\"1\",job=\"a\"", &n), 76000, 1e-6);
+    WT_EQ_INT(n, 1);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"b\"}", 50));
+    /* Every GPU: 600 W over 150 s; a start shows at once, whatever the cache. */
+    WT_NEAR(fam_value(j, "id=\"2\",job=\"b\"", &n), 90000, 1e-6);
+    WT_EQ_INT(n, 2);
+    cJSON *v = req(j, "GET", "/api/v1/jobs/b", NULL, 300);
+    WT_NEAR(num(v, "kpi.energy_joules"), 90000, 1e-6);
+    cJSON_Delete(v);
+
+    expect(j, "POST", "/api/v1/jobs/a/gpus", "{\"gpus\": [1]}", 409, "gpus");
+    expect(j, "POST", "/api/v1/jobs/b/gpus", "{\"gpus\": [\"x\"]}", 400, "gpus[0]");
+    expect(j, "POST", "/api/v1/jobs/b/gpus", "{}", 400, "gpus");
+    expect(j, "GET", "/api/v1/jobs/b/gpus", NULL, 405, NULL);
+    v = req(j, "POST", "/api/v1/jobs/b/gpus", "{\"gpus\": [\"GPU-abc1\"]}", 60);
+    WT_EQ_INT(last_status, 200);
+    cJSON_Delete(v);
+    /* GPU 1 alone (200 W) over the job's whole window. */
+    WT_NEAR(fam_value(j, "id=\"2\",job=\"b\"", &n), 30000, 1e-6);
+    expect(j, "POST", "/api/v1/jobs/b/gpus", "{\"gpus\": [0]}", 409, "gpus");
+
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/a/end", NULL, 70));
+    WT_ASSERT(isnan(fam_value(j, "id=\"1\",job=\"a\"", &n)));
+    WT_EQ_INT(n, 1);
+    expect(j, "POST", "/api/v1/jobs/a/gpus", "{\"gpus\": [1]}", 409, "job");
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/b/end", NULL, 70));
+    fam_value(j, "", &n);
+    WT_EQ_INT(n, 0);
+    wt_jobs_close(j);
+}
+
+WT_TEST(no_process_list_without_an_nvml_collector)
+{
+    unsigned status = 0;
+    char *json = NULL;
+    WT_EQ_INT(wt_jobs_processes_json(&status, &json), 0);
+    WT_EQ_INT(status, 503);
+    WT_CONTAINS(json, "no GPU process list");
+    cJSON_free(json);
 }
