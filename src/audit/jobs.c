@@ -48,10 +48,12 @@ struct wt_jobs {
     sqlite3 *db;
     struct wt_hub *hub;
     char node[64];
-    /* The /metrics family of the running jobs, computed at most once per METRICS_TTL_NS. */
+    /* The /metrics family of the running jobs, computed at most once per fam_ttl: a second,
+     * or ten times what the last computation took (many long jobs), so scrapes stay cheap. */
     struct wt_expo_sample *fam_s;
     size_t fam_n;
     int64_t fam_at; /* CLOCK_MONOTONIC of the computation; 0: stale */
+    int64_t fam_ttl;
 };
 
 struct job {
@@ -1306,7 +1308,7 @@ static int compute_family(struct wt_jobs *j)
     struct wt_expo_sample *smp = calloc(WT_JOBS_MAX_RUNNING, sizeof *smp);
     size_t n = 0;
     int rc = 0, step;
-    int64_t now = wt_now_real_ns();
+    int64_t now = wt_now_real_ns(), began = wt_now_mono_ns();
     if (!smp)
         return -ENOMEM;
     if (sqlite3_prepare_v2(j->db,
@@ -1341,7 +1343,9 @@ static int compute_family(struct wt_jobs *j)
     free(j->fam_s);
     j->fam_s = smp;
     j->fam_n = n;
-    j->fam_at = wt_now_mono_ns();
+    int64_t done = wt_now_mono_ns();
+    j->fam_ttl = 10 * (done - began) > METRICS_TTL_NS ? 10 * (done - began) : METRICS_TTL_NS;
+    j->fam_at = done;
     return 0;
 }
 
@@ -1354,7 +1358,7 @@ static int family(void *ctx, struct wt_expo_family *fam)
     fam->help = fam_help;
     fam->type = WT_COUNTER;
     pthread_mutex_lock(&j->mu);
-    if (!j->fam_at || wt_now_mono_ns() - j->fam_at >= METRICS_TTL_NS)
+    if (!j->fam_at || wt_now_mono_ns() - j->fam_at >= j->fam_ttl)
         rc = compute_family(j);
     if (rc == 0 && j->fam_n) {
         fam->s = calloc(j->fam_n, sizeof *fam->s);
