@@ -1267,17 +1267,9 @@ int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, cons
 
 /* ---- routes ---- */
 
-static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+/* Answers with a JSON text (cJSON's, freed here) and a newline. */
+static int reply(struct wt_http_reply *rep, unsigned status, char *json)
 {
-    struct wt_jobs *j = ctx;
-    unsigned status;
-    char *json = NULL;
-    const char *lim = wt_http_query(req, "limit");
-    int limit = lim ? atoi(lim) : 0;
-    int rc = wt_jobs_handle(j, req->method, req->path, req->body, req->body_len, limit,
-                            wt_now_real_ns(), &status, &json);
-    if (rc)
-        return rc;
     size_t n = strlen(json);
     rep->body = malloc(n + 2);
     if (!rep->body) {
@@ -1291,6 +1283,20 @@ static int route(void *ctx, const struct wt_http_request *req, struct wt_http_re
     rep->status = status;
     cJSON_free(json);
     return 0;
+}
+
+static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    struct wt_jobs *j = ctx;
+    unsigned status;
+    char *json = NULL;
+    const char *lim = wt_http_query(req, "limit");
+    int limit = lim ? atoi(lim) : 0;
+    int rc = wt_jobs_handle(j, req->method, req->path, req->body, req->body_len, limit,
+                            wt_now_real_ns(), &status, &json);
+    if (rc)
+        return rc;
+    return reply(rep, status, json);
 }
 
 /* ---- the /metrics family ---- */
@@ -1428,19 +1434,7 @@ static int route_processes(void *ctx, const struct wt_http_request *req, struct 
     int rc = wt_jobs_processes_json(&status, &json);
     if (rc)
         return rc;
-    size_t n = strlen(json);
-    rep->body = malloc(n + 2);
-    if (!rep->body) {
-        cJSON_free(json);
-        return -ENOMEM;
-    }
-    memcpy(rep->body, json, n);
-    rep->body[n] = '\n';
-    rep->body[n + 1] = '\0';
-    rep->len = n + 1;
-    rep->status = status;
-    cJSON_free(json);
-    return 0;
+    return reply(rep, status, json);
 }
 
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
