@@ -248,6 +248,20 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     return 0;
 }
 
+/* True when b differs from a in a setting that is only read at start. */
+static bool needs_restart(const struct wt_config *a, const struct wt_config *b)
+{
+    return strcmp(a->daemon.listen, b->daemon.listen) ||
+           strcmp(a->daemon.tls.cert, b->daemon.tls.cert) ||
+           strcmp(a->daemon.tls.key, b->daemon.tls.key) ||
+           strcmp(a->daemon.tls.client_ca, b->daemon.tls.client_ca) ||
+           strcmp(a->daemon.auth.token_file, b->daemon.auth.token_file) ||
+           a->daemon.auth.protect_reads != b->daemon.auth.protect_reads ||
+           strcmp(a->store.path, b->store.path) || a->store.flush_ns != b->store.flush_ns ||
+           a->store.retention_raw_ns != b->store.retention_raw_ns ||
+           a->store.retention_rollup_ns != b->store.retention_rollup_ns;
+}
+
 int wt_cmd_run(int argc, char **argv)
 {
     struct run_opts o;
@@ -342,10 +356,7 @@ int wt_cmd_run(int argc, char **argv)
             apply_flags(&o, &next);
             /* The listener, TLS, auth and store were opened at start (keys are read before any
              * privilege could be dropped): their settings take a restart. */
-            if (memcmp(&next.daemon.listen, &cfg.daemon.listen, sizeof cfg.daemon.listen) ||
-                memcmp(&next.daemon.tls, &cfg.daemon.tls, sizeof cfg.daemon.tls) ||
-                memcmp(&next.daemon.auth, &cfg.daemon.auth, sizeof cfg.daemon.auth) ||
-                memcmp(&next.store, &cfg.store, sizeof cfg.store))
+            if (needs_restart(&cfg, &next))
                 wt_warn("run", "daemon.listen, daemon.tls, daemon.auth and store.* changes take "
                                "effect at the next restart; the rest is applied now");
             wt_loop_stop(loop);
