@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/reading.h"
+#include "runner.h"
 
 /* The reading of metric with exactly these labels, or NULL. */
 static inline const struct wt_reading *find_reading(const struct wt_batch *b, int metric,
@@ -25,6 +26,15 @@ static inline size_t count_readings(const struct wt_batch *b, int metric)
     for (size_t i = 0; i < b->len; i++)
         n += b->r[i].metric == metric;
     return n;
+}
+
+/* The value of the reading of metric with exactly these labels; fails the test when absent. */
+static inline double reading_value(const struct wt_batch *b, int metric, const char *labels)
+{
+    const struct wt_reading *r = find_reading(b, metric, labels);
+    if (!r)
+        wt_test_fail(__FILE__, __LINE__, "no reading metric=%d labels=%s", metric, labels);
+    return r->value;
 }
 
 #endif

@@ -76,14 +76,6 @@ static void use_sample(int n)
     copy_file(wt_test_src_path(rel), proc_file("meminfo"));
 }
 
-static double value(const struct wt_batch *b, int metric, const char *labels)
-{
-    const struct wt_reading *r = find_reading(b, metric, labels);
-    if (!r)
-        wt_test_fail(__FILE__, __LINE__, "no reading metric=%d labels=%s", metric, labels);
-    return r->value;
-}
-
 static void *open_ok(void)
 {
     void *st = NULL;
@@ -127,11 +119,11 @@ WT_TEST(procfs_utilization_from_two_samples_exact)
      *   cpu2: 100 ticks, 75 idle → 0.25
      *   cpu3: 100 ticks, 20 idle + 5 iowait, irq/softirq/steal busy → 0.75
      */
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.5, 1e-12);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 0.9, 1e-12);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\""), 0.25, 1e-12);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"3\""), 0.75, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.5, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 0.9, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\""), 0.25, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"3\""), 0.75, 1e-12);
     for (size_t i = 0; i < b.len; i++)
         WT_EQ_INT(b.r[i].t_ns, T0 + S);
 
@@ -149,13 +141,13 @@ WT_TEST(procfs_meminfo_bytes_and_ratio)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_NEAR(value(&b, WT_M_MEM_TOTAL_B, ""), 16384000 * KIB, 0);
-    WT_NEAR(value(&b, WT_M_MEM_USED_B, ""), (16384000 - 12288000) * KIB, 0);
-    WT_NEAR(value(&b, WT_M_MEM_USED_RATIO, ""), 0.25, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_MEM_TOTAL_B, ""), 16384000 * KIB, 0);
+    WT_NEAR(reading_value(&b, WT_M_MEM_USED_B, ""), (16384000 - 12288000) * KIB, 0);
+    WT_NEAR(reading_value(&b, WT_M_MEM_USED_RATIO, ""), 0.25, 1e-12);
     use_sample(2);
     poll_ok(st, T0 + S, &b);
-    WT_NEAR(value(&b, WT_M_MEM_USED_B, ""), (16384000 - 8192000) * KIB, 0);
-    WT_NEAR(value(&b, WT_M_MEM_USED_RATIO, ""), 0.5, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_MEM_USED_B, ""), (16384000 - 8192000) * KIB, 0);
+    WT_NEAR(reading_value(&b, WT_M_MEM_USED_RATIO, ""), 0.5, 1e-12);
     wt_procfs_collector.close(st);
     wt_batch_free(&b);
 
@@ -201,7 +193,7 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
     /* the backwards sample is the new baseline: the next delta is exact again */
     use_sample(2);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
 
     /*
      * idle+iowait of one core goes back (iowait is known to on NO_HZ kernels): that core alone
@@ -214,7 +206,7 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
                                   "cpu3 3050 20 1000 5020 5 40 60 15 0 0\n");
     poll_ok(st, T0 + 3 * S, &b);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\"") == NULL);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 1.0, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 1.0, 1e-12);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL); /* no tick passed */
     for (size_t i = 0; i < b.len; i++)
         if (b.r[i].metric == WT_M_CPU_UTIL_RATIO)
@@ -238,15 +230,15 @@ WT_TEST(procfs_cpus_come_and_go)
                                   "cpu0 35 0 5 60 0 0 0 0 0 0\n"
                                   "cpu2 0 0 0 10 0 0 0 0 0 0\n");
     poll_ok(st, T0 + S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.6, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.6, 1e-12);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\"") == NULL);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL);
     write_file(proc_file("stat"), "cpu  40 0 10 160 0 0 0 0 0 0\n"
                                   "cpu0 35 0 5 60 0 0 0 0 0 0\n"
                                   "cpu2 0 0 0 20 0 0 0 0 0 0\n");
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\""), 0.0, 0);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.0, 0);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\""), 0.0, 0);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.0, 0);
     wt_procfs_collector.close(st);
     wt_batch_free(&b);
 }
@@ -292,7 +284,7 @@ WT_TEST(procfs_malformed_stat_names_file_and_line)
     /* and the collector recovers with a good file */
     use_sample(2);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.6, 1e-12);
     wt_procfs_collector.close(st);
     wt_batch_free(&b);
 }
@@ -375,8 +367,8 @@ WT_TEST(procfs_reads_the_real_proc)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_ASSERT(value(&b, WT_M_MEM_TOTAL_B, "") > 0);
-    double ratio = value(&b, WT_M_MEM_USED_RATIO, "");
+    WT_ASSERT(reading_value(&b, WT_M_MEM_TOTAL_B, "") > 0);
+    double ratio = reading_value(&b, WT_M_MEM_USED_RATIO, "");
     WT_ASSERT(ratio >= 0 && ratio <= 1);
     /* per-core lines with no tick since the last poll are skipped; the total soon ticks */
     size_t n = 0;

@@ -81,14 +81,6 @@ static void set_energy(const char *zone, uint64_t energy_uj)
     write_file(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
 }
 
-static double value(const struct wt_batch *b, int metric, const char *labels)
-{
-    const struct wt_reading *r = find_reading(b, metric, labels);
-    if (!r)
-        wt_test_fail(__FILE__, __LINE__, "no reading metric=%d labels=%s", metric, labels);
-    return r->value;
-}
-
 static void *open_ok(void)
 {
     void *st = NULL;
@@ -119,13 +111,13 @@ WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
     poll_ok(st, T0, &b);
     /* 2 packages × (package, core, dram) + psys; the intel-rapl-mmio:0 duplicate is skipped */
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 7);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"core\""), 45678.901234, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"dram\""), 12345.678901, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 223456.789012, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"core\""), 55678.901234, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 22345.678901, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"2\",domain=\"psys\""), 98765.432109, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"core\""), 45678.901234, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"dram\""), 12345.678901, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 223456.789012, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"core\""), 55678.901234, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 22345.678901, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"2\",domain=\"psys\""), 98765.432109, 1e-6);
     /* power needs two readings */
     WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     for (size_t i = 0; i < b.len; i++)
@@ -133,8 +125,8 @@ WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
     /* the fixture does not change: a second poll gives 0 W everywhere, same energy */
     poll_ok(st, T0 + S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 7);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"dram\""), 0.0, 0);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"dram\""), 0.0, 0);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -146,24 +138,24 @@ WT_TEST(rapl_wrap_at_max_energy_range)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 999.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 999.0, 1e-9);
     /* passes the top: 1 J to the top, then 0.5 J after the restart from 0 */
     set_energy("intel-rapl:0", 500000);
     poll_ok(st, T0 + S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1000.5, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 1.5, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 1000.5, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 1.5, 1e-9);
     /* and counts on normally after the wrap */
     set_energy("intel-rapl:0", 2500000);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1002.5, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 1002.5, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
     /* a second wrap, at the Intel range's scale of time: 400 W for 2 s */
     set_energy("intel-rapl:0", range - 300000000);
     poll_ok(st, T0 + 3 * S, &b);
     set_energy("intel-rapl:0", 500000000);
     poll_ok(st, T0 + 5 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 400.0, 1e-6);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1000.0 + 2.0 * 1000.0 - 500.0, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 400.0, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 1000.0 + 2.0 * 1000.0 - 500.0, 1e-6);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -174,25 +166,25 @@ WT_TEST(rapl_implausible_decrease_is_reset)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 100000.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 100000.0, 1e-9);
     /*
      * 100 kJ → 1 J one second later. As a wrap that would be 162 kJ in 1 s (162 kW): not
      * plausible, so the counter restarted; the 1 J it counted since is kept.
      */
     set_energy("intel-rapl:0", 1000000);
     poll_ok(st, T0 + S, &b);
-    double e1 = value(&b, WT_M_CPU_ENERGY_J, PKG0);
+    double e1 = reading_value(&b, WT_M_CPU_ENERGY_J, PKG0);
     WT_NEAR(e1, 100001.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 1.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 1.0, 1e-9);
     /* counts on from the new baseline */
     set_energy("intel-rapl:0", 51000000);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 100051.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 50.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 100051.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 50.0, 1e-9);
     /* a decrease with no time passed is never a wrap either, and never negative power */
     set_energy("intel-rapl:0", 50000000);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_ASSERT(value(&b, WT_M_CPU_ENERGY_J, PKG0) >= 100051.0);
+    WT_ASSERT(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0) >= 100051.0);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
@@ -211,14 +203,14 @@ WT_TEST(rapl_power_from_deltas_per_zone)
     set_energy("intel-rapl:0:0", 5000000 + 2 * 100000000ULL); /* 100 W */
     set_energy("intel-rapl:0:1", 1000000 + 2 * 12500000ULL);  /* 12.5 W */
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 150.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, "package=\"0\",domain=\"core\""), 100.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, "package=\"0\",domain=\"dram\""), 12.5, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 310.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 150.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, "package=\"0\",domain=\"core\""), 100.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, "package=\"0\",domain=\"dram\""), 12.5, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 310.0, 1e-9);
     /* half a second later: power over that half second only */
     set_energy("intel-rapl:0", 310000000 + 100000000);
     poll_ok(st, T0 + 2 * S + S / 2, &b);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 200.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 200.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -315,8 +307,8 @@ WT_TEST(rapl_permission_error_during_poll)
     wt_rapl_read_file = wt_rapl_read_file_default;
     set_energy("intel-rapl:0", 1000 + 3000000);
     poll_ok(st, T0 + 2 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 3.001, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 1.5, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 3.001, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 1.5, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -348,7 +340,7 @@ WT_TEST(rapl_mmio_used_only_without_msr_zones)
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 7.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 7.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -370,7 +362,7 @@ WT_TEST(rapl_zones_come_and_go)
     set_energy("intel-rapl:0", 3000000);
     poll_ok(st, T0 + S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
     poll_ok(st, T0 + 2 * S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
 
@@ -383,12 +375,12 @@ WT_TEST(rapl_zones_come_and_go)
     for (int i = 3; i < 40; i++)
         poll_ok(st, T0 + i * S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 3);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 2.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 4.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 2.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 4.0, 1e-9);
     set_energy("intel-rapl:1", 1500000);
     poll_ok(st, T0 + 40 * S, &b);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 3.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"package\""), 1.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 3.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"package\""), 1.0, 1e-9);
 
     /* everything gone: the source fails this tick, without crashing */
     snprintf(from, sizeof from, "%s/sys", root());
@@ -404,7 +396,7 @@ WT_TEST(rapl_zones_come_and_go)
     WT_EQ_INT(rename(to, from), 0);
     poll_ok(st, T0 + 43 * S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 3);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 3.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 3.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
@@ -418,8 +410,8 @@ WT_TEST(rapl_duplicate_names_stay_apart)
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 2);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0), 1.0, 1e-9);
-    WT_NEAR(value(&b, WT_M_CPU_ENERGY_J, PKG0 ",zone=\"intel-rapl:1\""), 2.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 1.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0 ",zone=\"intel-rapl:1\""), 2.0, 1e-9);
     wt_rapl_collector.close(st);
     wt_batch_free(&b);
 }
