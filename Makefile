@@ -5,7 +5,7 @@
 #   make bench      run the benchmarks (see bench/README.md)
 #   make SANITIZE=address,undefined test
 VERSION := 0.1.0
-PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus
 CC      ?= gcc
 WERROR  ?= 1
 

@@ -351,6 +351,7 @@ int wt_cmd_run(int argc, char **argv)
             if (wt_cli_load_config(o.config, &next) != 0) {
                 wt_error("run", "reload failed; keeping the running configuration");
                 wt_log_set_level(cfg.daemon.log_level);
+                wt_config_free(&next);
                 continue;
             }
             apply_flags(&o, &next);
@@ -364,6 +365,7 @@ int wt_cmd_run(int argc, char **argv)
             cfg.daemon.interval_ns = next.daemon.interval_ns;
             cfg.daemon.log_level = next.daemon.log_level;
             cfg.collectors = next.collectors;
+            wt_config_move_doc(&cfg, &next); /* the module sections: targets, rules... */
             if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;
@@ -383,6 +385,7 @@ out:
     wt_hub_close(hub);
     wt_batch_free(&snap);
     free(tr);
+    wt_config_free(&cfg);
     wt_info("run", "stopped");
     return ret;
 }

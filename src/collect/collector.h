@@ -13,6 +13,15 @@
 #include "core/err.h"
 #include "core/reading.h"
 
+/* One target of a multi-target collector. */
+#define WT_TARGET_NAME_LEN 23 /* with "redfish:" it fits a hub slot name */
+struct wt_target {
+    char name[WT_TARGET_NAME_LEN + 1]; /* unique within the collector: [A-Za-z0-9_.-] */
+    int64_t interval_ns;               /* 0: the collector's interval */
+};
+
+#define WT_MAX_TARGETS 64
+
 struct wt_collector_ops {
     const char *name;
     /* Its block of the config (enabled, interval). */
@@ -30,6 +39,15 @@ struct wt_collector_ops {
     int (*poll)(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err);
     /* Releases everything; accepts NULL. */
     void (*close)(void *state);
+
+    /*
+     * Optional, for sources with several targets (PDUs, BMCs, meters). targets() fills up to max
+     * entries from the config and returns how many it names; each target gets its own thread,
+     * hub slot "<name>:<target>", schedule and backoff, so a dead PDU delays nothing else. Then
+     * open_target opens target i instead of open (poll and close are shared).
+     */
+    size_t (*targets)(const struct wt_config *cfg, struct wt_target *out, size_t max);
+    int (*open_target)(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err);
 };
 
 /* The registry: every collector, in a fixed order, NULL-terminated. */

@@ -70,6 +70,12 @@ static const struct field fields[] = {
     FIELD("collectors.procfs.enabled", T_BOOL, collectors.procfs.enabled, 0, "true"),
     FIELD("collectors.procfs.interval", T_DURATION, collectors.procfs.interval_ns, F_ZERO_INHERITS,
           "0"),
+    FIELD("collectors.snmp.enabled", T_BOOL, collectors.snmp.enabled, 0, "true"),
+    FIELD("collectors.snmp.interval", T_DURATION, collectors.snmp.interval_ns, 0, "10s"),
+    FIELD("collectors.redfish.enabled", T_BOOL, collectors.redfish.enabled, 0, "true"),
+    FIELD("collectors.redfish.interval", T_DURATION, collectors.redfish.interval_ns, 0, "10s"),
+    FIELD("collectors.modbus.enabled", T_BOOL, collectors.modbus.enabled, 0, "true"),
+    FIELD("collectors.modbus.interval", T_DURATION, collectors.modbus.interval_ns, 0, "5s"),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 #define PATH_MAX_LEN 256
@@ -82,9 +88,84 @@ struct ctx {
     int line[NFIELDS];
 };
 
+static size_t nsections(void)
+{
+    size_t n = 0;
+    while (wt_config_sections[n].path)
+        n++;
+    return n;
+}
+
+/* Every key path: the schema's fields, then the module sections. */
+static size_t nkeys(void)
+{
+    return NFIELDS + nsections();
+}
+
+static const char *key_path(size_t i)
+{
+    return i < NFIELDS ? fields[i].path : wt_config_sections[i - NFIELDS].path;
+}
+
 const char *wt_config_key(size_t i)
 {
-    return i < NFIELDS ? fields[i].path : NULL;
+    return i < nkeys() ? key_path(i) : NULL;
+}
+
+static const struct wt_config_section *find_section(const char *path)
+{
+    for (size_t i = 0; wt_config_sections[i].path; i++)
+        if (strcmp(wt_config_sections[i].path, path) == 0)
+            return &wt_config_sections[i];
+    return NULL;
+}
+
+/* The node at a dotted path below root, or NULL. */
+static const struct wt_ynode *node_at(const struct wt_ynode *root, const char *path)
+{
+    const struct wt_ynode *n = root;
+    const char *p = path;
+    while (n && *p) {
+        size_t len = strcspn(p, ".");
+        const struct wt_ynode *next = NULL;
+        if (n->kind != WT_YNODE_MAP)
+            return NULL;
+        for (size_t i = 0; i < n->n && !next; i++)
+            if (strlen(n->child[i]->key) == len && strncmp(n->child[i]->key, p, len) == 0)
+                next = n->child[i];
+        n = next;
+        p += len;
+        if (*p == '.')
+            p++;
+    }
+    return n;
+}
+
+const struct wt_ynode *wt_config_section(const struct wt_config *c, const char *path)
+{
+    return c && c->doc ? node_at(c->doc, path) : NULL;
+}
+
+const char *wt_config_file(const struct wt_config *c)
+{
+    return c->source[0] ? c->source : "(defaults)";
+}
+
+void wt_config_free(struct wt_config *c)
+{
+    if (!c)
+        return;
+    wt_ynode_free(c->doc);
+    c->doc = NULL;
+}
+
+void wt_config_move_doc(struct wt_config *dst, struct wt_config *src)
+{
+    if (dst == src)
+        return;
+    wt_ynode_free(dst->doc);
+    dst->doc = src->doc;
+    src->doc = NULL;
 }
 
 int64_t wt_config_interval(const struct wt_config *c, const struct wt_collector_config *cc)
@@ -337,8 +418,8 @@ static const struct field *find_field(const char *path)
 static bool is_section(const char *path)
 {
     size_t len = strlen(path);
-    for (size_t i = 0; i < NFIELDS; i++)
-        if (strncmp(fields[i].path, path, len) == 0 && fields[i].path[len] == '.')
+    for (size_t i = 0; i < nkeys(); i++)
+        if (strncmp(key_path(i), path, len) == 0 && key_path(i)[len] == '.')
             return true;
     return false;
 }
@@ -351,8 +432,8 @@ static size_t each_child(const char *prefix, void (*fn)(const char *name, size_t
                          void *arg)
 {
     size_t plen = strlen(prefix), count = 0;
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const char *p = fields[i].path;
+    for (size_t i = 0; i < nkeys(); i++) {
+        const char *p = key_path(i);
         if (plen && (strncmp(p, prefix, plen) != 0 || p[plen] != '.'))
             continue;
         const char *name = plen ? p + plen + 1 : p;
@@ -360,7 +441,7 @@ static size_t each_child(const char *prefix, void (*fn)(const char *name, size_t
         /* Seen before under this prefix? */
         bool seen = false;
         for (size_t j = 0; j < i && !seen; j++) {
-            const char *q = fields[j].path;
+            const char *q = key_path(j);
             if (plen && (strncmp(q, prefix, plen) != 0 || q[plen] != '.'))
                 continue;
             const char *qn = plen ? q + plen + 1 : q;
@@ -459,11 +540,11 @@ static int unknown_key(struct ctx *x, const struct wt_ynode *e, const char *pref
         return wt_err_set(x->err, "%s:%d: %s: unknown key; did you mean '%s'?", x->name,
                           e->key_line, path, n.best);
     /* The right name in the wrong section: "daemon.flush_interval" for store.flush_interval. */
-    for (size_t i = 0; i < NFIELDS; i++) {
-        const char *dot = strrchr(fields[i].path, '.');
-        const char *leaf = dot ? dot + 1 : fields[i].path;
+    for (size_t i = 0; i < nkeys(); i++) {
+        const char *dot = strrchr(key_path(i), '.');
+        const char *leaf = dot ? dot + 1 : key_path(i);
         if (strcmp(leaf, key) == 0) {
-            snprintf(full, sizeof full, "%s", fields[i].path);
+            snprintf(full, sizeof full, "%s", key_path(i));
             return wt_err_set(x->err, "%s:%d: %s: unknown key; did you mean '%s'?", x->name,
                               e->key_line, path, full);
         }
@@ -528,8 +609,11 @@ static int walk(struct ctx *x, const struct wt_ynode *map, const char *prefix)
                 return wt_err_set(x->err, "%s:%d: %s: duplicate key (first set on line %d)",
                                   x->name, e->key_line, path, map->child[j]->key_line);
         const struct field *f = strchr(e->key, '.') ? NULL : find_field(path);
+        const struct wt_config_section *sec = strchr(e->key, '.') ? NULL : find_section(path);
         if (f)
             rc = apply(x, f, e);
+        else if (sec)
+            rc = sec->check(x->name, e, x->err);
         else if (!strchr(e->key, '.') && is_section(path))
             rc = section(x, e, path);
         else
@@ -597,6 +681,7 @@ int wt_config_load_string(const char *name, const char *yaml, size_t len, struct
     int rc;
 
     memcpy(&copy, c, sizeof copy);
+    copy.doc = NULL;
     if ((rc = wt_yaml_parse(name, yaml, len, &root, err)) != 0)
         return rc;
     if (root && root->kind == WT_YNODE_MAP) {
@@ -610,12 +695,15 @@ int wt_config_load_string(const char *name, const char *yaml, size_t len, struct
         rc = wt_err_set(err, "%s:%d: expected sections (%s) at the top of the file (got %s)", name,
                         root->line, keys, got);
     }
-    wt_ynode_free(root);
     if (rc == 0)
         rc = cross_checks(&x);
-    if (rc != 0)
+    if (rc != 0) {
+        wt_ynode_free(root);
         return rc;
+    }
     snprintf(copy.source, sizeof copy.source, "%s", name);
+    copy.doc = root; /* the module sections read their subtrees from it */
+    wt_ynode_free(c->doc);
     memcpy(c, &copy, sizeof *c);
     return 0;
 }
@@ -704,6 +792,77 @@ static void write_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* A mapping key: plain when it is a simple name, else quoted. */
+static void write_key(FILE *f, const char *k)
+{
+    bool plain = *k && (isalpha((unsigned char)*k) || *k == '_');
+    for (const char *p = k; *p && plain; p++)
+        plain = isalnum((unsigned char)*p) || *p == '_' || *p == '-';
+    if (plain)
+        fputs(k, f);
+    else
+        write_string(f, k);
+}
+
+/* Writes a subtree kept from the loaded file; scalars are quoted, nulls written as ~. */
+static void write_node(FILE *f, const struct wt_ynode *n, int depth)
+{
+    for (size_t i = 0; i < n->n; i++) {
+        const struct wt_ynode *e = n->child[i];
+        fprintf(f, "%*s", depth * 2, "");
+        if (n->kind == WT_YNODE_MAP) {
+            write_key(f, e->key);
+            fputc(':', f);
+        } else {
+            fputc('-', f);
+        }
+        if (e->kind == WT_YNODE_SCALAR) {
+            fputc(' ', f);
+            if (wt_ynode_is_null(e))
+                fputc('~', f);
+            else
+                write_string(f, e->value);
+            fputc('\n', f);
+        } else if (e->n == 0) {
+            fputs(e->kind == WT_YNODE_MAP ? " {}\n" : " []\n", f);
+        } else {
+            fputc('\n', f);
+            write_node(f, e, depth + 1);
+        }
+    }
+}
+
+/* Writes the module sections directly below parent that the loaded file has. */
+static void write_sections(const struct wt_config *c, FILE *f, const char *parent, size_t plen,
+                           int depth)
+{
+    for (size_t i = 0; wt_config_sections[i].path; i++) {
+        const char *p = wt_config_sections[i].path, *dot = strrchr(p, '.');
+        size_t len = dot ? (size_t)(dot - p) : 0;
+        if (len != plen || strncmp(p, parent, plen) != 0)
+            continue;
+        const struct wt_ynode *n = wt_config_section(c, p);
+        if (!n)
+            continue;
+        fprintf(f, "%*s", depth * 2, "");
+        write_key(f, dot ? dot + 1 : p);
+        fputc(':', f);
+        if (n->kind == WT_YNODE_SCALAR) {
+            fputc(' ', f);
+            if (wt_ynode_is_null(n))
+                fputc('~', f);
+            else
+                write_string(f, n->value);
+            fputc('\n', f);
+        } else if (n->n == 0) {
+            fputs(n->kind == WT_YNODE_MAP ? " {}\n" : " []\n", f);
+        } else {
+            fputc('\n', f);
+            write_node(f, n, depth + 1);
+        }
+    }
+}
+
 int wt_config_write(const struct wt_config *c, FILE *f)
 {
     static const char *const levels[] = {"debug", "info", "warn", "error"};
@@ -746,6 +905,14 @@ int wt_config_write(const struct wt_config *c, FILE *f)
         }
         fputc('\n', f);
         prev = p;
+        /* The last key of its section: the module sections that live beside it follow. */
+        const char *dot = strrchr(p, '.');
+        size_t plen = dot ? (size_t)(dot - p) : 0;
+        const char *np = i + 1 < NFIELDS ? fields[i + 1].path : "";
+        const char *ndot = strrchr(np, '.');
+        if (plen && (!ndot || (size_t)(ndot - np) != plen || strncmp(np, p, plen) != 0))
+            write_sections(c, f, p, plen, (int)depth);
     }
+    write_sections(c, f, "", 0, 0);
     return ferror(f) ? -EIO : 0;
 }

@@ -19,6 +19,8 @@
 #define WT_DEFAULT_CONFIG "/etc/wattage/wattage.yaml"
 #define WT_PATH_LEN 256
 
+struct wt_ynode;
+
 struct wt_collector_config {
     bool enabled;
     int64_t interval_ns; /* 0: daemon.interval */
@@ -49,13 +51,41 @@ struct wt_config {
         char nvml_library[WT_PATH_LEN]; /* collectors.nvml.library, default libnvidia-ml.so.1 */
         struct wt_collector_config rapl;
         struct wt_collector_config procfs;
+        struct wt_collector_config snmp;    /* targets: collectors.snmp.targets (a section) */
+        struct wt_collector_config redfish; /* targets: collectors.redfish.targets */
+        struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */
     } collectors;
+    /* The loaded document, for wt_config_section; owned (wt_config_free). NULL: defaults. */
+    struct wt_ynode *doc;
 };
+
+/*
+ * Sections that their own module reads (alert rules, SNMP targets, carbon sources...): lists and
+ * shapes a flat schema cannot say. config.c keeps their YAML subtree and runs the module's check
+ * at load, so `check-config` and a SIGHUP reload report the same file:line errors as for any other
+ * key. The registry lives in src/cli/sections.c, one line per section.
+ */
+struct wt_config_section {
+    const char *path; /* dotted, such as "alerts" or "collectors.snmp.targets" */
+    /* Checks the subtree (never NULL); file is for messages. Returns 0 or -EINVAL with err. */
+    int (*check)(const char *file, const struct wt_ynode *node, struct wt_err *err);
+};
+extern const struct wt_config_section wt_config_sections[]; /* ends with {NULL, NULL} */
+
+/* The subtree of a module section as loaded, or NULL when the file does not have it. */
+const struct wt_ynode *wt_config_section(const struct wt_config *c, const char *path);
+/* The file name messages about sections should name ("(defaults)" when none). */
+const char *wt_config_file(const struct wt_config *c);
+
+/* Frees what a load allocated; c keeps its scalar values. Accepts a config never loaded. */
+void wt_config_free(struct wt_config *c);
+/* Moves src's document into dst (freeing dst's); src is left without one. */
+void wt_config_move_doc(struct wt_config *dst, struct wt_config *src);
 
 void wt_config_defaults(struct wt_config *c);
 
 /*
- * Loads path over the defaults in *c. Returns 0; -ENOENT when the file does not exist (err says
+ * Loads path over the defaults in *c (its document, if any, is replaced). Returns 0; -ENOENT when the file does not exist (err says
  * so); -EINVAL with err naming file:line and key for bad YAML, unknown keys or bad values.
  * On error *c is left with the defaults, never half-applied.
  */

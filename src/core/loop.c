@@ -19,6 +19,8 @@
 struct worker {
     struct wt_loop *loop;
     const struct wt_collector_ops *ops;
+    char name[32];   /* the collector's, or "<collector>:<target>": logs and the hub slot */
+    long target;     /* index for open_target, -1 for a single-source collector */
     int64_t base_ns;
     int slot;
     pthread_t thread;
@@ -86,9 +88,10 @@ static void *open_source(struct worker *w, bool *stopped)
     for (;;) {
         void *state = NULL;
         struct wt_err err = {{0}};
-        int rc = w->ops->open(l->cfg, &state, &err);
+        int rc = w->target >= 0 ? w->ops->open_target(l->cfg, (size_t)w->target, &state, &err)
+                                : w->ops->open(l->cfg, &state, &err);
         if (rc == 0) {
-            wt_info(w->ops->name, "collecting every %.3g s", (double)w->base_ns / WT_NS_PER_S);
+            wt_info(w->name, "collecting every %.3g s", (double)w->base_ns / WT_NS_PER_S);
             wt_hub_set_state(l->hub, w->slot, true, w->base_ns);
             return state;
         }
@@ -96,14 +99,14 @@ static void *open_source(struct worker *w, bool *stopped)
         if (rc != last_rc) {
             /* Said once per kind of failure, not at every retry. */
             if (rc == -ENOENT)
-                wt_info(w->ops->name, "not available: %s; looking again in %.3g s and later",
+                wt_info(w->name, "not available: %s; looking again in %.3g s and later",
                         err.msg, (double)delay / WT_NS_PER_S);
             else
-                wt_warn(w->ops->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
+                wt_warn(w->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
                         (double)delay / WT_NS_PER_S);
             last_rc = rc;
         } else {
-            wt_debug(w->ops->name, "still not available: %s", err.msg);
+            wt_debug(w->name, "still not available: %s", err.msg);
         }
         wt_hub_set_state(l->hub, w->slot, false, w->base_ns);
         if (wait_until(l, wt_now_mono_ns() + delay)) {
@@ -125,7 +128,8 @@ static void *worker_main(void *arg)
     struct wt_ratelimit rl = {.interval_ns = 60 * WT_NS_PER_S};
     bool stopped = false;
     char tname[16];
-    snprintf(tname, sizeof tname, "wt-%s", w->ops->name); /* for top -H and the benchmarks */
+    /* For top -H and the benchmarks; the kernel keeps 15 characters. */
+    snprintf(tname, sizeof tname, "wt-%.12s", w->name);
     pthread_setname_np(pthread_self(), tname);
     void *state = open_source(w, &stopped);
     if (stopped)
@@ -146,22 +150,22 @@ static void *worker_main(void *arg)
         wt_hub_publish(l->hub, w->slot, &batch, rc == 0, dur, t1);
         if (rc == 0) {
             if (fails > 0)
-                wt_info(w->ops->name, "recovered after %" PRIu64 " failed polls", failed_ticks);
+                wt_info(w->name, "recovered after %" PRIu64 " failed polls", failed_ticks);
             fails = 0;
             failed_ticks = 0;
-            wt_debug(w->ops->name, "tick readings=%zu duration_ms=%.3f", batch.len, dur * 1e3);
+            wt_debug(w->name, "tick readings=%zu duration_ms=%.3f", batch.len, dur * 1e3);
         } else {
             uint64_t held = 0;
             fails++;
             failed_ticks++;
             if (wt_ratelimit_ok(&rl, t1, &held))
-                wt_warn(w->ops->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64,
+                wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64,
                         err.msg, fails, held);
         }
         int64_t next = wt_loop_next_interval(w->base_ns, fails);
         if (next != interval) {
             if (next > interval)
-                wt_warn(w->ops->name, "backing off: polling every %.3g s",
+                wt_warn(w->name, "backing off: polling every %.3g s",
                         (double)next / WT_NS_PER_S);
             interval = next;
             wt_hub_set_state(l->hub, w->slot, true, interval);
@@ -176,6 +180,29 @@ out:
     return NULL;
 }
 
+/* Starts one worker thread. Returns 0 or a negative errno with err set. */
+static int start_worker(struct wt_loop *l, const struct wt_collector_ops *ops, long target,
+                        const char *name, int64_t interval_ns, struct wt_err *err)
+{
+    struct worker *w = &l->workers[l->nworkers];
+    w->loop = l;
+    w->ops = ops;
+    w->target = target;
+    snprintf(w->name, sizeof w->name, "%s", name);
+    w->base_ns = interval_ns;
+    w->slot = wt_hub_add_collector(l->hub, w->name, w->base_ns);
+    if (w->slot < 0)
+        return wt_err_set(err, "too many collectors (at %s)", name);
+    int rc = pthread_create(&w->thread, NULL, worker_main, w);
+    if (rc != 0) {
+        wt_err_set(err, "cannot start a thread for %s: %s", name, strerror(rc));
+        return -rc;
+    }
+    w->started = true;
+    l->nworkers++;
+    return 0;
+}
+
 int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
                   struct wt_hub *hub, int64_t retry_ns, struct wt_loop **out, struct wt_err *err)
 {
@@ -185,7 +212,7 @@ int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *co
         return -ENOMEM;
     while (ops[n])
         n++;
-    l->workers = calloc(n ? n : 1, sizeof *l->workers);
+    l->workers = calloc(n * WT_MAX_TARGETS + 1, sizeof *l->workers);
     if (!l->workers) {
         free(l);
         return -ENOMEM;
@@ -206,23 +233,24 @@ int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *co
             wt_info(ops[i]->name, "disabled in the configuration");
             continue;
         }
-        struct worker *w = &l->workers[l->nworkers];
-        w->loop = l;
-        w->ops = ops[i];
-        w->base_ns = wt_config_interval(cfg, cc);
-        w->slot = wt_hub_add_collector(hub, ops[i]->name, w->base_ns);
-        if (w->slot < 0) {
-            wt_loop_stop(l);
-            return wt_err_set(err, "too many collectors");
+        int64_t interval = wt_config_interval(cfg, cc);
+        int rc = 0;
+        if (!ops[i]->targets) {
+            rc = start_worker(l, ops[i], -1, ops[i]->name, interval, err);
+        } else {
+            struct wt_target t[WT_MAX_TARGETS];
+            size_t nt = ops[i]->targets(cfg, t, WT_MAX_TARGETS);
+            for (size_t k = 0; k < nt && k < WT_MAX_TARGETS && rc == 0; k++) {
+                char name[32];
+                snprintf(name, sizeof name, "%.7s:%.23s", ops[i]->name, t[k].name);
+                rc = start_worker(l, ops[i], (long)k, name,
+                                  t[k].interval_ns > 0 ? t[k].interval_ns : interval, err);
+            }
         }
-        int rc = pthread_create(&w->thread, NULL, worker_main, w);
         if (rc != 0) {
             wt_loop_stop(l);
-            wt_err_set(err, "cannot start a thread for %s: %s", ops[i]->name, strerror(rc));
-            return -rc;
+            return rc;
         }
-        w->started = true;
-        l->nworkers++;
     }
     *out = l;
     return 0;

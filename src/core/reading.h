@@ -47,6 +47,28 @@ enum wt_metric_id {
     WT_M_COLLECTOR_ERRORS,         /* counter per collector */
     WT_M_COLLECTOR_DURATION_S,     /* gauge per collector: last poll's duration */
     WT_M_COLLECTOR_UP,             /* 0/1 per collector: last poll succeeded */
+    /*
+     * Facility meters (SNMP PDUs and UPSes, Redfish BMCs/PDUs/CDUs, Modbus meters). Labels:
+     * source (snmp|redfish|modbus), target (its config name), point (the measuring point within
+     * the target: "inlet1", "outlet3", "phase2", "psu1", "chassis", a register's name), kind
+     * (inlet|outlet|phase|psu|chassis|meter|ups_input|ups_output|sensor|cooling...), optional
+     * name (the label the device gives it), and node/rack/zone when the config places it.
+     */
+    WT_M_FAC_UP,                   /* 0/1 per target: answered the last poll */
+    WT_M_FAC_INFO,                 /* 1, labels carry model/profile/vendor of a target */
+    WT_M_FAC_POWER_W,              /* active power */
+    WT_M_FAC_ENERGY_J,             /* counter: the device's energy counter, unwrapped */
+    WT_M_FAC_APPARENT_VA,
+    WT_M_FAC_CURRENT_A,
+    WT_M_FAC_VOLTAGE_V,
+    WT_M_FAC_POWER_FACTOR,         /* 0..1 */
+    WT_M_FAC_TEMP_C,               /* inlet, exhaust, coolant supply/return... (point says) */
+    WT_M_FAC_HUMIDITY_RATIO,       /* 0..1 */
+    WT_M_FAC_FAN_RPM,
+    WT_M_FAC_FLOW_M3S,             /* liquid flow, cubic metres per second */
+    WT_M_FAC_PRESSURE_PA,
+    WT_M_FAC_WATER_M3,             /* counter: water consumed, cubic metres (WUE) */
+    WT_M_FAC_HEAT_J,               /* counter: heat delivered (heat meters; ERF) */
     WT_M_COUNT
 };
 

@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The config sections that their own modules read and check (see wt_config_section in
+ * core/config.h). Adding one is one line here.
+ */
+#include "core/config.h"
+
+const struct wt_config_section wt_config_sections[] = {
+    {NULL, NULL},
+};
