@@ -39,11 +39,14 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
 FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1 \
             $(BUILD)/tests/fakes/fake_nvml_energy
+# Test peers written against the real protocol libraries (a Modbus server...): one program each.
+PEER_SRC := $(sort $(wildcard tests/peers/*.c))
+PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
 BENCH    := $(BUILD)/bench/nvml_calls $(BUILD)/bench/store_bench
 
-all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH)
+all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH) $(PEERS)
 
 $(BUILD)/wattage: $(OBJ)
 	$(CC) -pie $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -63,6 +66,10 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJ) $(BUILD)/tests/runner.o
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/tests/peers/%: tests/peers/%.c
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LDLIBS)
 
 # The fake NVML is a real shared object found through the same dlopen path as the driver's.
 $(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h
@@ -116,4 +123,4 @@ tidy:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(TESTS:=.d)
+-include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d)
