@@ -21,6 +21,7 @@
 
 #include "core/clock.h"
 #include "core/yamltree.h"
+#include "core/yget.h"
 
 enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN };
 
@@ -455,35 +456,6 @@ static size_t each_child(const char *prefix, void (*fn)(const char *name, size_t
     return count;
 }
 
-/* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
-static size_t distance(const char *a, size_t la, const char *b, size_t lb)
-{
-    size_t d[40][40];
-    if (la >= 40 || lb >= 40)
-        return SIZE_MAX;
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++) {
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
-            size_t v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v)
-                v = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < v)
-                v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 &&
-                tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
-                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
-                d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    }
-    return d[la][lb];
-}
-
 struct near {
     const char *key;
     char best[64];
@@ -493,7 +465,7 @@ struct near {
 static void consider(const char *name, size_t len, void *arg)
 {
     struct near *n = arg;
-    size_t d = distance(n->key, strlen(n->key), name, len);
+    size_t d = wt_edit_distance(n->key, strlen(n->key), name, len);
     /* Close enough to be a typo: one edit in a short name, two in a longer one. */
     size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3, klen = strlen(n->key);
     /* Or a shortened or lengthened name ("flush" for flush_interval), if nothing nearer. */

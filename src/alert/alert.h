@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The alert engine's shared types: an alert instance and its transitions, the `alerts` config
+ * section as parsed, and the two consumers of transitions besides the log: delivery
+ * (notify.c: Alertmanager v2, webhook, exec hook) and power capping (cap.c).
+ *
+ *   hub snapshot --(every tick)--> engine.c (rules.c + detect.c) --transitions--> log
+ *                                                                        |--> wt_notify_post
+ *                                                                        '--> wt_cap_apply
+ */
+#ifndef WT_ALERT_H
+#define WT_ALERT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/reading.h"
+
+enum wt_alert_state {
+    WT_ALERT_INACTIVE,
+    WT_ALERT_PENDING, /* condition true, `for` not yet reached */
+    WT_ALERT_FIRING,
+    WT_ALERT_RESOLVED /* was firing, condition cleared (hysteresis included) */
+};
+
+enum wt_severity { WT_SEV_INFO, WT_SEV_WARNING, WT_SEV_CRITICAL };
+
+/* What a firing rule does besides notifying. */
+enum wt_action { WT_ACTION_NONE, WT_ACTION_CAP };
+
+/* One alert instance: a rule (or detector) applied to one series/device. */
+struct wt_alert {
+    char name[64];              /* alertname, e.g. "GPUThrottleForecast" or the rule's name */
+    char labels[WT_LABELS_LEN]; /* canonical: the device's labels (gpu, uuid, ...) + the rule's */
+    enum wt_severity severity;
+    enum wt_alert_state state;
+    char summary[256];          /* the rendered summary template */
+    double value;               /* the value that made it fire (last evaluated) */
+    int64_t active_since_ns;    /* CLOCK_REALTIME: when the condition first held */
+    int64_t fired_at_ns;        /* when it started firing, 0 if never */
+    int64_t resolved_at_ns;     /* when it resolved, 0 while firing */
+    uint64_t fingerprint;       /* stable hash of name + labels: one instance, one id */
+    /* Power capping (action: cap): the GPU it applies to and the target limit in watts. */
+    enum wt_action action;
+    int gpu;                    /* NVML index, -1 when not a GPU alert */
+    double cap_watts;           /* resolved target: absolute, or share x the GPU's max limit */
+};
+
+const char *wt_alert_state_name(enum wt_alert_state s); /* "inactive", "pending", ... */
+const char *wt_severity_name(enum wt_severity s);       /* "info", "warning", "critical" */
+
+/* ---- configuration (section `alerts`, parsed by rules.c) ------------------------------------- */
+
+enum wt_cmp { WT_CMP_GT, WT_CMP_GE, WT_CMP_LT, WT_CMP_LE, WT_CMP_EQ, WT_CMP_NE };
+
+#define WT_ALERT_MAX_RULES 128
+
+struct wt_alert_rule {
+    char name[64];
+    int metric;                    /* enum wt_metric_id */
+    char match[WT_LABELS_LEN];     /* label matcher: every pair must equal ("" matches all) */
+    enum wt_cmp cmp;
+    double threshold;              /* absolute, or a factor of `relative_to` when that is set */
+    int relative_to;               /* metric id of the same device's series, or -1 */
+    bool has_clear;
+    double clear;                  /* clear_below/clear_above: hysteresis bound, same scale */
+    int64_t for_ns;
+    enum wt_severity severity;
+    char summary[256];             /* template: {{value}}, {{threshold}}, {{labels.gpu}}... */
+    char labels[WT_LABELS_LEN];    /* extra labels the rule adds */
+    enum wt_action action;
+    double cap_watts;              /* action cap: absolute target in W, or 0 */
+    double cap_share;              /* action cap: share of the GPU's max limit (0..1), or 0 */
+    int line;                      /* where it is written, for messages */
+};
+
+struct wt_alerts_config {
+    bool enabled;                  /* alerts.enabled, default true */
+    struct wt_alert_rule rules[WT_ALERT_MAX_RULES];
+    size_t nrules;
+    /* Built-in detectors: each on by default; see detect.c for the meaning of each knob. */
+    struct {
+        bool enabled;
+        int64_t window_ns;         /* regression window, default 120 s */
+        int64_t lead_ns;           /* fire when time-to-slowdown < lead, default 60 s */
+    } throttle_forecast;
+    struct {
+        bool enabled;
+        int64_t for_ns;            /* default 5 s */
+    } throttling;
+    struct {
+        bool enabled;
+        double util_below;         /* default 0.05 */
+        double power_share;        /* of the power limit, default 0.40 */
+        int64_t for_ns;            /* default 300 s */
+    } idle_burn;
+    struct {
+        bool enabled;
+        double power_margin;       /* share over the max power limit, default 0.10 */
+        double temp_min_c, temp_max_c; /* physical range, default -20 and 150 */
+    } impossible;
+    struct {
+        bool enabled;
+        int ticks;                 /* same power value for N ticks while util changes, default 30 */
+    } stuck;
+    struct {
+        bool enabled;
+        double delta_c;            /* hotter than the model's median by, default 10 C */
+        double power_band;         /* at power within this share of the median, default 0.15 */
+        int64_t for_ns;            /* default 60 s */
+    } sibling;
+    struct {
+        bool enabled;
+        int intervals;             /* silent for more than N intervals, default 3 */
+    } data_gap;
+    /* Delivery (notify.c). Empty strings: channel off. */
+    struct {
+        char url[256];             /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
+        int64_t resend_ns;         /* re-send while firing, default 60 s */
+        int64_t timeout_ns;        /* per request, default 5 s */
+    } alertmanager;
+    struct {
+        char url[256];             /* alerts.webhook.url: JSON POST of each transition */
+        int64_t timeout_ns;
+    } webhook;
+    struct {
+        char command[256];         /* alerts.exec.command: run with the alert in env and stdin */
+        int64_t timeout_ns;
+    } exec;
+    /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
+    double power_budget_watts;     /* alerts.power_budget_watts: site-wide, 0 = off */
+    double budget_clear_share;     /* hysteresis: uncap below budget x this, default 0.95 */
+    bool dry_run;                  /* alerts.dry_run (or `run --dry-run`): log, do not act */
+};
+
+void wt_alerts_config_defaults(struct wt_alerts_config *c);
+/*
+ * Parses the `alerts` section (node may be NULL: defaults). file is for messages. Returns 0 or
+ * -EINVAL with err naming file:line and the key (unknown metric, bad duration...).
+ */
+struct wt_ynode;
+int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
+                           struct wt_alerts_config *out, struct wt_err *err) WT_MUST_USE;
+/* The check registered in src/cli/sections.c. */
+int wt_alerts_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
+
+/* ---- delivery (notify.c) --------------------------------------------------------------------- */
+
+struct wt_notify;
+/* Starts the delivery thread when any channel is configured; *out NULL when none is. */
+int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out,
+                   struct wt_err *err) WT_MUST_USE;
+/* Queues one transition (firing or resolved) for every channel; never blocks the caller. */
+void wt_notify_post(struct wt_notify *n, const struct wt_alert *a);
+/* Flushes what it can within a short bound, then stops. Accepts NULL. */
+void wt_notify_close(struct wt_notify *n);
+
+/* ---- power capping (cap.c) ------------------------------------------------------------------- */
+
+struct wt_cap;
+struct wt_config;
+/* Loads NVML (the same library as the collector) for setting limits; *out NULL when no rule caps
+ * and no budget is set. */
+int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
+                struct wt_cap **out, struct wt_err *err) WT_MUST_USE;
+/* A transition of an alert with action cap: firing lowers the GPU's limit, resolved restores. */
+void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a);
+/* The site budget, every tick, from the latest snapshot (GPU power and limits). */
+void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snapshot, int64_t now_ns);
+/* Restores every limit it changed, then unloads. Accepts NULL. */
+void wt_cap_close(struct wt_cap *c);
+
+#endif

@@ -1,0 +1,346 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading module-owned config sections; see yget.h. Every message has the shape config.c uses:
+ * "FILE:LINE: PATH: what was expected (got VALUE)".
+ */
+#include "core/yget.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/config.h"
+
+/* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
+size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    size_t d[40][40];
+    if (la >= 40 || lb >= 40)
+        return SIZE_MAX;
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        for (size_t j = 1; j <= lb; j++) {
+            size_t cost = tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]);
+            size_t v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v)
+                v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 &&
+                tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    }
+    return d[la][lb];
+}
+
+char *wt_y_path(char *out, size_t n, const char *path, const char *key)
+{
+    snprintf(out, n, "%s%s%s", path, *path ? "." : "", key);
+    return out;
+}
+
+char *wt_y_index(char *out, size_t n, const char *path, size_t i)
+{
+    snprintf(out, n, "%s[%zu]", path, i);
+    return out;
+}
+
+int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
+              const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wt_err_set(g->err, "%s:%d: %s: %s", g->file, n ? n->line : 0, path, msg);
+}
+
+/* A value for a message: quoted, bounded, control characters shown as '?'. */
+static void show(const char *v, char *out, size_t n)
+{
+    size_t o = 0, len = strlen(v);
+    if (!*v) {
+        snprintf(out, n, "nothing");
+        return;
+    }
+    out[o++] = '"';
+    for (size_t i = 0; i < len && i < 60 && o + 6 < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        out[o++] = ch == '"' ? '\'' : iscntrl(ch) ? '?' : (char)ch;
+    }
+    if (len > 60 && o + 5 < n) {
+        memcpy(out + o, "...", 3);
+        o += 3;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+static void list_keys(const char *const *keys, char *out, size_t n)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (size_t i = 0; keys[i] && o < n; i++) {
+        int w = snprintf(out + o, n - o, "%s%s", i ? ", " : "", keys[i]);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+}
+
+int wt_y_map(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
+             const char *const *keys)
+{
+    char k[200], got[80];
+    if (!n || n->kind == WT_YNODE_MAP || wt_ynode_is_null(n))
+        return 0;
+    list_keys(keys, k, sizeof k);
+    if (n->kind == WT_YNODE_SCALAR) {
+        show(n->value, got, sizeof got);
+        return wt_y_fail(g, n, path, "expected a section with keys %s (got %s)", k, got);
+    }
+    return wt_y_fail(g, n, path, "expected a section with keys %s, not a list", k);
+}
+
+int wt_y_seq(const struct wt_yget *g, const struct wt_ynode *n, const char *path)
+{
+    char got[80];
+    if (!n || n->kind == WT_YNODE_SEQ || wt_ynode_is_null(n))
+        return 0;
+    if (n->kind == WT_YNODE_SCALAR) {
+        show(n->value, got, sizeof got);
+        return wt_y_fail(g, n, path, "expected a list (got %s)", got);
+    }
+    return wt_y_fail(g, n, path, "expected a list, not a mapping");
+}
+
+int wt_y_keys(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *const *keys)
+{
+    char p[256];
+    int rc = wt_y_map(g, map, path, keys);
+    if (rc || !map || map->kind != WT_YNODE_MAP)
+        return rc;
+    for (size_t i = 0; i < map->n; i++) {
+        const struct wt_ynode *e = map->child[i];
+        char key[64];
+        show(e->key, key, sizeof key);
+        /* the key as written, made safe for a terminal, without the quotes */
+        size_t kl = strlen(key);
+        if (kl >= 2 && key[0] == '"') {
+            memmove(key, key + 1, kl - 2);
+            key[kl - 2] = '\0';
+        }
+        wt_y_path(p, sizeof p, path, key);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(map->child[j]->key, e->key) == 0)
+                return wt_err_set(g->err, "%s:%d: %s: duplicate key (first set on line %d)",
+                                  g->file, e->key_line, p, map->child[j]->key_line);
+        bool known = false;
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+        for (size_t k = 0; keys[k] && !known; k++) {
+            if (strcmp(keys[k], e->key) == 0) {
+                known = true;
+                break;
+            }
+            size_t len = strlen(keys[k]);
+            size_t d = wt_edit_distance(e->key, strlen(e->key), keys[k], len);
+            size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
+            if (d <= limit && d < best_d) {
+                best_d = d;
+                best = keys[k];
+            }
+        }
+        if (known)
+            continue;
+        if (best)
+            return wt_err_set(g->err, "%s:%d: %s: unknown key; did you mean '%s'?", g->file,
+                              e->key_line, p, best);
+        char k[200];
+        list_keys(keys, k, sizeof k);
+        return wt_err_set(g->err, "%s:%d: %s: unknown key (known: %s)", g->file, e->key_line, p,
+                          k);
+    }
+    return 0;
+}
+
+const struct wt_ynode *wt_y_get(const struct wt_ynode *map, const char *key)
+{
+    if (!map || map->kind != WT_YNODE_MAP)
+        return NULL;
+    for (size_t i = 0; i < map->n; i++)
+        if (strcmp(map->child[i]->key, key) == 0)
+            return map->child[i];
+    return NULL;
+}
+
+/*
+ * The scalar at map.key: NULL with 0 when absent (or null), else its text; a non-scalar is an
+ * error saying what was expected.
+ */
+static int scalar(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                  const char *key, const char *expected, const char **out)
+{
+    char p[256];
+    const struct wt_ynode *n = wt_y_get(map, key);
+    *out = NULL;
+    if (!n || wt_ynode_is_null(n))
+        return 0;
+    if (n->kind != WT_YNODE_SCALAR)
+        return wt_y_fail(g, n, wt_y_path(p, sizeof p, path, key), "expected %s, not %s",
+                         expected, wt_ynode_kind_name(n->kind));
+    *out = n->value;
+    return 0;
+}
+
+static int bad(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+               const char *key, const char *expected, const char *v)
+{
+    char p[256], got[80];
+    show(v, got, sizeof got);
+    return wt_y_fail(g, wt_y_get(map, key), wt_y_path(p, sizeof p, path, key),
+                     "expected %s (got %s)", expected, got);
+}
+
+static int absent(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                  const char *key, bool required)
+{
+    char p[256];
+    if (!required)
+        return 0;
+    return wt_err_set(g->err, "%s:%d: %s: required", g->file, map ? map->line : 0,
+                      wt_y_path(p, sizeof p, path, key));
+}
+
+int wt_y_string(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                const char *key, bool required, char *out, size_t n)
+{
+    const char *v;
+    char what[64];
+    int rc = scalar(g, map, path, key, "a string", &v);
+    if (rc)
+        return rc;
+    if (!v || (!*v && required))
+        return absent(g, map, path, key, required);
+    for (const char *p = v; *p; p++)
+        if (iscntrl((unsigned char)*p))
+            return bad(g, map, path, key, "a string without control characters", v);
+    if (strlen(v) >= n) {
+        snprintf(what, sizeof what, "a string of at most %zu characters", n - 1);
+        return bad(g, map, path, key, what, v);
+    }
+    snprintf(out, n, "%s", v);
+    return 0;
+}
+
+int wt_y_bool(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *key, bool *out)
+{
+    const char *v;
+    int rc = scalar(g, map, path, key, "true or false", &v);
+    if (rc || !v)
+        return rc;
+    if (wt_config_parse_bool(v, out) != 0)
+        return bad(g, map, path, key, "true or false", v);
+    return 0;
+}
+
+int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                  const char *key, bool allow_zero, int64_t *out_ns)
+{
+    const char *v;
+    const char *what = allow_zero ? "a duration such as 30s or 5m, or 0"
+                                  : "a duration > 0 such as 30s or 5m";
+    int rc = scalar(g, map, path, key, what, &v);
+    int64_t ns;
+    if (rc || !v)
+        return rc;
+    if (allow_zero && (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0)) {
+        *out_ns = 0;
+        return 0;
+    }
+    /* Digits and units only: no "nan", "inf", signs, hex or exponents. */
+    if (!isdigit((unsigned char)v[0]) && v[0] != '.')
+        return bad(g, map, path, key, what, v);
+    for (const char *p = v; *p; p++)
+        if ((!isalnum((unsigned char)*p) && *p != '.') || *p == 'x' || *p == 'X' || *p == 'e' ||
+            *p == 'E')
+            return bad(g, map, path, key, what, v);
+    if (wt_duration_parse(v, &ns) != 0 || ns <= 0)
+        return bad(g, map, path, key, what, v);
+    *out_ns = ns;
+    return 0;
+}
+
+int wt_y_double(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                const char *key, double min, double max, double *out)
+{
+    const char *v;
+    char what[96];
+    char *end;
+    snprintf(what, sizeof what, "a number from %g to %g", min, max);
+    int rc = scalar(g, map, path, key, what, &v);
+    if (rc || !v)
+        return rc;
+    errno = 0;
+    double d = strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(d) || d < min || d > max ||
+        isspace((unsigned char)v[0]))
+        return bad(g, map, path, key, what, v);
+    *out = d;
+    return 0;
+}
+
+int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+             const char *key, int64_t min, int64_t max, int64_t *out)
+{
+    const char *v;
+    char what[96];
+    char *end;
+    snprintf(what, sizeof what, "an integer from %" PRId64 " to %" PRId64, min, max);
+    int rc = scalar(g, map, path, key, what, &v);
+    if (rc || !v)
+        return rc;
+    errno = 0;
+    bool hex = v[0] == '0' && (v[1] == 'x' || v[1] == 'X');
+    long long x = strtoll(hex ? v + 2 : v, &end, hex ? 16 : 10);
+    if (end == v || *end || errno || x < min || x > max || isspace((unsigned char)v[0]) ||
+        (hex && !isxdigit((unsigned char)v[2])))
+        return bad(g, map, path, key, what, v);
+    *out = x;
+    return 0;
+}
+
+int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *key, const char *const *names, int *out)
+{
+    const char *v;
+    char k[200], what[220];
+    list_keys(names, k, sizeof k);
+    snprintf(what, sizeof what, "one of %s", k);
+    int rc = scalar(g, map, path, key, what, &v);
+    if (rc || !v)
+        return rc;
+    for (int i = 0; names[i]; i++) {
+        if (strcmp(names[i], v) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    return bad(g, map, path, key, what, v);
+}

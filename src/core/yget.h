@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a module's own config section (alert rules, SNMP targets, Modbus registers, carbon
+ * sources...) from the YAML tree, with messages that name the place the way config.c does:
+ *   wattage.yaml:31: alerts.rules[2].for: expected a duration such as 30s or 5m (got "soon")
+ * A module describes the keys a mapping may hold, then reads each one; absent keys leave the
+ * caller's default in place. Every function returns 0 or -EINVAL with err set.
+ */
+#ifndef WT_YGET_H
+#define WT_YGET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/yamltree.h"
+
+/* Where messages point: the file name and the dotted path of the node being read. */
+struct wt_yget {
+    const char *file;
+    struct wt_err *err;
+};
+
+/* Builds "path.key" or "path[i]" into out (bounded). Returns out. */
+char *wt_y_path(char *out, size_t n, const char *path, const char *key);
+char *wt_y_index(char *out, size_t n, const char *path, size_t i);
+
+/* Fails unless n is a mapping ("expected a mapping with keys a, b, c"). Null counts as empty. */
+int wt_y_map(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
+             const char *const *keys) WT_MUST_USE;
+/* Fails unless n is a list. Null counts as an empty list. */
+int wt_y_seq(const struct wt_yget *g, const struct wt_ynode *n, const char *path) WT_MUST_USE;
+
+/*
+ * Checks that every key of mapping `map` is one of keys (NULL-terminated), suggesting the nearest
+ * for a typo, and that no key repeats. Call first on every mapping.
+ */
+int wt_y_keys(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *const *keys) WT_MUST_USE;
+
+/* The child of mapping `map` named key, or NULL (also NULL when map is NULL or not a mapping). */
+const struct wt_ynode *wt_y_get(const struct wt_ynode *map, const char *key);
+
+/* Scalars. `required` makes an absent key an error ("...: required"). */
+int wt_y_string(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                const char *key, bool required, char *out, size_t n) WT_MUST_USE;
+int wt_y_bool(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *key, bool *out) WT_MUST_USE;
+/* A duration > 0 ("30s", "5m", "1h30m"; a bare number is seconds), or 0 when allow_zero. */
+int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                  const char *key, bool allow_zero, int64_t *out_ns) WT_MUST_USE;
+/* A finite number within [min, max]. */
+int wt_y_double(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                const char *key, double min, double max, double *out) WT_MUST_USE;
+/* An integer within [min, max] (decimal, or 0x hex). */
+int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+             const char *key, int64_t min, int64_t max, int64_t *out) WT_MUST_USE;
+/* One of names (NULL-terminated); *out is its index. */
+int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+              const char *key, const char *const *names, int *out) WT_MUST_USE;
+
+/*
+ * Edit distance (optimal string alignment: insertions, deletions, changes, swaps of neighbours),
+ * case-insensitive; SIZE_MAX for strings of 40 characters or more. For did-you-mean messages.
+ */
+size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb);
+
+/* An error at node n (its line): "file:LINE: path: <message>". Returns -EINVAL. */
+int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
+              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+#endif

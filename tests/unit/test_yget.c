@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading module-owned config sections: values, defaults and the file:line messages. */
+#include <errno.h>
+#include <string.h>
+
+#include "core/yget.h"
+#include "runner.h"
+
+static struct wt_ynode *parse(const char *yaml)
+{
+    struct wt_ynode *root = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_yaml_parse("t.yaml", yaml, strlen(yaml), &root, &err), 0);
+    WT_ASSERT(root != NULL);
+    return root;
+}
+
+static const char *const target_keys[] = {"name", "address", "timeout", "retries", "scale",
+                                          "enabled", "version", NULL};
+
+WT_TEST(reads_every_kind_and_keeps_defaults)
+{
+    struct wt_ynode *root = parse("name: pdu-1\naddress: 10.0.0.5:161\ntimeout: 1.5s\n"
+                                  "retries: 0x3\nscale: 0.1\nenabled: off\nversion: 3\n");
+    struct wt_err err = {{0}};
+    struct wt_yget g = {"t.yaml", &err};
+    char name[24], addr[64], absent[16] = "keep";
+    int64_t timeout = 0, retries = 0;
+    double scale = 1;
+    bool enabled = true;
+    int version = -1;
+    static const char *const versions[] = {"1", "2c", "3", NULL};
+
+    WT_EQ_INT(wt_y_keys(&g, root, "t", target_keys), 0);
+    WT_EQ_INT(wt_y_string(&g, root, "t", "name", true, name, sizeof name), 0);
+    WT_EQ_STR(name, "pdu-1");
+    WT_EQ_INT(wt_y_string(&g, root, "t", "address", false, addr, sizeof addr), 0);
+    WT_EQ_STR(addr, "10.0.0.5:161");
+    WT_EQ_INT(wt_y_string(&g, root, "t", "community", false, absent, sizeof absent), 0);
+    WT_EQ_STR(absent, "keep");
+    WT_EQ_INT(wt_y_duration(&g, root, "t", "timeout", false, &timeout), 0);
+    WT_EQ_INT(timeout, 1500000000);
+    WT_EQ_INT(wt_y_int(&g, root, "t", "retries", 0, 10, &retries), 0);
+    WT_EQ_INT(retries, 3);
+    WT_EQ_INT(wt_y_double(&g, root, "t", "scale", 0, 1000, &scale), 0);
+    WT_NEAR(scale, 0.1, 1e-12);
+    WT_EQ_INT(wt_y_bool(&g, root, "t", "enabled", &enabled), 0);
+    WT_ASSERT(!enabled);
+    WT_EQ_INT(wt_y_enum(&g, root, "t", "version", versions, &version), 0);
+    WT_EQ_INT(version, 2);
+    wt_ynode_free(root);
+}
+
+#define EXPECT(yaml, call, message)                                                                \
+    do {                                                                                           \
+        struct wt_ynode *root_ = parse(yaml);                                                      \
+        struct wt_err err = {{0}};                                                                 \
+        struct wt_yget g = {"t.yaml", &err};                                                       \
+        WT_EQ_INT((call), -EINVAL);                                                                \
+        WT_EQ_STR(err.msg, message);                                                               \
+        wt_ynode_free(root_);                                                                      \
+    } while (0)
+
+WT_TEST(errors_name_file_line_and_path)
+{
+    char s[8];
+    int64_t i;
+    double d;
+    int e;
+    static const char *const names[] = {"v2c", "v3", NULL};
+    EXPECT("name: a\nadress: x\n", wt_y_keys(&g, root_, "collectors.snmp.targets[0]", target_keys),
+           "t.yaml:2: collectors.snmp.targets[0].adress: unknown key; did you mean 'address'?");
+    EXPECT("name: a\ncolour: red\n", wt_y_keys(&g, root_, "x", target_keys),
+           "t.yaml:2: x.colour: unknown key (known: name, address, timeout, retries, scale, "
+           "enabled, version)");
+    EXPECT("name: a\nname: b\n", wt_y_keys(&g, root_, "x", target_keys),
+           "t.yaml:2: x.name: duplicate key (first set on line 1)");
+    EXPECT("x: 1\ntimeout: soon\n", wt_y_duration(&g, root_, "a", "timeout", false, &i),
+           "t.yaml:2: a.timeout: expected a duration > 0 such as 30s or 5m (got \"soon\")");
+    EXPECT("timeout: -1s\n", wt_y_duration(&g, root_, "a", "timeout", false, &i),
+           "t.yaml:1: a.timeout: expected a duration > 0 such as 30s or 5m (got \"-1s\")");
+    EXPECT("retries: 11\n", wt_y_int(&g, root_, "a", "retries", 0, 10, &i),
+           "t.yaml:1: a.retries: expected an integer from 0 to 10 (got \"11\")");
+    EXPECT("scale: nan\n", wt_y_double(&g, root_, "a", "scale", 0, 1, &d),
+           "t.yaml:1: a.scale: expected a number from 0 to 1 (got \"nan\")");
+    EXPECT("v: 2\n", wt_y_enum(&g, root_, "a", "v", names, &e),
+           "t.yaml:1: a.v: expected one of v2c, v3 (got \"2\")");
+    EXPECT("x: 1\n", wt_y_string(&g, root_, "a", "name", true, s, sizeof s),
+           "t.yaml:1: a.name: required");
+    EXPECT("name: [1, 2]\n", wt_y_string(&g, root_, "a", "name", true, s, sizeof s),
+           "t.yaml:1: a.name: expected a string, not a list");
+    EXPECT("name: abcdefghij\n", wt_y_string(&g, root_, "a", "name", true, s, sizeof s),
+           "t.yaml:1: a.name: expected a string of at most 7 characters (got \"abcdefghij\")");
+    EXPECT("- a\n", wt_y_keys(&g, root_, "alerts", target_keys),
+           "t.yaml:1: alerts: expected a section with keys name, address, timeout, retries, "
+           "scale, enabled, version, not a list");
+    EXPECT("a: 1\n", wt_y_seq(&g, root_, "alerts.rules"),
+           "t.yaml:1: alerts.rules: expected a list, not a mapping");
+}
+
+WT_TEST(paths_and_lookup)
+{
+    char p[64];
+    WT_EQ_STR(wt_y_path(p, sizeof p, "", "alerts"), "alerts");
+    WT_EQ_STR(wt_y_path(p, sizeof p, "alerts", "rules"), "alerts.rules");
+    WT_EQ_STR(wt_y_index(p, sizeof p, "alerts.rules", 2), "alerts.rules[2]");
+    struct wt_ynode *root = parse("rules:\n  - name: a\n  - name: b\n");
+    const struct wt_ynode *rules = wt_y_get(root, "rules");
+    WT_ASSERT(rules && rules->kind == WT_YNODE_SEQ && rules->n == 2);
+    WT_EQ_INT(rules->child[1]->line, 3);
+    WT_ASSERT(wt_y_get(root, "none") == NULL);
+    WT_ASSERT(wt_y_get(NULL, "rules") == NULL);
+    WT_EQ_INT((int)wt_edit_distance("intervall", 9, "interval", 8), 1);
+    WT_EQ_INT((int)wt_edit_distance("Adress", 6, "address", 7), 1);
+    wt_ynode_free(root);
+}
