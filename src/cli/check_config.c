@@ -16,5 +16,6 @@ int wt_cmd_check_config(int argc, char **argv)
     if (rc != 0)
         return rc;
     printf("%s: ok\n", argv[1]);
+    wt_config_free(&cfg);
     return 0;
 }

@@ -26,7 +26,7 @@
 
 int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out)
 {
-    struct wt_config cfg;
+    struct wt_config cfg = {0};
     struct wt_err err = {{0}};
     int rc;
     if (!db) {
@@ -36,7 +36,9 @@ int wt_cli_open_store(const char *config, const char *db, bool create, struct wt
         db = cfg.store.path;
     }
     struct wt_store_opts o = {.create = create};
-    if (wt_store_open(db, &o, out, &err) != 0) {
+    rc = wt_store_open(db, &o, out, &err);
+    wt_config_free(&cfg);
+    if (rc != 0) {
         fprintf(stderr, "wattage: %s\n", err.msg);
         return 1;
     }

@@ -14,7 +14,14 @@
 #include "core/hub.h"
 #include "core/snapshot.h"
 
-#define MAX_SOURCES 16
+#define MAX_SOURCES WT_HUB_MAX_COLLECTORS
+
+struct source {
+    const struct wt_collector_ops *ops;
+    char name[32];
+    int slot;
+    void *state;
+};
 #define DELTA_WAIT_NS (250 * WT_NS_PER_MS)
 
 int wt_cmd_status(int argc, char **argv)
@@ -42,49 +49,61 @@ int wt_cmd_status(int argc, char **argv)
 
     struct wt_hub *hub = NULL;
     struct wt_batch batch = {0}, snap = {0};
-    void *state[MAX_SOURCES] = {0};
-    int slot[MAX_SOURCES];
+    struct source *src = calloc(MAX_SOURCES, sizeof *src);
     size_t n = 0;
     int ret = 1;
-    if (wt_hub_open(&hub) != 0)
+    if (!src || wt_hub_open(&hub) != 0)
         goto out;
-    for (size_t i = 0; wt_collectors[i] && n < MAX_SOURCES; i++, n++) {
+    /* Every source: each single-source collector, and each target of the multi-target ones. */
+    for (size_t i = 0; wt_collectors[i]; i++) {
         const struct wt_collector_ops *ops = wt_collectors[i];
         const struct wt_collector_config *cc = ops->config(&cfg);
-        slot[n] = -1;
         if (!cc->enabled)
             continue;
-        slot[n] = wt_hub_add_collector(hub, ops->name, wt_config_interval(&cfg, cc));
-        struct wt_err err = {{0}};
-        if (ops->open(&cfg, &state[n], &err) != 0) {
-            if (!json)
-                fprintf(stderr, "%s: %s\n", ops->name, err.msg);
-            ops->close(state[n]);
-            state[n] = NULL;
-            wt_hub_set_state(hub, slot[n], false, wt_config_interval(&cfg, cc));
-            continue;
+        struct wt_target t[WT_MAX_TARGETS];
+        size_t nt = ops->targets ? ops->targets(&cfg, t, WT_MAX_TARGETS) : 1;
+        for (size_t k = 0; k < nt && k < WT_MAX_TARGETS && n < MAX_SOURCES; k++) {
+            struct source *s = &src[n++];
+            struct wt_err err = {{0}};
+            int64_t iv = wt_config_interval(&cfg, cc);
+            s->ops = ops;
+            if (ops->targets)
+                snprintf(s->name, sizeof s->name, "%.7s:%.23s", ops->name, t[k].name);
+            else
+                snprintf(s->name, sizeof s->name, "%s", ops->name);
+            s->slot = wt_hub_add_collector(hub, s->name, iv);
+            int orc = ops->targets ? ops->open_target(&cfg, k, &s->state, &err)
+                                   : ops->open(&cfg, &s->state, &err);
+            if (orc != 0) {
+                if (!json)
+                    fprintf(stderr, "%s: %s\n", s->name, err.msg);
+                ops->close(s->state);
+                s->state = NULL;
+            }
+            wt_hub_set_state(hub, s->slot, s->state != NULL, iv);
         }
-        wt_hub_set_state(hub, slot[n], true, wt_config_interval(&cfg, cc));
     }
     for (int round = 0; round < 2; round++) {
         if (round)
             wt_sleep_until_mono(wt_now_mono_ns() + DELTA_WAIT_NS);
         for (size_t i = 0; i < n; i++) {
-            if (!state[i])
+            if (!src[i].state)
                 continue;
             struct wt_err err = {{0}};
             wt_batch_clear(&batch);
             int64_t t0 = wt_now_mono_ns();
-            int prc = wt_collectors[i]->poll(state[i], wt_now_real_ns(), &batch, &err);
+            int prc = src[i].ops->poll(src[i].state, wt_now_real_ns(), &batch, &err);
             int64_t t1 = wt_now_mono_ns();
             if (prc != 0 && round == 1 && !json)
-                fprintf(stderr, "%s: %s\n", wt_collectors[i]->name, err.msg);
-            wt_hub_publish(hub, slot[i], &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
+                fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
+            wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
         }
     }
     if (wt_hub_snapshot(hub, &snap) != 0)
         goto out;
-    struct wt_hub_collector cs[MAX_SOURCES];
+    struct wt_hub_collector *cs = calloc(MAX_SOURCES, sizeof *cs);
+    if (!cs)
+        goto out;
     size_t ncs = wt_hub_collectors(hub, cs, MAX_SOURCES);
     if (json) {
         char *s = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
@@ -95,12 +114,15 @@ int wt_cmd_status(int argc, char **argv)
     } else {
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
     }
+    free(cs);
     ret = 0;
 out:
     for (size_t i = 0; i < n; i++) {
-        if (state[i])
-            wt_collectors[i]->close(state[i]);
+        if (src[i].state)
+            src[i].ops->close(src[i].state);
     }
+    free(src);
+    wt_config_free(&cfg);
     wt_batch_free(&batch);
     wt_batch_free(&snap);
     wt_hub_close(hub);

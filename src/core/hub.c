@@ -13,7 +13,7 @@
 
 #include "core/clock.h"
 
-#define HUB_MAX_COLLECTORS 16
+#define HUB_MAX_COLLECTORS WT_HUB_MAX_COLLECTORS
 #define HUB_MAX_SINKS 8
 
 struct slot {

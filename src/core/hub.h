@@ -16,6 +16,9 @@
 
 struct wt_hub;
 
+/* Collector slots: a few built-in sources and every facility target (PDUs, BMCs, meters). */
+#define WT_HUB_MAX_COLLECTORS 160
+
 /* What the hub knows of one collector. */
 struct wt_hub_collector {
     char name[32];

@@ -39,7 +39,7 @@
 #define MAX_ROUTES 32
 #define MAX_SECRET_FILE (1024 * 1024)
 #define MAX_TOKEN 4096
-#define MAX_COLLECTORS 32
+#define MAX_COLLECTORS WT_HUB_MAX_COLLECTORS
 #define WT_HTTP_NICE 5 /* server threads run this much nicer than the collectors */
 #define TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 
@@ -67,7 +67,7 @@ struct hub_mark {
         int64_t tick, interval;
         uint64_t errors;
         bool present, up;
-    } c[32];
+    } c[MAX_COLLECTORS];
 };
 
 struct expo_cache {
@@ -742,10 +742,10 @@ static void body_release(void *arg)
 
 static void read_mark(struct wt_http *h, struct hub_mark *m)
 {
-    struct wt_hub_collector cs[32];
+    struct wt_hub_collector cs[MAX_COLLECTORS];
     memset(m, 0, sizeof *m);
-    size_t n = wt_hub_collectors(h->hub, cs, 32);
-    m->n = n < 32 ? n : 32;
+    size_t n = wt_hub_collectors(h->hub, cs, MAX_COLLECTORS);
+    m->n = n < MAX_COLLECTORS ? n : MAX_COLLECTORS;
     for (size_t i = 0; i < m->n; i++) {
         m->c[i].tick = cs[i].last_tick_mono;
         m->c[i].interval = cs[i].interval_ns;

@@ -281,3 +281,93 @@ WT_TEST(hub_slots_are_found_again_by_name)
     wt_hub_close(hub);
 }
 
+
+/* A two-target collector: target "dead" hangs in every poll; target "live" must keep its ticks. */
+static struct {
+    pthread_mutex_t mu;
+    int live_polls, dead_polls;
+    int64_t live_mono[64];
+    int opened[2];
+} mt = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static size_t mt_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
+{
+    (void)cfg;
+    WT_ASSERT(max >= 2);
+    snprintf(out[0].name, sizeof out[0].name, "live");
+    out[0].interval_ns = 0; /* the collector's */
+    snprintf(out[1].name, sizeof out[1].name, "dead");
+    out[1].interval_ns = 30 * WT_NS_PER_MS;
+    return 2;
+}
+static int mt_open_target(const struct wt_config *cfg, size_t i, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    (void)err;
+    pthread_mutex_lock(&mt.mu);
+    mt.opened[i]++;
+    pthread_mutex_unlock(&mt.mu);
+    *st = (void *)(uintptr_t)(i + 1);
+    return 0;
+}
+static int mt_open(const struct wt_config *cfg, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    (void)st;
+    return wt_err_set(err, "a multi-target collector is opened per target");
+}
+static int mt_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    (void)t_ns;
+    (void)out;
+    if ((uintptr_t)st == 2) {
+        pthread_mutex_lock(&mt.mu);
+        mt.dead_polls++;
+        pthread_mutex_unlock(&mt.mu);
+        usleep(400 * 1000); /* a PDU that never answers: the timeout is long */
+        return wt_err_set(err, "timeout");
+    }
+    pthread_mutex_lock(&mt.mu);
+    if (mt.live_polls < 64)
+        mt.live_mono[mt.live_polls] = wt_now_mono_ns();
+    mt.live_polls++;
+    pthread_mutex_unlock(&mt.mu);
+    return 0;
+}
+static const struct wt_collector_ops mt_ops = {
+    "pdu", fake_config, mt_open, mt_poll, fake_close, mt_targets, mt_open_target};
+static const struct wt_collector_ops *const mt_list[] = {&mt_ops, NULL};
+
+WT_TEST(loop_gives_each_target_its_own_thread_and_slot)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    WT_EQ_INT(wt_loop_start(&cfg, mt_list, hub, 0, &loop, &err), 0);
+    for (;;) {
+        pthread_mutex_lock(&mt.mu);
+        int n = mt.live_polls;
+        pthread_mutex_unlock(&mt.mu);
+        if (n >= 11)
+            break;
+        usleep(10000);
+    }
+    wt_loop_stop(loop);
+    WT_EQ_INT(mt.opened[0], 1);
+    WT_EQ_INT(mt.opened[1], 1);
+    /* The dead target hangs 400 ms per poll; had it shared the live one's thread, the live
+     * target could not have polled 11 times while the dead one polled at most 3 times. */
+    WT_ASSERT(mt.dead_polls >= 1 && mt.dead_polls <= 3);
+    double span_ms = (double)(mt.live_mono[10] - mt.live_mono[0]) / 1e6;
+    WT_ASSERT(span_ms >= 495); /* and it kept its own 50 ms grid, never sooner */
+    struct wt_hub_collector cs[4];
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 4), 2);
+    WT_EQ_STR(cs[0].name, "pdu:live");
+    WT_EQ_STR(cs[1].name, "pdu:dead");
+    WT_EQ_INT(cs[0].interval_ns, 50 * WT_NS_PER_MS);
+    WT_ASSERT(cs[0].up && !cs[1].up);
+    wt_hub_close(hub);
+}
