@@ -44,7 +44,7 @@ PEER_SRC := $(sort $(wildcard tests/peers/*.c))
 PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
-BENCH    := $(BUILD)/bench/nvml_calls $(BUILD)/bench/store_bench
+BENCH    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard bench/*.c)))
 
 all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH) $(PEERS)
 
