@@ -31,6 +31,15 @@
  *   FAKE_NVML_THROTTLE=MASK      clocks event reasons bitmask (default 0; decimal or 0x…)
  *   FAKE_NVML_PERSISTENCE=0|1    persistence mode (default 1, on)
  *   FAKE_NVML_CALL_LOG=FILE      append each NVML function name called, one per line
+ *   FAKE_NVML_UTIL=g:from:to:pct[,…]  seconds after T0, [from, to): GPU g's utilization is pct %
+ *                                (instead of the value derived from power; memory utilization,
+ *                                memory used, SM clock and pstate follow it); power unchanged
+ *   FAKE_NVML_STUCK=g:from:to[,…] [from, to): GPU g's power reads the value it had at T0+from (a
+ *                                stuck sensor; the energy counter and utilization go on)
+ *   FAKE_NVML_POWER_READ=g:from:to:W[,…]  [from, to): GPU g's power reads W watts (a sensor
+ *                                glitch; the energy counter and utilization go on)
+ *   FAKE_NVML_THERMAL=1          a GPU at or above its slowdown threshold adds the SW and HW
+ *                                thermal slowdown reasons (0x20|0x40) to FAKE_NVML_THROTTLE
  *   FAKE_NVML_PROCS_FILE=FILE    the running processes, read at every call of
  *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3]: lines
  *                                "GPU PID [compute|graphics]" (default compute); no file: none.
@@ -117,6 +126,13 @@ static struct {
     int persistence;
     const char *call_log;
     const char *procs_file;
+    /* FAKE_NVML_UTIL, FAKE_NVML_STUCK, FAKE_NVML_POWER_READ: [from, to) windows with a value */
+    struct window {
+        unsigned int gpu;
+        double from, to, v;
+    } util[MAX_EVENTS], stuck[MAX_EVENTS], power_read[MAX_EVENTS];
+    int nutil, nstuck, npower_read;
+    bool thermal;
 } fk;
 
 static int sessions;
@@ -142,6 +158,30 @@ static double env_double(const char *name, double def)
 {
     const char *v = env(name);
     return v ? strtod(v, NULL) : def;
+}
+
+/* Reads "g:from:to[:v],…" into w (at most MAX_EVENTS); returns how many. */
+static int load_windows(const char *name, struct window *w, bool with_value)
+{
+    int n = 0;
+    for (const char *v = env(name); v && *v && n < MAX_EVENTS;) {
+        struct window x = {0};
+        int got = sscanf(v, "%u:%lf:%lf:%lf", &x.gpu, &x.from, &x.to, &x.v);
+        if (got == (with_value ? 4 : 3) || (!with_value && got == 4))
+            w[n++] = x;
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    return n;
+}
+
+/* The window of w[0..n) that holds GPU gpu at s seconds after T0, or NULL. */
+static const struct window *in_window(const struct window *w, int n, unsigned int gpu, double s)
+{
+    for (int i = 0; i < n; i++)
+        if (w[i].gpu == gpu && s >= w[i].from && s < w[i].to)
+            return &w[i];
+    return NULL;
 }
 
 static void load(void)
@@ -206,6 +246,10 @@ static void load(void)
     if ((v = env("FAKE_NVML_THROTTLE")))
         fk.throttle = strtoull(v, NULL, 0);
     fk.persistence = (int)env_double("FAKE_NVML_PERSISTENCE", 1);
+    fk.nutil = load_windows("FAKE_NVML_UTIL", fk.util, true);
+    fk.nstuck = load_windows("FAKE_NVML_STUCK", fk.stuck, false);
+    fk.npower_read = load_windows("FAKE_NVML_POWER_READ", fk.power_read, true);
+    fk.thermal = env_double("FAKE_NVML_THERMAL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
     for (unsigned int i = 0; i < MAX_GPUS; i++)
@@ -276,6 +320,9 @@ __attribute__((unused)) static unsigned long long energy_mj(unsigned int gpu, do
 
 __attribute__((unused)) static double util_pct(unsigned int gpu, double t)
 {
+    const struct window *w = in_window(fk.util, fk.nutil, gpu, t - fk.t0);
+    if (w)
+        return w->v < 0 ? 0 : w->v > 100 ? 100 : w->v;
     double u = 100 * (power_w(gpu, t) - 60) / 640;
     return u < 0 ? 0 : u > 100 ? 100 : u;
 }
@@ -420,7 +467,9 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
     nvmlReturn_t r = device_call("nvmlDeviceGetPowerUsage", d, NS_POWER, &t);
     if (r)
         return r;
-    double p = power_w(d->index, t);
+    const struct window *w = in_window(fk.power_read, fk.npower_read, d->index, t - fk.t0);
+    const struct window *st = in_window(fk.stuck, fk.nstuck, d->index, t - fk.t0);
+    double p = w ? w->v : power_w(d->index, st ? fk.t0 + st->from : t);
     *mw = p > 0 ? (unsigned int)lround(p * 1000) : 0;
     return NVML_SUCCESS;
 }
@@ -592,6 +641,9 @@ static nvmlReturn_t do_reasons(const char *fn, nvmlDevice_t d, unsigned long lon
     if (r)
         return r;
     *mask = fk.throttle;
+    /* As reported: the temperature rounded to whole degrees reaches the threshold. */
+    if (fk.thermal && lround(fk.temp_base + d->index + fk.temp_slope * (t - fk.t0)) >= fk.slowdown)
+        *mask |= 0x20ULL | 0x40ULL; /* SW and HW thermal slowdown */
     return NVML_SUCCESS;
 }
 
