@@ -3,8 +3,10 @@
  * The config sections that their own modules read and check (see wt_config_section in
  * core/config.h). Adding one is one line here.
  */
+#include "collect/modbus.h"
 #include "core/config.h"
 
 const struct wt_config_section wt_config_sections[] = {
+    {"collectors.modbus.targets", wt_modbus_config_check},
     {NULL, NULL},
 };

@@ -5,10 +5,12 @@
 extern const struct wt_collector_ops wt_nvml_collector;
 extern const struct wt_collector_ops wt_rapl_collector;
 extern const struct wt_collector_ops wt_procfs_collector;
+extern const struct wt_collector_ops wt_modbus_collector;
 
 const struct wt_collector_ops *const wt_collectors[] = {
     &wt_nvml_collector,
     &wt_rapl_collector,
     &wt_procfs_collector,
+    &wt_modbus_collector,
     NULL,
 };
