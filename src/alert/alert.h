@@ -120,6 +120,9 @@ struct wt_alerts_config {
         char url[256];             /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
         int64_t resend_ns;         /* re-send while firing, default 60 s */
         int64_t timeout_ns;        /* per request, default 5 s */
+        /* alerts.alertmanager.generator_url: the link each alert carries (e.g. this daemon's
+         * http://node7:9747/api/v1/alerts); "" leaves generatorURL out. */
+        char generator_url[256];
     } alertmanager;
     struct {
         char url[256];             /* alerts.webhook.url: JSON POST of each transition */
@@ -171,5 +174,24 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a);
 void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snapshot, int64_t now_ns);
 /* Restores every limit it changed, then unloads. Accepts NULL. */
 void wt_cap_close(struct wt_cap *c);
+
+/*
+ * `wattage run --dry-run` (run.c calls it before the engine opens): every wt_cap_open that
+ * follows acts as if alerts.dry_run were set.
+ */
+void wt_cap_force_dry_run(bool on);
+
+/*
+ * The capper's /metrics families, each in the shape of wt_http_family_fn (serve/http.h): whoever
+ * holds the wt_cap and the server registers them with wt_http_add_family(h, wt_cap_family_*, cap)
+ * before wt_http_start. cap may be NULL (no family).
+ *   wattage_gpu_power_cap_watts{gpu}              gauge: the limit wattage holds a GPU at (in
+ *                                                 dry run, the one it would); absent when uncapped
+ *   wattage_power_cap_actions_total{action,dry_run} counter: action = cap (rule), budget_cap,
+ *                                                 restore, error
+ */
+struct wt_expo_family;
+int wt_cap_family_limits(void *cap, struct wt_expo_family *fam);
+int wt_cap_family_actions(void *cap, struct wt_expo_family *fam);
 
 #endif
