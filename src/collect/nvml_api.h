@@ -169,12 +169,18 @@ typedef nvmlReturn_t wt_nvml_procs_fn(nvmlDevice_t device, unsigned int *count,
                                       nvmlProcessInfo_t *infos);
 typedef nvmlReturn_t wt_nvml_procs_v1_fn(nvmlDevice_t device, unsigned int *count,
                                          nvmlProcessInfo_v1_t *infos);
+/* Sets the power limit (mW); root only (NO_PERMISSION otherwise), INVALID_ARGUMENT outside
+ * nvmlDeviceGetPowerManagementLimitConstraints. Lasts until changed or the driver reloads. */
+typedef nvmlReturn_t wt_nvml_set_limit_fn(nvmlDevice_t device, unsigned int limit_mw);
 
 /*
  * Which entry point has which type (for the fake's declarations):
  *   wt_nvml_string_fn       nvmlDeviceGetName, nvmlDeviceGetUUID
  *   wt_nvml_pci_fn          nvmlDeviceGetPciInfo_v3, nvmlDeviceGetPciInfo_v2, nvmlDeviceGetPciInfo
- *   wt_nvml_uint_fn         nvmlDeviceGetPowerUsage (mW), nvmlDeviceGetEnforcedPowerLimit (mW)
+ *   wt_nvml_uint_fn         nvmlDeviceGetPowerUsage (mW), nvmlDeviceGetEnforcedPowerLimit (mW),
+ *                           nvmlDeviceGetPowerManagementLimit (mW, the limit set),
+ *                           nvmlDeviceGetPowerManagementDefaultLimit (mW)
+ *   wt_nvml_set_limit_fn    nvmlDeviceSetPowerManagementLimit (mW; src/alert/cap.c only)
  *   wt_nvml_ull_fn          nvmlDeviceGetTotalEnergyConsumption (mJ since driver load),
  *                           nvmlDeviceGetCurrentClocksEventReasons,
  *                           nvmlDeviceGetCurrentClocksThrottleReasons (bitmask)

@@ -45,6 +45,15 @@
  *                                "GPU PID [compute|graphics]" (default compute); no file: none.
  *                                usedGpuMemory is 1 GiB, the MIG instance ids 0xFFFFFFFF.
  *                                "processes" in FAKE_NVML_NOT_SUPPORTED makes them NOT_SUPPORTED
+ *   FAKE_NVML_LIMITS_FILE=FILE   nvmlDeviceSetPowerManagementLimit appends "GPU WATTS" (e.g.
+ *                                "3 450") per accepted call. It refuses values outside the
+ *                                constraints (200..700 W) with NVML_ERROR_INVALID_ARGUMENT like the
+ *                                driver; an accepted limit is what nvmlDeviceGetEnforcedPowerLimit
+ *                                and nvmlDeviceGetPowerManagementLimit report from then on (kept
+ *                                across sessions in the process, as the driver keeps it), and
+ *                                GPU i's power reads min(P_i, limit) (the GPU obeys its cap; the
+ *                                energy counter stays the uncapped integral). Never set: 700 W,
+ *                                power unclamped.
  *
  * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
  * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
@@ -136,6 +145,7 @@ static struct {
 } fk;
 
 static int sessions;
+static unsigned int limit_mw[MAX_GPUS]; /* set by nvmlDeviceSetPowerManagementLimit; 0: never */
 static struct nvmlDevice_st devices[MAX_GPUS];
 
 double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to);
@@ -470,6 +480,8 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
     const struct window *w = in_window(fk.power_read, fk.npower_read, d->index, t - fk.t0);
     const struct window *st = in_window(fk.stuck, fk.nstuck, d->index, t - fk.t0);
     double p = w ? w->v : power_w(d->index, st ? fk.t0 + st->from : t);
+    if (!w && limit_mw[d->index] && p > limit_mw[d->index] / 1000.0)
+        p = limit_mw[d->index] / 1000.0;
     *mw = p > 0 ? (unsigned int)lround(p * 1000) : 0;
     return NVML_SUCCESS;
 }
@@ -491,6 +503,8 @@ wt_nvml_clock_fn nvmlDeviceGetClockInfo;
 wt_nvml_ull_fn nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons;
 wt_nvml_uint_fn nvmlDeviceGetEnforcedPowerLimit;
 wt_nvml_constraints_fn nvmlDeviceGetPowerManagementLimitConstraints;
+wt_nvml_uint_fn nvmlDeviceGetPowerManagementLimit;
+wt_nvml_set_limit_fn nvmlDeviceSetPowerManagementLimit;
 wt_nvml_pstate_fn nvmlDeviceGetPerformanceState;
 wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode;
 wt_nvml_procs_fn nvmlDeviceGetComputeRunningProcesses_v3, nvmlDeviceGetComputeRunningProcesses_v2;
@@ -663,7 +677,39 @@ nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw)
     nvmlReturn_t r = device_call("nvmlDeviceGetEnforcedPowerLimit", d, NS_LIMIT, &t);
     if (r)
         return r;
-    *mw = 700000;
+    *mw = limit_mw[d->index] ? limit_mw[d->index] : 700000;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPowerManagementLimit", d, NS_LIMIT, &t);
+    if (r)
+        return r;
+    *mw = limit_mw[d->index] ? limit_mw[d->index] : 700000;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t d, unsigned int mw)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceSetPowerManagementLimit", d, NS_LIMIT, &t);
+    if (r)
+        return r;
+    if (mw < 200000 || mw > 700000)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    limit_mw[d->index] = mw;
+    const char *file = env("FAKE_NVML_LIMITS_FILE");
+    int fd = file ? open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644) : -1;
+    if (fd >= 0) {
+        char line[64];
+        int n = snprintf(line, sizeof line, "%u %g\n", d->index, mw / 1000.0);
+        if (write(fd, line, (size_t)n) < 0) {
+            /* best effort, like the call log */
+        }
+        close(fd);
+    }
     return NVML_SUCCESS;
 }
 
