@@ -103,6 +103,34 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                            "Water consumed, from a water meter, in cubic metres.", WT_COUNTER},
     [WT_M_FAC_HEAT_J] = {"wattage_facility_heat_joules_total",
                          "Heat delivered, from a heat meter, in joules.", WT_COUNTER},
+    [WT_M_KPI_PUE] = {"wattage_pue_ratio",
+                      "Measured PUE (facility energy / IT energy) over the KPI window; per zone "
+                      "with zone.",
+                      WT_GAUGE},
+    [WT_M_KPI_WUE] = {"wattage_wue_litres_per_kwh",
+                      "Measured WUE (water litres per IT kWh) over the KPI window.", WT_GAUGE},
+    [WT_M_KPI_ERF] = {"wattage_erf_ratio",
+                      "Measured ERF (reused heat / facility energy) over the KPI window.",
+                      WT_GAUGE},
+    [WT_M_KPI_ACCEL_SHARE] = {"wattage_accelerator_energy_share_ratio",
+                              "GPU energy / IT energy over the KPI window.", WT_GAUGE},
+    [WT_M_RACK_DELTA_T] = {"wattage_rack_delta_t_kelvin",
+                           "Mean exhaust minus mean inlet temperature of a rack over the KPI "
+                           "window.",
+                           WT_GAUGE},
+    [WT_M_NODE_UNACCOUNTED_W] = {"wattage_node_unaccounted_power_watts",
+                                 "Wall power of a node minus its GPUs, CPU packages and DRAM, "
+                                 "mean over the KPI window.",
+                                 WT_GAUGE},
+    [WT_M_NODE_UNACCOUNTED_RATIO] = {"wattage_node_unaccounted_ratio",
+                                     "Share of a node's wall energy its own sensors do not "
+                                     "account for, over the KPI window.",
+                                     WT_GAUGE},
+    [WT_M_NODE_RECON_SUSPECT] = {"wattage_node_reconciliation_suspect",
+                                 "1 when a node's chips exceed its wall power "
+                                 "(reason=chips_exceed_wall) or its unaccounted share drifts "
+                                 "(reason=share_drift).",
+                                 WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

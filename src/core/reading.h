@@ -69,6 +69,15 @@ enum wt_metric_id {
     WT_M_FAC_PRESSURE_PA,
     WT_M_FAC_WATER_M3,             /* counter: water consumed, cubic metres (WUE) */
     WT_M_FAC_HEAT_J,               /* counter: heat delivered (heat meters; ERF) */
+    /* Facility KPIs and chip-vs-wall reconciliation over a rolling window (audit/kpi.h). */
+    WT_M_KPI_PUE,                  /* [zone] measured PUE */
+    WT_M_KPI_WUE,                  /* litres per IT kWh */
+    WT_M_KPI_ERF,
+    WT_M_KPI_ACCEL_SHARE,          /* GPU energy / IT energy */
+    WT_M_RACK_DELTA_T,             /* rack: mean exhaust - mean inlet */
+    WT_M_NODE_UNACCOUNTED_W,       /* node: wall - (GPUs + CPU packages + DRAM) */
+    WT_M_NODE_UNACCOUNTED_RATIO,   /* node: unaccounted / wall */
+    WT_M_NODE_RECON_SUSPECT,       /* node, reason: 0/1 */
     WT_M_COUNT
 };
 
