@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chip-vs-wall reconciliation (reconcile.h): per node, the wall meters against the sum of the
+ * node's own GPU, CPU package and DRAM energy over a window and over its pieces.
+ */
+#include "audit/reconcile.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/meters.h"
+
+void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound)
+{
+    n->chips_exceed_wall = n->wall_j > 0 && n->chips_j > n->wall_j * (1 + chips_tolerance);
+    n->share_drift = n->pieces >= 2 && n->share_max - n->share_min > drift_bound;
+}
+
+/* The node's wall energy over [a, b]: its pdu_outlet meters, else its bmc meters. */
+static int wall(struct wt_meter_set *ms, const struct wt_topology *t, const char *node, int64_t a,
+                int64_t b, double *j, double *cov, int *meters, const char **from)
+{
+    static const enum wt_role order[] = {WT_ROLE_PDU_OUTLET, WT_ROLE_BMC};
+    *j = 0;
+    *cov = 0;
+    *meters = 0;
+    *from = NULL;
+    for (int o = 0; o < 2 && !*meters; o++) {
+        double cmin = 1;
+        for (size_t i = 0; i < t->nmeters; i++) {
+            const struct wt_meter *m = &t->meters[i];
+            if (m->role != order[o] || strcmp(m->node, node) != 0)
+                continue;
+            double e, c;
+            int pts;
+            enum wt_meter_method how;
+            int rc = wt_meters_energy(ms, i, a, b, &e, &c, &pts, &how);
+            if (rc)
+                return rc;
+            *j += e;
+            if (c < cmin)
+                cmin = c;
+            (*meters)++;
+            *from = wt_role_name(order[o]);
+        }
+        if (*meters)
+            *cov = cmin;
+    }
+    return 0;
+}
+
+static const struct wt_node_chips *chips_of(const struct wt_node_chips *c, size_t n,
+                                            const char *node)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(c[i].node, node) == 0)
+            return &c[i];
+    return NULL;
+}
+
+static int cmp_node(const void *pa, const void *pb)
+{
+    const struct wt_recon_node *a = pa, *b = pb;
+    return strcmp(a->node, b->node);
+}
+
+int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64_t a, int64_t b,
+                     struct wt_recon_node **out, size_t *n)
+{
+    struct wt_recon_node *r = NULL;
+    struct wt_node_chips *chips = NULL;
+    size_t nr = 0, nc = 0;
+    int rc = 0;
+    *out = NULL;
+    *n = 0;
+    /* the nodes with wall meters */
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *m = &t->meters[i];
+        if (m->role != WT_ROLE_PDU_OUTLET && m->role != WT_ROLE_BMC)
+            continue;
+        size_t k = 0;
+        while (k < nr && strcmp(r[k].node, m->node) != 0)
+            k++;
+        if (k < nr)
+            continue;
+        struct wt_recon_node *nn = realloc(r, (nr + 1) * sizeof *nn);
+        if (!nn) {
+            free(r);
+            return -ENOMEM;
+        }
+        r = nn;
+        memset(&r[nr], 0, sizeof r[nr]);
+        snprintf(r[nr].node, sizeof r[nr].node, "%s", m->node);
+        nr++;
+    }
+    if (!nr)
+        return 0;
+
+    double win_s = (double)(b - a) / 1e9;
+    if ((rc = wt_meters_chips(ms, a, b, &chips, &nc)) != 0)
+        goto fail;
+    for (size_t k = 0; k < nr; k++) {
+        struct wt_recon_node *x = &r[k];
+        if ((rc = wall(ms, t, x->node, a, b, &x->wall_j, &x->wall_coverage, &x->wall_meters,
+                       &x->wall_from)) != 0)
+            goto fail;
+        const struct wt_node_chips *c = chips_of(chips, nc, x->node);
+        if (c) {
+            x->gpu_j = c->gpu_j;
+            x->cpu_j = c->cpu_j;
+            x->dram_j = c->dram_j;
+            x->chip_series = c->series;
+            x->chips_coverage = c->coverage;
+        }
+        x->chips_j = x->gpu_j + x->cpu_j + x->dram_j;
+        x->unaccounted_j = x->wall_j - x->chips_j;
+        x->unaccounted_w = win_s > 0 ? x->unaccounted_j / win_s : 0;
+        x->share = x->wall_j > 0 ? x->unaccounted_j / x->wall_j : 0;
+    }
+    free(chips);
+    chips = NULL;
+
+    /* the pieces: the share over time */
+    int64_t piece = t->reconcile_interval_ns;
+    if (piece <= 0 || piece > b - a)
+        piece = b - a;
+    if ((b - a) / piece > 1000)
+        piece = (b - a) / 1000;
+    for (int64_t p0 = a; p0 < b; p0 += piece) {
+        int64_t p1 = p0 + piece < b ? p0 + piece : b;
+        if ((rc = wt_meters_chips(ms, p0, p1, &chips, &nc)) != 0)
+            goto fail;
+        for (size_t k = 0; k < nr; k++) {
+            struct wt_recon_node *x = &r[k];
+            double wj, wc;
+            int wm;
+            const char *wf;
+            if ((rc = wall(ms, t, x->node, p0, p1, &wj, &wc, &wm, &wf)) != 0)
+                goto fail;
+            if (wj <= 0 || wc < t->min_coverage)
+                continue;
+            const struct wt_node_chips *c = chips_of(chips, nc, x->node);
+            double cj = c ? c->gpu_j + c->cpu_j + c->dram_j : 0;
+            double s = (wj - cj) / wj;
+            if (!x->pieces || s < x->share_min)
+                x->share_min = s;
+            if (!x->pieces || s > x->share_max)
+                x->share_max = s;
+            x->pieces++;
+        }
+        free(chips);
+        chips = NULL;
+    }
+    for (size_t k = 0; k < nr; k++)
+        wt_recon_judge(&r[k], t->chips_tolerance, t->drift_bound);
+    qsort(r, nr, sizeof *r, cmp_node);
+    *out = r;
+    *n = nr;
+    return 0;
+fail:
+    free(chips);
+    free(r);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chip-vs-wall reconciliation, per node, over a window: the wall (the node's pdu_outlet meters,
+ * else its bmc meters) against what its own sensors say (GPUs + CPU packages + DRAM):
+ *
+ *   unaccounted energy = wall - chips            (fans, PSU losses, NICs, disks, ...)
+ *   unaccounted power  = unaccounted energy / window length
+ *   unaccounted share  = unaccounted energy / wall energy
+ *
+ * The window is also cut into facility.reconcile.interval pieces, each with its own share (those
+ * where the wall covers at least facility.min_coverage of the piece). A node is suspect when
+ *   chips_exceed_wall: the chips' energy exceeds the wall's by more than
+ *                      facility.reconcile.chips_tolerance of the wall (sensors or mapping wrong);
+ *   share_drift:       its pieces' shares spread (max - min) by more than
+ *                      facility.reconcile.drift_bound (a sensor drifting, a meter re-cabled).
+ */
+#ifndef WT_RECONCILE_H
+#define WT_RECONCILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audit/topology.h"
+#include "core/err.h"
+
+struct wt_meter_set;
+
+struct wt_recon_node {
+    char node[WT_TOPO_NAME];
+    const char *wall_from; /* "pdu_outlet" or "bmc" */
+    int wall_meters;
+    double wall_j, wall_coverage;
+    double gpu_j, cpu_j, dram_j, chips_j;
+    int chip_series;
+    double chips_coverage;
+    double unaccounted_j, unaccounted_w, share;
+    int pieces; /* pieces with a share */
+    double share_min, share_max;
+    bool chips_exceed_wall, share_drift;
+};
+
+/* Sets the two flags of n from its figures (pure). */
+void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound);
+
+/*
+ * Every node that has wall meters (pdu_outlet or bmc), over [a, b]. *out malloc'd, sorted by
+ * node. Returns 0, -EIO or -ENOMEM.
+ */
+int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64_t a, int64_t b,
+                     struct wt_recon_node **out, size_t *n) WT_MUST_USE;
+
+#endif
