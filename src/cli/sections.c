@@ -3,10 +3,13 @@
  * The config sections that their own modules read and check (see wt_config_section in
  * core/config.h). Adding one is one line here.
  */
+#include "audit/topology.h"
 #include "collect/modbus.h"
 #include "core/config.h"
 
 const struct wt_config_section wt_config_sections[] = {
     {"collectors.modbus.targets", wt_modbus_config_check},
+    {"topology", wt_topology_check},
+    {"facility", wt_facility_check},
     {NULL, NULL},
 };
