@@ -5,6 +5,8 @@
 
 #include "cli/cli.h"
 
+int wt_cmd_kpi(int argc, char **argv); /* src/cli/kpi.c */
+
 static const struct {
     const char *name;
     int (*fn)(int argc, char **argv);
@@ -21,6 +23,7 @@ static const struct {
      "job start|mark|end|show NAME [--tag K=V]... [--gpus LIST] [--kind K] [--tokens N] ..."},
     {"jobs", wt_cmd_jobs, "jobs [--json] [--limit N] | jobs compare A B [--json]"},
     {"exec", wt_cmd_exec, "exec [--job NAME] [--tag K=V]... [--gpus LIST] -- CMD [ARGS...]"},
+    {"kpi", wt_cmd_kpi, "kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]`: the facility KPIs
+ * over exactly [from, to] from the store (audit/kpi.h): one line per KPI from the report's table
+ * of rows, each with its inputs and whether they were measured or assumed; part-load PUE per
+ * band; PUE per zone; rack Delta-T; the chip-vs-wall reconciliation per node. Energies in joules
+ * in the JSON, kWh only in the text:
+ *   {"from", "to", "zone", "seconds", "energy": {"facility_joules", ...},
+ *    "kpis": [{"name", "value", "unit", "measured", "inputs": [{"name", "measured", "detail"}],
+ *              "why"}],
+ *    "part_load": {"available", "why", "piece_seconds", "bands": [{"from_percent",
+ *                  "to_percent", "pue", "pieces", "seconds", "facility_joules", "it_joules"}]},
+ *    "zones": [...], "racks": [...], "nodes": [...]}
+ * A KPI without a value has "value": null and says why.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/kpi.h"
+#include "audit/reconcile.h"
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "store/store.h"
+
+static void energy_json(cJSON *o, const char *key, const struct wt_kpi_energy *e)
+{
+    cJSON *x = cJSON_AddObjectToObject(o, key);
+    if (e->role == WT_ROLE_WATER && strcmp(e->from, "meters") == 0)
+        cJSON_AddNumberToObject(x, "cubic_meters", e->j);
+    else
+        cJSON_AddNumberToObject(x, "joules", e->j);
+    cJSON_AddStringToObject(x, "from", e->from);
+    if (strcmp(e->from, "meters") == 0)
+        cJSON_AddStringToObject(x, "role", wt_role_name(e->role));
+    cJSON_AddNumberToObject(x, "count", e->meters);
+    cJSON_AddNumberToObject(x, "coverage", e->coverage);
+    cJSON_AddBoolToObject(x, "measured", e->measured);
+}
+
+static void num_or_null(cJSON *o, const char *key, bool have, double v)
+{
+    if (have)
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static void print_json(const struct wt_kpi_report *r)
+{
+    char fs[40], ts[40];
+    cJSON *root = cJSON_CreateObject();
+    wt_time_format(r->from_ns, r->from_ns % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
+    wt_time_format(r->to_ns, r->to_ns % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
+    cJSON_AddStringToObject(root, "from", fs);
+    cJSON_AddStringToObject(root, "to", ts);
+    if (r->zone[0])
+        cJSON_AddStringToObject(root, "zone", r->zone);
+    else
+        cJSON_AddNullToObject(root, "zone");
+    cJSON_AddNumberToObject(root, "seconds", (double)(r->to_ns - r->from_ns) / 1e9);
+    cJSON *en = cJSON_AddObjectToObject(root, "energy");
+    energy_json(en, "facility", &r->facility);
+    energy_json(en, "it", &r->it);
+    energy_json(en, "cooling", &r->cooling);
+    energy_json(en, "water", &r->water);
+    energy_json(en, "heat_reused", &r->heat);
+    energy_json(en, "gpu", &r->gpu);
+
+    cJSON *kp = cJSON_AddArrayToObject(root, "kpis");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct wt_kpi_row *row = &r->rows[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", row->key);
+        num_or_null(o, "value", row->available, row->value);
+        cJSON_AddStringToObject(o, "unit", row->unit);
+        cJSON_AddBoolToObject(o, "measured", row->available && row->measured);
+        cJSON *in = cJSON_AddArrayToObject(o, "inputs");
+        for (size_t k = 0; k < row->nin; k++) {
+            cJSON *x = cJSON_CreateObject();
+            cJSON_AddStringToObject(x, "name", row->in[k].name);
+            cJSON_AddBoolToObject(x, "measured", row->in[k].measured);
+            cJSON_AddStringToObject(x, "detail", row->in[k].detail);
+            cJSON_AddItemToArray(in, x);
+        }
+        if (!row->available)
+            cJSON_AddStringToObject(o, "why", row->why);
+        cJSON_AddItemToArray(kp, o);
+    }
+
+    cJSON *pl = cJSON_AddObjectToObject(root, "part_load");
+    cJSON_AddBoolToObject(pl, "available", r->part_load_available);
+    if (!r->part_load_available)
+        cJSON_AddStringToObject(pl, "why", r->part_load_why);
+    cJSON_AddNumberToObject(pl, "piece_seconds", (double)r->piece_ns / 1e9);
+    cJSON *bands = cJSON_AddArrayToObject(pl, "bands");
+    for (size_t k = 0; r->part_load_available && k < r->nbands; k++) {
+        const struct wt_kpi_band *b = &r->bands[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "from_percent", b->lo_pct);
+        cJSON_AddNumberToObject(o, "to_percent", b->hi_pct);
+        num_or_null(o, "pue", b->available, b->pue);
+        cJSON_AddNumberToObject(o, "pieces", b->pieces);
+        cJSON_AddNumberToObject(o, "seconds", b->seconds);
+        cJSON_AddNumberToObject(o, "facility_joules", b->facility_j);
+        cJSON_AddNumberToObject(o, "it_joules", b->it_j);
+        cJSON_AddItemToArray(bands, o);
+    }
+
+    cJSON *zs = cJSON_AddArrayToObject(root, "zones");
+    for (size_t k = 0; k < r->nzones; k++) {
+        const struct wt_kpi_zone *z = &r->zones[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "zone", z->zone);
+        num_or_null(o, "pue", z->available, z->pue);
+        cJSON_AddBoolToObject(o, "measured", z->available && z->measured);
+        cJSON_AddNumberToObject(o, "facility_joules", z->facility.j);
+        cJSON_AddNumberToObject(o, "it_joules", z->it.j);
+        cJSON_AddItemToArray(zs, o);
+    }
+
+    cJSON *rs = cJSON_AddArrayToObject(root, "racks");
+    for (size_t k = 0; k < r->nracks; k++) {
+        const struct wt_kpi_rack *x = &r->racks[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "rack", x->rack);
+        num_or_null(o, "inlet_celsius", x->has_inlet, x->inlet_c);
+        num_or_null(o, "exhaust_celsius", x->has_exhaust, x->exhaust_c);
+        num_or_null(o, "delta_t_kelvin", x->has_inlet && x->has_exhaust, x->delta_t_k);
+        cJSON_AddItemToArray(rs, o);
+    }
+
+    cJSON *ns = cJSON_AddArrayToObject(root, "nodes");
+    for (size_t k = 0; k < r->nnodes; k++) {
+        const struct wt_recon_node *x = &r->nodes[k];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "node", x->node);
+        cJSON_AddStringToObject(o, "wall_from", x->wall_from ? x->wall_from : "none");
+        cJSON_AddNumberToObject(o, "wall_joules", x->wall_j);
+        cJSON_AddNumberToObject(o, "wall_coverage", x->wall_coverage);
+        cJSON_AddNumberToObject(o, "gpu_joules", x->gpu_j);
+        cJSON_AddNumberToObject(o, "cpu_joules", x->cpu_j);
+        cJSON_AddNumberToObject(o, "dram_joules", x->dram_j);
+        cJSON_AddNumberToObject(o, "chips_joules", x->chips_j);
+        cJSON_AddNumberToObject(o, "chips_coverage", x->chips_coverage);
+        cJSON_AddNumberToObject(o, "unaccounted_joules", x->unaccounted_j);
+        cJSON_AddNumberToObject(o, "unaccounted_watts", x->unaccounted_w);
+        num_or_null(o, "unaccounted_ratio", x->wall_j > 0, x->share);
+        cJSON_AddNumberToObject(o, "pieces", x->pieces);
+        num_or_null(o, "share_min", x->pieces > 0, x->share_min);
+        num_or_null(o, "share_max", x->pieces > 0, x->share_max);
+        cJSON *sus = cJSON_AddArrayToObject(o, "suspect");
+        if (x->chips_exceed_wall)
+            cJSON_AddItemToArray(sus, cJSON_CreateString("chips_exceed_wall"));
+        if (x->share_drift)
+            cJSON_AddItemToArray(sus, cJSON_CreateString("share_drift"));
+        cJSON_AddItemToArray(ns, o);
+    }
+    char *txt = cJSON_PrintUnformatted(root);
+    if (txt)
+        printf("%s\n", txt);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+}
+
+static void kwh(const struct wt_kpi_energy *e, char *buf, size_t n)
+{
+    if (strcmp(e->from, "none") == 0)
+        snprintf(buf, n, "-");
+    else if (e->role == WT_ROLE_WATER && strcmp(e->from, "meters") == 0)
+        snprintf(buf, n, "%.3f m3 (%.0f L)", e->j, e->j * 1000);
+    else
+        snprintf(buf, n, "%.3f kWh", e->j / 3.6e6);
+}
+
+static void print_text(const struct wt_kpi_report *r)
+{
+    char fs[40], ts[40], v[64];
+    wt_time_format(r->from_ns, r->from_ns % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
+    wt_time_format(r->to_ns, r->to_ns % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
+    printf("KPIs from %s to %s (%.0f s)%s%s\n", fs, ts, (double)(r->to_ns - r->from_ns) / 1e9,
+           r->zone[0] ? ", zone " : "", r->zone);
+    static const struct {
+        const char *label;
+        size_t off;
+    } energies[] = {
+        {"facility", offsetof(struct wt_kpi_report, facility)},
+        {"IT", offsetof(struct wt_kpi_report, it)},
+        {"cooling", offsetof(struct wt_kpi_report, cooling)},
+        {"water", offsetof(struct wt_kpi_report, water)},
+        {"heat reused", offsetof(struct wt_kpi_report, heat)},
+        {"GPUs", offsetof(struct wt_kpi_report, gpu)},
+    };
+    printf("energy\n");
+    for (size_t i = 0; i < sizeof energies / sizeof energies[0]; i++) {
+        const struct wt_kpi_energy *e =
+            (const struct wt_kpi_energy *)((const char *)r + energies[i].off);
+        kwh(e, v, sizeof v);
+        if (strcmp(e->from, "meters") == 0)
+            printf("  %-12s %-22s %s meters (%d), coverage %.0f%%\n", energies[i].label, v,
+                   wt_role_name(e->role), e->meters, 100 * e->coverage);
+        else if (strcmp(e->from, "node_sensors") == 0)
+            printf("  %-12s %-22s node sensors (%d series), coverage %.0f%%\n",
+                   energies[i].label, v, e->meters, 100 * e->coverage);
+        else
+            printf("  %-12s %s\n", energies[i].label, v);
+    }
+    printf("KPIs\n");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const struct wt_kpi_row *row = &r->rows[i];
+        if (!row->available) {
+            printf("  %-26s -         (%s)\n", row->label, row->why);
+            continue;
+        }
+        printf("  %-26s %-9.4g %s%s\n", row->label, row->value,
+               strcmp(row->unit, "ratio") ? row->unit : "",
+               row->measured ? "  measured" : "  ASSUMED/partial");
+        for (size_t k = 0; k < row->nin; k++)
+            printf("      %-18s %-9s %s\n", row->in[k].name,
+                   row->in[k].measured ? "measured" : "assumed", row->in[k].detail);
+    }
+    if (!r->part_load_available) {
+        printf("part-load PUE: - (%s)\n", r->part_load_why);
+    } else {
+        printf("part-load PUE (IT load as %% of design capacity, %.0f-s pieces)\n",
+               (double)r->piece_ns / 1e9);
+        for (size_t k = 0; k < r->nbands; k++) {
+            const struct wt_kpi_band *b = &r->bands[k];
+            snprintf(v, sizeof v, "%g-%g%%%s", b->lo_pct, b->hi_pct,
+                     k + 1 == r->nbands ? "+" : "");
+            if (b->available)
+                printf("  %-12s PUE %-8.4g %d pieces, IT %.3f kWh\n", v, b->pue, b->pieces,
+                       b->it_j / 3.6e6);
+            else
+                printf("  %-12s -\n", v);
+        }
+    }
+    if (r->nzones) {
+        printf("PUE per zone\n");
+        for (size_t k = 0; k < r->nzones; k++) {
+            const struct wt_kpi_zone *z = &r->zones[k];
+            if (z->available)
+                printf("  %-16s %-8.4g %s\n", z->zone, z->pue,
+                       z->measured ? "measured" : "partial coverage");
+            else
+                printf("  %-16s -        (needs facility_total and IT meters in the zone)\n",
+                       z->zone);
+        }
+    }
+    if (r->nracks) {
+        printf("rack Delta-T (mean exhaust - mean inlet)\n");
+        for (size_t k = 0; k < r->nracks; k++) {
+            const struct wt_kpi_rack *x = &r->racks[k];
+            if (x->has_inlet && x->has_exhaust)
+                printf("  %-16s %6.2f K  (inlet %.2f C, exhaust %.2f C)\n", x->rack,
+                       x->delta_t_k, x->inlet_c, x->exhaust_c);
+            else
+                printf("  %-16s -  (needs inlet and exhaust sensors)\n", x->rack);
+        }
+    }
+    if (r->nnodes) {
+        printf("chip-vs-wall per node (wall - GPUs - CPU packages - DRAM)\n");
+        for (size_t k = 0; k < r->nnodes; k++) {
+            const struct wt_recon_node *x = &r->nodes[k];
+            printf("  %-16s wall %.3f kWh (%s)  chips %.3f kWh  unaccounted %.1f W (%.1f%%)",
+                   x->node, x->wall_j / 3.6e6, x->wall_from ? x->wall_from : "none",
+                   x->chips_j / 3.6e6, x->unaccounted_w, 100 * x->share);
+            if (x->pieces > 1)
+                printf("  share %.1f..%.1f%%", 100 * x->share_min, 100 * x->share_max);
+            if (x->chips_exceed_wall)
+                printf("  SUSPECT: chips exceed wall");
+            if (x->share_drift)
+                printf("  SUSPECT: share drifts");
+            printf("\n");
+        }
+    }
+}
+
+int wt_cmd_kpi(int argc, char **argv); /* the command table in main.c declares it too */
+
+int wt_cmd_kpi(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
+        {"zone", required_argument, NULL, 'z'}, {"json", no_argument, NULL, 'j'},
+        {"db", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
+        {"help", no_argument, NULL, 'h'},       {0}};
+    const char *from_s = "-1h", *to_s = "now", *zone = NULL, *db = NULL, *config = NULL;
+    bool json = false;
+    int c, rc;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'f':
+            from_s = optarg;
+            break;
+        case 't':
+            to_s = optarg;
+            break;
+        case 'z':
+            zone = optarg;
+            break;
+        case 'j':
+            json = true;
+            break;
+        case 'd':
+            db = optarg;
+            break;
+        case 'c':
+            config = optarg;
+            break;
+        case 'h':
+            printf("usage: wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] "
+                   "[-c FILE]\n"
+                   "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
+                   "  the meters and their roles come from the topology section of the config\n");
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wattage kpi: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    int64_t now = wt_now_real_ns(), from, to;
+    if ((rc = wt_cli_parse_time("kpi", "--from", from_s, now, &from)) ||
+        (rc = wt_cli_parse_time("kpi", "--to", to_s, now, &to)))
+        return rc;
+    if (to <= from) {
+        fprintf(stderr, "wattage kpi: the window is empty: --to (%s) must be after --from (%s)\n",
+                to_s, from_s);
+        return 2;
+    }
+    struct wt_config cfg;
+    struct wt_topology *t = NULL;
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_kpi_report r;
+    if ((rc = wt_cli_load_config(config, &cfg)) != 0)
+        return rc;
+    if (wt_topology_load(&cfg, &t, &err) != 0) {
+        fprintf(stderr, "wattage kpi: %s\n", err.msg);
+        wt_config_free(&cfg);
+        return 2;
+    }
+    if (zone) {
+        bool known = false;
+        for (size_t i = 0; i < t->nmeters && !known; i++)
+            known = strcmp(wt_topology_meter_zone(t, &t->meters[i]), zone) == 0;
+        for (size_t i = 0; i < t->nnodes && !known; i++)
+            known = strcmp(wt_topology_node_zone(t, t->nodes[i].name), zone) == 0;
+        if (!known) {
+            fprintf(stderr, "wattage kpi: --zone: no meter or node of %s is in zone \"%s\"\n",
+                    cfg.source[0] ? cfg.source : "the configuration", zone);
+            free(t);
+            wt_config_free(&cfg);
+            return 2;
+        }
+    }
+    rc = wt_cli_open_store(config, db ? db : cfg.store.path, false, &st);
+    if (rc) {
+        free(t);
+        wt_config_free(&cfg);
+        return rc;
+    }
+    if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
+        fprintf(stderr, "wattage kpi: %s\n", err.msg);
+        rc = 1;
+    } else {
+        if (json)
+            print_json(&r);
+        else
+            print_text(&r);
+        wt_kpi_report_free(&r);
+    }
+    wt_store_close(st);
+    free(t);
+    wt_config_free(&cfg);
+    return rc;
+}
