@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "audit/jobs.h"
+#include "audit/kpi.h"
 #include "serve/http.h"
 #include "store/store.h"
 
@@ -274,6 +275,7 @@ int wt_cmd_run(int argc, char **argv)
     struct tracker *tr = NULL;
     struct wt_store *store = NULL;
     struct wt_jobs *jobs = NULL;
+    struct wt_kpi_exporter *kpi = NULL;
     int ret = 1;
 
     int rc = parse_opts(argc, argv, &o);
@@ -320,6 +322,11 @@ int wt_cmd_run(int argc, char **argv)
         goto out;
     }
     if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* Facility KPI gauges (none without topology.meters), on their own store connection. */
+    if (wt_kpi_exporter_open(&cfg, hub, &kpi, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -376,6 +383,7 @@ int wt_cmd_run(int argc, char **argv)
 out:
     wt_http_close(http);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
+    wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
     wt_store_close(store); /* after the collectors: flushes what they published */
     if (tr) {
