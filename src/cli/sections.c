@@ -3,6 +3,7 @@
  * The config sections that their own modules read and check (see wt_config_section in
  * core/config.h). Adding one is one line here.
  */
+#include "alert/alert.h"
 #include "audit/topology.h"
 #include "collect/modbus.h"
 #include "core/config.h"
@@ -11,5 +12,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"collectors.modbus.targets", wt_modbus_config_check},
     {"topology", wt_topology_check},
     {"facility", wt_facility_check},
+    {"alerts", wt_alerts_config_check},
     {NULL, NULL},
 };
