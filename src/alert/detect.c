@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The built-in detectors (see detect.h). Each GPU is followed by its uuid (its labels without
+ * the per-series extras: pci_bus_id, method, reason); a new sample is one whose timestamp moved,
+ * so several evaluations between two polls count once. Times are the readings' own
+ * (CLOCK_REALTIME), so a slope is in degrees per second of the GPU's clock, not of ours.
+ */
+#include "alert/detect.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+
+#define MAX_GPUS 64
+#define MAX_COLS 64
+#define MAX_REASONS 9
+#define RING 4096 /* temperature samples kept per GPU: 120 s at 30 ms, or a long window at 1 s */
+
+static const char *const names[WT_DET_COUNT] = {
+    "GPUThrottleForecast", "GPUThrottling",     "GPUIdleBurn",    "GPUImpossibleReading",
+    "GPUSensorStuck",      "GPUSiblingOutlier", "WattageDataGap",
+};
+
+const char *wt_detector_alertname(enum wt_detector d)
+{
+    return d < WT_DET_COUNT ? names[d] : "unknown";
+}
+
+/* ---- pure pieces ---- */
+
+int wt_detect_lsq(const double *x, const double *y, size_t n, double *slope, double *intercept)
+{
+    if (n < 2)
+        return -EINVAL;
+    /* Centred sums: x values are seconds since an origin that may be large. */
+    double mx = 0, my = 0;
+    for (size_t i = 0; i < n; i++) {
+        mx += x[i] - x[0];
+        my += y[i];
+    }
+    mx /= (double)n;
+    my /= (double)n;
+    double sxx = 0, sxy = 0;
+    for (size_t i = 0; i < n; i++) {
+        double dx = x[i] - x[0] - mx;
+        sxx += dx * dx;
+        sxy += dx * (y[i] - my);
+    }
+    if (!(sxx > 0))
+        return -EINVAL;
+    *slope = sxy / sxx;
+    *intercept = my - *slope * mx;
+    return 0;
+}
+
+double wt_detect_time_to(double now, double slope, double limit)
+{
+    if (now >= limit)
+        return 0;
+    if (!(slope > 0))
+        return INFINITY;
+    return (limit - now) / slope;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double wt_detect_median(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- state ---- */
+
+/* One GPU's values in the current snapshot. */
+struct now {
+    bool seen, have_up, have_power, have_temp, have_slow, have_util, have_limit, have_max;
+    bool have_energy;
+    double up, power, temp, slow, util, limit, max, energy;
+    int64_t t_power, t_temp, t_util, t_energy;
+    /* throttle reasons in the snapshot: index into the batch */
+    size_t reason[MAX_REASONS];
+    int nreason;
+};
+
+struct gpu {
+    char uuid[96];
+    char labels[WT_LABELS_LEN]; /* gpu,uuid,model (whatever the base series carry) */
+    size_t labels_len;
+    char model[96];
+    int index;
+    struct now v;
+    /* last new samples */
+    int64_t last_power_t, last_temp_t, last_energy_t, last_ok_t;
+    double last_power, last_energy;
+    bool have_last_energy;
+    /* temperature ring */
+    int64_t rt[RING];
+    double rv[RING];
+    size_t rhead, rn;
+    /* idle burn */
+    bool idle_on;
+    int64_t idle_since;
+    double idle_j;
+    /* stuck */
+    int same;
+    double util_min, util_max;
+    /* impossible: when each kind was last seen, and what */
+    int64_t bad_at[4];
+    double bad_val[4];
+    double energy_back_j;
+};
+
+struct col {
+    char name[32];
+    int64_t base_ns;  /* the smallest interval seen: the configured one (backoff doubles it) */
+    int64_t first_mono;
+};
+
+struct wt_detect {
+    struct gpu *g[MAX_GPUS];
+    int ng;
+    struct col c[MAX_COLS];
+    int nc;
+    /* scratch */
+    double xs[RING], ys[RING];
+};
+
+int wt_detect_new(struct wt_detect **out)
+{
+    *out = calloc(1, sizeof **out);
+    return *out ? 0 : -ENOMEM;
+}
+
+void wt_detect_free(struct wt_detect *d)
+{
+    if (!d)
+        return;
+    for (int i = 0; i < d->ng; i++)
+        free(d->g[i]);
+    free(d);
+}
+
+static bool is_gpu_metric(int m)
+{
+    return m >= WT_M_GPU_INFO && m <= WT_M_GPU_ENERGY_GAPS;
+}
+
+/* The labels of r without the per-series extras. */
+static void base_labels(const char *labels, char *out, size_t n)
+{
+    char k[64], v[WT_LABELS_LEN];
+    size_t pos = 0;
+    out[0] = '\0';
+    while (wt_labels_next(labels, &pos, k, sizeof k, v, sizeof v) == 1) {
+        if (strcmp(k, "pci_bus_id") == 0 || strcmp(k, "method") == 0 || strcmp(k, "reason") == 0)
+            continue;
+        if (wt_labels_add(out, n, k, v) != 0)
+            break;
+    }
+}
+
+static struct gpu *find_gpu(struct wt_detect *d, const char *labels)
+{
+    char uuid[96];
+    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0) {
+        /* no uuid: the gpu index names it */
+        char idx[16];
+        if (wt_labels_get(labels, "gpu", idx, sizeof idx) != 0)
+            return NULL;
+        snprintf(uuid, sizeof uuid, "gpu:%s", idx);
+    }
+    for (int i = 0; i < d->ng; i++)
+        if (strcmp(d->g[i]->uuid, uuid) == 0)
+            return d->g[i];
+    if (d->ng == MAX_GPUS)
+        return NULL;
+    struct gpu *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+    base_labels(labels, g->labels, sizeof g->labels);
+    g->labels_len = strlen(g->labels);
+    if (wt_labels_get(labels, "model", g->model, sizeof g->model) != 0)
+        g->model[0] = '\0';
+    char idx[16];
+    g->index = wt_labels_get(labels, "gpu", idx, sizeof idx) == 0 ? atoi(idx) : -1;
+    g->util_min = INFINITY;
+    g->util_max = -INFINITY;
+    d->g[d->ng++] = g;
+    return g;
+}
+
+/* True when labels are g's base labels, or them followed by more pairs. */
+static bool same_gpu(const struct gpu *g, const char *labels)
+{
+    return strncmp(labels, g->labels, g->labels_len) == 0 &&
+           (labels[g->labels_len] == '\0' || labels[g->labels_len] == ',');
+}
+
+static bool has_label(const char *labels, const char *key)
+{
+    char v[8];
+    int rc = wt_labels_get(labels, key, v, sizeof v);
+    return rc == 0 || rc == -E2BIG;
+}
+
+static void gather(struct wt_detect *d, const struct wt_batch *b)
+{
+    struct gpu *cur = NULL;
+    for (int i = 0; i < d->ng; i++)
+        memset(&d->g[i]->v, 0, sizeof d->g[i]->v);
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        if (!is_gpu_metric(r->metric))
+            continue;
+        if (!cur || !same_gpu(cur, r->labels))
+            cur = find_gpu(d, r->labels);
+        if (!cur)
+            continue;
+        struct now *v = &cur->v;
+        v->seen = true;
+        switch (r->metric) {
+        case WT_M_GPU_UP:
+            v->have_up = true, v->up = r->value;
+            break;
+        case WT_M_GPU_POWER_W:
+            v->have_power = true, v->power = r->value, v->t_power = r->t_ns;
+            break;
+        case WT_M_GPU_TEMP_C:
+            v->have_temp = true, v->temp = r->value, v->t_temp = r->t_ns;
+            break;
+        case WT_M_GPU_SLOWDOWN_TEMP_C:
+            v->have_slow = true, v->slow = r->value;
+            break;
+        case WT_M_GPU_UTIL_RATIO:
+            v->have_util = true, v->util = r->value, v->t_util = r->t_ns;
+            break;
+        case WT_M_GPU_POWER_LIMIT_W:
+            v->have_limit = true, v->limit = r->value;
+            break;
+        case WT_M_GPU_POWER_LIMIT_MAX_W:
+            v->have_max = true, v->max = r->value;
+            break;
+        case WT_M_GPU_ENERGY_J:
+            if (!has_label(r->labels, "method"))
+                v->have_energy = true, v->energy = r->value, v->t_energy = r->t_ns;
+            break;
+        case WT_M_GPU_THROTTLED:
+            if (v->nreason < MAX_REASONS)
+                v->reason[v->nreason++] = i;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+/* ---- the detectors, per GPU ---- */
+
+/* A summary: truncated at the size of struct wt_alert's, on purpose. */
+__attribute__((format(printf, 3, 4))) static void say(char *s, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s, n, fmt, ap);
+    va_end(ap);
+}
+
+struct emit {
+    wt_finding_fn fn;
+    void *ctx;
+};
+
+static void report(const struct emit *em, enum wt_detector det, const char *labels,
+                   enum wt_cond cond, enum wt_severity sev, int64_t for_ns, double value,
+                   const char *summary, int gpu)
+{
+    struct wt_finding f = {.det = det,
+                           .labels = labels,
+                           .cond = cond,
+                           .severity = sev,
+                           .for_ns = for_ns,
+                           .value = value,
+                           .summary = cond == WT_COND_FALSE ? NULL : summary,
+                           .gpu = gpu};
+    em->fn(em->ctx, &f);
+}
+
+static void fmt_duration(int64_t ns, char *buf, size_t n)
+{
+    int64_t s = ns / WT_NS_PER_S;
+    if (s >= 3600)
+        snprintf(buf, n, "%lldh%02lldm", (long long)(s / 3600), (long long)(s % 3600 / 60));
+    else if (s >= 60)
+        snprintf(buf, n, "%lldm%02llds", (long long)(s / 60), (long long)(s % 60));
+    else
+        snprintf(buf, n, "%.1fs", (double)ns / WT_NS_PER_S);
+}
+
+static void forecast(struct wt_detect *d, struct gpu *g, const struct wt_alerts_config *cfg,
+                     const struct wt_alert_input *in, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    int64_t window = cfg->throttle_forecast.window_ns;
+    if (v->have_temp && v->t_temp > g->last_temp_t) {
+        size_t at = (g->rhead + g->rn) % RING;
+        if (g->rn == RING)
+            g->rhead = (g->rhead + 1) % RING;
+        else
+            g->rn++;
+        g->rt[at] = v->t_temp;
+        g->rv[at] = v->temp;
+        g->last_temp_t = v->t_temp;
+    }
+    while (g->rn && g->rt[g->rhead] < in->now_ns - window) {
+        g->rhead = (g->rhead + 1) % RING;
+        g->rn--;
+    }
+    if (!v->have_temp || !v->have_slow || g->rn < 5)
+        return;
+    int64_t first = g->rt[g->rhead], last = g->rt[(g->rhead + g->rn - 1) % RING];
+    if (last - first < window / 2)
+        return;
+    for (size_t i = 0; i < g->rn; i++) {
+        size_t k = (g->rhead + i) % RING;
+        d->xs[i] = (double)(g->rt[k] - first) / WT_NS_PER_S;
+        d->ys[i] = g->rv[k];
+    }
+    double slope, icpt;
+    if (wt_detect_lsq(d->xs, d->ys, g->rn, &slope, &icpt) != 0)
+        return;
+    /* Where the line is at the latest sample, or the latest sample if it is hotter: early
+     * rather than late. */
+    double fit = icpt + slope * d->xs[g->rn - 1];
+    double t_now = fit > v->temp ? fit : v->temp;
+    double left = wt_detect_time_to(t_now, slope, v->slow);
+    if (isfinite(left) && left > 0) {
+        left -= (double)(in->now_ns - last) / WT_NS_PER_S;
+        if (left < 0)
+            left = 0;
+    }
+    double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
+    enum wt_cond c = left < lead          ? WT_COND_TRUE
+                     : left > 1.5 * lead ? WT_COND_FALSE
+                                          : WT_COND_HOLD;
+    char s[256];
+    if (c != WT_COND_FALSE) {
+        if (left <= 0)
+            say(s, sizeof s,
+                     "GPU %d (%s) is at its slowdown temperature %.0f °C (%.0f °C, rising "
+                     "%.2f °C/s over the last %.0f s)",
+                     g->index, g->model, v->slow, v->temp, slope, (double)(last - first) / 1e9);
+        else
+            say(s, sizeof s,
+                     "GPU %d (%s) reaches its slowdown temperature %.0f °C in %.0f s: %.0f °C "
+                     "now, rising %.2f °C/s over the last %.0f s",
+                     g->index, g->model, v->slow, left, v->temp, slope,
+                     (double)(last - first) / 1e9);
+    }
+    report(em, WT_DET_THROTTLE_FORECAST, g->labels, c, WT_SEV_WARNING, 0,
+           isfinite(left) ? left : -1, s, g->index);
+}
+
+static const struct {
+    const char *reason;
+    enum wt_severity sev;
+    const char *what;
+} throttle_reasons[] = {
+    {"sw_thermal_slowdown", WT_SEV_WARNING, "the driver lowers clocks to hold the temperature"},
+    {"hw_thermal_slowdown", WT_SEV_CRITICAL, "the hardware halves clocks: it is too hot"},
+    {"hw_slowdown", WT_SEV_CRITICAL, "the hardware slows down (thermal or power brake)"},
+    {"hw_power_brake_slowdown", WT_SEV_CRITICAL,
+     "the power brake is asserted (external power supply limit)"},
+};
+
+static void throttling(struct gpu *g, const struct wt_alerts_config *cfg,
+                       const struct wt_batch *b, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    for (int i = 0; i < v->nreason; i++) {
+        const struct wt_reading *r = &b->r[v->reason[i]];
+        char reason[48];
+        if (wt_labels_get(r->labels, "reason", reason, sizeof reason) != 0)
+            continue;
+        for (size_t k = 0; k < sizeof throttle_reasons / sizeof throttle_reasons[0]; k++) {
+            if (strcmp(reason, throttle_reasons[k].reason) != 0)
+                continue;
+            char s[256];
+            enum wt_cond c = r->value >= 0.5 ? WT_COND_TRUE : WT_COND_FALSE;
+            if (c == WT_COND_TRUE) {
+                char temp[48] = "";
+                if (v->have_temp)
+                    snprintf(temp, sizeof temp, " at %.0f °C", v->temp);
+                say(s, sizeof s, "GPU %d (%s) throttled by %s%s: %s", g->index, g->model,
+                         reason, temp, throttle_reasons[k].what);
+            }
+            report(em, WT_DET_THROTTLING, r->labels, c, throttle_reasons[k].sev,
+                   cfg->throttling.for_ns, r->value, s, g->index);
+        }
+    }
+}
+
+static void idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
+                      const struct wt_alert_input *in, int64_t interval, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    double limit = v->have_limit ? v->limit : v->have_max ? v->max : 0;
+    if (!v->have_util || !v->have_power || limit <= 0)
+        return;
+    double below = cfg->idle_burn.util_below, share = cfg->idle_burn.power_share;
+    enum wt_cond c = WT_COND_HOLD;
+    if (v->util < below && v->power > share * limit)
+        c = WT_COND_TRUE;
+    else if (v->util >= 2 * below || v->power < 0.9 * share * limit)
+        c = WT_COND_FALSE;
+    bool fresh = v->t_power > g->last_power_t;
+    if (c == WT_COND_TRUE && !g->idle_on) {
+        g->idle_on = true;
+        g->idle_since = v->t_power;
+        g->idle_j = 0;
+    } else if (c == WT_COND_FALSE) {
+        g->idle_on = false;
+    }
+    if (g->idle_on && fresh && g->last_power_t && v->t_power > g->idle_since) {
+        /* The energy drawn while idle: trapezoids over the power samples, never across a gap
+         * of more than 3 intervals. */
+        int64_t dt = v->t_power - (g->last_power_t > g->idle_since ? g->last_power_t
+                                                                    : g->idle_since);
+        if (dt <= 3 * interval)
+            g->idle_j += (g->last_power + v->power) / 2 * (double)dt / WT_NS_PER_S;
+    }
+    char s[256], dur[32];
+    if (c != WT_COND_FALSE) {
+        fmt_duration(in->now_ns - g->idle_since, dur, sizeof dur);
+        say(s, sizeof s,
+                 "GPU %d (%s) idle (%.0f%% utilization) while drawing %.0f W (%.0f%% of its "
+                 "%.0f W limit) for %s: %.3f kWh so far",
+                 g->index, g->model, 100 * v->util, v->power, 100 * v->power / limit, limit, dur,
+                 g->idle_j / 3.6e6);
+    }
+    report(em, WT_DET_IDLE_BURN, g->labels, c, WT_SEV_WARNING, cfg->idle_burn.for_ns, v->power,
+           s, g->index);
+}
+
+enum { BAD_POWER, BAD_ENERGY, BAD_TEMP, BAD_UTIL };
+
+static void impossible(struct gpu *g, const struct wt_alerts_config *cfg,
+                       const struct wt_alert_input *in, const struct emit *em)
+{
+    static const char *const kind[] = {"power", "energy", "temperature", "utilization"};
+    const struct now *v = &g->v;
+    double max = v->have_max ? v->max : v->have_limit ? v->limit : 0;
+    bool bad[4] = {false};
+    double val[4] = {0};
+    if (v->have_power && max > 0 && v->power > max * (1 + cfg->impossible.power_margin))
+        bad[BAD_POWER] = true, val[BAD_POWER] = v->power;
+    if (v->have_energy && v->t_energy > g->last_energy_t) {
+        if (v->energy < 0) {
+            bad[BAD_ENERGY] = true, val[BAD_ENERGY] = v->energy;
+            g->energy_back_j = v->energy;
+        } else if (g->have_last_energy && v->energy < g->last_energy - 1e-3) {
+            bad[BAD_ENERGY] = true, val[BAD_ENERGY] = v->energy;
+            g->energy_back_j = g->last_energy - v->energy;
+        }
+        g->last_energy = v->energy;
+        g->have_last_energy = true;
+        g->last_energy_t = v->t_energy;
+    }
+    if (v->have_temp &&
+        (v->temp < cfg->impossible.temp_min_c || v->temp > cfg->impossible.temp_max_c))
+        bad[BAD_TEMP] = true, val[BAD_TEMP] = v->temp;
+    if (v->have_util && (v->util < 0 || v->util > 1))
+        bad[BAD_UTIL] = true, val[BAD_UTIL] = v->util;
+    for (int k = 0; k < 4; k++) {
+        if (bad[k]) {
+            g->bad_at[k] = in->now_ns;
+            g->bad_val[k] = val[k];
+        }
+        if (!g->bad_at[k])
+            continue;
+        enum wt_cond c = bad[k]                                                 ? WT_COND_TRUE
+                         : in->now_ns - g->bad_at[k] < WT_DETECT_IMPOSSIBLE_HOLD_NS ? WT_COND_HOLD
+                                                                                 : WT_COND_FALSE;
+        char labels[WT_LABELS_LEN], s[256];
+        memcpy(labels, g->labels, sizeof labels);
+        if (wt_labels_add(labels, sizeof labels, "reading", kind[k]) != 0)
+            continue;
+        if (c != WT_COND_FALSE) {
+            switch (k) {
+            case BAD_POWER:
+                say(s, sizeof s,
+                         "GPU %d (%s) reports %.0f W, over its max power limit %.0f W + %.0f%%: "
+                         "the power sensor cannot be trusted",
+                         g->index, g->model, g->bad_val[k], max,
+                         100 * cfg->impossible.power_margin);
+                break;
+            case BAD_ENERGY:
+                say(s, sizeof s,
+                         "GPU %d (%s) energy counter %s (%.3f J): energy figures over this "
+                         "time are wrong",
+                         g->index, g->model,
+                         g->bad_val[k] < 0 ? "is negative" : "went backwards by",
+                         g->bad_val[k] < 0 ? g->bad_val[k] : g->energy_back_j);
+                break;
+            case BAD_TEMP:
+                say(s, sizeof s,
+                         "GPU %d (%s) reports %.0f °C, outside the physical range %.0f..%.0f °C",
+                         g->index, g->model, g->bad_val[k], cfg->impossible.temp_min_c,
+                         cfg->impossible.temp_max_c);
+                break;
+            default:
+                say(s, sizeof s, "GPU %d (%s) reports a utilization of %.2f, outside 0..1",
+                         g->index, g->model, g->bad_val[k]);
+            }
+        } else {
+            g->bad_at[k] = 0;
+        }
+        report(em, WT_DET_IMPOSSIBLE, labels, c, WT_SEV_WARNING, 0, g->bad_val[k], s, g->index);
+    }
+}
+
+static void stuck(struct gpu *g, const struct wt_alerts_config *cfg, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    if (!v->have_power)
+        return;
+    if (v->t_power > g->last_power_t) {
+        if (g->last_power_t && v->power == g->last_power) {
+            g->same++;
+        } else {
+            g->same = 0;
+            g->util_min = INFINITY;
+            g->util_max = -INFINITY;
+        }
+        if (v->have_util) {
+            if (v->util < g->util_min)
+                g->util_min = v->util;
+            if (v->util > g->util_max)
+                g->util_max = v->util;
+        }
+    }
+    if (!v->have_util)
+        return;
+    /* same counts repeats: N equal readings are N - 1 repeats */
+    bool moved = g->util_max - g->util_min >= 0.02;
+    enum wt_cond c = g->same == 0                                       ? WT_COND_FALSE
+                     : g->same + 1 >= cfg->stuck.ticks && moved ? WT_COND_TRUE
+                                                                        : WT_COND_HOLD;
+    char s[256];
+    if (c != WT_COND_FALSE)
+        say(s, sizeof s,
+                 "GPU %d (%s) power reads %.3f W for %d samples in a row while utilization "
+                 "moved between %.0f%% and %.0f%%: the power sensor looks stuck",
+                 g->index, g->model, v->power, g->same + 1, 100 * g->util_min,
+                 100 * g->util_max);
+    report(em, WT_DET_STUCK, g->labels, c, WT_SEV_WARNING, 0, v->power, s, g->index);
+}
+
+static void sibling(struct wt_detect *d, const struct wt_alerts_config *cfg,
+                    const struct emit *em)
+{
+    bool done[MAX_GPUS] = {false};
+    double temps[MAX_GPUS], powers[MAX_GPUS];
+    for (int i = 0; i < d->ng; i++) {
+        struct gpu *a = d->g[i];
+        if (done[i] || !a->v.have_temp || !a->v.have_power)
+            continue;
+        int members[MAX_GPUS], n = 0;
+        for (int j = i; j < d->ng; j++) {
+            struct gpu *b = d->g[j];
+            if (!done[j] && b->v.have_temp && b->v.have_power && strcmp(a->model, b->model) == 0) {
+                done[j] = true;
+                members[n++] = j;
+            }
+        }
+        if (n < 3)
+            continue;
+        for (int k = 0; k < n; k++) {
+            temps[k] = d->g[members[k]]->v.temp;
+            powers[k] = d->g[members[k]]->v.power;
+        }
+        double mt = wt_detect_median(temps, (size_t)n), mp = wt_detect_median(powers, (size_t)n);
+        for (int k = 0; k < n; k++) {
+            struct gpu *g = d->g[members[k]];
+            double hot = g->v.temp - mt;
+            bool similar = fabs(g->v.power - mp) <= cfg->sibling.power_band * mp;
+            enum wt_cond c = hot < 0.7 * cfg->sibling.delta_c                ? WT_COND_FALSE
+                             : hot >= cfg->sibling.delta_c && similar ? WT_COND_TRUE
+                                                                      : WT_COND_HOLD;
+            char s[256];
+            if (c != WT_COND_FALSE)
+                say(s, sizeof s,
+                         "GPU %d (%s) runs %.0f °C hotter than the median %.0f °C of its %d "
+                         "siblings at similar power (%.0f W, median %.0f W): check its cooling",
+                         g->index, g->model, hot, mt, n, g->v.power, mp);
+            report(em, WT_DET_SIBLING, g->labels, c, WT_SEV_WARNING, cfg->sibling.for_ns, hot, s,
+                   g->index);
+        }
+    }
+}
+
+/* ---- data gaps ---- */
+
+static struct col *find_col(struct wt_detect *d, const char *name, int64_t mono)
+{
+    for (int i = 0; i < d->nc; i++)
+        if (strcmp(d->c[i].name, name) == 0)
+            return &d->c[i];
+    if (d->nc == MAX_COLS)
+        return NULL;
+    struct col *c = &d->c[d->nc++];
+    snprintf(c->name, sizeof c->name, "%s", name);
+    c->first_mono = mono;
+    return c;
+}
+
+static void data_gaps(struct wt_detect *d, const struct wt_alerts_config *cfg,
+                      const struct wt_alert_input *in, int64_t default_interval,
+                      const struct emit *em)
+{
+    int64_t gpu_interval = default_interval;
+    bool nvml_present = in->cols == NULL;
+    for (size_t i = 0; i < in->ncols; i++) {
+        const struct wt_hub_collector *hc = &in->cols[i];
+        struct col *c = find_col(d, hc->name, in->now_mono);
+        if (!c)
+            continue;
+        if (hc->interval_ns > 0 && (!c->base_ns || hc->interval_ns < c->base_ns))
+            c->base_ns = hc->interval_ns;
+        int64_t interval = c->base_ns ? c->base_ns : default_interval;
+        if (strcmp(hc->name, "nvml") == 0 || strncmp(hc->name, "nvml:", 5) == 0) {
+            nvml_present |= hc->present;
+            gpu_interval = interval;
+        }
+        char labels[WT_LABELS_LEN], s[256];
+        if (wt_labels(labels, sizeof labels, "collector", hc->name, NULL) != 0)
+            continue;
+        enum wt_cond cond = WT_COND_FALSE;
+        int64_t since = hc->last_ok_mono ? hc->last_ok_mono : c->first_mono;
+        int64_t silent = in->now_mono - since;
+        if (hc->present && cfg->data_gap.enabled && silent > cfg->data_gap.intervals * interval)
+            cond = WT_COND_TRUE;
+        if (cond != WT_COND_FALSE)
+            say(s, sizeof s,
+                     "collector %s has not delivered readings for %.1f s (interval %.3g s, %" PRIu64
+                     " failed polls)",
+                     hc->name, (double)silent / WT_NS_PER_S, (double)interval / WT_NS_PER_S,
+                     hc->errors);
+        report(em, WT_DET_DATA_GAP, labels, cond, WT_SEV_WARNING, 0,
+               (double)silent / WT_NS_PER_S, s, -1);
+    }
+    for (int i = 0; i < d->ng; i++) {
+        struct gpu *g = d->g[i];
+        const struct now *v = &g->v;
+        if (v->have_power || v->have_temp || v->have_util) {
+            int64_t t = v->t_power > v->t_temp ? v->t_power : v->t_temp;
+            if (v->t_util > t)
+                t = v->t_util;
+            if (!(v->have_up && v->up < 0.5) && t > g->last_ok_t)
+                g->last_ok_t = t;
+        }
+        if (!g->last_ok_t)
+            continue;
+        int64_t silent = in->now_ns - g->last_ok_t;
+        enum wt_cond cond = nvml_present && silent > cfg->data_gap.intervals * gpu_interval
+                                ? WT_COND_TRUE
+                                : WT_COND_FALSE;
+        char s[256];
+        if (cond != WT_COND_FALSE)
+            say(s, sizeof s, "GPU %d (%s, %s) silent for %.1f s (interval %.3g s)%s",
+                     g->index, g->model, g->uuid, (double)silent / WT_NS_PER_S,
+                     (double)gpu_interval / WT_NS_PER_S,
+                     v->have_up && v->up < 0.5 ? ": the GPU is down (lost or not answering)"
+                     : v->seen                 ? ""
+                                               : ": its series are gone");
+        report(em, WT_DET_DATA_GAP, g->labels, cond, WT_SEV_CRITICAL, 0,
+               (double)silent / WT_NS_PER_S, s, g->index);
+    }
+}
+
+void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
+                    const struct wt_alert_input *in, int64_t default_interval_ns,
+                    wt_finding_fn fn, void *ctx)
+{
+    struct emit em = {fn, ctx};
+    gather(d, in->snap);
+    int64_t interval = default_interval_ns > 0 ? default_interval_ns : WT_NS_PER_S;
+    for (int i = 0; i < d->ng; i++) {
+        struct gpu *g = d->g[i];
+        if (!g->v.seen)
+            continue;
+        if (cfg->throttle_forecast.enabled)
+            forecast(d, g, cfg, in, &em);
+        if (cfg->throttling.enabled)
+            throttling(g, cfg, in->snap, &em);
+        if (cfg->idle_burn.enabled)
+            idle_burn(g, cfg, in, interval, &em);
+        if (cfg->impossible.enabled)
+            impossible(g, cfg, in, &em);
+        if (cfg->stuck.enabled)
+            stuck(g, cfg, &em);
+    }
+    if (cfg->sibling.enabled)
+        sibling(d, cfg, &em);
+    if (cfg->data_gap.enabled)
+        data_gaps(d, cfg, in, interval, &em);
+    /* What the next tick compares with. */
+    for (int i = 0; i < d->ng; i++) {
+        struct gpu *g = d->g[i];
+        if (g->v.have_power && g->v.t_power > g->last_power_t) {
+            g->last_power = g->v.power;
+            g->last_power_t = g->v.t_power;
+        }
+    }
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The built-in detectors: each looks at every GPU (or collector) in the latest snapshot, keeps
+ * the little history it needs, and reports per tick, per device, whether its condition holds.
+ * The engine (engine.h) turns those findings into alert instances with pending/firing/resolved.
+ *
+ *   GPUThrottleForecast   least-squares slope of the temperature over a window vs the GPU's own
+ *                         slowdown threshold: time left < lead
+ *   GPUThrottling         a thermal, hardware-slowdown or power-brake throttle reason held
+ *   GPUIdleBurn           utilization under a floor while power stays over a share of the limit
+ *   GPUImpossibleReading  power over the max limit plus a margin, an energy counter going
+ *                         backwards or negative, a temperature or utilization out of range
+ *   GPUSensorStuck        the same power value for N samples while utilization moves
+ *   GPUSiblingOutlier     much hotter than the median GPU of its model on the node at similar
+ *                         power
+ *   WattageDataGap        a collector, or one GPU, silent for more than N intervals
+ */
+#ifndef WT_ALERT_DETECT_H
+#define WT_ALERT_DETECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alert/alert.h"
+#include "alert/engine.h"
+
+enum wt_detector {
+    WT_DET_THROTTLE_FORECAST,
+    WT_DET_THROTTLING,
+    WT_DET_IDLE_BURN,
+    WT_DET_IMPOSSIBLE,
+    WT_DET_STUCK,
+    WT_DET_SIBLING,
+    WT_DET_DATA_GAP,
+    WT_DET_COUNT
+};
+
+/* The alertname of a detector. */
+const char *wt_detector_alertname(enum wt_detector d);
+
+/* A Schmitt trigger's input: past the threshold, within the band (no change), or cleared. */
+enum wt_cond { WT_COND_FALSE, WT_COND_HOLD, WT_COND_TRUE };
+
+/* One detector's verdict on one device in one tick. */
+struct wt_finding {
+    enum wt_detector det;
+    const char *labels;    /* the instance's labels (canonical) */
+    enum wt_cond cond;
+    enum wt_severity severity;
+    int64_t for_ns;
+    double value;
+    const char *summary;   /* set when cond is not FALSE */
+    int gpu;               /* NVML index, -1 for a collector */
+};
+
+typedef void (*wt_finding_fn)(void *ctx, const struct wt_finding *f);
+
+/* An impossible reading stays active this long after it was last seen (single-sample glitches
+ * must not make a storm of firing/resolved). */
+#define WT_DETECT_IMPOSSIBLE_HOLD_NS (60 * 1000000000LL)
+
+struct wt_detect;
+
+int wt_detect_new(struct wt_detect **out) WT_MUST_USE;
+void wt_detect_free(struct wt_detect *d);
+
+/*
+ * Looks at one snapshot with the detectors cfg enables; fn gets a finding per device and
+ * detector (FALSE ones too, so that the engine can clear what it holds). default_interval_ns
+ * is used for data gaps when the collectors' states do not say.
+ */
+void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
+                    const struct wt_alert_input *in, int64_t default_interval_ns,
+                    wt_finding_fn fn, void *ctx);
+
+/* ---- pure pieces, for the tests ---- */
+
+/*
+ * Least-squares line through (x[i], y[i]), i < n: y = intercept + slope * (x - x[0]). Returns 0,
+ * or -EINVAL when n < 2 or every x is the same.
+ */
+int wt_detect_lsq(const double *x, const double *y, size_t n, double *slope, double *intercept)
+    WT_MUST_USE;
+
+/*
+ * Seconds until a value now at `now`, rising by slope per second, reaches limit: 0 when it is
+ * there already, INFINITY when it is not rising.
+ */
+double wt_detect_time_to(double now, double slope, double limit);
+
+/* The median of v[0..n) (reorders v). n > 0. */
+double wt_detect_median(double *v, size_t n);
+
+#endif

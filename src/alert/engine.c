@@ -1,0 +1,1042 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The alert engine (see engine.h): the evaluator that turns rules and detector findings into
+ * alert instances with Prometheus' states, and the daemon's part around it (an evaluation thread
+ * woken by the hub, the log, delivery, capping, /metrics and GET /api/v1/alerts).
+ *
+ * Per tick the snapshot is indexed by metric once; a rule then visits only its metric's
+ * readings. Instances live in an array with a hash index on (source, series labels); a rule's
+ * instance is created only when its condition first holds, so the quiet majority of series
+ * costs a comparison each.
+ */
+#include "alert/engine.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alert/detect.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/log.h"
+#include "serve/expo.h"
+#include "serve/http.h"
+
+#define MOD "alert"
+#define MAX_INSTANCES 4096
+#define RECENT 64
+#define MAX_MATCH 8
+#define STALE_INTERVALS 3
+
+/* A rule ready to evaluate: its matcher split into pairs. */
+struct crule {
+    uint64_t id; /* name, metric, matcher, severity and labels: what a reload recognises */
+    int npairs;
+    char key[MAX_MATCH][64];
+    char val[MAX_MATCH][96];
+};
+
+struct inst {
+    struct wt_alert a;
+    uint64_t key;
+    int rule;         /* index into cfg.rules, or -1 */
+    int det;          /* enum wt_detector, or -1 */
+    int64_t for_ns;
+    int64_t seen_ns;  /* the last tick its series was evaluated */
+    double threshold; /* effective, for the summary */
+    uint64_t tick;    /* the last tick that touched it */
+    bool dead;        /* back to inactive: removed at the end of the tick */
+};
+
+struct wt_alert_eval {
+    struct wt_alerts_config cfg;
+    struct crule cr[WT_ALERT_MAX_RULES];
+    int64_t interval_ns;
+    struct wt_detect *det;
+    /* instances and their index (open addressing over keys, rebuilt when instances go) */
+    struct inst *in;
+    size_t n, cap;
+    int32_t *idx;
+    size_t idx_cap;
+    uint64_t tick;
+    bool any_dead;
+    /* the recently resolved, a ring */
+    struct wt_alert recent[RECENT];
+    size_t recent_head, recent_n;
+    /* per tick: readings indexed by metric */
+    uint32_t *by_metric;
+    size_t by_cap;
+    uint32_t start[WT_M_COUNT + 1];
+    /* per tick: the device key of each reading, computed on demand */
+    uint64_t *dev;
+    size_t dev_cap;
+    /* the transition callback of the current tick */
+    wt_alert_transition_fn fn;
+    void *ctx;
+    int64_t now_ns;
+    bool full_warned;
+};
+
+/* ---- instances ---- */
+
+static uint64_t mix(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return (h ^ 0xff) * 1099511628211ULL;
+}
+
+/* A rule's instance: its rule's id and the series' labels; a detector's: its number and the
+ * labels it gives. */
+static uint64_t inst_key(uint64_t source, const char *labels)
+{
+    return mix((1469598103934665603ULL ^ source) * 1099511628211ULL, labels);
+}
+
+static uint64_t rule_id(const struct wt_alert_rule *r)
+{
+    char m[16];
+    snprintf(m, sizeof m, "%d/%d", r->metric, (int)r->severity);
+    return mix(mix(mix(mix(1469598103934665603ULL, r->name), m), r->match), r->labels) | 1ULL << 63;
+}
+
+static int index_rebuild(struct wt_alert_eval *e)
+{
+    size_t want = 64;
+    while (want < 2 * e->n + 2)
+        want *= 2;
+    if (want != e->idx_cap) {
+        int32_t *x = realloc(e->idx, want * sizeof *x);
+        if (!x)
+            return -ENOMEM;
+        e->idx = x;
+        e->idx_cap = want;
+    }
+    for (size_t i = 0; i < e->idx_cap; i++)
+        e->idx[i] = -1;
+    for (size_t i = 0; i < e->n; i++) {
+        size_t h = (size_t)e->in[i].key & (e->idx_cap - 1);
+        while (e->idx[h] >= 0)
+            h = (h + 1) & (e->idx_cap - 1);
+        e->idx[h] = (int32_t)i;
+    }
+    return 0;
+}
+
+static struct inst *find(struct wt_alert_eval *e, uint64_t key)
+{
+    if (!e->idx_cap)
+        return NULL;
+    for (size_t h = (size_t)key & (e->idx_cap - 1); e->idx[h] >= 0; h = (h + 1) & (e->idx_cap - 1))
+        if (e->in[e->idx[h]].key == key)
+            return &e->in[e->idx[h]];
+    return NULL;
+}
+
+static struct inst *add(struct wt_alert_eval *e, uint64_t key)
+{
+    if (e->n == MAX_INSTANCES) {
+        if (!e->full_warned)
+            wt_warn(MOD, "more than %d alert instances: new ones are dropped", MAX_INSTANCES);
+        e->full_warned = true;
+        return NULL;
+    }
+    if (e->n == e->cap) {
+        size_t nc = e->cap ? 2 * e->cap : 64;
+        struct inst *x = realloc(e->in, nc * sizeof *x);
+        if (!x)
+            return NULL;
+        e->in = x;
+        e->cap = nc;
+    }
+    struct inst *it = &e->in[e->n++];
+    memset(it, 0, sizeof *it);
+    it->key = key;
+    it->rule = it->det = -1;
+    if (2 * e->n + 2 > e->idx_cap) {
+        if (index_rebuild(e) != 0) {
+            e->n--;
+            return NULL;
+        }
+    } else {
+        size_t h = (size_t)key & (e->idx_cap - 1);
+        while (e->idx[h] >= 0)
+            h = (h + 1) & (e->idx_cap - 1);
+        e->idx[h] = (int32_t)(e->n - 1);
+    }
+    return it;
+}
+
+static void compact(struct wt_alert_eval *e)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < e->n; i++)
+        if (!e->in[i].dead)
+            e->in[o++] = e->in[i];
+    e->n = o;
+    e->any_dead = false;
+    (void)index_rebuild(e); /* shrinking: the old index is large enough if this fails */
+}
+
+/* ---- the state machine ---- */
+
+static void emit(struct wt_alert_eval *e, struct inst *it, enum wt_alert_state from)
+{
+    if (e->fn)
+        e->fn(e->ctx, &it->a, from);
+}
+
+static void remember(struct wt_alert_eval *e, const struct wt_alert *a)
+{
+    size_t at = (e->recent_head + e->recent_n) % RECENT;
+    if (e->recent_n == RECENT)
+        e->recent_head = (e->recent_head + 1) % RECENT;
+    else
+        e->recent_n++;
+    e->recent[at] = *a;
+}
+
+/* Feeds one evaluation of an instance's condition. */
+static void step(struct wt_alert_eval *e, struct inst *it, enum wt_cond c, int64_t now)
+{
+    enum wt_alert_state from = it->a.state;
+    switch (from) {
+    case WT_ALERT_INACTIVE:
+    case WT_ALERT_RESOLVED:
+        if (c != WT_COND_TRUE) {
+            it->dead = true;
+            e->any_dead = true;
+            return;
+        }
+        it->dead = false; /* cleared and true again within one tick */
+        it->a.active_since_ns = now;
+        it->a.fired_at_ns = it->a.resolved_at_ns = 0;
+        if (it->for_ns <= 0) {
+            it->a.state = WT_ALERT_FIRING;
+            it->a.fired_at_ns = now;
+        } else {
+            it->a.state = WT_ALERT_PENDING;
+        }
+        emit(e, it, WT_ALERT_INACTIVE);
+        return;
+    case WT_ALERT_PENDING:
+        if (c == WT_COND_FALSE) {
+            it->a.state = WT_ALERT_INACTIVE;
+            emit(e, it, from);
+            it->dead = true;
+            e->any_dead = true;
+        } else if (now - it->a.active_since_ns >= it->for_ns) {
+            it->a.state = WT_ALERT_FIRING;
+            it->a.fired_at_ns = now;
+            emit(e, it, from);
+        }
+        return;
+    case WT_ALERT_FIRING:
+        if (c == WT_COND_FALSE) {
+            it->a.state = WT_ALERT_RESOLVED;
+            it->a.resolved_at_ns = now;
+            emit(e, it, from);
+            remember(e, &it->a);
+            it->dead = true;
+            e->any_dead = true;
+        }
+        return;
+    }
+}
+
+/* ---- rules ---- */
+
+static void compile(struct wt_alert_eval *e)
+{
+    for (size_t i = 0; i < e->cfg.nrules; i++) {
+        struct crule *c = &e->cr[i];
+        size_t pos = 0;
+        c->id = rule_id(&e->cfg.rules[i]);
+        c->npairs = 0;
+        while (c->npairs < MAX_MATCH &&
+               wt_labels_next(e->cfg.rules[i].match, &pos, c->key[c->npairs], sizeof c->key[0],
+                              c->val[c->npairs], sizeof c->val[0]) == 1)
+            c->npairs++;
+    }
+}
+
+static bool matches(const struct crule *c, const char *labels)
+{
+    char v[96];
+    for (int i = 0; i < c->npairs; i++)
+        if (wt_labels_get(labels, c->key[i], v, sizeof v) != 0 || strcmp(v, c->val[i]) != 0)
+            return false;
+    return true;
+}
+
+static bool cmp(enum wt_cmp op, double v, double t)
+{
+    switch (op) {
+    case WT_CMP_GT:
+        return v > t;
+    case WT_CMP_GE:
+        return v >= t;
+    case WT_CMP_LT:
+        return v < t;
+    case WT_CMP_LE:
+        return v <= t;
+    case WT_CMP_EQ:
+        return v == t;
+    default:
+        return v != t;
+    }
+}
+
+/* The device a reading belongs to: its uuid (GPUs), else its whole label string. */
+static uint64_t device_of(struct wt_alert_eval *e, const struct wt_batch *b, size_t i)
+{
+    if (e->dev[i])
+        return e->dev[i];
+    char uuid[96];
+    uint64_t h = 1469598103934665603ULL;
+    h = wt_labels_get(b->r[i].labels, "uuid", uuid, sizeof uuid) == 0 ? mix(h, uuid)
+                                                                       : mix(mix(h, "="), b->r[i].labels);
+    e->dev[i] = h | 1;
+    return e->dev[i];
+}
+
+/* The same device's reading of metric m, or NULL. */
+static const struct wt_reading *relative(struct wt_alert_eval *e, const struct wt_batch *b,
+                                         size_t i, int m)
+{
+    uint64_t d = device_of(e, b, i);
+    for (uint32_t k = e->start[m]; k < e->start[m + 1]; k++) {
+        size_t j = e->by_metric[k];
+        if (device_of(e, b, j) == d)
+            return &b->r[j];
+    }
+    return NULL;
+}
+
+/* The GPU's max power limit (for cap_share), or 0. */
+static double max_limit(struct wt_alert_eval *e, const struct wt_batch *b, size_t i)
+{
+    const struct wt_reading *r = relative(e, b, i, WT_M_GPU_POWER_LIMIT_MAX_W);
+    return r ? r->value : 0;
+}
+
+/* Name and labels, with the severity among them (two rules may share a name and differ in it). */
+static uint64_t fingerprint(const char *name, enum wt_severity sev, const char *labels)
+{
+    char l[WT_LABELS_LEN];
+    snprintf(l, sizeof l, "%s", labels);
+    (void)wt_labels_add(l, sizeof l, "severity", wt_severity_name(sev));
+    return wt_alert_fingerprint(name, l);
+}
+
+static int gpu_of(const char *labels)
+{
+    char v[16];
+    char *end;
+    if (wt_labels_get(labels, "gpu", v, sizeof v) != 0)
+        return -1;
+    long g = strtol(v, &end, 10);
+    return *end || end == v || g < 0 || g > 1000000 ? -1 : (int)g;
+}
+
+static void eval_rule(struct wt_alert_eval *e, size_t ri, const struct wt_batch *b, int64_t now)
+{
+    const struct wt_alert_rule *r = &e->cfg.rules[ri];
+    const struct crule *c = &e->cr[ri];
+    for (uint32_t k = e->start[r->metric]; k < e->start[r->metric + 1]; k++) {
+        size_t i = e->by_metric[k];
+        const struct wt_reading *rd = &b->r[i];
+        if (c->npairs && !matches(c, rd->labels))
+            continue;
+        double thr = r->threshold, clr = r->clear;
+        if (r->relative_to >= 0) {
+            const struct wt_reading *base = relative(e, b, i, r->relative_to);
+            if (!base)
+                continue; /* nothing to compare with: as if the series were absent */
+            thr *= base->value;
+            clr *= base->value;
+        }
+        enum wt_cond cond;
+        if (cmp(r->cmp, rd->value, thr))
+            cond = WT_COND_TRUE;
+        else if (!r->has_clear)
+            cond = WT_COND_FALSE;
+        else if (r->cmp == WT_CMP_GT || r->cmp == WT_CMP_GE)
+            cond = rd->value < clr ? WT_COND_FALSE : WT_COND_HOLD;
+        else
+            cond = rd->value > clr ? WT_COND_FALSE : WT_COND_HOLD;
+        uint64_t key = inst_key(c->id, rd->labels);
+        struct inst *it = find(e, key);
+        if (!it) {
+            if (cond != WT_COND_TRUE)
+                continue;
+            if (!(it = add(e, key)))
+                continue;
+            it->rule = (int)ri;
+            snprintf(it->a.name, sizeof it->a.name, "%s", r->name);
+            memcpy(it->a.labels, rd->labels, sizeof it->a.labels);
+            size_t pos = 0;
+            char lk[64], lv[WT_LABELS_LEN];
+            while (wt_labels_next(r->labels, &pos, lk, sizeof lk, lv, sizeof lv) == 1) {
+                char tmp[8];
+                int has = wt_labels_get(it->a.labels, lk, tmp, sizeof tmp);
+                if (has == -ENOENT)
+                    (void)wt_labels_add(it->a.labels, sizeof it->a.labels, lk, lv);
+            }
+            it->a.severity = r->severity;
+            it->a.fingerprint = fingerprint(it->a.name, r->severity, it->a.labels);
+            it->a.action = r->action;
+            it->a.gpu = gpu_of(rd->labels);
+            it->for_ns = r->for_ns;
+        }
+        it->tick = e->tick;
+        it->seen_ns = now;
+        it->a.value = rd->value;
+        it->threshold = thr;
+        if (r->action == WT_ACTION_CAP && it->a.state != WT_ALERT_FIRING)
+            it->a.cap_watts = r->cap_watts > 0 ? r->cap_watts : r->cap_share * max_limit(e, b, i);
+        enum wt_alert_state before = it->a.state;
+        if (cond != WT_COND_FALSE || before != WT_ALERT_INACTIVE)
+            wt_alert_render(r->summary, r->name, it->a.labels, rd->value, thr, it->a.summary,
+                            sizeof it->a.summary);
+        step(e, it, cond, now);
+    }
+}
+
+/* ---- detectors ---- */
+
+static void on_finding(void *ctx, const struct wt_finding *f)
+{
+    struct wt_alert_eval *e = ctx;
+    uint64_t key = inst_key((uint64_t)f->det + 1, f->labels);
+    struct inst *it = find(e, key);
+    if (!it) {
+        if (f->cond != WT_COND_TRUE || !(it = add(e, key)))
+            return;
+        it->det = (int)f->det;
+        snprintf(it->a.name, sizeof it->a.name, "%s", wt_detector_alertname(f->det));
+        snprintf(it->a.labels, sizeof it->a.labels, "%s", f->labels);
+        it->a.fingerprint = fingerprint(it->a.name, f->severity, it->a.labels);
+        it->a.gpu = f->gpu;
+        it->a.action = WT_ACTION_NONE;
+    }
+    it->a.severity = f->severity;
+    it->for_ns = f->for_ns;
+    it->tick = e->tick;
+    it->seen_ns = e->now_ns;
+    it->a.value = f->value;
+    if (f->summary)
+        snprintf(it->a.summary, sizeof it->a.summary, "%s", f->summary);
+    step(e, it, f->cond, e->now_ns);
+}
+
+/* ---- the evaluator ---- */
+
+int wt_alert_eval_new(const struct wt_alerts_config *cfg, int64_t interval_ns,
+                      struct wt_alert_eval **out)
+{
+    struct wt_alert_eval *e = calloc(1, sizeof *e);
+    *out = NULL;
+    if (!e)
+        return -ENOMEM;
+    if (wt_detect_new(&e->det) != 0 || index_rebuild(e) != 0) {
+        wt_alert_eval_free(e);
+        return -ENOMEM;
+    }
+    e->cfg = *cfg;
+    e->interval_ns = interval_ns > 0 ? interval_ns : WT_NS_PER_S;
+    compile(e);
+    *out = e;
+    return 0;
+}
+
+void wt_alert_eval_free(struct wt_alert_eval *e)
+{
+    if (!e)
+        return;
+    wt_detect_free(e->det);
+    free(e->in);
+    free(e->idx);
+    free(e->by_metric);
+    free(e->dev);
+    free(e);
+}
+
+/* Whether instance it still has a source in cfg: its rule's name, or its detector enabled. */
+static int new_source(const struct inst *it, const struct wt_alert_eval *old,
+                      const struct wt_alerts_config *cfg)
+{
+    if (it->rule >= 0) {
+        uint64_t id = old->cr[it->rule].id;
+        for (size_t i = 0; i < cfg->nrules; i++)
+            if (rule_id(&cfg->rules[i]) == id)
+                return (int)i;
+        return -1;
+    }
+    static const size_t off[WT_DET_COUNT] = {
+        offsetof(struct wt_alerts_config, throttle_forecast.enabled),
+        offsetof(struct wt_alerts_config, throttling.enabled),
+        offsetof(struct wt_alerts_config, idle_burn.enabled),
+        offsetof(struct wt_alerts_config, impossible.enabled),
+        offsetof(struct wt_alerts_config, stuck.enabled),
+        offsetof(struct wt_alerts_config, sibling.enabled),
+        offsetof(struct wt_alerts_config, data_gap.enabled),
+    };
+    bool on = *(const bool *)((const char *)cfg + off[it->det]);
+    return on && cfg->enabled ? 0 : -1;
+}
+
+int wt_alert_eval_reconfigure(struct wt_alert_eval *e, const struct wt_alerts_config *cfg,
+                              int64_t interval_ns, int64_t now_ns, wt_alert_transition_fn fn,
+                              void *ctx)
+{
+    e->fn = fn;
+    e->ctx = ctx;
+    for (size_t i = 0; i < e->n; i++) {
+        struct inst *it = &e->in[i];
+        int src = new_source(it, e, cfg);
+        if (src < 0) {
+            /* Its rule is gone: what was firing resolves, what was pending is forgotten. */
+            if (it->a.state == WT_ALERT_FIRING) {
+                it->a.state = WT_ALERT_RESOLVED;
+                it->a.resolved_at_ns = now_ns;
+                emit(e, it, WT_ALERT_FIRING);
+                remember(e, &it->a);
+            }
+            it->dead = true;
+            continue;
+        }
+        if (it->rule >= 0) {
+            /* Same id, same key; the rule may have moved and changed its threshold or `for`. */
+            it->rule = src;
+            it->for_ns = cfg->rules[src].for_ns;
+        }
+    }
+    e->fn = NULL;
+    e->cfg = *cfg;
+    e->interval_ns = interval_ns > 0 ? interval_ns : WT_NS_PER_S;
+    compile(e);
+    compact(e);
+    return 0;
+}
+
+static int index_snapshot(struct wt_alert_eval *e, const struct wt_batch *b)
+{
+    if (b->len > e->by_cap) {
+        size_t nc = b->len + 256;
+        uint32_t *x = realloc(e->by_metric, nc * sizeof *x);
+        uint64_t *y = realloc(e->dev, nc * sizeof *y);
+        if (x)
+            e->by_metric = x;
+        if (y)
+            e->dev = y;
+        if (!x || !y)
+            return -ENOMEM;
+        e->by_cap = nc;
+    }
+    uint32_t count[WT_M_COUNT + 1] = {0};
+    for (size_t i = 0; i < b->len; i++)
+        if (b->r[i].metric < WT_M_COUNT)
+            count[b->r[i].metric]++;
+    e->start[0] = 0;
+    for (int m = 0; m < WT_M_COUNT; m++)
+        e->start[m + 1] = e->start[m] + count[m];
+    uint32_t at[WT_M_COUNT];
+    memcpy(at, e->start, sizeof at);
+    for (size_t i = 0; i < b->len; i++)
+        if (b->r[i].metric < WT_M_COUNT)
+            e->by_metric[at[b->r[i].metric]++] = (uint32_t)i;
+    memset(e->dev, 0, b->len * sizeof *e->dev);
+    return 0;
+}
+
+void wt_alert_eval_tick(struct wt_alert_eval *e, const struct wt_alert_input *in,
+                        wt_alert_transition_fn fn, void *ctx)
+{
+    static const struct wt_batch empty = {0};
+    const struct wt_batch *b = in->snap ? in->snap : &empty;
+    e->tick++;
+    e->fn = fn;
+    e->ctx = ctx;
+    e->now_ns = in->now_ns;
+    if (e->cfg.enabled && index_snapshot(e, b) == 0) {
+        for (size_t ri = 0; ri < e->cfg.nrules; ri++)
+            eval_rule(e, ri, b, in->now_ns);
+        struct wt_alert_input din = *in;
+        din.snap = b;
+        wt_detect_tick(e->det, &e->cfg, &din, e->interval_ns, on_finding, e);
+    }
+    /* Series that were not there: they keep their state for a while, then count as false. */
+    int64_t stale = STALE_INTERVALS * e->interval_ns;
+    for (size_t i = 0; i < e->n; i++) {
+        struct inst *it = &e->in[i];
+        if (it->tick == e->tick || it->dead)
+            continue;
+        if (!e->cfg.enabled || in->now_ns - it->seen_ns > stale)
+            step(e, it, WT_COND_FALSE, in->now_ns);
+    }
+    if (e->any_dead)
+        compact(e);
+    e->fn = NULL;
+    e->ctx = NULL;
+}
+
+size_t wt_alert_eval_list(const struct wt_alert_eval *e, struct wt_alert *out, size_t n)
+{
+    size_t k = 0;
+    static const enum wt_alert_state order[] = {WT_ALERT_FIRING, WT_ALERT_PENDING};
+    for (int o = 0; o < 2; o++)
+        for (size_t i = 0; i < e->n; i++)
+            if (e->in[i].a.state == order[o] && !e->in[i].dead) {
+                if (k < n)
+                    out[k] = e->in[i].a;
+                k++;
+            }
+    for (size_t i = 0; i < e->recent_n; i++) {
+        if (k < n)
+            out[k] = e->recent[(e->recent_head + e->recent_n - 1 - i) % RECENT];
+        k++;
+    }
+    return k;
+}
+
+void wt_alert_eval_counts(const struct wt_alert_eval *e, size_t counts[4])
+{
+    memset(counts, 0, 4 * sizeof counts[0]);
+    for (size_t i = 0; i < e->n; i++)
+        if (!e->in[i].dead && e->in[i].a.state <= WT_ALERT_RESOLVED)
+            counts[e->in[i].a.state]++;
+    counts[WT_ALERT_RESOLVED] = e->recent_n;
+}
+
+/* ---- JSON ---- */
+
+static void add_time(cJSON *o, const char *key, int64_t t)
+{
+    char buf[40];
+    if (!t)
+        return;
+    wt_time_format(t, 1, buf, sizeof buf);
+    cJSON_AddStringToObject(o, key, buf);
+}
+
+char *wt_alert_json(const struct wt_alert *a, size_t n)
+{
+    cJSON *root = cJSON_CreateObject(), *list;
+    size_t firing = 0, pending = 0;
+    char *out = NULL;
+    if (!root || !(list = cJSON_AddArrayToObject(root, "alerts")))
+        goto out;
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject(), *labels;
+        char k[64], v[WT_LABELS_LEN], fp[24];
+        size_t pos = 0;
+        if (!o || !cJSON_AddItemToArray(list, o))
+            goto out;
+        firing += a[i].state == WT_ALERT_FIRING;
+        pending += a[i].state == WT_ALERT_PENDING;
+        cJSON_AddStringToObject(o, "alertname", a[i].name);
+        cJSON_AddStringToObject(o, "state", wt_alert_state_name(a[i].state));
+        cJSON_AddStringToObject(o, "severity", wt_severity_name(a[i].severity));
+        if (!(labels = cJSON_AddObjectToObject(o, "labels")))
+            goto out;
+        while (wt_labels_next(a[i].labels, &pos, k, sizeof k, v, sizeof v) == 1)
+            cJSON_AddStringToObject(labels, k, v);
+        cJSON_AddStringToObject(o, "summary", a[i].summary);
+        if (isfinite(a[i].value))
+            cJSON_AddNumberToObject(o, "value", a[i].value);
+        add_time(o, "active_since", a[i].active_since_ns);
+        add_time(o, "fired_at", a[i].fired_at_ns);
+        add_time(o, "resolved_at", a[i].resolved_at_ns);
+        snprintf(fp, sizeof fp, "%016" PRIx64, a[i].fingerprint);
+        cJSON_AddStringToObject(o, "fingerprint", fp);
+        if (a[i].gpu >= 0)
+            cJSON_AddNumberToObject(o, "gpu", a[i].gpu);
+        if (a[i].action == WT_ACTION_CAP) {
+            cJSON_AddStringToObject(o, "action", "cap");
+            cJSON_AddNumberToObject(o, "cap_watts", a[i].cap_watts);
+        }
+    }
+    cJSON_AddNumberToObject(root, "firing", (double)firing);
+    cJSON_AddNumberToObject(root, "pending", (double)pending);
+    out = cJSON_PrintUnformatted(root);
+out:
+    cJSON_Delete(root);
+    return out;
+}
+
+/* ---- the daemon's engine ---- */
+
+struct wt_alerts {
+    pthread_mutex_t mu; /* guards everything below but the thread's handle */
+    pthread_cond_t cv;
+    pthread_t thread;
+    bool started, stop, dirty;
+    struct wt_hub *hub;
+    struct wt_alerts_config *cfg;
+    const struct wt_config *wcfg; /* for reopening capping; valid while run.c's lives */
+    struct wt_alert_eval *e;
+    struct wt_notify *notify;
+    struct wt_cap *cap;
+    int64_t interval_ns;
+    struct wt_batch snap;
+    struct wt_hub_collector cols[64];
+    /* transitions of the tick in progress, handed on after the evaluation */
+    struct wt_alert *pend;
+    size_t npend, pend_cap;
+    /* for GET /api/v1/alerts and /metrics */
+    struct wt_alert *list;
+    size_t list_cap;
+};
+
+static void log_transition(const struct wt_alert *a, enum wt_alert_state from)
+{
+    char v[32];
+    snprintf(v, sizeof v, "%.6g", a->value);
+    const char *to = a->state == WT_ALERT_INACTIVE && from == WT_ALERT_PENDING
+                         ? "cleared before firing"
+                         : wt_alert_state_name(a->state);
+    if (a->state == WT_ALERT_FIRING)
+        wt_warn(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to,
+                a->name, wt_severity_name(a->severity), a->labels, v, a->summary);
+    else
+        wt_info(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to,
+                a->name, wt_severity_name(a->severity), a->labels, v, a->summary);
+}
+
+static void on_transition(void *ctx, const struct wt_alert *a, enum wt_alert_state from)
+{
+    struct wt_alerts *x = ctx;
+    log_transition(a, from);
+    if (a->state != WT_ALERT_FIRING && a->state != WT_ALERT_RESOLVED)
+        return;
+    if (x->npend == x->pend_cap) {
+        size_t nc = x->pend_cap ? 2 * x->pend_cap : 16;
+        struct wt_alert *p = realloc(x->pend, nc * sizeof *p);
+        if (!p) {
+            wt_error(MOD, "out of memory: transition of %s not delivered", a->name);
+            return;
+        }
+        x->pend = p;
+        x->pend_cap = nc;
+    }
+    x->pend[x->npend++] = *a;
+}
+
+/* Hands the tick's transitions to delivery and capping (x->mu held: they never block long). */
+static void hand_on(struct wt_alerts *x)
+{
+    for (size_t i = 0; i < x->npend; i++) {
+        wt_notify_post(x->notify, &x->pend[i]);
+        if (x->pend[i].action == WT_ACTION_CAP)
+            wt_cap_apply(x->cap, &x->pend[i]);
+    }
+    x->npend = 0;
+}
+
+static void evaluate(struct wt_alerts *x)
+{
+    if (wt_hub_snapshot(x->hub, &x->snap) != 0)
+        return;
+    size_t nc = wt_hub_collectors(x->hub, x->cols, sizeof x->cols / sizeof x->cols[0]);
+    if (nc > sizeof x->cols / sizeof x->cols[0])
+        nc = sizeof x->cols / sizeof x->cols[0];
+    struct wt_alert_input in = {.snap = &x->snap,
+                                .cols = x->cols,
+                                .ncols = nc,
+                                .now_ns = wt_now_real_ns(),
+                                .now_mono = wt_now_mono_ns()};
+    pthread_mutex_lock(&x->mu);
+    wt_alert_eval_tick(x->e, &in, on_transition, x);
+    hand_on(x);
+    if (x->cap && x->cfg->enabled)
+        wt_cap_budget(x->cap, &x->snap, in.now_ns);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void *run(void *arg)
+{
+    struct wt_alerts *x = arg;
+    pthread_setname_np(pthread_self(), "wt-alerts");
+    pthread_mutex_lock(&x->mu);
+    while (!x->stop) {
+        if (!x->dirty) {
+            /* Data gaps show as the absence of batches: look at least once per interval. */
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int64_t t = (int64_t)ts.tv_sec * WT_NS_PER_S + ts.tv_nsec + x->interval_ns;
+            ts.tv_sec = t / WT_NS_PER_S;
+            ts.tv_nsec = t % WT_NS_PER_S;
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        }
+        if (x->stop)
+            break;
+        x->dirty = false;
+        pthread_mutex_unlock(&x->mu);
+        evaluate(x);
+        pthread_mutex_lock(&x->mu);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return NULL;
+}
+
+static void sink(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    struct wt_alerts *x = ctx;
+    (void)collector;
+    (void)b;
+    pthread_mutex_lock(&x->mu);
+    x->dirty = true;
+    pthread_cond_signal(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+}
+
+static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    struct wt_alerts *x = ctx;
+    (void)req;
+    pthread_mutex_lock(&x->mu);
+    size_t n = wt_alert_eval_list(x->e, NULL, 0);
+    if (n > x->list_cap) {
+        struct wt_alert *l = realloc(x->list, n * sizeof *l);
+        if (!l) {
+            pthread_mutex_unlock(&x->mu);
+            return -ENOMEM;
+        }
+        x->list = l;
+        x->list_cap = n;
+    }
+    n = wt_alert_eval_list(x->e, x->list, n);
+    char *body = wt_alert_json(x->list, n);
+    pthread_mutex_unlock(&x->mu);
+    if (!body)
+        return -ENOMEM;
+    rep->status = 200;
+    rep->body = body;
+    rep->len = strlen(body);
+    return 0;
+}
+
+static const char fam_name[] = "wattage_alerts";
+static const char fam_help[] =
+    "1 for each firing alert (rules of alerts.rules and the built-in detectors), labelled with "
+    "alertname, severity and the alert's labels";
+
+static int family(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    size_t counts[4];
+    int rc = 0;
+    memset(fam, 0, sizeof *fam);
+    fam->name = fam_name;
+    fam->help = fam_help;
+    fam->type = WT_GAUGE;
+    pthread_mutex_lock(&x->mu);
+    wt_alert_eval_counts(x->e, counts);
+    size_t n = counts[WT_ALERT_FIRING];
+    if (n) {
+        fam->s = calloc(n, sizeof *fam->s);
+        if (!fam->s)
+            rc = -ENOMEM;
+    }
+    for (size_t i = 0, k = 0; fam->s && i < x->e->n && k < n; i++) {
+        const struct wt_alert *a = &x->e->in[i].a;
+        if (a->state != WT_ALERT_FIRING)
+            continue;
+        char *l = fam->s[k].labels;
+        size_t ln = sizeof fam->s[k].labels;
+        size_t pos = 0;
+        char key[64], val[WT_LABELS_LEN];
+        if (wt_labels(l, ln, "alertname", a->name, "severity", wt_severity_name(a->severity),
+                      NULL) != 0)
+            continue;
+        while (wt_labels_next(a->labels, &pos, key, sizeof key, val, sizeof val) == 1)
+            if (wt_labels_add(l, ln, key, val) != 0)
+                break;
+        fam->s[k++].value = 1;
+        fam->n = k;
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+/* The capper's families, through the engine: the capper is reopened on reload. */
+static int family_cap_limits(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_limits(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static int family_cap_actions(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_actions(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
+{
+    return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out,
+                                  err);
+}
+
+static void log_config(const struct wt_alerts_config *c)
+{
+    if (!c->enabled) {
+        wt_info(MOD, "alerts off (alerts.enabled: false)");
+        return;
+    }
+    wt_info(MOD,
+            "alerts on: rules=%zu throttle_forecast=%d throttling=%d idle_burn=%d impossible=%d "
+            "stuck=%d sibling=%d data_gap=%d alertmanager=%s webhook=%s exec=%s",
+            c->nrules, c->throttle_forecast.enabled, c->throttling.enabled, c->idle_burn.enabled,
+            c->impossible.enabled, c->stuck.enabled, c->sibling.enabled, c->data_gap.enabled,
+            c->alertmanager.url[0] ? c->alertmanager.url : "-",
+            c->webhook.url[0] ? c->webhook.url : "-", c->exec.command[0] ? "set" : "-");
+}
+
+void wt_alerts_close(struct wt_alerts *x)
+{
+    if (!x)
+        return;
+    if (x->started) {
+        pthread_mutex_lock(&x->mu);
+        x->stop = true;
+        pthread_cond_signal(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        pthread_join(x->thread, NULL);
+    }
+    wt_cap_close(x->cap); /* restores every limit it changed */
+    wt_notify_close(x->notify);
+    wt_alert_eval_free(x->e);
+    wt_batch_free(&x->snap);
+    free(x->cfg);
+    free(x->pend);
+    free(x->list);
+    pthread_cond_destroy(&x->cv);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+}
+
+int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
+                   struct wt_alerts **out, struct wt_err *err)
+{
+    struct wt_alerts *x = calloc(1, sizeof *x);
+    int rc = -ENOMEM;
+    *out = NULL;
+    if (!x)
+        return wt_err_set(err, "alerts: out of memory"), -ENOMEM;
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    x->hub = hub;
+    x->wcfg = cfg;
+    x->interval_ns = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
+    if (!(x->cfg = malloc(sizeof *x->cfg))) {
+        wt_err_set(err, "alerts: out of memory");
+        goto fail;
+    }
+    if ((rc = load(cfg, x->cfg, err)) != 0)
+        goto fail;
+    if ((rc = wt_alert_eval_new(x->cfg, x->interval_ns, &x->e)) != 0) {
+        wt_err_set(err, "alerts: out of memory");
+        goto fail;
+    }
+    if (x->cfg->enabled) {
+        if ((rc = wt_notify_open(x->cfg, &x->notify, err)) != 0 ||
+            (rc = wt_cap_open(cfg, x->cfg, &x->cap, err)) != 0)
+            goto fail;
+    }
+    if (http && ((rc = wt_http_add_route(http, "GET", "/api/v1/alerts", false, route, x)) ||
+                 (rc = wt_http_add_family(http, family, x)) ||
+                 (rc = wt_http_add_family(http, family_cap_limits, x)) ||
+                 (rc = wt_http_add_family(http, family_cap_actions, x)))) {
+        wt_err_set(err, "alerts: cannot add the HTTP route and /metrics families (%s)",
+                   strerror(-rc));
+        goto fail;
+    }
+    if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
+        wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
+        goto fail;
+    }
+    if ((rc = -pthread_create(&x->thread, NULL, run, x)) != 0) {
+        wt_err_set(err, "alerts: cannot start the evaluation thread (%s)", strerror(-rc));
+        goto fail;
+    }
+    x->started = true;
+    log_config(x->cfg);
+    *out = x;
+    return 0;
+fail:
+    wt_alerts_close(x);
+    return rc ? rc : -EINVAL;
+}
+
+int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt_err *err)
+{
+    struct wt_alerts_config *next = malloc(sizeof *next);
+    int rc;
+    if (!next)
+        return wt_err_set(err, "alerts: out of memory"), -ENOMEM;
+    if ((rc = load(cfg, next, err)) != 0) {
+        free(next);
+        return rc;
+    }
+    int64_t interval = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
+    pthread_mutex_lock(&x->mu);
+    struct wt_alerts_config *old = x->cfg;
+    /* Delivery and capping follow their settings: reopened when those changed. */
+    bool notify_changed = memcmp(&old->alertmanager, &next->alertmanager,
+                                 sizeof old->alertmanager) != 0 ||
+                          memcmp(&old->webhook, &next->webhook, sizeof old->webhook) != 0 ||
+                          memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 ||
+                          old->enabled != next->enabled;
+    bool cap_changed = old->power_budget_watts != next->power_budget_watts ||
+                       old->budget_clear_share != next->budget_clear_share ||
+                       old->dry_run != next->dry_run || old->enabled != next->enabled ||
+                       old->nrules != next->nrules;
+    for (size_t i = 0; !cap_changed && i < next->nrules; i++)
+        cap_changed = old->rules[i].action != next->rules[i].action ||
+                      old->rules[i].cap_watts != next->rules[i].cap_watts ||
+                      old->rules[i].cap_share != next->rules[i].cap_share ||
+                      strcmp(old->rules[i].name, next->rules[i].name) != 0;
+    rc = wt_alert_eval_reconfigure(x->e, next, interval, wt_now_real_ns(), on_transition, x);
+    if (rc) {
+        pthread_mutex_unlock(&x->mu);
+        free(next);
+        return wt_err_set(err, "alerts: out of memory"), rc;
+    }
+    hand_on(x); /* the resolutions of removed rules, to the old channels */
+    x->cfg = next;
+    x->interval_ns = interval;
+    if (notify_changed) {
+        wt_notify_close(x->notify);
+        x->notify = NULL;
+        if (next->enabled && wt_notify_open(next, &x->notify, err) != 0)
+            wt_error(MOD, "%s", err->msg);
+    }
+    if (cap_changed) {
+        wt_cap_close(x->cap);
+        x->cap = NULL;
+        if (next->enabled && wt_cap_open(cfg, next, &x->cap, err) != 0)
+            wt_error(MOD, "%s", err->msg);
+        /* The cap alerts still firing hold their GPUs again. */
+        for (size_t i = 0; x->cap && i < x->e->n; i++)
+            if (x->e->in[i].a.state == WT_ALERT_FIRING && x->e->in[i].a.action == WT_ACTION_CAP)
+                wt_cap_apply(x->cap, &x->e->in[i].a);
+    }
+    x->wcfg = cfg;
+    pthread_mutex_unlock(&x->mu);
+    free(old);
+    log_config(next);
+    return 0;
+}

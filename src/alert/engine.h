@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The alert engine: every tick it evaluates the rules of `alerts.rules` and the built-in
+ * detectors (detect.h) on the hub's latest snapshot, moves each alert instance through
+ * inactive -> pending -> firing -> resolved, logs every transition, hands it to delivery
+ * (wt_notify_post) and to power capping (wt_cap_apply), and serves what is active:
+ * wattage_alerts{alertname,severity,...} 1 on /metrics and GET /api/v1/alerts.
+ *
+ * Two layers: struct wt_alert_eval is the pure evaluator (no threads, no clock of its own: the
+ * caller passes the snapshot, the collectors' states and the time), which the tests and the
+ * benchmark drive directly; struct wt_alerts is the daemon's part around it (a thread woken by
+ * the hub after each published batch, the HTTP route and family, delivery and capping).
+ *
+ * The condition of an instance is a Schmitt trigger: it becomes true when the value passes the
+ * threshold and false only when it passes back beyond the clear bound (clear_below /
+ * clear_above; the threshold itself without one). `for` counts while it is true. A series that
+ * disappears keeps its instance's state for 3 intervals, then counts as false.
+ */
+#ifndef WT_ALERT_ENGINE_H
+#define WT_ALERT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alert/alert.h"
+#include "core/hub.h"
+
+/* ---- summary templates ----------------------------------------------------------------------- */
+
+/*
+ * Checks a summary template: placeholders are {{value}}, {{threshold}}, {{alertname}},
+ * {{labels.NAME}} (also written Prometheus' way, {{ $value }}, {{ $labels.gpu }}). Returns 0, or
+ * -EINVAL with why filled ("unknown placeholder {{valu}}", "unclosed {{").
+ */
+int wt_alert_template_check(const char *tmpl, char *why, size_t n) WT_MUST_USE;
+/*
+ * Renders tmpl into out (bounded, always terminated): values as %.4g, a label that the alert
+ * does not have as "". A template that fails the check is copied as it is.
+ */
+void wt_alert_render(const char *tmpl, const char *alertname, const char *labels, double value,
+                     double threshold, char *out, size_t n);
+
+/* FNV-1a 64 of name, a NUL, then labels: the alert's fingerprint. */
+uint64_t wt_alert_fingerprint(const char *name, const char *labels);
+
+/* ---- the evaluator --------------------------------------------------------------------------- */
+
+/* What one evaluation sees. */
+struct wt_alert_input {
+    const struct wt_batch *snap;          /* the hub's latest readings */
+    const struct wt_hub_collector *cols;  /* the collectors' states (data gaps); may be NULL */
+    size_t ncols;
+    int64_t now_ns;   /* CLOCK_REALTIME, the time base of readings */
+    int64_t now_mono; /* CLOCK_MONOTONIC, the time base of the collectors' states */
+};
+
+/* Called for each transition, with the instance as it is after it (state PENDING, FIRING, or
+ * RESOLVED; a pending instance that clears before `for` goes back to INACTIVE). */
+typedef void (*wt_alert_transition_fn)(void *ctx, const struct wt_alert *a,
+                                       enum wt_alert_state from);
+
+struct wt_alert_eval;
+
+/*
+ * A new evaluator for cfg (copied). interval_ns is the daemon's tick, for staleness (3 of them).
+ * Returns 0 or -ENOMEM.
+ */
+int wt_alert_eval_new(const struct wt_alerts_config *cfg, int64_t interval_ns,
+                      struct wt_alert_eval **out) WT_MUST_USE;
+void wt_alert_eval_free(struct wt_alert_eval *e);
+
+/*
+ * Replaces the configuration (SIGHUP). Instances of rules that keep their name and of detectors
+ * still enabled keep their state; the others are resolved (fn is called for those that were
+ * firing) and dropped. Returns 0 or -ENOMEM (the old configuration stays).
+ */
+int wt_alert_eval_reconfigure(struct wt_alert_eval *e, const struct wt_alerts_config *cfg,
+                              int64_t interval_ns, int64_t now_ns, wt_alert_transition_fn fn,
+                              void *ctx) WT_MUST_USE;
+
+/* Evaluates every rule and detector once; fn (may be NULL) gets each transition. */
+void wt_alert_eval_tick(struct wt_alert_eval *e, const struct wt_alert_input *in,
+                        wt_alert_transition_fn fn, void *ctx);
+
+/*
+ * Copies the instances into out[0..n): firing first, then pending, then the recently resolved
+ * (the latest 64, newest first). Returns how many there are in all (may exceed n).
+ */
+size_t wt_alert_eval_list(const struct wt_alert_eval *e, struct wt_alert *out, size_t n);
+
+/* Counts of instances by state (index enum wt_alert_state; RESOLVED: the recent ones kept). */
+void wt_alert_eval_counts(const struct wt_alert_eval *e, size_t counts[4]);
+
+/*
+ * The body of GET /api/v1/alerts for a[0..n) (as wt_alert_eval_list gives them):
+ *   {"firing": N, "pending": N, "alerts": [{"alertname", "state", "severity", "labels": {...},
+ *    "summary", "value", "active_since", "fired_at", "resolved_at", "fingerprint", "gpu",
+ *    "action", "cap_watts"}]}
+ * Times are RFC 3339 (absent when 0). Returns a malloc'd string or NULL.
+ */
+char *wt_alert_json(const struct wt_alert *a, size_t n);
+
+/* ---- the daemon's engine --------------------------------------------------------------------- */
+
+struct wt_alerts;
+struct wt_http;
+
+/*
+ * Reads the `alerts` section of cfg (errors name file:line), registers a hub sink (call before
+ * the collectors start), adds GET /api/v1/alerts and the wattage_alerts family to http (before
+ * wt_http_start; http may be NULL), opens delivery and capping, and starts the evaluation
+ * thread (`run --dry-run` is wt_cap_force_dry_run, before this). With alerts.enabled false it
+ * still answers the route (nothing active). cfg must outlive the engine (or the next reload).
+ * Returns 0 or a negative errno with err filled.
+ */
+int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
+                   struct wt_alerts **out, struct wt_err *err) WT_MUST_USE;
+
+/*
+ * Re-reads the rules and detectors from cfg (SIGHUP). Delivery and capping are reopened with the
+ * new settings. Returns 0, or -EINVAL with err filled (the running rules stay).
+ */
+int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg, struct wt_err *err)
+    WT_MUST_USE;
+
+/* Stops the thread, closes capping (restoring limits) and delivery. Accepts NULL. */
+void wt_alerts_close(struct wt_alerts *a);
+
+#endif
