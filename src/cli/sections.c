@@ -3,14 +3,18 @@
  * The config sections that their own modules read and check (see wt_config_section in
  * core/config.h). Adding one is one line here.
  */
+#include "audit/carbon.h"
 #include "alert/alert.h"
 #include "audit/topology.h"
 #include "collect/modbus.h"
+#include "collect/snmp.h"
 #include "core/config.h"
 
 const struct wt_config_section wt_config_sections[] = {
     {"collectors.modbus.targets", wt_modbus_config_check},
+    {"collectors.snmp.targets", wt_snmp_config_check},
     {"topology", wt_topology_check},
+    {"carbon", wt_carbon_config_check},
     {"facility", wt_facility_check},
     {"alerts", wt_alerts_config_check},
     {NULL, NULL},
