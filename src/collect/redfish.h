@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Redfish collector (libcurl + cJSON): BMCs, rack PDUs, power shelves and cooling units. Each
+ * target in `collectors.redfish.targets` is one Redfish service. The first poll walks from
+ * /redfish/v1 to what the service has and remembers the resources that carry readings:
+ *   PowerEquipment: RackPDUs, FloorPDUs, PowerShelves, TransferSwitches, ElectricalBuses and
+ *     their Metrics, Mains, Branches and Outlets (power, energy, current, voltage, per phase)
+ *   ThermalEquipment: CDUs, HeatExchangers, ImmersionUnits, their EnvironmentMetrics, primary and
+ *     secondary coolant connectors (supply/return temperature, flow, pressure) and pumps
+ *   Chassis: EnvironmentMetrics (PowerWatts, EnergykWh, temperature, fans), PowerSubsystem power
+ *     supplies' Metrics, ThermalSubsystem (ThermalMetrics intake/exhaust, Fans); the legacy
+ *     Power and Thermal resources when the new ones are absent; and Sensors not already seen
+ * Later polls GET only those resources; a 404 (the service was re-laid out, a firmware update)
+ * walks again. A value that two resources give (an excerpt and the Sensor it was taken from,
+ * same DataSourceUri) is read once, from the first resource, so sums never count it twice.
+ *
+ * Readings are wattage_facility_* series labelled source="redfish", target, point (a path such
+ * as "1U/Bay1/input", "pdu1/A1", "cdu1/primary1/supply"), kind (chassis, psu, fan, sensor, pdu,
+ * mains, branch, outlet, cdu, coolant_primary, coolant_secondary, pump...), name (the service's
+ * Name for it) and node/rack/zone from the config. Energy in kWh becomes joules, followed as a
+ * counter (struct wt_energy_counter) so a reset is a new baseline, never a negative step.
+ *
+ * Security: TLS peers are verified by default (ca_file to trust a private CA); `insecure: true`
+ * must be written and is logged as a warning at every start. Credentials come from a file and
+ * are never logged. Basic auth or a Redfish session (X-Auth-Token, deleted at close). Every
+ * request has a timeout and a response larger than max_response_bytes is refused. Only URIs on
+ * the same service (starting with /redfish/v1) are ever followed.
+ */
+#ifndef WT_REDFISH_H
+#define WT_REDFISH_H
+
+#include <stddef.h>
+
+#include "collect/collector.h"
+#include "core/yamltree.h"
+
+extern const struct wt_collector_ops wt_redfish_collector;
+
+/* Checks the section collectors.redfish.targets (see sections.c). Returns 0 or -EINVAL. */
+int wt_redfish_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
+
+/* Default bound on one response body, bytes (the largest DMTF mockup resource is ~40 KiB). */
+#define WT_REDFISH_MAX_RESPONSE (4 << 20)
+/* At most this many resources are polled per target (the walk stops adding beyond). */
+#define WT_REDFISH_MAX_RESOURCES 1024
+
+#endif
