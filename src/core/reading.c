@@ -131,6 +131,10 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                  "(reason=chips_exceed_wall) or its unaccounted share drifts "
                                  "(reason=share_drift).",
                                  WT_GAUGE},
+    [WT_M_GRID_CARBON_INTENSITY] = {"wattage_grid_carbon_intensity_grams_per_kwh",
+                                    "Carbon intensity of the grid zone now, gCO2e per kWh: the "
+                                    "actual value, else the forecast, else the hole rule.",
+                                    WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

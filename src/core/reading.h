@@ -78,6 +78,7 @@ enum wt_metric_id {
     WT_M_NODE_UNACCOUNTED_W,       /* node: wall - (GPUs + CPU packages + DRAM) */
     WT_M_NODE_UNACCOUNTED_RATIO,   /* node: unaccounted / wall */
     WT_M_NODE_RECON_SUSPECT,       /* node, reason: 0/1 */
+    WT_M_GRID_CARBON_INTENSITY,    /* zone: gCO2e/kWh now (audit/carbon.h) */
     WT_M_COUNT
 };
 
