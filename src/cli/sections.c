@@ -7,11 +7,13 @@
 #include "alert/alert.h"
 #include "audit/topology.h"
 #include "collect/modbus.h"
+#include "collect/redfish.h"
 #include "collect/snmp.h"
 #include "core/config.h"
 
 const struct wt_config_section wt_config_sections[] = {
     {"collectors.modbus.targets", wt_modbus_config_check},
+    {"collectors.redfish.targets", wt_redfish_config_check},
     {"collectors.snmp.targets", wt_snmp_config_check},
     {"topology", wt_topology_check},
     {"carbon", wt_carbon_config_check},

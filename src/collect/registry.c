@@ -6,6 +6,7 @@ extern const struct wt_collector_ops wt_nvml_collector;
 extern const struct wt_collector_ops wt_rapl_collector;
 extern const struct wt_collector_ops wt_procfs_collector;
 extern const struct wt_collector_ops wt_modbus_collector;
+extern const struct wt_collector_ops wt_redfish_collector;
 extern const struct wt_collector_ops wt_snmp_collector;
 
 const struct wt_collector_ops *const wt_collectors[] = {
@@ -13,6 +14,7 @@ const struct wt_collector_ops *const wt_collectors[] = {
     &wt_rapl_collector,
     &wt_procfs_collector,
     &wt_modbus_collector,
+    &wt_redfish_collector,
     &wt_snmp_collector,
     NULL,
 };
