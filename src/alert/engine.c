@@ -957,13 +957,18 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
             goto fail;
     }
     if (http && ((rc = wt_http_add_route(http, "GET", "/api/v1/alerts", false, route, x)) ||
-                 (rc = wt_http_add_family(http, family, x)) ||
-                 (rc = wt_http_add_family(http, family_cap_limits, x)) ||
-                 (rc = wt_http_add_family(http, family_cap_actions, x)))) {
-        wt_err_set(err, "alerts: cannot add the HTTP route and /metrics families (%s)",
+                 (rc = wt_http_add_family(http, family, x)))) {
+        wt_err_set(err, "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
                    strerror(-rc));
         goto fail;
     }
+    /* The capper's families only matter when it acts; the server has a few slots. */
+    if (http && x->cap &&
+        (wt_http_add_family(http, family_cap_limits, x) != 0 ||
+         wt_http_add_family(http, family_cap_actions, x) != 0))
+        wt_warn(MOD, "no room for the power capping families on /metrics "
+                     "(WT_HTTP_MAX_FAMILIES): wattage_gpu_power_cap_watts and "
+                     "wattage_power_cap_actions_total are not exported");
     if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
         wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
         goto fail;

@@ -20,6 +20,8 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "alert/engine.h"
+#include "audit/carbon.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "serve/http.h"
@@ -275,7 +277,9 @@ int wt_cmd_run(int argc, char **argv)
     struct tracker *tr = NULL;
     struct wt_store *store = NULL;
     struct wt_jobs *jobs = NULL;
+    struct wt_carbon *carbon = NULL;
     struct wt_kpi_exporter *kpi = NULL;
+    struct wt_alerts *alerts = NULL;
     int ret = 1;
 
     int rc = parse_opts(argc, argv, &o);
@@ -315,8 +319,14 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
+    if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
     /* The jobs API, on its own connection to the same store. */
     if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
+        wt_carbon_attach(&cfg, hub, jobs, &carbon, &err) != 0 ||
         wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
@@ -373,6 +383,8 @@ int wt_cmd_run(int argc, char **argv)
             cfg.daemon.log_level = next.daemon.log_level;
             cfg.collectors = next.collectors;
             wt_config_move_doc(&cfg, &next); /* the module sections: targets, rules... */
+            if (wt_alerts_reload(alerts, &cfg, &err) != 0)
+                wt_error("run", "%s; keeping the running alert rules", err.msg);
             if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;
@@ -383,8 +395,10 @@ int wt_cmd_run(int argc, char **argv)
 out:
     wt_http_close(http);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
+    wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
+    wt_alerts_close(alerts); /* after the collectors (its sink) and the server; restores caps */
     wt_store_close(store); /* after the collectors: flushes what they published */
     if (tr) {
         log_energy_totals(tr);
