@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/carbon.h"
 #include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -54,6 +55,11 @@ struct wt_jobs {
     size_t fam_n;
     int64_t fam_at; /* CLOCK_MONOTONIC of the computation; 0: stale */
     int64_t fam_ttl;
+    /* Carbon (wt_jobs_set_carbon; NULL: no carbon figures), and the running jobs' emissions
+     * computed with the energy family. */
+    struct wt_carbon_conf *carbon;
+    struct wt_expo_sample *co2_s;
+    size_t co2_n;
 };
 
 struct job {
@@ -191,6 +197,8 @@ void wt_jobs_close(struct wt_jobs *j)
         return;
     wt_store_close(j->st);
     free(j->fam_s);
+    free(j->co2_s);
+    free(j->carbon);
     pthread_mutex_destroy(&j->mu);
     free(j);
 }
@@ -484,6 +492,32 @@ static void add_kpis(cJSON *o, double dur_s, const struct span *sp, const cJSON 
     }
 }
 
+/* ---- carbon: the time-matched emissions of a window of the job (audit/carbon.h) ---- */
+
+struct carbon_ctx {
+    struct wt_jobs *j;
+    const struct job *jb;
+};
+
+/* The job's GPU energy of a piece: the same exact-window query as its energy figures. */
+static int carbon_energy(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    struct carbon_ctx *c = ctx;
+    struct span sp;
+    int rc = window_energy(c->j, c->jb, a, b, &sp, NULL);
+    *joules = sp.gpu_j;
+    return rc;
+}
+
+/* Emissions of [a, b] of the job at pue (measured or not). */
+static int carbon_window(struct wt_jobs *j, const struct job *jb, int64_t a, int64_t b, double pue,
+                         bool measured, struct wt_carbon_result *res)
+{
+    struct carbon_ctx ctx = {j, jb};
+    return wt_carbon_emissions(j->db, j->st, j->carbon, wt_carbon_zone_of(j->carbon, jb->node), a,
+                               b, carbon_energy, &ctx, pue, measured, res);
+}
+
 /* Metrics where less is better: the target is reached at or below it. */
 static bool lower_is_better(const char *metric)
 {
@@ -560,6 +594,24 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
         goto fail;
     cJSON *kpi = cJSON_AddObjectToObject(o, "kpi");
     add_kpis(kpi, (double)(end - jb->start_ns) / 1e9, &sp, totals);
+    double pue = 0;
+    bool pue_measured = false;
+    if (j->carbon) {
+        struct wt_carbon_result cr;
+        wt_carbon_pue(j->st, j->carbon, jb->start_ns, end, &pue, &pue_measured);
+        if ((rc = carbon_window(j, jb, jb->start_ns, end, pue, pue_measured, &cr)) != 0)
+            goto fail;
+        cJSON *c = wt_carbon_result_json(&cr);
+        if (!c) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        cJSON_AddItemToObject(o, "carbon", c);
+        if (cr.known)
+            cJSON_AddNumberToObject(kpi, "gco2e", cr.g);
+        else
+            cJSON_AddNullToObject(kpi, "gco2e");
+    }
     if (p99_max >= 0)
         cJSON_AddNumberToObject(kpi, "latency_p99_s_max", p99_max);
     cJSON_AddItemToObject(o, "counters", totals);
@@ -641,8 +693,17 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
         add_time(p, "from", from);
         add_time(p, "to", m[i].t_ns);
         cJSON_AddItemToObject(p, "counters", cJSON_Duplicate(m[i].counters, 1));
-        add_kpis(cJSON_AddObjectToObject(p, "kpi"), (double)(m[i].t_ns - from) / 1e9, &ps,
-                 m[i].counters);
+        cJSON *pk = cJSON_AddObjectToObject(p, "kpi");
+        add_kpis(pk, (double)(m[i].t_ns - from) / 1e9, &ps, m[i].counters);
+        if (j->carbon) {
+            struct wt_carbon_result cr;
+            if ((rc = carbon_window(j, jb, from, m[i].t_ns, pue, pue_measured, &cr)) != 0)
+                goto fail;
+            if (cr.known)
+                cJSON_AddNumberToObject(pk, "gco2e", cr.g);
+            else
+                cJSON_AddNullToObject(pk, "gco2e");
+        }
     }
     marks_free(m, nm);
     *out = o;
@@ -1312,15 +1373,20 @@ static int compute_family(struct wt_jobs *j)
 {
     sqlite3_stmt *s = NULL;
     struct wt_expo_sample *smp = calloc(WT_JOBS_MAX_RUNNING, sizeof *smp);
-    size_t n = 0;
+    struct wt_expo_sample *co2 = j->carbon ? calloc(WT_JOBS_MAX_RUNNING, sizeof *co2) : NULL;
+    size_t n = 0, nco2 = 0;
     int rc = 0, step;
     int64_t now = wt_now_real_ns(), began = wt_now_mono_ns();
-    if (!smp)
+    if (!smp || (j->carbon && !co2)) {
+        free(smp);
+        free(co2);
         return -ENOMEM;
+    }
     if (sqlite3_prepare_v2(j->db,
                            "SELECT " JOB_COLS " FROM jobs WHERE end_ns IS NULL ORDER BY id LIMIT ?",
                            -1, &s, NULL) != SQLITE_OK) {
         free(smp);
+        free(co2);
         return -EIO;
     }
     sqlite3_bind_int(s, 1, WT_JOBS_MAX_RUNNING);
@@ -1337,6 +1403,17 @@ static int compute_family(struct wt_jobs *j)
             smp[n].value = sp.gpu_j;
             n++;
         }
+        if (rc == 0 && co2) {
+            struct wt_carbon_result cr;
+            double pue;
+            bool measured;
+            wt_carbon_pue(j->st, j->carbon, jb.start_ns, now, &pue, &measured);
+            rc = carbon_window(j, &jb, jb.start_ns, now, pue, measured, &cr);
+            if (rc == 0 && cr.known) {
+                memcpy(co2[nco2].labels, smp[n - 1].labels, sizeof co2[0].labels);
+                co2[nco2++].value = cr.g;
+            }
+        }
         job_free(&jb);
         if (rc)
             break;
@@ -1344,11 +1421,15 @@ static int compute_family(struct wt_jobs *j)
     sqlite3_finalize(s);
     if (rc) {
         free(smp);
+        free(co2);
         return rc;
     }
     free(j->fam_s);
     j->fam_s = smp;
     j->fam_n = n;
+    free(j->co2_s);
+    j->co2_s = co2;
+    j->co2_n = nco2;
     int64_t done = wt_now_mono_ns();
     j->fam_ttl = 10 * (done - began) > METRICS_TTL_NS ? 10 * (done - began) : METRICS_TTL_NS;
     j->fam_at = done;
@@ -1382,6 +1463,107 @@ static int family(void *ctx, struct wt_expo_family *fam)
 int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam)
 {
     return family(j, fam);
+}
+
+static const char co2_name[] = "wattage_job_emissions_grams_total";
+static const char co2_help[] =
+    "Time-matched emissions of a running job since its start, gCO2e: its GPU energy per "
+    "interval of the grid's carbon intensity x that intensity x PUE (as \"carbon\" in "
+    "GET /api/v1/jobs/{id}). Ended jobs leave.";
+
+static int family_co2(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_jobs *j = ctx;
+    int rc = 0;
+    memset(fam, 0, sizeof *fam);
+    fam->name = co2_name;
+    fam->help = co2_help;
+    fam->type = WT_COUNTER;
+    pthread_mutex_lock(&j->mu);
+    if (!j->fam_at || wt_now_mono_ns() - j->fam_at >= j->fam_ttl)
+        rc = compute_family(j);
+    if (rc == 0 && j->co2_n) {
+        fam->s = calloc(j->co2_n, sizeof *fam->s);
+        if (fam->s) {
+            memcpy(fam->s, j->co2_s, j->co2_n * sizeof *fam->s);
+            fam->n = j->co2_n;
+        } else {
+            rc = -ENOMEM;
+        }
+    }
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam)
+{
+    return family_co2(j, fam);
+}
+
+int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf)
+{
+    struct wt_carbon_conf *c = NULL;
+    if (cf && !(c = malloc(sizeof *c)))
+        return -ENOMEM;
+    if (c)
+        *c = *cf;
+    pthread_mutex_lock(&j->mu);
+    free(j->carbon);
+    j->carbon = c;
+    j->fam_at = 0;
+    pthread_mutex_unlock(&j->mu);
+    return 0;
+}
+
+int wt_jobs_profile(struct wt_jobs *j, const char *ref, int64_t now_ns, int64_t step_ns,
+                    double **watts, size_t *n, int64_t *duration_ns, struct wt_err *err)
+{
+    struct job jb;
+    int rc;
+    *watts = NULL;
+    *n = 0;
+    *duration_ns = 0;
+    if (step_ns <= 0)
+        return wt_err_set(err, "the profile's step must be > 0");
+    pthread_mutex_lock(&j->mu);
+    rc = find_job(j, ref, &jb);
+    if (rc) {
+        pthread_mutex_unlock(&j->mu);
+        if (rc == -ENOENT)
+            wt_err_set(err, "no job %s", ref);
+        else
+            wt_err_set(err, "cannot read the jobs table");
+        return rc;
+    }
+    int64_t end = jb.end_ns ? jb.end_ns : now_ns;
+    size_t k = end > jb.start_ns ? (size_t)((end - jb.start_ns + step_ns - 1) / step_ns) : 0;
+    double *w = k ? calloc(k, sizeof *w) : NULL;
+    if (!k) {
+        rc = wt_err_set(err, "job %s has no duration", ref);
+    } else if (!w) {
+        rc = -ENOMEM;
+    } else {
+        for (size_t i = 0; i < k && rc == 0; i++) {
+            int64_t a = jb.start_ns + (int64_t)i * step_ns;
+            int64_t b = a + step_ns < end ? a + step_ns : end;
+            struct span sp;
+            rc = window_energy(j, &jb, a, b, &sp, NULL);
+            w[i] = sp.gpu_j / ((double)(b - a) / 1e9);
+        }
+        if (rc)
+            wt_err_set(err, "cannot read the job's energy from the store");
+    }
+    int64_t dur = end - jb.start_ns;
+    job_free(&jb);
+    pthread_mutex_unlock(&j->mu);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    *watts = w;
+    *n = k;
+    *duration_ns = dur;
+    return 0;
 }
 
 /* ---- GET /api/v1/gpus/processes ---- */
@@ -1448,5 +1630,9 @@ int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
              wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)) ||
         (rc = wt_http_add_family(h, family, j)))
         return rc;
+    /* The emissions family is an addition: without room for it the daemon still serves. */
+    if (j->carbon && (rc = wt_http_add_family(h, family_co2, j)) != 0)
+        wt_warn("jobs", "%s not on /metrics: no room for another family (WT_HTTP_MAX_FAMILIES)",
+                co2_name);
     return 0;
 }

@@ -84,6 +84,29 @@ int wt_jobs_processes_json(unsigned *status, char **json) WT_MUST_USE;
 /* The /metrics family as the server asks for it (see wt_http_add_family); for the tests. */
 int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
 
+/*
+ * Carbon: with a configuration set (copied; NULL removes it), every job and phase gets its
+ * time-matched emissions (audit/carbon.h) beside its energy: "carbon" in the job's JSON (zone,
+ * gco2e, kgco2e, gco2e_market when renewable supply is loaded, PUE and pue_source
+ * measured|assumed, intensity_source measured|forecast|mixed|filled|assumed, energy by kind of
+ * intensity) and kpi.gco2e of the job and its phases; and wt_jobs_add_routes also registers the
+ * family wattage_job_emissions_grams_total{id, job} of the running jobs (computed with the
+ * energy family). Call before wt_jobs_add_routes. Returns 0 or -ENOMEM.
+ */
+struct wt_carbon_conf;
+int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf) WT_MUST_USE;
+/* The emissions family as the server asks for it; for the tests. */
+int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
+
+/*
+ * The power profile of job ref (id or name): the mean power of its GPUs in each step_ns slot of
+ * its window (until now_ns while it runs), from the store's exact-window energy; for
+ * `wattage schedule --like JOB`. *watts is malloc'd. Returns 0, -ENOENT or -EIO (err says).
+ */
+int wt_jobs_profile(struct wt_jobs *j, const char *ref, int64_t now_ns, int64_t step_ns,
+                    double **watts, size_t *n, int64_t *duration_ns,
+                    struct wt_err *err) WT_MUST_USE;
+
 /* True when a counter or tag key is a lower-snake-case word of 1..63 characters. */
 bool wt_jobs_key_ok(const char *s);
 

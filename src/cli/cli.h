@@ -19,6 +19,7 @@ int wt_cmd_import(int argc, char **argv);
 int wt_cmd_job(int argc, char **argv);
 int wt_cmd_jobs(int argc, char **argv);
 int wt_cmd_exec(int argc, char **argv);
+int wt_cmd_schedule(int argc, char **argv);
 
 struct wt_store;
 /*

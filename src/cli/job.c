@@ -251,6 +251,26 @@ static const char *fmtv(double v, char f, int prec, char *buf, size_t n)
     return buf;
 }
 
+/* The job's time-matched emissions ("carbon" of the API, audit/carbon.h), with its flags. */
+static void print_carbon(FILE *out, const cJSON *c)
+{
+    char m[96] = "";
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "known"))) {
+        fprintf(out, "  carbon    unknown: no intensity series for zone \"%s\" and no "
+                     "carbon.static_gco2_per_kwh\n",
+                str(c, "zone"));
+        return;
+    }
+    if (!isnan(num(c, "gco2e_market")))
+        snprintf(m, sizeof m, "; market-based %.1f gCO2e", num(c, "gco2e_market"));
+    fprintf(out,
+            "  carbon    %.1f gCO2e (zone %s, mean %.1f gCO2e/kWh, intensity %s), "
+            "PUE %.2f %s%s\n",
+            num(c, "gco2e"), str(c, "zone")[0] ? str(c, "zone") : "-",
+            num(c, "intensity_mean_g_per_kwh"), str(c, "intensity_source"), num(c, "pue"),
+            str(c, "pue_source"), m);
+}
+
 void wt_cli_print_job(FILE *out, const cJSON *j)
 {
     char a[512], b[64], c[64];
@@ -267,6 +287,9 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     fprintf(out, "  energy    %.6f kWh (%.1f J), mean %.1f W, peak %s W, coverage %.1f%%\n",
             num(k, "energy_kwh"), num(k, "energy_joules"), num(k, "mean_power_w"),
             fmtv(num(k, "peak_power_w"), 'f', 1, b, sizeof b), 100 * num(k, "coverage"));
+    const cJSON *carbon = cJSON_GetObjectItemCaseSensitive(j, "carbon");
+    if (carbon)
+        print_carbon(out, carbon);
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(j, "gpu_energy"))
     {
@@ -298,22 +321,28 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
     if (cJSON_GetArraySize(phases) == 0)
         return;
-    fprintf(out, "  %-8s %5s %9s %12s %10s %8s %11s %10s %10s %10s %8s %6s\n", "phase", "index",
+    fprintf(out, "  %-8s %5s %9s %12s %10s %8s %11s %10s %10s %10s %8s %6s%s\n", "phase", "index",
             "seconds", "joules", "kWh", "mean W", "tokens/kWh", "J/token", "samp/s/W", "J/request",
-            "p99 s", "cov%");
+            "p99 s", "cov%", carbon ? "      gCO2e" : "");
     const cJSON *p;
     cJSON_ArrayForEach(p, phases)
     {
         const cJSON *pk = cJSON_GetObjectItemCaseSensitive(p, "kpi");
         char s1[32], s2[32], s3[32], s4[32], s5[32];
-        fprintf(out, "  %-8.8s %5s %9.2f %12.1f %10.6f %8.1f %11s %10s %10s %10s %8s %6.1f\n",
+        char s6[40], s7[32];
+        if (carbon)
+            snprintf(s6, sizeof s6, " %10s", fmtv(num(pk, "gco2e"), 'f', 1, s7, sizeof s7));
+        else
+            s6[0] = '\0';
+        fprintf(out, "  %-8.8s %5s %9.2f %12.1f %10.6f %8.1f %11s %10s %10s %10s %8s %6.1f%s\n",
                 str(p, "kind"), fmtv(num(p, "index"), 'f', 0, c, sizeof c), num(pk, "duration_s"),
                 num(pk, "energy_joules"), num(pk, "energy_kwh"), num(pk, "mean_power_w"),
                 fmtv(num(pk, "tokens_per_kwh"), 'g', 4, s1, sizeof s1),
                 fmtv(num(pk, "joules_per_token"), 'g', 4, s2, sizeof s2),
                 fmtv(num(pk, "samples_per_s_per_w"), 'g', 4, s3, sizeof s3),
                 fmtv(num(pk, "joules_per_request"), 'g', 4, s4, sizeof s4),
-                fmtv(num(pk, "latency_p99_s"), 'g', 4, s5, sizeof s5), 100 * num(pk, "coverage"));
+                fmtv(num(pk, "latency_p99_s"), 'g', 4, s5, sizeof s5), 100 * num(pk, "coverage"),
+                s6);
     }
 }
 

@@ -23,6 +23,8 @@ static const struct {
      "job start|mark|end|show NAME [--tag K=V]... [--gpus LIST] [--kind K] [--tokens N] ..."},
     {"jobs", wt_cmd_jobs, "jobs [--json] [--limit N] | jobs compare A B [--json]"},
     {"exec", wt_cmd_exec, "exec [--job NAME] [--tag K=V]... [--gpus LIST] -- CMD [ARGS...]"},
+    {"schedule", wt_cmd_schedule,
+     "schedule --duration D (--energy E|--power P|--like JOB) --deadline T [--zone Z] [--json]"},
     {"kpi", wt_cmd_kpi, "kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]"},
 };
 
