@@ -425,6 +425,11 @@ static int add_name(char (**list)[WT_TOPO_NAME], size_t *n, const char *name)
     return 0;
 }
 
+static int cmp_zone(const void *a, const void *b)
+{
+    return strcmp(((const struct wt_kpi_zone *)a)->zone, ((const struct wt_kpi_zone *)b)->zone);
+}
+
 static int zones(const struct ctx *c, struct wt_kpi_report *r)
 {
     char(*names)[WT_TOPO_NAME] = NULL;
@@ -449,6 +454,8 @@ static int zones(const struct ctx *c, struct wt_kpi_report *r)
             z->pue = z->facility.j / z->it.j;
         }
     }
+    if (rc == 0)
+        qsort(r->zones, r->nzones, sizeof *r->zones, cmp_zone);
     free(names);
     return rc;
 }
@@ -472,6 +479,11 @@ static int gauge_mean(struct wt_store *st, const struct wt_series_info *si, int6
     }
     free(pts);
     return 0;
+}
+
+static int cmp_rack(const void *a, const void *b)
+{
+    return strcmp(((const struct wt_kpi_rack *)a)->rack, ((const struct wt_kpi_rack *)b)->rack);
 }
 
 static int racks(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
@@ -547,6 +559,8 @@ static int racks(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
         if (x->has_inlet && x->has_exhaust)
             x->delta_t_k = x->exhaust_c - x->inlet_c;
     }
+    if (rc == 0)
+        qsort(r->racks, r->nracks, sizeof *r->racks, cmp_rack);
     free(acc);
     free(names);
     free(si);
