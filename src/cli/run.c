@@ -188,7 +188,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
         {"db", required_argument, NULL, 'd'},       {"interval", required_argument, NULL, 'i'},
         {"duration", required_argument, NULL, 'D'}, {"log-level", required_argument, NULL, 'L'},
-        {"summary-interval", required_argument, NULL, 'S'}, {0}};
+        {"summary-interval", required_argument, NULL, 'S'},
+        {"dry-run", no_argument, NULL, 'n'}, {0}};
     int c;
     enum wt_log_level lv;
     memset(o, 0, sizeof *o);
@@ -232,6 +233,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
                 fprintf(stderr, "wattage run: --summary-interval: expected a duration\n");
                 return 2;
             }
+            break;
+        case 'n':
+            /* Power capping logs what it would do and changes no GPU (alerts.dry_run). */
+            wt_cap_force_dry_run(true);
             break;
         case 'L':
             if (wt_log_parse_level(optarg, &lv) != 0) {
