@@ -399,6 +399,7 @@ int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node,
     if (node->n > max)
         return wt_y_fail(&g, node, SECTION, "at most %zu targets (got %zu)", max, node->n);
     for (size_t i = 0; i < node->n; i++) {
+        char np[256];
         wt_y_index(p, sizeof p, SECTION, i);
         rc = parse_target(&g, node->child[i], p, &out[i]);
         if (rc)
@@ -406,7 +407,7 @@ int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node,
         for (size_t j = 0; j < i; j++)
             if (strcmp(out[j].name, out[i].name) == 0)
                 return wt_y_fail(&g, wt_y_get(node->child[i], "name"),
-                                 wt_y_path(p, sizeof p, p, "name"),
+                                 wt_y_path(np, sizeof np, p, "name"),
                                  "duplicate target name \"%s\" (first on line %d)", out[i].name,
                                  out[j].line);
     }
@@ -645,14 +646,16 @@ int wt_snmp_feed(struct wt_snmp *s, const char *oidtxt, int tag, const char *val
     int n = parse_oid(oidtxt, o, MAX_OID_LEN);
     if (n < 0)
         return 0;
-    if (!s->prof && tag == 6 && strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, SYSOID) == 0) {
+    /* sysObjectID; some agents send it as a string (the HPE recording does). */
+    if (!s->prof && (tag == 6 || tag == 4) &&
+        strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, SYSOID) == 0) {
         snprintf(s->sysoid, sizeof s->sysoid, "%s", value[0] == '.' ? value + 1 : value);
         const struct wt_snmp_profile *p = wt_snmp_profile_match(s->sysoid);
         if (p && set_profile(s, p, NULL) != 0)
             return -EINVAL;
         return 0;
     }
-    if (tag == 6 && strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, SYSOID) == 0)
+    if ((tag == 6 || tag == 4) && strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, SYSOID) == 0)
         snprintf(s->sysoid, sizeof s->sysoid, "%s", value[0] == '.' ? value + 1 : value);
     if (s->prof && s->prof->model_oid && tag == 4 &&
         strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, s->prof->model_oid) == 0)
