@@ -506,12 +506,16 @@ static void impossible(struct gpu *g, const struct wt_alerts_config *cfg,
                          100 * cfg->impossible.power_margin);
                 break;
             case BAD_ENERGY:
-                say(s, sizeof s,
-                         "GPU %d (%s) energy counter %s (%.3f J): energy figures over this "
-                         "time are wrong",
-                         g->index, g->model,
-                         g->bad_val[k] < 0 ? "is negative" : "went backwards by",
-                         g->bad_val[k] < 0 ? g->bad_val[k] : g->energy_back_j);
+                if (g->bad_val[k] < 0)
+                    say(s, sizeof s,
+                        "GPU %d (%s) energy counter is negative (%.3f J): energy figures over "
+                        "this time are wrong",
+                        g->index, g->model, g->bad_val[k]);
+                else
+                    say(s, sizeof s,
+                        "GPU %d (%s) energy counter went backwards by %.3f J: energy figures "
+                        "over this time are wrong",
+                        g->index, g->model, g->energy_back_j);
                 break;
             case BAD_TEMP:
                 say(s, sizeof s,

@@ -1,0 +1,758 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The alert engine over known snapshots: the state machine (pending and `for`, hysteresis so a
+ * value hovering at the threshold does not flap, resolve, series that disappear), rules with
+ * matchers and relative thresholds, templates, the JSON reply, a reload; then each built-in
+ * detector on a scripted GPU, and the regression math of the throttle forecast.
+ */
+#include <errno.h>
+#include <math.h>
+
+#include "alert/detect.h"
+#include "alert/engine.h"
+#include "core/clock.h"
+#include "core/yamltree.h"
+#include "core/yget.h"
+#include "runner.h"
+
+#define T0 (1764439200LL * WT_NS_PER_S)
+#define S(x) ((int64_t)((x) * WT_NS_PER_S))
+
+/* ---- recording transitions ---- */
+
+struct rec {
+    struct wt_alert a;
+    enum wt_alert_state from;
+};
+static struct rec recs[512];
+static int nrec;
+
+static void on_tr(void *ctx, const struct wt_alert *a, enum wt_alert_state from)
+{
+    (void)ctx;
+    if (nrec < 512) {
+        recs[nrec].a = *a;
+        recs[nrec].from = from;
+    }
+    nrec++;
+}
+
+/* How many recorded transitions of alertname into state (for labels containing `with`). */
+static int count(const char *name, enum wt_alert_state to, const char *with)
+{
+    int n = 0;
+    for (int i = 0; i < nrec && i < 512; i++)
+        n += strcmp(recs[i].a.name, name) == 0 && recs[i].a.state == to &&
+             (!with || strstr(recs[i].a.labels, with));
+    return n;
+}
+
+static const struct rec *last(void)
+{
+    WT_ASSERT(nrec > 0);
+    return &recs[nrec - 1];
+}
+
+/* ---- config ---- */
+
+static struct wt_alerts_config cfg;
+
+/* Parses an `alerts` section; with quiet, the built-in detectors are off unless it turns them
+ * on. */
+static void load(const char *yaml, bool quiet)
+{
+    struct wt_ynode *root = NULL;
+    struct wt_err err = {{0}};
+    if (wt_yaml_parse("t.yaml", yaml, strlen(yaml), &root, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "yaml: %s", err.msg);
+    if (wt_alerts_config_parse("t.yaml", wt_y_get(root, "alerts"), &cfg, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "config: %s", err.msg);
+    wt_ynode_free(root);
+    if (!quiet)
+        return;
+    if (!strstr(yaml, "throttle_forecast"))
+        cfg.throttle_forecast.enabled = false;
+    if (!strstr(yaml, "throttling"))
+        cfg.throttling.enabled = false;
+    if (!strstr(yaml, "idle_burn"))
+        cfg.idle_burn.enabled = false;
+    if (!strstr(yaml, "impossible"))
+        cfg.impossible.enabled = false;
+    if (!strstr(yaml, "stuck"))
+        cfg.stuck.enabled = false;
+    if (!strstr(yaml, "sibling"))
+        cfg.sibling.enabled = false;
+    if (!strstr(yaml, "data_gap"))
+        cfg.data_gap.enabled = false;
+}
+
+/* ---- snapshots ---- */
+
+struct gv {
+    double power, temp, util, slow, limit, max, energy;
+    bool no_util;
+};
+
+static const struct gv base = {.power = 300, .temp = 50, .util = 0.5, .slow = 87, .limit = 700,
+                                .max = 700, .energy = 1000};
+
+static void labels_of(int i, const char *model, char *l, size_t n)
+{
+    char idx[16], uuid[48];
+    snprintf(idx, sizeof idx, "%d", i);
+    snprintf(uuid, sizeof uuid, "GPU-test-%04d", i);
+    WT_EQ_INT(wt_labels(l, n, "gpu", idx, "uuid", uuid, "model", model, NULL), 0);
+}
+
+static void put(struct wt_batch *b, int m, const char *l, int64_t t, double v)
+{
+    WT_EQ_INT(wt_batch_add(b, m, l, t, v), 0);
+}
+
+static void add_gpu(struct wt_batch *b, int i, const char *model, int64_t t, const struct gv *v)
+{
+    char l[WT_LABELS_LEN], r[WT_LABELS_LEN];
+    labels_of(i, model, l, sizeof l);
+    put(b, WT_M_GPU_UP, l, t, 1);
+    put(b, WT_M_GPU_POWER_W, l, t, v->power);
+    memcpy(r, l, sizeof r);
+    WT_EQ_INT(wt_labels_add(r, sizeof r, "method", "integrated"), 0);
+    put(b, WT_M_GPU_ENERGY_J, r, t, 5);
+    put(b, WT_M_GPU_ENERGY_J, l, t, v->energy);
+    put(b, WT_M_GPU_TEMP_C, l, t, v->temp);
+    put(b, WT_M_GPU_SLOWDOWN_TEMP_C, l, t, v->slow);
+    if (!v->no_util)
+        put(b, WT_M_GPU_UTIL_RATIO, l, t, v->util);
+    put(b, WT_M_GPU_POWER_LIMIT_W, l, t, v->limit);
+    put(b, WT_M_GPU_POWER_LIMIT_MAX_W, l, t, v->max);
+}
+
+static void add_gpu_down(struct wt_batch *b, int i, const char *model, int64_t t)
+{
+    char l[WT_LABELS_LEN];
+    labels_of(i, model, l, sizeof l);
+    put(b, WT_M_GPU_UP, l, t, 0);
+}
+
+static void add_throttled(struct wt_batch *b, int i, int64_t t, const char *reason, double v)
+{
+    char l[WT_LABELS_LEN];
+    labels_of(i, "NVIDIA H200", l, sizeof l);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "reason", reason), 0);
+    put(b, WT_M_GPU_THROTTLED, l, t, v);
+}
+
+/* One tick at t over b (no collector states). */
+static void tick(struct wt_alert_eval *e, const struct wt_batch *b, int64_t t)
+{
+    struct wt_alert_input in = {.snap = b, .now_ns = t, .now_mono = t};
+    wt_alert_eval_tick(e, &in, on_tr, NULL);
+}
+
+/* A tick where GPU 0 has temperature temp and the rest is base (nGPUs). */
+static void tick_temp(struct wt_alert_eval *e, struct wt_batch *b, int ngpus, int64_t t,
+                      double temp)
+{
+    wt_batch_clear(b);
+    for (int i = 0; i < ngpus; i++) {
+        struct gv v = base;
+        if (i == 0)
+            v.temp = temp;
+        add_gpu(b, i, "NVIDIA H200", t, &v);
+    }
+    tick(e, b, t);
+}
+
+static const char hot_rule[] = "alerts:\n"
+                               "  rules:\n"
+                               "    - name: GPUHot\n"
+                               "      metric: wattage_gpu_temperature_celsius\n"
+                               "      op: '>'\n"
+                               "      threshold: 80\n"
+                               "      clear_below: 75\n"
+                               "      for: 3s\n"
+                               "      severity: critical\n"
+                               "      summary: 'GPU {{labels.gpu}} at {{value}} C > {{threshold}}'\n"
+                               "      labels: {team: ml}\n";
+
+static struct wt_alert_eval *new_eval(void)
+{
+    struct wt_alert_eval *e = NULL;
+    WT_EQ_INT(wt_alert_eval_new(&cfg, WT_NS_PER_S, &e), 0);
+    nrec = 0;
+    return e;
+}
+
+/* ---- the state machine ---- */
+
+WT_TEST(pending_then_firing_after_for)
+{
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 2, T0, 79);
+    WT_EQ_INT(nrec, 0);
+    tick_temp(e, &b, 2, T0 + S(1), 81);
+    WT_EQ_INT(nrec, 1);
+    WT_EQ_INT(last()->a.state, WT_ALERT_PENDING);
+    WT_EQ_INT(last()->from, WT_ALERT_INACTIVE);
+    WT_EQ_STR(last()->a.name, "GPUHot");
+    WT_EQ_STR(last()->a.labels, "gpu=\"0\",uuid=\"GPU-test-0000\",model=\"NVIDIA H200\","
+                                "team=\"ml\"");
+    WT_EQ_INT(last()->a.active_since_ns, T0 + S(1));
+    WT_EQ_INT(last()->a.severity, WT_SEV_CRITICAL);
+    WT_EQ_INT(last()->a.gpu, 0);
+    tick_temp(e, &b, 2, T0 + S(2), 82);
+    tick_temp(e, &b, 2, T0 + S(3), 82);
+    WT_EQ_INT(nrec, 1); /* 2 s of 3 */
+    tick_temp(e, &b, 2, T0 + S(4), 83);
+    WT_EQ_INT(nrec, 2);
+    WT_EQ_INT(last()->a.state, WT_ALERT_FIRING);
+    WT_EQ_INT(last()->from, WT_ALERT_PENDING);
+    WT_EQ_INT(last()->a.fired_at_ns, T0 + S(4));
+    WT_EQ_STR(last()->a.summary, "GPU 0 at 83 C > 80");
+    WT_NEAR(last()->a.value, 83, 1e-9);
+    size_t c[4];
+    wt_alert_eval_counts(e, c);
+    WT_EQ_INT(c[WT_ALERT_FIRING], 1);
+    WT_EQ_INT(c[WT_ALERT_PENDING], 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(hovering_at_the_threshold_does_not_flap)
+{
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    int64_t t = T0;
+    for (int i = 0; i < 5; i++, t += S(1))
+        tick_temp(e, &b, 1, t, 81);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 1);
+    /* 79 / 81 / 80 / 76 / 81...: inside the band [75, 80] the alert holds. */
+    static const double hover[] = {79, 81, 80, 76, 81, 79.5, 80.5, 75, 78, 81, 77};
+    for (size_t i = 0; i < sizeof hover / sizeof hover[0]; i++, t += S(1))
+        tick_temp(e, &b, 1, t, hover[i]);
+    WT_EQ_INT(nrec, 2); /* pending, firing: nothing since */
+    tick_temp(e, &b, 1, t, 74.9);
+    WT_EQ_INT(nrec, 3);
+    WT_EQ_INT(last()->a.state, WT_ALERT_RESOLVED);
+    WT_EQ_INT(last()->from, WT_ALERT_FIRING);
+    WT_EQ_INT(last()->a.resolved_at_ns, t);
+    /* Hovering below the threshold after that never starts it again. */
+    for (int i = 0; i < 10; i++)
+        tick_temp(e, &b, 1, t += S(1), i % 2 ? 79.9 : 76);
+    WT_EQ_INT(nrec, 3);
+    /* The resolved one is listed after the active ones. */
+    struct wt_alert l[4];
+    WT_EQ_INT(wt_alert_eval_list(e, l, 4), 1);
+    WT_EQ_INT(l[0].state, WT_ALERT_RESOLVED);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(without_clear_a_rule_clears_at_the_threshold)
+{
+    load("alerts:\n  rules:\n    - name: Hot\n      metric: wattage_gpu_temperature_celsius\n"
+         "      op: '>'\n      threshold: 80\n",
+         true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 1, T0, 81);
+    /* for 0: firing at once, no pending step */
+    WT_EQ_INT(nrec, 1);
+    WT_EQ_INT(last()->a.state, WT_ALERT_FIRING);
+    WT_EQ_INT(last()->from, WT_ALERT_INACTIVE);
+    tick_temp(e, &b, 1, T0 + S(1), 80);
+    WT_EQ_INT(last()->a.state, WT_ALERT_RESOLVED);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(pending_that_clears_never_fires)
+{
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 1, T0, 81);
+    tick_temp(e, &b, 1, T0 + S(1), 79); /* in the band: still pending */
+    WT_EQ_INT(nrec, 1);
+    tick_temp(e, &b, 1, T0 + S(2), 70);
+    WT_EQ_INT(nrec, 2);
+    WT_EQ_INT(last()->a.state, WT_ALERT_INACTIVE);
+    WT_EQ_INT(last()->from, WT_ALERT_PENDING);
+    tick_temp(e, &b, 1, T0 + S(10), 70);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 0);
+    /* Pending again: `for` counts from the new start. */
+    tick_temp(e, &b, 1, T0 + S(11), 90);
+    tick_temp(e, &b, 1, T0 + S(13), 90);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 0);
+    tick_temp(e, &b, 1, T0 + S(14), 90);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 1);
+    struct wt_alert l[4];
+    WT_EQ_INT(wt_alert_eval_list(e, l, 4), 1); /* a pending that cleared is not "resolved" */
+    WT_EQ_INT(l[0].state, WT_ALERT_FIRING);
+    WT_EQ_INT(l[0].active_since_ns, T0 + S(11));
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_series_that_disappears_resolves_after_three_intervals)
+{
+    load(hot_rule, true);
+    cfg.rules[0].for_ns = 0;
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 2, T0, 90);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 1);
+    /* GPU 0 gone from the snapshot: only GPU 1 remains */
+    wt_batch_clear(&b);
+    struct gv v = base;
+    add_gpu(&b, 1, "NVIDIA H200", T0 + S(1), &v);
+    tick(e, &b, T0 + S(1));
+    tick(e, &b, T0 + S(3));
+    WT_EQ_INT(count("GPUHot", WT_ALERT_RESOLVED, NULL), 0);
+    tick(e, &b, T0 + S(3.5));
+    WT_EQ_INT(count("GPUHot", WT_ALERT_RESOLVED, NULL), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(matchers_relative_thresholds_and_one_instance_per_series)
+{
+    load("alerts:\n  rules:\n"
+         "    - name: NearSlowdown\n      metric: wattage_gpu_temperature_celsius\n"
+         "      op: '>='\n      threshold: 0.95\n"
+         "      relative_to: wattage_gpu_slowdown_temperature_celsius\n"
+         "      summary: '{{alertname}} {{ $labels.gpu }} {{ $value }}/{{threshold}}'\n"
+         "    - name: Gpu1Power\n      metric: wattage_gpu_power_watts\n"
+         "      match: {gpu: '1'}\n      op: '>'\n      threshold: 100\n",
+         true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int i = 0; i < 4; i++) {
+        struct gv v = base;
+        v.slow = i == 3 ? 90 : 87; /* 0.95 x 87 = 82.65; 0.95 x 90 = 85.5 */
+        v.temp = i == 0 ? 82 : 83;
+        add_gpu(&b, i, "NVIDIA H200", T0, &v);
+    }
+    tick(e, &b, T0);
+    WT_EQ_INT(count("NearSlowdown", WT_ALERT_FIRING, NULL), 2);
+    WT_EQ_INT(count("NearSlowdown", WT_ALERT_FIRING, "gpu=\"1\""), 1);
+    WT_EQ_INT(count("NearSlowdown", WT_ALERT_FIRING, "gpu=\"2\""), 1);
+    WT_EQ_INT(count("Gpu1Power", WT_ALERT_FIRING, NULL), 1);
+    WT_EQ_INT(count("Gpu1Power", WT_ALERT_FIRING, "gpu=\"1\""), 1);
+    for (int i = 0; i < nrec; i++)
+        if (strstr(recs[i].a.labels, "gpu=\"1\"") && strcmp(recs[i].a.name, "NearSlowdown") == 0)
+            WT_EQ_STR(recs[i].a.summary, "NearSlowdown 1 83/82.65");
+    /* Same series again: no new instance, no transition. */
+    tick(e, &b, T0 + S(1));
+    WT_EQ_INT(nrec, 3);
+    /* Distinct fingerprints per series, stable across ticks. */
+    struct wt_alert l[8];
+    WT_EQ_INT(wt_alert_eval_list(e, l, 8), 3);
+    WT_ASSERT(l[0].fingerprint != l[1].fingerprint && l[1].fingerprint != l[2].fingerprint);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(the_json_reply)
+{
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 2, T0, 85);
+    struct wt_alert l[4];
+    size_t n = wt_alert_eval_list(e, l, 4);
+    char *j = wt_alert_json(l, n);
+    WT_ASSERT(j);
+    WT_CONTAINS(j, "\"alertname\":\"GPUHot\"");
+    WT_CONTAINS(j, "\"state\":\"pending\"");
+    WT_CONTAINS(j, "\"severity\":\"critical\"");
+    WT_CONTAINS(j, "\"labels\":{\"gpu\":\"0\",\"uuid\":\"GPU-test-0000\",\"model\":\"NVIDIA "
+                   "H200\",\"team\":\"ml\"}");
+    WT_CONTAINS(j, "\"active_since\":\"2025-11-29T18:00:00.000Z\"");
+    WT_CONTAINS(j, "\"firing\":0");
+    WT_CONTAINS(j, "\"pending\":1");
+    WT_ASSERT(!strstr(j, "fired_at"));
+    free(j);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_reload_keeps_what_stays_and_resolves_what_goes)
+{
+    load(hot_rule, true);
+    cfg.rules[0].for_ns = 0;
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 1, T0, 90);
+    WT_EQ_INT(nrec, 1);
+    /* The same rule with another threshold: the instance stays firing, no transition. */
+    struct wt_alerts_config next = cfg;
+    next.rules[0].threshold = 85;
+    WT_EQ_INT(wt_alert_eval_reconfigure(e, &next, WT_NS_PER_S, T0 + S(1), on_tr, NULL), 0);
+    tick_temp(e, &b, 1, T0 + S(1), 90);
+    WT_EQ_INT(nrec, 1);
+    /* The rule removed: it resolves. */
+    next.nrules = 0;
+    WT_EQ_INT(wt_alert_eval_reconfigure(e, &next, WT_NS_PER_S, T0 + S(2), on_tr, NULL), 0);
+    WT_EQ_INT(nrec, 2);
+    WT_EQ_INT(last()->a.state, WT_ALERT_RESOLVED);
+    tick_temp(e, &b, 1, T0 + S(3), 90);
+    WT_EQ_INT(nrec, 2);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(disabled_alerts_do_nothing)
+{
+    load("alerts:\n  enabled: false\n  rules:\n    - name: Hot\n"
+         "      metric: wattage_gpu_temperature_celsius\n      op: '>'\n      threshold: 1\n",
+         false);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int i = 0; i < 5; i++)
+        tick_temp(e, &b, 8, T0 + S(i), 200);
+    WT_EQ_INT(nrec, 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+/* ---- templates ---- */
+
+WT_TEST(templates_render_and_check)
+{
+    char out[128], why[160];
+    wt_alert_render("{{alertname}}: GPU {{labels.gpu}} ({{ $labels.model }}) {{value}} > "
+                    "{{threshold}}{{labels.nope}}!",
+                    "Hot", "gpu=\"3\",model=\"NVIDIA H200\"", 81.25, 80, out, sizeof out);
+    WT_EQ_STR(out, "Hot: GPU 3 (NVIDIA H200) 81.25 > 80!");
+    wt_alert_render("{{value}}", "x", "", 1.0 / 3, 0, out, 5);
+    WT_EQ_STR(out, "0.33");
+    WT_EQ_INT(wt_alert_template_check("{{ value }} {{$threshold}}", why, sizeof why), 0);
+    WT_EQ_INT(wt_alert_template_check("{{ labels.a-b }}", why, sizeof why), -EINVAL);
+    WT_EQ_INT(wt_alert_template_check("a {{value", why, sizeof why), -EINVAL);
+    WT_CONTAINS(why, "unclosed");
+    WT_EQ_INT(wt_alert_template_check("{{humanize $value}}", why, sizeof why), -EINVAL);
+    WT_CONTAINS(why, "unknown placeholder {{humanize $value}}");
+    WT_ASSERT(wt_alert_fingerprint("a", "x=\"1\"") != wt_alert_fingerprint("a", "x=\"2\""));
+    WT_ASSERT(wt_alert_fingerprint("a", "") == wt_alert_fingerprint("a", ""));
+}
+
+/* ---- the regression math ---- */
+
+WT_TEST(least_squares_and_time_to_threshold)
+{
+    double x[50], y[50], slope, icpt;
+    for (int i = 0; i < 50; i++) {
+        x[i] = 1.7e9 + i * 0.5; /* unix seconds: large origin, centred internally */
+        y[i] = 40 + 0.25 * (x[i] - x[0]);
+    }
+    WT_EQ_INT(wt_detect_lsq(x, y, 50, &slope, &icpt), 0);
+    WT_NEAR(slope, 0.25, 1e-9);
+    WT_NEAR(icpt, 40, 1e-7);
+    /* Noise that averages out: +-1 alternating. */
+    for (int i = 0; i < 50; i++)
+        y[i] = 60 + 0.1 * (x[i] - x[0]) + (i % 2 ? 1 : -1);
+    WT_EQ_INT(wt_detect_lsq(x, y, 50, &slope, &icpt), 0);
+    WT_NEAR(slope, 0.1, 0.01);
+    double same[3] = {5, 5, 5};
+    WT_EQ_INT(wt_detect_lsq(same, y, 3, &slope, &icpt), -EINVAL);
+    WT_EQ_INT(wt_detect_lsq(x, y, 1, &slope, &icpt), -EINVAL);
+    WT_NEAR(wt_detect_time_to(80, 0.5, 87), 14, 1e-9);
+    WT_NEAR(wt_detect_time_to(87, 0.5, 87), 0, 0);
+    WT_NEAR(wt_detect_time_to(90, -1, 87), 0, 0);
+    WT_ASSERT(isinf(wt_detect_time_to(80, 0, 87)));
+    WT_ASSERT(isinf(wt_detect_time_to(80, -0.1, 87)));
+    double m[] = {5, 1, 4, 2, 3};
+    WT_NEAR(wt_detect_median(m, 5), 3, 0);
+    double m2[] = {4, 1, 3, 2};
+    WT_NEAR(wt_detect_median(m2, 4), 2.5, 0);
+}
+
+/* ---- the detectors ---- */
+
+WT_TEST(throttle_forecast_fires_before_the_slowdown_and_says_how_long)
+{
+    load("alerts:\n  detectors:\n    throttle_forecast: {window: 20s, lead: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    /* GPU 0 heats 0.5 C/s from 40 C (slowdown 87: reached at t = 94 s); GPU 1 stays at 50. */
+    int64_t fired = 0;
+    double left_at_fire = 0;
+    for (int s = 0; s <= 100 && !fired; s++) {
+        tick_temp(e, &b, 2, T0 + S(s), 40 + 0.5 * s);
+        if (count("GPUThrottleForecast", WT_ALERT_FIRING, NULL)) {
+            fired = T0 + S(s);
+            left_at_fire = last()->a.value;
+            WT_CONTAINS(last()->a.labels, "gpu=\"0\"");
+            WT_CONTAINS(last()->a.summary, "reaches its slowdown temperature 87 °C in");
+        }
+    }
+    WT_ASSERT(fired);
+    double t_fire = (double)(fired - T0) / WT_NS_PER_S;
+    /* Fires as soon as less than the lead is left (87 - 60 x 0.5 = 57 C at t = 34 s) and never
+     * before the window holds half its span. */
+    WT_NEAR(t_fire, 35, 1.01);
+    WT_NEAR(left_at_fire, 94 - t_fire, 0.5);
+    WT_ASSERT(94 - t_fire >= 30);
+    WT_EQ_INT(count("GPUThrottleForecast", WT_ALERT_FIRING, "gpu=\"1\""), 0);
+    /* Cooling down: it resolves once well clear (more than 1.5 x lead left, or falling). */
+    int64_t t = fired;
+    for (int s = 1; s <= 40; s++)
+        tick_temp(e, &b, 2, t + S(s), 57 - 0.5 * s);
+    WT_EQ_INT(count("GPUThrottleForecast", WT_ALERT_RESOLVED, NULL), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(throttle_forecast_stays_quiet_for_a_steady_or_noisy_gpu)
+{
+    load("alerts:\n  detectors:\n    throttle_forecast: {window: 20s, lead: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s <= 120; s++)
+        tick_temp(e, &b, 1, T0 + S(s), 70 + (s % 3) - 1); /* 69..71, no trend */
+    WT_EQ_INT(nrec, 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(throttling_fires_after_for_and_names_the_reason)
+{
+    load("alerts:\n  detectors:\n    throttling: {for: 5s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s <= 8; s++) {
+        wt_batch_clear(&b);
+        struct gv v = base;
+        add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+        add_throttled(&b, 0, T0 + S(s), "sw_power_cap", 1); /* normal at the limit: ignored */
+        add_throttled(&b, 0, T0 + S(s), "hw_thermal_slowdown", s >= 2 ? 1 : 0);
+        add_throttled(&b, 0, T0 + S(s), "sw_thermal_slowdown", 0);
+        tick(e, &b, T0 + S(s));
+        if (s == 6)
+            WT_EQ_INT(count("GPUThrottling", WT_ALERT_FIRING, NULL), 0);
+    }
+    WT_EQ_INT(count("GPUThrottling", WT_ALERT_FIRING, NULL), 1);
+    WT_CONTAINS(last()->a.labels, "reason=\"hw_thermal_slowdown\"");
+    WT_CONTAINS(last()->a.summary, "throttled by hw_thermal_slowdown");
+    WT_EQ_INT(last()->a.severity, WT_SEV_CRITICAL);
+    WT_EQ_INT(count("GPUThrottling", WT_ALERT_PENDING, "sw_power_cap"), 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(idle_burn_fires_with_the_energy_and_resolves_under_load)
+{
+    load("alerts:\n  detectors:\n    idle_burn: {for: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    int s;
+    for (s = 0; s <= 61; s++) {
+        wt_batch_clear(&b);
+        struct gv v = base, w = base;
+        v.util = 0.01;
+        v.power = 360; /* over 0.4 x 700 = 280 W */
+        add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+        w.util = 0.01;
+        w.power = 90; /* idle and low: fine */
+        add_gpu(&b, 1, "NVIDIA H200", T0 + S(s), &w);
+        tick(e, &b, T0 + S(s));
+        if (s == 59)
+            WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_FIRING, NULL), 0);
+    }
+    WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_FIRING, NULL), 1);
+    WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_PENDING, "gpu=\"1\""), 0);
+    /* 360 W over 60 s = 21.6 kJ = 0.006 kWh */
+    WT_CONTAINS(last()->a.summary, "0.006 kWh so far");
+    WT_CONTAINS(last()->a.summary, "idle (1% utilization) while drawing 360 W");
+    /* 8% utilization is inside the band (5..10%): holds; 50% clears. */
+    for (int k = 0; k < 2; k++, s++) {
+        wt_batch_clear(&b);
+        struct gv v = base;
+        v.util = k == 0 ? 0.08 : 0.5;
+        v.power = 360;
+        add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+        tick(e, &b, T0 + S(s));
+        WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_RESOLVED, NULL), k);
+    }
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(impossible_readings_fire_and_hold_a_while)
+{
+    load("alerts:\n  detectors:\n    impossible: {power_margin: 0.1}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    struct gv v = base;
+    add_gpu(&b, 0, "NVIDIA H200", T0, &v);
+    tick(e, &b, T0);
+    WT_EQ_INT(nrec, 0);
+    /* power 780 W > 700 x 1.1; energy 900 J after 1000 J; temperature 200 C */
+    wt_batch_clear(&b);
+    v.power = 780;
+    v.energy = 900;
+    v.temp = 200;
+    add_gpu(&b, 0, "NVIDIA H200", T0 + S(1), &v);
+    tick(e, &b, T0 + S(1));
+    WT_EQ_INT(count("GPUImpossibleReading", WT_ALERT_FIRING, "reading=\"power\""), 1);
+    WT_EQ_INT(count("GPUImpossibleReading", WT_ALERT_FIRING, "reading=\"energy\""), 1);
+    WT_EQ_INT(count("GPUImpossibleReading", WT_ALERT_FIRING, "reading=\"temperature\""), 1);
+    for (int i = 0; i < nrec; i++)
+        if (strstr(recs[i].a.labels, "energy"))
+            WT_CONTAINS(recs[i].a.summary, "went backwards by 100.000 J");
+    /* Back to normal: held for a minute, then resolved. */
+    v = base;
+    v.energy = 1100;
+    int64_t t = T0 + S(2);
+    for (; t < T0 + S(60); t += S(1)) {
+        wt_batch_clear(&b);
+        add_gpu(&b, 0, "NVIDIA H200", t, &v);
+        tick(e, &b, t);
+    }
+    WT_EQ_INT(count("GPUImpossibleReading", WT_ALERT_RESOLVED, NULL), 0);
+    for (; t < T0 + S(63); t += S(1)) {
+        wt_batch_clear(&b);
+        add_gpu(&b, 0, "NVIDIA H200", t, &v);
+        tick(e, &b, t);
+    }
+    WT_EQ_INT(count("GPUImpossibleReading", WT_ALERT_RESOLVED, NULL), 3);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_stuck_power_sensor_fires_only_while_utilization_moves)
+{
+    load("alerts:\n  detectors:\n    stuck: {ticks: 10}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    int s;
+    /* GPU 0: 312.5 W for 12 samples while utilization moves; GPU 1: 80 W at a steady 0%. */
+    for (s = 0; s < 12; s++) {
+        wt_batch_clear(&b);
+        struct gv v = base, w = base;
+        v.power = 312.5;
+        v.util = 0.2 + 0.05 * (s % 4);
+        add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+        w.power = 80;
+        w.util = 0;
+        add_gpu(&b, 1, "NVIDIA H200", T0 + S(s), &w);
+        tick(e, &b, T0 + S(s));
+        /* the same snapshot evaluated twice does not count twice */
+        tick(e, &b, T0 + S(s) + S(0.5));
+        if (s == 8)
+            WT_EQ_INT(count("GPUSensorStuck", WT_ALERT_FIRING, NULL), 0);
+    }
+    WT_EQ_INT(count("GPUSensorStuck", WT_ALERT_FIRING, "gpu=\"0\""), 1);
+    WT_EQ_INT(count("GPUSensorStuck", WT_ALERT_FIRING, "gpu=\"1\""), 0);
+    WT_CONTAINS(last()->a.summary, "power reads 312.500 W for 10 samples");
+    wt_batch_clear(&b);
+    struct gv v = base;
+    v.power = 313;
+    add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+    tick(e, &b, T0 + S(s));
+    WT_EQ_INT(count("GPUSensorStuck", WT_ALERT_RESOLVED, "gpu=\"0\""), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_sibling_much_hotter_at_similar_power_fires)
+{
+    load("alerts:\n  detectors:\n    sibling: {delta: 10, power_band: 0.15, for: 10s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s <= 10; s++) {
+        wt_batch_clear(&b);
+        for (int i = 0; i < 8; i++) {
+            struct gv v = base;
+            v.temp = 50 + (i % 3);
+            v.power = 400 + 5 * i;
+            if (i == 5)
+                v.temp = 66; /* +15 over the median at similar power */
+            if (i == 6)
+                v.temp = 70, v.power = 650; /* hotter, but at much higher power: fine */
+            add_gpu(&b, i, "NVIDIA H200", T0 + S(s), &v);
+        }
+        /* two of another model: too few to compare */
+        struct gv o = base;
+        o.temp = 90;
+        add_gpu(&b, 8, "NVIDIA A100", T0 + S(s), &o);
+        add_gpu(&b, 9, "NVIDIA A100", T0 + S(s), &o);
+        tick(e, &b, T0 + S(s));
+    }
+    WT_EQ_INT(count("GPUSiblingOutlier", WT_ALERT_FIRING, NULL), 1);
+    WT_EQ_INT(count("GPUSiblingOutlier", WT_ALERT_FIRING, "gpu=\"5\""), 1);
+    WT_CONTAINS(last()->a.summary, "runs 15 °C hotter than the median 51 °C of its 8 siblings");
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_lost_gpu_fires_the_data_gap_while_the_others_stay_quiet)
+{
+    load("alerts:\n  detectors:\n    data_gap: {intervals: 3}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    struct wt_hub_collector cols[2] = {
+        {.name = "nvml", .interval_ns = WT_NS_PER_S, .present = true, .up = true},
+        {.name = "rapl", .interval_ns = WT_NS_PER_S, .present = true, .up = true},
+    };
+    for (int s = 0; s <= 10; s++) {
+        int64_t t = T0 + S(s);
+        wt_batch_clear(&b);
+        for (int i = 0; i < 4; i++) {
+            struct gv v = base;
+            if (i == 2 && s >= 3)
+                add_gpu_down(&b, i, "NVIDIA H200", t);
+            else
+                add_gpu(&b, i, "NVIDIA H200", t, &v);
+        }
+        cols[0].last_ok_mono = cols[0].last_tick_mono = t;
+        cols[1].last_tick_mono = t;
+        cols[1].last_ok_mono = s < 4 ? t : T0 + S(3); /* rapl stops succeeding after 3 s */
+        struct wt_alert_input in = {
+            .snap = &b, .cols = cols, .ncols = 2, .now_ns = t, .now_mono = t};
+        wt_alert_eval_tick(e, &in, on_tr, NULL);
+        if (s == 5) /* silent since 2 s: 3 s, not more than 3 intervals yet */
+            WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, NULL), 0);
+    }
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, "gpu=\"2\""), 1);
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, "collector=\"rapl\""), 1);
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, NULL), 2);
+    for (int i = 0; i < nrec; i++)
+        if (strstr(recs[i].a.labels, "gpu=\"2\""))
+            WT_CONTAINS(recs[i].a.summary, "the GPU is down");
+    /* It comes back: resolved. */
+    wt_batch_clear(&b);
+    struct gv v = base;
+    add_gpu(&b, 2, "NVIDIA H200", T0 + S(11), &v);
+    tick(e, &b, T0 + S(11));
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_RESOLVED, "gpu=\"2\""), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(the_default_detectors_stay_quiet_on_a_healthy_node)
+{
+    load("alerts: {}\n", false);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s < 400; s++) {
+        wt_batch_clear(&b);
+        for (int i = 0; i < 8; i++) {
+            struct gv v = base;
+            v.power = 300 + 100 * sin(s / 7.0 + i);
+            v.util = (v.power - 60) / 640;
+            v.temp = 45 + i;
+            v.energy = 1000 + 300.0 * s;
+            add_gpu(&b, i, "NVIDIA H200", T0 + S(s), &v);
+            add_throttled(&b, i, T0 + S(s), "sw_power_cap", 0);
+        }
+        tick(e, &b, T0 + S(s));
+    }
+    WT_EQ_INT(nrec, 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
