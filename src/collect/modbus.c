@@ -10,6 +10,7 @@
 #include "collect/modbus.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <modbus.h>
 #include <stdio.h>
@@ -163,6 +164,21 @@ void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_w
 
 /* ---- configuration ---- */
 
+/* An error about key of mapping m: at the key's line (the mapping's when absent), path.key. */
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...)
+{
+    char p[192], msg[WT_ERR_LEN];
+    const struct wt_ynode *n = wt_y_get(m, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
+}
+
 static bool name_ok(const char *s)
 {
     if (!*s)
@@ -224,12 +240,12 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, r->name, sizeof r->name);
     if (!rc && !name_ok(r->name))
-        rc = wt_y_fail(g, wt_y_get(m, "name"), path,
-                       "name: expected letters, digits, '_', '.' or '-' (got \"%s\")", r->name);
+        rc = key_fail(g, m, path, "name",
+                       "expected letters, digits, '_', '.' or '-' (got \"%s\")", r->name);
     if (!rc)
         rc = wt_y_int(g, m, path, "address", 0, 65535, &addr);
     if (!rc && !wt_y_get(m, "address"))
-        rc = wt_y_fail(g, m, path, "address: required");
+        rc = key_fail(g, m, path, "address", "required");
     if (!rc)
         rc = wt_y_enum(g, m, path, "function", function_names, &fn);
     if (!rc)
@@ -239,7 +255,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     if (!rc)
         rc = wt_y_double(g, m, path, "scale", -1e12, 1e12, &r->scale);
     if (!rc && r->scale == 0)
-        rc = wt_y_fail(g, wt_y_get(m, "scale"), path, "scale: expected a non-zero number");
+        rc = key_fail(g, m, path, "scale", "expected a non-zero number");
     if (!rc)
         rc = wt_y_string(g, m, path, "metric", true, metric, sizeof metric);
     if (!rc) {
@@ -251,7 +267,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
             for (const struct metric_kind *k = metric_kinds; k->name; k++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                          k == metric_kinds ? "" : ", ", k->name);
-            rc = wt_y_fail(g, wt_y_get(m, "metric"), path, "metric: expected one of %s (got \"%s\")",
+            rc = key_fail(g, m, path, "metric", "expected one of %s (got \"%s\")",
                            list, metric);
         }
     }
@@ -269,8 +285,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
                 for (const struct unit *u = r->mk->units; u->name; u++)
                     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                              u == r->mk->units ? "" : ", ", u->name);
-                rc = wt_y_fail(g, wt_y_get(m, "unit"), path,
-                               "unit: expected one of %s for metric %s (got \"%s\")", list,
+                rc = key_fail(g, m, path, "unit",
+                               "expected one of %s for metric %s (got \"%s\")", list,
                                r->mk->name, unit);
             }
         }
@@ -286,8 +302,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     r->type = (enum wt_modbus_type)type;
     r->little = order == 1;
     if (addr + wt_modbus_type_words(r->type) > 65536)
-        return wt_y_fail(g, wt_y_get(m, "address"), path,
-                         "address: a %s at %lld runs past register 65535", type_names[type],
+        return key_fail(g, m, path, "address",
+                         "a %s at %lld runs past register 65535", type_names[type],
                          (long long)addr);
     if (!r->point[0])
         snprintf(r->point, sizeof r->point, "%s", r->name);
@@ -309,14 +325,14 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = wt_y_fail(g, wt_y_get(m, "name"), path,
-                       "name: expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+        rc = key_fail(g, m, path, "name",
+                       "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
                        WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "address", true, addr, sizeof addr);
     if (!rc && split_address(addr, t->host, sizeof t->host, &t->port) != 0)
-        rc = wt_y_fail(g, wt_y_get(m, "address"), path,
-                       "address: expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")", addr);
+        rc = key_fail(g, m, path, "address",
+                       "expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")", addr);
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
@@ -352,12 +368,12 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         t->nregs++;
         for (size_t j = 0; j < i; j++) {
             if (strcmp(t->regs[j].name, t->regs[i].name) == 0)
-                return wt_y_fail(g, regs->child[i], ipath, "name: \"%s\" is used twice",
+                return key_fail(g, regs->child[i], ipath, "name", "\"%s\" is used twice",
                                  t->regs[i].name);
             if (t->regs[j].mk == t->regs[i].mk && strcmp(t->regs[j].point, t->regs[i].point) == 0)
-                return wt_y_fail(g, regs->child[i], ipath,
-                                 "point: \"%s\" already has a %s register (%s)", t->regs[i].point,
-                                 t->regs[i].mk->name, t->regs[j].name);
+                return key_fail(g, regs->child[i], ipath, "point",
+                                "\"%s\" already has a %s register (%s)", t->regs[i].point,
+                                t->regs[i].mk->name, t->regs[j].name);
         }
     }
     return 0;
@@ -388,8 +404,8 @@ static int parse_section(const char *file, const struct wt_ynode *node, long wan
         if (rc == 0) {
             for (size_t j = 0; j < i && rc == 0; j++)
                 if (strcmp(seen[j], t.name) == 0)
-                    rc = wt_y_fail(&g, wt_y_get(node->child[i], "name"), path,
-                                   "name: \"%s\" is used by another target", t.name);
+                    rc = key_fail(&g, node->child[i], path, "name",
+                                   "\"%s\" is used by another target", t.name);
         }
         if (rc) {
             free(t.regs);

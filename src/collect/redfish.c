@@ -14,6 +14,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -101,6 +102,21 @@ struct rf {
 
 /* ---- configuration ---- */
 
+/* An error about key of mapping m: at the key's line (the mapping's when absent), path.key. */
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...)
+{
+    char p[192], msg[WT_ERR_LEN];
+    const struct wt_ynode *n = wt_y_get(m, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
+}
+
 static bool name_ok(const char *s)
 {
     if (!*s)
@@ -128,8 +144,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = wt_y_fail(g, wt_y_get(m, "name"), path,
-                       "name: expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+        rc = key_fail(g, m, path, "name",
+                       "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
                        WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
@@ -138,8 +154,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         const char *host = t->url + (https ? 8 : 7);
         if ((!https && strncmp(t->url, "http://", 7) != 0) || !*host || *host == '/' ||
             strpbrk(t->url, " ?#@"))
-            rc = wt_y_fail(g, wt_y_get(m, "url"), path,
-                           "url: expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")",
+            rc = key_fail(g, m, path, "url",
+                           "expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")",
                            t->url);
     }
     if (!rc) {
@@ -159,12 +175,12 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         rc = wt_y_string(g, m, path, "password_file", false, t->password_file,
                          sizeof t->password_file);
     if (!rc && !t->username[0] != !t->password_file[0])
-        rc = wt_y_fail(g, m, path, "%s: username and password_file go together",
-                       t->username[0] ? "password_file" : "username");
+        rc = key_fail(g, m, path, t->username[0] ? "password_file" : "username",
+                      "username and password_file go together");
     if (!rc)
         rc = wt_y_enum(g, m, path, "auth", auth_names, &t->auth);
     if (!rc && wt_y_get(m, "auth") && !t->username[0])
-        rc = wt_y_fail(g, wt_y_get(m, "auth"), path, "auth: needs username and password_file");
+        rc = key_fail(g, m, path, "auth", "needs username and password_file");
     if (!rc)
         rc = wt_y_string(g, m, path, "ca_file", false, t->ca_file, sizeof t->ca_file);
     if (!rc)
@@ -207,8 +223,8 @@ static int parse_section(const char *file, const struct wt_ynode *node, long wan
         rc = parse_target(&g, node->child[i], path, &t);
         for (size_t j = 0; j < i && rc == 0; j++)
             if (strcmp(seen[j], t.name) == 0)
-                rc = wt_y_fail(&g, wt_y_get(node->child[i], "name"), path,
-                               "name: \"%s\" is used by another target", t.name);
+                rc = key_fail(&g, node->child[i], path, "name",
+                               "\"%s\" is used by another target", t.name);
         if (rc)
             return rc;
         snprintf(seen[i], sizeof seen[i], "%s", t.name);
@@ -311,14 +327,12 @@ static long request(struct rf *s, const char *method, const char *path, const ch
     }
     curl_easy_setopt(s->curl, CURLOPT_URL, url);
     curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, strcmp(method, "GET") ? method : NULL);
-    if (json_body) {
-        curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, json_body);
-    } else {
+    if (json_body)
+        curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, json_body); /* a POST */
+    else
         curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
-        if (strcmp(method, "GET") != 0)
-            curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, method);
-    }
+    /* DELETE rides on a GET's settings; GET and POST need no custom verb. */
+    curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, strcmp(method, "DELETE") ? NULL : method);
     CURLcode cc = curl_easy_perform(s->curl);
     curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
@@ -855,21 +869,11 @@ static int walk_chassis(struct rf *s, const char *uri, const void *ctx, struct w
     const char *ts = link(j, "ThermalSubsystem"), *sensors = link(j, "Sensors");
     const char *power = link(j, "Power"), *thermal = link(j, "Thermal");
     const char *name = str(j, "Name");
-    if (env)
-        rc = keep(s, env, R_GENERIC, id, NULL, NULL, "chassis", name, NULL, err);
-    if (!rc && ps) {
-        rc = walk_get(s, ps, &sub, err);
-        if (rc == 0) {
-            const char *psus = link(sub, "PowerSupplies");
-            if (psus)
-                rc = each_member(s, psus, walk_psu, id, err);
-            cJSON_Delete(sub);
-        } else if (!fatal(rc)) {
-            rc = 0;
-            ps = NULL;
-        }
-    }
-    if (!rc && ts) {
+    /*
+     * ThermalSubsystem first: where it and EnvironmentMetrics quote the same sensor, its point
+     * ("1U/internal", a fan's own Id) says more.
+     */
+    if (ts) {
         rc = walk_get(s, ts, &sub, err);
         if (rc == 0) {
             const char *tm = link(sub, "ThermalMetrics"), *fans = link(sub, "Fans");
@@ -882,6 +886,20 @@ static int walk_chassis(struct rf *s, const char *uri, const void *ctx, struct w
         } else if (!fatal(rc)) {
             rc = 0;
             ts = NULL;
+        }
+    }
+    if (!rc && env)
+        rc = keep(s, env, R_GENERIC, id, NULL, NULL, "chassis", name, NULL, err);
+    if (!rc && ps) {
+        rc = walk_get(s, ps, &sub, err);
+        if (rc == 0) {
+            const char *psus = link(sub, "PowerSupplies");
+            if (psus)
+                rc = each_member(s, psus, walk_psu, id, err);
+            cJSON_Delete(sub);
+        } else if (!fatal(rc)) {
+            rc = 0;
+            ps = NULL;
         }
     }
     /* The deprecated resources, only where the new ones are missing (same values twice). */
@@ -1088,8 +1106,17 @@ static void fan_rpm(struct rf *s, const struct resource *r, const cJSON *v, cons
     const char *src = str(v, "DataSourceUri");
     if (!number(item(v, "SpeedRPM"), &x))
         return;
-    /* The Sensor behind a fan excerpt is in percent: the RPM here is not a duplicate of it. */
-    (void)src;
+    /*
+     * The Sensor behind a fan excerpt is in percent, so the RPM is keyed apart from it; the same
+     * fan quoted by ThermalSubsystem and EnvironmentMetrics is still read once.
+     */
+    if (src) {
+        char key[URI_LEN + 8];
+        snprintf(key, sizeof key, "rpm:%s", src);
+        if (seen(s, key))
+            return;
+        mark_seen(s, key);
+    }
     emit(s, r, "fan", qual, WT_M_FAC_FAN_RPM, x);
 }
 
@@ -1240,8 +1267,15 @@ static void emit_info(struct rf *s, const struct resource *r)
     char labels[WT_LABELS_LEN];
     if (s->add_rc)
         return;
-    if (wt_labels(labels, sizeof labels, "source", "redfish", "target", s->t.name, "point",
-                  r->point, "kind", r->kindl, "vendor", r->vendor, "model", r->model, NULL) != 0)
+    int rc = wt_labels(labels, sizeof labels, "source", "redfish", "target", s->t.name, "point",
+                       r->point, "kind", r->kindl, "vendor", r->vendor, "model", r->model, NULL);
+    if (!rc && s->t.node[0])
+        rc = wt_labels_add(labels, sizeof labels, "node", s->t.node);
+    if (!rc && s->t.rack[0])
+        rc = wt_labels_add(labels, sizeof labels, "rack", s->t.rack);
+    if (!rc && s->t.zone[0])
+        rc = wt_labels_add(labels, sizeof labels, "zone", s->t.zone);
+    if (rc)
         return;
     s->add_rc = wt_batch_add(s->out, WT_M_FAC_INFO, labels, s->t_ns, 1);
 }

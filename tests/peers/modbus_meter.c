@@ -50,14 +50,16 @@ static int encode(const char *type, const char *order, const char *val, uint16_t
     uint64_t u = 0;
     int n;
     if (strcmp(type, "float32") == 0) {
+        /*
+         * IEEE 754 bits, most significant word first (libmodbus 3.1.6's modbus_set_float_abcd
+         * swaps bytes on little-endian hosts, so it is not used here).
+         */
         float f = strtof(val, NULL);
-        if (little)
-            modbus_set_float_cdab(f, w);
-        else
-            modbus_set_float_abcd(f, w);
-        return 2;
-    }
-    if (strcmp(type, "u16") == 0 || strcmp(type, "i16") == 0)
+        uint32_t b;
+        memcpy(&b, &f, sizeof b);
+        u = b;
+        n = 2;
+    } else if (strcmp(type, "u16") == 0 || strcmp(type, "i16") == 0)
         n = 1;
     else if (strcmp(type, "u32") == 0 || strcmp(type, "i32") == 0)
         n = 2;
@@ -67,7 +69,7 @@ static int encode(const char *type, const char *order, const char *val, uint16_t
         return -1;
     if (type[0] == 'i')
         u = (uint64_t)strtoll(val, NULL, 0);
-    else
+    else if (type[0] == 'u')
         u = strtoull(val, NULL, 0);
     for (int i = 0; i < n; i++) {
         uint16_t word = (uint16_t)(u >> (16 * (n - 1 - i))); /* i = 0: most significant */

@@ -25,6 +25,7 @@ import base64
 import json
 import os
 import secrets
+import socket
 import ssl
 import sys
 import threading
@@ -46,6 +47,12 @@ def control():
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+
+    def setup(self):
+        super().setup()
+        # Headers and body go out in two writes: without this, Nagle and the client's delayed
+        # ACK add 40 ms to every response.
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def log_message(self, fmt, *args):
         pass

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Redfish collector against DMTF's public mockups served by a real HTTP server
+# (tests/peers/redfish_server.py): every measurement the rackmount server, the rack PDU, the
+# power shelf, the cooling unit and the liquid-cooled server give is on /metrics with the value
+# of the mockup JSON, once (tests/peers/redfish_expect.py computes the expectations from the
+# JSON alone); config errors name file:line and path; insecure is logged.
+source "$(dirname "$0")/lib.sh"
+
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
+export WATTAGE_NVML_LIBRARY=$TMP/no-such-lib.so
+DATA=../shared/data/redfish
+PY=/usr/bin/python3
+
+start_server() { # NAME MOCKUP [ARGS...]
+    local name=$1 mock=$2; shift 2
+    bg "$PY" tests/peers/redfish_server.py --root "$DATA/$mock" --port-file "$TMP/$name.port" \
+        --log "$TMP/$name.log" "$@"
+    wait_for 10 test -s "$TMP/$name.port" || { not_ok "server $name started"; finish; }
+}
+
+MOCKS="bmc:public-rackmount1 pdu:public-pdu shelf:public-power-shelf cdu:public-cooling-unit lc:public-liquid-cooled-server"
+{
+    printf 'collectors:\n  redfish:\n    interval: 1s\n    targets:\n'
+    for m in $MOCKS; do
+        name=${m%%:*}
+        start_server "$name" "${m#*:}"
+        printf '      - name: %s\n        url: http://127.0.0.1:%s/redfish/v1/\n        rack: r7\n' \
+            "$name" "$(cat "$TMP/$name.port")"
+    done
+} >"$TMP/rf.yaml"
+check "check-config accepts the Redfish targets" "$BIN" check-config "$TMP/rf.yaml"
+
+port=$(free_port)
+bg "$BIN" run -c "$TMP/rf.yaml" --db "$TMP/rf.db" --listen "127.0.0.1:$port" >"$TMP/run.log" 2>&1
+pid=$!
+all_up() {
+    curl -s "127.0.0.1:$port/metrics" >"$TMP/metrics" &&
+        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 5 ]]
+}
+wait_for 20 all_up
+check "all five Redfish targets are up" all_up
+args=()
+for m in $MOCKS; do args+=("${m%%:*}=$DATA/${m#*:}"); done
+out=$("$PY" tests/peers/redfish_expect.py "$TMP/metrics" "${args[@]}" 2>&1)
+rc=$?
+echo "$out" | sed 's/^/# /'
+check "every mockup measurement is exported once with the mockup's value" test $rc -eq 0
+check "rack label from the config is on the readings" \
+    grep -q 'wattage_facility_power_watts{source="redfish",target="pdu",point="pdu1/A1",kind="outlet",name="Outlet A1, Branch Circuit A",rack="r7"}' "$TMP/metrics"
+check "energy in joules (outlet A1: 36166 kWh)" \
+    grep -q 'wattage_facility_energy_joules_total{source="redfish",target="pdu",point="pdu1/A1",.*} 130197600000$' "$TMP/metrics"
+check "the PDU's identity is on wattage_facility_info" \
+    grep -q 'wattage_facility_info{source="redfish",target="pdu",point="pdu1",kind="pdu",vendor="Contoso",model="ZAP4000",rack="r7"} 1' "$TMP/metrics"
+check "CDU coolant flow in cubic metres per second (42 L/min)" \
+    grep -q 'wattage_facility_liquid_flow_cubic_meters_per_second{source="redfish",target="cdu",point="cdu1/primary1",kind="coolant_primary".*} 0.0007$' "$TMP/metrics"
+
+# Discovery is cached: later polls GET only the kept resources, never the collections again.
+n1=$(grep -c '^GET /redfish/v1/Chassis ' "$TMP/bmc.log")
+sleep 2.5
+n2=$(grep -c '^GET /redfish/v1/Chassis ' "$TMP/bmc.log")
+polls=$(grep -c '^GET /redfish/v1/Chassis/1U/EnvironmentMetrics ' "$TMP/bmc.log")
+check "the walk ran once ($n1 then $n2 GETs of the Chassis collection; $polls polls)" \
+    test "$n1" = 1 -a "$n2" = 1 -a "$polls" -ge 3
+check "the daemon is still running" kill -0 $pid
+kill -TERM $pid; wait $pid 2>/dev/null
+
+# --- config errors: file:line and the dotted path
+printf 'collectors:\n  redfish:\n    targets:\n      - name: a\n        url: ftp://x\n' >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
+check "a bad url exits 2 naming file:line and path ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"bad.yaml:5: collectors.redfish.targets[0].url"* ]]' "$rc" "$msg"
+printf 'collectors:\n  redfish:\n    targets:\n      - name: a\n        url: http://x\n        insecur: true\n' >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
+check "a misspelt key is named with a suggestion ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"bad.yaml:6: collectors.redfish.targets[0].insecur"* && $1 == *insecure* ]]' "$rc" "$msg"
+printf 'collectors:\n  redfish:\n    targets:\n      - name: a\n        url: http://x\n        username: u\n' >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
+check "username without password_file is refused ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"password_file"* ]]' "$rc" "$msg"
+printf 'collectors:\n  redfish:\n    targets:\n      - name: a\n        url: http://x\n      - name: a\n        url: http://y\n' >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
+check "duplicate target names are refused ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"bad.yaml:6: collectors.redfish.targets[1].name"* ]]' "$rc" "$msg"
+finish
