@@ -49,8 +49,7 @@ struct wt_kpi_row *wt_kpi_add_row(struct wt_kpi_report *r, const char *key, cons
     return row;
 }
 
-void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, const char *fmt,
-                      ...)
+void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, const char *fmt, ...)
 {
     if (row->nin == WT_KPI_MAX_INPUTS)
         return;
@@ -281,8 +280,7 @@ static void kpi_pue(const struct ctx *c, struct wt_kpi_report *r, struct wt_kpi_
         fac_used->measured = false;
         return;
     }
-    snprintf(row->why, sizeof row->why,
-             "no facility_total meter and no facility.pue_assumed");
+    snprintf(row->why, sizeof row->why, "no facility_total meter and no facility.pue_assumed");
 }
 
 static void kpi_rows(const struct ctx *c, struct wt_kpi_report *r)
@@ -582,8 +580,8 @@ static int nodes(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
     return 0;
 }
 
-int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns,
-                   int64_t to_ns, const char *zone, struct wt_kpi_report *r, struct wt_err *err)
+int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns, int64_t to_ns,
+                   const char *zone, struct wt_kpi_report *r, struct wt_err *err)
 {
     struct ctx c = {st, t, NULL};
     int rc;
@@ -657,9 +655,8 @@ int wt_kpi_pue(struct wt_store *st, const struct wt_config *cfg, int64_t from_ns
         *pue = t->pue_assumed;
     } else {
         rc = -ENOENT;
-        wt_err_set(err,
-                   "no measured PUE (%s) and no facility.pue_assumed",
-                   !fac.meters  ? "no facility_total meter"
+        wt_err_set(err, "no measured PUE (%s) and no facility.pue_assumed",
+                   !fac.meters ? "no facility_total meter"
                    : it.j <= 0 ? "no IT energy in the window"
                                : "the meters do not cover the window");
     }
@@ -697,9 +694,8 @@ int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_
     static const struct {
         const char *key;
         int metric;
-    } simple[] = {{"wue", WT_M_KPI_WUE},
-                  {"erf", WT_M_KPI_ERF},
-                  {"accelerator_share", WT_M_KPI_ACCEL_SHARE}};
+    } simple[] = {
+        {"wue", WT_M_KPI_WUE}, {"erf", WT_M_KPI_ERF}, {"accelerator_share", WT_M_KPI_ACCEL_SHARE}};
     for (size_t i = 0; i < sizeof simple / sizeof simple[0] && rc == 0; i++) {
         row = wt_kpi_row(&r, simple[i].key);
         if (row && row->available && row->measured)

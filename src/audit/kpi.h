@@ -129,9 +129,8 @@ struct wt_kpi_report {
  * Computes every KPI of the site (zone NULL or "") or of one zone over [from_ns, to_ns] into *r
  * (free with wt_kpi_report_free). Returns 0, -EINVAL (err) or -EIO / -ENOMEM.
  */
-int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns,
-                   int64_t to_ns, const char *zone, struct wt_kpi_report *r,
-                   struct wt_err *err) WT_MUST_USE;
+int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns, int64_t to_ns,
+                   const char *zone, struct wt_kpi_report *r, struct wt_err *err) WT_MUST_USE;
 void wt_kpi_report_free(struct wt_kpi_report *r);
 
 /* The row of key, or NULL. */
@@ -144,8 +143,8 @@ const struct wt_kpi_row *wt_kpi_row(const struct wt_kpi_report *r, const char *k
 struct wt_kpi_row *wt_kpi_add_row(struct wt_kpi_report *r, const char *key, const char *label,
                                   const char *unit);
 /* Adds an input to a row (ignored past WT_KPI_MAX_INPUTS). */
-void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, const char *fmt,
-                      ...) __attribute__((format(printf, 4, 5)));
+void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /*
  * The daemon's KPI gauges: every facility.kpi_interval a thread of its own computes the report

@@ -122,9 +122,9 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
                 const struct wt_series_info *s = &si[k][j];
                 if (!wt_meter_matches(m, s->labels))
                     continue;
-                int what = k == 1                           ? WT_MM_POWER
+                int what = k == 1                        ? WT_MM_POWER
                            : s->kind == WT_SK_INTEGRATED ? WT_MM_INTEGRATED
-                                                            : WT_MM_COUNTER;
+                                                         : WT_MM_COUNTER;
                 rc = add_series(&ms->m[i], s, what);
             }
         }

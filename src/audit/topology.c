@@ -30,8 +30,8 @@ static const char *const fac_keys[] = {"pue_assumed",        "wue_assumed",  "pa
                                        "part_load_interval", "min_coverage", "kpi_window",
                                        "kpi_interval",       "reconcile",    NULL};
 static const char *const rec_keys[] = {"chips_tolerance", "drift_bound", "interval", NULL};
-static const char *const meter_keys[] = {"target", "point", "match", "role", "node",
-                                         "rack",   "zone",  NULL};
+static const char *const meter_keys[] = {"target", "point", "match", "role",
+                                         "node",   "rack",  "zone",  NULL};
 static const char *const rack_keys[] = {"name", "zone", NULL};
 static const char *const node_keys[] = {"name", "rack", "zone", NULL};
 
@@ -280,8 +280,7 @@ int wt_topology_parse(const char *file, const struct wt_ynode *topology,
     defaults(t);
     snprintf(t->file, sizeof t->file, "%s", file);
     if (cfg) {
-        const struct wt_collector_config *cc[3] = {&cfg->collectors.snmp,
-                                                   &cfg->collectors.redfish,
+        const struct wt_collector_config *cc[3] = {&cfg->collectors.snmp, &cfg->collectors.redfish,
                                                    &cfg->collectors.modbus};
         for (int i = 0; i < 3; i++)
             t->power_gap_ns[i] = 3 * wt_config_interval(cfg, cc[i]);
@@ -377,8 +376,8 @@ bool wt_meter_matches(const struct wt_meter *m, const char *labels)
     int rc;
     if (wt_labels_get(labels, "target", v, sizeof v) != 0 || strcmp(v, m->target) != 0)
         return false;
-    if (m->point[0] && (wt_labels_get(labels, "point", v, sizeof v) != 0 ||
-                        strcmp(v, m->point) != 0))
+    if (m->point[0] &&
+        (wt_labels_get(labels, "point", v, sizeof v) != 0 || strcmp(v, m->point) != 0))
         return false;
     while ((rc = wt_labels_next(m->match, &pos, k, sizeof k, want, sizeof want)) == 1) {
         if (wt_labels_get(labels, k, v, sizeof v) != 0 || strcmp(v, want) != 0)

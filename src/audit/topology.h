@@ -66,13 +66,13 @@ const char *wt_role_name(enum wt_role r);
 
 struct wt_meter {
     char target[WT_TOPO_NAME];
-    char point[WT_TOPO_NAME];   /* "" = every point of the target */
-    char match[WT_LABELS_LEN];  /* further labels that must equal, canonical ("" none) */
+    char point[WT_TOPO_NAME];  /* "" = every point of the target */
+    char match[WT_LABELS_LEN]; /* further labels that must equal, canonical ("" none) */
     enum wt_role role;
-    char node[WT_TOPO_NAME];    /* pdu_outlet, bmc: the node it feeds */
+    char node[WT_TOPO_NAME]; /* pdu_outlet, bmc: the node it feeds */
     char rack[WT_TOPO_NAME];
-    char zone[WT_TOPO_NAME];    /* "" = site-wide (or the zone of its rack or node) */
-    int line;                   /* where it is written */
+    char zone[WT_TOPO_NAME]; /* "" = site-wide (or the zone of its rack or node) */
+    int line;                /* where it is written */
 };
 
 struct wt_topo_rack {
@@ -100,8 +100,8 @@ struct wt_topology {
     struct wt_meter meters[WT_TOPO_MAX_METERS];
     size_t nmeters;
     /* facility */
-    double pue_assumed; /* 0: none */
-    double wue_assumed; /* L/kWh; < 0: none */
+    double pue_assumed;              /* 0: none */
+    double wue_assumed;              /* L/kWh; < 0: none */
     double bands[WT_TOPO_MAX_BANDS]; /* band edges, % of design_it_w, increasing */
     size_t nbands;                   /* edges (bands = nbands - 1) */
     int64_t part_load_interval_ns;

@@ -204,8 +204,8 @@ static void print_text(const struct wt_kpi_report *r)
             printf("  %-12s %-22s %s meters (%d), coverage %.0f%%\n", energies[i].label, v,
                    wt_role_name(e->role), e->meters, 100 * e->coverage);
         else if (strcmp(e->from, "node_sensors") == 0)
-            printf("  %-12s %-22s node sensors (%d series), coverage %.0f%%\n",
-                   energies[i].label, v, e->meters, 100 * e->coverage);
+            printf("  %-12s %-22s node sensors (%d series), coverage %.0f%%\n", energies[i].label,
+                   v, e->meters, 100 * e->coverage);
         else
             printf("  %-12s %s\n", energies[i].label, v);
     }
@@ -230,8 +230,7 @@ static void print_text(const struct wt_kpi_report *r)
                (double)r->piece_ns / 1e9);
         for (size_t k = 0; k < r->nbands; k++) {
             const struct wt_kpi_band *b = &r->bands[k];
-            snprintf(v, sizeof v, "%g-%g%%%s", b->lo_pct, b->hi_pct,
-                     k + 1 == r->nbands ? "+" : "");
+            snprintf(v, sizeof v, "%g-%g%%%s", b->lo_pct, b->hi_pct, k + 1 == r->nbands ? "+" : "");
             if (b->available)
                 printf("  %-12s PUE %-8.4g %d pieces, IT %.3f kWh\n", v, b->pue, b->pieces,
                        b->it_j / 3.6e6);
@@ -256,8 +255,8 @@ static void print_text(const struct wt_kpi_report *r)
         for (size_t k = 0; k < r->nracks; k++) {
             const struct wt_kpi_rack *x = &r->racks[k];
             if (x->has_inlet && x->has_exhaust)
-                printf("  %-16s %6.2f K  (inlet %.2f C, exhaust %.2f C)\n", x->rack,
-                       x->delta_t_k, x->inlet_c, x->exhaust_c);
+                printf("  %-16s %6.2f K  (inlet %.2f C, exhaust %.2f C)\n", x->rack, x->delta_t_k,
+                       x->inlet_c, x->exhaust_c);
             else
                 printf("  %-16s -  (needs inlet and exhaust sensors)\n", x->rack);
         }

@@ -98,8 +98,7 @@ static void gauge(struct wt_store *st, const char *node, int metric, const char 
     WT_EQ_INT(wt_store_write(st, node, r, 361), 0);
 }
 
-static const char *fac(const char *source, const char *target, const char *point,
-                       const char *kind)
+static const char *fac(const char *source, const char *target, const char *point, const char *kind)
 {
     static char lb[8][WT_LABELS_LEN];
     static int i;
@@ -157,8 +156,8 @@ static struct wt_store *build_site(const char *path)
     /* power readings only: integrated */
     gauge(st, "", WT_M_FAC_POWER_W, fac("modbus", "chiller", "pump", "cooling"), 20000);
     /* 0.5 m3 per hour */
-    counter(st, "", WT_M_FAC_WATER_M3, fac("modbus", "water", "m1", "meter"),
-            (struct prof){1, 1}, 0.5 / 3600);
+    counter(st, "", WT_M_FAC_WATER_M3, fac("modbus", "water", "m1", "meter"), (struct prof){1, 1},
+            0.5 / 3600);
     counter(st, "", WT_M_FAC_HEAT_J, fac("modbus", "heat", "hx", "meter"),
             (struct prof){10000, 10000}, 1);
     /* gpu-01 (this node): two outlets and an inlet that the meter's match leaves out */
@@ -197,8 +196,8 @@ static struct wt_topology *topo_from(const char *yaml)
     WT_EQ_INT(wt_yaml_parse("site.yaml", yaml, strlen(yaml), &root, &err), 0);
     struct wt_topology *t = malloc(sizeof *t);
     WT_ASSERT(t != NULL);
-    int rc = wt_topology_parse("site.yaml", wt_y_get(root, "topology"),
-                               wt_y_get(root, "facility"), &cfg, t, &err);
+    int rc = wt_topology_parse("site.yaml", wt_y_get(root, "topology"), wt_y_get(root, "facility"),
+                               &cfg, t, &err);
     if (rc)
         wt_test_fail(__FILE__, __LINE__, "topology: %s", err.msg);
     wt_ynode_free(root);
@@ -368,8 +367,8 @@ static char *without_facility(const char *facility_block)
     const char *cut = strstr(site_yaml, "    - {target: main");
     const char *next = strchr(cut, '\n') + 1;
     const char *fac_at = strstr(site_yaml, "facility:\n");
-    snprintf(y, sizeof y, "%.*s%.*s%s", (int)(cut - site_yaml), site_yaml,
-             (int)(fac_at - next), next, facility_block);
+    snprintf(y, sizeof y, "%.*s%.*s%s", (int)(cut - site_yaml), site_yaml, (int)(fac_at - next),
+             next, facility_block);
     return y;
 }
 
@@ -509,8 +508,8 @@ WT_TEST(pue_for_other_modules)
 
 WT_TEST(reconciliation_judge)
 {
-    struct wt_recon_node n = {.wall_j = 1000, .chips_j = 800, .pieces = 4, .share_min = 0.18,
-                              .share_max = 0.25};
+    struct wt_recon_node n = {
+        .wall_j = 1000, .chips_j = 800, .pieces = 4, .share_min = 0.18, .share_max = 0.25};
     wt_recon_judge(&n, 0.02, 0.10);
     WT_ASSERT(!n.chips_exceed_wall && !n.share_drift); /* wall above chips, steady share */
     n.chips_j = 1019;

@@ -83,7 +83,7 @@ WT_TEST(values_and_zones)
     WT_EQ_STR(wt_topology_meter_zone(t, &t->meters[1]), "z9");
     WT_EQ_STR(wt_topology_meter_zone(t, &t->meters[2]), "");
     WT_EQ_STR(wt_topology_meter_zone(t, &t->meters[3]), "z1"); /* this node's rack */
-    WT_EQ_STR(wt_topology_node_zone(t, ""), "z1");                /* the store's own node */
+    WT_EQ_STR(wt_topology_node_zone(t, ""), "z1");             /* the store's own node */
     WT_EQ_STR(wt_topology_node_zone(t, "n3"), "z3");
     WT_EQ_STR(wt_topology_node_zone(t, "unknown"), "");
     WT_EQ_STR(t->meters[1].match, "kind=\"ups_output\",source=\"snmp\"");
