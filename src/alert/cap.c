@@ -64,12 +64,14 @@ static const struct {
     {{"nvmlShutdown", NULL}, true, offsetof(struct cap_fns, shutdown)},
     {{"nvmlErrorString", NULL}, true, offsetof(struct cap_fns, error_string)},
     {{"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}, true, offsetof(struct cap_fns, count)},
-    {{"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"}, true,
+    {{"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"},
+     true,
      offsetof(struct cap_fns, handle)},
     {{"nvmlDeviceSetPowerManagementLimit", NULL}, false, offsetof(struct cap_fns, set_limit)},
     {{"nvmlDeviceGetPowerManagementLimit", NULL}, false, offsetof(struct cap_fns, get_limit)},
     {{"nvmlDeviceGetEnforcedPowerLimit", NULL}, false, offsetof(struct cap_fns, enforced)},
-    {{"nvmlDeviceGetPowerManagementLimitConstraints", NULL}, false,
+    {{"nvmlDeviceGetPowerManagementLimitConstraints", NULL},
+     false,
      offsetof(struct cap_fns, constraints)},
 };
 
@@ -142,8 +144,8 @@ static int load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
 {
     const char *path = getenv("WATTAGE_NVML_LIBRARY");
     if (!path || !*path)
-        path = cfg && cfg->collectors.nvml_library[0] ? cfg->collectors.nvml_library
-                                                       : DEFAULT_LIBRARY;
+        path =
+            cfg && cfg->collectors.nvml_library[0] ? cfg->collectors.nvml_library : DEFAULT_LIBRARY;
     snprintf(c->library, sizeof c->library, "%s", path);
     dlerror();
     c->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -225,9 +227,8 @@ static int set_limit(struct wt_cap *c, int i, double w, enum act why, const char
         uint64_t supp;
         count_action(c, A_ERROR);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD,
-                     "nvmlDeviceSetPowerManagementLimit gpu=%d limit_w=%.1f failed: %s (%d)%s", i,
-                     w, errstr(c, r), (int)r,
+            wt_error(MOD, "nvmlDeviceSetPowerManagementLimit gpu=%d limit_w=%.1f failed: %s (%d)%s",
+                     i, w, errstr(c, r), (int)r,
                      r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : "");
         return -EIO;
     }
@@ -244,8 +245,7 @@ static void restore(struct wt_cap *c, int i, const char *reason)
     if (!g->touched)
         return;
     if (c->dry_run) {
-        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s", i, g->saved_w,
-                reason);
+        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s", i, g->saved_w, reason);
         count_action(c, A_RESTORE);
         g->touched = false;
         g->set_w = 0;
@@ -263,8 +263,8 @@ static void restore(struct wt_cap *c, int i, const char *reason)
         return;
     }
     unsigned int mw = (unsigned int)lround(g->saved_w * 1000);
-    nvmlReturn_t r = c->fn.set_limit && g->have_dev ? c->fn.set_limit(g->dev, mw)
-                                                    : NVML_ERROR_UNINITIALIZED;
+    nvmlReturn_t r =
+        c->fn.set_limit && g->have_dev ? c->fn.set_limit(g->dev, mw) : NVML_ERROR_UNINITIALIZED;
     if (r != NVML_SUCCESS) {
         uint64_t supp;
         count_action(c, A_ERROR);
@@ -392,8 +392,9 @@ static void share_budget(struct wt_cap *c, double target)
     }
     double s = 0;
     if (sum_lo >= target) {
-        wt_warn(MOD, "power budget %.0f W is under the GPUs' minimum limits (%.0f W together): "
-                     "every GPU at its minimum",
+        wt_warn(MOD,
+                "power budget %.0f W is under the GPUs' minimum limits (%.0f W together): "
+                "every GPU at its minimum",
                 c->budget_w, sum_lo);
     } else {
         /* f(s) = sum clamp(p_i s, lo_i, hi_i) rises with s; f(1) is about the draw (> target). */
@@ -471,8 +472,8 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
                 c->g[i].budget_w = 0;
         } else if (n && c->engaged && total > c->budget_w &&
                    now_ns - c->last_budget_ns >= SETTLE_NS) {
-            wt_warn(MOD, "node GPU power %.1f W still over the budget of %.1f W: tightening",
-                    total, c->budget_w);
+            wt_warn(MOD, "node GPU power %.1f W still over the budget of %.1f W: tightening", total,
+                    c->budget_w);
             c->last_budget_ns = now_ns;
             share_budget(c, target);
         }
@@ -529,10 +530,10 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
         c->inited = false;
         c->ngpus = 0;
     }
-    wt_info(MOD, "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f dry_run=%s "
-                 "gpus=%u library=%s",
-            ncap, c->budget_w, c->clear_share, c->dry_run ? "true" : "false", c->ngpus,
-            c->library);
+    wt_info(MOD,
+            "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f dry_run=%s "
+            "gpus=%u library=%s",
+            ncap, c->budget_w, c->clear_share, c->dry_run ? "true" : "false", c->ngpus, c->library);
     (void)err;
     *out = c;
     return 0;
@@ -608,8 +609,8 @@ int wt_cap_family_actions(void *cap, struct wt_expo_family *fam)
         return -ENOMEM;
     pthread_mutex_lock(&c->mu);
     for (int a = 0; a < A_COUNT; a++) {
-        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "action",
-                      act_names[a], "dry_run", c->dry_run ? "true" : "false", NULL) == 0)
+        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "action", act_names[a],
+                      "dry_run", c->dry_run ? "true" : "false", NULL) == 0)
             fam->s[fam->n++].value = (double)c->actions[a];
     }
     pthread_mutex_unlock(&c->mu);

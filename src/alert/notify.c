@@ -553,8 +553,7 @@ static void am_merge(struct am *s, const struct wt_alert *a)
 
 static bool am_due(const struct wt_notify *n, const struct am_entry *e, int64_t now)
 {
-    return e->dirty ||
-           (e->a.state == WT_ALERT_FIRING && now - e->sent_mono >= n->am.resend_ns);
+    return e->dirty || (e->a.state == WT_ALERT_FIRING && now - e->sent_mono >= n->am.resend_ns);
 }
 
 static size_t am_count_dirty(const struct am *s)
@@ -596,8 +595,8 @@ static int am_flush(struct am *s, int64_t timeout_ns)
         if (k == 0)
             break;
         char why[600];
-        char *json = wt_notify_am_json(s->batch, k, wt_now_real_ns(), 4 * n->am.resend_ns,
-                                       n->node, n->am.generator_url);
+        char *json = wt_notify_am_json(s->batch, k, wt_now_real_ns(), 4 * n->am.resend_ns, n->node,
+                                       n->am.generator_url);
         if (!json)
             return -EAGAIN;
         int rc = post_json(s->curl, n->am.url, json, timeout_ns, why, sizeof why);
@@ -879,8 +878,8 @@ static void *fifo_main(void *arg)
                 uint64_t supp;
                 STAT_ADD(n, webhook_failures, 1);
                 if (rc == -EINVAL)
-                    wt_error(MOD, "webhook: POST %s refused alert=%s state=%s: %s",
-                             n->webhook.url, cur.name, wt_notify_state(cur.state), why);
+                    wt_error(MOD, "webhook: POST %s refused alert=%s state=%s: %s", n->webhook.url,
+                             cur.name, wt_notify_state(cur.state), why);
                 else if (wt_ratelimit_ok(&fail_rl, now, &supp))
                     wt_warn(MOD, "webhook: POST %s failed: %s; retrying with backoff",
                             n->webhook.url, why);
@@ -980,8 +979,7 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
         size_t l = strlen(cfg->alertmanager.url);
         while (l && cfg->alertmanager.url[l - 1] == '/')
             l--;
-        snprintf(n->am.url, sizeof n->am.url, "%.*s/api/v2/alerts", (int)l,
-                 cfg->alertmanager.url);
+        snprintf(n->am.url, sizeof n->am.url, "%.*s/api/v2/alerts", (int)l, cfg->alertmanager.url);
         n->am.resend_ns = or_default(cfg->alertmanager.resend_ns, DEFAULT_RESEND_NS);
         n->am.timeout_ns = or_default(cfg->alertmanager.timeout_ns, DEFAULT_TIMEOUT_NS);
         snprintf(n->am.generator_url, sizeof n->am.generator_url, "%s",
@@ -994,10 +992,11 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
     if (cfg->exec.command[0]) {
         char words[512], *argv[WT_NOTIFY_MAX_ARGS + 1];
         int argc;
-        if (wt_notify_split(cfg->exec.command, words, sizeof words, argv,
-                            WT_NOTIFY_MAX_ARGS + 1, &argc) != 0) {
-            rc = wt_err_set(err, "alerts.exec.command: expected a command and its arguments "
-                                 "(quotes closed, at most %d words), got \"%s\"",
+        if (wt_notify_split(cfg->exec.command, words, sizeof words, argv, WT_NOTIFY_MAX_ARGS + 1,
+                            &argc) != 0) {
+            rc = wt_err_set(err,
+                            "alerts.exec.command: expected a command and its arguments "
+                            "(quotes closed, at most %d words), got \"%s\"",
                             WT_NOTIFY_MAX_ARGS, cfg->exec.command);
             goto fail;
         }
@@ -1010,8 +1009,8 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
         goto fail;
     if (n->exec.command[0] && (rc = start_channel(n, CH_EXEC, err)))
         goto fail;
-    wt_info(MOD, "delivery alertmanager=%s webhook=%s exec=%s",
-            n->am.url[0] ? n->am.url : "off", n->webhook.url[0] ? n->webhook.url : "off",
+    wt_info(MOD, "delivery alertmanager=%s webhook=%s exec=%s", n->am.url[0] ? n->am.url : "off",
+            n->webhook.url[0] ? n->webhook.url : "off",
             n->exec.command[0] ? n->exec.command : "off");
     *out = n;
     return 0;
@@ -1038,8 +1037,7 @@ void wt_notify_close(struct wt_notify *n)
         if (ch->started) {
             pthread_join(ch->th, NULL);
             if (ch->len)
-                wt_warn(MOD, "%s: %zu transitions not delivered at stop", kind_names[k],
-                        ch->len);
+                wt_warn(MOD, "%s: %zu transitions not delivered at stop", kind_names[k], ch->len);
         }
         if (ch->q) {
             pthread_mutex_destroy(&ch->mu);

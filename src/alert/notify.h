@@ -12,10 +12,10 @@
 
 #include "alert/alert.h"
 
-#define WT_NOTIFY_QUEUE 1024       /* transitions waiting per webhook/exec channel */
-#define WT_NOTIFY_AM_MAX 4096      /* alerts Alertmanager's channel keeps (firing + unsent) */
-#define WT_NOTIFY_AM_BATCH 256     /* alerts per POST to Alertmanager */
-#define WT_NOTIFY_MAX_ARGS 32      /* words of alerts.exec.command */
+#define WT_NOTIFY_QUEUE 1024   /* transitions waiting per webhook/exec channel */
+#define WT_NOTIFY_AM_MAX 4096  /* alerts Alertmanager's channel keeps (firing + unsent) */
+#define WT_NOTIFY_AM_BATCH 256 /* alerts per POST to Alertmanager */
+#define WT_NOTIFY_MAX_ARGS 32  /* words of alerts.exec.command */
 #define WT_NOTIFY_CLOSE_NS (2 * 1000000000LL) /* what close spends flushing, at most */
 
 /*

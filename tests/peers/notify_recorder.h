@@ -41,8 +41,8 @@ struct rec_conn {
 };
 
 static enum MHD_Result rec_access(void *cls, struct MHD_Connection *c, const char *url,
-                                  const char *method, const char *version,
-                                  const char *upload_data, size_t *upload_size, void **con_cls)
+                                  const char *method, const char *version, const char *upload_data,
+                                  size_t *upload_size, void **con_cls)
 {
     struct rec *r = cls;
     struct rec_conn *cc = *con_cls;
@@ -123,8 +123,8 @@ static int rec_start(struct rec *r, int port)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     pthread_mutex_init(&r->mu, NULL);
     r->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0, NULL, NULL,
-                            rec_access, r, MHD_OPTION_SOCK_ADDR, &sa,
-                            MHD_OPTION_NOTIFY_COMPLETED, rec_done, NULL, MHD_OPTION_END);
+                            rec_access, r, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED,
+                            rec_done, NULL, MHD_OPTION_END);
     if (!r->d)
         return -1;
     const union MHD_DaemonInfo *i = MHD_get_daemon_info(r->d, MHD_DAEMON_INFO_BIND_PORT);

@@ -12,8 +12,8 @@
 #include "alert/alert.h"
 #include "collect/nvml_api.h"
 #include "core/clock.h"
-#include "serve/expo.h"
 #include "runner.h"
+#include "serve/expo.h"
 
 static char limits_path[600];
 
@@ -188,8 +188,7 @@ WT_TEST(firing_caps_resolving_restores)
     WT_NEAR(power_w(2), 450, 1e-9);
     WT_NEAR(enforced_w(3), 700, 1e-9);
     WT_NEAR(fam_value(wt_cap_family_limits, cap, "gpu=\"2\"", NULL), 450, 1e-9);
-    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"cap\",dry_run=\"false\"", NULL), 1,
-            0);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"cap\",dry_run=\"false\"", NULL), 1, 0);
     /* firing again (the engine re-posts) changes nothing */
     wt_cap_apply(cap, &a);
     WT_EQ_STR(record(), "2 450");
@@ -200,8 +199,8 @@ WT_TEST(firing_caps_resolving_restores)
     size_t n = 9;
     WT_ASSERT(isnan(fam_value(wt_cap_family_limits, cap, "gpu=\"2\"", &n)));
     WT_EQ_INT(n, 0);
-    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"restore\",dry_run=\"false\"", NULL),
-            1, 0);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"restore\",dry_run=\"false\"", NULL), 1,
+            0);
     /* an alert without action cap is not ours */
     struct wt_alert other = alert("Hot", 4, WT_ALERT_FIRING, 300);
     other.action = WT_ACTION_NONE;
@@ -376,8 +375,7 @@ WT_TEST(site_budget_brings_the_node_under_and_lifts_with_hysteresis)
         WT_ASSERT(enforced_w(i) >= 200 && enforced_w(i) <= 700);
         WT_NEAR(enforced_w(i), 475, 1);
     }
-    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"budget_cap\",dry_run=\"false\"",
-                      NULL),
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"budget_cap\",dry_run=\"false\"", NULL),
             8, 0);
     /* capped and steady: nothing changes tick after tick */
     char before[4096];

@@ -38,8 +38,7 @@ static struct wt_alert mk(const char *name, int gpu, enum wt_alert_state st)
     memset(&a, 0, sizeof a);
     snprintf(a.name, sizeof a.name, "%s", name);
     snprintf(g, sizeof g, "%d", gpu);
-    WT_ASSERT(wt_labels(a.labels, sizeof a.labels, "gpu", g, "uuid", "GPU-fake-0000-0", NULL) ==
-              0);
+    WT_ASSERT(wt_labels(a.labels, sizeof a.labels, "gpu", g, "uuid", "GPU-fake-0000-0", NULL) == 0);
     a.severity = WT_SEV_WARNING;
     a.state = st;
     snprintf(a.summary, sizeof a.summary, "GPU %d is hot", gpu);

@@ -110,8 +110,8 @@ static pid_t start_am(const char *dir, int port)
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
-    wt_test_fail(__FILE__, __LINE__, "alertmanager did not become ready on port %d (see %s)",
-                 port, log);
+    wt_test_fail(__FILE__, __LINE__, "alertmanager did not become ready on port %d (see %s)", port,
+                 log);
 }
 
 static void stop_am(pid_t pid)
