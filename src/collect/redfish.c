@@ -1216,12 +1216,14 @@ static void parse_power_legacy(struct rf *s, const struct resource *r, const cJS
             sanitize(mid, sid, sizeof sid);
         else
             snprintf(sid, sizeof sid, "%d", i);
-        snprintf(q, sizeof q, "psu%s/input", sid);
+        /* Dell's MemberIds ("PSU.Slot.1") say what they are; plain numbers get "psu". */
+        const char *pre = isdigit((unsigned char)sid[0]) ? "psu" : "";
+        snprintf(q, sizeof q, "%s%s/input", pre, sid);
         if (number(item(v, "PowerInputWatts"), &x))
             emit(s, r, "psu", q, WT_M_FAC_POWER_W, x);
         if (number(item(v, "LineInputVoltage"), &x))
             emit(s, r, "psu", q, WT_M_FAC_VOLTAGE_V, x);
-        snprintf(qi, sizeof qi, "psu%s/output", sid);
+        snprintf(qi, sizeof qi, "%s%s/output", pre, sid);
         if (number(item(v, "LastPowerOutputWatts"), &x))
             emit(s, r, "psu", qi, WT_M_FAC_POWER_W, x);
         i++;

@@ -162,6 +162,15 @@ class Handler(BaseHTTPRequestHandler):
         self.send(200, data)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # A client that gives up (timeout, oversized body) resets the connection: not news.
+        if not isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError)):
+            super().handle_error(request, client_address)
+
+
 def main():
     global ARGS
     p = argparse.ArgumentParser()
@@ -174,8 +183,7 @@ def main():
     p.add_argument("--cert")
     p.add_argument("--key")
     ARGS = p.parse_args()
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    srv = Server(("127.0.0.1", 0), Handler)
     if ARGS.cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(ARGS.cert, ARGS.key)
