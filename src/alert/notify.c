@@ -478,6 +478,9 @@ static size_t take(struct channel *ch, struct wt_alert *out, size_t max, int64_t
         ch->head = (ch->head + 1) % WT_NOTIFY_QUEUE;
         ch->len--;
     }
+    /* Still pending until the thread says otherwise (wt_notify_pending never dips to 0 while
+     * a transition is in its hands). */
+    ch->held += k;
     *stop = ch->stop;
     pthread_mutex_unlock(&ch->mu);
     return k;
@@ -856,9 +859,6 @@ static void *fifo_main(void *arg)
             break;
         if (!have || now < retry_at)
             continue;
-        pthread_mutex_lock(&ch->mu);
-        ch->held = 1;
-        pthread_mutex_unlock(&ch->mu);
         int64_t to = ch->kind == CH_WEBHOOK ? n->webhook.timeout_ns : n->exec.timeout_ns;
         if (stop && stop_by - now < to)
             to = stop_by - now;

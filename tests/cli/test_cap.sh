@@ -43,8 +43,8 @@ all_within() {
 }
 
 # ---- an alert with action cap: set on firing, restored on resolve -----------------------------
-# GPU i's temperature is 75 + i - t (t: seconds since the fake's origin): GPU 2 is over 60 C until
-# t = 17 s, GPU 3 until 18 s.
+# GPU i's temperature is 70 + i - t (t: seconds since the fake's origin): GPU 2 is over 60 C until
+# t = 12 s, GPU 3 until 13 s.
 cat >"$TMP/rule.yaml" <<EOF
 alerts:
   detectors: $DETECTORS_OFF
@@ -66,7 +66,7 @@ alerts:
       action: cap
       cap_watts: 100
 EOF
-FAKE_NVML_POWER=600,0,0 FAKE_NVML_TEMP=75,-1 start rule
+FAKE_NVML_POWER=600,0,0 FAKE_NVML_TEMP=70,-1 start rule
 if wait_for 20 grep -q '^2 350$' "$TMP/rule.limits"; then ok "firing lowers GPU 2 to half its max (350 W)"
 else not_ok "firing lowers GPU 2 to half its max (350 W)" "$(cat "$TMP/rule.limits" 2>&1)" "$(tail -5 "$TMP/rule.log")"; fi
 if wait_for 10 grep -q '^3 200$' "$TMP/rule.limits"; then ok "a 100 W cap is held at the GPU's 200 W minimum"
