@@ -173,53 +173,205 @@ void wt_power_integrate(const int64_t *t_ns, const double *w, size_t n, int64_t 
     *covered_s = cov;
 }
 
-/* Power readings of si around [a, b] (one before a, one after b), integrated. */
-static int power_energy(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t gap_ns,
-                        int64_t a, int64_t b, double *j, double *cov_s)
+/* Growable (t, v) arrays. */
+struct pts {
+    int64_t *t;
+    double *v;
+    size_t n, cap;
+};
+
+static int pts_push(struct pts *p, int64_t t, double v)
+{
+    if (p->n == p->cap) {
+        size_t nc = p->cap ? p->cap * 2 : 256;
+        int64_t *nt = realloc(p->t, nc * sizeof *nt);
+        if (!nt)
+            return -ENOMEM;
+        p->t = nt;
+        double *nv = realloc(p->v, nc * sizeof *nv);
+        if (!nv)
+            return -ENOMEM;
+        p->v = nv;
+        p->cap = nc;
+    }
+    p->t[p->n] = t;
+    p->v[p->n] = v;
+    p->n++;
+    return 0;
+}
+
+static void pts_free(struct pts *p)
+{
+    free(p->t);
+    free(p->v);
+}
+
+/* Raw readings of series id in [a, b] with the one before a and the one after b, appended
+ * after what p holds (only those later than its last point). */
+static int raw_points(struct wt_meter_set *ms, int64_t id, int64_t a, int64_t b, struct pts *p)
 {
     sqlite3_stmt *q = NULL;
     const char *sql = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
                       "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
                       "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
                       "readings WHERE series=?1 AND t>=?3 AND t>?2 ORDER BY t LIMIT 1)";
-    int64_t *ts = NULL;
-    double *vs = NULL;
-    size_t n = 0, cap = 0;
     int rc;
-    *j = 0;
-    *cov_s = 0;
     if (sqlite3_prepare_v2(wt_store_db(ms->st), sql, -1, &q, NULL) != SQLITE_OK)
         return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 1, id);
     sqlite3_bind_int64(q, 2, a);
     sqlite3_bind_int64(q, 3, b);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            int64_t *nt = realloc(ts, nc * sizeof *nt);
-            if (nt)
-                ts = nt;
-            double *nv = nt ? realloc(vs, nc * sizeof *nv) : NULL;
-            if (!nv) {
-                rc = -ENOMEM;
-                break;
-            }
-            vs = nv;
-            cap = nc;
+        int64_t t = sqlite3_column_int64(q, 0);
+        if (p->n && t <= p->t[p->n - 1])
+            continue;
+        if (pts_push(p, t, sqlite3_column_double(q, 1)) != 0) {
+            sqlite3_finalize(q);
+            return -ENOMEM;
         }
-        ts[n] = sqlite3_column_int64(q, 0);
-        vs[n] = sqlite3_column_double(q, 1);
-        n++;
     }
     sqlite3_finalize(q);
-    if (rc == SQLITE_DONE) {
-        wt_power_integrate(ts, vs, n, a, b, gap_ns, j, cov_s);
-        rc = 0;
-    } else if (rc != -ENOMEM) {
-        rc = -EIO;
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/*
+ * Where raw readings of si no longer reach back to a (pruned after store.retention.raw), the
+ * per-minute rollups stand in for [a, *split): *split is a when raw readings cover a.
+ */
+static int pruned_split(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
+                        int64_t b, int64_t *split)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t raw0 = INT64_MAX;
+    *split = a;
+    if (!si->rolled_to)
+        return 0;
+    if (sqlite3_prepare_v2(wt_store_db(ms->st), "SELECT min(t) FROM readings WHERE series=?", -1,
+                           &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
+        raw0 = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    if (raw0 <= a)
+        return 0;
+    /* the minute holding the oldest raw reading comes from its rollup too */
+    int64_t s = raw0 == INT64_MAX ? si->rolled_to : wt_minute_floor(raw0 - 1) + WT_MINUTE_NS;
+    if (s > si->rolled_to)
+        s = si->rolled_to;
+    *split = s < a ? a : s > b ? b : s;
+    return 0;
+}
+
+/* The rollups of si for the minutes that overlap [a, b): column col (mean or last) per minute. */
+static int rollup_rows(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
+                       int64_t b, const char *col, struct pts *p)
+{
+    sqlite3_stmt *q = NULL;
+    char sql[160];
+    int rc;
+    snprintf(sql, sizeof sql,
+             "SELECT t, %s FROM rollups WHERE series=? AND t>? AND t<? AND n>0 ORDER BY t", col);
+    if (sqlite3_prepare_v2(wt_store_db(ms->st), sql, -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
+    sqlite3_bind_int64(q, 3, b);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (pts_push(p, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1)) != 0) {
+            sqlite3_finalize(q);
+            return -ENOMEM;
+        }
     }
-    free(ts);
-    free(vs);
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Power readings of si over [a, b] integrated (rollup means where raw readings were pruned). */
+static int power_energy(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t gap_ns,
+                        int64_t a, int64_t b, double *j, double *cov_s)
+{
+    struct pts p = {0};
+    int64_t split;
+    int rc;
+    *j = 0;
+    *cov_s = 0;
+    if ((rc = pruned_split(ms, si, a, b, &split)) != 0)
+        return rc;
+    if (split > a) {
+        /* each minute's mean power over its overlap with the window */
+        if ((rc = rollup_rows(ms, si, a, split, "mean", &p)) != 0)
+            goto out;
+        for (size_t i = 0; i < p.n; i++) {
+            int64_t lo = p.t[i] > a ? p.t[i] : a;
+            int64_t hi = p.t[i] + WT_MINUTE_NS < split ? p.t[i] + WT_MINUTE_NS : split;
+            if (hi > lo) {
+                *j += p.v[i] * (double)(hi - lo) / 1e9;
+                *cov_s += (double)(hi - lo) / 1e9;
+            }
+        }
+        p.n = 0;
+    }
+    if (split < b && (rc = raw_points(ms, si->id, split, b, &p)) == 0) {
+        double e, c;
+        wt_power_integrate(p.t, p.v, p.n, split, b, gap_ns, &e, &c);
+        *j += e;
+        *cov_s += c;
+    }
+out:
+    pts_free(&p);
+    return rc;
+}
+
+/*
+ * A counter the store keeps as a gauge (water, in cubic metres): the counter rule over its raw
+ * readings, and over the last value of each rolled-up minute where raw readings were pruned.
+ */
+static int gauge_counter(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
+                         int64_t b, double *d, double *cov_s)
+{
+    struct wt_series_info s = *si;
+    struct pts p = {0};
+    int64_t split;
+    int rc;
+    *d = 0;
+    *cov_s = 0;
+    s.kind = WT_SK_COUNTER;
+    if ((rc = pruned_split(ms, si, a, b, &split)) != 0)
+        return rc;
+    if (split == a) {
+        s.rolled_to = 0; /* its rollups hold no deltas: raw readings only */
+        return wt_store_series_energy(ms->st, &s, &ms->runs, a, b, 0, d, cov_s);
+    }
+    /* a minute's least value at its start and its last value at its end: the minute's own
+     * increase, and the one across its end to the next minute's first reading */
+    struct pts rmin = {0}, rlast = {0};
+    if ((rc = rollup_rows(ms, si, a, split, "min", &rmin)) == 0 &&
+        (rc = rollup_rows(ms, si, a, split, "last", &rlast)) == 0 && rmin.n == rlast.n) {
+        for (size_t i = 0; i < rmin.n && rc == 0; i++) {
+            rc = pts_push(&p, rmin.t[i], rmin.v[i]);
+            if (rc == 0)
+                rc = pts_push(&p, rlast.t[i] + WT_MINUTE_NS - 1, rlast.v[i]);
+        }
+    }
+    pts_free(&rmin);
+    pts_free(&rlast);
+    if (rc == 0)
+        rc = raw_points(ms, si->id, split, b, &p);
+    struct wt_segment_rule rule = wt_segment_rule_for(&ms->runs, si->node, WT_SK_COUNTER);
+    for (size_t i = 1; rc == 0 && i < p.n; i++) {
+        int64_t t0 = p.t[i - 1], t1 = p.t[i];
+        int64_t lo = t0 > a ? t0 : a, hi = t1 < b ? t1 : b;
+        if (hi <= lo)
+            continue;
+        double delta;
+        bool covered;
+        wt_segment(&rule, t0, p.v[i - 1], t1, p.v[i], &delta, &covered);
+        *d += delta * (double)(hi - lo) / (double)(t1 - t0);
+        if (covered)
+            *cov_s += (double)(hi - lo) / 1e9;
+    }
+    pts_free(&p);
     return rc;
 }
 
@@ -235,13 +387,11 @@ int wt_meters_energy(struct wt_meter_set *ms, size_t i, int64_t a, int64_t b, do
         enum wt_meter_method how = WT_MM_NONE;
         int rc;
         if (p->has_counter) {
-            struct wt_series_info s = p->counter;
-            if (s.kind == WT_SK_GAUGE) {
-                /* a counter the store keeps as a gauge (water): raw readings, counter rule */
-                s.kind = WT_SK_COUNTER;
-                s.rolled_to = 0;
-            }
-            if ((rc = wt_store_series_energy(ms->st, &s, &ms->runs, a, b, 0, &e, &cs)) != 0)
+            if (p->counter.kind == WT_SK_GAUGE)
+                rc = gauge_counter(ms, &p->counter, a, b, &e, &cs);
+            else
+                rc = wt_store_series_energy(ms->st, &p->counter, &ms->runs, a, b, 0, &e, &cs);
+            if (rc != 0)
                 return rc;
             how = WT_MM_COUNTER;
         }

@@ -13,7 +13,11 @@
  *      linear interpolation at the window's edges; a span longer than the source's gap bound
  *      (3 collector intervals, topology.h) is a gap, neither counted nor covered.
  * Water (wattage_facility_water_cubic_meters_total, m3) is a counter the store keeps as a gauge:
- * it is read with the same rule from raw readings.
+ * it is read with the same counter rule from its raw readings.
+ * Where raw readings were pruned (older than store.retention.raw), the per-minute rollups stand
+ * in: the store's own for energy counters; for power, each minute's mean power over the minute's
+ * overlap with the window; for water, each minute's least value at its start and its last value
+ * at its end.
  */
 #ifndef WT_METERS_H
 #define WT_METERS_H

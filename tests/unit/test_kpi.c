@@ -11,6 +11,7 @@
  * start, unix seconds).
  */
 #include <errno.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,12 +134,12 @@ static void rapl(struct wt_store *st, const char *domain, double w)
     counter(st, "", WT_M_CPU_ENERGY_J, lb, (struct prof){w, w}, 1);
 }
 
-/* The site, in a new store at path. */
-static struct wt_store *build_site(const char *path)
+/* The site, in a new store at path (raw readings kept for retention_raw_ns; 0: default). */
+static struct wt_store *build_site_kept(const char *path, int64_t retention_raw_ns)
 {
     struct wt_store *st = NULL;
     struct wt_err err = {{0}};
-    struct wt_store_opts o = {.create = true};
+    struct wt_store_opts o = {.create = true, .retention_raw_ns = retention_raw_ns};
     WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
     /* the local daemon started before the data */
     WT_EQ_INT(wt_store_begin_run(st, "", T0 - 60 * S, S, "test"), 0);
@@ -185,6 +186,11 @@ static struct wt_store *build_site(const char *path)
     gauge(st, "", WT_M_FAC_TEMP_C, temp("r1", "exhaust", "rear"), 35);
     gauge(st, "", WT_M_FAC_TEMP_C, temp("r2", "inlet", "front"), 20);
     return st;
+}
+
+static struct wt_store *build_site(const char *path)
+{
+    return build_site_kept(path, 0);
 }
 
 static struct wt_topology *topo_from(const char *yaml)
@@ -502,6 +508,49 @@ WT_TEST(pue_for_other_modules)
     wt_config_defaults(&cfg);
     WT_EQ_INT(wt_kpi_pue(st, &cfg, T0, T0 + HOUR, &pue, &measured, &err), -ENOENT);
     wt_store_close(st);
+}
+
+WT_TEST(long_past_windows_read_the_rollups_where_raw_readings_were_pruned)
+{
+    /* raw readings kept 10 minutes: maintenance two hours later rolls up and prunes them */
+    struct wt_store *st = build_site_kept(db_path(), 600 * S);
+    struct wt_topology *t = topo_from(site_yaml);
+    struct wt_kpi_report r;
+    struct wt_err err = {{0}};
+    bool more = true;
+    for (int i = 0; i < 1000 && more; i++)
+        WT_EQ_INT(wt_store_maintain(st, T0 + 2 * HOUR, 100000, &more), 0);
+    WT_ASSERT(!more);
+    sqlite3_stmt *q = NULL;
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(st), "SELECT count(*) FROM readings WHERE t < ?", -1,
+                                 &q, NULL),
+              SQLITE_OK);
+    sqlite3_bind_int64(q, 1, T0 + HOUR - 60 * S);
+    WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+    int left = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    WT_ASSERT(left < 100); /* of about 9000 before the last minute */
+
+    WT_EQ_INT(wt_kpi_compute(st, t, T0, T0 + HOUR, NULL, &r, &err), 0);
+    REL(r.facility.j, 205.2e6);                        /* counter: the store's own rollups */
+    WT_NEAR(r.cooling.j, 20000.0 * 3600, 1e-6 * 72e6); /* power: rollup means */
+    WT_NEAR(r.cooling.coverage, 1, 1e-9);
+    WT_NEAR(r.water.j, 0.5, 1e-9); /* water: each minute's last value */
+    WT_ASSERT(r.water.measured);
+    REL(row_of(&r, "pue")->value, 1.425);
+    WT_NEAR(row_of(&r, "wue")->value, 12.5, 1e-6);
+    REL(r.bands[0].pue, 1.8);
+    const struct wt_recon_node *n2 = node(&r, "gpu-02"); /* its wall is BMC power readings */
+    WT_NEAR(n2->wall_j, 600.0 * 3600, 1e-6 * 600 * 3600);
+    WT_ASSERT(n2->chips_exceed_wall);
+    wt_kpi_report_free(&r);
+    /* a window inside one pruned stretch: prorated minutes */
+    WT_EQ_INT(wt_kpi_compute(st, t, T0 + 90 * S, T0 + 1830 * S, NULL, &r, &err), 0);
+    WT_NEAR(r.cooling.j, 20000.0 * 1740, 1e-6 * 20000 * 1740);
+    WT_NEAR(r.water.j, 0.5 / 3600 * 1740, 1e-9);
+    wt_kpi_report_free(&r);
+    wt_store_close(st);
+    free(t);
 }
 
 /* ---- reconciliation cases ---- */
