@@ -24,6 +24,7 @@
 #include "core/yget.h"
 #include "audit/jobs.h"
 #include "core/hub.h"
+#include "serve/http.h"
 #include "store/query.h"
 #include "store/store.h"
 
@@ -161,7 +162,8 @@ static int parse_source(const struct wt_yget *g, const struct wt_ynode *n, const
     if (s->url[0] && strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)
         return wt_y_fail(g, wt_y_get(n, "url"), wt_y_path(p, sizeof p, path, "url"),
                          "expected an http:// or https:// URL (got \"%s\")", s->url);
-    if (!s->zone[0])
+    /* Electricity Maps' replies name their zone; the others take carbon.zone. */
+    if (!s->zone[0] && s->format != WT_CF_ELECTRICITYMAPS)
         memcpy(s->zone, cf->zone, sizeof s->zone); /* both WT_CARBON_ZONE_LEN */
     if (!s->zone[0] && s->format != WT_CF_ELECTRICITYMAPS)
         return wt_y_fail(g, n, path, "no zone: set zone here or carbon.zone");
@@ -1491,15 +1493,25 @@ static void add_zone(struct wt_carbon *c, const char *z)
         if (strcmp(c->zones[i].zone, z) == 0)
             return;
     }
+    if (c->nzones == sizeof c->zones / sizeof c->zones[0])
+        return;
     snprintf(c->zones[c->nzones].zone, sizeof c->zones[0].zone, "%s", z);
     c->nzones++;
 }
 
 static void read_token(const char *path, char *out, size_t n)
 {
+    struct stat sb;
+    struct wt_err err = {{0}};
     out[0] = '\0';
     if (!path || !*path)
         return;
+    /* A secret: refused when group or others may read it, as the daemon's own token file. */
+    if (stat(path, &sb) == 0 &&
+        wt_http_check_secret_mode("carbon token_file", path, sb.st_mode, &err) != 0) {
+        wt_warn("carbon", "%s", err.msg);
+        return;
+    }
     FILE *f = fopen(path, "r");
     if (!f) {
         wt_warn("carbon", "token_file %s: %s", path, strerror(errno));
@@ -1557,6 +1569,11 @@ static int run_source(struct wt_carbon *c, size_t i, char *why, size_t whyn)
     } else {
         wt_info("carbon", "loaded %zu %s values from %s", b.n, wt_carbon_series_name(s->series),
                 name);
+        /* A reply may name its zone (Electricity Maps): the gauge shows it too. */
+        pthread_mutex_lock(&c->mu);
+        for (size_t k = 0; s->series == WT_CS_INTENSITY && k < b.n; k++)
+            add_zone(c, b.p[k].zone);
+        pthread_mutex_unlock(&c->mu);
     }
     wt_carbon_batch_free(&b);
     return rc;
