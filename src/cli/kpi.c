@@ -4,14 +4,23 @@
  * over exactly [from, to] from the store (audit/kpi.h): one line per KPI from the report's table
  * of rows, each with its inputs and whether they were measured or assumed; part-load PUE per
  * band; PUE per zone; rack Delta-T; the chip-vs-wall reconciliation per node. Energies in joules
- * in the JSON, kWh only in the text:
- *   {"from", "to", "zone", "seconds", "energy": {"facility_joules", ...},
- *    "kpis": [{"name", "value", "unit", "measured", "inputs": [{"name", "measured", "detail"}],
- *              "why"}],
+ * in the JSON (water in cubic metres), kWh only in the text:
+ *   {"from", "to", "zone": null|"Z", "seconds",
+ *    "energy": {"facility"|"it"|"cooling"|"water"|"heat_reused"|"gpu": {"joules" (water:
+ *               "cubic_meters"), "from": "meters"|"node_sensors"|"none", "role", "count",
+ *               "coverage", "measured"}},
+ *    "kpis": [{"name": "pue"|"clf"|"wue"|"erf"|"accelerator_share"|..., "value": X|null, "unit",
+ *              "measured", "inputs": [{"name", "measured", "detail"}], "why" (when null)}],
  *    "part_load": {"available", "why", "piece_seconds", "bands": [{"from_percent",
- *                  "to_percent", "pue", "pieces", "seconds", "facility_joules", "it_joules"}]},
- *    "zones": [...], "racks": [...], "nodes": [...]}
- * A KPI without a value has "value": null and says why.
+ *                  "to_percent", "pue": X|null, "pieces", "seconds", "facility_joules",
+ *                  "it_joules"}]},
+ *    "zones": [{"zone", "pue", "measured", "facility_joules", "it_joules"}],
+ *    "racks": [{"rack", "inlet_celsius", "exhaust_celsius", "delta_t_kelvin"}],
+ *    "nodes": [{"node", "wall_from", "wall_joules", "wall_coverage", "gpu_joules", "cpu_joules",
+ *               "dram_joules", "chips_joules", "chips_coverage", "unaccounted_joules",
+ *               "unaccounted_watts", "unaccounted_ratio", "pieces", "share_min", "share_max",
+ *               "suspect": ["chips_exceed_wall", "share_drift"]}]}
+ * The KPI lines come from the report's table of rows (wt_kpi_add_row adds one, e.g. CUE).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -30,7 +39,7 @@
 static void energy_json(cJSON *o, const char *key, const struct wt_kpi_energy *e)
 {
     cJSON *x = cJSON_AddObjectToObject(o, key);
-    if (e->role == WT_ROLE_WATER && strcmp(e->from, "meters") == 0)
+    if (strcmp(key, "water") == 0)
         cJSON_AddNumberToObject(x, "cubic_meters", e->j);
     else
         cJSON_AddNumberToObject(x, "joules", e->j);
@@ -279,6 +288,19 @@ static void print_text(const struct wt_kpi_report *r)
     }
 }
 
+/*
+ * KPIs that other modules compute over the same window (CUE from the carbon module...): each adds
+ * its row with wt_kpi_add_row and wt_kpi_row_input, after the facility rows. Returns 0, or 1
+ * after printing a runtime failure.
+ */
+static int extra_rows(struct wt_store *st, const struct wt_config *cfg, struct wt_kpi_report *r)
+{
+    (void)st;
+    (void)cfg;
+    (void)r;
+    return 0;
+}
+
 int wt_cmd_kpi(int argc, char **argv); /* the command table in main.c declares it too */
 
 int wt_cmd_kpi(int argc, char **argv)
@@ -370,6 +392,8 @@ int wt_cmd_kpi(int argc, char **argv)
     if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
         rc = 1;
+    } else if ((rc = extra_rows(st, &cfg, &r)) != 0) {
+        wt_kpi_report_free(&r);
     } else {
         if (json)
             print_json(&r);
