@@ -905,6 +905,13 @@ static void lib_init(void)
     netsnmp_ds_set_int(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_WARNINGS, 0);
     netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_ERRORS, 0);
     netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIBDIRS, "/nonexistent");
+    /*
+     * init_snmp creates <persistent dir>/cert_indexes even with persistence off; a directory
+     * below /dev/null cannot be made, by root either, so nothing is written (nothing needs it:
+     * no TLS transports, no saved state).
+     */
+    netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_PERSISTENT_DIR,
+                          "/dev/null/wattage-no-snmp-state");
     /* The library logs to stderr when no handler is set: give it one that drops everything. */
     snmp_disable_log();
     netsnmp_register_loghandler(NETSNMP_LOGHANDLER_NONE, LOG_EMERG);

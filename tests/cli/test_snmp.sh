@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# SNMP against real agents: Debian's snmpsim serving the recordings of ../shared/data/snmp
+# (v2c, community = file name) and Debian's snmpd with its own config for SNMPv3 authPriv. The
+# daemon's /metrics and store are checked against the values LibreNMS decodes from the same
+# recordings; then the simulator is killed and the GPU ticks (fake NVML) must keep coming while
+# the PDUs are dead, the daemon running and the snmpd target still answering.
+source "$(dirname "$0")/lib.sh"
+
+DATA=../shared/data/snmp
+PY=/usr/bin/python3
+EXPECT=tests/peers/snmp/expect.py
+# The recordings that carry LibreNMS's expected values, then others the profiles cover.
+ORACLE="apc_ap7900b apc_ap8959eu3 apc_smt750x-nmc2 eatonpdu_2 hpe-mapdu_pdu3 sentry3_3phase
+        supermicro-bmc_x11 vertiv-pdu_mn03edr1"
+OTHERS="raritan-pdu_px3 sentry4_switched8i"
+
+if ! command -v snmpsimd >/dev/null || [[ ! -x /usr/sbin/snmpd ]]; then
+    skip "SNMP peers" "snmpsim or snmpd is not installed (scripts/deps.sh installs them)"
+    finish
+fi
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
+# snmpd keeps its state here, never under /var/lib/snmp.
+mkdir -p "$TMP/snmpd-state"
+
+# --- snmpsim on a free loopback port; as root it must drop to an unprivileged user
+SIM=$TMP/sim
+mkdir -p "$SIM/data" "$SIM/cache"
+for n in $ORACLE; do cp "$DATA/librenms-snmprec/$n.snmprec" "$SIM/data/"; done
+for n in $OTHERS; do cp "$DATA/librenms-snmprec/$n.snmprec" "$SIM/data/"; done
+cp "$DATA/snmpsim-data/eaton-93e-80.snmprec" "$SIM/data/"
+SIMUSER=()
+if [[ $(id -u) == 0 ]]; then
+    chmod 711 "$TMP"
+    chmod -R a+rwX "$SIM"
+    SIMUSER=(--process-user=nobody --process-group=nogroup)
+fi
+SIMPORT=$(free_port)
+snmpsimd --data-dir="$SIM/data" --cache-dir="$SIM/cache" \
+    --agent-udpv4-endpoint=127.0.0.1:$SIMPORT --logging-method=file:"$SIM/log" "${SIMUSER[@]}" \
+    >"$SIM/out" 2>&1 &
+SIMPID=$!
+T_PIDS="$T_PIDS $SIMPID"
+if ! wait_for 60 grep -q "Listening at UDP/IPv4 endpoint 127.0.0.1:$SIMPORT" "$SIM/log"; then
+    not_ok "snmpsim starts" "$(tail -5 "$SIM/out" "$SIM/log" 2>&1)"
+    finish
+fi
+ok "snmpsim serves the recordings on 127.0.0.1:$SIMPORT"
+
+# --- snmpd for SNMPv3 authPriv, as the current user, with only our config
+V3PORT=$(free_port)
+cat >"$TMP/snmpd.conf" <<EOF
+createUser wattage SHA-256 "auth-pass-1234" AES "priv-pass-5678"
+createUser other SHA "other-auth-1234" AES "other-priv-5678"
+rouser -s usm wattage priv
+rouser -s usm other priv
+sysObjectID 1.3.6.1.4.1.534.1
+override 1.3.6.1.2.1.33.1.1.2.0 octet_str "Test UPS"
+override 1.3.6.1.2.1.33.1.4.4.1.2.1 integer 231
+override 1.3.6.1.2.1.33.1.4.4.1.3.1 integer 47
+override 1.3.6.1.2.1.33.1.4.4.1.4.1 integer 1012
+override 1.3.6.1.4.1.99999.1.1.0 counter 4321
+EOF
+SNMP_PERSISTENT_DIR=$TMP/snmpd-state /usr/sbin/snmpd -f -C -c "$TMP/snmpd.conf" -M /nonexistent -m "" -Lf "$TMP/snmpd.log" \
+    -p "$TMP/snmpd.pid" udp:127.0.0.1:$V3PORT &
+T_PIDS="$T_PIDS $!"
+printf 'auth-pass-1234\n' >"$TMP/auth"
+printf 'priv-pass-5678\n' >"$TMP/priv"
+printf 'wrong-pass-0000\n' >"$TMP/badpriv"
+printf 'other-auth-1234\n' >"$TMP/oauth"
+printf 'eaton-93e-80\n' >"$TMP/community"
+
+# --- the daemon: every recording a target, plus v3, a generic profile and a silent port
+{
+    printf 'collectors:\n  nvml:\n    interval: 0.25s\n  snmp:\n    interval: 1s\n    targets:\n'
+    for n in $ORACLE $OTHERS; do
+        printf '      - {name: %s, address: "127.0.0.1:%s", community: %s, timeout: 1s, retries: 0}\n' \
+            "$n" "$SIMPORT" "$n"
+    done
+    cat <<EOF
+      - name: eaton-93e-80
+        address: 127.0.0.1:$SIMPORT
+        community_file: $TMP/community
+        timeout: 1s
+        retries: 0
+        node: gpu-node-1
+        rack: r7
+        zone: hall-a
+      - name: v3ups
+        address: 127.0.0.1:$V3PORT
+        version: "3"
+        user: wattage
+        auth_protocol: SHA-256
+        auth_password_file: $TMP/auth
+        priv_protocol: AES
+        priv_password_file: $TMP/priv
+        timeout: 1s
+      - name: v3generic
+        address: 127.0.0.1:$V3PORT
+        version: "3"
+        user: wattage
+        auth_protocol: SHA-256
+        auth_password_file: $TMP/auth
+        priv_password_file: $TMP/priv
+        profile: generic
+        generic:
+          - {oid: 1.3.6.1.4.1.99999.1.1.0, metric: energy, unit: kWh, scale: 0.1, kind: meter}
+      - name: v3wrong
+        address: 127.0.0.1:$V3PORT
+        version: "3"
+        user: other
+        auth_password_file: $TMP/oauth
+        priv_password_file: $TMP/badpriv
+        timeout: 1s
+      - name: silent
+        address: 127.0.0.1:$(free_port)
+        community: public
+        timeout: 1s
+        retries: 1
+EOF
+} >"$TMP/w.yaml"
+check "check-config accepts the SNMP targets" "$BIN" check-config "$TMP/w.yaml"
+
+PORT=$(free_port)
+# Were net-snmp to save state, the variable would send it here: it must stay absent.
+SNMP_PERSISTENT_DIR=$TMP/daemon-snmp-state WATTAGE_NVML_LIBRARY=$FAKE_NVML \
+    "$BIN" run -c "$TMP/w.yaml" --listen 127.0.0.1:$PORT \
+    --db "$TMP/x.db" >"$TMP/run.log" 2>&1 &
+WPID=$!
+T_PIDS="$T_PIDS $WPID"
+metrics() { curl -sf "http://127.0.0.1:$PORT/metrics"; }
+all_up() {
+    local m n
+    m=$(metrics) || return 1
+    for n in $ORACLE $OTHERS eaton-93e-80 v3ups v3generic; do
+        [[ $m == *"wattage_facility_up{source=\"snmp\",target=\"$n\""* ]] || return 1
+    done
+}
+if ! wait_for 30 all_up; then
+    not_ok "every reachable target answers" "$(metrics | grep facility_up)" "$(tail -20 "$TMP/run.log")"
+    finish
+fi
+ok "every reachable target answers (wattage_facility_up)"
+sleep 1.5 # a second poll: energy counters have a previous reading
+metrics >"$TMP/metrics.txt"
+
+out=$($PY "$EXPECT" "$TMP/metrics.txt" "$DATA/librenms-expected-sensors" $ORACLE 2>&1); rc=$?
+echo "$out"
+check "every expected sensor of the 8 recordings is on /metrics with LibreNMS's value" test $rc -eq 0
+
+info() { grep "^wattage_facility_info{source=\"snmp\",target=\"$1\"" "$TMP/metrics.txt"; }
+check "the profile is chosen by sysObjectID (Eaton ePDU)" \
+    bash -c '[[ $1 == *profile=\"eaton-epdu\"* && $1 == *sys_object_id=\"1.3.6.1.4.1.534.6.6.7\"* && $1 == *model=\"EMA114-10\"* ]]' _ "$(info eatonpdu_2)"
+check "Raritan PX3 with the PDU2 profile" bash -c '[[ $1 == *profile=\"raritan-pdu2\"* ]]' _ "$(info raritan-pdu_px3)"
+check "Sentry4 with its profile" bash -c '[[ $1 == *profile=\"sentry4\"* ]]' _ "$(info sentry4_switched8i)"
+check "a UPS through UPS-MIB" bash -c '[[ $1 == *profile=\"ups-mib\"* ]]' _ "$(info eaton-93e-80)"
+check "outlet names are the name label" \
+    grep -q '^wattage_facility_power_watts{source="snmp",target="eatonpdu_2",point="outlet1",kind="outlet",name="Power strip + s-rw-lab-rack"} 80$' "$TMP/metrics.txt"
+check "node, rack and zone label every reading of a target" \
+    grep -q '^wattage_facility_voltage_volts{source="snmp",target="eaton-93e-80",point="input1",kind="ups_input",node="gpu-node-1",rack="r7",zone="hall-a"} ' "$TMP/metrics.txt"
+# Raritan: value / 10^digits from the recording itself (inlet 1 active power, sensor type 5).
+rawp=$(grep '^1.3.6.1.4.1.13742.6.5.2.3.1.4.1.1.5|' "$DATA/librenms-snmprec/raritan-pdu_px3.snmprec" | cut -d'|' -f3)
+digp=$(grep '^1.3.6.1.4.1.13742.6.3.3.4.1.7.1.1.5|' "$DATA/librenms-snmprec/raritan-pdu_px3.snmprec" | cut -d'|' -f3)
+gotp=$(sed -n 's/^wattage_facility_power_watts{source="snmp",target="raritan-pdu_px3",point="inlet1",kind="inlet"} //p' "$TMP/metrics.txt")
+check "Raritan inlet power is the recording's value / 10^digits ($rawp/10^$digp = $gotp)" \
+    $PY -c 'import sys; r,d,g=sys.argv[1:]; assert abs(float(r)/10**int(d)-float(g))<1e-9' "$rawp" "$digp" "$gotp"
+
+# --- SNMPv3 authPriv against snmpd
+check "SNMPv3 authPriv: the UPS-MIB output power from snmpd" \
+    grep -q '^wattage_facility_power_watts{source="snmp",target="v3ups",point="output1",kind="ups_output"} 1012$' "$TMP/metrics.txt"
+check "SNMPv3: output current in 0.1 A" \
+    grep -q '^wattage_facility_current_amperes{source="snmp",target="v3ups",point="output1",kind="ups_output"} 4.7$' "$TMP/metrics.txt"
+check "SNMPv3 with a generic profile: 4321 x 0.1 kWh in joules" \
+    grep -q '^wattage_facility_energy_joules_total{source="snmp",target="v3generic",point="total",kind="meter"} 1555560000$' "$TMP/metrics.txt"
+check "a wrong v3 password: no facility series, the collector is down" \
+    bash -c '! grep -q "target=\"v3wrong\"" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:v3wrong\"} 0" "$1"' _ "$TMP/metrics.txt"
+check "a silent port: no facility series, the collector is down" \
+    bash -c '! grep -q "target=\"silent\"" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:silent\"} 0" "$1"' _ "$TMP/metrics.txt"
+check "the silent target's failure is logged with its timeout" grep -q 'snmp:silent: poll failed: target silent: no answer' "$TMP/run.log"
+check "no secret in the log" bash -c '! grep -qE "auth-pass-1234|priv-pass-5678|wrong-pass|other-auth" "$1"' _ "$TMP/run.log"
+
+# --- the store has the facility series
+sleep 1.2 # one flush
+e=$(sqlite3 "$TMP/x.db" "SELECT r.v FROM readings r JOIN series s ON s.id=r.series
+    WHERE s.metric='wattage_facility_energy_joules_total'
+      AND s.labels LIKE '%target=\"apc_ap8959eu3\"%' ORDER BY r.t DESC LIMIT 1")
+check "the store holds the APC energy counter in joules (1967.7 kWh: $e)" \
+    $PY -c 'import sys; assert abs(float(sys.argv[1]) - 1967.7*3.6e6) < 1' "$e"
+n=$(sqlite3 "$TMP/x.db" "SELECT count(DISTINCT s.id) FROM series s JOIN readings r ON r.series=s.id
+    WHERE s.metric='wattage_facility_power_watts' AND s.labels LIKE '%target=\"hpe-mapdu_pdu3\"%'")
+check "the store holds every HPE power series ($n)" test "${n:-0}" -ge 28
+
+# --- the PDUs stop answering: the daemon and the GPU ticks go on
+tk=$($PY -c 'import time; print(time.time_ns())')
+kill "$SIMPID"
+wait "$SIMPID" 2>/dev/null
+gone() { ! metrics | grep -q 'wattage_facility_up{source="snmp",target="eatonpdu_2"'; }
+check "a dead PDU's readings leave /metrics (nothing stale)" wait_for 15 gone
+check "its collector is down" bash -c 'curl -sf "$1" | grep -q "^wattage_collector_up{collector=\"snmp:eatonpdu_2\"} 0"' _ "http://127.0.0.1:$PORT/metrics"
+sleep 4
+check "the daemon is still running" kill -0 "$WPID"
+check "snmpd's target still answers" bash -c 'curl -sf "$1" | grep -q "^wattage_facility_up{source=\"snmp\",target=\"v3ups\"} 1"' _ "http://127.0.0.1:$PORT/metrics"
+kill -TERM "$WPID"
+wait "$WPID"
+rc=$?
+check "the daemon stops cleanly (exit $rc)" test $rc -eq 0
+# GPU 0's power samples from the kill on: they keep coming at about their 0.25 s interval.
+sqlite3 "$TMP/x.db" "SELECT r.t FROM readings r JOIN series s ON s.id=r.series
+    WHERE s.metric='wattage_gpu_power_watts' AND s.labels LIKE 'gpu=\"0\"%' AND r.t >= $tk
+    ORDER BY r.t" >"$TMP/ticks.txt"
+out=$($PY - "$TMP/ticks.txt" "$tk" <<'PY'
+import sys
+t = [int(x) / 1e9 for x in open(sys.argv[1]) if x.strip()]
+t0 = int(sys.argv[2]) / 1e9
+span = t[-1] - t0 if t else 0
+gaps = [b - a for a, b in zip(t, t[1:])]
+print(f"samples={len(t)} span_s={span:.2f} max_gap_s={max(gaps) if gaps else -1:.3f}")
+ok = span > 4 and len(t) >= span / 0.25 * 0.5 and gaps and max(gaps) < 1.0
+sys.exit(0 if ok else 1)
+PY
+); rc=$?
+check "GPU ticks keep coming at ~their interval while the PDUs are dead ($out)" test $rc -eq 0
+check "the daemon writes no net-snmp state (no persistent dir made)" test ! -e "$TMP/daemon-snmp-state"
+
+finish
