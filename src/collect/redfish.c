@@ -35,6 +35,7 @@
 #define LABEL_LEN 32
 #define URI_LEN 512
 #define MAX_WALK_GETS 4096
+#define WT_POLL_TIMEOUTS 12 /* a poll (or walk) may take this many request timeouts at most */
 
 enum auth_kind { AUTH_BASIC, AUTH_SESSION };
 static const char *const auth_names[] = {"basic", "session", NULL};
@@ -95,6 +96,7 @@ struct rf {
     char up_labels[WT_LABELS_LEN];
     struct wt_ratelimit rl;
     /* during a poll */
+    int64_t deadline_mono; /* 0 outside a poll */
     int64_t t_ns;
     struct wt_batch *out;
     int add_rc;
@@ -312,6 +314,22 @@ static long request(struct rf *s, const char *method, const char *path, const ch
     struct curl_slist *h = NULL;
     char auth[600];
     snprintf(url, sizeof url, "%s%s", s->t.url, path);
+    /*
+     * A whole poll (a walk of a large service) is bounded too, so that a slow but answering
+     * service cannot hold its thread, and a stop, for long.
+     */
+    int64_t tmo = s->t.timeout_ns;
+    if (s->deadline_mono) {
+        int64_t left = s->deadline_mono - wt_now_mono_ns();
+        if (left <= 0) {
+            wt_err_set(err, "%s: the poll took longer than %.3g s, stopped", s->t.url,
+                       (double)(WT_POLL_TIMEOUTS * s->t.timeout_ns) / WT_NS_PER_S);
+            return HTTP_TRANSPORT;
+        }
+        if (left < tmo)
+            tmo = left;
+    }
+    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, (long)(tmo / WT_NS_PER_MS) + 1);
     s->body.len = 0;
     s->body.too_big = false;
     if (s->body.p)
@@ -1011,6 +1029,8 @@ static void emit(struct rf *s, const struct resource *r, const char *kindl, cons
         struct counter *c = counter_for(s, metric, labels);
         if (!c || value < 0)
             return;
+        if (value > 1e15)
+            return; /* more than 277 GWh: not a reading, and it would not fit in mJ */
         uint64_t raw = (uint64_t)llround(value * 1000.0);
         if (wt_energy_counter_update(&c->ctr, s->t_ns, raw, 0, 0) == WT_DELTA_FIRST)
             c->first_raw = raw;
@@ -1336,12 +1356,24 @@ static int poll_resources(struct rf *s, bool *relayout, size_t *ok, size_t *fail
     return 0;
 }
 
+static int poll_walked(struct rf *s, struct wt_err *err);
+
 static int rf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     struct rf *s = state;
     s->t_ns = t_ns;
     s->out = out;
     s->add_rc = 0;
+    s->deadline_mono = wt_now_mono_ns() + WT_POLL_TIMEOUTS * s->t.timeout_ns;
+    int rc = poll_walked(s, err);
+    s->deadline_mono = 0;
+    return rc;
+}
+
+static int poll_walked(struct rf *s, struct wt_err *err)
+{
+    struct wt_batch *out = s->out;
+    int64_t t_ns = s->t_ns;
     for (int attempt = 0; attempt < 2; attempt++) {
         size_t ok = 0, failed = 0;
         bool relayout = false;

@@ -8,8 +8,8 @@ file X/index.json under --root, over HTTP or HTTPS, with switchable faults.
 
 --control names a file read at every request; its first line picks the behaviour:
   ok                 serve the mockup (also when the file is absent or empty)
-  500                answer every request with HTTP 500
-  garbage            answer 200 with a body that is not JSON
+  500 [PREFIX]       answer every request (under PREFIX) with HTTP 500
+  garbage [PREFIX]   answer 200 with a body that is not JSON (under PREFIX)
   hang               accept, read the request, never answer (until the client gives up)
   slow SECONDS       wait that long, then serve
   big BYTES          answer 200 with a JSON body of that many bytes
@@ -88,6 +88,8 @@ class Handler(BaseHTTPRequestHandler):
         c = control()
         if not c or c[0] == "ok":
             return c
+        if c[0] in ("500", "garbage") and len(c) > 1 and not self.path.startswith(c[1]):
+            return []  # the fault is for paths under c[1] only
         if c[0] == "500":
             self.send(500, '{"error": "internal"}')
             return None

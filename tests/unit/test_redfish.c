@@ -402,6 +402,48 @@ WT_TEST(faults_fail_the_poll_and_it_recovers)
     stop_server();
 }
 
+WT_TEST(one_failing_resource_leaves_the_others)
+{
+    int port = start_server(RACK, NULL);
+    struct wt_config c;
+    void *st = open_plain(&c, port, NULL);
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_ASSERT(find_reading(&b, WT_M_FAC_FAN_RPM, LB("1U/Bay1", "fan", "Fan Bay 1")));
+    /* The fans' resources answer 500, the power supply's garbage: the rest is read. */
+    write_text(ctl_path, "500 /redfish/v1/Chassis/1U/ThermalSubsystem/Fans/\n");
+    poll_ok(st, T0 + 1, &b);
+    check_rackmount(&b);
+    WT_ASSERT(!find_reading(&b, WT_M_FAC_FAN_RPM, LB("1U/Bay1", "fan", "Fan Bay 1")));
+    WT_NEAR(reading_value(&b, WT_M_FAC_UP, UP), 1, 0);
+    write_text(ctl_path, "garbage /redfish/v1/Chassis/1U/PowerSubsystem/\n");
+    poll_ok(st, T0 + 2, &b);
+    WT_ASSERT(!find_reading(&b, WT_M_FAC_POWER_W, LB("1U/Bay1/input", "psu", "Power Supply Bay 1")));
+    WT_ASSERT(find_reading(&b, WT_M_FAC_POWER_W, LB("1U", "chassis", "Computer System Chassis")));
+    wt_redfish_collector.close(st);
+    wt_config_free(&c);
+    wt_batch_free(&b);
+    stop_server();
+}
+
+WT_TEST(sensors_false_reads_no_sensor)
+{
+    int port = start_server(RACK, NULL);
+    struct wt_config c;
+    void *st = open_plain(&c, port, "        sensors: false\n        node: gpu-node-3\n");
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    for (size_t i = 0; i < b.len; i++)
+        WT_ASSERT(!strstr(b.r[i].labels, "kind=\"sensor\""));
+    WT_EQ_INT(requests("GET /redfish/v1/Chassis/1U/Sensors "), 0);
+    WT_ASSERT(find_reading(&b, WT_M_FAC_POWER_W,
+                           LB("1U", "chassis", "Computer System Chassis") ",node=\"gpu-node-3\""));
+    wt_redfish_collector.close(st);
+    wt_config_free(&c);
+    wt_batch_free(&b);
+    stop_server();
+}
+
 WT_TEST(a_relayout_answers_404_and_is_walked_again)
 {
     int port = start_server(RACK, NULL);
