@@ -9,6 +9,7 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/yget.h"
 #include "core/yamltree.h"
 #include "runner.h"
 
@@ -173,16 +174,21 @@ WT_TEST(written_config_names_every_key)
     WT_CONTAINS(text, "store:\n  path: \"/var/lib/wattage/wattage.db\"\n");
     WT_CONTAINS(text, "  retention:\n    raw: 7d\n    rollup: 400d\n");
     WT_CONTAINS(text, "collectors:\n  nvml:\n    enabled: true\n    interval: 0\n");
-    size_t n = 0;
+    size_t n = 0, nsec = 0;
+    while (wt_config_sections[nsec].path)
+        nsec++;
     for (; wt_config_key(n); n++) {
+        /* The module sections are written when the file has them (see the round trip below). */
+        bool section = false;
+        for (size_t k = 0; k < nsec; k++)
+            section |= strcmp(wt_config_sections[k].path, wt_config_key(n)) == 0;
+        if (section)
+            continue;
         const char *dot = strrchr(wt_config_key(n), '.');
         char leaf[64];
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    size_t nsec = 0;
-    while (wt_config_sections[nsec].path)
-        nsec++;
     WT_EQ_INT(n, 25 + nsec);
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
@@ -208,10 +214,14 @@ WT_TEST(unknown_key_names_file_line_and_suggests)
     EXPECT_ERR("\n\nfrobnicate: 1\n", "t.yaml:3: frobnicate: unknown key");
     EXPECT_ERR("store:\n  retention:\n    forever: true\n",
                "t.yaml:3: store.retention.forever: unknown key");
-    /* Sections that later versions will add are unknown for now. */
-    EXPECT_ERR("topology:\n  node: n1\n", "t.yaml:1: topology: unknown key");
-    EXPECT_ERR_HAS("alerts: []\n", "t.yaml:1: alerts: unknown key");
-    EXPECT_ERR_HAS("carbon:\n  zone: DE\n", "t.yaml:1: carbon: unknown key");
+    /* Module sections are checked by their module, with the same kind of message. */
+    EXPECT_ERR("daemon:\n  interval: 2s\ntopology:\n  nod: n1\n",
+               "t.yaml:4: topology.nod: unknown key; did you mean 'node'?");
+    EXPECT_ERR_HAS("alerts:\n  rules:\n    - name: x\n      metric: wattage_gpu_tempreature\n",
+                   "t.yaml:4: alerts.rules[0].metric: ");
+    EXPECT_ERR_HAS("collectors:\n  snmp:\n    targets:\n      - nme: pdu1\n",
+                   "t.yaml:4: collectors.snmp.targets[0].nme: unknown key; did you mean 'name'?");
+    /* A section that a later version will add is unknown for now. */
     EXPECT_ERR_HAS("remote_write:\n  - url: http://x\n", "t.yaml:1: remote_write: unknown key");
     /* Keys are shown without control characters, and bounded. */
     EXPECT_ERR("daemon:\n  \"in\\tterval\\e\": 1s\n",
@@ -406,10 +416,10 @@ WT_TEST(nested_wrong_kind)
     EXPECT_ERR("collectors:\n  - nvml\n  - rapl\n",
                "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
                "modbus, not a list");
-    EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors) at the top "
-                             "of the file (got a list)");
-    EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors) at the top of "
-                          "the file (got \"hello\")");
+    EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
+                             "carbon, facility, alerts) at the top of the file (got a list)");
+    EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
+                          "carbon, facility, alerts) at the top of the file (got \"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
     for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)
         strcat(deep, "[");
@@ -598,4 +608,49 @@ WT_TEST(yaml_tree_keeps_lines_and_columns)
     char big[16];
     WT_EQ_INT(wt_yaml_parse("t.yaml", big, (size_t)WT_YAML_MAX_BYTES + 1, &root, &err), -EINVAL);
     WT_CONTAINS(err.msg, "t.yaml: larger than");
+}
+
+/* The module sections are kept as written and survive wt_config_write and a reload. */
+WT_TEST(sections_round_trip)
+{
+    static const char yaml[] =
+        "daemon:\n  interval: 2s\n"
+        "collectors:\n  snmp:\n    interval: 30s\n    targets:\n"
+        "      - name: pdu1\n        address: \"127.0.0.1:1161\"\n        community: public\n"
+        "alerts:\n  rules:\n    - name: hot\n      metric: wattage_gpu_temperature_celsius\n"
+        "      op: \">\"\n      threshold: 80\n      for: 30s\n      labels:\n        team: ml\n";
+    struct wt_config c, back;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_load_string("t.yaml", yaml, strlen(yaml), &c, &err), 0);
+    const struct wt_ynode *t = wt_config_section(&c, "collectors.snmp.targets");
+    WT_ASSERT(t && t->kind == WT_YNODE_SEQ && t->n == 1);
+    WT_EQ_INT(t->line, 7);
+    WT_ASSERT(wt_config_section(&c, "carbon") == NULL);
+    WT_EQ_STR(wt_config_file(&c), "t.yaml");
+
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    WT_EQ_INT(wt_config_write(&c, f), 0);
+    fclose(f);
+    WT_CONTAINS(text, "  snmp:\n    enabled: true\n    interval: 30s\n    targets:\n      -\n"
+                      "        name: \"pdu1\"\n");
+    WT_CONTAINS(text, "alerts:\n  rules:\n    -\n      name: \"hot\"\n");
+    wt_config_defaults(&back);
+    if (wt_config_load_string("back.yaml", text, len, &back, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s in:\n%s", err.msg, text);
+    WT_ASSERT(same_values(&c, &back));
+    const struct wt_ynode *r = wt_config_section(&back, "alerts.rules");
+    WT_ASSERT(r && r->n == 1 && r->child[0]->kind == WT_YNODE_MAP);
+    WT_EQ_STR(wt_y_get(r->child[0], "op")->value, ">");
+    WT_EQ_STR(wt_y_get(wt_y_get(r->child[0], "labels"), "team")->value, "ml");
+
+    /* A failed reload keeps the sections that were loaded. */
+    WT_EQ_INT(wt_config_load_string("bad.yaml", "alerts: 5\n", 10, &back, &err), -EINVAL);
+    WT_ASSERT(wt_config_section(&back, "alerts.rules") == r);
+    wt_config_free(&c);
+    wt_config_free(&back);
+    WT_ASSERT(back.doc == NULL);
+    free(text);
 }
