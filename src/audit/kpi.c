@@ -340,9 +340,9 @@ static void kpi_rows(const struct ctx *c, struct wt_kpi_report *r)
         snprintf(row->why, sizeof row->why, "%s",
                  r->gpu.meters ? "no IT energy in the window" : "no GPU energy in the window");
     } else {
-        describe(&r->gpu, w, sizeof w);
-        wt_kpi_row_input(row, "gpu_energy", r->gpu.measured, "wattage_gpu_energy_joules_total: %s",
-                         w);
+        wt_kpi_row_input(row, "gpu_energy", r->gpu.measured,
+                         "GPU energy counters of %d node%s, coverage %.0f%%", r->gpu.meters,
+                         r->gpu.meters == 1 ? "" : "s", 100 * r->gpu.coverage);
         wt_kpi_row_input(row, "it_energy", r->it.measured, "%s", d);
         set_value(row, r->gpu.j / r->it.j);
     }

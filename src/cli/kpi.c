@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/carbon.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
 #include "cli/cli.h"
@@ -212,6 +213,9 @@ static void print_text(const struct wt_kpi_report *r)
         if (strcmp(e->from, "meters") == 0)
             printf("  %-12s %-22s %s meters (%d), coverage %.0f%%\n", energies[i].label, v,
                    wt_role_name(e->role), e->meters, 100 * e->coverage);
+        else if (e == &r->gpu && e->meters)
+            printf("  %-12s %-22s GPU counters of %d node%s, coverage %.0f%%\n", energies[i].label,
+                   v, e->meters, e->meters == 1 ? "" : "s", 100 * e->coverage);
         else if (strcmp(e->from, "node_sensors") == 0)
             printf("  %-12s %-22s node sensors (%d series), coverage %.0f%%\n", energies[i].label,
                    v, e->meters, 100 * e->coverage);
@@ -295,9 +299,11 @@ static void print_text(const struct wt_kpi_report *r)
  */
 static int extra_rows(struct wt_store *st, const struct wt_config *cfg, struct wt_kpi_report *r)
 {
-    (void)st;
-    (void)cfg;
-    (void)r;
+    /* CUE (audit/carbon.h): without a series its row says why; a store failure is fatal. */
+    if (wt_carbon_kpi_row(st, cfg, r) == -EIO) {
+        fprintf(stderr, "wattage kpi: CUE: cannot read the carbon series from the store\n");
+        return 1;
+    }
     return 0;
 }
 
