@@ -1301,6 +1301,90 @@ int wt_carbon_cue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t 
     return 0;
 }
 
+static int time_energy_fn(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    (void)ctx;
+    *joules = (double)(b - a) / 1e9; /* 1 W: weights by time */
+    return 0;
+}
+
+int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg, struct wt_kpi_report *r)
+{
+#ifdef WT_KPI_H
+    struct wt_carbon_conf *cf = malloc(sizeof *cf);
+    struct wt_carbon_result res;
+    struct wt_err err = {{0}};
+    int rc;
+    struct wt_kpi_row *row = wt_kpi_add_row(r, "cue", "CUE (kgCO2e/kWh)", "kgCO2e/kWh");
+    if (!row) {
+        free(cf);
+        return -ENOSPC;
+    }
+    if (!cf) {
+        snprintf(row->why, sizeof row->why, "out of memory");
+        return -ENOMEM;
+    }
+    if ((rc = wt_carbon_conf_from(cfg, cf, &err)) != 0) {
+        snprintf(row->why, sizeof row->why, "%.120s", err.msg);
+        free(cf);
+        return rc;
+    }
+    const struct wt_kpi_row *pr = wt_kpi_row(r, "pue");
+    double pue = cf->pue_assumed;
+    bool pue_measured = false;
+    if (pr && pr->available) {
+        pue = pr->value;
+        pue_measured = pr->measured;
+    }
+    rc = wt_carbon_tables(wt_store_db(st));
+    if (rc == 0)
+        rc = wt_carbon_emissions(wt_store_db(st), NULL, cf, cf->zone, r->from_ns, r->to_ns,
+                                 site_energy_fn, st, 1.0, false, &res);
+    const char *weights = "node IT energy";
+    if (rc == 0 && res.known && res.it_j <= 0) {
+        weights = "time (no node IT energy in the window)";
+        rc = wt_carbon_emissions(wt_store_db(st), NULL, cf, cf->zone, r->from_ns, r->to_ns,
+                                 time_energy_fn, NULL, 1.0, false, &res);
+    }
+    if (rc) {
+        snprintf(row->why, sizeof row->why, "cannot read the carbon series or energy");
+    } else if (!res.known || res.it_j <= 0) {
+        snprintf(row->why, sizeof row->why,
+                 "no carbon-intensity series for zone \"%.24s\" and no "
+                 "carbon.static_gco2_per_kwh",
+                 cf->zone);
+    } else {
+        double mean = res.g / (res.it_j / 3.6e6), act = res.by_src_j[WT_CSRC_ACTUAL] / res.it_j;
+        bool all_actual = act >= 1 - 1e-9;
+        row->available = true;
+        row->value = pue * mean / 1000.0;
+        row->measured = pue_measured && all_actual;
+        if (pr && pr->available)
+            wt_kpi_row_input(row, "pue", pue_measured, "the PUE row: %.4g", pue);
+        else
+            wt_kpi_row_input(row, "pue", false, "carbon.pue_assumed = %g", pue);
+        if (res.by_src_j[WT_CSRC_STATIC] >= res.it_j * (1 - 1e-9))
+            wt_kpi_row_input(row, "carbon_intensity", false,
+                             "carbon.static_gco2_per_kwh = %g g/kWh", cf->static_g);
+        else
+            wt_kpi_row_input(row, "carbon_intensity", all_actual,
+                             "zone %s: mean %.1f g/kWh; %.0f%% actual, %.0f%% forecast, %.0f%% "
+                             "filled/static",
+                             cf->zone, mean, 100 * act,
+                             100 * res.by_src_j[WT_CSRC_FORECAST] / res.it_j,
+                             100 * (1 - act - res.by_src_j[WT_CSRC_FORECAST] / res.it_j));
+        wt_kpi_row_input(row, "weights", true, "%s", weights);
+    }
+    free(cf);
+    return rc;
+#else
+    (void)st;
+    (void)cfg;
+    (void)r;
+    return -ENOSYS;
+#endif
+}
+
 cJSON *wt_carbon_result_json(const struct wt_carbon_result *r)
 {
     cJSON *o = cJSON_CreateObject();

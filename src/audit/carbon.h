@@ -253,6 +253,19 @@ struct wt_carbon_cue {
 int wt_carbon_cue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t a, int64_t b,
                   struct wt_carbon_cue *out) WT_MUST_USE;
 
+struct wt_kpi_report;
+/*
+ * Appends the CUE row to a KPI report (`wattage kpi`): CUE = PUE x the IT-energy-weighted mean
+ * grid intensity of the window / 1000, in kgCO2e per IT kWh. The PUE is the report's own "pue"
+ * row when it has a value (measured or facility.pue_assumed, as it says), else
+ * carbon.pue_assumed (assumed); the weights are the node's IT energy per intensity interval
+ * (GPU + CPU sensors, the store's exact-window query), or time when it has none. The row is
+ * measured when both the PUE and every interval's intensity (actual values) are. cfg gives the
+ * carbon section. Returns 0, or a negative errno (the row then says why).
+ */
+int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg,
+                      struct wt_kpi_report *r);
+
 /* A JSON object (cJSON) describing r, for the jobs API and the CLI: NULL when out of memory. */
 struct cJSON;
 struct cJSON *wt_carbon_result_json(const struct wt_carbon_result *r);
