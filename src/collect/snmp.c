@@ -1050,7 +1050,7 @@ static int request(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp, stru
     *resp = NULL;
     int st = snmp_sess_synch_response(s->sess, pdu, resp);
     if (st == STAT_TIMEOUT) {
-        wt_err_set(err, "target %s: no answer from %s:%d within %.3g s x %d tries", s->t.name,
+        wt_err_set(err, "target %s: no answer from %s:%d (timeout %.3g s, %d tries)", s->t.name,
                    s->t.host, s->t.port, (double)s->t.timeout_ns / WT_NS_PER_S,
                    s->t.retries + 1);
         return -ETIMEDOUT;
