@@ -10,9 +10,9 @@
 #include "collect/modbus.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <modbus.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,17 +41,16 @@ struct metric_kind {
 };
 
 static const struct unit u_power[] = {{"W", 1, 0}, {"kW", 1e3, 0}, {"MW", 1e6, 0}, {0}};
-static const struct unit u_energy[] = {{"J", 1, 0},        {"kJ", 1e3, 0},    {"MJ", 1e6, 0},
-                                       {"GJ", 1e9, 0},     {"Wh", 3600, 0},   {"kWh", 3.6e6, 0},
-                                       {"MWh", 3.6e9, 0},  {0}};
+static const struct unit u_energy[] = {
+    {"J", 1, 0},     {"kJ", 1e3, 0},    {"MJ", 1e6, 0},    {"GJ", 1e9, 0},
+    {"Wh", 3600, 0}, {"kWh", 3.6e6, 0}, {"MWh", 3.6e9, 0}, {0}};
 static const struct unit u_current[] = {{"A", 1, 0}, {"mA", 1e-3, 0}, {"kA", 1e3, 0}, {0}};
 static const struct unit u_voltage[] = {{"V", 1, 0}, {"mV", 1e-3, 0}, {"kV", 1e3, 0}, {0}};
 static const struct unit u_va[] = {{"VA", 1, 0}, {"kVA", 1e3, 0}, {"MVA", 1e6, 0}, {0}};
 static const struct unit u_ratio[] = {{"ratio", 1, 0}, {"%", 0.01, 0}, {0}};
 static const struct unit u_temp[] = {{"C", 1, 0}, {"degC", 1, 0}, {"K", 1, -273.15}, {0}};
-static const struct unit u_flow[] = {{"m3/s", 1, 0},         {"L/s", 1e-3, 0},
-                                     {"L/min", 1.0 / 60000, 0}, {"m3/h", 1.0 / 3600, 0},
-                                     {0}};
+static const struct unit u_flow[] = {
+    {"m3/s", 1, 0}, {"L/s", 1e-3, 0}, {"L/min", 1.0 / 60000, 0}, {"m3/h", 1.0 / 3600, 0}, {0}};
 static const struct unit u_water[] = {{"m3", 1, 0}, {"L", 1e-3, 0}, {0}};
 static const struct unit u_pressure[] = {{"Pa", 1, 0}, {"kPa", 1e3, 0}, {"bar", 1e5, 0}, {0}};
 static const struct unit u_rpm[] = {{"rpm", 1, 0}, {0}};
@@ -127,8 +126,8 @@ unsigned wt_modbus_type_words(enum wt_modbus_type t)
     return 1;
 }
 
-void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_words,
-                      uint64_t *raw, double *value)
+void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_words, uint64_t *raw,
+                      double *value)
 {
     unsigned n = wt_modbus_type_words(t);
     uint64_t v = 0;
@@ -229,8 +228,8 @@ static int split_address(const char *s, char *host, size_t n, int *port)
 static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                      struct reg *r)
 {
-    static const char *const keys[] = {"name",  "address", "function", "type", "word_order",
-                                       "scale", "unit",    "metric",   "point", "kind", NULL};
+    static const char *const keys[] = {"name", "address", "function", "type", "word_order", "scale",
+                                       "unit", "metric",  "point",    "kind", NULL};
     char unit[16] = "", metric[32] = "";
     int64_t addr = 0;
     int fn = 0, type = 0, order = 0;
@@ -240,8 +239,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, r->name, sizeof r->name);
     if (!rc && !name_ok(r->name))
-        rc = key_fail(g, m, path, "name",
-                       "expected letters, digits, '_', '.' or '-' (got \"%s\")", r->name);
+        rc = key_fail(g, m, path, "name", "expected letters, digits, '_', '.' or '-' (got \"%s\")",
+                      r->name);
     if (!rc)
         rc = wt_y_int(g, m, path, "address", 0, 65535, &addr);
     if (!rc && !wt_y_get(m, "address"))
@@ -267,8 +266,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
             for (const struct metric_kind *k = metric_kinds; k->name; k++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                          k == metric_kinds ? "" : ", ", k->name);
-            rc = key_fail(g, m, path, "metric", "expected one of %s (got \"%s\")",
-                           list, metric);
+            rc = key_fail(g, m, path, "metric", "expected one of %s (got \"%s\")", list, metric);
         }
     }
     if (!rc)
@@ -285,9 +283,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
                 for (const struct unit *u = r->mk->units; u->name; u++)
                     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                              u == r->mk->units ? "" : ", ", u->name);
-                rc = key_fail(g, m, path, "unit",
-                               "expected one of %s for metric %s (got \"%s\")", list,
-                               r->mk->name, unit);
+                rc = key_fail(g, m, path, "unit", "expected one of %s for metric %s (got \"%s\")",
+                              list, r->mk->name, unit);
             }
         }
     }
@@ -302,9 +299,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     r->type = (enum wt_modbus_type)type;
     r->little = order == 1;
     if (addr + wt_modbus_type_words(r->type) > 65536)
-        return key_fail(g, m, path, "address",
-                         "a %s at %lld runs past register 65535", type_names[type],
-                         (long long)addr);
+        return key_fail(g, m, path, "address", "a %s at %lld runs past register 65535",
+                        type_names[type], (long long)addr);
     if (!r->point[0])
         snprintf(r->point, sizeof r->point, "%s", r->name);
     if (!r->kind[0])
@@ -315,7 +311,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                         struct target *t)
 {
-    static const char *const keys[] = {"name", "address", "unit_id", "timeout", "interval",
+    static const char *const keys[] = {"name", "address", "unit_id", "timeout",   "interval",
                                        "node", "rack",    "zone",    "registers", NULL};
     char addr[160] = "";
     int64_t unit_id = 1;
@@ -325,14 +321,13 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = key_fail(g, m, path, "name",
-                       "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                       WT_TARGET_NAME_LEN, t->name);
+        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                      WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "address", true, addr, sizeof addr);
     if (!rc && split_address(addr, t->host, sizeof t->host, &t->port) != 0)
-        rc = key_fail(g, m, path, "address",
-                       "expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")", addr);
+        rc = key_fail(g, m, path, "address", "expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")",
+                      addr);
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
@@ -369,7 +364,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         for (size_t j = 0; j < i; j++) {
             if (strcmp(t->regs[j].name, t->regs[i].name) == 0)
                 return key_fail(g, regs->child[i], ipath, "name", "\"%s\" is used twice",
-                                 t->regs[i].name);
+                                t->regs[i].name);
             if (t->regs[j].mk == t->regs[i].mk && strcmp(t->regs[j].point, t->regs[i].point) == 0)
                 return key_fail(g, regs->child[i], ipath, "point",
                                 "\"%s\" already has a %s register (%s)", t->regs[i].point,
@@ -405,7 +400,7 @@ static int parse_section(const char *file, const struct wt_ynode *node, long wan
             for (size_t j = 0; j < i && rc == 0; j++)
                 if (strcmp(seen[j], t.name) == 0)
                     rc = key_fail(&g, node->child[i], path, "name",
-                                   "\"%s\" is used by another target", t.name);
+                                  "\"%s\" is used by another target", t.name);
         }
         if (rc) {
             free(t.regs);
@@ -464,8 +459,8 @@ static int mb_open(const struct wt_config *cfg, void **state, struct wt_err *err
 static int make_labels(const struct target *t, const char *point, const char *kind,
                        const char *name, char *buf, size_t n)
 {
-    int rc = wt_labels(buf, n, "source", "modbus", "target", t->name, "point", point, "kind",
-                       kind, NULL);
+    int rc = wt_labels(buf, n, "source", "modbus", "target", t->name, "point", point, "kind", kind,
+                       NULL);
     if (!rc && name && *name)
         rc = wt_labels_add(buf, n, "name", name);
     if (!rc && t->node[0])
@@ -565,8 +560,7 @@ static bool is_exception(int e)
     return e >= EMBXILFUN && e <= EMBXGTAR;
 }
 
-static int emit(struct reg *r, const uint16_t *words, int64_t t_ns,
-                struct wt_batch *out)
+static int emit(struct reg *r, const uint16_t *words, int64_t t_ns, struct wt_batch *out)
 {
     uint64_t raw;
     double v;
@@ -633,7 +627,7 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
         }
         int n = (int)(end - start);
         int got = r0->function == 0 ? modbus_read_registers(s->ctx, (int)start, n, words)
-                                     : modbus_read_input_registers(s->ctx, (int)start, n, words);
+                                    : modbus_read_input_registers(s->ctx, (int)start, n, words);
         if (got != n) {
             int e = errno;
             if (got >= 0 || !is_exception(e)) {

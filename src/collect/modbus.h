@@ -45,7 +45,7 @@ unsigned wt_modbus_type_words(enum wt_modbus_type t);
  * first (the "CDAB" order of many meters). The raw integer is put in *raw (bit pattern for
  * float32, sign-extended two's complement for i16/i32) and the numeric value in *value.
  */
-void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_words,
-                      uint64_t *raw, double *value);
+void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_words, uint64_t *raw,
+                      double *value);
 
 #endif

@@ -14,9 +14,9 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,9 +135,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
                         struct target *t)
 {
     static const char *const keys[] = {
-        "name",     "url",      "username", "password_file", "auth", "ca_file",
-        "insecure", "timeout",  "interval", "max_response_bytes", "sensors", "node",
-        "rack",     "zone",     NULL};
+        "name",    "url",      "username", "password_file", "auth",
+        "ca_file", "insecure", "timeout",  "interval",      "max_response_bytes",
+        "sensors", "node",     "rack",     "zone",          NULL};
     int64_t maxr = WT_REDFISH_MAX_RESPONSE;
     int rc = wt_y_keys(g, m, path, keys);
     memset(t, 0, sizeof *t);
@@ -146,9 +146,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = key_fail(g, m, path, "name",
-                       "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                       WT_TARGET_NAME_LEN, t->name);
+        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                      WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
     if (!rc) {
@@ -156,9 +155,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         const char *host = t->url + (https ? 8 : 7);
         if ((!https && strncmp(t->url, "http://", 7) != 0) || !*host || *host == '/' ||
             strpbrk(t->url, " ?#@"))
-            rc = key_fail(g, m, path, "url",
-                           "expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")",
-                           t->url);
+            rc =
+                key_fail(g, m, path, "url",
+                         "expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")", t->url);
     }
     if (!rc) {
         /* Kept as scheme://host[:port]: the walk starts at /redfish/v1 whatever was written. */
@@ -225,8 +224,8 @@ static int parse_section(const char *file, const struct wt_ynode *node, long wan
         rc = parse_target(&g, node->child[i], path, &t);
         for (size_t j = 0; j < i && rc == 0; j++)
             if (strcmp(seen[j], t.name) == 0)
-                rc = key_fail(&g, node->child[i], path, "name",
-                               "\"%s\" is used by another target", t.name);
+                rc = key_fail(&g, node->child[i], path, "name", "\"%s\" is used by another target",
+                              t.name);
         if (rc)
             return rc;
         snprintf(seen[i], sizeof seen[i], "%s", t.name);
@@ -365,7 +364,8 @@ static long request(struct rf *s, const char *method, const char *path, const ch
                        (long long)s->t.max_response);
             return -EFBIG;
         }
-        wt_err_set(err, "%s%s: %s", s->t.url, path, s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc));
+        wt_err_set(err, "%s%s: %s", s->t.url, path,
+                   s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc));
         return HTTP_TRANSPORT;
     }
     long status = 0;
@@ -623,7 +623,8 @@ static void add_info(struct rf *s, const cJSON *j, const char *point, const char
 {
     struct resource *r = add_resource(s, NULL, R_INFO, point, kindl, str(j, "Name"));
     if (r) {
-        snprintf(r->vendor, sizeof r->vendor, "%s", str(j, "Manufacturer") ? str(j, "Manufacturer") : "");
+        snprintf(r->vendor, sizeof r->vendor, "%s",
+                 str(j, "Manufacturer") ? str(j, "Manufacturer") : "");
         snprintf(r->model, sizeof r->model, "%s", str(j, "Model") ? str(j, "Model") : "");
     }
 }
@@ -711,8 +712,7 @@ static const struct equip thermal_equipment[] = {
 };
 
 /* "pdu" + "1" = "pdu1"; "bus" + "Busway" = "bus-Busway". */
-static void equip_point(const struct equip *e, const cJSON *j, const char *uri, char *out,
-                        size_t n)
+static void equip_point(const struct equip *e, const cJSON *j, const char *uri, char *out, size_t n)
 {
     char id[48];
     id_of(j, uri, id, sizeof id);
@@ -724,8 +724,8 @@ static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struc
     const struct equip *e = ctx;
     static const struct {
         const char *key, *kindl;
-    } subs[] = {{"Mains", "mains"},   {"Branches", "branch"}, {"Feeders", "feeder"},
-                {"Subfeeds", "subfeed"}, {"Outlets", "outlet"}, {NULL, NULL}};
+    } subs[] = {{"Mains", "mains"},      {"Branches", "branch"}, {"Feeders", "feeder"},
+                {"Subfeeds", "subfeed"}, {"Outlets", "outlet"},  {NULL, NULL}};
     cJSON *j = NULL;
     char point[POINT_LEN];
     int rc = walk_get(s, uri, &j, err);
@@ -1008,7 +1008,8 @@ static struct counter *counter_for(struct rf *s, int metric, const char *labels)
     return c;
 }
 
-/* One reading of resource r: point r->point[/qual], kind (r's unless given), value in base units. */
+/* One reading of resource r: point r->point[/qual], kind (r's unless given), value in base units.
+ */
 static void emit(struct rf *s, const struct resource *r, const char *kindl, const char *qual,
                  int metric, double value)
 {
@@ -1540,8 +1541,8 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     }
     bool https = strncmp(t->url, "https://", 8) == 0;
     if (t->insecure && https)
-        wt_warn("redfish", "%s: insecure: true: the TLS certificate of %s is NOT verified",
-                t->name, t->url);
+        wt_warn("redfish", "%s: insecure: true: the TLS certificate of %s is NOT verified", t->name,
+                t->url);
     if (t->username[0] && !https)
         wt_warn("redfish", "%s: credentials are sent without TLS to %s", t->name, t->url);
     return 0;

@@ -22,7 +22,8 @@
 
 #define T0 (1764439200LL * WT_NS_PER_S)
 
-static void write_text(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void write_text(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void write_text(const char *path, const char *fmt, ...)
 {
     char tmp[600];
@@ -209,42 +210,43 @@ WT_TEST(targets_listed_with_their_intervals)
 /* ---- against the peer ---- */
 
 static const char *meter_regs =
-    "holding 0 u16 big 2301\n"           /* voltage, 0.1 V */
-    "holding 1 i16 big -125\n"           /* temperature, 0.1 C */
-    "holding 2 u32 big 123456\n"         /* power W */
-    "holding 4 u32 little 654321\n"      /* power W, CDAB */
-    "holding 6 i32 big -40000\n"         /* current mA (export: reverse flow) */
-    "holding 8 i32 little -70000\n"      /* i32 CDAB */
-    "holding 10 float32 big 494.25\n"    /* kW */
-    "holding 12 float32 little 0.97\n"   /* power factor */
+    "holding 0 u16 big 2301\n"               /* voltage, 0.1 V */
+    "holding 1 i16 big -125\n"               /* temperature, 0.1 C */
+    "holding 2 u32 big 123456\n"             /* power W */
+    "holding 4 u32 little 654321\n"          /* power W, CDAB */
+    "holding 6 i32 big -40000\n"             /* current mA (export: reverse flow) */
+    "holding 8 i32 little -70000\n"          /* i32 CDAB */
+    "holding 10 float32 big 494.25\n"        /* kW */
+    "holding 12 float32 little 0.97\n"       /* power factor */
     "holding 14 u64 big 81985529216486895\n" /* energy Wh, 0x0123456789abcdef */
     "holding 18 u64 little 1234567890123\n"
-    "input 100 u32 big 4294967000\n"     /* energy kWh counter near the u32 wrap */
-    "input 102 float32 big 1500.5\n"     /* water m3 */
-    "input 104 u16 big 2500\n"           /* flow L/min */
-    "input 105 u32 little 360\n";        /* heat kWh */
+    "input 100 u32 big 4294967000\n" /* energy kWh counter near the u32 wrap */
+    "input 102 float32 big 1500.5\n" /* water m3 */
+    "input 104 u16 big 2500\n"       /* flow L/min */
+    "input 105 u32 little 360\n";    /* heat kWh */
 
-#define METER_YAML \
-    HEAD "      - name: m1\n        address: 127.0.0.1:%d\n        unit_id: 7\n" \
-         "        timeout: 500ms\n        rack: r12\n        zone: hall-a\n" \
-         "        registers:\n" \
-         "          - {name: v, address: 0, type: u16, scale: 0.1, metric: voltage}\n" \
-         "          - {name: t, address: 1, type: i16, scale: 0.1, metric: temperature}\n" \
-         "          - {name: pbig, address: 2, type: u32, metric: power}\n" \
-         "          - {name: plittle, address: 4, type: u32, word_order: little, metric: power}\n" \
-         "          - {name: i, address: 6, type: i32, unit: mA, metric: current}\n" \
-         "          - {name: il, address: 8, type: i32, word_order: little, metric: current}\n" \
-         "          - {name: pkw, address: 10, type: float32, unit: kW, metric: power}\n" \
-         "          - {name: pf, address: 12, type: float32, word_order: little," \
-         " metric: power_factor}\n" \
-         "          - {name: e64, address: 14, type: u64, unit: Wh, metric: energy}\n" \
-         "          - {name: e64l, address: 18, type: u64, word_order: little, metric: energy}\n" \
-         "          - {name: ekwh, address: 100, function: input, type: u32, unit: kWh," \
-         " metric: energy, kind: chiller}\n" \
-         "          - {name: water, address: 102, function: input, type: float32, metric: water}\n" \
-         "          - {name: flow, address: 104, function: input, unit: L/min, metric: flow}\n" \
-         "          - {name: heat, address: 105, function: input, type: u32," \
-         " word_order: little, unit: kWh, metric: heat}\n"
+#define METER_YAML                                                                                 \
+    HEAD                                                                                           \
+        "      - name: m1\n        address: 127.0.0.1:%d\n        unit_id: 7\n"                    \
+        "        timeout: 500ms\n        rack: r12\n        zone: hall-a\n"                        \
+        "        registers:\n"                                                                     \
+        "          - {name: v, address: 0, type: u16, scale: 0.1, metric: voltage}\n"              \
+        "          - {name: t, address: 1, type: i16, scale: 0.1, metric: temperature}\n"          \
+        "          - {name: pbig, address: 2, type: u32, metric: power}\n"                         \
+        "          - {name: plittle, address: 4, type: u32, word_order: little, metric: power}\n"  \
+        "          - {name: i, address: 6, type: i32, unit: mA, metric: current}\n"                \
+        "          - {name: il, address: 8, type: i32, word_order: little, metric: current}\n"     \
+        "          - {name: pkw, address: 10, type: float32, unit: kW, metric: power}\n"           \
+        "          - {name: pf, address: 12, type: float32, word_order: little,"                   \
+        " metric: power_factor}\n"                                                                 \
+        "          - {name: e64, address: 14, type: u64, unit: Wh, metric: energy}\n"              \
+        "          - {name: e64l, address: 18, type: u64, word_order: little, metric: energy}\n"   \
+        "          - {name: ekwh, address: 100, function: input, type: u32, unit: kWh,"            \
+        " metric: energy, kind: chiller}\n"                                                        \
+        "          - {name: water, address: 102, function: input, type: float32, metric: water}\n" \
+        "          - {name: flow, address: 104, function: input, unit: L/min, metric: flow}\n"     \
+        "          - {name: heat, address: 105, function: input, type: u32,"                       \
+        " word_order: little, unit: kWh, metric: heat}\n"
 
 #define LR(point, kind)                                                                            \
     "source=\"modbus\",target=\"m1\",point=\"" point "\",kind=\"" kind "\",name=\"" point          \
@@ -287,11 +289,10 @@ WT_TEST(registers_of_every_type_and_word_order)
     WT_NEAR(reading_value(&b, WT_M_FAC_CURRENT_A, LR("il", "meter")), -70000, 0);
     WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W, LR("pkw", "meter")), 494250, 1e-6);
     WT_NEAR(reading_value(&b, WT_M_FAC_POWER_FACTOR, LR("pf", "meter")), 0.97, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LR("e64", "meter")),
-            81985529216486895.0 * 3600, 1e6);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LR("e64", "meter")), 81985529216486895.0 * 3600,
+            1e6);
     WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LR("e64l", "meter")), 1234567890123.0, 0);
-    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LR("ekwh", "chiller")), 4294967000.0 * 3.6e6,
-            1);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LR("ekwh", "chiller")), 4294967000.0 * 3.6e6, 1);
     WT_NEAR(reading_value(&b, WT_M_FAC_WATER_M3, LR("water", "meter")), 1500.5, 1e-3);
     WT_NEAR(reading_value(&b, WT_M_FAC_FLOW_M3S, LR("flow", "meter")), 2500.0 / 60000, 1e-12);
     WT_NEAR(reading_value(&b, WT_M_FAC_HEAT_J, LR("heat", "meter")), 360 * 3.6e6, 0);

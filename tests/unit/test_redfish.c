@@ -27,7 +27,8 @@
 #define RACK "../shared/data/redfish/public-rackmount1"
 #define DELL "../shared/data/redfish/vendor-responses-telegraf/dell"
 
-static void write_text(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void write_text(const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 static void write_text(const char *path, const char *fmt, ...)
 {
     char tmp[700];
@@ -217,8 +218,9 @@ static void check_rackmount(const struct wt_batch *b)
             jnum(RACK, psu, "EnergykWh", "Reading") * 3.6e6, 0);
     WT_NEAR(reading_value(b, WT_M_FAC_VOLTAGE_V, LB("1U/Bay1/input", "psu", "Power Supply Bay 1")),
             jnum(RACK, psu, "InputVoltage", "Reading"), 0);
-    WT_NEAR(reading_value(b, WT_M_FAC_TEMP_C, LB("1U/intake", "chassis", "Computer System Chassis")),
-            jnum3(RACK, tm, "TemperatureSummaryCelsius", "Intake", "Reading"), 0);
+    WT_NEAR(
+        reading_value(b, WT_M_FAC_TEMP_C, LB("1U/intake", "chassis", "Computer System Chassis")),
+        jnum3(RACK, tm, "TemperatureSummaryCelsius", "Intake", "Reading"), 0);
 }
 
 WT_TEST(rackmount_readings_match_the_mockup)
@@ -418,7 +420,8 @@ WT_TEST(one_failing_resource_leaves_the_others)
     WT_NEAR(reading_value(&b, WT_M_FAC_UP, UP), 1, 0);
     write_text(ctl_path, "garbage /redfish/v1/Chassis/1U/PowerSubsystem/\n");
     poll_ok(st, T0 + 2, &b);
-    WT_ASSERT(!find_reading(&b, WT_M_FAC_POWER_W, LB("1U/Bay1/input", "psu", "Power Supply Bay 1")));
+    WT_ASSERT(
+        !find_reading(&b, WT_M_FAC_POWER_W, LB("1U/Bay1/input", "psu", "Power Supply Bay 1")));
     WT_ASSERT(find_reading(&b, WT_M_FAC_POWER_W, LB("1U", "chassis", "Computer System Chassis")));
     wt_redfish_collector.close(st);
     wt_config_free(&c);
@@ -487,10 +490,10 @@ WT_TEST(an_energy_counter_reset_is_a_new_baseline)
 {
     const char *tree = copy_tree(RACK);
     char file[800];
-    snprintf(file, sizeof file, "%s/Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics/index.json",
-             tree);
-    double e0 = jnum(tree, "Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics", "EnergykWh",
-                     "Reading");
+    snprintf(file, sizeof file,
+             "%s/Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics/index.json", tree);
+    double e0 =
+        jnum(tree, "Chassis/1U/PowerSubsystem/PowerSupplies/Bay1/Metrics", "EnergykWh", "Reading");
     int port = start_server(tree, NULL);
     struct wt_config c;
     void *st = open_plain(&c, port, NULL);
@@ -554,7 +557,8 @@ WT_TEST(dell_idrac_legacy_power_and_thermal)
     const cJSON *pcj = cJSON_GetArrayItem(cJSON_GetObjectItem(pj, "PowerControl"), 0);
     const cJSON *psu = cJSON_GetArrayItem(cJSON_GetObjectItem(pj, "PowerSupplies"), 0);
     WT_NEAR(r->value, cJSON_GetObjectItem(pcj, "PowerConsumedWatts")->valuedouble, 0);
-    snprintf(lb, sizeof lb, "source=\"redfish\",target=\"bmc\",point=\"System.Embedded.1/%s/input\"",
+    snprintf(lb, sizeof lb,
+             "source=\"redfish\",target=\"bmc\",point=\"System.Embedded.1/%s/input\"",
              cJSON_GetObjectItem(psu, "MemberId")->valuestring);
     const struct wt_reading *pin = NULL, *vin = NULL;
     for (size_t i = 0; i < b.len; i++) {
