@@ -99,7 +99,7 @@ static void one_rule(struct wt_alerts_config *c, const char *name, double watts,
 static struct wt_alert alert(const char *name, int gpu, enum wt_alert_state st, double cap_w)
 {
     struct wt_alert a;
-    char g[8];
+    char g[16];
     memset(&a, 0, sizeof a);
     snprintf(a.name, sizeof a.name, "%s", name);
     snprintf(g, sizeof g, "%d", gpu);
@@ -337,7 +337,7 @@ static void snapshot(struct wt_batch *b, double each)
 {
     wt_batch_clear(b);
     for (int i = 0; i < 8; i++) {
-        char labels[64], g[8];
+        char labels[64], g[16];
         snprintf(g, sizeof g, "%d", i);
         WT_ASSERT(wt_labels(labels, sizeof labels, "gpu", g, "uuid", "GPU-x", NULL) == 0);
         WT_EQ_INT(wt_batch_add(b, WT_M_GPU_POWER_W, labels, wt_now_real_ns(),
@@ -420,7 +420,7 @@ WT_TEST(site_budget_shares_in_proportion_to_draw)
     /* GPUs 0..3 draw 600 W, 4..7 150 W: 3000 W, over 2500 W */
     wt_batch_clear(&b);
     for (int i = 0; i < 8; i++) {
-        char labels[64], g[8];
+        char labels[64], g[16];
         snprintf(g, sizeof g, "%d", i);
         WT_ASSERT(wt_labels(labels, sizeof labels, "gpu", g, NULL) == 0);
         WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, labels, 0, i < 4 ? 600 : 150), 0);

@@ -33,7 +33,7 @@ static uint64_t fnv(const char *name, const char *labels)
 static struct wt_alert mk(const char *name, int gpu, enum wt_alert_state st)
 {
     struct wt_alert a;
-    char g[8];
+    char g[16];
     int64_t now = wt_now_real_ns();
     memset(&a, 0, sizeof a);
     snprintf(a.name, sizeof a.name, "%s", name);

@@ -185,7 +185,7 @@ static bool notified(struct rec *r, const char *name, const char *gpu, const cha
 static struct wt_alert mk(const char *name, int gpu, enum wt_alert_state st)
 {
     struct wt_alert a;
-    char g[8];
+    char g[16];
     int64_t now = wt_now_real_ns();
     memset(&a, 0, sizeof a);
     snprintf(a.name, sizeof a.name, "%s", name);
