@@ -287,16 +287,9 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_alerts *alerts = NULL;
     int ret = 1;
 
-    int rc = parse_opts(argc, argv, &o);
-    if (rc)
-        return rc;
-    rc = wt_cli_load_config(o.config, &cfg);
-    if (rc)
-        return rc;
-    apply_flags(&o, &cfg);
-
     /* Signals are taken synchronously by this thread; every thread started below inherits the
-     * blocked mask. */
+     * blocked mask. Blocked first of all, so that a stop asked for during a slow start (a store
+     * to recover, a loaded machine) is a clean stop once the daemon is up, not a kill. */
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
@@ -304,6 +297,14 @@ int wt_cmd_run(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+
+    int rc = parse_opts(argc, argv, &o);
+    if (rc)
+        return rc;
+    rc = wt_cli_load_config(o.config, &cfg);
+    if (rc)
+        return rc;
+    apply_flags(&o, &cfg);
 
     tr = calloc(1, sizeof *tr);
     if (!tr || wt_hub_open(&hub) != 0)
