@@ -38,6 +38,7 @@
 #define MAX_WALK (2 * WT_SNMP_MAX_GENERIC + 8)
 #define SYSOID "1.3.6.1.2.1.1.2.0"
 #define UPS_IDENT_MODEL "1.3.6.1.2.1.33.1.1.2.0"
+#define WT_SNMP_PLACE_MAX 64 /* node + rack + zone: with the other labels they fit WT_LABELS_LEN */
 
 static const char *const auth_names[] = {"MD5", "SHA", "SHA-224", "SHA-256", "SHA-384",
                                          "SHA-512", NULL};
@@ -319,6 +320,11 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
         rc = wt_y_string(g, item, path, "rack", false, t->rack, sizeof t->rack);
     if (!rc)
         rc = wt_y_string(g, item, path, "zone", false, t->zone, sizeof t->zone);
+    if (!rc && strlen(t->node) + strlen(t->rack) + strlen(t->zone) > WT_SNMP_PLACE_MAX)
+        rc = wt_err_set(g->err,
+                        "%s:%d: %s: node, rack and zone together have at most %d characters "
+                        "(they label every reading)",
+                        g->file, item->line, path, WT_SNMP_PLACE_MAX);
     if (rc)
         return rc;
 
@@ -460,6 +466,7 @@ struct wt_snmp {
     struct wt_snmp_profile generic;
     char sysoid[128];
     char model[64];
+    bool identified; /* sysObjectID and model read, profile chosen */
     struct item items[MAX_WALK];
     size_t nitems;
     int name_item[MAX_WALK];   /* per column: its name item or -1 */
@@ -767,21 +774,29 @@ static int emit(struct wt_snmp *s, int metric, const char *kind, const char *poi
                 const char *name, int64_t t_ns, double v, struct wt_batch *out)
 {
     char lb[WT_LABELS_LEN];
-    char nm[64];
     int rc = wt_labels(lb, sizeof lb, "source", "snmp", "target", s->t.name, "point", point,
                        "kind", kind, NULL);
-    if (!rc && name && name[0]) {
+    if (rc)
+        return rc;
+    /* Room is kept for node/rack/zone (bounded by the config check); a long name is cut. */
+    size_t keep = s->place[0] ? strlen(s->place) + 1 : 0;
+    if (name && name[0]) {
+        char nm[64];
+        size_t base = strlen(lb);
         snprintf(nm, sizeof nm, "%s", name);
-        rc = wt_labels_add(lb, sizeof lb, "name", nm);
+        for (size_t n = strlen(nm); n > 0; n = n > 8 ? n - 8 : 0) {
+            nm[n] = '\0';
+            if (wt_labels_add(lb, sizeof lb - keep, "name", nm) == 0)
+                break;
+            lb[base] = '\0';
+        }
     }
-    if (!rc && s->place[0]) {
+    if (s->place[0]) {
         size_t l = strlen(lb);
         if (l + 1 + strlen(s->place) >= sizeof lb)
             return -E2BIG;
         snprintf(lb + l, sizeof lb - l, ",%s", s->place);
     }
-    if (rc)
-        return rc;
     return wt_batch_add(out, metric, lb, t_ns, v);
 }
 
@@ -1229,12 +1244,13 @@ static int snmp_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
 {
     struct wt_snmp *s = state;
     int rc = 0;
-    if (!s->sysoid[0]) {
+    if (!s->identified) {
         rc = identify(s, err);
         if (rc) {
             s->sysoid[0] = '\0';
             return rc;
         }
+        s->identified = true;
     }
     wt_snmp_reset(s);
     for (size_t i = 0; i < s->nitems && rc == 0; i++)

@@ -386,6 +386,36 @@ WT_TEST(scaling_and_not_available)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(long_names_are_cut_not_fatal)
+{
+    /* The longest target name, point and place the config allows, and a 47-byte outlet name. */
+    struct wt_snmp_target t = target("abcdefghijklmnopqrstuvw");
+    snprintf(t.node, sizeof t.node, "%s", "n123456789012345678901");
+    snprintf(t.rack, sizeof t.rack, "%s", "r123456789012345678901");
+    snprintf(t.zone, sizeof t.zone, "%s", "z12345678901234567890");
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_state_new(&t, wt_snmp_profile_find("eaton-epdu"), &s, &err), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.5.1.3.0.1", 2, "80"), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.1.1.3.0.1", 4,
+                           "\"\"\"\"\"\"\"\"\"\"quoted outlet name that is long, very long"),
+              0);
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_FAC_POWER_W), 1);
+    const struct wt_reading *r = NULL;
+    for (size_t i = 0; i < b.len; i++)
+        if (b.r[i].metric == WT_M_FAC_POWER_W)
+            r = &b.r[i];
+    WT_CONTAINS(r->labels, "zone=\"z12345678901234567890\"");
+    /* Escaped, the name does not fit whole: it is cut, and the reading is kept. */
+    WT_CONTAINS(r->labels, "name=\"\\\"\\\"");
+    WT_ASSERT(strstr(r->labels, "very long") == NULL);
+    WT_NEAR(r->value, 80, 0);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 WT_TEST(energy_counter_wrap_and_reset)
 {
     /* Eaton outletWh: Unsigned32 watt-hours, wraps at 2^32. */
@@ -554,7 +584,7 @@ WT_TEST(config_good)
                     "  rack: r12\n"
                     "- name: ups.1\n"
                     "  address: \"[fd00::5]:1161\"\n"
-                    "  version: \"3\"\n"
+                    "  version: 3\n"
                     "  user: wattage\n"
                     "  auth_protocol: SHA-256\n"
                     "  auth_password_file: /etc/wattage/snmp-auth\n"
@@ -644,6 +674,9 @@ WT_TEST(config_errors)
         "    - {oid: 1.3.6.1.4, metric: power, point: 'o%9'}\n",
         "w.yaml:6:", "targets[0].generic[0].point");
     BAD("name: a\n", "w.yaml:1:", "collectors.snmp.targets", "list");
+    BAD("- name: a\n  address: h\n  community: x\n  node: node-0123456789012345678901234567\n"
+        "  rack: rack-0123456789012345678901234567\n",
+        "w.yaml:1:", "targets[0]", "at most 64 characters");
     /* A community never appears in a message. */
     struct wt_err e = {{0}};
     char y[400];
