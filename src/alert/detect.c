@@ -102,6 +102,7 @@ struct gpu {
     struct now v;
     /* last new samples */
     int64_t last_power_t, last_temp_t, last_energy_t, last_ok_t;
+    int64_t first_t; /* when it was first seen, for a GPU that never answered */
     double last_power, last_energy;
     bool have_last_energy;
     /* temperature ring */
@@ -172,12 +173,15 @@ static void base_labels(const char *labels, char *out, size_t n)
 
 static struct gpu *find_gpu(struct wt_detect *d, const char *labels)
 {
-    char uuid[96];
-    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0) {
-        /* no uuid: the gpu index names it */
-        char idx[16];
+    char uuid[96], idx[16];
+    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0 || !uuid[0]) {
+        /* No uuid (a GPU lost before the collector could read it): the index names it, and it
+         * is the GPU known at that index, if any. */
         if (wt_labels_get(labels, "gpu", idx, sizeof idx) != 0)
             return NULL;
+        for (int i = 0; i < d->ng; i++)
+            if (d->g[i]->index == atoi(idx))
+                return d->g[i];
         snprintf(uuid, sizeof uuid, "gpu:%s", idx);
     }
     for (int i = 0; i < d->ng; i++)
@@ -193,7 +197,6 @@ static struct gpu *find_gpu(struct wt_detect *d, const char *labels)
     g->labels_len = strlen(g->labels);
     if (wt_labels_get(labels, "model", g->model, sizeof g->model) != 0)
         g->model[0] = '\0';
-    char idx[16];
     g->index = wt_labels_get(labels, "gpu", idx, sizeof idx) == 0 ? atoi(idx) : -1;
     g->util_min = INFINITY;
     g->util_max = -INFINITY;
@@ -228,6 +231,8 @@ static void gather(struct wt_detect *d, const struct wt_batch *b)
             cur = find_gpu(d, r->labels);
         if (!cur)
             continue;
+        if (!cur->first_t)
+            cur->first_t = r->t_ns;
         struct now *v = &cur->v;
         v->seen = true;
         switch (r->metric) {
@@ -674,9 +679,10 @@ static void data_gaps(struct wt_detect *d, const struct wt_alerts_config *cfg,
             if (!(v->have_up && v->up < 0.5) && t > g->last_ok_t)
                 g->last_ok_t = t;
         }
-        if (!g->last_ok_t)
+        int64_t since = g->last_ok_t ? g->last_ok_t : g->first_t;
+        if (!since)
             continue;
-        int64_t silent = in->now_ns - g->last_ok_t;
+        int64_t silent = in->now_ns - since;
         enum wt_cond cond = nvml_present && silent > cfg->data_gap.intervals * gpu_interval
                                 ? WT_COND_TRUE
                                 : WT_COND_FALSE;

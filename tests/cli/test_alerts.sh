@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The alert engine in the real daemon on the fake NVML, four daemons side by side:
+#  - a GPU heating at 1 °C/s fires GPUThrottleForecast at least 30 s of the fake's time before
+#    it reaches its slowdown threshold, and before the fake reports a thermal throttle reason
+#    (which then fires GPUThrottling, naming it);
+#  - an idle GPU drawing 400 W fires GPUIdleBurn (wattage_alerts on /metrics, kWh in the
+#    summary) and resolves when its load returns;
+#  - a stuck power sensor and an impossible power reading fire, the other GPUs stay quiet;
+#  - a lost GPU fires WattageDataGap while the others stay quiet; a SIGHUP adds a rule and keeps
+#    the data gap firing;
+# and check-config names file:line for a bad rule.
+. tests/cli/lib.sh
+mkdir -p "$TMP/sys" "$TMP/proc"
+export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc WATTAGE_NVML_LIBRARY=$FAKE_NVML
+
+# q PORT EXPR: EXPR (Python) over the alerts of GET /api/v1/alerts; has(name, state, **labels)
+# lists the matching alerts.
+cat >"$TMP/q.py" <<'PY'
+import json, sys, urllib.request
+port, expr = sys.argv[1], sys.argv[2]
+d = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=2))
+A = d["alerts"]
+def has(name, state="firing", **labels):
+    return [a for a in A if a["alertname"] == name and a["state"] == state
+            and all(a["labels"].get(k) == v for k, v in labels.items())]
+def ts(s):  # RFC 3339 with milliseconds, UTC
+    import datetime
+    return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+r = eval(expr)
+if not r:
+    print(json.dumps(A, indent=1), file=sys.stderr)
+sys.exit(0 if r else 1)
+PY
+q() { python3 "$TMP/q.py" "$@"; }
+now() { python3 -c 'import time; print(repr(time.time()))'; }
+
+# start NAME CONFIG ENV...: a daemon at 0.2 s with its own store, port and log; PORT_NAME set
+start() {
+    local name=$1 conf=$2
+    shift 2
+    local port
+    port=$(free_port)
+    printf -v "PORT_$name" %s "$port"
+    printf '%s' "$conf" >"$TMP/$name.yaml"
+    env "$@" "$BIN" run -c "$TMP/$name.yaml" --db "$TMP/$name.db" --interval 0.2 \
+        --listen "127.0.0.1:$port" 2>"$TMP/$name.log" &
+    T_PIDS="$T_PIDS $!"
+    printf -v "PID_$name" %s "$!"
+}
+
+# --- the daemons
+T0_HEAT=$(now)
+start heat $'alerts:\n  detectors:\n    throttle_forecast: {window: 4s, lead: 45s}\n    throttling: {for: 1s}\n' \
+    FAKE_NVML_GPUS=1 FAKE_NVML_TEMP=48,1 FAKE_NVML_THERMAL=1 FAKE_NVML_T0="$T0_HEAT"
+start idle $'alerts:\n  detectors:\n    idle_burn: {for: 2s}\n' \
+    FAKE_NVML_GPUS=2 FAKE_NVML_POWER=400,5,3 FAKE_NVML_UTIL=0:0:8:1 FAKE_NVML_T0="$(now)"
+start sensor $'alerts:\n  detectors:\n    stuck: {ticks: 10}\n' \
+    FAKE_NVML_GPUS=4 FAKE_NVML_STUCK=1:0:1000 FAKE_NVML_POWER_READ=2:0:1000:950 FAKE_NVML_T0="$(now)"
+start lost $'alerts:\n  detectors:\n    data_gap: {intervals: 3}\n' \
+    FAKE_NVML_GPUS=4 FAKE_NVML_LOST=2:3:1000 FAKE_NVML_T0="$(now)"
+for d in heat idle sensor lost; do
+    p=PORT_$d
+    check "the $d daemon answers" wait_for 10 curl -sf "http://127.0.0.1:${!p}/healthz" -o /dev/null
+done
+
+# --- idle burn: fires, is exported, says the kWh, resolves when the load returns
+check "an idle GPU at 400 W fires GPUIdleBurn" \
+    wait_for 10 q "$PORT_idle" 'has("GPUIdleBurn", gpu="0")'
+check "its summary says the utilization, the power and the kWh so far" \
+    q "$PORT_idle" 'all(("1% utilization" in a["summary"] and "kWh so far" in a["summary"] and a["severity"] == "warning") for a in has("GPUIdleBurn", gpu="0"))'
+m=$(curl -s "http://127.0.0.1:$PORT_idle/metrics" | grep '^wattage_alerts{')
+check "wattage_alerts{alertname,severity,...} 1 on /metrics ($m)" \
+    bash -c '[[ $1 == *'\''wattage_alerts{alertname="GPUIdleBurn",severity="warning",gpu="0",uuid="GPU-fake-0000-0",model='\''*'\''} 1'\''* ]]' _ "$m"
+check "the busy GPU does not" q "$PORT_idle" 'not has("GPUIdleBurn", gpu="1") and not has("GPUIdleBurn", "pending", gpu="1")'
+check "it resolves when the load returns" \
+    wait_for 12 q "$PORT_idle" 'any(a["resolved_at"] for a in has("GPUIdleBurn", "resolved", gpu="0"))'
+check "and leaves /metrics" bash -c "! curl -s http://127.0.0.1:$PORT_idle/metrics | grep -q '^wattage_alerts{'"
+check "firing and resolved are logged with alertname, labels, value and summary" \
+    bash -c "grep -q 'warn  alert: firing alertname=GPUIdleBurn severity=warning labels={gpu=\"0\",.*} value=[0-9.]* summary=\".*kWh so far\"' $TMP/idle.log &&
+             grep -q 'info  alert: resolved alertname=GPUIdleBurn' $TMP/idle.log"
+
+# --- stuck sensor and impossible reading; GPUs 0 and 3 quiet
+check "a stuck power sensor fires GPUSensorStuck" \
+    wait_for 10 q "$PORT_sensor" 'has("GPUSensorStuck", gpu="1")'
+check "a 950 W reading on a 700 W GPU fires GPUImpossibleReading" \
+    wait_for 10 q "$PORT_sensor" 'has("GPUImpossibleReading", gpu="2", reading="power")'
+check "the other GPUs stay quiet" \
+    q "$PORT_sensor" 'not [a for a in A if a["labels"].get("gpu") in ("0", "3")]'
+check "the impossible reading's summary names the max limit" \
+    q "$PORT_sensor" '"over its max power limit 700 W" in has("GPUImpossibleReading", gpu="2")[0]["summary"]'
+
+# --- a lost GPU: the data gap, the others quiet
+check "a lost GPU fires WattageDataGap" wait_for 10 q "$PORT_lost" 'has("WattageDataGap", gpu="2")'
+sleep 1
+check "and nothing else fires or is pending" \
+    q "$PORT_lost" 'all(a["labels"].get("gpu") == "2" and a["alertname"] == "WattageDataGap" for a in A)'
+check "its summary says the GPU is down" \
+    q "$PORT_lost" '"the GPU is down" in has("WattageDataGap", gpu="2")[0]["summary"]'
+# SIGHUP: a new rule applies, the firing data gap stays firing (not re-fired)
+printf 'alerts:\n  detectors:\n    data_gap: {intervals: 3}\n  rules:\n    - name: PowerSeen\n      metric: wattage_gpu_power_watts\n      op: ">"\n      threshold: 1\n      labels: {team: ml}\n' \
+    >"$TMP/lost.yaml"
+kill -HUP "$PID_lost"
+check "after SIGHUP the new rule fires for the three live GPUs" \
+    wait_for 10 q "$PORT_lost" 'len(has("PowerSeen", team="ml")) == 3 and not has("PowerSeen", gpu="2")'
+check "the data gap stayed firing through the reload, fired once" \
+    bash -c "q() { python3 $TMP/q.py \"\$@\"; }; q $PORT_lost 'has(\"WattageDataGap\", gpu=\"2\")' && test \$(grep -c 'firing alertname=WattageDataGap' $TMP/lost.log) -eq 1"
+printf 'alerts:\n  rules:\n    - name: Bad\n      metric: wattage_gpu_power_wats\n      op: ">"\n      threshold: 1\n' >"$TMP/lost.yaml"
+kill -HUP "$PID_lost"
+check "a bad rule on SIGHUP is refused with file:line, the running rules stay" \
+    wait_for 5 grep -q "lost.yaml:4: alerts.rules\[0\].metric: unknown metric \"wattage_gpu_power_wats\"; did you mean wattage_gpu_power_watts?" "$TMP/lost.log"
+sleep 0.5
+check "  (PowerSeen still firing)" q "$PORT_lost" 'len(has("PowerSeen")) == 3'
+
+# --- check-config
+printf 'alerts:\n  rules:\n    - name: Hot\n      metric: wattage_gpu_temperature_celsius\n      op: ">"\n      threshold: 80\n      for: soon\n' >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1)
+rc=$?
+check "check-config refuses a bad rule with exit 2 and file:line ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"bad.yaml:7: alerts.rules[0].for: expected a duration"* ]]' "$rc" "$msg"
+
+# --- the throttle forecast: at least 30 s of fake time ahead, before the throttle reason
+check "a GPU heating at 1 °C/s fires GPUThrottleForecast" \
+    wait_for 20 q "$PORT_heat" 'has("GPUThrottleForecast", gpu="0")'
+# The fake's temperature is 48 + (t - T0) °C, reported rounded: 87 from t - T0 = 38.5 s.
+check "it fired at least 30 s of fake time before the slowdown threshold" \
+    q "$PORT_heat" "(38.5 - (ts(has('GPUThrottleForecast', gpu='0')[0]['fired_at']) - $T0_HEAT)) >= 30"
+check "its summary says how long is left" \
+    q "$PORT_heat" '"reaches its slowdown temperature 87 °C in" in has("GPUThrottleForecast", gpu="0")[0]["summary"]'
+check "no thermal throttle reason is reported yet" \
+    bash -c "! curl -s http://127.0.0.1:$PORT_heat/metrics | grep -q 'wattage_gpu_throttled{.*reason=\"[sh]w_thermal_slowdown\"} 1'"
+check "at the threshold the fake reports thermal slowdown and GPUThrottling fires, naming it" \
+    wait_for 45 q "$PORT_heat" 'has("GPUThrottling", reason="hw_thermal_slowdown") and has("GPUThrottling", reason="sw_thermal_slowdown")'
+check "the forecast fired at least 30 s before the throttle reason appeared" \
+    q "$PORT_heat" "min(ts(a['active_since']) for a in has('GPUThrottling')) - ts(has('GPUThrottleForecast', gpu='0')[0]['fired_at']) >= 30"
+check "GPUThrottling says the reason in its summary" \
+    q "$PORT_heat" '"throttled by hw_thermal_slowdown" in has("GPUThrottling", reason="hw_thermal_slowdown")[0]["summary"]'
+finish
