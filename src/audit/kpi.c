@@ -149,7 +149,7 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
 {
     struct wt_node_chips *nc = NULL;
     size_t n = 0;
-    int rc = wt_meters_chips(c->ms, a, b, &nc, &n);
+    int rc = wt_meters_chips(c->ms, a, b, NULL, 0, &nc, &n);
     if (rc)
         return rc;
     memset(gpu, 0, sizeof *gpu);

@@ -28,11 +28,16 @@ struct meter_res {
     size_t n;
 };
 
+struct chip;
+
 struct wt_meter_set {
     struct wt_store *st;
     const struct wt_topology *t;
     struct wt_run_list runs;
     struct meter_res *m; /* one per t->meters */
+    struct chip *chips;  /* the nodes' own sensors (wt_meters_chips), resolved on first use */
+    size_t nchips;
+    bool chips_ready;
 };
 
 const char *wt_meter_method_name(enum wt_meter_method m)
@@ -148,6 +153,7 @@ void wt_meters_close(struct wt_meter_set *ms)
         for (size_t i = 0; i < ms->t->nmeters; i++)
             free(ms->m[i].p);
     free(ms->m);
+    free(ms->chips);
     wt_runs_free(&ms->runs);
     free(ms);
 }
@@ -437,27 +443,46 @@ static struct wt_node_chips *node_slot(struct wt_node_chips **arr, size_t *n, co
     return &na[(*n)++];
 }
 
-int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, struct wt_node_chips **out,
-                    size_t *n)
+/* What a node's own sensors are: resolved once per meter set. */
+struct chip {
+    struct wt_series_info s;
+    const char *node; /* the store's node, "" named t->node */
+    int which;        /* 0 GPU, 1 CPU package, 2 DRAM */
+    int alt;          /* a GPU counter's integrated series (index), or -1 */
+    bool skip;        /* an integrated series whose GPU has a counter: used through it */
+};
+
+static bool gpu_key_eq(const struct wt_series_info *x, const struct wt_series_info *y)
 {
-    struct wt_energy_row *rows = NULL;
-    size_t nr = 0;
+    char gx[32], gy[32], ux[128] = "", uy[128] = "";
+    if (strcmp(x->node, y->node) != 0 || wt_labels_get(x->labels, "gpu", gx, sizeof gx) != 0 ||
+        wt_labels_get(y->labels, "gpu", gy, sizeof gy) != 0 || strcmp(gx, gy) != 0)
+        return false;
+    (void)wt_labels_get(x->labels, "uuid", ux, sizeof ux);
+    (void)wt_labels_get(y->labels, "uuid", uy, sizeof uy);
+    return strcmp(ux, uy) == 0;
+}
+
+static int chips_resolve(struct wt_meter_set *ms)
+{
+    struct wt_series_info *si = NULL;
+    size_t ns = 0;
     struct wt_err err = {{0}};
-    *out = NULL;
-    *n = 0;
-    int rc = wt_store_energy(ms->st, a, b, 0, &rows, &nr, &err);
+    int rc = wt_store_series(ms->st, NULL, true, &si, &ns, &err);
     if (rc)
         return rc == -ENOMEM ? rc : -EIO;
-    for (size_t i = 0; i < nr; i++) {
-        const struct wt_energy_row *r = &rows[i];
+    ms->chips = calloc(ns ? ns : 1, sizeof *ms->chips);
+    if (!ms->chips) {
+        free(si);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < ns; i++) {
         int which;
         char d[32];
-        if (!r->chosen)
-            continue;
-        if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") == 0) {
+        if (strcmp(si[i].metric, "wattage_gpu_energy_joules_total") == 0) {
             which = 0;
-        } else if (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0 &&
-                   wt_labels_get(r->s.labels, "domain", d, sizeof d) == 0) {
+        } else if (strcmp(si[i].metric, "wattage_cpu_energy_joules_total") == 0 &&
+                   wt_labels_get(si[i].labels, "domain", d, sizeof d) == 0) {
             if (strcmp(d, "package") == 0)
                 which = 1;
             else if (strcmp(d, "dram") == 0)
@@ -467,24 +492,80 @@ int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, struct wt_nod
         } else {
             continue;
         }
-        struct wt_node_chips *c = node_slot(out, n, r->s.node[0] ? r->s.node : ms->t->node);
-        if (!c) {
-            free(rows);
-            free(*out);
-            *out = NULL;
-            *n = 0;
-            return -ENOMEM;
-        }
-        if (which == 0)
-            c->gpu_j += r->energy_j;
-        else if (which == 1)
-            c->cpu_j += r->energy_j;
-        else
-            c->dram_j += r->energy_j;
-        c->series++;
-        if (r->coverage < c->coverage)
-            c->coverage = r->coverage;
+        struct chip *c = &ms->chips[ms->nchips++];
+        c->s = si[i];
+        c->which = which;
+        c->alt = -1;
     }
-    free(rows);
+    free(si);
+    /* per GPU the hardware counter first, its integrated series when it covers nothing
+     * (the rule of wt_store_energy) */
+    for (size_t i = 0; i < ms->nchips; i++) {
+        struct chip *c = &ms->chips[i];
+        c->node = c->s.node[0] ? c->s.node : ms->t->node;
+        if (c->which != 0 || c->s.kind != WT_SK_INTEGRATED)
+            continue;
+        for (size_t k = 0; k < ms->nchips; k++) {
+            struct chip *h = &ms->chips[k];
+            if (h->which == 0 && h->s.kind == WT_SK_HWCOUNTER && gpu_key_eq(&h->s, &c->s)) {
+                h->alt = (int)i;
+                c->skip = true;
+                break;
+            }
+        }
+    }
+    ms->chips_ready = true;
     return 0;
+}
+
+int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, const char *const *nodes,
+                    size_t nnodes, struct wt_node_chips **out, size_t *n)
+{
+    double win_s = (double)(b - a) / 1e9;
+    int rc = 0;
+    *out = NULL;
+    *n = 0;
+    if (!ms->chips_ready && (rc = chips_resolve(ms)) != 0)
+        return rc;
+    for (size_t i = 0; i < ms->nchips && rc == 0; i++) {
+        const struct chip *c = &ms->chips[i];
+        if (c->skip)
+            continue;
+        if (nodes) {
+            size_t k = 0;
+            while (k < nnodes && strcmp(nodes[k], c->node) != 0)
+                k++;
+            if (k == nnodes)
+                continue;
+        }
+        double e = 0, cs = 0;
+        rc = wt_store_series_energy(ms->st, &c->s, &ms->runs, a, b, 0, &e, &cs);
+        if (rc == 0 && cs <= 0 && c->alt >= 0)
+            rc = wt_store_series_energy(ms->st, &ms->chips[c->alt].s, &ms->runs, a, b, 0, &e, &cs);
+        if (rc)
+            break;
+        struct wt_node_chips *nc = node_slot(out, n, c->node);
+        if (!nc) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (c->which == 0)
+            nc->gpu_j += e;
+        else if (c->which == 1)
+            nc->cpu_j += e;
+        else
+            nc->dram_j += e;
+        nc->series++;
+        double cov = win_s > 0 ? cs / win_s : 0;
+        if (cov > 1)
+            cov = 1;
+        if (cov < nc->coverage)
+            nc->coverage = cov;
+    }
+    if (rc) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return rc;
 }

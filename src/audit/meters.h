@@ -58,11 +58,13 @@ struct wt_node_chips {
 };
 
 /*
- * Every node's GPU (hardware counter first, store/query.h), CPU package and DRAM (RAPL) energy
- * over [a, b]. *out malloc'd. Returns 0, -EIO or -ENOMEM.
+ * The GPU (per GPU its hardware counter, else its integrated series: the rule of
+ * wt_store_energy), CPU package and DRAM (RAPL) energy over [a, b] of the nodes named in
+ * nodes[0..nnodes) (NULL: every node), through store/query.h's exact-window query. The series
+ * are listed once per meter set. *out malloc'd. Returns 0, -EIO or -ENOMEM.
  */
-int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, struct wt_node_chips **out,
-                    size_t *n) WT_MUST_USE;
+int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, const char *const *nodes,
+                    size_t nnodes, struct wt_node_chips **out, size_t *n) WT_MUST_USE;
 
 /* The integral of power readings pts (sorted by time) over [a, b], gaps longer than gap_ns not
  * counted: pure, for tests. */

@@ -12,6 +12,9 @@
 
 #include "audit/meters.h"
 
+/* Pieces of a window for the share over time: long windows get longer pieces. */
+#define MAX_PIECES 120
+
 void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound)
 {
     n->chips_exceed_wall = n->wall_j > 0 && n->chips_j > n->wall_j * (1 + chips_tolerance);
@@ -71,6 +74,7 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
 {
     struct wt_recon_node *r = NULL;
     struct wt_node_chips *chips = NULL;
+    const char **names = NULL;
     size_t nr = 0, nc = 0;
     int rc = 0;
     *out = NULL;
@@ -99,7 +103,14 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
         return 0;
 
     double win_s = (double)(b - a) / 1e9;
-    if ((rc = wt_meters_chips(ms, a, b, &chips, &nc)) != 0)
+    names = calloc(nr, sizeof *names);
+    if (!names) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (size_t k = 0; k < nr; k++)
+        names[k] = r[k].node;
+    if ((rc = wt_meters_chips(ms, a, b, names, nr, &chips, &nc)) != 0)
         goto fail;
     for (size_t k = 0; k < nr; k++) {
         struct wt_recon_node *x = &r[k];
@@ -126,11 +137,11 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
     int64_t piece = t->reconcile_interval_ns;
     if (piece <= 0 || piece > b - a)
         piece = b - a;
-    if ((b - a) / piece > 1000)
-        piece = (b - a) / 1000;
+    if ((b - a) / piece > MAX_PIECES)
+        piece = (b - a + MAX_PIECES - 1) / MAX_PIECES;
     for (int64_t p0 = a; p0 < b; p0 += piece) {
         int64_t p1 = p0 + piece < b ? p0 + piece : b;
-        if ((rc = wt_meters_chips(ms, p0, p1, &chips, &nc)) != 0)
+        if ((rc = wt_meters_chips(ms, p0, p1, names, nr, &chips, &nc)) != 0)
             goto fail;
         for (size_t k = 0; k < nr; k++) {
             struct wt_recon_node *x = &r[k];
@@ -156,10 +167,12 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
     for (size_t k = 0; k < nr; k++)
         wt_recon_judge(&r[k], t->chips_tolerance, t->drift_bound);
     qsort(r, nr, sizeof *r, cmp_node);
+    free(names);
     *out = r;
     *n = nr;
     return 0;
 fail:
+    free(names);
     free(chips);
     free(r);
     return rc;

@@ -7,8 +7,9 @@
  *   unaccounted power  = unaccounted energy / window length
  *   unaccounted share  = unaccounted energy / wall energy
  *
- * The window is also cut into facility.reconcile.interval pieces, each with its own share (those
- * where the wall covers at least facility.min_coverage of the piece). A node is suspect when
+ * The window is also cut into facility.reconcile.interval pieces (at most 120: longer windows
+ * get longer pieces), each with its own share (those where the wall covers at least
+ * facility.min_coverage of the piece). A node is suspect when
  *   chips_exceed_wall: the chips' energy exceeds the wall's by more than
  *                      facility.reconcile.chips_tolerance of the wall (sensors or mapping wrong);
  *   share_drift:       its pieces' shares spread (max - min) by more than
