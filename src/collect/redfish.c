@@ -302,9 +302,9 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ctx)
 enum { HTTP_TRANSPORT = -EIO }; /* the service did not answer: the poll ends */
 
 /*
- * One request. path is a service path ("/redfish/v1/...") or NULL with full_url. Returns the
- * HTTP status, or -EIO (transport: timeout, refused, TLS) or -EFBIG (body over the bound), with
- * err filled.
+ * One request to a service path ("/redfish/v1/..."), the body into s->body. Returns the HTTP
+ * status, or -EIO (transport: timeout, refused, TLS, the poll's deadline) or -EFBIG (body over
+ * the bound), with err filled.
  */
 static long request(struct rf *s, const char *method, const char *path, const char *json_body,
                     struct wt_err *err)
