@@ -134,6 +134,10 @@ struct wt_alerts_config {
     } exec;
     /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
     double power_budget_watts;     /* alerts.power_budget_watts: site-wide, 0 = off */
+    /* alerts.power_budget_meter: a series whose value is the power held to the budget instead
+     * of the GPUs' sum, e.g. wattage_facility_power_watts{target="pdu-r12",point="inlet1"}
+     * (matching series are summed; check with wt_cap_meter_parse); "" = the GPUs' sum. */
+    char power_budget_meter[256];
     double budget_clear_share;     /* hysteresis: uncap below budget x this, default 0.95 */
     bool dry_run;                  /* alerts.dry_run (or `run --dry-run`): log, do not act */
 };
@@ -152,7 +156,11 @@ int wt_alerts_config_check(const char *file, const struct wt_ynode *node, struct
 /* ---- delivery (notify.c) --------------------------------------------------------------------- */
 
 struct wt_notify;
-/* Starts the delivery thread when any channel is configured; *out NULL when none is. */
+/*
+ * Starts the delivery threads when any channel is configured; *out NULL when none is. A new
+ * delivery knows no alert: after reopening it (reload), post every instance still firing again,
+ * or Alertmanager resolves them once their endsAt (4 x resend interval) passes.
+ */
 int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out,
                    struct wt_err *err) WT_MUST_USE;
 /* Queues one transition (firing or resolved) for every channel; never blocks the caller. */
@@ -180,6 +188,14 @@ void wt_cap_close(struct wt_cap *c);
  * follows acts as if alerts.dry_run were set.
  */
 void wt_cap_force_dry_run(bool on);
+
+/*
+ * Parses a power_budget_meter selector: a metric name from the table, optionally followed by
+ * {label="value",...}. Fills *metric and match (canonical labels, every pair must equal).
+ * Returns 0, or -EINVAL with why filled ("unknown metric ...", "expected label=\"value\"").
+ */
+int wt_cap_meter_parse(const char *sel, int *metric, char *match, size_t n, char *why,
+                       size_t whyn) WT_MUST_USE;
 
 /*
  * The capper's /metrics families, each in the shape of wt_http_family_fn (serve/http.h): whoever

@@ -11,13 +11,15 @@
  * else changed the limit meanwhile (then it is left as they set it, with a warning). A limit is
  * only ever lowered, and always within the GPU's [min, max] constraints.
  *
- * Site budget: when the node's GPU power exceeds the budget, every GPU is capped in proportion to
- * its draw so that the caps add up to the midpoint between budget x clear share and the budget
- * (a GPU's cap never under its minimum); while capped and still over, the caps are tightened
- * again at most every few seconds (the power readings lag a new limit).
+ * Site budget: when the node's power (the GPUs' sum, or the series alerts.power_budget_meter
+ * names) exceeds the budget, every GPU is capped in proportion to its draw so that the power comes
+ * down to the midpoint between budget x clear share and the budget (a GPU's cap never under its
+ * minimum); while capped and still over, the caps are tightened again at most every few seconds
+ * (the power readings lag a new limit).
  *
  * Dry run logs each action it would take and exports it, without calling the set function.
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -114,6 +116,9 @@ struct wt_cap {
     unsigned int ngpus; /* NVML's count; 0 without NVML */
     bool dry_run;
     double budget_w, clear_share;
+    int meter_metric; /* -1: the GPUs' sum */
+    char meter_match[WT_LABELS_LEN];
+    char meter[256];
     bool engaged;
     int64_t last_budget_ns;
     struct capgpu g[MAX_GPUS];
@@ -367,6 +372,86 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
 
 /* ---- the site budget --------------------------------------------------------------------- */
 
+int wt_cap_meter_parse(const char *sel, int *metric, char *match, size_t n, char *why, size_t whyn)
+{
+    char name[128];
+    size_t k = 0;
+    const char *p = sel;
+    while (isspace((unsigned char)*p))
+        p++;
+    while (*p && *p != '{' && !isspace((unsigned char)*p) && k + 1 < sizeof name)
+        name[k++] = *p++;
+    name[k] = '\0';
+    while (isspace((unsigned char)*p))
+        p++;
+    if (n)
+        match[0] = '\0';
+    int id = wt_metric_find(name);
+    if (id < 0) {
+        snprintf(why, whyn,
+                 "unknown metric \"%s\" (expected a name such as "
+                 "wattage_facility_power_watts)",
+                 name);
+        return -EINVAL;
+    }
+    if (*p == '{') {
+        p++;
+        for (;;) {
+            char key[64], val[WT_LABELS_LEN];
+            size_t kl = 0, vl = 0;
+            while (isspace((unsigned char)*p) || *p == ',')
+                p++;
+            if (*p == '}')
+                break;
+            while ((isalnum((unsigned char)*p) || *p == '_') && kl + 1 < sizeof key)
+                key[kl++] = *p++;
+            key[kl] = '\0';
+            while (isspace((unsigned char)*p))
+                p++;
+            if (!kl || *p != '=' || p[1] != '"') {
+                snprintf(why, whyn, "expected label=\"value\" pairs in {...} after %s", name);
+                return -EINVAL;
+            }
+            p += 2;
+            while (*p && *p != '"' && vl + 1 < sizeof val) {
+                if (*p == '\\' && p[1])
+                    p++;
+                val[vl++] = *p++;
+            }
+            val[vl] = '\0';
+            if (*p != '"') {
+                snprintf(why, whyn, "unterminated value of label %s", key);
+                return -EINVAL;
+            }
+            p++;
+            if (wt_labels_add(match, n, key, val) != 0) {
+                snprintf(why, whyn, "too many labels in the selector");
+                return -EINVAL;
+            }
+        }
+        p++;
+    }
+    while (isspace((unsigned char)*p))
+        p++;
+    if (*p) {
+        snprintf(why, whyn, "unexpected \"%s\" after the selector", p);
+        return -EINVAL;
+    }
+    *metric = id;
+    return 0;
+}
+
+/* Every pair of match is in labels with the same value. */
+static bool matches(const char *labels, const char *match)
+{
+    char key[64], want[WT_LABELS_LEN], got[WT_LABELS_LEN];
+    size_t pos = 0;
+    while (wt_labels_next(match, &pos, key, sizeof key, want, sizeof want) == 1)
+        if (wt_labels_get(labels, key, got, sizeof got) != 0 || strcmp(got, want) != 0)
+            return false;
+    return true;
+}
+
 static double clampd(double v, double lo, double hi)
 {
     return v < lo ? lo : v > hi ? hi : v;
@@ -449,30 +534,48 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
         }
     }
     if (c->budget_w > 0) {
-        double total = 0;
+        double gpus = 0, total;
         int n = 0;
         for (int i = 0; i < MAX_GPUS; i++)
             if (c->g[i].seen)
-                total += c->g[i].power_w, n++;
+                gpus += c->g[i].power_w, n++;
+        total = gpus;
+        if (c->meter_metric >= 0) {
+            double m = 0;
+            int found = 0;
+            for (size_t k = 0; k < snap->len; k++)
+                if (snap->r[k].metric == c->meter_metric &&
+                    matches(snap->r[k].labels, c->meter_match))
+                    m += snap->r[k].value, found++;
+            uint64_t supp;
+            if (found)
+                total = m;
+            else if (wt_ratelimit_ok(&c->rl, wt_now_mono_ns(), &supp))
+                wt_warn(MOD,
+                        "power_budget_meter %s is not in the latest readings: holding the "
+                        "GPUs' sum to the budget meanwhile",
+                        c->meter);
+        }
         double clear = c->budget_w * c->clear_share;
-        double target = (c->budget_w + clear) / 2;
+        /* What the GPUs must come down to: the rest of the metered load stays as it is. */
+        double target = gpus - (total - (c->budget_w + clear) / 2);
         if (n && !c->engaged && total > c->budget_w) {
             wt_warn(MOD,
-                    "node GPU power %.1f W is over the budget of %.1f W: capping %d GPUs "
+                    "node power %.1f W is over the budget of %.1f W: capping %d GPUs "
                     "to %.1f W together%s",
                     total, c->budget_w, n, target, c->dry_run ? " (dry run)" : "");
             c->engaged = true;
             c->last_budget_ns = now_ns;
             share_budget(c, target);
         } else if (c->engaged && total < clear) {
-            wt_info(MOD, "node GPU power %.1f W is under %.1f W (budget x %.2f): lifting the caps",
+            wt_info(MOD, "node power %.1f W is under %.1f W (budget x %.2f): lifting the caps",
                     total, clear, c->clear_share);
             c->engaged = false;
             for (int i = 0; i < MAX_GPUS; i++)
                 c->g[i].budget_w = 0;
         } else if (n && c->engaged && total > c->budget_w &&
                    now_ns - c->last_budget_ns >= SETTLE_NS) {
-            wt_warn(MOD, "node GPU power %.1f W still over the budget of %.1f W: tightening", total,
+            wt_warn(MOD, "node power %.1f W still over the budget of %.1f W: tightening", total,
                     c->budget_w);
             c->last_budget_ns = now_ns;
             share_budget(c, target);
@@ -509,6 +612,18 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
                          ? acfg->budget_clear_share
                          : 0.95;
     c->rl.interval_ns = LOG_EVERY_NS;
+    c->meter_metric = -1;
+    if (acfg->power_budget_meter[0]) {
+        char why[200];
+        if (wt_cap_meter_parse(acfg->power_budget_meter, &c->meter_metric, c->meter_match,
+                               sizeof c->meter_match, why, sizeof why) != 0) {
+            int rc = wt_err_set(err, "alerts.power_budget_meter: %s", why);
+            pthread_mutex_destroy(&c->mu);
+            free(c);
+            return rc;
+        }
+        snprintf(c->meter, sizeof c->meter, "%s", acfg->power_budget_meter);
+    }
     for (int i = 0; i < MAX_GPUS; i++)
         c->g[i].err_rl.interval_ns = LOG_EVERY_NS;
     for (size_t i = 0; i < acfg->nrules && c->nrules < WT_ALERT_MAX_RULES; i++) {
@@ -531,10 +646,10 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
         c->ngpus = 0;
     }
     wt_info(MOD,
-            "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f dry_run=%s "
-            "gpus=%u library=%s",
-            ncap, c->budget_w, c->clear_share, c->dry_run ? "true" : "false", c->ngpus, c->library);
-    (void)err;
+            "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f meter=%s "
+            "dry_run=%s gpus=%u library=%s",
+            ncap, c->budget_w, c->clear_share, c->meter[0] ? c->meter : "gpus",
+            c->dry_run ? "true" : "false", c->ngpus, c->library);
     *out = c;
     return 0;
 }

@@ -491,3 +491,79 @@ WT_TEST(without_nvml_capping_logs_and_sets_nothing)
     WT_EQ_INT(n, 0);
     wt_cap_close(cap);
 }
+
+WT_TEST(meter_selector_parses_or_says_why)
+{
+    int m = -1;
+    char match[WT_LABELS_LEN], why[200];
+    WT_EQ_INT(wt_cap_meter_parse(" wattage_facility_power_watts{target=\"pdu-r12\", "
+                                 "point=\"inlet\\\"1\"} ",
+                                 &m, match, sizeof match, why, sizeof why),
+              0);
+    WT_EQ_INT(m, WT_M_FAC_POWER_W);
+    char v[64];
+    WT_EQ_INT(wt_labels_get(match, "target", v, sizeof v), 0);
+    WT_EQ_STR(v, "pdu-r12");
+    WT_EQ_INT(wt_labels_get(match, "point", v, sizeof v), 0);
+    WT_EQ_STR(v, "inlet\"1");
+    WT_EQ_INT(
+        wt_cap_meter_parse("wattage_gpu_power_watts", &m, match, sizeof match, why, sizeof why), 0);
+    WT_EQ_STR(match, "");
+    WT_EQ_INT(
+        wt_cap_meter_parse("wattage_facility_powr_watts", &m, match, sizeof match, why, sizeof why),
+        -EINVAL);
+    WT_CONTAINS(why, "unknown metric \"wattage_facility_powr_watts\"");
+    WT_EQ_INT(wt_cap_meter_parse("wattage_facility_power_watts{target=pdu}", &m, match,
+                                 sizeof match, why, sizeof why),
+              -EINVAL);
+    WT_CONTAINS(why, "expected label=\"value\"");
+    WT_EQ_INT(wt_cap_meter_parse("wattage_facility_power_watts{target=\"pdu", &m, match,
+                                 sizeof match, why, sizeof why),
+              -EINVAL);
+    WT_EQ_INT(wt_cap_meter_parse("wattage_facility_power_watts{} x", &m, match, sizeof match, why,
+                                 sizeof why),
+              -EINVAL);
+    WT_CONTAINS(why, "unexpected");
+    struct wt_alerts_config c;
+    struct wt_cap *cap = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    c.power_budget_watts = 1000;
+    snprintf(c.power_budget_meter, sizeof c.power_budget_meter, "nope{");
+    WT_EQ_INT(wt_cap_open(NULL, &c, &cap, &err), -EINVAL);
+    WT_ASSERT(cap == NULL);
+    WT_CONTAINS(err.msg, "alerts.power_budget_meter: unknown metric");
+}
+
+WT_TEST(site_budget_on_a_meter_sheds_the_excess_from_the_gpus)
+{
+    use_fake("600,0,0"); /* the GPUs: 8 x 600 W = 4800 W */
+    struct wt_alerts_config c;
+    memset(&c, 0, sizeof c);
+    c.power_budget_watts = 4500;
+    c.budget_clear_share = 0.9;
+    snprintf(c.power_budget_meter, sizeof c.power_budget_meter,
+             "wattage_facility_power_watts{target=\"pdu1\"}");
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    snapshot(&b, 0);
+    /* the PDU feeding the node reads 5000 W (GPUs and 200 W of the rest); another is ignored */
+    char l1[128], l2[128];
+    WT_ASSERT(
+        wt_labels(l1, sizeof l1, "source", "snmp", "target", "pdu1", "point", "inlet1", NULL) == 0);
+    WT_ASSERT(
+        wt_labels(l2, sizeof l2, "source", "snmp", "target", "pdu2", "point", "inlet1", NULL) == 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, l1, 0, 5000), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, l2, 0, 9999), 0);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    /* down to (4500 + 4050) / 2 = 4275 W at the meter: the GPUs give up 725 W */
+    WT_NEAR(total_w(), 4800 - 725, 8);
+    /* without the meter's series the GPUs' sum is held to the budget (4800 > 4500: capped) */
+    wt_cap_close(cap);
+    cap = open_cap(&c);
+    snapshot(&b, 0);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    WT_NEAR(total_w(), 4275, 8);
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
