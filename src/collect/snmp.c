@@ -31,23 +31,24 @@
 #include "core/yget.h"
 
 #define SECTION "collectors.snmp.targets"
-#define MAX_REPS 32          /* rows per GETBULK */
+#define MAX_REPS 32 /* rows per GETBULK */
 #define MAX_ROWS_PER_COL 2048
 #define MAX_REQ_PER_WALK 256
-#define MAX_PLAUSIBLE_W 1e7  /* a counter step above 10 MW over the interval is a reset */
+#define MAX_PLAUSIBLE_W 1e7 /* a counter step above 10 MW over the interval is a reset */
 #define MAX_WALK (2 * WT_SNMP_MAX_GENERIC + 8)
 #define SYSOID "1.3.6.1.2.1.1.2.0"
 #define UPS_IDENT_MODEL "1.3.6.1.2.1.33.1.1.2.0"
-#define WT_SNMP_PLACE_MAX 64 /* node + rack + zone: with the other labels they fit WT_LABELS_LEN */
+#define WT_SNMP_PLACE_MAX 64 /* node + rack + zone: with the other labels they fit WT_LABELS_LEN   \
+                              */
 
-static const char *const auth_names[] = {"MD5", "SHA", "SHA-224", "SHA-256", "SHA-384",
-                                         "SHA-512", NULL};
+static const char *const auth_names[] = {"MD5",     "SHA",     "SHA-224", "SHA-256",
+                                         "SHA-384", "SHA-512", NULL};
 static const char *const priv_names[] = {"DES", "AES", "AES-192", "AES-256", NULL};
 static const char *const version_names[] = {"2c", "3", NULL};
-static const char *const metric_names[] = {"power",   "energy",       "current",     "voltage",
-                                           "apparent_power", "power_factor", "temperature", NULL};
-static const int metric_ids[] = {WT_M_FAC_POWER_W,     WT_M_FAC_ENERGY_J,     WT_M_FAC_CURRENT_A,
-                                 WT_M_FAC_VOLTAGE_V,   WT_M_FAC_APPARENT_VA,  WT_M_FAC_POWER_FACTOR,
+static const char *const metric_names[] = {
+    "power", "energy", "current", "voltage", "apparent_power", "power_factor", "temperature", NULL};
+static const int metric_ids[] = {WT_M_FAC_POWER_W,   WT_M_FAC_ENERGY_J,    WT_M_FAC_CURRENT_A,
+                                 WT_M_FAC_VOLTAGE_V, WT_M_FAC_APPARENT_VA, WT_M_FAC_POWER_FACTOR,
                                  WT_M_FAC_TEMP_C};
 
 /* ---- the config section ---------------------------------------------------------------- */
@@ -162,8 +163,9 @@ static int parse_generic(const struct wt_yget *g, const struct wt_ynode *item, c
                        "expected a numeric OID such as 1.3.6.1.4.1.318.1.1.12.1.16.0 (got \"%s\")",
                        oidtxt);
     if (!rc && !wt_y_get(item, "metric"))
-        rc = wt_err_set(g->err, "%s:%d: %s: required (one of power, energy, current, voltage, "
-                                "apparent_power, power_factor, temperature)",
+        rc = wt_err_set(g->err,
+                        "%s:%d: %s: required (one of power, energy, current, voltage, "
+                        "apparent_power, power_factor, temperature)",
                         g->file, item->line, wt_y_path(p, sizeof p, path, "metric"));
     if (!rc)
         rc = wt_y_enum(g, item, path, "metric", metric_names, &m);
@@ -177,13 +179,13 @@ static int parse_generic(const struct wt_yget *g, const struct wt_ynode *item, c
     if (!rc && wt_snmp_unit_factor(metric_ids[m], unit) == 0)
         rc = wt_y_fail(g, wt_y_get(item, "unit"), wt_y_path(p, sizeof p, path, "unit"),
                        "expected a unit of %s such as %s (got \"%s\")", metric_names[m],
-                       metric_ids[m] == WT_M_FAC_ENERGY_J    ? "J, Wh, kWh"
-                       : metric_ids[m] == WT_M_FAC_POWER_W   ? "W, kW, mW"
-                       : metric_ids[m] == WT_M_FAC_CURRENT_A ? "A, mA"
-                       : metric_ids[m] == WT_M_FAC_VOLTAGE_V ? "V, mV, kV"
-                       : metric_ids[m] == WT_M_FAC_APPARENT_VA ? "VA, kVA"
+                       metric_ids[m] == WT_M_FAC_ENERGY_J       ? "J, Wh, kWh"
+                       : metric_ids[m] == WT_M_FAC_POWER_W      ? "W, kW, mW"
+                       : metric_ids[m] == WT_M_FAC_CURRENT_A    ? "A, mA"
+                       : metric_ids[m] == WT_M_FAC_VOLTAGE_V    ? "V, mV, kV"
+                       : metric_ids[m] == WT_M_FAC_APPARENT_VA  ? "VA, kVA"
                        : metric_ids[m] == WT_M_FAC_POWER_FACTOR ? "ratio, %"
-                                                                 : "C",
+                                                                : "C",
                        unit);
     if (!rc)
         rc = wt_y_string(g, item, path, "kind", false, kind, sizeof kind);
@@ -232,11 +234,25 @@ static int parse_generic(const struct wt_yget *g, const struct wt_ynode *item, c
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, const char *path,
                         struct wt_snmp_target *t)
 {
-    static const char *const keys[] = {
-        "name",          "address", "version",            "community",     "community_file",
-        "user",          "auth_protocol", "auth_password_file", "priv_protocol",
-        "priv_password_file", "timeout", "retries", "interval", "profile", "generic", "node",
-        "rack",          "zone",    NULL};
+    static const char *const keys[] = {"name",
+                                       "address",
+                                       "version",
+                                       "community",
+                                       "community_file",
+                                       "user",
+                                       "auth_protocol",
+                                       "auth_password_file",
+                                       "priv_protocol",
+                                       "priv_password_file",
+                                       "timeout",
+                                       "retries",
+                                       "interval",
+                                       "profile",
+                                       "generic",
+                                       "node",
+                                       "rack",
+                                       "zone",
+                                       NULL};
     char p[256], addr[160] = "";
     int64_t retries = 1;
     int v = 0;
@@ -247,8 +263,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
     t->priv_proto = 1; /* AES */
     snprintf(t->profile, sizeof t->profile, "auto");
     if (!item || item->kind != WT_YNODE_MAP)
-        return wt_y_fail(g, item, path, "expected a target with keys name, address, version, "
-                                        "community or user... (got %s)",
+        return wt_y_fail(g, item, path,
+                         "expected a target with keys name, address, version, "
+                         "community or user... (got %s)",
                          item ? wt_ynode_kind_name(item->kind) : "nothing");
     int rc = wt_y_keys(g, item, path, keys);
     if (!rc)
@@ -268,8 +285,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
     if (!rc) {
         /* The community is a secret: never echoed in a message. */
         const struct wt_ynode *c = wt_y_get(item, "community");
-        if (c && (c->kind != WT_YNODE_SCALAR || strlen(c->value) >= sizeof t->community ||
-                  !c->value[0]))
+        if (c &&
+            (c->kind != WT_YNODE_SCALAR || strlen(c->value) >= sizeof t->community || !c->value[0]))
             rc = wt_y_fail(g, c, wt_y_path(p, sizeof p, path, "community"),
                            "expected a community string of 1..%zu characters",
                            sizeof t->community - 1);
@@ -330,8 +347,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
 
     /* What the version needs, and nothing of the other one. */
     if (t->version == WT_SNMP_V2C) {
-        static const char *const v3keys[] = {"user", "auth_protocol", "auth_password_file",
-                                             "priv_protocol", "priv_password_file", NULL};
+        static const char *const v3keys[] = {
+            "user",          "auth_protocol",      "auth_password_file",
+            "priv_protocol", "priv_password_file", NULL};
         for (size_t i = 0; v3keys[i]; i++) {
             const struct wt_ynode *n = wt_y_get(item, v3keys[i]);
             if (n)
@@ -392,8 +410,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
     return 0;
 }
 
-int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node,
-                          struct wt_snmp_target *out, size_t max, struct wt_err *err)
+int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node, struct wt_snmp_target *out,
+                          size_t max, struct wt_err *err)
 {
     struct wt_yget g = {.file = file, .err = err};
     char p[256];
@@ -412,10 +430,9 @@ int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node,
             return rc;
         for (size_t j = 0; j < i; j++)
             if (strcmp(out[j].name, out[i].name) == 0)
-                return wt_y_fail(&g, wt_y_get(node->child[i], "name"),
-                                 wt_y_path(np, sizeof np, p, "name"),
-                                 "duplicate target name \"%s\" (first on line %d)", out[i].name,
-                                 out[j].line);
+                return wt_y_fail(
+                    &g, wt_y_get(node->child[i], "name"), wt_y_path(np, sizeof np, p, "name"),
+                    "duplicate target name \"%s\" (first on line %d)", out[i].name, out[j].line);
     }
     return (int)node->n;
 }
@@ -434,12 +451,12 @@ int wt_snmp_config_check(const char *file, const struct wt_ynode *node, struct w
 
 /* One value returned by a walk. */
 struct row {
-    uint16_t item;  /* walk item */
-    uint8_t nidx;   /* sub-ids of the index kept */
+    uint16_t item; /* walk item */
+    uint8_t nidx;  /* sub-ids of the index kept */
     bool has_num, has_raw;
     uint32_t idx[WT_SNMP_MAX_IDX];
-    double num;     /* the value as a number (strings: their leading number) */
-    uint64_t raw;   /* the unsigned integer, for counters */
+    double num;       /* the value as a number (strings: their leading number) */
+    uint64_t raw;     /* the unsigned integer, for counters */
     uint64_t modulus; /* where the integer type wraps (0: Counter64) */
     char str[WT_SNMP_STR_LEN];
 };
@@ -689,7 +706,10 @@ int wt_snmp_feed(struct wt_snmp *s, const char *oidtxt, int tag, const char *val
         }
         break;
     }
-    case 65: case 66: case 67: case 70: { /* Counter32, Gauge32, TimeTicks, Counter64 */
+    case 65:
+    case 66:
+    case 67:
+    case 70: { /* Counter32, Gauge32, TimeTicks, Counter64 */
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (errno || end == value)
@@ -774,8 +794,8 @@ static int emit(struct wt_snmp *s, int metric, const char *kind, const char *poi
                 const char *name, int64_t t_ns, double v, struct wt_batch *out)
 {
     char lb[WT_LABELS_LEN];
-    int rc = wt_labels(lb, sizeof lb, "source", "snmp", "target", s->t.name, "point", point,
-                       "kind", kind, NULL);
+    int rc = wt_labels(lb, sizeof lb, "source", "snmp", "target", s->t.name, "point", point, "kind",
+                       kind, NULL);
     if (rc)
         return rc;
     /* Room is kept for node/rack/zone (bounded by the config check); a long name is cut. */
@@ -844,8 +864,7 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
             double md = MAX_PLAUSIBLE_W * dt / scale;
             max_delta = md > 1.8e19 ? 0 : md < 1 ? 1 : (uint64_t)md;
         }
-        enum wt_delta_kind k = wt_energy_counter_update(&e->c, t_ns, r->raw, r->modulus,
-                                                        max_delta);
+        enum wt_delta_kind k = wt_energy_counter_update(&e->c, t_ns, r->raw, r->modulus, max_delta);
         if (k == WT_DELTA_RESET)
             wt_info("snmp", "energy counter reset target=%s column=%s raw=%" PRIu64, s->t.name,
                     col->oid, r->raw);
@@ -950,8 +969,8 @@ static int read_secret(const char *path, char *out, size_t n, const char *what,
     while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
         out[--len] = '\0';
     if (more || len == 0)
-        return wt_err_set(err, "target %s: %s %s must hold one line of 1..%zu characters",
-                          t->name, what, path, n - 2);
+        return wt_err_set(err, "target %s: %s %s must hold one line of 1..%zu characters", t->name,
+                          what, path, n - 2);
     return 0;
 }
 
@@ -980,27 +999,24 @@ static int open_session(struct wt_snmp *s, struct wt_err *err)
         sess.community = (u_char *)community;
         sess.community_len = strlen(community);
     } else {
-        static const oid *const auth_oids[] = {usmHMACMD5AuthProtocol, usmHMACSHA1AuthProtocol,
-                                               usmHMAC128SHA224AuthProtocol,
-                                               usmHMAC192SHA256AuthProtocol,
-                                               usmHMAC256SHA384AuthProtocol,
-                                               usmHMAC384SHA512AuthProtocol};
-        static const size_t auth_lens[] = {OID_LENGTH(usmHMACMD5AuthProtocol),
-                                           OID_LENGTH(usmHMACSHA1AuthProtocol),
-                                           OID_LENGTH(usmHMAC128SHA224AuthProtocol),
-                                           OID_LENGTH(usmHMAC192SHA256AuthProtocol),
-                                           OID_LENGTH(usmHMAC256SHA384AuthProtocol),
-                                           OID_LENGTH(usmHMAC384SHA512AuthProtocol)};
+        static const oid *const auth_oids[] = {
+            usmHMACMD5AuthProtocol,       usmHMACSHA1AuthProtocol,
+            usmHMAC128SHA224AuthProtocol, usmHMAC192SHA256AuthProtocol,
+            usmHMAC256SHA384AuthProtocol, usmHMAC384SHA512AuthProtocol};
+        static const size_t auth_lens[] = {
+            OID_LENGTH(usmHMACMD5AuthProtocol),       OID_LENGTH(usmHMACSHA1AuthProtocol),
+            OID_LENGTH(usmHMAC128SHA224AuthProtocol), OID_LENGTH(usmHMAC192SHA256AuthProtocol),
+            OID_LENGTH(usmHMAC256SHA384AuthProtocol), OID_LENGTH(usmHMAC384SHA512AuthProtocol)};
         static const oid *const priv_oids[] = {usmDESPrivProtocol, usmAESPrivProtocol,
                                                usmAES192PrivProtocol, usmAES256PrivProtocol};
         static const size_t priv_lens[] = {
             OID_LENGTH(usmDESPrivProtocol), OID_LENGTH(usmAESPrivProtocol),
             OID_LENGTH(usmAES192PrivProtocol), OID_LENGTH(usmAES256PrivProtocol)};
-        rc = read_secret(t->auth_password_file, authpass, sizeof authpass, "auth_password_file",
-                         t, err);
+        rc = read_secret(t->auth_password_file, authpass, sizeof authpass, "auth_password_file", t,
+                         err);
         if (!rc)
-            rc = read_secret(t->priv_password_file, privpass, sizeof privpass,
-                             "priv_password_file", t, err);
+            rc = read_secret(t->priv_password_file, privpass, sizeof privpass, "priv_password_file",
+                             t, err);
         if (!rc && (strlen(authpass) < 8 || strlen(privpass) < 8))
             rc = wt_err_set(err, "target %s: SNMPv3 passwords must have at least 8 characters",
                             t->name);
@@ -1066,8 +1082,7 @@ static int request(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp, stru
     int st = snmp_sess_synch_response(s->sess, pdu, resp);
     if (st == STAT_TIMEOUT) {
         wt_err_set(err, "target %s: no answer from %s:%d (timeout %.3g s, %d tries)", s->t.name,
-                   s->t.host, s->t.port, (double)s->t.timeout_ns / WT_NS_PER_S,
-                   s->t.retries + 1);
+                   s->t.host, s->t.port, (double)s->t.timeout_ns / WT_NS_PER_S, s->t.retries + 1);
         return -ETIMEDOUT;
     }
     if (st != STAT_SUCCESS || !*resp) {
@@ -1297,8 +1312,7 @@ static size_t snmp_targets(const struct wt_config *cfg, struct wt_target *out, s
     return n;
 }
 
-static int snmp_open_target(const struct wt_config *cfg, size_t i, void **state,
-                            struct wt_err *err)
+static int snmp_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
 {
     struct wt_snmp_target *t = calloc(WT_MAX_TARGETS, sizeof *t);
     struct wt_snmp *s = NULL;

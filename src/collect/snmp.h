@@ -24,11 +24,12 @@
 #define WT_SNMP_STR_LEN 48     /* strings kept of a row (names, numbers sent as text) */
 
 /* Column flags. */
-#define WT_SNMP_FALLBACK 0x1 /* skipped when an earlier column of the same metric and kind had
-                              * a value this poll (an older MIB table of the same quantity) */
-#define WT_SNMP_ABS 0x2      /* the sign carries something else (Eaton's leading/lagging PF) */
-#define WT_SNMP_TYPED 0x4    /* Raritan: the index's last sub-id is a sensor type; see types */
-#define WT_SNMP_SIGNED 0x8   /* negative values are values (else: "not available") */
+#define WT_SNMP_FALLBACK                                                                           \
+    0x1                    /* skipped when an earlier column of the same metric and kind had       \
+                            * a value this poll (an older MIB table of the same quantity) */
+#define WT_SNMP_ABS 0x2    /* the sign carries something else (Eaton's leading/lagging PF) */
+#define WT_SNMP_TYPED 0x4  /* Raritan: the index's last sub-id is a sensor type; see types */
+#define WT_SNMP_SIGNED 0x8 /* negative values are values (else: "not available") */
 
 /* Raritan PDU2 sensor types mapped to metrics (index's last sub-id). */
 struct wt_snmp_type_map {
@@ -46,10 +47,10 @@ struct wt_snmp_column {
     const char *point;    /* template: "outlet%2" = "outlet" + the 2nd index sub-id */
     const char *name_oid; /* optional column with the same index holding the name label */
     unsigned flags;
-    uint8_t unit_pos;     /* index position (1-based) of a daisy-chain unit, 0 none */
-    uint8_t unit_base;    /* the first unit's number: other units prefix "unitN." */
-    const char *digits_oid;                  /* WT_SNMP_TYPED: decimal digits column */
-    const struct wt_snmp_type_map *types;    /* WT_SNMP_TYPED: ends with metric -1 */
+    uint8_t unit_pos;       /* index position (1-based) of a daisy-chain unit, 0 none */
+    uint8_t unit_base;      /* the first unit's number: other units prefix "unitN." */
+    const char *digits_oid; /* WT_SNMP_TYPED: decimal digits column */
+    const struct wt_snmp_type_map *types; /* WT_SNMP_TYPED: ends with metric -1 */
 };
 
 struct wt_snmp_profile {
@@ -116,8 +117,8 @@ int wt_snmp_config_check(const char *file, const struct wt_ynode *node, struct w
  * Parses the section into out (up to max targets). Returns the number of targets, or -EINVAL
  * with err naming file:line and the dotted path.
  */
-int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node,
-                          struct wt_snmp_target *out, size_t max, struct wt_err *err);
+int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node, struct wt_snmp_target *out,
+                          size_t max, struct wt_err *err);
 
 /* A target's collector state: the session, the profile and the last poll's values. */
 struct wt_snmp;

@@ -20,8 +20,8 @@ static const char *const apc_rpdu_match[] = {"1.3.6.1.4.1.318.1.3.4", NULL};
 static const struct wt_snmp_column apc_rpdu[] = {
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.5", WT_M_FAC_POWER_W, 10, "pdu", "total",
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
-    {"1.3.6.1.4.1.318.1.1.12.1.16", WT_M_FAC_POWER_W, 1, "pdu", "total", NULL, WT_SNMP_FALLBACK,
-     0, 0, NULL, NULL},
+    {"1.3.6.1.4.1.318.1.1.12.1.16", WT_M_FAC_POWER_W, 1, "pdu", "total", NULL, WT_SNMP_FALLBACK, 0,
+     0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.9", WT_M_FAC_ENERGY_J, 0.1 * KWH, "pdu", "total",
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.16", WT_M_FAC_APPARENT_VA, 10, "pdu", "total",
@@ -29,8 +29,8 @@ static const struct wt_snmp_column apc_rpdu[] = {
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.17", WT_M_FAC_POWER_FACTOR, 0.01, "pdu", "total",
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
     /* rPDULoadStatusLoad first: it is what the PDU's own display shows for the phase. */
-    {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL, 0, 0,
-     0, NULL, NULL},
+    {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL, 0, 0, 0,
+     NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.5", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL,
      WT_SNMP_FALLBACK, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.6", WT_M_FAC_VOLTAGE_V, 1, "phase", "phase%1", NULL, 0, 0, 0,
@@ -40,10 +40,10 @@ static const struct wt_snmp_column apc_rpdu[] = {
      WT_SNMP_FALLBACK, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.7", WT_M_FAC_POWER_W, 10, "phase", "phase%1", NULL, 0, 0, 0,
      NULL, NULL},
-    {"1.3.6.1.4.1.318.1.1.26.6.3.1.8", WT_M_FAC_APPARENT_VA, 10, "phase", "phase%1", NULL, 0, 0,
+    {"1.3.6.1.4.1.318.1.1.26.6.3.1.8", WT_M_FAC_APPARENT_VA, 10, "phase", "phase%1", NULL, 0, 0, 0,
+     NULL, NULL},
+    {"1.3.6.1.4.1.318.1.1.26.6.3.1.9", WT_M_FAC_POWER_FACTOR, 0.01, "phase", "phase%1", NULL, 0, 0,
      0, NULL, NULL},
-    {"1.3.6.1.4.1.318.1.1.26.6.3.1.9", WT_M_FAC_POWER_FACTOR, 0.01, "phase", "phase%1", NULL, 0,
-     0, 0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.8.3.1.5", WT_M_FAC_CURRENT_A, 0.1, "bank", "bank%1", NULL, 0, 0, 0,
      NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.9.4.3.1.6", WT_M_FAC_CURRENT_A, 0.1, "outlet", "outlet%1",
@@ -62,17 +62,17 @@ static const char *const apc_ups_match[] = {"1.3.6.1.4.1.318.1.3.2", "1.3.6.1.4.
 static const struct wt_snmp_column apc_ups[] = {
     {"1.3.6.1.4.1.318.1.1.1.3.3.1", WT_M_FAC_VOLTAGE_V, 0.1, "ups_input", "input1", NULL, 0, 0, 0,
      NULL, NULL},
-    {"1.3.6.1.4.1.318.1.1.1.4.3.1", WT_M_FAC_VOLTAGE_V, 0.1, "ups_output", "output1", NULL, 0, 0,
-     0, NULL, NULL},
-    {"1.3.6.1.4.1.318.1.1.1.4.3.4", WT_M_FAC_CURRENT_A, 0.1, "ups_output", "output1", NULL, 0, 0,
-     0, NULL, NULL},
+    {"1.3.6.1.4.1.318.1.1.1.4.3.1", WT_M_FAC_VOLTAGE_V, 0.1, "ups_output", "output1", NULL, 0, 0, 0,
+     NULL, NULL},
+    {"1.3.6.1.4.1.318.1.1.1.4.3.4", WT_M_FAC_CURRENT_A, 0.1, "ups_output", "output1", NULL, 0, 0, 0,
+     NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.1.2.3.4", WT_M_FAC_VOLTAGE_V, 0.1, "battery", "battery", NULL, 0, 0, 0,
      NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.1.2.3.2", WT_M_FAC_TEMP_C, 0.1, "battery", "battery", NULL,
      WT_SNMP_SIGNED, 0, 0, NULL, NULL},
     /* UPS-MIB output power where the card also serves RFC 1628. */
-    {"1.3.6.1.2.1.33.1.4.4.1.4", WT_M_FAC_POWER_W, 1, "ups_output", "output%1", NULL, 0, 0, 0,
-     NULL, NULL},
+    {"1.3.6.1.2.1.33.1.4.4.1.4", WT_M_FAC_POWER_W, 1, "ups_output", "output%1", NULL, 0, 0, 0, NULL,
+     NULL},
 };
 static const struct wt_snmp_profile p_apc_ups = {
     "apc-ups", "APC", apc_ups_match, "1.3.6.1.4.1.318.1.1.1.1.1.1.0", apc_ups, N(apc_ups)};
@@ -95,10 +95,10 @@ static const struct wt_snmp_column eaton[] = {
      0, 1, 0, NULL, NULL},
     {"1.3.6.1.4.1.534.6.6.7.3.4.1.4", WT_M_FAC_POWER_W, 1, "phase", "inlet%2.phase%3", NULL, 0, 1,
      0, NULL, NULL},
-    {"1.3.6.1.4.1.534.6.6.7.3.4.1.5", WT_M_FAC_ENERGY_J, WH, "phase", "inlet%2.phase%3", NULL, 0,
+    {"1.3.6.1.4.1.534.6.6.7.3.4.1.5", WT_M_FAC_ENERGY_J, WH, "phase", "inlet%2.phase%3", NULL, 0, 1,
+     0, NULL, NULL},
+    {"1.3.6.1.4.1.534.6.6.7.3.4.1.3", WT_M_FAC_APPARENT_VA, 1, "phase", "inlet%2.phase%3", NULL, 0,
      1, 0, NULL, NULL},
-    {"1.3.6.1.4.1.534.6.6.7.3.4.1.3", WT_M_FAC_APPARENT_VA, 1, "phase", "inlet%2.phase%3", NULL,
-     0, 1, 0, NULL, NULL},
     {"1.3.6.1.4.1.534.6.6.7.3.4.1.7", WT_M_FAC_POWER_FACTOR, 0.001, "phase", "inlet%2.phase%3",
      NULL, WT_SNMP_ABS, 1, 0, NULL, NULL},
     {"1.3.6.1.4.1.534.6.6.7.6.4.1.3", WT_M_FAC_CURRENT_A, 0.001, "outlet", "outlet%2",
@@ -112,8 +112,8 @@ static const struct wt_snmp_column eaton[] = {
     {"1.3.6.1.4.1.534.6.6.7.6.5.1.6", WT_M_FAC_POWER_FACTOR, 0.001, "outlet", "outlet%2",
      EATON_OUTLET_NAME, WT_SNMP_ABS, 1, 0, NULL, NULL},
 };
-static const struct wt_snmp_profile p_eaton = {"eaton-epdu", "Eaton", eaton_match,
-                                               "1.3.6.1.4.1.534.6.6.7.1.2.1.3.0", eaton, N(eaton)};
+static const struct wt_snmp_profile p_eaton = {
+    "eaton-epdu", "Eaton", eaton_match, "1.3.6.1.4.1.534.6.6.7.1.2.1.3.0", eaton, N(eaton)};
 
 /*
  * CPQPOWER-MIB (HPE G2 PDUs): index pdu(.phase|.outlet). pdu3InputPowerWatts says 0.001 W in the
@@ -128,8 +128,8 @@ static const struct wt_snmp_column hpe[] = {
      NULL, NULL},
     {"1.3.6.1.4.1.232.165.11.2.2.1.3", WT_M_FAC_VOLTAGE_V, 0.1, "phase", "phase%2", NULL, 0, 1, 1,
      NULL, NULL},
-    {"1.3.6.1.4.1.232.165.11.2.2.1.11", WT_M_FAC_CURRENT_A, 0.01, "phase", "phase%2", NULL, 0, 1,
-     1, NULL, NULL},
+    {"1.3.6.1.4.1.232.165.11.2.2.1.11", WT_M_FAC_CURRENT_A, 0.01, "phase", "phase%2", NULL, 0, 1, 1,
+     NULL, NULL},
     {"1.3.6.1.4.1.232.165.11.2.2.1.20", WT_M_FAC_POWER_W, 1, "phase", "phase%2", NULL, 0, 1, 1,
      NULL, NULL},
     {"1.3.6.1.4.1.232.165.11.5.1.1.5", WT_M_FAC_CURRENT_A, 0.01, "outlet", "outlet%2",
@@ -150,8 +150,8 @@ static const struct wt_snmp_column sentry3[] = {
      NULL},
     {"1.3.6.1.4.1.1718.3.2.2.1.7", WT_M_FAC_CURRENT_A, 0.01, "infeed", "infeed%2", ST3_INFEED_NAME,
      0, 1, 1, NULL, NULL},
-    {"1.3.6.1.4.1.1718.3.2.2.1.11", WT_M_FAC_VOLTAGE_V, 0.1, "infeed", "infeed%2",
-     ST3_INFEED_NAME, 0, 1, 1, NULL, NULL},
+    {"1.3.6.1.4.1.1718.3.2.2.1.11", WT_M_FAC_VOLTAGE_V, 0.1, "infeed", "infeed%2", ST3_INFEED_NAME,
+     0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.1718.3.2.2.1.12", WT_M_FAC_POWER_W, 1, "infeed", "infeed%2", ST3_INFEED_NAME, 0,
      1, 1, NULL, NULL},
     {"1.3.6.1.4.1.1718.3.2.3.1.7", WT_M_FAC_CURRENT_A, 0.01, "outlet", "infeed%2.outlet%3",
@@ -169,8 +169,8 @@ static const struct wt_snmp_column sentry4[] = {
      1, NULL, NULL},
     {"1.3.6.1.4.1.1718.4.1.3.3.1.5", WT_M_FAC_APPARENT_VA, 1, "inlet", "inlet%2", ST4_CORD_NAME, 0,
      1, 1, NULL, NULL},
-    {"1.3.6.1.4.1.1718.4.1.3.3.1.8", WT_M_FAC_POWER_FACTOR, 0.01, "inlet", "inlet%2",
-     ST4_CORD_NAME, 0, 1, 1, NULL, NULL},
+    {"1.3.6.1.4.1.1718.4.1.3.3.1.8", WT_M_FAC_POWER_FACTOR, 0.01, "inlet", "inlet%2", ST4_CORD_NAME,
+     0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.1718.4.1.3.3.1.10", WT_M_FAC_ENERGY_J, 0.1 * KWH, "inlet", "inlet%2",
      ST4_CORD_NAME, 0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.1718.4.1.5.3.1.3", WT_M_FAC_VOLTAGE_V, 0.1, "phase", "inlet%2.phase%3",
@@ -182,19 +182,19 @@ static const struct wt_snmp_column sentry4[] = {
     {"1.3.6.1.4.1.1718.4.1.4.3.1.3", WT_M_FAC_CURRENT_A, 0.01, "line", "inlet%2.line%3",
      "1.3.6.1.4.1.1718.4.1.4.2.1.4", 0, 1, 1, NULL, NULL},
 };
-static const struct wt_snmp_profile p_sentry4 = {"sentry4", "ServerTech", sentry4_match, NULL,
-                                                 sentry4, N(sentry4)};
+static const struct wt_snmp_profile p_sentry4 = {"sentry4", "ServerTech", sentry4_match,
+                                                 NULL,      sentry4,      N(sentry4)};
 
 /* VERTIV-V5-MIB (Geist): phases, breakers and lines by their own index. */
 static const char *const vertiv_match[] = {"1.3.6.1.4.1.21239", NULL};
 #define V5_PHASE_NAME "1.3.6.1.4.1.21239.5.2.3.2.1.3"
 static const struct wt_snmp_column vertiv[] = {
-    {"1.3.6.1.4.1.21239.5.2.3.2.1.4", WT_M_FAC_VOLTAGE_V, 0.1, "phase", "phase%1", V5_PHASE_NAME,
-     0, 0, 0, NULL, NULL},
+    {"1.3.6.1.4.1.21239.5.2.3.2.1.4", WT_M_FAC_VOLTAGE_V, 0.1, "phase", "phase%1", V5_PHASE_NAME, 0,
+     0, 0, NULL, NULL},
     {"1.3.6.1.4.1.21239.5.2.3.2.1.8", WT_M_FAC_CURRENT_A, 0.01, "phase", "phase%1", V5_PHASE_NAME,
      0, 0, 0, NULL, NULL},
-    {"1.3.6.1.4.1.21239.5.2.3.2.1.12", WT_M_FAC_POWER_W, 1, "phase", "phase%1", V5_PHASE_NAME, 0,
-     0, 0, NULL, NULL},
+    {"1.3.6.1.4.1.21239.5.2.3.2.1.12", WT_M_FAC_POWER_W, 1, "phase", "phase%1", V5_PHASE_NAME, 0, 0,
+     0, NULL, NULL},
     {"1.3.6.1.4.1.21239.5.2.3.2.1.13", WT_M_FAC_APPARENT_VA, 1, "phase", "phase%1", V5_PHASE_NAME,
      0, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.21239.5.2.3.2.1.14", WT_M_FAC_POWER_FACTOR, 0.01, "phase", "phase%1",
@@ -206,8 +206,8 @@ static const struct wt_snmp_column vertiv[] = {
     {"1.3.6.1.4.1.21239.5.2.3.4.1.4", WT_M_FAC_CURRENT_A, 0.01, "line", "line%1",
      "1.3.6.1.4.1.21239.5.2.3.4.1.3", 0, 0, 0, NULL, NULL},
 };
-static const struct wt_snmp_profile p_vertiv = {"vertiv-v5", "Vertiv", vertiv_match, NULL, vertiv,
-                                                N(vertiv)};
+static const struct wt_snmp_profile p_vertiv = {"vertiv-v5", "Vertiv", vertiv_match,
+                                                NULL,        vertiv,   N(vertiv)};
 
 /*
  * Raritan PDU2-MIB: one value column per inlet/outlet whose index ends in the sensor type;
@@ -229,36 +229,36 @@ static const struct wt_snmp_column raritan2[] = {
     {"1.3.6.1.4.1.13742.6.5.4.3.1.4", 0, 1, "outlet", "outlet%2", "1.3.6.1.4.1.13742.6.3.5.3.1.3",
      WT_SNMP_TYPED, 1, 1, "1.3.6.1.4.1.13742.6.3.5.4.1.7", raritan_types},
 };
-static const struct wt_snmp_profile p_raritan2 = {"raritan-pdu2", "Raritan", raritan2_match,
-                                                  "1.3.6.1.4.1.13742.6.3.2.1.1.3.1", raritan2,
-                                                  N(raritan2)};
+static const struct wt_snmp_profile p_raritan2 = {"raritan-pdu2", "Raritan",
+                                                  raritan2_match, "1.3.6.1.4.1.13742.6.3.2.1.1.3.1",
+                                                  raritan2,       N(raritan2)};
 
 /* Raritan PDU-MIB (first generation Dominion PX): milliamps, millivolts, watts. */
 static const char *const raritan1_match[] = {"1.3.6.1.4.1.13742.4", NULL};
 static const struct wt_snmp_column raritan1[] = {
-    {"1.3.6.1.4.1.13742.4.1.20.2.1.7", WT_M_FAC_CURRENT_A, 0.001, "inlet", "inlet%1", NULL, 0, 0,
-     0, NULL, NULL},
-    {"1.3.6.1.4.1.13742.4.1.20.2.1.8", WT_M_FAC_VOLTAGE_V, 0.001, "inlet", "inlet%1", NULL, 0, 0,
-     0, NULL, NULL},
-    {"1.3.6.1.4.1.13742.4.1.20.2.1.9", WT_M_FAC_POWER_W, 1, "inlet", "inlet%1", NULL, 0, 0, 0,
+    {"1.3.6.1.4.1.13742.4.1.20.2.1.7", WT_M_FAC_CURRENT_A, 0.001, "inlet", "inlet%1", NULL, 0, 0, 0,
      NULL, NULL},
+    {"1.3.6.1.4.1.13742.4.1.20.2.1.8", WT_M_FAC_VOLTAGE_V, 0.001, "inlet", "inlet%1", NULL, 0, 0, 0,
+     NULL, NULL},
+    {"1.3.6.1.4.1.13742.4.1.20.2.1.9", WT_M_FAC_POWER_W, 1, "inlet", "inlet%1", NULL, 0, 0, 0, NULL,
+     NULL},
     {"1.3.6.1.4.1.13742.4.1.20.2.1.10", WT_M_FAC_APPARENT_VA, 1, "inlet", "inlet%1", NULL, 0, 0, 0,
      NULL, NULL},
-    {"1.3.6.1.4.1.13742.4.1.20.2.1.11", WT_M_FAC_POWER_FACTOR, 0.01, "inlet", "inlet%1", NULL, 0,
-     0, 0, NULL, NULL},
+    {"1.3.6.1.4.1.13742.4.1.20.2.1.11", WT_M_FAC_POWER_FACTOR, 0.01, "inlet", "inlet%1", NULL, 0, 0,
+     0, NULL, NULL},
     {"1.3.6.1.4.1.13742.4.1.2.2.1.4", WT_M_FAC_CURRENT_A, 0.001, "outlet", "outlet%1",
      "1.3.6.1.4.1.13742.4.1.2.2.1.2", 0, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.13742.4.1.2.2.1.8", WT_M_FAC_APPARENT_VA, 1, "outlet", "outlet%1",
      "1.3.6.1.4.1.13742.4.1.2.2.1.2", 0, 0, 0, NULL, NULL},
 };
-static const struct wt_snmp_profile p_raritan1 = {"raritan-pdu", "Raritan", raritan1_match, NULL,
-                                                  raritan1, N(raritan1)};
+static const struct wt_snmp_profile p_raritan1 = {"raritan-pdu", "Raritan", raritan1_match,
+                                                  NULL,          raritan1,  N(raritan1)};
 
 /* UPS-MIB (RFC 1628): any UPS that serves it; chosen also when no other profile matches. */
 static const char *const ups_match[] = {"1.3.6.1.4.1.534.1", "1.3.6.1.4.1.705.1", NULL};
 static const struct wt_snmp_column ups[] = {
-    {"1.3.6.1.2.1.33.1.3.3.1.3", WT_M_FAC_VOLTAGE_V, 1, "ups_input", "input%1", NULL, 0, 0, 0,
-     NULL, NULL},
+    {"1.3.6.1.2.1.33.1.3.3.1.3", WT_M_FAC_VOLTAGE_V, 1, "ups_input", "input%1", NULL, 0, 0, 0, NULL,
+     NULL},
     {"1.3.6.1.2.1.33.1.3.3.1.4", WT_M_FAC_CURRENT_A, 0.1, "ups_input", "input%1", NULL, 0, 0, 0,
      NULL, NULL},
     {"1.3.6.1.2.1.33.1.3.3.1.5", WT_M_FAC_POWER_W, 1, "ups_input", "input%1", NULL, 0, 0, 0, NULL,
@@ -267,17 +267,17 @@ static const struct wt_snmp_column ups[] = {
      NULL, NULL},
     {"1.3.6.1.2.1.33.1.4.4.1.3", WT_M_FAC_CURRENT_A, 0.1, "ups_output", "output%1", NULL, 0, 0, 0,
      NULL, NULL},
-    {"1.3.6.1.2.1.33.1.4.4.1.4", WT_M_FAC_POWER_W, 1, "ups_output", "output%1", NULL, 0, 0, 0,
-     NULL, NULL},
+    {"1.3.6.1.2.1.33.1.4.4.1.4", WT_M_FAC_POWER_W, 1, "ups_output", "output%1", NULL, 0, 0, 0, NULL,
+     NULL},
     {"1.3.6.1.2.1.33.1.2.5", WT_M_FAC_VOLTAGE_V, 0.1, "battery", "battery", NULL, 0, 0, 0, NULL,
      NULL},
-    {"1.3.6.1.2.1.33.1.2.6", WT_M_FAC_CURRENT_A, 0.1, "battery", "battery", NULL, WT_SNMP_SIGNED,
-     0, 0, NULL, NULL},
+    {"1.3.6.1.2.1.33.1.2.6", WT_M_FAC_CURRENT_A, 0.1, "battery", "battery", NULL, WT_SNMP_SIGNED, 0,
+     0, NULL, NULL},
     {"1.3.6.1.2.1.33.1.2.7", WT_M_FAC_TEMP_C, 1, "battery", "battery", NULL, WT_SNMP_SIGNED, 0, 0,
      NULL, NULL},
 };
-static const struct wt_snmp_profile p_ups = {"ups-mib", "", ups_match, "1.3.6.1.2.1.33.1.1.2.0",
-                                             ups, N(ups)};
+static const struct wt_snmp_profile p_ups = {"ups-mib", "",    ups_match, "1.3.6.1.2.1.33.1.1.2.0",
+                                             ups,       N(ups)};
 
 /* ATEN-IPMI-MIB (Supermicro BMCs): PSU input, voltage and current sent as text. */
 static const char *const smc_match[] = {"1.3.6.1.4.1.21317", NULL};
@@ -289,12 +289,12 @@ static const struct wt_snmp_column smc[] = {
     {"1.3.6.1.4.1.21317.1.14.2.1.3", WT_M_FAC_VOLTAGE_V, 1, "psu", "psu%1", NULL, 0, 0, 0, NULL,
      NULL},
 };
-static const struct wt_snmp_profile p_smc = {"supermicro-bmc", "Supermicro", smc_match, NULL, smc,
-                                             N(smc)};
+static const struct wt_snmp_profile p_smc = {
+    "supermicro-bmc", "Supermicro", smc_match, NULL, smc, N(smc)};
 
 const struct wt_snmp_profile *const wt_snmp_profiles[] = {
-    &p_apc_rpdu, &p_apc_ups,  &p_eaton, &p_hpe, &p_sentry3, &p_sentry4,
-    &p_vertiv,   &p_raritan2, &p_raritan1, &p_ups, &p_smc, NULL,
+    &p_apc_rpdu, &p_apc_ups,  &p_eaton,    &p_hpe, &p_sentry3, &p_sentry4,
+    &p_vertiv,   &p_raritan2, &p_raritan1, &p_ups, &p_smc,     NULL,
 };
 
 const struct wt_snmp_profile *wt_snmp_profile_find(const char *name)
@@ -335,14 +335,22 @@ double wt_snmp_unit_factor(int metric, const char *unit)
         const char *unit;
         double f;
     } t[] = {
-        {WT_M_FAC_POWER_W, "W", 1},          {WT_M_FAC_POWER_W, "kW", 1e3},
-        {WT_M_FAC_POWER_W, "mW", 1e-3},      {WT_M_FAC_ENERGY_J, "J", 1},
-        {WT_M_FAC_ENERGY_J, "Wh", WH},       {WT_M_FAC_ENERGY_J, "kWh", KWH},
-        {WT_M_FAC_ENERGY_J, "MWh", 1e3 * KWH}, {WT_M_FAC_CURRENT_A, "A", 1},
-        {WT_M_FAC_CURRENT_A, "mA", 1e-3},    {WT_M_FAC_VOLTAGE_V, "V", 1},
-        {WT_M_FAC_VOLTAGE_V, "mV", 1e-3},    {WT_M_FAC_VOLTAGE_V, "kV", 1e3},
-        {WT_M_FAC_APPARENT_VA, "VA", 1},     {WT_M_FAC_APPARENT_VA, "kVA", 1e3},
-        {WT_M_FAC_POWER_FACTOR, "ratio", 1}, {WT_M_FAC_POWER_FACTOR, "%", 0.01},
+        {WT_M_FAC_POWER_W, "W", 1},
+        {WT_M_FAC_POWER_W, "kW", 1e3},
+        {WT_M_FAC_POWER_W, "mW", 1e-3},
+        {WT_M_FAC_ENERGY_J, "J", 1},
+        {WT_M_FAC_ENERGY_J, "Wh", WH},
+        {WT_M_FAC_ENERGY_J, "kWh", KWH},
+        {WT_M_FAC_ENERGY_J, "MWh", 1e3 * KWH},
+        {WT_M_FAC_CURRENT_A, "A", 1},
+        {WT_M_FAC_CURRENT_A, "mA", 1e-3},
+        {WT_M_FAC_VOLTAGE_V, "V", 1},
+        {WT_M_FAC_VOLTAGE_V, "mV", 1e-3},
+        {WT_M_FAC_VOLTAGE_V, "kV", 1e3},
+        {WT_M_FAC_APPARENT_VA, "VA", 1},
+        {WT_M_FAC_APPARENT_VA, "kVA", 1e3},
+        {WT_M_FAC_POWER_FACTOR, "ratio", 1},
+        {WT_M_FAC_POWER_FACTOR, "%", 0.01},
         {WT_M_FAC_TEMP_C, "C", 1},
     };
     if (!unit || !unit[0])

@@ -3,8 +3,8 @@
  * SNMP collector without a network: profile selection by sysObjectID, unit factors, the config
  * section's errors (file:line and path), energy counters (wrap, reset), and every real recording
  * under ../shared/data/snmp fed varbind by varbind, checked against the values LibreNMS decodes
- * from the same recording (the JSON files of librenms-expected-sensors): each expected sensor's OID alone
- * must give exactly one reading of the right metric and value, and the whole recording must
+ * from the same recording (the JSON files of librenms-expected-sensors): each expected sensor's OID
+ * alone must give exactly one reading of the right metric and value, and the whole recording must
  * hold that same reading (same point and kind) with that value.
  */
 #include <cjson/cJSON.h>
@@ -34,9 +34,10 @@ struct rec {
 
 static int hexval(int c)
 {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                        : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                               : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
 }
 
 /* Reads a .snmprec file: OID|TAG|VALUE per line; TAG "4x" is a hex-encoded string. */
@@ -189,9 +190,8 @@ static size_t check_oracle(const char *name, const char *const *exclude, size_t 
     char *js = slurp(path);
     cJSON *root = cJSON_Parse(js);
     WT_ASSERT(root);
-    cJSON *sensors = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "sensors"),
-                                                             "discovery"),
-                                         "sensors");
+    cJSON *sensors = cJSON_GetObjectItem(
+        cJSON_GetObjectItem(cJSON_GetObjectItem(root, "sensors"), "discovery"), "sensors");
     WT_ASSERT(cJSON_IsArray(sensors));
     size_t checked = 0;
     *excluded = 0;
@@ -230,8 +230,8 @@ static size_t check_oracle(const char *name, const char *const *exclude, size_t 
         const struct wt_reading *rd = only_reading(&b, metric, &n);
         if (n != 1)
             wt_test_fail(__FILE__, __LINE__, "%s: %s (%s \"%s\") gave %zu readings of %s", name,
-                         oid, cls, cJSON_GetStringValue(cJSON_GetObjectItem(e, "sensor_descr")),
-                         n, wt_metrics[metric].name);
+                         oid, cls, cJSON_GetStringValue(cJSON_GetObjectItem(e, "sensor_descr")), n,
+                         wt_metrics[metric].name);
         if (fabs(rd->value - want) > 1e-9 * fmax(1, fabs(want)))
             wt_test_fail(__FILE__, __LINE__, "%s: %s (%s): %.9g, LibreNMS says %.9g", name, oid,
                          cls, rd->value, want);
@@ -244,11 +244,9 @@ static size_t check_oracle(const char *name, const char *const *exclude, size_t 
         for (size_t i = 0; i < full.len && !seen; i++) {
             char p2[64], k2[32];
             const struct wt_reading *q = &full.r[i];
-            seen = q->metric == metric &&
-                   wt_labels_get(q->labels, "point", p2, sizeof p2) == 0 &&
-                   wt_labels_get(q->labels, "kind", k2, sizeof k2) == 0 &&
-                   strcmp(p2, point) == 0 && strcmp(k2, kind) == 0 &&
-                   fabs(q->value - want) <= 1e-9 * fmax(1, fabs(want));
+            seen = q->metric == metric && wt_labels_get(q->labels, "point", p2, sizeof p2) == 0 &&
+                   wt_labels_get(q->labels, "kind", k2, sizeof k2) == 0 && strcmp(p2, point) == 0 &&
+                   strcmp(k2, kind) == 0 && fabs(q->value - want) <= 1e-9 * fmax(1, fabs(want));
         }
         if (!seen)
             wt_test_fail(__FILE__, __LINE__,
@@ -272,13 +270,13 @@ WT_TEST(profile_by_sysobjectid)
     static const struct {
         const char *oid, *profile;
     } cases[] = {
-        {"1.3.6.1.4.1.318.1.3.4.8", "apc-rpdu"},       {"1.3.6.1.4.1.318.1.3.4.6", "apc-rpdu"},
-        {"1.3.6.1.4.1.318.1.3.27", "apc-ups"},         {"1.3.6.1.4.1.318.1.3.5.4", "apc-ups"},
-        {"1.3.6.1.4.1.534.6.6.7", "eaton-epdu"},       {".1.3.6.1.4.1.232.165.11", "hpe-pdu3"},
-        {"1.3.6.1.4.1.1718.3", "sentry3"},             {"1.3.6.1.4.1.1718.4", "sentry4"},
-        {"1.3.6.1.4.1.21239.42.1.53", "vertiv-v5"},    {"1.3.6.1.4.1.13742.6", "raritan-pdu2"},
-        {"1.3.6.1.4.1.13742.4", "raritan-pdu"},        {"1.3.6.1.4.1.534.1", "ups-mib"},
-        {"1.3.6.1.4.1.705.1", "ups-mib"},              {"1.3.6.1.4.1.21317", "supermicro-bmc"},
+        {"1.3.6.1.4.1.318.1.3.4.8", "apc-rpdu"},    {"1.3.6.1.4.1.318.1.3.4.6", "apc-rpdu"},
+        {"1.3.6.1.4.1.318.1.3.27", "apc-ups"},      {"1.3.6.1.4.1.318.1.3.5.4", "apc-ups"},
+        {"1.3.6.1.4.1.534.6.6.7", "eaton-epdu"},    {".1.3.6.1.4.1.232.165.11", "hpe-pdu3"},
+        {"1.3.6.1.4.1.1718.3", "sentry3"},          {"1.3.6.1.4.1.1718.4", "sentry4"},
+        {"1.3.6.1.4.1.21239.42.1.53", "vertiv-v5"}, {"1.3.6.1.4.1.13742.6", "raritan-pdu2"},
+        {"1.3.6.1.4.1.13742.4", "raritan-pdu"},     {"1.3.6.1.4.1.534.1", "ups-mib"},
+        {"1.3.6.1.4.1.705.1", "ups-mib"},           {"1.3.6.1.4.1.21317", "supermicro-bmc"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct wt_snmp_profile *p = wt_snmp_profile_match(cases[i].oid);
@@ -425,19 +423,18 @@ WT_TEST(energy_counter_wrap_and_reset)
     int64_t S = 1000000000LL;
     /* The total starts at what the meter had counted. */
     WT_NEAR(poll1(s, T0, o, 66, "4294967000", WT_M_FAC_ENERGY_J, lb), 4294967000.0 * 3600, 1);
-    WT_NEAR(poll1(s, T0 + 10 * S, o, 66, "4294967290", WT_M_FAC_ENERGY_J, lb),
-            4294967290.0 * 3600, 1);
+    WT_NEAR(poll1(s, T0 + 10 * S, o, 66, "4294967290", WT_M_FAC_ENERGY_J, lb), 4294967290.0 * 3600,
+            1);
     /* Wrapped past 2^32: 6 + 10 Wh more, never a drop. */
-    WT_NEAR(poll1(s, T0 + 20 * S, o, 66, "10", WT_M_FAC_ENERGY_J, lb),
-            (4294967290.0 + 16) * 3600, 1);
+    WT_NEAR(poll1(s, T0 + 20 * S, o, 66, "10", WT_M_FAC_ENERGY_J, lb), (4294967290.0 + 16) * 3600,
+            1);
     wt_snmp_state_free(s);
 
     /* APC rPDU2 energy: INTEGER tenths of kWh, user resettable: a reset is no negative step. */
     s = generic1("1.3.6.1.4.1.9.6", WT_M_FAC_ENERGY_J, 0.1 * 3.6e6, 0);
     o = "1.3.6.1.4.1.9.6.1";
     WT_NEAR(poll1(s, T0, o, 2, "19677", WT_M_FAC_ENERGY_J, lb), 19677 * 0.1 * 3.6e6, 1);
-    WT_NEAR(poll1(s, T0 + 3600 * S, o, 2, "19680", WT_M_FAC_ENERGY_J, lb),
-            19680 * 0.1 * 3.6e6, 1);
+    WT_NEAR(poll1(s, T0 + 3600 * S, o, 2, "19680", WT_M_FAC_ENERGY_J, lb), 19680 * 0.1 * 3.6e6, 1);
     /* Reset to 0 by the user, then 0.2 kWh counted since: the total goes on from 1968.0. */
     double v = poll1(s, T0 + 7200 * S, o, 2, "2", WT_M_FAC_ENERGY_J, lb);
     WT_NEAR(v, (19680 + 2) * 0.1 * 3.6e6, 1);
@@ -455,8 +452,10 @@ WT_TEST(raritan_decimal_digits)
     static const struct {
         int type, metric;
         double unit;
-    } types[] = {{1, WT_M_FAC_CURRENT_A, 1}, {4, WT_M_FAC_VOLTAGE_V, 1},
-                 {5, WT_M_FAC_POWER_W, 1},   {7, WT_M_FAC_POWER_FACTOR, 1},
+    } types[] = {{1, WT_M_FAC_CURRENT_A, 1},
+                 {4, WT_M_FAC_VOLTAGE_V, 1},
+                 {5, WT_M_FAC_POWER_W, 1},
+                 {7, WT_M_FAC_POWER_FACTOR, 1},
                  {8, WT_M_FAC_ENERGY_J, 3600}};
     size_t checked = 0;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
@@ -487,7 +486,7 @@ WT_TEST(raritan_decimal_digits)
 #define ORACLE(name, min, ...)                                                                     \
     WT_TEST(oracle_##name)                                                                         \
     {                                                                                              \
-        static const char *const excl[] = {__VA_ARGS__};                                          \
+        static const char *const excl[] = {__VA_ARGS__};                                           \
         size_t excluded = 0;                                                                       \
         size_t n = check_oracle(#name, excl, &excluded);                                           \
         printf("# %s: %zu sensors checked, %zu out of scope\n", #name, n, excluded);               \
@@ -629,21 +628,21 @@ WT_TEST(config_errors)
 {
     BAD("- address: 10.0.0.1\n  community: x\n", "w.yaml:1:", "collectors.snmp.targets[0].name",
         "required");
-    BAD("- name: a b\n  address: h\n  community: x\n", "w.yaml:1:",
-        "collectors.snmp.targets[0].name", "letters, digits");
-    BAD("- name: abcdefghijklmnopqrstuvwxyz\n  address: h\n  community: x\n", "w.yaml:1:",
-        "targets[0].name", "at most 23");
+    BAD("- name: a b\n  address: h\n  community: x\n",
+        "w.yaml:1:", "collectors.snmp.targets[0].name", "letters, digits");
+    BAD("- name: abcdefghijklmnopqrstuvwxyz\n  address: h\n  community: x\n",
+        "w.yaml:1:", "targets[0].name", "at most 23");
     BAD("- {name: a, address: h, community: x}\n- {name: a, address: h2, community: x}\n",
         "w.yaml:2:", "targets[1].name", "duplicate", "line 1");
-    BAD("- name: a\n  address: h:99999\n  community: x\n", "w.yaml:2:",
-        "targets[0].address", "port 1..65535");
+    BAD("- name: a\n  address: h:99999\n  community: x\n", "w.yaml:2:", "targets[0].address",
+        "port 1..65535");
     BAD("- name: a\n  address: h\n  comunity: x\n", "w.yaml:3:", "targets[0].comunity",
         "did you mean 'community'");
     BAD("- name: a\n  address: h\n", "w.yaml:1:", "targets[0]", "community or community_file");
-    BAD("- name: a\n  address: h\n  community: secret123\n  community_file: /f\n", "w.yaml:4:",
-        "not both");
-    BAD("- name: a\n  address: h\n  version: 1\n  community: x\n", "w.yaml:3:",
-        "targets[0].version");
+    BAD("- name: a\n  address: h\n  community: secret123\n  community_file: /f\n",
+        "w.yaml:4:", "not both");
+    BAD("- name: a\n  address: h\n  version: 1\n  community: x\n",
+        "w.yaml:3:", "targets[0].version");
     BAD("- name: a\n  address: h\n  community: x\n  user: u\n", "w.yaml:4:", "targets[0].user",
         "only for version 3");
     BAD("- name: a\n  address: h\n  version: \"3\"\n  user: u\n  auth_password_file: /a\n",
@@ -651,14 +650,14 @@ WT_TEST(config_errors)
     BAD("- name: a\n  address: h\n  version: \"3\"\n  user: u\n  auth_protocol: SHA1\n"
         "  auth_password_file: /a\n  priv_password_file: /p\n",
         "w.yaml:5:", "targets[0].auth_protocol", "SHA-256");
-    BAD("- name: a\n  address: h\n  community: x\n  timeout: 2m\n", "w.yaml:4:",
-        "targets[0].timeout", "at most 60s");
-    BAD("- name: a\n  address: h\n  community: x\n  retries: 11\n", "w.yaml:4:",
-        "targets[0].retries");
-    BAD("- name: a\n  address: h\n  community: x\n  profile: apc\n", "w.yaml:4:",
-        "targets[0].profile", "apc-rpdu");
-    BAD("- name: a\n  address: h\n  community: x\n  profile: generic\n", "w.yaml:",
-        "targets[0].generic", "needs a list");
+    BAD("- name: a\n  address: h\n  community: x\n  timeout: 2m\n",
+        "w.yaml:4:", "targets[0].timeout", "at most 60s");
+    BAD("- name: a\n  address: h\n  community: x\n  retries: 11\n",
+        "w.yaml:4:", "targets[0].retries");
+    BAD("- name: a\n  address: h\n  community: x\n  profile: apc\n",
+        "w.yaml:4:", "targets[0].profile", "apc-rpdu");
+    BAD("- name: a\n  address: h\n  community: x\n  profile: generic\n",
+        "w.yaml:", "targets[0].generic", "needs a list");
     BAD("- name: a\n  address: h\n  community: x\n  generic: [{oid: 1.3.6, metric: power}]\n",
         "w.yaml:4:", "targets[0].generic", "only with profile: generic");
     BAD("- name: a\n  address: h\n  community: x\n  profile: generic\n  generic:\n"
