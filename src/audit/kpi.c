@@ -679,7 +679,8 @@ int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_
     struct wt_kpi_report r;
     struct wt_err err = {{0}};
     char lb[WT_LABELS_LEN];
-    int rc = wt_kpi_compute(st, t, now_ns - t->kpi_window_ns, now_ns, NULL, &r, &err);
+    int64_t to = now_ns - t->export_lag_ns;
+    int rc = wt_kpi_compute(st, t, to - t->kpi_window_ns, to, NULL, &r, &err);
     if (rc)
         return rc;
     const struct wt_kpi_row *row = wt_kpi_row(&r, "pue");

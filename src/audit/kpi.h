@@ -148,8 +148,10 @@ void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, c
 
 /*
  * The daemon's KPI gauges: every facility.kpi_interval a thread of its own computes the report
- * over the last facility.kpi_window on a connection of its own to db_path and publishes, as hub
- * slot "kpi" (so /metrics, the store and the alert engine see them):
+ * over the last facility.kpi_window (ending topology.h's export_lag before now: the slowest
+ * facility collector's interval plus a store flush, so every input's latest readings are in)
+ * on a connection of its own to the store and publishes, as hub slot "kpi" (so /metrics, the
+ * store and the alert engine see them):
  *   wattage_pue_ratio (site) and wattage_pue_ratio{zone}: measured PUE only (absent otherwise)
  *   wattage_wue_litres_per_kwh, wattage_erf_ratio, wattage_accelerator_energy_share_ratio
  *   wattage_rack_delta_t_kelvin{rack}
@@ -164,7 +166,8 @@ int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
 /* Stops the thread and frees; accepts NULL. */
 void wt_kpi_exporter_close(struct wt_kpi_exporter *e);
 
-/* One computation of the exported readings at now_ns into b (for tests). Returns 0 or -errno. */
+/* One computation of the exported readings at now_ns (the window [now_ns - export_lag -
+ * kpi_window, now_ns - export_lag]) appended to b, for tests. Returns 0 or -errno. */
 int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_t now_ns,
                         struct wt_batch *b) WT_MUST_USE;
 

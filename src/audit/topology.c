@@ -53,6 +53,7 @@ static void defaults(struct wt_topology *t)
     t->reconcile_interval_ns = 5 * 60 * WT_NS_PER_S;
     for (int i = 0; i < 3; i++)
         t->power_gap_ns[i] = 30 * WT_NS_PER_S;
+    t->export_lag_ns = 11 * WT_NS_PER_S;
 }
 
 /* A name: letters, digits and . _ - : / (they become label values and messages). */
@@ -282,8 +283,14 @@ int wt_topology_parse(const char *file, const struct wt_ynode *topology,
     if (cfg) {
         const struct wt_collector_config *cc[3] = {&cfg->collectors.snmp, &cfg->collectors.redfish,
                                                    &cfg->collectors.modbus};
-        for (int i = 0; i < 3; i++)
-            t->power_gap_ns[i] = 3 * wt_config_interval(cfg, cc[i]);
+        int64_t longest = 0;
+        for (int i = 0; i < 3; i++) {
+            int64_t iv = wt_config_interval(cfg, cc[i]);
+            t->power_gap_ns[i] = 3 * iv;
+            if (iv > longest)
+                longest = iv;
+        }
+        t->export_lag_ns = longest + cfg->store.flush_ns;
     }
     if ((rc = parse_topology(&g, topology, t)) || (rc = parse_facility(&g, facility, t)))
         return rc;

@@ -113,6 +113,10 @@ struct wt_topology {
     /* power integration: a span between power readings longer than this is a gap, per source
      * (3 intervals of collectors.<source>.interval); index 0 snmp, 1 redfish, 2 modbus */
     int64_t power_gap_ns[3];
+    /* the exported gauges' window ends this long before now, so that the slowest facility
+     * collector's latest reading and the store's latest flush are in it: the longest of
+     * collectors.{snmp,redfish,modbus}.interval plus store.flush_interval */
+    int64_t export_lag_ns;
 };
 
 /*

@@ -650,7 +650,7 @@ WT_TEST(exported_gauges_over_the_window)
     struct wt_store *st = build_site(db_path());
     struct wt_topology *t = topo_from(site_yaml);
     struct wt_batch b = {0};
-    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR, &b), 0);
+    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR + t->export_lag_ns, &b), 0);
     WT_ASSERT(has(&b, WT_M_KPI_PUE, "", 1.425));
     WT_ASSERT(has(&b, WT_M_KPI_PUE, "zone=\"hall-a\"", 1.5));
     WT_EQ_INT(count(&b, WT_M_KPI_PUE), 2); /* hall-b has no facility meter: absent */
@@ -673,7 +673,7 @@ WT_TEST(exported_gauges_over_the_window)
     t->meters[0].role = WT_ROLE_COOLING; /* main is no longer the facility meter */
     t->meters[2].role = WT_ROLE_COOLING; /* nor sub-a */
     t->pue_assumed = 1.4;
-    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR, &b), 0);
+    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR + t->export_lag_ns, &b), 0);
     WT_EQ_INT(count(&b, WT_M_KPI_PUE), 0);
     WT_ASSERT(has(&b, WT_M_KPI_WUE, "", 12.5));
     WT_EQ_INT(count(&b, WT_M_KPI_ERF), 0);

@@ -47,6 +47,8 @@ WT_TEST(defaults_without_sections)
     /* power gaps: 3 collector intervals (snmp 10 s, redfish 10 s, modbus 5 s) */
     WT_EQ_INT(t->power_gap_ns[0], 30LL * 1000000000);
     WT_EQ_INT(t->power_gap_ns[2], 15LL * 1000000000);
+    /* the export window ends the slowest facility interval plus a flush before now */
+    WT_EQ_INT(t->export_lag_ns, 11LL * 1000000000);
     free(t);
 }
 
