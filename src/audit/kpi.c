@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "audit/meters.h"
@@ -484,6 +485,36 @@ static int cmp_rack(const void *a, const void *b)
     return strcmp(((const struct wt_kpi_rack *)a)->rack, ((const struct wt_kpi_rack *)b)->rack);
 }
 
+/* True when s holds word, case-insensitively. */
+static bool has_word(const char *s, const char *word)
+{
+    size_t n = strlen(word);
+    for (; *s; s++)
+        if (strncasecmp(s, word, n) == 0)
+            return true;
+    return false;
+}
+
+/*
+ * Which side of a rack a temperature series measures: 0 inlet, 1 exhaust, -1 neither. The kind
+ * says (inlet; exhaust or outlet), else the point's name (a BMC's "Intake" or "Exhaust" sensor).
+ */
+static int air_side(const char *labels)
+{
+    char kind[32] = "", point[WT_LABELS_LEN] = "";
+    (void)wt_labels_get(labels, "kind", kind, sizeof kind);
+    if (strcmp(kind, "inlet") == 0)
+        return 0;
+    if (strcmp(kind, "exhaust") == 0 || strcmp(kind, "outlet") == 0)
+        return 1;
+    (void)wt_labels_get(labels, "point", point, sizeof point);
+    if (has_word(point, "inlet") || has_word(point, "intake"))
+        return 0;
+    if (has_word(point, "exhaust"))
+        return 1;
+    return -1;
+}
+
 static int racks(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
 {
     struct wt_series_info *si = NULL;
@@ -499,15 +530,9 @@ static int racks(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
     char(*names)[WT_TOPO_NAME] = NULL;
     size_t nn = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        char kind[32], rack[WT_TOPO_NAME], node[WT_TOPO_NAME];
-        int side;
-        if (wt_labels_get(si[i].labels, "kind", kind, sizeof kind) != 0)
-            continue;
-        if (strcmp(kind, "inlet") == 0)
-            side = 0;
-        else if (strcmp(kind, "exhaust") == 0 || strcmp(kind, "outlet") == 0)
-            side = 1;
-        else
+        char rack[WT_TOPO_NAME], node[WT_TOPO_NAME];
+        int side = air_side(si[i].labels);
+        if (side < 0)
             continue;
         if (wt_labels_get(si[i].labels, "rack", rack, sizeof rack) != 0) {
             if (wt_labels_get(si[i].labels, "node", node, sizeof node) != 0)

@@ -13,7 +13,10 @@
  *   ERF   = reused heat energy / facility energy
  *   accelerator share = GPU energy / IT energy               (wattage_gpu_energy_joules_total)
  *   rack Delta-T = mean exhaust - mean inlet temperature     (wattage_facility_temperature_celsius
- *                                                            with kind inlet / exhaust or outlet)
+ *                                                            with kind inlet / exhaust or outlet,
+ *                                                            else a point named like intake,
+ *                                                            inlet or exhaust; the rack from its
+ *                                                            rack label, else its node's rack)
  *
  * Energy of a role: the meters of that role (site-wide: those without a zone when there are any,
  * else all of them; with a zone: that zone's). Per measuring point the device's energy counter

@@ -185,6 +185,20 @@ static struct wt_store *build_site_kept(const char *path, int64_t retention_raw_
     gauge(st, "", WT_M_FAC_TEMP_C, temp("r1", "inlet", "front-bottom"), 23);
     gauge(st, "", WT_M_FAC_TEMP_C, temp("r1", "exhaust", "rear"), 35);
     gauge(st, "", WT_M_FAC_TEMP_C, temp("r2", "inlet", "front"), 20);
+    /* a BMC's thermal sensors of gpu-03 (rack r2 through the topology): named by their point */
+    char lb[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "redfish", "target", "bmc-03", "point", "intake",
+                        "kind", "chassis", "node", "gpu-03", NULL),
+              0);
+    gauge(st, "", WT_M_FAC_TEMP_C, lb, 24);
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "redfish", "target", "bmc-03", "point",
+                        "exhaust_1", "kind", "chassis", "node", "gpu-03", NULL),
+              0);
+    gauge(st, "", WT_M_FAC_TEMP_C, lb, 40);
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "redfish", "target", "bmc-03", "point", "cpu1",
+                        "kind", "chassis", "node", "gpu-03", NULL),
+              0);
+    gauge(st, "", WT_M_FAC_TEMP_C, lb, 70); /* neither side */
     return st;
 }
 
@@ -314,7 +328,9 @@ WT_TEST(every_kpi_of_the_site_exactly)
     REL(r.racks[0].inlet_c, 22);
     REL(r.racks[0].delta_t_k, 13);
     WT_EQ_STR(r.racks[1].rack, "r2");
-    WT_ASSERT(r.racks[1].has_inlet && !r.racks[1].has_exhaust);
+    WT_ASSERT(r.racks[1].has_inlet && r.racks[1].has_exhaust);
+    REL(r.racks[1].inlet_c, 22);   /* the rack's own inlet 20 and the BMC's intake 24 */
+    REL(r.racks[1].delta_t_k, 18); /* the BMC's exhaust 40 */
 
     /* reconciliation */
     WT_EQ_INT(r.nnodes, 3);
@@ -658,7 +674,8 @@ WT_TEST(exported_gauges_over_the_window)
     WT_ASSERT(has(&b, WT_M_KPI_ERF, "", 36e6 / 205.2e6));
     WT_ASSERT(has(&b, WT_M_KPI_ACCEL_SHARE, "", 2150.0 * 3600 / 144e6));
     WT_ASSERT(has(&b, WT_M_RACK_DELTA_T, "rack=\"r1\"", 13));
-    WT_EQ_INT(count(&b, WT_M_RACK_DELTA_T), 1);
+    WT_ASSERT(has(&b, WT_M_RACK_DELTA_T, "rack=\"r2\"", 18));
+    WT_EQ_INT(count(&b, WT_M_RACK_DELTA_T), 2);
     WT_ASSERT(has(&b, WT_M_NODE_UNACCOUNTED_W, "node=\"gpu-01\"", 300));
     WT_ASSERT(has(&b, WT_M_NODE_UNACCOUNTED_RATIO, "node=\"gpu-01\"", 0.2));
     WT_ASSERT(has(&b, WT_M_NODE_UNACCOUNTED_W, "node=\"gpu-02\"", -100));
