@@ -714,7 +714,8 @@ out:
 /* ---- webhook and exec: one transition at a time, in order -------------------------------- */
 
 /* Runs the hook for one transition. Returns 0, or -EIO when it failed (logged). */
-static int run_exec(struct wt_notify *n, const struct wt_alert *a, int64_t timeout_ns)
+static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_alert *a,
+                    int64_t timeout_ns)
 {
     char words[512], *argv[WT_NOTIFY_MAX_ARGS + 1];
     int argc, rc = -EIO;
@@ -772,7 +773,7 @@ static int run_exec(struct wt_notify *n, const struct wt_alert *a, int64_t timeo
 
     int64_t deadline = wt_now_mono_ns() + timeout_ns;
     int status = 0;
-    bool termed = false, timed_out = false;
+    bool termed = false, timed_out = false, stopping = false;
     for (;;) {
         pid_t w = waitpid(pid, &status, WNOHANG);
         if (w == pid)
@@ -782,6 +783,14 @@ static int run_exec(struct wt_notify *n, const struct wt_alert *a, int64_t timeo
             break;
         }
         int64_t now = wt_now_mono_ns();
+        if (!stopping) {
+            /* The daemon is stopping: a slow hook gets the close bound, not its whole timeout. */
+            pthread_mutex_lock(&ch->mu);
+            stopping = ch->stop;
+            pthread_mutex_unlock(&ch->mu);
+            if (stopping && !termed && now + WT_NOTIFY_CLOSE_NS < deadline)
+                deadline = now + WT_NOTIFY_CLOSE_NS;
+        }
         if (now >= deadline) {
             if (!termed) {
                 timed_out = termed = true;
@@ -799,8 +808,12 @@ static int run_exec(struct wt_notify *n, const struct wt_alert *a, int64_t timeo
     }
     if (timed_out) {
         STAT_ADD(n, exec_timeouts, 1);
-        wt_warn(MOD, "exec: %s timed out after %.3g s and was killed alert=%s state=%s", argv[0],
-                (double)timeout_ns / WT_NS_PER_S, a->name, wt_notify_state(a->state));
+        if (stopping)
+            wt_warn(MOD, "exec: %s killed: the daemon is stopping alert=%s state=%s", argv[0],
+                    a->name, wt_notify_state(a->state));
+        else
+            wt_warn(MOD, "exec: %s timed out after %.3g s and was killed alert=%s state=%s",
+                    argv[0], (double)timeout_ns / WT_NS_PER_S, a->name, wt_notify_state(a->state));
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         wt_debug(MOD, "exec: %s done alert=%s state=%s", argv[0], a->name,
                  wt_notify_state(a->state));
@@ -885,7 +898,7 @@ static void *fifo_main(void *arg)
                             n->webhook.url, why);
             }
         } else {
-            rc = run_exec(n, &cur, to);
+            rc = run_exec(n, ch, &cur, to);
             if (rc)
                 rc = -EINVAL; /* a failing hook is logged, not run again */
         }

@@ -481,3 +481,27 @@ WT_TEST(post_never_blocks_a_full_inbox_drops_the_oldest)
     wt_notify_close(n);
     rec_stop(&r);
 }
+
+WT_TEST(close_does_not_wait_out_a_slow_hook)
+{
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.exec.command, sizeof c.exec.command, "sleep 600");
+    c.exec.timeout_ns = 600 * WT_NS_PER_S;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    struct wt_alert a = mk("GPUHot", 0, WT_ALERT_FIRING);
+    wt_notify_post(n, &a);
+    struct wt_notify_stats st;
+    for (int i = 0; i < 500; i++) {
+        wt_notify_stats(n, &st);
+        if (st.exec_runs == 1)
+            break;
+        nap_ms(10);
+    }
+    WT_EQ_INT(st.exec_runs, 1);
+    /* close returns (within its bound, not 600 s) with the hook killed and reaped */
+    wt_notify_close(n);
+    WT_ASSERT(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+}
