@@ -12,7 +12,8 @@ static const struct {
     int (*fn)(int argc, char **argv);
     const char *usage;
 } commands[] = {
-    {"run", wt_cmd_run, "run [-c FILE] [--listen ADDR:PORT] [--db FILE] [--interval SECONDS]"},
+    {"run", wt_cmd_run,
+     "run [-c FILE] [--listen ADDR:PORT] [--db FILE] [--interval SECONDS] [--dry-run]"},
     {"status", wt_cmd_status, "status [-c FILE] [--json]"},
     {"check-config", wt_cmd_check_config, "check-config FILE"},
     {"energy", wt_cmd_energy, "energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE]"},
