@@ -127,7 +127,18 @@ static int parse_meter(const struct wt_yget *g, const struct wt_ynode *m, const 
                 return wt_y_fail(g, e, pk, "too many labels");
         }
     }
-    /* without point or match every point of the target counts, summed (see topology.h) */
+    /* A target has several points (inlets, phases, outlets, PSUs) that would add up: name the
+     * one that measures the role. A water or heat meter is one counter; a BMC's own reading of
+     * the node is its chassis power. */
+    if (!out->point[0] && !out->match[0]) {
+        if (out->role == WT_ROLE_BMC)
+            (void)wt_labels(out->match, sizeof out->match, "kind", "chassis", NULL);
+        else if (out->role != WT_ROLE_WATER && out->role != WT_ROLE_HEAT_REUSED)
+            return wt_y_fail(g, m, wt_y_path(p, sizeof p, path, "point"),
+                             "required for role %s, or a match such as {kind: outlet} (the "
+                             "points of a target would add up)",
+                             role_names[role]);
+    }
     return 0;
 }
 

@@ -27,9 +27,11 @@
  *     reconcile: {chips_tolerance: 0.02, drift_bound: 0.10, interval: 5m}
  *
  * A meter selects facility series (wattage_facility_*) by their labels: target (required),
- * point (optional: every point of the target when absent, summed) and match (any other labels,
- * e.g. source or kind). Its energy is the device's energy counter when it has one, else its
- * power integrated (see kpi.h).
+ * point and match (any other labels, e.g. source or kind); every point it matches is summed.
+ * point or match is required (a target's inlets, phases and outlets would add up), except for
+ * water_litres and heat_reused (one counter each) and bmc (default match {kind: chassis}: the
+ * BMC's reading of the whole node). Its energy is the device's energy counter when it has one,
+ * else its power integrated (see meters.h).
  */
 #ifndef WT_TOPOLOGY_H
 #define WT_TOPOLOGY_H

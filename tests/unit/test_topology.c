@@ -68,7 +68,7 @@ WT_TEST(values_and_zones)
                                  "      match: {kind: ups_output, source: snmp}\n"
                                  "      role: it_total\n"
                                  "      zone: z9\n"
-                                 "    - {target: main, role: facility_total}\n"
+                                 "    - {target: main, point: total, role: facility_total}\n"
                                  "    - {target: bmc1, role: bmc, node: n1}\n"
                                  "facility:\n"
                                  "  pue_assumed: 1.35\n"
@@ -89,6 +89,7 @@ WT_TEST(values_and_zones)
     WT_EQ_STR(wt_topology_node_zone(t, "n3"), "z3");
     WT_EQ_STR(wt_topology_node_zone(t, "unknown"), "");
     WT_EQ_STR(t->meters[1].match, "kind=\"ups_output\",source=\"snmp\"");
+    WT_EQ_STR(t->meters[3].match, "kind=\"chassis\""); /* a BMC's default */
     WT_ASSERT(wt_meter_matches(&t->meters[1],
                                "source=\"snmp\",target=\"ups\",point=\"out\",kind=\"ups_output\""));
     WT_ASSERT(!wt_meter_matches(&t->meters[1],
@@ -125,14 +126,17 @@ WT_TEST(errors_name_file_line_and_path)
     BAD("topology:\n  meters:\n    - {target: pdu, node: n1}\n",
         "w.yaml:3: topology.meters[0].role: required (one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc)");
-    BAD("topology:\n  meters:\n    - {target: a, role: it_total}\n"
+    BAD("topology:\n  meters:\n    - {target: a, point: p, role: it_total}\n"
         "    - {target: b, role: chiller}\n",
         "w.yaml:4: topology.meters[1].role: expected one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc (got \"chiller\")");
+    BAD("topology:\n  meters:\n    - {target: pdu, role: pdu_outlet, node: n1}\n",
+        "w.yaml:3: topology.meters[0].point: required for role pdu_outlet, or a match such as "
+        "{kind: outlet} (the points of a target would add up)");
     BAD("topology:\n  meters:\n    - {role: it_total}\n",
         "w.yaml:3: topology.meters[0].target: required");
-    BAD("topology:\n  meters:\n    - {target: a, role: it_total}\n"
-        "    - {target: a, role: it_total}\n",
+    BAD("topology:\n  meters:\n    - {target: a, point: p, role: it_total}\n"
+        "    - {target: a, point: p, role: it_total}\n",
         "w.yaml:4: topology.meters[1]: the same meter as on line 3");
     BAD("topology:\n  meters:\n    - {target: a, role: it_total, match: {point: x}}\n",
         "w.yaml:3: topology.meters[0].match.point: set point beside match, not in it");
