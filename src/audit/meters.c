@@ -381,6 +381,47 @@ static int gauge_counter(struct wt_meter_set *ms, const struct wt_series_info *s
     return rc;
 }
 
+/*
+ * Whether an energy counter counts in steps too coarse for the window: PDUs and BMCs often count
+ * in 0.1 kWh or 1 kWh (360 kJ, 3.6 MJ), more than a node draws in minutes. Such a counter stands
+ * still at most polls; its step is the least increase between its raw readings in the window.
+ * Coarse when it rose at fewer than half of the polls and the window's energy e is less than
+ * WT_METER_MIN_STEPS steps (the error of a step would exceed 1/WT_METER_MIN_STEPS).
+ */
+static int too_coarse(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
+                      int64_t b, double e, bool *coarse)
+{
+    sqlite3_stmt *q = NULL;
+    double step = 0, prev = 0;
+    bool have = false;
+    int rc, n = 0, rises = 0;
+    *coarse = false;
+    if (sqlite3_prepare_v2(wt_store_db(ms->st),
+                           "SELECT v FROM readings WHERE series=? AND t>=? AND t<=? ORDER BY t", -1,
+                           &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, si->id);
+    sqlite3_bind_int64(q, 2, a);
+    sqlite3_bind_int64(q, 3, b);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        double v = sqlite3_column_double(q, 0);
+        if (have && v > prev) {
+            rises++;
+            if (step == 0 || v - prev < step)
+                step = v - prev;
+        }
+        prev = v;
+        have = true;
+        n++;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    /* a counter that rises at most polls counts finer than a poll's energy: not coarse */
+    *coarse = 2 * rises < n - 1 && step > 0 && e < WT_METER_MIN_STEPS * step;
+    return 0;
+}
+
 int wt_meters_energy(struct wt_meter_set *ms, size_t i, int64_t a, int64_t b, double *j,
                      double *coverage, int *points, enum wt_meter_method *method)
 {
@@ -400,6 +441,12 @@ int wt_meters_energy(struct wt_meter_set *ms, size_t i, int64_t a, int64_t b, do
             if (rc != 0)
                 return rc;
             how = WT_MM_COUNTER;
+            bool coarse = false;
+            if (cs > 0 && p->has_power && p->counter.kind != WT_SK_GAUGE &&
+                (rc = too_coarse(ms, &p->counter, a, b, e, &coarse)) != 0)
+                return rc;
+            if (coarse)
+                cs = 0; /* its power readings say more over this window */
         }
         if (cs <= 0 && p->has_integrated) {
             if ((rc = wt_store_series_energy(ms->st, &p->integrated, &ms->runs, a, b, 0, &e,

@@ -7,7 +7,9 @@
  * point) among wattage_facility_* series matching it. Per point, the energy over [a, b] is:
  *   1. the device's energy counter (wattage_facility_energy_joules_total; heat and water use
  *      their own counters) through store/query.h's exact-window rule, when it covers any of
- *      [a, b];
+ *      [a, b] and, where the point also has power readings, counts at least
+ *      WT_METER_MIN_STEPS of its steps over [a, b] (PDUs and BMCs often count in 0.1 or 1 kWh:
+ *      over minutes such a counter says 0 or a whole step);
  *   2. else an integrated energy series (method="integrated") the same way;
  *   3. else its power readings (wattage_facility_power_watts) integrated here, trapezoid with
  *      linear interpolation at the window's edges; a span longer than the source's gap bound
@@ -31,6 +33,10 @@
 
 struct wt_store;
 struct wt_meter_set;
+
+/* A counter whose step is more than 1/WT_METER_MIN_STEPS of a window's energy is too coarse
+ * for it (its power readings are integrated instead). */
+#define WT_METER_MIN_STEPS 50
 
 /* Resolves every meter of t against the store's series. Returns 0 or -EIO / -ENOMEM (err). */
 int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_meter_set **out,

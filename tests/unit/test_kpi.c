@@ -622,6 +622,54 @@ WT_TEST(reconciliation_over_a_drifting_window_only_flags_the_drift_where_it_is)
     free(t);
 }
 
+WT_TEST(a_coarse_counter_gives_way_to_power_readings_over_short_windows)
+{
+    /* an outlet counting in 0.1 kWh (360 kJ) steps at 1 kW, and its power readings */
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    WT_EQ_INT(wt_store_open(db_path(), &o, &st, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(st, "", T0 - 60 * S, S, "test"), 0);
+    struct wt_reading r[361];
+    for (int k = 0; k <= 360; k++) {
+        memset(&r[k], 0, sizeof r[k]);
+        r[k].t_ns = T0 + k * 10 * S;
+        r[k].metric = WT_M_FAC_ENERGY_J;
+        r[k].value = floor(1000.0 * k * 10 / 360000) * 360000;
+        snprintf(r[k].labels, sizeof r[k].labels, "%s", fac("snmp", "pdu-c", "o1", "outlet"));
+    }
+    WT_EQ_INT(wt_store_write(st, "", r, 361), 0);
+    gauge(st, "", WT_M_FAC_POWER_W, fac("snmp", "pdu-c", "o1", "outlet"), 1000);
+    /* and a fine counter beside it: 1 J steps, rising at every poll */
+    counter(st, "", WT_M_FAC_ENERGY_J, fac("snmp", "pdu-c", "o2", "outlet"),
+            (struct prof){1000, 1000}, 1);
+    gauge(st, "", WT_M_FAC_POWER_W, fac("snmp", "pdu-c", "o2", "outlet"), 5000);
+    struct wt_topology *t =
+        topo_from("topology:\n  meters:\n"
+                  "    - {target: pdu-c, point: o1, role: pdu_outlet, node: n4}\n"
+                  "    - {target: pdu-c, point: o2, role: pdu_outlet, node: n5}\n");
+    struct wt_meter_set *ms = NULL;
+    WT_EQ_INT(wt_meters_open(st, t, &ms, &err), 0);
+    double j, cov;
+    int pts;
+    enum wt_meter_method how;
+    /* five minutes: the counter says 0 or 360 kJ, the power readings 300 kJ */
+    WT_EQ_INT(wt_meters_energy(ms, 0, T0 + 100 * S, T0 + 400 * S, &j, &cov, &pts, &how), 0);
+    WT_EQ_INT(how, WT_MM_POWER);
+    REL(j, 300e3);
+    /* the hour: ten steps are still under 50, so power again */
+    WT_EQ_INT(wt_meters_energy(ms, 0, T0, T0 + HOUR, &j, &cov, &pts, &how), 0);
+    WT_EQ_INT(how, WT_MM_POWER);
+    REL(j, 3.6e6);
+    /* the fine counter stays the figure even over a minute (not its 5 kW power readings) */
+    WT_EQ_INT(wt_meters_energy(ms, 1, T0 + 100 * S, T0 + 160 * S, &j, &cov, &pts, &how), 0);
+    WT_EQ_INT(how, WT_MM_COUNTER);
+    REL(j, 60e3);
+    wt_meters_close(ms);
+    wt_store_close(st);
+    free(t);
+}
+
 /* ---- power integration ---- */
 
 WT_TEST(power_integration_edges_and_gaps)
