@@ -391,6 +391,10 @@ int wt_cmd_run(int argc, char **argv)
             wt_config_move_doc(&cfg, &next); /* the module sections: targets, rules... */
             if (wt_alerts_reload(alerts, &cfg, &err) != 0)
                 wt_error("run", "%s; keeping the running alert rules", err.msg);
+            wt_kpi_exporter_close(kpi); /* the topology and facility sections may differ */
+            kpi = NULL;
+            if (wt_kpi_exporter_open(&cfg, hub, &kpi, &err) != 0)
+                wt_error("run", "%s; no KPI gauges until the next reload", err.msg);
             if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;
