@@ -849,6 +849,8 @@ void wt_kpi_exporter_close(struct wt_kpi_exporter *e)
         pthread_cond_broadcast(&e->cv);
         pthread_mutex_unlock(&e->mu);
         pthread_join(e->th, NULL);
+        /* its gauges leave /metrics (a reload may start another exporter in the slot) */
+        wt_hub_set_state(e->hub, e->slot, false, e->t->kpi_interval_ns);
     }
     wt_store_close(e->st);
     free(e->t);

@@ -161,12 +161,13 @@ void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, c
  *   wattage_node_unaccounted_power_watts{node}, wattage_node_unaccounted_ratio{node}
  *   wattage_node_reconciliation_suspect{node,reason="chips_exceed_wall"|"share_drift"} 0/1
  * Nothing starts (*out NULL, returns 0) when the topology has no meters. The topology is read
- * at open: its changes take a restart. Returns 0 or a negative errno with err.
+ * at open (a reload closes the exporter and opens it again). Returns 0 or a negative errno with
+ * err.
  */
 struct wt_kpi_exporter;
 int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
                          struct wt_kpi_exporter **out, struct wt_err *err) WT_MUST_USE;
-/* Stops the thread and frees; accepts NULL. */
+/* Stops the thread, takes its gauges off the hub and frees; accepts NULL. */
 void wt_kpi_exporter_close(struct wt_kpi_exporter *e);
 
 /* One computation of the exported readings at now_ns (the window [now_ns - export_lag -

@@ -118,6 +118,7 @@ PORT=$(free_port)
 WATTAGE_NVML_LIBRARY=$TMP/none.so WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc \
     bg "$BIN" run -c "$TMP/live/site.yaml" --db "$TMP/live/site.db" \
     --listen "127.0.0.1:$PORT" 2>"$TMP/run.log"
+DAEMON=$!
 has_pue() { curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m.txt" && grep -q '^wattage_pue_ratio ' "$TMP/m.txt"; }
 check "wattage_pue_ratio appears on /metrics" wait_for 15 has_pue
 msg=$($PY - "$TMP/m.txt" <<'PY' 2>&1
@@ -149,4 +150,17 @@ PY
 check "the KPI and reconciliation gauges over the last hour ($msg)" test "$msg" = ok
 check "one HELP line for the PUE family" test "$(grep -c '^# HELP wattage_pue_ratio ' "$TMP/m.txt")" -eq 1
 check "the daemon logged the export" grep -q 'kpi: exporting KPI gauges meters=10' "$TMP/run.log"
+
+# A reload reads the topology again: without meters the gauges leave, with them they come back.
+cp "$TMP/live/site.yaml" "$TMP/live/site.orig"
+sed -i '/^  meters:/,/^facility:/{/^facility:/!d}' "$TMP/live/site.yaml"
+"$BIN" check-config "$TMP/live/site.yaml" >/dev/null 2>&1
+check "the config without meters is valid" test $? -eq 0
+kill -HUP "$DAEMON"
+no_pue() { curl -s "http://127.0.0.1:$PORT/metrics" >"$TMP/m2.txt" && ! grep -q '^wattage_pue_ratio' "$TMP/m2.txt"; }
+check "after a reload without meters the KPI gauges leave /metrics" wait_for 10 no_pue
+check "  ... and the unaccounted power too" test "$(grep -c '^wattage_node_' "$TMP/m2.txt")" -eq 0
+cp "$TMP/live/site.orig" "$TMP/live/site.yaml"
+kill -HUP "$DAEMON"
+check "after a reload with them they come back" wait_for 15 has_pue
 finish
