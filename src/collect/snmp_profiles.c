@@ -28,7 +28,7 @@ static const struct wt_snmp_column apc_rpdu[] = {
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.17", WT_M_FAC_POWER_FACTOR, 0.01, "pdu", "total",
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
-    /* rPDULoadStatusLoad first: it is what the PDU's own display shows for the phase. */
+    /* rPDULoadStatusLoad first (what LibreNMS reads), rPDU2 phase current where it is absent. */
     {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL, 0, 0, 0,
      NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.5", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL,
