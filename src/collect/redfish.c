@@ -99,6 +99,7 @@ struct rf {
     int64_t deadline_mono; /* 0 outside a poll */
     int64_t t_ns;
     struct wt_batch *out;
+    size_t out_start; /* where this poll's readings start in out */
     int add_rc;
 };
 
@@ -506,14 +507,21 @@ static void sanitize(const char *in, char *out, size_t n)
     out[i] = '\0';
 }
 
-/* The resource's Id, else the last segment of its URI. */
+/*
+ * The last segment of the resource's URI (unique in its collection, where an Id copied by
+ * mistake is not: public-tower's Bay2 says "Id": "Bay1"), else its Id.
+ */
 static void id_of(const cJSON *j, const char *uri, char *out, size_t n)
 {
-    const char *id = str(j, "Id");
-    if (!id || !*id) {
-        const char *slash = strrchr(uri, '/');
-        id = slash ? slash + 1 : uri;
-    }
+    char u[URI_LEN];
+    snprintf(u, sizeof u, "%s", uri);
+    size_t len = strlen(u);
+    while (len > 0 && u[len - 1] == '/')
+        u[--len] = '\0';
+    const char *slash = strrchr(u, '/');
+    const char *id = slash ? slash + 1 : u;
+    if (!*id || strcmp(u, ROOT) == 0)
+        id = str(j, "Id") ? str(j, "Id") : "";
     sanitize(id, out, n);
 }
 
@@ -1025,6 +1033,10 @@ static void emit(struct rf *s, const struct resource *r, const char *kindl, cons
     if (labels_for(s, point, k, r->name, labels, sizeof labels) != 0 &&
         labels_for(s, point, k, NULL, labels, sizeof labels) != 0)
         return;
+    /* Whatever a service says twice (ids copied by mistake), a series is exported once. */
+    for (size_t i = s->out_start; i < s->out->len; i++)
+        if (s->out->r[i].metric == metric && strcmp(s->out->r[i].labels, labels) == 0)
+            return;
     if (metric == WT_M_FAC_ENERGY_J) {
         /* Counters stay integer, in millijoules, through energy.c (a reset is a new baseline). */
         struct counter *c = counter_for(s, metric, labels);
@@ -1364,6 +1376,7 @@ static int rf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
     struct rf *s = state;
     s->t_ns = t_ns;
     s->out = out;
+    s->out_start = out->len;
     s->add_rc = 0;
     s->deadline_mono = wt_now_mono_ns() + WT_POLL_TIMEOUTS * s->t.timeout_ns;
     int rc = poll_walked(s, err);
@@ -1392,6 +1405,7 @@ static int poll_walked(struct rf *s, struct wt_err *err)
             wt_info("redfish", "%s: %s; walking the service again", s->t.name, first.msg);
             s->walked = false;
             wt_batch_clear(out);
+            s->out_start = 0;
             s->add_rc = 0;
             continue;
         }

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Redfish collector against DMTF's public mockups served by a real HTTP server
 # (tests/peers/redfish_server.py): every measurement the rackmount server, the rack PDU, the
-# power shelf, the cooling unit and the liquid-cooled server give is on /metrics with the value
+# power shelf, the cooling unit, the liquid-cooled server, the tower server (whose second PSU
+# repeats the first one's Id) and the multi-tray chassis of the telemetry mockup (legacy Power
+# and Thermal only) give is on /metrics with the value
 # of the mockup JSON, once (tests/peers/redfish_expect.py computes the expectations from the
 # JSON alone); config errors name file:line and path; insecure is logged.
 source "$(dirname "$0")/lib.sh"
@@ -19,7 +21,7 @@ start_server() { # NAME MOCKUP [ARGS...]
     wait_for 10 test -s "$TMP/$name.port" || { not_ok "server $name started"; finish; }
 }
 
-MOCKS="bmc:public-rackmount1 pdu:public-pdu shelf:public-power-shelf cdu:public-cooling-unit lc:public-liquid-cooled-server"
+MOCKS="bmc:public-rackmount1 pdu:public-pdu shelf:public-power-shelf cdu:public-cooling-unit lc:public-liquid-cooled-server tower:public-tower tray:public-telemetry"
 {
     printf 'collectors:\n  redfish:\n    interval: 1s\n    targets:\n'
     for m in $MOCKS; do
@@ -36,10 +38,10 @@ bg "$BIN" run -c "$TMP/rf.yaml" --db "$TMP/rf.db" --listen "127.0.0.1:$port" >"$
 pid=$!
 all_up() {
     curl -s "127.0.0.1:$port/metrics" >"$TMP/metrics" &&
-        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 5 ]]
+        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 7 ]]
 }
 wait_for 20 all_up
-check "all five Redfish targets are up" all_up
+check "all seven Redfish targets are up" all_up
 args=()
 for m in $MOCKS; do args+=("${m%%:*}=$DATA/${m#*:}"); done
 out=$("$PY" tests/peers/redfish_expect.py "$TMP/metrics" "${args[@]}" 2>&1)

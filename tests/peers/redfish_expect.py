@@ -48,7 +48,8 @@ def members(tree, obj, key):
 
 
 def ident(j, uri):
-    i = j.get("Id") or uri.rstrip("/").rsplit("/", 1)[-1]
+    # The URI's last segment: unique in its collection (an Id may be copied by mistake).
+    i = uri.rstrip("/").rsplit("/", 1)[-1] or j.get("Id", "")
     return re.sub(r"[^A-Za-z0-9_.-]", "_", i)
 
 
@@ -92,6 +93,8 @@ class Expect:
         self.quoted = set()
 
     def add(self, uri, metric, point, kind, value, key=None):
+        if any(c[1:4] == (metric, point, kind) for c in self.cands):
+            return  # one series per labels: the first place that gives it
         group = key or uri or f"{metric}|{point}|{kind}"
         if uri:
             self.quoted.add(uri)
@@ -153,6 +156,46 @@ class Expect:
             self.excerpt(v, "temperature_celsius", f"{point}/{q}", kind, 1)
 
 
+def num(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def legacy_power(self, j, cid, have_env):
+    pcs = j.get("PowerControl", []) or []
+    for i, v in enumerate(pcs):
+        q = sanitize(v.get("MemberId", str(i)))
+        if not have_env and num(v.get("PowerConsumedWatts")):
+            self.add(None, "power_watts", cid + (f"/{q}" if len(pcs) > 1 else ""), "chassis",
+                     v["PowerConsumedWatts"])
+    for i, v in enumerate(j.get("PowerSupplies", []) or []):
+        sid = sanitize(v["MemberId"]) if "MemberId" in v else str(i)
+        pre = "psu" if sid[:1].isdigit() else ""
+        if num(v.get("PowerInputWatts")):
+            self.add(None, "power_watts", f"{cid}/{pre}{sid}/input", "psu", v["PowerInputWatts"])
+        if num(v.get("LineInputVoltage")):
+            self.add(None, "voltage_volts", f"{cid}/{pre}{sid}/input", "psu",
+                     v["LineInputVoltage"])
+        if num(v.get("LastPowerOutputWatts")):
+            self.add(None, "power_watts", f"{cid}/{pre}{sid}/output", "psu",
+                     v["LastPowerOutputWatts"])
+
+
+def legacy_thermal(self, j, cid):
+    for i, v in enumerate(j.get("Temperatures", []) or []):
+        q = sanitize(v["Name"]) if "Name" in v else f"temp{i}"
+        if num(v.get("ReadingCelsius")):
+            self.add(None, "temperature_celsius", f"{cid}/{q}", "chassis", v["ReadingCelsius"])
+    for i, v in enumerate(j.get("Fans", []) or []):
+        n = v.get("Name") or v.get("FanName")
+        q = sanitize(n) if n else f"fan{i}"
+        if v.get("ReadingUnits") in (None, "RPM") and num(v.get("Reading")):
+            self.add(None, "fan_rpm", f"{cid}/{q}", "fan", v["Reading"])
+
+
+Expect.legacy_power = legacy_power
+Expect.legacy_thermal = legacy_thermal
+
+
 def expect(tree, target):
     e = Expect(target)
     root = load(tree, ROOT)
@@ -203,6 +246,13 @@ def expect(tree, target):
             m = load(tree, (pj.get("Metrics") or {}).get("@odata.id"))
             if m:
                 e.generic(m, f"{cid}/{ident(pj, pu)}", "psu")
+        # The deprecated Power and Thermal, only where the new resources are missing.
+        power = load(tree, (c.get("Power") or {}).get("@odata.id"))
+        if power is not None and ps is None:
+            e.legacy_power(power, cid, env is not None)
+        thermal = load(tree, (c.get("Thermal") or {}).get("@odata.id"))
+        if thermal is not None and ts is None:
+            e.legacy_thermal(thermal, cid)
         for su, sj in members(tree, c, "Sensors"):
             sensors.append((cid, su, sj))
     for cid, su, sj in sensors:

@@ -64,6 +64,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, body, ctype="application/json", headers=None):
         data = body if isinstance(body, bytes) else body.encode()
+        self.note(status)  # before the answer: a client that got it finds the line written
         self.send_response(status)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(data)))
@@ -72,7 +73,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(data)
-        self.note(status)
 
     def authorized(self, path):
         if path.rstrip("/") == "/redfish/v1":

@@ -460,7 +460,10 @@ WT_TEST(a_relayout_answers_404_and_is_walked_again)
     poll_ok(st, T0 + 2, &b);
     WT_EQ_INT(requests("GET /redfish/v1/Chassis "), 2);
     WT_ASSERT(requests("GET /redfish/v1/Chassis/1U-B/EnvironmentMetrics 200") >= 2);
-    check_rackmount(&b);
+    /* Points follow the service's URIs: the chassis is now "1U-B". */
+    WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W, LB("1U-B", "chassis", "Computer System Chassis")),
+            jnum(RACK, "Chassis/1U/EnvironmentMetrics", "PowerWatts", "Reading"), 0);
+    WT_ASSERT(!find_reading(&b, WT_M_FAC_POWER_W, LB("1U", "chassis", "Computer System Chassis")));
     wt_redfish_collector.close(st);
     wt_config_free(&c);
     wt_batch_free(&b);
