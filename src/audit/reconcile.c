@@ -15,9 +15,13 @@
 /* Pieces of a window for the share over time: long windows get longer pieces. */
 #define MAX_PIECES 120
 
-void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound)
+void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound,
+                    double min_coverage)
 {
-    n->chips_exceed_wall = n->wall_j > 0 && n->chips_j > n->wall_j * (1 + chips_tolerance);
+    /* a wall or chips read over less of the window would compare different spans */
+    n->chips_exceed_wall = n->wall_j > 0 && n->wall_coverage >= min_coverage &&
+                           n->chips_coverage >= min_coverage &&
+                           n->chips_j > n->wall_j * (1 + chips_tolerance);
     n->share_drift = n->pieces >= 2 && n->share_max - n->share_min > drift_bound;
 }
 
@@ -153,7 +157,9 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
             if (wj <= 0 || wc < t->min_coverage)
                 continue;
             const struct wt_node_chips *c = chips_of(chips, nc, x->node);
-            double cj = c ? c->gpu_j + c->cpu_j + c->dram_j : 0;
+            if (!c || c->coverage < t->min_coverage)
+                continue;
+            double cj = c->gpu_j + c->cpu_j + c->dram_j;
             double s = (wj - cj) / wj;
             if (!x->pieces || s < x->share_min)
                 x->share_min = s;
@@ -165,7 +171,7 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
         chips = NULL;
     }
     for (size_t k = 0; k < nr; k++)
-        wt_recon_judge(&r[k], t->chips_tolerance, t->drift_bound);
+        wt_recon_judge(&r[k], t->chips_tolerance, t->drift_bound, t->min_coverage);
     qsort(r, nr, sizeof *r, cmp_node);
     free(names);
     *out = r;

@@ -8,7 +8,7 @@
  *   unaccounted share  = unaccounted energy / wall energy
  *
  * The window is also cut into facility.reconcile.interval pieces (at most 120: longer windows
- * get longer pieces), each with its own share (those where the wall covers at least
+ * get longer pieces), each with its own share (those where the wall and the chips cover at least
  * facility.min_coverage of the piece). A node is suspect when
  *   chips_exceed_wall: the chips' energy exceeds the wall's by more than
  *                      facility.reconcile.chips_tolerance of the wall (sensors or mapping wrong);
@@ -41,8 +41,10 @@ struct wt_recon_node {
     bool chips_exceed_wall, share_drift;
 };
 
-/* Sets the two flags of n from its figures (pure). */
-void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound);
+/* Sets the two flags of n from its figures (pure): chips_exceed_wall only when the wall and the
+ * chips both cover at least min_coverage of the window. */
+void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound,
+                    double min_coverage);
 
 /*
  * Every node that has wall meters (pdu_outlet or bmc), over [a, b]. *out malloc'd, sorted by

@@ -573,24 +573,37 @@ WT_TEST(long_past_windows_read_the_rollups_where_raw_readings_were_pruned)
 
 WT_TEST(reconciliation_judge)
 {
-    struct wt_recon_node n = {
-        .wall_j = 1000, .chips_j = 800, .pieces = 4, .share_min = 0.18, .share_max = 0.25};
-    wt_recon_judge(&n, 0.02, 0.10);
+    struct wt_recon_node n = {.wall_j = 1000,
+                              .chips_j = 800,
+                              .pieces = 4,
+                              .share_min = 0.18,
+                              .share_max = 0.25,
+                              .wall_coverage = 1,
+                              .chips_coverage = 0.95};
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(!n.chips_exceed_wall && !n.share_drift); /* wall above chips, steady share */
     n.chips_j = 1019;
-    wt_recon_judge(&n, 0.02, 0.10);
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(!n.chips_exceed_wall); /* within the sensors' tolerance */
     n.chips_j = 1021;
-    wt_recon_judge(&n, 0.02, 0.10);
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(n.chips_exceed_wall);
+    n.wall_coverage = 0.5; /* a wall read over half the window says nothing */
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
+    WT_ASSERT(!n.chips_exceed_wall);
+    n.wall_coverage = 1;
+    n.chips_coverage = 0.8;
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
+    WT_ASSERT(!n.chips_exceed_wall);
+    n.chips_coverage = 1;
     n.share_max = 0.29;
-    wt_recon_judge(&n, 0.02, 0.10);
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(n.share_drift);
     n.pieces = 1; /* one piece cannot drift */
-    wt_recon_judge(&n, 0.02, 0.10);
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(!n.share_drift);
     n.wall_j = 0; /* no wall: nothing to exceed */
-    wt_recon_judge(&n, 0.02, 0.10);
+    wt_recon_judge(&n, 0.02, 0.10, 0.9);
     WT_ASSERT(!n.chips_exceed_wall);
 }
 
