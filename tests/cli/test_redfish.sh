@@ -3,7 +3,7 @@
 # (tests/peers/redfish_server.py): every measurement the rackmount server, the rack PDU, the
 # power shelf, the cooling unit, the liquid-cooled server, the tower server (whose second PSU
 # repeats the first one's Id) and the multi-tray chassis of the telemetry mockup (legacy Power
-# and Thermal only) give is on /metrics with the value
+# and Thermal only), and real Dell iDRAC 9 and HPE iLO 5 answers give is on /metrics with the value
 # of the mockup JSON, once (tests/peers/redfish_expect.py computes the expectations from the
 # JSON alone); config errors name file:line and path; insecure is logged.
 source "$(dirname "$0")/lib.sh"
@@ -16,17 +16,48 @@ PY=/usr/bin/python3
 
 start_server() { # NAME MOCKUP [ARGS...]
     local name=$1 mock=$2; shift 2
-    bg "$PY" tests/peers/redfish_server.py --root "$DATA/$mock" --port-file "$TMP/$name.port" \
+    bg "$PY" tests/peers/redfish_server.py --root "$mock" --port-file "$TMP/$name.port" \
         --log "$TMP/$name.log" "$@"
     wait_for 10 test -s "$TMP/$name.port" || { not_ok "server $name started"; finish; }
 }
 
-MOCKS="bmc:public-rackmount1 pdu:public-pdu shelf:public-power-shelf cdu:public-cooling-unit lc:public-liquid-cooled-server tower:public-tower tray:public-telemetry"
+# Real BMC answers (Telegraf's captures of a Dell iDRAC 9 and an HPE iLO 5) put in the mockup
+# layout: Dell and HPE with the legacy Power and Thermal, HPE with PowerSubsystem and
+# ThermalSubsystem.
+V=$DATA/vendor-responses-telegraf
+put() { mkdir -p "$TMP/$1/$(dirname "$2")"; cp "$3" "$TMP/$1/$2"; }
+coll() { mkdir -p "$TMP/$1/$2"; printf '{"Members": [{"@odata.id": "/redfish/v1/%s"}]}' "$3" >"$TMP/$1/$2/index.json"; }
+put dell index.json "$V/base.json"
+coll dell Chassis Chassis/System.Embedded.1
+put dell Chassis/System.Embedded.1/index.json "$V/dell/dell_chassis.json"
+put dell Chassis/System.Embedded.1/Power/index.json "$V/dell/dell_power.json"
+put dell Chassis/System.Embedded.1/Thermal/index.json "$V/dell/dell_thermal.json"
+put hpe index.json "$V/base.json"
+coll hpe Chassis Chassis/1
+put hpe Chassis/1/index.json "$V/hp/hp_chassis.json"
+put hpe Chassis/1/Power/index.json "$V/hp/hp_power.json"
+put hpe Chassis/1/Thermal/index.json "$V/hp/hp_thermal.json"
+H=$V/hp/power_subsys T=$V/hp/thermal_subsys
+put hpesub index.json "$V/base.json"
+coll hpesub Chassis Chassis/1
+put hpesub Chassis/1/index.json "$V/hp/hp_chassis_subsys.json"
+put hpesub Chassis/1/PowerSubsystem/index.json "$H/hp_power_subsys.json"
+put hpesub Chassis/1/PowerSubsystem/PowerSupplies/index.json "$H/hp_power_subsys_psu.json"
+put hpesub Chassis/1/PowerSubsystem/PowerSupplies/PowerSupply1/index.json "$H/hp_power_subsys_psu_1.json"
+put hpesub Chassis/1/PowerSubsystem/PowerSupplies/PowerSupply1/Metrics/index.json "$H/hp_power_subsys_metrics.json"
+put hpesub Chassis/1/ThermalSubsystem/index.json "$T/hp_thermal_subsys.json"
+put hpesub Chassis/1/ThermalSubsystem/ThermalMetrics/index.json "$T/hp_thermal_metrics.json"
+put hpesub Chassis/1/ThermalSubsystem/Fans/index.json "$T/hp_thermal_subsys_fans.json"
+put hpesub Chassis/1/ThermalSubsystem/Fans/0/index.json "$T/hp_thermal_subsys_fans_0.json"
+
+MOCKS="bmc:public-rackmount1 pdu:public-pdu shelf:public-power-shelf cdu:public-cooling-unit lc:public-liquid-cooled-server tower:public-tower tray:public-telemetry dell:$TMP/dell hpe:$TMP/hpe hpesub:$TMP/hpesub"
 {
     printf 'collectors:\n  redfish:\n    interval: 1s\n    targets:\n'
     for m in $MOCKS; do
         name=${m%%:*}
-        start_server "$name" "${m#*:}"
+        mock=${m#*:}
+        [[ $mock == /* ]] || mock=$DATA/$mock
+        start_server "$name" "$mock"
         printf '      - name: %s\n        url: http://127.0.0.1:%s/redfish/v1/\n        rack: r7\n' \
             "$name" "$(cat "$TMP/$name.port")"
     done
@@ -38,12 +69,16 @@ bg "$BIN" run -c "$TMP/rf.yaml" --db "$TMP/rf.db" --listen "127.0.0.1:$port" >"$
 pid=$!
 all_up() {
     curl -s "127.0.0.1:$port/metrics" >"$TMP/metrics" &&
-        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 7 ]]
+        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 10 ]]
 }
 wait_for 20 all_up
-check "all seven Redfish targets are up" all_up
+check "all ten Redfish targets are up" all_up
 args=()
-for m in $MOCKS; do args+=("${m%%:*}=$DATA/${m#*:}"); done
+for m in $MOCKS; do
+    mock=${m#*:}
+    [[ $mock == /* ]] || mock=$DATA/$mock
+    args+=("${m%%:*}=$mock")
+done
 out=$("$PY" tests/peers/redfish_expect.py "$TMP/metrics" "${args[@]}" 2>&1)
 rc=$?
 echo "$out" | sed 's/^/# /'
