@@ -102,6 +102,51 @@ check "the walk ran once ($n1 then $n2 GETs of the Chassis collection; $polls po
 check "the daemon is still running" kill -0 $pid
 kill -TERM $pid; wait $pid 2>/dev/null
 
+# --- TLS with a test CA: verified with ca_file; insecure: true works and is logged as a warning;
+# the password (basic auth, from its file) never appears in the log.
+(cd "$TMP" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout ca.key -out ca.pem -days 2 -subj /CN=wattage-test-ca &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout srv.key \
+        -out srv.csr -subj /CN=127.0.0.1 &&
+    printf 'subjectAltName=IP:127.0.0.1\n' >san.cnf &&
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
+        -days 2 -extfile san.cnf) >/dev/null 2>&1
+check "a test CA and server certificate are made" test -s "$TMP/srv.pem"
+start_server tls "$DATA/public-pdu" --cert "$TMP/srv.pem" --key "$TMP/srv.key" \
+    --basic "monitor:Pa55-w0rd-never-logged"
+printf 'Pa55-w0rd-never-logged\n' >"$TMP/pw"
+tport=$(cat "$TMP/tls.port")
+cat >"$TMP/tls.yaml" <<Y
+collectors:
+  redfish:
+    interval: 1s
+    targets:
+      - {name: verified, url: "https://127.0.0.1:$tport", ca_file: "$TMP/ca.pem",
+         username: monitor, password_file: "$TMP/pw"}
+      - {name: insecure, url: "https://127.0.0.1:$tport", insecure: true,
+         username: monitor, password_file: "$TMP/pw"}
+      - {name: untrusted, url: "https://127.0.0.1:$tport", username: monitor,
+         password_file: "$TMP/pw"}
+Y
+port=$(free_port)
+bg "$BIN" run -c "$TMP/tls.yaml" --db "$TMP/tls.db" --listen "127.0.0.1:$port" --log-level debug \
+    >"$TMP/tls.log" 2>&1
+pid=$!
+two_up() {
+    curl -s "127.0.0.1:$port/metrics" >"$TMP/tm" &&
+        grep -q '^wattage_facility_up{source="redfish",target="verified"} 1$' "$TMP/tm" &&
+        grep -q '^wattage_facility_up{source="redfish",target="insecure"} 1$' "$TMP/tm"
+}
+wait_for 20 two_up
+check "https with the CA file and with insecure: true are read" two_up
+check "an untrusted certificate is refused" \
+    grep -q '^wattage_collector_up{collector="redfish:untrusted"} 0$' "$TMP/tm"
+check "insecure: true is logged as a warning" \
+    grep -q 'warn  redfish: insecure: insecure: true: the TLS certificate of https://127.0.0.1:[0-9]* is NOT verified' "$TMP/tls.log"
+check "the refusal says why" grep -q 'redfish:untrusted: .*certificate' "$TMP/tls.log"
+kill -TERM $pid; wait $pid 2>/dev/null
+check "the password is in no log line" bash -c '! grep -q "Pa55-w0rd" "$1"' _ "$TMP/tls.log"
+
 # --- config errors: file:line and the dotted path
 printf 'collectors:\n  redfish:\n    targets:\n      - name: a\n        url: ftp://x\n' >"$TMP/bad.yaml"
 msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
