@@ -16,12 +16,10 @@
 
 static int import_carbon(int argc, char **argv)
 {
-    static const struct option opts[] = {{"zone", required_argument, NULL, 'z'},
-                                         {"format", required_argument, NULL, 'f'},
-                                         {"series", required_argument, NULL, 's'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {0}};
+    static const struct option opts[] = {
+        {"zone", required_argument, NULL, 'z'},   {"format", required_argument, NULL, 'f'},
+        {"series", required_argument, NULL, 's'}, {"db", required_argument, NULL, 'd'},
+        {"config", required_argument, NULL, 'c'}, {0}};
     const char *zone = NULL, *db = NULL, *config = NULL;
     enum wt_carbon_format fmt = WT_CF_AUTO;
     enum wt_carbon_series series = WT_CS_INTENSITY;
@@ -34,16 +32,18 @@ static int import_carbon(int argc, char **argv)
             break;
         case 'f':
             if (wt_carbon_format_parse(optarg, &fmt) != 0) {
-                fprintf(stderr, "wattage import carbon: --format: expected auto, csv, uk_api or "
-                                "electricitymaps (got \"%s\")\n",
+                fprintf(stderr,
+                        "wattage import carbon: --format: expected auto, csv, uk_api or "
+                        "electricitymaps (got \"%s\")\n",
                         optarg);
                 return 2;
             }
             break;
         case 's':
             if (wt_carbon_series_parse(optarg, &series) != 0) {
-                fprintf(stderr, "wattage import carbon: --series: expected intensity, renewable "
-                                "or price (got \"%s\")\n",
+                fprintf(stderr,
+                        "wattage import carbon: --series: expected intensity, renewable "
+                        "or price (got \"%s\")\n",
                         optarg);
                 return 2;
             }

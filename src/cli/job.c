@@ -256,8 +256,9 @@ static void print_carbon(FILE *out, const cJSON *c)
 {
     char m[96] = "";
     if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "known"))) {
-        fprintf(out, "  carbon    unknown: no intensity series for zone \"%s\" and no "
-                     "carbon.static_gco2_per_kwh\n",
+        fprintf(out,
+                "  carbon    unknown: no intensity series for zone \"%s\" and no "
+                "carbon.static_gco2_per_kwh\n",
                 str(c, "zone"));
         return;
     }

@@ -26,8 +26,7 @@
 #define CMD "wattage schedule"
 
 /* "120kWh", "5.6kW", "900 J": a number and one of units[] (scale[] to the base unit). */
-static int parse_quantity(const char *s, const char *const *units, const double *scale,
-                          double *out)
+static int parse_quantity(const char *s, const char *const *units, const double *scale, double *out)
 {
     char *end;
     errno = 0;
@@ -88,8 +87,9 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         switch (c) {
         case 'D':
             if (wt_duration_parse(optarg, &o->duration_ns) != 0) {
-                fprintf(stderr, CMD ": --duration: expected a duration such as 6h or 90m (got "
-                                    "\"%s\")\n",
+                fprintf(stderr,
+                        CMD ": --duration: expected a duration such as 6h or 90m (got "
+                            "\"%s\")\n",
                         optarg);
                 return 2;
             }
@@ -127,8 +127,7 @@ static int parse(int argc, char **argv, struct sched_opts *o)
             if (strcmp(optarg, "cost") == 0)
                 o->cost = true;
             else if (strcmp(optarg, "carbon") != 0) {
-                fprintf(stderr, CMD ": --minimize: expected carbon or cost (got \"%s\")\n",
-                        optarg);
+                fprintf(stderr, CMD ": --minimize: expected carbon or cost (got \"%s\")\n", optarg);
                 return 2;
             }
             break;
@@ -184,8 +183,9 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
     double x;
     if (o->energy) {
         if (parse_quantity(o->energy, eu, es, &x) != 0) {
-            fprintf(stderr, CMD ": --energy: expected an energy such as 120kWh, 800Wh or 5MWh "
-                                "(got \"%s\")\n",
+            fprintf(stderr,
+                    CMD ": --energy: expected an energy such as 120kWh, 800Wh or 5MWh "
+                        "(got \"%s\")\n",
                     o->energy);
             return 2;
         }
@@ -194,8 +194,9 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
     }
     if (o->power) {
         if (parse_quantity(o->power, pu, ps, &x) != 0) {
-            fprintf(stderr, CMD ": --power: expected a power such as 5.6kW or 700W (got "
-                                "\"%s\")\n",
+            fprintf(stderr,
+                    CMD ": --power: expected a power such as 5.6kW or 700W (got "
+                        "\"%s\")\n",
                     o->power);
             return 2;
         }
@@ -210,8 +211,8 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
         fprintf(stderr, CMD ": %s\n", err.msg);
         return 1;
     }
-    int rc = wt_jobs_profile(j, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur,
-                             &err);
+    int rc =
+        wt_jobs_profile(j, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur, &err);
     wt_jobs_close(j);
     if (rc) {
         fprintf(stderr, CMD ": --like %s: %s\n", o->like, err.msg);
@@ -298,8 +299,7 @@ int wt_cmd_schedule(int argc, char **argv)
     }
     r.duration_ns = o.duration_ns;
     bool pue_measured;
-    wt_carbon_pue(st, &cf, o.now_ns - 7 * 24 * 3600 * WT_NS_PER_S, o.now_ns, &r.pue,
-                  &pue_measured);
+    wt_carbon_pue(st, &cf, o.now_ns - 7 * 24 * 3600 * WT_NS_PER_S, o.now_ns, &r.pue, &pue_measured);
     enum wt_carbon_series series = o.cost ? WT_CS_PRICE : WT_CS_INTENSITY;
     if (o.deadline_ns <= o.now_ns) {
         fprintf(stderr, CMD ": the deadline is not in the future\n");
@@ -322,8 +322,7 @@ int wt_cmd_schedule(int argc, char **argv)
         fprintf(stderr,
                 CMD ": no %s series for zone %s between now and the deadline: load one with "
                     "`wattage import carbon FILE --zone %s%s` or a carbon.sources entry\n",
-                o.cost ? "price" : "carbon-intensity", zone, zone,
-                o.cost ? " --series price" : "");
+                o.cost ? "price" : "carbon-intensity", zone, zone, o.cost ? " --series price" : "");
         goto out;
     }
     struct wt_sched_result res;
@@ -352,8 +351,7 @@ int wt_cmd_schedule(int argc, char **argv)
         cJSON_AddStringToObject(j, "deadline", dl);
         cJSON_AddNumberToObject(j, "duration_s", (double)o.duration_ns / 1e9);
         cJSON_AddNumberToObject(j, "it_energy_kwh", res.now.energy_kwh / r.pue);
-        cJSON_AddStringToObject(j, "power_from",
-                                o.like ? "job" : o.energy ? "energy" : "power");
+        cJSON_AddStringToObject(j, "power_from", o.like ? "job" : o.energy ? "energy" : "power");
         cJSON_AddNumberToObject(j, "pue", r.pue);
         cJSON_AddStringToObject(j, "pue_source", pue_measured ? "measured" : "assumed");
         cJSON_AddItemToObject(j, "start_now", option_json(&res.now, o.cost, o.now_ns));

@@ -116,9 +116,8 @@ WT_TEST(uk_csv_real_file_forecast_and_actual_apart)
     char *buf = slurp(wt_test_src_path(UK "national_pt24h/2023-03-15T0331Z.csv"), &len);
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
-    WT_EQ_INT(wt_carbon_parse("f.csv", buf, len, WT_CF_AUTO, WT_CS_INTENSITY, "GB", stderr, &b,
-                              &err),
-              0);
+    WT_EQ_INT(
+        wt_carbon_parse("f.csv", buf, len, WT_CF_AUTO, WT_CS_INTENSITY, "GB", stderr, &b, &err), 0);
     size_t nf = 0, na = 0;
     for (size_t i = 0; i < nr; i++)
         na += !isnan(rows[i].a);
@@ -146,9 +145,9 @@ WT_TEST(uk_api_json_real_reply_matches_the_csv)
     char *buf = slurp(wt_test_src_path(UK "national_pt24h_json/2023-03-14T0301Z.json"), &len);
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
-    WT_EQ_INT(wt_carbon_parse("r.json", buf, len, WT_CF_AUTO, WT_CS_INTENSITY, "GB", stderr, &b,
-                              &err),
-              0);
+    WT_EQ_INT(
+        wt_carbon_parse("r.json", buf, len, WT_CF_AUTO, WT_CS_INTENSITY, "GB", stderr, &b, &err),
+        0);
     struct row rows[64];
     size_t nr = read_uk(UK "national_pt24h/2023-03-14T0331Z.csv", rows, 64);
     /* Every actual of the CSV is in the reply at the same time with the same value. */
@@ -178,8 +177,8 @@ WT_TEST(electricitymaps_history_and_forecast)
                     "]}\n";
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
-    WT_EQ_INT(wt_carbon_parse("h.json", h, strlen(h), WT_CF_AUTO, WT_CS_INTENSITY, NULL, stderr,
-                              &b, &err),
+    WT_EQ_INT(wt_carbon_parse("h.json", h, strlen(h), WT_CF_AUTO, WT_CS_INTENSITY, NULL, stderr, &b,
+                              &err),
               0);
     WT_EQ_INT(b.n, 2);
     WT_EQ_STR(b.p[0].zone, "DE");
@@ -192,8 +191,8 @@ WT_TEST(electricitymaps_history_and_forecast)
     const char *f = "{\"zone\": \"DE\", \"forecast\": [{\"carbonIntensity\": 319, \"datetime\": "
                     "\"2019-05-21T03:00:00Z\"}, {\"carbonIntensity\": 320, \"datetime\": "
                     "\"2019-05-21T03:15:00Z\"}], \"updatedAt\": \"2019-05-21T02:00:00Z\"}";
-    WT_EQ_INT(wt_carbon_parse("f.json", f, strlen(f), WT_CF_ELECTRICITYMAPS, WT_CS_INTENSITY,
-                              NULL, stderr, &b, &err),
+    WT_EQ_INT(wt_carbon_parse("f.json", f, strlen(f), WT_CF_ELECTRICITYMAPS, WT_CS_INTENSITY, NULL,
+                              stderr, &b, &err),
               0);
     WT_EQ_INT(b.n, 2);
     WT_EQ_INT(b.p[1].kind, WT_CK_FORECAST);
@@ -262,8 +261,8 @@ WT_TEST(malformed_json_reported_by_line_nothing_stored)
                       "   \"intensity\": {\"forecast\": 61}}\n"
                       "]}\n";
     FILE *r = fopen(rep, "w");
-    WT_EQ_INT(wt_carbon_parse("uk.json", bad, strlen(bad), WT_CF_AUTO, WT_CS_INTENSITY, "GB", r,
-                              &b, &err),
+    WT_EQ_INT(wt_carbon_parse("uk.json", bad, strlen(bad), WT_CF_AUTO, WT_CS_INTENSITY, "GB", r, &b,
+                              &err),
               -EINVAL);
     fclose(r);
     WT_EQ_INT(b.n, 0);
@@ -277,8 +276,8 @@ WT_TEST(malformed_json_reported_by_line_nothing_stored)
     const char *broken = "{\"data\": [\n  {\"from\": \"2023-03-13T03:00Z\",\n   \"intensity\": "
                          "{\"forecast\": 60,, }}\n]}\n";
     r = fopen(rep, "w");
-    WT_EQ_INT(wt_carbon_parse("b.json", broken, strlen(broken), WT_CF_UK_API, WT_CS_INTENSITY,
-                              "GB", r, &b, &err),
+    WT_EQ_INT(wt_carbon_parse("b.json", broken, strlen(broken), WT_CF_UK_API, WT_CS_INTENSITY, "GB",
+                              r, &b, &err),
               -EINVAL);
     fclose(r);
     txt = slurp(rep, &len);
@@ -420,8 +419,8 @@ WT_TEST(forecast_replaced_by_actuals_changes_the_figure)
     store_points(st, f, 2, WT_CS_INTENSITY);
     struct power pw = {3600, 3600, 0}; /* 3.6 kWh per hour */
     struct wt_carbon_result r;
-    WT_EQ_INT(wt_carbon_emissions(wt_store_db(st), NULL, &cf, "Z", 0, 2 * HOUR, power_energy,
-                                  &pw, 1.0, false, &r),
+    WT_EQ_INT(wt_carbon_emissions(wt_store_db(st), NULL, &cf, "Z", 0, 2 * HOUR, power_energy, &pw,
+                                  1.0, false, &r),
               0);
     WT_NEAR(r.g, 2 * 3.6 * 200, 1e-9);
     WT_NEAR(r.by_src_j[WT_CSRC_FORECAST], 2 * 3.6 * 3.6e6, 1e-3);
@@ -430,16 +429,15 @@ WT_TEST(forecast_replaced_by_actuals_changes_the_figure)
     struct wt_carbon_point f2[] = {pt(HOUR, 2 * HOUR, 250, WT_CK_FORECAST)};
     store_points(st, a, 1, WT_CS_INTENSITY);
     store_points(st, f2, 1, WT_CS_INTENSITY);
-    WT_EQ_INT(wt_carbon_emissions(wt_store_db(st), NULL, &cf, "Z", 0, 2 * HOUR, power_energy,
-                                  &pw, 1.0, false, &r),
+    WT_EQ_INT(wt_carbon_emissions(wt_store_db(st), NULL, &cf, "Z", 0, 2 * HOUR, power_energy, &pw,
+                                  1.0, false, &r),
               0);
     WT_NEAR(r.g, 3.6 * 80 + 3.6 * 250, 1e-9);
     WT_NEAR(r.by_src_j[WT_CSRC_ACTUAL], 3.6 * 3.6e6, 1e-3);
     /* The forecast is still stored, apart: a scheduler's view sees it. */
     struct wt_carbon_step *s = NULL;
     size_t n = 0;
-    WT_EQ_INT(wt_carbon_steps_ex(wt_store_db(st), &cf, WT_CS_INTENSITY, "Z", true, 0, HOUR, &s,
-                                 &n),
+    WT_EQ_INT(wt_carbon_steps_ex(wt_store_db(st), &cf, WT_CS_INTENSITY, "Z", true, 0, HOUR, &s, &n),
               0);
     WT_EQ_INT(n, 1);
     WT_NEAR(s[0].value, 200, 0);
@@ -459,8 +457,8 @@ WT_TEST(market_based_with_renewable_supply)
     WT_EQ_INT(wt_labels(lab, sizeof lab, "gpu", "0", "uuid", "GPU-1", NULL), 0);
     int64_t t0 = t_of("2023-03-14T00:00:00Z");
     for (int i = 0; i <= 720; i++) {
-        r[i] = (struct wt_reading){.t_ns = t0 + i * 10 * S, .value = 1000.0 * 10 * i,
-                                   .metric = WT_M_GPU_ENERGY_J};
+        r[i] = (struct wt_reading){
+            .t_ns = t0 + i * 10 * S, .value = 1000.0 * 10 * i, .metric = WT_M_GPU_ENERGY_J};
         memcpy(r[i].labels, lab, sizeof lab);
     }
     WT_EQ_INT(wt_store_begin_run(st, "", t0 - S, 10 * S, "test"), 0);
@@ -707,8 +705,9 @@ WT_TEST(config_section_parsed_and_errors_name_file_line_and_path)
     } bad[] = {
         {"carbon:\n  zone: GB\n  pue_asumed: 1.2\n", "w.yaml:3: carbon.pue_asumed"},
         {"carbon:\n  pue_assumed: 0.5\n", "w.yaml:2: carbon.pue_assumed"},
-        {"carbon:\n  zone: GB\n  sources:\n    - kind: csv\n", "w.yaml:4: carbon.sources[0]: "
-                                                             "expected exactly one of file or url"},
+        {"carbon:\n  zone: GB\n  sources:\n    - kind: csv\n",
+         "w.yaml:4: carbon.sources[0]: "
+         "expected exactly one of file or url"},
         {"carbon:\n  zone: GB\n  sources:\n    - kind: xml\n      file: a\n",
          "w.yaml:4: carbon.sources[0].kind"},
         {"carbon:\n  sources:\n    - kind: csv\n      file: a\n",

@@ -71,8 +71,8 @@ static void check_against_brute_force(const struct wt_carbon_step *s, size_t n, 
                                       int64_t deadline, int64_t dur, const double *prof,
                                       double power_w)
 {
-    struct wt_sched_req r = {.now_ns = now, .deadline_ns = deadline, .duration_ns = dur,
-                             .power_w = power_w, .pue = 1.4};
+    struct wt_sched_req r = {
+        .now_ns = now, .deadline_ns = deadline, .duration_ns = dur, .power_w = power_w, .pue = 1.4};
     if (prof) {
         r.profile_w = prof;
         r.nprofile = (size_t)(dur / MIN);
@@ -153,8 +153,12 @@ WT_TEST(best_start_matches_brute_force_on_the_week_of_actuals)
     /* With a profile the starts are now and the step boundaries: the brute force over the
      * same starts (every minute here; the optimum of a profile may lie between boundaries,
      * so compare with the best boundary start). */
-    struct wt_sched_req r = {.now_ns = now, .deadline_ns = deadline, .duration_ns = 8 * HOUR,
-                             .profile_w = prof, .nprofile = 480, .profile_step_ns = MIN,
+    struct wt_sched_req r = {.now_ns = now,
+                             .deadline_ns = deadline,
+                             .duration_ns = 8 * HOUR,
+                             .profile_w = prof,
+                             .nprofile = 480,
+                             .profile_step_ns = MIN,
                              .pue = 1.4};
     struct wt_sched_result res;
     struct wt_err err = {{0}};
@@ -175,8 +179,8 @@ WT_TEST(deadline_respected_and_refused_when_the_run_does_not_fit)
     struct wt_carbon_step s[] = {{0, HOUR, 300, WT_CSRC_FORECAST},
                                  {HOUR, 2 * HOUR, 50, WT_CSRC_FORECAST},
                                  {2 * HOUR, 10 * HOUR, 10, WT_CSRC_FORECAST}};
-    struct wt_sched_req r = {.now_ns = 0, .deadline_ns = 2 * HOUR, .duration_ns = HOUR,
-                             .power_w = 1000, .pue = 1};
+    struct wt_sched_req r = {
+        .now_ns = 0, .deadline_ns = 2 * HOUR, .duration_ns = HOUR, .power_w = 1000, .pue = 1};
     struct wt_sched_result res;
     struct wt_err err = {{0}};
     /* The cheapest hour (10 g) lies after the deadline: the best is 1..2 h. */
@@ -193,8 +197,8 @@ WT_TEST(deadline_respected_and_refused_when_the_run_does_not_fit)
     struct wt_carbon_step e[] = {{0, 60 * MIN, 50, WT_CSRC_FORECAST},
                                  {60 * MIN, 70 * MIN, 10, WT_CSRC_FORECAST},
                                  {70 * MIN, 200 * MIN, 200, WT_CSRC_FORECAST}};
-    struct wt_sched_req q = {.now_ns = 0, .deadline_ns = 200 * MIN, .duration_ns = 30 * MIN,
-                             .power_w = 6000, .pue = 1};
+    struct wt_sched_req q = {
+        .now_ns = 0, .deadline_ns = 200 * MIN, .duration_ns = 30 * MIN, .power_w = 6000, .pue = 1};
     WT_EQ_INT(wt_schedule_best(e, 3, &q, &res, &err), 0);
     WT_EQ_INT(res.best.start_ns, 40 * MIN);
     WT_NEAR(res.best.cost, 0.1 * (20 * 50 + 10 * 10), 1e-9);
