@@ -31,15 +31,17 @@
 #include "core/yget.h"
 
 #define SECTION "collectors.snmp.targets"
-#define MAX_REPS 32 /* rows per GETBULK */
+#define VB_BUDGET 60 /* varbinds asked per GETBULK (snmpsim answers at most 64) */
+#define MAX_PAR 16   /* columns walked side by side in one request */
 #define MAX_ROWS_PER_COL 2048
-#define MAX_REQ_PER_WALK 256
+#define MAX_REQ_PER_POLL 1024
 #define MAX_PLAUSIBLE_W 1e7 /* a counter step above 10 MW over the interval is a reset */
 #define MAX_WALK (2 * WT_SNMP_MAX_GENERIC + 8)
 #define SYSOID "1.3.6.1.2.1.1.2.0"
 #define UPS_IDENT_MODEL "1.3.6.1.2.1.33.1.1.2.0"
-#define WT_SNMP_PLACE_MAX 64 /* node + rack + zone: with the other labels they fit WT_LABELS_LEN   \
-                              */
+#define WT_SNMP_PLACE_MAX                                                                          \
+    64 /* node + rack + zone: with the other labels they fit WT_LABELS_LEN                         \
+        */
 
 static const char *const auth_names[] = {"MD5",     "SHA",     "SHA-224", "SHA-256",
                                          "SHA-384", "SHA-512", NULL};
@@ -484,6 +486,7 @@ struct wt_snmp {
     char sysoid[128];
     char model[64];
     bool identified; /* sysObjectID and model read, profile chosen */
+    size_t par;      /* columns per request (fewer for agents that answer less) */
     struct item items[MAX_WALK];
     size_t nitems;
     int name_item[MAX_WALK];   /* per column: its name item or -1 */
@@ -556,6 +559,7 @@ int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profi
         s->t.generic[k].point = s->t.generic_point[k];
     }
     s->rl.interval_ns = 300 * WT_NS_PER_S;
+    s->par = MAX_PAR;
     s->place[0] = '\0';
     int rc = 0;
     if (t->node[0])
@@ -1097,11 +1101,11 @@ static int request(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp, stru
         return -EIO;
     }
     if ((*resp)->errstat != SNMP_ERR_NOERROR) {
-        wt_err_set(err, "target %s: the agent answered %s", s->t.name,
-                   snmp_errstring((int)(*resp)->errstat));
+        long st2 = (*resp)->errstat;
+        wt_err_set(err, "target %s: the agent answered %s", s->t.name, snmp_errstring((int)st2));
         snmp_free_pdu(*resp);
         *resp = NULL;
-        return -EIO;
+        return st2 == SNMP_ERR_TOOBIG ? -EMSGSIZE : -EIO;
     }
     return 0;
 }
@@ -1176,48 +1180,99 @@ static int get_text(struct wt_snmp *s, const char *txt, char *out, size_t n, str
     return 0;
 }
 
-/* Walks one item with GETBULK into rows. Returns 0 or a request error. */
-static int walk(struct wt_snmp *s, int item, struct wt_err *err)
+/* A column being walked: where it stands. */
+struct cursor {
+    int item;
+    oid o[MAX_OID_LEN];
+    size_t len;
+    size_t rows;
+    bool done;
+};
+
+/*
+ * Walks every item into rows, several columns per GETBULK (one varbind each, the repetitions
+ * sharing a budget of VB_BUDGET varbinds per answer), each column dropping out when it ends. An
+ * agent that answers "tooBig" gets smaller requests; one that answers fewer varbinds than asked
+ * gets fewer columns at a time. Returns 0 or the first request error.
+ */
+static int walk_all(struct wt_snmp *s, struct wt_err *err)
 {
-    const struct item *it = &s->items[item];
-    oid cur[MAX_OID_LEN];
-    size_t curlen = it->len;
-    size_t rows = 0;
-    memcpy(cur, it->o, it->len * sizeof(oid));
-    for (int req = 0; req < MAX_REQ_PER_WALK; req++) {
+    struct cursor c[MAX_PAR];
+    size_t nact = 0, next = 0;
+    int budget = VB_BUDGET;
+    for (int req = 0;; req++) {
+        size_t k = 0;
+        for (size_t i = 0; i < nact; i++)
+            if (!c[i].done)
+                c[k++] = c[i];
+        nact = k;
+        while (nact < s->par && next < s->nitems) {
+            struct cursor *n = &c[nact++];
+            n->item = (int)next;
+            n->len = s->items[next].len;
+            memcpy(n->o, s->items[next].o, n->len * sizeof(oid));
+            n->rows = 0;
+            n->done = false;
+            next++;
+        }
+        if (nact == 0)
+            return 0;
+        if (req >= MAX_REQ_PER_POLL)
+            return wt_err_set(err, "target %s: more than %d requests in one poll", s->t.name,
+                              MAX_REQ_PER_POLL);
         netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GETBULK), *resp;
         if (!pdu)
             return -ENOMEM;
+        int reps = budget / (int)nact;
         pdu->non_repeaters = 0;
-        pdu->max_repetitions = MAX_REPS;
-        snmp_add_null_var(pdu, cur, curlen);
+        pdu->max_repetitions = reps < 1 ? 1 : reps;
+        for (size_t i = 0; i < nact; i++)
+            snmp_add_null_var(pdu, c[i].o, c[i].len);
         int rc = request(s, pdu, &resp, err);
+        if (rc == -EMSGSIZE && (budget > 1 || s->par > 1)) {
+            /* Ask for less: fewer repetitions first, then fewer columns at a time. */
+            if (budget > (int)nact)
+                budget /= 2;
+            else if (s->par > 1)
+                s->par = s->par / 2;
+            else
+                budget = 1;
+            continue;
+        }
         if (rc)
             return rc;
-        bool done = resp->variables == NULL;
-        for (netsnmp_variable_list *v = resp->variables; v && !done; v = v->next_variable) {
+        size_t got = 0;
+        for (netsnmp_variable_list *v = resp->variables; v; v = v->next_variable, got++) {
+            struct cursor *q = &c[got % nact];
+            const struct item *it = &s->items[q->item];
+            if (q->done)
+                continue;
             if (v->type == SNMP_ENDOFMIBVIEW || v->type == SNMP_NOSUCHOBJECT ||
                 v->type == SNMP_NOSUCHINSTANCE || v->name_length <= it->len ||
                 netsnmp_oid_equals(v->name, it->len, it->o, it->len) != 0 ||
-                snmp_oid_compare(v->name, v->name_length, cur, curlen) <= 0 ||
-                rows >= MAX_ROWS_PER_COL) {
-                done = true; /* left the column, or an agent that does not go forward */
-                break;
+                snmp_oid_compare(v->name, v->name_length, q->o, q->len) <= 0 ||
+                q->rows >= MAX_ROWS_PER_COL) {
+                q->done = true; /* left the column, or an agent that does not go forward */
+                continue;
             }
-            rc = store_var(s, item, v);
+            rc = store_var(s, q->item, v);
             if (rc) {
                 snmp_free_pdu(resp);
                 return rc;
             }
-            rows++;
-            curlen = v->name_length < MAX_OID_LEN ? v->name_length : MAX_OID_LEN;
-            memcpy(cur, v->name, curlen * sizeof(oid));
+            q->rows++;
+            q->len = v->name_length < MAX_OID_LEN ? v->name_length : MAX_OID_LEN;
+            memcpy(q->o, v->name, q->len * sizeof(oid));
         }
         snmp_free_pdu(resp);
-        if (done)
-            return 0;
+        if (got == 0) {
+            for (size_t i = 0; i < nact; i++)
+                c[i].done = true;
+        } else if (got < nact) {
+            /* The columns past what it answered saw nothing: ask for fewer at a time. */
+            s->par = got;
+        }
     }
-    return 0;
 }
 
 /* First contact: the sysObjectID, the profile when auto, the model. */
@@ -1268,8 +1323,7 @@ static int snmp_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         s->identified = true;
     }
     wt_snmp_reset(s);
-    for (size_t i = 0; i < s->nitems && rc == 0; i++)
-        rc = walk(s, (int)i, err);
+    rc = walk_all(s, err);
     if (rc)
         return rc;
     rc = wt_snmp_readings(s, t_ns, out);
