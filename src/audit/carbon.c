@@ -739,6 +739,14 @@ int wt_carbon_parse(const char *name, const char *buf, size_t len, enum wt_carbo
     size_t sp = 0;
     while (sp < len && isspace((unsigned char)buf[sp]))
         sp++;
+    /* A UTF-8 byte order mark (spreadsheet exports) is not part of the header. */
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0) {
+        buf += 3;
+        len -= 3;
+        sp = 0;
+        while (sp < len && isspace((unsigned char)buf[sp]))
+            sp++;
+    }
     if (fmt == WT_CF_AUTO) {
         if (sp < len && buf[sp] == '{')
             fmt = memmem(buf, len, "\"intensity\"", 11) ? WT_CF_UK_API : WT_CF_ELECTRICITYMAPS;

@@ -139,6 +139,23 @@ WT_TEST(uk_csv_real_file_forecast_and_actual_apart)
     free(buf);
 }
 
+WT_TEST(csv_with_a_byte_order_mark_unix_seconds_and_comments)
+{
+    const char *csv = "\xEF\xBB\xBFtimestamp,gco2_per_kwh\r\n# from a spreadsheet\r\n"
+                      "1678766400,120.5\r\n1678770000,99\r\n";
+    struct wt_carbon_batch b;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_carbon_parse("s.csv", csv, strlen(csv), WT_CF_AUTO, WT_CS_INTENSITY, "GB",
+                              stderr, &b, &err),
+              0);
+    WT_EQ_INT(b.n, 2);
+    WT_EQ_INT(b.p[0].from_ns, 1678766400LL * S);
+    WT_EQ_INT(b.p[0].to_ns, 1678770000LL * S);
+    WT_NEAR(b.p[0].value, 120.5, 0);
+    WT_EQ_INT(b.p[1].kind, WT_CK_ACTUAL);
+    wt_carbon_batch_free(&b);
+}
+
 WT_TEST(uk_api_json_real_reply_matches_the_csv)
 {
     size_t len;
