@@ -19,11 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "audit/jobs.h"
 #include "core/clock.h"
+#include "core/hub.h"
 #include "core/log.h"
 #include "core/yget.h"
-#include "audit/jobs.h"
-#include "core/hub.h"
 #include "serve/http.h"
 #include "store/query.h"
 #include "store/store.h"
@@ -110,9 +110,9 @@ static int parse_zone(const struct wt_yget *g, const struct wt_ynode *map, const
     char p[256];
     int rc = wt_y_string(g, map, path, key, false, out, WT_CARBON_ZONE_LEN);
     if (rc == 0 && out[0] && !zone_ok(out))
-        rc = wt_y_fail(g, wt_y_get(map, key), wt_y_path(p, sizeof p, path, key),
-                       "expected a zone name of letters, digits, '-', '_' or '.' (got \"%s\")",
-                       out);
+        rc =
+            wt_y_fail(g, wt_y_get(map, key), wt_y_path(p, sizeof p, path, key),
+                      "expected a zone name of letters, digits, '-', '_' or '.' (got \"%s\")", out);
     return rc;
 }
 
@@ -145,8 +145,7 @@ static int parse_source(const struct wt_yget *g, const struct wt_ynode *n, const
     s->series = (enum wt_carbon_series)series;
     if ((rc = wt_y_string(g, n, path, "file", false, s->file, sizeof s->file)) ||
         (rc = wt_y_string(g, n, path, "url", false, s->url, sizeof s->url)) ||
-        (rc = wt_y_string(g, n, path, "token_file", false, s->token_file,
-                          sizeof s->token_file)) ||
+        (rc = wt_y_string(g, n, path, "token_file", false, s->token_file, sizeof s->token_file)) ||
         (rc = wt_y_string(g, n, path, "token_header", false, s->token_header,
                           sizeof s->token_header)) ||
         (rc = wt_y_duration(g, n, path, "interval", false, &s->interval_ns)) ||
@@ -175,9 +174,8 @@ static int parse_source(const struct wt_yget *g, const struct wt_ynode *n, const
 int wt_carbon_conf_parse(const char *file, const struct wt_ynode *node, struct wt_carbon_conf *cf,
                          struct wt_err *err)
 {
-    static const char *const keys[] = {"zone",     "static_gco2_per_kwh", "pue_assumed",
-                                       "max_hole", "nodes",               "sources",
-                                       NULL};
+    static const char *const keys[] = {
+        "zone", "static_gco2_per_kwh", "pue_assumed", "max_hole", "nodes", "sources", NULL};
     struct wt_yget g = {.file = file, .err = err};
     const char *path = "carbon";
     char p[256];
@@ -297,7 +295,7 @@ struct bad {
 };
 
 __attribute__((format(printf, 3, 4))) static void bad_line(struct bad *b, size_t line,
-                                                          const char *fmt, ...)
+                                                           const char *fmt, ...)
 {
     char msg[300];
     va_list ap;
@@ -421,9 +419,9 @@ static int parse_csv(struct bad *bd, char *buf, enum wt_carbon_series series, co
                 char *c = cols[i];
                 for (char *q = c; *q; q++)
                     *q = (char)tolower((unsigned char)*q);
-                if (tcol < 0 && (!strcmp(c, "timestamp") || !strcmp(c, "time") ||
-                                 !strcmp(c, "datetime") || !strcmp(c, "from") ||
-                                 !strcmp(c, "date") || !strcmp(c, "start")))
+                if (tcol < 0 &&
+                    (!strcmp(c, "timestamp") || !strcmp(c, "time") || !strcmp(c, "datetime") ||
+                     !strcmp(c, "from") || !strcmp(c, "date") || !strcmp(c, "start")))
                     tcol = (int)i;
                 else if (!strcmp(c, "to") || !strcmp(c, "end"))
                     tocol = (int)i;
@@ -491,8 +489,7 @@ static int parse_csv(struct bad *bd, char *buf, enum wt_carbon_series series, co
                 continue; /* the UK files leave the actual of recent periods empty */
             if (number(s, &v[k]) != 0 || (series != WT_CS_PRICE && v[k] < 0)) {
                 bad_line(bd, lineno, "column %d: bad number \"%.20s\" (expected %s)",
-                         vals[k].col + 1, s,
-                         series == WT_CS_PRICE ? "a number" : "a number >= 0");
+                         vals[k].col + 1, s, series == WT_CS_PRICE ? "a number" : "a number >= 0");
                 ok = false;
                 break;
             }
@@ -525,8 +522,7 @@ static size_t line_at(const char *buf, size_t len, size_t off)
  * Lines where the elements of the array under "key" start, in text order: a small scan that
  * knows strings and nesting (cJSON keeps no positions). Returns how many were found (up to max).
  */
-static size_t element_lines(const char *buf, size_t len, const char *key, size_t *lines,
-                            size_t max)
+static size_t element_lines(const char *buf, size_t len, const char *key, size_t *lines, size_t max)
 {
     char pat[64];
     size_t plen = (size_t)snprintf(pat, sizeof pat, "\"%s\"", key), n = 0;
@@ -666,9 +662,9 @@ static int parse_em_list(struct bad *bd, const char *buf, size_t len, const cJSO
         double v = 0;
         bool has;
         const char *z = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "zone"));
-        const char *vk = cJSON_GetObjectItemCaseSensitive(e, "carbonIntensity")
-                             ? "carbonIntensity"
-                             : cJSON_GetObjectItemCaseSensitive(e, "value") ? "value" : "price";
+        const char *vk = cJSON_GetObjectItemCaseSensitive(e, "carbonIntensity") ? "carbonIntensity"
+                         : cJSON_GetObjectItemCaseSensitive(e, "value")         ? "value"
+                                                                                : "price";
         if (!cJSON_IsObject(e))
             bad_line(bd, line, "%s[%zu]: expected an object", key, i);
         else if (!json_time(e, "datetime", &t))
@@ -724,8 +720,9 @@ static int parse_em(struct bad *bd, const char *buf, size_t len, cJSON *root,
         cJSON_Delete(wrap);
         return rc;
     }
-    bad_line(bd, 1, "expected Electricity Maps' reply: {\"history\": [...]}, {\"forecast\": "
-                    "[...]} or a /latest object");
+    bad_line(bd, 1,
+             "expected Electricity Maps' reply: {\"history\": [...]}, {\"forecast\": "
+             "[...]} or a /latest object");
     return 0;
 }
 
@@ -978,8 +975,8 @@ static int fill_hole(struct steps *st, const struct wt_carbon_point *all, size_t
     int rc;
     for (size_t i = 0; i < n; i++) {
         const struct wt_carbon_point *p = &all[i];
-        if (p->to_ns <= h0 && (!prev || p->to_ns > prev->to_ns ||
-                               (p->to_ns == prev->to_ns && p->kind < prev->kind)))
+        if (p->to_ns <= h0 &&
+            (!prev || p->to_ns > prev->to_ns || (p->to_ns == prev->to_ns && p->kind < prev->kind)))
             prev = p;
         if (p->from_ns >= h1 && (!next || p->from_ns < next->from_ns ||
                                  (p->from_ns == next->from_ns && p->kind < next->kind)))
@@ -1504,9 +1501,8 @@ int wt_carbon_fetch(const char *url, const char *token_header, const char *token
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)abort);
     hdr = curl_slist_append(hdr, "Accept: application/json, text/csv");
     if (token && *token) {
-        snprintf(line, sizeof line, "%s: %s", token_header && *token_header ? token_header
-                                                                             : "auth-token",
-                 token);
+        snprintf(line, sizeof line, "%s: %s",
+                 token_header && *token_header ? token_header : "auth-token", token);
         hdr = curl_slist_append(hdr, line);
     }
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
@@ -1733,9 +1729,8 @@ static void *fetch_thread(void *arg)
                 ss->stats.successes++;
                 ss->backoff = 0;
                 /* A file is watched more often than a URL is fetched. */
-                ss->due = now + (s->file[0] && s->interval_ns > CACHE_REFRESH_NS
-                                     ? CACHE_REFRESH_NS
-                                     : s->interval_ns);
+                ss->due = now + (s->file[0] && s->interval_ns > CACHE_REFRESH_NS ? CACHE_REFRESH_NS
+                                                                                 : s->interval_ns);
             } else {
                 ss->stats.failures++;
                 ss->backoff = ss->backoff ? 2 * ss->backoff : s->retry_ns;
@@ -1745,8 +1740,7 @@ static void *fetch_thread(void *arg)
                 /* Rate-limited: the first failure, then every 10th. */
                 if ((ss->stats.failures - ss->fails_logged) % 10 == 1)
                     wt_warn("carbon", "%s: %s; retry in %.0f s (failures=%llu)",
-                            s->url[0] ? s->url : s->file, why,
-                            (double)ss->backoff / WT_NS_PER_S,
+                            s->url[0] ? s->url : s->file, why, (double)ss->backoff / WT_NS_PER_S,
                             (unsigned long long)(ss->stats.failures - ss->fails_logged));
             }
             ss->stats.next_retry_ns = ss->backoff;

@@ -192,8 +192,7 @@ int wt_carbon_steps(struct sqlite3 *db, const struct wt_carbon_conf *cf,
  */
 int wt_carbon_steps_ex(struct sqlite3 *db, const struct wt_carbon_conf *cf,
                        enum wt_carbon_series series, const char *zone, bool forecast_first,
-                       int64_t a, int64_t b, struct wt_carbon_step **steps,
-                       size_t *n) WT_MUST_USE;
+                       int64_t a, int64_t b, struct wt_carbon_step **steps, size_t *n) WT_MUST_USE;
 
 /* The pure part of wt_carbon_steps over points already loaded (sorted by from; any kinds). */
 int wt_carbon_steps_of(const struct wt_carbon_point *p, size_t n, const struct wt_carbon_conf *cf,
@@ -207,14 +206,14 @@ typedef int (*wt_carbon_energy_fn)(void *ctx, int64_t a, int64_t b, double *joul
 
 struct wt_carbon_result {
     char zone[WT_CARBON_ZONE_LEN];
-    bool known;          /* false: no series and no static value: no figure */
-    double it_j;         /* IT energy of the window (sum of the pieces) */
-    double facility_j;   /* it_j * PUE */
+    bool known;        /* false: no series and no static value: no figure */
+    double it_j;       /* IT energy of the window (sum of the pieces) */
+    double facility_j; /* it_j * PUE */
     double pue;
     bool pue_measured;
-    double g;            /* location-based gCO2e */
+    double g; /* location-based gCO2e */
     bool has_market;
-    double g_market;     /* market-based gCO2e (renewable supply loaded for the zone) */
+    double g_market;                /* market-based gCO2e (renewable supply loaded for the zone) */
     double by_src_j[WT_CSRC_COUNT]; /* IT energy charged at each kind of value */
     size_t pieces;
 };
@@ -263,8 +262,7 @@ struct wt_kpi_report;
  * measured when both the PUE and every interval's intensity (actual values) are. cfg gives the
  * carbon section. Returns 0, or a negative errno (the row then says why).
  */
-int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg,
-                      struct wt_kpi_report *r);
+int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg, struct wt_kpi_report *r);
 
 /* A JSON object (cJSON) describing r, for the jobs API and the CLI: NULL when out of memory. */
 struct cJSON;

@@ -65,7 +65,8 @@ void wt_jobs_close(struct wt_jobs *j);
  * Registers the routes above on h (before wt_http_start), and the /metrics family
  * wattage_job_energy_joules_total{id, job}: each running job's GPU energy since its start, from
  * the same exact-window query as the API (so it lags by up to one store flush), computed at most
- * once a second (or once per ten times what computing it took, when many long jobs run); at most WT_JOBS_MAX_RUNNING series, ended jobs leave. Returns 0 or -ENOSPC.
+ * once a second (or once per ten times what computing it took, when many long jobs run); at most
+ * WT_JOBS_MAX_RUNNING series, ended jobs leave. Returns 0 or -ENOSPC.
  */
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
 

@@ -154,8 +154,9 @@ int wt_schedule_best(const struct wt_carbon_step *s, size_t n, const struct wt_s
         return wt_err_set(err, "the run's duration must be > 0");
     int64_t last = r->deadline_ns - r->duration_ns;
     if (last < r->now_ns)
-        return wt_err_set(err, "the run (%.2f h) does not fit between now and the deadline "
-                               "(%.2f h away)",
+        return wt_err_set(err,
+                          "the run (%.2f h) does not fit between now and the deadline "
+                          "(%.2f h away)",
                           (double)r->duration_ns / 3.6e12,
                           (double)(r->deadline_ns - r->now_ns) / 3.6e12);
     if (!n || s[0].from_ns > r->now_ns || s[n - 1].to_ns < r->deadline_ns)

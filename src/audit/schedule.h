@@ -34,9 +34,9 @@ struct wt_sched_req {
 
 struct wt_sched_option {
     int64_t start_ns;
-    double cost;        /* grams (carbon) or currency units (price) */
-    double energy_kwh;  /* facility energy of the run */
-    double filled_kwh;  /* of it, charged at filled, static or missing rates */
+    double cost;       /* grams (carbon) or currency units (price) */
+    double energy_kwh; /* facility energy of the run */
+    double filled_kwh; /* of it, charged at filled, static or missing rates */
 };
 
 struct wt_sched_result {

@@ -145,8 +145,8 @@ WT_TEST(csv_with_a_byte_order_mark_unix_seconds_and_comments)
                       "1678766400,120.5\r\n1678770000,99\r\n";
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
-    WT_EQ_INT(wt_carbon_parse("s.csv", csv, strlen(csv), WT_CF_AUTO, WT_CS_INTENSITY, "GB",
-                              stderr, &b, &err),
+    WT_EQ_INT(wt_carbon_parse("s.csv", csv, strlen(csv), WT_CF_AUTO, WT_CS_INTENSITY, "GB", stderr,
+                              &b, &err),
               0);
     WT_EQ_INT(b.n, 2);
     WT_EQ_INT(b.p[0].from_ns, 1678766400LL * S);
