@@ -149,6 +149,12 @@ PY
 )
 check "the KPI and reconciliation gauges over the last hour ($msg)" test "$msg" = ok
 check "one HELP line for the PUE family" test "$(grep -c '^# HELP wattage_pue_ratio ' "$TMP/m.txt")" -eq 1
+if command -v promtool >/dev/null; then
+    lint=$(promtool check metrics <"$TMP/m.txt" 2>&1)
+    check "promtool check metrics is content with the KPI families ($lint)" test -z "$lint"
+else
+    skip "promtool check metrics" "promtool is not installed (scripts/deps.sh --test)"
+fi
 check "the daemon logged the export" grep -q 'kpi: exporting KPI gauges meters=10' "$TMP/run.log"
 
 # A reload reads the topology again: without meters the gauges leave, with them they come back.
