@@ -80,6 +80,27 @@ double wt_detect_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+const char *wt_detect_label(const char *labels, const char *key, size_t *len)
+{
+    size_t kl = strlen(key);
+    const char *p = labels;
+    /* Pairs are key="value" separated by commas; inside a value a quote is always escaped, so
+     * a match at the start or after a comma followed by =" is a key. */
+    while ((p = strstr(p, key))) {
+        if ((p == labels || p[-1] == ',') && p[kl] == '=' && p[kl + 1] == '"') {
+            const char *v = p + kl + 2, *q = v;
+            while (*q && *q != '"')
+                q += *q == '\\' && q[1] ? 2 : 1;
+            if (!*q)
+                return NULL;
+            *len = (size_t)(q - v);
+            return v;
+        }
+        p += kl;
+    }
+    return NULL;
+}
+
 /* ---- state ---- */
 
 /* One GPU's values in the current snapshot. */
@@ -213,9 +234,8 @@ static bool same_gpu(const struct gpu *g, const char *labels)
 
 static bool has_label(const char *labels, const char *key)
 {
-    char v[8];
-    int rc = wt_labels_get(labels, key, v, sizeof v);
-    return rc == 0 || rc == -E2BIG;
+    size_t n;
+    return wt_detect_label(labels, key, &n) != NULL;
 }
 
 static void gather(struct wt_detect *d, const struct wt_batch *b)
@@ -395,12 +415,13 @@ static void throttling(struct gpu *g, const struct wt_alerts_config *cfg,
     const struct now *v = &g->v;
     for (int i = 0; i < v->nreason; i++) {
         const struct wt_reading *r = &b->r[v->reason[i]];
-        char reason[48];
-        if (wt_labels_get(r->labels, "reason", reason, sizeof reason) != 0)
-            continue;
-        for (size_t k = 0; k < sizeof throttle_reasons / sizeof throttle_reasons[0]; k++) {
-            if (strcmp(reason, throttle_reasons[k].reason) != 0)
+        size_t n;
+        const char *rv = wt_detect_label(r->labels, "reason", &n);
+        for (size_t k = 0; rv && k < sizeof throttle_reasons / sizeof throttle_reasons[0]; k++) {
+            if (strlen(throttle_reasons[k].reason) != n ||
+                memcmp(rv, throttle_reasons[k].reason, n) != 0)
                 continue;
+            const char *reason = throttle_reasons[k].reason;
             char s[256];
             enum wt_cond c = r->value >= 0.5 ? WT_COND_TRUE : WT_COND_FALSE;
             if (c == WT_COND_TRUE) {

@@ -77,6 +77,13 @@ void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
 /* ---- pure pieces, for the tests ---- */
 
 /*
+ * The value of key in a canonical label string as written (escaped, without the quotes), found
+ * without unescaping anything: the evaluation's hot path. Returns a pointer into labels with
+ * *len set, or NULL when key is absent.
+ */
+const char *wt_detect_label(const char *labels, const char *key, size_t *len);
+
+/*
  * Least-squares line through (x[i], y[i]), i < n: y = intercept + slope * (x - x[0]). Returns 0,
  * or -EINVAL when n < 2 or every x is the same.
  */

@@ -37,8 +37,8 @@
 struct crule {
     uint64_t id; /* name, metric, matcher, severity and labels: what a reload recognises */
     int npairs;
-    char key[MAX_MATCH][64];
-    char val[MAX_MATCH][96];
+    char pair[MAX_MATCH][WT_LABELS_LEN]; /* key="escaped value", as a canonical string has it */
+    size_t len[MAX_MATCH];
 };
 
 struct inst {
@@ -72,9 +72,8 @@ struct wt_alert_eval {
     uint32_t *by_metric;
     size_t by_cap;
     uint32_t start[WT_M_COUNT + 1];
-    /* per tick: the device key of each reading, computed on demand */
-    uint64_t *dev;
-    size_t dev_cap;
+    /* per tick: the device key and the labels' hash of each reading, computed on demand */
+    uint64_t *dev, *lh;
     /* the transition callback of the current tick */
     wt_alert_transition_fn fn;
     void *ctx;
@@ -93,9 +92,16 @@ static uint64_t mix(uint64_t h, const char *s)
 
 /* A rule's instance: its rule's id and the series' labels; a detector's: its number and the
  * labels it gives. */
+static uint64_t combine(uint64_t source, uint64_t labels_hash)
+{
+    uint64_t h = (source ^ 0x9e3779b97f4a7c15ULL) * 0xbf58476d1ce4e5b9ULL;
+    h ^= labels_hash + 0x94d049bb133111ebULL + (h << 6) + (h >> 2);
+    return h * 0x94d049bb133111ebULL;
+}
+
 static uint64_t inst_key(uint64_t source, const char *labels)
 {
-    return mix((1469598103934665603ULL ^ source) * 1099511628211ULL, labels);
+    return combine(source, mix(1469598103934665603ULL, labels));
 }
 
 static uint64_t rule_id(const struct wt_alert_rule *r)
@@ -185,8 +191,20 @@ static void compact(struct wt_alert_eval *e)
 
 /* ---- the state machine ---- */
 
+/* A rule's summary with the instance's latest value: rendered when someone reads it (a
+ * transition, the API), not every tick. */
+static void render(const struct wt_alert_eval *e, const struct inst *it, struct wt_alert *a)
+{
+    if (it->rule < 0 || (size_t)it->rule >= e->cfg.nrules)
+        return;
+    const struct wt_alert_rule *r = &e->cfg.rules[it->rule];
+    wt_alert_render(r->summary, r->name, it->a.labels, it->a.value, it->threshold, a->summary,
+                    sizeof a->summary);
+}
+
 static void emit(struct wt_alert_eval *e, struct inst *it, enum wt_alert_state from)
 {
+    render(e, it, &it->a);
     if (e->fn)
         e->fn(e->ctx, &it->a, from);
 }
@@ -257,19 +275,31 @@ static void compile(struct wt_alert_eval *e)
         struct crule *c = &e->cr[i];
         size_t pos = 0;
         c->id = rule_id(&e->cfg.rules[i]);
+        char k[64], v[WT_LABELS_LEN];
         c->npairs = 0;
         while (c->npairs < MAX_MATCH &&
-               wt_labels_next(e->cfg.rules[i].match, &pos, c->key[c->npairs], sizeof c->key[0],
-                              c->val[c->npairs], sizeof c->val[0]) == 1)
+               wt_labels_next(e->cfg.rules[i].match, &pos, k, sizeof k, v, sizeof v) == 1) {
+            if (wt_labels(c->pair[c->npairs], sizeof c->pair[0], k, v, NULL) != 0)
+                continue;
+            c->len[c->npairs] = strlen(c->pair[c->npairs]);
             c->npairs++;
+        }
     }
+}
+
+/* True when the canonical labels hold the pair (key="value", escaped) as a whole pair. */
+static bool has_pair(const char *labels, const char *pair, size_t len)
+{
+    for (const char *p = labels; (p = strstr(p, pair)); p += len)
+        if ((p == labels || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+            return true;
+    return false;
 }
 
 static bool matches(const struct crule *c, const char *labels)
 {
-    char v[96];
     for (int i = 0; i < c->npairs; i++)
-        if (wt_labels_get(labels, c->key[i], v, sizeof v) != 0 || strcmp(v, c->val[i]) != 0)
+        if (!has_pair(labels, c->pair[i], c->len[i]))
             return false;
     return true;
 }
@@ -297,10 +327,15 @@ static uint64_t device_of(struct wt_alert_eval *e, const struct wt_batch *b, siz
 {
     if (e->dev[i])
         return e->dev[i];
-    char uuid[96];
+    size_t n;
+    const char *uuid = wt_detect_label(b->r[i].labels, "uuid", &n);
     uint64_t h = 1469598103934665603ULL;
-    h = wt_labels_get(b->r[i].labels, "uuid", uuid, sizeof uuid) == 0 ? mix(h, uuid)
-                                                                       : mix(mix(h, "="), b->r[i].labels);
+    if (uuid && n) {
+        for (size_t k = 0; k < n; k++)
+            h = (h ^ (unsigned char)uuid[k]) * 1099511628211ULL;
+    } else {
+        h = mix(mix(h, "="), b->r[i].labels);
+    }
     e->dev[i] = h | 1;
     return e->dev[i];
 }
@@ -370,7 +405,9 @@ static void eval_rule(struct wt_alert_eval *e, size_t ri, const struct wt_batch 
             cond = rd->value < clr ? WT_COND_FALSE : WT_COND_HOLD;
         else
             cond = rd->value > clr ? WT_COND_FALSE : WT_COND_HOLD;
-        uint64_t key = inst_key(c->id, rd->labels);
+        if (!e->lh[i])
+            e->lh[i] = mix(1469598103934665603ULL, rd->labels) | 1;
+        uint64_t key = combine(c->id, e->lh[i]);
         struct inst *it = find(e, key);
         if (!it) {
             if (cond != WT_COND_TRUE)
@@ -400,10 +437,6 @@ static void eval_rule(struct wt_alert_eval *e, size_t ri, const struct wt_batch 
         it->threshold = thr;
         if (r->action == WT_ACTION_CAP && it->a.state != WT_ALERT_FIRING)
             it->a.cap_watts = r->cap_watts > 0 ? r->cap_watts : r->cap_share * max_limit(e, b, i);
-        enum wt_alert_state before = it->a.state;
-        if (cond != WT_COND_FALSE || before != WT_ALERT_INACTIVE)
-            wt_alert_render(r->summary, r->name, it->a.labels, rd->value, thr, it->a.summary,
-                            sizeof it->a.summary);
         step(e, it, cond, now);
     }
 }
@@ -464,6 +497,7 @@ void wt_alert_eval_free(struct wt_alert_eval *e)
     free(e->idx);
     free(e->by_metric);
     free(e->dev);
+    free(e->lh);
     free(e);
 }
 
@@ -531,11 +565,14 @@ static int index_snapshot(struct wt_alert_eval *e, const struct wt_batch *b)
         size_t nc = b->len + 256;
         uint32_t *x = realloc(e->by_metric, nc * sizeof *x);
         uint64_t *y = realloc(e->dev, nc * sizeof *y);
+        uint64_t *z = realloc(e->lh, nc * sizeof *z);
         if (x)
             e->by_metric = x;
         if (y)
             e->dev = y;
-        if (!x || !y)
+        if (z)
+            e->lh = z;
+        if (!x || !y || !z)
             return -ENOMEM;
         e->by_cap = nc;
     }
@@ -552,6 +589,7 @@ static int index_snapshot(struct wt_alert_eval *e, const struct wt_batch *b)
         if (b->r[i].metric < WT_M_COUNT)
             e->by_metric[at[b->r[i].metric]++] = (uint32_t)i;
     memset(e->dev, 0, b->len * sizeof *e->dev);
+    memset(e->lh, 0, b->len * sizeof *e->lh);
     return 0;
 }
 
@@ -593,8 +631,10 @@ size_t wt_alert_eval_list(const struct wt_alert_eval *e, struct wt_alert *out, s
     for (int o = 0; o < 2; o++)
         for (size_t i = 0; i < e->n; i++)
             if (e->in[i].a.state == order[o] && !e->in[i].dead) {
-                if (k < n)
+                if (k < n) {
                     out[k] = e->in[i].a;
+                    render(e, &e->in[i], &out[k]);
+                }
                 k++;
             }
     for (size_t i = 0; i < e->recent_n; i++) {
