@@ -1195,7 +1195,7 @@ struct cursor {
  * agent that answers "tooBig" gets smaller requests; one that answers fewer varbinds than asked
  * gets fewer columns at a time. Returns 0 or the first request error.
  */
-static int walk_all(struct wt_snmp *s, struct wt_err *err)
+static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
 {
     struct cursor c[MAX_PAR];
     size_t nact = 0, next = 0;
@@ -1215,6 +1215,7 @@ static int walk_all(struct wt_snmp *s, struct wt_err *err)
             n->done = false;
             next++;
         }
+        *nreq = req;
         if (nact == 0)
             return 0;
         if (req >= MAX_REQ_PER_POLL)
@@ -1323,9 +1324,11 @@ static int snmp_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         s->identified = true;
     }
     wt_snmp_reset(s);
-    rc = walk_all(s, err);
+    int nreq = 0;
+    rc = walk_all(s, &nreq, err);
     if (rc)
         return rc;
+    wt_debug("snmp", "target %s: requests=%d values=%zu", s->t.name, nreq, s->nrows);
     rc = wt_snmp_readings(s, t_ns, out);
     if (rc)
         wt_err_set(err, "target %s: cannot build readings: %s", s->t.name, strerror(-rc));
