@@ -715,6 +715,7 @@ static int jobs_compare(const struct wt_cli_api *api, const struct common *co, c
     compare_row("duration s", ka, kb, "duration_s", 'f', 1);
     compare_row("energy kWh", ka, kb, "energy_kwh", 'f', 6);
     compare_row("energy J", ka, kb, "energy_joules", 'f', 1);
+    compare_row("gCO2e", ka, kb, "gco2e", 'f', 1);
     compare_row("mean power W", ka, kb, "mean_power_w", 'f', 1);
     compare_row("peak power W", ka, kb, "peak_power_w", 'f', 1);
     compare_row("tokens/kWh", ka, kb, "tokens_per_kwh", 'g', 4);
@@ -783,16 +784,17 @@ int wt_cmd_jobs(int argc, char **argv)
         print_json(rep);
     } else {
         const cJSON *j;
-        printf("%5s  %-24s %-8s %-24s %10s %12s %9s  %s\n", "id", "name", "state", "start",
-               "seconds", "kWh", "mean W", "tags");
+        printf("%5s  %-24s %-8s %-24s %10s %12s %9s %10s  %s\n", "id", "name", "state", "start",
+               "seconds", "kWh", "mean W", "gCO2e", "tags");
         cJSON_ArrayForEach(j, cJSON_GetObjectItemCaseSensitive(rep, "jobs"))
         {
             const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kpi");
-            char tags[256];
+            char tags[256], g[32];
             tags_line(cJSON_GetObjectItemCaseSensitive(j, "tags"), tags, sizeof tags);
-            printf("%5.0f  %-24.24s %-8s %-24s %10.1f %12.6f %9.1f  %s\n", num(j, "id"),
+            printf("%5.0f  %-24.24s %-8s %-24s %10.1f %12.6f %9.1f %10s  %s\n", num(j, "id"),
                    str(j, "name"), str(j, "state"), str(j, "start"), num(k, "duration_s"),
-                   num(k, "energy_kwh"), num(k, "mean_power_w"), tags);
+                   num(k, "energy_kwh"), num(k, "mean_power_w"),
+                   fmtv(num(k, "gco2e"), 'f', 1, g, sizeof g), tags);
         }
     }
     cJSON_Delete(rep);

@@ -105,4 +105,6 @@ check "the job's carbon in the API ($msg)" test -z "$msg"
 check "job show prints gCO2e with its flags" \
     grep -Eq "^  carbon +[0-9.]+ gCO2e \(zone GB, mean [0-9.]+ gCO2e/kWh, intensity (measured|forecast|mixed)\), PUE 1.50 assumed" \
     "$TMP/show.txt"
+"$BIN" jobs --url "$URL" >"$TMP/jobs.txt" 2>&1
+check "jobs lists the job's gCO2e" bash -c 'head -1 "$0" | grep -q " gCO2e " && grep -Eq "^ +1  train .* [0-9]+\.[0-9] +$" "$0"' "$TMP/jobs.txt"
 finish
