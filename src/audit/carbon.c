@@ -156,6 +156,15 @@ static int parse_source(const struct wt_yget *g, const struct wt_ynode *n, const
         (rc = wt_y_duration(g, n, path, "retry", false, &s->retry_ns)) ||
         (rc = parse_zone(g, n, path, "zone", s->zone)))
         return rc;
+    for (const char *h = s->token_header; *h; h++) {
+        if (!isalnum((unsigned char)*h) && *h != '-' && *h != '_')
+            return wt_y_fail(g, wt_y_get(n, "token_header"),
+                             wt_y_path(p, sizeof p, path, "token_header"),
+                             "expected a header name of letters, digits, '-' or '_'");
+    }
+    if (!s->token_header[0])
+        return wt_y_fail(g, wt_y_get(n, "token_header"),
+                         wt_y_path(p, sizeof p, path, "token_header"), "expected a header name");
     if (!s->file[0] == !s->url[0])
         return wt_y_fail(g, n, path, "expected exactly one of file or url");
     if (s->url[0] && strncmp(s->url, "http://", 7) != 0 && strncmp(s->url, "https://", 8) != 0)

@@ -735,6 +735,9 @@ WT_TEST(config_section_parsed_and_errors_name_file_line_and_path)
          "      timeout: 5m\n",
          "w.yaml:6: carbon.sources[0].timeout: expected at most 60s"},
         {"carbon:\n  zone: \"G B\"\n", "w.yaml:2: carbon.zone: expected a zone name"},
+        {"carbon:\n  zone: GB\n  sources:\n    - kind: uk_api\n      url: http://x\n"
+         "      token_header: \"a: b\"\n",
+         "w.yaml:6: carbon.sources[0].token_header: expected a header name"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(&err, 0, sizeof err);
