@@ -652,6 +652,34 @@ static bool text_number(const char *v, double *out)
     return true;
 }
 
+/*
+ * Makes s valid UTF-8 in place (label values must be): a byte that starts no valid sequence
+ * becomes '?' (Latin-1 names), and a sequence cut short at the end (by truncation) is dropped.
+ */
+static void utf8_clean(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (*p) {
+        size_t len = *p < 0x80             ? 1
+                     : (*p & 0xe0) == 0xc0 ? 2
+                     : (*p & 0xf0) == 0xe0 ? 3
+                     : (*p & 0xf8) == 0xf0 ? 4
+                                           : 0;
+        size_t k = 1;
+        while (len > 1 && k < len && (p[k] & 0xc0) == 0x80)
+            k++;
+        if (len == 0 || (len > 1 && *p < 0xc2) || k < len) {
+            if (len > 1 && k < len && p[k] == '\0') {
+                *p = '\0'; /* cut short at the end */
+                return;
+            }
+            *p++ = '?';
+            continue;
+        }
+        p += len;
+    }
+}
+
 /* Stores a string value (name, or a number sent as text). */
 static void row_string(struct row *r, const char *v, size_t n)
 {
@@ -665,6 +693,7 @@ static void row_string(struct row *r, const char *v, size_t n)
     while (k > 0 && r->str[k - 1] == ' ')
         k--;
     r->str[k] = '\0';
+    utf8_clean(r->str);
     r->has_num = text_number(r->str, &r->num);
 }
 
@@ -810,6 +839,7 @@ static int emit(struct wt_snmp *s, int metric, const char *kind, const char *poi
         snprintf(nm, sizeof nm, "%s", name);
         for (size_t n = strlen(nm); n > 0; n = n > 8 ? n - 8 : 0) {
             nm[n] = '\0';
+            utf8_clean(nm);
             if (wt_labels_add(lb, sizeof lb - keep, "name", nm) == 0)
                 break;
             lb[base] = '\0';

@@ -414,6 +414,35 @@ WT_TEST(long_names_are_cut_not_fatal)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(names_are_valid_utf8)
+{
+    const struct wt_snmp_profile *eaton = wt_snmp_profile_find("eaton-epdu");
+    struct wt_snmp_target t = target("e");
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_state_new(&t, eaton, &s, &err), 0);
+    /* Latin-1 "Kühlung", and 46 ASCII bytes then a 2-byte UTF-8 letter cut by the 47-byte cap. */
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.5.1.3.0.1", 2, "10"), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.1.1.3.0.1", 4, "K\xfchlung \xe2\x82\xac"),
+              0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.5.1.3.0.2", 2, "20"), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.1.1.3.0.2", 4,
+                           "0123456789012345678901234567890123456789012345\xc3\xa9"),
+              0);
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W,
+                          "source=\"snmp\",target=\"e\",point=\"outlet1\",kind=\"outlet\","
+                          "name=\"K?hlung \xe2\x82\xac\""),
+            10, 0);
+    WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W,
+                          "source=\"snmp\",target=\"e\",point=\"outlet2\",kind=\"outlet\","
+                          "name=\"0123456789012345678901234567890123456789012345\""),
+            20, 0);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 WT_TEST(energy_counter_wrap_and_reset)
 {
     /* Eaton outletWh: Unsigned32 watt-hours, wraps at 2^32. */
