@@ -13,6 +13,7 @@
 #include <math.h>
 #include <modbus.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,11 +86,15 @@ struct reg {
     double scale;
     const struct metric_kind *mk;
     const struct unit *unit;
+    int64_t sf_addr; /* scale_register (SunSpec sunssf: value x 10^sf), -1 for none */
+    bool hidden;     /* a scale-factor register read for others, not exported */
     /* state */
+    long sf_index; /* its scale-factor register in the sorted array, -1 for none */
     char labels[WT_LABELS_LEN];
     struct wt_energy_counter ctr;
     uint64_t first_raw;
-    bool failed; /* its run failed this poll */
+    uint16_t words[4]; /* this poll's registers */
+    bool have;         /* words were read this poll */
 };
 
 struct target {
@@ -228,14 +233,16 @@ static int split_address(const char *s, char *host, size_t n, int *port)
 static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                      struct reg *r)
 {
-    static const char *const keys[] = {"name", "address", "function", "type", "word_order", "scale",
-                                       "unit", "metric",  "point",    "kind", NULL};
+    static const char *const keys[] = {"name",       "address", "function",       "type",
+                                       "word_order", "scale",   "unit",           "metric",
+                                       "point",      "kind",    "scale_register", NULL};
     char unit[16] = "", metric[32] = "";
     int64_t addr = 0;
     int fn = 0, type = 0, order = 0;
     int rc = wt_y_keys(g, m, path, keys);
     memset(r, 0, sizeof *r);
     r->scale = 1;
+    r->sf_addr = -1;
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, r->name, sizeof r->name);
     if (!rc && !name_ok(r->name))
@@ -288,6 +295,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
             }
         }
     }
+    if (!rc)
+        rc = wt_y_int(g, m, path, "scale_register", 0, 65535, &r->sf_addr);
     if (!rc)
         rc = wt_y_string(g, m, path, "point", false, r->point, sizeof r->point);
     if (!rc)
@@ -352,7 +361,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (regs->n > MAX_REGS)
         return wt_y_fail(g, regs, rpath, "at most %d registers per target (got %zu)", MAX_REGS,
                          regs->n);
-    t->regs = calloc(regs->n, sizeof *t->regs);
+    /* Room for one hidden scale-factor register per register at most. */
+    t->regs = calloc(2 * regs->n, sizeof *t->regs);
     if (!t->regs)
         return wt_err_set(g->err, "out of memory");
     for (size_t i = 0; i < regs->n; i++) {
@@ -508,13 +518,43 @@ static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, s
         return -ENOENT;
     }
     s->rl.interval_ns = 60 * WT_NS_PER_S;
+    /* Scale-factor registers (SunSpec sunssf) are read like the others, and not exported. */
+    size_t nconf = s->t.nregs;
+    for (size_t k = 0; k < nconf; k++) {
+        struct reg *r = &s->t.regs[k];
+        bool have = false;
+        if (r->sf_addr < 0)
+            continue;
+        for (size_t q = nconf; q < s->t.nregs && !have; q++)
+            have = s->t.regs[q].function == r->function && s->t.regs[q].addr == r->sf_addr;
+        if (!have) {
+            struct reg *h = &s->t.regs[s->t.nregs++];
+            memset(h, 0, sizeof *h);
+            snprintf(h->name, sizeof h->name, "scale_register %d", (int)r->sf_addr);
+            h->addr = (uint16_t)r->sf_addr;
+            h->function = r->function;
+            h->type = WT_MB_I16;
+            h->hidden = true;
+            h->sf_addr = -1;
+        }
+    }
     /* Sorted by function and address, so contiguous registers are read in one request. */
     qsort(s->t.regs, s->t.nregs, sizeof *s->t.regs, cmp_reg);
+    for (size_t k = 0; k < s->t.nregs; k++) {
+        struct reg *r = &s->t.regs[k];
+        r->sf_index = -1;
+        for (size_t q = 0; q < s->t.nregs && r->sf_addr >= 0 && r->sf_index < 0; q++)
+            if (s->t.regs[q].hidden && s->t.regs[q].function == r->function &&
+                s->t.regs[q].addr == r->sf_addr)
+                r->sf_index = (long)q;
+    }
     if (wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name,
                   NULL) != 0)
         return wt_err_set(err, "%s: labels too long", s->t.name);
     for (size_t k = 0; k < s->t.nregs; k++) {
         struct reg *r = &s->t.regs[k];
+        if (r->hidden)
+            continue;
         if (make_labels(&s->t, r->point, r->kind, r->name, r->labels, sizeof r->labels) != 0)
             return wt_err_set(err, "%s: labels of register %s too long", s->t.name, r->name);
     }
@@ -560,14 +600,14 @@ static bool is_exception(int e)
     return e >= EMBXILFUN && e <= EMBXGTAR;
 }
 
-static int emit(struct reg *r, const uint16_t *words, int64_t t_ns, struct wt_batch *out)
+static int emit(struct reg *r, double sf_mult, int64_t t_ns, struct wt_batch *out)
 {
     uint64_t raw;
     double v;
-    wt_modbus_decode(words, r->type, r->little, &raw, &v);
+    wt_modbus_decode(r->words, r->type, r->little, &raw, &v);
     if (!isfinite(v))
         return 0; /* a float32 NaN is how many meters say "no value" */
-    double f = r->scale * r->unit->factor;
+    double f = r->scale * r->unit->factor * sf_mult;
     if (!r->mk->counter)
         return wt_batch_add(out, r->mk->metric, r->labels, t_ns, v * f + r->unit->offset);
     /*
@@ -612,6 +652,8 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
         if (rc)
             return rc;
     }
+    for (size_t k = 0; k < t->nregs; k++)
+        t->regs[k].have = false;
     for (size_t i = 0; i < t->nregs;) {
         /* One run: registers of one function, back to back, within MAX_RUN_WORDS. */
         struct reg *r0 = &t->regs[i];
@@ -646,14 +688,31 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
             continue;
         }
         for (size_t k = i; k < j; k++) {
-            int rc = emit(&t->regs[k], words + (t->regs[k].addr - start), t_ns, out);
-            if (rc) {
-                wt_err_set(err, "out of memory");
-                return rc;
-            }
-            ok++;
+            memcpy(t->regs[k].words, words + (t->regs[k].addr - start),
+                   wt_modbus_type_words(t->regs[k].type) * sizeof *words);
+            t->regs[k].have = true;
         }
         i = j;
+    }
+    for (size_t k = 0; k < t->nregs; k++) {
+        struct reg *r = &t->regs[k];
+        double mult = 1;
+        if (!r->have || r->hidden)
+            continue;
+        if (r->sf_index >= 0) {
+            const struct reg *sf = &t->regs[r->sf_index];
+            int16_t e = (int16_t)sf->words[0];
+            /* SunSpec: 0x8000 is "not implemented"; a sane exponent is small. */
+            if (!sf->have || e == INT16_MIN || e < -10 || e > 10)
+                continue;
+            mult = pow(10, e);
+        }
+        int rc = emit(r, mult, t_ns, out);
+        if (rc) {
+            wt_err_set(err, "out of memory");
+            return rc;
+        }
+        ok++;
     }
     if (failed) {
         uint64_t held;

@@ -8,6 +8,10 @@
  * node/rack/zone; counters (energy, water, heat) are followed with struct wt_energy_counter, so
  * a u16/u32 register that wraps or a meter that is reset never makes a negative or a jump.
  *
+ * A register may name a scale_register: a SunSpec "sunssf" (int16 exponent, value x 10^sf) read
+ * in the same request and never exported; 0x8000 there ("not implemented") leaves the reading
+ * out.
+ *
  * A meter that drops the connection or stops answering fails that poll (each request is bounded
  * by the target's timeout); the next poll connects again. A Modbus exception on one block of
  * registers (illegal address...) skips those registers only.

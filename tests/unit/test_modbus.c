@@ -5,6 +5,7 @@
  * reset, a Modbus exception on one block, a meter that drops the connection or hangs; plus the
  * decoder on its own and the config errors (file:line and path).
  */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -401,4 +402,94 @@ WT_TEST(a_meter_that_is_not_there_fails_the_poll)
     wt_batch_free(&b);
     wt_modbus_collector.close(st);
     wt_config_free(&c);
+}
+
+/*
+ * A SunSpec model 203 meter (wye three-phase, integer values with scale-factor registers):
+ * register offsets come from SunSpec's own model file, so the config is written as a site would
+ * write it from the meter's map.
+ */
+static int sunspec_offset(const cJSON *points, const char *name)
+{
+    int off = 0;
+    const cJSON *p;
+    cJSON_ArrayForEach(p, points)
+    {
+        if (strcmp(cJSON_GetObjectItem(p, "name")->valuestring, name) == 0)
+            return off;
+        off += cJSON_GetObjectItem(p, "size")->valueint;
+    }
+    wt_test_fail(__FILE__, __LINE__, "no point %s in model 203", name);
+}
+
+WT_TEST(sunspec_model_203_with_scale_factors)
+{
+    const char *path =
+        wt_test_src_path("../shared/data/other/modbus-sunspec-models/model_203.json");
+    FILE *f = fopen(path, "r");
+    WT_ASSERT(f != NULL);
+    static char buf[1 << 17];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    cJSON *model = cJSON_Parse(buf);
+    const cJSON *points = cJSON_GetObjectItem(cJSON_GetObjectItem(model, "group"), "points");
+    WT_ASSERT(cJSON_IsArray(points));
+    /* Model 203 after "SunS" (2 registers) and the common model 1 (2 + 66) at 40000. */
+    int base = 40000 + 2 + 68;
+    int w = base + sunspec_offset(points, "W"), wsf = base + sunspec_offset(points, "W_SF");
+    int a = base + sunspec_offset(points, "A"), asf = base + sunspec_offset(points, "A_SF");
+    int v = base + sunspec_offset(points, "PhVphA"), vsf = base + sunspec_offset(points, "V_SF");
+    int pf = base + sunspec_offset(points, "PF"), pfsf = base + sunspec_offset(points, "PF_SF");
+    int e = base + sunspec_offset(points, "TotWhImp");
+    int esf = base + sunspec_offset(points, "TotWh_SF");
+    cJSON_Delete(model);
+    char regs[1024], yaml[4096];
+    snprintf(regs, sizeof regs,
+             "holding %d i16 big -4523\nholding %d i16 big -1\n"  /* W: -452.3 W (export) */
+             "holding %d i16 big 1234\nholding %d i16 big -2\n"   /* A: 12.34 A */
+             "holding %d i16 big 2301\nholding %d i16 big -1\n"   /* PhVphA: 230.1 V */
+             "holding %d i16 big 95\nholding %d i16 big 0\n"      /* PF: 95 % */
+             "holding %d u32 big 123456\nholding %d i16 big 1\n", /* TotWhImp: 1234560 Wh */
+             w, wsf, a, asf, v, vsf, pf, pfsf, e, esf);
+    int port = start_peer(regs);
+    snprintf(yaml, sizeof yaml,
+             HEAD
+             "      - name: m1\n        address: 127.0.0.1:%d\n        registers:\n"
+             "          - {name: W, address: %d, type: i16, scale_register: %d, metric: power}\n"
+             "          - {name: A, address: %d, type: i16, scale_register: %d,"
+             " metric: current}\n"
+             "          - {name: PhVphA, address: %d, type: i16, scale_register: %d,"
+             " metric: voltage}\n"
+             "          - {name: PF, address: %d, type: i16, scale_register: %d, unit: '%%',"
+             " metric: power_factor}\n"
+             "          - {name: TotWhImp, address: %d, type: u32, scale_register: %d,"
+             " unit: Wh, metric: energy}\n",
+             port, w, wsf, a, asf, v, vsf, pf, pfsf, e, esf);
+    struct wt_config c;
+    load(&c, yaml);
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_modbus_collector.open_target(&c, 0, &st, &err), 0);
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+#define LS(point)                                                                                  \
+    "source=\"modbus\",target=\"m1\",point=\"" point "\",kind=\"meter\",name=\"" point "\""
+    WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W, LS("W")), -452.3, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_FAC_CURRENT_A, LS("A")), 12.34, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_FAC_VOLTAGE_V, LS("PhVphA")), 230.1, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_FAC_POWER_FACTOR, LS("PF")), 0.95, 1e-12);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, LS("TotWhImp")), 1234560.0 * 3600, 1e-3);
+    WT_EQ_INT(b.len, 6); /* five readings and up: the scale-factor registers are not exported */
+    /* A scale factor of 0x8000 means "not implemented": that reading is absent. */
+    FILE *rf = fopen(regs_path, "a");
+    fprintf(rf, "holding %d raw 0x8000\n", wsf);
+    fclose(rf);
+    poll_ok(st, T0 + WT_NS_PER_S, &b);
+    WT_ASSERT(!find_reading(&b, WT_M_FAC_POWER_W, LS("W")));
+    WT_NEAR(reading_value(&b, WT_M_FAC_CURRENT_A, LS("A")), 12.34, 1e-9);
+    wt_batch_free(&b);
+    wt_modbus_collector.close(st);
+    wt_config_free(&c);
+    stop_peer();
 }
