@@ -1748,7 +1748,7 @@ static void *fetch_thread(void *arg)
                 ss->due = now + ss->backoff;
                 /* Rate-limited: the first failure, then every 10th. */
                 if ((ss->stats.failures - ss->fails_logged) % 10 == 1)
-                    wt_warn("carbon", "%s: %s; retry in %.0f s (failures=%llu)",
+                    wt_warn("carbon", "%s: %s; retry in %.3g s (failures=%llu)",
                             s->url[0] ? s->url : s->file, why, (double)ss->backoff / WT_NS_PER_S,
                             (unsigned long long)(ss->stats.failures - ss->fails_logged));
             }

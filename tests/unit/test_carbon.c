@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "audit/carbon.h"
 #include "audit/jobs.h"
@@ -745,4 +746,42 @@ WT_TEST(config_section_parsed_and_errors_name_file_line_and_path)
         WT_CONTAINS(err.msg, bad[i].msg);
         wt_config_free(&cfg);
     }
+}
+
+/* ---- the fetch thread ---- */
+
+WT_TEST(fetch_failures_back_off_doubling_up_to_the_interval)
+{
+    char path[512];
+    struct wt_store *st = open_store(path, sizeof path);
+    wt_store_close(st);
+    struct wt_carbon_conf cf;
+    wt_carbon_conf_defaults(&cf);
+    snprintf(cf.zone, sizeof cf.zone, "GB");
+    cf.nsrc = 1;
+    struct wt_carbon_source *s = &cf.src[0];
+    s->format = WT_CF_UK_API;
+    /* A refused connection fails at once: only the backoff paces the attempts. */
+    snprintf(s->url, sizeof s->url, "http://127.0.0.1:1/intensity");
+    snprintf(s->zone, sizeof s->zone, "GB");
+    snprintf(s->token_header, sizeof s->token_header, "auth-token");
+    s->interval_ns = 800 * WT_NS_PER_MS;
+    s->timeout_ns = 2 * S;
+    s->retry_ns = 100 * WT_NS_PER_MS;
+    struct wt_carbon *c = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_carbon_open(&cf, path, NULL, &c, &err), 0);
+    struct wt_carbon_fetch_stats fs = {0};
+    /* 100, 200, 400, 800, 800 ms...: five attempts take at least 1.5 s. */
+    for (int i = 0; i < 100 && fs.attempts < 5; i++) {
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        WT_EQ_INT(wt_carbon_fetch_stats(c, 0, &fs), 0);
+    }
+    WT_ASSERT(fs.attempts >= 5);
+    WT_EQ_INT(fs.successes, 0);
+    WT_ASSERT(fs.failures >= 4);
+    WT_EQ_INT(fs.next_retry_ns, 800 * WT_NS_PER_MS); /* capped at the interval */
+    WT_EQ_INT(wt_carbon_fetch_stats(c, 1, &fs), -ENOENT);
+    wt_carbon_close(c);
 }
