@@ -27,11 +27,14 @@
  * is scaled to facility energy by the PUE (measured when the facility layer has it, else
  * carbon.pue_assumed, flagged) and charged at that piece's intensity:
  *     gCO2e = sum_i E_i[kWh] * PUE * I_i[g/kWh]
- * Holes in the series: a hole is charged at the nearest value (the last before it, else the
- * first after it) when that lies within carbon.max_hole (default 6 h); beyond that at
- * carbon.static_gco2_per_kwh when set, else still at the nearest value; each case is counted
- * apart (energy_kwh_by_source) so a figure says how much of it was measured. With no series for
- * the zone at all, the static value is used (flagged "static"), else there is no figure.
+ * Holes in the series (no actual and no forecast): the last value before a hole carries on for
+ * up to carbon.max_hole (default 6 h) after its period ends, and the first value after it
+ * reaches back up to max_hole before its period starts ("filled"); what remains of a longer hole
+ * is charged at carbon.static_gco2_per_kwh when set ("static", assumed), else at the last value
+ * before it (else the first after it, "filled"). The energy charged at each kind of value is
+ * counted apart (energy_kwh_by_source), so a figure says how much of it was measured. With no
+ * series for the zone at all, the static value is used, else there is no figure ("known":
+ * false).
  * Market-based (when renewable supply is loaded for the zone): in each piece the share of the
  * site's facility energy covered by contracted supply (supply kWh prorated over the piece /
  * the site's facility kWh, at most 1) is carbon-free; the rest is charged at the location
