@@ -192,8 +192,8 @@ static void run(const char *name, bool active, int ticks)
     fprintf(stderr,
             "alert_eval: %s: median %.2f us, p99 %.2f us, min %.2f, max %.2f over %d ticks; "
             "%zu readings, %zu firing, %zu pending, %zu transitions\n",
-            name, med, p99, mn, mx, ticks, b.len, counts[WT_ALERT_FIRING],
-            counts[WT_ALERT_PENDING], transitions);
+            name, med, p99, mn, mx, ticks, b.len, counts[WT_ALERT_FIRING], counts[WT_ALERT_PENDING],
+            transitions);
     free(ns);
     wt_batch_free(&b);
     wt_alert_eval_free(e);

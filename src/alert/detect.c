@@ -145,7 +145,7 @@ struct gpu {
 
 struct col {
     char name[32];
-    int64_t base_ns;  /* the smallest interval seen: the configured one (backoff doubles it) */
+    int64_t base_ns; /* the smallest interval seen: the configured one (backoff doubles it) */
     int64_t first_mono;
 };
 
@@ -376,22 +376,19 @@ static void forecast(struct wt_detect *d, struct gpu *g, const struct wt_alerts_
             left = 0;
     }
     double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
-    enum wt_cond c = left < lead          ? WT_COND_TRUE
-                     : left > 1.5 * lead ? WT_COND_FALSE
-                                          : WT_COND_HOLD;
+    enum wt_cond c = left < lead ? WT_COND_TRUE : left > 1.5 * lead ? WT_COND_FALSE : WT_COND_HOLD;
     char s[256];
     if (c != WT_COND_FALSE) {
         if (left <= 0)
             say(s, sizeof s,
-                     "GPU %d (%s) is at its slowdown temperature %.0f °C (%.0f °C, rising "
-                     "%.2f °C/s over the last %.0f s)",
-                     g->index, g->model, v->slow, v->temp, slope, (double)(last - first) / 1e9);
+                "GPU %d (%s) is at its slowdown temperature %.0f °C (%.0f °C, rising "
+                "%.2f °C/s over the last %.0f s)",
+                g->index, g->model, v->slow, v->temp, slope, (double)(last - first) / 1e9);
         else
             say(s, sizeof s,
-                     "GPU %d (%s) reaches its slowdown temperature %.0f °C in %.0f s: %.0f °C "
-                     "now, rising %.2f °C/s over the last %.0f s",
-                     g->index, g->model, v->slow, left, v->temp, slope,
-                     (double)(last - first) / 1e9);
+                "GPU %d (%s) reaches its slowdown temperature %.0f °C in %.0f s: %.0f °C "
+                "now, rising %.2f °C/s over the last %.0f s",
+                g->index, g->model, v->slow, left, v->temp, slope, (double)(last - first) / 1e9);
     }
     report(em, WT_DET_THROTTLE_FORECAST, g->labels, c, WT_SEV_WARNING, 0,
            isfinite(left) ? left : -1, s, g->index);
@@ -409,8 +406,8 @@ static const struct {
      "the power brake is asserted (external power supply limit)"},
 };
 
-static void throttling(struct gpu *g, const struct wt_alerts_config *cfg,
-                       const struct wt_batch *b, const struct emit *em)
+static void throttling(struct gpu *g, const struct wt_alerts_config *cfg, const struct wt_batch *b,
+                       const struct emit *em)
 {
     const struct now *v = &g->v;
     for (int i = 0; i < v->nreason; i++) {
@@ -428,8 +425,8 @@ static void throttling(struct gpu *g, const struct wt_alerts_config *cfg,
                 char temp[48] = "";
                 if (v->have_temp)
                     snprintf(temp, sizeof temp, " at %.0f °C", v->temp);
-                say(s, sizeof s, "GPU %d (%s) throttled by %s%s: %s", g->index, g->model,
-                         reason, temp, throttle_reasons[k].what);
+                say(s, sizeof s, "GPU %d (%s) throttled by %s%s: %s", g->index, g->model, reason,
+                    temp, throttle_reasons[k].what);
             }
             report(em, WT_DET_THROTTLING, r->labels, c, throttle_reasons[k].sev,
                    cfg->throttling.for_ns, r->value, s, g->index);
@@ -461,8 +458,8 @@ static void idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
     if (g->idle_on && fresh && g->last_power_t && v->t_power > g->idle_since) {
         /* The energy drawn while idle: trapezoids over the power samples, never across a gap
          * of more than 3 intervals. */
-        int64_t dt = v->t_power - (g->last_power_t > g->idle_since ? g->last_power_t
-                                                                    : g->idle_since);
+        int64_t dt =
+            v->t_power - (g->last_power_t > g->idle_since ? g->last_power_t : g->idle_since);
         if (dt <= 3 * interval)
             g->idle_j += (g->last_power + v->power) / 2 * (double)dt / WT_NS_PER_S;
     }
@@ -470,13 +467,13 @@ static void idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
     if (c != WT_COND_FALSE) {
         fmt_duration(in->now_ns - g->idle_since, dur, sizeof dur);
         say(s, sizeof s,
-                 "GPU %d (%s) idle (%.0f%% utilization) while drawing %.0f W (%.0f%% of its "
-                 "%.0f W limit) for %s: %.3f kWh so far",
-                 g->index, g->model, 100 * v->util, v->power, 100 * v->power / limit, limit, dur,
-                 g->idle_j / 3.6e6);
+            "GPU %d (%s) idle (%.0f%% utilization) while drawing %.0f W (%.0f%% of its "
+            "%.0f W limit) for %s: %.3f kWh so far",
+            g->index, g->model, 100 * v->util, v->power, 100 * v->power / limit, limit, dur,
+            g->idle_j / 3.6e6);
     }
-    report(em, WT_DET_IDLE_BURN, g->labels, c, WT_SEV_WARNING, cfg->idle_burn.for_ns, v->power,
-           s, g->index);
+    report(em, WT_DET_IDLE_BURN, g->labels, c, WT_SEV_WARNING, cfg->idle_burn.for_ns, v->power, s,
+           g->index);
 }
 
 enum { BAD_POWER, BAD_ENERGY, BAD_TEMP, BAD_UTIL };
@@ -515,9 +512,9 @@ static void impossible(struct gpu *g, const struct wt_alerts_config *cfg,
         }
         if (!g->bad_at[k])
             continue;
-        enum wt_cond c = bad[k]                                                 ? WT_COND_TRUE
+        enum wt_cond c = bad[k]                                                     ? WT_COND_TRUE
                          : in->now_ns - g->bad_at[k] < WT_DETECT_IMPOSSIBLE_HOLD_NS ? WT_COND_HOLD
-                                                                                 : WT_COND_FALSE;
+                                                                                    : WT_COND_FALSE;
         char labels[WT_LABELS_LEN], s[256];
         memcpy(labels, g->labels, sizeof labels);
         if (wt_labels_add(labels, sizeof labels, "reading", kind[k]) != 0)
@@ -526,10 +523,9 @@ static void impossible(struct gpu *g, const struct wt_alerts_config *cfg,
             switch (k) {
             case BAD_POWER:
                 say(s, sizeof s,
-                         "GPU %d (%s) reports %.0f W, over its max power limit %.0f W + %.0f%%: "
-                         "the power sensor cannot be trusted",
-                         g->index, g->model, g->bad_val[k], max,
-                         100 * cfg->impossible.power_margin);
+                    "GPU %d (%s) reports %.0f W, over its max power limit %.0f W + %.0f%%: "
+                    "the power sensor cannot be trusted",
+                    g->index, g->model, g->bad_val[k], max, 100 * cfg->impossible.power_margin);
                 break;
             case BAD_ENERGY:
                 if (g->bad_val[k] < 0)
@@ -545,13 +541,13 @@ static void impossible(struct gpu *g, const struct wt_alerts_config *cfg,
                 break;
             case BAD_TEMP:
                 say(s, sizeof s,
-                         "GPU %d (%s) reports %.0f °C, outside the physical range %.0f..%.0f °C",
-                         g->index, g->model, g->bad_val[k], cfg->impossible.temp_min_c,
-                         cfg->impossible.temp_max_c);
+                    "GPU %d (%s) reports %.0f °C, outside the physical range %.0f..%.0f °C",
+                    g->index, g->model, g->bad_val[k], cfg->impossible.temp_min_c,
+                    cfg->impossible.temp_max_c);
                 break;
             default:
                 say(s, sizeof s, "GPU %d (%s) reports a utilization of %.2f, outside 0..1",
-                         g->index, g->model, g->bad_val[k]);
+                    g->index, g->model, g->bad_val[k]);
             }
         } else {
             g->bad_at[k] = 0;
@@ -584,21 +580,19 @@ static void stuck(struct gpu *g, const struct wt_alerts_config *cfg, const struc
         return;
     /* same counts repeats: N equal readings are N - 1 repeats */
     bool moved = g->util_max - g->util_min >= 0.02;
-    enum wt_cond c = g->same == 0                                       ? WT_COND_FALSE
+    enum wt_cond c = g->same == 0                               ? WT_COND_FALSE
                      : g->same + 1 >= cfg->stuck.ticks && moved ? WT_COND_TRUE
-                                                                        : WT_COND_HOLD;
+                                                                : WT_COND_HOLD;
     char s[256];
     if (c != WT_COND_FALSE)
         say(s, sizeof s,
-                 "GPU %d (%s) power reads %.3f W for %d samples in a row while utilization "
-                 "moved between %.0f%% and %.0f%%: the power sensor looks stuck",
-                 g->index, g->model, v->power, g->same + 1, 100 * g->util_min,
-                 100 * g->util_max);
+            "GPU %d (%s) power reads %.3f W for %d samples in a row while utilization "
+            "moved between %.0f%% and %.0f%%: the power sensor looks stuck",
+            g->index, g->model, v->power, g->same + 1, 100 * g->util_min, 100 * g->util_max);
     report(em, WT_DET_STUCK, g->labels, c, WT_SEV_WARNING, 0, v->power, s, g->index);
 }
 
-static void sibling(struct wt_detect *d, const struct wt_alerts_config *cfg,
-                    const struct emit *em)
+static void sibling(struct wt_detect *d, const struct wt_alerts_config *cfg, const struct emit *em)
 {
     bool done[MAX_GPUS] = {false};
     double temps[MAX_GPUS], powers[MAX_GPUS];
@@ -625,15 +619,15 @@ static void sibling(struct wt_detect *d, const struct wt_alerts_config *cfg,
             struct gpu *g = d->g[members[k]];
             double hot = g->v.temp - mt;
             bool similar = fabs(g->v.power - mp) <= cfg->sibling.power_band * mp;
-            enum wt_cond c = hot < 0.7 * cfg->sibling.delta_c                ? WT_COND_FALSE
+            enum wt_cond c = hot < 0.7 * cfg->sibling.delta_c         ? WT_COND_FALSE
                              : hot >= cfg->sibling.delta_c && similar ? WT_COND_TRUE
                                                                       : WT_COND_HOLD;
             char s[256];
             if (c != WT_COND_FALSE)
                 say(s, sizeof s,
-                         "GPU %d (%s) runs %.0f °C hotter than the median %.0f °C of its %d "
-                         "siblings at similar power (%.0f W, median %.0f W): check its cooling",
-                         g->index, g->model, hot, mt, n, g->v.power, mp);
+                    "GPU %d (%s) runs %.0f °C hotter than the median %.0f °C of its %d "
+                    "siblings at similar power (%.0f W, median %.0f W): check its cooling",
+                    g->index, g->model, hot, mt, n, g->v.power, mp);
             report(em, WT_DET_SIBLING, g->labels, c, WT_SEV_WARNING, cfg->sibling.for_ns, hot, s,
                    g->index);
         }
@@ -683,12 +677,11 @@ static void data_gaps(struct wt_detect *d, const struct wt_alerts_config *cfg,
             cond = WT_COND_TRUE;
         if (cond != WT_COND_FALSE)
             say(s, sizeof s,
-                     "collector %s has not delivered readings for %.1f s (interval %.3g s, %" PRIu64
-                     " failed polls)",
-                     hc->name, (double)silent / WT_NS_PER_S, (double)interval / WT_NS_PER_S,
-                     hc->errors);
-        report(em, WT_DET_DATA_GAP, labels, cond, WT_SEV_WARNING, 0,
-               (double)silent / WT_NS_PER_S, s, -1);
+                "collector %s has not delivered readings for %.1f s (interval %.3g s, %" PRIu64
+                " failed polls)",
+                hc->name, (double)silent / WT_NS_PER_S, (double)interval / WT_NS_PER_S, hc->errors);
+        report(em, WT_DET_DATA_GAP, labels, cond, WT_SEV_WARNING, 0, (double)silent / WT_NS_PER_S,
+               s, -1);
     }
     for (int i = 0; i < d->ng; i++) {
         struct gpu *g = d->g[i];
@@ -709,20 +702,19 @@ static void data_gaps(struct wt_detect *d, const struct wt_alerts_config *cfg,
                                 : WT_COND_FALSE;
         char s[256];
         if (cond != WT_COND_FALSE)
-            say(s, sizeof s, "GPU %d (%s, %s) silent for %.1f s (interval %.3g s)%s",
-                     g->index, g->model, g->uuid, (double)silent / WT_NS_PER_S,
-                     (double)gpu_interval / WT_NS_PER_S,
-                     v->have_up && v->up < 0.5 ? ": the GPU is down (lost or not answering)"
-                     : v->seen                 ? ""
-                                               : ": its series are gone");
+            say(s, sizeof s, "GPU %d (%s, %s) silent for %.1f s (interval %.3g s)%s", g->index,
+                g->model, g->uuid, (double)silent / WT_NS_PER_S, (double)gpu_interval / WT_NS_PER_S,
+                v->have_up && v->up < 0.5 ? ": the GPU is down (lost or not answering)"
+                : v->seen                 ? ""
+                                          : ": its series are gone");
         report(em, WT_DET_DATA_GAP, g->labels, cond, WT_SEV_CRITICAL, 0,
                (double)silent / WT_NS_PER_S, s, g->index);
     }
 }
 
 void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
-                    const struct wt_alert_input *in, int64_t default_interval_ns,
-                    wt_finding_fn fn, void *ctx)
+                    const struct wt_alert_input *in, int64_t default_interval_ns, wt_finding_fn fn,
+                    void *ctx)
 {
     struct emit em = {fn, ctx};
     gather(d, in->snap);

@@ -45,13 +45,13 @@ enum wt_cond { WT_COND_FALSE, WT_COND_HOLD, WT_COND_TRUE };
 /* One detector's verdict on one device in one tick. */
 struct wt_finding {
     enum wt_detector det;
-    const char *labels;    /* the instance's labels (canonical) */
+    const char *labels; /* the instance's labels (canonical) */
     enum wt_cond cond;
     enum wt_severity severity;
     int64_t for_ns;
     double value;
-    const char *summary;   /* set when cond is not FALSE */
-    int gpu;               /* NVML index, -1 for a collector */
+    const char *summary; /* set when cond is not FALSE */
+    int gpu;             /* NVML index, -1 for a collector */
 };
 
 typedef void (*wt_finding_fn)(void *ctx, const struct wt_finding *f);
@@ -71,8 +71,8 @@ void wt_detect_free(struct wt_detect *d);
  * is used for data gaps when the collectors' states do not say.
  */
 void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
-                    const struct wt_alert_input *in, int64_t default_interval_ns,
-                    wt_finding_fn fn, void *ctx);
+                    const struct wt_alert_input *in, int64_t default_interval_ns, wt_finding_fn fn,
+                    void *ctx);
 
 /* ---- pure pieces, for the tests ---- */
 
@@ -87,8 +87,8 @@ const char *wt_detect_label(const char *labels, const char *key, size_t *len);
  * Least-squares line through (x[i], y[i]), i < n: y = intercept + slope * (x - x[0]). Returns 0,
  * or -EINVAL when n < 2 or every x is the same.
  */
-int wt_detect_lsq(const double *x, const double *y, size_t n, double *slope, double *intercept)
-    WT_MUST_USE;
+int wt_detect_lsq(const double *x, const double *y, size_t n, double *slope,
+                  double *intercept) WT_MUST_USE;
 
 /*
  * Seconds until a value now at `now`, rising by slope per second, reaches limit: 0 when it is

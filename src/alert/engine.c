@@ -44,8 +44,8 @@ struct crule {
 struct inst {
     struct wt_alert a;
     uint64_t key;
-    int rule;         /* index into cfg.rules, or -1 */
-    int det;          /* enum wt_detector, or -1 */
+    int rule; /* index into cfg.rules, or -1 */
+    int det;  /* enum wt_detector, or -1 */
     int64_t for_ns;
     int64_t seen_ns;  /* the last tick its series was evaluated */
     double threshold; /* effective, for the summary */
@@ -742,11 +742,11 @@ static void log_transition(const struct wt_alert *a, enum wt_alert_state from)
                          ? "cleared before firing"
                          : wt_alert_state_name(a->state);
     if (a->state == WT_ALERT_FIRING)
-        wt_warn(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to,
-                a->name, wt_severity_name(a->severity), a->labels, v, a->summary);
+        wt_warn(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to, a->name,
+                wt_severity_name(a->severity), a->labels, v, a->summary);
     else
-        wt_info(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to,
-                a->name, wt_severity_name(a->severity), a->labels, v, a->summary);
+        wt_info(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to, a->name,
+                wt_severity_name(a->severity), a->labels, v, a->summary);
 }
 
 static void on_transition(void *ctx, const struct wt_alert *a, enum wt_alert_state from)
@@ -926,8 +926,7 @@ static int family_cap_actions(void *ctx, struct wt_expo_family *fam)
 
 static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
 {
-    return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out,
-                                  err);
+    return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out, err);
 }
 
 static void log_config(const struct wt_alerts_config *c)
@@ -1040,11 +1039,10 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
     pthread_mutex_lock(&x->mu);
     struct wt_alerts_config *old = x->cfg;
     /* Delivery and capping follow their settings: reopened when those changed. */
-    bool notify_changed = memcmp(&old->alertmanager, &next->alertmanager,
-                                 sizeof old->alertmanager) != 0 ||
-                          memcmp(&old->webhook, &next->webhook, sizeof old->webhook) != 0 ||
-                          memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 ||
-                          old->enabled != next->enabled;
+    bool notify_changed =
+        memcmp(&old->alertmanager, &next->alertmanager, sizeof old->alertmanager) != 0 ||
+        memcmp(&old->webhook, &next->webhook, sizeof old->webhook) != 0 ||
+        memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 || old->enabled != next->enabled;
     bool cap_changed = old->power_budget_watts != next->power_budget_watts ||
                        old->budget_clear_share != next->budget_clear_share ||
                        old->dry_run != next->dry_run || old->enabled != next->enabled ||

@@ -48,8 +48,8 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels);
 
 /* What one evaluation sees. */
 struct wt_alert_input {
-    const struct wt_batch *snap;          /* the hub's latest readings */
-    const struct wt_hub_collector *cols;  /* the collectors' states (data gaps); may be NULL */
+    const struct wt_batch *snap;         /* the hub's latest readings */
+    const struct wt_hub_collector *cols; /* the collectors' states (data gaps); may be NULL */
     size_t ncols;
     int64_t now_ns;   /* CLOCK_REALTIME, the time base of readings */
     int64_t now_mono; /* CLOCK_MONOTONIC, the time base of the collectors' states */
@@ -121,8 +121,8 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
  * Re-reads the rules and detectors from cfg (SIGHUP). Delivery and capping are reopened with the
  * new settings. Returns 0, or -EINVAL with err filled (the running rules stay).
  */
-int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg, struct wt_err *err)
-    WT_MUST_USE;
+int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg,
+                     struct wt_err *err) WT_MUST_USE;
 
 /* Stops the thread, closes capping (restoring limits) and delivery. Accepts NULL. */
 void wt_alerts_close(struct wt_alerts *a);

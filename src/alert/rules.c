@@ -185,15 +185,14 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels)
 
 /* ---- parsing ---- */
 
-static const char *const top_keys[] = {"enabled",      "rules",
-                                       "detectors",    "alertmanager",
-                                       "webhook",      "exec",
-                                       "power_budget_watts", "budget_clear_share",
-                                       "dry_run",      NULL};
-static const char *const rule_keys[] = {
-    "name",        "metric",   "match",    "op",     "threshold", "relative_to", "for",
-    "clear_below", "clear_above", "severity", "summary", "labels",  "action",      "cap_watts",
-    "cap_share",   NULL};
+static const char *const top_keys[] = {
+    "enabled", "rules", "detectors",          "alertmanager",
+    "webhook", "exec",  "power_budget_watts", "budget_clear_share",
+    "dry_run", NULL};
+static const char *const rule_keys[] = {"name",        "metric",      "match",     "op",
+                                        "threshold",   "relative_to", "for",       "clear_below",
+                                        "clear_above", "severity",    "summary",   "labels",
+                                        "action",      "cap_watts",   "cap_share", NULL};
 static const char *const ops[] = {">", ">=", "<", "<=", "==", "!=", NULL};
 static const char *const severities[] = {"info", "warning", "critical", NULL};
 static const char *const actions[] = {"none", "cap", NULL};
@@ -231,8 +230,8 @@ static int metric(const struct wt_yget *g, const struct wt_ynode *map, const cha
     const char *best = NULL;
     size_t best_d = SIZE_MAX;
     for (int i = 0; i < WT_M_COUNT; i++) {
-        size_t d = wt_edit_distance(name, strlen(name), wt_metrics[i].name,
-                                    strlen(wt_metrics[i].name));
+        size_t d =
+            wt_edit_distance(name, strlen(name), wt_metrics[i].name, strlen(wt_metrics[i].name));
         if (d < best_d) {
             best_d = d;
             best = wt_metrics[i].name;
@@ -240,8 +239,8 @@ static int metric(const struct wt_yget *g, const struct wt_ynode *map, const cha
     }
     wt_y_path(p, sizeof p, path, key);
     if (best && best_d <= 4)
-        return wt_y_fail(g, wt_y_get(map, key), p, "unknown metric \"%s\"; did you mean %s?",
-                         name, best);
+        return wt_y_fail(g, wt_y_get(map, key), p, "unknown metric \"%s\"; did you mean %s?", name,
+                         best);
     return wt_y_fail(g, wt_y_get(map, key), p,
                      "unknown metric \"%s\" (expected a wattage_* metric that wattage exports, "
                      "such as wattage_gpu_temperature_celsius)",
@@ -291,8 +290,9 @@ static int parse_rule(const struct wt_yget *g, const struct wt_ynode *n, const c
     r->relative_to = -1;
     r->severity = WT_SEV_WARNING;
     if (n->kind != WT_YNODE_MAP)
-        return wt_y_fail(g, n, path, "expected a rule (a mapping with name, metric, op, "
-                                     "threshold...), not %s",
+        return wt_y_fail(g, n, path,
+                         "expected a rule (a mapping with name, metric, op, "
+                         "threshold...), not %s",
                          wt_ynode_kind_name(n->kind));
     if ((rc = wt_y_keys(g, n, path, rule_keys)) ||
         (rc = wt_y_string(g, n, path, "name", true, r->name, sizeof r->name)) ||
@@ -305,8 +305,8 @@ static int parse_rule(const struct wt_yget *g, const struct wt_ynode *n, const c
                              "expected letters, digits, _ - . : (got \"%s\")", r->name);
     v = WT_CMP_GT;
     if (!wt_y_get(n, "op"))
-        return wt_err_set(g->err, "%s:%d: %s: required (one of > >= < <= == !=)", g->file,
-                          n->line, wt_y_path(p, sizeof p, path, "op"));
+        return wt_err_set(g->err, "%s:%d: %s: required (one of > >= < <= == !=)", g->file, n->line,
+                          wt_y_path(p, sizeof p, path, "op"));
     if ((rc = wt_y_enum(g, n, path, "op", ops, &v)))
         return rc;
     r->cmp = (enum wt_cmp)v;
@@ -370,16 +370,16 @@ static int parse_rule(const struct wt_yget *g, const struct wt_ynode *n, const c
             return wt_y_fail(g, x, p, "action cap needs one of cap_watts or cap_share");
     } else if (r->cap_watts > 0 || r->cap_share > 0) {
         const char *k = r->cap_watts > 0 ? "cap_watts" : "cap_share";
-        return wt_y_fail(g, wt_y_get(n, k), wt_y_path(p, sizeof p, path, k),
-                         "%s needs action: cap", k);
+        return wt_y_fail(g, wt_y_get(n, k), wt_y_path(p, sizeof p, path, k), "%s needs action: cap",
+                         k);
     }
     return 0;
 }
 
 /* detectors.NAME: a mapping of its knobs, or just true/false. */
 static int detector(const struct wt_yget *g, const struct wt_ynode *dets, const char *name,
-                    const char *const *keys, bool *enabled, const struct wt_ynode **out,
-                    char *path, size_t pn)
+                    const char *const *keys, bool *enabled, const struct wt_ynode **out, char *path,
+                    size_t pn)
 {
     const struct wt_ynode *d = wt_y_get(dets, name);
     int rc;
@@ -470,8 +470,7 @@ static int url(const struct wt_yget *g, const struct wt_ynode *map, const char *
 int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
                            struct wt_alerts_config *out, struct wt_err *err)
 {
-    static const char *const k_am[] = {"url", "resend_interval", "timeout", "generator_url",
-                                       NULL};
+    static const char *const k_am[] = {"url", "resend_interval", "timeout", "generator_url", NULL};
     static const char *const k_wh[] = {"url", "timeout", NULL};
     static const char *const k_ex[] = {"command", "timeout", NULL};
     struct wt_yget g = {.file = file ? file : "(config)", .err = err};
@@ -489,8 +488,8 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
         goto fail;
     if (x && x->kind == WT_YNODE_SEQ) {
         if (x->n > WT_ALERT_MAX_RULES) {
-            rc = wt_y_fail(&g, x->child[WT_ALERT_MAX_RULES], "alerts.rules",
-                           "at most %d rules", WT_ALERT_MAX_RULES);
+            rc = wt_y_fail(&g, x->child[WT_ALERT_MAX_RULES], "alerts.rules", "at most %d rules",
+                           WT_ALERT_MAX_RULES);
             goto fail;
         }
         for (size_t i = 0; i < x->n; i++) {
@@ -513,8 +512,7 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
         (rc = wt_y_duration(&g, x, "alerts.alertmanager", "timeout", false,
                             &out->alertmanager.timeout_ns)) ||
         (rc = wt_y_string(&g, x, "alerts.alertmanager", "generator_url", false,
-                          out->alertmanager.generator_url,
-                          sizeof out->alertmanager.generator_url)))
+                          out->alertmanager.generator_url, sizeof out->alertmanager.generator_url)))
         goto fail;
     x = wt_y_get(node, "webhook");
     if ((rc = wt_y_keys(&g, x, "alerts.webhook", k_wh)) ||

@@ -16,7 +16,7 @@
 #include "runner.h"
 
 #define T0 (1764439200LL * WT_NS_PER_S)
-#define S(x) ((int64_t)((x) * WT_NS_PER_S))
+#define S(x) ((int64_t)((x)*WT_NS_PER_S))
 
 /* ---- recording transitions ---- */
 
@@ -93,8 +93,8 @@ struct gv {
     bool no_util;
 };
 
-static const struct gv base = {.power = 300, .temp = 50, .util = 0.5, .slow = 87, .limit = 700,
-                                .max = 700, .energy = 1000};
+static const struct gv base = {
+    .power = 300, .temp = 50, .util = 0.5, .slow = 87, .limit = 700, .max = 700, .energy = 1000};
 
 static void labels_of(int i, const char *model, char *l, size_t n)
 {
@@ -163,17 +163,18 @@ static void tick_temp(struct wt_alert_eval *e, struct wt_batch *b, int ngpus, in
     tick(e, b, t);
 }
 
-static const char hot_rule[] = "alerts:\n"
-                               "  rules:\n"
-                               "    - name: GPUHot\n"
-                               "      metric: wattage_gpu_temperature_celsius\n"
-                               "      op: '>'\n"
-                               "      threshold: 80\n"
-                               "      clear_below: 75\n"
-                               "      for: 3s\n"
-                               "      severity: critical\n"
-                               "      summary: 'GPU {{labels.gpu}} at {{value}} C > {{threshold}}'\n"
-                               "      labels: {team: ml}\n";
+static const char hot_rule[] =
+    "alerts:\n"
+    "  rules:\n"
+    "    - name: GPUHot\n"
+    "      metric: wattage_gpu_temperature_celsius\n"
+    "      op: '>'\n"
+    "      threshold: 80\n"
+    "      clear_below: 75\n"
+    "      for: 3s\n"
+    "      severity: critical\n"
+    "      summary: 'GPU {{labels.gpu}} at {{value}} C > {{threshold}}'\n"
+    "      labels: {team: ml}\n";
 
 static struct wt_alert_eval *new_eval(void)
 {

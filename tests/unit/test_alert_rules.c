@@ -152,16 +152,18 @@ static const char head[] = "alerts:\n"
 WT_TEST(unknown_metric_names_file_line_and_nearest)
 {
     char y[512];
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_temprature_celsius\n      op: '>'\n"
-                          "      threshold: 80\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_temprature_celsius\n      op: '>'\n"
+             "      threshold: 80\n",
+             head);
     EXPECT_ERR(y, "a.yaml:4: alerts.rules[0].metric: unknown metric "
                   "\"wattage_gpu_temprature_celsius\"; did you mean "
                   "wattage_gpu_temperature_celsius?");
-    snprintf(y, sizeof y, "%s      metric: node_load1\n      op: '>'\n      threshold: 80\n",
-             head);
+    snprintf(y, sizeof y, "%s      metric: node_load1\n      op: '>'\n      threshold: 80\n", head);
     EXPECT_ERR(y, "a.yaml:4: alerts.rules[0].metric: unknown metric \"node_load1\"");
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_power_watts\n      op: '>'\n"
-                          "      threshold: 0.9\n      relative_to: wattage_gpu_power_limit\n",
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_power_watts\n      op: '>'\n"
+             "      threshold: 0.9\n      relative_to: wattage_gpu_power_limit\n",
              head);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].relative_to: unknown metric");
 }
@@ -185,8 +187,9 @@ WT_TEST(bad_values_name_file_line)
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].severity: expected one of info, warning, critical");
     snprintf(y, sizeof y, "%s%s      op: '>'\n      threshold: 80\n      treshold: 81\n", head, m);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].treshold: unknown key; did you mean 'threshold'?");
-    snprintf(y, sizeof y, "alerts:\n  rules:\n    - name: A\n%s      op: '>'\n      threshold: 1\n"
-                          "    - name: B b\n%s      op: '>'\n      threshold: 1\n",
+    snprintf(y, sizeof y,
+             "alerts:\n  rules:\n    - name: A\n%s      op: '>'\n      threshold: 1\n"
+             "    - name: B b\n%s      op: '>'\n      threshold: 1\n",
              m, m);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[1].name: expected letters");
     EXPECT_ERR("alerts:\n  rules: {name: x}\n", "a.yaml:2: alerts.rules: expected a list");
@@ -221,22 +224,32 @@ WT_TEST(hysteresis_must_point_the_right_way)
 WT_TEST(cap_needs_a_gpu_metric_and_one_target)
 {
     char y[512];
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
-                          "      threshold: 80\n      action: cap\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
+             "      threshold: 80\n      action: cap\n",
+             head);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].action: action cap needs one of cap_watts or "
                   "cap_share");
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
-                          "      threshold: 80\n      action: cap\n      cap_watts: 400\n"
-                          "      cap_share: 0.5\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
+             "      threshold: 80\n      action: cap\n      cap_watts: 400\n"
+             "      cap_share: 0.5\n",
+             head);
     EXPECT_ERR(y, "action cap needs one of cap_watts or cap_share");
-    snprintf(y, sizeof y, "%s      metric: wattage_cpu_power_watts\n      op: '>'\n"
-                          "      threshold: 80\n      action: cap\n      cap_watts: 400\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_cpu_power_watts\n      op: '>'\n"
+             "      threshold: 80\n      action: cap\n      cap_watts: 400\n",
+             head);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].action: action cap needs a per-GPU metric");
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
-                          "      threshold: 80\n      cap_watts: 400\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
+             "      threshold: 80\n      cap_watts: 400\n",
+             head);
     EXPECT_ERR(y, "a.yaml:7: alerts.rules[0].cap_watts: cap_watts needs action: cap");
-    snprintf(y, sizeof y, "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
-                          "      threshold: 80\n      action: cap\n      cap_share: 1.5\n", head);
+    snprintf(y, sizeof y,
+             "%s      metric: wattage_gpu_temperature_celsius\n      op: '>'\n"
+             "      threshold: 80\n      action: cap\n      cap_share: 1.5\n",
+             head);
     EXPECT_ERR(y, "a.yaml:8: alerts.rules[0].cap_share: expected a number from 0.01 to 1");
 }
 
