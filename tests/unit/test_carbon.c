@@ -785,3 +785,64 @@ WT_TEST(fetch_failures_back_off_doubling_up_to_the_interval)
     WT_EQ_INT(wt_carbon_fetch_stats(c, 1, &fs), -ENOENT);
     wt_carbon_close(c);
 }
+
+/* Counter readings every 10 s over [t0, t0 + 1 h] at watts W. */
+static void meter(struct wt_store *st, int metric, const char *labels, int64_t t0, double w)
+{
+    struct wt_reading r[361];
+    for (int i = 0; i <= 360; i++) {
+        r[i] = (struct wt_reading){.t_ns = t0 + i * 10 * S, .value = w * 10 * i, .metric = metric};
+        snprintf(r[i].labels, sizeof r[i].labels, "%s", labels);
+    }
+    WT_EQ_INT(wt_store_write(st, "", r, 361), 0);
+}
+
+WT_TEST(job_emissions_use_the_measured_pue_of_the_facility_layer)
+{
+    char path[512], lab[WT_LABELS_LEN];
+    struct wt_store *st = open_store(path, sizeof path);
+    struct wt_err err = {{0}};
+    int64_t t0 = t_of("2023-03-14T10:00:00Z");
+    WT_EQ_INT(wt_store_begin_run(st, "", t0 - MIN, 10 * S, "test"), 0);
+    /* The site: 1.5 kW at the facility meter, 1 kW at the UPS output (PUE 1.5); GPU 0 600 W. */
+    WT_EQ_INT(wt_labels(lab, sizeof lab, "source", "modbus", "target", "main", "point", "total",
+                        "kind", "meter", NULL),
+              0);
+    meter(st, WT_M_FAC_ENERGY_J, lab, t0, 1500);
+    WT_EQ_INT(wt_labels(lab, sizeof lab, "source", "snmp", "target", "ups", "point", "out", "kind",
+                        "ups_output", NULL),
+              0);
+    meter(st, WT_M_FAC_ENERGY_J, lab, t0, 1000);
+    WT_EQ_INT(wt_labels(lab, sizeof lab, "gpu", "0", "uuid", "GPU-aaaa-1", NULL), 0);
+    meter(st, WT_M_GPU_ENERGY_J, lab, t0, 600);
+    struct wt_carbon_point p[] = {pt(t0, t0 + 30 * MIN, 100, WT_CK_ACTUAL),
+                                  pt(t0 + 30 * MIN, t0 + HOUR, 300, WT_CK_ACTUAL)};
+    snprintf(p[0].zone, sizeof p[0].zone, "GB");
+    snprintf(p[1].zone, sizeof p[1].zone, "GB");
+    store_points(st, p, 2, WT_CS_INTENSITY);
+    wt_store_close(st);
+
+    static const char yaml[] = "topology:\n"
+                               "  meters:\n"
+                               "    - {target: main, point: total, role: facility_total}\n"
+                               "    - {target: ups, point: out, role: it_total}\n"
+                               "carbon:\n"
+                               "  zone: GB\n";
+    struct wt_config cfg;
+    struct wt_carbon_conf cf;
+    WT_EQ_INT(load_cfg(yaml, &cfg, &err), 0);
+    WT_EQ_INT(wt_carbon_conf_from(&cfg, &cf, &err), 0);
+    struct wt_jobs *j = NULL;
+    WT_EQ_INT(wt_jobs_open(path, NULL, &j, &err), 0);
+    WT_EQ_INT(wt_jobs_set_carbon(j, &cf), 0);
+    cJSON_Delete(job_req(j, "POST", "/api/v1/jobs", "{\"name\": \"m\", \"gpus\": [0]}", t0));
+    cJSON_Delete(job_req(j, "POST", "/api/v1/jobs/m/end", NULL, t0 + HOUR));
+    cJSON *v = job_req(j, "GET", "/api/v1/jobs/m", NULL, t0 + HOUR);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(v, "carbon");
+    WT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "pue_source")), "measured");
+    WT_NEAR(jnum(c, "pue", NULL), 1.5, 1e-9);
+    WT_NEAR(jnum(c, "gco2e", NULL), 0.3 * 1.5 * 100 + 0.3 * 1.5 * 300, 1e-6);
+    cJSON_Delete(v);
+    wt_jobs_close(j);
+    wt_config_free(&cfg);
+}
