@@ -1114,15 +1114,25 @@ static int request(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp, stru
 {
     *resp = NULL;
     int st = snmp_sess_synch_response(s->sess, pdu, resp);
+    int liberr = 0, syserr = 0;
+    char *msg = NULL;
+    if (st == STAT_ERROR) {
+        snmp_sess_error(s->sess, &liberr, &syserr, &msg);
+        /*
+         * SNMPv3's engine ID discovery runs inside: its timeout is a timeout too, though it
+         * comes back as an error whose number is lost (only the text says so).
+         */
+        if (liberr == SNMPERR_TIMEOUT ||
+            (msg && strcmp(msg, snmp_api_errstring(SNMPERR_TIMEOUT)) == 0))
+            st = STAT_TIMEOUT;
+    }
     if (st == STAT_TIMEOUT) {
+        free(msg);
         wt_err_set(err, "target %s: no answer from %s:%d (timeout %.3g s, %d tries)", s->t.name,
                    s->t.host, s->t.port, (double)s->t.timeout_ns / WT_NS_PER_S, s->t.retries + 1);
         return -ETIMEDOUT;
     }
     if (st != STAT_SUCCESS || !*resp) {
-        int liberr = 0, syserr = 0;
-        char *msg = NULL;
-        snmp_sess_error(s->sess, &liberr, &syserr, &msg);
         wt_err_set(err, "target %s: request failed: %s", s->t.name, msg ? msg : "unknown");
         free(msg);
         if (*resp)
@@ -1312,6 +1322,8 @@ static int identify(struct wt_snmp *s, struct wt_err *err)
     int rc = get_text(s, SYSOID, s->sysoid, sizeof s->sysoid, err);
     if (rc)
         return rc;
+    if (s->sysoid[0] == '.') /* sent as a string with its leading dot (HPE) */
+        memmove(s->sysoid, s->sysoid + 1, strlen(s->sysoid));
     if (!s->prof) {
         const struct wt_snmp_profile *p = wt_snmp_profile_match(s->sysoid);
         if (!p) {
