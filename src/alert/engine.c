@@ -204,7 +204,9 @@ static void render(const struct wt_alert_eval *e, const struct inst *it, struct 
 
 static void emit(struct wt_alert_eval *e, struct inst *it, enum wt_alert_state from)
 {
-    render(e, it, &it->a);
+    /* A resolved alert keeps the summary it fired with (as Prometheus keeps its annotations). */
+    if (it->a.state != WT_ALERT_RESOLVED)
+        render(e, it, &it->a);
     if (e->fn)
         e->fn(e->ctx, &it->a, from);
 }

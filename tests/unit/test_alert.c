@@ -757,3 +757,86 @@ WT_TEST(the_default_detectors_stay_quiet_on_a_healthy_node)
     wt_batch_free(&b);
     wt_alert_eval_free(e);
 }
+
+WT_TEST(labels_found_as_written_and_matchers_on_escaped_values)
+{
+    char l[WT_LABELS_LEN];
+    size_t n;
+    WT_EQ_INT(
+        wt_labels(l, sizeof l, "gpu", "1", "name", "a \"quoted\", odd=\"x\"", "uuid", "U-1", NULL),
+        0);
+    const char *v = wt_detect_label(l, "uuid", &n);
+    WT_ASSERT(v && n == 3 && memcmp(v, "U-1", 3) == 0);
+    v = wt_detect_label(l, "name", &n);
+    WT_ASSERT(v && n == strlen("a \\\"quoted\\\", odd=\\\"x\\\""));
+    /* "odd" only appears inside a value: not a key */
+    WT_ASSERT(!wt_detect_label(l, "odd", &n));
+    WT_ASSERT(!wt_detect_label(l, "pu", &n));
+    WT_ASSERT(!wt_detect_label("", "gpu", &n));
+    /* A rule matching that escaped value, and not a prefix of it. */
+    load("alerts:\n  rules:\n    - name: Named\n      metric: wattage_gpu_power_watts\n"
+         "      match: {name: 'a \"quoted\", odd=\"x\"'}\n      op: '>'\n      threshold: 0\n"
+         "    - name: Prefix\n      metric: wattage_gpu_power_watts\n"
+         "      match: {name: 'a \"quoted\"'}\n      op: '>'\n      threshold: 0\n",
+         true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    put(&b, WT_M_GPU_POWER_W, l, T0, 100);
+    tick(e, &b, T0);
+    WT_EQ_INT(count("Named", WT_ALERT_FIRING, NULL), 1);
+    WT_EQ_INT(count("Prefix", WT_ALERT_FIRING, NULL), 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(a_gpu_that_never_answered_fires_the_data_gap)
+{
+    load("alerts:\n  detectors:\n    data_gap: {intervals: 3}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s <= 4; s++) {
+        wt_batch_clear(&b);
+        struct gv v = base;
+        add_gpu(&b, 0, "NVIDIA H200", T0 + S(s), &v);
+        /* GPU 1: only up=0, with the index alone (its uuid was never read) */
+        put(&b, WT_M_GPU_UP, "gpu=\"1\",uuid=\"\",model=\"\"", T0 + S(s), 0);
+        tick(e, &b, T0 + S(s));
+        if (s == 3)
+            WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, NULL), 0);
+    }
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, "gpu=\"1\""), 1);
+    WT_EQ_INT(count("WattageDataGap", WT_ALERT_FIRING, NULL), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(the_json_lists_resolved_alerts_newest_first)
+{
+    load(hot_rule, true);
+    cfg.rules[0].for_ns = 0;
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    tick_temp(e, &b, 2, T0, 90);
+    tick_temp(e, &b, 2, T0 + S(1), 70);
+    tick_temp(e, &b, 2, T0 + S(2), 91);
+    tick_temp(e, &b, 2, T0 + S(3), 70);
+    tick_temp(e, &b, 2, T0 + S(4), 92);
+    struct wt_alert l[8];
+    size_t n = wt_alert_eval_list(e, l, 8);
+    WT_EQ_INT(n, 3);
+    WT_EQ_INT(l[0].state, WT_ALERT_FIRING);
+    WT_EQ_INT(l[1].state, WT_ALERT_RESOLVED);
+    WT_EQ_INT(l[1].resolved_at_ns, T0 + S(3));
+    WT_EQ_INT(l[2].resolved_at_ns, T0 + S(1));
+    WT_EQ_STR(l[0].summary, "GPU 0 at 92 C > 80");
+    WT_EQ_STR(l[1].summary, "GPU 0 at 91 C > 80"); /* the summary it fired with */
+    WT_NEAR(l[1].value, 70, 0);                    /* the value it resolved at */
+    char *j = wt_alert_json(l, n);
+    WT_ASSERT(j);
+    WT_CONTAINS(j, "\"state\":\"resolved\"");
+    WT_CONTAINS(j, "\"resolved_at\":\"2025-11-29T18:00:03.000Z\"");
+    WT_CONTAINS(j, "\"firing\":1");
+    free(j);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
