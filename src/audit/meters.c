@@ -107,7 +107,7 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
     ms->st = st;
     ms->t = t;
     if (wt_runs_load(st, &ms->runs) != 0) {
-        rc = wt_err_set(err, "store: cannot read the runs table");
+        wt_err_set(err, "store: cannot read the runs table");
         rc = -EIO;
         goto out;
     }
