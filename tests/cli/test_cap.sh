@@ -121,7 +121,7 @@ check "the budget action is logged" grep -q 'over the budget of 4000.0 W: cappin
 bacts=$(metric wattage_power_cap_actions_total 'action="budget_cap"')
 check "wattage_power_cap_actions_total{action=\"budget_cap\"} is 8 (got '$bacts')" test "$bacts" = 8
 stop
-check "SIGTERM lifts the budget caps" bash -c "tail -8 '$TMP/budget.limits' | awk '\$2 != 700 { bad = 1 } END { exit bad }'"
+check "SIGTERM lifts the budget caps" bash -c "tail -8 '$TMP/budget.limits' | awk '\$2 != 700 { bad = 1 } END { exit bad || NR != 8 }'"
 
 # ---- dry run ----------------------------------------------------------------------------------
 cp "$TMP/budget.yaml" "$TMP/dry.yaml"
