@@ -715,10 +715,14 @@ out:
 /* ---- the daemon's engine ---- */
 
 struct wt_alerts {
-    pthread_mutex_t mu; /* guards everything below but the thread's handle */
+    /* The wake-up: the hub's sink only ever takes wake_mu, never waits for an evaluation. */
+    pthread_mutex_t wake_mu;
     pthread_cond_t cv;
+    bool stop, dirty;
+    int64_t wake_ns; /* the longest wait between two evaluations: the daemon's interval */
     pthread_t thread;
-    bool started, stop, dirty;
+    bool started;
+    pthread_mutex_t mu; /* guards everything below */
     struct wt_hub *hub;
     struct wt_alerts_config *cfg;
     const struct wt_config *wcfg; /* for reopening capping; valid while run.c's lives */
@@ -805,25 +809,25 @@ static void *run(void *arg)
 {
     struct wt_alerts *x = arg;
     pthread_setname_np(pthread_self(), "wt-alerts");
-    pthread_mutex_lock(&x->mu);
+    pthread_mutex_lock(&x->wake_mu);
     while (!x->stop) {
         if (!x->dirty) {
             /* Data gaps show as the absence of batches: look at least once per interval. */
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t t = (int64_t)ts.tv_sec * WT_NS_PER_S + ts.tv_nsec + x->interval_ns;
+            int64_t t = (int64_t)ts.tv_sec * WT_NS_PER_S + ts.tv_nsec + x->wake_ns;
             ts.tv_sec = t / WT_NS_PER_S;
             ts.tv_nsec = t % WT_NS_PER_S;
-            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+            pthread_cond_timedwait(&x->cv, &x->wake_mu, &ts);
         }
         if (x->stop)
             break;
         x->dirty = false;
-        pthread_mutex_unlock(&x->mu);
+        pthread_mutex_unlock(&x->wake_mu);
         evaluate(x);
-        pthread_mutex_lock(&x->mu);
+        pthread_mutex_lock(&x->wake_mu);
     }
-    pthread_mutex_unlock(&x->mu);
+    pthread_mutex_unlock(&x->wake_mu);
     return NULL;
 }
 
@@ -832,10 +836,10 @@ static void sink(void *ctx, const char *collector, const struct wt_batch *b)
     struct wt_alerts *x = ctx;
     (void)collector;
     (void)b;
-    pthread_mutex_lock(&x->mu);
+    pthread_mutex_lock(&x->wake_mu);
     x->dirty = true;
     pthread_cond_signal(&x->cv);
-    pthread_mutex_unlock(&x->mu);
+    pthread_mutex_unlock(&x->wake_mu);
 }
 
 static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
@@ -951,10 +955,10 @@ void wt_alerts_close(struct wt_alerts *x)
     if (!x)
         return;
     if (x->started) {
-        pthread_mutex_lock(&x->mu);
+        pthread_mutex_lock(&x->wake_mu);
         x->stop = true;
         pthread_cond_signal(&x->cv);
-        pthread_mutex_unlock(&x->mu);
+        pthread_mutex_unlock(&x->wake_mu);
         pthread_join(x->thread, NULL);
     }
     wt_cap_close(x->cap); /* restores every limit it changed */
@@ -965,6 +969,7 @@ void wt_alerts_close(struct wt_alerts *x)
     free(x->pend);
     free(x->list);
     pthread_cond_destroy(&x->cv);
+    pthread_mutex_destroy(&x->wake_mu);
     pthread_mutex_destroy(&x->mu);
     free(x);
 }
@@ -978,10 +983,12 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
     if (!x)
         return wt_err_set(err, "alerts: out of memory"), -ENOMEM;
     pthread_mutex_init(&x->mu, NULL);
+    pthread_mutex_init(&x->wake_mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     x->hub = hub;
     x->wcfg = cfg;
     x->interval_ns = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
+    x->wake_ns = x->interval_ns;
     if (!(x->cfg = malloc(sizeof *x->cfg))) {
         wt_err_set(err, "alerts: out of memory");
         goto fail;
@@ -1081,6 +1088,9 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
     }
     x->wcfg = cfg;
     pthread_mutex_unlock(&x->mu);
+    pthread_mutex_lock(&x->wake_mu);
+    x->wake_ns = interval;
+    pthread_mutex_unlock(&x->wake_mu);
     free(old);
     log_config(next);
     return 0;
