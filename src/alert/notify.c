@@ -20,6 +20,7 @@
 #include "alert/notify.h"
 
 #include <cjson/cJSON.h>
+#include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -143,7 +144,13 @@ static bool add_labels(cJSON *obj, const char *labels)
     size_t pos = 0;
     bool node = false;
     while (wt_labels_next(labels, &pos, key, sizeof key, val, sizeof val) == 1) {
-        if (strcmp(key, "alertname") == 0 || strcmp(key, "severity") == 0)
+        /* Alertmanager refuses label names outside [a-zA-Z_][a-zA-Z0-9_]* and drops empty
+         * values: make every name valid, leave empty values out. */
+        for (char *k = key; *k; k++)
+            if (!(isalpha((unsigned char)*k) || *k == '_' ||
+                  (k > key && isdigit((unsigned char)*k))))
+                *k = '_';
+        if (!val[0] || strcmp(key, "alertname") == 0 || strcmp(key, "severity") == 0)
             continue; /* ours win */
         if (cJSON_GetObjectItemCaseSensitive(obj, key))
             continue;

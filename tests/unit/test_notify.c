@@ -81,6 +81,8 @@ WT_TEST(am_json_has_labels_annotations_and_times)
     struct wt_alert a[3] = {mk("GPUHot", 0, WT_ALERT_FIRING), mk("GPUHot", 1, WT_ALERT_RESOLVED),
                             mk("GPUHot", 2, WT_ALERT_FIRING)};
     WT_ASSERT(wt_labels_add(a[2].labels, sizeof a[2].labels, "node", "other") == 0);
+    WT_ASSERT(wt_labels_add(a[2].labels, sizeof a[2].labels, "pci-bus", "00:1") == 0);
+    WT_ASSERT(wt_labels_add(a[2].labels, sizeof a[2].labels, "empty", "") == 0);
     int64_t now = 1764439200LL * WT_NS_PER_S;
     a[1].resolved_at_ns = now - 3 * WT_NS_PER_S;
     char *s = wt_notify_am_json(a, 3, now, 240 * WT_NS_PER_S, "n1", "");
@@ -103,6 +105,9 @@ WT_TEST(am_json_has_labels_annotations_and_times)
     WT_ASSERT(!cJSON_GetObjectItemCaseSensitive(f, "generatorURL"));
     /* an alert that names its node keeps it */
     WT_EQ_STR(jstr(cJSON_GetArrayItem(arr, 2), "labels", "node"), "other");
+    /* label names Alertmanager would refuse are made valid, empty values left out */
+    WT_EQ_STR(jstr(cJSON_GetArrayItem(arr, 2), "labels", "pci_bus"), "00:1");
+    WT_ASSERT(!jstr(cJSON_GetArrayItem(arr, 2), "labels", "empty"));
     cJSON_Delete(arr);
     free(s);
     s = wt_notify_am_json(a, 1, now, WT_NS_PER_S, "", "http://n1:9747/api/v1/alerts");
