@@ -693,7 +693,8 @@ static void *am_main(void *arg)
             if (am_flush(&s, to) == -EAGAIN) {
                 if (stop)
                     break;
-                retry_at = wt_now_mono_ns() + wt_notify_backoff(s.failures, n->am.resend_ns);
+                int64_t cap = n->am.resend_ns < MAX_BACKOFF_NS ? n->am.resend_ns : MAX_BACKOFF_NS;
+                retry_at = wt_now_mono_ns() + wt_notify_backoff(s.failures, cap);
             } else {
                 retry_at = 0;
             }
