@@ -27,7 +27,7 @@ R
         cat <<Y
       - name: $name
         address: 127.0.0.1:$(cat "$TMP/$name.port")
-        timeout: 1s
+        timeout: 2s
         zone: hall-b
         registers:
           - {name: it_power, address: 0, function: input, type: float32, unit: kW, metric: power}
@@ -60,6 +60,7 @@ check "a negative temperature with its scale and kind" \
     grep -q "^wattage_facility_temperature_celsius{$L,point=\"supply\",kind=\"chiller\",name=\"supply\",zone=\"hall-b\"} -3.5\$" "$TMP/m1"
 check "the dropping meter is down" grep -q '^wattage_collector_up{collector="modbus:dropper"} 0$' "$TMP/m1"
 check "the hung meter is down" grep -q '^wattage_collector_up{collector="modbus:hanger"} 0$' "$TMP/m1"
+wait_for 15 grep -q 'modbus:hanger: poll failed' "$TMP/run.log"
 check "the dropped connection is logged" grep -q 'modbus:dropper: poll failed: 127.0.0.1' "$TMP/run.log"
 check "the hang is cut by the timeout and logged" grep -q 'modbus:hanger: poll failed: .*timed out' "$TMP/run.log"
 
@@ -93,8 +94,8 @@ PY
 echo "# nvml ticks and the largest gap between two: $gaps"
 read -r nticks maxgap <<<"$gaps"
 check "NVML ticked all along ($nticks ticks)" test "${nticks:-0}" -ge 18
-check "no GPU tick came late while the meters failed (largest gap ${maxgap}s at 0.2s, timeout 1s)" \
-    "$PY" -c "import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 0.7 else 1)" "${maxgap:--1}"
+check "no GPU tick came late while the meters failed (largest gap ${maxgap}s at 0.2s, timeout 2s)" \
+    "$PY" -c "import sys; sys.exit(0 if 0 < float(sys.argv[1]) < 1.2 else 1)" "${maxgap:--1}"
 
 # Config errors name file:line and path.
 printf 'collectors:\n  modbus:\n    targets:\n      - name: m\n        address: h\n        registers:\n          - {name: p, address: 0, metric: power, word_order: middle}\n' >"$TMP/bad.yaml"

@@ -139,11 +139,13 @@ two_up() {
 }
 wait_for 20 two_up
 check "https with the CA file and with insecure: true are read" two_up
+wait_for 20 grep -q 'redfish:untrusted: poll failed' "$TMP/tls.log"
 check "an untrusted certificate is refused" \
     grep -q '^wattage_collector_up{collector="redfish:untrusted"} 0$' "$TMP/tm"
 check "insecure: true is logged as a warning" \
     grep -q 'warn  redfish: insecure: insecure: true: the TLS certificate of https://127.0.0.1:[0-9]* is NOT verified' "$TMP/tls.log"
-check "the refusal says why" grep -q 'redfish:untrusted: .*certificate' "$TMP/tls.log"
+why=$(grep -m1 'redfish:untrusted: poll failed' "$TMP/tls.log")
+check "the refusal says why ($why)" grep -q 'redfish:untrusted: poll failed: .*certificate' "$TMP/tls.log"
 kill -TERM $pid; wait $pid 2>/dev/null
 check "the password is in no log line" bash -c '! grep -q "Pa55-w0rd" "$1"' _ "$TMP/tls.log"
 
