@@ -414,7 +414,10 @@ static void logout(struct rf *s)
         path += ul; /* an absolute Location on the same service */
     if (strncmp(path, ROOT "/", strlen(ROOT) + 1) == 0) {
         struct wt_err err = {{0}};
+        /* Best effort, and brief: a stop must not wait on a service that went away. */
+        s->deadline_mono = wt_now_mono_ns() + 2 * WT_NS_PER_S;
         (void)request(s, "DELETE", path, NULL, &err);
+        s->deadline_mono = 0;
     }
     s->token[0] = '\0';
 }
