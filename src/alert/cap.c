@@ -317,6 +317,10 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
         w = g->min_w;
     if (base > 0 && w > base)
         w = base; /* a cap never raises the limit */
+    if (g->touched && fabs(w - g->saved_w) < SAME_W) {
+        restore(c, i, reason); /* what holds it now is no lower than its own limit */
+        return;
+    }
     if (g->touched ? fabs(w - g->set_w) < SAME_W : (base > 0 && fabs(w - base) < SAME_W))
         return;
     if (!g->touched)

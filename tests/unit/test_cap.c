@@ -259,6 +259,17 @@ WT_TEST(cap_share_of_the_max_and_the_lowest_alert_wins)
     half.state = WT_ALERT_RESOLVED;
     wt_cap_apply(cap, &half);
     WT_EQ_STR(record(), "3 350;3 250;3 350;3 700");
+    /* a cap over the GPU's own limit left alone when the lower one resolves: restored */
+    struct wt_alert big = alert("Big", 4, WT_ALERT_FIRING, 900);
+    low = alert("Low", 4, WT_ALERT_FIRING, 250);
+    wt_cap_apply(cap, &big);
+    wt_cap_apply(cap, &low);
+    low.state = WT_ALERT_RESOLVED;
+    wt_cap_apply(cap, &low);
+    WT_EQ_STR(record(), "3 350;3 250;3 350;3 700;4 250;4 700");
+    size_t n = 9;
+    WT_ASSERT(isnan(fam_value(wt_cap_family_limits, cap, "gpu=\"4\"", &n)));
+    WT_EQ_INT(n, 0);
     wt_cap_close(cap);
 }
 
