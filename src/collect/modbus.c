@@ -548,8 +548,16 @@ static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, s
                 s->t.regs[q].addr == r->sf_addr)
                 r->sf_index = (long)q;
     }
-    if (wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name,
-                  NULL) != 0)
+    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
+    int lrc = wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name,
+                        NULL);
+    if (!lrc && s->t.node[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", s->t.node);
+    if (!lrc && s->t.rack[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "rack", s->t.rack);
+    if (!lrc && s->t.zone[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "zone", s->t.zone);
+    if (lrc != 0)
         return wt_err_set(err, "%s: labels too long", s->t.name);
     for (size_t k = 0; k < s->t.nregs; k++) {
         struct reg *r = &s->t.regs[k];

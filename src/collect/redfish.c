@@ -1521,8 +1521,16 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     struct target *t = &s->t;
     s->rl.interval_ns = 60 * WT_NS_PER_S;
     s->body.max = (size_t)t->max_response;
-    if (wt_labels(s->up_labels, sizeof s->up_labels, "source", "redfish", "target", t->name,
-                  NULL) != 0)
+    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
+    int lrc = wt_labels(s->up_labels, sizeof s->up_labels, "source", "redfish", "target", t->name,
+                        NULL);
+    if (!lrc && t->node[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", t->node);
+    if (!lrc && t->rack[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "rack", t->rack);
+    if (!lrc && t->zone[0])
+        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "zone", t->zone);
+    if (lrc != 0)
         return wt_err_set(err, "%s: labels too long", t->name);
     if (t->password_file[0]) {
         int rc = read_password(t->password_file, s->password, sizeof s->password, err);

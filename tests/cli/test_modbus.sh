@@ -47,7 +47,7 @@ WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/m.yaml" --interval 0.2 --log
     --db "$TMP/m.db" --listen "127.0.0.1:$port" >"$TMP/run.log" 2>&1 &
 pid=$!
 T_PIDS="$T_PIDS $pid"
-up() { curl -s "127.0.0.1:$port/metrics" >"$TMP/m1" && grep -q '^wattage_facility_up{source="modbus",target="main"} 1$' "$TMP/m1"; }
+up() { curl -s "127.0.0.1:$port/metrics" >"$TMP/m1" && grep -q '^wattage_facility_up{source="modbus",target="main",zone="hall-b"} 1$' "$TMP/m1"; }
 wait_for 10 up
 sleep 3
 curl -s "127.0.0.1:$port/metrics" >"$TMP/m1"

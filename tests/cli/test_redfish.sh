@@ -69,7 +69,7 @@ bg "$BIN" run -c "$TMP/rf.yaml" --db "$TMP/rf.db" --listen "127.0.0.1:$port" >"$
 pid=$!
 all_up() {
     curl -s "127.0.0.1:$port/metrics" >"$TMP/metrics" &&
-        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*"} 1' "$TMP/metrics") == 10 ]]
+        [[ $(grep -c '^wattage_facility_up{source="redfish",target="[a-z]*",rack="r7"} 1' "$TMP/metrics") == 10 ]]
 }
 wait_for 20 all_up
 check "all ten Redfish targets are up" all_up
