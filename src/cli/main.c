@@ -19,7 +19,7 @@ static const struct {
     {"energy", wt_cmd_energy, "energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE]"},
     {"query", wt_cmd_query,
      "query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--db FILE]"},
-    {"import", wt_cmd_import, "import nvidia-smi FILE [--node NAME] [--db FILE]"},
+    {"import", wt_cmd_import, "import nvidia-smi|carbon FILE [--node NAME|--zone Z] [--db FILE]"},
     {"job", wt_cmd_job,
      "job start|mark|end|show NAME [--tag K=V]... [--gpus LIST] [--kind K] [--tokens N] ..."},
     {"jobs", wt_cmd_jobs, "jobs [--json] [--limit N] | jobs compare A B [--json]"},
