@@ -549,8 +549,8 @@ static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, s
                 r->sf_index = (long)q;
     }
     /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    int lrc = wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name,
-                        NULL);
+    int lrc =
+        wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name, NULL);
     if (!lrc && s->t.node[0])
         lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", s->t.node);
     if (!lrc && s->t.rack[0])

@@ -1522,8 +1522,8 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     s->rl.interval_ns = 60 * WT_NS_PER_S;
     s->body.max = (size_t)t->max_response;
     /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    int lrc = wt_labels(s->up_labels, sizeof s->up_labels, "source", "redfish", "target", t->name,
-                        NULL);
+    int lrc =
+        wt_labels(s->up_labels, sizeof s->up_labels, "source", "redfish", "target", t->name, NULL);
     if (!lrc && t->node[0])
         lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", t->node);
     if (!lrc && t->rack[0])
