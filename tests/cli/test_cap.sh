@@ -136,4 +136,14 @@ dacts=$(metric wattage_power_cap_actions_total 'action="budget_cap",dry_run="tru
 check "the would-be actions are exported with dry_run=\"true\" (got '$dacts')" test "$dacts" = 8
 stop
 check "nothing to restore after a dry run" test ! -s "$TMP/dry.limits"
+
+# alerts.dry_run in the file does the same for a rule's cap
+sed 's/^alerts:$/alerts:\n  dry_run: true/' "$TMP/term.yaml" >"$TMP/drycfg.yaml"
+FAKE_NVML_POWER=600,0,0 FAKE_NVML_TEMP=75,0 start drycfg
+if wait_for 20 grep -q 'dry run: would set gpu=2 limit_w=350.0 action=cap' "$TMP/drycfg.log"; then
+    ok "alerts.dry_run: the rule's cap is only logged"
+else not_ok "alerts.dry_run: the rule's cap is only logged" "$(grep -E 'cap:|alert' "$TMP/drycfg.log" | tail -5)"; fi
+check "GPU 2 keeps 700 W" test "$(metric wattage_gpu_power_limit_watts 'gpu="2"')" = 700
+stop
+check "alerts.dry_run sets no limit" test ! -s "$TMP/drycfg.limits"
 finish
