@@ -278,7 +278,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     }
     if (!rc)
         rc = wt_y_string(g, m, path, "unit", false, unit, sizeof unit);
-    if (!rc) {
+    if (!rc && r->mk) {
         r->unit = r->mk->units;
         if (unit[0]) {
             r->unit = NULL;
@@ -539,7 +539,8 @@ static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, s
         }
     }
     /* Sorted by function and address, so contiguous registers are read in one request. */
-    qsort(s->t.regs, s->t.nregs, sizeof *s->t.regs, cmp_reg);
+    if (s->t.nregs > 1)
+        qsort(s->t.regs, s->t.nregs, sizeof *s->t.regs, cmp_reg);
     for (size_t k = 0; k < s->t.nregs; k++) {
         struct reg *r = &s->t.regs[k];
         r->sf_index = -1;

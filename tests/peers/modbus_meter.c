@@ -178,9 +178,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "modbus_meter: listen: %s\n", modbus_strerror(errno));
         return 1;
     }
-    struct sockaddr_in sin;
+    struct sockaddr_in sin = {0};
     socklen_t sl = sizeof sin;
-    getsockname(server, (struct sockaddr *)&sin, &sl);
+    if (getsockname(server, (struct sockaddr *)&sin, &sl) != 0)
+        return 1;
     load_regs(regs_file);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp", port_file);
