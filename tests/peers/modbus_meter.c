@@ -2,7 +2,7 @@
 /*
  * A Modbus TCP meter for tests, on libmodbus's own server API.
  *
- *   modbus_meter PORT_FILE REGS_FILE [MODE_FILE]
+ *   modbus_meter PORT_FILE REGS_FILE [MODE_FILE [LOG_FILE]]
  *
  * Listens on 127.0.0.1 on a free port and writes the port number to PORT_FILE. REGS_FILE holds
  * one value per line, re-read whenever it changes:
@@ -12,6 +12,7 @@
  *                                         data address"
  * MODE_FILE (optional, read at every request) says how to behave: "ok" (or absent), "drop"
  * (close the connection on each request without answering), "hang" (never answer).
+ * LOG_FILE (optional) gets one line per read request: "FUNCTION ADDRESS COUNT".
  * Several clients are served at once (select). Stops on SIGTERM.
  */
 #include <errno.h>
@@ -162,6 +163,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *port_file = argv[1], *regs_file = argv[2], *mode_file = argc > 3 ? argv[3] : NULL;
+    const char *log_file = argc > 4 ? argv[4] : NULL;
     signal(SIGPIPE, SIG_IGN);
     struct sigaction sa = {.sa_handler = on_term};
     sigaction(SIGTERM, &sa, NULL);
@@ -229,6 +231,15 @@ int main(int argc, char **argv)
                 continue;
             }
             load_regs(regs_file);
+            if (log_file) {
+                int off = modbus_get_header_length(ctx);
+                FILE *lf = fopen(log_file, "a");
+                if (lf) {
+                    fprintf(lf, "%d %d %d\n", query[off], (query[off + 1] << 8) | query[off + 2],
+                            (query[off + 3] << 8) | query[off + 4]);
+                    fclose(lf);
+                }
+            }
             if (wants_exception(ctx, query))
                 modbus_reply_exception(ctx, query, MODBUS_EXCEPTION_ILLEGAL_DATA_ADDRESS);
             else

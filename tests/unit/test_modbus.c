@@ -40,7 +40,7 @@ static void write_text(const char *path, const char *fmt, ...)
     rename(tmp, path); /* the peer sees the whole file or the old one */
 }
 
-static char regs_path[512], mode_path[512];
+static char regs_path[512], mode_path[512], log_path[512];
 static pid_t peer;
 
 /* Starts the peer meter; returns its port. */
@@ -50,13 +50,14 @@ static int start_peer(const char *regs)
     snprintf(regs_path, sizeof regs_path, "%s/regs", wt_test_dir());
     snprintf(mode_path, sizeof mode_path, "%s/mode", wt_test_dir());
     snprintf(port_path, sizeof port_path, "%s/port", wt_test_dir());
+    snprintf(log_path, sizeof log_path, "%s/requests", wt_test_dir());
     write_text(regs_path, "%s", regs);
     write_text(mode_path, "ok\n");
     const char *bin = wt_test_build_path("tests/peers/modbus_meter");
     peer = fork();
     if (peer == 0) {
         prctl(PR_SET_PDEATHSIG, SIGTERM);
-        execl(bin, bin, port_path, regs_path, mode_path, (char *)NULL);
+        execl(bin, bin, port_path, regs_path, mode_path, log_path, (char *)NULL);
         _exit(127);
     }
     WT_ASSERT(peer > 0);
@@ -72,6 +73,27 @@ static int start_peer(const char *regs)
         usleep(50000);
     }
     wt_test_fail(__FILE__, __LINE__, "the peer %s did not start", bin);
+}
+
+/* The read requests the peer answered: lines "FUNCTION ADDRESS COUNT". */
+static int peer_requests(char *out, size_t n)
+{
+    FILE *f = fopen(log_path, "r");
+    int lines = 0;
+    size_t len = 0;
+    char line[64];
+    out[0] = '\0';
+    if (!f)
+        return 0;
+    while (fgets(line, sizeof line, f)) {
+        lines++;
+        if (len + strlen(line) < n) {
+            memcpy(out + len, line, strlen(line) + 1);
+            len += strlen(line);
+        }
+    }
+    fclose(f);
+    return lines;
 }
 
 static void stop_peer(void)
@@ -302,6 +324,10 @@ WT_TEST(registers_of_every_type_and_word_order)
     WT_NEAR(reading_value(&b, WT_M_FAC_HEAT_J, LR("heat", "meter")), 360 * 3.6e6, 0);
     WT_NEAR(reading_value(&b, WT_M_FAC_UP, UPL), 1, 0);
     WT_EQ_INT(b.len, 15);
+    /* Fourteen registers, two requests: holding 0..21 and input 100..106 (3 = holding). */
+    char reqs[512];
+    WT_EQ_INT(peer_requests(reqs, sizeof reqs), 2);
+    WT_EQ_STR(reqs, "3 0 22\n4 100 7\n");
 
     /* The kWh counter wraps past 2^32: the total keeps growing by the 500 kWh it counted. */
     write_text(regs_path, "%s", meter_regs);
