@@ -23,8 +23,12 @@
  * Security: TLS peers are verified by default (ca_file to trust a private CA); `insecure: true`
  * must be written and is logged as a warning at every start. Credentials come from a file and
  * are never logged. Basic auth or a Redfish session (X-Auth-Token, deleted at close). Every
- * request has a timeout and a response larger than max_response_bytes is refused. Only URIs on
- * the same service (starting with /redfish/v1) are ever followed.
+ * request has a timeout, a whole poll at most 12 of them, and a response larger than
+ * max_response_bytes is refused. Only URIs on the same service (starting with /redfish/v1) are
+ * ever followed, and redirects are not.
+ *
+ * Points are built from URI segments (unique in their collections), so a service that repeats an
+ * Id still gives one series per measuring point; a series is exported at most once per poll.
  */
 #ifndef WT_REDFISH_H
 #define WT_REDFISH_H
