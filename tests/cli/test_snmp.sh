@@ -29,6 +29,12 @@ mkdir -p "$SIM/data" "$SIM/cache"
 for n in $ORACLE; do cp "$DATA/librenms-snmprec/$n.snmprec" "$SIM/data/"; done
 for n in $OTHERS; do cp "$DATA/librenms-snmprec/$n.snmprec" "$SIM/data/"; done
 cp "$DATA/snmpsim-data/eaton-93e-80.snmprec" "$SIM/data/"
+# A counter of our own that snmpsim advances with the clock (its numeric variation module):
+# 858993459.2 uJ/s, wrapping at 2^32 every 5 s.
+cat >"$SIM/data/counter-wrap.snmprec" <<'EOF'
+1.3.6.1.2.1.1.2.0|6|1.3.6.1.4.1.99999
+1.3.6.1.4.1.99999.1.1.0|65:numeric|atime=1,rate=858993459.2,max=4294967296,wrap=1
+EOF
 SIMUSER=()
 if [[ $(id -u) == 0 ]]; then
     chmod 711 "$TMP"
@@ -112,6 +118,13 @@ printf 'eaton-93e-80\n' >"$TMP/community"
         auth_password_file: $TMP/oauth
         priv_password_file: $TMP/badpriv
         timeout: 1s
+      - name: counter-wrap
+        address: 127.0.0.1:$SIMPORT
+        community: counter-wrap
+        interval: 1s
+        profile: generic
+        generic:
+          - {oid: 1.3.6.1.4.1.99999.1.1.0, metric: energy, unit: J, scale: 0.000001, kind: meter}
       - name: silent
         address: 127.0.0.1:$(free_port)
         community: public
@@ -132,7 +145,7 @@ metrics() { curl -sf "http://127.0.0.1:$PORT/metrics"; }
 all_up() {
     local m n
     m=$(metrics) || return 1
-    for n in $ORACLE $OTHERS eaton-93e-80 v3ups v3generic; do
+    for n in $ORACLE $OTHERS eaton-93e-80 v3ups v3generic counter-wrap; do
         [[ $m == *"wattage_facility_up{source=\"snmp\",target=\"$n\""* ]] || return 1
     done
 }
@@ -190,6 +203,29 @@ check "the store holds the APC energy counter in joules (1967.7 kWh: $e)" \
 n=$(sqlite3 "$TMP/x.db" "SELECT count(DISTINCT s.id) FROM series s JOIN readings r ON r.series=s.id
     WHERE s.metric='wattage_facility_power_watts' AND s.labels LIKE '%target=\"hpe-mapdu_pdu3\"%'")
 check "the store holds every HPE power series ($n)" test "${n:-0}" -ge 28
+
+# --- a Counter32 that wraps every 5 s: the stored energy only grows, at the counter's rate (a
+# wrap taken for a reset would lose the part of the step before it: about 5% here)
+span() {
+    local v
+    v=$(sqlite3 "$TMP/x.db" "SELECT (max(r.t) - min(r.t)) / 1000000000 FROM readings r
+        JOIN series s ON s.id=r.series WHERE s.labels LIKE '%target=\"counter-wrap\"%'
+        AND s.metric='wattage_facility_energy_joules_total'")
+    [[ ${v:-0} -ge 16 ]]
+}
+wait_for 40 span
+out=$(sqlite3 -separator ' ' "$TMP/x.db" "SELECT r.t, r.v FROM readings r JOIN series s ON s.id=r.series
+    WHERE s.labels LIKE '%target=\"counter-wrap\"%' AND s.metric='wattage_facility_energy_joules_total'
+    ORDER BY r.t" | $PY -c '
+import sys
+p = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+steps = [b[1] - a[1] for a, b in zip(p, p[1:])] or [0]
+rate = (p[-1][1] - p[0][1]) / ((p[-1][0] - p[0][0]) / 1e9) if len(p) > 1 else 0
+wrapped = len(p) > 1 and p[-1][1] - p[0][1] > 2 * 4294.967296  # the raw counter wrapped
+print(f"samples={len(p)} rate_w={rate:.1f} min_step_j={min(steps):.1f} wrapped={wrapped}")
+sys.exit(0 if len(p) >= 8 and min(steps) > 0 and wrapped and abs(rate - 858.9935) < 0.04 * 858.9935 else 1)
+'); rc=$?
+check "a Counter32 wrapping every 5 s (generic profile, uJ): energy grows at its rate ($out)" test $rc -eq 0
 
 # --- the PDUs stop answering: the daemon and the GPU ticks go on
 tk=$($PY -c 'import time; print(time.time_ns())')
