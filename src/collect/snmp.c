@@ -2,12 +2,14 @@
 /*
  * SNMP collector; see snmp.h. Owns the "collectors.snmp.targets" section (its check and parse),
  * one net-snmp session per target (snmp_sess_* only: no global session list, so target threads
- * share nothing but the library's one-time init), the GETBULK walks of a profile's columns, and
+ * share nothing but the library's one-time init and, for SNMPv3, its USM user list, which only
+ * session open and close change, one at a time), the GETBULK walks of a profile's columns, and
  * the conversion of what they return into facility readings.
  *
- * A poll is: (once) sysObjectID and model -> profile; then one walk per column. The first
- * request that times out or fails ends the poll with an error, so a dead PDU costs at most its
- * timeout x (retries + 1) per poll, and the loop backs off; nothing stale is published.
+ * A poll is: (once) sysObjectID and model -> profile; then the columns, up to 16 side by side
+ * in each GETBULK. The first request that times out or fails ends the poll with an error, so a
+ * dead PDU costs at most its timeout x (retries + 1) per poll, and the loop backs off; nothing
+ * stale is published.
  */
 #include "collect/snmp.h"
 
