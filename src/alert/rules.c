@@ -349,7 +349,7 @@ static int parse_rule(const struct wt_yget *g, const struct wt_ynode *n, const c
     if ((x = wt_y_get(n, "summary")) && wt_alert_template_check(r->summary, why, sizeof why))
         return wt_y_fail(g, x, wt_y_path(p, sizeof p, path, "summary"), "%s", why);
     if (!r->summary[0])
-        snprintf(r->summary, sizeof r->summary, "%s %s {{value}} (threshold {{threshold}})",
+        snprintf(r->summary, sizeof r->summary, "%s is {{value}} (%s {{threshold}})",
                  wt_metrics[r->metric].name, ops[r->cmp]);
     if ((rc = label_map(g, n, path, "labels", r->labels, sizeof r->labels)))
         return rc;
