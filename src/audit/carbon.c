@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "audit/jobs.h"
 #include "core/clock.h"
@@ -1543,6 +1544,29 @@ int wt_carbon_fetch(const char *url, const char *token_header, const char *token
     return 0;
 }
 
+void wt_carbon_url_expand(const char *url, int64_t now_ns, char *out, size_t n)
+{
+    char now[24];
+    time_t t = (time_t)(now_ns / WT_NS_PER_S);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(now, sizeof now, "%Y-%m-%dT%H:%MZ", &tm);
+    size_t o = 0;
+    for (const char *p = url; *p && o + 1 < n;) {
+        if (strncmp(p, "{now}", 5) == 0) {
+            size_t l = strlen(now);
+            if (o + l + 1 > n)
+                break;
+            memcpy(out + o, now, l);
+            o += l;
+            p += 5;
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
 /* ---- the daemon part ---- */
 
 struct src_state {
@@ -1648,10 +1672,11 @@ static int run_source(struct wt_carbon *c, size_t i, char *why, size_t whyn)
         }
         ss->mtime_ns = m;
     } else {
-        char token[512];
+        char token[512], url[sizeof s->url + 64];
         read_token(s->token_file, token, sizeof token);
-        rc = wt_carbon_fetch(s->url, s->token_header, token, s->timeout_ns, &c->stop, &buf, &len,
-                             why, whyn);
+        wt_carbon_url_expand(s->url, wt_now_real_ns(), url, sizeof url);
+        rc = wt_carbon_fetch(url, s->token_header, token, s->timeout_ns, &c->stop, &buf, &len, why,
+                             whyn);
         if (rc)
             return rc;
     }

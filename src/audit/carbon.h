@@ -11,7 +11,8 @@
  *
  * Sources: files (`wattage import carbon FILE`, or a source with `file:` in the config, re-read
  * when it changes) and URLs fetched on a schedule with libcurl on a thread of its own (so the
- * daemon's ticks never wait for the network), retried with doubling backoff on failure. Formats:
+ * daemon's ticks never wait for the network), retried with doubling backoff on failure; "{now}"
+ * in a URL is the current time (wt_carbon_url_expand). Formats:
  *   csv             timestamp,gco2_per_kwh[,kind]  (kind actual|forecast; any value column name)
  *                   from,intensity.forecast,intensity.actual  (the UK Carbon Intensity API's CSV)
  *   uk_api          {"data": [{"from", "to", "intensity": {"forecast", "actual"}}]}
@@ -299,6 +300,12 @@ int wt_carbon_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_
                      struct wt_carbon **out, struct wt_err *err) WT_MUST_USE;
 /* The configuration the layer runs with. */
 const struct wt_carbon_conf *wt_carbon_config(const struct wt_carbon *c);
+
+/*
+ * A source URL as fetched: "{now}" becomes the current UTC time as the UK API writes it
+ * (2026-11-29T18:00Z), for URLs such as .../intensity/{now}/fw48h. Bounded by n.
+ */
+void wt_carbon_url_expand(const char *url, int64_t now_ns, char *out, size_t n);
 
 struct wt_carbon_fetch_stats {
     uint64_t attempts, failures, successes;

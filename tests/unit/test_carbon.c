@@ -846,3 +846,15 @@ WT_TEST(job_emissions_use_the_measured_pue_of_the_facility_layer)
     wt_jobs_close(j);
     wt_config_free(&cfg);
 }
+
+WT_TEST(url_now_placeholder)
+{
+    char out[128];
+    wt_carbon_url_expand("https://api.carbonintensity.org.uk/intensity/{now}/fw48h",
+                         t_of("2026-11-29T18:07:31Z"), out, sizeof out);
+    WT_EQ_STR(out, "https://api.carbonintensity.org.uk/intensity/2026-11-29T18:07Z/fw48h");
+    wt_carbon_url_expand("http://x/{now}", 0, out, 12);
+    WT_EQ_STR(out, "http://x/"); /* no room: cut before the placeholder, never mid-way */
+    wt_carbon_url_expand("http://x/plain", 0, out, sizeof out);
+    WT_EQ_STR(out, "http://x/plain");
+}
