@@ -1224,10 +1224,10 @@ static int get_text(struct wt_snmp *s, const char *txt, char *out, size_t n, str
 
 /* A column being walked: where it stands. */
 struct cursor {
-    int item;
     oid o[MAX_OID_LEN];
     size_t len;
     size_t rows;
+    int item;
     bool done;
 };
 
@@ -1426,12 +1426,12 @@ static int snmp_open_target(const struct wt_config *cfg, size_t i, void **state,
         rc = wt_err_set(err, "no SNMP target %zu", i);
     if (rc >= 0)
         rc = wt_snmp_state_new(&t[i], NULL, &s, err);
-    if (rc >= 0)
+    if (rc >= 0 && s)
         rc = open_session(s, err);
     free(t);
-    if (rc < 0) {
+    if (rc < 0 || !s) {
         wt_snmp_state_free(s);
-        return rc;
+        return rc < 0 ? rc : -EINVAL;
     }
     *state = s;
     return 0;
