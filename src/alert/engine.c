@@ -1053,6 +1053,7 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
         memcmp(&old->webhook, &next->webhook, sizeof old->webhook) != 0 ||
         memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 || old->enabled != next->enabled;
     bool cap_changed = old->power_budget_watts != next->power_budget_watts ||
+                       strcmp(old->power_budget_meter, next->power_budget_meter) != 0 ||
                        old->budget_clear_share != next->budget_clear_share ||
                        old->dry_run != next->dry_run || old->enabled != next->enabled ||
                        old->nrules != next->nrules;
@@ -1075,6 +1076,10 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
         x->notify = NULL;
         if (next->enabled && wt_notify_open(next, &x->notify, err) != 0)
             wt_error(MOD, "%s", err->msg);
+        /* A new delivery knows no alert: what still fires is posted again. */
+        for (size_t i = 0; x->notify && i < x->e->n; i++)
+            if (x->e->in[i].a.state == WT_ALERT_FIRING)
+                wt_notify_post(x->notify, &x->e->in[i].a);
     }
     if (cap_changed) {
         wt_cap_close(x->cap);

@@ -185,10 +185,17 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels)
 
 /* ---- parsing ---- */
 
-static const char *const top_keys[] = {
-    "enabled", "rules", "detectors",          "alertmanager",
-    "webhook", "exec",  "power_budget_watts", "budget_clear_share",
-    "dry_run", NULL};
+static const char *const top_keys[] = {"enabled",
+                                       "rules",
+                                       "detectors",
+                                       "alertmanager",
+                                       "webhook",
+                                       "exec",
+                                       "power_budget_watts",
+                                       "power_budget_meter",
+                                       "budget_clear_share",
+                                       "dry_run",
+                                       NULL};
 static const char *const rule_keys[] = {"name",        "metric",      "match",     "op",
                                         "threshold",   "relative_to", "for",       "clear_below",
                                         "clear_above", "severity",    "summary",   "labels",
@@ -527,10 +534,22 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
         goto fail;
     if ((rc = wt_y_double(&g, node, "alerts", "power_budget_watts", 0, 1e9,
                           &out->power_budget_watts)) ||
+        (rc = wt_y_string(&g, node, "alerts", "power_budget_meter", false, out->power_budget_meter,
+                          sizeof out->power_budget_meter)) ||
         (rc = wt_y_double(&g, node, "alerts", "budget_clear_share", 0.5, 1,
                           &out->budget_clear_share)) ||
         (rc = wt_y_bool(&g, node, "alerts", "dry_run", &out->dry_run)))
         goto fail;
+    if (out->power_budget_meter[0]) {
+        int m;
+        char match[WT_LABELS_LEN], why[160];
+        if (wt_cap_meter_parse(out->power_budget_meter, &m, match, sizeof match, why, sizeof why) !=
+            0) {
+            rc = wt_y_fail(&g, wt_y_get(node, "power_budget_meter"), "alerts.power_budget_meter",
+                           "%s", why);
+            goto fail;
+        }
+    }
     return 0;
 fail:
     wt_alerts_config_defaults(out);

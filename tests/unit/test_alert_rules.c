@@ -323,3 +323,18 @@ WT_TEST(state_and_severity_names)
     WT_EQ_STR(wt_severity_name(WT_SEV_WARNING), "warning");
     WT_EQ_STR(wt_severity_name(WT_SEV_CRITICAL), "critical");
 }
+
+WT_TEST(the_budget_meter_is_checked_at_load)
+{
+    struct wt_err err;
+    WT_EQ_INT(parse("alerts:\n  power_budget_watts: 5000\n  power_budget_meter: "
+                    "'wattage_facility_power_watts{target=\"pdu-r12\",point=\"inlet1\"}'\n",
+                    &err),
+              0);
+    WT_EQ_STR(cfg.power_budget_meter,
+              "wattage_facility_power_watts{target=\"pdu-r12\",point=\"inlet1\"}");
+    EXPECT_ERR("alerts:\n  power_budget_watts: 5000\n  power_budget_meter: wattage_pdu_watts\n",
+               "a.yaml:3: alerts.power_budget_meter: ");
+    EXPECT_ERR("alerts:\n  power_budget_meter: 'wattage_facility_power_watts{target=pdu}'\n",
+               "a.yaml:2: alerts.power_budget_meter: ");
+}
