@@ -1209,10 +1209,12 @@ void wt_carbon_pue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t
     double m = 0;
     bool meas = false;
     struct wt_err err = {{0}};
+    /* The facility layer's answer: measured, or facility.pue_assumed when that is set, so one
+     * assumed PUE serves every figure; carbon.pue_assumed only when it has neither. */
     if (wt_kpi_pue && st && cf->cfg && b > a &&
-        wt_kpi_pue(st, cf->cfg, a, b, &m, &meas, &err) == 0 && meas && isfinite(m) && m >= 1.0) {
+        wt_kpi_pue(st, cf->cfg, a, b, &m, &meas, &err) == 0 && isfinite(m) && m >= 1.0) {
         *pue = m;
-        *measured = true;
+        *measured = meas;
     }
 #else
     (void)st;

@@ -238,7 +238,8 @@ int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *jou
 
 /*
  * The PUE of [a, b]: measured by the facility layer when it can (wt_kpi_pue with cf->cfg: its
- * facility_total meters cover the window), else cf->pue_assumed with *measured false.
+ * facility_total meters cover the window), else facility.pue_assumed when set, else
+ * cf->pue_assumed (carbon.pue_assumed); *measured false for both assumed values.
  */
 void wt_carbon_pue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t a, int64_t b,
                    double *pue, bool *measured);

@@ -453,7 +453,7 @@ static int zones(const struct ctx *c, struct wt_kpi_report *r)
             z->pue = z->facility.j / z->it.j;
         }
     }
-    if (rc == 0)
+    if (rc == 0 && r->nzones)
         qsort(r->zones, r->nzones, sizeof *r->zones, cmp_zone);
     free(names);
     return rc;
@@ -582,7 +582,7 @@ static int racks(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
         if (x->has_inlet && x->has_exhaust)
             x->delta_t_k = x->exhaust_c - x->inlet_c;
     }
-    if (rc == 0)
+    if (rc == 0 && r->nracks) /* qsort wants a real array, even of none */
         qsort(r->racks, r->nracks, sizeof *r->racks, cmp_rack);
     free(acc);
     free(names);

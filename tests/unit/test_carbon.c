@@ -847,6 +847,38 @@ WT_TEST(job_emissions_use_the_measured_pue_of_the_facility_layer)
     wt_config_free(&cfg);
 }
 
+/* One assumed PUE for every figure: facility.pue_assumed wins over carbon.pue_assumed. */
+WT_TEST(facility_assumed_pue_serves_carbon_too)
+{
+    char path[512];
+    struct wt_store *st = open_store(path, sizeof path);
+    struct wt_err err = {{0}};
+    int64_t t0 = t_of("2023-03-14T10:00:00Z");
+    static const char both[] = "facility:\n  pue_assumed: 1.25\ncarbon:\n  zone: GB\n"
+                               "  pue_assumed: 1.5\n";
+    static const char carbon_only[] = "carbon:\n  zone: GB\n  pue_assumed: 1.5\n";
+    struct wt_config cfg;
+    struct wt_carbon_conf cf;
+    double pue = 0;
+    bool measured = true;
+
+    WT_EQ_INT(load_cfg(both, &cfg, &err), 0);
+    WT_EQ_INT(wt_carbon_conf_from(&cfg, &cf, &err), 0);
+    wt_carbon_pue(st, &cf, t0, t0 + HOUR, &pue, &measured);
+    WT_NEAR(pue, 1.25, 0);
+    WT_ASSERT(!measured);
+    wt_config_free(&cfg);
+
+    WT_EQ_INT(load_cfg(carbon_only, &cfg, &err), 0);
+    WT_EQ_INT(wt_carbon_conf_from(&cfg, &cf, &err), 0);
+    measured = true;
+    wt_carbon_pue(st, &cf, t0, t0 + HOUR, &pue, &measured);
+    WT_NEAR(pue, 1.5, 0);
+    WT_ASSERT(!measured);
+    wt_config_free(&cfg);
+    wt_store_close(st);
+}
+
 WT_TEST(url_now_placeholder)
 {
     char out[128];
