@@ -20,6 +20,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/yamltree.h"
 #include "alert/engine.h"
 #include "audit/carbon.h"
 #include "audit/jobs.h"
@@ -383,6 +384,9 @@ int wt_cmd_run(int argc, char **argv)
             if (needs_restart(&cfg, &next))
                 wt_warn("run", "daemon.listen, daemon.tls, daemon.auth and store.* changes take "
                                "effect at the next restart; the rest is applied now");
+            if (!wt_ynode_equal(wt_config_section(&cfg, "carbon"),
+                                wt_config_section(&next, "carbon")))
+                wt_warn("run", "carbon changes take effect at the next restart");
             wt_loop_stop(loop);
             loop = NULL;
             cfg.daemon.interval_ns = next.daemon.interval_ns;

@@ -290,3 +290,19 @@ int wt_yaml_parse(const char *name, const char *buf, size_t len, struct wt_ynode
     *root = b.root;
     return 0;
 }
+
+bool wt_ynode_equal(const struct wt_ynode *a, const struct wt_ynode *b)
+{
+    if (!a || !b)
+        return a == b;
+    if (a->kind != b->kind || a->n != b->n || (!a->key) != (!b->key) ||
+        (a->key && strcmp(a->key, b->key) != 0))
+        return false;
+    if (a->kind == WT_YNODE_SCALAR)
+        return a->quoted == b->quoted &&
+               strcmp(a->value ? a->value : "", b->value ? b->value : "") == 0;
+    for (size_t i = 0; i < a->n; i++)
+        if (!wt_ynode_equal(a->child[i], b->child[i]))
+            return false;
+    return true;
+}

@@ -51,6 +51,9 @@ void wt_ynode_free(struct wt_ynode *n);
 /* True for a plain (unquoted) scalar that YAML reads as null: "", "~", "null", "Null", "NULL". */
 bool wt_ynode_is_null(const struct wt_ynode *n);
 
+/* True when both trees hold the same keys and values (lines aside); two NULLs are equal. */
+bool wt_ynode_equal(const struct wt_ynode *a, const struct wt_ynode *b);
+
 /* "a scalar", "a mapping" or "a list": for messages. */
 const char *wt_ynode_kind_name(enum wt_ynode_kind kind);
 

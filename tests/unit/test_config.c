@@ -654,3 +654,22 @@ WT_TEST(sections_round_trip)
     WT_ASSERT(back.doc == NULL);
     free(text);
 }
+
+WT_TEST(yaml_trees_compare_by_content)
+{
+    struct wt_ynode *a = NULL, *b = NULL, *c = NULL;
+    struct wt_err err = {{0}};
+    const char *ya = "carbon:\n  zone: GB\n  sources:\n    - {kind: csv, file: x}\n";
+    const char *yb = "\n\ncarbon:\n    zone: GB\n    sources: [{kind: csv, file: x}]\n";
+    const char *yc = "carbon:\n  zone: GB\n  sources:\n    - {kind: csv, file: y}\n";
+    WT_EQ_INT(wt_yaml_parse("a", ya, strlen(ya), &a, &err), 0);
+    WT_EQ_INT(wt_yaml_parse("b", yb, strlen(yb), &b, &err), 0);
+    WT_EQ_INT(wt_yaml_parse("c", yc, strlen(yc), &c, &err), 0);
+    WT_ASSERT(wt_ynode_equal(a, b)); /* lines and layout aside */
+    WT_ASSERT(!wt_ynode_equal(a, c));
+    WT_ASSERT(!wt_ynode_equal(a, NULL));
+    WT_ASSERT(wt_ynode_equal(NULL, NULL));
+    wt_ynode_free(a);
+    wt_ynode_free(b);
+    wt_ynode_free(c);
+}
