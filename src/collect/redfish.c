@@ -674,21 +674,33 @@ typedef int (*member_fn)(struct rf *s, const char *uri, const void *ctx, struct 
 static int each_member(struct rf *s, const char *coll, member_fn fn, const void *ctx,
                        struct wt_err *err)
 {
-    cJSON *j = NULL;
-    int rc = walk_get(s, coll, &j, err);
-    if (rc)
-        return fatal(rc) ? rc : 0;
-    const cJSON *m;
-    cJSON_ArrayForEach(m, item(j, "Members"))
-    {
-        const char *u = str(m, "@odata.id");
-        if (!u || strncmp(u, ROOT, strlen(ROOT)) != 0 || strlen(u) >= URI_LEN)
-            continue;
-        rc = fn(s, u, ctx, err);
+    char page[URI_LEN];
+    int rc = 0;
+    snprintf(page, sizeof page, "%s", coll);
+    /* A large collection comes in pages (Members@odata.nextLink); walk_get bounds the count. */
+    while (page[0] && rc == 0) {
+        cJSON *j = NULL;
+        rc = walk_get(s, page, &j, err);
         if (rc)
-            break;
+            return fatal(rc) ? rc : 0;
+        const cJSON *m;
+        cJSON_ArrayForEach(m, item(j, "Members"))
+        {
+            const char *u = str(m, "@odata.id");
+            if (!u || strncmp(u, ROOT, strlen(ROOT)) != 0 || strlen(u) >= URI_LEN)
+                continue;
+            rc = fn(s, u, ctx, err);
+            if (rc)
+                break;
+        }
+        const char *next = str(j, "Members@odata.nextLink");
+        if (next && strncmp(next, ROOT "/", strlen(ROOT) + 1) == 0 && strlen(next) < URI_LEN &&
+            strcmp(next, page) != 0)
+            snprintf(page, sizeof page, "%s", next);
+        else
+            page[0] = '\0';
+        cJSON_Delete(j);
     }
-    cJSON_Delete(j);
     return rc;
 }
 

@@ -654,3 +654,45 @@ WT_TEST(config_errors)
     WT_EQ_STR(t[1].name, "pdu-2.a");
     wt_config_free(&c);
 }
+
+WT_TEST(a_paged_collection_is_walked_to_its_last_page)
+{
+    /* The PDU's 11 outlets, served as a first page of 4 and a second of 7 (nextLink). */
+    const char *tree = copy_tree("../shared/data/redfish/public-pdu");
+    char cmd[2048];
+    snprintf(
+        cmd, sizeof cmd,
+        "/usr/bin/python3 -c 'import json,os,sys; d=sys.argv[1]+\"/PowerEquipment/RackPDUs/1/"
+        "Outlets\"; c=json.load(open(d+\"/index.json\")); m=c[\"Members\"]; "
+        "os.makedirs(d+\"/Page2\"); "
+        "json.dump(dict(c, Members=m[4:]), open(d+\"/Page2/index.json\", \"w\")); "
+        "c[\"Members\"]=m[:4]; "
+        "c[\"Members@odata.nextLink\"]=\"/redfish/v1/PowerEquipment/RackPDUs/1/Outlets/Page2\"; "
+        "json.dump(c, open(d+\"/index.json\", \"w\"))' '%s'",
+        tree);
+    WT_EQ_INT(system(cmd), 0);
+    int port = start_server(tree, NULL);
+    struct wt_config c;
+    void *st = open_plain(&c, port, NULL);
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    /* Every outlet with readings, on both pages (A4 and A5 of the mockup give none). */
+    size_t outlets = 0;
+    const char *ids[] = {"A1", "A2", "A3", "B1", "B2", "B3", "C1", "C2", "C3"};
+    for (size_t k = 0; k < 9; k++) {
+        char lb[WT_LABELS_LEN];
+        snprintf(lb, sizeof lb, "point=\"pdu1/%s\",kind=\"outlet\"", ids[k]);
+        bool found = false;
+        for (size_t i = 0; i < b.len && !found; i++)
+            found = strstr(b.r[i].labels, lb) != NULL;
+        outlets += found;
+    }
+    WT_EQ_INT(outlets, 9);
+    WT_EQ_INT(requests("GET /redfish/v1/PowerEquipment/RackPDUs/1/Outlets/Page2 200"), 1);
+    /* Both pages' members were visited: C3 is on the second page. */
+    WT_ASSERT(requests("GET /redfish/v1/PowerEquipment/RackPDUs/1/Outlets/C3 200") >= 2);
+    wt_redfish_collector.close(st);
+    wt_config_free(&c);
+    wt_batch_free(&b);
+    stop_server();
+}
