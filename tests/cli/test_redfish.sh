@@ -102,6 +102,22 @@ check "the walk ran once ($n1 then $n2 GETs of the Chassis collection; $polls po
 check "the daemon is still running" kill -0 $pid
 kill -TERM $pid; wait $pid 2>/dev/null
 
+# --- SIGHUP: a target added to the file is read
+printf 'collectors:\n  redfish:\n    interval: 500ms\n    targets:\n      - {name: bmc, url: "http://127.0.0.1:%s"}\n' \
+    "$(cat "$TMP/bmc.port")" >"$TMP/hup.yaml"
+port=$(free_port)
+bg "$BIN" run -c "$TMP/hup.yaml" --db "$TMP/hup.db" --listen "127.0.0.1:$port" >"$TMP/hup.log" 2>&1
+pid=$!
+up_is() { curl -s "127.0.0.1:$port/metrics" | grep -q "^wattage_facility_up{source=\"redfish\",target=\"$1\"} 1$"; }
+wait_for 15 up_is bmc
+printf 'collectors:\n  redfish:\n    interval: 500ms\n    targets:\n      - {name: pdu, url: "http://127.0.0.1:%s"}\n' \
+    "$(cat "$TMP/pdu.port")" >"$TMP/hup.yaml"
+kill -HUP $pid
+wait_for 15 up_is pdu
+check "after SIGHUP the new target is read" up_is pdu
+kill -TERM $pid; wait $pid; rc=$?
+check "the daemon stops cleanly after the reload (status $rc)" test $rc -eq 0
+
 # --- TLS with a test CA: verified with ca_file; insecure: true works and is logged as a warning;
 # the password (basic auth, from its file) never appears in the log.
 (cd "$TMP" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
