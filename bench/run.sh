@@ -56,6 +56,7 @@ fi
 section nvml nvml "$BUILD" "$OUT"
 # Other engineers' benchmarks: their JSON lines become rows (see bench/README.md).
 section store_bench external "$BUILD" "$OUT" store_bench "$BUILD/bench/store_bench"
+section alert_eval external "$BUILD" "$OUT" alert_eval "$BUILD/bench/alert_eval"
 if [[ -x bench/http_load.sh ]]; then
     section http_load external "$BUILD" "$OUT" http_load bench/http_load.sh "$BUILD"
 else
