@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "alert/alert.h"
+#include "alert/notify.h"
 #include "alert/engine.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -532,6 +533,18 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
                           sizeof out->exec.command)) ||
         (rc = wt_y_duration(&g, x, "alerts.exec", "timeout", false, &out->exec.timeout_ns)))
         goto fail;
+    if (out->exec.command[0]) {
+        /* Split now as delivery will, so an unterminated quote is a file:line error at load. */
+        char words[sizeof out->exec.command + 1], *argv[33];
+        int argc = 0;
+        rc = wt_notify_split(out->exec.command, words, sizeof words, argv, 32, &argc);
+        if (rc != 0) {
+            rc = wt_y_fail(&g, wt_y_get(x, "command"), "alerts.exec.command",
+                           "%s", rc == -E2BIG ? "expected at most 32 words"
+                                              : "expected a command (quotes closed, not empty)");
+            goto fail;
+        }
+    }
     if ((rc = wt_y_double(&g, node, "alerts", "power_budget_watts", 0, 1e9,
                           &out->power_budget_watts)) ||
         (rc = wt_y_string(&g, node, "alerts", "power_budget_meter", false, out->power_budget_meter,

@@ -197,6 +197,20 @@ WT_TEST(bad_values_name_file_line)
                "a.yaml:3: alerts.rules[0].name: required");
 }
 
+WT_TEST(exec_command_is_split_at_load)
+{
+    EXPECT_ERR("alerts:\n  exec:\n    command: \"/bin/page 'on call\"\n",
+               "a.yaml:3: alerts.exec.command: expected a command (quotes closed, not empty)");
+    struct wt_alerts_config c;
+    struct wt_err err = {{0}};
+    struct wt_ynode *root = NULL;
+    const char *y = "alerts:\n  exec:\n    command: \"/bin/page 'on call' --now\"\n";
+    WT_EQ_INT(wt_yaml_parse("a.yaml", y, strlen(y), &root, &err), 0);
+    WT_EQ_INT(wt_alerts_config_parse("a.yaml", wt_y_get(root, "alerts"), &c, &err), 0);
+    WT_EQ_STR(c.exec.command, "/bin/page 'on call' --now");
+    wt_ynode_free(root);
+}
+
 WT_TEST(hysteresis_must_point_the_right_way)
 {
     char y[512];
