@@ -133,6 +133,11 @@ printf 'eaton-93e-80\n' >"$TMP/community"
 EOF
 } >"$TMP/w.yaml"
 check "check-config accepts the SNMP targets" "$BIN" check-config "$TMP/w.yaml"
+printf 'collectors:\n  snmp:\n    targets:\n      - name: a\n        address: h:70000\n        community: x\n' \
+    >"$TMP/bad.yaml"
+msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
+check "a bad SNMP target: exit 2, file:line and path ($msg)" \
+    bash -c '[[ $0 == 2 && $1 == *"bad.yaml:5: collectors.snmp.targets[0].address"* ]]' "$rc" "$msg"
 
 PORT=$(free_port)
 # Were net-snmp to save state, the variable would send it here: it must stay absent.
