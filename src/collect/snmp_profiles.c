@@ -279,6 +279,32 @@ static const struct wt_snmp_column ups[] = {
 static const struct wt_snmp_profile p_ups = {"ups-mib", "",    ups_match, "1.3.6.1.2.1.33.1.1.2.0",
                                              ups,       N(ups)};
 
+/*
+ * LIEBERT-GP-PDU-MIB (Vertiv/Liebert MPH2 and other IntelliSlot rack PDUs): index pdu.ps for the
+ * power sources, pdu.branch for receptacle branches, pdu.branch.receptacle for receptacles;
+ * power in watts, energy in tenths of kWh, receptacle current in hundredths of amps.
+ */
+static const char *const liebert_match[] = {"1.3.6.1.4.1.476.1.42", NULL};
+#define LGP "1.3.6.1.4.1.476.1.42.3.8."
+static const struct wt_snmp_column liebert[] = {
+    {LGP "30.20.1.65", WT_M_FAC_POWER_W, 1, "inlet", "inlet%2", LGP "30.20.1.15", 0, 1, 1, NULL,
+     NULL},
+    {LGP "30.20.1.50", WT_M_FAC_ENERGY_J, 0.1 * KWH, "inlet", "inlet%2", LGP "30.20.1.15", 0, 1, 1,
+     NULL, NULL},
+    {LGP "40.20.1.115", WT_M_FAC_POWER_W, 1, "branch", "branch%2", LGP "40.20.1.8", 0, 1, 1, NULL,
+     NULL},
+    {LGP "40.20.1.85", WT_M_FAC_ENERGY_J, 0.1 * KWH, "branch", "branch%2", LGP "40.20.1.8", 0, 1, 1,
+     NULL, NULL},
+    {LGP "50.20.1.65", WT_M_FAC_POWER_W, 1, "outlet", "branch%2.outlet%3", LGP "50.20.1.10", 0, 1,
+     1, NULL, NULL},
+    {LGP "50.20.1.85", WT_M_FAC_ENERGY_J, 0.1 * KWH, "outlet", "branch%2.outlet%3",
+     LGP "50.20.1.10", 0, 1, 1, NULL, NULL},
+    {LGP "50.20.1.61", WT_M_FAC_CURRENT_A, 0.01, "outlet", "branch%2.outlet%3", LGP "50.20.1.10", 0,
+     1, 1, NULL, NULL},
+};
+static const struct wt_snmp_profile p_liebert = {"liebert-gp-pdu", "Vertiv",  liebert_match, NULL,
+                                                 liebert,          N(liebert)};
+
 /* ATEN-IPMI-MIB (Supermicro BMCs): PSU input, voltage and current sent as text. */
 static const char *const smc_match[] = {"1.3.6.1.4.1.21317", NULL};
 static const struct wt_snmp_column smc[] = {
@@ -293,8 +319,8 @@ static const struct wt_snmp_profile p_smc = {
     "supermicro-bmc", "Supermicro", smc_match, NULL, smc, N(smc)};
 
 const struct wt_snmp_profile *const wt_snmp_profiles[] = {
-    &p_apc_rpdu, &p_apc_ups,  &p_eaton,    &p_hpe, &p_sentry3, &p_sentry4,
-    &p_vertiv,   &p_raritan2, &p_raritan1, &p_ups, &p_smc,     NULL,
+    &p_apc_rpdu, &p_apc_ups,  &p_eaton,   &p_hpe, &p_sentry3, &p_sentry4, &p_vertiv,
+    &p_raritan2, &p_raritan1, &p_liebert, &p_ups, &p_smc,     NULL,
 };
 
 const struct wt_snmp_profile *wt_snmp_profile_find(const char *name)

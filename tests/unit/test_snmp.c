@@ -277,6 +277,7 @@ WT_TEST(profile_by_sysobjectid)
         {"1.3.6.1.4.1.21239.42.1.53", "vertiv-v5"}, {"1.3.6.1.4.1.13742.6", "raritan-pdu2"},
         {"1.3.6.1.4.1.13742.4", "raritan-pdu"},     {"1.3.6.1.4.1.534.1", "ups-mib"},
         {"1.3.6.1.4.1.705.1", "ups-mib"},           {"1.3.6.1.4.1.21317", "supermicro-bmc"},
+        {"1.3.6.1.4.1.476.1.42", "liebert-gp-pdu"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const struct wt_snmp_profile *p = wt_snmp_profile_match(cases[i].oid);
@@ -510,6 +511,31 @@ WT_TEST(raritan_decimal_digits)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(liebert_receptacle_energy)
+{
+    /* lgpPdu*EnergyAccum: UNITS "0.1 Kilowatt-Hour" (power-energy-oid-units.tsv). */
+    struct rec r = load_rec(DATA "librenms-snmprec/liebert_mph2rg.snmprec");
+    struct wt_snmp *s = feed_all(&r, NULL);
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    const struct line *ps = rec_find(&r, "1.3.6.1.4.1.476.1.42.3.8.30.20.1.50.1.1");
+    const struct line *rcp = rec_find(&r, "1.3.6.1.4.1.476.1.42.3.8.50.20.1.85.1.2.1");
+    const struct line *lbl = rec_find(&r, "1.3.6.1.4.1.476.1.42.3.8.50.20.1.10.1.2.1");
+    WT_ASSERT(ps && rcp && lbl);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J,
+                          "source=\"snmp\",target=\"t\",point=\"inlet1\",kind=\"inlet\","
+                          "name=\"PEM: 1-1\""),
+            atof(ps->value) * 0.1 * 3.6e6, 1e-3);
+    char lb[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "t", "point", "branch2.outlet1",
+                        "kind", "outlet", "name", lbl->value, NULL),
+              0);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, lb), atof(rcp->value) * 0.1 * 3.6e6, 1e-3);
+    WT_EQ_INT(count_readings(&b, WT_M_FAC_POWER_W), 1 + 1 + 16);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 /* ---- the recordings with LibreNMS's expected values ---------------------------------------- */
 
 #define ORACLE(name, min, ...)                                                                     \
@@ -563,6 +589,7 @@ WT_TEST(other_recordings_have_readings)
         {"snmpsim-data/apc-8932", "apc-rpdu", WT_M_FAC_POWER_W},
         {"snmpsim-data/apc-7902b", "apc-rpdu", WT_M_FAC_CURRENT_A},
         {"snmpsim-data/eaton-93e-80", "ups-mib", WT_M_FAC_VOLTAGE_V},
+        {"librenms-snmprec/liebert_mph2rg", "liebert-gp-pdu", WT_M_FAC_ENERGY_J},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[200];
