@@ -387,6 +387,10 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "carbon"),
                                 wt_config_section(&next, "carbon")))
                 wt_warn("run", "carbon changes take effect at the next restart");
+            int before[WT_HUB_MAX_COLLECTORS];
+            size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
+            if (nbefore > WT_HUB_MAX_COLLECTORS)
+                nbefore = WT_HUB_MAX_COLLECTORS;
             wt_loop_stop(loop);
             loop = NULL;
             cfg.daemon.interval_ns = next.daemon.interval_ns;
@@ -403,6 +407,8 @@ int wt_cmd_run(int argc, char **argv)
                 wt_error("run", "%s", err.msg);
                 goto out;
             }
+            /* Targets no longer configured leave /metrics, the status and the health check. */
+            wt_loop_retire_dropped(hub, before, nbefore, loop);
         }
     }
     ret = 0;

@@ -92,8 +92,14 @@ int wt_cmd_status(int argc, char **argv)
             struct wt_err err = {{0}};
             wt_batch_clear(&batch);
             int64_t t0 = wt_now_mono_ns();
-            int prc = src[i].ops->poll(src[i].state, wt_now_real_ns(), &batch, &err);
+            int64_t t_real = wt_now_real_ns();
+            int prc = src[i].ops->poll(src[i].state, t_real, &batch, &err);
             int64_t t1 = wt_now_mono_ns();
+            if (prc != 0) {
+                wt_batch_clear(&batch);
+                if (src[i].ops->down && src[i].ops->down(src[i].state, t_real, &batch) != 0)
+                    wt_batch_clear(&batch);
+            }
             if (prc != 0 && round == 1 && !json)
                 fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
             wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);

@@ -48,6 +48,12 @@ struct wt_collector_ops {
      */
     size_t (*targets)(const struct wt_config *cfg, struct wt_target *out, size_t max);
     int (*open_target)(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err);
+    /*
+     * Optional: after a failed poll, the readings that say so (wattage_facility_up 0 with the
+     * target's labels), which replace the target's latest readings and are stored; without it a
+     * failed poll leaves the source with no readings at all.
+     */
+    int (*down)(void *state, int64_t t_ns, struct wt_batch *out);
 };
 
 /* The registry: every collector, in a fixed order, NULL-terminated. */

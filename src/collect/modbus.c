@@ -736,6 +736,13 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
     return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
 }
 
+/* After a failed poll: the meter is down (its last readings are stale and go). */
+static int mb_down(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    const struct mb_state *s = state;
+    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
+}
+
 const struct wt_collector_ops wt_modbus_collector = {
     .name = "modbus",
     .config = mb_config,
@@ -744,4 +751,5 @@ const struct wt_collector_ops wt_modbus_collector = {
     .close = mb_close,
     .targets = mb_targets,
     .open_target = mb_open_target,
+    .down = mb_down,
 };

@@ -1585,6 +1585,13 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     return 0;
 }
 
+/* After a failed poll: the target is down (its last readings are stale and go). */
+static int rf_down(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    const struct rf *s = state;
+    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
+}
+
 const struct wt_collector_ops wt_redfish_collector = {
     .name = "redfish",
     .config = rf_config,
@@ -1593,4 +1600,5 @@ const struct wt_collector_ops wt_redfish_collector = {
     .close = rf_close,
     .targets = rf_targets,
     .open_target = rf_open_target,
+    .down = rf_down,
 };

@@ -59,6 +59,7 @@ int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns
     for (int i = 0; i < h->nslots; i++) {
         if (strcmp(h->slots[i].st.name, name) == 0) {
             h->slots[i].st.interval_ns = interval_ns;
+            h->slots[i].st.retired = false;
             pthread_mutex_unlock(&h->mu);
             return i;
         }
@@ -92,20 +93,31 @@ void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok
     s->st.duration_s = duration_s;
     s->st.up = ok;
     wt_batch_clear(&s->latest);
-    if (ok) {
+    if (ok)
         s->st.last_ok_mono = mono_ns;
-        if (wt_batch_append(&s->latest, b) != 0)
-            wt_batch_clear(&s->latest);
-    } else {
+    else
         s->st.errors++;
-    }
+    if (wt_batch_append(&s->latest, b) != 0)
+        wt_batch_clear(&s->latest);
     char name[sizeof s->st.name];
     memcpy(name, s->st.name, sizeof name);
     pthread_mutex_unlock(&h->mu);
-    if (ok && b->len) {
+    if (b->len) {
         for (int i = 0; i < h->nsinks; i++)
             h->sinks[i].fn(h->sinks[i].ctx, name, b);
     }
+}
+
+void wt_hub_retire(struct wt_hub *h, int idx)
+{
+    pthread_mutex_lock(&h->mu);
+    if (idx >= 0 && idx < h->nslots) {
+        struct slot *s = &h->slots[idx];
+        s->st.retired = true;
+        s->st.present = s->st.up = false;
+        wt_batch_clear(&s->latest);
+    }
+    pthread_mutex_unlock(&h->mu);
 }
 
 void wt_hub_set_state(struct wt_hub *h, int idx, bool present, int64_t interval_ns)
@@ -131,7 +143,7 @@ int wt_hub_snapshot(struct wt_hub *h, struct wt_batch *out)
         rc = wt_batch_append(out, &h->slots[i].latest);
     for (int i = 0; i < h->nslots && rc == 0; i++) {
         const struct wt_hub_collector *c = &h->slots[i].st;
-        if (wt_labels(lb, sizeof lb, "collector", c->name, NULL) != 0)
+        if (c->retired || wt_labels(lb, sizeof lb, "collector", c->name, NULL) != 0)
             continue;
         rc = wt_batch_add(out, WT_M_COLLECTOR_UP, lb, now, c->present && c->up ? 1 : 0);
         if (!rc)
@@ -145,10 +157,15 @@ int wt_hub_snapshot(struct wt_hub *h, struct wt_batch *out)
 
 size_t wt_hub_collectors(struct wt_hub *h, struct wt_hub_collector *out, size_t n)
 {
+    size_t total = 0;
     pthread_mutex_lock(&h->mu);
-    size_t total = (size_t)h->nslots;
-    for (size_t i = 0; i < total && i < n; i++)
-        out[i] = h->slots[i].st;
+    for (int i = 0; i < h->nslots; i++) {
+        if (h->slots[i].st.retired)
+            continue;
+        if (total < n)
+            out[total] = h->slots[i].st;
+        total++;
+    }
     pthread_mutex_unlock(&h->mu);
     return total;
 }

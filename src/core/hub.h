@@ -29,6 +29,7 @@ struct wt_hub_collector {
     uint64_t errors;         /* failed polls since start */
     bool up;                 /* last poll succeeded */
     bool present;            /* the source was found on this host */
+    bool retired;            /* removed from the configuration (wt_hub_retire) */
 };
 
 /*
@@ -46,11 +47,18 @@ int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
 
 /*
- * Records one poll of collector idx: when ok, b replaces its latest readings (copied); when not
- * ok its readings are dropped (they are stale). Then calls the sinks with b.
+ * Records one poll of collector idx: b replaces its latest readings (copied) and goes to the
+ * sinks. When not ok the poll counts as an error and b should hold only readings that say the
+ * source is down (or nothing): the earlier readings are stale and go.
  */
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok,
                     double duration_s, int64_t mono_ns);
+/*
+ * Retires slot idx: a target removed from the configuration. Its readings go and it leaves the
+ * self-metrics, the health check and wt_hub_collectors until a collector of that name is added
+ * again.
+ */
+void wt_hub_retire(struct wt_hub *h, int idx);
 /* Marks collector idx present or absent and sets its effective interval. */
 void wt_hub_set_state(struct wt_hub *h, int idx, bool present, int64_t interval_ns);
 

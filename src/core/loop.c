@@ -147,6 +147,12 @@ static void *worker_main(void *arg)
         int rc = w->ops->poll(state, t_real, &batch, &err);
         int64_t t1 = wt_now_mono_ns();
         double dur = (double)(t1 - t0) / WT_NS_PER_S;
+        if (rc != 0) {
+            /* What a failed poll gathered is not published; only what says it is down. */
+            wt_batch_clear(&batch);
+            if (w->ops->down && w->ops->down(state, t_real, &batch) != 0)
+                wt_batch_clear(&batch);
+        }
         wt_hub_publish(l->hub, w->slot, &batch, rc == 0, dur, t1);
         if (rc == 0) {
             if (fails > 0)
@@ -254,6 +260,27 @@ int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *co
     }
     *out = l;
     return 0;
+}
+
+size_t wt_loop_slots(const struct wt_loop *l, int *out, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; l && i < l->nworkers; i++)
+        if (k < n)
+            out[k++] = l->workers[i].slot;
+    return l ? l->nworkers : 0;
+}
+
+void wt_loop_retire_dropped(struct wt_hub *hub, const int *before, size_t nbefore,
+                            const struct wt_loop *now)
+{
+    for (size_t i = 0; i < nbefore; i++) {
+        bool kept = false;
+        for (size_t k = 0; now && k < now->nworkers && !kept; k++)
+            kept = now->workers[k].slot == before[i];
+        if (!kept)
+            wt_hub_retire(hub, before[i]);
+    }
 }
 
 void wt_loop_stop(struct wt_loop *l)

@@ -60,6 +60,11 @@ check "a negative temperature with its scale and kind" \
     grep -q "^wattage_facility_temperature_celsius{$L,point=\"supply\",kind=\"chiller\",name=\"supply\",zone=\"hall-b\"} -3.5\$" "$TMP/m1"
 check "the dropping meter is down" grep -q '^wattage_collector_up{collector="modbus:dropper"} 0$' "$TMP/m1"
 check "the hung meter is down" grep -q '^wattage_collector_up{collector="modbus:hanger"} 0$' "$TMP/m1"
+check "wattage_facility_up says so for each (0, with the target's labels)" \
+    bash -c 'grep -q "^wattage_facility_up{source=\"modbus\",target=\"dropper\",zone=\"hall-b\"} 0$" "$0" &&
+             grep -q "^wattage_facility_up{source=\"modbus\",target=\"hanger\",zone=\"hall-b\"} 0$" "$0"' "$TMP/m1"
+check "a down meter's last readings are not shown as current" \
+    bash -c '! grep -q "^wattage_facility_voltage_volts{source=\"modbus\",target=\"dropper\"" "$0"' "$TMP/m1"
 wait_for 15 grep -q 'modbus:hanger: poll failed' "$TMP/run.log"
 check "the dropped connection is logged" grep -q 'modbus:dropper: poll failed: 127.0.0.1' "$TMP/run.log"
 check "the hang is cut by the timeout and logged" grep -q 'modbus:hanger: poll failed: .*timed out' "$TMP/run.log"

@@ -115,6 +115,10 @@ printf 'collectors:\n  redfish:\n    interval: 500ms\n    targets:\n      - {nam
 kill -HUP $pid
 wait_for 15 up_is pdu
 check "after SIGHUP the new target is read" up_is pdu
+curl -s "127.0.0.1:$port/metrics" >"$TMP/hup.prom"
+check "the target removed by the reload left /metrics (readings and self-metrics)" \
+    bash -c '! grep -q "target=\"bmc\"\|collector=\"redfish:bmc\"" "$0"' "$TMP/hup.prom"
+check "and the status API" bash -c '! curl -s "127.0.0.1:$0/api/v1/status" | grep -q "redfish:bmc"' "$port"
 kill -TERM $pid; wait $pid; rc=$?
 check "the daemon stops cleanly after the reload (status $rc)" test $rc -eq 0
 

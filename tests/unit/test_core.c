@@ -371,3 +371,41 @@ WT_TEST(loop_gives_each_target_its_own_thread_and_slot)
     WT_ASSERT(cs[0].up && !cs[1].up);
     wt_hub_close(hub);
 }
+
+WT_TEST(hub_keeps_down_readings_and_retires_slots)
+{
+    struct wt_hub *hub;
+    struct wt_batch b = {0}, snap = {0};
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    int a = wt_hub_add_collector(hub, "snmp:a", WT_NS_PER_S);
+    int c = wt_hub_add_collector(hub, "snmp:c", WT_NS_PER_S);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, "target=\"a\"", 1, 500), 0);
+    wt_hub_publish(hub, a, &b, true, 0.01, 10);
+    /* a failed poll publishes only what says the target is down: the power reading goes */
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_UP, "target=\"a\"", 2, 0), 0);
+    wt_hub_publish(hub, a, &b, false, 0.01, 20);
+    WT_EQ_INT(wt_hub_snapshot(hub, &snap), 0);
+    bool power = false, up0 = false;
+    for (size_t i = 0; i < snap.len; i++) {
+        power |= snap.r[i].metric == WT_M_FAC_POWER_W;
+        up0 |= snap.r[i].metric == WT_M_FAC_UP && snap.r[i].value == 0;
+    }
+    WT_ASSERT(!power && up0);
+    struct wt_hub_collector cs[4];
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 4), 2);
+    WT_EQ_INT(cs[0].errors, 1);
+    /* a retired slot leaves the readings, the self-metrics and the list; the name brings it back */
+    wt_hub_retire(hub, a);
+    WT_EQ_INT(wt_hub_snapshot(hub, &snap), 0);
+    for (size_t i = 0; i < snap.len; i++)
+        WT_ASSERT(strstr(snap.r[i].labels, "snmp:a") == NULL && snap.r[i].metric != WT_M_FAC_UP);
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 4), 1);
+    WT_EQ_STR(cs[0].name, "snmp:c");
+    WT_EQ_INT(wt_hub_add_collector(hub, "snmp:a", WT_NS_PER_S), a);
+    WT_EQ_INT(wt_hub_collectors(hub, cs, 4), 2);
+    (void)c;
+    wt_batch_free(&b);
+    wt_batch_free(&snap);
+    wt_hub_close(hub);
+}
