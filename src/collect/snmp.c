@@ -887,23 +887,30 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
             return 0; /* "not available" on these MIBs */
     }
     if (metric == WT_M_FAC_ENERGY_J) {
-        if (!r->has_raw)
-            return 0;
+        uint64_t raw = r->raw, modulus = r->modulus;
+        if (!r->has_raw) {
+            /* A counter sent as text ("2.28kWh"): followed in millionths of its unit. */
+            if (v < 0 || v > 1e12)
+                return 0;
+            raw = (uint64_t)llround(v * 1e6);
+            modulus = 0;
+            scale *= 1e-6;
+        }
         struct ectr *e = counter(s, c, r);
         if (!e)
             return -ENOMEM;
         if (!e->c.have)
-            e->base = r->raw; /* what the meter counted before us is part of the total */
+            e->base = raw; /* what the meter counted before us is part of the total */
         uint64_t max_delta = 1;
         if (e->c.have && t_ns > e->c.last_t_ns) {
             double dt = (double)(t_ns - e->c.last_t_ns) / WT_NS_PER_S;
             double md = MAX_PLAUSIBLE_W * dt / scale;
             max_delta = md > 1.8e19 ? 0 : md < 1 ? 1 : (uint64_t)md;
         }
-        enum wt_delta_kind k = wt_energy_counter_update(&e->c, t_ns, r->raw, r->modulus, max_delta);
+        enum wt_delta_kind k = wt_energy_counter_update(&e->c, t_ns, raw, modulus, max_delta);
         if (k == WT_DELTA_RESET)
             wt_info("snmp", "energy counter reset target=%s column=%s raw=%" PRIu64, s->t.name,
-                    col->oid, r->raw);
+                    col->oid, raw);
         v = (double)(e->base + e->c.total_raw);
     }
     char point[64];

@@ -511,6 +511,55 @@ WT_TEST(raritan_decimal_digits)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(generic_profile_reads_text_values)
+{
+    /* The APC Easy PDU's non-standard tree sends "232.6V", "0.061kW", "2.28kWh" as strings. */
+    struct rec r = load_rec(DATA "librenms-snmprec/apc-epdu_epdu1132m.snmprec");
+    static const struct {
+        const char *col;
+        int metric;
+        double unit;
+    } cols[] = {{"1.3.6.1.4.1.1.1.1", WT_M_FAC_VOLTAGE_V, 1},
+                {"1.3.6.1.4.1.1.1.2", WT_M_FAC_CURRENT_A, 1},
+                {"1.3.6.1.4.1.1.1.3", WT_M_FAC_POWER_W, 1e3},
+                {"1.3.6.1.4.1.1.1.6", WT_M_FAC_POWER_FACTOR, 1},
+                {"1.3.6.1.4.1.1.1.7", WT_M_FAC_ENERGY_J, 3.6e6}};
+    struct wt_snmp_target t = target("g");
+    snprintf(t.profile, sizeof t.profile, "generic");
+    for (size_t i = 0; i < 5; i++) {
+        snprintf(t.generic_oid[i], sizeof t.generic_oid[i], "%s", cols[i].col);
+        snprintf(t.generic_kind[i], sizeof t.generic_kind[i], "inlet");
+        snprintf(t.generic_point[i], sizeof t.generic_point[i], "inlet%%1");
+        t.generic[i].metric = cols[i].metric;
+        t.generic[i].scale = cols[i].unit;
+    }
+    t.ngeneric = 5;
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_state_new(&t, NULL, &s, &err), 0);
+    for (size_t i = 0; i < r.n; i++)
+        WT_EQ_INT(wt_snmp_feed(s, r.l[i].oid, r.l[i].tag, r.l[i].value), 0);
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    const char *lb = "source=\"snmp\",target=\"g\",point=\"inlet1\",kind=\"inlet\"";
+    for (size_t i = 0; i < 5; i++) {
+        char o[64];
+        snprintf(o, sizeof o, "%s.1", cols[i].col);
+        const struct line *l = rec_find(&r, o);
+        WT_ASSERT(l);
+        double want = strtod(l->value, NULL) * cols[i].unit;
+        WT_NEAR(reading_value(&b, cols[i].metric, lb), want, 1e-9 * fmax(1, want));
+    }
+    /* The text counter goes on as a counter: 2.28 kWh, then 2.30 kWh. */
+    wt_snmp_reset(s);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.1.1.7.1", 4, "2.30kWh"), 0);
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_snmp_readings(s, T0 + 60000000000LL, &b), 0);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J, lb), 2.30 * 3.6e6, 1e-3);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 WT_TEST(liebert_receptacle_energy)
 {
     /* lgpPdu*EnergyAccum: UNITS "0.1 Kilowatt-Hour" (power-energy-oid-units.tsv). */
