@@ -922,6 +922,19 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
     return rc;
 }
 
+/* source, target and the target's node/rack/zone: the labels of wattage_facility_up. */
+static int up_labels(const struct wt_snmp *s, char *lb, size_t n)
+{
+    int rc = wt_labels(lb, n, "source", "snmp", "target", s->t.name, NULL);
+    if (!rc && s->place[0]) {
+        size_t l = strlen(lb);
+        rc = l + 1 + strlen(s->place) < n ? 0 : -E2BIG;
+        if (!rc)
+            snprintf(lb + l, n - l, ",%s", s->place);
+    }
+    return rc;
+}
+
 int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
 {
     int rc = 0;
@@ -945,13 +958,7 @@ int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
         }
     }
     char lb[WT_LABELS_LEN];
-    rc = wt_labels(lb, sizeof lb, "source", "snmp", "target", s->t.name, NULL);
-    if (!rc && s->place[0]) {
-        size_t l = strlen(lb);
-        rc = l + 1 + strlen(s->place) < sizeof lb ? 0 : -E2BIG;
-        if (!rc)
-            snprintf(lb + l, sizeof lb - l, ",%s", s->place);
-    }
+    rc = up_labels(s, lb, sizeof lb);
     if (!rc)
         rc = wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 1);
     if (!rc)
@@ -1449,6 +1456,14 @@ static void collector_close(void *state)
     wt_snmp_state_free(state);
 }
 
+/* After a failed poll: the PDU is down (its last readings are stale and go). */
+static int snmp_down(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    char lb[WT_LABELS_LEN];
+    int rc = up_labels(state, lb, sizeof lb);
+    return rc ? rc : wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 0);
+}
+
 const struct wt_collector_ops wt_snmp_collector = {
     .name = "snmp",
     .config = snmp_config,
@@ -1457,4 +1472,5 @@ const struct wt_collector_ops wt_snmp_collector = {
     .close = collector_close,
     .targets = snmp_targets,
     .open_target = snmp_open_target,
+    .down = snmp_down,
 };

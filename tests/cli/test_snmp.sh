@@ -191,10 +191,10 @@ check "SNMPv3: output current in 0.1 A" \
     grep -q '^wattage_facility_current_amperes{source="snmp",target="v3ups",point="output1",kind="ups_output"} 4.7$' "$TMP/metrics.txt"
 check "SNMPv3 with a generic profile: 4321 x 0.1 kWh in joules" \
     grep -q '^wattage_facility_energy_joules_total{source="snmp",target="v3generic",point="total",kind="meter"} 1555560000$' "$TMP/metrics.txt"
-check "a wrong v3 password: no facility series, the collector is down" \
-    bash -c '! grep -q "target=\"v3wrong\"" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:v3wrong\"} 0" "$1"' _ "$TMP/metrics.txt"
-check "a silent port: no facility series, the collector is down" \
-    bash -c '! grep -q "target=\"silent\"" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:silent\"} 0" "$1"' _ "$TMP/metrics.txt"
+check "a wrong v3 password: only wattage_facility_up 0, the collector is down" \
+    bash -c '[[ $(grep -c "target=\"v3wrong\"" "$1") == 1 ]] && grep -q "^wattage_facility_up{source=\"snmp\",target=\"v3wrong\"} 0$" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:v3wrong\"} 0" "$1"' _ "$TMP/metrics.txt"
+check "a silent port: only wattage_facility_up 0, the collector is down" \
+    bash -c '[[ $(grep -c "target=\"silent\"" "$1") == 1 ]] && grep -q "^wattage_facility_up{source=\"snmp\",target=\"silent\"} 0$" "$1" && grep -q "^wattage_collector_up{collector=\"snmp:silent\"} 0" "$1"' _ "$TMP/metrics.txt"
 check "the silent target's failure is logged with its timeout" grep -q 'snmp:silent: poll failed: target silent: no answer' "$TMP/run.log"
 check "no secret in the log" bash -c '! grep -qE "auth-pass-1234|priv-pass-5678|wrong-pass|other-auth" "$1"' _ "$TMP/run.log"
 
@@ -236,8 +236,12 @@ check "a Counter32 wrapping every 5 s (generic profile, uJ): energy grows at its
 tk=$($PY -c 'import time; print(time.time_ns())')
 kill "$SIMPID"
 wait "$SIMPID" 2>/dev/null
-gone() { ! metrics | grep -q 'wattage_facility_up{source="snmp",target="eatonpdu_2"'; }
-check "a dead PDU's readings leave /metrics (nothing stale)" wait_for 30 gone
+gone() {
+    metrics >"$TMP/dead.txt"
+    [[ $(grep -c 'target="eatonpdu_2"' "$TMP/dead.txt") == 1 ]] &&
+        grep -q '^wattage_facility_up{source="snmp",target="eatonpdu_2"} 0$' "$TMP/dead.txt"
+}
+check "a dead PDU's readings leave /metrics (nothing stale), its wattage_facility_up is 0" wait_for 30 gone
 check "its collector is down" bash -c 'curl -sf "$1" | grep -q "^wattage_collector_up{collector=\"snmp:eatonpdu_2\"} 0"' _ "http://127.0.0.1:$PORT/metrics"
 sleep 4
 check "the daemon is still running" kill -0 "$WPID"
