@@ -8,6 +8,7 @@
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -211,6 +212,119 @@ static double total_cpu_power(const struct view *v, int *n)
     return np ? sum : psys;
 }
 
+/* ---- facility measuring points (SNMP, Redfish, Modbus) ---- */
+
+#define MAX_FAC_POINTS 512
+#define FAC_FIRST WT_M_FAC_POWER_W
+#define FAC_N (WT_M_FAC_HEAT_J - WT_M_FAC_POWER_W + 1)
+
+struct fac_point {
+    char source[16], target[32], point[64], kind[24], name[64];
+    double v[FAC_N];
+    bool has[FAC_N];
+};
+
+struct fac_view {
+    struct fac_point p[MAX_FAC_POINTS];
+    size_t n;
+    struct {
+        char source[16], target[32];
+        bool up;
+    } t[WT_HUB_MAX_COLLECTORS];
+    size_t nt;
+};
+
+static void fac_label(const char *labels, const char *key, char *out, size_t n)
+{
+    if (wt_labels_get(labels, key, out, n) != 0)
+        out[0] = '\0';
+}
+
+static int cmp_fac(const void *a, const void *b)
+{
+    const struct fac_point *x = a, *y = b;
+    int c = strcmp(x->target, y->target);
+    return c ? c : strcmp(x->point, y->point);
+}
+
+static void build_fac(struct fac_view *fv, const struct wt_batch *b)
+{
+    fv->n = fv->nt = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        char src[16], tgt[32], pt[64];
+        if (r->metric == WT_M_FAC_UP && fv->nt < WT_HUB_MAX_COLLECTORS) {
+            fac_label(r->labels, "source", fv->t[fv->nt].source, sizeof fv->t[fv->nt].source);
+            fac_label(r->labels, "target", fv->t[fv->nt].target, sizeof fv->t[fv->nt].target);
+            fv->t[fv->nt++].up = r->value > 0.5;
+            continue;
+        }
+        if (r->metric < FAC_FIRST || r->metric >= FAC_FIRST + FAC_N)
+            continue;
+        fac_label(r->labels, "source", src, sizeof src);
+        fac_label(r->labels, "target", tgt, sizeof tgt);
+        fac_label(r->labels, "point", pt, sizeof pt);
+        struct fac_point *p = NULL;
+        for (size_t k = 0; k < fv->n && !p; k++)
+            if (!strcmp(fv->p[k].target, tgt) && !strcmp(fv->p[k].point, pt) &&
+                !strcmp(fv->p[k].source, src))
+                p = &fv->p[k];
+        if (!p) {
+            if (fv->n == MAX_FAC_POINTS)
+                continue;
+            p = &fv->p[fv->n++];
+            memset(p, 0, sizeof *p);
+            memcpy(p->source, src, sizeof p->source);
+            memcpy(p->target, tgt, sizeof p->target);
+            memcpy(p->point, pt, sizeof p->point);
+            fac_label(r->labels, "kind", p->kind, sizeof p->kind);
+            fac_label(r->labels, "name", p->name, sizeof p->name);
+        }
+        /* Several series of one metric at one point (per phase...): the first is shown. */
+        if (!p->has[r->metric - FAC_FIRST]) {
+            p->has[r->metric - FAC_FIRST] = true;
+            p->v[r->metric - FAC_FIRST] = r->value;
+        }
+    }
+    if (fv->n)
+        qsort(fv->p, fv->n, sizeof fv->p[0], cmp_fac);
+}
+
+/* The JSON key of a facility metric: its name without "wattage_facility_". */
+static const char *fac_key(int metric)
+{
+    const char *n = wt_metrics[metric].name;
+    return strncmp(n, "wattage_facility_", 17) == 0 ? n + 17 : n;
+}
+
+static void fac_json(cJSON *root, const struct fac_view *fv)
+{
+    cJSON *targets = cJSON_AddArrayToObject(root, "facility_targets");
+    for (size_t i = 0; i < fv->nt; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(targets, o);
+        cJSON_AddStringToObject(o, "source", fv->t[i].source);
+        cJSON_AddStringToObject(o, "target", fv->t[i].target);
+        cJSON_AddBoolToObject(o, "up", fv->t[i].up);
+    }
+    cJSON *pts = cJSON_AddArrayToObject(root, "facility");
+    for (size_t i = 0; i < fv->n; i++) {
+        const struct fac_point *p = &fv->p[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(pts, o);
+        cJSON_AddStringToObject(o, "source", p->source);
+        cJSON_AddStringToObject(o, "target", p->target);
+        cJSON_AddStringToObject(o, "point", p->point);
+        if (p->kind[0])
+            cJSON_AddStringToObject(o, "kind", p->kind);
+        if (p->name[0])
+            cJSON_AddStringToObject(o, "name", p->name);
+        for (int k = 0; k < FAC_N; k++)
+            if (p->has[k])
+                cJSON_AddNumberToObject(o, fac_key(FAC_FIRST + k), p->v[k]);
+    }
+}
+
 char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *cs, size_t ncs,
                        int64_t t_ns, int pretty)
 {
@@ -282,6 +396,13 @@ char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *
         cJSON_AddNumberToObject(h, "memory_used_bytes", v->mem_used);
     if (v->has_mem_total)
         cJSON_AddNumberToObject(h, "memory_total_bytes", v->mem_total);
+
+    struct fac_view *fv = malloc(sizeof *fv);
+    if (fv) {
+        build_fac(fv, b);
+        fac_json(root, fv);
+        free(fv);
+    }
 
     cJSON *cols = cJSON_AddArrayToObject(root, "collectors");
     for (size_t i = 0; i < ncs; i++) {
@@ -380,4 +501,36 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
         fprintf(f, " (%.1f of %.1f GiB)", v->mem_used / (1 << 30), v->mem_total / (1 << 30));
     fprintf(f, "\n");
     free(v);
+
+    struct fac_view *fv = malloc(sizeof *fv);
+    if (!fv)
+        return;
+    build_fac(fv, b);
+    if (fv->nt) {
+        fprintf(f, "\nfacility targets:");
+        for (size_t i = 0; i < fv->nt; i++)
+            fprintf(f, " %s:%s %s", fv->t[i].source, fv->t[i].target,
+                    fv->t[i].up ? "up" : "DOWN");
+        fprintf(f, "\n");
+    }
+    if (fv->n) {
+        fprintf(f, "%-16s %-24s %-10s %10s %12s %8s %8s %6s\n", "TARGET", "POINT", "KIND",
+                "POWER W", "ENERGY kWh", "CURR A", "VOLT V", "TEMP");
+        for (size_t i = 0; i < fv->n; i++) {
+            const struct fac_point *p = &fv->p[i];
+            fprintf(f, "%-16.16s %-24.24s %-10.10s", p->target, p->point, p->kind);
+            cell(f, p->has[WT_M_FAC_POWER_W - FAC_FIRST], p->v[WT_M_FAC_POWER_W - FAC_FIRST], 10,
+                 1, "");
+            cell(f, p->has[WT_M_FAC_ENERGY_J - FAC_FIRST],
+                 p->v[WT_M_FAC_ENERGY_J - FAC_FIRST] / 3.6e6, 12, 3, "");
+            cell(f, p->has[WT_M_FAC_CURRENT_A - FAC_FIRST], p->v[WT_M_FAC_CURRENT_A - FAC_FIRST],
+                 8, 2, "");
+            cell(f, p->has[WT_M_FAC_VOLTAGE_V - FAC_FIRST], p->v[WT_M_FAC_VOLTAGE_V - FAC_FIRST],
+                 8, 1, "");
+            cell(f, p->has[WT_M_FAC_TEMP_C - FAC_FIRST], p->v[WT_M_FAC_TEMP_C - FAC_FIRST], 6, 1,
+                 "");
+            fprintf(f, "\n");
+        }
+    }
+    free(fv);
 }

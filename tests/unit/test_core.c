@@ -9,6 +9,7 @@
 #include "core/hub.h"
 #include "core/loop.h"
 #include "core/reading.h"
+#include "core/snapshot.h"
 #include "runner.h"
 
 WT_TEST(labels_escape_and_read_back)
@@ -408,4 +409,39 @@ WT_TEST(hub_keeps_down_readings_and_retires_slots)
     wt_batch_free(&b);
     wt_batch_free(&snap);
     wt_hub_close(hub);
+}
+
+/* wattage status: facility points grouped per target and point, in JSON and in the table. */
+WT_TEST(snapshot_shows_facility_points)
+{
+    struct wt_batch b = {0};
+    char lb[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "pdu1", NULL), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_UP, lb, 1, 1), 0);
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "pdu2", NULL), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_UP, lb, 1, 0), 0);
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "pdu1", "point", "outlet3",
+                        "kind", "outlet", "name", "gpu-node-1 psu A", NULL),
+              0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, lb, 1, 812.5), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_ENERGY_J, lb, 1, 7.2e6), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_VOLTAGE_V, lb, 1, 230.1), 0);
+    char *js = wt_snapshot_json(&b, NULL, 0, 1, 0);
+    WT_ASSERT(js != NULL);
+    WT_CONTAINS(js, "\"facility_targets\":[{\"source\":\"snmp\",\"target\":\"pdu1\",\"up\":true},"
+                    "{\"source\":\"snmp\",\"target\":\"pdu2\",\"up\":false}]");
+    WT_CONTAINS(js, "{\"source\":\"snmp\",\"target\":\"pdu1\",\"point\":\"outlet3\",\"kind\":"
+                    "\"outlet\",\"name\":\"gpu-node-1 psu A\",\"power_watts\":812.5,"
+                    "\"energy_joules_total\":7200000,\"voltage_volts\":230.1}");
+    free(js);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    wt_snapshot_print(f, &b, NULL, 0, 1);
+    fclose(f);
+    WT_CONTAINS(text, "facility targets: snmp:pdu1 up snmp:pdu2 DOWN\n");
+    WT_CONTAINS(text, "pdu1             outlet3                  outlet          812.5        2.000"
+                      "        -    230.1      -\n");
+    free(text);
+    wt_batch_free(&b);
 }
