@@ -68,6 +68,31 @@ double wt_detect_time_to(double now, double slope, double limit)
     return (limit - now) / slope;
 }
 
+int wt_detect_plateau(const double *x, const double *y, size_t n, double *level)
+{
+    double sum[3] = {0, 0, 0}, span = n ? x[n - 1] - x[0] : 0;
+    size_t cnt[3] = {0, 0, 0};
+    if (n < 9 || !(span > 0))
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)(3 * (x[i] - x[0]) / span);
+        k = k > 2 ? 2 : k;
+        sum[k] += y[i];
+        cnt[k]++;
+    }
+    if (!cnt[0] || !cnt[1] || !cnt[2])
+        return -EINVAL;
+    double y1 = sum[0] / (double)cnt[0], y2 = sum[1] / (double)cnt[1], y3 = sum[2] / (double)cnt[2];
+    double d1 = y2 - y1, d2 = y3 - y2;
+    /* Rising and clearly slowing; a ratio near 1 is a straight line with noise (integer
+     * temperatures make the thirds' steps wobble by a fifth or so). */
+    if (!(d1 > 0) || d2 < 0 || d2 >= 0.8 * d1)
+        return -ERANGE;
+    double r = d2 / d1;
+    *level = y3 + d2 * r / (1 - r);
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -376,6 +401,15 @@ static void forecast(struct wt_detect *d, struct gpu *g, const struct wt_alerts_
             left = 0;
     }
     double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
+    /* A GPU warming up after a job starts rises fast, then levels off: a straight line through
+     * the rise would forecast a throttle that never comes (on every job start). When the rise is
+     * clearly slowing and heads for a level under the threshold, there is no forecast. */
+    /* The level is only read from a window at least as long as the lead: a shorter one says
+     * nothing about where the temperature is a lead from now. */
+    double level;
+    if (left > 0 && left < 1.5 * lead && d->xs[g->rn - 1] >= lead &&
+        wt_detect_plateau(d->xs, d->ys, g->rn, &level) == 0 && level < v->slow - 0.5)
+        left = INFINITY;
     enum wt_cond c = left < lead ? WT_COND_TRUE : left > 1.5 * lead ? WT_COND_FALSE : WT_COND_HOLD;
     char s[256];
     if (c != WT_COND_FALSE) {

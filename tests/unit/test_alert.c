@@ -520,6 +520,62 @@ WT_TEST(throttle_forecast_stays_quiet_for_a_steady_or_noisy_gpu)
     wt_alert_eval_free(e);
 }
 
+/*
+ * A job starts: the GPU warms from 50 C towards a level with time constant tau (slowdown 87).
+ * Returns the seconds after the start at which the forecast first fired, or -1 when it never did.
+ * The noise is a fixed +-0.3 C pattern, so the test is the same every run.
+ */
+static double warm_up(double level, double tau)
+{
+    load("alerts:\n  detectors:\n    throttle_forecast: {window: 2m, lead: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    static const double noise[] = {0.3, -0.1, -0.3, 0.2, 0, -0.2, 0.1};
+    double fired = -1;
+    nrec = 0;
+    for (int s = 0; s <= 480 && fired < 0; s++) {
+        double temp = level - (level - 50) * exp(-s / tau) + noise[s % 7];
+        tick_temp(e, &b, 2, T0 + S(s), temp);
+        if (count("GPUThrottleForecast", WT_ALERT_FIRING, NULL))
+            fired = s;
+    }
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+    return fired;
+}
+
+WT_TEST(throttle_forecast_is_quiet_for_a_warm_up_that_levels_off_below_the_threshold)
+{
+    /* Levels 75, 80 and 84 C: a straight line through the rise would forecast a throttle. */
+    WT_EQ_INT((int)warm_up(75, 30), -1);
+    WT_EQ_INT((int)warm_up(80, 45), -1);
+    WT_EQ_INT((int)warm_up(84, 60), -1);
+    /* Heading above the threshold, it still fires, and well before: 90 C with tau 30 s reaches
+     * 87 C at 78 s; 95 C with tau 60 s at 104 s. */
+    double f = warm_up(90, 30);
+    WT_ASSERT(f >= 0 && 30 * log(40.0 / 3) - f >= 15);
+    f = warm_up(95, 60);
+    WT_ASSERT(f >= 0 && 60 * log(45.0 / 8) - f >= 30);
+}
+
+WT_TEST(plateau_of_a_slowing_rise)
+{
+    double x[60], y[60], level;
+    for (int i = 0; i < 60; i++) {
+        x[i] = i * 2;
+        y[i] = 80 - 30 * exp(-x[i] / 40);
+    }
+    WT_EQ_INT(wt_detect_plateau(x, y, 60, &level), 0);
+    WT_NEAR(level, 80, 1.5);
+    for (int i = 0; i < 60; i++)
+        y[i] = 40 + 0.3 * x[i]; /* a straight line: no level to speak of */
+    WT_EQ_INT(wt_detect_plateau(x, y, 60, &level), -ERANGE);
+    for (int i = 0; i < 60; i++)
+        y[i] = 40 + 0.002 * x[i] * x[i]; /* accelerating */
+    WT_EQ_INT(wt_detect_plateau(x, y, 60, &level), -ERANGE);
+    WT_EQ_INT(wt_detect_plateau(x, y, 5, &level), -EINVAL);
+}
+
 WT_TEST(throttling_fires_after_for_and_names_the_reason)
 {
     load("alerts:\n  detectors:\n    throttling: {for: 5s}\n", true);
