@@ -26,7 +26,10 @@ const char *wt_test_build_path(const char *rel);
 
 #define WT_TEST(name)                                                                              \
     static void name(void);                                                                        \
-    __attribute__((constructor)) static void reg_##name(void) { wt_test_register(#name, name); }   \
+    __attribute__((constructor)) static void reg_##name(void)                                      \
+    {                                                                                              \
+        wt_test_register(#name, name);                                                             \
+    }                                                                                              \
     static void name(void)
 
 #define WT_ASSERT(c)                                                                               \

@@ -36,16 +36,16 @@ struct wt_alert {
     char labels[WT_LABELS_LEN]; /* canonical: the device's labels (gpu, uuid, ...) + the rule's */
     enum wt_severity severity;
     enum wt_alert_state state;
-    char summary[256];          /* the rendered summary template */
-    double value;               /* the value that made it fire (last evaluated) */
-    int64_t active_since_ns;    /* CLOCK_REALTIME: when the condition first held */
-    int64_t fired_at_ns;        /* when it started firing, 0 if never */
-    int64_t resolved_at_ns;     /* when it resolved, 0 while firing */
-    uint64_t fingerprint;       /* stable hash of name + labels: one instance, one id */
+    char summary[256];       /* the rendered summary template */
+    double value;            /* the value that made it fire (last evaluated) */
+    int64_t active_since_ns; /* CLOCK_REALTIME: when the condition first held */
+    int64_t fired_at_ns;     /* when it started firing, 0 if never */
+    int64_t resolved_at_ns;  /* when it resolved, 0 while firing */
+    uint64_t fingerprint;    /* stable hash of name + labels: one instance, one id */
     /* Power capping (action: cap): the GPU it applies to and the target limit in watts. */
     enum wt_action action;
-    int gpu;                    /* NVML index, -1 when not a GPU alert */
-    double cap_watts;           /* resolved target: absolute, or share x the GPU's max limit */
+    int gpu;          /* NVML index, -1 when not a GPU alert */
+    double cap_watts; /* resolved target: absolute, or share x the GPU's max limit */
 };
 
 const char *wt_alert_state_name(enum wt_alert_state s); /* "inactive", "pending", ... */
@@ -59,87 +59,87 @@ enum wt_cmp { WT_CMP_GT, WT_CMP_GE, WT_CMP_LT, WT_CMP_LE, WT_CMP_EQ, WT_CMP_NE }
 
 struct wt_alert_rule {
     char name[64];
-    int metric;                    /* enum wt_metric_id */
-    char match[WT_LABELS_LEN];     /* label matcher: every pair must equal ("" matches all) */
+    int metric;                /* enum wt_metric_id */
+    char match[WT_LABELS_LEN]; /* label matcher: every pair must equal ("" matches all) */
     enum wt_cmp cmp;
-    double threshold;              /* absolute, or a factor of `relative_to` when that is set */
-    int relative_to;               /* metric id of the same device's series, or -1 */
+    double threshold; /* absolute, or a factor of `relative_to` when that is set */
+    int relative_to;  /* metric id of the same device's series, or -1 */
     bool has_clear;
-    double clear;                  /* clear_below/clear_above: hysteresis bound, same scale */
+    double clear; /* clear_below/clear_above: hysteresis bound, same scale */
     int64_t for_ns;
     enum wt_severity severity;
-    char summary[256];             /* template: {{value}}, {{threshold}}, {{labels.gpu}}... */
-    char labels[WT_LABELS_LEN];    /* extra labels the rule adds */
+    char summary[256];          /* template: {{value}}, {{threshold}}, {{labels.gpu}}... */
+    char labels[WT_LABELS_LEN]; /* extra labels the rule adds */
     enum wt_action action;
-    double cap_watts;              /* action cap: absolute target in W, or 0 */
-    double cap_share;              /* action cap: share of the GPU's max limit (0..1), or 0 */
-    int line;                      /* where it is written, for messages */
+    double cap_watts; /* action cap: absolute target in W, or 0 */
+    double cap_share; /* action cap: share of the GPU's max limit (0..1), or 0 */
+    int line;         /* where it is written, for messages */
 };
 
 struct wt_alerts_config {
-    bool enabled;                  /* alerts.enabled, default true */
+    bool enabled; /* alerts.enabled, default true */
     struct wt_alert_rule rules[WT_ALERT_MAX_RULES];
     size_t nrules;
     /* Built-in detectors: each on by default; see detect.c for the meaning of each knob. */
     struct {
         bool enabled;
-        int64_t window_ns;         /* regression window, default 120 s */
-        int64_t lead_ns;           /* fire when time-to-slowdown < lead, default 60 s */
+        int64_t window_ns; /* regression window, default 120 s */
+        int64_t lead_ns;   /* fire when time-to-slowdown < lead, default 60 s */
     } throttle_forecast;
     struct {
         bool enabled;
-        int64_t for_ns;            /* default 5 s */
+        int64_t for_ns; /* default 5 s */
     } throttling;
     struct {
         bool enabled;
-        double util_below;         /* default 0.05 */
-        double power_share;        /* of the power limit, default 0.40 */
-        int64_t for_ns;            /* default 300 s */
+        double util_below;  /* default 0.05 */
+        double power_share; /* of the power limit, default 0.40 */
+        int64_t for_ns;     /* default 300 s */
     } idle_burn;
     struct {
         bool enabled;
-        double power_margin;       /* share over the max power limit, default 0.10 */
+        double power_margin;           /* share over the max power limit, default 0.10 */
         double temp_min_c, temp_max_c; /* physical range, default -20 and 150 */
     } impossible;
     struct {
         bool enabled;
-        int ticks;                 /* same power value for N ticks while util changes, default 30 */
+        int ticks; /* same power value for N ticks while util changes, default 30 */
     } stuck;
     struct {
         bool enabled;
-        double delta_c;            /* hotter than the model's median by, default 10 C */
-        double power_band;         /* at power within this share of the median, default 0.15 */
-        int64_t for_ns;            /* default 60 s */
+        double delta_c;    /* hotter than the model's median by, default 10 C */
+        double power_band; /* at power within this share of the median, default 0.15 */
+        int64_t for_ns;    /* default 60 s */
     } sibling;
     struct {
         bool enabled;
-        int intervals;             /* silent for more than N intervals, default 3 */
+        int intervals; /* silent for more than N intervals, default 3 */
     } data_gap;
     /* Delivery (notify.c). Empty strings: channel off. */
     struct {
-        char url[256];             /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
-        int64_t resend_ns;         /* re-send while firing, default 60 s */
-        int64_t timeout_ns;        /* per request, default 5 s */
+        char url[256];      /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
+        int64_t resend_ns;  /* re-send while firing, default 60 s */
+        int64_t timeout_ns; /* per request, default 5 s */
         /* alerts.alertmanager.generator_url: the link each alert carries (e.g. this daemon's
          * http://node7:9747/api/v1/alerts); "" leaves generatorURL out. */
         char generator_url[256];
     } alertmanager;
     struct {
-        char url[256];             /* alerts.webhook.url: JSON POST of each transition */
+        char url[256]; /* alerts.webhook.url: JSON POST of each transition */
         int64_t timeout_ns;
     } webhook;
     struct {
-        char command[256];         /* alerts.exec.command: run with the alert in env and stdin */
+        char command[256]; /* alerts.exec.command: run with the alert in env and stdin */
         int64_t timeout_ns;
     } exec;
     /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
-    double power_budget_watts;     /* alerts.power_budget_watts: site-wide, 0 = off */
+    double power_budget_watts; /* alerts.power_budget_watts: site-wide, 0 = off */
     /* alerts.power_budget_meter: a series whose value is the power held to the budget instead
      * of the GPUs' sum, e.g. wattage_facility_power_watts{target="pdu-r12",point="inlet1"}
      * (matching series are summed; check with wt_cap_meter_parse); "" = the GPUs' sum. */
     char power_budget_meter[256];
-    double budget_clear_share;     /* hysteresis: uncap below budget x this, default 0.95 */
-    bool dry_run;                  /* alerts.dry_run (or `run --dry-run`): log, do not act */
+    double budget_clear_share; /* hysteresis: uncap below budget x this, default 0.95 */
+    bool dry_run;              /* alerts.dry_run (or `run --dry-run`): log, do not act */
 };
 
 void wt_alerts_config_defaults(struct wt_alerts_config *c);

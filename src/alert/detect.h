@@ -98,8 +98,8 @@ double wt_detect_time_to(double now, double slope, double limit);
 
 /*
  * Where a rising value that slows down is heading: the means of the first, middle and last third
- * of the span of x (y1 < y2 < y3 by d1 then d2 < 0.8 d1) read as a geometric approach, whose level is
- * y3 + d2 r / (1 - r), r = d2 / d1 (an exponential approach sampled at equal steps). Returns 0
+ * of the span of x (y1 < y2 < y3 by d1 then d2 < 0.8 d1) read as a geometric approach, whose level
+ * is y3 + d2 r / (1 - r), r = d2 / d1 (an exponential approach sampled at equal steps). Returns 0
  * with *level set, or -ERANGE when the value is not rising and slowing (linear, accelerating,
  * falling or flat: then a straight line is the honest forecast), -EINVAL for too few points.
  */

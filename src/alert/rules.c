@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "alert/alert.h"
-#include "alert/notify.h"
 #include "alert/engine.h"
+#include "alert/notify.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/yget.h"
@@ -539,9 +539,9 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
         int argc = 0;
         rc = wt_notify_split(out->exec.command, words, sizeof words, argv, 32, &argc);
         if (rc != 0) {
-            rc = wt_y_fail(&g, wt_y_get(x, "command"), "alerts.exec.command",
-                           "%s", rc == -E2BIG ? "expected at most 32 words"
-                                              : "expected a command (quotes closed, not empty)");
+            rc = wt_y_fail(&g, wt_y_get(x, "command"), "alerts.exec.command", "%s",
+                           rc == -E2BIG ? "expected at most 32 words"
+                                        : "expected a command (quotes closed, not empty)");
             goto fail;
         }
     }

@@ -28,8 +28,7 @@ struct wt_store;
  */
 int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out);
 /* Parses a time argument with wt_time_parse; prints "wattage CMD: OPT: expected …", returns 2. */
-int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now,
-                      int64_t *out);
+int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out);
 
 /*
  * Loads the configuration for a command: `path` when given (must exist), else the default file

@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert/engine.h"
+#include "audit/carbon.h"
+#include "audit/jobs.h"
+#include "audit/kpi.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
@@ -21,10 +25,6 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/yamltree.h"
-#include "alert/engine.h"
-#include "audit/carbon.h"
-#include "audit/jobs.h"
-#include "audit/kpi.h"
 #include "serve/http.h"
 #include "store/store.h"
 
@@ -95,8 +95,8 @@ static double sum_metric(const struct wt_batch *b, int metric, const char *skip_
             continue;
         if (skip_label && wt_labels_get(r->labels, skip_label, v, sizeof v) == 0)
             continue;
-        if (only_key && (wt_labels_get(r->labels, only_key, v, sizeof v) != 0 ||
-                         strcmp(v, only_val) != 0))
+        if (only_key &&
+            (wt_labels_get(r->labels, only_key, v, sizeof v) != 0 || strcmp(v, only_val) != 0))
             continue;
         s += r->value;
         (*n)++;
@@ -147,7 +147,6 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     wt_info("run", "%s", line);
 }
 
-
 static void log_energy_totals(struct tracker *tr)
 {
     char from[40], to[40];
@@ -157,8 +156,7 @@ static void log_energy_totals(struct tracker *tr)
         wt_time_format(t->first_t, 1, from, sizeof from);
         wt_time_format(t->last_t, 1, to, sizeof to);
         wt_info("run", "energy %s{%s} joules=%.3f from=%s to=%s from_ns=%" PRId64 " to_ns=%" PRId64,
-                wt_metrics[t->metric].name, t->labels, t->sum, from, to, t->first_t,
-                t->last_t);
+                wt_metrics[t->metric].name, t->labels, t->sum, from, to, t->first_t, t->last_t);
     }
     pthread_mutex_unlock(&tr->mu);
 }
@@ -185,12 +183,15 @@ static int apply_flags(const struct run_opts *o, struct wt_config *cfg)
 
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-    static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},   {"listen", required_argument, NULL, 'l'},
-        {"db", required_argument, NULL, 'd'},       {"interval", required_argument, NULL, 'i'},
-        {"duration", required_argument, NULL, 'D'}, {"log-level", required_argument, NULL, 'L'},
-        {"summary-interval", required_argument, NULL, 'S'},
-        {"dry-run", no_argument, NULL, 'n'}, {0}};
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"listen", required_argument, NULL, 'l'},
+                                         {"db", required_argument, NULL, 'd'},
+                                         {"interval", required_argument, NULL, 'i'},
+                                         {"duration", required_argument, NULL, 'D'},
+                                         {"log-level", required_argument, NULL, 'L'},
+                                         {"summary-interval", required_argument, NULL, 'S'},
+                                         {"dry-run", no_argument, NULL, 'n'},
+                                         {0}};
     int c;
     enum wt_log_level lv;
     memset(o, 0, sizeof *o);
@@ -205,8 +206,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             char host[128];
             int port;
             if (wt_config_parse_listen(optarg, host, sizeof host, &port) != 0) {
-                fprintf(stderr, "wattage run: --listen: expected HOST:PORT or [IPv6]:PORT with a "
-                                "port in 1..65535 (got \"%s\")\n", optarg);
+                fprintf(stderr,
+                        "wattage run: --listen: expected HOST:PORT or [IPv6]:PORT with a "
+                        "port in 1..65535 (got \"%s\")\n",
+                        optarg);
                 return 2;
             }
             o->listen = optarg;
@@ -319,7 +322,8 @@ int wt_cmd_run(int argc, char **argv)
     }
 
     wt_info("run", "wattage %s starting interval_s=%.3g config=%s", WT_VERSION,
-            (double)cfg.daemon.interval_ns / WT_NS_PER_S, cfg.source[0] ? cfg.source : "(defaults)");
+            (double)cfg.daemon.interval_ns / WT_NS_PER_S,
+            cfg.source[0] ? cfg.source : "(defaults)");
     /* The server reads its keys and binds before collection starts, so a bad key or a taken
      * port stops the daemon at once; it serves the hub's snapshot from its own threads. */
     if (wt_http_open(&cfg, hub, &http, &err) != 0) {
@@ -419,7 +423,7 @@ out:
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
     wt_alerts_close(alerts); /* after the collectors (its sink) and the server; restores caps */
-    wt_store_close(store); /* after the collectors: flushes what they published */
+    wt_store_close(store);   /* after the collectors: flushes what they published */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

@@ -3,8 +3,8 @@
  * The config sections that their own modules read and check (see wt_config_section in
  * core/config.h). Adding one is one line here.
  */
-#include "audit/carbon.h"
 #include "alert/alert.h"
+#include "audit/carbon.h"
 #include "audit/topology.h"
 #include "collect/modbus.h"
 #include "collect/redfish.h"

@@ -31,7 +31,8 @@ int64_t wt_now_mono_ns(void)
 
 int wt_sleep_until_mono(int64_t deadline_ns)
 {
-    struct timespec ts = {.tv_sec = deadline_ns / WT_NS_PER_S, .tv_nsec = deadline_ns % WT_NS_PER_S};
+    struct timespec ts = {.tv_sec = deadline_ns / WT_NS_PER_S,
+                          .tv_nsec = deadline_ns % WT_NS_PER_S};
     int rc = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
     return rc == 0 ? 0 : -rc;
 }
@@ -118,8 +119,12 @@ static int parse_rfc3339(const char *s, int64_t *out)
     }
     if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
         return -EINVAL;
-    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d,
-                    .tm_hour = h, .tm_min = mi, .tm_sec = sec};
+    struct tm tm = {.tm_year = y - 1900,
+                    .tm_mon = mo - 1,
+                    .tm_mday = d,
+                    .tm_hour = h,
+                    .tm_min = mi,
+                    .tm_sec = sec};
     time_t t = timegm(&tm);
     *out = ((int64_t)t - offset_s) * WT_NS_PER_S + frac;
     return 0;
@@ -131,8 +136,8 @@ static int parse_units(const char *s, int allow_bare, int64_t *out)
     static const struct {
         const char *u;
         double ns;
-    } units[] = {{"ns", 1},       {"us", 1e3},     {"ms", 1e6},       {"s", 1e9},
-                 {"m", 60e9},     {"h", 3600e9},   {"d", 86400e9},    {"w", 604800e9}};
+    } units[] = {{"ns", 1},   {"us", 1e3},   {"ms", 1e6},    {"s", 1e9},
+                 {"m", 60e9}, {"h", 3600e9}, {"d", 86400e9}, {"w", 604800e9}};
     const char *p = s;
     double total = 0;
     if (!*p)

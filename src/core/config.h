@@ -29,8 +29,8 @@ struct wt_collector_config {
 struct wt_config {
     char source[WT_PATH_LEN]; /* the file it came from, or "" for the built-in defaults */
     struct {
-        int64_t interval_ns;     /* daemon.interval, default 1 s */
-        char listen[128];        /* daemon.listen, default 127.0.0.1:9747 */
+        int64_t interval_ns;         /* daemon.interval, default 1 s */
+        char listen[128];            /* daemon.listen, default 127.0.0.1:9747 */
         enum wt_log_level log_level; /* daemon.log_level, default info */
         struct {
             char cert[WT_PATH_LEN], key[WT_PATH_LEN], client_ca[WT_PATH_LEN];
@@ -41,10 +41,10 @@ struct wt_config {
         } auth;
     } daemon;
     struct {
-        char path[WT_PATH_LEN];       /* store.path, default /var/lib/wattage/wattage.db */
-        int64_t flush_ns;             /* store.flush_interval, default 1 s */
-        int64_t retention_raw_ns;     /* store.retention.raw, default 7 d */
-        int64_t retention_rollup_ns;  /* store.retention.rollup, default 400 d */
+        char path[WT_PATH_LEN];      /* store.path, default /var/lib/wattage/wattage.db */
+        int64_t flush_ns;            /* store.flush_interval, default 1 s */
+        int64_t retention_raw_ns;    /* store.retention.raw, default 7 d */
+        int64_t retention_rollup_ns; /* store.retention.rollup, default 400 d */
     } store;
     struct {
         struct wt_collector_config nvml;
@@ -85,9 +85,9 @@ void wt_config_move_doc(struct wt_config *dst, struct wt_config *src);
 void wt_config_defaults(struct wt_config *c);
 
 /*
- * Loads path over the defaults in *c (its document, if any, is replaced). Returns 0; -ENOENT when the file does not exist (err says
- * so); -EINVAL with err naming file:line and key for bad YAML, unknown keys or bad values.
- * On error *c is left with the defaults, never half-applied.
+ * Loads path over the defaults in *c (its document, if any, is replaced). Returns 0; -ENOENT when
+ * the file does not exist (err says so); -EINVAL with err naming file:line and key for bad YAML,
+ * unknown keys or bad values. On error *c is left with the defaults, never half-applied.
  */
 int wt_config_load(const char *path, struct wt_config *c, struct wt_err *err) WT_MUST_USE;
 /* The same from memory; name is used in messages. */

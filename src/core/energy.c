@@ -27,8 +27,8 @@ enum wt_delta_kind wt_counter_delta(uint64_t prev, uint64_t cur, uint64_t modulu
     return WT_DELTA_RESET;
 }
 
-enum wt_delta_kind wt_energy_counter_update(struct wt_energy_counter *c, int64_t t_ns,
-                                            uint64_t raw, uint64_t modulus, uint64_t max_delta)
+enum wt_delta_kind wt_energy_counter_update(struct wt_energy_counter *c, int64_t t_ns, uint64_t raw,
+                                            uint64_t modulus, uint64_t max_delta)
 {
     if (!c->have) {
         c->have = true;

@@ -43,19 +43,19 @@ struct wt_energy_counter {
  * new baseline; the energy counted since the reset (cur, when plausible) is kept, never a
  * negative or a huge jump. Returns the kind of step taken.
  */
-enum wt_delta_kind wt_energy_counter_update(struct wt_energy_counter *c, int64_t t_ns,
-                                            uint64_t raw, uint64_t modulus, uint64_t max_delta);
+enum wt_delta_kind wt_energy_counter_update(struct wt_energy_counter *c, int64_t t_ns, uint64_t raw,
+                                            uint64_t modulus, uint64_t max_delta);
 
 /* Power integrated over time. Zero-initialise. */
 struct wt_energy_integral {
     bool have;
     int64_t last_t_ns;
     double last_power_w;
-    double total_j;    /* joules over covered spans */
-    double covered_s;  /* seconds integrated */
-    double gap_s;      /* seconds skipped in gaps */
+    double total_j;   /* joules over covered spans */
+    double covered_s; /* seconds integrated */
+    double gap_s;     /* seconds skipped in gaps */
     uint64_t gaps;
-    bool broken;       /* set by wt_energy_integral_break: the next span is a gap */
+    bool broken; /* set by wt_energy_integral_break: the next span is a gap */
 };
 
 /*

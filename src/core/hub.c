@@ -84,8 +84,8 @@ int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
     return 0;
 }
 
-void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok,
-                    double duration_s, int64_t mono_ns)
+void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
+                    int64_t mono_ns)
 {
     pthread_mutex_lock(&h->mu);
     struct slot *s = &h->slots[idx];

@@ -22,14 +22,14 @@ struct wt_hub;
 /* What the hub knows of one collector. */
 struct wt_hub_collector {
     char name[32];
-    int64_t interval_ns;     /* current effective interval (doubles under backoff) */
-    int64_t last_tick_mono;  /* CLOCK_MONOTONIC ns of the last poll, 0 if none */
-    int64_t last_ok_mono;    /* of the last successful poll, 0 if none */
-    double duration_s;       /* of the last poll */
-    uint64_t errors;         /* failed polls since start */
-    bool up;                 /* last poll succeeded */
-    bool present;            /* the source was found on this host */
-    bool retired;            /* removed from the configuration (wt_hub_retire) */
+    int64_t interval_ns;    /* current effective interval (doubles under backoff) */
+    int64_t last_tick_mono; /* CLOCK_MONOTONIC ns of the last poll, 0 if none */
+    int64_t last_ok_mono;   /* of the last successful poll, 0 if none */
+    double duration_s;      /* of the last poll */
+    uint64_t errors;        /* failed polls since start */
+    bool up;                /* last poll succeeded */
+    bool present;           /* the source was found on this host */
+    bool retired;           /* removed from the configuration (wt_hub_retire) */
 };
 
 /*
@@ -41,7 +41,8 @@ typedef void (*wt_hub_sink_fn)(void *ctx, const char *collector, const struct wt
 int wt_hub_open(struct wt_hub **out) WT_MUST_USE;
 void wt_hub_close(struct wt_hub *h);
 
-/* Registers a collector slot, or finds the one of that name. Returns its index (>= 0) or -ENOSPC. */
+/* Registers a collector slot, or finds the one of that name. Returns its index (>= 0) or -ENOSPC.
+ */
 int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns);
 /* Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. */
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
@@ -51,8 +52,8 @@ int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
  * sinks. When not ok the poll counts as an error and b should hold only readings that say the
  * source is down (or nothing): the earlier readings are stale and go.
  */
-void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok,
-                    double duration_s, int64_t mono_ns);
+void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
+                    int64_t mono_ns);
 /*
  * Retires slot idx: a target removed from the configuration. Its readings go and it leaves the
  * self-metrics, the health check and wt_hub_collectors until a collector of that name is added

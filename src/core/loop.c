@@ -19,8 +19,8 @@
 struct worker {
     struct wt_loop *loop;
     const struct wt_collector_ops *ops;
-    char name[32];   /* the collector's, or "<collector>:<target>": logs and the hub slot */
-    long target;     /* index for open_target, -1 for a single-source collector */
+    char name[32]; /* the collector's, or "<collector>:<target>": logs and the hub slot */
+    long target;   /* index for open_target, -1 for a single-source collector */
     int64_t base_ns;
     int slot;
     pthread_t thread;
@@ -99,8 +99,8 @@ static void *open_source(struct worker *w, bool *stopped)
         if (rc != last_rc) {
             /* Said once per kind of failure, not at every retry. */
             if (rc == -ENOENT)
-                wt_info(w->name, "not available: %s; looking again in %.3g s and later",
-                        err.msg, (double)delay / WT_NS_PER_S);
+                wt_info(w->name, "not available: %s; looking again in %.3g s and later", err.msg,
+                        (double)delay / WT_NS_PER_S);
             else
                 wt_warn(w->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
                         (double)delay / WT_NS_PER_S);
@@ -165,14 +165,13 @@ static void *worker_main(void *arg)
             fails++;
             failed_ticks++;
             if (wt_ratelimit_ok(&rl, t1, &held))
-                wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64,
-                        err.msg, fails, held);
+                wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64, err.msg,
+                        fails, held);
         }
         int64_t next = wt_loop_next_interval(w->base_ns, fails);
         if (next != interval) {
             if (next > interval)
-                wt_warn(w->name, "backing off: polling every %.3g s",
-                        (double)next / WT_NS_PER_S);
+                wt_warn(w->name, "backing off: polling every %.3g s", (double)next / WT_NS_PER_S);
             interval = next;
             wt_hub_set_state(l->hub, w->slot, true, interval);
         }

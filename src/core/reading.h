@@ -18,10 +18,10 @@ enum wt_metric_type { WT_GAUGE, WT_COUNTER };
 
 /* Every metric wattage knows. Names are the exposition names (prefix wattage_, base units). */
 enum wt_metric_id {
-    WT_M_GPU_INFO,                 /* 1, labels carry gpu,uuid,model,pci_bus_id */
-    WT_M_GPU_UP,                   /* 0/1 */
-    WT_M_GPU_POWER_W,              /* nvmlDeviceGetPowerUsage: 1 s average on Ampere+ */
-    WT_M_GPU_ENERGY_J,             /* counter: NVML energy counter (or method="integrated") */
+    WT_M_GPU_INFO,     /* 1, labels carry gpu,uuid,model,pci_bus_id */
+    WT_M_GPU_UP,       /* 0/1 */
+    WT_M_GPU_POWER_W,  /* nvmlDeviceGetPowerUsage: 1 s average on Ampere+ */
+    WT_M_GPU_ENERGY_J, /* counter: NVML energy counter (or method="integrated") */
     WT_M_GPU_TEMP_C,
     WT_M_GPU_SLOWDOWN_TEMP_C,
     WT_M_GPU_SHUTDOWN_TEMP_C,
@@ -35,18 +35,18 @@ enum wt_metric_id {
     WT_M_GPU_POWER_LIMIT_MIN_W,
     WT_M_GPU_POWER_LIMIT_MAX_W,
     WT_M_GPU_PSTATE,
-    WT_M_GPU_THROTTLE_REASONS,     /* bitmask, NVML clocks event reasons */
-    WT_M_GPU_THROTTLED,            /* 0/1 per reason="…" */
-    WT_M_GPU_ENERGY_GAPS,          /* counter: gaps not integrated across */
-    WT_M_CPU_ENERGY_J,             /* counter: RAPL, unwrapped, labels package,domain[,die|zone] */
-    WT_M_CPU_POWER_W,              /* RAPL energy delta / time delta */
-    WT_M_CPU_UTIL_RATIO,           /* procfs, cpu="all" or cpu="N" */
+    WT_M_GPU_THROTTLE_REASONS, /* bitmask, NVML clocks event reasons */
+    WT_M_GPU_THROTTLED,        /* 0/1 per reason="…" */
+    WT_M_GPU_ENERGY_GAPS,      /* counter: gaps not integrated across */
+    WT_M_CPU_ENERGY_J,         /* counter: RAPL, unwrapped, labels package,domain[,die|zone] */
+    WT_M_CPU_POWER_W,          /* RAPL energy delta / time delta */
+    WT_M_CPU_UTIL_RATIO,       /* procfs, cpu="all" or cpu="N" */
     WT_M_MEM_USED_RATIO,
     WT_M_MEM_USED_B,
     WT_M_MEM_TOTAL_B,
-    WT_M_COLLECTOR_ERRORS,         /* counter per collector */
-    WT_M_COLLECTOR_DURATION_S,     /* gauge per collector: last poll's duration */
-    WT_M_COLLECTOR_UP,             /* 0/1 per collector: last poll succeeded */
+    WT_M_COLLECTOR_ERRORS,     /* counter per collector */
+    WT_M_COLLECTOR_DURATION_S, /* gauge per collector: last poll's duration */
+    WT_M_COLLECTOR_UP,         /* 0/1 per collector: last poll succeeded */
     /*
      * Facility meters (SNMP PDUs and UPSes, Redfish BMCs/PDUs/CDUs, Modbus meters). Labels:
      * source (snmp|redfish|modbus), target (its config name), point (the measuring point within
@@ -54,31 +54,31 @@ enum wt_metric_id {
      * (inlet|outlet|phase|psu|chassis|meter|ups_input|ups_output|sensor|cooling...), optional
      * name (the label the device gives it), and node/rack/zone when the config places it.
      */
-    WT_M_FAC_UP,                   /* 0/1 per target: answered the last poll */
-    WT_M_FAC_INFO,                 /* 1, labels carry model/profile/vendor of a target */
-    WT_M_FAC_POWER_W,              /* active power */
-    WT_M_FAC_ENERGY_J,             /* counter: the device's energy counter, unwrapped */
+    WT_M_FAC_UP,       /* 0/1 per target: answered the last poll */
+    WT_M_FAC_INFO,     /* 1, labels carry model/profile/vendor of a target */
+    WT_M_FAC_POWER_W,  /* active power */
+    WT_M_FAC_ENERGY_J, /* counter: the device's energy counter, unwrapped */
     WT_M_FAC_APPARENT_VA,
     WT_M_FAC_CURRENT_A,
     WT_M_FAC_VOLTAGE_V,
-    WT_M_FAC_POWER_FACTOR,         /* 0..1 */
-    WT_M_FAC_TEMP_C,               /* inlet, exhaust, coolant supply/return... (point says) */
-    WT_M_FAC_HUMIDITY_RATIO,       /* 0..1 */
+    WT_M_FAC_POWER_FACTOR,   /* 0..1 */
+    WT_M_FAC_TEMP_C,         /* inlet, exhaust, coolant supply/return... (point says) */
+    WT_M_FAC_HUMIDITY_RATIO, /* 0..1 */
     WT_M_FAC_FAN_RPM,
-    WT_M_FAC_FLOW_M3S,             /* liquid flow, cubic metres per second */
+    WT_M_FAC_FLOW_M3S, /* liquid flow, cubic metres per second */
     WT_M_FAC_PRESSURE_PA,
-    WT_M_FAC_WATER_M3,             /* counter: water consumed, cubic metres (WUE) */
-    WT_M_FAC_HEAT_J,               /* counter: heat delivered (heat meters; ERF) */
+    WT_M_FAC_WATER_M3, /* counter: water consumed, cubic metres (WUE) */
+    WT_M_FAC_HEAT_J,   /* counter: heat delivered (heat meters; ERF) */
     /* Facility KPIs and chip-vs-wall reconciliation over a rolling window (audit/kpi.h). */
-    WT_M_KPI_PUE,                  /* [zone] measured PUE */
-    WT_M_KPI_WUE,                  /* litres per IT kWh */
+    WT_M_KPI_PUE, /* [zone] measured PUE */
+    WT_M_KPI_WUE, /* litres per IT kWh */
     WT_M_KPI_ERF,
-    WT_M_KPI_ACCEL_SHARE,          /* GPU energy / IT energy */
-    WT_M_RACK_DELTA_T,             /* rack: mean exhaust - mean inlet */
-    WT_M_NODE_UNACCOUNTED_W,       /* node: wall - (GPUs + CPU packages + DRAM) */
-    WT_M_NODE_UNACCOUNTED_RATIO,   /* node: unaccounted / wall */
-    WT_M_NODE_RECON_SUSPECT,       /* node, reason: 0/1 */
-    WT_M_GRID_CARBON_INTENSITY,    /* zone: gCO2e/kWh now (audit/carbon.h) */
+    WT_M_KPI_ACCEL_SHARE,        /* GPU energy / IT energy */
+    WT_M_RACK_DELTA_T,           /* rack: mean exhaust - mean inlet */
+    WT_M_NODE_UNACCOUNTED_W,     /* node: wall - (GPUs + CPU packages + DRAM) */
+    WT_M_NODE_UNACCOUNTED_RATIO, /* node: unaccounted / wall */
+    WT_M_NODE_RECON_SUSPECT,     /* node, reason: 0/1 */
+    WT_M_GRID_CARBON_INTENSITY,  /* zone: gCO2e/kWh now (audit/carbon.h) */
     WT_M_COUNT
 };
 
@@ -96,21 +96,22 @@ int wt_metric_find(const char *name);
 #define WT_LABELS_LEN 224
 
 struct wt_reading {
-    int64_t t_ns;                /* CLOCK_REALTIME */
-    double value;                /* base SI unit */
-    uint16_t metric;             /* enum wt_metric_id */
-    char labels[WT_LABELS_LEN];  /* canonical, escaped; "" for none */
+    int64_t t_ns;               /* CLOCK_REALTIME */
+    double value;               /* base SI unit */
+    uint16_t metric;            /* enum wt_metric_id */
+    char labels[WT_LABELS_LEN]; /* canonical, escaped; "" for none */
 };
 
-/* A growable array of readings; zero-initialise. Reused between ticks: wt_batch_clear keeps memory. */
+/* A growable array of readings; zero-initialise. Reused between ticks: wt_batch_clear keeps memory.
+ */
 struct wt_batch {
     struct wt_reading *r;
     size_t len, cap;
 };
 
 /* Appends one reading. Returns 0 or -ENOMEM (and -E2BIG when labels do not fit). */
-int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns, double value)
-    WT_MUST_USE;
+int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns,
+                 double value) WT_MUST_USE;
 /* Appends all of src. Returns 0 or -ENOMEM. */
 int wt_batch_append(struct wt_batch *b, const struct wt_batch *src) WT_MUST_USE;
 void wt_batch_clear(struct wt_batch *b);

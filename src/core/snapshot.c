@@ -20,9 +20,23 @@
 
 /* GPU metrics and their JSON keys, in output order; F_* name the positions. */
 enum {
-    F_POWER, F_ENERGY, F_TEMP, F_SLOWDOWN, F_SHUTDOWN, F_UTIL, F_MEM_UTIL, F_MEM_USED,
-    F_MEM_TOTAL, F_SM_CLOCK, F_MEM_CLOCK, F_LIMIT, F_LIMIT_MIN, F_LIMIT_MAX, F_PSTATE,
-    F_THROTTLE, F_GAPS
+    F_POWER,
+    F_ENERGY,
+    F_TEMP,
+    F_SLOWDOWN,
+    F_SHUTDOWN,
+    F_UTIL,
+    F_MEM_UTIL,
+    F_MEM_USED,
+    F_MEM_TOTAL,
+    F_SM_CLOCK,
+    F_MEM_CLOCK,
+    F_LIMIT,
+    F_LIMIT_MIN,
+    F_LIMIT_MAX,
+    F_PSTATE,
+    F_THROTTLE,
+    F_GAPS
 };
 static const struct {
     int metric;
@@ -134,8 +148,7 @@ static void build_view(struct view *v, const struct wt_batch *b)
             } else if (r->metric == WT_M_GPU_THROTTLED) {
                 if (r->value != 0 && wt_labels_get(r->labels, "reason", tmp, sizeof tmp) == 0) {
                     size_t l = strlen(g->throttled);
-                    snprintf(g->throttled + l, sizeof g->throttled - l, "%s%s", l ? "," : "",
-                             tmp);
+                    snprintf(g->throttled + l, sizeof g->throttled - l, "%s%s", l ? "," : "", tmp);
                 }
             } else if (r->metric == WT_M_GPU_ENERGY_J &&
                        wt_labels_get(r->labels, "method", tmp, sizeof tmp) == 0) {
@@ -470,7 +483,8 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
             cell(f, g->has[F_MEM_USED], g->v[F_MEM_USED] / (1 << 30), 9, 1, "G");
             cell(f, g->has[F_SM_CLOCK], g->v[F_SM_CLOCK] / 1e6, 8, 0, "");
             cell(f, g->has[F_LIMIT], g->v[F_LIMIT], 8, 0, "");
-            fprintf(f, "  %s\n", g->has[F_THROTTLE] ? (g->throttled[0] ? g->throttled : "none") : "-");
+            fprintf(f, "  %s\n",
+                    g->has[F_THROTTLE] ? (g->throttled[0] ? g->throttled : "none") : "-");
         }
         int n;
         double p = total_gpu_power(v, &n);
@@ -509,8 +523,7 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
     if (fv->nt) {
         fprintf(f, "\nfacility targets:");
         for (size_t i = 0; i < fv->nt; i++)
-            fprintf(f, " %s:%s %s", fv->t[i].source, fv->t[i].target,
-                    fv->t[i].up ? "up" : "DOWN");
+            fprintf(f, " %s:%s %s", fv->t[i].source, fv->t[i].target, fv->t[i].up ? "up" : "DOWN");
         fprintf(f, "\n");
     }
     if (fv->n) {
@@ -519,14 +532,14 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
         for (size_t i = 0; i < fv->n; i++) {
             const struct fac_point *p = &fv->p[i];
             fprintf(f, "%-16.16s %-24.24s %-10.10s", p->target, p->point, p->kind);
-            cell(f, p->has[WT_M_FAC_POWER_W - FAC_FIRST], p->v[WT_M_FAC_POWER_W - FAC_FIRST], 10,
-                 1, "");
+            cell(f, p->has[WT_M_FAC_POWER_W - FAC_FIRST], p->v[WT_M_FAC_POWER_W - FAC_FIRST], 10, 1,
+                 "");
             cell(f, p->has[WT_M_FAC_ENERGY_J - FAC_FIRST],
                  p->v[WT_M_FAC_ENERGY_J - FAC_FIRST] / 3.6e6, 12, 3, "");
-            cell(f, p->has[WT_M_FAC_CURRENT_A - FAC_FIRST], p->v[WT_M_FAC_CURRENT_A - FAC_FIRST],
-                 8, 2, "");
-            cell(f, p->has[WT_M_FAC_VOLTAGE_V - FAC_FIRST], p->v[WT_M_FAC_VOLTAGE_V - FAC_FIRST],
-                 8, 1, "");
+            cell(f, p->has[WT_M_FAC_CURRENT_A - FAC_FIRST], p->v[WT_M_FAC_CURRENT_A - FAC_FIRST], 8,
+                 2, "");
+            cell(f, p->has[WT_M_FAC_VOLTAGE_V - FAC_FIRST], p->v[WT_M_FAC_VOLTAGE_V - FAC_FIRST], 8,
+                 1, "");
             cell(f, p->has[WT_M_FAC_TEMP_C - FAC_FIRST], p->v[WT_M_FAC_TEMP_C - FAC_FIRST], 6, 1,
                  "");
             fprintf(f, "\n");

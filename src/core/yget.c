@@ -58,8 +58,8 @@ char *wt_y_index(char *out, size_t n, const char *path, size_t i)
     return out;
 }
 
-int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
-              const char *fmt, ...)
+int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path, const char *fmt,
+              ...)
 {
     char msg[256];
     va_list ap;
@@ -173,8 +173,7 @@ int wt_y_keys(const struct wt_yget *g, const struct wt_ynode *map, const char *p
                               e->key_line, p, best);
         char k[200];
         list_keys(keys, k, sizeof k);
-        return wt_err_set(g->err, "%s:%d: %s: unknown key (known: %s)", g->file, e->key_line, p,
-                          k);
+        return wt_err_set(g->err, "%s:%d: %s: unknown key (known: %s)", g->file, e->key_line, p, k);
     }
     return 0;
 }
@@ -202,8 +201,8 @@ static int scalar(const struct wt_yget *g, const struct wt_ynode *map, const cha
     if (!n || wt_ynode_is_null(n))
         return 0;
     if (n->kind != WT_YNODE_SCALAR)
-        return wt_y_fail(g, n, wt_y_path(p, sizeof p, path, key), "expected %s, not %s",
-                         expected, wt_ynode_kind_name(n->kind));
+        return wt_y_fail(g, n, wt_y_path(p, sizeof p, path, key), "expected %s, not %s", expected,
+                         wt_ynode_kind_name(n->kind));
     *out = n->value;
     return 0;
 }
@@ -264,8 +263,8 @@ int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const cha
                   const char *key, bool allow_zero, int64_t *out_ns)
 {
     const char *v;
-    const char *what = allow_zero ? "a duration such as 30s or 5m, or 0"
-                                  : "a duration > 0 such as 30s or 5m";
+    const char *what =
+        allow_zero ? "a duration such as 30s or 5m, or 0" : "a duration > 0 such as 30s or 5m";
     int rc = scalar(g, map, path, key, what, &v);
     int64_t ns;
     if (rc || !v)
@@ -306,8 +305,8 @@ int wt_y_double(const struct wt_yget *g, const struct wt_ynode *map, const char 
     return 0;
 }
 
-int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
-             const char *key, int64_t min, int64_t max, int64_t *out)
+int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path, const char *key,
+             int64_t min, int64_t max, int64_t *out)
 {
     const char *v;
     char what[96];

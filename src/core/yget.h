@@ -54,8 +54,8 @@ int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const cha
 int wt_y_double(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
                 const char *key, double min, double max, double *out) WT_MUST_USE;
 /* An integer within [min, max] (decimal, or 0x hex). */
-int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
-             const char *key, int64_t min, int64_t max, int64_t *out) WT_MUST_USE;
+int wt_y_int(const struct wt_yget *g, const struct wt_ynode *map, const char *path, const char *key,
+             int64_t min, int64_t max, int64_t *out) WT_MUST_USE;
 /* One of names (NULL-terminated); *out is its index. */
 int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
               const char *key, const char *const *names, int *out) WT_MUST_USE;
@@ -67,7 +67,7 @@ int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *p
 size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb);
 
 /* An error at node n (its line): "file:LINE: path: <message>". Returns -EINVAL. */
-int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path,
-              const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path, const char *fmt,
+              ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -9,10 +9,9 @@
 
 #include "core/clock.h"
 #include "core/config.h"
-#include "core/yget.h"
 #include "core/yamltree.h"
+#include "core/yget.h"
 #include "runner.h"
-
 
 /* Loads yaml (named "t.yaml") over the defaults; returns the result, message in err. */
 static int load(const char *yaml, struct wt_config *c, struct wt_err *err)
@@ -413,9 +412,10 @@ WT_TEST(nested_wrong_kind)
     EXPECT_ERR(
         "daemon:\n  tls: on\n",
         "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
-    EXPECT_ERR("collectors:\n  - nvml\n  - rapl\n",
-               "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
-               "modbus, not a list");
+    EXPECT_ERR(
+        "collectors:\n  - nvml\n  - rapl\n",
+        "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
+        "modbus, not a list");
     EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
                              "carbon, facility, alerts) at the top of the file (got a list)");
     EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "

@@ -115,7 +115,7 @@ struct fake {
     int polls;
     int64_t poll_mono[256];
     int64_t interval_seen[256]; /* the loop's interval when each poll ran */
-    int absent_opens; /* open returns -ENOENT this many times */
+    int absent_opens;           /* open returns -ENOENT this many times */
     int opens;
 };
 static struct fake fk = {.mu = PTHREAD_MUTEX_INITIALIZER};
@@ -282,7 +282,6 @@ WT_TEST(hub_slots_are_found_again_by_name)
     wt_hub_close(hub);
 }
 
-
 /* A two-target collector: target "dead" hangs in every poll; target "live" must keep its ticks. */
 static struct {
     pthread_mutex_t mu;
@@ -335,8 +334,8 @@ static int mt_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *
     pthread_mutex_unlock(&mt.mu);
     return 0;
 }
-static const struct wt_collector_ops mt_ops = {
-    "pdu", fake_config, mt_open, mt_poll, fake_close, mt_targets, mt_open_target};
+static const struct wt_collector_ops mt_ops = {"pdu",      fake_config, mt_open,       mt_poll,
+                                               fake_close, mt_targets,  mt_open_target};
 static const struct wt_collector_ops *const mt_list[] = {&mt_ops, NULL};
 
 WT_TEST(loop_gives_each_target_its_own_thread_and_slot)

@@ -19,7 +19,6 @@
 #define T0 (1764439200LL * S)
 #define KIB 1024.0
 
-
 static const char *root(void)
 {
     static char buf[512];
@@ -153,9 +152,9 @@ WT_TEST(procfs_meminfo_bytes_and_ratio)
 
     struct wt_meminfo m;
     struct wt_err err = {{0}};
-    WT_EQ_INT(
-        wt_procfs_read_meminfo(wt_test_src_path("tests/fixtures/procfs-sample1/proc/meminfo"), &m, &err),
-        0);
+    WT_EQ_INT(wt_procfs_read_meminfo(wt_test_src_path("tests/fixtures/procfs-sample1/proc/meminfo"),
+                                     &m, &err),
+              0);
     WT_EQ_U64(m.total_b, 16384000ULL * 1024);
     WT_EQ_U64(m.available_b, 12288000ULL * 1024);
 }

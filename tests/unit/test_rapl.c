@@ -21,7 +21,6 @@
 #define T0 (1764439200LL * S)
 #define INTEL_RANGE 262143328850ULL
 
-
 static void write_file(const char *path, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void write_file(const char *path, const char *fmt, ...)
@@ -112,12 +111,18 @@ WT_TEST(rapl_fixture_two_packages_dram_psys_labels)
     /* 2 packages × (package, core, dram) + psys; the intel-rapl-mmio:0 duplicate is skipped */
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 7);
     WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 123456.789012, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"core\""), 45678.901234, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"dram\""), 12345.678901, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 223456.789012, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"core\""), 55678.901234, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 22345.678901, 1e-6);
-    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"2\",domain=\"psys\""), 98765.432109, 1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"core\""), 45678.901234,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"dram\""), 12345.678901,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\""), 223456.789012,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"core\""), 55678.901234,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"dram\""), 22345.678901,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"2\",domain=\"psys\""), 98765.432109,
+            1e-6);
     /* power needs two readings */
     WT_EQ_INT(count_readings(&b, WT_M_CPU_POWER_W), 0);
     for (size_t i = 0; i < b.len; i++)

@@ -15,8 +15,8 @@ static struct wt_ynode *parse(const char *yaml)
     return root;
 }
 
-static const char *const target_keys[] = {"name", "address", "timeout", "retries", "scale",
-                                          "enabled", "version", NULL};
+static const char *const target_keys[] = {"name",  "address", "timeout", "retries",
+                                          "scale", "enabled", "version", NULL};
 
 WT_TEST(reads_every_kind_and_keeps_defaults)
 {
