@@ -5,6 +5,31 @@
 set -u
 build=${1:-build}
 pattern=${2:-}
+
+# The real data sets the tests read live beside the repository, in ../shared/data (see its
+# README.md). A clone made somewhere else finds them through WATTAGE_DATA_DIR or beside the
+# repository it was cloned from, and runs the tests from a directory whose ../shared/data is
+# them (the tree itself reached through links); without them the tests that need them fail.
+if [[ ! -d ../shared/data ]]; then
+    data=${WATTAGE_DATA_DIR:-}
+    origin=$(git config --get remote.origin.url 2>/dev/null || true)
+    if [[ -z $data && -n $origin && -d $origin/../shared/data ]]; then
+        data=$origin/../shared/data
+    fi
+    if [[ -n $data && -d $data ]]; then
+        root=$(mktemp -d /tmp/wt-tree-XXXXXX)
+        trap 'rm -rf "$root"' EXIT
+        mkdir -p "$root/shared" "$root/repo"
+        ln -s "$(cd "$data" && pwd -P)" "$root/shared/data"
+        for e in * .[!.]*; do
+            [[ -e $e ]] && ln -s "$PWD/$e" "$root/repo/$e"
+        done
+        echo "# the data sets: $(cd "$data" && pwd -P) (through $root)"
+        cd "$root/repo"
+    else
+        echo "# ../shared/data is missing: the tests that read the real data sets will fail" >&2
+    fi
+fi
 export WATTAGE_BUILD=$build
 export WATTAGE_SRCDIR=$PWD
 export WATTAGE_BIN=$build/wattage
