@@ -1499,7 +1499,10 @@ int wt_carbon_fetch(const char *url, const char *token_header, const char *token
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    /* A token is never sent on to wherever a redirect points (curl would pass a custom header
+     * to another host): with a token, a redirect is an error that says where to point the url. */
+    bool with_token = token && *token;
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, with_token ? 0L : 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 3L);
 #if LIBCURL_VERSION_NUM >= 0x075500
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -1528,6 +1531,14 @@ int wt_carbon_fetch(const char *url, const char *token_header, const char *token
         rc = -ECANCELED;
     } else if (cc != CURLE_OK) {
         snprintf(why, whyn, "%s", b.too_big ? "reply larger than 16 MiB" : curl_easy_strerror(cc));
+        rc = -EIO;
+    } else if (with_token && status >= 300 && status < 400) {
+        char *to = NULL;
+        curl_easy_getinfo(c, CURLINFO_REDIRECT_URL, &to);
+        snprintf(why, whyn,
+                 "HTTP status %ld: redirected to %.200s; the token is not sent there, set the url "
+                 "to it if it is right",
+                 status, to ? to : "(no location)");
         rc = -EIO;
     } else if (status >= 400 || status < 200) {
         snprintf(why, whyn, "HTTP status %ld", status);

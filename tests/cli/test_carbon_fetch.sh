@@ -36,6 +36,15 @@ carbon:
       url: $CURL/em
       token_file: $TMP/em.token
       interval: 1h
+    - kind: electricitymaps
+      url: $CURL/moved/em
+      token_file: $TMP/em.token
+      zone: YY
+      interval: 1h
+    - kind: uk_api
+      url: $CURL/moved/uk
+      zone: ZZ
+      interval: 1h
 EOF
 "$BIN" check-config "$TMP/w.yaml" >/dev/null 2>&1
 check "the carbon section passes check-config" test $? -eq 0
@@ -60,6 +69,12 @@ check "the failure is logged with its backoff" grep -q "fail/2/uk: HTTP status 5
     "$TMP/run.log"
 check "Electricity Maps' forecast with the token file is stored for DE" \
     wait_for 10 has_points DE
+check "a redirect without a token is followed (ZZ stored)" wait_for 10 has_points ZZ
+check "a redirect with a token is refused and says where it points" \
+    wait_for 10 grep -q "moved/em: HTTP status 302: redirected to $CURL/elsewhere; the token is not sent there" "$TMP/run.log"
+check "and the token went nowhere else" python3 -c "
+import json, urllib.request
+assert '/elsewhere' not in json.load(urllib.request.urlopen('$CURL/counts'))"
 check "the hanging URL times out and is logged" wait_for 10 grep -q "slow/30/uk: timed out" \
     "$TMP/run.log"
 

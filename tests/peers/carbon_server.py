@@ -9,6 +9,8 @@ API, given with --data) re-dated so that its first half-hour starts at the curre
   GET /slow/SECONDS/uk    answers /uk after sleeping SECONDS
   GET /em                 Electricity Maps' /carbon-intensity/forecast shape; 401 unless the
                           auth-token header equals --token
+  GET /moved/em           302 to /elsewhere (with a token, the daemon must not follow it)
+  GET /moved/uk           302 to /uk (without a token, followed)
   GET /log                every reply so far: [{"path", "t", "status"}] (t: unix seconds)
   GET /counts             requests per path as they arrive (a slow one counts at once)
 
@@ -90,6 +92,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+            return
+        if parts[0] == "moved" and len(parts) == 2:
+            target = "/elsewhere" if parts[1] == "em" else "/" + parts[1]
+            with LOCK:
+                LOG.append({"path": self.path, "t": time.time(), "status": 302})
+            self.send_response(302)
+            self.send_header("Location", target)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         if parts[0] == "fail" and len(parts) == 3 and n <= int(parts[1]):
             return self.reply(500, {"error": "internal"})
