@@ -44,6 +44,7 @@ int wt_cli_api_setup(const char *config, const char *url, const char *token_file
     int rc = wt_cli_load_config(config, &cfg);
     if (rc)
         return rc;
+    wt_config_free(&cfg); /* only the daemon's listen and TLS settings are read below */
     if (url && *url) {
         snprintf(api->url, sizeof api->url, "%s", url);
     } else {
