@@ -29,6 +29,7 @@ struct wt_collector_ops {
     /*
      * Prepares the source; *state is owned by the collector until close. Returns 0, -ENOENT when
      * the source is absent (err says what was looked for), or another negative errno with err.
+     * NULL for a multi-target collector (targets below), which is opened per target.
      */
     int (*open)(const struct wt_config *cfg, void **state, struct wt_err *err);
     /*

@@ -457,14 +457,6 @@ static size_t mb_targets(const struct wt_config *cfg, struct wt_target *out, siz
     return (size_t)n < max ? (size_t)n : max;
 }
 
-static int mb_open(const struct wt_config *cfg, void **state, struct wt_err *err)
-{
-    (void)cfg;
-    (void)state;
-    wt_err_set(err, "Modbus meters are configured as targets (%s)", SECTION);
-    return -ENOENT;
-}
-
 /* Labels of one reading: source, target, point, kind, [name], [node, rack, zone]. */
 static int make_labels(const struct target *t, const char *point, const char *kind,
                        const char *name, char *buf, size_t n)
@@ -746,7 +738,6 @@ static int mb_down(void *state, int64_t t_ns, struct wt_batch *out)
 const struct wt_collector_ops wt_modbus_collector = {
     .name = "modbus",
     .config = mb_config,
-    .open = mb_open,
     .poll = mb_poll,
     .close = mb_close,
     .targets = mb_targets,

@@ -1471,14 +1471,6 @@ static size_t rf_targets(const struct wt_config *cfg, struct wt_target *out, siz
     return (size_t)n < max ? (size_t)n : max;
 }
 
-static int rf_open(const struct wt_config *cfg, void **state, struct wt_err *err)
-{
-    (void)cfg;
-    (void)state;
-    wt_err_set(err, "Redfish services are configured as targets (%s)", SECTION);
-    return -ENOENT;
-}
-
 static void rf_close(void *state)
 {
     struct rf *s = state;
@@ -1595,7 +1587,6 @@ static int rf_down(void *state, int64_t t_ns, struct wt_batch *out)
 const struct wt_collector_ops wt_redfish_collector = {
     .name = "redfish",
     .config = rf_config,
-    .open = rf_open,
     .poll = rf_poll,
     .close = rf_close,
     .targets = rf_targets,

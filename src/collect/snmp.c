@@ -1400,14 +1400,6 @@ static const struct wt_collector_config *snmp_config(const struct wt_config *cfg
     return &cfg->collectors.snmp;
 }
 
-static int collector_open(const struct wt_config *cfg, void **state, struct wt_err *err)
-{
-    (void)cfg;
-    *state = NULL;
-    wt_err_set(err, "no targets in %s", SECTION);
-    return -ENOENT;
-}
-
 static size_t snmp_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
 {
     struct wt_snmp_target *t = calloc(WT_MAX_TARGETS, sizeof *t);
@@ -1467,7 +1459,6 @@ static int snmp_down(void *state, int64_t t_ns, struct wt_batch *out)
 const struct wt_collector_ops wt_snmp_collector = {
     .name = "snmp",
     .config = snmp_config,
-    .open = collector_open,
     .poll = snmp_poll,
     .close = collector_close,
     .targets = snmp_targets,

@@ -310,12 +310,6 @@ static int mt_open_target(const struct wt_config *cfg, size_t i, void **st, stru
     *st = (void *)(uintptr_t)(i + 1);
     return 0;
 }
-static int mt_open(const struct wt_config *cfg, void **st, struct wt_err *err)
-{
-    (void)cfg;
-    (void)st;
-    return wt_err_set(err, "a multi-target collector is opened per target");
-}
 static int mt_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     (void)t_ns;
@@ -334,7 +328,7 @@ static int mt_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *
     pthread_mutex_unlock(&mt.mu);
     return 0;
 }
-static const struct wt_collector_ops mt_ops = {"pdu",      fake_config, mt_open,       mt_poll,
+static const struct wt_collector_ops mt_ops = {"pdu",      fake_config, NULL,          mt_poll,
                                                fake_close, mt_targets,  mt_open_target};
 static const struct wt_collector_ops *const mt_list[] = {&mt_ops, NULL};
 
