@@ -87,36 +87,6 @@ struct wt_notify {
     struct wt_notify_stats stats;
 };
 
-/* ---- names ------------------------------------------------------------------------------- */
-
-const char *wt_notify_state(enum wt_alert_state s)
-{
-    switch (s) {
-    case WT_ALERT_INACTIVE:
-        return "inactive";
-    case WT_ALERT_PENDING:
-        return "pending";
-    case WT_ALERT_FIRING:
-        return "firing";
-    case WT_ALERT_RESOLVED:
-        return "resolved";
-    }
-    return "unknown";
-}
-
-const char *wt_notify_severity(enum wt_severity s)
-{
-    switch (s) {
-    case WT_SEV_INFO:
-        return "info";
-    case WT_SEV_WARNING:
-        return "warning";
-    case WT_SEV_CRITICAL:
-        return "critical";
-    }
-    return "unknown";
-}
-
 int64_t wt_notify_backoff(int failures, int64_t max_ns)
 {
     int64_t b = WT_NS_PER_S / 2;
@@ -185,7 +155,7 @@ char *wt_notify_am_json(const struct wt_alert *a, size_t n, int64_t now_ns, int6
         if (!labels || !ann)
             goto fail;
         cJSON_AddStringToObject(labels, "alertname", a[i].name);
-        cJSON_AddStringToObject(labels, "severity", wt_notify_severity(a[i].severity));
+        cJSON_AddStringToObject(labels, "severity", wt_severity_name(a[i].severity));
         if (!add_labels(labels, a[i].labels) && node && *node)
             cJSON_AddStringToObject(labels, "node", node);
         if (a[i].summary[0])
@@ -217,8 +187,8 @@ char *wt_notify_event_json(const struct wt_alert *a, const char *node)
     if (!o)
         return NULL;
     cJSON_AddStringToObject(o, "alertname", a->name);
-    cJSON_AddStringToObject(o, "state", wt_notify_state(a->state));
-    cJSON_AddStringToObject(o, "severity", wt_notify_severity(a->severity));
+    cJSON_AddStringToObject(o, "state", wt_alert_state_name(a->state));
+    cJSON_AddStringToObject(o, "severity", wt_severity_name(a->severity));
     cJSON *labels = cJSON_AddObjectToObject(o, "labels");
     if (labels)
         add_labels(labels, a->labels);
@@ -330,8 +300,8 @@ char **wt_notify_env(char *const *env, const struct wt_alert *a)
     snprintf(gpu, sizeof gpu, "%d", a->gpu);
     const char *pairs[][2] = {
         {"WATTAGE_ALERT_NAME", a->name},
-        {"WATTAGE_ALERT_STATE", wt_notify_state(a->state)},
-        {"WATTAGE_ALERT_SEVERITY", wt_notify_severity(a->severity)},
+        {"WATTAGE_ALERT_STATE", wt_alert_state_name(a->state)},
+        {"WATTAGE_ALERT_SEVERITY", wt_severity_name(a->severity)},
         {"WATTAGE_ALERT_LABELS", a->labels},
         {"WATTAGE_ALERT_SUMMARY", a->summary},
         {"WATTAGE_ALERT_VALUE", v},
@@ -818,20 +788,21 @@ static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_ale
         STAT_ADD(n, exec_timeouts, 1);
         if (stopping)
             wt_warn(MOD, "exec: %s killed: the daemon is stopping alert=%s state=%s", argv[0],
-                    a->name, wt_notify_state(a->state));
+                    a->name, wt_alert_state_name(a->state));
         else
             wt_warn(MOD, "exec: %s timed out after %.3g s and was killed alert=%s state=%s",
-                    argv[0], (double)timeout_ns / WT_NS_PER_S, a->name, wt_notify_state(a->state));
+                    argv[0], (double)timeout_ns / WT_NS_PER_S, a->name,
+                    wt_alert_state_name(a->state));
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         wt_debug(MOD, "exec: %s done alert=%s state=%s", argv[0], a->name,
-                 wt_notify_state(a->state));
+                 wt_alert_state_name(a->state));
         rc = 0;
     } else if (WIFEXITED(status)) {
         wt_warn(MOD, "exec: %s exited with status %d alert=%s state=%s", argv[0],
-                WEXITSTATUS(status), a->name, wt_notify_state(a->state));
+                WEXITSTATUS(status), a->name, wt_alert_state_name(a->state));
     } else if (WIFSIGNALED(status)) {
         wt_warn(MOD, "exec: %s killed by signal %d alert=%s state=%s", argv[0], WTERMSIG(status),
-                a->name, wt_notify_state(a->state));
+                a->name, wt_alert_state_name(a->state));
     }
 out:
     if (rc)
@@ -900,7 +871,7 @@ static void *fifo_main(void *arg)
                 STAT_ADD(n, webhook_failures, 1);
                 if (rc == -EINVAL)
                     wt_error(MOD, "webhook: POST %s refused alert=%s state=%s: %s", n->webhook.url,
-                             cur.name, wt_notify_state(cur.state), why);
+                             cur.name, wt_alert_state_name(cur.state), why);
                 else if (wt_ratelimit_ok(&fail_rl, now, &supp))
                     wt_warn(MOD, "webhook: POST %s failed: %s; retrying with backoff",
                             n->webhook.url, why);

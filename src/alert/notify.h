@@ -59,10 +59,6 @@ void wt_notify_env_free(char **envp);
 /* The wait before retry number `failures` (1, 2, ...): 0.5 s doubling, at most max_ns. */
 int64_t wt_notify_backoff(int failures, int64_t max_ns);
 
-/* Names used in bodies and logs. */
-const char *wt_notify_state(enum wt_alert_state s);
-const char *wt_notify_severity(enum wt_severity s);
-
 /* Transitions posted but not yet delivered (or given up), over every channel; for tests. */
 size_t wt_notify_pending(struct wt_notify *n);
 

@@ -385,28 +385,6 @@ static void format_duration(int64_t ns, char *buf, size_t n)
 
 /* ---- walking the tree ------------------------------------------------------------------------ */
 
-/* A value for a message: quoted, bounded, control characters shown as '?'. */
-static void show(const char *v, char *out, size_t n)
-{
-    size_t o = 0, len = strlen(v);
-    bool cut = len > 60;
-    if (!*v) {
-        snprintf(out, n, "nothing");
-        return;
-    }
-    out[o++] = '"';
-    for (size_t i = 0; i < len && i < 60 && o + 6 < n; i++) {
-        unsigned char ch = (unsigned char)v[i];
-        out[o++] = ch == '"' ? '\'' : iscntrl(ch) ? '?' : (char)ch;
-    }
-    if (cut && o + 5 < n) {
-        memcpy(out + o, "...", 3);
-        o += 3;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-}
-
 static const struct field *find_field(const char *path)
 {
     for (size_t i = 0; i < NFIELDS; i++)
@@ -535,7 +513,7 @@ static int apply(struct ctx *x, const struct field *f, const struct wt_ynode *e)
     /* A bare "key:" is null: an empty string for paths, nothing at all for the rest. */
     const char *v = wt_ynode_is_null(e) ? "" : e->value;
     if (set_value(f, v, x->c, why, sizeof why) != 0) {
-        show(v, got, sizeof got);
+        wt_y_show(v, got, sizeof got);
         return wt_err_set(x->err, "%s:%d: %s: expected %s%s (got %s)", x->name, e->line, f->path,
                           expectation(f), why, got);
     }
@@ -555,7 +533,7 @@ static int section(struct ctx *x, const struct wt_ynode *e, const char *path)
         return 0;
     each_child(path, list_name, &l);
     if (e->kind == WT_YNODE_SCALAR) {
-        show(e->value, got, sizeof got);
+        wt_y_show(e->value, got, sizeof got);
         return wt_err_set(x->err, "%s:%d: %s: expected a section with keys %s (got %s)", x->name,
                           e->line, path, keys, got);
     }
@@ -661,7 +639,7 @@ int wt_config_load_string(const char *name, const char *yaml, size_t len, struct
     } else if (root && !wt_ynode_is_null(root)) {
         each_child("", list_name, &l);
         if (root->kind == WT_YNODE_SCALAR)
-            show(root->value, got, sizeof got);
+            wt_y_show(root->value, got, sizeof got);
         else
             snprintf(got, sizeof got, "%s", wt_ynode_kind_name(root->kind));
         rc = wt_err_set(err, "%s:%d: expected sections (%s) at the top of the file (got %s)", name,

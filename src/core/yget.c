@@ -69,8 +69,7 @@ int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *pat
     return wt_err_set(g->err, "%s:%d: %s: %s", g->file, n ? n->line : 0, path, msg);
 }
 
-/* A value for a message: quoted, bounded, control characters shown as '?'. */
-static void show(const char *v, char *out, size_t n)
+void wt_y_show(const char *v, char *out, size_t n)
 {
     size_t o = 0, len = strlen(v);
     if (!*v) {
@@ -110,7 +109,7 @@ int wt_y_map(const struct wt_yget *g, const struct wt_ynode *n, const char *path
         return 0;
     list_keys(keys, k, sizeof k);
     if (n->kind == WT_YNODE_SCALAR) {
-        show(n->value, got, sizeof got);
+        wt_y_show(n->value, got, sizeof got);
         return wt_y_fail(g, n, path, "expected a section with keys %s (got %s)", k, got);
     }
     return wt_y_fail(g, n, path, "expected a section with keys %s, not a list", k);
@@ -122,7 +121,7 @@ int wt_y_seq(const struct wt_yget *g, const struct wt_ynode *n, const char *path
     if (!n || n->kind == WT_YNODE_SEQ || wt_ynode_is_null(n))
         return 0;
     if (n->kind == WT_YNODE_SCALAR) {
-        show(n->value, got, sizeof got);
+        wt_y_show(n->value, got, sizeof got);
         return wt_y_fail(g, n, path, "expected a list (got %s)", got);
     }
     return wt_y_fail(g, n, path, "expected a list, not a mapping");
@@ -138,7 +137,7 @@ int wt_y_keys(const struct wt_yget *g, const struct wt_ynode *map, const char *p
     for (size_t i = 0; i < map->n; i++) {
         const struct wt_ynode *e = map->child[i];
         char key[64];
-        show(e->key, key, sizeof key);
+        wt_y_show(e->key, key, sizeof key);
         /* the key as written, made safe for a terminal, without the quotes */
         size_t kl = strlen(key);
         if (kl >= 2 && key[0] == '"') {
@@ -211,7 +210,7 @@ static int bad(const struct wt_yget *g, const struct wt_ynode *map, const char *
                const char *key, const char *expected, const char *v)
 {
     char p[256], got[80];
-    show(v, got, sizeof got);
+    wt_y_show(v, got, sizeof got);
     return wt_y_fail(g, wt_y_get(map, key), wt_y_path(p, sizeof p, path, key),
                      "expected %s (got %s)", expected, got);
 }

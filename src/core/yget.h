@@ -66,6 +66,10 @@ int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *p
  */
 size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb);
 
+/* A value for a message: quoted, at most 60 characters ("..." after), control characters as
+ * '?', "nothing" for an empty one. */
+void wt_y_show(const char *v, char *out, size_t n);
+
 /* An error at node n (its line): "file:LINE: path: <message>". Returns -EINVAL. */
 int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path, const char *fmt,
               ...) __attribute__((format(printf, 4, 5)));
