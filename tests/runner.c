@@ -49,6 +49,46 @@ const char *wt_test_src_path(const char *rel)
     return buf;
 }
 
+void wt_test_write(const char *path, const char *fmt, ...)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        wt_test_fail(__FILE__, __LINE__, "cannot write %s: %s", tmp, strerror(errno));
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        wt_test_fail(__FILE__, __LINE__, "cannot write %s: %s", path, strerror(errno));
+}
+
+char *wt_test_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        wt_test_fail(__FILE__, __LINE__, "cannot read %s: %s", path, strerror(errno));
+    size_t cap = 8192, n = 0;
+    char *b = malloc(cap);
+    for (size_t r; b && (r = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+        n += r;
+        if (n + 1 == cap) {
+            char *p = realloc(b, cap *= 2);
+            if (!p)
+                free(b);
+            b = p;
+        }
+    }
+    fclose(f);
+    if (!b)
+        wt_test_fail(__FILE__, __LINE__, "out of memory reading %s", path);
+    b[n] = '\0';
+    if (len)
+        *len = n;
+    return b;
+}
+
 const char *wt_test_build_path(const char *rel)
 {
     static char buf[4096];

@@ -21,6 +21,14 @@ _Noreturn void wt_test_fail(const char *file, int line, const char *fmt, ...)
 _Noreturn void wt_test_skip(const char *why);
 /* Path of a file in the source tree: WATTAGE_SRCDIR, else the directory the runner started in. */
 const char *wt_test_src_path(const char *rel);
+/*
+ * Writes a file whole, through PATH.tmp and a rename, so that a peer reading it sees the old
+ * file or the new one; fails the test when it cannot.
+ */
+void wt_test_write(const char *path, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Reads a whole file, NUL-terminated (the caller frees); *len (may be NULL) gets its size.
+ * Fails the test when the file cannot be read. */
+char *wt_test_read(const char *path, size_t *len);
 /* Path of a file under build/ (the directory tests/run.sh passes as WATTAGE_BUILD). */
 const char *wt_test_build_path(const char *rel);
 

@@ -24,6 +24,21 @@ skip() {
 check() { local n=$1; shift; if "$@"; then ok "$n"; else not_ok "$n" "command failed: $*"; fi; }
 finish() { echo "$T_PASSED passed, $T_FAILED failed, $T_SKIPPED skipped"; [[ $T_FAILED -eq 0 ]]; exit $?; }
 
+# tick_gaps LOG: "N MAXGAP" for the `debug nvml: tick` lines of a daemon's log (--log-level
+# debug): how many ticks and the largest gap between two in seconds (-1 with fewer than two).
+tick_gaps() {
+    /usr/bin/python3 - "$1" <<'PY'
+import re, sys, datetime
+ts = []
+for line in open(sys.argv[1]):
+    m = re.match(r'(\S+)Z debug nvml: tick', line)
+    if m:
+        ts.append(datetime.datetime.fromisoformat(m.group(1)).timestamp())
+gaps = [b - a for a, b in zip(ts, ts[1:])]
+print(len(ts), round(max(gaps), 3) if gaps else -1)
+PY
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # bg CMD...: start in background, remember its pid in $! and for cleanup
 bg() { "$@" & T_PIDS="$T_PIDS $!"; }

@@ -58,17 +58,7 @@ rc=$?
 check "SIGTERM stops it cleanly despite a hung service (status $rc)" test $rc -eq 0
 
 # The GPU ticks stayed on time while the faults happened: no gap near a Redfish timeout.
-gaps=$("$PY" - "$TMP/run.log" <<'PY'
-import re, sys, datetime
-ts = []
-for line in open(sys.argv[1]):
-    m = re.match(r'(\S+)Z debug nvml: tick', line)
-    if m:
-        ts.append(datetime.datetime.fromisoformat(m.group(1)).timestamp())
-gaps = [b - a for a, b in zip(ts, ts[1:])]
-print(len(ts), round(max(gaps), 3) if gaps else -1)
-PY
-)
+gaps=$(tick_gaps "$TMP/run.log")
 echo "# nvml ticks and the largest gap between two: $gaps"
 read -r nticks maxgap <<<"$gaps"
 check "NVML ticked all along ($nticks ticks)" test "${nticks:-0}" -ge 18

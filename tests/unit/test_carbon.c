@@ -62,25 +62,6 @@ static size_t read_uk(const char *rel, struct row *out, size_t max)
     return n;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    WT_ASSERT(f != NULL);
-    char *b = malloc(1 << 20);
-    *len = fread(b, 1, (1 << 20) - 1, f);
-    b[*len] = '\0';
-    fclose(f);
-    return b;
-}
-
-static void write_file(const char *path, const char *txt)
-{
-    FILE *f = fopen(path, "w");
-    WT_ASSERT(f != NULL);
-    fputs(txt, f);
-    fclose(f);
-}
-
 /* A fresh store with the carbon table. */
 static struct wt_store *open_store(char *path, size_t n)
 {
@@ -114,7 +95,7 @@ WT_TEST(uk_csv_real_file_forecast_and_actual_apart)
     struct row rows[64];
     size_t nr = read_uk(UK "national_pt24h/2023-03-15T0331Z.csv", rows, 64);
     size_t len;
-    char *buf = slurp(wt_test_src_path(UK "national_pt24h/2023-03-15T0331Z.csv"), &len);
+    char *buf = wt_test_read(wt_test_src_path(UK "national_pt24h/2023-03-15T0331Z.csv"), &len);
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
     WT_EQ_INT(
@@ -160,7 +141,8 @@ WT_TEST(csv_with_a_byte_order_mark_unix_seconds_and_comments)
 WT_TEST(uk_api_json_real_reply_matches_the_csv)
 {
     size_t len;
-    char *buf = slurp(wt_test_src_path(UK "national_pt24h_json/2023-03-14T0301Z.json"), &len);
+    char *buf =
+        wt_test_read(wt_test_src_path(UK "national_pt24h_json/2023-03-14T0301Z.json"), &len);
     struct wt_carbon_batch b;
     struct wt_err err = {{0}};
     WT_EQ_INT(
@@ -233,14 +215,15 @@ WT_TEST(malformed_csv_lines_reported_by_number_nothing_stored)
     int64_t n0 = count_points(st, &sum0);
     /* Good rows that would replace stored ones, among bad ones. */
     snprintf(file, sizeof file, "%s/bad.csv", wt_test_dir());
-    write_file(file, "timestamp,gco2_per_kwh,kind\n"
-                     "2023-03-13T03:30Z,999,actual\n"
-                     "2023-03-13T04:00Z,abc,actual\n"
-                     "\n"
-                     "2023-03-13T04:30Z,10,sometimes\n"
-                     "yesterday,10,actual\n"
-                     "2023-03-13T05:30Z,10\n"
-                     "2023-03-13T06:00Z,-5,forecast\n");
+    wt_test_write(file, "%s",
+                  "timestamp,gco2_per_kwh,kind\n"
+                  "2023-03-13T03:30Z,999,actual\n"
+                  "2023-03-13T04:00Z,abc,actual\n"
+                  "\n"
+                  "2023-03-13T04:30Z,10,sometimes\n"
+                  "yesterday,10,actual\n"
+                  "2023-03-13T05:30Z,10\n"
+                  "2023-03-13T06:00Z,-5,forecast\n");
     snprintf(rep, sizeof rep, "%s/report.txt", wt_test_dir());
     FILE *r = fopen(rep, "w");
     int rc = wt_carbon_load_file(wt_store_db(st), file, WT_CF_AUTO, WT_CS_INTENSITY, "GB", r,
@@ -249,7 +232,7 @@ WT_TEST(malformed_csv_lines_reported_by_number_nothing_stored)
     WT_EQ_INT(rc, -EINVAL);
     WT_CONTAINS(err.msg, "5 malformed lines; nothing stored");
     size_t len;
-    char *txt = slurp(rep, &len);
+    char *txt = wt_test_read(rep, &len);
     WT_CONTAINS(txt, "bad.csv:3: column 2: bad number \"abc\"");
     WT_CONTAINS(txt, "bad.csv:5: column 3: kind: expected actual or forecast");
     WT_CONTAINS(txt, "bad.csv:6: bad timestamp \"yesterday\"");
@@ -286,7 +269,7 @@ WT_TEST(malformed_json_reported_by_line_nothing_stored)
     WT_EQ_INT(b.n, 0);
     WT_CONTAINS(err.msg, "2 malformed lines");
     size_t len;
-    char *txt = slurp(rep, &len);
+    char *txt = wt_test_read(rep, &len);
     WT_CONTAINS(txt, "uk.json:4: data[1].intensity.actual: expected a number");
     WT_CONTAINS(txt, "uk.json:6: data[2].from: expected an RFC 3339 time");
     free(txt);
@@ -298,7 +281,7 @@ WT_TEST(malformed_json_reported_by_line_nothing_stored)
                               r, &b, &err),
               -EINVAL);
     fclose(r);
-    txt = slurp(rep, &len);
+    txt = wt_test_read(rep, &len);
     WT_CONTAINS(txt, "b.json:3: malformed JSON");
     free(txt);
     double sum;

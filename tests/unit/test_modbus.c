@@ -23,23 +23,6 @@
 
 #define T0 (1764439200LL * WT_NS_PER_S)
 
-static void write_text(const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void write_text(const char *path, const char *fmt, ...)
-{
-    char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        wt_test_fail(__FILE__, __LINE__, "cannot write %s", tmp);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fclose(f);
-    rename(tmp, path); /* the peer sees the whole file or the old one */
-}
-
 static char regs_path[512], mode_path[512], log_path[512];
 static pid_t peer;
 
@@ -51,8 +34,8 @@ static int start_peer(const char *regs)
     snprintf(mode_path, sizeof mode_path, "%s/mode", wt_test_dir());
     snprintf(port_path, sizeof port_path, "%s/port", wt_test_dir());
     snprintf(log_path, sizeof log_path, "%s/requests", wt_test_dir());
-    write_text(regs_path, "%s", regs);
-    write_text(mode_path, "ok\n");
+    wt_test_write(regs_path, "%s", regs);
+    wt_test_write(mode_path, "ok\n");
     const char *bin = wt_test_build_path("tests/peers/modbus_meter");
     peer = fork();
     if (peer == 0) {
@@ -330,7 +313,7 @@ WT_TEST(registers_of_every_type_and_word_order)
     WT_EQ_STR(reqs, "3 0 22\n4 100 7\n");
 
     /* The kWh counter wraps past 2^32: the total keeps growing by the 500 kWh it counted. */
-    write_text(regs_path, "%s", meter_regs);
+    wt_test_write(regs_path, "%s", meter_regs);
     FILE *f = fopen(regs_path, "a");
     fprintf(f, "input 100 u32 big 204\ninput 102 float32 big 1501.25\n");
     fclose(f);
@@ -378,12 +361,12 @@ WT_TEST(a_dropped_connection_fails_one_poll_then_reconnects)
     struct wt_batch b = {0};
     struct wt_err err = {{0}};
     poll_ok(st, T0, &b);
-    write_text(mode_path, "drop\n");
+    wt_test_write(mode_path, "drop\n");
     wt_batch_clear(&b);
     int rc = wt_modbus_collector.poll(st, T0 + WT_NS_PER_S, &b, &err);
     WT_ASSERT(rc < 0);
     WT_CONTAINS(err.msg, "127.0.0.1");
-    write_text(mode_path, "ok\n");
+    wt_test_write(mode_path, "ok\n");
     poll_ok(st, T0 + 2 * WT_NS_PER_S, &b);
     WT_NEAR(reading_value(&b, WT_M_FAC_POWER_W, LR("pbig", "meter")), 123456, 0);
     wt_batch_free(&b);
@@ -399,7 +382,7 @@ WT_TEST(a_hung_meter_fails_within_its_timeout)
     void *st = open_meter(&c, port); /* timeout: 500ms */
     struct wt_batch b = {0};
     struct wt_err err = {{0}};
-    write_text(mode_path, "hang\n");
+    wt_test_write(mode_path, "hang\n");
     double t0 = now_s();
     int rc = wt_modbus_collector.poll(st, T0, &b, &err);
     double took = now_s() - t0;
@@ -407,7 +390,7 @@ WT_TEST(a_hung_meter_fails_within_its_timeout)
     WT_CONTAINS(err.msg, "timed out");
     /* Bounded by the timeout (one request), never a hang: a loose upper bound, not a benchmark. */
     WT_ASSERT(took < 5.0);
-    write_text(mode_path, "ok\n");
+    wt_test_write(mode_path, "ok\n");
     poll_ok(st, T0 + WT_NS_PER_S, &b);
     WT_NEAR(reading_value(&b, WT_M_FAC_UP, UPL), 1, 0);
     wt_batch_free(&b);

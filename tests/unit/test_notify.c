@@ -364,18 +364,6 @@ WT_TEST(close_flushes_what_is_waiting)
     rec_stop(&r);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    char *s = calloc(1, 65536);
-    size_t n = fread(s, 1, 65535, f);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
 WT_TEST(exec_hook_gets_env_and_stdin_never_a_shell)
 {
     char out[100], pwned[100];
@@ -399,7 +387,7 @@ WT_TEST(exec_hook_gets_env_and_stdin_never_a_shell)
     wt_notify_post(n, &a);
     WT_ASSERT(drained(n, 15));
     wt_notify_close(n);
-    char *s = slurp(out);
+    char *s = wt_test_read(out, NULL);
     WT_ASSERT(s);
     WT_CONTAINS(s, "WATTAGE_ALERT_NAME=GPUHot\n");
     WT_CONTAINS(s, "WATTAGE_ALERT_STATE=firing\n");

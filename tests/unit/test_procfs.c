@@ -43,15 +43,6 @@ static void make_root(void)
     setenv("WATTAGE_PROCFS_ROOT", root(), 1);
 }
 
-static void write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        wt_test_fail(__FILE__, __LINE__, "cannot write %s", path);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void copy_file(const char *from, const char *to)
 {
     FILE *in = fopen(from, "r"), *out = fopen(to, "w");
@@ -163,15 +154,16 @@ WT_TEST(procfs_meminfo_without_memavailable)
 {
     make_root();
     /* kernels before 3.14: free + buffers + cached */
-    write_file(proc_file("meminfo"), "MemTotal:  1000 kB\nMemFree:  100 kB\nBuffers:  50 kB\n"
-                                     "Cached:  250 kB\nHugePages_Total:       0\n");
+    wt_test_write(proc_file("meminfo"), "%s",
+                  "MemTotal:  1000 kB\nMemFree:  100 kB\nBuffers:  50 kB\n"
+                  "Cached:  250 kB\nHugePages_Total:       0\n");
     struct wt_meminfo m;
     struct wt_err err = {{0}};
     WT_EQ_INT(wt_procfs_read_meminfo(proc_file("meminfo"), &m, &err), 0);
     WT_EQ_U64(m.total_b, 1000 * 1024);
     WT_EQ_U64(m.available_b, 400 * 1024);
 
-    write_file(proc_file("meminfo"), "MemFree:  100 kB\n");
+    wt_test_write(proc_file("meminfo"), "%s", "MemFree:  100 kB\n");
     WT_EQ_INT(wt_procfs_read_meminfo(proc_file("meminfo"), &m, &err), -EINVAL);
     WT_CONTAINS(err.msg, "proc/meminfo");
     WT_CONTAINS(err.msg, "MemTotal");
@@ -198,11 +190,12 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
      * idle+iowait of one core goes back (iowait is known to on NO_HZ kernels): that core alone
      * is skipped. (iowait moving into idle, the sum growing, is not a decrease.)
      */
-    write_file(proc_file("stat"), "cpu  6785 30 2780 28200 360 110 160 15 120 0\n"
-                                  "cpu0 1090 10 510 8090 50 20 30 0 0 0\n"
-                                  "cpu1 2120 0 1020 6010 200 40 60 0 120 0\n"
-                                  "cpu2 525 0 250 9075 50 10 10 0 0 0\n"
-                                  "cpu3 3050 20 1000 5020 5 40 60 15 0 0\n");
+    wt_test_write(proc_file("stat"), "%s",
+                  "cpu  6785 30 2780 28200 360 110 160 15 120 0\n"
+                  "cpu0 1090 10 510 8090 50 20 30 0 0 0\n"
+                  "cpu1 2120 0 1020 6010 200 40 60 0 120 0\n"
+                  "cpu2 525 0 250 9075 50 10 10 0 0 0\n"
+                  "cpu3 3050 20 1000 5020 5 40 60 15 0 0\n");
     poll_ok(st, T0 + 3 * S, &b);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\"") == NULL);
     WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\""), 1.0, 1e-12);
@@ -217,24 +210,27 @@ WT_TEST(procfs_counters_backwards_skip_the_delta)
 WT_TEST(procfs_cpus_come_and_go)
 {
     make_root();
-    write_file(proc_file("meminfo"), "MemTotal: 100 kB\nMemAvailable: 50 kB\n");
-    write_file(proc_file("stat"), "cpu  10 0 10 80 0 0 0 0 0 0\n"
-                                  "cpu0 5 0 5 40 0 0 0 0 0 0\n"
-                                  "cpu1 5 0 5 40 0 0 0 0 0 0\n");
+    wt_test_write(proc_file("meminfo"), "%s", "MemTotal: 100 kB\nMemAvailable: 50 kB\n");
+    wt_test_write(proc_file("stat"), "%s",
+                  "cpu  10 0 10 80 0 0 0 0 0 0\n"
+                  "cpu0 5 0 5 40 0 0 0 0 0 0\n"
+                  "cpu1 5 0 5 40 0 0 0 0 0 0\n");
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     /* cpu1 goes offline, cpu2 comes online */
-    write_file(proc_file("stat"), "cpu  40 0 10 150 0 0 0 0 0 0\n"
-                                  "cpu0 35 0 5 60 0 0 0 0 0 0\n"
-                                  "cpu2 0 0 0 10 0 0 0 0 0 0\n");
+    wt_test_write(proc_file("stat"), "%s",
+                  "cpu  40 0 10 150 0 0 0 0 0 0\n"
+                  "cpu0 35 0 5 60 0 0 0 0 0 0\n"
+                  "cpu2 0 0 0 10 0 0 0 0 0 0\n");
     poll_ok(st, T0 + S, &b);
     WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"0\""), 0.6, 1e-12);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"1\"") == NULL);
     WT_ASSERT(find_reading(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\"") == NULL);
-    write_file(proc_file("stat"), "cpu  40 0 10 160 0 0 0 0 0 0\n"
-                                  "cpu0 35 0 5 60 0 0 0 0 0 0\n"
-                                  "cpu2 0 0 0 20 0 0 0 0 0 0\n");
+    wt_test_write(proc_file("stat"), "%s",
+                  "cpu  40 0 10 160 0 0 0 0 0 0\n"
+                  "cpu0 35 0 5 60 0 0 0 0 0 0\n"
+                  "cpu2 0 0 0 20 0 0 0 0 0 0\n");
     poll_ok(st, T0 + 2 * S, &b);
     WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, "cpu=\"2\""), 0.0, 0);
     WT_NEAR(reading_value(&b, WT_M_CPU_UTIL_RATIO, ALL), 0.0, 0);
@@ -249,9 +245,10 @@ WT_TEST(procfs_malformed_stat_names_file_and_line)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    write_file(proc_file("stat"), "cpu  10 0 10 80 0 0 0 0 0 0\n"
-                                  "cpu0 5 0 5 40 0 0 0 0 0 0\n"
-                                  "cpu1 5 x 5 40 0 0 0 0 0 0\n");
+    wt_test_write(proc_file("stat"), "%s",
+                  "cpu  10 0 10 80 0 0 0 0 0 0\n"
+                  "cpu0 5 0 5 40 0 0 0 0 0 0\n"
+                  "cpu1 5 x 5 40 0 0 0 0 0 0\n");
     struct wt_err err = {{0}};
     wt_batch_clear(&b);
     WT_EQ_INT(wt_procfs_collector.poll(st, T0 + S, &b, &err), -EINVAL);
@@ -259,12 +256,12 @@ WT_TEST(procfs_malformed_stat_names_file_and_line)
     WT_CONTAINS(err.msg, "cpu1 5 x");
 
     /* too few fields */
-    write_file(proc_file("stat"), "cpu  10 0 10\n");
+    wt_test_write(proc_file("stat"), "%s", "cpu  10 0 10\n");
     WT_EQ_INT(wt_procfs_collector.poll(st, T0 + S, &b, &err), -EINVAL);
     WT_CONTAINS(err.msg, "/proc/stat:1:");
 
     /* no aggregate line */
-    write_file(proc_file("stat"), "cpu0 5 0 5 40 0 0 0 0 0 0\nctxt 1\n");
+    wt_test_write(proc_file("stat"), "%s", "cpu0 5 0 5 40 0 0 0 0 0 0\nctxt 1\n");
     WT_EQ_INT(wt_procfs_collector.poll(st, T0 + S, &b, &err), -EINVAL);
     WT_CONTAINS(err.msg, "/proc/stat: no aggregate");
 
@@ -292,16 +289,17 @@ WT_TEST(procfs_malformed_meminfo_names_file_and_line)
 {
     make_root();
     use_sample(1);
-    write_file(proc_file("meminfo"), "MemTotal: 100 kB\nthis line has no colon\n");
+    wt_test_write(proc_file("meminfo"), "%s", "MemTotal: 100 kB\nthis line has no colon\n");
     void *st = open_ok();
     struct wt_batch b = {0};
     struct wt_err err = {{0}};
     WT_EQ_INT(wt_procfs_collector.poll(st, T0, &b, &err), -EINVAL);
     WT_CONTAINS(err.msg, "/proc/meminfo:2:");
-    write_file(proc_file("meminfo"), "MemTotal: 100 kB\nMemFree: 1\nMemAvailable: 12x kB\n");
+    wt_test_write(proc_file("meminfo"), "%s",
+                  "MemTotal: 100 kB\nMemFree: 1\nMemAvailable: 12x kB\n");
     WT_EQ_INT(wt_procfs_collector.poll(st, T0, &b, &err), -EINVAL);
     WT_CONTAINS(err.msg, "/proc/meminfo:3: MemAvailable");
-    write_file(proc_file("meminfo"), "MemTotal: 100 MB\n");
+    wt_test_write(proc_file("meminfo"), "%s", "MemTotal: 100 MB\n");
     WT_EQ_INT(wt_procfs_collector.poll(st, T0, &b, &err), -EINVAL);
     WT_CONTAINS(err.msg, "/proc/meminfo:1: MemTotal");
     wt_procfs_collector.close(st);

@@ -21,20 +21,6 @@
 #define T0 (1764439200LL * S)
 #define INTEL_RANGE 262143328850ULL
 
-static void write_file(const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void write_file(const char *path, const char *fmt, ...)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        wt_test_fail(__FILE__, __LINE__, "cannot write %s", path);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fclose(f);
-}
-
 static const char *root(void)
 {
     static char buf[512];
@@ -69,15 +55,15 @@ static void make_zone(const char *zone, const char *name, uint64_t energy_uj, ui
     char dir[1024];
     snprintf(dir, sizeof dir, "%s/sys/class/powercap/%s", root(), zone);
     mkdirs(dir);
-    write_file(zone_file(zone, "name"), "%s\n", name);
-    write_file(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
-    write_file(zone_file(zone, "max_energy_range_uj"), "%llu\n", (unsigned long long)max_uj);
+    wt_test_write(zone_file(zone, "name"), "%s\n", name);
+    wt_test_write(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
+    wt_test_write(zone_file(zone, "max_energy_range_uj"), "%llu\n", (unsigned long long)max_uj);
     setenv("WATTAGE_SYSFS_ROOT", root(), 1);
 }
 
 static void set_energy(const char *zone, uint64_t energy_uj)
 {
-    write_file(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
+    wt_test_write(zone_file(zone, "energy_uj"), "%llu\n", (unsigned long long)energy_uj);
 }
 
 static void *open_ok(void)
@@ -473,10 +459,10 @@ WT_TEST(rapl_read_file_bounds)
 {
     char path[512], buf[8];
     snprintf(path, sizeof path, "%s/f", wt_test_dir());
-    write_file(path, "12345\n");
+    wt_test_write(path, "12345\n");
     WT_EQ_INT(wt_rapl_read_file_default(path, buf, sizeof buf), 5);
     WT_EQ_STR(buf, "12345");
-    write_file(path, "1234567890\n");
+    wt_test_write(path, "1234567890\n");
     WT_EQ_INT(wt_rapl_read_file_default(path, buf, sizeof buf), -E2BIG);
     snprintf(path, sizeof path, "%s/missing", wt_test_dir());
     WT_EQ_INT(wt_rapl_read_file_default(path, buf, sizeof buf), -ENOENT);
@@ -489,7 +475,7 @@ WT_TEST(rapl_garbage_energy_skips_zone)
     void *st = open_ok();
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
-    write_file(zone_file("intel-rapl:1", "energy_uj"), "not-a-number\n");
+    wt_test_write(zone_file("intel-rapl:1", "energy_uj"), "not-a-number\n");
     poll_ok(st, T0 + S, &b);
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
     WT_ASSERT(find_reading(&b, WT_M_CPU_ENERGY_J, PKG0) != NULL);

@@ -27,23 +27,6 @@
 #define RACK "../shared/data/redfish/public-rackmount1"
 #define DELL "../shared/data/redfish/vendor-responses-telegraf/dell"
 
-static void write_text(const char *path, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void write_text(const char *path, const char *fmt, ...)
-{
-    char tmp[700];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f)
-        wt_test_fail(__FILE__, __LINE__, "cannot write %s", tmp);
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(f, fmt, ap);
-    va_end(ap);
-    fclose(f);
-    rename(tmp, path);
-}
-
 static char ctl_path[512], log_path[512];
 static pid_t server;
 
@@ -68,7 +51,7 @@ static int start_server(const char *root, ...)
     snprintf(port_path, sizeof port_path, "%s", dir_path("port"));
     snprintf(ctl_path, sizeof ctl_path, "%s", dir_path("control"));
     snprintf(log_path, sizeof log_path, "%s", dir_path("requests"));
-    write_text(ctl_path, "ok\n");
+    wt_test_write(ctl_path, "ok\n");
     argv[n++] = "/usr/bin/python3";
     argv[n++] = script;
     argv[n++] = "--root";
@@ -248,8 +231,8 @@ WT_TEST(rackmount_readings_match_the_mockup)
 WT_TEST(basic_auth_and_refused_credentials)
 {
     int port = start_server(RACK, "--basic", "monitor:s3cret-pw", NULL);
-    write_text(dir_path("pw"), "s3cret-pw\n");
-    write_text(dir_path("bad"), "wrong-pw\n");
+    wt_test_write(dir_path("pw"), "s3cret-pw\n");
+    wt_test_write(dir_path("bad"), "wrong-pw\n");
     char extra[1024];
     struct wt_config c;
     snprintf(extra, sizeof extra, "        username: monitor\n        password_file: %s\n",
@@ -290,7 +273,7 @@ WT_TEST(basic_auth_and_refused_credentials)
 WT_TEST(session_login_token_and_logout)
 {
     int port = start_server(RACK, "--session", "monitor:s3cret-pw", NULL);
-    write_text(dir_path("pw"), "s3cret-pw");
+    wt_test_write(dir_path("pw"), "s3cret-pw");
     char extra[1024];
     struct wt_config c;
     snprintf(extra, sizeof extra,
@@ -314,7 +297,7 @@ static void make_ca(void)
 {
     char cmd[4096];
     const char *d = wt_test_dir();
-    write_text(dir_path("san.cnf"), "subjectAltName=IP:127.0.0.1\n");
+    wt_test_write(dir_path("san.cnf"), "subjectAltName=IP:127.0.0.1\n");
     snprintf(cmd, sizeof cmd,
              "cd %s && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
              "-nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=wattage-test-ca && "
@@ -376,18 +359,18 @@ WT_TEST(faults_fail_the_poll_and_it_recovers)
     struct wt_err err;
     poll_ok(st, T0, &b);
 
-    write_text(ctl_path, "500\n");
+    wt_test_write(ctl_path, "500\n");
     WT_ASSERT(poll_once(st, T0 + 1, &b, &err) < 0);
     WT_CONTAINS(err.msg, "HTTP 500");
-    write_text(ctl_path, "garbage\n");
+    wt_test_write(ctl_path, "garbage\n");
     WT_ASSERT(poll_once(st, T0 + 2, &b, &err) < 0);
     WT_CONTAINS(err.msg, "not a JSON object");
-    write_text(ctl_path, "big 200000\n");
+    wt_test_write(ctl_path, "big 200000\n");
     WT_ASSERT(poll_once(st, T0 + 3, &b, &err) < 0);
     WT_CONTAINS(err.msg, "larger than 65536 bytes");
 
     struct timespec a, z;
-    write_text(ctl_path, "hang\n");
+    wt_test_write(ctl_path, "hang\n");
     clock_gettime(CLOCK_MONOTONIC, &a);
     WT_ASSERT(poll_once(st, T0 + 4, &b, &err) < 0);
     clock_gettime(CLOCK_MONOTONIC, &z);
@@ -395,7 +378,7 @@ WT_TEST(faults_fail_the_poll_and_it_recovers)
     /* One request's timeout (1 s) ends the poll: a loose bound, not a benchmark. */
     WT_ASSERT((z.tv_sec - a.tv_sec) < 6);
 
-    write_text(ctl_path, "ok\n");
+    wt_test_write(ctl_path, "ok\n");
     poll_ok(st, T0 + 5, &b);
     check_rackmount(&b);
     wt_redfish_collector.close(st);
@@ -413,12 +396,12 @@ WT_TEST(one_failing_resource_leaves_the_others)
     poll_ok(st, T0, &b);
     WT_ASSERT(find_reading(&b, WT_M_FAC_FAN_RPM, LB("1U/Bay1", "fan", "Fan Bay 1")));
     /* The fans' resources answer 500, the power supply's garbage: the rest is read. */
-    write_text(ctl_path, "500 /redfish/v1/Chassis/1U/ThermalSubsystem/Fans/\n");
+    wt_test_write(ctl_path, "500 /redfish/v1/Chassis/1U/ThermalSubsystem/Fans/\n");
     poll_ok(st, T0 + 1, &b);
     check_rackmount(&b);
     WT_ASSERT(!find_reading(&b, WT_M_FAC_FAN_RPM, LB("1U/Bay1", "fan", "Fan Bay 1")));
     WT_NEAR(reading_value(&b, WT_M_FAC_UP, UP), 1, 0);
-    write_text(ctl_path, "garbage /redfish/v1/Chassis/1U/PowerSubsystem/\n");
+    wt_test_write(ctl_path, "garbage /redfish/v1/Chassis/1U/PowerSubsystem/\n");
     poll_ok(st, T0 + 2, &b);
     WT_ASSERT(
         !find_reading(&b, WT_M_FAC_POWER_W, LB("1U/Bay1/input", "psu", "Power Supply Bay 1")));
@@ -456,7 +439,7 @@ WT_TEST(a_relayout_answers_404_and_is_walked_again)
     poll_ok(st, T0, &b);
     poll_ok(st, T0 + 1, &b);
     WT_EQ_INT(requests("GET /redfish/v1/Chassis "), 1); /* the walk is cached */
-    write_text(ctl_path, "relayout /redfish/v1/Chassis/1U /redfish/v1/Chassis/1U-B\n");
+    wt_test_write(ctl_path, "relayout /redfish/v1/Chassis/1U /redfish/v1/Chassis/1U-B\n");
     poll_ok(st, T0 + 2, &b);
     WT_EQ_INT(requests("GET /redfish/v1/Chassis "), 2);
     WT_ASSERT(requests("GET /redfish/v1/Chassis/1U-B/EnvironmentMetrics 200") >= 2);

@@ -116,21 +116,6 @@ static struct wt_snmp *feed_all(const struct rec *r, const struct wt_snmp_profil
     return s;
 }
 
-static char *slurp(const char *rel)
-{
-    FILE *f = fopen(wt_test_src_path(rel), "r");
-    if (!f)
-        wt_test_fail(__FILE__, __LINE__, "cannot open %s", wt_test_src_path(rel));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    WT_ASSERT(b && fread(b, 1, (size_t)n, f) == (size_t)n);
-    b[n] = '\0';
-    fclose(f);
-    return b;
-}
-
 /* Sensor classes of the oracle that are in the scope, and the metric each becomes. */
 static int oracle_metric(const char *cls)
 {
@@ -187,7 +172,7 @@ static size_t check_oracle(const char *name, const char *const *exclude, size_t 
     WT_EQ_INT(wt_snmp_readings(all, T0, &full), 0);
 
     snprintf(path, sizeof path, DATA "librenms-expected-sensors/%s.json", name);
-    char *js = slurp(path);
+    char *js = wt_test_read(wt_test_src_path(path), NULL);
     cJSON *root = cJSON_Parse(js);
     WT_ASSERT(root);
     cJSON *sensors = cJSON_GetObjectItem(
