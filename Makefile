@@ -5,7 +5,8 @@
 #   make bench      run the benchmarks (see bench/README.md)
 #   make SANITIZE=address,undefined test
 VERSION := 0.1.0
-PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
+           libprotobuf-c snappy
 CC      ?= gcc
 WERROR  ?= 1
 
@@ -27,13 +28,17 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc $(PKG_CFLAGS) \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) \
            -MMD -MP -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(SANFLAGS)
 LDFLAGS += -Wl,-z,relro,-z,now $(SANFLAGS)
 LDLIBS  += $(PKG_LIBS) -ldl -lpthread -lm
 
 SRC      := $(sort $(shell find src -name '*.c'))
-OBJ      := $(SRC:%.c=$(BUILD)/%.o)
+# C generated at build time from the .proto files (protoc-c, Debian protobuf-c-compiler).
+PROTO    := $(sort $(shell find src -name '*.proto'))
+GEN_SRC  := $(PROTO:src/%.proto=$(BUILD)/gen/%.pb-c.c)
+GEN_HDR  := $(GEN_SRC:.c=.h)
+OBJ      := $(SRC:%.c=$(BUILD)/%.o) $(GEN_SRC:.c=.o)
 LIB_OBJ  := $(filter-out $(BUILD)/src/cli/main.o,$(OBJ))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
@@ -54,6 +59,16 @@ $(BUILD)/wattage: $(OBJ)
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) -fPIE $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: src/%.proto
+	@mkdir -p $(BUILD)/gen
+	protoc-c --proto_path=src --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
+	$(CC) -fPIE $(CFLAGS) -c -o $@ $<
+
+# Sources that include generated headers: the headers come first.
+$(BUILD)/src/serve/remote_write.o: $(GEN_HDR)
 
 $(BUILD)/tests/runner.o: tests/runner.c
 	@mkdir -p $(dir $@)
