@@ -10,6 +10,7 @@
 #include "collect/redfish.h"
 #include "collect/snmp.h"
 #include "core/config.h"
+#include "serve/remote_write.h"
 
 const struct wt_config_section wt_config_sections[] = {
     {"collectors.modbus.targets", wt_modbus_config_check},
@@ -19,5 +20,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"carbon", wt_carbon_config_check},
     {"facility", wt_facility_check},
     {"alerts", wt_alerts_config_check},
+    {"remote_write", wt_remote_write_config_check},
     {NULL, NULL},
 };
