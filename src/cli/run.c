@@ -26,6 +26,7 @@
 #include "core/loop.h"
 #include "core/yamltree.h"
 #include "serve/http.h"
+#include "serve/remote_write.h"
 #include "store/store.h"
 
 #define MAX_TRACKED 512
@@ -289,6 +290,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_carbon *carbon = NULL;
     struct wt_kpi_exporter *kpi = NULL;
     struct wt_alerts *alerts = NULL;
+    struct wt_remote_write *rw = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -332,6 +334,12 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
     if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* Remote write: one sender per endpoint, reading the store on its own connection (never
+     * the poll path), its families on /metrics (registered before the server starts). */
+    if (wt_remote_write_open(&cfg, http, &rw, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -391,6 +399,9 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "carbon"),
                                 wt_config_section(&next, "carbon")))
                 wt_warn("run", "carbon changes take effect at the next restart");
+            if (!wt_ynode_equal(wt_config_section(&cfg, "remote_write"),
+                                wt_config_section(&next, "remote_write")))
+                wt_warn("run", "remote_write changes take effect at the next restart");
             int before[WT_HUB_MAX_COLLECTORS];
             size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
             if (nbefore > WT_HUB_MAX_COLLECTORS)
@@ -418,7 +429,8 @@ int wt_cmd_run(int argc, char **argv)
     ret = 0;
 out:
     wt_http_close(http);
-    wt_jobs_close(jobs); /* after the server: no request in progress uses it */
+    wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
+    wt_jobs_close(jobs);       /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
