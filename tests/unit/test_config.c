@@ -220,8 +220,8 @@ WT_TEST(unknown_key_names_file_line_and_suggests)
                    "t.yaml:4: alerts.rules[0].metric: ");
     EXPECT_ERR_HAS("collectors:\n  snmp:\n    targets:\n      - nme: pdu1\n",
                    "t.yaml:4: collectors.snmp.targets[0].nme: unknown key; did you mean 'name'?");
-    /* A section that a later version will add is unknown for now. */
-    EXPECT_ERR_HAS("remote_write:\n  - url: http://x\n", "t.yaml:1: remote_write: unknown key");
+    EXPECT_ERR_HAS("remote_write:\n  - url: http://x\n    batchsize: 5\n",
+                   "t.yaml:3: remote_write[0].batchsize: unknown key; did you mean 'batch_size'?");
     /* Keys are shown without control characters, and bounded. */
     EXPECT_ERR("daemon:\n  \"in\\tterval\\e\": 1s\n",
                "t.yaml:2: daemon.in?terval?: unknown key; did you mean 'interval'?");
@@ -416,10 +416,12 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
         "modbus, not a list");
-    EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
-                             "carbon, facility, alerts) at the top of the file (got a list)");
+    EXPECT_ERR("- daemon\n",
+               "t.yaml:1: expected sections (daemon, store, collectors, topology, "
+               "carbon, facility, alerts, remote_write) at the top of the file (got a list)");
     EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
-                          "carbon, facility, alerts) at the top of the file (got \"hello\")");
+                          "carbon, facility, alerts, remote_write) at the top of the file (got "
+                          "\"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
     for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)
         strcat(deep, "[");
