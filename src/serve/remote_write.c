@@ -851,9 +851,10 @@ static void *sender_main(void *arg)
     while (!stopping(e->rw)) {
         const char *body;
         size_t len;
+        bool more = false;
         int rc = refresh(e);
         if (rc == 0)
-            rc = wt_cursor_next(e->cur, (size_t)e->cf.batch_size, &b);
+            rc = wt_cursor_next(e->cur, (size_t)e->cf.batch_size, &b, &more);
         if (wt_now_mono_ns() >= next_count) {
             count_pending(e);
             next_count = wt_now_mono_ns() + PENDING_EVERY_NS;
@@ -875,8 +876,8 @@ static void *sender_main(void *arg)
                 deliver(e, &b, body, len);
             }
         }
-        /* a full batch: more is waiting; else wait for the store to gather some */
-        if (b.n < (size_t)e->cf.batch_size) {
+        /* more is waiting: at once; else let the store gather some */
+        if (!more) {
             count_pending(e);
             next_count = wt_now_mono_ns() + PENDING_EVERY_NS;
             if (wait_or_stop(e->rw, e->cf.deadline_ns))

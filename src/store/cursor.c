@@ -264,8 +264,12 @@ static int read_series(struct wt_cursor *c, size_t i, size_t limit, struct wt_cu
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b)
+int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b, bool *more)
 {
+    bool more_ = false;
+    if (!more)
+        more = &more_;
+    *more = false;
     b->n = 0;
     if (!c->n || !max)
         return 0;
@@ -278,6 +282,7 @@ int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b)
                 return rc;
         }
         c->turn = (c->turn + max) % c->n;
+        *more = b->n == max;
         /* grouped by ascending series index, as the batch promises */
         for (size_t x = 1; x < b->n; x++) {
             struct wt_cursor_sample v = b->s[x];
@@ -299,6 +304,7 @@ int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b)
     }
     if (horizon == INT64_MAX)
         return 0;
+    *more = true; /* a series had more than it gave */
     /* Drop what lies after H: all of every series up to H is in the batch, nothing later. */
     size_t w = 0;
     for (size_t r = 0; r < b->n; r++) {

@@ -78,9 +78,11 @@ const struct wt_cursor_series *wt_cursor_series_at(const struct wt_cursor *c, si
  * Fills b (cleared first) with at most max readings after the cursors, oldest first over all
  * series: it holds every unacknowledged reading up to some time H and none after it, except
  * where more than max series are pending (then one reading each of max series, taken in turn).
- * An empty batch means nothing is pending. Returns 0, -EIO or -ENOMEM.
+ * An empty batch means nothing is pending. *more (may be NULL) is set when readings after the
+ * batch may be pending already (the next call need not wait). Returns 0, -EIO or -ENOMEM.
  */
-int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b) WT_MUST_USE;
+int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b,
+                   bool *more) WT_MUST_USE;
 
 /*
  * Acknowledges b (a batch of wt_cursor_next, since sent or dropped): each series' cursor moves to

@@ -319,7 +319,9 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
 
     /* max 9 over 3 series, 3 read of each: the horizon is the earliest third reading of a
      * series that had more (the GPUs: T0+3s), so the CPU's T0+5s waits */
-    WT_EQ_INT(wt_cursor_next(c, 9, &b), 0);
+    bool more = false;
+    WT_EQ_INT(wt_cursor_next(c, 9, &b, &more), 0);
+    WT_ASSERT(more);
     WT_EQ_INT(b.n, 6);
     for (size_t k = 0; k < b.n; k++) {
         WT_ASSERT(b.s[k].t_ns <= T0 + 3 * S);
@@ -329,7 +331,7 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     WT_NEAR(b.s[0].v, 101, 0);
     WT_NEAR(b.s[3].v, 201, 0);
     /* not acknowledged: the same batch again */
-    WT_EQ_INT(wt_cursor_next(c, 9, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 9, &b, NULL), 0);
     WT_EQ_INT(b.n, 6);
     WT_EQ_INT(wt_cursor_ack(c, &b), 0);
     WT_EQ_INT(wt_cursor_series_at(c, 0)->acked_ns, T0 + 3 * S);
@@ -339,7 +341,7 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     /* a restart: the endpoint's start and the cursors come from the store */
     WT_EQ_INT(wt_cursor_open(path, "ep", T0 + 1000 * S, &c, &err), 0);
     WT_EQ_INT(wt_cursor_refresh(c, NULL, NULL), 3);
-    WT_EQ_INT(wt_cursor_next(c, 9, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 9, &b, NULL), 0);
     WT_EQ_INT(b.n, 7);
     WT_EQ_INT(b.s[0].t_ns, T0 + 4 * S);
     WT_EQ_INT(b.s[6].series, 2);
@@ -355,7 +357,7 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
         }
         total += b.n;
         WT_EQ_INT(wt_cursor_ack(c, &b), 0);
-        WT_EQ_INT(wt_cursor_next(c, 9, &b), 0);
+        WT_EQ_INT(wt_cursor_next(c, 9, &b, NULL), 0);
     }
     WT_EQ_INT(total, 41);
     WT_EQ_INT(last[0], T0 + 19 * S);
@@ -367,13 +369,14 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     /* new readings after a restart of the store's writer: only they are pending */
     struct wt_store *st = NULL;
     WT_EQ_INT(wt_store_open(path, NULL, &st, &err), 0);
-    struct wt_reading more[2] = {rd(WT_M_GPU_POWER_W, "gpu=\"0\"", T0 + 30 * S, 1),
-                                 rd(WT_M_GPU_POWER_W, "gpu=\"7\"", T0 + 30 * S, 2)};
-    WT_EQ_INT(wt_store_write(st, "", more, 2), 0);
+    struct wt_reading extra[2] = {rd(WT_M_GPU_POWER_W, "gpu=\"0\"", T0 + 30 * S, 1),
+                                  rd(WT_M_GPU_POWER_W, "gpu=\"7\"", T0 + 30 * S, 2)};
+    WT_EQ_INT(wt_store_write(st, "", extra, 2), 0);
     wt_store_close(st);
     WT_EQ_INT(wt_cursor_refresh(c, NULL, NULL), 1); /* gpu 7 */
-    WT_EQ_INT(wt_cursor_next(c, 9, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 9, &b, &more), 0);
     WT_EQ_INT(b.n, 2);
+    WT_ASSERT(!more); /* every series gave all it had */
     WT_EQ_INT(b.s[0].series, 0);
     WT_EQ_INT(b.s[1].series, 3);
     wt_cursor_close(c);
@@ -389,12 +392,12 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     /* more series than a batch holds: one reading each, in turn */
     WT_EQ_INT(wt_cursor_open(path, "ep3", T0, &c, &err), 0);
     WT_EQ_INT(wt_cursor_refresh(c, NULL, NULL), 4);
-    WT_EQ_INT(wt_cursor_next(c, 3, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 3, &b, NULL), 0);
     WT_EQ_INT(b.n, 3);
     WT_EQ_INT(b.s[0].series, 0);
     WT_EQ_INT(b.s[2].series, 2);
     WT_EQ_INT(wt_cursor_ack(c, &b), 0);
-    WT_EQ_INT(wt_cursor_next(c, 3, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 3, &b, NULL), 0);
     WT_EQ_INT(b.n, 3);
     WT_EQ_INT(b.s[0].series, 0); /* sorted by series: 3, 0, 1 taken */
     WT_EQ_INT(b.s[0].t_ns, T0 + 2 * S);

@@ -1,0 +1,114 @@
+# Helpers for the remote write tests. Source after lib.sh.
+#   rw_config FILE NODE [ENDPOINT_YAML...]   writes a config: topology.node NODE, a 0.5-s store
+#                                  flush, and the remote_write entries given (YAML list items)
+#   rw_metric PORT NAME ENDPOINT   prints a wattage_remote_write_* value of the daemon on PORT
+#                                  ("" when absent)
+#   rw_wait_caught_up PORT ENDPOINT SECONDS   until pending is 0 and something was sent
+#   rw_check_store DB NODE ENDPOINT FORMAT FILE MAX_UNSENT [--no-duplicates]
+#                                  compares every reading of the store's own series with what an
+#                                  engine returned (FILE: a Prometheus query result of raw
+#                                  samples, FORMAT prom; or VictoriaMetrics' /api/v1/export lines,
+#                                  FORMAT vm): everything up to the endpoint's cursor arrived
+#                                  with its exact time (ms) and value, labels sorted out as sent
+#                                  (node, exported_node), nothing else arrived; at most
+#                                  MAX_UNSENT readings of a series lie after its cursor.
+rw_config() {
+    local file=$1 node=$2
+    shift 2
+    {
+        printf 'topology:\n  node: %s\nstore:\n  flush_interval: 0.5s\nremote_write:\n' "$node"
+        for e in "$@"; do printf '%s\n' "$e"; done
+    } >"$file"
+}
+
+rw_metric() {
+    curl -s "http://127.0.0.1:$1/metrics" |
+        awk -v n="$2{endpoint=\"$3\"}" '$1 == n { print $2 }'
+}
+
+rw_caught_up() {
+    local p s
+    p=$(rw_metric "$1" wattage_remote_write_samples_pending "$2")
+    s=$(rw_metric "$1" wattage_remote_write_samples_sent_total "$2")
+    [[ $p == 0 && -n $s && $s != 0 ]]
+}
+
+rw_wait_caught_up() { wait_for "$3" rw_caught_up "$1" "$2"; }
+
+rw_check_store() {
+    /usr/bin/python3 - "$@" <<'PY'
+import json, re, sqlite3, sys
+db, node, endpoint, fmt, path, max_unsent = sys.argv[1:7]
+nodup = "--no-duplicates" in sys.argv[7:]
+max_unsent = int(max_unsent)
+pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
+def unescape(v):
+    return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), v)
+con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+since = con.execute("SELECT since_ns FROM remote_write_endpoints WHERE name=?",
+                    (endpoint,)).fetchone()
+assert since, f"no endpoint {endpoint} in the store"
+since = since[0]
+cursors = dict(con.execute("SELECT series, t FROM remote_write_cursors WHERE endpoint=?",
+                           (endpoint,)))
+store = {}
+unsent_max = 0
+for sid, metric, labels in con.execute("SELECT id, metric, labels FROM series WHERE node=''"):
+    lab = {"__name__": metric, "node": node}
+    for k, v in pair.findall(labels):
+        v = unescape(v)
+        if v:
+            lab["exported_node" if k == "node" else k] = v
+    rows = con.execute("SELECT t, v FROM readings WHERE series=? AND t>? ORDER BY t",
+                       (sid, since)).fetchall()
+    cur = cursors.get(sid, since)
+    sent = [(t // 1000000, v) for t, v in rows if t <= cur]
+    rest = [(t // 1000000, v) for t, v in rows if t > cur]
+    unsent_max = max(unsent_max, len(rest))
+    store[frozenset(lab.items())] = (sent, rest, metric)
+got = {}
+if fmt == "prom":
+    d = json.load(open(path))
+    assert d["status"] == "success", d
+    for s in d["data"]["result"]:
+        got[frozenset(s["metric"].items())] = [(round(float(t) * 1000), float(v))
+                                               for t, v in s["values"]]
+else:
+    for line in open(path):
+        if line.strip():
+            s = json.loads(line)
+            k = frozenset(s["metric"].items())
+            got.setdefault(k, []).extend(zip(s["timestamps"], s["values"]))
+    for k in got:
+        got[k].sort()
+# VictoriaMetrics keeps values as decimals (mantissa and exponent): equal to 12 digits
+tol = 1e-12 if fmt == "vm" else 0
+def same(a, b):
+    return len(a) == len(b) and all(
+        x[0] == y[0] and abs(x[1] - y[1]) <= tol * max(abs(x[1]), abs(y[1])) for x, y in zip(a, b))
+problems = []
+n = 0
+for k, (sent, rest, metric) in store.items():
+    g = got.pop(k, [])
+    if nodup and len({t for t, _ in g}) != len(g):
+        problems.append(f"{metric} {dict(k)}: duplicated timestamps")
+    # what arrived: everything acknowledged, maybe some of what followed (in flight at a stop)
+    if not same(g[:len(sent)], sent) or not same(g[len(sent):], rest[:len(g) - len(sent)]):
+        miss = [x for x in sent if x not in g][:3]
+        extra = [x for x in g if x not in sent and x not in rest][:3]
+        problems.append(f"{metric} {dict(k)}: {len(g)} arrived, {len(sent)} acknowledged; "
+                        f"missing {miss} extra {extra}")
+    n += len(sent)
+for k in got:
+    problems.append(f"a series the store does not have: {dict(k)}")
+if unsent_max > max_unsent:
+    problems.append(f"{unsent_max} readings of a series were never acknowledged (at most "
+                    f"{max_unsent} allowed)")
+if not n:
+    problems.append("nothing was sent")
+if problems:
+    sys.exit("\n".join(problems[:10]))
+print(f"# {len(store)} series, {n} samples arrived exactly as stored; at most {unsent_max} "
+      f"unacknowledged per series", file=sys.stderr)
+PY
+}
