@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Remote write into the real VictoriaMetrics (Debian victoria-metrics) on loopback, with an outage
+# of RW_VM_OUTAGE_S seconds (default 10). VictoriaMetrics keeps duplicates unless told to
+# deduplicate, so its raw export shows a sample sent twice: every stored reading up to the cursor
+# must be there exactly once, with its exact time and value.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/remote_write_lib.sh"
+PY=/usr/bin/python3
+VM=${VICTORIA_METRICS:-victoria-metrics}
+OUTAGE=${RW_VM_OUTAGE_S:-10}
+
+if ! command -v "$VM" >/dev/null; then
+    skip "remote write into VictoriaMetrics" "victoria-metrics is not installed (scripts/deps.sh --test)"
+    finish
+fi
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
+export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2
+
+VPORT=$(free_port)
+VM_URL=http://127.0.0.1:$VPORT
+vm_pid=
+start_vm() {
+    "$VM" -storageDataPath="$TMP/vm" -httpListenAddr="127.0.0.1:$VPORT" -retentionPeriod=1y \
+        -loggerLevel=ERROR >>"$TMP/vm.log" 2>&1 &
+    vm_pid=$!
+    T_PIDS="$T_PIDS $vm_pid"
+    wait_for 30 curl -sf "$VM_URL/health" -o /dev/null
+}
+stop_pid() { kill "$1" 2>/dev/null; wait "$1" 2>/dev/null; }
+
+rw_config "$TMP/w.yaml" node-v "  - url: $VM_URL/api/v1/write
+    name: vm
+    batch_size: 500
+    deadline: 1s
+    timeout: 2s
+    max_backoff: 2s"
+start_vm || { not_ok "VictoriaMetrics starts" "$(tail -5 "$TMP/vm.log")"; finish; }
+WPORT=$(free_port)
+bg "$BIN" run -c "$TMP/w.yaml" --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 \
+    --log-level debug 2>"$TMP/run.log"
+wpid=$!
+if rw_wait_caught_up "$WPORT" vm 30; then
+    ok "the daemon remote-writes into VictoriaMetrics"
+else
+    not_ok "the daemon remote-writes into VictoriaMetrics" "$(grep remote_write "$TMP/run.log" | tail -5)"
+    finish
+fi
+sleep 2
+stop_pid "$vm_pid"
+sleep "$OUTAGE"
+check "while VictoriaMetrics is down, failures are counted" \
+    bash -c '(( ${1%%.*} > 0 ))' _ "$(rw_metric "$WPORT" wattage_remote_write_samples_failed_total vm)"
+start_vm || { not_ok "VictoriaMetrics restarts" "$(tail -5 "$TMP/vm.log")"; finish; }
+if rw_wait_caught_up "$WPORT" vm 60; then
+    ok "after the outage the backlog is delivered"
+else
+    not_ok "after the outage the backlog is delivered" "$(grep remote_write "$TMP/run.log" | tail -5)"
+fi
+kill "$wpid"
+wait "$wpid"
+
+# Newly ingested rows become searchable after a flush.
+export_all() {
+    curl -s "$VM_URL/internal/force_flush" -o /dev/null
+    curl -s "$VM_URL/api/v1/export" --data-urlencode 'match[]={node="node-v"}' >"$TMP/export.jsonl"
+    rw_check_store "$TMP/w.db" node-v vm vm "$TMP/export.jsonl" 8 --no-duplicates 2>"$TMP/check.txt"
+}
+if wait_for 30 export_all; then
+    ok "every stored reading up to the cursor is in VictoriaMetrics exactly once ($(cat "$TMP/check.txt"))"
+else
+    not_ok "every stored reading up to the cursor is in VictoriaMetrics exactly once" "$(head -5 "$TMP/check.txt")"
+fi
+read -r nticks maxgap <<<"$(tick_gaps "$TMP/run.log")"
+check "the poll loop kept time during the outage ($nticks ticks, largest gap ${maxgap}s at 0.5s)" \
+    $PY -c "import sys; sys.exit(0 if int(sys.argv[1]) >= 10 and 0 < float(sys.argv[2]) < 1.5 else 1)" \
+    "${nticks:-0}" "${maxgap:--1}"
+finish
