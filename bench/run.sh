@@ -57,6 +57,7 @@ section nvml nvml "$BUILD" "$OUT"
 # Other engineers' benchmarks: their JSON lines become rows (see bench/README.md).
 section store_bench external "$BUILD" "$OUT" store_bench "$BUILD/bench/store_bench"
 section alert_eval external "$BUILD" "$OUT" alert_eval "$BUILD/bench/alert_eval"
+section remote_write_bench external "$BUILD" "$OUT" remote_write_bench "$BUILD/bench/remote_write_bench"
 if [[ -x bench/http_load.sh ]]; then
     section http_load external "$BUILD" "$OUT" http_load bench/http_load.sh "$BUILD"
 else
