@@ -15,19 +15,7 @@ K=$TMP/pki
 INTERVAL=0.5
 
 # --- certificates
-newkey() { openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1" 2>/dev/null && chmod 600 "$1"; }
-mkca() { # NAME CN
-    newkey "$K/$1.key" &&
-        openssl req -x509 -new -key "$K/$1.key" -out "$K/$1.pem" -days 2 -subj "/CN=$2" \
-            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign 2>/dev/null
-}
-mkcert() { # NAME CA CN EXTENSIONS
-    newkey "$K/$1.key" &&
-        openssl req -new -key "$K/$1.key" -out "$K/$1.csr" -subj "/CN=$3" 2>/dev/null &&
-        printf '%s\n' "$4" >"$K/$1.ext" &&
-        openssl x509 -req -in "$K/$1.csr" -CA "$K/$2.pem" -CAkey "$K/$2.key" -CAcreateserial \
-            -days 2 -extfile "$K/$1.ext" -out "$K/$1.pem" 2>/dev/null
-}
+source "$(dirname "$0")/pki_lib.sh"
 if ! { mkca ca "wattage test CA" &&
     mkcert server ca 127.0.0.1 "subjectAltName=IP:127.0.0.1
 extendedKeyUsage=serverAuth" &&
