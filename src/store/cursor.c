@@ -34,8 +34,8 @@ static const char *const q_sql[Q_COUNT] = {
     [Q_GET_CURSOR] = "SELECT t FROM remote_write_cursors WHERE endpoint=?1 AND series=?2",
     [Q_READ] = "SELECT t, v FROM readings WHERE series=?1 AND t>?2 ORDER BY t LIMIT ?3",
     [Q_PENDING] = "SELECT count(*), min(t) FROM readings WHERE series=?1 AND t>?2",
-    [Q_SET_CURSOR] = "INSERT OR REPLACE INTO remote_write_cursors(endpoint, series, t) "
-                     "VALUES(?1,?2,?3)",
+    [Q_SET_CURSOR] = ("INSERT OR REPLACE INTO remote_write_cursors(endpoint, series, t) "
+                      "VALUES(?1,?2,?3)"),
     [Q_BEGIN] = "BEGIN IMMEDIATE",
     [Q_COMMIT] = "COMMIT",
     [Q_ROLLBACK] = "ROLLBACK",
