@@ -115,6 +115,10 @@ struct wt_alerts_config {
         bool enabled;
         int intervals; /* silent for more than N intervals, default 3 */
     } data_gap;
+    struct {
+        bool enabled;
+        int64_t for_ns; /* a channel failing this long fires, default 300 s */
+    } delivery_failing;
     /* Delivery (notify.c). Empty strings: channel off. */
     struct {
         char url[256];      /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
@@ -132,6 +136,11 @@ struct wt_alerts_config {
         char command[256]; /* alerts.exec.command: run with the alert in env and stdin */
         int64_t timeout_ns;
     } exec;
+    struct {
+        /* alerts.delivery.queue_limit: transitions waiting per webhook/exec channel; when it is
+         * full the oldest is dropped and counted. 0: WT_NOTIFY_QUEUE. */
+        int queue_limit;
+    } delivery;
     /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
     double power_budget_watts; /* alerts.power_budget_watts: site-wide, 0 = off */
     /* alerts.power_budget_meter: a series whose value is the power held to the budget instead

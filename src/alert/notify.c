@@ -14,8 +14,15 @@
  *       JSON on stdin, in its own process group, killed at its timeout, always reaped.
  *
  * wt_notify_post copies the transition into each channel's bounded inbox under a short lock and
- * returns; one thread per channel does the I/O. A full inbox coalesces (same fingerprint) or
- * drops the oldest, counted and logged.
+ * returns; one thread per channel does the I/O. The webhook's and the exec hook's inboxes are
+ * FIFOs of alerts.delivery.queue_limit: a transition merges only with a repeat of the same state
+ * that is its alert's latest one queued (so nothing is reordered or lost in between), and a full
+ * inbox drops its oldest, counted and logged. Alertmanager's inbox keeps one state per alert
+ * (the latest), as its table does.
+ *
+ * Each channel counts what it sent, failed and dropped, and knows since when it fails and how old
+ * its oldest undelivered transition is: wt_notify_health, the /metrics families and the engine's
+ * built-in alert WattageAlertDeliveryFailing read that.
  */
 #include "alert/notify.h"
 
@@ -38,6 +45,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "serve/expo.h"
 
 #define MOD "notify"
 #define DEFAULT_TIMEOUT_NS (5 * WT_NS_PER_S)
@@ -51,6 +59,12 @@ extern char **environ;
 enum kind { CH_AM, CH_WEBHOOK, CH_EXEC, CH_COUNT };
 static const char *const kind_names[CH_COUNT] = {"alertmanager", "webhook", "exec"};
 
+/* One transition waiting, and when it was posted (CLOCK_MONOTONIC). */
+struct qitem {
+    struct wt_alert a;
+    int64_t t_mono;
+};
+
 struct channel {
     struct wt_notify *n;
     enum kind kind;
@@ -59,11 +73,15 @@ struct channel {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
-    /* The inbox (a ring), under mu. */
-    struct wt_alert *q;
-    size_t head, len;
-    size_t held; /* taken out by the thread, not yet delivered */
-    uint64_t dropped;
+    /* The inbox (a ring of cap), under mu. */
+    struct qitem *q;
+    size_t cap, head, len;
+    size_t held;        /* taken out by the thread, not yet delivered */
+    int64_t held_since; /* when the oldest of those was posted, 0: none */
+    /* Health (wt_notify_health), under mu. */
+    uint64_t sent, failed, dropped;
+    int64_t failing_since;
+    char error[160];
     struct wt_ratelimit drop_rl;
 };
 
@@ -82,6 +100,7 @@ struct wt_notify {
         char command[256];
         int64_t timeout_ns;
     } exec;
+    size_t queue_limit;
     struct channel ch[CH_COUNT];
     pthread_mutex_t stats_mu;
     struct wt_notify_stats stats;
@@ -384,35 +403,40 @@ static int post_json(CURL *c, const char *url, const char *json, int64_t timeout
 
 /* ---- inboxes ----------------------------------------------------------------------------- */
 
-static bool coalesces(enum kind k, const struct wt_alert *old, const struct wt_alert *a)
-{
-    if (old->fingerprint != a->fingerprint)
-        return false;
-    /* Alertmanager only ever wants an alert's latest state; the other channels see every
-     * transition, so only a repeat of the same state is merged. */
-    return k == CH_AM || old->state == a->state;
-}
-
-static void enqueue(struct channel *ch, const struct wt_alert *a)
+static void enqueue(struct channel *ch, const struct wt_alert *a, int64_t now)
 {
     pthread_mutex_lock(&ch->mu);
-    for (size_t i = 0; i < ch->len; i++) {
-        struct wt_alert *old = &ch->q[(ch->head + i) % WT_NOTIFY_QUEUE];
-        if (coalesces(ch->kind, old, a)) {
-            *old = *a;
+    /* The alert's latest transition queued: Alertmanager only ever wants an alert's latest state,
+     * so the new one takes its place; the other channels see every transition in order, so only
+     * a repeat of the same state merges, and only with the alert's last one (merging with an
+     * earlier one would move it before a transition of the other state). The merged one keeps
+     * its posting time: the wait began then. */
+    for (size_t i = ch->len; i-- > 0;) {
+        struct qitem *old = &ch->q[(ch->head + i) % ch->cap];
+        if (old->a.fingerprint != a->fingerprint)
+            continue;
+        if (ch->kind == CH_AM || old->a.state == a->state) {
+            old->a = *a;
             goto out;
         }
+        break;
     }
-    if (ch->len == WT_NOTIFY_QUEUE) {
+    if (ch->len == ch->cap) {
         uint64_t supp;
-        ch->head = (ch->head + 1) % WT_NOTIFY_QUEUE;
+        struct qitem *old = &ch->q[ch->head];
+        ch->head = (ch->head + 1) % ch->cap;
         ch->len--;
         ch->dropped++;
-        if (wt_ratelimit_ok(&ch->drop_rl, wt_now_mono_ns(), &supp))
-            wt_warn(MOD, "%s: inbox full, the oldest transition dropped dropped=%" PRIu64,
-                    kind_names[ch->kind], ch->dropped);
+        if (wt_ratelimit_ok(&ch->drop_rl, now, &supp))
+            wt_warn(MOD,
+                    "%s: inbox full (alerts.delivery.queue_limit %zu): the oldest transition "
+                    "dropped alert=%s state=%s dropped=%" PRIu64,
+                    kind_names[ch->kind], ch->cap, old->a.name, wt_alert_state_name(old->a.state),
+                    ch->dropped);
     }
-    ch->q[(ch->head + ch->len) % WT_NOTIFY_QUEUE] = *a;
+    struct qitem *q = &ch->q[(ch->head + ch->len) % ch->cap];
+    q->a = *a;
+    q->t_mono = now;
     ch->len++;
 out:
     pthread_cond_signal(&ch->cv);
@@ -425,9 +449,10 @@ void wt_notify_post(struct wt_notify *n, const struct wt_alert *a)
         return;
     if (a->state != WT_ALERT_FIRING && a->state != WT_ALERT_RESOLVED)
         return;
+    int64_t now = wt_now_mono_ns();
     for (int k = 0; k < CH_COUNT; k++)
         if (n->ch[k].started)
-            enqueue(&n->ch[k], a);
+            enqueue(&n->ch[k], a, now);
 }
 
 /*
@@ -435,8 +460,7 @@ void wt_notify_post(struct wt_notify *n, const struct wt_alert *a)
  * (0: none) passes; moves up to max transitions into out (when out is not NULL). Returns how
  * many; *stop gets the stop flag.
  */
-static size_t take(struct channel *ch, struct wt_alert *out, size_t max, int64_t wake_ns,
-                   bool *stop)
+static size_t take(struct channel *ch, struct qitem *out, size_t max, int64_t wake_ns, bool *stop)
 {
     size_t k = 0;
     pthread_mutex_lock(&ch->mu);
@@ -452,11 +476,13 @@ static size_t take(struct channel *ch, struct wt_alert *out, size_t max, int64_t
     }
     while (out && k < max && ch->len) {
         out[k++] = ch->q[ch->head];
-        ch->head = (ch->head + 1) % WT_NOTIFY_QUEUE;
+        ch->head = (ch->head + 1) % ch->cap;
         ch->len--;
     }
     /* Still pending until the thread says otherwise (wt_notify_pending never dips to 0 while
      * a transition is in its hands). */
+    if (k && (!ch->held || out[0].t_mono < ch->held_since))
+        ch->held_since = out[0].t_mono;
     ch->held += k;
     *stop = ch->stop;
     pthread_mutex_unlock(&ch->mu);
@@ -476,10 +502,40 @@ static bool wait_until(struct channel *ch, int64_t deadline_ns)
     return stop;
 }
 
-static void set_held(struct channel *ch, size_t held)
+/* What the thread holds now: held transitions, the oldest posted at since (0: none). */
+static void set_held(struct channel *ch, size_t held, int64_t since)
 {
     pthread_mutex_lock(&ch->mu);
     ch->held = held;
+    ch->held_since = held ? since : 0;
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/*
+ * One delivery attempt's outcome: ok with `sent` transitions delivered, or failed (why); `lost`
+ * transitions are given up either way (refused, a failing hook).
+ */
+static void note(struct channel *ch, bool ok, uint64_t sent, uint64_t lost, const char *why)
+{
+    pthread_mutex_lock(&ch->mu);
+    if (ok) {
+        ch->sent += sent;
+        ch->failing_since = 0;
+    } else {
+        ch->failed++;
+        if (!ch->failing_since)
+            ch->failing_since = wt_now_mono_ns();
+        snprintf(ch->error, sizeof ch->error, "%s", why);
+    }
+    ch->dropped += lost;
+    pthread_mutex_unlock(&ch->mu);
+}
+
+/* Transitions given up without an attempt (no room, the daemon stopping). */
+static void lose(struct channel *ch, uint64_t k)
+{
+    pthread_mutex_lock(&ch->mu);
+    ch->dropped += k;
     pthread_mutex_unlock(&ch->mu);
 }
 
@@ -494,8 +550,9 @@ static void set_held(struct channel *ch, size_t held)
 
 struct am_entry {
     struct wt_alert a;
-    bool dirty;        /* this state not delivered yet */
-    int64_t sent_mono; /* last delivery of this alert */
+    bool dirty;         /* this state not delivered yet */
+    int64_t dirty_mono; /* when the oldest undelivered state of it was posted */
+    int64_t sent_mono;  /* last delivery of this alert */
 };
 
 struct am {
@@ -509,17 +566,21 @@ struct am {
     struct wt_ratelimit fail_rl, full_rl;
 };
 
-static void am_merge(struct am *s, const struct wt_alert *a)
+static void am_merge(struct am *s, const struct qitem *q)
 {
+    const struct wt_alert *a = &q->a;
     for (size_t i = 0; i < s->nt; i++) {
         if (s->t[i].a.fingerprint == a->fingerprint) {
             s->t[i].a = *a;
+            if (!s->t[i].dirty)
+                s->t[i].dirty_mono = q->t_mono;
             s->t[i].dirty = true;
             return;
         }
     }
     if (s->nt == WT_NOTIFY_AM_MAX) {
         uint64_t supp;
+        lose(s->ch, 1);
         if (wt_ratelimit_ok(&s->full_rl, wt_now_mono_ns(), &supp))
             wt_error(MOD, "alertmanager: %d alerts held already; alert %s{%s} not delivered",
                      WT_NOTIFY_AM_MAX, a->name, a->labels);
@@ -527,6 +588,7 @@ static void am_merge(struct am *s, const struct wt_alert *a)
     }
     s->t[s->nt].a = *a;
     s->t[s->nt].dirty = true;
+    s->t[s->nt].dirty_mono = q->t_mono;
     s->t[s->nt].sent_mono = 0;
     s->nt++;
 }
@@ -542,6 +604,16 @@ static size_t am_count_dirty(const struct am *s)
     for (size_t i = 0; i < s->nt; i++)
         k += s->t[i].dirty;
     return k;
+}
+
+/* Tells the channel what the table holds undelivered. */
+static void am_held(struct am *s)
+{
+    int64_t since = 0;
+    for (size_t i = 0; i < s->nt; i++)
+        if (s->t[i].dirty && (!since || s->t[i].dirty_mono < since))
+            since = s->t[i].dirty_mono;
+    set_held(s->ch, am_count_dirty(s), since);
 }
 
 /* Forgets resolved alerts that were delivered. */
@@ -582,9 +654,10 @@ static int am_flush(struct am *s, int64_t timeout_ns)
         int rc = post_json(s->curl, n->am.url, json, timeout_ns, why, sizeof why);
         free(json);
         STAT_ADD(n, am_posts, 1);
+        /* A refused batch is given up: sending it again would be refused again. */
+        note(s->ch, rc == 0, k, rc == -EINVAL ? k : 0, why);
         if (rc == -EAGAIN) {
             uint64_t supp;
-            STAT_ADD(n, am_failures, 1);
             s->failures++;
             if (wt_ratelimit_ok(&s->fail_rl, wt_now_mono_ns(), &supp))
                 wt_warn(MOD,
@@ -599,10 +672,8 @@ static int am_flush(struct am *s, int64_t timeout_ns)
         else if (s->failures)
             wt_info(MOD, "alertmanager: delivered again after %d failed attempts alerts=%zu",
                     s->failures, k);
-        if (rc == 0) {
+        if (rc == 0)
             s->failures = 0;
-            STAT_ADD(n, am_sent, k);
-        }
         int64_t sent = wt_now_mono_ns();
         for (size_t j = 0; j < k; j++) {
             s->t[idx[j]].dirty = false;
@@ -633,7 +704,7 @@ static void *am_main(void *arg)
     struct channel *ch = arg;
     struct wt_notify *n = ch->n;
     struct am s = {.ch = ch, .n = n};
-    struct wt_alert *in = malloc(WT_NOTIFY_QUEUE * sizeof *in);
+    struct qitem *in = malloc(ch->cap * sizeof *in);
     s.t = calloc(WT_NOTIFY_AM_MAX, sizeof *s.t);
     s.batch = malloc(WT_NOTIFY_AM_BATCH * sizeof *s.batch);
     s.curl = curl_easy_init();
@@ -645,10 +716,10 @@ static void *am_main(void *arg)
     int64_t retry_at = 0, wake = 0, stop_by = 0;
     for (;;) {
         bool stop;
-        size_t k = take(ch, in, WT_NOTIFY_QUEUE, wake, &stop);
+        size_t k = take(ch, in, ch->cap, wake, &stop);
         for (size_t i = 0; i < k; i++)
             am_merge(&s, &in[i]);
-        set_held(ch, am_count_dirty(&s));
+        am_held(&s);
         int64_t now = wt_now_mono_ns();
         if (stop && !stop_by) {
             stop_by = now + WT_NOTIFY_CLOSE_NS;
@@ -668,7 +739,7 @@ static void *am_main(void *arg)
             } else {
                 retry_at = 0;
             }
-            set_held(ch, am_count_dirty(&s));
+            am_held(&s);
         }
         /* Nothing is sent before the backoff ends, whatever comes in meanwhile. */
         int64_t next = am_next(&s);
@@ -676,11 +747,13 @@ static void *am_main(void *arg)
             next = retry_at;
         wake = next;
     }
-    if (am_count_dirty(&s))
+    if (am_count_dirty(&s)) {
         wt_warn(MOD, "alertmanager: stopping with %zu alert states not delivered",
                 am_count_dirty(&s));
+        lose(ch, am_count_dirty(&s));
+    }
 out:
-    set_held(ch, 0);
+    set_held(ch, 0, 0);
     if (s.curl)
         curl_easy_cleanup(s.curl);
     free(s.batch);
@@ -691,15 +764,17 @@ out:
 
 /* ---- webhook and exec: one transition at a time, in order -------------------------------- */
 
-/* Runs the hook for one transition. Returns 0, or -EIO when it failed (logged). */
+/* Runs the hook for one transition. Returns 0, or -EIO when it failed (logged; why says how). */
 static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_alert *a,
-                    int64_t timeout_ns)
+                    int64_t timeout_ns, char *why, size_t whyn)
 {
     char words[512], *argv[WT_NOTIFY_MAX_ARGS + 1];
     int argc, rc = -EIO;
+    snprintf(why, whyn, "out of memory");
     if (wt_notify_split(n->exec.command, words, sizeof words, argv, WT_NOTIFY_MAX_ARGS + 1,
                         &argc) != 0) {
         wt_error(MOD, "exec: cannot split alerts.exec.command into words: %s", n->exec.command);
+        snprintf(why, whyn, "cannot split alerts.exec.command into words");
         return -EIO;
     }
     char **envp = wt_notify_env(environ, a);
@@ -731,6 +806,7 @@ static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_ale
     int e = posix_spawnp(&pid, argv[0], &fa, &attr, argv, envp);
     if (e != 0) {
         wt_error(MOD, "exec: cannot start %s: %s", argv[0], strerror(e));
+        snprintf(why, whyn, "cannot start %s: %s", argv[0], strerror(e));
         pid = -1;
         goto out;
     }
@@ -786,6 +862,7 @@ static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_ale
     }
     if (timed_out) {
         STAT_ADD(n, exec_timeouts, 1);
+        snprintf(why, whyn, "%s timed out after %.3g s", argv[0], (double)timeout_ns / WT_NS_PER_S);
         if (stopping)
             wt_warn(MOD, "exec: %s killed: the daemon is stopping alert=%s state=%s", argv[0],
                     a->name, wt_alert_state_name(a->state));
@@ -798,15 +875,15 @@ static int run_exec(struct wt_notify *n, struct channel *ch, const struct wt_ale
                  wt_alert_state_name(a->state));
         rc = 0;
     } else if (WIFEXITED(status)) {
+        snprintf(why, whyn, "%s exited with status %d", argv[0], WEXITSTATUS(status));
         wt_warn(MOD, "exec: %s exited with status %d alert=%s state=%s", argv[0],
                 WEXITSTATUS(status), a->name, wt_alert_state_name(a->state));
     } else if (WIFSIGNALED(status)) {
+        snprintf(why, whyn, "%s killed by signal %d", argv[0], WTERMSIG(status));
         wt_warn(MOD, "exec: %s killed by signal %d alert=%s state=%s", argv[0], WTERMSIG(status),
                 a->name, wt_alert_state_name(a->state));
     }
 out:
-    if (rc)
-        STAT_ADD(n, exec_failures, 1);
     if (pfd[0] >= 0)
         close(pfd[0]);
     if (pfd[1] >= 0)
@@ -826,7 +903,8 @@ static void *fifo_main(void *arg)
     struct wt_notify *n = ch->n;
     struct wt_ratelimit fail_rl = {.interval_ns = LOG_EVERY_NS};
     CURL *curl = ch->kind == CH_WEBHOOK ? curl_easy_init() : NULL;
-    struct wt_alert cur;
+    struct qitem item;
+    const struct wt_alert *cur = &item.a;
     bool have = false;
     int failures = 0;
     int64_t retry_at = 0, stop_by = 0;
@@ -837,7 +915,7 @@ static void *fifo_main(void *arg)
     for (;;) {
         bool stop;
         if (!have) {
-            have = take(ch, &cur, 1, 0, &stop) == 1;
+            have = take(ch, &item, 1, 0, &stop) == 1;
         } else {
             /* Waiting out the backoff; a stop ends the wait. */
             stop = wait_until(ch, retry_at);
@@ -855,32 +933,32 @@ static void *fifo_main(void *arg)
         if (stop && stop_by - now < to)
             to = stop_by - now;
         int rc;
+        char why[600];
         if (ch->kind == CH_WEBHOOK) {
-            char why[600];
-            char *json = wt_notify_event_json(&cur, n->node);
+            char *json = wt_notify_event_json(cur, n->node);
             rc = json ? post_json(curl, n->webhook.url, json, to, why, sizeof why) : -EAGAIN;
             if (!json)
                 snprintf(why, sizeof why, "out of memory");
             free(json);
             if (rc == 0) {
-                STAT_ADD(n, webhook_sent, 1);
                 if (failures)
                     wt_info(MOD, "webhook: delivered again after %d failed attempts", failures);
             } else {
                 uint64_t supp;
-                STAT_ADD(n, webhook_failures, 1);
                 if (rc == -EINVAL)
                     wt_error(MOD, "webhook: POST %s refused alert=%s state=%s: %s", n->webhook.url,
-                             cur.name, wt_alert_state_name(cur.state), why);
+                             cur->name, wt_alert_state_name(cur->state), why);
                 else if (wt_ratelimit_ok(&fail_rl, now, &supp))
                     wt_warn(MOD, "webhook: POST %s failed: %s; retrying with backoff",
                             n->webhook.url, why);
             }
         } else {
-            rc = run_exec(n, ch, &cur, to);
+            rc = run_exec(n, ch, cur, to, why, sizeof why);
             if (rc)
                 rc = -EINVAL; /* a failing hook is logged, not run again */
         }
+        /* Refused, or a failing hook: given up (delivering it again would fail the same way). */
+        note(ch, rc == 0, 1, rc == -EINVAL ? 1 : 0, why);
         if (rc == -EAGAIN) {
             if (stop)
                 break;
@@ -891,16 +969,13 @@ static void *fifo_main(void *arg)
         failures = 0;
         retry_at = 0;
         have = false;
-        set_held(ch, 0);
+        set_held(ch, 0, 0);
     }
     if (have) {
         wt_warn(MOD, "%s: stopping with transitions not delivered", kind_names[ch->kind]);
-        if (ch->kind == CH_WEBHOOK)
-            STAT_ADD(n, webhook_dropped, 1);
-        else
-            STAT_ADD(n, exec_dropped, 1);
+        lose(ch, 1);
     }
-    set_held(ch, 0);
+    set_held(ch, 0, 0);
     if (curl)
         curl_easy_cleanup(curl);
     return NULL;
@@ -921,7 +996,9 @@ static int start_channel(struct wt_notify *n, enum kind k, struct wt_err *err)
     ch->n = n;
     ch->kind = k;
     ch->drop_rl.interval_ns = LOG_EVERY_NS;
-    ch->q = calloc(WT_NOTIFY_QUEUE, sizeof *ch->q);
+    /* Alertmanager's inbox holds one state per alert, like its table. */
+    ch->cap = k == CH_AM ? WT_NOTIFY_AM_MAX : n->queue_limit;
+    ch->q = calloc(ch->cap, sizeof *ch->q);
     if (!ch->q)
         return -ENOMEM;
     pthread_mutex_init(&ch->mu, NULL);
@@ -967,6 +1044,12 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
         n->node[0] = '\0';
     n->node[sizeof n->node - 1] = '\0';
     pthread_once(&curl_once, curl_init);
+    n->queue_limit =
+        cfg->delivery.queue_limit > 0 ? (size_t)cfg->delivery.queue_limit : WT_NOTIFY_QUEUE;
+    if (n->queue_limit < WT_NOTIFY_QUEUE_MIN)
+        n->queue_limit = WT_NOTIFY_QUEUE_MIN;
+    if (n->queue_limit > WT_NOTIFY_QUEUE_MAX)
+        n->queue_limit = WT_NOTIFY_QUEUE_MAX;
     if (cfg->alertmanager.url[0]) {
         size_t l = strlen(cfg->alertmanager.url);
         while (l && cfg->alertmanager.url[l - 1] == '/')
@@ -1001,9 +1084,9 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
         goto fail;
     if (n->exec.command[0] && (rc = start_channel(n, CH_EXEC, err)))
         goto fail;
-    wt_info(MOD, "delivery alertmanager=%s webhook=%s exec=%s", n->am.url[0] ? n->am.url : "off",
-            n->webhook.url[0] ? n->webhook.url : "off",
-            n->exec.command[0] ? n->exec.command : "off");
+    wt_info(MOD, "delivery alertmanager=%s webhook=%s exec=%s queue_limit=%zu",
+            n->am.url[0] ? n->am.url : "off", n->webhook.url[0] ? n->webhook.url : "off",
+            n->exec.command[0] ? n->exec.command : "off", n->queue_limit);
     *out = n;
     return 0;
 fail:
@@ -1030,6 +1113,7 @@ void wt_notify_close(struct wt_notify *n)
             pthread_join(ch->th, NULL);
             if (ch->len)
                 wt_warn(MOD, "%s: %zu transitions not delivered at stop", kind_names[k], ch->len);
+            ch->dropped += ch->len;
         }
         if (ch->q) {
             pthread_mutex_destroy(&ch->mu);
@@ -1065,15 +1149,144 @@ void wt_notify_stats(struct wt_notify *n, struct wt_notify_stats *out)
     pthread_mutex_lock(&n->stats_mu);
     *out = n->stats;
     pthread_mutex_unlock(&n->stats_mu);
+    uint64_t *sent[CH_COUNT] = {&out->am_sent, &out->webhook_sent, NULL};
+    uint64_t *failed[CH_COUNT] = {&out->am_failures, &out->webhook_failures, &out->exec_failures};
+    uint64_t *dropped[CH_COUNT] = {NULL, &out->webhook_dropped, &out->exec_dropped};
     for (int k = 0; k < CH_COUNT; k++) {
         struct channel *ch = &n->ch[k];
         if (!ch->started)
             continue;
         pthread_mutex_lock(&ch->mu);
-        if (k == CH_WEBHOOK)
-            out->webhook_dropped += ch->dropped;
-        if (k == CH_EXEC)
-            out->exec_dropped += ch->dropped;
+        if (sent[k])
+            *sent[k] = ch->sent;
+        *failed[k] = ch->failed;
+        if (dropped[k])
+            *dropped[k] = ch->dropped;
         pthread_mutex_unlock(&ch->mu);
     }
+}
+
+/* ---- health ------------------------------------------------------------------------------ */
+
+size_t wt_notify_health(struct wt_notify *n, struct wt_notify_health *out, size_t max)
+{
+    size_t k = 0;
+    if (!n)
+        return 0;
+    for (int c = 0; c < CH_COUNT; c++) {
+        struct channel *ch = &n->ch[c];
+        if (!ch->started)
+            continue;
+        if (k < max) {
+            struct wt_notify_health *h = &out[k];
+            memset(h, 0, sizeof *h);
+            h->channel = kind_names[c];
+            pthread_mutex_lock(&ch->mu);
+            h->sent = ch->sent;
+            h->failed = ch->failed;
+            h->dropped = ch->dropped;
+            h->queued = ch->len + ch->held;
+            /* The inbox is in posting order, and what the thread holds came out of it first. */
+            h->oldest_mono = ch->held ? ch->held_since : 0;
+            if (ch->len && (!h->oldest_mono || ch->q[ch->head].t_mono < h->oldest_mono))
+                h->oldest_mono = ch->q[ch->head].t_mono;
+            h->failing_since_mono = ch->failing_since;
+            snprintf(h->error, sizeof h->error, "%s", ch->error);
+            pthread_mutex_unlock(&ch->mu);
+        }
+        k++;
+    }
+    return k;
+}
+
+bool wt_notify_failing(struct wt_notify *n, int64_t now_mono, int64_t *since_mono, char *why,
+                       size_t whyn)
+{
+    struct wt_notify_health h[CH_COUNT];
+    size_t k = wt_notify_health(n, h, CH_COUNT), o = 0;
+    bool failing = false;
+    *since_mono = 0;
+    if (why && whyn)
+        why[0] = '\0';
+    for (size_t i = 0; i < k; i++) {
+        if (!h[i].failing_since_mono)
+            continue;
+        if (!failing || h[i].failing_since_mono < *since_mono)
+            *since_mono = h[i].failing_since_mono;
+        if (why && o < whyn) {
+            int w =
+                snprintf(why + o, whyn - o, "%s%s: %s (since %.0f s, %zu queued)",
+                         failing ? "; " : "", h[i].channel, h[i].error,
+                         (double)(now_mono - h[i].failing_since_mono) / WT_NS_PER_S, h[i].queued);
+            o += w > 0 ? (size_t)w : 0;
+        }
+        failing = true;
+    }
+    return failing;
+}
+
+static const struct {
+    const char *name, *help;
+    enum wt_metric_type type;
+} fams[WT_NOTIFY_FAM_COUNT] = {
+    [WT_NOTIFY_FAM_SENT] = {"wattage_alert_notifications_sent_total",
+                            "Alert transitions delivered, per channel (alertmanager: alert states "
+                            "accepted, re-sends of firing alerts included)",
+                            WT_COUNTER},
+    [WT_NOTIFY_FAM_FAILED] = {"wattage_alert_notifications_failed_total",
+                              "Delivery attempts that failed, per channel (no answer, 5xx, "
+                              "refused, a hook that failed or timed out)",
+                              WT_COUNTER},
+    [WT_NOTIFY_FAM_DROPPED] = {"wattage_alert_notifications_dropped_total",
+                               "Alert transitions given up, per channel (queue full: the oldest; "
+                               "refused by the receiver; a hook that failed)",
+                               WT_COUNTER},
+    [WT_NOTIFY_FAM_QUEUED] = {"wattage_alert_notifications_queued",
+                              "Alert transitions waiting for delivery, per channel", WT_GAUGE},
+    [WT_NOTIFY_FAM_OLDEST] = {"wattage_alert_notification_oldest_pending_seconds",
+                              "Age of the oldest undelivered alert transition, per channel (0: "
+                              "none)",
+                              WT_GAUGE},
+};
+
+int wt_notify_family(struct wt_notify *n, enum wt_notify_family which, int64_t now_mono,
+                     struct wt_expo_family *fam)
+{
+    struct wt_notify_health h[CH_COUNT];
+    memset(fam, 0, sizeof *fam);
+    if ((unsigned)which >= WT_NOTIFY_FAM_COUNT)
+        return -EINVAL;
+    fam->name = fams[which].name;
+    fam->help = fams[which].help;
+    fam->type = fams[which].type;
+    size_t k = wt_notify_health(n, h, CH_COUNT);
+    if (!k)
+        return 0;
+    if (!(fam->s = calloc(k, sizeof *fam->s)))
+        return -ENOMEM;
+    for (size_t i = 0; i < k; i++) {
+        double v = 0;
+        switch (which) {
+        case WT_NOTIFY_FAM_SENT:
+            v = (double)h[i].sent;
+            break;
+        case WT_NOTIFY_FAM_FAILED:
+            v = (double)h[i].failed;
+            break;
+        case WT_NOTIFY_FAM_DROPPED:
+            v = (double)h[i].dropped;
+            break;
+        case WT_NOTIFY_FAM_QUEUED:
+            v = (double)h[i].queued;
+            break;
+        default:
+            v = h[i].oldest_mono ? (double)(now_mono - h[i].oldest_mono) / WT_NS_PER_S : 0;
+            break;
+        }
+        if (wt_labels(fam->s[i].labels, sizeof fam->s[i].labels, "channel", h[i].channel, NULL))
+            continue;
+        fam->s[i].value = v;
+    }
+    fam->n = k;
+    return 0;
 }

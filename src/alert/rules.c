@@ -68,6 +68,9 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     c->sibling.for_ns = 60 * WT_NS_PER_S;
     c->data_gap.enabled = true;
     c->data_gap.intervals = 3;
+    c->delivery_failing.enabled = true;
+    c->delivery_failing.for_ns = 300 * WT_NS_PER_S;
+    c->delivery.queue_limit = WT_NOTIFY_QUEUE;
     c->alertmanager.resend_ns = 60 * WT_NS_PER_S;
     c->alertmanager.timeout_ns = 5 * WT_NS_PER_S;
     c->webhook.timeout_ns = 5 * WT_NS_PER_S;
@@ -186,17 +189,10 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels)
 
 /* ---- parsing ---- */
 
-static const char *const top_keys[] = {"enabled",
-                                       "rules",
-                                       "detectors",
-                                       "alertmanager",
-                                       "webhook",
-                                       "exec",
-                                       "power_budget_watts",
-                                       "power_budget_meter",
-                                       "budget_clear_share",
-                                       "dry_run",
-                                       NULL};
+static const char *const top_keys[] = {
+    "enabled", "rules",    "detectors",          "alertmanager",       "webhook",
+    "exec",    "delivery", "power_budget_watts", "power_budget_meter", "budget_clear_share",
+    "dry_run", NULL};
 static const char *const rule_keys[] = {"name",        "metric",      "match",     "op",
                                         "threshold",   "relative_to", "for",       "clear_below",
                                         "clear_above", "severity",    "summary",   "labels",
@@ -204,9 +200,9 @@ static const char *const rule_keys[] = {"name",        "metric",      "match",  
 static const char *const ops[] = {">", ">=", "<", "<=", "==", "!=", NULL};
 static const char *const severities[] = {"info", "warning", "critical", NULL};
 static const char *const actions[] = {"none", "cap", NULL};
-static const char *const detector_keys[] = {"throttle_forecast", "throttling", "idle_burn",
-                                            "impossible",        "stuck",      "sibling",
-                                            "data_gap",          NULL};
+static const char *const detector_keys[] = {
+    "throttle_forecast", "throttling", "idle_burn",        "impossible", "stuck",
+    "sibling",           "data_gap",   "delivery_failing", NULL};
 
 static bool label_name_ok(const char *s)
 {
@@ -417,6 +413,7 @@ static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
     static const char *const k_st[] = {"enabled", "ticks", NULL};
     static const char *const k_sb[] = {"enabled", "delta", "power_band", "for", NULL};
     static const char *const k_dg[] = {"enabled", "intervals", NULL};
+    static const char *const k_df[] = {"enabled", "for", NULL};
     const struct wt_ynode *d;
     char p[128];
     int rc;
@@ -459,6 +456,10 @@ static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
         (rc = wt_y_int(g, d, p, "intervals", 1, 100000, &i64)))
         return rc;
     c->data_gap.intervals = (int)i64;
+    if ((rc = detector(g, dets, "delivery_failing", k_df, &c->delivery_failing.enabled, &d, p,
+                       sizeof p)) ||
+        (rc = wt_y_duration(g, d, p, "for", true, &c->delivery_failing.for_ns)))
+        return rc;
     return 0;
 }
 
@@ -481,6 +482,7 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
     static const char *const k_am[] = {"url", "resend_interval", "timeout", "generator_url", NULL};
     static const char *const k_wh[] = {"url", "timeout", NULL};
     static const char *const k_ex[] = {"command", "timeout", NULL};
+    static const char *const k_dl[] = {"queue_limit", NULL};
     struct wt_yget g = {.file = file ? file : "(config)", .err = err};
     const struct wt_ynode *x;
     char p[64];
@@ -545,6 +547,14 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
             goto fail;
         }
     }
+    /* A queue holds every transition an outage piles up; each waiting one is ~600 bytes. */
+    x = wt_y_get(node, "delivery");
+    int64_t ql = out->delivery.queue_limit;
+    if ((rc = wt_y_keys(&g, x, "alerts.delivery", k_dl)) ||
+        (rc = wt_y_int(&g, x, "alerts.delivery", "queue_limit", WT_NOTIFY_QUEUE_MIN,
+                       WT_NOTIFY_QUEUE_MAX, &ql)))
+        goto fail;
+    out->delivery.queue_limit = (int)ql;
     if ((rc = wt_y_double(&g, node, "alerts", "power_budget_watts", 0, 1e9,
                           &out->power_budget_watts)) ||
         (rc = wt_y_string(&g, node, "alerts", "power_budget_meter", false, out->power_budget_meter,

@@ -2,7 +2,8 @@
 /*
  * A recording HTTP server for the delivery tests (libmicrohttpd, loopback): every POST body is
  * kept (and appended as one line "PATH BODY" to out_file when set); it answers 200, or 503 while
- * `down` is set or for the next `fail_next` requests. Used in-process by tests/unit/test_notify*.c
+ * `down` is set or for the next `fail_next` requests, or 400 (refused, not kept) for the next
+ * `refuse_next`. Used in-process by tests/unit/test_notify*.c
  * and as the program tests/peers/notify_recorder for the shell tests. Header-only (static).
  */
 #ifndef WT_NOTIFY_RECORDER_H
@@ -30,6 +31,7 @@ struct rec {
     size_t n;
     size_t requests; /* all POSTs, refused ones included */
     int fail_next;
+    int refuse_next;
     bool down;
     const char *out_file;
 };
@@ -75,6 +77,9 @@ static enum MHD_Result rec_access(void *cls, struct MHD_Connection *c, const cha
         r->requests++;
         if (r->down) {
             status = 503;
+        } else if (r->refuse_next > 0) {
+            r->refuse_next--;
+            status = 400;
         } else if (r->fail_next > 0) {
             r->fail_next--;
             status = 503;

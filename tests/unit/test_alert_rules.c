@@ -54,6 +54,9 @@ WT_TEST(defaults_without_a_section)
     WT_EQ_INT(cfg.stuck.ticks, 30);
     WT_NEAR(cfg.sibling.delta_c, 10, 1e-12);
     WT_EQ_INT(cfg.data_gap.intervals, 3);
+    WT_ASSERT(cfg.delivery_failing.enabled);
+    WT_EQ_INT(cfg.delivery_failing.for_ns, 300 * WT_NS_PER_S);
+    WT_EQ_INT(cfg.delivery.queue_limit, 1024);
     WT_EQ_INT(cfg.alertmanager.resend_ns, 60 * WT_NS_PER_S);
     WT_NEAR(cfg.budget_clear_share, 0.95, 1e-12);
     WT_ASSERT(!cfg.dry_run);
@@ -92,10 +95,12 @@ WT_TEST(every_key_is_read)
                     "    stuck: false\n"
                     "    sibling: {enabled: false, delta: 12, power_band: 0.2, for: 2m}\n"
                     "    data_gap: {intervals: 5}\n"
+                    "    delivery_failing: {for: 2m}\n"
                     "  alertmanager: {url: 'http://127.0.0.1:9093', resend_interval: 30s, "
                     "timeout: 2s, generator_url: 'http://node7:9747/api/v1/alerts'}\n"
                     "  webhook: {url: 'https://hooks.example/x', timeout: 3s}\n"
                     "  exec: {command: '/usr/local/bin/page --now', timeout: 20s}\n"
+                    "  delivery: {queue_limit: 4096}\n"
                     "  power_budget_watts: 4800\n"
                     "  budget_clear_share: 0.9\n"
                     "  dry_run: true\n";
@@ -134,6 +139,8 @@ WT_TEST(every_key_is_read)
     WT_ASSERT(!cfg.sibling.enabled);
     WT_NEAR(cfg.sibling.delta_c, 12, 1e-12);
     WT_EQ_INT(cfg.data_gap.intervals, 5);
+    WT_EQ_INT(cfg.delivery_failing.for_ns, 120 * WT_NS_PER_S);
+    WT_EQ_INT(cfg.delivery.queue_limit, 4096);
     WT_EQ_STR(cfg.alertmanager.url, "http://127.0.0.1:9093");
     WT_EQ_INT(cfg.alertmanager.resend_ns, 30 * WT_NS_PER_S);
     WT_EQ_STR(cfg.alertmanager.generator_url, "http://node7:9747/api/v1/alerts");
@@ -286,6 +293,14 @@ WT_TEST(templates_and_labels_are_checked)
 
 WT_TEST(detector_and_channel_mistakes)
 {
+    EXPECT_ERR("alerts:\n  delivery: {queue_limit: 4}\n",
+               "a.yaml:2: alerts.delivery.queue_limit: expected an integer from 16 to 65536");
+    EXPECT_ERR("alerts:\n  delivery: {queue_limit: 10000000}\n",
+               "a.yaml:2: alerts.delivery.queue_limit: expected an integer from 16 to 65536");
+    EXPECT_ERR("alerts:\n  delivery: {queue: 10}\n",
+               "a.yaml:2: alerts.delivery.queue: unknown key");
+    EXPECT_ERR("alerts:\n  detectors:\n    delivery_failing: {for: soon}\n",
+               "a.yaml:3: alerts.detectors.delivery_failing.for: expected a duration");
     EXPECT_ERR("alerts:\n  detectors:\n    idle_burm: {for: 1m}\n",
                "a.yaml:3: alerts.detectors.idle_burm: unknown key; did you mean 'idle_burn'?");
     EXPECT_ERR("alerts:\n  detectors:\n    stuck: {ticks: 1}\n",

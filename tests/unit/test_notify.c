@@ -8,6 +8,7 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,6 +19,7 @@
 #include "core/clock.h"
 #include "peers/notify_recorder.h"
 #include "runner.h"
+#include "serve/expo.h"
 
 static uint64_t fnv(const char *name, const char *labels)
 {
@@ -497,4 +499,363 @@ WT_TEST(close_does_not_wait_out_a_slow_hook)
     /* close returns (within its bound, not 600 s) with the hook killed and reaped */
     wt_notify_close(n);
     WT_ASSERT(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+}
+
+/* The state of each webhook body received, in order, for alert name (one letter each: F, R). */
+static void rec_states(struct rec *r, const char *name, char *out, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; k + 1 < n; i++) {
+        char *b = rec_body(r, i);
+        if (!b)
+            break;
+        cJSON *o = cJSON_Parse(b);
+        const char *an = jstr(o, "alertname", NULL), *st = jstr(o, "state", NULL);
+        if (an && st && strcmp(an, name) == 0)
+            out[k++] = strcmp(st, "firing") == 0 ? 'F' : strcmp(st, "resolved") == 0 ? 'R' : '?';
+        cJSON_Delete(o);
+        free(b);
+    }
+    out[k] = '\0';
+}
+
+WT_TEST(webhook_down_while_an_alert_flaps_gets_every_transition_in_order)
+{
+    static struct rec r;
+    WT_EQ_INT(rec_start(&r, 0), 0);
+    rec_set_down(&r, true);
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.webhook.url, sizeof c.webhook.url, "http://127.0.0.1:%d/hook", r.port);
+    c.webhook.timeout_ns = 2 * WT_NS_PER_S;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    /* Five times firing then resolved while the receiver answers 503; another alert fires in
+     * the middle. The first transition is in the thread's hands, the rest wait. */
+    for (int i = 0; i < 5; i++) {
+        struct wt_alert f = mk("GPUHot", 0, WT_ALERT_FIRING),
+                        res = mk("GPUHot", 0, WT_ALERT_RESOLVED);
+        f.value = i;
+        res.value = i;
+        wt_notify_post(n, &f);
+        nap_ms(20);
+        wt_notify_post(n, &res);
+        if (i == 2) {
+            struct wt_alert b = mk("IdleBurn", 1, WT_ALERT_FIRING);
+            wt_notify_post(n, &b);
+        }
+        nap_ms(20);
+    }
+    WT_EQ_INT(wt_notify_pending(n), 11);
+    struct wt_notify_stats st;
+    for (int i = 0; i < 500; i++) {
+        wt_notify_stats(n, &st);
+        if (st.webhook_failures >= 2)
+            break;
+        nap_ms(10);
+    }
+    WT_ASSERT(st.webhook_failures >= 2);
+    rec_set_down(&r, false);
+    WT_ASSERT(drained(n, 30));
+    char got[64];
+    rec_states(&r, "GPUHot", got, sizeof got);
+    WT_EQ_STR(got, "FRFRFRFRFR");
+    /* in order: each transition carries the value of its round */
+    for (size_t i = 0, k = 0; i < rec_count(&r); i++) {
+        char *b = rec_body(&r, i);
+        cJSON *o = cJSON_Parse(b);
+        if (strcmp(jstr(o, "alertname", NULL), "GPUHot") == 0) {
+            WT_EQ_INT(cJSON_GetObjectItemCaseSensitive(o, "value")->valueint, (int)(k / 2));
+            k++;
+        } else {
+            WT_EQ_INT(i, 6); /* after round 2's resolution */
+        }
+        cJSON_Delete(o);
+        free(b);
+    }
+    WT_EQ_INT(rec_count(&r), 11);
+    wt_notify_stats(n, &st);
+    WT_EQ_INT(st.webhook_sent, 11);
+    WT_EQ_INT(st.webhook_dropped, 0);
+    wt_notify_close(n);
+    rec_stop(&r);
+}
+
+WT_TEST(exec_hook_runs_every_transition_in_order_while_busy)
+{
+    char out[100], cmd[256];
+    WT_ASSERT(strlen(wt_test_dir()) < 80);
+    snprintf(out, sizeof out, "%.80s/states", wt_test_dir());
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    /* A slow hook: everything after the first transition waits in the inbox. */
+    snprintf(cmd, sizeof cmd,
+             "/bin/sh -c 'echo \"$WATTAGE_ALERT_STATE $WATTAGE_ALERT_VALUE\" >>\"$1\"; sleep 0.1' "
+             "hook '%s'",
+             out);
+    snprintf(c.exec.command, sizeof c.exec.command, "%s", cmd);
+    c.exec.timeout_ns = 5 * WT_NS_PER_S;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    for (int i = 0; i < 5; i++) {
+        struct wt_alert f = mk("GPUHot", 0, WT_ALERT_FIRING),
+                        res = mk("GPUHot", 0, WT_ALERT_RESOLVED);
+        f.value = res.value = i;
+        wt_notify_post(n, &f);
+        wt_notify_post(n, &res);
+    }
+    WT_ASSERT(drained(n, 30));
+    wt_notify_close(n);
+    char *s = wt_test_read(out, NULL);
+    WT_ASSERT(s);
+    WT_EQ_STR(s, "firing 0\nresolved 0\nfiring 1\nresolved 1\nfiring 2\nresolved 2\n"
+                 "firing 3\nresolved 3\nfiring 4\nresolved 4\n");
+    free(s);
+    WT_ASSERT(waitpid(-1, NULL, WNOHANG) == -1 && errno == ECHILD);
+}
+
+static const struct wt_notify_health *health_of(struct wt_notify *n, const char *channel,
+                                                struct wt_notify_health *h)
+{
+    size_t k = wt_notify_health(n, h, 3);
+    for (size_t i = 0; i < k && i < 3; i++)
+        if (strcmp(h[i].channel, channel) == 0)
+            return &h[i];
+    return NULL;
+}
+
+/* The value of the family's sample for channel, or NAN. */
+static double fam_value(struct wt_notify *n, enum wt_notify_family which, const char *channel,
+                        const char *want_name)
+{
+    struct wt_expo_family f;
+    char l[64];
+    double v = NAN;
+    WT_EQ_INT(wt_notify_family(n, which, wt_now_mono_ns(), &f), 0);
+    WT_EQ_STR(f.name, want_name);
+    snprintf(l, sizeof l, "channel=\"%s\"", channel);
+    for (size_t i = 0; i < f.n; i++)
+        if (strcmp(f.s[i].labels, l) == 0)
+            v = f.s[i].value;
+    free(f.s);
+    return v;
+}
+
+WT_TEST(health_counts_a_dead_receiver_and_its_recovery)
+{
+    static struct rec r;
+    WT_EQ_INT(rec_start(&r, 0), 0);
+    rec_set_down(&r, true);
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.webhook.url, sizeof c.webhook.url, "http://127.0.0.1:%d/hook", r.port);
+    snprintf(c.alertmanager.url, sizeof c.alertmanager.url, "http://127.0.0.1:%d", r.port);
+    c.webhook.timeout_ns = c.alertmanager.timeout_ns = 2 * WT_NS_PER_S;
+    c.alertmanager.resend_ns = 60 * WT_NS_PER_S;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    struct wt_notify_health h[3];
+    const struct wt_notify_health *w = health_of(n, "webhook", h);
+    WT_ASSERT(w && !w->failing_since_mono && w->queued == 0 && w->oldest_mono == 0);
+    int64_t t_post = wt_now_mono_ns();
+    for (int i = 0; i < 3; i++) {
+        struct wt_alert a = mk("GPUHot", i, WT_ALERT_FIRING);
+        wt_notify_post(n, &a);
+    }
+    for (int i = 0; i < 500; i++) {
+        w = health_of(n, "webhook", h);
+        if (w->failed >= 2 && health_of(n, "alertmanager", h + 1)->failed >= 2)
+            break;
+        nap_ms(10);
+    }
+    nap_ms(300);
+    w = health_of(n, "webhook", h);
+    WT_ASSERT(w->failed >= 2);
+    WT_EQ_INT(w->sent, 0);
+    WT_EQ_INT(w->dropped, 0);
+    WT_EQ_INT(w->queued, 3);
+    WT_ASSERT(w->failing_since_mono >= t_post);
+    WT_ASSERT(w->oldest_mono >= t_post && w->oldest_mono <= w->failing_since_mono);
+    WT_CONTAINS(w->error, "HTTP 503");
+    const struct wt_notify_health *am = health_of(n, "alertmanager", h + 1);
+    WT_EQ_INT(am->queued, 3); /* three alerts, one state each */
+    WT_ASSERT(am->failing_since_mono > 0 && am->oldest_mono > 0);
+    /* the same on /metrics, per channel */
+    WT_EQ_INT(fam_value(n, WT_NOTIFY_FAM_QUEUED, "webhook", "wattage_alert_notifications_queued"),
+              3);
+    WT_ASSERT(fam_value(n, WT_NOTIFY_FAM_FAILED, "webhook",
+                        "wattage_alert_notifications_failed_total") >= 2);
+    WT_EQ_INT(fam_value(n, WT_NOTIFY_FAM_SENT, "webhook", "wattage_alert_notifications_sent_total"),
+              0);
+    WT_EQ_INT(fam_value(n, WT_NOTIFY_FAM_DROPPED, "alertmanager",
+                        "wattage_alert_notifications_dropped_total"),
+              0);
+    double age = fam_value(n, WT_NOTIFY_FAM_OLDEST, "webhook",
+                           "wattage_alert_notification_oldest_pending_seconds");
+    WT_ASSERT(age >= 0.3 && age < 60);
+    WT_ASSERT(isnan(fam_value(n, WT_NOTIFY_FAM_SENT, "exec",
+                              "wattage_alert_notifications_sent_total"))); /* not configured */
+    int64_t since;
+    char why[256];
+    WT_ASSERT(wt_notify_failing(n, wt_now_mono_ns(), &since, why, sizeof why));
+    WT_CONTAINS(why, "webhook: HTTP 503");
+    WT_CONTAINS(why, "alertmanager: HTTP 503");
+    WT_ASSERT(since > 0 && since <= w->failing_since_mono);
+
+    rec_set_down(&r, false);
+    WT_ASSERT(drained(n, 30));
+    w = health_of(n, "webhook", h);
+    WT_EQ_INT(w->sent, 3);
+    WT_EQ_INT(w->queued, 0);
+    WT_EQ_INT(w->oldest_mono, 0);
+    WT_EQ_INT(w->failing_since_mono, 0);
+    am = health_of(n, "alertmanager", h + 1);
+    WT_EQ_INT(am->sent, 3);
+    WT_EQ_INT(am->failing_since_mono, 0);
+    WT_EQ_INT(fam_value(n, WT_NOTIFY_FAM_OLDEST, "webhook",
+                        "wattage_alert_notification_oldest_pending_seconds"),
+              0);
+    WT_EQ_INT(fam_value(n, WT_NOTIFY_FAM_SENT, "webhook", "wattage_alert_notifications_sent_total"),
+              3);
+    WT_ASSERT(!wt_notify_failing(n, wt_now_mono_ns(), &since, why, sizeof why));
+    wt_notify_close(n);
+    rec_stop(&r);
+}
+
+WT_TEST(queue_limit_drops_the_oldest_counts_it_and_keeps_the_order)
+{
+    static struct rec r;
+    WT_EQ_INT(rec_start(&r, 0), 0);
+    rec_set_down(&r, true);
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.webhook.url, sizeof c.webhook.url, "http://127.0.0.1:%d/w", r.port);
+    c.webhook.timeout_ns = 2 * WT_NS_PER_S;
+    c.delivery.queue_limit = 16;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    /* The first goes into the thread's hands (retried), then 39 more while it is down. */
+    struct wt_alert first = mk("Flood", 0, WT_ALERT_FIRING);
+    first.value = 0;
+    wt_notify_post(n, &first);
+    struct wt_notify_health h[3];
+    for (int i = 0; i < 500 && health_of(n, "webhook", h)->failed == 0; i++)
+        nap_ms(10);
+    for (int i = 1; i < 40; i++) {
+        struct wt_alert a = mk("Flood", i, WT_ALERT_FIRING);
+        a.value = i;
+        wt_notify_post(n, &a);
+    }
+    const struct wt_notify_health *w = health_of(n, "webhook", h);
+    WT_EQ_INT(w->queued, 17);
+    WT_EQ_INT(w->dropped, 40 - 17);
+    rec_set_down(&r, false);
+    WT_ASSERT(drained(n, 30));
+    w = health_of(n, "webhook", h);
+    WT_EQ_INT(w->sent, 17);
+    WT_EQ_INT(w->sent + w->dropped, 40);
+    /* what is left is the one in hand and the newest 16, in order */
+    WT_EQ_INT(rec_count(&r), 17);
+    for (size_t i = 0; i < 17; i++) {
+        char *b = rec_body(&r, i);
+        cJSON *o = cJSON_Parse(b);
+        WT_EQ_INT(cJSON_GetObjectItemCaseSensitive(o, "value")->valueint,
+                  i == 0 ? 0 : (int)(23 + i));
+        cJSON_Delete(o);
+        free(b);
+    }
+    wt_notify_close(n);
+    rec_stop(&r);
+}
+
+WT_TEST(a_refused_transition_and_a_failing_hook_are_counted_failed_and_dropped)
+{
+    static struct rec r;
+    WT_EQ_INT(rec_start(&r, 0), 0);
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.webhook.url, sizeof c.webhook.url, "http://127.0.0.1:%d/w", r.port);
+    snprintf(c.exec.command, sizeof c.exec.command, "/bin/sh -c 'exit 3'");
+    r.refuse_next = 1; /* the webhook refuses the first transition (HTTP 400) */
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    struct wt_alert a = mk("GPUHot", 0, WT_ALERT_FIRING);
+    wt_notify_post(n, &a);
+    WT_ASSERT(drained(n, 15));
+    struct wt_notify_health h0[3];
+    const struct wt_notify_health *w0 = health_of(n, "webhook", h0);
+    WT_EQ_INT(w0->sent, 0);
+    WT_EQ_INT(w0->failed, 1);
+    WT_EQ_INT(w0->dropped, 1); /* not sent again: it would be refused again */
+    WT_ASSERT(w0->failing_since_mono > 0);
+    WT_CONTAINS(w0->error, "HTTP 400");
+    a.state = WT_ALERT_RESOLVED;
+    wt_notify_post(n, &a);
+    WT_ASSERT(drained(n, 15));
+    struct wt_notify_health h[3];
+    const struct wt_notify_health *x = health_of(n, "exec", h);
+    WT_EQ_INT(x->sent, 0);
+    WT_EQ_INT(x->failed, 2);
+    WT_EQ_INT(x->dropped, 2);
+    WT_ASSERT(x->failing_since_mono > 0);
+    WT_CONTAINS(x->error, "exited with status 3");
+    /* the next delivery succeeds: the webhook is not failing any more */
+    const struct wt_notify_health *w = health_of(n, "webhook", h + 1);
+    WT_EQ_INT(w->sent, 1);
+    WT_EQ_INT(w->failed, 1);
+    WT_EQ_INT(w->failing_since_mono, 0);
+    WT_EQ_INT(rec_count(&r), 1);
+    wt_notify_close(n);
+    rec_stop(&r);
+}
+
+WT_TEST(alertmanager_ends_in_the_engines_state_after_flapping_while_down)
+{
+    static struct rec r;
+    WT_EQ_INT(rec_start(&r, 0), 0);
+    rec_set_down(&r, true);
+    struct wt_alerts_config c;
+    struct wt_notify *n = NULL;
+    struct wt_err err = {{0}};
+    memset(&c, 0, sizeof c);
+    snprintf(c.alertmanager.url, sizeof c.alertmanager.url, "http://127.0.0.1:%d", r.port);
+    c.alertmanager.resend_ns = WT_NS_PER_S;
+    c.alertmanager.timeout_ns = 2 * WT_NS_PER_S;
+    WT_EQ_INT(wt_notify_open(&c, &n, &err), 0);
+    /* Firing, resolved five times, then firing again (and staying so), while it is down; some
+     * posts land while a failed POST is in flight. */
+    for (int i = 0; i < 11; i++) {
+        struct wt_alert a = mk("GPUHot", 0, i % 2 ? WT_ALERT_RESOLVED : WT_ALERT_FIRING);
+        wt_notify_post(n, &a);
+        nap_ms(15);
+    }
+    struct wt_notify_stats st;
+    for (int i = 0; i < 500; i++) {
+        wt_notify_stats(n, &st);
+        if (st.am_failures >= 2)
+            break;
+        nap_ms(10);
+    }
+    rec_set_down(&r, false);
+    WT_ASSERT(drained(n, 20));
+    /* Every body sent after the outage says firing; it is re-sent as firing. */
+    size_t first = rec_count(&r);
+    WT_ASSERT(first >= 1);
+    for (int i = 0; i < 400 && rec_count(&r) < first + 2; i++)
+        nap_ms(10);
+    WT_ASSERT(rec_count(&r) >= first + 2);
+    for (size_t i = 0; i < rec_count(&r); i++) {
+        char *body = rec_body(&r, i);
+        bool res = true;
+        WT_EQ_INT(am_find(body, "GPUHot", "0", &res), 1);
+        WT_ASSERT(!res);
+        free(body);
+    }
+    wt_notify_close(n);
+    rec_stop(&r);
 }
