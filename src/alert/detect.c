@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alert/notify.h"
 #include "core/clock.h"
 
 #define MAX_GPUS 64
@@ -24,7 +25,7 @@
 
 static const char *const names[WT_DET_COUNT] = {
     "GPUThrottleForecast", "GPUThrottling",     "GPUIdleBurn",    "GPUImpossibleReading",
-    "GPUSensorStuck",      "GPUSiblingOutlier", "WattageDataGap",
+    "GPUSensorStuck",      "GPUSiblingOutlier", "WattageDataGap", "WattageAlertDeliveryFailing",
 };
 
 const char *wt_detector_alertname(enum wt_detector d)
@@ -746,6 +747,34 @@ static void data_gaps(struct wt_detect *d, const struct wt_alerts_config *cfg,
     }
 }
 
+/* ---- delivery ---- */
+
+/*
+ * A channel fails from its first failed attempt after a success until the next success; the
+ * engine's `for` makes that an alert after delivery_failing.for. The alert goes to every channel,
+ * the failing one included (it gets it, in order, once it recovers); the log, wattage_alerts and
+ * GET /api/v1/alerts show it meanwhile.
+ */
+static void delivery_failing(const struct wt_alerts_config *cfg, const struct wt_alert_input *in,
+                             const struct emit *em)
+{
+    for (size_t i = 0; i < in->ndelivery; i++) {
+        const struct wt_notify_health *h = &in->delivery[i];
+        char labels[WT_LABELS_LEN], s[256], age[32];
+        if (wt_labels(labels, sizeof labels, "channel", h->channel, NULL) != 0)
+            continue;
+        int64_t failing = h->failing_since_mono ? in->now_mono - h->failing_since_mono : 0;
+        enum wt_cond cond = h->failing_since_mono ? WT_COND_TRUE : WT_COND_FALSE;
+        fmt_duration(failing, age, sizeof age);
+        if (cond != WT_COND_FALSE)
+            say(s, sizeof s,
+                "alert delivery to %s failing for %s: %s (%zu waiting, %" PRIu64 " dropped)",
+                h->channel, age, h->error, h->queued, h->dropped);
+        report(em, WT_DET_DELIVERY_FAILING, labels, cond, WT_SEV_CRITICAL,
+               cfg->delivery_failing.for_ns, (double)failing / WT_NS_PER_S, s, -1);
+    }
+}
+
 void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
                     const struct wt_alert_input *in, int64_t default_interval_ns, wt_finding_fn fn,
                     void *ctx)
@@ -772,6 +801,8 @@ void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
         sibling(d, cfg, &em);
     if (cfg->data_gap.enabled)
         data_gaps(d, cfg, in, interval, &em);
+    if (cfg->delivery_failing.enabled)
+        delivery_failing(cfg, in, &em);
     /* What the next tick compares with. */
     for (int i = 0; i < d->ng; i++) {
         struct gpu *g = d->g[i];

@@ -14,6 +14,8 @@
  *   GPUSiblingOutlier     much hotter than the median GPU of its model on the node at similar
  *                         power
  *   WattageDataGap        a collector, or one GPU, silent for more than N intervals
+ *   WattageAlertDeliveryFailing  a delivery channel (label channel) whose attempts have failed
+ *                         since its last success, for `for` (default 5 min)
  */
 #ifndef WT_ALERT_DETECT_H
 #define WT_ALERT_DETECT_H
@@ -33,6 +35,7 @@ enum wt_detector {
     WT_DET_STUCK,
     WT_DET_SIBLING,
     WT_DET_DATA_GAP,
+    WT_DET_DELIVERY_FAILING,
     WT_DET_COUNT
 };
 

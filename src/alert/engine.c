@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "alert/detect.h"
+#include "alert/notify.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -522,6 +523,7 @@ static int new_source(const struct inst *it, const struct wt_alert_eval *old,
         offsetof(struct wt_alerts_config, stuck.enabled),
         offsetof(struct wt_alerts_config, sibling.enabled),
         offsetof(struct wt_alerts_config, data_gap.enabled),
+        offsetof(struct wt_alerts_config, delivery_failing.enabled),
     };
     bool on = *(const bool *)((const char *)cfg + off[it->det]);
     return on && cfg->enabled ? 0 : -1;
@@ -738,6 +740,13 @@ struct wt_alerts {
     /* for GET /api/v1/alerts and /metrics */
     struct wt_alert *list;
     size_t list_cap;
+    /* delivery's health, read each evaluation (WattageAlertDeliveryFailing) */
+    struct wt_notify_health health[4];
+    /* the delivery families' providers: which family each is */
+    struct delivery_family {
+        struct wt_alerts *x;
+        enum wt_notify_family which;
+    } dfam[WT_NOTIFY_FAM_COUNT];
 };
 
 static void log_transition(const struct wt_alert *a, enum wt_alert_state from)
@@ -798,6 +807,10 @@ static void evaluate(struct wt_alerts *x)
                                 .now_ns = wt_now_real_ns(),
                                 .now_mono = wt_now_mono_ns()};
     pthread_mutex_lock(&x->mu);
+    in.delivery = x->health;
+    in.ndelivery = wt_notify_health(x->notify, x->health, sizeof x->health / sizeof x->health[0]);
+    if (in.ndelivery > sizeof x->health / sizeof x->health[0])
+        in.ndelivery = sizeof x->health / sizeof x->health[0];
     wt_alert_eval_tick(x->e, &in, on_transition, x);
     hand_on(x);
     if (x->cap && x->cfg->enabled)
@@ -930,6 +943,27 @@ static int family_cap_actions(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
+/* Delivery's families (notify.h), through the engine: delivery is reopened on reload. */
+static int family_delivery(void *ctx, struct wt_expo_family *fam)
+{
+    struct delivery_family *f = ctx;
+    pthread_mutex_lock(&f->x->mu);
+    int rc = wt_notify_family(f->x->notify, f->which, wt_now_mono_ns(), fam);
+    pthread_mutex_unlock(&f->x->mu);
+    return rc;
+}
+
+bool wt_alerts_delivery_failing(struct wt_alerts *x, char *why, size_t n)
+{
+    int64_t since;
+    if (!x)
+        return false;
+    pthread_mutex_lock(&x->mu);
+    bool failing = wt_notify_failing(x->notify, wt_now_mono_ns(), &since, why, n);
+    pthread_mutex_unlock(&x->mu);
+    return failing;
+}
+
 static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
 {
     return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out, err);
@@ -943,10 +977,11 @@ static void log_config(const struct wt_alerts_config *c)
     }
     wt_info(MOD,
             "alerts on: rules=%zu throttle_forecast=%d throttling=%d idle_burn=%d impossible=%d "
-            "stuck=%d sibling=%d data_gap=%d alertmanager=%s webhook=%s exec=%s",
+            "stuck=%d sibling=%d data_gap=%d delivery_failing=%d alertmanager=%s webhook=%s "
+            "exec=%s",
             c->nrules, c->throttle_forecast.enabled, c->throttling.enabled, c->idle_burn.enabled,
             c->impossible.enabled, c->stuck.enabled, c->sibling.enabled, c->data_gap.enabled,
-            c->alertmanager.url[0] ? c->alertmanager.url : "-",
+            c->delivery_failing.enabled, c->alertmanager.url[0] ? c->alertmanager.url : "-",
             c->webhook.url[0] ? c->webhook.url : "-", c->exec.command[0] ? "set" : "-");
 }
 
@@ -1010,6 +1045,17 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
                    strerror(-rc));
         goto fail;
     }
+    /* Delivery's health: registered whatever is configured now, since a reload may add a
+     * channel (a family without samples is left out). */
+    for (int i = 0; http && i < WT_NOTIFY_FAM_COUNT; i++) {
+        x->dfam[i].x = x;
+        x->dfam[i].which = (enum wt_notify_family)i;
+        if (wt_http_add_family(http, family_delivery, &x->dfam[i]) != 0) {
+            wt_warn(MOD, "no room for the alert delivery families on /metrics "
+                         "(WT_HTTP_MAX_FAMILIES): wattage_alert_notification* are not exported");
+            break;
+        }
+    }
     /* The capper's families only matter when it acts; the server has a few slots. */
     if (http && x->cap &&
         (wt_http_add_family(http, family_cap_limits, x) != 0 ||
@@ -1051,7 +1097,9 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
     bool notify_changed =
         memcmp(&old->alertmanager, &next->alertmanager, sizeof old->alertmanager) != 0 ||
         memcmp(&old->webhook, &next->webhook, sizeof old->webhook) != 0 ||
-        memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 || old->enabled != next->enabled;
+        memcmp(&old->exec, &next->exec, sizeof old->exec) != 0 ||
+        memcmp(&old->delivery, &next->delivery, sizeof old->delivery) != 0 ||
+        old->enabled != next->enabled;
     bool cap_changed = old->power_budget_watts != next->power_budget_watts ||
                        strcmp(old->power_budget_meter, next->power_budget_meter) != 0 ||
                        old->budget_clear_share != next->budget_clear_share ||

@@ -46,6 +46,8 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels);
 
 /* ---- the evaluator --------------------------------------------------------------------------- */
 
+struct wt_notify_health;
+
 /* What one evaluation sees. */
 struct wt_alert_input {
     const struct wt_batch *snap;         /* the hub's latest readings */
@@ -53,6 +55,9 @@ struct wt_alert_input {
     size_t ncols;
     int64_t now_ns;   /* CLOCK_REALTIME, the time base of readings */
     int64_t now_mono; /* CLOCK_MONOTONIC, the time base of the collectors' states */
+    /* The delivery channels' health (notify.h), for WattageAlertDeliveryFailing; may be NULL. */
+    const struct wt_notify_health *delivery;
+    size_t ndelivery;
 };
 
 /* Called for each transition, with the instance as it is after it (state PENDING, FIRING, or
@@ -123,6 +128,14 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
  */
 int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg,
                      struct wt_err *err) WT_MUST_USE;
+
+/*
+ * Whether alert delivery is failing: some channel's attempts have failed since its last success
+ * (the condition of WattageAlertDeliveryFailing, before its `for`). why gets the channels and
+ * their last errors ("webhook: HTTP 503 {} (since 42 s, 7 queued)"). False for NULL, or when
+ * no channel is configured.
+ */
+bool wt_alerts_delivery_failing(struct wt_alerts *a, char *why, size_t n);
 
 /* Stops the thread, closes capping (restoring limits) and delivery. Accepts NULL. */
 void wt_alerts_close(struct wt_alerts *a);

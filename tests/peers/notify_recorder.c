@@ -2,8 +2,9 @@
 /*
  * notify_recorder PORT OUT_FILE [FAIL_FIRST]: an HTTP server on 127.0.0.1:PORT (0: a free one,
  * printed on stdout) that appends "PATH BODY" to OUT_FILE for every POST and answers 200, or
- * 503 to the first FAIL_FIRST requests. A webhook target and an Alertmanager receiver for the
- * shell tests; runs until SIGTERM or SIGINT.
+ * 503 to the first FAIL_FIRST requests. SIGUSR1 takes it down (every POST answered 503 and not
+ * kept, as a receiver that is failing), SIGUSR2 brings it back. A webhook target and an
+ * Alertmanager receiver for the shell tests; runs until SIGTERM or SIGINT.
  */
 #include <signal.h>
 #include <unistd.h>
@@ -21,6 +22,8 @@ int main(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     r.out_file = argv[2];
     r.fail_next = argc == 4 ? atoi(argv[3]) : 0;
@@ -31,7 +34,8 @@ int main(int argc, char **argv)
     printf("%d\n", r.port);
     fflush(stdout);
     int sig;
-    sigwait(&set, &sig);
+    while (sigwait(&set, &sig) == 0 && (sig == SIGUSR1 || sig == SIGUSR2))
+        rec_set_down(&r, sig == SIGUSR1);
     rec_stop(&r);
     return 0;
 }

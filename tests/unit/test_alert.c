@@ -10,6 +10,7 @@
 
 #include "alert/detect.h"
 #include "alert/engine.h"
+#include "alert/notify.h"
 #include "core/clock.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
@@ -84,6 +85,8 @@ static void load(const char *yaml, bool quiet)
         cfg.sibling.enabled = false;
     if (!strstr(yaml, "data_gap"))
         cfg.data_gap.enabled = false;
+    if (!strstr(yaml, "delivery_failing"))
+        cfg.delivery_failing.enabled = false;
 }
 
 /* ---- snapshots ---- */
@@ -894,5 +897,59 @@ WT_TEST(the_json_lists_resolved_alerts_newest_first)
     WT_CONTAINS(j, "\"firing\":1");
     free(j);
     wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+/* One tick at t with the delivery channels' health h[0..n). */
+static void tick_delivery(struct wt_alert_eval *e, const struct wt_notify_health *h, size_t n,
+                          int64_t t)
+{
+    static const struct wt_batch empty = {0};
+    struct wt_alert_input in = {
+        .snap = &empty, .now_ns = t, .now_mono = t, .delivery = h, .ndelivery = n};
+    wt_alert_eval_tick(e, &in, on_tr, NULL);
+}
+
+WT_TEST(a_failing_delivery_channel_fires_after_its_for_and_resolves_when_it_delivers)
+{
+    load("alerts:\n  detectors:\n    delivery_failing: {for: 30s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_notify_health h[2] = {{.channel = "alertmanager", .sent = 4},
+                                    {.channel = "webhook", .sent = 2}};
+    for (int s = 0; s < 10; s++)
+        tick_delivery(e, h, 2, T0 + S(s));
+    WT_EQ_INT(nrec, 0);
+    /* The webhook fails from t = 10 s on; Alertmanager keeps delivering. */
+    h[1].failing_since_mono = T0 + S(10);
+    h[1].failed = 3;
+    h[1].queued = 7;
+    snprintf(h[1].error, sizeof h[1].error, "HTTP 503 {}");
+    for (int s = 10; s < 39; s++)
+        tick_delivery(e, h, 2, T0 + S(s));
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_PENDING, "channel=\"webhook\""), 1);
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_FIRING, NULL), 0);
+    tick_delivery(e, h, 2, T0 + S(40));
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_FIRING, "channel=\"webhook\""), 1);
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_FIRING, NULL), 1);
+    WT_EQ_STR(last()->a.labels, "channel=\"webhook\"");
+    WT_EQ_INT(last()->a.severity, WT_SEV_CRITICAL);
+    WT_CONTAINS(last()->a.summary, "alert delivery to webhook failing for 30.0s: HTTP 503 {}");
+    WT_CONTAINS(last()->a.summary, "7 waiting");
+    WT_NEAR(last()->a.value, 30, 1e-9);
+    /* Still failing: no new transition. Then a delivery succeeds: resolved. */
+    tick_delivery(e, h, 2, T0 + S(50));
+    WT_EQ_INT(nrec, 2);
+    h[1].failing_since_mono = 0;
+    tick_delivery(e, h, 2, T0 + S(51));
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_RESOLVED, "channel=\"webhook\""), 1);
+    WT_EQ_INT(nrec, 3);
+    /* A short failure (under `for`) only goes pending, and back. */
+    h[0].failing_since_mono = T0 + S(60);
+    tick_delivery(e, h, 2, T0 + S(60));
+    h[0].failing_since_mono = 0;
+    tick_delivery(e, h, 2, T0 + S(70));
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_FIRING, "channel=\"alertmanager\""), 0);
+    WT_EQ_INT(count("WattageAlertDeliveryFailing", WT_ALERT_INACTIVE, "channel=\"alertmanager\""),
+              1);
     wt_alert_eval_free(e);
 }
