@@ -592,8 +592,10 @@ static int index_snapshot(struct wt_alert_eval *e, const struct wt_batch *b)
     for (size_t i = 0; i < b->len; i++)
         if (b->r[i].metric < WT_M_COUNT)
             e->by_metric[at[b->r[i].metric]++] = (uint32_t)i;
-    memset(e->dev, 0, b->len * sizeof *e->dev);
-    memset(e->lh, 0, b->len * sizeof *e->lh);
+    if (b->len) { /* an evaluator that never saw a reading has no arrays yet */
+        memset(e->dev, 0, b->len * sizeof *e->dev);
+        memset(e->lh, 0, b->len * sizeof *e->lh);
+    }
     return 0;
 }
 
