@@ -88,7 +88,7 @@ int wt_http_add_route(struct wt_http *h, const char *method, const char *path, b
  */
 typedef int (*wt_http_family_fn)(void *ctx, struct wt_expo_family *fam);
 
-#define WT_HTTP_MAX_FAMILIES 16
+#define WT_HTTP_MAX_FAMILIES 32
 
 /* Adds a family provider before wt_http_start. Returns 0 or -ENOSPC. */
 int wt_http_add_family(struct wt_http *h, wt_http_family_fn fn, void *ctx) WT_MUST_USE;
