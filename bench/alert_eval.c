@@ -58,9 +58,7 @@ static void snapshot(struct wt_batch *b, int k, int64_t t)
         add(b, WT_M_GPU_INFO, x, t, 1);
         add(b, WT_M_GPU_UP, l, t, 1);
         add(b, WT_M_GPU_POWER_W, l, t, p);
-        memcpy(x, l, sizeof x);
-        (void)wt_labels_add(x, sizeof x, "method", "integrated");
-        add(b, WT_M_GPU_ENERGY_J, x, t, 300.0 * k);
+        add(b, WT_M_GPU_ENERGY_INTEGRATED_J, l, t, 300.0 * k);
         add(b, WT_M_GPU_ENERGY_GAPS, l, t, 0);
         add(b, WT_M_GPU_ENERGY_J, l, t, 1e6 + 300.0 * k);
         add(b, WT_M_GPU_TEMP_C, l, t, 45 + i + (k % 3));

@@ -486,8 +486,8 @@ def serve(build, out, o):
 # ------------------------------------------------------------------------------------------
 # energy accuracy
 
-ENERGY_RE = re.compile(r'energy wattage_gpu_energy_joules_total\{gpu="(\d+)"[^}]*?'
-                       r'(,method="integrated")?\} joules=([\d.]+) .*from_ns=(\d+) to_ns=(\d+)')
+ENERGY_RE = re.compile(r'energy wattage_gpu_energy_(integrated_)?joules_total\{gpu="(\d+)"[^}]*'
+                       r'\} joules=([\d.]+) .*from_ns=(\d+) to_ns=(\d+)')
 
 
 def energy(build, out, o):
@@ -511,7 +511,7 @@ def energy(build, out, o):
         return base + amp * math.sin(2 * math.pi * (t - t0) / period + i)
 
     for m in ENERGY_RE.finditer(log):
-        gpu, integrated, joules = int(m.group(1)), bool(m.group(2)), float(m.group(3))
+        integrated, gpu, joules = bool(m.group(1)), int(m.group(2)), float(m.group(3))
         t_from, t_to = int(m.group(4)) / 1e9, int(m.group(5)) / 1e9
         exact = float(subprocess.run([tool, str(gpu), f"{t_from:.9f}", f"{t_to:.9f}"], env=env,
                                      capture_output=True, text=True, check=True).stdout)

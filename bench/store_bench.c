@@ -28,7 +28,7 @@ static const int gpu_metrics[] = {
     WT_M_GPU_UP,
     WT_M_GPU_POWER_W,
     WT_M_GPU_ENERGY_J,
-    WT_M_GPU_ENERGY_J,
+    WT_M_GPU_ENERGY_INTEGRATED_J,
     WT_M_GPU_TEMP_C,
     WT_M_GPU_SLOWDOWN_TEMP_C,
     WT_M_GPU_SHUTDOWN_TEMP_C,
@@ -48,7 +48,7 @@ static const int gpu_metrics[] = {
 #define NSER ((int)(sizeof gpu_metrics / sizeof gpu_metrics[0]))
 
 struct gpu {
-    char labels[WT_LABELS_LEN], integ[WT_LABELS_LEN];
+    char labels[WT_LABELS_LEN];
     double energy, integ_energy, last_p;
 };
 
@@ -74,8 +74,8 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
         g[i].last_p = p;
         for (int m = 0; m < NSER; m++) {
             int metric = gpu_metrics[m];
-            bool integ = metric == WT_M_GPU_ENERGY_J && m == 4;
-            if (energy_only && metric != WT_M_GPU_ENERGY_J)
+            if (energy_only && metric != WT_M_GPU_ENERGY_J &&
+                metric != WT_M_GPU_ENERGY_INTEGRATED_J)
                 continue;
             double v;
             switch (metric) {
@@ -83,7 +83,10 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
                 v = round(p * 1000) / 1000;
                 break;
             case WT_M_GPU_ENERGY_J:
-                v = integ ? g[i].integ_energy : g[i].energy;
+                v = g[i].energy;
+                break;
+            case WT_M_GPU_ENERGY_INTEGRATED_J:
+                v = g[i].integ_energy;
                 break;
             case WT_M_GPU_TEMP_C:
                 v = 40 + (int)(p / 20);
@@ -129,7 +132,7 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
             r->t_ns = t + (int64_t)i * 1000; /* GPUs are read a few µs apart */
             r->value = v;
             r->metric = (uint16_t)metric;
-            memcpy(r->labels, integ ? g[i].integ : g[i].labels, sizeof r->labels);
+            memcpy(r->labels, g[i].labels, sizeof r->labels);
         }
     }
     return n;
@@ -165,9 +168,6 @@ int main(int argc, char **argv)
         snprintf(uuid, sizeof uuid, "GPU-5f3c1d2e-8a7b-4c6d-9e0f-%012d", i);
         if (wt_labels(g[i].labels, sizeof g[i].labels, "gpu", idx, "uuid", uuid, "model",
                       "NVIDIA H200", NULL) != 0)
-            return 1;
-        memcpy(g[i].integ, g[i].labels, sizeof g[i].integ);
-        if (wt_labels_add(g[i].integ, sizeof g[i].integ, "method", "integrated") != 0)
             return 1;
     }
     int64_t t0 = wt_minute_floor(wt_now_real_ns()) - 100LL * 86400 * S + 250 * WT_NS_PER_MS;
@@ -220,8 +220,6 @@ int main(int argc, char **argv)
         snprintf(uuid, sizeof uuid, "GPU-5f3c1d2e-8a7b-4c6d-9e0f-%012d", i);
         (void)wt_labels(g[i].labels, sizeof g[i].labels, "gpu", idx, "uuid", uuid, "model",
                         "NVIDIA H200", NULL);
-        memcpy(g[i].integ, g[i].labels, sizeof g[i].integ);
-        (void)wt_labels_add(g[i].integ, sizeof g[i].integ, "method", "integrated");
     }
     st = open_at(dir, "q.db", path, sizeof path);
     if (wt_store_begin_run(st, "", t0 - S, S, "bench") != 0)

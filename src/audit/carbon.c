@@ -1190,7 +1190,7 @@ int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *jou
         const struct wt_energy_row *r = &rows[i];
         if (!r->chosen || r->s.node[0])
             continue;
-        if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") == 0 ||
+        if (wt_metric_is_gpu_energy(r->s.metric) ||
             (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0 &&
              cpu_in_total(r->s.labels)))
             *joules += r->energy_j;

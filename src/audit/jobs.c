@@ -381,8 +381,7 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
                 sp->cpu_j += r->energy_j;
             continue;
         }
-        if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") != 0 ||
-            !gpu_selected(jb, r->s.labels))
+        if (!wt_metric_is_gpu_energy(r->s.metric) || !gpu_selected(jb, r->s.labels))
             continue;
         sp->gpu_j += r->energy_j;
         sp->ngpu++;

@@ -11,7 +11,7 @@
  *   CLF   = cooling energy / IT energy                       (cooling load factor)
  *   WUE   = water litres / IT kWh                            (water meter in cubic metres)
  *   ERF   = reused heat energy / facility energy
- *   accelerator share = GPU energy / IT energy               (wattage_gpu_energy_joules_total)
+ *   accelerator share = GPU energy / IT energy               (GPU counter, else integrated)
  *   rack Delta-T = mean exhaust - mean inlet temperature     (wattage_facility_temperature_celsius
  *                                                            with kind inlet / exhaust or outlet,
  *                                                            else a point named like intake,

@@ -526,7 +526,7 @@ static int chips_resolve(struct wt_meter_set *ms)
     for (size_t i = 0; i < ns; i++) {
         int which;
         char d[32];
-        if (strcmp(si[i].metric, "wattage_gpu_energy_joules_total") == 0) {
+        if (wt_metric_is_gpu_energy(si[i].metric)) {
             which = 0;
         } else if (strcmp(si[i].metric, "wattage_cpu_energy_joules_total") == 0 &&
                    wt_labels_get(si[i].labels, "domain", d, sizeof d) == 0) {

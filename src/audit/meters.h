@@ -10,7 +10,7 @@
  *      [a, b] and, where the point also has power readings, counts at least
  *      WT_METER_MIN_STEPS of its steps over [a, b] (PDUs and BMCs often count in 0.1 or 1 kWh:
  *      over minutes such a counter says 0 or a whole step);
- *   2. else an integrated energy series (method="integrated") the same way;
+ *   2. else an integrated energy series (labelled method="integrated") the same way;
  *   3. else its power readings (wattage_facility_power_watts) integrated here, trapezoid with
  *      linear interpolation at the window's edges; a span longer than the source's gap bound
  *      (3 collector intervals, topology.h) is a gap, neither counted nor covered.

@@ -89,7 +89,7 @@ static void describe(const struct wt_energy_row *r, char *buf, size_t n)
         off = (size_t)snprintf(buf, n, "%s: ", r->s.node);
     if (off >= n)
         return;
-    if (strcmp(r->s.metric, "wattage_gpu_energy_joules_total") == 0 &&
+    if (wt_metric_is_gpu_energy(r->s.metric) &&
         wt_labels_get(r->s.labels, "gpu", gpu, sizeof gpu) == 0) {
         if (wt_labels_get(r->s.labels, "model", model, sizeof model) != 0)
             model[0] = '\0';
@@ -205,7 +205,7 @@ int wt_cmd_energy(int argc, char **argv)
     }
 
     for (size_t i = 0; i < n && strcmp(method, "auto") != 0; i++) {
-        if (strcmp(rows[i].s.metric, "wattage_gpu_energy_joules_total") == 0)
+        if (wt_metric_is_gpu_energy(rows[i].s.metric))
             rows[i].chosen = strcmp(rows[i].method, method) == 0;
     }
     char fs[40], ts[40], host[64] = "localhost";

@@ -50,7 +50,8 @@ struct tracker {
 
 static bool is_energy(int metric)
 {
-    return metric == WT_M_GPU_ENERGY_J || metric == WT_M_CPU_ENERGY_J;
+    return metric == WT_M_GPU_ENERGY_J || metric == WT_M_GPU_ENERGY_INTEGRATED_J ||
+           metric == WT_M_CPU_ENERGY_J;
 }
 
 static void track_sink(void *ctx, const char *collector, const struct wt_batch *b)
@@ -117,14 +118,13 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     double util = sum_metric(snap, WT_M_CPU_UTIL_RATIO, NULL, "cpu", "all", &nu);
     double mem = sum_metric(snap, WT_M_MEM_USED_RATIO, NULL, NULL, NULL, &nm);
     double gpu_j = 0, gpu_int_j = 0, cpu_j = 0;
-    char method[32];
     pthread_mutex_lock(&tr->mu);
     for (int i = 0; i < tr->n; i++) {
         struct tracked *t = &tr->s[i];
         double d = t->sum - t->sum_at_summary;
         t->sum_at_summary = t->sum;
         /* Counters first; the integrated series is shown beside them for comparison. */
-        if (wt_labels_get(t->labels, "method", method, sizeof method) == 0)
+        if (t->metric == WT_M_GPU_ENERGY_INTEGRATED_J)
             gpu_int_j += d;
         else if (t->metric == WT_M_GPU_ENERGY_J)
             gpu_j += d;

@@ -169,10 +169,9 @@ struct gpu {
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     char pci[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
-    char labels[WT_LABELS_LEN];       /* gpu,uuid,model */
-    char info_labels[WT_LABELS_LEN];  /* + pci_bus_id */
-    char integ_labels[WT_LABELS_LEN]; /* + method="integrated" */
-    uint32_t unsupported;             /* 1 << enum feature */
+    char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
+    char info_labels[WT_LABELS_LEN]; /* + pci_bus_id */
+    uint32_t unsupported;            /* 1 << enum feature */
     /* static per discovery */
     bool have_slowdown, have_shutdown, have_constraints;
     unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
@@ -282,9 +281,6 @@ static void build_labels(struct gpu *g)
     memcpy(g->info_labels, g->labels, sizeof g->labels);
     if (g->pci[0] && wt_labels_add(g->info_labels, sizeof g->info_labels, "pci_bus_id", g->pci))
         memcpy(g->info_labels, g->labels, sizeof g->labels);
-    memcpy(g->integ_labels, g->labels, sizeof g->labels);
-    if (wt_labels_add(g->integ_labels, sizeof g->integ_labels, "method", "integrated"))
-        g->integ_labels[0] = '\0';
 }
 
 /* A fresh start for a GPU's per-device memory (first discovery, or another board at the index). */
@@ -454,7 +450,7 @@ static int emit(const struct nvml_state *s, struct gpu *g, const struct sample *
         double w = v->power_mw / 1000.0; /* raw: mW */
         rc |= add(out, WT_M_GPU_POWER_W, l, t_ns, w);
         wt_energy_integral_update(&g->integral, t_ns, w, s->max_gap_ns);
-        rc |= add(out, WT_M_GPU_ENERGY_J, g->integ_labels, t_ns, g->integral.total_j);
+        rc |= add(out, WT_M_GPU_ENERGY_INTEGRATED_J, l, t_ns, g->integral.total_j);
         rc |= add(out, WT_M_GPU_ENERGY_GAPS, l, t_ns, (double)g->integral.gaps);
     }
     if (v->have_energy) {

@@ -10,11 +10,11 @@
  *   slowdown/shutdown thresholds, utilization ratios, memory used/total, SM and memory clocks,
  *   enforced power limit and its min/max, performance state, the clocks event (throttle) bitmask
  *   and wattage_gpu_throttled{reason="…"} per reason, and energy:
- *     wattage_gpu_energy_joules_total{…}                     the hardware counter (mJ → J),
- *         made monotone across driver reloads (a decrease starts a new baseline);
- *     wattage_gpu_energy_joules_total{…,method="integrated"} power integrated since the
- *         collector started (trapezoids, never across a gap over 3 intervals);
- *     wattage_gpu_energy_gaps_total{…}                       gaps in the integrated series.
+ *     wattage_gpu_energy_joules_total{…}            the hardware counter (mJ → J), made
+ *         monotone across driver reloads (a decrease starts a new baseline); only the counter;
+ *     wattage_gpu_energy_integrated_joules_total{…} power integrated since the collector
+ *         started (trapezoids, never across a gap over 3 intervals);
+ *     wattage_gpu_energy_gaps_total{…}              gaps in the integrated series.
  * A metric the GPU does not support (NOT_SUPPORTED) is absent, never zero, and is not asked for
  * again. A GPU that is lost or stops answering reports only info and gpu_up 0 until it answers.
  */

@@ -17,9 +17,13 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                           "and newer).",
                           WT_GAUGE},
     [WT_M_GPU_ENERGY_J] = {"wattage_gpu_energy_joules_total",
-                           "GPU energy in joules: the hardware counter, or integrated power when "
-                           "method=\"integrated\".",
+                           "GPU energy in joules from the hardware energy counter (Volta and "
+                           "newer).",
                            WT_COUNTER},
+    [WT_M_GPU_ENERGY_INTEGRATED_J] = {"wattage_gpu_energy_integrated_joules_total",
+                                      "GPU energy in joules estimated by integrating the power "
+                                      "readings since the collector started.",
+                                      WT_COUNTER},
     [WT_M_GPU_TEMP_C] = {"wattage_gpu_temperature_celsius", "GPU core temperature in celsius.",
                          WT_GAUGE},
     [WT_M_GPU_SLOWDOWN_TEMP_C] = {"wattage_gpu_slowdown_temperature_celsius",
@@ -143,6 +147,12 @@ int wt_metric_find(const char *name)
             return i;
     }
     return -ENOENT;
+}
+
+bool wt_metric_is_gpu_energy(const char *name)
+{
+    return strcmp(name, wt_metrics[WT_M_GPU_ENERGY_J].name) == 0 ||
+           strcmp(name, wt_metrics[WT_M_GPU_ENERGY_INTEGRATED_J].name) == 0;
 }
 
 int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns, double value)

@@ -18,10 +18,11 @@ enum wt_metric_type { WT_GAUGE, WT_COUNTER };
 
 /* Every metric wattage knows. Names are the exposition names (prefix wattage_, base units). */
 enum wt_metric_id {
-    WT_M_GPU_INFO,     /* 1, labels carry gpu,uuid,model,pci_bus_id */
-    WT_M_GPU_UP,       /* 0/1 */
-    WT_M_GPU_POWER_W,  /* nvmlDeviceGetPowerUsage: 1 s average on Ampere+ */
-    WT_M_GPU_ENERGY_J, /* counter: NVML energy counter (or method="integrated") */
+    WT_M_GPU_INFO,                /* 1, labels carry gpu,uuid,model,pci_bus_id */
+    WT_M_GPU_UP,                  /* 0/1 */
+    WT_M_GPU_POWER_W,             /* nvmlDeviceGetPowerUsage: 1 s average on Ampere+ */
+    WT_M_GPU_ENERGY_J,            /* counter: NVML's hardware energy counter, nothing else */
+    WT_M_GPU_ENERGY_INTEGRATED_J, /* counter: NVML power integrated by wattage (trapezoids) */
     WT_M_GPU_TEMP_C,
     WT_M_GPU_SLOWDOWN_TEMP_C,
     WT_M_GPU_SHUTDOWN_TEMP_C,
@@ -92,6 +93,12 @@ extern const struct wt_metric wt_metrics[WT_M_COUNT];
 
 /* Looks a metric up by its exposition name. Returns its id or -ENOENT. */
 int wt_metric_find(const char *name);
+/*
+ * True for the two names of a GPU's energy: its hardware counter (wattage_gpu_energy_joules_total)
+ * and the power integrated by wattage (wattage_gpu_energy_integrated_joules_total). The store
+ * tells them apart by kind; queries pair them per GPU, counter first.
+ */
+bool wt_metric_is_gpu_energy(const char *name);
 
 #define WT_LABELS_LEN 224
 

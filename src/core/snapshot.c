@@ -150,8 +150,7 @@ static void build_view(struct view *v, const struct wt_batch *b)
                     size_t l = strlen(g->throttled);
                     snprintf(g->throttled + l, sizeof g->throttled - l, "%s%s", l ? "," : "", tmp);
                 }
-            } else if (r->metric == WT_M_GPU_ENERGY_J &&
-                       wt_labels_get(r->labels, "method", tmp, sizeof tmp) == 0) {
+            } else if (r->metric == WT_M_GPU_ENERGY_INTEGRATED_J) {
                 g->energy_integrated = r->value;
                 g->has_integrated = 1;
             } else {

@@ -151,7 +151,6 @@ struct row {
 struct gpu {
     char key[128];
     char labels[WT_LABELS_LEN];
-    char integ[WT_LABELS_LEN];
 };
 
 static int find_gpu(struct gpu **g, size_t *n, size_t *cap, const char *idx, const char *uuid,
@@ -180,8 +179,6 @@ static int find_gpu(struct gpu **g, size_t *n, size_t *cap, const char *idx, con
         (void)wt_labels_add(e->labels, sizeof e->labels, "uuid", uuid);
     if (model[0])
         (void)wt_labels_add(e->labels, sizeof e->labels, "model", model);
-    memcpy(e->integ, e->labels, sizeof e->integ);
-    (void)wt_labels_add(e->integ, sizeof e->integ, "method", "integrated");
     return (int)(*n)++;
 }
 
@@ -512,8 +509,8 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
             struct wt_reading *o = &rd[nr++];
             o->t_ns = r->t;
             o->value = energy;
-            o->metric = WT_M_GPU_ENERGY_J;
-            memcpy(o->labels, g->integ, sizeof o->labels);
+            o->metric = WT_M_GPU_ENERGY_INTEGRATED_J;
+            memcpy(o->labels, g->labels, sizeof o->labels);
         }
         if (nr >= CHUNK || i + 1 == nrows) {
             if (wt_store_write(st, node, rd, nr) != 0) {

@@ -11,8 +11,8 @@
  * time of the importing process (set TZ=UTC for logs written in UTC); RFC 3339 is accepted too.
  * Malformed lines are reported as FILE:LINE: why, and skipped. Readings already stored (same
  * series and time) are left as they are. Energy: power.draw is integrated per GPU with the
- * trapezoid rule into wattage_gpu_energy_joules_total{method="integrated"}, never across a hole
- * longer than 3 median sampling intervals.
+ * trapezoid rule into wattage_gpu_energy_integrated_joules_total, never across a hole longer
+ * than 3 median sampling intervals.
  */
 #ifndef WT_STORE_IMPORT_H
 #define WT_STORE_IMPORT_H

@@ -332,7 +332,7 @@ int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
 static bool gpu_key(const struct wt_series_info *si, char *key, size_t n)
 {
     char gpu[32], uuid[128];
-    if (strcmp(si->metric, "wattage_gpu_energy_joules_total") != 0)
+    if (!wt_metric_is_gpu_energy(si->metric))
         return false;
     if (wt_labels_get(si->labels, "gpu", gpu, sizeof gpu) != 0)
         return false;
@@ -356,8 +356,8 @@ static int row_cmp(const void *pa, const void *pb)
     int c = strcmp(a->s.node, b->s.node);
     if (c)
         return c;
-    bool ga = strcmp(a->s.metric, "wattage_gpu_energy_joules_total") == 0;
-    bool gb = strcmp(b->s.metric, "wattage_gpu_energy_joules_total") == 0;
+    bool ga = wt_metric_is_gpu_energy(a->s.metric);
+    bool gb = wt_metric_is_gpu_energy(b->s.metric);
     if (ga != gb)
         return ga ? -1 : 1;
     if (ga) {

@@ -10,7 +10,7 @@
  *   - the segment contains a daemon start (a row of runs for the series' node): a gap
  *     contributing 0, unless the series is the GPU hardware counter, which keeps counting while
  *     the daemon is down (its increase is then exact);
- *   - an integrated series (method="integrated") whose readings are more than 3 poll intervals
+ *   - an integrated series (kind WT_SK_INTEGRATED) whose readings are more than 3 poll intervals
  *     apart: a gap (the daemon did not integrate across it either); its increase still counts;
  *   - otherwise covered.
  * The spans of the window before the first reading and after the last one are gaps.

@@ -290,9 +290,11 @@ enum wt_series_kind wt_series_kind_of(const char *metric, const char *labels)
     char m[32];
     if (n < sizeof suffix - 1 || strcmp(metric + n - (sizeof suffix - 1), suffix) != 0)
         return WT_SK_GAUGE;
+    if (strcmp(metric, wt_metrics[WT_M_GPU_ENERGY_INTEGRATED_J].name) == 0)
+        return WT_SK_INTEGRATED;
     if (wt_labels_get(labels, "method", m, sizeof m) == 0 && strcmp(m, "integrated") == 0)
         return WT_SK_INTEGRATED;
-    if (strcmp(metric, "wattage_gpu_energy_joules_total") == 0)
+    if (strcmp(metric, wt_metrics[WT_M_GPU_ENERGY_J].name) == 0)
         return WT_SK_HWCOUNTER;
     return WT_SK_COUNTER;
 }
@@ -331,6 +333,44 @@ static const char *const schema =
     "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
     " start_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL, interval_ns INTEGER NOT NULL,"
     " source TEXT NOT NULL, UNIQUE(node, start_ns));";
+
+/*
+ * The GPU's integrated energy used to be stored as wattage_gpu_energy_joules_total with
+ * method="integrated" last in its labels (kind 3). It has its own metric now; a store written
+ * before is renamed in place when opened, so one GPU has one integrated series across the
+ * change. A row whose new name already exists (an older wattage wrote to the store after a newer
+ * one) is left as it is: its kind still says integrated, and queries pair it as such.
+ */
+static const char *const legacy_integrated_where =
+    " WHERE metric='wattage_gpu_energy_joules_total' AND kind=3 AND"
+    " (labels LIKE '%,method=\"integrated\"' OR labels='method=\"integrated\"')";
+
+static int rename_legacy_integrated(struct wt_store *s)
+{
+    char sql[512];
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+    snprintf(sql, sizeof sql, "SELECT 1 FROM series%s LIMIT 1", legacy_integrated_where);
+    if (sqlite3_prepare_v2(s->db, sql, -1, &st, NULL) != SQLITE_OK)
+        return -EIO;
+    found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    if (!found)
+        return 0; /* the usual case: no write transaction for a reader's open */
+    /* 20 = strlen(",method=\"integrated\"") */
+    snprintf(sql, sizeof sql,
+             "UPDATE OR IGNORE series SET metric='wattage_gpu_energy_integrated_joules_total',"
+             " labels=CASE WHEN labels='method=\"integrated\"' THEN ''"
+             " ELSE substr(labels, 1, length(labels) - 20) END%s",
+             legacy_integrated_where);
+    if (exec(s, sql))
+        return -EIO;
+    wt_info(MOD,
+            "%s: %d integrated GPU energy series renamed to "
+            "wattage_gpu_energy_integrated_joules_total",
+            s->path, sqlite3_changes(s->db));
+    return 0;
+}
 
 static uint64_t hash_key(const char *node, const char *metric, const char *labels)
 {
@@ -514,6 +554,10 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
                 goto fail;
             }
         }
+    }
+    if (rename_legacy_integrated(s) != 0) {
+        rc = db_error(s, err, "cannot rename the integrated GPU energy series");
+        goto fail;
     }
     if (sqlite3_prepare_v3(s->db, "INSERT OR IGNORE INTO readings(series, t, v) VALUES(?,?,?)", -1,
                            SQLITE_PREPARE_PERSISTENT, &s->ins_reading, NULL) ||

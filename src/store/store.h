@@ -35,10 +35,12 @@ struct sqlite3;
 
 /* How a stored series counts energy. */
 enum wt_series_kind {
-    WT_SK_GAUGE = 0,      /* not an energy counter */
-    WT_SK_COUNTER = 1,    /* energy counter that restarts with the daemon (RAPL unwrapped) */
-    WT_SK_HWCOUNTER = 2,  /* the GPU's hardware counter: spans daemon restarts */
-    WT_SK_INTEGRATED = 3, /* power integrated by the daemon (method="integrated") */
+    WT_SK_GAUGE = 0,     /* not an energy counter */
+    WT_SK_COUNTER = 1,   /* energy counter that restarts with the daemon (RAPL unwrapped) */
+    WT_SK_HWCOUNTER = 2, /* the GPU's hardware counter: spans daemon restarts */
+    WT_SK_INTEGRATED =
+        3, /* power integrated by wattage: wattage_gpu_energy_integrated_joules_total,
+              or any energy series labelled method="integrated" */
 };
 
 /* The kind of a series from its metric name and labels (energy: name ends "_joules_total"). */
@@ -54,8 +56,11 @@ struct wt_store_opts {
 
 /*
  * Opens (and with opts->create, creates) the store at path: WAL, synchronous=NORMAL, schema
- * checked or made. opts may be NULL (defaults, create). Returns 0, -ENOENT when the file does not
- * exist and create is off, or another negative errno; err says what failed and where.
+ * checked or made; series of the GPU's integrated energy written before it had its own metric
+ * (wattage_gpu_energy_joules_total{…,method="integrated"}) are renamed to
+ * wattage_gpu_energy_integrated_joules_total{…}. opts may be NULL (defaults, create). Returns 0,
+ * -ENOENT when the file does not exist and create is off, or another negative errno; err says
+ * what failed and where.
  */
 int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_store **out,
                   struct wt_err *err) WT_MUST_USE;

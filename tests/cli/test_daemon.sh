@@ -72,10 +72,10 @@ import re, subprocess, sys
 log, method, tol, exact = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
 seen = 0
 for line in open(log):
-    m = re.search(r'energy wattage_gpu_energy_joules_total\{gpu="(\d+)"[^}]*?(,method="integrated")?\} joules=([\d.]+) .*from_ns=(\d+) to_ns=(\d+)', line)
-    if not m or bool(m.group(2)) != (method == "integrated"):
+    m = re.search(r'energy wattage_gpu_energy_(integrated_)?joules_total\{gpu="(\d+)"[^}]*\} joules=([\d.]+) .*from_ns=(\d+) to_ns=(\d+)', line)
+    if not m or bool(m.group(1)) != (method == "integrated"):
         continue
-    gpu, j, a, b = m.group(1), float(m.group(3)), int(m.group(4)), int(m.group(5))
+    gpu, j, a, b = m.group(2), float(m.group(3)), int(m.group(4)), int(m.group(5))
     want = float(subprocess.check_output([exact, gpu, repr(a / 1e9), repr(b / 1e9)]))
     err = abs(j - want) / want
     if err > tol:
@@ -91,7 +91,7 @@ check "integrated power within 3% of the exact integral, 8 GPUs" verify_energy i
 FAKE_NVML_NOT_SUPPORTED=energy WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" \
     --duration 4 >"$TMP/run.log" 2>&1
 check "without a counter only the integrated series exists" \
-    bash -c '! grep -q "energy wattage_gpu_energy_joules_total{gpu=\"0\",uuid=[^,]*,model=\"[^\"]*\"} " "$1" && grep -q "method=\"integrated\"} joules" "$1"' _ "$TMP/run.log"
+    bash -c '! grep -q "energy wattage_gpu_energy_joules_total{" "$1" && grep -q "energy wattage_gpu_energy_integrated_joules_total{gpu=\"0\",[^}]*} joules" "$1"' _ "$TMP/run.log"
 check "fallback integration within 3% of the exact integral" verify_energy integrated 0.03
 
 # --- no NVML at all: the daemon runs and says so once

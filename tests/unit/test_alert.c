@@ -114,13 +114,11 @@ static void put(struct wt_batch *b, int m, const char *l, int64_t t, double v)
 
 static void add_gpu(struct wt_batch *b, int i, const char *model, int64_t t, const struct gv *v)
 {
-    char l[WT_LABELS_LEN], r[WT_LABELS_LEN];
+    char l[WT_LABELS_LEN];
     labels_of(i, model, l, sizeof l);
     put(b, WT_M_GPU_UP, l, t, 1);
     put(b, WT_M_GPU_POWER_W, l, t, v->power);
-    memcpy(r, l, sizeof r);
-    WT_EQ_INT(wt_labels_add(r, sizeof r, "method", "integrated"), 0);
-    put(b, WT_M_GPU_ENERGY_J, r, t, 5);
+    put(b, WT_M_GPU_ENERGY_INTEGRATED_J, l, t, 5);
     put(b, WT_M_GPU_ENERGY_J, l, t, v->energy);
     put(b, WT_M_GPU_TEMP_C, l, t, v->temp);
     put(b, WT_M_GPU_SLOWDOWN_TEMP_C, l, t, v->slow);

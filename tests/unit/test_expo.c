@@ -47,8 +47,8 @@ WT_TEST(text_groups_families_in_table_order)
         "# TYPE wattage_gpu_power_watts gauge\n"
         "wattage_gpu_power_watts{gpu=\"0\",model=\"NVIDIA H200\"} 300\n"
         "wattage_gpu_power_watts{gpu=\"1\",model=\"NVIDIA H200\"} 250.25\n"
-        "# HELP wattage_gpu_energy_joules_total GPU energy in joules: the hardware counter, or "
-        "integrated power when method=\"integrated\".\n"
+        "# HELP wattage_gpu_energy_joules_total GPU energy in joules from the hardware energy "
+        "counter (Volta and newer).\n"
         "# TYPE wattage_gpu_energy_joules_total counter\n"
         "wattage_gpu_energy_joules_total{gpu=\"0\",model=\"NVIDIA H200\"} 1000.5\n"
         "wattage_gpu_energy_joules_total{gpu=\"1\",model=\"NVIDIA H200\"} 2000\n";
@@ -121,7 +121,7 @@ WT_TEST(openmetrics_counters_info_and_eof)
 {
     struct wt_batch b = {0};
     add(&b, WT_M_GPU_ENERGY_J, "gpu=\"0\"", 12.5);
-    add(&b, WT_M_GPU_ENERGY_J, "gpu=\"0\",method=\"integrated\"", 12.25);
+    add(&b, WT_M_GPU_ENERGY_INTEGRATED_J, "gpu=\"0\"", 12.25);
     add(&b, WT_M_GPU_INFO, "gpu=\"0\",uuid=\"GPU-1\"", 1);
     add(&b, WT_M_COLLECTOR_ERRORS, "collector=\"nvml\"", 0);
     add(&b, WT_M_COLLECTOR_DURATION_S, "collector=\"nvml\"", 0.000125);
@@ -130,10 +130,13 @@ WT_TEST(openmetrics_counters_info_and_eof)
     WT_ASSERT(s);
     /* Counter families are named without _total; samples keep it. */
     WT_CONTAINS(s, "# TYPE wattage_gpu_energy_joules counter\n");
-    WT_CONTAINS(s, "# HELP wattage_gpu_energy_joules GPU energy in joules: the hardware counter, "
-                   "or integrated power when method=\\\"integrated\\\".\n");
+    WT_CONTAINS(s, "# HELP wattage_gpu_energy_joules GPU energy in joules from the hardware "
+                   "energy counter (Volta and newer).\n");
     WT_CONTAINS(s, "wattage_gpu_energy_joules_total{gpu=\"0\"} 12.5\n");
-    WT_CONTAINS(s, "wattage_gpu_energy_joules_total{gpu=\"0\",method=\"integrated\"} 12.25\n");
+    /* The integrated estimate is a family of its own: one name, one quantity. */
+    WT_CONTAINS(s, "# TYPE wattage_gpu_energy_integrated_joules counter\n");
+    WT_CONTAINS(s, "wattage_gpu_energy_integrated_joules_total{gpu=\"0\"} 12.25\n");
+    WT_EQ_INT(count_lines(s, "wattage_gpu_energy_joules_total{"), 1);
     WT_CONTAINS(s, "# TYPE wattage_collector_errors counter\nwattage_collector_errors_total{");
     /* *_info gauges are info families. */
     WT_CONTAINS(s, "# TYPE wattage_gpu info\nwattage_gpu_info{gpu=\"0\",uuid=\"GPU-1\"} 1\n");
@@ -149,7 +152,7 @@ WT_TEST(openmetrics_counters_info_and_eof)
     s = wt_expo_render(&b, WT_EXPO_TEXT, "0.1.0", &len);
     WT_ASSERT(s);
     WT_CONTAINS(s, "# TYPE wattage_gpu_energy_joules_total counter\n");
-    WT_CONTAINS(s, "when method=\"integrated\".\n");
+    WT_CONTAINS(s, "# TYPE wattage_gpu_energy_integrated_joules_total counter\n");
     WT_CONTAINS(s, "# TYPE wattage_gpu_info gauge\n");
     WT_ASSERT(!strstr(s, "# EOF"));
     free(s);

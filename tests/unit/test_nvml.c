@@ -195,8 +195,8 @@ WT_TEST(minimal_library_opens_and_polls_without_optional_metrics)
         WT_EQ_INT(up_of(&b, g), 1);
         double p = value(&b, WT_M_GPU_POWER_W, g, NULL, NULL);
         WT_ASSERT(p >= 199 && p <= 401);
-        WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated")));
-        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated") > 0);
+        WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, g, NULL, NULL)));
+        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, g, NULL, NULL) > 0);
         WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
         WT_ASSERT(isnan(value(&b, WT_M_GPU_TEMP_C, g, NULL, NULL)));
     }
@@ -225,7 +225,8 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
     WT_EQ_INT(count_readings(&b, WT_M_GPU_UP), 8);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 8);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 8);
-    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 16); /* counter and integrated */
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8); /* the counter, one per GPU */
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_INTEGRATED_J), 8);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_THROTTLED), 8 * 9);
 
     char l[WT_LABELS_LEN];
@@ -273,7 +274,7 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
         /* The counter starts at the hardware value: offset 1e9 mJ plus the energy since T0. */
         double e = value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL);
         WT_ASSERT(e >= 1e6 && e <= 1e6 + 400 * (t_after - t0) + 0.01);
-        WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated"), 0, 1e-12);
+        WT_NEAR(value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, g, NULL, NULL), 0, 1e-12);
         WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, g, NULL, NULL), 0);
     }
     struct wt_nvml_info info_out;
@@ -297,10 +298,11 @@ WT_TEST(not_supported_energy_leaves_only_the_integrated_series_and_is_not_asked_
         poll_ok(st, &b);
         sleep_s(0.02);
     }
-    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_INTEGRATED_J), 8);
     for (unsigned int g = 0; g < 8; g++) {
         WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, g, NULL, NULL)));
-        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, g, "method", "integrated") > 0);
+        WT_ASSERT(value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, g, NULL, NULL) > 0);
         WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
     }
     wt_nvml_collector.close(st);
@@ -347,7 +349,8 @@ WT_TEST(not_supported_metrics_are_absent_never_zero)
             wt_test_fail(__FILE__, __LINE__, "metric %d present", absent[i]);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_UP), 8);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 8);
-    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 16);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_INTEGRATED_J), 8);
     for (unsigned int g = 0; g < 8; g++)
         WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
     wt_batch_free(&b);
@@ -363,6 +366,7 @@ WT_TEST(not_supported_power_keeps_the_counter_and_the_gpu_up)
     poll_ok(st, &b);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 0);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_INTEGRATED_J), 0);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_GAPS), 0);
     for (unsigned int g = 0; g < 8; g++) {
         WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
@@ -528,13 +532,13 @@ WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
     poll_ok(st, &b);
     sleep_s(0.05);
     poll_ok(st, &b);
-    double before = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated");
+    double before = value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, 0, NULL, NULL);
     WT_ASSERT(before > 0);
     WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 0);
     sleep_s(0.8);
     poll_ok(st, &b);
     WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 1);
-    WT_NEAR(value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated"), before, 1e-9);
+    WT_NEAR(value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, 0, NULL, NULL), before, 1e-9);
     wt_batch_free(&b);
     wt_nvml_collector.close(st);
 }
@@ -591,7 +595,7 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
     sleep_s(0.2);
     int64_t t_first = poll_ok(st, &b);
     double c0 = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL);
-    double i0 = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated");
+    double i0 = value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, 0, NULL, NULL);
     int64_t t_last = t_first;
     int64_t deadline = wt_now_mono_ns();
     for (int i = 0; i < 15; i++) {
@@ -600,7 +604,7 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
         t_last = poll_ok(st, &b);
     }
     *counter_j = value(&b, WT_M_GPU_ENERGY_J, 0, NULL, NULL) - c0;
-    *integrated_j = value(&b, WT_M_GPU_ENERGY_J, 0, "method", "integrated") - i0;
+    *integrated_j = value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, 0, NULL, NULL) - i0;
     *exact_j = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
     WT_EQ_INT(value(&b, WT_M_GPU_ENERGY_GAPS, 0, NULL, NULL), 0);
     printf("# over %.3f s: counter %.3f J, integrated %.3f J, exact %.3f J\n",

@@ -16,7 +16,9 @@
 #define T0 (1700000000LL * S - (1700000000LL * S) % WT_MINUTE_NS)
 
 static const char *gpu0 = "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\"";
-static const char *gpu0i = "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\",method=\"integrated\"";
+/* How the integrated series was stored before it had a name of its own: method last. */
+static const char *gpu0_legacy =
+    "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\",method=\"integrated\"";
 
 static struct wt_store *open_store(const char *name)
 {
@@ -76,6 +78,12 @@ static const char *sel(const char *labels)
     return sel_buf;
 }
 
+static const char *sel_integrated(const char *labels)
+{
+    snprintf(sel_buf, sizeof sel_buf, "wattage_gpu_energy_integrated_joules_total{%s}", labels);
+    return sel_buf;
+}
+
 WT_TEST(write_and_read_back)
 {
     struct wt_store *s = open_store("a.db");
@@ -121,7 +129,9 @@ WT_TEST(write_and_read_back)
 WT_TEST(series_kinds)
 {
     WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0), WT_SK_HWCOUNTER);
-    WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0i), WT_SK_INTEGRATED);
+    WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_integrated_joules_total", gpu0),
+              WT_SK_INTEGRATED);
+    WT_EQ_INT(wt_series_kind_of("wattage_gpu_energy_joules_total", gpu0_legacy), WT_SK_INTEGRATED);
     WT_EQ_INT(wt_series_kind_of("wattage_cpu_energy_joules_total", "package=\"0\""), WT_SK_COUNTER);
     WT_EQ_INT(wt_series_kind_of("wattage_gpu_power_watts", gpu0), WT_SK_GAUGE);
 }
@@ -238,14 +248,14 @@ WT_TEST(integrated_gap_and_counter_first)
     struct wt_reading r[8];
     WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
     /* integrated series: 1 s readings, then a 10 s hole (> 3 intervals) */
-    r[0] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0, 0);
-    r[1] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + S, 200);
-    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 2 * S, 400);
-    r[3] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 12 * S, 400);
-    r[4] = rd(WT_M_GPU_ENERGY_J, gpu0i, T0 + 13 * S, 600);
+    r[0] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0, 0);
+    r[1] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + S, 200);
+    r[2] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + 2 * S, 400);
+    r[3] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + 12 * S, 400);
+    r[4] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + 13 * S, 600);
     WT_EQ_INT(wt_store_write(s, "", r, 5), 0);
     double e, c;
-    energy(s, sel(gpu0i), T0, T0 + 13 * S, 0, &e, &c);
+    energy(s, sel_integrated(gpu0), T0, T0 + 13 * S, 0, &e, &c);
     WT_NEAR(e, 600, 1e-6);
     WT_NEAR(c, 3, 1e-9);
 
@@ -275,6 +285,62 @@ WT_TEST(integrated_gap_and_counter_first)
     WT_EQ_INT(chosen, 1);
     free(rows);
     wt_store_close(s);
+}
+
+/*
+ * A store written before the integrated estimate had its own name: opening it renames the series
+ * (labels without method), keeps its readings and kind, and a reader's second open changes
+ * nothing. The counter beside it is untouched.
+ */
+WT_TEST(legacy_integrated_series_are_renamed_on_open)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/legacy.db", wt_test_dir());
+    struct wt_store *s = open_store("legacy.db");
+    struct wt_reading r[4];
+    const char *nolabels = "method=\"integrated\"";
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    r[0] = rd(WT_M_GPU_ENERGY_J, gpu0_legacy, T0, 0);
+    r[1] = rd(WT_M_GPU_ENERGY_J, gpu0_legacy, T0 + S, 300);
+    r[2] = rd(WT_M_GPU_ENERGY_J, gpu0, T0, 5000);
+    r[3] = rd(WT_M_GPU_ENERGY_J, nolabels, T0, 7);
+    WT_EQ_INT(wt_store_write(s, "", r, 4), 0);
+    wt_store_close(s);
+
+    for (int pass = 0; pass < 2; pass++) {
+        s = open_store("legacy.db");
+        sqlite3_stmt *q = NULL;
+        WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s),
+                                     "SELECT metric, labels, kind, (SELECT count(*) FROM readings "
+                                     "WHERE series=series.id) FROM series ORDER BY id",
+                                     -1, &q, NULL),
+                  SQLITE_OK);
+        WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 0),
+                  "wattage_gpu_energy_integrated_joules_total");
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 1), gpu0);
+        WT_EQ_INT(sqlite3_column_int(q, 2), WT_SK_INTEGRATED);
+        WT_EQ_INT(sqlite3_column_int(q, 3), 2 + pass);
+        WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 0), "wattage_gpu_energy_joules_total");
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 1), gpu0);
+        WT_EQ_INT(sqlite3_column_int(q, 2), WT_SK_HWCOUNTER);
+        WT_EQ_INT(sqlite3_step(q), SQLITE_ROW);
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 0),
+                  "wattage_gpu_energy_integrated_joules_total");
+        WT_EQ_STR((const char *)sqlite3_column_text(q, 1), "");
+        WT_EQ_INT(sqlite3_step(q), SQLITE_DONE);
+        sqlite3_finalize(q);
+        double e, c;
+        energy(s, sel_integrated(gpu0), T0, T0 + S, 0, &e, &c);
+        WT_NEAR(e, 300, 1e-9);
+        /* new readings of the integrated series land in the renamed one */
+        r[0] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + (2 + pass) * S, 600 + 300 * pass);
+        WT_EQ_INT(wt_store_write(s, "", r, 1), 0);
+        energy(s, sel_integrated(gpu0), T0, T0 + (2 + pass) * S, 0, &e, &c);
+        WT_NEAR(e, 600 + 300 * pass, 1e-9);
+        wt_store_close(s);
+    }
 }
 
 /* Counter with varying power: v(t) = sum of a sine-ish profile; 1 s readings for 3 hours. */

@@ -19,7 +19,6 @@
 #define T0 (1700000000LL * S - (1700000000LL * S) % WT_MINUTE_NS)
 
 static const char *gpu0 = "gpu=\"0\",uuid=\"GPU-a\"";
-static const char *gpu0i = "gpu=\"0\",uuid=\"GPU-a\",method=\"integrated\"";
 static const char *gpu1 = "gpu=\"1\",uuid=\"GPU-b\"";
 
 static struct wt_store *open_store(const char *name)
@@ -52,7 +51,7 @@ static size_t second(int i, struct wt_reading *r)
     double e = 1000.0 * i + 100 * sin(i / 50.0) + 50000;
     r[k++] = rd(WT_M_GPU_ENERGY_J, gpu0, t, e);
     if (i < 7200 || i >= 7220)
-        r[k++] = rd(WT_M_GPU_ENERGY_J, gpu0i, t, i < 3600 ? e : e - 3.6e6);
+        r[k++] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, t, i < 3600 ? e : e - 3.6e6);
     r[k++] = rd(WT_M_GPU_POWER_W, gpu0, t, p);
     if (i < 2400)
         r[k++] = rd(WT_M_GPU_POWER_W, gpu1, t, p / 2);
