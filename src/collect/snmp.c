@@ -493,6 +493,10 @@ struct wt_snmp {
     size_t nitems;
     int name_item[MAX_WALK];   /* per column: its name item or -1 */
     int digits_item[MAX_WALK]; /* per column: its digits item or -1 */
+    int key_item[MAX_WALK];    /* per column: its key item or -1 */
+    int col_item[MAX_WALK];    /* per column: the item holding its rows (the first column with
+                                * its OID: a table read twice is walked once) */
+    bool model_first;          /* the model came from the profile's first model OID */
     struct row *rows;
     size_t nrows, caprows;
     struct ectr *ec;
@@ -536,12 +540,18 @@ static int set_profile(struct wt_snmp *s, const struct wt_snmp_profile *p, struc
         it->len = (size_t)n;
         snprintf(it->txt, sizeof it->txt, "%s", p->cols[c].oid);
         s->nitems++;
+        s->col_item[c] = (int)c;
+        for (size_t e = 0; e < c && s->col_item[c] == (int)c; e++)
+            if (strcmp(s->items[e].txt, it->txt) == 0)
+                s->col_item[c] = (int)e;
     }
     for (size_t c = 0; c < p->ncols; c++) {
         s->name_item[c] = p->cols[c].name_oid ? add_item(s, p->cols[c].name_oid) : -1;
         s->digits_item[c] = p->cols[c].digits_oid ? add_item(s, p->cols[c].digits_oid) : -1;
+        s->key_item[c] = p->cols[c].key_oid ? add_item(s, p->cols[c].key_oid) : -1;
         if (s->name_item[c] == -ENOSPC || s->digits_item[c] == -ENOSPC ||
-            s->name_item[c] == -EINVAL || s->digits_item[c] == -EINVAL)
+            s->key_item[c] == -ENOSPC || s->name_item[c] == -EINVAL ||
+            s->digits_item[c] == -EINVAL || s->key_item[c] == -EINVAL)
             return wt_err_set(err, "profile %s: too many columns", p->name);
     }
     return 0;
@@ -716,9 +726,16 @@ int wt_snmp_feed(struct wt_snmp *s, const char *oidtxt, int tag, const char *val
     }
     if ((tag == 6 || tag == 4) && strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, SYSOID) == 0)
         snprintf(s->sysoid, sizeof s->sysoid, "%s", value[0] == '.' ? value + 1 : value);
-    if (s->prof && s->prof->model_oid && tag == 4 &&
-        strcmp(oidtxt[0] == '.' ? oidtxt + 1 : oidtxt, s->prof->model_oid) == 0)
-        snprintf(s->model, sizeof s->model, "%s", value);
+    if (s->prof && tag == 4 && value[0]) {
+        const char *bare = oidtxt[0] == '.' ? oidtxt + 1 : oidtxt;
+        bool first = s->prof->model_oid && strcmp(bare, s->prof->model_oid) == 0;
+        bool second = s->prof->model_oid2 && strcmp(bare, s->prof->model_oid2) == 0;
+        /* The first model OID wins whichever arrives first. */
+        if (first || (second && !s->model_first)) {
+            snprintf(s->model, sizeof s->model, "%s", value);
+            s->model_first = first;
+        }
+    }
     int it = find_item(s, o, (size_t)n);
     if (it < 0)
         return 0;
@@ -778,8 +795,34 @@ static const struct row *same_index(const struct wt_snmp *s, int item, const str
     return NULL;
 }
 
-/* Renders a point template with the row's index; other daisy-chain units get "unitN.". */
-static void render_point(const struct wt_snmp_column *c, const struct row *r, char *out, size_t n)
+/*
+ * The row of a name item for r: the one with r's index, else the one whose index is the longest
+ * prefix of r's (a name per outlet for values per outlet and sensor); NULL when none.
+ */
+static const struct row *name_row(const struct wt_snmp *s, int item, const struct row *r)
+{
+    const struct row *best = NULL;
+    if (item < 0)
+        return NULL;
+    for (size_t i = 0; i < s->nrows; i++) {
+        const struct row *q = &s->rows[i];
+        if (q->item != item || q->nidx == 0 || q->nidx > r->nidx ||
+            (best && q->nidx <= best->nidx) ||
+            memcmp(q->idx, r->idx, q->nidx * sizeof r->idx[0]) != 0)
+            continue;
+        best = q;
+        if (q->nidx == r->nidx)
+            break;
+    }
+    return best;
+}
+
+/*
+ * Renders a point template with the row's index (and key, -1 when none); other daisy-chain units
+ * get "unitN.".
+ */
+static void render_point(const struct wt_snmp_column *c, const struct row *r, int64_t key,
+                         char *out, size_t n)
 {
     size_t k = 0;
     out[0] = '\0';
@@ -791,6 +834,14 @@ static void render_point(const struct wt_snmp_column *c, const struct row *r, ch
             t++;
             if (pos < r->nidx)
                 k += (size_t)snprintf(out + k, n - k, "%" PRIu32, r->idx[pos]);
+            if (k >= n)
+                k = n - 1;
+        } else if (*t == '%' && t[1] == 'k') {
+            t++;
+            if (key >= 0)
+                k += (size_t)snprintf(out + k, n - k, "%" PRId64, key);
+            else if (r->nidx > 0)
+                k += (size_t)snprintf(out + k, n - k, "%" PRIu32, r->idx[r->nidx - 1]);
             if (k >= n)
                 k = n - 1;
         } else {
@@ -863,8 +914,17 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
     const struct wt_snmp_column *col = &s->prof->cols[c];
     int metric = col->metric;
     double scale = col->scale;
+    int64_t key = -1;
     if (!r->has_num)
         return 0;
+    if (col->key_oid) {
+        const struct row *kr = same_index(s, s->key_item[c], r);
+        if (kr && kr->has_num && kr->num >= 0 && kr->num < 1e9)
+            key = (int64_t)kr->num;
+        if ((key < 0 && (col->flags & WT_SNMP_KEY_REQUIRED)) ||
+            (key == 0 && (col->flags & WT_SNMP_KEY_NONZERO)))
+            return 0; /* another column's row */
+    }
     if (col->flags & WT_SNMP_TYPED) {
         if (r->nidx == 0)
             return 0;
@@ -914,8 +974,8 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
         v = (double)(e->base + e->c.total_raw);
     }
     char point[64];
-    render_point(col, r, point, sizeof point);
-    const struct row *nm = same_index(s, s->name_item[c], r);
+    render_point(col, r, key, point, sizeof point);
+    const struct row *nm = name_row(s, s->name_item[c], r);
     int rc = emit(s, metric, col->kind, point, nm ? nm->str : NULL, t_ns, v * scale, out);
     if (rc == 0)
         s->produced[c] = true;
@@ -951,7 +1011,7 @@ int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
                     continue;
             }
             for (size_t i = 0; i < s->nrows && rc == 0; i++)
-                if (s->rows[i].item == c)
+                if (s->rows[i].item == s->col_item[c])
                     rc = row_reading(s, c, &s->rows[i], t_ns, out);
             if (rc)
                 return rc;
@@ -1263,6 +1323,10 @@ static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
                 c[k++] = c[i];
         nact = k;
         while (nact < s->par && next < s->nitems) {
+            if (next < s->prof->ncols && s->col_item[next] != (int)next) {
+                next++; /* the same column as an earlier one: its rows are that one's */
+                continue;
+            }
             struct cursor *n = &c[nact++];
             n->item = (int)next;
             n->len = s->items[next].len;
@@ -1363,6 +1427,11 @@ static int identify(struct wt_snmp *s, struct wt_err *err)
     }
     if (s->prof->model_oid) {
         rc = get_text(s, s->prof->model_oid, s->model, sizeof s->model, err);
+        if (rc)
+            return rc;
+    }
+    if (!s->model[0] && s->prof->model_oid2) {
+        rc = get_text(s, s->prof->model_oid2, s->model, sizeof s->model, err);
         if (rc)
             return rc;
     }

@@ -30,6 +30,10 @@
 #define WT_SNMP_ABS 0x2    /* the sign carries something else (Eaton's leading/lagging PF) */
 #define WT_SNMP_TYPED 0x4  /* Raritan: the index's last sub-id is a sensor type; see types */
 #define WT_SNMP_SIGNED 0x8 /* negative values are values (else: "not available") */
+#define WT_SNMP_KEY_NONZERO                                                                        \
+    0x10 /* a row whose key column reads 0 is not this column's (APC's load status table: a        \
+          * bank's row has phase number 0) */
+#define WT_SNMP_KEY_REQUIRED 0x20 /* a row without a key value is not this column's */
 
 /* Raritan PDU2 sensor types mapped to metrics (index's last sub-id). */
 struct wt_snmp_type_map {
@@ -44,13 +48,17 @@ struct wt_snmp_column {
     int metric;           /* WT_M_FAC_*; for WT_SNMP_TYPED: unused */
     double scale;         /* raw x scale = base unit (W, J, A, V, VA, ratio, Celsius) */
     const char *kind;     /* inlet, outlet, phase, pdu, ups_output... */
-    const char *point;    /* template: "outlet%2" = "outlet" + the 2nd index sub-id */
-    const char *name_oid; /* optional column with the same index holding the name label */
+    const char *point;    /* template: "outlet%2" = "outlet" + the 2nd index sub-id; "%k" the key
+                           * column's value (the index's last sub-id when the device sends none) */
+    const char *name_oid; /* optional column holding the name label, indexed like this column
+                           * or by a prefix of its index (Raritan: outletName is pdu.outlet, the
+                           * values pdu.outlet.sensor) */
     unsigned flags;
     uint8_t unit_pos;       /* index position (1-based) of a daisy-chain unit, 0 none */
     uint8_t unit_base;      /* the first unit's number: other units prefix "unitN." */
     const char *digits_oid; /* WT_SNMP_TYPED: decimal digits column */
     const struct wt_snmp_type_map *types; /* WT_SNMP_TYPED: ends with metric -1 */
+    const char *key_oid; /* optional column with the same index numbering the point ("%k") */
 };
 
 struct wt_snmp_profile {
@@ -60,6 +68,7 @@ struct wt_snmp_profile {
     const char *model_oid;    /* a scalar instance with the model string, or NULL */
     const struct wt_snmp_column *cols;
     size_t ncols;
+    const char *model_oid2; /* read when model_oid says nothing, or NULL */
 };
 
 /* The built-in profiles, NULL-terminated. */

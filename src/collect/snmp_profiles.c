@@ -16,6 +16,8 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
 /* APC PowerNet-MIB, rack PDUs (rPDU2 tables, with the older rPDU ones as fallbacks). */
+#define APC_LOAD_PHASE "1.3.6.1.4.1.318.1.1.12.2.3.1.1.4" /* rPDULoadStatusPhaseNumber */
+#define APC_LOAD_BANK "1.3.6.1.4.1.318.1.1.12.2.3.1.1.5"  /* rPDULoadStatusBankNumber */
 static const char *const apc_rpdu_match[] = {"1.3.6.1.4.1.318.1.3.4", NULL};
 static const struct wt_snmp_column apc_rpdu[] = {
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.5", WT_M_FAC_POWER_W, 10, "pdu", "total",
@@ -28,9 +30,14 @@ static const struct wt_snmp_column apc_rpdu[] = {
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.4.3.1.17", WT_M_FAC_POWER_FACTOR, 0.01, "pdu", "total",
      "1.3.6.1.4.1.318.1.1.26.4.3.1.3", 0, 1, 1, NULL, NULL},
-    /* rPDULoadStatusLoad first (what LibreNMS reads), rPDU2 phase current where it is absent. */
-    {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL, 0, 0, 0,
-     NULL, NULL},
+    /*
+     * rPDULoadStatusLoad first (what LibreNMS reads), rPDU2 phase current where it is absent. Its
+     * rows are phases or banks: a phase's row has rPDULoadStatusPhaseNumber 1..3 (and bank
+     * number 0), a bank's row phase number 0 and rPDULoadStatusBankNumber 1..n. Devices that send
+     * neither column have one row per phase.
+     */
+    {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%k", NULL,
+     WT_SNMP_KEY_NONZERO, 0, 0, NULL, NULL, APC_LOAD_PHASE},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.5", WT_M_FAC_CURRENT_A, 0.1, "phase", "phase%1", NULL,
      WT_SNMP_FALLBACK, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.6.3.1.6", WT_M_FAC_VOLTAGE_V, 1, "phase", "phase%1", NULL, 0, 0, 0,
@@ -46,6 +53,10 @@ static const struct wt_snmp_column apc_rpdu[] = {
      0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.8.3.1.5", WT_M_FAC_CURRENT_A, 0.1, "bank", "bank%1", NULL, 0, 0, 0,
      NULL, NULL},
+    /* The banks' rows of rPDULoadStatusLoad where the rPDU2 bank table is absent. */
+    {"1.3.6.1.4.1.318.1.1.12.2.3.1.1.2", WT_M_FAC_CURRENT_A, 0.1, "bank", "bank%k", NULL,
+     WT_SNMP_FALLBACK | WT_SNMP_KEY_NONZERO | WT_SNMP_KEY_REQUIRED, 0, 0, NULL, NULL,
+     APC_LOAD_BANK},
     {"1.3.6.1.4.1.318.1.1.26.9.4.3.1.6", WT_M_FAC_CURRENT_A, 0.1, "outlet", "outlet%1",
      "1.3.6.1.4.1.318.1.1.26.9.4.3.1.3", 0, 0, 0, NULL, NULL},
     {"1.3.6.1.4.1.318.1.1.26.9.4.3.1.7", WT_M_FAC_POWER_W, 1, "outlet", "outlet%1",
@@ -160,7 +171,10 @@ static const struct wt_snmp_column sentry3[] = {
 static const struct wt_snmp_profile p_sentry3 = {
     "sentry3", "ServerTech", sentry3_match, "1.3.6.1.4.1.1718.3.1.1.0", sentry3, N(sentry3)};
 
-/* Sentry4-MIB: index unit.cord(.phase|.line). */
+/*
+ * Sentry4-MIB: index unit.cord(.phase|.line). The model is the first unit's st4UnitModel
+ * ("C2S42CE-YCMFAM00"), else the system's st4SystemProductName ("Sentry Switched PDU").
+ */
 static const char *const sentry4_match[] = {"1.3.6.1.4.1.1718.4", NULL};
 #define ST4_CORD_NAME "1.3.6.1.4.1.1718.4.1.3.2.1.3"
 #define ST4_PHASE_NAME "1.3.6.1.4.1.1718.4.1.5.2.1.4"
@@ -182,8 +196,13 @@ static const struct wt_snmp_column sentry4[] = {
     {"1.3.6.1.4.1.1718.4.1.4.3.1.3", WT_M_FAC_CURRENT_A, 0.01, "line", "inlet%2.line%3",
      "1.3.6.1.4.1.1718.4.1.4.2.1.4", 0, 1, 1, NULL, NULL},
 };
-static const struct wt_snmp_profile p_sentry4 = {"sentry4", "ServerTech", sentry4_match,
-                                                 NULL,      sentry4,      N(sentry4)};
+static const struct wt_snmp_profile p_sentry4 = {"sentry4",
+                                                 "ServerTech",
+                                                 sentry4_match,
+                                                 "1.3.6.1.4.1.1718.4.1.2.2.1.5.1",
+                                                 sentry4,
+                                                 N(sentry4),
+                                                 "1.3.6.1.4.1.1718.4.1.1.1.1.0"};
 
 /* VERTIV-V5-MIB (Geist): phases, breakers and lines by their own index. */
 static const char *const vertiv_match[] = {"1.3.6.1.4.1.21239", NULL};

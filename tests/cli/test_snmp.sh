@@ -172,6 +172,14 @@ check "the profile is chosen by sysObjectID (Eaton ePDU)" \
     bash -c '[[ $1 == *profile=\"eaton-epdu\"* && $1 == *sys_object_id=\"1.3.6.1.4.1.534.6.6.7\"* && $1 == *model=\"EMA114-10\"* ]]' _ "$(info eatonpdu_2)"
 check "Raritan PX3 with the PDU2 profile" bash -c '[[ $1 == *profile=\"raritan-pdu2\"* ]]' _ "$(info raritan-pdu_px3)"
 check "Sentry4 with its profile" bash -c '[[ $1 == *profile=\"sentry4\"* ]]' _ "$(info sentry4_switched8i)"
+# The recording has no st4UnitModel: the model is its st4SystemProductName (a second GET).
+st4prod=$(grep '^1.3.6.1.4.1.1718.4.1.1.1.1.0|' "$DATA/librenms-snmprec/sentry4_switched8i.snmprec" | cut -d'|' -f3)
+check "Sentry4's model is the recording's product name ($st4prod)" \
+    bash -c '[[ -n $2 && $1 == *model=\"$2\"* ]]' _ "$(info sentry4_switched8i)" "$st4prod"
+# Raritan outletName (index pdu.outlet) labels the values (index pdu.outlet.sensor).
+rname=$(grep '^1.3.6.1.4.1.13742.6.3.5.3.1.3.1.2|' "$DATA/librenms-snmprec/raritan-pdu_px3.snmprec" | cut -d'|' -f3)
+check "Raritan outlet 2 carries the recording's outlet name ($rname)" \
+    grep -q "^wattage_facility_power_watts{source=\"snmp\",target=\"raritan-pdu_px3\",point=\"outlet2\",kind=\"outlet\",name=\"$rname\"} " "$TMP/metrics.txt"
 check "a UPS through UPS-MIB" bash -c '[[ $1 == *profile=\"ups-mib\"* ]]' _ "$(info eaton-93e-80)"
 check "outlet names are the name label" \
     grep -q '^wattage_facility_power_watts{source="snmp",target="eatonpdu_2",point="outlet1",kind="outlet",name="Power strip + s-rw-lab-rack"} 80$' "$TMP/metrics.txt"

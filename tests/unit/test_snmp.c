@@ -496,6 +496,191 @@ WT_TEST(raritan_decimal_digits)
     wt_snmp_state_free(s);
 }
 
+/* The label value of key in r's labels, or "" when absent. */
+static const char *label_of(const struct wt_reading *r, const char *key, char *buf, size_t n)
+{
+    if (wt_labels_get(r->labels, key, buf, n) != 0)
+        buf[0] = '\0';
+    return buf;
+}
+
+WT_TEST(raritan_outlets_carry_their_names)
+{
+    /* outletName is indexed pdu.outlet, the values pdu.outlet.sensor-type: every reading of an
+     * outlet carries the name the recording gives that outlet, and none where it gives "". */
+    struct rec r = load_rec(DATA "librenms-snmprec/raritan-pdu_px3.snmprec");
+    struct wt_snmp *s = feed_all(&r, NULL);
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    size_t named = 0, outlets = 0;
+    for (size_t i = 0; i < b.len; i++) {
+        char kind[16], point[32], name[64], oid[80];
+        if (strcmp(label_of(&b.r[i], "kind", kind, sizeof kind), "outlet") != 0 &&
+            strcmp(kind, "inlet") != 0)
+            continue;
+        label_of(&b.r[i], "point", point, sizeof point);
+        int n = atoi(point + strlen(kind));
+        WT_ASSERT(n > 0);
+        snprintf(oid, sizeof oid, "1.3.6.1.4.1.13742.6.3.%d.3.1.3.1.%d",
+                 strcmp(kind, "outlet") == 0 ? 5 : 3, n);
+        const struct line *l = rec_find(&r, oid);
+        WT_ASSERT(l);
+        if (strcmp(label_of(&b.r[i], "name", name, sizeof name), l->value) != 0)
+            wt_test_fail(__FILE__, __LINE__, "%s: name \"%s\", the recording says \"%s\"", point,
+                         name, l->value);
+        outlets += strcmp(kind, "outlet") == 0 && b.r[i].metric == WT_M_FAC_POWER_W;
+        named += l->value[0] != '\0' && b.r[i].metric == WT_M_FAC_POWER_W;
+    }
+    WT_EQ_INT(outlets, 24);
+    WT_EQ_INT(named, 8); /* the recording names 8 of its outlets, the inlet not */
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
+/* The recording without the lines whose OID starts with drop (NULL: all of it). */
+static struct wt_snmp *feed_without(const struct rec *r, const char *drop)
+{
+    struct wt_snmp_target t = target("t");
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_snmp_state_new(&t, NULL, &s, &err), 0);
+    for (size_t i = 0; i < r->n; i++)
+        if (!drop || strncmp(r->l[i].oid, drop, strlen(drop)) != 0)
+            WT_EQ_INT(wt_snmp_feed(s, r->l[i].oid, r->l[i].tag, r->l[i].value), 0);
+    return s;
+}
+
+#define APC_LOAD "1.3.6.1.4.1.318.1.1.12.2.3.1.1."
+#define APC_BANK2 "1.3.6.1.4.1.318.1.1.26.8."
+
+WT_TEST(apc_load_status_rows_are_phases_or_banks)
+{
+    /* Single-phase AP8932/AP7902B with two banks: rPDULoadStatus rows 2 and 3 have phase number
+     * 0 and bank numbers 1, 2. They are banks (from the rPDU2 bank table when there is one, else
+     * from these rows), never phase2/phase3. */
+    static const char *const files[] = {"snmpsim-data/apc-8932", "snmpsim-data/apc-7902b"};
+    for (size_t f = 0; f < 2; f++) {
+        char path[128];
+        snprintf(path, sizeof path, DATA "%s.snmprec", files[f]);
+        struct rec r = load_rec(path);
+        const struct line *np = rec_find(&r, "1.3.6.1.4.1.318.1.1.12.2.1.2.0");
+        WT_ASSERT(np);
+        int nphases = atoi(np->value);
+        for (int pass = 0; pass < 2; pass++) {
+            struct wt_snmp *s = feed_without(&r, pass ? APC_BANK2 : NULL);
+            struct wt_batch b = {0};
+            WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+            int phases = 0, banks = 0;
+            for (int row = 1; row <= 8; row++) {
+                char o[80], lb[WT_LABELS_LEN];
+                snprintf(o, sizeof o, APC_LOAD "2.%d", row);
+                const struct line *load = rec_find(&r, o);
+                if (!load)
+                    continue;
+                snprintf(o, sizeof o, APC_LOAD "4.%d", row);
+                const struct line *ph = rec_find(&r, o);
+                snprintf(o, sizeof o, APC_LOAD "5.%d", row);
+                const struct line *bk = rec_find(&r, o);
+                WT_ASSERT(ph && bk);
+                bool is_bank = atoi(ph->value) == 0;
+                snprintf(o, sizeof o, "%s%s", is_bank ? "bank" : "phase",
+                         is_bank ? bk->value : ph->value);
+                WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "t", "point", o,
+                                    "kind", is_bank ? "bank" : "phase", NULL),
+                          0);
+                double v = reading_value(&b, WT_M_FAC_CURRENT_A, lb);
+                if (!is_bank || pass == 1)
+                    WT_NEAR(v, atof(load->value) * 0.1, 1e-9);
+                phases += !is_bank;
+                banks += is_bank;
+            }
+            WT_EQ_INT(phases, nphases);
+            WT_EQ_INT(banks, 2);
+            /* no point of kind phase beyond the unit's phases, one bank series each */
+            size_t phase_series = 0, bank_series = 0;
+            for (size_t i = 0; i < b.len; i++) {
+                char kind[16];
+                if (b.r[i].metric != WT_M_FAC_CURRENT_A)
+                    continue;
+                label_of(&b.r[i], "kind", kind, sizeof kind);
+                phase_series += strcmp(kind, "phase") == 0;
+                bank_series += strcmp(kind, "bank") == 0;
+            }
+            WT_EQ_INT(phase_series, (size_t)nphases);
+            WT_EQ_INT(bank_series, 2);
+            wt_batch_free(&b);
+            wt_snmp_state_free(s);
+        }
+    }
+}
+
+/* The first value oid-columns-by-file.tsv lists for column of file (a recording's own data). */
+static bool tsv_value(const char *file, const char *column, char *oid, size_t on, char *val,
+                      size_t vn)
+{
+    char *txt = wt_test_read(wt_test_src_path(DATA "oid-columns-by-file.tsv"), NULL);
+    bool found = false;
+    for (char *line = strtok(txt, "\n"); line && !found; line = strtok(NULL, "\n")) {
+        char *f[8];
+        size_t k = 0;
+        for (char *p = line; k < 8; k++) {
+            f[k] = p;
+            p = strchr(p, '\t');
+            if (!p) {
+                k++;
+                break;
+            }
+            *p++ = '\0';
+        }
+        if (k == 8 && strcmp(f[0], file) == 0 && strcmp(f[2], column) == 0) {
+            snprintf(val, vn, "%s", f[6]);
+            snprintf(oid, on, "%s", f[7]);
+            found = true;
+        }
+    }
+    free(txt);
+    return found;
+}
+
+static void model_of(const struct wt_batch *b, char *out, size_t n)
+{
+    const struct wt_reading *info = NULL;
+    for (size_t i = 0; i < b->len; i++)
+        if (b->r[i].metric == WT_M_FAC_INFO)
+            info = &b->r[i];
+    WT_ASSERT(info);
+    label_of(info, "model", out, n);
+}
+
+WT_TEST(sentry4_model)
+{
+    /* st4UnitModel when the unit table answers, else st4SystemProductName, whatever the order. */
+    struct rec r = load_rec(DATA "librenms-snmprec/sentry4_switched8i.snmprec");
+    const struct line *prod = rec_find(&r, "1.3.6.1.4.1.1718.4.1.1.1.1.0");
+    WT_ASSERT(prod && prod->value[0]);
+    char moid[128], model[64], got[64];
+    WT_ASSERT(tsv_value("librenms-snmprec/sentry4", "st4UnitModel", moid, sizeof moid, model,
+                        sizeof model));
+    WT_EQ_STR(moid, "1.3.6.1.4.1.1718.4.1.2.2.1.5.1");
+    for (int order = 0; order < 3; order++) {
+        struct wt_snmp *s = feed_all(&r, NULL);
+        WT_EQ_STR(wt_snmp_state_profile(s)->name, "sentry4");
+        if (order == 1) {
+            WT_EQ_INT(wt_snmp_feed(s, moid, 4, model), 0);
+            WT_EQ_INT(wt_snmp_feed(s, prod->oid, 4, prod->value), 0);
+        } else if (order == 2) {
+            WT_EQ_INT(wt_snmp_feed(s, prod->oid, 4, prod->value), 0);
+            WT_EQ_INT(wt_snmp_feed(s, moid, 4, model), 0);
+        }
+        struct wt_batch b = {0};
+        WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+        model_of(&b, got, sizeof got);
+        WT_EQ_STR(got, order == 0 ? prod->value : model);
+        wt_batch_free(&b);
+        wt_snmp_state_free(s);
+    }
+}
+
 WT_TEST(generic_profile_reads_text_values)
 {
     /* The APC Easy PDU's non-standard tree sends "232.6V", "0.061kW", "2.28kWh" as strings. */
