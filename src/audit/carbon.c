@@ -1176,7 +1176,8 @@ static bool cpu_in_total(const char *labels)
     return strcmp(d, "core") != 0 && strcmp(d, "uncore") != 0 && strcmp(d, "psys") != 0;
 }
 
-int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *joules)
+/* The IT energy (GPUs + CPU packages/DRAM) of [a, b]: this node's, or every node's in st. */
+static int it_energy(struct wt_store *st, int64_t a, int64_t b, bool every_node, double *joules)
 {
     struct wt_energy_row *rows = NULL;
     size_t n = 0;
@@ -1188,7 +1189,7 @@ int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *jou
         return -EIO;
     for (size_t i = 0; i < n; i++) {
         const struct wt_energy_row *r = &rows[i];
-        if (!r->chosen || r->s.node[0])
+        if (!r->chosen || (r->s.node[0] && !every_node))
             continue;
         if (wt_metric_is_gpu_energy(r->s.metric) ||
             (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0 &&
@@ -1197,6 +1198,11 @@ int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *jou
     }
     free(rows);
     return 0;
+}
+
+int wt_carbon_site_energy(struct wt_store *st, int64_t a, int64_t b, double *joules)
+{
+    return it_energy(st, a, b, false, joules);
 }
 
 void wt_carbon_pue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t a, int64_t b,
@@ -1318,6 +1324,12 @@ int wt_carbon_cue(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t 
     return 0;
 }
 
+/* The CUE's weights: the IT energy of every node the store holds, imported and remote ones too. */
+static int all_nodes_energy_fn(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    return it_energy(ctx, a, b, true, joules);
+}
+
 static int time_energy_fn(void *ctx, int64_t a, int64_t b, double *joules)
 {
     (void)ctx;
@@ -1356,10 +1368,10 @@ int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg, struct w
     rc = wt_carbon_tables(wt_store_db(st));
     if (rc == 0)
         rc = wt_carbon_emissions(wt_store_db(st), NULL, cf, cf->zone, r->from_ns, r->to_ns,
-                                 site_energy_fn, st, 1.0, false, &res);
-    const char *weights = "node IT energy";
+                                 all_nodes_energy_fn, st, 1.0, false, &res);
+    const char *weights = "IT energy (GPU and CPU sensors of every node)";
     if (rc == 0 && res.known && res.it_j <= 0) {
-        weights = "time (no node IT energy in the window)";
+        weights = "time (no IT energy in the window)";
         rc = wt_carbon_emissions(wt_store_db(st), NULL, cf, cf->zone, r->from_ns, r->to_ns,
                                  time_energy_fn, NULL, 1.0, false, &res);
     }

@@ -262,8 +262,9 @@ struct wt_kpi_report;
  * Appends the CUE row to a KPI report (`wattage kpi`): CUE = PUE x the IT-energy-weighted mean
  * grid intensity of the window / 1000, in kgCO2e per IT kWh. The PUE is the report's own "pue"
  * row when it has a value (measured or facility.pue_assumed, as it says), else
- * carbon.pue_assumed (assumed); the weights are the node's IT energy per intensity interval
- * (GPU + CPU sensors, the store's exact-window query), or time when it has none. The row is
+ * carbon.pue_assumed (assumed); the weights are the IT energy per intensity interval of every
+ * node in the store, this one and imported or remote ones (GPU + CPU sensors, the store's
+ * exact-window query), or time when there is none. The row is
  * measured when both the PUE and every interval's intensity (actual values) are. cfg gives the
  * carbon section. Returns 0, or a negative errno (the row then says why).
  */
