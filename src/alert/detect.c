@@ -160,6 +160,8 @@ struct gpu {
     bool idle_on;
     int64_t idle_since;
     double idle_j;
+    int64_t idle_low_since; /* on, and power under the band since then (0: not) */
+    int64_t idle_off_at;    /* when it last cleared */
     /* stuck */
     int same;
     double util_min, util_max;
@@ -469,6 +471,16 @@ static void throttling(struct gpu *g, const struct wt_alerts_config *cfg, const 
     }
 }
 
+/*
+ * Idle burn: utilization under util_below while power is over power_share of the limit. An idle
+ * GPU's power swings (clocks ramp, fans, memory refresh), so the condition is held with
+ * hysteresis: once on, utilization at twice util_below (work started) clears it at once, but
+ * power under 90% of the share must last IDLE_DWELL_NS (or `for`, when shorter) before it
+ * clears; after a clear it comes back no sooner than that. A GPU hovering at the threshold thus
+ * changes state (and logs pending or cleared) at most once per dwell, not every tick.
+ */
+#define IDLE_DWELL_NS (60 * WT_NS_PER_S)
+
 static void idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
                       const struct wt_alert_input *in, int64_t interval, const struct emit *em)
 {
@@ -477,19 +489,37 @@ static void idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
     if (!v->have_util || !v->have_power || limit <= 0)
         return;
     double below = cfg->idle_burn.util_below, share = cfg->idle_burn.power_share;
-    enum wt_cond c = WT_COND_HOLD;
-    if (v->util < below && v->power > share * limit)
+    int64_t dwell = cfg->idle_burn.for_ns > 0 && cfg->idle_burn.for_ns < IDLE_DWELL_NS
+                        ? cfg->idle_burn.for_ns
+                        : IDLE_DWELL_NS;
+    int64_t t = v->t_power;
+    bool idle_high = v->util < below && v->power > share * limit;
+    enum wt_cond c = WT_COND_FALSE;
+    if (g->idle_on) {
+        c = idle_high ? WT_COND_TRUE : WT_COND_HOLD;
+        if (v->util >= 2 * below) {
+            c = WT_COND_FALSE;
+        } else if (v->power < 0.9 * share * limit) {
+            if (!g->idle_low_since)
+                g->idle_low_since = t;
+            if (t - g->idle_low_since >= dwell)
+                c = WT_COND_FALSE;
+        } else {
+            g->idle_low_since = 0;
+        }
+        if (c == WT_COND_FALSE) {
+            g->idle_on = false;
+            g->idle_low_since = 0;
+            g->idle_off_at = t;
+        }
+    } else if (idle_high && (!g->idle_off_at || t - g->idle_off_at >= dwell)) {
         c = WT_COND_TRUE;
-    else if (v->util >= 2 * below || v->power < 0.9 * share * limit)
-        c = WT_COND_FALSE;
-    bool fresh = v->t_power > g->last_power_t;
-    if (c == WT_COND_TRUE && !g->idle_on) {
         g->idle_on = true;
-        g->idle_since = v->t_power;
+        g->idle_since = t;
         g->idle_j = 0;
-    } else if (c == WT_COND_FALSE) {
-        g->idle_on = false;
+        g->idle_low_since = 0;
     }
+    bool fresh = v->t_power > g->last_power_t;
     if (g->idle_on && fresh && g->last_power_t && v->t_power > g->idle_since) {
         /* The energy drawn while idle: trapezoids over the power samples, never across a gap
          * of more than 3 intervals. */

@@ -640,6 +640,69 @@ WT_TEST(idle_burn_fires_with_the_energy_and_resolves_under_load)
     wt_alert_eval_free(e);
 }
 
+/* Ticks GPU 0 at second sec with utilization util and power w (limit 700 W: threshold 280 W). */
+static void tick_idle(struct wt_alert_eval *e, struct wt_batch *b, int sec, double util, double w)
+{
+    wt_batch_clear(b);
+    struct gv v = base;
+    v.util = util;
+    v.power = w;
+    add_gpu(b, 0, "NVIDIA H200", T0 + S(sec), &v);
+    tick(e, b, T0 + S(sec));
+}
+
+/* State changes of GPUIdleBurn: pending, and pending cleared before firing. */
+static int idle_changes(void)
+{
+    int n = 0;
+    for (int i = 0; i < nrec && i < 512; i++)
+        n += strcmp(recs[i].a.name, "GPUIdleBurn") == 0 &&
+             (recs[i].a.state == WT_ALERT_PENDING || recs[i].a.state == WT_ALERT_INACTIVE);
+    return n;
+}
+
+WT_TEST(idle_burn_hysteresis_when_power_swings_around_the_threshold)
+{
+    /* Idle (1%) at 300 W, 250 W, 300 W...: over and under 90% of the 280 W threshold every tick.
+     * One pending, no clear, firing after `for`: it is idle burn all along. */
+    load("alerts:\n  detectors:\n    idle_burn: {for: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    int s;
+    for (s = 0; s <= 90; s++)
+        tick_idle(e, &b, s, 0.01, s % 2 ? 250 : 300);
+    WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_PENDING, NULL), 1);
+    WT_EQ_INT(idle_changes(), 1);
+    WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_FIRING, NULL), 1);
+    /* Power under the band for good: cleared once the dwell (for: 60 s) has passed, not before. */
+    int resolved_at = -1;
+    for (; s <= 200 && resolved_at < 0; s++) {
+        tick_idle(e, &b, s, 0.01, 100);
+        if (count("GPUIdleBurn", WT_ALERT_RESOLVED, NULL) == 1)
+            resolved_at = s;
+    }
+    WT_EQ_INT(resolved_at, 91 + 60);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(idle_burn_utilization_flapping_changes_state_once_per_dwell)
+{
+    /* 360 W with utilization 1%, 50%, 1%...: work clears at once, but the alert comes back no
+     * sooner than the dwell: over 120 s at most 3 pending, never firing. */
+    load("alerts:\n  detectors:\n    idle_burn: {for: 60s}\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    for (int s = 0; s < 120; s++)
+        tick_idle(e, &b, s, s % 2 ? 0.5 : 0.01, 360);
+    WT_ASSERT(count("GPUIdleBurn", WT_ALERT_PENDING, NULL) >= 1);
+    WT_ASSERT(count("GPUIdleBurn", WT_ALERT_PENDING, NULL) <= 3);
+    WT_ASSERT(idle_changes() <= 6);
+    WT_EQ_INT(count("GPUIdleBurn", WT_ALERT_FIRING, NULL), 0);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
 WT_TEST(impossible_readings_fire_and_hold_a_while)
 {
     load("alerts:\n  detectors:\n    impossible: {power_margin: 0.1}\n", true);
