@@ -247,7 +247,16 @@ static bool check(const struct nvml_state *s, struct gpu *g, struct tick *tk, en
     if (r == NVML_ERROR_NOT_SUPPORTED && f < F_COUNT) {
         /* Absent on this GPU for good: never zero, and not asked again every tick. */
         g->unsupported |= 1u << f;
-        wt_debug(MOD, "%s: %s gpu=%u uuid=%s", feature_names[f], errstr(s, r), g->index, g->uuid);
+        if (f == F_ENERGY)
+            /* The counter is the figure to trust: its absence changes every energy figure of
+             * this GPU, so it is said once where people look, not at debug level. */
+            wt_info(MOD,
+                    "no energy counter gpu=%u uuid=%s (%s): its energy is integrated from power "
+                    "readings (wattage_gpu_energy_integrated_joules_total)",
+                    g->index, g->uuid, errstr(s, r));
+        else
+            wt_debug(MOD, "%s: %s gpu=%u uuid=%s", feature_names[f], errstr(s, r), g->index,
+                     g->uuid);
         return false;
     }
     if (r == NVML_ERROR_GPU_IS_LOST)
@@ -750,6 +759,11 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     rc = resolve(s, err);
     if (rc)
         goto fail;
+    if (!s->fn.energy)
+        wt_info(MOD,
+                "%s has no nvmlDeviceGetTotalEnergyConsumption: GPU energy is integrated from "
+                "power readings (wattage_gpu_energy_integrated_joules_total)",
+                s->library);
 
     nvmlReturn_t r = s->fn.init();
     if (r != NVML_SUCCESS) {

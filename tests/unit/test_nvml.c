@@ -16,6 +16,7 @@
 #include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -543,7 +544,8 @@ WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
     wt_nvml_collector.close(st);
 }
 
-WT_TEST(persistence_mode_off_is_warned_once)
+/* Sends stderr to the test's file "stderr" until log_end; returns the saved descriptor. */
+static int log_begin(void)
 {
     char path[PATH_MAX];
     snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
@@ -551,6 +553,35 @@ WT_TEST(persistence_mode_off_is_warned_once)
     WT_ASSERT(fd >= 0);
     int saved = dup(2);
     dup2(fd, 2);
+    close(fd);
+    return saved;
+}
+
+/* Restores stderr. */
+static void log_end(int saved)
+{
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+}
+
+/* How many lines captured since log_begin contain both a and b (b may be NULL). */
+static int logged(const char *a, const char *b)
+{
+    char path[PATH_MAX], line[1024];
+    int n = 0;
+    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof line, f))
+        n += strstr(line, a) && (!b || strstr(line, b));
+    if (f)
+        fclose(f);
+    return n;
+}
+
+WT_TEST(persistence_mode_off_is_warned_once)
+{
+    int saved = log_begin();
     setenv("FAKE_NVML_PERSISTENCE", "0", 1);
     setenv("FAKE_NVML_GPUS", "2", 1);
     void *st = open_ok(fake(), 100);
@@ -558,16 +589,30 @@ WT_TEST(persistence_mode_off_is_warned_once)
     poll_ok(st, &b);
     poll_ok(st, &b);
     wt_nvml_collector.close(st);
-    dup2(saved, 2);
-    close(fd);
-    FILE *f = fopen(path, "r");
-    char line[1024];
-    int n = 0;
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, "persistence mode is off") != NULL;
-    if (f)
-        fclose(f);
-    WT_EQ_INT(n, 2);
+    log_end(saved);
+    WT_EQ_INT(logged("persistence mode is off", NULL), 2);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_missing_energy_counter_is_said_once_per_gpu_at_info)
+{
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    setenv("FAKE_NVML_NOT_SUPPORTED", "energy", 1);
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 5; i++)
+        poll_ok(st, &b);
+    wt_nvml_collector.close(st);
+    log_end(saved);
+    /* Five polls, three GPUs: one line each, at info, saying what stands in for the counter. */
+    WT_EQ_INT(logged(" info  nvml: no energy counter gpu=", "integrated"), 3);
+    for (unsigned int g = 0; g < 3; g++) {
+        char want[64];
+        snprintf(want, sizeof want, "no energy counter gpu=%u uuid=GPU-fake-0000-%u ", g, g);
+        WT_EQ_INT(logged(want, NULL), 1);
+    }
     wt_batch_free(&b);
 }
 
