@@ -9,6 +9,8 @@
  * Non-GPU series carry their own labels ("package", "domain"); imported ones add "node".
  * The total counts every listed series except RAPL sub-domains that another one contains
  * (core, uncore within package; psys contains all): those say "in_total": false.
+ * --method counter or integrated where no GPU series of that kind covers any of the window is a
+ * runtime failure (exit 1, said on stderr), not a total of 0.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -100,6 +102,15 @@ static void describe(const struct wt_energy_row *r, char *buf, size_t n)
     if (strncmp(m, "wattage_", 8) == 0)
         m += 8;
     snprintf(buf + off, n - off, "%.*s {%s}", (int)strcspn(m, "_"), m, r->s.labels);
+}
+
+/* Some chosen GPU series covers part of the window. */
+static bool gpu_method_covers(const struct wt_energy_row *rows, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].chosen && wt_metric_is_gpu_energy(rows[i].s.metric) && rows[i].covered_s > 0)
+            return true;
+    return false;
 }
 
 static void human_energy(double j, char *buf, size_t n)
@@ -207,6 +218,19 @@ int wt_cmd_energy(int argc, char **argv)
     for (size_t i = 0; i < n && strcmp(method, "auto") != 0; i++) {
         if (wt_metric_is_gpu_energy(rows[i].s.metric))
             rows[i].chosen = strcmp(rows[i].method, method) == 0;
+    }
+    if (strcmp(method, "auto") != 0 && !gpu_method_covers(rows, n)) {
+        /* Asked for one kind by name: a total of 0 would read as "no energy used". */
+        fprintf(stderr, "wattage energy: --method %s: no GPU %s in the store covers %s .. %s%s\n",
+                method, strcmp(method, "counter") == 0 ? "energy counter" : "integrated energy",
+                from_s, to_s,
+                strcmp(method, "counter") == 0
+                    ? " (GPUs without a counter and imported logs have integrated power only: "
+                      "try --method integrated or auto)"
+                    : "");
+        free(rows);
+        wt_store_close(st);
+        return 1;
     }
     char fs[40], ts[40], host[64] = "localhost";
     wt_time_format(from, from % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
