@@ -555,10 +555,11 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
             }
         }
     }
-    if (rename_legacy_integrated(s) != 0) {
-        rc = db_error(s, err, "cannot rename the integrated GPU energy series");
-        goto fail;
-    }
+    /* Not fatal (a store on a read-only medium): the old rows keep their kind, and queries
+     * pair them with the counter as before. */
+    if (rename_legacy_integrated(s) != 0)
+        wt_warn(MOD, "%s: cannot rename the integrated GPU energy series: %s", path,
+                sqlite3_errmsg(s->db));
     if (sqlite3_prepare_v3(s->db, "INSERT OR IGNORE INTO readings(series, t, v) VALUES(?,?,?)", -1,
                            SQLITE_PREPARE_PERSISTENT, &s->ins_reading, NULL) ||
         sqlite3_prepare_v3(s->db,

@@ -58,7 +58,8 @@ struct wt_store_opts {
  * Opens (and with opts->create, creates) the store at path: WAL, synchronous=NORMAL, schema
  * checked or made; series of the GPU's integrated energy written before it had its own metric
  * (wattage_gpu_energy_joules_total{…,method="integrated"}) are renamed to
- * wattage_gpu_energy_integrated_joules_total{…}. opts may be NULL (defaults, create). Returns 0,
+ * wattage_gpu_energy_integrated_joules_total{…} (when that fails, a warning: queries still
+ * tell them by their kind). opts may be NULL (defaults, create). Returns 0,
  * -ENOENT when the file does not exist and create is off, or another negative errno; err says
  * what failed and where.
  */
