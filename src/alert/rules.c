@@ -517,23 +517,32 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
     if ((rc = wt_y_keys(&g, x, "alerts.alertmanager", k_am)) ||
         (rc = url(&g, x, "alerts.alertmanager", out->alertmanager.url,
                   sizeof out->alertmanager.url)) ||
-        (rc = wt_y_duration(&g, x, "alerts.alertmanager", "resend_interval", false,
-                            &out->alertmanager.resend_ns)) ||
-        (rc = wt_y_duration(&g, x, "alerts.alertmanager", "timeout", false,
-                            &out->alertmanager.timeout_ns)) ||
+        (rc = wt_y_duration_in(&g, x, "alerts.alertmanager", "resend_interval", false, WT_Y_S,
+                               86400 * WT_Y_S,
+                               "resending more often than every second floods Alertmanager; "
+                               "it resolves an alert not resent within its resolve_timeout",
+                               &out->alertmanager.resend_ns)) ||
+        (rc = wt_y_duration_in(&g, x, "alerts.alertmanager", "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                               WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT,
+                               &out->alertmanager.timeout_ns)) ||
         (rc = wt_y_string(&g, x, "alerts.alertmanager", "generator_url", false,
                           out->alertmanager.generator_url, sizeof out->alertmanager.generator_url)))
         goto fail;
     x = wt_y_get(node, "webhook");
     if ((rc = wt_y_keys(&g, x, "alerts.webhook", k_wh)) ||
         (rc = url(&g, x, "alerts.webhook", out->webhook.url, sizeof out->webhook.url)) ||
-        (rc = wt_y_duration(&g, x, "alerts.webhook", "timeout", false, &out->webhook.timeout_ns)))
+        (rc = wt_y_duration_in(&g, x, "alerts.webhook", "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                               WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT,
+                               &out->webhook.timeout_ns)))
         goto fail;
     x = wt_y_get(node, "exec");
     if ((rc = wt_y_keys(&g, x, "alerts.exec", k_ex)) ||
         (rc = wt_y_string(&g, x, "alerts.exec", "command", false, out->exec.command,
                           sizeof out->exec.command)) ||
-        (rc = wt_y_duration(&g, x, "alerts.exec", "timeout", false, &out->exec.timeout_ns)))
+        (rc = wt_y_duration_in(&g, x, "alerts.exec", "timeout", false, 100 * WT_Y_MS, 3600 * WT_Y_S,
+                               "a command needs more than 100ms to start; one that runs an "
+                               "hour holds every delivery after it",
+                               &out->exec.timeout_ns)))
         goto fail;
     if (out->exec.command[0]) {
         /* Split now as delivery will, so an unterminated quote is a file:line error at load. */

@@ -149,12 +149,15 @@ static int parse_source(const struct wt_yget *g, const struct wt_ynode *n, const
         (rc = wt_y_string(g, n, path, "token_file", false, s->token_file, sizeof s->token_file)) ||
         (rc = wt_y_string(g, n, path, "token_header", false, s->token_header,
                           sizeof s->token_header)) ||
-        (rc = wt_y_duration(g, n, path, "interval", false, &s->interval_ns)) ||
-        (rc = wt_y_duration(g, n, path, "timeout", false, &s->timeout_ns)) ||
-        (s->timeout_ns > WT_CARBON_MAX_TIMEOUT_NS &&
-         (rc = wt_y_fail(g, wt_y_get(n, "timeout"), wt_y_path(p, sizeof p, path, "timeout"),
-                         "expected at most 60s"))) ||
-        (rc = wt_y_duration(g, n, path, "retry", false, &s->retry_ns)) ||
+        (rc = wt_y_duration_in(g, n, path, "interval", false, 60 * WT_Y_S, 86400 * WT_Y_S,
+                               "carbon intensity changes every 5 to 60 minutes; fetching it more "
+                               "often than every minute only gets a source to rate-limit you",
+                               &s->interval_ns)) ||
+        (rc = wt_y_duration_in(g, n, path, "timeout", false, 100 * WT_Y_MS,
+                               WT_CARBON_MAX_TIMEOUT_NS, WT_Y_WHY_NET_TIMEOUT, &s->timeout_ns)) ||
+        (rc = wt_y_duration_in(g, n, path, "retry", false, WT_Y_S, 86400 * WT_Y_S,
+                               "retrying a failed source more often than every second hammers it",
+                               &s->retry_ns)) ||
         (rc = parse_zone(g, n, path, "zone", s->zone)))
         return rc;
     for (const char *h = s->token_header; *h; h++) {

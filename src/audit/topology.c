@@ -237,6 +237,11 @@ static int parse_topology(const struct wt_yget *g, const struct wt_ynode *n, str
     return 0;
 }
 
+/* KPIs are computed from the store over windows of minutes: a tick under a second only spins. */
+#define WHY_KPI_TICK                                                                               \
+    "each tick queries the store over a window of minutes; more often than every second only "     \
+    "spins, less often than daily is no longer a gauge"
+
 static int parse_facility(const struct wt_yget *g, const struct wt_ynode *n, struct wt_topology *t)
 {
     char p[256];
@@ -244,11 +249,12 @@ static int parse_facility(const struct wt_yget *g, const struct wt_ynode *n, str
     if ((rc = wt_y_keys(g, n, "facility", fac_keys)) ||
         (rc = wt_y_double(g, n, "facility", "pue_assumed", 1, 10, &t->pue_assumed)) ||
         (rc = wt_y_double(g, n, "facility", "wue_assumed", 0, 1000, &t->wue_assumed)) ||
-        (rc = wt_y_duration(g, n, "facility", "part_load_interval", false,
-                            &t->part_load_interval_ns)) ||
+        (rc = wt_y_duration_in(g, n, "facility", "part_load_interval", false, WT_Y_S,
+                               86400 * WT_Y_S, WHY_KPI_TICK, &t->part_load_interval_ns)) ||
         (rc = wt_y_double(g, n, "facility", "min_coverage", 0, 1, &t->min_coverage)) ||
         (rc = wt_y_duration(g, n, "facility", "kpi_window", false, &t->kpi_window_ns)) ||
-        (rc = wt_y_duration(g, n, "facility", "kpi_interval", false, &t->kpi_interval_ns)))
+        (rc = wt_y_duration_in(g, n, "facility", "kpi_interval", false, WT_Y_S, 86400 * WT_Y_S,
+                               WHY_KPI_TICK, &t->kpi_interval_ns)))
         return rc;
     const struct wt_ynode *b = wt_y_get(n, "part_load_bands");
     if (b && !wt_ynode_is_null(b)) {
@@ -277,8 +283,8 @@ static int parse_facility(const struct wt_yget *g, const struct wt_ynode *n, str
         (rc = wt_y_double(g, r, "facility.reconcile", "chips_tolerance", 0, 1,
                           &t->chips_tolerance)) ||
         (rc = wt_y_double(g, r, "facility.reconcile", "drift_bound", 0, 1, &t->drift_bound)) ||
-        (rc = wt_y_duration(g, r, "facility.reconcile", "interval", false,
-                            &t->reconcile_interval_ns)))
+        (rc = wt_y_duration_in(g, r, "facility.reconcile", "interval", false, WT_Y_S,
+                               86400 * WT_Y_S, WHY_KPI_TICK, &t->reconcile_interval_ns)))
         return rc;
     return 0;
 }

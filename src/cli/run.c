@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "core/loop.h"
 #include "core/yamltree.h"
+#include "core/yget.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
 #include "store/store.h"
@@ -219,13 +220,19 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
         case 'd':
             o->db = optarg;
             break;
-        case 'i':
-            if (wt_duration_parse(optarg, &o->interval_ns) != 0) {
-                fprintf(stderr, "wattage run: --interval: expected seconds > 0 (got \"%s\")\n",
-                        optarg);
+        case 'i': {
+            /* The same range as daemon.interval: --interval 1ns is the same typo. */
+            char msg[400], shown[80];
+            if (wt_duration_parse(optarg, &o->interval_ns) != 0)
+                o->interval_ns = -1;
+            wt_y_show(optarg, shown, sizeof shown);
+            if (wt_config_check_duration("daemon.interval", o->interval_ns, shown, msg,
+                                         sizeof msg) != 0) {
+                fprintf(stderr, "wattage run: --interval: %s\n", msg);
                 return 2;
             }
             break;
+        }
         case 'D':
             if (wt_duration_parse(optarg, &o->duration_ns) != 0) {
                 fprintf(stderr, "wattage run: --duration: expected a duration (got \"%s\")\n",
@@ -234,8 +241,13 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             }
             break;
         case 'S':
-            if (wt_duration_parse(optarg, &o->summary_ns) != 0) {
-                fprintf(stderr, "wattage run: --summary-interval: expected a duration\n");
+            /* A summary line per tick of a 1ns interval would be the log; at least 1 s. */
+            if (wt_duration_parse(optarg, &o->summary_ns) != 0 || o->summary_ns < WT_NS_PER_S) {
+                fprintf(stderr,
+                        "wattage run: --summary-interval: expected a duration of at least 1s "
+                        "such as 60s or 5m (got \"%s\"): the summary is a log line, not a "
+                        "sample\n",
+                        optarg);
                 return 2;
             }
             break;

@@ -340,9 +340,11 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "timeout", false, &t->timeout_ns);
+        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "interval", false, &t->interval_ns);
+        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
+                              WT_Y_WHY_NET_POLL, &t->interval_ns);
     if (!rc)
         rc = wt_y_string(g, m, path, "node", false, t->node, sizeof t->node);
     if (!rc)

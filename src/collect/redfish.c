@@ -188,9 +188,11 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_bool(g, m, path, "insecure", &t->insecure);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "timeout", false, &t->timeout_ns);
+        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "interval", false, &t->interval_ns);
+        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
+                              WT_Y_WHY_NET_POLL, &t->interval_ns);
     if (!rc)
         rc = wt_y_int(g, m, path, "max_response_bytes", 1024, 256 << 20, &maxr);
     if (!rc)

@@ -313,16 +313,14 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
         rc = wt_y_string(g, item, path, "priv_password_file", false, t->priv_password_file,
                          sizeof t->priv_password_file);
     if (!rc)
-        rc = wt_y_duration(g, item, path, "timeout", false, &t->timeout_ns);
-    if (!rc && t->timeout_ns > 60 * WT_NS_PER_S)
-        rc = wt_y_fail(g, wt_y_get(item, "timeout"), wt_y_path(p, sizeof p, path, "timeout"),
-                       "expected a duration of at most 60s (got %.3g s)",
-                       (double)t->timeout_ns / WT_NS_PER_S);
+        rc = wt_y_duration_in(g, item, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
     if (!rc)
         rc = wt_y_int(g, item, path, "retries", 0, 10, &retries);
     t->retries = (int)retries;
     if (!rc)
-        rc = wt_y_duration(g, item, path, "interval", false, &t->interval_ns);
+        rc = wt_y_duration_in(g, item, path, "interval", false, WT_Y_NET_POLL_MIN,
+                              WT_Y_NET_POLL_MAX, WT_Y_WHY_NET_POLL, &t->interval_ns);
     if (!rc)
         rc = wt_y_string(g, item, path, "profile", false, t->profile, sizeof t->profile);
     if (!rc && strcmp(t->profile, "auto") != 0 && strcmp(t->profile, "generic") != 0 &&

@@ -35,20 +35,50 @@ struct field {
     unsigned flags;
     size_t off, size;
     const char *def; /* the default, written as in a file and parsed like one */
+    /* Durations: the range a value must lie in (0 as "inherit" aside), and why, for messages. */
+    int64_t min_ns, max_ns;
+    const char *why;
 };
 
 #define FIELD(path, type, member, flags, def)                                                      \
     {                                                                                              \
         path, type, flags, offsetof(struct wt_config, member),                                     \
-            sizeof(((struct wt_config *)0)->member), def                                           \
+            sizeof(((struct wt_config *)0)->member), def, 0, 0, NULL                               \
     }
+#define DURATION(path, member, flags, def, min_ns, max_ns, why)                                    \
+    {                                                                                              \
+        path, T_DURATION, flags, offsetof(struct wt_config, member),                               \
+            sizeof(((struct wt_config *)0)->member), def, min_ns, max_ns, why                      \
+    }
+
+#define MS WT_NS_PER_MS
+#define SEC WT_NS_PER_S
+#define HOUR (3600 * WT_NS_PER_S)
+#define DAY (86400 * WT_NS_PER_S)
+/*
+ * The reasons behind the bounds. A poll interval of 1ns (a typo for 1s) makes a collector spin:
+ * it saturates a core and drops millions of readings a second; an hour-long one leaves nothing
+ * to integrate energy from.
+ */
+#define WHY_POLL                                                                                   \
+    "polling more often than every 10ms saturates a core and floods the store; less often than "   \
+    "every hour leaves gaps in every energy figure"
+#define WHY_NET_POLL                                                                               \
+    "a network device polled more often than every 100ms is hammered and answers late; less "      \
+    "often than every hour leaves gaps in every energy figure"
+#define WHY_FLUSH                                                                                  \
+    "flushing more often than every 10ms spins the writer; a kill -9 loses up to one flush "       \
+    "interval, so more than 10m is a lot to lose"
+#define WHY_RETENTION                                                                              \
+    "raw readings kept less than an hour would be pruned before queries and rollups use them; "    \
+    "more than 100 years is a typo"
 
 /*
  * The schema. Keep sections together (wt_config_write nests by common prefix) and keep
  * deploy/wattage.yaml in step: a test checks that it names every key here.
  */
 static const struct field fields[] = {
-    FIELD("daemon.interval", T_DURATION, daemon.interval_ns, 0, "1s"),
+    DURATION("daemon.interval", daemon.interval_ns, 0, "1s", 10 * MS, HOUR, WHY_POLL),
     FIELD("daemon.listen", T_LISTEN, daemon.listen, F_NONEMPTY, "127.0.0.1:9747"),
     FIELD("daemon.log_level", T_LOG_LEVEL, daemon.log_level, 0, "info"),
     FIELD("daemon.tls.cert", T_PATH, daemon.tls.cert, 0, ""),
@@ -57,26 +87,31 @@ static const struct field fields[] = {
     FIELD("daemon.auth.token_file", T_PATH, daemon.auth.token_file, 0, ""),
     FIELD("daemon.auth.protect_reads", T_BOOL, daemon.auth.protect_reads, 0, "false"),
     FIELD("store.path", T_PATH, store.path, F_NONEMPTY, "/var/lib/wattage/wattage.db"),
-    FIELD("store.flush_interval", T_DURATION, store.flush_ns, 0, "1s"),
-    FIELD("store.retention.raw", T_DURATION, store.retention_raw_ns, 0, "7d"),
-    FIELD("store.retention.rollup", T_DURATION, store.retention_rollup_ns, 0, "400d"),
+    DURATION("store.flush_interval", store.flush_ns, 0, "1s", 10 * MS, 10 * 60 * SEC, WHY_FLUSH),
+    DURATION("store.retention.raw", store.retention_raw_ns, 0, "7d", HOUR, 36500 * DAY,
+             WHY_RETENTION),
+    DURATION("store.retention.rollup", store.retention_rollup_ns, 0, "400d", HOUR, 36500 * DAY,
+             WHY_RETENTION),
     FIELD("collectors.nvml.enabled", T_BOOL, collectors.nvml.enabled, 0, "true"),
-    FIELD("collectors.nvml.interval", T_DURATION, collectors.nvml.interval_ns, F_ZERO_INHERITS,
-          "0"),
+    DURATION("collectors.nvml.interval", collectors.nvml.interval_ns, F_ZERO_INHERITS, "0", 10 * MS,
+             HOUR, WHY_POLL),
     FIELD("collectors.nvml.library", T_PATH, collectors.nvml_library, F_NONEMPTY,
           "libnvidia-ml.so.1"),
     FIELD("collectors.rapl.enabled", T_BOOL, collectors.rapl.enabled, 0, "true"),
-    FIELD("collectors.rapl.interval", T_DURATION, collectors.rapl.interval_ns, F_ZERO_INHERITS,
-          "0"),
+    DURATION("collectors.rapl.interval", collectors.rapl.interval_ns, F_ZERO_INHERITS, "0", 10 * MS,
+             HOUR, WHY_POLL),
     FIELD("collectors.procfs.enabled", T_BOOL, collectors.procfs.enabled, 0, "true"),
-    FIELD("collectors.procfs.interval", T_DURATION, collectors.procfs.interval_ns, F_ZERO_INHERITS,
-          "0"),
+    DURATION("collectors.procfs.interval", collectors.procfs.interval_ns, F_ZERO_INHERITS, "0",
+             10 * MS, HOUR, WHY_POLL),
     FIELD("collectors.snmp.enabled", T_BOOL, collectors.snmp.enabled, 0, "true"),
-    FIELD("collectors.snmp.interval", T_DURATION, collectors.snmp.interval_ns, 0, "10s"),
+    DURATION("collectors.snmp.interval", collectors.snmp.interval_ns, 0, "10s", 100 * MS, HOUR,
+             WHY_NET_POLL),
     FIELD("collectors.redfish.enabled", T_BOOL, collectors.redfish.enabled, 0, "true"),
-    FIELD("collectors.redfish.interval", T_DURATION, collectors.redfish.interval_ns, 0, "10s"),
+    DURATION("collectors.redfish.interval", collectors.redfish.interval_ns, 0, "10s", 100 * MS,
+             HOUR, WHY_NET_POLL),
     FIELD("collectors.modbus.enabled", T_BOOL, collectors.modbus.enabled, 0, "true"),
-    FIELD("collectors.modbus.interval", T_DURATION, collectors.modbus.interval_ns, 0, "5s"),
+    DURATION("collectors.modbus.interval", collectors.modbus.interval_ns, 0, "5s", 100 * MS, HOUR,
+             WHY_NET_POLL),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 #define PATH_MAX_LEN 256
@@ -358,8 +393,7 @@ void wt_config_defaults(struct wt_config *c)
         (void)set_value(&fields[i], fields[i].def, c, why, sizeof why);
 }
 
-/* The largest unit that divides exactly: 7d, 90m, 1500ms; 0 as "0". */
-static void format_duration(int64_t ns, char *buf, size_t n)
+void wt_config_format_duration(int64_t ns, char *buf, size_t n)
 {
     static const struct {
         const char *u;
@@ -381,6 +415,48 @@ static void format_duration(int64_t ns, char *buf, size_t n)
             return;
         }
     }
+}
+
+/*
+ * A duration outside the field's range: fills msg with what was expected, the bound broken and
+ * why ("a duration from 10ms to 1h (got \"1ns\", below 10ms): polling ...") and returns -ERANGE.
+ * 0 (inherit) and fields without a range pass.
+ */
+static int check_range(const struct field *f, int64_t ns, const char *shown, char *msg, size_t n)
+{
+    char lo[32], hi[32], v[32];
+    if (f->type != T_DURATION || !f->max_ns || (ns == 0 && (f->flags & F_ZERO_INHERITS)))
+        return 0;
+    if (ns >= f->min_ns && ns <= f->max_ns)
+        return 0;
+    wt_config_format_duration(f->min_ns, lo, sizeof lo);
+    wt_config_format_duration(f->max_ns, hi, sizeof hi);
+    if (ns < 0) { /* not a duration at all */
+        snprintf(msg, n, "expected a duration from %s to %s such as 1s or 500ms%s (got %s)", lo, hi,
+                 f->flags & F_ZERO_INHERITS ? ", or 0 to use daemon.interval" : "",
+                 shown ? shown : "nothing");
+        return -ERANGE;
+    }
+    if (!shown) {
+        wt_config_format_duration(ns, v, sizeof v);
+        shown = v;
+    }
+    snprintf(msg, n, "expected a duration from %s to %s%s (got %s, %s %s): %s", lo, hi,
+             f->flags & F_ZERO_INHERITS ? ", or 0 to use daemon.interval" : "", shown,
+             ns < f->min_ns ? "below" : "above", ns < f->min_ns ? lo : hi, f->why);
+    return -ERANGE;
+}
+
+int wt_config_check_duration(const char *path, int64_t ns, const char *shown, char *msg, size_t n)
+{
+    const struct field *f = NULL;
+    for (size_t i = 0; i < NFIELDS && !f; i++)
+        if (strcmp(fields[i].path, path) == 0)
+            f = &fields[i];
+    if (!f || f->type != T_DURATION)
+        return -ENOENT;
+    msg[0] = '\0';
+    return check_range(f, ns, shown, msg, n);
 }
 
 /* ---- walking the tree ------------------------------------------------------------------------ */
@@ -517,6 +593,12 @@ static int apply(struct ctx *x, const struct field *f, const struct wt_ynode *e)
         return wt_err_set(x->err, "%s:%d: %s: expected %s%s (got %s)", x->name, e->line, f->path,
                           expectation(f), why, got);
     }
+    if (f->type == T_DURATION) {
+        char msg[400];
+        wt_y_show(v, got, sizeof got);
+        if (check_range(f, *(const int64_t *)((const char *)x->c + f->off), got, msg, sizeof msg))
+            return wt_err_set(x->err, "%s:%d: %s: %s", x->name, e->line, f->path, msg);
+    }
     x->line[f - fields] = e->line;
     return 0;
 }
@@ -607,8 +689,8 @@ static int cross_checks(struct ctx *x)
                           "token that readers must present)",
                           x->name, line_of(x, "daemon.auth.protect_reads"));
     if (c->store.retention_rollup_ns < c->store.retention_raw_ns) {
-        format_duration(c->store.retention_rollup_ns, a, sizeof a);
-        format_duration(c->store.retention_raw_ns, b, sizeof b);
+        wt_config_format_duration(c->store.retention_rollup_ns, a, sizeof a);
+        wt_config_format_duration(c->store.retention_raw_ns, b, sizeof b);
         l = line_of(x, "store.retention.rollup");
         if (!l)
             l = line_of(x, "store.retention.raw");
@@ -843,7 +925,7 @@ int wt_config_write(const struct wt_config *c, FILE *f)
         }
         case T_DURATION: {
             char d[32];
-            format_duration(*(const int64_t *)src, d, sizeof d);
+            wt_config_format_duration(*(const int64_t *)src, d, sizeof d);
             fputs(d, f);
             break;
         }

@@ -104,6 +104,19 @@ int64_t wt_config_interval(const struct wt_config *c, const struct wt_collector_
  */
 int wt_config_parse_listen(const char *s, char *host, size_t hostlen, int *port) WT_MUST_USE;
 
+/*
+ * Checks a duration for the key at path (such as "daemon.interval", for a --interval flag)
+ * against the range the schema gives it. Returns 0 when within; -ERANGE with msg filled ("expected
+ * a duration from 10ms to 1h (got 1ns, below 10ms): why"; shown is the value as written, or NULL
+ * to format ns); -ENOENT when path is not a duration key. A negative ns stands for text that is
+ * not a duration: msg then says what is expected, with the range.
+ */
+int wt_config_check_duration(const char *path, int64_t ns, const char *shown, char *msg,
+                             size_t n) WT_MUST_USE;
+
+/* Formats ns in the largest unit that divides it exactly: 7d, 90m, 1500ms; 0 as "0". */
+void wt_config_format_duration(int64_t ns, char *buf, size_t n);
+
 /* Parses a YAML-style boolean: true/false, yes/no, on/off (any case). Returns 0 or -EINVAL. */
 int wt_config_parse_bool(const char *s, bool *out) WT_MUST_USE;
 

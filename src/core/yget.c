@@ -61,7 +61,7 @@ char *wt_y_index(char *out, size_t n, const char *path, size_t i)
 int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path, const char *fmt,
               ...)
 {
-    char msg[256];
+    char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
@@ -281,6 +281,43 @@ int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const cha
             return bad(g, map, path, key, what, v);
     if (wt_duration_parse(v, &ns) != 0 || ns <= 0)
         return bad(g, map, path, key, what, v);
+    if (ns > WT_Y_DURATION_MAX)
+        return bad(g, map, path, key, "a duration of at most 100 years", v);
+    *out_ns = ns;
+    return 0;
+}
+
+int wt_y_duration_in(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                     const char *key, bool allow_zero, int64_t min_ns, int64_t max_ns,
+                     const char *why, int64_t *out_ns)
+{
+    char lo[32], hi[32], what[160], p[256], got[80];
+    int64_t ns = 0;
+    wt_config_format_duration(min_ns, lo, sizeof lo);
+    wt_config_format_duration(max_ns, hi, sizeof hi);
+    snprintf(what, sizeof what, "a duration from %s to %s such as %s%s", lo, hi,
+             min_ns <= WT_NS_PER_S && max_ns >= WT_NS_PER_S ? "1s" : lo,
+             allow_zero ? ", or 0" : "");
+    const char *v;
+    int rc = scalar(g, map, path, key, what, &v);
+    if (rc || !v)
+        return rc;
+    /* Parse failures keep wt_y_duration's checks, with this range in the message. */
+    struct wt_err inner = {{0}};
+    struct wt_yget quiet = {g->file, &inner};
+    if (wt_y_duration(&quiet, map, path, key, allow_zero, &ns) != 0)
+        return bad(g, map, path, key, what, v);
+    if (ns == 0 && allow_zero) {
+        *out_ns = 0;
+        return 0;
+    }
+    if (ns < min_ns || ns > max_ns) {
+        wt_y_show(v, got, sizeof got);
+        return wt_y_fail(g, wt_y_get(map, key), wt_y_path(p, sizeof p, path, key),
+                         "expected a duration from %s to %s%s (got %s, %s %s)%s%s", lo, hi,
+                         allow_zero ? ", or 0" : "", got, ns < min_ns ? "below" : "above",
+                         ns < min_ns ? lo : hi, why ? ": " : "", why ? why : "");
+    }
     *out_ns = ns;
     return 0;
 }

@@ -50,6 +50,30 @@ int wt_y_bool(const struct wt_yget *g, const struct wt_ynode *map, const char *p
 /* A duration > 0 ("30s", "5m", "1h30m"; a bare number is seconds), or 0 when allow_zero. */
 int wt_y_duration(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
                   const char *key, bool allow_zero, int64_t *out_ns) WT_MUST_USE;
+/*
+ * A duration within [min_ns, max_ns] (or 0 when allow_zero), for intervals, timeouts and retry
+ * delays, where a typo ("1ns" for "1s") is harmful: a value outside is refused with the bound it
+ * broke and why ("expected a duration from 100ms to 5m (got \"1ns\", below 100ms): <why>").
+ * Plain wt_y_duration keeps any value from 1ns to WT_Y_DURATION_MAX.
+ */
+int wt_y_duration_in(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
+                     const char *key, bool allow_zero, int64_t min_ns, int64_t max_ns,
+                     const char *why, int64_t *out_ns) WT_MUST_USE;
+#define WT_Y_DURATION_MAX (100LL * 365 * 86400 * 1000000000LL) /* 100 years: past it, a typo */
+
+/* The ranges shared by every section, so that one kind of key has one rule. */
+#define WT_Y_MS 1000000LL
+#define WT_Y_S 1000000000LL
+#define WT_Y_NET_POLL_MIN (100 * WT_Y_MS) /* a network target's poll interval */
+#define WT_Y_NET_POLL_MAX (3600 * WT_Y_S)
+#define WT_Y_WHY_NET_POLL                                                                          \
+    "a device polled more often than every 100ms is hammered and answers late; an hour between "   \
+    "polls leaves gaps in every energy figure"
+#define WT_Y_NET_TIMEOUT_MIN (10 * WT_Y_MS) /* a request to a device or a receiver */
+#define WT_Y_NET_TIMEOUT_MAX (60 * WT_Y_S)
+#define WT_Y_WHY_NET_TIMEOUT                                                                       \
+    "under 10ms even a local network times out; over 60s one dead peer stalls the others"
+
 /* A finite number within [min, max]. */
 int wt_y_double(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
                 const char *key, double min, double max, double *out) WT_MUST_USE;

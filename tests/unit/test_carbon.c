@@ -717,7 +717,8 @@ WT_TEST(config_section_parsed_and_errors_name_file_line_and_path)
          "w.yaml:5: carbon.sources[0].url: expected an http:// or https:// URL"},
         {"carbon:\n  zone: GB\n  sources:\n    - kind: uk_api\n      url: http://x\n"
          "      timeout: 5m\n",
-         "w.yaml:6: carbon.sources[0].timeout: expected at most 60s"},
+         "w.yaml:6: carbon.sources[0].timeout: expected a duration from 100ms to 1m (got \"5m\", "
+         "above 1m)"},
         {"carbon:\n  zone: \"G B\"\n", "w.yaml:2: carbon.zone: expected a zone name"},
         {"carbon:\n  zone: GB\n  sources:\n    - kind: uk_api\n      url: http://x\n"
          "      token_header: \"a: b\"\n",

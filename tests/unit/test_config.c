@@ -111,7 +111,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.collectors.nvml.interval_ns, 2 * WT_NS_PER_S);
     WT_EQ_STR(c.collectors.nvml_library, "/opt/nvidia/lib/libnvidia-ml.so.1");
     WT_EQ_INT(c.collectors.rapl.enabled, false);
-    WT_EQ_INT(c.collectors.rapl.interval_ns, 5400 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.rapl.interval_ns, 1830 * WT_NS_PER_S);
     WT_EQ_INT(c.collectors.procfs.enabled, false);
     WT_EQ_INT(c.collectors.procfs.interval_ns, 10 * WT_NS_PER_S);
 
@@ -155,7 +155,7 @@ WT_TEST(every_key_round_trips)
     /* Strings that need quoting, and durations that are not whole units. */
     snprintf(c.store.path, sizeof c.store.path, "/tmp/a \"quoted\" #not-a-comment: x.db");
     c.daemon.interval_ns = 1500 * WT_NS_PER_MS;
-    c.store.flush_ns = 7;
+    c.store.flush_ns = 10 * WT_NS_PER_MS + 7;
     roundtrip(&c);
 }
 
@@ -674,4 +674,117 @@ WT_TEST(yaml_trees_compare_by_content)
     wt_ynode_free(a);
     wt_ynode_free(b);
     wt_ynode_free(c);
+}
+
+/*
+ * Every interval and timeout has a range: a typo such as "1ns" for "1s" (a collector that spins
+ * on a core) or "1000d" is refused with the bound it broke and why, naming file:line and key.
+ * The module sections (targets, alerts, carbon, facility) go through the same load.
+ */
+WT_TEST(every_interval_and_timeout_is_bounded)
+{
+    static const struct {
+        const char *yaml, *want;
+    } bad[] = {
+        {"daemon:\n  interval: 1ns\n", "t.yaml:2: daemon.interval: expected a duration from 10ms "
+                                       "to 1h (got \"1ns\", below 10ms): "
+                                       "polling more often than every 10ms saturates a core"},
+        {"daemon:\n  interval: 9ms\n", "t.yaml:2: daemon.interval: expected a duration from 10ms"},
+        {"daemon:\n  interval: 2h\n", "(got \"2h\", above 1h)"},
+        {"collectors:\n  nvml:\n    interval: 1us\n",
+         "t.yaml:3: collectors.nvml.interval: expected a duration from 10ms to 1h, or 0 to use "
+         "daemon.interval (got \"1us\", below 10ms)"},
+        {"collectors:\n  rapl:\n    interval: 5ms\n", "t.yaml:3: collectors.rapl.interval:"},
+        {"collectors:\n  procfs:\n    interval: 1ns\n", "t.yaml:3: collectors.procfs.interval:"},
+        {"collectors:\n  snmp:\n    interval: 10ms\n",
+         "t.yaml:3: collectors.snmp.interval: expected a duration from 100ms to 1h (got \"10ms\", "
+         "below 100ms): a network device"},
+        {"collectors:\n  redfish:\n    interval: 1ns\n", "t.yaml:3: collectors.redfish.interval:"},
+        {"collectors:\n  modbus:\n    interval: 30d\n", "(got \"30d\", above 1h)"},
+        {"store:\n  flush_interval: 1ns\n",
+         "t.yaml:2: store.flush_interval: expected a duration from 10ms to 10m (got \"1ns\", "
+         "below 10ms): flushing more often"},
+        {"store:\n  flush_interval: 1h\n", "(got \"1h\", above 10m)"},
+        {"store:\n  retention:\n    raw: 1m\n",
+         "t.yaml:3: store.retention.raw: expected a duration from 1h to 36500d (got \"1m\", below "
+         "1h)"},
+        {"store:\n  retention:\n    rollup: 1ns\n", "t.yaml:3: store.retention.rollup:"},
+        {"collectors:\n  snmp:\n    targets:\n      - {name: p, address: h, community: c, "
+         "interval: 1ns}\n",
+         "t.yaml:4: collectors.snmp.targets[0].interval: expected a duration from 100ms to 1h "
+         "(got \"1ns\", below 100ms)"},
+        {"collectors:\n  snmp:\n    targets:\n      - {name: p, address: h, community: c, "
+         "timeout: 1ns}\n",
+         "t.yaml:4: collectors.snmp.targets[0].timeout: expected a duration from 10ms to 1m (got "
+         "\"1ns\", below 10ms): under 10ms even a local network times out"},
+        {"collectors:\n  snmp:\n    targets:\n      - {name: p, address: h, community: c, "
+         "retries: 1000}\n",
+         "t.yaml:4: collectors.snmp.targets[0].retries: expected an integer from 0 to 10"},
+        {"collectors:\n  modbus:\n    targets:\n      - {name: m, address: h, timeout: 1ns}\n",
+         "t.yaml:4: collectors.modbus.targets[0].timeout: expected a duration from 10ms to 1m"},
+        {"collectors:\n  modbus:\n    targets:\n      - {name: m, address: h, interval: 1ns}\n",
+         "t.yaml:4: collectors.modbus.targets[0].interval: expected a duration from 100ms"},
+        {"collectors:\n  redfish:\n    targets:\n      - {name: b, url: 'http://h', timeout: "
+         "1ns}\n",
+         "t.yaml:4: collectors.redfish.targets[0].timeout: expected a duration from 10ms to 1m"},
+        {"collectors:\n  redfish:\n    targets:\n      - {name: b, url: 'http://h', interval: "
+         "1ns}\n",
+         "t.yaml:4: collectors.redfish.targets[0].interval: expected a duration from 100ms"},
+        {"alerts:\n  webhook: {url: 'http://h/x', timeout: 1ns}\n",
+         "t.yaml:2: alerts.webhook.timeout: expected a duration from 10ms to 1m (got \"1ns\""},
+        {"alerts:\n  alertmanager: {url: 'http://h:9093', timeout: 10m}\n",
+         "t.yaml:2: alerts.alertmanager.timeout: expected a duration from 10ms to 1m (got "
+         "\"10m\", above 1m)"},
+        {"alerts:\n  alertmanager: {url: 'http://h:9093', resend_interval: 1ns}\n",
+         "t.yaml:2: alerts.alertmanager.resend_interval: expected a duration from 1s to 1d (got "
+         "\"1ns\", below 1s): resending more often"},
+        {"alerts:\n  exec: {command: /bin/true, timeout: 1ns}\n",
+         "t.yaml:2: alerts.exec.timeout: expected a duration from 100ms to 1h"},
+        {"carbon:\n  sources:\n    - {kind: csv, file: /x.csv, interval: 1ns}\n",
+         "carbon.sources[0].interval: expected a duration from 1m to 1d (got \"1ns\", below 1m)"},
+        {"carbon:\n  sources:\n    - {kind: csv, file: /x.csv, timeout: 1ns}\n",
+         "carbon.sources[0].timeout: expected a duration from 100ms to 1m"},
+        {"carbon:\n  sources:\n    - {kind: csv, file: /x.csv, retry: 1ns}\n",
+         "carbon.sources[0].retry: expected a duration from 1s to 1d"},
+        {"facility:\n  kpi_interval: 1ns\n",
+         "t.yaml:2: facility.kpi_interval: expected a duration from 1s to 1d (got \"1ns\", below "
+         "1s): each tick queries the store"},
+        {"facility:\n  part_load_interval: 1ns\n", "t.yaml:2: facility.part_load_interval:"},
+        {"facility:\n  reconcile:\n    interval: 1ns\n", "t.yaml:3: facility.reconcile.interval:"},
+        {"alerts:\n  rules:\n    - {name: r, metric: wattage_gpu_power_watts, op: '>', "
+         "threshold: 1, for: 40000d}\n",
+         "alerts.rules[0].for: expected a duration of at most 100 years"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct wt_config c;
+        struct wt_err e;
+        if (load(bad[i].yaml, &c, &e) != -EINVAL)
+            wt_test_fail(__FILE__, __LINE__, "case %zu accepted: %s", i, bad[i].yaml);
+        else if (!strstr(e.msg, bad[i].want))
+            wt_test_fail(__FILE__, __LINE__, "case %zu: \"%s\" does not contain \"%s\"", i, e.msg,
+                         bad[i].want);
+        wt_config_free(&c);
+    }
+    /* The edges themselves are accepted. */
+    struct wt_config c;
+    EXPECT_OK("daemon:\n  interval: 10ms\nstore:\n  flush_interval: 10m\n", &c);
+    WT_EQ_INT(c.daemon.interval_ns, 10 * WT_NS_PER_MS);
+    EXPECT_OK("daemon:\n  interval: 1h\ncollectors:\n  snmp:\n    interval: 100ms\n", &c);
+    WT_EQ_INT(c.collectors.snmp.interval_ns, 100 * WT_NS_PER_MS);
+}
+
+/* The check --interval shares with daemon.interval: the bound it broke, or what is expected. */
+WT_TEST(flag_durations_use_the_key_ranges)
+{
+    char msg[400];
+    WT_EQ_INT(wt_config_check_duration("daemon.interval", WT_NS_PER_S, NULL, msg, sizeof msg), 0);
+    WT_EQ_INT(wt_config_check_duration("daemon.interval", 1, "\"1ns\"", msg, sizeof msg), -ERANGE);
+    WT_CONTAINS(msg, "expected a duration from 10ms to 1h (got \"1ns\", below 10ms): polling");
+    WT_EQ_INT(wt_config_check_duration("daemon.interval", -1, "\"1e9\"", msg, sizeof msg), -ERANGE);
+    WT_EQ_STR(msg, "expected a duration from 10ms to 1h such as 1s or 500ms (got \"1e9\")");
+    WT_EQ_INT(
+        wt_config_check_duration("daemon.interval", 7200 * WT_NS_PER_S, NULL, msg, sizeof msg),
+        -ERANGE);
+    WT_CONTAINS(msg, "(got 2h, above 1h)");
+    WT_EQ_INT(wt_config_check_duration("daemon.listen", 1, NULL, msg, sizeof msg), -ENOENT);
 }

@@ -926,7 +926,7 @@ WT_TEST(config_errors)
         "  auth_password_file: /a\n  priv_password_file: /p\n",
         "w.yaml:5:", "targets[0].auth_protocol", "SHA-256");
     BAD("- name: a\n  address: h\n  community: x\n  timeout: 2m\n",
-        "w.yaml:4:", "targets[0].timeout", "at most 60s");
+        "w.yaml:4:", "targets[0].timeout", "(got \"2m\", above 1m)");
     BAD("- name: a\n  address: h\n  community: x\n  retries: 11\n",
         "w.yaml:4:", "targets[0].retries");
     BAD("- name: a\n  address: h\n  community: x\n  profile: apc\n",

@@ -114,3 +114,50 @@ WT_TEST(paths_and_lookup)
     WT_EQ_INT((int)wt_edit_distance("Adress", 6, "address", 7), 1);
     wt_ynode_free(root);
 }
+
+/* A ranged duration: the edges pass, outside is refused with the bound broken and why. */
+WT_TEST(ranged_durations_name_the_bound_and_why)
+{
+    static const struct {
+        const char *yaml;
+        int rc;
+        int64_t ns;
+        const char *msg;
+    } cases[] = {
+        {"timeout: 10ms\n", 0, 10000000, NULL},
+        {"timeout: 1m\n", 0, 60000000000LL, NULL},
+        {"timeout: 0\n", 0, 0, NULL}, /* allow_zero */
+        {"timeout: 1ns\n", -EINVAL, 0,
+         "t.yaml:1: a.timeout: expected a duration from 10ms to 1m, or 0 (got \"1ns\", below "
+         "10ms): too fast"},
+        {"timeout: 9999999us\n", 0, 9999999000LL, NULL},
+        {"timeout: 61s\n", -EINVAL, 0,
+         "t.yaml:1: a.timeout: expected a duration from 10ms to 1m, or 0 (got \"61s\", above 1m): "
+         "too fast"},
+        {"timeout: soon\n", -EINVAL, 0,
+         "t.yaml:1: a.timeout: expected a duration from 10ms to 1m such as 1s, or 0 (got "
+         "\"soon\")"},
+        {"timeout: 1e9\n", -EINVAL, 0,
+         "t.yaml:1: a.timeout: expected a duration from 10ms to 1m such as 1s, or 0 (got "
+         "\"1e9\")"},
+        {"timeout: [1]\n", -EINVAL, 0,
+         "t.yaml:1: a.timeout: expected a duration from 10ms to 1m such as 1s, or 0, not a list"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct wt_ynode *root = parse(cases[i].yaml);
+        struct wt_err err = {{0}};
+        struct wt_yget g = {"t.yaml", &err};
+        int64_t ns = -5;
+        int rc = wt_y_duration_in(&g, root, "a", "timeout", true, 10000000, 60000000000LL,
+                                  "too fast", &ns);
+        if (rc != cases[i].rc)
+            wt_test_fail(__FILE__, __LINE__, "case %zu: rc %d, want %d (%s)", i, rc, cases[i].rc,
+                         err.msg);
+        else if (rc == 0 && ns != cases[i].ns)
+            wt_test_fail(__FILE__, __LINE__, "case %zu: %lld ns", i, (long long)ns);
+        else if (rc && strcmp(err.msg, cases[i].msg) != 0)
+            wt_test_fail(__FILE__, __LINE__, "case %zu: \"%s\", want \"%s\"", i, err.msg,
+                         cases[i].msg);
+        wt_ynode_free(root);
+    }
+}
