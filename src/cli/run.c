@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "alert/engine.h"
 #include "audit/carbon.h"
@@ -273,6 +274,26 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     return 0;
 }
 
+/*
+ * Loads the configuration again for SIGHUP. Unlike at start, a bad file is one log line with the
+ * daemon's prefix (time, level, module) that names file:line, not a bare line on stderr.
+ */
+static int reload_config(const char *path, struct wt_config *next)
+{
+    struct wt_err err = {{0}};
+    wt_config_defaults(next);
+    if (!path) {
+        if (access(WT_DEFAULT_CONFIG, F_OK) != 0)
+            return 0;
+        path = WT_DEFAULT_CONFIG;
+    }
+    if (wt_config_load(path, next, &err) != 0) {
+        wt_error("run", "reload failed: %s; keeping the running configuration", err.msg);
+        return -EINVAL;
+    }
+    return 0;
+}
+
 /* True when b differs from a in a setting that is only read at start. */
 static bool needs_restart(const struct wt_config *a, const struct wt_config *b)
 {
@@ -396,8 +417,7 @@ int wt_cmd_run(int argc, char **argv)
         if (sig == SIGHUP) {
             struct wt_config next;
             wt_info("run", "SIGHUP: reloading the configuration");
-            if (wt_cli_load_config(o.config, &next) != 0) {
-                wt_error("run", "reload failed; keeping the running configuration");
+            if (reload_config(o.config, &next) != 0) {
                 wt_log_set_level(cfg.daemon.log_level);
                 wt_config_free(&next);
                 continue;

@@ -126,6 +126,8 @@ kill -HUP $pid
 wait_for 5 grep -q 'reload failed' "$TMP/hup.log"
 check "a bad configuration on SIGHUP is refused with file:line" \
     bash -c 'grep -q "hup.yaml:3: daemon.bogus: unknown key" "$1" && grep -q "reload failed" "$1"' _ "$TMP/hup.log"
+check "the refused reload is one log line with the daemon's prefix, not a bare line" \
+    bash -c 'grep -qE "^[0-9-]+T[0-9:.]+Z error +run: reload failed: .*hup.yaml:3: daemon.bogus: unknown key" "$1" && ! grep -q "^wattage: " "$1"' _ "$TMP/hup.log"
 sleep 0.5
 check "the daemon goes on after a refused reload" kill -0 $pid
 kill -TERM $pid; wait $pid
