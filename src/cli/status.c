@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
+#include "core/health.h"
 #include "core/hub.h"
 #include "core/snapshot.h"
 
@@ -111,14 +112,25 @@ int wt_cmd_status(int argc, char **argv)
     if (!cs)
         goto out;
     size_t ncs = wt_hub_collectors(hub, cs, MAX_SOURCES);
+    /* Health as the daemon's /readyz would see this snapshot: lost GPUs, targets down, the
+     * clock (the store and delivery are the daemon's own and are not read here). */
+    struct wt_health_reason why[WT_HEALTH_MAX_REASONS];
+    size_t nh = wt_health_collect(&snap, why, WT_HEALTH_MAX_REASONS);
+    if (nh > WT_HEALTH_MAX_REASONS)
+        nh = WT_HEALTH_MAX_REASONS;
     if (json) {
-        char *s = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
-        if (!s)
+        char *doc = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
+        char *s = doc ? wt_health_json_into(doc, why, nh, true) : NULL;
+        free(doc);
+        if (!s) {
+            free(cs);
             goto out;
+        }
         printf("%s\n", s);
         free(s);
     } else {
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
+        wt_health_print(stdout, why, nh);
     }
     free(cs);
     ret = 0;
