@@ -304,6 +304,7 @@ static bool needs_restart(const struct wt_config *a, const struct wt_config *b)
            strcmp(a->daemon.auth.token_file, b->daemon.auth.token_file) ||
            a->daemon.auth.protect_reads != b->daemon.auth.protect_reads ||
            strcmp(a->store.path, b->store.path) || a->store.flush_ns != b->store.flush_ns ||
+           a->store.buffer_readings != b->store.buffer_readings ||
            a->store.retention_raw_ns != b->store.retention_raw_ns ||
            a->store.retention_rollup_ns != b->store.retention_rollup_ns;
 }
@@ -365,6 +366,9 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
+    if (wt_store_add_families(store, http) != 0)
+        wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
     if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
         wt_error("run", "%s", err.msg);

@@ -23,7 +23,7 @@
 #include "core/yamltree.h"
 #include "core/yget.h"
 
-enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN };
+enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN, T_INT };
 
 /* Field flags. */
 #define F_NONEMPTY 0x1      /* a string that may not be empty */
@@ -35,7 +35,8 @@ struct field {
     unsigned flags;
     size_t off, size;
     const char *def; /* the default, written as in a file and parsed like one */
-    /* Durations: the range a value must lie in (0 as "inherit" aside), and why, for messages. */
+    /* Durations (ns) and integers: the range a value must lie in (0 as "inherit" aside), and
+     * why, for messages. */
     int64_t min_ns, max_ns;
     const char *why;
 };
@@ -49,6 +50,12 @@ struct field {
     {                                                                                              \
         path, T_DURATION, flags, offsetof(struct wt_config, member),                               \
             sizeof(((struct wt_config *)0)->member), def, min_ns, max_ns, why                      \
+    }
+
+#define INTEGER(path, member, def, min, max, why)                                                  \
+    {                                                                                              \
+        path, T_INT, 0, offsetof(struct wt_config, member),                                        \
+            sizeof(((struct wt_config *)0)->member), def, min, max, why                            \
     }
 
 #define MS WT_NS_PER_MS
@@ -88,6 +95,9 @@ static const struct field fields[] = {
     FIELD("daemon.auth.protect_reads", T_BOOL, daemon.auth.protect_reads, 0, "false"),
     FIELD("store.path", T_PATH, store.path, F_NONEMPTY, "/var/lib/wattage/wattage.db"),
     DURATION("store.flush_interval", store.flush_ns, 0, "1s", 10 * MS, 10 * 60 * SEC, WHY_FLUSH),
+    INTEGER("store.buffer_readings", store.buffer_readings, "131072", 0, 16777216,
+            "readings kept in memory while writes fail take about 250 bytes each; 16777216 is 4 "
+            "GiB"),
     DURATION("store.retention.raw", store.retention_raw_ns, 0, "7d", HOUR, 36500 * DAY,
              WHY_RETENTION),
     DURATION("store.retention.rollup", store.retention_rollup_ns, 0, "400d", HOUR, 36500 * DAY,
@@ -311,6 +321,8 @@ static const char *expectation(const struct field *f)
         return "one of debug, info, warn, error";
     case T_LISTEN:
         return "HOST:PORT or [IPv6]:PORT with a port from 1 to 65535, such as 127.0.0.1:9747";
+    case T_INT:
+        return "a whole number";
     }
     return "a value";
 }
@@ -351,6 +363,20 @@ static int set_value(const struct field *f, const char *v, struct wt_config *c, 
         if (wt_duration_parse(v, &ns) != 0)
             return -EINVAL;
         *(int64_t *)dst = ns;
+        return 0;
+    }
+    case T_INT: {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (!isdigit((unsigned char)v[0]) || *end || errno)
+            return -EINVAL;
+        if (x < f->min_ns || x > f->max_ns) {
+            snprintf(why, whylen, " from %" PRId64 " to %" PRId64 ": %s", f->min_ns, f->max_ns,
+                     f->why);
+            return -EINVAL;
+        }
+        *(int64_t *)dst = x;
         return 0;
     }
     case T_LISTEN:
@@ -933,6 +959,9 @@ int wt_config_write(const struct wt_config *c, FILE *f)
         case T_PATH:
         case T_LISTEN:
             write_string(f, src);
+            break;
+        case T_INT:
+            fprintf(f, "%" PRId64, *(const int64_t *)src);
             break;
         }
         fputc('\n', f);

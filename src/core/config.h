@@ -43,6 +43,7 @@ struct wt_config {
     struct {
         char path[WT_PATH_LEN];      /* store.path, default /var/lib/wattage/wattage.db */
         int64_t flush_ns;            /* store.flush_interval, default 1 s */
+        int64_t buffer_readings;     /* store.buffer_readings: kept while writes fail; 0: none */
         int64_t retention_raw_ns;    /* store.retention.raw, default 7 d */
         int64_t retention_rollup_ns; /* store.retention.rollup, default 400 d */
     } store;

@@ -18,6 +18,7 @@
 #include <libgen.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +27,10 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/health.h"
 #include "core/hub.h"
 #include "core/log.h"
+#include "serve/http.h"
 #include "store/query.h"
 
 #define MOD "store"
@@ -121,7 +124,24 @@ struct wt_store {
     pthread_cond_t cv;
     struct wt_reading *cur, *spare;
     size_t cur_len;
-    uint64_t dropped;
+    uint64_t dropped; /* queue full, or beyond the buffer while writes fail */
+    /* While writes fail (a full disk): readings kept in memory, oldest first, written when a
+     * write succeeds again. Writer thread only; pend_len is mirrored under mu for the stats. */
+    struct wt_reading *pend;
+    size_t pend_len, pend_cap, pend_max;
+    /* Stats for /metrics and readiness, under mu. */
+    uint64_t write_errors;
+    size_t queued;
+    int64_t last_flush_ns; /* CLOCK_REALTIME of the last successful write, 0: none */
+    uint64_t db_bytes;
+    bool failing;
+    /* The last database error while the writer runs: logged by the writer, rate-limited. */
+    char last_err[256];
+    bool quiet;
+    struct wt_store_fam {
+        struct wt_store *s;
+        int k;
+    } fam[5];
     bool stop, started, mu_init;
     pthread_t thread;
     int64_t run_id;
@@ -153,6 +173,22 @@ static int exec(struct wt_store *s, const char *sql)
     return 0;
 }
 
+/*
+ * A database error: logged at once, or, while the writer thread runs, kept for the writer to log
+ * (one line when writes start failing, a count while they go on, one at recovery): a full disk
+ * fails every flush, and two lines a second say nothing the first did not.
+ */
+static void db_fail(struct wt_store *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void db_fail(struct wt_store *s, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->last_err, sizeof s->last_err, fmt, ap);
+    va_end(ap);
+    if (!s->quiet)
+        wt_error(MOD, "%s: %s", s->path, s->last_err);
+}
+
 /* A maintenance statement, prepared on first use; NULL (logged) when it cannot be. */
 static sqlite3_stmt *mq(struct wt_store *s, int k)
 {
@@ -172,9 +208,20 @@ static int mq_exec(struct wt_store *s, int k)
         return -EIO;
     int rc = sqlite3_step(st);
     if (rc != SQLITE_DONE)
-        wt_error(MOD, "%s: %s: %s", s->path, mq_sql[k], sqlite3_errmsg(s->db));
+        db_fail(s, "%s: %s", mq_sql[k], sqlite3_errmsg(s->db));
     sqlite3_reset(st);
     return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/*
+ * Rolls back the open transaction, if there is one: SQLite has already rolled back after some
+ * errors (SQLITE_FULL at COMMIT among them), and a ROLLBACK then only adds "cannot rollback - no
+ * transaction is active" to the log.
+ */
+static void rollback(struct wt_store *s)
+{
+    if (!sqlite3_get_autocommit(s->db))
+        (void)mq_exec(s, MQ_ROLLBACK);
 }
 
 /* Index of the first series with an id >= id (ms_len when none). */
@@ -464,8 +511,7 @@ static int64_t intern(struct wt_store *s, const char *node, const char *metric, 
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (!id) {
-        wt_error(MOD, "%s: cannot add series %s{%s}: %s", s->path, metric, labels,
-                 sqlite3_errmsg(s->db));
+        db_fail(s, "cannot add series %s{%s}: %s", metric, labels, sqlite3_errmsg(s->db));
         return -EIO;
     }
     if (tab_put(s, id, node, metric, labels) != 0)
@@ -493,6 +539,8 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
         o.retention_rollup_ns = 400 * 86400 * WT_NS_PER_S;
     if (!o.queue_cap)
         o.queue_cap = 65536;
+    if (!o.buffer_readings)
+        o.buffer_readings = WT_STORE_BUFFER_DEFAULT;
     if (!path || !*path)
         return wt_err_set(err, "store: no path given");
     if (strlen(path) >= 256)
@@ -635,7 +683,7 @@ static int insert(struct wt_store *s, const char *node, const struct wt_reading 
         int rc = sqlite3_step(s->ins_reading);
         sqlite3_reset(s->ins_reading);
         if (rc != SQLITE_DONE) {
-            wt_error(MOD, "%s: insert failed: %s", s->path, sqlite3_errmsg(s->db));
+            db_fail(s, "insert failed: %s", sqlite3_errmsg(s->db));
             return -EIO;
         }
         ms_widen(s, id, r[i].t_ns);
@@ -662,7 +710,7 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
     }
     if (rc == 0 && mq_exec(s, MQ_COMMIT) == 0)
         return 0;
-    (void)mq_exec(s, MQ_ROLLBACK);
+    rollback(s);
     (void)tab_load(s); /* series added in the rolled-back transaction are gone */
     s->ms_loaded = false;
     return rc ? rc : -EIO;
@@ -689,8 +737,63 @@ uint64_t wt_store_dropped(struct wt_store *s)
     return d;
 }
 
-/* Writes what the sink queued. Writer thread only. */
-static void flush_queue(struct wt_store *s, struct wt_ratelimit *rl)
+/* What the writer knows of a run of failed writes, for its three kinds of log line. */
+struct failrun {
+    struct wt_ratelimit rl;    /* "still failing" lines */
+    int64_t retry_at, backoff; /* CLOCK_MONOTONIC; the next write of the buffer */
+    uint64_t failed;           /* writes failed in this run */
+    uint64_t dropped_at_start;
+    int64_t since_real;
+};
+
+#define MAX_BACKOFF_NS (30 * WT_NS_PER_S)
+
+/* Appends readings to the buffer of unwritten ones, up to its bound; returns how many did not
+ * fit (the newest: those kept stay in time order with what is already stored). */
+static size_t keep(struct wt_store *s, const struct wt_reading *r, size_t n)
+{
+    size_t room = s->pend_max - s->pend_len;
+    size_t take = n < room ? n : room;
+    if (s->pend_len + take > s->pend_cap) {
+        size_t nc = s->pend_cap ? s->pend_cap : 4096;
+        while (nc < s->pend_len + take)
+            nc *= 2;
+        if (nc > s->pend_max)
+            nc = s->pend_max;
+        struct wt_reading *p = realloc(s->pend, nc * sizeof *p);
+        if (p) {
+            s->pend = p;
+            s->pend_cap = nc;
+        } else if (s->pend_cap - s->pend_len < take) {
+            take = s->pend_cap - s->pend_len;
+        }
+    }
+    memcpy(s->pend + s->pend_len, r, take * sizeof *r);
+    s->pend_len += take;
+    return n - take;
+}
+
+/* The file and its WAL: what the store takes on the disk. */
+static uint64_t db_bytes(const struct wt_store *s)
+{
+    char wal[sizeof s->path + 8];
+    struct stat st;
+    uint64_t n = 0;
+    if (stat(s->path, &st) == 0)
+        n += (uint64_t)st.st_size;
+    snprintf(wal, sizeof wal, "%s-wal", s->path);
+    if (stat(wal, &st) == 0)
+        n += (uint64_t)st.st_size;
+    return n;
+}
+
+/*
+ * Writes what the sink queued. While writes fail, readings are kept in memory (up to
+ * store.buffer_readings) and the whole buffer is written again after a doubling delay (from the
+ * flush interval up to 30 s); one line says writes started failing, one a minute that they still
+ * fail, one that they recovered. force: at stop, try the buffer now. Writer thread only.
+ */
+static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
 {
     pthread_mutex_lock(&s->mu);
     struct wt_reading *batch = s->cur;
@@ -698,21 +801,98 @@ static void flush_queue(struct wt_store *s, struct wt_ratelimit *rl)
     s->cur = s->spare;
     s->spare = batch;
     s->cur_len = 0;
+    bool failing = s->failing;
     pthread_mutex_unlock(&s->mu);
-    if (n && wt_store_write(s, "", batch, n) != 0) {
-        uint64_t sup;
-        if (wt_ratelimit_ok(rl, wt_now_mono_ns(), &sup))
-            wt_error(MOD, "%s: lost %zu readings: the write failed (suppressed=%" PRIu64 ")",
-                     s->path, n, sup);
+
+    int64_t now = wt_now_mono_ns();
+    size_t lost = 0, written = 0;
+    int rc = 0;
+    bool tried = false;
+    if (failing) {
+        lost = keep(s, batch, n);
+        if (force || now >= fr->retry_at) {
+            tried = true;
+            rc = wt_store_write(s, "", s->pend, s->pend_len);
+            written = rc == 0 ? s->pend_len : 0;
+        }
+    } else if (n) {
+        tried = true;
+        rc = wt_store_write(s, "", batch, n);
+        written = rc == 0 ? n : 0;
+        if (rc)
+            lost = keep(s, batch, n);
     }
+    uint64_t bytes = db_bytes(s);
+
+    pthread_mutex_lock(&s->mu);
+    s->dropped += lost;
+    s->db_bytes = bytes;
+    if (tried && rc == 0) {
+        s->last_flush_ns = wt_now_real_ns();
+        s->failing = false;
+    } else if (tried) {
+        s->write_errors++;
+        s->failing = true;
+    }
+    uint64_t dropped = s->dropped;
+    pthread_mutex_unlock(&s->mu);
+
+    if (tried && rc == 0 && failing) {
+        int64_t took = wt_now_real_ns() - fr->since_real;
+        wt_info(MOD,
+                "%s: writes recovered after %.0f s: wrote %zu buffered readings "
+                "failed_writes=%" PRIu64 " dropped=%" PRIu64,
+                s->path, (double)took / WT_NS_PER_S, written, fr->failed,
+                dropped - fr->dropped_at_start);
+        s->pend_len = 0;
+        wt_health_report("store", NULL, true, " ");
+    } else if (tried && rc != 0) {
+        uint64_t sup;
+        if (!failing) {
+            memset(fr, 0, sizeof *fr);
+            fr->rl.interval_ns = 60 * WT_NS_PER_S;
+            fr->backoff = s->o.flush_ns;
+            fr->since_real = wt_now_real_ns();
+            fr->dropped_at_start = dropped - lost;
+            (void)wt_ratelimit_ok(&fr->rl, now, &sup); /* the first line counts as the last */
+            wt_error(MOD,
+                     "%s: writes failing: %s; keeping up to %zu readings in memory and retrying "
+                     "(more are dropped and counted in wattage_store_readings_dropped_total)",
+                     s->path, s->last_err, s->pend_max);
+        } else if (wt_ratelimit_ok(&fr->rl, now, &sup)) {
+            wt_error(MOD,
+                     "%s: writes still failing: %s failed_writes=%" PRIu64 " buffered=%zu "
+                     "dropped=%" PRIu64,
+                     s->path, s->last_err, fr->failed + 1, s->pend_len,
+                     dropped - fr->dropped_at_start);
+        }
+        fr->failed++;
+        fr->retry_at = now + fr->backoff;
+        fr->backoff = fr->backoff * 2 > MAX_BACKOFF_NS ? MAX_BACKOFF_NS : fr->backoff * 2;
+    }
+    if (s->failing || failing) {
+        pthread_mutex_lock(&s->mu);
+        bool still = s->failing;
+        pthread_mutex_unlock(&s->mu);
+        if (still)
+            wt_health_report("store", NULL, false,
+                             "writes failing: %s; %zu readings buffered in memory, %" PRIu64
+                             " dropped",
+                             s->last_err, s->pend_len, dropped - fr->dropped_at_start);
+    }
+    pthread_mutex_lock(&s->mu);
+    s->queued = s->pend_len;
+    pthread_mutex_unlock(&s->mu);
 }
 
 static void *writer_main(void *arg)
 {
     struct wt_store *s = arg;
     pthread_setname_np(pthread_self(), "wt-store");
-    struct wt_ratelimit rl = {.interval_ns = 60 * WT_NS_PER_S};
+    struct failrun fr = {.rl = {.interval_ns = 60 * WT_NS_PER_S}};
+    struct wt_ratelimit drop_rl = {.interval_ns = 60 * WT_NS_PER_S};
     uint64_t reported_drops = 0;
+    struct wt_ratelimit maint_rl = {.interval_ns = 60 * WT_NS_PER_S};
     int64_t next = wt_now_mono_ns() + s->o.flush_ns;
     int64_t next_maint = wt_now_mono_ns();
     bool more = false;
@@ -734,23 +914,36 @@ static void *writer_main(void *arg)
         next += s->o.flush_ns;
         if (next < now)
             next = now + s->o.flush_ns;
-        uint64_t drops = s->dropped;
         pthread_mutex_unlock(&s->mu);
 
-        flush_queue(s, &rl);
-        if (drops != reported_drops) {
+        flush_queue(s, &fr, false);
+        pthread_mutex_lock(&s->mu);
+        uint64_t drops = s->dropped;
+        bool failing = s->failing;
+        pthread_mutex_unlock(&s->mu);
+        /* While writes fail, the failing lines carry the drops. */
+        uint64_t sup;
+        if (drops != reported_drops && !failing &&
+            wt_ratelimit_ok(&drop_rl, wt_now_mono_ns(), &sup)) {
             wt_warn(MOD, "queue full: dropped readings total=%" PRIu64, drops);
             reported_drops = drops;
         }
-        if (more || wt_now_mono_ns() >= next_maint) {
-            if (wt_store_maintain(s, wt_now_real_ns(), 20000, &more) != 0)
+        if (!failing && (more || wt_now_mono_ns() >= next_maint)) {
+            if (wt_store_maintain(s, wt_now_real_ns(), 20000, &more) != 0) {
                 more = false;
+                if (wt_ratelimit_ok(&maint_rl, wt_now_mono_ns(), &sup))
+                    wt_error(MOD, "%s: maintenance failed: %s (suppressed=%" PRIu64 ")", s->path,
+                             s->last_err, sup);
+            }
             next_maint = wt_now_mono_ns() + 10 * WT_NS_PER_S;
         }
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);
-    flush_queue(s, &rl);
+    flush_queue(s, &fr, true);
+    if (s->pend_len && s->failing)
+        wt_error(MOD, "%s: stopping with %zu readings not written: %s", s->path, s->pend_len,
+                 s->last_err);
     return NULL;
 }
 
@@ -760,11 +953,111 @@ int wt_store_writer_start(struct wt_store *s)
     s->spare = calloc(s->o.queue_cap, sizeof *s->spare);
     if (!s->cur || !s->spare)
         return -ENOMEM;
+    s->pend_max = s->o.buffer_readings < 0 ? 0 : (size_t)s->o.buffer_readings;
+    s->quiet = true; /* the writer logs database errors itself, rate-limited */
     int rc = pthread_create(&s->thread, NULL, writer_main, s);
-    if (rc)
+    if (rc) {
+        s->quiet = false;
         return -rc;
+    }
     s->started = true;
     return 0;
+}
+
+void wt_store_stats(struct wt_store *s, struct wt_store_stats *out)
+{
+    pthread_mutex_lock(&s->mu);
+    out->dropped = s->dropped;
+    out->write_errors = s->write_errors;
+    out->queued = s->queued + s->cur_len;
+    out->last_flush_ns = s->last_flush_ns;
+    out->db_bytes = s->db_bytes;
+    out->failing = s->failing;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- /metrics: the store's own health ---- */
+
+enum { FAM_DROPPED, FAM_ERRORS, FAM_QUEUE, FAM_FLUSH, FAM_BYTES, NFAM };
+static const struct {
+    const char *name, *help;
+    enum wt_metric_type type;
+} fams[NFAM] = {
+    [FAM_DROPPED] = {"wattage_store_readings_dropped_total",
+                     "Readings never stored: the queue was full (the disk did not keep up), or "
+                     "writes failed and the in-memory buffer (store.buffer_readings) was full.",
+                     WT_COUNTER},
+    [FAM_ERRORS] = {"wattage_store_write_errors_total",
+                    "Writes of the store (one transaction each) that failed: a full disk, an I/O "
+                    "error. The readings are kept in memory and written again.",
+                    WT_COUNTER},
+    [FAM_QUEUE] = {"wattage_store_queue_readings",
+                   "Readings waiting to be written: queued since the last flush plus those kept "
+                   "in memory while writes fail.",
+                   WT_GAUGE},
+    [FAM_FLUSH] = {"wattage_store_last_flush_timestamp_seconds",
+                   "Unix time of the last successful write of the store.", WT_GAUGE},
+    [FAM_BYTES] = {"wattage_store_database_bytes",
+                   "Size of the store on disk: the database file and its write-ahead log.",
+                   WT_GAUGE},
+};
+
+static int family(struct wt_store_fam *f, struct wt_expo_family *fam)
+{
+    struct wt_store_stats st;
+    wt_store_stats(f->s, &st);
+    memset(fam, 0, sizeof *fam);
+    fam->name = fams[f->k].name;
+    fam->help = fams[f->k].help;
+    fam->type = fams[f->k].type;
+    if (f->k == FAM_FLUSH && !st.last_flush_ns)
+        return 0; /* never written: absent, not 1970 */
+    if (!(fam->s = calloc(1, sizeof *fam->s)))
+        return -ENOMEM;
+    fam->n = 1;
+    switch (f->k) {
+    case FAM_DROPPED:
+        fam->s[0].value = (double)st.dropped;
+        break;
+    case FAM_ERRORS:
+        fam->s[0].value = (double)st.write_errors;
+        break;
+    case FAM_QUEUE:
+        fam->s[0].value = (double)st.queued;
+        break;
+    case FAM_FLUSH:
+        fam->s[0].value = (double)st.last_flush_ns / WT_NS_PER_S;
+        break;
+    case FAM_BYTES:
+        fam->s[0].value = (double)st.db_bytes;
+        break;
+    }
+    return 0;
+}
+
+static int family_fn(void *ctx, struct wt_expo_family *fam)
+{
+    return family(ctx, fam);
+}
+
+int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam)
+{
+    if (k < 0 || k >= NFAM)
+        return -EINVAL;
+    s->fam[k].s = s;
+    s->fam[k].k = k;
+    return family(&s->fam[k], fam);
+}
+
+int wt_store_add_families(struct wt_store *s, struct wt_http *h)
+{
+    int rc = 0;
+    for (int k = 0; k < NFAM && !rc; k++) {
+        s->fam[k].s = s;
+        s->fam[k].k = k;
+        rc = wt_http_add_family(h, family_fn, &s->fam[k]);
+    }
+    return rc;
 }
 
 int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_store **out,
@@ -773,6 +1066,8 @@ int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_s
     struct wt_store_opts o = {.flush_ns = cfg->store.flush_ns,
                               .retention_raw_ns = cfg->store.retention_raw_ns,
                               .retention_rollup_ns = cfg->store.retention_rollup_ns,
+                              .buffer_readings =
+                                  cfg->store.buffer_readings ? cfg->store.buffer_readings : -1,
                               .create = true};
     struct wt_store *s = NULL;
     int rc = wt_store_open(cfg->store.path, &o, &s, err);
@@ -821,6 +1116,7 @@ void wt_store_close(struct wt_store *s)
     }
     free(s->cur);
     free(s->spare);
+    free(s->pend);
     free(s->tab);
     free(s->ms);
     free(s);
@@ -1143,7 +1439,7 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
         if (rc == 0 && mq_exec(s, MQ_COMMIT) != 0)
             rc = -EIO;
         if (rc) {
-            (void)mq_exec(s, MQ_ROLLBACK);
+            rollback(s);
             s->ms_loaded = false; /* the bounds may hold what was rolled back */
         }
     }

@@ -51,7 +51,10 @@ struct wt_store_opts {
     int64_t retention_raw_ns;    /* 0: 7 days */
     int64_t retention_rollup_ns; /* 0: 400 days */
     size_t queue_cap;            /* readings held between flushes; 0: 65536 */
-    bool create;                 /* create the file (and its directory, 0750) when missing */
+    /* readings kept in memory while writes fail (a full disk), written when a write succeeds
+     * again; beyond it they are dropped and counted. 0: WT_STORE_BUFFER_DEFAULT; < 0: none */
+    int64_t buffer_readings;
+    bool create; /* create the file (and its directory, 0750) when missing */
 };
 
 /*
@@ -88,8 +91,34 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
 int wt_store_writer_start(struct wt_store *s) WT_MUST_USE;
 /* Hub sink (ctx: the store): copies the batch into the queue, never blocks on the disk. */
 void wt_store_sink(void *ctx, const char *collector, const struct wt_batch *b);
-/* Readings dropped because the queue was full (the disk did not keep up). */
+/* Readings dropped: the queue was full (the disk did not keep up), or the buffer was while
+ * writes failed. */
 uint64_t wt_store_dropped(struct wt_store *s);
+
+#define WT_STORE_BUFFER_DEFAULT 131072 /* readings (~250 bytes each): ~32 MiB at most */
+
+/* The writer's health, for /metrics, readiness and tests. */
+struct wt_store_stats {
+    uint64_t dropped;      /* as wt_store_dropped */
+    uint64_t write_errors; /* failed writes (transactions) */
+    size_t queued;         /* readings waiting: queued plus buffered while writes fail */
+    int64_t last_flush_ns; /* CLOCK_REALTIME of the last successful write; 0: none yet */
+    uint64_t db_bytes;     /* the database file and its WAL, as of the last flush */
+    bool failing;          /* the last write failed (reported to core/health as "store") */
+};
+void wt_store_stats(struct wt_store *s, struct wt_store_stats *out);
+
+/*
+ * Registers the store's families on /metrics: wattage_store_readings_dropped_total,
+ * wattage_store_write_errors_total, wattage_store_queue_readings,
+ * wattage_store_last_flush_timestamp_seconds (absent before the first write) and
+ * wattage_store_database_bytes. Returns 0 or -ENOSPC.
+ */
+struct wt_http;
+struct wt_expo_family;
+int wt_store_add_families(struct wt_store *s, struct wt_http *h) WT_MUST_USE;
+/* Family k (0..4, in the order above) as the server would get it; for the tests. */
+int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam) WT_MUST_USE;
 
 /*
  * One step of maintenance at now_ns: per-minute rollups of complete minutes, then pruning of

@@ -76,6 +76,7 @@ WT_TEST(defaults)
     WT_EQ_INT(c.store.flush_ns, WT_NS_PER_S);
     WT_EQ_INT(c.store.retention_raw_ns, 7 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.store.retention_rollup_ns, 400 * 86400 * WT_NS_PER_S);
+    WT_EQ_INT(c.store.buffer_readings, 131072);
     WT_EQ_INT(c.collectors.nvml.enabled, true);
     WT_EQ_INT(c.collectors.nvml.interval_ns, 0);
     WT_EQ_STR(c.collectors.nvml_library, "libnvidia-ml.so.1");
@@ -105,6 +106,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.daemon.auth.protect_reads, true);
     WT_EQ_STR(c.store.path, "/srv/wattage/energy.db");
     WT_EQ_INT(c.store.flush_ns, 5 * WT_NS_PER_S);
+    WT_EQ_INT(c.store.buffer_readings, 5000);
     WT_EQ_INT(c.store.retention_raw_ns, 14 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.store.retention_rollup_ns, 730 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.collectors.nvml.enabled, false);
@@ -188,7 +190,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 25 + nsec);
+    WT_EQ_INT(n, 26 + nsec);
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -709,6 +711,10 @@ WT_TEST(every_interval_and_timeout_is_bounded)
          "t.yaml:3: store.retention.raw: expected a duration from 1h to 36500d (got \"1m\", below "
          "1h)"},
         {"store:\n  retention:\n    rollup: 1ns\n", "t.yaml:3: store.retention.rollup:"},
+        {"store:\n  buffer_readings: 99999999\n",
+         "t.yaml:2: store.buffer_readings: expected a whole number from 0 to 16777216: readings "
+         "kept in memory"},
+        {"store:\n  buffer_readings: -1\n", "t.yaml:2: store.buffer_readings: expected a whole"},
         {"collectors:\n  snmp:\n    targets:\n      - {name: p, address: h, community: c, "
          "interval: 1ns}\n",
          "t.yaml:4: collectors.snmp.targets[0].interval: expected a duration from 100ms to 1h "
