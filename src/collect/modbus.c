@@ -590,7 +590,14 @@ static int connect_meter(struct mb_state *s, struct wt_err *err)
     modbus_set_slave(s->ctx, s->t.unit_id);
     if (modbus_connect(s->ctx) != 0) {
         int e = errno;
-        wt_err_set(err, "cannot connect to %s:%s: %s", s->t.host, port, modbus_strerror(e));
+        /* libmodbus gives up on a connect that did not complete within the response timeout
+         * and leaves errno as the non-blocking connect set it: EINPROGRESS, "Operation now in
+         * progress", which reads as if nothing had gone wrong. */
+        if (e == EINPROGRESS || e == ETIMEDOUT)
+            wt_err_set(err, "cannot connect to %s:%s: connect timed out after %.3g s", s->t.host,
+                       port, (double)s->t.timeout_ns / WT_NS_PER_S);
+        else
+            wt_err_set(err, "cannot connect to %s:%s: %s", s->t.host, port, modbus_strerror(e));
         disconnect(s);
         return -EIO;
     }

@@ -5,11 +5,15 @@
  * reset, a Modbus exception on one block, a meter that drops the connection or hangs; plus the
  * decoder on its own and the config errors (file:line and path).
  */
+#include <arpa/inet.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -411,6 +415,59 @@ WT_TEST(a_meter_that_is_not_there_fails_the_poll)
     int rc = wt_modbus_collector.poll(st, T0, &b, &err);
     WT_ASSERT(rc < 0);
     WT_CONTAINS(err.msg, "cannot connect to 127.0.0.1");
+    wt_batch_free(&b);
+    wt_modbus_collector.close(st);
+    wt_config_free(&c);
+}
+
+/*
+ * A listener that never accepts, with its accept queue full: the kernel drops further SYNs, so a
+ * connect neither completes nor is refused (a black-holed address). Returns its port; the
+ * sockets stay open until the test's process ends.
+ */
+static int black_hole_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int l = socket(AF_INET, SOCK_STREAM, 0);
+    WT_ASSERT(l >= 0);
+    WT_EQ_INT(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+    WT_EQ_INT(listen(l, 0), 0);
+    WT_EQ_INT(getsockname(l, (struct sockaddr *)&a, &len), 0);
+    /* Fill the queue: connects complete until it is full; the first one left pending shows it. */
+    for (int i = 0; i < 16; i++) {
+        int c = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        WT_ASSERT(c >= 0);
+        if (connect(c, (struct sockaddr *)&a, sizeof a) != 0 && errno == EINPROGRESS) {
+            struct timespec ts = {0, 200 * 1000000};
+            nanosleep(&ts, NULL);
+            int e = 0;
+            socklen_t el = sizeof e;
+            char probe;
+            /* still not connected after 200 ms: SYNs are being dropped */
+            if (getsockopt(c, SOL_SOCKET, SO_ERROR, &e, &el) == 0 && e == 0 &&
+                send(c, &probe, 0, MSG_NOSIGNAL) < 0 && errno == EAGAIN)
+                break;
+        }
+    }
+    return ntohs(a.sin_port);
+}
+
+/* A connect that times out says so, with the timeout, not "Operation now in progress". */
+WT_TEST(a_connect_timeout_says_timed_out)
+{
+    int port = black_hole_port();
+    struct wt_config c;
+    void *st = open_meter(&c, port); /* timeout: 500ms */
+    struct wt_batch b = {0};
+    struct wt_err err = {{0}};
+    int rc = wt_modbus_collector.poll(st, T0, &b, &err);
+    WT_ASSERT(rc < 0);
+    char want[96];
+    snprintf(want, sizeof want, "cannot connect to 127.0.0.1:%d: connect timed out after 0.5 s",
+             port);
+    WT_CONTAINS(err.msg, want);
+    WT_ASSERT(!strstr(err.msg, "in progress"));
     wt_batch_free(&b);
     wt_modbus_collector.close(st);
     wt_config_free(&c);
