@@ -17,10 +17,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <time.h>
+
+/* after time.h: it uses struct timespec */
+#include <linux/errqueue.h>
 
 #include <net-snmp/net-snmp-config.h>
 #include <net-snmp/net-snmp-includes.h>
@@ -503,6 +510,11 @@ struct wt_snmp {
     char place[WT_LABELS_LEN]; /* node/rack/zone pairs appended to every reading */
     void *sess;                /* net-snmp single session, NULL offline */
     struct wt_ratelimit rl;
+    /* The request in flight (see request): its id, and what its callback learned. A callback
+     * for an older id (one abandoned on a port unreachable) is ignored. */
+    int pending_id;
+    int reply_state; /* -1 waiting, else STAT_SUCCESS / STAT_TIMEOUT / STAT_ERROR */
+    netsnmp_pdu *reply;
 };
 
 /* Adds (or finds) a walk item. Returns its index or -EINVAL / -ENOSPC. */
@@ -1155,9 +1167,21 @@ static int open_session(struct wt_snmp *s, struct wt_err *err)
     s->sess = snmp_sess_open(&sess);
     int e = sess.s_snmp_errno;
     pthread_mutex_unlock(&lib_mu);
-    if (!s->sess)
+    if (!s->sess) {
         rc = wt_err_set(err, "target %s: cannot open a session to %s: %s", t->name, peer,
                         snmp_api_errstring(e));
+    } else {
+        /*
+         * net-snmp sends from an unconnected UDP socket, where Linux drops the ICMP "port
+         * unreachable" a closed port answers with; with IP_RECVERR the kernel queues it on the
+         * socket, and request() sees it at once instead of waiting out every retry.
+         */
+        netsnmp_transport *tr = snmp_sess_transport(s->sess);
+        int one = 1;
+        if (tr && tr->sock >= 0)
+            (void)(v6 ? setsockopt(tr->sock, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one)
+                      : setsockopt(tr->sock, IPPROTO_IP, IP_RECVERR, &one, sizeof one));
+    }
 out:
     /* The secrets leave no copy behind in our memory. */
     explicit_bzero(community, sizeof community);
@@ -1183,13 +1207,110 @@ void wt_snmp_state_free(struct wt_snmp *s)
     free(s);
 }
 
-/* Sends pdu, waits for the answer. Returns 0 with *resp, or -ETIMEDOUT / -EIO with err. */
+/*
+ * Reads the socket's error queue (IP_RECVERR): true when it holds an ICMP port unreachable
+ * (ECONNREFUSED) from the target. Drains what it reads.
+ */
+static bool port_unreachable(int fd)
+{
+    bool refused = false;
+    for (int i = 0; i < 16; i++) {
+        char cbuf[512], data[64];
+        struct iovec iov = {data, sizeof data};
+        struct msghdr m = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof cbuf};
+        if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            break;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+            if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+                (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+                const struct sock_extended_err *ee = (const void *)CMSG_DATA(c);
+                refused |= ee->ee_errno == ECONNREFUSED;
+            }
+        }
+    }
+    return refused;
+}
+
+static int on_reply(int op, netsnmp_session *ss, int reqid, netsnmp_pdu *pdu, void *magic)
+{
+    struct wt_snmp *s = magic;
+    (void)ss;
+    if (reqid != s->pending_id || s->reply_state != -1)
+        return 1; /* an abandoned request */
+    if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
+        s->reply = snmp_clone_pdu(pdu);
+        s->reply_state = s->reply ? STAT_SUCCESS : STAT_ERROR;
+    } else if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
+        s->reply_state = STAT_TIMEOUT;
+    } else if (op == NETSNMP_CALLBACK_OP_SEND_FAILED || op == NETSNMP_CALLBACK_OP_DISCONNECT) {
+        s->reply_state = STAT_ERROR;
+    }
+    return 1;
+}
+
+/*
+ * snmp_sess_synch_response, with one difference: between packets it looks at the socket's
+ * error queue, so a closed port (ICMP port unreachable) ends the wait at once. Returns a STAT_
+ * value, or 1 for port unreachable; *resp is the answer on STAT_SUCCESS.
+ */
+static int exchange(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp)
+{
+    netsnmp_transport *tr = snmp_sess_transport(s->sess);
+    int fd = tr ? tr->sock : -1;
+    if (fd >= 0)
+        (void)port_unreachable(fd); /* what an earlier poll left */
+    s->reply_state = -1;
+    s->reply = NULL;
+    s->pending_id = snmp_sess_async_send(s->sess, pdu, on_reply, s);
+    if (!s->pending_id) {
+        snmp_free_pdu(pdu);
+        return STAT_ERROR;
+    }
+    while (s->reply_state == -1) {
+        int nfds = 0, block = 1;
+        fd_set fds;
+        struct timeval tv = {0};
+        FD_ZERO(&fds);
+        snmp_sess_select_info(s->sess, &nfds, &fds, &tv, &block);
+        int n = select(nfds, &fds, NULL, NULL, block ? NULL : &tv);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            s->reply_state = STAT_ERROR;
+            break;
+        }
+        if (n > 0 && fd >= 0 && port_unreachable(fd)) {
+            s->pending_id = 0; /* its callback, when the library times it out, is ignored */
+            return 1;
+        }
+        if (n > 0)
+            snmp_sess_read(s->sess, &fds);
+        else
+            snmp_sess_timeout(s->sess);
+    }
+    *resp = s->reply;
+    s->reply = NULL;
+    return s->reply_state;
+}
+
+/*
+ * Sends pdu, waits for the answer. Returns 0 with *resp, or -ETIMEDOUT, -ECONNREFUSED (port
+ * unreachable) or -EIO with err.
+ */
 static int request(struct wt_snmp *s, netsnmp_pdu *pdu, netsnmp_pdu **resp, struct wt_err *err)
 {
     *resp = NULL;
-    int st = snmp_sess_synch_response(s->sess, pdu, resp);
+    int st = exchange(s, pdu, resp);
     int liberr = 0, syserr = 0;
     char *msg = NULL;
+    if (st == 1) {
+        wt_err_set(err,
+                   "target %s: %s:%d: port unreachable (nothing listens there; is the agent "
+                   "running, and on this port?)",
+                   s->t.name, s->t.host, s->t.port);
+        return -ECONNREFUSED;
+    }
     if (st == STAT_ERROR) {
         snmp_sess_error(s->sess, &liberr, &syserr, &msg);
         /*

@@ -9,8 +9,15 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "collect/collector.h"
 #include "collect/snmp.h"
+#include "core/clock.h"
+#include "core/config.h"
 #include "core/reading.h"
 #include "core/yamltree.h"
 #include "readings.h"
@@ -959,4 +966,74 @@ WT_TEST(config_errors)
     WT_EQ_INT(check_yaml(y, &e), -EINVAL);
     WT_CONTAINS(e.msg, "targets[0].community");
     WT_ASSERT(strstr(e.msg, "s3cr3t") == NULL);
+}
+
+/* The collector's table, declared where it is used, as src/collect/registry.c does. */
+extern const struct wt_collector_ops wt_snmp_collector;
+
+/* A UDP port on loopback: bound and kept (silent: never answers), or bound and closed. */
+static int udp_port(bool keep, int *fd)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof a;
+    int s = socket(AF_INET, SOCK_DGRAM, 0);
+    WT_ASSERT(s >= 0);
+    WT_EQ_INT(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    WT_EQ_INT(getsockname(s, (struct sockaddr *)&a, &len), 0);
+    if (keep)
+        *fd = s;
+    else
+        close(s);
+    return ntohs(a.sin_port);
+}
+
+/* Polls one v2c target on 127.0.0.1:port once; the message, and the seconds it took. */
+static int poll_once(const char *name, int port, const char *timeout, int retries,
+                     struct wt_err *err, double *took_s)
+{
+    char yaml[512];
+    struct wt_config c;
+    struct wt_err e = {{0}};
+    struct wt_batch b = {0};
+    void *st = NULL;
+    snprintf(yaml, sizeof yaml,
+             "collectors:\n  snmp:\n    targets:\n      - {name: %s, address: '127.0.0.1:%d', "
+             "community: public, timeout: %s, retries: %d}\n",
+             name, port, timeout, retries);
+    wt_config_defaults(&c);
+    WT_EQ_INT(wt_config_load_string("s.yaml", yaml, strlen(yaml), &c, &e), 0);
+    WT_EQ_INT(wt_snmp_collector.open_target(&c, 0, &st, &e), 0);
+    int64_t t0 = wt_now_mono_ns();
+    int rc = wt_snmp_collector.poll(st, wt_now_real_ns(), &b, err);
+    *took_s = (double)(wt_now_mono_ns() - t0) / 1e9;
+    wt_batch_free(&b);
+    wt_snmp_collector.close(st);
+    wt_config_free(&c);
+    return rc;
+}
+
+/*
+ * A closed port answers with ICMP port unreachable: reported as that, at once, not as a
+ * timeout after every retry (2 s x 4 here). A port that stays silent is still a timeout.
+ */
+WT_TEST(a_closed_port_is_port_unreachable_not_a_timeout)
+{
+    struct wt_err err = {{0}};
+    double took;
+    int port = udp_port(false, NULL);
+    int rc = poll_once("pdu", port, "2s", 3, &err, &took);
+    WT_ASSERT(rc < 0);
+    char want[128];
+    snprintf(want, sizeof want, "target pdu: 127.0.0.1:%d: port unreachable", port);
+    WT_CONTAINS(err.msg, want);
+    /* Not one 2 s timeout went by (the four would take 8 s). */
+    if (took >= 2.0)
+        wt_test_fail(__FILE__, __LINE__, "took %.2f s: waited for a timeout", took);
+
+    int fd = -1;
+    port = udp_port(true, &fd);
+    rc = poll_once("mute", port, "200ms", 0, &err, &took);
+    WT_ASSERT(rc < 0);
+    WT_CONTAINS(err.msg, "no answer from 127.0.0.1");
+    close(fd);
 }
