@@ -823,18 +823,11 @@ static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
             lost = keep(s, batch, n);
     }
     uint64_t bytes = db_bytes(s);
-
+    if (tried && rc == 0 && failing)
+        s->pend_len = 0; /* all written */
+    bool now_failing = tried ? rc != 0 : failing;
     pthread_mutex_lock(&s->mu);
-    s->dropped += lost;
-    s->db_bytes = bytes;
-    if (tried && rc == 0) {
-        s->last_flush_ns = wt_now_real_ns();
-        s->failing = false;
-    } else if (tried) {
-        s->write_errors++;
-        s->failing = true;
-    }
-    uint64_t dropped = s->dropped;
+    uint64_t dropped = s->dropped + lost;
     pthread_mutex_unlock(&s->mu);
 
     if (tried && rc == 0 && failing) {
@@ -844,8 +837,6 @@ static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
                 "failed_writes=%" PRIu64 " dropped=%" PRIu64,
                 s->path, (double)took / WT_NS_PER_S, written, fr->failed,
                 dropped - fr->dropped_at_start);
-        s->pend_len = 0;
-        wt_health_report("store", NULL, true, " ");
     } else if (tried && rc != 0) {
         uint64_t sup;
         if (!failing) {
@@ -870,18 +861,24 @@ static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
         fr->retry_at = now + fr->backoff;
         fr->backoff = fr->backoff * 2 > MAX_BACKOFF_NS ? MAX_BACKOFF_NS : fr->backoff * 2;
     }
-    if (s->failing || failing) {
-        pthread_mutex_lock(&s->mu);
-        bool still = s->failing;
-        pthread_mutex_unlock(&s->mu);
-        if (still)
-            wt_health_report("store", NULL, false,
-                             "writes failing: %s; %zu readings buffered in memory, %" PRIu64
-                             " dropped",
-                             s->last_err, s->pend_len, dropped - fr->dropped_at_start);
-    }
+    /* Readiness first, then the stats: whoever sees the stats change sees the reason too. */
+    if (now_failing)
+        wt_health_report("store", NULL, false,
+                         "writes failing: %s; %zu readings buffered in memory, %" PRIu64 " dropped",
+                         s->last_err, s->pend_len, dropped - fr->dropped_at_start);
+    else if (failing)
+        wt_health_report("store", NULL, true, " ");
+
+    /* One consistent view for the stats: failing and the queue change together. */
     pthread_mutex_lock(&s->mu);
+    s->dropped += lost;
+    s->db_bytes = bytes;
     s->queued = s->pend_len;
+    if (tried && rc == 0)
+        s->last_flush_ns = wt_now_real_ns();
+    if (tried && rc != 0)
+        s->write_errors++;
+    s->failing = now_failing;
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -923,8 +920,9 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         /* While writes fail, the failing lines carry the drops. */
         uint64_t sup;
-        if (drops != reported_drops && !failing &&
-            wt_ratelimit_ok(&drop_rl, wt_now_mono_ns(), &sup)) {
+        if (failing)
+            reported_drops = drops; /* the failing lines count these */
+        else if (drops != reported_drops && wt_ratelimit_ok(&drop_rl, wt_now_mono_ns(), &sup)) {
             wt_warn(MOD, "queue full: dropped readings total=%" PRIu64, drops);
             reported_drops = drops;
         }

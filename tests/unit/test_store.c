@@ -3,11 +3,15 @@
  * edges, across resets and gaps, rollups and pruning. */
 #include <errno.h>
 #include <sqlite3.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/timex.h>
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/health.h"
 #include "runner.h"
+#include "serve/expo.h"
 #include "store/query.h"
 #include "store/store.h"
 
@@ -489,4 +493,103 @@ WT_TEST(writer_thread_flushes_sink_batches)
     WT_EQ_INT(count(rdr, "SELECT last_ns FROM runs"), T0 + 199 * S);
     wt_store_close(rdr);
     wt_batch_free(&b);
+}
+
+/* Waits (up to 10 s) until the writer's stats satisfy cond. */
+#define WAIT_STATS(s, st, cond)                                                                    \
+    do {                                                                                           \
+        for (int i_ = 0; i_ < 500; i_++) {                                                         \
+            wt_store_stats(s, &st);                                                                \
+            if (cond)                                                                              \
+                break;                                                                             \
+            usleep(20000);                                                                         \
+        }                                                                                          \
+        if (!(cond))                                                                               \
+            wt_test_fail(__FILE__, __LINE__, "timed out waiting for %s", #cond);                   \
+    } while (0)
+
+static int synced(struct timex *tx)
+{
+    tx->status = 0;
+    return TIME_OK;
+}
+
+/*
+ * A full database (SQLite's own SQLITE_FULL, from PRAGMA max_page_count, the same error a full
+ * disk gives): the writer keeps the readings in memory, reports "store" to readiness and counts
+ * on its families; once there is room every buffered reading is written. A small buffer drops
+ * the rest and counts it. The full-disk CLI test does the same on a real filled tmpfs.
+ */
+WT_TEST(a_full_database_buffers_then_writes_everything)
+{
+    char path[512];
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_stats st;
+    struct wt_health_reason why[8];
+    struct wt_expo_family fam;
+    /* Recent times: maintenance prunes raw readings past the retention, which T0 is. */
+    const int64_t t0 = wt_minute_floor(wt_now_real_ns()) - 7200 * S;
+    snprintf(path, sizeof path, "%s/full.db", wt_test_dir());
+    struct wt_store_opts o = {
+        .flush_ns = 20 * WT_NS_PER_MS, .buffer_readings = 3000, .create = true};
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", t0, S, "test"), 0);
+    struct wt_reading r[10];
+    for (int i = 0; i < 10; i++)
+        r[i] = rd(WT_M_GPU_POWER_W, gpu0, t0 + i * S, i);
+    WT_EQ_INT(wt_store_write(s, "", r, 10), 0);
+    /* no page more than it has now */
+    char sql[128];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count=%lld",
+             (long long)count(s, "PRAGMA page_count"));
+    WT_EQ_INT(sqlite3_exec(wt_store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+    wt_health_reset();
+    wt_health_set_adjtimex(synced); /* this host's clock is not the subject */
+    WT_EQ_INT(wt_store_writer_start(s), 0);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 2000; i++)
+        WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, gpu0, t0 + (100 + i) * S, i), 0);
+    wt_store_sink(s, "nvml", &b);
+    WAIT_STATS(s, st, st.failing && st.write_errors > 0);
+    WT_EQ_INT(st.queued, 2000);
+    WT_EQ_U64(st.dropped, 0);
+    WT_EQ_INT(wt_health_collect(NULL, why, 8) >= 1, 1);
+    WT_EQ_STR(why[0].component, "store");
+    WT_CONTAINS(why[0].message, "writes failing: ");
+    WT_CONTAINS(why[0].message, "database or disk is full");
+    WT_EQ_INT(wt_store_family(s, 1, &fam), 0); /* wattage_store_write_errors_total */
+    WT_EQ_STR(fam.name, "wattage_store_write_errors_total");
+    WT_ASSERT(fam.n == 1 && fam.s[0].value >= 1);
+    free(fam.s);
+    /* more than the buffer holds: the rest is dropped and counted */
+    wt_batch_clear(&b);
+    for (int i = 0; i < 1500; i++)
+        WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, gpu0, t0 + (5000 + i) * S, i), 0);
+    wt_store_sink(s, "nvml", &b);
+    WAIT_STATS(s, st, st.dropped == 500);
+    WT_EQ_INT(st.queued, 3000);
+    WT_EQ_INT(wt_store_family(s, 0, &fam), 0);
+    WT_EQ_STR(fam.name, "wattage_store_readings_dropped_total");
+    WT_NEAR(fam.s[0].value, 500, 0);
+    free(fam.s);
+    /* room again: everything buffered is written, readiness clears */
+    WT_EQ_INT(sqlite3_exec(wt_store_db(s), "PRAGMA max_page_count=1000000000", NULL, NULL, NULL),
+              SQLITE_OK);
+    WAIT_STATS(s, st, !st.failing && st.queued == 0);
+    WT_ASSERT(st.last_flush_ns > 0);
+    WT_ASSERT(st.db_bytes > 0);
+    WT_EQ_INT(wt_health_collect(NULL, why, 8) == 0 || strcmp(why[0].component, "store") != 0, 1);
+    wt_store_close(s);
+    struct wt_store *rdr = NULL;
+    struct wt_store_opts ro = {.create = false};
+    WT_EQ_INT(wt_store_open(path, &ro, &rdr, &err), 0);
+    WT_EQ_INT(count(rdr, "SELECT count(*) FROM readings"), 10 + 3000);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM readings WHERE t < %lld",
+             (long long)(t0 + 10 * S));
+    WT_EQ_INT(count(rdr, sql), 10); /* what was stored before is still there */
+    wt_store_close(rdr);
+    wt_batch_free(&b);
+    wt_health_reset();
+    wt_health_set_adjtimex(NULL);
 }
