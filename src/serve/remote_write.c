@@ -288,11 +288,18 @@ static int parse_endpoint(const struct wt_yget *g, const struct wt_ynode *m, con
     if (!rc)
         rc = wt_y_int(g, m, path, "batch_size", 1, 100000, &e->batch_size);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "timeout", false, &e->timeout_ns);
+        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &e->timeout_ns);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "deadline", false, &e->deadline_ns);
+        rc = wt_y_duration_in(g, m, path, "deadline", false, 100 * WT_Y_MS, 3600 * WT_Y_S,
+                              "the sender reads the store once per deadline at most; under "
+                              "100ms it spins, over an hour the receiver lags that far",
+                              &e->deadline_ns);
     if (!rc)
-        rc = wt_y_duration(g, m, path, "max_backoff", false, &e->max_backoff_ns);
+        rc = wt_y_duration_in(g, m, path, "max_backoff", false, 100 * WT_Y_MS, 3600 * WT_Y_S,
+                              "retrying a failed receiver more often than every 100ms hammers "
+                              "it; over an hour a recovered one waits that long",
+                              &e->max_backoff_ns);
     if (!rc)
         rc = wt_y_duration(g, m, path, "backfill", true, &e->backfill_ns);
     if (!rc && (n = wt_y_get(m, "match")) != NULL) {

@@ -757,6 +757,14 @@ WT_TEST(every_interval_and_timeout_is_bounded)
          "1s): each tick queries the store"},
         {"facility:\n  part_load_interval: 1ns\n", "t.yaml:2: facility.part_load_interval:"},
         {"facility:\n  reconcile:\n    interval: 1ns\n", "t.yaml:3: facility.reconcile.interval:"},
+        {"remote_write:\n  - {url: 'http://h/api/v1/write', timeout: 1ns}\n",
+         "t.yaml:2: remote_write[0].timeout: expected a duration from 10ms to 1m"},
+        {"remote_write:\n  - {url: 'http://h/api/v1/write', deadline: 1ns}\n",
+         "t.yaml:2: remote_write[0].deadline: expected a duration from 100ms to 1h (got \"1ns\", "
+         "below 100ms): the sender reads the store"},
+        {"remote_write:\n  - {url: 'http://h/api/v1/write', max_backoff: 2h}\n",
+         "t.yaml:2: remote_write[0].max_backoff: expected a duration from 100ms to 1h (got \"2h\", "
+         "above 1h)"},
         {"alerts:\n  rules:\n    - {name: r, metric: wattage_gpu_power_watts, op: '>', "
          "threshold: 1, for: 40000d}\n",
          "alerts.rules[0].for: expected a duration of at most 100 years"},
