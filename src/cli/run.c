@@ -22,6 +22,7 @@
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
+#include "core/health.h"
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
@@ -294,6 +295,16 @@ static int reload_config(const char *path, struct wt_config *next)
     return 0;
 }
 
+/* Readiness: alert delivery failing (a channel whose attempts failed since its last success). */
+static bool delivery_probe(void *ctx, char *why, size_t n)
+{
+    char w[180];
+    if (!wt_alerts_delivery_failing(ctx, w, sizeof w))
+        return false;
+    snprintf(why, n, "alert delivery failing: %s", w);
+    return true;
+}
+
 /* True when b differs from a in a setting that is only read at start. */
 static bool needs_restart(const struct wt_config *a, const struct wt_config *b)
 {
@@ -374,6 +385,8 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    if (wt_health_add_probe("alerts", delivery_probe, alerts) != 0)
+        wt_warn("run", "no room for the alert delivery probe: readiness does not see it");
     /* Remote write: one sender per endpoint, reading the store on its own connection (never
      * the poll path), its families on /metrics (registered before the server starts). */
     if (wt_remote_write_open(&cfg, http, &rw, &err) != 0) {
@@ -470,6 +483,7 @@ out:
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
+    wt_health_remove_probe(delivery_probe, alerts);
     wt_alerts_close(alerts); /* after the collectors (its sink) and the server; restores caps */
     wt_store_close(store);   /* after the collectors: flushes what they published */
     if (tr) {

@@ -6,6 +6,7 @@
 #include "core/health.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,42 @@ static struct wt_health_reason table[WT_HEALTH_MAX_REASONS];
 static size_t ntable;
 static bool full_logged;
 static wt_health_adjtimex_fn adjtimex_fn;
+
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    char component[24];
+    wt_health_probe_fn fn;
+    void *ctx;
+} probes[WT_HEALTH_MAX_PROBES];
+static size_t nprobes;
+
+int wt_health_add_probe(const char *component, wt_health_probe_fn fn, void *ctx)
+{
+    int rc = -ENOSPC;
+    pthread_mutex_lock(&probe_mu);
+    if (nprobes < WT_HEALTH_MAX_PROBES) {
+        snprintf(probes[nprobes].component, sizeof probes[nprobes].component, "%s", component);
+        probes[nprobes].fn = fn;
+        probes[nprobes].ctx = ctx;
+        nprobes++;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&probe_mu);
+    return rc;
+}
+
+void wt_health_remove_probe(wt_health_probe_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&probe_mu);
+    for (size_t i = 0; i < nprobes; i++) {
+        if (probes[i].fn == fn && probes[i].ctx == ctx) {
+            memmove(&probes[i], &probes[i + 1], (nprobes - i - 1) * sizeof probes[0]);
+            nprobes--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&probe_mu);
+}
 
 void wt_health_report(const char *component, const char *key, bool ok, const char *fmt, ...)
 {
@@ -153,6 +190,13 @@ size_t wt_health_collect(const struct wt_batch *b, struct wt_health_reason *out,
     k = ntable;
     memcpy(out, table, (k < n ? k : n) * sizeof *out);
     pthread_mutex_unlock(&mu);
+    pthread_mutex_lock(&probe_mu);
+    for (size_t i = 0; i < nprobes; i++) {
+        why[0] = '\0';
+        if (probes[i].fn(probes[i].ctx, why, sizeof why))
+            put(out, n, &k, probes[i].component, "", why);
+    }
+    pthread_mutex_unlock(&probe_mu);
     k += wt_health_from_snapshot(b, k < n ? out + k : NULL, k < n ? n - k : 0);
     if (!wt_health_clock_synced(why, sizeof why))
         put(out, n, &k, "clock", "", why);

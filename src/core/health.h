@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "core/err.h"
 #include "core/reading.h"
 
 struct timex;
@@ -43,12 +44,24 @@ struct wt_health_reason {
 void wt_health_report(const char *component, const char *key, bool ok, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/*
+ * A probe: asked at every wt_health_collect whether its component is failing (true, with why
+ * filled). For state a module already keeps and can answer cheaply, such as alert delivery
+ * (wt_alerts_delivery_failing). Probes are called one at a time, under a lock of their own, so
+ * wt_health_remove_probe returns only once no call is in progress: remove before freeing ctx.
+ * Returns 0 or -ENOSPC (WT_HEALTH_MAX_PROBES).
+ */
+typedef bool (*wt_health_probe_fn)(void *ctx, char *why, size_t n);
+#define WT_HEALTH_MAX_PROBES 8
+int wt_health_add_probe(const char *component, wt_health_probe_fn fn, void *ctx) WT_MUST_USE;
+void wt_health_remove_probe(wt_health_probe_fn fn, void *ctx);
+
 /* Removes every reported reason (tests; and a reload that closes the modules reporting). */
 void wt_health_reset(void);
 
 /*
- * The reasons now: those reported, then those derived from snapshot b (may be NULL), then the
- * clock's. Fills at most n into out and returns how many there are in all.
+ * The reasons now: those reported, then the probes', then those derived from snapshot b (may
+ * be NULL), then the clock's. Fills at most n into out and returns how many there are in all.
  */
 size_t wt_health_collect(const struct wt_batch *b, struct wt_health_reason *out, size_t n);
 

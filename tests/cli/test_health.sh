@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Liveness and readiness on the real binary: /healthz stays 200 while the daemon serves;
 # /readyz and /api/v1/health say degraded, with reasons, while a GPU is lost, a facility target
-# is down or the clock is unsynchronised (WATTAGE_CLOCK_STATUS stands in for the kernel's status
+# is down, alert delivery fails or the clock is unsynchronised (WATTAGE_CLOCK_STATUS stands in for the kernel's status
 # word), and ready again when the GPU is back. `wattage status` has the same health section.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$TMP/empty"
@@ -44,6 +44,19 @@ assert ("gpu", "1") in comps and ("facility", "pdu-x") in comps, comps' "$body"
 check "the GPU's reason leaves once it answers again" \
     wait_for 15 bash -c "! curl -s http://127.0.0.1:$port/readyz | grep -q '\"component\":\"gpu\"'"
 check "/readyz stays 503 with the SNMP target down" code_is "$port" /readyz 503
+kill -TERM "$pid"; wait "$pid"
+
+# --- alert delivery failing: a webhook on a closed port, a rule that fires at once
+hook_port=$(free_port)
+printf 'alerts:\n  rules:\n    - {name: PowerSeen, metric: wattage_gpu_power_watts, op: ">", threshold: 1}\n  webhook: {url: "http://127.0.0.1:%s/hook", timeout: 1s}\n' \
+    "$hook_port" >"$TMP/hook.yaml"
+port=$(free_port)
+WATTAGE_CLOCK_STATUS=0 bg "$BIN" run -c "$TMP/hook.yaml" --interval 0.2 --db "$TMP/hook.db" \
+    --listen "127.0.0.1:$port" >"$TMP/hook.log" 2>&1
+pid=$!
+check "/readyz says alert delivery is failing (component alerts, the webhook's error)" \
+    wait_for 20 bash -c "curl -s http://127.0.0.1:$port/readyz | grep -q '\"component\":\"alerts\",\"message\":\"alert delivery failing: webhook: '"
+check "  and answers 503" code_is "$port" /readyz 503
 kill -TERM "$pid"; wait "$pid"
 
 # --- all well: ready

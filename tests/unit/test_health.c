@@ -100,3 +100,29 @@ WT_TEST(json_says_status_and_reasons)
     free(s);
     WT_ASSERT(wt_health_json_into("[1]", r, 1, false) == NULL);
 }
+
+static bool probe_state;
+static char probe_why[] = "webhook: HTTP 503";
+static bool probe(void *ctx, char *why, size_t n)
+{
+    snprintf(why, n, "%s", (const char *)ctx);
+    return probe_state;
+}
+
+/* A probe is asked at each collect; removed, it is asked no more. */
+WT_TEST(probes_answer_at_collect)
+{
+    struct wt_health_reason r[4];
+    wt_health_reset();
+    wt_health_set_adjtimex(clock_synced);
+    WT_EQ_INT(wt_health_add_probe("alerts", probe, probe_why), 0);
+    probe_state = false;
+    WT_EQ_INT(wt_health_collect(NULL, r, 4), 0);
+    probe_state = true;
+    WT_EQ_INT(wt_health_collect(NULL, r, 4), 1);
+    WT_EQ_STR(r[0].component, "alerts");
+    WT_EQ_STR(r[0].message, "webhook: HTTP 503");
+    wt_health_remove_probe(probe, probe_why);
+    WT_EQ_INT(wt_health_collect(NULL, r, 4), 0);
+    wt_health_set_adjtimex(NULL);
+}
