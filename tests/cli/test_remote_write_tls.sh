@@ -67,9 +67,9 @@ for e in nocert wrongca; do
         "$(rw_metric "$WPORT" wattage_remote_write_samples_sent_total $e)"
 done
 # TLS 1.3: the server's refusal of the certificate arrives after the client's handshake ended,
-# as an alert or, when the server closes first, as a reset connection.
+# as an alert or, when the server closes first, as a reset or unconnected socket.
 check "nocert: the log names the refusal" \
-    grep -qiE "endpoint nocert: cannot send .*(alert|certificate|SSL|handshake|reset|Recv failure|Send failure)" "$TMP/run.log"
+    grep -qiE "endpoint nocert: cannot send .*(alert|certificate|SSL|handshake|reset|not connected|Recv failure|Send failure)" "$TMP/run.log"
 check "wrongca: the log says the server's certificate is not trusted" \
     grep -qiE "endpoint wrongca: cannot send .*(certificate|SSL)" "$TMP/run.log"
 pcurl "https://127.0.0.1:$PPORT/api/v1/query" --data-urlencode 'query=count(wattage_gpu_power_watts{node="node-t"})' >"$TMP/q.json"
