@@ -49,15 +49,22 @@
  *                                "3 450") per accepted call. It refuses values outside the
  *                                constraints (200..700 W) with NVML_ERROR_INVALID_ARGUMENT like the
  *                                driver; an accepted limit is what nvmlDeviceGetEnforcedPowerLimit
- *                                and nvmlDeviceGetPowerManagementLimit report from then on (kept
- *                                across sessions in the process, as the driver keeps it), and
+ *                                and nvmlDeviceGetPowerManagementLimit report from then on, and
  *                                GPU i's power reads min(P_i, limit) (the GPU obeys its cap; the
- *                                energy counter stays the uncapped integral). Never set: 700 W,
- *                                power unclamped.
+ *                                energy counter stays the uncapped integral). Never set: the
+ *                                default limit, 700 W, power unclamped.
+ *                                The file is also the driver's state: GPU i's limit is the last
+ *                                line for i in it, read at every call, so a limit outlives the
+ *                                process that set it and every process sees the same one (as the
+ *                                driver keeps it). A test writes a line itself to play another
+ *                                tool's `nvidia-smi -pl`. Without the file, limits are kept for
+ *                                the process only.
+ *                                nvmlDeviceGetPowerManagementDefaultLimit is 700 W.
  *
  * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
  * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
- * 2619 MHz; pstate P0 (P8 when utilization < 5%); power limit 700 W, constraints 200..700 W.
+ * 2619 MHz; pstate P0 (P8 when utilization < 5%); power limit 700 W (also the default limit),
+ * constraints 200..700 W.
  *
  * Besides NVML it exports, for tests:
  *   double fake_nvml_exact_energy_j(unsigned gpu, double t_from, double t_to)
@@ -144,8 +151,11 @@ static struct {
     bool thermal;
 } fk;
 
+#define DEFAULT_LIMIT_MW 700000u
+
 static int sessions;
-static unsigned int limit_mw[MAX_GPUS]; /* set by nvmlDeviceSetPowerManagementLimit; 0: never */
+/* Set by nvmlDeviceSetPowerManagementLimit (0: never) when there is no FAKE_NVML_LIMITS_FILE. */
+static unsigned int limit_mw[MAX_GPUS];
 static struct nvmlDevice_st devices[MAX_GPUS];
 
 double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to);
@@ -280,6 +290,27 @@ static void log_call(const char *fn)
         /* nothing to do: the log is best effort */
     }
     close(fd);
+}
+
+/* GPU gpu's limit in mW: the last line for it in FAKE_NVML_LIMITS_FILE (the driver's state,
+ * shared by every process), else what this process set; DEFAULT_LIMIT_MW when never set. */
+static unsigned int current_limit_mw(unsigned int gpu)
+{
+    const char *file = env("FAKE_NVML_LIMITS_FILE");
+    if (!file)
+        return limit_mw[gpu] ? limit_mw[gpu] : DEFAULT_LIMIT_MW;
+    unsigned int mw = DEFAULT_LIMIT_MW;
+    FILE *f = fopen(file, "re");
+    char line[128];
+    while (f && fgets(line, sizeof line, f)) {
+        unsigned int g;
+        double w;
+        if (sscanf(line, "%u %lf", &g, &w) == 2 && g == gpu && w > 0)
+            mw = (unsigned int)lround(w * 1000);
+    }
+    if (f)
+        fclose(f);
+    return mw;
 }
 
 static double power_w(unsigned int gpu, double t)
@@ -480,8 +511,9 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
     const struct window *w = in_window(fk.power_read, fk.npower_read, d->index, t - fk.t0);
     const struct window *st = in_window(fk.stuck, fk.nstuck, d->index, t - fk.t0);
     double p = w ? w->v : power_w(d->index, st ? fk.t0 + st->from : t);
-    if (!w && limit_mw[d->index] && p > limit_mw[d->index] / 1000.0)
-        p = limit_mw[d->index] / 1000.0;
+    double cap_w = current_limit_mw(d->index) / 1000.0;
+    if (!w && p > cap_w)
+        p = cap_w;
     *mw = p > 0 ? (unsigned int)lround(p * 1000) : 0;
     return NVML_SUCCESS;
 }
@@ -503,7 +535,7 @@ wt_nvml_clock_fn nvmlDeviceGetClockInfo;
 wt_nvml_ull_fn nvmlDeviceGetCurrentClocksEventReasons, nvmlDeviceGetCurrentClocksThrottleReasons;
 wt_nvml_uint_fn nvmlDeviceGetEnforcedPowerLimit;
 wt_nvml_constraints_fn nvmlDeviceGetPowerManagementLimitConstraints;
-wt_nvml_uint_fn nvmlDeviceGetPowerManagementLimit;
+wt_nvml_uint_fn nvmlDeviceGetPowerManagementLimit, nvmlDeviceGetPowerManagementDefaultLimit;
 wt_nvml_set_limit_fn nvmlDeviceSetPowerManagementLimit;
 wt_nvml_pstate_fn nvmlDeviceGetPerformanceState;
 wt_nvml_enable_state_fn nvmlDeviceGetPersistenceMode;
@@ -677,7 +709,7 @@ nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw)
     nvmlReturn_t r = device_call("nvmlDeviceGetEnforcedPowerLimit", d, NS_LIMIT, &t);
     if (r)
         return r;
-    *mw = limit_mw[d->index] ? limit_mw[d->index] : 700000;
+    *mw = current_limit_mw(d->index);
     return NVML_SUCCESS;
 }
 
@@ -687,7 +719,17 @@ nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t d, unsigned int *mw)
     nvmlReturn_t r = device_call("nvmlDeviceGetPowerManagementLimit", d, NS_LIMIT, &t);
     if (r)
         return r;
-    *mw = limit_mw[d->index] ? limit_mw[d->index] : 700000;
+    *mw = current_limit_mw(d->index);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned int *mw)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPowerManagementDefaultLimit", d, NS_LIMIT, &t);
+    if (r)
+        return r;
+    *mw = DEFAULT_LIMIT_MW;
     return NVML_SUCCESS;
 }
 
