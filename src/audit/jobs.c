@@ -103,6 +103,59 @@ __attribute__((format(printf, 4, 5))) static int bad(struct rep *r, unsigned sta
     return 0;
 }
 
+int wt_jobs_tagged_gpus(const char *db_path, const char *key, const char *value,
+                        char (*gpus)[WT_JOBS_GPU_LEN], size_t cap, size_t *n, bool *all)
+{
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    char path[300];
+    int rc = 0, prc;
+    *n = 0;
+    *all = false;
+    if (!db_path || !*db_path || access(db_path, F_OK) != 0)
+        return 0;
+    if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) !=
+        SQLITE_OK)
+        goto fail;
+    sqlite3_busy_timeout(db, 200);
+    snprintf(path, sizeof path, "$.%s", key);
+    prc = sqlite3_prepare_v2(db,
+                             "SELECT gpus FROM jobs WHERE end_ns IS NULL AND "
+                             "json_extract(tags, ?1) = ?2",
+                             -1, &st, NULL);
+    if (prc != SQLITE_OK) {
+        /* A store the daemon has not added the jobs table to yet holds no job. */
+        if (strstr(sqlite3_errmsg(db), "no such table"))
+            goto out;
+        goto fail;
+    }
+    sqlite3_bind_text(st, 1, path, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 2, value, -1, SQLITE_TRANSIENT);
+    while ((prc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *txt = (const char *)sqlite3_column_text(st, 0);
+        cJSON *arr = txt ? cJSON_Parse(txt) : NULL, *g;
+        if (!arr || cJSON_GetArraySize(arr) == 0)
+            *all = true;
+        cJSON_ArrayForEach(g, arr)
+        {
+            if (cJSON_IsString(g) && *n < cap)
+                snprintf(gpus[(*n)++], WT_JOBS_GPU_LEN, "%s", g->valuestring);
+        }
+        cJSON_Delete(arr);
+    }
+    if (prc != SQLITE_DONE)
+        goto fail;
+    goto out;
+fail:
+    wt_warn("jobs", "%s: cannot read the running jobs tagged %s=%s: %s", db_path, key, value,
+            db ? sqlite3_errmsg(db) : "cannot open");
+    rc = -EIO;
+out:
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return rc;
+}
+
 bool wt_jobs_key_ok(const char *s)
 {
     size_t n = strlen(s);

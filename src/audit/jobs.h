@@ -108,6 +108,18 @@ int wt_jobs_profile(struct wt_jobs *j, const char *ref, int64_t now_ns, int64_t 
                     double **watts, size_t *n, int64_t *duration_ns,
                     struct wt_err *err) WT_MUST_USE;
 
+/*
+ * The GPUs held by the running jobs (no end) tagged key=value, e.g. cap=never for power capping:
+ * each as the job names it (an index "3" or a UUID or UUID prefix "GPU-…"), at most cap of
+ * them; *all is set when such a job names no GPU (it holds every GPU). Reads db_path on a
+ * read-only connection of its own, opened and closed here, so it needs no wt_jobs. Returns 0
+ * (no such job, no jobs table, or no store file yet: *n = 0), or -EIO.
+ */
+#define WT_JOBS_GPU_LEN 96
+int wt_jobs_tagged_gpus(const char *db_path, const char *key, const char *value,
+                        char (*gpus)[WT_JOBS_GPU_LEN], size_t cap, size_t *n,
+                        bool *all) WT_MUST_USE;
+
 /* True when a counter or tag key is a lower-snake-case word of 1..63 characters. */
 bool wt_jobs_key_ok(const char *s);
 
