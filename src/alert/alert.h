@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/err.h"
 #include "core/reading.h"
@@ -149,6 +150,16 @@ struct wt_alerts_config {
     char power_budget_meter[256];
     double budget_clear_share; /* hysteresis: uncap below budget x this, default 0.95 */
     bool dry_run;              /* alerts.dry_run (or `run --dry-run`): log, do not act */
+    /* Guardrails. alerts.cap_floor_watts: no cap under this (nor under the GPU's minimum),
+     * default 0 = the GPU's minimum. alerts.cap_min_interval: at most one change per GPU per
+     * interval (a flapping budget or alert does not make limits oscillate), default 10 s; 0 in a
+     * zeroed struct = none. Restores for safety (stopping, a cap=never job, a hand clear) are
+     * never held back. */
+    double cap_floor_watts;
+    int64_t cap_min_interval_ns;
+    /* alerts.cap_record: the record of every limit change (written before the change, cleared
+     * when the limit is restored; see wt_cap_record_path). "" = power-caps beside the store. */
+    char cap_record[256];
 };
 
 void wt_alerts_config_defaults(struct wt_alerts_config *c);
@@ -181,16 +192,68 @@ void wt_notify_close(struct wt_notify *n);
 
 struct wt_cap;
 struct wt_config;
-/* Loads NVML (the same library as the collector) for setting limits; *out NULL when no rule caps
- * and no budget is set. */
+/*
+ * Loads NVML (the same library as the collector) for setting limits, and puts right what an
+ * earlier run left in the record (see below): each GPU it lists gets its own limit back, or
+ * keeps its cap (with the recorded own limit as its base) while the rule or budget of this
+ * configuration that set it may hold it, logged at warning level. *out NULL when no rule caps
+ * and no budget is set (the earlier run's caps are still put right).
+ * With cfg NULL (tests) there is no record unless acfg->cap_record names one.
+ * Test hook: WATTAGE_TEST_CAP_EXIT=before_record|after_record makes the process _exit(86) right
+ * before or after it writes a change's record line (as kill -9 would, mid-change).
+ */
 int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
                 struct wt_cap **out, struct wt_err *err) WT_MUST_USE;
+/* With alerts off (acfg->enabled false): only puts right what an earlier run left, every GPU
+ * back to its own limit. */
+void wt_cap_recover(const struct wt_config *cfg, const struct wt_alerts_config *acfg);
 /* A transition of an alert with action cap: firing lowers the GPU's limit, resolved restores. */
 void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a);
 /* The site budget, every tick, from the latest snapshot (GPU power and limits). */
 void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snapshot, int64_t now_ns);
 /* Restores every limit it changed, then unloads. Accepts NULL. */
 void wt_cap_close(struct wt_cap *c);
+
+/*
+ * The record of power limit changes: one line per GPU whose limit wattage changed, written
+ * before the change (to a temporary file, fsync'd, renamed over the old one, the directory
+ * fsync'd: it survives kill -9 and power loss) and taken out once the limit is restored. Every
+ * process changes it under one lock (PATH.lock, flock), so the daemon and `wattage cap clear`
+ * never undo each other's line.
+ */
+struct wt_cap_rec {
+    char uuid[96];   /* the GPU's UUID: indices change when GPUs come and go */
+    int gpu;         /* its index when written, for people */
+    double own_w;    /* its own limit, to put back */
+    double set_w;    /* the limit wattage set */
+    int64_t t_ns;    /* CLOCK_REALTIME of the change */
+    char reason[64]; /* the rule's name, or power_budget */
+};
+/* The record's path: acfg->cap_record, else power-caps in the store's directory. Fills out
+ * ("" when neither is known) and returns 0 or -ENOENT. */
+int wt_cap_record_path(const struct wt_config *cfg, const struct wt_alerts_config *acfg, char *out,
+                       size_t n);
+/* Reads at most cap lines into r (no file: *n = 0). Returns 0, or -EINVAL / -errno with err
+ * naming path:line. */
+int wt_cap_record_read(const char *path, struct wt_cap_rec *r, size_t cap, size_t *n,
+                       struct wt_err *err) WT_MUST_USE;
+/* Replaces the record with r[0..n) durably (n 0 removes the file). 0 or -errno (err says). */
+int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n,
+                        struct wt_err *err) WT_MUST_USE;
+/*
+ * `wattage cap clear [--gpu N]`: under the record's lock, puts every GPU of the record (or only
+ * GPU N) back to its own limit and takes its line out; with --gpu N and no line, a GPU whose
+ * limit is not its default (someone else capped it) gets its default back. Lines for GPUs this
+ * node no longer has are dropped. A running daemon sees its lines gone at its next tick and
+ * leaves those GPUs alone until what held them lets go. Says what it did on out. Returns 0,
+ * -EINVAL (no such GPU) or -EIO (NVML, the record), with err filled.
+ */
+int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
+                 FILE *out, struct wt_err *err) WT_MUST_USE;
+/* For `wattage status`: one line per GPU capped by wattage (from the record) or by someone else
+ * (its limit is not its default, and no line explains it); nothing when none is, or without
+ * NVML. Returns 0. */
+int wt_cap_report(const struct wt_config *cfg, const struct wt_alerts_config *acfg, FILE *out);
 
 /*
  * `wattage run --dry-run` (run.c calls it before the engine opens): every wt_cap_open that
@@ -214,9 +277,15 @@ int wt_cap_meter_parse(const char *sel, int *metric, char *match, size_t n, char
  *                                                 dry run, the one it would); absent when uncapped
  *   wattage_power_cap_actions_total{action,dry_run} counter: action = cap (rule), budget_cap,
  *                                                 restore, error
+ *   wattage_power_cap_reasons_total{reason,dry_run} counter: why it acted or held back, one of
+ *                                                 rule, budget, resolved, stopping, cap_never,
+ *                                                 earlier_run, kept, cleared_by_hand,
+ *                                                 changed_by_others, min_interval, floor,
+ *                                                 no_record (a fixed set)
  */
 struct wt_expo_family;
 int wt_cap_family_limits(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_actions(void *cap, struct wt_expo_family *fam);
+int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam);
 
 #endif

@@ -5,11 +5,25 @@
  * collector (WATTAGE_NVML_LIBRARY, else collectors.nvml.library) with its own session.
  *
  * Each GPU's limit is the lowest of what holds it down: the targets of the firing cap alerts on
- * it, and its share of the site budget. The first change remembers the limit the GPU had; when
+ * it, and its share of the site budget. The first change remembers the GPU's own limit; when
  * nothing holds it down any more (the alerts resolved, the node back under budget x
  * budget_clear_share) or the daemon stops (wt_cap_close), that limit is put back, unless someone
  * else changed the limit meanwhile (then it is left as they set it, with a warning). A limit is
- * only ever lowered, and always within the GPU's [min, max] constraints.
+ * only ever lowered, and always within the GPU's [min, max] constraints and over
+ * alerts.cap_floor_watts; a GPU's limit changes at most once per alerts.cap_min_interval; a GPU
+ * held by a running job tagged cap=never is never capped (the budget is shared by the others).
+ *
+ * A limit set through NVML outlives the process that set it. So every change is first written
+ * to the record (alerts.cap_record, else power-caps beside the store: one line per GPU with its
+ * UUID, its own limit, the limit set, when and why; written whole to a temporary file, fsync'd
+ * and renamed over the old one), then applied; the line goes when the limit is restored. A
+ * change whose record cannot be written is not made. At start, the lines an earlier run left
+ * (it was killed) are put right: the GPU's own limit is restored, or, when a rule or the budget
+ * of this configuration is what set it, the cap is kept with the recorded own limit as its base
+ * until that rule has had time to fire. `wattage cap clear` (wt_cap_clear) restores by hand
+ * under the same lock; a running daemon sees its line gone and leaves the GPU alone until what
+ * held it lets go. A GPU whose limit is not its default limit with no line to explain it was
+ * capped by someone else: that limit is never taken as its own (its default is).
  *
  * Site budget: when the node's power (the GPUs' sum, or the series alerts.power_budget_meter
  * names) exceeds the budget, every GPU is capped in proportion to its draw so that the power comes
@@ -17,20 +31,26 @@
  * minimum); while capped and still over, the caps are tightened again at most every few seconds
  * (the power readings lag a new limit).
  *
- * Dry run logs each action it would take and exports it, without calling the set function.
+ * Dry run logs each action it would take and exports it, without calling the set function (and
+ * without a record: nothing is changed).
  */
 #include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "alert/alert.h"
+#include "audit/jobs.h"
 #include "collect/nvml_api.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -43,7 +63,12 @@
 #define MAX_ACTIVE 512
 #define SETTLE_NS (3 * WT_NS_PER_S) /* between two budget adjustments */
 #define LOG_EVERY_NS (60 * WT_NS_PER_S)
-#define SAME_W 0.5 /* limits closer than this are the same limit */
+#define SAME_W 0.5   /* limits closer than this are the same limit */
+#define OTHERS_W 1.0 /* a limit this far from what wattage set was set by someone else */
+#define REC_FILE "power-caps"
+#define REC_HEADER "# wattage power caps v1: UUID GPU OWN_W SET_W T_NS REASON\n"
+#define NEVER_TAG "cap"
+#define NEVER_VALUE "never"
 
 struct cap_fns {
     wt_nvml_init_fn *init;
@@ -55,6 +80,8 @@ struct cap_fns {
     wt_nvml_uint_fn *get_limit;
     wt_nvml_uint_fn *enforced;
     wt_nvml_constraints_fn *constraints;
+    wt_nvml_uint_fn *default_limit;
+    wt_nvml_string_fn *uuid;
 };
 
 static const struct {
@@ -75,23 +102,58 @@ static const struct {
     {{"nvmlDeviceGetPowerManagementLimitConstraints", NULL},
      false,
      offsetof(struct cap_fns, constraints)},
+    {{"nvmlDeviceGetPowerManagementDefaultLimit", NULL},
+     false,
+     offsetof(struct cap_fns, default_limit)},
+    {{"nvmlDeviceGetUUID", NULL}, false, offsetof(struct cap_fns, uuid)},
 };
 
 enum act { A_CAP, A_BUDGET, A_RESTORE, A_ERROR, A_COUNT };
 static const char *const act_names[A_COUNT] = {"cap", "budget_cap", "restore", "error"};
 
+/* Why an action was taken (or held back): the reason label of wattage_power_cap_reasons_total,
+ * a fixed set so that its cardinality is bounded. */
+enum why {
+    W_RULE,         /* a firing rule with action cap */
+    W_BUDGET,       /* the site budget */
+    W_RESOLVED,     /* what held it let go: restored */
+    W_STOPPING,     /* the daemon stops: restored */
+    W_CAP_NEVER,    /* a cap=never job holds the GPU: restored, or not capped */
+    W_EARLIER_RUN,  /* a record an earlier run left: restored at start */
+    W_KEPT,         /* a record an earlier run left, kept: a rule of this configuration holds it */
+    W_BY_HAND,      /* `wattage cap clear` restored it: left alone */
+    W_BY_OTHERS,    /* someone else changed the limit: left as they set it */
+    W_MIN_INTERVAL, /* a change held back by alerts.cap_min_interval */
+    W_FLOOR,        /* a target under the GPU's minimum or alerts.cap_floor_watts: raised */
+    W_NO_RECORD,    /* the record could not be written: no change */
+    W_COUNT
+};
+static const char *const why_names[W_COUNT] = {
+    "rule", "budget",          "resolved",          "stopping",     "cap_never", "earlier_run",
+    "kept", "cleared_by_hand", "changed_by_others", "min_interval", "floor",     "no_record"};
+
 struct capgpu {
     bool have_dev;
     nvmlDevice_t dev;
+    char uuid[96]; /* "" until read */
     /* From NVML, else from the latest snapshot; 0 when unknown. */
-    double min_w, max_w, limit_w;
+    double min_w, max_w, limit_w, default_w;
     double power_w;
     bool seen; /* in the latest snapshot */
     /* What wattage did. */
-    bool touched;    /* the limit is wattage's (or would be, in dry run) */
-    double saved_w;  /* the limit before the first change */
-    double set_w;    /* the limit wattage set */
-    double budget_w; /* this GPU's share of the site budget; 0: none */
+    bool touched;           /* the limit is wattage's (or would be, in dry run) */
+    double saved_w;         /* the GPU's own limit, put back when nothing holds it */
+    double set_w;           /* the limit wattage set */
+    double budget_w;        /* this GPU's share of the site budget; 0: none */
+    int64_t last_change_ns; /* CLOCK_REALTIME of the last change; 0: none */
+    bool deferred;          /* a change waits for alerts.cap_min_interval */
+    bool hands_off;         /* cleared by hand: not capped until nothing holds it */
+    bool never;             /* held by a running cap=never job */
+    bool foreign_said;      /* the foreign cap was logged */
+    /* A cap an earlier run set that a rule of this configuration may still hold. */
+    double hold_w;
+    int64_t hold_until_ns;
+    char hold_reason[64];
     struct wt_ratelimit err_rl;
 };
 
@@ -105,6 +167,7 @@ struct active {
 struct rule_cap {
     char name[64];
     double watts, share;
+    int64_t for_ns;
 };
 
 struct wt_cap {
@@ -116,18 +179,25 @@ struct wt_cap {
     unsigned int ngpus; /* NVML's count; 0 without NVML */
     bool dry_run;
     double budget_w, clear_share;
+    double floor_w;
+    int64_t min_interval_ns, interval_ns;
     int meter_metric; /* -1: the GPUs' sum */
     char meter_match[WT_LABELS_LEN];
     char meter[256];
     bool engaged;
     int64_t last_budget_ns;
+    int64_t now_ns;                /* CLOCK_REALTIME of the latest tick or transition */
+    char record[WT_PATH_LEN + 16]; /* "" = none (no configuration to place it) */
+    char db[WT_PATH_LEN];          /* the store, for the cap=never jobs; "" = none */
+    int crash_hook;                /* WATTAGE_TEST_CAP_EXIT: 1 before the record, 2 after */
     struct capgpu g[MAX_GPUS];
     struct active active[MAX_ACTIVE];
     size_t nactive;
     struct rule_cap rules[WT_ALERT_MAX_RULES];
     size_t nrules;
     uint64_t actions[A_COUNT];
-    struct wt_ratelimit rl;
+    uint64_t whys[W_COUNT];
+    struct wt_ratelimit rl, rec_rl, never_rl;
 };
 
 static bool forced_dry_run;
@@ -141,6 +211,133 @@ static const char *errstr(const struct wt_cap *c, nvmlReturn_t r)
 {
     const char *m = c->fn.error_string ? c->fn.error_string(r) : NULL;
     return m ? m : "unknown error";
+}
+
+/* ---- the record ------------------------------------------------------------------------- */
+
+int wt_cap_record_path(const struct wt_config *cfg, const struct wt_alerts_config *acfg, char *out,
+                       size_t n)
+{
+    if (acfg && acfg->cap_record[0]) {
+        snprintf(out, n, "%s", acfg->cap_record);
+        return 0;
+    }
+    if (!cfg || !cfg->store.path[0]) {
+        if (n)
+            out[0] = '\0';
+        return -ENOENT;
+    }
+    char dir[WT_PATH_LEN];
+    snprintf(dir, sizeof dir, "%s", cfg->store.path);
+    snprintf(out, n, "%s/%s", dirname(dir), REC_FILE);
+    return 0;
+}
+
+int wt_cap_record_read(const char *path, struct wt_cap_rec *r, size_t cap, size_t *n,
+                       struct wt_err *err)
+{
+    *n = 0;
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : wt_err_set(err, "%s: %s", path, strerror(errno));
+    char line[512];
+    int ln = 0, rc = 0;
+    while (fgets(line, sizeof line, f)) {
+        ln++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        struct wt_cap_rec x;
+        memset(&x, 0, sizeof x);
+        int used = 0;
+        if (sscanf(line, "%95s %d %lf %lf %" SCNd64 " %n", x.uuid, &x.gpu, &x.own_w, &x.set_w,
+                   &x.t_ns, &used) != 5 ||
+            x.own_w <= 0 || x.set_w <= 0) {
+            rc = wt_err_set(err, "%s:%d: expected UUID GPU OWN_W SET_W T_NS REASON", path, ln);
+            break;
+        }
+        snprintf(x.reason, sizeof x.reason, "%s", line + used);
+        x.reason[strcspn(x.reason, "\n")] = '\0';
+        if (*n < cap)
+            r[(*n)++] = x;
+    }
+    fclose(f);
+    return rc;
+}
+
+/* Syncs the directory holding path, so that a rename in it survives a power loss. */
+static void sync_dir(const char *path)
+{
+    char dir[WT_PATH_LEN + 16];
+    snprintf(dir, sizeof dir, "%s", path);
+    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
+int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n, struct wt_err *err)
+{
+    if (n == 0) {
+        if (unlink(path) != 0 && errno != ENOENT)
+            return wt_err_set(err, "%s: cannot remove: %s", path, strerror(errno));
+        sync_dir(path);
+        return 0;
+    }
+    char tmp[WT_PATH_LEN + 32];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "we");
+    if (!f)
+        return wt_err_set(err, "%s: cannot write: %s", tmp, strerror(errno));
+    bool ok = fputs(REC_HEADER, f) >= 0;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = fprintf(f, "%s %d %.3f %.3f %" PRId64 " %s\n", r[i].uuid, r[i].gpu, r[i].own_w,
+                     r[i].set_w, r[i].t_ns, r[i].reason) > 0;
+    /* The line must be on disk before the limit it describes is set. */
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int e = errno;
+    if (fclose(f) != 0 && ok) {
+        ok = false;
+        e = errno;
+    }
+    if (!ok || rename(tmp, path) != 0) {
+        if (ok)
+            e = errno;
+        unlink(tmp);
+        return wt_err_set(err, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+    }
+    sync_dir(path);
+    return 0;
+}
+
+/* Takes the record's lock (a file beside it: the record itself is replaced by rename), shared
+ * by every wattage process; returns the descriptor to close, or -1 without a record. */
+static int rec_lock(const char *path)
+{
+    if (!path[0])
+        return -1;
+    char lk[WT_PATH_LEN + 32];
+    snprintf(lk, sizeof lk, "%s.lock", path);
+    int fd = open(lk, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return -1;
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+    return fd;
+}
+
+static void rec_unlock(int fd)
+{
+    if (fd >= 0)
+        close(fd); /* releases the lock */
+}
+
+static int rec_find(const struct wt_cap_rec *r, size_t n, const char *uuid)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(r[i].uuid, uuid) == 0)
+            return (int)i;
+    return -1;
 }
 
 /* ---- NVML ---------------------------------------------------------------------------------- */
@@ -176,13 +373,22 @@ static int load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
     if (r != NVML_SUCCESS)
         return wt_err_set(err, "nvmlDeviceGetCount failed: %s (%d)", errstr(c, r), (int)r);
     c->ngpus = n < MAX_GPUS ? n : MAX_GPUS;
-    if (!c->fn.set_limit)
-        wt_warn(MOD, "%s does not export nvmlDeviceSetPowerManagementLimit: limits cannot be set",
-                path);
     return 0;
 }
 
-/* Reads the GPU's handle, constraints and current limit from NVML where it can. */
+static void unload_nvml(struct wt_cap *c)
+{
+    if (c->inited && c->fn.shutdown)
+        c->fn.shutdown();
+    c->inited = false;
+    c->ngpus = 0;
+    /* The library stays loaded if the collector has it too; dlclose only drops our reference. */
+    if (c->dl)
+        dlclose(c->dl);
+    c->dl = NULL;
+}
+
+/* Reads the GPU's handle, UUID, constraints, default and current limit from NVML where it can. */
 static void refresh(struct wt_cap *c, int i)
 {
     struct capgpu *g = &c->g[i];
@@ -193,96 +399,243 @@ static void refresh(struct wt_cap *c, int i)
     if (!g->have_dev)
         return;
     unsigned int lo, hi, mw;
+    if (!g->uuid[0] && (!c->fn.uuid || c->fn.uuid(g->dev, g->uuid, sizeof g->uuid) != NVML_SUCCESS))
+        snprintf(g->uuid, sizeof g->uuid, "index-%d", i); /* no UUID: the index must do */
     if (c->fn.constraints && c->fn.constraints(g->dev, &lo, &hi) == NVML_SUCCESS && hi >= lo) {
         g->min_w = lo / 1000.0;
         g->max_w = hi / 1000.0;
     }
+    if (g->default_w <= 0 && c->fn.default_limit &&
+        c->fn.default_limit(g->dev, &mw) == NVML_SUCCESS && mw > 0)
+        g->default_w = mw / 1000.0;
     if ((c->fn.get_limit && c->fn.get_limit(g->dev, &mw) == NVML_SUCCESS) ||
         (c->fn.enforced && c->fn.enforced(g->dev, &mw) == NVML_SUCCESS))
         g->limit_w = mw / 1000.0;
 }
 
-static void count_action(struct wt_cap *c, enum act a)
+/* The GPU's own limit when wattage has not changed it: its limit, unless that differs from its
+ * default limit (someone else capped it; a record would have said if it was wattage): then the
+ * default. */
+static double own_limit(const struct capgpu *g)
 {
-    c->actions[a]++;
+    if (g->default_w > 0 && g->limit_w > 0 && fabs(g->limit_w - g->default_w) > OTHERS_W)
+        return g->default_w;
+    return g->limit_w;
 }
 
-/* Sets GPU i's limit (or says it would). Returns 0 or -EIO (logged). */
-static int set_limit(struct wt_cap *c, int i, double w, enum act why, const char *reason)
+static void count_action(struct wt_cap *c, enum act a, enum why w)
+{
+    c->actions[a]++;
+    c->whys[w]++;
+}
+
+static void rec_complain(struct wt_cap *c, const char *what, const char *msg)
+{
+    uint64_t supp;
+    if (wt_ratelimit_ok(&c->rec_rl, wt_now_mono_ns(), &supp))
+        wt_error(MOD, "%s: %s", what, msg);
+}
+
+/* Puts GPU i's line (own, set, reason) in the record, or takes it out (set_w 0). Called with
+ * the record's lock held. Returns 0 or -EIO (logged). */
+static int rec_update(struct wt_cap *c, int i, double own_w, double set_w, const char *reason)
+{
+    struct wt_cap_rec r[MAX_GPUS + 1];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    if (!c->record[0])
+        return 0;
+    if (wt_cap_record_read(c->record, r, MAX_GPUS, &n, &err) != 0) {
+        rec_complain(c, "the power cap record is unreadable", err.msg);
+        return -EIO;
+    }
+    int k = rec_find(r, n, c->g[i].uuid);
+    if (set_w <= 0) {
+        if (k < 0)
+            return 0;
+        r[k] = r[--n];
+    } else {
+        if (k < 0)
+            k = (int)n++;
+        memset(&r[k], 0, sizeof r[k]);
+        snprintf(r[k].uuid, sizeof r[k].uuid, "%s", c->g[i].uuid);
+        r[k].gpu = i;
+        r[k].own_w = own_w;
+        r[k].set_w = set_w;
+        r[k].t_ns = wt_now_real_ns();
+        snprintf(r[k].reason, sizeof r[k].reason, "%s", reason);
+    }
+    if (wt_cap_record_write(c->record, r, n, &err) != 0) {
+        rec_complain(c, "cannot write the power cap record", err.msg);
+        return -EIO;
+    }
+    return 0;
+}
+
+/* True when the record (read without the lock: it is replaced whole) still has GPU i's line;
+ * true as well when it cannot be read (nothing is given up on a read error). */
+static bool rec_has(struct wt_cap *c, int i)
+{
+    struct wt_cap_rec r[MAX_GPUS];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    if (!c->record[0] || wt_cap_record_read(c->record, r, MAX_GPUS, &n, &err) != 0)
+        return true;
+    return rec_find(r, n, c->g[i].uuid) >= 0;
+}
+
+/* GPU i's line is gone from the record while wattage holds it: `wattage cap clear` put it back. */
+static void cleared_by_hand(struct wt_cap *c, int i)
+{
+    struct capgpu *g = &c->g[i];
+    refresh(c, i);
+    wt_warn(MOD,
+            "gpu=%d uuid=%s: its cap of %.1f W was cleared by hand (limit now %.1f W): not "
+            "capping it again until what holds it lets go",
+            i, g->uuid, g->set_w, g->limit_w);
+    count_action(c, A_RESTORE, W_BY_HAND);
+    g->touched = false;
+    g->set_w = 0;
+    g->hands_off = true;
+    g->last_change_ns = c->now_ns;
+}
+
+static void crash_point(const struct wt_cap *c, int where)
+{
+    /* A test hook: die as kill -9 would, at this point of a change. */
+    if (c->crash_hook == where)
+        _exit(86);
+}
+
+/* Sets GPU i's limit (or says it would), recorded first. Returns 0, -ECANCELED (cleared by hand
+ * meanwhile) or -EIO (logged). */
+static int set_limit(struct wt_cap *c, int i, double w, enum act act, enum why why,
+                     const char *reason)
 {
     struct capgpu *g = &c->g[i];
     unsigned int mw = (unsigned int)lround(w * 1000);
     if (c->dry_run) {
-        wt_info(MOD, "dry run: would set gpu=%d limit_w=%.1f action=%s reason=%s previous_w=%.1f",
-                i, w, act_names[why], reason, g->touched ? g->set_w : g->limit_w);
-        count_action(c, why);
+        wt_info(MOD,
+                "dry run: would set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f",
+                i, w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w);
+        count_action(c, act, why);
         return 0;
     }
     if (!c->fn.set_limit || !g->have_dev) {
         uint64_t supp;
-        count_action(c, A_ERROR);
+        count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_error(MOD, "cannot set gpu=%d limit_w=%.1f: %s", i, w,
                      c->inited ? "no such GPU or no set function in the NVML library"
                                : "NVML is not loaded");
         return -EIO;
     }
+    int fd = rec_lock(c->record);
+    int rc = 0;
+    if (g->touched && !rec_has(c, i)) {
+        cleared_by_hand(c, i);
+        rc = -ECANCELED;
+        goto out;
+    }
+    crash_point(c, 1);
+    if (rec_update(c, i, g->saved_w, w, reason) != 0) {
+        count_action(c, A_ERROR, W_NO_RECORD);
+        rc = -EIO; /* never a cap without its record */
+        goto out;
+    }
+    crash_point(c, 2);
     nvmlReturn_t r = c->fn.set_limit(g->dev, mw);
     if (r != NVML_SUCCESS) {
         uint64_t supp;
-        count_action(c, A_ERROR);
+        count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_error(MOD, "nvmlDeviceSetPowerManagementLimit gpu=%d limit_w=%.1f failed: %s (%d)%s",
                      i, w, errstr(c, r), (int)r,
                      r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : "");
-        return -EIO;
+        /* The record says what the GPU has: the previous cap, or nothing. */
+        (void)rec_update(c, i, g->saved_w, g->touched ? g->set_w : 0, reason);
+        rc = -EIO;
+        goto out;
     }
-    wt_info(MOD, "set gpu=%d limit_w=%.1f action=%s reason=%s previous_w=%.1f", i, w,
-            act_names[why], reason, g->touched ? g->set_w : g->limit_w);
-    count_action(c, why);
+    wt_info(MOD, "set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f own_w=%.1f", i,
+            w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
+            g->saved_w);
+    count_action(c, act, why);
     g->limit_w = w;
-    return 0;
+    g->last_change_ns = c->now_ns;
+out:
+    rec_unlock(fd);
+    return rc;
 }
 
-static void restore(struct wt_cap *c, int i, const char *reason)
+static void untouch(struct capgpu *g)
+{
+    g->touched = false;
+    g->set_w = 0;
+    g->hold_until_ns = 0;
+    g->hold_w = 0;
+}
+
+static void restore(struct wt_cap *c, int i, enum why why, const char *reason)
 {
     struct capgpu *g = &c->g[i];
     if (!g->touched)
         return;
     if (c->dry_run) {
-        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s", i, g->saved_w, reason);
-        count_action(c, A_RESTORE);
-        g->touched = false;
-        g->set_w = 0;
+        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w,
+                reason, why_names[why]);
+        count_action(c, A_RESTORE, why);
+        untouch(g);
         return;
     }
+    int fd = rec_lock(c->record);
     refresh(c, i);
-    if (g->limit_w > 0 && fabs(g->limit_w - g->set_w) > 1.0) {
+    if (!rec_has(c, i)) {
+        cleared_by_hand(c, i);
+        g->hands_off = false; /* nothing holds it any more */
+        goto out;
+    }
+    if (g->limit_w > 0 && fabs(g->limit_w - g->set_w) > OTHERS_W) {
         /* An operator (or another tool) changed it after us: theirs stands. */
         wt_warn(MOD,
                 "gpu=%d limit is %.1f W, not the %.1f W wattage set: leaving it (not restoring "
                 "%.1f W)",
                 i, g->limit_w, g->set_w, g->saved_w);
-        g->touched = false;
-        g->set_w = 0;
-        return;
+        count_action(c, A_RESTORE, W_BY_OTHERS);
+        (void)rec_update(c, i, 0, 0, reason);
+        untouch(g);
+        goto out;
     }
     unsigned int mw = (unsigned int)lround(g->saved_w * 1000);
     nvmlReturn_t r =
         c->fn.set_limit && g->have_dev ? c->fn.set_limit(g->dev, mw) : NVML_ERROR_UNINITIALIZED;
     if (r != NVML_SUCCESS) {
         uint64_t supp;
-        count_action(c, A_ERROR);
+        count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_error(MOD, "restoring gpu=%d limit_w=%.1f failed: %s (%d)", i, g->saved_w,
                      errstr(c, r), (int)r);
-        return; /* still ours: tried again at the next change or tick */
+        goto out; /* still ours (and recorded): tried again at the next change or tick */
     }
-    wt_info(MOD, "restored gpu=%d limit_w=%.1f reason=%s", i, g->saved_w, reason);
-    count_action(c, A_RESTORE);
+    /* Restored first, then the line goes: a crash between them leaves a line that the next
+     * start finds already put right. */
+    (void)rec_update(c, i, 0, 0, reason);
+    wt_info(MOD, "restored gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w, reason,
+            why_names[why]);
+    count_action(c, A_RESTORE, why);
     g->limit_w = g->saved_w;
-    g->touched = false;
-    g->set_w = 0;
+    g->last_change_ns = c->now_ns;
+    untouch(g);
+out:
+    rec_unlock(fd);
+}
+
+/* Whether alerts.cap_min_interval holds a change of GPU i back now. */
+static bool too_soon(struct wt_cap *c, int i)
+{
+    const struct capgpu *g = &c->g[i];
+    return c->min_interval_ns > 0 && g->last_change_ns && c->now_ns >= g->last_change_ns &&
+           c->now_ns - g->last_change_ns < c->min_interval_ns;
 }
 
 /* Brings GPU i's limit to the lowest of what holds it down, or restores it. */
@@ -290,8 +643,19 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
 {
     struct capgpu *g = &c->g[i];
     double want = 0;
-    enum act why = A_CAP;
+    enum act act = A_CAP;
+    enum why why = W_RULE;
     const char *name = reason;
+    bool was_deferred = g->deferred;
+    g->deferred = false;
+    if (g->never) {
+        if (g->touched) {
+            wt_warn(MOD, "gpu=%d is held by a running job tagged %s=%s: lifting its cap", i,
+                    NEVER_TAG, NEVER_VALUE);
+            restore(c, i, W_CAP_NEVER, "cap_never_job");
+        }
+        return;
+    }
     for (size_t k = 0; k < c->nactive; k++) {
         if (c->active[k].gpu == i && (want == 0 || c->active[k].watts < want)) {
             want = c->active[k].watts;
@@ -300,33 +664,76 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
     }
     if (g->budget_w > 0 && (want == 0 || g->budget_w < want)) {
         want = g->budget_w;
-        why = A_BUDGET;
+        act = A_BUDGET;
+        why = W_BUDGET;
         name = "power_budget";
     }
+    if (g->budget_w > 0 && strcmp(g->hold_reason, "power_budget") == 0)
+        g->hold_until_ns = 0; /* the budget that set an earlier run's cap holds the GPU now */
+    if (g->hold_until_ns && c->now_ns < g->hold_until_ns && (want == 0 || g->hold_w < want)) {
+        want = g->hold_w; /* an earlier run's cap, while its rule may still fire */
+        why = W_KEPT;
+        name = g->hold_reason;
+    }
+    if (g->hands_off) {
+        if (want <= 0)
+            g->hands_off = false;
+        return;
+    }
     if (want <= 0) {
-        restore(c, i, reason);
+        if (g->touched && too_soon(c, i)) {
+            if (!was_deferred)
+                c->whys[W_MIN_INTERVAL]++;
+            g->deferred = true;
+            return;
+        }
+        restore(c, i, W_RESOLVED, reason);
         return;
     }
     if (!g->touched)
         refresh(c, i);
-    double base = g->touched ? g->saved_w : g->limit_w;
-    double w = want;
+    double base = g->touched ? g->saved_w : own_limit(g);
+    if (!g->touched && base != g->limit_w && !g->foreign_said) {
+        wt_warn(MOD,
+                "gpu=%d uuid=%s: limit %.1f W is not its default %.1f W and no record explains "
+                "it (someone else capped it): its own limit is taken as %.1f W",
+                i, g->uuid, g->limit_w, g->default_w, base);
+        g->foreign_said = true;
+    }
+    double w = want, lo = g->min_w > c->floor_w ? g->min_w : c->floor_w;
+    bool floored = lo > 0 && w < lo;
     if (g->max_w > 0 && w > g->max_w)
         w = g->max_w;
-    if (g->min_w > 0 && w < g->min_w)
-        w = g->min_w;
+    if (floored)
+        w = lo;
     if (base > 0 && w > base)
-        w = base; /* a cap never raises the limit */
+        w = base; /* a cap never raises the limit over its own */
+    if (!g->touched && g->limit_w > 0 && w > g->limit_w)
+        w = g->limit_w; /* nor over what someone else set */
     if (g->touched && fabs(w - g->saved_w) < SAME_W) {
-        restore(c, i, reason); /* what holds it now is no lower than its own limit */
+        restore(c, i, W_RESOLVED, reason); /* what holds it now is no lower than its own limit */
         return;
     }
-    if (g->touched ? fabs(w - g->set_w) < SAME_W : (base > 0 && fabs(w - base) < SAME_W))
+    if (g->touched ? fabs(w - g->set_w) < SAME_W
+                   : (g->limit_w > 0 && fabs(w - g->limit_w) < SAME_W))
         return;
+    if (too_soon(c, i)) {
+        if (!was_deferred)
+            c->whys[W_MIN_INTERVAL]++;
+        g->deferred = true;
+        return;
+    }
     if (!g->touched)
         g->saved_w = base > 0 ? base : (g->max_w > 0 ? g->max_w : w);
-    if (set_limit(c, i, w, why, name) != 0)
+    if (set_limit(c, i, w, act, why, name) != 0)
         return;
+    if (floored) {
+        c->whys[W_FLOOR]++;
+        wt_info(MOD,
+                "gpu=%d: target %.1f W is under its floor: held at %.1f W (min %.1f W, "
+                "alerts.cap_floor_watts %.1f W)",
+                i, want, w, g->min_w, c->floor_w);
+    }
     g->touched = true;
     g->set_w = w;
 }
@@ -343,6 +750,7 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
         return;
     }
     pthread_mutex_lock(&c->mu);
+    c->now_ns = wt_now_real_ns();
     size_t k = 0;
     while (k < c->nactive && c->active[k].fp != a->fingerprint)
         k++;
@@ -366,6 +774,16 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
             c->active[k].gpu = a->gpu;
             c->active[k].watts = w;
             snprintf(c->active[k].name, sizeof c->active[k].name, "%s", a->name);
+            /* The rule that set an earlier run's cap fired again: it holds the GPU now. */
+            if (c->g[a->gpu].hold_until_ns && strcmp(c->g[a->gpu].hold_reason, a->name) == 0)
+                c->g[a->gpu].hold_until_ns = 0;
+            if (c->g[a->gpu].never) {
+                wt_info(MOD,
+                        "alert %s would cap gpu=%d to %.1f W: not capped, a running job "
+                        "tagged %s=%s holds it",
+                        a->name, a->gpu, w, NEVER_TAG, NEVER_VALUE);
+                c->whys[W_CAP_NEVER]++;
+            }
         }
     } else if (k < c->nactive) {
         c->active[k] = c->active[--c->nactive];
@@ -461,17 +879,24 @@ static double clampd(double v, double lo, double hi)
     return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Shares target among the GPUs in the snapshot, in proportion to their draw. */
+/* Shares target among the GPUs in the snapshot, in proportion to their draw; the GPUs of
+ * cap=never jobs keep what they draw and the others share the rest. */
 static void share_budget(struct wt_cap *c, double target)
 {
-    double lo[MAX_GPUS], hi[MAX_GPUS], sum_lo = 0;
+    double lo[MAX_GPUS], hi[MAX_GPUS], sum_lo = 0, fixed = 0;
+    int nfixed = 0;
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
         if (!g->seen)
             continue;
+        if (g->never) {
+            fixed += g->power_w;
+            nfixed++;
+            continue;
+        }
         refresh(c, i);
-        double base = g->touched ? g->saved_w : g->limit_w;
-        lo[i] = g->min_w > 0 ? g->min_w : 0;
+        double base = g->touched ? g->saved_w : own_limit(g);
+        lo[i] = g->min_w > c->floor_w ? g->min_w : c->floor_w;
         hi[i] = g->max_w > 0 ? g->max_w : INFINITY;
         if (base > 0 && base < hi[i])
             hi[i] = base;
@@ -479,19 +904,20 @@ static void share_budget(struct wt_cap *c, double target)
             hi[i] = lo[i];
         sum_lo += lo[i];
     }
+    target -= fixed;
     double s = 0;
     if (sum_lo >= target) {
         wt_warn(MOD,
-                "power budget %.0f W is under the GPUs' minimum limits (%.0f W together): "
-                "every GPU at its minimum",
-                c->budget_w, sum_lo);
+                "power budget %.0f W cannot be met: %d GPUs held by cap=never jobs draw %.0f W, "
+                "the other GPUs' floors add up to %.0f W: every other GPU at its floor",
+                c->budget_w, nfixed, fixed, sum_lo);
     } else {
         /* f(s) = sum clamp(p_i s, lo_i, hi_i) rises with s; f(1) is about the draw (> target). */
         double a = 0, b = 1;
         for (int it = 0; it < 60; it++) {
             double m = (a + b) / 2, f = 0;
             for (int i = 0; i < MAX_GPUS; i++)
-                if (c->g[i].seen)
+                if (c->g[i].seen && !c->g[i].never)
                     f += clampd(c->g[i].power_w * m, lo[i], hi[i]);
             if (f > target)
                 b = m;
@@ -502,7 +928,38 @@ static void share_budget(struct wt_cap *c, double target)
     }
     for (int i = 0; i < MAX_GPUS; i++)
         if (c->g[i].seen)
-            c->g[i].budget_w = clampd(c->g[i].power_w * s, lo[i], hi[i]);
+            c->g[i].budget_w = c->g[i].never ? 0 : clampd(c->g[i].power_w * s, lo[i], hi[i]);
+}
+
+/* Marks the GPUs that running cap=never jobs hold (the jobs are in the store). */
+static void find_never(struct wt_cap *c)
+{
+    char(*names)[WT_JOBS_GPU_LEN] = calloc(MAX_GPUS, WT_JOBS_GPU_LEN);
+    size_t n = 0;
+    bool all = false;
+    if (!names)
+        return;
+    if (c->db[0] &&
+        wt_jobs_tagged_gpus(c->db, NEVER_TAG, NEVER_VALUE, names, MAX_GPUS, &n, &all) != 0) {
+        /* Unreadable: keep what was known. */
+        free(names);
+        return;
+    }
+    for (int i = 0; i < MAX_GPUS; i++) {
+        struct capgpu *g = &c->g[i];
+        bool never = all;
+        char idx[16];
+        snprintf(idx, sizeof idx, "%d", i);
+        for (size_t k = 0; k < n && !never; k++)
+            never =
+                strcmp(names[k], idx) == 0 || (g->uuid[0] && strncmp(names[k], "GPU-", 4) == 0 &&
+                                               strncmp(g->uuid, names[k], strlen(names[k])) == 0);
+        if (never != g->never && (g->seen || g->touched))
+            wt_info(MOD, "gpu=%d %s a running job tagged %s=%s", i,
+                    never ? "is held by" : "is no longer held by", NEVER_TAG, NEVER_VALUE);
+        g->never = never;
+    }
+    free(names);
 }
 
 void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns)
@@ -510,6 +967,7 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
     if (!c || !snap)
         return;
     pthread_mutex_lock(&c->mu);
+    c->now_ns = now_ns;
     for (int i = 0; i < MAX_GPUS; i++)
         c->g[i].seen = false;
     char v[16];
@@ -537,6 +995,11 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
             g->max_w = r->value;
         }
     }
+    find_never(c);
+    /* A line gone from the record: `wattage cap clear` put that GPU back meanwhile. */
+    for (int i = 0; i < MAX_GPUS && !c->dry_run; i++)
+        if (c->g[i].touched && !rec_has(c, i))
+            cleared_by_hand(c, i);
     if (c->budget_w > 0) {
         double gpus = 0, total;
         int n = 0;
@@ -587,16 +1050,160 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
     }
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
-        if (g->touched || g->budget_w > 0)
-            reconcile(c, i, g->budget_w > 0 ? "power_budget" : "budget_cleared");
+        if (g->touched || g->budget_w > 0 || g->deferred || g->hands_off)
+            reconcile(c, i,
+                      g->budget_w > 0 ? "power_budget"
+                                      : (g->deferred ? "min_interval_passed" : "budget_cleared"));
     }
     pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- life cycle -------------------------------------------------------------------------- */
 
-int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
-                struct wt_cap **out, struct wt_err *err)
+/* The index of the GPU with this UUID, or -1 (NVML's GPUs refreshed first). */
+static int by_uuid(struct wt_cap *c, const char *uuid)
+{
+    for (unsigned int i = 0; i < c->ngpus; i++) {
+        refresh(c, (int)i);
+        if (strcmp(c->g[i].uuid, uuid) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* How long a cap an earlier run set for reason is kept: while the rule of that name (or the
+ * budget) of this configuration may fire again, its `for` and three ticks; 0 when nothing of
+ * this configuration could hold it. */
+static int64_t holds_for(const struct wt_cap *c, const char *reason)
+{
+    if (strcmp(reason, "power_budget") == 0)
+        return c->budget_w > 0 ? SETTLE_NS + 3 * c->interval_ns : 0;
+    for (size_t k = 0; k < c->nrules; k++)
+        if (strcmp(c->rules[k].name, reason) == 0)
+            return c->rules[k].for_ns + 3 * c->interval_ns;
+    return 0;
+}
+
+/* Puts right the lines an earlier run left in the record (it was killed, or restoring failed):
+ * each GPU gets its own limit back, or keeps the cap while a rule of this configuration may
+ * hold it (with the recorded own limit as its base). */
+static void recover(struct wt_cap *c)
+{
+    struct wt_cap_rec r[MAX_GPUS], left[MAX_GPUS];
+    size_t n = 0, nleft = 0;
+    struct wt_err err = {{0}};
+    char when[40];
+    if (!c->record[0])
+        return;
+    int fd = rec_lock(c->record);
+    if (wt_cap_record_read(c->record, r, MAX_GPUS, &n, &err) != 0) {
+        wt_error(MOD, "%s (an earlier run's power caps cannot be checked; fix or remove it)",
+                 err.msg);
+        goto out;
+    }
+    if (n == 0)
+        goto out;
+    if (!c->inited) {
+        wt_warn(MOD,
+                "%s: %zu GPUs may keep a limit an earlier run set, and NVML is not loaded "
+                "to restore them (see `wattage cap clear`)",
+                c->record, n);
+        goto out;
+    }
+    for (size_t k = 0; k < n; k++) {
+        const struct wt_cap_rec *x = &r[k];
+        int i = by_uuid(c, x->uuid);
+        wt_time_format(x->t_ns, 0, when, sizeof when);
+        if (i < 0) {
+            wt_warn(MOD,
+                    "%s: no GPU %s on this node (an earlier run capped it at %.1f W, own "
+                    "%.1f W): line kept; `wattage cap clear` drops it",
+                    c->record, x->uuid, x->set_w, x->own_w);
+            left[nleft++] = *x;
+            continue;
+        }
+        struct capgpu *g = &c->g[i];
+        if (fabs(g->limit_w - x->own_w) <= OTHERS_W) {
+            /* Killed between the record and the call, or after the restore: nothing to do. */
+            wt_warn(MOD,
+                    "gpu=%d uuid=%s: an earlier run recorded a cap of %.1f W (reason=%s at "
+                    "%s) that the GPU does not have (limit %.1f W, its own): line dropped",
+                    i, x->uuid, x->set_w, x->reason, when, g->limit_w);
+            c->whys[W_EARLIER_RUN]++;
+            continue;
+        }
+        if (fabs(g->limit_w - x->set_w) > OTHERS_W) {
+            wt_warn(MOD,
+                    "gpu=%d uuid=%s: limit %.1f W is neither its own %.1f W nor the %.1f W "
+                    "an earlier run set: someone else changed it since; leaving it",
+                    i, x->uuid, g->limit_w, x->own_w, x->set_w);
+            c->whys[W_BY_OTHERS]++;
+            continue;
+        }
+        int64_t hold = holds_for(c, x->reason);
+        if (c->dry_run) {
+            wt_warn(MOD,
+                    "dry run: gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set "
+                    "(reason=%s at %s, own limit %.1f W); run without dry run or `wattage "
+                    "cap clear` to restore it",
+                    i, x->uuid, x->set_w, x->reason, when, x->own_w);
+            left[nleft++] = *x;
+            continue;
+        }
+        if (hold > 0) {
+            g->touched = true;
+            g->saved_w = x->own_w; /* the base is the GPU's own limit, not the cap */
+            g->set_w = g->limit_w;
+            g->hold_w = g->limit_w;
+            g->hold_until_ns = c->now_ns + hold;
+            snprintf(g->hold_reason, sizeof g->hold_reason, "%s", x->reason);
+            wt_warn(MOD,
+                    "gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set (reason=%s "
+                    "at %s; own limit %.1f W): restored unless %s holds it within %.1f s",
+                    i, x->uuid, x->set_w, x->reason, when, x->own_w, x->reason,
+                    (double)hold / WT_NS_PER_S);
+            c->whys[W_KEPT]++;
+            left[nleft++] = *x;
+            continue;
+        }
+        nvmlReturn_t rc = c->fn.set_limit && g->have_dev
+                              ? c->fn.set_limit(g->dev, (unsigned int)lround(x->own_w * 1000))
+                              : NVML_ERROR_UNINITIALIZED;
+        if (rc != NVML_SUCCESS) {
+            wt_error(MOD,
+                     "gpu=%d uuid=%s: restoring its own limit %.1f W (an earlier run capped "
+                     "it at %.1f W) failed: %s (%d)",
+                     i, x->uuid, x->own_w, x->set_w, errstr(c, rc), (int)rc);
+            count_action(c, A_ERROR, W_EARLIER_RUN);
+            left[nleft++] = *x;
+            continue;
+        }
+        wt_warn(MOD,
+                "gpu=%d uuid=%s: restored its own limit %.1f W; an earlier run capped it at "
+                "%.1f W (reason=%s at %s) and nothing in this configuration holds it",
+                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+        count_action(c, A_RESTORE, W_EARLIER_RUN);
+        g->limit_w = x->own_w;
+    }
+    if (nleft != n && wt_cap_record_write(c->record, left, nleft, &err) != 0)
+        wt_error(MOD, "%s", err.msg);
+out:
+    rec_unlock(fd);
+}
+
+/* The record holds at least one line. */
+static bool rec_nonempty(const char *path)
+{
+    struct wt_cap_rec r[1];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    int rc = wt_cap_record_read(path, r, 1, &n, &err);
+    return rc != 0 || n > 0;
+}
+
+/* wt_cap_open, or with only_recover the same without any rule or budget (nothing is kept). */
+static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
+                    bool only_recover, struct wt_cap **out, struct wt_err *err)
 {
     *out = NULL;
     if (!acfg)
@@ -604,20 +1211,36 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
     size_t ncap = 0;
     for (size_t i = 0; i < acfg->nrules; i++)
         ncap += acfg->rules[i].action == WT_ACTION_CAP;
-    if (ncap == 0 && acfg->power_budget_watts <= 0)
+    bool acts = !only_recover && (ncap > 0 || acfg->power_budget_watts > 0);
+    char record[sizeof((struct wt_cap *)0)->record];
+    (void)wt_cap_record_path(cfg, acfg, record, sizeof record);
+    /* Nothing to cap and nothing an earlier run left: nothing to open. */
+    if (!acts && !(record[0] && rec_nonempty(record)))
         return 0;
     struct wt_cap *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
     pthread_mutex_init(&c->mu, NULL);
+    snprintf(c->record, sizeof c->record, "%s", record);
+    if (cfg)
+        snprintf(c->db, sizeof c->db, "%s", cfg->store.path);
+    c->now_ns = wt_now_real_ns();
+    c->interval_ns = cfg && cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
     c->dry_run = acfg->dry_run || forced_dry_run;
-    c->budget_w = acfg->power_budget_watts > 0 ? acfg->power_budget_watts : 0;
+    c->budget_w = acts && acfg->power_budget_watts > 0 ? acfg->power_budget_watts : 0;
     c->clear_share = acfg->budget_clear_share > 0 && acfg->budget_clear_share < 1
                          ? acfg->budget_clear_share
                          : 0.95;
-    c->rl.interval_ns = LOG_EVERY_NS;
+    c->floor_w = acfg->cap_floor_watts > 0 ? acfg->cap_floor_watts : 0;
+    c->min_interval_ns = acfg->cap_min_interval_ns > 0 ? acfg->cap_min_interval_ns : 0;
+    const char *hook = getenv("WATTAGE_TEST_CAP_EXIT");
+    c->crash_hook = !hook                                ? 0
+                    : strcmp(hook, "before_record") == 0 ? 1
+                    : strcmp(hook, "after_record") == 0  ? 2
+                                                         : 0;
+    c->rl.interval_ns = c->rec_rl.interval_ns = c->never_rl.interval_ns = LOG_EVERY_NS;
     c->meter_metric = -1;
-    if (acfg->power_budget_meter[0]) {
+    if (acts && acfg->power_budget_meter[0]) {
         char why[200];
         if (wt_cap_meter_parse(acfg->power_budget_meter, &c->meter_metric, c->meter_match,
                                sizeof c->meter_match, why, sizeof why) != 0) {
@@ -630,7 +1253,7 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
     }
     for (int i = 0; i < MAX_GPUS; i++)
         c->g[i].err_rl.interval_ns = LOG_EVERY_NS;
-    for (size_t i = 0; i < acfg->nrules && c->nrules < WT_ALERT_MAX_RULES; i++) {
+    for (size_t i = 0; acts && i < acfg->nrules && c->nrules < WT_ALERT_MAX_RULES; i++) {
         const struct wt_alert_rule *r = &acfg->rules[i];
         if (r->action != WT_ACTION_CAP)
             continue;
@@ -638,24 +1261,47 @@ int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg
         snprintf(rc->name, sizeof rc->name, "%s", r->name);
         rc->watts = r->cap_watts;
         rc->share = r->cap_share;
+        rc->for_ns = r->for_ns;
     }
     struct wt_err lerr = {{0}};
     if (load_nvml(c, cfg, &lerr) != 0) {
         /* Not fatal: alerts still fire and are delivered; dry run still says what it would do. */
         wt_warn(MOD, "power capping cannot reach NVML: %s%s", lerr.msg,
                 c->dry_run ? " (dry run: limits from the snapshot)" : "; no limit will be set");
-        if (c->inited && c->fn.shutdown)
-            c->fn.shutdown();
-        c->inited = false;
-        c->ngpus = 0;
+        unload_nvml(c);
+    } else if (!c->fn.set_limit) {
+        wt_warn(MOD, "%s does not export nvmlDeviceSetPowerManagementLimit: limits cannot be set",
+                c->library);
     }
+    recover(c);
+    if (!acts) {
+        wt_cap_close(c); /* it kept nothing: no rule or budget of this configuration holds it */
+        return 0;
+    }
+    if (!c->record[0] && !c->dry_run)
+        wt_warn(MOD, "no record of power limit changes (no store path): a crash would leave "
+                     "limits set with nothing to say so");
     wt_info(MOD,
             "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f meter=%s "
-            "dry_run=%s gpus=%u library=%s",
+            "dry_run=%s gpus=%u library=%s floor_w=%.1f min_interval_s=%.3g record=%s",
             ncap, c->budget_w, c->clear_share, c->meter[0] ? c->meter : "gpus",
-            c->dry_run ? "true" : "false", c->ngpus, c->library);
+            c->dry_run ? "true" : "false", c->ngpus, c->library, c->floor_w,
+            (double)c->min_interval_ns / WT_NS_PER_S, c->record[0] ? c->record : "-");
     *out = c;
     return 0;
+}
+
+int wt_cap_open(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
+                struct wt_cap **out, struct wt_err *err)
+{
+    return open_cap(cfg, acfg, false, out, err);
+}
+
+void wt_cap_recover(const struct wt_config *cfg, const struct wt_alerts_config *acfg)
+{
+    struct wt_cap *c = NULL;
+    struct wt_err err = {{0}};
+    (void)open_cap(cfg, acfg, true, &c, &err);
 }
 
 void wt_cap_close(struct wt_cap *c)
@@ -664,22 +1310,192 @@ void wt_cap_close(struct wt_cap *c)
         return;
     pthread_mutex_lock(&c->mu);
     c->nactive = 0;
+    c->now_ns = wt_now_real_ns();
     for (int i = 0; i < MAX_GPUS; i++) {
         c->g[i].budget_w = 0;
-        restore(c, i, "stopping");
+        restore(c, i, W_STOPPING, "stopping");
     }
     for (int i = 0; i < MAX_GPUS; i++)
         if (c->g[i].touched)
-            wt_error(MOD, "gpu=%d keeps the limit of %.1f W wattage set (restoring %.1f W failed)",
+            wt_error(MOD,
+                     "gpu=%d keeps the limit of %.1f W wattage set (restoring %.1f W failed; "
+                     "the record keeps it for the next start or `wattage cap clear`)",
                      i, c->g[i].set_w, c->g[i].saved_w);
     pthread_mutex_unlock(&c->mu);
-    if (c->inited && c->fn.shutdown)
-        c->fn.shutdown();
-    /* The library stays loaded if the collector has it too; dlclose only drops our reference. */
-    if (c->dl)
-        dlclose(c->dl);
+    unload_nvml(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
+}
+
+/* ---- by hand and for `status` ------------------------------------------------------------- */
+
+/* A capper of its own for one command: NVML loaded, every GPU read, no rule. */
+static int open_plain(const struct wt_config *cfg, const struct wt_alerts_config *acfg,
+                      struct wt_cap **out, struct wt_err *err)
+{
+    struct wt_cap *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c)
+        return wt_err_set(err, "out of memory"), -ENOMEM;
+    pthread_mutex_init(&c->mu, NULL);
+    (void)wt_cap_record_path(cfg, acfg, c->record, sizeof c->record);
+    c->now_ns = wt_now_real_ns();
+    for (int i = 0; i < MAX_GPUS; i++)
+        c->g[i].err_rl.interval_ns = LOG_EVERY_NS;
+    int rc = load_nvml(c, cfg, err);
+    if (rc != 0) {
+        unload_nvml(c);
+        pthread_mutex_destroy(&c->mu);
+        free(c);
+        return rc < 0 ? rc : -EIO;
+    }
+    for (unsigned int i = 0; i < c->ngpus; i++)
+        refresh(c, (int)i);
+    *out = c;
+    return 0;
+}
+
+static int set_w(struct wt_cap *c, int i, double w, struct wt_err *err)
+{
+    struct capgpu *g = &c->g[i];
+    nvmlReturn_t r = c->fn.set_limit && g->have_dev
+                         ? c->fn.set_limit(g->dev, (unsigned int)lround(w * 1000))
+                         : NVML_ERROR_UNINITIALIZED;
+    if (r != NVML_SUCCESS)
+        return wt_err_set(err, "gpu %d: setting its limit to %.1f W failed: %s (%d)%s", i, w,
+                          errstr(c, r), (int)r,
+                          r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : ""),
+               -EIO;
+    g->limit_w = w;
+    return 0;
+}
+
+int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
+                 FILE *out, struct wt_err *err)
+{
+    struct wt_cap *c = NULL;
+    struct wt_cap_rec r[MAX_GPUS], left[MAX_GPUS];
+    size_t n = 0, nleft = 0;
+    char when[40];
+    int rc = open_plain(cfg, acfg, &c, err);
+    if (rc != 0)
+        return rc;
+    int fd = rec_lock(c->record);
+    if (gpu >= 0 && (unsigned int)gpu >= c->ngpus) {
+        rc = wt_err_set(err, "--gpu %d: this node has %u GPUs (0..%u)", gpu, c->ngpus,
+                        c->ngpus ? c->ngpus - 1 : 0);
+        goto out;
+    }
+    if (c->record[0] && (rc = wt_cap_record_read(c->record, r, MAX_GPUS, &n, err)) != 0)
+        goto out;
+    bool named_done = false;
+    int failed = 0;
+    for (size_t k = 0; k < n; k++) {
+        const struct wt_cap_rec *x = &r[k];
+        int i = by_uuid(c, x->uuid);
+        if (gpu >= 0 && i != gpu) {
+            left[nleft++] = *x;
+            continue;
+        }
+        wt_time_format(x->t_ns, 0, when, sizeof when);
+        if (i < 0) {
+            fprintf(out,
+                    "%s: no such GPU on this node: its line is dropped (capped at %.1f W, "
+                    "own %.1f W, reason %s, at %s)\n",
+                    x->uuid, x->set_w, x->own_w, x->reason, when);
+            continue;
+        }
+        struct wt_err e = {{0}};
+        if (set_w(c, i, x->own_w, &e) != 0) {
+            fprintf(stderr, "wattage cap clear: %s\n", e.msg);
+            left[nleft++] = *x;
+            failed++;
+            continue;
+        }
+        fprintf(out,
+                "gpu %d (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
+                "reason %s, at %s)\n",
+                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+        named_done = named_done || i == gpu;
+    }
+    if (nleft != n && (rc = wt_cap_record_write(c->record, left, nleft, err)) != 0)
+        goto out;
+    /* The GPUs wattage has no line for: a limit other than the default was set by someone else. */
+    for (unsigned int i = 0; i < c->ngpus; i++) {
+        struct capgpu *g = &c->g[i];
+        if ((gpu >= 0 && (int)i != gpu) || (gpu >= 0 && named_done) || rec_find(r, n, g->uuid) >= 0)
+            continue;
+        bool foreign = g->default_w > 0 && fabs(g->limit_w - g->default_w) > OTHERS_W;
+        if (gpu < 0) {
+            if (foreign)
+                fprintf(out,
+                        "gpu %u (%s): limit %.1f W is not its default %.1f W and wattage "
+                        "has no record of it (someone else capped it): left; `wattage cap "
+                        "clear --gpu %u` puts back its default\n",
+                        i, g->uuid, g->limit_w, g->default_w, i);
+            continue;
+        }
+        if (!foreign) {
+            fprintf(out, "gpu %u (%s): not capped (limit %.1f W%s)\n", i, g->uuid, g->limit_w,
+                    g->default_w > 0 ? ", its default" : "");
+            continue;
+        }
+        struct wt_err e = {{0}};
+        if (set_w(c, (int)i, g->default_w, &e) != 0) {
+            fprintf(stderr, "wattage cap clear: %s\n", e.msg);
+            failed++;
+            continue;
+        }
+        fprintf(out, "gpu %u (%s): no wattage record; limit back to its default %.1f W\n", i,
+                g->uuid, g->default_w);
+    }
+    if (n == 0 && gpu < 0)
+        fprintf(out, "no GPU has a limit wattage set (record %s)\n",
+                c->record[0] ? c->record : "-");
+    if (failed) {
+        wt_err_set(err, "%d GPUs could not be put back", failed);
+        rc = -EIO;
+    }
+out:
+    rec_unlock(fd);
+    unload_nvml(c);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return rc;
+}
+
+int wt_cap_report(const struct wt_config *cfg, const struct wt_alerts_config *acfg, FILE *out)
+{
+    struct wt_cap *c = NULL;
+    struct wt_err err = {{0}};
+    struct wt_cap_rec r[MAX_GPUS];
+    size_t n = 0;
+    char when[40];
+    if (open_plain(cfg, acfg, &c, &err) != 0)
+        return 0; /* no NVML: the GPU section says so */
+    if (c->record[0] && wt_cap_record_read(c->record, r, MAX_GPUS, &n, &err) != 0)
+        fprintf(out, "power caps: %s\n", err.msg);
+    for (unsigned int i = 0; i < c->ngpus; i++) {
+        struct capgpu *g = &c->g[i];
+        int k = rec_find(r, n, g->uuid);
+        if (k >= 0) {
+            wt_time_format(r[k].t_ns, 0, when, sizeof when);
+            fprintf(out,
+                    "power cap: gpu %u (%s) limit %.1f W set by wattage (own %.1f W, reason "
+                    "%s, since %s)\n",
+                    i, g->uuid, g->limit_w, r[k].own_w, r[k].reason, when);
+        } else if (g->default_w > 0 && fabs(g->limit_w - g->default_w) > OTHERS_W) {
+            fprintf(out,
+                    "power cap: gpu %u (%s) limit %.1f W is not its default %.1f W and "
+                    "wattage has no record of it: capped by someone else (not taken as its "
+                    "own limit)\n",
+                    i, g->uuid, g->limit_w, g->default_w);
+        }
+    }
+    unload_nvml(c);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return 0;
 }
 
 /* ---- /metrics ---------------------------------------------------------------------------- */
@@ -731,6 +1547,29 @@ int wt_cap_family_actions(void *cap, struct wt_expo_family *fam)
         if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "action", act_names[a],
                       "dry_run", c->dry_run ? "true" : "false", NULL) == 0)
             fam->s[fam->n++].value = (double)c->actions[a];
+    }
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam)
+{
+    struct wt_cap *c = cap;
+    memset(fam, 0, sizeof *fam);
+    fam->name = "wattage_power_cap_reasons_total";
+    fam->help = "Why power capping acted or held back, per decision: rule, budget, resolved, "
+                "stopping, cap_never, earlier_run, kept, cleared_by_hand, changed_by_others, "
+                "min_interval, floor, no_record";
+    fam->type = WT_COUNTER;
+    if (!c)
+        return 0;
+    if (!(fam->s = calloc(W_COUNT, sizeof *fam->s)))
+        return -ENOMEM;
+    pthread_mutex_lock(&c->mu);
+    for (int w = 0; w < W_COUNT; w++) {
+        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "reason", why_names[w],
+                      "dry_run", c->dry_run ? "true" : "false", NULL) == 0)
+            fam->s[fam->n++].value = (double)c->whys[w];
     }
     pthread_mutex_unlock(&c->mu);
     return 0;

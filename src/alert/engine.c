@@ -966,6 +966,15 @@ bool wt_alerts_delivery_failing(struct wt_alerts *x, char *why, size_t n)
     return failing;
 }
 
+static int family_cap_reasons(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_reasons(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
 static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
 {
     return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out, err);
@@ -1036,11 +1045,12 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
         wt_err_set(err, "alerts: out of memory");
         goto fail;
     }
-    if (x->cfg->enabled) {
-        if ((rc = wt_notify_open(x->cfg, &x->notify, err)) != 0 ||
-            (rc = wt_cap_open(cfg, x->cfg, &x->cap, err)) != 0)
-            goto fail;
-    }
+    if (x->cfg->enabled && (rc = wt_notify_open(x->cfg, &x->notify, err)) != 0)
+        goto fail;
+    if (x->cfg->enabled && (rc = wt_cap_open(cfg, x->cfg, &x->cap, err)) != 0)
+        goto fail;
+    if (!x->cfg->enabled)
+        wt_cap_recover(cfg, x->cfg); /* the caps an earlier run left are put right all the same */
     if (http && ((rc = wt_http_add_route(http, "GET", "/api/v1/alerts", false, route, x)) ||
                  (rc = wt_http_add_family(http, family, x)))) {
         wt_err_set(err, "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
@@ -1065,6 +1075,9 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
         wt_warn(MOD, "no room for the power capping families on /metrics "
                      "(WT_HTTP_MAX_FAMILIES): wattage_gpu_power_cap_watts and "
                      "wattage_power_cap_actions_total are not exported");
+    if (http && x->cap && wt_http_add_family(http, family_cap_reasons, x) != 0)
+        wt_warn(MOD, "no room for wattage_power_cap_reasons_total on /metrics "
+                     "(WT_HTTP_MAX_FAMILIES)");
     if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
         wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
         goto fail;

@@ -78,6 +78,8 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     c->power_budget_watts = 0;
     c->budget_clear_share = 0.95;
     c->dry_run = false;
+    c->cap_floor_watts = 0;
+    c->cap_min_interval_ns = 10 * WT_NS_PER_S;
 }
 
 /* ---- templates ---- */
@@ -190,9 +192,9 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels)
 /* ---- parsing ---- */
 
 static const char *const top_keys[] = {
-    "enabled", "rules",    "detectors",          "alertmanager",       "webhook",
-    "exec",    "delivery", "power_budget_watts", "power_budget_meter", "budget_clear_share",
-    "dry_run", NULL};
+    "enabled", "rules",           "detectors",          "alertmanager",       "webhook",
+    "exec",    "delivery",        "power_budget_watts", "power_budget_meter", "budget_clear_share",
+    "dry_run", "cap_floor_watts", "cap_min_interval",   "cap_record",         NULL};
 static const char *const rule_keys[] = {"name",        "metric",      "match",     "op",
                                         "threshold",   "relative_to", "for",       "clear_below",
                                         "clear_above", "severity",    "summary",   "labels",
@@ -570,7 +572,12 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
                           sizeof out->power_budget_meter)) ||
         (rc = wt_y_double(&g, node, "alerts", "budget_clear_share", 0.5, 1,
                           &out->budget_clear_share)) ||
-        (rc = wt_y_bool(&g, node, "alerts", "dry_run", &out->dry_run)))
+        (rc = wt_y_bool(&g, node, "alerts", "dry_run", &out->dry_run)) ||
+        (rc = wt_y_double(&g, node, "alerts", "cap_floor_watts", 0, 1e6, &out->cap_floor_watts)) ||
+        (rc = wt_y_duration(&g, node, "alerts", "cap_min_interval", true,
+                            &out->cap_min_interval_ns)) ||
+        (rc = wt_y_string(&g, node, "alerts", "cap_record", false, out->cap_record,
+                          sizeof out->cap_record)))
         goto fail;
     if (out->power_budget_meter[0]) {
         int m;

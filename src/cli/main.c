@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 
 int wt_cmd_kpi(int argc, char **argv); /* src/cli/kpi.c */
+int wt_cmd_cap(int argc, char **argv); /* src/cli/cap.c */
 
 static const struct {
     const char *name;
@@ -27,6 +28,7 @@ static const struct {
     {"schedule", wt_cmd_schedule,
      "schedule --duration D (--energy E|--power P|--like JOB) --deadline T [--zone Z] [--json]"},
     {"kpi", wt_cmd_kpi, "kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]"},
+    {"cap", wt_cmd_cap, "cap clear [-c FILE] [--db FILE] [--gpu N]"},
 };
 
 static void usage(FILE *f)

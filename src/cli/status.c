@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "alert/alert.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
@@ -24,6 +25,17 @@ struct source {
     void *state;
 };
 #define DELTA_WAIT_NS (250 * WT_NS_PER_MS)
+
+/* The GPUs whose power limit is capped, by wattage (its record says) or by someone else. */
+static void print_caps(const struct wt_config *cfg)
+{
+    struct wt_alerts_config *a = malloc(sizeof *a);
+    struct wt_err err = {{0}};
+    if (a &&
+        wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), a, &err) == 0)
+        (void)wt_cap_report(cfg, a, stdout);
+    free(a);
+}
 
 int wt_cmd_status(int argc, char **argv)
 {
@@ -130,6 +142,7 @@ int wt_cmd_status(int argc, char **argv)
         free(s);
     } else {
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
+        print_caps(&cfg);
         wt_health_print(stdout, why, nh);
     }
     free(cs);

@@ -2,18 +2,24 @@
 /*
  * Power capping (src/alert/cap.c) on the fake NVML only: it records every limit set in
  * FAKE_NVML_LIMITS_FILE, reports it back as the enforced limit, clamps its power to it and
- * refuses values outside 200..700 W like the driver. Never a real GPU.
+ * refuses values outside 200..700 W like the driver. The file is the driver's state too: a limit
+ * written there by one process (an earlier daemon, `cap clear`, "someone else") is what every
+ * other process reads. Never a real GPU.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "alert/alert.h"
+#include "audit/jobs.h"
 #include "collect/nvml_api.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "runner.h"
 #include "serve/expo.h"
+#include "store/store.h"
 
 static char limits_path[600];
 
@@ -577,4 +583,457 @@ WT_TEST(site_budget_on_a_meter_sheds_the_excess_from_the_gpus)
     WT_NEAR(total_w(), 4275, 8);
     wt_cap_close(cap);
     wt_batch_free(&b);
+}
+
+/* ---- the record of changes, crashes, guardrails ------------------------------------------ */
+
+static char rec_path[200];
+
+/* A config with one cap rule and its record in the test's directory. */
+static void recorded_rule(struct wt_alerts_config *c, const char *name, double watts)
+{
+    one_rule(c, name, watts, 0);
+    snprintf(rec_path, sizeof rec_path, "%s/power-caps", wt_test_dir());
+    snprintf(c->cap_record, sizeof c->cap_record, "%s", rec_path);
+}
+
+/* The record's lines as "GPU OWN SET REASON;..." in file order ("" when none or no file). */
+static const char *rec_lines(void)
+{
+    static char out[2048];
+    struct wt_cap_rec r[64];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    out[0] = '\0';
+    WT_EQ_INT(wt_cap_record_read(rec_path, r, 64, &n, &err), 0);
+    for (size_t i = 0; i < n; i++) {
+        char one[200];
+        snprintf(one, sizeof one, "%s%d %g %g %s", i ? ";" : "", r[i].gpu, r[i].own_w, r[i].set_w,
+                 r[i].reason);
+        strcat(out, one);
+    }
+    return out;
+}
+
+/* What an earlier run killed with kill -9 left: GPU gpu at set_w in the driver, and its line. */
+static void earlier_run_left(int gpu, double own_w, double set_w, const char *reason)
+{
+    struct wt_cap_rec r;
+    struct wt_err err = {{0}};
+    memset(&r, 0, sizeof r);
+    snprintf(r.uuid, sizeof r.uuid, "GPU-fake-0000-%d", gpu);
+    r.gpu = gpu;
+    r.own_w = own_w;
+    r.set_w = set_w;
+    r.t_ns = wt_now_real_ns() - 60 * WT_NS_PER_S;
+    snprintf(r.reason, sizeof r.reason, "%s", reason);
+    WT_EQ_INT(wt_cap_record_write(rec_path, &r, 1, &err), 0);
+    wt_nvml_set_limit_fn *set =
+        (wt_nvml_set_limit_fn *)dlsym(lib(), "nvmlDeviceSetPowerManagementLimit");
+    WT_EQ_INT(set(dev(gpu), (unsigned int)(set_w * 1000)), NVML_SUCCESS);
+}
+
+WT_TEST(every_change_is_recorded_first_and_cleared_on_restore)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 450);
+    struct wt_cap *cap = open_cap(&c);
+    WT_EQ_STR(rec_lines(), "");
+    struct wt_alert a = alert("Hot", 2, WT_ALERT_FIRING, 450);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "2 450");
+    WT_EQ_STR(rec_lines(), "2 700 450 Hot");
+    struct wt_cap_rec r[4];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_record_read(rec_path, r, 4, &n, &err), 0);
+    WT_EQ_STR(r[0].uuid, "GPU-fake-0000-2");
+    WT_ASSERT(r[0].t_ns > wt_now_real_ns() - 10 * WT_NS_PER_S);
+    a.state = WT_ALERT_RESOLVED;
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "2 450;2 700");
+    WT_EQ_STR(rec_lines(), "");
+    WT_ASSERT(access(rec_path, F_OK) != 0); /* no lines: no file */
+    wt_cap_close(cap);
+}
+
+/* Runs one capping child that dies (as kill -9 would) at hook; returns its exit status. */
+static int crash_child(const char *hook)
+{
+    pid_t pid = fork();
+    WT_ASSERT(pid >= 0);
+    if (pid == 0) {
+        setenv("WATTAGE_TEST_CAP_EXIT", hook, 1);
+        struct wt_alerts_config c;
+        recorded_rule(&c, "Hot", 450);
+        struct wt_cap *cap = NULL;
+        struct wt_err err = {{0}};
+        if (wt_cap_open(NULL, &c, &cap, &err) != 0)
+            _exit(3);
+        struct wt_alert a = alert("Hot", 2, WT_ALERT_FIRING, 450);
+        wt_cap_apply(cap, &a);
+        _exit(0); /* not reached: the hook exits first */
+    }
+    int st = 0;
+    WT_EQ_INT(waitpid(pid, &st, 0), pid);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+WT_TEST(killed_between_the_record_and_the_call_never_leaves_a_cap_without_a_record)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 450);
+    /* right before the record: nothing written, nothing set */
+    WT_EQ_INT(crash_child("before_record"), 86);
+    WT_EQ_STR(rec_lines(), "");
+    WT_EQ_STR(record(), "");
+    /* right after it: the line is there and the GPU is not capped */
+    WT_EQ_INT(crash_child("after_record"), 86);
+    WT_EQ_STR(rec_lines(), "2 700 450 Hot");
+    WT_EQ_STR(record(), "");
+    WT_NEAR(enforced_w(2), 700, 1e-9);
+    /* the next start, with nothing to cap, finds the line already right and drops it */
+    struct wt_alerts_config none;
+    memset(&none, 0, sizeof none);
+    snprintf(none.cap_record, sizeof none.cap_record, "%s", rec_path);
+    struct wt_cap *cap = (struct wt_cap *)1;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_open(NULL, &none, &cap, &err), 0);
+    WT_ASSERT(cap == NULL);
+    WT_EQ_STR(rec_lines(), "");
+    WT_EQ_STR(record(), "");
+}
+
+WT_TEST(an_earlier_runs_cap_is_restored_when_no_rule_holds_it)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 450);
+    earlier_run_left(1, 700, 450, "GPUHot");
+    WT_NEAR(enforced_w(1), 450, 1e-9);
+    /* a configuration without any cap rule (and alerts off altogether) */
+    struct wt_alerts_config none;
+    memset(&none, 0, sizeof none);
+    snprintf(none.cap_record, sizeof none.cap_record, "%s", rec_path);
+    wt_cap_recover(NULL, &none);
+    WT_NEAR(enforced_w(1), 700, 1e-9);
+    WT_EQ_STR(record(), "1 450;1 700");
+    WT_EQ_STR(rec_lines(), "");
+    /* a rule of another name does not hold it either */
+    earlier_run_left(1, 700, 450, "GPUHot");
+    struct wt_cap *cap = open_cap(&c);
+    WT_NEAR(enforced_w(1), 700, 1e-9);
+    WT_EQ_STR(rec_lines(), "");
+    WT_NEAR(fam_value(wt_cap_family_reasons, cap, "reason=\"earlier_run\",dry_run=\"false\"", NULL),
+            1, 0);
+    wt_cap_close(cap);
+}
+
+WT_TEST(an_earlier_runs_cap_a_rule_still_holds_keeps_the_own_limit_as_its_base)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 0);
+    c.rules[0].cap_share = 0.5;
+    earlier_run_left(3, 700, 350, "Hot");
+    struct wt_cap *cap = open_cap(&c);
+    WT_NEAR(enforced_w(3), 350, 1e-9); /* kept while the rule may fire again */
+    WT_NEAR(fam_value(wt_cap_family_limits, cap, "gpu=\"3\"", NULL), 350, 1e-9);
+    struct wt_alert a = alert("Hot", 3, WT_ALERT_FIRING, 0);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "3 350"); /* half of the max: no change */
+    WT_EQ_STR(rec_lines(), "3 700 350 Hot");
+    a.state = WT_ALERT_RESOLVED;
+    wt_cap_apply(cap, &a);
+    /* back to the GPU's own 700 W, not to the 350 W it had at start */
+    WT_NEAR(enforced_w(3), 700, 1e-9);
+    WT_EQ_STR(rec_lines(), "");
+    wt_cap_close(cap);
+    /* kept, and the rule does not fire within its time: restored at a later tick */
+    earlier_run_left(3, 700, 350, "Hot");
+    cap = open_cap(&c);
+    struct wt_batch b = {0};
+    snapshot(&b, 600);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    WT_NEAR(enforced_w(3), 350, 1e-9);
+    wt_cap_budget(cap, &b, wt_now_real_ns() + 10 * WT_NS_PER_S);
+    WT_NEAR(enforced_w(3), 700, 1e-9);
+    WT_EQ_STR(rec_lines(), "");
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_gpu_capped_by_someone_else_is_reported_and_its_limit_not_taken_as_its_own)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 250);
+    wt_nvml_set_limit_fn *set =
+        (wt_nvml_set_limit_fn *)dlsym(lib(), "nvmlDeviceSetPowerManagementLimit");
+    WT_EQ_INT(set(dev(5), 300000), NVML_SUCCESS); /* nvidia-smi -pl 300, no record */
+    char *txt = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_report(NULL, &c, f), 0);
+    fclose(f);
+    WT_CONTAINS(txt, "gpu 5 (GPU-fake-0000-5) limit 300.0 W is not its default 700.0 W");
+    WT_CONTAINS(txt, "capped by someone else");
+    WT_ASSERT(!strstr(txt, "gpu 4"));
+    free(txt);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_alert a = alert("Hot", 5, WT_ALERT_FIRING, 250);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "5 300;5 250");
+    WT_EQ_STR(rec_lines(), "5 700 250 Hot"); /* own: the default, not the 300 W found */
+    /* the report now names wattage's cap */
+    f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_report(NULL, &c, f), 0);
+    fclose(f);
+    WT_CONTAINS(txt,
+                "gpu 5 (GPU-fake-0000-5) limit 250.0 W set by wattage (own 700.0 W, reason Hot");
+    free(txt);
+    wt_cap_close(cap);
+}
+
+WT_TEST(cap_clear_puts_gpus_back_and_a_running_capper_leaves_them)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 400);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_alert a2 = alert("Hot", 2, WT_ALERT_FIRING, 400);
+    struct wt_alert a3 = alert("Hot", 3, WT_ALERT_FIRING, 400);
+    wt_cap_apply(cap, &a2);
+    wt_cap_apply(cap, &a3);
+    WT_EQ_STR(rec_lines(), "2 700 400 Hot;3 700 400 Hot");
+    char *txt = NULL;
+    size_t len = 0;
+    struct wt_err err = {{0}};
+    FILE *f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_clear(NULL, &c, 2, f, &err), 0);
+    fclose(f);
+    WT_CONTAINS(txt, "gpu 2 (GPU-fake-0000-2): limit back to its own 700.0 W");
+    free(txt);
+    WT_NEAR(enforced_w(2), 700, 1e-9);
+    WT_NEAR(enforced_w(3), 400, 1e-9);
+    WT_EQ_STR(rec_lines(), "3 700 400 Hot");
+    /* the capper's next ticks: the alert still fires, but GPU 2 is left alone, unrecorded */
+    struct wt_batch b = {0};
+    snapshot(&b, 600);
+    for (int k = 0; k < 3; k++)
+        wt_cap_budget(cap, &b, wt_now_real_ns());
+    wt_cap_apply(cap, &a2); /* a re-post changes nothing either */
+    WT_NEAR(enforced_w(2), 700, 1e-9);
+    WT_EQ_STR(rec_lines(), "3 700 400 Hot");
+    size_t n = 0;
+    WT_ASSERT(isnan(fam_value(wt_cap_family_limits, cap, "gpu=\"2\"", &n)));
+    WT_NEAR(
+        fam_value(wt_cap_family_reasons, cap, "reason=\"cleared_by_hand\",dry_run=\"false\"", NULL),
+        1, 0);
+    /* once the alert resolves and fires again, GPU 2 is capped again */
+    a2.state = WT_ALERT_RESOLVED;
+    wt_cap_apply(cap, &a2);
+    a2.state = WT_ALERT_FIRING;
+    wt_cap_apply(cap, &a2);
+    WT_NEAR(enforced_w(2), 400, 1e-9);
+    /* --gpu N of a GPU with no line and its default limit: nothing to do; a bad index: -EINVAL */
+    f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_clear(NULL, &c, 6, f, &err), 0);
+    fclose(f);
+    WT_CONTAINS(txt, "gpu 6 (GPU-fake-0000-6): not capped");
+    free(txt);
+    f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_clear(NULL, &c, 9, f, &err), -EINVAL);
+    fclose(f);
+    free(txt);
+    WT_CONTAINS(err.msg, "--gpu 9: this node has 8 GPUs");
+    /* all of them */
+    f = open_memstream(&txt, &len);
+    WT_EQ_INT(wt_cap_clear(NULL, &c, -1, f, &err), 0);
+    fclose(f);
+    free(txt);
+    WT_EQ_STR(rec_lines(), "");
+    WT_NEAR(enforced_w(2), 700, 1e-9);
+    WT_NEAR(enforced_w(3), 700, 1e-9);
+    char before[4096];
+    snprintf(before, sizeof before, "%s", record());
+    wt_cap_close(cap); /* nothing of its own is left to restore */
+    WT_EQ_STR(record(), before);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_cap_is_never_under_the_configured_floor)
+{
+    use_fake("600,0,0");
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 250);
+    c.cap_floor_watts = 320;
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_alert a = alert("Hot", 0, WT_ALERT_FIRING, 250);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "0 320");
+    WT_NEAR(fam_value(wt_cap_family_reasons, cap, "reason=\"floor\",dry_run=\"false\"", NULL), 1,
+            0);
+    wt_cap_close(cap);
+    /* and the budget shares over the floors */
+    struct wt_alerts_config bc;
+    memset(&bc, 0, sizeof bc);
+    bc.power_budget_watts = 2000; /* 8 x 320 W floor = 2560 W */
+    bc.cap_floor_watts = 320;
+    cap = open_cap(&bc);
+    struct wt_batch b = {0};
+    snapshot(&b, 600);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    for (int i = 0; i < 8; i++)
+        WT_NEAR(enforced_w(i), 320, 1e-9);
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+/* The number of limit changes the fake has recorded. */
+static int changes(void)
+{
+    const char *r = record();
+    int n = *r ? 1 : 0;
+    for (; *r; r++)
+        n += *r == ';';
+    return n;
+}
+
+/* A budget that flaps every second for 40 s: the node over it, then far under, and again. */
+static int flap(int64_t min_interval_ns)
+{
+    struct wt_alerts_config c;
+    memset(&c, 0, sizeof c);
+    c.power_budget_watts = 4000;
+    c.budget_clear_share = 0.9;
+    c.cap_min_interval_ns = min_interval_ns;
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    for (int k = 0; k < 40; k++) {
+        snapshot(&b, k % 2 ? 100 : 600);
+        wt_cap_budget(cap, &b, t + k * WT_NS_PER_S);
+    }
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+    return changes();
+}
+
+WT_TEST(a_flapping_budget_changes_each_limit_at_most_once_per_interval)
+{
+    use_fake("600,0,0");
+    int n = flap(10 * WT_NS_PER_S);
+    /* 40 s at one change per 10 s: at most 4 per GPU, and the restore at close */
+    WT_ASSERT(n >= 8 * 2);
+    if (n > 8 * 5)
+        wt_test_fail(__FILE__, __LINE__,
+                     "%d limit changes over 8 GPUs in 40 s with a 10 s interval: %s", n, record());
+}
+
+WT_TEST(without_an_interval_the_flapping_budget_would_change_limits_every_tick)
+{
+    /* the contrast: what the interval prevents */
+    use_fake("600,0,0");
+    WT_ASSERT(flap(0) >= 8 * 39);
+}
+
+/* A store with one running job tagged cap=never on gpus (a JSON array), via the jobs API. */
+static void never_job(struct wt_config *cfg, const char *gpus)
+{
+    struct wt_store *st = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    wt_config_defaults(cfg);
+    snprintf(cfg->store.path, sizeof cfg->store.path, "%s/w.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(cfg->store.path, NULL, &st, &err), 0);
+    WT_EQ_INT(wt_jobs_open(cfg->store.path, NULL, &j, &err), 0);
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"name\": \"train\", \"tags\": {\"cap\": \"never\"}, \"gpus\": %s}", gpus);
+    unsigned status = 0;
+    char *json = NULL;
+    WT_EQ_INT(wt_jobs_handle(j, "POST", "/api/v1/jobs", body, strlen(body), 0, wt_now_real_ns(),
+                             &status, &json),
+              0);
+    WT_EQ_INT(status, 201);
+    free(json);
+    wt_jobs_close(j);
+    wt_store_close(st);
+}
+
+WT_TEST(gpus_of_a_cap_never_job_are_never_capped_and_the_budget_spreads_over_the_others)
+{
+    use_fake("600,0,0"); /* 8 x 600 W = 4800 W */
+    struct wt_config cfg;
+    never_job(&cfg, "[1]");
+    char names[4][WT_JOBS_GPU_LEN];
+    size_t n = 0;
+    bool all = true;
+    WT_EQ_INT(wt_jobs_tagged_gpus(cfg.store.path, "cap", "never", names, 4, &n, &all), 0);
+    WT_EQ_INT(n, 1);
+    WT_EQ_STR(names[0], "1");
+    WT_ASSERT(!all);
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 300);
+    c.power_budget_watts = 4000;
+    c.budget_clear_share = 0.9;
+    struct wt_cap *cap = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_open(&cfg, &c, &cap, &err), 0);
+    struct wt_batch b = {0};
+    snapshot(&b, 0);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    WT_NEAR(enforced_w(1), 700, 1e-9);
+    /* the others share 3800 W less GPU 1's 600 W */
+    for (int i = 0; i < 8; i++)
+        if (i != 1)
+            WT_NEAR(enforced_w(i), 3200 / 7.0, 0.5);
+    /* an alert's cap on it is not applied either */
+    struct wt_alert a = alert("Hot", 1, WT_ALERT_FIRING, 300);
+    wt_cap_apply(cap, &a);
+    WT_NEAR(enforced_w(1), 700, 1e-9);
+    WT_ASSERT(
+        fam_value(wt_cap_family_reasons, cap, "reason=\"cap_never\",dry_run=\"false\"", NULL) >= 1);
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_cap_never_job_on_capped_gpus_lifts_their_caps_at_the_next_tick)
+{
+    use_fake("600,0,0");
+    struct wt_config cfg;
+    wt_config_defaults(&cfg);
+    snprintf(cfg.store.path, sizeof cfg.store.path, "%s/w.db", wt_test_dir());
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 300);
+    c.cap_min_interval_ns = 60 * WT_NS_PER_S; /* a safety restore is not held back */
+    struct wt_cap *cap = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_open(&cfg, &c, &cap, &err), 0);
+    struct wt_alert a = alert("Hot", 4, WT_ALERT_FIRING, 300);
+    wt_cap_apply(cap, &a);
+    WT_NEAR(enforced_w(4), 300, 1e-9);
+    never_job(&cfg, "[]"); /* no GPUs named: it holds every GPU */
+    struct wt_batch b = {0};
+    snapshot(&b, 0);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    WT_NEAR(enforced_w(4), 700, 1e-9);
+    WT_EQ_STR(rec_lines(), "");
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_record_line_that_is_not_one_is_an_error_naming_the_line)
+{
+    char path[700];
+    snprintf(path, sizeof path, "%s/power-caps", wt_test_dir());
+    wt_test_write(path, "# header\nGPU-x 1 700 450 123 Hot\nGPU-y two 700\n");
+    struct wt_cap_rec r[4];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_record_read(path, r, 4, &n, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "power-caps:3: expected UUID GPU OWN_W SET_W T_NS REASON");
 }

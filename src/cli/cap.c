@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage cap clear [-c FILE] [--db FILE] [--gpu N]`: puts the GPUs wattage capped back to
+ * their own limits by hand, from the record of changes (alerts.cap_record, else power-caps
+ * beside the store), with or without a daemon running: the change is made under the record's
+ * lock and the daemon, seeing its line gone, leaves the GPU alone until what held it lets go.
+ * With --gpu N and no record for it, a GPU someone else capped gets its default limit back.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alert/alert.h"
+#include "cli/cli.h"
+#include "core/config.h"
+
+int wt_cmd_cap(int argc, char **argv);
+
+#define USAGE "usage: wattage cap clear [-c FILE] [--db FILE] [--gpu N]\n"
+
+int wt_cmd_cap(int argc, char **argv)
+{
+    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
+                                         {"db", required_argument, NULL, 'd'},
+                                         {"gpu", required_argument, NULL, 'g'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    const char *config = NULL, *db = NULL;
+    int gpu = -1, c;
+    if (argc < 2 || strcmp(argv[1], "clear") != 0) {
+        fprintf(stderr, "wattage cap: expected the subcommand clear\n" USAGE);
+        return 2;
+    }
+    argc--, argv++;
+    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+        switch (c) {
+        case 'c':
+            config = optarg;
+            break;
+        case 'd':
+            db = optarg;
+            break;
+        case 'g': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 0 || v > 63) {
+                fprintf(stderr,
+                        "wattage cap clear: --gpu: expected a GPU index 0..63 (got "
+                        "\"%s\")\n",
+                        optarg);
+                return 2;
+            }
+            gpu = (int)v;
+            break;
+        }
+        case 'h':
+            printf(USAGE);
+            return 0;
+        default:
+            fprintf(stderr, USAGE);
+            return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, "wattage cap clear: unexpected argument '%s'\n" USAGE, argv[optind]);
+        return 2;
+    }
+    struct wt_config cfg;
+    int rc = wt_cli_load_config(config, &cfg);
+    if (rc)
+        return rc;
+    if (db)
+        snprintf(cfg.store.path, sizeof cfg.store.path, "%s", db);
+    struct wt_alerts_config *acfg = malloc(sizeof *acfg);
+    struct wt_err err = {{0}};
+    int ret = 1;
+    if (!acfg)
+        goto out;
+    if (wt_alerts_config_parse(wt_config_file(&cfg), wt_config_section(&cfg, "alerts"), acfg,
+                               &err) != 0) {
+        fprintf(stderr, "wattage cap clear: %s\n", err.msg);
+        ret = 2;
+        goto out;
+    }
+    rc = wt_cap_clear(&cfg, acfg, gpu, stdout, &err);
+    if (rc != 0) {
+        fprintf(stderr, "wattage cap clear: %s\n", err.msg);
+        ret = rc == -EINVAL ? 2 : 1;
+        goto out;
+    }
+    ret = 0;
+out:
+    free(acfg);
+    wt_config_free(&cfg);
+    return ret;
+}
