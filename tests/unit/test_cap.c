@@ -17,6 +17,8 @@
 #include "collect/nvml_api.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/yamltree.h"
+#include "core/yget.h"
 #include "runner.h"
 #include "serve/expo.h"
 #include "store/store.h"
@@ -1036,4 +1038,47 @@ WT_TEST(a_record_line_that_is_not_one_is_an_error_naming_the_line)
     struct wt_err err = {{0}};
     WT_EQ_INT(wt_cap_record_read(path, r, 4, &n, &err), -EINVAL);
     WT_CONTAINS(err.msg, "power-caps:3: expected UUID GPU OWN_W SET_W T_NS REASON");
+}
+
+/* Parses the `alerts` section of yaml ("c.yaml") into *out; the message in err. */
+static int parse_alerts(const char *yaml, struct wt_alerts_config *out, struct wt_err *err)
+{
+    struct wt_ynode *root = NULL;
+    int rc = wt_yaml_parse("c.yaml", yaml, strlen(yaml), &root, err);
+    if (rc == 0)
+        rc = wt_alerts_config_parse("c.yaml", wt_y_get(root, "alerts"), out, err);
+    wt_ynode_free(root);
+    return rc;
+}
+
+WT_TEST(guardrail_and_record_keys_are_read_and_checked)
+{
+    struct wt_alerts_config c;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(parse_alerts("alerts: {}\n", &c, &err), 0);
+    WT_NEAR(c.cap_floor_watts, 0, 0);
+    WT_EQ_INT(c.cap_min_interval_ns, 10 * WT_NS_PER_S);
+    WT_EQ_STR(c.cap_record, "");
+    WT_EQ_INT(parse_alerts("alerts:\n  cap_floor_watts: 250\n  cap_min_interval: 30s\n"
+                           "  cap_record: /run/wattage/caps\n",
+                           &c, &err),
+              0);
+    WT_NEAR(c.cap_floor_watts, 250, 0);
+    WT_EQ_INT(c.cap_min_interval_ns, 30 * WT_NS_PER_S);
+    WT_EQ_STR(c.cap_record, "/run/wattage/caps");
+    WT_EQ_INT(parse_alerts("alerts:\n  cap_min_interval: 0\n", &c, &err), 0);
+    WT_EQ_INT(c.cap_min_interval_ns, 0);
+    WT_EQ_INT(parse_alerts("alerts:\n  cap_floor_watts: -5\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:2: alerts.cap_floor_watts");
+    WT_EQ_INT(parse_alerts("alerts:\n  cap_min_interval: soon\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:2: alerts.cap_min_interval");
+    /* the record beside the store by default */
+    struct wt_config cfg;
+    char path[WT_PATH_LEN];
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(parse_alerts("alerts: {}\n", &c, &err), 0);
+    WT_EQ_INT(wt_cap_record_path(&cfg, &c, path, sizeof path), 0);
+    WT_EQ_STR(path, "/var/lib/wattage/power-caps");
+    WT_EQ_INT(wt_cap_record_path(NULL, &c, path, sizeof path), -ENOENT);
+    WT_EQ_STR(path, "");
 }
