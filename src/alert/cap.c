@@ -997,9 +997,17 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
     }
     find_never(c);
     /* A line gone from the record: `wattage cap clear` put that GPU back meanwhile. */
-    for (int i = 0; i < MAX_GPUS && !c->dry_run; i++)
-        if (c->g[i].touched && !rec_has(c, i))
-            cleared_by_hand(c, i);
+    bool any = false;
+    for (int i = 0; i < MAX_GPUS; i++)
+        any = any || c->g[i].touched;
+    struct wt_cap_rec rec[MAX_GPUS];
+    size_t nrec = 0;
+    struct wt_err rerr = {{0}};
+    if (any && !c->dry_run && c->record[0] &&
+        wt_cap_record_read(c->record, rec, MAX_GPUS, &nrec, &rerr) == 0)
+        for (int i = 0; i < MAX_GPUS; i++)
+            if (c->g[i].touched && rec_find(rec, nrec, c->g[i].uuid) < 0)
+                cleared_by_hand(c, i);
     if (c->budget_w > 0) {
         double gpus = 0, total;
         int n = 0;
