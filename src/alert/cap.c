@@ -907,10 +907,17 @@ static void share_budget(struct wt_cap *c, double target)
     target -= fixed;
     double s = 0;
     if (sum_lo >= target) {
-        wt_warn(MOD,
-                "power budget %.0f W cannot be met: %d GPUs held by cap=never jobs draw %.0f W, "
-                "the other GPUs' floors add up to %.0f W: every other GPU at its floor",
-                c->budget_w, nfixed, fixed, sum_lo);
+        if (nfixed)
+            wt_warn(MOD,
+                    "power budget %.0f W cannot be met: %d GPUs held by cap=never jobs draw "
+                    "%.0f W and the other GPUs' floors add up to %.0f W: every other GPU at its "
+                    "floor",
+                    c->budget_w, nfixed, fixed, sum_lo);
+        else
+            wt_warn(MOD,
+                    "power budget %.0f W is under the GPUs' floors (%.0f W together, their "
+                    "minimum limits or alerts.cap_floor_watts): every GPU at its floor",
+                    c->budget_w, sum_lo);
     } else {
         /* f(s) = sum clamp(p_i s, lo_i, hi_i) rises with s; f(1) is about the draw (> target). */
         double a = 0, b = 1;

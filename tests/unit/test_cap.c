@@ -1000,6 +1000,28 @@ WT_TEST(gpus_of_a_cap_never_job_are_never_capped_and_the_budget_spreads_over_the
     WT_ASSERT(
         fam_value(wt_cap_family_reasons, cap, "reason=\"cap_never\",dry_run=\"false\"", NULL) >= 1);
     wt_cap_close(cap);
+    /* a budget the others cannot meet at their minimums: every other GPU at 200 W, and said */
+    c.power_budget_watts = 1500;
+    WT_EQ_INT(wt_cap_open(&cfg, &c, &cap, &err), 0);
+    char logp[700];
+    snprintf(logp, sizeof logp, "%s/stderr", wt_test_dir());
+    fflush(stderr);
+    int saved = dup(2);
+    WT_ASSERT(freopen(logp, "w", stderr) != NULL);
+    snapshot(&b, 600);
+    wt_cap_budget(cap, &b, wt_now_real_ns());
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *log = wt_test_read(logp, NULL);
+    WT_CONTAINS(log, "power budget 1500 W cannot be met: 1 GPUs held by cap=never jobs draw 600 W "
+                     "and the other GPUs' floors add up to 1400 W");
+    free(log);
+    WT_NEAR(enforced_w(1), 700, 1e-9);
+    for (int i = 0; i < 8; i++)
+        if (i != 1)
+            WT_NEAR(enforced_w(i), 200, 1e-9);
+    wt_cap_close(cap);
     wt_batch_free(&b);
 }
 
