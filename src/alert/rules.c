@@ -574,8 +574,9 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
                           &out->budget_clear_share)) ||
         (rc = wt_y_bool(&g, node, "alerts", "dry_run", &out->dry_run)) ||
         (rc = wt_y_double(&g, node, "alerts", "cap_floor_watts", 0, 1e6, &out->cap_floor_watts)) ||
-        (rc = wt_y_duration(&g, node, "alerts", "cap_min_interval", true,
-                            &out->cap_min_interval_ns)) ||
+        (rc = wt_y_duration_in(&g, node, "alerts", "cap_min_interval", true, WT_Y_S, 3600 * WT_Y_S,
+                               "a power limit held for less than a second is noise",
+                               &out->cap_min_interval_ns)) ||
         (rc = wt_y_string(&g, node, "alerts", "cap_record", false, out->cap_record,
                           sizeof out->cap_record)))
         goto fail;

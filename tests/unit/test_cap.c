@@ -1094,6 +1094,8 @@ WT_TEST(guardrail_and_record_keys_are_read_and_checked)
     WT_CONTAINS(err.msg, "c.yaml:2: alerts.cap_floor_watts");
     WT_EQ_INT(parse_alerts("alerts:\n  cap_min_interval: soon\n", &c, &err), -EINVAL);
     WT_CONTAINS(err.msg, "c.yaml:2: alerts.cap_min_interval");
+    WT_EQ_INT(parse_alerts("alerts:\n  cap_min_interval: 10ms\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:2: alerts.cap_min_interval: expected a duration from 1s to 1h");
     /* the record beside the store by default */
     struct wt_config cfg;
     char path[WT_PATH_LEN];
