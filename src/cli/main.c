@@ -5,8 +5,9 @@
 
 #include "cli/cli.h"
 
-int wt_cmd_kpi(int argc, char **argv); /* src/cli/kpi.c */
-int wt_cmd_cap(int argc, char **argv); /* src/cli/cap.c */
+int wt_cmd_kpi(int argc, char **argv);    /* src/cli/kpi.c */
+int wt_cmd_cap(int argc, char **argv);    /* src/cli/cap.c */
+int wt_cmd_report(int argc, char **argv); /* src/cli/report.c */
 
 static const struct {
     const char *name;
@@ -29,6 +30,8 @@ static const struct {
      "schedule --duration D (--energy E|--power P|--like JOB) --deadline T [--zone Z] [--json]"},
     {"kpi", wt_cmd_kpi, "kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]"},
     {"cap", wt_cmd_cap, "cap clear [-c FILE] [--db FILE] [--gpu N]"},
+    {"report", wt_cmd_report,
+     "report [--from T] [--to T] [--db FILE] [-c FILE] [-o FILE] [--format html|json|md]"},
 };
 
 static void usage(FILE *f)

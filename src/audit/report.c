@@ -1,0 +1,663 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The report's data: the chart series read from the store and downsampled on the way in, the
+ * figures of the modules that own them (report.h lists which), the few figures only the report
+ * has (idle burn, capped and throttle time, gaps), and the findings ranked by energy.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/carbon.h"
+#include "audit/jobs.h"
+#include "audit/report.h"
+#include "audit/schedule.h"
+#include "audit/topology.h"
+#include "core/clock.h"
+#include "core/config.h"
+
+#define NS 1000000000LL
+/* NVML clocks event reasons that mean the GPU was slowed by heat or the power brake. */
+#define THROTTLE_BITS (0x8ULL | 0x20ULL | 0x40ULL | 0x80ULL)
+#define CAP_BIT 0x4ULL
+#define MAX_STEPS 2000
+
+void wt_report_downsample(const struct wt_point *in, size_t n, int64_t from, int64_t to,
+                          size_t cols, struct wt_point *out, size_t *nout)
+{
+    size_t k = 0, i = 0;
+    *nout = 0;
+    if (cols == 0 || to <= from)
+        return;
+    double span = (double)(to - from);
+    while (i < n && in[i].t_ns < from)
+        i++;
+    while (i < n && in[i].t_ns <= to) {
+        size_t col = (size_t)((double)(in[i].t_ns - from) / span * (double)cols);
+        if (col >= cols)
+            col = cols - 1;
+        size_t lo = i, hi = i;
+        for (i++; i < n && in[i].t_ns <= to; i++) {
+            size_t c = (size_t)((double)(in[i].t_ns - from) / span * (double)cols);
+            if ((c >= cols ? cols - 1 : c) != col)
+                break;
+            if (in[i].v < in[lo].v)
+                lo = i;
+            if (in[i].v > in[hi].v)
+                hi = i;
+        }
+        if (lo == hi) {
+            out[k++] = in[lo];
+        } else {
+            out[k++] = in[lo < hi ? lo : hi];
+            out[k++] = in[lo < hi ? hi : lo];
+        }
+    }
+    *nout = k;
+}
+
+static int add_missing(struct wt_report *r, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int add_missing(struct wt_report *r, const char *fmt, ...)
+{
+    if (r->nmissing >= WT_REPORT_MAX_MISSING)
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->missing[r->nmissing++], sizeof r->missing[0], fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+static struct wt_report_finding *add_finding(struct wt_report *r, const char *kind, double j)
+{
+    if (r->nfindings >= WT_REPORT_MAX_FINDINGS)
+        return NULL;
+    struct wt_report_finding *f = &r->findings[r->nfindings++];
+    memset(f, 0, sizeof *f);
+    snprintf(f->kind, sizeof f->kind, "%s", kind);
+    f->energy_j = j;
+    return f;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+    double x = ((const struct wt_report_finding *)a)->energy_j;
+    double y = ((const struct wt_report_finding *)b)->energy_j;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+void wt_report_rank(struct wt_report *r)
+{
+    qsort(r->findings, r->nfindings, sizeof r->findings[0], cmp_finding);
+}
+
+/* The stored series of metric for the GPU (node, gpu, uuid), or NULL (caller frees *all). */
+static const struct wt_series_info *find_series(struct wt_store *st, int metric,
+                                                const struct wt_report_gpu *g,
+                                                struct wt_series_info **all)
+{
+    size_t n = 0;
+    struct wt_err err;
+    char sel[160];
+    snprintf(sel, sizeof sel, "%s{gpu=\"%s\"}", wt_metrics[metric].name, g->gpu);
+    *all = NULL;
+    if (wt_store_series(st, sel, false, all, &n, &err) != 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char uuid[96] = "";
+        (void)wt_labels_get((*all)[i].labels, "uuid", uuid, sizeof uuid);
+        if (strcmp((*all)[i].node, g->node) == 0 && strcmp(uuid, g->uuid) == 0)
+            return &(*all)[i];
+    }
+    return NULL;
+}
+
+/* Reads a series' raw readings of the window into *pts (NULL, 0 when not stored). */
+static int read_points(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+                       int64_t b, struct wt_point **pts, size_t *n)
+{
+    struct wt_series_info *all;
+    const struct wt_series_info *si = find_series(st, metric, g, &all);
+    int rc = 0;
+    *pts = NULL;
+    *n = 0;
+    if (si)
+        rc = wt_store_points(st, si, a, b, 0, pts, n);
+    free(all);
+    return rc;
+}
+
+static int make_line(const struct wt_point *p, size_t n, int64_t a, int64_t b,
+                     struct wt_report_line *l)
+{
+    l->raw = n;
+    l->pts = malloc(2 * WT_REPORT_COLS * sizeof *l->pts);
+    l->mean = malloc(WT_REPORT_COLS * sizeof *l->mean);
+    double *cnt = calloc(WT_REPORT_COLS, sizeof *cnt);
+    if (!l->pts || !l->mean || !cnt) {
+        free(cnt);
+        return -ENOMEM;
+    }
+    wt_report_downsample(p, n, a, b, WT_REPORT_COLS, l->pts, &l->n);
+    for (size_t c = 0; c < WT_REPORT_COLS; c++)
+        l->mean[c] = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i].t_ns < a || p[i].t_ns > b)
+            continue;
+        size_t c = (size_t)((double)(p[i].t_ns - a) / (double)(b - a) * WT_REPORT_COLS);
+        if (c >= WT_REPORT_COLS)
+            c = WT_REPORT_COLS - 1;
+        l->mean[c] += p[i].v;
+        cnt[c]++;
+    }
+    for (size_t c = 0; c < WT_REPORT_COLS; c++)
+        l->mean[c] = cnt[c] > 0 ? l->mean[c] / cnt[c] : NAN;
+    free(cnt);
+    return 0;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The value of a step series (sorted) at t: the last reading at or before t, else NAN. */
+static double at(const struct wt_point *p, size_t n, size_t *k, int64_t t)
+{
+    while (*k + 1 < n && p[*k + 1].t_ns <= t)
+        (*k)++;
+    return n && p[*k].t_ns <= t ? p[*k].v : NAN;
+}
+
+static double last_value(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+                         int64_t b)
+{
+    struct wt_point *p;
+    size_t n;
+    double v = NAN;
+    if (read_points(st, metric, g, a, b, &p, &n) == 0 && n)
+        v = p[n - 1].v;
+    free(p);
+    return v;
+}
+
+/* Power, utilization and temperature of one GPU: lines, idle burn, capped and throttle time. */
+static int gather_gpu(struct wt_store *st, int64_t a, int64_t b, struct wt_report_gpu *g)
+{
+    struct wt_point *pw = NULL, *ut = NULL, *tc = NULL, *tr = NULL;
+    size_t npw = 0, nut = 0, ntc = 0, ntr = 0;
+    int64_t *steps = NULL;
+    int rc;
+    if ((rc = read_points(st, WT_M_GPU_POWER_W, g, a, b, &pw, &npw)) ||
+        (rc = read_points(st, WT_M_GPU_UTIL_RATIO, g, a, b, &ut, &nut)) ||
+        (rc = read_points(st, WT_M_GPU_TEMP_C, g, a, b, &tc, &ntc)) ||
+        (rc = read_points(st, WT_M_GPU_THROTTLE_REASONS, g, a, b, &tr, &ntr)))
+        goto fail;
+    if ((rc = make_line(pw, npw, a, b, &g->power)) || (rc = make_line(ut, nut, a, b, &g->util)) ||
+        (rc = make_line(tc, ntc, a, b, &g->temp)))
+        goto fail;
+    g->slowdown_c = last_value(st, WT_M_GPU_SLOWDOWN_TEMP_C, g, a, b);
+    g->power_limit_w = last_value(st, WT_M_GPU_POWER_LIMIT_W, g, a, b);
+    g->throttle_from = ntr ? "throttle_reasons" : "temperature";
+    if (npw < 2)
+        goto done;
+    /* The median step between power readings: longer than GAP_FACTOR of it is a gap. */
+    steps = malloc((npw - 1) * sizeof *steps);
+    if (!steps) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (size_t i = 1; i < npw; i++)
+        steps[i - 1] = pw[i].t_ns - pw[i - 1].t_ns;
+    qsort(steps, npw - 1, sizeof *steps, cmp_i64);
+    int64_t gap = (int64_t)(WT_REPORT_GAP_FACTOR * (double)steps[(npw - 1) / 2]);
+    size_t ku = 0, kt = 0, kr = 0, capg = 0;
+    for (size_t i = 1; i < npw; i++) {
+        int64_t t0 = pw[i - 1].t_ns, dt = pw[i].t_ns - t0;
+        if (dt > gap) {
+            if (g->ngaps % 16 == 0) {
+                void *x = realloc(g->gaps, (g->ngaps + 16) * sizeof *g->gaps);
+                if (!x) {
+                    rc = -ENOMEM;
+                    goto fail;
+                }
+                g->gaps = x;
+            }
+            g->gaps[g->ngaps++] = (struct wt_report_gap){t0, pw[i].t_ns};
+            continue;
+        }
+        double s = (double)dt / 1e9, e = (pw[i - 1].v + pw[i].v) / 2 * s;
+        double u = at(ut, nut, &ku, t0), temp = at(tc, ntc, &kt, t0);
+        double reasons = at(tr, ntr, &kr, t0);
+        if (!isnan(u) && u <= WT_REPORT_IDLE_UTIL && pw[i - 1].v > WT_REPORT_IDLE_MIN_W) {
+            g->idle_j += e;
+            g->idle_s += s;
+        }
+        bool capped =
+            !isnan(g->power_limit_w) && pw[i - 1].v >= WT_REPORT_CAP_SHARE * g->power_limit_w;
+        if (!isnan(reasons))
+            capped |= ((unsigned long long)reasons & CAP_BIT) != 0;
+        if (capped)
+            g->capped_s += s, capg++;
+        bool thr = ntr ? !isnan(reasons) && ((unsigned long long)reasons & THROTTLE_BITS)
+                       : !isnan(temp) && !isnan(g->slowdown_c) && temp >= g->slowdown_c;
+        if (thr) {
+            g->throttle_s += s;
+            g->throttle_j += e;
+        }
+    }
+done:
+    rc = 0;
+fail:
+    free(steps);
+    free(pw);
+    free(ut);
+    free(tc);
+    free(tr);
+    return rc;
+}
+
+static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *err)
+{
+    struct wt_series_info *si = NULL;
+    struct wt_energy_row *rows = NULL;
+    size_t n = 0, nrows = 0;
+    int rc = wt_store_series(st, wt_metrics[WT_M_GPU_POWER_W].name, false, &si, &n, err);
+    if (rc)
+        return rc;
+    if (n == 0) {
+        add_missing(r, "no GPU power series in the store: no GPU charts");
+        free(si);
+        return 0;
+    }
+    if ((rc = wt_store_energy(st, r->from_ns, r->to_ns, 0, &rows, &nrows, err)) != 0)
+        goto out;
+    r->gpus = calloc(n, sizeof *r->gpus);
+    if (!r->gpus) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    bool own = false;
+    for (size_t i = 0; i < n; i++) {
+        struct wt_report_gpu *g = &r->gpus[r->ngpus++];
+        snprintf(g->node, sizeof g->node, "%s", si[i].node);
+        (void)wt_labels_get(si[i].labels, "gpu", g->gpu, sizeof g->gpu);
+        (void)wt_labels_get(si[i].labels, "uuid", g->uuid, sizeof g->uuid);
+        (void)wt_labels_get(si[i].labels, "model", g->model, sizeof g->model);
+        own |= si[i].node[0] == '\0' || strcmp(si[i].node, r->node) == 0;
+        for (size_t k = 0; k < nrows; k++) {
+            char gi[16] = "", uu[96] = "";
+            if (!rows[k].chosen || !wt_metric_is_gpu_energy(rows[k].s.metric) ||
+                strcmp(rows[k].s.node, g->node) != 0)
+                continue;
+            (void)wt_labels_get(rows[k].s.labels, "gpu", gi, sizeof gi);
+            (void)wt_labels_get(rows[k].s.labels, "uuid", uu, sizeof uu);
+            if (strcmp(gi, g->gpu) == 0 && strcmp(uu, g->uuid) == 0) {
+                g->energy_j = rows[k].energy_j;
+                g->coverage = rows[k].coverage;
+                g->method = rows[k].method;
+            }
+        }
+        if ((rc = gather_gpu(st, r->from_ns, r->to_ns, g)) != 0)
+            goto out;
+    }
+    if (!own)
+        add_missing(r,
+                    "the store holds no series of this node (%s): it is another node's store; "
+                    "the report shows the nodes it holds (%s%s)",
+                    r->node[0] ? r->node : "unnamed", r->gpus[0].node,
+                    r->ngpus > 1 && strcmp(r->gpus[0].node, r->gpus[r->ngpus - 1].node) ? ", ..."
+                                                                                        : "");
+    size_t with = 0;
+    for (size_t i = 0; i < r->ngpus; i++)
+        with += r->gpus[i].power.raw > 0;
+    if (with == 0)
+        add_missing(r, "no GPU power readings in the window: the store's readings are elsewhere "
+                       "in time");
+out:
+    free(si);
+    free(rows);
+    return rc;
+}
+
+static int gather_inlets(struct wt_store *st, struct wt_report *r)
+{
+    struct wt_series_info *si = NULL;
+    size_t n = 0;
+    struct wt_err err;
+    int rc = wt_store_series(st, wt_metrics[WT_M_FAC_TEMP_C].name, false, &si, &n, &err);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        char kind[32] = "", point[96] = "";
+        (void)wt_labels_get(si[i].labels, "kind", kind, sizeof kind);
+        (void)wt_labels_get(si[i].labels, "point", point, sizeof point);
+        if (strcmp(kind, "inlet") != 0 && !strstr(point, "inlet") && !strstr(point, "intake"))
+            continue;
+        struct wt_point *p = NULL;
+        size_t np = 0;
+        if ((rc = wt_store_points(st, &si[i], r->from_ns, r->to_ns, 0, &p, &np)) != 0)
+            break;
+        if (np == 0) {
+            free(p);
+            continue;
+        }
+        void *x = realloc(r->inlets, (r->ninlets + 1) * sizeof *r->inlets);
+        if (!x) {
+            free(p);
+            rc = -ENOMEM;
+            break;
+        }
+        r->inlets = x;
+        struct wt_report_inlet *in = &r->inlets[r->ninlets++];
+        memset(in, 0, sizeof *in);
+        snprintf(in->name, sizeof in->name, "%s%s%s", si[i].node, si[i].node[0] ? " " : "",
+                 point[0] ? point : si[i].labels);
+        in->min_c = INFINITY;
+        in->max_c = -INFINITY;
+        for (size_t k = 0; k < np; k++) {
+            in->min_c = fmin(in->min_c, p[k].v);
+            in->max_c = fmax(in->max_c, p[k].v);
+            if (k + 1 < np && (p[k].v < 18 || p[k].v > 27))
+                in->outside_s += (double)(p[k + 1].t_ns - p[k].t_ns) / 1e9;
+        }
+        rc = make_line(p, np, r->from_ns, r->to_ns, &in->t);
+        free(p);
+        if (rc)
+            break;
+    }
+    free(si);
+    return rc;
+}
+
+/* Jobs that overlap the window, each with its API reply (audit/jobs.h). */
+static int gather_jobs(const char *db_path, struct wt_report *r, struct wt_err *err)
+{
+    struct wt_jobs *j = NULL;
+    unsigned status;
+    char *body = NULL;
+    cJSON *list = NULL;
+    int rc = wt_jobs_open(db_path, NULL, &j, err);
+    if (rc)
+        return rc;
+    if ((rc = wt_jobs_handle(j, "GET", "/api/v1/jobs", NULL, 0, 1000, r->to_ns, &status, &body)))
+        goto out;
+    list = cJSON_Parse(body);
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(list, "jobs"), *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, "start_s");
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(it, "end_s");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(it, "id");
+        if (!cJSON_IsNumber(s) || !cJSON_IsNumber(id))
+            continue;
+        int64_t a = (int64_t)llround(s->valuedouble * 1e9);
+        int64_t b = cJSON_IsNumber(e) ? (int64_t)llround(e->valuedouble * 1e9) : r->to_ns;
+        if (b <= r->from_ns || a >= r->to_ns)
+            continue;
+        char path[64], *jb = NULL;
+        snprintf(path, sizeof path, "/api/v1/jobs/%.0f", id->valuedouble);
+        if ((rc = wt_jobs_handle(j, "GET", path, NULL, 0, 0, r->to_ns, &status, &jb)))
+            goto out;
+        cJSON *one = status == 200 ? cJSON_Parse(jb) : NULL;
+        free(jb);
+        if (!one)
+            continue;
+        void *x = realloc(r->jobs, (r->njobs + 1) * sizeof *r->jobs);
+        if (!x) {
+            cJSON_Delete(one);
+            rc = -ENOMEM;
+            goto out;
+        }
+        r->jobs = x;
+        struct wt_report_job *w = &r->jobs[r->njobs++];
+        memset(w, 0, sizeof *w);
+        w->json = one;
+        w->start_ns = a;
+        w->end_ns = b;
+        const cJSON *kpi = cJSON_GetObjectItemCaseSensitive(one, "kpi");
+        const cJSON *ej = cJSON_GetObjectItemCaseSensitive(kpi, "energy_joules");
+        const cJSON *tk = cJSON_GetObjectItemCaseSensitive(kpi, "tokens_per_kwh");
+        w->energy_j = cJSON_IsNumber(ej) ? ej->valuedouble : 0;
+        w->out_per_kwh = cJSON_IsNumber(tk) ? tk->valuedouble : NAN;
+    }
+    if (r->njobs == 0)
+        add_missing(r, "no jobs in the window: no job or epoch shading, no per-epoch energy");
+out:
+    cJSON_Delete(list);
+    free(body);
+    wt_jobs_close(j);
+    return rc;
+}
+
+/* The intensity steps with the IT energy of each, and each job's best start (schedule.h). */
+static int gather_carbon(struct wt_store *st, const struct wt_config *cfg, struct wt_report *r,
+                         struct wt_err *err)
+{
+    struct wt_carbon_conf cf;
+    int rc = wt_carbon_conf_from(cfg, &cf, err);
+    if (rc)
+        return rc;
+    const char *zone = wt_carbon_zone_of(&cf, NULL);
+    snprintf(r->carbon_zone, sizeof r->carbon_zone, "%s", zone ? zone : "");
+    if (!r->carbon_zone[0]) {
+        add_missing(r, "no carbon zone (carbon.zone): no carbon chart, no schedule saving");
+        return 0;
+    }
+    struct wt_carbon_step *s = NULL;
+    size_t n = 0;
+    if ((rc = wt_carbon_steps(wt_store_db(st), &cf, WT_CS_INTENSITY, r->carbon_zone, r->from_ns,
+                              r->to_ns, &s, &n)) != 0)
+        return rc;
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        any |= s[i].src == WT_CSRC_ACTUAL || s[i].src == WT_CSRC_FORECAST;
+    if (!any || n > MAX_STEPS) {
+        add_missing(r, "%s",
+                    any ? "more than 2000 carbon intensity steps in the window"
+                        : "no carbon intensity series for the zone in the window");
+        free(s);
+        return 0;
+    }
+    r->steps = calloc(n, sizeof *r->steps);
+    if (!r->steps) {
+        free(s);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct wt_report_step *x = &r->steps[r->nsteps++];
+        x->from_ns = s[i].from_ns;
+        x->to_ns = s[i].to_ns;
+        x->g_per_kwh = s[i].value;
+        x->src = wt_carbon_src_name(s[i].src);
+        if ((rc = wt_carbon_site_energy(st, x->from_ns, x->to_ns, &x->it_j)) != 0)
+            break;
+    }
+    free(s);
+    double pue;
+    bool pue_m;
+    wt_carbon_pue(st, &cf, r->from_ns, r->to_ns, &pue, &pue_m);
+    for (size_t k = 0; rc == 0 && k < r->njobs; k++) {
+        struct wt_report_job *jb = &r->jobs[k];
+        int64_t dur = jb->end_ns - jb->start_ns;
+        if (dur <= 0 || jb->energy_j <= 0 || jb->start_ns + dur >= r->to_ns)
+            continue;
+        struct wt_carbon_step *fs = NULL;
+        size_t nf = 0;
+        if (wt_carbon_steps_ex(wt_store_db(st), &cf, WT_CS_INTENSITY, r->carbon_zone, true,
+                               jb->start_ns, r->to_ns, &fs, &nf) != 0)
+            continue;
+        struct wt_sched_req q = {.now_ns = jb->start_ns,
+                                 .deadline_ns = r->to_ns,
+                                 .duration_ns = dur,
+                                 .power_w = jb->energy_j / ((double)dur / 1e9),
+                                 .pue = pue};
+        struct wt_sched_result res;
+        struct wt_err e2;
+        if (wt_schedule_best(fs, nf, &q, &res, &e2) == 0) {
+            jb->sched_known = true;
+            jb->best_start_ns = res.best.start_ns;
+            jb->g_now = res.now.cost;
+            jb->g_best = res.best.cost;
+        }
+        free(fs);
+    }
+    return rc;
+}
+
+static void findings(struct wt_report *r)
+{
+    struct wt_report_finding *f;
+    for (size_t i = 0; i < r->ngpus; i++) {
+        const struct wt_report_gpu *g = &r->gpus[i];
+        if (g->idle_j > 0 && (f = add_finding(r, "idle_burn", g->idle_j))) {
+            snprintf(f->title, sizeof f->title, "GPU %s%s%s burned %.3f kWh idle", g->gpu,
+                     g->node[0] ? " on " : "", g->node, g->idle_j / 3.6e6);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "%.0f min at utilization <= %.0f%% drawing %.0f W on average "
+                     "(power readings integrated; sensor +-5 W)",
+                     g->idle_s / 60, 100 * WT_REPORT_IDLE_UTIL, g->idle_j / g->idle_s);
+        }
+        if (g->throttle_s > 0 && (f = add_finding(r, "throttle", g->throttle_j))) {
+            snprintf(f->title, sizeof f->title, "GPU %s%s%s throttled for %.1f min", g->gpu,
+                     g->node[0] ? " on " : "", g->node, g->throttle_s / 60);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "%.3f kWh drawn while slowed (from %s%s); slowdown threshold %.0f C",
+                     g->throttle_j / 3.6e6, g->throttle_from,
+                     strcmp(g->throttle_from, "temperature") ? " bits: hw/thermal/power brake"
+                                                             : " >= slowdown threshold",
+                     g->slowdown_c);
+        }
+        for (size_t k = 0; k < g->ngaps && k < 4; k++) {
+            if ((f = add_finding(r, "gap", 0))) {
+                snprintf(f->title, sizeof f->title, "no readings of GPU %s%s%s for %.0f s", g->gpu,
+                         g->node[0] ? " on " : "", g->node,
+                         (double)(g->gaps[k].to_ns - g->gaps[k].from_ns) / 1e9);
+                snprintf(f->evidence, sizeof f->evidence,
+                         "power readings stop and resume; the charts leave the gap empty and "
+                         "the energy figures count it as not covered (coverage %.1f%%)",
+                         100 * g->coverage);
+            }
+        }
+    }
+    for (size_t i = 0; r->have_kpi && i < r->kpi.nnodes; i++) {
+        const struct wt_recon_node *x = &r->kpi.nodes[i];
+        if (x->unaccounted_j > 0 && (f = add_finding(r, "unaccounted", x->unaccounted_j))) {
+            snprintf(f->title, sizeof f->title, "node %s: %.0f W unaccounted (%.1f%% of the wall)",
+                     x->node, x->unaccounted_w, 100 * x->share);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "wall (%s) %.3f kWh, chips %.3f kWh (GPU %.3f, CPU %.3f, DRAM %.3f)%s",
+                     x->wall_from ? x->wall_from : "none", x->wall_j / 3.6e6, x->chips_j / 3.6e6,
+                     x->gpu_j / 3.6e6, x->cpu_j / 3.6e6, x->dram_j / 3.6e6,
+                     x->chips_exceed_wall ? "; SUSPECT: chips exceed wall"
+                     : x->share_drift     ? "; SUSPECT: share drifts"
+                                          : "");
+        }
+    }
+    /* The jobs with the least output per kWh: the lower half of those that count tokens. */
+    double best = 0;
+    for (size_t k = 0; k < r->njobs; k++)
+        if (!isnan(r->jobs[k].out_per_kwh))
+            best = fmax(best, r->jobs[k].out_per_kwh);
+    for (size_t k = 0; k < r->njobs; k++) {
+        const struct wt_report_job *jb = &r->jobs[k];
+        const cJSON *nm = cJSON_GetObjectItemCaseSensitive(jb->json, "name");
+        const char *name = cJSON_IsString(nm) ? nm->valuestring : "?";
+        if (!isnan(jb->out_per_kwh) && jb->out_per_kwh < best / 2 &&
+            (f = add_finding(r, "low_output", jb->energy_j))) {
+            snprintf(f->title, sizeof f->title, "job %s: %.3g tokens/kWh, %.0f%% of the best job",
+                     name, jb->out_per_kwh, 100 * jb->out_per_kwh / best);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "%.3f kWh of GPU energy; the best job in the window made %.3g tokens/kWh",
+                     jb->energy_j / 3.6e6, best);
+        }
+        if (jb->sched_known && jb->g_now - jb->g_best > 0 &&
+            (f = add_finding(r, "carbon_shift", jb->energy_j))) {
+            char t[40];
+            wt_time_format(jb->best_start_ns, 0, t, sizeof t);
+            snprintf(f->title, sizeof f->title, "job %s: starting at %s would have saved %.0f g",
+                     name, t, jb->g_now - jb->g_best);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "%.0f gCO2e as run vs %.0f gCO2e at the best start before the window's end "
+                     "(forecast-first intensity of zone %s, same power profile)",
+                     jb->g_now, jb->g_best, r->carbon_zone);
+        }
+    }
+    wt_report_rank(r);
+}
+
+int wt_report_build(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
+                    int64_t from_ns, int64_t to_ns, struct wt_report *r, struct wt_err *err)
+{
+    struct wt_topology *t = NULL;
+    int rc;
+    memset(r, 0, sizeof *r);
+    r->from_ns = from_ns;
+    r->to_ns = to_ns;
+    if (to_ns <= from_ns)
+        return wt_err_set(err, "the window is empty: --to must be after --from"), -EINVAL;
+    if ((rc = wt_topology_load(cfg, &t, err)) != 0)
+        return rc;
+    snprintf(r->node, sizeof r->node, "%s", t->node);
+    if ((rc = gather_gpus(st, r, err)) || (rc = gather_inlets(st, r)) ||
+        (rc = gather_jobs(db_path, r, err)))
+        goto fail;
+    if (t->nmeters == 0) {
+        add_missing(r, "no facility meters in the topology: no PUE, part-load or reconciliation");
+    } else if (wt_kpi_compute(st, t, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
+        r->have_kpi = true;
+        if (wt_carbon_kpi_row(st, cfg, &r->kpi) == -EIO) {
+            rc = -EIO;
+            goto fail;
+        }
+        if (!r->kpi.facility.measured)
+            add_missing(r, "no facility energy in the window (facility_total meters cover %.0f%%)",
+                        100 * r->kpi.facility.coverage);
+    } else {
+        add_missing(r, "facility KPIs: %s", err->msg);
+    }
+    if (r->ninlets == 0)
+        add_missing(r, "no inlet temperature sensors: no ASHRAE envelope chart");
+    if ((rc = gather_carbon(st, cfg, r, err)) != 0)
+        goto fail;
+    findings(r);
+    free(t);
+    return 0;
+fail:
+    free(t);
+    wt_report_free(r);
+    return rc;
+}
+
+static void line_free(struct wt_report_line *l)
+{
+    free(l->pts);
+    free(l->mean);
+}
+
+void wt_report_free(struct wt_report *r)
+{
+    for (size_t i = 0; i < r->ngpus; i++) {
+        line_free(&r->gpus[i].power);
+        line_free(&r->gpus[i].util);
+        line_free(&r->gpus[i].temp);
+        free(r->gpus[i].gaps);
+    }
+    free(r->gpus);
+    for (size_t i = 0; i < r->ninlets; i++)
+        line_free(&r->inlets[i].t);
+    free(r->inlets);
+    for (size_t i = 0; i < r->njobs; i++)
+        cJSON_Delete(r->jobs[i].json);
+    free(r->jobs);
+    if (r->have_kpi)
+        wt_kpi_report_free(&r->kpi);
+    free(r->steps);
+    memset(r, 0, sizeof *r);
+}
