@@ -520,7 +520,7 @@ static void findings(struct wt_report *r)
             snprintf(f->title, sizeof f->title, "GPU %s%s%s burned %.3f kWh idle", g->gpu,
                      g->node[0] ? " on " : "", g->node, g->idle_j / 3.6e6);
             snprintf(f->evidence, sizeof f->evidence,
-                     "%.0f min at utilization <= %.0f%% drawing %.0f W on average "
+                     "%.1f min at utilization <= %.0f%% drawing %.0f W on average "
                      "(power readings integrated; sensor +-5 W)",
                      g->idle_s / 60, 100 * WT_REPORT_IDLE_UTIL, g->idle_j / g->idle_s);
         }
@@ -528,7 +528,7 @@ static void findings(struct wt_report *r)
             snprintf(f->title, sizeof f->title, "GPU %s%s%s throttled for %.1f min", g->gpu,
                      g->node[0] ? " on " : "", g->node, g->throttle_s / 60);
             snprintf(f->evidence, sizeof f->evidence,
-                     "%.3f kWh drawn while slowed (from %s%s); slowdown threshold %.0f C",
+                     "%.4f kWh drawn while slowed (from %s%s); slowdown threshold %.0f C",
                      g->throttle_j / 3.6e6, g->throttle_from,
                      strcmp(g->throttle_from, "temperature") ? " bits: hw/thermal/power brake"
                                                              : " >= slowdown threshold",

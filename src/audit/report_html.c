@@ -573,9 +573,11 @@ static const char *tag_of(const char *method)
     return !method ? "missing" : strcmp(method, "counter") == 0 ? "measured" : "integrated";
 }
 
+/* Where KPI rows go: an HTML table, a Markdown table (md) or a JSON array (arr). */
 struct row_sink {
     FILE *o;
     bool md;
+    cJSON *arr;
 };
 
 static void row(const struct row_sink *s, const char *layer, const char *name, const char *value,
@@ -584,6 +586,19 @@ static void row(const struct row_sink *s, const char *layer, const char *name, c
     char cov[24] = "-";
     if (coverage >= 0)
         snprintf(cov, sizeof cov, "%.1f%%", 100 * coverage);
+    if (s->arr) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "layer", layer);
+        cJSON_AddStringToObject(e, "name", name);
+        cJSON_AddStringToObject(e, "value", value);
+        cJSON_AddStringToObject(e, "source", tag);
+        if (coverage >= 0)
+            cJSON_AddNumberToObject(e, "coverage", coverage);
+        else
+            cJSON_AddNullToObject(e, "coverage");
+        cJSON_AddItemToArray(s->arr, e);
+        return;
+    }
     if (s->md) {
         fprintf(s->o, "| %s | %s | %s | %s | %s |\n", layer, name, value, tag, cov);
         return;
@@ -688,12 +703,17 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
     if (!r->nfindings)
         fprintf(o, "<li>none</li>");
     fprintf(o, "</ol>\n<h2>Charts</h2>\n");
-    if (r->ngpus) {
+    size_t raw = 0;
+    for (size_t i = 0; i < r->ngpus; i++)
+        raw += r->gpus[i].power.raw;
+    if (raw) {
         chart_util_power(o, r);
         chart_power_stack(o, r);
     } else {
-        missing_fig(o, "util_power", "GPU utilization vs power", "no GPU series in the store");
-        missing_fig(o, "power_stack", "Power over time", "no GPU series in the store");
+        const char *why = r->ngpus ? "no GPU power readings in the window"
+                                   : "no GPU series in the store";
+        missing_fig(o, "util_power", "GPU utilization vs power", why);
+        missing_fig(o, "power_stack", "Power over time", why);
     }
     chart_epochs(o, r);
     chart_pue(o, r);
@@ -703,7 +723,7 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
     chart_inlet(o, r);
     fprintf(o, "<h2>KPIs</h2><table id='kpis'><tr><th>layer</th><th>figure</th><th>value</th>"
                "<th>source</th><th>coverage</th></tr>\n");
-    struct row_sink s = {o, false};
+    struct row_sink s = {o, false, NULL};
     kpi_rows(r, &s);
     fprintf(o, "</table>\n<p>measured: a sensor's counter or a meter; integrated: power readings "
                "integrated over time; assumed: a configured constant.</p></body></html>\n");
@@ -728,7 +748,7 @@ int wt_report_write_md(const struct wt_report *r, FILE *o)
                 r->findings[i].energy_j / 3.6e6, r->findings[i].evidence);
     fprintf(o,
             "\n## KPIs\n\n| layer | figure | value | source | coverage |\n|---|---|---|---|---|\n");
-    struct row_sink s = {o, true};
+    struct row_sink s = {o, true, NULL};
     kpi_rows(r, &s);
     return ferror(o) ? -EIO : 0;
 }
@@ -775,6 +795,8 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     for (size_t i = 0; i < r->njobs; i++)
         cJSON_AddItemToArray(j, cJSON_Duplicate(r->jobs[i].json, 1));
     cJSON_AddNumberToObject(root, "carbon_steps", (double)r->nsteps);
+    struct row_sink s = {o, false, cJSON_AddArrayToObject(root, "kpis")};
+    kpi_rows(r, &s);
     char *txt = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!txt)
