@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -660,4 +661,163 @@ void wt_report_free(struct wt_report *r)
         wt_kpi_report_free(&r->kpi);
     free(r->steps);
     memset(r, 0, sizeof *r);
+}
+
+/* ---- two windows ---- */
+
+static double sum_gpu(const struct wt_report *r, size_t off)
+{
+    double x = 0;
+    for (size_t i = 0; i < r->ngpus; i++)
+        x += *(const double *)((const char *)&r->gpus[i] + off);
+    return x;
+}
+
+static double kpi_value(const struct wt_report *r, const char *key)
+{
+    const struct wt_kpi_row *row = r->have_kpi ? wt_kpi_row(&r->kpi, key) : NULL;
+    return row && row->available ? row->value : NAN;
+}
+
+double wt_report_figure(const struct wt_report *r, size_t i, const char **key, const char **label,
+                        const char **unit)
+{
+    static const struct {
+        const char *key, *label, *unit;
+    } f[WT_REPORT_FIGURES] = {
+        {"gpu_power", "GPU mean power", "W"},
+        {"it_power", "IT mean power", "W"},
+        {"idle_share", "idle burn share of GPU energy", "ratio"},
+        {"throttle_per_hour", "throttle minutes per hour", "min/h"},
+        {"pue", "PUE", "ratio"},
+        {"accelerator_share", "accelerator share of IT energy", "ratio"},
+        {"unaccounted_share", "unaccounted share of the wall", "ratio"},
+        {"cue", "CUE", "kgCO2e/kWh"},
+        {"tokens_per_kwh", "tokens per GPU kWh", "tokens/kWh"},
+    };
+    if (i >= WT_REPORT_FIGURES)
+        return NAN;
+    if (key)
+        *key = f[i].key;
+    if (label)
+        *label = f[i].label;
+    if (unit)
+        *unit = f[i].unit;
+    double sec = (double)(r->to_ns - r->from_ns) / 1e9,
+           e = sum_gpu(r, offsetof(struct wt_report_gpu, energy_j));
+    double wall = 0, un = 0, tok = 0, kwh = 0;
+    switch (i) {
+    case 0:
+        return r->ngpus && e > 0 ? e / sec : NAN;
+    case 1:
+        return r->have_kpi && strcmp(r->kpi.it.from, "none") != 0 ? r->kpi.it.j / sec : NAN;
+    case 2:
+        return e > 0 ? sum_gpu(r, offsetof(struct wt_report_gpu, idle_j)) / e : NAN;
+    case 3:
+        return e > 0 ? sum_gpu(r, offsetof(struct wt_report_gpu, throttle_s)) / 60 / (sec / 3600)
+                     : NAN;
+    case 4:
+        return kpi_value(r, "pue");
+    case 5:
+        return kpi_value(r, "accelerator_share");
+    case 6:
+        for (size_t k = 0; r->have_kpi && k < r->kpi.nnodes; k++) {
+            wall += r->kpi.nodes[k].wall_j;
+            un += r->kpi.nodes[k].unaccounted_j;
+        }
+        return wall > 0 ? un / wall : NAN;
+    case 7:
+        return kpi_value(r, "cue");
+    default:
+        for (size_t k = 0; k < r->njobs; k++) {
+            if (isnan(r->jobs[k].out_per_kwh))
+                continue;
+            tok += r->jobs[k].out_per_kwh * r->jobs[k].energy_j / 3.6e6;
+            kwh += r->jobs[k].energy_j / 3.6e6;
+        }
+        return kwh > 0 ? tok / kwh : NAN;
+    }
+}
+
+/* Standard error of the mean of the values that are numbers; false with fewer than 2. */
+static bool std_err(const double *p, size_t n, double *se)
+{
+    double m = 0, v = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(p[i]))
+            m += p[i], k++;
+    if (k < 2)
+        return false;
+    m /= (double)k;
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(p[i]))
+            v += (p[i] - m) * (p[i] - m);
+    *se = sqrt(v / (double)(k - 1)) / sqrt((double)k);
+    return true;
+}
+
+void wt_report_cmp_judge(struct wt_report_cmp_row *row, double a, double b, const double *pa,
+                         size_t na, const double *pb, size_t nb)
+{
+    double sa, sb;
+    row->have_a = !isnan(a);
+    row->have_b = !isnan(b);
+    row->a = a;
+    row->b = b;
+    row->diff = b - a;
+    row->have_noise = row->have_a && row->have_b && std_err(pa, na, &sa) && std_err(pb, nb, &sb);
+    row->noise = row->have_noise ? 2 * sqrt(sa * sa + sb * sb) : NAN;
+    row->exceeds = row->have_noise && fabs(row->diff) > row->noise;
+}
+
+/* The figures of WT_REPORT_PIECES equal pieces of [a, b]: out[figure][piece]. */
+static int pieces(struct wt_store *st, const char *db, const struct wt_config *cfg, int64_t a,
+                  int64_t b, double out[WT_REPORT_FIGURES][WT_REPORT_PIECES], struct wt_err *err)
+{
+    for (size_t k = 0; k < WT_REPORT_PIECES; k++) {
+        struct wt_report *r = malloc(sizeof *r);
+        int64_t x = a + (b - a) * (int64_t)k / WT_REPORT_PIECES;
+        int64_t y = a + (b - a) * (int64_t)(k + 1) / WT_REPORT_PIECES;
+        int rc = r ? wt_report_build(st, db, cfg, x, y, r, err) : -ENOMEM;
+        if (rc) {
+            free(r);
+            return rc;
+        }
+        for (size_t i = 0; i < WT_REPORT_FIGURES; i++)
+            out[i][k] = wt_report_figure(r, i, NULL, NULL, NULL);
+        wt_report_free(r);
+        free(r);
+    }
+    return 0;
+}
+
+int wt_report_compare(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
+                      int64_t a_from, int64_t a_to, int64_t b_from, int64_t b_to,
+                      struct wt_report_cmp *c, struct wt_err *err)
+{
+    double pa[WT_REPORT_FIGURES][WT_REPORT_PIECES], pb[WT_REPORT_FIGURES][WT_REPORT_PIECES];
+    int rc;
+    memset(c, 0, sizeof *c);
+    if ((rc = wt_report_build(st, db_path, cfg, a_from, a_to, &c->a, err)) != 0)
+        return rc;
+    if ((rc = wt_report_build(st, db_path, cfg, b_from, b_to, &c->b, err)) != 0 ||
+        (rc = pieces(st, db_path, cfg, a_from, a_to, pa, err)) != 0 ||
+        (rc = pieces(st, db_path, cfg, b_from, b_to, pb, err)) != 0) {
+        wt_report_cmp_free(c);
+        return rc;
+    }
+    for (size_t i = 0; i < WT_REPORT_FIGURES; i++) {
+        struct wt_report_cmp_row *row = &c->rows[i];
+        double a = wt_report_figure(&c->a, i, &row->key, &row->label, &row->unit);
+        wt_report_cmp_judge(row, a, wt_report_figure(&c->b, i, NULL, NULL, NULL), pa[i],
+                            WT_REPORT_PIECES, pb[i], WT_REPORT_PIECES);
+    }
+    return 0;
+}
+
+void wt_report_cmp_free(struct wt_report_cmp *c)
+{
+    wt_report_free(&c->a);
+    wt_report_free(&c->b);
 }

@@ -143,6 +143,43 @@ void wt_report_free(struct wt_report *r);
 /* Sorts the findings by energy, largest first (pure). */
 void wt_report_rank(struct wt_report *r);
 
+/*
+ * Two windows side by side (`wattage report --compare`): per figure normalised by IT load
+ * (GPU and IT mean power for context; idle share of GPU energy, throttle minutes per hour, PUE,
+ * accelerator share, unaccounted share of the wall, CUE, tokens per GPU kWh) the value of each
+ * window from its report, the difference B - A, and the noise of that difference: each window is
+ * also cut into WT_REPORT_PIECES equal pieces, each piece's figure taken from its own report, and
+ *   noise = 2 sqrt(se_A^2 + se_B^2),  se = sample standard deviation of the pieces / sqrt(n)
+ * so a difference "exceeds the noise" when |B - A| > noise (about 95 % confidence for
+ * independent pieces; fewer than 2 pieces with a value: unknown).
+ */
+#define WT_REPORT_PIECES 6
+#define WT_REPORT_FIGURES 9
+struct wt_report_cmp_row {
+    const char *key, *label, *unit;
+    bool have_a, have_b, have_noise, exceeds;
+    double a, b, diff, noise;
+};
+struct wt_report_cmp {
+    struct wt_report a, b; /* the two windows' reports (their missing lists, findings) */
+    struct wt_report_cmp_row rows[WT_REPORT_FIGURES];
+};
+/* Figure i (0..WT_REPORT_FIGURES-1) of a report (pure); NAN when the report has none. key,
+ * label and unit may be NULL. */
+double wt_report_figure(const struct wt_report *r, size_t i, const char **key, const char **label,
+                        const char **unit);
+/* Fills row's difference and noise from the windows' values and their pieces' (NAN: none). */
+void wt_report_cmp_judge(struct wt_report_cmp_row *row, double a, double b, const double *pa,
+                         size_t na, const double *pb, size_t nb);
+/* Builds both reports, their pieces, and the rows. Free with wt_report_cmp_free. Errors as
+ * wt_report_build. */
+int wt_report_compare(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
+                      int64_t a_from, int64_t a_to, int64_t b_from, int64_t b_to,
+                      struct wt_report_cmp *c, struct wt_err *err) WT_MUST_USE;
+void wt_report_cmp_free(struct wt_report_cmp *c);
+/* Writes the comparison as html, md or json (format). 0 or -EIO. */
+int wt_report_write_cmp(const struct wt_report_cmp *c, const char *format, FILE *out) WT_MUST_USE;
+
 /* Writers (report_html.c). Each returns 0 or -EIO (a write failed). */
 int wt_report_write_html(const struct wt_report *r, FILE *out) WT_MUST_USE;
 int wt_report_write_md(const struct wt_report *r, FILE *out) WT_MUST_USE;

@@ -710,8 +710,8 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
         chart_util_power(o, r);
         chart_power_stack(o, r);
     } else {
-        const char *why = r->ngpus ? "no GPU power readings in the window"
-                                   : "no GPU series in the store";
+        const char *why =
+            r->ngpus ? "no GPU power readings in the window" : "no GPU series in the store";
         missing_fig(o, "util_power", "GPU utilization vs power", why);
         missing_fig(o, "power_stack", "Power over time", why);
     }
@@ -803,5 +803,136 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
         return -ENOMEM;
     fprintf(o, "%s\n", txt);
     cJSON_free(txt);
+    return ferror(o) ? -EIO : 0;
+}
+
+/* ---- two windows ---- */
+
+static void fmt_num(char *buf, size_t n, bool have, double v)
+{
+    if (have)
+        snprintf(buf, n, "%.4g", v);
+    else
+        snprintf(buf, n, "-");
+}
+
+static void cmp_missing(FILE *o, const struct wt_report *r, const char *name, bool md)
+{
+    for (size_t i = 0; i < r->nmissing; i++) {
+        if (md) {
+            fprintf(o, "- %s: %s\n", name, r->missing[i]);
+            continue;
+        }
+        fprintf(o, "<li>%s: ", name);
+        esc(o, r->missing[i]);
+        fprintf(o, "</li>");
+    }
+}
+
+static int cmp_json(const struct wt_report_cmp *c, FILE *o)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return -ENOMEM;
+    const struct wt_report *w[2] = {&c->a, &c->b};
+    for (int k = 0; k < 2; k++) {
+        cJSON *x = cJSON_AddObjectToObject(root, k ? "b" : "a");
+        cJSON_AddNumberToObject(x, "from_s", (double)w[k]->from_ns / 1e9);
+        cJSON_AddNumberToObject(x, "to_s", (double)w[k]->to_ns / 1e9);
+        cJSON *m = cJSON_AddArrayToObject(x, "missing");
+        for (size_t i = 0; i < w[k]->nmissing; i++)
+            cJSON_AddItemToArray(m, cJSON_CreateString(w[k]->missing[i]));
+    }
+    cJSON *rows = cJSON_AddArrayToObject(root, "figures");
+    for (size_t i = 0; i < WT_REPORT_FIGURES; i++) {
+        const struct wt_report_cmp_row *r = &c->rows[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", r->key);
+        cJSON_AddStringToObject(e, "unit", r->unit);
+        if (r->have_a)
+            cJSON_AddNumberToObject(e, "a", r->a);
+        else
+            cJSON_AddNullToObject(e, "a");
+        if (r->have_b)
+            cJSON_AddNumberToObject(e, "b", r->b);
+        else
+            cJSON_AddNullToObject(e, "b");
+        if (r->have_a && r->have_b)
+            cJSON_AddNumberToObject(e, "difference", r->diff);
+        else
+            cJSON_AddNullToObject(e, "difference");
+        if (r->have_noise) {
+            cJSON_AddNumberToObject(e, "noise", r->noise);
+            cJSON_AddBoolToObject(e, "exceeds_noise", r->exceeds);
+        } else {
+            cJSON_AddNullToObject(e, "noise");
+            cJSON_AddNullToObject(e, "exceeds_noise");
+        }
+        cJSON_AddItemToArray(rows, e);
+    }
+    char *txt = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!txt)
+        return -ENOMEM;
+    fprintf(o, "%s\n", txt);
+    cJSON_free(txt);
+    return ferror(o) ? -EIO : 0;
+}
+
+int wt_report_write_cmp(const struct wt_report_cmp *c, const char *format, FILE *o)
+{
+    if (strcmp(format, "json") == 0)
+        return cmp_json(c, o);
+    bool md = strcmp(format, "md") == 0;
+    char a0[40], a1[40], b0[40], b1[40];
+    wt_time_format(c->a.from_ns, 0, a0, sizeof a0);
+    wt_time_format(c->a.to_ns, 0, a1, sizeof a1);
+    wt_time_format(c->b.from_ns, 0, b0, sizeof b0);
+    wt_time_format(c->b.to_ns, 0, b1, sizeof b1);
+    if (md)
+        fprintf(o, "# wattage report: two windows\n\nA: %s to %s\nB: %s to %s\n\n", a0, a1, b0, b1);
+    else
+        fprintf(o,
+                "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>wattage "
+                "report: A vs B</title><style>body{font:14px sans-serif;margin:2em}"
+                "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+                ".yes{color:#a00;font-weight:bold}</style></head><body>"
+                "<h1>wattage report: two windows</h1><p>A: %s to %s<br>B: %s to %s</p>\n",
+                a0, a1, b0, b1);
+    if (c->a.nmissing || c->b.nmissing) {
+        fprintf(o, md ? "## What is missing\n\n" : "<h2>What is missing</h2><ul>");
+        cmp_missing(o, &c->a, "A", md);
+        cmp_missing(o, &c->b, "B", md);
+        fprintf(o, md ? "\n" : "</ul>\n");
+    }
+    if (md)
+        fprintf(o, "| figure | unit | A | B | B - A | noise | exceeds noise |\n"
+                   "|---|---|---|---|---|---|---|\n");
+    else
+        fprintf(o, "<table id='compare'><tr><th>figure</th><th>unit</th><th>A</th><th>B</th>"
+                   "<th>B - A</th><th>noise</th><th>exceeds noise</th></tr>\n");
+    for (size_t i = 0; i < WT_REPORT_FIGURES; i++) {
+        const struct wt_report_cmp_row *r = &c->rows[i];
+        char va[32], vb[32], d[32], n[32];
+        fmt_num(va, sizeof va, r->have_a, r->a);
+        fmt_num(vb, sizeof vb, r->have_b, r->b);
+        fmt_num(d, sizeof d, r->have_a && r->have_b, r->diff);
+        fmt_num(n, sizeof n, r->have_noise, r->noise);
+        const char *ex = !r->have_noise ? "unknown" : r->exceeds ? "yes" : "no";
+        if (md)
+            fprintf(o, "| %s | %s | %s | %s | %s | %s | %s |\n", r->label, r->unit, va, vb, d, n,
+                    ex);
+        else
+            fprintf(o,
+                    "<tr data-figure='%s'><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
+                    "<td>%s</td><td class='%s'>%s</td></tr>\n",
+                    r->key, r->label, r->unit, va, vb, d, n, ex, ex);
+    }
+    if (!md)
+        fprintf(o,
+                "</table><p>noise: twice the combined standard error of the figure over %d "
+                "equal pieces of each window; a difference beyond it is unlikely to be "
+                "measurement noise.</p></body></html>\n",
+                WT_REPORT_PIECES);
     return ferror(o) ? -EIO : 0;
 }

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "audit/report.h"
@@ -18,15 +19,85 @@
 
 int wt_cmd_report(int argc, char **argv); /* the command table in main.c declares it too */
 
+/* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
+static int parse_window(const char *s, int64_t now, int64_t *a, int64_t *b)
+{
+    const char *dots = strstr(s, "..");
+    char left[128];
+    int rc;
+    if (!dots || (size_t)(dots - s) >= sizeof left) {
+        fprintf(stderr, "wattage report: --compare: expected FROM..TO, not '%s'\n", s);
+        return 2;
+    }
+    snprintf(left, sizeof left, "%.*s", (int)(dots - s), s);
+    if ((rc = wt_cli_parse_time("report", "--compare", left, now, a)) ||
+        (rc = wt_cli_parse_time("report", "--compare", dots + 2, now, b)))
+        return rc;
+    if (*b <= *a) {
+        fprintf(stderr, "wattage report: --compare: the window %s is empty\n", s);
+        return 2;
+    }
+    return 0;
+}
+
+static int run_compare(const char *wa, const char *wb, int64_t now, const char *db,
+                       const char *config, const char *out, const char *format)
+{
+    int64_t a0, a1, b0, b1;
+    int rc;
+    if ((rc = parse_window(wa, now, &a0, &a1)) || (rc = parse_window(wb, now, &b0, &b1)))
+        return rc;
+    struct wt_config cfg;
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_report_cmp *c = malloc(sizeof *c);
+    FILE *f = stdout;
+    if (!c)
+        return 1;
+    if ((rc = wt_cli_load_config(config, &cfg)) != 0) {
+        free(c);
+        return rc;
+    }
+    const char *path = db ? db : cfg.store.path;
+    if ((rc = wt_cli_open_store(config, path, false, &st)) != 0)
+        goto out;
+    if ((rc = wt_report_compare(st, path, &cfg, a0, a1, b0, b1, c, &err)) != 0) {
+        fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+        rc = rc == -EINVAL ? 2 : 1;
+        goto out;
+    }
+    if (out && !(f = fopen(out, "w"))) {
+        fprintf(stderr, "wattage report: -o %s: %s\n", out, strerror(errno));
+        rc = 1;
+    } else {
+        rc = wt_report_write_cmp(c, format, f) ? 1 : 0;
+        if (f != stdout && fclose(f) != 0)
+            rc = 1;
+        if (rc)
+            fprintf(stderr, "wattage report: %s: cannot write the report\n", out ? out : "stdout");
+    }
+    wt_report_cmp_free(c);
+out:
+    free(c);
+    wt_store_close(st);
+    wt_config_free(&cfg);
+    return rc;
+}
+
 int wt_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
-        {"db", required_argument, NULL, 'd'},     {"config", required_argument, NULL, 'c'},
-        {"output", required_argument, NULL, 'o'}, {"format", required_argument, NULL, 'F'},
-        {"help", no_argument, NULL, 'h'},         {0}};
+    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 't'},
+                                         {"db", required_argument, NULL, 'd'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"output", required_argument, NULL, 'o'},
+                                         {"format", required_argument, NULL, 'F'},
+                                         {"compare", no_argument, NULL, 'C'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
     const char *from_s = "-24h", *to_s = "now", *db = NULL, *config = NULL, *out = NULL;
     const char *format = "html";
+    bool compare = false;
     int c, rc;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:o:", opts, NULL)) != -1) {
@@ -49,19 +120,31 @@ int wt_cmd_report(int argc, char **argv)
         case 'F':
             format = optarg;
             break;
+        case 'C':
+            compare = true;
+            break;
         case 'h':
-            printf("usage: wattage report [--from T] [--to T] [--db FILE] [-c|--config FILE]\n"
-                   "                      [-o|--output FILE] [--format html|json|md]\n"
-                   "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last 24 h\n"
-                   "  html (default): one self-contained file that opens offline\n"
-                   "  -o FILE: write there (default standard output)\n");
+            printf(
+                "usage: wattage report [--from T] [--to T] [--db FILE] [-c|--config FILE]\n"
+                "                      [-o|--output FILE] [--format html|json|md]\n"
+                "       wattage report --compare A_FROM..A_TO B_FROM..B_TO [--db FILE] [-c FILE]\n"
+                "                      [-o FILE] [--format html|json|md]\n"
+                "  --compare: two windows side by side, KPIs normalised by IT load, their\n"
+                "             differences and whether they exceed the measurement's noise\n"
+                "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last 24 h\n"
+                "  html (default): one self-contained file that opens offline\n"
+                "  -o FILE: write there (default standard output)\n");
             return 0;
         default:
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage report: unexpected argument '%s'\n", argv[optind]);
+    if (compare ? argc - optind != 2 : optind != argc) {
+        if (compare)
+            fprintf(stderr, "wattage report: --compare needs two windows: A_FROM..A_TO "
+                            "B_FROM..B_TO\n");
+        else
+            fprintf(stderr, "wattage report: unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
     if (strcmp(format, "html") && strcmp(format, "json") && strcmp(format, "md")) {
@@ -69,6 +152,8 @@ int wt_cmd_report(int argc, char **argv)
         return 2;
     }
     int64_t now = wt_now_real_ns(), from, to;
+    if (compare)
+        return run_compare(argv[optind], argv[optind + 1], now, db, config, out, format);
     if ((rc = wt_cli_parse_time("report", "--from", from_s, now, &from)) ||
         (rc = wt_cli_parse_time("report", "--to", to_s, now, &to)))
         return rc;

@@ -220,6 +220,43 @@ print("ok")
 PY
 )
 check "a window over a gap: lines break there and a finding says so ($msg)" test "$msg" = ok
+# Two windows: GPU 0 idles for the first 6 s of the fake's time, then works.
+T0I=${t0%.*}
+C=("$BIN" report --db "$DB" -c "$CFG" --compare)
+"${C[@]}" "$((T0I + 1))..$((T0I + 6))" "$((T0I + 7))..$((T0I + 13))" --format json \
+    >"$TMP/cmp.json" 2>"$TMP/cmp.err"
+check "report --compare exits 0" test $? -eq 0
+msg=$($PY - "$TMP/cmp.json" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+f = {x["name"]: x for x in d["figures"]}
+assert len(f) == 9, f
+i = f["idle_share"]
+assert i["a"] > 0.2 and i["b"] < 0.05, i
+assert abs(i["difference"] - (i["b"] - i["a"])) < 1e-12 and i["noise"] >= 0, i
+assert i["exceeds_noise"] is True, i
+# a figure a window lacks (PUE over seconds, between sparse facility readings) is null, not 0
+for x in f.values():
+    if x["a"] is None or x["b"] is None:
+        assert x["difference"] is None and x["exceeds_noise"] is None, x
+assert f["gpu_power"]["a"] > 0 and f["gpu_power"]["b"] > 0, f["gpu_power"]
+print("ok")
+PY
+)
+check "the idle share drops from A to B beyond the noise ($msg)" test "$msg" = ok
+"${C[@]}" "$((T0I + 1))..$((T0I + 13))" "$((T0I + 1))..$((T0I + 13))" --format json >"$TMP/self.json" 2>/dev/null
+msg=$($PY -c "
+import json; d = json.load(open('$TMP/self.json'))
+bad = [x for x in d['figures'] if x['difference'] not in (None, 0) or x['exceeds_noise'] is True]
+print('ok' if not bad else bad)" 2>&1)
+check "a window compared with itself differs nowhere ($msg)" test "$msg" = ok
+"${C[@]}" "$((T0I + 1))..$((T0I + 6))" "$((T0I + 7))..$((T0I + 13))" -o "$TMP/cmp.html" 2>/dev/null
+check "the comparison as HTML has the table" grep -q "<tr data-figure='idle_share'>" "$TMP/cmp.html"
+"${C[@]}" "$((T0I + 6))..$((T0I + 1))" "$((T0I + 7))..$((T0I + 13))" >/dev/null 2>"$TMP/e6"
+check "an empty compare window is a usage error (exit 2)" test $? -eq 2
+check "  ... that names it" grep -q "the window $((T0I + 6))..$((T0I + 1)) is empty" "$TMP/e6"
+"${C[@]}" "$((T0I + 1))..$((T0I + 6))" >/dev/null 2>"$TMP/e7"
+check "one window only is a usage error (exit 2)" test $? -eq 2
 "$BIN" report --help | grep -q -- "--format html|json|md"
 check "report --help names its options" test $? -eq 0
 "$BIN" report --format pdf --db "$DB" >/dev/null 2>"$TMP/e5"

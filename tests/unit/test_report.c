@@ -4,6 +4,7 @@
  * (checked against a brute-force scan of random series, with spikes, gaps and points outside
  * the window), in time order, at most two points per column; and findings rank by energy.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,4 +117,27 @@ WT_TEST(findings_rank_by_energy)
     WT_EQ_STR(r->findings[2].kind, "k4");
     WT_EQ_STR(r->findings[4].kind, "k2");
     free(r);
+}
+
+/* The noise of a difference: twice the combined standard error of the pieces. */
+WT_TEST(compare_noise)
+{
+    struct wt_report_cmp_row row;
+    const double flat_a[6] = {1, 1, 1, 1, 1, 1}, flat_b[6] = {2, 2, 2, 2, 2, 2};
+    wt_report_cmp_judge(&row, 1, 2, flat_a, 6, flat_b, 6);
+    WT_ASSERT(row.have_noise && row.noise == 0 && row.exceeds);
+    WT_NEAR(row.diff, 1, 1e-12);
+    /* pieces 0..5 in both: se = sqrt(3.5) / sqrt(6), noise = 2 sqrt(2) se = 2.16 */
+    const double spread[6] = {0, 1, 2, 3, 4, 5};
+    wt_report_cmp_judge(&row, 2.5, 4.5, spread, 6, spread, 6);
+    WT_NEAR(row.noise, 2 * sqrt(2 * 3.5 / 6), 1e-9);
+    WT_ASSERT(!row.exceeds);
+    wt_report_cmp_judge(&row, 2.5, 5.0, spread, 6, spread, 6);
+    WT_ASSERT(row.exceeds);
+    /* fewer than two pieces with a value: unknown, never "exceeds" */
+    const double one[6] = {NAN, NAN, 3, NAN, NAN, NAN};
+    wt_report_cmp_judge(&row, 3, 30, one, 6, spread, 6);
+    WT_ASSERT(!row.have_noise && !row.exceeds);
+    wt_report_cmp_judge(&row, NAN, 3, spread, 6, spread, 6);
+    WT_ASSERT(!row.have_a && !row.have_noise);
 }
