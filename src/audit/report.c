@@ -528,12 +528,16 @@ static void findings(struct wt_report *r)
         if (g->throttle_s > 0 && (f = add_finding(r, "throttle", g->throttle_j))) {
             snprintf(f->title, sizeof f->title, "GPU %s%s%s throttled for %.1f min", g->gpu,
                      g->node[0] ? " on " : "", g->node, g->throttle_s / 60);
-            snprintf(f->evidence, sizeof f->evidence,
-                     "%.4f kWh drawn while slowed (from %s%s); slowdown threshold %.0f C",
+            snprintf(f->evidence, sizeof f->evidence, "%.4f kWh drawn while slowed (from %s%s)",
                      g->throttle_j / 3.6e6, g->throttle_from,
-                     strcmp(g->throttle_from, "temperature") ? " bits: hw/thermal/power brake"
-                                                             : " >= slowdown threshold",
-                     g->slowdown_c);
+                     strcmp(g->throttle_from, "temperature")
+                         ? " bits: hw, thermal or power-brake slowdown"
+                         : " at or above the slowdown threshold");
+            if (!isnan(g->slowdown_c)) {
+                size_t l = strlen(f->evidence);
+                snprintf(f->evidence + l, sizeof f->evidence - l, "; slowdown threshold %.0f C",
+                         g->slowdown_c);
+            }
         }
         for (size_t k = 0; k < g->ngaps && k < 4; k++) {
             if ((f = add_finding(r, "gap", 0))) {

@@ -642,9 +642,8 @@ static void kpi_rows(const struct wt_report *r, const struct row_sink *s)
         const struct wt_recon_node *x = &r->kpi.nodes[i];
         snprintf(name, sizeof name, "node %s unaccounted power", x->node);
         snprintf(v, sizeof v, "%.1f W (%.1f%%)", x->unaccounted_w, 100 * x->share);
-        row(s, "system", name, v,
-            x->wall_coverage >= r->kpi.facility.coverage ? "measured" : "measured",
-            fmin(x->wall_coverage, x->chips_coverage));
+        /* both sides are meters or sensors; the coverage is the lesser of the two */
+        row(s, "system", name, v, "measured", fmin(x->wall_coverage, x->chips_coverage));
     }
     for (size_t i = 0; i < r->kpi.nrows; i++) {
         const struct wt_kpi_row *k = &r->kpi.rows[i];
