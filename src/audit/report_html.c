@@ -462,6 +462,9 @@ static void chart_carbon(FILE *o, const struct wt_report *r)
              "Carbon intensity against consumption; where a carbon-aware schedule "
              "would have put the jobs");
     draw_axes(o, &a, true, "time (UTC)", "intensity (gCO2e/kWh); bars: IT power (kW)");
+    /* the bars' own scale: 0 at the axis, the top of the plot at b.y1 */
+    fprintf(o, "<text x='%d' y='%d' class='tx' text-anchor='end'>bars: top = %.4g kW</text>", W - R,
+            T - 6, b.y1);
     size_t n = 0;
     for (size_t i = 0; i < r->nsteps; i++) {
         const struct wt_report_step *s = &r->steps[i];
