@@ -60,6 +60,12 @@ struct wt_jobs {
     struct wt_carbon_conf *carbon;
     struct wt_expo_sample *co2_s;
     size_t co2_n;
+    /* The exporter thread (wt_jobs_add_routes with a hub): jobs as series through the hub, so
+     * the store keeps them and remote write sends them. */
+    int slot;
+    pthread_t exp_th;
+    bool exp_started, exp_stop;
+    pthread_cond_t exp_cv;
 };
 
 struct job {
@@ -248,6 +254,15 @@ void wt_jobs_close(struct wt_jobs *j)
 {
     if (!j)
         return;
+    if (j->exp_started) {
+        pthread_mutex_lock(&j->mu);
+        j->exp_stop = true;
+        pthread_cond_broadcast(&j->exp_cv);
+        pthread_mutex_unlock(&j->mu);
+        pthread_join(j->exp_th, NULL);
+        pthread_cond_destroy(&j->exp_cv);
+        wt_hub_set_state(j->hub, j->slot, false, METRICS_TTL_NS);
+    }
     wt_store_close(j->st);
     free(j->fam_s);
     free(j->co2_s);
@@ -1671,6 +1686,150 @@ static int route_processes(void *ctx, const struct wt_http_request *req, struct 
     return reply(rep, status, json);
 }
 
+/* ---- jobs as series ---- */
+
+#define EXPORT_AFTER_END_NS (60 * WT_NS_PER_S) /* an ended job's series stay this long */
+#define EXPORT_MARKS 64                        /* the latest marks of a job, as series */
+
+static int add_job_marks(struct wt_jobs *j, const struct job *jb, const char *id, int64_t now,
+                         struct wt_batch *b)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = 0, step;
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT t_ns, kind, idx FROM marks WHERE job=? AND begin=0 "
+                           "ORDER BY id DESC LIMIT ?",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, jb->id);
+    sqlite3_bind_int(s, 2, EXPORT_MARKS);
+    while (rc == 0 && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        char lb[WT_LABELS_LEN], idx[24] = "";
+        if (sqlite3_column_type(s, 2) != SQLITE_NULL)
+            snprintf(idx, sizeof idx, "%lld", (long long)sqlite3_column_int64(s, 2));
+        if (wt_labels(lb, sizeof lb, "id", id, "job", jb->name, "kind",
+                      (const char *)sqlite3_column_text(s, 1), "index", idx, NULL) != 0)
+            continue;
+        rc = wt_batch_add(b, WT_M_JOB_MARK_S, lb, now, (double)sqlite3_column_int64(s, 0) / 1e9);
+    }
+    sqlite3_finalize(s);
+    return rc;
+}
+
+/* The gpus label: the job's GPUs as given (indices or UUIDs), comma-separated; "" for all. */
+static void gpus_label(const struct job *jb, char *out, size_t n)
+{
+    size_t len = 0;
+    const cJSON *g;
+    out[0] = '\0';
+    cJSON_ArrayForEach(g, jb->gpus)
+    {
+        const char *v = cJSON_GetStringValue(g);
+        if (v && len + strlen(v) + 2 < n)
+            len += (size_t)snprintf(out + len, n - len, "%s%s", len ? "," : "", v);
+    }
+}
+
+int wt_jobs_export_batch(struct wt_jobs *j, int64_t now, struct wt_batch *b)
+{
+    sqlite3_stmt *s = NULL;
+    int rc = 0, step;
+    pthread_mutex_lock(&j->mu);
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT " JOB_COLS " FROM jobs WHERE end_ns IS NULL OR end_ns>=? "
+                           "ORDER BY id LIMIT ?",
+                           -1, &s, NULL) != SQLITE_OK) {
+        pthread_mutex_unlock(&j->mu);
+        return -EIO;
+    }
+    sqlite3_bind_int64(s, 1, now - EXPORT_AFTER_END_NS);
+    sqlite3_bind_int(s, 2, WT_JOBS_MAX_RUNNING);
+    while (rc == 0 && (step = sqlite3_step(s)) == SQLITE_ROW) {
+        struct job jb;
+        struct span sp;
+        char id[24], gpus[WT_LABELS_LEN / 2], lb[WT_LABELS_LEN], li[WT_LABELS_LEN];
+        if ((rc = load_row(s, &jb)) != 0)
+            break;
+        snprintf(id, sizeof id, "%lld", (long long)jb.id);
+        gpus_label(&jb, gpus, sizeof gpus);
+        if (wt_labels(lb, sizeof lb, "id", id, "job", jb.name, NULL) != 0 ||
+            wt_labels(li, sizeof li, "id", id, "job", jb.name, "gpus", gpus, NULL) != 0) {
+            job_free(&jb);
+            continue; /* a name too long for the labels: the API still has it */
+        }
+        rc = window_energy(j, &jb, jb.start_ns, jb.end_ns ? jb.end_ns : now, &sp, NULL);
+        if (rc == 0)
+            rc = wt_batch_add(b, WT_M_JOB_INFO, li, now, 1);
+        if (rc == 0)
+            rc = wt_batch_add(b, WT_M_JOB_START_S, lb, now, (double)jb.start_ns / 1e9);
+        if (rc == 0 && jb.end_ns)
+            rc = wt_batch_add(b, WT_M_JOB_END_S, lb, now, (double)jb.end_ns / 1e9);
+        if (rc == 0)
+            rc = wt_batch_add(b, WT_M_JOB_ENERGY_J, lb, now, sp.gpu_j);
+        if (rc == 0)
+            rc = add_job_marks(j, &jb, id, now, b);
+        job_free(&jb);
+    }
+    sqlite3_finalize(s);
+    pthread_mutex_unlock(&j->mu);
+    return rc;
+}
+
+static void *exporter_main(void *arg)
+{
+    struct wt_jobs *j = arg;
+    struct wt_batch b = {0};
+    int fails = 0;
+    pthread_mutex_lock(&j->mu);
+    while (!j->exp_stop) {
+        pthread_mutex_unlock(&j->mu);
+        int64_t m0 = wt_now_mono_ns();
+        wt_batch_clear(&b);
+        int rc = wt_jobs_export_batch(j, wt_now_real_ns(), &b);
+        int64_t m1 = wt_now_mono_ns();
+        if (rc != 0 && fails++ % 20 == 0)
+            wt_warn("jobs", "computing the job series failed: %s (failures=%d)", strerror(-rc),
+                    fails);
+        if (rc == 0 && fails) {
+            wt_info("jobs", "job series computed again after %d failures", fails);
+            fails = 0;
+        }
+        wt_hub_publish(j->hub, j->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
+        /* Once a second, or ten times what computing took (many long jobs). */
+        int64_t every = 10 * (m1 - m0) > METRICS_TTL_NS ? 10 * (m1 - m0) : METRICS_TTL_NS;
+        int64_t until = m0 + every;
+        struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
+        pthread_mutex_lock(&j->mu);
+        while (!j->exp_stop && wt_now_mono_ns() < until)
+            pthread_cond_timedwait(&j->exp_cv, &j->mu, &ts);
+    }
+    pthread_mutex_unlock(&j->mu);
+    wt_batch_free(&b);
+    return NULL;
+}
+
+static int exporter_start(struct wt_jobs *j)
+{
+    int rc;
+    if (!j->hub || j->exp_started)
+        return 0;
+    j->slot = wt_hub_add_collector(j->hub, "jobs", METRICS_TTL_NS);
+    if (j->slot < 0)
+        return j->slot;
+    wt_hub_set_state(j->hub, j->slot, true, METRICS_TTL_NS);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&j->exp_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if ((rc = pthread_create(&j->exp_th, NULL, exporter_main, j)) != 0) {
+        pthread_cond_destroy(&j->exp_cv);
+        return -rc;
+    }
+    j->exp_started = true;
+    return 0;
+}
+
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
 {
     int rc;
@@ -1678,9 +1837,11 @@ int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
         (rc = wt_http_add_route(h, "POST", "/api/v1/jobs", false, route, j)) ||
         (rc = wt_http_add_route(h, "GET", "/api/v1/jobs/*", false, route, j)) ||
         (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)) ||
-        (rc =
-             wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)) ||
-        (rc = wt_http_add_family(h, family, j)))
+        (rc = wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)))
+        return rc;
+    /* With a hub the job series go through it (the store, /metrics, remote write); without
+     * one (tests) the energy family is computed on scrape. */
+    if (j->hub ? (rc = exporter_start(j)) != 0 : (rc = wt_http_add_family(h, family, j)) != 0)
         return rc;
     /* The emissions family is an addition: without room for it the daemon still serves. */
     if (j->carbon && (rc = wt_http_add_family(h, family_co2, j)) != 0)

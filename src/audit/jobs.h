@@ -62,11 +62,12 @@ int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out,
 void wt_jobs_close(struct wt_jobs *j);
 
 /*
- * Registers the routes above on h (before wt_http_start), and the /metrics family
- * wattage_job_energy_joules_total{id, job}: each running job's GPU energy since its start, from
- * the same exact-window query as the API (so it lags by up to one store flush), computed at most
- * once a second (or once per ten times what computing it took, when many long jobs run); at most
- * WT_JOBS_MAX_RUNNING series, ended jobs leave. Returns 0 or -ENOSPC.
+ * Registers the routes above on h (before wt_http_start), and the jobs as series: with a hub, a
+ * thread publishes wt_jobs_export_batch through it (collector "jobs") once a second (or once per
+ * ten times what computing it took, when many long jobs run), so the store keeps them, /metrics
+ * serves them and remote write sends them; without a hub, the /metrics family
+ * wattage_job_energy_joules_total{id, job} is computed on scrape instead. Returns 0, -ENOSPC or
+ * another negative errno (no thread).
  */
 int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
 
@@ -81,6 +82,18 @@ int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, cons
 
 /* The reply of GET /api/v1/gpus/processes: *status and *json (malloc'd). 0 or -ENOMEM. */
 int wt_jobs_processes_json(unsigned *status, char **json) WT_MUST_USE;
+
+/*
+ * The series of the running jobs and of those ended in the last minute, at now (ns), appended
+ * to b: wattage_job_info{id, job, gpus} 1, wattage_job_start_time_seconds{id, job},
+ * wattage_job_end_time_seconds{id, job} once ended, wattage_job_energy_joules_total{id, job}
+ * (GPU energy from the exact-window query), and wattage_job_mark_time_seconds{id, job, kind,
+ * index} of the latest 64 marks that close a phase. job (the name) is what joins one job over
+ * nodes: start it with the same name on each (e.g. the Slurm job id); remote write adds the
+ * node. Returns 0, -ENOMEM or -EIO.
+ */
+struct wt_batch;
+int wt_jobs_export_batch(struct wt_jobs *j, int64_t now, struct wt_batch *b) WT_MUST_USE;
 
 /* The /metrics family as the server asks for it (see wt_http_add_family); for the tests. */
 int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;

@@ -138,6 +138,23 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                     "Carbon intensity of the grid zone now, gCO2e per kWh: the "
                                     "actual value, else the forecast, else the hole rule.",
                                     WT_GAUGE},
+    [WT_M_JOB_INFO] = {"wattage_job_info",
+                       "1 while a job runs (and for a minute after it ended); job is its name, "
+                       "the key that joins one job over nodes; gpus its GPUs (empty: all).",
+                       WT_GAUGE},
+    [WT_M_JOB_START_S] = {"wattage_job_start_time_seconds", "A job's start, unix seconds.",
+                          WT_GAUGE},
+    [WT_M_JOB_END_S] = {"wattage_job_end_time_seconds", "An ended job's end, unix seconds.",
+                        WT_GAUGE},
+    [WT_M_JOB_MARK_S] = {"wattage_job_mark_time_seconds",
+                         "Time of a job's mark (epoch, step...; the latest 64 per job), unix "
+                         "seconds.",
+                         WT_GAUGE},
+    [WT_M_JOB_ENERGY_J] = {"wattage_job_energy_joules_total",
+                           "Energy of a job's GPUs since its start, from the stored series over "
+                           "the job's window (as GET /api/v1/jobs/{id}); lags the live counters "
+                           "by up to one store flush interval. Kept a minute after the end.",
+                           WT_COUNTER},
 };
 
 int wt_metric_find(const char *name)

@@ -80,6 +80,16 @@ enum wt_metric_id {
     WT_M_NODE_UNACCOUNTED_RATIO, /* node: unaccounted / wall */
     WT_M_NODE_RECON_SUSPECT,     /* node, reason: 0/1 */
     WT_M_GRID_CARBON_INTENSITY,  /* zone: gCO2e/kWh now (audit/carbon.h) */
+    /*
+     * Jobs as series (audit/jobs.h), so an engine that receives several nodes' series can join
+     * one job over its nodes: labels id (this node's id), job (the name: the key across nodes),
+     * and gpus / kind, index where said.
+     */
+    WT_M_JOB_INFO,     /* 1 while the job runs (and briefly after), labels id, job, gpus */
+    WT_M_JOB_START_S,  /* the job's start, unix seconds */
+    WT_M_JOB_END_S,    /* the job's end, unix seconds (once it ended) */
+    WT_M_JOB_MARK_S,   /* a mark's time, unix seconds; labels id, job, kind, index */
+    WT_M_JOB_ENERGY_J, /* counter: the job's GPU energy since its start */
     WT_M_COUNT
 };
 

@@ -2,8 +2,10 @@
 # The running jobs' energy on /metrics of the real daemon on the fake NVML (8 GPUs):
 # wattage_job_energy_joules_total{id,job} appears while a job runs, lies between the API's
 # energy of the same job asked before and after the scrape (both from the store's exact-window
-# query), grows, has one HELP and TYPE line in both formats (promtool is content), and leaves
-# when the job ends; no family at all while no job runs.
+# query), grows, has one HELP and TYPE line in both formats (promtool is content); when the job
+# ends it stays a minute with its final energy and its end time (so an engine that joins the
+# nodes of one job sees the end); no family at all before any job runs. The job series are
+# stored (remote write sends them from the store), as local series, never counted as energy.
 . tests/cli/lib.sh
 mkdir -p "$TMP/sys" "$TMP/proc"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
@@ -73,11 +75,28 @@ check "gzip carries it too" \
 
 c=$(api POST "/api/v1/jobs/$A/end")
 check "job A ends" test "$c" = 200
-check "its series is gone at once" test -z "$(scraped "$A")"
-check "B's is still there" test -n "$(scraped "$B")"
-c=$(api POST "/api/v1/jobs/$B/end")
+endA=$(python3 -c "import json; print(repr(json.load(open('$TMP/body'))['end_s']))")
+sleep 1.2 # the store has flushed past the end: the figure is final
+finalA=$(energy "$A")
+sleep 1.1
+m=$(scraped "$A")
+check "its series stays with the final energy ($m = $finalA)" \
+    python3 -c "assert abs(float('${m:-nan}') - $finalA) <= 1e-9 * $finalA"
+e=$(curl -s "$URL/metrics" | sed -n "s/^wattage_job_end_time_seconds{id=\"$A\",job=\"train-a\"} //p")
+check "and its end time ($e = $endA)" python3 -c "assert abs(float('${e:-nan}') - $endA) < 1e-6"
+check "B's is still there, without an end" test -n "$(scraped "$B")"
+check "no end time for B" sh -c "! curl -s '$URL/metrics' | grep -q 'wattage_job_end_time_seconds{id=\"$B\"'"
 curl -s "$URL/metrics" >"$TMP/m3.txt"
-check "no job family once none runs" test "$(grep -c wattage_job_ "$TMP/m3.txt")" -eq 0
-check "no series named after a job in the store" \
-    test "$(sqlite3 "$TMP/w.db" "SELECT count(*) FROM series WHERE metric LIKE 'wattage_job%'")" = 0
+check "job info with the GPUs" grep -q "^wattage_job_info{id=\"$A\",job=\"train-a\",gpus=\"0,1\"} 1" "$TMP/m3.txt"
+check "job info with every GPU (gpus empty)" grep -q "^wattage_job_info{id=\"$B\",job=\"serve.b\",gpus=\"\"} 1" "$TMP/m3.txt"
+sleep 0.5
+q() { sqlite3 "$TMP/w.db" "$1"; }
+check "the job series are in the store, as local series" test "$(q "SELECT count(DISTINCT metric) FROM series \
+    WHERE metric LIKE 'wattage_job%' AND node=''")" -ge 4
+check "its energy is not an energy series (kind 0): never summed with the GPUs" \
+    test "$(q "SELECT count(*) FROM series WHERE metric='wattage_job_energy_joules_total' AND kind!=0")" = 0
+check "its stored energy ends at the final figure" python3 -c "
+v = float('$(q "SELECT v FROM readings WHERE series=(SELECT id FROM series WHERE metric='wattage_job_energy_joules_total' \
+    AND labels LIKE '%\"$A\"%') ORDER BY t DESC LIMIT 1")')
+assert abs(v - $finalA) <= 1e-9 * $finalA, (v, $finalA)"
 finish
