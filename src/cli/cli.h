@@ -27,6 +27,12 @@ struct wt_store;
  * the default file). Prints the error; returns 0, 1 (no store, cannot open) or 2 (bad config).
  */
 int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out);
+/*
+ * Opens the engine client of --source (store/promsrc.h) with the CLI's TLS settings. Prints the
+ * error and returns a negative errno when source is not one.
+ */
+struct wt_promsrc;
+int wt_cli_open_source(const char *source, struct wt_promsrc **out);
 /* Parses a time argument with wt_time_parse; prints "wattage CMD: OPT: expected …", returns 2. */
 int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out);
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]
- * [--method auto|counter|integrated] [--raw]`: the energy
+ * [--method auto|counter|integrated] [--raw] [--source URL]`: the energy
  * of every stored energy series over exactly [from, to] (see store/query.h for the rule), counter
- * first per GPU. JSON is a contract other checks read:
+ * first per GPU; with --source, of every node's series in a Prometheus-compatible engine
+ * (store/promsrc.h), each row naming its node. JSON is a contract other checks read:
  *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
  *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1}, …]}
  * Non-GPU series carry their own labels ("package", "domain"); imported ones add "node".
@@ -23,6 +24,7 @@
 
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "store/promsrc.h"
 #include "store/query.h"
 #include "store/store.h"
 
@@ -131,9 +133,10 @@ int wt_cmd_energy(int argc, char **argv)
         {"by", required_argument, NULL, 'b'},     {"json", no_argument, NULL, 'j'},
         {"db", required_argument, NULL, 'd'},     {"config", required_argument, NULL, 'c'},
         {"raw", no_argument, NULL, 'r'},          {"help", no_argument, NULL, 'h'},
-        {"method", required_argument, NULL, 'm'}, {0}};
+        {"method", required_argument, NULL, 'm'}, {"source", required_argument, NULL, 's'},
+        {0}};
     const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
-    const char *method = "auto";
+    const char *method = "auto", *source = NULL;
     bool json = false;
     int flags = 0, c, rc;
     struct wt_store *st = NULL;
@@ -168,12 +171,18 @@ int wt_cmd_energy(int argc, char **argv)
         case 'm':
             method = optarg;
             break;
+        case 's':
+            source = optarg;
+            break;
         case 'h':
             printf("usage: wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db "
-                   "FILE] [-c FILE] [--method auto|counter|integrated] [--raw]\n"
+                   "FILE] [-c FILE] [--method auto|counter|integrated] [--raw] [--source URL]\n"
                    "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
                    "  --method: per GPU, the hardware counter first (auto), or only one kind\n"
-                   "  --raw: raw readings only (no per-minute rollups)\n");
+                   "  --raw: raw readings only (no per-minute rollups)\n"
+                   "  --source: every node's series from an engine that receives their remote "
+                   "write:\n"
+                   "    prometheus://HOST:PORT, victoriametrics://HOST:PORT or http(s)://URL\n");
             return 0;
         default:
             return 2;
@@ -206,10 +215,19 @@ int wt_cmd_energy(int argc, char **argv)
                 to_s, from_s);
         return 2;
     }
-    rc = wt_cli_open_store(config, db, false, &st);
-    if (rc)
-        return rc;
-    if (wt_store_energy(st, from, to, flags, &rows, &n, &err) != 0) {
+    if (source) {
+        struct wt_promsrc *ps = NULL;
+        if (wt_cli_open_source(source, &ps) != 0)
+            return 2;
+        rc = wt_promsrc_energy(ps, from, to, &rows, &n, &err);
+        wt_promsrc_close(ps);
+    } else {
+        rc = wt_cli_open_store(config, db, false, &st);
+        if (rc)
+            return rc;
+        rc = wt_store_energy(st, from, to, flags, &rows, &n, &err);
+    }
+    if (rc != 0) {
         fprintf(stderr, "wattage energy: %s\n", err.msg);
         wt_store_close(st);
         return 1;
@@ -312,7 +330,8 @@ int wt_cmd_energy(int argc, char **argv)
             }
         }
         if (n == 0)
-            printf("  (no energy series stored in this window)\n");
+            printf("  (no energy series %s in this window)\n",
+                   source ? "in the source" : "stored");
     }
     free(nodes);
     free(rows);

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/clock.h"
+#include "store/promsrc.h"
 
 #define MAX_REPLY (16 * 1024 * 1024)
 
@@ -277,8 +279,20 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
 {
     char a[512], b[64], c[64];
     const cJSON *k = cJSON_GetObjectItemCaseSensitive(j, "kpi");
-    fprintf(out, "job %.0f %s (%s) on %s\n", num(j, "id"), str(j, "name"), str(j, "state"),
-            str(j, "node"));
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(j, "nodes"), *nd;
+    if (nodes)
+        fprintf(out, "job %s (%s) on %d nodes, from %s\n", str(j, "name"), str(j, "state"),
+                cJSON_GetArraySize(nodes), str(j, "source"));
+    else
+        fprintf(out, "job %.0f %s (%s) on %s\n", num(j, "id"), str(j, "name"), str(j, "state"),
+                str(j, "node"));
+    cJSON_ArrayForEach(nd, nodes)
+    {
+        const cJSON *nk = cJSON_GetObjectItemCaseSensitive(nd, "kpi");
+        fprintf(out, "  node      %-20s job %.0f  %.6f kWh (%.1f J)  coverage %.1f%%\n",
+                str(nd, "node"), num(nd, "id"), num(nk, "energy_kwh"), num(nk, "energy_joules"),
+                100 * num(nk, "coverage"));
+    }
     tags_line(cJSON_GetObjectItemCaseSensitive(j, "tags"), a, sizeof a);
     if (a[0])
         fprintf(out, "  tags      %s\n", a);
@@ -590,30 +604,55 @@ out:
     return rc;
 }
 
+/* `job show NAME --source URL`: the job over every node that ran it, from the engine. */
+static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_err err = {{0}};
+    if (wt_cli_open_source(source, &ps) != 0)
+        return 2;
+    int rc = wt_promsrc_job(ps, ref, wt_now_real_ns(), rep, &err);
+    wt_promsrc_close(ps);
+    if (rc) {
+        fprintf(stderr, "wattage job show: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+        return rc == -ENOENT ? 2 : 1;
+    }
+    return 0;
+}
+
 /* `job end NAME` and `job show NAME`. */
 static int job_one(int argc, char **argv, bool end)
 {
-    static const struct option opts[] = {COMMON_OPTS, {0}};
-    const char *cmd = end ? "job end" : "job show";
+    static const struct option opts[] = {COMMON_OPTS, {"source", required_argument, NULL, 'S'},
+                                         {0}};
+    const char *cmd = end ? "job end" : "job show", *source = NULL;
     struct common co = {0};
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-        if (!common_opt(c, &co))
+        if (c == 'S' && !end)
+            source = optarg;
+        else if (!common_opt(c, &co))
             return 2;
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "usage: wattage %s NAME [--json] [--url URL] [-c FILE]\n", cmd);
+        fprintf(stderr, "usage: wattage %s NAME [--json] [--url URL] [-c FILE]%s\n", cmd,
+                end ? "" : " [--source URL]");
         return 2;
     }
     struct wt_cli_api api;
     char path[128];
     cJSON *rep = NULL;
     int rc = check_ref(cmd, argv[optind]);
-    if (rc || (rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)))
+    if (rc)
         return rc;
-    snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
-    if ((rc = call(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep)) != 0)
+    if (source) {
+        rc = job_show_fleet(source, argv[optind], &rep);
+    } else if ((rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)) == 0) {
+        snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
+        rc = call(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep);
+    }
+    if (rc)
         return rc;
     if (co.json)
         print_json(rep);
@@ -631,8 +670,12 @@ int wt_cmd_job(int argc, char **argv)
                 "       wattage job mark NAME [--kind epoch] [--index N] [--begin] [--tokens N] "
                 "[--samples N] [--accuracy X] ...\n"
                 "       wattage job end NAME\n"
-                "       wattage job show NAME [--json]\n"
-                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n");
+                "       wattage job show NAME [--json] [--source URL]\n"
+                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n"
+                "  --source: the job over every node that ran it (the same NAME), from an engine "
+                "that\n"
+                "    receives their remote write: prometheus://HOST:PORT, "
+                "victoriametrics://HOST:PORT, http(s)://URL\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "start") == 0)

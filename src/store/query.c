@@ -104,6 +104,32 @@ void wt_segment(const struct wt_segment_rule *rule, int64_t t0, double v0, int64
 
 /* ---- series ---- */
 
+struct wt_window wt_window_begin(const struct wt_segment_rule *rule, int64_t a, int64_t b)
+{
+    struct wt_window w = {.rule = rule, .a = a, .b = b};
+    return w;
+}
+
+void wt_window_add(struct wt_window *w, int64_t t, double v)
+{
+    if (w->have && t > w->pt) {
+        int64_t lo = w->pt > w->a ? w->pt : w->a, hi = t < w->b ? t : w->b;
+        if (hi > lo) {
+            double d;
+            bool c;
+            wt_segment(w->rule, w->pt, w->pv, t, v, &d, &c);
+            w->energy_j += d * (double)(hi - lo) / (double)(t - w->pt);
+            if (c)
+                w->covered_ns += (double)(hi - lo);
+        }
+    }
+    if (w->have && t <= w->pt)
+        return; /* out of order or repeated: the first one stands */
+    w->have = true;
+    w->pt = t;
+    w->pv = v;
+}
+
 static void fill_info(sqlite3_stmt *q, struct wt_series_info *si)
 {
     si->id = sqlite3_column_int64(q, 0);
@@ -212,29 +238,13 @@ static int raw_energy(sqlite3 *db, const struct wt_series_info *si,
     sqlite3_bind_int64(q, 1, si->id);
     sqlite3_bind_int64(q, 2, a);
     sqlite3_bind_int64(q, 3, b);
-    bool have = false;
-    int64_t pt = 0;
-    double pv = 0;
+    struct wt_window w = wt_window_begin(rule, a, b);
     int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(q, 0);
-        double v = sqlite3_column_double(q, 1);
-        if (have && t > pt) {
-            int64_t lo = pt > a ? pt : a, hi = t < b ? t : b;
-            if (hi > lo) {
-                double d;
-                bool c;
-                wt_segment(rule, pt, pv, t, v, &d, &c);
-                *e += d * (double)(hi - lo) / (double)(t - pt);
-                if (c)
-                    *cov_ns += (double)(hi - lo);
-            }
-        }
-        have = true;
-        pt = t;
-        pv = v;
-    }
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
+        wt_window_add(&w, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1));
     sqlite3_finalize(q);
+    *e += w.energy_j;
+    *cov_ns += w.covered_ns;
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
@@ -369,6 +379,26 @@ static int row_cmp(const void *pa, const void *pb)
     return c ? c : strcmp(a->s.labels, b->s.labels);
 }
 
+void wt_energy_choose(struct wt_energy_row *r, size_t ns)
+{
+    /* counter first: per GPU, the integrated series only when the counter covers nothing */
+    char ki[256], kj[256];
+    for (size_t i = 0; i < ns; i++) {
+        if (r[i].s.kind != WT_SK_INTEGRATED || !gpu_key(&r[i].s, ki, sizeof ki))
+            continue;
+        for (size_t j = 0; j < ns; j++) {
+            if (j == i || r[j].s.kind != WT_SK_HWCOUNTER || !gpu_key(&r[j].s, kj, sizeof kj) ||
+                strcmp(ki, kj) != 0)
+                continue;
+            if (r[j].covered_s > 0)
+                r[i].chosen = false;
+            else
+                r[j].chosen = false;
+        }
+    }
+    qsort(r, ns, sizeof *r, row_cmp);
+}
+
 int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
                     struct wt_energy_row **rows, size_t *n, struct wt_err *err)
 {
@@ -411,22 +441,7 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
         wt_err_set(err, "store: query failed: %s", sqlite3_errmsg(wt_store_db(st)));
         goto out;
     }
-    /* counter first: per GPU, the integrated series only when the counter covers nothing */
-    char ki[256], kj[256];
-    for (size_t i = 0; i < ns; i++) {
-        if (r[i].s.kind != WT_SK_INTEGRATED || !gpu_key(&r[i].s, ki, sizeof ki))
-            continue;
-        for (size_t j = 0; j < ns; j++) {
-            if (j == i || r[j].s.kind != WT_SK_HWCOUNTER || !gpu_key(&r[j].s, kj, sizeof kj) ||
-                strcmp(ki, kj) != 0)
-                continue;
-            if (r[j].covered_s > 0)
-                r[i].chosen = false;
-            else
-                r[j].chosen = false;
-        }
-    }
-    qsort(r, ns, sizeof *r, row_cmp);
+    wt_energy_choose(r, ns);
     *rows = r;
     *n = ns;
 out:

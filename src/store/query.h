@@ -61,6 +61,23 @@ struct wt_segment_rule wt_segment_rule_for(const struct wt_run_list *runs, const
 void wt_segment(const struct wt_segment_rule *rule, int64_t t0, double v0, int64_t t1, double v1,
                 double *delta_j, bool *covered);
 
+/*
+ * The exact-window energy of a counter from its readings in time order: wt_window_add each
+ * reading (the last one at or before a, those inside, the first one at or after b); each segment
+ * adds its share inside [a, b] as wt_segment says. energy_j and covered_ns are the result. Pure:
+ * the store's raw query and the engine client (store/promsrc.h) both use it.
+ */
+struct wt_window {
+    const struct wt_segment_rule *rule;
+    int64_t a, b;
+    bool have;
+    int64_t pt;
+    double pv;
+    double energy_j, covered_ns;
+};
+struct wt_window wt_window_begin(const struct wt_segment_rule *rule, int64_t a, int64_t b);
+void wt_window_add(struct wt_window *w, int64_t t, double v);
+
 struct wt_series_info {
     int64_t id;
     char node[64];
@@ -93,6 +110,13 @@ struct wt_energy_row {
     const char *method; /* "counter" or "integrated" */
     bool chosen;        /* counted in the total (counter first per GPU) */
 };
+
+/*
+ * The counter-first rule on rows already measured (every row chosen on entry): per GPU (node +
+ * gpu + uuid) the integrated series is unchosen when the hardware counter covers any of the
+ * window, else the counter is; then the rows are sorted (node, GPUs by index, the rest by name).
+ */
+void wt_energy_choose(struct wt_energy_row *rows, size_t n);
 
 /*
  * Energy of every energy series over [from, to] (from < to). Per GPU (node + gpu + uuid) the

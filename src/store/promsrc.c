@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine client (see promsrc.h): HTTP GET of /api/v1/query with libcurl, the answer parsed
+ * with cJSON into sample arrays, and the fleet's energy and job figures from them with the
+ * store's own window math.
+ */
+#include "store/promsrc.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "store/store.h"
+
+#define MAX_BODY (512u << 20) /* an answer larger than this is refused, not buffered */
+#define LOOKBACK "31d"        /* how far back the job series are looked for */
+#define MAX_NODES 4096
+#define DEFAULT_PAD_NS (30 * WT_NS_PER_S)
+
+struct wt_promsrc {
+    char name[512];
+    char base[512];
+    char auth[600]; /* "Authorization: Bearer …" or "" */
+    struct wt_promsrc_opts o;
+    CURL *curl;
+};
+
+const char *wt_promsrc_name(const struct wt_promsrc *p)
+{
+    return p->name;
+}
+
+static int read_token(const char *path, char *out, size_t n, struct wt_err *err)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return wt_err_set(err, "source token file %s: %s", path, strerror(errno)), -EINVAL;
+    size_t len = fread(out, 1, n - 1, f);
+    fclose(f);
+    out[len] = '\0';
+    while (len && (out[len - 1] == '\n' || out[len - 1] == '\r' || out[len - 1] == ' '))
+        out[--len] = '\0';
+    if (!len)
+        return wt_err_set(err, "source token file %s is empty", path);
+    return 0;
+}
+
+int wt_promsrc_open(const char *source, const struct wt_promsrc_opts *opts, struct wt_promsrc **out,
+                    struct wt_err *err)
+{
+    static const struct {
+        const char *scheme, *as;
+    } schemes[] = {{"prometheus://", "http://"},
+                   {"victoriametrics://", "http://"},
+                   {"http://", "http://"},
+                   {"https://", "https://"}};
+    *out = NULL;
+    const char *rest = NULL, *as = NULL;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0] && !rest; i++) {
+        size_t k = strlen(schemes[i].scheme);
+        if (strncmp(source, schemes[i].scheme, k) == 0) {
+            rest = source + k;
+            as = schemes[i].as;
+        }
+    }
+    if (!rest || !*rest || *rest == '/' || strlen(source) >= 400)
+        return wt_err_set(err,
+                          "--source \"%s\": expected prometheus://HOST:PORT, "
+                          "victoriametrics://HOST:PORT or an http(s):// URL",
+                          source);
+    struct wt_promsrc *p = calloc(1, sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    snprintf(p->name, sizeof p->name, "%s", source);
+    snprintf(p->base, sizeof p->base, "%s%s", as, rest);
+    size_t bl = strlen(p->base);
+    while (bl && p->base[bl - 1] == '/')
+        p->base[--bl] = '\0';
+    if (opts)
+        p->o = *opts;
+    if (!p->o.timeout_ns)
+        p->o.timeout_ns = 30 * WT_NS_PER_S;
+    if (!p->o.pad_ns)
+        p->o.pad_ns = DEFAULT_PAD_NS;
+    if (p->o.token_file) {
+        char tok[512];
+        int rc = read_token(p->o.token_file, tok, sizeof tok, err);
+        if (rc) {
+            free(p);
+            return rc;
+        }
+        snprintf(p->auth, sizeof p->auth, "Authorization: Bearer %s", tok);
+    }
+    *out = p;
+    return 0;
+}
+
+void wt_promsrc_close(struct wt_promsrc *p)
+{
+    if (!p)
+        return;
+    if (p->curl)
+        curl_easy_cleanup(p->curl);
+    free(p);
+}
+
+void wt_promsrc_set_free(struct wt_promsrc_set *set)
+{
+    for (size_t i = 0; i < set->n; i++)
+        free(set->s[i].pts);
+    free(set->s);
+    memset(set, 0, sizeof *set);
+}
+
+/* ---- HTTP ---- */
+
+struct body {
+    char *buf;
+    size_t len, cap;
+    bool too_big;
+};
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
+{
+    struct body *b = ud;
+    size_t n = size * nmemb;
+    if (b->len + n + 1 > MAX_BODY) {
+        b->too_big = true;
+        return 0;
+    }
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap : 65536;
+        while (nc < b->len + n + 1)
+            nc *= 2;
+        char *nb = realloc(b->buf, nc);
+        if (!nb)
+            return 0;
+        b->buf = nb;
+        b->cap = nc;
+    }
+    memcpy(b->buf + b->len, ptr, n);
+    b->len += n;
+    b->buf[b->len] = '\0';
+    return n;
+}
+
+/* GETs url; *json is the parsed answer (also for a 4xx/5xx with a JSON body). */
+static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON **json,
+                    struct wt_err *err)
+{
+    struct body b = {0};
+    struct curl_slist *hdr = NULL;
+    int rc = 0;
+    *json = NULL;
+    if (!p->curl && !(p->curl = curl_easy_init()))
+        return -ENOMEM;
+    CURL *c = p->curl;
+    curl_easy_reset(c);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(p->o.timeout_ns / 1000000));
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, ""); /* gzip when the engine offers it */
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "wattage/" WT_VERSION);
+    if (p->o.ca_file)
+        curl_easy_setopt(c, CURLOPT_CAINFO, p->o.ca_file);
+    if (p->o.cert_file)
+        curl_easy_setopt(c, CURLOPT_SSLCERT, p->o.cert_file);
+    if (p->o.key_file)
+        curl_easy_setopt(c, CURLOPT_SSLKEY, p->o.key_file);
+    if (p->auth[0]) {
+        hdr = curl_slist_append(NULL, p->auth);
+        curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
+    }
+    CURLcode cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        rc = b.too_big ? wt_err_set(err, "%s: the answer is larger than %u MiB", p->name,
+                                    MAX_BODY >> 20)
+                       : wt_err_set(err, "%s: %s", p->name, curl_easy_strerror(cc));
+        rc = -EIO;
+        goto out;
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    *json = b.buf ? cJSON_ParseWithLength(b.buf, b.len) : NULL;
+    if (!*json) {
+        wt_err_set(err, "%s: HTTP %ld, not a JSON answer of the query API", p->name, *status);
+        rc = -EIO;
+    }
+out:
+    curl_slist_free_all(hdr);
+    free(b.buf);
+    return rc;
+}
+
+/* ---- answers into sample arrays ---- */
+
+static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
+{
+    struct wt_point *np = realloc(s->pts, (s->n + 1) * sizeof *np);
+    if (!np)
+        return -ENOMEM;
+    s->pts = np;
+    size_t i = s->n;
+    /* answers come in time order; a merge of a second query's range inserts */
+    while (i > 0 && np[i - 1].t_ns > t)
+        i--;
+    if (i > 0 && np[i - 1].t_ns == t)
+        return 0; /* the same sample from two overlapping ranges */
+    memmove(np + i + 1, np + i, (s->n - i) * sizeof *np);
+    np[i].t_ns = t;
+    np[i].v = v;
+    s->n++;
+    return 0;
+}
+
+static int parse_sample(const cJSON *pair, int64_t *t, double *v)
+{
+    const cJSON *ts = cJSON_GetArrayItem(pair, 0), *vs = cJSON_GetArrayItem(pair, 1);
+    if (!cJSON_IsNumber(ts) || !cJSON_IsString(vs))
+        return -EINVAL;
+    /* engines stamp in milliseconds: round to them, then ns */
+    *t = (int64_t)llround(ts->valuedouble * 1e3) * 1000000;
+    char *end;
+    *v = strtod(vs->valuestring, &end);
+    return end == vs->valuestring ? -EINVAL : 0;
+}
+
+static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const char *node,
+                                             const char *metric, const char *labels)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        struct wt_promsrc_series *s = &set->s[i];
+        if (!strcmp(s->node, node) && !strcmp(s->metric, metric) && !strcmp(s->labels, labels))
+            return s;
+    }
+    if (set->n == set->cap) {
+        size_t nc = set->cap ? 2 * set->cap : 64;
+        struct wt_promsrc_series *ns = realloc(set->s, nc * sizeof *ns);
+        if (!ns)
+            return NULL;
+        set->s = ns;
+        set->cap = nc;
+    }
+    struct wt_promsrc_series *s = &set->s[set->n++];
+    memset(s, 0, sizeof *s);
+    snprintf(s->node, sizeof s->node, "%s", node);
+    snprintf(s->metric, sizeof s->metric, "%s", metric);
+    snprintf(s->labels, sizeof s->labels, "%s", labels);
+    return s;
+}
+
+static int add_result(struct wt_promsrc_set *set, const cJSON *r)
+{
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "metric"), *l;
+    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "";
+    cJSON_ArrayForEach(l, m)
+    {
+        const char *v = cJSON_GetStringValue(l);
+        if (!v)
+            continue;
+        if (!strcmp(l->string, "__name__"))
+            snprintf(metric, sizeof metric, "%s", v);
+        else if (!strcmp(l->string, "node"))
+            snprintf(node, sizeof node, "%s", v);
+        else if (wt_labels_add(labels, sizeof labels, l->string, v) != 0)
+            return 0; /* labels longer than the store keeps: not a series of ours */
+    }
+    struct wt_promsrc_series *s = find_or_add(set, node, metric, labels);
+    if (!s)
+        return -ENOMEM;
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(r, "values"), *pair;
+    const cJSON *one = cJSON_GetObjectItemCaseSensitive(r, "value");
+    int64_t t;
+    double v;
+    int rc = 0;
+    if (one && parse_sample(one, &t, &v) == 0)
+        rc = push_point(s, t, v);
+    cJSON_ArrayForEach(pair, vals)
+    {
+        if (rc == 0 && parse_sample(pair, &t, &v) == 0)
+            rc = push_point(s, t, v);
+    }
+    return rc;
+}
+
+int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
+                     struct wt_promsrc_set *set, struct wt_err *err)
+{
+    if (!p->curl && !(p->curl = curl_easy_init()))
+        return -ENOMEM;
+    char *q = curl_easy_escape(p->curl, promql, 0);
+    if (!q)
+        return -ENOMEM;
+    size_t n = strlen(p->base) + strlen(q) + 64;
+    char *url = malloc(n);
+    if (!url) {
+        curl_free(q);
+        return -ENOMEM;
+    }
+    snprintf(url, n, "%s/api/v1/query?query=%s&time=%.3f", p->base, q, (double)t_ns / 1e9);
+    curl_free(q);
+    long status = 0;
+    cJSON *j = NULL;
+    int rc = get_json(p, url, &status, &j, err);
+    free(url);
+    if (rc)
+        return rc;
+    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "status"));
+    if (status / 100 != 2 || !st || strcmp(st, "success") != 0) {
+        const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
+        wt_err_set(err, "%s: query %s: HTTP %ld: %s", p->name, promql, status,
+                   e ? e : "no success in the answer");
+        cJSON_Delete(j);
+        return -EIO;
+    }
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *r;
+    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(data, "result"))
+    {
+        if ((rc = add_result(set, r)) != 0)
+            break;
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* ---- samples around window edges ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Reads sel's raw samples within the pad of every edge into set: edges closer than twice the
+ * pad share one query. edges is sorted here.
+ */
+static int around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
+                  struct wt_promsrc_set *set, struct wt_err *err)
+{
+    int64_t pad = p->o.pad_ns;
+    qsort(edges, ne, sizeof *edges, cmp_i64);
+    size_t qlen = strlen(sel) + 64;
+    char *q = malloc(qlen);
+    if (!q)
+        return -ENOMEM;
+    int rc = 0;
+    for (size_t i = 0; i < ne && rc == 0;) {
+        size_t k = i;
+        while (k + 1 < ne && edges[k + 1] - edges[k] <= 2 * pad)
+            k++;
+        int64_t lo = edges[i] - pad, hi = edges[k] + pad;
+        /* SEL[d] at hi holds the samples in (hi - d, hi]: one ms more to include lo */
+        snprintf(q, qlen, "%s[%lldms]", sel, (long long)((hi - lo) / 1000000 + 1));
+        rc = wt_promsrc_query(p, q, hi, set, err);
+        i = k + 1;
+    }
+    free(q);
+    return rc;
+}
+
+/* The exact-window energy of one series over [a, b], as the local store computes it. */
+static void series_window(const struct wt_promsrc_series *s, int64_t a, int64_t b, double *e,
+                          double *covered_s)
+{
+    struct wt_segment_rule rule = {.kind = wt_series_kind_of(s->metric, s->labels)};
+    struct wt_window w = wt_window_begin(&rule, a, b);
+    for (size_t i = 0; i < s->n; i++)
+        wt_window_add(&w, s->pts[i].t_ns, s->pts[i].v);
+    *e = w.energy_j;
+    *covered_s = w.covered_ns / 1e9;
+}
+
+static void fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,
+                     int64_t b)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->s.node, sizeof r->s.node, "%s", s->node);
+    snprintf(r->s.metric, sizeof r->s.metric, "%s", s->metric);
+    snprintf(r->s.labels, sizeof r->s.labels, "%s", s->labels);
+    r->s.kind = wt_series_kind_of(s->metric, s->labels);
+    r->method = r->s.kind == WT_SK_INTEGRATED ? "integrated" : "counter";
+    series_window(s, a, b, &r->energy_j, &r->covered_s);
+    r->coverage = r->covered_s / ((double)(b - a) / 1e9);
+    if (r->coverage > 1)
+        r->coverage = 1;
+    r->chosen = true;
+}
+
+#define ENERGY_SEL "{__name__=~\".+_joules_total\",__name__!~\"wattage_job_.+\""
+
+int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_energy_row **rows,
+                      size_t *n, struct wt_err *err)
+{
+    struct wt_promsrc_set set = {0};
+    int64_t edges[2] = {from, to};
+    *rows = NULL;
+    *n = 0;
+    if (to <= from)
+        return wt_err_set(err, "the window is empty: --to must be after --from");
+    int rc = around(p, ENERGY_SEL "}", edges, 2, &set, err);
+    if (rc)
+        goto out;
+    struct wt_energy_row *r = calloc(set.n ? set.n : 1, sizeof *r);
+    if (!r) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < set.n; i++) {
+        if (wt_series_kind_of(set.s[i].metric, set.s[i].labels) != WT_SK_GAUGE)
+            fill_row(&r[k++], &set.s[i], from, to);
+    }
+    wt_energy_choose(r, k);
+    *rows = r;
+    *n = k;
+out:
+    wt_promsrc_set_free(&set);
+    return rc;
+}
+
+/* ---- one job over the fleet ---- */
+
+struct pmark {
+    char kind[64], index[24];
+    int64_t t;
+};
+
+struct pnode {
+    char node[64], id[24], gpus[WT_LABELS_LEN];
+    int64_t start, end; /* end 0: running */
+    struct pmark *m;
+    size_t nm;
+};
+
+/* A PromQL string literal's content: node names go into a regex, so escape both layers. */
+static void regex_quote(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 4 < n; s++) {
+        if (strchr(".^$*+?()[]{}|\\", *s)) {
+            out[k++] = '\\';
+            out[k++] = '\\';
+        } else if (*s == '"') {
+            out[k++] = '\\';
+        }
+        out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+static void str_quote(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 3 < n; s++) {
+        if (*s == '"' || *s == '\\')
+            out[k++] = '\\';
+        out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+static bool gpu_in(const char *gpus, const char *labels)
+{
+    char gpu[32], uuid[96], list[WT_LABELS_LEN];
+    if (!gpus[0])
+        return true;
+    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
+        gpu[0] = '\0';
+    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0)
+        uuid[0] = '\0';
+    snprintf(list, sizeof list, "%s", gpus);
+    char *save = NULL;
+    for (char *g = strtok_r(list, ",", &save); g; g = strtok_r(NULL, ",", &save)) {
+        bool index = strspn(g, "0123456789") == strlen(g);
+        if (index ? strcmp(g, gpu) == 0 : uuid[0] && strncmp(uuid, g, strlen(g)) == 0)
+            return true;
+    }
+    return false;
+}
+
+static bool cpu_counted(const char *labels)
+{
+    char d[32];
+    if (wt_labels_get(labels, "domain", d, sizeof d) != 0)
+        return true;
+    return strcmp(d, "core") != 0 && strcmp(d, "uncore") != 0 && strcmp(d, "psys") != 0;
+}
+
+struct pspan {
+    double gpu_j, cpu_j, coverage;
+    int ngpu;
+};
+
+/* The job's energy on node nd over [a, b]: its GPUs (counter first) and CPU packages. */
+static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int64_t a, int64_t b,
+                     struct pspan *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (b <= a)
+        return 0;
+    size_t k = 0;
+    struct wt_energy_row *r = calloc(e->n ? e->n : 1, sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    for (size_t i = 0; i < e->n; i++) {
+        if (!strcmp(e->s[i].node, nd->node))
+            fill_row(&r[k++], &e->s[i], a, b);
+    }
+    wt_energy_choose(r, k);
+    double cov = 1;
+    for (size_t i = 0; i < k; i++) {
+        if (!r[i].chosen)
+            continue;
+        if (!strcmp(r[i].s.metric, "wattage_cpu_energy_joules_total")) {
+            if (cpu_counted(r[i].s.labels))
+                sp->cpu_j += r[i].energy_j;
+            continue;
+        }
+        if (strcmp(r[i].s.metric, "wattage_gpu_energy_joules_total") != 0 ||
+            !gpu_in(nd->gpus, r[i].s.labels))
+            continue;
+        sp->gpu_j += r[i].energy_j;
+        sp->ngpu++;
+        if (r[i].coverage < cov)
+            cov = r[i].coverage;
+    }
+    sp->coverage = sp->ngpu ? cov : 0;
+    free(r);
+    return 0;
+}
+
+static void add_time(cJSON *o, const char *key, int64_t t_ns)
+{
+    char buf[40], k[40];
+    wt_time_format(t_ns, 1, buf, sizeof buf);
+    cJSON_AddStringToObject(o, key, buf);
+    snprintf(k, sizeof k, "%s_s", key);
+    cJSON_AddNumberToObject(o, k, (double)t_ns / 1e9);
+}
+
+static void add_kpis(cJSON *o, double dur_s, const struct pspan *sp)
+{
+    cJSON_AddNumberToObject(o, "duration_s", dur_s);
+    cJSON_AddNumberToObject(o, "energy_joules", sp->gpu_j);
+    cJSON_AddNumberToObject(o, "energy_kwh", sp->gpu_j / 3.6e6);
+    cJSON_AddNumberToObject(o, "mean_power_w", dur_s > 0 ? sp->gpu_j / dur_s : 0);
+    cJSON_AddNumberToObject(o, "coverage", sp->coverage);
+    cJSON_AddNumberToObject(o, "cpu_energy_joules", sp->cpu_j);
+}
+
+/* Sums b into a (coverage: the lowest). */
+static void span_add(struct pspan *a, const struct pspan *b, bool first)
+{
+    a->gpu_j += b->gpu_j;
+    a->cpu_j += b->cpu_j;
+    a->ngpu += b->ngpu;
+    a->coverage = first || b->coverage < a->coverage ? b->coverage : a->coverage;
+}
+
+static struct pnode *node_of(struct pnode *nodes, size_t *nn, const char *node)
+{
+    for (size_t i = 0; i < *nn; i++) {
+        if (!strcmp(nodes[i].node, node))
+            return &nodes[i];
+    }
+    if (*nn == MAX_NODES)
+        return NULL;
+    struct pnode *nd = &nodes[(*nn)++];
+    memset(nd, 0, sizeof *nd);
+    snprintf(nd->node, sizeof nd->node, "%s", node);
+    return nd;
+}
+
+static int mark_cmp(const void *pa, const void *pb)
+{
+    const struct pmark *a = pa, *b = pb;
+    return a->t < b->t ? -1 : a->t > b->t;
+}
+
+/* The job's series (start, end, info, marks) per node: the latest job of that name. */
+static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int64_t now,
+                    struct pnode *nodes, size_t *nn, struct wt_err *err)
+{
+    struct wt_promsrc_set st = {0}, other = {0};
+    char q[512], rq[256], lb[64];
+    int rc;
+    str_quote(ref, rq, sizeof rq);
+    snprintf(q, sizeof q, "max_over_time(wattage_job_start_time_seconds{%s=\"%s\"}[" LOOKBACK "])",
+             key, rq);
+    if ((rc = wt_promsrc_query(p, q, now, &st, err)) != 0)
+        goto out;
+    for (size_t i = 0; i < st.n; i++) {
+        struct wt_promsrc_series *s = &st.s[i];
+        if (!s->n)
+            continue;
+        int64_t start = (int64_t)llround(s->pts[s->n - 1].v * 1e9);
+        struct pnode *nd = node_of(nodes, nn, s->node);
+        if (!nd) {
+            rc = wt_err_set(err, "%s: more than %d nodes ran job %s", p->name, MAX_NODES, ref);
+            goto out;
+        }
+        if (nd->start && nd->start >= start)
+            continue; /* an earlier run of the same name on this node */
+        nd->start = start;
+        if (wt_labels_get(s->labels, "id", nd->id, sizeof nd->id) != 0)
+            nd->id[0] = '\0';
+    }
+    /* the end, GPUs and marks of the run each node chose (its id) */
+    static const char *const what[] = {"wattage_job_end_time_seconds", "wattage_job_info",
+                                       "wattage_job_mark_time_seconds"};
+    for (int w = 0; w < 3; w++) {
+        wt_promsrc_set_free(&other);
+        snprintf(q, sizeof q, "max_over_time(%s{%s=\"%s\"}[" LOOKBACK "])", what[w], key, rq);
+        if ((rc = wt_promsrc_query(p, q, now, &other, err)) != 0)
+            goto out;
+        for (size_t i = 0; i < other.n; i++) {
+            struct wt_promsrc_series *s = &other.s[i];
+            struct pnode *nd = NULL;
+            for (size_t k = 0; k < *nn && !nd; k++)
+                nd = !strcmp(nodes[k].node, s->node) ? &nodes[k] : NULL;
+            if (!nd || !s->n || wt_labels_get(s->labels, "id", lb, sizeof lb) != 0 ||
+                strcmp(lb, nd->id) != 0)
+                continue;
+            double v = s->pts[s->n - 1].v;
+            if (w == 0) {
+                nd->end = (int64_t)llround(v * 1e9);
+            } else if (w == 1) {
+                if (wt_labels_get(s->labels, "gpus", nd->gpus, sizeof nd->gpus) != 0)
+                    nd->gpus[0] = '\0';
+            } else {
+                struct pmark *nm = realloc(nd->m, (nd->nm + 1) * sizeof *nm);
+                if (!nm) {
+                    rc = -ENOMEM;
+                    goto out;
+                }
+                nd->m = nm;
+                struct pmark *mk = &nm[nd->nm++];
+                memset(mk, 0, sizeof *mk);
+                wt_labels_get(s->labels, "kind", mk->kind, sizeof mk->kind);
+                wt_labels_get(s->labels, "index", mk->index, sizeof mk->index);
+                mk->t = (int64_t)llround(v * 1e9);
+            }
+        }
+    }
+    for (size_t i = 0; i < *nn; i++)
+        qsort(nodes[i].m, nodes[i].nm, sizeof *nodes[i].m, mark_cmp);
+out:
+    wt_promsrc_set_free(&st);
+    wt_promsrc_set_free(&other);
+    return rc;
+}
+
+/* One phase over the fleet: the marks of one kind and index on every node. */
+struct pphase {
+    char kind[64], index[24];
+    int64_t from, to;
+    struct pspan sp;
+    int nodes;
+};
+
+static int phases_json(const struct wt_promsrc_set *e, const struct pnode *nodes, size_t nn,
+                       cJSON *arr)
+{
+    struct pphase *ph = NULL;
+    size_t np = 0;
+    int rc = 0;
+    for (size_t i = 0; i < nn && rc == 0; i++) {
+        const struct pnode *nd = &nodes[i];
+        for (size_t k = 0; k < nd->nm && rc == 0; k++) {
+            const struct pmark *mk = &nd->m[k];
+            int64_t from = nd->start;
+            for (size_t q = k; q-- > 0;) {
+                if (!strcmp(nd->m[q].kind, mk->kind)) {
+                    from = nd->m[q].t;
+                    break;
+                }
+            }
+            struct pspan sp;
+            if ((rc = node_span(e, nd, from, mk->t, &sp)) != 0)
+                break;
+            size_t j = 0;
+            while (j < np && (strcmp(ph[j].kind, mk->kind) || strcmp(ph[j].index, mk->index)))
+                j++;
+            if (j == np) {
+                struct pphase *n2 = realloc(ph, (np + 1) * sizeof *n2);
+                if (!n2) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                ph = n2;
+                memset(&ph[np], 0, sizeof ph[np]);
+                snprintf(ph[np].kind, sizeof ph[np].kind, "%s", mk->kind);
+                snprintf(ph[np].index, sizeof ph[np].index, "%s", mk->index);
+                ph[np].from = from;
+                ph[np].to = mk->t;
+                np++;
+            }
+            span_add(&ph[j].sp, &sp, ph[j].nodes == 0);
+            ph[j].nodes++;
+            if (from < ph[j].from)
+                ph[j].from = from;
+            if (mk->t > ph[j].to)
+                ph[j].to = mk->t;
+        }
+    }
+    for (size_t j = 0; j < np && rc == 0; j++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o) {
+            rc = -ENOMEM;
+            break;
+        }
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "kind", ph[j].kind);
+        if (ph[j].index[0])
+            cJSON_AddNumberToObject(o, "index", strtod(ph[j].index, NULL));
+        else
+            cJSON_AddNullToObject(o, "index");
+        add_time(o, "from", ph[j].from);
+        add_time(o, "to", ph[j].to);
+        cJSON_AddNumberToObject(o, "nodes", ph[j].nodes);
+        cJSON_AddItemToObject(o, "counters", cJSON_CreateObject());
+        add_kpis(cJSON_AddObjectToObject(o, "kpi"), (double)(ph[j].to - ph[j].from) / 1e9,
+                 &ph[j].sp);
+    }
+    free(ph);
+    return rc;
+}
+
+int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON **out,
+                   struct wt_err *err)
+{
+    struct pnode *nodes = calloc(MAX_NODES, sizeof *nodes);
+    struct wt_promsrc_set e = {0};
+    int64_t *edges = NULL;
+    char *sel = NULL;
+    size_t nn = 0;
+    cJSON *o = NULL;
+    int rc;
+    *out = NULL;
+    if (!nodes)
+        return -ENOMEM;
+    if ((rc = load_job(p, "job", ref, now_ns, nodes, &nn, err)) != 0)
+        goto out;
+    if (nn == 0 && strspn(ref, "0123456789") == strlen(ref) &&
+        (rc = load_job(p, "id", ref, now_ns, nodes, &nn, err)) != 0)
+        goto out;
+    if (nn == 0) {
+        rc = -ENOENT;
+        wt_err_set(err, "%s: no job %s in the last " LOOKBACK " (wattage_job_start_time_seconds)",
+                   p->name, ref);
+        goto out;
+    }
+    /* every edge of every node: starts, ends (or now), marks */
+    size_t ne = 0, cap = 0, sl = 128;
+    for (size_t i = 0; i < nn; i++) {
+        cap += 2 + nodes[i].nm;
+        sl += 2 * strlen(nodes[i].node) + 1;
+    }
+    edges = malloc(cap * sizeof *edges);
+    sel = malloc(sl);
+    if (!edges || !sel) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t off = (size_t)snprintf(sel, sl, "{__name__=~\"wattage_(gpu|cpu)_energy_joules_total\","
+                                           "node=~\"");
+    for (size_t i = 0; i < nn; i++) {
+        edges[ne++] = nodes[i].start;
+        edges[ne++] = nodes[i].end ? nodes[i].end : now_ns;
+        for (size_t k = 0; k < nodes[i].nm; k++)
+            edges[ne++] = nodes[i].m[k].t;
+        char qn[200];
+        regex_quote(nodes[i].node, qn, sizeof qn);
+        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i ? "|" : "", qn);
+    }
+    snprintf(sel + off, sl - off, "\"}");
+    if ((rc = around(p, sel, edges, ne, &e, err)) != 0)
+        goto out;
+
+    o = cJSON_CreateObject();
+    if (!o) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    bool same_id = true, running = false;
+    int64_t start = nodes[0].start, end = 0;
+    for (size_t i = 0; i < nn; i++) {
+        same_id = same_id && !strcmp(nodes[i].id, nodes[0].id);
+        running = running || !nodes[i].end;
+        start = nodes[i].start < start ? nodes[i].start : start;
+        end = nodes[i].end > end ? nodes[i].end : end;
+    }
+    if (same_id)
+        cJSON_AddNumberToObject(o, "id", strtod(nodes[0].id, NULL));
+    else
+        cJSON_AddNullToObject(o, "id");
+    cJSON_AddStringToObject(o, "name", ref);
+    cJSON_AddStringToObject(o, "source", p->name);
+    cJSON_AddStringToObject(o, "state", running ? "running" : "ended");
+    cJSON_AddItemToObject(o, "tags", cJSON_CreateObject());
+    add_time(o, "start", start);
+    if (running)
+        cJSON_AddNullToObject(o, "end");
+    else
+        add_time(o, "end", end);
+    int64_t last = running ? now_ns : end;
+    struct pspan total = {0};
+    cJSON *arr = cJSON_AddArrayToObject(o, "nodes");
+    for (size_t i = 0; i < nn; i++) {
+        struct pnode *nd = &nodes[i];
+        struct pspan sp;
+        int64_t b = nd->end ? nd->end : now_ns;
+        if ((rc = node_span(&e, nd, nd->start, b, &sp)) != 0)
+            goto out;
+        span_add(&total, &sp, i == 0);
+        cJSON *x = cJSON_CreateObject();
+        if (!x) {
+            rc = -ENOMEM;
+            goto out;
+        }
+        cJSON_AddItemToArray(arr, x);
+        cJSON_AddStringToObject(x, "node", nd->node);
+        cJSON_AddNumberToObject(x, "id", strtod(nd->id, NULL));
+        cJSON_AddStringToObject(x, "gpus", nd->gpus);
+        add_time(x, "start", nd->start);
+        if (nd->end)
+            add_time(x, "end", nd->end);
+        else
+            cJSON_AddNullToObject(x, "end");
+        add_kpis(cJSON_AddObjectToObject(x, "kpi"), (double)(b - nd->start) / 1e9, &sp);
+    }
+    add_kpis(cJSON_AddObjectToObject(o, "kpi"), (double)(last - start) / 1e9, &total);
+    cJSON_AddItemToObject(o, "counters", cJSON_CreateObject());
+    rc = phases_json(&e, nodes, nn, cJSON_AddArrayToObject(o, "phases"));
+out:
+    if (rc) {
+        cJSON_Delete(o);
+        o = NULL;
+    }
+    *out = o;
+    for (size_t i = 0; i < nn; i++)
+        free(nodes[i].m);
+    free(nodes);
+    free(edges);
+    free(sel);
+    wt_promsrc_set_free(&e);
+    return rc;
+}
