@@ -128,13 +128,17 @@ struct node_sum {
 
 int wt_cmd_energy(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
-        {"by", required_argument, NULL, 'b'},     {"json", no_argument, NULL, 'j'},
-        {"db", required_argument, NULL, 'd'},     {"config", required_argument, NULL, 'c'},
-        {"raw", no_argument, NULL, 'r'},          {"help", no_argument, NULL, 'h'},
-        {"method", required_argument, NULL, 'm'}, {"source", required_argument, NULL, 's'},
-        {0}};
+    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 't'},
+                                         {"by", required_argument, NULL, 'b'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"db", required_argument, NULL, 'd'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"raw", no_argument, NULL, 'r'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"method", required_argument, NULL, 'm'},
+                                         {"source", required_argument, NULL, 's'},
+                                         {0}};
     const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
     const char *method = "auto", *source = NULL;
     bool json = false;
@@ -330,8 +334,7 @@ int wt_cmd_energy(int argc, char **argv)
             }
         }
         if (n == 0)
-            printf("  (no energy series %s in this window)\n",
-                   source ? "in the source" : "stored");
+            printf("  (no energy series %s in this window)\n", source ? "in the source" : "stored");
     }
     free(nodes);
     free(rows);

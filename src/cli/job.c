@@ -623,8 +623,8 @@ static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
 /* `job end NAME` and `job show NAME`. */
 static int job_one(int argc, char **argv, bool end)
 {
-    static const struct option opts[] = {COMMON_OPTS, {"source", required_argument, NULL, 'S'},
-                                         {0}};
+    static const struct option opts[] = {
+        COMMON_OPTS, {"source", required_argument, NULL, 'S'}, {0}};
     const char *cmd = end ? "job end" : "job show", *source = NULL;
     struct common co = {0};
     int c;

@@ -181,9 +181,9 @@ static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON *
     }
     CURLcode cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
-        rc = b.too_big ? wt_err_set(err, "%s: the answer is larger than %u MiB", p->name,
-                                    MAX_BODY >> 20)
-                       : wt_err_set(err, "%s: %s", p->name, curl_easy_strerror(cc));
+        rc = b.too_big
+                 ? wt_err_set(err, "%s: the answer is larger than %u MiB", p->name, MAX_BODY >> 20)
+                 : wt_err_set(err, "%s: %s", p->name, curl_easy_strerror(cc));
         rc = -EIO;
         goto out;
     }
@@ -770,8 +770,9 @@ int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON 
         rc = -ENOMEM;
         goto out;
     }
-    size_t off = (size_t)snprintf(sel, sl, "{__name__=~\"wattage_(gpu|cpu)_energy_joules_total\","
-                                           "node=~\"");
+    size_t off = (size_t)snprintf(sel, sl,
+                                  "{__name__=~\"wattage_(gpu|cpu)_energy_joules_total\","
+                                  "node=~\"");
     for (size_t i = 0; i < nn; i++) {
         edges[ne++] = nodes[i].start;
         edges[ne++] = nodes[i].end ? nodes[i].end : now_ns;

@@ -28,8 +28,8 @@ struct wt_promsrc;
 typedef struct cJSON cJSON;
 
 struct wt_promsrc_opts {
-    const char *ca_file;    /* https: the CA bundle (NULL: the system's) */
-    const char *cert_file;  /* https: a client certificate and key (NULL: none) */
+    const char *ca_file;   /* https: the CA bundle (NULL: the system's) */
+    const char *cert_file; /* https: a client certificate and key (NULL: none) */
     const char *key_file;
     const char *token_file; /* a bearer token (NULL: none) */
     int64_t timeout_ns;     /* per request; 0: 30 s */
