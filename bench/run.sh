@@ -60,6 +60,11 @@ section alert_eval external "$BUILD" "$OUT" alert_eval "$BUILD/bench/alert_eval"
 section remote_write_bench external "$BUILD" "$OUT" remote_write_bench "$BUILD/bench/remote_write_bench"
 section cap_release external "$BUILD" "$OUT" cap_release $PY bench/cap_release.py "$BUILD"
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
+if command -v victoria-metrics >/dev/null; then
+    section fleet_query external "$BUILD" "$OUT" fleet_query bench/fleet_query.sh "$BUILD"
+else
+    missing_row "Fleet" "fleet_query.sh: victoria-metrics not installed"
+fi
 if [[ -x bench/http_load.sh ]]; then
     section http_load external "$BUILD" "$OUT" http_load bench/http_load.sh "$BUILD"
 else

@@ -1794,7 +1794,14 @@ static void *exporter_main(void *arg)
             wt_info("jobs", "job series computed again after %d failures", fails);
             fails = 0;
         }
-        wt_hub_publish(j->hub, j->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
+        /* Present only while there are jobs to show: the exporter is no collector, so it does
+         * not make a daemon that collects nothing healthy. */
+        if (rc == 0 && b.len == 0) {
+            wt_hub_set_state(j->hub, j->slot, false, METRICS_TTL_NS);
+        } else {
+            wt_hub_set_state(j->hub, j->slot, true, METRICS_TTL_NS);
+            wt_hub_publish(j->hub, j->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
+        }
         /* Once a second, or ten times what computing took (many long jobs). */
         int64_t every = 10 * (m1 - m0) > METRICS_TTL_NS ? 10 * (m1 - m0) : METRICS_TTL_NS;
         int64_t until = m0 + every;
@@ -1816,7 +1823,6 @@ static int exporter_start(struct wt_jobs *j)
     j->slot = wt_hub_add_collector(j->hub, "jobs", METRICS_TTL_NS);
     if (j->slot < 0)
         return j->slot;
-    wt_hub_set_state(j->hub, j->slot, true, METRICS_TTL_NS);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

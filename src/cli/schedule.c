@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `wattage schedule --duration 6h (--energy 120kWh | --power 5.6kW | --like JOB) --deadline T
- *  [--zone Z] [--minimize carbon|cost] [--json | --format slurm] [--now T] [--db FILE]`:
- * the start time before the deadline that minimizes the run's forecast emissions (or its cost
- * with a price series), from the series in the store (audit/schedule.h). --format slurm prints
- * --begin=YYYY-MM-DDTHH:MM:SS in local time, as sbatch reads it.
+ *  [--zone Z] [--minimize carbon|cost] [--json | --format slurm] [--now T] [--db FILE]
+ *  [--source URL]`: the start time before the deadline that minimizes the run's forecast emissions
+ * (or its cost with a price series), from the series in the store (audit/schedule.h). --format
+ * slurm prints
+ * --begin=YYYY-MM-DDTHH:MM:SS in local time, as sbatch reads it. With --source, --like JOB takes
+ * the job's power profile summed over every node that ran it, from the engine (store/promsrc.h).
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include "audit/schedule.h"
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "store/promsrc.h"
 #include "store/store.h"
 
 #define CMD "wattage schedule"
@@ -59,26 +62,21 @@ static void fmt_in(int64_t d, char *buf, size_t n)
 }
 
 struct sched_opts {
-    const char *config, *db, *zone, *like, *energy, *power;
+    const char *config, *db, *zone, *like, *energy, *power, *source;
     int64_t duration_ns, deadline_ns, now_ns;
     bool json, slurm, cost;
 };
 
 static int parse(int argc, char **argv, struct sched_opts *o)
 {
-    static const struct option opts[] = {{"duration", required_argument, NULL, 'D'},
-                                         {"energy", required_argument, NULL, 'e'},
-                                         {"power", required_argument, NULL, 'p'},
-                                         {"like", required_argument, NULL, 'l'},
-                                         {"deadline", required_argument, NULL, 't'},
-                                         {"zone", required_argument, NULL, 'z'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"format", required_argument, NULL, 'f'},
-                                         {"minimize", required_argument, NULL, 'm'},
-                                         {"now", required_argument, NULL, 'n'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {0}};
+    static const struct option opts[] = {
+        {"duration", required_argument, NULL, 'D'}, {"energy", required_argument, NULL, 'e'},
+        {"power", required_argument, NULL, 'p'},    {"like", required_argument, NULL, 'l'},
+        {"deadline", required_argument, NULL, 't'}, {"zone", required_argument, NULL, 'z'},
+        {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
+        {"minimize", required_argument, NULL, 'm'}, {"now", required_argument, NULL, 'n'},
+        {"db", required_argument, NULL, 'd'},       {"config", required_argument, NULL, 'c'},
+        {"source", required_argument, NULL, 'S'},   {0}};
     const char *deadline = NULL, *now = NULL;
     int c;
     memset(o, 0, sizeof *o);
@@ -140,6 +138,9 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         case 'c':
             o->config = optarg;
             break;
+        case 'S':
+            o->source = optarg;
+            break;
         default:
             return 2;
         }
@@ -163,6 +164,10 @@ static int parse(int argc, char **argv, struct sched_opts *o)
     }
     if (!o->duration_ns && !o->like) {
         fprintf(stderr, CMD ": --duration D is required (unless --like JOB gives it)\n");
+        return 2;
+    }
+    if (o->source && !o->like) {
+        fprintf(stderr, CMD ": --source is for --like JOB (the job's profile over its nodes)\n");
         return 2;
     }
     if (o->json && o->slurm) {
@@ -204,16 +209,26 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
         return 0;
     }
     struct wt_jobs *j = NULL;
+    struct wt_promsrc *src = NULL;
     struct wt_err err = {{0}};
     int64_t dur = 0;
     size_t n = 0;
-    if (wt_jobs_open(db_path, NULL, &j, &err) != 0) {
-        fprintf(stderr, CMD ": %s\n", err.msg);
-        return 1;
+    int rc;
+    if (o->source) {
+        if (wt_cli_open_source(o->source, &src) != 0)
+            return 2;
+        rc = wt_promsrc_profile(src, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur,
+                                &err);
+        wt_promsrc_close(src);
+    } else {
+        if (wt_jobs_open(db_path, NULL, &j, &err) != 0) {
+            fprintf(stderr, CMD ": %s\n", err.msg);
+            return 1;
+        }
+        rc = wt_jobs_profile(j, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur,
+                             &err);
+        wt_jobs_close(j);
     }
-    int rc =
-        wt_jobs_profile(j, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur, &err);
-    wt_jobs_close(j);
     if (rc) {
         fprintf(stderr, CMD ": --like %s: %s\n", o->like, err.msg);
         return rc == -ENOENT || rc == -EINVAL ? 2 : 1;

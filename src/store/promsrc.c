@@ -734,37 +734,56 @@ static int phases_json(const struct wt_promsrc_set *e, const struct pnode *nodes
     return rc;
 }
 
-int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON **out,
-                   struct wt_err *err)
+/* A job over the fleet: its nodes and the energy samples around all their edges. */
+struct fleet {
+    struct pnode *nodes;
+    size_t nn;
+    struct wt_promsrc_set e;
+};
+
+static void fleet_free(struct fleet *f)
 {
-    struct pnode *nodes = calloc(MAX_NODES, sizeof *nodes);
-    struct wt_promsrc_set e = {0};
+    for (size_t i = 0; i < f->nn; i++)
+        free(f->nodes[i].m);
+    free(f->nodes);
+    wt_promsrc_set_free(&f->e);
+    memset(f, 0, sizeof *f);
+}
+
+/* Loads job ref and the samples around its edges, and around step edges when step_ns > 0. */
+static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int64_t step_ns,
+                      struct fleet *f, struct wt_err *err)
+{
     int64_t *edges = NULL;
     char *sel = NULL;
-    size_t nn = 0;
-    cJSON *o = NULL;
     int rc;
-    *out = NULL;
-    if (!nodes)
+    memset(f, 0, sizeof *f);
+    if (!(f->nodes = calloc(MAX_NODES, sizeof *f->nodes)))
         return -ENOMEM;
-    if ((rc = load_job(p, "job", ref, now_ns, nodes, &nn, err)) != 0)
+    if ((rc = load_job(p, "job", ref, now_ns, f->nodes, &f->nn, err)) != 0)
         goto out;
-    if (nn == 0 && strspn(ref, "0123456789") == strlen(ref) &&
-        (rc = load_job(p, "id", ref, now_ns, nodes, &nn, err)) != 0)
+    if (f->nn == 0 && strspn(ref, "0123456789") == strlen(ref) &&
+        (rc = load_job(p, "id", ref, now_ns, f->nodes, &f->nn, err)) != 0)
         goto out;
-    if (nn == 0) {
+    if (f->nn == 0) {
         rc = -ENOENT;
         wt_err_set(err, "%s: no job %s in the last " LOOKBACK " (wattage_job_start_time_seconds)",
                    p->name, ref);
         goto out;
     }
-    /* every edge of every node: starts, ends (or now), marks */
+    /* every edge of every node: starts, ends (or now), marks, and the profile's steps */
     size_t ne = 0, cap = 0, sl = 128;
-    for (size_t i = 0; i < nn; i++) {
-        cap += 2 + nodes[i].nm;
-        sl += 2 * strlen(nodes[i].node) + 1;
+    int64_t lo = f->nodes[0].start, hi = 0;
+    for (size_t i = 0; i < f->nn; i++) {
+        const struct pnode *nd = &f->nodes[i];
+        cap += 2 + nd->nm;
+        sl += 2 * strlen(nd->node) + 1;
+        lo = nd->start < lo ? nd->start : lo;
+        int64_t b = nd->end ? nd->end : now_ns;
+        hi = b > hi ? b : hi;
     }
-    edges = malloc(cap * sizeof *edges);
+    size_t nsteps = step_ns > 0 ? (size_t)((hi - lo) / step_ns) + 1 : 0;
+    edges = malloc((cap + nsteps) * sizeof *edges);
     sel = malloc(sl);
     if (!edges || !sel) {
         rc = -ENOMEM;
@@ -773,19 +792,39 @@ int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON 
     size_t off = (size_t)snprintf(sel, sl,
                                   "{__name__=~\"wattage_(gpu|cpu)_energy_joules_total\","
                                   "node=~\"");
-    for (size_t i = 0; i < nn; i++) {
-        edges[ne++] = nodes[i].start;
-        edges[ne++] = nodes[i].end ? nodes[i].end : now_ns;
-        for (size_t k = 0; k < nodes[i].nm; k++)
-            edges[ne++] = nodes[i].m[k].t;
+    for (size_t i = 0; i < f->nn; i++) {
+        const struct pnode *nd = &f->nodes[i];
+        edges[ne++] = nd->start;
+        edges[ne++] = nd->end ? nd->end : now_ns;
+        for (size_t k = 0; k < nd->nm; k++)
+            edges[ne++] = nd->m[k].t;
         char qn[200];
-        regex_quote(nodes[i].node, qn, sizeof qn);
+        regex_quote(nd->node, qn, sizeof qn);
         off += (size_t)snprintf(sel + off, sl - off, "%s%s", i ? "|" : "", qn);
     }
+    for (size_t i = 0; i < nsteps; i++)
+        edges[ne++] = lo + (int64_t)i * step_ns;
     snprintf(sel + off, sl - off, "\"}");
-    if ((rc = around(p, sel, edges, ne, &e, err)) != 0)
-        goto out;
+    rc = around(p, sel, edges, ne, &f->e, err);
+out:
+    free(edges);
+    free(sel);
+    if (rc)
+        fleet_free(f);
+    return rc;
+}
 
+int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON **out,
+                   struct wt_err *err)
+{
+    struct fleet f;
+    cJSON *o = NULL;
+    *out = NULL;
+    int rc = fleet_load(p, ref, now_ns, 0, &f, err);
+    if (rc)
+        return rc;
+    struct pnode *nodes = f.nodes;
+    size_t nn = f.nn;
     o = cJSON_CreateObject();
     if (!o) {
         rc = -ENOMEM;
@@ -819,7 +858,7 @@ int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON 
         struct pnode *nd = &nodes[i];
         struct pspan sp;
         int64_t b = nd->end ? nd->end : now_ns;
-        if ((rc = node_span(&e, nd, nd->start, b, &sp)) != 0)
+        if ((rc = node_span(&f.e, nd, nd->start, b, &sp)) != 0)
             goto out;
         span_add(&total, &sp, i == 0);
         cJSON *x = cJSON_CreateObject();
@@ -840,18 +879,61 @@ int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON 
     }
     add_kpis(cJSON_AddObjectToObject(o, "kpi"), (double)(last - start) / 1e9, &total);
     cJSON_AddItemToObject(o, "counters", cJSON_CreateObject());
-    rc = phases_json(&e, nodes, nn, cJSON_AddArrayToObject(o, "phases"));
+    rc = phases_json(&f.e, nodes, nn, cJSON_AddArrayToObject(o, "phases"));
 out:
     if (rc) {
         cJSON_Delete(o);
         o = NULL;
     }
     *out = o;
-    for (size_t i = 0; i < nn; i++)
-        free(nodes[i].m);
-    free(nodes);
-    free(edges);
-    free(sel);
-    wt_promsrc_set_free(&e);
+    fleet_free(&f);
     return rc;
+}
+
+int wt_promsrc_profile(struct wt_promsrc *p, const char *ref, int64_t now_ns, int64_t step_ns,
+                       double **watts, size_t *n, int64_t *duration_ns, struct wt_err *err)
+{
+    struct fleet f;
+    *watts = NULL;
+    *n = 0;
+    *duration_ns = 0;
+    if (step_ns <= 0)
+        return wt_err_set(err, "the profile's step must be > 0");
+    int rc = fleet_load(p, ref, now_ns, step_ns, &f, err);
+    if (rc)
+        return rc;
+    int64_t lo = f.nodes[0].start, hi = 0;
+    for (size_t i = 0; i < f.nn; i++) {
+        int64_t b = f.nodes[i].end ? f.nodes[i].end : now_ns;
+        lo = f.nodes[i].start < lo ? f.nodes[i].start : lo;
+        hi = b > hi ? b : hi;
+    }
+    size_t k = hi > lo ? (size_t)((hi - lo + step_ns - 1) / step_ns) : 0;
+    double *w = k ? calloc(k, sizeof *w) : NULL;
+    if (!k)
+        rc = wt_err_set(err, "job %s has no duration", ref);
+    else if (!w)
+        rc = -ENOMEM;
+    /* each slot: the GPU energy of every node within it (its part of the node's window) */
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        int64_t a = lo + (int64_t)i * step_ns, b = a + step_ns < hi ? a + step_ns : hi;
+        for (size_t q = 0; q < f.nn && rc == 0; q++) {
+            const struct pnode *nd = &f.nodes[q];
+            int64_t na = a > nd->start ? a : nd->start;
+            int64_t nb = nd->end ? nd->end : now_ns;
+            nb = b < nb ? b : nb;
+            struct pspan sp;
+            if ((rc = node_span(&f.e, nd, na, nb, &sp)) == 0)
+                w[i] += sp.gpu_j / ((double)(b - a) / 1e9);
+        }
+    }
+    fleet_free(&f);
+    if (rc) {
+        free(w);
+        return rc;
+    }
+    *watts = w;
+    *n = k;
+    *duration_ns = hi - lo;
+    return 0;
 }

@@ -91,4 +91,13 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
 int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON **out,
                    struct wt_err *err) WT_MUST_USE;
 
+/*
+ * wt_jobs_profile over the fleet: the mean GPU power of job ref summed over its nodes in each
+ * step_ns slot from its earliest start to its latest end (or now_ns), for `wattage schedule
+ * --like JOB --source`. *watts is malloc'd. Returns 0, -ENOENT, -EINVAL (err) or -EIO.
+ */
+int wt_promsrc_profile(struct wt_promsrc *p, const char *ref, int64_t now_ns, int64_t step_ns,
+                       double **watts, size_t *n, int64_t *duration_ns,
+                       struct wt_err *err) WT_MUST_USE;
+
 #endif

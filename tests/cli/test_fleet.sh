@@ -3,7 +3,8 @@
 # names, own fake NVML power, own stores) remote-write into Prometheus 2.42 and VictoriaMetrics;
 # one job started with the same name on all three, with two epochs. The job's energy from each
 # engine (`wattage job show --source`), and its phases, equal the sum of the three nodes' own
-# figures within 0.1 %; so does `wattage energy --source` over a window against the three stores.
+# figures within 0.1 %; so do `wattage energy --source` over a window against the three stores
+# and the job's profile that `wattage schedule --like JOB --source` plans with.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/remote_write_lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
@@ -103,7 +104,9 @@ for idx in (1, 2):
     assert len(fp) == 1 and fp[0]["nodes"] == 3, f["phases"]
     lp = [p for l in loc for p in l["phases"] if p["kind"] == "epoch" and p["index"] == idx]
     close(fp[0]["kpi"]["energy_joules"], sum(p["kpi"]["energy_joules"] for p in lp), f"epoch {idx}")
-print(f"# fleet {f['kpi']['energy_joules']:.3f} J over 3 nodes", file=sys.stderr)
+want = sum(l["kpi"]["energy_joules"] for l in loc)
+print(f"# fleet {f['kpi']['energy_joules']:.3f} J over 3 nodes, the nodes' sum {want:.3f} J",
+      file=sys.stderr)
 PY
 }
 compare_energy() {
@@ -134,6 +137,27 @@ for src in "prometheus://127.0.0.1:$PPORT" "victoriametrics://127.0.0.1:$VPORT";
 done
 
 src="prometheus://127.0.0.1:$PPORT"
+# schedule --like: the job's power profile over its three nodes, on a flat forecast
+$PY - >"$TMP/flat.csv" <<'PY'
+import time
+t0 = int(time.time()) // 1800 * 1800
+print('timestamp,gco2_per_kwh,kind')
+for i in range(96):
+    print('%d,200,forecast' % (t0 + 1800 * i))
+PY
+"$BIN" import carbon "$TMP/flat.csv" --zone GB --db "$TMP/sched.db" >/dev/null
+"$BIN" schedule --like slurm-4242 --source "$src" --deadline +24h --zone GB --db "$TMP/sched.db" \
+    --json >"$TMP/sched.json" 2>"$TMP/sched.err"
+msg=$($PY - "$TMP/sched.json" "$TMP/fleet.json" "$TMP"/local{1,2,3}.json 2>&1 <<'PY'
+import json, sys
+d, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+want = sum(json.load(open(p))["kpi"]["energy_kwh"] for p in sys.argv[3:])
+assert d["power_from"] == "job", d
+assert abs(d["duration_s"] - f["kpi"]["duration_s"]) < 1e-3, (d["duration_s"], f["kpi"])
+assert abs(d["it_energy_kwh"] - want) <= 1e-3 * want, (d["it_energy_kwh"], want)
+PY
+) && ok "schedule --like --source: the job's energy over its nodes within 0.1 %" ||
+    not_ok "schedule --like --source: the job's energy over its nodes within 0.1 %" "$msg $(cat "$TMP/sched.err")"
 "$BIN" job show slurm-4242 --source "$src" >"$TMP/human.txt" 2>&1
 check "the human form names the three nodes" test "$(grep -c '^  node  ' "$TMP/human.txt")" = 3
 "$BIN" job show no-such-job --source "$src" 2>"$TMP/nojob.err" >/dev/null
