@@ -524,8 +524,7 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
                 sp->cpu_j += r[i].energy_j;
             continue;
         }
-        if (strcmp(r[i].s.metric, "wattage_gpu_energy_joules_total") != 0 ||
-            !gpu_in(nd->gpus, r[i].s.labels))
+        if (!wt_metric_is_gpu_energy(r[i].s.metric) || !gpu_in(nd->gpus, r[i].s.labels))
             continue;
         sp->gpu_j += r[i].energy_j;
         sp->ngpu++;
@@ -789,9 +788,10 @@ static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int
         rc = -ENOMEM;
         goto out;
     }
-    size_t off = (size_t)snprintf(sel, sl,
-                                  "{__name__=~\"wattage_(gpu|cpu)_energy_joules_total\","
-                                  "node=~\"");
+    size_t off =
+        (size_t)snprintf(sel, sl,
+                         "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\","
+                         "node=~\"");
     for (size_t i = 0; i < f->nn; i++) {
         const struct pnode *nd = &f->nodes[i];
         edges[ne++] = nd->start;
