@@ -4,6 +4,7 @@
 # Four endpoints: the CA and a client certificate (accepted), no client certificate (refused in
 # the handshake), the wrong CA (the server is not trusted), insecure_skip_verify with a client
 # certificate (accepted). Refusals are failures retried with a log line naming the TLS error.
+# Then `wattage energy --source https://` reads the series back over the same mutual TLS.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 source "$(dirname "$0")/remote_write_lib.sh"
@@ -57,6 +58,7 @@ WPORT=$(free_port)
 bg "$BIN" run -c "$TMP/w.yaml" --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 \
     2>"$TMP/run.log"
 wait_for 20 curl -sf "http://127.0.0.1:$WPORT/healthz" -o /dev/null || { not_ok "the daemon starts" "$(tail -5 "$TMP/run.log")"; finish; }
+w_from=$(/usr/bin/python3 -c 'import time; print(f"{time.time() + 1:.3f}")')
 check "mtls: the CA and a client certificate are accepted" rw_wait_caught_up "$WPORT" mtls 30
 check "insecure_skip_verify with a client certificate is accepted" rw_wait_caught_up "$WPORT" insecure 30
 sleep 2
@@ -78,4 +80,21 @@ import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; assert r a
 pcurl "https://127.0.0.1:$PPORT/api/v1/query" --data-urlencode 'query=count(wattage_gpu_up{node="node-t"})' >"$TMP/q2.json"
 check "wattage_gpu_up arrived through the insecure endpoint" /usr/bin/python3 -c '
 import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; assert r and r[0]["value"][1] == "2", r' "$TMP/q2.json"
+
+# The fleet read path over the same mutual TLS: --source https:// with the CLI's certificates.
+SRC=https://127.0.0.1:$PPORT
+WATTAGE_CACERT=$K/ca.pem WATTAGE_CERT=$K/client.pem WATTAGE_KEY=$K/client.key \
+    "$BIN" energy --from "$w_from" --to -1s --json --source "$SRC" >"$TMP/e.json" 2>"$TMP/e.err"
+check "energy --source https://: the node's two GPU counters, read over mutual TLS" /usr/bin/python3 -c '
+import json, sys; d = json.load(open(sys.argv[1])); s = d["series"]
+assert len(s) == 2 and {x["node"] for x in s} == {"node-t"} and d["total_joules"] > 0, d
+assert all(x["method"] == "counter" and x["coverage"] > 0.5 for x in s), s' "$TMP/e.json"
+WATTAGE_CACERT=$K/ca.pem "$BIN" energy --source "$SRC" >/dev/null 2>"$TMP/e2.err"
+check "without a client certificate: exit 1" test $? = 1
+check "  and the TLS error named with the source" grep -qiE "https://127.0.0.1:$PPORT: .*(SSL|alert|certificate|reset|Failure when receiving)" "$TMP/e2.err"
+WATTAGE_CACERT=$K/other.pem WATTAGE_CERT=$K/client.pem WATTAGE_KEY=$K/client.key \
+    "$BIN" energy --source "$SRC" >/dev/null 2>"$TMP/e3.err"
+rc=$?
+check "the wrong CA: exit 1, the server's certificate not trusted" \
+    bash -c '[[ $1 == 1 ]] && grep -qiE "(certificate|SSL)" "$2"' _ "$rc" "$TMP/e3.err"
 finish
