@@ -29,12 +29,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit/carbon.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "store/promsrc.h"
 #include "store/store.h"
 
 static void energy_json(cJSON *o, const char *key, const struct wt_kpi_energy *e)
@@ -307,16 +309,61 @@ static int extra_rows(struct wt_store *st, const struct wt_config *cfg, struct w
     return 0;
 }
 
+/*
+ * --source: the fleet's readings of the window copied into a working store in a new temporary
+ * directory (dir, removed by the caller), so the KPIs are computed exactly as locally. 0 or 1.
+ */
+static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, size_t n,
+                       struct wt_store **st)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_err err = {{0}};
+    char path[96];
+    struct wt_store_opts o = {.create = true};
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, n, "%s/wattage-kpi-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "wattage kpi: cannot make a working directory: %s\n", strerror(errno));
+        dir[0] = '\0';
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/kpi.db", dir);
+    if (wt_cli_open_source(source, &ps) != 0) {
+        rmdir(dir);
+        dir[0] = '\0';
+        return 2;
+    }
+    int rc = wt_store_open(path, &o, st, &err);
+    if (rc == 0)
+        rc = wt_promsrc_copy(ps, from, to, *st, &err);
+    wt_promsrc_close(ps);
+    if (rc) {
+        fprintf(stderr, "wattage kpi: %s\n", err.msg);
+        wt_store_close(*st);
+        *st = NULL;
+        unlink(path);
+        rmdir(dir);
+        dir[0] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
 int wt_cmd_kpi(int argc, char **argv); /* the command table in main.c declares it too */
 
 int wt_cmd_kpi(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'}, {"to", required_argument, NULL, 't'},
-        {"zone", required_argument, NULL, 'z'}, {"json", no_argument, NULL, 'j'},
-        {"db", required_argument, NULL, 'd'},   {"config", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},       {0}};
+    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
+                                         {"to", required_argument, NULL, 't'},
+                                         {"zone", required_argument, NULL, 'z'},
+                                         {"json", no_argument, NULL, 'j'},
+                                         {"db", required_argument, NULL, 'd'},
+                                         {"config", required_argument, NULL, 'c'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {"source", required_argument, NULL, 's'},
+                                         {0}};
     const char *from_s = "-1h", *to_s = "now", *zone = NULL, *db = NULL, *config = NULL;
+    const char *source = NULL;
     bool json = false;
     int c, rc;
     optind = 1;
@@ -340,11 +387,16 @@ int wt_cmd_kpi(int argc, char **argv)
         case 'c':
             config = optarg;
             break;
+        case 's':
+            source = optarg;
+            break;
         case 'h':
             printf("usage: wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] "
-                   "[-c FILE]\n"
+                   "[-c FILE] [--source URL]\n"
                    "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
-                   "  the meters and their roles come from the topology section of the config\n");
+                   "  the meters and their roles come from the topology section of the config\n"
+                   "  --source: every node's readings from an engine that receives their remote "
+                   "write\n");
             return 0;
         default:
             return 2;
@@ -389,7 +441,9 @@ int wt_cmd_kpi(int argc, char **argv)
             return 2;
         }
     }
-    rc = wt_cli_open_store(config, db ? db : cfg.store.path, false, &st);
+    char work[64] = "";
+    rc = source ? fleet_store(source, from, to, work, sizeof work, &st)
+                : wt_cli_open_store(config, db ? db : cfg.store.path, false, &st);
     if (rc) {
         free(t);
         wt_config_free(&cfg);
@@ -408,6 +462,15 @@ int wt_cmd_kpi(int argc, char **argv)
         wt_kpi_report_free(&r);
     }
     wt_store_close(st);
+    if (work[0]) {
+        char path[96];
+        static const char *const files[] = {"kpi.db", "kpi.db-wal", "kpi.db-shm"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(path, sizeof path, "%s/%s", work, files[i]);
+            unlink(path);
+        }
+        rmdir(work);
+    }
     free(t);
     wt_config_free(&cfg);
     return rc;

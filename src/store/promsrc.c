@@ -937,3 +937,43 @@ int wt_promsrc_profile(struct wt_promsrc *p, const char *ref, int64_t now_ns, in
     *duration_ns = hi - lo;
     return 0;
 }
+
+#define COPY_SEL "{__name__=~\"wattage_(gpu_energy|cpu_energy|facility_).+\"}"
+
+int wt_promsrc_copy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_store *st,
+                    struct wt_err *err)
+{
+    struct wt_promsrc_set set = {0};
+    struct wt_reading *r = NULL;
+    size_t cap = 0;
+    int64_t pad = p->o.pad_ns;
+    char q[160];
+    snprintf(q, sizeof q, "%s[%lldms]", COPY_SEL, (long long)((to - from + 2 * pad) / 1000000 + 1));
+    int rc = wt_promsrc_query(p, q, to + pad, &set, err);
+    for (size_t i = 0; i < set.n && rc == 0; i++) {
+        const struct wt_promsrc_series *s = &set.s[i];
+        int m = wt_metric_find(s->metric);
+        if (m < 0 || !s->node[0])
+            continue; /* not a series of ours, or not from a node */
+        if (s->n > cap) {
+            struct wt_reading *nr = realloc(r, s->n * sizeof *nr);
+            if (!nr) {
+                rc = -ENOMEM;
+                break;
+            }
+            r = nr;
+            cap = s->n;
+        }
+        for (size_t k = 0; k < s->n; k++) {
+            r[k].t_ns = s->pts[k].t_ns;
+            r[k].value = s->pts[k].v;
+            r[k].metric = (uint16_t)m;
+            snprintf(r[k].labels, sizeof r[k].labels, "%s", s->labels);
+        }
+        if ((rc = wt_store_write(st, s->node, r, s->n)) != 0)
+            wt_err_set(err, "cannot copy %s's %s into the working store", s->node, s->metric);
+    }
+    free(r);
+    wt_promsrc_set_free(&set);
+    return rc;
+}

@@ -92,6 +92,16 @@ int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON 
                    struct wt_err *err) WT_MUST_USE;
 
 /*
+ * Copies the raw samples of every node's GPU and CPU energy and facility series within the pad
+ * around [from, to] into st (which should be a new store: node = the node label), so the local
+ * computations that read a store (audit/kpi.h) run on the fleet's readings as they are. Series
+ * of names this build does not know are skipped. Returns 0, -EIO (err) or -ENOMEM.
+ */
+struct wt_store;
+int wt_promsrc_copy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_store *st,
+                    struct wt_err *err) WT_MUST_USE;
+
+/*
  * wt_jobs_profile over the fleet: the mean GPU power of job ref summed over its nodes in each
  * step_ns slot from its earliest start to its latest end (or now_ns), for `wattage schedule
  * --like JOB --source`. *watts is malloc'd. Returns 0, -ENOENT, -EINVAL (err) or -EIO.

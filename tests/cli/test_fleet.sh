@@ -137,6 +137,24 @@ for src in "prometheus://127.0.0.1:$PPORT" "victoriametrics://127.0.0.1:$VPORT";
 done
 
 src="prometheus://127.0.0.1:$PPORT"
+# kpi --source: the fleet's IT energy (no facility meter here: the nodes' sensors)
+for i in 1 2 3; do "$BIN" kpi --from "$w_from" --to "$w_to" --json --db "$TMP/n$i.db" >"$TMP/klocal$i.json"; done
+for s in "$src" "victoriametrics://127.0.0.1:$VPORT"; do
+    "$BIN" kpi --from "$w_from" --to "$w_to" --json --source "$s" >"$TMP/kfleet.json" 2>"$TMP/kfleet.err"
+    msg=$($PY - "$TMP/kfleet.json" "$TMP"/klocal{1,2,3}.json 2>&1 <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+loc = [json.load(open(p)) for p in sys.argv[2:]]
+for k in ("it", "gpu"):
+    want = sum(l["energy"][k]["joules"] for l in loc)
+    got = f["energy"][k]["joules"]
+    assert want > 0 and abs(got - want) <= 1e-3 * want, (k, got, want)
+assert f["energy"]["it"]["from"] == "node_sensors", f["energy"]["it"]
+PY
+)   && ok "kpi --source $s: the fleet's IT and GPU energy, the nodes' sum within 0.1 %" ||
+        not_ok "kpi --source $s: the fleet's IT and GPU energy, the nodes' sum within 0.1 %" "$msg $(cat "$TMP/kfleet.err")"
+done
+check "kpi --source leaves no working store behind" test -z "$(ls -d /tmp/wattage-kpi-* 2>/dev/null)"
 # schedule --like: the job's power profile over its three nodes, on a flat forecast
 $PY - >"$TMP/flat.csv" <<'PY'
 import time
