@@ -1794,16 +1794,17 @@ static void *exporter_main(void *arg)
             wt_info("jobs", "job series computed again after %d failures", fails);
             fails = 0;
         }
-        /* Present only while there are jobs to show: the exporter is no collector, so it does
-         * not make a daemon that collects nothing healthy. */
-        if (rc == 0 && b.len == 0) {
-            wt_hub_set_state(j->hub, j->slot, false, METRICS_TTL_NS);
-        } else {
-            wt_hub_set_state(j->hub, j->slot, true, METRICS_TTL_NS);
-            wt_hub_publish(j->hub, j->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
-        }
         /* Once a second, or ten times what computing took (many long jobs). */
         int64_t every = 10 * (m1 - m0) > METRICS_TTL_NS ? 10 * (m1 - m0) : METRICS_TTL_NS;
+        /* Present only while there are jobs to show: the exporter is no collector, so it does
+         * not make a daemon that collects nothing healthy. Its interval is what it waits, so a
+         * slow computation is not taken for a stalled collector. */
+        if (rc == 0 && b.len == 0) {
+            wt_hub_set_state(j->hub, j->slot, false, every);
+        } else {
+            wt_hub_set_state(j->hub, j->slot, true, every);
+            wt_hub_publish(j->hub, j->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
+        }
         int64_t until = m0 + every;
         struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
         pthread_mutex_lock(&j->mu);
