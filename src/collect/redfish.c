@@ -95,6 +95,8 @@ struct rf {
     size_t nseen, capseen;
     char up_labels[WT_LABELS_LEN];
     struct wt_ratelimit rl;
+    wt_redfish_serve_fn serve; /* a stand-in for the service (tests, fuzzing); NULL: HTTP */
+    void *serve_ctx;
     /* during a poll */
     int64_t deadline_mono; /* 0 outside a poll */
     int64_t t_ns;
@@ -338,6 +340,17 @@ static long request(struct rf *s, const char *method, const char *path, const ch
         s->body.p[0] = '\0';
     s->hdr_token[0] = s->hdr_location[0] = '\0';
     s->errbuf[0] = '\0';
+    if (s->serve) {
+        const char *b = NULL;
+        size_t n = 0;
+        long st = s->serve(s->serve_ctx, method, path, &b, &n);
+        if (n && on_body((char *)b, 1, n, &s->body) != n) {
+            wt_err_set(err, "%s: response larger than %lld bytes, refused", path,
+                       (long long)s->t.max_response);
+            return -EFBIG;
+        }
+        return st;
+    }
     h = curl_slist_append(h, "Accept: application/json");
     if (json_body)
         h = curl_slist_append(h, "Content-Type: application/json");
@@ -1577,6 +1590,13 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     if (t->username[0] && !https)
         wt_warn("redfish", "%s: credentials are sent without TLS to %s", t->name, t->url);
     return 0;
+}
+
+void wt_redfish_serve(void *state, wt_redfish_serve_fn fn, void *ctx)
+{
+    struct rf *s = state;
+    s->serve = fn;
+    s->serve_ctx = ctx;
 }
 
 /* After a failed poll: the target is down (its last readings are stale and go). */

@@ -43,6 +43,17 @@ extern const struct wt_collector_ops wt_redfish_collector;
 /* Checks the section collectors.redfish.targets (see sections.c). Returns 0 or -EINVAL. */
 int wt_redfish_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
 
+/*
+ * A stand-in for the service, for tests and fuzzing: every request of a target's state (made by
+ * wt_redfish_collector.open_target) goes to fn instead of the network. fn gets the method and
+ * the service path ("/redfish/v1/...") and returns the HTTP status, with *body and *len (kept by
+ * fn's owner, copied before the next call; a body over max_response is refused as over HTTP).
+ * fn NULL: HTTP again.
+ */
+typedef long (*wt_redfish_serve_fn)(void *ctx, const char *method, const char *path,
+                                    const char **body, size_t *len);
+void wt_redfish_serve(void *state, wt_redfish_serve_fn fn, void *ctx);
+
 /* Default bound on one response body, bytes (the largest DMTF mockup resource is ~40 KiB). */
 #define WT_REDFISH_MAX_RESPONSE (4 << 20)
 /* At most this many resources are polled per target (the walk stops adding beyond). */
