@@ -650,6 +650,30 @@ static int emit(struct reg *r, double sf_mult, int64_t t_ns, struct wt_batch *ou
                         (double)(r->first_raw + r->ctr.total_raw) * per_raw);
 }
 
+/* This poll's registers (those with words read) as readings; *ok counts them. 0 or -ENOMEM. */
+static int decode(struct target *t, int64_t t_ns, struct wt_batch *out, size_t *ok)
+{
+    for (size_t k = 0; k < t->nregs; k++) {
+        struct reg *r = &t->regs[k];
+        double mult = 1;
+        if (!r->have || r->hidden)
+            continue;
+        if (r->sf_index >= 0) {
+            const struct reg *sf = &t->regs[r->sf_index];
+            int16_t e = (int16_t)sf->words[0];
+            /* SunSpec: 0x8000 is "not implemented"; a sane exponent is small. */
+            if (!sf->have || e == INT16_MIN || e < -10 || e > 10)
+                continue;
+            mult = pow(10, e);
+        }
+        int rc = emit(r, mult, t_ns, out);
+        if (rc)
+            return rc;
+        (*ok)++;
+    }
+    return 0;
+}
+
 static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     struct mb_state *s = state;
@@ -704,25 +728,10 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
         }
         i = j;
     }
-    for (size_t k = 0; k < t->nregs; k++) {
-        struct reg *r = &t->regs[k];
-        double mult = 1;
-        if (!r->have || r->hidden)
-            continue;
-        if (r->sf_index >= 0) {
-            const struct reg *sf = &t->regs[r->sf_index];
-            int16_t e = (int16_t)sf->words[0];
-            /* SunSpec: 0x8000 is "not implemented"; a sane exponent is small. */
-            if (!sf->have || e == INT16_MIN || e < -10 || e > 10)
-                continue;
-            mult = pow(10, e);
-        }
-        int rc = emit(r, mult, t_ns, out);
-        if (rc) {
-            wt_err_set(err, "out of memory");
-            return rc;
-        }
-        ok++;
+    int rc = decode(t, t_ns, out, &ok);
+    if (rc) {
+        wt_err_set(err, "out of memory");
+        return rc;
     }
     if (failed) {
         uint64_t held;
@@ -735,6 +744,29 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
         }
     }
     return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
+}
+
+void wt_modbus_feed(void *state, int function, unsigned first, const uint16_t *words, size_t n)
+{
+    struct target *t = &((struct mb_state *)state)->t;
+    for (size_t k = 0; k < t->nregs; k++) {
+        struct reg *r = &t->regs[k];
+        unsigned w = wt_modbus_type_words(r->type);
+        if (r->function != function || r->addr < first || r->addr + w > first + n)
+            continue;
+        memcpy(r->words, words + (r->addr - first), w * sizeof *words);
+        r->have = true;
+    }
+}
+
+int wt_modbus_readings(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    struct target *t = &((struct mb_state *)state)->t;
+    size_t ok = 0;
+    int rc = decode(t, t_ns, out, &ok);
+    for (size_t k = 0; k < t->nregs; k++)
+        t->regs[k].have = false;
+    return rc;
 }
 
 /* After a failed poll: the meter is down (its last readings are stale and go). */

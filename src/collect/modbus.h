@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "collect/collector.h"
+#include "core/reading.h"
 #include "core/yamltree.h"
 
 extern const struct wt_collector_ops wt_modbus_collector;
@@ -51,5 +52,16 @@ unsigned wt_modbus_type_words(enum wt_modbus_type t);
  */
 void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_words, uint64_t *raw,
                       double *value);
+
+/*
+ * For tests and fuzzing: a poll without the network, on a target's state made by
+ * wt_modbus_collector.open_target (which does not connect). wt_modbus_feed gives the registers
+ * read: words[i] is register first + i of function (0 holding, 1 input); a register lying wholly
+ * in them is read this poll. wt_modbus_readings then appends what the poll would (type, word
+ * order, scale, unit, SunSpec scale factor, counters followed across polls) and starts the next
+ * poll with nothing read. Returns 0 or -ENOMEM.
+ */
+void wt_modbus_feed(void *state, int function, unsigned first, const uint16_t *words, size_t n);
+int wt_modbus_readings(void *state, int64_t t_ns, struct wt_batch *out) WT_MUST_USE;
 
 #endif
