@@ -126,7 +126,11 @@ static int parse_rfc3339(const char *s, int64_t *out)
                     .tm_min = mi,
                     .tm_sec = sec};
     time_t t = timegm(&tm);
-    *out = ((int64_t)t - offset_s) * WT_NS_PER_S + frac;
+    /* Nanoseconds in 64 bits reach from 1677 to 2262: a year 0001 or 9999 is out of range. */
+    int64_t ns;
+    if (__builtin_mul_overflow((int64_t)t - offset_s, WT_NS_PER_S, &ns) ||
+        __builtin_add_overflow(ns, frac, out))
+        return -EINVAL;
     return 0;
 }
 
@@ -202,7 +206,9 @@ int wt_time_parse(const char *s, int64_t now_ns, int64_t *out_ns)
         int64_t d;
         if (parse_units(s + 1, 0, &d))
             return -EINVAL;
-        *out_ns = s[0] == '-' ? now_ns - d : now_ns + d;
+        if (s[0] == '-' ? __builtin_sub_overflow(now_ns, d, out_ns)
+                        : __builtin_add_overflow(now_ns, d, out_ns))
+            return -EINVAL;
         return 0;
     }
     if (strlen(s) >= 10 && s[4] == '-')

@@ -67,6 +67,12 @@ WT_TEST(time_parse_forms)
     WT_EQ_INT(wt_time_parse("2025-11-29T18:00:00", now, &t), -EINVAL); /* no zone */
     WT_EQ_INT(wt_time_parse("2025-13-01T00:00:00Z", now, &t), -EINVAL);
     WT_EQ_INT(wt_time_parse("yesterday", now, &t), -EINVAL);
+    /* Out of the range of 64-bit nanoseconds (1677..2262): refused, not wrapped. */
+    WT_EQ_INT(wt_time_parse("0001-01-01T00:00:00Z", now, &t), -EINVAL);
+    WT_EQ_INT(wt_time_parse("9999-12-31T23:59:59Z", now, &t), -EINVAL);
+    WT_EQ_INT(wt_time_parse("+15000w", now, &t), -EINVAL);
+    WT_EQ_INT(wt_time_parse("2262-04-11T23:47:16Z", now, &t), 0);
+    WT_EQ_INT(t, 9223372036LL * WT_NS_PER_S);
     char buf[40];
     wt_time_format(1764439200LL * WT_NS_PER_S + 123 * WT_NS_PER_MS, 1, buf, sizeof buf);
     WT_EQ_STR(buf, "2025-11-29T18:00:00.123Z");
