@@ -351,8 +351,9 @@ static void close_periods(struct wt_carbon_batch *b)
         if (!period)
             period = HOUR_NS;
         for (size_t k = i; k <= j; k++) {
-            if (!b->p[k].to_ns)
-                b->p[k].to_ns = b->p[k].from_ns + period;
+            /* Two points centuries apart make a period that runs past 2262: it ends there. */
+            if (!b->p[k].to_ns && __builtin_add_overflow(b->p[k].from_ns, period, &b->p[k].to_ns))
+                b->p[k].to_ns = INT64_MAX;
         }
         i = j + 1;
     }

@@ -200,6 +200,24 @@ WT_TEST(electricitymaps_history_and_forecast)
     wt_carbon_batch_free(&b);
 }
 
+WT_TEST(points_centuries_apart_end_in_range)
+{
+    /* Found by fuzzing: a period of 180 years from a start in 2206 ran past 2262 and wrapped. */
+    const char *h = "{\"zone\":\"DE\",\"history\":[{\"carbonIntensity\":320,\"datetime\":"
+                    "\"2026-11-29T18:00:00.000Z\"},{\"carbonIntensity\":301,\"datetime\":"
+                    "\"2206-11-29T19:00:00.000Z\"}]}";
+    struct wt_carbon_batch b;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_carbon_parse("h.json", h, strlen(h), WT_CF_AUTO, WT_CS_INTENSITY, NULL, stderr, &b,
+                              &err),
+              0);
+    WT_EQ_INT(b.n, 2);
+    for (size_t i = 0; i < b.n; i++)
+        WT_ASSERT(b.p[i].to_ns > b.p[i].from_ns);
+    WT_EQ_INT(b.p[1].to_ns, INT64_MAX);
+    wt_carbon_batch_free(&b);
+}
+
 WT_TEST(malformed_csv_lines_reported_by_number_nothing_stored)
 {
     char path[512], file[600], rep[600];
