@@ -343,7 +343,9 @@ static void close_periods(struct wt_carbon_batch *b)
         int64_t period = 0;
         while (j + 1 < b->n && strcmp(b->p[j + 1].zone, b->p[i].zone) == 0 &&
                b->p[j + 1].kind == b->p[i].kind) {
-            int64_t d = b->p[j + 1].from_ns - b->p[j].from_ns;
+            int64_t d;
+            if (__builtin_sub_overflow(b->p[j + 1].from_ns, b->p[j].from_ns, &d))
+                d = 0; /* 1700 and 2200: no period to speak of */
             if (d > 0 && (!period || d < period))
                 period = d;
             j++;

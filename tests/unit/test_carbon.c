@@ -216,6 +216,17 @@ WT_TEST(points_centuries_apart_end_in_range)
         WT_ASSERT(b.p[i].to_ns > b.p[i].from_ns);
     WT_EQ_INT(b.p[1].to_ns, INT64_MAX);
     wt_carbon_batch_free(&b);
+    /* Starts in 1724 and 2023: their distance does not fit in 64-bit nanoseconds. */
+    const char *far = "{\"zone\":\"DE\",\"history\":[{\"carbonIntensity\":320,\"datetime\":"
+                      "\"1724-03-13T03:30:00Z\"},{\"carbonIntensity\":301,\"datetime\":"
+                      "\"2023-03-13T03:00:00Z\"}]}";
+    WT_EQ_INT(wt_carbon_parse("far.json", far, strlen(far), WT_CF_AUTO, WT_CS_INTENSITY, NULL,
+                              stderr, &b, &err),
+              0);
+    WT_EQ_INT(b.n, 2);
+    WT_EQ_INT(b.p[0].to_ns - b.p[0].from_ns, HOUR); /* no period: the single point's hour */
+    WT_EQ_INT(b.p[1].to_ns - b.p[1].from_ns, HOUR);
+    wt_carbon_batch_free(&b);
 }
 
 WT_TEST(malformed_csv_lines_reported_by_number_nothing_stored)
