@@ -413,6 +413,15 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
             rc = parse_generic(g, gen->child[k], p, t, k);
             if (rc)
                 return rc;
+            /* Two OIDs at one point would be one series taking turns between two counters. */
+            for (size_t j = 0; j < k; j++)
+                if (t->generic[j].metric == t->generic[k].metric &&
+                    strcmp(t->generic_kind[j], t->generic_kind[k]) == 0 &&
+                    strcmp(t->generic_point[j], t->generic_point[k]) == 0)
+                    return wt_y_fail(g, gen->child[k], p,
+                                     "point %s (kind %s) has this metric from generic[%zu] "
+                                     "already (%s)",
+                                     t->generic_point[k], t->generic_kind[k], j, t->generic_oid[j]);
         }
         t->ngeneric = gen->n;
     }
@@ -515,6 +524,7 @@ struct wt_snmp {
     int pending_id;
     int reply_state; /* -1 waiting, else STAT_SUCCESS / STAT_TIMEOUT / STAT_ERROR */
     netsnmp_pdu *reply;
+    size_t out_start; /* where this poll's readings start in the batch */
 };
 
 /* Adds (or finds) a walk item. Returns its index or -EINVAL / -ENOSPC. */
@@ -914,6 +924,14 @@ static int emit(struct wt_snmp *s, int metric, const char *kind, const char *poi
             return -E2BIG;
         snprintf(lb + l, sizeof lb - l, ",%s", s->place);
     }
+    /*
+     * Two columns (a generic profile's OIDs with one point) or two rows that render the same
+     * point would export a series twice, and Prometheus refuses a scrape with a duplicate: the
+     * first one this poll is kept.
+     */
+    for (size_t i = s->out_start; i < out->len; i++)
+        if (out->r[i].metric == metric && strcmp(out->r[i].labels, lb) == 0)
+            return 0;
     return wt_batch_add(out, metric, lb, t_ns, v);
 }
 
@@ -1008,6 +1026,7 @@ static int up_labels(const struct wt_snmp *s, char *lb, size_t n)
 int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
 {
     int rc = 0;
+    s->out_start = out->len;
     if (s->prof) {
         for (size_t c = 0; c < s->prof->ncols; c++) {
             const struct wt_snmp_column *col = &s->prof->cols[c];

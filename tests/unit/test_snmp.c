@@ -737,6 +737,38 @@ WT_TEST(generic_profile_reads_text_values)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(a_series_is_exported_once_per_poll)
+{
+    /* Found by fuzzing: two generic OIDs with one point gave two samples of one series. */
+    static const char *const oids[] = {"1.3.6.1.4.1.1.1.7", "1.3.6.1.4.1.318.1.1.26.4.3.1.9"};
+    struct wt_snmp_target t = target("g");
+    snprintf(t.profile, sizeof t.profile, "generic");
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(t.generic_oid[i], sizeof t.generic_oid[i], "%s", oids[i]);
+        snprintf(t.generic_kind[i], sizeof t.generic_kind[i], "inlet");
+        snprintf(t.generic_point[i], sizeof t.generic_point[i], "inlet%%1");
+        t.generic[i].metric = WT_M_FAC_ENERGY_J;
+        t.generic[i].scale = 3.6e6;
+    }
+    t.ngeneric = 2;
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_state_new(&t, NULL, &s, &err), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.1.1.7.1", 4, "2.28kWh"), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.318.1.1.26.4.3.1.9.1", 2, "64"), 0);
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    size_t n = 0;
+    for (size_t i = 0; i < b.len; i++)
+        n += b.r[i].metric == WT_M_FAC_ENERGY_J;
+    WT_EQ_INT(n, 1);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J,
+                          "source=\"snmp\",target=\"g\",point=\"inlet1\",kind=\"inlet\""),
+            2.28 * 3.6e6, 1e-3);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 WT_TEST(liebert_receptacle_energy)
 {
     /* lgpPdu*EnergyAccum: UNITS "0.1 Kilowatt-Hour" (power-energy-oid-units.tsv). */
@@ -942,6 +974,10 @@ WT_TEST(config_errors)
         "w.yaml:", "targets[0].generic", "needs a list");
     BAD("- name: a\n  address: h\n  community: x\n  generic: [{oid: 1.3.6, metric: power}]\n",
         "w.yaml:4:", "targets[0].generic", "only with profile: generic");
+    BAD("- name: a\n  address: h\n  community: x\n  profile: generic\n  generic:\n"
+        "    - {oid: 1.3.6.1.4.1.1.1.7, metric: energy, kind: inlet}\n"
+        "    - {oid: 1.3.6.1.4.1.1.1.8, metric: energy, kind: inlet}\n",
+        "w.yaml:7:", "targets[0].generic[1]", "point inlet%1", "generic[0]");
     BAD("- name: a\n  address: h\n  community: x\n  profile: generic\n  generic:\n"
         "    - {oid: 1.3.6.1.x, metric: power}\n",
         "w.yaml:6:", "targets[0].generic[0].oid", "numeric OID");
