@@ -4,6 +4,7 @@
 #   make test       install missing packages (tests too), build with -Werror, run every test
 #   make bench      run the benchmarks (see bench/README.md)
 #   make SANITIZE=address,undefined test
+#   make fuzz       build the libFuzzer harnesses with clang (ASan+UBSan), run each FUZZ_TIME s
 VERSION := 0.1.0
 PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
            libprotobuf-c snappy
@@ -48,7 +49,8 @@ FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/
 PEER_SRC := $(sort $(wildcard tests/peers/*.c))
 PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
-.PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind
+.PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind fuzz \
+        fuzz-build
 BENCH    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard bench/*.c)))
 
 all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH) $(PEERS)
@@ -126,11 +128,37 @@ bench: deps-test
 valgrind: all
 	@WATTAGE_VALGRIND=1 ./tests/run.sh $(BUILD)
 
+# The libFuzzer harnesses (tests/fuzz/fuzz_*.c), one per parser, with everything under clang's
+# -fsanitize=fuzzer-no-link,address,undefined in build/fuzz/. Not part of `all`: a machine
+# without clang still builds, and -Werror stays gcc's (a warning only clang has must not stop
+# the fuzzing). `make fuzz` runs the regression inputs (tests/fuzz/regress/NAME/)
+# and then each harness for FUZZ_TIME seconds from its seed corpus (tests/fuzz/seeds.sh).
+FUZZ_SRC   := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_BUILD := build/fuzz
+FUZZ_BINS  := $(FUZZ_SRC:tests/fuzz/%.c=$(FUZZ_BUILD)/tests/fuzz/%)
+FUZZ_TIME  ?= 60
+FUZZ_CC    ?= clang
+
+fuzz-build:
+	@$(MAKE) --no-print-directory CC=$(FUZZ_CC) BUILD=$(FUZZ_BUILD) WERROR=0 \
+	    SANITIZE=fuzzer-no-link,address,undefined $(FUZZ_BINS)
+
+fuzz: deps-test
+	@$(MAKE) --no-print-directory fuzz-build
+	@./tests/fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_TIME)
+
+$(FUZZ_BUILD)/tests/fuzz/%: tests/fuzz/%.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE $(CFLAGS) -Itests/fuzz -fsanitize=fuzzer -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) \
+	    $(LDLIBS)
+
+FORMAT_SRC = $(SRC) $(shell find src tests -name '*.h') $(TEST_SRC) $(wildcard tests/fuzz/*.c)
+
 format:
-	clang-format -i $(SRC) $(shell find src tests -name '*.h') $(TEST_SRC) tests/runner.c tests/fakes/*.c
+	clang-format -i $(FORMAT_SRC) tests/runner.c tests/fakes/*.c
 
 check-format:
-	clang-format --dry-run -Werror $(SRC) $(shell find src tests -name '*.h') $(TEST_SRC)
+	clang-format --dry-run -Werror $(FORMAT_SRC)
 
 tidy:
 	clang-tidy $(SRC) -- $(CFLAGS)
@@ -138,4 +166,4 @@ tidy:
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d)
+-include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d) $(FUZZ_BINS:=.d)
