@@ -871,6 +871,21 @@ static void render_point(const struct wt_snmp_column *c, const struct row *r, in
     }
 }
 
+/*
+ * The sub-identifiers of an index that a column's point names: its highest %N, the daisy-chain
+ * unit, the sensor type of a typed column; at least one (a scalar's ".0").
+ */
+static size_t index_named(const struct wt_snmp_column *c)
+{
+    size_t n = c->unit_pos;
+    for (const char *t = c->point; *t; t++)
+        if (*t == '%' && t[1] >= '1' && t[1] <= '9' && (size_t)(t[1] - '0') > n)
+            n = (size_t)(t[1] - '0');
+    if (c->flags & WT_SNMP_TYPED)
+        n++;
+    return n ? n : 1;
+}
+
 /* The energy counter of (col, index), made on first use. NULL when out of memory. */
 static struct ectr *counter(struct wt_snmp *s, size_t col, const struct row *r)
 {
@@ -944,6 +959,12 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
     double scale = col->scale;
     int64_t key = -1;
     if (!r->has_num)
+        return 0;
+    /*
+     * A row whose index goes on past what the point names is not a row of this table: it would
+     * render the point of another row, and one series would take turns between two counters.
+     */
+    if (r->nidx > index_named(col))
         return 0;
     if (col->key_oid) {
         const struct row *kr = same_index(s, s->key_item[c], r);

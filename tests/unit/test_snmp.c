@@ -769,6 +769,29 @@ WT_TEST(a_series_is_exported_once_per_poll)
     wt_snmp_state_free(s);
 }
 
+WT_TEST(a_row_with_a_longer_index_is_not_the_tables)
+{
+    /* Found by fuzzing: Eaton outlet energy is indexed unit.outlet; a row 0.17.2.1 rendered as
+     * outlet17 too, and the series took turns between the two counters. */
+    struct wt_snmp_target t = target("e");
+    struct wt_snmp *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_snmp_state_new(&t, wt_snmp_profile_find("eaton-epdu"), &s, &err), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.5.1.4.0.17.2.1", 66, "2247453"), 0);
+    WT_EQ_INT(wt_snmp_feed(s, "1.3.6.1.4.1.534.6.6.7.6.5.1.4.0.17", 66, "538863"), 0);
+    WT_EQ_INT(wt_snmp_readings(s, T0, &b), 0);
+    size_t n = 0;
+    for (size_t i = 0; i < b.len; i++)
+        n += b.r[i].metric == WT_M_FAC_ENERGY_J;
+    WT_EQ_INT(n, 1);
+    WT_NEAR(reading_value(&b, WT_M_FAC_ENERGY_J,
+                          "source=\"snmp\",target=\"e\",point=\"outlet17\",kind=\"outlet\""),
+            538863 * 3600.0, 1e-3);
+    wt_batch_free(&b);
+    wt_snmp_state_free(s);
+}
+
 WT_TEST(liebert_receptacle_energy)
 {
     /* lgpPdu*EnergyAccum: UNITS "0.1 Kilowatt-Hour" (power-energy-oid-units.tsv). */
