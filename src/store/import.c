@@ -128,9 +128,10 @@ static int parse_time(const char *s, int64_t *t_ns)
         return -EINVAL;
     tm.tm_isdst = -1;
     time_t t = mktime(&tm);
-    if (t == (time_t)-1)
+    /* -1 is also 1969-12-31 23:59:59; a year outside 1677..2262 does not fit in nanoseconds. */
+    if (t == (time_t)-1 || __builtin_mul_overflow((int64_t)t, WT_NS_PER_S, t_ns) ||
+        __builtin_add_overflow(*t_ns, frac, t_ns))
         return -EINVAL;
-    *t_ns = (int64_t)t * WT_NS_PER_S + frac;
     return 0;
 }
 

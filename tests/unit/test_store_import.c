@@ -190,6 +190,18 @@ WT_TEST(unusable_files_are_refused)
     fclose(r);
     WT_CONTAINS(rep, "unknown unit [hp]");
     WT_EQ_INT(st.readings, 0);
+    /* Found by fuzzing: a year 0024 overflowed the nanoseconds instead of being a bad line. */
+    char in5[] = "timestamp, index, power.draw [W]\n0024/05/01 12:00:00.000, 0, 1\n"
+                 "2024/05/01 12:00:00.000, 0, 1\n";
+    char rep5[512] = "";
+    r = fmemopen(rep5, sizeof rep5, "w");
+    f = fmemopen(in5, sizeof in5 - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "y.csv", "y", r, &st, &err), 0);
+    fclose(f);
+    fclose(r);
+    WT_CONTAINS(rep5, "y.csv:2: bad timestamp");
+    WT_EQ_INT(st.skipped, 1);
+    WT_EQ_INT(st.rows, 1);
     wt_store_close(s);
 
     char name[64];
