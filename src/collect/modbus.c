@@ -643,11 +643,15 @@ static int emit(struct reg *r, double sf_mult, int64_t t_ns, struct wt_batch *ou
         if (per_raw < 0)
             return 0;
     }
-    /* A decrease by more than half the range is a reset (meter cleared), not a wrap. */
+    /*
+     * A decrease by more than half the range is a reset (meter cleared), not a wrap. The total
+     * is summed as a double: a u64 register near 2^64 (0xFFFF... is how many meters say "no
+     * value") plus what followed would wrap in 64 bits.
+     */
     if (wt_energy_counter_update(&r->ctr, t_ns, cur, modulus, modulus / 2) == WT_DELTA_FIRST)
         r->first_raw = cur; /* what the meter counted before we started is part of the total */
     return wt_batch_add(out, r->mk->metric, r->labels, t_ns,
-                        (double)(r->first_raw + r->ctr.total_raw) * per_raw);
+                        ((double)r->first_raw + (double)r->ctr.total_raw) * per_raw);
 }
 
 /* This poll's registers (those with words read) as readings; *ok counts them. 0 or -ENOMEM. */

@@ -1020,7 +1020,7 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
         if (k == WT_DELTA_RESET)
             wt_info("snmp", "energy counter reset target=%s column=%s raw=%" PRIu64, s->t.name,
                     col->oid, raw);
-        v = (double)(e->base + e->c.total_raw);
+        v = (double)e->base + (double)e->c.total_raw; /* a Counter64 near 2^64: no wrap */
     }
     char point[64];
     render_point(col, r, key, point, sizeof point);

@@ -160,6 +160,36 @@ WT_TEST(decode_every_type_and_word_order)
 
 #define HEAD "collectors:\n  modbus:\n    targets:\n"
 
+WT_TEST(a_u64_counter_near_2_64_then_reset_never_goes_down)
+{
+    /* Found by fuzzing: the meter's first reading plus what followed was summed in 64 bits. */
+    struct wt_config c;
+    struct wt_batch b = {0};
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    load(&c, "collectors:\n  modbus:\n    targets:\n      - name: m\n        address: h\n"
+             "        registers:\n          - {name: e, address: 0, type: u64, metric: energy}\n");
+    WT_EQ_INT(wt_modbus_collector.open_target(&c, 0, &st, &err), 0);
+    const uint16_t near[4] = {0xffff, 0xffff, 0xffff, 0xff00}, small[4] = {0, 0, 0, 0x100};
+    wt_modbus_feed(st, 0, 0, near, 4);
+    WT_EQ_INT(wt_modbus_readings(st, 1000000000LL, &b), 0);
+    WT_EQ_INT(b.len, 1);
+    double first = b.r[0].value;
+    WT_NEAR(first, 18446744073709551360.0, 1e5);
+    wt_batch_clear(&b);
+    wt_modbus_feed(st, 0, 0, small, 4); /* the meter was cleared */
+    WT_EQ_INT(wt_modbus_readings(st, 2000000000LL, &b), 0);
+    WT_EQ_INT(b.len, 1);
+    WT_ASSERT(b.r[0].value >= first);
+    /* A poll that read nothing exports nothing. */
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_modbus_readings(st, 3000000000LL, &b), 0);
+    WT_EQ_INT(b.len, 0);
+    wt_batch_free(&b);
+    wt_modbus_collector.close(st);
+    wt_config_free(&c);
+}
+
 WT_TEST(config_errors_name_file_line_and_path)
 {
     load_fails(HEAD "      - name: m1\n        address: 127.0.0.1:1502\n        registers:\n"

@@ -452,6 +452,13 @@ WT_TEST(energy_counter_wrap_and_reset)
             1);
     wt_snmp_state_free(s);
 
+    /* A Counter64 near 2^64 that wraps: the total is no 64-bit sum (found by fuzzing Modbus). */
+    s = generic1("1.3.6.1.4.1.9.5", WT_M_FAC_ENERGY_J, 1, 0);
+    double big = poll1(s, T0, o, 70, "18446744073709551000", WT_M_FAC_ENERGY_J, lb);
+    WT_NEAR(big, 18446744073709551000.0, 1e5);
+    WT_ASSERT(poll1(s, T0 + 10 * S, o, 70, "1000", WT_M_FAC_ENERGY_J, lb) >= big);
+    wt_snmp_state_free(s);
+
     /* APC rPDU2 energy: INTEGER tenths of kWh, user resettable: a reset is no negative step. */
     s = generic1("1.3.6.1.4.1.9.6", WT_M_FAC_ENERGY_J, 0.1 * 3.6e6, 0);
     o = "1.3.6.1.4.1.9.6.1";
