@@ -93,6 +93,9 @@ struct reg {
     char labels[WT_LABELS_LEN];
     struct wt_energy_counter ctr;
     uint64_t first_raw;
+    double per_raw;    /* base units per raw unit at the last poll */
+    double carried;    /* base units counted before the scale factor last changed */
+    bool rebased;      /* the counter started again after a scale change */
     uint16_t words[4]; /* this poll's registers */
     bool have;         /* words were read this poll */
 };
@@ -628,8 +631,8 @@ static int emit(struct reg *r, double sf_mult, int64_t t_ns, struct wt_batch *ou
     double per_raw;
     if (r->type == WT_MB_FLOAT32) {
         double base = v * f;
-        if (base < 0)
-            return 0;
+        if (base < 0 || base > 9e15)
+            return 0; /* thousandths of it must fit in 64 bits */
         cur = (uint64_t)llround(base * 1000.0);
         per_raw = 1e-3;
     } else {
@@ -648,10 +651,22 @@ static int emit(struct reg *r, double sf_mult, int64_t t_ns, struct wt_batch *ou
      * is summed as a double: a u64 register near 2^64 (0xFFFF... is how many meters say "no
      * value") plus what followed would wrap in 64 bits.
      */
-    if (wt_energy_counter_update(&r->ctr, t_ns, cur, modulus, modulus / 2) == WT_DELTA_FIRST)
+    if (r->ctr.have && per_raw != r->per_raw) {
+        /*
+         * The scale factor changed (a SunSpec sunssf may): what was counted stays in base
+         * units, and the counter starts again from this raw value, so the total never jumps.
+         */
+        r->carried += ((double)r->first_raw + (double)r->ctr.total_raw) * r->per_raw;
+        memset(&r->ctr, 0, sizeof r->ctr);
+        r->first_raw = 0;
+        r->rebased = true;
+    }
+    r->per_raw = per_raw;
+    if (wt_energy_counter_update(&r->ctr, t_ns, cur, modulus, modulus / 2) == WT_DELTA_FIRST &&
+        !r->rebased)
         r->first_raw = cur; /* what the meter counted before we started is part of the total */
     return wt_batch_add(out, r->mk->metric, r->labels, t_ns,
-                        ((double)r->first_raw + (double)r->ctr.total_raw) * per_raw);
+                        r->carried + ((double)r->first_raw + (double)r->ctr.total_raw) * per_raw);
 }
 
 /* This poll's registers (those with words read) as readings; *ok counts them. 0 or -ENOMEM. */

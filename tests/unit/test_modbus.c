@@ -190,6 +190,35 @@ WT_TEST(a_u64_counter_near_2_64_then_reset_never_goes_down)
     wt_config_free(&c);
 }
 
+WT_TEST(a_scale_factor_that_changes_keeps_the_total)
+{
+    /* Found by fuzzing: the whole count was rescaled by the new sunssf (100 J became 10 J). */
+    struct wt_config c;
+    struct wt_batch b = {0};
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    load(&c, "collectors:\n  modbus:\n    targets:\n      - name: m\n        address: h\n"
+             "        registers:\n          - {name: e, address: 0, type: u16, metric: energy,\n"
+             "             scale_register: 1}\n");
+    WT_EQ_INT(wt_modbus_collector.open_target(&c, 0, &st, &err), 0);
+    const uint16_t p1[2] = {100, 0}, p2[2] = {100, 0xffff}, p3[2] = {200, 0xffff};
+    wt_modbus_feed(st, 0, 0, p1, 2);
+    WT_EQ_INT(wt_modbus_readings(st, 1000000000LL, &b), 0);
+    WT_EQ_INT(b.len, 1);
+    WT_NEAR(b.r[0].value, 100, 1e-9);
+    wt_batch_clear(&b);
+    wt_modbus_feed(st, 0, 0, p2, 2); /* sunssf 0 -> -1 */
+    WT_EQ_INT(wt_modbus_readings(st, 2000000000LL, &b), 0);
+    WT_NEAR(b.r[0].value, 100, 1e-9);
+    wt_batch_clear(&b);
+    wt_modbus_feed(st, 0, 0, p3, 2); /* 100 more raw at 0.1 J */
+    WT_EQ_INT(wt_modbus_readings(st, 3000000000LL, &b), 0);
+    WT_NEAR(b.r[0].value, 110, 1e-9);
+    wt_batch_free(&b);
+    wt_modbus_collector.close(st);
+    wt_config_free(&c);
+}
+
 WT_TEST(config_errors_name_file_line_and_path)
 {
     load_fails(HEAD "      - name: m1\n        address: 127.0.0.1:1502\n        registers:\n"
