@@ -22,6 +22,11 @@ copy() {
 
 shopt -s nullglob globstar
 copy config tests/fixtures/config/*.yaml deploy/*.yaml
+# The deployed example with its commented target and rule examples switched on (check-config
+# accepts it so): every module section with content.
+for f in deploy/*.yaml; do
+    sed -E 's/^(    +)#  /\1  /; s/: \[\]$/:/' "$f" >"$out/config/examples-$(basename "$f")"
+done
 copy import tests/fixtures/nvidia-smi/*.csv
 copy carbon "$data"/carbon-intensity/**/*.csv "$data"/carbon-intensity/**/*.json
 copy snmp "$data"/snmp/**/*.snmprec
