@@ -2,7 +2,9 @@
 /*
  * One line per event to stderr:
  *   2026-11-29T18:00:00.123Z info  nvml: GPU lost gpu=3 uuid=GPU-…
- * The level is set at run time. Repeated failures go through struct wt_ratelimit.
+ * The level is set at run time. Under systemd with stderr connected to the journal each line
+ * starts with its syslog priority, "<6>2026-11-29T18:00:00.123Z info  nvml: ...". Repeated failures
+ * go through struct wt_ratelimit.
  */
 #ifndef WT_LOG_H
 #define WT_LOG_H
@@ -16,6 +18,12 @@ void wt_log_set_level(enum wt_log_level level);
 enum wt_log_level wt_log_get_level(void);
 /* Parses "debug", "info", "warn", "error". Returns 0 or -EINVAL. */
 int wt_log_parse_level(const char *s, enum wt_log_level *out);
+/*
+ * Looks again at whether stderr is the journal (JOURNAL_STREAM matches stderr's device and inode)
+ * and returns it; lines then carry syslog priority prefixes. The first line logged looks by
+ * itself; call this after redirecting stderr (tests).
+ */
+bool wt_log_detect_journal(void);
 void wt_log(enum wt_log_level level, const char *module, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
