@@ -2,8 +2,10 @@
 /*
  * `wattage run`: the daemon, in the foreground, logging to stderr. Collector threads publish to
  * the hub; this thread waits for signals (SIGTERM/SIGINT stop, SIGHUP reloads the configuration)
- * and logs a one-line summary every minute. At exit it logs the energy each series counted
- * while it ran, so a run's total is on record even without the store.
+ * and logs a one-line summary every minute. Under systemd (Type=notify) it says READY, STATUS,
+ * RELOADING and STOPPING, and pings the watchdog only while the poll loop ticks. At exit it logs
+ * the energy each series counted while it ran, so a run's total is on record even without the
+ * store.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -26,6 +28,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "core/sdnotify.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
 #include "serve/http.h"
@@ -149,6 +152,73 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     if (nm)
         snprintf(line + n, sizeof line - (size_t)n, " mem_used=%.3f", mem);
     wt_info("run", "%s", line);
+}
+
+/* Sends state to systemd; a failure is said once (the daemon runs on without it). */
+static void notify(const char *state)
+{
+    static bool warned;
+    int rc = wt_sdnotify(state);
+    if (rc < 0 && !warned) {
+        warned = true;
+        wt_warn("run", "cannot notify systemd (NOTIFY_SOCKET): %s", strerror(-rc));
+    }
+}
+
+/*
+ * READY=1 or another state, with STATUS= the one-line summary systemctl status shows: GPUs up,
+ * GPU power, the store's state and readiness (src/core/health.h) with its first reason.
+ */
+static void notify_status(const char *state, struct wt_hub *hub, struct wt_batch *snap)
+{
+    char msg[600];
+    int ngpu = 0, nup, npow = 0;
+    double up = 0, gpu_w = 0;
+    struct wt_health_reason r[WT_HEALTH_MAX_REASONS];
+    size_t nr = 0;
+    if (wt_hub_snapshot(hub, snap) == 0) {
+        (void)sum_metric(snap, WT_M_GPU_UP, NULL, NULL, NULL, &ngpu);
+        up = sum_metric(snap, WT_M_GPU_UP, NULL, NULL, NULL, &nup);
+        gpu_w = sum_metric(snap, WT_M_GPU_POWER_W, NULL, NULL, NULL, &npow);
+        nr = wt_health_collect(snap, r, WT_HEALTH_MAX_REASONS);
+    }
+    const char *store = "ok";
+    for (size_t i = 0; i < nr && i < WT_HEALTH_MAX_REASONS; i++)
+        if (strcmp(r[i].component, "store") == 0)
+            store = "failing";
+    int n = snprintf(msg, sizeof msg, "%s%sSTATUS=gpus_up=%.0f/%d", state ? state : "",
+                     state ? "\n" : "", up, ngpu);
+    if (npow)
+        n += snprintf(msg + n, sizeof msg - (size_t)n, " gpu_power_w=%.1f", gpu_w);
+    if (nr == 0)
+        snprintf(msg + n, sizeof msg - (size_t)n, " store=%s ready", store);
+    else
+        snprintf(msg + n, sizeof msg - (size_t)n, " store=%s degraded (%zu): %s%s%s: %s", store, nr,
+                 r[0].component, r[0].key[0] ? " " : "", r[0].key, r[0].message);
+    notify(msg);
+}
+
+/*
+ * Whether the poll loop ticks: every collector found on this host polled within 3 of its
+ * intervals (plus a second), counting from loop_start for one that has not polled yet. A collector
+ * stuck in a call fails this, and the watchdog pings stop so systemd restarts the daemon. Unlike
+ * wt_hub_healthy, a host with no source present is alive: its threads are looking for them.
+ */
+static bool loop_alive(struct wt_hub *hub, int64_t now, int64_t loop_start, char *why, size_t n)
+{
+    struct wt_hub_collector c[WT_HUB_MAX_COLLECTORS];
+    size_t nc = wt_hub_collectors(hub, c, WT_HUB_MAX_COLLECTORS);
+    for (size_t i = 0; i < nc && i < WT_HUB_MAX_COLLECTORS; i++) {
+        if (!c[i].present || c[i].retired)
+            continue;
+        int64_t last = c[i].last_tick_mono > loop_start ? c[i].last_tick_mono : loop_start;
+        if (now - last > 3 * c[i].interval_ns + WT_NS_PER_S) {
+            snprintf(why, n, "%s: no poll for %.1f s", c[i].name,
+                     (double)(now - last) / WT_NS_PER_S);
+            return false;
+        }
+    }
+    return true;
 }
 
 static void log_energy_totals(struct tracker *tr)
@@ -410,17 +480,41 @@ int wt_cmd_run(int argc, char **argv)
         goto out;
     }
 
+    /* The listener is bound and serving, the collectors started: systemd may start dependents. */
+    notify_status("READY=1", hub, &snap);
     int64_t start = wt_now_mono_ns();
     int64_t next_summary = start + o.summary_ns;
+    int64_t loop_start = start;
+    int64_t watchdog_ns = wt_sdnotify_watchdog_ns();
+    int64_t next_ping = start;
+    bool pinging = true;
     for (;;) {
         int64_t now = wt_now_mono_ns();
         int64_t until = next_summary;
         if (o.duration_ns && start + o.duration_ns < until)
             until = start + o.duration_ns;
+        if (watchdog_ns && next_ping <= now) {
+            char why[160];
+            bool alive = loop_alive(hub, now, loop_start, why, sizeof why);
+            if (alive && !pinging)
+                wt_info("run", "the poll loop ticks again: watchdog pings resume");
+            if (alive)
+                notify("WATCHDOG=1");
+            else if (pinging)
+                wt_error("run",
+                         "the poll loop is stuck (%s): no watchdog pings, systemd will "
+                         "restart the daemon",
+                         why);
+            pinging = alive;
+            next_ping = wt_loop_next_deadline(next_ping, watchdog_ns, now);
+        }
+        if (watchdog_ns && next_ping < until)
+            until = next_ping;
         if (until <= now) {
             if (o.duration_ns && now >= start + o.duration_ns)
                 break;
             log_summary(hub, tr, &snap);
+            notify_status(NULL, hub, &snap);
             next_summary += o.summary_ns;
             continue;
         }
@@ -433,10 +527,15 @@ int wt_cmd_run(int argc, char **argv)
         }
         if (sig == SIGHUP) {
             struct wt_config next;
+            char reloading[64];
             wt_info("run", "SIGHUP: reloading the configuration");
+            snprintf(reloading, sizeof reloading, "RELOADING=1\nMONOTONIC_USEC=%lld",
+                     (long long)(wt_now_mono_ns() / 1000));
+            notify(reloading);
             if (reload_config(o.config, &next) != 0) {
                 wt_log_set_level(cfg.daemon.log_level);
                 wt_config_free(&next);
+                notify_status("READY=1", hub, &snap);
                 continue;
             }
             apply_flags(&o, &next);
@@ -473,10 +572,13 @@ int wt_cmd_run(int argc, char **argv)
             }
             /* Targets no longer configured leave /metrics, the status and the health check. */
             wt_loop_retire_dropped(hub, before, nbefore, loop);
+            loop_start = wt_now_mono_ns();
+            notify_status("READY=1", hub, &snap);
         }
     }
     ret = 0;
 out:
+    notify("STOPPING=1");
     wt_http_close(http);
     wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
     wt_jobs_close(jobs);       /* after the server: no request in progress uses it */
