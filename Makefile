@@ -50,7 +50,7 @@ PEER_SRC := $(sort $(wildcard tests/peers/*.c))
 PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind fuzz \
-        fuzz-build
+        fuzz-build deb
 BENCH    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard bench/*.c)))
 
 all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH) $(PEERS)
@@ -162,6 +162,10 @@ check-format:
 
 tidy:
 	clang-tidy $(SRC) -- $(CFLAGS)
+
+# The Debian package (dpkg-deb, no debian/ source tree): scripts/deb.sh, files from deploy/.
+deb: $(BUILD)/wattage
+	@./scripts/deb.sh $(BUILD) $(VERSION)
 
 clean:
 	rm -rf build
