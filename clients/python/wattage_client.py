@@ -8,7 +8,7 @@ Run the program under ``wattage exec -- python train.py`` (or start a job yourse
 
     for epoch in range(3):
         train_one_epoch()
-        wc.mark("epoch", index=epoch, tokens=tokens_seen, samples=n, accuracy=acc)
+        wc.mark("epoch", index=epoch, tokens_total=tokens_seen, samples=n, accuracy=acc)
 
     with wc.phase("eval", index=epoch) as p:      # a phase that begins and ends here
         p.counters["accuracy"] = evaluate()
@@ -16,9 +16,20 @@ Run the program under ``wattage exec -- python train.py`` (or start a job yourse
 A mark closes the phase that began at the previous mark of the same kind (or the job's start);
 its energy is computed by the daemon from its stored series over exactly that window.
 
+Counters: ``tokens``, ``samples`` and ``requests`` are the phase's own counts (a delta: what
+was processed since the previous mark of the same kind). ``tokens_total``, ``samples_total``
+and ``requests_total`` are running totals since the job's start (a cumulative count such as
+``tokens_seen``); the daemon takes the phase's count as the difference. Give one form or the
+other for a counter in a mark. A delta that rises at every mark like a running total is stored
+as given, and the daemon's warning is printed once. Other counters (``accuracy``,
+``latency_p99_s``, any lower_snake_case name) are values at the mark.
+
 Environment: ``WATTAGE_JOB`` (the job id or name; without it every call does nothing),
 ``WATTAGE_URL`` (default ``http://127.0.0.1:9747``), ``WATTAGE_TOKEN`` (bearer token, when the
-daemon requires one). ``wattage exec`` sets all three.
+daemon requires one), and for https ``WATTAGE_CACERT`` (the CA that signed the daemon's
+certificate), ``WATTAGE_CERT`` and ``WATTAGE_KEY`` (a client certificate and its key, when the
+daemon requires one: mutual TLS). ``wattage exec`` sets all of them that it uses itself.
+``configure()`` sets the same from code.
 
 Nothing here ever raises into the caller: when the daemon cannot be reached or refuses a mark,
 the call returns False and one warning is printed on stderr (once per process); after a failure
@@ -27,12 +38,14 @@ to connect, marks are skipped for 30 s so a down daemon costs the training loop 
 The same from any language, with curl::
 
     curl -X POST -H 'Content-Type: application/json' -H "Authorization: Bearer $WATTAGE_TOKEN" \\
-         -d '{"kind": "epoch", "index": 1, "tokens": 1048576}' \\
+         --cacert "$WATTAGE_CACERT" --cert "$WATTAGE_CERT" --key "$WATTAGE_KEY" \\
+         -d '{"kind": "epoch", "index": 1, "tokens_total": 1048576}' \\
          "$WATTAGE_URL/api/v1/jobs/$WATTAGE_JOB/marks"
 """
 
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -40,7 +53,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-__all__ = ["mark", "phase", "enabled"]
+__all__ = ["mark", "phase", "enabled", "configure"]
 
 DEFAULT_URL = "http://127.0.0.1:9747"
 _TIMEOUT_S = 2.0
@@ -48,7 +61,53 @@ _BACKOFF_S = 30.0
 
 _lock = threading.Lock()
 _warned = False
+_warned_counters = False
 _down_until = 0.0
+_settings = {}  # set by configure(); each wins over its environment variable
+_ssl = {"key": None, "context": None}
+
+_ENV = {
+    "job": "WATTAGE_JOB",
+    "url": "WATTAGE_URL",
+    "token": "WATTAGE_TOKEN",
+    "cacert": "WATTAGE_CACERT",
+    "cert": "WATTAGE_CERT",
+    "key": "WATTAGE_KEY",
+}
+
+
+def configure(job=None, url=None, token=None, cacert=None, cert=None, key=None):
+    """Sets where marks go, over the environment variables of the same meaning (see above).
+
+    Arguments left None keep their environment variable. cert and key go together (a client
+    certificate for a daemon with mutual TLS); cacert is the CA that signed the daemon's
+    certificate. Never raises.
+    """
+    global _down_until
+    for name, value in (("job", job), ("url", url), ("token", token), ("cacert", cacert),
+                        ("cert", cert), ("key", key)):
+        if value is not None:
+            _settings[name] = str(value)
+    _down_until = 0.0
+
+
+def _get(name):
+    v = _settings.get(name)
+    return v if v else os.environ.get(_ENV[name]) or None
+
+
+def _context(url):
+    """The TLS context for an https URL (cached per set of files), else None."""
+    if not url.lower().startswith("https:"):
+        return None
+    files = (_get("cacert"), _get("cert"), _get("key"))
+    with _lock:
+        if _ssl["key"] != files or _ssl["context"] is None:
+            ctx = ssl.create_default_context(cafile=files[0])
+            if files[1]:
+                ctx.load_cert_chain(files[1], files[2])
+            _ssl["key"], _ssl["context"] = files, ctx
+        return _ssl["context"]
 
 
 def _warn_once(msg):
@@ -65,26 +124,28 @@ def _warn_once(msg):
 
 
 def enabled():
-    """True when a job is set (WATTAGE_JOB) and marks are sent."""
-    return bool(os.environ.get("WATTAGE_JOB"))
+    """True when a job is set (WATTAGE_JOB or configure(job=...)) and marks are sent."""
+    return bool(_get("job"))
 
 
 def mark(kind="epoch", index=None, **counters):
     """Adds a mark of `kind` (epoch, step, eval, any lower_snake_case word) to the current job.
 
-    index: optional integer >= 0. counters: numbers >= 0 such as tokens, samples, requests,
-    accuracy, latency_p50_s, latency_p99_s (any lower_snake_case name); begin=True only opens
-    the next phase of this kind. Returns True when the daemon stored it, else False.
+    index: optional integer >= 0. counters: numbers >= 0 such as tokens, samples, requests
+    (the phase's own counts), tokens_total, samples_total, requests_total (running totals since
+    the job's start), accuracy, latency_p50_s, latency_p99_s (any lower_snake_case name);
+    begin=True only opens the next phase of this kind. Returns True when the daemon stored it,
+    else False.
     """
     global _down_until
     try:
-        job = os.environ.get("WATTAGE_JOB")
+        job = _get("job")
         if not job:
             return False
         if time.monotonic() < _down_until:
             return False
-        url = os.environ.get("WATTAGE_URL") or DEFAULT_URL
-        token = os.environ.get("WATTAGE_TOKEN")
+        url = _get("url") or DEFAULT_URL
+        token = _get("token")
         body = {"kind": kind}
         if index is not None:
             body["index"] = index
@@ -95,8 +156,10 @@ def mark(kind="epoch", index=None, **counters):
         req.add_header("Content-Type", "application/json")
         if token:
             req.add_header("Authorization", "Bearer " + token)
-        with urllib.request.urlopen(req, timeout=_TIMEOUT_S) as rep:
-            return 200 <= rep.status < 300
+        with urllib.request.urlopen(req, timeout=_TIMEOUT_S, context=_context(url)) as rep:
+            ok = 200 <= rep.status < 300
+            _counter_warnings(rep.read())
+            return ok
     except urllib.error.HTTPError as e:
         try:
             why = json.loads(e.read().decode("utf-8", "replace")).get("error", "")
@@ -111,6 +174,19 @@ def mark(kind="epoch", index=None, **counters):
     except Exception as e:  # bad counters (NaN, objects), anything else: never raise
         _warn_once("a %s mark was not sent: %s" % (kind, e))
         return False
+
+
+def _counter_warnings(raw):
+    """Prints the daemon's first warning about the counters of a mark, once per process."""
+    global _warned_counters
+    try:
+        w = json.loads(raw.decode("utf-8", "replace")).get("warnings") or []
+        if w and not _warned_counters:
+            _warned_counters = True
+            sys.stderr.write("wattage_client: the daemon warns: %s\n" % w[0])
+            sys.stderr.flush()
+    except Exception:
+        pass
 
 
 class phase:

@@ -2,7 +2,8 @@
 /*
  * `wattage exec [--job NAME] [--tag K=V]... [--gpus LIST] [--target M=X] -- CMD [ARGS...]`:
  * starts a job on the local daemon, runs CMD as a child (it sees WATTAGE_JOB, WATTAGE_URL and,
- * when one is known, WATTAGE_TOKEN, so its own code can add marks), forwards the signals sent
+ * when they are known, WATTAGE_TOKEN, WATTAGE_CACERT, WATTAGE_CERT and WATTAGE_KEY, so its own
+ * code can add marks), forwards the signals sent
  * to the wrapper (SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) to it, ends the job when it
  * exits, prints the job's energy on stderr, and exits with CMD's status (128 + N when a signal
  * N ended it; 127 when CMD cannot be run).
@@ -12,8 +13,11 @@
  * second for the first --detect seconds (default 60) the wrapper asks the daemon's
  * GET /api/v1/gpus/processes; once the set found has stayed the same for 3 checks (or the
  * command ended, or the time is up) it becomes the job's with POST /api/v1/jobs/{id}/gpus (they
- * then count over the job's whole window); else every GPU of the node. When the daemon cannot be
- * reached CMD still runs, without a job, and the wrapper says so.
+ * then count over the job's whole window); else every GPU of the node.
+ *
+ * CMD always runs, whatever the daemon does (down, refusing the TLS handshake or the token,
+ * hanging, answering 500): without a job, and the wrapper says once that energy is not being
+ * recorded. Every request has a bound, so the daemon delays CMD by less than a second.
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
@@ -230,31 +234,51 @@ static double mono_s(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-/* Polls the job until its energy window is covered by the store (or wait_s passes). */
-static cJSON *final_job(const struct wt_cli_api *api, const char *id, double wait_s)
+/* Sets name to path made absolute (the command may change directory), when path is set. */
+static void child_env_path(const char *name, const char *path)
 {
-    char path[96], why[256];
-    cJSON *j = NULL;
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
-    for (;;) {
-        long st;
-        char *rep = NULL;
-        cJSON_Delete(j);
-        j = NULL;
-        if (wt_cli_api_call(api, "GET", path, NULL, &st, &rep, why, sizeof why) == 0 && st == 200)
-            j = cJSON_Parse(rep);
-        free(rep);
-        const cJSON *cov = cJSON_GetObjectItemCaseSensitive(
-            cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) / 1e9;
-        if (!j || (cJSON_IsNumber(cov) && cov->valuedouble >= 0.999) || el >= wait_s)
-            return j;
-        struct timespec d = {0, 200 * 1000000L};
-        nanosleep(&d, NULL);
+    char *abs = path[0] ? realpath(path, NULL) : NULL;
+    if (path[0])
+        setenv(name, abs ? abs : path, 1);
+    free(abs);
+}
+
+/*
+ * Starts the job. Fills id (empty when there is none) and, without a job, why. The daemon gets
+ * START_CONNECT_MS to accept the connection (and the TLS handshake) and START_TIMEOUT_MS for the
+ * whole request, so a daemon that is down, refuses or hangs delays the command by less than a
+ * second.
+ */
+#define START_CONNECT_MS 500L
+#define START_TIMEOUT_MS 800L
+
+static void start_job(struct wt_cli_api *api, const char *name, char **tags, int ntags,
+                      const char *gpus, char **targets, int ntargets, char *id, size_t idn,
+                      char *why, size_t whyn)
+{
+    char *body = NULL, *rep = NULL;
+    long st = 0;
+    id[0] = '\0';
+    if (wt_cli_job_body("exec", name, tags, ntags, gpus, targets, ntargets, &body) != 0) {
+        snprintf(why, whyn, "the job's tags or target are wrong (see above)");
+        return;
     }
+    api->connect_ms = START_CONNECT_MS;
+    api->timeout_ms = START_TIMEOUT_MS;
+    if (wt_cli_api_call(api, "POST", "/api/v1/jobs", body, &st, &rep, why, whyn) == 0) {
+        cJSON *v = cJSON_Parse(rep);
+        const cJSON *jid = cJSON_GetObjectItemCaseSensitive(v, "id");
+        if (st == 201 && cJSON_IsNumber(jid)) {
+            snprintf(id, idn, "%.0f", jid->valuedouble);
+        } else {
+            const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "error"));
+            snprintf(why, whyn, "the daemon at %s refused the job: %.200s (HTTP %ld)", api->url,
+                     m ? m : rep, st);
+        }
+        cJSON_Delete(v);
+    }
+    free(rep);
+    cJSON_free(body);
 }
 
 int wt_cmd_exec(int argc, char **argv)
@@ -266,12 +290,16 @@ int wt_cmd_exec(int argc, char **argv)
                                          {"config", required_argument, NULL, 'c'},
                                          {"url", required_argument, NULL, 'U'},
                                          {"token-file", required_argument, NULL, 'T'},
+                                         {"cacert", required_argument, NULL, 'A'},
+                                         {"cert", required_argument, NULL, 'C'},
+                                         {"key", required_argument, NULL, 'K'},
                                          {"wait", required_argument, NULL, 'w'},
                                          {"detect", required_argument, NULL, 'D'},
                                          {"json", no_argument, NULL, 'j'},
                                          {"quiet", no_argument, NULL, 'q'},
                                          {0}};
-    const char *name = NULL, *gpus = NULL, *config = NULL, *url = NULL, *token_file = NULL;
+    const char *name = NULL, *gpus = NULL;
+    struct wt_cli_conn conn = {0};
     char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
     int ntags = 0, ntargets = 0, c;
     double wait_s = 5, detect_s = 60;
@@ -296,13 +324,22 @@ int wt_cmd_exec(int argc, char **argv)
                 targets[ntargets++] = optarg;
             break;
         case 'c':
-            config = optarg;
+            conn.config = optarg;
             break;
         case 'U':
-            url = optarg;
+            conn.url = optarg;
             break;
         case 'T':
-            token_file = optarg;
+            conn.token_file = optarg;
+            break;
+        case 'A':
+            conn.cacert = optarg;
+            break;
+        case 'C':
+            conn.cert = optarg;
+            break;
+        case 'K':
+            conn.key = optarg;
             break;
         case 'w':
             wait_s = atof(optarg);
@@ -342,32 +379,20 @@ int wt_cmd_exec(int argc, char **argv)
         }
     }
 
+    /* Whatever happens from here on, the command runs: a monitor must never stop the work it
+     * measures. Without a job it says so once. */
     struct wt_cli_api api;
-    char *body = NULL;
-    int rc = wt_cli_api_setup(config, url, token_file, &api);
-    if (rc || (rc = wt_cli_job_body("exec", name, tags, ntags, gpus, targets, ntargets, &body)))
-        return rc;
-    long st = 0;
-    char *rep = NULL, why[512];
-    if (wt_cli_api_call(&api, "POST", "/api/v1/jobs", body, &st, &rep, why, sizeof why) != 0) {
-        fprintf(stderr, "wattage exec: %s; running the command without a job\n", why);
-    } else {
-        cJSON *v = cJSON_Parse(rep);
-        const cJSON *id = cJSON_GetObjectItemCaseSensitive(v, "id");
-        if (st == 201 && cJSON_IsNumber(id)) {
-            snprintf(idbuf, sizeof idbuf, "%.0f", id->valuedouble);
-        } else {
-            const char *m = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "error"));
-            fprintf(stderr, "wattage exec: the job was refused: %s (HTTP %ld)\n", m ? m : rep, st);
-            cJSON_Delete(v);
-            free(rep);
-            cJSON_free(body);
-            return 2;
-        }
-        cJSON_Delete(v);
-    }
-    free(rep);
-    cJSON_free(body);
+    char why[600] = "";
+    if (wt_cli_api_setup(&conn, &api) != 0)
+        snprintf(why, sizeof why, "the options or the configuration are wrong (see above)");
+    else
+        start_job(&api, name, tags, ntags, gpus, targets, ntargets, idbuf, sizeof idbuf, why,
+                  sizeof why);
+    if (!idbuf[0])
+        fprintf(stderr,
+                "wattage exec: energy is not being recorded: %s; running the command "
+                "without a job\n",
+                why);
 
     /* Signals are blocked from before the fork until the handlers are in place, so none is
      * lost in between; the child gets back the mask and dispositions it would have had. */
@@ -390,6 +415,9 @@ int wt_cmd_exec(int argc, char **argv)
             setenv("WATTAGE_URL", api.url, 1);
             if (api.token[0])
                 setenv("WATTAGE_TOKEN", api.token, 1);
+            child_env_path("WATTAGE_CACERT", api.cacert);
+            child_env_path("WATTAGE_CERT", api.cert);
+            child_env_path("WATTAGE_KEY", api.key);
         }
         execvp(cmd[0], cmd);
         int e = errno;
@@ -408,6 +436,8 @@ int wt_cmd_exec(int argc, char **argv)
     /* Without --gpus or CUDA_VISIBLE_DEVICES, look for the command's processes on the GPUs
      * once a second while it starts up. */
     int status = 0;
+    api.connect_ms = 500;
+    api.timeout_ms = 1000;
     struct gpu_search gs = {.on = idbuf[0] && !gpus && detect_s > 0};
     gs.next = mono_s() + 1;
     gs.until = gs.next - 1 + detect_s;
@@ -431,23 +461,23 @@ int wt_cmd_exec(int argc, char **argv)
     int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
     if (idbuf[0]) {
-        char path[96];
+        char path[96], *rep = NULL;
+        long st = 0;
+        /* The daemon answered a moment ago; it still gets a bound, so the wrapper always ends. */
+        api.connect_ms = 1000;
+        api.timeout_ms = 2000;
         snprintf(path, sizeof path, "/api/v1/jobs/%s/end", idbuf);
-        rep = NULL;
         if (wt_cli_api_call(&api, "POST", path, "{}", &st, &rep, why, sizeof why) != 0)
             fprintf(stderr, "wattage exec: cannot end job %s: %s\n", idbuf, why);
         else if (st != 200)
             fprintf(stderr, "wattage exec: ending job %s: HTTP %ld: %s\n", idbuf, st, rep);
         free(rep);
-        cJSON *j = quiet ? NULL : final_job(&api, idbuf, wait_s);
-        if (j && json) {
-            char *t = cJSON_PrintUnformatted(j);
-            if (t)
-                fprintf(stderr, "%s\n", t);
-            cJSON_free(t);
-        } else if (j) {
-            fprintf(stderr, "wattage exec: ");
-            wt_cli_print_job(stderr, j);
+        bool final = false;
+        cJSON *j = quiet ? NULL : wt_cli_final_job(&api, idbuf, NULL, wait_s, &final);
+        if (j) {
+            if (!json)
+                fprintf(stderr, "wattage exec: ");
+            wt_cli_print_ended(stderr, j, json, final);
         }
         cJSON_Delete(j);
     }

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -36,18 +37,31 @@ static int read_token(const char *path, char *out, size_t n)
     return 0;
 }
 
-int wt_cli_api_setup(const char *config, const char *url, const char *token_file,
-                     struct wt_cli_api *api)
+static bool given(const char *s)
+{
+    return s && *s;
+}
+
+/* The first of a flag, an environment variable and a configuration value that is set. */
+static const char *pick(const char *flag, const char *env, const char *conf)
+{
+    if (given(flag))
+        return flag;
+    if (given(getenv(env)))
+        return getenv(env);
+    return given(conf) ? conf : NULL;
+}
+
+int wt_cli_api_setup(const struct wt_cli_conn *conn, struct wt_cli_api *api)
 {
     struct wt_config cfg;
     memset(api, 0, sizeof *api);
-    if (!url)
-        url = getenv("WATTAGE_URL");
-    int rc = wt_cli_load_config(config, &cfg);
+    int rc = wt_cli_load_config(conn->config, &cfg);
     if (rc)
         return rc;
-    wt_config_free(&cfg); /* only the daemon's listen and TLS settings are read below */
-    if (url && *url) {
+    wt_config_free(&cfg); /* only the daemon's and the client's scalar settings are read below */
+    const char *url = pick(conn->url, "WATTAGE_URL", cfg.client.url);
+    if (url) {
         snprintf(api->url, sizeof api->url, "%s", url);
     } else {
         char host[128];
@@ -67,13 +81,39 @@ int wt_cli_api_setup(const char *config, const char *url, const char *token_file
     size_t l = strlen(api->url);
     while (l && api->url[l - 1] == '/')
         api->url[--l] = '\0';
+    const char *ca = pick(conn->cacert, "WATTAGE_CACERT", cfg.client.cacert);
+    if (ca)
+        snprintf(api->cacert, sizeof api->cacert, "%s", ca);
+    /* A certificate and its key come from the same place: the flags, the environment or the
+     * configuration, the first that names either. */
+    const char *cert = conn->cert, *key = conn->key, *from = "--cert and --key";
+    if (!given(cert) && !given(key)) {
+        cert = getenv("WATTAGE_CERT");
+        key = getenv("WATTAGE_KEY");
+        from = "WATTAGE_CERT and WATTAGE_KEY";
+    }
+    if (!given(cert) && !given(key)) {
+        cert = cfg.client.cert;
+        key = cfg.client.key;
+        from = "client.cert and client.key";
+    }
+    if (given(cert) != given(key)) {
+        fprintf(stderr, "wattage: %s go together (%s is missing)\n", from,
+                given(cert) ? "the key" : "the certificate");
+        return 2;
+    }
+    if (given(cert)) {
+        snprintf(api->cert, sizeof api->cert, "%s", cert);
+        snprintf(api->key, sizeof api->key, "%s", key);
+    }
     const char *t = getenv("WATTAGE_TOKEN");
+    const char *tf = conn->token_file ? conn->token_file : cfg.client.token_file;
     if (t && *t) {
         snprintf(api->token, sizeof api->token, "%s", t);
-    } else if (token_file) {
-        if (read_token(token_file, api->token, sizeof api->token) != 0) {
-            fprintf(stderr, "wattage: --token-file: cannot read %s: %s\n", token_file,
-                    strerror(errno));
+    } else if (tf && *tf) {
+        if (read_token(tf, api->token, sizeof api->token) != 0) {
+            fprintf(stderr, "wattage: %s: cannot read %s: %s\n",
+                    conn->token_file ? "--token-file" : "client.token_file", tf, strerror(errno));
             return 2;
         }
     } else if (cfg.daemon.auth.token_file[0]) {
@@ -125,13 +165,17 @@ int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char
     snprintf(url, sizeof url, "%s%s", api->url, path);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, api->connect_ms > 0 ? api->connect_ms : 3000L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, api->timeout_ms > 0 ? api->timeout_ms : 30000L);
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
     if (api->cacert[0])
         curl_easy_setopt(c, CURLOPT_CAINFO, api->cacert);
+    if (api->cert[0]) {
+        curl_easy_setopt(c, CURLOPT_SSLCERT, api->cert);
+        curl_easy_setopt(c, CURLOPT_SSLKEY, api->key);
+    }
     if (api->token[0]) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", api->token);
         h = curl_slist_append(h, auth);
@@ -362,6 +406,72 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     }
 }
 
+static double mono_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static bool covered(const cJSON *j)
+{
+    const cJSON *cov =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
+    return cJSON_IsNumber(cov) && cov->valuedouble >= 0.999;
+}
+
+cJSON *wt_cli_final_job(struct wt_cli_api *api, const char *id, cJSON *first, double wait_s,
+                        bool *final)
+{
+    char path[96], why[256];
+    cJSON *j = first;
+    double until = mono_s() + wait_s;
+    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
+    for (;;) {
+        double left = until - mono_s();
+        if (j && (covered(j) || left <= 0))
+            break;
+        if (j) {
+            struct timespec d = {0, 200 * 1000000L};
+            nanosleep(&d, NULL);
+            left -= 0.2;
+        }
+        long st, ms = left > 0.5 ? (long)(left * 1000) : 500;
+        char *rep = NULL;
+        api->connect_ms = ms < 1000 ? ms : 1000;
+        api->timeout_ms = ms;
+        cJSON *next = NULL;
+        if (wt_cli_api_call(api, "GET", path, NULL, &st, &rep, why, sizeof why) == 0 && st == 200)
+            next = cJSON_Parse(rep);
+        free(rep);
+        if (!next)
+            break; /* the last figures read, if any, are what there is */
+        cJSON_Delete(j);
+        j = next;
+    }
+    *final = covered(j);
+    return j;
+}
+
+void wt_cli_print_ended(FILE *out, cJSON *j, bool json, bool final)
+{
+    if (json) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "provisional");
+        cJSON_AddBoolToObject(j, "provisional", !final);
+        char *t = cJSON_PrintUnformatted(j);
+        if (t)
+            fprintf(out, "%s\n", t);
+        cJSON_free(t);
+        return;
+    }
+    wt_cli_print_job(out, j);
+    if (!final)
+        fprintf(out,
+                "  provisional: the store covers %.1f%% of the window so far; `wattage job show "
+                "%.0f` gives the final figures\n",
+                100 * num(cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage"), num(j, "id"));
+}
+
 /* Adds "k=v" to obj (a tag or target); returns 0 or 2 with a message. */
 static int add_kv(const char *cmd, const char *opt, const char *kv, cJSON *obj, bool number)
 {
@@ -425,7 +535,7 @@ int wt_cli_job_body(const char *cmd, const char *name, char **tags, int ntags, c
 #define MAX_KV 64
 
 struct common {
-    const char *config, *url, *token_file;
+    struct wt_cli_conn conn;
     bool json;
 };
 
@@ -434,13 +544,22 @@ static bool common_opt(int c, struct common *co)
 {
     switch (c) {
     case 'c':
-        co->config = optarg;
+        co->conn.config = optarg;
         return true;
     case 'U':
-        co->url = optarg;
+        co->conn.url = optarg;
         return true;
     case 'T':
-        co->token_file = optarg;
+        co->conn.token_file = optarg;
+        return true;
+    case 'A':
+        co->conn.cacert = optarg;
+        return true;
+    case 'C':
+        co->conn.cert = optarg;
+        return true;
+    case 'K':
+        co->conn.key = optarg;
         return true;
     case 'j':
         co->json = true;
@@ -451,7 +570,8 @@ static bool common_opt(int c, struct common *co)
 
 #define COMMON_OPTS                                                                                \
     {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},               \
-        {"token-file", required_argument, NULL, 'T'},                                              \
+        {"token-file", required_argument, NULL, 'T'}, {"cacert", required_argument, NULL, 'A'},    \
+        {"cert", required_argument, NULL, 'C'}, {"key", required_argument, NULL, 'K'},             \
     {                                                                                              \
         "json", no_argument, NULL, 'j'                                                             \
     }
@@ -488,7 +608,7 @@ static int job_start(int argc, char **argv)
     struct wt_cli_api api;
     char *body = NULL;
     cJSON *rep = NULL;
-    int rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api);
+    int rc = wt_cli_api_setup(&co.conn, &api);
     if (rc || (rc = wt_cli_job_body("job start", argv[optind], tags, ntags, gpus, targets, ntargets,
                                     &body)))
         return rc;
@@ -523,7 +643,7 @@ static int job_mark(int argc, char **argv)
             if (strcmp(a, "-c") == 0) {
                 if (++i == argc)
                     goto missing;
-                co.config = argv[i];
+                co.conn.config = argv[i];
                 continue;
             }
             if (name) {
@@ -560,11 +680,17 @@ static int job_mark(int argc, char **argv)
             val = argv[i];
         }
         if (strcmp(key, "config") == 0)
-            co.config = val;
+            co.conn.config = val;
         else if (strcmp(key, "url") == 0)
-            co.url = val;
+            co.conn.url = val;
         else if (strcmp(key, "token_file") == 0)
-            co.token_file = val;
+            co.conn.token_file = val;
+        else if (strcmp(key, "cacert") == 0)
+            co.conn.cacert = val;
+        else if (strcmp(key, "cert") == 0)
+            co.conn.cert = val;
+        else if (strcmp(key, "key") == 0)
+            co.conn.key = val;
         else if (strcmp(key, "kind") == 0)
             cJSON_AddStringToObject(b, "kind", val);
         else {
@@ -586,7 +712,7 @@ static int job_mark(int argc, char **argv)
     if ((rc = check_ref("job mark", name)) != 0)
         goto out;
     struct wt_cli_api api;
-    if ((rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)) != 0)
+    if ((rc = wt_cli_api_setup(&co.conn, &api)) != 0)
         goto out;
     char path[128], *body = cJSON_PrintUnformatted(b);
     cJSON *rep = NULL;
@@ -620,20 +746,38 @@ static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
     return 0;
 }
 
-/* `job end NAME` and `job show NAME`. */
+/*
+ * `job end NAME [--wait S]` and `job show NAME`. The end waits, like exec, until the store
+ * covers the job's window (at most --wait, default 5 s), else labels the figures provisional.
+ */
 static int job_one(int argc, char **argv, bool end)
 {
-    static const struct option opts[] = {
-        COMMON_OPTS, {"source", required_argument, NULL, 'S'}, {0}};
+    static const struct option opts[] = {COMMON_OPTS,
+                                         {"wait", required_argument, NULL, 'w'},
+                                         {"source", required_argument, NULL, 'S'},
+                                         {0}};
     const char *cmd = end ? "job end" : "job show", *source = NULL;
     struct common co = {0};
+    double wait_s = 5;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-        if (c == 'S' && !end)
+        if (common_opt(c, &co))
+            continue;
+        if (c == 'S' && !end) {
             source = optarg;
-        else if (!common_opt(c, &co))
+            continue;
+        }
+        if (c != 'w' || !end)
             return 2;
+        char *e;
+        wait_s = strtod(optarg, &e);
+        if (e == optarg || *e || !(wait_s >= 0 && wait_s <= 3600)) {
+            fprintf(stderr,
+                    "wattage job end: --wait: expected seconds from 0 to 3600 (got \"%s\")\n",
+                    optarg);
+            return 2;
+        }
     }
     if (optind != argc - 1) {
         fprintf(stderr, "usage: wattage %s NAME [--json] [--url URL] [-c FILE]%s\n", cmd,
@@ -648,16 +792,23 @@ static int job_one(int argc, char **argv, bool end)
         return rc;
     if (source) {
         rc = job_show_fleet(source, argv[optind], &rep);
-    } else if ((rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api)) == 0) {
+    } else if ((rc = wt_cli_api_setup(&co.conn, &api)) == 0) {
         snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
         rc = call(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep);
     }
     if (rc)
         return rc;
-    if (co.json)
+    if (end) {
+        char id[32];
+        bool final = false;
+        snprintf(id, sizeof id, "%.0f", num(rep, "id"));
+        rep = wt_cli_final_job(&api, id, rep, wait_s, &final);
+        wt_cli_print_ended(stdout, rep, co.json, final);
+    } else if (co.json) {
         print_json(rep);
-    else
+    } else {
         wt_cli_print_job(stdout, rep);
+    }
     cJSON_Delete(rep);
     return 0;
 }
@@ -669,13 +820,9 @@ int wt_cmd_job(int argc, char **argv)
                 "usage: wattage job start NAME [--tag K=V]... [--gpus 0,1] [--target M=X]\n"
                 "       wattage job mark NAME [--kind epoch] [--index N] [--begin] [--tokens N] "
                 "[--samples N] [--accuracy X] ...\n"
-                "       wattage job end NAME\n"
+                "       wattage job end NAME [--wait S]\n"
                 "       wattage job show NAME [--json] [--source URL]\n"
-                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n"
-                "  --source: the job over every node that ran it (the same NAME), from an engine "
-                "that\n"
-                "    receives their remote write: prometheus://HOST:PORT, "
-                "victoriametrics://HOST:PORT, http(s)://URL\n");
+                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n");
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "start") == 0)
@@ -803,7 +950,7 @@ int wt_cmd_jobs(int argc, char **argv)
         }
     }
     struct wt_cli_api api;
-    int rc = wt_cli_api_setup(co.config, co.url, co.token_file, &api);
+    int rc = wt_cli_api_setup(&co.conn, &api);
     if (rc)
         return rc;
     if (optind < argc && strcmp(argv[optind], "compare") == 0) {

@@ -122,6 +122,11 @@ static const struct field fields[] = {
     FIELD("collectors.modbus.enabled", T_BOOL, collectors.modbus.enabled, 0, "true"),
     DURATION("collectors.modbus.interval", collectors.modbus.interval_ns, 0, "5s", 100 * MS, HOUR,
              WHY_NET_POLL),
+    FIELD("client.url", T_STRING, client.url, 0, ""),
+    FIELD("client.cacert", T_PATH, client.cacert, 0, ""),
+    FIELD("client.cert", T_PATH, client.cert, 0, ""),
+    FIELD("client.key", T_PATH, client.key, 0, ""),
+    FIELD("client.token_file", T_PATH, client.token_file, 0, ""),
 };
 #define NFIELDS (sizeof fields / sizeof fields[0])
 #define PATH_MAX_LEN 256
@@ -709,6 +714,24 @@ static int cross_checks(struct ctx *x)
                           "%s:%d: daemon.tls.client_ca: needs daemon.tls.cert and daemon.tls.key "
                           "(client certificates are checked only over TLS)",
                           x->name, line_of(x, "daemon.tls.client_ca"));
+    if (!c->client.cert[0] != !c->client.key[0]) {
+        const char *set = c->client.cert[0] ? "cert" : "key";
+        const char *missing = c->client.cert[0] ? "key" : "cert";
+        char p[64];
+        snprintf(p, sizeof p, "client.%s", set);
+        return wt_err_set(x->err,
+                          "%s:%d: client: cert and key go together (%s is set, %s is missing)",
+                          x->name, line_of(x, p), set, missing);
+    }
+    if (c->client.url[0] && strncmp(c->client.url, "http://", 7) != 0 &&
+        strncmp(c->client.url, "https://", 8) != 0) {
+        char got[80];
+        wt_y_show(c->client.url, got, sizeof got);
+        return wt_err_set(x->err,
+                          "%s:%d: client.url: expected http://HOST:PORT or https://HOST:PORT "
+                          "(got %s)",
+                          x->name, line_of(x, "client.url"), got);
+    }
     if (c->daemon.auth.protect_reads && !c->daemon.auth.token_file[0])
         return wt_err_set(x->err,
                           "%s:%d: daemon.auth.protect_reads: needs daemon.auth.token_file (the "

@@ -56,6 +56,18 @@ struct wt_config {
         struct wt_collector_config redfish; /* targets: collectors.redfish.targets */
         struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */
     } collectors;
+    /*
+     * How the CLI's daemon clients (job, jobs, exec) reach the daemon; flags and WATTAGE_URL,
+     * WATTAGE_CACERT, WATTAGE_CERT, WATTAGE_KEY override these. All "" by default: the URL then
+     * comes from daemon.listen.
+     */
+    struct {
+        char url[300];                /* client.url: http://HOST:PORT or https://HOST:PORT */
+        char cacert[WT_PATH_LEN];     /* client.cacert: CA bundle that signs the daemon's cert */
+        char cert[WT_PATH_LEN];       /* client.cert: PEM client certificate, for mutual TLS */
+        char key[WT_PATH_LEN];        /* client.key: its private key (goes with client.cert) */
+        char token_file[WT_PATH_LEN]; /* client.token_file: the bearer token to send */
+    } client;
     /* The loaded document, for wt_config_section; owned (wt_config_free). NULL: defaults. */
     struct wt_ynode *doc;
 };

@@ -5,6 +5,7 @@
 # plain HTTP are refused; a private key that others may read is refused at start.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
+source "$(dirname "$0")/pki_lib.sh"
 
 mkdir -p "$TMP/empty" "$TMP/pki"
 export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
@@ -15,21 +16,12 @@ K=$TMP/pki
 INTERVAL=0.5
 
 # --- certificates
-source "$(dirname "$0")/pki_lib.sh"
-if ! { mkca ca "wattage test CA" &&
-    mkcert server ca 127.0.0.1 "subjectAltName=IP:127.0.0.1
-extendedKeyUsage=serverAuth" &&
-    mkcert client ca scraper "extendedKeyUsage=clientAuth" &&
-    mkca other "another CA" &&
-    mkcert intruder other scraper "extendedKeyUsage=clientAuth"; }; then
+if ! mkpki; then
     not_ok "openssl makes the test certificates"
     finish
 fi
 ok "openssl makes the test certificates"
 
-tls_config() { # FILE CERT KEY CA
-    printf 'daemon:\n  tls:\n    cert: "%s"\n    key: "%s"\n    client_ca: "%s"\n' "$2" "$3" "$4" >"$1"
-}
 # code URL [CURL ARGS...]: the HTTP status ("000" when the connection failed)
 code() { local url=$1; shift; curl -s -o "$TMP/body" -w '%{http_code}' --max-time 5 "$@" "$url"; }
 

@@ -190,7 +190,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 26 + nsec);
+    WT_EQ_INT(n, 31 + nsec);
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -418,11 +418,12 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
         "modbus, not a list");
-    EXPECT_ERR("- daemon\n",
-               "t.yaml:1: expected sections (daemon, store, collectors, topology, "
-               "carbon, facility, alerts, remote_write) at the top of the file (got a list)");
-    EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors, topology, "
-                          "carbon, facility, alerts, remote_write) at the top of the file (got "
+    EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors, client, "
+                             "topology, carbon, facility, alerts, remote_write) at the top of the "
+                             "file (got a list)");
+    EXPECT_ERR("hello\n", "t.yaml:1: expected sections (daemon, store, collectors, client, "
+                          "topology, carbon, facility, alerts, remote_write) at the top of the "
+                          "file (got "
                           "\"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
     for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)
