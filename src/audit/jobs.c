@@ -592,6 +592,10 @@ static bool lower_is_better(const char *metric)
            strstr(metric, "wer") || strstr(metric, "latency");
 }
 
+/* The counters that add up over phases; each has a running-total form X_total (api_mark). */
+static const char *const summable[] = {"tokens", "samples", "requests"};
+#define NSUMMABLE (sizeof summable / sizeof summable[0])
+
 static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, bool detail,
                     cJSON **out)
 {
@@ -632,12 +636,11 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
         rc = -ENOMEM;
         goto fail;
     }
-    static const char *const summable[] = {"tokens", "samples", "requests"};
     double p99_max = -1;
     for (size_t i = 0; main_kind && i < nm; i++) {
         if (m[i].begin || strcmp(m[i].kind, main_kind) != 0)
             continue;
-        for (size_t k = 0; k < sizeof summable / sizeof summable[0]; k++) {
+        for (size_t k = 0; k < NSUMMABLE; k++) {
             bool has;
             double x = counter(m[i].counters, summable[k], &has);
             if (!has)
@@ -1057,10 +1060,114 @@ out:
     return rc;
 }
 
+/*
+ * The summable counters of a mark (tokens, samples, requests): X is the phase's own count (a
+ * delta since the previous mark of the same kind), X_total a running total since the job's
+ * start. A mark gives one or the other; X_total is stored with X, its difference from the sum
+ * of the kind's earlier counts, so every figure reads X alone. A running total given as X would
+ * count every earlier phase again, so a warning (into *warnings) says so when the kind's X has
+ * risen at every mark since its first (three marks at least) and the latest is at least twice
+ * the first: deltas of a steady job stay about level, running totals climb. Returns 0 (with
+ * r->status set on a bad mark) or a negative errno.
+ */
+struct sum_state {
+    double sum, first, prev;
+    int n;
+    bool rising, any_total;
+};
+
+static int summable_counters(struct wt_jobs *j, struct rep *r, const struct job *jb,
+                             const char *kind, bool begin, cJSON *counters, cJSON *warnings)
+{
+    struct sum_state ss[NSUMMABLE];
+    char tk[NSUMMABLE][40];
+    bool any = false;
+    memset(ss, 0, sizeof ss);
+    for (size_t k = 0; k < NSUMMABLE; k++) {
+        snprintf(tk[k], sizeof tk[k], "%s_total", summable[k]);
+        bool d = cJSON_GetObjectItemCaseSensitive(counters, summable[k]) != NULL;
+        bool t = cJSON_GetObjectItemCaseSensitive(counters, tk[k]) != NULL;
+        if (d && t)
+            return bad(r, 400, tk[k],
+                       "%s and %s: give one of them (%s: the count of the phase this mark "
+                       "closes; %s: the running total since the job's start)",
+                       summable[k], tk[k], summable[k], tk[k]);
+        if (t && begin)
+            return bad(r, 400, tk[k], "%s: a begin mark closes no phase, so it has no count",
+                       tk[k]);
+        any |= d || t;
+        ss[k].rising = true;
+    }
+    if (!any || begin)
+        return 0;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(j->db,
+                           "SELECT json_extract(counters, '$.tokens'), "
+                           "json_extract(counters, '$.tokens_total'), "
+                           "json_extract(counters, '$.samples'), "
+                           "json_extract(counters, '$.samples_total'), "
+                           "json_extract(counters, '$.requests'), "
+                           "json_extract(counters, '$.requests_total') "
+                           "FROM marks WHERE job=? AND kind=? AND begin=0 ORDER BY id",
+                           -1, &s, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(s, 1, jb->id);
+    sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+    int step;
+    while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+        for (size_t k = 0; k < NSUMMABLE; k++) {
+            struct sum_state *x = &ss[k];
+            x->any_total |= sqlite3_column_type(s, (int)(2 * k + 1)) != SQLITE_NULL;
+            if (sqlite3_column_type(s, (int)(2 * k)) == SQLITE_NULL)
+                continue;
+            double v = sqlite3_column_double(s, (int)(2 * k));
+            x->sum += v;
+            if (x->n == 0)
+                x->first = v;
+            else if (v <= x->prev)
+                x->rising = false;
+            x->prev = v;
+            x->n++;
+        }
+    }
+    sqlite3_finalize(s);
+    if (step != SQLITE_DONE)
+        return -EIO;
+    for (size_t k = 0; k < NSUMMABLE; k++) {
+        struct sum_state *x = &ss[k];
+        cJSON *t = cJSON_GetObjectItemCaseSensitive(counters, tk[k]);
+        cJSON *d = cJSON_GetObjectItemCaseSensitive(counters, summable[k]);
+        if (t) {
+            double delta = t->valuedouble - x->sum;
+            /* Sums of fractional counts may lose the last bit; anything more is a mistake. */
+            if (delta < 0 && delta >= -1e-9 * x->sum)
+                delta = 0;
+            if (delta < 0)
+                return bad(r, 400, tk[k],
+                           "%s: %.17g is below the running total of the earlier %s marks "
+                           "(%.17g); a running total never goes down",
+                           tk[k], t->valuedouble, kind, x->sum);
+            if (!cJSON_AddNumberToObject(counters, summable[k], delta))
+                return -ENOMEM;
+        } else if (d && !x->any_total && x->n >= 2 && x->rising && d->valuedouble > x->prev &&
+                   d->valuedouble >= 2 * x->first) {
+            char w[400];
+            snprintf(w, sizeof w,
+                     "%s: %.17g has risen at every %s mark (from %.17g over %d marks), like a "
+                     "running total; %s is the count of the phase this mark closes, so a "
+                     "running total counts every earlier phase again: send it as %s",
+                     summable[k], d->valuedouble, kind, x->first, x->n + 1, summable[k], tk[k]);
+            if (!cJSON_AddItemToArray(warnings, cJSON_CreateString(w)))
+                return -ENOMEM;
+        }
+    }
+    return 0;
+}
+
 static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, const char *body,
                     size_t len, int64_t now)
 {
-    cJSON *b = NULL, *counters = cJSON_CreateObject();
+    cJSON *b = NULL, *counters = cJSON_CreateObject(), *warnings = NULL;
     const cJSON *f;
     const char *kind = "epoch";
     bool has_index = false, begin = false;
@@ -1135,6 +1242,12 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
                  WT_JOBS_MAX_MARKS);
         goto out;
     }
+    if (!(warnings = cJSON_CreateArray())) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    if ((rc = summable_counters(j, r, jb, kind, begin, counters, warnings)) != 0 || r->status)
+        goto out;
     rc = -ENOMEM;
     if (!(cs = print(counters)))
         goto out;
@@ -1169,6 +1282,10 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
     add_time(r->body, "time", now);
     cJSON_AddItemToObject(r->body, "counters", counters);
     counters = NULL;
+    if (cJSON_GetArraySize(warnings) > 0) {
+        cJSON_AddItemToObject(r->body, "warnings", warnings);
+        warnings = NULL;
+    }
     rc = 0;
 out:
     if (s)
@@ -1176,6 +1293,7 @@ out:
     cJSON_free(cs);
     cJSON_Delete(b);
     cJSON_Delete(counters);
+    cJSON_Delete(warnings);
     return rc;
 }
 

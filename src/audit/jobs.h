@@ -19,6 +19,15 @@
  *   POST /api/v1/jobs                {"name", "tags": {k: v}, "gpus": [0, "GPU-…"],
  *                                     "target": {"accuracy": 0.9}}        → 201 {"id", ...}
  *   POST /api/v1/jobs/{ref}/marks    {"kind", "index", "begin", <counter>: number >= 0, ...}
+ *                                    tokens, samples, requests: the count of the phase the mark
+ *                                    closes (since the previous mark of its kind); tokens_total,
+ *                                    samples_total, requests_total: a running total since the
+ *                                    job's start, stored with its difference from the kind's
+ *                                    earlier counts as the phase's count (one form per counter;
+ *                                    a total below the earlier ones is a 400). 201 with
+ *                                    "warnings": [...] when a count has risen at every mark of
+ *                                    its kind (3 at least) to twice its first: a running total
+ *                                    sent as a count
  *   POST /api/v1/jobs/{ref}/end      {} or empty
  *   POST /api/v1/jobs/{ref}/gpus     {"gpus": [0, "GPU-…"]}: sets the GPUs of a running job
  *                                    started without any (409 once it has some); the job's

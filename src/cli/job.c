@@ -719,6 +719,12 @@ static int job_mark(int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/jobs/%s/marks", name);
     rc = body ? call(&api, "job mark", "POST", path, body, &rep) : 1;
     cJSON_free(body);
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(rep, "warnings"))
+    {
+        if (cJSON_IsString(w))
+            fprintf(stderr, "wattage job mark: warning: %s\n", w->valuestring);
+    }
     if (rc == 0 && co.json)
         print_json(rep);
     cJSON_Delete(rep);

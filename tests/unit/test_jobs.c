@@ -357,3 +357,100 @@ WT_TEST(no_process_list_without_an_nvml_collector)
     WT_CONTAINS(json, "no GPU process list");
     cJSON_free(json);
 }
+
+/* The marks of a job as (kind, tokens form, value) at 10 s steps; returns the last reply. */
+static cJSON *marks(struct wt_jobs *j, const char *job, const char *key, const double *v, int n)
+{
+    cJSON *last = NULL;
+    for (int i = 0; i < n; i++) {
+        char path[64], body[128];
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/marks", job);
+        snprintf(body, sizeof body, "{\"kind\": \"epoch\", \"index\": %d, \"%s\": %.17g}", i, key,
+                 v[i]);
+        cJSON_Delete(last);
+        last = req(j, "POST", path, body, 20 + 10 * i);
+        if (last_status != 201)
+            wt_test_fail(__FILE__, __LINE__, "%s: HTTP %u", body, last_status);
+    }
+    return last;
+}
+
+static int nwarnings(const cJSON *reply)
+{
+    return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(reply, "warnings"));
+}
+
+WT_TEST(token_deltas_and_running_totals_give_the_same_figures)
+{
+    struct wt_jobs *j = setup();
+    /* Two jobs on GPU 0 (100 W) over the same windows: one counts each epoch's tokens, the
+     * other the running total. Each epoch is 10 s, 1000 J. */
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"delta\", \"gpus\": [0]}", 10));
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"total\", \"gpus\": [0]}", 10));
+    const double d[] = {1000, 1200, 900}, t[] = {1000, 2200, 3100};
+    cJSON *r = marks(j, "delta", "tokens", d, 3);
+    WT_EQ_INT(nwarnings(r), 0);
+    cJSON_Delete(r);
+    r = marks(j, "total", "tokens_total", t, 3);
+    WT_EQ_INT(nwarnings(r), 0);
+    WT_NEAR(num(r, "counters.tokens"), 900, 1e-9); /* the phase's count, stored beside the total */
+    WT_NEAR(num(r, "counters.tokens_total"), 3100, 1e-9);
+    cJSON_Delete(r);
+    cJSON *a = req(j, "GET", "/api/v1/jobs/delta", NULL, 100);
+    cJSON *b = req(j, "GET", "/api/v1/jobs/total", NULL, 100);
+    for (int i = 0; i < 3; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "phases.%d.kpi.tokens_per_kwh", i);
+        WT_NEAR(num(a, k), d[i] / (1000 / 3.6e6), 1e-6);
+        WT_NEAR(num(b, k), num(a, k), 1e-6);
+    }
+    WT_NEAR(num(a, "counters.tokens"), 3100, 1e-9);
+    WT_NEAR(num(b, "counters.tokens"), 3100, 1e-9);
+    WT_NEAR(num(b, "kpi.tokens_per_kwh"), num(a, "kpi.tokens_per_kwh"), 1e-6);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+
+    /* A total below the earlier ones, both forms at once, a total at a begin mark: 400s. */
+    expect(j, "POST", "/api/v1/jobs/total/marks", "{\"kind\": \"epoch\", \"tokens_total\": 3000}",
+           400, "tokens_total");
+    expect(j, "POST", "/api/v1/jobs/total/marks",
+           "{\"kind\": \"epoch\", \"tokens\": 5, \"tokens_total\": 4000}", 400, "tokens_total");
+    expect(j, "POST", "/api/v1/jobs/total/marks",
+           "{\"kind\": \"epoch\", \"begin\": true, \"samples_total\": 4}", 400, "samples_total");
+    wt_jobs_close(j);
+}
+
+WT_TEST(a_running_total_sent_as_a_delta_is_warned_about)
+{
+    struct wt_jobs *j = setup();
+    static const struct {
+        const char *name;
+        double v[5];
+        int n, warn_from; /* the first mark (0-based) that warns; -1: none */
+    } cases[] = {
+        {"cumulative", {250, 500, 750, 1000, 1250}, 5, 2},
+        {"steady", {250, 260, 240, 255, 250}, 5, -1},
+        {"warming-up", {100, 150, 190}, 3, -1}, /* rising, but under twice the first */
+        {"dip", {100, 300, 250, 600}, 4, -1},   /* not rising at every mark */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char body[96], path[96];
+        snprintf(body, sizeof body, "{\"name\": \"%s\", \"gpus\": [0]}", cases[c].name);
+        cJSON_Delete(req(j, "POST", "/api/v1/jobs", body, 10));
+        snprintf(path, sizeof path, "/api/v1/jobs/%s/marks", cases[c].name);
+        for (int i = 0; i < cases[c].n; i++) {
+            snprintf(body, sizeof body, "{\"kind\": \"epoch\", \"tokens\": %g}", cases[c].v[i]);
+            cJSON *r = req(j, "POST", path, body, 20 + i);
+            bool want = cases[c].warn_from >= 0 && i >= cases[c].warn_from;
+            if (nwarnings(r) != (want ? 1 : 0))
+                wt_test_fail(__FILE__, __LINE__, "%s mark %d: %d warnings, want %d", cases[c].name,
+                             i, nwarnings(r), want);
+            if (want)
+                WT_CONTAINS(cJSON_GetStringValue(cJSON_GetArrayItem(
+                                cJSON_GetObjectItemCaseSensitive(r, "warnings"), 0)),
+                            "send it as tokens_total");
+            cJSON_Delete(r);
+        }
+    }
+    wt_jobs_close(j);
+}
