@@ -7,7 +7,6 @@
  * With --gpu N and no record for it, a GPU someone else capped gets its default limit back.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,25 +15,33 @@
 #include "cli/cli.h"
 #include "core/config.h"
 
-int wt_cmd_cap(int argc, char **argv);
+static const struct wt_cli_opt cap_opts[] = {
+    {"gpu", 'g', "N",
+     "only GPU N (an index); with no record for it, a GPU someone else capped gets its "
+     "default limit back"},
+    {NULL}};
 
-#define USAGE "usage: wattage cap clear [-c FILE] [--db FILE] [--gpu N]\n"
+const struct wt_cli_form wt_cli_form_cap_clear = {
+    "cap clear",
+    "",
+    "puts the GPUs wattage capped back to their own limits, from the record of changes, with "
+    "or without a daemon running",
+    __FILE__,
+    false,
+    {cap_opts, wt_cli_store_opts}};
 
 int wt_cmd_cap(int argc, char **argv)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"gpu", required_argument, NULL, 'g'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {0}};
     const char *config = NULL, *db = NULL;
     int gpu = -1, c;
     if (argc < 2 || strcmp(argv[1], "clear") != 0) {
-        fprintf(stderr, "wattage cap: expected the subcommand clear\n" USAGE);
+        fprintf(stderr, "wattage cap: expected the subcommand clear\n");
+        wt_cli_help(stderr, &wt_cli_form_cap_clear);
         return 2;
     }
     argc--, argv++;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    optind = 1;
+    while ((c = wt_cli_getopt(&wt_cli_form_cap_clear, argc, argv)) != -1) {
         switch (c) {
         case 'c':
             config = optarg;
@@ -55,16 +62,15 @@ int wt_cmd_cap(int argc, char **argv)
             gpu = (int)v;
             break;
         }
-        case 'h':
-            printf(USAGE);
+        case WT_CLI_HELP:
             return 0;
         default:
-            fprintf(stderr, USAGE);
             return 2;
         }
     }
     if (optind != argc) {
-        fprintf(stderr, "wattage cap clear: unexpected argument '%s'\n" USAGE, argv[optind]);
+        fprintf(stderr, "wattage cap clear: unexpected argument '%s'\n", argv[optind]);
+        wt_cli_help(stderr, &wt_cli_form_cap_clear);
         return 2;
     }
     struct wt_config cfg;

@@ -3,6 +3,7 @@
 #ifndef WT_CLI_H
 #define WT_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,78 @@ int wt_cmd_job(int argc, char **argv);
 int wt_cmd_jobs(int argc, char **argv);
 int wt_cmd_exec(int argc, char **argv);
 int wt_cmd_schedule(int argc, char **argv);
+int wt_cmd_kpi(int argc, char **argv);
+int wt_cmd_cap(int argc, char **argv);
+int wt_cmd_report(int argc, char **argv);
+
+/*
+ * ---- options: one table per command form, from which both getopt_long's options and the
+ * --help text (a usage line, then one line per option) are made, so the help lists exactly
+ * what is parsed. tests/unit/test_cli.c checks every table against its command's source.
+ */
+#define WT_CLI_HELP 0x7001 /* wt_cli_getopt: --help was given and the help printed */
+#define WT_CLI_MAX_OPTS 48 /* options of one form, all its tables together */
+
+enum {
+    WT_OPT_SHORT = 1,    /* also -X, X being the id */
+    WT_OPT_REQUIRED = 2, /* shown without brackets in the usage line */
+    WT_OPT_REPEAT = 4,   /* may be given more than once ("..." in the usage line) */
+};
+
+struct wt_cli_opt {
+    const char *name; /* long name, without "--"; NULL ends a table */
+    int id;           /* what wt_cli_getopt returns for it: a character, or a value > 255 */
+    const char *arg;  /* its argument as the help names it ("FILE", "T"); NULL: a flag */
+    const char *help; /* one line: what it does, its default */
+    unsigned flags;   /* WT_OPT_* */
+};
+
+struct wt_cli_form {
+    const char *name;     /* "energy", "job start" */
+    const char *args;     /* operands in the usage line ("SERIES", "-- CMD [ARGS...]") */
+    const char *summary;  /* what it does, one line */
+    const char *file;     /* the source that parses it (__FILE__), for the help test */
+    bool stop_at_operand; /* options end at the first operand (exec's CMD keeps its own) */
+    const struct wt_cli_opt *opts[3]; /* its tables (shared ones too), NULL after the last */
+};
+
+/* The connection options of the daemon's clients (job, jobs, exec): -c, --url, --token-file,
+ * --cacert, --cert, --key; ids 'c', 'U', 'T', 'A', 'C', 'K'. */
+extern const struct wt_cli_opt wt_cli_conn_opts[];
+/* The store's readers: -c FILE, --db FILE (ids 'c', 'd'). */
+extern const struct wt_cli_opt wt_cli_store_opts[];
+/* An exact window: --from T, --to T (ids 'f', 't'; default the last hour). */
+extern const struct wt_cli_opt wt_cli_window_opts[];
+
+/*
+ * getopt_long over a form's tables (optind must be reset by the caller for a new argv). Returns
+ * the id of the next option (optarg set for one with an argument), -1 after the last; on
+ * --help or -h it prints the form's help on stdout and returns WT_CLI_HELP (the command then
+ * exits 0); on an unknown option or a missing argument it prints the problem and a pointer to
+ * --help on stderr and returns '?' (exit 2).
+ */
+int wt_cli_getopt(const struct wt_cli_form *f, int argc, char **argv);
+/* Prints a form's help: "usage: wattage NAME [--opt ARG]... ARGS", its summary, one line per
+ * option (and -h, --help). */
+void wt_cli_help(FILE *out, const struct wt_cli_form *f);
+/* The entry of a form's tables named name (a long option without "--"), or NULL. */
+const struct wt_cli_opt *wt_cli_find_opt(const struct wt_cli_form *f, const char *name);
+
+/* The subcommands, for main and `wattage --help`: each with its forms (NULL after the last). */
+struct wt_cli_command {
+    const char *name;                 /* NULL ends the list */
+    int (*fn)(int argc, char **argv); /* argv[0] is the command's name */
+    const char *summary;
+    const struct wt_cli_form *forms[8];
+};
+extern const struct wt_cli_command wt_cli_commands[];
+
+/* Each command form's table, defined beside its parser. */
+extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form_check_config,
+    wt_cli_form_energy, wt_cli_form_query, wt_cli_form_import_smi, wt_cli_form_import_carbon,
+    wt_cli_form_job_start, wt_cli_form_job_mark, wt_cli_form_job_end, wt_cli_form_job_show,
+    wt_cli_form_jobs, wt_cli_form_jobs_compare, wt_cli_form_exec, wt_cli_form_schedule,
+    wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 
 struct wt_store;
 /*

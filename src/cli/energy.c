@@ -15,7 +15,6 @@
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,19 +125,24 @@ struct node_sum {
     int n;
 };
 
+static const struct wt_cli_opt energy_opts[] = {
+    {"by", 'b', "gpu|node", "one line per GPU (default) or per node"},
+    {"method", 'm', "auto|counter|integrated",
+     "per GPU: the hardware counter where there is one, else integrated power (auto, the "
+     "default), or only one kind"},
+    {"json", 'j', NULL, "JSON instead of a table"},
+    {"raw", 'r', NULL, "raw readings only (no per-minute rollups)"},
+    {"source", 's', "URL",
+     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
+     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_energy = {
+    "energy", "",    "the energy of each series over exactly [from, to], from the store",
+    __FILE__, false, {wt_cli_window_opts, energy_opts, wt_cli_store_opts}};
+
 int wt_cmd_energy(int argc, char **argv)
 {
-    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
-                                         {"to", required_argument, NULL, 't'},
-                                         {"by", required_argument, NULL, 'b'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {"raw", no_argument, NULL, 'r'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"method", required_argument, NULL, 'm'},
-                                         {"source", required_argument, NULL, 's'},
-                                         {0}};
     const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
     const char *method = "auto", *source = NULL;
     bool json = false;
@@ -149,7 +153,7 @@ int wt_cmd_energy(int argc, char **argv)
     struct wt_err err = {{0}};
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_energy, argc, argv)) != -1) {
         switch (c) {
         case 'f':
             from_s = optarg;
@@ -178,15 +182,7 @@ int wt_cmd_energy(int argc, char **argv)
         case 's':
             source = optarg;
             break;
-        case 'h':
-            printf("usage: wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db "
-                   "FILE] [-c FILE] [--method auto|counter|integrated] [--raw] [--source URL]\n"
-                   "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
-                   "  --method: per GPU, the hardware counter first (auto), or only one kind\n"
-                   "  --raw: raw readings only (no per-minute rollups)\n"
-                   "  --source: every node's series from an engine that receives their remote "
-                   "write:\n"
-                   "    prometheus://HOST:PORT, victoriametrics://HOST:PORT or http(s)://URL\n");
+        case WT_CLI_HELP:
             return 0;
         default:
             return 2;

@@ -281,23 +281,30 @@ static void start_job(struct wt_cli_api *api, const char *name, char **tags, int
     cJSON_free(body);
 }
 
+static const struct wt_cli_opt exec_opts[] = {
+    {"job", 'J', "NAME", "the job's name (default the command's name and the wrapper's pid)"},
+    {"tag", 't', "K=V", "a tag of the job", WT_OPT_REPEAT},
+    {"gpus", 'g', "LIST",
+     "its GPUs (default CUDA_VISIBLE_DEVICES, else those NVML shows the command on)"},
+    {"target", 'x', "M=X", "energy to a target: the first mark with counter M reaching X",
+     WT_OPT_REPEAT},
+    {"detect", 'D', "S", "look for the command's GPUs during its first S seconds (default 60)"},
+    {"wait", 'w', "S", "wait at most S seconds for the final figures (default 5)"},
+    {"json", 'j', NULL, "print the job as JSON on stderr"},
+    {"quiet", 'q', NULL, "print no figures"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_exec = {
+    "exec",
+    "-- CMD [ARGS...]",
+    "runs CMD as a job of the daemon and prints its energy when it ends; CMD runs whatever the "
+    "daemon does",
+    __FILE__,
+    true,
+    {exec_opts, wt_cli_conn_opts}};
+
 int wt_cmd_exec(int argc, char **argv)
 {
-    static const struct option opts[] = {{"job", required_argument, NULL, 'J'},
-                                         {"tag", required_argument, NULL, 't'},
-                                         {"gpus", required_argument, NULL, 'g'},
-                                         {"target", required_argument, NULL, 'x'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {"url", required_argument, NULL, 'U'},
-                                         {"token-file", required_argument, NULL, 'T'},
-                                         {"cacert", required_argument, NULL, 'A'},
-                                         {"cert", required_argument, NULL, 'C'},
-                                         {"key", required_argument, NULL, 'K'},
-                                         {"wait", required_argument, NULL, 'w'},
-                                         {"detect", required_argument, NULL, 'D'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"quiet", no_argument, NULL, 'q'},
-                                         {0}};
     const char *name = NULL, *gpus = NULL;
     struct wt_cli_conn conn = {0};
     char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
@@ -307,7 +314,7 @@ int wt_cmd_exec(int argc, char **argv)
 
     optind = 1;
     /* "+": options end at the first non-option, so CMD's own options stay its own. */
-    while ((c = getopt_long(argc, argv, "+c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_exec, argc, argv)) != -1) {
         switch (c) {
         case 'J':
             name = optarg;
@@ -353,14 +360,14 @@ int wt_cmd_exec(int argc, char **argv)
         case 'q':
             quiet = true;
             break;
+        case WT_CLI_HELP:
+            return 0;
         default:
             return 2;
         }
     }
     if (optind >= argc) {
-        fprintf(stderr, "usage: wattage exec [--job NAME] [--tag K=V]... [--gpus LIST] [--target "
-                        "M=X] [--url URL] [--wait S] [--detect S] [--json] -- CMD "
-                        "[ARGS...]\n");
+        wt_cli_help(stderr, &wt_cli_form_exec);
         return 2;
     }
     char **cmd = argv + optind;

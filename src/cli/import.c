@@ -14,18 +14,40 @@
 #include "store/import.h"
 #include "store/store.h"
 
+static const struct wt_cli_opt carbon_opts[] = {
+    {"zone", 'z', "Z", "the grid zone the values are for (default carbon.zone)"},
+    {"format", 'f', "auto|csv|uk_api|electricitymaps", "the file's format (default auto)"},
+    {"series", 's', "intensity|renewable|price",
+     "what the values are: gCO2e/kWh (default), contracted renewable kWh, or price per kWh"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_import_carbon = {
+    "import carbon",
+    "FILE",
+    "loads a grid carbon-intensity (or renewable supply, or price) series into the store",
+    __FILE__,
+    false,
+    {carbon_opts, wt_cli_store_opts}};
+
+static const struct wt_cli_opt smi_opts[] = {
+    {"node", 'n', "NAME", "the node the log is from (default the file's name)"}, {NULL}};
+
+const struct wt_cli_form wt_cli_form_import_smi = {
+    "import nvidia-smi",
+    "FILE",
+    "loads an nvidia-smi --query-gpu=... --format=csv log into the store as a recorded node",
+    __FILE__,
+    false,
+    {smi_opts, wt_cli_store_opts}};
+
 static int import_carbon(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"zone", required_argument, NULL, 'z'},   {"format", required_argument, NULL, 'f'},
-        {"series", required_argument, NULL, 's'}, {"db", required_argument, NULL, 'd'},
-        {"config", required_argument, NULL, 'c'}, {0}};
     const char *zone = NULL, *db = NULL, *config = NULL;
     enum wt_carbon_format fmt = WT_CF_AUTO;
     enum wt_carbon_series series = WT_CS_INTENSITY;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_import_carbon, argc, argv)) != -1) {
         switch (c) {
         case 'z':
             zone = optarg;
@@ -54,6 +76,8 @@ static int import_carbon(int argc, char **argv)
         case 'c':
             config = optarg;
             break;
+        case WT_CLI_HELP:
+            return 0;
         default:
             return 2;
         }
@@ -99,14 +123,10 @@ int wt_cmd_import(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "carbon") == 0)
         return import_carbon(argc, argv);
-    static const struct option opts[] = {{"node", required_argument, NULL, 'n'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {0}};
     const char *node = NULL, *db = NULL, *config = NULL;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_import_smi, argc, argv)) != -1) {
         switch (c) {
         case 'n':
             node = optarg;
@@ -117,6 +137,8 @@ int wt_cmd_import(int argc, char **argv)
         case 'c':
             config = optarg;
             break;
+        case WT_CLI_HELP:
+            return 0;
         default:
             return 2;
         }

@@ -539,27 +539,27 @@ struct common {
     bool json;
 };
 
-/* Handles an option every subcommand takes; returns true when it was one. */
-static bool common_opt(int c, struct common *co)
+/* Handles an option of wt_cli_conn_opts or --json; returns true when it was one. */
+static bool common_opt(int c, const char *arg, struct common *co)
 {
     switch (c) {
     case 'c':
-        co->conn.config = optarg;
+        co->conn.config = arg;
         return true;
     case 'U':
-        co->conn.url = optarg;
+        co->conn.url = arg;
         return true;
     case 'T':
-        co->conn.token_file = optarg;
+        co->conn.token_file = arg;
         return true;
     case 'A':
-        co->conn.cacert = optarg;
+        co->conn.cacert = arg;
         return true;
     case 'C':
-        co->conn.cert = optarg;
+        co->conn.cert = arg;
         return true;
     case 'K':
-        co->conn.key = optarg;
+        co->conn.key = arg;
         return true;
     case 'j':
         co->json = true;
@@ -568,28 +568,88 @@ static bool common_opt(int c, struct common *co)
     return false;
 }
 
-#define COMMON_OPTS                                                                                \
-    {"config", required_argument, NULL, 'c'}, {"url", required_argument, NULL, 'U'},               \
-        {"token-file", required_argument, NULL, 'T'}, {"cacert", required_argument, NULL, 'A'},    \
-        {"cert", required_argument, NULL, 'C'}, {"key", required_argument, NULL, 'K'},             \
-    {                                                                                              \
-        "json", no_argument, NULL, 'j'                                                             \
-    }
+static const struct wt_cli_opt json_opt[] = {{"json", 'j', NULL, "JSON instead of text"}, {NULL}};
+
+static const struct wt_cli_opt start_opts[] = {
+    {"tag", 't', "K=V", "a tag of the job (model=llama3-8b...)", WT_OPT_REPEAT},
+    {"gpus", 'g', "LIST", "its GPUs: indices or GPU- UUIDs, comma-separated (default every GPU)"},
+    {"target", 'x', "M=X", "energy to a target: the first mark with counter M reaching X",
+     WT_OPT_REPEAT},
+    {"json", 'j', NULL, "print the job as JSON (default its id)"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_job_start = {
+    "job start", "NAME", "starts a job on the daemon and prints its id",
+    __FILE__,    false,  {start_opts, wt_cli_conn_opts}};
+
+/* job mark: the counters listed here, and any other --COUNTER X (ids from MARK_COUNTER up). */
+#define MARK_COUNTER 0x100
+static const struct wt_cli_opt mark_opts[] = {
+    {"kind", 'k', "K", "the mark's kind: epoch (default), step, eval, any lower_snake_case word"},
+    {"index", 'i', "N", "its index (an integer >= 0)"},
+    {"begin", 'b', NULL, "only open the next phase of this kind (closes none)"},
+    {"tokens", MARK_COUNTER, "N", "the tokens of the phase this mark closes (a delta)"},
+    {"tokens-total", MARK_COUNTER + 1, "N", "the running total of tokens since the job's start"},
+    {"samples", MARK_COUNTER + 2, "N", "the samples of the phase (a delta)"},
+    {"samples-total", MARK_COUNTER + 3, "N", "the running total of samples"},
+    {"requests", MARK_COUNTER + 4, "N", "the requests of the phase (a delta)"},
+    {"requests-total", MARK_COUNTER + 5, "N", "the running total of requests"},
+    {"accuracy", MARK_COUNTER + 6, "X", "a value at the mark (also for --target)"},
+    {"latency-p99-s", MARK_COUNTER + 7, "S", "the phase's p99 latency in seconds"},
+    {"json", 'j', NULL, "print the stored mark as JSON"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_job_mark = {
+    "job mark",
+    "NAME [--COUNTER X]...",
+    "adds a mark to a running job; any other --COUNTER X (lower_snake_case or with dashes) is "
+    "a counter too",
+    __FILE__,
+    false,
+    {mark_opts, wt_cli_conn_opts}};
+
+static const struct wt_cli_opt end_opts[] = {
+    {"wait", 'w', "S", "wait at most S seconds for the store to cover the window (default 5)"},
+    {"json", 'j', NULL, "print the job as JSON, with \"provisional\""},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_job_end = {
+    "job end", "NAME", "ends a job and prints its figures, final or labelled provisional",
+    __FILE__,  false,  {end_opts, wt_cli_conn_opts}};
+
+static const struct wt_cli_opt show_opts[] = {
+    {"json", 'j', NULL, "JSON instead of text"},
+    {"source", 'S', "URL",
+     "the job over every node that ran it (the same NAME), from an engine that receives their "
+     "remote write: prometheus://HOST:PORT, victoriametrics://HOST:PORT or http(s)://URL"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_job_show = {
+    "job show", "NAME", "a job: its energy, carbon, KPIs and a table of phases",
+    __FILE__,   false,  {show_opts, wt_cli_conn_opts}};
+
+static const struct wt_cli_opt jobs_opts[] = {
+    {"limit", 'n', "N", "the latest N jobs (default the daemon's, 50)"},
+    {"json", 'j', NULL, "JSON instead of a table"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_jobs = {"jobs",   "",    "the latest jobs with their energy",
+                                             __FILE__, false, {jobs_opts, wt_cli_conn_opts}};
+
+const struct wt_cli_form wt_cli_form_jobs_compare = {
+    "jobs compare", "A B", "two jobs' KPIs side by side, and the tags that differ",
+    __FILE__,       false, {json_opt, wt_cli_conn_opts}};
 
 static int job_start(int argc, char **argv)
 {
-    static const struct option opts[] = {COMMON_OPTS,
-                                         {"tag", required_argument, NULL, 't'},
-                                         {"gpus", required_argument, NULL, 'g'},
-                                         {"target", required_argument, NULL, 'x'},
-                                         {0}};
+    const struct wt_cli_form *f = &wt_cli_form_job_start;
     struct common co = {0};
     char *tags[MAX_KV], *targets[4];
     int ntags = 0, ntargets = 0, c;
     const char *gpus = NULL;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-        if (common_opt(c, &co))
+    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
+        if (common_opt(c, optarg, &co))
             continue;
         if (c == 't' && ntags < MAX_KV)
             tags[ntags++] = optarg;
@@ -598,11 +658,10 @@ static int job_start(int argc, char **argv)
         else if (c == 'x' && ntargets < 4)
             targets[ntargets++] = optarg;
         else
-            return 2;
+            return c == WT_CLI_HELP ? 0 : 2;
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "usage: wattage job start NAME [--tag K=V]... [--gpus 0,1] [--target "
-                        "accuracy=0.9] [--url URL] [-c FILE]\n");
+        wt_cli_help(stderr, f);
         return 2;
     }
     struct wt_cli_api api;
@@ -624,9 +683,14 @@ static int job_start(int argc, char **argv)
     return 0;
 }
 
-/* `job mark NAME [--kind K] [--index N] [--begin] [--COUNTER X | --COUNTER=X]...` */
+/*
+ * `job mark NAME [--kind K] [--index N] [--begin] [--COUNTER X | --COUNTER=X]...`: getopt cannot
+ * take options it does not know, so this reads argv itself: what wt_cli_form_job_mark lists is
+ * what it is, any other --word X is a counter.
+ */
 static int job_mark(int argc, char **argv)
 {
+    const struct wt_cli_form *f = &wt_cli_form_job_mark;
     struct common co = {0};
     const char *name = NULL;
     cJSON *b = cJSON_CreateObject();
@@ -634,18 +698,10 @@ static int job_mark(int argc, char **argv)
     if (!b)
         return 1;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strncmp(a, "--", 2) != 0 || strlen(a) < 3) {
-            if (a[0] == '-' && strcmp(a, "-c") != 0) {
-                fprintf(stderr, "wattage job mark: unknown option '%s'\n", a);
-                goto out;
-            }
-            if (strcmp(a, "-c") == 0) {
-                if (++i == argc)
-                    goto missing;
-                co.conn.config = argv[i];
-                continue;
-            }
+        const char *a = argv[i], *val = NULL, *eq = NULL;
+        const struct wt_cli_opt *o = NULL;
+        char key[80];
+        if (a[0] != '-') {
             if (name) {
                 fprintf(stderr, "wattage job mark: unexpected argument '%s'\n", a);
                 goto out;
@@ -653,60 +709,75 @@ static int job_mark(int argc, char **argv)
             name = a;
             continue;
         }
-        char key[80];
-        const char *val = NULL, *eq = strchr(a, '=');
-        size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
-        if (kl >= sizeof key) {
-            fprintf(stderr, "wattage job mark: option too long: %s\n", a);
+        if (a[1] != '-') { /* -c FILE, -h */
+            if (strcmp(a, "-h") == 0)
+                o = wt_cli_find_opt(f, "help");
+            for (size_t t = 0; !o && a[1] && !a[2] && t < 3 && f->opts[t]; t++)
+                for (const struct wt_cli_opt *x = f->opts[t]; x->name && !o; x++)
+                    if ((x->flags & WT_OPT_SHORT) && x->id == a[1])
+                        o = x;
+            if (!o) {
+                fprintf(stderr,
+                        "wattage job mark: unknown option '%s'\nsee: wattage job mark --help\n", a);
+                goto out;
+            }
+        } else {
+            eq = strchr(a, '=');
+            size_t kl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+            if (kl == 0 || kl >= sizeof key) {
+                fprintf(stderr, "wattage job mark: bad option '%s'\n", a);
+                goto out;
+            }
+            memcpy(key, a + 2, kl);
+            key[kl] = '\0';
+            o = wt_cli_find_opt(f, key);
+        }
+        if (o && o->id == WT_CLI_HELP) {
+            wt_cli_help(stdout, f);
+            rc = 0;
             goto out;
         }
-        memcpy(key, a + 2, kl);
-        key[kl] = '\0';
-        for (char *p = key; *p; p++)
-            *p = *p == '-' ? '_' : *p;
-        if (strcmp(key, "begin") == 0 && !eq) {
-            cJSON_AddTrueToObject(b, "begin");
-            continue;
-        }
-        if (strcmp(key, "json") == 0 && !eq) {
-            co.json = true;
+        if (o && !o->arg) {
+            if (eq) {
+                fprintf(stderr, "wattage job mark: --%s takes no value\n", o->name);
+                goto out;
+            }
+            if (o->id == 'b')
+                cJSON_AddTrueToObject(b, "begin");
+            else
+                common_opt(o->id, NULL, &co);
             continue;
         }
         if (eq) {
             val = eq + 1;
         } else {
-            if (++i == argc)
-                goto missing;
+            if (++i == argc) {
+                fprintf(stderr, "wattage job mark: %s needs a value\n", a);
+                goto out;
+            }
             val = argv[i];
         }
-        if (strcmp(key, "config") == 0)
-            co.conn.config = val;
-        else if (strcmp(key, "url") == 0)
-            co.conn.url = val;
-        else if (strcmp(key, "token_file") == 0)
-            co.conn.token_file = val;
-        else if (strcmp(key, "cacert") == 0)
-            co.conn.cacert = val;
-        else if (strcmp(key, "cert") == 0)
-            co.conn.cert = val;
-        else if (strcmp(key, "key") == 0)
-            co.conn.key = val;
-        else if (strcmp(key, "kind") == 0)
+        if (o && common_opt(o->id, val, &co))
+            continue;
+        if (o && o->id == 'k') {
             cJSON_AddStringToObject(b, "kind", val);
-        else {
-            /* A number, else the string as it is: the daemon names the bad field. */
-            char *end;
-            double x = strtod(val, &end);
-            if (end != val && !*end)
-                cJSON_AddNumberToObject(b, key, x);
-            else
-                cJSON_AddStringToObject(b, key, val);
+            continue;
         }
+        /* --index, the counters listed and any other: a number, else the string as it is (the
+         * daemon names the bad field). */
+        if (o)
+            snprintf(key, sizeof key, "%s", o->name);
+        for (char *p = key; *p; p++)
+            *p = *p == '-' ? '_' : *p;
+        char *end;
+        double x = strtod(val, &end);
+        if (end != val && !*end)
+            cJSON_AddNumberToObject(b, key, x);
+        else
+            cJSON_AddStringToObject(b, key, val);
     }
     if (!name) {
-        fprintf(stderr,
-                "usage: wattage job mark NAME [--kind epoch] [--index N] [--begin] "
-                "[--tokens N] [--samples N] [--requests N] [--accuracy X] [--COUNTER X]...\n");
+        wt_cli_help(stderr, f);
         goto out;
     }
     if ((rc = check_ref("job mark", name)) != 0)
@@ -728,9 +799,6 @@ static int job_mark(int argc, char **argv)
     if (rc == 0 && co.json)
         print_json(rep);
     cJSON_Delete(rep);
-    goto out;
-missing:
-    fprintf(stderr, "wattage job mark: %s needs a value\n", argv[argc - 1]);
 out:
     cJSON_Delete(b);
     return rc;
@@ -758,24 +826,21 @@ static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
  */
 static int job_one(int argc, char **argv, bool end)
 {
-    static const struct option opts[] = {COMMON_OPTS,
-                                         {"wait", required_argument, NULL, 'w'},
-                                         {"source", required_argument, NULL, 'S'},
-                                         {0}};
-    const char *cmd = end ? "job end" : "job show", *source = NULL;
+    const struct wt_cli_form *f = end ? &wt_cli_form_job_end : &wt_cli_form_job_show;
+    const char *cmd = f->name, *source = NULL;
     struct common co = {0};
     double wait_s = 5;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-        if (common_opt(c, &co))
+    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
+        if (common_opt(c, optarg, &co))
             continue;
         if (c == 'S' && !end) {
             source = optarg;
             continue;
         }
-        if (c != 'w' || !end)
-            return 2;
+        if (c != 'w')
+            return c == WT_CLI_HELP ? 0 : 2;
         char *e;
         wait_s = strtod(optarg, &e);
         if (e == optarg || *e || !(wait_s >= 0 && wait_s <= 3600)) {
@@ -786,8 +851,7 @@ static int job_one(int argc, char **argv, bool end)
         }
     }
     if (optind != argc - 1) {
-        fprintf(stderr, "usage: wattage %s NAME [--json] [--url URL] [-c FILE]%s\n", cmd,
-                end ? "" : " [--source URL]");
+        wt_cli_help(stderr, f);
         return 2;
     }
     struct wt_cli_api api;
@@ -822,13 +886,11 @@ static int job_one(int argc, char **argv, bool end)
 int wt_cmd_job(int argc, char **argv)
 {
     if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        fprintf(argc < 2 ? stderr : stdout,
-                "usage: wattage job start NAME [--tag K=V]... [--gpus 0,1] [--target M=X]\n"
-                "       wattage job mark NAME [--kind epoch] [--index N] [--begin] [--tokens N] "
-                "[--samples N] [--accuracy X] ...\n"
-                "       wattage job end NAME [--wait S]\n"
-                "       wattage job show NAME [--json] [--source URL]\n"
-                "  each takes [--url URL] [--token-file FILE] [-c FILE]\n");
+        FILE *out = argc < 2 ? stderr : stdout;
+        wt_cli_help(out, &wt_cli_form_job_start);
+        wt_cli_help(out, &wt_cli_form_job_mark);
+        wt_cli_help(out, &wt_cli_form_job_end);
+        wt_cli_help(out, &wt_cli_form_job_show);
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "start") == 0)
@@ -940,36 +1002,41 @@ static int jobs_compare(const struct wt_cli_api *api, const struct common *co, c
 
 int wt_cmd_jobs(int argc, char **argv)
 {
-    static const struct option opts[] = {COMMON_OPTS, {"limit", required_argument, NULL, 'n'}, {0}};
+    /* `jobs compare A B` has its own options; `jobs --json compare A B` is read as jobs. */
+    bool compare = argc > 1 && strcmp(argv[1], "compare") == 0;
+    const struct wt_cli_form *f = compare ? &wt_cli_form_jobs_compare : &wt_cli_form_jobs;
     struct common co = {0};
     int c, limit = 0;
+    if (compare) {
+        argc--;
+        argv++;
+    }
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
-        if (common_opt(c, &co))
+    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
+        if (common_opt(c, optarg, &co))
             continue;
         if (c != 'n')
-            return 2;
+            return c == WT_CLI_HELP ? 0 : 2;
         limit = atoi(optarg);
         if (limit <= 0) {
             fprintf(stderr, "wattage jobs: --limit: expected a number > 0\n");
             return 2;
         }
     }
+    if (!compare && optind < argc && strcmp(argv[optind], "compare") == 0) {
+        compare = true;
+        optind++;
+    }
+    if (compare ? argc - optind != 2 : optind != argc) {
+        wt_cli_help(stderr, f);
+        return 2;
+    }
     struct wt_cli_api api;
     int rc = wt_cli_api_setup(&co.conn, &api);
     if (rc)
         return rc;
-    if (optind < argc && strcmp(argv[optind], "compare") == 0) {
-        if (argc - optind != 3) {
-            fprintf(stderr, "usage: wattage jobs compare A B [--json]\n");
-            return 2;
-        }
-        return jobs_compare(&api, &co, argv[optind + 1], argv[optind + 2]);
-    }
-    if (optind != argc) {
-        fprintf(stderr, "usage: wattage jobs [--json] [--limit N] | wattage jobs compare A B\n");
-        return 2;
-    }
+    if (compare)
+        return jobs_compare(&api, &co, argv[optind], argv[optind + 1]);
     char path[64];
     cJSON *rep = NULL;
     snprintf(path, sizeof path, "/api/v1/jobs%s%d", limit ? "?limit=" : "", limit);

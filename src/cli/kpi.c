@@ -349,25 +349,31 @@ static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, 
     return 0;
 }
 
-int wt_cmd_kpi(int argc, char **argv); /* the command table in main.c declares it too */
+static const struct wt_cli_opt kpi_opts[] = {
+    {"zone", 'z', "Z", "the KPIs of one zone of the topology, from its meters (default the site)"},
+    {"json", 'j', NULL, "JSON (SI units) instead of text"},
+    {"source", 's', "URL",
+     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
+     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_kpi = {
+    "kpi",
+    "",
+    "facility KPIs over a window (PUE, WUE, ERF, CUE...) from the topology's meters, and the "
+    "chip-vs-wall reconciliation",
+    __FILE__,
+    false,
+    {wt_cli_window_opts, kpi_opts, wt_cli_store_opts}};
 
 int wt_cmd_kpi(int argc, char **argv)
 {
-    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
-                                         {"to", required_argument, NULL, 't'},
-                                         {"zone", required_argument, NULL, 'z'},
-                                         {"json", no_argument, NULL, 'j'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {"source", required_argument, NULL, 's'},
-                                         {0}};
     const char *from_s = "-1h", *to_s = "now", *zone = NULL, *db = NULL, *config = NULL;
     const char *source = NULL;
     bool json = false;
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_kpi, argc, argv)) != -1) {
         switch (c) {
         case 'f':
             from_s = optarg;
@@ -390,13 +396,7 @@ int wt_cmd_kpi(int argc, char **argv)
         case 's':
             source = optarg;
             break;
-        case 'h':
-            printf("usage: wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] "
-                   "[-c FILE] [--source URL]\n"
-                   "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last hour\n"
-                   "  the meters and their roles come from the topology section of the config\n"
-                   "  --source: every node's readings from an engine that receives their remote "
-                   "write\n");
+        case WT_CLI_HELP:
             return 0;
         default:
             return 2;

@@ -36,20 +36,31 @@ static void series_name(const struct wt_series_info *si, char *buf, size_t n)
              si->metric, si->labels[0] ? "{" : "", si->labels, si->labels[0] ? "}" : "");
 }
 
+static const struct wt_cli_opt query_opts[] = {
+    {"step", 's', "S",
+     "one point per S, a duration such as 10s (mean of gauges, last of counters)"},
+    {"csv", 'C', NULL, "CSV instead of a table"},
+    {"json", 'j', NULL, "JSON instead of a table"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_query = {
+    "query",
+    "SERIES",
+    "the stored readings of each series matching SERIES (metric or metric{key=\"value\",...}), "
+    "downsampled on request",
+    __FILE__,
+    false,
+    {wt_cli_window_opts, query_opts, wt_cli_store_opts}};
+
 int wt_cmd_query(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"from", required_argument, NULL, 'f'},   {"to", required_argument, NULL, 't'},
-        {"step", required_argument, NULL, 's'},   {"csv", no_argument, NULL, 'C'},
-        {"json", no_argument, NULL, 'j'},         {"db", required_argument, NULL, 'd'},
-        {"config", required_argument, NULL, 'c'}, {0}};
     const char *from_s = "-1h", *to_s = "now", *db = NULL, *config = NULL, *sel = NULL;
     int64_t step = 0, now = wt_now_real_ns(), from, to;
     bool csv = false, json = false;
     int c, rc;
 
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_query, argc, argv)) != -1) {
         switch (c) {
         case 'f':
             from_s = optarg;
@@ -78,6 +89,8 @@ int wt_cmd_query(int argc, char **argv)
         case 'c':
             config = optarg;
             break;
+        case WT_CLI_HELP:
+            return 0;
         default:
             return 2;
         }

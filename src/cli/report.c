@@ -17,7 +17,6 @@
 #include "core/clock.h"
 #include "store/store.h"
 
-int wt_cmd_report(int argc, char **argv); /* the command table in main.c declares it too */
 
 /* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
 static int parse_window(const char *s, int64_t now, int64_t *a, int64_t *b)
@@ -84,23 +83,32 @@ out:
     return rc;
 }
 
+static const struct wt_cli_opt report_opts[] = {
+    {"from", 'f', "T",
+     "the window's start: RFC 3339, unix seconds or relative (-2h); default -24h"},
+    {"to", 't', "T", "the window's end (default now)"},
+    {"compare", 'C', NULL,
+     "two windows side by side (operands A_FROM..A_TO B_FROM..B_TO), KPIs normalised by IT load, "
+     "their differences and whether they exceed the measurement's noise"},
+    {"format", 'F', "html|json|md", "html (default: one self-contained file that opens offline)"},
+    {"output", 'o', "FILE", "write there (default standard output)", WT_OPT_SHORT},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_report = {"report",
+                                               "[A_FROM..A_TO B_FROM..B_TO]",
+                                               "an audit report of a window (or two compared)",
+                                               __FILE__,
+                                               false,
+                                               {report_opts, wt_cli_store_opts}};
+
 int wt_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {{"from", required_argument, NULL, 'f'},
-                                         {"to", required_argument, NULL, 't'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"config", required_argument, NULL, 'c'},
-                                         {"output", required_argument, NULL, 'o'},
-                                         {"format", required_argument, NULL, 'F'},
-                                         {"compare", no_argument, NULL, 'C'},
-                                         {"help", no_argument, NULL, 'h'},
-                                         {0}};
     const char *from_s = "-24h", *to_s = "now", *db = NULL, *config = NULL, *out = NULL;
     const char *format = "html";
     bool compare = false;
     int c, rc;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:o:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_report, argc, argv)) != -1) {
         switch (c) {
         case 'f':
             from_s = optarg;
@@ -123,17 +131,7 @@ int wt_cmd_report(int argc, char **argv)
         case 'C':
             compare = true;
             break;
-        case 'h':
-            printf(
-                "usage: wattage report [--from T] [--to T] [--db FILE] [-c|--config FILE]\n"
-                "                      [-o|--output FILE] [--format html|json|md]\n"
-                "       wattage report --compare A_FROM..A_TO B_FROM..B_TO [--db FILE] [-c FILE]\n"
-                "                      [-o FILE] [--format html|json|md]\n"
-                "  --compare: two windows side by side, KPIs normalised by IT load, their\n"
-                "             differences and whether they exceed the measurement's noise\n"
-                "  T: RFC 3339, unix seconds, or relative (-2h, now); default the last 24 h\n"
-                "  html (default): one self-contained file that opens offline\n"
-                "  -o FILE: write there (default standard output)\n");
+        case WT_CLI_HELP:
             return 0;
         default:
             return 2;

@@ -255,23 +255,34 @@ static int apply_flags(const struct run_opts *o, struct wt_config *cfg)
     return 0;
 }
 
+static const struct wt_cli_opt run_opts_table[] = {
+    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
+    {"listen", 'l', "ADDR:PORT", "where /metrics and the API listen (default daemon.listen)"},
+    {"db", 'd', "FILE", "the store's database (default store.path)"},
+    {"interval", 'i', "S", "the poll interval, seconds or a duration (default daemon.interval)"},
+    {"log-level", 'L', "LEVEL", "debug, info, warn or error (default daemon.log_level)"},
+    {"dry-run", 'n', NULL, "power capping only logs what it would do (alerts.dry_run)"},
+    {"duration", 'D', "D", "stop after D, a duration such as 30s (for tests and benchmarks)"},
+    {"summary-interval", 'S', "D", "how often the summary line is logged (default 1m)"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_run = {
+    "run",
+    "",
+    "the daemon, in the foreground, logging to stderr; SIGTERM/SIGINT stop it, SIGHUP reloads "
+    "the configuration",
+    __FILE__,
+    false,
+    {run_opts_table}};
+
 static int parse_opts(int argc, char **argv, struct run_opts *o)
 {
-    static const struct option opts[] = {{"config", required_argument, NULL, 'c'},
-                                         {"listen", required_argument, NULL, 'l'},
-                                         {"db", required_argument, NULL, 'd'},
-                                         {"interval", required_argument, NULL, 'i'},
-                                         {"duration", required_argument, NULL, 'D'},
-                                         {"log-level", required_argument, NULL, 'L'},
-                                         {"summary-interval", required_argument, NULL, 'S'},
-                                         {"dry-run", no_argument, NULL, 'n'},
-                                         {0}};
     int c;
     enum wt_log_level lv;
     memset(o, 0, sizeof *o);
     o->log_level = -1;
     o->summary_ns = 60 * WT_NS_PER_S;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_run, argc, argv)) != -1) {
         switch (c) {
         case 'c':
             o->config = optarg;
@@ -334,6 +345,8 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             }
             o->log_level = (int)lv;
             break;
+        case WT_CLI_HELP:
+            return WT_CLI_HELP;
         default:
             return 2;
         }
@@ -421,7 +434,7 @@ int wt_cmd_run(int argc, char **argv)
 
     int rc = parse_opts(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc == WT_CLI_HELP ? 0 : rc;
     rc = wt_cli_load_config(o.config, &cfg);
     if (rc)
         return rc;

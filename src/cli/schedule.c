@@ -67,21 +67,39 @@ struct sched_opts {
     bool json, slurm, cost;
 };
 
+static const struct wt_cli_opt sched_opts_table[] = {
+    {"duration", 'D', "D", "how long the run takes, a duration such as 6h or 90m", WT_OPT_REQUIRED},
+    {"energy", 'e', "E", "the run's energy, such as 120kWh (or --power, or --like)"},
+    {"power", 'p', "P", "the run's mean power, such as 5.6kW (or --energy, or --like)"},
+    {"like", 'l', "JOB", "the run draws power like past job JOB (its profile)"},
+    {"deadline", 't', "T", "the run must end by T (RFC 3339, unix seconds or +12h)",
+     WT_OPT_REQUIRED},
+    {"zone", 'z', "Z", "the grid zone (default carbon.zone)"},
+    {"minimize", 'm', "carbon|cost",
+     "what to minimize (default carbon; cost needs a price series)"},
+    {"format", 'f', "text|json|slurm", "the output: text (default), JSON, or sbatch's --begin"},
+    {"json", 'j', NULL, "the same as --format json"},
+    {"now", 'n', "T", "take T as the current time"},
+    {"source", 'S', "URL",
+     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
+     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_schedule = {
+    "schedule",
+    "",
+    "the start time before the deadline with the least forecast emissions (or cost)",
+    __FILE__,
+    false,
+    {sched_opts_table, wt_cli_store_opts}};
+
 static int parse(int argc, char **argv, struct sched_opts *o)
 {
-    static const struct option opts[] = {
-        {"duration", required_argument, NULL, 'D'}, {"energy", required_argument, NULL, 'e'},
-        {"power", required_argument, NULL, 'p'},    {"like", required_argument, NULL, 'l'},
-        {"deadline", required_argument, NULL, 't'}, {"zone", required_argument, NULL, 'z'},
-        {"json", no_argument, NULL, 'j'},           {"format", required_argument, NULL, 'f'},
-        {"minimize", required_argument, NULL, 'm'}, {"now", required_argument, NULL, 'n'},
-        {"db", required_argument, NULL, 'd'},       {"config", required_argument, NULL, 'c'},
-        {"source", required_argument, NULL, 'S'},   {0}};
     const char *deadline = NULL, *now = NULL;
     int c;
     memset(o, 0, sizeof *o);
     optind = 1;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_schedule, argc, argv)) != -1) {
         switch (c) {
         case 'D':
             if (wt_duration_parse(optarg, &o->duration_ns) != 0) {
@@ -141,6 +159,8 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         case 'S':
             o->source = optarg;
             break;
+        case WT_CLI_HELP:
+            return WT_CLI_HELP;
         default:
             return 2;
         }
@@ -288,7 +308,7 @@ int wt_cmd_schedule(int argc, char **argv)
     int ret = 1;
     int rc = parse(argc, argv, &o);
     if (rc)
-        return rc;
+        return rc == WT_CLI_HELP ? 0 : rc;
     if ((rc = wt_cli_load_config(o.config, &cfg)) != 0)
         return rc;
     if (wt_carbon_conf_from(&cfg, &cf, &err) != 0) {

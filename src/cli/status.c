@@ -37,19 +37,26 @@ static void print_caps(const struct wt_config *cfg)
     free(a);
 }
 
+static const struct wt_cli_opt status_opts[] = {
+    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
+    {"json", 'j', NULL, "JSON instead of a table"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_status = {
+    "status", "",    "one snapshot of every source, read directly (no daemon needed)",
+    __FILE__, false, {status_opts}};
+
 int wt_cmd_status(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"json", no_argument, NULL, 'j'}, {"config", required_argument, NULL, 'c'}, {0}};
     const char *cfg_path = NULL;
     int json = 0, c;
-    while ((c = getopt_long(argc, argv, "c:", opts, NULL)) != -1) {
+    while ((c = wt_cli_getopt(&wt_cli_form_status, argc, argv)) != -1) {
         if (c == 'j')
             json = 1;
         else if (c == 'c')
             cfg_path = optarg;
         else
-            return 2;
+            return c == WT_CLI_HELP ? 0 : 2;
     }
     if (optind != argc) {
         fprintf(stderr, "usage: wattage status [-c FILE] [--json]\n");

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/* The subcommands of `wattage` and their option tables: main dispatches on it, `wattage --help`
+ * lists it, and tests/unit/test_cli.c checks every table against its parser's source. */
+#include "cli/cli.h"
+
+const struct wt_cli_command wt_cli_commands[] = {
+    {"run", wt_cmd_run, "the daemon, in the foreground", {&wt_cli_form_run}},
+    {"status", wt_cmd_status, "one snapshot of every source, read directly", {&wt_cli_form_status}},
+    {"check-config",
+     wt_cmd_check_config,
+     "validates a configuration file",
+     {&wt_cli_form_check_config}},
+    {"energy", wt_cmd_energy, "energy over an exact window, from the store", {&wt_cli_form_energy}},
+    {"query", wt_cmd_query, "the stored readings of a series", {&wt_cli_form_query}},
+    {"import",
+     wt_cmd_import,
+     "loads nvidia-smi logs or carbon-intensity series into the store",
+     {&wt_cli_form_import_smi, &wt_cli_form_import_carbon}},
+    {"job",
+     wt_cmd_job,
+     "starts, marks, ends and shows jobs through the daemon's API",
+     {&wt_cli_form_job_start, &wt_cli_form_job_mark, &wt_cli_form_job_end, &wt_cli_form_job_show}},
+    {"jobs",
+     wt_cmd_jobs,
+     "the latest jobs, or two of them compared",
+     {&wt_cli_form_jobs, &wt_cli_form_jobs_compare}},
+    {"exec", wt_cmd_exec, "runs a command as a job and prints its energy", {&wt_cli_form_exec}},
+    {"kpi", wt_cmd_kpi, "facility KPIs over a window", {&wt_cli_form_kpi}},
+    {"schedule",
+     wt_cmd_schedule,
+     "the start time with the least forecast emissions (or cost)",
+     {&wt_cli_form_schedule}},
+    {"cap",
+     wt_cmd_cap,
+     "puts the GPUs wattage capped back to their own power limits",
+     {&wt_cli_form_cap_clear}},
+    {"report",
+     wt_cmd_report,
+     "an audit report of a window (html, json or md)",
+     {&wt_cli_form_report}},
+    {NULL}};
