@@ -313,7 +313,7 @@ int wt_cmd_exec(int argc, char **argv)
     bool json = false, quiet = false;
 
     optind = 1;
-    /* "+": options end at the first non-option, so CMD's own options stay its own. */
+    /* The form stops at the first operand, so CMD's own options stay its own. */
     while ((c = wt_cli_getopt(&wt_cli_form_exec, argc, argv)) != -1) {
         switch (c) {
         case 'J':

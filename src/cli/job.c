@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `wattage job start|mark|end|show`, `wattage jobs [--json]`, `wattage jobs compare A B`: the
- * jobs API of the local daemon (see audit/jobs.h), over HTTP(S) with libcurl. The daemon's
- * address comes from --url, else WATTAGE_URL, else daemon.listen of the configuration; the
- * bearer token from WATTAGE_TOKEN, else --token-file, else daemon.auth.token_file when readable.
- * Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a 4xx).
+ * jobs API of the local daemon (see audit/jobs.h), over HTTP(S) with libcurl, with a client
+ * certificate under mutual TLS. Where the daemon is, its CA, the certificate and the token come
+ * from flags, the environment or the configuration (wt_cli_api_setup in cli.h says in which
+ * order). Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a
+ * 4xx).
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
