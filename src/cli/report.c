@@ -17,7 +17,6 @@
 #include "core/clock.h"
 #include "store/store.h"
 
-
 /* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
 static int parse_window(const char *s, int64_t now, int64_t *a, int64_t *b)
 {
