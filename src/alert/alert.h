@@ -77,6 +77,9 @@ struct wt_alert_rule {
     int line;         /* where it is written, for messages */
 };
 
+/* The throttle forecast's regression windows, at most. */
+#define WT_FORECAST_MAX_WINDOWS 4
+
 struct wt_alerts_config {
     bool enabled; /* alerts.enabled, default true */
     struct wt_alert_rule rules[WT_ALERT_MAX_RULES];
@@ -84,7 +87,12 @@ struct wt_alerts_config {
     /* Built-in detectors: each on by default; see detect.c for the meaning of each knob. */
     struct {
         bool enabled;
-        int64_t window_ns; /* regression window, default 120 s */
+        /* Regression windows, strictly increasing (default 10 s, 30 s, 2 min); window_ns is the
+         * longest. The shortest window that is statistically confident decides. */
+        int64_t windows_ns[WT_FORECAST_MAX_WINDOWS];
+        int nwindows;
+        int64_t window_ns;
+        double confidence; /* one-sided, of the slope's bounds, default 0.95 */
         int64_t lead_ns;   /* fire when time-to-slowdown < lead, default 60 s */
     } throttle_forecast;
     struct {

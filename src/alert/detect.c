@@ -69,6 +69,23 @@ double wt_detect_time_to(double now, double slope, double limit)
     return (limit - now) / slope;
 }
 
+double wt_detect_t_quantile(double p, double df)
+{
+    /* The normal quantile (Abramowitz and Stegun 26.2.23, error under 4.5e-4), then the
+     * Cornish-Fisher expansion to Student's t in 1/df (within 1% from df = 3). */
+    double q = p < 0.5 ? p : 1 - p;
+    double r = sqrt(-2 * log(q));
+    double z = r - (2.515517 + 0.802853 * r + 0.010328 * r * r) /
+                       (1 + 1.432788 * r + 0.189269 * r * r + 0.001308 * r * r * r);
+    if (p < 0.5)
+        z = -z;
+    if (!(df > 0) || isinf(df))
+        return z;
+    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2;
+    return z + (z3 + z) / (4 * df) + (5 * z5 + 16 * z3 + 3 * z) / (96 * df * df) +
+           (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df * df * df);
+}
+
 int wt_detect_plateau(const double *x, const double *y, size_t n, double *level)
 {
     double sum[3] = {0, 0, 0}, span = n ? x[n - 1] - x[0] : 0;
@@ -140,6 +157,12 @@ struct now {
     int nreason;
 };
 
+/* One regression window's running sums over samples [tail, count) of the ring. */
+struct fwin {
+    uint64_t tail;
+    double sx, sy, sxx, sxy, syy;
+};
+
 struct gpu {
     char uuid[96];
     char labels[WT_LABELS_LEN]; /* gpu,uuid,model (whatever the base series carry) */
@@ -152,10 +175,14 @@ struct gpu {
     int64_t first_t; /* when it was first seen, for a GPU that never answered */
     double last_power, last_energy;
     bool have_last_energy;
-    /* temperature ring */
+    /* temperature ring: sample k (counted from the first) is at k % RING; [head, count) kept */
     int64_t rt[RING];
     double rv[RING];
-    size_t rhead, rn;
+    uint64_t rhead, rcount;
+    int64_t rorigin; /* x = (t - rorigin) s in the windows' sums */
+    struct fwin fw[WT_FORECAST_MAX_WINDOWS];
+    int64_t fw_ns[WT_FORECAST_MAX_WINDOWS]; /* the windows the sums are for */
+    int nfw;
     /* idle burn */
     bool idle_on;
     int64_t idle_since;
@@ -361,71 +388,203 @@ static void fmt_duration(int64_t ns, char *buf, size_t n)
         snprintf(buf, n, "%.1fs", (double)ns / WT_NS_PER_S);
 }
 
+/* ---- the throttle forecast ---- */
+
+/* A window shorter than the longest forecasts at most this many of its own spans ahead: a line
+ * through 10 s of a warm-up says little about where it is 60 s on, but a sudden rise is seen
+ * first there. The longest window forecasts the whole lead. */
+#define FORECAST_SPANS 2.5
+/* The sums' origin moves this often (and the sums are recomputed from the ring then), so that
+ * x stays small next to the windows' spans and what adding and subtracting lost is reset. */
+#define FORECAST_REBASE_NS (3600 * WT_NS_PER_S)
+
+static double sample_x(const struct gpu *g, uint64_t k)
+{
+    return (double)(g->rt[k % RING] - g->rorigin) / WT_NS_PER_S;
+}
+
+static void fw_put(struct fwin *w, double x, double y, double sign)
+{
+    w->sx += sign * x;
+    w->sy += sign * y;
+    w->sxx += sign * x * x;
+    w->sxy += sign * x * y;
+    w->syy += sign * y * y;
+}
+
+static void fw_rebuild(struct gpu *g)
+{
+    for (int j = 0; j < g->nfw; j++) {
+        struct fwin *w = &g->fw[j];
+        uint64_t tail = w->tail;
+        memset(w, 0, sizeof *w);
+        w->tail = tail;
+        for (uint64_t k = tail; k < g->rcount; k++)
+            fw_put(w, sample_x(g, k), g->rv[k % RING], 1);
+    }
+}
+
+/* Takes the new sample (if any) into the ring and every window, and drops what fell out. */
+static void forecast_take(struct gpu *g, const struct wt_alerts_config *cfg,
+                          const struct wt_alert_input *in)
+{
+    const struct now *v = &g->v;
+    int nw = cfg->throttle_forecast.nwindows;
+    if (nw != g->nfw ||
+        memcmp(g->fw_ns, cfg->throttle_forecast.windows_ns, (size_t)nw * sizeof g->fw_ns[0])) {
+        /* New windows (a reload): every one starts from the samples kept. */
+        g->nfw = nw;
+        memcpy(g->fw_ns, cfg->throttle_forecast.windows_ns, (size_t)nw * sizeof g->fw_ns[0]);
+        for (int j = 0; j < nw; j++)
+            g->fw[j].tail = g->rhead;
+        fw_rebuild(g);
+    }
+    if (v->have_temp && v->t_temp > g->last_temp_t) {
+        if (g->rcount - g->rhead == RING) {
+            for (int j = 0; j < nw; j++)
+                if (g->fw[j].tail == g->rhead) {
+                    fw_put(&g->fw[j], sample_x(g, g->rhead), g->rv[g->rhead % RING], -1);
+                    g->fw[j].tail++;
+                }
+            g->rhead++;
+        }
+        if (g->rcount == g->rhead) {
+            /* Nothing kept (a long gap): the sums start again from exact zeros. */
+            g->rorigin = v->t_temp;
+            for (int j = 0; j < nw; j++)
+                g->fw[j] = (struct fwin){.tail = g->rcount};
+        }
+        g->rt[g->rcount % RING] = v->t_temp;
+        g->rv[g->rcount % RING] = v->temp;
+        g->rcount++;
+        double x = sample_x(g, g->rcount - 1);
+        for (int j = 0; j < nw; j++)
+            fw_put(&g->fw[j], x, v->temp, 1);
+        g->last_temp_t = v->t_temp;
+    }
+    for (int j = 0; j < nw; j++) {
+        struct fwin *w = &g->fw[j];
+        while (w->tail < g->rcount && g->rt[w->tail % RING] < in->now_ns - g->fw_ns[j]) {
+            fw_put(w, sample_x(g, w->tail), g->rv[w->tail % RING], -1);
+            w->tail++;
+        }
+    }
+    /* The longest window starts first: nothing older is needed. */
+    if (nw)
+        g->rhead = g->fw[nw - 1].tail;
+    if (g->rcount > g->rhead && g->rt[(g->rcount - 1) % RING] - g->rorigin > FORECAST_REBASE_NS) {
+        g->rorigin = g->rt[g->rhead % RING];
+        fw_rebuild(g);
+    }
+}
+
+/* What one window says. */
+struct fverdict {
+    double slope, span_s, left, horizon;
+};
+
+/* Where the window's samples are heading, by the thirds (wt_detect_plateau); NAN when it does
+ * not level off. O(window), so only asked when the window would warn. */
+static double window_level(struct wt_detect *d, const struct gpu *g, const struct fwin *w)
+{
+    size_t n = 0;
+    for (uint64_t k = w->tail; k < g->rcount; k++, n++) {
+        d->xs[n] = sample_x(g, k);
+        d->ys[n] = g->rv[k % RING];
+    }
+    double level;
+    return wt_detect_plateau(d->xs, d->ys, n, &level) == 0 ? level : NAN;
+}
+
+/*
+ * The windows from the shortest: each fits a line (from its running sums) and bounds the slope
+ * by its standard error from the residuals at the configured confidence. A window decides when
+ * it is confident either way: the slope's lower bound reaches the slowdown within its horizon
+ * (warn), or it levels off under the threshold, or even the slope's upper bound stays clear of
+ * it (quiet). A window that cannot tell (too noisy, or a rise just begun in it) leaves it to the
+ * next, longer one; when none can, the last ready one's bound is held in the band (no change).
+ * Returns whether any window was ready.
+ */
+static bool forecast_judge(struct wt_detect *d, const struct gpu *g,
+                           const struct wt_alerts_config *cfg, const struct wt_alert_input *in,
+                           struct fverdict *out)
+{
+    const struct now *v = &g->v;
+    double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
+    bool ready = false;
+    for (int j = 0; j < g->nfw; j++) {
+        const struct fwin *w = &g->fw[j];
+        uint64_t n = g->rcount - w->tail;
+        if (n < 5)
+            continue;
+        int64_t first = g->rt[w->tail % RING], last = g->rt[(g->rcount - 1) % RING];
+        if (last - first < g->fw_ns[j] / 2)
+            continue;
+        double nn = (double)n, mx = w->sx / nn, my = w->sy / nn;
+        double sxx = w->sxx - w->sx * mx, sxy = w->sxy - w->sx * my, syy = w->syy - w->sy * my;
+        if (!(sxx > 0))
+            continue;
+        double b = sxy / sxx, rss = syy - b * sxy;
+        double se = sqrt((rss > 0 ? rss : 0) / (nn - 2) / sxx);
+        double tq = wt_detect_t_quantile(cfg->throttle_forecast.confidence, nn - 2);
+        /* Where the line is at the latest sample (not the sample itself: one reading a degree
+         * up in the noise, near the threshold, would be a warning). */
+        double t_now = my + b * (sample_x(g, g->rcount - 1) - mx);
+        double stale = (double)(in->now_ns - last) / WT_NS_PER_S;
+        double h = (double)g->fw_ns[j] / WT_NS_PER_S * FORECAST_SPANS;
+        if (j == g->nfw - 1 || h > lead)
+            h = lead;
+        /* The latest the slowdown can come (the slope's lower bound), and the earliest. */
+        double late = wt_detect_time_to(t_now, b - tq * se, v->slow);
+        double soon = wt_detect_time_to(t_now, b + tq * se, v->slow);
+        if (isfinite(late) && late > 0)
+            late = late - stale > 0 ? late - stale : 0;
+        *out = (struct fverdict){b, (double)(last - first) / WT_NS_PER_S, late, h};
+        ready = true;
+        if (late > 0 && late < 1.5 * h) {
+            /* A GPU warming up after a job starts rises fast, then levels off: a straight line
+             * through the rise would forecast a throttle that never comes (on every job
+             * start). When the rise is clearly slowing towards a level under the threshold,
+             * this window is sure there is none. */
+            double level = window_level(d, g, w);
+            if (level < v->slow - 0.5) {
+                out->left = INFINITY;
+                return true;
+            }
+        }
+        /* Confident: it warns, or even the steepest slope it allows stays clear, or it knows
+         * its slope to within half: then a longer window, which averages over older and other
+         * behaviour, has nothing to add. */
+        if (late < h || soon - stale > 1.5 * h || tq * se <= 0.5 * fabs(b))
+            return true;
+    }
+    return ready;
+}
+
 static void forecast(struct wt_detect *d, struct gpu *g, const struct wt_alerts_config *cfg,
                      const struct wt_alert_input *in, const struct emit *em)
 {
     const struct now *v = &g->v;
-    int64_t window = cfg->throttle_forecast.window_ns;
-    if (v->have_temp && v->t_temp > g->last_temp_t) {
-        size_t at = (g->rhead + g->rn) % RING;
-        if (g->rn == RING)
-            g->rhead = (g->rhead + 1) % RING;
-        else
-            g->rn++;
-        g->rt[at] = v->t_temp;
-        g->rv[at] = v->temp;
-        g->last_temp_t = v->t_temp;
-    }
-    while (g->rn && g->rt[g->rhead] < in->now_ns - window) {
-        g->rhead = (g->rhead + 1) % RING;
-        g->rn--;
-    }
-    if (!v->have_temp || !v->have_slow || g->rn < 5)
+    struct fverdict f;
+    forecast_take(g, cfg, in);
+    if (!v->have_temp || !v->have_slow || !forecast_judge(d, g, cfg, in, &f))
         return;
-    int64_t first = g->rt[g->rhead], last = g->rt[(g->rhead + g->rn - 1) % RING];
-    if (last - first < window / 2)
-        return;
-    for (size_t i = 0; i < g->rn; i++) {
-        size_t k = (g->rhead + i) % RING;
-        d->xs[i] = (double)(g->rt[k] - first) / WT_NS_PER_S;
-        d->ys[i] = g->rv[k];
-    }
-    double slope, icpt;
-    if (wt_detect_lsq(d->xs, d->ys, g->rn, &slope, &icpt) != 0)
-        return;
-    /* Where the line is at the latest sample, or the latest sample if it is hotter: early
-     * rather than late. */
-    double fit = icpt + slope * d->xs[g->rn - 1];
-    double t_now = fit > v->temp ? fit : v->temp;
-    double left = wt_detect_time_to(t_now, slope, v->slow);
-    if (isfinite(left) && left > 0) {
-        left -= (double)(in->now_ns - last) / WT_NS_PER_S;
-        if (left < 0)
-            left = 0;
-    }
-    double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
-    /* A GPU warming up after a job starts rises fast, then levels off: a straight line through
-     * the rise would forecast a throttle that never comes (on every job start). When the rise is
-     * clearly slowing and heads for a level under the threshold, there is no forecast. */
-    /* The level is only read from a window at least as long as the lead: a shorter one says
-     * nothing about where the temperature is a lead from now. */
-    double level;
-    if (left > 0 && left < 1.5 * lead && d->xs[g->rn - 1] >= lead &&
-        wt_detect_plateau(d->xs, d->ys, g->rn, &level) == 0 && level < v->slow - 0.5)
-        left = INFINITY;
-    enum wt_cond c = left < lead ? WT_COND_TRUE : left > 1.5 * lead ? WT_COND_FALSE : WT_COND_HOLD;
+    double left = f.left;
+    enum wt_cond c = left < f.horizon         ? WT_COND_TRUE
+                     : left > 1.5 * f.horizon ? WT_COND_FALSE
+                                              : WT_COND_HOLD;
     char s[256];
     if (c != WT_COND_FALSE) {
         if (left <= 0)
             say(s, sizeof s,
                 "GPU %d (%s) is at its slowdown temperature %.0f °C (%.0f °C, rising "
                 "%.2f °C/s over the last %.0f s)",
-                g->index, g->model, v->slow, v->temp, slope, (double)(last - first) / 1e9);
+                g->index, g->model, v->slow, v->temp, f.slope, f.span_s);
         else
             say(s, sizeof s,
                 "GPU %d (%s) reaches its slowdown temperature %.0f °C in %.0f s: %.0f °C "
                 "now, rising %.2f °C/s over the last %.0f s",
-                g->index, g->model, v->slow, left, v->temp, slope, (double)(last - first) / 1e9);
+                g->index, g->model, v->slow, left, v->temp, f.slope, f.span_s);
     }
     report(em, WT_DET_THROTTLE_FORECAST, g->labels, c, WT_SEV_WARNING, 0,
            isfinite(left) ? left : -1, s, g->index);

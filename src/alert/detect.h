@@ -4,8 +4,11 @@
  * the little history it needs, and reports per tick, per device, whether its condition holds.
  * The engine (engine.h) turns those findings into alert instances with pending/firing/resolved.
  *
- *   GPUThrottleForecast   least-squares slope of the temperature over a window vs the GPU's own
- *                         slowdown threshold: time left < lead
+ *   GPUThrottleForecast   least-squares slopes of the temperature over several windows (10 s,
+ *                         30 s, 2 min) vs the GPU's own slowdown threshold: the shortest window
+ *                         confident at the configured level decides whether the time left, at
+ *                         the slope's lower bound, is under the lead (a short window's horizon
+ *                         is a few of its spans); a rise levelling off under it does not warn
  *   GPUThrottling         a thermal, hardware-slowdown or power-brake throttle reason held
  *   GPUIdleBurn           utilization under a floor while power stays over a share of the limit
  *   GPUImpossibleReading  power over the max limit plus a margin, an energy counter going
@@ -98,6 +101,13 @@ int wt_detect_lsq(const double *x, const double *y, size_t n, double *slope,
  * there already, INFINITY when it is not rising.
  */
 double wt_detect_time_to(double now, double slope, double limit);
+
+/*
+ * The one-sided quantile p (0 < p < 1) of Student's t with df degrees of freedom (the normal's
+ * when df is not positive or infinite), within 1% from df = 3: the slope's bounds at a
+ * confidence.
+ */
+double wt_detect_t_quantile(double p, double df);
 
 /*
  * Where a rising value that slows down is heading: the means of the first, middle and last third

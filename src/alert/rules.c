@@ -48,7 +48,12 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     memset(c, 0, sizeof *c);
     c->enabled = true;
     c->throttle_forecast.enabled = true;
+    c->throttle_forecast.nwindows = 3;
+    c->throttle_forecast.windows_ns[0] = 10 * WT_NS_PER_S;
+    c->throttle_forecast.windows_ns[1] = 30 * WT_NS_PER_S;
+    c->throttle_forecast.windows_ns[2] = 120 * WT_NS_PER_S;
     c->throttle_forecast.window_ns = 120 * WT_NS_PER_S;
+    c->throttle_forecast.confidence = 0.95;
     c->throttle_forecast.lead_ns = 60 * WT_NS_PER_S;
     c->throttling.enabled = true;
     c->throttling.for_ns = 5 * WT_NS_PER_S;
@@ -405,10 +410,53 @@ static int detector(const struct wt_yget *g, const struct wt_ynode *dets, const 
     return 0;
 }
 
+/*
+ * throttle_forecast.windows: a list of 1..WT_FORECAST_MAX_WINDOWS durations, strictly increasing,
+ * each 1 s..1 h; or the older throttle_forecast.window: one window (not both).
+ */
+static int forecast_windows(const struct wt_yget *g, const struct wt_ynode *d, const char *path,
+                            struct wt_alerts_config *c)
+{
+    const struct wt_ynode *list = wt_y_get(d, "windows"), *one = wt_y_get(d, "window");
+    char p[160], q[176];
+    int64_t ns;
+    int rc;
+    wt_y_path(p, sizeof p, path, "windows");
+    if (list && one)
+        return wt_y_fail(g, one, p, "windows and window together: window is one of the windows");
+    if (one) {
+        if ((rc = wt_y_duration(g, d, path, "window", false, &ns)))
+            return rc;
+        c->throttle_forecast.nwindows = 1;
+        c->throttle_forecast.windows_ns[0] = c->throttle_forecast.window_ns = ns;
+        return 0;
+    }
+    if (!list)
+        return 0;
+    if ((rc = wt_y_seq(g, list, p)))
+        return rc;
+    if (list->kind != WT_YNODE_SEQ || list->n == 0 || list->n > WT_FORECAST_MAX_WINDOWS)
+        return wt_y_fail(g, list, p, "expected a list of 1 to %d durations such as [10s, 30s, 2m]",
+                         WT_FORECAST_MAX_WINDOWS);
+    for (size_t i = 0; i < list->n; i++) {
+        const struct wt_ynode *e = list->child[i];
+        wt_y_index(q, sizeof q, p, i);
+        if (e->kind != WT_YNODE_SCALAR || wt_duration_parse(e->value, &ns) != 0 ||
+            ns < WT_NS_PER_S || ns > 3600 * WT_NS_PER_S)
+            return wt_y_fail(g, e, q, "expected a duration from 1s to 1h such as 30s");
+        if (i && ns <= c->throttle_forecast.windows_ns[i - 1])
+            return wt_y_fail(g, e, q, "expected windows from the shortest to the longest");
+        c->throttle_forecast.windows_ns[i] = ns;
+    }
+    c->throttle_forecast.nwindows = (int)list->n;
+    c->throttle_forecast.window_ns = c->throttle_forecast.windows_ns[list->n - 1];
+    return 0;
+}
+
 static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
                            struct wt_alerts_config *c)
 {
-    static const char *const k_tf[] = {"enabled", "window", "lead", NULL};
+    static const char *const k_tf[] = {"enabled", "window", "windows", "confidence", "lead", NULL};
     static const char *const k_th[] = {"enabled", "for", NULL};
     static const char *const k_ib[] = {"enabled", "util_below", "power_share", "for", NULL};
     static const char *const k_im[] = {"enabled", "power_margin", "temp_min", "temp_max", NULL};
@@ -424,7 +472,8 @@ static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
         return rc;
     if ((rc = detector(g, dets, "throttle_forecast", k_tf, &c->throttle_forecast.enabled, &d, p,
                        sizeof p)) ||
-        (rc = wt_y_duration(g, d, p, "window", false, &c->throttle_forecast.window_ns)) ||
+        (rc = forecast_windows(g, d, p, c)) ||
+        (rc = wt_y_double(g, d, p, "confidence", 0.5, 0.9999, &c->throttle_forecast.confidence)) ||
         (rc = wt_y_duration(g, d, p, "lead", false, &c->throttle_forecast.lead_ns)))
         return rc;
     if ((rc = detector(g, dets, "throttling", k_th, &c->throttling.enabled, &d, p, sizeof p)) ||

@@ -559,6 +559,145 @@ WT_TEST(throttle_forecast_is_quiet_for_a_warm_up_that_levels_off_below_the_thres
     WT_ASSERT(f >= 0 && 60 * log(45.0 / 8) - f >= 30);
 }
 
+/* ---- the throttle forecast at its defaults (windows 10 s, 30 s, 2 min) ---- */
+
+/* A fixed uniform noise in [-1, 1): the same every run. */
+static double noise_at(uint64_t *st)
+{
+    *st = *st * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*st >> 11) / 4503599627370496.0 - 1;
+}
+
+typedef double (*temp_fn)(double s, const double *p);
+
+/*
+ * A GPU idle for 120 s, then temp(s - 120, p) for `secs` more seconds, plus noise +-a, rounded to
+ * whole degrees as NVML reports them (slowdown 87 C), at the default settings. Returns the
+ * seconds after the idle part at which the forecast first fired, or -1.
+ */
+static double forecast_run(temp_fn f, const double *p, double idle, int secs, double a,
+                           uint64_t seed)
+{
+    load("alerts:\n  detectors:\n    throttle_forecast: true\n", true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    double fired = -1;
+    nrec = 0;
+    for (int s = 0; s <= 120 + secs && fired < 0; s++) {
+        double temp = s < 120 ? idle : f(s - 120, p);
+        tick_temp(e, &b, 1, T0 + S(s), round(temp + a * noise_at(&seed)));
+        if (count("GPUThrottleForecast", WT_ALERT_FIRING, NULL))
+            fired = s - 120;
+    }
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+    return fired;
+}
+
+static double linear(double s, const double *p)
+{
+    return p[0] + p[1] * s;
+}
+
+static double approach(double s, const double *p)
+{
+    return p[1] - (p[1] - p[0]) * exp(-s / p[2]);
+}
+
+WT_TEST(throttle_forecast_warns_15_s_ahead_of_a_sudden_rise)
+{
+    /* 40 C, then 1.5 C/s: 87 C after 31.3 s. One 2-min line needs a minute of the rise to see it
+     * (it warned 2-6 s ahead); the 10-s window sees it after a few seconds. */
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        double p[2] = {40, 1.5};
+        double f = forecast_run(linear, p, 40, 60, seed > 2 ? 0.5 : 0, seed);
+        WT_ASSERT(f >= 0);
+        WT_ASSERT(47 / 1.5 - f >= 15);
+    }
+    WT_CONTAINS(last()->a.summary, "reaches its slowdown temperature 87 °C in");
+}
+
+WT_TEST(throttle_forecast_is_quiet_for_a_warm_up_after_idle)
+{
+    /* A job starts on an idle GPU: from 50 C towards 75 C with tau 30 s (the straight line
+     * through the first seconds of the rise heads for 87 C within a minute), and from 40 C to 10
+     * and 3 C under the slowdown more slowly, with noise. */
+    static const double ups[][3] = {{50, 75, 30}, {40, 77, 60}, {50, 72, 20}, {40, 84, 120}};
+    for (size_t i = 0; i < sizeof ups / sizeof ups[0]; i++)
+        for (uint64_t seed = 1; seed <= 3; seed++)
+            WT_EQ_INT((int)forecast_run(approach, ups[i], ups[i][0], 600, 0.5 * (double)seed, seed),
+                      -1);
+}
+
+WT_TEST(throttle_forecast_is_quiet_for_noise_alone)
+{
+    /* An hour at 70 and at 80 C with +-1 C of noise (readings 69..71, 79..81). */
+    static const double at[][3] = {{70, 70, 1}, {80, 80, 1}};
+    for (size_t i = 0; i < 2; i++)
+        WT_EQ_INT((int)forecast_run(approach, at[i], at[i][0], 3600, 1, 7 + i), -1);
+}
+
+WT_TEST(t_quantiles)
+{
+    WT_NEAR(wt_detect_t_quantile(0.95, 0), 1.645, 0.002);
+    WT_NEAR(wt_detect_t_quantile(0.975, INFINITY), 1.960, 0.002);
+    WT_NEAR(wt_detect_t_quantile(0.95, 8), 1.860, 0.01);
+    WT_NEAR(wt_detect_t_quantile(0.975, 3), 3.182, 0.05);
+    WT_NEAR(wt_detect_t_quantile(0.99, 28), 2.467, 0.01);
+    WT_NEAR(wt_detect_t_quantile(0.05, 8), -1.860, 0.01);
+}
+
+/* The error a bad throttle_forecast setting gets. */
+static void forecast_err(const char *settings, const char *want)
+{
+    char yaml[256];
+    struct wt_ynode *root = NULL;
+    struct wt_err err = {{0}};
+    struct wt_alerts_config c;
+    snprintf(yaml, sizeof yaml, "alerts:\n  detectors:\n    throttle_forecast:\n%s", settings);
+    WT_EQ_INT(wt_yaml_parse("t.yaml", yaml, strlen(yaml), &root, &err), 0);
+    WT_EQ_INT(wt_alerts_config_parse("t.yaml", wt_y_get(root, "alerts"), &c, &err), -EINVAL);
+    WT_EQ_STR(err.msg, want);
+    wt_ynode_free(root);
+}
+
+WT_TEST(throttle_forecast_settings)
+{
+    load("alerts: {}\n", false);
+    WT_EQ_INT(cfg.throttle_forecast.nwindows, 3);
+    WT_EQ_INT(cfg.throttle_forecast.windows_ns[0], S(10));
+    WT_EQ_INT(cfg.throttle_forecast.windows_ns[2], S(120));
+    WT_NEAR(cfg.throttle_forecast.confidence, 0.95, 0);
+    load("alerts:\n  detectors:\n    throttle_forecast:\n      windows: [5s, 1m]\n"
+         "      confidence: 0.99\n",
+         false);
+    WT_EQ_INT(cfg.throttle_forecast.nwindows, 2);
+    WT_EQ_INT(cfg.throttle_forecast.windows_ns[1], S(60));
+    WT_EQ_INT(cfg.throttle_forecast.window_ns, S(60));
+    WT_NEAR(cfg.throttle_forecast.confidence, 0.99, 0);
+    load("alerts:\n  detectors:\n    throttle_forecast: {window: 20s}\n", false);
+    WT_EQ_INT(cfg.throttle_forecast.nwindows, 1);
+    WT_EQ_INT(cfg.throttle_forecast.windows_ns[0], S(20));
+    forecast_err("      windows: [30s, 10s]\n",
+                 "t.yaml:4: alerts.detectors.throttle_forecast.windows[1]: expected windows from "
+                 "the shortest to the longest");
+    forecast_err("      windows: [10s, soon]\n",
+                 "t.yaml:4: alerts.detectors.throttle_forecast.windows[1]: expected a duration "
+                 "from 1s to 1h such as 30s");
+    forecast_err("      windows: [500ms]\n",
+                 "t.yaml:4: alerts.detectors.throttle_forecast.windows[0]: expected a duration "
+                 "from 1s to 1h such as 30s");
+    forecast_err("      windows: [1s, 2s, 3s, 4s, 5s]\n",
+                 "t.yaml:4: alerts.detectors.throttle_forecast.windows: expected a list of 1 to "
+                 "4 durations such as [10s, 30s, 2m]");
+    forecast_err("      windows: [10s]\n      window: 10s\n",
+                 "t.yaml:5: alerts.detectors.throttle_forecast.windows: windows and window "
+                 "together: window is one of the windows");
+    forecast_err("      confidence: 1\n",
+                 "t.yaml:4: alerts.detectors.throttle_forecast.confidence: expected a number "
+                 "from 0.5 to 0.9999 (got \"1\")");
+}
+
 WT_TEST(plateau_of_a_slowing_rise)
 {
     double x[60], y[60], level;
