@@ -183,6 +183,9 @@ struct gpu {
     struct fwin fw[WT_FORECAST_MAX_WINDOWS];
     int64_t fw_ns[WT_FORECAST_MAX_WINDOWS]; /* the windows the sums are for */
     int nfw;
+    /* the shortest window's residual variance, averaged over its last 300 samples */
+    double noise_s2;
+    int noise_n;
     /* idle burn */
     bool idle_on;
     int64_t idle_since;
@@ -505,9 +508,8 @@ static double window_level(struct wt_detect *d, const struct gpu *g, const struc
  * next, longer one; when none can, the last ready one's bound is held in the band (no change).
  * Returns whether any window was ready.
  */
-static bool forecast_judge(struct wt_detect *d, const struct gpu *g,
-                           const struct wt_alerts_config *cfg, const struct wt_alert_input *in,
-                           struct fverdict *out)
+static bool forecast_judge(struct wt_detect *d, struct gpu *g, const struct wt_alerts_config *cfg,
+                           const struct wt_alert_input *in, bool new_sample, struct fverdict *out)
 {
     const struct now *v = &g->v;
     double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
@@ -525,7 +527,13 @@ static bool forecast_judge(struct wt_detect *d, const struct gpu *g,
         if (!(sxx > 0))
             continue;
         double b = sxy / sxx, rss = syy - b * sxy;
-        double se = sqrt((rss > 0 ? rss : 0) / (nn - 2) / sxx);
+        double s2 = (rss > 0 ? rss : 0) / (nn - 2);
+        /* Whole-degree readings make a short window's residuals small by chance now and then
+         * (ten readings of 84 and 85 that happen to climb): the sensor's usual scatter is the
+         * floor. */
+        if (j == 0 && new_sample)
+            g->noise_s2 += (s2 - g->noise_s2) / (g->noise_n < 300 ? ++g->noise_n : 300);
+        double se = sqrt((s2 > g->noise_s2 ? s2 : g->noise_s2) / sxx);
         double tq = wt_detect_t_quantile(cfg->throttle_forecast.confidence, nn - 2);
         /* Where the line is at the latest sample (not the sample itself: one reading a degree
          * up in the noise, near the threshold, would be a warning). */
@@ -566,8 +574,9 @@ static void forecast(struct wt_detect *d, struct gpu *g, const struct wt_alerts_
 {
     const struct now *v = &g->v;
     struct fverdict f;
+    bool new_sample = v->have_temp && v->t_temp > g->last_temp_t;
     forecast_take(g, cfg, in);
-    if (!v->have_temp || !v->have_slow || !forecast_judge(d, g, cfg, in, &f))
+    if (!v->have_temp || !v->have_slow || !forecast_judge(d, g, cfg, in, new_sample, &f))
         return;
     double left = f.left;
     enum wt_cond c = left < f.horizon         ? WT_COND_TRUE
