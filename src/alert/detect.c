@@ -513,14 +513,16 @@ static bool forecast_judge(struct wt_detect *d, struct gpu *g, const struct wt_a
 {
     const struct now *v = &g->v;
     double lead = (double)cfg->throttle_forecast.lead_ns / WT_NS_PER_S;
-    bool ready = false;
+    bool ready = false, warned = false;
     for (int j = 0; j < g->nfw; j++) {
         const struct fwin *w = &g->fw[j];
         uint64_t n = g->rcount - w->tail;
         if (n < 5)
             continue;
         int64_t first = g->rt[w->tail % RING], last = g->rt[(g->rcount - 1) % RING];
-        if (last - first < g->fw_ns[j] / 2)
+        /* A shorter window speaks once it is (nearly) full: a half-full one right after a
+         * start is a few readings of noise. The longest starts at half its span. */
+        if (last - first < (j == g->nfw - 1 ? g->fw_ns[j] / 2 : g->fw_ns[j] * 9 / 10))
             continue;
         double nn = (double)n, mx = w->sx / nn, my = w->sy / nn;
         double sxx = w->sxx - w->sx * mx, sxy = w->sxy - w->sx * my, syy = w->syy - w->sy * my;
@@ -547,6 +549,14 @@ static bool forecast_judge(struct wt_detect *d, struct gpu *g, const struct wt_a
         double soon = wt_detect_time_to(t_now, b + tq * se, v->slow);
         if (isfinite(late) && late > 0)
             late = late - stale > 0 ? late - stale : 0;
+        if (warned) {
+            /* The window that warned is checked by the next longer one: when that one is
+             * confidently quiet (a steady GPU whose last ten readings happen to climb), it is
+             * noise. A rise just begun leaves the longer one unsure, not quiet. */
+            if (soon - stale > 1.5 * h)
+                *out = (struct fverdict){b, (double)(last - first) / WT_NS_PER_S, INFINITY, h};
+            return true;
+        }
         *out = (struct fverdict){b, (double)(last - first) / WT_NS_PER_S, late, h};
         ready = true;
         if (late > 0 && late < 1.5 * h) {
@@ -563,6 +573,10 @@ static bool forecast_judge(struct wt_detect *d, struct gpu *g, const struct wt_a
         /* Confident: it warns, or even the steepest slope it allows stays clear, or it knows
          * its slope to within half: then a longer window, which averages over older and other
          * behaviour, has nothing to add. */
+        if (late < h && j < g->nfw - 1) {
+            warned = true;
+            continue;
+        }
         if (late < h || soon - stale > 1.5 * h || tq * se <= 0.5 * fabs(b))
             return true;
     }
