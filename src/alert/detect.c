@@ -397,6 +397,10 @@ static void fmt_duration(int64_t ns, char *buf, size_t n)
  * through 10 s of a warm-up says little about where it is 60 s on, but a sudden rise is seen
  * first there. The longest window forecasts the whole lead. */
 #define FORECAST_SPANS 2.5
+/* A window shorter than the longest warns only when even its slope's lower bound heats this
+ * fast (°C/s): those windows are there for a sudden rise. A slow climb read in ten readings of
+ * noise (a GPU steady a few degrees under the slowdown) is left to the longer windows. */
+#define FORECAST_MIN_RISE 0.25
 /* The sums' origin moves this often (and the sums are recomputed from the ring then), so that
  * x stays small next to the windows' spans and what adding and subtracting lost is reset. */
 #define FORECAST_REBASE_NS (3600 * WT_NS_PER_S)
@@ -574,7 +578,8 @@ static bool forecast_judge(struct wt_detect *d, struct gpu *g, const struct wt_a
          * its slope to within half: then a longer window, which averages over older and other
          * behaviour, has nothing to add. */
         if (late < h && j < g->nfw - 1) {
-            warned = true;
+            if (b - tq * se >= FORECAST_MIN_RISE)
+                warned = true;
             continue;
         }
         if (late < h || soon - stale > 1.5 * h || tq * se <= 0.5 * fabs(b))

@@ -637,6 +637,15 @@ WT_TEST(throttle_forecast_is_quiet_for_noise_alone)
         WT_EQ_INT((int)forecast_run(approach, at[i], at[i][0], 3600, 1, 7 + i), -1);
 }
 
+WT_TEST(throttle_forecast_is_quiet_at_84_c_with_noise)
+{
+    /* Six hours at 84 C, 3 C under the slowdown, with +-1 C of noise in whole degrees: ten
+     * readings that happen to climb are not a rise (the 10-s window warned 33 times a day). */
+    static const double at[3] = {84, 84, 1};
+    for (uint64_t seed = 1; seed <= 2; seed++)
+        WT_EQ_INT((int)forecast_run(approach, at, 84, 6 * 3600, 1, 40 + seed), -1);
+}
+
 WT_TEST(t_quantiles)
 {
     WT_NEAR(wt_detect_t_quantile(0.95, 0), 1.645, 0.002);
