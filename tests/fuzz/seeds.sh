@@ -6,6 +6,12 @@
 set -euo pipefail
 out=${1:?usage: seeds.sh OUT}
 data=${WATTAGE_DATA_DIR:-../shared/data}
+# A clone made away from ../shared finds the data sets beside the repository it was cloned
+# from, as tests/run.sh does.
+if [[ ! -d $data ]]; then
+    origin=$(git config --get remote.origin.url 2>/dev/null || true)
+    [[ -n $origin && -d $origin/../shared/data ]] && data=$origin/../shared/data
+fi
 [[ -d $data ]] || echo "# seeds: $data is missing: only the fixtures' seeds" >&2
 rm -rf "$out"
 mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus}
