@@ -1,61 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A collector is one table of functions. Adding a source adds one file and one line in
- * registry.c. open() returning -ENOENT means "not present on this host": not an error, the poll
- * loop looks again later with backoff.
+ * The registry of collectors and the roots their file reads go through. Each collector
+ * implements the source interface of core/source.h; adding a source adds one file and one line in
+ * registry.c.
  */
 #ifndef WT_COLLECTOR_H
 #define WT_COLLECTOR_H
 
-#include <stdint.h>
-
-#include "core/config.h"
-#include "core/err.h"
-#include "core/reading.h"
-
-/* One target of a multi-target collector. */
-#define WT_TARGET_NAME_LEN 23 /* with "redfish:" it fits a hub slot name */
-struct wt_target {
-    char name[WT_TARGET_NAME_LEN + 1]; /* unique within the collector: [A-Za-z0-9_.-] */
-    int64_t interval_ns;               /* 0: the collector's interval */
-};
-
-#define WT_MAX_TARGETS 64
-
-struct wt_collector_ops {
-    const char *name;
-    /* Its block of the config (enabled, interval). */
-    const struct wt_collector_config *(*config)(const struct wt_config *cfg);
-    /*
-     * Prepares the source; *state is owned by the collector until close. Returns 0, -ENOENT when
-     * the source is absent (err says what was looked for), or another negative errno with err.
-     * NULL for a multi-target collector (targets below), which is opened per target.
-     */
-    int (*open)(const struct wt_config *cfg, void **state, struct wt_err *err);
-    /*
-     * Appends this tick's readings, stamped t_ns (CLOCK_REALTIME), to out. Returns 0, or a
-     * negative errno with err filled when the whole source failed this tick (a single lost GPU is
-     * not a failure: it is reported as gpu_up 0).
-     */
-    int (*poll)(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err);
-    /* Releases everything; accepts NULL. */
-    void (*close)(void *state);
-
-    /*
-     * Optional, for sources with several targets (PDUs, BMCs, meters). targets() fills up to max
-     * entries from the config and returns how many it names; each target gets its own thread,
-     * hub slot "<name>:<target>", schedule and backoff, so a dead PDU delays nothing else. Then
-     * open_target opens target i instead of open (poll and close are shared).
-     */
-    size_t (*targets)(const struct wt_config *cfg, struct wt_target *out, size_t max);
-    int (*open_target)(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err);
-    /*
-     * Optional: after a failed poll, the readings that say so (wattage_facility_up 0 with the
-     * target's labels), which replace the target's latest readings and are stored; without it a
-     * failed poll leaves the source with no readings at all.
-     */
-    int (*down)(void *state, int64_t t_ns, struct wt_batch *out);
-};
+#include "core/source.h"
 
 /* The registry: every collector, in a fixed order, NULL-terminated. */
 extern const struct wt_collector_ops *const wt_collectors[];

@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector.h"
 #include "core/reading.h"
+#include "core/source.h"
 #include "core/yamltree.h"
 
 extern const struct wt_collector_ops wt_modbus_collector;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/collector.h"
 #include "core/log.h"
 #include "core/reading.h"
 

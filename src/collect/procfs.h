@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector.h"
+#include "core/source.h"
 
 extern const struct wt_collector_ops wt_procfs_collector;
 

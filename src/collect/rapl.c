@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/collector.h"
 #include "core/energy.h"
 #include "core/log.h"
 #include "core/reading.h"

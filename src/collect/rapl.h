@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector.h"
+#include "core/source.h"
 
 extern const struct wt_collector_ops wt_rapl_collector;
 

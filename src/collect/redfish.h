@@ -35,7 +35,7 @@
 
 #include <stddef.h>
 
-#include "collect/collector.h"
+#include "core/source.h"
 #include "core/yamltree.h"
 
 extern const struct wt_collector_ops wt_redfish_collector;

@@ -32,11 +32,11 @@
 #include <net-snmp/net-snmp-config.h>
 #include <net-snmp/net-snmp-includes.h>
 
-#include "collect/collector.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/energy.h"
 #include "core/log.h"
+#include "core/source.h"
 #include "core/yget.h"
 
 #define SECTION "collectors.snmp.targets"

@@ -12,9 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "collect/collector.h"
 #include "core/config.h"
 #include "core/hub.h"
+#include "core/source.h"
 
 #define WT_BACKOFF_AFTER 3
 /* Interval cap under backoff: 32 intervals, at most 5 minutes (never below the interval). */

@@ -4,12 +4,12 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include "collect/collector.h"
 #include "core/clock.h"
 #include "core/hub.h"
 #include "core/loop.h"
 #include "core/reading.h"
 #include "core/snapshot.h"
+#include "core/source.h"
 #include "runner.h"
 
 WT_TEST(labels_escape_and_read_back)

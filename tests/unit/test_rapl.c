@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collect/collector.h"
 #include "collect/rapl.h"
 #include "core/clock.h"
 #include "core/reading.h"

@@ -14,11 +14,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "collect/collector.h"
 #include "collect/snmp.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/reading.h"
+#include "core/source.h"
 #include "core/yamltree.h"
 #include "readings.h"
 #include "runner.h"
