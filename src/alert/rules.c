@@ -17,32 +17,6 @@
 #include "core/config.h"
 #include "core/yget.h"
 
-const char *wt_alert_state_name(enum wt_alert_state s)
-{
-    switch (s) {
-    case WT_ALERT_PENDING:
-        return "pending";
-    case WT_ALERT_FIRING:
-        return "firing";
-    case WT_ALERT_RESOLVED:
-        return "resolved";
-    default:
-        return "inactive";
-    }
-}
-
-const char *wt_severity_name(enum wt_severity s)
-{
-    switch (s) {
-    case WT_SEV_INFO:
-        return "info";
-    case WT_SEV_CRITICAL:
-        return "critical";
-    default:
-        return "warning";
-    }
-}
-
 void wt_alerts_config_defaults(struct wt_alerts_config *c)
 {
     memset(c, 0, sizeof *c);
