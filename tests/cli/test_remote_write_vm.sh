@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Remote write into the real VictoriaMetrics (Debian victoria-metrics) on loopback, with an outage
-# of RW_VM_OUTAGE_S seconds (default 10). VictoriaMetrics keeps duplicates unless told to
-# deduplicate, so its raw export shows a sample sent twice: every stored reading up to the cursor
-# must be there exactly once, with its exact time and value.
+# of RW_VM_OUTAGE_S seconds (default 120, the two minutes of the fleet issue) and a restart of the
+# daemon in the middle of it: the second daemon finds the cursor in the store and resumes from it
+# once the receiver is back. VictoriaMetrics keeps duplicates unless told to deduplicate, so its
+# raw export shows a sample sent twice: every stored reading up to the cursor must be there
+# exactly once, with its exact time and value, nothing missing, nothing twice.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/remote_write_lib.sh"
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
-OUTAGE=${RW_VM_OUTAGE_S:-10}
+OUTAGE=${RW_VM_OUTAGE_S:-120}
 
 if ! command -v "$VM" >/dev/null; then
     skip "remote write into VictoriaMetrics" "victoria-metrics is not installed (scripts/deps.sh --test)"
@@ -37,28 +39,44 @@ rw_config "$TMP/w.yaml" node-v "  - url: $VM_URL/api/v1/write
     max_backoff: 2s"
 start_vm || { not_ok "VictoriaMetrics starts" "$(tail -5 "$TMP/vm.log")"; finish; }
 WPORT=$(free_port)
-bg "$BIN" run -c "$TMP/w.yaml" --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 \
-    --log-level debug 2>"$TMP/run.log"
-wpid=$!
+start_daemon() { # start_daemon LOG
+    bg "$BIN" run -c "$TMP/w.yaml" --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 \
+        --log-level debug 2>"$1"
+    wpid=$!
+    wait_for 20 curl -sf "http://127.0.0.1:$WPORT/healthz" -o /dev/null
+}
+start_daemon "$TMP/a.log"
 if rw_wait_caught_up "$WPORT" vm 30; then
     ok "the daemon remote-writes into VictoriaMetrics"
 else
-    not_ok "the daemon remote-writes into VictoriaMetrics" "$(grep remote_write "$TMP/run.log" | tail -5)"
+    not_ok "the daemon remote-writes into VictoriaMetrics" "$(grep remote_write "$TMP/a.log" | tail -5)"
     finish
 fi
 sleep 2
 stop_pid "$vm_pid"
-sleep "$OUTAGE"
+half=$((OUTAGE / 2))
+sleep "$half"
 check "while VictoriaMetrics is down, failures are counted" \
     bash -c '(( ${1%%.*} > 0 ))' _ "$(rw_metric "$WPORT" wattage_remote_write_samples_failed_total vm)"
+# the backoff is capped: after a minute down the sender still tries every max_backoff (2 s)
+check "the retries wait at most max_backoff" \
+    bash -c 'grep -q "endpoint vm: cannot send .* retrying in 2.0 s" "$1" && ! grep -q "retrying in [3-9]\.\|retrying in [0-9][0-9]" "$1"' _ "$TMP/a.log"
+stop_pid "$wpid"
+start_daemon "$TMP/b.log"
+sleep $((OUTAGE - half))
+pending=$(rw_metric "$WPORT" wattage_remote_write_samples_pending vm)
+lag=$(rw_metric "$WPORT" wattage_remote_write_lag_seconds vm)
+check "after $OUTAGE s down, the second daemon counts the whole outage pending ($pending, lag ${lag}s)" \
+    $PY -c 'import sys; p, l, o = map(float, sys.argv[1:4]); sys.exit(0 if p > 0 and l >= o - 5 else 1)' \
+    "${pending:-0}" "${lag:-0}" "$OUTAGE"
 start_vm || { not_ok "VictoriaMetrics restarts" "$(tail -5 "$TMP/vm.log")"; finish; }
 if rw_wait_caught_up "$WPORT" vm 60; then
-    ok "after the outage the backlog is delivered"
+    ok "after the outage and the restart the backlog is delivered"
 else
-    not_ok "after the outage the backlog is delivered" "$(grep remote_write "$TMP/run.log" | tail -5)"
+    not_ok "after the outage the backlog is delivered" "$(grep remote_write "$TMP/b.log" | tail -5)"
 fi
-kill "$wpid"
-wait "$wpid"
+check "the second daemon logged that delivery resumed" grep -q "endpoint vm: delivering again after" "$TMP/b.log"
+stop_pid "$wpid"
 
 # Newly ingested rows become searchable after a flush.
 export_all() {
@@ -71,8 +89,10 @@ if wait_for 30 export_all; then
 else
     not_ok "every stored reading up to the cursor is in VictoriaMetrics exactly once" "$(head -5 "$TMP/check.txt")"
 fi
-read -r nticks maxgap <<<"$(tick_gaps "$TMP/run.log")"
-check "the poll loop kept time during the outage ($nticks ticks, largest gap ${maxgap}s at 0.5s)" \
-    $PY -c "import sys; sys.exit(0 if int(sys.argv[1]) >= 10 and 0 < float(sys.argv[2]) < 1.5 else 1)" \
-    "${nticks:-0}" "${maxgap:--1}"
+for l in a b; do
+    read -r nticks maxgap <<<"$(tick_gaps "$TMP/$l.log")"
+    check "daemon $l: the poll loop kept time during the outage ($nticks ticks, largest gap ${maxgap}s at 0.5s)" \
+        $PY -c "import sys; sys.exit(0 if int(sys.argv[1]) >= 10 and 0 < float(sys.argv[2]) < 1.5 else 1)" \
+        "${nticks:-0}" "${maxgap:--1}"
+done
 finish
