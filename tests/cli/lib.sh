@@ -39,6 +39,16 @@ print(len(ts), round(max(gaps), 3) if gaps else -1)
 PY
 }
 
+# check_ticks NAME LOG MIN: ok when LOG has at least MIN ticks and no gap of 1.5 s or more
+# between two (the daemons of these tests tick every 0.5 s)
+check_ticks() {
+    local nticks maxgap
+    read -r nticks maxgap <<<"$(tick_gaps "$2")"
+    check "$1 ($nticks ticks, largest gap ${maxgap}s at 0.5s)" \
+        /usr/bin/python3 -c "import sys; sys.exit(0 if int(sys.argv[1]) >= int(sys.argv[3]) and 0 < float(sys.argv[2]) < 1.5 else 1)" \
+        "${nticks:-0}" "${maxgap:--1}" "$3"
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # bg CMD...: start in background, remember its pid in $! and for cleanup
 bg() { "$@" & T_PIDS="$T_PIDS $!"; }

@@ -90,9 +90,6 @@ else
     not_ok "every stored reading up to the cursor is in VictoriaMetrics exactly once" "$(head -5 "$TMP/check.txt")"
 fi
 for l in a b; do
-    read -r nticks maxgap <<<"$(tick_gaps "$TMP/$l.log")"
-    check "daemon $l: the poll loop kept time during the outage ($nticks ticks, largest gap ${maxgap}s at 0.5s)" \
-        $PY -c "import sys; sys.exit(0 if int(sys.argv[1]) >= 10 and 0 < float(sys.argv[2]) < 1.5 else 1)" \
-        "${nticks:-0}" "${maxgap:--1}"
+    check_ticks "daemon $l: the poll loop kept time during the outage" "$TMP/$l.log" 10
 done
 finish
