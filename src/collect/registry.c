@@ -5,16 +5,21 @@
 extern const struct wt_collector_ops wt_nvml_collector;
 extern const struct wt_collector_ops wt_rapl_collector;
 extern const struct wt_collector_ops wt_procfs_collector;
+extern const struct wt_collector_ops wt_netdev_collector;
 extern const struct wt_collector_ops wt_modbus_collector;
 extern const struct wt_collector_ops wt_redfish_collector;
 extern const struct wt_collector_ops wt_snmp_collector;
 
+/* One line per source. */
+/* clang-format off */
 const struct wt_collector_ops *const wt_collectors[] = {
     &wt_nvml_collector,
     &wt_rapl_collector,
     &wt_procfs_collector,
+    &wt_netdev_collector,
     &wt_modbus_collector,
     &wt_redfish_collector,
     &wt_snmp_collector,
     NULL,
 };
+/* clang-format on */

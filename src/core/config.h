@@ -52,6 +52,7 @@ struct wt_config {
         char nvml_library[WT_PATH_LEN]; /* collectors.nvml.library, default libnvidia-ml.so.1 */
         struct wt_collector_config rapl;
         struct wt_collector_config procfs;
+        struct wt_collector_config netdev;  /* network and InfiniBand traffic (sysfs) */
         struct wt_collector_config snmp;    /* targets: collectors.snmp.targets (a section) */
         struct wt_collector_config redfish; /* targets: collectors.redfish.targets */
         struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */

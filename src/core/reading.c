@@ -155,6 +155,27 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                            "the job's window (as GET /api/v1/jobs/{id}); lags the live counters "
                            "by up to one store flush interval. Kept a minute after the end.",
                            WT_COUNTER},
+    [WT_M_NET_RX_BYTES] = {"wattage_network_receive_bytes_total",
+                           "Bytes received by a network interface a device backs (sysfs).",
+                           WT_COUNTER},
+    [WT_M_NET_TX_BYTES] = {"wattage_network_transmit_bytes_total",
+                           "Bytes sent by a network interface a device backs (sysfs).", WT_COUNTER},
+    [WT_M_NET_RX_PACKETS] = {"wattage_network_receive_packets_total",
+                             "Packets received by a network interface (sysfs).", WT_COUNTER},
+    [WT_M_NET_TX_PACKETS] = {"wattage_network_transmit_packets_total",
+                             "Packets sent by a network interface (sysfs).", WT_COUNTER},
+    [WT_M_IB_RX_BYTES] = {"wattage_infiniband_receive_bytes_total",
+                          "Data bytes received on an InfiniBand port (port_rcv_data, 4-byte "
+                          "words, times 4).",
+                          WT_COUNTER},
+    [WT_M_IB_TX_BYTES] = {"wattage_infiniband_transmit_bytes_total",
+                          "Data bytes sent on an InfiniBand port (port_xmit_data, 4-byte words, "
+                          "times 4).",
+                          WT_COUNTER},
+    [WT_M_IB_RX_PACKETS] = {"wattage_infiniband_receive_packets_total",
+                            "Packets received on an InfiniBand port.", WT_COUNTER},
+    [WT_M_IB_TX_PACKETS] = {"wattage_infiniband_transmit_packets_total",
+                            "Packets sent on an InfiniBand port.", WT_COUNTER},
 };
 
 int wt_metric_find(const char *name)

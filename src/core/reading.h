@@ -90,6 +90,15 @@ enum wt_metric_id {
     WT_M_JOB_END_S,    /* the job's end, unix seconds (once it ended) */
     WT_M_JOB_MARK_S,   /* a mark's time, unix seconds; labels id, job, kind, index */
     WT_M_JOB_ENERGY_J, /* counter: the job's GPU energy since its start */
+    /* Traffic (collect/netdev.h): counters as sysfs keeps them, labels device[,port]. */
+    WT_M_NET_RX_BYTES,
+    WT_M_NET_TX_BYTES,
+    WT_M_NET_RX_PACKETS,
+    WT_M_NET_TX_PACKETS,
+    WT_M_IB_RX_BYTES, /* port_rcv_data × 4 */
+    WT_M_IB_TX_BYTES,
+    WT_M_IB_RX_PACKETS,
+    WT_M_IB_TX_PACKETS,
     WT_M_COUNT
 };
 

@@ -190,7 +190,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 31 + nsec);
+    WT_EQ_INT(n, 33 + nsec);
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -416,7 +416,8 @@ WT_TEST(nested_wrong_kind)
         "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
     EXPECT_ERR(
         "collectors:\n  - nvml\n  - rapl\n",
-        "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, snmp, redfish, "
+        "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
+        "redfish, "
         "modbus, not a list");
     EXPECT_ERR("- daemon\n", "t.yaml:1: expected sections (daemon, store, collectors, client, "
                              "topology, carbon, facility, alerts, remote_write) at the top of the "
