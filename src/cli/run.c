@@ -21,6 +21,7 @@
 #include "audit/carbon.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
+#include "audit/power_avg.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
@@ -419,6 +420,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_kpi_exporter *kpi = NULL;
     struct wt_alerts *alerts = NULL;
     struct wt_remote_write *rw = NULL;
+    struct wt_power_avg *pavg = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -465,6 +467,11 @@ int wt_cmd_run(int argc, char **argv)
         wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
     if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* Rolling 1/5/15-min power means: a hub sink and a slot of their own. */
+    if (wt_power_avg_open(&cfg, hub, &pavg, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -599,8 +606,9 @@ out:
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
     wt_health_remove_probe(delivery_probe, alerts);
-    wt_alerts_close(alerts); /* after the collectors (its sink) and the server; restores caps */
-    wt_store_close(store);   /* after the collectors: flushes what they published */
+    wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
+    wt_store_close(store);    /* after the collectors: flushes what they published */
+    wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

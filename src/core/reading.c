@@ -176,6 +176,14 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                             "Packets received on an InfiniBand port.", WT_COUNTER},
     [WT_M_IB_TX_PACKETS] = {"wattage_infiniband_transmit_packets_total",
                             "Packets sent on an InfiniBand port.", WT_COUNTER},
+    [WT_M_GPU_POWER_AVG_W] = {"wattage_gpu_power_average_watts",
+                              "GPU power averaged over the last window (1m, 5m, 15m), from the "
+                              "power readings; absent until half the window is covered.",
+                              WT_GAUGE},
+    [WT_M_NODE_POWER_AVG_W] = {"wattage_node_power_average_watts",
+                               "The node's chips' power (GPUs, and CPU packages and DRAM where "
+                               "RAPL reads them) averaged over the last window (1m, 5m, 15m).",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

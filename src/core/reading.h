@@ -99,6 +99,9 @@ enum wt_metric_id {
     WT_M_IB_TX_BYTES,
     WT_M_IB_RX_PACKETS,
     WT_M_IB_TX_PACKETS,
+    /* Rolling power means (audit/power_avg.h), label window="1m"|"5m"|"15m". */
+    WT_M_GPU_POWER_AVG_W,  /* GPU labels + window */
+    WT_M_NODE_POWER_AVG_W, /* GPUs + CPU packages + DRAM */
     WT_M_COUNT
 };
 

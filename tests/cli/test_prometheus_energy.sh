@@ -63,4 +63,12 @@ check "sum(rate(wattage_gpu_energy_integrated_joules_total[1m])) is the summed p
     near "$integrated" "${power/none/0}" 0.02
 check "wattage_gpu_energy_joules_total is one series per GPU, no method label" \
     test "$(value 'count(wattage_gpu_energy_joules_total)')/$(value 'count(wattage_gpu_energy_joules_total{method!=""})')" = "4/none"
+# The daemon's own rolling means, after a minute: each GPU's 1-min mean is its 250 W, the node's
+# is their sum (no RAPL here), and the 15-min mean is not there yet (under half covered).
+check "wattage_gpu_power_average_watts{window=\"1m\"} is 250 W per GPU" \
+    near "$(value 'max(wattage_gpu_power_average_watts{window="1m"}) + min(wattage_gpu_power_average_watts{window="1m"})')" 500 0.005
+check "  one series per GPU" test "$(value 'count(wattage_gpu_power_average_watts{window="1m"})')" = 4
+check "wattage_node_power_average_watts{window=\"1m\"} is the summed power" \
+    near "$(value 'wattage_node_power_average_watts{window="1m"}')" "$WANT_W" 0.005
+check "  no 15-min mean after a minute" test "$(value 'count(wattage_node_power_average_watts{window="15m"})')" = none
 finish
