@@ -172,7 +172,10 @@ static void check_nvml(const struct wt_config *cfg, struct report *r)
         }
         if (g[k].up && (g[k].energy || g[k].power))
             r->energy = true;
-        cJSON *go = add_check(r, "gpu", g[k].gpu, s, fix, "%s %s: %s", g[k].model, g[k].uuid, what);
+        /* A GPU lost before it was first read has no name or UUID yet. */
+        const char *sep = g[k].model[0] && g[k].uuid[0] ? " " : "";
+        cJSON *go = add_check(r, "gpu", g[k].gpu, s, fix, "%s%s%s%s%s", g[k].model, sep, g[k].uuid,
+                              g[k].model[0] || g[k].uuid[0] ? ": " : "", what);
         if (go) {
             cJSON_AddStringToObject(go, "uuid", g[k].uuid);
             cJSON_AddStringToObject(go, "model", g[k].model);

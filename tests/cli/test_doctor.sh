@@ -129,6 +129,15 @@ check "it warns, power is integrated instead" json "$TMP/noctr.json" \
     'c("gpu", "0")["status"] == "warn" and c("gpu", "0")["energy_counter"] is False' \
     'c("gpu", "0")["power"] is True and "integrated" in c("gpu", "0")["message"]'
 
+# --- a lost GPU: a failure that names it, the other GPU still counted
+FAKE_NVML_T0=$(( $(date +%s) - 10 )) FAKE_NVML_LOST=1:0:100000 "$BIN" doctor -c "$TMP/good.yaml" \
+    --db "$TMP/w.db" --json >"$TMP/lost.json" 2>/dev/null
+check "a lost GPU: exit 1" test $? -eq 1
+check "GPU 1 fails as lost, GPU 0 keeps its counter" json "$TMP/lost.json" \
+    'c("gpu", "1")["status"] == "fail" and c("gpu", "1")["up"] is False' \
+    'c("gpu", "1")["message"].startswith("does not answer") and "Xid" in c("gpu", "1")["fix"]' \
+    'c("gpu", "0")["status"] == "ok" and d["energy"] is True'
+
 # --- an unsynchronised clock: a warning
 WATTAGE_CLOCK_STATUS=0x40 "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" --json \
     >"$TMP/clock.json" 2>/dev/null
