@@ -151,6 +151,10 @@ done
 for src in $(grep '^COPY ' "$TMP/docker.txt" | grep -v -- '--from' | awk '{for (i = 2; i < NF; i++) print $i}'); do
     check "COPY $src exists in the repository" test -e "$src"
 done
+# The context it sends: only what it copies (Dockerfile.dockerignore, read by BuildKit).
+copied=$(grep '^COPY ' "$TMP/docker.txt" | grep -v -- '--from' | awk '{for (i = 2; i < NF; i++) print $i}' | sort)
+kept=$(grep '^!' deploy/docker/Dockerfile.dockerignore | cut -c2- | sort)
+check "the .dockerignore sends exactly what the Dockerfile copies" test "$copied" = "$kept"
 user=$(grep '^USER ' "$TMP/docker.txt" | tail -n1 | awk '{print $2}')
 check "it runs as a non-root numeric user ($user), the DaemonSet's runAsUser" kube \
     "'$user'.split(':')[0].isdigit() and int('$user'.split(':')[0]) > 0" \
