@@ -38,4 +38,8 @@ const struct wt_cli_command wt_cli_commands[] = {
      wt_cmd_report,
      "an audit report of a window (html, json or md)",
      {&wt_cli_form_report}},
+    {"doctor",
+     wt_cmd_doctor,
+     "what this node can measure and why not (NVML, RAPL, clock, peers, store, listen)",
+     {&wt_cli_form_doctor}},
     {NULL}};

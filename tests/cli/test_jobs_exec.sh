@@ -148,8 +148,89 @@ check "reads need no token (protect_reads is off): jobs exits 0" test "$rc" -eq 
 msg=$(WATTAGE_TOKEN=wrong "$BIN" job start nope --url "$WATTAGE_URL" 2>&1); rc=$?
 check "a wrong token: exit 2, 401" bash -c '[[ $0 == 2 && $1 == *401* ]]' "$rc" "$msg"
 
-# the daemon down: the client warns once and never raises; exec still runs the command
+# measure(): a with block measured through the daemon when it answers, else in this process
+# through NVML (ctypes on the fake); the same Result either way, its source saying which path
 DOWN=http://127.0.0.1:$(free_port)
+cat >"$TMP/measure.py" <<'PY'
+import json, sys, time
+import wattage_client as wc
+with wc.measure(sys.argv[1], gpus=sys.argv[2] or None, mode=sys.argv[3]) as m:
+    time.sleep(1.0)
+print(json.dumps(m.result.as_dict()))
+PY
+# within FILE [GPUS]: prints "ok SOURCE" when every counted GPU is within 0.5% of the fake's exact energy over the
+# result's window, the total their sum; GPUS the indices expected
+within() {
+    python3 - "$EXACT" "$@" <<'PY'
+import json, subprocess, sys
+exact, f = sys.argv[1], sys.argv[2]
+r = json.loads(open(f).read().strip().splitlines()[-1])
+want = sys.argv[3].split(",") if len(sys.argv) > 3 else [str(i) for i in range(8)]
+assert [g["gpu"] for g in r["gpus"]] == want, r["gpus"]
+tot = 0
+for g in r["gpus"]:
+    ex = float(subprocess.check_output([exact, g["gpu"], repr(r["start_s"]), repr(r["end_s"])]))
+    assert abs(g["energy_j"] - ex) / ex < 0.005, (g, ex)
+    tot += ex
+assert abs(r["energy_j"] - tot) / tot < 0.005, (r["energy_j"], tot)
+assert 0.9 < r["duration_s"] < 2.5 and r["coverage"] >= 0.999 and not r["provisional"], r
+print("ok", r["source"])
+PY
+}
+WATTAGE_TOKEN=$(cat "$TMP/token") python3 "$TMP/measure.py" blk 0,1 auto >"$TMP/m-daemon.json" \
+    2>"$TMP/m-daemon.err"
+msg=$(within "$TMP/m-daemon.json" 0,1 2>&1)
+check "measure with the daemon up: source daemon, GPUs 0,1 within 0.5% ($msg)" test "$msg" = "ok daemon"
+check "its job id, no error" python3 -c "
+import json, sys; r = json.load(open(sys.argv[1])); assert isinstance(r['job_id'], int) and r['error'] is None, r" \
+    "$TMP/m-daemon.json"
+check "the block is a job in the daemon's store, ended" bash -c "$BIN job show blk -c '$TMP/w.yaml' | grep -q '(ended)'"
+WATTAGE_URL=$DOWN WATTAGE_NVML_LIBRARY=$FAKE_NVML python3 "$TMP/measure.py" nb "" auto \
+    >"$TMP/m-nvml.json" 2>"$TMP/m-nvml.err"
+msg=$(within "$TMP/m-nvml.json" 2>&1)
+check "measure with no daemon: source nvml, every GPU's counter within 0.5% ($msg)" test "$msg" = "ok nvml"
+check "the same result object on both paths (the same fields)" python3 -c "
+import json, sys
+a, b = (json.loads(open(f).read().strip().splitlines()[-1]) for f in sys.argv[1:])
+assert a.keys() == b.keys() and a['source'] == 'daemon' and b['source'] == 'nvml', (a.keys(), b.keys())
+assert b['job_id'] is None and all(g['method'] == 'counter' and g['uuid'].startswith('GPU-fake') for g in b['gpus'])" \
+    "$TMP/m-daemon.json" "$TMP/m-nvml.json"
+WATTAGE_NVML_LIBRARY=$FAKE_NVML python3 "$TMP/measure.py" forced "" nvml >"$TMP/m-forced.json" 2>/dev/null
+msg=$(within "$TMP/m-forced.json" 2>&1)
+check "mode nvml with the daemon up: measured in process ($msg)" test "$msg" = "ok nvml"
+check "and no job of that name in the daemon" bash -c '! "$0" job show forced -c "$1" >/dev/null 2>&1' \
+    "$BIN" "$TMP/w.yaml"
+CUDA_VISIBLE_DEVICES=GPU-fake-0000-6,2 WATTAGE_URL=$DOWN WATTAGE_NVML_LIBRARY=$FAKE_NVML \
+    python3 "$TMP/measure.py" cvd "" auto >"$TMP/m-cvd.json" 2>/dev/null
+msg=$(within "$TMP/m-cvd.json" 2,6 2>&1)
+check "in process, CUDA_VISIBLE_DEVICES picks the GPUs (a UUID and an index: $msg)" test "$msg" = "ok nvml"
+FAKE_NVML_NOT_SUPPORTED=energy WATTAGE_URL=$DOWN WATTAGE_NVML_LIBRARY=$FAKE_NVML \
+    python3 "$TMP/measure.py" nos 0 auto >"$TMP/m-nos.json" 2>"$TMP/m-nos.err"
+check "a GPU without the counter: no energy, the error says so, nothing raised, one warning" \
+    bash -c 'python3 -c "
+import json, sys; r = json.load(open(sys.argv[1]))
+assert r[\"source\"] == \"nvml\" and r[\"energy_j\"] is None and r[\"coverage\"] == 0, r
+assert \"no energy counter\" in r[\"error\"] and r[\"gpus\"][0][\"energy_j\"] is None, r" "$0" &&
+             [[ $(grep -c wattage_client: "$1") == 1 ]]' "$TMP/m-nos.json" "$TMP/m-nos.err"
+WATTAGE_URL=$DOWN WATTAGE_NVML_LIBRARY=$(dirname "$FAKE_NVML")/minimal/libnvidia-ml.so.1 \
+    python3 "$TMP/measure.py" old 0 auto >"$TMP/m-old.json" 2>/dev/null
+check "a library with only the oldest names: the fallbacks open it, no counter is said" python3 -c "
+import json, sys; r = json.load(open(sys.argv[1]))
+assert r['source'] == 'nvml' and r['energy_j'] is None and 'no energy counter' in r['error'], r" \
+    "$TMP/m-old.json"
+WATTAGE_URL=$DOWN WATTAGE_NVML_LIBRARY=$TMP/no-such-libnvidia-ml.so python3 -c "
+import json, time, wattage_client as wc
+try:
+    with wc.measure('none') as m:
+        raise KeyError('from the block')
+except KeyError:
+    print(json.dumps(m.result.as_dict()))" >"$TMP/m-none.json" 2>"$TMP/m-none.err"
+check "neither path: the block's exception propagates, the result says why" python3 -c "
+import json, sys; r = json.load(open(sys.argv[1]))
+assert r['source'] is None and r['energy_j'] is None, r
+assert 'no daemon at' in r['error'] and 'no-such-libnvidia-ml' in r['error'], r" "$TMP/m-none.json"
+
+# the daemon down: the client warns once and never raises; exec still runs the command
 WATTAGE_JOB=1 WATTAGE_URL=$DOWN python3 -c "
 import wattage_client as wc
 r = [wc.mark('epoch', index=i, tokens=1) for i in range(3)]
