@@ -736,8 +736,10 @@ int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_
         const struct wt_recon_node *x = &r.nodes[i];
         if (x->wall_j <= 0 || wt_labels(lb, sizeof lb, "node", x->node, NULL) != 0)
             continue;
-        rc = add(b, WT_M_NODE_UNACCOUNTED_W, lb, now_ns, x->unaccounted_w);
-        if (rc == 0)
+        /* wall - chips over unequal spans is no figure (a new daemon's first kpi_window) */
+        if (wt_recon_complete(x))
+            rc = add(b, WT_M_NODE_UNACCOUNTED_W, lb, now_ns, x->unaccounted_w);
+        if (rc == 0 && wt_recon_complete(x))
             rc = add(b, WT_M_NODE_UNACCOUNTED_RATIO, lb, now_ns, x->share);
         static const char *const reasons[] = {"chips_exceed_wall", "share_drift"};
         for (int k = 0; k < 2 && rc == 0; k++) {

@@ -760,6 +760,64 @@ WT_TEST(exported_gauges_over_the_window)
     free(t);
 }
 
+WT_TEST(reconciliation_gauges_wait_for_a_fully_covered_window)
+{
+    struct wt_store *st = build_site(db_path());
+    struct wt_topology *t = topo_from(site_yaml);
+    struct wt_batch b = {0};
+    struct wt_kpi_report r;
+    struct wt_err err = {{0}};
+    t->kpi_window_ns = HOUR;
+    /* the window begins half an hour before the first readings: wall and chips cover half */
+    int64_t now = T0 + HOUR / 2 + t->export_lag_ns;
+    WT_EQ_INT(wt_kpi_compute(st, t, T0 - HOUR / 2, T0 + HOUR / 2, NULL, &r, &err), 0);
+    WT_ASSERT(r.nnodes == 3);
+    for (size_t i = 0; i < r.nnodes; i++) {
+        WT_ASSERT(r.nodes[i].wall_j > 0);
+        WT_ASSERT(r.nodes[i].wall_coverage < 0.6 && r.nodes[i].chips_coverage < 0.6);
+        WT_ASSERT(!wt_recon_complete(&r.nodes[i]));
+    }
+    wt_kpi_report_free(&r);
+    WT_EQ_INT(wt_kpi_export_batch(st, t, now, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_RATIO), 0);
+    /* the suspect flags have their own coverage rule: published, and not raised on half data */
+    WT_ASSERT(has(&b, WT_M_NODE_RECON_SUSPECT, "node=\"gpu-02\",reason=\"chips_exceed_wall\"", 0));
+    wt_batch_clear(&b);
+
+    /* 89 % covered (above facility.min_coverage, short of full): still none */
+    now = T0 + HOUR - HOUR / 9 + t->export_lag_ns;
+    WT_EQ_INT(wt_kpi_export_batch(st, t, now, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 0);
+    wt_batch_clear(&b);
+
+    /* the whole window covered: the figures of the site */
+    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR + t->export_lag_ns, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 3);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_RATIO), 3);
+    WT_ASSERT(has(&b, WT_M_NODE_UNACCOUNTED_W, "node=\"gpu-01\"", 300));
+    wt_batch_free(&b);
+    wt_store_close(st);
+    free(t);
+}
+
+/* A node whose wall meter came later than its chips: the pure rule. */
+WT_TEST(reconciliation_complete_needs_both_spans)
+{
+    struct wt_recon_node n = {.wall_j = 1e6, .wall_coverage = 1, .chips_coverage = 1};
+    WT_ASSERT(wt_recon_complete(&n));
+    n.wall_coverage = 0.95; /* measured by min_coverage, not full */
+    WT_ASSERT(!wt_recon_complete(&n));
+    n.wall_coverage = 0.995; /* the edge of a rolling window a few seconds short */
+    WT_ASSERT(wt_recon_complete(&n));
+    n.wall_coverage = 1;
+    n.chips_coverage = 0.5;
+    WT_ASSERT(!wt_recon_complete(&n));
+    n.chips_coverage = 1;
+    n.wall_j = 0;
+    WT_ASSERT(!wt_recon_complete(&n));
+}
+
 /* For tests/cli/test_kpi.sh: writes the site where WATTAGE_KPI_SITE_DIR says. */
 WT_TEST(write_site)
 {
