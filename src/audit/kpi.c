@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit/meters.h"
 #include "audit/reconcile.h"
@@ -691,6 +693,56 @@ out:
     return rc;
 }
 
+/* ---- the fleet's working store ---- */
+
+int wt_kpi_carbon_copy(struct wt_store *st, const char *path, size_t *copied, struct wt_err *err)
+{
+    sqlite3 *db = wt_store_db(st);
+    sqlite3_stmt *q = NULL;
+    int rc = -EIO, have = 0;
+    *copied = 0;
+    /* ATTACH would create a missing file */
+    if (access(path, R_OK) != 0) {
+        int e = errno;
+        wt_err_set(err, "%s: %s", path, strerror(e));
+        return -e;
+    }
+    if (sqlite3_prepare_v2(db, "ATTACH DATABASE ?1 AS carbon_src", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_bind_text(q, 1, path, -1, SQLITE_STATIC) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_DONE) {
+        wt_err_set(err, "%s: cannot open it for its carbon series: %s", path, sqlite3_errmsg(db));
+        sqlite3_finalize(q);
+        return -EIO;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (sqlite3_prepare_v2(db,
+                           "SELECT count(*) FROM carbon_src.sqlite_master WHERE type = 'table' AND "
+                           "name = 'carbon_points'",
+                           -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        wt_err_set(err, "%s: not a store (%s)", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    have = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    if (have &&
+        sqlite3_exec(db,
+                     "INSERT OR REPLACE INTO main.carbon_points SELECT series, zone, kind, "
+                     "from_ns, to_ns, value, source, stored_ns FROM carbon_src.carbon_points",
+                     NULL, NULL, NULL) != SQLITE_OK) {
+        wt_err_set(err, "%s: cannot copy its carbon series: %s", path, sqlite3_errmsg(db));
+        goto out;
+    }
+    *copied = have ? (size_t)sqlite3_changes(db) : 0;
+    rc = 0;
+out:
+    sqlite3_finalize(q);
+    sqlite3_exec(db, "DETACH DATABASE carbon_src", NULL, NULL, NULL);
+    return rc;
+}
+
 /* ---- the exported gauges ---- */
 
 static int add(struct wt_batch *b, int metric, const char *labels, int64_t t, double v)
@@ -736,8 +788,10 @@ int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_
         const struct wt_recon_node *x = &r.nodes[i];
         if (x->wall_j <= 0 || wt_labels(lb, sizeof lb, "node", x->node, NULL) != 0)
             continue;
-        rc = add(b, WT_M_NODE_UNACCOUNTED_W, lb, now_ns, x->unaccounted_w);
-        if (rc == 0)
+        /* wall - chips over unequal spans is no figure (a new daemon's first kpi_window) */
+        if (wt_recon_complete(x))
+            rc = add(b, WT_M_NODE_UNACCOUNTED_W, lb, now_ns, x->unaccounted_w);
+        if (rc == 0 && wt_recon_complete(x))
             rc = add(b, WT_M_NODE_UNACCOUNTED_RATIO, lb, now_ns, x->share);
         static const char *const reasons[] = {"chips_exceed_wall", "share_drift"};
         for (int k = 0; k < 2 && rc == 0; k++) {

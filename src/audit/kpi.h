@@ -158,7 +158,8 @@ void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, c
  *   wattage_pue_ratio (site) and wattage_pue_ratio{zone}: measured PUE only (absent otherwise)
  *   wattage_wue_litres_per_kwh, wattage_erf_ratio, wattage_accelerator_energy_share_ratio
  *   wattage_rack_delta_t_kelvin{rack}
- *   wattage_node_unaccounted_power_watts{node}, wattage_node_unaccounted_ratio{node}
+ *   wattage_node_unaccounted_power_watts{node}, wattage_node_unaccounted_ratio{node}: only
+ *       once the node's wall and chips both cover the window (wt_recon_complete)
  *   wattage_node_reconciliation_suspect{node,reason="chips_exceed_wall"|"share_drift"} 0/1
  * Nothing starts (*out NULL, returns 0) when the topology has no meters. The topology is read
  * at open (a reload closes the exporter and opens it again). Returns 0 or a negative errno with
@@ -169,6 +170,17 @@ int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
                          struct wt_kpi_exporter **out, struct wt_err *err) WT_MUST_USE;
 /* Stops the thread, takes its gauges off the hub and frees; accepts NULL. */
 void wt_kpi_exporter_close(struct wt_kpi_exporter *e);
+
+/*
+ * For `wattage kpi --source`: copies the carbon series (audit/carbon.h's carbon_points) of the
+ * store at path into st, the working store of the fleet's readings, so that CUE over the fleet
+ * weighs the same intensity as the local store would. st must hold the carbon table already
+ * (wt_carbon_tables: the carbon module depends on this one, not the other way round).
+ * *copied: the points copied (0 when that store holds none). The store at path is only read.
+ * Returns 0, -errno (it cannot be read: err says) or -EIO (not a store) with err naming it.
+ */
+int wt_kpi_carbon_copy(struct wt_store *st, const char *path, size_t *copied,
+                       struct wt_err *err) WT_MUST_USE;
 
 /* One computation of the exported readings at now_ns (the window [now_ns - export_lag -
  * kpi_window, now_ns - export_lag]) appended to b, for tests. Returns 0 or -errno. */

@@ -25,6 +25,12 @@ void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drif
     n->share_drift = n->pieces >= 2 && n->share_max - n->share_min > drift_bound;
 }
 
+bool wt_recon_complete(const struct wt_recon_node *n)
+{
+    return n->wall_j > 0 && n->wall_coverage >= WT_RECON_FULL_COVERAGE &&
+           n->chips_coverage >= WT_RECON_FULL_COVERAGE;
+}
+
 /* The node's wall energy over [a, b]: its pdu_outlet meters, else its bmc meters. */
 static int wall(struct wt_meter_set *ms, const struct wt_topology *t, const char *node, int64_t a,
                 int64_t b, double *j, double *cov, int *meters, const char **from)

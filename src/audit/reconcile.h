@@ -41,6 +41,18 @@ struct wt_recon_node {
     bool chips_exceed_wall, share_drift;
 };
 
+/*
+ * Coverage of the window that makes a node's unaccounted power and share mean what they say:
+ * the wall and the chips each read over at least 99 % of it, so the two spans differ by at most
+ * 1 % of the window (the figure is off by at most 1 % of the node's power). Over less (a daemon
+ * in its first kpi_window, a meter that came later, a gap), wall - chips compares different
+ * spans and can read thousands of watts off, negative included.
+ */
+#define WT_RECON_FULL_COVERAGE 0.99
+
+/* True when n's wall and chips both cover the window (WT_RECON_FULL_COVERAGE). */
+bool wt_recon_complete(const struct wt_recon_node *n);
+
 /* Sets the two flags of n from its figures (pure): chips_exceed_wall only when the wall and the
  * chips both cover at least min_coverage of the window. */
 void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound,

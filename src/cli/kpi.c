@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE]`: the facility KPIs
- * over exactly [from, to] from the store (audit/kpi.h): one line per KPI from the report's table
+ * `wattage kpi [--from T] [--to T] [--zone Z] [--json] [--db FILE] [-c FILE] [--source URL
+ * [--carbon FILE]]`: the facility KPIs over exactly [from, to] from the store (audit/kpi.h), or
+ * with --source from every node's readings in an engine (CUE then weighs the intensity of the
+ * local store's carbon table, or of --carbon FILE): one line per KPI from the report's table
  * of rows, each with its inputs and whether they were measured or assumed; part-load PUE per
  * band; PUE per zone; rack Delta-T; the chip-vs-wall reconciliation per node. Energies in joules
  * in the JSON (water in cubic metres), kWh only in the text:
@@ -310,6 +312,44 @@ static int extra_rows(struct wt_store *st, const struct wt_config *cfg, struct w
 }
 
 /*
+ * --source: the carbon series CUE weighs the fleet's IT energy with, put into the working store:
+ * the local store's (--db, else store.path when it exists) and a --carbon file's (zone
+ * carbon.zone unless the file names it). 0, 1 (a file that cannot be read) or 2.
+ */
+static int fleet_carbon(struct wt_store *st, const struct wt_config *cfg, const char *db,
+                        const char *carbon)
+{
+    struct wt_err err = {{0}};
+    struct wt_carbon_conf cf;
+    const char *local = db ? db : cfg->store.path;
+    size_t n = 0;
+    if (wt_carbon_tables(wt_store_db(st)) != 0) {
+        fprintf(stderr, "wattage kpi: the working store: cannot create the carbon table\n");
+        return 1;
+    }
+    if (db && access(db, R_OK) != 0) {
+        fprintf(stderr, "wattage kpi: --db %s: %s\n", db, strerror(errno));
+        return 2;
+    }
+    if (local[0] && access(local, R_OK) == 0 && wt_kpi_carbon_copy(st, local, &n, &err) != 0) {
+        fprintf(stderr, "wattage kpi: %s\n", err.msg);
+        return 1;
+    }
+    if (!carbon)
+        return 0;
+    if (wt_carbon_conf_from(cfg, &cf, &err) != 0) {
+        fprintf(stderr, "wattage kpi: %s\n", err.msg);
+        return 2;
+    }
+    if (wt_carbon_load_file(wt_store_db(st), carbon, WT_CF_AUTO, WT_CS_INTENSITY,
+                            cf.zone[0] ? cf.zone : NULL, stderr, &n, &err) != 0) {
+        fprintf(stderr, "wattage kpi: --carbon %s: %s\n", carbon, err.msg);
+        return 1;
+    }
+    return 0;
+}
+
+/*
  * --source: the fleet's readings of the window copied into a working store in a new temporary
  * directory (dir, removed by the caller), so the KPIs are computed exactly as locally. 0 or 1.
  */
@@ -354,7 +394,11 @@ static const struct wt_cli_opt kpi_opts[] = {
     {"json", 'j', NULL, "JSON (SI units) instead of text"},
     {"source", 's', "URL",
      "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+     "victoriametrics://HOST:PORT or http(s)://URL; --db then names the local store whose carbon "
+     "series CUE uses (default store.path when it exists)"},
+    {"carbon", 'C', "FILE",
+     "with --source: a carbon-intensity file (CSV or JSON, as `wattage import carbon` reads; zone "
+     "carbon.zone) for CUE"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_kpi = {
@@ -369,7 +413,7 @@ const struct wt_cli_form wt_cli_form_kpi = {
 int wt_cmd_kpi(int argc, char **argv)
 {
     const char *from_s = "-1h", *to_s = "now", *zone = NULL, *db = NULL, *config = NULL;
-    const char *source = NULL;
+    const char *source = NULL, *carbon = NULL;
     bool json = false;
     int c, rc;
     optind = 1;
@@ -396,6 +440,9 @@ int wt_cmd_kpi(int argc, char **argv)
         case 's':
             source = optarg;
             break;
+        case 'C':
+            carbon = optarg;
+            break;
         case WT_CLI_HELP:
             return 0;
         default:
@@ -404,6 +451,11 @@ int wt_cmd_kpi(int argc, char **argv)
     }
     if (optind != argc) {
         fprintf(stderr, "wattage kpi: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (carbon && !source) {
+        fprintf(stderr, "wattage kpi: --carbon goes with --source (the local store's carbon "
+                        "series are those `wattage import carbon` stored)\n");
         return 2;
     }
     int64_t now = wt_now_real_ns(), from, to;
@@ -449,7 +501,9 @@ int wt_cmd_kpi(int argc, char **argv)
         wt_config_free(&cfg);
         return rc;
     }
-    if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
+    if (source && (rc = fleet_carbon(st, &cfg, db, carbon)) != 0) {
+        /* said; the working store is removed below */
+    } else if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
         rc = 1;
     } else if ((rc = extra_rows(st, &cfg, &r)) != 0) {

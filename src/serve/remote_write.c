@@ -561,6 +561,8 @@ enum wt_rw_verdict wt_remote_write_verdict(long status)
         return WT_RW_SENT;
     if (status >= 500 || status == 429 || status <= 0)
         return WT_RW_RETRY;
+    if (status == 401 || status == 403)
+        return WT_RW_AUTH;
     return WT_RW_DROP;
 }
 
@@ -577,6 +579,8 @@ struct endpoint {
     struct wt_rw_stats st; /* under rw->mu */
     struct wt_ratelimit rl_fail, rl_drop;
     int64_t next_count; /* CLOCK_MONOTONIC: when pending is recounted next */
+    bool refused;       /* the receiver's last answer was a 401 or 403 */
+    uint64_t refusals;  /* of the requests since it began refusing */
 };
 
 struct wt_remote_write {
@@ -803,7 +807,62 @@ static void add_stat(struct endpoint *e, uint64_t *field, uint64_t n)
     pthread_mutex_unlock(&e->rw->mu);
 }
 
-/* Sends one batch until it is accepted or dropped (or the daemon stops). */
+/* The credentials the endpoint sends, for messages. */
+static void credentials(const struct wt_rw_endpoint_config *c, char *out, size_t n)
+{
+    if (c->bearer_token_file[0])
+        snprintf(out, n, "bearer_token_file %s", c->bearer_token_file);
+    else if (c->username[0])
+        snprintf(out, n, "basic_auth.password_file %s", c->password_file);
+    else
+        snprintf(out, n, "no credentials configured");
+}
+
+/*
+ * A 401 or 403: counted, logged when the endpoint begins refusing (not at every retry). The batch
+ * stays pending; the secret file is read again for the next attempt, so fixing it recovers.
+ */
+static void refused(struct endpoint *e, const struct wt_cursor_batch *b, long status,
+                    const char *why)
+{
+    char cred[WT_PATH_LEN + 32];
+    pthread_mutex_lock(&e->rw->mu);
+    e->st.auth_failures++;
+    e->st.requests++;
+    pthread_mutex_unlock(&e->rw->mu);
+    e->refusals++;
+    if (e->refused)
+        return;
+    e->refused = true;
+    credentials(&e->cf, cred, sizeof cred);
+    wt_error(MOD,
+             "endpoint %s: the receiver refuses the credentials with HTTP %ld: %s url=%s (%s); "
+             "%zu samples and what follows stay pending, retried with backoff up to %.1f s, the "
+             "secret read again at each attempt",
+             e->cf.name, status, why[0] ? why : "(no reason given)", e->cf.url, cred, b->n,
+             (double)e->cf.max_backoff_ns / WT_NS_PER_S);
+}
+
+/* The first answer other than 401/403 after a refusal: logged once. */
+static void accepted_again(struct endpoint *e, enum wt_rw_verdict v, long status)
+{
+    if (v == WT_RW_SENT)
+        wt_info(MOD,
+                "endpoint %s: the receiver accepts the credentials again after %" PRIu64
+                " refused attempts; delivering",
+                e->cf.name, e->refusals);
+    else
+        wt_info(
+            MOD,
+            "endpoint %s: the receiver no longer refuses the credentials (HTTP %ld after %" PRIu64
+            " refused attempts)",
+            e->cf.name, status, e->refusals);
+    e->refused = false;
+    e->refusals = 0;
+}
+
+/* Sends one batch until it is accepted or dropped (or the daemon stops); a 401 or 403 is
+ * retried like a 5xx, never dropped, so fixing the credentials loses nothing. */
 static void deliver(struct endpoint *e, const struct wt_cursor_batch *b, const char *body,
                     size_t len)
 {
@@ -813,9 +872,20 @@ static void deliver(struct endpoint *e, const struct wt_cursor_batch *b, const c
     for (;;) {
         long status = post(e, body, len, why, sizeof why);
         enum wt_rw_verdict v = wt_remote_write_verdict(status);
+        if (v == WT_RW_AUTH) {
+            refused(e, b, status, why);
+            failures++;
+            count_pending(e, false);
+            if (wait_or_stop(e->rw, wt_notify_backoff(failures, e->cf.max_backoff_ns)))
+                return;
+            continue;
+        }
+        bool was_refused = status && e->refused;
+        if (was_refused)
+            accepted_again(e, v, status);
         if (v == WT_RW_SENT) {
             add_stat(e, &e->st.sent, b->n);
-            if (failures)
+            if (failures && !was_refused)
                 wt_info(MOD, "endpoint %s: delivering again after %d failed attempts", e->cf.name,
                         failures);
             break;
@@ -905,7 +975,7 @@ static void *sender_main(void *arg)
 static const struct {
     const char *name, *help;
     enum wt_metric_type type;
-} fams[5] = {
+} fams[6] = {
     {"wattage_remote_write_samples_sent_total",
      "Samples the remote write endpoint accepted (2xx), since the daemon started", WT_COUNTER},
     {"wattage_remote_write_samples_failed_total",
@@ -917,6 +987,10 @@ static const struct {
      WT_GAUGE},
     {"wattage_remote_write_lag_seconds",
      "Age of the oldest stored sample the endpoint has not acknowledged (0 when none)", WT_GAUGE},
+    {"wattage_remote_write_auth_failures_total",
+     "Requests the endpoint refused with 401 or 403 (retried with backoff; the samples stay "
+     "pending)",
+     WT_COUNTER},
 };
 
 static int family(struct wt_remote_write *rw, int k, struct wt_expo_family *fam)
@@ -935,7 +1009,8 @@ static int family(struct wt_remote_write *rw, int k, struct wt_expo_family *fam)
                    : k == 1 ? (double)s->failed
                    : k == 2 ? (double)s->dropped
                    : k == 3 ? (double)s->pending
-                            : s->lag_s;
+                   : k == 4 ? s->lag_s
+                            : (double)s->auth_failures;
         if (wt_labels(fam->s[i].labels, sizeof fam->s[i].labels, "endpoint", rw->ep[i].cf.name,
                       NULL) != 0)
             continue;
@@ -964,6 +1039,10 @@ static int fam_pending(void *ctx, struct wt_expo_family *f)
 static int fam_lag(void *ctx, struct wt_expo_family *f)
 {
     return family(ctx, 4, f);
+}
+static int fam_auth(void *ctx, struct wt_expo_family *f)
+{
+    return family(ctx, 5, f);
 }
 
 int wt_remote_write_stats(struct wt_remote_write *rw, size_t i, struct wt_rw_stats *out)
@@ -1049,7 +1128,7 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
     if (http &&
         (wt_http_add_family(http, fam_sent, rw) || wt_http_add_family(http, fam_failed, rw) ||
          wt_http_add_family(http, fam_dropped, rw) || wt_http_add_family(http, fam_pending, rw) ||
-         wt_http_add_family(http, fam_lag, rw)))
+         wt_http_add_family(http, fam_lag, rw) || wt_http_add_family(http, fam_auth, rw)))
         wt_warn(MOD, "no room on /metrics for the wattage_remote_write_* families");
     for (size_t i = 0; i < rw->n; i++) {
         struct endpoint *e = &rw->ep[i];

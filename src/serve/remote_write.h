@@ -28,13 +28,18 @@
  * Delivery: the store is the write-ahead log (store/cursor.h). One thread per endpoint reads the
  * readings after its cursor, oldest first, and moves the cursor when the receiver accepts them
  * (2xx); 5xx, 429, timeouts and network errors retry the same batch with capped exponential
- * backoff, so per-series order holds and nothing is lost; any other 4xx drops that batch (one log
- * line, wattage_remote_write_samples_dropped_total). The poll loop never waits for it.
+ * backoff, so per-series order holds and nothing is lost; a 401 or 403 (the credentials refused)
+ * is retried the same way, with one log line when the endpoint begins refusing and one when it
+ * accepts again, and wattage_remote_write_auth_failures_total; the secret file is read for every
+ * request, so an operator who fixes it recovers without a restart. Any other 4xx drops that
+ * batch (one log line, wattage_remote_write_samples_dropped_total). The poll loop never waits
+ * for it.
  *
  * Self-metrics per endpoint (label endpoint): wattage_remote_write_samples_sent_total,
  * _samples_failed_total (samples of attempts that failed and are retried), _samples_dropped_total,
  * wattage_remote_write_samples_pending (stored, not yet acknowledged) and
- * wattage_remote_write_lag_seconds (age of the oldest of them; 0 when none).
+ * wattage_remote_write_lag_seconds (age of the oldest of them; 0 when none) and
+ * wattage_remote_write_auth_failures_total (requests refused with 401 or 403).
  */
 #ifndef WT_REMOTE_WRITE_H
 #define WT_REMOTE_WRITE_H
@@ -128,8 +133,9 @@ int wt_remote_write_encoder_add(struct wt_rw_encoder *e, const char *metric,
 int wt_remote_write_encode(struct wt_rw_encoder *e, const struct wt_cursor_batch *b,
                            const char **body, size_t *len, size_t *raw_len) WT_MUST_USE;
 
-/* What a response status means: sent (2xx), retry (5xx, 429) or drop (any other). */
-enum wt_rw_verdict { WT_RW_SENT, WT_RW_RETRY, WT_RW_DROP };
+/* What a response status means: sent (2xx), retry (5xx, 429, none), auth (401, 403: retried,
+ * counted apart) or drop (any other). */
+enum wt_rw_verdict { WT_RW_SENT, WT_RW_RETRY, WT_RW_DROP, WT_RW_AUTH };
 enum wt_rw_verdict wt_remote_write_verdict(long status);
 
 struct wt_remote_write;
@@ -151,6 +157,7 @@ void wt_remote_write_close(struct wt_remote_write *rw);
 /* Counters of endpoint i since open, for tests and logs. Returns -ENOENT past the last. */
 struct wt_rw_stats {
     uint64_t sent, failed, dropped, pending, requests;
+    uint64_t auth_failures; /* requests refused with 401 or 403 */
     double lag_s;
 };
 int wt_remote_write_stats(struct wt_remote_write *rw, size_t i, struct wt_rw_stats *out);

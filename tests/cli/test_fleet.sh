@@ -4,7 +4,13 @@
 # one job started with the same name on all three, with two epochs. The job's energy from each
 # engine (`wattage job show --source`), and its phases, equal the sum of the three nodes' own
 # figures within 0.1 %; so do `wattage energy --source` over a window against the three stores
-# and the job's profile that `wattage schedule --like JOB --source` plans with.
+# and the job's profile that `wattage schedule --like JOB --source` plans with. node-1 also reads
+# the site's facility meter (a Modbus energy counter, tests/peers/modbus_meter, at 2 kW): the
+# fleet's PUE from the engines (`wattage kpi --source`) is that meter over the three nodes' IT
+# energy, and its CUE weighs a carbon intensity stepping in the middle of the window by that IT
+# energy (the local store's carbon table, or `--carbon FILE`), both equal to the local figures
+# within 0.1 %, with the coverage of every input; a window beginning before the daemons says so
+# in its coverage, as locally.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/remote_write_lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
@@ -16,6 +22,8 @@ for tool in "$PROMETHEUS" "$VM"; do
         finish
     fi
 done
+PEER=$(dirname "$BIN")/tests/peers/modbus_meter
+[[ -x $PEER ]] || { not_ok "the peer $PEER is built"; finish; }
 mkdir -p "$TMP/empty" "$TMP/prom"
 export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
 export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2
@@ -38,10 +46,39 @@ endpoints="  - url: http://127.0.0.1:$PPORT/api/v1/write
   - url: http://127.0.0.1:$VPORT/api/v1/write
     name: vm
     deadline: 0.5s"
+# The facility meter: an energy counter in joules that a writer advances at FAC_W (a new
+# register file moved into place every 0.2 s; the peer reads it again when it changes).
+FAC_W=2000
+t_early=$($PY -c 'import time; print(f"{time.time() - 20:.3f}")')
+$PY - "$TMP/fac.regs" "$FAC_W" <<'PY' &
+import os, sys, time
+path, watts = sys.argv[1], float(sys.argv[2])
+t0 = time.time()
+while True:
+    e = int(1e9 + watts * (time.time() - t0))
+    with open(path + ".new", "w") as f:
+        f.write(f"input 0 u64 big {e}\n")
+    os.replace(path + ".new", path)
+    time.sleep(0.2)
+PY
+T_PIDS="$T_PIDS $!"
+wait_for 5 test -s "$TMP/fac.regs"
+bg "$PEER" "$TMP/fac.port" "$TMP/fac.regs"
+wait_for 10 test -s "$TMP/fac.port" || { not_ok "the facility meter starts"; finish; }
+facility_yaml="collectors:
+  modbus:
+    interval: 250ms
+    targets:
+      - name: main
+        address: 127.0.0.1:$(cat "$TMP/fac.port")
+        registers:
+          - {name: total, address: 0, function: input, type: u64, unit: J, metric: energy}"
+
 PORTS=()
 powers=(300,120,5 200,60,3 150,40,0)
 for i in 1 2 3; do
     rw_config "$TMP/n$i.yaml" "node-$i" "$endpoints"
+    [[ $i == 1 ]] && printf '%s\n' "$facility_yaml" >>"$TMP/n$i.yaml"
     port=$(free_port)
     PORTS+=("$port")
     FAKE_NVML_POWER=${powers[$((i - 1))]} bg "$BIN" run -c "$TMP/n$i.yaml" \
@@ -64,6 +101,7 @@ done
 for e in 1 2; do
     sleep 1.5
     for i in 1 2 3; do job "$i" mark slurm-4242 --kind epoch --index "$e" --tokens 1000; done
+    [[ $e == 1 ]] && w_mid=$($PY -c 'import time; print(f"{time.time():.3f}")')
 done
 sleep 1
 for i in 1 2 3; do job "$i" end slurm-4242 || not_ok "the job ends on node-$i"; done
@@ -118,7 +156,10 @@ want = sum(l["total_joules"] for l in loc)
 assert want > 0 and abs(f["total_joules"] - want) <= 1e-3 * want, (f["total_joules"], want)
 nodes = sorted({s["node"] for s in f["series"]})
 assert nodes == ["node-1", "node-2", "node-3"], nodes
-assert len(f["series"]) == 6, f["series"]
+gpus = [s for s in f["series"] if "gpu" in s]
+fac = [s for s in f["series"] if s.get("target") == "main"]
+assert len(gpus) == 6 and len(fac) == 1 and fac[0]["node"] == "node-1", f["series"]
+assert len(f["series"]) == 7, f["series"]
 assert all(s["coverage"] > 0.999 for s in f["series"]), f["series"]
 PY
 }
@@ -155,6 +196,110 @@ PY
         not_ok "kpi --source $s: the fleet's IT and GPU energy, the nodes' sum within 0.1 %" "$msg $(cat "$TMP/kfleet.err")"
 done
 check "kpi --source leaves no working store behind" test -z "$(ls -d /tmp/wattage-kpi-* 2>/dev/null)"
+# Fleet PUE and CUE: the facility meter (on node-1) over the IT energy of the three nodes, the
+# carbon intensity 100 g/kWh until the middle of the window and 300 g/kWh after it, weighted by
+# IT energy. The local figures: the meter from node-1's store, each node's IT energy from its
+# own, over the whole window and its two halves.
+printf 'topology:\n  meters:\n    - {target: main, point: total, role: facility_total}\ncarbon:\n  zone: FL\n' >"$TMP/site.yaml"
+$PY - "$w_from" "$w_mid" "$w_to" >"$TMP/ci.csv" <<'PY'
+import sys
+a, m, b = (float(x) for x in sys.argv[1:4])
+print("timestamp,gco2_per_kwh,kind")
+# every point lasts the step between them (30 min): 100 up to the middle, 300 after it
+print(f"{m - 1800:.3f},100,actual")
+print(f"{m:.3f},300,actual")
+print(f"{m + 1800:.3f},300,actual")
+PY
+"$BIN" import carbon "$TMP/ci.csv" --zone FL --db "$TMP/carbon.db" >/dev/null
+check "the intensity series imports into a local store" test $? -eq 0
+SITE=("$BIN" kpi -c "$TMP/site.yaml" --json)
+"${SITE[@]}" --from "$w_from" --to "$w_to" --db "$TMP/n1.db" >"$TMP/kfac.json" 2>"$TMP/kfac.err"
+for i in 1 2 3; do
+    "${SITE[@]}" --from "$w_from" --to "$w_mid" --db "$TMP/n$i.db" >"$TMP/kh1_$i.json"
+    "${SITE[@]}" --from "$w_mid" --to "$w_to" --db "$TMP/n$i.db" >"$TMP/kh2_$i.json"
+done
+fleet_kpi() { # FILE: the fleet's KPIs against the local figures
+    $PY - "$1" "$TMP/kfac.json" "$TMP"/klocal{1,2,3}.json "$TMP"/kh1_{1,2,3}.json \
+        "$TMP"/kh2_{1,2,3}.json <<'PY'
+import json, sys
+f, fac = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+it, h1, h2 = ([json.load(open(p)) for p in sys.argv[k:k + 3]] for k in (3, 6, 9))
+def close(a, b, what):
+    assert b > 0 and abs(a - b) <= 1e-3 * b, f"{what}: fleet {a} vs local {b}"
+k = {x["name"]: x for x in f["kpis"]}
+fe, ie = f["energy"]["facility"], f["energy"]["it"]
+assert fe["from"] == "meters" and fe["role"] == "facility_total" and fe["count"] == 1, fe
+assert fe["measured"] and fe["coverage"] > 0.999 and ie["coverage"] > 0.999, (fe, ie)
+assert ie["from"] == "node_sensors", ie
+local_fac = fac["energy"]["facility"]["joules"]
+assert fac["energy"]["facility"]["coverage"] > 0.999, fac["energy"]["facility"]
+close(fe["joules"], local_fac, "facility energy")
+local_it = sum(x["energy"]["it"]["joules"] for x in it)
+close(ie["joules"], local_it, "IT energy")
+pue = local_fac / local_it
+assert 1.2 < pue < 2.5, pue
+assert k["pue"]["measured"], k["pue"]
+close(k["pue"]["value"], pue, "PUE")
+e1 = sum(x["energy"]["it"]["joules"] for x in h1)
+e2 = sum(x["energy"]["it"]["joules"] for x in h2)
+cue = pue * (100 * e1 + 300 * e2) / (e1 + e2) / 1000
+cue_timew = pue * 0.2  # both halves last about as long: time-weighted would be this
+assert abs(cue - cue_timew) > 2e-3 * cue, (cue, cue_timew)
+row = k["cue"]
+assert row.get("value") is not None, row
+close(row["value"], cue, "CUE")
+assert row["measured"], row
+ci = [x for x in row["inputs"] if x["name"] == "carbon_intensity"][0]
+assert ci["measured"] and "zone FL" in ci["detail"] and "100% actual" in ci["detail"], ci
+print(f"PUE {k['pue']['value']:.4f} (local {pue:.4f}), CUE {row['value']:.5f} (local {cue:.5f})")
+PY
+}
+for s in "prometheus://127.0.0.1:$PPORT" "victoriametrics://127.0.0.1:$VPORT"; do
+    # the local store's carbon table (--db), then a file (--carbon)
+    "${SITE[@]}" --from "$w_from" --to "$w_to" --source "$s" --db "$TMP/carbon.db" \
+        >"$TMP/kpue.json" 2>"$TMP/kpue.err"
+    msg=$(fleet_kpi "$TMP/kpue.json" 2>&1) &&
+        ok "kpi --source $s: fleet PUE and CUE (carbon table of --db) as locally within 0.1 % ($msg)" ||
+        not_ok "kpi --source $s: fleet PUE and CUE (carbon table of --db) as locally within 0.1 %" "$msg $(cat "$TMP/kpue.err" "$TMP/kfac.err")"
+    "${SITE[@]}" --from "$w_from" --to "$w_to" --source "$s" --carbon "$TMP/ci.csv" \
+        >"$TMP/kpue2.json" 2>"$TMP/kpue2.err"
+    msg=$(fleet_kpi "$TMP/kpue2.json" 2>&1) &&
+        ok "kpi --source $s --carbon FILE: the same PUE and CUE ($msg)" ||
+        not_ok "kpi --source $s --carbon FILE: the same PUE and CUE" "$msg $(cat "$TMP/kpue2.err")"
+done
+# A window that begins 20 s before the daemons: the coverage says how much of it the engine
+# holds: the facility meter's from its first reading in node-1's store on.
+"${SITE[@]}" --from "$t_early" --to "$w_to" --source "prometheus://127.0.0.1:$PPORT" \
+    --db "$TMP/carbon.db" >"$TMP/kearly.json" 2>"$TMP/kearly.err"
+msg=$($PY - "$TMP/kearly.json" "$TMP/n1.db" "$t_early" "$w_to" 2>&1 <<'PY'
+import json, sqlite3, sys
+f = json.load(open(sys.argv[1]))
+a, b = float(sys.argv[3]), float(sys.argv[4])
+con = sqlite3.connect(f"file:{sys.argv[2]}?mode=ro", uri=True)
+first = con.execute("SELECT min(t) FROM readings JOIN series ON series.id = readings.series "
+                    "WHERE metric = 'wattage_facility_energy_joules_total'").fetchone()[0] / 1e9
+want = (b - first) / (b - a)
+fc = f["energy"]["facility"]["coverage"]
+assert 0.2 < want < 0.9 and abs(fc - want) < 0.01, (fc, want)
+fj = f["energy"]["facility"]["joules"]
+assert abs(fj - 2000 * (b - first)) < 0.02 * fj, (fj, b - first)
+assert not f["energy"]["facility"]["measured"], f["energy"]["facility"]
+assert f["energy"]["it"]["coverage"] < 0.9, f["energy"]["it"]
+pue = {x["name"]: x for x in f["kpis"]}["pue"]
+assert not pue["measured"], pue
+print(f"facility coverage {fc:.3f}, from its first reading {want:.3f}; PUE not measured")
+PY
+) && ok "a window the engine holds only part of: coverage reported, PUE not measured ($msg)" ||
+    not_ok "a window the engine holds only part of: coverage reported, PUE not measured" "$msg $(cat "$TMP/kearly.err")"
+"$BIN" kpi --carbon "$TMP/ci.csv" --db "$TMP/n1.db" >/dev/null 2>"$TMP/carb.err"
+check "--carbon without --source: exit 2 and a message" \
+    bash -c '[[ $1 == 2 ]] && grep -q -- "--carbon goes with --source" "$2"' _ $? "$TMP/carb.err"
+"${SITE[@]}" --from "$w_from" --to "$w_to" --source "prometheus://127.0.0.1:$PPORT" \
+    --carbon "$TMP/nope.csv" >/dev/null 2>"$TMP/carb2.err"
+check "an unreadable --carbon file: exit 1, naming it" \
+    bash -c '[[ $1 == 1 ]] && grep -q -- "--carbon $2/nope.csv" "$3"' _ $? "$TMP" "$TMP/carb2.err"
+check "kpi --source leaves no working store behind, also after a failure" \
+    test -z "$(ls -d /tmp/wattage-kpi-* 2>/dev/null)"
 # schedule --like: the job's power profile over its three nodes, on a flat forecast
 $PY - >"$TMP/flat.csv" <<'PY'
 import time

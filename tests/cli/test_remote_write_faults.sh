@@ -3,7 +3,7 @@
 # (tests/peers/rw_peer.py) and a closed port. Each failure shows as a clear log line and a
 # counter; the endpoint that works is served all along, and the poll loop keeps its time.
 #   good        204 with the right bearer token        sent
-#   wrongtoken  401 (another token)                    dropped, one log line
+#   wrongtoken  401 (another token)                    retried, auth failures, one log line
 #   bad         400 "out of order sample"              dropped, one log line with the reason
 #   busy        503 three times, then 204              failed, then sent
 #   hang        never answers (timeout 1 s)            failed, retried, pending grows
@@ -57,10 +57,13 @@ for r in ok:
     assert h["authorization"] == "Bearer right-token", h
     assert r["length"] > 0, r' "$TMP/peer.json"
 
-check "wrongtoken: 401 drops the batches (dropped $(m dropped_total wrongtoken)), nothing sent" \
-    bash -c 'gt0() { (( ${1%%.*} > 0 )); }; gt0 "$1" && [[ $2 == 0 ]]' _ "$(m dropped_total wrongtoken)" "$(m sent_total wrongtoken)"
-check "wrongtoken: one log line names the status and the receiver's reason" \
-    test "$(grep -c 'endpoint wrongtoken: the receiver refused .* with HTTP 401, dropped (not retried): bad token' "$TMP/run.log")" = 1
+wt_auth=$(rw_metric "$WPORT" wattage_remote_write_auth_failures_total wrongtoken)
+check "wrongtoken: 401 is retried (auth failures $wt_auth), nothing sent, dropped or failed, samples pending" \
+    bash -c '(( ${1%%.*} >= 3 && ${5%%.*} > 0 )) && [[ $2 == 0 && $3 == 0 && $4 == 0 ]]' _ "${wt_auth:-0}" \
+    "$(m sent_total wrongtoken)" "$(m dropped_total wrongtoken)" "$(m failed_total wrongtoken)" "$(m pending wrongtoken)"
+check "wrongtoken: one log line names the status, the receiver's reason and the token file" \
+    test "$(grep -c "endpoint wrongtoken: the receiver refuses the credentials with HTTP 401: bad token url=$R/ok (bearer_token_file $TMP/wrong.token)" "$TMP/run.log")" = 1
+check "good: no auth failures" test "$(rw_metric "$WPORT" wattage_remote_write_auth_failures_total good)" = 0
 check "bad: 400 drops the batches (dropped $(m dropped_total bad))" gt0 "$(m dropped_total bad)"
 check "bad: one log line with the receiver's reason" \
     test "$(grep -c 'endpoint bad: the receiver refused .* with HTTP 400, dropped (not retried): out of order sample' "$TMP/run.log")" = 1

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "audit/carbon.h"
 #include "audit/kpi.h"
 #include "audit/meters.h"
 #include "audit/reconcile.h"
@@ -758,6 +760,130 @@ WT_TEST(exported_gauges_over_the_window)
     wt_batch_free(&b);
     wt_store_close(st);
     free(t);
+}
+
+WT_TEST(reconciliation_gauges_wait_for_a_fully_covered_window)
+{
+    struct wt_store *st = build_site(db_path());
+    struct wt_topology *t = topo_from(site_yaml);
+    struct wt_batch b = {0};
+    struct wt_kpi_report r;
+    struct wt_err err = {{0}};
+    t->kpi_window_ns = HOUR;
+    /* the window begins half an hour before the first readings: wall and chips cover half */
+    int64_t now = T0 + HOUR / 2 + t->export_lag_ns;
+    WT_EQ_INT(wt_kpi_compute(st, t, T0 - HOUR / 2, T0 + HOUR / 2, NULL, &r, &err), 0);
+    WT_ASSERT(r.nnodes == 3);
+    for (size_t i = 0; i < r.nnodes; i++) {
+        WT_ASSERT(r.nodes[i].wall_j > 0);
+        WT_ASSERT(r.nodes[i].wall_coverage < 0.6 && r.nodes[i].chips_coverage < 0.6);
+        WT_ASSERT(!wt_recon_complete(&r.nodes[i]));
+    }
+    wt_kpi_report_free(&r);
+    WT_EQ_INT(wt_kpi_export_batch(st, t, now, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_RATIO), 0);
+    /* the suspect flags have their own coverage rule: published, and not raised on half data */
+    WT_ASSERT(has(&b, WT_M_NODE_RECON_SUSPECT, "node=\"gpu-02\",reason=\"chips_exceed_wall\"", 0));
+    wt_batch_clear(&b);
+
+    /* 89 % covered (above facility.min_coverage, short of full): still none */
+    now = T0 + HOUR - HOUR / 9 + t->export_lag_ns;
+    WT_EQ_INT(wt_kpi_export_batch(st, t, now, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 0);
+    wt_batch_clear(&b);
+
+    /* the whole window covered: the figures of the site */
+    WT_EQ_INT(wt_kpi_export_batch(st, t, T0 + HOUR + t->export_lag_ns, &b), 0);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_W), 3);
+    WT_EQ_INT(count(&b, WT_M_NODE_UNACCOUNTED_RATIO), 3);
+    WT_ASSERT(has(&b, WT_M_NODE_UNACCOUNTED_W, "node=\"gpu-01\"", 300));
+    wt_batch_free(&b);
+    wt_store_close(st);
+    free(t);
+}
+
+/* A node whose wall meter came later than its chips: the pure rule. */
+WT_TEST(reconciliation_complete_needs_both_spans)
+{
+    struct wt_recon_node n = {.wall_j = 1e6, .wall_coverage = 1, .chips_coverage = 1};
+    WT_ASSERT(wt_recon_complete(&n));
+    n.wall_coverage = 0.95; /* measured by min_coverage, not full */
+    WT_ASSERT(!wt_recon_complete(&n));
+    n.wall_coverage = 0.995; /* the edge of a rolling window a few seconds short */
+    WT_ASSERT(wt_recon_complete(&n));
+    n.wall_coverage = 1;
+    n.chips_coverage = 0.5;
+    WT_ASSERT(!wt_recon_complete(&n));
+    n.chips_coverage = 1;
+    n.wall_j = 0;
+    WT_ASSERT(!wt_recon_complete(&n));
+}
+
+/* ---- the fleet's working store ---- */
+
+static int64_t carbon_rows(struct wt_store *st)
+{
+    sqlite3_stmt *q = NULL;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(wt_store_db(st), "SELECT count(*) FROM carbon_points", -1, &q, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        n = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    return n;
+}
+
+WT_TEST(the_local_carbon_series_go_into_the_working_store)
+{
+    char src[600], work[600], junk[600];
+    struct wt_store *s = NULL, *w = NULL;
+    struct wt_store_opts o = {.create = true};
+    struct wt_err err = {{0}};
+    struct wt_carbon_point pts[2] = {
+        {.from_ns = T0, .to_ns = T0 + 1800 * S, .value = 100, .kind = WT_CK_ACTUAL, .zone = "FL"},
+        {.from_ns = T0 + 1800 * S,
+         .to_ns = T0 + HOUR,
+         .value = 300,
+         .kind = WT_CK_ACTUAL,
+         .zone = "FL"}};
+    struct wt_carbon_batch b = {.p = pts, .n = 2, .cap = 2};
+    size_t n = 99;
+    snprintf(src, sizeof src, "%s/local.db", wt_test_dir());
+    snprintf(work, sizeof work, "%s/work.db", wt_test_dir());
+    snprintf(junk, sizeof junk, "%s/junk.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(src, &o, &s, &err), 0);
+    WT_EQ_INT(wt_carbon_tables(wt_store_db(s)), 0);
+    WT_EQ_INT(wt_carbon_store(wt_store_db(s), WT_CS_INTENSITY, &b, "test", T0, &err), 0);
+    wt_store_close(s);
+    WT_EQ_INT(wt_store_open(work, &o, &w, &err), 0);
+    WT_EQ_INT(wt_carbon_tables(wt_store_db(w)), 0);
+    WT_EQ_INT(wt_kpi_carbon_copy(w, src, &n, &err), 0);
+    WT_EQ_INT((int)n, 2);
+    WT_EQ_INT((int)carbon_rows(w), 2);
+    /* again: the same points replace themselves */
+    WT_EQ_INT(wt_kpi_carbon_copy(w, src, &n, &err), 0);
+    WT_EQ_INT((int)carbon_rows(w), 2);
+    /* a store without carbon series: nothing copied, no error */
+    struct wt_store *site = build_site(db_path());
+    wt_store_close(site);
+    WT_EQ_INT(wt_kpi_carbon_copy(w, db_path(), &n, &err), 0);
+    WT_EQ_INT((int)n, 0);
+    /* a missing file is said, and not created */
+    snprintf(junk, sizeof junk, "%s/none.db", wt_test_dir());
+    WT_EQ_INT(wt_kpi_carbon_copy(w, junk, &n, &err), -ENOENT);
+    WT_CONTAINS(err.msg, "none.db: No such file");
+    WT_ASSERT(access(junk, F_OK) != 0);
+    snprintf(junk, sizeof junk, "%s/junk.db", wt_test_dir());
+    /* not a database: an error naming the file */
+    FILE *f = fopen(junk, "w");
+    WT_ASSERT(f != NULL);
+    fputs("this is not SQLite, not at all, not even a little bit of a header\n", f);
+    fclose(f);
+    WT_EQ_INT(wt_kpi_carbon_copy(w, junk, &n, &err), -EIO);
+    WT_CONTAINS(err.msg, junk);
+    WT_EQ_INT((int)carbon_rows(w), 2); /* and the working store keeps what it had */
+    wt_store_close(w);
 }
 
 /* For tests/cli/test_kpi.sh: writes the site where WATTAGE_KPI_SITE_DIR says. */

@@ -184,7 +184,9 @@ WT_TEST(verdicts_follow_the_specification)
     WT_EQ_INT(wt_remote_write_verdict(429), WT_RW_RETRY);
     WT_EQ_INT(wt_remote_write_verdict(0), WT_RW_RETRY); /* no answer: network, timeout */
     WT_EQ_INT(wt_remote_write_verdict(400), WT_RW_DROP);
-    WT_EQ_INT(wt_remote_write_verdict(401), WT_RW_DROP);
+    WT_EQ_INT(wt_remote_write_verdict(401), WT_RW_AUTH); /* retried: the token can be fixed */
+    WT_EQ_INT(wt_remote_write_verdict(403), WT_RW_AUTH);
+    WT_EQ_INT(wt_remote_write_verdict(407), WT_RW_DROP);
     WT_EQ_INT(wt_remote_write_verdict(404), WT_RW_DROP);
     WT_EQ_INT(wt_remote_write_verdict(302), WT_RW_DROP);
 }
