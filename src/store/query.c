@@ -276,16 +276,22 @@ static int rollup_energy(sqlite3 *db, const struct wt_series_info *si, int64_t a
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* An edge [a, b]: raw where raw readings remain, prorated rollups where they were pruned. */
+/*
+ * An edge [a, b]: raw where raw readings remain, prorated rollups where they were pruned. The
+ * minute that holds the oldest raw reading is read raw: its rollup has no energy before that
+ * reading, either because the series began there (prorating would spread its energy over time
+ * with no data, then count it again from the raw readings) or because the readings before it
+ * in that minute were pruned (less than a minute left uncovered, which coverage says).
+ */
 static int edge_energy(sqlite3 *db, const struct wt_series_info *si,
                        const struct wt_segment_rule *rule, int64_t oldest, bool have_raw, int64_t a,
                        int64_t b, double *e, double *cov_ns)
 {
     if (b <= a)
         return 0;
-    if (!si->rolled_to || (have_raw && a >= oldest))
+    if (!si->rolled_to || (have_raw && a >= wt_minute_floor(oldest)))
         return raw_energy(db, si, rule, a, b, e, cov_ns);
-    int64_t split = have_raw && oldest < b ? oldest : b;
+    int64_t split = have_raw && oldest < b ? wt_minute_floor(oldest) : b;
     int rc = rollup_energy(db, si, a, split, e, cov_ns);
     if (rc == 0 && split < b)
         rc = raw_energy(db, si, rule, split, b, e, cov_ns);

@@ -291,6 +291,18 @@ print(f"facility coverage {fc:.3f}, from its first reading {want:.3f}; PUE not m
 PY
 ) && ok "a window the engine holds only part of: coverage reported, PUE not measured ($msg)" ||
     not_ok "a window the engine holds only part of: coverage reported, PUE not measured" "$msg $(cat "$TMP/kearly.err")"
+# The same window from node-1's own store agrees (its minute rollups once spread the facility
+# meter's first minute over the time before its first reading).
+"${SITE[@]}" --from "$t_early" --to "$w_to" --db "$TMP/n1.db" >"$TMP/kearlyl.json" 2>&1
+msg=$($PY - "$TMP/kearly.json" "$TMP/kearlyl.json" 2>&1 <<'PY'
+import json, sys
+f, l = (json.load(open(p))["energy"]["facility"] for p in sys.argv[1:3])
+assert abs(f["coverage"] - l["coverage"]) < 0.01, (f, l)
+assert abs(f["joules"] - l["joules"]) < 0.02 * f["joules"], (f, l)
+print(f"facility {l['joules']:.0f} J locally, {f['joules']:.0f} J from the engine")
+PY
+) && ok "the early window from the local store: the same facility energy and coverage ($msg)" ||
+    not_ok "the early window from the local store: the same facility energy and coverage" "$msg"
 "$BIN" kpi --carbon "$TMP/ci.csv" --db "$TMP/n1.db" >/dev/null 2>"$TMP/carb.err"
 check "--carbon without --source: exit 2 and a message" \
     bash -c '[[ $1 == 2 ]] && grep -q -- "--carbon goes with --source" "$2"' _ $? "$TMP/carb.err"

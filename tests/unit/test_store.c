@@ -432,6 +432,37 @@ WT_TEST(rollups_give_the_same_answer_after_pruning)
     wt_store_close(s);
 }
 
+/*
+ * A window that begins before the series' first reading, in the minute that holds it: the
+ * rollup of that minute holds only what came after the first reading, so the time before it
+ * has no energy (it used to be prorated from the rollup, then counted again from the raw
+ * readings: 50.4 kJ against 29.3 kJ in a fleet test).
+ */
+WT_TEST(rollups_do_not_count_the_time_before_a_series_began)
+{
+    struct wt_store *s = open_store("b.db");
+    const int n = 600;
+    struct wt_reading *r = calloc((size_t)n, sizeof *r);
+    for (int i = 0; i < n; i++) /* 250 W from T0 + 40.5 s */
+        r[i] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + 40500 * WT_NS_PER_MS + (int64_t)i * S, 250.0 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, (size_t)n), 0);
+    free(r);
+    double raw_e, raw_c, e, c;
+    int64_t a = T0 + 10 * S, b = T0 + 5 * WT_MINUTE_NS + 10 * S;
+    energy(s, sel(gpu0), a, b, WT_Q_RAW_ONLY, &raw_e, &raw_c);
+    WT_NEAR(raw_e, 250.0 * (b - (T0 + 40500 * WT_NS_PER_MS)) / S, 1e-6);
+    maintain_all(s, T0 + n * S);
+    WT_ASSERT(series_of(s, sel(gpu0)).rolled_to > T0 + 5 * WT_MINUTE_NS);
+    energy(s, sel(gpu0), a, b, 0, &e, &c);
+    WT_NEAR(e, raw_e, raw_e * 1e-12);
+    WT_NEAR(c, raw_c, 1e-6);
+    /* a window wholly inside the first minute, before and across the first reading */
+    energy(s, sel(gpu0), T0, T0 + 50 * S, 0, &e, &c);
+    WT_NEAR(e, 250.0 * 9.5, 1e-6);
+    WT_NEAR(c, 9.5, 1e-6);
+    wt_store_close(s);
+}
+
 WT_TEST(rollups_of_a_counter_across_a_restart)
 {
     /* the hardware counter spans a 5-minute daemon stop: the empty minutes get their share */
