@@ -6,7 +6,7 @@
  * must cover the window from its first point to its last, in order, without a gap.
  * Seeds: ../shared/data/carbon-intensity.
  */
-#include "audit/carbon.h"
+#include "audit/carbon_parse.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -15,6 +15,8 @@
 #include <time.h>
 
 #include "audit/carbon.h"
+#include "audit/carbon_fetch.h"
+#include "audit/carbon_parse.h"
 #include "audit/jobs.h"
 #include "core/clock.h"
 #include "core/config.h"
