@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/csv.h"
 
 #define HOUR_NS (3600LL * WT_NS_PER_S)
 #define MAX_REPORTED 20              /* malformed lines listed; the rest are counted */
@@ -111,21 +112,6 @@ static void close_periods(struct wt_carbon_batch *b)
     }
 }
 
-/* Trims spaces (and one pair of double quotes) in place. */
-static char *trim(char *s)
-{
-    while (isspace((unsigned char)*s))
-        s++;
-    size_t n = strlen(s);
-    while (n && isspace((unsigned char)s[n - 1]))
-        s[--n] = '\0';
-    if (n >= 2 && s[0] == '"' && s[n - 1] == '"') {
-        s[n - 1] = '\0';
-        s++;
-    }
-    return s;
-}
-
 static int number(const char *s, double *out)
 {
     char *end;
@@ -141,43 +127,27 @@ static int number(const char *s, double *out)
 
 #define MAX_COLS 16
 
-static size_t split_csv(char *line, char **cols)
+static int parse_csv(struct bad *bd, const char *buf, size_t len, enum wt_carbon_series series,
+                     const char *zone, struct wt_carbon_batch *out)
 {
-    size_t n = 0;
-    char *s = line;
-    for (;;) {
-        char *c = strchr(s, ',');
-        if (n == MAX_COLS)
-            return MAX_COLS + 1;
-        if (c)
-            *c = '\0';
-        cols[n++] = trim(s);
-        if (!c)
-            break;
-        s = c + 1;
-    }
-    return n;
-}
-
-static int parse_csv(struct bad *bd, char *buf, enum wt_carbon_series series, const char *zone,
-                     struct wt_carbon_batch *out)
-{
-    char *save = NULL, *cols[MAX_COLS + 1];
+    struct wt_csv csv;
     int tcol = -1, tocol = -1, vcol = -1, kcol = -1, fcol = -1, acol = -1;
-    size_t ncols = 0, lineno = 0;
+    size_t ncols = 0;
     bool header = false;
-    int rc;
-    /* strtok_r would merge empty lines and lose their numbers: walk line by line. */
-    for (char *line = buf; line; line = save) {
-        char *nl = strchr(line, '\n');
-        save = nl ? nl + 1 : NULL;
-        if (nl)
-            *nl = '\0';
-        lineno++;
-        char *l = trim(line);
-        if (!*l || *l == '#')
+    int rc = 0, r;
+    wt_csv_init_mem(&csv, buf, len);
+    csv.comment = '#';
+    while ((r = wt_csv_next(&csv)) != 0) {
+        if (r == -EINVAL) {
+            bad_line(bd, csv.line, "%s", csv.why);
             continue;
-        size_t n = split_csv(l, cols);
+        }
+        if (r < 0) {
+            rc = r;
+            break;
+        }
+        char **cols = csv.field;
+        size_t n = csv.n, lineno = csv.line;
         if (!header) {
             header = true;
             ncols = n;
@@ -204,7 +174,7 @@ static int parse_csv(struct bad *bd, char *buf, enum wt_carbon_series series, co
                 bad_line(bd, lineno,
                          "expected a header: timestamp,gco2_per_kwh[,kind] or "
                          "from,intensity.forecast,intensity.actual");
-                return 0;
+                goto done;
             }
             if (fcol >= 0 || acol >= 0)
                 vcol = kcol = -1; /* the UK layout: a forecast and an actual per row */
@@ -265,14 +235,16 @@ static int parse_csv(struct bad *bd, char *buf, enum wt_carbon_series series, co
                 continue;
             any = true;
             if ((rc = wt_carbon_batch_add(out, t, to, v[k], vals[k].kind, zone)) != 0)
-                return rc;
+                goto done;
         }
         if (ok && !any)
             bad_line(bd, lineno, "no value");
     }
-    if (!header)
-        bad_line(bd, lineno ? lineno : 1, "empty: expected a header and rows");
-    return 0;
+    if (!header && rc == 0)
+        bad_line(bd, csv.lines ? csv.lines : 1, "empty: expected a header and rows");
+done:
+    wt_csv_free(&csv);
+    return rc;
 }
 
 /* The line of byte offset off in buf. */
@@ -519,16 +491,11 @@ int wt_carbon_parse(const char *name, const char *buf, size_t len, enum wt_carbo
     if (fmt == WT_CF_CSV) {
         if (!zone || !*zone)
             return wt_err_set(err, "%s: no zone: give --zone or set carbon.zone", name);
-        char *copy = malloc(len + 1);
-        if (!copy)
-            return -ENOMEM;
-        memcpy(copy, buf, len);
-        copy[len] = '\0';
-        if (strlen(copy) != len)
-            bad_line(&bd, line_at(buf, len, strlen(copy)), "a NUL byte: not a text file");
+        const char *nul = memchr(buf, '\0', len);
+        if (nul)
+            bad_line(&bd, line_at(buf, len, (size_t)(nul - buf)), "a NUL byte: not a text file");
         else
-            rc = parse_csv(&bd, copy, series, zone, out);
-        free(copy);
+            rc = parse_csv(&bd, buf, len, series, zone, out);
     } else {
         const char *end = NULL;
         cJSON *root = cJSON_ParseWithLengthOpts(buf, len, &end, false);

@@ -123,6 +123,43 @@ WT_TEST(uk_csv_real_file_forecast_and_actual_apart)
     free(buf);
 }
 
+WT_TEST(csv_quoted_fields_and_a_bad_quote_by_line)
+{
+    /* The shared CSV reader (core/csv.h): quoted cells, a comma inside quotes, CRLF. */
+    const char *csv = "\"timestamp\",\"gco2_per_kwh\",\"kind\"\r\n"
+                      "\"2023-03-13T03:30Z\",\"120.5\",\"actual\"\r\n"
+                      "2023-03-13T04:00Z, \"99\" ,forecast\r\n";
+    struct wt_carbon_batch b;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_carbon_parse("q.csv", csv, strlen(csv), WT_CF_CSV, WT_CS_INTENSITY, "GB", stderr,
+                              &b, &err),
+              0);
+    WT_EQ_INT(b.n, 2);
+    WT_NEAR(b.p[0].value, 120.5, 0);
+    WT_EQ_INT(b.p[1].kind, WT_CK_FORECAST);
+    WT_NEAR(b.p[1].value, 99, 0);
+    wt_carbon_batch_free(&b);
+
+    const char *bad = "timestamp,gco2_per_kwh\n"
+                      "2023-03-13T03:30Z,120\n"
+                      "2023-03-13T04:00Z,\"99\"x\n"
+                      "\"2023-03-13T04:30Z,5\n";
+    char rep[512];
+    snprintf(rep, sizeof rep, "%s/q.txt", wt_test_dir());
+    FILE *r = fopen(rep, "w");
+    WT_ASSERT(r != NULL);
+    WT_EQ_INT(
+        wt_carbon_parse("q.csv", bad, strlen(bad), WT_CF_CSV, WT_CS_INTENSITY, "GB", r, &b, &err),
+        -EINVAL);
+    fclose(r);
+    WT_CONTAINS(err.msg, "q.csv: 2 malformed lines; nothing stored");
+    char *txt = wt_test_read(rep, NULL);
+    WT_CONTAINS(txt, "q.csv:3: text after a closing quote");
+    WT_CONTAINS(txt, "q.csv:4: unterminated quoted field");
+    free(txt);
+    WT_EQ_INT(b.n, 0);
+}
+
 WT_TEST(csv_with_a_byte_order_mark_unix_seconds_and_comments)
 {
     const char *csv = "\xEF\xBB\xBFtimestamp,gco2_per_kwh\r\n# from a spreadsheet\r\n"
