@@ -20,7 +20,7 @@
 #include "core/clock.h"
 #include "core/hub.h"
 #include "core/log.h"
-#include "serve/http.h"
+#include "core/secret.h"
 #include "store/store.h"
 
 #define MAX_BODY (16u * 1024 * 1024) /* a fetched reply */
@@ -226,7 +226,7 @@ static void read_token(const char *path, char *out, size_t n)
         return;
     /* A secret: refused when group or others may read it, as the daemon's own token file. */
     if (stat(path, &sb) == 0 &&
-        wt_http_check_secret_mode("carbon token_file", path, sb.st_mode, &err) != 0) {
+        wt_check_secret_mode("carbon token_file", path, sb.st_mode, &err) != 0) {
         wt_warn("carbon", "%s", err.msg);
         return;
     }
