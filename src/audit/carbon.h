@@ -121,6 +121,13 @@ int wt_carbon_config_check(const char *file, const struct wt_ynode *node, struct
 /* The section of a loaded configuration (defaults when absent). 0 or -EINVAL. */
 int wt_carbon_conf_from(const struct wt_config *cfg, struct wt_carbon_conf *cf,
                         struct wt_err *err) WT_MUST_USE;
+/*
+ * The secret files of cf (the token_file of every URL source), as `wattage run` checks them at
+ * start and `wattage check-config` does: wt_check_secret_file (core/secret.h) under the name
+ * "carbon.sources[I].token_file" (wt_carbon_token_what). 0, or its error for the first refused.
+ */
+int wt_carbon_check_secrets(const struct wt_carbon_conf *cf, struct wt_err *err) WT_MUST_USE;
+void wt_carbon_token_what(size_t i, char *out, size_t n);
 /* True for a zone name: 1..63 letters, digits, '-', '_' or '.'. */
 bool wt_carbon_zone_ok(const char *z);
 /* The zone of a node: carbon.nodes[node], else carbon.zone (node "" or NULL: carbon.zone). */

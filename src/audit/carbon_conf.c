@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/secret.h"
 #include "core/yget.h"
 
 #define HOUR_NS (3600LL * WT_NS_PER_S)
@@ -236,4 +237,25 @@ const char *wt_carbon_zone_of(const struct wt_carbon_conf *cf, const char *node)
             return cf->nodes[i].zone;
     }
     return cf->zone;
+}
+
+void wt_carbon_token_what(size_t i, char *out, size_t n)
+{
+    snprintf(out, n, "carbon.sources[%zu].token_file", i);
+}
+
+int wt_carbon_check_secrets(const struct wt_carbon_conf *cf, struct wt_err *err)
+{
+    for (size_t i = 0; i < cf->nsrc; i++) {
+        const struct wt_carbon_source *s = &cf->src[i];
+        char what[64];
+        int rc;
+        /* Only a URL source sends its token. */
+        if (!s->url[0] || !s->token_file[0])
+            continue;
+        wt_carbon_token_what(i, what, sizeof what);
+        if ((rc = wt_check_secret_file(what, s->token_file, err)) != 0)
+            return rc;
+    }
+    return 0;
 }

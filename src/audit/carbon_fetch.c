@@ -217,22 +217,23 @@ static void add_zone(struct wt_carbon *c, const char *z)
     c->nzones++;
 }
 
-static void read_token(const char *path, char *out, size_t n)
+static void read_token(size_t i, const char *path, char *out, size_t n)
 {
-    struct stat sb;
     struct wt_err err = {{0}};
+    char what[64];
     out[0] = '\0';
     if (!path || !*path)
         return;
-    /* A secret: refused when group or others may read it, as the daemon's own token file. */
-    if (stat(path, &sb) == 0 &&
-        wt_check_secret_mode("carbon token_file", path, sb.st_mode, &err) != 0) {
+    /* Read for every request, so a rotated token is used without a restart; checked each time,
+     * as at start (wt_carbon_check_secrets), since the file may have changed since. */
+    wt_carbon_token_what(i, what, sizeof what);
+    if (wt_check_secret_file(what, path, &err) != 0) {
         wt_warn("carbon", "%s", err.msg);
         return;
     }
     FILE *f = fopen(path, "r");
     if (!f) {
-        wt_warn("carbon", "token_file %s: %s", path, strerror(errno));
+        wt_warn("carbon", "%s %s: %s", what, path, strerror(errno));
         return;
     }
     if (fgets(out, (int)n, f)) {
@@ -270,7 +271,7 @@ static int run_source(struct wt_carbon *c, size_t i, char *why, size_t whyn)
         ss->mtime_ns = m;
     } else {
         char token[512], url[sizeof s->url + 64];
-        read_token(s->token_file, token, sizeof token);
+        read_token(i, s->token_file, token, sizeof token);
         wt_carbon_url_expand(s->url, wt_now_real_ns(), url, sizeof url);
         rc = wt_carbon_fetch(url, s->token_header, token, s->timeout_ns, &c->stop, &buf, &len, why,
                              whyn);
@@ -411,6 +412,11 @@ int wt_carbon_open(const struct wt_carbon_conf *cf, const char *db_path, struct 
     *out = NULL;
     if (!c)
         return -ENOMEM;
+    /* A token that cannot be used is a setup error, named at start (check-config says the same). */
+    if ((rc = wt_carbon_check_secrets(cf, err)) != 0) {
+        free(c);
+        return rc;
+    }
     c->cf = *cf;
     c->slot = -1;
     pthread_mutex_init(&c->mu, NULL);

@@ -439,6 +439,11 @@ int wt_cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     apply_flags(&o, &cfg);
+    /* The secret files, as check-config checks them: a refused one stops the start here. */
+    if (wt_cli_check_secrets(&cfg, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
 
     tr = calloc(1, sizeof *tr);
     if (!tr || wt_hub_open(&hub) != 0)

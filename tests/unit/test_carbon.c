@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "audit/carbon.h"
@@ -941,4 +942,32 @@ WT_TEST(url_now_placeholder)
     WT_EQ_STR(out, "http://x/"); /* no room: cut before the placeholder, never mid-way */
     wt_carbon_url_expand("http://x/plain", 0, out, sizeof out);
     WT_EQ_STR(out, "http://x/plain");
+}
+
+WT_TEST(a_url_source_token_readable_by_others_stops_the_start)
+{
+    char path[512], tok[200];
+    struct wt_err err = {{0}};
+    wt_store_close(open_store(path, sizeof path));
+    snprintf(tok, sizeof tok, "%s/em.token", wt_test_dir());
+    wt_test_write(tok, "s3cret\n");
+    WT_EQ_INT(chmod(tok, 0644), 0);
+    struct wt_carbon_conf cf;
+    wt_carbon_conf_defaults(&cf);
+    cf.nsrc = 2;
+    /* A file source never sends its token: not checked. */
+    snprintf(cf.src[0].file, sizeof cf.src[0].file, "%s/none.csv", wt_test_dir());
+    snprintf(cf.src[0].token_file, sizeof cf.src[0].token_file, "%s", tok);
+    snprintf(cf.src[1].url, sizeof cf.src[1].url, "http://127.0.0.1:1/latest");
+    snprintf(cf.src[1].token_file, sizeof cf.src[1].token_file, "%s", tok);
+    WT_EQ_INT(wt_carbon_check_secrets(&cf, &err), -EPERM);
+    WT_CONTAINS(err.msg, "carbon.sources[1].token_file: ");
+    WT_CONTAINS(err.msg, "em.token is accessible by group or others (mode 0644)");
+    struct wt_carbon *c = NULL;
+    memset(&err, 0, sizeof err);
+    WT_EQ_INT(wt_carbon_open(&cf, path, NULL, &c, &err), -EPERM);
+    WT_ASSERT(c == NULL);
+    WT_CONTAINS(err.msg, "carbon.sources[1].token_file: ");
+    WT_EQ_INT(chmod(tok, 0600), 0);
+    WT_EQ_INT(wt_carbon_check_secrets(&cf, &err), 0);
 }
