@@ -117,6 +117,14 @@ int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t n
  */
 int wt_cli_load_config(const char *path, struct wt_config *cfg);
 
+/*
+ * The secret files cfg names (daemon.tls.key, daemon.auth.token_file, remote_write tokens and
+ * passwords, carbon source tokens), each through wt_check_secret_file (core/secret.h) under the
+ * name its module gives it: what `wattage run` checks at start and `check-config` reports.
+ * 0, or a negative errno with err naming the first refused file (src/cli/check_config.c).
+ */
+int wt_cli_check_secrets(const struct wt_config *cfg, struct wt_err *err) WT_MUST_USE;
+
 /* ---- the daemon's jobs API, for job, jobs and exec (src/cli/job.c) ---- */
 
 /* How to reach the daemon, as the command line says it (each NULL when not given). */

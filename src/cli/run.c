@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "alert/engine.h"
-#include "audit/carbon.h"
+#include "audit/carbon_fetch.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
@@ -441,6 +441,11 @@ int wt_cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     apply_flags(&o, &cfg);
+    /* The secret files, as check-config checks them: a refused one stops the start here. */
+    if (wt_cli_check_secrets(&cfg, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
 
     tr = calloc(1, sizeof *tr);
     if (!tr || wt_hub_open(&hub) != 0)
@@ -485,7 +490,9 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* The jobs API, on its own connection to the same store. */
     if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
-        wt_carbon_attach(&cfg, hub, jobs, &carbon, &err) != 0 ||
+        wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
+        (wt_jobs_set_carbon(jobs, wt_carbon_config(carbon)) != 0 &&
+         wt_err_set(&err, "carbon: out of memory")) ||
         wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;

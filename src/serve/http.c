@@ -34,6 +34,7 @@
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/log.h"
+#include "core/secret.h"
 #include "core/snapshot.h"
 #include "serve/expo.h"
 
@@ -139,17 +140,6 @@ struct out {
 };
 
 /* ---- pure pieces ---- */
-
-int wt_http_check_secret_mode(const char *what, const char *path, mode_t mode, struct wt_err *err)
-{
-    if ((mode & (S_IRWXG | S_IRWXO)) == 0)
-        return 0;
-    wt_err_set(err,
-               "%s: %s is accessible by group or others (mode %04o); it holds a secret: "
-               "chmod 600 %s",
-               what, path, (unsigned)(mode & 07777), path);
-    return -EPERM;
-}
 
 bool wt_http_token_equal(const char *expected, const char *given, size_t given_len)
 {
@@ -978,7 +968,7 @@ static int read_file(const char *what, const char *path, bool secret, size_t max
         goto out;
     }
     if (secret) {
-        rc = wt_http_check_secret_mode(what, path, st.st_mode, err);
+        rc = wt_check_secret_mode(what, path, st.st_mode, err);
         if (rc)
             goto out;
     }

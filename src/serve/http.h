@@ -112,14 +112,6 @@ int wt_http_reply_error(struct wt_http_reply *rep, unsigned status, const char *
 
 /* ---- pure pieces, for the tests ---- */
 
-/*
- * Refuses a secret file (TLS key, token) whose mode lets group or others in: returns -EPERM
- * with err saying "<what>: <path> is accessible by group or others (mode 0644); chmod 600 it",
- * else 0.
- */
-int wt_http_check_secret_mode(const char *what, const char *path, mode_t mode,
-                              struct wt_err *err) WT_MUST_USE;
-
 /* Compares a presented token with the expected one in time independent of where they differ. */
 bool wt_http_token_equal(const char *expected, const char *given, size_t given_len);
 
