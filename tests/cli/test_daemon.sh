@@ -133,7 +133,10 @@ check "the daemon goes on after a refused reload" kill -0 $pid
 kill -TERM $pid; wait $pid
 
 # --- SIGTERM stops it cleanly
-WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" >"$TMP/run.log" 2>&1 &
+# The port first: a $(...) inside the background command leaves a subshell (carrying lib.sh's
+# cleanup trap) between this shell and the daemon, and the SIGTERM would stop that instead.
+port=$(free_port)
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$port --db "$TMP/run.db" >"$TMP/run.log" 2>&1 &
 pid=$!
 sleep 1
 kill -TERM $pid
