@@ -86,6 +86,7 @@ struct field {
  */
 static const struct field fields[] = {
     DURATION("daemon.interval", daemon.interval_ns, 0, "1s", 10 * MS, HOUR, WHY_POLL),
+    FIELD("daemon.align_ticks", T_BOOL, daemon.align_ticks, 0, "true"),
     FIELD("daemon.listen", T_LISTEN, daemon.listen, F_NONEMPTY, "127.0.0.1:9747"),
     FIELD("daemon.log_level", T_LOG_LEVEL, daemon.log_level, 0, "info"),
     FIELD("daemon.tls.cert", T_PATH, daemon.tls.cert, 0, ""),
