@@ -351,6 +351,9 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
         reset_gpu(s, g);
     }
     copy_str(g->name, sizeof g->name, name, sizeof name);
+    /* Its power readings are averages over this window (per generation): the integration
+     * fallback places each at the middle of it. */
+    g->integral.window_ns = wt_energy_nvml_power_window_ns(g->name);
     copy_str(g->uuid, sizeof g->uuid, uuid, sizeof uuid);
 
     if (want(g, tk, F_PCI)) {

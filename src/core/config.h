@@ -30,6 +30,7 @@ struct wt_config {
     char source[WT_PATH_LEN]; /* the file it came from, or "" for the built-in defaults */
     struct {
         int64_t interval_ns;         /* daemon.interval, default 1 s */
+        bool align_ticks;            /* daemon.align_ticks: ticks on wall-clock multiples, true */
         char listen[128];            /* daemon.listen, default 127.0.0.1:9747 */
         enum wt_log_level log_level; /* daemon.log_level, default info */
         struct {

@@ -13,6 +13,9 @@
  *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
  *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
  *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
+ *   FAKE_NVML_POWER_AVG=S        nvmlDeviceGetPowerUsage returns instead the mean of P_i over the
+ *                                last S seconds, exactly (what an H100/H200 reads: a 1-s average;
+ *                                default 0, instantaneous); stuck, glitch and cap as below
  *   FAKE_NVML_ENERGY_OFFSET_MJ=N the energy counter (mJ) is
  *                                  N + floor(1000 * exact integral of P_i from T0 to now)
  *                                (default 1000000000)
@@ -123,6 +126,7 @@ static struct {
     char model[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     double t0;
     double base, amp, period;
+    double power_avg_s;
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -222,6 +226,7 @@ static void load(void)
     fk.base = 300, fk.amp = 100, fk.period = 7;
     if ((v = env("FAKE_NVML_POWER")))
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
+    fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
     fk.offset_mj = 1000000000ULL;
     if ((v = env("FAKE_NVML_ENERGY_OFFSET_MJ")))
         fk.offset_mj = strtoull(v, NULL, 10);
@@ -510,7 +515,11 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
         return r;
     const struct window *w = in_window(fk.power_read, fk.npower_read, d->index, t - fk.t0);
     const struct window *st = in_window(fk.stuck, fk.nstuck, d->index, t - fk.t0);
-    double p = w ? w->v : power_w(d->index, st ? fk.t0 + st->from : t);
+    double at = st ? fk.t0 + st->from : t;
+    double p = w ? w->v
+               : fk.power_avg_s > 0
+                   ? fake_nvml_exact_energy_j(d->index, at - fk.power_avg_s, at) / fk.power_avg_s
+                   : power_w(d->index, at);
     double cap_w = current_limit_mw(d->index) / 1000.0;
     if (!w && p > cap_w)
         p = cap_w;

@@ -623,6 +623,8 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
 {
     set_t0_now();
     setenv("FAKE_NVML_POWER", "300,100,2", 1);
+    /* an H200's power reading is its 1-s average (the collector places it mid-second) */
+    setenv("FAKE_NVML_POWER_AVG", "1", 1);
     setenv("FAKE_NVML_GPUS", "2", 1);
     if (notsup)
         setenv("FAKE_NVML_NOT_SUPPORTED", notsup, 1);
