@@ -111,8 +111,7 @@ deps-test:
 
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/wattage
-	mkdir -p var
-	$(BUILD)/wattage run --db var/wattage.db
+	$(BUILD)/wattage run
 
 unit: all
 	@./tests/run.sh $(BUILD)
