@@ -196,8 +196,7 @@ int wt_cli_open_store(const char *cmd, const struct wt_cli_common *co, bool crea
             snprintf(cfg->store.path, sizeof cfg->store.path, "%s", SYSTEM_STORE);
             return 0;
         }
-        fprintf(stderr, "wattage %s: no store at %s (%s); %s\n", cmd, cfg->store.path, why,
-                e2.msg);
+        fprintf(stderr, "wattage %s: no store at %s (%s); %s\n", cmd, cfg->store.path, why, e2.msg);
         return 1;
     }
     fprintf(stderr,
