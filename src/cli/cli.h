@@ -70,6 +70,18 @@ void wt_cli_help(FILE *out, const struct wt_cli_form *f);
 /* The entry of a form's tables named name (a long option without "--"), or NULL. */
 const struct wt_cli_opt *wt_cli_find_opt(const struct wt_cli_form *f, const char *name);
 
+/*
+ * Hidden commands (src/cli/man.c), from the same tables as --help and the config schema:
+ * `wattage __man 1` and `wattage __man 5 [EXAMPLE.yaml]` print wattage(1) and wattage.yaml(5) in
+ * roff; `wattage __complete [COMMAND [SUBCOMMAND]]` prints the words that may follow, one a line
+ * (for deploy/bash-completion/wattage). argv[0] is the hidden command's name.
+ */
+int wt_cli_man(int argc, char **argv);
+/* The page of section 1 or 5 on out (example: the commented example configuration, may be NULL).
+ * Returns 0, 1 (cannot make it, printed) or 2 (no such section). */
+int wt_cli_man_write(FILE *out, int section, const char *example);
+int wt_cli_complete(int argc, char **argv);
+
 /* The subcommands, for main and `wattage --help`: each with its forms (NULL after the last). */
 struct wt_cli_command {
     const char *name;                 /* NULL ends the list */

@@ -207,9 +207,10 @@ WT_TEST(every_option_the_sources_parse_is_in_a_help)
                     ;
             const char *eol = strchr(p, '\n');
             char *other = strstr(from, "`wattage ");
-            /* common.c, opts.c and client.c hold what several forms share. */
+            /* common.c, opts.c, client.c and man.c hold what several forms share. */
             if ((other && (!eol || other < eol)) || strcmp(e->d_name, "common.c") == 0 ||
-                strcmp(e->d_name, "opts.c") == 0 || strcmp(e->d_name, "client.c") == 0) {
+                strcmp(e->d_name, "opts.c") == 0 || strcmp(e->d_name, "client.c") == 0 ||
+                strcmp(e->d_name, "man.c") == 0) {
                 must_be_in(every, rel, line_at(src, p), name, "names");
                 continue;
             }
@@ -367,4 +368,72 @@ WT_TEST(store_opens_db_over_the_configuration_and_says_when_there_is_none)
     char cmd[256];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     WT_EQ_INT(system(cmd), 0);
+}
+
+/* A manual page as wt_cli_man_write makes it (malloc'd). */
+static char *man_of(int section, const char *example)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    WT_ASSERT(m != NULL);
+    WT_EQ_INT(wt_cli_man_write(m, section, example), 0);
+    WT_EQ_INT(fclose(m), 0);
+    return buf;
+}
+
+/* s as roff writes it: dashes escaped. */
+static void roffed(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 3 < n; s++) {
+        if (*s == '-')
+            out[k++] = '\\';
+        out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
+WT_TEST(manual_page_1_has_every_form_and_option)
+{
+    char *man = man_of(1, NULL), want[160], name[96];
+    const struct wt_cli_form *forms[64];
+    size_t nf = all_forms(forms, 64), nopts = 0;
+    WT_CONTAINS(man, ".TH WATTAGE 1 ");
+    for (size_t i = 0; i < nf; i++) {
+        roffed(forms[i]->name, name, sizeof name);
+        snprintf(want, sizeof want, "\n.SS \"wattage %s\"\n", name);
+        if (!strstr(man, want))
+            wt_test_fail(__FILE__, __LINE__, "wattage(1) lacks the form %s", forms[i]->name);
+        /* each option after its form's heading, before the next form's */
+        const char *at = strstr(man, want), *end = strstr(at + 1, "\n.SS ");
+        for (size_t t = 0; t < 3 && forms[i]->opts[t]; t++)
+            for (const struct wt_cli_opt *o = forms[i]->opts[t]; o->name; o++, nopts++) {
+                roffed(o->name, name, sizeof name);
+                snprintf(want, sizeof want, "\\fB\\-\\-%s\\fR", name);
+                const char *p = strstr(at, want);
+                if (!p || (end && p > end))
+                    wt_test_fail(__FILE__, __LINE__, "wattage(1): %s lacks --%s", forms[i]->name,
+                                 o->name);
+            }
+    }
+    WT_ASSERT(nopts >= 100);
+    free(man);
+}
+
+WT_TEST(manual_page_5_has_every_config_key_with_the_example_s_text)
+{
+    char *man = man_of(5, wt_test_src_path("deploy/wattage.yaml")), want[160];
+    size_t n = 0;
+    WT_CONTAINS(man, ".TH WATTAGE.YAML 5 ");
+    for (; wt_config_key(n); n++) {
+        snprintf(want, sizeof want, "\n.TP\n.B %s\n", wt_config_key(n));
+        if (!strstr(man, want))
+            wt_test_fail(__FILE__, __LINE__, "wattage.yaml(5) lacks %s", wt_config_key(n));
+    }
+    WT_ASSERT(n >= 30);
+    /* a default from the schema and a description from the example's comment */
+    WT_CONTAINS(man, ".B daemon.listen\nDefault: 127.0.0.1:9747.");
+    WT_CONTAINS(man, "SQLite database file");
+    free(man);
 }
