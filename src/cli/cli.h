@@ -114,7 +114,14 @@ enum {
     WT_OPT_CERT,         /* --cert FILE */
     WT_OPT_KEY,          /* --key FILE */
     WT_OPT_JSON,         /* --json */
+    WT_OPT_SOURCE,       /* --source URL: the fleet's engine instead of the store */
 };
+
+/* The help of --source where it means the fleet's series (energy, kpi, schedule). */
+#define WT_CLI_SOURCE_HELP                                                                         \
+    "every node's series from an engine that receives their remote write: "                        \
+    "prometheus://HOST:PORT, "                                                                     \
+    "victoriametrics://HOST:PORT or http(s)://URL"
 
 /* The connection options of the daemon's clients (job, jobs, exec): -c, --url, --token-file,
  * --cacert, --cert, --key. */
@@ -139,6 +146,7 @@ struct wt_cli_common {
     const char *db;          /* --db FILE */
     const char *from, *to;   /* --from T, --to T as given; a caller may preset its defaults */
     bool json;               /* --json */
+    const char *source;      /* --source URL */
     struct wt_cli_conn conn; /* -c, --url, --token-file, --cacert, --cert, --key */
 };
 

@@ -99,9 +99,7 @@ static const struct wt_cli_opt energy_opts[] = {
      "default), or only one kind"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {"raw", 'r', NULL, "raw readings only (no per-minute rollups)"},
-    {"source", 's', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_energy = {
@@ -110,7 +108,7 @@ const struct wt_cli_form wt_cli_form_energy = {
 
 int wt_cmd_energy(int argc, char **argv)
 {
-    const char *by = "gpu", *method = "auto", *source = NULL;
+    const char *by = "gpu", *method = "auto";
     struct wt_cli_common co = {.from = "-1h", .to = "now"};
     int flags = 0, c, rc;
     struct wt_store *st = NULL;
@@ -129,9 +127,6 @@ int wt_cmd_energy(int argc, char **argv)
             break;
         case 'm':
             method = optarg;
-            break;
-        case 's':
-            source = optarg;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -156,9 +151,9 @@ int wt_cmd_energy(int argc, char **argv)
     int64_t from, to;
     if ((rc = wt_cli_window("energy", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
-    if (source) {
+    if (co.source) {
         struct wt_promsrc *ps = NULL;
-        if (wt_cli_open_source(source, &ps) != 0)
+        if (wt_cli_open_source(co.source, &ps) != 0)
             return 2;
         rc = wt_promsrc_energy(ps, from, to, &rows, &n, &err);
         wt_promsrc_close(ps);
@@ -271,7 +266,8 @@ int wt_cmd_energy(int argc, char **argv)
             }
         }
         if (n == 0)
-            printf("  (no energy series %s in this window)\n", source ? "in the source" : "stored");
+            printf("  (no energy series %s in this window)\n",
+                   co.source ? "in the source" : "stored");
     }
     free(nodes);
     free(rows);

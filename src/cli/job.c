@@ -327,7 +327,7 @@ const struct wt_cli_form wt_cli_form_job_end = {
 
 static const struct wt_cli_opt show_opts[] = {
     {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
-    {"source", 'S', "URL",
+    {"source", WT_OPT_SOURCE, "URL",
      "the job over every node that ran it (the same NAME), from an engine that receives their "
      "remote write: prometheus://HOST:PORT, victoriametrics://HOST:PORT or http(s)://URL"},
     {NULL}};
@@ -533,16 +533,12 @@ static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
 static int job_one(int argc, char **argv, bool end)
 {
     const struct wt_cli_form *f = end ? &wt_cli_form_job_end : &wt_cli_form_job_show;
-    const char *cmd = f->name, *source = NULL;
+    const char *cmd = f->name;
     struct wt_cli_common co = {0};
     double wait_s = 5;
     int c;
     optind = 1;
     while ((c = wt_cli_next(f, argc, argv, &co)) != -1) {
-        if (c == 'S' && !end) {
-            source = optarg;
-            continue;
-        }
         if (c != 'w')
             return c == WT_CLI_HELP ? 0 : 2;
         char *e;
@@ -564,8 +560,8 @@ static int job_one(int argc, char **argv, bool end)
     int rc = check_ref(cmd, argv[optind]);
     if (rc)
         return rc;
-    if (source) {
-        rc = job_show_fleet(source, argv[optind], &rep);
+    if (co.source) {
+        rc = job_show_fleet(co.source, argv[optind], &rep);
     } else if ((rc = wt_cli_api_setup(&co.conn, &api)) == 0) {
         snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
         rc = wt_cli_api_json(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep);

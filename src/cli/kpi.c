@@ -352,9 +352,7 @@ static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, 
 static const struct wt_cli_opt kpi_opts[] = {
     {"zone", 'z', "Z", "the KPIs of one zone of the topology, from its meters (default the site)"},
     {"json", WT_OPT_JSON, NULL, "JSON (SI units) instead of text"},
-    {"source", 's', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_kpi = {
@@ -368,7 +366,7 @@ const struct wt_cli_form wt_cli_form_kpi = {
 
 int wt_cmd_kpi(int argc, char **argv)
 {
-    const char *zone = NULL, *source = NULL;
+    const char *zone = NULL;
     struct wt_cli_common co = {0};
     int c, rc;
     optind = 1;
@@ -376,9 +374,6 @@ int wt_cmd_kpi(int argc, char **argv)
         switch (c) {
         case 'z':
             zone = optarg;
-            break;
-        case 's':
-            source = optarg;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -418,8 +413,8 @@ int wt_cmd_kpi(int argc, char **argv)
         }
     }
     char work[64] = "";
-    rc = source ? fleet_store(source, from, to, work, sizeof work, &st)
-                : wt_cli_open_store("kpi", &co, false, &cfg, &st);
+    rc = co.source ? fleet_store(co.source, from, to, work, sizeof work, &st)
+                   : wt_cli_open_store("kpi", &co, false, &cfg, &st);
     if (rc) {
         free(t);
         wt_config_free(&cfg);

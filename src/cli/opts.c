@@ -95,6 +95,9 @@ bool wt_cli_shared_opt(int id, const char *arg, struct wt_cli_common *co)
     case WT_OPT_JSON:
         co->json = true;
         return true;
+    case WT_OPT_SOURCE:
+        co->source = arg;
+        return true;
     }
     return false;
 }

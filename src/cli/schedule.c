@@ -62,8 +62,8 @@ static void fmt_in(int64_t d, char *buf, size_t n)
 }
 
 struct sched_opts {
-    struct wt_cli_common co; /* -c, --db, --json */
-    const char *zone, *like, *energy, *power, *source;
+    struct wt_cli_common co; /* -c, --db, --json, --source */
+    const char *zone, *like, *energy, *power;
     int64_t duration_ns, deadline_ns, now_ns;
     bool json, slurm, cost;
 };
@@ -81,9 +81,7 @@ static const struct wt_cli_opt sched_opts_table[] = {
     {"format", 'f', "text|json|slurm", "the output: text (default), JSON, or sbatch's --begin"},
     {"json", WT_OPT_JSON, NULL, "the same as --format json"},
     {"now", 'n', "T", "take T as the current time"},
-    {"source", 'S', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_schedule = {
@@ -148,9 +146,6 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         case 'n':
             now = optarg;
             break;
-        case 'S':
-            o->source = optarg;
-            break;
         case WT_CLI_HELP:
             return WT_CLI_HELP;
         default:
@@ -177,7 +172,7 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         fprintf(stderr, CMD ": --duration D is required (unless --like JOB gives it)\n");
         return 2;
     }
-    if (o->source && !o->like) {
+    if (o->co.source && !o->like) {
         fprintf(stderr, CMD ": --source is for --like JOB (the job's profile over its nodes)\n");
         return 2;
     }
@@ -225,8 +220,8 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
     int64_t dur = 0;
     size_t n = 0;
     int rc;
-    if (o->source) {
-        if (wt_cli_open_source(o->source, &src) != 0)
+    if (o->co.source) {
+        if (wt_cli_open_source(o->co.source, &src) != 0)
             return 2;
         rc = wt_promsrc_profile(src, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur,
                                 &err);

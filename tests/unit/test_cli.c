@@ -261,10 +261,11 @@ WT_TEST(getopt_over_a_form_returns_its_ids_and_refuses_the_rest)
 static const struct {
     const char *name;
     int id;
-} shared[] = {{"config", WT_OPT_CONFIG}, {"db", WT_OPT_DB},     {"from", WT_OPT_FROM},
-              {"to", WT_OPT_TO},         {"url", WT_OPT_URL},   {"token-file", WT_OPT_TOKEN_FILE},
-              {"cacert", WT_OPT_CACERT}, {"cert", WT_OPT_CERT}, {"key", WT_OPT_KEY},
-              {"json", WT_OPT_JSON}};
+} shared[] = {
+    {"config", WT_OPT_CONFIG}, {"db", WT_OPT_DB},        {"from", WT_OPT_FROM},
+    {"to", WT_OPT_TO},         {"url", WT_OPT_URL},      {"token-file", WT_OPT_TOKEN_FILE},
+    {"cacert", WT_OPT_CACERT}, {"cert", WT_OPT_CERT},    {"key", WT_OPT_KEY},
+    {"json", WT_OPT_JSON},     {"source", WT_OPT_SOURCE}};
 
 WT_TEST(every_shared_option_has_its_shared_id_in_every_form)
 {
