@@ -193,7 +193,16 @@ int wt_cli_open_store(const char *cmd, const struct wt_cli_common *co, bool crea
     }
     /* A user's default is not where a daemon run as root keeps its store: look there too. */
     bool other = by_default && strcmp(cfg->store.path, SYSTEM_STORE) != 0;
-    if (other && access(SYSTEM_STORE, F_OK) == 0) {
+    int there = other ? access(SYSTEM_STORE, F_OK) : -1;
+    if (there != 0 && other && errno == EACCES) {
+        fprintf(stderr,
+                "wattage %s: no store at %s (%s), and this user may not read " SYSTEM_STORE
+                " (a system daemon's); name a store with --db FILE, or run as a user who may "
+                "read it\n",
+                cmd, cfg->store.path, why);
+        return 1;
+    }
+    if (there == 0) {
         struct wt_err e2 = {{0}};
         if (wt_store_open(SYSTEM_STORE, &o, st, &e2) == 0) {
             snprintf(cfg->store.path, sizeof cfg->store.path, "%s", SYSTEM_STORE);
