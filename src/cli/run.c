@@ -257,9 +257,10 @@ static int apply_flags(const struct run_opts *o, struct wt_config *cfg)
 }
 
 static const struct wt_cli_opt run_opts_table[] = {
-    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
+    {"config", WT_OPT_CONFIG, "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")",
+     WT_OPT_SHORT},
     {"listen", 'l', "ADDR:PORT", "where /metrics and the API listen (default daemon.listen)"},
-    {"db", 'd', "FILE", "the store's database (default store.path)"},
+    {"db", WT_OPT_DB, "FILE", "the store's database (default store.path)"},
     {"interval", 'i', "S", "the poll interval, seconds or a duration (default daemon.interval)"},
     {"log-level", 'L', "LEVEL", "debug, info, warn or error (default daemon.log_level)"},
     {"dry-run", 'n', NULL, "power capping only logs what it would do (alerts.dry_run)"},
@@ -283,11 +284,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     memset(o, 0, sizeof *o);
     o->log_level = -1;
     o->summary_ns = 60 * WT_NS_PER_S;
-    while ((c = wt_cli_getopt(&wt_cli_form_run, argc, argv)) != -1) {
+    struct wt_cli_common co = {0};
+    while ((c = wt_cli_next(&wt_cli_form_run, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'c':
-            o->config = optarg;
-            break;
         case 'l': {
             char host[128];
             int port;
@@ -301,9 +300,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             o->listen = optarg;
             break;
         }
-        case 'd':
-            o->db = optarg;
-            break;
         case 'i': {
             /* The same range as daemon.interval: --interval 1ns is the same typo. */
             char msg[400], shown[80];
@@ -352,10 +348,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage run: unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_run, argc, argv))
         return 2;
-    }
+    o->config = co.config;
+    o->db = co.db;
     return 0;
 }
 
@@ -454,7 +450,9 @@ int wt_cmd_run(int argc, char **argv)
     if (wt_hub_add_sink(hub, track_sink, tr) != 0)
         goto out;
     if (wt_store_attach(&cfg, hub, &store, &err) != 0) {
-        wt_error("run", "%s", err.msg);
+        char why[512];
+        wt_cli_store_origin(o.db, &cfg, why, sizeof why);
+        wt_error("run", "%s (%s)", err.msg, why);
         goto out;
     }
 

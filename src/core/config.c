@@ -415,6 +415,32 @@ void wt_config_defaults(struct wt_config *c)
     /* The defaults are written as a person would write them; a unit test checks each parses. */
     for (size_t i = 0; i < NFIELDS; i++)
         (void)set_value(&fields[i], fields[i].def, c, why, sizeof why);
+    wt_config_default_store_path(c->store.path, sizeof c->store.path, NULL, 0);
+}
+
+void wt_config_default_store_path(char *path, size_t n, char *why, size_t whyn)
+{
+    const char *sd = getenv("STATE_DIRECTORY"), *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    const char *w = "the default for root";
+    if (geteuid() == 0) {
+        snprintf(path, n, "/var/lib/wattage/wattage.db");
+    } else if (sd && sd[0] == '/') { /* systemd's StateDirectory= (the first, when several) */
+        snprintf(path, n, "%.*s/wattage.db", (int)strcspn(sd, ":"), sd);
+        w = "the default under systemd: $STATE_DIRECTORY";
+    } else if (xdg && xdg[0] == '/') {
+        snprintf(path, n, "%s/wattage/wattage.db", xdg);
+        w = "the default for a user who is not root: $XDG_STATE_HOME/wattage";
+    } else if (home && home[0] == '/') {
+        snprintf(path, n, "%s/.local/state/wattage/wattage.db", home);
+        w = "the default for a user who is not root: ~/.local/state/wattage (XDG_STATE_HOME is "
+            "not set)";
+    } else {
+        snprintf(path, n, "/var/lib/wattage/wattage.db");
+        w = "the default: neither XDG_STATE_HOME nor HOME is set";
+    }
+    if (why)
+        snprintf(why, whyn, "%s", w);
 }
 
 void wt_config_format_duration(int64_t ns, char *buf, size_t n)
