@@ -524,6 +524,10 @@ static int new_source(const struct inst *it, const struct wt_alert_eval *old,
         offsetof(struct wt_alerts_config, sibling.enabled),
         offsetof(struct wt_alerts_config, data_gap.enabled),
         offsetof(struct wt_alerts_config, delivery_failing.enabled),
+        offsetof(struct wt_alerts_config, xid.enabled),
+        offsetof(struct wt_alerts_config, ecc_uncorrectable.enabled),
+        offsetof(struct wt_alerts_config, row_remap.enabled),
+        offsetof(struct wt_alerts_config, pcie_replays.enabled),
     };
     bool on = *(const bool *)((const char *)cfg + off[it->det]);
     return on && cfg->enabled ? 0 : -1;
