@@ -311,5 +311,7 @@ struct wt_expo_family;
 int wt_cap_family_limits(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_actions(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam);
+/* wattage_power_cap_left_capped: how many GPUs keep wattage's limit after restoring it failed. */
+int wt_cap_family_left_capped(void *cap, struct wt_expo_family *fam);
 
 #endif

@@ -797,6 +797,56 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     return rc ? -ENOMEM : 0;
 }
 
+/* ---- shared sessions ---- */
+
+#define MAX_LIBS 4
+static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    wt_nvml_init_fn *init;
+    unsigned int users;
+} sessions[MAX_LIBS];
+
+nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init)
+{
+    nvmlReturn_t r = NVML_SUCCESS;
+    int free_slot = -1;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < MAX_LIBS; i++) {
+        if (sessions[i].users && sessions[i].init == init) {
+            sessions[i].users++;
+            goto out;
+        }
+        if (!sessions[i].users && free_slot < 0)
+            free_slot = i;
+    }
+    /* The first user (or more libraries than slots: then each user has its own session). */
+    r = init();
+    if (r == NVML_SUCCESS && free_slot >= 0) {
+        sessions[free_slot].init = init;
+        sessions[free_slot].users = 1;
+    }
+out:
+    pthread_mutex_unlock(&sessions_mu);
+    return r;
+}
+
+void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown)
+{
+    if (!init)
+        return;
+    bool last = true;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < MAX_LIBS; i++) {
+        if (sessions[i].users && sessions[i].init == init) {
+            last = --sessions[i].users == 0;
+            break;
+        }
+    }
+    if (last && shutdown)
+        shutdown();
+    pthread_mutex_unlock(&sessions_mu);
+}
+
 /* ---- XID events ---- */
 
 /* What the common XIDs mean, from NVIDIA's XID catalog (Ampere and newer). */
@@ -1182,8 +1232,8 @@ static void nvml_close(void *state)
     pthread_mutex_unlock(&procs_mu);
     if (s->inited)
         xid_stop(s);
-    if (s->inited && s->fn.shutdown)
-        s->fn.shutdown();
+    if (s->inited)
+        wt_nvml_session_release(s->fn.init, s->fn.shutdown);
     if (s->dl)
         dlclose(s->dl);
     pthread_mutex_destroy(&s->xid_mu);
@@ -1248,7 +1298,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
                 "power readings (wattage_gpu_energy_integrated_joules_total)",
                 s->library);
 
-    nvmlReturn_t r = s->fn.init();
+    nvmlReturn_t r = wt_nvml_session_acquire(s->fn.init);
     if (r != NVML_SUCCESS) {
         wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
         /* A library without a loaded driver is the usual container/laptop case: absent. */

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/nvml_api.h"
 #include "core/source.h"
 
 extern const struct wt_collector_ops wt_nvml_collector;
@@ -76,6 +77,19 @@ struct wt_gpu_procs {
  * list (no NVML collector, or a library or GPUs without the process calls).
  */
 int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns);
+
+/*
+ * The daemon's NVML sessions, shared: every part of wattage that uses NVML (the collector, the
+ * power capper) starts its session with wt_nvml_session_acquire(init) and ends it with
+ * wt_nvml_session_release(init, shutdown), never with nvmlInit/nvmlShutdown itself. The library
+ * (told apart by its init function) is initialised by the first user and shut down when the last
+ * lets go, so no part's session ends under another's: a driver or wrapper that does not count
+ * nvmlInit/nvmlShutdown pairs, or a change of the order the parts stop in, cannot leave the
+ * capper without NVML while it still has limits to restore. acquire returns nvmlInit's answer
+ * (nothing is held unless NVML_SUCCESS); release with a NULL init does nothing.
+ */
+nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init);
+void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown);
 
 /* What an XID code means (NVIDIA's XID catalog) for the common ones, else NULL. */
 const char *wt_nvml_xid_meaning(unsigned int xid);

@@ -79,6 +79,10 @@
  *   nvmlDeviceGetVbiosVersion is "96.00.89.00.01", nvmlSystemGetCudaDriverVersion_v2 12040.
  *   The event calls answer UNINITIALIZED once the last session is shut down, like every call.
  *
+ *   FAKE_NVML_SHUTDOWN_ALL=1     nvmlShutdown ends every session at once, as a wrapper or driver
+ *                                that does not count nvmlInit/nvmlShutdown pairs would (the
+ *                                real library counts them, as this fake does by default)
+ *
  * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
  * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
  * 2619 MHz; pstate P0 (P8 when utilization < 5%); power limit 700 W (also the default limit),
@@ -176,6 +180,7 @@ static struct {
     } util[MAX_EVENTS], stuck[MAX_EVENTS], power_read[MAX_EVENTS];
     int nutil, nstuck, npower_read;
     bool thermal;
+    bool shutdown_all;
     /* health: v[] holds the numbers after g:from (and :to for windows) */
     struct health {
         unsigned int gpu;
@@ -338,6 +343,7 @@ static void load(void)
     fk.nreplay = load_health("FAKE_NVML_PCIE_REPLAYS", fk.replay, true, 1);
     fk.mem_temp = env_double("FAKE_NVML_MEM_TEMP", 50);
     fk.fans = (unsigned int)env_double("FAKE_NVML_FANS", 0);
+    fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
     for (unsigned int i = 0; i < MAX_GPUS; i++)
@@ -492,7 +498,10 @@ nvmlReturn_t nvmlShutdown(void)
     log_call("nvmlShutdown");
     if (!sessions)
         return NVML_ERROR_UNINITIALIZED;
-    sessions--;
+    if (fk.shutdown_all)
+        sessions = 0;
+    else
+        sessions--;
     return NVML_SUCCESS;
 }
 
