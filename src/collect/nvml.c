@@ -990,6 +990,7 @@ static void xid_start(struct nvml_state *s)
         return;
     }
     unsigned int nreg = 0;
+    bool warned = false;
     for (unsigned int i = 0; i < s->n; i++) {
         struct gpu *g = &s->gpus[i];
         struct xid_gpu *x = &s->xid[i];
@@ -1004,11 +1005,15 @@ static void xid_start(struct nvml_state *s)
                 : NVML_ERROR_NOT_SUPPORTED;
         if (r != NVML_SUCCESS) {
             struct tick tk = {0};
-            /* NOT_SUPPORTED is said once (check); anything else is a warning. */
+            /* NOT_SUPPORTED is said once (check); anything else once too, as a warning (the
+             * same answer on every GPU is one cause). */
             if (!check(s, g, &tk, F_XID, r, "nvmlDeviceRegisterEvents") &&
-                r != NVML_ERROR_NOT_SUPPORTED)
-                wt_warn(MOD, "XID events not registered gpu=%u uuid=%s error=\"%s\" (%d)", i,
-                        g->uuid, errstr(s, r), (int)r);
+                r != NVML_ERROR_NOT_SUPPORTED && !warned) {
+                wt_warn(MOD, "XID events not registered gpu=%u uuid=%s error=\"%s\" (%d)%s", i,
+                        g->uuid, errstr(s, r), (int)r,
+                        r == NVML_ERROR_NO_PERMISSION ? " (run as root to count XIDs)" : "");
+                warned = true;
+            }
             continue;
         }
         x->dev = g->dev;
