@@ -524,6 +524,10 @@ static int new_source(const struct inst *it, const struct wt_alert_eval *old,
         offsetof(struct wt_alerts_config, sibling.enabled),
         offsetof(struct wt_alerts_config, data_gap.enabled),
         offsetof(struct wt_alerts_config, delivery_failing.enabled),
+        offsetof(struct wt_alerts_config, xid.enabled),
+        offsetof(struct wt_alerts_config, ecc_uncorrectable.enabled),
+        offsetof(struct wt_alerts_config, row_remap.enabled),
+        offsetof(struct wt_alerts_config, pcie_replays.enabled),
     };
     bool on = *(const bool *)((const char *)cfg + off[it->det]);
     return on && cfg->enabled ? 0 : -1;
@@ -975,6 +979,15 @@ static int family_cap_reasons(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
+static int family_cap_left(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_left_capped(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
 static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
 {
     return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out, err);
@@ -1078,6 +1091,8 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
     if (http && x->cap && wt_http_add_family(http, family_cap_reasons, x) != 0)
         wt_warn(MOD, "no room for wattage_power_cap_reasons_total on /metrics "
                      "(WT_HTTP_MAX_FAMILIES)");
+    if (http && x->cap && wt_http_add_family(http, family_cap_left, x) != 0)
+        wt_warn(MOD, "no room for wattage_power_cap_left_capped on /metrics");
     if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
         wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
         goto fail;
