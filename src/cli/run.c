@@ -31,6 +31,7 @@
 #include "core/sdnotify.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
+#include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
 #include "store/store.h"
@@ -458,6 +459,10 @@ int wt_cmd_run(int argc, char **argv)
      * port stops the daemon at once; it serves the hub's snapshot from its own threads. */
     if (wt_http_open(&cfg, hub, &http, &err) != 0) {
         wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    if (wt_api_status_add(http, hub) != 0) {
+        wt_error("run", "no room for the status routes (MAX_ROUTES)");
         goto out;
     }
     /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
