@@ -857,10 +857,8 @@ static void sink(void *ctx, const char *collector, const struct wt_batch *b)
     pthread_mutex_unlock(&x->wake_mu);
 }
 
-static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+int wt_alerts_list_json(struct wt_alerts *x, char **json)
 {
-    struct wt_alerts *x = ctx;
-    (void)req;
     pthread_mutex_lock(&x->mu);
     size_t n = wt_alert_eval_list(x->e, NULL, 0);
     if (n > x->list_cap) {
@@ -873,14 +871,9 @@ static int route(void *ctx, const struct wt_http_request *req, struct wt_http_re
         x->list_cap = n;
     }
     n = wt_alert_eval_list(x->e, x->list, n);
-    char *body = wt_alert_json(x->list, n);
+    *json = wt_alert_json(x->list, n);
     pthread_mutex_unlock(&x->mu);
-    if (!body)
-        return -ENOMEM;
-    rep->status = 200;
-    rep->body = body;
-    rep->len = strlen(body);
-    return 0;
+    return *json ? 0 : -ENOMEM;
 }
 
 static const char fam_name[] = "wattage_alerts";
@@ -1051,10 +1044,8 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
         goto fail;
     if (!x->cfg->enabled)
         wt_cap_recover(cfg, x->cfg); /* the caps an earlier run left are put right all the same */
-    if (http && ((rc = wt_http_add_route(http, "GET", "/api/v1/alerts", false, route, x)) ||
-                 (rc = wt_http_add_family(http, family, x)))) {
-        wt_err_set(err, "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
-                   strerror(-rc));
+    if (http && (rc = wt_http_add_family(http, family, x)) != 0) {
+        wt_err_set(err, "alerts: cannot add wattage_alerts (%s)", strerror(-rc));
         goto fail;
     }
     /* Delivery's health: registered whatever is configured now, since a reload may add a

@@ -3,13 +3,14 @@
  * The alert engine: every tick it evaluates the rules of `alerts.rules` and the built-in
  * detectors (detect.h) on the hub's latest snapshot, moves each alert instance through
  * inactive -> pending -> firing -> resolved, logs every transition, hands it to delivery
- * (wt_notify_post) and to power capping (wt_cap_apply), and serves what is active:
- * wattage_alerts{alertname,severity,...} 1 on /metrics and GET /api/v1/alerts.
+ * (wt_notify_post) and to power capping (wt_cap_apply), and tells what is active:
+ * wattage_alerts{alertname,severity,...} 1 on /metrics, and wt_alerts_list_json for
+ * GET /api/v1/alerts (serve/api_alerts.h).
  *
  * Two layers: struct wt_alert_eval is the pure evaluator (no threads, no clock of its own: the
  * caller passes the snapshot, the collectors' states and the time), which the tests and the
  * benchmark drive directly; struct wt_alerts is the daemon's part around it (a thread woken by
- * the hub after each published batch, the HTTP route and family, delivery and capping).
+ * the hub after each published batch, the /metrics families, delivery and capping).
  *
  * The condition of an instance is a Schmitt trigger: it becomes true when the value passes the
  * threshold and false only when it passes back beyond the clear bound (clear_below /
@@ -113,14 +114,20 @@ struct wt_http;
 
 /*
  * Reads the `alerts` section of cfg (errors name file:line), registers a hub sink (call before
- * the collectors start), adds GET /api/v1/alerts and the wattage_alerts family to http (before
- * wt_http_start; http may be NULL), opens delivery and capping, and starts the evaluation
- * thread (`run --dry-run` is wt_cap_force_dry_run, before this). With alerts.enabled false it
- * still answers the route (nothing active). cfg must outlive the engine (or the next reload).
- * Returns 0 or a negative errno with err filled.
+ * the collectors start), adds the wattage_alerts family (and delivery's and capping's) to http
+ * (before wt_http_start; http may be NULL), opens delivery and capping, and starts the
+ * evaluation thread (`run --dry-run` is wt_cap_force_dry_run, before this). With
+ * alerts.enabled false it still lists (nothing active). cfg must outlive the engine (or the
+ * next reload). Returns 0 or a negative errno with err filled.
  */
 int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
                    struct wt_alerts **out, struct wt_err *err) WT_MUST_USE;
+
+/*
+ * The body of GET /api/v1/alerts (wt_alert_json of the instances as wt_alert_eval_list gives
+ * them), malloc'd into *json. Returns 0 or -ENOMEM.
+ */
+int wt_alerts_list_json(struct wt_alerts *x, char **json) WT_MUST_USE;
 
 /*
  * Re-reads the rules and detectors from cfg (SIGHUP). Delivery and capping are reopened with the

@@ -31,6 +31,7 @@
 #include "core/sdnotify.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
+#include "serve/api_alerts.h"
 #include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
@@ -471,6 +472,10 @@ int wt_cmd_run(int argc, char **argv)
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
     if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
         wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    if (wt_api_alerts_add(http, alerts) != 0) {
+        wt_error("run", "alerts: cannot add GET /api/v1/alerts (no room for another route)");
         goto out;
     }
     if (wt_health_add_probe("alerts", delivery_probe, alerts) != 0)
