@@ -32,6 +32,7 @@
 #include "core/yamltree.h"
 #include "core/yget.h"
 #include "serve/api_alerts.h"
+#include "serve/api_jobs.h"
 #include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
@@ -488,8 +489,8 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* The jobs API, on its own connection to the same store. */
     if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
-        wt_carbon_attach(&cfg, hub, jobs, &carbon, &err) != 0 ||
-        wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
+        wt_carbon_attach(&cfg, hub, jobs, &carbon, &err) != 0 || wt_api_jobs_add(http, jobs) != 0 ||
+        wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }

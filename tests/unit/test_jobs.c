@@ -11,6 +11,7 @@
 #include "audit/jobs.h"
 #include "core/clock.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -60,8 +61,8 @@ static cJSON *req(struct wt_jobs *j, const char *method, const char *path, const
                   double at)
 {
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0,
-                             T0 + (int64_t)(at * S), &last_status, &json),
+    WT_EQ_INT(wt_api_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0,
+                                 T0 + (int64_t)(at * S), &last_status, &json),
               0);
     cJSON *v = cJSON_Parse(json);
     WT_ASSERT(v != NULL);
@@ -352,7 +353,7 @@ WT_TEST(no_process_list_without_an_nvml_collector)
 {
     unsigned status = 0;
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_processes_json(&status, &json), 0);
+    WT_EQ_INT(wt_api_processes_json(&status, &json), 0);
     WT_EQ_INT(status, 503);
     WT_CONTAINS(json, "no GPU process list");
     cJSON_free(json);
