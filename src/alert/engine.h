@@ -4,8 +4,8 @@
  * detectors (detect.h) on the hub's latest snapshot, moves each alert instance through
  * inactive -> pending -> firing -> resolved, logs every transition, hands it to delivery
  * (wt_notify_post) and to power capping (wt_cap_apply), and tells what is active:
- * wattage_alerts{alertname,severity,...} 1 on /metrics, and wt_alerts_list_json for
- * GET /api/v1/alerts (serve/api_alerts.h).
+ * wattage_alerts{alertname,severity,...} 1 (wt_alerts_families) and wt_alerts_list_json, which
+ * the API layer serves on /metrics and GET /api/v1/alerts (serve/api_alerts.h).
  *
  * Two layers: struct wt_alert_eval is the pure evaluator (no threads, no clock of its own: the
  * caller passes the snapshot, the collectors' states and the time), which the tests and the
@@ -110,18 +110,44 @@ char *wt_alert_json(const struct wt_alert *a, size_t n);
 /* ---- the daemon's engine --------------------------------------------------------------------- */
 
 struct wt_alerts;
-struct wt_http;
 
 /*
  * Reads the `alerts` section of cfg (errors name file:line), registers a hub sink (call before
- * the collectors start), adds the wattage_alerts family (and delivery's and capping's) to http
- * (before wt_http_start; http may be NULL), opens delivery and capping, and starts the
- * evaluation thread (`run --dry-run` is wt_cap_force_dry_run, before this). With
- * alerts.enabled false it still lists (nothing active). cfg must outlive the engine (or the
- * next reload). Returns 0 or a negative errno with err filled.
+ * the collectors start), opens delivery and capping, and starts the evaluation thread
+ * (`run --dry-run` is wt_cap_force_dry_run, before this). With alerts.enabled false it still
+ * lists (nothing active). cfg must outlive the engine (or the next reload). Returns 0 or a
+ * negative errno with err filled.
  */
-int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
-                   struct wt_alerts **out, struct wt_err *err) WT_MUST_USE;
+int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_alerts **out,
+                   struct wt_err *err) WT_MUST_USE;
+
+/*
+ * The engine's /metrics families, for the server to register (serve/api_alerts.h): providers
+ * with the signature of serve/http.h's wt_http_family_fn, each answering under the engine's lock
+ * from what it holds then (delivery and capping are reopened on reload). By group:
+ *   WT_ALERTS_FAMS_ALERTS       wattage_alerts{alertname, severity, ...} 1 per firing alert
+ *   WT_ALERTS_FAMS_DELIVERY     delivery's families (notify.h), whatever is configured now,
+ *                               since a reload may add a channel
+ *   WT_ALERTS_FAMS_CAP          wattage_gpu_power_cap_watts, wattage_power_cap_actions_total
+ *   WT_ALERTS_FAMS_CAP_REASONS  wattage_power_cap_reasons_total
+ * (the capping groups are empty while capping is off). Fills out[0..cap) and returns how many
+ * the group has. The contexts live as long as x.
+ */
+struct wt_expo_family;
+typedef int (*wt_alerts_family_fn)(void *ctx, struct wt_expo_family *fam);
+struct wt_alerts_family {
+    wt_alerts_family_fn fn;
+    void *ctx;
+};
+enum wt_alerts_fam_group {
+    WT_ALERTS_FAMS_ALERTS,
+    WT_ALERTS_FAMS_DELIVERY,
+    WT_ALERTS_FAMS_CAP,
+    WT_ALERTS_FAMS_CAP_REASONS
+};
+#define WT_ALERTS_FAMS_MAX 8 /* the most in one group */
+size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
+                          struct wt_alerts_family *out, size_t cap);
 
 /*
  * The body of GET /api/v1/alerts (wt_alert_json of the instances as wt_alert_eval_list gives

@@ -471,12 +471,13 @@ int wt_cmd_run(int argc, char **argv)
     if (wt_store_add_families(store, http) != 0)
         wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
-    if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+    if (wt_alerts_open(&cfg, hub, &alerts, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
-    if (wt_api_alerts_add(http, alerts) != 0) {
-        wt_error("run", "alerts: cannot add GET /api/v1/alerts (no room for another route)");
+    if ((rc = wt_api_alerts_add(http, alerts)) != 0) {
+        wt_error("run", "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
+                 strerror(-rc));
         goto out;
     }
     if (wt_health_add_probe("alerts", delivery_probe, alerts) != 0)
