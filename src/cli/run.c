@@ -32,6 +32,9 @@
 #include "core/sdnotify.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
+#include "serve/api_alerts.h"
+#include "serve/api_jobs.h"
+#include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
 #include "store/store.h"
@@ -465,12 +468,21 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    if (wt_api_status_add(http, hub) != 0) {
+        wt_error("run", "no room for the status routes (MAX_ROUTES)");
+        goto out;
+    }
     /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
     if (wt_store_add_families(store, http) != 0)
         wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
-    if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+    if (wt_alerts_open(&cfg, hub, &alerts, &err) != 0) {
         wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    if ((rc = wt_api_alerts_add(http, alerts)) != 0) {
+        wt_error("run", "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
+                 strerror(-rc));
         goto out;
     }
     /* Rolling 1/5/15-min power means: a hub sink and a slot of their own. */
@@ -491,7 +503,7 @@ int wt_cmd_run(int argc, char **argv)
         wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
         (wt_jobs_set_carbon(jobs, wt_carbon_config(carbon)) != 0 &&
          wt_err_set(&err, "carbon: out of memory")) ||
-        wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
+        wt_api_jobs_add(http, jobs) != 0 || wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }

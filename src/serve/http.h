@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTTP server of `wattage run` (libmicrohttpd, GnuTLS): GET /metrics, GET /healthz,
- * GET /api/v1/status, and the routes other modules add (the jobs API). It serves from copies of
+ * The HTTP server of `wattage run` (libmicrohttpd, GnuTLS): GET /metrics, GET /healthz, and
+ * the routes the API layer adds (serve/api_*.h: status, alerts, jobs). It serves from copies of
  * the hub's snapshot and never waits for the poll loop or the store. Bounded everywhere:
  * connections in all and per client address, per-connection idle timeout, request memory, body
  * size. TLS and mutual TLS from daemon.tls.*, a bearer token from daemon.auth.token_file.

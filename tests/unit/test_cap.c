@@ -21,6 +21,7 @@
 #include "core/yamltree.h"
 #include "core/yget.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -958,8 +959,8 @@ static void never_job(struct wt_config *cfg, const char *gpus)
              "{\"name\": \"train\", \"tags\": {\"cap\": \"never\"}, \"gpus\": %s}", gpus);
     unsigned status = 0;
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_handle(j, "POST", "/api/v1/jobs", body, strlen(body), 0, wt_now_real_ns(),
-                             &status, &json),
+    WT_EQ_INT(wt_api_jobs_handle(j, "POST", "/api/v1/jobs", body, strlen(body), 0, wt_now_real_ns(),
+                                 &status, &json),
               0);
     WT_EQ_INT(status, 201);
     free(json);

@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -576,8 +577,9 @@ static cJSON *job_req(struct wt_jobs *j, const char *method, const char *path, c
 {
     char *json = NULL;
     unsigned status;
-    WT_EQ_INT(wt_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0, at, &status, &json),
-              0);
+    WT_EQ_INT(
+        wt_api_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0, at, &status, &json),
+        0);
     WT_ASSERT(status < 300);
     cJSON *v = cJSON_Parse(json);
     cJSON_free(json);
