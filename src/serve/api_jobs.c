@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/cgroup.h"
 #include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/log.h"
@@ -133,7 +134,43 @@ static int route_jobs(void *ctx, const struct wt_http_request *req, struct wt_ht
     return reply(rep, status, json);
 }
 
-/* One GPU's entry: {"gpu": "0", "uuid": "GPU-…", "pids": [...]}; false when out of memory. */
+/* Adds a string member when it is not empty. */
+static void add_nonempty(cJSON *o, const char *key, const char *value)
+{
+    if (value[0])
+        cJSON_AddStringToObject(o, key, value);
+}
+
+/*
+ * One process with its owner from its cgroup (collect/cgroup.h): {"pid", "owner": "slurm" |
+ * "kubernetes" | "systemd" | "none", and slurm_job, slurm_step, pod_uid, pod_qos, container,
+ * unit where known}; without "owner" when its cgroup cannot be read (it exited since the list).
+ */
+static void add_owner(cJSON *arr, unsigned int pid)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddItemToArray(arr, o)) {
+        cJSON_Delete(o);
+        return;
+    }
+    cJSON_AddNumberToObject(o, "pid", pid);
+    struct wt_proc_owner w;
+    struct wt_err err = {{0}};
+    if (wt_cgroup_owner((pid_t)pid, &w, &err) != 0)
+        return;
+    cJSON_AddStringToObject(o, "owner", wt_owner_kind_name(w.kind));
+    add_nonempty(o, "slurm_job", w.slurm_job);
+    add_nonempty(o, "slurm_step", w.slurm_step);
+    add_nonempty(o, "pod_uid", w.pod_uid);
+    add_nonempty(o, "pod_qos", w.pod_qos);
+    add_nonempty(o, "container", w.container);
+    add_nonempty(o, "unit", w.unit);
+}
+
+/*
+ * One GPU's entry: {"gpu": "0", "uuid": "GPU-…", "pids": [...], "processes": [{pid, owner...}]};
+ * false when out of memory.
+ */
 static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p)
 {
     char idx[16];
@@ -148,6 +185,9 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p)
     pids = cJSON_AddArrayToObject(g, "pids");
     for (unsigned int k = 0; pids && k < p->npids; k++)
         cJSON_AddItemToArray(pids, cJSON_CreateNumber(p->pids[k]));
+    cJSON *procs = cJSON_AddArrayToObject(g, "processes");
+    for (unsigned int k = 0; procs && k < p->npids; k++)
+        add_owner(procs, p->pids[k]);
     return true;
 }
 
