@@ -38,7 +38,7 @@ struct wt_power_avg {
     size_t n;
     bool said_full;
     pthread_t th;
-    bool started, stop;
+    bool started, stop, present;
     pthread_mutex_t stop_mu;
     pthread_cond_t stop_cv;
 };
@@ -139,7 +139,17 @@ static void *publisher(void *arg)
         wt_batch_clear(&b);
         int rc = wt_power_avg_batch(p, wt_now_real_ns(), &b);
         int64_t m1 = wt_now_mono_ns();
-        wt_hub_publish(p->hub, p->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
+        /* Present only once there is power to average: a derived slot is no source of its own,
+         * so a daemon that collects nothing is still unhealthy (/healthz 503). */
+        pthread_mutex_lock(&p->mu);
+        bool present = p->n > 0;
+        pthread_mutex_unlock(&p->mu);
+        if (present != p->present) {
+            wt_hub_set_state(p->hub, p->slot, present, p->interval_ns);
+            p->present = present;
+        }
+        if (present)
+            wt_hub_publish(p->hub, p->slot, &b, rc == 0, (double)(m1 - m0) / 1e9, m1);
         int64_t until = m0 + p->interval_ns;
         struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
         pthread_mutex_lock(&p->stop_mu);
@@ -186,7 +196,6 @@ int wt_power_avg_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt
         rc = wt_err_set(err, "power_avg: no hub slot or sink left");
         goto fail;
     }
-    wt_hub_set_state(hub, p->slot, true, p->interval_ns);
     if ((rc = pthread_create(&p->th, NULL, publisher, p)) != 0) {
         rc = -rc;
         wt_err_set(err, "power_avg: cannot start its thread: %s", strerror(-rc));
