@@ -473,7 +473,7 @@ int wt_cmd_run(int argc, char **argv)
         goto out;
     }
     /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
-    if (wt_store_add_families(store, http) != 0)
+    if (wt_api_store_families_add(http, store) != 0)
         wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
     if (wt_alerts_open(&cfg, hub, &alerts, &err) != 0) {

@@ -12,6 +12,7 @@
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/snapshot.h"
+#include "store/store.h"
 
 #define MAX_COLLECTORS WT_HUB_MAX_COLLECTORS
 
@@ -96,4 +97,12 @@ int wt_api_status_add(struct wt_http *h, struct wt_hub *hub)
         (rc = wt_http_add_route(h, "GET", "/api/v1/status", false, route_status, hub)))
         return rc;
     return 0;
+}
+
+int wt_api_store_families_add(struct wt_http *h, struct wt_store *st)
+{
+    int rc = 0;
+    for (int k = 0; k < WT_STORE_FAMILIES && !rc; k++)
+        rc = wt_http_add_family(h, wt_store_family_fn, wt_store_family_ctx(st, k));
+    return rc;
 }

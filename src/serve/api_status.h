@@ -15,4 +15,8 @@
 /* Adds the routes above to h (before wt_http_start); hub outlives h. Returns 0 or -ENOSPC. */
 int wt_api_status_add(struct wt_http *h, struct wt_hub *hub) WT_MUST_USE;
 
+/* The store's health families on /metrics (store/store.h); st outlives h. 0 or -ENOSPC. */
+struct wt_store;
+int wt_api_store_families_add(struct wt_http *h, struct wt_store *st) WT_MUST_USE;
+
 #endif

@@ -30,7 +30,7 @@
 #include "core/health.h"
 #include "core/hub.h"
 #include "core/log.h"
-#include "serve/http.h"
+#include "serve/expo.h"
 #include "store/query.h"
 
 #define MOD "store"
@@ -980,6 +980,7 @@ void wt_store_stats(struct wt_store *s, struct wt_store_stats *out)
 /* ---- /metrics: the store's own health ---- */
 
 enum { FAM_DROPPED, FAM_ERRORS, FAM_QUEUE, FAM_FLUSH, FAM_BYTES, NFAM };
+_Static_assert(NFAM == WT_STORE_FAMILIES, "store.h says how many families there are");
 static const struct {
     const char *name, *help;
     enum wt_metric_type type;
@@ -1036,29 +1037,24 @@ static int family(struct wt_store_fam *f, struct wt_expo_family *fam)
     return 0;
 }
 
-static int family_fn(void *ctx, struct wt_expo_family *fam)
+int wt_store_family_fn(void *ctx, struct wt_expo_family *fam)
 {
     return family(ctx, fam);
 }
 
-int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam)
+void *wt_store_family_ctx(struct wt_store *s, int k)
 {
     if (k < 0 || k >= NFAM)
-        return -EINVAL;
+        return NULL;
     s->fam[k].s = s;
     s->fam[k].k = k;
-    return family(&s->fam[k], fam);
+    return &s->fam[k];
 }
 
-int wt_store_add_families(struct wt_store *s, struct wt_http *h)
+int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam)
 {
-    int rc = 0;
-    for (int k = 0; k < NFAM && !rc; k++) {
-        s->fam[k].s = s;
-        s->fam[k].k = k;
-        rc = wt_http_add_family(h, family_fn, &s->fam[k]);
-    }
-    return rc;
+    void *ctx = wt_store_family_ctx(s, k);
+    return ctx ? family(ctx, fam) : -EINVAL;
 }
 
 int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_store **out,

@@ -109,14 +109,16 @@ struct wt_store_stats {
 void wt_store_stats(struct wt_store *s, struct wt_store_stats *out);
 
 /*
- * Registers the store's families on /metrics: wattage_store_readings_dropped_total,
- * wattage_store_write_errors_total, wattage_store_queue_readings,
- * wattage_store_last_flush_timestamp_seconds (absent before the first write) and
- * wattage_store_database_bytes. Returns 0 or -ENOSPC.
+ * The store's families on /metrics, WT_STORE_FAMILIES of them:
+ * wattage_store_readings_dropped_total, wattage_store_write_errors_total,
+ * wattage_store_queue_readings, wattage_store_last_flush_timestamp_seconds (absent before the first
+ * write) and wattage_store_database_bytes. The server registers wt_store_family_fn with
+ * wt_store_family_ctx(s, k) for each k (serve/api_status.h's wt_api_store_families_add).
  */
-struct wt_http;
+#define WT_STORE_FAMILIES 5
 struct wt_expo_family;
-int wt_store_add_families(struct wt_store *s, struct wt_http *h) WT_MUST_USE;
+void *wt_store_family_ctx(struct wt_store *s, int k);
+int wt_store_family_fn(void *ctx, struct wt_expo_family *fam);
 /* Family k (0..4, in the order above) as the server would get it; for the tests. */
 int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam) WT_MUST_USE;
 
