@@ -18,6 +18,7 @@
 #include <grp.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 
 #include <sqlite3.h>
 
+#include "alert/alert.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "collect/nvml.h"
@@ -188,6 +190,45 @@ out:
     free(g);
     wt_batch_free(&b);
     ops->close(st);
+}
+
+/* ---- power caps: wattage's own (from its record) and those someone else set ---- */
+
+/*
+ * One check per capped GPU, from the same report `wattage status` prints (alert/alert.h's
+ * wt_cap_report): a cap wattage holds is ok (its record says why); a limit off the GPU's default
+ * that no record explains is a warning, since every energy figure of that GPU runs under it.
+ */
+static void check_caps(const struct wt_config *cfg, struct report *r)
+{
+    struct wt_alerts_config *a = malloc(sizeof *a);
+    struct wt_err err = {{0}};
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (a && f &&
+        wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), a, &err) == 0)
+        (void)wt_cap_report(cfg, a, f);
+    if (f)
+        fclose(f);
+    for (char *line = text, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        unsigned gpu;
+        char key[16] = "";
+        if (sscanf(line, "power cap: gpu %u", &gpu) == 1)
+            snprintf(key, sizeof key, "%u", gpu);
+        bool foreign = strstr(line, "capped by someone else") != NULL;
+        add_check(r, "power_cap", key, foreign ? ST_WARN : ST_OK,
+                  foreign ? "find who set it (nvidia-smi -q -d POWER; a scheduler's prolog, "
+                            "another agent) and reset it with nvidia-smi -pl, or leave it and "
+                            "read this GPU's figures as capped"
+                          : NULL,
+                  "%s", line);
+    }
+    free(text);
+    free(a);
 }
 
 /* ---- RAPL ---- */
@@ -601,6 +642,7 @@ int wt_cmd_doctor(int argc, char **argv)
         return 1;
     }
     check_nvml(&cfg, &r);
+    check_caps(&cfg, &r);
     check_rapl(&cfg, &r);
     check_clock(&r);
     check_sources(&cfg, &r);

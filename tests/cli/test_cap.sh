@@ -283,6 +283,12 @@ EOF
 st=$(FAKE_NVML_LIMITS_FILE="$TMP/foreign.limits" WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" status -c "$TMP/foreign.yaml" 2>/dev/null)
 check "status reports GPU 1 capped by someone else" grep -q 'power cap: gpu 1 (GPU-fake-0000-1) limit 450.0 W is not its default 700.0 W and wattage has no record of it: capped by someone else' <<<"$st"
 check "and no other GPU" test "$(grep -c 'power cap:' <<<"$st")" -eq 1
+dr=$(FAKE_NVML_LIMITS_FILE="$TMP/foreign.limits" WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" doctor -c "$TMP/foreign.yaml" --db "$TMP/doctor.db" --json 2>/dev/null)
+check "doctor warns of GPU 1's foreign cap, with a fix, and of no other GPU" python3 -c '
+import json, sys
+c = [x for x in json.loads(sys.argv[1])["checks"] if x["check"] == "power_cap"]
+assert len(c) == 1 and c[0]["key"] == "1" and c[0]["status"] == "warn", c
+assert "capped by someone else" in c[0]["message"] and "nvidia-smi -pl" in c[0]["fix"], c' "$dr"
 FAKE_NVML_POWER=600,0,0 FAKE_NVML_TEMP=75,0 start foreign
 if wait_for 20 grep -q '^1 400$' "$TMP/foreign.limits"; then ok "a rule caps GPU 1 under the foreign cap"
 else not_ok "a rule caps GPU 1 under the foreign cap" "$(tail -5 "$TMP/foreign.log")"; fi
