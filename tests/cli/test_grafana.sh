@@ -3,7 +3,7 @@
 # daemon: the file is a well-formed dashboard (unique ids, panels on the 24-column grid without
 # overlaps, every panel with a title, a one-line description, a unit and the datasource
 # variable), and every panel's and annotation's PromQL, with Grafana's variables filled in,
-# returns data. The daemon has the fake NVML's GPUs, RAPL and network trees, a Modbus meter
+# returns data. The daemon has the fake NVML's GPUs (with a fan and an XID), RAPL and network trees, a Modbus meter
 # peer, a firing alert rule, a running job and a store holding a small site over the last hour
 # (tests/unit/test_kpi.c's, for the facility KPIs).
 source "$(dirname "$0")/lib.sh"
@@ -78,7 +78,7 @@ Y
 # meters (its KPIs would not be measured over a window the GPU node's few seconds only begin).
 WPORT=$(free_port)
 WATTAGE_SYSFS_ROOT=$TMP/sysfs WATTAGE_PROCFS_ROOT=$TMP/procfs WATTAGE_NVML_LIBRARY=$FAKE_NVML \
-    FAKE_NVML_GPUS=2 bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.5 \
+    FAKE_NVML_GPUS=2 FAKE_NVML_FANS=1 FAKE_NVML_XID=1:1:79 bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.5 \
     --listen "127.0.0.1:$WPORT" 2>"$TMP/wattage.log"
 SPORT=$(free_port)
 mkdir -p "$TMP/empty"
