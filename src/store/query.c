@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Queries on the store: the segment rule that turns stored counter readings into energy and
- * coverage, energy over an exact window (raw readings at the edges, per-minute rollups inside),
- * series selection and the stored points of a series. The rule is documented in query.h.
+ * Queries on the store: energy over an exact window (raw readings at the edges, per-minute
+ * rollups inside, the segment rule of store/segment.h), series selection and the stored points
+ * of a series.
  */
 #include "store/query.h"
 
@@ -15,120 +15,7 @@
 
 #include "core/clock.h"
 
-int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
-{
-    sqlite3_stmt *q = NULL;
-    size_t cap = 0;
-    out->r = NULL;
-    out->n = 0;
-    if (sqlite3_prepare_v2(wt_store_db(st),
-                           "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
-        return -EIO;
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        if (out->n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            struct wt_run *r = realloc(out->r, nc * sizeof *r);
-            if (!r) {
-                sqlite3_finalize(q);
-                wt_runs_free(out);
-                return -ENOMEM;
-            }
-            out->r = r;
-            cap = nc;
-        }
-        struct wt_run *r = &out->r[out->n++];
-        snprintf(r->node, sizeof r->node, "%s", (const char *)sqlite3_column_text(q, 0));
-        r->start_ns = sqlite3_column_int64(q, 1);
-        r->interval_ns = sqlite3_column_int64(q, 2);
-    }
-    sqlite3_finalize(q);
-    return 0;
-}
-
-void wt_runs_free(struct wt_run_list *l)
-{
-    free(l->r);
-    l->r = NULL;
-    l->n = 0;
-}
-
-struct wt_segment_rule wt_segment_rule_for(const struct wt_run_list *runs, const char *node,
-                                           enum wt_series_kind kind)
-{
-    struct wt_segment_rule r = {.kind = kind};
-    size_t i = 0;
-    while (i < runs->n && strcmp(runs->r[i].node, node) != 0)
-        i++;
-    r.runs = runs->r ? runs->r + i : NULL;
-    while (i < runs->n && strcmp(runs->r[i].node, node) == 0) {
-        i++;
-        r.nruns++;
-    }
-    return r;
-}
-
-/* Index of the first run starting after t (nruns when none). */
-static size_t first_run_after(const struct wt_segment_rule *r, int64_t t)
-{
-    size_t lo = 0, hi = r->nruns;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r->runs[mid].start_ns > t)
-            hi = mid;
-        else
-            lo = mid + 1;
-    }
-    return lo;
-}
-
-void wt_segment(const struct wt_segment_rule *rule, int64_t t0, double v0, int64_t t1, double v1,
-                double *delta_j, bool *covered)
-{
-    *delta_j = 0;
-    *covered = false;
-    if (v1 < v0)
-        return; /* reset: new baseline, the span is a gap */
-    size_t k = first_run_after(rule, t0);
-    bool restart = k < rule->nruns && rule->runs[k].start_ns <= t1;
-    if (restart && rule->kind != WT_SK_HWCOUNTER)
-        return; /* the daemon restarted: a counter it kept starts over */
-    *delta_j = v1 - v0;
-    *covered = true;
-    if (rule->kind == WT_SK_INTEGRATED && k > 0) {
-        int64_t iv = rule->runs[k - 1].interval_ns;
-        if (iv > 0 && t1 - t0 > 3 * iv)
-            *covered = false; /* not integrated across: the daemon recorded a gap */
-    }
-}
-
 /* ---- series ---- */
-
-struct wt_window wt_window_begin(const struct wt_segment_rule *rule, int64_t a, int64_t b)
-{
-    struct wt_window w = {.rule = rule, .a = a, .b = b};
-    return w;
-}
-
-void wt_window_add(struct wt_window *w, int64_t t, double v)
-{
-    if (w->have && t > w->pt) {
-        int64_t lo = w->pt > w->a ? w->pt : w->a, hi = t < w->b ? t : w->b;
-        if (hi > lo) {
-            double d;
-            bool c;
-            wt_segment(w->rule, w->pt, w->pv, t, v, &d, &c);
-            w->energy_j += d * (double)(hi - lo) / (double)(t - w->pt);
-            if (c)
-                w->covered_ns += (double)(hi - lo);
-        }
-    }
-    if (w->have && t <= w->pt)
-        return; /* out of order or repeated: the first one stands */
-    w->have = true;
-    w->pt = t;
-    w->pv = v;
-}
 
 static void fill_info(sqlite3_stmt *q, struct wt_series_info *si)
 {

@@ -31,7 +31,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "serve/expo.h"
-#include "store/query.h"
+#include "store/segment.h"
 
 #define MOD "store"
 #define SCHEMA_VERSION 1
@@ -1443,4 +1443,36 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     if (have_runs)
         wt_runs_free(&runs);
     return rc;
+}
+
+/* The runs table (one row per daemon start), for the segment rule (store/segment.h). */
+int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
+{
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    out->r = NULL;
+    out->n = 0;
+    if (sqlite3_prepare_v2(wt_store_db(st),
+                           "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        if (out->n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            struct wt_run *r = realloc(out->r, nc * sizeof *r);
+            if (!r) {
+                sqlite3_finalize(q);
+                wt_runs_free(out);
+                return -ENOMEM;
+            }
+            out->r = r;
+            cap = nc;
+        }
+        struct wt_run *r = &out->r[out->n++];
+        snprintf(r->node, sizeof r->node, "%s", (const char *)sqlite3_column_text(q, 0));
+        r->start_ns = sqlite3_column_int64(q, 1);
+        r->interval_ns = sqlite3_column_int64(q, 2);
+    }
+    sqlite3_finalize(q);
+    return 0;
 }
