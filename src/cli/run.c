@@ -573,7 +573,8 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "remote_write"),
                                 wt_config_section(&next, "remote_write")))
                 wt_warn("run", "remote_write changes take effect at the next restart");
-            if (!wt_ynode_equal(wt_config_section(&cfg, "kafka"), wt_config_section(&next, "kafka")))
+            if (!wt_ynode_equal(wt_config_section(&cfg, "kafka"),
+                                wt_config_section(&next, "kafka")))
                 wt_warn("run", "kafka changes take effect at the next restart");
             int before[WT_HUB_MAX_COLLECTORS];
             size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
@@ -607,7 +608,7 @@ out:
     wt_http_close(http);
     wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
     wt_kafka_close(kafka);
-    wt_jobs_close(jobs);       /* after the server: no request in progress uses it */
+    wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);

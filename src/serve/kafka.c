@@ -35,10 +35,9 @@
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
-static const char *const keys[] = {"brokers",  "topic",   "name",        "client_id",
-                                   "batch_size", "deadline", "timeout", "max_backoff",
-                                   "backfill", "match",   "tls",         "sasl",
-                                   NULL};
+static const char *const keys[] = {"brokers",  "topic",   "name",        "client_id", "batch_size",
+                                   "deadline", "timeout", "max_backoff", "backfill",  "match",
+                                   "tls",      "sasl",    NULL};
 static const char *const tls_keys[] = {"ca", "cert", "key", NULL};
 static const char *const sasl_keys[] = {"mechanism", "username", "password_file", NULL};
 static const char *const mechanisms[] = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", NULL};
@@ -63,8 +62,7 @@ static int add_broker(const struct wt_yget *g, const struct wt_ynode *at, const 
     while (len && (b[len - 1] == ' ' || b[len - 1] == '\t'))
         len--;
     if (len >= sizeof one)
-        return wt_y_fail(g, at, path, "a broker address is at most %zu characters",
-                         sizeof one - 1);
+        return wt_y_fail(g, at, path, "a broker address is at most %zu characters", sizeof one - 1);
     memcpy(one, b, len);
     one[len] = '\0';
     if (!broker_ok(one)) {
@@ -589,7 +587,8 @@ static int make_producer(struct wt_kafka *k, struct wt_err *err)
         rc = set(conf, "linger.ms", "5", err);
     if (!rc)
         rc = set(conf, "security.protocol",
-                 c->tls ? (c->sasl ? "SASL_SSL" : "SSL") : (c->sasl ? "SASL_PLAINTEXT" : "PLAINTEXT"),
+                 c->tls ? (c->sasl ? "SASL_SSL" : "SSL")
+                        : (c->sasl ? "SASL_PLAINTEXT" : "PLAINTEXT"),
                  err);
     if (!rc && c->tls_ca[0])
         rc = set(conf, "ssl.ca.location", c->tls_ca, err);

@@ -66,7 +66,7 @@
 enum wt_kafka_sasl { WT_KAFKA_SASL_NONE, WT_KAFKA_PLAIN, WT_KAFKA_SCRAM256, WT_KAFKA_SCRAM512 };
 
 struct wt_kafka_config {
-    bool enabled; /* the section is present */
+    bool enabled;       /* the section is present */
     char brokers[1024]; /* comma-separated, as bootstrap.servers takes them */
     char topic[250];
     char name[256];
