@@ -663,11 +663,16 @@ static int refresh(struct wt_kafka *k)
     for (size_t i = n - (size_t)added; i < n; i++) {
         const struct wt_cursor_series *s = wt_cursor_series_at(k->cur, i);
         int r = wt_kafka_encoder_add(k->enc, s->metric, s->labels);
-        if (r != (int)i) {
-            wt_error(MOD, "destination %s: cannot encode series %s{%s}", k->cf.name, s->metric,
-                     s->labels);
-            return r < 0 ? r : -EINVAL;
+        if (r == -EINVAL) {
+            /* cannot happen with labels the store wrote; sent without labels, indices aligned */
+            wt_error(MOD,
+                     "destination %s: cannot read the labels of series %s{%s}; sending it "
+                     "without them",
+                     k->cf.name, s->metric, s->labels);
+            r = wt_kafka_encoder_add(k->enc, s->metric, "");
         }
+        if (r != (int)i)
+            return r < 0 ? r : -EINVAL;
     }
     return 0;
 }

@@ -255,6 +255,36 @@ else
     not_ok "after a SIGKILL nothing is lost, at most one batch twice" "$(head -5 "$TMP/check2.txt")"
 fi
 
+# ---- an outage longer than timeout: the deliveries fail, are counted, and the sender produces
+# the same readings again from the store once the broker is back; nothing is lost ----
+bg "$MOCK" "$TMP/boot3" wattage "$TMP/topic3.jsonl" 2>"$TMP/mock3.log"
+mock_pid=$!
+wait_for 20 test -s "$TMP/boot3"
+sed "s/brokers: .*/brokers: $(cat "$TMP/boot3")/; s/name: k1/name: k3/; s/timeout: .*/timeout: 2s/" \
+    "$TMP/k.yaml" >"$TMP/k3.yaml"
+PORT=$(free_port)
+bg "$BIN" run -c "$TMP/k3.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/k3.db" --interval 0.5 \
+    --log-level debug 2>"$TMP/e.log"
+wpid=$!
+wait_for 30 caught_up "$PORT" k3
+kill -USR1 "$mock_pid"
+sleep 8
+failed=$(kmetric "$PORT" wattage_kafka_messages_failed_total k3)
+check "deliveries that outlast timeout fail and are counted ($failed)" test "${failed:-0}" != 0
+kill -USR2 "$mock_pid"
+wait_for 60 caught_up "$PORT" k3
+check "the failed readings are produced again once the broker is back" \
+    grep -q "kafka: destination k3: delivering again after" "$TMP/e.log"
+stop_pid "$wpid"
+sleep 2
+stop_pid "$mock_pid"
+if check_topic "$TMP/k3.db" "$TMP/topic3.jsonl" node-k kafka:k3 8 5000 2>"$TMP/check3.txt"; then
+    ok "after failed deliveries nothing is lost ($(cat "$TMP/check3.txt"))"
+else
+    not_ok "after failed deliveries nothing is lost" "$(head -5 "$TMP/check3.txt")"
+fi
+check_ticks "the poll loop kept time while deliveries failed" "$TMP/e.log" 16
+
 # ---- a broker nobody listens on ----
 DEAD=$(free_port)
 cat >"$TMP/bad.yaml" <<EOF
