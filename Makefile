@@ -65,7 +65,19 @@ ifneq ($(HAVE_RDKAFKA),1)
 BENCH    := $(filter-out $(BUILD)/bench/kafka_bench,$(BENCH))
 endif
 
-all: $(BUILD)/wattage $(FAKES) $(TESTS) $(BENCH) $(PEERS)
+# The manual pages, made by the binary from the tables --help is made from and the config
+# schema (src/cli/man.c), gzipped as the package installs them.
+MAN      := $(BUILD)/man/wattage.1.gz $(BUILD)/man/wattage.yaml.5.gz
+
+all: $(BUILD)/wattage $(MAN) $(FAKES) $(TESTS) $(BENCH) $(PEERS)
+
+$(BUILD)/man/wattage.1.gz: $(BUILD)/wattage
+	@mkdir -p $(dir $@)
+	$(BUILD)/wattage __man 1 >$@.roff && gzip -9n <$@.roff >$@ && rm -f $@.roff
+
+$(BUILD)/man/wattage.yaml.5.gz: $(BUILD)/wattage deploy/wattage.yaml
+	@mkdir -p $(dir $@)
+	$(BUILD)/wattage __man 5 deploy/wattage.yaml >$@.roff && gzip -9n <$@.roff >$@ && rm -f $@.roff
 
 $(BUILD)/wattage: $(OBJ)
 	$(CC) -pie $(LDFLAGS) -o $@ $^ $(LDLIBS)
@@ -123,8 +135,7 @@ deps-test:
 
 run: deps
 	@$(MAKE) --no-print-directory $(BUILD)/wattage
-	mkdir -p var
-	$(BUILD)/wattage run --db var/wattage.db
+	$(BUILD)/wattage run
 
 unit: all
 	@./tests/run.sh $(BUILD)
@@ -176,7 +187,7 @@ tidy:
 	clang-tidy $(SRC) -- $(CFLAGS)
 
 # The Debian package (dpkg-deb, no debian/ source tree): scripts/deb.sh, files from deploy/.
-deb: $(BUILD)/wattage
+deb: $(BUILD)/wattage $(MAN)
 	@./scripts/deb.sh $(BUILD) $(VERSION)
 
 clean:

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Builds build/wattage_VERSION_ARCH.deb with dpkg-deb: the binary, the systemd unit, sysusers,
+# Builds build/wattage_VERSION_ARCH.deb with dpkg-deb: the binary, its manual pages (make's
+# build/man/) and bash completion, the systemd unit, sysusers,
 # tmpfiles and udev files, the default configuration as a conffile, the state directory and the
 # maintainer scripts of deploy/debian/. Usage: scripts/deb.sh BUILD_DIR VERSION
 set -eu
@@ -18,6 +19,9 @@ install -D -m 0644 deploy/systemd/wattage.sysusers "$root/usr/lib/sysusers.d/wat
 install -D -m 0644 deploy/systemd/wattage.tmpfiles "$root/usr/lib/tmpfiles.d/wattage.conf"
 install -D -m 0644 deploy/systemd/60-wattage-rapl.rules "$root/lib/udev/rules.d/60-wattage-rapl.rules"
 install -D -m 0644 deploy/wattage.yaml "$root/etc/wattage/wattage.yaml"
+install -D -m 0644 "$build/man/wattage.1.gz" "$root/usr/share/man/man1/wattage.1.gz"
+install -D -m 0644 "$build/man/wattage.yaml.5.gz" "$root/usr/share/man/man5/wattage.yaml.5.gz"
+install -D -m 0644 deploy/bash-completion/wattage "$root/usr/share/bash-completion/completions/wattage"
 install -d -m 0755 "$root/var/lib/wattage" # 0750 and its owner: postinst
 doc=$root/usr/share/doc/wattage
 install -D -m 0644 deploy/debian/copyright "$doc/copyright"

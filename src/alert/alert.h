@@ -128,6 +128,22 @@ struct wt_alerts_config {
         bool enabled;
         int64_t for_ns; /* a channel failing this long fires, default 300 s */
     } delivery_failing;
+    /* GPU health (detect.c), each on by default. */
+    struct {
+        bool enabled;
+        int64_t hold_ns; /* an XID's alert lasts this long after its last event, default 10 min */
+    } xid;
+    struct {
+        bool enabled;
+    } ecc_uncorrectable;
+    struct {
+        bool enabled;
+    } row_remap;
+    struct {
+        bool enabled;
+        double threshold;  /* replays within the window that fire, default 10 */
+        int64_t window_ns; /* default 5 min */
+    } pcie_replays;
     /* Delivery (notify.c). Empty strings: channel off. */
     struct {
         char url[256];      /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */
@@ -295,5 +311,7 @@ struct wt_expo_family;
 int wt_cap_family_limits(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_actions(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam);
+/* wattage_power_cap_left_capped: how many GPUs keep wattage's limit after restoring it failed. */
+int wt_cap_family_left_capped(void *cap, struct wt_expo_family *fam);
 
 #endif

@@ -51,6 +51,7 @@
 
 #include "alert/alert.h"
 #include "audit/jobs.h"
+#include "collect/nvml.h"
 #include "collect/nvml_api.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -150,6 +151,7 @@ struct capgpu {
     bool hands_off;         /* cleared by hand: not capped until nothing holds it */
     bool never;             /* held by a running cap=never job */
     bool foreign_said;      /* the foreign cap was logged */
+    bool left_capped;       /* nothing holds it but restoring failed (twice): still wattage's */
     /* A cap an earlier run set that a rule of this configuration may still hold. */
     double hold_w;
     int64_t hold_until_ns;
@@ -364,7 +366,9 @@ static int load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
         /* POSIX guarantees object and function pointers share a representation. */
         memcpy((char *)&c->fn + syms[i].offset, &p, sizeof p);
     }
-    nvmlReturn_t r = c->fn.init();
+    /* The daemon's shared session (collect/nvml.h): it ends after the last user, so the
+     * collector stopping first cannot take NVML away from the limits this still has to restore. */
+    nvmlReturn_t r = wt_nvml_session_acquire(c->fn.init);
     if (r != NVML_SUCCESS)
         return wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, errstr(c, r), (int)r);
     c->inited = true;
@@ -378,8 +382,8 @@ static int load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
 
 static void unload_nvml(struct wt_cap *c)
 {
-    if (c->inited && c->fn.shutdown)
-        c->fn.shutdown();
+    if (c->inited)
+        wt_nvml_session_release(c->fn.init, c->fn.shutdown);
     c->inited = false;
     c->ngpus = 0;
     /* The library stays loaded if the collector has it too; dlclose only drops our reference. */
@@ -563,6 +567,7 @@ static int set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
     count_action(c, act, why);
     g->limit_w = w;
     g->last_change_ns = c->now_ns;
+    g->left_capped = false; /* held again: wattage's on purpose */
 out:
     rec_unlock(fd);
     return rc;
@@ -609,12 +614,19 @@ static void restore(struct wt_cap *c, int i, enum why why, const char *reason)
     unsigned int mw = (unsigned int)lround(g->saved_w * 1000);
     nvmlReturn_t r =
         c->fn.set_limit && g->have_dev ? c->fn.set_limit(g->dev, mw) : NVML_ERROR_UNINITIALIZED;
+    if (r != NVML_SUCCESS && r != NVML_ERROR_NO_PERMISSION && c->fn.set_limit && g->have_dev) {
+        /* Once more, a moment later: a driver busy with a reset or a recovery may take it now. */
+        struct timespec pause = {0, 100 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+        r = c->fn.set_limit(g->dev, mw);
+    }
     if (r != NVML_SUCCESS) {
         uint64_t supp;
         count_action(c, A_ERROR, why);
+        g->left_capped = true;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "restoring gpu=%d limit_w=%.1f failed: %s (%d)", i, g->saved_w,
-                     errstr(c, r), (int)r);
+            wt_error(MOD, "restoring gpu=%d limit_w=%.1f failed: %s (%d); it stays at %.1f W", i,
+                     g->saved_w, errstr(c, r), (int)r, g->set_w);
         goto out; /* still ours (and recorded): tried again at the next change or tick */
     }
     /* Restored first, then the line goes: a crash between them leaves a line that the next
@@ -625,6 +637,7 @@ static void restore(struct wt_cap *c, int i, enum why why, const char *reason)
     count_action(c, A_RESTORE, why);
     g->limit_w = g->saved_w;
     g->last_change_ns = c->now_ns;
+    g->left_capped = false;
     untouch(g);
 out:
     rec_unlock(fd);
@@ -1542,6 +1555,30 @@ int wt_cap_family_limits(void *cap, struct wt_expo_family *fam)
             fam->s[fam->n++].value = c->g[i].set_w;
     }
     pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int wt_cap_family_left_capped(void *cap, struct wt_expo_family *fam)
+{
+    struct wt_cap *c = cap;
+    memset(fam, 0, sizeof *fam);
+    fam->name = "wattage_power_cap_left_capped";
+    fam->help = "GPUs that keep a limit wattage set with nothing holding them any more: restoring "
+                "their own limit failed (the record keeps them for the next start or `wattage cap "
+                "clear`)";
+    fam->type = WT_GAUGE;
+    if (!c)
+        return 0;
+    if (!(fam->s = calloc(1, sizeof *fam->s)))
+        return -ENOMEM;
+    pthread_mutex_lock(&c->mu);
+    size_t n = 0;
+    for (int i = 0; i < MAX_GPUS; i++)
+        n += c->g[i].touched && c->g[i].left_capped;
+    pthread_mutex_unlock(&c->mu);
+    fam->s[0].labels[0] = '\0';
+    fam->s[0].value = (double)n;
+    fam->n = 1;
     return 0;
 }
 

@@ -16,16 +16,23 @@
 #include <string.h>
 
 #include "alert/notify.h"
+#include "collect/nvml.h"
 #include "core/clock.h"
 
 #define MAX_GPUS 64
 #define MAX_COLS 64
 #define MAX_REASONS 9
+#define MAX_XIDS 33    /* XID series per GPU in a snapshot (the collector's 32 and "other") */
+#define REPLAY_CKPT 40 /* PCIe replay checkpoints kept per GPU, window / 32 apart */
 #define RING 4096 /* temperature samples kept per GPU: 120 s at 30 ms, or a long window at 1 s */
 
 static const char *const names[WT_DET_COUNT] = {
-    "GPUThrottleForecast", "GPUThrottling",     "GPUIdleBurn",    "GPUImpossibleReading",
-    "GPUSensorStuck",      "GPUSiblingOutlier", "WattageDataGap", "WattageAlertDeliveryFailing",
+    "GPUThrottleForecast", "GPUThrottling",
+    "GPUIdleBurn",         "GPUImpossibleReading",
+    "GPUSensorStuck",      "GPUSiblingOutlier",
+    "WattageDataGap",      "WattageAlertDeliveryFailing",
+    "GPUXidError",         "GPUUncorrectableECC",
+    "GPURowRemapPending",  "GPUPCIeReplaysRising",
 };
 
 const char *wt_detector_alertname(enum wt_detector d)
@@ -155,6 +162,22 @@ struct now {
     /* throttle reasons in the snapshot: index into the batch */
     size_t reason[MAX_REASONS];
     int nreason;
+    /* health */
+    bool have_unc_vol, have_unc_agg, have_pending, have_failure, have_replays;
+    double unc_vol, unc_agg, pending, failure, unc_rows, replays;
+    int64_t t_replays;
+    struct {
+        unsigned int code; /* 0: "other" */
+        double n;
+    } xid[MAX_XIDS];
+    int nxid;
+};
+
+/* What the XID detector remembers of one code on one GPU. */
+struct xid_seen {
+    unsigned int code;
+    double n;
+    int64_t last_rise;
 };
 
 /* One regression window's running sums over samples [tail, count) of the ring. */
@@ -199,6 +222,18 @@ struct gpu {
     int64_t bad_at[4];
     double bad_val[4];
     double energy_back_j;
+    /* health */
+    struct xid_seen xid[MAX_XIDS];
+    int nxid;
+    bool have_first_agg;
+    double first_agg, last_agg;
+    int64_t agg_rise_at;
+    struct {
+        int64_t t;
+        double v;
+    } rp[REPLAY_CKPT];
+    int rp_head, rp_n;
+    double rp_last;
 };
 
 struct col {
@@ -243,7 +278,21 @@ static void base_labels(const char *labels, char *out, size_t n)
     size_t pos = 0;
     out[0] = '\0';
     while (wt_labels_next(labels, &pos, k, sizeof k, v, sizeof v) == 1) {
-        if (strcmp(k, "pci_bus_id") == 0 || strcmp(k, "method") == 0 || strcmp(k, "reason") == 0)
+        static const char *const extras[] = {"pci_bus_id",
+                                             "method",
+                                             "reason",
+                                             "driver_version",
+                                             "vbios_version",
+                                             "cuda_driver_version",
+                                             "type",
+                                             "counter",
+                                             "kind",
+                                             "xid",
+                                             "fan"};
+        bool extra = false;
+        for (size_t i = 0; i < sizeof extras / sizeof extras[0] && !extra; i++)
+            extra = strcmp(k, extras[i]) == 0;
+        if (extra)
             continue;
         if (wt_labels_add(out, n, k, v) != 0)
             break;
@@ -296,6 +345,50 @@ static bool has_label(const char *labels, const char *key)
     return wt_detect_label(labels, key, &n) != NULL;
 }
 
+/* True when label key of labels is exactly val. */
+static bool label_is(const char *labels, const char *key, const char *val)
+{
+    size_t n;
+    const char *p = wt_detect_label(labels, key, &n);
+    return p && n == strlen(val) && memcmp(p, val, n) == 0;
+}
+
+static void gather_ecc(struct now *v, const struct wt_reading *r)
+{
+    if (!label_is(r->labels, "type", "uncorrected"))
+        return;
+    if (label_is(r->labels, "counter", "volatile"))
+        v->have_unc_vol = true, v->unc_vol = r->value;
+    else if (label_is(r->labels, "counter", "aggregate"))
+        v->have_unc_agg = true, v->unc_agg = r->value;
+}
+
+static void gather_remap(struct now *v, const struct wt_reading *r)
+{
+    if (label_is(r->labels, "kind", "pending"))
+        v->have_pending = true, v->pending = r->value;
+    else if (label_is(r->labels, "kind", "failure"))
+        v->have_failure = true, v->failure = r->value;
+    else if (label_is(r->labels, "kind", "uncorrectable"))
+        v->unc_rows = r->value;
+}
+
+static void gather_xid(struct now *v, const struct wt_reading *r)
+{
+    size_t n;
+    const char *p = wt_detect_label(r->labels, "xid", &n);
+    if (!p || v->nxid == MAX_XIDS)
+        return;
+    char code[16];
+    if (n >= sizeof code)
+        return;
+    memcpy(code, p, n);
+    code[n] = '\0';
+    v->xid[v->nxid].code = (unsigned int)strtoul(code, NULL, 10); /* "other" is 0 */
+    v->xid[v->nxid].n = r->value;
+    v->nxid++;
+}
+
 static void gather(struct wt_detect *d, const struct wt_batch *b)
 {
     struct gpu *cur = NULL;
@@ -342,6 +435,18 @@ static void gather(struct wt_detect *d, const struct wt_batch *b)
         case WT_M_GPU_THROTTLED:
             if (v->nreason < MAX_REASONS)
                 v->reason[v->nreason++] = i;
+            break;
+        case WT_M_GPU_ECC_ERRORS:
+            gather_ecc(v, r);
+            break;
+        case WT_M_GPU_REMAPPED_ROWS:
+            gather_remap(v, r);
+            break;
+        case WT_M_GPU_PCIE_REPLAYS:
+            v->have_replays = true, v->replays = r->value, v->t_replays = r->t_ns;
+            break;
+        case WT_M_GPU_XID_ERRORS:
+            gather_xid(v, r);
             break;
         default:
             break;
@@ -886,6 +991,184 @@ static void sibling(struct wt_detect *d, const struct wt_alerts_config *cfg, con
     }
 }
 
+/* ---- GPU health ---- */
+
+enum wt_severity wt_detect_xid_severity(unsigned int xid)
+{
+    /* From NVIDIA's XID catalog: what a restart of the application resolves, or the hardware
+     * already contained or recorded, is a warning; the rest needs the GPU looked at. */
+    static const unsigned int warning[] = {8, 13, 31, 32, 43, 45, 63, 68, 69, 92, 94};
+    for (size_t i = 0; i < sizeof warning / sizeof warning[0]; i++)
+        if (warning[i] == xid)
+            return WT_SEV_WARNING;
+    return WT_SEV_CRITICAL;
+}
+
+static void xid_alerts(struct gpu *g, const struct wt_alerts_config *cfg,
+                       const struct wt_alert_input *in, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    for (int i = 0; i < v->nxid; i++) {
+        unsigned int code = v->xid[i].code;
+        struct xid_seen *x = NULL;
+        for (int k = 0; k < g->nxid && !x; k++)
+            if (g->xid[k].code == code)
+                x = &g->xid[k];
+        if (!x) {
+            if (g->nxid == MAX_XIDS)
+                continue;
+            /* A series appears with its first event: it starts from none. */
+            x = &g->xid[g->nxid++];
+            *x = (struct xid_seen){.code = code};
+        }
+        bool rose = v->xid[i].n > x->n;
+        if (v->xid[i].n < x->n) /* the collector restarted: its count too */
+            rose = v->xid[i].n > 0;
+        if (rose)
+            x->last_rise = in->now_ns;
+        double added = rose ? (v->xid[i].n > x->n ? v->xid[i].n - x->n : v->xid[i].n) : 0;
+        x->n = v->xid[i].n;
+        enum wt_cond c = rose ? WT_COND_TRUE
+                         : x->last_rise && in->now_ns - x->last_rise < cfg->xid.hold_ns
+                             ? WT_COND_HOLD
+                             : WT_COND_FALSE;
+        char labels[WT_LABELS_LEN], s[256], code_s[16], ago[32];
+        if (code)
+            snprintf(code_s, sizeof code_s, "%u", code);
+        else
+            snprintf(code_s, sizeof code_s, "other");
+        memcpy(labels, g->labels, sizeof labels);
+        if (wt_labels_add(labels, sizeof labels, "xid", code_s) != 0)
+            continue;
+        if (c != WT_COND_FALSE) {
+            const char *m = code ? wt_nvml_xid_meaning(code) : NULL;
+            fmt_duration(in->now_ns - x->last_rise, ago, sizeof ago);
+            if (rose)
+                say(s, sizeof s,
+                    "GPU %d (%s) reported XID %s: %s (%.0f new, %.0f since wattage started)",
+                    g->index, g->model, code_s,
+                    m      ? m
+                    : code ? "see NVIDIA's XID catalog"
+                           : "one of several codes",
+                    added, x->n);
+            else
+                say(s, sizeof s,
+                    "GPU %d (%s) reported XID %s: %s (%.0f since wattage started, the last %s ago)",
+                    g->index, g->model, code_s,
+                    m      ? m
+                    : code ? "see NVIDIA's XID catalog"
+                           : "one of several codes",
+                    x->n, ago);
+        }
+        report(em, WT_DET_XID, labels, c, wt_detect_xid_severity(code), 0, x->n, s, g->index);
+    }
+}
+
+static void ecc_alert(struct gpu *g, const struct wt_alert_input *in, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    if (!v->have_unc_vol && !v->have_unc_agg)
+        return;
+    if (v->have_unc_agg) {
+        if (!g->have_first_agg || v->unc_agg < g->last_agg) {
+            /* The first look (or a board swapped at this index): what it carried is history. */
+            g->have_first_agg = true;
+            g->first_agg = v->unc_agg;
+        } else if (v->unc_agg > g->last_agg) {
+            g->agg_rise_at = in->now_ns;
+        }
+        g->last_agg = v->unc_agg;
+    }
+    bool vol = v->have_unc_vol && v->unc_vol > 0;
+    bool agg = g->agg_rise_at && in->now_ns - g->agg_rise_at < WT_DETECT_ECC_HOLD_NS;
+    enum wt_cond c = vol || agg ? WT_COND_TRUE : WT_COND_FALSE;
+    char s[256];
+    if (c != WT_COND_FALSE) {
+        if (vol)
+            say(s, sizeof s,
+                "GPU %d (%s) has %.0f uncorrectable ECC errors since the driver loaded: data on "
+                "it may be corrupt; drain it, reset it, replace it if they come back",
+                g->index, g->model, v->unc_vol);
+        else
+            say(s, sizeof s,
+                "GPU %d (%s) uncorrectable ECC errors rose to %.0f over its life (%.0f since "
+                "wattage started): drain it, reset it, replace it if they come back",
+                g->index, g->model, v->unc_agg, v->unc_agg - g->first_agg);
+    }
+    report(em, WT_DET_ECC_UNCORRECTABLE, g->labels, c, WT_SEV_CRITICAL, 0,
+           vol ? v->unc_vol : v->unc_agg, s, g->index);
+}
+
+static void remap_alert(struct gpu *g, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    if (!v->have_pending && !v->have_failure)
+        return;
+    bool failed = v->have_failure && v->failure > 0;
+    bool pending = v->have_pending && v->pending > 0;
+    enum wt_cond c = failed || pending ? WT_COND_TRUE : WT_COND_FALSE;
+    char s[256];
+    if (failed)
+        say(s, sizeof s,
+            "GPU %d (%s) row remapping failed: its memory cannot be repaired; replace the board",
+            g->index, g->model);
+    else if (pending)
+        say(s, sizeof s,
+            "GPU %d (%s) has a memory row remap pending (%.0f rows remapped for uncorrectable "
+            "errors): reset the GPU to apply it",
+            g->index, g->model, v->unc_rows);
+    report(em, WT_DET_ROW_REMAP, g->labels, c, failed ? WT_SEV_CRITICAL : WT_SEV_WARNING, 0,
+           failed    ? 1
+           : pending ? 1
+                     : 0,
+           s, g->index);
+}
+
+/*
+ * PCIe replays over the window: checkpoints of the counter every window / 32; the rise is now
+ * minus the newest checkpoint at least a window old (or the oldest kept, while the window fills).
+ */
+static void replay_alert(struct gpu *g, const struct wt_alerts_config *cfg, const struct emit *em)
+{
+    const struct now *v = &g->v;
+    if (!v->have_replays)
+        return;
+    int64_t w = cfg->pcie_replays.window_ns, t = v->t_replays;
+    if (g->rp_n && v->replays < g->rp_last)
+        g->rp_n = 0; /* the counter restarted (driver reload): a new baseline */
+    g->rp_last = v->replays;
+    int newest = (g->rp_head + g->rp_n - 1) % REPLAY_CKPT;
+    if (!g->rp_n || t - g->rp[newest].t >= w / 32) {
+        if (g->rp_n == REPLAY_CKPT) {
+            g->rp_head = (g->rp_head + 1) % REPLAY_CKPT;
+            g->rp_n--;
+        }
+        int at = (g->rp_head + g->rp_n) % REPLAY_CKPT;
+        g->rp[at].t = t;
+        g->rp[at].v = v->replays;
+        g->rp_n++;
+    }
+    double base = g->rp[g->rp_head].v;
+    for (int k = 0; k < g->rp_n; k++) {
+        int at = (g->rp_head + k) % REPLAY_CKPT;
+        if (g->rp[at].t <= t - w)
+            base = g->rp[at].v;
+    }
+    double rise = v->replays - base;
+    enum wt_cond c = rise >= cfg->pcie_replays.threshold ? WT_COND_TRUE
+                     : rise <= 0                         ? WT_COND_FALSE
+                                                         : WT_COND_HOLD;
+    char s[256], win[32];
+    if (c != WT_COND_FALSE) {
+        fmt_duration(w, win, sizeof win);
+        say(s, sizeof s,
+            "GPU %d (%s) PCIe replays rose by %.0f in the last %s (%.0f in all): the link is "
+            "retransmitting; check the riser, slot and cabling",
+            g->index, g->model, rise, win, v->replays);
+    }
+    report(em, WT_DET_PCIE_REPLAYS, g->labels, c, WT_SEV_WARNING, 0, rise, s, g->index);
+}
+
 /* ---- data gaps ---- */
 
 static struct col *find_col(struct wt_detect *d, const char *name, int64_t mono)
@@ -1013,6 +1296,14 @@ void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
             impossible(g, cfg, in, &em);
         if (cfg->stuck.enabled)
             stuck(g, cfg, &em);
+        if (cfg->xid.enabled)
+            xid_alerts(g, cfg, in, &em);
+        if (cfg->ecc_uncorrectable.enabled)
+            ecc_alert(g, in, &em);
+        if (cfg->row_remap.enabled)
+            remap_alert(g, &em);
+        if (cfg->pcie_replays.enabled)
+            replay_alert(g, cfg, &em);
     }
     if (cfg->sibling.enabled)
         sibling(d, cfg, &em);

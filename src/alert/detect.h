@@ -19,6 +19,17 @@
  *   WattageDataGap        a collector, or one GPU, silent for more than N intervals
  *   WattageAlertDeliveryFailing  a delivery channel (label channel) whose attempts have failed
  *                         since its last success, for `for` (default 5 min)
+ *   GPUXidError           a new XID on a GPU (label xid; the summary says what the code means):
+ *                         fires at once, lasts `hold` (default 10 min) after the code's last event;
+ *                         critical for hardware codes (48, 61, 62, 64, 74, 79, 95, 119, 120…),
+ *                         warning for the ones an application causes (13, 31, 43, 45) and the
+ *                         recorded, contained ones (63, 92, 94)
+ *   GPUUncorrectableECC   uncorrected ECC errors since the driver loaded (volatile count over 0),
+ *                         or the aggregate count rising (then for 10 min); critical
+ *   GPURowRemapPending    a memory row remap waits for a GPU reset (warning), or remapping has
+ *                         failed (critical: the memory cannot be repaired)
+ *   GPUPCIeReplaysRising  the PCIe replay counter rose by `threshold` (default 10) within
+ *                         `window` (default 5 min); clears when it has not moved for the window
  */
 #ifndef WT_ALERT_DETECT_H
 #define WT_ALERT_DETECT_H
@@ -39,6 +50,10 @@ enum wt_detector {
     WT_DET_SIBLING,
     WT_DET_DATA_GAP,
     WT_DET_DELIVERY_FAILING,
+    WT_DET_XID,
+    WT_DET_ECC_UNCORRECTABLE,
+    WT_DET_ROW_REMAP,
+    WT_DET_PCIE_REPLAYS,
     WT_DET_COUNT
 };
 
@@ -65,6 +80,8 @@ typedef void (*wt_finding_fn)(void *ctx, const struct wt_finding *f);
 /* An impossible reading stays active this long after it was last seen (single-sample glitches
  * must not make a storm of firing/resolved). */
 #define WT_DETECT_IMPOSSIBLE_HOLD_NS (60 * 1000000000LL)
+/* A rise of the aggregate (lifetime) uncorrected ECC count keeps its alert this long. */
+#define WT_DETECT_ECC_HOLD_NS (600 * 1000000000LL)
 
 struct wt_detect;
 
@@ -117,6 +134,10 @@ double wt_detect_t_quantile(double p, double df);
  * falling or flat: then a straight line is the honest forecast), -EINVAL for too few points.
  */
 int wt_detect_plateau(const double *x, const double *y, size_t n, double *level) WT_MUST_USE;
+
+/* The severity of an XID's alert: critical for the hardware codes and unknown ones, warning for
+ * the codes an application causes and the contained or recorded ones. */
+enum wt_severity wt_detect_xid_severity(unsigned int xid);
 
 /* The median of v[0..n) (reorders v). n > 0. */
 double wt_detect_median(double *v, size_t n);

@@ -26,7 +26,6 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "serve/expo.h"
-#include "serve/http.h"
 
 #define MOD "alert"
 #define MAX_INSTANCES 4096
@@ -524,6 +523,10 @@ static int new_source(const struct inst *it, const struct wt_alert_eval *old,
         offsetof(struct wt_alerts_config, sibling.enabled),
         offsetof(struct wt_alerts_config, data_gap.enabled),
         offsetof(struct wt_alerts_config, delivery_failing.enabled),
+        offsetof(struct wt_alerts_config, xid.enabled),
+        offsetof(struct wt_alerts_config, ecc_uncorrectable.enabled),
+        offsetof(struct wt_alerts_config, row_remap.enabled),
+        offsetof(struct wt_alerts_config, pcie_replays.enabled),
     };
     bool on = *(const bool *)((const char *)cfg + off[it->det]);
     return on && cfg->enabled ? 0 : -1;
@@ -739,7 +742,7 @@ struct wt_alerts {
     /* transitions of the tick in progress, handed on after the evaluation */
     struct wt_alert *pend;
     size_t npend, pend_cap;
-    /* for GET /api/v1/alerts and /metrics */
+    /* for GET /api/v1/alerts (wt_alerts_list_json) */
     struct wt_alert *list;
     size_t list_cap;
     /* delivery's health, read each evaluation (WattageAlertDeliveryFailing) */
@@ -857,10 +860,8 @@ static void sink(void *ctx, const char *collector, const struct wt_batch *b)
     pthread_mutex_unlock(&x->wake_mu);
 }
 
-static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+int wt_alerts_list_json(struct wt_alerts *x, char **json)
 {
-    struct wt_alerts *x = ctx;
-    (void)req;
     pthread_mutex_lock(&x->mu);
     size_t n = wt_alert_eval_list(x->e, NULL, 0);
     if (n > x->list_cap) {
@@ -873,14 +874,9 @@ static int route(void *ctx, const struct wt_http_request *req, struct wt_http_re
         x->list_cap = n;
     }
     n = wt_alert_eval_list(x->e, x->list, n);
-    char *body = wt_alert_json(x->list, n);
+    *json = wt_alert_json(x->list, n);
     pthread_mutex_unlock(&x->mu);
-    if (!body)
-        return -ENOMEM;
-    rep->status = 200;
-    rep->body = body;
-    rep->len = strlen(body);
-    return 0;
+    return *json ? 0 : -ENOMEM;
 }
 
 static const char fam_name[] = "wattage_alerts";
@@ -975,6 +971,57 @@ static int family_cap_reasons(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
+static int family_cap_left(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_left_capped(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+/* One provider into out when there is room. */
+static size_t put(struct wt_alerts_family *out, size_t cap, size_t k, wt_alerts_family_fn fn,
+                  void *ctx)
+{
+    if (k < cap) {
+        out[k].fn = fn;
+        out[k].ctx = ctx;
+    }
+    return k + 1;
+}
+
+size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
+                          struct wt_alerts_family *out, size_t cap)
+{
+    size_t k = 0;
+    switch (g) {
+    case WT_ALERTS_FAMS_ALERTS:
+        k = put(out, cap, k, family, x);
+        break;
+    case WT_ALERTS_FAMS_DELIVERY:
+        for (int i = 0; i < WT_NOTIFY_FAM_COUNT; i++) {
+            x->dfam[i].x = x;
+            x->dfam[i].which = (enum wt_notify_family)i;
+            k = put(out, cap, k, family_delivery, &x->dfam[i]);
+        }
+        break;
+    case WT_ALERTS_FAMS_CAP:
+        if (x->cap) {
+            k = put(out, cap, k, family_cap_limits, x);
+            k = put(out, cap, k, family_cap_actions, x);
+        }
+        break;
+    case WT_ALERTS_FAMS_CAP_REASONS:
+        if (x->cap) {
+            k = put(out, cap, k, family_cap_reasons, x);
+            k = put(out, cap, k, family_cap_left, x);
+        }
+        break;
+    }
+    return k;
+}
+
 static int load(const struct wt_config *cfg, struct wt_alerts_config *out, struct wt_err *err)
 {
     return wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), out, err);
@@ -1020,8 +1067,8 @@ void wt_alerts_close(struct wt_alerts *x)
     free(x);
 }
 
-int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
-                   struct wt_alerts **out, struct wt_err *err)
+int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_alerts **out,
+                   struct wt_err *err)
 {
     struct wt_alerts *x = calloc(1, sizeof *x);
     int rc = -ENOMEM;
@@ -1051,33 +1098,6 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_ht
         goto fail;
     if (!x->cfg->enabled)
         wt_cap_recover(cfg, x->cfg); /* the caps an earlier run left are put right all the same */
-    if (http && ((rc = wt_http_add_route(http, "GET", "/api/v1/alerts", false, route, x)) ||
-                 (rc = wt_http_add_family(http, family, x)))) {
-        wt_err_set(err, "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
-                   strerror(-rc));
-        goto fail;
-    }
-    /* Delivery's health: registered whatever is configured now, since a reload may add a
-     * channel (a family without samples is left out). */
-    for (int i = 0; http && i < WT_NOTIFY_FAM_COUNT; i++) {
-        x->dfam[i].x = x;
-        x->dfam[i].which = (enum wt_notify_family)i;
-        if (wt_http_add_family(http, family_delivery, &x->dfam[i]) != 0) {
-            wt_warn(MOD, "no room for the alert delivery families on /metrics "
-                         "(WT_HTTP_MAX_FAMILIES): wattage_alert_notification* are not exported");
-            break;
-        }
-    }
-    /* The capper's families only matter when it acts; the server has a few slots. */
-    if (http && x->cap &&
-        (wt_http_add_family(http, family_cap_limits, x) != 0 ||
-         wt_http_add_family(http, family_cap_actions, x) != 0))
-        wt_warn(MOD, "no room for the power capping families on /metrics "
-                     "(WT_HTTP_MAX_FAMILIES): wattage_gpu_power_cap_watts and "
-                     "wattage_power_cap_actions_total are not exported");
-    if (http && x->cap && wt_http_add_family(http, family_cap_reasons, x) != 0)
-        wt_warn(MOD, "no room for wattage_power_cap_reasons_total on /metrics "
-                     "(WT_HTTP_MAX_FAMILIES)");
     if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
         wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
         goto fail;

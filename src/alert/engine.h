@@ -3,13 +3,14 @@
  * The alert engine: every tick it evaluates the rules of `alerts.rules` and the built-in
  * detectors (detect.h) on the hub's latest snapshot, moves each alert instance through
  * inactive -> pending -> firing -> resolved, logs every transition, hands it to delivery
- * (wt_notify_post) and to power capping (wt_cap_apply), and serves what is active:
- * wattage_alerts{alertname,severity,...} 1 on /metrics and GET /api/v1/alerts.
+ * (wt_notify_post) and to power capping (wt_cap_apply), and tells what is active:
+ * wattage_alerts{alertname,severity,...} 1 (wt_alerts_families) and wt_alerts_list_json, which
+ * the API layer serves on /metrics and GET /api/v1/alerts (serve/api_alerts.h).
  *
  * Two layers: struct wt_alert_eval is the pure evaluator (no threads, no clock of its own: the
  * caller passes the snapshot, the collectors' states and the time), which the tests and the
  * benchmark drive directly; struct wt_alerts is the daemon's part around it (a thread woken by
- * the hub after each published batch, the HTTP route and family, delivery and capping).
+ * the hub after each published batch, the /metrics families, delivery and capping).
  *
  * The condition of an instance is a Schmitt trigger: it becomes true when the value passes the
  * threshold and false only when it passes back beyond the clear bound (clear_below /
@@ -109,18 +110,50 @@ char *wt_alert_json(const struct wt_alert *a, size_t n);
 /* ---- the daemon's engine --------------------------------------------------------------------- */
 
 struct wt_alerts;
-struct wt_http;
 
 /*
  * Reads the `alerts` section of cfg (errors name file:line), registers a hub sink (call before
- * the collectors start), adds GET /api/v1/alerts and the wattage_alerts family to http (before
- * wt_http_start; http may be NULL), opens delivery and capping, and starts the evaluation
- * thread (`run --dry-run` is wt_cap_force_dry_run, before this). With alerts.enabled false it
- * still answers the route (nothing active). cfg must outlive the engine (or the next reload).
- * Returns 0 or a negative errno with err filled.
+ * the collectors start), opens delivery and capping, and starts the evaluation thread
+ * (`run --dry-run` is wt_cap_force_dry_run, before this). With alerts.enabled false it still
+ * lists (nothing active). cfg must outlive the engine (or the next reload). Returns 0 or a
+ * negative errno with err filled.
  */
-int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http *http,
-                   struct wt_alerts **out, struct wt_err *err) WT_MUST_USE;
+int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_alerts **out,
+                   struct wt_err *err) WT_MUST_USE;
+
+/*
+ * The engine's /metrics families, for the server to register (serve/api_alerts.h): providers
+ * with the signature of serve/http.h's wt_http_family_fn, each answering under the engine's lock
+ * from what it holds then (delivery and capping are reopened on reload). By group:
+ *   WT_ALERTS_FAMS_ALERTS       wattage_alerts{alertname, severity, ...} 1 per firing alert
+ *   WT_ALERTS_FAMS_DELIVERY     delivery's families (notify.h), whatever is configured now,
+ *                               since a reload may add a channel
+ *   WT_ALERTS_FAMS_CAP          wattage_gpu_power_cap_watts, wattage_power_cap_actions_total
+ *   WT_ALERTS_FAMS_CAP_REASONS  wattage_power_cap_reasons_total, wattage_power_cap_left_capped
+ * (the capping groups are empty while capping is off). Fills out[0..cap) and returns how many
+ * the group has. The contexts live as long as x.
+ */
+struct wt_expo_family;
+typedef int (*wt_alerts_family_fn)(void *ctx, struct wt_expo_family *fam);
+struct wt_alerts_family {
+    wt_alerts_family_fn fn;
+    void *ctx;
+};
+enum wt_alerts_fam_group {
+    WT_ALERTS_FAMS_ALERTS,
+    WT_ALERTS_FAMS_DELIVERY,
+    WT_ALERTS_FAMS_CAP,
+    WT_ALERTS_FAMS_CAP_REASONS
+};
+#define WT_ALERTS_FAMS_MAX 8 /* the most in one group */
+size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
+                          struct wt_alerts_family *out, size_t cap);
+
+/*
+ * The body of GET /api/v1/alerts (wt_alert_json of the instances as wt_alert_eval_list gives
+ * them), malloc'd into *json. Returns 0 or -ENOMEM.
+ */
+int wt_alerts_list_json(struct wt_alerts *x, char **json) WT_MUST_USE;
 
 /*
  * Re-reads the rules and detectors from cfg (SIGHUP). Delivery and capping are reopened with the

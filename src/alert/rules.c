@@ -49,6 +49,13 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     c->data_gap.intervals = 3;
     c->delivery_failing.enabled = true;
     c->delivery_failing.for_ns = 300 * WT_NS_PER_S;
+    c->xid.enabled = true;
+    c->xid.hold_ns = 600 * WT_NS_PER_S;
+    c->ecc_uncorrectable.enabled = true;
+    c->row_remap.enabled = true;
+    c->pcie_replays.enabled = true;
+    c->pcie_replays.threshold = 10;
+    c->pcie_replays.window_ns = 300 * WT_NS_PER_S;
     c->delivery.queue_limit = WT_NOTIFY_QUEUE;
     c->alertmanager.resend_ns = 60 * WT_NS_PER_S;
     c->alertmanager.timeout_ns = 5 * WT_NS_PER_S;
@@ -181,9 +188,19 @@ static const char *const rule_keys[] = {"name",        "metric",      "match",  
 static const char *const ops[] = {">", ">=", "<", "<=", "==", "!=", NULL};
 static const char *const severities[] = {"info", "warning", "critical", NULL};
 static const char *const actions[] = {"none", "cap", NULL};
-static const char *const detector_keys[] = {
-    "throttle_forecast", "throttling", "idle_burn",        "impossible", "stuck",
-    "sibling",           "data_gap",   "delivery_failing", NULL};
+static const char *const detector_keys[] = {"throttle_forecast",
+                                            "throttling",
+                                            "idle_burn",
+                                            "impossible",
+                                            "stuck",
+                                            "sibling",
+                                            "data_gap",
+                                            "delivery_failing",
+                                            "xid",
+                                            "ecc_uncorrectable",
+                                            "row_remap",
+                                            "pcie_replays",
+                                            NULL};
 
 static bool label_name_ok(const char *s)
 {
@@ -484,6 +501,20 @@ static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
     if ((rc = detector(g, dets, "delivery_failing", k_df, &c->delivery_failing.enabled, &d, p,
                        sizeof p)) ||
         (rc = wt_y_duration(g, d, p, "for", true, &c->delivery_failing.for_ns)))
+        return rc;
+    static const char *const k_xid[] = {"enabled", "hold", NULL};
+    static const char *const k_on[] = {"enabled", NULL};
+    static const char *const k_pr[] = {"enabled", "threshold", "window", NULL};
+    if ((rc = detector(g, dets, "xid", k_xid, &c->xid.enabled, &d, p, sizeof p)) ||
+        (rc = wt_y_duration(g, d, p, "hold", true, &c->xid.hold_ns)) ||
+        (rc = detector(g, dets, "ecc_uncorrectable", k_on, &c->ecc_uncorrectable.enabled, &d, p,
+                       sizeof p)) ||
+        (rc = detector(g, dets, "row_remap", k_on, &c->row_remap.enabled, &d, p, sizeof p)) ||
+        (rc = detector(g, dets, "pcie_replays", k_pr, &c->pcie_replays.enabled, &d, p, sizeof p)) ||
+        (rc = wt_y_double(g, d, p, "threshold", 1, 1e12, &c->pcie_replays.threshold)) ||
+        (rc = wt_y_duration_in(g, d, p, "window", false, WT_Y_S, 86400 * WT_Y_S,
+                               "the span over which replays are counted",
+                               &c->pcie_replays.window_ns)))
         return rc;
     return 0;
 }

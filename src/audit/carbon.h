@@ -40,6 +40,10 @@
  * site's facility energy covered by contracted supply (supply kWh prorated over the piece /
  * the site's facility kWh, at most 1) is carbon-free; the rest is charged at the location
  * intensity (the residual mix is approximated by the grid's).
+ *
+ * Files: carbon_conf.c (the "carbon" section), carbon_parse.{c,h} (the three input formats),
+ * carbon.c (the table, the step function, emissions, CUE), carbon_fetch.{c,h} (the daemon's
+ * fetch thread and the grid-intensity gauge).
  */
 #ifndef WT_CARBON_H
 #define WT_CARBON_H
@@ -57,13 +61,12 @@
 #define WT_CARBON_MAX_NODES 64
 /* Uptime Institute's Global Data Center Survey 2023: average annual PUE 1.58. */
 #define WT_CARBON_PUE_ASSUMED 1.58
-#define WT_CARBON_MAX_POINTS 1000000 /* per file or reply */
+#define WT_CARBON_MAX_POINTS 1000000                   /* per file or reply */
+#define WT_CARBON_MAX_TIMEOUT_NS (60LL * 1000000000LL) /* per request (a source's timeout) */
 
 struct wt_store;
 struct sqlite3;
 struct wt_ynode;
-struct wt_http;
-struct wt_hub;
 
 enum wt_carbon_series { WT_CS_INTENSITY, WT_CS_RENEWABLE, WT_CS_PRICE };
 enum wt_carbon_kind { WT_CK_ACTUAL = 0, WT_CK_FORECAST = 1 };
@@ -118,10 +121,19 @@ int wt_carbon_config_check(const char *file, const struct wt_ynode *node, struct
 /* The section of a loaded configuration (defaults when absent). 0 or -EINVAL. */
 int wt_carbon_conf_from(const struct wt_config *cfg, struct wt_carbon_conf *cf,
                         struct wt_err *err) WT_MUST_USE;
+/*
+ * The secret files of cf (the token_file of every URL source), as `wattage run` checks them at
+ * start and `wattage check-config` does: wt_check_secret_file (core/secret.h) under the name
+ * "carbon.sources[I].token_file" (wt_carbon_token_what). 0, or its error for the first refused.
+ */
+int wt_carbon_check_secrets(const struct wt_carbon_conf *cf, struct wt_err *err) WT_MUST_USE;
+void wt_carbon_token_what(size_t i, char *out, size_t n);
+/* True for a zone name: 1..63 letters, digits, '-', '_' or '.'. */
+bool wt_carbon_zone_ok(const char *z);
 /* The zone of a node: carbon.nodes[node], else carbon.zone (node "" or NULL: carbon.zone). */
 const char *wt_carbon_zone_of(const struct wt_carbon_conf *cf, const char *node);
 
-/* ---- parsing and storing series ---- */
+/* ---- points and their table (parsing: carbon_parse.h) ---- */
 
 struct wt_carbon_point {
     int64_t from_ns, to_ns;
@@ -130,22 +142,12 @@ struct wt_carbon_point {
     char zone[WT_CARBON_ZONE_LEN];
 };
 
+/* Points as parsed (carbon_parse.h) or loaded from the table. */
 struct wt_carbon_batch {
     struct wt_carbon_point *p;
     size_t n, cap;
 };
 void wt_carbon_batch_free(struct wt_carbon_batch *b);
-
-/*
- * Parses buf (a file's or a reply's bytes; name for messages) in format fmt (auto: JSON when
- * it starts with '{', else CSV). zone is the zone of points that do not name one (may be NULL
- * when the data names it). Every malformed line is written to report (may be NULL) as
- * "name:LINE: what"; with any, returns -EINVAL, err saying how many, and out empty. Returns 0
- * with out filled (points sorted by zone, kind, from), -ENOMEM.
- */
-int wt_carbon_parse(const char *name, const char *buf, size_t len, enum wt_carbon_format fmt,
-                    enum wt_carbon_series series, const char *zone, FILE *report,
-                    struct wt_carbon_batch *out, struct wt_err *err) WT_MUST_USE;
 
 /* Creates the carbon table on db if missing. 0 or -EIO. */
 int wt_carbon_tables(struct sqlite3 *db) WT_MUST_USE;
@@ -273,56 +275,5 @@ int wt_carbon_kpi_row(struct wt_store *st, const struct wt_config *cfg, struct w
 /* A JSON object (cJSON) describing r, for the jobs API and the CLI: NULL when out of memory. */
 struct cJSON;
 struct cJSON *wt_carbon_result_json(const struct wt_carbon_result *r);
-
-/* ---- the daemon part: fetching on schedule, the grid intensity gauge ---- */
-
-struct wt_carbon;
-struct wt_jobs;
-#define WT_CARBON_MAX_TIMEOUT_NS (60LL * 1000000000LL) /* per request */
-
-/*
- * Opens the carbon layer of `wattage run` on its own connection to the store at db_path (which
- * exists) and creates its table. A thread of its own fetches or re-reads the sources on their
- * schedule (doubling backoff on failure, from retry up to interval) and, every 30 s, publishes
- * wattage_grid_carbon_intensity_grams_per_kwh{zone} for carbon.zone, the zones of carbon.nodes
- * and of the intensity sources (actual, else forecast, else the hole rule) as hub slot "carbon"
- * (hub may be NULL). Returns 0 or a negative errno with err filled.
- */
-int wt_carbon_open(const struct wt_carbon_conf *cf, const char *db_path, struct wt_hub *hub,
-                   struct wt_carbon **out, struct wt_err *err) WT_MUST_USE;
-/* Stops the thread (an ongoing request is aborted) and closes; accepts NULL. */
-void wt_carbon_close(struct wt_carbon *c);
-/*
- * For `wattage run`: the carbon section of cfg, wt_carbon_open on cfg's store, and the jobs'
- * carbon figures (wt_jobs_set_carbon; call before wt_jobs_add_routes). The measured PUE reads a
- * private copy of the configuration file. Carbon settings take effect at the next restart.
- * Returns 0 or a negative errno with err; close with wt_carbon_close after the jobs.
- */
-int wt_carbon_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_jobs *jobs,
-                     struct wt_carbon **out, struct wt_err *err) WT_MUST_USE;
-/* The configuration the layer runs with. */
-const struct wt_carbon_conf *wt_carbon_config(const struct wt_carbon *c);
-
-/*
- * A source URL as fetched: "{now}" becomes the current UTC time as the UK API writes it
- * (2026-11-29T18:00Z), for URLs such as .../intensity/{now}/fw48h. Bounded by n.
- */
-void wt_carbon_url_expand(const char *url, int64_t now_ns, char *out, size_t n);
-
-struct wt_carbon_fetch_stats {
-    uint64_t attempts, failures, successes;
-    int64_t next_retry_ns; /* the backoff the source waits now (0: none) */
-};
-/* Counters of source i (for the tests). 0 or -ENOENT. */
-int wt_carbon_fetch_stats(struct wt_carbon *c, size_t i, struct wt_carbon_fetch_stats *out);
-
-/*
- * Fetches url once (timeout_ns for the whole request, the token header when token is not NULL)
- * into *body (malloc'd, NUL-terminated, at most 16 MiB). abort (may be NULL) stops it when it
- * becomes true. Returns 0, -ETIMEDOUT, -EIO (HTTP status >= 400 or a transfer error: why says).
- */
-int wt_carbon_fetch(const char *url, const char *token_header, const char *token,
-                    int64_t timeout_ns, const volatile int *abort, char **body, size_t *len,
-                    char *why, size_t whyn) WT_MUST_USE;
 
 #endif

@@ -19,10 +19,9 @@
 #include <unistd.h>
 
 #include "audit/carbon.h"
-#include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "serve/http.h"
+#include "serve/expo.h"
 #include "store/query.h"
 #include "store/store.h"
 
@@ -60,7 +59,7 @@ struct wt_jobs {
     struct wt_carbon_conf *carbon;
     struct wt_expo_sample *co2_s;
     size_t co2_n;
-    /* The exporter thread (wt_jobs_add_routes with a hub): jobs as series through the hub, so
+    /* The exporter thread (wt_jobs_export_start): jobs as series through the hub, so
      * the store keeps them and remote write sends them. */
     int slot;
     pthread_t exp_th;
@@ -1434,115 +1433,94 @@ static int api_list(struct wt_jobs *j, struct rep *r, int limit, int64_t now)
     return rc;
 }
 
-static int dispatch(struct wt_jobs *j, struct rep *r, const char *method, const char *path,
-                    const char *body, size_t len, int limit, int64_t now)
+/* A 404 naming ref, its unprintable characters and quotes replaced. */
+static int no_job(struct rep *r, const char *ref)
 {
-    static const char base[] = "/api/v1/jobs";
-    size_t bl = sizeof base - 1;
-    bool get = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
-    if (strncmp(path, base, bl) != 0 || (path[bl] && path[bl] != '/'))
-        return bad(r, 404, NULL, "no such endpoint");
-    if (!path[bl] || !path[bl + 1]) {
-        if (get)
-            return api_list(j, r, limit, now);
-        if (strcmp(method, "POST") == 0)
-            return api_start(j, r, body, len, now);
-        return bad(r, 405, NULL, "use GET or POST");
-    }
-    char ref[96];
-    const char *p = path + bl + 1, *slash = strchr(p, '/');
-    size_t rl = slash ? (size_t)(slash - p) : strlen(p);
-    const char *action = slash ? slash + 1 : "";
-    if (rl == 0 || rl >= sizeof ref)
-        return bad(r, 404, "job", "job: no such job");
-    memcpy(ref, p, rl);
-    ref[rl] = '\0';
-    if (strcmp(action, "") && strcmp(action, "marks") && strcmp(action, "end") &&
-        strcmp(action, "gpus"))
-        return bad(r, 404, NULL,
-                   "no such endpoint (expected /api/v1/jobs/{id}[/marks|/end|/gpus])");
-    if ((get && *action) || (!get && !*action) || (!get && strcmp(method, "POST")))
-        return bad(r, 405, NULL, "%s is not allowed here", *action ? "only POST" : "only GET");
+    char clean[72];
+    size_t k;
+    for (k = 0; ref[k] && k < sizeof clean - 1; k++)
+        clean[k] = isprint((unsigned char)ref[k]) && ref[k] != '"' ? ref[k] : '?';
+    clean[k] = '\0';
+    return bad(r, 404, "job", "job: no job %s", clean);
+}
+
+static int act(struct wt_jobs *j, struct rep *r, const char *ref, enum wt_jobs_verb verb,
+               const char *body, size_t len, int64_t now)
+{
     struct job jb;
     int rc = find_job(j, ref, &jb);
-    if (rc == -ENOENT) {
-        char clean[72];
-        size_t k;
-        for (k = 0; ref[k] && k < sizeof clean - 1; k++)
-            clean[k] = isprint((unsigned char)ref[k]) && ref[k] != '"' ? ref[k] : '?';
-        clean[k] = '\0';
-        return bad(r, 404, "job", "job: no job %s", clean);
-    }
+    if (rc == -ENOENT)
+        return no_job(r, ref);
     if (rc)
         return rc;
-    if (!*action) {
+    switch (verb) {
+    case WT_JOBS_SHOW:
         rc = job_json(j, &jb, now, true, &r->body);
         r->status = 200;
-    } else if (strcmp(action, "marks") == 0) {
+        break;
+    case WT_JOBS_MARK:
         rc = api_mark(j, r, &jb, body, len, now);
-    } else if (strcmp(action, "gpus") == 0) {
+        break;
+    case WT_JOBS_GPUS:
         rc = api_gpus(j, r, &jb, body, len, now);
-    } else {
+        break;
+    case WT_JOBS_END:
         rc = api_end(j, r, &jb, body, len, now);
+        break;
     }
     job_free(&jb);
     return rc;
 }
 
-int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
-                   size_t len, int limit, int64_t now_ns, unsigned *status, char **json)
+/* Prints the reply into *json (cJSON's allocation) and frees its tree. */
+static int finish(struct rep *r, int rc, unsigned *status, char **json)
+{
+    if (rc == 0 && !r->body)
+        rc = -ENOMEM;
+    if (rc == 0) {
+        *json = cJSON_PrintUnformatted(r->body);
+        if (!*json)
+            rc = -ENOMEM;
+    }
+    cJSON_Delete(r->body);
+    if (rc == 0)
+        *status = r->status ? r->status : 200;
+    return rc;
+}
+
+int wt_jobs_list_json(struct wt_jobs *j, int limit, int64_t now_ns, unsigned *status, char **json)
 {
     struct rep r = {0};
     *json = NULL;
     *status = 500;
     pthread_mutex_lock(&j->mu);
-    int rc = dispatch(j, &r, method, path, body, len, limit, now_ns);
+    int rc = api_list(j, &r, limit, now_ns);
     pthread_mutex_unlock(&j->mu);
-    if (rc == 0 && !r.body)
-        rc = -ENOMEM;
-    if (rc == 0) {
-        *json = cJSON_PrintUnformatted(r.body);
-        if (!*json)
-            rc = -ENOMEM;
-    }
-    cJSON_Delete(r.body);
-    if (rc == 0)
-        *status = r.status ? r.status : 200;
-    return rc;
+    return finish(&r, rc, status, json);
 }
 
-/* ---- routes ---- */
-
-/* Answers with a JSON text (cJSON's, freed here) and a newline. */
-static int reply(struct wt_http_reply *rep, unsigned status, char *json)
+int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t now_ns,
+                       unsigned *status, char **json)
 {
-    size_t n = strlen(json);
-    rep->body = malloc(n + 2);
-    if (!rep->body) {
-        cJSON_free(json);
-        return -ENOMEM;
-    }
-    memcpy(rep->body, json, n);
-    rep->body[n] = '\n';
-    rep->body[n + 1] = '\0';
-    rep->len = n + 1;
-    rep->status = status;
-    cJSON_free(json);
-    return 0;
+    struct rep r = {0};
+    *json = NULL;
+    *status = 500;
+    pthread_mutex_lock(&j->mu);
+    int rc = api_start(j, &r, body, len, now_ns);
+    pthread_mutex_unlock(&j->mu);
+    return finish(&r, rc, status, json);
 }
 
-static int route(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb, const char *body,
+                     size_t len, int64_t now_ns, unsigned *status, char **json)
 {
-    struct wt_jobs *j = ctx;
-    unsigned status;
-    char *json = NULL;
-    const char *lim = wt_http_query(req, "limit");
-    int limit = lim ? atoi(lim) : 0;
-    int rc = wt_jobs_handle(j, req->method, req->path, req->body, req->body_len, limit,
-                            wt_now_real_ns(), &status, &json);
-    if (rc)
-        return rc;
-    return reply(rep, status, json);
+    struct rep r = {0};
+    *json = NULL;
+    *status = 500;
+    pthread_mutex_lock(&j->mu);
+    int rc = act(j, &r, ref, verb, body, len, now_ns);
+    pthread_mutex_unlock(&j->mu);
+    return finish(&r, rc, status, json);
 }
 
 /* ---- the /metrics family ---- */
@@ -1621,9 +1599,8 @@ static int compute_family(struct wt_jobs *j)
     return 0;
 }
 
-static int family(void *ctx, struct wt_expo_family *fam)
+int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam)
 {
-    struct wt_jobs *j = ctx;
     int rc = 0;
     memset(fam, 0, sizeof *fam);
     fam->name = fam_name;
@@ -1645,20 +1622,14 @@ static int family(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
-int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam)
-{
-    return family(j, fam);
-}
-
 static const char co2_name[] = "wattage_job_emissions_grams_total";
 static const char co2_help[] =
     "Time-matched emissions of a running job since its start, gCO2e: its GPU energy per "
     "interval of the grid's carbon intensity x that intensity x PUE (as \"carbon\" in "
     "GET /api/v1/jobs/{id}). Ended jobs leave.";
 
-static int family_co2(void *ctx, struct wt_expo_family *fam)
+int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam)
 {
-    struct wt_jobs *j = ctx;
     int rc = 0;
     memset(fam, 0, sizeof *fam);
     fam->name = co2_name;
@@ -1678,11 +1649,6 @@ static int family_co2(void *ctx, struct wt_expo_family *fam)
     }
     pthread_mutex_unlock(&j->mu);
     return rc;
-}
-
-int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam)
-{
-    return family_co2(j, fam);
 }
 
 int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf)
@@ -1749,59 +1715,6 @@ int wt_jobs_profile(struct wt_jobs *j, const char *ref, int64_t now_ns, int64_t 
     *n = k;
     *duration_ns = dur;
     return 0;
-}
-
-/* ---- GET /api/v1/gpus/processes ---- */
-
-int wt_jobs_processes_json(unsigned *status, char **json)
-{
-    struct wt_gpu_procs *p = calloc(WT_JOBS_MAX_GPUS, sizeof *p);
-    size_t n = 0;
-    int64_t t = 0;
-    cJSON *o = NULL;
-    *json = NULL;
-    if (!p)
-        return -ENOMEM;
-    if (wt_nvml_processes(p, WT_JOBS_MAX_GPUS, &n, &t) != 0) {
-        *status = 503;
-        o = cJSON_CreateObject();
-        if (o)
-            cJSON_AddStringToObject(o, "error",
-                                    "no GPU process list: no NVML collector, or its library or "
-                                    "GPUs do not list processes");
-    } else {
-        *status = 200;
-        o = cJSON_CreateArray();
-        for (size_t i = 0; o && i < n; i++) {
-            char idx[16];
-            cJSON *g = cJSON_CreateObject(), *pids;
-            if (!g || !cJSON_AddItemToArray(o, g))
-                break;
-            snprintf(idx, sizeof idx, "%u", p[i].gpu);
-            cJSON_AddStringToObject(g, "gpu", idx);
-            cJSON_AddStringToObject(g, "uuid", p[i].uuid);
-            pids = cJSON_AddArrayToObject(g, "pids");
-            for (unsigned int k = 0; pids && k < p[i].npids; k++)
-                cJSON_AddItemToArray(pids, cJSON_CreateNumber(p[i].pids[k]));
-        }
-    }
-    free(p);
-    if (o)
-        *json = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return *json ? 0 : -ENOMEM;
-}
-
-static int route_processes(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
-{
-    unsigned status;
-    char *json = NULL;
-    (void)ctx;
-    (void)req;
-    int rc = wt_jobs_processes_json(&status, &json);
-    if (rc)
-        return rc;
-    return reply(rep, status, json);
 }
 
 /* ---- jobs as series ---- */
@@ -1934,10 +1847,12 @@ static void *exporter_main(void *arg)
     return NULL;
 }
 
-static int exporter_start(struct wt_jobs *j)
+int wt_jobs_export_start(struct wt_jobs *j)
 {
     int rc;
-    if (!j->hub || j->exp_started)
+    if (!j->hub)
+        return -ENODEV;
+    if (j->exp_started)
         return 0;
     j->slot = wt_hub_add_collector(j->hub, "jobs", METRICS_TTL_NS);
     if (j->slot < 0)
@@ -1955,22 +1870,10 @@ static int exporter_start(struct wt_jobs *j)
     return 0;
 }
 
-int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h)
+bool wt_jobs_carbon_on(struct wt_jobs *j)
 {
-    int rc;
-    if ((rc = wt_http_add_route(h, "GET", "/api/v1/jobs", false, route, j)) ||
-        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs", false, route, j)) ||
-        (rc = wt_http_add_route(h, "GET", "/api/v1/jobs/*", false, route, j)) ||
-        (rc = wt_http_add_route(h, "POST", "/api/v1/jobs/*", false, route, j)) ||
-        (rc = wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)))
-        return rc;
-    /* With a hub the job series go through it (the store, /metrics, remote write); without
-     * one (tests) the energy family is computed on scrape. */
-    if (j->hub ? (rc = exporter_start(j)) != 0 : (rc = wt_http_add_family(h, family, j)) != 0)
-        return rc;
-    /* The emissions family is an addition: without room for it the daemon still serves. */
-    if (j->carbon && (rc = wt_http_add_family(h, family_co2, j)) != 0)
-        wt_warn("jobs", "%s not on /metrics: no room for another family (WT_HTTP_MAX_FAMILIES)",
-                co2_name);
-    return 0;
+    pthread_mutex_lock(&j->mu);
+    bool on = j->carbon != NULL;
+    pthread_mutex_unlock(&j->mu);
+    return on;
 }

@@ -15,30 +15,10 @@
  * Jobs live in the same SQLite file as the series (tables jobs and marks, created here on this
  * module's own connection; WAL lets it write beside the store's writer).
  *
- * The HTTP API (all JSON; errors are {"error": "...", "field": "..."}):
- *   POST /api/v1/jobs                {"name", "tags": {k: v}, "gpus": [0, "GPU-…"],
- *                                     "target": {"accuracy": 0.9}}        → 201 {"id", ...}
- *   POST /api/v1/jobs/{ref}/marks    {"kind", "index", "begin", <counter>: number >= 0, ...}
- *                                    tokens, samples, requests: the count of the phase the mark
- *                                    closes (since the previous mark of its kind); tokens_total,
- *                                    samples_total, requests_total: a running total since the
- *                                    job's start, stored with its difference from the kind's
- *                                    earlier counts as the phase's count (one form per counter;
- *                                    a total below the earlier ones is a 400). 201 with
- *                                    "warnings": [...] when a count has risen at every mark of
- *                                    its kind (3 at least) to twice its first: a running total
- *                                    sent as a count
- *   POST /api/v1/jobs/{ref}/end      {} or empty
- *   POST /api/v1/jobs/{ref}/gpus     {"gpus": [0, "GPU-…"]}: sets the GPUs of a running job
- *                                    started without any (409 once it has some); the job's
- *                                    figures then count those GPUs over its whole window
- *   GET  /api/v1/jobs[?limit=N]      the latest jobs with their energy
- *   GET  /api/v1/jobs/{ref}          the job with its phases and KPIs
- *   GET  /api/v1/gpus/processes      [{"gpu": "0", "uuid": "GPU-…", "pids": [1234]}, ...]: the
- *                                    processes NVML lists per GPU at the collector's latest
- *                                    read (wt_nvml_processes); 503 when there is no list
- * {ref} is a job id, or a name (the latest job of that name). Unknown job 404, ended job 409,
- * malformed JSON or bad field 400 (the field named), nothing stored on any error.
+ * The jobs API's requests, without HTTP (serve/api_jobs.h has the routes and what each body
+ * holds): each function below takes the request's body as it came and fills an HTTP status and
+ * a JSON body, for errors too ({"error": "...", "field": "..."}: unknown job 404, ended job
+ * 409, malformed JSON or bad field 400 with the field named; nothing stored on any error).
  */
 #ifndef WT_JOBS_H
 #define WT_JOBS_H
@@ -58,7 +38,6 @@
 #define WT_JOBS_MAX_RUNNING 256
 
 struct wt_jobs;
-struct wt_http;
 struct wt_expo_family;
 
 /*
@@ -71,26 +50,32 @@ int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out,
 void wt_jobs_close(struct wt_jobs *j);
 
 /*
- * Registers the routes above on h (before wt_http_start), and the jobs as series: with a hub, a
- * thread publishes wt_jobs_export_batch through it (collector "jobs") once a second (or once per
- * ten times what computing it took, when many long jobs run), so the store keeps them, /metrics
- * serves them and remote write sends them; without a hub, the /metrics family
- * wattage_job_energy_joules_total{id, job} is computed on scrape instead. Returns 0, -ENOSPC or
- * another negative errno (no thread).
+ * With a hub, starts the thread that publishes wt_jobs_export_batch through it (collector
+ * "jobs") once a second (or once per ten times what computing it took, when many long jobs
+ * run), so the store keeps the jobs as series, /metrics serves them and remote write sends
+ * them; returns 0 (also when started already) or a negative errno. Without a hub it returns
+ * -ENODEV: the server then computes wattage_job_energy_joules_total{id, job} on scrape
+ * (wt_jobs_family).
  */
-int wt_jobs_add_routes(struct wt_jobs *j, struct wt_http *h) WT_MUST_USE;
+int wt_jobs_export_start(struct wt_jobs *j) WT_MUST_USE;
 
 /*
- * One API request, without HTTP: method, path (as above, query string excluded), body (may be
- * NULL), limit for the list (0: default), now_ns the time of the request. Fills *status and
- * *json (malloc'd, the reply body, also for errors). Returns 0 or -ENOMEM / -EIO (a 500).
+ * The requests. Each fills *status and *json (malloc'd, the reply body, also for errors) and
+ * returns 0, or -ENOMEM / -EIO (a 500; *json NULL). now_ns is the time of the request.
+ *   wt_jobs_list_json: the latest limit jobs (0: 50, at most 1000) with their energy, oldest
+ *     first: {"jobs": [...]}
+ *   wt_jobs_start_json: starts a job from body (see POST /api/v1/jobs), 201
+ *   wt_jobs_act_json: on job ref (an id, or a name: the latest job of that name):
+ *     WT_JOBS_SHOW the job with its phases and KPIs (body unused), WT_JOBS_MARK a mark,
+ *     WT_JOBS_END its end, WT_JOBS_GPUS its GPUs
  */
-int wt_jobs_handle(struct wt_jobs *j, const char *method, const char *path, const char *body,
-                   size_t len, int limit, int64_t now_ns, unsigned *status,
-                   char **json) WT_MUST_USE;
-
-/* The reply of GET /api/v1/gpus/processes: *status and *json (malloc'd). 0 or -ENOMEM. */
-int wt_jobs_processes_json(unsigned *status, char **json) WT_MUST_USE;
+enum wt_jobs_verb { WT_JOBS_SHOW, WT_JOBS_MARK, WT_JOBS_END, WT_JOBS_GPUS };
+int wt_jobs_list_json(struct wt_jobs *j, int limit, int64_t now_ns, unsigned *status,
+                      char **json) WT_MUST_USE;
+int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t now_ns,
+                       unsigned *status, char **json) WT_MUST_USE;
+int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb, const char *body,
+                     size_t len, int64_t now_ns, unsigned *status, char **json) WT_MUST_USE;
 
 /*
  * The series of the running jobs and of those ended in the last minute, at now (ns), appended
@@ -104,7 +89,8 @@ int wt_jobs_processes_json(unsigned *status, char **json) WT_MUST_USE;
 struct wt_batch;
 int wt_jobs_export_batch(struct wt_jobs *j, int64_t now, struct wt_batch *b) WT_MUST_USE;
 
-/* The /metrics family as the server asks for it (see wt_http_add_family); for the tests. */
+/* The energy family of the running jobs as the server asks for it (serve/http.h's
+ * wt_http_family_fn). */
 int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
 
 /*
@@ -112,13 +98,16 @@ int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
  * time-matched emissions (audit/carbon.h) beside its energy: "carbon" in the job's JSON (zone,
  * gco2e, kgco2e, gco2e_market when renewable supply is loaded, PUE and pue_source
  * measured|assumed, intensity_source measured|forecast|mixed|filled|assumed, energy by kind of
- * intensity) and kpi.gco2e of the job and its phases; and wt_jobs_add_routes also registers the
- * family wattage_job_emissions_grams_total{id, job} of the running jobs (computed with the
- * energy family). Call before wt_jobs_add_routes. Returns 0 or -ENOMEM.
+ * intensity) and kpi.gco2e of the job and its phases; and the family
+ * wattage_job_emissions_grams_total{id, job} of the running jobs (wt_jobs_family_co2, computed
+ * with the energy family). Call before the API layer registers the routes (serve/api_jobs.h).
+ * Returns 0 or -ENOMEM.
  */
 struct wt_carbon_conf;
 int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf) WT_MUST_USE;
-/* The emissions family as the server asks for it; for the tests. */
+/* True when a carbon configuration is set. */
+bool wt_jobs_carbon_on(struct wt_jobs *j);
+/* The emissions family as the server asks for it (n 0 without carbon). */
 int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
 
 /*

@@ -377,7 +377,7 @@ static int gather_inlets(struct wt_store *st, struct wt_report *r)
     return rc;
 }
 
-/* Jobs that overlap the window, each with its API reply (audit/jobs.h). */
+/* Jobs that overlap the window, each as the jobs API shows it (audit/jobs.h). */
 static int gather_jobs(const char *db_path, struct wt_report *r, struct wt_err *err)
 {
     struct wt_jobs *j = NULL;
@@ -387,7 +387,7 @@ static int gather_jobs(const char *db_path, struct wt_report *r, struct wt_err *
     int rc = wt_jobs_open(db_path, NULL, &j, err);
     if (rc)
         return rc;
-    if ((rc = wt_jobs_handle(j, "GET", "/api/v1/jobs", NULL, 0, 1000, r->to_ns, &status, &body)))
+    if ((rc = wt_jobs_list_json(j, 1000, r->to_ns, &status, &body)))
         goto out;
     list = cJSON_Parse(body);
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(list, "jobs"), *it;
@@ -402,9 +402,9 @@ static int gather_jobs(const char *db_path, struct wt_report *r, struct wt_err *
         int64_t b = cJSON_IsNumber(e) ? (int64_t)llround(e->valuedouble * 1e9) : r->to_ns;
         if (b <= r->from_ns || a >= r->to_ns)
             continue;
-        char path[64], *jb = NULL;
-        snprintf(path, sizeof path, "/api/v1/jobs/%.0f", id->valuedouble);
-        if ((rc = wt_jobs_handle(j, "GET", path, NULL, 0, 0, r->to_ns, &status, &jb)))
+        char ref[32], *jb = NULL;
+        snprintf(ref, sizeof ref, "%.0f", id->valuedouble);
+        if ((rc = wt_jobs_act_json(j, ref, WT_JOBS_SHOW, NULL, 0, r->to_ns, &status, &jb)))
             goto out;
         cJSON *one = status == 200 ? cJSON_Parse(jb) : NULL;
         free(jb);

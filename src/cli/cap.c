@@ -32,7 +32,7 @@ const struct wt_cli_form wt_cli_form_cap_clear = {
 
 int wt_cmd_cap(int argc, char **argv)
 {
-    const char *config = NULL, *db = NULL;
+    struct wt_cli_common co = {0};
     int gpu = -1, c;
     if (argc < 2 || strcmp(argv[1], "clear") != 0) {
         fprintf(stderr, "wattage cap: expected the subcommand clear\n");
@@ -41,14 +41,8 @@ int wt_cmd_cap(int argc, char **argv)
     }
     argc--, argv++;
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_cap_clear, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_cap_clear, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'c':
-            config = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
         case 'g': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -68,17 +62,16 @@ int wt_cmd_cap(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage cap clear: unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_cap_clear, argc, argv)) {
         wt_cli_help(stderr, &wt_cli_form_cap_clear);
         return 2;
     }
     struct wt_config cfg;
-    int rc = wt_cli_load_config(config, &cfg);
+    int rc = wt_cli_load_config(co.config, &cfg);
     if (rc)
         return rc;
-    if (db)
-        snprintf(cfg.store.path, sizeof cfg.store.path, "%s", db);
+    if (co.db)
+        snprintf(cfg.store.path, sizeof cfg.store.path, "%s", co.db);
     struct wt_alerts_config *acfg = malloc(sizeof *acfg);
     struct wt_err err = {{0}};
     int ret = 1;

@@ -57,14 +57,6 @@ struct wt_cli_form {
     const struct wt_cli_opt *opts[3]; /* its tables (shared ones too), NULL after the last */
 };
 
-/* The connection options of the daemon's clients (job, jobs, exec): -c, --url, --token-file,
- * --cacert, --cert, --key; ids 'c', 'U', 'T', 'A', 'C', 'K'. */
-extern const struct wt_cli_opt wt_cli_conn_opts[];
-/* The store's readers: -c FILE, --db FILE (ids 'c', 'd'). */
-extern const struct wt_cli_opt wt_cli_store_opts[];
-/* An exact window: --from T, --to T (ids 'f', 't'; default the last hour). */
-extern const struct wt_cli_opt wt_cli_window_opts[];
-
 /*
  * getopt_long over a form's tables (optind must be reset by the caller for a new argv). Returns
  * the id of the next option (optarg set for one with an argument), -1 after the last; on
@@ -78,6 +70,18 @@ int wt_cli_getopt(const struct wt_cli_form *f, int argc, char **argv);
 void wt_cli_help(FILE *out, const struct wt_cli_form *f);
 /* The entry of a form's tables named name (a long option without "--"), or NULL. */
 const struct wt_cli_opt *wt_cli_find_opt(const struct wt_cli_form *f, const char *name);
+
+/*
+ * Hidden commands (src/cli/man.c), from the same tables as --help and the config schema:
+ * `wattage __man 1` and `wattage __man 5 [EXAMPLE.yaml]` print wattage(1) and wattage.yaml(5) in
+ * roff; `wattage __complete [COMMAND [SUBCOMMAND]]` prints the words that may follow, one a line
+ * (for deploy/bash-completion/wattage). argv[0] is the hidden command's name.
+ */
+int wt_cli_man(int argc, char **argv);
+/* The page of section 1 or 5 on out (example: the commented example configuration, may be NULL).
+ * Returns 0, 1 (cannot make it, printed) or 2 (no such section). */
+int wt_cli_man_write(FILE *out, int section, const char *example);
+int wt_cli_complete(int argc, char **argv);
 
 /* The subcommands, for main and `wattage --help`: each with its forms (NULL after the last). */
 struct wt_cli_command {
@@ -96,28 +100,47 @@ extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form
     wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 extern const struct wt_cli_form wt_cli_form_doctor;
 
-struct wt_store;
-/*
- * Opens the store for a command: db when given, else store.path of the configuration (config or
- * the default file). Prints the error; returns 0, 1 (no store, cannot open) or 2 (bad config).
- */
-int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out);
-/*
- * Opens the engine client of --source (store/promsrc.h) with the CLI's TLS settings. Prints the
- * error and returns a negative errno when source is not one.
- */
-struct wt_promsrc;
-int wt_cli_open_source(const char *source, struct wt_promsrc **out);
-/* Parses a time argument with wt_time_parse; prints "wattage CMD: OPT: expected …", returns 2. */
-int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out);
+/* ---- the options every subcommand shares (src/cli/opts.c) ---- */
+
+/* Their ids: -c is a short option; the long-only ones are above 255, so no command's own
+ * letters (report -C, query --csv) can collide with them. A command's own --from, --to or
+ * --json entry (with its own help text) takes the same id. */
+enum {
+    WT_OPT_CONFIG = 'c', /* -c FILE, --config FILE */
+    WT_OPT_DB = 0x1000,  /* --db FILE */
+    WT_OPT_FROM,         /* --from T */
+    WT_OPT_TO,           /* --to T */
+    WT_OPT_URL,          /* --url URL */
+    WT_OPT_TOKEN_FILE,   /* --token-file FILE */
+    WT_OPT_CACERT,       /* --cacert FILE */
+    WT_OPT_CERT,         /* --cert FILE */
+    WT_OPT_KEY,          /* --key FILE */
+    WT_OPT_JSON,         /* --json */
+    WT_OPT_SOURCE,       /* --source URL: the fleet's engine instead of the store */
+};
 
 /*
- * Loads the configuration for a command: `path` when given (must exist), else the default file
- * when it exists, else the built-in defaults. Prints the error and returns 2 on bad input.
+ * The secret files cfg names (daemon.tls.key, daemon.auth.token_file, remote_write tokens and
+ * passwords, carbon source tokens), each through wt_check_secret_file (core/secret.h) under the
+ * name its module gives it: what `wattage run` checks at start and `check-config` reports.
+ * 0, or a negative errno with err naming the first refused file (src/cli/check_config.c).
  */
-int wt_cli_load_config(const char *path, struct wt_config *cfg);
+int wt_cli_check_secrets(const struct wt_config *cfg, struct wt_err *err) WT_MUST_USE;
 
 /* ---- the daemon's jobs API, for job, jobs and exec (src/cli/job.c) ---- */
+/* The help of --source where it means the fleet's series (energy, kpi, schedule). */
+#define WT_CLI_SOURCE_HELP                                                                         \
+    "every node's series from an engine that receives their remote write: "                        \
+    "prometheus://HOST:PORT, "                                                                     \
+    "victoriametrics://HOST:PORT or http(s)://URL"
+
+/* The connection options of the daemon's clients (job, jobs, exec): -c, --url, --token-file,
+ * --cacert, --cert, --key. */
+extern const struct wt_cli_opt wt_cli_conn_opts[];
+/* The store's readers: -c FILE, --db FILE. */
+extern const struct wt_cli_opt wt_cli_store_opts[];
+/* An exact window: --from T, --to T (default the last hour). */
+extern const struct wt_cli_opt wt_cli_window_opts[];
 
 /* How to reach the daemon, as the command line says it (each NULL when not given). */
 struct wt_cli_conn {
@@ -127,6 +150,70 @@ struct wt_cli_conn {
     const char *cacert;     /* --cacert FILE: the CA that signed the daemon's certificate */
     const char *cert, *key; /* --cert FILE --key FILE: a client certificate (mutual TLS) */
 };
+
+/* What the shared options said (each NULL or false when not given). */
+struct wt_cli_common {
+    const char *config;      /* -c FILE (also in conn.config) */
+    const char *db;          /* --db FILE */
+    const char *from, *to;   /* --from T, --to T as given; a caller may preset its defaults */
+    bool json;               /* --json */
+    const char *source;      /* --source URL */
+    struct wt_cli_conn conn; /* -c, --url, --token-file, --cacert, --cert, --key */
+};
+
+/* Records a shared option (an id above, with its argument) in *co; false when id is not one. */
+bool wt_cli_shared_opt(int id, const char *arg, struct wt_cli_common *co);
+/*
+ * wt_cli_getopt, with the shared options recorded in *co: returns the next option that is the
+ * command's own, -1 after the last, WT_CLI_HELP or '?' as wt_cli_getopt does.
+ */
+int wt_cli_next(const struct wt_cli_form *f, int argc, char **argv, struct wt_cli_common *co);
+/* After the options: 0 when no operand is left, else prints "wattage NAME: unexpected argument
+ * 'X'" and returns 2. */
+int wt_cli_no_operands(const struct wt_cli_form *f, int argc, char **argv);
+/*
+ * The window of --from and --to (default -1h and now, unless preset in *co): prints "wattage
+ * CMD: --from: expected ..." or "wattage CMD: the window is empty: --to (T) must be after --from
+ * (F)" and returns 2; 0 when it is one.
+ */
+int wt_cli_window(const char *cmd, const struct wt_cli_common *co, int64_t now, int64_t *from,
+                  int64_t *to);
+/* Parses a time argument with wt_time_parse; prints "wattage CMD: OPT: expected …", returns 2. */
+int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out);
+
+struct wt_store;
+/*
+ * Loads the configuration (-c, else the default file, else the built-in defaults) into *cfg
+ * (NULL when the command needs only the store) and opens the store: --db, else store.path.
+ * cfg->store.path is set to the path opened; the caller frees *cfg with wt_config_free in every
+ * case. Prints the error; returns 0, 1 (no store, cannot open it) or 2 (bad configuration or --db).
+ */
+int wt_cli_store(const char *cmd, const struct wt_cli_common *co, bool create,
+                 struct wt_config *cfg, struct wt_store **st);
+/*
+ * Where a store path comes from, for messages: "from --db" (db given), "store.path of FILE", or
+ * the default's rule (wt_config_default_store_path) and why no configuration named one. Returns
+ * true for the default.
+ */
+bool wt_cli_store_origin(const char *db, const struct wt_config *cfg, char *why, size_t n);
+/* The same for a configuration already loaded (wt_cli_load_config): opens --db, else
+ * cfg->store.path, and sets cfg->store.path to the path opened. 0, 1 or 2 (printed). */
+int wt_cli_open_store(const char *cmd, const struct wt_cli_common *co, bool create,
+                      struct wt_config *cfg, struct wt_store **st);
+/*
+ * Opens the engine client of --source (store/promsrc.h) with the CLI's TLS settings. Prints the
+ * error and returns a negative errno when source is not one.
+ */
+struct wt_promsrc;
+int wt_cli_open_source(const char *source, struct wt_promsrc **out);
+/*
+ * Loads the configuration for a command: `path` when given (must exist), else the default file
+ * when it exists, else the built-in defaults. Prints the error and returns 2 on bad input.
+ */
+int wt_cli_load_config(const char *path, struct wt_config *cfg);
+
+/* ---- the daemon's client, for job, jobs and exec (src/cli/client.c) ---- */
+
 struct wt_cli_api {
     char url[300];            /* "http://127.0.0.1:9747", no trailing slash */
     char token[512];          /* bearer token, "" for none */
@@ -151,10 +238,17 @@ int wt_cli_api_setup(const struct wt_cli_conn *conn, struct wt_cli_api *api);
  */
 int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char *path,
                     const char *body, long *status, char **reply, char *why, size_t whyn);
+struct cJSON;
+/*
+ * One request whose reply is JSON: returns 0 with *out (a 2xx; freed with cJSON_Delete), 1 (the
+ * daemon is unreachable or failed) or 2 (a 4xx); errors are printed as "wattage CMD: ...", with
+ * the daemon's own message for a 4xx or 5xx.
+ */
+int wt_cli_api_json(const struct wt_cli_api *api, const char *cmd, const char *method,
+                    const char *path, const char *body, struct cJSON **out);
 /* The JSON body of POST /api/v1/jobs from the command line (*out freed with cJSON_free). 0/1/2. */
 int wt_cli_job_body(const char *cmd, const char *name, char **tags, int ntags, const char *gpus,
                     char **targets, int ntargets, char **out);
-struct cJSON;
 /* Prints a job of GET /api/v1/jobs/{id} for a person. */
 void wt_cli_print_job(FILE *out, const struct cJSON *job);
 /*

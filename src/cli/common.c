@@ -1,58 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What several subcommands share: finding and loading the configuration, and the option tables
- * that make both their getopt_long options and their --help (see cli.h).
+ * The option tables' machinery: a form's tables make both its getopt_long options and its --help
+ * (see cli.h). The options the subcommands share are in opts.c.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
-#include "core/log.h"
-
-int wt_cli_load_config(const char *path, struct wt_config *cfg)
-{
-    struct wt_err err = {{0}};
-    wt_config_defaults(cfg);
-    if (!path) {
-        if (access(WT_DEFAULT_CONFIG, F_OK) != 0)
-            return 0; /* no file: the built-in defaults */
-        path = WT_DEFAULT_CONFIG;
-    }
-    int rc = wt_config_load(path, cfg, &err);
-    if (rc != 0) {
-        fprintf(stderr, "wattage: %s\n", err.msg);
-        return 2;
-    }
-    wt_log_set_level(cfg->daemon.log_level);
-    return 0;
-}
-
-const struct wt_cli_opt wt_cli_conn_opts[] = {
-    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
-    {"url", 'U', "URL",
-     "the daemon: http(s)://HOST:PORT (default WATTAGE_URL, client.url, else daemon.listen)"},
-    {"token-file", 'T', "FILE",
-     "file with the bearer token (default WATTAGE_TOKEN, client.token_file, "
-     "daemon.auth.token_file)"},
-    {"cacert", 'A', "FILE",
-     "CA that signed the daemon's certificate (default WATTAGE_CACERT, client.cacert)"},
-    {"cert", 'C', "FILE",
-     "client certificate for mutual TLS, with --key (default WATTAGE_CERT, client.cert)"},
-    {"key", 'K', "FILE", "the client certificate's private key (default WATTAGE_KEY, client.key)"},
-    {NULL}};
-
-const struct wt_cli_opt wt_cli_store_opts[] = {
-    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
-    {"db", 'd', "FILE", "the store's database (default store.path of the configuration)"},
-    {NULL}};
-
-const struct wt_cli_opt wt_cli_window_opts[] = {
-    {"from", 'f', "T", "the window's start: RFC 3339, unix seconds or relative (-2h); default -1h"},
-    {"to", 't', "T", "the window's end (default now)"},
-    {NULL}};
 
 static const struct wt_cli_opt help_opt = {"help", WT_CLI_HELP, NULL, "this help", 0};
 

@@ -550,8 +550,8 @@ static void check_listen(const struct wt_config *cfg, struct report *r)
 
 /* ---- the command ---- */
 
-static const struct wt_cli_opt doctor_opts[] = {{"json", 'j', NULL, "JSON instead of lines"},
-                                                {NULL}};
+static const struct wt_cli_opt doctor_opts[] = {
+    {"json", WT_OPT_JSON, NULL, "JSON instead of lines"}, {NULL}};
 
 const struct wt_cli_form wt_cli_form_doctor = {
     "doctor",
@@ -581,23 +581,15 @@ static void print_human(const struct report *r)
 
 int wt_cmd_doctor(int argc, char **argv)
 {
-    const char *cfg_path = NULL, *db = NULL;
-    bool json = false;
+    struct wt_cli_common co = {0};
     int c;
-    while ((c = wt_cli_getopt(&wt_cli_form_doctor, argc, argv)) != -1) {
-        if (c == 'j')
-            json = true;
-        else if (c == 'c')
-            cfg_path = optarg;
-        else if (c == 'd')
-            db = optarg;
-        else
-            return c == WT_CLI_HELP ? 0 : 2;
-    }
-    if (optind != argc) {
-        fprintf(stderr, "usage: wattage doctor [-c FILE] [--db FILE] [--json]\n");
+    optind = 1;
+    while ((c = wt_cli_next(&wt_cli_form_doctor, argc, argv, &co)) != -1)
+        return c == WT_CLI_HELP ? 0 : 2;
+    if (wt_cli_no_operands(&wt_cli_form_doctor, argc, argv))
         return 2;
-    }
+    const char *cfg_path = co.config, *db = co.db;
+    bool json = co.json;
     struct wt_config cfg;
     int rc = wt_cli_load_config(cfg_path, &cfg);
     if (rc)

@@ -27,39 +27,6 @@
 #include "store/query.h"
 #include "store/store.h"
 
-int wt_cli_open_store(const char *config, const char *db, bool create, struct wt_store **out)
-{
-    struct wt_config cfg = {0};
-    struct wt_err err = {{0}};
-    int rc;
-    if (!db) {
-        rc = wt_cli_load_config(config, &cfg);
-        if (rc)
-            return rc;
-        db = cfg.store.path;
-    }
-    struct wt_store_opts o = {.create = create};
-    rc = wt_store_open(db, &o, out, &err);
-    wt_config_free(&cfg);
-    if (rc != 0) {
-        fprintf(stderr, "wattage: %s\n", err.msg);
-        return 1;
-    }
-    return 0;
-}
-
-int wt_cli_parse_time(const char *cmd, const char *opt, const char *s, int64_t now, int64_t *out)
-{
-    if (wt_time_parse(s, now, out) != 0) {
-        fprintf(stderr,
-                "wattage %s: %s: expected RFC 3339 (2026-11-29T18:00:00Z), unix seconds or a "
-                "relative time like -2h (got \"%s\")\n",
-                cmd, opt, s);
-        return 2;
-    }
-    return 0;
-}
-
 /* A RAPL domain that another series already contains. */
 static bool in_total(const struct wt_energy_row *r)
 {
@@ -130,11 +97,9 @@ static const struct wt_cli_opt energy_opts[] = {
     {"method", 'm', "auto|counter|integrated",
      "per GPU: the hardware counter where there is one, else integrated power (auto, the "
      "default), or only one kind"},
-    {"json", 'j', NULL, "JSON instead of a table"},
+    {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {"raw", 'r', NULL, "raw readings only (no per-minute rollups)"},
-    {"source", 's', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_energy = {
@@ -143,9 +108,8 @@ const struct wt_cli_form wt_cli_form_energy = {
 
 int wt_cmd_energy(int argc, char **argv)
 {
-    const char *from_s = "-1h", *to_s = "now", *by = "gpu", *db = NULL, *config = NULL;
-    const char *method = "auto", *source = NULL;
-    bool json = false;
+    const char *by = "gpu", *method = "auto";
+    struct wt_cli_common co = {.from = "-1h", .to = "now"};
     int flags = 0, c, rc;
     struct wt_store *st = NULL;
     struct wt_energy_row *rows = NULL;
@@ -153,25 +117,10 @@ int wt_cmd_energy(int argc, char **argv)
     struct wt_err err = {{0}};
 
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_energy, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_energy, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'f':
-            from_s = optarg;
-            break;
-        case 't':
-            to_s = optarg;
-            break;
         case 'b':
             by = optarg;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
             break;
         case 'r':
             flags |= WT_Q_RAW_ONLY;
@@ -179,19 +128,14 @@ int wt_cmd_energy(int argc, char **argv)
         case 'm':
             method = optarg;
             break;
-        case 's':
-            source = optarg;
-            break;
         case WT_CLI_HELP:
             return 0;
         default:
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage energy: unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_energy, argc, argv))
         return 2;
-    }
     if (strcmp(by, "gpu") != 0 && strcmp(by, "node") != 0) {
         fprintf(stderr, "wattage energy: --by: expected gpu or node (got \"%s\")\n", by);
         return 2;
@@ -204,25 +148,17 @@ int wt_cmd_energy(int argc, char **argv)
                 method);
         return 2;
     }
-    int64_t now = wt_now_real_ns(), from, to;
-    if ((rc = wt_cli_parse_time("energy", "--from", from_s, now, &from)) ||
-        (rc = wt_cli_parse_time("energy", "--to", to_s, now, &to)))
+    int64_t from, to;
+    if ((rc = wt_cli_window("energy", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
-    if (to <= from) {
-        fprintf(stderr,
-                "wattage energy: the window is empty: --to (%s) must be after --from "
-                "(%s)\n",
-                to_s, from_s);
-        return 2;
-    }
-    if (source) {
+    if (co.source) {
         struct wt_promsrc *ps = NULL;
-        if (wt_cli_open_source(source, &ps) != 0)
+        if (wt_cli_open_source(co.source, &ps) != 0)
             return 2;
         rc = wt_promsrc_energy(ps, from, to, &rows, &n, &err);
         wt_promsrc_close(ps);
     } else {
-        rc = wt_cli_open_store(config, db, false, &st);
+        rc = wt_cli_store("energy", &co, false, NULL, &st);
         if (rc)
             return rc;
         rc = wt_store_energy(st, from, to, flags, &rows, &n, &err);
@@ -241,7 +177,7 @@ int wt_cmd_energy(int argc, char **argv)
         /* Asked for one kind by name: a total of 0 would read as "no energy used". */
         fprintf(stderr, "wattage energy: --method %s: no GPU %s in the store covers %s .. %s%s\n",
                 method, strcmp(method, "counter") == 0 ? "energy counter" : "integrated energy",
-                from_s, to_s,
+                co.from, co.to,
                 strcmp(method, "counter") == 0
                     ? " (GPUs without a counter and imported logs have integrated power only: "
                       "try --method integrated or auto)"
@@ -275,7 +211,7 @@ int wt_cmd_energy(int argc, char **argv)
             nodes[k].cov_min = rows[i].coverage;
     }
 
-    if (json) {
+    if (co.json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "from", fs);
         cJSON_AddStringToObject(root, "to", ts);
@@ -330,7 +266,8 @@ int wt_cmd_energy(int argc, char **argv)
             }
         }
         if (n == 0)
-            printf("  (no energy series %s in this window)\n", source ? "in the source" : "stored");
+            printf("  (no energy series %s in this window)\n",
+                   co.source ? "in the source" : "stored");
     }
     free(nodes);
     free(rows);

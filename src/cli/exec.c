@@ -290,7 +290,7 @@ static const struct wt_cli_opt exec_opts[] = {
      WT_OPT_REPEAT},
     {"detect", 'D', "S", "look for the command's GPUs during its first S seconds (default 60)"},
     {"wait", 'w', "S", "wait at most S seconds for the final figures (default 5)"},
-    {"json", 'j', NULL, "print the job as JSON on stderr"},
+    {"json", WT_OPT_JSON, NULL, "print the job as JSON on stderr"},
     {"quiet", 'q', NULL, "print no figures"},
     {NULL}};
 
@@ -306,15 +306,15 @@ const struct wt_cli_form wt_cli_form_exec = {
 int wt_cmd_exec(int argc, char **argv)
 {
     const char *name = NULL, *gpus = NULL;
-    struct wt_cli_conn conn = {0};
+    struct wt_cli_common co = {0};
     char *tags[64], *targets[4], namebuf[80], idbuf[32] = "";
     int ntags = 0, ntargets = 0, c;
     double wait_s = 5, detect_s = 60;
-    bool json = false, quiet = false;
+    bool quiet = false;
 
     optind = 1;
     /* The form stops at the first operand, so CMD's own options stay its own. */
-    while ((c = wt_cli_getopt(&wt_cli_form_exec, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_exec, argc, argv, &co)) != -1) {
         switch (c) {
         case 'J':
             name = optarg;
@@ -330,32 +330,11 @@ int wt_cmd_exec(int argc, char **argv)
             if (ntargets < 4)
                 targets[ntargets++] = optarg;
             break;
-        case 'c':
-            conn.config = optarg;
-            break;
-        case 'U':
-            conn.url = optarg;
-            break;
-        case 'T':
-            conn.token_file = optarg;
-            break;
-        case 'A':
-            conn.cacert = optarg;
-            break;
-        case 'C':
-            conn.cert = optarg;
-            break;
-        case 'K':
-            conn.key = optarg;
-            break;
         case 'w':
             wait_s = atof(optarg);
             break;
         case 'D':
             detect_s = atof(optarg);
-            break;
-        case 'j':
-            json = true;
             break;
         case 'q':
             quiet = true;
@@ -390,7 +369,7 @@ int wt_cmd_exec(int argc, char **argv)
      * measures. Without a job it says so once. */
     struct wt_cli_api api;
     char why[600] = "";
-    if (wt_cli_api_setup(&conn, &api) != 0)
+    if (wt_cli_api_setup(&co.conn, &api) != 0)
         snprintf(why, sizeof why, "the options or the configuration are wrong (see above)");
     else
         start_job(&api, name, tags, ntags, gpus, targets, ntargets, idbuf, sizeof idbuf, why,
@@ -482,9 +461,9 @@ int wt_cmd_exec(int argc, char **argv)
         bool final = false;
         cJSON *j = quiet ? NULL : wt_cli_final_job(&api, idbuf, NULL, wait_s, &final);
         if (j) {
-            if (!json)
+            if (!co.json)
                 fprintf(stderr, "wattage exec: ");
-            wt_cli_print_ended(stderr, j, json, final);
+            wt_cli_print_ended(stderr, j, co.json, final);
         }
         cJSON_Delete(j);
     }

@@ -42,12 +42,13 @@ const struct wt_cli_form wt_cli_form_import_smi = {
 
 static int import_carbon(int argc, char **argv)
 {
-    const char *zone = NULL, *db = NULL, *config = NULL;
+    const char *zone = NULL;
+    struct wt_cli_common co = {0};
     enum wt_carbon_format fmt = WT_CF_AUTO;
     enum wt_carbon_series series = WT_CS_INTENSITY;
     int c;
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_import_carbon, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_import_carbon, argc, argv, &co)) != -1) {
         switch (c) {
         case 'z':
             zone = optarg;
@@ -70,12 +71,6 @@ static int import_carbon(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
-            break;
         case WT_CLI_HELP:
             return 0;
         default:
@@ -91,7 +86,7 @@ static int import_carbon(int argc, char **argv)
     struct wt_config cfg;
     struct wt_carbon_conf cf;
     struct wt_err err = {{0}};
-    int rc = wt_cli_load_config(config, &cfg);
+    int rc = wt_cli_load_config(co.config, &cfg);
     if (rc)
         return rc;
     if (wt_carbon_conf_from(&cfg, &cf, &err) != 0) {
@@ -102,7 +97,7 @@ static int import_carbon(int argc, char **argv)
     if (!zone && cf.zone[0])
         zone = cf.zone;
     struct wt_store *st = NULL;
-    rc = wt_cli_open_store(config, db, true, &st);
+    rc = wt_cli_open_store("import carbon", &co, true, &cfg, &st);
     if (rc) {
         wt_config_free(&cfg);
         return rc;
@@ -123,19 +118,14 @@ int wt_cmd_import(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "carbon") == 0)
         return import_carbon(argc, argv);
-    const char *node = NULL, *db = NULL, *config = NULL;
+    const char *node = NULL;
+    struct wt_cli_common co = {0};
     int c;
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_import_smi, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_import_smi, argc, argv, &co)) != -1) {
         switch (c) {
         case 'n':
             node = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -160,7 +150,7 @@ int wt_cmd_import(int argc, char **argv)
     char name[64];
     wt_import_node_name(file, node, name, sizeof name);
     struct wt_store *st = NULL;
-    int rc = wt_cli_open_store(config, db, true, &st);
+    int rc = wt_cli_store("import", &co, true, NULL, &st);
     if (rc) {
         fclose(f);
         return rc;

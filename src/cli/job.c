@@ -1,15 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `wattage job start|mark|end|show`, `wattage jobs [--json]`, `wattage jobs compare A B`: the
- * jobs API of the local daemon (see audit/jobs.h), over HTTP(S) with libcurl, with a client
- * certificate under mutual TLS. Where the daemon is, its CA, the certificate and the token come
- * from flags, the environment or the configuration (wt_cli_api_setup in cli.h says in which
- * order). Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a
- * 4xx).
+ * jobs API of the local daemon (see audit/jobs.h), through the client of src/cli/client.c.
+ * Exit status: 0 ok, 1 the daemon is unreachable or failed, 2 bad usage or input (a 4xx).
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -22,215 +18,6 @@
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "store/promsrc.h"
-
-#define MAX_REPLY (16 * 1024 * 1024)
-
-static int read_token(const char *path, char *out, size_t n)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -errno;
-    size_t len = fread(out, 1, n - 1, f);
-    fclose(f);
-    out[len] = '\0';
-    while (len && isspace((unsigned char)out[len - 1]))
-        out[--len] = '\0';
-    return 0;
-}
-
-static bool given(const char *s)
-{
-    return s && *s;
-}
-
-/* The first of a flag, an environment variable and a configuration value that is set. */
-static const char *pick(const char *flag, const char *env, const char *conf)
-{
-    if (given(flag))
-        return flag;
-    if (given(getenv(env)))
-        return getenv(env);
-    return given(conf) ? conf : NULL;
-}
-
-int wt_cli_api_setup(const struct wt_cli_conn *conn, struct wt_cli_api *api)
-{
-    struct wt_config cfg;
-    memset(api, 0, sizeof *api);
-    int rc = wt_cli_load_config(conn->config, &cfg);
-    if (rc)
-        return rc;
-    wt_config_free(&cfg); /* only the daemon's and the client's scalar settings are read below */
-    const char *url = pick(conn->url, "WATTAGE_URL", cfg.client.url);
-    if (url) {
-        snprintf(api->url, sizeof api->url, "%s", url);
-    } else {
-        char host[128];
-        int port;
-        if (wt_config_parse_listen(cfg.daemon.listen, host, sizeof host, &port) != 0)
-            return 2;
-        if (strcmp(host, "0.0.0.0") == 0 || host[0] == '\0')
-            snprintf(host, sizeof host, "127.0.0.1");
-        else if (strcmp(host, "::") == 0)
-            snprintf(host, sizeof host, "::1");
-        bool tls = cfg.daemon.tls.cert[0] != '\0';
-        snprintf(api->url, sizeof api->url, strchr(host, ':') ? "%s://[%s]:%d" : "%s://%s:%d",
-                 tls ? "https" : "http", host, port);
-        if (tls)
-            snprintf(api->cacert, sizeof api->cacert, "%s", cfg.daemon.tls.cert);
-    }
-    size_t l = strlen(api->url);
-    while (l && api->url[l - 1] == '/')
-        api->url[--l] = '\0';
-    const char *ca = pick(conn->cacert, "WATTAGE_CACERT", cfg.client.cacert);
-    if (ca)
-        snprintf(api->cacert, sizeof api->cacert, "%s", ca);
-    /* A certificate and its key come from the same place: the flags, the environment or the
-     * configuration, the first that names either. */
-    const char *cert = conn->cert, *key = conn->key, *from = "--cert and --key";
-    if (!given(cert) && !given(key)) {
-        cert = getenv("WATTAGE_CERT");
-        key = getenv("WATTAGE_KEY");
-        from = "WATTAGE_CERT and WATTAGE_KEY";
-    }
-    if (!given(cert) && !given(key)) {
-        cert = cfg.client.cert;
-        key = cfg.client.key;
-        from = "client.cert and client.key";
-    }
-    if (given(cert) != given(key)) {
-        fprintf(stderr, "wattage: %s go together (%s is missing)\n", from,
-                given(cert) ? "the key" : "the certificate");
-        return 2;
-    }
-    if (given(cert)) {
-        snprintf(api->cert, sizeof api->cert, "%s", cert);
-        snprintf(api->key, sizeof api->key, "%s", key);
-    }
-    const char *t = getenv("WATTAGE_TOKEN");
-    const char *tf = conn->token_file ? conn->token_file : cfg.client.token_file;
-    if (t && *t) {
-        snprintf(api->token, sizeof api->token, "%s", t);
-    } else if (tf && *tf) {
-        if (read_token(tf, api->token, sizeof api->token) != 0) {
-            fprintf(stderr, "wattage: %s: cannot read %s: %s\n",
-                    conn->token_file ? "--token-file" : "client.token_file", tf, strerror(errno));
-            return 2;
-        }
-    } else if (cfg.daemon.auth.token_file[0]) {
-        (void)read_token(cfg.daemon.auth.token_file, api->token, sizeof api->token);
-    }
-    return 0;
-}
-
-struct buf {
-    char *p;
-    size_t len;
-};
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
-{
-    struct buf *b = arg;
-    size_t n = sz * nm;
-    if (b->len + n > MAX_REPLY)
-        return 0;
-    char *p = realloc(b->p, b->len + n + 1);
-    if (!p)
-        return 0;
-    memcpy(p + b->len, d, n);
-    b->p = p;
-    b->len += n;
-    p[b->len] = '\0';
-    return n;
-}
-
-int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char *path,
-                    const char *body, long *status, char **reply, char *why, size_t whyn)
-{
-    static bool inited;
-    char url[768], auth[600];
-    struct buf b = {0};
-    struct curl_slist *h = NULL;
-    int ret = -EIO;
-    *reply = NULL;
-    *status = 0;
-    if (!inited) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        inited = true;
-    }
-    CURL *c = curl_easy_init();
-    if (!c) {
-        snprintf(why, whyn, "out of memory");
-        return -ENOMEM;
-    }
-    snprintf(url, sizeof url, "%s%s", api->url, path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, api->connect_ms > 0 ? api->connect_ms : 3000L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, api->timeout_ms > 0 ? api->timeout_ms : 30000L);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (api->cacert[0])
-        curl_easy_setopt(c, CURLOPT_CAINFO, api->cacert);
-    if (api->cert[0]) {
-        curl_easy_setopt(c, CURLOPT_SSLCERT, api->cert);
-        curl_easy_setopt(c, CURLOPT_SSLKEY, api->key);
-    }
-    if (api->token[0]) {
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", api->token);
-        h = curl_slist_append(h, auth);
-    }
-    if (strcmp(method, "POST") == 0) {
-        h = curl_slist_append(h, "Content-Type: application/json");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "");
-    }
-    if (h)
-        curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    CURLcode rc = curl_easy_perform(c);
-    if (rc != CURLE_OK) {
-        snprintf(why, whyn, "cannot reach the daemon at %s: %s", api->url, curl_easy_strerror(rc));
-        free(b.p);
-    } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-        *reply = b.p ? b.p : strdup("");
-        ret = *reply ? 0 : -ENOMEM;
-    }
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return ret;
-}
-
-/*
- * Calls the API and parses the JSON reply. Prints errors; returns 0 with *out (a 2xx), 1 (the
- * daemon is unreachable or failed) or 2 (a 4xx: the daemon's message is printed).
- */
-static int call(const struct wt_cli_api *api, const char *cmd, const char *method, const char *path,
-                const char *body, cJSON **out)
-{
-    long st;
-    char *rep = NULL, why[512];
-    *out = NULL;
-    if (wt_cli_api_call(api, method, path, body, &st, &rep, why, sizeof why) != 0) {
-        fprintf(stderr, "wattage %s: %s\n", cmd, why);
-        return 1;
-    }
-    cJSON *v = cJSON_Parse(rep);
-    if (st < 200 || st >= 300) {
-        const char *msg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(v, "error"));
-        fprintf(stderr, "wattage %s: %s (HTTP %ld)\n", cmd, msg ? msg : rep, st);
-        cJSON_Delete(v);
-        free(rep);
-        return st >= 400 && st < 500 ? 2 : 1;
-    }
-    free(rep);
-    if (!v) {
-        fprintf(stderr, "wattage %s: the daemon's reply is not JSON\n", cmd);
-        return 1;
-    }
-    *out = v;
-    return 0;
-}
 
 /* A job reference for a path: names and ids are [A-Za-z0-9._-]; anything else is refused here. */
 static int check_ref(const char *cmd, const char *ref)
@@ -407,53 +194,6 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     }
 }
 
-static double mono_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static bool covered(const cJSON *j)
-{
-    const cJSON *cov =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "kpi"), "coverage");
-    return cJSON_IsNumber(cov) && cov->valuedouble >= 0.999;
-}
-
-cJSON *wt_cli_final_job(struct wt_cli_api *api, const char *id, cJSON *first, double wait_s,
-                        bool *final)
-{
-    char path[96], why[256];
-    cJSON *j = first;
-    double until = mono_s() + wait_s;
-    snprintf(path, sizeof path, "/api/v1/jobs/%s", id);
-    for (;;) {
-        double left = until - mono_s();
-        if (j && (covered(j) || left <= 0))
-            break;
-        if (j) {
-            struct timespec d = {0, 200 * 1000000L};
-            nanosleep(&d, NULL);
-            left -= 0.2;
-        }
-        long st, ms = left > 0.5 ? (long)(left * 1000) : 500;
-        char *rep = NULL;
-        api->connect_ms = ms < 1000 ? ms : 1000;
-        api->timeout_ms = ms;
-        cJSON *next = NULL;
-        if (wt_cli_api_call(api, "GET", path, NULL, &st, &rep, why, sizeof why) == 0 && st == 200)
-            next = cJSON_Parse(rep);
-        free(rep);
-        if (!next)
-            break; /* the last figures read, if any, are what there is */
-        cJSON_Delete(j);
-        j = next;
-    }
-    *final = covered(j);
-    return j;
-}
-
 void wt_cli_print_ended(FILE *out, cJSON *j, bool json, bool final)
 {
     if (json) {
@@ -535,48 +275,15 @@ int wt_cli_job_body(const char *cmd, const char *name, char **tags, int ntags, c
 
 #define MAX_KV 64
 
-struct common {
-    struct wt_cli_conn conn;
-    bool json;
-};
-
-/* Handles an option of wt_cli_conn_opts or --json; returns true when it was one. */
-static bool common_opt(int c, const char *arg, struct common *co)
-{
-    switch (c) {
-    case 'c':
-        co->conn.config = arg;
-        return true;
-    case 'U':
-        co->conn.url = arg;
-        return true;
-    case 'T':
-        co->conn.token_file = arg;
-        return true;
-    case 'A':
-        co->conn.cacert = arg;
-        return true;
-    case 'C':
-        co->conn.cert = arg;
-        return true;
-    case 'K':
-        co->conn.key = arg;
-        return true;
-    case 'j':
-        co->json = true;
-        return true;
-    }
-    return false;
-}
-
-static const struct wt_cli_opt json_opt[] = {{"json", 'j', NULL, "JSON instead of text"}, {NULL}};
+static const struct wt_cli_opt json_opt[] = {{"json", WT_OPT_JSON, NULL, "JSON instead of text"},
+                                             {NULL}};
 
 static const struct wt_cli_opt start_opts[] = {
     {"tag", 't', "K=V", "a tag of the job (model=llama3-8b...)", WT_OPT_REPEAT},
     {"gpus", 'g', "LIST", "its GPUs: indices or GPU- UUIDs, comma-separated (default every GPU)"},
     {"target", 'x', "M=X", "energy to a target: the first mark with counter M reaching X",
      WT_OPT_REPEAT},
-    {"json", 'j', NULL, "print the job as JSON (default its id)"},
+    {"json", WT_OPT_JSON, NULL, "print the job as JSON (default its id)"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_job_start = {
@@ -597,7 +304,7 @@ static const struct wt_cli_opt mark_opts[] = {
     {"requests-total", MARK_COUNTER + 5, "N", "the running total of requests"},
     {"accuracy", MARK_COUNTER + 6, "X", "a value at the mark (also for --target)"},
     {"latency-p99-s", MARK_COUNTER + 7, "S", "the phase's p99 latency in seconds"},
-    {"json", 'j', NULL, "print the stored mark as JSON"},
+    {"json", WT_OPT_JSON, NULL, "print the stored mark as JSON"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_job_mark = {
@@ -611,7 +318,7 @@ const struct wt_cli_form wt_cli_form_job_mark = {
 
 static const struct wt_cli_opt end_opts[] = {
     {"wait", 'w', "S", "wait at most S seconds for the store to cover the window (default 5)"},
-    {"json", 'j', NULL, "print the job as JSON, with \"provisional\""},
+    {"json", WT_OPT_JSON, NULL, "print the job as JSON, with \"provisional\""},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_job_end = {
@@ -619,8 +326,8 @@ const struct wt_cli_form wt_cli_form_job_end = {
     __FILE__,  false,  {end_opts, wt_cli_conn_opts}};
 
 static const struct wt_cli_opt show_opts[] = {
-    {"json", 'j', NULL, "JSON instead of text"},
-    {"source", 'S', "URL",
+    {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
+    {"source", WT_OPT_SOURCE, "URL",
      "the job over every node that ran it (the same NAME), from an engine that receives their "
      "remote write: prometheus://HOST:PORT, victoriametrics://HOST:PORT or http(s)://URL"},
     {NULL}};
@@ -631,7 +338,7 @@ const struct wt_cli_form wt_cli_form_job_show = {
 
 static const struct wt_cli_opt jobs_opts[] = {
     {"limit", 'n', "N", "the latest N jobs (default the daemon's, 50)"},
-    {"json", 'j', NULL, "JSON instead of a table"},
+    {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_jobs = {"jobs",   "",    "the latest jobs with their energy",
@@ -644,14 +351,12 @@ const struct wt_cli_form wt_cli_form_jobs_compare = {
 static int job_start(int argc, char **argv)
 {
     const struct wt_cli_form *f = &wt_cli_form_job_start;
-    struct common co = {0};
+    struct wt_cli_common co = {0};
     char *tags[MAX_KV], *targets[4];
     int ntags = 0, ntargets = 0, c;
     const char *gpus = NULL;
     optind = 1;
-    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
-        if (common_opt(c, optarg, &co))
-            continue;
+    while ((c = wt_cli_next(f, argc, argv, &co)) != -1) {
         if (c == 't' && ntags < MAX_KV)
             tags[ntags++] = optarg;
         else if (c == 'g')
@@ -672,7 +377,7 @@ static int job_start(int argc, char **argv)
     if (rc || (rc = wt_cli_job_body("job start", argv[optind], tags, ntags, gpus, targets, ntargets,
                                     &body)))
         return rc;
-    rc = call(&api, "job start", "POST", "/api/v1/jobs", body, &rep);
+    rc = wt_cli_api_json(&api, "job start", "POST", "/api/v1/jobs", body, &rep);
     cJSON_free(body);
     if (rc)
         return rc;
@@ -692,7 +397,7 @@ static int job_start(int argc, char **argv)
 static int job_mark(int argc, char **argv)
 {
     const struct wt_cli_form *f = &wt_cli_form_job_mark;
-    struct common co = {0};
+    struct wt_cli_common co = {0};
     const char *name = NULL;
     cJSON *b = cJSON_CreateObject();
     int rc = 2;
@@ -746,7 +451,7 @@ static int job_mark(int argc, char **argv)
             if (o->id == 'b')
                 cJSON_AddTrueToObject(b, "begin");
             else
-                common_opt(o->id, NULL, &co);
+                wt_cli_shared_opt(o->id, NULL, &co);
             continue;
         }
         if (eq) {
@@ -758,7 +463,7 @@ static int job_mark(int argc, char **argv)
             }
             val = argv[i];
         }
-        if (o && common_opt(o->id, val, &co))
+        if (o && wt_cli_shared_opt(o->id, val, &co))
             continue;
         if (o && o->id == 'k') {
             cJSON_AddStringToObject(b, "kind", val);
@@ -789,7 +494,7 @@ static int job_mark(int argc, char **argv)
     char path[128], *body = cJSON_PrintUnformatted(b);
     cJSON *rep = NULL;
     snprintf(path, sizeof path, "/api/v1/jobs/%s/marks", name);
-    rc = body ? call(&api, "job mark", "POST", path, body, &rep) : 1;
+    rc = body ? wt_cli_api_json(&api, "job mark", "POST", path, body, &rep) : 1;
     cJSON_free(body);
     const cJSON *w;
     cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(rep, "warnings"))
@@ -828,18 +533,12 @@ static int job_show_fleet(const char *source, const char *ref, cJSON **rep)
 static int job_one(int argc, char **argv, bool end)
 {
     const struct wt_cli_form *f = end ? &wt_cli_form_job_end : &wt_cli_form_job_show;
-    const char *cmd = f->name, *source = NULL;
-    struct common co = {0};
+    const char *cmd = f->name;
+    struct wt_cli_common co = {0};
     double wait_s = 5;
     int c;
     optind = 1;
-    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
-        if (common_opt(c, optarg, &co))
-            continue;
-        if (c == 'S' && !end) {
-            source = optarg;
-            continue;
-        }
+    while ((c = wt_cli_next(f, argc, argv, &co)) != -1) {
         if (c != 'w')
             return c == WT_CLI_HELP ? 0 : 2;
         char *e;
@@ -861,11 +560,11 @@ static int job_one(int argc, char **argv, bool end)
     int rc = check_ref(cmd, argv[optind]);
     if (rc)
         return rc;
-    if (source) {
-        rc = job_show_fleet(source, argv[optind], &rep);
+    if (co.source) {
+        rc = job_show_fleet(co.source, argv[optind], &rep);
     } else if ((rc = wt_cli_api_setup(&co.conn, &api)) == 0) {
         snprintf(path, sizeof path, "/api/v1/jobs/%s%s", argv[optind], end ? "/end" : "");
-        rc = call(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep);
+        rc = wt_cli_api_json(&api, cmd, end ? "POST" : "GET", path, end ? "{}" : NULL, &rep);
     }
     if (rc)
         return rc;
@@ -921,8 +620,8 @@ static void compare_row(const char *label, const cJSON *ka, const cJSON *kb, con
            fmtv(b, f, prec, sb, sizeof sb), d);
 }
 
-static int jobs_compare(const struct wt_cli_api *api, const struct common *co, const char *ra,
-                        const char *rb)
+static int jobs_compare(const struct wt_cli_api *api, const struct wt_cli_common *co,
+                        const char *ra, const char *rb)
 {
     cJSON *a = NULL, *b = NULL;
     char path[128];
@@ -930,10 +629,10 @@ static int jobs_compare(const struct wt_cli_api *api, const struct common *co, c
     if (rc || (rc = check_ref("jobs compare", rb)))
         return rc;
     snprintf(path, sizeof path, "/api/v1/jobs/%s", ra);
-    if ((rc = call(api, "jobs compare", "GET", path, NULL, &a)) != 0)
+    if ((rc = wt_cli_api_json(api, "jobs compare", "GET", path, NULL, &a)) != 0)
         return rc;
     snprintf(path, sizeof path, "/api/v1/jobs/%s", rb);
-    if ((rc = call(api, "jobs compare", "GET", path, NULL, &b)) != 0) {
+    if ((rc = wt_cli_api_json(api, "jobs compare", "GET", path, NULL, &b)) != 0) {
         cJSON_Delete(a);
         return rc;
     }
@@ -1006,16 +705,14 @@ int wt_cmd_jobs(int argc, char **argv)
     /* `jobs compare A B` has its own options; `jobs --json compare A B` is read as jobs. */
     bool compare = argc > 1 && strcmp(argv[1], "compare") == 0;
     const struct wt_cli_form *f = compare ? &wt_cli_form_jobs_compare : &wt_cli_form_jobs;
-    struct common co = {0};
+    struct wt_cli_common co = {0};
     int c, limit = 0;
     if (compare) {
         argc--;
         argv++;
     }
     optind = 1;
-    while ((c = wt_cli_getopt(f, argc, argv)) != -1) {
-        if (common_opt(c, optarg, &co))
-            continue;
+    while ((c = wt_cli_next(f, argc, argv, &co)) != -1) {
         if (c != 'n')
             return c == WT_CLI_HELP ? 0 : 2;
         limit = atoi(optarg);
@@ -1043,7 +740,7 @@ int wt_cmd_jobs(int argc, char **argv)
     snprintf(path, sizeof path, "/api/v1/jobs%s%d", limit ? "?limit=" : "", limit);
     if (!limit)
         snprintf(path, sizeof path, "/api/v1/jobs");
-    if ((rc = call(&api, "jobs", "GET", path, NULL, &rep)) != 0)
+    if ((rc = wt_cli_api_json(&api, "jobs", "GET", path, NULL, &rep)) != 0)
         return rc;
     if (co.json) {
         print_json(rep);

@@ -391,11 +391,10 @@ static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, 
 
 static const struct wt_cli_opt kpi_opts[] = {
     {"zone", 'z', "Z", "the KPIs of one zone of the topology, from its meters (default the site)"},
-    {"json", 'j', NULL, "JSON (SI units) instead of text"},
-    {"source", 's', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL; --db then names the local store whose carbon "
-     "series CUE uses (default store.path when it exists)"},
+    {"json", WT_OPT_JSON, NULL, "JSON (SI units) instead of text"},
+    {"source", WT_OPT_SOURCE, "URL",
+     WT_CLI_SOURCE_HELP "; --db then names the local store whose carbon series CUE uses (default "
+                        "store.path when it exists)"},
     {"carbon", 'C', "FILE",
      "with --source: a carbon-intensity file (CSV or JSON, as `wattage import carbon` reads; zone "
      "carbon.zone) for CUE"},
@@ -412,33 +411,14 @@ const struct wt_cli_form wt_cli_form_kpi = {
 
 int wt_cmd_kpi(int argc, char **argv)
 {
-    const char *from_s = "-1h", *to_s = "now", *zone = NULL, *db = NULL, *config = NULL;
-    const char *source = NULL, *carbon = NULL;
-    bool json = false;
+    const char *zone = NULL, *carbon = NULL;
+    struct wt_cli_common co = {0};
     int c, rc;
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_kpi, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_kpi, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'f':
-            from_s = optarg;
-            break;
-        case 't':
-            to_s = optarg;
-            break;
         case 'z':
             zone = optarg;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
-            break;
-        case 's':
-            source = optarg;
             break;
         case 'C':
             carbon = optarg;
@@ -449,30 +429,22 @@ int wt_cmd_kpi(int argc, char **argv)
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage kpi: unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_kpi, argc, argv))
         return 2;
-    }
-    if (carbon && !source) {
+    if (carbon && !co.source) {
         fprintf(stderr, "wattage kpi: --carbon goes with --source (the local store's carbon "
                         "series are those `wattage import carbon` stored)\n");
         return 2;
     }
-    int64_t now = wt_now_real_ns(), from, to;
-    if ((rc = wt_cli_parse_time("kpi", "--from", from_s, now, &from)) ||
-        (rc = wt_cli_parse_time("kpi", "--to", to_s, now, &to)))
+    int64_t from, to;
+    if ((rc = wt_cli_window("kpi", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
-    if (to <= from) {
-        fprintf(stderr, "wattage kpi: the window is empty: --to (%s) must be after --from (%s)\n",
-                to_s, from_s);
-        return 2;
-    }
     struct wt_config cfg;
     struct wt_topology *t = NULL;
     struct wt_store *st = NULL;
     struct wt_err err = {{0}};
     struct wt_kpi_report r;
-    if ((rc = wt_cli_load_config(config, &cfg)) != 0)
+    if ((rc = wt_cli_load_config(co.config, &cfg)) != 0)
         return rc;
     if (wt_topology_load(&cfg, &t, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
@@ -494,14 +466,14 @@ int wt_cmd_kpi(int argc, char **argv)
         }
     }
     char work[64] = "";
-    rc = source ? fleet_store(source, from, to, work, sizeof work, &st)
-                : wt_cli_open_store(config, db ? db : cfg.store.path, false, &st);
+    rc = co.source ? fleet_store(co.source, from, to, work, sizeof work, &st)
+                   : wt_cli_open_store("kpi", &co, false, &cfg, &st);
     if (rc) {
         free(t);
         wt_config_free(&cfg);
         return rc;
     }
-    if (source && (rc = fleet_carbon(st, &cfg, db, carbon)) != 0) {
+    if (co.source && (rc = fleet_carbon(st, &cfg, co.db, carbon)) != 0) {
         /* said; the working store is removed below */
     } else if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
@@ -509,7 +481,7 @@ int wt_cmd_kpi(int argc, char **argv)
     } else if ((rc = extra_rows(st, &cfg, &r)) != 0) {
         wt_kpi_report_free(&r);
     } else {
-        if (json)
+        if (co.json)
             print_json(&r);
         else
             print_text(&r);

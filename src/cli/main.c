@@ -30,6 +30,11 @@ int main(int argc, char **argv)
         printf("wattage %s\n", WT_VERSION);
         return 0;
     }
+    /* Hidden: the manual pages and the completion's words, from the same tables (man.c). */
+    if (strcmp(cmd, "__man") == 0)
+        return wt_cli_man(argc - 1, argv + 1);
+    if (strcmp(cmd, "__complete") == 0)
+        return wt_cli_complete(argc - 1, argv + 1);
     for (const struct wt_cli_command *c = wt_cli_commands; c->name; c++) {
         if (strcmp(cmd, c->name) != 0)
             continue;

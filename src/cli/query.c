@@ -40,7 +40,7 @@ static const struct wt_cli_opt query_opts[] = {
     {"step", 's', "S",
      "one point per S, a duration such as 10s (mean of gauges, last of counters)"},
     {"csv", 'C', NULL, "CSV instead of a table"},
-    {"json", 'j', NULL, "JSON instead of a table"},
+    {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_query = {
@@ -54,20 +54,15 @@ const struct wt_cli_form wt_cli_form_query = {
 
 int wt_cmd_query(int argc, char **argv)
 {
-    const char *from_s = "-1h", *to_s = "now", *db = NULL, *config = NULL, *sel = NULL;
-    int64_t step = 0, now = wt_now_real_ns(), from, to;
-    bool csv = false, json = false;
+    const char *sel = NULL;
+    struct wt_cli_common co = {0};
+    int64_t step = 0, from, to;
+    bool csv = false;
     int c, rc;
 
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_query, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_query, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'f':
-            from_s = optarg;
-            break;
-        case 't':
-            to_s = optarg;
-            break;
         case 's':
             if (wt_duration_parse(optarg, &step) != 0) {
                 fprintf(stderr,
@@ -79,15 +74,6 @@ int wt_cmd_query(int argc, char **argv)
             break;
         case 'C':
             csv = true;
-            break;
-        case 'j':
-            json = true;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -101,23 +87,18 @@ int wt_cmd_query(int argc, char **argv)
         return 2;
     }
     sel = argv[optind];
-    if (csv && json) {
+    if (csv && co.json) {
         fprintf(stderr, "wattage query: --csv and --json exclude each other\n");
         return 2;
     }
-    if ((rc = wt_cli_parse_time("query", "--from", from_s, now, &from)) ||
-        (rc = wt_cli_parse_time("query", "--to", to_s, now, &to)))
+    if ((rc = wt_cli_window("query", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
-    if (to < from) {
-        fprintf(stderr, "wattage query: --to must not be before --from\n");
-        return 2;
-    }
 
     struct wt_store *st = NULL;
     struct wt_series_info *si = NULL;
     size_t ns = 0;
     struct wt_err err = {{0}};
-    rc = wt_cli_open_store(config, db, false, &st);
+    rc = wt_cli_store("query", &co, false, NULL, &st);
     if (rc)
         return rc;
     if (wt_store_series(st, sel, false, &si, &ns, &err) != 0) {
@@ -128,7 +109,7 @@ int wt_cmd_query(int argc, char **argv)
     if (ns == 0)
         fprintf(stderr, "wattage query: no stored series matches %s\n", sel);
 
-    cJSON *root = json ? cJSON_CreateObject() : NULL;
+    cJSON *root = co.json ? cJSON_CreateObject() : NULL;
     cJSON *arr = root ? cJSON_AddArrayToObject(root, "series") : NULL;
     char ts[40], name[WT_LABELS_LEN + 200];
     rc = 0;
@@ -144,7 +125,7 @@ int wt_cmd_query(int argc, char **argv)
         }
         series_name(&si[i], name, sizeof name);
         cJSON *o = NULL, *pts = NULL;
-        if (json) {
+        if (co.json) {
             o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "metric", si[i].metric);
             cJSON *lab = cJSON_AddObjectToObject(o, "labels");
@@ -159,7 +140,7 @@ int wt_cmd_query(int argc, char **argv)
         }
         for (size_t k = 0; k < np; k++) {
             wt_time_format(p[k].t_ns, 1, ts, sizeof ts);
-            if (json) {
+            if (co.json) {
                 cJSON *pt = cJSON_CreateArray();
                 cJSON_AddItemToArray(pt, cJSON_CreateString(ts));
                 cJSON_AddItemToArray(pt, cJSON_CreateNumber(p[k].v));

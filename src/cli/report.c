@@ -38,8 +38,8 @@ static int parse_window(const char *s, int64_t now, int64_t *a, int64_t *b)
     return 0;
 }
 
-static int run_compare(const char *wa, const char *wb, int64_t now, const char *db,
-                       const char *config, const char *out, const char *format)
+static int run_compare(const char *wa, const char *wb, int64_t now, const struct wt_cli_common *co,
+                       const char *out, const char *format)
 {
     int64_t a0, a1, b0, b1;
     int rc;
@@ -52,14 +52,9 @@ static int run_compare(const char *wa, const char *wb, int64_t now, const char *
     FILE *f = stdout;
     if (!c)
         return 1;
-    if ((rc = wt_cli_load_config(config, &cfg)) != 0) {
-        free(c);
-        return rc;
-    }
-    const char *path = db ? db : cfg.store.path;
-    if ((rc = wt_cli_open_store(config, path, false, &st)) != 0)
+    if ((rc = wt_cli_store("report", co, false, &cfg, &st)) != 0)
         goto out;
-    if ((rc = wt_report_compare(st, path, &cfg, a0, a1, b0, b1, c, &err)) != 0) {
+    if ((rc = wt_report_compare(st, cfg.store.path, &cfg, a0, a1, b0, b1, c, &err)) != 0) {
         fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
         rc = rc == -EINVAL ? 2 : 1;
         goto out;
@@ -83,9 +78,9 @@ out:
 }
 
 static const struct wt_cli_opt report_opts[] = {
-    {"from", 'f', "T",
+    {"from", WT_OPT_FROM, "T",
      "the window's start: RFC 3339, unix seconds or relative (-2h); default -24h"},
-    {"to", 't', "T", "the window's end (default now)"},
+    {"to", WT_OPT_TO, "T", "the window's end (default now)"},
     {"compare", 'C', NULL,
      "two windows side by side (operands A_FROM..A_TO B_FROM..B_TO), KPIs normalised by IT load, "
      "their differences and whether they exceed the measurement's noise"},
@@ -102,25 +97,13 @@ const struct wt_cli_form wt_cli_form_report = {"report",
 
 int wt_cmd_report(int argc, char **argv)
 {
-    const char *from_s = "-24h", *to_s = "now", *db = NULL, *config = NULL, *out = NULL;
-    const char *format = "html";
+    const char *out = NULL, *format = "html";
+    struct wt_cli_common co = {.from = "-24h"};
     bool compare = false;
     int c, rc;
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_report, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_report, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'f':
-            from_s = optarg;
-            break;
-        case 't':
-            to_s = optarg;
-            break;
-        case 'd':
-            db = optarg;
-            break;
-        case 'c':
-            config = optarg;
-            break;
         case 'o':
             out = optarg;
             break;
@@ -150,29 +133,19 @@ int wt_cmd_report(int argc, char **argv)
     }
     int64_t now = wt_now_real_ns(), from, to;
     if (compare)
-        return run_compare(argv[optind], argv[optind + 1], now, db, config, out, format);
-    if ((rc = wt_cli_parse_time("report", "--from", from_s, now, &from)) ||
-        (rc = wt_cli_parse_time("report", "--to", to_s, now, &to)))
+        return run_compare(argv[optind], argv[optind + 1], now, &co, out, format);
+    if ((rc = wt_cli_window("report", &co, now, &from, &to)) != 0)
         return rc;
-    if (to <= from) {
-        fprintf(stderr,
-                "wattage report: the window is empty: --to (%s) must be after --from (%s)\n", to_s,
-                from_s);
-        return 2;
-    }
     struct wt_config cfg;
     struct wt_store *st = NULL;
     struct wt_err err = {{0}};
     struct wt_report r;
     FILE *f = stdout;
-    if ((rc = wt_cli_load_config(config, &cfg)) != 0)
-        return rc;
-    const char *path = db ? db : cfg.store.path;
-    if ((rc = wt_cli_open_store(config, path, false, &st)) != 0) {
+    if ((rc = wt_cli_store("report", &co, false, &cfg, &st)) != 0) {
         wt_config_free(&cfg);
         return rc;
     }
-    rc = wt_report_build(st, path, &cfg, from, to, &r, &err);
+    rc = wt_report_build(st, cfg.store.path, &cfg, from, to, &r, &err);
     if (rc) {
         fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
         rc = rc == -EINVAL ? 2 : 1;

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "alert/engine.h"
-#include "audit/carbon.h"
+#include "audit/carbon_fetch.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
@@ -32,6 +32,9 @@
 #include "core/sdnotify.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
+#include "serve/api_alerts.h"
+#include "serve/api_jobs.h"
+#include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/kafka.h"
 #include "serve/remote_write.h"
@@ -258,9 +261,10 @@ static int apply_flags(const struct run_opts *o, struct wt_config *cfg)
 }
 
 static const struct wt_cli_opt run_opts_table[] = {
-    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
+    {"config", WT_OPT_CONFIG, "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")",
+     WT_OPT_SHORT},
     {"listen", 'l', "ADDR:PORT", "where /metrics and the API listen (default daemon.listen)"},
-    {"db", 'd', "FILE", "the store's database (default store.path)"},
+    {"db", WT_OPT_DB, "FILE", "the store's database (default store.path)"},
     {"interval", 'i', "S", "the poll interval, seconds or a duration (default daemon.interval)"},
     {"log-level", 'L', "LEVEL", "debug, info, warn or error (default daemon.log_level)"},
     {"dry-run", 'n', NULL, "power capping only logs what it would do (alerts.dry_run)"},
@@ -284,11 +288,9 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
     memset(o, 0, sizeof *o);
     o->log_level = -1;
     o->summary_ns = 60 * WT_NS_PER_S;
-    while ((c = wt_cli_getopt(&wt_cli_form_run, argc, argv)) != -1) {
+    struct wt_cli_common co = {0};
+    while ((c = wt_cli_next(&wt_cli_form_run, argc, argv, &co)) != -1) {
         switch (c) {
-        case 'c':
-            o->config = optarg;
-            break;
         case 'l': {
             char host[128];
             int port;
@@ -302,9 +304,6 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             o->listen = optarg;
             break;
         }
-        case 'd':
-            o->db = optarg;
-            break;
         case 'i': {
             /* The same range as daemon.interval: --interval 1ns is the same typo. */
             char msg[400], shown[80];
@@ -353,10 +352,10 @@ static int parse_opts(int argc, char **argv, struct run_opts *o)
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, "wattage run: unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_run, argc, argv))
         return 2;
-    }
+    o->config = co.config;
+    o->db = co.db;
     return 0;
 }
 
@@ -443,6 +442,11 @@ int wt_cmd_run(int argc, char **argv)
     if (rc)
         return rc;
     apply_flags(&o, &cfg);
+    /* The secret files, as check-config checks them: a refused one stops the start here. */
+    if (wt_cli_check_secrets(&cfg, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
 
     tr = calloc(1, sizeof *tr);
     if (!tr || wt_hub_open(&hub) != 0)
@@ -451,7 +455,9 @@ int wt_cmd_run(int argc, char **argv)
     if (wt_hub_add_sink(hub, track_sink, tr) != 0)
         goto out;
     if (wt_store_attach(&cfg, hub, &store, &err) != 0) {
-        wt_error("run", "%s", err.msg);
+        char why[512];
+        wt_cli_store_origin(o.db, &cfg, why, sizeof why);
+        wt_error("run", "%s (%s)", err.msg, why);
         goto out;
     }
 
@@ -464,12 +470,21 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    if (wt_api_status_add(http, hub) != 0) {
+        wt_error("run", "no room for the status routes (MAX_ROUTES)");
+        goto out;
+    }
     /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
     if (wt_store_add_families(store, http) != 0)
         wt_warn("run", "no room for the store's families on /metrics (WT_HTTP_MAX_FAMILIES)");
     /* Alert rules and detectors: a hub sink, GET /api/v1/alerts and wattage_alerts. */
-    if (wt_alerts_open(&cfg, hub, http, &alerts, &err) != 0) {
+    if (wt_alerts_open(&cfg, hub, &alerts, &err) != 0) {
         wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    if ((rc = wt_api_alerts_add(http, alerts)) != 0) {
+        wt_error("run", "alerts: cannot add GET /api/v1/alerts and wattage_alerts (%s)",
+                 strerror(-rc));
         goto out;
     }
     /* Rolling 1/5/15-min power means: a hub sink and a slot of their own. */
@@ -488,8 +503,10 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* The jobs API, on its own connection to the same store. */
     if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
-        wt_carbon_attach(&cfg, hub, jobs, &carbon, &err) != 0 ||
-        wt_jobs_add_routes(jobs, http) != 0 || wt_http_start(http, &err) != 0) {
+        wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
+        (wt_jobs_set_carbon(jobs, wt_carbon_config(carbon)) != 0 &&
+         wt_err_set(&err, "carbon: out of memory")) ||
+        wt_api_jobs_add(http, jobs) != 0 || wt_http_start(http, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }

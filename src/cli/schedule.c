@@ -62,7 +62,8 @@ static void fmt_in(int64_t d, char *buf, size_t n)
 }
 
 struct sched_opts {
-    const char *config, *db, *zone, *like, *energy, *power, *source;
+    struct wt_cli_common co; /* -c, --db, --json, --source */
+    const char *zone, *like, *energy, *power;
     int64_t duration_ns, deadline_ns, now_ns;
     bool json, slurm, cost;
 };
@@ -78,11 +79,9 @@ static const struct wt_cli_opt sched_opts_table[] = {
     {"minimize", 'm', "carbon|cost",
      "what to minimize (default carbon; cost needs a price series)"},
     {"format", 'f', "text|json|slurm", "the output: text (default), JSON, or sbatch's --begin"},
-    {"json", 'j', NULL, "the same as --format json"},
+    {"json", WT_OPT_JSON, NULL, "the same as --format json"},
     {"now", 'n', "T", "take T as the current time"},
-    {"source", 'S', "URL",
-     "every node's series from an engine that receives their remote write: prometheus://HOST:PORT, "
-     "victoriametrics://HOST:PORT or http(s)://URL"},
+    {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_schedule = {
@@ -99,7 +98,7 @@ static int parse(int argc, char **argv, struct sched_opts *o)
     int c;
     memset(o, 0, sizeof *o);
     optind = 1;
-    while ((c = wt_cli_getopt(&wt_cli_form_schedule, argc, argv)) != -1) {
+    while ((c = wt_cli_next(&wt_cli_form_schedule, argc, argv, &o->co)) != -1) {
         switch (c) {
         case 'D':
             if (wt_duration_parse(optarg, &o->duration_ns) != 0) {
@@ -125,9 +124,6 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         case 'z':
             o->zone = optarg;
             break;
-        case 'j':
-            o->json = true;
-            break;
         case 'f':
             if (strcmp(optarg, "slurm") == 0)
                 o->slurm = true;
@@ -150,25 +146,15 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         case 'n':
             now = optarg;
             break;
-        case 'd':
-            o->db = optarg;
-            break;
-        case 'c':
-            o->config = optarg;
-            break;
-        case 'S':
-            o->source = optarg;
-            break;
         case WT_CLI_HELP:
             return WT_CLI_HELP;
         default:
             return 2;
         }
     }
-    if (optind != argc) {
-        fprintf(stderr, CMD ": unexpected argument '%s'\n", argv[optind]);
+    if (wt_cli_no_operands(&wt_cli_form_schedule, argc, argv))
         return 2;
-    }
+    o->json = o->json || o->co.json;
     o->now_ns = wt_now_real_ns();
     if (now && wt_cli_parse_time("schedule", "--now", now, o->now_ns, &o->now_ns) != 0)
         return 2;
@@ -186,7 +172,7 @@ static int parse(int argc, char **argv, struct sched_opts *o)
         fprintf(stderr, CMD ": --duration D is required (unless --like JOB gives it)\n");
         return 2;
     }
-    if (o->source && !o->like) {
+    if (o->co.source && !o->like) {
         fprintf(stderr, CMD ": --source is for --like JOB (the job's profile over its nodes)\n");
         return 2;
     }
@@ -234,8 +220,8 @@ static int run_power(struct sched_opts *o, const char *db_path, struct wt_sched_
     int64_t dur = 0;
     size_t n = 0;
     int rc;
-    if (o->source) {
-        if (wt_cli_open_source(o->source, &src) != 0)
+    if (o->co.source) {
+        if (wt_cli_open_source(o->co.source, &src) != 0)
             return 2;
         rc = wt_promsrc_profile(src, o->like, wt_now_real_ns(), 60 * WT_NS_PER_S, profile, &n, &dur,
                                 &err);
@@ -309,7 +295,7 @@ int wt_cmd_schedule(int argc, char **argv)
     int rc = parse(argc, argv, &o);
     if (rc)
         return rc == WT_CLI_HELP ? 0 : rc;
-    if ((rc = wt_cli_load_config(o.config, &cfg)) != 0)
+    if ((rc = wt_cli_load_config(o.co.config, &cfg)) != 0)
         return rc;
     if (wt_carbon_conf_from(&cfg, &cf, &err) != 0) {
         fprintf(stderr, CMD ": %s\n", err.msg);
@@ -322,13 +308,12 @@ int wt_cmd_schedule(int argc, char **argv)
         ret = 2;
         goto out;
     }
-    const char *db_path = o.db ? o.db : cfg.store.path;
-    if ((rc = wt_cli_open_store(o.config, db_path, false, &st)) != 0) {
+    if ((rc = wt_cli_open_store("schedule", &o.co, false, &cfg, &st)) != 0) {
         ret = rc;
         goto out;
     }
     struct wt_sched_req r = {.now_ns = o.now_ns, .deadline_ns = o.deadline_ns};
-    if ((rc = run_power(&o, db_path, &r, &profile)) != 0) {
+    if ((rc = run_power(&o, cfg.store.path, &r, &profile)) != 0) {
         ret = rc;
         goto out;
     }

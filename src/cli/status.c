@@ -38,8 +38,9 @@ static void print_caps(const struct wt_config *cfg)
 }
 
 static const struct wt_cli_opt status_opts[] = {
-    {"config", 'c', "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")", WT_OPT_SHORT},
-    {"json", 'j', NULL, "JSON instead of a table"},
+    {"config", WT_OPT_CONFIG, "FILE", "the configuration (default " WT_DEFAULT_CONFIG ")",
+     WT_OPT_SHORT},
+    {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_status = {
@@ -48,22 +49,16 @@ const struct wt_cli_form wt_cli_form_status = {
 
 int wt_cmd_status(int argc, char **argv)
 {
-    const char *cfg_path = NULL;
-    int json = 0, c;
-    while ((c = wt_cli_getopt(&wt_cli_form_status, argc, argv)) != -1) {
-        if (c == 'j')
-            json = 1;
-        else if (c == 'c')
-            cfg_path = optarg;
-        else
-            return c == WT_CLI_HELP ? 0 : 2;
-    }
+    struct wt_cli_common co = {0};
+    int c;
+    while ((c = wt_cli_next(&wt_cli_form_status, argc, argv, &co)) != -1)
+        return c == WT_CLI_HELP ? 0 : 2;
     if (optind != argc) {
         fprintf(stderr, "usage: wattage status [-c FILE] [--json]\n");
         return 2;
     }
     struct wt_config cfg;
-    int rc = wt_cli_load_config(cfg_path, &cfg);
+    int rc = wt_cli_load_config(co.config, &cfg);
     if (rc)
         return rc;
 
@@ -95,7 +90,7 @@ int wt_cmd_status(int argc, char **argv)
             int orc = ops->targets ? ops->open_target(&cfg, k, &s->state, &err)
                                    : ops->open(&cfg, &s->state, &err);
             if (orc != 0) {
-                if (!json)
+                if (!co.json)
                     fprintf(stderr, "%s: %s\n", s->name, err.msg);
                 ops->close(s->state);
                 s->state = NULL;
@@ -120,7 +115,7 @@ int wt_cmd_status(int argc, char **argv)
                 if (src[i].ops->down && src[i].ops->down(src[i].state, t_real, &batch) != 0)
                     wt_batch_clear(&batch);
             }
-            if (prc != 0 && round == 1 && !json)
+            if (prc != 0 && round == 1 && !co.json)
                 fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
             wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
         }
@@ -137,7 +132,7 @@ int wt_cmd_status(int argc, char **argv)
     size_t nh = wt_health_collect(&snap, why, WT_HEALTH_MAX_REASONS);
     if (nh > WT_HEALTH_MAX_REASONS)
         nh = WT_HEALTH_MAX_REASONS;
-    if (json) {
+    if (co.json) {
         char *doc = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
         char *s = doc ? wt_health_json_into(doc, why, nh, true) : NULL;
         free(doc);

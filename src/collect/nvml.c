@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,21 @@ struct nvml_fns {
     wt_nvml_procs_v1_fn *compute_procs_v1;
     wt_nvml_procs_fn *graphics_procs;
     wt_nvml_procs_v1_fn *graphics_procs_v1;
+    /* health */
+    wt_nvml_string_fn *vbios;
+    wt_nvml_cuda_version_fn *cuda_version;
+    wt_nvml_event_set_create_fn *event_set_create;
+    wt_nvml_event_set_free_fn *event_set_free;
+    wt_nvml_register_events_fn *register_events;
+    wt_nvml_ull_fn *supported_events;
+    wt_nvml_event_wait_fn *event_wait;
+    wt_nvml_ecc_fn *ecc;
+    wt_nvml_remapped_rows_fn *remapped_rows;
+    wt_nvml_uint_fn *pcie_replay;
+    wt_nvml_field_values_fn *field_values;
+    wt_nvml_uint_fn *num_fans;
+    wt_nvml_fan_fn *fan_v2;
+    wt_nvml_uint_fn *fan;
 };
 
 _Static_assert(sizeof(void *) == sizeof(wt_nvml_init_fn *), "dlsym results must fit");
@@ -100,6 +116,21 @@ const struct wt_nvml_symbol wt_nvml_symbols[] = {
     SYM(graphics_procs, false, "nvmlDeviceGetGraphicsRunningProcesses_v3",
         "nvmlDeviceGetGraphicsRunningProcesses_v2"),
     SYM(graphics_procs_v1, false, "nvmlDeviceGetGraphicsRunningProcesses"),
+    /* Health. nvmlEventSetWait fills a shorter nvmlEventData_t than _v2: it is zeroed first. */
+    SYM(vbios, false, "nvmlDeviceGetVbiosVersion"),
+    SYM(cuda_version, false, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"),
+    SYM(event_set_create, false, "nvmlEventSetCreate"),
+    SYM(event_set_free, false, "nvmlEventSetFree"),
+    SYM(register_events, false, "nvmlDeviceRegisterEvents"),
+    SYM(supported_events, false, "nvmlDeviceGetSupportedEventTypes"),
+    SYM(event_wait, false, "nvmlEventSetWait_v2", "nvmlEventSetWait"),
+    SYM(ecc, false, "nvmlDeviceGetTotalEccErrors"),
+    SYM(remapped_rows, false, "nvmlDeviceGetRemappedRows"),
+    SYM(pcie_replay, false, "nvmlDeviceGetPcieReplayCounter"),
+    SYM(field_values, false, "nvmlDeviceGetFieldValues"),
+    SYM(num_fans, false, "nvmlDeviceGetNumFans"),
+    SYM(fan_v2, false, "nvmlDeviceGetFanSpeed_v2"),
+    SYM(fan, false, "nvmlDeviceGetFanSpeed"),
 };
 const size_t wt_nvml_symbol_count = sizeof wt_nvml_symbols / sizeof wt_nvml_symbols[0];
 
@@ -121,8 +152,20 @@ enum feature {
     F_PERSISTENCE,
     F_PCI,
     F_PROCS,
+    F_VBIOS,
+    F_ECC_VOLATILE,
+    F_ECC_AGGREGATE,
+    F_REMAP,
+    F_PCIE_REPLAY,
+    F_MEM_TEMP,
+    F_FAN,
+    F_XID,
     F_COUNT
 };
+/* The health features: NOT_SUPPORTED is said once per collector at info (many boards lack one). */
+#define HEALTH_FEATURES                                                                            \
+    (1u << F_VBIOS | 1u << F_ECC_VOLATILE | 1u << F_ECC_AGGREGATE | 1u << F_REMAP |                \
+     1u << F_PCIE_REPLAY | 1u << F_MEM_TEMP | 1u << F_FAN | 1u << F_XID)
 
 static const char *const feature_names[F_COUNT] = {
     "power",
@@ -141,6 +184,14 @@ static const char *const feature_names[F_COUNT] = {
     "persistence mode",
     "PCI info",
     "running processes",
+    "VBIOS version",
+    "volatile ECC counts",
+    "aggregate ECC counts",
+    "remapped rows",
+    "PCIe replay counter",
+    "memory temperature",
+    "fan speed",
+    "XID events",
 };
 
 /* The reasons behind the clocks event bitmask, named for wattage_gpu_throttled{reason}. */
@@ -169,9 +220,11 @@ struct gpu {
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     char pci[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
+    char vbios[NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE];
     char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
-    char info_labels[WT_LABELS_LEN]; /* + pci_bus_id */
-    uint32_t unsupported;            /* 1 << enum feature */
+    char info_labels[WT_LABELS_LEN]; /* + pci_bus_id, driver/VBIOS/CUDA versions */
+    unsigned int nfans;
+    uint32_t unsupported; /* 1 << enum feature */
     /* static per discovery */
     bool have_slowdown, have_shutdown, have_constraints;
     unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
@@ -184,12 +237,38 @@ struct gpu {
     struct wt_ratelimit down_rl, err_rl;
 };
 
+/* XIDs of one GPU, counted by the event thread (under xid_mu). */
+#define MAX_XIDS 32 /* distinct codes per GPU; more count under xid="other" (code 0) */
+#define XID_WAIT_MS 200
+struct xid_count {
+    unsigned int xid;
+    uint64_t n, logged; /* events, and how many of them a log line has said */
+    struct wt_ratelimit rl;
+};
+struct xid_gpu {
+    nvmlDevice_t dev; /* as registered at open; never changes after */
+    unsigned int index;
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    bool registered;
+    struct xid_count c[MAX_XIDS + 1];
+    unsigned int n;
+};
+
 struct nvml_state {
     void *dl;
     struct nvml_fns fn;
     bool inited;
     char library[256];
     char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
+    char cuda_version[16];     /* "12.4", "" when the library does not say */
+    uint32_t said_unsupported; /* health features whose absence was logged */
+    /* XID events: one set for every GPU, waited on by its own thread */
+    nvmlEventSet_t xid_set;
+    pthread_t xid_thread;
+    bool xid_running;
+    atomic_bool xid_stop;
+    pthread_mutex_t xid_mu;
+    struct xid_gpu *xid;
     int64_t max_gap_ns;
     int64_t procs_at; /* CLOCK_MONOTONIC of the last process list */
     unsigned int n;
@@ -214,10 +293,19 @@ struct tick {
     const char *hard_what;
 };
 
+#define MAX_FANS 8
+
 /* One GPU's values in one tick; have_* says which exist. */
 struct sample {
     bool have_power, have_energy, have_temp, have_util, have_mem, have_sm, have_memclk;
     bool have_throttle, have_limit, have_pstate;
+    bool have_ecc_vol, have_ecc_agg, have_remap, have_replay, have_mem_temp;
+    unsigned long long ecc_vol[2], ecc_agg[2]; /* [nvmlMemoryErrorType_t] */
+    unsigned int remap[4];                     /* corrected, uncorrected, pending, failure */
+    unsigned int replay;
+    double mem_temp_c;
+    unsigned int nfans;
+    double fan_pct[MAX_FANS];
     unsigned int power_mw, temp_c, sm_mhz, mem_mhz, limit_mw;
     unsigned long long energy_mj, throttle;
     nvmlUtilization_t util;
@@ -237,7 +325,7 @@ static bool want(const struct gpu *g, const struct tick *tk, enum feature f)
 }
 
 /* Files the outcome of one call. Returns true on success. */
-static bool check(const struct nvml_state *s, struct gpu *g, struct tick *tk, enum feature f,
+static bool check(struct nvml_state *s, struct gpu *g, struct tick *tk, enum feature f,
                   nvmlReturn_t r, const char *what)
 {
     if (r == NVML_SUCCESS) {
@@ -254,7 +342,12 @@ static bool check(const struct nvml_state *s, struct gpu *g, struct tick *tk, en
                     "no energy counter gpu=%u uuid=%s (%s): its energy is integrated from power "
                     "readings (wattage_gpu_energy_integrated_joules_total)",
                     g->index, g->uuid, errstr(s, r));
-        else
+        else if ((HEALTH_FEATURES & (1u << f)) && !(s->said_unsupported & (1u << f))) {
+            /* Once per collector, not per GPU: a board without it has eight GPUs without it. */
+            s->said_unsupported |= 1u << f;
+            wt_info(MOD, "%s: %s gpu=%u uuid=%s (%s): its metric is absent", feature_names[f],
+                    errstr(s, r), g->index, g->uuid, what);
+        } else
             wt_debug(MOD, "%s: %s gpu=%u uuid=%s", feature_names[f], errstr(s, r), g->index,
                      g->uuid);
         return false;
@@ -277,7 +370,15 @@ static void copy_str(char *dst, size_t n, const char *src, size_t src_n)
     dst[len] = '\0';
 }
 
-static void build_labels(struct gpu *g)
+/* Appends key="value" to labels when value is set and it fits; a version that does not fit is
+ * left out rather than the identity. */
+static void add_version(char *labels, size_t n, const char *key, const char *value)
+{
+    if (value[0])
+        (void)wt_labels_add(labels, n, key, value);
+}
+
+static void build_labels(const struct nvml_state *s, struct gpu *g)
 {
     char idx[16];
     snprintf(idx, sizeof idx, "%u", g->index);
@@ -290,6 +391,9 @@ static void build_labels(struct gpu *g)
     memcpy(g->info_labels, g->labels, sizeof g->labels);
     if (g->pci[0] && wt_labels_add(g->info_labels, sizeof g->info_labels, "pci_bus_id", g->pci))
         memcpy(g->info_labels, g->labels, sizeof g->labels);
+    add_version(g->info_labels, sizeof g->info_labels, "driver_version", s->driver_version);
+    add_version(g->info_labels, sizeof g->info_labels, "vbios_version", g->vbios);
+    add_version(g->info_labels, sizeof g->info_labels, "cuda_driver_version", s->cuda_version);
 }
 
 /* A fresh start for a GPU's per-device memory (first discovery, or another board at the index). */
@@ -323,6 +427,20 @@ static void reset_gpu(const struct nvml_state *s, struct gpu *g)
     if (!s->fn.compute_procs && !s->fn.compute_procs_v1 && !s->fn.graphics_procs &&
         !s->fn.graphics_procs_v1)
         g->unsupported |= 1u << F_PROCS;
+    if (!s->fn.vbios)
+        g->unsupported |= 1u << F_VBIOS;
+    if (!s->fn.ecc)
+        g->unsupported |= 1u << F_ECC_VOLATILE | 1u << F_ECC_AGGREGATE;
+    if (!s->fn.remapped_rows)
+        g->unsupported |= 1u << F_REMAP;
+    if (!s->fn.pcie_replay)
+        g->unsupported |= 1u << F_PCIE_REPLAY;
+    if (!s->fn.field_values)
+        g->unsupported |= 1u << F_MEM_TEMP;
+    if (!s->fn.fan_v2 && !s->fn.fan)
+        g->unsupported |= 1u << F_FAN;
+    g->vbios[0] = '\0';
+    g->nfans = 0;
     memset(&g->counter, 0, sizeof g->counter);
     memset(&g->integral, 0, sizeof g->integral);
     g->first_raw_mj = 0;
@@ -333,7 +451,7 @@ static void reset_gpu(const struct nvml_state *s, struct gpu *g)
  * Reads what does not change while a GPU is up: handle, name, UUID, PCI bus id, temperature
  * thresholds, power limit constraints; warns once when persistence mode is off.
  */
-static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
+static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
 {
     nvmlReturn_t r = s->fn.handle(g->index, &g->dev);
     if (!check(s, g, tk, F_COUNT, r, "nvmlDeviceGetHandleByIndex"))
@@ -351,6 +469,9 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
         reset_gpu(s, g);
     }
     copy_str(g->name, sizeof g->name, name, sizeof name);
+    /* Its power readings are averages over this window (per generation): the integration
+     * fallback places each at the middle of it. */
+    g->integral.window_ns = wt_energy_nvml_power_window_ns(g->name);
     copy_str(g->uuid, sizeof g->uuid, uuid, sizeof uuid);
 
     if (want(g, tk, F_PCI)) {
@@ -363,6 +484,21 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
             else
                 copy_str(g->pci, sizeof g->pci, pci.busIdLegacy, sizeof pci.busIdLegacy);
         }
+    }
+    if (want(g, tk, F_VBIOS)) {
+        char v[NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE] = "";
+        if (check(s, g, tk, F_VBIOS, s->fn.vbios(g->dev, v, sizeof v), "nvmlDeviceGetVbiosVersion"))
+            copy_str(g->vbios, sizeof g->vbios, v, sizeof v);
+    }
+    if (want(g, tk, F_FAN)) {
+        /* Without nvmlDeviceGetNumFans (before R460) the original call reads fan 0. */
+        unsigned int n = 1;
+        if (s->fn.num_fans &&
+            !check(s, g, tk, F_FAN, s->fn.num_fans(g->dev, &n), "nvmlDeviceGetNumFans"))
+            n = 0;
+        if (!s->fn.fan_v2 && n > 1)
+            n = 1;
+        g->nfans = n < MAX_FANS ? n : MAX_FANS;
     }
     g->have_slowdown = g->have_shutdown = g->have_constraints = false;
     if (want(g, tk, F_SLOWDOWN))
@@ -393,12 +529,93 @@ static void discover(const struct nvml_state *s, struct gpu *g, struct tick *tk)
             g->persistence_warned = true;
         }
     }
-    build_labels(g);
+    build_labels(s, g);
     g->known = true;
 }
 
+/* One field value as a double; false for a value type this code does not know. */
+static bool field_double(const nvmlFieldValue_t *fv, double *out)
+{
+    switch (fv->valueType) {
+    case NVML_VALUE_TYPE_DOUBLE:
+        *out = fv->value.dVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_INT:
+        *out = fv->value.uiVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG:
+        *out = (double)fv->value.ulVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+        *out = (double)fv->value.ullVal;
+        return true;
+    case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        *out = (double)fv->value.sllVal;
+        return true;
+    case NVML_VALUE_TYPE_SIGNED_INT:
+        *out = fv->value.siVal;
+        return true;
+    case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+        *out = fv->value.usVal;
+        return true;
+    }
+    return false;
+}
+
+/* The health counters and gauges: ECC, remapped rows, PCIe replays, memory temperature, fans. */
+static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
+{
+    nvmlDevice_t d = g->dev;
+    static const struct {
+        enum feature f;
+        nvmlEccCounterType_t counter;
+    } ecc[] = {{F_ECC_VOLATILE, NVML_VOLATILE_ECC}, {F_ECC_AGGREGATE, NVML_AGGREGATE_ECC}};
+    for (size_t k = 0; k < 2; k++) {
+        unsigned long long *out = k == 0 ? v->ecc_vol : v->ecc_agg;
+        bool ok = want(g, tk, ecc[k].f) &&
+                  check(s, g, tk, ecc[k].f,
+                        s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, ecc[k].counter, &out[0]),
+                        "nvmlDeviceGetTotalEccErrors") &&
+                  check(s, g, tk, ecc[k].f,
+                        s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, ecc[k].counter, &out[1]),
+                        "nvmlDeviceGetTotalEccErrors");
+        if (k == 0)
+            v->have_ecc_vol = ok;
+        else
+            v->have_ecc_agg = ok;
+    }
+    if (want(g, tk, F_REMAP))
+        v->have_remap =
+            check(s, g, tk, F_REMAP,
+                  s->fn.remapped_rows(d, &v->remap[0], &v->remap[1], &v->remap[2], &v->remap[3]),
+                  "nvmlDeviceGetRemappedRows");
+    if (want(g, tk, F_PCIE_REPLAY))
+        v->have_replay = check(s, g, tk, F_PCIE_REPLAY, s->fn.pcie_replay(d, &v->replay),
+                               "nvmlDeviceGetPcieReplayCounter");
+    if (want(g, tk, F_MEM_TEMP)) {
+        nvmlFieldValue_t fv;
+        memset(&fv, 0, sizeof fv);
+        fv.fieldId = NVML_FI_DEV_MEMORY_TEMP;
+        nvmlReturn_t r = s->fn.field_values(d, 1, &fv);
+        /* The call succeeds when it could ask; each value says whether it has an answer. */
+        if (r == NVML_SUCCESS)
+            r = fv.nvmlReturn;
+        if (check(s, g, tk, F_MEM_TEMP, r, "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)"))
+            v->have_mem_temp = field_double(&fv, &v->mem_temp_c);
+    }
+    if (want(g, tk, F_FAN)) {
+        for (unsigned int f = 0; f < g->nfans; f++) {
+            unsigned int pct = 0;
+            nvmlReturn_t r = s->fn.fan_v2 ? s->fn.fan_v2(d, f, &pct) : s->fn.fan(d, &pct);
+            if (!check(s, g, tk, F_FAN, r, "nvmlDeviceGetFanSpeed"))
+                break;
+            v->fan_pct[v->nfans++] = pct;
+        }
+    }
+}
+
 /* Every per-tick call; the power call goes first and doubles as the liveness probe. */
-static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
+static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
 {
     nvmlDevice_t d = g->dev;
     if (want(g, tk, F_POWER))
@@ -432,6 +649,7 @@ static void sample_gpu(const struct nvml_state *s, struct gpu *g, struct tick *t
     if (want(g, tk, F_PSTATE))
         v->have_pstate =
             check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate), "nvmlDeviceGetPerformanceState");
+    sample_health(s, g, tk, v);
 }
 
 static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
@@ -447,7 +665,75 @@ static int emit_up(const struct gpu *g, int64_t t_ns, struct wt_batch *out)
     return rc;
 }
 
-static int emit(const struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
+/* metric{labels,key="val"[,key2="val2"]} = value; 0, or -E2BIG/-ENOMEM. */
+static int add_with(struct wt_batch *out, int metric, const char *labels, const char *key,
+                    const char *val, const char *key2, const char *val2, int64_t t_ns, double value)
+{
+    char l[WT_LABELS_LEN];
+    memcpy(l, labels, sizeof l);
+    if (wt_labels_add(l, sizeof l, key, val) || (key2 && wt_labels_add(l, sizeof l, key2, val2)))
+        return -E2BIG;
+    return add(out, metric, l, t_ns, value);
+}
+
+static int emit_xids(struct nvml_state *s, const struct gpu *g, int64_t t_ns, struct wt_batch *out)
+{
+    struct xid_count c[MAX_XIDS + 1];
+    unsigned int n = 0;
+    int rc = 0;
+    if (!s->xid || g->index >= s->n || !s->xid[g->index].registered)
+        return 0;
+    pthread_mutex_lock(&s->xid_mu);
+    n = s->xid[g->index].n;
+    memcpy(c, s->xid[g->index].c, n * sizeof c[0]);
+    pthread_mutex_unlock(&s->xid_mu);
+    for (unsigned int i = 0; i < n; i++) {
+        char code[16];
+        if (c[i].xid)
+            snprintf(code, sizeof code, "%u", c[i].xid);
+        else
+            snprintf(code, sizeof code, "other");
+        rc |= add_with(out, WT_M_GPU_XID_ERRORS, g->labels, "xid", code, NULL, NULL, t_ns,
+                       (double)c[i].n);
+    }
+    return rc;
+}
+
+static int emit_health(struct nvml_state *s, const struct gpu *g, const struct sample *v,
+                       int64_t t_ns, struct wt_batch *out)
+{
+    static const char *const types[2] = {"corrected", "uncorrected"};
+    static const char *const kinds[4] = {"correctable", "uncorrectable", "pending", "failure"};
+    const char *l = g->labels;
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        if (v->have_ecc_vol)
+            rc |= add_with(out, WT_M_GPU_ECC_ERRORS, l, "type", types[k], "counter", "volatile",
+                           t_ns, (double)v->ecc_vol[k]);
+        if (v->have_ecc_agg)
+            rc |= add_with(out, WT_M_GPU_ECC_ERRORS, l, "type", types[k], "counter", "aggregate",
+                           t_ns, (double)v->ecc_agg[k]);
+    }
+    for (int k = 0; v->have_remap && k < 4; k++)
+        rc |= add_with(out, WT_M_GPU_REMAPPED_ROWS, l, "kind", kinds[k], NULL, NULL, t_ns,
+                       k < 2         ? (double)v->remap[k]
+                       : v->remap[k] ? 1
+                                     : 0);
+    if (v->have_replay)
+        rc |= add(out, WT_M_GPU_PCIE_REPLAYS, l, t_ns, (double)v->replay);
+    if (v->have_mem_temp)
+        rc |= add(out, WT_M_GPU_MEM_TEMP_C, l, t_ns, v->mem_temp_c);
+    for (unsigned int f = 0; f < v->nfans; f++) {
+        char fan[16];
+        snprintf(fan, sizeof fan, "%u", f);
+        /* raw: percent of the fan's maximum */
+        rc |= add_with(out, WT_M_GPU_FAN_RATIO, l, "fan", fan, NULL, NULL, t_ns,
+                       v->fan_pct[f] / 100.0);
+    }
+    return rc | emit_xids(s, g, t_ns, out);
+}
+
+static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
                 struct wt_batch *out)
 {
     const char *l = g->labels;
@@ -510,7 +796,257 @@ static int emit(const struct nvml_state *s, struct gpu *g, const struct sample *
             rc |= add(out, WT_M_GPU_THROTTLED, rl, t_ns, (v->throttle & reasons[i].bit) ? 1 : 0);
         }
     }
+    rc |= emit_health(s, g, v, t_ns, out);
     return rc ? -ENOMEM : 0;
+}
+
+/* ---- shared sessions ---- */
+
+#define MAX_LIBS 4
+static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    wt_nvml_init_fn *init;
+    unsigned int users;
+} sessions[MAX_LIBS];
+
+nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init)
+{
+    nvmlReturn_t r = NVML_SUCCESS;
+    int free_slot = -1;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < MAX_LIBS; i++) {
+        if (sessions[i].users && sessions[i].init == init) {
+            sessions[i].users++;
+            goto out;
+        }
+        if (!sessions[i].users && free_slot < 0)
+            free_slot = i;
+    }
+    /* The first user (or more libraries than slots: then each user has its own session). */
+    r = init();
+    if (r == NVML_SUCCESS && free_slot >= 0) {
+        sessions[free_slot].init = init;
+        sessions[free_slot].users = 1;
+    }
+out:
+    pthread_mutex_unlock(&sessions_mu);
+    return r;
+}
+
+void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown)
+{
+    if (!init)
+        return;
+    bool last = true;
+    pthread_mutex_lock(&sessions_mu);
+    for (int i = 0; i < MAX_LIBS; i++) {
+        if (sessions[i].users && sessions[i].init == init) {
+            last = --sessions[i].users == 0;
+            break;
+        }
+    }
+    if (last && shutdown)
+        shutdown();
+    pthread_mutex_unlock(&sessions_mu);
+}
+
+/* ---- XID events ---- */
+
+/* What the common XIDs mean, from NVIDIA's XID catalog (Ampere and newer). */
+static const struct {
+    unsigned int xid;
+    const char *meaning;
+} xid_meanings[] = {
+    {8, "GPU stopped processing"},
+    {13, "Graphics Engine Exception"},
+    {31, "GPU memory page fault"},
+    {32, "Invalid or corrupted push buffer stream"},
+    {43, "GPU stopped processing"},
+    {45, "Preemptive cleanup, due to previous errors"},
+    {48, "Double Bit ECC Error"},
+    {61, "Internal micro-controller breakpoint/warning"},
+    {62, "Internal micro-controller halt"},
+    {63, "ECC page retirement or row remapping recording event"},
+    {64, "ECC page retirement or row remapper recording failure"},
+    {68, "NVDEC0 Exception"},
+    {69, "Graphics Engine class error"},
+    {74, "NVLINK Error"},
+    {79, "GPU has fallen off the bus"},
+    {92, "High single-bit ECC error rate"},
+    {94, "Contained ECC error"},
+    {95, "Uncontained ECC error"},
+    {119, "GSP RPC Timeout"},
+    {120, "GSP Error"},
+};
+
+const char *wt_nvml_xid_meaning(unsigned int xid)
+{
+    for (size_t i = 0; i < sizeof xid_meanings / sizeof xid_meanings[0]; i++)
+        if (xid_meanings[i].xid == xid)
+            return xid_meanings[i].meaning;
+    return NULL;
+}
+
+/*
+ * Counts one XID of GPU slot x. The first of each code on a GPU is logged with its meaning; the
+ * same code again at most once a minute with how many came meanwhile, so that a storm of them
+ * (a broken board can raise thousands a second) is a few lines, not a flood.
+ */
+static void xid_record(struct nvml_state *s, struct xid_gpu *x, unsigned int xid)
+{
+    int64_t now = wt_now_mono_ns();
+    bool first = false, say = false;
+    uint64_t total = 0, since = 0;
+    pthread_mutex_lock(&s->xid_mu);
+    struct xid_count *c = NULL;
+    for (unsigned int i = 0; i < x->n && !c; i++)
+        if (x->c[i].xid == xid)
+            c = &x->c[i];
+    if (!c && x->n < MAX_XIDS) {
+        c = &x->c[x->n++];
+        c->xid = xid;
+        c->rl.interval_ns = LOG_EVERY_NS;
+    }
+    if (!c) {
+        /* More distinct codes than slots: the rest share "other" (code 0). */
+        for (unsigned int i = 0; i < x->n && !c; i++)
+            if (x->c[i].xid == 0)
+                c = &x->c[i];
+        if (!c) {
+            c = &x->c[x->n++];
+            c->xid = 0;
+            c->rl.interval_ns = LOG_EVERY_NS;
+        }
+    }
+    c->n++;
+    first = c->n == 1;
+    if (wt_ratelimit_ok(&c->rl, now, NULL)) {
+        say = true;
+        since = c->n - c->logged;
+        total = c->n;
+        c->logged = c->n;
+    }
+    pthread_mutex_unlock(&s->xid_mu);
+    if (!say)
+        return;
+    const char *m = wt_nvml_xid_meaning(xid);
+    if (first)
+        wt_warn(MOD, "XID %u gpu=%u uuid=%s: %s", xid, x->index, x->uuid,
+                m ? m : "see NVIDIA's XID catalog");
+    else
+        wt_warn(MOD, "XID %u again gpu=%u uuid=%s: %llu since the last line, %llu in all (%s)", xid,
+                x->index, x->uuid, (unsigned long long)since, (unsigned long long)total,
+                m ? m : "see NVIDIA's XID catalog");
+}
+
+/* The event thread: waits on the set (never polls the GPUs), counts what comes. */
+static void *xid_main(void *arg)
+{
+    struct nvml_state *s = arg;
+    struct wt_ratelimit rl = {.interval_ns = LOG_EVERY_NS};
+    while (!atomic_load(&s->xid_stop)) {
+        nvmlEventData_t ev;
+        memset(&ev, 0, sizeof ev);
+        nvmlReturn_t r = s->fn.event_wait(s->xid_set, &ev, XID_WAIT_MS);
+        if (r == NVML_ERROR_TIMEOUT)
+            continue;
+        if (r != NVML_SUCCESS) {
+            uint64_t suppressed = 0;
+            if (wt_ratelimit_ok(&rl, wt_now_mono_ns(), &suppressed))
+                wt_warn(MOD, "nvmlEventSetWait failed error=\"%s\" (%d) suppressed=%llu",
+                        errstr(s, r), (int)r, (unsigned long long)suppressed);
+            /* A lost GPU answers at once: do not spin on it. */
+            struct timespec ts = {0, 100 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (!(ev.eventType & nvmlEventTypeXidCriticalError))
+            continue;
+        for (unsigned int i = 0; i < s->n; i++) {
+            if (s->xid[i].registered && s->xid[i].dev == ev.device) {
+                xid_record(s, &s->xid[i], (unsigned int)ev.eventData);
+                break;
+            }
+        }
+    }
+    return NULL;
+}
+
+/*
+ * Registers every GPU that supports XID events in one event set and starts the thread that
+ * waits on it. A library or GPU without events has no XID series (said once); nothing fails.
+ */
+static void xid_start(struct nvml_state *s)
+{
+    if (!s->fn.event_set_create || !s->fn.register_events || !s->fn.event_wait) {
+        wt_info(MOD, "%s has no event calls: XID events are not counted", s->library);
+        return;
+    }
+    s->xid = calloc(s->n, sizeof *s->xid);
+    if (!s->xid)
+        return;
+    nvmlReturn_t r = s->fn.event_set_create(&s->xid_set);
+    if (r != NVML_SUCCESS) {
+        wt_warn(MOD, "nvmlEventSetCreate failed error=\"%s\" (%d): XID events are not counted",
+                errstr(s, r), (int)r);
+        s->xid_set = NULL;
+        return;
+    }
+    unsigned int nreg = 0;
+    bool warned = false;
+    for (unsigned int i = 0; i < s->n; i++) {
+        struct gpu *g = &s->gpus[i];
+        struct xid_gpu *x = &s->xid[i];
+        x->index = i;
+        if (!g->known)
+            continue;
+        unsigned long long types = nvmlEventTypeXidCriticalError;
+        if (s->fn.supported_events && s->fn.supported_events(g->dev, &types) != NVML_SUCCESS)
+            types = nvmlEventTypeXidCriticalError; /* let the registration say */
+        r = (types & nvmlEventTypeXidCriticalError)
+                ? s->fn.register_events(g->dev, nvmlEventTypeXidCriticalError, s->xid_set)
+                : NVML_ERROR_NOT_SUPPORTED;
+        if (r != NVML_SUCCESS) {
+            struct tick tk = {0};
+            /* NOT_SUPPORTED is said once (check); anything else once too, as a warning (the
+             * same answer on every GPU is one cause). */
+            if (!check(s, g, &tk, F_XID, r, "nvmlDeviceRegisterEvents") &&
+                r != NVML_ERROR_NOT_SUPPORTED && !warned) {
+                wt_warn(MOD, "XID events not registered gpu=%u uuid=%s error=\"%s\" (%d)%s", i,
+                        g->uuid, errstr(s, r), (int)r,
+                        r == NVML_ERROR_NO_PERMISSION ? " (run as root to count XIDs)" : "");
+                warned = true;
+            }
+            continue;
+        }
+        x->dev = g->dev;
+        copy_str(x->uuid, sizeof x->uuid, g->uuid, sizeof g->uuid);
+        x->registered = true;
+        nreg++;
+    }
+    if (!nreg)
+        return;
+    atomic_store(&s->xid_stop, false);
+    if (pthread_create(&s->xid_thread, NULL, xid_main, s) != 0) {
+        wt_warn(MOD, "cannot start the XID event thread: XID events are not counted");
+        for (unsigned int i = 0; i < s->n; i++)
+            s->xid[i].registered = false;
+        return;
+    }
+    s->xid_running = true;
+}
+
+/* Stops the event thread and frees the set; before nvmlShutdown. */
+static void xid_stop(struct nvml_state *s)
+{
+    if (s->xid_running) {
+        atomic_store(&s->xid_stop, true);
+        pthread_join(s->xid_thread, NULL);
+        s->xid_running = false;
+    }
+    if (s->xid_set && s->fn.event_set_free)
+        s->fn.event_set_free(s->xid_set);
+    s->xid_set = NULL;
 }
 
 static bool library_level(nvmlReturn_t r)
@@ -702,10 +1238,14 @@ static void nvml_close(void *state)
         procs_owner = NULL;
     }
     pthread_mutex_unlock(&procs_mu);
-    if (s->inited && s->fn.shutdown)
-        s->fn.shutdown();
+    if (s->inited)
+        xid_stop(s);
+    if (s->inited)
+        wt_nvml_session_release(s->fn.init, s->fn.shutdown);
     if (s->dl)
         dlclose(s->dl);
+    pthread_mutex_destroy(&s->xid_mu);
+    free(s->xid);
     free(s->gpus);
     free(s);
 }
@@ -741,6 +1281,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     struct nvml_state *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
+    pthread_mutex_init(&s->xid_mu, NULL);
     snprintf(s->library, sizeof s->library, "%s", path);
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
@@ -765,7 +1306,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
                 "power readings (wattage_gpu_energy_integrated_joules_total)",
                 s->library);
 
-    nvmlReturn_t r = s->fn.init();
+    nvmlReturn_t r = wt_nvml_session_acquire(s->fn.init);
     if (r != NVML_SUCCESS) {
         wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
         /* A library without a loaded driver is the usual container/laptop case: absent. */
@@ -778,6 +1319,10 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         s->fn.driver_version(s->driver_version, sizeof s->driver_version) != NVML_SUCCESS)
         s->driver_version[0] = '\0';
     s->driver_version[sizeof s->driver_version - 1] = '\0';
+    int cuda = 0;
+    if (s->fn.cuda_version && s->fn.cuda_version(&cuda) == NVML_SUCCESS && cuda > 0)
+        /* 12040 is 12.4 (NVML_CUDA_DRIVER_VERSION_MAJOR/MINOR) */
+        snprintf(s->cuda_version, sizeof s->cuda_version, "%d.%d", cuda / 1000, cuda % 1000 / 10);
 
     r = s->fn.count(&s->n);
     if (r != NVML_SUCCESS) {
@@ -802,11 +1347,12 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         g->up = true;
         g->down_rl.interval_ns = g->err_rl.interval_ns = LOG_EVERY_NS;
         reset_gpu(s, g);
-        build_labels(g);
+        build_labels(s, g);
         discover(s, g, &tk);
         if (!g->known)
             mark_down(s, g, &tk);
     }
+    xid_start(s);
     wt_info(MOD, "%u GPUs library=%s driver=%s", s->n, s->library,
             s->driver_version[0] ? s->driver_version : "unknown");
     *state = s;

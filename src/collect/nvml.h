@@ -15,8 +15,17 @@
  *     wattage_gpu_energy_integrated_joules_total{…} power integrated since the collector
  *         started (trapezoids, never across a gap over 3 intervals);
  *     wattage_gpu_energy_gaps_total{…}              gaps in the integrated series.
+ * Health, each where the GPU reports it:
+ *     wattage_gpu_ecc_errors_total{…,type=corrected|uncorrected,counter=volatile|aggregate},
+ *     wattage_gpu_remapped_rows{…,kind=correctable|uncorrectable|pending|failure},
+ *     wattage_gpu_pcie_replays_total, wattage_gpu_memory_temperature_celsius (field value
+ *     NVML_FI_DEV_MEMORY_TEMP), wattage_gpu_fan_speed_ratio{…,fan="N"}, and
+ *     wattage_gpu_xid_errors_total{…,xid="N"}: XID events, counted by a thread of the collector
+ *     that waits on one NVML event set (never polled); a series appears with its code's first
+ *     event. wattage_gpu_info also carries driver_version, vbios_version and cuda_driver_version.
  * A metric the GPU does not support (NOT_SUPPORTED) is absent, never zero, and is not asked for
- * again. A GPU that is lost or stops answering reports only info and gpu_up 0 until it answers.
+ * again; for the health metrics that is said once per collector at info. A GPU that is lost or
+ * stops answering reports only info and gpu_up 0 until it answers.
  */
 #ifndef WT_NVML_H
 #define WT_NVML_H
@@ -25,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/nvml_api.h"
 #include "core/source.h"
 
 extern const struct wt_collector_ops wt_nvml_collector;
@@ -67,6 +77,22 @@ struct wt_gpu_procs {
  * list (no NVML collector, or a library or GPUs without the process calls).
  */
 int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns);
+
+/*
+ * The daemon's NVML sessions, shared: every part of wattage that uses NVML (the collector, the
+ * power capper) starts its session with wt_nvml_session_acquire(init) and ends it with
+ * wt_nvml_session_release(init, shutdown), never with nvmlInit/nvmlShutdown itself. The library
+ * (told apart by its init function) is initialised by the first user and shut down when the last
+ * lets go, so no part's session ends under another's: a driver or wrapper that does not count
+ * nvmlInit/nvmlShutdown pairs, or a change of the order the parts stop in, cannot leave the
+ * capper without NVML while it still has limits to restore. acquire returns nvmlInit's answer
+ * (nothing is held unless NVML_SUCCESS); release with a NULL init does nothing.
+ */
+nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init);
+void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown);
+
+/* What an XID code means (NVIDIA's XID catalog) for the common ones, else NULL. */
+const char *wt_nvml_xid_meaning(unsigned int xid);
 
 /* Fills info from an open collector's state (the void * its open() returned). Returns 0 or -EINVAL.
  */

@@ -136,6 +136,75 @@ typedef struct nvmlProcessInfo_st {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* ---- health: XID events, ECC, remapped rows, field values ---- */
+
+#define NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE 32
+
+/* An opaque handle to a set of events (nvmlEventSetCreate .. nvmlEventSetFree). */
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
+
+/* Event type bits (nvmlDeviceRegisterEvents, nvmlDeviceGetSupportedEventTypes). */
+#define nvmlEventTypeXidCriticalError 0x0000000000000008ULL
+
+/*
+ * One event from nvmlEventSetWait_v2. The original nvmlEventSetWait fills only the first three
+ * members (it predates the MIG instance ids): zero the struct before each wait. For
+ * nvmlEventTypeXidCriticalError, eventData is the XID.
+ */
+typedef struct nvmlEventData_st {
+    nvmlDevice_t device;
+    unsigned long long eventType;
+    unsigned long long eventData;
+    unsigned int gpuInstanceId;
+    unsigned int computeInstanceId;
+} nvmlEventData_t;
+
+/* Corrected: single-bit for ECC; uncorrected: double-bit. */
+typedef enum nvmlMemoryErrorType_enum {
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = 0,
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+} nvmlMemoryErrorType_t;
+
+/* Volatile counts reset when the driver loads; aggregate counts last the device's life. */
+typedef enum nvmlEccCounterType_enum {
+    NVML_VOLATILE_ECC = 0,
+    NVML_AGGREGATE_ECC = 1
+} nvmlEccCounterType_t;
+
+/* Field values (nvmlDeviceGetFieldValues): the ids we ask for. */
+#define NVML_FI_DEV_MEMORY_TEMP 82 /* memory (HBM) temperature, °C */
+
+typedef enum nvmlValueType_enum {
+    NVML_VALUE_TYPE_DOUBLE = 0,
+    NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+    NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+    NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+    NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+    NVML_VALUE_TYPE_SIGNED_INT = 5,
+    NVML_VALUE_TYPE_UNSIGNED_SHORT = 6
+} nvmlValueType_t;
+
+typedef union nvmlValue_st {
+    double dVal;
+    int siVal;
+    unsigned int uiVal;
+    unsigned long ulVal;
+    unsigned long long ullVal;
+    signed long long sllVal;
+    unsigned short usVal;
+} nvmlValue_t;
+
+/* fieldId (and scopeId) in; the rest out. value is valid only when nvmlReturn is SUCCESS. */
+typedef struct nvmlFieldValue_st {
+    unsigned int fieldId;
+    unsigned int scopeId;
+    long long timestamp;   /* µs since 1970 */
+    long long latencyUsec; /* how long the value took to update */
+    nvmlValueType_t valueType;
+    nvmlReturn_t nvmlReturn;
+    nvmlValue_t value;
+} nvmlFieldValue_t;
+
 /*
  * Function types (not pointer types), one per entry point, so that the fake can declare its
  * exports with them and the collector can hold pointers to them.
@@ -173,6 +242,26 @@ typedef nvmlReturn_t wt_nvml_procs_v1_fn(nvmlDevice_t device, unsigned int *coun
  * nvmlDeviceGetPowerManagementLimitConstraints. Lasts until changed or the driver reloads. */
 typedef nvmlReturn_t wt_nvml_set_limit_fn(nvmlDevice_t device, unsigned int limit_mw);
 
+typedef nvmlReturn_t wt_nvml_cuda_version_fn(int *version); /* 12040 is CUDA 12.4 */
+typedef nvmlReturn_t wt_nvml_event_set_create_fn(nvmlEventSet_t *set);
+typedef nvmlReturn_t wt_nvml_event_set_free_fn(nvmlEventSet_t set);
+typedef nvmlReturn_t wt_nvml_register_events_fn(nvmlDevice_t device, unsigned long long types,
+                                                nvmlEventSet_t set);
+/* Waits up to timeout_ms for one event; NVML_ERROR_TIMEOUT when none came. */
+typedef nvmlReturn_t wt_nvml_event_wait_fn(nvmlEventSet_t set, nvmlEventData_t *data,
+                                           unsigned int timeout_ms);
+typedef nvmlReturn_t wt_nvml_ecc_fn(nvmlDevice_t device, nvmlMemoryErrorType_t type,
+                                    nvmlEccCounterType_t counter, unsigned long long *count);
+/* Rows remapped for correctable / uncorrectable errors, and the pending and failure flags
+ * (0/1). Ampere and newer. */
+typedef nvmlReturn_t wt_nvml_remapped_rows_fn(nvmlDevice_t device, unsigned int *corrected,
+                                              unsigned int *uncorrected, unsigned int *pending,
+                                              unsigned int *failure);
+typedef nvmlReturn_t wt_nvml_field_values_fn(nvmlDevice_t device, int count,
+                                             nvmlFieldValue_t *values);
+/* Fan speed in percent of the fan's maximum (may read over 100). */
+typedef nvmlReturn_t wt_nvml_fan_fn(nvmlDevice_t device, unsigned int fan, unsigned int *pct);
+
 /*
  * Which entry point has which type (for the fake's declarations):
  *   wt_nvml_string_fn       nvmlDeviceGetName, nvmlDeviceGetUUID
@@ -197,6 +286,18 @@ typedef nvmlReturn_t wt_nvml_set_limit_fn(nvmlDevice_t device, unsigned int limi
  *                           nvmlDeviceGetGraphicsRunningProcesses_v3 and _v2
  *   wt_nvml_procs_v1_fn     nvmlDeviceGetComputeRunningProcesses,
  *                           nvmlDeviceGetGraphicsRunningProcesses
+ *   wt_nvml_string_fn       nvmlDeviceGetVbiosVersion
+ *   wt_nvml_cuda_version_fn nvmlSystemGetCudaDriverVersion_v2, nvmlSystemGetCudaDriverVersion
+ *   wt_nvml_event_set_create_fn nvmlEventSetCreate; wt_nvml_event_set_free_fn nvmlEventSetFree
+ *   wt_nvml_register_events_fn  nvmlDeviceRegisterEvents
+ *   wt_nvml_ull_fn          nvmlDeviceGetSupportedEventTypes (bitmask)
+ *   wt_nvml_event_wait_fn   nvmlEventSetWait_v2, nvmlEventSetWait
+ *   wt_nvml_ecc_fn          nvmlDeviceGetTotalEccErrors
+ *   wt_nvml_remapped_rows_fn nvmlDeviceGetRemappedRows
+ *   wt_nvml_uint_fn         nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetNumFans,
+ *                           nvmlDeviceGetFanSpeed (percent, fan 0)
+ *   wt_nvml_fan_fn          nvmlDeviceGetFanSpeed_v2
+ *   wt_nvml_field_values_fn nvmlDeviceGetFieldValues
  */
 
 #endif

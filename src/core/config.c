@@ -86,6 +86,7 @@ struct field {
  */
 static const struct field fields[] = {
     DURATION("daemon.interval", daemon.interval_ns, 0, "1s", 10 * MS, HOUR, WHY_POLL),
+    FIELD("daemon.align_ticks", T_BOOL, daemon.align_ticks, 0, "true"),
     FIELD("daemon.listen", T_LISTEN, daemon.listen, F_NONEMPTY, "127.0.0.1:9747"),
     FIELD("daemon.log_level", T_LOG_LEVEL, daemon.log_level, 0, "info"),
     FIELD("daemon.tls.cert", T_PATH, daemon.tls.cert, 0, ""),
@@ -231,18 +232,7 @@ int64_t wt_config_interval(const struct wt_config *c, const struct wt_collector_
 
 int wt_config_parse_bool(const char *s, bool *out)
 {
-    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
-    for (size_t i = 0; i < 3; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = true;
-            return 0;
-        }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = false;
-            return 0;
-        }
-    }
-    return -EINVAL;
+    return wt_y_parse_bool(s, out);
 }
 
 static bool valid_hostname(const char *h)
@@ -425,30 +415,37 @@ void wt_config_defaults(struct wt_config *c)
     /* The defaults are written as a person would write them; a unit test checks each parses. */
     for (size_t i = 0; i < NFIELDS; i++)
         (void)set_value(&fields[i], fields[i].def, c, why, sizeof why);
+    wt_config_default_store_path(c->store.path, sizeof c->store.path, NULL, 0);
+}
+
+void wt_config_default_store_path(char *path, size_t n, char *why, size_t whyn)
+{
+    const char *sd = getenv("STATE_DIRECTORY"), *xdg = getenv("XDG_STATE_HOME");
+    const char *home = getenv("HOME");
+    const char *w = "the default for root";
+    if (geteuid() == 0) {
+        snprintf(path, n, "/var/lib/wattage/wattage.db");
+    } else if (sd && sd[0] == '/') { /* systemd's StateDirectory= (the first, when several) */
+        snprintf(path, n, "%.*s/wattage.db", (int)strcspn(sd, ":"), sd);
+        w = "the default under systemd: $STATE_DIRECTORY";
+    } else if (xdg && xdg[0] == '/') {
+        snprintf(path, n, "%s/wattage/wattage.db", xdg);
+        w = "the default for a user who is not root: $XDG_STATE_HOME/wattage";
+    } else if (home && home[0] == '/') {
+        snprintf(path, n, "%s/.local/state/wattage/wattage.db", home);
+        w = "the default for a user who is not root: ~/.local/state/wattage (XDG_STATE_HOME is "
+            "not set)";
+    } else {
+        snprintf(path, n, "/var/lib/wattage/wattage.db");
+        w = "the default: neither XDG_STATE_HOME nor HOME is set";
+    }
+    if (why)
+        snprintf(why, whyn, "%s", w);
 }
 
 void wt_config_format_duration(int64_t ns, char *buf, size_t n)
 {
-    static const struct {
-        const char *u;
-        int64_t ns;
-    } units[] = {{"d", 86400 * WT_NS_PER_S},
-                 {"h", 3600 * WT_NS_PER_S},
-                 {"m", 60 * WT_NS_PER_S},
-                 {"s", WT_NS_PER_S},
-                 {"ms", WT_NS_PER_MS},
-                 {"us", 1000},
-                 {"ns", 1}};
-    if (ns == 0) {
-        snprintf(buf, n, "0");
-        return;
-    }
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
-        if (ns % units[i].ns == 0) {
-            snprintf(buf, n, "%" PRId64 "%s", ns / units[i].ns, units[i].u);
-            return;
-        }
-    }
+    wt_y_format_duration(ns, buf, n);
 }
 
 /*

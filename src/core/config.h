@@ -30,6 +30,7 @@ struct wt_config {
     char source[WT_PATH_LEN]; /* the file it came from, or "" for the built-in defaults */
     struct {
         int64_t interval_ns;         /* daemon.interval, default 1 s */
+        bool align_ticks;            /* daemon.align_ticks: ticks on wall-clock multiples, true */
         char listen[128];            /* daemon.listen, default 127.0.0.1:9747 */
         enum wt_log_level log_level; /* daemon.log_level, default info */
         struct {
@@ -41,7 +42,7 @@ struct wt_config {
         } auth;
     } daemon;
     struct {
-        char path[WT_PATH_LEN];      /* store.path, default /var/lib/wattage/wattage.db */
+        char path[WT_PATH_LEN];      /* store.path, default wt_config_default_store_path */
         int64_t flush_ns;            /* store.flush_interval, default 1 s */
         int64_t buffer_readings;     /* store.buffer_readings: kept while writes fail; 0: none */
         int64_t retention_raw_ns;    /* store.retention.raw, default 7 d */
@@ -97,6 +98,12 @@ void wt_config_free(struct wt_config *c);
 void wt_config_move_doc(struct wt_config *dst, struct wt_config *src);
 
 void wt_config_defaults(struct wt_config *c);
+/*
+ * store.path when the configuration sets none: /var/lib/wattage/wattage.db for root, else
+ * $STATE_DIRECTORY/wattage.db (systemd's StateDirectory=), else $XDG_STATE_HOME/wattage/wattage.db,
+ * else ~/.local/state/wattage/wattage.db. why (may be NULL) says which rule chose it.
+ */
+void wt_config_default_store_path(char *path, size_t n, char *why, size_t whyn);
 
 /*
  * Loads path over the defaults in *c (its document, if any, is replaced). Returns 0; -ENOENT when

@@ -68,6 +68,32 @@ int64_t wt_loop_next_deadline(int64_t deadline, int64_t interval, int64_t now)
     return deadline;
 }
 
+/* The first multiple of grid at or after t (grid > 0; t may be negative). */
+static int64_t ceil_grid(int64_t t, int64_t grid)
+{
+    int64_t q = t / grid, r = t % grid;
+    if (r > 0)
+        q++;
+    return q * grid;
+}
+
+int64_t wt_loop_next_aligned(int64_t prev_due, int64_t interval, int64_t grid, int64_t now)
+{
+    if (grid <= 0)
+        return now + (interval > 0 ? interval : 0);
+    if (interval < grid)
+        interval = grid;
+    if (prev_due == 0)
+        return ceil_grid(now + grid / 2, grid);
+    int64_t due = ceil_grid(prev_due + interval, grid);
+    int64_t soonest = ceil_grid(now, grid);
+    if (due < soonest)
+        due = soonest; /* late: the points missed are skipped, the grid kept */
+    if (due - now > interval + grid)
+        due = soonest; /* the clock went back: start over from now */
+    return due;
+}
+
 /* Waits until the monotonic deadline or a stop. Returns true when asked to stop. */
 static bool wait_until(struct wt_loop *l, int64_t deadline)
 {
@@ -143,6 +169,11 @@ static void *worker_main(void *arg)
     uint64_t failed_ticks = 0;
     int64_t interval = w->base_ns;
     int64_t deadline = wt_now_mono_ns();
+    /* Aligned: when the next tick is due in CLOCK_REALTIME (0: none yet). The monotonic deadline
+     * is taken from it at every tick, so a clock slewed or stepped by NTP moves the ticks with
+     * the wall clock they are aligned to. */
+    bool align = l->cfg->daemon.align_ticks;
+    int64_t due = 0;
     for (;;) {
         struct wt_err err = {{0}};
         while (l->hang_file && access(l->hang_file, F_OK) == 0)
@@ -182,7 +213,13 @@ static void *worker_main(void *arg)
             interval = next;
             wt_hub_set_state(l->hub, w->slot, true, interval);
         }
-        deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
+        if (align) {
+            int64_t real = wt_now_real_ns(), mono = wt_now_mono_ns();
+            due = wt_loop_next_aligned(due, interval, w->base_ns, real);
+            deadline = mono + (due - real);
+        } else {
+            deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
+        }
         if (wait_until(l, deadline))
             break;
     }

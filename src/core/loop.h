@@ -2,9 +2,13 @@
 /*
  * The poll loop: one thread per collector, each on absolute CLOCK_MONOTONIC deadlines at its own
  * interval, so a slow source never delays another (the GPU collector above all). Readings are
- * stamped in CLOCK_REALTIME and published to the hub. After 3 consecutive failed polls a
- * collector's interval doubles per failure up to a cap; the first success restores it. A source
- * absent from the host (no NVIDIA driver) is reported once and looked for again later.
+ * stamped in CLOCK_REALTIME and published to the hub. With daemon.align_ticks (the default) the
+ * ticks fall on wall-clock multiples of the collector's interval (every whole second at 1 s, at
+ * .00/.25/.50/.75 at 0.25 s), so the nodes of a fleet sample at the same instants and a window in
+ * whole seconds has samples at its edges; the first poll is at once, the grid from the next. After
+ * 3 consecutive failed polls a collector's interval doubles per failure up to a cap; the first
+ * success restores it. A source absent from the host (no NVIDIA driver) is reported once and looked
+ * for again later.
  */
 #ifndef WT_LOOP_H
 #define WT_LOOP_H
@@ -52,5 +56,18 @@ int64_t wt_loop_next_interval(int64_t base_ns, int fails);
  * ticks never drift). Pure, for tests.
  */
 int64_t wt_loop_next_deadline(int64_t deadline, int64_t interval, int64_t now);
+
+/*
+ * The aligned schedule (daemon.align_ticks), in CLOCK_REALTIME ns: the time the next tick is due.
+ * grid is the collector's base interval: every tick falls on a multiple of it. prev_due is when
+ * the last tick was due (a grid point; 0 before the first aligned one, which then comes at the
+ * first grid point at least half a grid step after now, not right after the first poll at start).
+ * interval is the current one (the base, or longer under backoff). The tick due is the first grid
+ * point at or after prev_due + interval and at or after now: a late tick skips the points it
+ * missed without moving the later ones, and backoff keeps the grid. When the clock was set back
+ * (prev_due + interval lies more than interval + grid ahead of now) the schedule restarts from
+ * now. Pure, for tests.
+ */
+int64_t wt_loop_next_aligned(int64_t prev_due, int64_t interval, int64_t grid, int64_t now);
 
 #endif

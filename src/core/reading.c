@@ -53,6 +53,27 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                    "Bitmask of NVML clocks event (throttle) reasons.", WT_GAUGE},
     [WT_M_GPU_THROTTLED] = {"wattage_gpu_throttled", "1 while the named throttle reason is active.",
                             WT_GAUGE},
+    [WT_M_GPU_ECC_ERRORS] = {"wattage_gpu_ecc_errors_total",
+                             "GPU memory ECC errors by type (corrected, uncorrected) and counter "
+                             "(volatile: since the driver loaded; aggregate: the board's life).",
+                             WT_COUNTER},
+    [WT_M_GPU_REMAPPED_ROWS] = {"wattage_gpu_remapped_rows",
+                                "GPU memory rows remapped for correctable or uncorrectable errors; "
+                                "kind pending and failure are 1 while a remap waits for a reset "
+                                "or one has failed.",
+                                WT_GAUGE},
+    [WT_M_GPU_PCIE_REPLAYS] = {"wattage_gpu_pcie_replays_total",
+                               "PCIe replays of the GPU's link (retransmissions after errors).",
+                               WT_COUNTER},
+    [WT_M_GPU_MEM_TEMP_C] = {"wattage_gpu_memory_temperature_celsius",
+                             "GPU memory (HBM) temperature in celsius.", WT_GAUGE},
+    [WT_M_GPU_XID_ERRORS] = {"wattage_gpu_xid_errors_total",
+                             "XID errors the driver reported for the GPU since wattage started, "
+                             "per XID code.",
+                             WT_COUNTER},
+    [WT_M_GPU_FAN_RATIO] = {"wattage_gpu_fan_speed_ratio",
+                            "Intended fan speed as a share of the fan's maximum (may exceed 1).",
+                            WT_GAUGE},
     [WT_M_GPU_ENERGY_GAPS] = {"wattage_gpu_energy_gaps_total",
                               "Gaps in the power series too long to integrate across.", WT_COUNTER},
     [WT_M_CPU_ENERGY_J] = {"wattage_cpu_energy_joules_total",

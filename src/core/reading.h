@@ -38,10 +38,17 @@ enum wt_metric_id {
     WT_M_GPU_PSTATE,
     WT_M_GPU_THROTTLE_REASONS, /* bitmask, NVML clocks event reasons */
     WT_M_GPU_THROTTLED,        /* 0/1 per reason="…" */
-    WT_M_GPU_ENERGY_GAPS,      /* counter: gaps not integrated across */
-    WT_M_CPU_ENERGY_J,         /* counter: RAPL, unwrapped, labels package,domain[,die|zone] */
-    WT_M_CPU_POWER_W,          /* RAPL energy delta / time delta */
-    WT_M_CPU_UTIL_RATIO,       /* procfs, cpu="all" or cpu="N" */
+    /* GPU health (NVML): before ENERGY_GAPS, which closes the per-GPU range */
+    WT_M_GPU_ECC_ERRORS,    /* counter: type=corrected|uncorrected, counter=volatile|aggregate */
+    WT_M_GPU_REMAPPED_ROWS, /* kind=correctable|uncorrectable (rows), pending|failure (0/1) */
+    WT_M_GPU_PCIE_REPLAYS,  /* counter: PCIe replays */
+    WT_M_GPU_MEM_TEMP_C,    /* memory (HBM) temperature */
+    WT_M_GPU_XID_ERRORS,    /* counter: XID events seen by this daemon, per xid="…" */
+    WT_M_GPU_FAN_RATIO,     /* fan="…": intended speed, share of the fan's maximum */
+    WT_M_GPU_ENERGY_GAPS,   /* counter: gaps not integrated across */
+    WT_M_CPU_ENERGY_J,      /* counter: RAPL, unwrapped, labels package,domain[,die|zone] */
+    WT_M_CPU_POWER_W,       /* RAPL energy delta / time delta */
+    WT_M_CPU_UTIL_RATIO,    /* procfs, cpu="all" or cpu="N" */
     WT_M_MEM_USED_RATIO,
     WT_M_MEM_USED_B,
     WT_M_MEM_TOTAL_B,

@@ -15,7 +15,6 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "core/config.h"
 
 /* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
 size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb)
@@ -246,6 +245,47 @@ int wt_y_string(const struct wt_yget *g, const struct wt_ynode *map, const char 
     return 0;
 }
 
+/* The scalars config.c shares (wt_config_parse_bool and wt_config_format_duration wrap these). */
+int wt_y_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"true", "yes", "on"}, *const no[] = {"false", "no", "off"};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = true;
+            return 0;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = false;
+            return 0;
+        }
+    }
+    return -EINVAL;
+}
+
+void wt_y_format_duration(int64_t ns, char *buf, size_t n)
+{
+    static const struct {
+        const char *u;
+        int64_t ns;
+    } units[] = {{"d", 86400 * WT_NS_PER_S},
+                 {"h", 3600 * WT_NS_PER_S},
+                 {"m", 60 * WT_NS_PER_S},
+                 {"s", WT_NS_PER_S},
+                 {"ms", WT_NS_PER_MS},
+                 {"us", 1000},
+                 {"ns", 1}};
+    if (ns == 0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (ns % units[i].ns == 0) {
+            snprintf(buf, n, "%" PRId64 "%s", ns / units[i].ns, units[i].u);
+            return;
+        }
+    }
+}
+
 int wt_y_bool(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
               const char *key, bool *out)
 {
@@ -253,7 +293,7 @@ int wt_y_bool(const struct wt_yget *g, const struct wt_ynode *map, const char *p
     int rc = scalar(g, map, path, key, "true or false", &v);
     if (rc || !v)
         return rc;
-    if (wt_config_parse_bool(v, out) != 0)
+    if (wt_y_parse_bool(v, out) != 0)
         return bad(g, map, path, key, "true or false", v);
     return 0;
 }
@@ -293,8 +333,8 @@ int wt_y_duration_in(const struct wt_yget *g, const struct wt_ynode *map, const 
 {
     char lo[32], hi[32], what[160], p[256], got[80];
     int64_t ns = 0;
-    wt_config_format_duration(min_ns, lo, sizeof lo);
-    wt_config_format_duration(max_ns, hi, sizeof hi);
+    wt_y_format_duration(min_ns, lo, sizeof lo);
+    wt_y_format_duration(max_ns, hi, sizeof hi);
     snprintf(what, sizeof what, "a duration from %s to %s such as %s%s", lo, hi,
              min_ns <= WT_NS_PER_S && max_ns >= WT_NS_PER_S ? "1s" : lo,
              allow_zero ? ", or 0" : "");

@@ -42,6 +42,15 @@ int wt_y_keys(const struct wt_yget *g, const struct wt_ynode *map, const char *p
 /* The child of mapping `map` named key, or NULL (also NULL when map is NULL or not a mapping). */
 const struct wt_ynode *wt_y_get(const struct wt_ynode *map, const char *key);
 
+/*
+ * The scalar forms every config reader shares (config.c's wt_config_parse_bool and
+ * wt_config_format_duration are these): a YAML-style boolean (true/false, yes/no, on/off, any
+ * case; returns 0 or -EINVAL), and ns in the largest unit that divides it exactly (7d, 90m,
+ * 1500ms; 0 as "0").
+ */
+int wt_y_parse_bool(const char *s, bool *out) WT_MUST_USE;
+void wt_y_format_duration(int64_t ns, char *buf, size_t n);
+
 /* Scalars. `required` makes an absent key an error ("...: required"). */
 int wt_y_string(const struct wt_yget *g, const struct wt_ynode *map, const char *path,
                 const char *key, bool required, char *out, size_t n) WT_MUST_USE;

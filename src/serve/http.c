@@ -32,9 +32,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "core/health.h"
 #include "core/log.h"
-#include "core/snapshot.h"
+#include "core/secret.h"
 #include "serve/expo.h"
 
 #define MAX_ROUTES 32
@@ -139,17 +138,6 @@ struct out {
 };
 
 /* ---- pure pieces ---- */
-
-int wt_http_check_secret_mode(const char *what, const char *path, mode_t mode, struct wt_err *err)
-{
-    if ((mode & (S_IRWXG | S_IRWXO)) == 0)
-        return 0;
-    wt_err_set(err,
-               "%s: %s is accessible by group or others (mode %04o); it holds a secret: "
-               "chmod 600 %s",
-               what, path, (unsigned)(mode & 07777), path);
-    return -EPERM;
-}
 
 bool wt_http_token_equal(const char *expected, const char *given, size_t given_len)
 {
@@ -873,37 +861,6 @@ static int route_metrics(void *ctx, const struct wt_http_request *req, struct wt
     return 0;
 }
 
-static int route_status(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
-{
-    struct wt_http *h = ctx;
-    struct wt_batch b = {0};
-    struct wt_hub_collector cs[MAX_COLLECTORS];
-    struct wt_health_reason why[WT_HEALTH_MAX_REASONS];
-    (void)req;
-    int rc = take_snapshot(h, &b);
-    if (rc == 0) {
-        size_t n = wt_hub_collectors(h->hub, cs, MAX_COLLECTORS);
-        size_t nh = wt_health_collect(&b, why, WT_HEALTH_MAX_REASONS);
-        char *doc =
-            wt_snapshot_json(&b, cs, n < MAX_COLLECTORS ? n : MAX_COLLECTORS, wt_now_real_ns(), 0);
-        char *s = doc ? wt_health_json_into(doc, why,
-                                            nh < WT_HEALTH_MAX_REASONS ? nh : WT_HEALTH_MAX_REASONS,
-                                            false)
-                      : NULL;
-        free(doc);
-        if (s) {
-            rep->status = 200;
-            rep->body = s;
-            rep->len = strlen(s);
-            rep->content_type = "application/json";
-        } else {
-            rc = -ENOMEM;
-        }
-    }
-    wt_batch_free(&b);
-    return rc;
-}
-
 static int route_healthz(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
 {
     struct wt_http *h = ctx;
@@ -919,42 +876,6 @@ static int route_healthz(void *ctx, const struct wt_http_request *req, struct wt
 fail:
     cJSON_Delete(o);
     return -ENOMEM;
-}
-
-/*
- * Readiness (GET /readyz: 200 or 503) and health (GET /api/v1/health: always 200): the same
- * document, {"status": "ok"|"degraded", "reasons": [...]}; see core/health.h. /healthz stays
- * liveness: a degraded daemon still serves and must not be restarted for a full disk.
- */
-static int health_reply(struct wt_http *h, struct wt_http_reply *rep, bool ready_status)
-{
-    struct wt_batch b = {0};
-    struct wt_health_reason why[WT_HEALTH_MAX_REASONS];
-    int rc = take_snapshot(h, &b);
-    if (rc != 0)
-        return rc;
-    size_t n = wt_health_collect(&b, why, WT_HEALTH_MAX_REASONS);
-    wt_batch_free(&b);
-    char *s = wt_health_json(why, n < WT_HEALTH_MAX_REASONS ? n : WT_HEALTH_MAX_REASONS);
-    if (!s)
-        return -ENOMEM;
-    rep->status = ready_status && n ? MHD_HTTP_SERVICE_UNAVAILABLE : MHD_HTTP_OK;
-    rep->body = s;
-    rep->len = strlen(s);
-    rep->content_type = "application/json";
-    return 0;
-}
-
-static int route_readyz(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
-{
-    (void)req;
-    return health_reply(ctx, rep, true);
-}
-
-static int route_health(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
-{
-    (void)req;
-    return health_reply(ctx, rep, false);
 }
 
 /* ---- set-up ---- */
@@ -978,7 +899,7 @@ static int read_file(const char *what, const char *path, bool secret, size_t max
         goto out;
     }
     if (secret) {
-        rc = wt_http_check_secret_mode(what, path, st.st_mode, err);
+        rc = wt_check_secret_mode(what, path, st.st_mode, err);
         if (rc)
             goto out;
     }
@@ -1181,12 +1102,6 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
         rc = wt_http_add_route(h, "GET", "/metrics", false, route_metrics, h);
     if (!rc)
         rc = wt_http_add_route(h, "GET", "/healthz", true, route_healthz, h);
-    if (!rc) /* probes carry no token, like /healthz */
-        rc = wt_http_add_route(h, "GET", "/readyz", true, route_readyz, h);
-    if (!rc)
-        rc = wt_http_add_route(h, "GET", "/api/v1/health", false, route_health, h);
-    if (!rc)
-        rc = wt_http_add_route(h, "GET", "/api/v1/status", false, route_status, h);
     if (rc) {
         wt_http_close(h);
         return rc;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTTP server of `wattage run` (libmicrohttpd, GnuTLS): GET /metrics, GET /healthz,
- * GET /api/v1/status, and the routes other modules add (the jobs API). It serves from copies of
+ * The HTTP server of `wattage run` (libmicrohttpd, GnuTLS): GET /metrics, GET /healthz, and
+ * the routes the API layer adds (serve/api_*.h: status, alerts, jobs). It serves from copies of
  * the hub's snapshot and never waits for the poll loop or the store. Bounded everywhere:
  * connections in all and per client address, per-connection idle timeout, request memory, body
  * size. TLS and mutual TLS from daemon.tls.*, a bearer token from daemon.auth.token_file.
@@ -111,14 +111,6 @@ int wt_http_reply_error(struct wt_http_reply *rep, unsigned status, const char *
     __attribute__((format(printf, 3, 4)));
 
 /* ---- pure pieces, for the tests ---- */
-
-/*
- * Refuses a secret file (TLS key, token) whose mode lets group or others in: returns -EPERM
- * with err saying "<what>: <path> is accessible by group or others (mode 0644); chmod 600 it",
- * else 0.
- */
-int wt_http_check_secret_mode(const char *what, const char *path, mode_t mode,
-                              struct wt_err *err) WT_MUST_USE;
 
 /* Compares a presented token with the expected one in time independent of where they differ. */
 bool wt_http_token_equal(const char *expected, const char *given, size_t given_len);

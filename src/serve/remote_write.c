@@ -26,6 +26,7 @@
 #include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/secret.h"
 #include "core/yget.h"
 #include "serve/http.h"
 #include "serve/remote_write.pb-c.h"
@@ -600,7 +601,7 @@ static int read_secret(const char *what, const char *path, char *out, size_t n, 
         wt_err_set(err, "%s %s: %s", what, path, strerror(e));
         return -e;
     }
-    int rc = wt_http_check_secret_mode(what, path, sb.st_mode, err);
+    int rc = wt_check_secret_mode(what, path, sb.st_mode, err);
     if (rc)
         return rc;
     FILE *f = fopen(path, "re");

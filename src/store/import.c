@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "core/clock.h"
+#include "core/csv.h"
 #include "core/reading.h"
 
 #define MAX_COLS 64
@@ -84,24 +85,6 @@ static char *trim(char *s)
     while (n && isspace((unsigned char)s[n - 1]))
         s[--n] = '\0';
     return s;
-}
-
-/* Splits line in place on commas; returns the field count (at most max). */
-static int split(char *line, char **f, int max)
-{
-    int n = 0;
-    char *p = line;
-    for (;;) {
-        char *c = strchr(p, ',');
-        if (n == max)
-            return max + 1;
-        if (c)
-            *c = '\0';
-        f[n++] = trim(p);
-        if (!c)
-            return n;
-        p = c + 1;
-    }
 }
 
 /* nvidia-smi's "2024/01/15 10:23:45.123" in local time, or RFC 3339 / unix seconds. */
@@ -211,15 +194,44 @@ void wt_import_node_name(const char *file, const char *node, char *out, size_t n
     snprintf(out, n, "%.*s", (int)len, b);
 }
 
-/* Parses the header line into cols. Returns the column count or -EINVAL. */
-static int parse_header(char *line, struct col *cols, int *power_col, const char *name,
-                        FILE *report, struct wt_err *err)
+/* The header's fields back to back with their NULs (malloc'd), to spot a repeated header. */
+static char *join_fields(const struct wt_csv *c, size_t *len)
 {
-    char *f[MAX_COLS + 1];
-    int n = split(line, f, MAX_COLS);
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        n += strlen(c->field[i]) + 1;
+    char *j = malloc(n + 1);
+    if (!j)
+        return NULL;
+    *len = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t l = strlen(c->field[i]) + 1;
+        memcpy(j + *len, c->field[i], l);
+        *len += l;
+    }
+    return j;
+}
+
+static bool same_fields(const struct wt_csv *c, const char *j, size_t jlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        size_t l = strlen(c->field[i]) + 1;
+        if (o + l > jlen || memcmp(j + o, c->field[i], l) != 0)
+            return false;
+        o += l;
+    }
+    return o == jlen;
+}
+
+/* Parses the header's fields (line hl) into cols. Returns the column count or -EINVAL. */
+static int parse_header(char **f, size_t nf, size_t hl, struct col *cols, int *power_col,
+                        const char *name, FILE *report, struct wt_err *err)
+{
+    int n = (int)nf;
     bool have_time = false, have_gpu = false;
-    if (n > MAX_COLS)
-        return wt_err_set(err, "%s:1: more than %d columns", name, MAX_COLS);
+    if (nf > MAX_COLS)
+        return wt_err_set(err, "%s:%zu: more than %d columns", name, hl, MAX_COLS);
     *power_col = -1;
     for (int i = 0; i < n; i++) {
         struct col *c = &cols[i];
@@ -229,8 +241,8 @@ static int parse_header(char *line, struct col *cols, int *power_col, const char
         if (br) {
             char *close = strchr(br, ']');
             if (!close)
-                return wt_err_set(err, "%s:1: column %d: unterminated unit in \"%s\"", name, i + 1,
-                                  f[i]);
+                return wt_err_set(err, "%s:%zu: column %d: unterminated unit in \"%s\"", name, hl,
+                                  i + 1, f[i]);
             snprintf(c->unit, sizeof c->unit, "%.*s", (int)(close - br - 1), br + 1);
             *br = '\0';
         }
@@ -260,22 +272,22 @@ static int parse_header(char *line, struct col *cols, int *power_col, const char
                 c->scale = unit_scale(c->unit, c->metric);
                 if (isnan(c->scale)) {
                     if (report)
-                        fprintf(report, "%s:1: column %s: unknown unit [%s]: ignored\n", name, prop,
-                                c->unit);
+                        fprintf(report, "%s:%zu: column %s: unknown unit [%s]: ignored\n", name, hl,
+                                prop, c->unit);
                     c->kind = C_IGNORE;
                 }
             } else if (report) {
-                fprintf(report, "%s:1: column %s: not imported\n", name, prop);
+                fprintf(report, "%s:%zu: column %s: not imported\n", name, hl, prop);
             }
             if (c->kind == C_VALUE && c->metric == WT_M_GPU_POWER_W && *power_col < 0)
                 *power_col = i;
         }
     }
     if (!have_time)
-        return wt_err_set(err, "%s:1: no timestamp column (log with --query-gpu=timestamp,...)",
-                          name);
+        return wt_err_set(err, "%s:%zu: no timestamp column (log with --query-gpu=timestamp,...)",
+                          name, hl);
     if (!have_gpu)
-        return wt_err_set(err, "%s:1: no index or uuid column to tell the GPUs apart", name);
+        return wt_err_set(err, "%s:%zu: no index or uuid column to tell the GPUs apart", name, hl);
     return n;
 }
 
@@ -301,10 +313,10 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
                          FILE *report, struct wt_import_stats *stats, struct wt_err *err)
 {
     struct col cols[MAX_COLS];
-    char *line = NULL, *hdr_copy = NULL;
-    size_t lcap = 0;
-    ssize_t len;
-    int ncols = -1, lineno = 0, power_col = -1, rc = 0;
+    struct wt_csv csv;
+    char *hdr_copy = NULL;
+    size_t hdr_len = 0;
+    int ncols = -1, power_col = -1, rc = 0, got;
     struct row *rows = NULL;
     size_t nrows = 0, rcap = 0;
     struct gpu *gpus = NULL;
@@ -315,28 +327,39 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
     size_t nvals = 0, vcap = 0;
 
     memset(stats, 0, sizeof *stats);
-    while ((len = getline(&line, &lcap, f)) >= 0) {
-        lineno++;
-        char *p = trim(line);
-        if (!*p)
+    wt_csv_init_file(&csv, f);
+    while ((got = wt_csv_next(&csv)) != 0) {
+        if (got == -EINVAL && ncols >= 0) {
+            if (report)
+                fprintf(report, "%s:%zu: %s: line skipped\n", name, csv.line, csv.why);
+            stats->skipped++;
             continue;
+        }
+        if (got == -EINVAL) {
+            rc = wt_err_set(err, "%s:%zu: %s", name, csv.line, csv.why);
+            goto out;
+        }
+        if (got < 0) {
+            rc = got == -EIO ? wt_err_set(err, "%s: read error", name), -EIO : got;
+            goto out;
+        }
         if (ncols < 0) {
-            hdr_copy = strdup(p);
+            hdr_copy = join_fields(&csv, &hdr_len);
             if (!hdr_copy) {
                 rc = -ENOMEM;
                 goto out;
             }
-            ncols = parse_header(p, cols, &power_col, name, report, err);
+            ncols = parse_header(csv.field, csv.n, csv.line, cols, &power_col, name, report, err);
             if (ncols < 0) {
                 rc = ncols;
                 goto out;
             }
             continue;
         }
-        if (strcmp(p, hdr_copy) == 0)
+        if (same_fields(&csv, hdr_copy, hdr_len))
             continue; /* a repeated header */
-        char *fl[MAX_COLS + 1];
-        int nf = split(p, fl, MAX_COLS);
+        char **fl = csv.field;
+        int nf = (int)csv.n;
         const char *why = NULL;
         char whybuf[160];
         struct row r = {0};
@@ -400,7 +423,7 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
             why = "no GPU index or uuid";
         if (why) {
             if (report)
-                fprintf(report, "%s:%d: %s: line skipped\n", name, lineno, why);
+                fprintf(report, "%s:%zu: %s: line skipped\n", name, csv.line, why);
             stats->skipped++;
             continue;
         }
@@ -524,7 +547,7 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
         }
     }
 out:
-    free(line);
+    wt_csv_free(&csv);
     free(hdr_copy);
     free(rows);
     free(gpus);

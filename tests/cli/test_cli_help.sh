@@ -19,7 +19,7 @@ done
 for f in src/cli/*.c; do
     base=$(basename "$f" .c)
     case $base in
-    main | common | commands | sections) continue ;;
+    main | common | commands | sections | opts | client | man) continue ;;
     job) helps=(job jobs) ;;
     *) helps=("${base//_/-}") ;;
     esac

@@ -59,7 +59,8 @@ check "a bad --listen exits 2 and says why" bash -c '[[ $0 == 2 && $1 == *"--lis
 
 # --- the daemon: counter energy and power integration against the exact integral
 t0=$(python3 -c 'import time; print(time.time())')
-export FAKE_NVML_T0=$t0 FAKE_NVML_POWER=300,100,7
+# the power an H200 reads is its 1-s average (the daemon places it at the middle of that second)
+export FAKE_NVML_T0=$t0 FAKE_NVML_POWER=300,100,7 FAKE_NVML_POWER_AVG=1
 WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" --duration 6 --summary-interval 2 \
     >"$TMP/run.log" 2>&1
 rc=$?
@@ -133,7 +134,10 @@ check "the daemon goes on after a refused reload" kill -0 $pid
 kill -TERM $pid; wait $pid
 
 # --- SIGTERM stops it cleanly
-WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$(free_port) --db "$TMP/run.db" >"$TMP/run.log" 2>&1 &
+# The port first: a $(...) inside the background command leaves a subshell (carrying lib.sh's
+# cleanup trap) between this shell and the daemon, and the SIGTERM would stop that instead.
+port=$(free_port)
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run --interval 0.2 --listen 127.0.0.1:$port --db "$TMP/run.db" >"$TMP/run.log" 2>&1 &
 pid=$!
 sleep 1
 kill -TERM $pid

@@ -34,6 +34,22 @@ echo "6 $$" >>"$PROCS"
 listed() { api GET /api/v1/gpus/processes >/dev/null && [[ $(jq_ "[g['pids'] for g in d if g['gpu'] == '6'][0]") == "[$$]" ]]; }
 check "GET /api/v1/gpus/processes lists the process on GPU 6" wait_for 5 listed
 check "one entry per GPU with its UUID" test "$(jq_ "len(d) == 8 and d[3]['uuid'] == 'GPU-fake-0000-3' and d[0]['pids'] == []")" = True
+# Who owns it, from its cgroup under the procfs root: a Slurm step's task, then (the file
+# rewritten) a Kubernetes pod's container; a pid whose cgroup cannot be read has no owner.
+mkdir -p "$TMP/proc/proc/$$"
+echo '0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0' >"$TMP/proc/proc/$$/cgroup"
+api GET /api/v1/gpus/processes >/dev/null
+check "the process is a Slurm job's, with its step" test "$(jq_ "[g['processes'] for g in d if g['gpu'] == '6'][0]")" \
+    = "[{'pid': $$, 'owner': 'slurm', 'slurm_job': '4242', 'slurm_step': '0', 'unit': 'slurmstepd.scope'}]"
+cid=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+echo "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11112222_3333_4444_5555_666677778888.slice/cri-containerd-$cid.scope" \
+    >"$TMP/proc/proc/$$/cgroup"
+api GET /api/v1/gpus/processes >/dev/null
+check "  then a Kubernetes pod's container" test "$(jq_ "[(p['owner'], p['pod_uid'], p['pod_qos'], p['container']) for g in d if g['gpu'] == '6' for p in g['processes']]")" \
+    = "[('kubernetes', '11112222-3333-4444-5555-666677778888', 'burstable', '$cid')]"
+rm "$TMP/proc/proc/$$/cgroup"
+api GET /api/v1/gpus/processes >/dev/null
+check "  and no owner once its cgroup is gone" test "$(jq_ "[g['processes'] for g in d if g['gpu'] == '6'][0]")" = "[{'pid': $$}]"
 
 # the wrapped command's grandchild registers itself on GPU 3, 1.5 s later on GPU 5 (as a
 # launcher's workers come up one after another), then works 5 s more

@@ -96,6 +96,9 @@ rw_config "$TMP/open.yaml" node-f "  - {url: $R/ok, bearer_token_file: $TMP/wron
 out=$("$BIN" run -c "$TMP/open.yaml" --listen "127.0.0.1:$(free_port)" --db "$TMP/o.db" --duration 2 2>&1)
 check "a token file others may read is refused" bash -c '[[ $1 == *"accessible by group or others"* ]]' _ "$out"
 out=$("$BIN" check-config "$TMP/w.yaml" 2>&1)
+check "check-config refuses it as run does" bash -c '[[ $1 == *"remote_write[1] (wrongtoken): bearer_token_file: "*"accessible by group or others"* ]]' _ "$out"
+chmod 600 "$TMP/wrong.token"
+out=$("$BIN" check-config "$TMP/w.yaml" 2>&1)
 check "check-config accepts the six endpoints" test $? -eq 0
 printf 'remote_write:\n  - url: http://x/\n    match: ["a{b=c}"]\n' >"$TMP/bad.yaml"
 out=$("$BIN" check-config "$TMP/bad.yaml" 2>&1)

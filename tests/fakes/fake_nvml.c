@@ -13,6 +13,9 @@
  *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
  *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
  *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
+ *   FAKE_NVML_POWER_AVG=S        nvmlDeviceGetPowerUsage returns instead the mean of P_i over the
+ *                                last S seconds, exactly (what an H100/H200 reads: a 1-s average;
+ *                                default 0, instantaneous); stuck, glitch and cap as below
  *   FAKE_NVML_ENERGY_OFFSET_MJ=N the energy counter (mJ) is
  *                                  N + floor(1000 * exact integral of P_i from T0 to now)
  *                                (default 1000000000)
@@ -61,6 +64,28 @@
  *                                the process only.
  *                                nvmlDeviceGetPowerManagementDefaultLimit is 700 W.
  *
+ *   Health (all per GPU g; seconds after T0; absent entries read 0):
+ *   FAKE_NVML_XID=g:at:xid[,…]   one XID event (nvmlEventTypeXidCriticalError) on GPU g at T0+at
+ *   FAKE_NVML_XID_STORM=g:from:to:xid:rate[,…]  XID xid on GPU g at rate events per second in
+ *                                [from, to); each one waits in the event set until taken, as the
+ *                                driver's queue does
+ *   FAKE_NVML_ECC=g:from:corrected:uncorrected[,…]  from T0+from, GPU g's volatile ECC counts;
+ *                                aggregate counts are the volatile ones plus 12 corrected
+ *   FAKE_NVML_REMAP=g:from:corr:unc:pending:failure[,…]  nvmlDeviceGetRemappedRows from T0+from
+ *   FAKE_NVML_PCIE_REPLAYS=g:from:to:rate[,…]  the PCIe replay counter grows rate per second in
+ *                                [from, to) (and keeps what it reached)
+ *   FAKE_NVML_MEM_TEMP=C         memory temperature of GPU i = C + i °C (default 50), through
+ *                                nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)
+ *   FAKE_NVML_FANS=N             fans per GPU (default 0: the fan calls answer NOT_SUPPORTED, as
+ *                                on SXM boards); fan f reads 30 + 10*f %
+ *   NOT_SUPPORTED names for these: events, ecc, remap, pcie_replay, mem_temp, fan, vbios.
+ *   nvmlDeviceGetVbiosVersion is "96.00.89.00.01", nvmlSystemGetCudaDriverVersion_v2 12040.
+ *   The event calls answer UNINITIALIZED once the last session is shut down, like every call.
+ *
+ *   FAKE_NVML_SHUTDOWN_ALL=1     nvmlShutdown ends every session at once, as a wrapper or driver
+ *                                that does not count nvmlInit/nvmlShutdown pairs would (the
+ *                                real library counts them, as this fake does by default)
+ *
  * Derived values: utilization = clamp(100*(P-60)/640) %, memory utilization 0.6 of it; memory
  * 143771 MiB total, used 10% + 80% * utilization; SM clock 345 + 1635*util/100 MHz, memory clock
  * 2619 MHz; pstate P0 (P8 when utilization < 5%); power limit 700 W (also the default limit),
@@ -80,6 +105,7 @@
  */
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,11 +136,19 @@ enum {
     NS_PCI,
     NS_PERSIST,
     NS_PROCS,
+    NS_EVENTS,
+    NS_ECC,
+    NS_REMAP,
+    NS_PCIE_REPLAY,
+    NS_MEM_TEMP,
+    NS_FAN,
+    NS_VBIOS,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
     "energy",   "power",       "temperature", "thresholds", "utilization", "memory",    "clocks",
-    "throttle", "power_limit", "pstate",      "pci",        "persistence", "processes",
+    "throttle", "power_limit", "pstate",      "pci",        "persistence", "processes", "events",
+    "ecc",      "remap",       "pcie_replay", "mem_temp",   "fan",         "vbios",
 };
 
 static struct {
@@ -123,6 +157,7 @@ static struct {
     char model[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
     double t0;
     double base, amp, period;
+    double power_avg_s;
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -149,11 +184,22 @@ static struct {
     } util[MAX_EVENTS], stuck[MAX_EVENTS], power_read[MAX_EVENTS];
     int nutil, nstuck, npower_read;
     bool thermal;
+    bool shutdown_all;
+    /* health: v[] holds the numbers after g:from (and :to for windows) */
+    struct health {
+        unsigned int gpu;
+        double from, to;
+        double v[4];
+    } xid[MAX_EVENTS], storm[MAX_EVENTS], ecc[MAX_EVENTS], remap[MAX_EVENTS], replay[MAX_EVENTS];
+    int nxid, nstorm, necc, nremap, nreplay;
+    double mem_temp;
+    unsigned int fans;
 } fk;
 
 #define DEFAULT_LIMIT_MW 700000u
 
-static int sessions;
+/* Atomic: the event thread of a reader waits while another thread shuts the session down. */
+static _Atomic int sessions;
 /* Set by nvmlDeviceSetPowerManagementLimit (0: never) when there is no FAKE_NVML_LIMITS_FILE. */
 static unsigned int limit_mw[MAX_GPUS];
 static struct nvmlDevice_st devices[MAX_GPUS];
@@ -204,6 +250,30 @@ static const struct window *in_window(const struct window *w, int n, unsigned in
     return NULL;
 }
 
+/* Reads "g:a[:b]:v0:v1…,…" into h: with_to says whether a window end follows `from`; nv numbers
+ * follow. Returns how many. */
+static int load_health(const char *name, struct health *h, bool with_to, int nv)
+{
+    int n = 0;
+    for (const char *v = env(name); v && *v && n < MAX_EVENTS;) {
+        struct health x = {0};
+        double f[7] = {0};
+        int got = sscanf(v, "%u:%lf:%lf:%lf:%lf:%lf:%lf", &x.gpu, &f[0], &f[1], &f[2], &f[3], &f[4],
+                         &f[5]);
+        int want = 2 + (with_to ? 1 : 0) + nv;
+        if (got == want) {
+            x.from = f[0];
+            x.to = with_to ? f[1] : INFINITY;
+            for (int k = 0; k < nv; k++)
+                x.v[k] = f[(with_to ? 2 : 1) + k];
+            h[n++] = x;
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    return n;
+}
+
 static void load(void)
 {
     const char *v;
@@ -222,6 +292,7 @@ static void load(void)
     fk.base = 300, fk.amp = 100, fk.period = 7;
     if ((v = env("FAKE_NVML_POWER")))
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
+    fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
     fk.offset_mj = 1000000000ULL;
     if ((v = env("FAKE_NVML_ENERGY_OFFSET_MJ")))
         fk.offset_mj = strtoull(v, NULL, 10);
@@ -270,6 +341,14 @@ static void load(void)
     fk.nstuck = load_windows("FAKE_NVML_STUCK", fk.stuck, false);
     fk.npower_read = load_windows("FAKE_NVML_POWER_READ", fk.power_read, true);
     fk.thermal = env_double("FAKE_NVML_THERMAL", 0) != 0;
+    fk.nxid = load_health("FAKE_NVML_XID", fk.xid, false, 1);
+    fk.nstorm = load_health("FAKE_NVML_XID_STORM", fk.storm, true, 2);
+    fk.necc = load_health("FAKE_NVML_ECC", fk.ecc, false, 2);
+    fk.nremap = load_health("FAKE_NVML_REMAP", fk.remap, false, 4);
+    fk.nreplay = load_health("FAKE_NVML_PCIE_REPLAYS", fk.replay, true, 1);
+    fk.mem_temp = env_double("FAKE_NVML_MEM_TEMP", 50);
+    fk.fans = (unsigned int)env_double("FAKE_NVML_FANS", 0);
+    fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
     for (unsigned int i = 0; i < MAX_GPUS; i++)
@@ -424,7 +503,10 @@ nvmlReturn_t nvmlShutdown(void)
     log_call("nvmlShutdown");
     if (!sessions)
         return NVML_ERROR_UNINITIALIZED;
-    sessions--;
+    if (fk.shutdown_all)
+        sessions = 0;
+    else
+        sessions--;
     return NVML_SUCCESS;
 }
 
@@ -445,6 +527,8 @@ const char *nvmlErrorString(nvmlReturn_t r)
         return "Driver Not Loaded";
     case NVML_ERROR_GPU_IS_LOST:
         return "GPU is lost";
+    case NVML_ERROR_TIMEOUT:
+        return "Timeout";
     default:
         return "Unknown Error";
     }
@@ -510,7 +594,11 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw)
         return r;
     const struct window *w = in_window(fk.power_read, fk.npower_read, d->index, t - fk.t0);
     const struct window *st = in_window(fk.stuck, fk.nstuck, d->index, t - fk.t0);
-    double p = w ? w->v : power_w(d->index, st ? fk.t0 + st->from : t);
+    double at = st ? fk.t0 + st->from : t;
+    double p = w ? w->v
+               : fk.power_avg_s > 0
+                   ? fake_nvml_exact_energy_j(d->index, at - fk.power_avg_s, at) / fk.power_avg_s
+                   : power_w(d->index, at);
     double cap_w = current_limit_mw(d->index) / 1000.0;
     if (!w && p > cap_w)
         p = cap_w;
@@ -876,6 +964,312 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int 
                                                    nvmlProcessInfo_v1_t *infos)
 {
     return do_procs("nvmlDeviceGetGraphicsRunningProcesses", d, count, infos, true, true);
+}
+/* ---- health ---- */
+
+wt_nvml_string_fn nvmlDeviceGetVbiosVersion;
+wt_nvml_cuda_version_fn nvmlSystemGetCudaDriverVersion_v2, nvmlSystemGetCudaDriverVersion;
+wt_nvml_event_set_create_fn nvmlEventSetCreate;
+wt_nvml_event_set_free_fn nvmlEventSetFree;
+wt_nvml_register_events_fn nvmlDeviceRegisterEvents;
+wt_nvml_ull_fn nvmlDeviceGetSupportedEventTypes;
+wt_nvml_event_wait_fn nvmlEventSetWait_v2, nvmlEventSetWait;
+wt_nvml_ecc_fn nvmlDeviceGetTotalEccErrors;
+wt_nvml_remapped_rows_fn nvmlDeviceGetRemappedRows;
+wt_nvml_uint_fn nvmlDeviceGetPcieReplayCounter, nvmlDeviceGetNumFans, nvmlDeviceGetFanSpeed;
+wt_nvml_fan_fn nvmlDeviceGetFanSpeed_v2;
+wt_nvml_field_values_fn nvmlDeviceGetFieldValues;
+
+nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t d, char *buf, unsigned int length)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetVbiosVersion", d, NS_VBIOS, &t);
+    return r ? r : copy_out(buf, length, "96.00.89.00.01");
+}
+
+static nvmlReturn_t do_cuda_version(const char *fn, int *v)
+{
+    log_call(fn);
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!v)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *v = 12040;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    return do_cuda_version("nvmlSystemGetCudaDriverVersion_v2", v);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return do_cuda_version("nvmlSystemGetCudaDriverVersion", v);
+}
+
+/* The latest entry of h[0..n) for gpu that has started by s, or NULL. */
+static const struct health *latest(const struct health *h, int n, unsigned int gpu, double s)
+{
+    const struct health *best = NULL;
+    for (int i = 0; i < n; i++)
+        if (h[i].gpu == gpu && h[i].from <= s && (!best || h[i].from >= best->from))
+            best = &h[i];
+    return best;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, nvmlMemoryErrorType_t type,
+                                         nvmlEccCounterType_t counter, unsigned long long *count)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetTotalEccErrors", d, NS_ECC, &t);
+    if (r)
+        return r;
+    if (!count ||
+        (type != NVML_MEMORY_ERROR_TYPE_CORRECTED && type != NVML_MEMORY_ERROR_TYPE_UNCORRECTED) ||
+        (counter != NVML_VOLATILE_ECC && counter != NVML_AGGREGATE_ECC))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct health *h = latest(fk.ecc, fk.necc, d->index, t - fk.t0);
+    double v = h ? h->v[type == NVML_MEMORY_ERROR_TYPE_CORRECTED ? 0 : 1] : 0;
+    if (counter == NVML_AGGREGATE_ECC && type == NVML_MEMORY_ERROR_TYPE_CORRECTED)
+        v += 12;
+    *count = (unsigned long long)v;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corr, unsigned int *unc,
+                                       unsigned int *pending, unsigned int *failure)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetRemappedRows", d, NS_REMAP, &t);
+    if (r)
+        return r;
+    if (!corr || !unc || !pending || !failure)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct health *h = latest(fk.remap, fk.nremap, d->index, t - fk.t0);
+    *corr = h ? (unsigned int)h->v[0] : 0;
+    *unc = h ? (unsigned int)h->v[1] : 0;
+    *pending = h ? (unsigned int)h->v[2] : 0;
+    *failure = h ? (unsigned int)h->v[3] : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *value)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPcieReplayCounter", d, NS_PCIE_REPLAY, &t);
+    if (r)
+        return r;
+    double s = t - fk.t0, n = 0;
+    for (int i = 0; i < fk.nreplay; i++) {
+        const struct health *h = &fk.replay[i];
+        if (h->gpu == d->index && s > h->from)
+            n += h->v[0] * ((s < h->to ? s : h->to) - h->from);
+    }
+    *value = (unsigned int)floor(n);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *values)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetFieldValues", d, -1, &t);
+    if (r)
+        return r;
+    if (count < 0 || (count && !values))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < count; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        v->timestamp = (long long)(t * 1e6);
+        v->latencyUsec = 0;
+        if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && !(fk.notsup & (1u << NS_MEM_TEMP))) {
+            v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+            v->value.uiVal = (unsigned int)lround(fk.mem_temp + d->index);
+            v->nvmlReturn = NVML_SUCCESS;
+        } else {
+            v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        }
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t d, unsigned int *n)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetNumFans", d, NS_FAN, &t);
+    if (r)
+        return r;
+    if (!fk.fans)
+        return NVML_ERROR_NOT_SUPPORTED;
+    *n = fk.fans;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t do_fan(const char *fn, nvmlDevice_t d, unsigned int fan, unsigned int *pct)
+{
+    double t;
+    nvmlReturn_t r = device_call(fn, d, NS_FAN, &t);
+    if (r)
+        return r;
+    if (!fk.fans)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (fan >= fk.fans || !pct)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *pct = 30 + 10 * fan;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t d, unsigned int fan, unsigned int *pct)
+{
+    return do_fan("nvmlDeviceGetFanSpeed_v2", d, fan, pct);
+}
+
+nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t d, unsigned int *pct)
+{
+    return do_fan("nvmlDeviceGetFanSpeed", d, 0, pct);
+}
+
+/*
+ * An event set: which GPUs are registered, and how many events of each source it has handed
+ * out. Events are due by the fake's clock; each waits until a wait takes it (the driver queues
+ * them), so a slow reader gets every one, late.
+ */
+struct nvmlEventSet_st {
+    unsigned long long gpus; /* bit per registered GPU */
+    unsigned long long taken_xid[MAX_EVENTS], taken_storm[MAX_EVENTS];
+};
+
+nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t *set)
+{
+    log_call("nvmlEventSetCreate");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!set)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *set = calloc(1, sizeof **set);
+    return *set ? NVML_SUCCESS : NVML_ERROR_MEMORY;
+}
+
+nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set)
+{
+    log_call("nvmlEventSetFree");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    free(set);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t d, unsigned long long *types)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetSupportedEventTypes", d, -1, &t);
+    if (r)
+        return r;
+    /* single and double bit ECC, pstate, XID */
+    *types = (fk.notsup & (1u << NS_EVENTS)) ? 0 : 0x1ULL | 0x2ULL | 0x4ULL | 0x8ULL;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceRegisterEvents", d, NS_EVENTS, &t);
+    if (r)
+        return r;
+    if (!set)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (types & nvmlEventTypeXidCriticalError)
+        set->gpus |= 1ULL << d->index;
+    return NVML_SUCCESS;
+}
+
+/* How many events of storm h are due at s seconds after T0. */
+static unsigned long long storm_due(const struct health *h, double s)
+{
+    if (s <= h->from)
+        return 0;
+    double end = s < h->to ? s : h->to;
+    return (unsigned long long)floor((end - h->from) * h->v[1]);
+}
+
+/* Takes one due event into *data; returns false with *next (s after T0) when none is due. */
+static bool take_event(nvmlEventSet_t set, double s, nvmlEventData_t *data, double *next)
+{
+    *next = INFINITY;
+    for (int i = 0; i < fk.nxid; i++) {
+        const struct health *h = &fk.xid[i];
+        if (!(set->gpus & (1ULL << h->gpu)) || set->taken_xid[i])
+            continue;
+        if (h->from <= s) {
+            set->taken_xid[i] = 1;
+            data->device = &devices[h->gpu];
+            data->eventData = (unsigned long long)h->v[0];
+            return true;
+        }
+        if (h->from < *next)
+            *next = h->from;
+    }
+    for (int i = 0; i < fk.nstorm; i++) {
+        const struct health *h = &fk.storm[i];
+        if (!(set->gpus & (1ULL << h->gpu)) || h->v[1] <= 0)
+            continue;
+        if (set->taken_storm[i] < storm_due(h, s)) {
+            set->taken_storm[i]++;
+            data->device = &devices[h->gpu];
+            data->eventData = (unsigned long long)h->v[0];
+            return true;
+        }
+        double at = h->from + (double)(set->taken_storm[i] + 1) / h->v[1];
+        if (at < h->to && at < *next)
+            *next = at;
+    }
+    return false;
+}
+
+static nvmlReturn_t do_wait(const char *fn, nvmlEventSet_t set, nvmlEventData_t *data,
+                            unsigned int timeout_ms, bool v2)
+{
+    log_call(fn);
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!set || !data)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    double end = now_s() + timeout_ms / 1000.0;
+    for (;;) {
+        double t = now_s(), next;
+        nvmlEventData_t ev = {0};
+        if (take_event(set, t - fk.t0, &ev, &next)) {
+            ev.eventType = nvmlEventTypeXidCriticalError;
+            if (v2) {
+                ev.gpuInstanceId = ev.computeInstanceId = 0xFFFFFFFFu;
+                *data = ev;
+            } else {
+                /* the original layout: device, eventType, eventData */
+                data->device = ev.device;
+                data->eventType = ev.eventType;
+                data->eventData = ev.eventData;
+            }
+            return NVML_SUCCESS;
+        }
+        if (t >= end)
+            return NVML_ERROR_TIMEOUT;
+        double until = fk.t0 + next < end ? fk.t0 + next : end;
+        double d = until - t;
+        struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
+        nanosleep(&ts, NULL);
+        if (!sessions)
+            return NVML_ERROR_UNINITIALIZED;
+    }
+}
+
+nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int ms)
+{
+    return do_wait("nvmlEventSetWait_v2", set, data, ms, true);
+}
+
+nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int ms)
+{
+    return do_wait("nvmlEventSetWait", set, data, ms, false);
 }
 #endif /* FAKE_MINIMAL */
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The HTTP API's request bodies, through wt_jobs_handle: the function the server's route calls
- * with the method, path and body of a request (audit/jobs.h). The first byte picks the request:
- * POST /api/v1/jobs (start), POST .../{ref}/marks, .../{ref}/end, .../{ref}/gpus, or a request
- * line "METHOD PATH" taken from the first line of the input; the rest is the body. The jobs
+ * The HTTP API's request bodies, through wt_api_jobs_handle: the function the server's route
+ * calls with the method, path and body of a request (serve/api_jobs.h). The first byte picks the
+ * request: POST /api/v1/jobs (start), POST .../{ref}/marks, .../{ref}/end, .../{ref}/gpus, or a
+ * request line "METHOD PATH" taken from the first line of the input; the rest is the body. The jobs
  * live in a real store in a temporary directory, made at start (with one running job, "fz",
  * for the marks), and removed at exit. Every answer must be JSON with a status, an error JSON
  * for 4xx. Seeds: tests/fuzz/seeds/api (bodies as the README and the Python client send them).
@@ -14,6 +14,7 @@
 
 #include "audit/jobs.h"
 #include "fuzz.h"
+#include "serve/api_jobs.h"
 #include "store/store.h"
 
 #define T0 (1764439200LL * 1000000000LL)
@@ -52,8 +53,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     FUZZ_CHECK(wt_jobs_open(db, NULL, &jobs, &err) == 0);
     atexit(cleanup);
     static const char start[] = "{\"name\": \"fz\"}";
-    FUZZ_CHECK(wt_jobs_handle(jobs, "POST", "/api/v1/jobs", start, sizeof start - 1, 0, now,
-                              &status, &json) == 0);
+    FUZZ_CHECK(wt_api_jobs_handle(jobs, "POST", "/api/v1/jobs", start, sizeof start - 1, 0, now,
+                                  &status, &json) == 0);
     FUZZ_CHECK(status == 201);
     cJSON_free(json);
     return 0;
@@ -85,7 +86,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     /* Later requests come later, as they would: a mark and an end at the same time are legal. */
     now += 1000000000LL;
-    int rc = wt_jobs_handle(jobs, method, path, len ? body : NULL, len, 0, now, &status, &json);
+    int rc = wt_api_jobs_handle(jobs, method, path, len ? body : NULL, len, 0, now, &status, &json);
     FUZZ_CHECK(rc == 0 || rc == -EIO);
     if (rc == 0) {
         FUZZ_CHECK(json != NULL && status >= 200 && status < 600);

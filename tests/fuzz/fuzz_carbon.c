@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Carbon-intensity files and replies: wt_carbon_parse in every format of src/audit/carbon.c
+ * Carbon-intensity files and replies: wt_carbon_parse in every format of src/audit/carbon_parse.c
  * (auto, the two CSV layouts, the UK Carbon Intensity API's JSON, Electricity Maps' history,
  * forecast and /latest JSON), then the step function over what parsed: the steps of each zone
  * must cover the window from its first point to its last, in order, without a gap.
  * Seeds: ../shared/data/carbon-intensity.
  */
-#include "audit/carbon.h"
+#include "audit/carbon_parse.h"
 #include "fuzz.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)

@@ -14,12 +14,14 @@
 
 #include "alert/alert.h"
 #include "audit/jobs.h"
+#include "collect/nvml.h"
 #include "collect/nvml_api.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -957,8 +959,8 @@ static void never_job(struct wt_config *cfg, const char *gpus)
              "{\"name\": \"train\", \"tags\": {\"cap\": \"never\"}, \"gpus\": %s}", gpus);
     unsigned status = 0;
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_handle(j, "POST", "/api/v1/jobs", body, strlen(body), 0, wt_now_real_ns(),
-                             &status, &json),
+    WT_EQ_INT(wt_api_jobs_handle(j, "POST", "/api/v1/jobs", body, strlen(body), 0, wt_now_real_ns(),
+                                 &status, &json),
               0);
     WT_EQ_INT(status, 201);
     free(json);
@@ -1105,4 +1107,79 @@ WT_TEST(guardrail_and_record_keys_are_read_and_checked)
     WT_EQ_STR(path, "/var/lib/wattage/power-caps");
     WT_EQ_INT(wt_cap_record_path(NULL, &c, path, sizeof path), -ENOENT);
     WT_EQ_STR(path, "");
+}
+
+/* ---- the order NVML sessions end in ---- */
+
+/* GPU count through the fake without a session of the test's own: UNINITIALIZED after the last
+ * session ended (the fake refuses every call then, as the library does). */
+static nvmlReturn_t count_without_session(void)
+{
+    void *dl = dlopen(wt_test_build_path("tests/fakes/libnvidia-ml.so.1"), RTLD_NOW);
+    WT_ASSERT(dl);
+    wt_nvml_count_fn *count = (wt_nvml_count_fn *)dlsym(dl, "nvmlDeviceGetCount_v2");
+    unsigned int n = 0;
+    nvmlReturn_t r = count(&n);
+    dlclose(dl);
+    return r;
+}
+
+WT_TEST(caps_are_restored_before_any_nvml_session_ends_in_whatever_order_they_stop)
+{
+    use_fake("600,0,0");
+    /* A library that ends every session at the first nvmlShutdown (it does not count pairs). */
+    setenv("FAKE_NVML_SHUTDOWN_ALL", "1", 1);
+    struct wt_err err = {{0}};
+    void *col = NULL;
+    WT_EQ_INT(wt_nvml_collector.open(NULL, &col, &err), 0);
+    struct wt_alerts_config c;
+    one_rule(&c, "Hot", 400, 0);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_alert a = alert("Hot", 0, WT_ALERT_FIRING, 400);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "0 400");
+    /* The daemon stops its collectors first, then the capper. */
+    wt_nvml_collector.close(col);
+    WT_EQ_INT(count_without_session(), NVML_SUCCESS); /* the capper's session still stands */
+    WT_NEAR(fam_value(wt_cap_family_left_capped, cap, "", NULL), 0, 0);
+    wt_cap_close(cap);
+    WT_EQ_STR(record(), "0 400;0 700");                           /* restored */
+    WT_EQ_INT(count_without_session(), NVML_ERROR_UNINITIALIZED); /* and only then shut down */
+    /* The other order too. */
+    WT_EQ_INT(wt_nvml_collector.open(NULL, &col, &err), 0);
+    cap = open_cap(&c);
+    wt_cap_apply(cap, &a);
+    wt_cap_close(cap);
+    WT_EQ_STR(record(), "0 400;0 700;0 400;0 700");
+    WT_EQ_INT(count_without_session(), NVML_SUCCESS); /* the collector's goes on */
+    wt_nvml_collector.close(col);
+    WT_EQ_INT(count_without_session(), NVML_ERROR_UNINITIALIZED);
+}
+
+WT_TEST(a_gpu_left_capped_when_nvml_went_away_is_counted_and_kept_in_the_record)
+{
+    use_fake("600,0,0");
+    setenv("FAKE_NVML_SHUTDOWN_ALL", "1", 1);
+    struct wt_alerts_config c;
+    recorded_rule(&c, "Hot", 400);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_alert a = alert("Hot", 3, WT_ALERT_FIRING, 400);
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "3 400");
+    /* Something outside wattage's sessions ends NVML under the capper (init, then shutdown). */
+    void *dl = dlopen(wt_test_build_path("tests/fakes/libnvidia-ml.so.1"), RTLD_NOW);
+    wt_nvml_init_fn *init = (wt_nvml_init_fn *)dlsym(dl, "nvmlInit_v2");
+    wt_nvml_shutdown_fn *shutdown = (wt_nvml_shutdown_fn *)dlsym(dl, "nvmlShutdown");
+    WT_EQ_INT(init(), NVML_SUCCESS);
+    WT_EQ_INT(shutdown(), NVML_SUCCESS);
+    /* The alert resolves: restoring fails (twice), the GPU keeps 400 W, and says so. */
+    a.state = WT_ALERT_RESOLVED;
+    wt_cap_apply(cap, &a);
+    WT_EQ_STR(record(), "3 400");
+    WT_NEAR(fam_value(wt_cap_family_left_capped, cap, "", NULL), 1, 0);
+    WT_NEAR(fam_value(wt_cap_family_limits, cap, "gpu=\"3\"", NULL), 400, 1e-9);
+    wt_cap_close(cap);
+    /* The record keeps the line for the next start or `wattage cap clear`. */
+    WT_EQ_STR(rec_lines(), "3 700 400 Hot");
+    dlclose(dl);
 }

@@ -12,13 +12,17 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "audit/carbon.h"
+#include "audit/carbon_fetch.h"
+#include "audit/carbon_parse.h"
 #include "audit/jobs.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -119,6 +123,43 @@ WT_TEST(uk_csv_real_file_forecast_and_actual_apart)
     WT_NEAR(b.p[na].value, rows[0].f, 1e-9);
     wt_carbon_batch_free(&b);
     free(buf);
+}
+
+WT_TEST(csv_quoted_fields_and_a_bad_quote_by_line)
+{
+    /* The shared CSV reader (core/csv.h): quoted cells, a comma inside quotes, CRLF. */
+    const char *csv = "\"timestamp\",\"gco2_per_kwh\",\"kind\"\r\n"
+                      "\"2023-03-13T03:30Z\",\"120.5\",\"actual\"\r\n"
+                      "2023-03-13T04:00Z, \"99\" ,forecast\r\n";
+    struct wt_carbon_batch b;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_carbon_parse("q.csv", csv, strlen(csv), WT_CF_CSV, WT_CS_INTENSITY, "GB", stderr,
+                              &b, &err),
+              0);
+    WT_EQ_INT(b.n, 2);
+    WT_NEAR(b.p[0].value, 120.5, 0);
+    WT_EQ_INT(b.p[1].kind, WT_CK_FORECAST);
+    WT_NEAR(b.p[1].value, 99, 0);
+    wt_carbon_batch_free(&b);
+
+    const char *bad = "timestamp,gco2_per_kwh\n"
+                      "2023-03-13T03:30Z,120\n"
+                      "2023-03-13T04:00Z,\"99\"x\n"
+                      "\"2023-03-13T04:30Z,5\n";
+    char rep[512];
+    snprintf(rep, sizeof rep, "%s/q.txt", wt_test_dir());
+    FILE *r = fopen(rep, "w");
+    WT_ASSERT(r != NULL);
+    WT_EQ_INT(
+        wt_carbon_parse("q.csv", bad, strlen(bad), WT_CF_CSV, WT_CS_INTENSITY, "GB", r, &b, &err),
+        -EINVAL);
+    fclose(r);
+    WT_CONTAINS(err.msg, "q.csv: 2 malformed lines; nothing stored");
+    char *txt = wt_test_read(rep, NULL);
+    WT_CONTAINS(txt, "q.csv:3: text after a closing quote");
+    WT_CONTAINS(txt, "q.csv:4: unterminated quoted field");
+    free(txt);
+    WT_EQ_INT(b.n, 0);
 }
 
 WT_TEST(csv_with_a_byte_order_mark_unix_seconds_and_comments)
@@ -536,8 +577,9 @@ static cJSON *job_req(struct wt_jobs *j, const char *method, const char *path, c
 {
     char *json = NULL;
     unsigned status;
-    WT_EQ_INT(wt_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0, at, &status, &json),
-              0);
+    WT_EQ_INT(
+        wt_api_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0, at, &status, &json),
+        0);
     WT_ASSERT(status < 300);
     cJSON *v = cJSON_Parse(json);
     cJSON_free(json);
@@ -902,4 +944,32 @@ WT_TEST(url_now_placeholder)
     WT_EQ_STR(out, "http://x/"); /* no room: cut before the placeholder, never mid-way */
     wt_carbon_url_expand("http://x/plain", 0, out, sizeof out);
     WT_EQ_STR(out, "http://x/plain");
+}
+
+WT_TEST(a_url_source_token_readable_by_others_stops_the_start)
+{
+    char path[512], tok[200];
+    struct wt_err err = {{0}};
+    wt_store_close(open_store(path, sizeof path));
+    snprintf(tok, sizeof tok, "%s/em.token", wt_test_dir());
+    wt_test_write(tok, "s3cret\n");
+    WT_EQ_INT(chmod(tok, 0644), 0);
+    struct wt_carbon_conf cf;
+    wt_carbon_conf_defaults(&cf);
+    cf.nsrc = 2;
+    /* A file source never sends its token: not checked. */
+    snprintf(cf.src[0].file, sizeof cf.src[0].file, "%s/none.csv", wt_test_dir());
+    snprintf(cf.src[0].token_file, sizeof cf.src[0].token_file, "%s", tok);
+    snprintf(cf.src[1].url, sizeof cf.src[1].url, "http://127.0.0.1:1/latest");
+    snprintf(cf.src[1].token_file, sizeof cf.src[1].token_file, "%s", tok);
+    WT_EQ_INT(wt_carbon_check_secrets(&cf, &err), -EPERM);
+    WT_CONTAINS(err.msg, "carbon.sources[1].token_file: ");
+    WT_CONTAINS(err.msg, "em.token is accessible by group or others (mode 0644)");
+    struct wt_carbon *c = NULL;
+    memset(&err, 0, sizeof err);
+    WT_EQ_INT(wt_carbon_open(&cf, path, NULL, &c, &err), -EPERM);
+    WT_ASSERT(c == NULL);
+    WT_CONTAINS(err.msg, "carbon.sources[1].token_file: ");
+    WT_EQ_INT(chmod(tok, 0600), 0);
+    WT_EQ_INT(wt_carbon_check_secrets(&cf, &err), 0);
 }

@@ -65,6 +65,7 @@ WT_TEST(defaults)
     wt_config_defaults(&c);
     WT_EQ_STR(c.source, "");
     WT_EQ_INT(c.daemon.interval_ns, WT_NS_PER_S);
+    WT_EQ_INT(c.daemon.align_ticks, true);
     WT_EQ_STR(c.daemon.listen, "127.0.0.1:9747");
     WT_EQ_INT(c.daemon.log_level, WT_LOG_INFO);
     WT_EQ_STR(c.daemon.tls.cert, "");
@@ -170,7 +171,8 @@ WT_TEST(written_config_names_every_key)
     wt_config_defaults(&c);
     WT_EQ_INT(wt_config_write(&c, f), 0);
     fclose(f);
-    WT_CONTAINS(text, "daemon:\n  interval: 1s\n  listen: \"127.0.0.1:9747\"\n");
+    WT_CONTAINS(text,
+                "daemon:\n  interval: 1s\n  align_ticks: true\n  listen: \"127.0.0.1:9747\"\n");
     WT_CONTAINS(text, "  tls:\n    cert: \"\"\n");
     WT_CONTAINS(text, "store:\n  path: \"/var/lib/wattage/wattage.db\"\n");
     WT_CONTAINS(text, "  retention:\n    raw: 7d\n    rollup: 400d\n");
@@ -190,7 +192,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 33 + nsec);
+    WT_EQ_INT(n, 34 + nsec);
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -409,8 +411,8 @@ WT_TEST(nested_wrong_kind)
     EXPECT_ERR("daemon:\n  interval:\n    seconds: 1\n",
                "t.yaml:3: daemon.interval: expected a duration > 0 such as 1s or 500ms, not a "
                "mapping");
-    EXPECT_ERR("daemon: 5\n", "t.yaml:1: daemon: expected a section with keys interval, listen, "
-                              "log_level, tls, auth (got \"5\")");
+    EXPECT_ERR("daemon: 5\n", "t.yaml:1: daemon: expected a section with keys interval, "
+                              "align_ticks, listen, log_level, tls, auth (got \"5\")");
     EXPECT_ERR(
         "daemon:\n  tls: on\n",
         "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
@@ -805,4 +807,23 @@ WT_TEST(flag_durations_use_the_key_ranges)
         -ERANGE);
     WT_CONTAINS(msg, "(got 2h, above 1h)");
     WT_EQ_INT(wt_config_check_duration("daemon.listen", 1, NULL, msg, sizeof msg), -ENOENT);
+}
+
+/* daemon.align_ticks: on by default, off when asked, and a bad value names the place. */
+WT_TEST(align_ticks_reads_and_refuses)
+{
+    struct wt_config c;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&c);
+    const char *off = "daemon:\n  interval: 250ms\n  align_ticks: false\n";
+    WT_EQ_INT(wt_config_load_string("t.yaml", off, strlen(off), &c, &err), 0);
+    WT_EQ_INT(c.daemon.align_ticks, false);
+    WT_EQ_INT(c.daemon.interval_ns, 250 * WT_NS_PER_MS);
+    wt_config_free(&c);
+    wt_config_defaults(&c);
+    const char *bad = "daemon:\n  align_ticks: sometimes\n";
+    WT_EQ_INT(wt_config_load_string("t.yaml", bad, strlen(bad), &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "t.yaml:2: daemon.align_ticks:");
+    WT_EQ_INT(c.daemon.align_ticks, true); /* the defaults, never half-applied */
+    wt_config_free(&c);
 }

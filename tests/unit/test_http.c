@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The HTTP server's pure pieces: secret file modes, tokens, paths, unescaping, loopback. */
+/* The HTTP server's pure pieces: tokens, paths, unescaping, loopback (modes: test_secret.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -7,20 +7,6 @@
 
 #include "runner.h"
 #include "serve/http.h"
-
-WT_TEST(secret_mode_refuses_group_and_others)
-{
-    struct wt_err err = {{0}};
-    WT_EQ_INT(wt_http_check_secret_mode("daemon.tls.key", "/k.pem", S_IFREG | 0600, &err), 0);
-    WT_EQ_INT(wt_http_check_secret_mode("daemon.tls.key", "/k.pem", S_IFREG | 0400, &err), 0);
-    WT_EQ_INT(wt_http_check_secret_mode("daemon.tls.key", "/k.pem", S_IFREG | 0644, &err), -EPERM);
-    WT_CONTAINS(err.msg, "daemon.tls.key: /k.pem is accessible by group or others (mode 0644)");
-    WT_CONTAINS(err.msg, "chmod 600 /k.pem");
-    WT_EQ_INT(wt_http_check_secret_mode("k", "/k", S_IFREG | 0640, &err), -EPERM);
-    WT_EQ_INT(wt_http_check_secret_mode("k", "/k", S_IFREG | 0604, &err), -EPERM);
-    WT_EQ_INT(wt_http_check_secret_mode("k", "/k", S_IFREG | 0602, &err), -EPERM);
-    WT_EQ_INT(wt_http_check_secret_mode("k", "/k", S_IFREG | 0610, &err), -EPERM);
-}
 
 WT_TEST(token_comparison)
 {

@@ -11,6 +11,7 @@
 #include "audit/jobs.h"
 #include "core/clock.h"
 #include "runner.h"
+#include "serve/api_jobs.h"
 #include "serve/expo.h"
 #include "store/store.h"
 
@@ -60,8 +61,8 @@ static cJSON *req(struct wt_jobs *j, const char *method, const char *path, const
                   double at)
 {
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0,
-                             T0 + (int64_t)(at * S), &last_status, &json),
+    WT_EQ_INT(wt_api_jobs_handle(j, method, path, body, body ? strlen(body) : 0, 0,
+                                 T0 + (int64_t)(at * S), &last_status, &json),
               0);
     cJSON *v = cJSON_Parse(json);
     WT_ASSERT(v != NULL);
@@ -348,11 +349,78 @@ WT_TEST(metrics_family_of_running_jobs_and_their_gpus_set_later)
     wt_jobs_close(j);
 }
 
+/* The body of one request through the API layer, at T0 + 100 s (malloc'd). */
+static char *raw(struct wt_jobs *j, const char *method, const char *path, unsigned want)
+{
+    unsigned status = 0;
+    char *json = NULL;
+    WT_EQ_INT(wt_api_jobs_handle(j, method, path, NULL, 0, 0, T0 + 100 * S, &status, &json), 0);
+    WT_EQ_INT(status, want);
+    return json;
+}
+
+static void refused(struct wt_jobs *j, const char *method, const char *path, unsigned want,
+                    const char *body)
+{
+    char *json = raw(j, method, path, want);
+    WT_EQ_STR(json, body);
+    cJSON_free(json);
+}
+
+/* The API layer's own refusals (path and method), byte for byte as the jobs module wrote them. */
+WT_TEST(api_layer_refuses_paths_and_methods)
+{
+    struct wt_jobs *j = setup();
+    char longref[160];
+    memset(longref, 'x', sizeof longref);
+    memcpy(longref, "/api/v1/jobs/", 13);
+    longref[sizeof longref - 1] = '\0';
+    refused(j, "GET", "/api/v1/jobsx", 404, "{\"error\":\"no such endpoint\"}");
+    refused(j, "GET", "/metrics", 404, "{\"error\":\"no such endpoint\"}");
+    refused(j, "PUT", "/api/v1/jobs", 405, "{\"error\":\"use GET or POST\"}");
+    refused(j, "GET", longref, 404, "{\"error\":\"job: no such job\",\"field\":\"job\"}");
+    refused(j, "POST", "/api/v1/jobs/1/stop", 404,
+            "{\"error\":\"no such endpoint (expected /api/v1/jobs/{id}[/marks|/end|/gpus])\"}");
+    refused(j, "GET", "/api/v1/jobs/1/end", 405, "{\"error\":\"only POST is not allowed here\"}");
+    refused(j, "DELETE", "/api/v1/jobs/1", 405, "{\"error\":\"only GET is not allowed here\"}");
+    refused(j, "GET", "/api/v1/jobs/x\"y", 404,
+            "{\"error\":\"job: no job x?y\",\"field\":\"job\"}");
+    wt_jobs_close(j);
+}
+
+/* What report.c calls gives what the routes answer. */
+WT_TEST(plain_functions_answer_as_the_routes)
+{
+    struct wt_jobs *j = setup();
+    unsigned status = 0;
+    char *json = NULL;
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"a\", \"gpus\": [0]}", 10));
+    WT_EQ_INT(last_status, 201);
+    char *route = raw(j, "GET", "/api/v1/jobs/a", 200);
+    WT_EQ_INT(wt_jobs_act_json(j, "a", WT_JOBS_SHOW, NULL, 0, T0 + 100 * S, &status, &json), 0);
+    WT_EQ_INT(status, 200);
+    WT_EQ_STR(json, route);
+    cJSON_free(json);
+    cJSON_free(route);
+    route = raw(j, "GET", "/api/v1/jobs", 200);
+    WT_EQ_INT(wt_jobs_list_json(j, 0, T0 + 100 * S, &status, &json), 0);
+    WT_EQ_INT(status, 200);
+    WT_EQ_STR(json, route);
+    WT_CONTAINS(json, "\"name\":\"a\"");
+    cJSON_free(json);
+    cJSON_free(route);
+    WT_EQ_INT(wt_jobs_act_json(j, "zz", WT_JOBS_END, NULL, 0, T0 + 100 * S, &status, &json), 0);
+    WT_EQ_INT(status, 404);
+    WT_EQ_STR(json, "{\"error\":\"job: no job zz\",\"field\":\"job\"}");
+    cJSON_free(json);
+    wt_jobs_close(j);
+}
+
 WT_TEST(no_process_list_without_an_nvml_collector)
 {
     unsigned status = 0;
     char *json = NULL;
-    WT_EQ_INT(wt_jobs_processes_json(&status, &json), 0);
+    WT_EQ_INT(wt_api_processes_json(&status, &json), 0);
     WT_EQ_INT(status, 503);
     WT_CONTAINS(json, "no GPU process list");
     cJSON_free(json);

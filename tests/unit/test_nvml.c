@@ -236,6 +236,9 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
     char info[WT_LABELS_LEN];
     memcpy(info, l, sizeof info);
     WT_EQ_INT(wt_labels_add(info, sizeof info, "pci_bus_id", "00000000:13:00.0"), 0);
+    WT_EQ_INT(wt_labels_add(info, sizeof info, "driver_version", "550.54.15-fake"), 0);
+    WT_EQ_INT(wt_labels_add(info, sizeof info, "vbios_version", "96.00.89.00.01"), 0);
+    WT_EQ_INT(wt_labels_add(info, sizeof info, "cuda_driver_version", "12.4"), 0);
     const struct wt_reading *r = find_reading(&b, WT_M_GPU_INFO, info);
     WT_ASSERT(r != NULL);
     WT_EQ_INT(r->value, 1);
@@ -623,6 +626,8 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
 {
     set_t0_now();
     setenv("FAKE_NVML_POWER", "300,100,2", 1);
+    /* an H200's power reading is its 1-s average (the collector places it mid-second) */
+    setenv("FAKE_NVML_POWER_AVG", "1", 1);
     setenv("FAKE_NVML_GPUS", "2", 1);
     if (notsup)
         setenv("FAKE_NVML_NOT_SUPPORTED", notsup, 1);
@@ -764,5 +769,195 @@ WT_TEST(no_process_list_without_the_calls)
     poll_ok(st, &b);
     WT_EQ_INT(wt_nvml_processes(p, 8, &n, &t), -ENODATA);
     wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* ---- health signals ---- */
+
+/* The count of readings of metric for GPU gpu (any extra labels). */
+static int count_gpu(const struct wt_batch *b, int metric, unsigned int gpu)
+{
+    char want[16], got[16];
+    int n = 0;
+    snprintf(want, sizeof want, "%u", gpu);
+    for (size_t i = 0; i < b->len; i++)
+        n += b->r[i].metric == metric &&
+             wt_labels_get(b->r[i].labels, "gpu", got, sizeof got) == 0 && strcmp(got, want) == 0;
+    return n;
+}
+
+/* metric{gpu labels, k1="v1", k2="v2"} or NAN. */
+static double value2(const struct wt_batch *b, int metric, unsigned int gpu, const char *k1,
+                     const char *v1, const char *k2, const char *v2)
+{
+    char l[WT_LABELS_LEN];
+    gpu_labels(l, sizeof l, gpu);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, k1, v1), 0);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, k2, v2), 0);
+    const struct wt_reading *r = find_reading(b, metric, l);
+    return r ? r->value : NAN;
+}
+
+WT_TEST(health_signals_ecc_remap_replays_memory_temperature_and_fans)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_GPUS", "4", 1);
+    setenv("FAKE_NVML_ECC", "0:0:5:2,0:100:9:9", 1); /* the second starts after the test */
+    setenv("FAKE_NVML_REMAP", "1:0:3:1:1:0,2:0:0:0:0:1", 1);
+    setenv("FAKE_NVML_PCIE_REPLAYS", "2:0:100:50", 1);
+    setenv("FAKE_NVML_MEM_TEMP", "60", 1);
+    setenv("FAKE_NVML_FANS", "2", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    sleep_s(0.2);
+    poll_ok(st, &b);
+    /* ECC: four series per GPU; aggregate is the volatile count plus the board's history. */
+    WT_EQ_INT(count_gpu(&b, WT_M_GPU_ECC_ERRORS, 0), 4);
+    WT_EQ_INT(value2(&b, WT_M_GPU_ECC_ERRORS, 0, "type", "corrected", "counter", "volatile"), 5);
+    WT_EQ_INT(value2(&b, WT_M_GPU_ECC_ERRORS, 0, "type", "uncorrected", "counter", "volatile"), 2);
+    WT_EQ_INT(value2(&b, WT_M_GPU_ECC_ERRORS, 0, "type", "corrected", "counter", "aggregate"), 17);
+    WT_EQ_INT(value2(&b, WT_M_GPU_ECC_ERRORS, 0, "type", "uncorrected", "counter", "aggregate"), 2);
+    WT_EQ_INT(value2(&b, WT_M_GPU_ECC_ERRORS, 1, "type", "uncorrected", "counter", "volatile"), 0);
+    /* Remapped rows: counts, and the pending / failure flags as 0/1. */
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 1, "kind", "correctable"), 3);
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 1, "kind", "uncorrectable"), 1);
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 1, "kind", "pending"), 1);
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 1, "kind", "failure"), 0);
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 2, "kind", "failure"), 1);
+    WT_EQ_INT(value(&b, WT_M_GPU_REMAPPED_ROWS, 0, "kind", "pending"), 0);
+    /* PCIe replays: 50 per second on GPU 2 only. */
+    double r1 = value(&b, WT_M_GPU_PCIE_REPLAYS, 2, NULL, NULL);
+    WT_ASSERT(r1 >= 5 && r1 <= 50);
+    WT_EQ_INT(value(&b, WT_M_GPU_PCIE_REPLAYS, 0, NULL, NULL), 0);
+    /* Memory temperature through the field value, per GPU. */
+    for (unsigned int g = 0; g < 4; g++)
+        WT_EQ_INT(value(&b, WT_M_GPU_MEM_TEMP_C, g, NULL, NULL), 60 + g);
+    /* Fans: a ratio (percent / 100) per fan. */
+    WT_EQ_INT(count_gpu(&b, WT_M_GPU_FAN_RATIO, 3), 2);
+    WT_NEAR(value(&b, WT_M_GPU_FAN_RATIO, 3, "fan", "0"), 0.30, 1e-9);
+    WT_NEAR(value(&b, WT_M_GPU_FAN_RATIO, 3, "fan", "1"), 0.40, 1e-9);
+    sleep_s(0.3);
+    poll_ok(st, &b);
+    double r2 = value(&b, WT_M_GPU_PCIE_REPLAYS, 2, NULL, NULL);
+    WT_ASSERT(r2 >= r1 + 10);
+    /* No XID came: no XID series (a counter appears with its first event). */
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_XID_ERRORS), 0);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+}
+
+WT_TEST(each_health_signal_not_supported_is_absent_said_once_and_the_gpus_stay_up)
+{
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    setenv("FAKE_NVML_FANS", "1", 1);
+    setenv("FAKE_NVML_XID", "0:0:79", 1);
+    setenv("FAKE_NVML_NOT_SUPPORTED", "ecc,remap,pcie_replay,mem_temp,fan,vbios,events", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 4; i++) {
+        poll_ok(st, &b);
+        sleep_s(0.05);
+    }
+    for (unsigned int g = 0; g < 3; g++)
+        WT_EQ_INT(value(&b, WT_M_GPU_UP, g, NULL, NULL), 1);
+    WT_ASSERT(!isnan(value(&b, WT_M_GPU_POWER_W, 1, NULL, NULL)));
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ECC_ERRORS), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_REMAPPED_ROWS), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_PCIE_REPLAYS), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_MEM_TEMP_C), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_FAN_RATIO), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_XID_ERRORS), 0); /* the XID was sent, never registered */
+    /* Without a VBIOS version, the info series keeps the others. */
+    const struct wt_reading *info = NULL;
+    for (size_t i = 0; i < b.len && !info; i++)
+        if (b.r[i].metric == WT_M_GPU_INFO)
+            info = &b.r[i];
+    WT_ASSERT(info != NULL);
+    WT_ASSERT(strstr(info->labels, "driver_version=\"550.54.15-fake\"") != NULL);
+    WT_ASSERT(strstr(info->labels, "vbios_version") == NULL);
+    wt_nvml_collector.close(st);
+    log_end(saved);
+    /* Three GPUs, four polls: one line per signal, at info. */
+    static const char *const names[] = {"volatile ECC counts", "aggregate ECC counts",
+                                        "remapped rows",       "PCIe replay counter",
+                                        "memory temperature",  "fan speed",
+                                        "VBIOS version",       "XID events"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char want[96];
+        snprintf(want, sizeof want, " info  nvml: %s: Not Supported", names[i]);
+        if (logged(want, NULL) != 1)
+            wt_test_fail(__FILE__, __LINE__, "%s said %d times", names[i], logged(want, NULL));
+    }
+    WT_EQ_INT(logged(" warn ", NULL), 0);
+    wt_batch_free(&b);
+}
+
+WT_TEST(xid_events_are_counted_per_gpu_and_code_by_their_own_thread)
+{
+    int saved = log_begin();
+    set_t0_now();
+    setenv("FAKE_NVML_GPUS", "4", 1);
+    setenv("FAKE_NVML_XID", "0:0.05:79,0:0.1:79,3:0.05:13,3:0.1:31", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    /* No poll meanwhile: the thread takes them as they come. */
+    sleep_s(0.5);
+    poll_ok(st, &b);
+    WT_EQ_INT(value(&b, WT_M_GPU_XID_ERRORS, 0, "xid", "79"), 2);
+    WT_EQ_INT(value(&b, WT_M_GPU_XID_ERRORS, 3, "xid", "13"), 1);
+    WT_EQ_INT(value(&b, WT_M_GPU_XID_ERRORS, 3, "xid", "31"), 1);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_XID_ERRORS), 3);
+    WT_EQ_INT(count_gpu(&b, WT_M_GPU_XID_ERRORS, 1), 0);
+    wt_nvml_collector.close(st);
+    log_end(saved);
+    /* The first of each code is said with its meaning; the second 79 within the minute is not. */
+    WT_EQ_INT(logged("XID 79 gpu=0 uuid=GPU-fake-0000-0: GPU has fallen off the bus", NULL), 1);
+    WT_EQ_INT(logged("XID 13 gpu=3", "Graphics Engine Exception"), 1);
+    WT_EQ_INT(logged("XID 31 gpu=3", "GPU memory page fault"), 1);
+    WT_EQ_INT(logged("XID", NULL), 3);
+    WT_EQ_STR(wt_nvml_xid_meaning(48), "Double Bit ECC Error");
+    WT_ASSERT(wt_nvml_xid_meaning(7) == NULL);
+    wt_batch_free(&b);
+}
+
+WT_TEST(an_xid_storm_neither_stalls_the_polls_nor_floods_the_log)
+{
+    int saved = log_begin();
+    set_t0_now();
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    /* 10,000 XIDs a second for 2 s on GPU 0 (and one 94 on GPU 1 in the middle). */
+    setenv("FAKE_NVML_XID_STORM", "0:0:2:48:10000", 1);
+    setenv("FAKE_NVML_XID", "1:1:94", 1);
+    void *st = open_ok(fake(), 100);
+    struct wt_batch b = {0};
+    int64_t worst = 0, deadline = wt_now_mono_ns();
+    double last = 0;
+    for (int i = 0; i < 25; i++) {
+        deadline += 100 * WT_NS_PER_MS;
+        wt_sleep_until_mono(deadline);
+        int64_t t0 = wt_now_mono_ns();
+        poll_ok(st, &b);
+        int64_t d = wt_now_mono_ns() - t0;
+        worst = d > worst ? d : worst;
+        double n = value(&b, WT_M_GPU_XID_ERRORS, 0, "xid", "48");
+        if (!isnan(n)) {
+            WT_ASSERT(n >= last); /* a counter */
+            last = n;
+        }
+    }
+    printf("# slowest poll during the storm: %.3f ms, %.0f XIDs counted\n", worst / 1e6, last);
+    /* A poll takes the counts under a lock the thread holds for an increment. */
+    WT_ASSERT(worst < 50 * WT_NS_PER_MS);
+    /* Every event is counted (the driver queues them; the thread keeps up with 10k/s). */
+    WT_EQ_INT(last, 20000);
+    WT_EQ_INT(value(&b, WT_M_GPU_XID_ERRORS, 1, "xid", "94"), 1);
+    wt_nvml_collector.close(st);
+    log_end(saved);
+    /* 20,000 events in 2.5 s: the first line of each code, nothing more within the minute. */
+    WT_EQ_INT(logged("XID 48 gpu=0", "Double Bit ECC Error"), 1);
+    WT_EQ_INT(logged("XID 94 gpu=1", "Contained ECC error"), 1);
+    WT_ASSERT(logged("XID", NULL) <= 3);
     wt_batch_free(&b);
 }

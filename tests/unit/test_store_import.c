@@ -210,3 +210,32 @@ WT_TEST(unusable_files_are_refused)
     wt_import_node_name("x.csv", "rack2-n1", name, sizeof name);
     WT_EQ_STR(name, "rack2-n1");
 }
+
+WT_TEST(quoted_cells_crlf_and_a_bad_quote)
+{
+    /* The shared CSV reader (core/csv.h): a model name with a comma in quotes, CRLF line ends,
+     * a repeated header, and a broken quote skipped with its line number. */
+    struct wt_store *s = open_store();
+    struct wt_import_stats st;
+    struct wt_err err = {{0}};
+    char in[] = "timestamp, index, name, power.draw [W]\r\n"
+                "2024/05/01 12:00:00.000, 0, \"NVIDIA H100, 80GB HBM3\", 100 W\r\n"
+                "timestamp, index, name, power.draw [W]\r\n"
+                "2024/05/01 12:00:01.000, 0, \"NVIDIA H100, 80GB HBM3\"x, 100 W\r\n"
+                "2024/05/01 12:00:02.000, 0, \"NVIDIA H100, 80GB HBM3\", 300 W\r\n";
+    char rep[512] = "";
+    FILE *r = fmemopen(rep, sizeof rep, "w");
+    FILE *f = fmemopen(in, sizeof in - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "q.csv", "q", r, &st, &err), 0);
+    fclose(f);
+    fclose(r);
+    WT_CONTAINS(rep, "q.csv:4: text after a closing quote: line skipped");
+    WT_EQ_INT(st.rows, 2);
+    WT_EQ_INT(st.skipped, 1);
+    WT_EQ_INT(st.gpus, 1);
+    WT_NEAR(
+        one(s,
+            "SELECT count(*) FROM series WHERE labels LIKE '%model=\"NVIDIA H100, 80GB HBM3\"%'"),
+        2, 0);
+    wt_store_close(s);
+}

@@ -161,3 +161,35 @@ WT_TEST(ranged_durations_name_the_bound_and_why)
         wt_ynode_free(root);
     }
 }
+
+/* The shared scalar forms live here, not in config.c: config depends on yget, never back. */
+WT_TEST(shared_scalars_booleans_and_durations)
+{
+    static const struct {
+        const char *s;
+        int rc;
+        bool v;
+    } bools[] = {{"true", 0, true},   {"YES", 0, true}, {"On", 0, true},
+                 {"false", 0, false}, {"no", 0, false}, {"OFF", 0, false},
+                 {"1", -EINVAL},      {"", -EINVAL},    {"truee", -EINVAL}};
+    for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++) {
+        bool v = !bools[i].v;
+        WT_EQ_INT(wt_y_parse_bool(bools[i].s, &v), bools[i].rc);
+        if (bools[i].rc == 0)
+            WT_EQ_INT(v, bools[i].v);
+    }
+    static const struct {
+        int64_t ns;
+        const char *s;
+    } durs[] = {{0, "0"},
+                {7 * 86400 * WT_Y_S, "7d"},
+                {90 * 60 * WT_Y_S, "90m"},
+                {1500 * WT_Y_MS, "1500ms"},
+                {250 * WT_Y_MS, "250ms"},
+                {1001, "1001ns"}};
+    for (size_t i = 0; i < sizeof durs / sizeof durs[0]; i++) {
+        char buf[32];
+        wt_y_format_duration(durs[i].ns, buf, sizeof buf);
+        WT_EQ_STR(buf, durs[i].s);
+    }
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * GET /api/v1/status, GET /api/v1/health and GET /readyz (see api_status.h): each request takes
+ * a copy of the hub's snapshot and answers from it, never waiting for the poll loop.
+ */
+#include "serve/api_status.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/health.h"
+#include "core/snapshot.h"
+
+#define MAX_COLLECTORS WT_HUB_MAX_COLLECTORS
+
+static void reply_json(struct wt_http_reply *rep, unsigned status, char *s)
+{
+    rep->status = status;
+    rep->body = s;
+    rep->len = strlen(s);
+    rep->content_type = "application/json";
+}
+
+/* The snapshot document with the health reasons folded in; NULL when out of memory. */
+static char *status_json(struct wt_hub *hub, const struct wt_batch *b)
+{
+    struct wt_hub_collector cs[MAX_COLLECTORS];
+    struct wt_health_reason why[WT_HEALTH_MAX_REASONS];
+    size_t n = wt_hub_collectors(hub, cs, MAX_COLLECTORS);
+    size_t nh = wt_health_collect(b, why, WT_HEALTH_MAX_REASONS);
+    char *doc =
+        wt_snapshot_json(b, cs, n < MAX_COLLECTORS ? n : MAX_COLLECTORS, wt_now_real_ns(), 0);
+    char *s = doc ? wt_health_json_into(
+                        doc, why, nh < WT_HEALTH_MAX_REASONS ? nh : WT_HEALTH_MAX_REASONS, false)
+                  : NULL;
+    free(doc);
+    return s;
+}
+
+static int route_status(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    struct wt_batch b = {0};
+    (void)req;
+    int rc = wt_hub_snapshot(ctx, &b);
+    if (rc == 0) {
+        char *s = status_json(ctx, &b);
+        if (s)
+            reply_json(rep, 200, s);
+        else
+            rc = -ENOMEM;
+    }
+    wt_batch_free(&b);
+    return rc;
+}
+
+/*
+ * Readiness (GET /readyz: 200 or 503) and health (GET /api/v1/health: always 200): the same
+ * document; see core/health.h. /healthz stays liveness: a degraded daemon still serves and must
+ * not be restarted for a full disk.
+ */
+static int health_reply(struct wt_hub *hub, struct wt_http_reply *rep, bool ready_status)
+{
+    struct wt_batch b = {0};
+    struct wt_health_reason why[WT_HEALTH_MAX_REASONS];
+    int rc = wt_hub_snapshot(hub, &b);
+    if (rc != 0)
+        return rc;
+    size_t n = wt_health_collect(&b, why, WT_HEALTH_MAX_REASONS);
+    wt_batch_free(&b);
+    char *s = wt_health_json(why, n < WT_HEALTH_MAX_REASONS ? n : WT_HEALTH_MAX_REASONS);
+    if (!s)
+        return -ENOMEM;
+    reply_json(rep, ready_status && n ? 503 : 200, s);
+    return 0;
+}
+
+static int route_readyz(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    (void)req;
+    return health_reply(ctx, rep, true);
+}
+
+static int route_health(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
+{
+    (void)req;
+    return health_reply(ctx, rep, false);
+}
+
+int wt_api_status_add(struct wt_http *h, struct wt_hub *hub)
+{
+    int rc;
+    if ((rc = wt_http_add_route(h, "GET", "/readyz", true, route_readyz, hub)) ||
+        (rc = wt_http_add_route(h, "GET", "/api/v1/health", false, route_health, hub)) ||
+        (rc = wt_http_add_route(h, "GET", "/api/v1/status", false, route_status, hub)))
+        return rc;
+    return 0;
+}

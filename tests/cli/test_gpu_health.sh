@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# GPU health on the real daemon and the fake NVML, two daemons side by side:
+#  - "health": an XID 79 on GPU 0, uncorrectable ECC and a pending row remap on GPU 1, PCIe
+#    replays rising on GPU 0, a fan: the series are on /metrics (versions on wattage_gpu_info)
+#    and the default alerts fire, the XID's with what it means; then a storm of 10,000 XIDs a
+#    second for 5 s on GPU 1: every one is counted, the poll loop keeps its 0.5 s ticks, and the
+#    log says it in a handful of lines;
+#  - "bare": every health call NOT_SUPPORTED: the series are absent, each is said once, the GPUs
+#    stay up and the daemon serves.
+. tests/cli/lib.sh
+mkdir -p "$TMP/sys" "$TMP/proc"
+export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc WATTAGE_NVML_LIBRARY=$FAKE_NVML
+
+# q PORT EXPR: EXPR (Python) over GET /api/v1/alerts (has(name, state, **labels)) and the
+# samples of /metrics (m(name, **labels): the value of the one matching sample, or None).
+cat >"$TMP/q.py" <<'PY'
+import json, re, sys, urllib.request
+port, expr = sys.argv[1], sys.argv[2]
+base = f"http://127.0.0.1:{port}"
+A = json.load(urllib.request.urlopen(base + "/api/v1/alerts", timeout=2))["alerts"]
+M = []
+for line in urllib.request.urlopen(base + "/metrics", timeout=2).read().decode().splitlines():
+    g = re.match(r'^(\w+)(?:\{(.*)\})? (\S+)', line)
+    if g and not line.startswith("#"):
+        M.append((g.group(1), dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', g.group(2) or "")),
+                  float(g.group(3))))
+def has(name, state="firing", **labels):
+    return [a for a in A if a["alertname"] == name and a["state"] == state
+            and all(a["labels"].get(k) == v for k, v in labels.items())]
+def ms(name, **labels):
+    return [(l, v) for n, l, v in M if n == name and all(l.get(k) == w for k, w in labels.items())]
+def m(name, **labels):
+    s = ms(name, **labels)
+    return s[0][1] if len(s) == 1 else None
+r = eval("(" + expr + ")")
+if not r:
+    print(json.dumps(A, indent=1), file=sys.stderr)
+    print("\n".join(f"{n} {l} {v}" for n, l, v in M if n.startswith("wattage_gpu_")
+                    and n not in ("wattage_gpu_throttled",)), file=sys.stderr)
+sys.exit(0 if r else 1)
+PY
+q() { python3 "$TMP/q.py" "$@"; }
+now() { python3 -c 'import time; print(repr(time.time()))'; }
+
+# --- health: T0 now; the storm runs from 6 s to 11 s of the fake's time
+T0=$(now)
+port=$(free_port)
+FAKE_NVML_GPUS=2 FAKE_NVML_T0=$T0 FAKE_NVML_FANS=1 FAKE_NVML_XID=0:1:79 \
+    FAKE_NVML_ECC=1:0:0:3 FAKE_NVML_REMAP=1:0:0:2:1:0 FAKE_NVML_PCIE_REPLAYS=0:0:1000:5 \
+    FAKE_NVML_XID_STORM=1:6:11:48:10000 \
+    bg "$BIN" run --db "$TMP/h.db" --interval 0.5 --listen "127.0.0.1:$port" --log-level debug \
+    >"$TMP/h.log" 2>&1
+pid=$!
+check "the daemon answers" wait_for 10 curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null
+check "wattage_gpu_info carries the driver, VBIOS and CUDA driver versions" wait_for 5 q "$port" '
+[l for l, v in ms("wattage_gpu_info", gpu="0") if l.get("driver_version") == "550.54.15-fake"
+ and l.get("vbios_version") == "96.00.89.00.01" and l.get("cuda_driver_version") == "12.4"]'
+check "ECC counts: volatile and aggregate, corrected and uncorrected" q "$port" '
+m("wattage_gpu_ecc_errors_total", gpu="1", type="uncorrected", counter="volatile") == 3 and
+m("wattage_gpu_ecc_errors_total", gpu="1", type="corrected", counter="aggregate") == 12 and
+len(ms("wattage_gpu_ecc_errors_total", gpu="0")) == 4'
+check "remapped rows by kind, pending as 1" q "$port" '
+m("wattage_gpu_remapped_rows", gpu="1", kind="uncorrectable") == 2 and
+m("wattage_gpu_remapped_rows", gpu="1", kind="pending") == 1 and
+m("wattage_gpu_remapped_rows", gpu="0", kind="failure") == 0'
+check "PCIe replays, memory temperature and the fan's ratio" q "$port" '
+m("wattage_gpu_pcie_replays_total", gpu="0") > 0 and m("wattage_gpu_pcie_replays_total", gpu="1") == 0
+and m("wattage_gpu_memory_temperature_celsius", gpu="1") == 51
+and m("wattage_gpu_fan_speed_ratio", gpu="0", fan="0") == 0.3'
+check "the XID 79 is counted once on GPU 0" wait_for 5 q "$port" \
+    'm("wattage_gpu_xid_errors_total", gpu="0", xid="79") == 1'
+check "GPUXidError fires for it, critical, saying what XID 79 means" wait_for 10 q "$port" '
+[a for a in has("GPUXidError", gpu="0", xid="79") if a["severity"] == "critical"
+ and "GPU has fallen off the bus" in a["summary"]]'
+check "GPUUncorrectableECC fires for GPU 1 only" wait_for 5 q "$port" \
+    'has("GPUUncorrectableECC", gpu="1") and not has("GPUUncorrectableECC", gpu="0")'
+check "GPURowRemapPending fires for GPU 1, a warning" wait_for 5 q "$port" '
+[a for a in has("GPURowRemapPending", gpu="1") if a["severity"] == "warning"]'
+check "GPUPCIeReplaysRising fires for GPU 0 (5 a second)" wait_for 10 q "$port" \
+    'has("GPUPCIeReplaysRising", gpu="0") and not has("GPUPCIeReplaysRising", gpu="1")'
+# The storm: 50,000 XID 48 on GPU 1 from 6 s to 11 s.
+check "the storm's XID 48 fires GPUXidError for GPU 1, critical" wait_for 20 q "$port" \
+    '[a for a in has("GPUXidError", gpu="1", xid="48") if a["severity"] == "critical"]'
+check "after it every one of the 50,000 is counted" wait_for 20 q "$port" \
+    'm("wattage_gpu_xid_errors_total", gpu="1", xid="48") == 50000'
+sleep 1
+kill -TERM "$pid"
+wait "$pid"
+check "the daemon stopped cleanly" test $? -eq 0
+check_ticks "the poll loop kept its 0.5 s ticks through the storm" "$TMP/h.log" 20
+nxid=$(grep -c ' nvml: XID' "$TMP/h.log")
+nlines=$(grep -vc ' debug ' "$TMP/h.log")
+check "50,000 XIDs are 2 log lines of the collector ($nxid), first of each code with its meaning" \
+    bash -c "[[ $nxid -eq 2 ]] && grep -q 'nvml: XID 48 gpu=1 uuid=GPU-fake-0000-1: Double Bit ECC Error' '$TMP/h.log'"
+check "and the whole log stays short ($nlines lines above debug)" test "$nlines" -le 40
+
+# --- bare: every health call NOT_SUPPORTED
+port=$(free_port)
+FAKE_NVML_GPUS=3 FAKE_NVML_FANS=1 FAKE_NVML_XID=0:0.5:79 \
+    FAKE_NVML_NOT_SUPPORTED=ecc,remap,pcie_replay,mem_temp,fan,vbios,events \
+    bg "$BIN" run --db "$TMP/b.db" --interval 0.5 --listen "127.0.0.1:$port" >"$TMP/b.log" 2>&1
+pid=$!
+check "the bare daemon answers" wait_for 10 curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null
+sleep 2.5
+check "its GPUs are up with power, and no health series at all" q "$port" '
+all(m("wattage_gpu_up", gpu=str(g)) == 1 and m("wattage_gpu_power_watts", gpu=str(g)) for g in range(3))
+and not any(ms(n) for n in ("wattage_gpu_ecc_errors_total", "wattage_gpu_remapped_rows",
+  "wattage_gpu_pcie_replays_total", "wattage_gpu_memory_temperature_celsius",
+  "wattage_gpu_fan_speed_ratio", "wattage_gpu_xid_errors_total"))
+and not [l for l, v in ms("wattage_gpu_info") if "vbios_version" in l]
+and not has("GPUXidError")'
+kill -TERM "$pid"
+wait "$pid"
+check "the bare daemon stopped cleanly" test $? -eq 0
+for what in "volatile ECC counts" "aggregate ECC counts" "remapped rows" "PCIe replay counter" \
+    "memory temperature" "fan speed" "VBIOS version" "XID events"; do
+    n=$(grep -c " info  nvml: $what: Not Supported" "$TMP/b.log")
+    check "\"$what: Not Supported\" is said once for 3 GPUs and 5 polls ($n)" test "$n" -eq 1
+done
+check "and nothing about them above info" bash -c "! grep -E ' (warn|error) ' '$TMP/b.log' | grep -qi 'nvml'"
+finish

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The aligned schedule (daemon.align_ticks): ticks on wall-clock multiples of the interval,
+ * through late ticks, backoff, intervals that are not whole seconds and clock steps; and one
+ * live loop whose polls land on the grid.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/hub.h"
+#include "core/loop.h"
+#include "core/source.h"
+#include "runner.h"
+
+#define S WT_NS_PER_S
+#define MS WT_NS_PER_MS
+/* A wall-clock instant: 2026-12-02T12:00:00Z, a whole second (and a whole minute). */
+#define T0 (1796212800LL * S)
+
+WT_TEST(first_aligned_tick_is_a_grid_point_half_a_step_on)
+{
+    /* started 0.3 s past a second: the first poll runs at once, the grid starts at the next
+     * whole second (0.7 s on, more than half a step) */
+    WT_EQ_INT(wt_loop_next_aligned(0, S, S, T0 + 300 * MS), T0 + S);
+    /* 0.7 s past: the next second is only 0.3 s away, so the one after */
+    WT_EQ_INT(wt_loop_next_aligned(0, S, S, T0 + 700 * MS), T0 + 2 * S);
+    /* on a grid point exactly, half a step on is the next one */
+    WT_EQ_INT(wt_loop_next_aligned(0, S, S, T0), T0 + S);
+}
+
+WT_TEST(on_time_ticks_follow_the_grid)
+{
+    /* the tick due at T0 ran, woke a little late (1 ms) and took 20 ms */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 + 21 * MS), T0 + S);
+    /* a thousand ticks later there is no drift, whatever each tick's latency */
+    int64_t due = T0;
+    for (int i = 0; i < 1000; i++)
+        due = wt_loop_next_aligned(due, S, S, due + (i % 7) * 13 * MS);
+    WT_EQ_INT(due, T0 + 1000 * S);
+}
+
+WT_TEST(a_late_tick_skips_missed_points_and_does_not_shift_later_ones)
+{
+    /* the tick due at T0 took 1.3 s (a slow driver call): T0+1 s is missed, the next is T0+2 s */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 + 1300 * MS), T0 + 2 * S);
+    /* finishing exactly on a grid point: that point is still due (at or after now) */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 + S), T0 + S);
+    /* 3.5 s late: three points missed */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 + 3500 * MS), T0 + 4 * S);
+    /* and after the late one the schedule is the grid again, not "late + interval" */
+    int64_t due = wt_loop_next_aligned(T0, S, S, T0 + 1300 * MS);
+    WT_EQ_INT(wt_loop_next_aligned(due, S, S, due + 5 * MS), T0 + 3 * S);
+}
+
+WT_TEST(backoff_keeps_the_grid)
+{
+    /* base 0.25 s backed off to 1 s, 2 s...: still multiples of 0.25 s, spaced by the interval */
+    const int64_t g = 250 * MS;
+    int64_t due = T0 + 750 * MS;
+    WT_EQ_INT(wt_loop_next_aligned(due, 4 * g, g, due + 2 * MS), T0 + 1750 * MS);
+    WT_EQ_INT(wt_loop_next_aligned(due, 8 * g, g, due + 2 * MS), T0 + 2750 * MS);
+    /* the 5-minute cap is no multiple of a 0.7 s base: rounded up to the base's grid */
+    const int64_t b = 700 * MS;
+    int64_t d2 = 2571428LL * b; /* a grid point of 0.7 s */
+    int64_t next = wt_loop_next_aligned(d2, WT_BACKOFF_MAX_NS, b, d2 + MS);
+    WT_EQ_INT(next % b, 0);
+    WT_ASSERT(next >= d2 + WT_BACKOFF_MAX_NS && next < d2 + WT_BACKOFF_MAX_NS + b);
+    /* the first success: back to the base interval, on the same grid */
+    WT_EQ_INT(wt_loop_next_aligned(T0 + 1750 * MS, g, g, T0 + 1752 * MS), T0 + 2 * S);
+    /* a late tick under backoff: the first grid point after now that is a full interval on */
+    WT_EQ_INT(wt_loop_next_aligned(T0, 2 * S, g, T0 + 2100 * MS), T0 + 2250 * MS);
+}
+
+WT_TEST(intervals_that_are_not_whole_seconds)
+{
+    /* 0.25 s: .00 .25 .50 .75 of every second */
+    const int64_t q = 250 * MS;
+    int64_t due = wt_loop_next_aligned(0, q, q, T0 + 10 * MS);
+    WT_EQ_INT(due, T0 + 250 * MS);
+    for (int i = 0; i < 40; i++)
+        due = wt_loop_next_aligned(due, q, q, due + 3 * MS);
+    WT_EQ_INT(due, T0 + 250 * MS + 40 * q);
+    WT_EQ_INT((due - T0) % q, 0);
+    /* 0.3 s does not divide a second: multiples of 0.3 s since the epoch, the same on every
+     * node; T0 is one (1796212800 s = 0.3 s x 5987376000) */
+    const int64_t t = 300 * MS;
+    WT_EQ_INT(wt_loop_next_aligned(T0, t, t, T0 + 20 * MS), T0 + 300 * MS);
+    WT_EQ_INT(wt_loop_next_aligned(0, t, t, T0 + 100 * MS) % t, 0);
+    /* 10 ms, the smallest interval allowed */
+    WT_EQ_INT(wt_loop_next_aligned(T0 + 10 * MS, 10 * MS, 10 * MS, T0 + 13 * MS), T0 + 20 * MS);
+}
+
+WT_TEST(intervals_longer_than_a_second)
+{
+    /* 10 s: :00 :10 :20 ... whatever second the daemon started in */
+    WT_EQ_INT(wt_loop_next_aligned(0, 10 * S, 10 * S, T0 + 3 * S), T0 + 10 * S);
+    WT_EQ_INT(wt_loop_next_aligned(0, 10 * S, 10 * S, T0 + 7 * S), T0 + 20 * S);
+    WT_EQ_INT(wt_loop_next_aligned(T0 + 10 * S, 10 * S, 10 * S, T0 + 10 * S + 400 * MS),
+              T0 + 20 * S);
+    /* 1 minute: on the minute */
+    WT_EQ_INT(wt_loop_next_aligned(T0, 60 * S, 60 * S, T0 + 61 * S), T0 + 120 * S);
+    /* 1.5 s: multiples of 1.5 s (T0 is one: 1796212800 is even) */
+    WT_EQ_INT(wt_loop_next_aligned(T0, 1500 * MS, 1500 * MS, T0 + S), T0 + 1500 * MS);
+    WT_EQ_INT(wt_loop_next_aligned(T0, 1500 * MS, 1500 * MS, T0 + 1600 * MS), T0 + 3 * S);
+}
+
+WT_TEST(a_clock_set_back_restarts_the_schedule_from_now)
+{
+    /* NTP stepped the clock back an hour after the tick due at T0: no hour-long sleep */
+    int64_t now = T0 - 3600 * S + 400 * MS;
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, now), T0 - 3599 * S);
+    /* set forward: the points in between are skipped like missed ones */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 + 3600 * S + 1), T0 + 3601 * S);
+    /* a small step back (20 ms) keeps the point due */
+    WT_EQ_INT(wt_loop_next_aligned(T0, S, S, T0 - 20 * MS), T0 + S);
+}
+
+/* ---- a live loop: the stamps its polls get fall on the grid ---- */
+
+static struct {
+    pthread_mutex_t mu;
+    int polls;
+    int64_t t_real[64];
+} lv = {.mu = PTHREAD_MUTEX_INITIALIZER};
+static struct wt_collector_config live_cc = {.enabled = true, .interval_ns = 50 * MS};
+
+static const struct wt_collector_config *live_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &live_cc;
+}
+static int live_open(const struct wt_config *cfg, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    (void)err;
+    *st = &lv;
+    return 0;
+}
+static int live_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    (void)st;
+    (void)err;
+    pthread_mutex_lock(&lv.mu);
+    if (lv.polls < 64)
+        lv.t_real[lv.polls] = t_ns;
+    lv.polls++;
+    pthread_mutex_unlock(&lv.mu);
+    return wt_batch_add(out, WT_M_MEM_USED_RATIO, "", t_ns, 0.5);
+}
+static void live_close(void *st)
+{
+    (void)st;
+}
+static const struct wt_collector_ops live_ops = {"live", live_config, live_open, live_poll,
+                                                 live_close};
+static const struct wt_collector_ops *const live_list[] = {&live_ops, NULL};
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+WT_TEST(live_loop_polls_on_wall_clock_multiples)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    wt_config_defaults(&cfg);
+    WT_ASSERT(cfg.daemon.align_ticks); /* the default */
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    WT_EQ_INT(wt_loop_start(&cfg, live_list, hub, 0, &loop, &err), 0);
+    for (;;) {
+        pthread_mutex_lock(&lv.mu);
+        int n = lv.polls;
+        pthread_mutex_unlock(&lv.mu);
+        if (n >= 21)
+            break;
+        usleep(10000);
+    }
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+    /* Poll 0 runs at start; polls 1..20 are due on multiples of 50 ms. A poll can only wake late,
+     * so the phase (stamp mod 50 ms) is a small lateness: its median must be a few ms (10 at most
+     * on a loaded machine), where an unaligned loop keeps the start's phase, anywhere in 0..50 ms.
+     */
+    int64_t phase[20];
+    for (int i = 0; i < 20; i++)
+        phase[i] = lv.t_real[i + 1] % (50 * MS);
+    qsort(phase, 20, sizeof phase[0], cmp_i64);
+    if (phase[10] > 10 * MS)
+        wt_test_fail(__FILE__, __LINE__, "median phase %.3f ms past the 50 ms grid",
+                     (double)phase[10] / 1e6);
+    /* and every poll has a grid step of its own: none twice in one step */
+    for (int i = 2; i <= 20; i++)
+        WT_ASSERT(lv.t_real[i] / (50 * MS) > lv.t_real[i - 1] / (50 * MS));
+}
