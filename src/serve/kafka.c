@@ -21,6 +21,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/reading.h"
+#include "core/secret.h"
 #include "core/yget.h"
 #include "serve/http.h"
 #include "store/cursor.h"
@@ -248,6 +249,18 @@ int wt_kafka_config_check(const char *file, const struct wt_ynode *node, struct 
     if (!c)
         return wt_err_set(err, "%s: kafka: out of memory", file);
     int rc = wt_kafka_config_parse(file, node, c, err);
+    free(c);
+    return rc;
+}
+
+int wt_kafka_check_secrets(const struct wt_config *cfg, struct wt_err *err)
+{
+    struct wt_kafka_config *c = malloc(sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = wt_kafka_config_parse(wt_config_file(cfg), wt_config_section(cfg, "kafka"), c, err);
+    if (!rc && c->enabled && c->sasl)
+        rc = wt_check_secret_file("kafka.sasl.password_file", c->password_file, err);
     free(c);
     return rc;
 }

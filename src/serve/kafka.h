@@ -90,6 +90,12 @@ int wt_kafka_config_parse(const char *file, const struct wt_ynode *node,
                           struct wt_kafka_config *out, struct wt_err *err) WT_MUST_USE;
 /* The check registered in src/cli/sections.c. */
 int wt_kafka_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
+/*
+ * For `wattage check-config` and the start (wt_cli_check_secrets): the SASL password file, when
+ * the section names one, passes wt_check_secret_file. Returns 0, or a negative errno with err
+ * "kafka.sasl.password_file ...".
+ */
+int wt_kafka_check_secrets(const struct wt_config *cfg, struct wt_err *err) WT_MUST_USE;
 
 /* True when this build has librdkafka. */
 bool wt_kafka_built_in(void);

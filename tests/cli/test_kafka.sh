@@ -65,12 +65,19 @@ cfgerr "tls cert without key" "bad.yaml:4: kafka.tls: cert and key go together" 
   brokers: a:9092
   topic: t
   tls: {cert: c.pem}'
-printf 'kafka:\n  brokers: [a:9092, b:9093]\n  topic: wattage.gpu\n  sasl: {mechanism: SCRAM-SHA-512, username: u, password_file: /x}\n' >"$TMP/good.yaml"
+printf 'secret\n' >"$TMP/pw"
+chmod 600 "$TMP/pw"
+printf 'kafka:\n  brokers: [a:9092, b:9093]\n  topic: wattage.gpu\n  sasl: {mechanism: SCRAM-SHA-512, username: u, password_file: %s}\n' "$TMP/pw" >"$TMP/good.yaml"
 check "check-config accepts a full kafka section" "$BIN" check-config "$TMP/good.yaml"
+chmod 644 "$TMP/pw"
+out=$("$BIN" check-config "$TMP/good.yaml" 2>&1)
+if [[ $? -ne 0 ]] && grep -q "kafka.sasl.password_file: $TMP/pw is accessible by group or others" <<<"$out"; then
+    ok "check-config refuses a group- or world-readable SASL password file"
+else
+    not_ok "check-config refuses a group- or world-readable SASL password file" "$out"
+fi
 
 # ---- a SASL password file others may read stops the start ----
-printf 'secret\n' >"$TMP/pw"
-chmod 644 "$TMP/pw"
 printf 'kafka:\n  brokers: 127.0.0.1:1\n  topic: t\n  sasl: {mechanism: PLAIN, username: u, password_file: %s}\n' "$TMP/pw" >"$TMP/pw.yaml"
 out=$(timeout 20 "$BIN" run -c "$TMP/pw.yaml" --listen "127.0.0.1:$(free_port)" --db "$TMP/pw.db" 2>&1)
 if [[ $? -ne 0 ]] && grep -q "kafka.sasl.password_file: $TMP/pw is accessible by group or others" <<<"$out"; then
