@@ -453,7 +453,7 @@ int wt_kafka_encode(struct wt_kafka_encoder *e, const struct wt_cursor_batch *b,
         if (put(&e->buf, &e->nbuf, &e->capbuf, e->head, e->headlen) ||
             put(&e->buf, &e->nbuf, &e->capbuf, tbuf, (size_t)tl))
             return -ENOMEM;
-        for (; i < b->n && e->order[i].t_ns == t; i++) {
+        for (; i < b->n && e->order[i].t_ns == t && m->samples < WT_KAFKA_MSG_READINGS; i++) {
             const struct wt_cursor_sample *s = &b->s[e->order[i].i];
             int vl = fmt_value(s->v, vbuf, sizeof vbuf);
             if ((m->samples && put(&e->buf, &e->nbuf, &e->capbuf, ",", 1)) ||
@@ -751,6 +751,9 @@ static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt
     size_t ok = 0;
     while (ok < n && k->res[ok] == RD_KAFKA_RESP_ERR_NO_ERROR)
         ok++;
+    /* a tick split over messages is acknowledged whole or not at all */
+    while (ok > 0 && ok < n && msgs[ok - 1].t_ns == msgs[ok].t_ns)
+        ok--;
     *failed = 0;
     for (size_t i = 0; i < n; i++) {
         if (k->res[i] == RD_KAFKA_RESP_ERR_NO_ERROR || k->res[i] == RD_KAFKA_RESP_ERR__IN_PROGRESS)

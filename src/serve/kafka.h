@@ -28,13 +28,14 @@
  * Delivery: the producer is idempotent (enable.idempotence=true, acks=all). One thread reads the
  * readings after the cursor (oldest first, wt_cursor_next), produces one message per timestamp
  * and waits for every delivery report of that batch; the cursor then moves past the messages
- * delivered, in order: up to the first message whose report failed. Across a broker outage
- * librdkafka retries the messages itself (for `timeout`) and the idempotent producer keeps the
- * broker from storing a retried message twice. A message whose report fails (timeout passed, or
- * a permanent error) is counted in wattage_kafka_messages_failed_total, logged (rate-limited),
- * and produced again from the store after a capped backoff, so nothing is lost; a message that
- * failed while "possibly persisted" (in flight when it timed out) may then be on the topic twice.
- * The poll loop never waits for Kafka.
+ * delivered, in order: up to the first message whose report failed (a tick of more than
+ * WT_KAFKA_MSG_READINGS readings, split over messages, is acknowledged whole or not at all). Across
+ * a broker outage librdkafka retries the messages itself (for `timeout`) and the idempotent
+ * producer keeps the broker from storing a retried message twice. A message whose report fails
+ * (timeout passed, or a permanent error) is counted in wattage_kafka_messages_failed_total, logged
+ * (rate-limited), and produced again from the store after a capped backoff, so nothing is lost; a
+ * message that failed while "possibly persisted" (in flight when it timed out) may then be on the
+ * topic twice. The poll loop never waits for Kafka.
  *
  * If the daemon dies after a delivery and before the cursor's commit (one small SQLite
  * transaction right after the batch's last report), the next start produces that batch again:
@@ -62,6 +63,9 @@
 #include "serve/remote_write.h"
 
 #define WT_KAFKA_MAX_BROKERS 16
+/* Readings per message at most: a larger tick (rare: over 2000 series) goes out as several
+ * messages of one time, each well under the brokers' default 1 MB message.max.bytes. */
+#define WT_KAFKA_MSG_READINGS 2000
 
 enum wt_kafka_sasl { WT_KAFKA_SASL_NONE, WT_KAFKA_PLAIN, WT_KAFKA_SCRAM256, WT_KAFKA_SCRAM512 };
 
@@ -123,8 +127,9 @@ int wt_kafka_encoder_add(struct wt_kafka_encoder *e, const char *metric,
                          const char *labels) WT_MUST_USE;
 /*
  * Encodes b as one message per timestamp, in time order (the readings of one time in series
- * order). *buf is the encoder's buffer (valid until the next call), *msgs its messages, *n how
- * many. Returns 0, -EINVAL (a sample of a series never added) or -ENOMEM.
+ * order; more than WT_KAFKA_MSG_READINGS of one time are split over several messages). *buf is the
+ * encoder's buffer (valid until the next call), *msgs its messages, *n how many. Returns 0, -EINVAL
+ * (a sample of a series never added) or -ENOMEM.
  */
 int wt_kafka_encode(struct wt_kafka_encoder *e, const struct wt_cursor_batch *b, const char **buf,
                     const struct wt_kafka_msg **msgs, size_t *n) WT_MUST_USE;

@@ -86,6 +86,37 @@ WT_TEST(encoder_one_message_per_timestamp)
     wt_kafka_encoder_close(e);
 }
 
+WT_TEST(encoder_splits_a_huge_tick)
+{
+    struct wt_kafka_encoder *e = NULL;
+    enum { N = WT_KAFKA_MSG_READINGS + 500 };
+    char l[32];
+    WT_EQ_INT(wt_kafka_encoder_open("n", &e), 0);
+    struct wt_cursor_sample *s = calloc(N + 1, sizeof *s);
+    for (int i = 0; i < N; i++) {
+        snprintf(l, sizeof l, "i=\"%d\"", i);
+        WT_EQ_INT(wt_kafka_encoder_add(e, "wattage_up", l), i);
+        s[i] = (struct wt_cursor_sample){(uint32_t)i, T0, i};
+    }
+    s[N] = (struct wt_cursor_sample){0, T0 + S, 1};
+    struct wt_cursor_batch b = {s, N + 1, N + 1};
+    const char *buf;
+    const struct wt_kafka_msg *m;
+    size_t n;
+    WT_EQ_INT(wt_kafka_encode(e, &b, &buf, &m, &n), 0);
+    WT_EQ_INT(n, 3);
+    WT_EQ_INT(m[0].samples, WT_KAFKA_MSG_READINGS);
+    WT_EQ_INT(m[1].samples, 500);
+    WT_EQ_INT(m[1].t_ns, T0);
+    WT_EQ_INT(m[2].t_ns, T0 + S);
+    cJSON *j = parse(buf, &m[1]);
+    cJSON *r = cJSON_GetArrayItem(cJSON_GetObjectItem(j, "readings"), 0);
+    WT_EQ_STR(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "labels"), "i")->valuestring, "2000");
+    cJSON_Delete(j);
+    free(s);
+    wt_kafka_encoder_close(e);
+}
+
 static int load(const char *yaml, struct wt_config *cfg, struct wt_err *err)
 {
     wt_config_defaults(cfg);
