@@ -8,6 +8,12 @@
 VERSION := 0.1.0
 PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
            libprotobuf-c snappy
+# librdkafka (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves Kafka out.
+HAVE_RDKAFKA := $(shell pkg-config --exists rdkafka 2>/dev/null && echo 1)
+ifeq ($(HAVE_RDKAFKA),1)
+PKGS    += rdkafka
+KAFKA_DEF := -DWT_HAVE_KAFKA=1
+endif
 CC      ?= gcc
 WERROR  ?= 1
 
@@ -29,7 +35,7 @@ PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
-CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) \
+CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) $(KAFKA_DEF) \
            -MMD -MP -fstack-protector-strong -D_FORTIFY_SOURCE=2 $(SANFLAGS)
 LDFLAGS += -Wl,-z,relro,-z,now $(SANFLAGS)
 LDLIBS  += $(PKG_LIBS) -ldl -lpthread -lm
@@ -47,11 +53,17 @@ FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/
             $(BUILD)/tests/fakes/fake_nvml_energy
 # Test peers written against the real protocol libraries (a Modbus server...): one program each.
 PEER_SRC := $(sort $(wildcard tests/peers/*.c))
+ifneq ($(HAVE_RDKAFKA),1)
+PEER_SRC := $(filter-out tests/peers/kafka_mock.c,$(PEER_SRC))
+endif
 PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
 .PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind fuzz \
         fuzz-build deb
 BENCH    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard bench/*.c)))
+ifneq ($(HAVE_RDKAFKA),1)
+BENCH    := $(filter-out $(BUILD)/bench/kafka_bench,$(BENCH))
+endif
 
 # The manual pages, made by the binary from the tables --help is made from and the config
 # schema (src/cli/man.c), gzipped as the package installs them.

@@ -58,6 +58,11 @@ section nvml nvml "$BUILD" "$OUT"
 section store_bench external "$BUILD" "$OUT" store_bench "$BUILD/bench/store_bench"
 section alert_eval external "$BUILD" "$OUT" alert_eval "$BUILD/bench/alert_eval"
 section remote_write_bench external "$BUILD" "$OUT" remote_write_bench "$BUILD/bench/remote_write_bench"
+if [[ -x $BUILD/bench/kafka_bench ]]; then
+    section kafka_bench external "$BUILD" "$OUT" kafka_bench "$BUILD/bench/kafka_bench"
+else
+    missing_row "Kafka" "kafka_bench: not built (librdkafka-dev missing)"
+fi
 section cap_release external "$BUILD" "$OUT" cap_release $PY bench/cap_release.py "$BUILD"
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
 if command -v victoria-metrics >/dev/null; then

@@ -12,6 +12,7 @@
 #include "audit/carbon.h"
 #include "cli/cli.h"
 #include "core/secret.h"
+#include "serve/kafka.h"
 #include "serve/remote_write.h"
 
 static const struct wt_cli_opt check_opts[] = {{NULL}};
@@ -79,6 +80,8 @@ int wt_cli_check_secrets(const struct wt_config *cfg, struct wt_err *err)
         rc = remote_write_secrets(cfg, err);
     if (!rc)
         rc = carbon_secrets(cfg, err);
+    if (!rc)
+        rc = wt_kafka_check_secrets(cfg, err);
     if (rc == -ENOMEM)
         wt_err_set(err, "out of memory");
     return rc;

@@ -34,6 +34,7 @@
 #include "collect/rapl.h"
 #include "core/clock.h"
 #include "core/health.h"
+#include "serve/kafka.h"
 #include "store/store.h"
 
 enum status { ST_OK, ST_WARN, ST_ABSENT, ST_FAIL };
@@ -648,6 +649,8 @@ int wt_cmd_doctor(int argc, char **argv)
     check_sources(&cfg, &r);
     check_store(&cfg, db, &r);
     check_listen(&cfg, &r);
+    if (!wt_kafka_built_in())
+        add_check(&r, "kafka", NULL, ST_ABSENT, NULL, "not built in (librdkafka-dev missing)");
     if (!r.energy)
         add_check(&r, "energy", NULL, ST_FAIL,
                   "see the nvml, gpu and rapl lines above: at least one of them must work",

@@ -36,6 +36,7 @@
 #include "serve/api_jobs.h"
 #include "serve/api_status.h"
 #include "serve/http.h"
+#include "serve/kafka.h"
 #include "serve/remote_write.h"
 #include "store/store.h"
 
@@ -419,6 +420,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_kpi_exporter *kpi = NULL;
     struct wt_alerts *alerts = NULL;
     struct wt_remote_write *rw = NULL;
+    struct wt_kafka *kafka = NULL;
     struct wt_power_avg *pavg = NULL;
     int ret = 1;
 
@@ -494,7 +496,8 @@ int wt_cmd_run(int argc, char **argv)
         wt_warn("run", "no room for the alert delivery probe: readiness does not see it");
     /* Remote write: one sender per endpoint, reading the store on its own connection (never
      * the poll path), its families on /metrics (registered before the server starts). */
-    if (wt_remote_write_open(&cfg, http, &rw, &err) != 0) {
+    if (wt_remote_write_open(&cfg, http, &rw, &err) != 0 ||
+        wt_kafka_open(&cfg, http, &kafka, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -587,6 +590,9 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "remote_write"),
                                 wt_config_section(&next, "remote_write")))
                 wt_warn("run", "remote_write changes take effect at the next restart");
+            if (!wt_ynode_equal(wt_config_section(&cfg, "kafka"),
+                                wt_config_section(&next, "kafka")))
+                wt_warn("run", "kafka changes take effect at the next restart");
             int before[WT_HUB_MAX_COLLECTORS];
             size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
             if (nbefore > WT_HUB_MAX_COLLECTORS)
@@ -618,7 +624,8 @@ out:
     notify("STOPPING=1");
     wt_http_close(http);
     wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
-    wt_jobs_close(jobs);       /* after the server: no request in progress uses it */
+    wt_kafka_close(kafka);
+    wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);

@@ -10,6 +10,7 @@
 #include "collect/redfish.h"
 #include "collect/snmp.h"
 #include "core/config.h"
+#include "serve/kafka.h"
 #include "serve/remote_write.h"
 
 const struct wt_config_section wt_config_sections[] = {
@@ -21,5 +22,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"facility", wt_facility_check},
     {"alerts", wt_alerts_config_check},
     {"remote_write", wt_remote_write_config_check},
+    {"kafka", wt_kafka_config_check},
     {NULL, NULL},
 };

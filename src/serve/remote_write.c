@@ -621,6 +621,12 @@ static int read_secret(const char *what, const char *path, char *out, size_t n, 
     return 0;
 }
 
+int wt_remote_write_read_secret(const char *what, const char *path, char *out, size_t n,
+                                struct wt_err *err)
+{
+    return read_secret(what, path, out, n, err);
+}
+
 /* Waits up to ns or until stopped; true when stopped. */
 static bool wait_or_stop(struct wt_remote_write *rw, int64_t ns)
 {

@@ -138,6 +138,14 @@ int wt_remote_write_encode(struct wt_rw_encoder *e, const struct wt_cursor_batch
 enum wt_rw_verdict { WT_RW_SENT, WT_RW_RETRY, WT_RW_DROP, WT_RW_AUTH };
 enum wt_rw_verdict wt_remote_write_verdict(long status);
 
+/*
+ * Reads a one-line secret file (what names it in messages) into out: refused when group or
+ * others may read it (wt_http_check_secret_mode), missing, empty or longer than one line.
+ * Returns 0 or a negative errno with err set. Kafka's SASL password file is read the same way.
+ */
+int wt_remote_write_read_secret(const char *what, const char *path, char *out, size_t n,
+                                struct wt_err *err) WT_MUST_USE;
+
 struct wt_remote_write;
 struct wt_http;
 
