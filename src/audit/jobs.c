@@ -1018,6 +1018,7 @@ static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t 
                  WT_JOBS_MAX_RUNNING);
         goto out;
     }
+    wt_hub_request_edge(j->hub); /* the counters read at the start, off this thread */
     rc = -ENOMEM;
     if (!(ts = print(tags)) || !(gs = print(gpus)) || !(xs = print(target)))
         goto out;
@@ -1247,6 +1248,7 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
     }
     if ((rc = summable_counters(j, r, jb, kind, begin, counters, warnings)) != 0 || r->status)
         goto out;
+    wt_hub_request_edge(j->hub); /* the counters read at the mark */
     rc = -ENOMEM;
     if (!(cs = print(counters)))
         goto out;
@@ -1313,6 +1315,7 @@ static int api_end(struct wt_jobs *j, struct rep *r, struct job *jb, const char 
         rc = bad(r, 409, "job", "job %lld (%s) has ended already", (long long)jb->id, jb->name);
         goto out;
     }
+    wt_hub_request_edge(j->hub); /* the counters read at the end */
     rc = -EIO;
     if (sqlite3_prepare_v2(j->db, "UPDATE jobs SET end_ns=? WHERE id=? AND end_ns IS NULL", -1, &s,
                            NULL) != SQLITE_OK)

@@ -1398,6 +1398,7 @@ int wt_nvml_get_info(const void *state, struct wt_nvml_info *info)
 
 const struct wt_collector_ops wt_nvml_collector = {
     .name = "nvml",
+    .edge_samples = true,
     .config = nvml_config,
     .open = nvml_open,
     .poll = nvml_poll,

@@ -563,6 +563,7 @@ static const struct wt_collector_config *rapl_config(const struct wt_config *cfg
 
 const struct wt_collector_ops wt_rapl_collector = {
     .name = "rapl",
+    .edge_samples = true,
     .config = rapl_config,
     .open = rapl_open,
     .poll = rapl_poll,

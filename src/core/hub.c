@@ -30,6 +30,8 @@ struct wt_hub {
         void *ctx;
     } sinks[HUB_MAX_SINKS];
     int nsinks;
+    wt_hub_edge_fn edge_fn; /* the poll loop's, while it runs */
+    void *edge_ctx;
 };
 
 int wt_hub_open(struct wt_hub **out)
@@ -198,4 +200,23 @@ bool wt_hub_healthy(struct wt_hub *h, int64_t now_mono, char *why, size_t n)
             snprintf(why, n, "no collector is running");
     }
     return ok;
+}
+
+void wt_hub_set_edge(struct wt_hub *h, wt_hub_edge_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&h->mu);
+    h->edge_fn = fn;
+    h->edge_ctx = ctx;
+    pthread_mutex_unlock(&h->mu);
+}
+
+void wt_hub_request_edge(struct wt_hub *h)
+{
+    if (!h)
+        return;
+    /* Under the lock, so that once wt_hub_set_edge(NULL) returns no call is left running. */
+    pthread_mutex_lock(&h->mu);
+    if (h->edge_fn)
+        h->edge_fn(h->edge_ctx);
+    pthread_mutex_unlock(&h->mu);
 }

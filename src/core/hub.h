@@ -64,6 +64,16 @@ void wt_hub_retire(struct wt_hub *h, int idx);
 void wt_hub_set_state(struct wt_hub *h, int idx, bool present, int64_t interval_ns);
 
 /*
+ * Edge samples: the poll loop registers fn (wt_loop_start; NULL at wt_loop_stop), which makes
+ * the collectors that keep energy counters (wt_collector_ops.edge_samples) poll at once, on
+ * their own threads; wt_hub_request_edge (a job's start, mark or end) calls it and returns at
+ * once. The extra poll keeps the collector's tick grid.
+ */
+typedef void (*wt_hub_edge_fn)(void *ctx);
+void wt_hub_set_edge(struct wt_hub *h, wt_hub_edge_fn fn, void *ctx);
+void wt_hub_request_edge(struct wt_hub *h);
+
+/*
  * Copies every collector's latest readings, then the self-metrics (wattage_collector_*), into
  * out (cleared first). Returns 0 or -ENOMEM.
  */

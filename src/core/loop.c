@@ -26,6 +26,8 @@ struct worker {
     int slot;
     pthread_t thread;
     bool started;
+    bool edges;         /* polls again at edge requests (ops->edge_samples) */
+    uint64_t edge_seen; /* the loop's edge_gen at its latest poll */
 };
 
 struct wt_loop {
@@ -37,6 +39,7 @@ struct wt_loop {
     bool stop;
     struct worker *workers;
     size_t nworkers;
+    uint64_t edge_gen; /* bumped by every edge request (core/hub.h), under mu */
     /* Test hook, WATTAGE_TEST_HANG_FILE: while this file exists no collector polls (a loop stuck
      * in a driver call), so the tests see the systemd watchdog pings stop. NULL normally. */
     const char *hang_file;
@@ -109,6 +112,46 @@ static bool wait_until(struct wt_loop *l, int64_t deadline)
     return stop;
 }
 
+enum wake { WAKE_TICK, WAKE_STOP, WAKE_EDGE };
+
+/*
+ * Waits for the monotonic deadline, a stop, or (for a worker that takes them) an edge request
+ * made since its latest poll.
+ */
+static enum wake wait_tick(struct wt_loop *l, struct worker *w, int64_t deadline)
+{
+    struct timespec ts = {.tv_sec = deadline / WT_NS_PER_S, .tv_nsec = deadline % WT_NS_PER_S};
+    enum wake why = WAKE_TICK;
+    pthread_mutex_lock(&l->mu);
+    for (;;) {
+        if (l->stop) {
+            why = WAKE_STOP;
+            break;
+        }
+        if (w->edges && w->edge_seen != l->edge_gen) {
+            w->edge_seen = l->edge_gen;
+            why = WAKE_EDGE;
+            break;
+        }
+        if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    if (why == WAKE_TICK)
+        w->edge_seen = l->edge_gen; /* the tick's poll is as good as an edge's */
+    pthread_mutex_unlock(&l->mu);
+    return why;
+}
+
+/* The hub's edge function (core/hub.h): wakes the workers that take edge samples. */
+static void request_edge(void *ctx)
+{
+    struct wt_loop *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    l->edge_gen++;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
 /* Opens the source, looking again with growing delays while it is absent. NULL on stop. */
 static void *open_source(struct worker *w, bool *stopped)
 {
@@ -174,6 +217,7 @@ static void *worker_main(void *arg)
      * the wall clock they are aligned to. */
     bool align = l->cfg->daemon.align_ticks;
     int64_t due = 0;
+    bool edge = false; /* this poll is an edge sample */
     for (;;) {
         struct wt_err err = {{0}};
         while (l->hang_file && access(l->hang_file, F_OK) == 0)
@@ -206,22 +250,33 @@ static void *worker_main(void *arg)
                 wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64, err.msg,
                         fails, held);
         }
-        int64_t next = wt_loop_next_interval(w->base_ns, fails);
-        if (next != interval) {
-            if (next > interval)
-                wt_warn(w->name, "backing off: polling every %.3g s", (double)next / WT_NS_PER_S);
-            interval = next;
-            wt_hub_set_state(l->hub, w->slot, true, interval);
-        }
-        if (align) {
-            int64_t real = wt_now_real_ns(), mono = wt_now_mono_ns();
-            due = wt_loop_next_aligned(due, interval, w->base_ns, real);
-            deadline = mono + (due - real);
+        if (edge) {
+            /* An edge sample: the tick grid, the interval and the deadline stay as they were. */
+            edge = false;
         } else {
-            deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
+            int64_t next = wt_loop_next_interval(w->base_ns, fails);
+            if (next != interval) {
+                if (next > interval)
+                    wt_warn(w->name, "backing off: polling every %.3g s",
+                            (double)next / WT_NS_PER_S);
+                interval = next;
+                wt_hub_set_state(l->hub, w->slot, true, interval);
+            }
+            if (align) {
+                int64_t real = wt_now_real_ns(), mono = wt_now_mono_ns();
+                due = wt_loop_next_aligned(due, interval, w->base_ns, real);
+                deadline = mono + (due - real);
+            } else {
+                deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
+            }
         }
-        if (wait_until(l, deadline))
+        enum wake why;
+        do /* a failing source takes no edge samples: its backoff holds */
+            why = wait_tick(l, w, deadline);
+        while (why == WAKE_EDGE && fails > 0);
+        if (why == WAKE_STOP)
             break;
+        edge = why == WAKE_EDGE;
     }
 out:
     w->ops->close(state);
@@ -237,6 +292,7 @@ static int start_worker(struct wt_loop *l, const struct wt_collector_ops *ops, l
     w->loop = l;
     w->ops = ops;
     w->target = target;
+    w->edges = ops->edge_samples && target < 0;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->base_ns = interval_ns;
     w->slot = wt_hub_add_collector(l->hub, w->name, w->base_ns);
@@ -302,6 +358,7 @@ int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *co
             return rc;
         }
     }
+    wt_hub_set_edge(hub, request_edge, l);
     *out = l;
     return 0;
 }
@@ -331,6 +388,7 @@ void wt_loop_stop(struct wt_loop *l)
 {
     if (!l)
         return;
+    wt_hub_set_edge(l->hub, NULL, NULL); /* no edge request reaches l from now on */
     pthread_mutex_lock(&l->mu);
     l->stop = true;
     pthread_cond_broadcast(&l->cv);

@@ -9,6 +9,7 @@
 #ifndef WT_SOURCE_H
 #define WT_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,11 @@ struct wt_collector_ops {
      * failed poll leaves the source with no readings at all.
      */
     int (*down)(void *state, int64_t t_ns, struct wt_batch *out);
+    /*
+     * It reads energy counters (NVML, RAPL): polled again at once when a job starts, is marked
+     * or ends (core/hub.h's edge samples), so a job's edges fall on readings.
+     */
+    bool edge_samples;
 };
 
 #endif
