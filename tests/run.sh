@@ -18,6 +18,7 @@ if [[ ! -d ../shared/data ]]; then
     fi
     if [[ -n $data && -d $data ]]; then
         root=$(mktemp -d /tmp/wt-tree-XXXXXX)
+        chmod 0755 "$root" # the tests that run a command as another user go through it too
         trap 'rm -rf "$root"' EXIT
         mkdir -p "$root/shared" "$root/repo"
         ln -s "$(cd "$data" && pwd -P)" "$root/shared/data"
