@@ -478,7 +478,6 @@ int wt_kafka_encode(struct wt_kafka_encoder *e, const struct wt_cursor_batch *b,
 
 /* ---- sender ------------------------------------------------------------------------------- */
 
-#define PENDING_EVERY_NS (2 * WT_NS_PER_S)
 #define STOP_GRACE_NS (5 * WT_NS_PER_S) /* a clean stop waits this long for reports in flight */
 
 struct wt_kafka {
@@ -495,7 +494,6 @@ struct wt_kafka {
     bool started;
     struct wt_kafka_stats st; /* under mu */
     struct wt_ratelimit rl_fail, rl_err;
-    int64_t next_count;
     /* the batch in flight, filled by the delivery reports (sender thread only) */
     rd_kafka_resp_err_t *res;
     bool *maybe; /* its report said "possibly persisted" */
@@ -643,21 +641,16 @@ static void drop_producer(struct wt_kafka *k)
     k->rk = NULL;
 }
 
+/* The pending count and its age into the stats, when due (store/cursor.h paces it). */
 static void count_pending(struct wt_kafka *k, bool force)
 {
     uint64_t n;
-    int64_t oldest, t0 = wt_now_mono_ns();
-    if (!force && t0 < k->next_count)
+    double lag;
+    if (wt_cursor_pending_paced(k->cur, force, &n, &lag) != 1)
         return;
-    int rc = wt_cursor_pending(k->cur, &n, &oldest);
-    int64_t t1 = wt_now_mono_ns();
-    k->next_count = t1 + (20 * (t1 - t0) > PENDING_EVERY_NS ? 20 * (t1 - t0) : PENDING_EVERY_NS);
-    if (rc != 0)
-        return;
-    double lag = oldest ? (double)(wt_now_real_ns() - oldest) / WT_NS_PER_S : 0;
     pthread_mutex_lock(&k->mu);
     k->st.pending = n;
-    k->st.lag_s = lag > 0 ? lag : 0;
+    k->st.lag_s = lag;
     pthread_mutex_unlock(&k->mu);
 }
 

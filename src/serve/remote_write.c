@@ -32,8 +32,7 @@
 #include "serve/remote_write.pb-c.h"
 
 #define MOD "remote_write"
-#define PENDING_EVERY_NS (2 * WT_NS_PER_S) /* how often pending and lag are recounted, at least */
-#define REPLY_MAX 512                      /* what a receiver's answer may add to a log line */
+#define REPLY_MAX 512 /* what a receiver's answer may add to a log line */
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -579,9 +578,8 @@ struct endpoint {
     bool started;
     struct wt_rw_stats st; /* under rw->mu */
     struct wt_ratelimit rl_fail, rl_drop;
-    int64_t next_count; /* CLOCK_MONOTONIC: when pending is recounted next */
-    bool refused;       /* the receiver's last answer was a 401 or 403 */
-    uint64_t refusals;  /* of the requests since it began refusing */
+    bool refused;      /* the receiver's last answer was a 401 or 403 */
+    uint64_t refusals; /* of the requests since it began refusing */
 };
 
 struct wt_remote_write {
@@ -757,26 +755,16 @@ out:
     return status;
 }
 
-/*
- * Recounts what is pending and its age when due (or when forced: caught up, the count is small).
- * The count reads every pending row: after a long outage that is millions, so the next one waits
- * 20 times as long as this one took, and the sender spends at most 5 % of its time counting.
- */
+/* The pending count and its age into the stats, when due (store/cursor.h paces it). */
 static void count_pending(struct endpoint *e, bool force)
 {
     uint64_t n;
-    int64_t oldest, t0 = wt_now_mono_ns();
-    if (!force && t0 < e->next_count)
+    double lag;
+    if (wt_cursor_pending_paced(e->cur, force, &n, &lag) != 1)
         return;
-    int rc = wt_cursor_pending(e->cur, &n, &oldest);
-    int64_t t1 = wt_now_mono_ns();
-    e->next_count = t1 + (20 * (t1 - t0) > PENDING_EVERY_NS ? 20 * (t1 - t0) : PENDING_EVERY_NS);
-    if (rc != 0)
-        return;
-    double lag = oldest ? (double)(wt_now_real_ns() - oldest) / WT_NS_PER_S : 0;
     pthread_mutex_lock(&e->rw->mu);
     e->st.pending = n;
-    e->st.lag_s = lag > 0 ? lag : 0;
+    e->st.lag_s = lag;
     pthread_mutex_unlock(&e->rw->mu);
 }
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "store/store.h"
 
 enum {
@@ -59,6 +60,7 @@ struct wt_cursor {
     size_t turn; /* where a batch of one reading per series starts (more series than max) */
     /* one batch's reads, per series: where its rows start in the batch and how many */
     size_t *first, *count;
+    int64_t next_count; /* CLOCK_MONOTONIC: when wt_cursor_pending_paced counts next */
 };
 
 static int fail_db(struct wt_cursor *c, struct wt_err *err, const char *what)
@@ -375,4 +377,21 @@ void wt_cursor_batch_free(struct wt_cursor_batch *b)
 {
     free(b->s);
     memset(b, 0, sizeof *b);
+}
+
+#define PENDING_EVERY_NS (2 * WT_NS_PER_S) /* the longest a paced count waits, unless slow */
+
+int wt_cursor_pending_paced(struct wt_cursor *c, bool force, uint64_t *n, double *lag_s)
+{
+    int64_t oldest, t0 = wt_now_mono_ns();
+    if (!force && t0 < c->next_count)
+        return 0;
+    int rc = wt_cursor_pending(c, n, &oldest);
+    int64_t t1 = wt_now_mono_ns(), took = 20 * (t1 - t0);
+    c->next_count = t1 + (took > PENDING_EVERY_NS ? took : PENDING_EVERY_NS);
+    if (rc != 0)
+        return rc;
+    double lag = oldest ? (double)(wt_now_real_ns() - oldest) / WT_NS_PER_S : 0;
+    *lag_s = lag > 0 ? lag : 0;
+    return 1;
 }

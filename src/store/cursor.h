@@ -97,6 +97,14 @@ int wt_cursor_ack(struct wt_cursor *c, const struct wt_cursor_batch *b) WT_MUST_
  * 0 when none). Reads every pending row: call it now and then, not per batch. Returns 0 or -EIO.
  */
 int wt_cursor_pending(struct wt_cursor *c, uint64_t *n, int64_t *oldest_ns) WT_MUST_USE;
+/*
+ * wt_cursor_pending paced for a sender's self-metrics (pending, lag): counts when force is set
+ * (caught up: the count is small) or when due, then waits 20 times as long as the count took,
+ * at least 2 s, so that after a long outage (millions of pending rows) a sender spends at most
+ * 5 % of its time counting. Returns 1 with *n and *lag_s (age of the oldest pending reading in
+ * seconds, 0 when none) filled, 0 when not due, or -EIO.
+ */
+int wt_cursor_pending_paced(struct wt_cursor *c, bool force, uint64_t *n, double *lag_s);
 
 void wt_cursor_batch_free(struct wt_cursor_batch *b);
 

@@ -318,6 +318,14 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     WT_EQ_INT(wt_cursor_pending(c, &pending, &oldest), 0);
     WT_EQ_U64(pending, 19 + 19 + 3);
     WT_EQ_INT(oldest, T0 + S);
+    /* paced for self-metrics: forced it counts, right after it is not due, forced again it is */
+    double lag = -1;
+    pending = 0;
+    WT_EQ_INT(wt_cursor_pending_paced(c, true, &pending, &lag), 1);
+    WT_EQ_U64(pending, 19 + 19 + 3);
+    WT_ASSERT(lag > 0); /* the oldest pending reading is in the past */
+    WT_EQ_INT(wt_cursor_pending_paced(c, false, &pending, &lag), 0);
+    WT_EQ_INT(wt_cursor_pending_paced(c, true, &pending, &lag), 1);
 
     /* max 9 over 3 series, 3 read of each: the horizon is the earliest third reading of a
      * series that had more (the GPUs: T0+3s), so the CPU's T0+5s waits */
