@@ -193,4 +193,4 @@ deb: $(BUILD)/wattage $(MAN)
 clean:
 	rm -rf build
 
--include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d) $(FUZZ_BINS:=.d)
+-include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d) $(BENCH:=.d) $(FUZZ_BINS:=.d)

@@ -34,80 +34,10 @@
 #include "store/cursor.h"
 #include "store/store.h"
 
-#define GPUS 8
-#define NMETRIC 20
-#define NSERIES (GPUS * NMETRIC)
+#include "gpu_series.h"
+
 #define BATCH 5000
 #define STORE_S 900
-
-static const char *const metrics[NMETRIC] = {
-    "wattage_gpu_power_watts",
-    "wattage_gpu_energy_joules_total",
-    "wattage_gpu_temperature_celsius",
-    "wattage_gpu_slowdown_temperature_celsius",
-    "wattage_gpu_shutdown_temperature_celsius",
-    "wattage_gpu_utilization_ratio",
-    "wattage_gpu_memory_utilization_ratio",
-    "wattage_gpu_memory_used_bytes",
-    "wattage_gpu_memory_total_bytes",
-    "wattage_gpu_sm_clock_hertz",
-    "wattage_gpu_memory_clock_hertz",
-    "wattage_gpu_power_limit_watts",
-    "wattage_gpu_power_limit_min_watts",
-    "wattage_gpu_power_limit_max_watts",
-    "wattage_gpu_performance_state",
-    "wattage_gpu_throttle_reasons",
-    "wattage_gpu_up",
-    "wattage_gpu_info",
-    "wattage_gpu_energy_gaps_total",
-    "wattage_gpu_energy_joules_total",
-};
-
-static double cpu_of(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void labels_of(int s, char *out, size_t n)
-{
-    int g = s / NMETRIC, m = s % NMETRIC;
-    snprintf(out, n, "gpu=\"%d\",uuid=\"GPU-%08x-77aa-4b2d-9c7e-%012x\",model=\"NVIDIA H200\"%s", g,
-             0x5f3c0000u + (unsigned)g, 0x3d1f00u + (unsigned)g * 977u,
-             m == NMETRIC - 1 ? ",method=\"integrated\"" : "");
-}
-
-/* Values with the digits real readings have: decimals for power and energy, integers else. */
-static double value_of(int s, int k)
-{
-    int g = s / NMETRIC, m = s % NMETRIC;
-    if (m == 0)
-        return round((280 + 90 * sin(k / 9.0 + g) + (k * 613 % 997) / 997.0) * 1000) / 1000;
-    if (m == 1 || m == 19)
-        return 2.0e6 + g * 1e5 + k * 350.0 + (k * 7907 % 1000) / 1000.0;
-    if (m == 2)
-        return 40 + (k / 4 + g) % 25;
-    if (m == 5 || m == 6)
-        return (double)((k * 29 + g * 11) % 101) / 100;
-    if (m == 7)
-        return 3.5e10 + (double)((k * 40503u) % 1000000) * 4096;
-    return 50 + m;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void figures(double *v, int n, double *med, double *lo, double *hi)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    *med = v[n / 2];
-    *lo = v[0];
-    *hi = v[n - 1];
-}
 
 static int encode_bench(int runs)
 {
@@ -235,22 +165,9 @@ static int e2e_bench(void)
         return 1;
     }
     int64_t t0 = wt_now_real_ns() - (int64_t)(STORE_S + 60) * WT_NS_PER_S;
-    struct wt_reading *rd = calloc(NSERIES, sizeof *rd);
-    for (int k = 0; k < STORE_S; k++) {
-        for (int s = 0; s < NSERIES; s++) {
-            rd[s].t_ns = t0 + (int64_t)k * WT_NS_PER_S; /* a tick: one time for all */
-            rd[s].value = value_of(s, k);
-            int m = wt_metric_find(metrics[s % NMETRIC]);
-            if (m < 0)
-                return 1;
-            rd[s].metric = (uint16_t)m;
-            labels_of(s, rd[s].labels, sizeof rd[s].labels);
-        }
-        if (wt_store_write(st, "", rd, NSERIES) != 0)
-            return 1;
-    }
+    if (write_series(st, t0, STORE_S, 0) != 0) /* a tick: one time for all */
+        return 1;
     wt_store_close(st);
-    free(rd);
 
     double srate[3], mrate[3], wrate[3];
     uint64_t want = (uint64_t)NSERIES * STORE_S;

@@ -29,88 +29,10 @@
 #include "store/cursor.h"
 #include "store/store.h"
 
-#define GPUS 8
-#define NMETRIC 20
-#define NSERIES (GPUS * NMETRIC)
+#include "gpu_series.h"
+
 #define BATCH 2000
 #define STORE_S 900
-
-static const char *const metrics[NMETRIC] = {
-    "wattage_gpu_power_watts",
-    "wattage_gpu_energy_joules_total",
-    "wattage_gpu_temperature_celsius",
-    "wattage_gpu_slowdown_temperature_celsius",
-    "wattage_gpu_shutdown_temperature_celsius",
-    "wattage_gpu_utilization_ratio",
-    "wattage_gpu_memory_utilization_ratio",
-    "wattage_gpu_memory_used_bytes",
-    "wattage_gpu_memory_total_bytes",
-    "wattage_gpu_sm_clock_hertz",
-    "wattage_gpu_memory_clock_hertz",
-    "wattage_gpu_power_limit_watts",
-    "wattage_gpu_power_limit_min_watts",
-    "wattage_gpu_power_limit_max_watts",
-    "wattage_gpu_performance_state",
-    "wattage_gpu_throttle_reasons",
-    "wattage_gpu_up",
-    "wattage_gpu_info",
-    "wattage_gpu_energy_gaps_total",
-    "wattage_gpu_energy_joules_total",
-};
-
-static double cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void labels_of(int s, char *out, size_t n)
-{
-    int g = s / NMETRIC, m = s % NMETRIC;
-    snprintf(out, n,
-             "gpu=\"%d\",uuid=\"GPU-5f3c%04d-8a1e-4b2d-9c7e-3d1f0a%06d\",model=\"NVIDIA H200\"%s",
-             g, g * 37, g * 1013, m == NMETRIC - 1 ? ",method=\"integrated\"" : "");
-}
-
-/* A value with the entropy of a real reading of series s at second k. */
-static double value_of(int s, int k)
-{
-    int g = s / NMETRIC, m = s % NMETRIC;
-    double w = 300 + 100 * sin(k / 7.0 + g) + (k * 7919 % 1000) / 1000.0;
-    switch (m) {
-    case 0:
-        return round(w * 1000) / 1000; /* mW resolution */
-    case 1:
-    case 19:
-        return 1.0e6 + g * 1e5 + k * 400.0 + (k * 104729 % 1000) / 1000.0; /* mJ resolution */
-    case 2:
-        return 45 + (k / 5 + g) % 20;
-    case 5:
-    case 6:
-        return (double)((k * 31 + g * 7) % 101) / 100;
-    case 7:
-        return 4.0e10 + (double)((k * 2654435761u) % 1000000) * 4096;
-    case 9:
-        return 1.98e9 - (k % 3) * 1.5e7;
-    default:
-        return 100 + m; /* constant gauges */
-    }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void figures(double *v, int n, double *med, double *lo, double *hi)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    *med = v[n / 2];
-    *lo = v[0];
-    *hi = v[n - 1];
-}
 
 static int encode_bench(int runs)
 {
@@ -140,10 +62,10 @@ static int encode_bench(int runs)
                     value_of(s, base + k)};
         const char *body;
         size_t len, raw;
-        double c0 = cpu_s();
+        double c0 = cpu_of(CLOCK_THREAD_CPUTIME_ID);
         if (wt_remote_write_encode(e, &b, &body, &len, &raw) != 0)
             return 1;
-        double c1 = cpu_s();
+        double c1 = cpu_of(CLOCK_THREAD_CPUTIME_ID);
         if (r < 0)
             continue;
         rate[r] = (double)b.n / (c1 - c0 > 1e-9 ? c1 - c0 : 1e-9);
@@ -185,22 +107,9 @@ static int store_bench(void)
         return 1;
     }
     int64_t t0 = 1700000000LL * WT_NS_PER_S;
-    struct wt_reading *r = calloc(NSERIES, sizeof *r);
-    for (int k = 0; k < STORE_S; k++) {
-        for (int s = 0; s < NSERIES; s++) {
-            r[s].t_ns = t0 + (int64_t)k * WT_NS_PER_S + 1000 * s;
-            r[s].value = value_of(s, k);
-            int m = wt_metric_find(metrics[s % NMETRIC]);
-            if (m < 0)
-                return 1;
-            r[s].metric = (uint16_t)m;
-            labels_of(s, r[s].labels, sizeof r[s].labels);
-        }
-        if (wt_store_write(st, "", r, NSERIES) != 0)
-            return 1;
-    }
+    if (write_series(st, t0, STORE_S, 1000) != 0)
+        return 1;
     wt_store_close(st);
-    free(r);
     double rate[3];
     for (int run = 0; run < 3; run++) {
         char name[32];
@@ -214,7 +123,7 @@ static int store_bench(void)
             fprintf(stderr, "remote_write_bench: %s\n", err.msg);
             return 1;
         }
-        double c0 = cpu_s();
+        double c0 = cpu_of(CLOCK_THREAD_CPUTIME_ID);
         int n = wt_cursor_refresh(c, NULL, NULL);
         for (int i = 0; i < n; i++) {
             const struct wt_cursor_series *s = wt_cursor_series_at(c, (size_t)i);
@@ -231,7 +140,7 @@ static int store_bench(void)
                 return 1;
             total += b.n;
         }
-        double c1 = cpu_s();
+        double c1 = cpu_of(CLOCK_THREAD_CPUTIME_ID);
         rate[run] = (double)total / (c1 - c0);
         if (total != (size_t)NSERIES * STORE_S) {
             fprintf(stderr, "remote_write_bench: read %zu of %d readings\n", total,
