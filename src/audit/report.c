@@ -308,7 +308,7 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
         if ((rc = gather_gpu(st, r->from_ns, r->to_ns, g)) != 0)
             goto out;
     }
-    if (!own)
+    if (!own && !r->source[0])
         add_missing(r,
                     "the store holds no series of this node (%s): it is another node's store; "
                     "the report shows the nodes it holds (%s%s)",
@@ -597,22 +597,31 @@ static void findings(struct wt_report *r)
     wt_report_rank(r);
 }
 
-int wt_report_build(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
-                    int64_t from_ns, int64_t to_ns, struct wt_report *r, struct wt_err *err)
+/* The report of a store (db_path: its jobs) or, with source, of readings copied from it. */
+static int build(struct wt_store *st, const char *db_path, const char *source,
+                 const struct wt_config *cfg, int64_t from_ns, int64_t to_ns, struct wt_report *r,
+                 struct wt_err *err)
 {
     struct wt_topology *t = NULL;
     int rc;
     memset(r, 0, sizeof *r);
     r->from_ns = from_ns;
     r->to_ns = to_ns;
+    snprintf(r->source, sizeof r->source, "%s", source ? source : "");
     if (to_ns <= from_ns)
         return wt_err_set(err, "the window is empty: --to must be after --from"), -EINVAL;
     if ((rc = wt_topology_load(cfg, &t, err)) != 0)
         return rc;
     snprintf(r->node, sizeof r->node, "%s", t->node);
     if ((rc = gather_gpus(st, r, err)) || (rc = gather_inlets(st, r)) ||
-        (rc = gather_jobs(db_path, r, err)))
+        (!source && (rc = gather_jobs(db_path, r, err))))
         goto fail;
+    if (source)
+        add_missing(r,
+                    "jobs: not read from %s (the report reads jobs from a node's store; `wattage "
+                    "job show NAME --source` has a job's fleet figures): no job shading, no "
+                    "per-epoch energy",
+                    source);
     if (t->nmeters == 0) {
         add_missing(r, "no facility meters in the topology: no PUE, part-load or reconciliation");
     } else if (wt_kpi_compute(st, t, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
@@ -638,6 +647,18 @@ fail:
     free(t);
     wt_report_free(r);
     return rc;
+}
+
+int wt_report_build(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
+                    int64_t from_ns, int64_t to_ns, struct wt_report *r, struct wt_err *err)
+{
+    return build(st, db_path, NULL, cfg, from_ns, to_ns, r, err);
+}
+
+int wt_report_build_source(struct wt_store *st, const char *source, const struct wt_config *cfg,
+                           int64_t from_ns, int64_t to_ns, struct wt_report *r, struct wt_err *err)
+{
+    return build(st, NULL, source, cfg, from_ns, to_ns, r, err);
 }
 
 static void line_free(struct wt_report_line *l)

@@ -111,7 +111,8 @@ struct wt_report_finding {
 
 struct wt_report {
     int64_t from_ns, to_ns;
-    char node[64]; /* topology.node: this host */
+    char node[64];    /* topology.node: this host */
+    char source[160]; /* the engine the readings were copied from (wt_report_build_source); "" */
     struct wt_report_gpu *gpus;
     size_t ngpus;
     struct wt_report_inlet *inlets;
@@ -138,6 +139,15 @@ struct wt_report {
 int wt_report_build(struct wt_store *st, const char *db_path, const struct wt_config *cfg,
                     int64_t from_ns, int64_t to_ns, struct wt_report *r,
                     struct wt_err *err) WT_MUST_USE;
+/*
+ * wt_report_build on a working store that holds readings copied from an engine (source, e.g.
+ * prometheus://HOST:PORT; the CLI's `report --source`): every node's series are the report's
+ * own (no "another node's store"), and the jobs, which the engine holds only as series, are said
+ * missing rather than read. r->source is set.
+ */
+int wt_report_build_source(struct wt_store *st, const char *source, const struct wt_config *cfg,
+                           int64_t from_ns, int64_t to_ns, struct wt_report *r,
+                           struct wt_err *err) WT_MUST_USE;
 void wt_report_free(struct wt_report *r);
 
 /* Sorts the findings by energy, largest first (pure). */

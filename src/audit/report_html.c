@@ -763,6 +763,8 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     cJSON_AddNumberToObject(root, "from_s", (double)r->from_ns / 1e9);
     cJSON_AddNumberToObject(root, "to_s", (double)r->to_ns / 1e9);
     cJSON_AddStringToObject(root, "node", r->node);
+    if (r->source[0])
+        cJSON_AddStringToObject(root, "source", r->source);
     cJSON *m = cJSON_AddArrayToObject(root, "missing");
     for (size_t i = 0; i < r->nmissing; i++)
         cJSON_AddItemToArray(m, cJSON_CreateString(r->missing[i]));

@@ -201,6 +201,14 @@ bool wt_cli_store_origin(const char *db, const struct wt_config *cfg, char *why,
 int wt_cli_open_store(const char *cmd, const struct wt_cli_common *co, bool create,
                       struct wt_config *cfg, struct wt_store **st);
 /*
+ * Asks the running daemon (where wt_cli_api_setup says it is, with its token) where its store
+ * is: "store.path" of GET /api/v1/status (src/cli/daemon_store.c). Returns 0 with path filled,
+ * -ENOENT (the daemon answered without one, or refused), -EIO (no daemon) or -EINVAL (bad
+ * client settings); why says which, for a message.
+ */
+int wt_cli_daemon_store(const struct wt_cli_conn *conn, char *path, size_t n, char *why,
+                        size_t whyn);
+/*
  * Opens the engine client of --source (store/promsrc.h) with the CLI's TLS settings. Prints the
  * error and returns a negative errno when source is not one.
  */

@@ -211,12 +211,24 @@ int wt_cli_open_store(const char *cmd, const struct wt_cli_common *co, bool crea
         fprintf(stderr, "wattage %s: no store at %s (%s); %s\n", cmd, cfg->store.path, why, e2.msg);
         return 1;
     }
+    /* The running daemon knows where it writes (started with --db, or by another user). */
+    char asked[WT_PATH_LEN], dwhy[600] = "";
+    if (by_default && wt_cli_daemon_store(&co->conn, asked, sizeof asked, dwhy, sizeof dwhy) == 0) {
+        struct wt_err e3 = {{0}};
+        if (wt_store_open(asked, &o, st, &e3) == 0) {
+            snprintf(cfg->store.path, sizeof cfg->store.path, "%s", asked);
+            return 0;
+        }
+        fprintf(stderr, "wattage %s: no store at %s (%s); %s is %s, which cannot be opened: %s\n",
+                cmd, cfg->store.path, why, dwhy, asked, e3.msg);
+        return 1;
+    }
     fprintf(stderr,
-            "wattage %s: no store at %s (%s)%s; start the daemon (wattage run) with the same "
+            "wattage %s: no store at %s (%s)%s%s%s; start the daemon (wattage run) with the same "
             "store, or name it with --db FILE or -c FILE (store.path)\n",
             cmd, cfg->store.path, why,
-            other ? ", nor at " SYSTEM_STORE " (a daemon run as root without a configuration)"
-                  : "");
+            other ? ", nor at " SYSTEM_STORE " (a daemon run as root without a configuration)" : "",
+            dwhy[0] ? "; asked the daemon: " : "", dwhy);
     return 1;
 }
 

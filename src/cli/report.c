@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage report --from T --to T [--db FILE] [-c FILE] [-o FILE] [--format html|json|md]`: the
- * audit report of a window (audit/report.h): one self-contained HTML file (inline SVG and
- * styles, no script, no external reference), or its tables and findings as Markdown or JSON.
+ * `wattage report --from T --to T [--db FILE | --source URL] [-c FILE] [-o FILE]
+ * [--format html|json|md]`: the audit report of a window (audit/report.h): one self-contained
+ * HTML file (inline SVG and styles, no script, no external reference), or its tables and findings
+ * as Markdown or JSON. With --source the window's readings are first copied from the engine
+ * (store/promsrc.h) into a working store in a new temporary directory, removed at the end.
  * What the window lacks is said in the report and on stderr; the command fails only on bad
  * arguments (2) or a store it cannot read (1).
  */
@@ -11,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit/report.h"
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "store/promsrc.h"
 #include "store/store.h"
 
 /* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
@@ -77,6 +81,118 @@ out:
     return rc;
 }
 
+/* The series a report reads (audit/report.c, kpi.c, reconcile.c), as one selector. */
+#define SOURCE_SEL                                                                                 \
+    "{__name__=~\"wattage_(gpu_(power_watts|utilization_ratio|temperature_celsius|"                \
+    "slowdown_temperature_celsius|power_limit_watts|throttle_reasons|energy_joules_total|"         \
+    "energy_integrated_joules_total)|cpu_energy_joules_total|facility_.+)\"}"
+#define SOURCE_PAD_NS (30 * WT_NS_PER_S)     /* read around the window, for its edges */
+#define SOURCE_CHUNK_NS (3600 * WT_NS_PER_S) /* one query per hour of raw samples */
+
+/*
+ * Copies the raw samples of SOURCE_SEL over [from - pad, to + pad] from the engine into st, an
+ * hour per query (so a long window is not one huge answer). Series without a node label are not
+ * a node's (remote write adds it; a scrape adds it with labels: {node: NAME}) and are skipped.
+ * *copied counts the series written. 0, or a negative errno with err.
+ */
+static int copy_source(struct wt_promsrc *ps, int64_t from, int64_t to, struct wt_store *st,
+                       size_t *copied, struct wt_err *err)
+{
+    struct wt_reading *r = NULL;
+    size_t cap = 0;
+    int rc = 0;
+    *copied = 0;
+    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0;
+         a += SOURCE_CHUNK_NS) {
+        int64_t b =
+            a + SOURCE_CHUNK_NS < to + SOURCE_PAD_NS ? a + SOURCE_CHUNK_NS : to + SOURCE_PAD_NS;
+        struct wt_promsrc_set set = {0};
+        char q[400];
+        snprintf(q, sizeof q, "%s[%lldms]", SOURCE_SEL, (long long)((b - a) / 1000000 + 1));
+        rc = wt_promsrc_query(ps, q, b, &set, err);
+        for (size_t i = 0; i < set.n && rc == 0; i++) {
+            const struct wt_promsrc_series *s = &set.s[i];
+            int m = wt_metric_find(s->metric);
+            if (m < 0 || !s->node[0] || s->n == 0)
+                continue;
+            if (s->n > cap) {
+                struct wt_reading *nr = realloc(r, s->n * sizeof *nr);
+                if (!nr) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                r = nr;
+                cap = s->n;
+            }
+            for (size_t k = 0; k < s->n; k++) {
+                r[k].t_ns = s->pts[k].t_ns;
+                r[k].value = s->pts[k].v;
+                r[k].metric = (uint16_t)m;
+                snprintf(r[k].labels, sizeof r[k].labels, "%s", s->labels);
+            }
+            if ((rc = wt_store_write(st, s->node, r, s->n)) != 0)
+                wt_err_set(err, "cannot copy %s's %s into the working store", s->node, s->metric);
+            else if (a == from - SOURCE_PAD_NS)
+                (*copied)++;
+        }
+        wt_promsrc_set_free(&set);
+    }
+    free(r);
+    return rc;
+}
+
+/* --source: the window's readings in a working store at dir/report.db. 0, 1 or 2 (printed). */
+static int source_store(const char *source, int64_t from, int64_t to, char *dir, size_t n,
+                        struct wt_store **st)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    char path[WT_PATH_LEN + 16];
+    size_t copied = 0;
+    const char *tmp = getenv("TMPDIR");
+    *st = NULL;
+    snprintf(dir, n, "%s/wattage-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "wattage report: cannot make a working directory: %s\n", strerror(errno));
+        dir[0] = '\0';
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/report.db", dir);
+    if (wt_cli_open_source(source, &ps) != 0)
+        return 2;
+    int rc = wt_store_open(path, &o, st, &err);
+    if (rc == 0)
+        rc = copy_source(ps, from, to, *st, &copied, &err);
+    wt_promsrc_close(ps);
+    if (rc) {
+        fprintf(stderr, "wattage report: --source %s: %s\n", source, err.msg);
+        return 1;
+    }
+    if (copied == 0)
+        fprintf(stderr,
+                "wattage report: --source %s holds no wattage series with a node label around "
+                "the window's start (remote write adds the label; a scrape needs labels: {node: "
+                "NAME})\n",
+                source);
+    return 0;
+}
+
+/* Removes the working store of --source and its directory. */
+static void source_cleanup(const char *dir)
+{
+    static const char *const files[] = {"report.db", "report.db-wal", "report.db-shm",
+                                        "report.db-journal"};
+    char p[WT_PATH_LEN + 32];
+    if (!dir[0])
+        return;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
+}
+
 static const struct wt_cli_opt report_opts[] = {
     {"from", WT_OPT_FROM, "T",
      "the window's start: RFC 3339, unix seconds or relative (-2h); default -24h"},
@@ -84,6 +200,9 @@ static const struct wt_cli_opt report_opts[] = {
     {"compare", 'C', NULL,
      "two windows side by side (operands A_FROM..A_TO B_FROM..B_TO), KPIs normalised by IT load, "
      "their differences and whether they exceed the measurement's noise"},
+    {"source", WT_OPT_SOURCE, "URL",
+     WT_CLI_SOURCE_HELP " (or that scrapes them with a node label), instead of the local store; "
+                        "the report then has no jobs"},
     {"format", 'F', "html|json|md", "html (default: one self-contained file that opens offline)"},
     {"output", 'o', "FILE", "write there (default standard output)", WT_OPT_SHORT},
     {NULL}};
@@ -132,6 +251,11 @@ int wt_cmd_report(int argc, char **argv)
         return 2;
     }
     int64_t now = wt_now_real_ns(), from, to;
+    if (compare && co.source) {
+        fprintf(stderr, "wattage report: --compare reads the local store; --source goes with one "
+                        "window\n");
+        return 2;
+    }
     if (compare)
         return run_compare(argv[optind], argv[optind + 1], now, &co, out, format);
     if ((rc = wt_cli_window("report", &co, now, &from, &to)) != 0)
@@ -141,11 +265,24 @@ int wt_cmd_report(int argc, char **argv)
     struct wt_err err = {{0}};
     struct wt_report r;
     FILE *f = stdout;
-    if ((rc = wt_cli_store("report", &co, false, &cfg, &st)) != 0) {
-        wt_config_free(&cfg);
-        return rc;
+    char dir[WT_PATH_LEN] = "";
+    if (co.source && co.db) {
+        fprintf(stderr, "wattage report: --source and --db: name one place to read\n");
+        return 2;
     }
-    rc = wt_report_build(st, cfg.store.path, &cfg, from, to, &r, &err);
+    if (co.source) {
+        if ((rc = wt_cli_load_config(co.config, &cfg)) != 0)
+            return rc;
+        if ((rc = source_store(co.source, from, to, dir, sizeof dir, &st)) != 0)
+            goto out;
+        rc = wt_report_build_source(st, co.source, &cfg, from, to, &r, &err);
+    } else {
+        if ((rc = wt_cli_store("report", &co, false, &cfg, &st)) != 0) {
+            wt_config_free(&cfg);
+            return rc;
+        }
+        rc = wt_report_build(st, cfg.store.path, &cfg, from, to, &r, &err);
+    }
     if (rc) {
         fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
         rc = rc == -EINVAL ? 2 : 1;
@@ -171,6 +308,7 @@ int wt_cmd_report(int argc, char **argv)
     wt_report_free(&r);
 out:
     wt_store_close(st);
+    source_cleanup(dir);
     wt_config_free(&cfg);
     return rc;
 }

@@ -34,10 +34,12 @@
 #include "core/yget.h"
 #include "serve/api_alerts.h"
 #include "serve/api_jobs.h"
+#include "serve/api_series.h"
 #include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/kafka.h"
 #include "serve/remote_write.h"
+#include "serve/ui.h"
 #include "store/store.h"
 
 #define MAX_TRACKED 512
@@ -422,6 +424,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
     struct wt_power_avg *pavg = NULL;
+    struct wt_api_series *series = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -470,8 +473,18 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
-    if (wt_api_status_add(http, hub) != 0) {
+    if (wt_api_status_add(http, hub, cfg.store.path) != 0) {
         wt_error("run", "no room for the status routes (MAX_ROUTES)");
+        goto out;
+    }
+    /* The live page (GET /) and the series API its charts read, on a store connection of its
+     * own. */
+    if (wt_api_series_open(cfg.store.path, &series, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    if (wt_api_series_add(http, series) != 0 || wt_ui_add(http) != 0) {
+        wt_error("run", "no room for the live page's routes (MAX_ROUTES)");
         goto out;
     }
     /* The store's health on /metrics (drops, write errors, queue, last flush, size). */
@@ -623,7 +636,8 @@ int wt_cmd_run(int argc, char **argv)
 out:
     notify("STOPPING=1");
     wt_http_close(http);
-    wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
+    wt_api_series_close(series); /* after the server: no request in progress uses it */
+    wt_remote_write_close(rw);   /* after the server: its families are read by scrapes */
     wt_kafka_close(kafka);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);

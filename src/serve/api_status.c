@@ -5,16 +5,22 @@
  */
 #include "serve/api_status.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/health.h"
 #include "core/snapshot.h"
 #include "store/store.h"
 
 #define MAX_COLLECTORS WT_HUB_MAX_COLLECTORS
+
+/* The daemon's store, for "store" in /api/v1/status (one daemon per process). */
+static char store_path[WT_PATH_LEN];
 
 static void reply_json(struct wt_http_reply *rep, unsigned status, char *s)
 {
@@ -22,6 +28,21 @@ static void reply_json(struct wt_http_reply *rep, unsigned status, char *s)
     rep->body = s;
     rep->len = strlen(s);
     rep->content_type = "application/json";
+}
+
+/* Adds "store": {"path": ...} to the status document s (consumed); NULL when out of memory. */
+static char *with_store(char *s)
+{
+    if (!store_path[0])
+        return s;
+    cJSON *doc = cJSON_Parse(s), *st;
+    char *out = NULL;
+    free(s);
+    if (doc && (st = cJSON_AddObjectToObject(doc, "store")) &&
+        cJSON_AddStringToObject(st, "path", store_path))
+        out = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    return out;
 }
 
 /* The snapshot document with the health reasons folded in; NULL when out of memory. */
@@ -37,7 +58,7 @@ static char *status_json(struct wt_hub *hub, const struct wt_batch *b)
                         doc, why, nh < WT_HEALTH_MAX_REASONS ? nh : WT_HEALTH_MAX_REASONS, false)
                   : NULL;
     free(doc);
-    return s;
+    return s ? with_store(s) : NULL;
 }
 
 static int route_status(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)
@@ -89,9 +110,13 @@ static int route_health(void *ctx, const struct wt_http_request *req, struct wt_
     return health_reply(ctx, rep, false);
 }
 
-int wt_api_status_add(struct wt_http *h, struct wt_hub *hub)
+int wt_api_status_add(struct wt_http *h, struct wt_hub *hub, const char *path)
 {
     int rc;
+    /* Absolute, so that a reader started in another directory opens the same file. */
+    char *abs = path && *path ? realpath(path, NULL) : NULL;
+    snprintf(store_path, sizeof store_path, "%s", abs ? abs : path ? path : "");
+    free(abs);
     if ((rc = wt_http_add_route(h, "GET", "/readyz", true, route_readyz, hub)) ||
         (rc = wt_http_add_route(h, "GET", "/api/v1/health", false, route_health, hub)) ||
         (rc = wt_http_add_route(h, "GET", "/api/v1/status", false, route_status, hub)))

@@ -12,8 +12,12 @@
 #include "core/hub.h"
 #include "serve/http.h"
 
-/* Adds the routes above to h (before wt_http_start); hub outlives h. Returns 0 or -ENOSPC. */
-int wt_api_status_add(struct wt_http *h, struct wt_hub *hub) WT_MUST_USE;
+/*
+ * Adds the routes above to h (before wt_http_start); hub outlives h. store_path is the daemon's
+ * store, answered in /api/v1/status as "store": {"path": "..."} so that the CLI's readers find
+ * it (copied; one daemon per process). Returns 0 or -ENOSPC.
+ */
+int wt_api_status_add(struct wt_http *h, struct wt_hub *hub, const char *store_path) WT_MUST_USE;
 
 /* The store's health families on /metrics (store/store.h); st outlives h. 0 or -ENOSPC. */
 struct wt_store;

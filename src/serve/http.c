@@ -347,6 +347,12 @@ static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
     if (o->allow)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, o->allow);
+    if (o->r.csp) {
+        MHD_add_response_header(resp, "Content-Security-Policy", o->r.csp);
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+    }
     if (o->auth_challenge)
         MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"wattage\"");
     if (o->close)

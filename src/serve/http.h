@@ -53,6 +53,9 @@ struct wt_http_reply {
     size_t len;
     const char *content_type;
     const char *content_encoding; /* static; NULL for none */
+    /* A page's Content-Security-Policy (static; NULL for none). With it go
+     * X-Content-Type-Options: nosniff, Referrer-Policy: no-referrer and X-Frame-Options: DENY. */
+    const char *csp;
     void (*release)(void *arg);
     void *release_arg;
 };
