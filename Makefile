@@ -94,7 +94,7 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) -fPIE $(CFLAGS) -c -o $@ $<
 
 # Sources that include generated headers: the headers come first.
-$(BUILD)/src/serve/remote_write.o: $(GEN_HDR)
+$(BUILD)/src/serve/remote_write.o $(BUILD)/src/serve/otlp.o: $(GEN_HDR)
 
 $(BUILD)/tests/runner.o: tests/runner.c
 	@mkdir -p $(dir $@)

@@ -37,6 +37,7 @@
 #include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/kafka.h"
+#include "serve/otlp.h"
 #include "serve/remote_write.h"
 #include "store/store.h"
 
@@ -421,6 +422,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_alerts *alerts = NULL;
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
+    struct wt_otlp *otlp = NULL;
     struct wt_power_avg *pavg = NULL;
     int ret = 1;
 
@@ -497,7 +499,8 @@ int wt_cmd_run(int argc, char **argv)
     /* Remote write: one sender per endpoint, reading the store on its own connection (never
      * the poll path), its families on /metrics (registered before the server starts). */
     if (wt_remote_write_open(&cfg, http, &rw, &err) != 0 ||
-        wt_kafka_open(&cfg, http, &kafka, &err) != 0) {
+        wt_kafka_open(&cfg, http, &kafka, &err) != 0 ||
+        wt_otlp_open(&cfg, http, &otlp, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -593,6 +596,8 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "kafka"),
                                 wt_config_section(&next, "kafka")))
                 wt_warn("run", "kafka changes take effect at the next restart");
+            if (!wt_ynode_equal(wt_config_section(&cfg, "otlp"), wt_config_section(&next, "otlp")))
+                wt_warn("run", "otlp changes take effect at the next restart");
             int before[WT_HUB_MAX_COLLECTORS];
             size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
             if (nbefore > WT_HUB_MAX_COLLECTORS)
@@ -625,6 +630,7 @@ out:
     wt_http_close(http);
     wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
     wt_kafka_close(kafka);
+    wt_otlp_close(otlp);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
