@@ -94,6 +94,9 @@ check "the store: integrity ok, its size, a reading of the last minute" json "$T
     '0 <= c("store")["newest_reading_age_s"] < 60'
 check "loopback listen is ok" json "$TMP/ok.json" \
     'c("listen")["loopback"] is True and c("listen")["status"] == "ok"'
+check "the streaming outputs this build carries: Kafka (librdkafka's version) and OTLP" \
+    json "$TMP/ok.json" 'c("kafka")["status"] == "ok" and "librdkafka" in c("kafka")["message"]' \
+    'c("otlp")["status"] == "ok" and "built in" in c("otlp")["message"]'
 
 "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" >"$TMP/ok.txt" 2>&1
 check "the lines for a person: one per check, and the summary" \
