@@ -8,6 +8,7 @@
 # cumulative monotonic sum (its start constant), with its labels and the hw.* attributes as
 # attributes and the resource naming the host and node; nothing else may have arrived, and the
 # poll loop must have kept time. A wrong token is retried, counted and logged, never dropped.
+# Over TLS the receiver's certificate is checked against tls.ca; another CA's is refused.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 PEER=tests/peers/otlp_peer.py
@@ -261,4 +262,58 @@ check "the refusal is logged once, with the token's file" \
     test "$(grep -c "endpoint col: the receiver refuses the credentials with HTTP 401.*bearer_token_file $TMP/wrong" "$TMP/b.log")" = 1
 stop_pid "$wpid"
 stop_pid "$peer_pid"
+
+# ---- TLS: the receiver's certificate checked against tls.ca; another CA is refused ----
+source "$(dirname "$0")/pki_lib.sh"
+K=$TMP/pki
+mkdir -p "$K"
+if mkca ca "wattage test CA" && mkca other "another CA" &&
+    mkcert server ca 127.0.0.1 "subjectAltName=IP:127.0.0.1
+extendedKeyUsage=serverAuth"; then
+    : >"$TMP/points.jsonl"
+    rm -f "$TMP/peer.port"
+    bg $PY "$PEER" "$TMP/peer.port" "$TMP/points.jsonl" --tls "$K/server.pem" "$K/server.key" \
+        2>>"$TMP/peer.log"
+    peer_pid=$!
+    wait_for 20 test -s "$TMP/peer.port"
+    OPORT=$(cat "$TMP/peer.port")
+    for ca in ca other; do
+        cat >"$TMP/t-$ca.yaml" <<EOF
+topology:
+  node: node-o
+store:
+  flush_interval: 0.5s
+otlp:
+  - url: https://127.0.0.1:$OPORT/v1/metrics
+    name: tls
+    tls: {ca: $K/$ca.pem}
+    deadline: 0.5s
+    timeout: 2s
+    max_backoff: 1s
+EOF
+        PORT=$(free_port)
+        bg "$BIN" run -c "$TMP/t-$ca.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/t-$ca.db" \
+            --interval 0.5 2>"$TMP/t-$ca.log"
+        wpid=$!
+        wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+        if [[ $ca == ca ]]; then
+            if wait_for 30 caught_up "$PORT" tls && grep -q '"metric": "hw.power"' "$TMP/points.jsonl"; then
+                ok "over TLS, the receiver's certificate checked against tls.ca, the readings arrive"
+            else
+                not_ok "over TLS the readings arrive" "$(grep otlp "$TMP/t-$ca.log" | tail -3)"
+            fi
+        else
+            failing() { local f; f=$(omet "$PORT" wattage_otlp_samples_failed_total tls); [[ -n $f && $f != 0 ]]; }
+            if wait_for 20 failing && test "$(omet "$PORT" wattage_otlp_samples_sent_total tls)" = 0; then
+                ok "a receiver whose certificate another CA signed is refused: attempts fail, nothing is sent"
+            else
+                not_ok "a receiver whose certificate another CA signed is refused" "$(grep otlp "$TMP/t-$ca.log" | tail -3)"
+            fi
+        fi
+        stop_pid "$wpid"
+    done
+    stop_pid "$peer_pid"
+else
+    not_ok "openssl makes the test certificates"
+fi
 finish
