@@ -565,6 +565,26 @@ int wt_otlp_encode(struct wt_otlp_encoder *e, const struct wt_cursor_batch *b, b
     return 0;
 }
 
+size_t wt_otlp_rejected(const char *body, size_t len, char *msg, size_t n)
+{
+    Wattage__Otlp__ExportMetricsServiceResponse *r =
+        len ? wattage__otlp__export_metrics_service_response__unpack(NULL, len,
+                                                                     (const uint8_t *)body)
+            : NULL;
+    size_t rej = 0;
+    if (n)
+        msg[0] = '\0';
+    if (!r)
+        return 0; /* empty, not protobuf (a JSON answer) or cut short: nothing said rejected */
+    if (r->partial_success && r->partial_success->rejected_data_points > 0) {
+        rej = (size_t)r->partial_success->rejected_data_points;
+        if (n && r->partial_success->error_message)
+            snprintf(msg, n, "%s", r->partial_success->error_message);
+    }
+    wattage__otlp__export_metrics_service_response__free_unpacked(r, NULL);
+    return rej;
+}
+
 /* ---- senders ------------------------------------------------------------------------------ */
 
 struct endpoint {
@@ -708,7 +728,8 @@ int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_ot
                                           .tls_cert = c->tls_cert,
                                           .tls_key = c->tls_key,
                                           .insecure_skip_verify = c->insecure_skip_verify,
-                                          .timeout_ns = c->timeout_ns};
+                                          .timeout_ns = c->timeout_ns,
+                                          .rejected = wt_otlp_rejected};
         e->headers[nh++] = "Content-Type: application/x-protobuf";
         if (e->cf.gzip)
             e->headers[nh++] = "Content-Encoding: gzip";

@@ -32,7 +32,8 @@
  * Every other metric keeps its wattage_ name, with the unit its suffix names (_watts W, _joules J,
  * _seconds s, _bytes By, _ratio 1, _celsius Cel, _hertz Hz).
  *
- * Delivery and self-metrics as remote write's (serve/remote_write.h), the families named
+ * Delivery and self-metrics as remote write's (serve/remote_write.h); a 2xx whose answer reports a
+ * partial success counts the rejected points as dropped (logged). The families are named
  * wattage_otlp_samples_sent_total, _samples_failed_total, _samples_dropped_total,
  * wattage_otlp_samples_pending, wattage_otlp_lag_seconds, wattage_otlp_auth_failures_total.
  */
@@ -100,6 +101,13 @@ int wt_otlp_encoder_add(struct wt_otlp_encoder *e, const char *metric,
  */
 int wt_otlp_encode(struct wt_otlp_encoder *e, const struct wt_cursor_batch *b, bool gzip,
                    const char **body, size_t *len, size_t *raw_len) WT_MUST_USE;
+
+/*
+ * What an ExportMetricsServiceResponse body says: the data points rejected (partial_success;
+ * 0 when none, or when the body is empty or not one), its error_message into msg. These count in
+ * wattage_otlp_samples_dropped_total and are logged (not retried: the receiver refused them).
+ */
+size_t wt_otlp_rejected(const char *body, size_t len, char *msg, size_t n);
 
 struct wt_otlp;
 struct wt_http;

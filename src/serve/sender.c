@@ -424,6 +424,8 @@ static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, c
 struct reply {
     char buf[REPLY_MAX];
     size_t n;
+    char *raw; /* the caller's copy of the bytes, may be NULL */
+    size_t rawn, *rawlen;
 };
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
@@ -434,22 +436,31 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
     memcpy(r->buf + r->n, p, take);
     r->n += take;
     r->buf[r->n] = '\0';
+    if (r->raw && *r->rawlen < r->rawn) {
+        size_t room = r->rawn - *r->rawlen, t = len < room ? len : room;
+        memcpy(r->raw + *r->rawlen, p, t);
+        *r->rawlen += t;
+    }
     return len;
 }
 
 long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender_http *c,
                     const char *const *headers, const char *body, size_t len, char *why,
-                    size_t whyn)
+                    size_t whyn, char *raw, size_t rawn, size_t *rawlen)
 {
     char cerr[CURL_ERROR_SIZE] = "", secret[512] = "", auth[600] = "";
     struct wt_err err = {{0}};
-    struct reply rep = {{0}, 0};
+    struct reply rep = {{0}, 0, raw, rawn, rawlen};
     struct curl_slist *h = NULL;
     long status = 0;
     CURL *cu = curl;
     bool oom = false;
 
     why[0] = '\0';
+    if (rawlen)
+        *rawlen = 0;
+    else
+        rep.raw = NULL;
     curl_easy_reset(cu);
     for (size_t i = 0; headers && headers[i]; i++) {
         struct curl_slist *nh = curl_slist_append(h, headers[i]);
@@ -605,14 +616,16 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
 {
     const char *mod = d->s->mod;
     int failures = 0;
-    char why[600];
+    char why[600], raw[REPLY_MAX * 8];
+    size_t rawlen = 0;
     uint64_t sup;
     if (!st->rl_fail.interval_ns)
         st->rl_fail.interval_ns = 30 * WT_NS_PER_S;
     if (!st->rl_drop.interval_ns)
         st->rl_drop.interval_ns = 30 * WT_NS_PER_S;
     for (;;) {
-        long status = wt_sender_post(d, curl, h, headers, body, len, why, sizeof why);
+        long status = wt_sender_post(d, curl, h, headers, body, len, why, sizeof why, raw,
+                                     sizeof raw, &rawlen);
         enum wt_sender_verdict v = wt_sender_verdict(status);
         if (v == WT_SENDER_AUTH) {
             refused(d, st, h, b, status, why);
@@ -626,7 +639,22 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
         if (was_refused)
             accepted_again(d, st, v, status);
         if (v == WT_SENDER_SENT) {
-            add_stat(d, WT_SENDER_C_SENT, b->n);
+            /* accepted, but the receiver may say it rejected some (OTLP's partial success) */
+            char msg[256] = "";
+            size_t rej = h->rejected ? h->rejected(raw, rawlen, msg, sizeof msg) : 0;
+            if (rej > b->n)
+                rej = b->n;
+            add_stat(d, WT_SENDER_C_SENT, b->n - rej);
+            if (rej) {
+                pthread_mutex_lock(&d->s->mu);
+                d->st.c[WT_SENDER_C_DROPPED] += rej;
+                pthread_mutex_unlock(&d->s->mu);
+                if (wt_ratelimit_ok(&st->rl_drop, wt_now_mono_ns(), &sup))
+                    wt_error(mod,
+                             "endpoint %s: the receiver accepted the request but rejected %zu of "
+                             "its %zu samples (not retried): %s url=%s suppressed=%" PRIu64,
+                             d->name, rej, b->n, msg[0] ? msg : "(no reason given)", h->url, sup);
+            }
             if (failures && !was_refused)
                 wt_info(mod, "endpoint %s: delivering again after %d failed attempts", d->name,
                         failures);

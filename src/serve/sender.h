@@ -141,6 +141,9 @@ struct wt_sender_http {
     const char *tls_ca, *tls_cert, *tls_key;
     bool insecure_skip_verify;
     int64_t timeout_ns;
+    /* on a 2xx, how many of the request's samples the answer says were rejected anyway (its
+     * reason into msg); NULL: none. The rejected ones count as dropped. */
+    size_t (*rejected)(const char *body, size_t len, char *msg, size_t n);
 };
 
 /* What an HTTP status means: sent (2xx), retry (5xx, 429, none), auth (401, 403: retried,
@@ -178,10 +181,11 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
  * One POST of body with the headers (NULL-terminated "Name: value" lines) on the handle curl (a
  * CURL *, reset first); a stop of d's sender abandons it. Returns the HTTP status, or 0 with why
  * filled when none came back; why also holds the start of the receiver's answer, on one line.
+ * raw (may be NULL) gets the answer's first rawn bytes as they came, *rawlen how many.
  */
 long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender_http *h,
                     const char *const *headers, const char *body, size_t len, char *why,
-                    size_t whyn);
+                    size_t whyn, char *raw, size_t rawn, size_t *rawlen);
 /* curl_global_init, once per process. */
 void wt_sender_curl_init(void);
 

@@ -8,7 +8,8 @@
 # cumulative monotonic sum (its start constant), with its labels and the hw.* attributes as
 # attributes and the resource naming the host and node; nothing else may have arrived, and the
 # poll loop must have kept time. A wrong token is retried, counted and logged, never dropped.
-# Over TLS the receiver's certificate is checked against tls.ca; another CA's is refused.
+# A partial success counts the rejected points as dropped. Over TLS the receiver's certificate
+# is checked against tls.ca; another CA's is refused.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 PEER=tests/peers/otlp_peer.py
@@ -260,6 +261,33 @@ check "nothing is sent or dropped, the samples stay pending (sent $sent, dropped
     test "$sent" = 0 -a "$dropped" = 0 -a "${pending:-0}" != 0
 check "the refusal is logged once, with the token's file" \
     test "$(grep -c "endpoint col: the receiver refuses the credentials with HTTP 401.*bearer_token_file $TMP/wrong" "$TMP/b.log")" = 1
+stop_pid "$wpid"
+stop_pid "$peer_pid"
+
+# ---- a partial success: the rejected points are counted as dropped and logged, not retried ----
+: >"$TMP/points.jsonl"
+rm -f "$TMP/peer.port"
+bg $PY "$PEER" "$TMP/peer.port" "$TMP/points.jsonl" --reject 3 2>>"$TMP/peer.log"
+peer_pid=$!
+wait_for 20 test -s "$TMP/peer.port"
+sed -e "s|127.0.0.1:[0-9]*/v1|127.0.0.1:$(cat "$TMP/peer.port")/v1|" -e '/bearer_token_file/d' \
+    -e '/headers:/d' "$TMP/o.yaml" >"$TMP/p.yaml"
+PORT=$(free_port)
+bg "$BIN" run -c "$TMP/p.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/p.db" --interval 0.5 \
+    2>"$TMP/p.log"
+wpid=$!
+wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+some_dropped() { local x; x=$(omet "$PORT" wattage_otlp_samples_dropped_total col); [[ -n $x && $x != 0 ]]; }
+if wait_for 30 some_dropped; then
+    ok "points a receiver rejects in a partial success count as dropped ($(omet "$PORT" wattage_otlp_samples_dropped_total col), sent $(omet "$PORT" wattage_otlp_samples_sent_total col))"
+else
+    not_ok "points a receiver rejects in a partial success count as dropped" "$(grep otlp "$TMP/p.log" | tail -3)"
+fi
+check "the rejection is logged with the receiver's reason" \
+    grep -q "otlp: endpoint col: the receiver accepted the request but rejected 3 of its .* samples (not retried): the test rejects 3" "$TMP/p.log"
+check "the dropped count is 3 per request" \
+    $PY -c 'import sys, re; d = int(float(sys.argv[1])); sys.exit(0 if d > 0 and d % 3 == 0 else 1)' \
+    "$(omet "$PORT" wattage_otlp_samples_dropped_total col)"
 stop_pid "$wpid"
 stop_pid "$peer_pid"
 

@@ -165,6 +165,29 @@ WT_TEST(encoder_request_decodes_point_by_point)
     wt_otlp_encoder_close(e);
 }
 
+WT_TEST(partial_success_counts_rejected_points)
+{
+    Wattage__Otlp__ExportMetricsPartialSuccess ps =
+        WATTAGE__OTLP__EXPORT_METRICS_PARTIAL_SUCCESS__INIT;
+    Wattage__Otlp__ExportMetricsServiceResponse r =
+        WATTAGE__OTLP__EXPORT_METRICS_SERVICE_RESPONSE__INIT;
+    uint8_t buf[256];
+    char msg[64];
+    ps.rejected_data_points = 7;
+    ps.error_message = (char *)"out of order";
+    r.partial_success = &ps;
+    size_t n = wattage__otlp__export_metrics_service_response__pack(&r, buf);
+    WT_EQ_INT(wt_otlp_rejected((const char *)buf, n, msg, sizeof msg), 7);
+    WT_EQ_STR(msg, "out of order");
+    /* a full success: an empty body, or a partial_success of 0 */
+    WT_EQ_INT(wt_otlp_rejected("", 0, msg, sizeof msg), 0);
+    ps.rejected_data_points = 0;
+    n = wattage__otlp__export_metrics_service_response__pack(&r, buf);
+    WT_EQ_INT(wt_otlp_rejected((const char *)buf, n, msg, sizeof msg), 0);
+    /* not protobuf (a JSON answer): nothing said rejected */
+    WT_EQ_INT(wt_otlp_rejected("{\"partialSuccess\":{}}", 21, msg, sizeof msg), 0);
+}
+
 WT_TEST(names_follow_the_conventions)
 {
     struct wt_otlp_metric m;
