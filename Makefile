@@ -94,10 +94,10 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c
 	$(CC) -fPIE $(CFLAGS) -c -o $@ $<
 
 # Sources that include generated headers: the headers come first.
-$(BUILD)/src/serve/remote_write.o: $(GEN_HDR)
 # The live page's files are embedded in ui.o (.incbin, src/serve/ui.c): rebuild it when they
 # change.
 $(BUILD)/src/serve/ui.o: $(wildcard src/serve/ui/*)
+$(BUILD)/src/serve/remote_write.o $(BUILD)/src/serve/otlp.o: $(GEN_HDR)
 
 $(BUILD)/tests/runner.o: tests/runner.c
 	@mkdir -p $(dir $@)

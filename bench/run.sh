@@ -63,6 +63,7 @@ if [[ -x $BUILD/bench/kafka_bench ]]; then
 else
     missing_row "Kafka" "kafka_bench: not built (librdkafka-dev missing)"
 fi
+section otlp_bench external "$BUILD" "$OUT" otlp_bench "$BUILD/bench/otlp_bench"
 section cap_release external "$BUILD" "$OUT" cap_release $PY bench/cap_release.py "$BUILD"
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
 if command -v victoria-metrics >/dev/null; then

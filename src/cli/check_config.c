@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "core/secret.h"
 #include "serve/kafka.h"
+#include "serve/otlp.h"
 #include "serve/remote_write.h"
 
 static const struct wt_cli_opt check_opts[] = {{NULL}};
@@ -82,6 +83,8 @@ int wt_cli_check_secrets(const struct wt_config *cfg, struct wt_err *err)
         rc = carbon_secrets(cfg, err);
     if (!rc)
         rc = wt_kafka_check_secrets(cfg, err);
+    if (!rc)
+        rc = wt_otlp_check_secrets(cfg, err);
     if (rc == -ENOMEM)
         wt_err_set(err, "out of memory");
     return rc;

@@ -35,6 +35,7 @@
 #include "core/clock.h"
 #include "core/health.h"
 #include "serve/kafka.h"
+#include "serve/otlp.h"
 #include "store/store.h"
 
 enum status { ST_OK, ST_WARN, ST_ABSENT, ST_FAIL };
@@ -649,8 +650,15 @@ int wt_cmd_doctor(int argc, char **argv)
     check_sources(&cfg, &r);
     check_store(&cfg, db, &r);
     check_listen(&cfg, &r);
-    if (!wt_kafka_built_in())
+    /* the streaming outputs this binary carries */
+    if (wt_kafka_built_in())
+        add_check(&r, "kafka", NULL, ST_OK, NULL, "built in (librdkafka %s)", wt_kafka_version());
+    else
         add_check(&r, "kafka", NULL, ST_ABSENT, NULL, "not built in (librdkafka-dev missing)");
+    if (wt_otlp_built_in())
+        add_check(&r, "otlp", NULL, ST_OK, NULL, "built in (OTLP/HTTP protobuf, gzip)");
+    else
+        add_check(&r, "otlp", NULL, ST_ABSENT, NULL, "not built in");
     if (!r.energy)
         add_check(&r, "energy", NULL, ST_FAIL,
                   "see the nvml, gpu and rapl lines above: at least one of them must work",

@@ -38,6 +38,7 @@
 #include "serve/api_status.h"
 #include "serve/http.h"
 #include "serve/kafka.h"
+#include "serve/otlp.h"
 #include "serve/remote_write.h"
 #include "serve/ui.h"
 #include "store/store.h"
@@ -423,6 +424,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_alerts *alerts = NULL;
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
+    struct wt_otlp *otlp = NULL;
     struct wt_power_avg *pavg = NULL;
     struct wt_api_series *series = NULL;
     int ret = 1;
@@ -510,7 +512,8 @@ int wt_cmd_run(int argc, char **argv)
     /* Remote write: one sender per endpoint, reading the store on its own connection (never
      * the poll path), its families on /metrics (registered before the server starts). */
     if (wt_remote_write_open(&cfg, http, &rw, &err) != 0 ||
-        wt_kafka_open(&cfg, http, &kafka, &err) != 0) {
+        wt_kafka_open(&cfg, http, &kafka, &err) != 0 ||
+        wt_otlp_open(&cfg, http, &otlp, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -606,6 +609,8 @@ int wt_cmd_run(int argc, char **argv)
             if (!wt_ynode_equal(wt_config_section(&cfg, "kafka"),
                                 wt_config_section(&next, "kafka")))
                 wt_warn("run", "kafka changes take effect at the next restart");
+            if (!wt_ynode_equal(wt_config_section(&cfg, "otlp"), wt_config_section(&next, "otlp")))
+                wt_warn("run", "otlp changes take effect at the next restart");
             int before[WT_HUB_MAX_COLLECTORS];
             size_t nbefore = wt_loop_slots(loop, before, WT_HUB_MAX_COLLECTORS);
             if (nbefore > WT_HUB_MAX_COLLECTORS)
@@ -639,6 +644,7 @@ out:
     wt_api_series_close(series); /* after the server: no request in progress uses it */
     wt_remote_write_close(rw);   /* after the server: its families are read by scrapes */
     wt_kafka_close(kafka);
+    wt_otlp_close(otlp);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);

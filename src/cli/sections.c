@@ -11,6 +11,7 @@
 #include "collect/snmp.h"
 #include "core/config.h"
 #include "serve/kafka.h"
+#include "serve/otlp.h"
 #include "serve/remote_write.h"
 
 const struct wt_config_section wt_config_sections[] = {
@@ -23,5 +24,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"alerts", wt_alerts_config_check},
     {"remote_write", wt_remote_write_config_check},
     {"kafka", wt_kafka_config_check},
+    {"otlp", wt_otlp_config_check},
     {NULL, NULL},
 };

@@ -24,6 +24,7 @@
 #include "core/secret.h"
 #include "core/yget.h"
 #include "serve/http.h"
+#include "serve/sender.h"
 #include "store/cursor.h"
 
 #ifdef WT_HAVE_KAFKA
@@ -82,38 +83,39 @@ static int add_broker(const struct wt_yget *g, const struct wt_ynode *at, const 
 }
 
 /* brokers: a list of HOST:PORT or one string of them separated by commas. */
-static int parse_brokers(const struct wt_yget *g, const struct wt_ynode *m,
+static int parse_brokers(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                          struct wt_kafka_config *c)
 {
     const struct wt_ynode *n = wt_y_get(m, "brokers");
-    char q[64];
+    char q[96], bp[80];
+    wt_y_path(bp, sizeof bp, path, "brokers");
     size_t nb = 0;
     int rc = 0;
     if (!n || wt_ynode_is_null(n))
-        return wt_y_fail(g, n ? n : m, "kafka.brokers", "required (a list of HOST:PORT)");
+        return wt_y_fail(g, n ? n : m, bp, "required (a list of HOST:PORT)");
     if (n->kind == WT_YNODE_SCALAR) {
         const char *s = n->value;
         for (;;) {
             const char *comma = strchr(s, ',');
             size_t len = comma ? (size_t)(comma - s) : strlen(s);
-            rc = add_broker(g, n, "kafka.brokers", s, len, c, &nb);
+            rc = add_broker(g, n, bp, s, len, c, &nb);
             if (rc || !comma)
                 break;
             s = comma + 1;
         }
         return rc;
     }
-    rc = wt_y_seq(g, n, "kafka.brokers");
+    rc = wt_y_seq(g, n, bp);
     for (size_t i = 0; !rc && i < n->n; i++) {
         const struct wt_ynode *it = n->child[i];
-        wt_y_index(q, sizeof q, "kafka.brokers", i);
+        wt_y_index(q, sizeof q, bp, i);
         if (it->kind != WT_YNODE_SCALAR)
             rc = wt_y_fail(g, it, q, "expected HOST:PORT (got %s)", wt_ynode_kind_name(it->kind));
         else
             rc = add_broker(g, it, q, it->value, strlen(it->value), c, &nb);
     }
     if (!rc && !nb)
-        rc = wt_y_fail(g, n, "kafka.brokers", "required (a list of HOST:PORT)");
+        rc = wt_y_fail(g, n, bp, "required (a list of HOST:PORT)");
     return rc;
 }
 
@@ -128,23 +130,22 @@ static bool topic_ok(const char *t)
     return true;
 }
 
-static int parse_section(const struct wt_yget *g, const struct wt_ynode *m,
+static int parse_section(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                          struct wt_kafka_config *c)
 {
-    const char *path = "kafka";
-    char p[64], q[80];
+    char p[80], q[100];
     const struct wt_ynode *n;
     int rc = wt_y_map(g, m, path, keys);
     if (!rc)
         rc = wt_y_keys(g, m, path, keys);
     if (!rc)
-        rc = parse_brokers(g, m, c);
+        rc = parse_brokers(g, m, path, c);
     if (!rc)
         rc = wt_y_string(g, m, path, "topic", true, c->topic, sizeof c->topic);
     if (!rc && !topic_ok(c->topic)) {
         char shown[80];
         wt_y_show(c->topic, shown, sizeof shown);
-        rc = wt_y_fail(g, wt_y_get(m, "topic"), "kafka.topic",
+        rc = wt_y_fail(g, wt_y_get(m, "topic"), wt_y_path(p, sizeof p, path, "topic"),
                        "a topic name holds letters, digits, '.', '_' and '-' (got %s)", shown);
     }
     if (!rc)
@@ -226,10 +227,8 @@ static int parse_section(const struct wt_yget *g, const struct wt_ynode *m,
     return rc;
 }
 
-int wt_kafka_config_parse(const char *file, const struct wt_ynode *node,
-                          struct wt_kafka_config *out, struct wt_err *err)
+static void defaults(struct wt_kafka_config *out)
 {
-    struct wt_yget g = {.file = file, .err = err};
     memset(out, 0, sizeof *out);
     out->batch_size = 5000;
     out->deadline_ns = WT_NS_PER_S;
@@ -237,30 +236,82 @@ int wt_kafka_config_parse(const char *file, const struct wt_ynode *node,
     out->max_backoff_ns = 30 * WT_NS_PER_S;
     out->backfill_ns = 3600 * WT_NS_PER_S;
     snprintf(out->client_id, sizeof out->client_id, "wattage");
+}
+
+int wt_kafka_config_parse(const char *file, const struct wt_ynode *node,
+                          struct wt_kafka_config *out, struct wt_err *err)
+{
+    struct wt_yget g = {.file = file, .err = err};
+    defaults(out);
     if (!node || wt_ynode_is_null(node))
         return 0;
     out->enabled = true;
-    return parse_section(&g, node, out);
+    return parse_section(&g, node, "kafka", out);
+}
+
+int wt_kafka_config_parse_all(const char *file, const struct wt_ynode *node,
+                              struct wt_kafka_configs *out, struct wt_err *err)
+{
+    struct wt_yget g = {.file = file, .err = err};
+    char p[64];
+    out->n = 0;
+    if (!node || wt_ynode_is_null(node))
+        return 0;
+    if (node->kind != WT_YNODE_SEQ) {
+        int rc = wt_kafka_config_parse(file, node, &out->d[0], err);
+        out->n = rc ? 0 : 1;
+        return rc;
+    }
+    for (size_t i = 0; i < node->n; i++) {
+        wt_y_index(p, sizeof p, "kafka", i);
+        if (out->n == WT_KAFKA_MAX_DESTS)
+            return wt_y_fail(&g, node->child[i], p, "at most %d destinations", WT_KAFKA_MAX_DESTS);
+        struct wt_kafka_config *c = &out->d[out->n];
+        defaults(c);
+        c->enabled = true;
+        int rc = parse_section(&g, node->child[i], p, c);
+        for (size_t k = 0; !rc && k < out->n; k++)
+            if (strcmp(out->d[k].name, c->name) == 0)
+                rc = wt_y_fail(&g, node->child[i], p,
+                               "name \"%s\" is taken by kafka[%zu]: each destination keeps its "
+                               "own cursor under its name (set name: to tell them apart)",
+                               c->name, k);
+        if (rc)
+            return rc;
+        out->n++;
+    }
+    if (!out->n)
+        return wt_y_fail(&g, node, "kafka", "expected a mapping or a list of destinations");
+    return 0;
 }
 
 int wt_kafka_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
 {
-    struct wt_kafka_config *c = malloc(sizeof *c);
+    struct wt_kafka_configs *c = malloc(sizeof *c);
     if (!c)
         return wt_err_set(err, "%s: kafka: out of memory", file);
-    int rc = wt_kafka_config_parse(file, node, c, err);
+    int rc = wt_kafka_config_parse_all(file, node, c, err);
     free(c);
     return rc;
 }
 
 int wt_kafka_check_secrets(const struct wt_config *cfg, struct wt_err *err)
 {
-    struct wt_kafka_config *c = malloc(sizeof *c);
+    struct wt_kafka_configs *c = malloc(sizeof *c);
+    char what[80];
     if (!c)
         return -ENOMEM;
-    int rc = wt_kafka_config_parse(wt_config_file(cfg), wt_config_section(cfg, "kafka"), c, err);
-    if (!rc && c->enabled && c->sasl)
-        rc = wt_check_secret_file("kafka.sasl.password_file", c->password_file, err);
+    int rc =
+        wt_kafka_config_parse_all(wt_config_file(cfg), wt_config_section(cfg, "kafka"), c, err);
+    for (size_t i = 0; !rc && i < c->n; i++) {
+        if (!c->d[i].sasl)
+            continue;
+        if (wt_config_section(cfg, "kafka")->kind == WT_YNODE_SEQ)
+            snprintf(what, sizeof what, "kafka[%zu].sasl.password_file", i);
+        else
+            snprintf(what, sizeof what, "kafka.sasl.password_file");
+        rc = wt_check_secret_file(what, c->d[i].password_file, err);
+    }
     free(c);
     return rc;
 }
@@ -288,20 +339,7 @@ struct wt_kafka_encoder {
     size_t capmsgs;
 };
 
-static int grow(void **p, size_t *cap, size_t want, size_t elem)
-{
-    if (want <= *cap)
-        return 0;
-    size_t n = *cap ? *cap : 64;
-    while (n < want)
-        n *= 2;
-    void *q = realloc(*p, n * elem);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = n;
-    return 0;
-}
+#define grow wt_sender_grow
 
 /* Appends s as a JSON string body (no quotes) to the arena (*a, *n, *cap). */
 static int put_json_str(char **a, size_t *n, size_t *cap, const char *s)
@@ -480,55 +518,52 @@ int wt_kafka_encode(struct wt_kafka_encoder *e, const struct wt_cursor_batch *b,
 
 #define STOP_GRACE_NS (5 * WT_NS_PER_S) /* a clean stop waits this long for reports in flight */
 
-struct wt_kafka {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
-    bool on;
+/* The counters of wt_sender (struct wt_kafka_stats's fields). */
+enum { C_MSG_SENT, C_MSG_FAILED, C_SAMPLES_SENT, C_MSG_DROPPED, C_SAMPLES_DROPPED };
+
+/* One destination: its producer and the state of the batch in flight (its thread only). */
+struct dest {
     struct wt_kafka_config cf;
-    char cursor_name[272];
-    struct wt_cursor *cur;
+    struct wt_sender_dest *d;
     struct wt_kafka_encoder *enc;
     rd_kafka_t *rk;
-    pthread_t thread;
-    bool started;
-    struct wt_kafka_stats st; /* under mu */
-    struct wt_ratelimit rl_fail, rl_err;
-    /* the batch in flight, filled by the delivery reports (sender thread only) */
+    struct wt_ratelimit rl_fail, rl_err, rl_drop;
+    /* the batch in flight, filled by the delivery reports (served on the sender thread) */
     rd_kafka_resp_err_t *res;
     bool *maybe; /* its report said "possibly persisted" */
     size_t capres, nres, outstanding;
     bool fatal; /* the idempotent producer raised a fatal error: recreate it */
     bool failing;
+    int failures;
+    bool dropped_once; /* the first drop is logged in full */
     char password[512];
 };
 
-static bool wait_or_stop(struct wt_kafka *k, int64_t ns)
-{
-    int64_t until = wt_now_mono_ns() + ns;
-    pthread_mutex_lock(&k->mu);
-    while (!k->stop) {
-        if (wt_now_mono_ns() >= until)
-            break;
-        struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
-        pthread_cond_timedwait(&k->cv, &k->mu, &ts);
-    }
-    bool stop = k->stop;
-    pthread_mutex_unlock(&k->mu);
-    return stop;
-}
+struct wt_kafka {
+    struct wt_sender *snd;
+    struct dest *dst;
+    size_t n;
+};
 
-static bool stopping(struct wt_kafka *k)
+bool wt_kafka_permanent(int err)
 {
-    pthread_mutex_lock(&k->mu);
-    bool s = k->stop;
-    pthread_mutex_unlock(&k->mu);
-    return s;
+    switch ((rd_kafka_resp_err_t)err) {
+    case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG:
+    case RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE:
+    case RD_KAFKA_RESP_ERR_INVALID_RECORD:
+    case RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE:
+    case RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP:
+    case RD_KAFKA_RESP_ERR__INVALID_ARG:
+        return true;
+    default:
+        return false;
+    }
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 {
-    struct wt_kafka *k = opaque;
+    struct dest *k = opaque;
     size_t i = (size_t)(uintptr_t)m->_private;
     (void)rk;
     if (!k || i >= k->nres)
@@ -541,7 +576,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
-    struct wt_kafka *k = opaque;
+    struct dest *k = opaque;
     uint64_t sup;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
@@ -571,7 +606,7 @@ static int set(rd_kafka_conf_t *c, const char *key, const char *val, struct wt_e
     return 0;
 }
 
-static int make_producer(struct wt_kafka *k, struct wt_err *err)
+static int make_producer(struct dest *k, struct wt_err *err)
 {
     const struct wt_kafka_config *c = &k->cf;
     char v[32], why[256];
@@ -630,7 +665,7 @@ static int make_producer(struct wt_kafka *k, struct wt_err *err)
     return 0;
 }
 
-static void drop_producer(struct wt_kafka *k)
+static void drop_producer(struct dest *k)
 {
     if (!k->rk)
         return;
@@ -641,67 +676,72 @@ static void drop_producer(struct wt_kafka *k)
     k->rk = NULL;
 }
 
-/* The pending count and its age into the stats, when due (store/cursor.h paces it). */
-static void count_pending(struct wt_kafka *k, bool force)
+/* Before each round: a producer that failed for good (or never came up) is made again. */
+static int prepare(struct wt_sender_dest *d, void *ctx)
 {
-    uint64_t n;
-    double lag;
-    if (wt_cursor_pending_paced(k->cur, force, &n, &lag) != 1)
-        return;
-    pthread_mutex_lock(&k->mu);
-    k->st.pending = n;
-    k->st.lag_s = lag;
-    pthread_mutex_unlock(&k->mu);
-}
-
-static bool keep_series(void *ctx, const char *metric, const char *labels)
-{
-    const struct wt_kafka *k = ctx;
-    return wt_remote_write_match(k->cf.sel, k->cf.nsel, metric, labels);
-}
-
-static int refresh(struct wt_kafka *k)
-{
-    int added = wt_cursor_refresh(k->cur, keep_series, k);
-    if (added < 0)
-        return added;
-    size_t n = wt_cursor_nseries(k->cur);
-    for (size_t i = n - (size_t)added; i < n; i++) {
-        const struct wt_cursor_series *s = wt_cursor_series_at(k->cur, i);
-        int r = wt_kafka_encoder_add(k->enc, s->metric, s->labels);
-        if (r == -EINVAL) {
-            /* cannot happen with labels the store wrote; sent without labels, indices aligned */
-            wt_error(MOD,
-                     "destination %s: cannot read the labels of series %s{%s}; sending it "
-                     "without them",
-                     k->cf.name, s->metric, s->labels);
-            r = wt_kafka_encoder_add(k->enc, s->metric, "");
-        }
-        if (r != (int)i)
-            return r < 0 ? r : -EINVAL;
+    struct dest *k = ctx;
+    struct wt_err err = {{0}};
+    (void)d;
+    if (!k->fatal && k->rk)
+        return 0;
+    drop_producer(k);
+    if (make_producer(k, &err) != 0) {
+        wt_error(MOD, "destination %s: %s", k->cf.name, err.msg);
+        return -EAGAIN;
     }
     return 0;
 }
 
+static bool keep_series(void *ctx, const char *metric, const char *labels)
+{
+    const struct dest *k = ctx;
+    return wt_remote_write_match(k->cf.sel, k->cf.nsel, metric, labels);
+}
+
+static int add_series(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s,
+                      size_t i)
+{
+    struct dest *k = ctx;
+    (void)d;
+    int r = wt_kafka_encoder_add(k->enc, s->metric, s->labels);
+    if (r == -EINVAL) {
+        /* cannot happen with labels the store wrote; sent without labels, indices aligned */
+        wt_error(MOD,
+                 "destination %s: cannot read the labels of series %s{%s}; sending it "
+                 "without them",
+                 k->cf.name, s->metric, s->labels);
+        r = wt_kafka_encoder_add(k->enc, s->metric, "");
+    }
+    if (r != (int)i)
+        return r < 0 ? r : -EINVAL;
+    return 0;
+}
+
+/* The outcome of one batch's reports. */
+struct outcome {
+    size_t ok;      /* messages from the first delivered or dropped, in order */
+    size_t failed;  /* reports failed, to be sent again */
+    size_t dropped; /* of the first ok: permanent errors */
+    uint64_t samples_dropped;
+    rd_kafka_resp_err_t first_err, first_drop;
+    bool maybe_dup;
+};
+
 /*
  * Produces the messages of one batch and waits for all their reports (a stop waits
- * STOP_GRACE_NS more). Returns how many messages from the first were delivered, in order; *failed
- * is how many reports failed.
+ * STOP_GRACE_NS more), into *o.
  */
-static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt_kafka_msg *msgs,
-                            size_t n, size_t *failed, rd_kafka_resp_err_t *first_err,
-                            bool *maybe_dup)
+static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *buf,
+                          const struct wt_kafka_msg *msgs, size_t n, struct outcome *o)
 {
     const char *node = wt_kafka_encoder_node(k->enc);
     size_t produced = 0;
-    *failed = 0;
-    *first_err = RD_KAFKA_RESP_ERR_NO_ERROR;
-    *maybe_dup = false;
+    memset(o, 0, sizeof *o);
     if (grow((void **)&k->res, &k->capres, n, sizeof *k->res))
-        return 0;
+        return;
     void *q = realloc(k->maybe, k->capres * sizeof *k->maybe);
     if (!q)
-        return 0;
+        return;
     k->maybe = q;
     k->nres = n;
     k->outstanding = 0;
@@ -709,7 +749,7 @@ static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt
         k->res[i] = RD_KAFKA_RESP_ERR__IN_PROGRESS;
         k->maybe[i] = false;
     }
-    while (produced < n && !stopping(k)) {
+    while (produced < n && !wt_sender_stopping(d)) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
             k->rk, RD_KAFKA_V_TOPIC(k->cf.topic), RD_KAFKA_V_KEY(node, strlen(node)),
             RD_KAFKA_V_VALUE((void *)(buf + msgs[produced].off), msgs[produced].len),
@@ -721,9 +761,10 @@ static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt
             continue;
         }
         if (e) {
-            k->res[produced] = e;
-            (*failed)++;
-            break;
+            k->res[produced++] = e;
+            if (!wt_kafka_permanent(e))
+                break;
+            continue; /* refused for good (too large): dropped below, the rest goes on */
         }
         k->outstanding++;
         produced++;
@@ -731,7 +772,7 @@ static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt
     }
     int64_t grace = 0;
     while (k->outstanding && !k->fatal) {
-        if (stopping(k)) {
+        if (wt_sender_stopping(d)) {
             int64_t now = wt_now_mono_ns();
             if (!grace)
                 grace = now + STOP_GRACE_NS;
@@ -739,205 +780,148 @@ static size_t produce_batch(struct wt_kafka *k, const char *buf, const struct wt
                 break;
         }
         rd_kafka_poll(k->rk, 100);
-        count_pending(k, false);
+        wt_sender_count_pending(d, false);
     }
     size_t ok = 0;
-    while (ok < n && k->res[ok] == RD_KAFKA_RESP_ERR_NO_ERROR)
+    while (ok < n && (k->res[ok] == RD_KAFKA_RESP_ERR_NO_ERROR || wt_kafka_permanent(k->res[ok])))
         ok++;
     /* a tick split over messages is acknowledged whole or not at all */
     while (ok > 0 && ok < n && msgs[ok - 1].t_ns == msgs[ok].t_ns)
         ok--;
-    *failed = 0;
     for (size_t i = 0; i < n; i++) {
         if (k->res[i] == RD_KAFKA_RESP_ERR_NO_ERROR || k->res[i] == RD_KAFKA_RESP_ERR__IN_PROGRESS)
             continue; /* delivered, or not reported (a stop): sent again at the next start */
-        if (!(*failed)++)
-            *first_err = k->res[i];
-        *maybe_dup |= k->maybe[i];
-    }
-    k->nres = 0;
-    return ok;
-}
-
-/* Acknowledges the samples of b at or before t_ns (the messages delivered). */
-static int ack_through(struct wt_kafka *k, const struct wt_cursor_batch *b, int64_t t_ns,
-                       struct wt_cursor_batch *part)
-{
-    if (grow((void **)&part->s, &part->cap, b->n ? b->n : 1, sizeof *part->s))
-        return -ENOMEM;
-    part->n = 0;
-    for (size_t i = 0; i < b->n; i++)
-        if (b->s[i].t_ns <= t_ns)
-            part->s[part->n++] = b->s[i];
-    return wt_cursor_ack(k->cur, part);
-}
-
-static void *sender_main(void *arg)
-{
-    struct wt_kafka *k = arg;
-    struct wt_cursor_batch b = {0}, part = {0};
-    struct wt_ratelimit rl_store = {.interval_ns = 60 * WT_NS_PER_S};
-    struct wt_err err = {{0}};
-    int failures = 0;
-    uint64_t sup;
-    pthread_setname_np(pthread_self(), "wt-kafka");
-    while (!stopping(k)) {
-        bool more = false;
-        if (k->fatal || !k->rk) {
-            drop_producer(k);
-            if (make_producer(k, &err) != 0) {
-                wt_error(MOD, "destination %s: %s", k->cf.name, err.msg);
-                if (wait_or_stop(k, k->cf.max_backoff_ns))
-                    break;
-                continue;
+        if (wt_kafka_permanent(k->res[i])) {
+            if (i < ok) {
+                if (!o->dropped++)
+                    o->first_drop = k->res[i];
+                o->samples_dropped += msgs[i].samples;
             }
-        }
-        int rc = refresh(k);
-        if (rc == 0)
-            rc = wt_cursor_next(k->cur, (size_t)k->cf.batch_size, &b, &more);
-        count_pending(k, false);
-        if (rc) {
-            if (wt_ratelimit_ok(&rl_store, wt_now_mono_ns(), &sup))
-                wt_error(MOD, "destination %s: cannot read the store (%s); trying again",
-                         k->cf.name, strerror(-rc));
-            if (wait_or_stop(k, k->cf.deadline_ns))
-                break;
             continue;
         }
-        bool failed_now = false;
-        if (b.n) {
-            const char *buf;
-            const struct wt_kafka_msg *msgs;
-            size_t n, nfail;
-            rd_kafka_resp_err_t why;
-            bool maybe;
-            rc = wt_kafka_encode(k->enc, &b, &buf, &msgs, &n);
-            if (rc) {
-                wt_error(MOD, "destination %s: cannot encode %zu readings (%s)", k->cf.name, b.n,
-                         strerror(-rc));
-                failed_now = true;
-            } else {
-                size_t ok = produce_batch(k, buf, msgs, n, &nfail, &why, &maybe);
-                uint64_t samples = 0;
-                for (size_t i = 0; i < ok; i++)
-                    samples += msgs[i].samples;
-                if (ok && ack_through(k, &b, msgs[ok - 1].t_ns, &part) != 0)
-                    wt_error(MOD,
-                             "destination %s: cannot store the cursor (the next start sends "
-                             "these %zu messages again)",
-                             k->cf.name, ok);
-                pthread_mutex_lock(&k->mu);
-                k->st.messages_sent += ok;
-                k->st.samples_sent += samples;
-                k->st.messages_failed += nfail;
-                pthread_mutex_unlock(&k->mu);
-                if (nfail) {
-                    failed_now = true;
-                    failures++;
-                    int64_t wait = wt_notify_backoff(failures, k->cf.max_backoff_ns);
-                    if (wt_ratelimit_ok(&k->rl_fail, wt_now_mono_ns(), &sup))
-                        wt_warn(MOD,
-                                "destination %s: %zu of %zu messages not delivered (%s: %s%s); "
-                                "sending them again from the store in %.1f s, brokers=%s "
-                                "topic=%s suppressed=%" PRIu64,
-                                k->cf.name, nfail, n, rd_kafka_err2name(why), rd_kafka_err2str(why),
-                                maybe ? "; some were possibly persisted and may arrive twice" : "",
-                                (double)wait / WT_NS_PER_S, k->cf.brokers, k->cf.topic, sup);
-                    k->failing = true;
-                    count_pending(k, false);
-                    if (wait_or_stop(k, wait))
-                        break;
-                    continue;
-                }
-                if (k->failing && ok) {
-                    wt_info(MOD, "destination %s: delivering again after %d failed attempts",
-                            k->cf.name, failures);
-                    k->failing = false;
-                }
-                failures = 0;
-            }
-        }
-        if (!more || failed_now) {
-            count_pending(k, true);
-            if (wait_or_stop(k, k->cf.deadline_ns))
-                break;
+        if (!o->failed++)
+            o->first_err = k->res[i];
+        o->maybe_dup |= k->maybe[i];
+    }
+    o->ok = ok;
+    k->nres = 0;
+}
+
+static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
+                                    const struct wt_cursor_batch *b)
+{
+    struct dest *k = ctx;
+    const char *buf;
+    const struct wt_kafka_msg *msgs;
+    size_t n;
+    struct outcome o;
+    uint64_t sup;
+    int rc = wt_kafka_encode(k->enc, b, &buf, &msgs, &n);
+    if (rc) {
+        wt_error(MOD, "destination %s: cannot encode %zu readings (%s)", k->cf.name, b->n,
+                 strerror(-rc));
+        return WT_SEND_PAUSE;
+    }
+    produce_batch(d, k, buf, msgs, n, &o);
+    uint64_t samples = 0;
+    for (size_t i = 0; i < o.ok; i++)
+        samples += msgs[i].samples;
+    if (o.ok && wt_sender_ack_through(d, b, msgs[o.ok - 1].t_ns) != 0)
+        wt_error(MOD,
+                 "destination %s: cannot store the cursor (the next start sends these %zu "
+                 "messages again)",
+                 k->cf.name, o.ok);
+    wt_sender_count(d, C_MSG_SENT, o.ok - o.dropped);
+    wt_sender_count(d, C_SAMPLES_SENT, samples - o.samples_dropped);
+    wt_sender_count(d, C_MSG_FAILED, o.failed);
+    wt_sender_count(d, C_MSG_DROPPED, o.dropped);
+    wt_sender_count(d, C_SAMPLES_DROPPED, o.samples_dropped);
+    if (o.dropped) {
+        /* the first drop in full, then at most one line per 30 s with the count suppressed */
+        if (!k->dropped_once || wt_ratelimit_ok(&k->rl_drop, wt_now_mono_ns(), &sup)) {
+            if (!k->dropped_once)
+                sup = 0;
+            wt_error(MOD,
+                     "destination %s: the brokers refused %zu messages (%" PRIu64
+                     " readings) for good (%s: %s), dropped, not sent again; brokers=%s "
+                     "topic=%s suppressed=%" PRIu64,
+                     k->cf.name, o.dropped, o.samples_dropped, rd_kafka_err2name(o.first_drop),
+                     rd_kafka_err2str(o.first_drop), k->cf.brokers, k->cf.topic, sup);
+            if (!k->dropped_once)
+                (void)wt_ratelimit_ok(&k->rl_drop, wt_now_mono_ns(), &sup);
+            k->dropped_once = true;
         }
     }
-    wt_cursor_batch_free(&b);
-    wt_cursor_batch_free(&part);
-    return NULL;
+    if (o.failed) {
+        k->failures++;
+        int64_t wait = wt_sender_backoff(d, k->failures);
+        if (wt_ratelimit_ok(&k->rl_fail, wt_now_mono_ns(), &sup))
+            wt_warn(MOD,
+                    "destination %s: %zu of %zu messages not delivered (%s: %s%s); "
+                    "sending them again from the store in %.1f s, brokers=%s "
+                    "topic=%s suppressed=%" PRIu64,
+                    k->cf.name, o.failed, n, rd_kafka_err2name(o.first_err),
+                    rd_kafka_err2str(o.first_err),
+                    o.maybe_dup ? "; some were possibly persisted and may arrive twice" : "",
+                    (double)wait / WT_NS_PER_S, k->cf.brokers, k->cf.topic, sup);
+        k->failing = true;
+        wt_sender_count_pending(d, false);
+        wt_sender_wait(d, wait);
+        return WT_SEND_AGAIN;
+    }
+    if (k->failing && o.ok) {
+        wt_info(MOD, "destination %s: delivering again after %d failed attempts", k->cf.name,
+                k->failures);
+        k->failing = false;
+    }
+    k->failures = 0;
+    return WT_SEND_DONE;
 }
+
+static const struct wt_sender_ops kafka_ops = {
+    .prepare = prepare, .add = add_series, .send = send_batch};
 
 /* ---- /metrics ----------------------------------------------------------------------------- */
 
-static const struct {
-    const char *name, *help;
-    enum wt_metric_type type;
-} fams[5] = {
+static const struct wt_sender_family fams[] = {
     {"wattage_kafka_messages_sent_total",
      "Messages the brokers acknowledged (delivery report without error), since the daemon started",
-     WT_COUNTER},
+     WT_COUNTER, C_MSG_SENT},
     {"wattage_kafka_messages_failed_total",
      "Messages whose delivery report failed (sent again from the store after a backoff)",
-     WT_COUNTER},
+     WT_COUNTER, C_MSG_FAILED},
     {"wattage_kafka_samples_sent_total", "Readings in the messages the brokers acknowledged",
-     WT_COUNTER},
-    {"wattage_kafka_pending_samples", "Stored readings not yet delivered to the topic", WT_GAUGE},
+     WT_COUNTER, C_SAMPLES_SENT},
+    {"wattage_kafka_pending_samples", "Stored readings not yet delivered to the topic", WT_GAUGE,
+     WT_SENDER_PENDING},
     {"wattage_kafka_lag_seconds",
-     "Age of the oldest stored reading not yet delivered to the topic (0 when none)", WT_GAUGE},
+     "Age of the oldest stored reading not yet delivered to the topic (0 when none)", WT_GAUGE,
+     WT_SENDER_LAG},
+    {"wattage_kafka_messages_dropped_total",
+     "Messages the brokers refused for good (too large, invalid): dropped, not sent again",
+     WT_COUNTER, C_MSG_DROPPED},
+    {"wattage_kafka_samples_dropped_total", "Readings in the messages dropped", WT_COUNTER,
+     C_SAMPLES_DROPPED},
 };
 
-static int family(struct wt_kafka *k, int i, struct wt_expo_family *fam)
+int wt_kafka_stats_at(struct wt_kafka *k, size_t i, struct wt_kafka_stats *out)
 {
-    memset(fam, 0, sizeof *fam);
-    fam->name = fams[i].name;
-    fam->help = fams[i].help;
-    fam->type = fams[i].type;
-    fam->s = calloc(1, sizeof *fam->s);
-    if (!fam->s)
-        return -ENOMEM;
-    pthread_mutex_lock(&k->mu);
-    const struct wt_kafka_stats *s = &k->st;
-    double v = i == 0   ? (double)s->messages_sent
-               : i == 1 ? (double)s->messages_failed
-               : i == 2 ? (double)s->samples_sent
-               : i == 3 ? (double)s->pending
-                        : s->lag_s;
-    pthread_mutex_unlock(&k->mu);
-    if (wt_labels(fam->s[0].labels, sizeof fam->s[0].labels, "endpoint", k->cf.name, NULL) == 0)
-        fam->s[fam->n++].value = v;
+    struct wt_sender_stats st;
+    if (!k || wt_sender_stats(k->snd, i, &st) != 0)
+        return -ENOENT;
+    *out = (struct wt_kafka_stats){.messages_sent = st.c[C_MSG_SENT],
+                                   .messages_failed = st.c[C_MSG_FAILED],
+                                   .samples_sent = st.c[C_SAMPLES_SENT],
+                                   .pending = st.pending,
+                                   .messages_dropped = st.c[C_MSG_DROPPED],
+                                   .samples_dropped = st.c[C_SAMPLES_DROPPED],
+                                   .lag_s = st.lag_s};
     return 0;
-}
-
-static int fam_sent(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 0, f);
-}
-static int fam_failed(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 1, f);
-}
-static int fam_samples(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 2, f);
-}
-static int fam_pending(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 3, f);
-}
-static int fam_lag(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 4, f);
 }
 
 int wt_kafka_stats(struct wt_kafka *k, struct wt_kafka_stats *out)
 {
-    if (!k || !k->on)
-        return -ENOENT;
-    pthread_mutex_lock(&k->mu);
-    *out = k->st;
-    pthread_mutex_unlock(&k->mu);
-    return 0;
+    return wt_kafka_stats_at(k, 0, out);
 }
 
 /* ---- life cycle --------------------------------------------------------------------------- */
@@ -947,66 +931,90 @@ bool wt_kafka_built_in(void)
     return true;
 }
 
+const char *wt_kafka_version(void)
+{
+    return rd_kafka_version_str();
+}
+
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err)
 {
     struct wt_kafka *k = calloc(1, sizeof *k);
+    struct wt_kafka_configs *cs = malloc(sizeof *cs);
     struct wt_topology *topo = NULL;
-    pthread_condattr_t ca;
     int rc;
     *out = NULL;
-    if (!k)
+    if (!k || !cs) {
+        free(k);
+        free(cs);
         return -ENOMEM;
-    pthread_mutex_init(&k->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&k->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    k->rl_fail.interval_ns = 30 * WT_NS_PER_S;
-    k->rl_err.interval_ns = 30 * WT_NS_PER_S;
-    rc = wt_kafka_config_parse(wt_config_file(cfg), wt_config_section(cfg, "kafka"), &k->cf, err);
-    if (rc || !k->cf.enabled)
+    }
+    rc = wt_kafka_config_parse_all(wt_config_file(cfg), wt_config_section(cfg, "kafka"), cs, err);
+    if (rc || !cs->n)
         goto done;
-    k->on = true;
+    bool list = wt_config_section(cfg, "kafka")->kind == WT_YNODE_SEQ;
     rc = wt_topology_load(cfg, &topo, err);
+    if (!rc && !(k->dst = calloc(cs->n, sizeof *k->dst)))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = wt_sender_open(MOD, "wt-kafka", &kafka_ops, fams, sizeof fams / sizeof fams[0], cs->n,
+                            &k->snd);
+    for (size_t i = 0; !rc && i < cs->n; i++) {
+        struct dest *t = &k->dst[i];
+        char cursor[300], what[80];
+        t->cf = cs->d[i];
+        t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
+        t->rl_err.interval_ns = 30 * WT_NS_PER_S;
+        t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
+        k->n++;
+        if (list)
+            snprintf(what, sizeof what, "kafka[%zu]", i);
+        else
+            snprintf(what, sizeof what, "kafka");
+        if (t->cf.sasl) {
+            char pw[100];
+            snprintf(pw, sizeof pw, "%s.sasl.password_file", what);
+            rc = wt_sender_read_secret(pw, t->cf.password_file, t->password, sizeof t->password,
+                                       err);
+        }
+        snprintf(cursor, sizeof cursor, "kafka:%s", t->cf.name);
+        struct wt_sender_dest_config dc = {.name = t->cf.name,
+                                           .cursor = cursor,
+                                           .batch_size = (size_t)t->cf.batch_size,
+                                           .deadline_ns = t->cf.deadline_ns,
+                                           .max_backoff_ns = t->cf.max_backoff_ns,
+                                           .backfill_ns = t->cf.backfill_ns,
+                                           .keep = keep_series,
+                                           .ctx = t};
+        if (!rc)
+            rc = wt_sender_add_dest(k->snd, cfg->store.path, &dc, &t->d, err);
+        if (!rc)
+            rc = wt_kafka_encoder_open(topo->node, &t->enc);
+        if (!rc)
+            rc = make_producer(t, err);
+        if (rc) {
+            char msg[WT_ERR_LEN];
+            snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
+            wt_err_set(err, "%s (%s): %s", what, t->cf.name, msg);
+        }
+    }
     if (rc)
         goto done;
-    if (k->cf.sasl) {
-        rc = wt_remote_write_read_secret("kafka.sasl.password_file", k->cf.password_file,
-                                         k->password, sizeof k->password, err);
-        if (rc)
-            goto done;
-    }
-    snprintf(k->cursor_name, sizeof k->cursor_name, "kafka:%s", k->cf.name);
-    rc = wt_cursor_open(cfg->store.path, k->cursor_name, wt_now_real_ns() - k->cf.backfill_ns,
-                        &k->cur, err);
-    if (!rc)
-        rc = wt_kafka_encoder_open(topo->node, &k->enc);
-    if (!rc)
-        rc = make_producer(k, err);
-    if (rc) {
-        char msg[WT_ERR_LEN];
-        snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-        wt_err_set(err, "kafka (%s): %s", k->cf.name, msg);
+    wt_sender_register(k->snd, http);
+    rc = wt_sender_start(k->snd, err);
+    if (rc)
         goto done;
+    for (size_t i = 0; i < k->n; i++) {
+        const struct dest *t = &k->dst[i];
+        wt_info(MOD,
+                "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
+                "librdkafka=%s",
+                t->cf.name, t->cf.brokers, t->cf.topic, topo->node, t->cf.batch_size,
+                t->cf.nsel ? "matched" : "all", rd_kafka_version_str());
     }
-    if (http && (wt_http_add_family(http, fam_sent, k) || wt_http_add_family(http, fam_failed, k) ||
-                 wt_http_add_family(http, fam_samples, k) ||
-                 wt_http_add_family(http, fam_pending, k) || wt_http_add_family(http, fam_lag, k)))
-        wt_warn(MOD, "no room on /metrics for the wattage_kafka_* families");
-    rc = -pthread_create(&k->thread, NULL, sender_main, k);
-    if (rc) {
-        wt_err_set(err, "kafka: cannot start the sender thread (%s)", strerror(-rc));
-        goto done;
-    }
-    k->started = true;
-    wt_info(MOD,
-            "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
-            "librdkafka=%s",
-            k->cf.name, k->cf.brokers, k->cf.topic, topo->node, k->cf.batch_size,
-            k->cf.nsel ? "matched" : "all", rd_kafka_version_str());
 done:
     free(topo);
+    free(cs);
     if (rc) {
         wt_kafka_close(k);
         return rc;
@@ -1019,20 +1027,16 @@ void wt_kafka_close(struct wt_kafka *k)
 {
     if (!k)
         return;
-    pthread_mutex_lock(&k->mu);
-    k->stop = true;
-    pthread_cond_broadcast(&k->cv);
-    pthread_mutex_unlock(&k->mu);
-    if (k->started)
-        pthread_join(k->thread, NULL);
-    drop_producer(k);
-    wt_cursor_close(k->cur);
-    wt_kafka_encoder_close(k->enc);
-    explicit_bzero(k->password, sizeof k->password);
-    free(k->res);
-    free(k->maybe);
-    pthread_mutex_destroy(&k->mu);
-    pthread_cond_destroy(&k->cv);
+    wt_sender_close(k->snd); /* the threads end (after the grace for reports in flight) */
+    for (size_t i = 0; i < k->n; i++) {
+        struct dest *t = &k->dst[i];
+        drop_producer(t);
+        wt_kafka_encoder_close(t->enc);
+        explicit_bzero(t->password, sizeof t->password);
+        free(t->res);
+        free(t->maybe);
+    }
+    free(k->dst);
     free(k);
 }
 
@@ -1047,16 +1051,32 @@ bool wt_kafka_built_in(void)
     return false;
 }
 
+const char *wt_kafka_version(void)
+{
+    return "";
+}
+
+bool wt_kafka_permanent(int err)
+{
+    (void)err;
+    return false;
+}
+
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err)
 {
-    struct wt_kafka_config c;
+    struct wt_kafka_configs *c = malloc(sizeof *c);
     (void)http;
     *out = NULL;
-    int rc = wt_kafka_config_parse(wt_config_file(cfg), wt_config_section(cfg, "kafka"), &c, err);
+    if (!c)
+        return -ENOMEM;
+    int rc =
+        wt_kafka_config_parse_all(wt_config_file(cfg), wt_config_section(cfg, "kafka"), c, err);
+    size_t n = c->n;
+    free(c);
     if (rc)
         return rc;
-    if (c.enabled)
+    if (n)
         return wt_err_set(err, "kafka: not built in (librdkafka-dev was missing at build time); "
                                "remove the kafka section or rebuild with it");
     *out = calloc(1, sizeof **out);
@@ -1071,6 +1091,14 @@ void wt_kafka_close(struct wt_kafka *k)
 int wt_kafka_stats(struct wt_kafka *k, struct wt_kafka_stats *out)
 {
     (void)k;
+    (void)out;
+    return -ENOENT;
+}
+
+int wt_kafka_stats_at(struct wt_kafka *k, size_t i, struct wt_kafka_stats *out)
+{
+    (void)k;
+    (void)i;
     (void)out;
     return -ENOENT;
 }

@@ -63,6 +63,7 @@
 #include "serve/remote_write.h"
 
 #define WT_KAFKA_MAX_BROKERS 16
+#define WT_KAFKA_MAX_DESTS 8
 /* Readings per message at most: a larger tick (rare: over 2000 series) goes out as several
  * messages of one time, each well under the brokers' default 1 MB message.max.bytes. */
 #define WT_KAFKA_MSG_READINGS 2000
@@ -92,6 +93,17 @@ struct wt_kafka_config {
  */
 int wt_kafka_config_parse(const char *file, const struct wt_ynode *node,
                           struct wt_kafka_config *out, struct wt_err *err) WT_MUST_USE;
+/*
+ * The whole section: a mapping (one destination, as wt_kafka_config_parse) or a list of them
+ * (messages name kafka[i]; names unique: each keeps its cursor "kafka:NAME"). Returns 0 or
+ * -EINVAL with err set.
+ */
+struct wt_kafka_configs {
+    struct wt_kafka_config d[WT_KAFKA_MAX_DESTS];
+    size_t n;
+};
+int wt_kafka_config_parse_all(const char *file, const struct wt_ynode *node,
+                              struct wt_kafka_configs *out, struct wt_err *err) WT_MUST_USE;
 /* The check registered in src/cli/sections.c. */
 int wt_kafka_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
 /*
@@ -103,6 +115,8 @@ int wt_kafka_check_secrets(const struct wt_config *cfg, struct wt_err *err) WT_M
 
 /* True when this build has librdkafka. */
 bool wt_kafka_built_in(void);
+/* librdkafka's version ("2.0.2"), or "" when not built in. */
+const char *wt_kafka_version(void);
 
 /*
  * The encoder: the JSON of each series ({"metric":..,"labels":{..},"value":) built once, when the
@@ -153,9 +167,18 @@ void wt_kafka_close(struct wt_kafka *k);
 
 struct wt_kafka_stats {
     uint64_t messages_sent, messages_failed, samples_sent, pending;
+    uint64_t messages_dropped, samples_dropped; /* permanent errors: not sent again */
     double lag_s;
 };
-/* The counters since open. Returns -ENOENT without a destination. */
+/* The counters of the first destination since open. Returns -ENOENT without one. */
 int wt_kafka_stats(struct wt_kafka *k, struct wt_kafka_stats *out);
+/* The counters of destination i. Returns -ENOENT past the last. */
+int wt_kafka_stats_at(struct wt_kafka *k, size_t i, struct wt_kafka_stats *out);
+/*
+ * True for a delivery error that sending again cannot cure (the message too large for the
+ * broker, a record the broker calls invalid, ...): such messages are dropped, counted in
+ * wattage_kafka_messages_dropped_total, and the cursor moves past them.
+ */
+bool wt_kafka_permanent(int err);
 
 #endif

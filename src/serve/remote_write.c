@@ -14,25 +14,21 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <regex.h>
 #include <snappy-c.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "alert/notify.h"
 #include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
-#include "core/secret.h"
 #include "core/yget.h"
 #include "serve/http.h"
 #include "serve/remote_write.pb-c.h"
+#include "serve/sender.h"
 
 #define MOD "remote_write"
-#define REPLY_MAX 512 /* what a receiver's answer may add to a log line */
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -227,15 +223,23 @@ bool wt_remote_write_match(const struct wt_rw_selector *sel, size_t n, const cha
     return false;
 }
 
-static int parse_endpoint(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                          struct wt_rw_endpoint_config *e)
+int wt_remote_write_endpoint_parse(const struct wt_yget *g, const struct wt_ynode *m,
+                                   const char *path, const char *const *extra,
+                                   struct wt_rw_endpoint_config *e)
 {
     char p[160], q[200];
     const struct wt_ynode *n;
+    const char *keys[32];
+    size_t nk = 0;
+    for (size_t i = 0; ep_keys[i]; i++)
+        keys[nk++] = ep_keys[i];
+    for (size_t i = 0; extra && extra[i] && nk + 1 < sizeof keys / sizeof keys[0]; i++)
+        keys[nk++] = extra[i];
+    keys[nk] = NULL;
     ep_defaults(e);
-    int rc = wt_y_map(g, m, path, ep_keys);
+    int rc = wt_y_map(g, m, path, keys);
     if (!rc)
-        rc = wt_y_keys(g, m, path, ep_keys);
+        rc = wt_y_keys(g, m, path, keys);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, e->url, sizeof e->url);
     if (!rc && !url_ok(e->url)) {
@@ -339,7 +343,7 @@ int wt_remote_write_config_parse(const char *file, const struct wt_ynode *node,
             rc = wt_y_fail(&g, node->child[i], p, "at most %d endpoints", WT_RW_MAX_ENDPOINTS);
             break;
         }
-        rc = parse_endpoint(&g, node->child[i], p, &out->ep[out->n]);
+        rc = wt_remote_write_endpoint_parse(&g, node->child[i], p, NULL, &out->ep[out->n]);
         for (size_t k = 0; !rc && k < out->n; k++) {
             if (strcmp(out->ep[k].name, out->ep[out->n].name) == 0)
                 rc = wt_y_fail(&g, node->child[i], p,
@@ -485,20 +489,7 @@ fail:
     return rc;
 }
 
-static int need(void **p, size_t *cap, size_t n, size_t size)
-{
-    if (n <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap : 256;
-    while (nc < n)
-        nc *= 2;
-    void *q = realloc(*p, nc * size);
-    if (!q)
-        return -ENOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
+#define need wt_sender_grow
 
 int wt_remote_write_encode(struct wt_rw_encoder *e, const struct wt_cursor_batch *b,
                            const char **body, size_t *len, size_t *raw_len)
@@ -557,216 +548,44 @@ int wt_remote_write_encode(struct wt_rw_encoder *e, const struct wt_cursor_batch
 
 enum wt_rw_verdict wt_remote_write_verdict(long status)
 {
-    if (status >= 200 && status < 300)
-        return WT_RW_SENT;
-    if (status >= 500 || status == 429 || status <= 0)
-        return WT_RW_RETRY;
-    if (status == 401 || status == 403)
-        return WT_RW_AUTH;
-    return WT_RW_DROP;
+    /* the same order: wt_sender_verdict is the one rule */
+    return (enum wt_rw_verdict)wt_sender_verdict(status);
 }
 
 /* ---- senders ------------------------------------------------------------------------------ */
 
+/* The counters (struct wt_rw_stats's fields) are wt_sender_http_deliver's. */
+enum {
+    C_SENT = WT_SENDER_C_SENT,
+    C_FAILED = WT_SENDER_C_FAILED,
+    C_DROPPED = WT_SENDER_C_DROPPED,
+    C_REQUESTS = WT_SENDER_C_REQUESTS,
+    C_AUTH = WT_SENDER_C_AUTH
+};
+
 struct endpoint {
-    struct wt_remote_write *rw;
     struct wt_rw_endpoint_config cf;
-    struct wt_cursor *cur;
+    struct wt_sender_http http;
     struct wt_rw_encoder *enc;
     CURL *curl;
-    pthread_t thread;
-    bool started;
-    struct wt_rw_stats st; /* under rw->mu */
-    struct wt_ratelimit rl_fail, rl_drop;
-    bool refused;      /* the receiver's last answer was a 401 or 403 */
-    uint64_t refusals; /* of the requests since it began refusing */
+    struct wt_sender_http_state hs;
 };
 
 struct wt_remote_write {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    bool stop;
+    struct wt_sender *snd;
     struct endpoint *ep;
     size_t n;
 };
 
-/* Reads a one-line secret into out. Returns 0 or -errno / -EINVAL with why filled. */
-static int read_secret(const char *what, const char *path, char *out, size_t n, struct wt_err *err)
-{
-    struct stat sb;
-    if (stat(path, &sb) != 0) {
-        int e = errno;
-        wt_err_set(err, "%s %s: %s", what, path, strerror(e));
-        return -e;
-    }
-    int rc = wt_check_secret_mode(what, path, sb.st_mode, err);
-    if (rc)
-        return rc;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "%s %s: %s", what, path, strerror(e));
-        return -e;
-    }
-    size_t len = fread(out, 1, n - 1, f);
-    bool more = fgetc(f) != EOF;
-    fclose(f);
-    out[len] = '\0';
-    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
-        out[--len] = '\0';
-    if (more || !len || strpbrk(out, "\r\n"))
-        return wt_err_set(err, "%s %s: expected one line of 1..%zu characters", what, path, n - 2);
-    return 0;
-}
-
 int wt_remote_write_read_secret(const char *what, const char *path, char *out, size_t n,
                                 struct wt_err *err)
 {
-    return read_secret(what, path, out, n, err);
+    return wt_sender_read_secret(what, path, out, n, err);
 }
 
-/* Waits up to ns or until stopped; true when stopped. */
-static bool wait_or_stop(struct wt_remote_write *rw, int64_t ns)
-{
-    int64_t until = wt_now_mono_ns() + ns;
-    pthread_mutex_lock(&rw->mu);
-    while (!rw->stop) {
-        int64_t now = wt_now_mono_ns();
-        if (now >= until)
-            break;
-        struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
-        pthread_cond_timedwait(&rw->cv, &rw->mu, &ts);
-    }
-    bool stop = rw->stop;
-    pthread_mutex_unlock(&rw->mu);
-    return stop;
-}
-
-static bool stopping(struct wt_remote_write *rw)
-{
-    pthread_mutex_lock(&rw->mu);
-    bool s = rw->stop;
-    pthread_mutex_unlock(&rw->mu);
-    return s;
-}
-
-static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-    (void)dt, (void)dn, (void)ut, (void)un;
-    return stopping(arg) ? 1 : 0; /* a stop abandons a hanging request */
-}
-
-struct reply {
-    char buf[REPLY_MAX];
-    size_t n;
-};
-
-static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
-{
-    struct reply *r = arg;
-    size_t len = size * nmemb;
-    size_t take = len < sizeof r->buf - 1 - r->n ? len : sizeof r->buf - 1 - r->n;
-    memcpy(r->buf + r->n, p, take);
-    r->n += take;
-    r->buf[r->n] = '\0';
-    return len;
-}
-
-/* One POST of body. Returns the HTTP status, or 0 with why filled when none came back. */
-static long post(struct endpoint *e, const char *body, size_t len, char *why, size_t whyn)
-{
-    const struct wt_rw_endpoint_config *c = &e->cf;
-    char cerr[CURL_ERROR_SIZE] = "", secret[512], auth[600];
-    struct wt_err err = {{0}};
-    struct reply rep = {{0}, 0};
-    struct curl_slist *h = NULL;
-    long status = 0;
-    CURL *cu = e->curl;
-
-    why[0] = '\0';
-    curl_easy_reset(cu);
-    h = curl_slist_append(h, "Content-Encoding: snappy");
-    h = curl_slist_append(h, "Content-Type: application/x-protobuf");
-    h = curl_slist_append(h, "X-Prometheus-Remote-Write-Version: 0.1.0");
-    h = curl_slist_append(h, "Expect:"); /* no 100-continue round trip */
-    /* Secrets are read for every request, so a rotated token is used without a restart. */
-    if (c->bearer_token_file[0]) {
-        if (read_secret("bearer_token_file", c->bearer_token_file, secret, sizeof secret, &err)) {
-            snprintf(why, whyn, "%s", err.msg);
-            goto out;
-        }
-        snprintf(auth, sizeof auth, "Authorization: Bearer %s", secret);
-        h = curl_slist_append(h, auth);
-    }
-    if (c->username[0]) {
-        if (read_secret("basic_auth.password_file", c->password_file, secret, sizeof secret,
-                        &err)) {
-            snprintf(why, whyn, "%s", err.msg);
-            goto out;
-        }
-        curl_easy_setopt(cu, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(cu, CURLOPT_USERNAME, c->username);
-        curl_easy_setopt(cu, CURLOPT_PASSWORD, secret);
-    }
-    if (!h) {
-        snprintf(why, whyn, "out of memory");
-        goto out;
-    }
-    long ms = (long)(c->timeout_ns / 1000000);
-    curl_easy_setopt(cu, CURLOPT_URL, c->url);
-    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(cu, CURLOPT_POST, 1L);
-    curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(cu, CURLOPT_POSTFIELDSIZE, (long)len);
-    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &rep);
-    curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(cu, CURLOPT_USERAGENT, "wattage/" WT_VERSION);
-    curl_easy_setopt(cu, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(cu, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(cu, CURLOPT_XFERINFOFUNCTION, on_progress);
-    curl_easy_setopt(cu, CURLOPT_XFERINFODATA, e->rw);
-    if (c->tls_ca[0])
-        curl_easy_setopt(cu, CURLOPT_CAINFO, c->tls_ca);
-    if (c->tls_cert[0]) {
-        curl_easy_setopt(cu, CURLOPT_SSLCERT, c->tls_cert);
-        curl_easy_setopt(cu, CURLOPT_SSLKEY, c->tls_key);
-    }
-    curl_easy_setopt(cu, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
-    curl_easy_setopt(cu, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
-    CURLcode rc = curl_easy_perform(cu);
-    if (rc != CURLE_OK) {
-        snprintf(why, whyn, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
-        goto out;
-    }
-    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
-    /* the receiver's own words, on one line */
-    for (char *q = rep.buf; *q; q++)
-        if (*q == '\n' || *q == '\r' || *q == '\t')
-            *q = ' ';
-    snprintf(why, whyn, "%s", rep.buf);
-out:
-    explicit_bzero(secret, sizeof secret);
-    explicit_bzero(auth, sizeof auth);
-    curl_slist_free_all(h);
-    return status;
-}
-
-/* The pending count and its age into the stats, when due (store/cursor.h paces it). */
-static void count_pending(struct endpoint *e, bool force)
-{
-    uint64_t n;
-    double lag;
-    if (wt_cursor_pending_paced(e->cur, force, &n, &lag) != 1)
-        return;
-    pthread_mutex_lock(&e->rw->mu);
-    e->st.pending = n;
-    e->st.lag_s = lag;
-    pthread_mutex_unlock(&e->rw->mu);
-}
+static const char *const rw_headers[] = {
+    "Content-Encoding: snappy", "Content-Type: application/x-protobuf",
+    "X-Prometheus-Remote-Write-Version: 0.1.0", "Expect:" /* no 100-continue round trip */, NULL};
 
 static bool keep_series(void *ctx, const char *metric, const char *labels)
 {
@@ -774,289 +593,77 @@ static bool keep_series(void *ctx, const char *metric, const char *labels)
     return wt_remote_write_match(e->cf.sel, e->cf.nsel, metric, labels);
 }
 
-/* Series the store gained since the last round: their label sets go into the encoder. */
-static int refresh(struct endpoint *e)
+/* A series the store gained: its label set goes into the encoder. */
+static int add_series(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s,
+                      size_t i)
 {
-    int added = wt_cursor_refresh(e->cur, keep_series, e);
-    if (added < 0)
-        return added;
-    size_t n = wt_cursor_nseries(e->cur);
-    for (size_t i = n - (size_t)added; i < n; i++) {
-        const struct wt_cursor_series *s = wt_cursor_series_at(e->cur, i);
-        int k = wt_remote_write_encoder_add(e->enc, s->metric, s->labels);
-        if (k != (int)i) {
-            /* cannot happen with labels the store wrote; keep indices aligned anyway */
-            wt_error(MOD, "endpoint %s: cannot encode series %s{%s}", e->cf.name, s->metric,
-                     s->labels);
-            return k < 0 ? k : -EINVAL;
-        }
+    struct endpoint *e = ctx;
+    (void)d;
+    int k = wt_remote_write_encoder_add(e->enc, s->metric, s->labels);
+    if (k != (int)i) {
+        /* cannot happen with labels the store wrote; keep indices aligned anyway */
+        wt_error(MOD, "endpoint %s: cannot encode series %s{%s}", e->cf.name, s->metric, s->labels);
+        return k < 0 ? k : -EINVAL;
     }
     return 0;
 }
 
-static void add_stat(struct endpoint *e, uint64_t *field, uint64_t n)
+static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
+                                    const struct wt_cursor_batch *b)
 {
-    pthread_mutex_lock(&e->rw->mu);
-    *field += n;
-    e->st.requests++;
-    pthread_mutex_unlock(&e->rw->mu);
-}
-
-/* The credentials the endpoint sends, for messages. */
-static void credentials(const struct wt_rw_endpoint_config *c, char *out, size_t n)
-{
-    if (c->bearer_token_file[0])
-        snprintf(out, n, "bearer_token_file %s", c->bearer_token_file);
-    else if (c->username[0])
-        snprintf(out, n, "basic_auth.password_file %s", c->password_file);
+    struct endpoint *e = ctx;
+    const char *body;
+    size_t len;
+    int rc = wt_remote_write_encode(e->enc, b, &body, &len, NULL);
+    if (rc)
+        wt_error(MOD, "endpoint %s: cannot encode %zu samples (%s)", e->cf.name, b->n,
+                 strerror(-rc));
     else
-        snprintf(out, n, "no credentials configured");
+        wt_sender_http_deliver(d, &e->hs, e->curl, &e->http, rw_headers, b, body, len);
+    return WT_SEND_DONE;
 }
 
-/*
- * A 401 or 403: counted, logged when the endpoint begins refusing (not at every retry). The batch
- * stays pending; the secret file is read again for the next attempt, so fixing it recovers.
- */
-static void refused(struct endpoint *e, const struct wt_cursor_batch *b, long status,
-                    const char *why)
-{
-    char cred[WT_PATH_LEN + 32];
-    pthread_mutex_lock(&e->rw->mu);
-    e->st.auth_failures++;
-    e->st.requests++;
-    pthread_mutex_unlock(&e->rw->mu);
-    e->refusals++;
-    if (e->refused)
-        return;
-    e->refused = true;
-    credentials(&e->cf, cred, sizeof cred);
-    wt_error(MOD,
-             "endpoint %s: the receiver refuses the credentials with HTTP %ld: %s url=%s (%s); "
-             "%zu samples and what follows stay pending, retried with backoff up to %.1f s, the "
-             "secret read again at each attempt",
-             e->cf.name, status, why[0] ? why : "(no reason given)", e->cf.url, cred, b->n,
-             (double)e->cf.max_backoff_ns / WT_NS_PER_S);
-}
-
-/* The first answer other than 401/403 after a refusal: logged once. */
-static void accepted_again(struct endpoint *e, enum wt_rw_verdict v, long status)
-{
-    if (v == WT_RW_SENT)
-        wt_info(MOD,
-                "endpoint %s: the receiver accepts the credentials again after %" PRIu64
-                " refused attempts; delivering",
-                e->cf.name, e->refusals);
-    else
-        wt_info(
-            MOD,
-            "endpoint %s: the receiver no longer refuses the credentials (HTTP %ld after %" PRIu64
-            " refused attempts)",
-            e->cf.name, status, e->refusals);
-    e->refused = false;
-    e->refusals = 0;
-}
-
-/* Sends one batch until it is accepted or dropped (or the daemon stops); a 401 or 403 is
- * retried like a 5xx, never dropped, so fixing the credentials loses nothing. */
-static void deliver(struct endpoint *e, const struct wt_cursor_batch *b, const char *body,
-                    size_t len)
-{
-    int failures = 0;
-    char why[600];
-    uint64_t sup;
-    for (;;) {
-        long status = post(e, body, len, why, sizeof why);
-        enum wt_rw_verdict v = wt_remote_write_verdict(status);
-        if (v == WT_RW_AUTH) {
-            refused(e, b, status, why);
-            failures++;
-            count_pending(e, false);
-            if (wait_or_stop(e->rw, wt_notify_backoff(failures, e->cf.max_backoff_ns)))
-                return;
-            continue;
-        }
-        bool was_refused = status && e->refused;
-        if (was_refused)
-            accepted_again(e, v, status);
-        if (v == WT_RW_SENT) {
-            add_stat(e, &e->st.sent, b->n);
-            if (failures && !was_refused)
-                wt_info(MOD, "endpoint %s: delivering again after %d failed attempts", e->cf.name,
-                        failures);
-            break;
-        }
-        if (v == WT_RW_DROP) {
-            add_stat(e, &e->st.dropped, b->n);
-            if (wt_ratelimit_ok(&e->rl_drop, wt_now_mono_ns(), &sup))
-                wt_error(MOD,
-                         "endpoint %s: the receiver refused %zu samples with HTTP %ld, dropped "
-                         "(not retried): %s url=%s suppressed=%" PRIu64,
-                         e->cf.name, b->n, status, why[0] ? why : "(no reason given)", e->cf.url,
-                         sup);
-            break;
-        }
-        add_stat(e, &e->st.failed, b->n);
-        failures++;
-        int64_t wait = wt_notify_backoff(failures, e->cf.max_backoff_ns);
-        if (stopping(e->rw))
-            return;
-        if (wt_ratelimit_ok(&e->rl_fail, wt_now_mono_ns(), &sup)) {
-            if (status)
-                wt_warn(MOD,
-                        "endpoint %s: HTTP %ld for %zu samples, retrying in %.1f s: %s url=%s "
-                        "suppressed=%" PRIu64,
-                        e->cf.name, status, b->n, (double)wait / WT_NS_PER_S, why, e->cf.url, sup);
-            else
-                wt_warn(MOD,
-                        "endpoint %s: cannot send %zu samples, retrying in %.1f s: %s url=%s "
-                        "suppressed=%" PRIu64,
-                        e->cf.name, b->n, (double)wait / WT_NS_PER_S, why, e->cf.url, sup);
-        }
-        count_pending(e, false);
-        if (wait_or_stop(e->rw, wait))
-            return;
-    }
-    /* sent or dropped: either way this batch is done */
-    if (wt_cursor_ack(e->cur, b) != 0)
-        wt_error(MOD, "endpoint %s: cannot store the cursor (the next start resends this batch)",
-                 e->cf.name);
-}
-
-static void *sender_main(void *arg)
-{
-    struct endpoint *e = arg;
-    struct wt_cursor_batch b = {0};
-    struct wt_ratelimit rl_store = {.interval_ns = 60 * WT_NS_PER_S};
-    uint64_t sup;
-    pthread_setname_np(pthread_self(), "wt-rwrite");
-    while (!stopping(e->rw)) {
-        const char *body;
-        size_t len;
-        bool more = false;
-        int rc = refresh(e);
-        if (rc == 0)
-            rc = wt_cursor_next(e->cur, (size_t)e->cf.batch_size, &b, &more);
-        count_pending(e, false);
-        if (rc) {
-            if (wt_ratelimit_ok(&rl_store, wt_now_mono_ns(), &sup))
-                wt_error(MOD, "endpoint %s: cannot read the store (%s); trying again", e->cf.name,
-                         strerror(-rc));
-            if (wait_or_stop(e->rw, e->cf.deadline_ns))
-                break;
-            continue;
-        }
-        if (b.n) {
-            rc = wt_remote_write_encode(e->enc, &b, &body, &len, NULL);
-            if (rc) {
-                wt_error(MOD, "endpoint %s: cannot encode %zu samples (%s)", e->cf.name, b.n,
-                         strerror(-rc));
-            } else {
-                deliver(e, &b, body, len);
-            }
-        }
-        /* more is waiting: at once; else let the store gather some */
-        if (!more) {
-            count_pending(e, true);
-            if (wait_or_stop(e->rw, e->cf.deadline_ns))
-                break;
-        }
-    }
-    wt_cursor_batch_free(&b);
-    return NULL;
-}
+static const struct wt_sender_ops rw_ops = {.add = add_series, .send = send_batch};
 
 /* ---- /metrics ----------------------------------------------------------------------------- */
 
-static const struct {
-    const char *name, *help;
-    enum wt_metric_type type;
-} fams[6] = {
+static const struct wt_sender_family fams[] = {
     {"wattage_remote_write_samples_sent_total",
-     "Samples the remote write endpoint accepted (2xx), since the daemon started", WT_COUNTER},
+     "Samples the remote write endpoint accepted (2xx), since the daemon started", WT_COUNTER,
+     C_SENT},
     {"wattage_remote_write_samples_failed_total",
      "Samples of requests that failed with 5xx, 429, a timeout or a network error (retried)",
-     WT_COUNTER},
+     WT_COUNTER, C_FAILED},
     {"wattage_remote_write_samples_dropped_total",
-     "Samples of batches the endpoint refused with another 4xx (dropped, not retried)", WT_COUNTER},
+     "Samples of batches the endpoint refused with another 4xx (dropped, not retried)", WT_COUNTER,
+     C_DROPPED},
     {"wattage_remote_write_samples_pending", "Stored samples the endpoint has not acknowledged yet",
-     WT_GAUGE},
+     WT_GAUGE, WT_SENDER_PENDING},
     {"wattage_remote_write_lag_seconds",
-     "Age of the oldest stored sample the endpoint has not acknowledged (0 when none)", WT_GAUGE},
+     "Age of the oldest stored sample the endpoint has not acknowledged (0 when none)", WT_GAUGE,
+     WT_SENDER_LAG},
     {"wattage_remote_write_auth_failures_total",
      "Requests the endpoint refused with 401 or 403 (retried with backoff; the samples stay "
      "pending)",
-     WT_COUNTER},
+     WT_COUNTER, C_AUTH},
 };
-
-static int family(struct wt_remote_write *rw, int k, struct wt_expo_family *fam)
-{
-    memset(fam, 0, sizeof *fam);
-    fam->name = fams[k].name;
-    fam->help = fams[k].help;
-    fam->type = fams[k].type;
-    fam->s = calloc(rw->n, sizeof *fam->s);
-    if (!fam->s)
-        return -ENOMEM;
-    pthread_mutex_lock(&rw->mu);
-    for (size_t i = 0; i < rw->n; i++) {
-        const struct wt_rw_stats *s = &rw->ep[i].st;
-        double v = k == 0   ? (double)s->sent
-                   : k == 1 ? (double)s->failed
-                   : k == 2 ? (double)s->dropped
-                   : k == 3 ? (double)s->pending
-                   : k == 4 ? s->lag_s
-                            : (double)s->auth_failures;
-        if (wt_labels(fam->s[i].labels, sizeof fam->s[i].labels, "endpoint", rw->ep[i].cf.name,
-                      NULL) != 0)
-            continue;
-        fam->s[fam->n++].value = v;
-    }
-    pthread_mutex_unlock(&rw->mu);
-    return 0;
-}
-
-static int fam_sent(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 0, f);
-}
-static int fam_failed(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 1, f);
-}
-static int fam_dropped(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 2, f);
-}
-static int fam_pending(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 3, f);
-}
-static int fam_lag(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 4, f);
-}
-static int fam_auth(void *ctx, struct wt_expo_family *f)
-{
-    return family(ctx, 5, f);
-}
 
 int wt_remote_write_stats(struct wt_remote_write *rw, size_t i, struct wt_rw_stats *out)
 {
-    if (!rw || i >= rw->n)
+    struct wt_sender_stats st;
+    if (!rw || wt_sender_stats(rw->snd, i, &st) != 0)
         return -ENOENT;
-    pthread_mutex_lock(&rw->mu);
-    *out = rw->ep[i].st;
-    pthread_mutex_unlock(&rw->mu);
+    *out = (struct wt_rw_stats){.sent = st.c[C_SENT],
+                                .failed = st.c[C_FAILED],
+                                .dropped = st.c[C_DROPPED],
+                                .pending = st.pending,
+                                .requests = st.c[C_REQUESTS],
+                                .auth_failures = st.c[C_AUTH],
+                                .lag_s = st.lag_s};
     return 0;
 }
 
 /* ---- life cycle --------------------------------------------------------------------------- */
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
                          struct wt_remote_write **out, struct wt_err *err)
@@ -1064,7 +671,6 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
     struct wt_rw_config *rc_cfg = malloc(sizeof *rc_cfg);
     struct wt_remote_write *rw = calloc(1, sizeof *rw);
     struct wt_topology *topo = NULL;
-    pthread_condattr_t ca;
     int rc;
     *out = NULL;
     if (!rc_cfg || !rw) {
@@ -1072,11 +678,6 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
         free(rw);
         return -ENOMEM;
     }
-    pthread_mutex_init(&rw->mu, NULL);
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&rw->cv, &ca);
-    pthread_condattr_destroy(&ca);
     rc = wt_remote_write_config_parse(wt_config_file(cfg), wt_config_section(cfg, "remote_write"),
                                       rc_cfg, err);
     if (rc || !rc_cfg->n)
@@ -1085,30 +686,44 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
     if (rc)
         goto done;
     rw->ep = calloc(rc_cfg->n, sizeof *rw->ep);
-    if (!rw->ep) {
-        rc = -ENOMEM;
+    rc = rw->ep ? wt_sender_open(MOD, "wt-rwrite", &rw_ops, fams, sizeof fams / sizeof fams[0],
+                                 rc_cfg->n, &rw->snd)
+                : -ENOMEM;
+    if (rc)
         goto done;
-    }
-    pthread_once(&curl_once, curl_init);
-    int64_t now = wt_now_real_ns();
+    wt_sender_curl_init();
     for (size_t i = 0; i < rc_cfg->n; i++) {
         struct endpoint *e = &rw->ep[i];
         char secret[512];
-        e->rw = rw;
         e->cf = rc_cfg->ep[i];
-        e->rl_fail.interval_ns = 30 * WT_NS_PER_S;
-        e->rl_drop.interval_ns = 30 * WT_NS_PER_S;
+        e->http = (struct wt_sender_http){.url = e->cf.url,
+                                          .bearer_token_file = e->cf.bearer_token_file,
+                                          .username = e->cf.username,
+                                          .password_file = e->cf.password_file,
+                                          .tls_ca = e->cf.tls_ca,
+                                          .tls_cert = e->cf.tls_cert,
+                                          .tls_key = e->cf.tls_key,
+                                          .insecure_skip_verify = e->cf.insecure_skip_verify,
+                                          .timeout_ns = e->cf.timeout_ns};
         rw->n++;
         /* a secret that cannot be read is a setup error, named at start */
         if (e->cf.bearer_token_file[0])
-            rc = read_secret("bearer_token_file", e->cf.bearer_token_file, secret, sizeof secret,
-                             err);
+            rc = wt_sender_read_secret("bearer_token_file", e->cf.bearer_token_file, secret,
+                                       sizeof secret, err);
         if (!rc && e->cf.username[0])
-            rc = read_secret("basic_auth.password_file", e->cf.password_file, secret, sizeof secret,
-                             err);
+            rc = wt_sender_read_secret("basic_auth.password_file", e->cf.password_file, secret,
+                                       sizeof secret, err);
         explicit_bzero(secret, sizeof secret);
+        struct wt_sender_dest_config dc = {.name = e->cf.name,
+                                           .cursor = e->cf.name,
+                                           .batch_size = (size_t)e->cf.batch_size,
+                                           .deadline_ns = e->cf.deadline_ns,
+                                           .max_backoff_ns = e->cf.max_backoff_ns,
+                                           .backfill_ns = e->cf.backfill_ns,
+                                           .keep = keep_series,
+                                           .ctx = e};
         if (!rc)
-            rc = wt_cursor_open(cfg->store.path, e->cf.name, now - e->cf.backfill_ns, &e->cur, err);
+            rc = wt_sender_add_dest(rw->snd, cfg->store.path, &dc, NULL, err);
         if (!rc)
             rc = wt_remote_write_encoder_open(topo->node, &e->enc);
         if (!rc && !(e->curl = curl_easy_init()))
@@ -1120,19 +735,12 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
             goto done;
         }
     }
-    if (http &&
-        (wt_http_add_family(http, fam_sent, rw) || wt_http_add_family(http, fam_failed, rw) ||
-         wt_http_add_family(http, fam_dropped, rw) || wt_http_add_family(http, fam_pending, rw) ||
-         wt_http_add_family(http, fam_lag, rw) || wt_http_add_family(http, fam_auth, rw)))
-        wt_warn(MOD, "no room on /metrics for the wattage_remote_write_* families");
+    wt_sender_register(rw->snd, http);
+    rc = wt_sender_start(rw->snd, err);
+    if (rc)
+        goto done;
     for (size_t i = 0; i < rw->n; i++) {
-        struct endpoint *e = &rw->ep[i];
-        rc = -pthread_create(&e->thread, NULL, sender_main, e);
-        if (rc) {
-            wt_err_set(err, "remote_write: cannot start a sender thread (%s)", strerror(-rc));
-            goto done;
-        }
-        e->started = true;
+        const struct endpoint *e = &rw->ep[i];
         wt_info(MOD, "endpoint %s url=%s node=%s batch_size=%" PRId64 " series=%s", e->cf.name,
                 e->cf.url, topo->node, e->cf.batch_size, e->cf.nsel ? "matched" : "all");
     }
@@ -1151,21 +759,13 @@ void wt_remote_write_close(struct wt_remote_write *rw)
 {
     if (!rw)
         return;
-    pthread_mutex_lock(&rw->mu);
-    rw->stop = true;
-    pthread_cond_broadcast(&rw->cv);
-    pthread_mutex_unlock(&rw->mu);
+    wt_sender_close(rw->snd); /* joins the threads before their encoders go */
     for (size_t i = 0; i < rw->n; i++) {
         struct endpoint *e = &rw->ep[i];
-        if (e->started)
-            pthread_join(e->thread, NULL);
-        wt_cursor_close(e->cur);
         wt_remote_write_encoder_close(e->enc);
         if (e->curl)
             curl_easy_cleanup(e->curl);
     }
     free(rw->ep);
-    pthread_mutex_destroy(&rw->mu);
-    pthread_cond_destroy(&rw->cv);
     free(rw);
 }

@@ -95,6 +95,15 @@ struct wt_rw_config {
  */
 int wt_remote_write_config_parse(const char *file, const struct wt_ynode *node,
                                  struct wt_rw_config *out, struct wt_err *err) WT_MUST_USE;
+/*
+ * Parses one endpoint mapping m (at path, e.g. "otlp[0]") with remote write's keys and its
+ * defaults, allowing the keys extra (NULL-terminated, may be NULL) too, which the caller parses.
+ * For transports over HTTP that take the same settings (OTLP). Returns 0 or -EINVAL with err.
+ */
+struct wt_yget;
+int wt_remote_write_endpoint_parse(const struct wt_yget *g, const struct wt_ynode *m,
+                                   const char *path, const char *const *extra,
+                                   struct wt_rw_endpoint_config *e) WT_MUST_USE;
 /* The check registered in src/cli/sections.c. */
 int wt_remote_write_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
 

@@ -77,7 +77,7 @@ rc=$?
 check "a healthy node: exit 0 ($(tr -d '\n' <"$TMP/ok.err" | head -c 300))" test "$rc" -eq 0
 check "its JSON: ok, no failure, every check there" json "$TMP/ok.json" \
     'd["ok"] is True and d["energy"] is True and d["counts"]["fail"] == 0' \
-    '{x["check"] for x in d["checks"]} == {"nvml","gpu","rapl","clock","source","store","listen"}'
+    '{x["check"] for x in d["checks"]} == {"nvml","gpu","rapl","clock","source","store","listen","kafka","otlp"}'
 check "NVML: the library, the driver version and the GPU count" json "$TMP/ok.json" \
     'c("nvml")["status"] == "ok" and c("nvml")["driver_version"] == "550.54.15-fake"' \
     'c("nvml")["gpus"] == 2 and c("nvml")["library"].endswith("libnvidia-ml.so.1")'
@@ -94,6 +94,9 @@ check "the store: integrity ok, its size, a reading of the last minute" json "$T
     '0 <= c("store")["newest_reading_age_s"] < 60'
 check "loopback listen is ok" json "$TMP/ok.json" \
     'c("listen")["loopback"] is True and c("listen")["status"] == "ok"'
+check "the streaming outputs this build carries: Kafka (librdkafka's version) and OTLP" \
+    json "$TMP/ok.json" 'c("kafka")["status"] == "ok" and "librdkafka" in c("kafka")["message"]' \
+    'c("otlp")["status"] == "ok" and "built in" in c("otlp")["message"]'
 
 "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" >"$TMP/ok.txt" 2>&1
 check "the lines for a person: one per check, and the summary" \

@@ -4,7 +4,9 @@
 # up to the cursor arrives exactly once with its exact time and value, one message per tick,
 # keyed by the node; across a broker outage of KAFKA_OUTAGE_S seconds (default 20) nothing is
 # missing or duplicated and the poll loop keeps time; a broker nobody listens on is logged and
-# counted; check-config names the place of a bad kafka section.
+# counted; two destinations stream each to its own cluster, and messages one cluster refuses for
+# good (MSG_SIZE_TOO_LARGE) are dropped and counted, the only readings missing from its topic;
+# check-config names the place of a bad kafka section.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 MOCK=${WATTAGE_KAFKA_MOCK:-build/tests/peers/kafka_mock}
@@ -156,14 +158,16 @@ stop_pid "$wpid"
 sleep 2 # the consumer's last fetch
 stop_pid "$mock_pid"
 
-# check_topic DB JSONL NODE CURSOR MAX_UNSENT [MAX_TWICE]: every stored reading up to the cursor
-# is on the topic with its exact time and value, nothing else is; at most MAX_UNSENT readings of
-# a series lie after its cursor; at most MAX_TWICE readings (default 0) are on the topic twice.
+# check_topic DB JSONL NODE CURSOR MAX_UNSENT [MAX_TWICE] [DROPPED]: every stored reading up to
+# the cursor is on the topic with its exact time and value (but exactly DROPPED of them, default
+# 0: those the brokers refused for good), nothing else is; at most MAX_UNSENT readings of a series
+# lie after its cursor; at most MAX_TWICE readings (default 0) are on the topic twice.
 check_topic() {
     $PY - "$@" <<'PY'
 import collections, json, re, sqlite3, sys
 db, path, node, endpoint, max_unsent = sys.argv[1:6]
 max_twice = int(sys.argv[6]) if len(sys.argv) > 6 else 0
+dropped = int(sys.argv[7]) if len(sys.argv) > 7 else 0
 pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def unescape(v):
     return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), v)
@@ -207,8 +211,9 @@ if len(set(times)) != len(times) and not max_twice:
 missing = [k for k in stored if k not in got]
 wrong = [k for k in stored if k in got and got[k] != stored[k]]
 extra = [k for k in got if k not in stored and k not in unsent]
-if missing:
-    problems.append(f"{len(missing)} stored readings up to the cursor are not on the topic: {missing[:3]}")
+if len(missing) != dropped:
+    problems.append(f"{len(missing)} stored readings up to the cursor are not on the topic "
+                    f"({dropped} dropped): {missing[:3]}")
 if wrong:
     problems.append(f"{len(wrong)} readings arrived with another value: {wrong[:3]}")
 if extra:
@@ -222,8 +227,9 @@ if not stored:
     problems.append("nothing was sent")
 if problems:
     sys.exit("\n".join(problems[:10]))
-print(f"# {nmsg} messages, {len(stored)} readings of {len(ticks)} ticks arrived as stored, "
-      f"{twice} twice, {len(unsent)} after the cursor", file=sys.stderr)
+print(f"# {nmsg} messages, {len(stored) - len(missing)} readings of {len(ticks)} ticks arrived "
+      f"as stored, {len(missing)} dropped, {twice} twice, {len(unsent)} after the cursor",
+      file=sys.stderr)
 PY
 }
 if check_topic "$TMP/k.db" "$TMP/topic.jsonl" node-k kafka:k1 8 2>"$TMP/check.txt"; then
@@ -291,6 +297,69 @@ else
     not_ok "after failed deliveries nothing is lost" "$(head -5 "$TMP/check3.txt")"
 fi
 check_ticks "the poll loop kept time while deliveries failed" "$TMP/e.log" 16
+
+# ---- two destinations (two clusters), each with its own cursor; the brokers of one refuse two
+# produce requests for good: those messages are dropped (logged, counted), the rest go on ----
+bg "$MOCK" "$TMP/boot4" wattage "$TMP/topic4.jsonl" 2>"$TMP/mock4.log"
+mock4=$!
+bg "$MOCK" "$TMP/boot5" wattage "$TMP/topic5.jsonl" 2>"$TMP/mock5.log"
+mock5=$!
+wait_for 20 test -s "$TMP/boot4" && wait_for 20 test -s "$TMP/boot5"
+cat >"$TMP/k4.yaml" <<EOF
+topology:
+  node: node-k
+store:
+  flush_interval: 0.5s
+kafka:
+  - brokers: $(cat "$TMP/boot4")
+    topic: wattage
+    name: k4a
+    deadline: 0.5s
+    max_backoff: 1s
+  - brokers: $(cat "$TMP/boot5")
+    topic: wattage
+    name: k4b
+    deadline: 0.5s
+    max_backoff: 1s
+EOF
+PORT=$(free_port)
+bg "$BIN" run -c "$TMP/k4.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/k4.db" --interval 0.5 \
+    --log-level debug 2>"$TMP/f.log"
+wpid=$!
+wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+if wait_for 30 caught_up "$PORT" k4a && wait_for 30 caught_up "$PORT" k4b; then
+    ok "a list of destinations: each streams to its own cluster"
+else
+    not_ok "a list of destinations: each streams to its own cluster" "$(grep kafka "$TMP/f.log" | tail -5)"
+fi
+kill -HUP "$mock4"
+dropped_some() { local d; d=$(kmetric "$PORT" wattage_kafka_messages_dropped_total k4a); [[ -n $d && $d != 0 ]]; }
+if wait_for 20 dropped_some; then
+    ok "messages the brokers refuse for good are dropped and counted ($(kmetric "$PORT" wattage_kafka_messages_dropped_total k4a) messages, $(kmetric "$PORT" wattage_kafka_samples_dropped_total k4a) readings)"
+else
+    not_ok "messages the brokers refuse for good are dropped and counted" "$(grep kafka "$TMP/f.log" | tail -5)"
+fi
+sleep 2
+wait_for 30 caught_up "$PORT" k4a
+wait_for 30 caught_up "$PORT" k4b
+ndrop=$(kmetric "$PORT" wattage_kafka_samples_dropped_total k4a)
+check "the other destination dropped nothing" test "$(kmetric "$PORT" wattage_kafka_messages_dropped_total k4b)" = 0
+check "the drop is logged once, with the broker's reason" \
+    test "$(grep -c "kafka: destination k4a: the brokers refused .* for good (MSG_SIZE_TOO_LARGE" "$TMP/f.log")" = 1
+stop_pid "$wpid"
+sleep 2
+stop_pid "$mock4"
+stop_pid "$mock5"
+if check_topic "$TMP/k4.db" "$TMP/topic4.jsonl" node-k kafka:k4a 8 0 "${ndrop:-0}" 2>"$TMP/check4.txt"; then
+    ok "after the drop every other reading is on the topic exactly once, the dropped ones not at all ($(cat "$TMP/check4.txt"))"
+else
+    not_ok "after the drop every other reading is on the topic exactly once" "$(head -5 "$TMP/check4.txt")"
+fi
+if check_topic "$TMP/k4.db" "$TMP/topic5.jsonl" node-k kafka:k4b 8 2>"$TMP/check5.txt"; then
+    ok "the second destination's topic holds every reading up to its cursor once ($(cat "$TMP/check5.txt"))"
+else
+    not_ok "the second destination's topic holds every reading up to its cursor once" "$(head -5 "$TMP/check5.txt")"
+fi
 
 # ---- a broker nobody listens on ----
 DEAD=$(free_port)

@@ -11,7 +11,8 @@
  * beginning and appends one JSON line per message to OUT_JSONL:
  *   {"partition":0,"offset":17,"key":"node-k","value":<the message's value, verbatim>}
  * SIGUSR1 takes the broker down (its connections closed, new ones refused), SIGUSR2 brings it
- * back; each is noted on stderr. SIGTERM or SIGINT stops it.
+ * back, SIGHUP makes it refuse the next 2 produce requests for good (MSG_SIZE_TOO_LARGE, an
+ * error resending cannot cure); each is noted on stderr. SIGTERM or SIGINT stops it.
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -20,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static volatile sig_atomic_t want_down, want_up, want_stop;
+static volatile sig_atomic_t want_down, want_up, want_stop, want_refuse;
 
 static void on_signal(int sig)
 {
@@ -28,6 +29,8 @@ static void on_signal(int sig)
         want_down = 1;
     else if (sig == SIGUSR2)
         want_up = 1;
+    else if (sig == SIGHUP)
+        want_refuse = 1;
     else
         want_stop = 1;
 }
@@ -61,6 +64,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;
     sigaction(SIGUSR1, &sa, NULL);
     sigaction(SIGUSR2, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
 
@@ -121,6 +125,13 @@ int main(int argc, char **argv)
 
     unsigned long n = 0;
     while (!want_stop) {
+        if (want_refuse) {
+            want_refuse = 0;
+            rd_kafka_mock_push_request_errors(mc, 0 /* ApiKey Produce */, 2,
+                                              RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE,
+                                              RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+            fprintf(stderr, "kafka_mock: the next 2 produce requests are refused for good\n");
+        }
         if (want_down) {
             want_down = 0;
             rd_kafka_mock_broker_set_down(mc, 1);

@@ -423,11 +423,11 @@ WT_TEST(nested_wrong_kind)
         "modbus, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, client, "
-               "topology, carbon, facility, alerts, remote_write, kafka) at the top of the "
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "
                "file (got a list)");
     EXPECT_ERR("hello\n",
                "t.yaml:1: expected sections (daemon, store, collectors, client, "
-               "topology, carbon, facility, alerts, remote_write, kafka) at the top of the "
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "
                "file (got "
                "\"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";

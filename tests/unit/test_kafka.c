@@ -123,6 +123,20 @@ static int load(const char *yaml, struct wt_config *cfg, struct wt_err *err)
     return wt_config_load_string("k.yaml", yaml, strlen(yaml), cfg, err);
 }
 
+WT_TEST(permanent_errors_are_told_apart)
+{
+#ifdef WT_HAVE_KAFKA
+    /* too large or invalid: dropped; a timeout or a broker down: sent again */
+    WT_ASSERT(wt_kafka_permanent(10));    /* MSG_SIZE_TOO_LARGE */
+    WT_ASSERT(wt_kafka_permanent(87));    /* INVALID_RECORD */
+    WT_ASSERT(!wt_kafka_permanent(-192)); /* _MSG_TIMED_OUT */
+    WT_ASSERT(!wt_kafka_permanent(-195)); /* _TRANSPORT */
+    WT_ASSERT(!wt_kafka_permanent(7));    /* REQUEST_TIMED_OUT */
+#else
+    WT_ASSERT(!wt_kafka_permanent(10));
+#endif
+}
+
 WT_TEST(config_defaults_and_errors)
 {
     struct wt_config cfg;
@@ -157,6 +171,29 @@ WT_TEST(config_defaults_and_errors)
     WT_EQ_INT(wt_kafka_config_parse("k.yaml", NULL, kc, &err), 0);
     WT_ASSERT(!kc->enabled);
 
+    /* several destinations: a list, each with its own defaults and name */
+    struct wt_kafka_configs *all = malloc(sizeof *all);
+    WT_EQ_INT(load("kafka:\n"
+                   "  - {brokers: 'a:1', topic: t1}\n"
+                   "  - {brokers: 'b:2', topic: t1, name: second, batch_size: 10}\n",
+                   &cfg, &err),
+              0);
+    WT_EQ_INT(wt_kafka_config_parse_all("k.yaml", wt_config_section(&cfg, "kafka"), all, &err), 0);
+    WT_EQ_INT(all->n, 2);
+    WT_EQ_STR(all->d[0].name, "t1");
+    WT_EQ_STR(all->d[0].brokers, "a:1");
+    WT_EQ_INT(all->d[0].batch_size, 5000);
+    WT_EQ_STR(all->d[1].name, "second");
+    WT_EQ_INT(all->d[1].batch_size, 10);
+    WT_ASSERT(all->d[1].enabled);
+    wt_config_free(&cfg);
+    /* a mapping is one destination */
+    WT_EQ_INT(load("kafka:\n  brokers: a:1\n  topic: t\n", &cfg, &err), 0);
+    WT_EQ_INT(wt_kafka_config_parse_all("k.yaml", wt_config_section(&cfg, "kafka"), all, &err), 0);
+    WT_EQ_INT(all->n, 1);
+    wt_config_free(&cfg);
+    free(all);
+
     static const struct {
         const char *yaml, *msg;
     } bad[] = {
@@ -171,7 +208,11 @@ WT_TEST(config_defaults_and_errors)
          "kafka.sasl: mechanism: required"},
         {"kafka:\n  brokers: a:1\n  topic: t\n  sasl: {mechanism: PLAIN, username: u}\n",
          "kafka.sasl.password_file: required"},
-        {"kafka:\n  - brokers: a:1\n", "k.yaml:2: kafka: expected a section with keys brokers"},
+        /* a list: one destination per item, each named in messages by its index */
+        {"kafka:\n  - brokers: a:1\n", "k.yaml:2: kafka[0].topic: required"},
+        {"kafka:\n  - {brokers: 'a:1', topic: t}\n  - {brokers: 'b:1', topic: t}\n",
+         "k.yaml:3: kafka[1]: name \"t\" is taken by kafka[0]"},
+        {"kafka: 7\n", "k.yaml:1: kafka: expected"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         /* the load runs the registered check (src/cli/sections.c) */

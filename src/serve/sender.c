@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The shared send path (see sender.h): destinations with their cursors and threads, the loop
+ * every streaming output runs, the waits, the counters behind the self-metrics, and the HTTP
+ * POST (libcurl) that remote write and OTLP share.
+ */
+#include "serve/sender.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "alert/notify.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/secret.h"
+#include "serve/http.h"
+
+#define REPLY_MAX 512 /* what a receiver's answer may add to a log line */
+
+struct wt_sender_dest {
+    struct wt_sender *s;
+    char name[256];
+    char cursor_name[300];
+    struct wt_sender_dest_config cf; /* name and cursor point into the arrays above */
+    struct wt_cursor *cur;
+    pthread_t thread;
+    bool started;
+    struct wt_sender_stats st; /* under s->mu */
+    struct wt_cursor_batch part;
+};
+
+/* A family's registration: which family of which sender. */
+struct fam_ref {
+    struct wt_sender *s;
+    size_t k;
+};
+
+struct wt_sender {
+    char mod[32], thread[16];
+    const struct wt_sender_ops *ops;
+    const struct wt_sender_family *fams;
+    size_t nfams;
+    struct fam_ref *refs;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool stop;
+    struct wt_sender_dest *d;
+    size_t n, max;
+};
+
+int wt_sender_grow(void **p, size_t *cap, size_t n, size_t size)
+{
+    if (n <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : 256;
+    while (nc < n)
+        nc *= 2;
+    void *q = realloc(*p, nc * size);
+    if (!q)
+        return -ENOMEM;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
+/* ---- life cycle --------------------------------------------------------------------------- */
+
+int wt_sender_open(const char *mod, const char *thread, const struct wt_sender_ops *ops,
+                   const struct wt_sender_family *fams, size_t nfams, size_t max,
+                   struct wt_sender **out)
+{
+    struct wt_sender *s = calloc(1, sizeof *s);
+    pthread_condattr_t ca;
+    *out = NULL;
+    if (!s)
+        return -ENOMEM;
+    s->d = calloc(max ? max : 1, sizeof *s->d);
+    s->refs = calloc(nfams ? nfams : 1, sizeof *s->refs);
+    if (!s->d || !s->refs) {
+        free(s->d);
+        free(s->refs);
+        free(s);
+        return -ENOMEM;
+    }
+    snprintf(s->mod, sizeof s->mod, "%s", mod);
+    snprintf(s->thread, sizeof s->thread, "%s", thread);
+    s->ops = ops;
+    s->fams = fams;
+    s->nfams = nfams;
+    s->max = max;
+    for (size_t k = 0; k < nfams; k++)
+        s->refs[k] = (struct fam_ref){s, k};
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    *out = s;
+    return 0;
+}
+
+int wt_sender_add_dest(struct wt_sender *s, const char *store_path,
+                       const struct wt_sender_dest_config *c, struct wt_sender_dest **out,
+                       struct wt_err *err)
+{
+    if (s->n == s->max)
+        return wt_err_set(err, "%s: at most %zu destinations", s->mod, s->max);
+    struct wt_sender_dest *d = &s->d[s->n];
+    memset(d, 0, sizeof *d);
+    d->s = s;
+    snprintf(d->name, sizeof d->name, "%s", c->name);
+    snprintf(d->cursor_name, sizeof d->cursor_name, "%s", c->cursor);
+    d->cf = *c;
+    d->cf.name = d->name;
+    d->cf.cursor = d->cursor_name;
+    int rc =
+        wt_cursor_open(store_path, d->cursor_name, wt_now_real_ns() - c->backfill_ns, &d->cur, err);
+    if (rc)
+        return rc;
+    s->n++;
+    if (out)
+        *out = d;
+    return 0;
+}
+
+size_t wt_sender_ndest(const struct wt_sender *s)
+{
+    return s ? s->n : 0;
+}
+
+void wt_sender_stop(struct wt_sender *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void wt_sender_close(struct wt_sender *s)
+{
+    if (!s)
+        return;
+    wt_sender_stop(s);
+    for (size_t i = 0; i < s->n; i++) {
+        struct wt_sender_dest *d = &s->d[i];
+        if (d->started)
+            pthread_join(d->thread, NULL);
+        wt_cursor_close(d->cur);
+        wt_cursor_batch_free(&d->part);
+    }
+    free(s->d);
+    free(s->refs);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+}
+
+/* ---- for the transports ------------------------------------------------------------------- */
+
+const char *wt_sender_dest_name(const struct wt_sender_dest *d)
+{
+    return d->name;
+}
+
+struct wt_cursor *wt_sender_dest_cursor(struct wt_sender_dest *d)
+{
+    return d->cur;
+}
+
+int64_t wt_sender_dest_max_backoff(const struct wt_sender_dest *d)
+{
+    return d->cf.max_backoff_ns;
+}
+
+bool wt_sender_stopping(struct wt_sender_dest *d)
+{
+    pthread_mutex_lock(&d->s->mu);
+    bool stop = d->s->stop;
+    pthread_mutex_unlock(&d->s->mu);
+    return stop;
+}
+
+bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns)
+{
+    struct wt_sender *s = d->s;
+    int64_t until = wt_now_mono_ns() + ns;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stop) {
+        if (wt_now_mono_ns() >= until)
+            break;
+        struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+int64_t wt_sender_backoff(const struct wt_sender_dest *d, int failures)
+{
+    return wt_notify_backoff(failures, d->cf.max_backoff_ns);
+}
+
+void wt_sender_count(struct wt_sender_dest *d, int k, uint64_t n)
+{
+    if (k < 0 || k >= WT_SENDER_MAX_COUNTERS)
+        return;
+    pthread_mutex_lock(&d->s->mu);
+    d->st.c[k] += n;
+    pthread_mutex_unlock(&d->s->mu);
+}
+
+void wt_sender_count_pending(struct wt_sender_dest *d, bool force)
+{
+    uint64_t n;
+    double lag;
+    if (wt_cursor_pending_paced(d->cur, force, &n, &lag) != 1)
+        return;
+    pthread_mutex_lock(&d->s->mu);
+    d->st.pending = n;
+    d->st.lag_s = lag;
+    pthread_mutex_unlock(&d->s->mu);
+}
+
+int wt_sender_ack(struct wt_sender_dest *d, const struct wt_cursor_batch *b)
+{
+    int rc = wt_cursor_ack(d->cur, b);
+    if (rc)
+        wt_error(d->s->mod,
+                 "destination %s: cannot store the cursor (the next start sends %zu samples "
+                 "again)",
+                 d->name, b->n);
+    return rc;
+}
+
+int wt_sender_ack_through(struct wt_sender_dest *d, const struct wt_cursor_batch *b, int64_t t_ns)
+{
+    struct wt_cursor_batch *part = &d->part;
+    if (wt_sender_grow((void **)&part->s, &part->cap, b->n ? b->n : 1, sizeof *part->s))
+        return -ENOMEM;
+    part->n = 0;
+    for (size_t i = 0; i < b->n; i++)
+        if (b->s[i].t_ns <= t_ns)
+            part->s[part->n++] = b->s[i];
+    return wt_cursor_ack(d->cur, part);
+}
+
+int wt_sender_stats(struct wt_sender *s, size_t i, struct wt_sender_stats *out)
+{
+    if (!s || i >= s->n)
+        return -ENOENT;
+    pthread_mutex_lock(&s->mu);
+    *out = s->d[i].st;
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* ---- the loop ----------------------------------------------------------------------------- */
+
+/* Series the store gained since the last round: the transport's encoder takes them. */
+static int refresh(struct wt_sender_dest *d)
+{
+    int added = wt_cursor_refresh(d->cur, d->cf.keep, d->cf.ctx);
+    if (added < 0)
+        return added;
+    size_t n = wt_cursor_nseries(d->cur);
+    for (size_t i = n - (size_t)added; i < n; i++) {
+        int rc = d->s->ops->add(d, d->cf.ctx, wt_cursor_series_at(d->cur, i), i);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void *dest_main(void *arg)
+{
+    struct wt_sender_dest *d = arg;
+    const struct wt_sender_ops *ops = d->s->ops;
+    struct wt_cursor_batch b = {0};
+    struct wt_ratelimit rl_store = {.interval_ns = 60 * WT_NS_PER_S};
+    uint64_t sup;
+    pthread_setname_np(pthread_self(), d->s->thread);
+    while (!wt_sender_stopping(d)) {
+        bool more = false;
+        if (ops->prepare && ops->prepare(d, d->cf.ctx) != 0) {
+            if (wt_sender_wait(d, d->cf.max_backoff_ns))
+                break;
+            continue;
+        }
+        int rc = refresh(d);
+        if (rc == 0)
+            rc = wt_cursor_next(d->cur, d->cf.batch_size, &b, &more);
+        wt_sender_count_pending(d, false);
+        if (rc) {
+            if (wt_ratelimit_ok(&rl_store, wt_now_mono_ns(), &sup))
+                wt_error(d->s->mod, "destination %s: cannot read the store (%s); trying again",
+                         d->name, strerror(-rc));
+            if (wt_sender_wait(d, d->cf.deadline_ns))
+                break;
+            continue;
+        }
+        enum wt_send_next next = b.n ? ops->send(d, d->cf.ctx, &b) : WT_SEND_DONE;
+        if (next == WT_SEND_AGAIN)
+            continue;
+        /* more is waiting: at once; else let the store gather some */
+        if (!more || next == WT_SEND_PAUSE) {
+            wt_sender_count_pending(d, true);
+            if (wt_sender_wait(d, d->cf.deadline_ns))
+                break;
+        }
+    }
+    wt_cursor_batch_free(&b);
+    return NULL;
+}
+
+int wt_sender_start(struct wt_sender *s, struct wt_err *err)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        struct wt_sender_dest *d = &s->d[i];
+        int rc = -pthread_create(&d->thread, NULL, dest_main, d);
+        if (rc)
+            return wt_err_set(err, "%s: cannot start a sender thread (%s)", s->mod, strerror(-rc));
+        d->started = true;
+    }
+    return 0;
+}
+
+/* ---- /metrics ----------------------------------------------------------------------------- */
+
+static int family(void *ctx, struct wt_expo_family *fam)
+{
+    const struct fam_ref *r = ctx;
+    struct wt_sender *s = r->s;
+    const struct wt_sender_family *f = &s->fams[r->k];
+    memset(fam, 0, sizeof *fam);
+    fam->name = f->name;
+    fam->help = f->help;
+    fam->type = f->type;
+    fam->s = calloc(s->n ? s->n : 1, sizeof *fam->s);
+    if (!fam->s)
+        return -ENOMEM;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct wt_sender_stats *st = &s->d[i].st;
+        double v = f->counter == WT_SENDER_PENDING ? (double)st->pending
+                   : f->counter == WT_SENDER_LAG   ? st->lag_s
+                                                   : (double)st->c[f->counter];
+        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "endpoint", s->d[i].name,
+                      NULL) != 0)
+            continue;
+        fam->s[fam->n++].value = v;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+void wt_sender_register(struct wt_sender *s, struct wt_http *http)
+{
+    if (!http)
+        return;
+    for (size_t k = 0; k < s->nfams; k++) {
+        if (wt_http_add_family(http, family, &s->refs[k]) != 0) {
+            wt_warn(s->mod, "no room on /metrics for the %s family and those after it",
+                    s->fams[k].name);
+            return;
+        }
+    }
+}
+
+/* ---- secrets and HTTP --------------------------------------------------------------------- */
+
+int wt_sender_read_secret(const char *what, const char *path, char *out, size_t n,
+                          struct wt_err *err)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        int e = errno;
+        wt_err_set(err, "%s %s: %s", what, path, strerror(e));
+        return -e;
+    }
+    int rc = wt_check_secret_mode(what, path, sb.st_mode, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        wt_err_set(err, "%s %s: %s", what, path, strerror(e));
+        return -e;
+    }
+    size_t len = fread(out, 1, n - 1, f);
+    bool more = fgetc(f) != EOF;
+    fclose(f);
+    out[len] = '\0';
+    while (len > 0 && (out[len - 1] == '\n' || out[len - 1] == '\r'))
+        out[--len] = '\0';
+    if (more || !len || strpbrk(out, "\r\n"))
+        return wt_err_set(err, "%s %s: expected one line of 1..%zu characters", what, path, n - 2);
+    return 0;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void wt_sender_curl_init(void)
+{
+    pthread_once(&curl_once, curl_init);
+}
+
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return wt_sender_stopping(arg) ? 1 : 0; /* a stop abandons a hanging request */
+}
+
+struct reply {
+    char buf[REPLY_MAX];
+    size_t n;
+    char *raw; /* the caller's copy of the bytes, may be NULL */
+    size_t rawn, *rawlen;
+};
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+    struct reply *r = arg;
+    size_t len = size * nmemb;
+    size_t take = len < sizeof r->buf - 1 - r->n ? len : sizeof r->buf - 1 - r->n;
+    memcpy(r->buf + r->n, p, take);
+    r->n += take;
+    r->buf[r->n] = '\0';
+    if (r->raw && *r->rawlen < r->rawn) {
+        size_t room = r->rawn - *r->rawlen, t = len < room ? len : room;
+        memcpy(r->raw + *r->rawlen, p, t);
+        *r->rawlen += t;
+    }
+    return len;
+}
+
+long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender_http *c,
+                    const char *const *headers, const char *body, size_t len, char *why,
+                    size_t whyn, char *raw, size_t rawn, size_t *rawlen)
+{
+    char cerr[CURL_ERROR_SIZE] = "", secret[512] = "", auth[600] = "";
+    struct wt_err err = {{0}};
+    struct reply rep = {{0}, 0, raw, rawn, rawlen};
+    struct curl_slist *h = NULL;
+    long status = 0;
+    CURL *cu = curl;
+    bool oom = false;
+
+    why[0] = '\0';
+    if (rawlen)
+        *rawlen = 0;
+    else
+        rep.raw = NULL;
+    curl_easy_reset(cu);
+    for (size_t i = 0; headers && headers[i]; i++) {
+        struct curl_slist *nh = curl_slist_append(h, headers[i]);
+        oom |= !nh;
+        h = nh ? nh : h;
+    }
+    /* Secrets are read for every request, so a rotated token is used without a restart. */
+    if (c->bearer_token_file && c->bearer_token_file[0]) {
+        if (wt_sender_read_secret("bearer_token_file", c->bearer_token_file, secret, sizeof secret,
+                                  &err)) {
+            snprintf(why, whyn, "%s", err.msg);
+            goto out;
+        }
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", secret);
+        struct curl_slist *nh = curl_slist_append(h, auth);
+        oom |= !nh;
+        h = nh ? nh : h;
+    }
+    if (c->username && c->username[0]) {
+        if (wt_sender_read_secret("basic_auth.password_file", c->password_file, secret,
+                                  sizeof secret, &err)) {
+            snprintf(why, whyn, "%s", err.msg);
+            goto out;
+        }
+        curl_easy_setopt(cu, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        curl_easy_setopt(cu, CURLOPT_USERNAME, c->username);
+        curl_easy_setopt(cu, CURLOPT_PASSWORD, secret);
+    }
+    if (!h || oom) {
+        snprintf(why, whyn, "out of memory");
+        goto out;
+    }
+    long ms = (long)(c->timeout_ns / 1000000);
+    curl_easy_setopt(cu, CURLOPT_URL, c->url);
+    curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(cu, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(cu, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(cu, CURLOPT_POST, 1L);
+    curl_easy_setopt(cu, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(cu, CURLOPT_POSTFIELDSIZE, (long)len);
+    curl_easy_setopt(cu, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(cu, CURLOPT_WRITEDATA, &rep);
+    curl_easy_setopt(cu, CURLOPT_ERRORBUFFER, cerr);
+    curl_easy_setopt(cu, CURLOPT_USERAGENT, "wattage/" WT_VERSION);
+    curl_easy_setopt(cu, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(cu, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(cu, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(cu, CURLOPT_XFERINFODATA, d);
+    if (c->tls_ca && c->tls_ca[0])
+        curl_easy_setopt(cu, CURLOPT_CAINFO, c->tls_ca);
+    if (c->tls_cert && c->tls_cert[0]) {
+        curl_easy_setopt(cu, CURLOPT_SSLCERT, c->tls_cert);
+        curl_easy_setopt(cu, CURLOPT_SSLKEY, c->tls_key);
+    }
+    curl_easy_setopt(cu, CURLOPT_SSL_VERIFYPEER, c->insecure_skip_verify ? 0L : 1L);
+    curl_easy_setopt(cu, CURLOPT_SSL_VERIFYHOST, c->insecure_skip_verify ? 0L : 2L);
+    CURLcode rc = curl_easy_perform(cu);
+    if (rc != CURLE_OK) {
+        snprintf(why, whyn, "%s", cerr[0] ? cerr : curl_easy_strerror(rc));
+        goto out;
+    }
+    curl_easy_getinfo(cu, CURLINFO_RESPONSE_CODE, &status);
+    /* the receiver's own words, on one line */
+    for (char *q = rep.buf; *q; q++)
+        if (*q == '\n' || *q == '\r' || *q == '\t')
+            *q = ' ';
+    snprintf(why, whyn, "%s", rep.buf);
+out:
+    explicit_bzero(secret, sizeof secret);
+    explicit_bzero(auth, sizeof auth);
+    curl_slist_free_all(h);
+    return status;
+}
+
+/* ---- HTTP delivery ------------------------------------------------------------------------ */
+
+enum wt_sender_verdict wt_sender_verdict(long status)
+{
+    if (status >= 200 && status < 300)
+        return WT_SENDER_SENT;
+    if (status >= 500 || status == 429 || status <= 0)
+        return WT_SENDER_RETRY;
+    if (status == 401 || status == 403)
+        return WT_SENDER_AUTH;
+    return WT_SENDER_DROP;
+}
+
+static void add_stat(struct wt_sender_dest *d, int k, uint64_t n)
+{
+    pthread_mutex_lock(&d->s->mu);
+    d->st.c[k] += n;
+    d->st.c[WT_SENDER_C_REQUESTS]++;
+    pthread_mutex_unlock(&d->s->mu);
+}
+
+/* The credentials the endpoint sends, for messages. */
+static void credentials(const struct wt_sender_http *c, char *out, size_t n)
+{
+    if (c->bearer_token_file && c->bearer_token_file[0])
+        snprintf(out, n, "bearer_token_file %s", c->bearer_token_file);
+    else if (c->username && c->username[0])
+        snprintf(out, n, "basic_auth.password_file %s", c->password_file);
+    else
+        snprintf(out, n, "no credentials configured");
+}
+
+/*
+ * A 401 or 403: counted, logged when the endpoint begins refusing (not at every retry). The batch
+ * stays pending; the secret file is read again for the next attempt, so fixing it recovers.
+ */
+static void refused(struct wt_sender_dest *d, struct wt_sender_http_state *st,
+                    const struct wt_sender_http *h, const struct wt_cursor_batch *b, long status,
+                    const char *why)
+{
+    char cred[WT_PATH_LEN + 32];
+    add_stat(d, WT_SENDER_C_AUTH, 1);
+    st->refusals++;
+    if (st->refused)
+        return;
+    st->refused = true;
+    credentials(h, cred, sizeof cred);
+    wt_error(d->s->mod,
+             "endpoint %s: the receiver refuses the credentials with HTTP %ld: %s url=%s (%s); "
+             "%zu samples and what follows stay pending, retried with backoff up to %.1f s, the "
+             "secret read again at each attempt",
+             d->name, status, why[0] ? why : "(no reason given)", h->url, cred, b->n,
+             (double)d->cf.max_backoff_ns / WT_NS_PER_S);
+}
+
+/* The first answer other than 401/403 after a refusal: logged once. */
+static void accepted_again(struct wt_sender_dest *d, struct wt_sender_http_state *st,
+                           enum wt_sender_verdict v, long status)
+{
+    if (v == WT_SENDER_SENT)
+        wt_info(d->s->mod,
+                "endpoint %s: the receiver accepts the credentials again after %" PRIu64
+                " refused attempts; delivering",
+                d->name, st->refusals);
+    else
+        wt_info(
+            d->s->mod,
+            "endpoint %s: the receiver no longer refuses the credentials (HTTP %ld after %" PRIu64
+            " refused attempts)",
+            d->name, status, st->refusals);
+    st->refused = false;
+    st->refusals = 0;
+}
+
+void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_state *st, void *curl,
+                            const struct wt_sender_http *h, const char *const *headers,
+                            const struct wt_cursor_batch *b, const char *body, size_t len)
+{
+    const char *mod = d->s->mod;
+    int failures = 0;
+    char why[600], raw[REPLY_MAX * 8];
+    size_t rawlen = 0;
+    uint64_t sup;
+    if (!st->rl_fail.interval_ns)
+        st->rl_fail.interval_ns = 30 * WT_NS_PER_S;
+    if (!st->rl_drop.interval_ns)
+        st->rl_drop.interval_ns = 30 * WT_NS_PER_S;
+    for (;;) {
+        long status = wt_sender_post(d, curl, h, headers, body, len, why, sizeof why, raw,
+                                     sizeof raw, &rawlen);
+        enum wt_sender_verdict v = wt_sender_verdict(status);
+        if (v == WT_SENDER_AUTH) {
+            refused(d, st, h, b, status, why);
+            failures++;
+            wt_sender_count_pending(d, false);
+            if (wt_sender_wait(d, wt_sender_backoff(d, failures)))
+                return;
+            continue;
+        }
+        bool was_refused = status && st->refused;
+        if (was_refused)
+            accepted_again(d, st, v, status);
+        if (v == WT_SENDER_SENT) {
+            /* accepted, but the receiver may say it rejected some (OTLP's partial success) */
+            char msg[256] = "";
+            size_t rej = h->rejected ? h->rejected(raw, rawlen, msg, sizeof msg) : 0;
+            if (rej > b->n)
+                rej = b->n;
+            add_stat(d, WT_SENDER_C_SENT, b->n - rej);
+            if (rej) {
+                pthread_mutex_lock(&d->s->mu);
+                d->st.c[WT_SENDER_C_DROPPED] += rej;
+                pthread_mutex_unlock(&d->s->mu);
+                if (wt_ratelimit_ok(&st->rl_drop, wt_now_mono_ns(), &sup))
+                    wt_error(mod,
+                             "endpoint %s: the receiver accepted the request but rejected %zu of "
+                             "its %zu samples (not retried): %s url=%s suppressed=%" PRIu64,
+                             d->name, rej, b->n, msg[0] ? msg : "(no reason given)", h->url, sup);
+            }
+            if (failures && !was_refused)
+                wt_info(mod, "endpoint %s: delivering again after %d failed attempts", d->name,
+                        failures);
+            break;
+        }
+        if (v == WT_SENDER_DROP) {
+            add_stat(d, WT_SENDER_C_DROPPED, b->n);
+            if (wt_ratelimit_ok(&st->rl_drop, wt_now_mono_ns(), &sup))
+                wt_error(mod,
+                         "endpoint %s: the receiver refused %zu samples with HTTP %ld, dropped "
+                         "(not retried): %s url=%s suppressed=%" PRIu64,
+                         d->name, b->n, status, why[0] ? why : "(no reason given)", h->url, sup);
+            break;
+        }
+        add_stat(d, WT_SENDER_C_FAILED, b->n);
+        failures++;
+        int64_t wait = wt_sender_backoff(d, failures);
+        if (wt_sender_stopping(d))
+            return;
+        if (wt_ratelimit_ok(&st->rl_fail, wt_now_mono_ns(), &sup)) {
+            if (status)
+                wt_warn(mod,
+                        "endpoint %s: HTTP %ld for %zu samples, retrying in %.1f s: %s url=%s "
+                        "suppressed=%" PRIu64,
+                        d->name, status, b->n, (double)wait / WT_NS_PER_S, why, h->url, sup);
+            else
+                wt_warn(mod,
+                        "endpoint %s: cannot send %zu samples, retrying in %.1f s: %s url=%s "
+                        "suppressed=%" PRIu64,
+                        d->name, b->n, (double)wait / WT_NS_PER_S, why, h->url, sup);
+        }
+        wt_sender_count_pending(d, false);
+        if (wt_sender_wait(d, wait))
+            return;
+    }
+    /* sent or dropped: either way this batch is done */
+    (void)wt_sender_ack(d, b);
+}

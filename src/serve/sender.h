@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The send path shared by the streaming outputs (remote write, Kafka, OTLP): the store is the log
+ * (store/cursor.h), one cursor and one thread per destination, stop and backoff waits, the
+ * pending count and lag, and the self-metric families read from each destination's counters. A
+ * transport gives a table of functions (struct wt_sender_ops): which series it sends, what to do
+ * with a series seen for the first time (its encoder builds the labels once), and how to send one
+ * batch. Over HTTP, wt_sender_post is the one POST (credentials read per request, TLS, headers).
+ *
+ * Threads: each destination's thread runs the loop (refresh, read a batch, send, acknowledge);
+ * the counters are under the sender's mutex, read by /metrics and the stats functions.
+ */
+#ifndef WT_SENDER_H
+#define WT_SENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/err.h"
+#include "core/log.h"
+#include "core/reading.h"
+#include "store/cursor.h"
+
+#define WT_SENDER_MAX_COUNTERS 8
+/* family.counter values that are not counters */
+#define WT_SENDER_PENDING (-1)
+#define WT_SENDER_LAG (-2)
+
+struct wt_sender;
+struct wt_sender_dest;
+
+/* What the loop does after a send. */
+enum wt_send_next {
+    WT_SEND_DONE,  /* handled (acknowledged or left pending by the transport): on, at once when
+                    * more is waiting, else after the deadline */
+    WT_SEND_AGAIN, /* the transport waited its backoff: read the store again now */
+    WT_SEND_PAUSE, /* wait the deadline, then read the store again */
+};
+
+struct wt_sender_ops {
+    /* before each round (may be NULL): 0 to go on, else the loop waits max_backoff */
+    int (*prepare)(struct wt_sender_dest *d, void *ctx);
+    /* the series at index i (the cursor's order) is new: 0, or a negative errno (the round ends
+     * and the store is read again after the deadline) */
+    int (*add)(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s, size_t i);
+    /* sends b (not empty); acknowledges through wt_sender_ack* what was delivered */
+    enum wt_send_next (*send)(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_batch *b);
+};
+
+/* One self-metric family: label endpoint = the destination's name. */
+struct wt_sender_family {
+    const char *name, *help;
+    enum wt_metric_type type;
+    int counter; /* 0..WT_SENDER_MAX_COUNTERS-1, WT_SENDER_PENDING or WT_SENDER_LAG */
+};
+
+struct wt_sender_dest_config {
+    const char *name;   /* in messages and the endpoint label (copied) */
+    const char *cursor; /* the cursor's name in the store (copied) */
+    size_t batch_size;
+    int64_t deadline_ns, max_backoff_ns, backfill_ns;
+    wt_cursor_keep_fn keep; /* which series it sends (NULL: all), with ctx */
+    void *ctx;              /* the transport's, passed to ops and keep */
+};
+
+/*
+ * Opens a sender for up to max destinations: mod names the log lines, thread the threads
+ * (at most 15 characters), fams[0..nfams) the self-metrics (static storage). Returns 0 or -ENOMEM.
+ */
+int wt_sender_open(const char *mod, const char *thread, const struct wt_sender_ops *ops,
+                   const struct wt_sender_family *fams, size_t nfams, size_t max,
+                   struct wt_sender **out) WT_MUST_USE;
+/*
+ * Adds a destination: opens its cursor on the store at store_path. *out (may be NULL) the
+ * destination, valid until close. Returns 0 or a negative errno with err set.
+ */
+int wt_sender_add_dest(struct wt_sender *s, const char *store_path,
+                       const struct wt_sender_dest_config *c, struct wt_sender_dest **out,
+                       struct wt_err *err) WT_MUST_USE;
+size_t wt_sender_ndest(const struct wt_sender *s);
+/* Registers the families on http (before wt_http_start); logs when there is no room. */
+struct wt_http;
+void wt_sender_register(struct wt_sender *s, struct wt_http *http);
+/* Starts one thread per destination. Returns 0 or a negative errno with err set. */
+int wt_sender_start(struct wt_sender *s, struct wt_err *err) WT_MUST_USE;
+/* Sets the stop and wakes the waits (the threads leave their loop soon). */
+void wt_sender_stop(struct wt_sender *s);
+/* Stops, joins the threads, closes the cursors, frees s; accepts NULL. */
+void wt_sender_close(struct wt_sender *s);
+
+/* ---- for the transports, from a destination's thread ------------------------------------- */
+
+const char *wt_sender_dest_name(const struct wt_sender_dest *d);
+struct wt_cursor *wt_sender_dest_cursor(struct wt_sender_dest *d);
+int64_t wt_sender_dest_max_backoff(const struct wt_sender_dest *d);
+/* True once the sender is stopping. */
+bool wt_sender_stopping(struct wt_sender_dest *d);
+/* Waits up to ns or until the stop; true when stopping. */
+bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns);
+/* The backoff before retry number failures (1, 2, ...): 0.5 s doubling, capped at max_backoff. */
+int64_t wt_sender_backoff(const struct wt_sender_dest *d, int failures);
+/* Adds n to counter k (under the lock). */
+void wt_sender_count(struct wt_sender_dest *d, int k, uint64_t n);
+/* The pending count and lag, when due (wt_cursor_pending_paced); force: now. */
+void wt_sender_count_pending(struct wt_sender_dest *d, bool force);
+/* Acknowledges b, logging when the store cannot keep the cursor. Returns 0 or -EIO. */
+int wt_sender_ack(struct wt_sender_dest *d, const struct wt_cursor_batch *b);
+/* Acknowledges the samples of b at or before t_ns. Returns 0, -ENOMEM or -EIO. */
+int wt_sender_ack_through(struct wt_sender_dest *d, const struct wt_cursor_batch *b, int64_t t_ns);
+
+/* ---- for stats functions ------------------------------------------------------------------ */
+
+struct wt_sender_stats {
+    uint64_t c[WT_SENDER_MAX_COUNTERS];
+    uint64_t pending;
+    double lag_s;
+};
+/* The counters of destination i. Returns -ENOENT past the last. */
+int wt_sender_stats(struct wt_sender *s, size_t i, struct wt_sender_stats *out);
+
+/* ---- growth and HTTP ---------------------------------------------------------------------- */
+
+/* Grows *p (of *cap elements of size) to hold n, doubling from 256. Returns 0 or -ENOMEM. */
+int wt_sender_grow(void **p, size_t *cap, size_t n, size_t size) WT_MUST_USE;
+
+/*
+ * Reads a one-line secret file (what names it in messages) into out: refused when group or
+ * others may read it, missing, empty or longer than one line. Returns 0 or a negative errno with
+ * err set.
+ */
+int wt_sender_read_secret(const char *what, const char *path, char *out, size_t n,
+                          struct wt_err *err) WT_MUST_USE;
+
+/* An HTTP receiver: where, with which credentials (files read for every request) and TLS. */
+struct wt_sender_http {
+    const char *url;
+    const char *bearer_token_file; /* "" or NULL: none */
+    const char *username, *password_file;
+    const char *tls_ca, *tls_cert, *tls_key;
+    bool insecure_skip_verify;
+    int64_t timeout_ns;
+    /* on a 2xx, how many of the request's samples the answer says were rejected anyway (its
+     * reason into msg); NULL: none. The rejected ones count as dropped. */
+    size_t (*rejected)(const char *body, size_t len, char *msg, size_t n);
+};
+
+/* What an HTTP status means: sent (2xx), retry (5xx, 429, none), auth (401, 403: retried,
+ * counted apart) or drop (any other). */
+enum wt_sender_verdict { WT_SENDER_SENT, WT_SENDER_RETRY, WT_SENDER_DROP, WT_SENDER_AUTH };
+enum wt_sender_verdict wt_sender_verdict(long status);
+
+/* The counters an HTTP transport's destination keeps (wt_sender_http_deliver). */
+enum {
+    WT_SENDER_C_SENT,     /* samples accepted */
+    WT_SENDER_C_FAILED,   /* samples of failed attempts (retried) */
+    WT_SENDER_C_DROPPED,  /* samples refused with a 4xx (not retried) */
+    WT_SENDER_C_REQUESTS, /* requests answered or failed */
+    WT_SENDER_C_AUTH,     /* requests refused with 401 or 403 */
+};
+
+/* What wt_sender_http_deliver keeps between batches (zeroed at start). */
+struct wt_sender_http_state {
+    struct wt_ratelimit rl_fail, rl_drop;
+    bool refused;      /* the receiver's last answer was a 401 or 403 */
+    uint64_t refusals; /* of the requests since it began refusing */
+};
+
+/*
+ * Posts body (the encoding of b) until the receiver accepts it (2xx) or drops it (another 4xx),
+ * or the sender stops: 5xx, 429, network errors, 401 and 403 are retried with backoff, logged
+ * (rate-limited; a refusal once when it begins and once when it ends); the WT_SENDER_C_*
+ * counters move; accepted or dropped, b is acknowledged. A stop leaves b pending.
+ */
+void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_state *st, void *curl,
+                            const struct wt_sender_http *h, const char *const *headers,
+                            const struct wt_cursor_batch *b, const char *body, size_t len);
+
+/*
+ * One POST of body with the headers (NULL-terminated "Name: value" lines) on the handle curl (a
+ * CURL *, reset first); a stop of d's sender abandons it. Returns the HTTP status, or 0 with why
+ * filled when none came back; why also holds the start of the receiver's answer, on one line.
+ * raw (may be NULL) gets the answer's first rawn bytes as they came, *rawlen how many.
+ */
+long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender_http *h,
+                    const char *const *headers, const char *body, size_t len, char *why,
+                    size_t whyn, char *raw, size_t rawn, size_t *rawlen);
+/* curl_global_init, once per process. */
+void wt_sender_curl_init(void);
+
+#endif
