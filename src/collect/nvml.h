@@ -67,7 +67,11 @@ struct wt_gpu_procs {
     char uuid[96];
     unsigned int npids;
     unsigned int pids[WT_NVML_MAX_PROCS]; /* compute and graphics, each pid once */
+    /* usedGpuMemory of pids[i] (the larger of its compute and graphics entries), bytes;
+     * WT_NVML_NO_MEMORY when the driver cannot say */
+    unsigned long long mem_b[WT_NVML_MAX_PROCS];
 };
+#define WT_NVML_NO_MEMORY (~0ULL)
 
 /*
  * The processes NVML lists on each GPU (nvmlDevice{Compute,Graphics}RunningProcesses), as the
