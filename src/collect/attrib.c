@@ -379,9 +379,19 @@ static int merge(struct wt_attrib *a, struct device *d, struct pair *s, size_t n
                 m--;
         }
     }
+    /* A reused pid: the earlier process of that pid folds at once (two series would carry
+     * the same labels). Only one of a pid's processes can be listed in an interval. */
+    size_t w = 0;
+    for (size_t r = 0; r < m; r++) {
+        bool shadowed = !out[r].live && ((r + 1 < m && out[r + 1].pid == out[r].pid) ||
+                                         (w > 0 && out[w - 1].pid == out[r].pid));
+        if (shadowed && fold(d, &out[r]))
+            continue;
+        out[w++] = out[r];
+    }
     free(d->procs);
     d->procs = out;
-    d->nprocs = m;
+    d->nprocs = w;
     return 0;
 }
 

@@ -286,6 +286,7 @@ struct nvml_state {
     int64_t procs_at;         /* CLOCK_MONOTONIC of the last process list */
     struct wt_attrib *attrib; /* per-process energy (collect/attrib.h); NULL without memory */
     nvmlProcessUtilizationSample_t *util_buf;
+    bool said_proc_util;
     unsigned int util_cap;
     unsigned int n;
     struct gpu *gpus;
@@ -1224,6 +1225,9 @@ static bool read_util(struct nvml_state *s, struct gpu *g, unsigned int *n)
         }
         if (r == NVML_ERROR_NOT_SUPPORTED) {
             g->proc_util_unsupported = true;
+            if (s->said_proc_util)
+                return false;
+            s->said_proc_util = true; /* once: a board without it has eight GPUs without it */
             wt_info(MOD,
                     "per-process utilization: %s gpu=%u uuid=%s: its energy is split by memory "
                     "used, else equally (wattage_gpu_attribution_info says which)",
