@@ -495,7 +495,8 @@ int wt_cmd_run(int argc, char **argv)
         goto out;
     }
     /* CPU energy per process (collect/procattr.h): a hub sink of rapl batches, a slot. */
-    if (wt_cpu_attrib_open(hub, cfg.collectors.nvml_attrib_grace_ns, &cpu_attrib, &err) != 0) {
+    if (cfg.collectors.rapl_attribution &&
+        wt_cpu_attrib_open(hub, cfg.collectors.nvml_attrib_grace_ns, &cpu_attrib, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }

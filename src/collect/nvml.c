@@ -248,6 +248,10 @@ struct gpu {
     double busy;       /* this tick's utilization, 0..1; -1 unknown */
     bool proc_util_unsupported;
     unsigned long long util_seen_us; /* newest per-process sample taken */
+    /* the start times of the last split's processes: a pid listed again is not read again */
+    unsigned int known_n, known_age;
+    unsigned int known_pid[WT_NVML_MAX_PROCS];
+    uint64_t known_start[WT_NVML_MAX_PROCS];
 };
 
 /* XIDs of one GPU, counted by the event thread (under xid_mu). */
@@ -293,6 +297,7 @@ struct nvml_state {
 };
 
 #define PROCS_EVERY_NS WT_NS_PER_S
+#define START_REFRESH 30 /* splits between two reads of a listed process's start time */
 #define PROCS_BUF 256
 
 /* The latest process list of the collector that read one last (see wt_nvml_processes). */
@@ -1263,14 +1268,34 @@ static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_p
     double util[WT_NVML_MAX_PROCS] = {0};
     unsigned int cnt[WT_NVML_MAX_PROCS] = {0}, k_max = 0;
     bool mem_ok = p->npids > 0;
+    /* Every START_REFRESH splits every start time is read again: a pid that left and came
+     * back between two lists a second apart is the one reuse this cache could miss. */
+    bool refresh = ++g->known_age >= START_REFRESH;
+    if (refresh)
+        g->known_age = 0;
     for (unsigned int i = 0; i < p->npids; i++) {
         struct wt_pid_stat st;
+        bool cached = false;
         sh[i].pid = p->pids[i];
+        for (unsigned int k = 0; !refresh && k < g->known_n && !cached; k++) {
+            /* the lists keep their order from one second to the next: look at i first */
+            unsigned int j = (i + k) % g->known_n;
+            if (g->known_pid[j] == p->pids[i] && g->known_start[j]) {
+                sh[i].start = g->known_start[j];
+                cached = true;
+            }
+        }
         /* A process gone since the list keeps its energy under its pid (start unknown). */
-        sh[i].start = wt_procfs_pid_stat((int)p->pids[i], &st) == 0 ? st.start : 0;
+        if (!cached)
+            sh[i].start = wt_procfs_pid_stat((int)p->pids[i], &st) == 0 ? st.start : 0;
         if (p->mem_b[i] == WT_NVML_NO_MEMORY)
             mem_ok = false;
     }
+    for (unsigned int i = 0; i < p->npids; i++) {
+        g->known_pid[i] = sh[i].pid;
+        g->known_start[i] = sh[i].start;
+    }
+    g->known_n = p->npids;
     for (unsigned int k = 0; have_util && k < nsamp; k++) {
         for (unsigned int i = 0; i < p->npids; i++) {
             if (s->util_buf[k].pid == p->pids[i]) {
@@ -1526,7 +1551,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     xid_start(s);
     /* Attribution is an addition: without memory for it the GPUs are still read. */
     s->util_cap = PROCS_BUF;
-    if (wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, WT_M_GPU_ATTRIB_INFO, 1e-3,
+    if ((!cfg || cfg->collectors.nvml_attribution) &&
+        wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, WT_M_GPU_ATTRIB_INFO, 1e-3,
                        cfg ? cfg->collectors.nvml_attrib_grace_ns : 300 * WT_NS_PER_S,
                        &s->attrib) == 0)
         wt_attrib_publish(0, s->attrib);

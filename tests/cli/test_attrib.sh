@@ -1,38 +1,40 @@
 #!/usr/bin/env bash
 # Attribution through the real daemon on the fake NVML (8 GPUs), a fake /proc and a fake RAPL
-# tree: each GPU's energy split over its processes (per-process utilization on GPU 0, memory on
-# GPU 1 once utilization is NOT_SUPPORTED is another run), conserved over a window between two
-# scrapes to the mJ; owners in the labels; a finished process folded into its Slurm job after
-# collectors.nvml.attribution_grace; GET /api/v1/attribution and the "attribution" member of
-# GET /api/v1/gpus/processes; the CPU packages' energy split by CPU time, conserved.
+# tree: each GPU's energy split over its processes (GPU 0 by per-process SM utilization, 3:1
+# and 20 % idle; GPU 1 lists a process that ran no kernel: all idle), conserved over the window
+# between two scrapes to the mJ on every GPU; owners in the labels; no process on a GPU it did
+# not use; a finished process folded into its Slurm job after collectors.nvml.attribution_grace;
+# GET /api/v1/attribution and the "attribution" member of GET /api/v1/gpus/processes; the CPU
+# packages' energy split by CPU time, conserved.
 . tests/cli/lib.sh
-mkdir -p "$TMP/proc/proc"
-cp -r tests/fixtures/sysfs-2pkg/sys "$TMP/"
-export WATTAGE_SYSFS_ROOT=$TMP WATTAGE_PROCFS_ROOT=$TMP/proc
-printf 'MemTotal: 1000 kB\nMemAvailable: 500 kB\n' >"$TMP/proc/proc/meminfo"
+# The host's files are snapshots swapped in whole (a link renamed over $TMP/cur), so that the
+# daemon never reads CPU times of one moment beside RAPL counters or /proc/stat of another.
+export WATTAGE_SYSFS_ROOT=$TMP/cur WATTAGE_PROCFS_ROOT=$TMP/cur/proc
 printf 'collectors:\n  nvml:\n    attribution_grace: 2s\nstore:\n  flush_interval: 200ms\n' \
     >"$TMP/w.yaml"
 PROCS=$TMP/procs
-# fake processes 4001 (a Slurm step) and 4002 (a pod), with CPU time that grows
-fake_proc() { # pid cgroup ticks
-    mkdir -p "$TMP/proc/proc/$1"
-    echo "$2" >"$TMP/proc/proc/$1/cgroup"
-    echo "$1 (worker) R 1 1 1 0 -1 0 0 0 0 0 $3 0 0 0 20 0 1 0 $((1000 + $1)) 1000 10" \
-        >"$TMP/proc/proc/$1/stat.tmp" && mv "$TMP/proc/proc/$1/stat.tmp" "$TMP/proc/proc/$1/stat"
-}
 SLURM='0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0'
 POD='0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod11112222_3333_4444_5555_666677778888.slice/cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope'
-tick() { # the host moves on: CPU time, /proc/stat, RAPL counters
-    local k=$1
-    fake_proc 4001 "$SLURM" $((k * 30))
-    fake_proc 4002 "$POD" $((k * 10))
+fake_proc() { # root pid cgroup ticks: a process with CPU time (utime) and a start time
+    mkdir -p "$1/proc/proc/$2"
+    echo "$3" >"$1/proc/proc/$2/cgroup"
+    echo "$2 (worker) R 1 1 1 0 -1 0 0 0 0 0 $4 0 0 0 20 0 1 0 $((1000 + $2)) 1000 10" \
+        >"$1/proc/proc/$2/stat"
+}
+tick() { # snapshot k: 4001 used 30 of every 100 CPU ticks, 4002 10; RAPL +7 J per package
+    local k=$1 d=$TMP/s$1
+    mkdir -p "$d/proc/proc"
+    cp -r tests/fixtures/sysfs-2pkg/sys "$d/"
+    fake_proc "$d" 4001 "$SLURM" $((k * 30))
+    fake_proc "$d" 4002 "$POD" $((k * 10))
     printf 'cpu  %d 0 0 %d 0 0 0 0 0 0\ncpu0 %d 0 0 %d 0 0 0 0 0 0\n' $((k * 50)) $((k * 50)) \
-        $((k * 50)) $((k * 50)) >"$TMP/proc/proc/stat.tmp"
-    mv "$TMP/proc/proc/stat.tmp" "$TMP/proc/proc/stat"
+        $((k * 50)) $((k * 50)) >"$d/proc/proc/stat"
+    printf 'MemTotal: 1000 kB\nMemAvailable: 500 kB\n' >"$d/proc/proc/meminfo"
     for z in intel-rapl:0 intel-rapl:1; do
-        echo $((123456789012 + k * 7000000)) >"$TMP/sys/class/powercap/$z/energy_uj.tmp"
-        mv "$TMP/sys/class/powercap/$z/energy_uj.tmp" "$TMP/sys/class/powercap/$z/energy_uj"
+        echo $((123456789012 + k * 7000000)) >"$d/sys/class/powercap/$z/energy_uj"
     done
+    ln -sfn "$d" "$TMP/cur.new" && mv -T "$TMP/cur.new" "$TMP/cur"
+    rm -rf "$TMP/s$((k - 5))"
 }
 tick 1
 ( k=2; while :; do sleep 0.2; tick $k; k=$((k + 1)); done ) &

@@ -530,3 +530,57 @@ WT_TEST(gpu_split_falls_back_to_memory_then_equal)
     WT_ASSERT(gpu_series(&b, 0, "owner=\"idle\"") > 0);
     wt_batch_free(&b);
 }
+
+WT_TEST(gpu_split_tells_a_reused_pid_from_its_first_process)
+{
+    proc_root();
+    fake_proc(100, SLURM7, 0, 50);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/procs", wt_test_dir());
+    wt_test_write(path, "0 100 sm=50\n");
+    setenv("FAKE_NVML_PROCS_FILE", path, 1);
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    if (!fake_path[0])
+        wt_test_fail(__FILE__, __LINE__, "the fake NVML is not built: run make first");
+    setenv("WATTAGE_NVML_LIBRARY", fake_path, 1);
+    static struct wt_config cfg;
+    wt_config_defaults(&cfg);
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_nvml_collector.open(&cfg, &st, &err), 0);
+    const char *first = "gpu=\"0\",uuid=\"GPU-fake-0000-0\",pid=\"100\",owner=\"slurm\","
+                        "slurm_job=\"7\",slurm_step=\"0\"";
+    const char *second = "gpu=\"0\",uuid=\"GPU-fake-0000-0\",pid=\"100\",owner=\"kubernetes\","
+                         "pod_uid=\"11112222-3333-4444-5555-666677778888\","
+                         "container=\"0123456789ab\"";
+    double had = 0;
+    for (int k = 0; k < 5; k++) {
+        if (k == 2) /* the process exits: GPU 0 lists nobody */
+            wt_test_write(path, "%s", "");
+        if (k == 3) { /* pid 100 again: another process, a pod's, started later */
+            fake_proc(100, POD, 0, 90);
+            wt_test_write(path, "0 100 sm=50\n");
+        }
+        wt_batch_clear(&b);
+        WT_EQ_INT(wt_nvml_collector.poll(st, wt_now_real_ns(), &b, &err), 0);
+        const struct wt_reading *r = find_reading(&b, WT_M_PROC_GPU_ENERGY_J, first);
+        if (k == 1 || k == 2) {
+            WT_ASSERT(r != NULL && r->value > 0);
+            had = r->value;
+        }
+        if (k >= 3) {
+            /* the first process is folded into its job at once; the second starts from 0 */
+            WT_ASSERT(r == NULL);
+            const struct wt_reading *f =
+                find_reading(&b, WT_M_PROC_GPU_ENERGY_J,
+                             "gpu=\"0\",uuid=\"GPU-fake-0000-0\",owner=\"slurm\",slurm_job=\"7\"");
+            WT_ASSERT(f != NULL && fabs(f->value - had) < 1e-9);
+            WT_ASSERT(find_reading(&b, WT_M_PROC_GPU_ENERGY_J, second) != NULL);
+        }
+        if (k < 4)
+            sleep_s(1.0);
+    }
+    wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
