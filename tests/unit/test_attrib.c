@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit/jobs.h"
 #include "collect/attrib.h"
 #include "collect/nvml.h"
 #include "collect/procattr.h"
@@ -20,6 +21,7 @@
 #include "core/config.h"
 #include "readings.h"
 #include "runner.h"
+#include "store/store.h"
 
 #define S WT_NS_PER_S
 
@@ -583,4 +585,42 @@ WT_TEST(gpu_split_tells_a_reused_pid_from_its_first_process)
     }
     wt_nvml_collector.close(st);
     wt_batch_free(&b);
+}
+
+WT_TEST(job_info_carries_the_owner_its_tags_name)
+{
+    char db[PATH_MAX];
+    struct wt_store *st = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    snprintf(db, sizeof db, "%s/w.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(db, NULL, &st, &err), 0);
+    wt_store_close(st);
+    WT_EQ_INT(wt_jobs_open(db, NULL, &j, &err), 0);
+    unsigned status = 0;
+    char *json = NULL;
+    const char *a = "{\"name\":\"train\",\"tags\":{\"slurm_job\":\"4242\",\"team\":\"x\"}}";
+    const char *b = "{\"name\":\"plain\"}";
+    int64_t now = wt_now_real_ns();
+    WT_EQ_INT(wt_jobs_start_json(j, a, strlen(a), now, &status, &json), 0);
+    WT_EQ_INT(status, 201);
+    free(json);
+    WT_EQ_INT(wt_jobs_start_json(j, b, strlen(b), now, &status, &json), 0);
+    free(json);
+    struct wt_batch out = {0};
+    WT_EQ_INT(wt_jobs_export_batch(j, now + S, &out), 0);
+    int with = 0, without = 0;
+    for (size_t i = 0; i < out.len; i++) {
+        if (out.r[i].metric != WT_M_JOB_INFO)
+            continue;
+        if (strstr(out.r[i].labels, "job=\"train\""))
+            with += strstr(out.r[i].labels, ",slurm_job=\"4242\"") != NULL &&
+                    !strstr(out.r[i].labels, "team");
+        else
+            without += !strstr(out.r[i].labels, "slurm_job");
+    }
+    WT_EQ_INT(with, 1);
+    WT_EQ_INT(without, 1);
+    wt_batch_free(&out);
+    wt_jobs_close(j);
 }
