@@ -7,7 +7,8 @@
  * Slurm cgroup each). Both collectors are open at once and polled in turn once a second
  * (every tick reads the process lists then); the CPU time of each poll is the calling
  * thread's (CLOCK_THREAD_CPUTIME_ID). Prints median, min and max per side and the ratio of
- * the medians.
+ * the medians. Then the CPU side on this host's real /proc: the CPU time of one split of a
+ * RAPL interval over every process (a scan of /proc/PID/stat), median of TICKS.
  *   attrib_bench [TICKS]   (default 15; WATTAGE_NVML_LIBRARY, else
  *                           build/tests/fakes/libnvidia-ml.so.1)
  */
@@ -21,6 +22,8 @@
 #include <unistd.h>
 
 #include "collect/nvml.h"
+#include "collect/procattr.h"
+#include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -84,6 +87,12 @@ static int make_tree(const char *dir)
         }
     }
     return fclose(procs) == 0 ? 0 : -EIO;
+}
+
+static void count_one(void *ctx, int pid)
+{
+    (void)pid;
+    (*(int *)ctx)++;
 }
 
 static void report(const char *name, double *us, int n)
@@ -159,6 +168,45 @@ int main(int argc, char **argv)
     printf("ratio (with / without, medians)   %.3f\n", med[1] / med[0]);
     for (int m = 0; m < 2; m++)
         wt_nvml_collector.close(st[m]);
+
+    /* The CPU side: every process of this host, one split per RAPL batch. */
+    unsetenv("WATTAGE_PROCFS_ROOT");
+    struct wt_cpu_attrib *c = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch in = {0};
+    static double cu[MAX_TICKS];
+    if (wt_cpu_attrib_open(NULL, 300 * WT_NS_PER_S, &c, &err) != 0) {
+        fprintf(stderr, "attrib_bench: %s\n", err.msg);
+        return 1;
+    }
+    size_t series = 0;
+    for (int t = -1; t < ticks; t++) {
+        wt_batch_clear(&in);
+        wt_batch_clear(&b);
+        if (wt_batch_add(&in, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"package\"",
+                         wt_now_real_ns(), 1000.0 + 50.0 * (t + 1)) != 0)
+            return 1;
+        double c0 = thread_cpu_us();
+        int rc = wt_cpu_attrib_feed(c, "rapl", &in, &b);
+        double c1 = thread_cpu_us();
+        if (rc < 0) {
+            fprintf(stderr, "attrib_bench: cpu split failed (%d)\n", rc);
+            return 1;
+        }
+        if (t >= 0) {
+            cu[t] = c1 - c0;
+            series = b.len;
+        }
+        struct timespec tenth = {0, 100000000};
+        nanosleep(&tenth, NULL);
+    }
+    int nproc = 0;
+    if (wt_procfs_each_pid(count_one, &nproc) != 0)
+        nproc = -1;
+    report("cpu split over this host's /proc", cu, ticks);
+    printf("%-34s %d processes, %zu series\n", "", nproc, series);
+    wt_cpu_attrib_close(c);
+    wt_batch_free(&in);
     wt_batch_free(&b);
     return 0;
 }

@@ -12,6 +12,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -460,13 +461,17 @@ int wt_procfs_pid_stat(int pid, struct wt_pid_stat *out)
     char path[PATH_MAX], buf[PID_STAT_MAX];
     if (snprintf(path, sizeof path, "%s/proc/%d/stat", wt_procfs_root(), pid) >= (int)sizeof path)
         return -ENAMETOOLONG;
-    FILE *f = fopen(path, "re");
-    if (!f)
+    /* open/read, not stdio: this runs for every process every RAPL interval */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return -errno;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    size_t n = 0;
+    ssize_t k = 0;
+    while (n < sizeof buf - 1 && (k = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)k;
     /* A process that exits while we read gives ESRCH on the read itself. */
-    int rc = ferror(f) ? -(errno ? errno : EIO) : 0;
-    fclose(f);
+    int rc = k < 0 ? -errno : 0;
+    close(fd);
     if (rc)
         return rc;
     buf[n] = '\0';
