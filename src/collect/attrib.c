@@ -229,7 +229,7 @@ static void read_owner(struct wt_attrib *a, struct proc *p, int64_t t_ns)
 }
 
 static void proc_init(struct wt_attrib *a, struct device *d, struct proc *p, unsigned int pid,
-                      uint64_t start, int64_t t_ns)
+                      uint64_t start, int instance, int64_t t_ns)
 {
     char num[24];
     memset(p, 0, sizeof *p);
@@ -240,6 +240,10 @@ static void proc_init(struct wt_attrib *a, struct device *d, struct proc *p, uns
     memcpy(p->labels, d->labels, sizeof p->labels);
     snprintf(num, sizeof num, "%u", pid);
     (void)wt_labels_add(p->labels, sizeof p->labels, "pid", num);
+    if (instance >= 0) {
+        snprintf(num, sizeof num, "%d", instance);
+        (void)wt_labels_add(p->labels, sizeof p->labels, "gpu_instance", num);
+    }
     owner_labels(p->labels, sizeof p->labels, p, false);
 }
 
@@ -318,6 +322,7 @@ struct pair {
     unsigned int pid;
     uint64_t start;
     uint64_t part;
+    int instance;
 };
 
 static int by_key(const void *a, const void *b)
@@ -372,7 +377,7 @@ static int merge(struct wt_attrib *a, struct device *d, struct pair *s, size_t n
                 continue;
             }
             struct proc *p = &out[m++];
-            proc_init(a, d, p, s[k].pid, s[k].start, t_ns);
+            proc_init(a, d, p, s[k].pid, s[k].start, s[k].instance, t_ns);
             p->raw = s[k++].part;
             /* Past the cap (the CPU ledger on a busy host), straight to the owner. */
             if (m > WT_ATTRIB_MAX_PROCS && fold(d, p))
@@ -411,7 +416,7 @@ int wt_attrib_account(struct wt_attrib *a, unsigned int dev, const char *dev_lab
     uint64_t idle = 0;
     wt_attrib_split(energy, busy, w, n, parts, &idle);
     for (size_t i = 0; i < n; i++)
-        s[i] = (struct pair){shares[i].pid, shares[i].start, parts[i]};
+        s[i] = (struct pair){shares[i].pid, shares[i].start, parts[i], shares[i].instance};
     qsort(s, n, sizeof *s, by_key);
 
     pthread_mutex_lock(&a->mu);

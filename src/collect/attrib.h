@@ -22,6 +22,7 @@
  * Readings (wt_attrib_emit), for metric M (wattage_process_gpu_energy_joules_total or
  * wattage_process_cpu_energy_joules_total), with the device's labels first:
  *   M{dev…,pid="123",owner="slurm",slurm_job="4242",slurm_step="0"}   a process
+ *       (with gpu_instance="N" after pid when it runs in MIG GPU instance N)
  *   M{dev…,owner="slurm",slurm_job="4242"}                            its folded processes
  *   M{dev…,owner="idle"}                                              the unused rest
  * and, for a ledger opened with an info metric, info{dev…,method="utilization"} 1.
@@ -63,6 +64,8 @@ struct wt_attrib_share {
     unsigned int pid;
     uint64_t start;  /* start time (USER_HZ ticks after boot); 0 when /proc could not say */
     uint64_t weight; /* in any unit, the same for every share of the interval */
+    int instance;    /* a MIG GPU instance id (label gpu_instance), -1 for none; it is set
+                      * when the process is first seen */
 };
 
 #define WT_ATTRIB_MAX_DEVICES 64

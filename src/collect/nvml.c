@@ -1157,7 +1157,8 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
 
 /* ---- running processes, and the split of each GPU's energy over them ---- */
 
-static void add_pid(struct wt_gpu_procs *p, unsigned int pid, unsigned long long mem_b)
+static void add_pid(struct wt_gpu_procs *p, unsigned int pid, unsigned long long mem_b,
+                    unsigned int instance)
 {
     for (unsigned int i = 0; i < p->npids; i++) {
         if (p->pids[i] == pid) {
@@ -1169,6 +1170,7 @@ static void add_pid(struct wt_gpu_procs *p, unsigned int pid, unsigned long long
     }
     if (p->npids < WT_NVML_MAX_PROCS) {
         p->mem_b[p->npids] = mem_b;
+        p->instance[p->npids] = instance;
         p->pids[p->npids++] = pid;
     }
 }
@@ -1183,12 +1185,12 @@ static nvmlReturn_t read_procs(wt_nvml_procs_fn *f, wt_nvml_procs_v1_fn *f1, nvm
         nvmlProcessInfo_t buf[PROCS_BUF];
         r = f(d, &count, buf);
         for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid, buf[i].usedGpuMemory);
+            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, buf[i].gpuInstanceId);
     } else if (f1) {
         nvmlProcessInfo_v1_t buf[PROCS_BUF];
         r = f1(d, &count, buf);
         for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid, buf[i].usedGpuMemory);
+            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, WT_NVML_NO_INSTANCE);
     } else {
         r = NVML_ERROR_NOT_SUPPORTED;
     }
@@ -1277,6 +1279,9 @@ static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_p
         struct wt_pid_stat st;
         bool cached = false;
         sh[i].pid = p->pids[i];
+        /* Under MIG a process's series says its GPU instance: each process is counted once,
+         * so the instances' series and idle sum to the parent's energy. */
+        sh[i].instance = p->instance[i] == WT_NVML_NO_INSTANCE ? -1 : (int)p->instance[i];
         for (unsigned int k = 0; !refresh && k < g->known_n && !cached; k++) {
             /* the lists keep their order from one second to the next: look at i first */
             unsigned int j = (i + k) % g->known_n;

@@ -146,7 +146,7 @@ int wt_cpu_attrib_feed(struct wt_cpu_attrib *c, const char *collector, const str
                 continue;
             if (d > all)
                 d = all;
-            sh[n++] = (struct wt_attrib_share){p->pid, p->start, d};
+            sh[n++] = (struct wt_attrib_share){p->pid, p->start, d, -1};
             used += d;
         }
         double busy = all ? (double)used / (double)all : 0;

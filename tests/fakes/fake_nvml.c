@@ -45,11 +45,12 @@
  *                                thermal slowdown reasons (0x20|0x40) to FAKE_NVML_THROTTLE
  *   FAKE_NVML_PROCS_FILE=FILE    the running processes, read at every call of
  *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3]: lines
- *                                "GPU PID [compute|graphics] [mem=MIB|mem=na] [sm=PCT]" (default
- *                                compute); no file: none. usedGpuMemory is MIB MiB (default
- *                                1024; na: NVML_VALUE_NOT_AVAILABLE), the MIG instance ids
- *                                0xFFFFFFFF. "processes" in FAKE_NVML_NOT_SUPPORTED makes them
- *                                NOT_SUPPORTED.
+ *                                "GPU PID [compute|graphics] [mem=MIB|mem=na] [sm=PCT] [gi=N]"
+ *                                (default compute); no file: none. usedGpuMemory is MIB MiB
+ *                                (default 1024; na: NVML_VALUE_NOT_AVAILABLE), the MIG ids
+ *                                gpuInstanceId N and computeInstanceId 0 (default 0xFFFFFFFF
+ *                                both: no MIG). "processes" in FAKE_NVML_NOT_SUPPORTED makes
+ *                                them NOT_SUPPORTED.
  *                                nvmlDeviceGetProcessUtilization returns, for each line of the
  *                                GPU with sm=PCT, one sample {pid, now in µs, smUtil PCT,
  *                                memUtil PCT/2} when now is after lastSeenTimeStamp, else
@@ -895,6 +896,7 @@ struct fake_proc {
     unsigned int pid;
     unsigned long long mem_b; /* ~0ULL: not available */
     int sm;                   /* -1: no sm= (no utilization sample) */
+    unsigned int gi;          /* gi=N: its MIG GPU instance; 0xFFFFFFFF none */
 };
 
 /* The processes FAKE_NVML_PROCS_FILE lists for gpu, of one kind (any kind when any); returns
@@ -910,7 +912,7 @@ static unsigned int file_procs(unsigned int gpu, bool graphics, bool any, struct
         int used = 0;
         if (sscanf(line, "%u %u%n", &g, &pid, &used) < 2 || g != gpu)
             continue;
-        struct fake_proc p = {pid, 1ULL << 30, -1};
+        struct fake_proc p = {pid, 1ULL << 30, -1, 0xFFFFFFFFu};
         bool is_graphics = false;
         char tok[64];
         int k = 0;
@@ -922,7 +924,7 @@ static unsigned int file_procs(unsigned int gpu, bool graphics, bool any, struct
                 p.mem_b = ~0ULL;
             else if (sscanf(tok, "mem=%llu", &mib) == 1)
                 p.mem_b = mib << 20;
-            else
+            else if (sscanf(tok, "gi=%u", &p.gi) != 1)
                 sscanf(tok, "sm=%d", &p.sm);
         }
         if (any || is_graphics == graphics)
@@ -959,7 +961,8 @@ static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count
             nvmlProcessInfo_t *p = (nvmlProcessInfo_t *)infos + i;
             p->pid = pids[i].pid;
             p->usedGpuMemory = pids[i].mem_b;
-            p->gpuInstanceId = p->computeInstanceId = 0xFFFFFFFFu;
+            p->gpuInstanceId = pids[i].gi;
+            p->computeInstanceId = pids[i].gi == 0xFFFFFFFFu ? 0xFFFFFFFFu : 0;
         }
     }
     *count = n;

@@ -153,7 +153,7 @@ WT_TEST(ledger_conserves_every_window_and_gives_only_to_users)
                 /* each device its own mix; device 2 never has process 105 */
                 if (next_rand() % 3 == 0 || (d == 2 && p == 5))
                     continue;
-                sh[n++] = (struct wt_attrib_share){100 + p, 1000 + p, next_rand() % 1000};
+                sh[n++] = (struct wt_attrib_share){100 + p, 1000 + p, next_rand() % 1000, -1};
                 used[d][p] = sh[n - 1].weight > 0;
             }
             uint64_t e = next_rand() % 700000;
@@ -228,7 +228,8 @@ WT_TEST(finished_processes_fold_into_their_owner_after_the_grace_period)
     struct wt_batch b = {0};
     WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 10 * S, &a), 0);
     const char *dev = "gpu=\"0\"";
-    struct wt_attrib_share all[4] = {{100, 50, 1}, {101, 51, 1}, {102, 52, 1}, {103, 53, 1}};
+    struct wt_attrib_share all[4] = {
+        {100, 50, 1, -1}, {101, 51, 1, -1}, {102, 52, 1, -1}, {103, 53, 1, -1}};
     WT_EQ_INT(wt_attrib_account(a, 0, dev, 1 * S, 4000, 1, WT_ATTRIB_EQUAL, all, 4), 0);
     WT_EQ_INT(wt_attrib_emit(a, 1 * S, &b), 0);
     WT_EQ_INT(series(&b, "gpu=\"0\",pid=\"100\",owner=\"slurm\",slurm_job=\"7\",slurm_step=\"0\""),
@@ -259,7 +260,7 @@ WT_TEST(finished_processes_fold_into_their_owner_after_the_grace_period)
     WT_EQ_INT(b.len, 4);
     /* a process of the same job comes and goes: it joins the job's series */
     fake_proc(104, SLURM7, 0, 60);
-    struct wt_attrib_share one = {104, 60, 5};
+    struct wt_attrib_share one = {104, 60, 5, -1};
     WT_EQ_INT(wt_attrib_account(a, 0, dev, 17 * S, 500, 1, WT_ATTRIB_EQUAL, &one, 1), 0);
     WT_EQ_INT(wt_attrib_account(a, 0, dev, 30 * S, 0, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
     WT_EQ_INT(wt_attrib_account(a, 0, dev, 41 * S, 0, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
@@ -279,11 +280,11 @@ WT_TEST(a_reused_pid_is_another_process)
     struct wt_attrib *a;
     struct wt_batch b = {0};
     WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 300 * S, &a), 0);
-    struct wt_attrib_share s1 = {100, 50, 1};
+    struct wt_attrib_share s1 = {100, 50, 1, -1};
     WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 1 * S, 3000, 1, WT_ATTRIB_EQUAL, &s1, 1), 0);
     /* pid 100 exits; another process (a pod's) gets pid 100 with a later start */
     fake_proc(100, POD, 0, 90);
-    struct wt_attrib_share s2 = {100, 90, 1};
+    struct wt_attrib_share s2 = {100, 90, 1, -1};
     WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 2 * S, 1000, 1, WT_ATTRIB_EQUAL, &s2, 1), 0);
     WT_EQ_INT(wt_attrib_emit(a, 2 * S, &b), 0);
     /* one series per pid: the new process's, with only its own energy and owner */
@@ -312,7 +313,7 @@ WT_TEST(an_unreadable_or_missing_cgroup_is_owner_unknown)
     struct wt_batch b = {0};
     WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 300 * S, &a), 0);
     /* 102 has no /proc entry at all (it exited between the list and the read) */
-    struct wt_attrib_share sh[3] = {{100, 50, 1}, {101, 51, 1}, {102, 0, 1}};
+    struct wt_attrib_share sh[3] = {{100, 50, 1, -1}, {101, 51, 1, -1}, {102, 0, 1, -1}};
     WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 1 * S, 3000, 1, WT_ATTRIB_EQUAL, sh, 3), 0);
     WT_EQ_INT(wt_attrib_emit(a, 1 * S, &b), 0);
     WT_EQ_INT(series(&b, "gpu=\"0\",pid=\"100\",owner=\"unknown\""), 1);
@@ -623,4 +624,28 @@ WT_TEST(job_info_carries_the_owner_its_tags_name)
     WT_EQ_INT(without, 1);
     wt_batch_free(&out);
     wt_jobs_close(j);
+}
+
+WT_TEST(mig_processes_carry_their_gpu_instance_and_sum_to_the_parent)
+{
+    proc_root();
+    fake_proc(100, SLURM7, 0, 50);
+    fake_proc(101, UNIT, 0, 51);
+    /* NVML has no per-process utilization under MIG: the split is by memory */
+    setenv("FAKE_NVML_NOT_SUPPORTED", "process_utilization", 1);
+    struct wt_batch b = {0};
+    run_nvml("0 100 gi=1 mem=1024\n0 101 gi=2 mem=3072\n", 2, &b);
+    unsetenv("FAKE_NVML_NOT_SUPPORTED");
+    double i1 = gpu_series(&b, 0,
+                           "pid=\"100\",gpu_instance=\"1\",owner=\"slurm\",slurm_job=\"7\","
+                           "slurm_step=\"0\"");
+    double i2 = gpu_series(&b, 0,
+                           "pid=\"101\",gpu_instance=\"2\",owner=\"systemd\","
+                           "unit=\"render.service\"");
+    WT_ASSERT(i1 > 0 && fabs(i2 / i1 - 3) < 0.01);
+    /* the parent's energy counted once: instances and idle are its parts (run_nvml checked
+     * that they sum to its counter); nothing under any other GPU */
+    for (size_t i = 0; i < b.len; i++)
+        WT_ASSERT(!strstr(b.r[i].labels, "gpu_instance") || strstr(b.r[i].labels, "gpu=\"0\""));
+    wt_batch_free(&b);
 }
