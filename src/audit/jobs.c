@@ -1764,6 +1764,21 @@ static void gpus_label(const struct job *jb, char *out, size_t n)
     }
 }
 
+/*
+ * Owner labels on wattage_job_info where the job's tags name its owner (slurm_job, pod_uid,
+ * unit: the names of wattage_process_*_energy_joules_total's owner labels), so that a job's
+ * series join its processes' by owner. A tag that does not fit is left out.
+ */
+static void owner_labels(const struct job *jb, char *labels, size_t n)
+{
+    static const char *const keys[] = {"slurm_job", "pod_uid", "unit"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(jb->tags, keys[i]);
+        if (cJSON_IsString(t) && t->valuestring[0])
+            (void)wt_labels_add(labels, n, keys[i], t->valuestring);
+    }
+}
+
 int wt_jobs_export_batch(struct wt_jobs *j, int64_t now, struct wt_batch *b)
 {
     sqlite3_stmt *s = NULL;
@@ -1791,6 +1806,7 @@ int wt_jobs_export_batch(struct wt_jobs *j, int64_t now, struct wt_batch *b)
             job_free(&jb);
             continue; /* a name too long for the labels: the API still has it */
         }
+        owner_labels(&jb, li, sizeof li);
         rc = window_energy(j, &jb, jb.start_ns, jb.end_ns ? jb.end_ns : now, &sp, NULL);
         if (rc == 0)
             rc = wt_batch_add(b, WT_M_JOB_INFO, li, now, 1);

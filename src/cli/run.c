@@ -24,6 +24,7 @@
 #include "audit/power_avg.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
+#include "collect/procattr.h"
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/hub.h"
@@ -427,6 +428,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_otlp *otlp = NULL;
     struct wt_power_avg *pavg = NULL;
     struct wt_api_series *series = NULL;
+    struct wt_cpu_attrib *cpu_attrib = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -504,6 +506,12 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* Rolling 1/5/15-min power means: a hub sink and a slot of their own. */
     if (wt_power_avg_open(&cfg, hub, &pavg, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* CPU energy per process (collect/procattr.h): a hub sink of rapl batches, a slot. */
+    if (cfg.collectors.rapl_attribution &&
+        wt_cpu_attrib_open(hub, cfg.collectors.nvml_attrib_grace_ns, &cpu_attrib, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -653,6 +661,7 @@ out:
     wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
     wt_store_close(store);    /* after the collectors: flushes what they published */
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
+    wt_cpu_attrib_close(cpu_attrib); /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/attrib.h"
 #include "collect/nvml_api.h"
+#include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/energy.h"
 #include "core/log.h"
@@ -58,6 +60,7 @@ struct nvml_fns {
     wt_nvml_procs_v1_fn *compute_procs_v1;
     wt_nvml_procs_fn *graphics_procs;
     wt_nvml_procs_v1_fn *graphics_procs_v1;
+    wt_nvml_proc_util_fn *proc_util;
     /* health */
     wt_nvml_string_fn *vbios;
     wt_nvml_cuda_version_fn *cuda_version;
@@ -116,6 +119,7 @@ const struct wt_nvml_symbol wt_nvml_symbols[] = {
     SYM(graphics_procs, false, "nvmlDeviceGetGraphicsRunningProcesses_v3",
         "nvmlDeviceGetGraphicsRunningProcesses_v2"),
     SYM(graphics_procs_v1, false, "nvmlDeviceGetGraphicsRunningProcesses"),
+    SYM(proc_util, false, "nvmlDeviceGetProcessUtilization"),
     /* Health. nvmlEventSetWait fills a shorter nvmlEventData_t than _v2: it is zeroed first. */
     SYM(vbios, false, "nvmlDeviceGetVbiosVersion"),
     SYM(cuda_version, false, "nvmlSystemGetCudaDriverVersion_v2", "nvmlSystemGetCudaDriverVersion"),
@@ -235,6 +239,19 @@ struct gpu {
     /* health */
     uint64_t failed_ticks;
     struct wt_ratelimit down_rl, err_rl;
+    /* attribution (see poll_procs): the energy of this tick, and where the last split ended */
+    bool have_energy_mj;
+    uint64_t energy_mj;  /* counter (or integrated power) in mJ, monotone */
+    bool attrib_started; /* attrib_mj and attrib_at hold the last split's end */
+    uint64_t attrib_mj;
+    int64_t attrib_at; /* CLOCK_REALTIME */
+    double busy;       /* this tick's utilization, 0..1; -1 unknown */
+    bool proc_util_unsupported;
+    unsigned long long util_seen_us; /* newest per-process sample taken */
+    /* the start times of the last split's processes: a pid listed again is not read again */
+    unsigned int known_n, known_age;
+    unsigned int known_pid[WT_NVML_MAX_PROCS];
+    uint64_t known_start[WT_NVML_MAX_PROCS];
 };
 
 /* XIDs of one GPU, counted by the event thread (under xid_mu). */
@@ -270,12 +287,17 @@ struct nvml_state {
     pthread_mutex_t xid_mu;
     struct xid_gpu *xid;
     int64_t max_gap_ns;
-    int64_t procs_at; /* CLOCK_MONOTONIC of the last process list */
+    int64_t procs_at;         /* CLOCK_MONOTONIC of the last process list */
+    struct wt_attrib *attrib; /* per-process energy (collect/attrib.h); NULL without memory */
+    nvmlProcessUtilizationSample_t *util_buf;
+    bool said_proc_util;
+    unsigned int util_cap;
     unsigned int n;
     struct gpu *gpus;
 };
 
 #define PROCS_EVERY_NS WT_NS_PER_S
+#define START_REFRESH 30 /* splits between two reads of a listed process's start time */
 #define PROCS_BUF 256
 
 /* The latest process list of the collector that read one last (see wt_nvml_processes). */
@@ -759,6 +781,12 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
                     g->index, g->uuid);
         rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
                   (double)(g->first_raw_mj + g->counter.total_raw) / 1000.0);
+        g->have_energy_mj = true;
+        g->energy_mj = g->first_raw_mj + g->counter.total_raw;
+    } else if (v->have_power) {
+        /* Without a counter the split is of the integrated power, in whole mJ. */
+        g->have_energy_mj = true;
+        g->energy_mj = (uint64_t)(g->integral.total_j * 1000.0);
     }
     if (v->have_temp)
         rc |= add(out, WT_M_GPU_TEMP_C, l, t_ns, v->temp_c);
@@ -767,6 +795,7 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     if (g->have_shutdown)
         rc |= add(out, WT_M_GPU_SHUTDOWN_TEMP_C, l, t_ns, g->shutdown_c);
     if (v->have_util) {
+        g->busy = v->util.gpu / 100.0;
         rc |= add(out, WT_M_GPU_UTIL_RATIO, l, t_ns, v->util.gpu / 100.0);
         rc |= add(out, WT_M_GPU_MEM_UTIL_RATIO, l, t_ns, v->util.memory / 100.0);
     }
@@ -1089,6 +1118,8 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     struct tick tk = {0};
     struct sample v;
     memset(&v, 0, sizeof v);
+    g->have_energy_mj = false;
+    g->busy = -1;
     if (!g->known)
         discover(s, g, &tk);
     if (g->known && !tk.lost)
@@ -1124,16 +1155,24 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     return NVML_SUCCESS;
 }
 
-/* ---- running processes ---- */
+/* ---- running processes, and the split of each GPU's energy over them ---- */
 
-static void add_pid(struct wt_gpu_procs *p, unsigned int pid)
+static void add_pid(struct wt_gpu_procs *p, unsigned int pid, unsigned long long mem_b,
+                    unsigned int instance)
 {
     for (unsigned int i = 0; i < p->npids; i++) {
-        if (p->pids[i] == pid)
+        if (p->pids[i] == pid) {
+            if (mem_b != WT_NVML_NO_MEMORY &&
+                (p->mem_b[i] == WT_NVML_NO_MEMORY || mem_b > p->mem_b[i]))
+                p->mem_b[i] = mem_b;
             return;
+        }
     }
-    if (p->npids < WT_NVML_MAX_PROCS)
+    if (p->npids < WT_NVML_MAX_PROCS) {
+        p->mem_b[p->npids] = mem_b;
+        p->instance[p->npids] = instance;
         p->pids[p->npids++] = pid;
+    }
 }
 
 /* One of the two lists (compute or graphics) of a GPU into p. Returns the NVML answer. */
@@ -1146,12 +1185,12 @@ static nvmlReturn_t read_procs(wt_nvml_procs_fn *f, wt_nvml_procs_v1_fn *f1, nvm
         nvmlProcessInfo_t buf[PROCS_BUF];
         r = f(d, &count, buf);
         for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid);
+            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, buf[i].gpuInstanceId);
     } else if (f1) {
         nvmlProcessInfo_v1_t buf[PROCS_BUF];
         r = f1(d, &count, buf);
         for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid);
+            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, WT_NVML_NO_INSTANCE);
     } else {
         r = NVML_ERROR_NOT_SUPPORTED;
     }
@@ -1159,18 +1198,171 @@ static nvmlReturn_t read_procs(wt_nvml_procs_fn *f, wt_nvml_procs_v1_fn *f1, nvm
 }
 
 /*
- * Reads every up GPU's processes, at most once a second, and publishes the list. A GPU that
- * answers NOT_SUPPORTED to both calls is not asked again; other failures leave that GPU out of
- * this list and never mark it down (the process list is not a health signal).
+ * The per-process samples newer than the last taken: *n of them in s->util_buf. Returns false
+ * when the GPU cannot say this time (then the split falls back), and marks it for good when it
+ * answers NOT_SUPPORTED. NOT_FOUND is an answer: no process ran a kernel since.
  */
-static void poll_procs(struct nvml_state *s, int64_t t_ns)
+static bool read_util(struct nvml_state *s, struct gpu *g, unsigned int *n)
+{
+    *n = 0;
+    if (!s->fn.proc_util || g->proc_util_unsupported)
+        return false;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (!s->util_buf) {
+            s->util_buf = calloc(s->util_cap, sizeof *s->util_buf);
+            if (!s->util_buf)
+                return false;
+        }
+        unsigned int count = s->util_cap;
+        nvmlReturn_t r = s->fn.proc_util(g->dev, s->util_buf, &count, g->util_seen_us);
+        if (r == NVML_SUCCESS) {
+            *n = count < s->util_cap ? count : s->util_cap;
+            for (unsigned int i = 0; i < *n; i++)
+                if (s->util_buf[i].timeStamp > g->util_seen_us)
+                    g->util_seen_us = s->util_buf[i].timeStamp;
+            return true;
+        }
+        if (r == NVML_ERROR_NOT_FOUND)
+            return true;
+        if (r == NVML_ERROR_INSUFFICIENT_SIZE && count > s->util_cap && count < (1u << 16)) {
+            free(s->util_buf);
+            s->util_buf = NULL;
+            s->util_cap = count + 64;
+            continue;
+        }
+        if (r == NVML_ERROR_NOT_SUPPORTED) {
+            g->proc_util_unsupported = true;
+            if (s->said_proc_util)
+                return false;
+            s->said_proc_util = true; /* once: a board without it has eight GPUs without it */
+            wt_info(MOD,
+                    "per-process utilization: %s gpu=%u uuid=%s: its energy is split by memory "
+                    "used, else equally (wattage_gpu_attribution_info says which)",
+                    errstr(s, r), g->index, g->uuid);
+        }
+        return false;
+    }
+    return false;
+}
+
+/*
+ * Splits GPU g's energy since its last split over the processes of p (collect/attrib.h): by
+ * each process's mean SM utilization over the interval where NVML samples it (the GPU's idle
+ * share to idle), else by memory used, else equally (both scaled by the GPU's utilization when
+ * known). Energy across a gap (the GPU down for longer than 3 intervals) is idle: nobody is
+ * known to have used it.
+ */
+static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_procs *p,
+                      int64_t t_ns)
+{
+    unsigned int nsamp = 0;
+    bool have_util = read_util(s, g, &nsamp);
+    if (!g->attrib_started || g->energy_mj < g->attrib_mj) {
+        /* the first interval (or the integrated series started again): a baseline */
+        g->attrib_started = true;
+        g->attrib_mj = g->energy_mj;
+        g->attrib_at = t_ns;
+        return;
+    }
+    uint64_t energy = g->energy_mj - g->attrib_mj;
+    bool gap = t_ns - g->attrib_at > s->max_gap_ns;
+    struct wt_attrib_share sh[WT_NVML_MAX_PROCS];
+    double util[WT_NVML_MAX_PROCS] = {0};
+    unsigned int cnt[WT_NVML_MAX_PROCS] = {0}, k_max = 0;
+    bool mem_ok = p->npids > 0;
+    /* Every START_REFRESH splits every start time is read again: a pid that left and came
+     * back between two lists a second apart is the one reuse this cache could miss. */
+    bool refresh = ++g->known_age >= START_REFRESH;
+    if (refresh)
+        g->known_age = 0;
+    for (unsigned int i = 0; i < p->npids; i++) {
+        struct wt_pid_stat st;
+        bool cached = false;
+        sh[i].pid = p->pids[i];
+        /* Under MIG a process's series says its GPU instance: each process is counted once,
+         * so the instances' series and idle sum to the parent's energy. */
+        sh[i].instance = p->instance[i] == WT_NVML_NO_INSTANCE ? -1 : (int)p->instance[i];
+        for (unsigned int k = 0; !refresh && k < g->known_n && !cached; k++) {
+            /* the lists keep their order from one second to the next: look at i first */
+            unsigned int j = (i + k) % g->known_n;
+            if (g->known_pid[j] == p->pids[i] && g->known_start[j]) {
+                sh[i].start = g->known_start[j];
+                cached = true;
+            }
+        }
+        /* A process gone since the list keeps its energy under its pid (start unknown). */
+        if (!cached)
+            sh[i].start = wt_procfs_pid_stat((int)p->pids[i], &st) == 0 ? st.start : 0;
+        if (p->mem_b[i] == WT_NVML_NO_MEMORY)
+            mem_ok = false;
+    }
+    for (unsigned int i = 0; i < p->npids; i++) {
+        g->known_pid[i] = sh[i].pid;
+        g->known_start[i] = sh[i].start;
+    }
+    g->known_n = p->npids;
+    for (unsigned int k = 0; have_util && k < nsamp; k++) {
+        for (unsigned int i = 0; i < p->npids; i++) {
+            if (s->util_buf[k].pid == p->pids[i]) {
+                util[i] += s->util_buf[k].smUtil;
+                if (++cnt[i] > k_max)
+                    k_max = cnt[i];
+                break;
+            }
+        }
+    }
+    enum wt_attrib_method m;
+    double busy = g->busy >= 0 ? g->busy : 1;
+    uint64_t mem_total = 0;
+    for (unsigned int i = 0; mem_ok && i < p->npids; i++)
+        mem_total += p->mem_b[i];
+    if (have_util) {
+        /* The mean over the interval's sample periods (a process absent from one ran nothing). */
+        double sum = 0;
+        m = WT_ATTRIB_UTILIZATION;
+        for (unsigned int i = 0; i < p->npids; i++) {
+            double u = k_max ? util[i] / k_max : 0;
+            sh[i].weight = (uint64_t)(u * 1000 + 0.5);
+            sum += u;
+        }
+        busy = sum / 100;
+    } else if (mem_ok && mem_total > 0) {
+        m = WT_ATTRIB_MEMORY;
+        for (unsigned int i = 0; i < p->npids; i++)
+            sh[i].weight = p->mem_b[i];
+    } else {
+        m = WT_ATTRIB_EQUAL;
+        for (unsigned int i = 0; i < p->npids; i++)
+            sh[i].weight = 1;
+    }
+    if (gap)
+        busy = 0;
+    char idx[16], labels[WT_LABELS_LEN];
+    snprintf(idx, sizeof idx, "%u", g->index);
+    if (wt_labels(labels, sizeof labels, "gpu", idx, "uuid", g->uuid, NULL) != 0)
+        (void)wt_labels(labels, sizeof labels, "gpu", idx, NULL);
+    if (wt_attrib_account(s->attrib, g->index, labels, t_ns, energy, busy, m, sh, p->npids) != 0)
+        return; /* not accounted: the next interval takes this one's energy too */
+    g->attrib_mj = g->energy_mj;
+    g->attrib_at = t_ns;
+}
+
+/*
+ * Reads every up GPU's processes, at most once a second, splits each GPU's energy over them,
+ * and publishes the list. A GPU that answers NOT_SUPPORTED to both calls is not asked again;
+ * other failures leave that GPU out of this list (and its energy for the next split) and never
+ * mark it down (the process list is not a health signal).
+ */
+static void poll_procs(struct nvml_state *s, int64_t t_ns, struct wt_batch *out, int *rc_out)
 {
     int64_t now = wt_now_mono_ns();
-    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS)
+    /* A tick may come a little early on the grid: 0.9 s counts as the second. */
+    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS / 10 * 9)
         return;
     s->procs_at = now;
     struct wt_gpu_procs *list = calloc(s->n ? s->n : 1, sizeof *list);
     size_t n = 0;
+    bool split = false;
     if (!list)
         return;
     for (unsigned int i = 0; i < s->n; i++) {
@@ -1187,11 +1379,18 @@ static void poll_procs(struct nvml_state *s, int64_t t_ns)
             wt_debug(MOD, "running processes: not supported gpu=%u uuid=%s", g->index, g->uuid);
             continue;
         }
-        if (rc == NVML_SUCCESS || rg == NVML_SUCCESS)
+        if (rc == NVML_SUCCESS || rg == NVML_SUCCESS) {
+            if (s->attrib && g->have_energy_mj && g->index < WT_ATTRIB_MAX_DEVICES) {
+                attribute(s, g, p, t_ns);
+                split = true;
+            }
             n++;
-        else
+        } else {
             memset(p, 0, sizeof *p);
+        }
     }
+    if (split && wt_attrib_emit(s->attrib, t_ns, out) != 0)
+        *rc_out |= -ENOMEM;
     pthread_mutex_lock(&procs_mu);
     struct wt_gpu_procs *old = procs_list;
     procs_list = n ? list : NULL;
@@ -1238,6 +1437,8 @@ static void nvml_close(void *state)
         procs_owner = NULL;
     }
     pthread_mutex_unlock(&procs_mu);
+    wt_attrib_close(s->attrib);
+    free(s->util_buf);
     if (s->inited)
         xid_stop(s);
     if (s->inited)
@@ -1353,6 +1554,13 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
             mark_down(s, g, &tk);
     }
     xid_start(s);
+    /* Attribution is an addition: without memory for it the GPUs are still read. */
+    s->util_cap = PROCS_BUF;
+    if ((!cfg || cfg->collectors.nvml_attribution) &&
+        wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, WT_M_GPU_ATTRIB_INFO, 1e-3,
+                       cfg ? cfg->collectors.nvml_attrib_grace_ns : 300 * WT_NS_PER_S,
+                       &s->attrib) == 0)
+        wt_attrib_publish(0, s->attrib);
     wt_info(MOD, "%u GPUs library=%s driver=%s", s->n, s->library,
             s->driver_version[0] ? s->driver_version : "unknown");
     *state = s;
@@ -1375,7 +1583,7 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
             last = r;
         }
     }
-    poll_procs(s, t_ns);
+    poll_procs(s, t_ns, out, &rc);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {

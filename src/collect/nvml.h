@@ -67,7 +67,15 @@ struct wt_gpu_procs {
     char uuid[96];
     unsigned int npids;
     unsigned int pids[WT_NVML_MAX_PROCS]; /* compute and graphics, each pid once */
+    /* usedGpuMemory of pids[i] (the larger of its compute and graphics entries), bytes;
+     * WT_NVML_NO_MEMORY when the driver cannot say */
+    unsigned long long mem_b[WT_NVML_MAX_PROCS];
+    /* the MIG GPU instance of pids[i] (nvmlProcessInfo_t.gpuInstanceId), WT_NVML_NO_INSTANCE
+     * outside MIG or from the original calls, which do not say */
+    unsigned int instance[WT_NVML_MAX_PROCS];
 };
+#define WT_NVML_NO_INSTANCE 0xFFFFFFFFu
+#define WT_NVML_NO_MEMORY (~0ULL)
 
 /*
  * The processes NVML lists on each GPU (nvmlDevice{Compute,Graphics}RunningProcesses), as the

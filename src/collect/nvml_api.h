@@ -136,6 +136,20 @@ typedef struct nvmlProcessInfo_st {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/*
+ * One per-process utilization sample (nvmlDeviceGetProcessUtilization, Maxwell and newer): the
+ * percent of the sample period in which the process ran kernels (smUtil) or used memory,
+ * encoder, decoder. timeStamp is µs since 1970 (CPU clock).
+ */
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
 /* ---- health: XID events, ECC, remapped rows, field values ---- */
 
 #define NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE 32
@@ -238,6 +252,12 @@ typedef nvmlReturn_t wt_nvml_procs_fn(nvmlDevice_t device, unsigned int *count,
                                       nvmlProcessInfo_t *infos);
 typedef nvmlReturn_t wt_nvml_procs_v1_fn(nvmlDevice_t device, unsigned int *count,
                                          nvmlProcessInfo_v1_t *infos);
+/* Samples newer than last_seen_us (0: all it keeps) into samples; *count: capacity in, samples
+ * out. INSUFFICIENT_SIZE (count set to what is needed) when they do not fit; NOT_FOUND when there
+ * is no sample newer than last_seen_us. */
+typedef nvmlReturn_t wt_nvml_proc_util_fn(nvmlDevice_t device,
+                                          nvmlProcessUtilizationSample_t *samples,
+                                          unsigned int *count, unsigned long long last_seen_us);
 /* Sets the power limit (mW); root only (NO_PERMISSION otherwise), INVALID_ARGUMENT outside
  * nvmlDeviceGetPowerManagementLimitConstraints. Lasts until changed or the driver reloads. */
 typedef nvmlReturn_t wt_nvml_set_limit_fn(nvmlDevice_t device, unsigned int limit_mw);
@@ -286,6 +306,7 @@ typedef nvmlReturn_t wt_nvml_fan_fn(nvmlDevice_t device, unsigned int fan, unsig
  *                           nvmlDeviceGetGraphicsRunningProcesses_v3 and _v2
  *   wt_nvml_procs_v1_fn     nvmlDeviceGetComputeRunningProcesses,
  *                           nvmlDeviceGetGraphicsRunningProcesses
+ *   wt_nvml_proc_util_fn    nvmlDeviceGetProcessUtilization
  *   wt_nvml_string_fn       nvmlDeviceGetVbiosVersion
  *   wt_nvml_cuda_version_fn nvmlSystemGetCudaDriverVersion_v2, nvmlSystemGetCudaDriverVersion
  *   wt_nvml_event_set_create_fn nvmlEventSetCreate; wt_nvml_event_set_free_fn nvmlEventSetFree

@@ -10,7 +10,9 @@
  */
 #include "collect/procfs.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -414,3 +416,85 @@ const struct wt_collector_ops wt_procfs_collector = {
     .poll = procfs_poll,
     .close = procfs_close,
 };
+
+/* ---- per process (see procfs.h): /proc/PID/stat ---- */
+
+#define PID_STAT_MAX 4096 /* a stat line is ~300 bytes; the command is at most 64 */
+
+int wt_procfs_parse_pid_stat(const char *text, struct wt_pid_stat *out)
+{
+    const char *p = strrchr(text, ')');
+    if (!p || !strchr(text, '('))
+        return -EINVAL;
+    p++;
+    /* Field 3 (state) follows; utime is field 14, stime 15, starttime 22. */
+    uint64_t v[23] = {0};
+    int field = 3;
+    while (field <= 22) {
+        while (is_blank(*p))
+            p++;
+        if (!*p || *p == '\n')
+            return -EINVAL;
+        if (field == 3) {
+            /* the state letter */
+            while (*p && !is_blank(*p))
+                p++;
+        } else if (take_u64(&p, &v[field]) != 0) {
+            /* fields such as priority may be negative: skip them, they are not ours */
+            if (field == 14 || field == 15 || field == 22)
+                return -EINVAL;
+            if (*p == '-')
+                p++;
+            while (*p && !is_blank(*p))
+                p++;
+        }
+        field++;
+    }
+    out->utime = v[14];
+    out->stime = v[15];
+    out->start = v[22];
+    return 0;
+}
+
+int wt_procfs_pid_stat(int pid, struct wt_pid_stat *out)
+{
+    char path[PATH_MAX], buf[PID_STAT_MAX];
+    if (snprintf(path, sizeof path, "%s/proc/%d/stat", wt_procfs_root(), pid) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    /* open/read, not stdio: this runs for every process every RAPL interval */
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    size_t n = 0;
+    ssize_t k = 0;
+    while (n < sizeof buf - 1 && (k = read(fd, buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)k;
+    /* A process that exits while we read gives ESRCH on the read itself. */
+    int rc = k < 0 ? -errno : 0;
+    close(fd);
+    if (rc)
+        return rc;
+    buf[n] = '\0';
+    return wt_procfs_parse_pid_stat(buf, out);
+}
+
+int wt_procfs_each_pid(void (*fn)(void *ctx, int pid), void *ctx)
+{
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/proc", wt_procfs_root()) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    DIR *d = opendir(path);
+    if (!d)
+        return -errno;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        char *end;
+        if (!is_digit(e->d_name[0]))
+            continue;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end == '\0' && pid > 0 && pid <= INT_MAX)
+            fn(ctx, (int)pid);
+    }
+    closedir(d);
+    return 0;
+}

@@ -61,4 +61,32 @@ struct wt_meminfo {
  */
 int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err *err) WT_MUST_USE;
 
+/* ---- per process: <procfs_root>/proc/PID/stat, for attribution (collect/attrib.h) ---- */
+
+/* What attribution needs of one process. */
+struct wt_pid_stat {
+    uint64_t utime, stime; /* CPU time in user and kernel mode, USER_HZ ticks (fields 14, 15) */
+    uint64_t start;        /* start time after boot, USER_HZ ticks (field 22): with the pid, the
+                            * process's identity (a reused pid has another start time) */
+};
+
+/*
+ * Parses the text of a /proc/PID/stat file. The command (field 2) is in parentheses and may hold
+ * spaces and parentheses itself: fields are counted after its last ')'. Returns 0, or -EINVAL
+ * for a text that is not a stat line (no ')' or fewer than 22 fields).
+ */
+int wt_procfs_parse_pid_stat(const char *text, struct wt_pid_stat *out) WT_MUST_USE;
+
+/*
+ * Reads and parses <procfs_root>/proc/PID/stat. Returns 0; -ENOENT or -ESRCH when the process
+ * is gone; another -errno when it cannot be read; -EINVAL when malformed.
+ */
+int wt_procfs_pid_stat(int pid, struct wt_pid_stat *out) WT_MUST_USE;
+
+/*
+ * Calls fn(ctx, pid) for every numeric entry of <procfs_root>/proc (every process). Returns 0 or
+ * -errno when the directory cannot be opened.
+ */
+int wt_procfs_each_pid(void (*fn)(void *ctx, int pid), void *ctx) WT_MUST_USE;
+
 #endif

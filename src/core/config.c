@@ -108,7 +108,12 @@ static const struct field fields[] = {
              HOUR, WHY_POLL),
     FIELD("collectors.nvml.library", T_PATH, collectors.nvml_library, F_NONEMPTY,
           "libnvidia-ml.so.1"),
+    FIELD("collectors.nvml.attribution", T_BOOL, collectors.nvml_attribution, 0, "true"),
+    DURATION("collectors.nvml.attribution_grace", collectors.nvml_attrib_grace_ns, 0, "5m", 0, DAY,
+             "a finished process keeps its own energy series this long, then joins its owner's "
+             "(Slurm job, pod, unit); over a day of them is a series per process ever run"),
     FIELD("collectors.rapl.enabled", T_BOOL, collectors.rapl.enabled, 0, "true"),
+    FIELD("collectors.rapl.attribution", T_BOOL, collectors.rapl_attribution, 0, "true"),
     DURATION("collectors.rapl.interval", collectors.rapl.interval_ns, F_ZERO_INHERITS, "0", 10 * MS,
              HOUR, WHY_POLL),
     FIELD("collectors.procfs.enabled", T_BOOL, collectors.procfs.enabled, 0, "true"),

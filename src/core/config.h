@@ -51,6 +51,9 @@ struct wt_config {
     struct {
         struct wt_collector_config nvml;
         char nvml_library[WT_PATH_LEN]; /* collectors.nvml.library, default libnvidia-ml.so.1 */
+        int64_t nvml_attrib_grace_ns;   /* collectors.nvml.attribution_grace, default 5m */
+        bool nvml_attribution;          /* collectors.nvml.attribution, default true */
+        bool rapl_attribution;          /* collectors.rapl.attribution, default true */
         struct wt_collector_config rapl;
         struct wt_collector_config procfs;
         struct wt_collector_config netdev;  /* network and InfiniBand traffic (sysfs) */

@@ -205,6 +205,22 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "The node's chips' power (GPUs, and CPU packages and DRAM where "
                                "RAPL reads them) averaged over the last window (1m, 5m, 15m).",
                                WT_GAUGE},
+    [WT_M_PROC_GPU_ENERGY_J] = {"wattage_process_gpu_energy_joules_total",
+                                "A GPU's energy counted for one process (pid) while it runs and "
+                                "for a while after; then folded into its owner (Slurm job, pod, "
+                                "unit: no pid). owner=\"idle\" is what no process used. Per "
+                                "GPU the series sum to its energy since attribution started.",
+                                WT_COUNTER},
+    [WT_M_GPU_ATTRIB_INFO] = {"wattage_gpu_attribution_info",
+                              "1, with how a GPU's energy is split over its processes: method "
+                              "utilization (NVML per-process samples), memory (share of memory "
+                              "used) or equal (an equal split).",
+                              WT_GAUGE},
+    [WT_M_PROC_CPU_ENERGY_J] = {"wattage_process_cpu_energy_joules_total",
+                                "The CPU packages' energy (RAPL) counted for one process by its "
+                                "share of CPU time, then folded into its owner like the GPU "
+                                "series; owner=\"idle\" is the rest.",
+                                WT_COUNTER},
 };
 
 int wt_metric_find(const char *name)

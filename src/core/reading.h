@@ -109,6 +109,10 @@ enum wt_metric_id {
     /* Rolling power means (audit/power_avg.h), label window="1m"|"5m"|"15m". */
     WT_M_GPU_POWER_AVG_W,  /* GPU labels + window */
     WT_M_NODE_POWER_AVG_W, /* GPUs + CPU packages + DRAM */
+    /* Attribution (collect/attrib.h): a GPU's or the CPUs' energy split over processes. */
+    WT_M_PROC_GPU_ENERGY_J, /* counter: gpu,uuid,pid|owner…; owner="idle" the unused rest */
+    WT_M_GPU_ATTRIB_INFO,   /* 1: gpu,uuid,method="utilization"|"memory"|"equal" */
+    WT_M_PROC_CPU_ENERGY_J, /* counter: pid|owner…; owner="idle" the rest of the packages' */
     WT_M_COUNT
 };
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/attrib.h"
 #include "collect/cgroup.h"
 #include "collect/nvml.h"
 #include "core/clock.h"
@@ -167,11 +168,83 @@ static void add_owner(cJSON *arr, unsigned int pid)
     add_nonempty(o, "unit", w.unit);
 }
 
+/* ---- attribution (collect/attrib.h): the published ledgers ---- */
+
+struct ledger {
+    struct wt_attrib_device *devs;
+    struct wt_attrib_entry *ents;
+    size_t ndev, nent;
+};
+
+static void ledger_free(struct ledger *l)
+{
+    free(l->devs);
+    free(l->ents);
+    memset(l, 0, sizeof *l);
+}
+
+/* The owner members of an entry: "owner" and the ids; folded entries have no step/container. */
+static void add_entry_owner(cJSON *o, const struct wt_attrib_entry *e)
+{
+    if (!e->owner_known) {
+        cJSON_AddStringToObject(o, "owner", "unknown");
+        return;
+    }
+    const struct wt_proc_owner *w = &e->owner;
+    cJSON_AddStringToObject(o, "owner", wt_owner_kind_name(w->kind));
+    add_nonempty(o, "slurm_job", w->slurm_job);
+    add_nonempty(o, "slurm_step", w->slurm_step);
+    add_nonempty(o, "pod_uid", w->pod_uid);
+    add_nonempty(o, "pod_qos", w->pod_qos);
+    add_nonempty(o, "container", w->container);
+    add_nonempty(o, "unit", w->unit);
+}
+
 /*
- * One GPU's entry: {"gpu": "0", "uuid": "GPU-…", "pids": [...], "processes": [{pid, owner...}]};
- * false when out of memory.
+ * One device of a ledger: {"method", "energy_joules" (since its first split), "idle_joules",
+ * "updated_s" (unix seconds of its last split), "processes": [{"pid", "start_ticks", "running",
+ * "energy_joules", owner…}], "owners": [{owner…, "energy_joules"}] (finished processes folded)}.
  */
-static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p)
+static void add_device(cJSON *o, const struct ledger *l, const struct wt_attrib_device *d)
+{
+    cJSON_AddStringToObject(o, "method", wt_attrib_method_name(d->method));
+    cJSON_AddNumberToObject(o, "energy_joules", d->energy_j);
+    cJSON_AddNumberToObject(o, "idle_joules", d->idle_j);
+    cJSON_AddNumberToObject(o, "updated_s", (double)d->t_ns / 1e9);
+    cJSON *procs = cJSON_AddArrayToObject(o, "processes");
+    cJSON *owners = cJSON_AddArrayToObject(o, "owners");
+    for (size_t i = 0; procs && owners && i < l->nent; i++) {
+        const struct wt_attrib_entry *e = &l->ents[i];
+        if (e->dev != d->dev)
+            continue;
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(e->pid ? procs : owners, x)) {
+            cJSON_Delete(x);
+            return;
+        }
+        if (e->pid) {
+            cJSON_AddNumberToObject(x, "pid", e->pid);
+            cJSON_AddNumberToObject(x, "start_ticks", (double)e->start);
+            cJSON_AddBoolToObject(x, "running", e->live);
+        }
+        add_entry_owner(x, e);
+        cJSON_AddNumberToObject(x, "energy_joules", e->energy_j);
+    }
+}
+
+static const struct wt_attrib_device *ledger_dev(const struct ledger *l, unsigned int dev)
+{
+    for (size_t i = 0; i < l->ndev; i++)
+        if (l->devs[i].dev == dev)
+            return &l->devs[i];
+    return NULL;
+}
+
+/*
+ * One GPU's entry: {"gpu": "0", "uuid": "GPU-…", "pids": [...], "processes": [{pid, owner...}],
+ * "attribution": {…} (add_device; once its energy has been split)}; false when out of memory.
+ */
+static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const struct ledger *l)
 {
     char idx[16];
     cJSON *g = cJSON_CreateObject(), *pids;
@@ -188,6 +261,10 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p)
     cJSON *procs = cJSON_AddArrayToObject(g, "processes");
     for (unsigned int k = 0; procs && k < p->npids; k++)
         add_owner(procs, p->pids[k]);
+    const struct wt_attrib_device *d = ledger_dev(l, p->gpu);
+    cJSON *a = d ? cJSON_AddObjectToObject(g, "attribution") : NULL;
+    if (a)
+        add_device(a, l, d);
     return true;
 }
 
@@ -197,9 +274,13 @@ int wt_api_processes_json(unsigned *status, char **json)
     size_t n = 0;
     int64_t t = 0;
     cJSON *o = NULL;
+    struct ledger l = {0};
     *json = NULL;
     if (!p)
         return -ENOMEM;
+    /* No ledger (no memory for it) leaves the entries without "attribution". */
+    if (wt_attrib_copy_published(0, &l.devs, &l.ndev, &l.ents, &l.nent) != 0)
+        ledger_free(&l);
     if (wt_nvml_processes(p, MAX_GPUS, &n, &t) != 0) {
         *status = 503;
         o = cJSON_CreateObject();
@@ -211,10 +292,11 @@ int wt_api_processes_json(unsigned *status, char **json)
         *status = 200;
         o = cJSON_CreateArray();
         for (size_t i = 0; o && i < n; i++) {
-            if (!add_procs(o, &p[i]))
+            if (!add_procs(o, &p[i], &l))
                 break;
         }
     }
+    ledger_free(&l);
     free(p);
     if (o)
         *json = cJSON_PrintUnformatted(o);
@@ -229,6 +311,56 @@ static int route_processes(void *ctx, const struct wt_http_request *req, struct 
     (void)ctx;
     (void)req;
     int rc = wt_api_processes_json(&status, &json);
+    if (rc)
+        return rc;
+    return reply(rep, status, json);
+}
+
+int wt_api_attribution_json(unsigned *status, char **json)
+{
+    struct ledger gl = {0}, cl = {0};
+    *json = NULL;
+    int rg = wt_attrib_copy_published(0, &gl.devs, &gl.ndev, &gl.ents, &gl.nent);
+    int rc = wt_attrib_copy_published(1, &cl.devs, &cl.ndev, &cl.ents, &cl.nent);
+    cJSON *o = cJSON_CreateObject();
+    cJSON *gpus = o ? cJSON_AddArrayToObject(o, "gpus") : NULL;
+    for (size_t i = 0; rg == 0 && gpus && i < gl.ndev; i++) {
+        char v[128];
+        cJSON *g = cJSON_CreateObject();
+        if (!g || !cJSON_AddItemToArray(gpus, g)) {
+            cJSON_Delete(g);
+            break;
+        }
+        if (wt_labels_get(gl.devs[i].labels, "gpu", v, sizeof v) == 0)
+            cJSON_AddStringToObject(g, "gpu", v);
+        if (wt_labels_get(gl.devs[i].labels, "uuid", v, sizeof v) == 0)
+            cJSON_AddStringToObject(g, "uuid", v);
+        add_device(g, &gl, &gl.devs[i]);
+    }
+    if (o && rc == 0 && cl.ndev) {
+        cJSON *c = cJSON_AddObjectToObject(o, "cpu");
+        if (c)
+            add_device(c, &cl, &cl.devs[0]);
+    } else if (o) {
+        cJSON_AddNullToObject(o, "cpu");
+    }
+    ledger_free(&gl);
+    ledger_free(&cl);
+    *status = 200;
+    if (o)
+        *json = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return *json ? 0 : -ENOMEM;
+}
+
+static int route_attribution(void *ctx, const struct wt_http_request *req,
+                             struct wt_http_reply *rep)
+{
+    unsigned status;
+    char *json = NULL;
+    (void)ctx;
+    (void)req;
+    int rc = wt_api_attribution_json(&status, &json);
     if (rc)
         return rc;
     return reply(rep, status, json);
@@ -251,7 +383,9 @@ int wt_api_jobs_add(struct wt_http *h, struct wt_jobs *j)
         (rc = wt_http_add_route(h, "POST", BASE, false, route_jobs, j)) ||
         (rc = wt_http_add_route(h, "GET", BASE "/*", false, route_jobs, j)) ||
         (rc = wt_http_add_route(h, "POST", BASE "/*", false, route_jobs, j)) ||
-        (rc = wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)))
+        (rc =
+             wt_http_add_route(h, "GET", "/api/v1/gpus/processes", false, route_processes, NULL)) ||
+        (rc = wt_http_add_route(h, "GET", "/api/v1/attribution", false, route_attribution, NULL)))
         return rc;
     /* With a hub the job series go through it (the store, /metrics, remote write); without
      * one (tests) the energy family is computed on scrape. */

@@ -45,9 +45,18 @@
  *                                thermal slowdown reasons (0x20|0x40) to FAKE_NVML_THROTTLE
  *   FAKE_NVML_PROCS_FILE=FILE    the running processes, read at every call of
  *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3]: lines
- *                                "GPU PID [compute|graphics]" (default compute); no file: none.
- *                                usedGpuMemory is 1 GiB, the MIG instance ids 0xFFFFFFFF.
- *                                "processes" in FAKE_NVML_NOT_SUPPORTED makes them NOT_SUPPORTED
+ *                                "GPU PID [compute|graphics] [mem=MIB|mem=na] [sm=PCT] [gi=N]"
+ *                                (default compute); no file: none. usedGpuMemory is MIB MiB
+ *                                (default 1024; na: NVML_VALUE_NOT_AVAILABLE), the MIG ids
+ *                                gpuInstanceId N and computeInstanceId 0 (default 0xFFFFFFFF
+ *                                both: no MIG). "processes" in FAKE_NVML_NOT_SUPPORTED makes
+ *                                them NOT_SUPPORTED.
+ *                                nvmlDeviceGetProcessUtilization returns, for each line of the
+ *                                GPU with sm=PCT, one sample {pid, now in µs, smUtil PCT,
+ *                                memUtil PCT/2} when now is after lastSeenTimeStamp, else
+ *                                NVML_ERROR_NOT_FOUND (no sample); INSUFFICIENT_SIZE as NVML.
+ *                                "process_utilization" in FAKE_NVML_NOT_SUPPORTED makes it
+ *                                NOT_SUPPORTED (as on GPUs before Maxwell, and vGPU guests)
  *   FAKE_NVML_LIMITS_FILE=FILE   nvmlDeviceSetPowerManagementLimit appends "GPU WATTS" (e.g.
  *                                "3 450") per accepted call. It refuses values outside the
  *                                constraints (200..700 W) with NVML_ERROR_INVALID_ARGUMENT like the
@@ -143,12 +152,17 @@ enum {
     NS_MEM_TEMP,
     NS_FAN,
     NS_VBIOS,
+    NS_PROC_UTIL,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
-    "energy",   "power",       "temperature", "thresholds", "utilization", "memory",    "clocks",
-    "throttle", "power_limit", "pstate",      "pci",        "persistence", "processes", "events",
-    "ecc",      "remap",       "pcie_replay", "mem_temp",   "fan",         "vbios",
+    "energy",     "power",       "temperature",
+    "thresholds", "utilization", "memory",
+    "clocks",     "throttle",    "power_limit",
+    "pstate",     "pci",         "persistence",
+    "processes",  "events",      "ecc",
+    "remap",      "pcie_replay", "mem_temp",
+    "fan",        "vbios",       "process_utilization",
 };
 
 static struct {
@@ -877,20 +891,44 @@ nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mod
 
 #define MAX_PROCS 1024
 
-/* The pids FAKE_NVML_PROCS_FILE lists for gpu, of one kind; returns how many (at most cap). */
-static unsigned int file_procs(unsigned int gpu, bool graphics, unsigned int *pids,
+/* One process line of FAKE_NVML_PROCS_FILE. */
+struct fake_proc {
+    unsigned int pid;
+    unsigned long long mem_b; /* ~0ULL: not available */
+    int sm;                   /* -1: no sm= (no utilization sample) */
+    unsigned int gi;          /* gi=N: its MIG GPU instance; 0xFFFFFFFF none */
+};
+
+/* The processes FAKE_NVML_PROCS_FILE lists for gpu, of one kind (any kind when any); returns
+ * how many (at most cap). */
+static unsigned int file_procs(unsigned int gpu, bool graphics, bool any, struct fake_proc *out,
                                unsigned int cap)
 {
     FILE *f = fk.procs_file ? fopen(fk.procs_file, "re") : NULL;
     unsigned int n = 0;
-    char line[128];
+    char line[256];
     while (f && n < cap && fgets(line, sizeof line, f)) {
         unsigned int g, pid;
-        char kind[16] = "compute";
-        if (sscanf(line, "%u %u %15s", &g, &pid, kind) < 2 || g != gpu)
+        int used = 0;
+        if (sscanf(line, "%u %u%n", &g, &pid, &used) < 2 || g != gpu)
             continue;
-        if ((strcmp(kind, "graphics") == 0) == graphics)
-            pids[n++] = pid;
+        struct fake_proc p = {pid, 1ULL << 30, -1, 0xFFFFFFFFu};
+        bool is_graphics = false;
+        char tok[64];
+        int k = 0;
+        for (const char *q = line + used; sscanf(q, " %63s%n", tok, &k) == 1; q += k) {
+            unsigned long long mib;
+            if (strcmp(tok, "graphics") == 0)
+                is_graphics = true;
+            else if (strcmp(tok, "mem=na") == 0)
+                p.mem_b = ~0ULL;
+            else if (sscanf(tok, "mem=%llu", &mib) == 1)
+                p.mem_b = mib << 20;
+            else if (sscanf(tok, "gi=%u", &p.gi) != 1)
+                sscanf(tok, "sm=%d", &p.sm);
+        }
+        if (any || is_graphics == graphics)
+            out[n++] = p;
     }
     if (f)
         fclose(f);
@@ -903,13 +941,13 @@ static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count
                              bool v1, bool graphics)
 {
     double t;
-    unsigned int pids[MAX_PROCS];
+    static _Thread_local struct fake_proc pids[MAX_PROCS];
     nvmlReturn_t r = device_call(fn, d, NS_PROCS, &t);
     if (r)
         return r;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    unsigned int n = file_procs(d->index, graphics, pids, MAX_PROCS);
+    unsigned int n = file_procs(d->index, graphics, false, pids, MAX_PROCS);
     if (n > *count || (n && !infos)) {
         *count = n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -917,13 +955,14 @@ static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count
     for (unsigned int i = 0; i < n; i++) {
         if (v1) {
             nvmlProcessInfo_v1_t *p = (nvmlProcessInfo_v1_t *)infos + i;
-            p->pid = pids[i];
-            p->usedGpuMemory = 1ULL << 30;
+            p->pid = pids[i].pid;
+            p->usedGpuMemory = pids[i].mem_b;
         } else {
             nvmlProcessInfo_t *p = (nvmlProcessInfo_t *)infos + i;
-            p->pid = pids[i];
-            p->usedGpuMemory = 1ULL << 30;
-            p->gpuInstanceId = p->computeInstanceId = 0xFFFFFFFFu;
+            p->pid = pids[i].pid;
+            p->usedGpuMemory = pids[i].mem_b;
+            p->gpuInstanceId = pids[i].gi;
+            p->computeInstanceId = pids[i].gi == 0xFFFFFFFFu ? 0xFFFFFFFFu : 0;
         }
     }
     *count = n;
@@ -964,6 +1003,45 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t d, unsigned int 
                                                    nvmlProcessInfo_v1_t *infos)
 {
     return do_procs("nvmlDeviceGetGraphicsRunningProcesses", d, count, infos, true, true);
+}
+
+/* ---- per-process utilization (attribution) ---- */
+
+wt_nvml_proc_util_fn nvmlDeviceGetProcessUtilization;
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t d,
+                                             nvmlProcessUtilizationSample_t *samples,
+                                             unsigned int *count, unsigned long long last_seen)
+{
+    double t;
+    static _Thread_local struct fake_proc p[MAX_PROCS];
+    nvmlReturn_t r = device_call("nvmlDeviceGetProcessUtilization", d, NS_PROC_UTIL, &t);
+    if (r)
+        return r;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned long long now_us = (unsigned long long)(t * 1e6);
+    unsigned int n = file_procs(d->index, false, true, p, MAX_PROCS), m = 0;
+    for (unsigned int i = 0; i < n; i++)
+        if (p[i].sm >= 0)
+            p[m++] = p[i];
+    if (m == 0 || now_us <= last_seen) {
+        *count = 0;
+        return NVML_ERROR_NOT_FOUND;
+    }
+    if (m > *count || !samples) {
+        *count = m;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned int i = 0; i < m; i++) {
+        samples[i].pid = p[i].pid;
+        samples[i].timeStamp = now_us;
+        samples[i].smUtil = (unsigned int)p[i].sm;
+        samples[i].memUtil = (unsigned int)p[i].sm / 2;
+        samples[i].encUtil = samples[i].decUtil = 0;
+    }
+    *count = m;
+    return NVML_SUCCESS;
 }
 /* ---- health ---- */
 

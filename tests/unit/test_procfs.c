@@ -381,3 +381,67 @@ WT_TEST(procfs_reads_the_real_proc)
     wt_procfs_collector.close(st);
     wt_batch_free(&b);
 }
+
+/* ---- per process: /proc/PID/stat, for attribution ---- */
+
+WT_TEST(procfs_pid_stat_parses_times_and_start_past_the_command)
+{
+    struct wt_pid_stat st = {0};
+    /* the command may hold spaces and parentheses: fields count after the last ')' */
+    WT_EQ_INT(wt_procfs_parse_pid_stat("4242 (a (b) c) R 1 4242 4242 0 -1 4194560 511 0 0 0 "
+                                       "1234 567 0 0 20 0 1 0 987654 1000000 100\n",
+                                       &st),
+              0);
+    WT_EQ_U64(st.utime, 1234);
+    WT_EQ_U64(st.stime, 567);
+    WT_EQ_U64(st.start, 987654);
+    /* negative fields before ours (tty_nr -1, priority) are skipped */
+    WT_EQ_INT(
+        wt_procfs_parse_pid_stat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 5 6 -7 -8 -20 0 1 0 99 0 0", &st),
+        0);
+    WT_EQ_U64(st.start, 99);
+    WT_EQ_INT(wt_procfs_parse_pid_stat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 5 6", &st), -EINVAL);
+    WT_EQ_INT(wt_procfs_parse_pid_stat("no parentheses here", &st), -EINVAL);
+    WT_EQ_INT(wt_procfs_parse_pid_stat("1 (x) S 0 1 1 0 -1 0 0 0 0 0 abc 6 0 0 0 0 1 0 9", &st),
+              -EINVAL);
+    /* the real one: this process, started after boot, with some CPU time */
+    unsetenv("WATTAGE_PROCFS_ROOT");
+    WT_EQ_INT(wt_procfs_pid_stat((int)getpid(), &st), 0);
+    WT_ASSERT(st.start > 0);
+    WT_EQ_INT(wt_procfs_pid_stat(0x7ffffff0, &st), -ENOENT);
+}
+
+static void count_pid(void *ctx, int pid)
+{
+    int *n = ctx;
+    if (pid == (int)getpid())
+        n[0]++;
+    n[1]++;
+}
+
+WT_TEST(procfs_each_pid_lists_processes_under_the_root)
+{
+    int n[2] = {0, 0};
+    unsetenv("WATTAGE_PROCFS_ROOT");
+    WT_EQ_INT(wt_procfs_each_pid(count_pid, n), 0);
+    WT_EQ_INT(n[0], 1);
+    WT_ASSERT(n[1] >= 1);
+    char path[512];
+    snprintf(path, sizeof path, "%s/proc/17", wt_test_dir());
+    WT_EQ_INT(mkdir(wt_test_dir(), 0755) == 0 || errno == EEXIST, 1);
+    snprintf(path, sizeof path, "%s/proc", wt_test_dir());
+    WT_EQ_INT(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/proc/17", wt_test_dir());
+    WT_EQ_INT(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/proc/self", wt_test_dir());
+    WT_EQ_INT(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/proc/12x", wt_test_dir());
+    WT_EQ_INT(mkdir(path, 0755), 0);
+    setenv("WATTAGE_PROCFS_ROOT", wt_test_dir(), 1);
+    n[0] = n[1] = 0;
+    WT_EQ_INT(wt_procfs_each_pid(count_pid, n), 0);
+    WT_EQ_INT(n[1], 1); /* 17 only: not self, not 12x */
+    setenv("WATTAGE_PROCFS_ROOT", "/nonexistent-root", 1);
+    WT_EQ_INT(wt_procfs_each_pid(count_pid, n), -ENOENT);
+    unsetenv("WATTAGE_PROCFS_ROOT");
+}

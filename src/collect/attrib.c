@@ -1,0 +1,555 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The attribution ledger (see attrib.h): exact integer splits of each device's interval
+ * energy, per-process counters keyed by pid and start time, owners read once from the cgroup,
+ * and folding of finished processes into their owners after a grace period.
+ */
+#include "collect/attrib.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+
+#define MOD "attrib"
+#define CONTAINER_SHORT 12 /* the container id in labels: its first 12 characters, as docker ps */
+#define N_KINDS 5          /* none, slurm, kubernetes, systemd, unknown (cgroup unreadable) */
+
+const char *wt_attrib_method_name(enum wt_attrib_method m)
+{
+    switch (m) {
+    case WT_ATTRIB_UTILIZATION:
+        return "utilization";
+    case WT_ATTRIB_MEMORY:
+        return "memory";
+    case WT_ATTRIB_EQUAL:
+        break;
+    }
+    return "equal";
+}
+
+/* ---- the split ---- */
+
+struct rem {
+    size_t i;
+    uint64_t r; /* remainder of busy * w_i / W, in units of 1/W */
+};
+
+static int by_remainder(const void *a, const void *b)
+{
+    const struct rem *x = a, *y = b;
+    if (x->r != y->r)
+        return x->r < y->r ? 1 : -1;
+    return x->i < y->i ? -1 : x->i > y->i; /* stable: the earlier share first */
+}
+
+void wt_attrib_split(uint64_t energy, double busy, const uint64_t *weights, size_t n,
+                     uint64_t *parts, uint64_t *idle)
+{
+    uint64_t total_w = 0;
+    for (size_t i = 0; i < n; i++) {
+        parts[i] = 0;
+        if (__builtin_add_overflow(total_w, weights[i], &total_w))
+            total_w = UINT64_MAX;
+    }
+    if (!(busy > 0) || total_w == 0) {
+        *idle = energy;
+        return;
+    }
+    if (busy > 1)
+        busy = 1;
+    long double b = (long double)energy * busy;
+    uint64_t used = b >= (long double)energy ? energy : (uint64_t)b;
+    uint64_t given = 0;
+    struct rem stack_rem[64];
+    struct rem *rem = n <= 64 ? stack_rem : malloc(n * sizeof *rem);
+    size_t nr = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned __int128 x = (unsigned __int128)used * weights[i];
+        parts[i] = (uint64_t)(x / total_w);
+        given += parts[i];
+        if (rem && weights[i])
+            rem[nr++] = (struct rem){i, (uint64_t)(x % total_w)};
+    }
+    /* Fewer than n units are left: one more each to the largest remainders. */
+    uint64_t left = used - given;
+    if (rem) {
+        qsort(rem, nr, sizeof *rem, by_remainder);
+        for (size_t k = 0; k < nr && left; k++, left--)
+            parts[rem[k].i]++;
+    }
+    if (rem != stack_rem)
+        free(rem);
+    /* Without memory for the remainders (only then) what is left is idle: still conserved. */
+    *idle = energy - (used - left);
+}
+
+/* ---- the ledger ---- */
+
+struct proc {
+    unsigned int pid;
+    uint64_t start;
+    uint64_t raw;
+    bool live;
+    int64_t ended_ns; /* when it was first missing; 0 while live */
+    bool owner_known;
+    struct wt_proc_owner owner;
+    char labels[WT_LABELS_LEN];
+};
+
+struct folded {
+    struct wt_proc_owner owner; /* kind and id only */
+    bool owner_known;
+    bool kind_only; /* past WT_ATTRIB_MAX_FOLDED: every owner of its kind */
+    uint64_t raw;
+    char labels[WT_LABELS_LEN];
+};
+
+struct device {
+    bool used;
+    char labels[WT_LABELS_LEN];
+    char idle_labels[WT_LABELS_LEN];
+    char info_labels[WT_LABELS_LEN];
+    enum wt_attrib_method method;
+    uint64_t total, idle;
+    int64_t t_ns;
+    struct proc *procs; /* sorted by pid, then start */
+    size_t nprocs;
+    struct folded *folded;
+    size_t nfolded;
+};
+
+struct wt_attrib {
+    pthread_mutex_t mu;
+    int metric, info_metric;
+    double jpu;
+    int64_t grace_ns;
+    struct device dev[WT_ATTRIB_MAX_DEVICES];
+    struct wt_ratelimit owner_rl;
+};
+
+int wt_attrib_open(int metric, int info_metric, double joules_per_unit, int64_t grace_ns,
+                   struct wt_attrib **out)
+{
+    struct wt_attrib *a = calloc(1, sizeof *a);
+    *out = NULL;
+    if (!a)
+        return -ENOMEM;
+    pthread_mutex_init(&a->mu, NULL);
+    a->metric = metric;
+    a->info_metric = info_metric;
+    a->jpu = joules_per_unit;
+    a->grace_ns = grace_ns > 0 ? grace_ns : 0;
+    a->owner_rl.interval_ns = 60 * WT_NS_PER_S;
+    *out = a;
+    return 0;
+}
+
+static pthread_mutex_t pub_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct wt_attrib *published[2];
+
+void wt_attrib_close(struct wt_attrib *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&pub_mu);
+    for (int i = 0; i < 2; i++)
+        if (published[i] == a)
+            published[i] = NULL;
+    pthread_mutex_unlock(&pub_mu);
+    for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++) {
+        free(a->dev[d].procs);
+        free(a->dev[d].folded);
+    }
+    pthread_mutex_destroy(&a->mu);
+    free(a);
+}
+
+static void add_label(char *labels, size_t n, const char *key, const char *value)
+{
+    if (value[0])
+        (void)wt_labels_add(labels, n, key, value);
+}
+
+void wt_attrib_owner_labels(char *labels, size_t n, const struct wt_proc_owner *o, bool folded)
+{
+    if (wt_labels_add(labels, n, "owner", wt_owner_kind_name(o->kind)) != 0)
+        return;
+    switch (o->kind) {
+    case WT_OWNER_SLURM:
+        add_label(labels, n, "slurm_job", o->slurm_job);
+        if (!folded)
+            add_label(labels, n, "slurm_step", o->slurm_step);
+        break;
+    case WT_OWNER_K8S:
+        add_label(labels, n, "pod_uid", o->pod_uid);
+        if (!folded) {
+            char c[CONTAINER_SHORT + 1];
+            size_t k = strnlen(o->container, CONTAINER_SHORT);
+            memcpy(c, o->container, k);
+            c[k] = '\0';
+            add_label(labels, n, "container", c);
+        }
+        break;
+    case WT_OWNER_SYSTEMD:
+        add_label(labels, n, "unit", o->unit);
+        break;
+    case WT_OWNER_NONE:
+        break;
+    }
+}
+
+/* The owner labels of a process whose cgroup could not be read: owner="unknown". */
+static void owner_labels(char *labels, size_t n, const struct proc *p, bool folded)
+{
+    if (p->owner_known)
+        wt_attrib_owner_labels(labels, n, &p->owner, folded);
+    else
+        (void)wt_labels_add(labels, n, "owner", "unknown");
+}
+
+static void read_owner(struct wt_attrib *a, struct proc *p, int64_t t_ns)
+{
+    struct wt_err err = {{0}};
+    memset(&p->owner, 0, sizeof p->owner);
+    int rc = wt_cgroup_owner((pid_t)p->pid, &p->owner, &err);
+    p->owner_known = rc == 0;
+    if (rc == 0 || rc == -ENOENT || rc == -ESRCH)
+        return; /* gone since the list: its energy is still its own, owner unknown */
+    memset(&p->owner, 0, sizeof p->owner);
+    uint64_t suppressed = 0;
+    if (wt_ratelimit_ok(&a->owner_rl, t_ns, &suppressed))
+        wt_warn(MOD, "cannot read a process's owner: %s: counted as owner=\"unknown\" pid=%u%s",
+                err.msg, p->pid, suppressed ? " (and more since)" : "");
+}
+
+static void proc_init(struct wt_attrib *a, struct device *d, struct proc *p, unsigned int pid,
+                      uint64_t start, int instance, int64_t t_ns)
+{
+    char num[24];
+    memset(p, 0, sizeof *p);
+    p->pid = pid;
+    p->start = start;
+    p->live = true;
+    read_owner(a, p, t_ns);
+    memcpy(p->labels, d->labels, sizeof p->labels);
+    snprintf(num, sizeof num, "%u", pid);
+    (void)wt_labels_add(p->labels, sizeof p->labels, "pid", num);
+    if (instance >= 0) {
+        snprintf(num, sizeof num, "%d", instance);
+        (void)wt_labels_add(p->labels, sizeof p->labels, "gpu_instance", num);
+    }
+    owner_labels(p->labels, sizeof p->labels, p, false);
+}
+
+static bool same_owner(const struct folded *f, const struct proc *p, bool kind_only)
+{
+    if (f->kind_only != kind_only || f->owner_known != p->owner_known ||
+        f->owner.kind != p->owner.kind)
+        return false;
+    if (kind_only || !p->owner_known)
+        return true;
+    switch (p->owner.kind) {
+    case WT_OWNER_SLURM:
+        return strcmp(f->owner.slurm_job, p->owner.slurm_job) == 0;
+    case WT_OWNER_K8S:
+        return strcmp(f->owner.pod_uid, p->owner.pod_uid) == 0;
+    case WT_OWNER_SYSTEMD:
+        return strcmp(f->owner.unit, p->owner.unit) == 0;
+    case WT_OWNER_NONE:
+        break;
+    }
+    return true;
+}
+
+/* The folded series of p's owner, made when new; NULL only without memory. */
+static struct folded *folded_for(struct device *d, const struct proc *p)
+{
+    /* Past the cap, an owner's processes go to the one series of its kind. */
+    bool kind_only = false;
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t i = 0; i < d->nfolded; i++)
+            if (same_owner(&d->folded[i], p, kind_only))
+                return &d->folded[i];
+        if (d->nfolded < WT_ATTRIB_MAX_FOLDED || kind_only)
+            break;
+        kind_only = true;
+    }
+    if (!d->folded) {
+        d->folded = calloc(WT_ATTRIB_MAX_FOLDED + N_KINDS, sizeof *d->folded);
+        if (!d->folded)
+            return NULL;
+    }
+    if (d->nfolded >= WT_ATTRIB_MAX_FOLDED + N_KINDS)
+        return NULL;
+    struct folded *f = &d->folded[d->nfolded++];
+    memset(f, 0, sizeof *f);
+    f->owner_known = p->owner_known;
+    f->kind_only = kind_only;
+    f->owner.kind = p->owner.kind;
+    if (!kind_only && p->owner_known) {
+        memcpy(f->owner.slurm_job, p->owner.slurm_job, sizeof f->owner.slurm_job);
+        memcpy(f->owner.pod_uid, p->owner.pod_uid, sizeof f->owner.pod_uid);
+        memcpy(f->owner.unit, p->owner.unit, sizeof f->owner.unit);
+        if (p->owner.kind != WT_OWNER_SYSTEMD)
+            f->owner.unit[0] = '\0'; /* Slurm and pods are keyed by job and pod only */
+    }
+    memcpy(f->labels, d->labels, sizeof f->labels);
+    if (f->owner_known)
+        wt_attrib_owner_labels(f->labels, sizeof f->labels, &f->owner, true);
+    else
+        (void)wt_labels_add(f->labels, sizeof f->labels, "owner", "unknown");
+    return f;
+}
+
+/* Moves p's energy into its owner's folded series. False only without memory (then the
+ * process keeps its own series: nothing is lost). */
+static bool fold(struct device *d, const struct proc *p)
+{
+    struct folded *f = folded_for(d, p);
+    if (!f)
+        return false;
+    f->raw += p->raw;
+    return true;
+}
+
+struct pair {
+    unsigned int pid;
+    uint64_t start;
+    uint64_t part;
+    int instance;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct pair *x = a, *y = b;
+    if (x->pid != y->pid)
+        return x->pid < y->pid ? -1 : 1;
+    return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static int cmp_key(const struct proc *p, const struct pair *s)
+{
+    if (p->pid != s->pid)
+        return p->pid < s->pid ? -1 : 1;
+    return p->start < s->start ? -1 : p->start > s->start;
+}
+
+/* The processes of one interval merged into d's list (both sorted by key). */
+static int merge(struct wt_attrib *a, struct device *d, struct pair *s, size_t n, int64_t t_ns)
+{
+    struct proc *out = malloc((d->nprocs + n ? d->nprocs + n : 1) * sizeof *out);
+    if (!out)
+        return -ENOMEM;
+    size_t i = 0, k = 0, m = 0;
+    while (i < d->nprocs || k < n) {
+        int c = i >= d->nprocs ? 1 : k >= n ? -1 : cmp_key(&d->procs[i], &s[k]);
+        if (c == 0 && k + 1 < n && by_key(&s[k], &s[k + 1]) == 0) {
+            /* the same process twice in one interval: add it up first */
+            s[k + 1].part += s[k].part;
+            k++;
+            continue;
+        }
+        if (c < 0) {
+            struct proc *p = &out[m++];
+            *p = d->procs[i++];
+            if (p->live) {
+                p->live = false;
+                p->ended_ns = t_ns;
+            }
+            if (t_ns - p->ended_ns >= a->grace_ns && fold(d, p))
+                m--;
+        } else if (c == 0) {
+            struct proc *p = &out[m++];
+            *p = d->procs[i++];
+            p->raw += s[k++].part;
+            p->live = true;
+            p->ended_ns = 0;
+        } else {
+            if (k + 1 < n && by_key(&s[k], &s[k + 1]) == 0) {
+                s[k + 1].part += s[k].part;
+                k++;
+                continue;
+            }
+            struct proc *p = &out[m++];
+            proc_init(a, d, p, s[k].pid, s[k].start, s[k].instance, t_ns);
+            p->raw = s[k++].part;
+            /* Past the cap (the CPU ledger on a busy host), straight to the owner. */
+            if (m > WT_ATTRIB_MAX_PROCS && fold(d, p))
+                m--;
+        }
+    }
+    /* A reused pid: the earlier process of that pid folds at once (two series would carry
+     * the same labels). Only one of a pid's processes can be listed in an interval. */
+    size_t w = 0;
+    for (size_t r = 0; r < m; r++) {
+        bool shadowed = !out[r].live && ((r + 1 < m && out[r + 1].pid == out[r].pid) ||
+                                         (w > 0 && out[w - 1].pid == out[r].pid));
+        if (shadowed && fold(d, &out[r]))
+            continue;
+        out[w++] = out[r];
+    }
+    free(d->procs);
+    d->procs = out;
+    d->nprocs = w;
+    return 0;
+}
+
+int wt_attrib_account(struct wt_attrib *a, unsigned int dev, const char *dev_labels, int64_t t_ns,
+                      uint64_t energy, double busy, enum wt_attrib_method method,
+                      const struct wt_attrib_share *shares, size_t n)
+{
+    if (dev >= WT_ATTRIB_MAX_DEVICES)
+        return -EINVAL;
+    uint64_t *w = calloc(n ? n : 1, sizeof *w), *parts = calloc(n ? n : 1, sizeof *parts);
+    struct pair *s = malloc((n ? n : 1) * sizeof *s);
+    int rc = -ENOMEM;
+    if (!w || !parts || !s)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        w[i] = shares[i].weight;
+    uint64_t idle = 0;
+    wt_attrib_split(energy, busy, w, n, parts, &idle);
+    for (size_t i = 0; i < n; i++)
+        s[i] = (struct pair){shares[i].pid, shares[i].start, parts[i], shares[i].instance};
+    qsort(s, n, sizeof *s, by_key);
+
+    pthread_mutex_lock(&a->mu);
+    struct device *d = &a->dev[dev];
+    if (!d->used) {
+        d->used = true;
+        snprintf(d->labels, sizeof d->labels, "%s", dev_labels);
+        memcpy(d->idle_labels, d->labels, sizeof d->labels);
+        (void)wt_labels_add(d->idle_labels, sizeof d->idle_labels, "owner", "idle");
+    }
+    rc = merge(a, d, s, n, t_ns);
+    if (rc == 0) {
+        d->idle += idle;
+        d->total += energy;
+        d->method = method;
+        d->t_ns = t_ns;
+        memcpy(d->info_labels, d->labels, sizeof d->labels);
+        (void)wt_labels_add(d->info_labels, sizeof d->info_labels, "method",
+                            wt_attrib_method_name(method));
+    } else {
+        /* Without memory for the merge the interval is idle: still conserved. */
+        d->idle += energy;
+        d->total += energy;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&a->mu);
+out:
+    free(w);
+    free(parts);
+    free(s);
+    return rc;
+}
+
+int wt_attrib_emit(struct wt_attrib *a, int64_t t_ns, struct wt_batch *out)
+{
+    int rc = 0;
+    pthread_mutex_lock(&a->mu);
+    for (size_t i = 0; i < WT_ATTRIB_MAX_DEVICES; i++) {
+        const struct device *d = &a->dev[i];
+        if (!d->used)
+            continue;
+        for (size_t k = 0; k < d->nprocs; k++)
+            rc |= wt_batch_add(out, a->metric, d->procs[k].labels, t_ns,
+                               (double)d->procs[k].raw * a->jpu);
+        for (size_t k = 0; k < d->nfolded; k++)
+            rc |= wt_batch_add(out, a->metric, d->folded[k].labels, t_ns,
+                               (double)d->folded[k].raw * a->jpu);
+        rc |= wt_batch_add(out, a->metric, d->idle_labels, t_ns, (double)d->idle * a->jpu);
+        if (a->info_metric >= 0)
+            rc |= wt_batch_add(out, a->info_metric, d->info_labels, t_ns, 1);
+    }
+    pthread_mutex_unlock(&a->mu);
+    return rc ? -ENOMEM : 0;
+}
+
+int wt_attrib_copy(struct wt_attrib *a, struct wt_attrib_device **devs, size_t *ndev,
+                   struct wt_attrib_entry **ents, size_t *nent)
+{
+    int rc = -ENOMEM;
+    *devs = NULL;
+    *ents = NULL;
+    *ndev = *nent = 0;
+    pthread_mutex_lock(&a->mu);
+    size_t nd = 0, ne = 0;
+    for (size_t i = 0; i < WT_ATTRIB_MAX_DEVICES; i++) {
+        if (a->dev[i].used) {
+            nd++;
+            ne += a->dev[i].nprocs + a->dev[i].nfolded;
+        }
+    }
+    struct wt_attrib_device *dv = calloc(nd ? nd : 1, sizeof *dv);
+    struct wt_attrib_entry *ev = calloc(ne ? ne : 1, sizeof *ev);
+    if (!dv || !ev) {
+        free(dv);
+        free(ev);
+        goto out;
+    }
+    nd = ne = 0;
+    for (size_t i = 0; i < WT_ATTRIB_MAX_DEVICES; i++) {
+        const struct device *d = &a->dev[i];
+        if (!d->used)
+            continue;
+        struct wt_attrib_device *x = &dv[nd++];
+        x->dev = (unsigned int)i;
+        memcpy(x->labels, d->labels, sizeof x->labels);
+        x->method = d->method;
+        x->energy_j = (double)d->total * a->jpu;
+        x->idle_j = (double)d->idle * a->jpu;
+        x->t_ns = d->t_ns;
+        for (size_t k = 0; k < d->nprocs; k++) {
+            const struct proc *p = &d->procs[k];
+            ev[ne++] = (struct wt_attrib_entry){
+                (unsigned int)i,        p->pid, p->start, p->live, p->owner_known, p->owner,
+                (double)p->raw * a->jpu};
+        }
+        for (size_t k = 0; k < d->nfolded; k++) {
+            const struct folded *f = &d->folded[k];
+            ev[ne++] = (struct wt_attrib_entry){
+                (unsigned int)i, 0, 0, false, f->owner_known, f->owner, (double)f->raw * a->jpu};
+        }
+    }
+    *devs = dv;
+    *ents = ev;
+    *ndev = nd;
+    *nent = ne;
+    rc = 0;
+out:
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+}
+
+void wt_attrib_publish(int which, struct wt_attrib *a)
+{
+    if (which < 0 || which > 1)
+        return;
+    pthread_mutex_lock(&pub_mu);
+    published[which] = a;
+    pthread_mutex_unlock(&pub_mu);
+}
+
+int wt_attrib_copy_published(int which, struct wt_attrib_device **devs, size_t *ndev,
+                             struct wt_attrib_entry **ents, size_t *nent)
+{
+    int rc = -ENODATA;
+    *devs = NULL;
+    *ents = NULL;
+    *ndev = *nent = 0;
+    if (which < 0 || which > 1)
+        return rc;
+    /* Held while copying, so that a ledger is not closed under the copy. */
+    pthread_mutex_lock(&pub_mu);
+    if (published[which])
+        rc = wt_attrib_copy(published[which], devs, ndev, ents, nent);
+    pthread_mutex_unlock(&pub_mu);
+    return rc;
+}
