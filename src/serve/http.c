@@ -104,8 +104,8 @@ struct wt_http {
     pthread_cond_t reaper_cv;
     pthread_t reaper;
     bool reaper_running, stopping;
-    int64_t reaper_at;   /* CLOCK_MONOTONIC ns the reaper sleeps until, INT64_MAX: no timer */
-    int64_t deadline_ns; /* WT_HTTP_REQUEST_DEADLINE_S, or a test's (wt_http_set_deadline) */
+    int64_t reaper_at;     /* CLOCK_MONOTONIC ns the reaper sleeps until, INT64_MAX: no timer */
+    int64_t deadline_ns;   /* WT_HTTP_REQUEST_DEADLINE_S, or a test's (wt_http_set_deadline) */
     uint64_t reaper_wakes; /* times the reaper woke, for the tests */
     struct conn *conns;
     struct MHD_Daemon *mhd;
@@ -700,10 +700,10 @@ static void *reaper_main(void *arg)
     while (!h->stopping) {
         int64_t now = wt_now_mono_ns(), next = INT64_MAX;
         for (struct conn *k = h->conns; k; k = k->next) {
-            struct wt_http_deadline d = {
-                .since = __atomic_load_n(&k->since, __ATOMIC_ACQUIRE),
-                .answered = __atomic_load_n(&k->answered, __ATOMIC_ACQUIRE),
-                .cut = k->cut};
+            struct wt_http_deadline d = {.since = __atomic_load_n(&k->since, __ATOMIC_ACQUIRE),
+                                         .answered =
+                                             __atomic_load_n(&k->answered, __ATOMIC_ACQUIRE),
+                                         .cut = k->cut};
             int64_t due = wt_http_reap_scan(&d, 1, now, h->deadline_ns);
             if (due < next)
                 next = due;
