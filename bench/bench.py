@@ -4,7 +4,7 @@
 
     bench.py SECTION BUILD OUT
 
-SECTION is agent, callgrind, serve, energy, nvml, external NAME CMD... or table. Every section
+SECTION is agent, idle, callgrind, serve, energy, nvml, external NAME CMD... or table. Every section
 writes its rows, one JSON object a line, to OUT/rows-SECTION.jsonl (and its details to
 OUT/SECTION.txt); `table` prints every row as one table and writes OUT/results.json. A row is
 
@@ -267,6 +267,93 @@ def agent(build, out, o):
             for k in procs:
                 o.detail(f"  {k}: per-tick µs {[round(x, 1) for x in per_tick[k]]} "
                          f"VmHWM kB {hwm[k]}")
+
+
+# ------------------------------------------------------------------------------------------
+# idle wake-ups per thread and where the resident memory goes
+
+def thread_switches(pid):
+    """{tid: (name, voluntary + involuntary context switches)} of every live thread of pid."""
+    out = {}
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except FileNotFoundError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/status") as f:
+                d = dict(line.split(":", 1) for line in f if ":" in line)
+            out[tid] = (d["Name"].strip(), int(d["voluntary_ctxt_switches"]) +
+                        int(d["nonvoluntary_ctxt_switches"]))
+        except (FileNotFoundError, ProcessLookupError, KeyError, ValueError):
+            pass
+    return out
+
+
+def rss_split(pid):
+    """Resident kB of pid by kind, from /proc/PID/smaps: the heap, other anonymous memory
+    (thread stacks, malloc arenas, library buffers), each mapped file (libraries: their code
+    and relocated data), and the total."""
+    parts, cur = {}, None
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            fields = line.split()
+            if re.match(r"^[0-9a-f]+-[0-9a-f]+ ", line):
+                cur = fields[5] if len(fields) > 5 else "[anon]"
+                if cur.startswith("/"):
+                    cur = os.path.basename(cur)
+            elif fields[0] == "Rss:":
+                parts[cur] = parts.get(cur, 0) + int(fields[1])
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def idle(build, out, o):
+    """Wake-ups per second of each thread of an idle daemon (no HTTP connection: nobody
+    scrapes), 8 GPUs at 1 s, default collectors, alerts and store; its peak RSS and where the
+    resident memory goes. Three daemons at once, 20 s each after a 5-s warm-up; medians."""
+    runs = int(os.environ.get("BENCH_AGENT_RUNS", "3"))
+    warm, measure = 5.0, 20.0
+    with tempfile.TemporaryDirectory(prefix="wt-bench-idle-") as tmp:
+        ds = []
+        try:
+            for _ in range(runs):
+                ds.append(start_wattage(build, tmp, 1.0))
+            time.sleep(warm)
+            s0 = [thread_switches(d.pid) for d in ds]
+            t0 = time.monotonic()
+            time.sleep(measure)
+            s1 = [thread_switches(d.pid) for d in ds]
+            elapsed = time.monotonic() - t0
+            hwm = [status_kb(d.pid, "VmHWM") for d in ds]
+            split = [rss_split(d.pid) for d in ds]
+        finally:
+            for d in ds:
+                d.stop()
+    rates = {}  # thread name -> [per-second rate of each daemon, summed over same-named threads]
+    for a, b in zip(s0, s1):
+        per = {}
+        for tid, (name, n) in b.items():
+            if tid in a:
+                per[name] = per.get(name, 0.0) + (n - a[tid][1]) / elapsed
+        for name, r in per.items():
+            rates.setdefault(name, []).append(r)
+    for name in sorted(rates):
+        o.add(row("Idle wake-ups", f"thread {name}, 8 GPUs at 1 s, nobody scraping", "/s",
+                  rates[name], note="context switches per second, summed over the threads "
+                  "of that name"))
+    o.add(row("Idle wake-ups", "all threads", "/s",
+              [sum(v[i] for v in rates.values() if i < len(v)) for i in range(runs)]))
+    o.add(row("Idle wake-ups", "peak RSS (VmHWM), 8 GPUs at 1 s", "MiB",
+              [x / 1024 for x in hwm if x]))
+    keys = {}
+    for sp in split:
+        for k, v in sp.items():
+            keys.setdefault(k, []).append(v)
+    o.detail(f"{runs} daemons at once, warm-up {warm:g} s, measured {elapsed:.1f} s")
+    o.detail("resident kB by mapping (median of the daemons), largest first:")
+    for k, v in sorted(keys.items(), key=lambda kv: -statistics.median(kv[1])):
+        o.detail(f"  {statistics.median(v):8.0f}  {k}")
 
 
 # ------------------------------------------------------------------------------------------
@@ -603,7 +690,7 @@ def external(build, out, o, name, cmd):
 # ------------------------------------------------------------------------------------------
 # the table
 
-ORDER = ["Agent cost per tick", "Host metrics cost", "Exposition throughput", "Store",
+ORDER = ["Agent cost per tick", "Idle wake-ups", "Host metrics cost", "Exposition throughput", "Store",
          "Energy accuracy", "NVML calls"]
 
 
@@ -698,7 +785,7 @@ def main(argv):
         table(build, out)
         return 0
     funcs = {"agent": agent, "callgrind": callgrind, "serve": serve, "energy": energy,
-             "nvml": nvml}
+             "nvml": nvml, "idle": idle}
     if section == "external":
         name = argv[4]
         external(build, out, Out(out, name), name, argv[5:])

@@ -43,6 +43,7 @@ $PY bench/bench.py energy "$BUILD" "$OUT" &
 energy_pid=$!
 
 section agent agent "$BUILD" "$OUT"
+section idle idle "$BUILD" "$OUT"
 if command -v valgrind >/dev/null; then
     section callgrind callgrind "$BUILD" "$OUT"
 else

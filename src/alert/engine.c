@@ -724,9 +724,12 @@ out:
 struct wt_alerts {
     /* The wake-up: the hub's sink only ever takes wake_mu, never waits for an evaluation. */
     pthread_mutex_t wake_mu;
-    pthread_cond_t cv;
-    bool stop, dirty;
-    int64_t wake_ns; /* the longest wait between two evaluations: the daemon's interval */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    bool stop, ready;  /* ready: the tick's batches are in (gather) */
+    int64_t wake_ns;   /* the daemon's interval */
+    int64_t last_eval; /* CLOCK_MONOTONIC ns of the last evaluation's start */
+    uint64_t evaluations;
+    struct wt_alerts_gather gather;
     pthread_t thread;
     bool started;
     pthread_mutex_t mu; /* guards everything below */
@@ -823,24 +826,67 @@ static void evaluate(struct wt_alerts *x)
     pthread_mutex_unlock(&x->mu);
 }
 
+bool wt_alerts_gather_batch(struct wt_alerts_gather *g, const char *collector, int64_t now_ns,
+                            int64_t interval_ns)
+{
+    size_t i = 0;
+    while (i < g->n && strcmp(g->src[i].name, collector) != 0)
+        i++;
+    if (i == g->n) {
+        if (g->n == WT_ALERTS_GATHER_MAX)
+            return true;
+        memset(&g->src[i], 0, sizeof g->src[i]);
+        snprintf(g->src[i].name, sizeof g->src[i].name, "%s", collector);
+        g->n++;
+    }
+    g->src[i].regular = g->src[i].last_ns && now_ns - g->src[i].last_ns <= interval_ns * 3 / 2;
+    g->src[i].last_ns = now_ns;
+    g->src[i].fresh = true;
+    for (size_t k = 0; k < g->n; k++) {
+        int64_t age = now_ns - g->src[k].last_ns;
+        /* Waited for: regular, and not a tick late already (it would have missed this one). */
+        if (!g->src[k].regular || age > interval_ns * 3 / 2)
+            continue;
+        /* In: a batch since the last evaluation, and of this tick (within half an interval),
+         * not one left from the tick before. */
+        if (!g->src[k].fresh || age >= interval_ns / 2)
+            return false;
+    }
+    return true;
+}
+
+void wt_alerts_gather_evaluated(struct wt_alerts_gather *g)
+{
+    for (size_t k = 0; k < g->n; k++)
+        g->src[k].fresh = false;
+}
+
+/*
+ * One evaluation per tick, woken by the batch that completes it (wt_alerts_gather). With a
+ * collector late, or no batch at all (data gaps show as the absence of batches), it evaluates
+ * anyway a quarter interval after the tick it expected.
+ */
 static void *run(void *arg)
 {
     struct wt_alerts *x = arg;
     pthread_setname_np(pthread_self(), "wt-alerts");
     pthread_mutex_lock(&x->wake_mu);
+    x->last_eval = wt_now_mono_ns();
     while (!x->stop) {
-        if (!x->dirty) {
-            /* Data gaps show as the absence of batches: look at least once per interval. */
-            struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            int64_t t = (int64_t)ts.tv_sec * WT_NS_PER_S + ts.tv_nsec + x->wake_ns;
-            ts.tv_sec = t / WT_NS_PER_S;
-            ts.tv_nsec = t % WT_NS_PER_S;
+        int64_t due = x->last_eval + x->wake_ns + x->wake_ns / 4;
+        if (!x->ready) {
+            struct timespec ts = {.tv_sec = due / WT_NS_PER_S, .tv_nsec = due % WT_NS_PER_S};
             pthread_cond_timedwait(&x->cv, &x->wake_mu, &ts);
         }
         if (x->stop)
             break;
-        x->dirty = false;
+        int64_t now = wt_now_mono_ns();
+        if (!x->ready && now < due)
+            continue; /* a spurious wake-up */
+        x->ready = false;
+        x->last_eval = now;
+        x->evaluations++;
+        wt_alerts_gather_evaluated(&x->gather);
         pthread_mutex_unlock(&x->wake_mu);
         evaluate(x);
         pthread_mutex_lock(&x->wake_mu);
@@ -852,12 +898,22 @@ static void *run(void *arg)
 static void sink(void *ctx, const char *collector, const struct wt_batch *b)
 {
     struct wt_alerts *x = ctx;
-    (void)collector;
     (void)b;
     pthread_mutex_lock(&x->wake_mu);
-    x->dirty = true;
-    pthread_cond_signal(&x->cv);
+    /* Once ready, the thread is woken already (a signal per batch would wake it again). */
+    if (wt_alerts_gather_batch(&x->gather, collector, wt_now_mono_ns(), x->wake_ns) && !x->ready) {
+        x->ready = true;
+        pthread_cond_signal(&x->cv);
+    }
     pthread_mutex_unlock(&x->wake_mu);
+}
+
+uint64_t wt_alerts_evaluations(struct wt_alerts *x)
+{
+    pthread_mutex_lock(&x->wake_mu);
+    uint64_t n = x->evaluations;
+    pthread_mutex_unlock(&x->wake_mu);
+    return n;
 }
 
 int wt_alerts_list_json(struct wt_alerts *x, char **json)
@@ -1077,7 +1133,11 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_al
         return wt_err_set(err, "alerts: out of memory"), -ENOMEM;
     pthread_mutex_init(&x->mu, NULL);
     pthread_mutex_init(&x->wake_mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&x->cv, &ca);
+    pthread_condattr_destroy(&ca);
     x->hub = hub;
     x->wcfg = cfg;
     x->interval_ns = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;

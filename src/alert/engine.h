@@ -109,6 +109,31 @@ char *wt_alert_json(const struct wt_alert *a, size_t n);
 
 /* ---- the daemon's engine --------------------------------------------------------------------- */
 
+/*
+ * When the evaluation thread evaluates: once per tick, when every regular collector's batch of
+ * this tick has come (one wake-up a tick, not one per collector). A collector is regular when
+ * its last two batches came at most 1.5 intervals apart and the last one at most 1.5 intervals
+ * ago: one backed off, polling at its own slower interval, or stopped is not waited for (the
+ * thread's own timer evaluates a tick that never completes). A batch belongs to the tick when
+ * it came since the last evaluation and within half an interval of the one that completes it.
+ * Collectors beyond WT_ALERTS_GATHER_MAX are not tracked: each of their batches starts an
+ * evaluation. Pure (no lock, no clock): the engine calls it under its wake-up lock.
+ */
+#define WT_ALERTS_GATHER_MAX 32
+struct wt_alerts_gather {
+    struct {
+        char name[32];
+        int64_t last_ns;     /* CLOCK_MONOTONIC of its last batch, 0: none yet */
+        bool regular, fresh; /* fresh: a batch since the last evaluation */
+    } src[WT_ALERTS_GATHER_MAX];
+    size_t n;
+};
+/* A batch of collector arrived at now_ns: true when the evaluation should start now. */
+bool wt_alerts_gather_batch(struct wt_alerts_gather *g, const char *collector, int64_t now_ns,
+                            int64_t interval_ns);
+/* An evaluation starts: every batch so far is in it. */
+void wt_alerts_gather_evaluated(struct wt_alerts_gather *g);
+
 struct wt_alerts;
 
 /*
@@ -169,6 +194,9 @@ int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg,
  * no channel is configured.
  */
 bool wt_alerts_delivery_failing(struct wt_alerts *a, char *why, size_t n);
+
+/* How many evaluations the thread has made (for tests and benchmarks). */
+uint64_t wt_alerts_evaluations(struct wt_alerts *a);
 
 /* Stops the thread, closes capping (restoring limits) and delivery. Accepts NULL. */
 void wt_alerts_close(struct wt_alerts *a);

@@ -86,7 +86,9 @@ struct family_provider {
  * a client trickling one header byte at a time (slow loris) would hold a connection for ever.
  * The reaper thread cuts every connection whose request has not been answered within
  * WT_HTTP_REQUEST_DEADLINE_S of its start (the connection's start, or the end of the previous
- * response on a kept-alive connection).
+ * response on a kept-alive connection). It sleeps until the earliest of those deadlines, and
+ * with none (no connection, or every request answered) until a request starts: an idle server
+ * never wakes it (issue 17: it looked 4 times a second).
  */
 struct conn {
     struct conn *prev, *next;
@@ -102,6 +104,9 @@ struct wt_http {
     pthread_cond_t reaper_cv;
     pthread_t reaper;
     bool reaper_running, stopping;
+    int64_t reaper_at;     /* CLOCK_MONOTONIC ns the reaper sleeps until, INT64_MAX: no timer */
+    int64_t deadline_ns;   /* WT_HTTP_REQUEST_DEADLINE_S, or a test's (wt_http_set_deadline) */
+    uint64_t reaper_wakes; /* times the reaper woke, for the tests */
     struct conn *conns;
     struct MHD_Daemon *mhd;
     int fd; /* the listening socket until MHD owns it */
@@ -588,18 +593,34 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     return MHD_YES;
 }
 
+/*
+ * A request started at since (conns_mu held): wakes the reaper when it would sleep past this
+ * request's deadline (it sleeps without a timer while no request is open). Deadlines only grow
+ * with time, so this signals about once per burst of connections, not once per request.
+ */
+static void poke_reaper(struct wt_http *h, int64_t since)
+{
+    if (since + h->deadline_ns < h->reaper_at)
+        pthread_cond_signal(&h->reaper_cv);
+}
+
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
     struct req *rq = *con_cls;
-    (void)cls;
+    struct wt_http *h = cls;
     (void)toe;
     const union MHD_ConnectionInfo *ci =
         MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
     if (ci && ci->socket_context) {
+        /* The next request's clock starts: under the lock, so the reaper either sees it in its
+         * scan or has published the instant it sleeps until, which poke_reaper compares. */
         struct conn *k = ci->socket_context;
+        pthread_mutex_lock(&h->conns_mu);
         __atomic_store_n(&k->since, wt_now_mono_ns(), __ATOMIC_RELEASE);
         __atomic_store_n(&k->answered, 0, __ATOMIC_RELEASE);
+        poke_reaper(h, k->since);
+        pthread_mutex_unlock(&h->conns_mu);
     }
     if (rq) {
         free(rq->body);
@@ -631,12 +652,13 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         if (!k || !ci)
             goto fail;
         k->fd = ci->connect_fd;
-        k->since = wt_now_mono_ns();
         pthread_mutex_lock(&h->conns_mu);
+        k->since = wt_now_mono_ns();
         k->next = h->conns;
         if (h->conns)
             h->conns->prev = k;
         h->conns = k;
+        poke_reaper(h, k->since);
         pthread_mutex_unlock(&h->conns_mu);
         *socket_context = k;
         return;
@@ -661,36 +683,74 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
     *socket_context = NULL;
 }
 
+int64_t wt_http_reap_scan(struct wt_http_deadline *d, size_t n, int64_t now, int64_t deadline_ns)
+{
+    int64_t next = INT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i].cut || d[i].answered)
+            continue;
+        int64_t due = d[i].since + deadline_ns;
+        if (due <= now)
+            d[i].cut = true;
+        else if (due < next)
+            next = due;
+    }
+    return next;
+}
+
 static void *reaper_main(void *arg)
 {
     struct wt_http *h = arg;
-    const int64_t deadline = WT_HTTP_REQUEST_DEADLINE_S * WT_NS_PER_S;
+    pthread_setname_np(pthread_self(), "wt-http-dl");
     pthread_mutex_lock(&h->conns_mu);
     while (!h->stopping) {
-        int64_t now = wt_now_mono_ns();
+        int64_t now = wt_now_mono_ns(), next = INT64_MAX;
         for (struct conn *k = h->conns; k; k = k->next) {
-            if (k->cut || __atomic_load_n(&k->answered, __ATOMIC_ACQUIRE))
-                continue;
-            int64_t since = __atomic_load_n(&k->since, __ATOMIC_ACQUIRE);
-            if (now - since > deadline) {
+            struct wt_http_deadline d = {.since = __atomic_load_n(&k->since, __ATOMIC_ACQUIRE),
+                                         .answered =
+                                             __atomic_load_n(&k->answered, __ATOMIC_ACQUIRE),
+                                         .cut = k->cut};
+            int64_t due = wt_http_reap_scan(&d, 1, now, h->deadline_ns);
+            if (due < next)
+                next = due;
+            if (d.cut && !k->cut) {
                 /* The owning thread sees end-of-file and closes the connection itself. */
                 shutdown(k->fd, SHUT_RDWR);
                 k->cut = true;
-                wt_debug("http", "cut a connection whose request took over %d s",
-                         WT_HTTP_REQUEST_DEADLINE_S);
+                wt_debug("http", "cut a connection whose request took over %.3g s",
+                         (double)h->deadline_ns / WT_NS_PER_S);
             }
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 250 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+        /* A request answered since its deadline was taken makes a wake-up for nothing; a
+         * request that starts later pokes the reaper if it is due sooner than next. */
+        h->reaper_at = next;
+        if (next == INT64_MAX) {
+            pthread_cond_wait(&h->reaper_cv, &h->conns_mu);
+        } else {
+            struct timespec ts = {.tv_sec = next / WT_NS_PER_S, .tv_nsec = next % WT_NS_PER_S};
+            pthread_cond_timedwait(&h->reaper_cv, &h->conns_mu, &ts);
         }
-        pthread_cond_timedwait(&h->reaper_cv, &h->conns_mu, &ts);
+        h->reaper_at = INT64_MIN; /* awake: no poke needed until it sleeps again */
+        h->reaper_wakes++;
     }
     pthread_mutex_unlock(&h->conns_mu);
     return NULL;
+}
+
+void wt_http_set_deadline(struct wt_http *h, int64_t deadline_ns)
+{
+    pthread_mutex_lock(&h->conns_mu);
+    h->deadline_ns = deadline_ns;
+    pthread_cond_signal(&h->reaper_cv);
+    pthread_mutex_unlock(&h->conns_mu);
+}
+
+uint64_t wt_http_reaper_wakes(struct wt_http *h)
+{
+    pthread_mutex_lock(&h->conns_mu);
+    uint64_t n = h->reaper_wakes;
+    pthread_mutex_unlock(&h->conns_mu);
+    return n;
 }
 
 static size_t on_unescape(void *cls, struct MHD_Connection *c, char *s)
@@ -1092,6 +1152,8 @@ int wt_http_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_http
         return -ENOMEM;
     h->hub = hub;
     h->fd = -1;
+    h->deadline_ns = (int64_t)WT_HTTP_REQUEST_DEADLINE_S * WT_NS_PER_S;
+    h->reaper_at = INT64_MIN;
     pthread_mutex_init(&h->conns_mu, NULL);
     pthread_mutex_init(&h->cache_mu, NULL);
     pthread_condattr_t ca;

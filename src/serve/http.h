@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -104,6 +105,26 @@ void wt_http_close(struct wt_http *h);
 
 /* The port actually bound. */
 int wt_http_port(const struct wt_http *h);
+
+/*
+ * The request deadline's timer, a pure function for the deadline thread and the tests. Each
+ * entry is one open connection: since is when its current request started (CLOCK_MONOTONIC
+ * ns), answered that a response is queued for it, cut that it was cut already. Marks cut every
+ * unanswered request whose deadline (since + deadline_ns) is at or before now, and returns the
+ * earliest deadline still ahead: the instant the thread sleeps until. INT64_MAX when there is
+ * none (no connection, every request answered or cut): the thread then sleeps until a request
+ * starts, so an idle server never wakes it.
+ */
+struct wt_http_deadline {
+    int64_t since;
+    bool answered, cut;
+};
+int64_t wt_http_reap_scan(struct wt_http_deadline *d, size_t n, int64_t now, int64_t deadline_ns);
+
+/* For tests: sets the request deadline (default WT_HTTP_REQUEST_DEADLINE_S) of h. */
+void wt_http_set_deadline(struct wt_http *h, int64_t deadline_ns);
+/* For tests: how many times the deadline thread has woken since it started. */
+uint64_t wt_http_reaper_wakes(struct wt_http *h);
 
 /* A request header or query argument, NULL when absent. */
 const char *wt_http_header(const struct wt_http_request *req, const char *name);

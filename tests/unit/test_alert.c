@@ -1162,3 +1162,85 @@ WT_TEST(a_failing_delivery_channel_fires_after_its_for_and_resolves_when_it_deli
               1);
     wt_alert_eval_free(e);
 }
+
+/*
+ * The evaluation thread's wake-up: one evaluation a tick, started by the batch that completes
+ * the tick, not by each collector's; a collector that stops, slows down or backs off is not
+ * waited for after one tick; edge samples between ticks start nothing.
+ */
+WT_TEST(gather_one_evaluation_per_tick)
+{
+    static struct wt_alerts_gather g; /* zeroed */
+    const int64_t iv = S(1);
+#define M(x) (S(100) + S(x)) /* CLOCK_MONOTONIC: never 0 */
+    const char *cols[] = {"nvml", "procfs", "netdev"};
+    int evals = 0;
+    /* Tick 0: nothing is regular yet (two batches make a gap), so each batch starts one, as
+     * before; tick 1 settles (its first collector is regular first); tick 2 is in step. */
+    for (int t = 0; t < 2; t++) {
+        for (int c = 0; c < 3; c++) {
+            if (wt_alerts_gather_batch(&g, cols[c], M(t) + c * S(0.001), iv)) {
+                wt_alerts_gather_evaluated(&g);
+                evals++;
+            }
+        }
+    }
+    WT_EQ_INT(evals, 4);
+    /* From tick 2 on: only the last batch of the tick starts the evaluation. */
+    for (int t = 2; t < 6; t++) {
+        for (int c = 0; c < 3; c++) {
+            bool go = wt_alerts_gather_batch(&g, cols[c], M(t) + c * S(0.001), iv);
+            WT_ASSERT(go == (c == 2));
+            if (go)
+                wt_alerts_gather_evaluated(&g);
+        }
+    }
+    /* Whatever order they come in. */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "netdev", M(6), iv));
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(6.002), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "procfs", M(6.003), iv));
+    wt_alerts_gather_evaluated(&g);
+    /* An edge sample between ticks (a job's mark) does not complete a tick, nor does a batch
+     * left from the tick before. */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(6.4), iv));
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(7), iv));
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "procfs", M(7.001), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "netdev", M(7.002), iv));
+    wt_alerts_gather_evaluated(&g);
+    /* netdev stops: tick 8 is never complete (the thread's own timer evaluates it)... */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(8), iv));
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "procfs", M(8.001), iv));
+    wt_alerts_gather_evaluated(&g); /* the timer's evaluation */
+    /* ...and from tick 9 it is not waited for. */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(9), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "procfs", M(9.001), iv));
+    wt_alerts_gather_evaluated(&g);
+    /* Back after 3 s: a gap of 2 intervals is not regular, so not waited for either... */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(10), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "procfs", M(10.001), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "netdev", M(10.002), iv)); /* late, in tick 10's */
+    wt_alerts_gather_evaluated(&g);
+    /* ...nor at tick 11, its first regular gap closing only with its own batch... */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(11), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "procfs", M(11.001), iv));
+    wt_alerts_gather_evaluated(&g);
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "netdev", M(11.002), iv));
+    /* ...and from tick 12 it is waited for again. */
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "nvml", M(12), iv));
+    WT_ASSERT(!wt_alerts_gather_batch(&g, "procfs", M(12.001), iv));
+    WT_ASSERT(wt_alerts_gather_batch(&g, "netdev", M(12.002), iv));
+}
+#undef M
+
+WT_TEST(gather_untracked_collectors_always_start_one)
+{
+    static struct wt_alerts_gather g;
+    char name[32];
+    for (int i = 0; i < WT_ALERTS_GATHER_MAX; i++) {
+        snprintf(name, sizeof name, "snmp:t%d", i);
+        wt_alerts_gather_batch(&g, name, S(0), S(1));
+    }
+    WT_EQ_U64(g.n, WT_ALERTS_GATHER_MAX);
+    WT_ASSERT(wt_alerts_gather_batch(&g, "one-too-many", S(0.5), S(1)));
+    WT_EQ_U64(g.n, WT_ALERTS_GATHER_MAX);
+}
