@@ -21,6 +21,7 @@
 #include "audit/carbon_fetch.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
+#include "audit/dark.h"
 #include "audit/power_avg.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
@@ -422,6 +423,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
     struct wt_power_avg *pavg = NULL;
+    struct wt_dark *dark = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -489,6 +491,11 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* Rolling 1/5/15-min power means: a hub sink and a slot of their own. */
     if (wt_power_avg_open(&cfg, hub, &pavg, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* Dark power: idle energy per GPU, a hub sink and a slot of its own. */
+    if (wt_dark_open(&cfg, hub, &dark, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -633,6 +640,7 @@ out:
     wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
     wt_store_close(store);    /* after the collectors: flushes what they published */
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
+    wt_dark_close(dark);      /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

@@ -109,6 +109,12 @@ enum wt_metric_id {
     /* Rolling power means (audit/power_avg.h), label window="1m"|"5m"|"15m". */
     WT_M_GPU_POWER_AVG_W,  /* GPU labels + window */
     WT_M_NODE_POWER_AVG_W, /* GPUs + CPU packages + DRAM */
+    /* Dark power (audit/dark.h): a GPU idle (no process, utilization 0), GPU labels. */
+    WT_M_GPU_IDLE,                /* 0/1: idle now */
+    WT_M_GPU_IDLE_ENERGY_J,       /* counter: energy spent idle since the daemon started */
+    WT_M_GPU_IDLE_SECONDS,        /* counter: time spent idle since the daemon started */
+    WT_M_GPU_IDLE_ENERGY_TODAY_J, /* energy spent idle since 00:00 UTC (this daemon's share) */
+    WT_M_GPU_IDLE_POWER_W,        /* mean power while idle today: the idle power level */
     WT_M_COUNT
 };
 
