@@ -19,9 +19,9 @@
 
 #include "alert/engine.h"
 #include "audit/carbon_fetch.h"
+#include "audit/dark.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
-#include "audit/dark.h"
 #include "audit/power_avg.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
