@@ -7,14 +7,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "alert/alert.h"
+#include "audit/dark.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/hub.h"
 #include "core/snapshot.h"
+#include "store/store.h"
 
 #define MAX_SOURCES WT_HUB_MAX_COLLECTORS
 
@@ -35,6 +38,29 @@ static void print_caps(const struct wt_config *cfg)
         wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), a, &err) == 0)
         (void)wt_cap_report(cfg, a, stdout);
     free(a);
+}
+
+/* Dark power today (audit/dark.h), from the daemon's store when there is one; quiet otherwise. */
+static void print_dark_today(const struct wt_config *cfg)
+{
+    struct wt_store_opts so = {.create = false};
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_dark_day *d = NULL;
+    size_t n = 0;
+    int64_t now = wt_now_real_ns(), day = 86400 * WT_NS_PER_S;
+    if (!cfg->store.path[0] || access(cfg->store.path, R_OK) != 0 ||
+        wt_store_open(cfg->store.path, &so, &st, &err) != 0)
+        return;
+    if (wt_dark_days(st, now - now % day, now, &d, &n) == 0 && n) {
+        printf("\ndark power today (UTC, from %s):\n", cfg->store.path);
+        for (size_t i = 0; i < n; i++)
+            printf("GPU %s%s%s: %.3f kWh idle over %.1f h, idle power level %.1f W\n", d[i].gpu,
+                   d[i].node[0] ? " on " : "", d[i].node, d[i].energy_j / 3.6e6, d[i].idle_s / 3600,
+                   d[i].idle_s > 0 ? d[i].energy_j / d[i].idle_s : 0);
+    }
+    free(d);
+    wt_store_close(st);
 }
 
 static const struct wt_cli_opt status_opts[] = {
@@ -145,6 +171,7 @@ int wt_cmd_status(int argc, char **argv)
     } else {
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
         print_caps(&cfg);
+        print_dark_today(&cfg);
         wt_health_print(stdout, why, nh);
     }
     free(cs);

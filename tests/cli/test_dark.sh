@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)
-printf 'daemon:\n  interval: 1s\n' >"$TMP/w.yaml"
+printf 'daemon:\n  interval: 1s\nstore:\n  path: %s\n' "$TMP/w.db" >"$TMP/w.yaml"
 echo "1 4242" >"$TMP/procs"
 FAKE_NVML_GPUS=2 FAKE_NVML_POWER=60,0,0 FAKE_NVML_PROCS_FILE="$TMP/procs" \
     WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" \
@@ -86,4 +86,10 @@ e = 60 * float(sys.argv[2])  # every idle second the daemon counted, at 60 W
 assert abs(f[0]["energy_joules"] - e) <= 0.02 * e + 1, (f[0]["energy_joules"], e)
 ' "$TMP/report.json" "$s2" 2>"$TMP/py.err"; then ok "the report's findings name GPU 0's idle kWh and level from the store"
 else not_ok "the report's findings name GPU 0's idle kWh and level from the store" "$(cat "$TMP/py.err" "$TMP/report.err")"; fi
+WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 "$BIN" status -c "$TMP/w.yaml" >"$TMP/status.txt" 2>&1
+if grep -q '^dark power today' "$TMP/status.txt" &&
+    grep -Eq '^GPU 0: 0\.0[0-9]+ kWh idle over 0\.0 h, idle power level 60\.[0-9] W$' "$TMP/status.txt" &&
+    ! grep -q '^GPU 1:' "$TMP/status.txt"; then
+    ok "wattage status (no daemon) shows today's idle energy and level from the store"
+else not_ok "wattage status (no daemon) shows today's idle energy and level from the store" "$(tail -8 "$TMP/status.txt")"; fi
 finish
