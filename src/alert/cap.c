@@ -1412,7 +1412,7 @@ int wt_cap_set_share(const struct wt_config *cfg, const struct wt_alerts_config 
     int fd = rec_lock(c->record);
     if (!c->record[0]) {
         wt_err_set(err, "no record of power limit changes (no store path, no "
-                             "alerts.cap_record): no limit is changed without one");
+                        "alerts.cap_record): no limit is changed without one");
         rc = -EIO;
         goto out;
     }
