@@ -274,6 +274,16 @@ int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n,
  */
 int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
                  FILE *out, struct wt_err *err) WT_MUST_USE;
+/*
+ * `wattage calibrate`: under the record's lock, sets every GPU's limit to share of its max
+ * limit (never under its minimum nor alerts.cap_floor_watts), each GPU's line written first
+ * (reason, its own limit: the record's, else its default). Put them back with wt_cap_clear.
+ * The limits set go to set_w[0..cap), *n of them. Returns 0, or -EIO with err (NVML, a GPU not
+ * answering, the record).
+ */
+int wt_cap_set_share(const struct wt_config *cfg, const struct wt_alerts_config *acfg, double share,
+                     const char *reason, double *set_w, size_t cap, size_t *n,
+                     struct wt_err *err) WT_MUST_USE;
 /* For `wattage status`: one line per GPU capped by wattage (from the record) or by someone else
  * (its limit is not its default, and no line explains it); nothing when none is, or without
  * NVML. Returns 0. */

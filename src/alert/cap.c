@@ -1398,6 +1398,67 @@ static int set_w(struct wt_cap *c, int i, double w, struct wt_err *err)
     return 0;
 }
 
+int wt_cap_set_share(const struct wt_config *cfg, const struct wt_alerts_config *acfg, double share,
+                     const char *reason, double *set_w_out, size_t cap, size_t *n,
+                     struct wt_err *err)
+{
+    struct wt_cap *c = NULL;
+    struct wt_cap_rec r[MAX_GPUS];
+    size_t nr = 0;
+    *n = 0;
+    int rc = open_plain(cfg, acfg, &c, err);
+    if (rc != 0)
+        return rc;
+    int fd = rec_lock(c->record);
+    if (!c->record[0]) {
+        wt_err_set(err, "no record of power limit changes (no store path, no "
+                        "alerts.cap_record): no limit is changed without one");
+        rc = -EIO;
+        goto out;
+    }
+    if ((rc = wt_cap_record_read(c->record, r, MAX_GPUS, &nr, err)) != 0)
+        goto out;
+    for (unsigned int i = 0; i < c->ngpus && rc == 0; i++) {
+        struct capgpu *g = &c->g[i];
+        if (!g->have_dev || g->max_w <= 0) {
+            wt_err_set(err, "gpu %u: not answering, or no power limit range", i);
+            rc = -EIO;
+            break;
+        }
+        double w = fmax(fmax(share * g->max_w, g->min_w), acfg->cap_floor_watts);
+        w = fmin(w, g->max_w);
+        /* Its own limit: the record's when wattage already changed it, else its default, never
+         * what it reads now (someone else's cap is not the GPU's own). */
+        int k = rec_find(r, nr, g->uuid);
+        double own = k >= 0 ? r[k].own_w : g->default_w > 0 ? g->default_w : g->max_w;
+        if (k < 0) {
+            k = (int)nr++;
+            memset(&r[k], 0, sizeof r[k]);
+            snprintf(r[k].uuid, sizeof r[k].uuid, "%s", g->uuid);
+        }
+        r[k].gpu = (int)i;
+        r[k].own_w = own;
+        r[k].set_w = w;
+        r[k].t_ns = wt_now_real_ns();
+        snprintf(r[k].reason, sizeof r[k].reason, "%s", reason);
+        /* The line first: a kill between the two leaves a line for a limit not yet set (put
+         * right at the next start), never a limit without a line. */
+        if ((rc = wt_cap_record_write(c->record, r, nr, err)) != 0)
+            break;
+        if ((rc = set_w(c, (int)i, w, err)) != 0)
+            break;
+        if (*n < cap)
+            set_w_out[*n] = w;
+        (*n)++;
+    }
+out:
+    rec_unlock(fd);
+    unload_nvml(c);
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+    return rc;
+}
+
 int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
                  FILE *out, struct wt_err *err)
 {

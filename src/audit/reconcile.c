@@ -6,10 +6,12 @@
 #include "audit/reconcile.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/calibrate.h"
 #include "audit/meters.h"
 
 /* Pieces of a window for the share over time: long windows get longer pieces. */
@@ -188,4 +190,40 @@ fail:
     free(chips);
     free(r);
     return rc;
+}
+
+void wt_recon_against_model(const struct wt_calib_fit *f, double chips_w, double wall_w,
+                            struct wt_recon_model_check *out)
+{
+    out->predicted_w = f->a + f->b * chips_w;
+    out->unaccounted_w = out->predicted_w - chips_w;
+    out->departure_w = wall_w - out->predicted_w;
+    out->bound_w = fmax(3 * f->resid_sd_w, 0.02 * fabs(out->predicted_w));
+    out->drift = fabs(out->departure_w) > out->bound_w;
+}
+
+void wt_recon_apply_models(struct wt_recon_node *nodes, size_t n, const struct wt_calib_model *m,
+                           size_t nm, double window_s)
+{
+    for (size_t i = 0; i < n; i++) {
+        struct wt_recon_node *x = &nodes[i];
+        x->has_model = false;
+        const struct wt_calib_model *md = NULL;
+        for (size_t k = 0; k < nm; k++)
+            if (strcmp(m[k].node, x->node) == 0 && m[k].fit.tracks)
+                md = &m[k];
+        if (!md || window_s <= 0 || !wt_recon_complete(x))
+            continue;
+        /* the chips as the model was fitted: the GPUs alone, or GPUs + CPU packages + DRAM */
+        double chips_w = (strcmp(md->chip, "gpu") == 0 ? x->gpu_j : x->chips_j) / window_s;
+        struct wt_recon_model_check c;
+        wt_recon_against_model(&md->fit, chips_w, x->wall_j / window_s, &c);
+        x->has_model = true;
+        x->model_t_ns = md->t_ns;
+        x->model_predicted_w = c.predicted_w;
+        x->model_unaccounted_w = c.unaccounted_w;
+        x->model_departure_w = c.departure_w;
+        x->model_bound_w = c.bound_w;
+        x->model_drift = c.drift;
+    }
 }

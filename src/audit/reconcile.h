@@ -39,6 +39,14 @@ struct wt_recon_node {
     int pieces; /* pieces with a share */
     double share_min, share_max;
     bool chips_exceed_wall, share_drift;
+    /* Against the node's calibration model (wt_recon_apply_models; audit/calibrate.h). */
+    bool has_model;
+    int64_t model_t_ns;         /* when the model was fitted */
+    double model_predicted_w;   /* a + b x chips: the wall the model expects */
+    double model_unaccounted_w; /* predicted - chips: what the model expects beside the chips */
+    double model_departure_w;   /* wall - predicted */
+    double model_bound_w;       /* the departure allowed (see wt_recon_against_model) */
+    bool model_drift;           /* the wall departs from the model beyond the bound */
 };
 
 /*
@@ -64,5 +72,31 @@ void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drif
  */
 int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64_t a, int64_t b,
                      struct wt_recon_node **out, size_t *n) WT_MUST_USE;
+
+struct wt_calib_fit;
+struct wt_calib_model;
+
+/* One comparison of a mean wall power with what a calibration model predicts from the chips. */
+struct wt_recon_model_check {
+    double predicted_w, unaccounted_w, departure_w, bound_w;
+    bool drift;
+};
+
+/*
+ * Pure: the wall the fit predicts for chips_w (a + b x chips_w), the unaccounted watts the model
+ * expects (predicted - chips), the departure of wall_w from it, and drift when the departure
+ * exceeds the bound: 3 residual standard deviations of the fit, and never under 2 % of the
+ * prediction (a fit through exact points has no scatter, a meter has).
+ */
+void wt_recon_against_model(const struct wt_calib_fit *f, double chips_w, double wall_w,
+                            struct wt_recon_model_check *out);
+
+/*
+ * Fills the model fields of each node from its model among m[0..nm) (by node name), with the
+ * node's mean powers over its window of window_s seconds. A model whose wall does not track the
+ * chips is not used. Pure.
+ */
+void wt_recon_apply_models(struct wt_recon_node *nodes, size_t n, const struct wt_calib_model *m,
+                           size_t nm, double window_s);
 
 #endif

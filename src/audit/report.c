@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "audit/carbon.h"
+#include "audit/dark.h"
 #include "audit/jobs.h"
 #include "audit/report.h"
 #include "audit/schedule.h"
@@ -597,6 +598,54 @@ static void findings(struct wt_report *r)
     wt_report_rank(r);
 }
 
+/*
+ * Dark power (audit/dark.h): one finding per GPU with idle energy in the window, measured by the
+ * daemon with the process list (no process, utilization 0), with its worst day and idle level.
+ */
+static int dark_findings(struct wt_store *st, struct wt_report *r)
+{
+    struct wt_dark_day *d = NULL;
+    size_t n = 0;
+    int rc = wt_dark_days(st, r->from_ns, r->to_ns, &d, &n);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = strcmp(d[k].node, d[i].node) == 0 && strcmp(d[k].uuid, d[i].uuid) == 0;
+        if (seen)
+            continue;
+        double j = 0, s = 0, worst = 0;
+        int64_t worst_day = d[i].day_ns;
+        size_t days = 0;
+        for (size_t k = i; k < n; k++) {
+            if (strcmp(d[k].node, d[i].node) != 0 || strcmp(d[k].uuid, d[i].uuid) != 0)
+                continue;
+            j += d[k].energy_j;
+            s += d[k].idle_s;
+            days++;
+            if (d[k].energy_j > worst) {
+                worst = d[k].energy_j;
+                worst_day = d[k].day_ns;
+            }
+        }
+        struct wt_report_finding *f;
+        if (j <= 0 || !(f = add_finding(r, "dark_power", j)))
+            continue;
+        char day[40];
+        wt_time_format(worst_day, 0, day, sizeof day);
+        day[10] = '\0'; /* the date of the RFC 3339 stamp */
+        snprintf(f->title, sizeof f->title, "GPU %s%s%s spent %.3f kWh idle with nothing on it",
+                 d[i].gpu, d[i].node[0] ? " on " : "", d[i].node, j / 3.6e6);
+        snprintf(f->evidence, sizeof f->evidence,
+                 "%.1f h with no process and utilization 0 over %zu day%s (most on %s: %.3f kWh); "
+                 "idle power level %.1f W (sensor +-5 W)",
+                 s / 3600, days, days == 1 ? "" : "s", day, worst / 3.6e6, s > 0 ? j / s : 0);
+    }
+    free(d);
+    return 0;
+}
+
 /* The report of a store (db_path: its jobs) or, with source, of readings copied from it. */
 static int build(struct wt_store *st, const char *db_path, const char *source,
                  const struct wt_config *cfg, int64_t from_ns, int64_t to_ns, struct wt_report *r,
@@ -640,6 +689,10 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
         add_missing(r, "no inlet temperature sensors: no ASHRAE envelope chart");
     if ((rc = gather_carbon(st, cfg, r, err)) != 0)
         goto fail;
+    if ((rc = dark_findings(st, r)) != 0) {
+        wt_err_set(err, "dark power: cannot read the idle series (%s)", strerror(-rc));
+        goto fail;
+    }
     findings(r);
     free(t);
     return 0;

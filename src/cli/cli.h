@@ -13,6 +13,7 @@
 
 int wt_cmd_run(int argc, char **argv);
 int wt_cmd_status(int argc, char **argv);
+int wt_cmd_calibrate(int argc, char **argv);
 int wt_cmd_check_config(int argc, char **argv);
 int wt_cmd_energy(int argc, char **argv);
 int wt_cmd_query(int argc, char **argv);
@@ -99,6 +100,7 @@ extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form
     wt_cli_form_jobs, wt_cli_form_jobs_compare, wt_cli_form_exec, wt_cli_form_schedule,
     wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 extern const struct wt_cli_form wt_cli_form_doctor;
+extern const struct wt_cli_form wt_cli_form_calibrate;
 
 /* ---- the options every subcommand shares (src/cli/opts.c) ---- */
 

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/calibrate.h"
 #include "audit/carbon.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
@@ -172,6 +173,17 @@ static void print_json(const struct wt_kpi_report *r)
             cJSON_AddItemToArray(sus, cJSON_CreateString("chips_exceed_wall"));
         if (x->share_drift)
             cJSON_AddItemToArray(sus, cJSON_CreateString("share_drift"));
+        if (x->has_model) { /* against the node's calibration (wattage calibrate) */
+            cJSON *m = cJSON_AddObjectToObject(o, "model");
+            char md[40];
+            wt_time_format(x->model_t_ns, 0, md, sizeof md);
+            cJSON_AddStringToObject(m, "date", md);
+            cJSON_AddNumberToObject(m, "predicted_wall_watts", x->model_predicted_w);
+            cJSON_AddNumberToObject(m, "unaccounted_watts", x->model_unaccounted_w);
+            cJSON_AddNumberToObject(m, "departure_watts", x->model_departure_w);
+            cJSON_AddNumberToObject(m, "bound_watts", x->model_bound_w);
+            cJSON_AddBoolToObject(m, "drift", x->model_drift);
+        }
         cJSON_AddItemToArray(ns, o);
     }
     char *txt = cJSON_PrintUnformatted(root);
@@ -292,8 +304,33 @@ static void print_text(const struct wt_kpi_report *r)
             if (x->share_drift)
                 printf("  SUSPECT: share drifts");
             printf("\n");
+            if (x->has_model) {
+                char md[40];
+                wt_time_format(x->model_t_ns, 0, md, sizeof md);
+                printf("  %-16s model of %s: wall %.1f W expected (%.1f W beside the chips), "
+                       "departs %+.1f W%s\n",
+                       "", md, x->model_predicted_w, x->model_unaccounted_w, x->model_departure_w,
+                       x->model_drift ? "  DRIFT: beyond the model" : "");
+            }
         }
     }
+}
+
+/* The nodes' calibration models (calibration.json beside the store), when there are. */
+static void apply_models(const struct wt_config *cfg, bool fleet, struct wt_kpi_report *r,
+                         double window_s)
+{
+    char path[WT_PATH_LEN + 32];
+    struct wt_calib_model *m = calloc(WT_CALIB_MAX_MODELS, sizeof *m);
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    if (m && !fleet && wt_calib_model_path(cfg, path, sizeof path) == 0) {
+        if (wt_calib_load(path, m, WT_CALIB_MAX_MODELS, &n, &err) != 0)
+            fprintf(stderr, "wattage kpi: %s (models not used)\n", err.msg);
+        else
+            wt_recon_apply_models(r->nodes, r->nnodes, m, n, window_s);
+    }
+    free(m);
 }
 
 /*
@@ -481,6 +518,7 @@ int wt_cmd_kpi(int argc, char **argv)
     } else if ((rc = extra_rows(st, &cfg, &r)) != 0) {
         wt_kpi_report_free(&r);
     } else {
+        apply_models(&cfg, co.source != NULL, &r, (double)(to - from) / 1e9);
         if (co.json)
             print_json(&r);
         else

@@ -19,6 +19,7 @@
 
 #include "alert/engine.h"
 #include "audit/carbon_fetch.h"
+#include "audit/dark.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
@@ -429,6 +430,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_power_avg *pavg = NULL;
     struct wt_api_series *series = NULL;
     struct wt_cpu_attrib *cpu_attrib = NULL;
+    struct wt_dark *dark = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -512,6 +514,11 @@ int wt_cmd_run(int argc, char **argv)
     /* CPU energy per process (collect/procattr.h): a hub sink of rapl batches, a slot. */
     if (cfg.collectors.rapl_attribution &&
         wt_cpu_attrib_open(hub, cfg.collectors.nvml_attrib_grace_ns, &cpu_attrib, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* Dark power: idle energy per GPU, a hub sink and a slot of its own. */
+    if (wt_dark_open(&cfg, hub, &dark, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
     }
@@ -662,6 +669,7 @@ out:
     wt_store_close(store);    /* after the collectors: flushes what they published */
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
     wt_cpu_attrib_close(cpu_attrib); /* likewise */
+    wt_dark_close(dark);      /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

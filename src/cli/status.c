@@ -6,15 +6,19 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "alert/alert.h"
+#include "audit/dark.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/hub.h"
 #include "core/snapshot.h"
+#include "store/store.h"
 
 #define MAX_SOURCES WT_HUB_MAX_COLLECTORS
 
@@ -35,6 +39,84 @@ static void print_caps(const struct wt_config *cfg)
         wt_alerts_config_parse(wt_config_file(cfg), wt_config_section(cfg, "alerts"), a, &err) == 0)
         (void)wt_cap_report(cfg, a, stdout);
     free(a);
+}
+
+/* Dark power today (audit/dark.h), from the daemon's store when there is one; quiet otherwise. */
+static void print_dark_today(const struct wt_config *cfg)
+{
+    struct wt_store_opts so = {.create = false};
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_dark_day *d = NULL;
+    size_t n = 0;
+    int64_t now = wt_now_real_ns(), day = 86400 * WT_NS_PER_S;
+    if (!cfg->store.path[0] || access(cfg->store.path, R_OK) != 0 ||
+        wt_store_open(cfg->store.path, &so, &st, &err) != 0)
+        return;
+    if (wt_dark_days(st, now - now % day, now, &d, &n) == 0 && n) {
+        printf("\ndark power today (UTC, from %s):\n", cfg->store.path);
+        for (size_t i = 0; i < n; i++)
+            printf("GPU %s%s%s: %.3f kWh idle over %.1f h, idle power level %.1f W\n", d[i].gpu,
+                   d[i].node[0] ? " on " : "", d[i].node, d[i].energy_j / 3.6e6, d[i].idle_s / 3600,
+                   d[i].idle_s > 0 ? d[i].energy_j / d[i].idle_s : 0);
+    }
+    free(d);
+    wt_store_close(st);
+}
+
+/* Dark power as one snapshot sees it: idle now from the process list of this poll. */
+static void feed_dark(struct wt_dark *d, const struct wt_batch *b)
+{
+    struct wt_gpu_procs *procs = calloc(64, sizeof *procs);
+    size_t np = 0;
+    int64_t t = 0;
+    bool have = procs && wt_nvml_processes(procs, 64, &np, &t) == 0;
+    wt_dark_feed(d, "nvml", b, procs, have ? np : 0, have);
+    free(procs);
+}
+
+/*
+ * The same series as the daemon's (so status --json has the keys of /api/v1/status): idle now
+ * from this snapshot, today's idle energy and level from the store when it has them (else what
+ * this snapshot saw: nothing).
+ */
+static void publish_dark(const struct wt_config *cfg, struct wt_hub *hub, struct wt_dark *d)
+{
+    struct wt_batch b = {0};
+    int64_t now = wt_now_real_ns(), day = 86400 * WT_NS_PER_S;
+    if (wt_dark_batch(d, now, &b) != 0 || b.len == 0) {
+        wt_batch_free(&b);
+        return;
+    }
+    struct wt_store_opts so = {.create = false};
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_dark_day *dd = NULL;
+    size_t n = 0;
+    if (cfg->store.path[0] && access(cfg->store.path, R_OK) == 0 &&
+        wt_store_open(cfg->store.path, &so, &st, &err) == 0 &&
+        wt_dark_days(st, now - now % day, now, &dd, &n) == 0) {
+        for (size_t i = 0; i < b.len; i++) {
+            struct wt_reading *r = &b.r[i];
+            char uuid[96];
+            if ((r->metric != WT_M_GPU_IDLE_ENERGY_TODAY_J && r->metric != WT_M_GPU_IDLE_POWER_W) ||
+                wt_labels_get(r->labels, "uuid", uuid, sizeof uuid) != 0)
+                continue;
+            for (size_t k = 0; k < n; k++)
+                if (!dd[k].node[0] && strcmp(dd[k].uuid, uuid) == 0 && dd[k].idle_s > 0)
+                    r->value = r->metric == WT_M_GPU_IDLE_ENERGY_TODAY_J
+                                   ? dd[k].energy_j
+                                   : dd[k].energy_j / dd[k].idle_s;
+        }
+    }
+    free(dd);
+    wt_store_close(st);
+    int slot = wt_hub_add_collector(hub, "dark", cfg->daemon.interval_ns);
+    if (slot >= 0) {
+        wt_hub_set_state(hub, slot, true, cfg->daemon.interval_ns);
+        wt_hub_publish(hub, slot, &b, true, 0, wt_now_mono_ns());
+    }
+    wt_batch_free(&b);
 }
 
 static const struct wt_cli_opt status_opts[] = {
@@ -63,11 +145,15 @@ int wt_cmd_status(int argc, char **argv)
         return rc;
 
     struct wt_hub *hub = NULL;
+    struct wt_dark *dark = NULL;
     struct wt_batch batch = {0}, snap = {0};
     struct source *src = calloc(MAX_SOURCES, sizeof *src);
     size_t n = 0;
     int ret = 1;
     if (!src || wt_hub_open(&hub) != 0)
+        goto out;
+    struct wt_err derr = {{0}};
+    if (wt_dark_open(&cfg, NULL, &dark, &derr) != 0)
         goto out;
     /* Every source: each single-source collector, and each target of the multi-target ones. */
     for (size_t i = 0; wt_collectors[i]; i++) {
@@ -118,8 +204,11 @@ int wt_cmd_status(int argc, char **argv)
             if (prc != 0 && round == 1 && !co.json)
                 fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
             wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
+            if (prc == 0 && strcmp(src[i].name, "nvml") == 0)
+                feed_dark(dark, &batch);
         }
     }
+    publish_dark(&cfg, hub, dark);
     if (wt_hub_snapshot(hub, &snap) != 0)
         goto out;
     struct wt_hub_collector *cs = calloc(MAX_SOURCES, sizeof *cs);
@@ -145,6 +234,7 @@ int wt_cmd_status(int argc, char **argv)
     } else {
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
         print_caps(&cfg);
+        print_dark_today(&cfg);
         wt_health_print(stdout, why, nh);
     }
     free(cs);
@@ -154,6 +244,7 @@ out:
         if (src[i].state)
             src[i].ops->close(src[i].state);
     }
+    wt_dark_close(dark);
     free(src);
     wt_config_free(&cfg);
     wt_batch_free(&batch);

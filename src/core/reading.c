@@ -221,6 +221,24 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                 "share of CPU time, then folded into its owner like the GPU "
                                 "series; owner=\"idle\" is the rest.",
                                 WT_COUNTER},
+    [WT_M_GPU_IDLE] = {"wattage_gpu_idle",
+                       "1 while the GPU is idle: no process on it and utilization 0.", WT_GAUGE},
+    [WT_M_GPU_IDLE_ENERGY_J] = {"wattage_gpu_idle_energy_joules_total",
+                                "Energy the GPU spent idle (no process, utilization 0) since the "
+                                "daemon started (part of its energy, not added to it).",
+                                WT_COUNTER},
+    [WT_M_GPU_IDLE_SECONDS] = {"wattage_gpu_idle_seconds_total",
+                               "Time the GPU spent idle (no process, utilization 0) since the "
+                               "daemon started.",
+                               WT_COUNTER},
+    [WT_M_GPU_IDLE_ENERGY_TODAY_J] = {"wattage_gpu_idle_energy_today_joules",
+                                      "Energy the GPU spent idle since 00:00 UTC, as this daemon "
+                                      "saw it.",
+                                      WT_GAUGE},
+    [WT_M_GPU_IDLE_POWER_W] = {"wattage_gpu_idle_power_watts",
+                               "The GPU's idle power level: its mean power while idle today "
+                               "(UTC).",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -113,6 +113,12 @@ enum wt_metric_id {
     WT_M_PROC_GPU_ENERGY_J, /* counter: gpu,uuid,pid|owner…; owner="idle" the unused rest */
     WT_M_GPU_ATTRIB_INFO,   /* 1: gpu,uuid,method="utilization"|"memory"|"equal" */
     WT_M_PROC_CPU_ENERGY_J, /* counter: pid|owner…; owner="idle" the rest of the packages' */
+    /* Dark power (audit/dark.h): a GPU idle (no process, utilization 0), GPU labels. */
+    WT_M_GPU_IDLE,                /* 0/1: idle now */
+    WT_M_GPU_IDLE_ENERGY_J,       /* counter: energy spent idle since the daemon started */
+    WT_M_GPU_IDLE_SECONDS,        /* counter: time spent idle since the daemon started */
+    WT_M_GPU_IDLE_ENERGY_TODAY_J, /* energy spent idle since 00:00 UTC (this daemon's share) */
+    WT_M_GPU_IDLE_POWER_W,        /* mean power while idle today: the idle power level */
     WT_M_COUNT
 };
 

@@ -36,7 +36,10 @@ enum {
     F_LIMIT_MAX,
     F_PSTATE,
     F_THROTTLE,
-    F_GAPS
+    F_GAPS,
+    F_IDLE,
+    F_IDLE_TODAY_J,
+    F_IDLE_POWER
 };
 static const struct {
     int metric;
@@ -60,6 +63,10 @@ static const struct {
     {WT_M_GPU_PSTATE, "performance_state", 1},
     {WT_M_GPU_THROTTLE_REASONS, "throttle_reasons", 1},
     {WT_M_GPU_ENERGY_GAPS, "energy_gaps", 1},
+    /* dark power (audit/dark.h), where the daemon measures it */
+    {WT_M_GPU_IDLE, "idle", 1},
+    {WT_M_GPU_IDLE_ENERGY_TODAY_J, "idle_energy_today_joules", 0},
+    {WT_M_GPU_IDLE_POWER_W, "idle_power_watts", 0},
 };
 #define NFIELDS (sizeof gpu_fields / sizeof gpu_fields[0])
 
@@ -137,7 +144,8 @@ static void build_view(struct view *v, const struct wt_batch *b)
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
         char tmp[64];
-        if (r->metric <= WT_M_GPU_ENERGY_GAPS) {
+        if (r->metric <= WT_M_GPU_ENERGY_GAPS || r->metric == WT_M_GPU_IDLE ||
+            r->metric == WT_M_GPU_IDLE_ENERGY_TODAY_J || r->metric == WT_M_GPU_IDLE_POWER_W) {
             struct gpu *g = gpu_for(v, r->labels);
             if (!g)
                 continue;
@@ -487,7 +495,19 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
         }
         int n;
         double p = total_gpu_power(v, &n);
-        fprintf(f, "total GPU power: %.1f W over %d GPU%s\n\n", p, n, n == 1 ? "" : "s");
+        fprintf(f, "total GPU power: %.1f W over %d GPU%s\n", p, n, n == 1 ? "" : "s");
+        /* Dark power, where the daemon measures it (audit/dark.h). */
+        for (int i = 0; i < v->ngpus; i++) {
+            const struct gpu *g = &v->gpus[i];
+            if (!g->has[F_IDLE_TODAY_J])
+                continue;
+            fprintf(f, "GPU %s %s: %.3f kWh idle today (UTC)", g->index,
+                    g->v[F_IDLE] != 0 ? "idle" : "busy", g->v[F_IDLE_TODAY_J] / 3.6e6);
+            if (g->has[F_IDLE_POWER])
+                fprintf(f, ", idle power level %.1f W (sensor +-5 W)", g->v[F_IDLE_POWER]);
+            fprintf(f, "\n");
+        }
+        fprintf(f, "\n");
     } else {
         fprintf(f, "GPUs: unavailable (%s)\n\n",
                 nv && !nv->present ? "no NVIDIA driver library found" : "none found");

@@ -342,6 +342,9 @@ enum wt_series_kind wt_series_kind_of(const char *metric, const char *labels)
     /* A job's energy is derived from the GPU series: stored for remote write, never summed. */
     if (strncmp(metric, "wattage_job_", 12) == 0)
         return WT_SK_GAUGE;
+    /* A GPU's idle energy is part of its energy (audit/dark.h): never summed beside it. */
+    if (strncmp(metric, "wattage_gpu_idle_", 17) == 0)
+        return WT_SK_GAUGE;
     if (wt_labels_get(labels, "method", m, sizeof m) == 0 && strcmp(m, "integrated") == 0)
         return WT_SK_INTEGRATED;
     if (strcmp(metric, wt_metrics[WT_M_GPU_ENERGY_J].name) == 0)

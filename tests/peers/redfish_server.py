@@ -16,6 +16,10 @@ file X/index.json under --root, over HTTP or HTTPS, with switchable faults.
   relayout OLD NEW   the service was re-laid out: every path starting OLD is now NEW (bodies are
                      rewritten to match) and OLD paths answer 404
 --log gets one line per request: "METHOD PATH STATUS".
+--follow LIMITS:GPUS:BASE:OFFSET:SLOPE makes every "PowerConsumedWatts" the service quotes
+  follow the fake NVML's GPUs, as a wall follows its chips: OFFSET + SLOPE * sum over the GPUs
+  of min(BASE, limit), each limit the last "GPU WATTS" line for it in the fake's LIMITS file
+  (its driver state; 700 W without one), BASE the GPUs' uncapped power.
 --basic requires HTTP basic auth; --session requires an X-Auth-Token from
 POST /redfish/v1/SessionService/Sessions (UserName/Password). The service root needs neither,
 as the Redfish specification says.
@@ -24,6 +28,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import secrets
 import socket
 import ssl
@@ -161,7 +166,27 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, '{"error": "not found"}')
         if old:
             data = data.replace(old.encode(), new.encode())
+        if ARGS.follow:
+            data = follow(data)
         self.send(200, data)
+
+
+def follow(data):
+    """The body with every PowerConsumedWatts set to what the fake's GPUs draw at the wall."""
+    path, gpus, base, offset, slope = ARGS.follow.split(":")
+    limits = {}
+    try:
+        with open(path) as fh:
+            for line in fh:
+                f = line.split()
+                if len(f) == 2:
+                    limits[int(f[0])] = float(f[1])
+    except OSError:
+        pass
+    chips = sum(min(float(base), limits.get(i, 700.0)) for i in range(int(gpus)))
+    wall = float(offset) + float(slope) * chips
+    return re.sub(rb'"PowerConsumedWatts"\s*:\s*[-0-9.eE+]+',
+                  b'"PowerConsumedWatts": %.3f' % wall, data)
 
 
 class Server(ThreadingHTTPServer):
@@ -184,6 +209,7 @@ def main():
     p.add_argument("--session")
     p.add_argument("--cert")
     p.add_argument("--key")
+    p.add_argument("--follow")
     ARGS = p.parse_args()
     srv = Server(("127.0.0.1", 0), Handler)
     if ARGS.cert:

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Calibration against the wall: a straight line through the steps of a controlled load sweep,
+ *
+ *   wall_w = a + b × chip_w          (per node; chip_w the GPUs' sum, or GPUs + RAPL)
+ *
+ * fitted by ordinary least squares, with its residuals and 95 % confidence intervals of a and b
+ * (Student's t with n - 2 degrees of freedom). a is what the node burns beside its chips at zero
+ * chip load (fans, PSU, NICs, disks); b above 1 is what grows with the load (PSU losses, fans
+ * spinning up). The wall tracks the chips only when the steps moved the chips' power, b's
+ * interval lies above 0 and the line explains most of the wall's variation (R² >= 0.9);
+ * otherwise the fit says "wall does not track chip" and why.
+ *
+ * Models are kept in one JSON file (calibration.json beside the store), written whole, fsync'd
+ * and renamed, each with its date; the reconciliation (audit/reconcile.h) compares later readings
+ * with them.
+ */
+#ifndef WT_CALIBRATE_H
+#define WT_CALIBRATE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/err.h"
+
+struct wt_calib_fit {
+    size_t n;
+    double a, b;        /* W, W/W */
+    double a_ci, b_ci;  /* 95 % half-widths (NAN with n < 3) */
+    double resid_sd_w;  /* residual standard deviation, sqrt(SSE / (n - 2)) */
+    double max_resid_w; /* the largest |residual| */
+    double r2;          /* share of the wall's variance the line explains */
+    double chip_min_w, chip_max_w;
+    bool tracks;   /* the wall tracks the chips */
+    char why[160]; /* when !tracks: "wall does not track chip: ..." */
+};
+
+/* The share of its mean the chips' power must span over the steps for the fit to mean anything. */
+#define WT_CALIB_MIN_SPAN 0.05
+#define WT_CALIB_MIN_R2 0.9
+
+/*
+ * Fits wall = a + b × chip over n points (pure). Returns 0, or -EINVAL with n < 2 or a point
+ * that is not finite. With every chip value equal, b is 0 and tracks is false.
+ */
+int wt_calib_fit(const double *chip_w, const double *wall_w, size_t n,
+                 struct wt_calib_fit *out) WT_MUST_USE;
+
+/* Student's t quantile for a two-sided 95 % interval with dof degrees of freedom (dof >= 1). */
+double wt_calib_t95(size_t dof);
+
+#define WT_CALIB_MAX_MODELS 64
+
+struct wt_calib_model {
+    char node[64];
+    char wall[16]; /* what the wall is: "pdu_outlet" or "bmc" */
+    char chip[16]; /* what chip_w was: "gpu" or "node" (GPUs + RAPL) */
+    int64_t t_ns;  /* when it was fitted */
+    struct wt_calib_fit fit;
+};
+
+/* The model file: alerts-free, beside the store ("calibration.json"). Returns 0 or -ENAMETOOLONG.
+ */
+int wt_calib_model_path(const struct wt_config *cfg, char *out, size_t n) WT_MUST_USE;
+
+/*
+ * Writes models[0..n) to path whole (a temporary file, fsync, rename, the directory fsync'd).
+ * A model of a node already in the file replaces it; the others are kept. Returns 0 or a negative
+ * errno with err naming the path.
+ */
+int wt_calib_save(const char *path, const struct wt_calib_model *m, size_t n,
+                  struct wt_err *err) WT_MUST_USE;
+
+/*
+ * Reads up to cap models from path into m, *n of them. A missing file is 0 models (returns 0);
+ * a file that is not a model file is -EINVAL with err naming the path and the field.
+ */
+int wt_calib_load(const char *path, struct wt_calib_model *m, size_t cap, size_t *n,
+                  struct wt_err *err) WT_MUST_USE;
+
+#endif
