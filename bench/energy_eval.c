@@ -58,7 +58,9 @@ int main(int argc, char **argv)
             char gs[16], want[16];
             snprintf(want, sizeof want, "%u", g);
             for (size_t i = 0; i < n; i++) {
-                int k = rows[i].s.kind == WT_SK_HWCOUNTER ? 0 : rows[i].s.kind == WT_SK_INTEGRATED ? 1 : -1;
+                int k = rows[i].s.kind == WT_SK_HWCOUNTER    ? 0
+                        : rows[i].s.kind == WT_SK_INTEGRATED ? 1
+                                                             : -1;
                 if (k < 0 || wt_labels_get(rows[i].s.labels, "gpu", gs, sizeof gs) != 0 ||
                     strcmp(gs, want) != 0)
                     continue;

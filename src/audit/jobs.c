@@ -390,6 +390,7 @@ static int64_t count_rows(struct wt_jobs *j, const char *sql, int64_t arg, const
 
 struct span {
     double gpu_j, cpu_j, coverage;
+    double gpu_u, cpu_u; /* error bars (store/uncert.h), summed over the series */
     int ngpu;
 };
 
@@ -444,13 +445,16 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
         if (!r->chosen || r->s.node[0])
             continue;
         if (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0) {
-            if (cpu_in_total(r->s.labels))
+            if (cpu_in_total(r->s.labels)) {
                 sp->cpu_j += r->energy_j;
+                sp->cpu_u += r->uncertainty_j;
+            }
             continue;
         }
         if (!wt_metric_is_gpu_energy(r->s.metric) || !gpu_selected(jb, r->s.labels))
             continue;
         sp->gpu_j += r->energy_j;
+        sp->gpu_u += r->uncertainty_j;
         sp->ngpu++;
         if (r->coverage < cov)
             cov = r->coverage;
@@ -464,6 +468,9 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
             if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0)
                 cJSON_AddStringToObject(o, "uuid", v);
             cJSON_AddNumberToObject(o, "energy_joules", r->energy_j);
+            cJSON_AddNumberToObject(o, "uncertainty_joules", r->uncertainty_j);
+            if (r->sensor_j > 0)
+                cJSON_AddNumberToObject(o, "sensor_accuracy_joules", r->sensor_j);
             cJSON_AddStringToObject(o, "method", r->method);
             cJSON_AddNumberToObject(o, "coverage", r->coverage);
             cJSON_AddItemToArray(per_gpu, o);
@@ -534,10 +541,12 @@ static void add_kpis(cJSON *o, double dur_s, const struct span *sp, const cJSON 
     bool has;
     cJSON_AddNumberToObject(o, "duration_s", dur_s);
     cJSON_AddNumberToObject(o, "energy_joules", e);
+    cJSON_AddNumberToObject(o, "uncertainty_joules", sp->gpu_u);
     cJSON_AddNumberToObject(o, "energy_kwh", kwh);
     cJSON_AddNumberToObject(o, "mean_power_w", dur_s > 0 ? e / dur_s : 0);
     cJSON_AddNumberToObject(o, "coverage", sp->coverage);
     cJSON_AddNumberToObject(o, "cpu_energy_joules", sp->cpu_j);
+    cJSON_AddNumberToObject(o, "cpu_uncertainty_joules", sp->cpu_u);
     if (!counters || e <= 0)
         return;
     x = counter(counters, "tokens", &has);
@@ -717,6 +726,7 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
                 goto fail;
             add_time(e, "at", m[i].t_ns);
             cJSON_AddNumberToObject(e, "energy_joules", ts.gpu_j);
+            cJSON_AddNumberToObject(e, "uncertainty_joules", ts.gpu_u);
             cJSON_AddNumberToObject(e, "energy_kwh", ts.gpu_j / 3.6e6);
             cJSON_AddNumberToObject(e, "coverage", ts.coverage);
         }

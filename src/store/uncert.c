@@ -38,8 +38,8 @@ static bool seg_power(const struct wt_uncert_series *s, const struct wt_point *p
 }
 
 /* The min and max of the covered segment powers of segments lo..hi (0, 0 when none). */
-static void seg_range(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
-                      long lo, long hi, double *min, double *max)
+static void seg_range(const struct wt_uncert_series *s, const struct wt_point *p, size_t n, long lo,
+                      long hi, double *min, double *max)
 {
     double mn = INFINITY, mx = -INFINITY, w;
     if (lo < 0)

@@ -56,7 +56,7 @@ struct wt_uncert {
 /* What the pure functions need to know of a series. */
 struct wt_uncert_series {
     const struct wt_segment_rule *rule;
-    double resolution_j;    /* the counter's unit (0: none) */
+    double resolution_j;     /* the counter's unit (0: none) */
     int64_t power_window_ns; /* integrated series: the power readings' averaging window */
 };
 

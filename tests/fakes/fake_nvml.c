@@ -13,8 +13,9 @@
  *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
  *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
  *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
- *   FAKE_NVML_WAVE=square        P_i(t) = B + A*sign(sin(2*pi*(t-T0)/P + i)) instead: a square wave
- *                                of B +- A W, switching every P/2 s (exact integral as for the sine)
+ *   FAKE_NVML_WAVE=square        P_i(t) = B + A*sign(sin(2*pi*(t-T0)/P + i)) instead: a
+ *                                square wave of B +- A W switching every P/2 s (exact integral
+ *                                as for the sine)
  *   FAKE_NVML_POWER_AVG=S        nvmlDeviceGetPowerUsage returns instead the mean of P_i over the
  *                                last S seconds, exactly (what an H100/H200 reads: a 1-s average;
  *                                default 0, instantaneous); stuck, glitch and cap as below
@@ -423,10 +424,9 @@ double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to)
         return fk.base * (t_to - t_from);
     double w = 2 * M_PI / fk.period;
     if (fk.square)
-        return fk.base * (t_to - t_from) +
-               fk.amp / w *
-                   (square_integral(w * (t_to - fk.t0) + gpu) -
-                    square_integral(w * (t_from - fk.t0) + gpu));
+        return fk.base * (t_to - t_from) + fk.amp / w *
+                                               (square_integral(w * (t_to - fk.t0) + gpu) -
+                                                square_integral(w * (t_from - fk.t0) + gpu));
     return fk.base * (t_to - t_from) +
            fk.amp / w * (cos(w * (t_from - fk.t0) + gpu) - cos(w * (t_to - fk.t0) + gpu));
 }

@@ -32,8 +32,8 @@ struct fake_rec {
     struct wt_store *st;
     fake_energy_fn exact; /* the fake's exact integral, unix seconds -> joules */
     void *lib;
-    double t0;       /* the fake's origin, unix seconds */
-    double first_s;  /* first tick, last tick (unix seconds) */
+    double t0;      /* the fake's origin, unix seconds */
+    double first_s; /* first tick, last tick (unix seconds) */
     double last_s;
     unsigned int gpus;
 };
@@ -52,8 +52,8 @@ static inline double fake_rec_rand(uint64_t *s)
  * power average), records `seconds` of ticks of `gpus` GPUs into a new store at db. Returns 0,
  * or -1 with a message on stderr.
  */
-static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int gpus,
-                                int seconds, uint64_t seed)
+static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int gpus, int seconds,
+                                uint64_t seed)
 {
     const char *lib = getenv("WATTAGE_FAKE_NVML");
     char buf[64];
@@ -113,10 +113,10 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
             double mj = 1e9 + floor(1000 * r->exact(g, r->t0, t));
             double p = round(1000 * r->exact(g, t - 1, t)) / 1000;
             wt_energy_integral_update(&ig[g], t_ns, p, 3 * iv);
-            rd[n++] = (struct wt_reading){.t_ns = t_ns, .value = mj / 1000,
-                                          .metric = WT_M_GPU_ENERGY_J};
-            rd[n++] = (struct wt_reading){.t_ns = t_ns, .value = ig[g].total_j,
-                                          .metric = WT_M_GPU_ENERGY_INTEGRATED_J};
+            rd[n++] =
+                (struct wt_reading){.t_ns = t_ns, .value = mj / 1000, .metric = WT_M_GPU_ENERGY_J};
+            rd[n++] = (struct wt_reading){
+                .t_ns = t_ns, .value = ig[g].total_j, .metric = WT_M_GPU_ENERGY_INTEGRATED_J};
             rd[n++] = (struct wt_reading){.t_ns = t_ns, .value = p, .metric = WT_M_GPU_POWER_W};
             for (size_t i = n - 3; i < n; i++)
                 memcpy(rd[i].labels, labels, sizeof labels);
