@@ -6,7 +6,9 @@
  * 1000) random windows of 20, 60 and 300 s through the store's own query (wt_store_energy), per
  * mode (the hardware counter; the daemon's integrated power). Per length and mode: the share of
  * windows whose exact energy lies inside the bar (coverage), the mean bar over the mean actual
- * error, and the mean and worst error in percent. A table on stderr, JSON rows on stdout.
+ * error, and the mean and worst error in percent; then the same windows with edges on whole
+ * seconds (what aligned ticks make exact but for the ticks' wake-up latency), counter mode.
+ * A table on stderr, JSON rows on stdout.
  *   energy_eval [SECONDS [WINDOWS]]   (WATTAGE_FAKE_NVML: the fake; default the build's)
  */
 #include <errno.h>
@@ -41,11 +43,14 @@ int main(int argc, char **argv)
         return 1;
     uint64_t rs = 7;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-        struct acc m[2] = {{0}};
+        struct acc m[3] = {{0}};
         int L = lens[li];
-        for (int w = 0; w < windows; w++) {
+        for (int w = 0; w < 2 * windows; w++) {
             unsigned int g = (unsigned int)w % r.gpus;
+            bool whole = w >= windows; /* the second half: edges on whole seconds */
             double a = r.first_s + 5 + fake_rec_rand(&rs) * (r.last_s - r.first_s - L - 10);
+            if (whole)
+                a = floor(a);
             int64_t a_ns = (int64_t)llround(a * 1e9), b_ns = a_ns + (int64_t)L * 1000000000;
             double truth = r.exact(g, (double)a_ns / 1e9, (double)b_ns / 1e9);
             struct wt_energy_row *rows = NULL;
@@ -61,6 +66,10 @@ int main(int argc, char **argv)
                 int k = rows[i].s.kind == WT_SK_HWCOUNTER    ? 0
                         : rows[i].s.kind == WT_SK_INTEGRATED ? 1
                                                              : -1;
+                if (whole && k == 0)
+                    k = 2;
+                else if (whole)
+                    continue;
                 if (k < 0 || wt_labels_get(rows[i].s.labels, "gpu", gs, sizeof gs) != 0 ||
                     strcmp(gs, want) != 0)
                     continue;
@@ -75,12 +84,14 @@ int main(int argc, char **argv)
             }
             free(rows);
         }
-        for (int k = 0; k < 2; k++) {
-            const char *mode = k ? "integration" : "counter";
+        for (int k = 0; k < 3; k++) {
+            const char *mode = k == 2 ? "counter, edges on whole seconds"
+                               : k    ? "integration"
+                                      : "counter";
             double cov = m[k].n ? (double)m[k].inside / m[k].n : 0;
             double ratio = m[k].err > 0 ? m[k].bar / m[k].err : INFINITY;
             fprintf(stderr,
-                    "energy_eval: %3d s %-11s windows %d  inside the bar %.1f %%  mean bar / mean "
+                    "energy_eval: %3d s %-32s windows %d  inside the bar %.1f %%  mean bar / mean "
                     "error %.2f  mean error %.4f %%  worst %.4f %%  mean bar %.3f J\n",
                     L, mode, m[k].n, 100 * cov, ratio, 100 * m[k].rel / (m[k].n ? m[k].n : 1),
                     100 * m[k].worst, m[k].bar / (m[k].n ? m[k].n : 1));

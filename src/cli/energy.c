@@ -266,13 +266,13 @@ int wt_cmd_energy(int argc, char **argv)
         printf("energy from %s to %s (%.0f s)\n", fs, ts, (double)(to - from) / 1e9);
         human_energy(total, e, sizeof e);
         if (bars)
-            snprintf(u, sizeof u, "  \u00b1 %.3g J", total_u);
+            snprintf(u, sizeof u, "  \u00b1 %8.3g J", total_u);
         printf("  %-44s %s%s\n", "total", e, u);
         if (strcmp(by, "node") == 0) {
             for (size_t k = 0; k < nn; k++) {
                 human_energy(nodes[k].j, e, sizeof e);
                 if (bars)
-                    snprintf(u, sizeof u, "  \u00b1 %.3g J", nodes[k].u);
+                    snprintf(u, sizeof u, "  \u00b1 %8.3g J", nodes[k].u);
                 printf("  %-44s %s%s  coverage %5.1f%%\n", nodes[k].node, e, u,
                        100 * nodes[k].cov_min);
             }
@@ -283,7 +283,7 @@ int wt_cmd_energy(int argc, char **argv)
                 describe(&rows[i], name, sizeof name);
                 human_energy(rows[i].energy_j, e, sizeof e);
                 if (bars)
-                    snprintf(u, sizeof u, "  \u00b1 %.3g J", rows[i].uncertainty_j);
+                    snprintf(u, sizeof u, "  \u00b1 %8.3g J", rows[i].uncertainty_j);
                 printf("  %-44.44s %s%s  %-10s coverage %5.1f%%%s\n", name, e, u, rows[i].method,
                        100 * rows[i].coverage, in_total(&rows[i]) ? "" : "  (within another)");
             }

@@ -56,6 +56,8 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
                                 uint64_t seed)
 {
     const char *lib = getenv("WATTAGE_FAKE_NVML");
+    if (!lib)
+        lib = getenv("WATTAGE_NVML_LIBRARY"); /* bench/bench.py's name for it */
     char buf[64];
     struct wt_err err = {{0}};
     memset(r, 0, sizeof *r);
