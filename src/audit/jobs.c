@@ -1921,6 +1921,7 @@ static void *exporter_main(void *arg)
     int fails = 0;
     pthread_mutex_lock(&j->mu);
     while (!j->exp_stop) {
+        fix_edges(j, wt_now_real_ns()); /* the edges' times, also when no request comes */
         pthread_mutex_unlock(&j->mu);
         int64_t m0 = wt_now_mono_ns();
         wt_batch_clear(&b);
