@@ -44,10 +44,10 @@
 #define WT_UNCERT_SWING_SEGMENTS 10
 #define WT_UNCERT_SENSOR_W 5.0
 /* Integrated series (and counters with a gap) over windows longer than twice this: the interior
- * terms are read over this much of raw readings at each end, the method term scaled to the
+ * terms are read over this much (2 min) of raw readings at each end, the method term scaled to the
  * window (a sum in quadrature grows as its square root) and gaps in the middle not seen, so a
  * 72-h query stays cheap. */
-#define WT_UNCERT_METHOD_SPAN_NS (600 * (int64_t)1000000000)
+#define WT_UNCERT_METHOD_SPAN_NS (120 * (int64_t)1000000000)
 
 struct wt_uncert {
     double edges_j, method_j, gaps_j, resolution_j;
