@@ -67,6 +67,7 @@ fi
 section otlp_bench external "$BUILD" "$OUT" otlp_bench "$BUILD/bench/otlp_bench"
 section cap_release external "$BUILD" "$OUT" cap_release $PY bench/cap_release.py "$BUILD"
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
+section energy_eval external "$BUILD" "$OUT" energy_eval "$BUILD/bench/energy_eval"
 if command -v victoria-metrics >/dev/null; then
     section fleet_query external "$BUILD" "$OUT" fleet_query bench/fleet_query.sh "$BUILD"
 else

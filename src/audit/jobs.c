@@ -65,7 +65,19 @@ struct wt_jobs {
     pthread_t exp_th;
     bool exp_started, exp_stop;
     pthread_cond_t exp_cv;
+    /* Edges waiting for their edge sample (core/hub.h): a start, end or mark stored at the
+     * request's time, moved to the time of the first counter reading after it once the store
+     * has it (fix_edges), so the phase's edges fall on readings. */
+    struct edge_fix {
+        int what; /* FIX_START, FIX_END, FIX_MARK */
+        int64_t row, req_ns;
+    } fix[64];
+    size_t nfix;
 };
+
+enum { FIX_START, FIX_END, FIX_MARK };
+#define EDGE_LAG_MAX_NS (500 * 1000000LL) /* a later reading is no edge sample */
+#define EDGE_GIVE_UP_NS (10 * WT_NS_PER_S)
 
 struct job {
     int64_t id;
@@ -390,6 +402,7 @@ static int64_t count_rows(struct wt_jobs *j, const char *sql, int64_t arg, const
 
 struct span {
     double gpu_j, cpu_j, coverage;
+    double gpu_u, cpu_u; /* error bars (store/uncert.h), summed over the series */
     int ngpu;
 };
 
@@ -444,13 +457,16 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
         if (!r->chosen || r->s.node[0])
             continue;
         if (strcmp(r->s.metric, "wattage_cpu_energy_joules_total") == 0) {
-            if (cpu_in_total(r->s.labels))
+            if (cpu_in_total(r->s.labels)) {
                 sp->cpu_j += r->energy_j;
+                sp->cpu_u += r->uncertainty_j;
+            }
             continue;
         }
         if (!wt_metric_is_gpu_energy(r->s.metric) || !gpu_selected(jb, r->s.labels))
             continue;
         sp->gpu_j += r->energy_j;
+        sp->gpu_u += r->uncertainty_j;
         sp->ngpu++;
         if (r->coverage < cov)
             cov = r->coverage;
@@ -464,6 +480,9 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
             if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0)
                 cJSON_AddStringToObject(o, "uuid", v);
             cJSON_AddNumberToObject(o, "energy_joules", r->energy_j);
+            cJSON_AddNumberToObject(o, "uncertainty_joules", r->uncertainty_j);
+            if (r->sensor_j > 0)
+                cJSON_AddNumberToObject(o, "sensor_accuracy_joules", r->sensor_j);
             cJSON_AddStringToObject(o, "method", r->method);
             cJSON_AddNumberToObject(o, "coverage", r->coverage);
             cJSON_AddItemToArray(per_gpu, o);
@@ -534,10 +553,12 @@ static void add_kpis(cJSON *o, double dur_s, const struct span *sp, const cJSON 
     bool has;
     cJSON_AddNumberToObject(o, "duration_s", dur_s);
     cJSON_AddNumberToObject(o, "energy_joules", e);
+    cJSON_AddNumberToObject(o, "uncertainty_joules", sp->gpu_u);
     cJSON_AddNumberToObject(o, "energy_kwh", kwh);
     cJSON_AddNumberToObject(o, "mean_power_w", dur_s > 0 ? e / dur_s : 0);
     cJSON_AddNumberToObject(o, "coverage", sp->coverage);
     cJSON_AddNumberToObject(o, "cpu_energy_joules", sp->cpu_j);
+    cJSON_AddNumberToObject(o, "cpu_uncertainty_joules", sp->cpu_u);
     if (!counters || e <= 0)
         return;
     x = counter(counters, "tokens", &has);
@@ -717,6 +738,7 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
                 goto fail;
             add_time(e, "at", m[i].t_ns);
             cJSON_AddNumberToObject(e, "energy_joules", ts.gpu_j);
+            cJSON_AddNumberToObject(e, "uncertainty_joules", ts.gpu_u);
             cJSON_AddNumberToObject(e, "energy_kwh", ts.gpu_j / 3.6e6);
             cJSON_AddNumberToObject(e, "coverage", ts.coverage);
         }
@@ -992,6 +1014,83 @@ static char *print(const cJSON *v)
     return cJSON_PrintUnformatted(v);
 }
 
+/* Remembers an edge to move to its edge sample's time (j->mu held; only with a hub). */
+static void push_fix(struct wt_jobs *j, int what, int64_t row, int64_t req_ns)
+{
+    if (!j->hub)
+        return;
+    if (j->nfix == sizeof j->fix / sizeof j->fix[0]) {
+        memmove(j->fix, j->fix + 1,
+                (j->nfix - 1) * sizeof j->fix[0]); /* the oldest keeps its time */
+        j->nfix--;
+    }
+    j->fix[j->nfix++] = (struct edge_fix){what, row, req_ns};
+}
+
+/* The time of the first reading of this node's GPU energy counter in [t, t + EDGE_LAG_MAX_NS]:
+ * 1 found, 0 not (yet), or a negative errno. */
+static int edge_sample_at(struct wt_jobs *j, int64_t t, int64_t *at)
+{
+    struct wt_series_info *si = NULL;
+    struct wt_point *p = NULL;
+    size_t n = 0, np = 0;
+    struct wt_err err = {{0}};
+    int rc = wt_store_series(j->st, "wattage_gpu_energy_joules_total", false, &si, &n, &err);
+    if (rc)
+        return rc;
+    rc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (si[i].node[0] || si[i].kind != WT_SK_HWCOUNTER)
+            continue;
+        if (wt_store_points(j->st, &si[i], t, t + EDGE_LAG_MAX_NS, 0, &p, &np) != 0) {
+            rc = -EIO;
+            break;
+        }
+        if (np > 0 && (rc == 0 || p[0].t_ns < *at)) {
+            *at = p[0].t_ns;
+            rc = 1;
+        }
+        free(p);
+        p = NULL;
+        break; /* one poll stamps every GPU alike: the first GPU says it */
+    }
+    free(si);
+    return rc;
+}
+
+/*
+ * Moves every pending edge whose edge sample is stored to that sample's time (j->mu held), so
+ * counter-mode energy over a phase is exact to the counter's resolution; an edge whose sample
+ * never came (no counter, a failing GPU) keeps the request's time after EDGE_GIVE_UP_NS.
+ */
+static void fix_edges(struct wt_jobs *j, int64_t now)
+{
+    static const char *const sql[] = {"UPDATE jobs SET start_ns=? WHERE id=?",
+                                      "UPDATE jobs SET end_ns=? WHERE id=?",
+                                      "UPDATE marks SET t_ns=? WHERE id=?"};
+    size_t k = 0;
+    for (size_t i = 0; i < j->nfix; i++) {
+        struct edge_fix f = j->fix[i];
+        int64_t at = 0;
+        int rc = edge_sample_at(j, f.req_ns, &at);
+        if (rc == 1) {
+            sqlite3_stmt *s = NULL;
+            if (sqlite3_prepare_v2(j->db, sql[f.what], -1, &s, NULL) == SQLITE_OK) {
+                sqlite3_bind_int64(s, 1, at);
+                sqlite3_bind_int64(s, 2, f.row);
+                if (sqlite3_step(s) != SQLITE_DONE)
+                    wt_warn("jobs", "edge time: %s", sqlite3_errmsg(j->db));
+            }
+            sqlite3_finalize(s);
+            j->fam_at = 0;
+            continue;
+        }
+        if (rc == 0 && now - f.req_ns < EDGE_GIVE_UP_NS)
+            j->fix[k++] = f; /* not stored yet: later */
+    }
+    j->nfix = k;
+}
+
 static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t len, int64_t now)
 {
     cJSON *b = NULL, *tags = cJSON_CreateObject(), *gpus = cJSON_CreateArray(),
@@ -1036,6 +1135,7 @@ static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t 
     sqlite3_bind_int64(s, 6, now);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out;
+    push_fix(j, FIX_START, sqlite3_last_insert_rowid(j->db), now);
     struct job jb = {.id = sqlite3_last_insert_rowid(j->db),
                      .tags = tags,
                      .gpus = gpus,
@@ -1269,6 +1369,7 @@ static int api_mark(struct wt_jobs *j, struct rep *r, const struct job *jb, cons
     sqlite3_bind_text(s, 6, cs, -1, SQLITE_STATIC);
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out;
+    push_fix(j, FIX_MARK, sqlite3_last_insert_rowid(j->db), now);
     rc = -ENOMEM;
     r->status = 201;
     r->body = cJSON_CreateObject();
@@ -1325,6 +1426,7 @@ static int api_end(struct wt_jobs *j, struct rep *r, struct job *jb, const char 
     if (sqlite3_step(s) != SQLITE_DONE)
         goto out;
     jb->end_ns = now;
+    push_fix(j, FIX_END, jb->id, now);
     j->fam_at = 0;
     wt_info("jobs", "job %lld ended name=%s", (long long)jb->id, jb->name);
     rc = job_json(j, jb, now, true, &r->body);
@@ -1497,6 +1599,7 @@ int wt_jobs_list_json(struct wt_jobs *j, int limit, int64_t now_ns, unsigned *st
     *json = NULL;
     *status = 500;
     pthread_mutex_lock(&j->mu);
+    fix_edges(j, now_ns);
     int rc = api_list(j, &r, limit, now_ns);
     pthread_mutex_unlock(&j->mu);
     return finish(&r, rc, status, json);
@@ -1509,6 +1612,7 @@ int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t 
     *json = NULL;
     *status = 500;
     pthread_mutex_lock(&j->mu);
+    fix_edges(j, now_ns);
     int rc = api_start(j, &r, body, len, now_ns);
     pthread_mutex_unlock(&j->mu);
     return finish(&r, rc, status, json);
@@ -1521,6 +1625,7 @@ int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb,
     *json = NULL;
     *status = 500;
     pthread_mutex_lock(&j->mu);
+    fix_edges(j, now_ns);
     int rc = act(j, &r, ref, verb, body, len, now_ns);
     pthread_mutex_unlock(&j->mu);
     return finish(&r, rc, status, json);
@@ -1832,6 +1937,7 @@ static void *exporter_main(void *arg)
     int fails = 0;
     pthread_mutex_lock(&j->mu);
     while (!j->exp_stop) {
+        fix_edges(j, wt_now_real_ns()); /* the edges' times, also when no request comes */
         pthread_mutex_unlock(&j->mu);
         int64_t m0 = wt_now_mono_ns();
         wt_batch_clear(&b);

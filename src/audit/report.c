@@ -302,6 +302,7 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
             (void)wt_labels_get(rows[k].s.labels, "uuid", uu, sizeof uu);
             if (strcmp(gi, g->gpu) == 0 && strcmp(uu, g->uuid) == 0) {
                 g->energy_j = rows[k].energy_j;
+                g->uncertainty_j = rows[k].uncertainty_j;
                 g->coverage = rows[k].coverage;
                 g->method = rows[k].method;
             }

@@ -72,7 +72,8 @@ struct wt_report_gpu {
     double slowdown_c;    /* NAN: not stored */
     double power_limit_w; /* NAN: not stored */
     double energy_j, coverage;
-    const char *method; /* "counter", "integrated", NULL: no energy series */
+    double uncertainty_j; /* the error bar of energy_j (store/uncert.h) */
+    const char *method;   /* "counter", "integrated", NULL: no energy series */
     double idle_j, idle_s, capped_s, throttle_s, throttle_j;
     const char *throttle_from;  /* "throttle_reasons" or "temperature" */
     struct wt_report_gap *gaps; /* malloc'd */

@@ -619,7 +619,7 @@ static void kpi_rows(const struct wt_report *r, const struct row_sink *s)
     for (size_t i = 0; i < r->ngpus; i++) {
         const struct wt_report_gpu *g = &r->gpus[i];
         snprintf(name, sizeof name, "GPU %s %s energy", g->gpu, g->node);
-        snprintf(v, sizeof v, "%.4f kWh", g->energy_j / 3.6e6);
+        snprintf(v, sizeof v, "%.4f kWh \u00b1 %.2g J", g->energy_j / 3.6e6, g->uncertainty_j);
         row(s, "compute", name, v, tag_of(g->method), g->method ? g->coverage : 0);
         snprintf(name, sizeof name, "GPU %s %s idle burn", g->gpu, g->node);
         snprintf(v, sizeof v, "%.4f kWh (%.0f min)", g->idle_j / 3.6e6, g->idle_s / 60);
@@ -630,7 +630,9 @@ static void kpi_rows(const struct wt_report *r, const struct row_sink *s)
         const cJSON *kp = cJSON_GetObjectItemCaseSensitive(j, "kpi");
         const cJSON *cv = cJSON_GetObjectItemCaseSensitive(kp, "coverage");
         snprintf(name, sizeof name, "job %s energy", cJSON_IsString(nm) ? nm->valuestring : "?");
-        snprintf(v, sizeof v, "%.4f kWh", r->jobs[k].energy_j / 3.6e6);
+        const cJSON *uj = cJSON_GetObjectItemCaseSensitive(kp, "uncertainty_joules");
+        snprintf(v, sizeof v, "%.4f kWh \u00b1 %.2g J", r->jobs[k].energy_j / 3.6e6,
+                 cJSON_IsNumber(uj) ? uj->valuedouble : 0);
         row(s, "workload", name, v, "measured", cJSON_IsNumber(cv) ? cv->valuedouble : -1);
         if (!isnan(r->jobs[k].out_per_kwh)) {
             snprintf(name, sizeof name, "job %s tokens/kWh",
@@ -776,6 +778,7 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
         cJSON_AddStringToObject(e, "gpu", x->gpu);
         cJSON_AddStringToObject(e, "uuid", x->uuid);
         cJSON_AddNumberToObject(e, "energy_joules", x->energy_j);
+        cJSON_AddNumberToObject(e, "uncertainty_joules", x->uncertainty_j);
         cJSON_AddStringToObject(e, "method", tag_of(x->method));
         cJSON_AddNumberToObject(e, "coverage", x->coverage);
         cJSON_AddNumberToObject(e, "idle_joules", x->idle_j);

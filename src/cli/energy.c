@@ -6,7 +6,12 @@
  * first per GPU; with --source, of every node's series in a Prometheus-compatible engine
  * (store/promsrc.h), each row naming its node. JSON is a contract other checks read:
  *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
- *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1}, …]}
+ *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1,
+ *    "uncertainty_joules": U}, …], "uncertainty_joules": U}
+ * uncertainty_joules is the error bar of store/uncert.h (the total's: the sum of the listed
+ * series' bars); integrated series add "sensor_accuracy_joules" (NVML's +-5 W over the covered
+ * time, apart from the bar). With --source there is no bar (the engine's samples are not read
+ * around the edges): the fields are left out.
  * Non-GPU series carry their own labels ("package", "domain"); imported ones add "node".
  * The total counts every listed series except RAPL sub-domains that another one contains
  * (core, uncore within package; psys contains all): those say "in_total": false.
@@ -88,7 +93,7 @@ static void human_energy(double j, char *buf, size_t n)
 
 struct node_sum {
     char node[64];
-    double j, cov_min;
+    double j, u, cov_min;
     int n;
 };
 
@@ -190,13 +195,15 @@ int wt_cmd_energy(int argc, char **argv)
     wt_time_format(from, from % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
     wt_time_format(to, to % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
     gethostname(host, sizeof host - 1);
-    double total = 0;
+    double total = 0, total_u = 0;
+    bool bars = !co.source; /* store/uncert.h's bars: the local store's rows only */
     struct node_sum *nodes = calloc(n ? n : 1, sizeof *nodes);
     size_t nn = 0;
     for (size_t i = 0; i < n; i++) {
         if (!rows[i].chosen || !in_total(&rows[i]))
             continue;
         total += rows[i].energy_j;
+        total_u += rows[i].uncertainty_j;
         const char *node = rows[i].s.node[0] ? rows[i].s.node : host;
         size_t k = 0;
         while (k < nn && strcmp(nodes[k].node, node) != 0)
@@ -206,6 +213,7 @@ int wt_cmd_energy(int argc, char **argv)
             nodes[nn++].cov_min = 1;
         }
         nodes[k].j += rows[i].energy_j;
+        nodes[k].u += rows[i].uncertainty_j;
         nodes[k].n++;
         if (rows[i].coverage < nodes[k].cov_min)
             nodes[k].cov_min = rows[i].coverage;
@@ -216,12 +224,16 @@ int wt_cmd_energy(int argc, char **argv)
         cJSON_AddStringToObject(root, "from", fs);
         cJSON_AddStringToObject(root, "to", ts);
         cJSON_AddNumberToObject(root, "total_joules", total);
+        if (bars)
+            cJSON_AddNumberToObject(root, "uncertainty_joules", total_u);
         cJSON *arr = cJSON_AddArrayToObject(root, "series");
         if (strcmp(by, "node") == 0) {
             for (size_t k = 0; k < nn; k++) {
                 cJSON *o = cJSON_CreateObject();
                 cJSON_AddStringToObject(o, "node", nodes[k].node);
                 cJSON_AddNumberToObject(o, "energy_joules", nodes[k].j);
+                if (bars)
+                    cJSON_AddNumberToObject(o, "uncertainty_joules", nodes[k].u);
                 cJSON_AddNumberToObject(o, "coverage", nodes[k].cov_min);
                 cJSON_AddNumberToObject(o, "series", nodes[k].n);
                 cJSON_AddItemToArray(arr, o);
@@ -235,6 +247,10 @@ int wt_cmd_energy(int argc, char **argv)
                 cJSON_AddNumberToObject(o, "energy_joules", rows[i].energy_j);
                 cJSON_AddStringToObject(o, "method", rows[i].method);
                 cJSON_AddNumberToObject(o, "coverage", rows[i].coverage);
+                if (bars)
+                    cJSON_AddNumberToObject(o, "uncertainty_joules", rows[i].uncertainty_j);
+                if (bars && rows[i].sensor_j > 0)
+                    cJSON_AddNumberToObject(o, "sensor_accuracy_joules", rows[i].sensor_j);
                 if (!in_total(&rows[i]))
                     cJSON_AddFalseToObject(o, "in_total");
                 cJSON_AddItemToArray(arr, o);
@@ -246,14 +262,19 @@ int wt_cmd_energy(int argc, char **argv)
         cJSON_free(txt);
         cJSON_Delete(root);
     } else {
-        char e[64], name[WT_LABELS_LEN + 96];
+        char e[64], name[WT_LABELS_LEN + 96], u[48] = "";
         printf("energy from %s to %s (%.0f s)\n", fs, ts, (double)(to - from) / 1e9);
         human_energy(total, e, sizeof e);
-        printf("  %-44s %s\n", "total", e);
+        if (bars)
+            snprintf(u, sizeof u, "  \u00b1 %8.3g J", total_u);
+        printf("  %-44s %s%s\n", "total", e, u);
         if (strcmp(by, "node") == 0) {
             for (size_t k = 0; k < nn; k++) {
                 human_energy(nodes[k].j, e, sizeof e);
-                printf("  %-44s %s  coverage %5.1f%%\n", nodes[k].node, e, 100 * nodes[k].cov_min);
+                if (bars)
+                    snprintf(u, sizeof u, "  \u00b1 %8.3g J", nodes[k].u);
+                printf("  %-44s %s%s  coverage %5.1f%%\n", nodes[k].node, e, u,
+                       100 * nodes[k].cov_min);
             }
         } else {
             for (size_t i = 0; i < n; i++) {
@@ -261,7 +282,9 @@ int wt_cmd_energy(int argc, char **argv)
                     continue;
                 describe(&rows[i], name, sizeof name);
                 human_energy(rows[i].energy_j, e, sizeof e);
-                printf("  %-44.44s %s  %-10s coverage %5.1f%%%s\n", name, e, rows[i].method,
+                if (bars)
+                    snprintf(u, sizeof u, "  \u00b1 %8.3g J", rows[i].uncertainty_j);
+                printf("  %-44.44s %s%s  %-10s coverage %5.1f%%%s\n", name, e, u, rows[i].method,
                        100 * rows[i].coverage, in_total(&rows[i]) ? "" : "  (within another)");
             }
         }

@@ -37,6 +37,19 @@ static double num(const cJSON *o, const char *k)
     return cJSON_IsNumber(v) ? v->valuedouble : NAN;
 }
 
+/* A number that may be missing (an older daemon): 0. */
+static double num0(const cJSON *o, const char *k)
+{
+    double v = num(o, k);
+    return isnan(v) ? 0 : v;
+}
+
+/* The error bar of an energy figure (store/uncert.h), 0 from a daemon that sends none. */
+static double bar(const cJSON *o)
+{
+    return num0(o, "uncertainty_joules");
+}
+
 static const char *str(const cJSON *o, const char *k)
 {
     const char *s = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
@@ -121,9 +134,9 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     cJSON_ArrayForEach(nd, nodes)
     {
         const cJSON *nk = cJSON_GetObjectItemCaseSensitive(nd, "kpi");
-        fprintf(out, "  node      %-20s job %.0f  %.6f kWh (%.1f J)  coverage %.1f%%\n",
+        fprintf(out, "  node      %-20s job %.0f  %.6f kWh (%.1f \u00b1 %.3g J)  coverage %.1f%%\n",
                 str(nd, "node"), num(nd, "id"), num(nk, "energy_kwh"), num(nk, "energy_joules"),
-                100 * num(nk, "coverage"));
+                bar(nk), 100 * num(nk, "coverage"));
     }
     tags_line(cJSON_GetObjectItemCaseSensitive(j, "tags"), a, sizeof a);
     if (a[0])
@@ -132,8 +145,9 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     fprintf(out, "  gpus      %s\n", a);
     fprintf(out, "  window    %s .. %s (%.1f s)\n", str(j, "start"),
             str(j, "end")[0] ? str(j, "end") : "now", num(k, "duration_s"));
-    fprintf(out, "  energy    %.6f kWh (%.1f J), mean %.1f W, peak %s W, coverage %.1f%%\n",
-            num(k, "energy_kwh"), num(k, "energy_joules"), num(k, "mean_power_w"),
+    fprintf(out,
+            "  energy    %.6f kWh (%.1f \u00b1 %.3g J), mean %.1f W, peak %s W, coverage %.1f%%\n",
+            num(k, "energy_kwh"), num(k, "energy_joules"), bar(k), num(k, "mean_power_w"),
             fmtv(num(k, "peak_power_w"), 'f', 1, b, sizeof b), 100 * num(k, "coverage"));
     const cJSON *carbon = cJSON_GetObjectItemCaseSensitive(j, "carbon");
     if (carbon)
@@ -141,11 +155,11 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     const cJSON *g;
     cJSON_ArrayForEach(g, cJSON_GetObjectItemCaseSensitive(j, "gpu_energy"))
     {
-        fprintf(out, "    gpu %-3s %-28s %12.1f J  %s\n", str(g, "gpu"), str(g, "uuid"),
-                num(g, "energy_joules"), str(g, "method"));
+        fprintf(out, "    gpu %-3s %-28s %12.1f \u00b1 %-8.3g J  %s\n", str(g, "gpu"),
+                str(g, "uuid"), num(g, "energy_joules"), bar(g), str(g, "method"));
     }
-    fprintf(out, "  cpu       %.1f J (the node's CPUs, not in the job's energy)\n",
-            num(k, "cpu_energy_joules"));
+    fprintf(out, "  cpu       %.1f \u00b1 %.3g J (the node's CPUs, not in the job's energy)\n",
+            num(k, "cpu_energy_joules"), num0(k, "cpu_uncertainty_joules"));
     if (!isnan(num(k, "tokens_per_kwh")))
         fprintf(out, "  tokens    %.0f: %.4g tokens/kWh, %.4g J/token\n",
                 num(cJSON_GetObjectItemCaseSensitive(j, "counters"), "tokens"),
@@ -159,9 +173,9 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     const cJSON *t = cJSON_GetObjectItemCaseSensitive(j, "energy_to_target");
     if (t) {
         if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(t, "reached")))
-            fprintf(out, "  target    %s %s %g reached at %s after %.6f kWh (%.1f J)\n",
+            fprintf(out, "  target    %s %s %g reached at %s after %.6f kWh (%.1f \u00b1 %.3g J)\n",
                     str(t, "metric"), str(t, "reached_when"), num(t, "target"), str(t, "at"),
-                    num(t, "energy_kwh"), num(t, "energy_joules"));
+                    num(t, "energy_kwh"), num(t, "energy_joules"), bar(t));
         else
             fprintf(out, "  target    %s %s %g not reached\n", str(t, "metric"),
                     str(t, "reached_when"), num(t, "target"));
@@ -169,9 +183,9 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
     const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
     if (cJSON_GetArraySize(phases) == 0)
         return;
-    fprintf(out, "  %-8s %5s %9s %12s %10s %8s %11s %10s %10s %10s %8s %6s%s\n", "phase", "index",
-            "seconds", "joules", "kWh", "mean W", "tokens/kWh", "J/token", "samp/s/W", "J/request",
-            "p99 s", "cov%", carbon ? "      gCO2e" : "");
+    fprintf(out, "  %-8s %5s %9s %12s %8s %10s %8s %11s %10s %10s %10s %8s %6s%s\n", "phase",
+            "index", "seconds", "joules", "\u00b1 J", "kWh", "mean W", "tokens/kWh", "J/token",
+            "samp/s/W", "J/request", "p99 s", "cov%", carbon ? "      gCO2e" : "");
     const cJSON *p;
     cJSON_ArrayForEach(p, phases)
     {
@@ -182,15 +196,15 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
             snprintf(s6, sizeof s6, " %10s", fmtv(num(pk, "gco2e"), 'f', 1, s7, sizeof s7));
         else
             s6[0] = '\0';
-        fprintf(out, "  %-8.8s %5s %9.2f %12.1f %10.6f %8.1f %11s %10s %10s %10s %8s %6.1f%s\n",
-                str(p, "kind"), fmtv(num(p, "index"), 'f', 0, c, sizeof c), num(pk, "duration_s"),
-                num(pk, "energy_joules"), num(pk, "energy_kwh"), num(pk, "mean_power_w"),
-                fmtv(num(pk, "tokens_per_kwh"), 'g', 4, s1, sizeof s1),
-                fmtv(num(pk, "joules_per_token"), 'g', 4, s2, sizeof s2),
-                fmtv(num(pk, "samples_per_s_per_w"), 'g', 4, s3, sizeof s3),
-                fmtv(num(pk, "joules_per_request"), 'g', 4, s4, sizeof s4),
-                fmtv(num(pk, "latency_p99_s"), 'g', 4, s5, sizeof s5), 100 * num(pk, "coverage"),
-                s6);
+        fprintf(
+            out, "  %-8.8s %5s %9.2f %12.1f %8.3g %10.6f %8.1f %11s %10s %10s %10s %8s %6.1f%s\n",
+            str(p, "kind"), fmtv(num(p, "index"), 'f', 0, c, sizeof c), num(pk, "duration_s"),
+            num(pk, "energy_joules"), bar(pk), num(pk, "energy_kwh"), num(pk, "mean_power_w"),
+            fmtv(num(pk, "tokens_per_kwh"), 'g', 4, s1, sizeof s1),
+            fmtv(num(pk, "joules_per_token"), 'g', 4, s2, sizeof s2),
+            fmtv(num(pk, "samples_per_s_per_w"), 'g', 4, s3, sizeof s3),
+            fmtv(num(pk, "joules_per_request"), 'g', 4, s4, sizeof s4),
+            fmtv(num(pk, "latency_p99_s"), 'g', 4, s5, sizeof s5), 100 * num(pk, "coverage"), s6);
     }
 }
 

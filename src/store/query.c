@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "store/uncert.h"
 
 /* ---- series ---- */
 
@@ -292,6 +293,17 @@ void wt_energy_choose(struct wt_energy_row *r, size_t ns)
     qsort(r, ns, sizeof *r, row_cmp);
 }
 
+/* The readings store/uncert.c bounds the error with (wt_uncert_points_fn). */
+struct uncert_ctx {
+    struct wt_store *st;
+    const struct wt_series_info *si;
+};
+static int uncert_points(void *ctx, int64_t from, int64_t to, struct wt_point **pts, size_t *n)
+{
+    struct uncert_ctx *c = ctx;
+    return wt_store_points(c->st, c->si, from, to, 0, pts, n);
+}
+
 int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
                     struct wt_energy_row **rows, size_t *n, struct wt_err *err)
 {
@@ -328,6 +340,14 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
         if (r[i].coverage > 1)
             r[i].coverage = 1;
         r[i].chosen = true;
+        if (rc == 0) {
+            struct uncert_ctx uc = {st, &si[i]};
+            struct wt_uncert u;
+            rc = wt_uncert_series_bar(&si[i], &runs, uncert_points, &uc, from, to, r[i].energy_j,
+                                      r[i].covered_s, &u);
+            r[i].uncertainty_j = u.total_j;
+            r[i].sensor_j = u.sensor_j;
+        }
     }
     if (rc) {
         free(r);

@@ -52,6 +52,10 @@ struct wt_energy_row {
     double coverage;    /* covered_s / window */
     const char *method; /* "counter" or "integrated" */
     bool chosen;        /* counted in the total (counter first per GPU) */
+    /* The error bar (store/uncert.h): |energy_j - the energy really used| is at most
+     * uncertainty_j, sampling-wise; sensor_j is the sensor's +-5 W for integrated series. */
+    double uncertainty_j;
+    double sensor_j;
 };
 
 /*

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Edge samples: a job's start, marks and end make the collectors with energy counters poll at
-# once (off the request's thread), so a phase's edges are interpolated across the few ms
-# between the mark and its edge sample instead of across a 1-s tick. Against the real daemon on
-# the fake NVML (2 GPUs whose power swings 435 +- 265 W every 2.1 s, 1-s polls), a job marked at
-# random instants, 3.3 s apart: every phase's energy within 0.3 % of the fake's exact integral
-# (measured 0.012 % on an idle machine; 2 % without edge samples; what is left is the power's
-# swing times the wake-up latency, which a loaded machine stretches), the job's too; a reading
-# follows each mark; the 1-s tick grid is kept (aligned ticks still fall on whole seconds).
+# once (off the request's thread), and each edge's time then moves to its edge sample's, so a
+# phase's edges fall on counter readings. Against the real daemon on the fake NVML (2 GPUs whose
+# power swings 435 +- 265 W every 2.1 s, 1-s polls), a job marked at random instants, 3.3 s
+# apart: every phase's energy within 0.01 % of the fake's exact integral over the phase's
+# reported window (measured 0.0006 % with a load average of 14 on 2 cores: what is left is the
+# counter's 1 mJ and the time between a poll's stamp and its counter read; 2 % without edge
+# samples, 0.012 % with edge samples interpolated across their wake-up latency), the job's too,
+# each inside its error bar; every edge is a reading's time; the 1-s tick grid is kept (aligned
+# ticks still fall on whole seconds, but for a few late ones on a loaded machine).
 . tests/cli/lib.sh
 EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 mkdir -p "$TMP/sys" "$TMP/proc"
@@ -41,14 +43,15 @@ for p in ep:
     got = p["kpi"]["energy_joules"]
     err = abs(got - want) / want
     worst = max(worst, err)
-    assert err < 0.003, (p["index"], got, want, err)
+    assert err < 0.0001, (p["index"], got, want, err)
+    assert abs(got - want) <= p["kpi"]["uncertainty_joules"] + 0.05, (p["index"], got, want, p["kpi"])
 want = ex(d["start_s"], d["end_s"])
 err = abs(d["kpi"]["energy_joules"] - want) / want
-assert err < 0.003, (d["kpi"]["energy_joules"], want, err)
-print(f"worst phase {worst:.4%}, job {err:.4%}")
+assert err < 0.0001, (d["kpi"]["energy_joules"], want, err)
+print(f"worst phase {worst:.5%}, job {err:.5%}")
 PY
 )
-check "every phase and the job within 0.3 % of the exact energy ($msg)" bash -c '[[ $1 == worst* ]]' _ "$msg"
+check "every phase and the job within 0.01 % of the exact energy, inside its bar ($msg)" bash -c '[[ $1 == worst* ]]' _ "$msg"
 msg=$(python3 - "$TMP/edges.json" "$TMP/w.db" <<'PY' 2>&1
 import json, sqlite3, sys
 d = json.load(open(sys.argv[1]))
@@ -57,14 +60,15 @@ ts = [r[0] / 1e9 for r in con.execute(
     "SELECT DISTINCT t FROM readings JOIN series ON series.id = readings.series "
     "WHERE metric = 'wattage_gpu_energy_joules_total' ORDER BY t")]
 edges = [d["start_s"], d["end_s"]] + [p["from_s"] for p in d["phases"] if p["kind"] == "epoch"]
-lag = [min((t - e for t in ts if t >= e), default=99) for e in edges]
-assert max(lag) < 0.2, lag
+lag = [min((abs(t - e) for t in ts), default=99) for e in edges]
+assert max(lag) < 1e-5, lag  # each edge moved to its edge sample's time (JSON keeps ~0.1 us)
 on_grid = [t for t in ts if abs(t - round(t)) < 0.02]
 off = [t for t in ts if abs(t - round(t)) >= 0.02]
-# the ticks stay on whole seconds; the only others are the edge samples (one per edge)
-assert len(off) <= len(edges) + 1 and len(on_grid) >= 15, (len(on_grid), off)
-print(f"edge samples {1e3 * max(lag):.1f} ms after their marks at most; {len(on_grid)} ticks on the grid")
+# the ticks stay on whole seconds; the others are the edge samples (one per edge), the first
+# poll, and a few ticks a loaded machine woke late
+assert len(off) <= len(edges) + 3 and len(on_grid) >= 15, (len(on_grid), off)
+print(f"every edge on a reading; {len(on_grid)} ticks on the grid")
 PY
 )
-check "a reading follows every mark within 200 ms, and the ticks keep their grid ($msg)" bash -c '[[ $1 == edge* ]]' _ "$msg"
+check "every edge is a counter reading's time, and the ticks keep their grid ($msg)" bash -c '[[ $1 == every* ]]' _ "$msg"
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `wattage energy` and `wattage query` on a store written by the real daemon against the fake
 # NVML (8 GPUs): per-GPU energy over a window with fractional edges matches the fake's exact
-# integral within 0.5%; the JSON contract; bad arguments exit 2.
+# integral within 0.5%, and inside its error bar (uncertainty_joules); the JSON contract; bad
+# arguments exit 2.
 . tests/cli/lib.sh
 EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 mkdir -p "$TMP/sys" "$TMP/proc"
@@ -15,26 +16,33 @@ WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/w.yaml" --db "$TMP/db/w.db" 
 check "the daemon ran and stopped cleanly" test $? -eq 0
 check "it created the store's directory" test -f "$TMP/db/w.db"
 
-from=$(python3 -c "print(f'{$t0 + 1.37:.3f}')")
-to=$(python3 -c "print(f'{$t0 + 4.21:.3f}')")
+# windows from the first stored reading, not from t0: a loaded machine can take seconds to
+# start the daemon
+base=$(sqlite3 "$TMP/db/w.db" 'SELECT min(t) / 1e9 FROM readings')
+from=$(python3 -c "print(f'{$base + 0.92:.3f}')")
+to=$(python3 -c "print(f'{$base + 3.76:.3f}')")
 "$BIN" energy --db "$TMP/db/w.db" --from "$from" --to "$to" --json >"$TMP/e.json" 2>"$TMP/e.err"
 check "energy --json exits 0" test $? -eq 0
 msg=$(python3 - "$TMP/e.json" "$EXACT" "$from" "$to" <<'PY' 2>&1
 import json, subprocess, sys
 d = json.load(open(sys.argv[1]))
 exact_tool, f, t = sys.argv[2], sys.argv[3], sys.argv[4]
-assert set(d) == {"from", "to", "total_joules", "series"}, d.keys()
+assert set(d) == {"from", "to", "total_joules", "uncertainty_joules", "series"}, d.keys()
 assert d["from"].endswith("Z") and "T" in d["from"], d["from"]
 gpus = [s for s in d["series"] if "gpu" in s]
 assert len(gpus) == 8, f"{len(gpus)} GPU series"
 total = 0
 for s in gpus:
-    assert set(s) == {"gpu", "uuid", "model", "energy_joules", "method", "coverage"}, s
+    assert set(s) == {"gpu", "uuid", "model", "energy_joules", "method", "coverage",
+                      "uncertainty_joules"}, s
     assert s["method"] == "counter", s
     assert abs(s["coverage"] - 1) < 1e-9, s
     exact = float(subprocess.check_output([exact_tool, s["gpu"], f, t]))
     err = abs(s["energy_joules"] - exact) / exact
     assert err < 0.005, f"gpu {s['gpu']}: {s['energy_joules']} vs exact {exact} ({err:.4%})"
+    bar = s["uncertainty_joules"]
+    assert 0 < bar < 0.05 * exact, s
+    assert abs(s["energy_joules"] - exact) <= bar, f"gpu {s['gpu']}: off by more than {bar} J"
     total += s["energy_joules"]
 assert abs(total - d["total_joules"]) < 1e-6 * total, (total, d["total_joules"])
 print("ok")
@@ -45,6 +53,8 @@ check "per-GPU energy within 0.5% of the fake's exact energy, coverage 1 ($msg)"
 # the human form: kWh, Wh and the per-GPU breakdown
 "$BIN" energy --db "$TMP/db/w.db" --from "$from" --to "$to" >"$TMP/e.txt"
 check "human form prints kWh and Wh" grep -q 'kWh .* Wh' "$TMP/e.txt"
+check "human form gives every figure its error bar (+- J)" \
+    test "$(grep -c 'Wh  ± *[0-9.e+-]* J' "$TMP/e.txt")" -ge 9
 check "human form lists 8 GPUs" test "$(grep -c 'gpu [0-7]  NVIDIA H200' "$TMP/e.txt")" -eq 8
 "$BIN" energy --db "$TMP/db/w.db" --from "$from" --to "$to" --by node --json >"$TMP/n.json"
 check "--by node sums the GPUs" python3 -c "
@@ -52,7 +62,7 @@ import json; a=json.load(open('$TMP/e.json')); b=json.load(open('$TMP/n.json'))
 assert len(b['series']) == 1 and abs(b['series'][0]['energy_joules'] - a['total_joules']) < 1e-6"
 
 # a window that sticks out of the run: coverage says how much is covered
-"$BIN" energy --db "$TMP/db/w.db" --from "$(python3 -c "print($t0 - 5)")" --to "$to" --json \
+"$BIN" energy --db "$TMP/db/w.db" --from "$(python3 -c "print($base - 5.45)")" --to "$to" --json \
     >"$TMP/c.json"
 check "coverage < 1 for a window reaching before the run" python3 -c "
 import json; d=json.load(open('$TMP/c.json'))

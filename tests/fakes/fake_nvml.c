@@ -13,6 +13,9 @@
  *   FAKE_NVML_POWER=B,A,P        power of GPU i at CLOCK_REALTIME t, in watts:
  *                                  P_i(t) = B + A*sin(2*pi*(t-T0)/P + i)    (default 300,100,7)
  *                                nvmlDeviceGetPowerUsage returns P_i(now) in mW (instantaneous)
+ *   FAKE_NVML_WAVE=square        P_i(t) = B + A*sign(sin(2*pi*(t-T0)/P + i)) instead: a
+ *                                square wave of B +- A W switching every P/2 s (exact integral
+ *                                as for the sine)
  *   FAKE_NVML_POWER_AVG=S        nvmlDeviceGetPowerUsage returns instead the mean of P_i over the
  *                                last S seconds, exactly (what an H100/H200 reads: a 1-s average;
  *                                default 0, instantaneous); stuck, glitch and cap as below
@@ -172,6 +175,7 @@ static struct {
     double t0;
     double base, amp, period;
     double power_avg_s;
+    bool square; /* FAKE_NVML_WAVE=square */
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -307,6 +311,7 @@ static void load(void)
     if ((v = env("FAKE_NVML_POWER")))
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
+    fk.square = (v = env("FAKE_NVML_WAVE")) && strcmp(v, "square") == 0;
     fk.offset_mj = 1000000000ULL;
     if ((v = env("FAKE_NVML_ENERGY_OFFSET_MJ")))
         fk.offset_mj = strtoull(v, NULL, 10);
@@ -410,7 +415,19 @@ static double power_w(unsigned int gpu, double t)
 {
     if (fk.period <= 0)
         return fk.base;
-    return fk.base + fk.amp * sin(2 * M_PI * (t - fk.t0) / fk.period + gpu);
+    double s = sin(2 * M_PI * (t - fk.t0) / fk.period + gpu);
+    if (fk.square)
+        return fk.base + (s >= 0 ? fk.amp : -fk.amp);
+    return fk.base + fk.amp * s;
+}
+
+/* The integral over [0, x] of sign(sin(u)) du: a triangle wave of period 2 pi, 0 to pi. */
+static double square_integral(double x)
+{
+    double m = fmod(x, 2 * M_PI);
+    if (m < 0)
+        m += 2 * M_PI;
+    return m < M_PI ? m : 2 * M_PI - m;
 }
 
 double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to)
@@ -420,6 +437,10 @@ double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to)
     if (fk.period <= 0)
         return fk.base * (t_to - t_from);
     double w = 2 * M_PI / fk.period;
+    if (fk.square)
+        return fk.base * (t_to - t_from) + fk.amp / w *
+                                               (square_integral(w * (t_to - fk.t0) + gpu) -
+                                                square_integral(w * (t_from - fk.t0) + gpu));
     return fk.base * (t_to - t_from) +
            fk.amp / w * (cos(w * (t_from - fk.t0) + gpu) - cos(w * (t_to - fk.t0) + gpu));
 }

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/* The error bar of an exact-window energy figure; see uncert.h. */
+#include "store/uncert.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/energy.h"
+#include "core/reading.h"
+
+#define NS 1e9
+
+double wt_uncert_resolution_j(const struct wt_series_info *si)
+{
+    if (si->kind == WT_SK_INTEGRATED)
+        return 0;
+    if (strcmp(si->metric, "wattage_gpu_energy_joules_total") == 0)
+        return 1e-3; /* nvmlDeviceGetTotalEnergyConsumption counts mJ */
+    if (strcmp(si->metric, "wattage_cpu_energy_joules_total") == 0)
+        return 1e-6; /* RAPL's energy_uj */
+    return 0;
+}
+
+/* The power of segment j (p[j] -> p[j + 1]) in W; false when it is a gap. */
+static bool seg_power(const struct wt_uncert_series *s, const struct wt_point *p, size_t j,
+                      double *w)
+{
+    double d;
+    bool covered;
+    if (p[j + 1].t_ns <= p[j].t_ns)
+        return false;
+    wt_segment(s->rule, p[j].t_ns, p[j].v, p[j + 1].t_ns, p[j + 1].v, &d, &covered);
+    *w = d / ((double)(p[j + 1].t_ns - p[j].t_ns) / NS);
+    return covered;
+}
+
+/* The min and max of the covered segment powers of segments lo..hi (0, 0 when none). */
+static void seg_range(const struct wt_uncert_series *s, const struct wt_point *p, size_t n, long lo,
+                      long hi, double *min, double *max)
+{
+    double mn = INFINITY, mx = -INFINITY, w;
+    if (lo < 0)
+        lo = 0;
+    for (long j = lo; j <= hi && j + 1 < (long)n; j++)
+        if (seg_power(s, p, (size_t)j, &w)) {
+            mn = w < mn ? w : mn;
+            mx = w > mx ? w : mx;
+        }
+    *min = mx >= mn ? mn : 0;
+    *max = mx >= mn ? mx : 0;
+}
+
+double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                      int64_t e)
+{
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (p[i].t_ns == e || p[i + 1].t_ns == e)
+            return 0;
+        if (!(p[i].t_ns < e && e < p[i + 1].t_ns))
+            continue;
+        double w, mn, mx;
+        if (!seg_power(s, p, i, &w))
+            return 0; /* a gap: the gaps term and the coverage say it */
+        seg_range(s, p, n, (long)i - WT_UNCERT_SWING_SEGMENTS, (long)i + WT_UNCERT_SWING_SEGMENTS,
+                  &mn, &mx);
+        double x = (double)(e - p[i].t_ns) / NS, y = (double)(p[i + 1].t_ns - e) / NS;
+        /* The share is off by x*y/g*(p1 - p2), p1, p2 the means of [t0, e] and [e, t1]. Using
+         * the segment's own mean to narrow it would need the power's true levels, which 1-s
+         * means of a wave faster than the sampling never show: the swing bounds it whole. */
+        return x * y / (x + y) * (mx - mn);
+    }
+    return 0;
+}
+
+void wt_uncert_interior(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                        int64_t a, int64_t b, double *method_sq, double *gaps_j)
+{
+    *method_sq = 0;
+    *gaps_j = 0;
+    for (size_t j = 0; j + 1 < n; j++) {
+        int64_t t0 = p[j].t_ns, t1 = p[j + 1].t_ns;
+        int64_t lo = t0 > a ? t0 : a, hi = t1 < b ? t1 : b;
+        if (hi <= lo)
+            continue;
+        double g = (double)(t1 - t0) / NS, ov = (double)(hi - lo) / NS, w, min, max;
+        seg_range(s, p, n, (long)j - 2, (long)j + 2, &min, &max);
+        double range = max - min;
+        if (!seg_power(s, p, j, &w)) {
+            *gaps_j += ov * max; /* what the gap may hide, at the power beside it */
+            continue;
+        }
+        if (s->rule->kind != WT_SK_INTEGRATED)
+            continue;
+        double m = s->power_window_ns > 0 ? fabs(g - (double)s->power_window_ns / NS) * range
+                                          : g / 2 * range;
+        m *= ov / g;
+        *method_sq += m * m;
+    }
+}
+
+/* The run interval of the series' node around t (1 s when no run says). */
+static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
+{
+    int64_t iv = 0;
+    for (size_t i = 0; i < r->nruns && r->runs[i].start_ns <= t; i++)
+        iv = r->runs[i].interval_ns;
+    return iv > 0 ? iv : 1000000000;
+}
+
+static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_series_info *si,
+                     const struct wt_uncert_series *s, int64_t e, int64_t a, int64_t b,
+                     double energy_j, double *out)
+{
+    struct wt_point *p = NULL;
+    size_t n = 0;
+    int64_t r = (WT_UNCERT_SWING_SEGMENTS + 2) * interval_at(s->rule, e);
+    int rc = points(ctx, e - r, e + r, &p, &n);
+    if (rc)
+        return rc;
+    if (n == 0 && si->rolled_to && e < si->rolled_to) {
+        /* pruned: the edge minute is prorated from its rollup */
+        int64_t m = wt_minute_floor(e);
+        double x = (double)(e - m) / NS, y = 60 - x;
+        *out = x > 0 ? x * y / 60 * 2 * energy_j / ((double)(b - a) / NS) : 0;
+    } else {
+        *out = wt_uncert_edge(s, p, n, e);
+    }
+    free(p);
+    return 0;
+}
+
+int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
+                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
+                         double energy_j, double covered_s, struct wt_uncert *out)
+{
+    struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
+    struct wt_uncert_series s = {.rule = &rule, .resolution_j = wt_uncert_resolution_j(si)};
+    char model[128];
+    struct wt_point *p = NULL;
+    size_t n = 0;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (b <= a || covered_s <= 0)
+        return 0;
+    if (si->kind == WT_SK_INTEGRATED)
+        s.power_window_ns = wt_energy_nvml_power_window_ns(
+            wt_labels_get(si->labels, "model", model, sizeof model) == 0 ? model : NULL);
+    double ea, eb;
+    rc = edge_term(points, ctx, si, &s, a, a, b, energy_j, &ea);
+    if (rc == 0)
+        rc = edge_term(points, ctx, si, &s, b, a, b, energy_j, &eb);
+    if (rc)
+        return rc;
+    out->edges_j = ea + eb;
+    out->resolution_j = 2 * s.resolution_j;
+
+    /* The interior: integrated series always (the method term), counters when the coverage
+     * says there is a gap. Long windows are read at their two ends and the method scaled. */
+    bool full = covered_s >= (double)(b - a) / NS - 1e-3;
+    if (si->kind == WT_SK_INTEGRATED || !full) {
+        int64_t pad = 3 * interval_at(&rule, a), span = WT_UNCERT_METHOD_SPAN_NS;
+        int64_t parts[2][2] = {{a, b}, {0, 0}};
+        int np = 1;
+        double scale = 1;
+        if (b - a > 2 * span) {
+            parts[0][1] = a + span;
+            parts[1][0] = b - span;
+            parts[1][1] = b;
+            np = 2;
+            scale = (double)(b - a) / (double)(2 * span);
+        }
+        double msq = 0, gaps = 0;
+        for (int k = 0; k < np; k++) {
+            double m1, g1;
+            rc = points(ctx, parts[k][0] - pad, parts[k][1] + pad, &p, &n);
+            if (rc)
+                return rc;
+            wt_uncert_interior(&s, p, n, parts[k][0], parts[k][1], &m1, &g1);
+            free(p);
+            p = NULL;
+            msq += m1;
+            gaps += g1;
+        }
+        out->method_j = sqrt(msq * scale);
+        out->gaps_j = gaps;
+    }
+    if (si->kind == WT_SK_INTEGRATED)
+        out->sensor_j = WT_UNCERT_SENSOR_W * covered_s;
+    out->total_j = out->edges_j + out->method_j + out->gaps_j + out->resolution_j;
+    return 0;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The error bar of an exact-window energy figure (store/segment.h, store/query.h): a bound on
+ * how far the figure can be from the energy really used over [a, b], from what the readings can
+ * and cannot see. Terms, in joules, added (not in quadrature: the edges of every GPU fall at the
+ * same instants, so their errors are not independent):
+ *
+ *   edges       a window edge e between two readings (t0, v0), (t1, v1) takes the linear share
+ *               of the segment; the energy really used in [t0, e] differs from it by
+ *               x*y/g * (p1 - p2), where x = e - t0, y = t1 - e, g = t1 - t0 and p1, p2 are the
+ *               mean powers of [t0, e] and [e, t1]. |p1 - p2| is bounded by the power's swing:
+ *               the range of the segment powers (v1 - v0) / (t1 - t0) of the covered segments
+ *               within WT_UNCERT_SWING_SEGMENTS segments on either side (segment means, which
+ *               hide a swing faster than the sampling, widen with the neighbourhood; what the
+ *               sampling never sees, it cannot bound). An edge on a reading costs nothing: that
+ *               is what edge samples (core/hub.h) are for. Where raw readings were pruned and
+ *               the edge is prorated from a rollup, the minute's share is bounded with a swing of
+ *               twice the window's mean power.
+ *   method      integrated series only (wt_energy_integral): a power reading averaged over a
+ *               window W (wt_energy_nvml_power_window_ns of the series' model) counts exactly the
+ *               span it averaged, so a step of g between readings is off by at most |g - W| times
+ *               the local swing (0 when the readings are W apart); instantaneous readings (W = 0)
+ *               by g/2 times the change of power between samples. Steps are independent (sampling
+ *               jitter): their bounds add in quadrature.
+ *   gaps        a gap inside the window (a reset, a daemon restart of a counter it kept, an
+ *               integrated series not integrated across) adds its length times the largest
+ *               segment power beside it: the energy it may hide.
+ *   resolution  the counter's unit (NVML 1 mJ, RAPL 1 uJ) at each end of the window.
+ *
+ * Not in the bar: the sensor's absolute accuracy, which a stand-in cannot check and which is
+ * systematic rather than a sampling error: NVML's power is +-5 W (FIELD-NOTES), reported
+ * separately for integrated series as sensor_j = 5 W x covered seconds; and the time between a
+ * poll's stamp and the counter's read (microseconds on the fake, milliseconds on an H200).
+ */
+#ifndef WT_STORE_UNCERT_H
+#define WT_STORE_UNCERT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/query.h"
+#include "store/segment.h"
+
+#define WT_UNCERT_SWING_SEGMENTS 10
+#define WT_UNCERT_SENSOR_W 5.0
+/* Integrated series (and counters with a gap) over windows longer than twice this: the interior
+ * terms are read over this much (2 min) of raw readings at each end, the method term scaled to the
+ * window (a sum in quadrature grows as its square root) and gaps in the middle not seen, so a
+ * 72-h query stays cheap. */
+#define WT_UNCERT_METHOD_SPAN_NS (120 * (int64_t)1000000000)
+
+struct wt_uncert {
+    double edges_j, method_j, gaps_j, resolution_j;
+    double total_j;  /* edges + method + gaps + resolution */
+    double sensor_j; /* separate: the sensor's absolute accuracy (integrated series) */
+};
+
+/* What the pure functions need to know of a series. */
+struct wt_uncert_series {
+    const struct wt_segment_rule *rule;
+    double resolution_j;     /* the counter's unit (0: none) */
+    int64_t power_window_ns; /* integrated series: the power readings' averaging window */
+};
+
+/* The counter's unit of a series: NVML's 1 mJ, RAPL's 1 uJ, 0 for what the daemon integrates. */
+double wt_uncert_resolution_j(const struct wt_series_info *si);
+
+/*
+ * The edge term at e from readings p[0..n) in time order around e (as many as there are within
+ * WT_UNCERT_SWING_SEGMENTS segments on either side). 0 when e falls on a reading or outside the
+ * readings (the window's coverage says the latter).
+ */
+double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                      int64_t e);
+
+/*
+ * The method term (integrated series; 0 for counters) and the gaps term over [a, b] from the
+ * readings p[0..n) in time order (the last one at or before a to the first one at or after b).
+ * method_sq gets the sum of squares (the caller takes the root, after scaling if it sampled).
+ */
+void wt_uncert_interior(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                        int64_t a, int64_t b, double *method_sq, double *gaps_j);
+
+/*
+ * The stored readings of the series in [from, to], in time order (wt_store_points with step 0:
+ * query.c passes it, so this file reads no table itself). *pts malloc'd. Returns 0 or -errno.
+ */
+typedef int (*wt_uncert_points_fn)(void *ctx, int64_t from, int64_t to, struct wt_point **pts,
+                                   size_t *n);
+
+/*
+ * The error bar of series si over [a, b] (energy_j and covered_s as wt_store_series_energy
+ * gave them), from its readings as points(ctx, ...) gives them. Returns 0 or what points
+ * returned.
+ */
+int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
+                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
+                         double energy_j, double covered_s, struct wt_uncert *out) WT_MUST_USE;
+
+#endif
