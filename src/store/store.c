@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -1474,5 +1475,203 @@ int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
         r->interval_ns = sqlite3_column_int64(q, 2);
     }
     sqlite3_finalize(q);
+    return 0;
+}
+
+/* ---- reading ---- */
+
+static int pb_push(struct wt_point_buf *b, int64_t t, double v)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        struct wt_point *p = realloc(b->p, nc * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        b->p = p;
+        b->cap = nc;
+    }
+    b->p[b->n].t_ns = t;
+    b->p[b->n].v = v;
+    b->n++;
+    return 0;
+}
+
+/* Appends the rows of a prepared (t, v) query; each later than what b ends with. */
+static int read_rows(sqlite3_stmt *q, struct wt_point_buf *b)
+{
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t t = sqlite3_column_int64(q, 0);
+        if (b->n && t <= b->p[b->n - 1].t_ns)
+            continue;
+        if (pb_push(b, t, sqlite3_column_double(q, 1)) != 0)
+            return -ENOMEM;
+    }
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int read_sql(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
+                    int64_t lim, struct wt_point_buf *out)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, a);
+    sqlite3_bind_int64(q, 3, b);
+    if (sqlite3_bind_parameter_count(q) >= 4)
+        sqlite3_bind_int64(q, 4, lim);
+    int rc = read_rows(q, out);
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flags, size_t limit,
+                  struct wt_point_buf *out)
+{
+    int rc = 0;
+    int64_t lim = limit ? (int64_t)limit : -1;
+    if (flags & WT_RD_EDGES) {
+        /* the reading at or before a, those inside, and the first at or after b */
+        rc = read_sql(s,
+                      "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC "
+                      "LIMIT 1",
+                      id, a, b, 0, out);
+        if (rc == 0)
+            rc = read_sql(s,
+                          "SELECT t, v FROM readings WHERE series=?1 AND t>?2 AND t<?3 "
+                          "ORDER BY t LIMIT ?4",
+                          id, a, b, lim, out);
+        if (rc == 0)
+            rc = read_sql(s,
+                          "SELECT t, v FROM readings WHERE series=?1 AND t>=?3 AND t>?2 "
+                          "ORDER BY t LIMIT 1",
+                          id, a, b, 0, out);
+        return rc;
+    }
+    if (flags & WT_RD_AFTER) {
+        if (a == INT64_MAX)
+            return 0;
+        a++;
+    }
+    if (b < a)
+        return 0;
+    return read_sql(s,
+                    "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
+                    "LIMIT ?4",
+                    id, a, b, lim, out);
+}
+
+int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *last)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = -EIO;
+    if (sqlite3_prepare_v2(s->db, "SELECT min(t), max(t) FROM readings WHERE series=?", -1, &q,
+                           NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, id);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        rc = sqlite3_column_type(q, 0) != SQLITE_NULL;
+        *first = sqlite3_column_int64(q, 0);
+        *last = sqlite3_column_int64(q, 1);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t *n,
+                         int64_t *oldest)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = -EIO;
+    *n = 0;
+    *oldest = 0;
+    if (sqlite3_prepare_v2(s->db, "SELECT count(*), min(t) FROM readings WHERE series=?1 AND t>?2",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, after);
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        *n = (uint64_t)sqlite3_column_int64(q, 0);
+        *oldest = sqlite3_column_int64(q, 1);
+        rc = 0;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int wt_store_newest(struct wt_store *s, int64_t *t)
+{
+    sqlite3_stmt *q = NULL;
+    int rc = -EIO;
+    /* max(t) per series through the primary key, not a scan of every reading */
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) "
+                           "FROM series s",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    if (sqlite3_step(q) == SQLITE_ROW) {
+        rc = sqlite3_column_type(q, 0) != SQLITE_NULL;
+        *t = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struct wt_rollup **rows,
+                     size_t *n)
+{
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    int rc;
+    *rows = NULL;
+    *n = 0;
+    if (b <= a)
+        return 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
+                           "WHERE series=? AND t>? AND t<? ORDER BY t",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
+    sqlite3_bind_int64(q, 3, b);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct wt_rollup *p = realloc(*rows, nc * sizeof *p);
+            if (!p) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            *rows = p;
+            cap = nc;
+        }
+        struct wt_rollup *r = &(*rows)[(*n)++];
+        r->t_ns = sqlite3_column_int64(q, 0);
+        r->n = sqlite3_column_int64(q, 1);
+        for (int c = 0; c < 4; c++) {
+            double v = sqlite3_column_type(q, 2 + c) == SQLITE_NULL
+                           ? NAN
+                           : sqlite3_column_double(q, 2 + c);
+            if (c == 0)
+                r->min = v;
+            else if (c == 1)
+                r->max = v;
+            else if (c == 2)
+                r->mean = v;
+            else
+                r->last = v;
+        }
+        r->energy = sqlite3_column_double(q, 6);
+        r->covered_ns = sqlite3_column_int64(q, 7);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+        return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+    }
     return 0;
 }
