@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,46 @@
 
 #define ZSTD_LEVEL 3
 #define MAX_POINTS (1u << 24) /* a decoder's bound on a blob's claim */
+
+/*
+ * One zstd context of each kind per thread, made on first use and freed when the thread ends:
+ * making one costs more than coding a chunk.
+ */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+struct zctx {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+};
+
+static void ctx_free(void *p)
+{
+    struct zctx *z = p;
+    ZSTD_freeCCtx(z->c);
+    ZSTD_freeDCtx(z->d);
+    free(z);
+}
+
+static void ctx_init(void)
+{
+    (void)pthread_key_create(&ctx_key, ctx_free);
+}
+
+static struct zctx *zctx(void)
+{
+    pthread_once(&ctx_once, ctx_init);
+    struct zctx *z = pthread_getspecific(ctx_key);
+    if (!z) {
+        z = calloc(1, sizeof *z);
+        if (!z)
+            return NULL;
+        if (pthread_setspecific(ctx_key, z) != 0) {
+            free(z);
+            return NULL;
+        }
+    }
+    return z;
+}
 
 static const double p10[WT_CHUNK_MAX_SCALE + 1] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
 
@@ -212,7 +253,13 @@ int wt_chunk_encode(const struct wt_point *p, size_t n, uint8_t **out, size_t *l
     put_u8(&blob, WT_CHUNK_ZSTD);
     put_uv(&blob, n);
     put_uv(&blob, pay.n);
-    size_t z = ZSTD_compress(blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL);
+    struct zctx *zc = zctx();
+    if (zc && !zc->c)
+        zc->c = ZSTD_createCCtx();
+    size_t z =
+        zc && zc->c
+            ? ZSTD_compressCCtx(zc->c, blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL)
+            : ZSTD_compress(blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL);
     if (!ZSTD_isError(z) && blob.n + z < 1 + 10 + pay.n) {
         blob.n += z;
     } else {
@@ -308,7 +355,11 @@ int wt_chunk_decode(const uint8_t *b, size_t len, struct wt_point_buf *out)
         plain = malloc(plen ? plen : 1);
         if (!plain)
             return -ENOMEM;
-        size_t got = ZSTD_decompress(plain, plen, b + r.pos, len - r.pos);
+        struct zctx *zc = zctx();
+        if (zc && !zc->d)
+            zc->d = ZSTD_createDCtx();
+        size_t got = zc && zc->d ? ZSTD_decompressDCtx(zc->d, plain, plen, b + r.pos, len - r.pos)
+                                 : ZSTD_decompress(plain, plen, b + r.pos, len - r.pos);
         if (ZSTD_isError(got) || got != plen) {
             free(plain);
             return -EINVAL;
