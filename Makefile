@@ -8,6 +8,8 @@
 VERSION := 0.1.0
 PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
            libprotobuf-c snappy
+# zstd: the store's compressed chunks (src/store/chunk.c)
+PKGS    += libzstd
 # librdkafka (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves Kafka out.
 HAVE_RDKAFKA := $(shell pkg-config --exists rdkafka 2>/dev/null && echo 1)
 ifeq ($(HAVE_RDKAFKA),1)

@@ -4,7 +4,8 @@
 # A no-op when everything is present. Uses sudo when not run as root.
 set -eu
 build="gcc make pkg-config libsqlite3-dev libmicrohttpd-dev libgnutls28-dev libyaml-dev libcjson-dev zlib1g-dev libcurl4-openssl-dev
-       libsnmp-dev libmodbus-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev librdkafka-dev"
+       libsnmp-dev libmodbus-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev librdkafka-dev
+       libzstd-dev"
 test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk
       python3-psutil python3-prometheus-client prometheus-node-exporter valgrind
       prometheus-alertmanager snmpsim snmpd snmp victoria-metrics chromium clang libclang-rt-14-dev

@@ -6,7 +6,6 @@
 #include "audit/meters.h"
 
 #include <errno.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,28 +215,15 @@ static void pts_free(struct pts *p)
  * after what p holds (only those later than its last point). */
 static int raw_points(struct wt_meter_set *ms, int64_t id, int64_t a, int64_t b, struct pts *p)
 {
-    sqlite3_stmt *q = NULL;
-    const char *sql = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
-                      "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
-                      "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
-                      "readings WHERE series=?1 AND t>=?3 AND t>?2 ORDER BY t LIMIT 1)";
-    int rc;
-    if (sqlite3_prepare_v2(wt_store_db(ms->st), sql, -1, &q, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, a);
-    sqlite3_bind_int64(q, 3, b);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(q, 0);
-        if (p->n && t <= p->t[p->n - 1])
+    struct wt_point_buf pb = {0};
+    int rc = wt_store_read(ms->st, id, a, b, WT_RD_EDGES, 0, &pb);
+    for (size_t i = 0; rc == 0 && i < pb.n; i++) {
+        if (p->n && pb.p[i].t_ns <= p->t[p->n - 1])
             continue;
-        if (pts_push(p, t, sqlite3_column_double(q, 1)) != 0) {
-            sqlite3_finalize(q);
-            return -ENOMEM;
-        }
+        rc = pts_push(p, pb.p[i].t_ns, pb.p[i].v);
     }
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    free(pb.p);
+    return rc;
 }
 
 /*
@@ -247,18 +233,15 @@ static int raw_points(struct wt_meter_set *ms, int64_t id, int64_t a, int64_t b,
 static int pruned_split(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
                         int64_t b, int64_t *split)
 {
-    sqlite3_stmt *q = NULL;
-    int64_t raw0 = INT64_MAX;
+    int64_t raw0 = INT64_MAX, raw1;
     *split = a;
     if (!si->rolled_to)
         return 0;
-    if (sqlite3_prepare_v2(wt_store_db(ms->st), "SELECT min(t) FROM readings WHERE series=?", -1,
-                           &q, NULL) != SQLITE_OK)
+    int rc = wt_store_bounds(ms->st, si->id, &raw0, &raw1);
+    if (rc < 0)
         return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-        raw0 = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (rc == 0)
+        raw0 = INT64_MAX;
     if (raw0 <= a)
         return 0;
     /* the minute holding the oldest raw reading comes from its rollup too */
@@ -269,28 +252,23 @@ static int pruned_split(struct wt_meter_set *ms, const struct wt_series_info *si
     return 0;
 }
 
+enum rollup_col { COL_MEAN, COL_MIN, COL_LAST };
+
 /* The rollups of si for the minutes that overlap [a, b): column col (mean or last) per minute. */
 static int rollup_rows(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
-                       int64_t b, const char *col, struct pts *p)
+                       int64_t b, enum rollup_col col, struct pts *p)
 {
-    sqlite3_stmt *q = NULL;
-    char sql[160];
-    int rc;
-    snprintf(sql, sizeof sql,
-             "SELECT t, %s FROM rollups WHERE series=? AND t>? AND t<? AND n>0 ORDER BY t", col);
-    if (sqlite3_prepare_v2(wt_store_db(ms->st), sql, -1, &q, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
-    sqlite3_bind_int64(q, 3, b);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (pts_push(p, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1)) != 0) {
-            sqlite3_finalize(q);
-            return -ENOMEM;
-        }
+    struct wt_rollup *r = NULL;
+    size_t n = 0;
+    int rc = wt_store_rollups(ms->st, si->id, a, b, &r, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (r[i].n <= 0)
+            continue;
+        double v = col == COL_MEAN ? r[i].mean : col == COL_MIN ? r[i].min : r[i].last;
+        rc = pts_push(p, r[i].t_ns, v);
     }
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    free(r);
+    return rc;
 }
 
 /* Power readings of si over [a, b] integrated (rollup means where raw readings were pruned). */
@@ -306,7 +284,7 @@ static int power_energy(struct wt_meter_set *ms, const struct wt_series_info *si
         return rc;
     if (split > a) {
         /* each minute's mean power over its overlap with the window */
-        if ((rc = rollup_rows(ms, si, a, split, "mean", &p)) != 0)
+        if ((rc = rollup_rows(ms, si, a, split, COL_MEAN, &p)) != 0)
             goto out;
         for (size_t i = 0; i < p.n; i++) {
             int64_t lo = p.t[i] > a ? p.t[i] : a;
@@ -352,8 +330,8 @@ static int gauge_counter(struct wt_meter_set *ms, const struct wt_series_info *s
     /* a minute's least value at its start and its last value at its end: the minute's own
      * increase, and the one across its end to the next minute's first reading */
     struct pts rmin = {0}, rlast = {0};
-    if ((rc = rollup_rows(ms, si, a, split, "min", &rmin)) == 0 &&
-        (rc = rollup_rows(ms, si, a, split, "last", &rlast)) == 0 && rmin.n == rlast.n) {
+    if ((rc = rollup_rows(ms, si, a, split, COL_MIN, &rmin)) == 0 &&
+        (rc = rollup_rows(ms, si, a, split, COL_LAST, &rlast)) == 0 && rmin.n == rlast.n) {
         for (size_t i = 0; i < rmin.n && rc == 0; i++) {
             rc = pts_push(&p, rmin.t[i], rmin.v[i]);
             if (rc == 0)
@@ -391,20 +369,14 @@ static int gauge_counter(struct wt_meter_set *ms, const struct wt_series_info *s
 static int too_coarse(struct wt_meter_set *ms, const struct wt_series_info *si, int64_t a,
                       int64_t b, double e, bool *coarse)
 {
-    sqlite3_stmt *q = NULL;
+    struct wt_point_buf pb = {0};
     double step = 0, prev = 0;
     bool have = false;
-    int rc, n = 0, rises = 0;
+    int n = 0, rises = 0;
     *coarse = false;
-    if (sqlite3_prepare_v2(wt_store_db(ms->st),
-                           "SELECT v FROM readings WHERE series=? AND t>=? AND t<=? ORDER BY t", -1,
-                           &q, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    sqlite3_bind_int64(q, 2, a);
-    sqlite3_bind_int64(q, 3, b);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        double v = sqlite3_column_double(q, 0);
+    int rc = wt_store_read(ms->st, si->id, a, b, 0, 0, &pb);
+    for (size_t i = 0; rc == 0 && i < pb.n; i++) {
+        double v = pb.p[i].v;
         if (have && v > prev) {
             rises++;
             if (step == 0 || v - prev < step)
@@ -414,9 +386,9 @@ static int too_coarse(struct wt_meter_set *ms, const struct wt_series_info *si, 
         have = true;
         n++;
     }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE)
-        return -EIO;
+    free(pb.p);
+    if (rc != 0)
+        return rc;
     /* a counter that rises at most polls counts finer than a poll's energy: not coarse */
     *coarse = 2 * rises < n - 1 && step > 0 && e < WT_METER_MIN_STEPS * step;
     return 0;

@@ -431,22 +431,11 @@ static void check_sources(const struct wt_config *cfg, struct report *r)
 
 /* ---- the store ---- */
 
-static int64_t newest_reading(sqlite3 *db, bool *have)
+static int64_t newest_reading(struct wt_store *s, bool *have)
 {
-    sqlite3_stmt *q = NULL;
     int64_t t = 0;
-    *have = false;
-    /* max(t) per series through the primary key, not a scan of every reading. */
-    if (sqlite3_prepare_v2(db,
-                           "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) "
-                           "FROM series s",
-                           -1, &q, NULL) == SQLITE_OK &&
-        sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-        t = sqlite3_column_int64(q, 0);
-        *have = true;
-    }
-    sqlite3_finalize(q);
-    return t;
+    *have = wt_store_newest(s, &t) > 0;
+    return *have ? t : 0;
 }
 
 static void check_store(const struct wt_config *cfg, const char *db, struct report *r)
@@ -506,7 +495,7 @@ static void check_store(const struct wt_config *cfg, const char *db, struct repo
         if (*p == '\n')
             *p = ' '; /* quick_check's findings, one line each: one message */
     bool have;
-    int64_t newest = newest_reading(h, &have);
+    int64_t newest = newest_reading(s, &have);
     wt_store_close(s);
 
     uint64_t bytes = (uint64_t)sb.st_size;

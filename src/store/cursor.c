@@ -18,23 +18,11 @@
 #include "core/clock.h"
 #include "store/store.h"
 
-enum {
-    Q_NEW_SERIES,
-    Q_GET_CURSOR,
-    Q_READ,
-    Q_PENDING,
-    Q_SET_CURSOR,
-    Q_BEGIN,
-    Q_COMMIT,
-    Q_ROLLBACK,
-    Q_COUNT
-};
+enum { Q_NEW_SERIES, Q_GET_CURSOR, Q_SET_CURSOR, Q_BEGIN, Q_COMMIT, Q_ROLLBACK, Q_COUNT };
 
 static const char *const q_sql[Q_COUNT] = {
     [Q_NEW_SERIES] = "SELECT id, metric, labels FROM series WHERE node='' AND id>?1 ORDER BY id",
     [Q_GET_CURSOR] = "SELECT t FROM remote_write_cursors WHERE endpoint=?1 AND series=?2",
-    [Q_READ] = "SELECT t, v FROM readings WHERE series=?1 AND t>?2 ORDER BY t LIMIT ?3",
-    [Q_PENDING] = "SELECT count(*), min(t) FROM readings WHERE series=?1 AND t>?2",
     [Q_SET_CURSOR] = ("INSERT OR REPLACE INTO remote_write_cursors(endpoint, series, t) "
                       "VALUES(?1,?2,?3)"),
     [Q_BEGIN] = "BEGIN IMMEDIATE",
@@ -60,7 +48,8 @@ struct wt_cursor {
     size_t turn; /* where a batch of one reading per series starts (more series than max) */
     /* one batch's reads, per series: where its rows start in the batch and how many */
     size_t *first, *count;
-    int64_t next_count; /* CLOCK_MONOTONIC: when wt_cursor_pending_paced counts next */
+    struct wt_point_buf buf; /* one series' read */
+    int64_t next_count;      /* CLOCK_MONOTONIC: when wt_cursor_pending_paced counts next */
 };
 
 static int fail_db(struct wt_cursor *c, struct wt_err *err, const char *what)
@@ -79,6 +68,7 @@ void wt_cursor_close(struct wt_cursor *c)
     free(c->s);
     free(c->first);
     free(c->count);
+    free(c->buf.p);
     free(c);
 }
 
@@ -247,23 +237,20 @@ static int batch_room(struct wt_cursor_batch *b, size_t need)
 /* Appends up to limit readings of series i after its cursor; sets first/count. */
 static int read_series(struct wt_cursor *c, size_t i, size_t limit, struct wt_cursor_batch *b)
 {
-    sqlite3_stmt *st = c->q[Q_READ];
     int rc = batch_room(b, limit);
     if (rc)
         return rc;
     c->first[i] = b->n;
-    sqlite3_bind_int64(st, 1, c->s[i].id);
-    sqlite3_bind_int64(st, 2, c->s[i].acked_ns);
-    sqlite3_bind_int64(st, 3, (int64_t)limit);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    c->buf.n = 0;
+    rc = wt_store_read(c->st, c->s[i].id, c->s[i].acked_ns, INT64_MAX, WT_RD_AFTER, limit, &c->buf);
+    for (size_t k = 0; rc == 0 && k < c->buf.n && k < limit; k++) {
         struct wt_cursor_sample *x = &b->s[b->n++];
         x->series = (uint32_t)i;
-        x->t_ns = sqlite3_column_int64(st, 0);
-        x->v = sqlite3_column_double(st, 1);
+        x->t_ns = c->buf.p[k].t_ns;
+        x->v = c->buf.p[k].v;
     }
-    sqlite3_reset(st);
     c->count[i] = b->n - c->first[i];
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    return rc;
 }
 
 int wt_cursor_next(struct wt_cursor *c, size_t max, struct wt_cursor_batch *b, bool *more)
@@ -351,24 +338,16 @@ int wt_cursor_ack(struct wt_cursor *c, const struct wt_cursor_batch *b)
 
 int wt_cursor_pending(struct wt_cursor *c, uint64_t *n, int64_t *oldest_ns)
 {
-    sqlite3_stmt *st = c->q[Q_PENDING];
     int rc = 0;
     *n = 0;
     *oldest_ns = 0;
     for (size_t i = 0; i < c->n && rc == 0; i++) {
-        sqlite3_bind_int64(st, 1, c->s[i].id);
-        sqlite3_bind_int64(st, 2, c->s[i].acked_ns);
-        if (sqlite3_step(st) == SQLITE_ROW) {
-            *n += (uint64_t)sqlite3_column_int64(st, 0);
-            if (sqlite3_column_type(st, 1) != SQLITE_NULL) {
-                int64_t t = sqlite3_column_int64(st, 1);
-                if (!*oldest_ns || t < *oldest_ns)
-                    *oldest_ns = t;
-            }
-        } else {
-            rc = -EIO;
-        }
-        sqlite3_reset(st);
+        uint64_t k;
+        int64_t t;
+        rc = wt_store_count_after(c->st, c->s[i].id, c->s[i].acked_ns, &k, &t);
+        *n += k;
+        if (rc == 0 && k && (!*oldest_ns || t < *oldest_ns))
+            *oldest_ns = t;
     }
     return rc;
 }

@@ -110,58 +110,43 @@ int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
 /* ---- energy ---- */
 
 /* Energy over [a, b] from raw readings. */
-static int raw_energy(sqlite3 *db, const struct wt_series_info *si,
+static int raw_energy(struct wt_store *st, const struct wt_series_info *si,
                       const struct wt_segment_rule *rule, int64_t a, int64_t b, double *e,
                       double *cov_ns)
 {
-    sqlite3_stmt *q = NULL;
-    const char *sql = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
-                      "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
-                      "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
-                      "readings WHERE series=?1 AND t>=?3 AND t>?2 ORDER BY t LIMIT 1)";
+    struct wt_point_buf pb = {0};
     if (b <= a)
         return 0;
-    if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    sqlite3_bind_int64(q, 2, a);
-    sqlite3_bind_int64(q, 3, b);
+    int rc = wt_store_read(st, si->id, a, b, WT_RD_EDGES, 0, &pb);
     struct wt_window w = wt_window_begin(rule, a, b);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW)
-        wt_window_add(&w, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1));
-    sqlite3_finalize(q);
+    for (size_t i = 0; rc == 0 && i < pb.n; i++)
+        wt_window_add(&w, pb.p[i].t_ns, pb.p[i].v);
+    free(pb.p);
     *e += w.energy_j;
     *cov_ns += w.covered_ns;
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    return rc;
 }
 
 /* Energy over [a, b) from rollups: whole minutes count fully, partial ones prorated. */
-static int rollup_energy(sqlite3 *db, const struct wt_series_info *si, int64_t a, int64_t b,
+static int rollup_energy(struct wt_store *st, const struct wt_series_info *si, int64_t a, int64_t b,
                          double *e, double *cov_ns)
 {
-    sqlite3_stmt *q = NULL;
+    struct wt_rollup *r = NULL;
+    size_t n = 0;
     if (b <= a)
         return 0;
-    if (sqlite3_prepare_v2(db,
-                           "SELECT t, energy, covered FROM rollups WHERE series=? AND t>? AND t<?",
-                           -1, &q, NULL) != SQLITE_OK)
-        return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
-    sqlite3_bind_int64(q, 3, b);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t m = sqlite3_column_int64(q, 0);
+    int rc = wt_store_rollups(st, si->id, a, b, &r, &n);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int64_t m = r[i].t_ns;
         int64_t lo = m > a ? m : a, hi = m + WT_MINUTE_NS < b ? m + WT_MINUTE_NS : b;
         if (hi <= lo)
             continue;
         double f = (double)(hi - lo) / (double)WT_MINUTE_NS;
-        *e += sqlite3_column_double(q, 1) * f;
-        *cov_ns += (double)sqlite3_column_int64(q, 2) * f;
+        *e += r[i].energy * f;
+        *cov_ns += (double)r[i].covered_ns * f;
     }
-    sqlite3_finalize(q);
-    return rc == SQLITE_DONE ? 0 : -EIO;
+    free(r);
+    return rc;
 }
 
 /*
@@ -171,7 +156,7 @@ static int rollup_energy(sqlite3 *db, const struct wt_series_info *si, int64_t a
  * with no data, then count it again from the raw readings) or because the readings before it
  * in that minute were pruned (less than a minute left uncovered, which coverage says).
  */
-static int edge_energy(sqlite3 *db, const struct wt_series_info *si,
+static int edge_energy(struct wt_store *db, const struct wt_series_info *si,
                        const struct wt_segment_rule *rule, int64_t oldest, bool have_raw, int64_t a,
                        int64_t b, double *e, double *cov_ns)
 {
@@ -190,7 +175,7 @@ int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
                            const struct wt_run_list *runs, int64_t a, int64_t b, int flags,
                            double *energy_j, double *covered_s)
 {
-    sqlite3 *db = wt_store_db(st);
+    struct wt_store *db = st;
     struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
     double e = 0, cov = 0;
     int rc;
@@ -200,17 +185,11 @@ int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
     if (flags & WT_Q_RAW_ONLY || !si->rolled_to) {
         rc = raw_energy(db, si, &rule, a, b, &e, &cov);
     } else {
-        sqlite3_stmt *q = NULL;
-        int64_t oldest = 0;
-        bool have_raw = false;
-        if (sqlite3_prepare_v2(db, "SELECT min(t) FROM readings WHERE series=?", -1, &q, NULL))
+        int64_t oldest = 0, newest;
+        int hr = wt_store_bounds(st, si->id, &oldest, &newest);
+        if (hr < 0)
             return -EIO;
-        sqlite3_bind_int64(q, 1, si->id);
-        if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) {
-            oldest = sqlite3_column_int64(q, 0);
-            have_raw = true;
-        }
-        sqlite3_finalize(q);
+        bool have_raw = hr > 0;
         int64_t m1 = wt_minute_floor(a);
         if (m1 < a)
             m1 += WT_MINUTE_NS;
@@ -385,38 +364,34 @@ static int push(struct wt_point **pts, size_t *n, size_t *cap, int64_t t, double
 int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_t from, int64_t to,
                     int64_t step_ns, struct wt_point **pts, size_t *n)
 {
-    sqlite3 *db = wt_store_db(st);
-    sqlite3_stmt *q = NULL;
     size_t cap = 0;
     int rc = 0;
     bool counter = si->kind != WT_SK_GAUGE;
-    int64_t oldest = INT64_MAX;
+    int64_t oldest = INT64_MAX, newest;
 
     *pts = NULL;
     *n = 0;
-    if (sqlite3_prepare_v2(db, "SELECT min(t) FROM readings WHERE series=?", -1, &q, NULL))
+    rc = wt_store_bounds(st, si->id, &oldest, &newest);
+    if (rc < 0)
         return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL)
-        oldest = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    if (rc == 0)
+        oldest = INT64_MAX;
+    rc = 0;
 
     /* pruned part from rollups (only when the step is at least a minute) */
     if (step_ns >= WT_MINUTE_NS && from < oldest && si->rolled_to) {
         int64_t end = oldest < to ? oldest : to;
-        if (sqlite3_prepare_v2(db,
-                               "SELECT t, mean, last FROM rollups WHERE series=? AND t>=? AND "
-                               "t<? AND n>0 ORDER BY t",
-                               -1, &q, NULL))
-            return -EIO;
-        sqlite3_bind_int64(q, 1, si->id);
-        sqlite3_bind_int64(q, 2, wt_minute_floor(from));
-        sqlite3_bind_int64(q, 3, end);
+        struct wt_rollup *r = NULL;
+        size_t nr = 0;
+        if ((rc = wt_store_rollups(st, si->id, wt_minute_floor(from), end, &r, &nr)) != 0)
+            return rc;
         int64_t bucket = INT64_MIN;
         double sum = 0, last = 0;
         int64_t cnt = 0;
-        while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
-            int64_t t = sqlite3_column_int64(q, 0);
+        for (size_t i = 0; rc == 0 && i < nr; i++) {
+            if (r[i].n <= 0 || r[i].t_ns < wt_minute_floor(from))
+                continue;
+            int64_t t = r[i].t_ns;
             int64_t b = from + (t - from) / step_ns * step_ns;
             if (t < from)
                 b = from;
@@ -427,31 +402,28 @@ int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_
                 sum = 0;
                 cnt = 0;
             }
-            sum += sqlite3_column_double(q, 1);
-            last = sqlite3_column_double(q, 2);
+            sum += r[i].mean;
+            last = r[i].last;
             cnt++;
         }
         if (rc == 0 && cnt)
             rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
-        sqlite3_finalize(q);
+        free(r);
         if (rc)
             goto fail;
         from = end;
     }
-    if (sqlite3_prepare_v2(db,
-                           "SELECT t, v FROM readings WHERE series=? AND t>=? AND t<=? "
-                           "ORDER BY t",
-                           -1, &q, NULL))
-        return -EIO;
-    sqlite3_bind_int64(q, 1, si->id);
-    sqlite3_bind_int64(q, 2, from);
-    sqlite3_bind_int64(q, 3, to);
+    struct wt_point_buf pb = {0};
+    if ((rc = wt_store_read(st, si->id, from, to, 0, 0, &pb)) != 0) {
+        free(pb.p);
+        goto fail;
+    }
     int64_t bucket = INT64_MIN;
     double sum = 0, last = 0;
     int64_t cnt = 0;
-    while (rc == 0 && sqlite3_step(q) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(q, 0);
-        double v = sqlite3_column_double(q, 1);
+    for (size_t i = 0; rc == 0 && i < pb.n; i++) {
+        int64_t t = pb.p[i].t_ns;
+        double v = pb.p[i].v;
         if (step_ns <= 0) {
             rc = push(pts, n, &cap, t, v);
             continue;
@@ -470,7 +442,7 @@ int wt_store_points(struct wt_store *st, const struct wt_series_info *si, int64_
     }
     if (rc == 0 && cnt)
         rc = push(pts, n, &cap, bucket, counter ? last : sum / (double)cnt);
-    sqlite3_finalize(q);
+    free(pb.p);
     if (rc == 0)
         return 0;
 fail:

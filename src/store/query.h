@@ -73,11 +73,6 @@ void wt_energy_choose(struct wt_energy_row *rows, size_t n);
 int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
                     struct wt_energy_row **rows, size_t *n, struct wt_err *err) WT_MUST_USE;
 
-struct wt_point {
-    int64_t t_ns;
-    double v;
-};
-
 /*
  * Stored readings of a series in [from, to]. step_ns > 0 downsamples to one point per step
  * (the mean of gauges, the last value of counters, stamped at the bucket start); where raw

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
@@ -31,11 +32,17 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "serve/expo.h"
+#include "store/chunk.h"
 #include "store/segment.h"
 
 #define MOD "store"
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 #define ROLL_MAX_MIN 60 /* minutes rolled per series per step */
+/* Chunks: the readings of a series in one aligned span become one blob once the span has been
+ * closed for CLOSE_NS; a step compacts at most COMPACT_MAX readings of a series. */
+#define SPAN_NS (15 * WT_MINUTE_NS)
+#define CLOSE_NS (5 * WT_MINUTE_NS)
+#define COMPACT_MAX 8192
 
 /* One interned series: node + metric + labels → id. */
 struct entry {
@@ -64,6 +71,7 @@ struct mser {
     int64_t id;
     int64_t rolled_to;
     int64_t lo, hi, roll_lo;
+    int64_t raw_lo; /* <= the oldest row of readings (INT64_MAX: none): compaction's work */
     enum wt_series_kind kind;
     bool known;
     char node[64];
@@ -76,15 +84,18 @@ enum {
     MQ_ROLLBACK,
     MQ_VERSION,
     MQ_SERIES,
-    MQ_MAX_T,
     MQ_MIN_T,
-    MQ_KEEP_T,
     MQ_ROLL_MIN_T,
-    MQ_SEGMENTS,
     MQ_INS_ROLLUP,
     MQ_SET_ROLLED,
     MQ_DEL_READINGS,
     MQ_DEL_ROLLUPS,
+    MQ_DEL_CHUNKS,
+    MQ_COMPACT_RAW,
+    MQ_SPAN_CHUNKS,
+    MQ_DEL_SPAN,
+    MQ_INS_CHUNK,
+    MQ_DEL_COMPACTED,
     MQ_COUNT
 };
 
@@ -94,20 +105,19 @@ static const char *const mq_sql[MQ_COUNT] = {
     [MQ_ROLLBACK] = "ROLLBACK",
     [MQ_VERSION] = "PRAGMA data_version",
     [MQ_SERIES] = "SELECT id, node, kind, rolled_to FROM series ORDER BY id",
-    [MQ_MAX_T] = "SELECT max(t) FROM readings WHERE series=?1",
     [MQ_MIN_T] = "SELECT min(t) FROM readings WHERE series=?1",
-    [MQ_KEEP_T] = "SELECT max(t) FROM readings WHERE series=?1 AND t<=?2",
     [MQ_ROLL_MIN_T] = "SELECT min(t) FROM rollups WHERE series=?1",
-    /* the reading at or before r0, those inside, and the first at or after end */
-    [MQ_SEGMENTS] = "SELECT t, v FROM (SELECT t, v FROM readings WHERE series=?1 AND t<=?2 "
-                    "ORDER BY t DESC LIMIT 1) UNION ALL SELECT t, v FROM readings WHERE "
-                    "series=?1 AND t>?2 AND t<?3 UNION ALL SELECT t, v FROM (SELECT t, v FROM "
-                    "readings WHERE series=?1 AND t>=?3 ORDER BY t LIMIT 1)",
     [MQ_INS_ROLLUP] = "INSERT OR REPLACE INTO rollups(series, t, n, min, max, mean, last, "
                       "energy, covered) VALUES(?,?,?,?,?,?,?,?,?)",
     [MQ_SET_ROLLED] = "UPDATE series SET rolled_to=? WHERE id=?",
     [MQ_DEL_READINGS] = "DELETE FROM readings WHERE series=? AND t<?",
     [MQ_DEL_ROLLUPS] = "DELETE FROM rollups WHERE series=? AND t<?",
+    [MQ_DEL_CHUNKS] = "DELETE FROM chunks WHERE series=?1 AND t0<?2 AND t1<?2",
+    [MQ_COMPACT_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t<?2 ORDER BY t LIMIT ?3",
+    [MQ_SPAN_CHUNKS] = "SELECT data FROM chunks WHERE series=?1 AND t0>=?2 AND t0<?3 ORDER BY t0",
+    [MQ_DEL_SPAN] = "DELETE FROM chunks WHERE series=?1 AND t0>=?2 AND t0<?3",
+    [MQ_INS_CHUNK] = "INSERT INTO chunks(series, t0, t1, n, data) VALUES(?,?,?,?,?)",
+    [MQ_DEL_COMPACTED] = "DELETE FROM readings WHERE series=?1 AND t<=?2",
 };
 
 struct wt_store {
@@ -154,6 +164,7 @@ struct wt_store {
     bool ms_loaded;       /* ms mirrors the series table */
     bool mq_failed;       /* a maintenance query failed: the pass is rolled back */
     int64_t data_version; /* PRAGMA data_version when ms was last checked */
+    struct wt_point_buf seg, cold, span, merged; /* maintenance's reads, kept between passes */
 };
 
 static int db_error(struct wt_store *s, struct wt_err *err, const char *what)
@@ -277,6 +288,8 @@ static void ms_widen(struct wt_store *s, int64_t id, int64_t t)
         s->ms[i].lo = t;
     if (t > s->ms[i].hi)
         s->ms[i].hi = t;
+    if (t < s->ms[i].raw_lo)
+        s->ms[i].raw_lo = t;
 }
 
 /* Reads every series from the store, bounds unknown. */
@@ -385,7 +398,12 @@ static const char *const schema =
     " covered INTEGER NOT NULL, PRIMARY KEY(series, t)) WITHOUT ROWID;"
     "CREATE TABLE IF NOT EXISTS runs(id INTEGER PRIMARY KEY, node TEXT NOT NULL,"
     " start_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL, interval_ns INTEGER NOT NULL,"
-    " source TEXT NOT NULL, UNIQUE(node, start_ns));";
+    " source TEXT NOT NULL, UNIQUE(node, start_ns));"
+    /* schema 2: closed spans of readings, one compressed blob (store/chunk.h) per series and
+     * span; t0, t1: its first and last reading, n: how many */
+    "CREATE TABLE IF NOT EXISTS chunks(series INTEGER NOT NULL, t0 INTEGER NOT NULL,"
+    " t1 INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(series, t0))"
+    " WITHOUT ROWID;";
 
 /*
  * The GPU's integrated energy used to be stored as wattage_gpu_energy_joules_total with
@@ -602,11 +620,16 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
             goto fail;
         }
         if (ver < SCHEMA_VERSION) {
-            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) || exec(s, "PRAGMA user_version=1") ||
+            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) || exec(s, "PRAGMA user_version=2") ||
                 exec(s, "COMMIT")) {
                 rc = db_error(s, err, "cannot create the schema");
                 goto fail;
             }
+            if (ver == 1)
+                wt_info(MOD,
+                        "%s: store schema 1 upgraded to 2 (the writer compacts closed spans of "
+                        "readings into chunks)",
+                        path);
         }
     }
     /* Not fatal (a store on a read-only medium): the old rows keep their kind, and queries
@@ -1119,10 +1142,411 @@ void wt_store_close(struct wt_store *s)
     free(s->pend);
     free(s->tab);
     free(s->ms);
+    free(s->seg.p);
+    free(s->cold.p);
+    free(s->span.p);
+    free(s->merged.p);
     free(s);
 }
 
-/* ---- maintenance: rollups and pruning ---- */
+/* ---- reading: raw rows and chunks, merged ---- */
+
+static int pb_push(struct wt_point_buf *b, int64_t t, double v)
+{
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 256;
+        struct wt_point *p = realloc(b->p, nc * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        b->p = p;
+        b->cap = nc;
+    }
+    b->p[b->n].t_ns = t;
+    b->p[b->n].v = v;
+    b->n++;
+    return 0;
+}
+
+static sqlite3_stmt *prep(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
+                          int64_t c)
+{
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
+        return NULL;
+    int np = sqlite3_bind_parameter_count(q);
+    sqlite3_bind_int64(q, 1, id);
+    if (np >= 2)
+        sqlite3_bind_int64(q, 2, a);
+    if (np >= 3)
+        sqlite3_bind_int64(q, 3, b);
+    if (np >= 4)
+        sqlite3_bind_int64(q, 4, c);
+    return q;
+}
+
+/* Appends the (t, v) rows of a query on readings. */
+static int raw_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
+                    int64_t c, struct wt_point_buf *out)
+{
+    sqlite3_stmt *q = prep(s, sql, id, a, b, c);
+    int rc;
+    if (!q)
+        return -EIO;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (pb_push(out, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1)) != 0) {
+            sqlite3_finalize(q);
+            return -ENOMEM;
+        }
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* Decodes the blobs (column 0) of a query on chunks, in order, appending the points in [lo, hi]
+ * until more than `limit` (0: all) are held. A blob that does not decode fails the read. */
+static int chunk_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
+                      int64_t lo, int64_t hi, size_t limit, struct wt_point_buf *out)
+{
+    sqlite3_stmt *q = prep(s, sql, id, a, b, 0);
+    int rc;
+    if (!q)
+        return -EIO;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        size_t n0 = out->n, w = n0;
+        int d = wt_chunk_decode(sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0), out);
+        if (d != 0) {
+            if (d == -EINVAL)
+                wt_error(MOD, "%s: series %" PRId64 ": a chunk does not decode", s->path, id);
+            sqlite3_finalize(q);
+            return d == -ENOMEM ? -ENOMEM : -EIO;
+        }
+        for (size_t i = n0; i < out->n; i++) {
+            if (out->p[i].t_ns >= lo && out->p[i].t_ns <= hi)
+                out->p[w++] = out->p[i];
+        }
+        out->n = w;
+        if (limit && out->n > limit)
+            break;
+    }
+    sqlite3_finalize(q);
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/* Appends x then y (each in time order) to out in time order, only later than out's last; a
+ * time in both is x's (chunks are x: what was stored first stays). */
+static int merge_into(struct wt_point_buf *out, const struct wt_point_buf *x,
+                      const struct wt_point_buf *y, size_t limit)
+{
+    size_t i = 0, j = 0, taken = 0;
+    while ((i < x->n || j < y->n) && (!limit || taken < limit)) {
+        struct wt_point p;
+        if (j == y->n || (i < x->n && x->p[i].t_ns <= y->p[j].t_ns)) {
+            p = x->p[i++];
+            if (j < y->n && y->p[j].t_ns == p.t_ns)
+                j++;
+        } else {
+            p = y->p[j++];
+        }
+        if (out->n && p.t_ns <= out->p[out->n - 1].t_ns)
+            continue;
+        if (pb_push(out, p.t_ns, p.v) != 0)
+            return -ENOMEM;
+        taken++;
+    }
+    return 0;
+}
+
+/* Readings in [lo, hi], at most limit (0: all), merged. */
+static int read_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, size_t limit,
+                      struct wt_point_buf *out)
+{
+    struct wt_point_buf c = {0}, r = {0};
+    if (hi < lo)
+        return 0;
+    /* a chunk lies inside one span: one that reaches lo starts after lo - SPAN_NS */
+    int64_t from = lo > INT64_MIN + SPAN_NS ? lo - SPAN_NS : INT64_MIN;
+    int rc =
+        chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3 ORDER BY t0",
+                   id, from, hi, lo, hi, limit, &c);
+    if (rc == 0)
+        rc = raw_rows(s,
+                      "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
+                      "LIMIT ?4",
+                      id, lo, hi, limit ? (int64_t)limit : -1, &r);
+    if (rc == 0)
+        rc = merge_into(out, &c, &r, limit);
+    free(c.p);
+    free(r.p);
+    return rc;
+}
+
+/* The last reading at or before t (*have false: none). */
+static int read_at_or_before(struct wt_store *s, int64_t id, int64_t t, struct wt_point *p,
+                             bool *have)
+{
+    struct wt_point_buf c = {0}, r = {0};
+    *have = false;
+    int rc = chunk_rows(s,
+                        "SELECT data FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC "
+                        "LIMIT 1",
+                        id, t, 0, INT64_MIN, t, 0, &c);
+    if (rc == 0)
+        rc = raw_rows(s,
+                      "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC "
+                      "LIMIT 1",
+                      id, t, 0, 0, &r);
+    if (rc == 0 && (c.n || r.n)) {
+        *have = true;
+        if (c.n && (!r.n || c.p[c.n - 1].t_ns >= r.p[0].t_ns))
+            *p = c.p[c.n - 1];
+        else
+            *p = r.p[0];
+    }
+    free(c.p);
+    free(r.p);
+    return rc;
+}
+
+/* The first reading at or after t (*have false: none). */
+static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt_point *p,
+                            bool *have)
+{
+    struct wt_point_buf c = {0}, r = {0};
+    *have = false;
+    int64_t from = t > INT64_MIN + SPAN_NS ? t - SPAN_NS : INT64_MIN;
+    int rc = chunk_rows(s,
+                        "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t1>=?3 ORDER BY t0 "
+                        "LIMIT 1",
+                        id, from, t, t, INT64_MAX, 0, &c);
+    if (rc == 0)
+        rc = raw_rows(s, "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 ORDER BY t LIMIT 1",
+                      id, t, 0, 0, &r);
+    if (rc == 0 && (c.n || r.n)) {
+        *have = true;
+        if (c.n && (!r.n || c.p[0].t_ns <= r.p[0].t_ns))
+            *p = c.p[0];
+        else
+            *p = r.p[0];
+    }
+    free(c.p);
+    free(r.p);
+    return rc;
+}
+
+/* A read transaction around several statements, unless the caller holds one: compaction moves
+ * readings from one table to the other, and a read must see either side, once. */
+static bool snap_begin(struct wt_store *s)
+{
+    return sqlite3_get_autocommit(s->db) &&
+           sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+}
+
+static void snap_end(struct wt_store *s, bool began)
+{
+    if (began)
+        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+}
+
+int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flags, size_t limit,
+                  struct wt_point_buf *out)
+{
+    int rc = 0;
+    bool began = snap_begin(s);
+    if (flags & WT_RD_EDGES) {
+        /* the reading at or before a, those inside, and the first at or after b */
+        struct wt_point p;
+        bool have;
+        rc = read_at_or_before(s, id, a, &p, &have);
+        if (rc == 0 && have && (!out->n || p.t_ns > out->p[out->n - 1].t_ns))
+            rc = pb_push(out, p.t_ns, p.v);
+        if (rc == 0 && a < INT64_MAX && b > INT64_MIN)
+            rc = read_range(s, id, a + 1, b - 1, limit, out);
+        int64_t from = b > a ? b : (a < INT64_MAX ? a + 1 : a);
+        if (rc == 0)
+            rc = read_at_or_after(s, id, from, &p, &have);
+        if (rc == 0 && have && (!out->n || p.t_ns > out->p[out->n - 1].t_ns))
+            rc = pb_push(out, p.t_ns, p.v);
+        snap_end(s, began);
+        return rc;
+    }
+    if (flags & WT_RD_AFTER) {
+        if (a == INT64_MAX) {
+            snap_end(s, began);
+            return 0;
+        }
+        a++;
+    }
+    rc = read_range(s, id, a, b, limit, out);
+    snap_end(s, began);
+    return rc;
+}
+
+/* One int64 of a query: 1 (not NULL), 0 (NULL or no row) or -EIO. */
+static int one_value(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t *v)
+{
+    sqlite3_stmt *q = prep(s, sql, id, a, 0, 0);
+    int rc = -EIO;
+    if (!q)
+        return -EIO;
+    int st = sqlite3_step(q);
+    if (st == SQLITE_ROW) {
+        rc = sqlite3_column_type(q, 0) != SQLITE_NULL;
+        *v = sqlite3_column_int64(q, 0);
+    } else if (st == SQLITE_DONE) {
+        rc = 0;
+    }
+    sqlite3_finalize(q);
+    return rc;
+}
+
+int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *last)
+{
+    int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
+    bool began = snap_begin(s);
+    int hr = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", id, 0, &r0);
+    int hc = hr < 0 ? hr
+                    : one_value(s, "SELECT t0 FROM chunks WHERE series=?1 ORDER BY t0 LIMIT 1", id,
+                                0, &c0);
+    if (hr > 0 && one_value(s, "SELECT max(t) FROM readings WHERE series=?1", id, 0, &r1) < 0)
+        hr = -EIO;
+    /* chunks do not overlap: the last one ends last */
+    if (hc > 0 && one_value(s, "SELECT t1 FROM chunks WHERE series=?1 ORDER BY t0 DESC LIMIT 1", id,
+                            0, &c1) < 0)
+        hc = -EIO;
+    snap_end(s, began);
+    if (hr < 0 || hc < 0)
+        return -EIO;
+    if (!hr && !hc)
+        return 0;
+    *first = !hc || (hr && r0 < c0) ? r0 : c0;
+    *last = !hc || (hr && r1 > c1) ? r1 : c1;
+    return 1;
+}
+
+int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t *n,
+                         int64_t *oldest)
+{
+    struct wt_point_buf c = {0};
+    int64_t k = 0, rmin = 0, cn = 0;
+    int rc = 0;
+    *n = 0;
+    *oldest = 0;
+    bool began = snap_begin(s);
+    /* whole chunks by their count; the one that holds `after` (if any) decoded */
+    int64_t from = after > INT64_MIN + SPAN_NS ? after - SPAN_NS : INT64_MIN;
+    rc = chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3", id, from,
+                    after, after == INT64_MAX ? after : after + 1, INT64_MAX, 0, &c);
+    if (rc == 0 && one_value(s, "SELECT coalesce(sum(n), 0) FROM chunks WHERE series=?1 AND t0>?2",
+                             id, after, &cn) < 0)
+        rc = -EIO;
+    int64_t c0 = 0;
+    int hc =
+        rc ? 0
+           : one_value(s, "SELECT min(t0) FROM chunks WHERE series=?1 AND t0>?2", id, after, &c0);
+    int hr =
+        rc ? 0
+           : one_value(s, "SELECT min(t) FROM readings WHERE series=?1 AND t>?2", id, after, &rmin);
+    if (rc == 0 &&
+        (hc < 0 || hr < 0 ||
+         one_value(s, "SELECT count(*) FROM readings WHERE series=?1 AND t>?2", id, after, &k) < 0))
+        rc = -EIO;
+    snap_end(s, began);
+    if (rc == 0) {
+        *n = (uint64_t)(k + cn) + c.n;
+        int64_t o = INT64_MAX;
+        if (c.n)
+            o = c.p[0].t_ns;
+        if (hc > 0 && c0 < o)
+            o = c0;
+        if (hr > 0 && rmin < o)
+            o = rmin;
+        *oldest = o == INT64_MAX ? 0 : o;
+    }
+    free(c.p);
+    return rc;
+}
+
+int wt_store_newest(struct wt_store *s, int64_t *t)
+{
+    int64_t r = 0, c = 0;
+    bool began = snap_begin(s);
+    /* per series through the primary keys, not a scan of every reading */
+    int hr = one_value(s,
+                       "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) FROM series "
+                       "s WHERE ?1=?1",
+                       0, 0, &r);
+    int hc = hr < 0 ? 0
+                    : one_value(s,
+                                "SELECT max((SELECT t1 FROM chunks WHERE series = s.id ORDER BY t0 "
+                                "DESC LIMIT 1)) FROM series s WHERE ?1=?1",
+                                0, 0, &c);
+    snap_end(s, began);
+    if (hr < 0 || hc < 0)
+        return -EIO;
+    if (!hr && !hc)
+        return 0;
+    *t = !hc || (hr && r > c) ? r : c;
+    return 1;
+}
+int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struct wt_rollup **rows,
+                     size_t *n)
+{
+    sqlite3_stmt *q = NULL;
+    size_t cap = 0;
+    int rc;
+    *rows = NULL;
+    *n = 0;
+    if (b <= a)
+        return 0;
+    if (sqlite3_prepare_v2(s->db,
+                           "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
+                           "WHERE series=? AND t>? AND t<? ORDER BY t",
+                           -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_int64(q, 1, id);
+    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
+    sqlite3_bind_int64(q, 3, b);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            struct wt_rollup *p = realloc(*rows, nc * sizeof *p);
+            if (!p) {
+                rc = SQLITE_NOMEM;
+                break;
+            }
+            *rows = p;
+            cap = nc;
+        }
+        struct wt_rollup *r = &(*rows)[(*n)++];
+        r->t_ns = sqlite3_column_int64(q, 0);
+        r->n = sqlite3_column_int64(q, 1);
+        for (int c = 0; c < 4; c++) {
+            double v = sqlite3_column_type(q, 2 + c) == SQLITE_NULL
+                           ? NAN
+                           : sqlite3_column_double(q, 2 + c);
+            if (c == 0)
+                r->min = v;
+            else if (c == 1)
+                r->max = v;
+            else if (c == 2)
+                r->mean = v;
+            else
+                r->last = v;
+        }
+        r->energy = sqlite3_column_double(q, 6);
+        r->covered_ns = sqlite3_column_int64(q, 7);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+        return rc == SQLITE_NOMEM ? -ENOMEM : -EIO;
+    }
+    return 0;
+}
+
+/* ---- maintenance: rollups, compaction and pruning ---- */
 
 /* The integer a one-value maintenance query returns; *null when NULL or on error (which fails
  * the pass: bounds read from a failed query would be wrong). */
@@ -1172,13 +1596,18 @@ static void acc_add_energy(struct wt_store *s, int64_t r0, int nmin, int64_t t0,
 static void ms_query(struct wt_store *s, struct mser *m)
 {
     bool null;
+    int64_t lo, hi;
     m->lo = INT64_MAX;
     m->hi = INT64_MIN;
-    int64_t v = one_int(s, MQ_MAX_T, m->id, 0, &null);
-    if (!null) {
-        m->hi = v;
-        m->lo = one_int(s, MQ_MIN_T, m->id, 0, &null);
+    int hb = wt_store_bounds(s, m->id, &lo, &hi);
+    if (hb < 0)
+        s->mq_failed = true;
+    if (hb > 0) {
+        m->lo = lo;
+        m->hi = hi;
     }
+    int64_t v = one_int(s, MQ_MIN_T, m->id, 0, &null);
+    m->raw_lo = null ? INT64_MAX : v;
     v = one_int(s, MQ_ROLL_MIN_T, m->id, 0, &null);
     m->roll_lo = null ? INT64_MAX : v;
     m->known = true;
@@ -1204,22 +1633,22 @@ static bool raw_prune_due(const struct mser *m, int64_t raw_cut)
 /* Rolls up to ROLL_MAX_MIN complete minutes of one series. Returns rows read, or -EIO. */
 static int roll_series(struct wt_store *s, const struct wt_run_list *runs, struct mser *m)
 {
-    bool null;
     int64_t id = m->id;
-    int64_t last = one_int(s, MQ_MAX_T, id, 0, &null);
-    if (null) {
+    int64_t first, last;
+    int hb = wt_store_bounds(s, id, &first, &last);
+    if (hb < 0)
+        return -EIO;
+    if (hb == 0) {
         m->lo = INT64_MAX;
         m->hi = INT64_MIN;
         return 0;
     }
     m->hi = last;
+    m->lo = first;
     int64_t target = wt_minute_floor(last);
     int64_t r0 = m->rolled_to;
-    if (!r0) {
-        int64_t first = one_int(s, MQ_MIN_T, id, 0, &null);
-        m->lo = first;
+    if (!r0)
         r0 = wt_minute_floor(first);
-    }
     if (target <= r0)
         return 0;
     int nmin = (int)((target - r0) / WT_MINUTE_NS);
@@ -1229,19 +1658,18 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, struc
     memset(s->acc, 0, sizeof s->acc);
 
     struct wt_segment_rule rule = wt_segment_rule_for(runs, m->node, m->kind);
-    sqlite3_stmt *st = mq(s, MQ_SEGMENTS);
-    if (!st)
-        return -EIO;
-    sqlite3_bind_int64(st, 1, id);
-    sqlite3_bind_int64(st, 2, r0);
-    sqlite3_bind_int64(st, 3, end);
-    int rows = 0, src;
+    /* the reading at or before r0, those inside, and the first at or after end */
+    s->seg.n = 0;
+    int src = wt_store_read(s, id, r0, end, WT_RD_EDGES, 0, &s->seg);
+    if (src != 0)
+        return src;
+    int rows = 0;
     bool have = false;
     int64_t pt = 0;
     double pv = 0;
-    while ((src = sqlite3_step(st)) == SQLITE_ROW) {
-        int64_t t = sqlite3_column_int64(st, 0);
-        double v = sqlite3_column_double(st, 1);
+    for (size_t i = 0; i < s->seg.n; i++) {
+        int64_t t = s->seg.p[i].t_ns;
+        double v = s->seg.p[i].v;
         rows++;
         if (t >= r0 && t < end) {
             struct minute_acc *a = &s->acc[(t - r0) / WT_MINUTE_NS];
@@ -1263,11 +1691,8 @@ static int roll_series(struct wt_store *s, const struct wt_run_list *runs, struc
         pt = t;
         pv = v;
     }
-    sqlite3_reset(st);
-    if (src != SQLITE_DONE)
-        return -EIO;
 
-    st = mq(s, MQ_INS_ROLLUP);
+    sqlite3_stmt *st = mq(s, MQ_INS_ROLLUP);
     if (!st)
         return -EIO;
     int rc = 0;
@@ -1327,25 +1752,39 @@ static int delete_before(struct wt_store *s, int q, int64_t id, int64_t cut)
 /* Deletes raw readings older than raw_cut that rollups cover, at most an hour's worth. */
 static int prune_raw(struct wt_store *s, struct mser *m, int64_t raw_cut)
 {
-    bool null;
     /* keep the last reading at or before rolled_to: the segment across it needs it */
-    int64_t keep = one_int(s, MQ_KEEP_T, m->id, m->rolled_to, &null);
-    int64_t first = one_int(s, MQ_MIN_T, m->id, 0, &null);
-    if (null) {
+    struct wt_point kp = {0};
+    bool have;
+    int64_t first, last;
+    if (read_at_or_before(s, m->id, m->rolled_to, &kp, &have) != 0)
+        return -EIO;
+    int hb = wt_store_bounds(s, m->id, &first, &last);
+    if (hb < 0)
+        return -EIO;
+    if (hb == 0) {
         m->lo = INT64_MAX;
         m->hi = INT64_MIN;
         return 0;
     }
     m->lo = first;
+    int64_t keep = have ? kp.t_ns : first;
     int64_t cut = raw_cut < keep ? raw_cut : keep;
     if (cut > first + 3600 * WT_NS_PER_S)
         cut = first + 3600 * WT_NS_PER_S;
     if (cut <= first)
         return 0;
     int n = delete_before(s, MQ_DEL_READINGS, m->id, cut);
-    if (n >= 0)
-        m->lo = cut; /* what is left starts at or after cut */
-    return n;
+    /* whole chunks only: one that holds cut stays until all of it is older */
+    int c = n < 0 ? n : delete_before(s, MQ_DEL_CHUNKS, m->id, cut);
+    if (n < 0 || c < 0)
+        return -EIO;
+    hb = wt_store_bounds(s, m->id, &first, &last);
+    if (hb < 0)
+        return -EIO;
+    m->lo = hb ? first : INT64_MAX;
+    if (!hb)
+        m->hi = INT64_MIN;
+    return n + c;
 }
 
 /* Deletes rollups older than roll_cut, at most a day's worth. */
@@ -1365,6 +1804,139 @@ static int prune_rollups(struct wt_store *s, struct mser *m, int64_t roll_cut)
     return n;
 }
 
+/* Floors t to its span. */
+static int64_t span_floor(int64_t t)
+{
+    int64_t q = t / SPAN_NS;
+    if (t % SPAN_NS < 0)
+        q--;
+    return q * SPAN_NS;
+}
+
+static bool compact_due(const struct mser *m, int64_t cut)
+{
+    return m->raw_lo < cut;
+}
+
+/* Writes the points of one span (merged with the chunk already there) as its chunk. */
+static int compact_span(struct wt_store *s, int64_t id, int64_t span0, const struct wt_point *p,
+                        size_t n)
+{
+    sqlite3_stmt *st = mq(s, MQ_SPAN_CHUNKS);
+    int rc;
+    if (!st)
+        return -EIO;
+    s->span.n = 0;
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, span0);
+    sqlite3_bind_int64(st, 3, span0 + SPAN_NS);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int d = wt_chunk_decode(sqlite3_column_blob(st, 0), (size_t)sqlite3_column_bytes(st, 0),
+                                &s->span);
+        if (d != 0) {
+            sqlite3_reset(st);
+            db_fail(s, "series %" PRId64 ": a chunk does not decode", id);
+            return -EIO;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    struct wt_point_buf fresh = {.p = (struct wt_point *)p, .n = n, .cap = n};
+    s->merged.n = 0;
+    if (merge_into(&s->merged, &s->span, &fresh, 0) != 0)
+        return -ENOMEM;
+    uint8_t *blob = NULL;
+    size_t len = 0;
+    if ((rc = wt_chunk_encode(s->merged.p, s->merged.n, &blob, &len)) != 0)
+        return rc;
+    if (s->span.n) {
+        st = mq(s, MQ_DEL_SPAN);
+        rc = -EIO;
+        if (st) {
+            sqlite3_bind_int64(st, 1, id);
+            sqlite3_bind_int64(st, 2, span0);
+            sqlite3_bind_int64(st, 3, span0 + SPAN_NS);
+            rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+            sqlite3_reset(st);
+        }
+        if (rc) {
+            free(blob);
+            return rc;
+        }
+    }
+    st = mq(s, MQ_INS_CHUNK);
+    if (!st) {
+        free(blob);
+        return -EIO;
+    }
+    sqlite3_bind_int64(st, 1, id);
+    sqlite3_bind_int64(st, 2, s->merged.p[0].t_ns);
+    sqlite3_bind_int64(st, 3, s->merged.p[s->merged.n - 1].t_ns);
+    sqlite3_bind_int64(st, 4, (int64_t)s->merged.n);
+    sqlite3_bind_blob(st, 5, blob, (int)len, SQLITE_STATIC);
+    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    if (rc)
+        db_fail(s, "cannot write a chunk: %s", sqlite3_errmsg(s->db));
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    free(blob);
+    return rc;
+}
+
+/*
+ * Moves up to COMPACT_MAX raw readings of a series older than cut (a span boundary) into the
+ * chunks of their spans, in the pass's transaction: the rows are deleted in the same one, so a
+ * kill at any point leaves each reading in exactly one of the tables. Returns readings moved.
+ */
+static int compact_series(struct wt_store *s, struct mser *m, int64_t cut)
+{
+    sqlite3_stmt *st = mq(s, MQ_COMPACT_RAW);
+    int rc;
+    if (!st)
+        return -EIO;
+    s->cold.n = 0;
+    sqlite3_bind_int64(st, 1, m->id);
+    sqlite3_bind_int64(st, 2, cut);
+    sqlite3_bind_int64(st, 3, COMPACT_MAX);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (pb_push(&s->cold, sqlite3_column_int64(st, 0), sqlite3_column_double(st, 1)) != 0) {
+            sqlite3_reset(st);
+            return -ENOMEM;
+        }
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    size_t n = s->cold.n;
+    for (size_t i = 0; i < n;) {
+        int64_t span0 = span_floor(s->cold.p[i].t_ns);
+        size_t j = i;
+        while (j < n && span_floor(s->cold.p[j].t_ns) == span0)
+            j++;
+        if ((rc = compact_span(s, m->id, span0, s->cold.p + i, j - i)) != 0)
+            return rc;
+        i = j;
+    }
+    if (n) {
+        st = mq(s, MQ_DEL_COMPACTED);
+        if (!st)
+            return -EIO;
+        sqlite3_bind_int64(st, 1, m->id);
+        sqlite3_bind_int64(st, 2, s->cold.p[n - 1].t_ns);
+        rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+        sqlite3_reset(st);
+        if (rc)
+            return rc;
+    }
+    int64_t v = 0;
+    int h = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", m->id, 0, &v);
+    if (h < 0)
+        return -EIO;
+    m->raw_lo = h ? v : INT64_MAX;
+    return (int)n;
+}
+
 /*
  * Visits, from the one after the cursor round to it, only the series that have work: the bounds
  * in s->ms say which (see struct mser), so a pass over idle or already rolled series reads
@@ -1377,6 +1949,7 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     int rc = 0, work = 0;
     int64_t raw_cut = now_ns - s->o.retention_raw_ns;
     int64_t roll_cut = now_ns - s->o.retention_rollup_ns;
+    int64_t compact_cut = span_floor(now_ns - CLOSE_NS);
 
     *more = false;
     s->mq_failed = false;
@@ -1386,7 +1959,8 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     size_t i0 = s->maint_cursor < INT64_MAX ? ms_lower(s, s->maint_cursor + 1) : 0;
     for (size_t k = 0; k < n && work < budget; k++) {
         struct mser *m = &s->ms[(i0 + k) % n];
-        if (m->known && !roll_due(m) && !raw_prune_due(m, raw_cut) && m->roll_lo >= roll_cut)
+        if (m->known && !roll_due(m) && !raw_prune_due(m, raw_cut) && m->roll_lo >= roll_cut &&
+            !compact_due(m, compact_cut))
             continue;
         if (!in_txn) {
             if (mq_exec(s, MQ_BEGIN) != 0) {
@@ -1415,6 +1989,16 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
             if (r > 0)
                 *more = true; /* maybe more minutes to roll */
             work += r;
+        }
+        if (compact_due(m, compact_cut)) {
+            int c = compact_series(s, m, compact_cut);
+            if (c < 0) {
+                rc = c;
+                break;
+            }
+            if (c >= COMPACT_MAX)
+                *more = true;
+            work += c / 16; /* a reading compacted costs far less than a row rolled */
         }
         int p = 0;
         if (raw_prune_due(m, raw_cut))

@@ -132,6 +132,58 @@ int wt_store_family(struct wt_store *s, int k, struct wt_expo_family *fam) WT_MU
  */
 int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more) WT_MUST_USE;
 
+/* ---- reading the stored readings (the only readers of the readings and rollups tables) ---- */
+
+/* One stored reading. */
+struct wt_point {
+    int64_t t_ns;
+    double v;
+};
+
+/* A growing array of points: wt_store_read appends to it; free p when done. */
+struct wt_point_buf {
+    struct wt_point *p;
+    size_t n, cap;
+};
+
+enum {
+    /* the last reading at or before a, those in (a, b), the first at or after b (and after a):
+     * what an exact window over [a, b] needs */
+    WT_RD_EDGES = 1,
+    WT_RD_AFTER = 2, /* t > a instead of t >= a */
+};
+
+/*
+ * Appends the readings of series id with a <= t <= b (flags: see above) to out, in time order
+ * (only those later than what out ends with), at most limit of them (0: no limit; the oldest are
+ * kept; with WT_RD_EDGES the limit is on those inside).
+ * Returns 0, -EIO or -ENOMEM.
+ */
+int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flags, size_t limit,
+                  struct wt_point_buf *out) WT_MUST_USE;
+/* The times of the oldest and newest readings of series id: 1, 0 (none) or -EIO. */
+int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *last) WT_MUST_USE;
+/* How many readings of series id are after `after`, and the time of the oldest of them (0:
+ * none). Returns 0 or -EIO. */
+int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t *n,
+                         int64_t *oldest) WT_MUST_USE;
+/* The time of the newest reading of any series: 1, 0 (no readings) or -EIO. */
+int wt_store_newest(struct wt_store *s, int64_t *t) WT_MUST_USE;
+
+/* One per-minute rollup of a series. */
+struct wt_rollup {
+    int64_t t_ns; /* the minute's start */
+    int64_t n;    /* readings in the minute; min, max, mean and last are NaN when 0 */
+    double min, max, mean, last;
+    double energy;      /* the minute's share of the counter's energy (J) */
+    int64_t covered_ns; /* covered time of the minute */
+};
+
+/* The rollups of series id for the minutes that overlap [a, b), in time order; *rows is
+ * malloc'd. Returns 0, -EIO or -ENOMEM. */
+int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struct wt_rollup **rows,
+                     size_t *n) WT_MUST_USE;
+
 struct wt_config;
 struct wt_hub;
 /*

@@ -14,7 +14,7 @@ if [[ ! -d $data ]]; then
 fi
 [[ -d $data ]] || echo "# seeds: $data is missing: only the fixtures' seeds" >&2
 rm -rf "$out"
-mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus}
+mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk}
 
 # copy DIR GLOB...: the matching files of the data sets into DIR, named by their path.
 copy() {
@@ -165,6 +165,11 @@ if os.path.isdir(sm):
         with open(os.path.join(out, "modbus", "sunspec-" + name.replace(".json", "")), "wb") as f:
             f.write(b)
 PY
+# chunk: a few hand-made blobs of the store's chunk codec (src/store/chunk.h)
+printf '\x01\x01\x02\x00\x00' >"$out/chunk/one-point"
+printf '\x01\x02\x02\x02\xff\x00\x08\x00\x00\x00\x00\x00\x00\xf8\x7f' >"$out/chunk/nan-xor"
+head -c 4096 /dev/zero >"$out/chunk/zeros"
+
 for d in "$out"/*/; do
     echo "# seeds: $(basename "$d"): $(find "$d" -type f | wc -l) files, $(du -sk "$d" | cut -f1) KiB"
 done

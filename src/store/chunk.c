@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's chunk codec; see chunk.h. */
+#include "store/chunk.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#define ZSTD_LEVEL 3
+#define MAX_POINTS (1u << 24) /* a decoder's bound on a blob's claim */
+
+/*
+ * One zstd context of each kind per thread, made on first use and freed when the thread ends:
+ * making one costs more than coding a chunk.
+ */
+static pthread_key_t ctx_key;
+static pthread_once_t ctx_once = PTHREAD_ONCE_INIT;
+struct zctx {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+};
+
+static void ctx_free(void *p)
+{
+    struct zctx *z = p;
+    ZSTD_freeCCtx(z->c);
+    ZSTD_freeDCtx(z->d);
+    free(z);
+}
+
+static void ctx_init(void)
+{
+    (void)pthread_key_create(&ctx_key, ctx_free);
+}
+
+static struct zctx *zctx(void)
+{
+    pthread_once(&ctx_once, ctx_init);
+    struct zctx *z = pthread_getspecific(ctx_key);
+    if (!z) {
+        z = calloc(1, sizeof *z);
+        if (!z)
+            return NULL;
+        if (pthread_setspecific(ctx_key, z) != 0) {
+            free(z);
+            return NULL;
+        }
+    }
+    return z;
+}
+
+static const double p10[WT_CHUNK_MAX_SCALE + 1] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
+
+struct wbuf {
+    uint8_t *p;
+    size_t n, cap;
+    bool oom;
+};
+
+static void wb_room(struct wbuf *w, size_t need)
+{
+    if (w->oom || w->n + need <= w->cap)
+        return;
+    size_t nc = w->cap ? w->cap * 2 : 256;
+    while (nc < w->n + need)
+        nc *= 2;
+    uint8_t *p = realloc(w->p, nc);
+    if (!p) {
+        w->oom = true;
+        return;
+    }
+    w->p = p;
+    w->cap = nc;
+}
+
+static void put_u8(struct wbuf *w, uint8_t b)
+{
+    wb_room(w, 1);
+    if (!w->oom)
+        w->p[w->n++] = b;
+}
+
+static void put_uv(struct wbuf *w, uint64_t v)
+{
+    wb_room(w, 10);
+    if (w->oom)
+        return;
+    while (v >= 0x80) {
+        w->p[w->n++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    w->p[w->n++] = (uint8_t)v;
+}
+
+/* zigzag of a two's complement difference (wrapping arithmetic: any int64 pair round-trips) */
+static void put_sv(struct wbuf *w, uint64_t d)
+{
+    put_uv(w, (d << 1) ^ (uint64_t) - (int64_t)(d >> 63));
+}
+
+struct rbuf {
+    const uint8_t *p;
+    size_t n, pos;
+    bool bad;
+};
+
+static uint8_t get_u8(struct rbuf *r)
+{
+    if (r->pos >= r->n) {
+        r->bad = true;
+        return 0;
+    }
+    return r->p[r->pos++];
+}
+
+static uint64_t get_uv(struct rbuf *r)
+{
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+        if (r->pos >= r->n) {
+            r->bad = true;
+            return 0;
+        }
+        uint8_t b = r->p[r->pos++];
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    r->bad = true;
+    return 0;
+}
+
+static uint64_t get_sv(struct rbuf *r)
+{
+    uint64_t z = get_uv(r);
+    return (z >> 1) ^ (uint64_t) - (int64_t)(z & 1);
+}
+
+static uint64_t bits_of(double v)
+{
+    uint64_t b;
+    memcpy(&b, &v, sizeof b);
+    return b;
+}
+
+static double double_of(uint64_t b)
+{
+    double v;
+    memcpy(&v, &b, sizeof v);
+    return v;
+}
+
+/* v is exactly i / 10^s for an integer |i| <= 2^53: *i. */
+static bool at_scale(double v, int s, int64_t *i)
+{
+    if (!isfinite(v))
+        return false;
+    double x = v * p10[s];
+    if (!(fabs(x) <= 9007199254740992.0))
+        return false;
+    int64_t k = llround(x);
+    if (bits_of((double)k / p10[s]) != bits_of(v))
+        return false;
+    *i = k;
+    return true;
+}
+
+/* The least scale at which every value is an integer, or -1. */
+static int scale_of(const struct wt_point *p, size_t n)
+{
+    int s = 0;
+    int64_t k;
+    for (size_t i = 0; i < n; i++) {
+        while (s <= WT_CHUNK_MAX_SCALE && !at_scale(p[i].v, s, &k))
+            s++;
+        if (s > WT_CHUNK_MAX_SCALE)
+            return -1;
+    }
+    /* a value passing at a smaller scale need not pass at s: check them all at s */
+    for (size_t i = 0; i < n; i++) {
+        if (!at_scale(p[i].v, s, &k))
+            return -1;
+    }
+    return s;
+}
+
+static void put_payload(struct wbuf *w, const struct wt_point *p, size_t n)
+{
+    uint64_t prev_t = (uint64_t)p[0].t_ns, prev_d = 0;
+    put_sv(w, prev_t);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t d = (uint64_t)p[i].t_ns - prev_t;
+        put_sv(w, i == 1 ? d : d - prev_d);
+        prev_d = d;
+        prev_t = (uint64_t)p[i].t_ns;
+    }
+    int s = scale_of(p, n);
+    if (s >= 0) {
+        put_u8(w, (uint8_t)s);
+        uint64_t prev = 0;
+        for (size_t i = 0; i < n; i++) {
+            int64_t k = 0;
+            (void)at_scale(p[i].v, s, &k);
+            put_sv(w, (uint64_t)k - prev);
+            prev = (uint64_t)k;
+        }
+        return;
+    }
+    put_u8(w, WT_CHUNK_XOR);
+    uint64_t prev = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t b = bits_of(p[i].v), x = b ^ prev;
+        prev = b;
+        if (!x) {
+            put_u8(w, 0);
+            continue;
+        }
+        int tz = __builtin_ctzll(x) / 8, lz = __builtin_clzll(x) / 8;
+        int nb = 8 - tz - lz;
+        put_u8(w, (uint8_t)(tz << 4 | nb));
+        x >>= tz * 8;
+        for (int k = 0; k < nb; k++)
+            put_u8(w, (uint8_t)(x >> (8 * k)));
+    }
+}
+
+int wt_chunk_encode(const struct wt_point *p, size_t n, uint8_t **out, size_t *len)
+{
+    struct wbuf pay = {0}, blob = {0};
+    *out = NULL;
+    *len = 0;
+    if (n == 0 || n > MAX_POINTS)
+        return -EINVAL;
+    for (size_t i = 1; i < n; i++) {
+        if (p[i].t_ns <= p[i - 1].t_ns)
+            return -EINVAL;
+    }
+    put_payload(&pay, p, n);
+    if (pay.oom) {
+        free(pay.p);
+        return -ENOMEM;
+    }
+    size_t bound = ZSTD_compressBound(pay.n);
+    wb_room(&blob, 1 + 10 + 10 + bound);
+    if (blob.oom) {
+        free(pay.p);
+        return -ENOMEM;
+    }
+    put_u8(&blob, WT_CHUNK_ZSTD);
+    put_uv(&blob, n);
+    put_uv(&blob, pay.n);
+    struct zctx *zc = zctx();
+    if (zc && !zc->c)
+        zc->c = ZSTD_createCCtx();
+    size_t z =
+        zc && zc->c
+            ? ZSTD_compressCCtx(zc->c, blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL)
+            : ZSTD_compress(blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL);
+    if (!ZSTD_isError(z) && blob.n + z < 1 + 10 + pay.n) {
+        blob.n += z;
+    } else {
+        /* zstd does not pay: the plain payload */
+        blob.n = 0;
+        put_u8(&blob, WT_CHUNK_PLAIN);
+        put_uv(&blob, n);
+        wb_room(&blob, pay.n);
+        if (!blob.oom) {
+            memcpy(blob.p + blob.n, pay.p, pay.n);
+            blob.n += pay.n;
+        }
+    }
+    free(pay.p);
+    if (blob.oom) {
+        free(blob.p);
+        return -ENOMEM;
+    }
+    *out = blob.p;
+    *len = blob.n;
+    return 0;
+}
+
+static int get_payload(struct rbuf *r, size_t n, struct wt_point *o)
+{
+    uint64_t t = get_sv(r), d = 0;
+    o[0].t_ns = (int64_t)t;
+    for (size_t i = 1; i < n && !r->bad; i++) {
+        uint64_t x = get_sv(r);
+        d = i == 1 ? x : d + x;
+        t += d;
+        o[i].t_ns = (int64_t)t;
+        if (o[i].t_ns <= o[i - 1].t_ns)
+            return -EINVAL; /* times increase in every chunk written */
+    }
+    uint8_t mode = get_u8(r);
+    if (r->bad)
+        return -EINVAL;
+    if (mode <= WT_CHUNK_MAX_SCALE) {
+        uint64_t k = 0;
+        for (size_t i = 0; i < n && !r->bad; i++) {
+            k += get_sv(r);
+            o[i].v = (double)(int64_t)k / p10[mode];
+        }
+    } else if (mode == WT_CHUNK_XOR) {
+        uint64_t prev = 0;
+        for (size_t i = 0; i < n && !r->bad; i++) {
+            uint8_t c = get_u8(r);
+            int tz = c >> 4, nb = c & 0x0f;
+            if (c && (nb == 0 || tz + nb > 8)) {
+                r->bad = true;
+                break;
+            }
+            uint64_t x = 0;
+            for (int k = 0; k < nb; k++)
+                x |= (uint64_t)get_u8(r) << (8 * k);
+            prev ^= x << (tz * 8);
+            o[i].v = double_of(prev);
+        }
+    } else {
+        return -EINVAL;
+    }
+    return r->bad || r->pos != r->n ? -EINVAL : 0;
+}
+
+int64_t wt_chunk_count(const uint8_t *b, size_t len)
+{
+    struct rbuf r = {.p = b, .n = len};
+    uint8_t fmt = get_u8(&r);
+    uint64_t n = get_uv(&r);
+    if (r.bad || (fmt != WT_CHUNK_PLAIN && fmt != WT_CHUNK_ZSTD) || n == 0 || n > MAX_POINTS)
+        return -EINVAL;
+    return (int64_t)n;
+}
+
+int wt_chunk_decode(const uint8_t *b, size_t len, struct wt_point_buf *out)
+{
+    struct rbuf r = {.p = b, .n = len};
+    uint8_t fmt = get_u8(&r);
+    uint64_t n = get_uv(&r);
+    uint8_t *plain = NULL;
+    int rc;
+    if (r.bad || (fmt != WT_CHUNK_PLAIN && fmt != WT_CHUNK_ZSTD) || n == 0 || n > MAX_POINTS)
+        return -EINVAL;
+    if (fmt == WT_CHUNK_ZSTD) {
+        uint64_t plen = get_uv(&r);
+        /* a point takes at least 2 bytes and at most 19 in the payload */
+        if (r.bad || plen < n || plen > 20 * n + 16)
+            return -EINVAL;
+        unsigned long long fs = ZSTD_getFrameContentSize(b + r.pos, len - r.pos);
+        if (fs != plen)
+            return -EINVAL;
+        plain = malloc(plen ? plen : 1);
+        if (!plain)
+            return -ENOMEM;
+        struct zctx *zc = zctx();
+        if (zc && !zc->d)
+            zc->d = ZSTD_createDCtx();
+        size_t got = zc && zc->d ? ZSTD_decompressDCtx(zc->d, plain, plen, b + r.pos, len - r.pos)
+                                 : ZSTD_decompress(plain, plen, b + r.pos, len - r.pos);
+        if (ZSTD_isError(got) || got != plen) {
+            free(plain);
+            return -EINVAL;
+        }
+        r = (struct rbuf){.p = plain, .n = plen};
+    }
+    if (out->n + n > out->cap) {
+        size_t nc = out->cap ? out->cap : 256;
+        while (nc < out->n + n)
+            nc *= 2;
+        struct wt_point *p = realloc(out->p, nc * sizeof *p);
+        if (!p) {
+            free(plain);
+            return -ENOMEM;
+        }
+        out->p = p;
+        out->cap = nc;
+    }
+    rc = get_payload(&r, n, out->p + out->n);
+    free(plain);
+    if (rc == 0)
+        out->n += n;
+    return rc;
+}
