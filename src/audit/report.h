@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "audit/clockcheck.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
 #include "core/err.h"
@@ -127,6 +128,7 @@ struct wt_report {
     size_t nfindings;
     char missing[WT_REPORT_MAX_MISSING][200];
     size_t nmissing;
+    struct wt_clock_warnings clock; /* the clock's trust over the window (audit/clockcheck.h) */
 };
 
 /*

@@ -694,6 +694,15 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
         }
         fprintf(o, "</ul>\n");
     }
+    if (r->clock.n) {
+        fprintf(o, "<h2>Warnings</h2><ul id='warnings'>");
+        for (size_t i = 0; i < r->clock.n; i++) {
+            fprintf(o, "<li>");
+            esc(o, r->clock.msg[i]);
+            fprintf(o, "</li>");
+        }
+        fprintf(o, "</ul>\n");
+    }
     fprintf(o, "<h2>Findings, ranked by energy</h2><ol id='findings'>");
     for (size_t i = 0; i < r->nfindings; i++) {
         fprintf(o, "<li data-kind='%s'><b>", r->findings[i].kind);
@@ -744,6 +753,12 @@ int wt_report_write_md(const struct wt_report *r, FILE *o)
             fprintf(o, "- %s\n", r->missing[i]);
         fprintf(o, "\n");
     }
+    if (r->clock.n) {
+        fprintf(o, "## Warnings\n\n");
+        for (size_t i = 0; i < r->clock.n; i++)
+            fprintf(o, "- %s\n", r->clock.msg[i]);
+        fprintf(o, "\n");
+    }
     fprintf(o, "## Findings, ranked by energy\n\n");
     for (size_t i = 0; i < r->nfindings; i++)
         fprintf(o, "%zu. **%s** (%.4f kWh): %s\n", i + 1, r->findings[i].title,
@@ -766,6 +781,10 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     cJSON *m = cJSON_AddArrayToObject(root, "missing");
     for (size_t i = 0; i < r->nmissing; i++)
         cJSON_AddItemToArray(m, cJSON_CreateString(r->missing[i]));
+    if (wt_clockcheck_json(root, &r->clock) != 0) {
+        cJSON_Delete(root);
+        return -ENOMEM;
+    }
     cJSON *g = cJSON_AddArrayToObject(root, "gpus");
     for (size_t i = 0; i < r->ngpus; i++) {
         const struct wt_report_gpu *x = &r->gpus[i];

@@ -510,6 +510,7 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    wt_jobs_set_clock_bound(jobs, (double)cfg.daemon.clock_max_error_ns / 1e9);
     if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
