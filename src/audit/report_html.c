@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/ashrae.h"
 #include "audit/report.h"
 #include "core/clock.h"
 
@@ -781,6 +782,19 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     cJSON *m = cJSON_AddArrayToObject(root, "missing");
     for (size_t i = 0; i < r->nmissing; i++)
         cJSON_AddItemToArray(m, cJSON_CreateString(r->missing[i]));
+    cJSON *in = cJSON_AddArrayToObject(root, "inlets");
+    for (size_t i = 0; in && i < r->ninlets; i++) {
+        const struct wt_report_inlet *x = &r->inlets[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", x->name);
+        cJSON_AddStringToObject(e, "ashrae_class",
+                                wt_ashrae_class_name((enum wt_ashrae_class)r->ashrae_class));
+        cJSON_AddNumberToObject(e, "min_celsius", x->min_c);
+        cJSON_AddNumberToObject(e, "max_celsius", x->max_c);
+        cJSON_AddNumberToObject(e, "outside_recommended_seconds", x->outside_s);
+        cJSON_AddNumberToObject(e, "outside_allowable_seconds", x->outside_allow_s);
+        cJSON_AddItemToArray(in, e);
+    }
     if (wt_clockcheck_json(root, &r->clock) != 0) {
         cJSON_Delete(root);
         return -ENOMEM;

@@ -18,10 +18,12 @@
 #include <unistd.h>
 
 #include "alert/engine.h"
+#include "audit/ashrae.h"
 #include "audit/carbon_fetch.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
+#include "audit/topology.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "core/clock.h"
@@ -422,6 +424,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
     struct wt_power_avg *pavg = NULL;
+    struct wt_ashrae *ashrae = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -491,6 +494,18 @@ int wt_cmd_run(int argc, char **argv)
     if (wt_power_avg_open(&cfg, hub, &pavg, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
+    }
+    /* Inlet air against the ASHRAE class of facility.ashrae_class (read at start). */
+    {
+        struct wt_topology *topo = NULL;
+        int arc = wt_topology_load(&cfg, &topo, &err);
+        if (arc == 0)
+            arc = wt_ashrae_open(&cfg, topo->ashrae_class, hub, &ashrae, &err);
+        free(topo);
+        if (arc != 0) {
+            wt_error("run", "%s", err.msg);
+            goto out;
+        }
     }
     if (wt_health_add_probe("alerts", delivery_probe, alerts) != 0)
         wt_warn("run", "no room for the alert delivery probe: readiness does not see it");
@@ -634,6 +649,7 @@ out:
     wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
     wt_store_close(store);    /* after the collectors: flushes what they published */
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
+    wt_ashrae_close(ashrae);  /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);
