@@ -85,6 +85,7 @@ double wt_ashrae_outside_s(const int64_t *t_ns, const double *v, size_t n, doubl
 
 struct sensor {
     char labels[WT_LABELS_LEN];
+    bool seen;
     int64_t t_ns; /* the last reading */
     double v;
     double outside_s[2]; /* recommended, allowable */
@@ -135,7 +136,7 @@ void wt_ashrae_feed(struct wt_ashrae *a, const char *collector, const struct wt_
         if (r->metric != WT_M_FAC_TEMP_C || !wt_ashrae_is_inlet(r->labels) ||
             !(s = find(a, r->labels)))
             continue;
-        if (s->t_ns && r->t_ns > s->t_ns) {
+        if (s->seen && r->t_ns > s->t_ns) {
             const int64_t t[2] = {s->t_ns, r->t_ns};
             const double v[2] = {s->v, r->value};
             s->outside_s[0] +=
@@ -143,7 +144,8 @@ void wt_ashrae_feed(struct wt_ashrae *a, const char *collector, const struct wt_
             s->outside_s[1] +=
                 wt_ashrae_outside_s(t, v, 2, a->env.allow_lo_c, a->env.allow_hi_c, a->max_gap_ns);
         }
-        if (r->t_ns >= s->t_ns) {
+        if (!s->seen || r->t_ns >= s->t_ns) {
+            s->seen = true;
             s->t_ns = r->t_ns;
             s->v = r->value;
         }

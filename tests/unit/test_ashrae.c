@@ -45,11 +45,11 @@ WT_TEST(which_series_are_inlets)
 WT_TEST(time_outside_is_a_step_and_never_across_a_gap)
 {
     const int64_t t[] = {0, 10 * S, 20 * S, 30 * S, 400 * S, 410 * S};
-    const double v[] = {26, 28, 28, 20, 30, 20};
+    const double v[] = {26, 28, 28, 30, 20, 20};
     /* 28 from 10 s to 30 s outside 18..27; 30 at 30..400 s spans a gap of 370 s */
     WT_NEAR(wt_ashrae_outside_s(t, v, 6, 18, 27, 60 * S), 20, 1e-9);
-    WT_NEAR(wt_ashrae_outside_s(t, v, 6, 18, 27, 1000 * S), 20, 1e-9);
-    WT_NEAR(wt_ashrae_outside_s(t + 3, v + 3, 3, 18, 27, 1000 * S), 10, 1e-9);
+    WT_NEAR(wt_ashrae_outside_s(t, v, 6, 18, 27, 1000 * S), 390, 1e-9);
+    WT_NEAR(wt_ashrae_outside_s(t + 3, v + 3, 3, 18, 27, 1000 * S), 370, 1e-9);
     WT_NEAR(wt_ashrae_outside_s(t, v, 6, 15, 32, 60 * S), 0, 0);
     WT_NEAR(wt_ashrae_outside_s(t, v, 1, 18, 27, 60 * S), 0, 0);
 }
