@@ -144,6 +144,21 @@ struct wt_alerts_config {
         double threshold;  /* replays within the window that fire, default 10 */
         int64_t window_ns; /* default 5 min */
     } pcie_replays;
+    /* Facility air (detect.c, audit/ashrae.h), each on by default. */
+    struct {
+        bool enabled;
+        int64_t for_ns; /* an inlet outside its envelope this long fires, default 5 min */
+    } inlet_envelope;
+    struct {
+        bool enabled;
+        double max_k;   /* a rack's exhaust - inlet above this fires, default 20 K */
+        int64_t for_ns; /* default 5 min */
+    } rack_delta_t;
+    struct {
+        bool enabled;
+        double delta_k; /* a rack's inlet this much over its zone's median rack, default 3 K */
+        int64_t for_ns; /* default 5 min */
+    } aisle_imbalance;
     /* Delivery (notify.c). Empty strings: channel off. */
     struct {
         char url[256];      /* alerts.alertmanager.url, e.g. http://127.0.0.1:9093 */

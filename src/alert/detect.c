@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "alert/notify.h"
+#include "audit/ashrae.h"
 #include "collect/nvml.h"
 #include "core/clock.h"
 
@@ -27,12 +28,21 @@
 #define RING 4096 /* temperature samples kept per GPU: 120 s at 30 ms, or a long window at 1 s */
 
 static const char *const names[WT_DET_COUNT] = {
-    "GPUThrottleForecast", "GPUThrottling",
-    "GPUIdleBurn",         "GPUImpossibleReading",
-    "GPUSensorStuck",      "GPUSiblingOutlier",
-    "WattageDataGap",      "WattageAlertDeliveryFailing",
-    "GPUXidError",         "GPUUncorrectableECC",
-    "GPURowRemapPending",  "GPUPCIeReplaysRising",
+    "GPUThrottleForecast",
+    "GPUThrottling",
+    "GPUIdleBurn",
+    "GPUImpossibleReading",
+    "GPUSensorStuck",
+    "GPUSiblingOutlier",
+    "WattageDataGap",
+    "WattageAlertDeliveryFailing",
+    "GPUXidError",
+    "GPUUncorrectableECC",
+    "GPURowRemapPending",
+    "GPUPCIeReplaysRising",
+    "InletTemperatureOutsideEnvelope",
+    "RackDeltaTHigh",
+    "RackInletImbalance",
 };
 
 const char *wt_detector_alertname(enum wt_detector d)
@@ -1275,6 +1285,122 @@ static void delivery_failing(const struct wt_alerts_config *cfg, const struct wt
     }
 }
 
+/* ---- facility air: inlet envelopes, rack Delta-T, aisle imbalance ---- */
+
+static void inlet_envelope(const struct wt_alerts_config *cfg, const struct wt_batch *snap,
+                           const struct emit *em)
+{
+    for (size_t i = 0; snap && i < snap->len; i++) {
+        const struct wt_reading *r = &snap->r[i];
+        char env[16], s[256];
+        if (r->metric != WT_M_INLET_COMPLIANT ||
+            wt_labels_get(r->labels, "envelope", env, sizeof env) != 0)
+            continue;
+        bool allow = strcmp(env, "allowable") == 0;
+        enum wt_cond c = r->value < 0.5 ? WT_COND_TRUE : WT_COND_FALSE;
+        if (c == WT_COND_TRUE)
+            say(s, sizeof s, "inlet air outside ASHRAE's %s envelope (%s)", env, r->labels);
+        report(em, WT_DET_INLET_ENVELOPE, r->labels, c, allow ? WT_SEV_CRITICAL : WT_SEV_WARNING,
+               cfg->inlet_envelope.for_ns, r->value, s, -1);
+    }
+}
+
+#define AIR_RACKS 64
+struct air_rack {
+    char rack[64], zone[64], labels[WT_LABELS_LEN];
+    double sum[2];
+    int n[2]; /* inlet, exhaust */
+};
+
+/* Which side of a rack a facility temperature measures: 0 inlet, 1 exhaust, -1 neither. */
+static int air_side(const char *labels)
+{
+    char kind[32] = "", point[96] = "";
+    (void)wt_labels_get(labels, "kind", kind, sizeof kind);
+    (void)wt_labels_get(labels, "point", point, sizeof point);
+    if (wt_ashrae_is_inlet(labels))
+        return 0;
+    if (strcmp(kind, "exhaust") == 0 || strcmp(kind, "outlet") == 0 ||
+        strcasestr(point, "exhaust") || strcasestr(point, "outlet"))
+        return 1;
+    return -1;
+}
+
+static size_t air_racks(const struct wt_batch *snap, struct air_rack *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; snap && i < snap->len; i++) {
+        const struct wt_reading *r = &snap->r[i];
+        char rack[64], zone[64] = "";
+        int side;
+        if (r->metric != WT_M_FAC_TEMP_C || (side = air_side(r->labels)) < 0 ||
+            (wt_labels_get(r->labels, "rack", rack, sizeof rack) != 0 &&
+             wt_labels_get(r->labels, "node", rack, sizeof rack) != 0))
+            continue;
+        (void)wt_labels_get(r->labels, "zone", zone, sizeof zone);
+        size_t k = 0;
+        while (k < n && strcmp(out[k].rack, rack) != 0)
+            k++;
+        if (k == n) {
+            if (n == AIR_RACKS)
+                continue;
+            memset(&out[n], 0, sizeof out[n]);
+            snprintf(out[n].rack, sizeof out[n].rack, "%s", rack);
+            snprintf(out[n].zone, sizeof out[n].zone, "%s", zone);
+            if (wt_labels(out[n].labels, sizeof out[n].labels, "rack", rack, NULL) != 0)
+                continue;
+            n++;
+        }
+        out[k].sum[side] += r->value;
+        out[k].n[side]++;
+    }
+    return n;
+}
+
+static void rack_air(const struct wt_alerts_config *cfg, const struct wt_batch *snap,
+                     const struct emit *em)
+{
+    struct air_rack *rk = malloc(AIR_RACKS * sizeof *rk);
+    if (!rk)
+        return;
+    size_t n = air_racks(snap, rk);
+    for (size_t i = 0; i < n && cfg->rack_delta_t.enabled; i++) {
+        if (!rk[i].n[0] || !rk[i].n[1])
+            continue;
+        double dt = rk[i].sum[1] / rk[i].n[1] - rk[i].sum[0] / rk[i].n[0];
+        char s[256];
+        enum wt_cond c = dt > cfg->rack_delta_t.max_k         ? WT_COND_TRUE
+                         : dt > cfg->rack_delta_t.max_k - 2.0 ? WT_COND_HOLD
+                                                              : WT_COND_FALSE;
+        if (c != WT_COND_FALSE)
+            say(s, sizeof s, "rack %s: exhaust %.1f K over inlet (bound %.1f K)", rk[i].rack, dt,
+                cfg->rack_delta_t.max_k);
+        report(em, WT_DET_RACK_DELTA_T, rk[i].labels, c, WT_SEV_WARNING, cfg->rack_delta_t.for_ns,
+               dt, s, -1);
+    }
+    for (size_t i = 0; i < n && cfg->aisle_imbalance.enabled; i++) {
+        if (!rk[i].n[0])
+            continue;
+        double v[AIR_RACKS];
+        size_t m = 0;
+        for (size_t k = 0; k < n; k++)
+            if (rk[k].n[0] && strcmp(rk[k].zone, rk[i].zone) == 0)
+                v[m++] = rk[k].sum[0] / rk[k].n[0];
+        if (m < 3)
+            continue; /* a median of two is no reference */
+        double mine = rk[i].sum[0] / rk[i].n[0], over = mine - wt_detect_median(v, m);
+        double k = cfg->aisle_imbalance.delta_k;
+        char s[256];
+        enum wt_cond c = over >= k ? WT_COND_TRUE : over >= 0.7 * k ? WT_COND_HOLD : WT_COND_FALSE;
+        if (c != WT_COND_FALSE)
+            say(s, sizeof s, "rack %s: inlet %.1f C, %.1f K over the median rack of its zone",
+                rk[i].rack, mine, over);
+        report(em, WT_DET_AISLE_IMBALANCE, rk[i].labels, c, WT_SEV_WARNING,
+               cfg->aisle_imbalance.for_ns, over, s, -1);
+    }
+    free(rk);
+}
+
 void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
                     const struct wt_alert_input *in, int64_t default_interval_ns, wt_finding_fn fn,
                     void *ctx)
@@ -1311,6 +1437,10 @@ void wt_detect_tick(struct wt_detect *d, const struct wt_alerts_config *cfg,
         data_gaps(d, cfg, in, interval, &em);
     if (cfg->delivery_failing.enabled)
         delivery_failing(cfg, in, &em);
+    if (cfg->inlet_envelope.enabled)
+        inlet_envelope(cfg, in->snap, &em);
+    if (cfg->rack_delta_t.enabled || cfg->aisle_imbalance.enabled)
+        rack_air(cfg, in->snap, &em);
     /* What the next tick compares with. */
     for (int i = 0; i < d->ng; i++) {
         struct gpu *g = d->g[i];

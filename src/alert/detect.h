@@ -30,6 +30,16 @@
  *                         failed (critical: the memory cannot be repaired)
  *   GPUPCIeReplaysRising  the PCIe replay counter rose by `threshold` (default 10) within
  *                         `window` (default 5 min); clears when it has not moved for the window
+ *   InletTemperatureOutsideEnvelope  an inlet sensor outside the ASHRAE class's envelope
+ *                         (wattage_inlet_within_envelope 0, audit/ashrae.h) for `for`: warning
+ *                         for the recommended envelope, critical for the allowable one
+ *   RackDeltaTHigh        a rack's mean exhaust minus mean inlet temperature (the facility
+ *                         sensors of the snapshot, grouped by their rack label, else node) over
+ *                         max_k (default 20 K) for `for`; clears under max_k - 2 K
+ *   RackInletImbalance    hot/cold-aisle imbalance: a rack's mean inlet over the median rack of
+ *                         its zone (zone label; all racks without one; at least 3 racks) by
+ *                         delta_k (default 3 K) for `for` (hot air recirculating into the cold
+ *                         aisle, or a cold aisle starved); clears under 0.7 delta_k
  */
 #ifndef WT_ALERT_DETECT_H
 #define WT_ALERT_DETECT_H
@@ -54,6 +64,9 @@ enum wt_detector {
     WT_DET_ECC_UNCORRECTABLE,
     WT_DET_ROW_REMAP,
     WT_DET_PCIE_REPLAYS,
+    WT_DET_INLET_ENVELOPE,
+    WT_DET_RACK_DELTA_T,
+    WT_DET_AISLE_IMBALANCE,
     WT_DET_COUNT
 };
 

@@ -527,6 +527,9 @@ static int new_source(const struct inst *it, const struct wt_alert_eval *old,
         offsetof(struct wt_alerts_config, ecc_uncorrectable.enabled),
         offsetof(struct wt_alerts_config, row_remap.enabled),
         offsetof(struct wt_alerts_config, pcie_replays.enabled),
+        offsetof(struct wt_alerts_config, inlet_envelope.enabled),
+        offsetof(struct wt_alerts_config, rack_delta_t.enabled),
+        offsetof(struct wt_alerts_config, aisle_imbalance.enabled),
     };
     bool on = *(const bool *)((const char *)cfg + off[it->det]);
     return on && cfg->enabled ? 0 : -1;

@@ -56,6 +56,14 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     c->pcie_replays.enabled = true;
     c->pcie_replays.threshold = 10;
     c->pcie_replays.window_ns = 300 * WT_NS_PER_S;
+    c->inlet_envelope.enabled = true;
+    c->inlet_envelope.for_ns = 300 * WT_NS_PER_S;
+    c->rack_delta_t.enabled = true;
+    c->rack_delta_t.max_k = 20;
+    c->rack_delta_t.for_ns = 300 * WT_NS_PER_S;
+    c->aisle_imbalance.enabled = true;
+    c->aisle_imbalance.delta_k = 3;
+    c->aisle_imbalance.for_ns = 300 * WT_NS_PER_S;
     c->delivery.queue_limit = WT_NOTIFY_QUEUE;
     c->alertmanager.resend_ns = 60 * WT_NS_PER_S;
     c->alertmanager.timeout_ns = 5 * WT_NS_PER_S;
@@ -200,6 +208,9 @@ static const char *const detector_keys[] = {"throttle_forecast",
                                             "ecc_uncorrectable",
                                             "row_remap",
                                             "pcie_replays",
+                                            "inlet_envelope",
+                                            "rack_delta_t",
+                                            "aisle_imbalance",
                                             NULL};
 
 static bool label_name_ok(const char *s)
@@ -515,6 +526,20 @@ static int parse_detectors(const struct wt_yget *g, const struct wt_ynode *dets,
         (rc = wt_y_duration_in(g, d, p, "window", false, WT_Y_S, 86400 * WT_Y_S,
                                "the span over which replays are counted",
                                &c->pcie_replays.window_ns)))
+        return rc;
+    static const char *const k_ie[] = {"enabled", "for", NULL};
+    static const char *const k_dt[] = {"enabled", "max_k", "for", NULL};
+    static const char *const k_ai[] = {"enabled", "delta_k", "for", NULL};
+    if ((rc = detector(g, dets, "inlet_envelope", k_ie, &c->inlet_envelope.enabled, &d, p,
+                       sizeof p)) ||
+        (rc = wt_y_duration(g, d, p, "for", true, &c->inlet_envelope.for_ns)) ||
+        (rc = detector(g, dets, "rack_delta_t", k_dt, &c->rack_delta_t.enabled, &d, p, sizeof p)) ||
+        (rc = wt_y_double(g, d, p, "max_k", 2.5, 100, &c->rack_delta_t.max_k)) ||
+        (rc = wt_y_duration(g, d, p, "for", true, &c->rack_delta_t.for_ns)) ||
+        (rc = detector(g, dets, "aisle_imbalance", k_ai, &c->aisle_imbalance.enabled, &d, p,
+                       sizeof p)) ||
+        (rc = wt_y_double(g, d, p, "delta_k", 0.5, 50, &c->aisle_imbalance.delta_k)) ||
+        (rc = wt_y_duration(g, d, p, "for", true, &c->aisle_imbalance.for_ns)))
         return rc;
     return 0;
 }

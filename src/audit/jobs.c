@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "audit/carbon.h"
+#include "audit/clockcheck.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "serve/expo.h"
@@ -73,6 +74,7 @@ struct wt_jobs {
         int64_t row, req_ns;
     } fix[64];
     size_t nfix;
+    double clock_bound_s; /* wt_jobs_set_clock_bound */
 };
 
 enum { FIX_START, FIX_END, FIX_MARK };
@@ -242,6 +244,7 @@ int wt_jobs_open(const char *db_path, struct wt_hub *hub, struct wt_jobs **out, 
         return -ENOMEM;
     pthread_mutex_init(&j->mu, NULL);
     j->hub = hub;
+    j->clock_bound_s = 0.1;
     if (gethostname(j->node, sizeof j->node - 1) != 0)
         snprintf(j->node, sizeof j->node, "localhost");
     rc = wt_store_open(db_path, &o, &j->st, err);
@@ -706,6 +709,15 @@ static int job_json(struct wt_jobs *j, const struct job *jb, int64_t now_ns, boo
         cJSON_AddNumberToObject(kpi, "latency_p99_s_max", p99_max);
     cJSON_AddItemToObject(o, "counters", totals);
     totals = NULL;
+    {
+        /* the clock's trust over the job's window: warnings, never a failure */
+        struct wt_clock_warnings *cw = malloc(sizeof *cw);
+        if (cw && wt_clockcheck_window(j->st, jb->start_ns, end, j->clock_bound_s, cw) == 0)
+            rc = wt_clockcheck_json(o, cw);
+        free(cw);
+        if (rc)
+            goto fail;
+    }
     if (!detail) {
         marks_free(m, nm);
         *out = o;
@@ -1757,6 +1769,11 @@ int wt_jobs_family_co2(struct wt_jobs *j, struct wt_expo_family *fam)
     }
     pthread_mutex_unlock(&j->mu);
     return rc;
+}
+
+void wt_jobs_set_clock_bound(struct wt_jobs *j, double bound_s)
+{
+    j->clock_bound_s = bound_s;
 }
 
 int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf)

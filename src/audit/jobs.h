@@ -103,6 +103,12 @@ int wt_jobs_family(struct wt_jobs *j, struct wt_expo_family *fam) WT_MUST_USE;
  * with the energy family). Call before the API layer registers the routes (serve/api_jobs.h).
  * Returns 0 or -ENOMEM.
  */
+/*
+ * The bound on the kernel's maximum clock error (daemon.clock_max_error, in seconds; default
+ * 0.1) over which a job's window carries a warning; an unsynchronised clock always does
+ * (audit/clockcheck.h). The job's JSON then has "warnings": [...].
+ */
+void wt_jobs_set_clock_bound(struct wt_jobs *j, double bound_s);
 struct wt_carbon_conf;
 int wt_jobs_set_carbon(struct wt_jobs *j, const struct wt_carbon_conf *cf) WT_MUST_USE;
 /* True when a carbon configuration is set. */

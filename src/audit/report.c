@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/ashrae.h"
 #include "audit/carbon.h"
 #include "audit/dark.h"
 #include "audit/jobs.h"
@@ -329,7 +330,7 @@ out:
     return rc;
 }
 
-static int gather_inlets(struct wt_store *st, struct wt_report *r)
+static int gather_inlets(struct wt_store *st, struct wt_report *r, struct wt_ashrae_envelope env)
 {
     struct wt_series_info *si = NULL;
     size_t n = 0;
@@ -341,7 +342,7 @@ static int gather_inlets(struct wt_store *st, struct wt_report *r)
         char kind[32] = "", point[96] = "";
         (void)wt_labels_get(si[i].labels, "kind", kind, sizeof kind);
         (void)wt_labels_get(si[i].labels, "point", point, sizeof point);
-        if (strcmp(kind, "inlet") != 0 && !strstr(point, "inlet") && !strstr(point, "intake"))
+        if (!wt_ashrae_is_inlet(si[i].labels)) /* kind inlet, or an Inlet/Intake point */
             continue;
         struct wt_point *p = NULL;
         size_t np = 0;
@@ -360,15 +361,22 @@ static int gather_inlets(struct wt_store *st, struct wt_report *r)
         r->inlets = x;
         struct wt_report_inlet *in = &r->inlets[r->ninlets++];
         memset(in, 0, sizeof *in);
-        snprintf(in->name, sizeof in->name, "%s%s%s", si[i].node, si[i].node[0] ? " " : "",
-                 point[0] ? point : si[i].labels);
+        char target[64] = "";
+        (void)wt_labels_get(si[i].labels, "target", target, sizeof target);
+        snprintf(in->name, sizeof in->name, "%s%s%s%s%s", si[i].node, si[i].node[0] ? " " : "",
+                 target, target[0] ? " " : "", point[0] ? point : si[i].labels);
         in->min_c = INFINITY;
         in->max_c = -INFINITY;
         for (size_t k = 0; k < np; k++) {
             in->min_c = fmin(in->min_c, p[k].v);
             in->max_c = fmax(in->max_c, p[k].v);
-            if (k + 1 < np && (p[k].v < 18 || p[k].v > 27))
-                in->outside_s += (double)(p[k + 1].t_ns - p[k].t_ns) / 1e9;
+            if (k + 1 >= np)
+                continue;
+            const int64_t t2[2] = {p[k].t_ns, p[k + 1].t_ns};
+            const double v2[2] = {p[k].v, p[k + 1].v};
+            in->outside_s += wt_ashrae_outside_s(t2, v2, 2, env.rec_lo_c, env.rec_hi_c, INT64_MAX);
+            in->outside_allow_s +=
+                wt_ashrae_outside_s(t2, v2, 2, env.allow_lo_c, env.allow_hi_c, INT64_MAX);
         }
         rc = make_line(p, np, r->from_ns, r->to_ns, &in->t);
         free(p);
@@ -663,7 +671,9 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
     if ((rc = wt_topology_load(cfg, &t, err)) != 0)
         return rc;
     snprintf(r->node, sizeof r->node, "%s", t->node);
-    if ((rc = gather_gpus(st, r, err)) || (rc = gather_inlets(st, r)) ||
+    r->ashrae_class = (int)t->ashrae_class;
+    if ((rc = gather_gpus(st, r, err)) ||
+        (rc = gather_inlets(st, r, wt_ashrae_envelope(t->ashrae_class))) ||
         (!source && (rc = gather_jobs(db_path, r, err))))
         goto fail;
     if (source)
@@ -688,6 +698,9 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
     }
     if (r->ninlets == 0)
         add_missing(r, "no inlet temperature sensors: no ASHRAE envelope chart");
+    if ((rc = wt_clockcheck_window(st, from_ns, to_ns, (double)cfg->daemon.clock_max_error_ns / 1e9,
+                                   &r->clock)))
+        goto fail;
     if ((rc = gather_carbon(st, cfg, r, err)) != 0)
         goto fail;
     if ((rc = dark_findings(st, r)) != 0) {

@@ -29,6 +29,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "audit/clockcheck.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
 #include "core/err.h"
@@ -84,7 +85,8 @@ struct wt_report_inlet {
     char name[320]; /* labels of the facility temperature series */
     struct wt_report_line t;
     double min_c, max_c;
-    double outside_s; /* time outside the ASHRAE recommended 18..27 C envelope */
+    double outside_s;       /* time outside the ASHRAE recommended 18..27 C envelope */
+    double outside_allow_s; /* time outside the class's allowable envelope (audit/ashrae.h) */
 };
 
 struct wt_report_job {
@@ -118,6 +120,7 @@ struct wt_report {
     size_t ngpus;
     struct wt_report_inlet *inlets;
     size_t ninlets;
+    int ashrae_class; /* enum wt_ashrae_class of facility.ashrae_class */
     struct wt_report_job *jobs;
     size_t njobs;
     bool have_kpi;
@@ -129,6 +132,7 @@ struct wt_report {
     size_t nfindings;
     char missing[WT_REPORT_MAX_MISSING][200];
     size_t nmissing;
+    struct wt_clock_warnings clock; /* the clock's trust over the window (audit/clockcheck.h) */
 };
 
 /*

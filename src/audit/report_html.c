@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/ashrae.h"
 #include "audit/report.h"
 #include "core/clock.h"
 
@@ -696,6 +697,15 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
         }
         fprintf(o, "</ul>\n");
     }
+    if (r->clock.n) {
+        fprintf(o, "<h2>Warnings</h2><ul id='warnings'>");
+        for (size_t i = 0; i < r->clock.n; i++) {
+            fprintf(o, "<li>");
+            esc(o, r->clock.msg[i]);
+            fprintf(o, "</li>");
+        }
+        fprintf(o, "</ul>\n");
+    }
     fprintf(o, "<h2>Findings, ranked by energy</h2><ol id='findings'>");
     for (size_t i = 0; i < r->nfindings; i++) {
         fprintf(o, "<li data-kind='%s'><b>", r->findings[i].kind);
@@ -746,6 +756,12 @@ int wt_report_write_md(const struct wt_report *r, FILE *o)
             fprintf(o, "- %s\n", r->missing[i]);
         fprintf(o, "\n");
     }
+    if (r->clock.n) {
+        fprintf(o, "## Warnings\n\n");
+        for (size_t i = 0; i < r->clock.n; i++)
+            fprintf(o, "- %s\n", r->clock.msg[i]);
+        fprintf(o, "\n");
+    }
     fprintf(o, "## Findings, ranked by energy\n\n");
     for (size_t i = 0; i < r->nfindings; i++)
         fprintf(o, "%zu. **%s** (%.4f kWh): %s\n", i + 1, r->findings[i].title,
@@ -770,6 +786,23 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     cJSON *m = cJSON_AddArrayToObject(root, "missing");
     for (size_t i = 0; i < r->nmissing; i++)
         cJSON_AddItemToArray(m, cJSON_CreateString(r->missing[i]));
+    cJSON *in = cJSON_AddArrayToObject(root, "inlets");
+    for (size_t i = 0; in && i < r->ninlets; i++) {
+        const struct wt_report_inlet *x = &r->inlets[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "name", x->name);
+        cJSON_AddStringToObject(e, "ashrae_class",
+                                wt_ashrae_class_name((enum wt_ashrae_class)r->ashrae_class));
+        cJSON_AddNumberToObject(e, "min_celsius", x->min_c);
+        cJSON_AddNumberToObject(e, "max_celsius", x->max_c);
+        cJSON_AddNumberToObject(e, "outside_recommended_seconds", x->outside_s);
+        cJSON_AddNumberToObject(e, "outside_allowable_seconds", x->outside_allow_s);
+        cJSON_AddItemToArray(in, e);
+    }
+    if (wt_clockcheck_json(root, &r->clock) != 0) {
+        cJSON_Delete(root);
+        return -ENOMEM;
+    }
     cJSON *g = cJSON_AddArrayToObject(root, "gpus");
     for (size_t i = 0; i < r->ngpus; i++) {
         const struct wt_report_gpu *x = &r->gpus[i];

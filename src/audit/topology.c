@@ -26,9 +26,9 @@ const char *wt_role_name(enum wt_role r)
 
 static const char *const topo_keys[] = {"node",  "rack",  "zone",   "design_it_watts",
                                         "racks", "nodes", "meters", NULL};
-static const char *const fac_keys[] = {"pue_assumed",        "wue_assumed",  "part_load_bands",
-                                       "part_load_interval", "min_coverage", "kpi_window",
-                                       "kpi_interval",       "reconcile",    NULL};
+static const char *const fac_keys[] = {
+    "pue_assumed", "wue_assumed",  "part_load_bands", "part_load_interval", "min_coverage",
+    "kpi_window",  "kpi_interval", "reconcile",       "ashrae_class",       NULL};
 static const char *const rec_keys[] = {"chips_tolerance", "drift_bound", "interval", NULL};
 static const char *const meter_keys[] = {"target", "point", "match", "role",
                                          "node",   "rack",  "zone",  NULL};
@@ -256,6 +256,12 @@ static int parse_facility(const struct wt_yget *g, const struct wt_ynode *n, str
         (rc = wt_y_duration_in(g, n, "facility", "kpi_interval", false, WT_Y_S, 86400 * WT_Y_S,
                                WHY_KPI_TICK, &t->kpi_interval_ns)))
         return rc;
+    /* the ASHRAE class whose envelopes inlet air is judged against (audit/ashrae.h) */
+    static const char *const classes[] = {"A1", "A2", "A3", "A4", NULL};
+    int cls = (int)t->ashrae_class;
+    if ((rc = wt_y_enum(g, n, "facility", "ashrae_class", classes, &cls)))
+        return rc;
+    t->ashrae_class = (enum wt_ashrae_class)cls;
     const struct wt_ynode *b = wt_y_get(n, "part_load_bands");
     if (b && !wt_ynode_is_null(b)) {
         if (b->kind != WT_YNODE_SEQ || b->n < 2 || b->n > WT_TOPO_MAX_BANDS)

@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit/ashrae.h"
 #include "core/err.h"
 #include "core/reading.h"
 
@@ -112,6 +113,7 @@ struct wt_topology {
     double chips_tolerance; /* chips above wall by more than this share: suspect */
     double drift_bound;     /* unaccounted share spread over the window above this: suspect */
     int64_t reconcile_interval_ns;
+    enum wt_ashrae_class ashrae_class; /* facility.ashrae_class, default A1 */
     /* power integration: a span between power readings longer than this is a gap, per source
      * (3 intervals of collectors.<source>.interval); index 0 snmp, 1 redfish, 2 modbus */
     int64_t power_gap_ns[3];

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/clockcheck.h"
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "store/promsrc.h"
@@ -120,7 +121,10 @@ int wt_cmd_energy(int argc, char **argv)
     struct wt_energy_row *rows = NULL;
     size_t n = 0;
     struct wt_err err = {{0}};
+    struct wt_config cfg;
+    struct wt_clock_warnings cw = {0};
 
+    wt_config_defaults(&cfg);
     optind = 1;
     while ((c = wt_cli_next(&wt_cli_form_energy, argc, argv, &co)) != -1) {
         switch (c) {
@@ -163,10 +167,15 @@ int wt_cmd_energy(int argc, char **argv)
         rc = wt_promsrc_energy(ps, from, to, &rows, &n, &err);
         wt_promsrc_close(ps);
     } else {
-        rc = wt_cli_store("energy", &co, false, NULL, &st);
+        rc = wt_cli_store("energy", &co, false, &cfg, &st);
+        wt_config_free(&cfg);
         if (rc)
             return rc;
         rc = wt_store_energy(st, from, to, flags, &rows, &n, &err);
+        /* the clock's trust over the window: warnings, never a failure */
+        if (rc == 0 && wt_clockcheck_window(st, from, to,
+                                            (double)cfg.daemon.clock_max_error_ns / 1e9, &cw) != 0)
+            fprintf(stderr, "wattage energy: could not read the clock's state in the store\n");
     }
     if (rc != 0) {
         fprintf(stderr, "wattage energy: %s\n", err.msg);
@@ -256,6 +265,8 @@ int wt_cmd_energy(int argc, char **argv)
                 cJSON_AddItemToArray(arr, o);
             }
         }
+        if (wt_clockcheck_json(root, &cw) != 0)
+            fprintf(stderr, "wattage energy: out of memory\n");
         char *txt = cJSON_PrintUnformatted(root);
         if (txt)
             printf("%s\n", txt);
@@ -291,6 +302,7 @@ int wt_cmd_energy(int argc, char **argv)
         if (n == 0)
             printf("  (no energy series %s in this window)\n",
                    co.source ? "in the source" : "stored");
+        wt_clockcheck_print(stdout, &cw);
     }
     free(nodes);
     free(rows);

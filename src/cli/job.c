@@ -180,6 +180,12 @@ void wt_cli_print_job(FILE *out, const cJSON *j)
             fprintf(out, "  target    %s %s %g not reached\n", str(t, "metric"),
                     str(t, "reached_when"), num(t, "target"));
     }
+    const cJSON *w;
+    cJSON_ArrayForEach(w, cJSON_GetObjectItemCaseSensitive(j, "warnings"))
+    {
+        if (cJSON_IsString(w))
+            fprintf(out, "  warning: %s\n", w->valuestring);
+    }
     const cJSON *phases = cJSON_GetObjectItemCaseSensitive(j, "phases");
     if (cJSON_GetArraySize(phases) == 0)
         return;

@@ -35,6 +35,7 @@
 
 #include "audit/calibrate.h"
 #include "audit/carbon.h"
+#include "audit/clockcheck.h"
 #include "audit/kpi.h"
 #include "audit/reconcile.h"
 #include "cli/cli.h"
@@ -65,7 +66,7 @@ static void num_or_null(cJSON *o, const char *key, bool have, double v)
         cJSON_AddNullToObject(o, key);
 }
 
-static void print_json(const struct wt_kpi_report *r)
+static void print_json(const struct wt_kpi_report *r, const struct wt_clock_warnings *cw)
 {
     char fs[40], ts[40];
     cJSON *root = cJSON_CreateObject();
@@ -186,6 +187,8 @@ static void print_json(const struct wt_kpi_report *r)
         }
         cJSON_AddItemToArray(ns, o);
     }
+    if (wt_clockcheck_json(root, cw) != 0)
+        fprintf(stderr, "wattage kpi: out of memory\n");
     char *txt = cJSON_PrintUnformatted(root);
     if (txt)
         printf("%s\n", txt);
@@ -203,7 +206,7 @@ static void kwh(const struct wt_kpi_energy *e, char *buf, size_t n)
         snprintf(buf, n, "%.3f kWh", e->j / 3.6e6);
 }
 
-static void print_text(const struct wt_kpi_report *r)
+static void print_text(const struct wt_kpi_report *r, const struct wt_clock_warnings *cw)
 {
     char fs[40], ts[40], v[64];
     wt_time_format(r->from_ns, r->from_ns % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
@@ -314,6 +317,7 @@ static void print_text(const struct wt_kpi_report *r)
             }
         }
     }
+    wt_clockcheck_print(stdout, cw);
 }
 
 /* The nodes' calibration models (calibration.json beside the store), when there are. */
@@ -519,10 +523,14 @@ int wt_cmd_kpi(int argc, char **argv)
         wt_kpi_report_free(&r);
     } else {
         apply_models(&cfg, co.source != NULL, &r, (double)(to - from) / 1e9);
+        /* the clock's trust over the window: warnings, never a failure */
+        struct wt_clock_warnings cw;
+        if (wt_clockcheck_window(st, from, to, (double)cfg.daemon.clock_max_error_ns / 1e9, &cw))
+            cw.n = 0;
         if (co.json)
-            print_json(&r);
+            print_json(&r, &cw);
         else
-            print_text(&r);
+            print_text(&r, &cw);
         wt_kpi_report_free(&r);
     }
     wt_store_close(st);

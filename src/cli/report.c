@@ -290,6 +290,8 @@ int wt_cmd_report(int argc, char **argv)
     }
     for (size_t i = 0; i < r.nmissing; i++)
         fprintf(stderr, "wattage report: missing: %s\n", r.missing[i]);
+    for (size_t i = 0; i < r.clock.n; i++)
+        fprintf(stderr, "wattage report: warning: %s\n", r.clock.msg[i]);
     if (out && !(f = fopen(out, "w"))) {
         fprintf(stderr, "wattage report: -o %s: %s\n", out, strerror(errno));
         rc = 1;

@@ -18,11 +18,13 @@
 #include <unistd.h>
 
 #include "alert/engine.h"
+#include "audit/ashrae.h"
 #include "audit/carbon_fetch.h"
 #include "audit/dark.h"
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
+#include "audit/topology.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
 #include "collect/procattr.h"
@@ -431,6 +433,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_api_series *series = NULL;
     struct wt_cpu_attrib *cpu_attrib = NULL;
     struct wt_dark *dark = NULL;
+    struct wt_ashrae *ashrae = NULL;
     int ret = 1;
 
     /* Signals are taken synchronously by this thread; every thread started below inherits the
@@ -522,6 +525,18 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    /* Inlet air against the ASHRAE class of facility.ashrae_class (read at start). */
+    {
+        struct wt_topology *topo = NULL;
+        int arc = wt_topology_load(&cfg, &topo, &err);
+        if (arc == 0)
+            arc = wt_ashrae_open(&cfg, topo->ashrae_class, hub, &ashrae, &err);
+        free(topo);
+        if (arc != 0) {
+            wt_error("run", "%s", err.msg);
+            goto out;
+        }
+    }
     if (wt_health_add_probe("alerts", delivery_probe, alerts) != 0)
         wt_warn("run", "no room for the alert delivery probe: readiness does not see it");
     /* Remote write: one sender per endpoint, reading the store on its own connection (never
@@ -541,6 +556,7 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    wt_jobs_set_clock_bound(jobs, (double)cfg.daemon.clock_max_error_ns / 1e9);
     if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
         wt_error("run", "%s", err.msg);
         goto out;
@@ -670,6 +686,7 @@ out:
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
     wt_cpu_attrib_close(cpu_attrib); /* likewise */
     wt_dark_close(dark);      /* likewise */
+    wt_ashrae_close(ashrae);  /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

@@ -9,6 +9,7 @@ extern const struct wt_collector_ops wt_netdev_collector;
 extern const struct wt_collector_ops wt_modbus_collector;
 extern const struct wt_collector_ops wt_redfish_collector;
 extern const struct wt_collector_ops wt_snmp_collector;
+extern const struct wt_collector_ops wt_clock_collector;
 
 /* One line per source. */
 /* clang-format off */
@@ -20,6 +21,7 @@ const struct wt_collector_ops *const wt_collectors[] = {
     &wt_modbus_collector,
     &wt_redfish_collector,
     &wt_snmp_collector,
+    &wt_clock_collector,
     NULL,
 };
 /* clang-format on */

@@ -33,6 +33,9 @@ struct wt_config {
         bool align_ticks;            /* daemon.align_ticks: ticks on wall-clock multiples, true */
         char listen[128];            /* daemon.listen, default 127.0.0.1:9747 */
         enum wt_log_level log_level; /* daemon.log_level, default info */
+        /* daemon.clock_max_error: a figure over a window where the kernel's maximum clock
+         * error exceeded this carries a warning (audit/clockcheck.h); default 100 ms */
+        int64_t clock_max_error_ns;
         struct {
             char cert[WT_PATH_LEN], key[WT_PATH_LEN], client_ca[WT_PATH_LEN];
         } tls;
@@ -60,6 +63,7 @@ struct wt_config {
         struct wt_collector_config snmp;    /* targets: collectors.snmp.targets (a section) */
         struct wt_collector_config redfish; /* targets: collectors.redfish.targets */
         struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */
+        struct wt_collector_config clock;   /* the kernel's clock discipline, PTP clocks */
     } collectors;
     /*
      * How the CLI's daemon clients (job, jobs, exec) reach the daemon; flags and WATTAGE_URL,

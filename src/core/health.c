@@ -14,13 +14,13 @@
 #include <string.h>
 #include <sys/timex.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static struct wt_health_reason table[WT_HEALTH_MAX_REASONS];
 static size_t ntable;
 static bool full_logged;
-static wt_health_adjtimex_fn adjtimex_fn;
 
 static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -148,33 +148,15 @@ size_t wt_health_from_snapshot(const struct wt_batch *b, struct wt_health_reason
 
 void wt_health_set_adjtimex(wt_health_adjtimex_fn fn)
 {
-    pthread_mutex_lock(&mu);
-    adjtimex_fn = fn;
-    pthread_mutex_unlock(&mu);
+    wt_clock_set_adjtimex(fn); /* one seam for the clock's readers (core/clock.h) */
 }
 
 bool wt_health_clock_synced(char *why, size_t n)
 {
-    struct timex tx;
-    memset(&tx, 0, sizeof tx); /* modes 0: read only, needs no privilege */
-    pthread_mutex_lock(&mu);
-    wt_health_adjtimex_fn fn = adjtimex_fn ? adjtimex_fn : ntp_adjtime;
-    pthread_mutex_unlock(&mu);
-    /* The test hook for the real binary: the status word the kernel would give. */
-    const char *hook = getenv("WATTAGE_CLOCK_STATUS");
-    int state;
-    if (hook && *hook && !adjtimex_fn) {
-        tx.status = (int)strtol(hook, NULL, 0);
-        state = tx.status & STA_UNSYNC ? TIME_ERROR : TIME_OK;
-    } else {
-        state = fn(&tx);
-    }
-    if (state < 0) {
-        /* No answer from the kernel (a seccomp filter, say): nothing known, nothing claimed. */
-        return true;
-    }
-    if (!(tx.status & STA_UNSYNC) && state != TIME_ERROR)
-        return true;
+    struct wt_clock_sync cs;
+    wt_clock_sync_read(&cs);
+    if (!cs.known || cs.synchronized)
+        return true; /* no answer from the kernel: nothing known, nothing claimed */
     if (why && n)
         snprintf(why, n,
                  "the kernel clock is not synchronised (STA_UNSYNC): timestamps and energy "

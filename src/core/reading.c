@@ -239,6 +239,37 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "The GPU's idle power level: its mean power while idle today "
                                "(UTC).",
                                WT_GAUGE},
+    [WT_M_CLOCK_SYNCED] = {"wattage_clock_synchronized",
+                           "1 when the kernel says the system clock is synchronised (no "
+                           "STA_UNSYNC, not TIME_ERROR), 0 when not.",
+                           WT_GAUGE},
+    [WT_M_CLOCK_EST_ERROR_S] = {"wattage_clock_estimated_error_seconds",
+                                "The kernel's estimated error of the system clock (ntp_adjtime).",
+                                WT_GAUGE},
+    [WT_M_CLOCK_MAX_ERROR_S] = {"wattage_clock_maximum_error_seconds",
+                                "The kernel's maximum error of the system clock (ntp_adjtime); "
+                                "it grows by 500 ppm while nothing disciplines the clock.",
+                                WT_GAUGE},
+    [WT_M_CLOCK_OFFSET_S] = {"wattage_clock_offset_seconds",
+                             "The offset the kernel's clock discipline is slewing away.", WT_GAUGE},
+    [WT_M_CLOCK_STATUS] = {"wattage_clock_status",
+                           "The kernel's clock status word (STA_* bits of ntp_adjtime).", WT_GAUGE},
+    [WT_M_CLOCK_PTP_INFO] = {"wattage_clock_ptp_info",
+                             "1 per PTP hardware clock (/sys/class/ptp), labels device and "
+                             "clock (its clock_name).",
+                             WT_GAUGE},
+    [WT_M_CLOCK_PTP_OFFSET_S] = {"wattage_clock_ptp_offset_seconds",
+                                 "A PTP hardware clock minus the system clock, read back to "
+                                 "back (a PHC kept in TAI reads about +37 s).",
+                                 WT_GAUGE},
+    [WT_M_INLET_OUTSIDE_S] = {"wattage_inlet_outside_envelope_seconds_total",
+                              "Time an inlet air temperature was outside the configured ASHRAE "
+                              "class's envelope (envelope=recommended or allowable).",
+                              WT_COUNTER},
+    [WT_M_INLET_COMPLIANT] = {"wattage_inlet_within_envelope",
+                              "1 when an inlet air temperature's last reading is within the "
+                              "ASHRAE class's envelope (envelope=recommended or allowable).",
+                              WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

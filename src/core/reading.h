@@ -119,6 +119,17 @@ enum wt_metric_id {
     WT_M_GPU_IDLE_SECONDS,        /* counter: time spent idle since the daemon started */
     WT_M_GPU_IDLE_ENERGY_TODAY_J, /* energy spent idle since 00:00 UTC (this daemon's share) */
     WT_M_GPU_IDLE_POWER_W,        /* mean power while idle today: the idle power level */
+    /* The clock's discipline (collect/clocksync.h): the kernel's, and PTP hardware clocks. */
+    WT_M_CLOCK_SYNCED,       /* 0/1: the kernel says CLOCK_REALTIME is synchronised */
+    WT_M_CLOCK_EST_ERROR_S,  /* the kernel's estimated error */
+    WT_M_CLOCK_MAX_ERROR_S,  /* the kernel's maximum error */
+    WT_M_CLOCK_OFFSET_S,     /* the offset the discipline is slewing away */
+    WT_M_CLOCK_STATUS,       /* the STA_* status word */
+    WT_M_CLOCK_PTP_INFO,     /* 1, labels device (ptp0), clock (its clock_name) */
+    WT_M_CLOCK_PTP_OFFSET_S, /* device: the PHC minus CLOCK_REALTIME */
+    /* Inlet air against ASHRAE's envelopes (audit/ashrae.h), sensor labels + envelope. */
+    WT_M_INLET_OUTSIDE_S, /* counter: seconds outside envelope="recommended"|"allowable" */
+    WT_M_INLET_COMPLIANT, /* 0/1: within the envelope at the last reading */
     WT_M_COUNT
 };
 

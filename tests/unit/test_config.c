@@ -192,7 +192,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 37 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution* */
+    WT_EQ_INT(n, 40 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution* */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -412,7 +412,8 @@ WT_TEST(nested_wrong_kind)
                "t.yaml:3: daemon.interval: expected a duration > 0 such as 1s or 500ms, not a "
                "mapping");
     EXPECT_ERR("daemon: 5\n", "t.yaml:1: daemon: expected a section with keys interval, "
-                              "align_ticks, listen, log_level, tls, auth (got \"5\")");
+                              "align_ticks, listen, log_level, clock_max_error, tls, auth (got "
+                              "\"5\")");
     EXPECT_ERR(
         "daemon:\n  tls: on\n",
         "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
@@ -420,7 +421,7 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
         "redfish, "
-        "modbus, not a list");
+        "modbus, clock, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, client, "
                "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "
