@@ -355,6 +355,10 @@ enum wt_series_kind wt_series_kind_of(const char *metric, const char *labels)
     /* A job's energy is derived from the GPU series: stored for remote write, never summed. */
     if (strncmp(metric, "wattage_job_", 12) == 0)
         return WT_SK_GAUGE;
+    /* A process's or owner's share of a GPU's or the CPUs' energy (collect/attrib.h,
+     * procattr.h) is part of that energy: stored and exported, never summed beside it. */
+    if (strncmp(metric, "wattage_process_", 16) == 0)
+        return WT_SK_GAUGE;
     /* A GPU's idle energy is part of its energy (audit/dark.h): never summed beside it. */
     if (strncmp(metric, "wattage_gpu_idle_", 17) == 0)
         return WT_SK_GAUGE;

@@ -27,7 +27,9 @@ msg=$(python3 - "$TMP/e.json" "$EXACT" "$from" "$to" <<'PY' 2>&1
 import json, subprocess, sys
 d = json.load(open(sys.argv[1]))
 exact_tool, f, t = sys.argv[2], sys.argv[3], sys.argv[4]
-assert set(d) == {"from", "to", "total_joules", "uncertainty_joules", "series"}, d.keys()
+# "warnings" only when the clock was not trustworthy over the window (it is on many test hosts)
+assert set(d) - {"warnings"} == {"from", "to", "total_joules", "uncertainty_joules", "series"}, d.keys()
+assert all(isinstance(w, str) and w for w in d.get("warnings", [])), d["warnings"]
 assert d["from"].endswith("Z") and "T" in d["from"], d["from"]
 gpus = [s for s in d["series"] if "gpu" in s]
 assert len(gpus) == 8, f"{len(gpus)} GPU series"
