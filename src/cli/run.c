@@ -685,8 +685,8 @@ out:
     wt_store_close(store);    /* after the collectors: flushes what they published */
     wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
     wt_cpu_attrib_close(cpu_attrib); /* likewise */
-    wt_dark_close(dark);      /* likewise */
-    wt_ashrae_close(ashrae);  /* likewise */
+    wt_dark_close(dark);             /* likewise */
+    wt_ashrae_close(ashrae);         /* likewise */
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);
