@@ -188,6 +188,8 @@ void wt_attrib_owner_labels(char *labels, size_t n, const struct wt_proc_owner *
         break;
     case WT_OWNER_K8S:
         add_label(labels, n, "pod_uid", o->pod_uid);
+        add_label(labels, n, "pod_namespace", o->pod_namespace);
+        add_label(labels, n, "pod", o->pod_name);
         if (!folded) {
             char c[CONTAINER_SHORT + 1];
             size_t k = strnlen(o->container, CONTAINER_SHORT);
@@ -219,6 +221,10 @@ static void read_owner(struct wt_attrib *a, struct proc *p, int64_t t_ns)
     memset(&p->owner, 0, sizeof p->owner);
     int rc = wt_cgroup_owner((pid_t)p->pid, &p->owner, &err);
     p->owner_known = rc == 0;
+    if (rc == 0 && p->owner.kind == WT_OWNER_K8S)
+        (void)wt_pod_lookup(p->owner.pod_uid, p->owner.pod_namespace, sizeof p->owner.pod_namespace,
+                            p->owner.pod_name,
+                            sizeof p->owner.pod_name); /* no directory: uid only */
     if (rc == 0 || rc == -ENOENT || rc == -ESRCH)
         return; /* gone since the list: its energy is still its own, owner unknown */
     memset(&p->owner, 0, sizeof p->owner);
@@ -295,6 +301,8 @@ static struct folded *folded_for(struct device *d, const struct proc *p)
     if (!kind_only && p->owner_known) {
         memcpy(f->owner.slurm_job, p->owner.slurm_job, sizeof f->owner.slurm_job);
         memcpy(f->owner.pod_uid, p->owner.pod_uid, sizeof f->owner.pod_uid);
+        memcpy(f->owner.pod_namespace, p->owner.pod_namespace, sizeof f->owner.pod_namespace);
+        memcpy(f->owner.pod_name, p->owner.pod_name, sizeof f->owner.pod_name);
         memcpy(f->owner.unit, p->owner.unit, sizeof f->owner.unit);
         if (p->owner.kind != WT_OWNER_SYSTEMD)
             f->owner.unit[0] = '\0'; /* Slurm and pods are keyed by job and pod only */

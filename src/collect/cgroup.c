@@ -2,6 +2,7 @@
 /* A process's owner from its cgroup path; see cgroup.h. */
 #include "collect/cgroup.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -276,5 +277,49 @@ int wt_cgroup_owner(pid_t pid, struct wt_proc_owner *out, struct wt_err *err)
         wt_err_set(err, "%s: %s", path, strerror(-rc));
     }
     free(buf);
+    return rc;
+}
+
+static const char *podlog_root(void)
+{
+    const char *v = getenv("WATTAGE_PODLOG_ROOT");
+    return v ? v : "/var/log/pods";
+}
+
+/* "<ns>_<name>_<uid>": namespaces and pod names are DNS names (no '_'), the uid comes last. */
+static bool pod_dir_matches(const char *d, const char *uid, char *ns, size_t ns_cap, char *name,
+                            size_t name_cap)
+{
+    const char *a = strchr(d, '_');
+    const char *b = strrchr(d, '_');
+    if (!a || a == b || a == d || b == a + 1 || strcmp(b + 1, uid) != 0)
+        return false;
+    size_t nl = (size_t)(a - d), ml = (size_t)(b - a - 1);
+    if (nl >= ns_cap || ml >= name_cap || memchr(a + 1, '_', ml))
+        return false;
+    memcpy(ns, d, nl);
+    ns[nl] = '\0';
+    memcpy(name, a + 1, ml);
+    name[ml] = '\0';
+    return true;
+}
+
+int wt_pod_lookup(const char *pod_uid, char *ns, size_t ns_cap, char *name, size_t name_cap)
+{
+    if (!pod_uid || !*pod_uid || ns_cap == 0 || name_cap == 0)
+        return -ENOENT;
+    DIR *dir = opendir(podlog_root());
+    if (!dir)
+        return -errno;
+    int rc = -ENOENT;
+    struct dirent *e;
+    while ((e = readdir(dir)) != NULL)
+        if (pod_dir_matches(e->d_name, pod_uid, ns, ns_cap, name, name_cap)) {
+            rc = 0;
+            break;
+        }
+    closedir(dir);
+    if (rc != 0)
+        ns[0] = name[0] = '\0';
     return rc;
 }

@@ -35,6 +35,8 @@ struct wt_proc_owner {
     char pod_qos[12];    /* guaranteed, burstable, besteffort */
     char container[72];  /* the runtime's id (64 hex for containerd, docker and CRI-O); "" none */
     char unit[128];      /* systemd unit, also filled under Slurm and Kubernetes when named */
+    char pod_namespace[64]; /* from the kubelet's pod directory; "" when none names the uid */
+    char pod_name[254];
 };
 
 /* The owner's name for the API and labels: "slurm", "kubernetes", "systemd" or "none". */
@@ -48,5 +50,13 @@ int wt_cgroup_parse(const char *text, struct wt_proc_owner *out, struct wt_err *
 
 /* Reads and parses <procfs_root>/proc/PID/cgroup. Returns 0, -ENOENT (gone), or -errno. */
 int wt_cgroup_owner(pid_t pid, struct wt_proc_owner *out, struct wt_err *err);
+
+/*
+ * Finds the pod's namespace and name from the kubelet's log directories,
+ * <podlog root>/<namespace>_<name>_<uid>/ (root WATTAGE_PODLOG_ROOT, default /var/log/pods).
+ * Returns 0 with both filled, -ENOENT when no directory names the uid (or its name does not
+ * parse), -errno when the root cannot be read.
+ */
+int wt_pod_lookup(const char *pod_uid, char *ns, size_t ns_cap, char *name, size_t name_cap);
 
 #endif

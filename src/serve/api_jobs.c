@@ -196,6 +196,8 @@ static void add_entry_owner(cJSON *o, const struct wt_attrib_entry *e)
     add_nonempty(o, "slurm_step", w->slurm_step);
     add_nonempty(o, "pod_uid", w->pod_uid);
     add_nonempty(o, "pod_qos", w->pod_qos);
+    add_nonempty(o, "pod_namespace", w->pod_namespace);
+    add_nonempty(o, "pod", w->pod_name);
     add_nonempty(o, "container", w->container);
     add_nonempty(o, "unit", w->unit);
 }

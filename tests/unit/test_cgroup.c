@@ -154,3 +154,43 @@ WT_TEST(cgroup_owner_reads_the_procfs_root)
     WT_EQ_INT(wt_cgroup_owner(4321, &o, &err), -EINVAL);
     WT_CONTAINS(err.msg, "proc/4321/cgroup: cgroup line 1");
 }
+
+WT_TEST(cgroup_pod_namespace_and_name_from_the_pod_log_dirs)
+{
+    char p[1024], ns[64], name[254];
+    snprintf(p, sizeof p, "%s/pods", wt_test_dir());
+    mkdir(p, 0755);
+    const char *dirs[] = {
+        "kube-system_coredns-5d78c9869d-abcde_0f1e2d3c-aaaa-bbbb-cccc-000000000001",
+        "ml_train-0_0f1e2d3c-aaaa-bbbb-cccc-000000000002",
+        "not-a-pod-dir_0f1e2d3c-aaaa-bbbb-cccc-000000000003"};
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s/pods/%s", wt_test_dir(), dirs[i]);
+        WT_EQ_INT(mkdir(p, 0755), 0);
+    }
+    snprintf(p, sizeof p, "%s/pods", wt_test_dir());
+    setenv("WATTAGE_PODLOG_ROOT", p, 1);
+    WT_EQ_INT(
+        wt_pod_lookup("0f1e2d3c-aaaa-bbbb-cccc-000000000002", ns, sizeof ns, name, sizeof name), 0);
+    WT_EQ_STR(ns, "ml");
+    WT_EQ_STR(name, "train-0");
+    WT_EQ_INT(
+        wt_pod_lookup("0f1e2d3c-aaaa-bbbb-cccc-000000000001", ns, sizeof ns, name, sizeof name), 0);
+    WT_EQ_STR(ns, "kube-system");
+    WT_EQ_STR(name, "coredns-5d78c9869d-abcde");
+    /* a directory whose name does not parse (one '_'), and a uid with no directory */
+    WT_EQ_INT(
+        wt_pod_lookup("0f1e2d3c-aaaa-bbbb-cccc-000000000003", ns, sizeof ns, name, sizeof name),
+        -ENOENT);
+    WT_EQ_STR(ns, "");
+    WT_EQ_INT(
+        wt_pod_lookup("0f1e2d3c-aaaa-bbbb-cccc-000000000009", ns, sizeof ns, name, sizeof name),
+        -ENOENT);
+    /* a missing root */
+    snprintf(p, sizeof p, "%s/nowhere", wt_test_dir());
+    setenv("WATTAGE_PODLOG_ROOT", p, 1);
+    WT_EQ_INT(
+        wt_pod_lookup("0f1e2d3c-aaaa-bbbb-cccc-000000000002", ns, sizeof ns, name, sizeof name),
+        -ENOENT);
+    unsetenv("WATTAGE_PODLOG_ROOT");
+}
