@@ -649,3 +649,36 @@ WT_TEST(mig_processes_carry_their_gpu_instance_and_sum_to_the_parent)
         WT_ASSERT(!strstr(b.r[i].labels, "gpu_instance") || strstr(b.r[i].labels, "gpu=\"0\""));
     wt_batch_free(&b);
 }
+
+WT_TEST(pod_namespace_and_name_label_a_pods_process_and_its_folded_series)
+{
+    proc_root();
+    fake_proc(102, POD, 0, 52);
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/pods", wt_test_dir());
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/pods/ml_train-0_11112222-3333-4444-5555-666677778888",
+             wt_test_dir());
+    WT_EQ_INT(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/pods", wt_test_dir());
+    setenv("WATTAGE_PODLOG_ROOT", path, 1);
+    struct wt_attrib *a;
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 10 * S, &a), 0);
+    struct wt_attrib_share one[1] = {{102, 52, 1, -1}};
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 1 * S, 4000, 1, WT_ATTRIB_EQUAL, one, 1), 0);
+    WT_EQ_INT(wt_attrib_emit(a, 1 * S, &b), 0);
+    WT_EQ_INT(series(&b, "gpu=\"0\",pid=\"102\",owner=\"kubernetes\",pod_uid=\"11112222-3333-"
+                         "4444-5555-666677778888\",pod_namespace=\"ml\",pod=\"train-0\","
+                         "container=\"0123456789ab\""),
+              4);
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 16 * S, 2000, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_attrib_emit(a, 16 * S, &b), 0);
+    WT_EQ_INT(series(&b, "gpu=\"0\",owner=\"kubernetes\",pod_uid=\"11112222-3333-4444-5555-"
+                         "666677778888\",pod_namespace=\"ml\",pod=\"train-0\""),
+              4);
+    unsetenv("WATTAGE_PODLOG_ROOT");
+    wt_batch_free(&b);
+    wt_attrib_close(a);
+}
