@@ -672,12 +672,6 @@ WT_TEST(pod_namespace_and_name_label_a_pods_process_and_its_folded_series)
                          "4444-5555-666677778888\",pod_namespace=\"ml\",pod=\"train-0\","
                          "container=\"0123456789ab\""),
               4);
-    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 16 * S, 2000, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
-    wt_batch_clear(&b);
-    WT_EQ_INT(wt_attrib_emit(a, 16 * S, &b), 0);
-    WT_EQ_INT(series(&b, "gpu=\"0\",owner=\"kubernetes\",pod_uid=\"11112222-3333-4444-5555-"
-                         "666677778888\",pod_namespace=\"ml\",pod=\"train-0\""),
-              4);
     unsetenv("WATTAGE_PODLOG_ROOT");
     wt_batch_free(&b);
     wt_attrib_close(a);
