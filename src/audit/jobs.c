@@ -65,6 +65,7 @@ struct wt_jobs {
     int slot;
     pthread_t exp_th;
     bool exp_started, exp_stop;
+    bool exp_poke; /* a job started, was marked or ended: the exporter looks again */
     pthread_cond_t exp_cv;
     /* Edges waiting for their edge sample (core/hub.h): a start, end or mark stored at the
      * request's time, moved to the time of the first counter reading after it once the store
@@ -1617,6 +1618,14 @@ int wt_jobs_list_json(struct wt_jobs *j, int limit, int64_t now_ns, unsigned *st
     return finish(&r, rc, status, json);
 }
 
+/* Wakes the exporter, which sleeps without a timer while there is no job to show (j->mu held). */
+static void poke_exporter(struct wt_jobs *j)
+{
+    j->exp_poke = true;
+    if (j->exp_started)
+        pthread_cond_broadcast(&j->exp_cv);
+}
+
 int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t now_ns,
                        unsigned *status, char **json)
 {
@@ -1626,6 +1635,7 @@ int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t 
     pthread_mutex_lock(&j->mu);
     fix_edges(j, now_ns);
     int rc = api_start(j, &r, body, len, now_ns);
+    poke_exporter(j);
     pthread_mutex_unlock(&j->mu);
     return finish(&r, rc, status, json);
 }
@@ -1639,6 +1649,8 @@ int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb,
     pthread_mutex_lock(&j->mu);
     fix_edges(j, now_ns);
     int rc = act(j, &r, ref, verb, body, len, now_ns);
+    if (verb != WT_JOBS_SHOW)
+        poke_exporter(j);
     pthread_mutex_unlock(&j->mu);
     return finish(&r, rc, status, json);
 }
@@ -1952,8 +1964,10 @@ static void *exporter_main(void *arg)
     struct wt_jobs *j = arg;
     struct wt_batch b = {0};
     int fails = 0;
+    pthread_setname_np(pthread_self(), "wt-jobs");
     pthread_mutex_lock(&j->mu);
     while (!j->exp_stop) {
+        j->exp_poke = false;
         fix_edges(j, wt_now_real_ns()); /* the edges' times, also when no request comes */
         pthread_mutex_unlock(&j->mu);
         int64_t m0 = wt_now_mono_ns();
@@ -1981,7 +1995,13 @@ static void *exporter_main(void *arg)
         int64_t until = m0 + every;
         struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
         pthread_mutex_lock(&j->mu);
-        while (!j->exp_stop && wt_now_mono_ns() < until)
+        if (rc == 0 && b.len == 0 && j->nfix == 0) {
+            /* Nothing to show and no edge to move: no timer until a job comes (poke_exporter). */
+            while (!j->exp_stop && !j->exp_poke)
+                pthread_cond_wait(&j->exp_cv, &j->mu);
+            continue;
+        }
+        while (!j->exp_stop && !j->exp_poke && wt_now_mono_ns() < until)
             pthread_cond_timedwait(&j->exp_cv, &j->mu, &ts);
     }
     pthread_mutex_unlock(&j->mu);
