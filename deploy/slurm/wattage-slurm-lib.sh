@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+# Shared by wattage-prolog.sh and wattage-epilog.sh (sourced, not run; keep it beside them).
+# POSIX sh and curl. Every function returns; nothing here exits.
+
+wt_log() {
+    msg="$(date -u +%Y-%m-%dT%H:%M:%SZ) wattage-slurm: $*"
+    if [ -n "${WATTAGE_SLURM_LOG:-}" ]; then
+        printf '%s\n' "$msg" >>"$WATTAGE_SLURM_LOG" 2>/dev/null || printf '%s\n' "$msg" >&2
+    else
+        printf '%s\n' "$msg" >&2
+    fi
+}
+
+wt_load_settings() {
+    # The file may set WATTAGE_URL and the others; the environment of slurmd is otherwise bare.
+    f=${WATTAGE_SLURM_CONF:-/etc/default/wattage-slurm}
+    # shellcheck disable=SC1090
+    [ -r "$f" ] && . "$f"
+    WATTAGE_URL=${WATTAGE_URL:-http://127.0.0.1:9747}
+    WATTAGE_URL=${WATTAGE_URL%/}
+    WATTAGE_SLURM_TIMEOUT=${WATTAGE_SLURM_TIMEOUT:-3}
+}
+
+# JSON string contents: backslash and double quote escaped, control characters dropped.
+wt_json_str() {
+    printf '%s' "$1" | tr -d '\000-\037' | sed 's/\\/\\\\/g; s/"/\\"/g'
+}
+
+# A path segment: Slurm job ids are digits, array jobs 123_4, heterogeneous 123+0; anything else
+# is percent-encoded byte by byte.
+wt_url_seg() {
+    printf '%s' "$1" | od -An -tx1 -v | tr -s ' \n' '  ' | {
+        out=
+        for h in $(cat); do
+            case $h in
+            3[0-9] | 4[1-9a-f] | 5[0-9a] | 6[1-9a-f] | 7[0-9a] | 2d | 2e | 5f) out="$out$(printf "\\$(printf '%03o' "0x$h")")" ;;
+            *) out="$out%$h" ;;
+            esac
+        done
+        printf '%s' "$out"
+    }
+}
+
+# The job's GPUs as a JSON array, or nothing (the daemon then counts every GPU). Slurm sets
+# SLURM_JOB_GPUS in the prolog's environment (indices as slurmd numbers them, from gres.conf);
+# CUDA_VISIBLE_DEVICES and GPU_DEVICE_ORDINAL are what the job's steps see. Indices go as
+# numbers, GPU-/MIG- UUIDs as strings; "NoDevFiles" (Slurm's word for none) and empty items are
+# skipped.
+wt_gpus_json() {
+    list=
+    for v in "${SLURM_JOB_GPUS:-}" "${CUDA_VISIBLE_DEVICES:-}" "${GPU_DEVICE_ORDINAL:-}"; do
+        if [ -n "$v" ]; then
+            list=$v
+            break
+        fi
+    done
+    [ -z "$list" ] && return 0
+    out=
+    old_ifs=$IFS
+    IFS=,
+    for g in $list; do
+        g=$(printf '%s' "$g" | tr -d ' \t')
+        case $g in
+        '' | NoDevFiles) continue ;;
+        *[!0-9]*) item="\"$(wt_json_str "$g")\"" ;;
+        *) item=$g ;;
+        esac
+        out="${out:+$out, }$item"
+    done
+    IFS=$old_ifs
+    [ -n "$out" ] && printf '[%s]' "$out"
+    return 0
+}
+
+# POST $2 (JSON) to the daemon's path $1. Returns 0 on a 2xx answer; otherwise sets WT_ERR and
+# returns 1. The token: WATTAGE_TOKEN_FILE (first line), else WATTAGE_TOKEN. It goes to curl in a
+# header file, never on its command line (which other users can read in ps).
+wt_post() {
+    WT_ERR=
+    if ! command -v curl >/dev/null 2>&1; then
+        WT_ERR="curl not found"
+        return 1
+    fi
+    token=${WATTAGE_TOKEN:-}
+    if [ -n "${WATTAGE_TOKEN_FILE:-}" ]; then
+        if ! token=$(head -n 1 "$WATTAGE_TOKEN_FILE" 2>/dev/null); then
+            WT_ERR="token file $WATTAGE_TOKEN_FILE: cannot read"
+            return 1
+        fi
+        token=$(printf '%s' "$token" | tr -d '\r\n')
+    fi
+    tmp=$(mktemp -d "${TMPDIR:-/tmp}/wattage-slurm.XXXXXX") || {
+        WT_ERR="mktemp failed"
+        return 1
+    }
+    : >"$tmp/h"
+    chmod 600 "$tmp/h"
+    [ -n "$token" ] && printf 'Authorization: Bearer %s\n' "$token" >"$tmp/h"
+    set -- "$1" "$2" --silent --show-error --max-time "$WATTAGE_SLURM_TIMEOUT" \
+        --connect-timeout "$WATTAGE_SLURM_TIMEOUT" -o "$tmp/body" -w '%{http_code}' \
+        -H 'Content-Type: application/json' -H "@$tmp/h" -X POST --data-binary "$2"
+    [ -n "${WATTAGE_CACERT:-}" ] && set -- "$@" --cacert "$WATTAGE_CACERT"
+    [ -n "${WATTAGE_CERT:-}" ] && set -- "$@" --cert "$WATTAGE_CERT"
+    [ -n "${WATTAGE_KEY:-}" ] && set -- "$@" --key "$WATTAGE_KEY"
+    path=$1
+    shift 2
+    code=$(curl "$@" "$WATTAGE_URL$path" 2>"$tmp/err")
+    rc=$?
+    if [ $rc -ne 0 ]; then
+        WT_ERR="$WATTAGE_URL: curl exit $rc: $(head -c 200 "$tmp/err" | tr '\n' ' ')"
+    else
+        case $code in
+        2??) ;;
+        *)
+            WT_ERR="$WATTAGE_URL$path: HTTP $code: $(head -c 200 "$tmp/body" 2>/dev/null | tr '\n' ' ')"
+            rc=1
+            ;;
+        esac
+    fi
+    rm -rf "$tmp"
+    [ $rc -eq 0 ]
+}
