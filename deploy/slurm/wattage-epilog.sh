@@ -11,7 +11,9 @@ if [ -z "${SLURM_JOB_ID:-}" ]; then
     wt_log "epilog: SLURM_JOB_ID not set; no wattage job ended"
     exit 0
 fi
-if wt_post "/api/v1/jobs/$(wt_url_seg "$SLURM_JOB_ID")/end" '{}'; then
+if ! seg=$(wt_url_seg "$SLURM_JOB_ID"); then
+    wt_log "epilog: SLURM_JOB_ID=$SLURM_JOB_ID is not a job id; no wattage job ended"
+elif wt_post "/api/v1/jobs/$seg/end" '{}'; then
     wt_log "epilog: wattage job $SLURM_JOB_ID ended"
 else
     wt_log "epilog: wattage job $SLURM_JOB_ID not ended ($WT_ERR)"

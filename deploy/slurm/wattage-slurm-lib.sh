@@ -26,19 +26,13 @@ wt_json_str() {
     printf '%s' "$1" | tr -d '\000-\037' | sed 's/\\/\\\\/g; s/"/\\"/g'
 }
 
-# A path segment: Slurm job ids are digits, array jobs 123_4, heterogeneous 123+0; anything else
-# is percent-encoded byte by byte.
+# A path segment: Slurm job ids are digits (array jobs 123_4, heterogeneous 123+0 in some
+# variables); anything outside [0-9A-Za-z_.+-] is refused (returns 1).
 wt_url_seg() {
-    printf '%s' "$1" | od -An -tx1 -v | tr -s ' \n' '  ' | {
-        out=
-        for h in $(cat); do
-            case $h in
-            3[0-9] | 4[1-9a-f] | 5[0-9a] | 6[1-9a-f] | 7[0-9a] | 2d | 2e | 5f) out="$out$(printf "\\$(printf '%03o' "0x$h")")" ;;
-            *) out="$out%$h" ;;
-            esac
-        done
-        printf '%s' "$out"
-    }
+    case $1 in
+    '' | *[!0-9A-Za-z_.+-]*) return 1 ;;
+    esac
+    printf '%s' "$1" | sed 's/+/%2B/g'
 }
 
 # The job's GPUs as a JSON array, or nothing (the daemon then counts every GPU). Slurm sets
