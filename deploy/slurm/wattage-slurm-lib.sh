@@ -2,20 +2,30 @@
 # Shared by wattage-prolog.sh and wattage-epilog.sh (sourced, not run; keep it beside them).
 # POSIX sh and curl. Every function returns; nothing here exits.
 
+# One line to WATTAGE_SLURM_LOG, else to syslog (tag wattage-slurm; slurmd discards what a
+# prolog writes), and to stderr.
 wt_log() {
     msg="$(date -u +%Y-%m-%dT%H:%M:%SZ) wattage-slurm: $*"
-    if [ -n "${WATTAGE_SLURM_LOG:-}" ]; then
-        printf '%s\n' "$msg" >>"$WATTAGE_SLURM_LOG" 2>/dev/null || printf '%s\n' "$msg" >&2
-    else
-        printf '%s\n' "$msg" >&2
+    if [ -n "${WATTAGE_SLURM_LOG:-}" ] && printf '%s\n' "$msg" >>"$WATTAGE_SLURM_LOG" 2>/dev/null; then
+        :
+    elif command -v logger >/dev/null 2>&1; then
+        logger -t wattage-slurm -- "$*" 2>/dev/null
     fi
+    printf '%s\n' "$msg" >&2
+    return 0
 }
 
 wt_load_settings() {
-    # The file may set WATTAGE_URL and the others; the environment of slurmd is otherwise bare.
-    f=${WATTAGE_SLURM_CONF:-/etc/default/wattage-slurm}
-    # shellcheck disable=SC1090
-    [ -r "$f" ] && . "$f"
+    # Slurm runs the scripts with an environment of its own (SLURM_* and little else), so the
+    # settings come from a file: wattage-slurm.conf beside the scripts, else
+    # /etc/default/wattage-slurm (shell assignments: WATTAGE_URL=https://...).
+    for f in "$(dirname "$0")/wattage-slurm.conf" /etc/default/wattage-slurm; do
+        if [ -r "$f" ]; then
+            # shellcheck disable=SC1090
+            . "$f"
+            break
+        fi
+    done
     WATTAGE_URL=${WATTAGE_URL:-http://127.0.0.1:9747}
     WATTAGE_URL=${WATTAGE_URL%/}
     WATTAGE_SLURM_TIMEOUT=${WATTAGE_SLURM_TIMEOUT:-3}
