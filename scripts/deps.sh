@@ -9,7 +9,7 @@ build="gcc make pkg-config libsqlite3-dev libmicrohttpd-dev libgnutls28-dev liby
 test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk
       python3-psutil python3-prometheus-client prometheus-node-exporter valgrind
       prometheus-alertmanager snmpsim snmpd snmp victoria-metrics chromium clang libclang-rt-14-dev
-      systemd lintian python3-yaml groff-base python3-protobuf"
+      systemd lintian python3-yaml groff-base python3-protobuf slurm-wlm munge"
 pkgs=$build
 [ "${1:-}" = "--test" ] && pkgs=$test
 missing=""

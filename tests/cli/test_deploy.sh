@@ -16,6 +16,16 @@ K8S=deploy/kubernetes
 PROM=deploy/prometheus
 DOCKERFILE=deploy/docker/Dockerfile
 
+# --- deploy/slurm: POSIX sh (dash parses each), the prolog and epilog executable; their
+# behaviour under a real Slurm is tests/cli/test_slurm.sh's
+for f in deploy/slurm/*.sh; do
+    check "$f parses as POSIX sh (dash -n)" dash -n "$f"
+done
+for f in deploy/slurm/wattage-prolog.sh deploy/slurm/wattage-epilog.sh; do
+    check "$f is executable and run by tests/cli/test_slurm.sh" \
+        bash -c 'test -x "$0" && grep -q "${0##*/}" tests/cli/test_slurm.sh' "$f"
+done
+
 if ! "$PY" -c 'import yaml' 2>/dev/null; then
     skip "the deployment files" "python3-yaml is not installed (scripts/deps.sh --test)"
     finish
