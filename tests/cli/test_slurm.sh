@@ -50,7 +50,8 @@ dd if=/dev/urandom of="$S/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$S/munge/munge.key"
 MSOCK=$S/munge/munge.socket
 bg munged -F --force --key-file="$S/munge/munge.key" --socket="$MSOCK" \
-    --pid-file="$S/munge/munged.pid" --log-file="$S/log/munged.log" --seed-file="$S/munge/seed"
+    --pid-file="$S/munge/munged.pid" --log-file="$S/log/munged.log" --seed-file="$S/munge/seed" \
+    >>"$S/log/munged.out" 2>&1
 check "munged answers" wait_for 10 test -S "$MSOCK"
 
 # --- Slurm: one node of 2 GPUs (gres: slurmd wants character devices, links to /dev/null and
@@ -98,8 +99,9 @@ PartitionName=wt Nodes=wtnode Default=YES MaxTime=INFINITE State=UP
 CONF
 printf 'NodeName=wtnode Name=gpu File=%s/dev/nvidia[0-1]\n' "$S" >"$S/etc/gres.conf"
 export SLURM_CONF=$S/etc/slurm.conf
-bg slurmctld -D -i -f "$SLURM_CONF"
-bg slurmd -D -N wtnode -f "$SLURM_CONF"
+# In the foreground they also log to stderr: to files, so this script's last line is its count.
+bg slurmctld -D -i -f "$SLURM_CONF" >>"$S/log/slurmctld.out" 2>&1
+bg slurmd -D -N wtnode -f "$SLURM_CONF" >>"$S/log/slurmd.out" 2>&1
 node_idle() { scontrol show node wtnode 2>/dev/null | grep -q 'State=IDLE'; }
 check "slurmctld and slurmd are up, the node idle" wait_for 30 node_idle
 
@@ -186,6 +188,9 @@ check "  and no job slurm-$J in wattage" bash -c "! curl -sf '$URL/api/v1/jobs/s
 HANG_PORT=$(free_port)
 bg python3 -c 'import socket, sys, time
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(8); time.sleep(600)' "$HANG_PORT"
+# (listening before the job starts: else the prolog's connection is refused, curl's 7, not 28)
+wait_for 10 bash -c "exec 3<>/dev/tcp/127.0.0.1/$HANG_PORT" ||
+    echo "# the hanging peer does not listen on $HANG_PORT"
 printf 'WATTAGE_URL=http://127.0.0.1:%s\nWATTAGE_SLURM_TIMEOUT=1\nWATTAGE_SLURM_LOG=%s\n' "$HANG_PORT" \
     "$S/log/wattage-slurm.log" >"$S/etc/wattage-slurm.conf"
 check "with a daemon that never answers, a batch job runs" run_job
