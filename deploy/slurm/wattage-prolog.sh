@@ -20,6 +20,7 @@ if [ ! -r "$lib" ]; then
     echo "wattage-slurm: $lib not found (install it beside $0); no wattage job" >&2
     exit 0
 fi
+# shellcheck source-path=SCRIPTDIR source=wattage-slurm-lib.sh
 . "$lib"
 
 wt_load_settings
