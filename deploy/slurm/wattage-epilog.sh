@@ -4,7 +4,13 @@
 # ends the wattage job the prolog opened (by its name, slurm-ID: the latest job of that name on
 # this node's daemon). Settings as in wattage-prolog.sh. It never fails: exit 0 and one
 # log line, so that a daemon that is down never drains a node.
-. "$(dirname "$0")/wattage-slurm-lib.sh"
+lib="$(dirname "$0")/wattage-slurm-lib.sh"
+if [ ! -r "$lib" ]; then
+    echo "wattage-slurm: $lib not found (install it beside $0); no wattage job" >&2
+    exit 0
+fi
+# shellcheck source-path=SCRIPTDIR source=wattage-slurm-lib.sh
+. "$lib"
 
 wt_load_settings
 if [ -z "${SLURM_JOB_ID:-}" ]; then

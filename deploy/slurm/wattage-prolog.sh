@@ -15,7 +15,13 @@
 #   WATTAGE_CACERT       CA for an https:// URL; WATTAGE_CERT, WATTAGE_KEY for mutual TLS
 #   WATTAGE_SLURM_LOG    log file (default: syslog, tag wattage-slurm)
 #   WATTAGE_SLURM_TIMEOUT  seconds per request (default 3)
-. "$(dirname "$0")/wattage-slurm-lib.sh"
+lib="$(dirname "$0")/wattage-slurm-lib.sh"
+if [ ! -r "$lib" ]; then
+    echo "wattage-slurm: $lib not found (install it beside $0); no wattage job" >&2
+    exit 0
+fi
+# shellcheck source-path=SCRIPTDIR source=wattage-slurm-lib.sh
+. "$lib"
 
 wt_load_settings
 if [ -z "${SLURM_JOB_ID:-}" ]; then

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Shared by wattage-prolog.sh and wattage-epilog.sh (sourced, not run; keep it beside them).
+# shellcheck disable=SC2034 # WT_ERR is read by the scripts that source this file
 # POSIX sh and curl. Every function returns; nothing here exits.
 
 # One line to WATTAGE_SLURM_LOG, else to syslog (tag wattage-slurm; slurmd discards what a
