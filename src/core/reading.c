@@ -282,6 +282,10 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                 "stamps on its answers (whole seconds: +/- 0.5 s and half the "
                                 "round trip).",
                                 WT_GAUGE},
+    [WT_M_SITE_POWER_AVG_W] = {"wattage_site_power_average_watts",
+                               "Rolling mean of the site's power over window (1m, 5m, 15m): the "
+                               "sum of the topology's facility_total meters.",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

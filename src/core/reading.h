@@ -135,6 +135,8 @@ enum wt_metric_id {
     WT_M_FAC_POWER_PERIOD_S, /* the BMC's statistics reporting period */
     /* A peer's clock (a BMC's Date header or reading stamp) minus ours: source, target. */
     WT_M_CLOCK_PEER_SKEW_S,
+    /* The site's rolling power mean (audit/power_avg.h): its facility_total meters, window. */
+    WT_M_SITE_POWER_AVG_W,
     WT_M_COUNT
 };
 

@@ -8,8 +8,9 @@
 # for the one beyond daemon.clock_max_error; a wrong password, a privilege the BMC refuses, no
 # DCMI, a password file others may read, an absent /dev/ipmi0 and a BMC that stops answering
 # (SIGSTOP) are each logged once with what went wrong, while the GPU ticks keep their time and
-# the healthy BMC stays up; the stopped BMC is read again once it answers; a BMC that says "no
-# power measurement" keeps up 1 and drops its power series until it measures again.
+# the healthy BMC stays up; the stopped BMC is read again once it answers; the site's rolling
+# power mean (its facility_total meter) is on /metrics and in /api/v1/status; a BMC that says
+# "no power measurement" keeps up 1 and drops its power series until it measures again.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -89,6 +90,7 @@ topology:
   node: n1
   meters:
     - {target: good, role: bmc, node: n1}
+    - {target: good, point: dcmi, role: facility_total}
 facility:
   kpi_window: 6s
   kpi_interval: 1s
@@ -183,6 +185,17 @@ check "  the healthy BMC is still read meanwhile" grep -qF 'wattage_collector_up
 kill -CONT "${PID_OF[skewed]}"
 check "  once it answers again it is read again" wait_for 30 grep -q 'ipmi:skewed: recovered after' "$TMP/run.log"
 check "  with its power" wait_for 5 has 'wattage_facility_power_watts{source="ipmi",target="skewed",point="dcmi",kind="chassis"} 300'
+
+# The site's rolling mean (the facility_total meters: the healthy BMC here), on /metrics and in
+# /api/v1/status, once its minute is half covered.
+site() { has 'wattage_site_power_average_watts{window="1m"}'; }
+check "the site's 1-min power mean appears" wait_for 45 site
+w=$(sed -n 's/^wattage_site_power_average_watts{window="1m"} //p' "$TMP/m.txt")
+check "  412 W, the facility_total meter's ($w)" near "$w" 412 0.01
+check "  and in /api/v1/status" bash -c "curl -s $URL/api/v1/status | $PY -c '
+import json, sys
+a = json.load(sys.stdin)[\"power_average_watts\"]
+assert abs(a[\"site\"][\"1m\"] - 412) < 0.01 and abs(a[\"node\"][\"1m\"] - 250) < 0.01, a'"
 
 # "No power measurement available": up, without a power series, said once; then back.
 power good "current 412" "state inactive"
