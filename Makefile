@@ -10,6 +10,8 @@ PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp l
            libprotobuf-c snappy
 # zstd: the store's compressed chunks (src/store/chunk.c)
 PKGS    += libzstd
+# FreeIPMI: IPMI DCMI power readings from BMCs (src/collect/ipmi.c)
+PKGS    += libfreeipmi
 # librdkafka (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves Kafka out.
 HAVE_RDKAFKA := $(shell pkg-config --exists rdkafka 2>/dev/null && echo 1)
 ifeq ($(HAVE_RDKAFKA),1)
@@ -199,3 +201,13 @@ clean:
 	rm -rf build
 
 -include $(OBJ:.o=.d) $(TESTS:=.d) $(PEERS:=.d) $(BENCH:=.d) $(FUZZ_BINS:=.d)
+
+# The DCMI module for OpenIPMI's BMC simulator (ipmi_sim's loadlib; tests/cli/test_ipmi.sh),
+# built when its headers are installed (Debian libopenipmi-dev, a test package).
+ifneq ($(wildcard /usr/include/OpenIPMI/mcserv.h),)
+all: $(BUILD)/tests/peers/ipmi_sim/dcmi_power.so
+endif
+# Never sanitized: it is loaded into ipmi_sim, which is not (ASan must come first in a process).
+$(BUILD)/tests/peers/ipmi_sim/dcmi_power.so: tests/peers/ipmi_sim/dcmi_power.c
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(filter-out -fsanitize=% -fno-sanitize-recover=%,$(CFLAGS)) -o $@ $<

@@ -5,11 +5,12 @@
 set -eu
 build="gcc make pkg-config libsqlite3-dev libmicrohttpd-dev libgnutls28-dev libyaml-dev libcjson-dev zlib1g-dev libcurl4-openssl-dev
        libsnmp-dev libmodbus-dev libprotobuf-c-dev protobuf-c-compiler libsnappy-dev librdkafka-dev
-       libzstd-dev"
+       libzstd-dev libfreeipmi-dev"
 test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk
       python3-psutil python3-prometheus-client prometheus-node-exporter valgrind
       prometheus-alertmanager snmpsim snmpd snmp victoria-metrics chromium clang libclang-rt-14-dev
-      systemd lintian python3-yaml groff-base python3-protobuf slurm-wlm munge"
+      systemd lintian python3-yaml groff-base python3-protobuf slurm-wlm munge openipmi
+      libopenipmi-dev"
 pkgs=$build
 [ "${1:-}" = "--test" ] && pkgs=$test
 missing=""

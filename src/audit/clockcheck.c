@@ -137,6 +137,91 @@ int wt_clockcheck_window(struct wt_store *st, int64_t from, int64_t to, double b
     return 0;
 }
 
+/* The largest |skew| series id gives over [from, to]: its readings, and the rollups of minutes
+ * whose readings are gone. Returns 0 (*any false when it says nothing of the window). */
+static int peer_extreme(struct wt_store *st, int64_t id, int64_t from, int64_t to, double *out,
+                        bool *any)
+{
+    struct wt_point_buf b = {0};
+    *out = 0;
+    *any = false;
+    int rc = wt_store_read(st, id, from, to, 0, 0, &b);
+    for (size_t i = 0; rc == 0 && i < b.n; i++)
+        if (!isnan(b.p[i].v) && b.p[i].t_ns >= from && b.p[i].t_ns <= to) {
+            *any = true;
+            if (fabs(b.p[i].v) > *out)
+                *out = fabs(b.p[i].v);
+        }
+    free(b.p);
+    if (rc != 0)
+        return rc;
+    int64_t first = 0, last = 0;
+    int have = wt_store_bounds(st, id, &first, &last);
+    if (have < 0)
+        return have;
+    struct wt_rollup *rows = NULL;
+    size_t n = 0;
+    if ((rc = wt_store_rollups(st, id, wt_minute_floor(from), to + 1, &rows, &n)) != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].n > 0 && (have == 0 || rows[i].t_ns + 60 * WT_NS_PER_S <= first)) {
+            double m = fmax(fabs(rows[i].min), fabs(rows[i].max));
+            *any = true;
+            if (m > *out)
+                *out = m;
+        }
+    free(rows);
+    return 0;
+}
+
+int wt_clockcheck_peers(struct wt_store *st, int64_t from, int64_t to, double bound_s,
+                        struct wt_clock_warnings *w)
+{
+    const size_t room = sizeof w->msg / sizeof w->msg[0];
+    sqlite3 *db = wt_store_db(st);
+    sqlite3_stmt *q = NULL;
+    if (!db || sqlite3_prepare_v2(db,
+                                  "SELECT id, node, labels FROM series WHERE metric = ?1 "
+                                  "ORDER BY node, labels",
+                                  -1, &q, NULL) != SQLITE_OK)
+        return -EIO;
+    sqlite3_bind_text(q, 1, wt_metrics[WT_M_CLOCK_PEER_SKEW_S].name, -1, SQLITE_STATIC);
+    int rc = 0, s;
+    size_t more = 0;
+    while (rc == 0 && (s = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *node = (const char *)sqlite3_column_text(q, 1);
+        const char *labels = (const char *)sqlite3_column_text(q, 2);
+        char src[32] = "", tgt[64] = "", placed[64] = "", who[160] = "";
+        double skew;
+        bool any;
+        if ((rc = peer_extreme(st, sqlite3_column_int64(q, 0), from, to, &skew, &any)) != 0)
+            break;
+        /* whole-second stamps: 0.5 s of any skew is the stamps' own resolution */
+        if (!any || !labels || skew - 0.5 <= bound_s)
+            continue;
+        if (w->n == room) {
+            more++;
+            continue;
+        }
+        (void)wt_labels_get(labels, "source", src, sizeof src);
+        (void)wt_labels_get(labels, "target", tgt, sizeof tgt);
+        if (wt_labels_get(labels, "node", placed, sizeof placed) == 0)
+            snprintf(who, sizeof who, " (for node %s)", placed);
+        snprintf(w->msg[w->n++], sizeof w->msg[0],
+                 "the clock of %s:%s%s was off from %s%s's by up to %.1f s in this window "
+                 "(wattage_clock_peer_skew_seconds), beyond daemon.clock_max_error (%.3f s)",
+                 src, tgt, who, node && node[0] ? "node " : "this host", node ? node : "", skew,
+                 bound_s);
+    }
+    sqlite3_finalize(q);
+    if (more && w->n == room)
+        snprintf(w->msg[room - 1], sizeof w->msg[0],
+                 "the clocks of %zu more facility devices were off beyond daemon.clock_max_error "
+                 "in this window (wattage_clock_peer_skew_seconds)",
+                 more + 1);
+    return rc;
+}
+
 int wt_clockcheck_json(cJSON *o, const struct wt_clock_warnings *w)
 {
     if (!w || w->n == 0)

@@ -47,6 +47,15 @@ struct wt_clock_warnings {
 int wt_clockcheck_window(struct wt_store *st, int64_t from, int64_t to, double bound_s,
                          struct wt_clock_warnings *w) WT_MUST_USE;
 
+/*
+ * Appends to *w (after wt_clockcheck_window) a warning per facility device whose clock
+ * (wattage_clock_peer_skew_seconds: a BMC's Date header or power reading stamp) was off from
+ * this host's by more than bound_s plus the stamps' 0.5 s in the window, for figures that put
+ * facility and chip readings side by side (kpi, report). Returns 0 or -EIO.
+ */
+int wt_clockcheck_peers(struct wt_store *st, int64_t from, int64_t to, double bound_s,
+                        struct wt_clock_warnings *w) WT_MUST_USE;
+
 /* Adds w's warnings to the JSON object o as "warnings": [...] (appending to one already there);
  * nothing when there are none. Returns 0 or -ENOMEM. */
 int wt_clockcheck_json(struct cJSON *o, const struct wt_clock_warnings *w) WT_MUST_USE;

@@ -52,7 +52,10 @@ static void point_key(const char *labels, char *key, size_t n, int *gap_src)
     (void)wt_labels_get(labels, "target", tgt, sizeof tgt);
     (void)wt_labels_get(labels, "point", pt, sizeof pt);
     snprintf(key, n, "%s\n%s\n%s", src, tgt, pt);
-    *gap_src = strcmp(src, "redfish") == 0 ? 1 : strcmp(src, "modbus") == 0 ? 2 : 0;
+    *gap_src = strcmp(src, "redfish") == 0  ? 1
+               : strcmp(src, "modbus") == 0 ? 2
+               : strcmp(src, "ipmi") == 0   ? 3
+                                            : 0;
 }
 
 /* Adds series si to meter res as its counter, integrated or power series. */

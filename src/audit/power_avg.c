@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/rolling.h"
@@ -24,7 +25,8 @@ static const struct {
 #define NWINDOWS (sizeof windows / sizeof windows[0])
 
 struct series {
-    int metric; /* WT_M_GPU_POWER_W or WT_M_CPU_POWER_W */
+    int metric; /* WT_M_GPU_POWER_W, WT_M_CPU_POWER_W or WT_M_FAC_POWER_W */
+    int meter;  /* a facility series: the facility_total meter it is read for; else -1 */
     char labels[WT_LABELS_LEN];
     struct wt_rolling r;
 };
@@ -37,15 +39,31 @@ struct wt_power_avg {
     struct series *s[MAX_SERIES];
     size_t n;
     bool said_full;
+    /* The site: the topology's facility_total meters (read at start), their sources' gaps. */
+    struct wt_meter *meters;
+    size_t nmeters;
+    int64_t fac_gap_ns[4]; /* snmp, redfish, modbus, ipmi: 3 of the collector's intervals */
     pthread_t th;
     bool started, stop, present;
     pthread_mutex_t stop_mu;
     pthread_cond_t stop_cv;
 };
 
-/* Whether a reading feeds the node's sum: GPU power, and RAPL package and DRAM power. */
-static bool wanted(const struct wt_reading *r)
+/*
+ * Whether a reading feeds the node's sum (GPU power, RAPL package and DRAM power) or the site's
+ * (the power of a facility_total meter's series: *meter its index, else -1).
+ */
+static bool wanted(const struct wt_power_avg *p, const struct wt_reading *r, int *meter)
 {
+    *meter = -1;
+    if (r->metric == WT_M_FAC_POWER_W) {
+        for (size_t i = 0; i < p->nmeters; i++)
+            if (wt_meter_matches(&p->meters[i], r->labels)) {
+                *meter = (int)i;
+                return true;
+            }
+        return false;
+    }
     if (r->metric == WT_M_GPU_POWER_W)
         return true;
     if (r->metric != WT_M_CPU_POWER_W)
@@ -56,7 +74,20 @@ static bool wanted(const struct wt_reading *r)
     return strcmp(domain, "package") == 0 || strcmp(domain, "dram") == 0;
 }
 
-static struct series *find(struct wt_power_avg *p, const struct wt_reading *r)
+/* A facility series is integrated across the gaps its collector's polls leave, not the GPUs'. */
+static int64_t gap_for(const struct wt_power_avg *p, const struct wt_reading *r)
+{
+    static const char *const sources[] = {"snmp", "redfish", "modbus", "ipmi"};
+    char src[16];
+    if (r->metric != WT_M_FAC_POWER_W || wt_labels_get(r->labels, "source", src, sizeof src))
+        return p->max_gap_ns;
+    for (size_t i = 0; i < sizeof sources / sizeof sources[0]; i++)
+        if (strcmp(src, sources[i]) == 0 && p->fac_gap_ns[i] > p->max_gap_ns)
+            return p->fac_gap_ns[i];
+    return p->max_gap_ns;
+}
+
+static struct series *find(struct wt_power_avg *p, const struct wt_reading *r, int meter)
 {
     for (size_t i = 0; i < p->n; i++)
         if (p->s[i]->metric == r->metric && strcmp(p->s[i]->labels, r->labels) == 0)
@@ -72,8 +103,9 @@ static struct series *find(struct wt_power_avg *p, const struct wt_reading *r)
     if (!s)
         return NULL;
     s->metric = r->metric;
+    s->meter = meter;
     memcpy(s->labels, r->labels, sizeof s->labels);
-    wt_rolling_init(&s->r, p->max_gap_ns);
+    wt_rolling_init(&s->r, gap_for(p, r));
     p->s[p->n++] = s;
     return s;
 }
@@ -86,7 +118,8 @@ void wt_power_avg_feed(struct wt_power_avg *p, const char *collector, const stru
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
         struct series *s;
-        if (wanted(r) && (s = find(p, r)))
+        int meter;
+        if (wanted(p, r, &meter) && (s = find(p, r, meter)))
             wt_rolling_add(&s->r, r->t_ns, r->value);
     }
     pthread_mutex_unlock(&p->mu);
@@ -99,9 +132,13 @@ static void sink(void *ctx, const char *collector, const struct wt_batch *b)
 
 int wt_power_avg_batch(struct wt_power_avg *p, int64_t now_ns, struct wt_batch *out)
 {
-    double node[NWINDOWS] = {0};
+    double node[NWINDOWS] = {0}, site[NWINDOWS] = {0};
     bool have[NWINDOWS] = {false};
-    int rc = 0;
+    /* meters with a mean per window: the site's sum is published only when every meter has
+     * one (a meter not read yet would make it a part of the site, not the site) */
+    size_t covered[NWINDOWS] = {0};
+    bool *seen = p->nmeters ? calloc(p->nmeters * NWINDOWS, sizeof *seen) : NULL;
+    int rc = p->nmeters && !seen ? -ENOMEM : 0;
     pthread_mutex_lock(&p->mu);
     for (size_t i = 0; i < p->n && rc == 0; i++) {
         const struct series *s = p->s[i];
@@ -109,6 +146,14 @@ int wt_power_avg_batch(struct wt_power_avg *p, int64_t now_ns, struct wt_batch *
             double m = wt_rolling_mean(&s->r, now_ns, windows[k].ns);
             if (isnan(m))
                 continue;
+            if (s->meter >= 0) {
+                site[k] += m;
+                if (!seen[(size_t)s->meter * NWINDOWS + k]) {
+                    seen[(size_t)s->meter * NWINDOWS + k] = true;
+                    covered[k]++;
+                }
+                continue;
+            }
             node[k] += m;
             have[k] = true;
             if (s->metric != WT_M_GPU_POWER_W)
@@ -124,7 +169,11 @@ int wt_power_avg_batch(struct wt_power_avg *p, int64_t now_ns, struct wt_batch *
         char lb[WT_LABELS_LEN];
         if (have[k] && wt_labels(lb, sizeof lb, "window", windows[k].label, NULL) == 0)
             rc = wt_batch_add(out, WT_M_NODE_POWER_AVG_W, lb, now_ns, node[k]);
+        if (rc == 0 && p->nmeters && covered[k] == p->nmeters &&
+            wt_labels(lb, sizeof lb, "window", windows[k].label, NULL) == 0)
+            rc = wt_batch_add(out, WT_M_SITE_POWER_AVG_W, lb, now_ns, site[k]);
     }
+    free(seen);
     return rc;
 }
 
@@ -169,6 +218,25 @@ static struct wt_power_avg *alloc(const struct wt_config *cfg, struct wt_hub *hu
     p->hub = hub;
     p->interval_ns = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
     p->max_gap_ns = 3 * p->interval_ns; /* the gap rule of the energy integration */
+    struct wt_topology *t = NULL;
+    struct wt_err err = {{0}};
+    if (wt_topology_load(cfg, &t, &err) == 0) {
+        for (int i = 0; i < 4; i++)
+            p->fac_gap_ns[i] = t->power_gap_ns[i];
+        for (size_t i = 0; i < t->nmeters; i++)
+            if (t->meters[i].role == WT_ROLE_FACILITY_TOTAL)
+                p->nmeters++;
+        p->meters = p->nmeters ? calloc(p->nmeters, sizeof *p->meters) : NULL;
+        if (p->nmeters && !p->meters)
+            p->nmeters = 0;
+        for (size_t i = 0, j = 0; i < t->nmeters && j < p->nmeters; i++)
+            if (t->meters[i].role == WT_ROLE_FACILITY_TOTAL)
+                p->meters[j++] = t->meters[i];
+    } else {
+        /* check-config and the daemon's start refuse such a file first: only an odd reload */
+        wt_warn("power_avg", "no site average: %s", err.msg);
+    }
+    free(t);
     pthread_mutex_init(&p->mu, NULL);
     pthread_mutex_init(&p->stop_mu, NULL);
     pthread_condattr_t ca;
@@ -223,6 +291,7 @@ void wt_power_avg_close(struct wt_power_avg *p)
     }
     for (size_t i = 0; i < p->n; i++)
         free(p->s[i]);
+    free(p->meters);
     pthread_cond_destroy(&p->stop_cv);
     pthread_mutex_destroy(&p->stop_mu);
     pthread_mutex_destroy(&p->mu);

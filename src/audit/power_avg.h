@@ -5,6 +5,9 @@
  * daemon.interval on the hub's slot "power_avg":
  *   wattage_gpu_power_average_watts{gpu,uuid,model,window="1m"|"5m"|"15m"}
  *   wattage_node_power_average_watts{window}   (GPUs + CPU packages + DRAM, as RAPL reads them)
+ *   wattage_site_power_average_watts{window}   (the topology's facility_total meters: the sum of
+ *     the power series they match, each integrated across 3 of its collector's intervals; only
+ *     once every such meter has a mean for the window. The topology is read at start.)
  * so /metrics, /api/v1/status, the store and remote write all have them. A window under half
  * covered (a daemon just started, a GPU lost for long) has no series until it is.
  */

@@ -699,7 +699,9 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
     if (r->ninlets == 0)
         add_missing(r, "no inlet temperature sensors: no ASHRAE envelope chart");
     if ((rc = wt_clockcheck_window(st, from_ns, to_ns, (double)cfg->daemon.clock_max_error_ns / 1e9,
-                                   &r->clock)))
+                                   &r->clock)) ||
+        (rc = wt_clockcheck_peers(st, from_ns, to_ns, (double)cfg->daemon.clock_max_error_ns / 1e9,
+                                  &r->clock)))
         goto fail;
     if ((rc = gather_carbon(st, cfg, r, err)) != 0)
         goto fail;

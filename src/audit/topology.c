@@ -51,7 +51,7 @@ static void defaults(struct wt_topology *t)
     t->chips_tolerance = 0.02;
     t->drift_bound = 0.10;
     t->reconcile_interval_ns = 5 * 60 * WT_NS_PER_S;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         t->power_gap_ns[i] = 30 * WT_NS_PER_S;
     t->export_lag_ns = 11 * WT_NS_PER_S;
 }
@@ -304,10 +304,10 @@ int wt_topology_parse(const char *file, const struct wt_ynode *topology,
     defaults(t);
     snprintf(t->file, sizeof t->file, "%s", file);
     if (cfg) {
-        const struct wt_collector_config *cc[3] = {&cfg->collectors.snmp, &cfg->collectors.redfish,
-                                                   &cfg->collectors.modbus};
+        const struct wt_collector_config *cc[4] = {&cfg->collectors.snmp, &cfg->collectors.redfish,
+                                                   &cfg->collectors.modbus, &cfg->collectors.ipmi};
         int64_t longest = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             int64_t iv = wt_config_interval(cfg, cc[i]);
             t->power_gap_ns[i] = 3 * iv;
             if (iv > longest)

@@ -115,11 +115,11 @@ struct wt_topology {
     int64_t reconcile_interval_ns;
     enum wt_ashrae_class ashrae_class; /* facility.ashrae_class, default A1 */
     /* power integration: a span between power readings longer than this is a gap, per source
-     * (3 intervals of collectors.<source>.interval); index 0 snmp, 1 redfish, 2 modbus */
-    int64_t power_gap_ns[3];
+     * (3 intervals of collectors.<source>.interval); index 0 snmp, 1 redfish, 2 modbus, 3 ipmi */
+    int64_t power_gap_ns[4];
     /* the exported gauges' window ends this long before now, so that the slowest facility
      * collector's latest reading and the store's latest flush are in it: the longest of
-     * collectors.{snmp,redfish,modbus}.interval plus store.flush_interval */
+     * collectors.{snmp,redfish,modbus,ipmi}.interval plus store.flush_interval */
     int64_t export_lag_ns;
 };
 

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -123,6 +124,40 @@ static int phc_offset(int fd, double *out_s)
     int64_t tp = (int64_t)p.tv_sec * WT_NS_PER_S + p.tv_nsec;
     *out_s = (double)(tp - (ta + (tb - ta) / 2)) / 1e9;
     return 0;
+}
+
+void wt_peer_skew(int64_t stamp_s, int64_t before_ns, int64_t after_ns, double *skew_s,
+                  double *uncert_s)
+{
+    if (after_ns < before_ns) { /* a clock step between the two reads: take the later alone */
+        before_ns = after_ns;
+    }
+    /* In ns until the end, so that unix seconds keep their precision. */
+    int64_t peer_mid = stamp_s * WT_NS_PER_S + WT_NS_PER_S / 2;
+    int64_t ours_mid = before_ns + (after_ns - before_ns) / 2;
+    *skew_s = (double)(peer_mid - ours_mid) / 1e9;
+    *uncert_s = 0.5 + (double)(after_ns - before_ns) / 2e9;
+}
+
+bool wt_peer_skew_beyond(double skew_s, double uncert_s, double bound_s)
+{
+    return fabs(skew_s) - uncert_s > bound_s;
+}
+
+void wt_peer_skew_note(struct wt_peer_skew_watch *w, const char *module, const char *who,
+                       double skew_s, double uncert_s, double bound_s)
+{
+    bool beyond = wt_peer_skew_beyond(skew_s, uncert_s, bound_s);
+    if (beyond && !w->beyond)
+        wt_warn(module,
+                "%s: its clock is %+.1f s (+/- %.1f s) from this host's, beyond "
+                "daemon.clock_max_error (%.3f s): its readings are stamped with this host's "
+                "time, but its own logs and counters' times are off by that much",
+                who, skew_s, uncert_s, bound_s);
+    else if (!beyond && w->beyond)
+        wt_info(module, "%s: its clock is within daemon.clock_max_error again (%+.1f s +/- %.1f s)",
+                who, skew_s, uncert_s);
+    w->beyond = beyond;
 }
 
 static int clocksync_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)

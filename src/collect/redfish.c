@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "collect/clocksync.h"
 #include "core/clock.h"
 #include "core/energy.h"
 #include "core/log.h"
@@ -85,6 +87,14 @@ struct rf {
     struct body body;
     char token[512], session_uri[URI_LEN];
     char hdr_token[512], hdr_location[URI_LEN]; /* captured from the last response */
+    char hdr_date[64];                          /* its Date header ("" without one) */
+    /* The service's clock against ours: the poll's answer with a Date and the quickest round
+     * trip (CLOCK_REALTIME around the request), for wattage_clock_peer_skew_seconds. */
+    bool have_date;
+    int64_t date_s, date_before_ns, date_after_ns;
+    double clock_bound_s; /* daemon.clock_max_error */
+    char skew_labels[WT_LABELS_LEN];
+    struct wt_peer_skew_watch skew;
     struct resource *res;
     size_t nres, capres;
     bool walked;
@@ -301,10 +311,31 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *ctx)
     size_t n = size * nmemb;
     take_header(data, n, "X-Auth-Token", s->hdr_token, sizeof s->hdr_token);
     take_header(data, n, "Location", s->hdr_location, sizeof s->hdr_location);
+    take_header(data, n, "Date", s->hdr_date, sizeof s->hdr_date);
     return n;
 }
 
 enum { HTTP_TRANSPORT = -EIO }; /* the service did not answer: the poll ends */
+
+/*
+ * Keeps the answer's Date (RFC 9110's IMF-fixdate, whole seconds: curl_getdate reads it and the
+ * obsolete forms) when its round trip is the poll's quickest so far: the tightest bound on the
+ * service's clock.
+ */
+static void note_date(struct rf *s, int64_t before, int64_t after)
+{
+    if (!s->hdr_date[0])
+        return;
+    time_t d = curl_getdate(s->hdr_date, NULL);
+    if (d <= 0)
+        return; /* unreadable, or a BMC whose clock was never set (1970) */
+    if (s->have_date && after - before >= s->date_after_ns - s->date_before_ns)
+        return;
+    s->have_date = true;
+    s->date_s = (int64_t)d;
+    s->date_before_ns = before;
+    s->date_after_ns = after;
+}
 
 /*
  * One request to a service path ("/redfish/v1/..."), the body into s->body. Returns the HTTP
@@ -338,7 +369,7 @@ static long request(struct rf *s, const char *method, const char *path, const ch
     s->body.too_big = false;
     if (s->body.p)
         s->body.p[0] = '\0';
-    s->hdr_token[0] = s->hdr_location[0] = '\0';
+    s->hdr_token[0] = s->hdr_location[0] = s->hdr_date[0] = '\0';
     s->errbuf[0] = '\0';
     if (s->serve) {
         const char *b = NULL;
@@ -366,7 +397,9 @@ static long request(struct rf *s, const char *method, const char *path, const ch
         curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
     /* DELETE rides on a GET's settings; GET and POST need no custom verb. */
     curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, strcmp(method, "DELETE") ? NULL : method);
+    int64_t before = wt_now_real_ns();
     CURLcode cc = curl_easy_perform(s->curl);
+    int64_t after = wt_now_real_ns();
     curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
     if (cc != CURLE_OK) {
@@ -386,6 +419,7 @@ static long request(struct rf *s, const char *method, const char *path, const ch
     }
     long status = 0;
     curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
+    note_date(s, before, after);
     return status;
 }
 
@@ -1408,6 +1442,7 @@ static int rf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
     s->out = out;
     s->out_start = out->len;
     s->add_rc = 0;
+    s->have_date = false;
     s->deadline_mono = wt_now_mono_ns() + WT_POLL_TIMEOUTS * s->t.timeout_ns;
     int rc = poll_walked(s, err);
     s->deadline_mono = 0;
@@ -1452,6 +1487,13 @@ static int poll_walked(struct rf *s, struct wt_err *err)
             if (wt_ratelimit_ok(&s->rl, wt_now_mono_ns(), &held))
                 wt_warn("redfish", "%s: %zu of %zu resources not read: %s suppressed=%llu",
                         s->t.name, failed, ok + failed, first.msg, (unsigned long long)held);
+        }
+        if (s->have_date) {
+            double skew, unc;
+            wt_peer_skew(s->date_s, s->date_before_ns, s->date_after_ns, &skew, &unc);
+            if (wt_batch_add(out, WT_M_CLOCK_PEER_SKEW_S, s->skew_labels, t_ns, skew) != 0)
+                return wt_err_set(err, "out of memory"), -ENOMEM;
+            wt_peer_skew_note(&s->skew, "redfish", s->t.name, skew, unc, s->clock_bound_s);
         }
         return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
     }
@@ -1549,6 +1591,9 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
         lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "rack", t->rack);
     if (!lrc && t->zone[0])
         lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "zone", t->zone);
+    /* The skew series is the clock's, not a facility reading's: the target and its placement. */
+    snprintf(s->skew_labels, sizeof s->skew_labels, "%s", s->up_labels);
+    s->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
     if (lrc != 0)
         return wt_err_set(err, "%s: labels too long", t->name);
     if (t->password_file[0]) {

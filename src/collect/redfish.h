@@ -27,6 +27,12 @@
  * max_response_bytes is refused. Only URIs on the same service (starting with /redfish/v1) are
  * ever followed, and redirects are not.
  *
+ * The service's clock: the Date header of the poll's answer with the quickest round trip gives
+ * wattage_clock_peer_skew_seconds{source="redfish",target[,node,rack,zone]} (the service minus
+ * this host; whole seconds, so +/- 0.5 s and half the round trip), with a warning in the log
+ * when it goes beyond daemon.clock_max_error (collect/clocksync.h). The readings themselves
+ * are stamped with this host's clock whatever the service's says.
+ *
  * Points are built from URI segments (unique in their collections), so a service that repeats an
  * Id still gives one series per measuring point; a series is exported at most once per poll.
  */

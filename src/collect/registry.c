@@ -10,6 +10,7 @@ extern const struct wt_collector_ops wt_modbus_collector;
 extern const struct wt_collector_ops wt_redfish_collector;
 extern const struct wt_collector_ops wt_snmp_collector;
 extern const struct wt_collector_ops wt_clock_collector;
+extern const struct wt_collector_ops wt_ipmi_collector;
 
 /* One line per source. */
 /* clang-format off */
@@ -22,6 +23,7 @@ const struct wt_collector_ops *const wt_collectors[] = {
     &wt_redfish_collector,
     &wt_snmp_collector,
     &wt_clock_collector,
+    &wt_ipmi_collector,
     NULL,
 };
 /* clang-format on */

@@ -64,6 +64,7 @@ struct wt_config {
         struct wt_collector_config redfish; /* targets: collectors.redfish.targets */
         struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */
         struct wt_collector_config clock;   /* the kernel's clock discipline, PTP clocks */
+        struct wt_collector_config ipmi;    /* targets: collectors.ipmi.targets (DCMI power) */
     } collectors;
     /*
      * How the CLI's daemon clients (job, jobs, exec) reach the daemon; flags and WATTAGE_URL,

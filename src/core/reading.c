@@ -270,6 +270,22 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                               "1 when an inlet air temperature's last reading is within the "
                               "ASHRAE class's envelope (envelope=recommended or allowable).",
                               WT_GAUGE},
+    [WT_M_FAC_POWER_STAT_W] = {"wattage_facility_power_statistic_watts",
+                               "A BMC's own power statistic (statistic=minimum, maximum or "
+                               "average) over its statistics period (IPMI DCMI).",
+                               WT_GAUGE},
+    [WT_M_FAC_POWER_PERIOD_S] = {"wattage_facility_power_statistics_period_seconds",
+                                 "The period a BMC's power statistics cover (IPMI DCMI).",
+                                 WT_GAUGE},
+    [WT_M_CLOCK_PEER_SKEW_S] = {"wattage_clock_peer_skew_seconds",
+                                "A facility device's clock minus this host's, from the time "
+                                "stamps on its answers (whole seconds: +/- 0.5 s and half the "
+                                "round trip).",
+                                WT_GAUGE},
+    [WT_M_SITE_POWER_AVG_W] = {"wattage_site_power_average_watts",
+                               "Rolling mean of the site's power over window (1m, 5m, 15m): the "
+                               "sum of the topology's facility_total meters.",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

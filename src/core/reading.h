@@ -130,6 +130,13 @@ enum wt_metric_id {
     /* Inlet air against ASHRAE's envelopes (audit/ashrae.h), sensor labels + envelope. */
     WT_M_INLET_OUTSIDE_S, /* counter: seconds outside envelope="recommended"|"allowable" */
     WT_M_INLET_COMPLIANT, /* 0/1: within the envelope at the last reading */
+    /* A BMC's DCMI power statistics (collect/ipmi.h), facility labels [+ statistic]. */
+    WT_M_FAC_POWER_STAT_W,   /* statistic="minimum"|"maximum"|"average" over the period */
+    WT_M_FAC_POWER_PERIOD_S, /* the BMC's statistics reporting period */
+    /* A peer's clock (a BMC's Date header or reading stamp) minus ours: source, target. */
+    WT_M_CLOCK_PEER_SKEW_S,
+    /* The site's rolling power mean (audit/power_avg.h): its facility_total meters, window. */
+    WT_M_SITE_POWER_AVG_W,
     WT_M_COUNT
 };
 

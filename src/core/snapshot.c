@@ -345,9 +345,48 @@ static void fac_json(cJSON *root, const struct fac_view *fv)
     }
 }
 
+/* The object under parent's key (created on first use); NULL when out of memory. */
+static cJSON *child(cJSON *parent, const char *key)
+{
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(parent, key);
+    return o ? o : cJSON_AddObjectToObject(parent, key);
+}
+
+/*
+ * The rolling power means (audit/power_avg.h) as "power_average_watts": {"1m": W, "5m": W,
+ * "15m": W}, in each GPU's object and under root's "node" and "site"; gobj[i] is the JSON object
+ * of v->gpus[i].
+ */
+static void averages_json(cJSON *root, cJSON *const *gobj, const struct view *v,
+                          const struct wt_batch *b)
+{
+    cJSON *avg = NULL;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        char win[8], idx[16];
+        cJSON *o = NULL;
+        if ((r->metric != WT_M_GPU_POWER_AVG_W && r->metric != WT_M_NODE_POWER_AVG_W &&
+             r->metric != WT_M_SITE_POWER_AVG_W) ||
+            wt_labels_get(r->labels, "window", win, sizeof win) != 0)
+            continue;
+        if (r->metric == WT_M_GPU_POWER_AVG_W) {
+            if (wt_labels_get(r->labels, "gpu", idx, sizeof idx) != 0)
+                continue;
+            for (int g = 0; g < v->ngpus && !o; g++)
+                if (gobj[g] && strcmp(v->gpus[g].index, idx) == 0)
+                    o = child(gobj[g], "power_average_watts");
+        } else if ((avg = avg ? avg : child(root, "power_average_watts"))) {
+            o = child(avg, r->metric == WT_M_NODE_POWER_AVG_W ? "node" : "site");
+        }
+        if (o && !cJSON_GetObjectItemCaseSensitive(o, win))
+            cJSON_AddNumberToObject(o, win, r->value);
+    }
+}
+
 char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *cs, size_t ncs,
                        int64_t t_ns, int pretty)
 {
+    cJSON *gobj[MAX_GPUS] = {NULL};
     struct view *v = malloc(sizeof *v);
     cJSON *root = cJSON_CreateObject();
     char *out = NULL;
@@ -366,6 +405,7 @@ char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *
         const struct gpu *g = &v->gpus[i];
         cJSON *o = cJSON_CreateObject();
         cJSON_AddItemToArray(gpus, o);
+        gobj[i] = o;
         cJSON_AddNumberToObject(o, "index", atoi(g->index));
         cJSON_AddStringToObject(o, "uuid", g->uuid);
         cJSON_AddStringToObject(o, "model", g->model);
@@ -416,6 +456,7 @@ char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *
         cJSON_AddNumberToObject(h, "memory_used_bytes", v->mem_used);
     if (v->has_mem_total)
         cJSON_AddNumberToObject(h, "memory_total_bytes", v->mem_total);
+    averages_json(root, gobj, v, b);
 
     struct fac_view *fv = malloc(sizeof *fv);
     if (fv) {

@@ -15,6 +15,7 @@ file X/index.json under --root, over HTTP or HTTPS, with switchable faults.
   big BYTES          answer 200 with a JSON body of that many bytes
   relayout OLD NEW   the service was re-laid out: every path starting OLD is now NEW (bodies are
                      rewritten to match) and OLD paths answer 404
+  clock SECONDS      serve the mockup with a Date header that many seconds off this host's clock
 --log gets one line per request: "METHOD PATH STATUS".
 --follow LIMITS:GPUS:BASE:OFFSET:SLOPE makes every "PowerConsumedWatts" the service quotes
   follow the fake NVML's GPUs, as a wall follows its chips: OFFSET + SLOPE * sum over the GPUs
@@ -61,6 +62,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, fmt, *args):
         pass
+
+    def date_time_string(self, timestamp=None):
+        """The Date header of every answer: this host's time, or off by "clock SECONDS"."""
+        c = control()
+        off = float(c[1]) if len(c) > 1 and c[0] == "clock" else 0.0
+        return super().date_time_string(time.time() + off if timestamp is None else timestamp)
 
     def note(self, status):
         if ARGS.log:

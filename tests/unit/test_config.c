@@ -192,7 +192,7 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 40 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution* */
+    WT_EQ_INT(n, 42 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -421,7 +421,7 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
         "redfish, "
-        "modbus, clock, not a list");
+        "modbus, ipmi, clock, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, client, "
                "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "

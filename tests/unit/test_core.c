@@ -447,3 +447,26 @@ WT_TEST(snapshot_shows_facility_points)
     free(text);
     wt_batch_free(&b);
 }
+
+/* /api/v1/status: the rolling power means per GPU, for the node and for the site. */
+WT_TEST(snapshot_shows_power_averages)
+{
+    struct wt_batch b = {0};
+    const char *g0 = "gpu=\"0\",uuid=\"GPU-a\",model=\"NVIDIA H200\"";
+    char lb[WT_LABELS_LEN];
+    WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, g0, 1, 301), 0);
+    snprintf(lb, sizeof lb, "%s,window=\"1m\"", g0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_AVG_W, lb, 1, 300.5), 0);
+    snprintf(lb, sizeof lb, "%s,window=\"5m\"", g0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_AVG_W, lb, 1, 290), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_NODE_POWER_AVG_W, "window=\"1m\"", 1, 400), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_SITE_POWER_AVG_W, "window=\"1m\"", 1, 120000), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_SITE_POWER_AVG_W, "window=\"15m\"", 1, 118000), 0);
+    char *js = wt_snapshot_json(&b, NULL, 0, 1, 0);
+    WT_ASSERT(js != NULL);
+    WT_CONTAINS(js, "\"power_watts\":301,\"power_average_watts\":{\"1m\":300.5,\"5m\":290}}");
+    WT_CONTAINS(js, "\"power_average_watts\":{\"node\":{\"1m\":400},\"site\":{\"1m\":120000,"
+                    "\"15m\":118000}}");
+    free(js);
+    wt_batch_free(&b);
+}

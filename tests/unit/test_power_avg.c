@@ -95,3 +95,67 @@ WT_TEST(power_avg_a_lost_gpu_is_neither_zero_nor_stretched)
     wt_batch_free(&out);
     wt_power_avg_close(p);
 }
+
+/* The site: the topology's facility_total meters, each at its collector's pace. */
+WT_TEST(power_avg_site_sums_the_facility_total_meters_once_each_is_covered)
+{
+    const char *yaml = "collectors:\n  modbus:\n    interval: 5s\n"
+                       "topology:\n  meters:\n"
+                       "    - {target: main, point: total, role: facility_total}\n"
+                       "    - {target: aux, point: in, role: facility_total}\n"
+                       "    - {target: ups, point: out, role: it_total}\n";
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&cfg);
+    if (wt_config_load_string("s.yaml", yaml, strlen(yaml), &cfg, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "config: %s", err.msg);
+    struct wt_power_avg *p = NULL;
+    WT_EQ_INT(wt_power_avg_open(&cfg, NULL, &p, &err), 0);
+    struct wt_batch b = {0}, out = {0};
+    const char *main_l = "source=\"modbus\",target=\"main\",point=\"total\",kind=\"meter\"";
+    const char *aux_l = "source=\"modbus\",target=\"aux\",point=\"in\",kind=\"meter\"";
+    const char *ups_l = "source=\"modbus\",target=\"ups\",point=\"out\",kind=\"meter\"";
+    for (int t = 0; t <= 400; t += 5) { /* a meter read every 5 s: 3 of its intervals, no gap */
+        wt_batch_clear(&b);
+        add(&b, WT_M_FAC_POWER_W, main_l, t * S, 100000);
+        if (t >= 300) /* aux comes later: 100 s of readings */
+            add(&b, WT_M_FAC_POWER_W, aux_l, t * S, 20000);
+        add(&b, WT_M_FAC_POWER_W, ups_l, t * S, 70000); /* IT, not the site's total */
+        add(&b, WT_M_GPU_POWER_W, G0, t * S, 300);      /* the node's, not the site's */
+        wt_power_avg_feed(p, "modbus:main", &b);
+    }
+    WT_EQ_INT(wt_power_avg_batch(p, 400 * S, &out), 0);
+    WT_NEAR(reading_value(&out, WT_M_SITE_POWER_AVG_W, "window=\"1m\""), 120000, 1e-6);
+    /* 5 min: aux covers 100 s of 300, under half: no site figure rather than a part of it */
+    WT_ASSERT(find_reading(&out, WT_M_SITE_POWER_AVG_W, "window=\"5m\"") == NULL);
+    WT_ASSERT(find_reading(&out, WT_M_SITE_POWER_AVG_W, "window=\"15m\"") == NULL);
+    /* the facility's power never enters the node's sum (the GPU alone, 5 s apart: a gap) */
+    const struct wt_reading *node = find_reading(&out, WT_M_NODE_POWER_AVG_W, "window=\"1m\"");
+    WT_ASSERT(node == NULL || fabs(node->value - 300) < 1e-9);
+    WT_EQ_STR(wt_metrics[WT_M_SITE_POWER_AVG_W].name, "wattage_site_power_average_watts");
+    wt_batch_free(&b);
+    wt_batch_free(&out);
+    wt_power_avg_close(p);
+    wt_config_free(&cfg);
+}
+
+WT_TEST(power_avg_no_site_without_facility_total_meters)
+{
+    struct wt_config cfg = {0};
+    cfg.daemon.interval_ns = S;
+    struct wt_power_avg *p = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_power_avg_open(&cfg, NULL, &p, &err), 0);
+    struct wt_batch b = {0}, out = {0};
+    for (int t = 0; t <= 100; t++) {
+        wt_batch_clear(&b);
+        add(&b, WT_M_FAC_POWER_W, "source=\"snmp\",target=\"pdu\",point=\"inlet1\"", t * S, 5000);
+        wt_power_avg_feed(p, "snmp:pdu", &b);
+    }
+    WT_EQ_INT(wt_power_avg_batch(p, 100 * S, &out), 0);
+    WT_EQ_INT(count_readings(&out, WT_M_SITE_POWER_AVG_W), 0);
+    WT_EQ_INT(count_readings(&out, WT_M_NODE_POWER_AVG_W), 0);
+    wt_batch_free(&b);
+    wt_batch_free(&out);
+    wt_power_avg_close(p);
+}

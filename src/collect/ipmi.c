@@ -1,0 +1,683 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IPMI DCMI collector; see ipmi.h. One target is one BMC on one FreeIPMI context, its session
+ * kept between polls. The request is sent raw (ipmi_cmd_raw) and decoded here
+ * (wt_ipmi_parse_power), so that the decoding is tested on bytes and every completion code gets
+ * its own message; FreeIPMI does the session: RMCP+ with RAKP authentication, integrity and
+ * confidentiality, retransmission, or the in-band driver.
+ */
+#include "collect/ipmi.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <freeipmi/freeipmi.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collect/clocksync.h"
+#include "core/clock.h"
+#include "core/log.h"
+#include "core/reading.h"
+#include "core/secret.h"
+#include "core/yget.h"
+
+#define SECTION "collectors.ipmi.targets"
+#define LABEL_LEN 32
+#define DCMI_GROUP 0xdc
+#define DCMI_GET_POWER_READING 0x02
+#define DCMI_MODE_SYSTEM_POWER 0x01
+#define USER_LEN 16     /* IPMI_MAX_USER_NAME_LENGTH */
+#define PASSWORD_LEN 20 /* IPMI_2_0_MAX_PASSWORD_LENGTH */
+
+enum driver { DRV_OPENIPMI, DRV_KCS, DRV_SSIF, DRV_AUTO };
+static const char *const driver_names[] = {"openipmi", "kcs", "ssif", "auto", NULL};
+enum priv { PRIV_USER, PRIV_OPERATOR, PRIV_ADMIN };
+static const char *const priv_names[] = {"user", "operator", "admin", NULL};
+static const uint8_t priv_levels[] = {IPMI_PRIVILEGE_LEVEL_USER, IPMI_PRIVILEGE_LEVEL_OPERATOR,
+                                      IPMI_PRIVILEGE_LEVEL_ADMIN};
+
+/* FreeIPMI's IPMI 2.0 workarounds, by the names its tools take (-W). */
+static const struct {
+    const char *name;
+    unsigned flag;
+} workarounds[] = {
+    {"authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES},
+    {"intel20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION},
+    {"supermicro20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION},
+    {"sun20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION},
+    {"opensesspriv", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE},
+    {"integritycheckvalue", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE},
+    {"nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK},
+};
+#define NWORKAROUNDS (sizeof workarounds / sizeof workarounds[0])
+
+struct target {
+    char name[WT_TARGET_NAME_LEN + 1];
+    char host[256]; /* "" in band */
+    bool inband;
+    int driver;
+    char device[WT_PATH_LEN];
+    char username[USER_LEN + 1];
+    char password_file[WT_PATH_LEN];
+    int priv;
+    int64_t cipher_suite;
+    unsigned workaround_flags;
+    int64_t timeout_ns, interval_ns;
+    char node[LABEL_LEN], rack[LABEL_LEN], zone[LABEL_LEN];
+};
+
+struct ipmi {
+    struct target t;
+    char password[PASSWORD_LEN + 1];
+    ipmi_ctx_t ctx;
+    bool open;            /* the session (or the device) is open */
+    double clock_bound_s; /* daemon.clock_max_error */
+    bool inactive;        /* the last answer said "no power measurement available" */
+    bool relative_said;   /* the time stamps are relative: said once */
+    char up_labels[WT_LABELS_LEN], labels[WT_LABELS_LEN], skew_labels[WT_LABELS_LEN];
+    char who[WT_TARGET_NAME_LEN + 8];
+    struct wt_peer_skew_watch skew;
+};
+
+/* ---- configuration ---- */
+
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                    const char *key, const char *fmt, ...)
+{
+    char p[192], msg[WT_ERR_LEN];
+    const struct wt_ynode *n = wt_y_get(m, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
+}
+
+static bool name_ok(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '-'))
+            return false;
+    return true;
+}
+
+/* HOST or HOST:PORT, a name or an IPv4 address (FreeIPMI's form). */
+static bool host_ok(const char *h)
+{
+    const char *colon = strchr(h, ':');
+    if (!*h || *h == ':' || strpbrk(h, " /@[]?#"))
+        return false;
+    if (colon) {
+        char *end;
+        long port = strtol(colon + 1, &end, 10);
+        if (colon[1] == '\0' || *end || port < 1 || port > 65535 || strchr(colon + 1, ':'))
+            return false;
+    }
+    return true;
+}
+
+static int parse_workarounds(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                             unsigned *flags)
+{
+    const struct wt_ynode *w = wt_y_get(m, "workarounds");
+    char p[192], ip[200];
+    *flags = 0;
+    if (!w)
+        return 0;
+    wt_y_path(p, sizeof p, path, "workarounds");
+    int rc = wt_y_seq(g, w, p);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wt_ynode *e = w->child[i];
+        size_t k = 0;
+        wt_y_index(ip, sizeof ip, p, i);
+        while (k < NWORKAROUNDS && e->kind == WT_YNODE_SCALAR &&
+               strcmp(e->value, workarounds[k].name) != 0)
+            k++;
+        if (k == NWORKAROUNDS)
+            return wt_y_fail(g, e, ip,
+                             "expected one of authcap, intel20, supermicro20, sun20, "
+                             "opensesspriv, integritycheckvalue, nochecksumcheck");
+        *flags |= workarounds[k].flag;
+    }
+    return 0;
+}
+
+static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        struct target *t)
+{
+    static const char *const keys[] = {"name",         "host",        "inband",        "driver",
+                                       "device",       "username",    "password_file", "privilege",
+                                       "cipher_suite", "workarounds", "timeout",       "interval",
+                                       "node",         "rack",        "zone",          NULL};
+    int rc = wt_y_keys(g, m, path, keys);
+    memset(t, 0, sizeof *t);
+    t->timeout_ns = 5 * WT_NS_PER_S;
+    t->cipher_suite = 3;
+    snprintf(t->device, sizeof t->device, "/dev/ipmi0");
+    if (!rc)
+        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
+    if (!rc && !name_ok(t->name))
+        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                      WT_TARGET_NAME_LEN, t->name);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "host", false, t->host, sizeof t->host);
+    if (!rc)
+        rc = wt_y_bool(g, m, path, "inband", &t->inband);
+    if (!rc && t->inband == (t->host[0] != '\0'))
+        rc = key_fail(g, m, path, t->host[0] ? "inband" : "host",
+                      t->host[0] ? "host (over the LAN) and inband: true exclude each other"
+                                 : "expected host (a BMC over the LAN) or inband: true (this "
+                                   "machine's own BMC)");
+    if (!rc && t->host[0] && !host_ok(t->host))
+        rc = key_fail(g, m, path, "host", "expected HOST or HOST:PORT (got \"%s\")", t->host);
+    if (!rc)
+        rc = wt_y_enum(g, m, path, "driver", driver_names, &t->driver);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "device", false, t->device, sizeof t->device);
+    /* The in-band keys and the LAN ones do not mix: a key that would be ignored is a mistake. */
+    static const char *const lan_only[] = {"username",     "password_file", "privilege",
+                                           "cipher_suite", "workarounds",   NULL};
+    static const char *const inband_only[] = {"driver", "device", NULL};
+    const char *const *other = t->inband ? lan_only : inband_only;
+    for (size_t i = 0; !rc && other[i]; i++)
+        if (wt_y_get(m, other[i]))
+            rc = key_fail(g, m, path, other[i], "only for %s targets",
+                          t->inband ? "LAN (host:)" : "in-band (inband: true)");
+    if (!rc)
+        rc = wt_y_string(g, m, path, "username", false, t->username, sizeof t->username);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "password_file", !t->inband, t->password_file,
+                         sizeof t->password_file);
+    if (!rc)
+        rc = wt_y_enum(g, m, path, "privilege", priv_names, &t->priv);
+    if (!rc)
+        rc = wt_y_int(g, m, path, "cipher_suite", 0, 17, &t->cipher_suite);
+    if (!rc && !IPMI_CIPHER_SUITE_ID_SUPPORTED(t->cipher_suite))
+        rc = key_fail(g, m, path, "cipher_suite",
+                      "expected a cipher suite of IPMI 2.0 that FreeIPMI speaks: 0-3, 6-8, 11, "
+                      "12, 15-17 (got %lld)",
+                      (long long)t->cipher_suite);
+    if (!rc)
+        rc = parse_workarounds(g, m, path, &t->workaround_flags);
+    if (!rc)
+        rc = wt_y_duration_in(g, m, path, "timeout", false, 100 * WT_Y_MS, WT_Y_NET_TIMEOUT_MAX,
+                              "FreeIPMI retransmits within the session timeout: under 100ms it "
+                              "cannot, over 60s one dead BMC stalls its thread",
+                              &t->timeout_ns);
+    if (!rc)
+        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
+                              WT_Y_WHY_NET_POLL, &t->interval_ns);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "node", false, t->node, sizeof t->node);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "rack", false, t->rack, sizeof t->rack);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "zone", false, t->zone, sizeof t->zone);
+    return rc;
+}
+
+/* As redfish.c: the count of targets, or -EINVAL; target `want` is copied to *one. */
+static int parse_section(const char *file, const struct wt_ynode *node, long want,
+                         struct target *one, struct wt_target *names, size_t max,
+                         struct wt_err *err)
+{
+    struct wt_yget g = {.file = file, .err = err};
+    char path[64];
+    int rc = wt_y_seq(&g, node, SECTION);
+    if (rc)
+        return rc;
+    size_t n = node && node->kind == WT_YNODE_SEQ ? node->n : 0;
+    if (n > WT_MAX_TARGETS)
+        return wt_y_fail(&g, node, SECTION, "at most %d targets (got %zu)", WT_MAX_TARGETS, n);
+    char seen[WT_MAX_TARGETS][WT_TARGET_NAME_LEN + 1];
+    for (size_t i = 0; i < n; i++) {
+        struct target t;
+        wt_y_index(path, sizeof path, SECTION, i);
+        rc = parse_target(&g, node->child[i], path, &t);
+        for (size_t j = 0; j < i && rc == 0; j++)
+            if (strcmp(seen[j], t.name) == 0)
+                rc = key_fail(&g, node->child[i], path, "name", "\"%s\" is used by another target",
+                              t.name);
+        if (rc)
+            return rc;
+        snprintf(seen[i], sizeof seen[i], "%s", t.name);
+        if (names && i < max) {
+            snprintf(names[i].name, sizeof names[i].name, "%s", t.name);
+            names[i].interval_ns = t.interval_ns;
+        }
+        if ((long)i == want && one)
+            *one = t;
+    }
+    return (int)n;
+}
+
+int wt_ipmi_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
+{
+    int rc = parse_section(file, node, -1, NULL, NULL, 0, err);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- decoding ---- */
+
+static unsigned le16(const uint8_t *p)
+{
+    return (unsigned)p[0] | (unsigned)p[1] << 8;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int wt_ipmi_parse_power(const uint8_t *rs, size_t n, struct wt_dcmi_power *out, struct wt_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return wt_err_set(err, "DCMI Get Power Reading: an answer of %zu bytes", n), -EPROTO;
+    uint8_t cc = rs[1];
+    switch (cc) {
+    case 0x00:
+        break;
+    case 0xc1:
+    case 0xcc:
+        wt_err_set(err,
+                   "the BMC does not support DCMI power readings (Get Power Reading answered "
+                   "completion code 0x%02X: %s)",
+                   cc, cc == 0xc1 ? "invalid command" : "invalid data field");
+        return -ENOTSUP;
+    case 0xd4:
+        wt_err_set(err, "DCMI Get Power Reading needs a higher privilege (completion code 0xD4): "
+                        "set privilege: operator or admin");
+        return -EACCES;
+    case 0xc0:
+        wt_err_set(err, "the BMC is busy (completion code 0xC0)");
+        return -EBUSY;
+    default:
+        wt_err_set(err, "DCMI Get Power Reading failed with completion code 0x%02X", cc);
+        return -EPROTO;
+    }
+    if (n < 20)
+        return wt_err_set(err, "DCMI Get Power Reading: an answer of %zu bytes, expected 20", n),
+               -EPROTO;
+    if (rs[2] != DCMI_GROUP)
+        return wt_err_set(err, "DCMI Get Power Reading: group 0x%02X in the answer, not 0xDC",
+                          rs[2]),
+               -EPROTO;
+    out->current_w = le16(rs + 3);
+    out->minimum_w = le16(rs + 5);
+    out->maximum_w = le16(rs + 7);
+    out->average_w = le16(rs + 9);
+    out->stamp = le32(rs + 11);
+    out->period_s = (double)le32(rs + 15) / 1000.0;
+    out->active = (rs[19] & 0x40) != 0;
+    return 0;
+}
+
+/* ---- the session ---- */
+
+static pthread_once_t rmcpplus_once = PTHREAD_ONCE_INIT;
+static int rmcpplus_rc;
+static void rmcpplus_init_once(void)
+{
+    /* The crypto library's set-up, once for the process (FreeIPMI asks for it before threads;
+     * libgcrypt 1.6 and later need no thread callbacks, so a first target's thread is fine). */
+    rmcpplus_rc = ipmi_rmcpplus_init();
+}
+
+/* A negative errno for what FreeIPMI said, so that callers tell refusals from silence. */
+static int errnum_rc(int e)
+{
+    switch (e) {
+    case IPMI_ERR_USERNAME_INVALID:
+    case IPMI_ERR_PASSWORD_INVALID:
+    case IPMI_ERR_K_G_INVALID:
+    case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+    case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
+    case IPMI_ERR_PERMISSION:
+        return -EACCES;
+    case IPMI_ERR_CONNECTION_TIMEOUT:
+    case IPMI_ERR_SESSION_TIMEOUT:
+    case IPMI_ERR_MESSAGE_TIMEOUT:
+    case IPMI_ERR_DRIVER_TIMEOUT:
+        return -ETIMEDOUT;
+    case IPMI_ERR_DEVICE_NOT_FOUND:
+    case IPMI_ERR_DEVICE_NOT_SUPPORTED:
+        return -ENOENT;
+    case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
+    case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
+    case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
+        return -EPROTONOSUPPORT;
+    default:
+        return -EIO;
+    }
+}
+
+static void disconnect(struct ipmi *s)
+{
+    if (s->ctx) {
+        if (s->open)
+            ipmi_ctx_close(s->ctx);
+        ipmi_ctx_destroy(s->ctx);
+    }
+    s->ctx = NULL;
+    s->open = false;
+}
+
+static int connect_bmc(struct ipmi *s, struct wt_err *err)
+{
+    const struct target *t = &s->t;
+    disconnect(s);
+    if (!(s->ctx = ipmi_ctx_create()))
+        return wt_err_set(err, "out of memory (ipmi_ctx_create)"), -ENOMEM;
+    int rc;
+    if (!t->inband) {
+        unsigned tmo = (unsigned)(t->timeout_ns / WT_NS_PER_MS);
+        /* Retransmit a few times within the session timeout (FreeIPMI's default is 1 s of 20). */
+        unsigned retrans = tmo / 4 ? tmo / 4 : 1;
+        if (retrans > 1000)
+            retrans = 1000;
+        rc = ipmi_ctx_open_outofband_2_0(s->ctx, t->host, t->username[0] ? t->username : NULL,
+                                         s->password, NULL, 0, priv_levels[t->priv],
+                                         (uint8_t)t->cipher_suite, tmo, retrans,
+                                         t->workaround_flags, IPMI_FLAGS_DEFAULT);
+    } else if (t->driver == DRV_AUTO) {
+        ipmi_driver_type_t type;
+        rc = ipmi_ctx_find_inband(s->ctx, &type, 0, 0, 0, NULL, 0, IPMI_FLAGS_DEFAULT);
+        if (rc == 0) {
+            wt_err_set(err, "no in-band IPMI interface found (no /dev/ipmi0, KCS, SSIF...)");
+            disconnect(s);
+            return -ENOENT;
+        }
+        rc = rc == 1 ? 0 : -1;
+    } else {
+        static const ipmi_driver_type_t types[] = {IPMI_DEVICE_OPENIPMI, IPMI_DEVICE_KCS,
+                                                   IPMI_DEVICE_SSIF};
+        rc = ipmi_ctx_open_inband(s->ctx, types[t->driver], 0, 0, 0,
+                                  t->driver == DRV_KCS ? NULL : t->device, 0, IPMI_FLAGS_DEFAULT);
+    }
+    if (rc < 0) {
+        int e = ipmi_ctx_errnum(s->ctx);
+        int nrc = errnum_rc(e);
+        if (t->inband)
+            wt_err_set(err, "cannot open the in-band IPMI interface (%s%s%s): %s",
+                       driver_names[t->driver], t->driver == DRV_KCS ? "" : " ",
+                       t->driver == DRV_KCS ? "" : t->device, ipmi_ctx_errormsg(s->ctx));
+        else if (nrc == -ETIMEDOUT)
+            wt_err_set(err, "%s: no answer within %.3g s (%s)", t->host,
+                       (double)t->timeout_ns / WT_NS_PER_S, ipmi_ctx_errormsg(s->ctx));
+        else
+            wt_err_set(err, "%s: cannot open an IPMI 2.0 session as %s%s%s: %s", t->host,
+                       t->username[0] ? "\"" : "", t->username[0] ? t->username : "the null user",
+                       t->username[0] ? "\"" : "", ipmi_ctx_errormsg(s->ctx));
+        disconnect(s);
+        return nrc;
+    }
+    s->open = true;
+    return 0;
+}
+
+/* Sends Get Power Reading; *before and *after bracket it (CLOCK_REALTIME). Returns the answer's
+ * length or a negative errno with err. */
+static int send_reading(struct ipmi *s, uint8_t *rs, size_t rsn, int64_t *before, int64_t *after,
+                        struct wt_err *err)
+{
+    const uint8_t rq[] = {DCMI_GET_POWER_READING, DCMI_GROUP, DCMI_MODE_SYSTEM_POWER, 0, 0};
+    *before = wt_now_real_ns();
+    int n = ipmi_cmd_raw(s->ctx, IPMI_BMC_IPMB_LUN_BMC, IPMI_NET_FN_GROUP_EXTENSION_RQ, rq,
+                         sizeof rq, rs, (unsigned)rsn);
+    *after = wt_now_real_ns();
+    if (n < 0) {
+        int e = ipmi_ctx_errnum(s->ctx);
+        int nrc = errnum_rc(e);
+        if (nrc == -ETIMEDOUT)
+            wt_err_set(err, "%s: no answer to DCMI Get Power Reading within %.3g s (%s)",
+                       s->t.inband ? s->t.device : s->t.host, (double)s->t.timeout_ns / WT_NS_PER_S,
+                       ipmi_ctx_errormsg(s->ctx));
+        else
+            wt_err_set(err, "%s: DCMI Get Power Reading: %s", s->t.inband ? s->t.device : s->t.host,
+                       ipmi_ctx_errormsg(s->ctx));
+        return nrc;
+    }
+    return n;
+}
+
+/* ---- polling ---- */
+
+static int add(struct wt_batch *out, int metric, const char *labels, const char *key,
+               const char *value, int64_t t_ns, double v)
+{
+    char l[WT_LABELS_LEN];
+    if (!key)
+        return wt_batch_add(out, metric, labels, t_ns, v);
+    snprintf(l, sizeof l, "%s", labels);
+    if (wt_labels_add(l, sizeof l, key, value) != 0)
+        return -E2BIG;
+    return wt_batch_add(out, metric, l, t_ns, v);
+}
+
+static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    struct ipmi *s = state;
+    uint8_t rs[64];
+    int64_t before = 0, after = 0;
+    bool fresh = false;
+    int n;
+    if (!s->open) {
+        int rc = connect_bmc(s, err);
+        if (rc)
+            return rc;
+        fresh = true;
+    }
+    n = send_reading(s, rs, sizeof rs, &before, &after, err);
+    if (n < 0 && !fresh && n != -EACCES) {
+        /* A session from an earlier poll: the BMC may have restarted or dropped it. */
+        wt_debug("ipmi", "%s: %s; opening a new session", s->t.name, err->msg);
+        int rc = connect_bmc(s, err);
+        if (rc)
+            return rc;
+        n = send_reading(s, rs, sizeof rs, &before, &after, err);
+    }
+    if (n < 0) {
+        disconnect(s);
+        return n;
+    }
+    struct wt_dcmi_power p;
+    int rc = wt_ipmi_parse_power(rs, (size_t)n, &p, err);
+    if (rc)
+        return rc; /* the session is fine: the BMC answered */
+    if (!p.active) {
+        if (!s->inactive)
+            wt_warn("ipmi",
+                    "%s: the BMC has no power measurement now (DCMI power reading state "
+                    "not active; many BMCs say so while the host is off)",
+                    s->t.name);
+        s->inactive = true;
+        return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
+    }
+    if (s->inactive)
+        wt_info("ipmi", "%s: the BMC measures power again", s->t.name);
+    s->inactive = false;
+    if ((rc = add(out, WT_M_FAC_POWER_W, s->labels, NULL, NULL, t_ns, p.current_w)) ||
+        (rc = add(out, WT_M_FAC_POWER_STAT_W, s->labels, "statistic", "minimum", t_ns,
+                  p.minimum_w)) ||
+        (rc = add(out, WT_M_FAC_POWER_STAT_W, s->labels, "statistic", "maximum", t_ns,
+                  p.maximum_w)) ||
+        (rc = add(out, WT_M_FAC_POWER_STAT_W, s->labels, "statistic", "average", t_ns,
+                  p.average_w)) ||
+        (rc = add(out, WT_M_FAC_POWER_PERIOD_S, s->labels, NULL, NULL, t_ns, p.period_s)))
+        goto fail;
+    if (p.stamp > WT_IPMI_STAMP_RELATIVE_MAX && p.stamp != 0xffffffffu) {
+        double skew, unc;
+        wt_peer_skew((int64_t)p.stamp, before, after, &skew, &unc);
+        if ((rc = add(out, WT_M_CLOCK_PEER_SKEW_S, s->skew_labels, NULL, NULL, t_ns, skew)))
+            goto fail;
+        wt_peer_skew_note(&s->skew, "ipmi", s->who, skew, unc, s->clock_bound_s);
+    } else if (!s->relative_said) {
+        wt_info("ipmi",
+                "%s: the BMC's time stamps count from its start (0x%08X), not the "
+                "calendar: its clock's skew is not known",
+                s->t.name, (unsigned)p.stamp);
+        s->relative_said = true;
+    }
+    if ((rc = wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1)) != 0)
+        goto fail;
+    return 0;
+fail:
+    wt_err_set(err, "%s", rc == -E2BIG ? "labels too long" : "out of memory");
+    return rc;
+}
+
+static const struct wt_collector_config *ipmi_config(const struct wt_config *cfg)
+{
+    return &cfg->collectors.ipmi;
+}
+
+static size_t ipmi_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
+{
+    struct wt_err err = {{0}};
+    const struct wt_ynode *sec = wt_config_section(cfg, SECTION);
+    if (!sec)
+        return 0;
+    int n = parse_section(wt_config_file(cfg), sec, -1, NULL, out, max, &err);
+    if (n < 0) {
+        wt_error("ipmi", "%s", err.msg);
+        return 0;
+    }
+    return (size_t)n < max ? (size_t)n : max;
+}
+
+static void ipmi_close(void *state)
+{
+    struct ipmi *s = state;
+    if (!s)
+        return;
+    disconnect(s);
+    explicit_bzero(s->password, sizeof s->password);
+    free(s);
+}
+
+/* Reads the first line of the password file (never logged): at most 20 bytes in IPMI 2.0. */
+static int read_password(const char *path, char *out, size_t n, struct wt_err *err)
+{
+    char line[256];
+    int rc = wt_check_secret_file("password_file", path, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
+        return -e;
+    }
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    if (!got) {
+        wt_err_set(err, "password_file %s is empty", path);
+        return -EINVAL;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    size_t len = strlen(line);
+    if (len >= n) {
+        explicit_bzero(line, sizeof line);
+        wt_err_set(err, "password_file %s: an IPMI 2.0 password has at most %d characters", path,
+                   PASSWORD_LEN);
+        return -EINVAL;
+    }
+    memcpy(out, line, len + 1);
+    explicit_bzero(line, sizeof line);
+    return 0;
+}
+
+static int placement(char *buf, size_t n, const struct target *t)
+{
+    int rc = 0;
+    if (!rc && t->node[0])
+        rc = wt_labels_add(buf, n, "node", t->node);
+    if (!rc && t->rack[0])
+        rc = wt_labels_add(buf, n, "rack", t->rack);
+    if (!rc && t->zone[0])
+        rc = wt_labels_add(buf, n, "zone", t->zone);
+    return rc;
+}
+
+static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
+{
+    struct ipmi *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    *state = s;
+    int n = parse_section(wt_config_file(cfg), wt_config_section(cfg, SECTION), (long)i, &s->t,
+                          NULL, 0, err);
+    if (n < 0)
+        return n;
+    if ((size_t)n <= i) {
+        wt_err_set(err, "no IPMI target %zu in the configuration", i);
+        return -ENOENT;
+    }
+    const struct target *t = &s->t;
+    s->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
+    snprintf(s->who, sizeof s->who, "%s", t->name);
+    int lrc =
+        wt_labels(s->up_labels, sizeof s->up_labels, "source", "ipmi", "target", t->name, NULL);
+    if (!lrc)
+        lrc = placement(s->up_labels, sizeof s->up_labels, t);
+    if (!lrc)
+        lrc = wt_labels(s->skew_labels, sizeof s->skew_labels, "source", "ipmi", "target", t->name,
+                        NULL);
+    if (!lrc)
+        lrc = placement(s->skew_labels, sizeof s->skew_labels, t);
+    if (!lrc)
+        lrc = wt_labels(s->labels, sizeof s->labels, "source", "ipmi", "target", t->name, "point",
+                        "dcmi", "kind", "chassis", NULL);
+    if (!lrc)
+        lrc = placement(s->labels, sizeof s->labels, t);
+    if (lrc)
+        return wt_err_set(err, "%s: labels too long", t->name), -E2BIG;
+    if (t->inband && t->driver != DRV_KCS && t->driver != DRV_AUTO &&
+        access(t->device, F_OK) != 0) {
+        /* Not an error: the kernel's IPMI drivers (ipmi_si, ipmi_devintf) are not loaded, or
+         * this machine has no BMC. The loop looks again later. */
+        wt_err_set(err, "%s: no %s (load the kernel's ipmi_si and ipmi_devintf modules)", t->name,
+                   t->device);
+        return -ENOENT;
+    }
+    if (t->password_file[0]) {
+        int rc = read_password(t->password_file, s->password, sizeof s->password, err);
+        if (rc)
+            return rc;
+    }
+    pthread_once(&rmcpplus_once, rmcpplus_init_once);
+    if (!t->inband && rmcpplus_rc != 0)
+        return wt_err_set(err, "FreeIPMI cannot start its cryptography (ipmi_rmcpplus_init)"), -EIO;
+    if (!t->inband && t->cipher_suite == 0)
+        wt_warn("ipmi", "%s: cipher_suite 0: the session is neither authenticated nor encrypted",
+                t->name);
+    return 0;
+}
+
+/* After a failed poll: the BMC is down (its last readings are stale and go). */
+static int ipmi_down(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    const struct ipmi *s = state;
+    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
+}
+
+const struct wt_collector_ops wt_ipmi_collector = {
+    .name = "ipmi",
+    .config = ipmi_config,
+    .poll = ipmi_poll,
+    .close = ipmi_close,
+    .targets = ipmi_targets,
+    .open_target = ipmi_open_target,
+    .down = ipmi_down,
+};

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * IPMI DCMI collector (FreeIPMI's libfreeipmi): a server's own power as its BMC measures it,
+ * for BMCs without Redfish. Each target in `collectors.ipmi.targets` is one BMC, reached
+ *   over the LAN: IPMI 2.0 (RMCP+, "lanplus") to host[:port] with a user, a password read from
+ *     password_file (never logged), a privilege level (user by default: DCMI Get Power Reading
+ *     needs no more), a cipher suite (3 by default) and FreeIPMI's workaround flags for BMCs
+ *     that bend the protocol (ipmi_sim, some Supermicro, Intel and Sun firmware), or
+ *   in band: through the kernel's IPMI driver (/dev/ipmi0, driver openipmi), or the KCS or SSIF
+ *     interfaces FreeIPMI drives itself (driver kcs|ssif; root only), or whatever FreeIPMI
+ *     finds (driver auto).
+ * Each poll sends DCMI Get Power Reading (NetFn 0x2C, group 0xDC, command 0x02, mode 1: system
+ * power statistics) and gives
+ *   wattage_facility_power_watts{source="ipmi",target,point="dcmi",kind="chassis"[,node,rack,
+ *     zone]} the current power, so that a topology meter of role bmc (default match
+ *     {kind: chassis}) reads it as it reads a Redfish BMC's chassis power;
+ *   wattage_facility_power_statistic_watts{...,statistic="minimum"|"maximum"|"average"} over
+ *   wattage_facility_power_statistics_period_seconds, the BMC's statistics reporting period;
+ *   wattage_clock_peer_skew_seconds{source="ipmi",target...}: the reading's time stamp (the
+ *     BMC's clock, whole seconds) minus this host's clock (collect/clocksync.h), when the
+ *     stamp is an absolute time (IPMI stamps up to 0x20000000 count from the BMC's start);
+ *   wattage_facility_up 1.
+ * A BMC that says "no power measurement available" (state bit clear; many do while the host is
+ * off) gives up 1 and no power, said once when it starts and once when it ends.
+ *
+ * The session is opened at the first poll and kept; a command that fails on a session opened
+ * at an earlier poll (the BMC restarted, the session expired) is sent once more on a new one.
+ * A BMC that does not answer (the session timeout: `timeout`, 5 s by default), refuses the
+ * password or the privilege, or does not support DCMI (completion code 0xC1 or 0xCC) fails that
+ * poll with a message that says which; the loop logs it (rate-limited), backs off and polls
+ * again: nothing here stops the daemon.
+ */
+#ifndef WT_IPMI_H
+#define WT_IPMI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "core/source.h"
+#include "core/yamltree.h"
+
+extern const struct wt_collector_ops wt_ipmi_collector;
+
+/* Checks the section collectors.ipmi.targets (see sections.c). Returns 0 or -EINVAL. */
+int wt_ipmi_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
+
+/* DCMI Get Power Reading's answer, in base units. */
+struct wt_dcmi_power {
+    double current_w, minimum_w, maximum_w, average_w;
+    uint32_t stamp;  /* the BMC's IPMI time stamp: unix seconds above 0x20000000 */
+    double period_s; /* statistics reporting period (the wire says milliseconds) */
+    bool active;     /* power measurement active (state byte bit 6) */
+};
+
+/* IPMI time stamps up to this count seconds from the controller's initialisation. */
+#define WT_IPMI_STAMP_RELATIVE_MAX 0x20000000u
+
+/*
+ * Decodes the response of DCMI Get Power Reading as ipmi_cmd_raw returns it: rs[0] the command
+ * (0x02), rs[1] the completion code, rs[2] the group (0xDC), then 16-bit little-endian watts
+ * (current, minimum, maximum, average), the 32-bit time stamp and period (ms), and the state
+ * byte. Returns 0; -ENOTSUP when the BMC does not support the command (completion code 0xC1
+ * invalid command, 0xCC invalid data: no DCMI, or not this mode); -EACCES for 0xD4
+ * (insufficient privilege); -EBUSY for 0xC0 (node busy); -EPROTO for another code, another
+ * group, or a response shorter than 20 bytes. err says which, with the code.
+ */
+int wt_ipmi_parse_power(const uint8_t *rs, size_t n, struct wt_dcmi_power *out,
+                        struct wt_err *err) WT_MUST_USE;
+
+#endif
