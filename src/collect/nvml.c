@@ -24,6 +24,7 @@
 
 #include "collect/attrib.h"
 #include "collect/nvml_api.h"
+#include "collect/nvml_fields.h"
 #include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -294,6 +295,7 @@ struct nvml_state {
     unsigned int util_cap;
     unsigned int n;
     struct gpu *gpus;
+    struct wt_nvml_fields *fields; /* interconnect counters, GPM, units (nvml_fields.h) */
 };
 
 #define PROCS_EVERY_NS WT_NS_PER_S
@@ -1152,6 +1154,7 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
                     (unsigned long long)suppressed);
     }
     *rc |= emit(s, g, &v, t_ns, out);
+    *rc |= wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, t_ns, out);
     return NVML_SUCCESS;
 }
 
@@ -1439,6 +1442,7 @@ static void nvml_close(void *state)
     pthread_mutex_unlock(&procs_mu);
     wt_attrib_close(s->attrib);
     free(s->util_buf);
+    wt_nvml_fields_close(s->fields); /* its GPM samples, while NVML is still up */
     if (s->inited)
         xid_stop(s);
     if (s->inited)
@@ -1554,6 +1558,9 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
             mark_down(s, g, &tk);
     }
     xid_start(s);
+    /* Counters and GPM are additions too: without memory for them the GPUs are still read. */
+    if (wt_nvml_fields_open(s->dl, s->library, s->n, s->fn.error_string, &s->fields) != 0)
+        s->fields = NULL;
     /* Attribution is an addition: without memory for it the GPUs are still read. */
     s->util_cap = PROCS_BUF;
     if ((!cfg || cfg->collectors.nvml_attribution) &&
@@ -1584,6 +1591,7 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         }
     }
     poll_procs(s, t_ns, out, &rc);
+    rc |= wt_nvml_fields_poll_units(s->fields, t_ns, out);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {
