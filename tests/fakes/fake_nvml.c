@@ -93,6 +93,9 @@
  *   NOT_SUPPORTED names for these: events, ecc, remap, pcie_replay, mem_temp, fan, vbios.
  *   nvmlDeviceGetVbiosVersion is "96.00.89.00.01", nvmlSystemGetCudaDriverVersion_v2 12040.
  *   The event calls answer UNINITIALIZED once the last session is shut down, like every call.
+ *   A signal handled by the waiting thread ends nvmlEventSetWait early with NVML_ERROR_TIMEOUT
+ *   (what the driver does was not measured); FAKE_NVML_WAIT_SIGNAL=ignore: the wait goes on to
+ *   its timeout or event, as a library that retries on EINTR would.
  *
  *   Interconnect counters, GPM, power source and S-class units (each absent unless set; seconds
  *   after T0; a FAKE_NVML_RESET of GPU g restarts its counters from 0 too, as a driver reload):
@@ -143,6 +146,7 @@
  *   fake_nvml_energy               -DFAKE_NVML_TOOL: `fake_nvml_energy GPU FROM TO` prints the
  *                                  exact energy in joules (needs FAKE_NVML_T0 and the same env).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -259,6 +263,7 @@ static struct {
     unsigned int units;
     struct health psu_abnormal[MAX_EVENTS];
     int npsu_abnormal;
+    bool wait_ignores_signal;
 } fk;
 
 #define DEFAULT_LIMIT_MW 700000u
@@ -436,6 +441,7 @@ static void load(void)
     if (fk.units > 16)
         fk.units = 16;
     fk.npsu_abnormal = load_health("FAKE_NVML_PSU_ABNORMAL", fk.psu_abnormal, false, 0);
+    fk.wait_ignores_signal = (v = env("FAKE_NVML_WAIT_SIGNAL")) && strcmp(v, "ignore") == 0;
     fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
@@ -1474,7 +1480,8 @@ static nvmlReturn_t do_wait(const char *fn, nvmlEventSet_t set, nvmlEventData_t 
         double until = fk.t0 + next < end ? fk.t0 + next : end;
         double d = until - t;
         struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
-        nanosleep(&ts, NULL);
+        if (nanosleep(&ts, NULL) != 0 && errno == EINTR && !fk.wait_ignores_signal)
+            return NVML_ERROR_TIMEOUT;
         if (!sessions)
             return NVML_ERROR_UNINITIALIZED;
     }
