@@ -16,6 +16,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -24,6 +25,7 @@
 
 #include "collect/attrib.h"
 #include "collect/nvml_api.h"
+#include "collect/nvml_fields.h"
 #include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -254,9 +256,12 @@ struct gpu {
     uint64_t known_start[WT_NVML_MAX_PROCS];
 };
 
-/* XIDs of one GPU, counted by the event thread (under xid_mu). */
+/* XIDs of one GPU, counted by the event thread (under xid_ctx.mu). */
 #define MAX_XIDS 32 /* distinct codes per GPU; more count under xid="other" (code 0) */
-#define XID_WAIT_MS 200
+/* The event thread blocks in nvmlEventSetWait this long with nothing to do (a wake-up every
+ * 10 s); a stop interrupts the wait with a signal (see xid_stop). */
+#define XID_WAIT_MS 10000
+#define XID_JOIN_NS (300 * WT_NS_PER_MS) /* how long close waits for the thread to end */
 struct xid_count {
     unsigned int xid;
     uint64_t n, logged; /* events, and how many of them a log line has said */
@@ -271,6 +276,31 @@ struct xid_gpu {
     unsigned int n;
 };
 
+/*
+ * What the event thread uses, shared by the collector and the thread and freed by whichever
+ * lets go last: the thread holds its own reference to the library and its own NVML session, so
+ * a thread still blocked in nvmlEventSetWait when the collector closes (a library that does not
+ * return from the wait on a signal) finishes on its own, after which the set is freed and the
+ * session released. Nothing of the collector's state is touched by the thread.
+ */
+struct xid_ctx {
+    atomic_int refs;
+    void *dl;
+    bool session;
+    wt_nvml_init_fn *init;
+    wt_nvml_shutdown_fn *shutdown;
+    wt_nvml_error_string_fn *error_string;
+    wt_nvml_event_wait_fn *wait;
+    wt_nvml_event_set_free_fn *set_free;
+    nvmlEventSet_t set;
+    atomic_bool stop;
+    bool exited;        /* under mu; cv says when it is set */
+    pthread_mutex_t mu; /* the counts, and exited */
+    pthread_cond_t cv;
+    unsigned int n;
+    struct xid_gpu g[]; /* per GPU index */
+};
+
 struct nvml_state {
     void *dl;
     struct nvml_fns fn;
@@ -280,12 +310,9 @@ struct nvml_state {
     char cuda_version[16];     /* "12.4", "" when the library does not say */
     uint32_t said_unsupported; /* health features whose absence was logged */
     /* XID events: one set for every GPU, waited on by its own thread */
-    nvmlEventSet_t xid_set;
+    struct xid_ctx *xid;
     pthread_t xid_thread;
     bool xid_running;
-    atomic_bool xid_stop;
-    pthread_mutex_t xid_mu;
-    struct xid_gpu *xid;
     int64_t max_gap_ns;
     int64_t procs_at;         /* CLOCK_MONOTONIC of the last process list */
     struct wt_attrib *attrib; /* per-process energy (collect/attrib.h); NULL without memory */
@@ -294,6 +321,7 @@ struct nvml_state {
     unsigned int util_cap;
     unsigned int n;
     struct gpu *gpus;
+    struct wt_nvml_fields *fields; /* interconnect counters, GPM, units (nvml_fields.h) */
 };
 
 #define PROCS_EVERY_NS WT_NS_PER_S
@@ -703,12 +731,12 @@ static int emit_xids(struct nvml_state *s, const struct gpu *g, int64_t t_ns, st
     struct xid_count c[MAX_XIDS + 1];
     unsigned int n = 0;
     int rc = 0;
-    if (!s->xid || g->index >= s->n || !s->xid[g->index].registered)
+    if (!s->xid || g->index >= s->xid->n || !s->xid->g[g->index].registered)
         return 0;
-    pthread_mutex_lock(&s->xid_mu);
-    n = s->xid[g->index].n;
-    memcpy(c, s->xid[g->index].c, n * sizeof c[0]);
-    pthread_mutex_unlock(&s->xid_mu);
+    pthread_mutex_lock(&s->xid->mu);
+    n = s->xid->g[g->index].n;
+    memcpy(c, s->xid->g[g->index].c, n * sizeof c[0]);
+    pthread_mutex_unlock(&s->xid->mu);
     for (unsigned int i = 0; i < n; i++) {
         char code[16];
         if (c[i].xid)
@@ -921,12 +949,12 @@ const char *wt_nvml_xid_meaning(unsigned int xid)
  * same code again at most once a minute with how many came meanwhile, so that a storm of them
  * (a broken board can raise thousands a second) is a few lines, not a flood.
  */
-static void xid_record(struct nvml_state *s, struct xid_gpu *x, unsigned int xid)
+static void xid_record(struct xid_ctx *s, struct xid_gpu *x, unsigned int xid)
 {
     int64_t now = wt_now_mono_ns();
     bool first = false, say = false;
     uint64_t total = 0, since = 0;
-    pthread_mutex_lock(&s->xid_mu);
+    pthread_mutex_lock(&s->mu);
     struct xid_count *c = NULL;
     for (unsigned int i = 0; i < x->n && !c; i++)
         if (x->c[i].xid == xid)
@@ -955,7 +983,7 @@ static void xid_record(struct nvml_state *s, struct xid_gpu *x, unsigned int xid
         total = c->n;
         c->logged = c->n;
     }
-    pthread_mutex_unlock(&s->xid_mu);
+    pthread_mutex_unlock(&s->mu);
     if (!say)
         return;
     const char *m = wt_nvml_xid_meaning(xid);
@@ -968,23 +996,77 @@ static void xid_record(struct nvml_state *s, struct xid_gpu *x, unsigned int xid
                 m ? m : "see NVIDIA's XID catalog");
 }
 
+/* Lets go of one reference; the last frees the set, ends the session, closes the library. */
+static void xid_ctx_unref(struct xid_ctx *x)
+{
+    if (!x || atomic_fetch_sub(&x->refs, 1) != 1)
+        return;
+    if (x->set && x->set_free)
+        x->set_free(x->set);
+    if (x->session)
+        wt_nvml_session_release(x->init, x->shutdown);
+    if (x->dl)
+        dlclose(x->dl);
+    pthread_cond_destroy(&x->cv);
+    pthread_mutex_destroy(&x->mu);
+    free(x);
+}
+
+/*
+ * The signal that ends a wait early: a real-time signal with a handler that does nothing,
+ * installed without SA_RESTART, sent only to the event thread (pthread_kill). It is not used
+ * when something else already handles that signal.
+ */
+static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+static int wake_sig; /* 0: no signal, close waits XID_JOIN_NS and then lets the thread go */
+
+static void wake_handler(int sig)
+{
+    (void)sig;
+}
+
+static void wake_install(void)
+{
+    struct sigaction sa, old;
+    int sig = SIGRTMIN + 5;
+    if (sig > SIGRTMAX || sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+        return;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = wake_handler;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0; /* no SA_RESTART: a blocked wait returns with EINTR */
+    if (sigaction(sig, &sa, NULL) == 0)
+        wake_sig = sig;
+}
+
 /* The event thread: waits on the set (never polls the GPUs), counts what comes. */
 static void *xid_main(void *arg)
 {
-    struct nvml_state *s = arg;
+    struct xid_ctx *s = arg;
     struct wt_ratelimit rl = {.interval_ns = LOG_EVERY_NS};
-    while (!atomic_load(&s->xid_stop)) {
+    if (wake_sig) {
+        /* The daemon's threads block its stop signals; this one takes its wake-up. */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, wake_sig);
+        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+    }
+    while (!atomic_load(&s->stop)) {
         nvmlEventData_t ev;
         memset(&ev, 0, sizeof ev);
-        nvmlReturn_t r = s->fn.event_wait(s->xid_set, &ev, XID_WAIT_MS);
+        nvmlReturn_t r = s->wait(s->set, &ev, XID_WAIT_MS);
+        if (atomic_load(&s->stop))
+            break;
         if (r == NVML_ERROR_TIMEOUT)
             continue;
         if (r != NVML_SUCCESS) {
             uint64_t suppressed = 0;
+            const char *m = s->error_string ? s->error_string(r) : NULL;
             if (wt_ratelimit_ok(&rl, wt_now_mono_ns(), &suppressed))
                 wt_warn(MOD, "nvmlEventSetWait failed error=\"%s\" (%d) suppressed=%llu",
-                        errstr(s, r), (int)r, (unsigned long long)suppressed);
-            /* A lost GPU answers at once: do not spin on it. */
+                        m ? m : "unknown error", (int)r, (unsigned long long)suppressed);
+            /* A lost GPU answers at once: do not spin on it (a stop cuts the pause short). */
             struct timespec ts = {0, 100 * 1000 * 1000};
             nanosleep(&ts, NULL);
             continue;
@@ -992,13 +1074,39 @@ static void *xid_main(void *arg)
         if (!(ev.eventType & nvmlEventTypeXidCriticalError))
             continue;
         for (unsigned int i = 0; i < s->n; i++) {
-            if (s->xid[i].registered && s->xid[i].dev == ev.device) {
-                xid_record(s, &s->xid[i], (unsigned int)ev.eventData);
+            if (s->g[i].registered && s->g[i].dev == ev.device) {
+                xid_record(s, &s->g[i], (unsigned int)ev.eventData);
                 break;
             }
         }
     }
+    pthread_mutex_lock(&s->mu);
+    s->exited = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    xid_ctx_unref(s);
     return NULL;
+}
+
+static struct xid_ctx *xid_ctx_new(struct nvml_state *s)
+{
+    struct xid_ctx *x = calloc(1, sizeof *x + s->n * sizeof x->g[0]);
+    if (!x)
+        return NULL;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&x->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&x->mu, NULL);
+    atomic_store(&x->refs, 1);
+    x->n = s->n;
+    x->init = s->fn.init;
+    x->shutdown = s->fn.shutdown;
+    x->error_string = s->fn.error_string;
+    x->wait = s->fn.event_wait;
+    x->set_free = s->fn.event_set_free;
+    return x;
 }
 
 /*
@@ -1011,29 +1119,29 @@ static void xid_start(struct nvml_state *s)
         wt_info(MOD, "%s has no event calls: XID events are not counted", s->library);
         return;
     }
-    s->xid = calloc(s->n, sizeof *s->xid);
-    if (!s->xid)
+    struct xid_ctx *x = s->xid = xid_ctx_new(s);
+    if (!x)
         return;
-    nvmlReturn_t r = s->fn.event_set_create(&s->xid_set);
+    nvmlReturn_t r = s->fn.event_set_create(&x->set);
     if (r != NVML_SUCCESS) {
         wt_warn(MOD, "nvmlEventSetCreate failed error=\"%s\" (%d): XID events are not counted",
                 errstr(s, r), (int)r);
-        s->xid_set = NULL;
+        x->set = NULL;
         return;
     }
     unsigned int nreg = 0;
     bool warned = false;
     for (unsigned int i = 0; i < s->n; i++) {
         struct gpu *g = &s->gpus[i];
-        struct xid_gpu *x = &s->xid[i];
-        x->index = i;
+        struct xid_gpu *xg = &x->g[i];
+        xg->index = i;
         if (!g->known)
             continue;
         unsigned long long types = nvmlEventTypeXidCriticalError;
         if (s->fn.supported_events && s->fn.supported_events(g->dev, &types) != NVML_SUCCESS)
             types = nvmlEventTypeXidCriticalError; /* let the registration say */
         r = (types & nvmlEventTypeXidCriticalError)
-                ? s->fn.register_events(g->dev, nvmlEventTypeXidCriticalError, s->xid_set)
+                ? s->fn.register_events(g->dev, nvmlEventTypeXidCriticalError, x->set)
                 : NVML_ERROR_NOT_SUPPORTED;
         if (r != NVML_SUCCESS) {
             struct tick tk = {0};
@@ -1048,34 +1156,68 @@ static void xid_start(struct nvml_state *s)
             }
             continue;
         }
-        x->dev = g->dev;
-        copy_str(x->uuid, sizeof x->uuid, g->uuid, sizeof g->uuid);
-        x->registered = true;
+        xg->dev = g->dev;
+        copy_str(xg->uuid, sizeof xg->uuid, g->uuid, sizeof g->uuid);
+        xg->registered = true;
         nreg++;
     }
     if (!nreg)
         return;
-    atomic_store(&s->xid_stop, false);
-    if (pthread_create(&s->xid_thread, NULL, xid_main, s) != 0) {
+    /* The thread's own references: the library stays mapped and NVML up while it waits. */
+    x->dl = dlopen(s->library, RTLD_NOW | RTLD_LOCAL);
+    x->session = x->dl && wt_nvml_session_acquire(s->fn.init) == NVML_SUCCESS;
+    pthread_once(&wake_once, wake_install);
+    atomic_store(&x->stop, false);
+    atomic_store(&x->refs, 2);
+    if (!x->session || pthread_create(&s->xid_thread, NULL, xid_main, x) != 0) {
+        atomic_store(&x->refs, 1);
         wt_warn(MOD, "cannot start the XID event thread: XID events are not counted");
         for (unsigned int i = 0; i < s->n; i++)
-            s->xid[i].registered = false;
+            x->g[i].registered = false;
         return;
     }
     s->xid_running = true;
 }
 
-/* Stops the event thread and frees the set; before nvmlShutdown. */
+/*
+ * Stops the event thread; before the collector's nvmlShutdown. The stop flag is set and the
+ * thread signalled (again every 20 ms, in case the signal came just before it entered the
+ * wait) for up to XID_JOIN_NS; a thread back by then is joined. One still blocked (a library
+ * whose wait does not return on a signal) is let go: it ends when its wait does, at most
+ * XID_WAIT_MS later, and then frees the set and releases its own session.
+ */
 static void xid_stop(struct nvml_state *s)
 {
+    struct xid_ctx *x = s->xid;
     if (s->xid_running) {
-        atomic_store(&s->xid_stop, true);
-        pthread_join(s->xid_thread, NULL);
+        int64_t deadline = wt_now_mono_ns() + XID_JOIN_NS;
+        atomic_store(&x->stop, true);
+        pthread_mutex_lock(&x->mu);
+        while (!x->exited) {
+            int64_t now = wt_now_mono_ns();
+            if (now >= deadline)
+                break;
+            if (wake_sig)
+                pthread_kill(s->xid_thread, wake_sig);
+            int64_t until = now + 20 * WT_NS_PER_MS < deadline ? now + 20 * WT_NS_PER_MS : deadline;
+            struct timespec ts = {(time_t)(until / WT_NS_PER_S), (long)(until % WT_NS_PER_S)};
+            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        }
+        bool exited = x->exited;
+        pthread_mutex_unlock(&x->mu);
+        if (exited) {
+            pthread_join(s->xid_thread, NULL);
+        } else {
+            pthread_detach(s->xid_thread);
+            wt_info(MOD,
+                    "the XID event thread is still in nvmlEventSetWait: it ends by itself within "
+                    "%d s (then its event set is freed and its NVML session ends)",
+                    XID_WAIT_MS / 1000);
+        }
         s->xid_running = false;
     }
-    if (s->xid_set && s->fn.event_set_free)
-        s->fn.event_set_free(s->xid_set);
-    s->xid_set = NULL;
+    xid_ctx_unref(x);
+    s->xid = NULL;
 }
 
 static bool library_level(nvmlReturn_t r)
@@ -1152,6 +1294,7 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
                     (unsigned long long)suppressed);
     }
     *rc |= emit(s, g, &v, t_ns, out);
+    *rc |= wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, t_ns, out);
     return NVML_SUCCESS;
 }
 
@@ -1439,14 +1582,14 @@ static void nvml_close(void *state)
     pthread_mutex_unlock(&procs_mu);
     wt_attrib_close(s->attrib);
     free(s->util_buf);
+    wt_nvml_fields_close(s->fields); /* its GPM samples, while NVML is still up */
     if (s->inited)
         xid_stop(s);
     if (s->inited)
         wt_nvml_session_release(s->fn.init, s->fn.shutdown);
     if (s->dl)
         dlclose(s->dl);
-    pthread_mutex_destroy(&s->xid_mu);
-    free(s->xid);
+    xid_ctx_unref(s->xid); /* a collector that failed before xid_stop */
     free(s->gpus);
     free(s);
 }
@@ -1482,7 +1625,6 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     struct nvml_state *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
-    pthread_mutex_init(&s->xid_mu, NULL);
     snprintf(s->library, sizeof s->library, "%s", path);
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
@@ -1554,6 +1696,9 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
             mark_down(s, g, &tk);
     }
     xid_start(s);
+    /* Counters and GPM are additions too: without memory for them the GPUs are still read. */
+    if (wt_nvml_fields_open(s->dl, s->library, s->n, s->fn.error_string, &s->fields) != 0)
+        s->fields = NULL;
     /* Attribution is an addition: without memory for it the GPUs are still read. */
     s->util_cap = PROCS_BUF;
     if ((!cfg || cfg->collectors.nvml_attribution) &&
@@ -1584,6 +1729,7 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         }
     }
     poll_procs(s, t_ns, out, &rc);
+    rc |= wt_nvml_fields_poll_units(s->fields, t_ns, out);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {

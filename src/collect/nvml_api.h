@@ -321,4 +321,109 @@ typedef nvmlReturn_t wt_nvml_fan_fn(nvmlDevice_t device, unsigned int fan, unsig
  *   wt_nvml_field_values_fn nvmlDeviceGetFieldValues
  */
 
+/* ---- interconnect counters, GPM, S-class units (collect/nvml_fields.c) ---- */
+
+/*
+ * Field ids of nvmlDeviceGetFieldValues (nvml.h). The NVLink throughput counters count KiB since
+ * the driver loaded; scopeId is the link, or UINT_MAX for the sum over all links. The PCIe
+ * counters count bytes ("Value can be wrapped": the width is the value type's).
+ */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX 138 /* KiB of payload sent */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX 139 /* KiB of payload received */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX 140  /* KiB, payload + protocol overhead */
+#define NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX 141
+#define NVML_FI_DEV_PCIE_COUNT_TX_BYTES 197
+#define NVML_FI_DEV_PCIE_COUNT_RX_BYTES 198
+#define NVML_FI_SCOPE_ALL_LINKS 0xFFFFFFFFu
+
+/* nvmlDeviceGetPowerSource; nvmlPowerSource_t is an unsigned int. */
+#define NVML_POWER_SOURCE_AC 0u
+#define NVML_POWER_SOURCE_BATTERY 1u
+#define NVML_POWER_SOURCE_UNDERSIZED 2u
+
+/*
+ * GPM (GPU performance monitoring, Hopper and newer): two samples taken apart are turned into
+ * metrics over the time between them. The metric ids we ask for; each value is a percent,
+ * 0.0 - 100.0.
+ */
+typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+
+#define NVML_GPM_METRIC_SM_UTIL 2         /* share of SMs busy */
+#define NVML_GPM_METRIC_SM_OCCUPANCY 3    /* warps resident against the maximum */
+#define NVML_GPM_METRIC_ANY_TENSOR_UTIL 5 /* any tensor pipe active */
+#define NVML_GPM_METRIC_DRAM_BW_UTIL 10   /* DRAM bandwidth used against the maximum */
+/* The metrics[] length of the version-1 struct; NVML reads and writes numMetrics of them. */
+#define NVML_GPM_METRIC_MAX 98
+#define NVML_GPM_METRICS_GET_VERSION 1
+#define NVML_GPM_SUPPORT_VERSION 1
+
+typedef struct {
+    unsigned int metricId;   /* in */
+    nvmlReturn_t nvmlReturn; /* out: value is valid only when SUCCESS */
+    double value;            /* out */
+    struct {
+        char *shortName;
+        char *longName;
+        char *unit;
+    } metricInfo; /* out; may be NULL */
+} nvmlGpmMetric_t;
+
+typedef struct {
+    unsigned int version;    /* in: NVML_GPM_METRICS_GET_VERSION */
+    unsigned int numMetrics; /* in */
+    nvmlGpmSample_t sample1; /* in: the older sample */
+    nvmlGpmSample_t sample2; /* in: the newer one */
+    nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
+} nvmlGpmMetricsGet_t;
+
+typedef struct {
+    unsigned int version;           /* in: NVML_GPM_SUPPORT_VERSION */
+    unsigned int isSupportedDevice; /* out: 0 on GPUs before Hopper */
+} nvmlGpmSupport_t;
+
+/* An S-class unit (a rack enclosure of GPUs with its own power supply and fans). */
+typedef struct nvmlUnit_st *nvmlUnit_t;
+
+/* "Normal", or "Abnormal" followed by the causes (high voltage, fan failure, ...). */
+typedef struct nvmlPSUInfo_st {
+    char state[256];
+    unsigned int current; /* A */
+    unsigned int voltage; /* V */
+    unsigned int power;   /* W */
+} nvmlPSUInfo_t;
+
+typedef enum nvmlFanState_enum { NVML_FAN_NORMAL = 0, NVML_FAN_FAILED = 1 } nvmlFanState_t;
+
+typedef struct nvmlUnitFanInfo_st {
+    unsigned int speed; /* RPM */
+    nvmlFanState_t state;
+} nvmlUnitFanInfo_t;
+
+typedef struct nvmlUnitFanSpeeds_st {
+    nvmlUnitFanInfo_t fans[24];
+    unsigned int count;
+} nvmlUnitFanSpeeds_t;
+
+typedef nvmlReturn_t wt_nvml_gpm_support_fn(nvmlDevice_t device, nvmlGpmSupport_t *support);
+typedef nvmlReturn_t wt_nvml_gpm_alloc_fn(nvmlGpmSample_t *sample);
+typedef nvmlReturn_t wt_nvml_gpm_free_fn(nvmlGpmSample_t sample);
+typedef nvmlReturn_t wt_nvml_gpm_sample_fn(nvmlDevice_t device, nvmlGpmSample_t sample);
+typedef nvmlReturn_t wt_nvml_gpm_metrics_fn(nvmlGpmMetricsGet_t *metrics);
+typedef nvmlReturn_t wt_nvml_unit_handle_fn(unsigned int index, nvmlUnit_t *unit);
+typedef nvmlReturn_t wt_nvml_unit_psu_fn(nvmlUnit_t unit, nvmlPSUInfo_t *psu);
+typedef nvmlReturn_t wt_nvml_unit_fans_fn(nvmlUnit_t unit, nvmlUnitFanSpeeds_t *fans);
+
+/*
+ * Which entry point has which type (for the fake's declarations):
+ *   wt_nvml_field_values_fn nvmlDeviceGetFieldValues (the counters above)
+ *   wt_nvml_uint_fn         nvmlDeviceGetPowerSource (nvmlPowerSource_t)
+ *   wt_nvml_gpm_support_fn  nvmlGpmQueryDeviceSupport
+ *   wt_nvml_gpm_alloc_fn    nvmlGpmSampleAlloc; wt_nvml_gpm_free_fn nvmlGpmSampleFree
+ *   wt_nvml_gpm_sample_fn   nvmlGpmSampleGet
+ *   wt_nvml_gpm_metrics_fn  nvmlGpmMetricsGet
+ *   wt_nvml_count_fn        nvmlUnitGetCount
+ *   wt_nvml_unit_handle_fn  nvmlUnitGetHandleByIndex
+ *   wt_nvml_unit_psu_fn     nvmlUnitGetPsuInfo; wt_nvml_unit_fans_fn nvmlUnitGetFanSpeedInfo
+ */
+
 #endif

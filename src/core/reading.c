@@ -286,6 +286,50 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "Rolling mean of the site's power over window (1m, 5m, 15m): the "
                                "sum of the topology's facility_total meters.",
                                WT_GAUGE},
+    [WT_M_GPU_NVLINK_TX_BYTES] = {"wattage_gpu_nvlink_transmit_bytes_total",
+                                  "NVLink payload bytes the GPU sent, all links.", WT_COUNTER},
+    [WT_M_GPU_NVLINK_RX_BYTES] = {"wattage_gpu_nvlink_receive_bytes_total",
+                                  "NVLink payload bytes the GPU received, all links.", WT_COUNTER},
+    [WT_M_GPU_PCIE_TX_BYTES] = {"wattage_gpu_pcie_transmit_bytes_total",
+                                "PCIe bytes the GPU sent (its wrapping counter, unwrapped).",
+                                WT_COUNTER},
+    [WT_M_GPU_PCIE_RX_BYTES] = {"wattage_gpu_pcie_receive_bytes_total",
+                                "PCIe bytes the GPU received (its wrapping counter, unwrapped).",
+                                WT_COUNTER},
+    [WT_M_GPU_SM_ACTIVE_RATIO] = {"wattage_gpu_sm_active_ratio",
+                                  "Share of the GPU's SMs busy, mean over the last interval "
+                                  "(GPM, Hopper and newer; 0..1).",
+                                  WT_GAUGE},
+    [WT_M_GPU_SM_OCCUPANCY_RATIO] = {"wattage_gpu_sm_occupancy_ratio",
+                                     "Warps resident on the SMs against the maximum, mean over the "
+                                     "last interval (GPM; 0..1).",
+                                     WT_GAUGE},
+    [WT_M_GPU_TENSOR_ACTIVE_RATIO] = {"wattage_gpu_tensor_active_ratio",
+                                      "Share of time any tensor pipe was active, mean over the "
+                                      "last interval (GPM; 0..1).",
+                                      WT_GAUGE},
+    [WT_M_GPU_DRAM_BW_RATIO] = {"wattage_gpu_dram_bandwidth_utilization_ratio",
+                                "DRAM bandwidth used against the GPU's maximum, mean over the "
+                                "last interval (GPM; 0..1).",
+                                WT_GAUGE},
+    [WT_M_GPU_POWER_SOURCE_INFO] = {"wattage_gpu_power_source_info",
+                                    "1, with the GPU's power source (ac, battery, or undersized: "
+                                    "a supply too small for the board).",
+                                    WT_GAUGE},
+    [WT_M_PSU_POWER_W] = {"wattage_psu_power_watts",
+                          "Power drawn from an S-class unit's power supply in watts.", WT_GAUGE},
+    [WT_M_PSU_VOLTAGE_V] = {"wattage_psu_voltage_volts",
+                            "Voltage of an S-class unit's power supply in volts.", WT_GAUGE},
+    [WT_M_PSU_CURRENT_A] = {"wattage_psu_current_amperes",
+                            "Current of an S-class unit's power supply in amperes.", WT_GAUGE},
+    [WT_M_PSU_STATE_INFO] = {"wattage_psu_state_info",
+                             "1, with the state an S-class unit's power supply reports (Normal, "
+                             "or Abnormal and its causes).",
+                             WT_GAUGE},
+    [WT_M_UNIT_FAN_RPM] = {"wattage_unit_fan_rpm", "Speed of an S-class unit's fan in RPM.",
+                           WT_GAUGE},
+    [WT_M_UNIT_FAN_FAILED] = {"wattage_unit_fan_failed",
+                              "1 when an S-class unit reports its fan failed.", WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

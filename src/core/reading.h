@@ -137,6 +137,22 @@ enum wt_metric_id {
     WT_M_CLOCK_PEER_SKEW_S,
     /* The site's rolling power mean (audit/power_avg.h): its facility_total meters, window. */
     WT_M_SITE_POWER_AVG_W,
+    /* Interconnect counters, GPM and S-class units (collect/nvml_fields.h); GPU labels. */
+    WT_M_GPU_NVLINK_TX_BYTES,     /* counter: NVLink payload sent, all links */
+    WT_M_GPU_NVLINK_RX_BYTES,     /* counter: NVLink payload received */
+    WT_M_GPU_PCIE_TX_BYTES,       /* counter: PCIe bytes sent, unwrapped */
+    WT_M_GPU_PCIE_RX_BYTES,       /* counter: PCIe bytes received, unwrapped */
+    WT_M_GPU_SM_ACTIVE_RATIO,     /* GPM, mean over the last interval, 0..1 */
+    WT_M_GPU_SM_OCCUPANCY_RATIO,  /* GPM */
+    WT_M_GPU_TENSOR_ACTIVE_RATIO, /* GPM */
+    WT_M_GPU_DRAM_BW_RATIO,       /* GPM: DRAM bandwidth used against the maximum */
+    WT_M_GPU_POWER_SOURCE_INFO,   /* 1, + source="ac"|"battery"|"undersized" */
+    WT_M_PSU_POWER_W,             /* unit="N": an S-class unit's power supply */
+    WT_M_PSU_VOLTAGE_V,
+    WT_M_PSU_CURRENT_A,
+    WT_M_PSU_STATE_INFO,  /* 1, + state="Normal" or "Abnormal ..." */
+    WT_M_UNIT_FAN_RPM,    /* unit, fan */
+    WT_M_UNIT_FAN_FAILED, /* unit, fan: 0/1 */
     WT_M_COUNT
 };
 

@@ -6,7 +6,10 @@
 #    second for 5 s on GPU 1: every one is counted, the poll loop keeps its 0.5 s ticks, and the
 #    log says it in a handful of lines;
 #  - "bare": every health call NOT_SUPPORTED: the series are absent, each is said once, the GPUs
-#    stay up and the daemon serves.
+#    stay up and the daemon serves;
+#  - "counters": NVLink and PCIe byte counters (the PCIe one wrapping at 2^32), GPM ratios, an
+#    S-class unit whose power supply turns abnormal: on /metrics and in the store; and a GPU
+#    before Hopper with none of them: absent, said once, the poll goes on.
 . tests/cli/lib.sh
 mkdir -p "$TMP/sys" "$TMP/proc"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc WATTAGE_NVML_LIBRARY=$FAKE_NVML
@@ -118,4 +121,73 @@ for what in "volatile ECC counts" "aggregate ECC counts" "remapped rows" "PCIe r
     check "\"$what: Not Supported\" is said once for 3 GPUs and 5 polls ($n)" test "$n" -eq 1
 done
 check "and nothing about them above info" bash -c "! grep -E ' (warn|error) ' '$TMP/b.log' | grep -qi 'nvml'"
+
+# --- counters: NVLink, PCIe (32-bit, wrapping every ~2 s), GPM, one S-class unit
+T0=$(now)
+port=$(free_port)
+FAKE_NVML_GPUS=2 FAKE_NVML_T0=$T0 FAKE_NVML_NVLINK=2000,1000 FAKE_NVML_PCIE=2e9,5e8 \
+    FAKE_NVML_PCIE_OFFSET=4194967296 FAKE_NVML_GPM=1 FAKE_NVML_UTIL=0:0:1000:80,1:0:1000:40 \
+    FAKE_NVML_UNITS=1 FAKE_NVML_PSU_ABNORMAL=0:7 \
+    bg "$BIN" run --db "$TMP/c.db" --interval 0.5 --listen "127.0.0.1:$port" >"$TMP/c.log" 2>&1
+pid=$!
+check "the counters daemon answers" wait_for 10 curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null
+check "GPM ratios on /metrics: SM 0.8 and 0.4, tensor a quarter, DRAM 0.6 of it" wait_for 5 q "$port" '
+m("wattage_gpu_sm_active_ratio", gpu="0") == 0.8 and m("wattage_gpu_sm_active_ratio", gpu="1") == 0.4
+and m("wattage_gpu_tensor_active_ratio", gpu="0") == 0.2
+and abs(m("wattage_gpu_dram_bandwidth_utilization_ratio", gpu="1") - 0.24) < 1e-9
+and m("wattage_gpu_sm_occupancy_ratio", gpu="0") == 0.4'
+# The last tick's count, within a second and a half of now (starting python takes a while here).
+n=$(now)
+check "NVLink bytes on /metrics: 2000 and 1000 KiB a second since T0" q "$port" "
+2000 * ($n - $T0 - 1.5) <= m('wattage_gpu_nvlink_transmit_bytes_total', gpu='1') / 1024 <= 2000 * ($n - $T0 + 1.5)
+and 1000 * ($n - $T0 - 1.5) <= m('wattage_gpu_nvlink_receive_bytes_total', gpu='0') / 1024 <= 1000 * ($n - $T0 + 1.5)"
+check "the unit's power supply is Normal, 480 W at 12 V, 40 A" q "$port" '
+m("wattage_psu_state_info", unit="0", state="Normal") == 1 and m("wattage_psu_power_watts", unit="0") == 480
+and m("wattage_psu_voltage_volts", unit="0") == 12 and m("wattage_psu_current_amperes", unit="0") == 40
+and m("wattage_unit_fan_rpm", unit="0", fan="1") == 5100'
+check "then Abnormal (from 7 s), with its fan 1 failed" wait_for 12 q "$port" '
+m("wattage_psu_state_info", unit="0", state="Abnormal High voltage") == 1
+and not ms("wattage_psu_state_info", state="Normal") and m("wattage_unit_fan_failed", unit="0", fan="1") == 1'
+# PCIe at 2 GB/s from 100 MB under 2^32: past 4.5 s it wrapped at least twice.
+check "the PCIe counter passes 2^32 twice, unwrapped" wait_for 10 q "$port" \
+    'm("wattage_gpu_pcie_transmit_bytes_total", gpu="0") > 2 * 4294967296'
+sleep 1.5 # a store flush
+kill -TERM "$pid"
+wait "$pid"
+check "the counters daemon stopped cleanly" test $? -eq 0
+out=$("$BIN" query --db "$TMP/c.db" --from -5m --csv 'wattage_gpu_pcie_transmit_bytes_total{gpu="0"}' 2>&1)
+check "the store holds the PCIe counter, rising through every wrap at about 2 GB/s" python3 -c '
+import sys
+rows = [l.split(",") for l in sys.argv[1].splitlines()[1:] if l]
+v = [float(r[-1]) for r in rows]
+assert len(v) >= 8 and v == sorted(v) and v[-1] > 2 * 2**32, sys.argv[1]
+steps = [b - a for a, b in zip(v, v[1:])]
+assert all(0.2e9 < d < 3.5e9 for d in steps), steps' "$out"
+out=$("$BIN" query --db "$TMP/c.db" --from -5m --csv 'wattage_gpu_sm_active_ratio{gpu="1"}' 2>&1)
+check "and the GPM ratios" python3 -c '
+import sys
+v = [float(l.rsplit(",", 1)[1]) for l in sys.argv[1].splitlines()[1:] if l]
+assert len(v) >= 5 and all(abs(x - 0.4) < 1e-9 for x in v), sys.argv[1]' "$out"
+check "and nothing above info about them" bash -c "! grep -E ' (warn|error) ' '$TMP/c.log' | grep -qiE 'GPM|NVLink|PCIe|unit'"
+
+# --- before Hopper, without NVLink, PCIe counters or units: absent, said once, polls go on
+port=$(free_port)
+FAKE_NVML_GPUS=3 FAKE_NVML_MODEL="NVIDIA A100-SXM4-80GB" \
+    bg "$BIN" run --db "$TMP/p.db" --interval 0.5 --listen "127.0.0.1:$port" >"$TMP/p.log" 2>&1
+pid=$!
+check "the pre-Hopper daemon answers" wait_for 10 curl -sf "http://127.0.0.1:$port/healthz" -o /dev/null
+sleep 2.5
+check "its GPUs are up, with none of the counter, GPM or unit series" q "$port" '
+all(m("wattage_gpu_up", gpu=str(g)) == 1 for g in range(3))
+and not any(ms(n) for n in ("wattage_gpu_nvlink_transmit_bytes_total",
+  "wattage_gpu_pcie_receive_bytes_total", "wattage_gpu_sm_active_ratio",
+  "wattage_gpu_tensor_active_ratio", "wattage_psu_state_info", "wattage_unit_fan_rpm"))'
+kill -TERM "$pid"
+wait "$pid"
+check "the pre-Hopper daemon stopped cleanly" test $? -eq 0
+for what in "GPM metrics: not supported (GPM needs Hopper or newer)" "NVLink transmit counter: Not Supported" \
+    "PCIe receive counter: Not Supported" "no S-class unit"; do
+    n=$(grep -cF " info  nvml: $what" "$TMP/p.log")
+    check "\"$what\" is said once for 3 GPUs and 5 polls ($n)" test "$n" -eq 1
+done
 finish

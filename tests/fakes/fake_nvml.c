@@ -93,6 +93,37 @@
  *   NOT_SUPPORTED names for these: events, ecc, remap, pcie_replay, mem_temp, fan, vbios.
  *   nvmlDeviceGetVbiosVersion is "96.00.89.00.01", nvmlSystemGetCudaDriverVersion_v2 12040.
  *   The event calls answer UNINITIALIZED once the last session is shut down, like every call.
+ *   A signal handled by the waiting thread ends nvmlEventSetWait early with NVML_ERROR_TIMEOUT
+ *   (what the driver does was not measured); FAKE_NVML_WAIT_SIGNAL=ignore: the wait goes on to
+ *   its timeout or event, as a library that retries on EINTR would.
+ *
+ *   Interconnect counters, GPM, power source and S-class units (each absent unless set; seconds
+ *   after T0; a FAKE_NVML_RESET of GPU g restarts its counters from 0 too, as a driver reload):
+ *   FAKE_NVML_NVLINK=TX,RX       nvmlDeviceGetFieldValues NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX/RX
+ *                                (138/139, any scopeId) count TX and RX KiB a second on every GPU
+ *                                (unsigned long long); unset: NOT_SUPPORTED
+ *   FAKE_NVML_PCIE=TX,RX         NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES (197/198) count TX and RX
+ *                                bytes a second from FAKE_NVML_PCIE_OFFSET (default 0) as an
+ *                                unsigned int, wrapping at 2^32 (FAKE_NVML_PCIE_64=1: unsigned
+ *                                long long, no wrap); unset: NOT_SUPPORTED
+ *   FAKE_NVML_FIELD_ERROR=g:from:to[,…]  [from, to): those four fields of GPU g answer
+ *                                NVML_ERROR_UNKNOWN (999) in their nvmlReturn
+ *   FAKE_NVML_GPM=1              nvmlGpmQueryDeviceSupport says supported on every GPU (as on
+ *                                Hopper); unset: isSupportedDevice 0 and nvmlGpmSampleGet
+ *                                NOT_SUPPORTED (before Hopper). A sample holds its time and GPU;
+ *                                nvmlGpmMetricsGet over (sample1, sample2) gives, with u the mean
+ *                                of the GPU's utilization at the two times: SM_UTIL u, SM_OCCUPANCY
+ *                                u/2, ANY_TENSOR_UTIL u/4, DRAM_BW_UTIL 0.6*u (percent); other ids
+ *                                and those in FAKE_NVML_GPM_OFF=ID[,ID…] NOT_SUPPORTED; samples
+ *                                of two GPUs, or sample2 not newer than sample1,
+ *                                INVALID_ARGUMENT. Each call is counted by fake_nvml_gpm_live()
+ *                                (samples allocated and not freed)
+ *   FAKE_NVML_POWER_SOURCE=ac|battery|undersized  nvmlDeviceGetPowerSource; unset: NOT_SUPPORTED
+ *   FAKE_NVML_UNITS=N            S-class units (default 0): unit u's power supply "Normal", 12 V,
+ *                                40+u A, 480+12u W; two fans, 5000+100f RPM, normal.
+ *   FAKE_NVML_PSU_ABNORMAL=u:from[,…]  from T0+from, unit u's supply is "Abnormal High voltage"
+ *                                and its fan 1 failed
+ *   NOT_SUPPORTED names for these: nvlink, pcie_bytes, gpm, power_source, psu, unit_fans.
  *
  *   FAKE_NVML_SHUTDOWN_ALL=1     nvmlShutdown ends every session at once, as a wrapper or driver
  *                                that does not count nvmlInit/nvmlShutdown pairs would (the
@@ -115,6 +146,7 @@
  *   fake_nvml_energy               -DFAKE_NVML_TOOL: `fake_nvml_energy GPU FROM TO` prints the
  *                                  exact energy in joules (needs FAKE_NVML_T0 and the same env).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdatomic.h>
@@ -156,6 +188,12 @@ enum {
     NS_FAN,
     NS_VBIOS,
     NS_PROC_UTIL,
+    NS_NVLINK,
+    NS_PCIE_BYTES,
+    NS_POWER_SOURCE,
+    NS_GPM,
+    NS_PSU,
+    NS_UNIT_FANS,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
@@ -166,6 +204,8 @@ static const char *const ns_names[NS_COUNT] = {
     "processes",  "events",      "ecc",
     "remap",      "pcie_replay", "mem_temp",
     "fan",        "vbios",       "process_utilization",
+    "nvlink",     "pcie_bytes",  "power_source",
+    "gpm",        "psu",         "unit_fans",
 };
 
 static struct {
@@ -212,6 +252,18 @@ static struct {
     int nxid, nstorm, necc, nremap, nreplay;
     double mem_temp;
     unsigned int fans;
+    /* interconnect counters, GPM, units */
+    bool nvlink, pcie, pcie64, gpm;
+    double nvlink_tx, nvlink_rx, pcie_tx, pcie_rx, pcie_offset;
+    struct window field_error[MAX_EVENTS];
+    int nfield_error;
+    unsigned int gpm_off[8];
+    int ngpm_off;
+    int power_source; /* -1: NOT_SUPPORTED */
+    unsigned int units;
+    struct health psu_abnormal[MAX_EVENTS];
+    int npsu_abnormal;
+    bool wait_ignores_signal;
 } fk;
 
 #define DEFAULT_LIMIT_MW 700000u
@@ -367,6 +419,29 @@ static void load(void)
     fk.nreplay = load_health("FAKE_NVML_PCIE_REPLAYS", fk.replay, true, 1);
     fk.mem_temp = env_double("FAKE_NVML_MEM_TEMP", 50);
     fk.fans = (unsigned int)env_double("FAKE_NVML_FANS", 0);
+    if ((v = env("FAKE_NVML_NVLINK")))
+        fk.nvlink = sscanf(v, "%lf,%lf", &fk.nvlink_tx, &fk.nvlink_rx) == 2;
+    if ((v = env("FAKE_NVML_PCIE")))
+        fk.pcie = sscanf(v, "%lf,%lf", &fk.pcie_tx, &fk.pcie_rx) == 2;
+    fk.pcie_offset = env_double("FAKE_NVML_PCIE_OFFSET", 0);
+    fk.pcie64 = env_double("FAKE_NVML_PCIE_64", 0) != 0;
+    fk.nfield_error = load_windows("FAKE_NVML_FIELD_ERROR", fk.field_error, false);
+    fk.gpm = env_double("FAKE_NVML_GPM", 0) != 0;
+    for (v = env("FAKE_NVML_GPM_OFF"); v && *v && fk.ngpm_off < 8;) {
+        fk.gpm_off[fk.ngpm_off++] = (unsigned int)strtoul(v, NULL, 10);
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    fk.power_source = -1;
+    if ((v = env("FAKE_NVML_POWER_SOURCE")))
+        fk.power_source = strcmp(v, "battery") == 0      ? (int)NVML_POWER_SOURCE_BATTERY
+                          : strcmp(v, "undersized") == 0 ? (int)NVML_POWER_SOURCE_UNDERSIZED
+                                                         : (int)NVML_POWER_SOURCE_AC;
+    fk.units = (unsigned int)env_double("FAKE_NVML_UNITS", 0);
+    if (fk.units > 16)
+        fk.units = 16;
+    fk.npsu_abnormal = load_health("FAKE_NVML_PSU_ABNORMAL", fk.psu_abnormal, false, 0);
+    fk.wait_ignores_signal = (v = env("FAKE_NVML_WAIT_SIGNAL")) && strcmp(v, "ignore") == 0;
     fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
@@ -1169,6 +1244,54 @@ nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *value)
     return NVML_SUCCESS;
 }
 
+/* Seconds GPU gpu's counters have counted at t (since T0, or since its latest FAKE_NVML_RESET);
+ * *reset says whether a reset started them. */
+static double counting_s(unsigned int gpu, double t, bool *reset)
+{
+    double s = t - fk.t0, from = -1;
+    for (int i = 0; i < fk.nreset; i++)
+        if (fk.reset[i].gpu == gpu && fk.reset[i].at <= s && fk.reset[i].at > from)
+            from = fk.reset[i].at;
+    *reset = from >= 0;
+    s -= from >= 0 ? from : 0;
+    return s > 0 ? s : 0;
+}
+
+/* The NVLink and PCIe counter fields: true when v is one of them and the GPU has it. */
+static bool counter_field(unsigned int gpu, double t, nvmlFieldValue_t *v)
+{
+    unsigned int id = v->fieldId;
+    bool nvl =
+        id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX || id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX;
+    bool pcie = id == NVML_FI_DEV_PCIE_COUNT_TX_BYTES || id == NVML_FI_DEV_PCIE_COUNT_RX_BYTES;
+    if (nvl ? !fk.nvlink || (fk.notsup & (1u << NS_NVLINK))
+            : !pcie || !fk.pcie || (fk.notsup & (1u << NS_PCIE_BYTES)))
+        return false;
+    if (in_window(fk.field_error, fk.nfield_error, gpu, t - fk.t0)) {
+        v->nvmlReturn = NVML_ERROR_UNKNOWN;
+        return true;
+    }
+    bool reset = false;
+    double s = counting_s(gpu, t, &reset);
+    double rate = id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX   ? fk.nvlink_tx
+                  : id == NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX ? fk.nvlink_rx
+                  : id == NVML_FI_DEV_PCIE_COUNT_TX_BYTES       ? fk.pcie_tx
+                                                                : fk.pcie_rx;
+    double n = floor(rate * s);
+    v->nvmlReturn = NVML_SUCCESS;
+    if (nvl) {
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v->value.ullVal = (unsigned long long)n; /* KiB */
+    } else if (fk.pcie64) {
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v->value.ullVal = (unsigned long long)(n + (reset ? 0 : fk.pcie_offset));
+    } else {
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+        v->value.uiVal = (unsigned int)fmod(n + (reset ? 0 : fk.pcie_offset), 4294967296.0);
+    }
+    return true;
+}
+
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_t *values)
 {
     double t;
@@ -1181,7 +1304,9 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, nvmlFieldValue_
         nvmlFieldValue_t *v = &values[i];
         v->timestamp = (long long)(t * 1e6);
         v->latencyUsec = 0;
-        if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && !(fk.notsup & (1u << NS_MEM_TEMP))) {
+        if (counter_field(d->index, t, v)) {
+            /* NVLink and PCIe counters (below) */
+        } else if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && !(fk.notsup & (1u << NS_MEM_TEMP))) {
             v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
             v->value.uiVal = (unsigned int)lround(fk.mem_temp + d->index);
             v->nvmlReturn = NVML_SUCCESS;
@@ -1355,7 +1480,8 @@ static nvmlReturn_t do_wait(const char *fn, nvmlEventSet_t set, nvmlEventData_t 
         double until = fk.t0 + next < end ? fk.t0 + next : end;
         double d = until - t;
         struct timespec ts = {(time_t)d, (long)((d - (double)(time_t)d) * 1e9)};
-        nanosleep(&ts, NULL);
+        if (nanosleep(&ts, NULL) != 0 && errno == EINTR && !fk.wait_ignores_signal)
+            return NVML_ERROR_TIMEOUT;
         if (!sessions)
             return NVML_ERROR_UNINITIALIZED;
     }
@@ -1369,6 +1495,204 @@ nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsi
 nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int ms)
 {
     return do_wait("nvmlEventSetWait", set, data, ms, false);
+}
+/* ---- GPM, power source, S-class units ---- */
+
+wt_nvml_gpm_support_fn nvmlGpmQueryDeviceSupport;
+wt_nvml_gpm_alloc_fn nvmlGpmSampleAlloc;
+wt_nvml_gpm_free_fn nvmlGpmSampleFree;
+wt_nvml_gpm_sample_fn nvmlGpmSampleGet;
+wt_nvml_gpm_metrics_fn nvmlGpmMetricsGet;
+wt_nvml_uint_fn nvmlDeviceGetPowerSource;
+wt_nvml_count_fn nvmlUnitGetCount;
+wt_nvml_unit_handle_fn nvmlUnitGetHandleByIndex;
+wt_nvml_unit_psu_fn nvmlUnitGetPsuInfo;
+wt_nvml_unit_fans_fn nvmlUnitGetFanSpeedInfo;
+int fake_nvml_gpm_live(void);
+
+/* A GPM sample: when and on which GPU it was taken. */
+struct nvmlGpmSample_st {
+    bool taken;
+    unsigned int gpu;
+    double t;
+};
+static _Atomic int gpm_live;
+
+int fake_nvml_gpm_live(void)
+{
+    return gpm_live;
+}
+
+nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t d, nvmlGpmSupport_t *sup)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlGpmQueryDeviceSupport", d, NS_GPM, &t);
+    if (r)
+        return r;
+    if (!sup || sup->version != NVML_GPM_SUPPORT_VERSION)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    sup->isSupportedDevice = fk.gpm ? 1 : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleAlloc(nvmlGpmSample_t *smp)
+{
+    log_call("nvmlGpmSampleAlloc");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!smp)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *smp = calloc(1, sizeof **smp);
+    if (!*smp)
+        return NVML_ERROR_MEMORY;
+    gpm_live++;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t smp)
+{
+    log_call("nvmlGpmSampleFree");
+    if (!smp)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    free(smp);
+    gpm_live--;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t smp)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlGpmSampleGet", d, NS_GPM, &t);
+    if (r)
+        return r;
+    if (!fk.gpm)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (!smp)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    smp->taken = true;
+    smp->gpu = d->index;
+    smp->t = t;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
+{
+    log_call("nvmlGpmMetricsGet");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!mg || mg->version != NVML_GPM_METRICS_GET_VERSION || mg->numMetrics > NVML_GPM_METRIC_MAX)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    const struct nvmlGpmSample_st *a = mg->sample1, *b = mg->sample2;
+    if (!a || !b || !a->taken || !b->taken || a->gpu != b->gpu || !(b->t > a->t))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    double u = (util_pct(a->gpu, a->t) + util_pct(b->gpu, b->t)) / 2;
+    for (unsigned int i = 0; i < mg->numMetrics; i++) {
+        nvmlGpmMetric_t *m = &mg->metrics[i];
+        bool off = false;
+        for (int k = 0; k < fk.ngpm_off; k++)
+            off |= fk.gpm_off[k] == m->metricId;
+        m->nvmlReturn = NVML_SUCCESS;
+        if (off)
+            m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+        else if (m->metricId == NVML_GPM_METRIC_SM_UTIL)
+            m->value = u;
+        else if (m->metricId == NVML_GPM_METRIC_SM_OCCUPANCY)
+            m->value = u / 2;
+        else if (m->metricId == NVML_GPM_METRIC_ANY_TENSOR_UTIL)
+            m->value = u / 4;
+        else if (m->metricId == NVML_GPM_METRIC_DRAM_BW_UTIL)
+            m->value = 0.6 * u;
+        else
+            m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
+    }
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerSource(nvmlDevice_t d, unsigned int *src)
+{
+    double t;
+    nvmlReturn_t r = device_call("nvmlDeviceGetPowerSource", d, NS_POWER_SOURCE, &t);
+    if (r)
+        return r;
+    if (fk.power_source < 0)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (!src)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *src = (unsigned int)fk.power_source;
+    return NVML_SUCCESS;
+}
+
+struct nvmlUnit_st {
+    unsigned int index;
+};
+static struct nvmlUnit_st units[16];
+
+nvmlReturn_t nvmlUnitGetCount(unsigned int *n)
+{
+    log_call("nvmlUnitGetCount");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *n = fk.units;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlUnitGetHandleByIndex(unsigned int i, nvmlUnit_t *u)
+{
+    log_call("nvmlUnitGetHandleByIndex");
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (i >= fk.units || !u)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    units[i].index = i;
+    *u = &units[i];
+    return NVML_SUCCESS;
+}
+
+/* The checks every unit call starts with; sets *abnormal from FAKE_NVML_PSU_ABNORMAL. */
+static nvmlReturn_t unit_call(const char *fn, nvmlUnit_t u, int ns, bool *abnormal)
+{
+    log_call(fn);
+    if (!sessions)
+        return NVML_ERROR_UNINITIALIZED;
+    if (!u || u < units || u >= units + fk.units)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (fk.notsup & (1u << ns))
+        return NVML_ERROR_NOT_SUPPORTED;
+    *abnormal = latest(fk.psu_abnormal, fk.npsu_abnormal, u->index, now_s() - fk.t0) != NULL;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlUnitGetPsuInfo(nvmlUnit_t u, nvmlPSUInfo_t *psu)
+{
+    bool abnormal = false;
+    nvmlReturn_t r = unit_call("nvmlUnitGetPsuInfo", u, NS_PSU, &abnormal);
+    if (r)
+        return r;
+    if (!psu)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    snprintf(psu->state, sizeof psu->state, "%s", abnormal ? "Abnormal High voltage" : "Normal");
+    psu->voltage = 12;
+    psu->current = 40 + u->index;
+    psu->power = 480 + 12 * u->index;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlUnitGetFanSpeedInfo(nvmlUnit_t u, nvmlUnitFanSpeeds_t *fans)
+{
+    bool abnormal = false;
+    nvmlReturn_t r = unit_call("nvmlUnitGetFanSpeedInfo", u, NS_UNIT_FANS, &abnormal);
+    if (r)
+        return r;
+    if (!fans)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    fans->count = 2;
+    for (unsigned int f = 0; f < 2; f++) {
+        fans->fans[f].speed = 5000 + 100 * f;
+        fans->fans[f].state = abnormal && f == 1 ? NVML_FAN_FAILED : NVML_FAN_NORMAL;
+    }
+    return NVML_SUCCESS;
 }
 #endif /* FAKE_MINIMAL */
 
