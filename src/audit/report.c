@@ -190,6 +190,62 @@ static double last_value(struct wt_store *st, int metric, const struct wt_report
     return v;
 }
 
+/* The mean of a gauge's readings in [a, b] (NAN: none). */
+static double mean_value(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+                         int64_t b)
+{
+    struct wt_point *p;
+    size_t n, k = 0;
+    double sum = 0;
+    if (read_points(st, metric, g, a, b, &p, &n) == 0)
+        for (size_t i = 0; i < n; i++)
+            if (p[i].t_ns >= a && p[i].t_ns <= b && !isnan(p[i].v))
+                sum += p[i].v, k++;
+    free(p);
+    return k ? sum / (double)k : NAN;
+}
+
+/* A byte counter's rate over its readings in [a, b]: the rises summed (a reset restarts from 0
+ * and is not a negative rate) over the time between the first and last reading (NAN: fewer
+ * than two). */
+static double counter_rate(struct wt_store *st, int metric, const struct wt_report_gpu *g,
+                           int64_t a, int64_t b)
+{
+    struct wt_point *p;
+    size_t n;
+    double up = 0, v = NAN;
+    int64_t t0 = 0, t1 = 0;
+    bool first = true;
+    if (read_points(st, metric, g, a, b, &p, &n) == 0)
+        for (size_t i = 0; i < n; i++) {
+            if (p[i].t_ns < a || p[i].t_ns > b || isnan(p[i].v))
+                continue;
+            if (first)
+                t0 = p[i].t_ns, first = false;
+            else if (p[i].v >= v)
+                up += p[i].v - v;
+            else
+                up += p[i].v;
+            v = p[i].v;
+            t1 = p[i].t_ns;
+        }
+    free(p);
+    return t1 > t0 ? up / ((double)(t1 - t0) / 1e9) : NAN;
+}
+
+static void gather_activity(struct wt_store *st, int64_t a, int64_t b, struct wt_report_gpu *g)
+{
+    g->util_mean = mean_value(st, WT_M_GPU_UTIL_RATIO, g, a, b);
+    g->sm_active = mean_value(st, WT_M_GPU_SM_ACTIVE_RATIO, g, a, b);
+    g->sm_occupancy = mean_value(st, WT_M_GPU_SM_OCCUPANCY_RATIO, g, a, b);
+    g->tensor_active = mean_value(st, WT_M_GPU_TENSOR_ACTIVE_RATIO, g, a, b);
+    g->dram_bw = mean_value(st, WT_M_GPU_DRAM_BW_RATIO, g, a, b);
+    g->nvlink_tx_bps = counter_rate(st, WT_M_GPU_NVLINK_TX_BYTES, g, a, b);
+    g->nvlink_rx_bps = counter_rate(st, WT_M_GPU_NVLINK_RX_BYTES, g, a, b);
+    g->pcie_tx_bps = counter_rate(st, WT_M_GPU_PCIE_TX_BYTES, g, a, b);
+    g->pcie_rx_bps = counter_rate(st, WT_M_GPU_PCIE_RX_BYTES, g, a, b);
+}
+
 /* Power, utilization and temperature of one GPU: lines, idle burn, capped and throttle time. */
 static int gather_gpu(struct wt_store *st, int64_t a, int64_t b, struct wt_report_gpu *g)
 {
@@ -310,6 +366,7 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
         }
         if ((rc = gather_gpu(st, r->from_ns, r->to_ns, g)) != 0)
             goto out;
+        gather_activity(st, r->from_ns, r->to_ns, g);
     }
     if (!own && !r->source[0])
         add_missing(r,
@@ -548,6 +605,27 @@ static void findings(struct wt_report *r)
                 snprintf(f->evidence + l, sizeof f->evidence - l, "; slowdown threshold %.0f C",
                          g->slowdown_c);
             }
+        }
+        if (!isnan(g->util_mean) && !isnan(g->sm_active) &&
+            g->util_mean >= WT_REPORT_UNDERFILL_UTIL &&
+            g->sm_active <= WT_REPORT_UNDERFILL_SHARE * g->util_mean &&
+            (f = add_finding(r, "underfilled", 0))) {
+            snprintf(f->title, sizeof f->title,
+                     "GPU %s%s%s is busy %.0f%% of the time but its SMs only %.0f%% active", g->gpu,
+                     g->node[0] ? " on " : "", g->node, 100 * g->util_mean, 100 * g->sm_active);
+            size_t l = (size_t)snprintf(
+                f->evidence, sizeof f->evidence,
+                "NVML's utilization counts time with any kernel running; GPM's SM activity counts "
+                "the SMs doing it (means of the readings)");
+            if (!isnan(g->dram_bw) && l < sizeof f->evidence)
+                l += (size_t)snprintf(f->evidence + l, sizeof f->evidence - l,
+                                      "; DRAM bandwidth %.0f%% of its maximum", 100 * g->dram_bw);
+            if (!isnan(g->tensor_active) && l < sizeof f->evidence)
+                l += (size_t)snprintf(f->evidence + l, sizeof f->evidence - l,
+                                      "; tensor pipes %.0f%% active", 100 * g->tensor_active);
+            if (l < sizeof f->evidence)
+                snprintf(f->evidence + l, sizeof f->evidence - l, "; %.4f kWh in the window",
+                         g->energy_j / 3.6e6);
         }
         for (size_t k = 0; k < g->ngaps && k < 4; k++) {
             if ((f = add_finding(r, "gap", 0))) {

@@ -35,8 +35,12 @@
 #include "core/err.h"
 #include "store/query.h"
 
-#define WT_REPORT_COLS 800        /* pixel columns of a time chart */
-#define WT_REPORT_IDLE_UTIL 0.05  /* utilization at or below this is idle */
+#define WT_REPORT_COLS 800       /* pixel columns of a time chart */
+#define WT_REPORT_IDLE_UTIL 0.05 /* utilization at or below this is idle */
+/* "Busy but underfilled": NVML's utilization (a kernel ran) at least this on average while GPM's
+ * SM activity is at most WT_REPORT_UNDERFILL_SHARE of it. */
+#define WT_REPORT_UNDERFILL_UTIL 0.5
+#define WT_REPORT_UNDERFILL_SHARE 0.5
 #define WT_REPORT_IDLE_MIN_W 30.0 /* ...while drawing more than this is idle burn */
 #define WT_REPORT_CAP_SHARE 0.95  /* power at or above this share of the limit is capped */
 #define WT_REPORT_GAP_FACTOR 3.0
@@ -79,6 +83,10 @@ struct wt_report_gpu {
     const char *throttle_from;  /* "throttle_reasons" or "temperature" */
     struct wt_report_gap *gaps; /* malloc'd */
     size_t ngaps;
+    /* What the GPU did beside NVML's utilization (NAN: not stored in the window): means of the
+     * readings, 0..1 (GPM on Hopper and newer), and interconnect bytes a second over the window. */
+    double util_mean, sm_active, sm_occupancy, tensor_active, dram_bw;
+    double nvlink_tx_bps, nvlink_rx_bps, pcie_tx_bps, pcie_rx_bps;
 };
 
 struct wt_report_inlet {

@@ -570,6 +570,71 @@ static void chart_inlet(FILE *o, const struct wt_report *r)
     fig_close(o, "inlet", n, rd, "");
 }
 
+/* ---- GPU activity: NVML utilization beside GPM and interconnect counters ---- */
+
+static bool any_activity(const struct wt_report *r)
+{
+    for (size_t i = 0; i < r->ngpus; i++) {
+        const struct wt_report_gpu *g = &r->gpus[i];
+        double v[] = {g->sm_active,     g->sm_occupancy,  g->tensor_active, g->dram_bw,
+                      g->nvlink_tx_bps, g->nvlink_rx_bps, g->pcie_tx_bps,   g->pcie_rx_bps};
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++)
+            if (!isnan(v[k]))
+                return true;
+    }
+    return false;
+}
+
+/* One table, HTML or Markdown: percent for the ratios, GB/s for the byte rates, "-": not stored. */
+static void activity_table(FILE *o, const struct wt_report *r, bool md)
+{
+    static const char *const head[] = {
+        "GPU",         "node",           "utilization",    "SM active",      "SM occupancy",
+        "tensor",      "DRAM bandwidth", "NVLink tx GB/s", "NVLink rx GB/s", "PCIe tx GB/s",
+        "PCIe rx GB/s"};
+    const size_t nh = sizeof head / sizeof *head;
+    fprintf(o, md ? "\n## GPU activity\n\n|" : "<h2>GPU activity</h2><table id='activity'><tr>");
+    for (size_t k = 0; k < nh; k++)
+        fprintf(o, md ? " %s |" : "<th>%s</th>", head[k]);
+    if (md) {
+        fprintf(o, "\n|");
+        for (size_t k = 0; k < nh; k++)
+            fprintf(o, "---|");
+    } else {
+        fprintf(o, "</tr>");
+    }
+    fprintf(o, "\n");
+    for (size_t i = 0; i < r->ngpus; i++) {
+        const struct wt_report_gpu *g = &r->gpus[i];
+        double v[] = {g->util_mean,           g->sm_active,         g->sm_occupancy,
+                      g->tensor_active,       g->dram_bw,           g->nvlink_tx_bps / 1e9,
+                      g->nvlink_rx_bps / 1e9, g->pcie_tx_bps / 1e9, g->pcie_rx_bps / 1e9};
+        fprintf(o, md ? "| %s | " : "<tr><td>%s</td><td>", g->gpu);
+        if (md)
+            fprintf(o, "%s |", g->node[0] ? g->node : "-");
+        else
+            esc(o, g->node[0] ? g->node : "-"), fprintf(o, "</td>");
+        for (size_t k = 0; k < sizeof v / sizeof *v; k++) {
+            fprintf(o, md ? " " : "<td>");
+            if (isnan(v[k]))
+                fprintf(o, "-");
+            else if (k < 5)
+                fprintf(o, "%.1f %%", 100 * v[k]);
+            else
+                fprintf(o, "%.3f", v[k]);
+            fprintf(o, md ? " |" : "</td>");
+        }
+        fprintf(o, md ? "\n" : "</tr>\n");
+    }
+    fprintf(o,
+            md ? "\nutilization: NVML's, time with a kernel running; SM active, occupancy, tensor "
+                 "and DRAM bandwidth: GPM (Hopper and newer), means of the readings; GB/s over "
+                 "the window.\n"
+               : "</table><p>utilization: NVML's, time with a kernel running; SM active, "
+                 "occupancy, tensor and DRAM bandwidth: GPM (Hopper and newer), means of the "
+                 "readings; GB/s over the window.</p>\n");
+}
+
 /* ---- tables ---- */
 
 static const char *tag_of(const char *method)
@@ -735,6 +800,8 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
     chart_carbon(o, r);
     chart_temp(o, r);
     chart_inlet(o, r);
+    if (any_activity(r))
+        activity_table(o, r, false);
     fprintf(o, "<h2>KPIs</h2><table id='kpis'><tr><th>layer</th><th>figure</th><th>value</th>"
                "<th>source</th><th>coverage</th></tr>\n");
     struct row_sink s = {o, false, NULL};
@@ -766,6 +833,8 @@ int wt_report_write_md(const struct wt_report *r, FILE *o)
     for (size_t i = 0; i < r->nfindings; i++)
         fprintf(o, "%zu. **%s** (%.4f kWh): %s\n", i + 1, r->findings[i].title,
                 r->findings[i].energy_j / 3.6e6, r->findings[i].evidence);
+    if (any_activity(r))
+        activity_table(o, r, true);
     fprintf(o,
             "\n## KPIs\n\n| layer | figure | value | source | coverage |\n|---|---|---|---|---|\n");
     struct row_sink s = {o, true, NULL};
@@ -820,6 +889,22 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
         cJSON_AddNumberToObject(e, "throttle_seconds", x->throttle_s);
         cJSON_AddNumberToObject(e, "power_readings", (double)x->power.raw);
         cJSON_AddNumberToObject(e, "gaps", (double)x->ngaps);
+        cJSON *act = cJSON_AddObjectToObject(e, "activity");
+        const struct {
+            const char *key;
+            double v;
+        } av[] = {{"utilization_ratio", x->util_mean},
+                  {"sm_active_ratio", x->sm_active},
+                  {"sm_occupancy_ratio", x->sm_occupancy},
+                  {"tensor_active_ratio", x->tensor_active},
+                  {"dram_bandwidth_utilization_ratio", x->dram_bw},
+                  {"nvlink_transmit_bytes_per_second", x->nvlink_tx_bps},
+                  {"nvlink_receive_bytes_per_second", x->nvlink_rx_bps},
+                  {"pcie_transmit_bytes_per_second", x->pcie_tx_bps},
+                  {"pcie_receive_bytes_per_second", x->pcie_rx_bps}};
+        for (size_t k = 0; act && k < sizeof av / sizeof *av; k++)
+            if (!isnan(av[k].v))
+                cJSON_AddNumberToObject(act, av[k].key, av[k].v);
         cJSON_AddItemToArray(g, e);
     }
     cJSON *f = cJSON_AddArrayToObject(root, "findings");

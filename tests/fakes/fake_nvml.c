@@ -117,7 +117,8 @@
  *                                and those in FAKE_NVML_GPM_OFF=ID[,ID…] NOT_SUPPORTED; samples
  *                                of two GPUs, or sample2 not newer than sample1,
  *                                INVALID_ARGUMENT. Each call is counted by fake_nvml_gpm_live()
- *                                (samples allocated and not freed)
+ *                                (samples allocated and not freed). FAKE_NVML_GPM_SM_SCALE=K:
+ *                                SM_UTIL is K*u instead (an underfilled GPU)
  *   FAKE_NVML_POWER_SOURCE=ac|battery|undersized  nvmlDeviceGetPowerSource; unset: NOT_SUPPORTED
  *   FAKE_NVML_UNITS=N            S-class units (default 0): unit u's power supply "Normal", 12 V,
  *                                40+u A, 480+12u W; two fans, 5000+100f RPM, normal.
@@ -259,7 +260,8 @@ static struct {
     int nfield_error;
     unsigned int gpm_off[8];
     int ngpm_off;
-    int power_source; /* -1: NOT_SUPPORTED */
+    double gpm_sm_scale; /* SM_UTIL = this x u (FAKE_NVML_GPM_SM_SCALE, default 1) */
+    int power_source;    /* -1: NOT_SUPPORTED */
     unsigned int units;
     struct health psu_abnormal[MAX_EVENTS];
     int npsu_abnormal;
@@ -427,6 +429,7 @@ static void load(void)
     fk.pcie64 = env_double("FAKE_NVML_PCIE_64", 0) != 0;
     fk.nfield_error = load_windows("FAKE_NVML_FIELD_ERROR", fk.field_error, false);
     fk.gpm = env_double("FAKE_NVML_GPM", 0) != 0;
+    fk.gpm_sm_scale = env_double("FAKE_NVML_GPM_SM_SCALE", 1);
     for (v = env("FAKE_NVML_GPM_OFF"); v && *v && fk.ngpm_off < 8;) {
         fk.gpm_off[fk.ngpm_off++] = (unsigned int)strtoul(v, NULL, 10);
         v = strchr(v, ',');
@@ -1595,7 +1598,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
         if (off)
             m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
         else if (m->metricId == NVML_GPM_METRIC_SM_UTIL)
-            m->value = u;
+            m->value = fk.gpm_sm_scale * u;
         else if (m->metricId == NVML_GPM_METRIC_SM_OCCUPANCY)
             m->value = u / 2;
         else if (m->metricId == NVML_GPM_METRIC_ANY_TENSOR_UTIL)
