@@ -94,11 +94,32 @@ void wt_uncert_interior(const struct wt_uncert_series *s, const struct wt_point 
         }
         if (s->rule->kind != WT_SK_INTEGRATED)
             continue;
-        double m = s->power_window_ns > 0 ? fabs(g - (double)s->power_window_ns / NS) * range
-                                          : g / 2 * range;
+        double W = (double)s->power_window_ns / NS;
+        if (W > 0 && g < W)
+            continue; /* overlapping averages: their error does not add up (wt_uncert_lag) */
+        double m = W > 0 ? (g - W) * range : g / 2 * range;
         m *= ov / g;
         *method_sq += m * m;
     }
+}
+
+double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                     int64_t e)
+{
+    double W = (double)s->power_window_ns / NS;
+    if (!(W > 0))
+        return 0;
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (!(p[i].t_ns <= e && e < p[i + 1].t_ns))
+            continue;
+        double g = (double)(p[i + 1].t_ns - p[i].t_ns) / NS, mn, mx;
+        if (g >= W)
+            return 0;
+        long k = (long)ceil(W / g) + 1;
+        seg_range(s, p, n, (long)i - k, (long)i + k, &mn, &mx);
+        return (W - g) / 2 * (mx - mn);
+    }
+    return 0;
 }
 
 /* The run interval of the series' node around t (1 s when no run says). */
@@ -112,11 +133,14 @@ static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
 
 static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_series_info *si,
                      const struct wt_uncert_series *s, int64_t e, int64_t a, int64_t b,
-                     double energy_j, double *out)
+                     double energy_j, double *out, double *lag)
 {
     struct wt_point *p = NULL;
     size_t n = 0;
-    int64_t r = (WT_UNCERT_SWING_SEGMENTS + 2) * interval_at(s->rule, e);
+    int64_t iv = interval_at(s->rule, e), r = (WT_UNCERT_SWING_SEGMENTS + 2) * iv;
+    if (s->power_window_ns + 3 * iv > r)
+        r = s->power_window_ns + 3 * iv; /* the lag's neighbourhood */
+    *lag = 0;
     int rc = points(ctx, e - r, e + r, &p, &n);
     if (rc)
         return rc;
@@ -127,6 +151,7 @@ static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_seri
         *out = x > 0 ? x * y / 60 * 2 * energy_j / ((double)(b - a) / NS) : 0;
     } else {
         *out = wt_uncert_edge(s, p, n, e);
+        *lag = wt_uncert_lag(s, p, n, e);
     }
     free(p);
     return 0;
@@ -149,10 +174,10 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
     if (si->kind == WT_SK_INTEGRATED)
         s.power_window_ns = wt_energy_nvml_power_window_ns(
             wt_labels_get(si->labels, "model", model, sizeof model) == 0 ? model : NULL);
-    double ea, eb;
-    rc = edge_term(points, ctx, si, &s, a, a, b, energy_j, &ea);
+    double ea, eb, la, lb;
+    rc = edge_term(points, ctx, si, &s, a, a, b, energy_j, &ea, &la);
     if (rc == 0)
-        rc = edge_term(points, ctx, si, &s, b, a, b, energy_j, &eb);
+        rc = edge_term(points, ctx, si, &s, b, a, b, energy_j, &eb, &lb);
     if (rc)
         return rc;
     out->edges_j = ea + eb;
@@ -185,7 +210,7 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
             msq += m1;
             gaps += g1;
         }
-        out->method_j = sqrt(msq * scale);
+        out->method_j = sqrt(msq * scale) + la + lb;
         out->gaps_j = gaps;
     }
     if (si->kind == WT_SK_INTEGRATED)

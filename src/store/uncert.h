@@ -21,7 +21,10 @@
  *               span it averaged, so a step of g between readings is off by at most |g - W| times
  *               the local swing (0 when the readings are W apart); instantaneous readings (W = 0)
  *               by g/2 times the change of power between samples. Steps are independent (sampling
- *               jitter): their bounds add in quadrature.
+ *               jitter): their bounds add in quadrature. Readings closer than W overlap: each
+ *               averages some of its neighbour's span, so their errors do not add up but cancel
+ *               inside the window; what is left is the integrator's lag at each end
+ *               (wt_uncert_lag): (W - g)/2 times the swing within W of the edge, added.
  *   gaps        a gap inside the window (a reset, a daemon restart of a counter it kept, an
  *               integrated series not integrated across) adds its length times the largest
  *               segment power beside it: the energy it may hide.
@@ -72,6 +75,12 @@ double wt_uncert_resolution_j(const struct wt_series_info *si);
  */
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e);
+
+/* The method term's share at an edge e of an integrated series read more often than its
+ * averaging window (step g < W): (W - g)/2 times the swing of the segments within W of e; 0
+ * otherwise. */
+double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                     int64_t e);
 
 /*
  * The method term (integrated series; 0 for counters) and the gaps term over [a, b] from the

@@ -4,7 +4,8 @@
  * the wall clock: for the error-bar test (tests/unit/test_uncert.c) and its evaluation
  * (bench/energy_eval.c). The fake (libnvidia-ml.so.1, dlopen'ed, scripted by FAKE_NVML_* as
  * for the daemon) gives the exact energy; every tick k of GPU g is stamped at
- * T0 + 1 s + k s + a wake-up latency drawn in [0.1, 3] ms (aligned ticks on a busy host), and
+ * T0 + (k + 1) tick + a wake-up latency drawn in [0.1, 3] ms (aligned ticks on a busy host; the
+ * tick is 1 s, or fake_rec_make_tick's), and
  * stores what the collector (collect/nvml.c) would: the hardware counter as the fake counts it
  * (FAKE_NVML_ENERGY_OFFSET_MJ + floor(1000 * exact integral), mJ, in joules), the power as an
  * H200 reads it (the mean over the last second, rounded to mW), and that power integrated by
@@ -52,8 +53,8 @@ static inline double fake_rec_rand(uint64_t *s)
  * power average), records `seconds` of ticks of `gpus` GPUs into a new store at db. Returns 0,
  * or -1 with a message on stderr.
  */
-static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int gpus, int seconds,
-                                uint64_t seed)
+static inline int fake_rec_make_tick(struct fake_rec *r, const char *db, unsigned int gpus,
+                                     int seconds, uint64_t seed, double tick_s)
 {
     const char *lib = getenv("WATTAGE_FAKE_NVML");
     if (!lib)
@@ -82,7 +83,12 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
         fprintf(stderr, "fake_record: %s\n", err.msg);
         return -1;
     }
-    const int64_t iv = 1000000000;
+    const int64_t iv = (int64_t)llround(tick_s * 1e9);
+    if (iv < 1000000 || iv > 60 * (int64_t)1000000000) {
+        fprintf(stderr, "fake_record: a tick of %g s (1 ms to 60 s)\n", tick_s);
+        return -1;
+    }
+    const int64_t ticks = (int64_t)seconds * 1000000000 / iv;
     int64_t start = (int64_t)llround(r->t0 * 1e9) + iv / 2;
     if (wt_store_begin_run(r->st, "", start, iv, "fake_record") != 0)
         return -1;
@@ -97,7 +103,7 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
     int rc = 0;
     for (unsigned int g = 0; g < gpus; g++)
         ig[g].window_ns = wt_energy_nvml_power_window_ns("NVIDIA H200");
-    for (int k = 0; k <= seconds && rc == 0; k++) {
+    for (int64_t k = 0; k <= ticks && rc == 0; k++) {
         size_t n = 0;
         /* one poll stamps every GPU's readings with its start */
         int64_t t_ns = (int64_t)llround(r->t0 * 1e9) + (int64_t)(k + 1) * iv +
@@ -113,7 +119,7 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
             (void)wt_labels(labels, sizeof labels, "gpu", gs, "uuid", uu, "model", "NVIDIA H200",
                             NULL);
             double mj = 1e9 + floor(1000 * r->exact(g, r->t0, t));
-            double p = round(1000 * r->exact(g, t - 1, t)) / 1000;
+            double p = round(1000 * r->exact(g, t - 1, t)) / 1000; /* a 1-s mean at any tick */
             wt_energy_integral_update(&ig[g], t_ns, p, 3 * iv);
             rd[n++] =
                 (struct wt_reading){.t_ns = t_ns, .value = mj / 1000, .metric = WT_M_GPU_ENERGY_J};
@@ -128,6 +134,13 @@ static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int
     free(ig);
     free(rd);
     return rc ? -1 : 0;
+}
+
+/* The recording at 1-s ticks. */
+static inline int fake_rec_make(struct fake_rec *r, const char *db, unsigned int gpus, int seconds,
+                                uint64_t seed)
+{
+    return fake_rec_make_tick(r, db, gpus, seconds, seed, 1.0);
 }
 
 static inline void fake_rec_close(struct fake_rec *r)
