@@ -40,8 +40,9 @@
 #define DEFAULT_DURATION "72h"
 #define RECENT_NS (600 * WT_NS_PER_S)        /* "present now": a reading in the last 10 min */
 #define JOBS_RECENT_NS (86400 * WT_NS_PER_S) /* jobs: one running or in the last 24 h */
-#define FOUND_LEN 720                        /* a checklist line */
-#define PAD_NS (300 * WT_NS_PER_S)           /* readings read before a window, for its start */
+#define MAX_DURATION_NS (366 * 86400 * WT_NS_PER_S)
+#define FOUND_LEN 720              /* a checklist line */
+#define PAD_NS (300 * WT_NS_PER_S) /* readings read before a window, for its start */
 
 /* What to set for a layer that is missing, by layer bit. */
 static const char *const how_to[WT_ASSESS_NLAYERS] = {
@@ -554,10 +555,10 @@ static int cmd_start(int argc, char **argv)
     if ((rc = wt_cli_no_operands(f, argc, argv)) != 0)
         return rc;
     int64_t dur_ns = 0;
-    if (wt_duration_parse(dur, &dur_ns) != 0 || dur_ns < WT_NS_PER_S) {
+    if (wt_duration_parse(dur, &dur_ns) != 0 || dur_ns < WT_NS_PER_S || dur_ns > MAX_DURATION_NS) {
         fprintf(stderr,
-                "wattage assess start: --duration: expected a duration of at least 1 s like 72h, "
-                "90m or 20s (got \"%s\")\n",
+                "wattage assess start: --duration: expected a duration from 1 s to 366 days like "
+                "72h, 90m or 20s (got \"%s\")\n",
                 dur);
         return 2;
     }

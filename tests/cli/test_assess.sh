@@ -322,6 +322,14 @@ check "  ... start refuses it without --force" \
     bash -c '[[ $0 == 1 ]] && grep -q "replace it with --force" "$1"' $? "$TMP/e10"
 "$BIN" assess start --force --db "$DB" -c "$CFG" --url "$URL" >/dev/null 2>&1
 check "  ... and replaces it with --force" test $? -eq 0
+"$BIN" assess start --duration 400d --force --db "$DB" -c "$CFG" --url "$URL" >/dev/null 2>"$TMP/e11"
+check "a --duration past 366 days: exit 2, naming the option" \
+    bash -c '[[ $0 == 2 ]] && grep -q -- "--duration: .*(got \"400d\")" "$1"' $? "$TMP/e11"
 kill "$DAEMON"
 wait "$DAEMON" 2>/dev/null
+# Without the daemon: status still reads the store, and says the layers now are unknown.
+"$BIN" assess status --db "$DB" -c "$CFG" --url "$URL" >"$TMP/nod.txt" 2>&1
+check "status without the daemon: exit 0, layers now unknown" bash -c \
+    '[[ $0 == 0 ]] && grep -q "layers now: unknown (the daemon does not answer)" "$1" &&
+     grep -q "^chip  *yes  *?  " "$1"' $? "$TMP/nod.txt"
 finish
