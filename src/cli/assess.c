@@ -763,7 +763,7 @@ static void print_status(FILE *o, const struct wt_assess *a, const struct figure
         if (cv->ngaps) {
             char t[40];
             fmt_time(cv->longest_gap_from_ns, t, sizeof t);
-            snprintf(lg, sizeof lg, "%.1f s from %s", cv->longest_gap_s, t);
+            snprintf(lg, sizeof lg, "%s from %s", fmt_dur((int64_t)(cv->longest_gap_s * 1e9)).s, t);
         }
         fprintf(o, "%-9s %-8s %-4s %8.1f%% %6zu %5zu  %s\n", wt_assess_layer_name(i),
                 a->layers & (1u << i) ? "yes" : "no",
