@@ -153,3 +153,109 @@ uint32_t wt_assess_hours_seen(int64_t from_ns, int64_t to_ns)
         m |= 1u << (int)(((t / HOUR_NS) % 24 + 24) % 24);
     return m;
 }
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t wt_assess_gap_bound(const struct wt_point *p, size_t n)
+{
+    if (n < 2)
+        return 0;
+    int64_t *d = malloc((n - 1) * sizeof *d);
+    if (!d)
+        return 0;
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (p[i + 1].t_ns > p[i].t_ns)
+            d[k++] = p[i + 1].t_ns - p[i].t_ns;
+    int64_t med = 0;
+    if (k) {
+        qsort(d, k, sizeof *d, cmp_i64);
+        med = d[k / 2];
+    }
+    free(d);
+    return (int64_t)(WT_ASSESS_GAP_FACTOR * (double)med);
+}
+
+size_t wt_assess_spans(const struct wt_point *p, size_t n, int64_t from_ns, int64_t to_ns,
+                       bool positive_only, struct wt_assess_span *out)
+{
+    int64_t bound = wt_assess_gap_bound(p, n);
+    size_t k = 0;
+    if (bound <= 0 || to_ns <= from_ns)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (positive_only && !(p[i].v > 0.5))
+            continue;
+        int64_t a = p[i].t_ns, b;
+        if (i + 1 < n) {
+            b = p[i + 1].t_ns;
+            if (b - a > bound)
+                continue;
+        } else if (to_ns - a <= bound && to_ns > a) {
+            b = to_ns; /* the newest reading: the next one is not stored yet */
+        } else {
+            continue;
+        }
+        if (a < from_ns)
+            a = from_ns;
+        if (b > to_ns)
+            b = to_ns;
+        if (b <= a)
+            continue;
+        if (k && out[k - 1].to_ns >= a) /* contiguous with the last: extend it */
+            out[k - 1].to_ns = b > out[k - 1].to_ns ? b : out[k - 1].to_ns;
+        else
+            out[k++] = (struct wt_assess_span){a, b};
+    }
+    return k;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+    const struct wt_assess_span *x = a, *y = b;
+    return (x->from_ns > y->from_ns) - (x->from_ns < y->from_ns);
+}
+
+size_t wt_assess_cover_of(struct wt_assess_span *s, size_t n, int64_t from_ns, int64_t to_ns,
+                          struct wt_assess_cover *c)
+{
+    size_t nseries = c->nseries;
+    memset(c, 0, sizeof *c);
+    c->nseries = nseries;
+    c->window_s = to_ns > from_ns ? (double)(to_ns - from_ns) / NS_PER_S : 0;
+    qsort(s, n, sizeof *s, cmp_span);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        int64_t a = s[i].from_ns < from_ns ? from_ns : s[i].from_ns;
+        int64_t b = s[i].to_ns > to_ns ? to_ns : s[i].to_ns;
+        if (b <= a)
+            continue;
+        if (k && s[k - 1].to_ns >= a) {
+            if (b > s[k - 1].to_ns)
+                s[k - 1].to_ns = b;
+        } else {
+            s[k++] = (struct wt_assess_span){a, b};
+        }
+    }
+    int64_t cursor = from_ns;
+    for (size_t i = 0; i <= k && to_ns > from_ns; i++) {
+        int64_t next = i < k ? s[i].from_ns : to_ns;
+        if (next > cursor) {
+            double g = (double)(next - cursor) / NS_PER_S;
+            c->ngaps++;
+            if (g > c->longest_gap_s) {
+                c->longest_gap_s = g;
+                c->longest_gap_from_ns = cursor;
+            }
+        }
+        if (i < k) {
+            c->covered_s += (double)(s[i].to_ns - s[i].from_ns) / NS_PER_S;
+            cursor = s[i].to_ns;
+        }
+    }
+    return k;
+}

@@ -5,6 +5,8 @@
 #ifndef WT_AUDIT_ASSESS_H
 #define WT_AUDIT_ASSESS_H
 #include "core/err.h"
+#include "store/store.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -44,4 +46,42 @@ int64_t wt_assess_baseline_end(const struct wt_assess *a);
 
 /* Bit h set for every UTC hour of day (0..23) that [from_ns, to_ns) touches (pure). */
 uint32_t wt_assess_hours_seen(int64_t from_ns, int64_t to_ns);
+/*
+ * ---- coverage: which of a window a layer's readings cover (pure) ----
+ * A series covers the time between two consecutive readings no further apart than its gap
+ * bound (WT_ASSESS_GAP_FACTOR times its median step); the layer covers the union of its series'
+ * spans, and every piece of the window outside that union is a gap.
+ */
+#define WT_ASSESS_GAP_FACTOR 3.0
+
+struct wt_assess_span {
+    int64_t from_ns, to_ns;
+};
+
+/* The gap bound of readings p[0..n) (sorted by time): WT_ASSESS_GAP_FACTOR times the median
+ * step; 0 when there are fewer than two readings. */
+int64_t wt_assess_gap_bound(const struct wt_point *p, size_t n);
+
+/*
+ * Appends to out (room for n spans) the spans of [from_ns, to_ns] that readings p[0..n) cover,
+ * clipped to the window; with positive_only, only the steps that start at a reading > 0.5 (a
+ * flag such as wattage_clock_synchronized). A last reading within the gap bound of to_ns
+ * covers up to it (the next one is not stored yet). Returns the number of spans written.
+ */
+size_t wt_assess_spans(const struct wt_point *p, size_t n, int64_t from_ns, int64_t to_ns,
+                       bool positive_only, struct wt_assess_span *out);
+
+/* What a layer's spans come to over a window. */
+struct wt_assess_cover {
+    double window_s, covered_s; /* coverage: covered_s / window_s */
+    size_t ngaps;               /* pieces of the window not covered */
+    double longest_gap_s;
+    int64_t longest_gap_from_ns; /* where the longest gap starts (0: no gap) */
+    size_t nseries;              /* the series (or jobs, carbon steps) looked at */
+};
+
+/* Sorts and merges spans s[0..n) in place (their union) and fills *c for [from_ns, to_ns].
+ * Returns the number of merged spans. */
+size_t wt_assess_cover_of(struct wt_assess_span *s, size_t n, int64_t from_ns, int64_t to_ns,
+                          struct wt_assess_cover *c);
 #endif

@@ -46,4 +46,8 @@ const struct wt_cli_command wt_cli_commands[] = {
      wt_cmd_doctor,
      "what this node can measure and why not (NVML, RAPL, clock, peers, store, listen)",
      {&wt_cli_form_doctor}},
+    {"assess",
+     wt_cmd_assess,
+     "the guided 72-hour assessment: what can be measured, its coverage, its report",
+     {&wt_cli_form_assess_start, &wt_cli_form_assess_status, &wt_cli_form_assess_report}},
     {NULL}};

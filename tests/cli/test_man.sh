@@ -98,6 +98,10 @@ check "wattage jobs compare --c<TAB>: the connection options ($got)" \
     test "$got" = "--cacert --cert --config"
 got=$(comp "$BIN" report --from -1h --f)
 check "wattage report --from -1h --f<TAB>: --format --from ($got)" test "$got" = "--format --from"
+got=$(comp "$BIN" assess "")
+check "wattage assess <TAB>: its subcommands ($got)" test "$got" = "report start status"
+got=$(comp "$BIN" assess start --d)
+check "wattage assess start --d<TAB>: --db --duration ($got)" test "$got" = "--db --duration"
 got=$(comp "$BIN" import "")
 check "wattage import <TAB>: carbon nvidia-smi ($got)" test "$got" = "carbon nvidia-smi"
 finish
