@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/reconcile.h"
 #include "core/clock.h"
 
 double wt_calib_t95(size_t dof)
@@ -295,5 +296,27 @@ int wt_calib_save(const char *path, const struct wt_calib_model *m, size_t n, st
     }
 done:
     free(all);
+    return rc;
+}
+
+int wt_calib_apply(const struct wt_config *cfg, struct wt_recon_node *nodes, size_t n,
+                   double window_s, size_t *used, struct wt_err *err)
+{
+    char path[WT_PATH_LEN + 32];
+    size_t nm = 0;
+    int rc;
+    *used = 0;
+    if (wt_calib_model_path(cfg, path, sizeof path) != 0) {
+        wt_err_set(err, "%s: the calibration model's path is too long", cfg->store.path);
+        return -ENAMETOOLONG;
+    }
+    struct wt_calib_model *m = calloc(WT_CALIB_MAX_MODELS, sizeof *m);
+    if (!m)
+        return -ENOMEM;
+    if ((rc = wt_calib_load(path, m, WT_CALIB_MAX_MODELS, &nm, err)) == 0) {
+        wt_recon_apply_models(nodes, n, m, nm, window_s);
+        *used = nm;
+    }
+    free(m);
     return rc;
 }

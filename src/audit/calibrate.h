@@ -80,4 +80,13 @@ int wt_calib_save(const char *path, const struct wt_calib_model *m, size_t n,
 int wt_calib_load(const char *path, struct wt_calib_model *m, size_t cap, size_t *n,
                   struct wt_err *err) WT_MUST_USE;
 
+struct wt_recon_node;
+/*
+ * The model file of cfg (wt_calib_model_path) applied to nodes[0..n) over a window of window_s
+ * seconds (audit/reconcile.h: wt_recon_apply_models). *used: the models read (0 without a
+ * file). Returns 0, or -EINVAL / -ENAMETOOLONG / -ENOMEM with err naming the file.
+ */
+int wt_calib_apply(const struct wt_config *cfg, struct wt_recon_node *nodes, size_t n,
+                   double window_s, size_t *used, struct wt_err *err) WT_MUST_USE;
+
 #endif

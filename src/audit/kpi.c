@@ -16,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "audit/calibrate.h"
 #include "audit/meters.h"
 #include "audit/reconcile.h"
 #include "core/clock.h"
@@ -753,6 +755,13 @@ static int add(struct wt_batch *b, int metric, const char *labels, int64_t t, do
 int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_t now_ns,
                         struct wt_batch *b)
 {
+    return wt_kpi_export_batch_models(st, t, now_ns, NULL, 0, NULL, b);
+}
+
+int wt_kpi_export_batch_models(struct wt_store *st, const struct wt_topology *t, int64_t now_ns,
+                               const struct wt_calib_model *m, size_t nm, struct wt_recon_drift *d,
+                               struct wt_batch *b)
+{
     struct wt_kpi_report r;
     struct wt_err err = {{0}};
     char lb[WT_LABELS_LEN];
@@ -802,6 +811,9 @@ int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_
             rc = add(b, WT_M_NODE_RECON_SUSPECT, l2, now_ns, on ? 1 : 0);
         }
     }
+    if (rc == 0 && d && nm)
+        rc = wt_recon_export_models(r.nodes, r.nnodes, m, nm, (double)t->kpi_window_ns / 1e9, d,
+                                    now_ns, b);
     wt_kpi_report_free(&r);
     return rc;
 }
@@ -815,7 +827,44 @@ struct wt_kpi_exporter {
     bool started, stop;
     pthread_mutex_t mu;
     pthread_cond_t cv;
+    /* the nodes' calibration models (wattage calibrate), read again when the file changes */
+    char model_path[WT_PATH_LEN + 32];
+    struct wt_calib_model *models;
+    size_t nmodels;
+    int64_t model_mtime_ns;
+    bool model_failed;
+    struct wt_recon_drift drift;
 };
+
+/* Reads the model file again when it changed (a calibration since); a bad file is said once. */
+static void models_refresh(struct wt_kpi_exporter *e)
+{
+    struct stat sb;
+    if (!e->model_path[0] || !e->models)
+        return;
+    if (stat(e->model_path, &sb) != 0) {
+        e->nmodels = 0;
+        e->model_mtime_ns = 0;
+        return;
+    }
+    int64_t mt = (int64_t)sb.st_mtim.tv_sec * WT_NS_PER_S + sb.st_mtim.tv_nsec;
+    if (mt == e->model_mtime_ns)
+        return;
+    struct wt_err err = {{0}};
+    size_t n = 0;
+    if (wt_calib_load(e->model_path, e->models, WT_CALIB_MAX_MODELS, &n, &err) != 0) {
+        if (!e->model_failed)
+            wt_warn("kpi", "calibration models not used: %s", err.msg);
+        e->model_failed = true;
+        e->nmodels = 0;
+    } else {
+        if (n)
+            wt_info("kpi", "calibration models: %zu from %s", n, e->model_path);
+        e->model_failed = false;
+        e->nmodels = n;
+    }
+    e->model_mtime_ns = mt;
+}
 
 static void *exporter_main(void *arg)
 {
@@ -827,7 +876,9 @@ static void *exporter_main(void *arg)
         pthread_mutex_unlock(&e->mu);
         int64_t m0 = wt_now_mono_ns();
         wt_batch_clear(&b);
-        int rc = wt_kpi_export_batch(e->st, e->t, wt_now_real_ns(), &b);
+        models_refresh(e);
+        int rc = wt_kpi_export_batch_models(e->st, e->t, wt_now_real_ns(), e->models, e->nmodels,
+                                            &e->drift, &b);
         int64_t m1 = wt_now_mono_ns();
         if (rc != 0 && fails++ % 20 == 0)
             wt_warn("kpi", "computing the KPI gauges failed: %s (failures=%d)", strerror(-rc),
@@ -865,6 +916,10 @@ int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
     e->hub = hub;
     if ((rc = wt_topology_load(cfg, &e->t, err)) != 0)
         goto fail;
+    e->drift.sustain_ns = e->t->kpi_window_ns;
+    e->models = calloc(WT_CALIB_MAX_MODELS, sizeof *e->models);
+    if (!e->models || wt_calib_model_path(cfg, e->model_path, sizeof e->model_path) != 0)
+        e->model_path[0] = 0;
     if (e->t->nmeters == 0) {
         wt_kpi_exporter_close(e);
         return 0;
@@ -908,6 +963,7 @@ void wt_kpi_exporter_close(struct wt_kpi_exporter *e)
     }
     wt_store_close(e->st);
     free(e->t);
+    free(e->models);
     pthread_cond_destroy(&e->cv);
     pthread_mutex_destroy(&e->mu);
     free(e);

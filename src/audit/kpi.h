@@ -161,6 +161,10 @@ void wt_kpi_row_input(struct wt_kpi_row *row, const char *name, bool measured, c
  *   wattage_node_unaccounted_power_watts{node}, wattage_node_unaccounted_ratio{node}: only
  *       once the node's wall and chips both cover the window (wt_recon_complete)
  *   wattage_node_reconciliation_suspect{node,reason="chips_exceed_wall"|"share_drift"} 0/1
+ *   wattage_node_model_{predicted_wall,departure,bound}_watts{node}, wattage_node_model_drift:
+ *       against the node's calibration model (calibration.json beside the store, read again
+ *       when it changes), once the window is covered; drift after a whole kpi_window beyond
+ *       the model's bound (audit/reconcile.h)
  * Nothing starts (*out NULL, returns 0) when the topology has no meters. The topology is read
  * at open (a reload closes the exporter and opens it again). Returns 0 or a negative errno with
  * err.
@@ -186,5 +190,12 @@ int wt_kpi_carbon_copy(struct wt_store *st, const char *path, size_t *copied,
  * kpi_window, now_ns - export_lag]) appended to b, for tests. Returns 0 or -errno. */
 int wt_kpi_export_batch(struct wt_store *st, const struct wt_topology *t, int64_t now_ns,
                         struct wt_batch *b) WT_MUST_USE;
+/* The same, and the gauges against the nodes' calibration models m[0..nm) with the drift
+ * detector d (audit/reconcile.h: wt_recon_export_models). m and d may be NULL. */
+struct wt_calib_model;
+struct wt_recon_drift;
+int wt_kpi_export_batch_models(struct wt_store *st, const struct wt_topology *t, int64_t now_ns,
+                               const struct wt_calib_model *m, size_t nm, struct wt_recon_drift *d,
+                               struct wt_batch *b) WT_MUST_USE;
 
 #endif

@@ -13,6 +13,8 @@
 
 #include "audit/calibrate.h"
 #include "audit/meters.h"
+#include "core/log.h"
+#include "core/reading.h"
 
 /* Pieces of a window for the share over time: long windows get longer pieces. */
 #define MAX_PIECES 120
@@ -226,4 +228,80 @@ void wt_recon_apply_models(struct wt_recon_node *nodes, size_t n, const struct w
         x->model_bound_w = c.bound_w;
         x->model_drift = c.drift;
     }
+}
+
+/* The slot of node in d, created when absent; NULL when the table is full. */
+static int drift_slot(struct wt_recon_drift *d, const char *node, bool create)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (strcmp(d->s[i].node, node) == 0)
+            return (int)i;
+    if (!create || d->n == WT_RECON_DRIFT_NODES)
+        return -1;
+    memset(&d->s[d->n], 0, sizeof d->s[d->n]);
+    snprintf(d->s[d->n].node, sizeof d->s[d->n].node, "%s", node);
+    return (int)d->n++;
+}
+
+int wt_recon_drift_step(struct wt_recon_drift *d, const char *node, bool beyond, int64_t now_ns)
+{
+    int i = drift_slot(d, node, true);
+    if (i < 0)
+        return 0;
+    if (!beyond) {
+        bool was = d->s[i].firing;
+        d->s[i].beyond_since_ns = 0;
+        d->s[i].firing = false;
+        return was ? -1 : 0;
+    }
+    if (!d->s[i].beyond_since_ns)
+        d->s[i].beyond_since_ns = now_ns;
+    if (!d->s[i].firing && now_ns - d->s[i].beyond_since_ns >= d->sustain_ns) {
+        d->s[i].firing = true;
+        return 1;
+    }
+    return 0;
+}
+
+bool wt_recon_drift_firing(const struct wt_recon_drift *d, const char *node)
+{
+    int i = drift_slot((struct wt_recon_drift *)d, node, false);
+    return i >= 0 && d->s[i].firing;
+}
+
+int wt_recon_export_models(struct wt_recon_node *nodes, size_t n, const struct wt_calib_model *m,
+                           size_t nm, double window_s, struct wt_recon_drift *d, int64_t now_ns,
+                           struct wt_batch *b)
+{
+    char lb[WT_LABELS_LEN];
+    int rc = 0;
+    wt_recon_apply_models(nodes, n, m, nm, window_s);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct wt_recon_node *x = &nodes[i];
+        if (!x->has_model || wt_labels(lb, sizeof lb, "node", x->node, NULL) != 0)
+            continue;
+        int ch = wt_recon_drift_step(d, x->node, x->model_drift, now_ns);
+        int k = drift_slot(d, x->node, false);
+        double since_s = k >= 0 && d->s[k].beyond_since_ns
+                             ? (double)(now_ns - d->s[k].beyond_since_ns) / 1e9
+                             : 0;
+        if (ch > 0)
+            wt_warn("kpi",
+                    "node %s: the wall departs from its calibration model beyond the bound for "
+                    "%.0f s (drift): wall %.1f W, model %.1f W, departure %+.1f W, bound %.1f W",
+                    x->node, since_s, x->model_predicted_w + x->model_departure_w,
+                    x->model_predicted_w, x->model_departure_w, x->model_bound_w);
+        else if (ch < 0)
+            wt_info("kpi",
+                    "node %s: the wall is back within its calibration model's bound (drift "
+                    "ended): departure %+.1f W, bound %.1f W",
+                    x->node, x->model_departure_w, x->model_bound_w);
+        if ((rc = wt_batch_add(b, WT_M_NODE_MODEL_PREDICTED_W, lb, now_ns, x->model_predicted_w)) ||
+            (rc = wt_batch_add(b, WT_M_NODE_MODEL_DEPARTURE_W, lb, now_ns, x->model_departure_w)) ||
+            (rc = wt_batch_add(b, WT_M_NODE_MODEL_BOUND_W, lb, now_ns, x->model_bound_w)) ||
+            (rc = wt_batch_add(b, WT_M_NODE_MODEL_DRIFT, lb, now_ns,
+                               wt_recon_drift_firing(d, x->node) ? 1 : 0)))
+            break;
+    }
+    return rc;
 }

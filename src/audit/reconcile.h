@@ -99,4 +99,40 @@ void wt_recon_against_model(const struct wt_calib_fit *f, double chips_w, double
 void wt_recon_apply_models(struct wt_recon_node *nodes, size_t n, const struct wt_calib_model *m,
                            size_t nm, double window_s);
 
+/*
+ * The drift detector: a node's wall departing from its calibration model beyond the model's
+ * bound (wt_recon_against_model) for sustain_ns on end, every comparison beyond it, is drift;
+ * the first comparison back within the bound ends it. Each comparison is the mean over a KPI
+ * window, so one noisy reading does not move it. A node without a comparison (no model, a
+ * window not covered) keeps its state.
+ */
+#define WT_RECON_DRIFT_NODES 64
+struct wt_recon_drift {
+    int64_t sustain_ns;
+    size_t n;
+    struct {
+        char node[WT_TOPO_NAME];
+        int64_t beyond_since_ns; /* the first comparison of the current run beyond; 0 none */
+        bool firing;
+    } s[WT_RECON_DRIFT_NODES];
+};
+
+/* Steps node's state with one comparison at now_ns (pure). Returns +1 when drift begins, -1 when
+ * it ends, 0 otherwise (also when the table is full: that node is not followed). */
+int wt_recon_drift_step(struct wt_recon_drift *d, const char *node, bool beyond, int64_t now_ns);
+/* Whether node is in drift now. */
+bool wt_recon_drift_firing(const struct wt_recon_drift *d, const char *node);
+
+struct wt_batch;
+/*
+ * The daemon's gauges against the models (kpi.c's exporter, every KPI interval): applies
+ * m[0..nm) to nodes (wt_recon_apply_models over window_s), steps d with each node compared, logs
+ * each change of drift once (warning when it begins, info when it ends), and adds per node with
+ * a model wattage_node_model_predicted_wall_watts, _departure_watts, _bound_watts and
+ * wattage_node_model_drift (0/1) at now_ns to b. Returns 0 or -ENOMEM.
+ */
+int wt_recon_export_models(struct wt_recon_node *nodes, size_t n, const struct wt_calib_model *m,
+                           size_t nm, double window_s, struct wt_recon_drift *d, int64_t now_ns,
+                           struct wt_batch *b) WT_MUST_USE;
+
 #endif

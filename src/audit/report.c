@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "audit/ashrae.h"
+#include "audit/calibrate.h"
 #include "audit/carbon.h"
 #include "audit/dark.h"
 #include "audit/jobs.h"
@@ -653,6 +654,38 @@ static void findings(struct wt_report *r)
                                           : "");
         }
     }
+    /* Against the nodes' calibration models (wattage calibrate; wt_calib_apply in build). */
+    for (size_t i = 0; r->have_kpi && i < r->kpi.nnodes; i++) {
+        const struct wt_recon_node *x = &r->kpi.nodes[i];
+        char day[40];
+        if (!x->has_model)
+            continue;
+        wt_time_format(x->model_t_ns, 0, day, sizeof day);
+        if (x->model_drift &&
+            (f = add_finding(r, "model_drift",
+                             fabs(x->model_departure_w) * (double)(r->to_ns - r->from_ns) / 1e9))) {
+            snprintf(f->title, sizeof f->title,
+                     "node %s: the wall departs from its calibration model by %+.0f W", x->node,
+                     x->model_departure_w);
+            snprintf(f->evidence, sizeof f->evidence,
+                     "wall %.1f W, the model of %s predicts %.1f W from the chips (bound %.1f W): "
+                     "a meter or a sensor drifts, or the node changed (calibrate it again)",
+                     x->model_predicted_w + x->model_departure_w, day, x->model_predicted_w,
+                     x->model_bound_w);
+            continue;
+        }
+        size_t nl = strlen(x->node);
+        for (size_t k = 0; k < r->nfindings; k++) {
+            struct wt_report_finding *u = &r->findings[k];
+            size_t l = strlen(u->evidence);
+            if (strcmp(u->kind, "unaccounted") == 0 && strncmp(u->title, "node ", 5) == 0 &&
+                strncmp(u->title + 5, x->node, nl) == 0 && u->title[5 + nl] == ':')
+                snprintf(u->evidence + l, sizeof u->evidence - l,
+                         "; the calibration model of %s expects %.0f W beside the chips: the "
+                         "wall is %+.0f W from it, within its bound of %.0f W",
+                         day, x->model_unaccounted_w, x->model_departure_w, x->model_bound_w);
+        }
+    }
     /* The jobs with the least output per kWh: the lower half of those that count tokens. */
     double best = 0;
     for (size_t k = 0; k < r->njobs; k++)
@@ -764,6 +797,11 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
         add_missing(r, "no facility meters in the topology: no PUE, part-load or reconciliation");
     } else if (wt_kpi_compute(st, t, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
         r->have_kpi = true;
+        size_t nmod = 0;
+        struct wt_err merr = {{0}};
+        if (wt_calib_apply(cfg, r->kpi.nodes, r->kpi.nnodes, (double)(to_ns - from_ns) / 1e9, &nmod,
+                           &merr) != 0)
+            add_missing(r, "calibration models: %s", merr.msg);
         if (wt_carbon_kpi_row(st, cfg, &r->kpi) == -EIO) {
             rc = -EIO;
             goto fail;

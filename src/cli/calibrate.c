@@ -76,14 +76,23 @@ static int parse_steps(const char *s, double *out, int *n)
     return *n ? 0 : -EINVAL;
 }
 
-/* Whether a facility point of the status is one of this node's meters of role r. */
-static bool is_wall(const struct wt_topology *t, enum wt_role r, const char *target,
-                    const char *point)
+/*
+ * Whether a facility point of the status (o: its target, point, kind and name) is one of this
+ * node's meters of role r: the topology's own match (audit/topology.h), so a meter of another
+ * node, another point of the target, or a point its `match` leaves out is never this node's wall.
+ */
+static bool is_wall(const struct wt_topology *t, enum wt_role r, const cJSON *o)
 {
+    char lb[WT_LABELS_LEN] = "";
+    static const char *const keys[] = {"target", "point", "kind", "name"};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, keys[k]);
+        if (cJSON_IsString(v) && wt_labels_add(lb, sizeof lb, keys[k], v->valuestring) != 0)
+            return false;
+    }
     for (size_t i = 0; i < t->nmeters; i++) {
         const struct wt_meter *m = &t->meters[i];
-        if (m->role == r && strcmp(m->node, t->node) == 0 && strcmp(m->target, target) == 0 &&
-            (!m->point[0] || strcmp(m->point, point) == 0))
+        if (m->role == r && strcmp(m->node, t->node) == 0 && wt_meter_matches(m, lb))
             return true;
     }
     return false;
@@ -119,15 +128,13 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
     }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "facility"))
     {
-        const cJSON *tg = cJSON_GetObjectItemCaseSensitive(o, "target");
-        const cJSON *pt = cJSON_GetObjectItemCaseSensitive(o, "point");
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "power_watts");
-        if (!cJSON_IsString(tg) || !cJSON_IsString(pt) || !cJSON_IsNumber(p))
+        if (!cJSON_IsNumber(p))
             continue;
-        if (is_wall(t, WT_ROLE_PDU_OUTLET, tg->valuestring, pt->valuestring)) {
+        if (is_wall(t, WT_ROLE_PDU_OUTLET, o)) {
             pdu += p->valuedouble;
             npdu++;
-        } else if (is_wall(t, WT_ROLE_BMC, tg->valuestring, pt->valuestring)) {
+        } else if (is_wall(t, WT_ROLE_BMC, o)) {
             bmc += p->valuedouble;
             nbmc++;
         }

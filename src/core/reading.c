@@ -330,6 +330,24 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                            WT_GAUGE},
     [WT_M_UNIT_FAN_FAILED] = {"wattage_unit_fan_failed",
                               "1 when an S-class unit reports its fan failed.", WT_GAUGE},
+    [WT_M_NODE_MODEL_PREDICTED_W] = {"wattage_node_model_predicted_wall_watts",
+                                     "The wall power a node's calibration model (wattage "
+                                     "calibrate) predicts from its chips, mean over the KPI "
+                                     "window.",
+                                     WT_GAUGE},
+    [WT_M_NODE_MODEL_DEPARTURE_W] = {"wattage_node_model_departure_watts",
+                                     "A node's wall power minus what its calibration model "
+                                     "predicts, mean over the KPI window.",
+                                     WT_GAUGE},
+    [WT_M_NODE_MODEL_BOUND_W] = {"wattage_node_model_bound_watts",
+                                 "The departure from its calibration model a node's wall may "
+                                 "show: 3 residual standard deviations of the fit, at least 2 % "
+                                 "of the prediction.",
+                                 WT_GAUGE},
+    [WT_M_NODE_MODEL_DRIFT] = {"wattage_node_model_drift",
+                               "1 while a node's wall has departed from its calibration model "
+                               "beyond the bound for a whole KPI window or more.",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -153,6 +153,12 @@ enum wt_metric_id {
     WT_M_PSU_STATE_INFO,  /* 1, + state="Normal" or "Abnormal ..." */
     WT_M_UNIT_FAN_RPM,    /* unit, fan */
     WT_M_UNIT_FAN_FAILED, /* unit, fan: 0/1 */
+
+    /* node: against its calibration model (audit/reconcile.h, wt_recon_export_models) */
+    WT_M_NODE_MODEL_PREDICTED_W, /* the wall the model predicts from the chips */
+    WT_M_NODE_MODEL_DEPARTURE_W, /* wall - predicted */
+    WT_M_NODE_MODEL_BOUND_W,     /* the departure the model allows */
+    WT_M_NODE_MODEL_DRIFT,       /* 0/1, beyond the bound for a whole KPI window */
     WT_M_COUNT
 };
 

@@ -4,7 +4,8 @@
 # power follows the fake GPUs' power with a known offset and slope: the fit recovers both within
 # 2 % and the model is stored; the limits are back at the end. A BMC that does not follow is
 # "wall does not track chip"; a load that exits early, a SIGINT and a GPU lost mid-step restore
-# the limits and store no model.
+# the limits and store no model. A kill -9 mid-step leaves the caps in the driver and in the
+# record; the next daemon start puts the GPUs' own limits back within one tick, with a warning.
 source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$TMP/empty"
@@ -118,6 +119,35 @@ rc=$?
 if [[ $rc == 1 ]] && grep -q 'interrupted (signal 2): no model stored' "$TMP/int.err" && restored follow &&
     [[ ! -e $TMP/follow/calibration.json ]]; then ok "SIGINT: limits restored, no model"
 else not_ok "SIGINT: limits restored, no model" "rc=$rc" "$(cat "$TMP/int.err")"; fi
+
+# ---- SIGKILL mid-step: the caps stay in the driver, recorded; the next daemon start restores --
+"$BIN" calibrate -c "$TMP/follow.yaml" --load "echo \$\$ >$TMP/kill.load; exec sleep 600" --steps 75,50 --hold 30s \
+    >"$TMP/kill.out" 2>"$TMP/kill.err" &
+CPID=$!
+recorded() { [[ $(grep -c ' calibrate$' "$TMP/follow/power-caps") == 2 ]]; }
+wait_for 20 recorded
+sleep 1
+kill -KILL "$CPID"
+wait "$CPID" 2>/dev/null
+[[ -s $TMP/kill.load ]] && kill "$(cat "$TMP/kill.load")"
+# limit_is G W: GPU G's last limit in the driver state
+limit_is() { [[ $(awk -v g="$1" '$1 == g { w = $2 } END { print w }' "$TMP/follow.limits") == "$2" ]]; }
+if limit_is 0 525 && limit_is 1 525 && recorded &&
+    grep -Eq '^GPU-fake-0000-0 0 700\.000 525\.000 [0-9]{19} calibrate$' "$TMP/follow/power-caps"; then
+    ok "kill -9 mid-step: the driver keeps 525 W, the record has both GPUs (own 700 W, reason calibrate)"
+else not_ok "kill -9 mid-step: caps kept and recorded" "$(tail -n 4 "$TMP/follow.limits")" "$(cat "$TMP/follow/power-caps" "$TMP/kill.err")"; fi
+stop
+check "the daemon's stop leaves calibrate's caps to the record (its own only)" limit_is 0 525
+"$BIN" run -c "$TMP/follow.yaml" >"$TMP/follow2.log" 2>&1 &
+RUN_PID=$!
+T_PIDS="$T_PIDS $RUN_PID"
+wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+if wait_for 1 restored follow; then ok "the next daemon start restores 700 W within one tick, the record empty"
+else not_ok "the next daemon start restores 700 W within one tick" "$(tail -n 4 "$TMP/follow.limits")" "$(grep cap: "$TMP/follow2.log")"; fi
+if [[ $(grep -c 'warn  cap: gpu=[01] uuid=GPU-fake-0000-[01]: restored its own limit 700.0 W; an earlier run capped it at 525.0 W (reason=calibrate' "$TMP/follow2.log") == 2 ]]; then
+    ok "it says so at warning level, once per GPU"
+else not_ok "it says so at warning level, once per GPU" "$(grep cap: "$TMP/follow2.log")"; fi
+check "no model stored" test ! -e "$TMP/follow/calibration.json"
 stop
 
 # ---- a wall that does not follow the load ----------------------------------------------------

@@ -16,6 +16,7 @@ file X/index.json under --root, over HTTP or HTTPS, with switchable faults.
   relayout OLD NEW   the service was re-laid out: every path starting OLD is now NEW (bodies are
                      rewritten to match) and OLD paths answer 404
   clock SECONDS      serve the mockup with a Date header that many seconds off this host's clock
+  offset WATTS       with --follow: the wall's offset is WATTS instead of --follow's OFFSET
 --log gets one line per request: "METHOD PATH STATUS".
 --follow LIMITS:GPUS:BASE:OFFSET:SLOPE makes every "PowerConsumedWatts" the service quotes
   follow the fake NVML's GPUs, as a wall follows its chips: OFFSET + SLOPE * sum over the GPUs
@@ -191,6 +192,9 @@ def follow(data):
     except OSError:
         pass
     chips = sum(min(float(base), limits.get(i, 700.0)) for i in range(int(gpus)))
+    c = control()
+    if len(c) > 1 and c[0] == "offset":
+        offset = c[1]
     wall = float(offset) + float(slope) * chips
     return re.sub(rb'"PowerConsumedWatts"\s*:\s*[-0-9.eE+]+',
                   b'"PowerConsumedWatts": %.3f' % wall, data)

@@ -171,3 +171,36 @@ WT_TEST(calib_reconciliation_against_the_model)
     WT_ASSERT(nodes[0].model_drift);
     WT_ASSERT(!nodes[1].has_model);
 }
+
+/* The drift detector: beyond the bound for sustain_ns on end fires once; one comparison back
+ * within ends it once; a run broken by one comparison within starts again. */
+WT_TEST(calib_drift_fires_after_sustain_and_clears_once)
+{
+    static struct wt_recon_drift d;
+    memset(&d, 0, sizeof d);
+    d.sustain_ns = 10;
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", false, 100), 0);
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 101), 0);
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 105), 0);
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", false, 107), 0); /* broken: starts again */
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 108), 0);
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 117), 0);
+    WT_ASSERT(!wt_recon_drift_firing(&d, "n1"));
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 118), 1);
+    WT_ASSERT(wt_recon_drift_firing(&d, "n1"));
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", true, 130), 0); /* said once */
+    WT_EQ_INT(wt_recon_drift_step(&d, "n2", true, 130), 0); /* nodes apart */
+    WT_ASSERT(!wt_recon_drift_firing(&d, "n2"));
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", false, 131), -1);
+    WT_EQ_INT(wt_recon_drift_step(&d, "n1", false, 132), 0);
+    WT_ASSERT(!wt_recon_drift_firing(&d, "n1"));
+    /* a full table follows no further node, and says nothing of it */
+    for (int i = 0; i < WT_RECON_DRIFT_NODES; i++) {
+        char n[16];
+        snprintf(n, sizeof n, "x%d", i);
+        (void)wt_recon_drift_step(&d, n, true, 0);
+    }
+    WT_EQ_INT(wt_recon_drift_step(&d, "late", true, 0), 0);
+    WT_EQ_INT(wt_recon_drift_step(&d, "late", true, 1000), 0);
+    WT_ASSERT(!wt_recon_drift_firing(&d, "late"));
+}
