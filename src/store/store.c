@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,83 @@ static const char *const mq_sql[MQ_COUNT] = {
     [MQ_DEL_COMPACTED] = "DELETE FROM readings WHERE series=?1 AND t<=?2",
 };
 
+/*
+ * Statements of the readers (wt_store_read and the other functions below it), prepared once on
+ * first use and kept on the handle: the rollups of every series run several of them each
+ * minute, and preparing them each time was most of the maintenance's cost. A statement is taken
+ * with rq_take and given back with rq_give (reset, bindings cleared). One that is already taken
+ * (a second thread on the same handle, or a nested read) is not shared: the taker prepares one of
+ * its own, finalized when given back.
+ */
+enum {
+    RQ_READ_BEGIN,
+    RQ_READ_END,
+    RQ_RANGE_CHUNKS,
+    RQ_RANGE_RAW,
+    RQ_BEFORE_CHUNK,
+    RQ_BEFORE_RAW,
+    RQ_AFTER_CHUNK,
+    RQ_AFTER_RAW,
+    RQ_RAW_MIN,
+    RQ_RAW_MAX,
+    RQ_CHUNK_FIRST,
+    RQ_CHUNK_LAST,
+    RQ_CA_CHUNKS,
+    RQ_CA_SUM,
+    RQ_CA_MIN_T0,
+    RQ_CA_RAW_MIN,
+    RQ_CA_COUNT,
+    RQ_NEWEST_RAW,
+    RQ_NEWEST_CHUNK,
+    RQ_ROLLUPS,
+    RQ_RUNS,
+    RQ_COUNT
+};
+
+static const char *const rq_sql[RQ_COUNT] = {
+    [RQ_READ_BEGIN] = "BEGIN",
+    [RQ_READ_END] = "COMMIT",
+    [RQ_RANGE_CHUNKS] = "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3 ORDER BY t0",
+    [RQ_RANGE_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
+                     "LIMIT ?4",
+    [RQ_BEFORE_CHUNK] = "SELECT data FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC "
+                        "LIMIT 1",
+    [RQ_BEFORE_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC LIMIT 1",
+    [RQ_AFTER_CHUNK] = "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t1>=?3 ORDER BY t0 "
+                       "LIMIT 1",
+    [RQ_AFTER_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 ORDER BY t LIMIT 1",
+    [RQ_RAW_MIN] = "SELECT min(t) FROM readings WHERE series=?1",
+    [RQ_RAW_MAX] = "SELECT max(t) FROM readings WHERE series=?1",
+    [RQ_CHUNK_FIRST] = "SELECT t0 FROM chunks WHERE series=?1 ORDER BY t0 LIMIT 1",
+    /* chunks do not overlap: the last one ends last */
+    [RQ_CHUNK_LAST] = "SELECT t1 FROM chunks WHERE series=?1 ORDER BY t0 DESC LIMIT 1",
+    [RQ_CA_CHUNKS] = "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3",
+    [RQ_CA_SUM] = "SELECT coalesce(sum(n), 0) FROM chunks WHERE series=?1 AND t0>?2",
+    [RQ_CA_MIN_T0] = "SELECT min(t0) FROM chunks WHERE series=?1 AND t0>?2",
+    [RQ_CA_RAW_MIN] = "SELECT min(t) FROM readings WHERE series=?1 AND t>?2",
+    [RQ_CA_COUNT] = "SELECT count(*) FROM readings WHERE series=?1 AND t>?2",
+    /* per series through the primary keys, not a scan of every reading */
+    [RQ_NEWEST_RAW] = "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) FROM series s "
+                      "WHERE ?1=?1",
+    [RQ_NEWEST_CHUNK] = "SELECT max((SELECT t1 FROM chunks WHERE series = s.id ORDER BY t0 DESC "
+                        "LIMIT 1)) FROM series s WHERE ?1=?1",
+    [RQ_ROLLUPS] = "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
+                   "WHERE series=?1 AND t>?2 AND t<?3 ORDER BY t",
+    [RQ_RUNS] = "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
+};
+
+struct rq_slot {
+    sqlite3_stmt *st;
+    atomic_bool busy;
+};
+
+/* A taken reader statement: q is the handle's own (cached) or one of the taker's. */
+struct rq_use {
+    sqlite3_stmt *q;
+    int k;
+    bool cached;
+};
+
 struct wt_store {
     sqlite3 *db;
     char path[256];
@@ -159,7 +237,8 @@ struct wt_store {
     int64_t maint_cursor;
     struct minute_acc acc[ROLL_MAX_MIN];
     sqlite3_stmt *mq[MQ_COUNT];
-    struct mser *ms; /* every series, sorted by id */
+    struct rq_slot rq[RQ_COUNT]; /* the readers' statements */
+    struct mser *ms;             /* every series, sorted by id */
     size_t ms_len, ms_cap;
     bool ms_loaded;       /* ms mirrors the series table */
     bool mq_failed;       /* a maintenance query failed: the pass is rolled back */
@@ -1135,6 +1214,8 @@ void wt_store_close(struct wt_store *s)
     sqlite3_finalize(s->ins_run);
     for (int k = 0; k < MQ_COUNT; k++)
         sqlite3_finalize(s->mq[k]);
+    for (int k = 0; k < RQ_COUNT; k++)
+        sqlite3_finalize(s->rq[k].st);
     if (s->db)
         sqlite3_close(s->db);
     if (s->mu_init) {
@@ -1171,47 +1252,87 @@ static int pb_push(struct wt_point_buf *b, int64_t t, double v)
     return 0;
 }
 
-static sqlite3_stmt *prep(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                          int64_t c)
+/* Takes reader statement k (see rq_sql), or prepares one of the caller's own when it is taken. */
+static struct rq_use rq_take(struct wt_store *s, int k)
 {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
-        return NULL;
-    int np = sqlite3_bind_parameter_count(q);
-    sqlite3_bind_int64(q, 1, id);
+    struct rq_use u = {.k = k};
+    struct rq_slot *r = &s->rq[k];
+    if (!atomic_exchange(&r->busy, true)) {
+        if (!r->st && sqlite3_prepare_v3(s->db, rq_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &r->st,
+                                         NULL) != SQLITE_OK) {
+            r->st = NULL;
+            atomic_store(&r->busy, false);
+            return u;
+        }
+        u.q = r->st;
+        u.cached = true;
+        return u;
+    }
+    if (sqlite3_prepare_v2(s->db, rq_sql[k], -1, &u.q, NULL) != SQLITE_OK) {
+        sqlite3_finalize(u.q);
+        u.q = NULL;
+    }
+    return u;
+}
+
+/* Gives back what rq_take gave: reset and cleared (the cached one), or finalized. */
+static void rq_give(struct wt_store *s, struct rq_use *u)
+{
+    if (!u->q)
+        return;
+    if (u->cached) {
+        sqlite3_reset(u->q);
+        sqlite3_clear_bindings(u->q);
+        atomic_store(&s->rq[u->k].busy, false);
+    } else {
+        sqlite3_finalize(u->q);
+    }
+    u->q = NULL;
+}
+
+/* Reader statement k with ?1..?4 bound to id, a, b, c (as many as it has). */
+static struct rq_use prep(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t c)
+{
+    struct rq_use u = rq_take(s, k);
+    if (!u.q)
+        return u;
+    int np = sqlite3_bind_parameter_count(u.q);
+    sqlite3_bind_int64(u.q, 1, id);
     if (np >= 2)
-        sqlite3_bind_int64(q, 2, a);
+        sqlite3_bind_int64(u.q, 2, a);
     if (np >= 3)
-        sqlite3_bind_int64(q, 3, b);
+        sqlite3_bind_int64(u.q, 3, b);
     if (np >= 4)
-        sqlite3_bind_int64(q, 4, c);
-    return q;
+        sqlite3_bind_int64(u.q, 4, c);
+    return u;
 }
 
 /* Appends the (t, v) rows of a query on readings. */
-static int raw_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                    int64_t c, struct wt_point_buf *out)
+static int raw_rows(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t c,
+                    struct wt_point_buf *out)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, b, c);
+    struct rq_use u = prep(s, k, id, a, b, c);
+    sqlite3_stmt *q = u.q;
     int rc;
     if (!q)
         return -EIO;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (pb_push(out, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1)) != 0) {
-            sqlite3_finalize(q);
+            rq_give(s, &u);
             return -ENOMEM;
         }
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 /* Decodes the blobs (column 0) of a query on chunks, in order, appending the points in [lo, hi]
  * until more than `limit` (0: all) are held. A blob that does not decode fails the read. */
-static int chunk_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                      int64_t lo, int64_t hi, size_t limit, struct wt_point_buf *out)
+static int chunk_rows(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t lo,
+                      int64_t hi, size_t limit, struct wt_point_buf *out)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, b, 0);
+    struct rq_use u = prep(s, k, id, a, b, 0);
+    sqlite3_stmt *q = u.q;
     int rc;
     if (!q)
         return -EIO;
@@ -1221,7 +1342,7 @@ static int chunk_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a
         if (d != 0) {
             if (d == -EINVAL)
                 wt_error(MOD, "%s: series %" PRId64 ": a chunk does not decode", s->path, id);
-            sqlite3_finalize(q);
+            rq_give(s, &u);
             return d == -ENOMEM ? -ENOMEM : -EIO;
         }
         for (size_t i = n0; i < out->n; i++) {
@@ -1232,7 +1353,7 @@ static int chunk_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a
         if (limit && out->n > limit)
             break;
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
 }
 
@@ -1269,14 +1390,9 @@ static int read_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, si
         return 0;
     /* a chunk lies inside one span: one that reaches lo starts after lo - SPAN_NS */
     int64_t from = lo > INT64_MIN + SPAN_NS ? lo - SPAN_NS : INT64_MIN;
-    int rc =
-        chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3 ORDER BY t0",
-                   id, from, hi, lo, hi, limit, &c);
+    int rc = chunk_rows(s, RQ_RANGE_CHUNKS, id, from, hi, lo, hi, limit, &c);
     if (rc == 0)
-        rc = raw_rows(s,
-                      "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
-                      "LIMIT ?4",
-                      id, lo, hi, limit ? (int64_t)limit : -1, &r);
+        rc = raw_rows(s, RQ_RANGE_RAW, id, lo, hi, limit ? (int64_t)limit : -1, &r);
     if (rc == 0)
         rc = merge_into(out, &c, &r, limit);
     free(c.p);
@@ -1290,15 +1406,9 @@ static int read_at_or_before(struct wt_store *s, int64_t id, int64_t t, struct w
 {
     struct wt_point_buf c = {0}, r = {0};
     *have = false;
-    int rc = chunk_rows(s,
-                        "SELECT data FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC "
-                        "LIMIT 1",
-                        id, t, 0, INT64_MIN, t, 0, &c);
+    int rc = chunk_rows(s, RQ_BEFORE_CHUNK, id, t, 0, INT64_MIN, t, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s,
-                      "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC "
-                      "LIMIT 1",
-                      id, t, 0, 0, &r);
+        rc = raw_rows(s, RQ_BEFORE_RAW, id, t, 0, 0, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[c.n - 1].t_ns >= r.p[0].t_ns))
@@ -1318,13 +1428,9 @@ static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt
     struct wt_point_buf c = {0}, r = {0};
     *have = false;
     int64_t from = t > INT64_MIN + SPAN_NS ? t - SPAN_NS : INT64_MIN;
-    int rc = chunk_rows(s,
-                        "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t1>=?3 ORDER BY t0 "
-                        "LIMIT 1",
-                        id, from, t, t, INT64_MAX, 0, &c);
+    int rc = chunk_rows(s, RQ_AFTER_CHUNK, id, from, t, t, INT64_MAX, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s, "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 ORDER BY t LIMIT 1",
-                      id, t, 0, 0, &r);
+        rc = raw_rows(s, RQ_AFTER_RAW, id, t, 0, 0, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[0].t_ns <= r.p[0].t_ns))
@@ -1339,16 +1445,23 @@ static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt
 
 /* A read transaction around several statements, unless the caller holds one: compaction moves
  * readings from one table to the other, and a read must see either side, once. */
+static bool snap_run(struct wt_store *s, int k)
+{
+    struct rq_use u = rq_take(s, k);
+    bool ok = u.q && sqlite3_step(u.q) == SQLITE_DONE;
+    rq_give(s, &u);
+    return ok;
+}
+
 static bool snap_begin(struct wt_store *s)
 {
-    return sqlite3_get_autocommit(s->db) &&
-           sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    return sqlite3_get_autocommit(s->db) && snap_run(s, RQ_READ_BEGIN);
 }
 
 static void snap_end(struct wt_store *s, bool began)
 {
     if (began)
-        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        (void)snap_run(s, RQ_READ_END);
 }
 
 int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flags, size_t limit,
@@ -1386,9 +1499,10 @@ int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flag
 }
 
 /* One int64 of a query: 1 (not NULL), 0 (NULL or no row) or -EIO. */
-static int one_value(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t *v)
+static int one_value(struct wt_store *s, int k, int64_t id, int64_t a, int64_t *v)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, 0, 0);
+    struct rq_use u = prep(s, k, id, a, 0, 0);
+    sqlite3_stmt *q = u.q;
     int rc = -EIO;
     if (!q)
         return -EIO;
@@ -1399,7 +1513,7 @@ static int one_value(struct wt_store *s, const char *sql, int64_t id, int64_t a,
     } else if (st == SQLITE_DONE) {
         rc = 0;
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc;
 }
 
@@ -1407,15 +1521,11 @@ int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *las
 {
     int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
     bool began = snap_begin(s);
-    int hr = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", id, 0, &r0);
-    int hc = hr < 0 ? hr
-                    : one_value(s, "SELECT t0 FROM chunks WHERE series=?1 ORDER BY t0 LIMIT 1", id,
-                                0, &c0);
-    if (hr > 0 && one_value(s, "SELECT max(t) FROM readings WHERE series=?1", id, 0, &r1) < 0)
+    int hr = one_value(s, RQ_RAW_MIN, id, 0, &r0);
+    int hc = hr < 0 ? hr : one_value(s, RQ_CHUNK_FIRST, id, 0, &c0);
+    if (hr > 0 && one_value(s, RQ_RAW_MAX, id, 0, &r1) < 0)
         hr = -EIO;
-    /* chunks do not overlap: the last one ends last */
-    if (hc > 0 && one_value(s, "SELECT t1 FROM chunks WHERE series=?1 ORDER BY t0 DESC LIMIT 1", id,
-                            0, &c1) < 0)
+    if (hc > 0 && one_value(s, RQ_CHUNK_LAST, id, 0, &c1) < 0)
         hc = -EIO;
     snap_end(s, began);
     if (hr < 0 || hc < 0)
@@ -1438,21 +1548,14 @@ int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t
     bool began = snap_begin(s);
     /* whole chunks by their count; the one that holds `after` (if any) decoded */
     int64_t from = after > INT64_MIN + SPAN_NS ? after - SPAN_NS : INT64_MIN;
-    rc = chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3", id, from,
-                    after, after == INT64_MAX ? after : after + 1, INT64_MAX, 0, &c);
-    if (rc == 0 && one_value(s, "SELECT coalesce(sum(n), 0) FROM chunks WHERE series=?1 AND t0>?2",
-                             id, after, &cn) < 0)
+    rc = chunk_rows(s, RQ_CA_CHUNKS, id, from, after, after == INT64_MAX ? after : after + 1,
+                    INT64_MAX, 0, &c);
+    if (rc == 0 && one_value(s, RQ_CA_SUM, id, after, &cn) < 0)
         rc = -EIO;
     int64_t c0 = 0;
-    int hc =
-        rc ? 0
-           : one_value(s, "SELECT min(t0) FROM chunks WHERE series=?1 AND t0>?2", id, after, &c0);
-    int hr =
-        rc ? 0
-           : one_value(s, "SELECT min(t) FROM readings WHERE series=?1 AND t>?2", id, after, &rmin);
-    if (rc == 0 &&
-        (hc < 0 || hr < 0 ||
-         one_value(s, "SELECT count(*) FROM readings WHERE series=?1 AND t>?2", id, after, &k) < 0))
+    int hc = rc ? 0 : one_value(s, RQ_CA_MIN_T0, id, after, &c0);
+    int hr = rc ? 0 : one_value(s, RQ_CA_RAW_MIN, id, after, &rmin);
+    if (rc == 0 && (hc < 0 || hr < 0 || one_value(s, RQ_CA_COUNT, id, after, &k) < 0))
         rc = -EIO;
     snap_end(s, began);
     if (rc == 0) {
@@ -1474,16 +1577,8 @@ int wt_store_newest(struct wt_store *s, int64_t *t)
 {
     int64_t r = 0, c = 0;
     bool began = snap_begin(s);
-    /* per series through the primary keys, not a scan of every reading */
-    int hr = one_value(s,
-                       "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) FROM series "
-                       "s WHERE ?1=?1",
-                       0, 0, &r);
-    int hc = hr < 0 ? 0
-                    : one_value(s,
-                                "SELECT max((SELECT t1 FROM chunks WHERE series = s.id ORDER BY t0 "
-                                "DESC LIMIT 1)) FROM series s WHERE ?1=?1",
-                                0, 0, &c);
+    int hr = one_value(s, RQ_NEWEST_RAW, 0, 0, &r);
+    int hc = hr < 0 ? 0 : one_value(s, RQ_NEWEST_CHUNK, 0, 0, &c);
     snap_end(s, began);
     if (hr < 0 || hc < 0)
         return -EIO;
@@ -1495,21 +1590,16 @@ int wt_store_newest(struct wt_store *s, int64_t *t)
 int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struct wt_rollup **rows,
                      size_t *n)
 {
-    sqlite3_stmt *q = NULL;
     size_t cap = 0;
     int rc;
     *rows = NULL;
     *n = 0;
     if (b <= a)
         return 0;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
-                           "WHERE series=? AND t>? AND t<? ORDER BY t",
-                           -1, &q, NULL) != SQLITE_OK)
+    struct rq_use u = prep(s, RQ_ROLLUPS, id, a - WT_MINUTE_NS, b, 0);
+    sqlite3_stmt *q = u.q;
+    if (!q)
         return -EIO;
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
-    sqlite3_bind_int64(q, 3, b);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 64;
@@ -1540,7 +1630,7 @@ int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struc
         r->energy = sqlite3_column_double(q, 6);
         r->covered_ns = sqlite3_column_int64(q, 7);
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     if (rc != SQLITE_DONE) {
         free(*rows);
         *rows = NULL;
@@ -1934,7 +2024,7 @@ static int compact_series(struct wt_store *s, struct mser *m, int64_t cut)
             return rc;
     }
     int64_t v = 0;
-    int h = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", m->id, 0, &v);
+    int h = one_value(s, RQ_RAW_MIN, m->id, 0, &v);
     if (h < 0)
         return -EIO;
     m->raw_lo = h ? v : INT64_MAX;
@@ -2039,20 +2129,19 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
 /* The runs table (one row per daemon start), for the segment rule (store/segment.h). */
 int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
 {
-    sqlite3_stmt *q = NULL;
     size_t cap = 0;
     out->r = NULL;
     out->n = 0;
-    if (sqlite3_prepare_v2(wt_store_db(st),
-                           "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    struct rq_use u = rq_take(st, RQ_RUNS);
+    sqlite3_stmt *q = u.q;
+    if (!q)
         return -EIO;
     while (sqlite3_step(q) == SQLITE_ROW) {
         if (out->n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             struct wt_run *r = realloc(out->r, nc * sizeof *r);
             if (!r) {
-                sqlite3_finalize(q);
+                rq_give(st, &u);
                 wt_runs_free(out);
                 return -ENOMEM;
             }
@@ -2064,6 +2153,6 @@ int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
         r->start_ns = sqlite3_column_int64(q, 1);
         r->interval_ns = sqlite3_column_int64(q, 2);
     }
-    sqlite3_finalize(q);
+    rq_give(st, &u);
     return 0;
 }
