@@ -109,19 +109,25 @@ int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
 
 /* ---- energy ---- */
 
-/* Energy over [a, b] from raw readings. */
+/* Energy over [a, b] from raw readings: chunks by their summaries, or (WT_Q_DECODE) every
+ * reading decoded. */
 static int raw_energy(struct wt_store *st, const struct wt_series_info *si,
-                      const struct wt_segment_rule *rule, int64_t a, int64_t b, double *e,
-                      double *cov_ns)
+                      const struct wt_segment_rule *rule, int flags, int64_t a, int64_t b,
+                      double *e, double *cov_ns)
 {
     struct wt_point_buf pb = {0};
+    int rc;
     if (b <= a)
         return 0;
-    int rc = wt_store_read(st, si->id, a, b, WT_RD_EDGES, 0, &pb);
     struct wt_window w = wt_window_begin(rule, a, b);
-    for (size_t i = 0; rc == 0 && i < pb.n; i++)
-        wt_window_add(&w, pb.p[i].t_ns, pb.p[i].v);
-    free(pb.p);
+    if (!(flags & WT_Q_DECODE)) {
+        rc = wt_store_window(st, si->id, true, &w);
+    } else {
+        rc = wt_store_read(st, si->id, a, b, WT_RD_EDGES, 0, &pb);
+        for (size_t i = 0; rc == 0 && i < pb.n; i++)
+            wt_window_add(&w, pb.p[i].t_ns, pb.p[i].v);
+        free(pb.p);
+    }
     *e += w.energy_j;
     *cov_ns += w.covered_ns;
     return rc;
@@ -157,17 +163,41 @@ static int rollup_energy(struct wt_store *st, const struct wt_series_info *si, i
  * in that minute were pruned (less than a minute left uncovered, which coverage says).
  */
 static int edge_energy(struct wt_store *db, const struct wt_series_info *si,
-                       const struct wt_segment_rule *rule, int64_t oldest, bool have_raw, int64_t a,
-                       int64_t b, double *e, double *cov_ns)
+                       const struct wt_segment_rule *rule, int flags, int64_t oldest, bool have_raw,
+                       int64_t a, int64_t b, double *e, double *cov_ns)
 {
     if (b <= a)
         return 0;
     if (!si->rolled_to || (have_raw && a >= wt_minute_floor(oldest)))
-        return raw_energy(db, si, rule, a, b, e, cov_ns);
+        return raw_energy(db, si, rule, flags, a, b, e, cov_ns);
     int64_t split = have_raw && oldest < b ? wt_minute_floor(oldest) : b;
     int rc = rollup_energy(db, si, a, split, e, cov_ns);
     if (rc == 0 && split < b)
-        rc = raw_energy(db, si, rule, split, b, e, cov_ns);
+        rc = raw_energy(db, si, rule, flags, split, b, e, cov_ns);
+    return rc;
+}
+
+/* [a, b] by rollups for the whole minutes, raw readings at the edges (see edge_energy). */
+static int rollup_window(struct wt_store *db, const struct wt_series_info *si,
+                         const struct wt_segment_rule *rule, int flags, int64_t oldest,
+                         bool have_raw, int64_t a, int64_t b, double *e, double *cov)
+{
+    int rc;
+    int64_t m1 = wt_minute_floor(a);
+    if (m1 < a)
+        m1 += WT_MINUTE_NS;
+    int64_t m2 = wt_minute_floor(b);
+    if (m2 > si->rolled_to)
+        m2 = si->rolled_to;
+    if (m2 > m1) {
+        rc = edge_energy(db, si, rule, flags, oldest, have_raw, a, m1, e, cov);
+        if (rc == 0)
+            rc = rollup_energy(db, si, m1, m2, e, cov);
+        if (rc == 0)
+            rc = edge_energy(db, si, rule, flags, oldest, have_raw, m2, b, e, cov);
+    } else {
+        rc = edge_energy(db, si, rule, flags, oldest, have_raw, a, b, e, cov);
+    }
     return rc;
 }
 
@@ -178,32 +208,38 @@ int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
     struct wt_store *db = st;
     struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
     double e = 0, cov = 0;
-    int rc;
+    int rc = 0;
 
     *energy_j = 0;
     *covered_s = 0;
     if (flags & WT_Q_RAW_ONLY || !si->rolled_to) {
-        rc = raw_energy(db, si, &rule, a, b, &e, &cov);
+        rc = raw_energy(db, si, &rule, flags, a, b, &e, &cov);
     } else {
-        int64_t oldest = 0, newest;
+        int64_t oldest = 0, newest, rows0 = 0;
         int hr = wt_store_bounds(st, si->id, &oldest, &newest);
-        if (hr < 0)
+        int hw = hr < 0 ? hr : wt_store_rows_oldest(st, si->id, &rows0);
+        if (hr < 0 || hw < 0)
             return -EIO;
-        bool have_raw = hr > 0;
-        int64_t m1 = wt_minute_floor(a);
-        if (m1 < a)
-            m1 += WT_MINUTE_NS;
-        int64_t m2 = wt_minute_floor(b);
-        if (m2 > si->rolled_to)
-            m2 = si->rolled_to;
-        if (m2 > m1) {
-            rc = edge_energy(db, si, &rule, oldest, have_raw, a, m1, &e, &cov);
-            if (rc == 0)
-                rc = rollup_energy(db, si, m1, m2, &e, &cov);
-            if (rc == 0)
-                rc = edge_energy(db, si, &rule, oldest, have_raw, m2, b, &e, &cov);
+        /* a gauge's rollups hold no energy: its answer stays what the rollups give */
+        if (hr == 0 || (flags & WT_Q_DECODE) || si->kind == WT_SK_GAUGE) {
+            rc = rollup_window(db, si, &rule, flags, oldest, hr > 0, a, b, &e, &cov);
         } else {
-            rc = edge_energy(db, si, &rule, oldest, have_raw, a, b, &e, &cov);
+            /* The window in three parts (energy adds over any partition of it): to the end of
+             * the minute of the oldest reading (pruned: rollups, whose minute holds the segment
+             * from the last pruned reading), then to the minute of the oldest reading not
+             * compacted (chunks: wt_store_window), then the rest (readings not compacted yet:
+             * rollups inside, raw at the edges). */
+            int64_t p = wt_minute_floor(oldest) + WT_MINUTE_NS;
+            int64_t q = hw > 0 ? wt_minute_floor(rows0) : INT64_MAX;
+            if (q < p)
+                q = p;
+            int64_t x = a > p ? a : p, y = b < q ? b : q, z = a > q ? a : q;
+            if (a < p)
+                rc = rollup_window(db, si, &rule, flags, oldest, true, a, b < p ? b : p, &e, &cov);
+            if (rc == 0 && x < y)
+                rc = raw_energy(db, si, &rule, flags, x, y, &e, &cov);
+            if (rc == 0 && z < b)
+                rc = rollup_window(db, si, &rule, flags, oldest, true, z, b, &e, &cov);
         }
     }
     *energy_j = e;
@@ -299,6 +335,8 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
      * and prunes */
     if (sqlite3_exec(wt_store_db(st), "BEGIN", NULL, NULL, NULL) != SQLITE_OK)
         return wt_err_set(err, "store: %s", sqlite3_errmsg(wt_store_db(st))), -EIO;
+    /* the chunks decoded for the energy serve the error bars too */
+    wt_store_cache(st, true);
     rc = wt_store_series(st, NULL, true, &si, &ns, err);
     if (rc)
         goto out;
@@ -337,6 +375,7 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
     *rows = r;
     *n = ns;
 out:
+    wt_store_cache(st, false);
     sqlite3_exec(wt_store_db(st), "COMMIT", NULL, NULL, NULL);
     wt_runs_free(&runs);
     free(si);

@@ -4,10 +4,12 @@
  *
  * Energy of a counter series over [from, to] follows the segment rule of store/segment.h.
  *
- * Long windows read the per-minute rollups (which hold exactly these per-minute shares) for the
- * whole minutes and raw readings for the partial minutes at the edges; where raw readings were
- * pruned, an edge minute is prorated from its rollup, except the minute that holds the oldest
- * raw reading, which is read raw (its rollup has nothing before that reading).
+ * Long windows read the readings kept in chunks through the chunks' summaries (whole chunks
+ * inside the window are not decoded), and elsewhere the per-minute rollups (which hold exactly
+ * these per-minute shares) for the whole minutes and raw readings for the partial minutes at the
+ * edges; where raw readings were pruned, an edge minute is prorated from its rollup, except the
+ * minute that holds the oldest raw reading, which is read raw (its rollup has nothing before
+ * that reading).
  */
 #ifndef WT_STORE_QUERY_H
 #define WT_STORE_QUERY_H
@@ -38,9 +40,17 @@ struct wt_series_info {
 int wt_store_series(struct wt_store *st, const char *sel, bool energy_only,
                     struct wt_series_info **out, size_t *n, struct wt_err *err) WT_MUST_USE;
 
-enum { WT_Q_RAW_ONLY = 1 };
+enum {
+    WT_Q_RAW_ONLY = 1, /* readings only, no rollups (where readings were pruned: nothing) */
+    WT_Q_DECODE = 2,   /* decode every chunk, no chunk summaries (tests, benchmarks) */
+};
 
-/* Energy of one series over [a, b]: joules and covered seconds. Returns 0 or -EIO. */
+/*
+ * Energy of one series over [a, b]: joules and covered seconds. Where readings are kept in
+ * chunks, whole chunks inside the window count by their summaries (store.h's wt_store_window);
+ * where readings were pruned, by the rollups; where they are not compacted yet, rollups inside
+ * and readings at the edges. Returns 0 or -EIO.
+ */
 int wt_store_series_energy(struct wt_store *st, const struct wt_series_info *si,
                            const struct wt_run_list *runs, int64_t a, int64_t b, int flags,
                            double *energy_j, double *covered_s) WT_MUST_USE;

@@ -86,3 +86,34 @@ void wt_window_add(struct wt_window *w, int64_t t, double v)
     w->pt = t;
     w->pv = v;
 }
+
+void wt_segment_sum(const struct wt_segment_rule *rule, const struct wt_point *p, size_t n,
+                    double *energy_j, int64_t *covered_ns)
+{
+    double e = 0;
+    int64_t cov = 0;
+    for (size_t i = 1; i < n; i++) {
+        double d;
+        bool c;
+        if (p[i].t_ns <= p[i - 1].t_ns)
+            continue;
+        wt_segment(rule, p[i - 1].t_ns, p[i - 1].v, p[i].t_ns, p[i].v, &d, &c);
+        e += d;
+        if (c)
+            cov += p[i].t_ns - p[i - 1].t_ns;
+    }
+    *energy_j = e;
+    *covered_ns = cov;
+}
+
+void wt_window_add_sum(struct wt_window *w, int64_t t0, double v0, int64_t t1, double v1,
+                       double energy_j, int64_t covered_ns)
+{
+    wt_window_add(w, t0, v0);
+    if (t1 <= t0 || w->pt != t0)
+        return; /* one point, or t0 was not taken (not after the window's last) */
+    w->energy_j += energy_j;
+    w->covered_ns += (double)covered_ns;
+    w->pt = t1;
+    w->pv = v1;
+}

@@ -76,4 +76,21 @@ struct wt_window {
 struct wt_window wt_window_begin(const struct wt_segment_rule *rule, int64_t a, int64_t b);
 void wt_window_add(struct wt_window *w, int64_t t, double v);
 
+/*
+ * The segments between the points p[0..n) (times strictly increasing), summed: their energy
+ * (wt_segment's delta of each, in order) and their covered time. What a window that holds them
+ * all adds for them: the store keeps it per chunk (store.c) so that a window applies a whole
+ * chunk inside it without decoding it.
+ */
+void wt_segment_sum(const struct wt_segment_rule *rule, const struct wt_point *p, size_t n,
+                    double *energy_j, int64_t *covered_ns);
+
+/*
+ * Applies such a sum to a window: the points from (t0, v0) to (t1, v1), all inside [a, b], with
+ * their segments' energy_j and covered_ns (wt_segment_sum of them). The segment from the
+ * window's last point to t0 is added as wt_window_add would.
+ */
+void wt_window_add_sum(struct wt_window *w, int64_t t0, double v0, int64_t t1, double v1,
+                       double energy_j, int64_t covered_ns);
+
 #endif

@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,13 +37,18 @@
 #include "store/segment.h"
 
 #define MOD "store"
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 #define ROLL_MAX_MIN 60 /* minutes rolled per series per step */
 /* Chunks: the readings of a series in one aligned span become one blob once the span has been
  * closed for CLOSE_NS; a step compacts at most COMPACT_MAX readings of a series. */
 #define SPAN_NS (15 * WT_MINUTE_NS)
 #define CLOSE_NS (5 * WT_MINUTE_NS)
 #define COMPACT_MAX 8192
+/* Chunks whose summary columns maintenance fills in one pass (stores upgraded from schema 2, and
+ * chunks whose summary a new run made stale) */
+#define SUMMARY_MAX 256
+/* Decoded chunks a query keeps (wt_store_cache) */
+#define DCACHE_MAX 64
 
 /* One interned series: node + metric + labels → id. */
 struct entry {
@@ -96,6 +102,8 @@ enum {
     MQ_DEL_SPAN,
     MQ_INS_CHUNK,
     MQ_DEL_COMPACTED,
+    MQ_UNSUMMED,
+    MQ_SET_SUMMARY,
     MQ_COUNT
 };
 
@@ -116,8 +124,107 @@ static const char *const mq_sql[MQ_COUNT] = {
     [MQ_COMPACT_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t<?2 ORDER BY t LIMIT ?3",
     [MQ_SPAN_CHUNKS] = "SELECT data FROM chunks WHERE series=?1 AND t0>=?2 AND t0<?3 ORDER BY t0",
     [MQ_DEL_SPAN] = "DELETE FROM chunks WHERE series=?1 AND t0>=?2 AND t0<?3",
-    [MQ_INS_CHUNK] = "INSERT INTO chunks(series, t0, t1, n, data) VALUES(?,?,?,?,?)",
+    [MQ_INS_CHUNK] = "INSERT INTO chunks(series, t0, t1, n, data, v0, v1, e, cov) "
+                     "VALUES(?,?,?,?,?,?,?,?,?)",
     [MQ_DEL_COMPACTED] = "DELETE FROM readings WHERE series=?1 AND t<=?2",
+    [MQ_UNSUMMED] =
+        "SELECT series, t0, data FROM chunks INDEXED BY chunks_unsummed WHERE e IS NULL "
+        "ORDER BY series, t0 LIMIT ?1",
+    [MQ_SET_SUMMARY] = "UPDATE chunks SET v0=?3, v1=?4, e=?5, cov=?6 WHERE series=?1 AND t0=?2",
+};
+
+/*
+ * Statements of the readers (wt_store_read and the other functions below it), prepared once on
+ * first use and kept on the handle: the rollups of every series run several of them each
+ * minute, and preparing them each time was most of the maintenance's cost. A statement is taken
+ * with rq_take and given back with rq_give (reset, bindings cleared). One that is already taken
+ * (a second thread on the same handle, or a nested read) is not shared: the taker prepares one of
+ * its own, finalized when given back.
+ */
+enum {
+    RQ_READ_BEGIN,
+    RQ_READ_END,
+    RQ_RANGE_CHUNKS,
+    RQ_RANGE_RAW,
+    RQ_BEFORE_CHUNK,
+    RQ_BEFORE_RAW,
+    RQ_AFTER_CHUNK,
+    RQ_AFTER_RAW,
+    RQ_RAW_MIN,
+    RQ_RAW_MAX,
+    RQ_CHUNK_FIRST,
+    RQ_CHUNK_LAST,
+    RQ_CA_CHUNKS,
+    RQ_CA_SUM,
+    RQ_CA_MIN_T0,
+    RQ_CA_RAW_MIN,
+    RQ_CA_COUNT,
+    RQ_NEWEST_RAW,
+    RQ_NEWEST_CHUNK,
+    RQ_ROLLUPS,
+    RQ_RUNS,
+    RQ_WIN_BEFORE,
+    RQ_WIN_CHUNKS,
+    RQ_WIN_AFTER,
+    RQ_CHUNK_DATA,
+    RQ_COUNT
+};
+
+static const char *const rq_sql[RQ_COUNT] = {
+    [RQ_READ_BEGIN] = "BEGIN",
+    [RQ_READ_END] = "COMMIT",
+    [RQ_RANGE_CHUNKS] = "SELECT data, t0 FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3 ORDER BY "
+                        "t0",
+    [RQ_RANGE_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
+                     "LIMIT ?4",
+    [RQ_BEFORE_CHUNK] = "SELECT data, t0 FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC "
+                        "LIMIT 1",
+    [RQ_BEFORE_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC LIMIT 1",
+    [RQ_AFTER_CHUNK] = "SELECT data, t0 FROM chunks WHERE series=?1 AND t0>?2 AND t1>=?3 ORDER BY "
+                       "t0 LIMIT 1",
+    [RQ_AFTER_RAW] = "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 ORDER BY t LIMIT 1",
+    [RQ_RAW_MIN] = "SELECT min(t) FROM readings WHERE series=?1",
+    [RQ_RAW_MAX] = "SELECT max(t) FROM readings WHERE series=?1",
+    [RQ_CHUNK_FIRST] = "SELECT t0 FROM chunks WHERE series=?1 ORDER BY t0 LIMIT 1",
+    /* chunks do not overlap: the last one ends last */
+    [RQ_CHUNK_LAST] = "SELECT t1 FROM chunks WHERE series=?1 ORDER BY t0 DESC LIMIT 1",
+    [RQ_CA_CHUNKS] = "SELECT data, t0 FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3",
+    [RQ_CA_SUM] = "SELECT coalesce(sum(n), 0) FROM chunks WHERE series=?1 AND t0>?2",
+    [RQ_CA_MIN_T0] = "SELECT min(t0) FROM chunks WHERE series=?1 AND t0>?2",
+    [RQ_CA_RAW_MIN] = "SELECT min(t) FROM readings WHERE series=?1 AND t>?2",
+    [RQ_CA_COUNT] = "SELECT count(*) FROM readings WHERE series=?1 AND t>?2",
+    /* per series through the primary keys, not a scan of every reading */
+    [RQ_NEWEST_RAW] = "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) FROM series s "
+                      "WHERE ?1=?1",
+    [RQ_NEWEST_CHUNK] = "SELECT max((SELECT t1 FROM chunks WHERE series = s.id ORDER BY t0 DESC "
+                        "LIMIT 1)) FROM series s WHERE ?1=?1",
+    [RQ_ROLLUPS] = "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
+                   "WHERE series=?1 AND t>?2 AND t<?3 ORDER BY t",
+    [RQ_RUNS] = "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
+    [RQ_WIN_BEFORE] = "SELECT t0 FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC LIMIT 1",
+    [RQ_WIN_CHUNKS] = "SELECT t0, t1, v0, v1, e, cov FROM chunks INDEXED BY chunks_summary WHERE "
+                      "series=?1 AND t0>=?2 AND t0<=?3 ORDER BY t0",
+    [RQ_WIN_AFTER] = "SELECT t0, t1, v0, v1, e, cov FROM chunks INDEXED BY chunks_summary WHERE "
+                     "series=?1 AND t0>?2 ORDER BY t0 LIMIT 1",
+    [RQ_CHUNK_DATA] = "SELECT data FROM chunks WHERE series=?1 AND t0=?2",
+};
+
+struct rq_slot {
+    sqlite3_stmt *st;
+    atomic_bool busy;
+};
+
+/* A taken reader statement: q is the handle's own (cached) or one of the taker's. */
+struct rq_use {
+    sqlite3_stmt *q;
+    int k;
+    bool cached;
+};
+
+/* One decoded chunk of a query's cache (wt_store_cache). */
+struct dchunk {
+    int64_t id, t0;
+    struct wt_point_buf pts;
 };
 
 struct wt_store {
@@ -159,7 +266,16 @@ struct wt_store {
     int64_t maint_cursor;
     struct minute_acc acc[ROLL_MAX_MIN];
     sqlite3_stmt *mq[MQ_COUNT];
-    struct mser *ms; /* every series, sorted by id */
+    struct rq_slot rq[RQ_COUNT]; /* the readers' statements */
+    /* Summaries: 0 unknown, 1 some chunks lack theirs, 2 none do (maintenance's backfill) */
+    int sum_state;
+    /* The decoded chunks of one query (wt_store_cache), on its thread only */
+    atomic_bool dc_on;
+    pthread_t dc_owner;
+    struct dchunk dc[DCACHE_MAX];
+    size_t dc_len, dc_next;
+    _Atomic uint64_t decoded; /* chunks decoded by readers (wt_store_chunks_decoded) */
+    struct mser *ms;          /* every series, sorted by id */
     size_t ms_len, ms_cap;
     bool ms_loaded;       /* ms mirrors the series table */
     bool mq_failed;       /* a maintenance query failed: the pass is rolled back */
@@ -273,6 +389,7 @@ static void ms_note(struct wt_store *s, int64_t id, const char *node, enum wt_se
     }
     s->ms[i].kind = kind;
     s->ms[i].known = false;
+    s->sum_state = 0; /* a series whose kind changed has its summaries cleared (summary_sql) */
     snprintf(s->ms[i].node, sizeof s->ms[i].node, "%s", node);
 }
 
@@ -298,6 +415,7 @@ static int ms_load(struct wt_store *s)
     sqlite3_stmt *st = mq(s, MQ_SERIES);
     int rc;
     s->ms_loaded = false;
+    s->sum_state = 0; /* another connection may have made summaries stale (a run in the past) */
     s->ms_len = 0;
     if (!st)
         return -EIO;
@@ -404,10 +522,63 @@ static const char *const schema =
     " start_ns INTEGER NOT NULL, last_ns INTEGER NOT NULL, interval_ns INTEGER NOT NULL,"
     " source TEXT NOT NULL, UNIQUE(node, start_ns));"
     /* schema 2: closed spans of readings, one compressed blob (store/chunk.h) per series and
-     * span; t0, t1: its first and last reading, n: how many */
+     * span; t0, t1: its first and last reading, n: how many. Schema 3: its summary (see
+     * summary_sql) */
+    /* the summary before the blob: a window reads it without the blob's overflow pages (a
+     * schema 2 table gets it after, by ALTER TABLE: still no decoding, but those pages read) */
     "CREATE TABLE IF NOT EXISTS chunks(series INTEGER NOT NULL, t0 INTEGER NOT NULL,"
-    " t1 INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL, PRIMARY KEY(series, t0))"
-    " WITHOUT ROWID;";
+    " t1 INTEGER NOT NULL, n INTEGER NOT NULL, v0 REAL, v1 REAL, e REAL, cov INTEGER,"
+    " data BLOB NOT NULL, PRIMARY KEY(series, t0)) WITHOUT ROWID;";
+
+/* Schema 2 -> 3: the summary columns on a chunks table that lacks them. */
+static const char *const summary_columns = "ALTER TABLE chunks ADD COLUMN v0 REAL;"
+                                           "ALTER TABLE chunks ADD COLUMN v1 REAL;"
+                                           "ALTER TABLE chunks ADD COLUMN e REAL;"
+                                           "ALTER TABLE chunks ADD COLUMN cov INTEGER;";
+
+/*
+ * Schema 3: each chunk's summary, so that an exact window applies a whole chunk inside it without
+ * decoding it (wt_store_window): v0, v1 its first and last value; e, cov the energy (J) and the
+ * covered time (ns) of the segments between its readings by the series' segment rule
+ * (wt_segment_sum). NULL: not known (a chunk of schema 2, or one whose rule changed), read by
+ * decoding; maintenance fills them (chunks_unsummed finds those). The rule depends on the
+ * series' kind and its node's runs: a run that starts (or changes) at t makes e and cov of that
+ * node's chunks that end at or after t stale, and the triggers clear them in the same transaction
+ * (900000000000: SPAN_NS, a chunk lies inside one span).
+ */
+static const char *const summary_sql =
+    "CREATE INDEX IF NOT EXISTS chunks_unsummed ON chunks(series, t0) WHERE e IS NULL;"
+    /* the summaries alone, dense: what a window reads (the chunks' rows hold their blobs) */
+    "CREATE INDEX IF NOT EXISTS chunks_summary ON chunks(series, t0, t1, v0, v1, e, cov);"
+    "CREATE TRIGGER IF NOT EXISTS runs_insert_summaries AFTER INSERT ON runs BEGIN"
+    " UPDATE chunks SET e=NULL, cov=NULL WHERE e IS NOT NULL AND"
+    " series IN (SELECT id FROM series WHERE node=new.node) AND"
+    " t0>new.start_ns-900000000000 AND t1>=new.start_ns; END;"
+    "CREATE TRIGGER IF NOT EXISTS runs_update_summaries AFTER UPDATE OF node, start_ns,"
+    " interval_ns ON runs WHEN old.node!=new.node OR old.start_ns!=new.start_ns OR"
+    " old.interval_ns!=new.interval_ns BEGIN"
+    " UPDATE chunks SET e=NULL, cov=NULL WHERE e IS NOT NULL AND"
+    " series IN (SELECT id FROM series WHERE node IN (old.node, new.node)) AND"
+    " t0>min(old.start_ns, new.start_ns)-900000000000 AND t1>=min(old.start_ns, new.start_ns);"
+    " END;"
+    "CREATE TRIGGER IF NOT EXISTS runs_delete_summaries AFTER DELETE ON runs BEGIN"
+    " UPDATE chunks SET e=NULL, cov=NULL WHERE e IS NOT NULL AND"
+    " series IN (SELECT id FROM series WHERE node=old.node) AND"
+    " t0>old.start_ns-900000000000 AND t1>=old.start_ns; END;"
+    "CREATE TRIGGER IF NOT EXISTS series_kind_summaries AFTER UPDATE OF kind ON series"
+    " WHEN old.kind!=new.kind BEGIN UPDATE chunks SET e=NULL, cov=NULL WHERE series=new.id; END;";
+
+/* Whether the chunks table already has the summary columns (a store made as schema 3). */
+static bool has_summary_columns(struct wt_store *s)
+{
+    sqlite3_stmt *st = NULL;
+    bool found = false;
+    if (sqlite3_prepare_v2(s->db, "SELECT 1 FROM pragma_table_info('chunks') WHERE name='cov'", -1,
+                           &st, NULL) == SQLITE_OK)
+        found = sqlite3_step(st) == SQLITE_ROW;
+    sqlite3_finalize(st);
+    return found;
+}
 
 /*
  * The GPU's integrated energy used to be stored as wattage_gpu_energy_joules_total with
@@ -624,16 +795,22 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
             goto fail;
         }
         if (ver < SCHEMA_VERSION) {
-            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) || exec(s, "PRAGMA user_version=2") ||
-                exec(s, "COMMIT")) {
+            /* one transaction: a store is at one schema or the next, never between */
+            if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) ||
+                (!has_summary_columns(s) && exec(s, summary_columns)) || exec(s, summary_sql) ||
+                exec(s, "PRAGMA user_version=3") || exec(s, "COMMIT")) {
                 rc = db_error(s, err, "cannot create the schema");
+                if (!sqlite3_get_autocommit(s->db))
+                    (void)exec(s, "ROLLBACK");
                 goto fail;
             }
-            if (ver == 1)
+            if (ver >= 1)
                 wt_info(MOD,
-                        "%s: store schema 1 upgraded to 2 (the writer compacts closed spans of "
-                        "readings into chunks)",
-                        path);
+                        "%s: store schema %d upgraded to 3 (%schunk summaries: the writer fills "
+                        "them in the background)",
+                        path, ver,
+                        ver == 1 ? "the writer compacts closed spans of readings into chunks; "
+                                 : "");
         }
     }
     /* Not fatal (a store on a read-only medium): the old rows keep their kind, and queries
@@ -691,6 +868,7 @@ int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns, i
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW && !node[0])
         s->run_id = sqlite3_column_int64(st, 0);
+    s->sum_state = 0; /* the run may have made summaries stale (summary_sql) */
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     if (rc != SQLITE_ROW) {
@@ -1135,6 +1313,8 @@ void wt_store_close(struct wt_store *s)
     sqlite3_finalize(s->ins_run);
     for (int k = 0; k < MQ_COUNT; k++)
         sqlite3_finalize(s->mq[k]);
+    for (int k = 0; k < RQ_COUNT; k++)
+        sqlite3_finalize(s->rq[k].st);
     if (s->db)
         sqlite3_close(s->db);
     if (s->mu_init) {
@@ -1150,6 +1330,8 @@ void wt_store_close(struct wt_store *s)
     free(s->cold.p);
     free(s->span.p);
     free(s->merged.p);
+    for (size_t i = 0; i < DCACHE_MAX; i++)
+        free(s->dc[i].pts.p);
     free(s);
 }
 
@@ -1171,68 +1353,208 @@ static int pb_push(struct wt_point_buf *b, int64_t t, double v)
     return 0;
 }
 
-static sqlite3_stmt *prep(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                          int64_t c)
+/* Takes reader statement k (see rq_sql), or prepares one of the caller's own when it is taken. */
+static struct rq_use rq_take(struct wt_store *s, int k)
 {
-    sqlite3_stmt *q = NULL;
-    if (sqlite3_prepare_v2(s->db, sql, -1, &q, NULL) != SQLITE_OK)
-        return NULL;
-    int np = sqlite3_bind_parameter_count(q);
-    sqlite3_bind_int64(q, 1, id);
+    struct rq_use u = {.k = k};
+    struct rq_slot *r = &s->rq[k];
+    if (!atomic_exchange(&r->busy, true)) {
+        if (!r->st && sqlite3_prepare_v3(s->db, rq_sql[k], -1, SQLITE_PREPARE_PERSISTENT, &r->st,
+                                         NULL) != SQLITE_OK) {
+            r->st = NULL;
+            atomic_store(&r->busy, false);
+            return u;
+        }
+        u.q = r->st;
+        u.cached = true;
+        return u;
+    }
+    if (sqlite3_prepare_v2(s->db, rq_sql[k], -1, &u.q, NULL) != SQLITE_OK) {
+        sqlite3_finalize(u.q);
+        u.q = NULL;
+    }
+    return u;
+}
+
+/* Gives back what rq_take gave: reset and cleared (the cached one), or finalized. */
+static void rq_give(struct wt_store *s, struct rq_use *u)
+{
+    if (!u->q)
+        return;
+    if (u->cached) {
+        sqlite3_reset(u->q);
+        sqlite3_clear_bindings(u->q);
+        atomic_store(&s->rq[u->k].busy, false);
+    } else {
+        sqlite3_finalize(u->q);
+    }
+    u->q = NULL;
+}
+
+/* Reader statement k with ?1..?4 bound to id, a, b, c (as many as it has). */
+static struct rq_use prep(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t c)
+{
+    struct rq_use u = rq_take(s, k);
+    if (!u.q)
+        return u;
+    int np = sqlite3_bind_parameter_count(u.q);
+    sqlite3_bind_int64(u.q, 1, id);
     if (np >= 2)
-        sqlite3_bind_int64(q, 2, a);
+        sqlite3_bind_int64(u.q, 2, a);
     if (np >= 3)
-        sqlite3_bind_int64(q, 3, b);
+        sqlite3_bind_int64(u.q, 3, b);
     if (np >= 4)
-        sqlite3_bind_int64(q, 4, c);
-    return q;
+        sqlite3_bind_int64(u.q, 4, c);
+    return u;
 }
 
 /* Appends the (t, v) rows of a query on readings. */
-static int raw_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                    int64_t c, struct wt_point_buf *out)
+static int raw_rows(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t c,
+                    struct wt_point_buf *out)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, b, c);
+    struct rq_use u = prep(s, k, id, a, b, c);
+    sqlite3_stmt *q = u.q;
     int rc;
     if (!q)
         return -EIO;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (pb_push(out, sqlite3_column_int64(q, 0), sqlite3_column_double(q, 1)) != 0) {
-            sqlite3_finalize(q);
+            rq_give(s, &u);
             return -ENOMEM;
         }
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* Decodes the blobs (column 0) of a query on chunks, in order, appending the points in [lo, hi]
- * until more than `limit` (0: all) are held. A blob that does not decode fails the read. */
-static int chunk_rows(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t b,
-                      int64_t lo, int64_t hi, size_t limit, struct wt_point_buf *out)
+/* Whether this thread's query keeps decoded chunks (wt_store_cache). */
+static bool dc_active(struct wt_store *s)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, b, 0);
+    return atomic_load(&s->dc_on) && pthread_equal(s->dc_owner, pthread_self());
+}
+
+void wt_store_cache(struct wt_store *s, bool on)
+{
+    if (on) {
+        s->dc_owner = pthread_self();
+        s->dc_len = 0;
+        s->dc_next = 0;
+        atomic_store(&s->dc_on, true);
+        return;
+    }
+    if (!dc_active(s))
+        return;
+    atomic_store(&s->dc_on, false);
+    for (size_t i = 0; i < DCACHE_MAX; i++) {
+        free(s->dc[i].pts.p);
+        memset(&s->dc[i], 0, sizeof s->dc[i]);
+    }
+    s->dc_len = 0;
+}
+
+uint64_t wt_store_chunks_decoded(struct wt_store *s)
+{
+    return atomic_load(&s->decoded);
+}
+
+/*
+ * The points of chunk (id, t0) whose blob is b: from the query's cache when it holds them, else
+ * decoded, into the cache while one is on (wt_store_cache) or into tmp. *pts is valid until the
+ * next call. Returns 0, -EINVAL (the blob does not decode: logged) or -ENOMEM.
+ */
+/* The cached points of chunk (id, t0), or NULL. */
+static const struct wt_point_buf *dc_find(struct wt_store *s, int64_t id, int64_t t0)
+{
+    if (!dc_active(s))
+        return NULL;
+    for (size_t i = 0; i < s->dc_len; i++) {
+        if (s->dc[i].id == id && s->dc[i].t0 == t0)
+            return &s->dc[i].pts;
+    }
+    return NULL;
+}
+
+static int chunk_points(struct wt_store *s, int64_t id, int64_t t0, const void *b, int len,
+                        struct wt_point_buf *tmp, const struct wt_point_buf **pts)
+{
+    bool on = dc_active(s);
+    struct dchunk *slot = NULL;
+    struct wt_point_buf *dst = tmp;
+    if (on) {
+        const struct wt_point_buf *hit = dc_find(s, id, t0);
+        if (hit) {
+            *pts = hit;
+            return 0;
+        }
+        slot = &s->dc[s->dc_next];
+        s->dc_next = (s->dc_next + 1) % DCACHE_MAX;
+        if (s->dc_len < DCACHE_MAX)
+            s->dc_len++;
+        slot->id = 0; /* no series has id 0: empty until decoded */
+        dst = &slot->pts;
+    }
+    dst->n = 0;
+    atomic_fetch_add(&s->decoded, 1);
+    int d = wt_chunk_decode(b, (size_t)(len > 0 ? len : 0), dst);
+    if (d) {
+        if (d == -EINVAL)
+            wt_error(MOD, "%s: series %" PRId64 ": a chunk does not decode", s->path, id);
+        return d;
+    }
+    if (slot) {
+        slot->id = id;
+        slot->t0 = t0;
+    }
+    *pts = dst;
+    return 0;
+}
+
+/* Decodes the blobs (column 0; column 1 its t0) of a query on chunks, in order, appending the
+ * points in [lo, hi] until more than `limit` (0: all) are held. A blob that does not decode fails
+ * the read. */
+static int chunk_rows(struct wt_store *s, int k, int64_t id, int64_t a, int64_t b, int64_t lo,
+                      int64_t hi, size_t limit, struct wt_point_buf *out)
+{
+    struct rq_use u = prep(s, k, id, a, b, 0);
+    sqlite3_stmt *q = u.q;
+    bool cached = dc_active(s);
     int rc;
     if (!q)
         return -EIO;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         size_t n0 = out->n, w = n0;
-        int d = wt_chunk_decode(sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0), out);
-        if (d != 0) {
-            if (d == -EINVAL)
-                wt_error(MOD, "%s: series %" PRId64 ": a chunk does not decode", s->path, id);
-            sqlite3_finalize(q);
-            return d == -ENOMEM ? -ENOMEM : -EIO;
+        if (cached) {
+            const struct wt_point_buf *p;
+            int d = chunk_points(s, id, sqlite3_column_int64(q, 1), sqlite3_column_blob(q, 0),
+                                 sqlite3_column_bytes(q, 0), NULL, &p);
+            for (size_t i = 0; d == 0 && i < p->n; i++) {
+                if (p->p[i].t_ns >= lo && p->p[i].t_ns <= hi)
+                    d = pb_push(out, p->p[i].t_ns, p->p[i].v);
+            }
+            if (d != 0) {
+                rq_give(s, &u);
+                return d == -ENOMEM ? -ENOMEM : -EIO;
+            }
+        } else {
+            atomic_fetch_add(&s->decoded, 1);
+            int d =
+                wt_chunk_decode(sqlite3_column_blob(q, 0), (size_t)sqlite3_column_bytes(q, 0), out);
+            if (d != 0) {
+                if (d == -EINVAL)
+                    wt_error(MOD, "%s: series %" PRId64 ": a chunk does not decode", s->path, id);
+                rq_give(s, &u);
+                return d == -ENOMEM ? -ENOMEM : -EIO;
+            }
+            for (size_t i = n0; i < out->n; i++) {
+                if (out->p[i].t_ns >= lo && out->p[i].t_ns <= hi)
+                    out->p[w++] = out->p[i];
+            }
+            out->n = w;
         }
-        for (size_t i = n0; i < out->n; i++) {
-            if (out->p[i].t_ns >= lo && out->p[i].t_ns <= hi)
-                out->p[w++] = out->p[i];
-        }
-        out->n = w;
         if (limit && out->n > limit)
             break;
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
 }
 
@@ -1269,14 +1591,9 @@ static int read_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, si
         return 0;
     /* a chunk lies inside one span: one that reaches lo starts after lo - SPAN_NS */
     int64_t from = lo > INT64_MIN + SPAN_NS ? lo - SPAN_NS : INT64_MIN;
-    int rc =
-        chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3 ORDER BY t0",
-                   id, from, hi, lo, hi, limit, &c);
+    int rc = chunk_rows(s, RQ_RANGE_CHUNKS, id, from, hi, lo, hi, limit, &c);
     if (rc == 0)
-        rc = raw_rows(s,
-                      "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 AND t<=?3 ORDER BY t "
-                      "LIMIT ?4",
-                      id, lo, hi, limit ? (int64_t)limit : -1, &r);
+        rc = raw_rows(s, RQ_RANGE_RAW, id, lo, hi, limit ? (int64_t)limit : -1, &r);
     if (rc == 0)
         rc = merge_into(out, &c, &r, limit);
     free(c.p);
@@ -1290,15 +1607,9 @@ static int read_at_or_before(struct wt_store *s, int64_t id, int64_t t, struct w
 {
     struct wt_point_buf c = {0}, r = {0};
     *have = false;
-    int rc = chunk_rows(s,
-                        "SELECT data FROM chunks WHERE series=?1 AND t0<=?2 ORDER BY t0 DESC "
-                        "LIMIT 1",
-                        id, t, 0, INT64_MIN, t, 0, &c);
+    int rc = chunk_rows(s, RQ_BEFORE_CHUNK, id, t, 0, INT64_MIN, t, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s,
-                      "SELECT t, v FROM readings WHERE series=?1 AND t<=?2 ORDER BY t DESC "
-                      "LIMIT 1",
-                      id, t, 0, 0, &r);
+        rc = raw_rows(s, RQ_BEFORE_RAW, id, t, 0, 0, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[c.n - 1].t_ns >= r.p[0].t_ns))
@@ -1318,13 +1629,9 @@ static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt
     struct wt_point_buf c = {0}, r = {0};
     *have = false;
     int64_t from = t > INT64_MIN + SPAN_NS ? t - SPAN_NS : INT64_MIN;
-    int rc = chunk_rows(s,
-                        "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t1>=?3 ORDER BY t0 "
-                        "LIMIT 1",
-                        id, from, t, t, INT64_MAX, 0, &c);
+    int rc = chunk_rows(s, RQ_AFTER_CHUNK, id, from, t, t, INT64_MAX, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s, "SELECT t, v FROM readings WHERE series=?1 AND t>=?2 ORDER BY t LIMIT 1",
-                      id, t, 0, 0, &r);
+        rc = raw_rows(s, RQ_AFTER_RAW, id, t, 0, 0, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[0].t_ns <= r.p[0].t_ns))
@@ -1339,16 +1646,23 @@ static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt
 
 /* A read transaction around several statements, unless the caller holds one: compaction moves
  * readings from one table to the other, and a read must see either side, once. */
+static bool snap_run(struct wt_store *s, int k)
+{
+    struct rq_use u = rq_take(s, k);
+    bool ok = u.q && sqlite3_step(u.q) == SQLITE_DONE;
+    rq_give(s, &u);
+    return ok;
+}
+
 static bool snap_begin(struct wt_store *s)
 {
-    return sqlite3_get_autocommit(s->db) &&
-           sqlite3_exec(s->db, "BEGIN", NULL, NULL, NULL) == SQLITE_OK;
+    return sqlite3_get_autocommit(s->db) && snap_run(s, RQ_READ_BEGIN);
 }
 
 static void snap_end(struct wt_store *s, bool began)
 {
     if (began)
-        sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        (void)snap_run(s, RQ_READ_END);
 }
 
 int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flags, size_t limit,
@@ -1385,10 +1699,134 @@ int wt_store_read(struct wt_store *s, int64_t id, int64_t a, int64_t b, int flag
     return rc;
 }
 
-/* One int64 of a query: 1 (not NULL), 0 (NULL or no row) or -EIO. */
-static int one_value(struct wt_store *s, const char *sql, int64_t id, int64_t a, int64_t *v)
+/*
+ * One chunk of a window (a row of RQ_WIN_CHUNKS or RQ_WIN_AFTER: t0, t1, v0, v1, e, cov):
+ * the raw rows r before it first, then the chunk. With summaries, a chunk no raw row falls in is
+ * not decoded when it lies before a (its last point), after b (its first) or inside [a, b]
+ * (wt_window_add_sum) and its summary is known; else its points are merged with the raw rows
+ * inside it (a time in both is the chunk's, as in merge_into).
+ */
+static int win_chunk(struct wt_store *s, int64_t id, sqlite3_stmt *q, bool summaries,
+                     const struct wt_point_buf *r, size_t *j, struct wt_point_buf *tmp,
+                     struct wt_window *w)
 {
-    sqlite3_stmt *q = prep(s, sql, id, a, 0, 0);
+    int64_t t0 = sqlite3_column_int64(q, 0), t1 = sqlite3_column_int64(q, 1);
+    while (*j < r->n && r->p[*j].t_ns < t0) {
+        wt_window_add(w, r->p[*j].t_ns, r->p[*j].v);
+        (*j)++;
+    }
+    bool clash = *j < r->n && r->p[*j].t_ns <= t1;
+    if (summaries && !clash && sqlite3_column_type(q, 2) != SQLITE_NULL &&
+        sqlite3_column_type(q, 3) != SQLITE_NULL) {
+        double v0 = sqlite3_column_double(q, 2), v1 = sqlite3_column_double(q, 3);
+        if (t1 <= w->a) {
+            wt_window_add(w, t1, v1);
+            return 0;
+        }
+        if (t0 >= w->b) {
+            wt_window_add(w, t0, v0);
+            return 0;
+        }
+        if (t0 >= w->a && t1 <= w->b && sqlite3_column_type(q, 4) != SQLITE_NULL &&
+            sqlite3_column_type(q, 5) != SQLITE_NULL) {
+            wt_window_add_sum(w, t0, v0, t1, v1, sqlite3_column_double(q, 4),
+                              sqlite3_column_int64(q, 5));
+            return 0;
+        }
+    }
+    const struct wt_point_buf *p = dc_find(s, id, t0);
+    if (!p) {
+        /* the blob, by its key: the summaries' index does not hold it */
+        struct rq_use u = prep(s, RQ_CHUNK_DATA, id, t0, 0, 0);
+        int d = -EIO;
+        if (u.q && sqlite3_step(u.q) == SQLITE_ROW)
+            d = chunk_points(s, id, t0, sqlite3_column_blob(u.q, 0), sqlite3_column_bytes(u.q, 0),
+                             tmp, &p);
+        rq_give(s, &u);
+        if (d)
+            return d == -ENOMEM ? -ENOMEM : -EIO;
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        int64_t t = p->p[i].t_ns;
+        while (*j < r->n && r->p[*j].t_ns < t) {
+            wt_window_add(w, r->p[*j].t_ns, r->p[*j].v);
+            (*j)++;
+        }
+        if (*j < r->n && r->p[*j].t_ns == t)
+            (*j)++;
+        wt_window_add(w, t, p->p[i].v);
+    }
+    return 0;
+}
+
+static int one_value(struct wt_store *s, int k, int64_t id, int64_t a, int64_t *v);
+
+int wt_store_window(struct wt_store *s, int64_t id, bool summaries, struct wt_window *w)
+{
+    int64_t a = w->a, b = w->b, lo = a, t0b = 0;
+    struct wt_point_buf r = {0}, tmp = {0};
+    size_t j = 0;
+    bool after = true;
+    int rc, st = SQLITE_DONE;
+    if (b <= a)
+        return 0;
+    bool began = snap_begin(s);
+    /* the raw rows: the last one at or before a, those inside, the first at or after b */
+    rc = raw_rows(s, RQ_BEFORE_RAW, id, a, 0, 0, &r);
+    if (rc == 0 && b - a > 1)
+        rc = raw_rows(s, RQ_RANGE_RAW, id, a + 1, b - 1, -1, &r);
+    if (rc == 0)
+        rc = raw_rows(s, RQ_AFTER_RAW, id, b, 0, 0, &r);
+    /* the chunks from the one that holds or precedes a to the last one that starts by b */
+    if (rc == 0) {
+        int h = one_value(s, RQ_WIN_BEFORE, id, a, &t0b);
+        if (h < 0)
+            rc = -EIO;
+        else if (h > 0)
+            lo = t0b;
+    }
+    if (rc == 0) {
+        struct rq_use u = prep(s, RQ_WIN_CHUNKS, id, lo, b, 0);
+        if (!u.q)
+            rc = -EIO;
+        while (rc == 0 && (st = sqlite3_step(u.q)) == SQLITE_ROW) {
+            if (sqlite3_column_int64(u.q, 1) >= b)
+                after = false;
+            rc = win_chunk(s, id, u.q, summaries, &r, &j, &tmp, w);
+        }
+        if (rc == 0 && st != SQLITE_DONE)
+            rc = -EIO;
+        rq_give(s, &u);
+    }
+    /* no chunk reaches b: the first one after it */
+    if (rc == 0 && after) {
+        struct rq_use u = prep(s, RQ_WIN_AFTER, id, b, 0, 0);
+        if (!u.q)
+            rc = -EIO;
+        else if ((st = sqlite3_step(u.q)) == SQLITE_ROW)
+            rc = win_chunk(s, id, u.q, summaries, &r, &j, &tmp, w);
+        else if (st != SQLITE_DONE)
+            rc = -EIO;
+        rq_give(s, &u);
+    }
+    for (; rc == 0 && j < r.n; j++)
+        wt_window_add(w, r.p[j].t_ns, r.p[j].v);
+    snap_end(s, began);
+    free(r.p);
+    free(tmp.p);
+    return rc;
+}
+
+int wt_store_rows_oldest(struct wt_store *s, int64_t id, int64_t *t)
+{
+    return one_value(s, RQ_RAW_MIN, id, 0, t);
+}
+
+/* One int64 of a query: 1 (not NULL), 0 (NULL or no row) or -EIO. */
+static int one_value(struct wt_store *s, int k, int64_t id, int64_t a, int64_t *v)
+{
+    struct rq_use u = prep(s, k, id, a, 0, 0);
+    sqlite3_stmt *q = u.q;
     int rc = -EIO;
     if (!q)
         return -EIO;
@@ -1399,7 +1837,7 @@ static int one_value(struct wt_store *s, const char *sql, int64_t id, int64_t a,
     } else if (st == SQLITE_DONE) {
         rc = 0;
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     return rc;
 }
 
@@ -1407,15 +1845,11 @@ int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *las
 {
     int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
     bool began = snap_begin(s);
-    int hr = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", id, 0, &r0);
-    int hc = hr < 0 ? hr
-                    : one_value(s, "SELECT t0 FROM chunks WHERE series=?1 ORDER BY t0 LIMIT 1", id,
-                                0, &c0);
-    if (hr > 0 && one_value(s, "SELECT max(t) FROM readings WHERE series=?1", id, 0, &r1) < 0)
+    int hr = one_value(s, RQ_RAW_MIN, id, 0, &r0);
+    int hc = hr < 0 ? hr : one_value(s, RQ_CHUNK_FIRST, id, 0, &c0);
+    if (hr > 0 && one_value(s, RQ_RAW_MAX, id, 0, &r1) < 0)
         hr = -EIO;
-    /* chunks do not overlap: the last one ends last */
-    if (hc > 0 && one_value(s, "SELECT t1 FROM chunks WHERE series=?1 ORDER BY t0 DESC LIMIT 1", id,
-                            0, &c1) < 0)
+    if (hc > 0 && one_value(s, RQ_CHUNK_LAST, id, 0, &c1) < 0)
         hc = -EIO;
     snap_end(s, began);
     if (hr < 0 || hc < 0)
@@ -1438,21 +1872,14 @@ int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t
     bool began = snap_begin(s);
     /* whole chunks by their count; the one that holds `after` (if any) decoded */
     int64_t from = after > INT64_MIN + SPAN_NS ? after - SPAN_NS : INT64_MIN;
-    rc = chunk_rows(s, "SELECT data FROM chunks WHERE series=?1 AND t0>?2 AND t0<=?3", id, from,
-                    after, after == INT64_MAX ? after : after + 1, INT64_MAX, 0, &c);
-    if (rc == 0 && one_value(s, "SELECT coalesce(sum(n), 0) FROM chunks WHERE series=?1 AND t0>?2",
-                             id, after, &cn) < 0)
+    rc = chunk_rows(s, RQ_CA_CHUNKS, id, from, after, after == INT64_MAX ? after : after + 1,
+                    INT64_MAX, 0, &c);
+    if (rc == 0 && one_value(s, RQ_CA_SUM, id, after, &cn) < 0)
         rc = -EIO;
     int64_t c0 = 0;
-    int hc =
-        rc ? 0
-           : one_value(s, "SELECT min(t0) FROM chunks WHERE series=?1 AND t0>?2", id, after, &c0);
-    int hr =
-        rc ? 0
-           : one_value(s, "SELECT min(t) FROM readings WHERE series=?1 AND t>?2", id, after, &rmin);
-    if (rc == 0 &&
-        (hc < 0 || hr < 0 ||
-         one_value(s, "SELECT count(*) FROM readings WHERE series=?1 AND t>?2", id, after, &k) < 0))
+    int hc = rc ? 0 : one_value(s, RQ_CA_MIN_T0, id, after, &c0);
+    int hr = rc ? 0 : one_value(s, RQ_CA_RAW_MIN, id, after, &rmin);
+    if (rc == 0 && (hc < 0 || hr < 0 || one_value(s, RQ_CA_COUNT, id, after, &k) < 0))
         rc = -EIO;
     snap_end(s, began);
     if (rc == 0) {
@@ -1474,16 +1901,8 @@ int wt_store_newest(struct wt_store *s, int64_t *t)
 {
     int64_t r = 0, c = 0;
     bool began = snap_begin(s);
-    /* per series through the primary keys, not a scan of every reading */
-    int hr = one_value(s,
-                       "SELECT max((SELECT max(t) FROM readings WHERE series = s.id)) FROM series "
-                       "s WHERE ?1=?1",
-                       0, 0, &r);
-    int hc = hr < 0 ? 0
-                    : one_value(s,
-                                "SELECT max((SELECT t1 FROM chunks WHERE series = s.id ORDER BY t0 "
-                                "DESC LIMIT 1)) FROM series s WHERE ?1=?1",
-                                0, 0, &c);
+    int hr = one_value(s, RQ_NEWEST_RAW, 0, 0, &r);
+    int hc = hr < 0 ? 0 : one_value(s, RQ_NEWEST_CHUNK, 0, 0, &c);
     snap_end(s, began);
     if (hr < 0 || hc < 0)
         return -EIO;
@@ -1495,21 +1914,16 @@ int wt_store_newest(struct wt_store *s, int64_t *t)
 int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struct wt_rollup **rows,
                      size_t *n)
 {
-    sqlite3_stmt *q = NULL;
     size_t cap = 0;
     int rc;
     *rows = NULL;
     *n = 0;
     if (b <= a)
         return 0;
-    if (sqlite3_prepare_v2(s->db,
-                           "SELECT t, n, min, max, mean, last, energy, covered FROM rollups "
-                           "WHERE series=? AND t>? AND t<? ORDER BY t",
-                           -1, &q, NULL) != SQLITE_OK)
+    struct rq_use u = prep(s, RQ_ROLLUPS, id, a - WT_MINUTE_NS, b, 0);
+    sqlite3_stmt *q = u.q;
+    if (!q)
         return -EIO;
-    sqlite3_bind_int64(q, 1, id);
-    sqlite3_bind_int64(q, 2, a - WT_MINUTE_NS);
-    sqlite3_bind_int64(q, 3, b);
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (*n == cap) {
             size_t nc = cap ? cap * 2 : 64;
@@ -1540,7 +1954,7 @@ int wt_store_rollups(struct wt_store *s, int64_t id, int64_t a, int64_t b, struc
         r->energy = sqlite3_column_double(q, 6);
         r->covered_ns = sqlite3_column_int64(q, 7);
     }
-    sqlite3_finalize(q);
+    rq_give(s, &u);
     if (rc != SQLITE_DONE) {
         free(*rows);
         *rows = NULL;
@@ -1822,9 +2236,10 @@ static bool compact_due(const struct mser *m, int64_t cut)
     return m->raw_lo < cut;
 }
 
-/* Writes the points of one span (merged with the chunk already there) as its chunk. */
-static int compact_span(struct wt_store *s, int64_t id, int64_t span0, const struct wt_point *p,
-                        size_t n)
+/* Writes the points of one span (merged with the chunk already there) as its chunk, with its
+ * summary by rule. */
+static int compact_span(struct wt_store *s, int64_t id, const struct wt_segment_rule *rule,
+                        int64_t span0, const struct wt_point *p, size_t n)
 {
     sqlite3_stmt *st = mq(s, MQ_SPAN_CHUNKS);
     int rc;
@@ -1879,6 +2294,13 @@ static int compact_span(struct wt_store *s, int64_t id, int64_t span0, const str
     sqlite3_bind_int64(st, 3, s->merged.p[s->merged.n - 1].t_ns);
     sqlite3_bind_int64(st, 4, (int64_t)s->merged.n);
     sqlite3_bind_blob(st, 5, blob, (int)len, SQLITE_STATIC);
+    double e;
+    int64_t cov;
+    wt_segment_sum(rule, s->merged.p, s->merged.n, &e, &cov);
+    sqlite3_bind_double(st, 6, s->merged.p[0].v);
+    sqlite3_bind_double(st, 7, s->merged.p[s->merged.n - 1].v);
+    sqlite3_bind_double(st, 8, e);
+    sqlite3_bind_int64(st, 9, cov);
     rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
     if (rc)
         db_fail(s, "cannot write a chunk: %s", sqlite3_errmsg(s->db));
@@ -1893,8 +2315,10 @@ static int compact_span(struct wt_store *s, int64_t id, int64_t span0, const str
  * chunks of their spans, in the pass's transaction: the rows are deleted in the same one, so a
  * kill at any point leaves each reading in exactly one of the tables. Returns readings moved.
  */
-static int compact_series(struct wt_store *s, struct mser *m, int64_t cut)
+static int compact_series(struct wt_store *s, const struct wt_run_list *runs, struct mser *m,
+                          int64_t cut)
 {
+    struct wt_segment_rule rule = wt_segment_rule_for(runs, m->node, m->kind);
     sqlite3_stmt *st = mq(s, MQ_COMPACT_RAW);
     int rc;
     if (!st)
@@ -1918,7 +2342,7 @@ static int compact_series(struct wt_store *s, struct mser *m, int64_t cut)
         size_t j = i;
         while (j < n && span_floor(s->cold.p[j].t_ns) == span0)
             j++;
-        if ((rc = compact_span(s, m->id, span0, s->cold.p + i, j - i)) != 0)
+        if ((rc = compact_span(s, m->id, &rule, span0, s->cold.p + i, j - i)) != 0)
             return rc;
         i = j;
     }
@@ -1934,11 +2358,93 @@ static int compact_series(struct wt_store *s, struct mser *m, int64_t cut)
             return rc;
     }
     int64_t v = 0;
-    int h = one_value(s, "SELECT min(t) FROM readings WHERE series=?1", m->id, 0, &v);
+    int h = one_value(s, RQ_RAW_MIN, m->id, 0, &v);
     if (h < 0)
         return -EIO;
     m->raw_lo = h ? v : INT64_MAX;
     return (int)n;
+}
+
+/* A chunk's summary, computed by fill_summaries before it writes them. */
+struct sum_row {
+    int64_t id, t0, cov;
+    double v0, v1, e;
+};
+
+/*
+ * Fills the summary columns of chunks that lack them (a store upgraded from schema 2, or chunks
+ * a new run made stale: see summary_sql), at most SUMMARY_MAX and about budget of work, in the
+ * pass's transaction. Sets sum_state to 2 when none are left. Returns the work done, or -EIO.
+ */
+static int fill_summaries(struct wt_store *s, struct wt_run_list *runs, bool *have_runs,
+                          bool *in_txn, int budget)
+{
+    struct sum_row local[SUMMARY_MAX];
+    int lim = budget / 64, n = 0, seen = 0, work = 0, rc;
+    if (lim < 1)
+        lim = 1;
+    if (lim > SUMMARY_MAX)
+        lim = SUMMARY_MAX;
+    if (!*in_txn) {
+        if (mq_exec(s, MQ_BEGIN) != 0)
+            return -EIO;
+        *in_txn = true;
+    }
+    if (!*have_runs) {
+        if (wt_runs_load(s, runs) != 0)
+            return -EIO;
+        *have_runs = true;
+    }
+    sqlite3_stmt *st = mq(s, MQ_UNSUMMED);
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int(st, 1, lim);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(st, 0);
+        seen++;
+        s->span.n = 0;
+        if (wt_chunk_decode(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
+                            &s->span) != 0 ||
+            s->span.n == 0) {
+            wt_warn(MOD, "%s: series %" PRId64 ": a chunk does not decode (left without summary)",
+                    s->path, id);
+            continue;
+        }
+        size_t i = ms_lower(s, id);
+        struct mser none = {.kind = WT_SK_GAUGE};
+        const struct mser *m = i < s->ms_len && s->ms[i].id == id ? &s->ms[i] : &none;
+        struct wt_segment_rule rule = wt_segment_rule_for(runs, m->node, m->kind);
+        struct sum_row *r = &local[n++];
+        r->id = id;
+        r->t0 = sqlite3_column_int64(st, 1);
+        r->v0 = s->span.p[0].v;
+        r->v1 = s->span.p[s->span.n - 1].v;
+        wt_segment_sum(&rule, s->span.p, s->span.n, &r->e, &r->cov);
+        work += (int)(s->span.n / 16) + 1;
+    }
+    sqlite3_reset(st);
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    st = mq(s, MQ_SET_SUMMARY);
+    if (!st)
+        return -EIO;
+    for (int k = 0; k < n; k++) {
+        sqlite3_bind_int64(st, 1, local[k].id);
+        sqlite3_bind_int64(st, 2, local[k].t0);
+        sqlite3_bind_double(st, 3, local[k].v0);
+        sqlite3_bind_double(st, 4, local[k].v1);
+        sqlite3_bind_double(st, 5, local[k].e);
+        sqlite3_bind_int64(st, 6, local[k].cov);
+        rc = sqlite3_step(st);
+        sqlite3_reset(st);
+        if (rc != SQLITE_DONE) {
+            db_fail(s, "cannot write a chunk summary: %s", sqlite3_errmsg(s->db));
+            return -EIO;
+        }
+    }
+    /* none left, or none that decode: nothing more to do until something changes */
+    s->sum_state = seen < lim || n == 0 ? 2 : 1;
+    return work;
 }
 
 /*
@@ -1977,14 +2483,14 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
             ms_query(s, m);
         s->maint_cursor = m->id;
         work++;
-        if (roll_due(m)) {
-            if (!have_runs) {
-                if (wt_runs_load(s, &runs) != 0) {
-                    rc = -EIO;
-                    break;
-                }
-                have_runs = true;
+        if (!have_runs && (roll_due(m) || compact_due(m, compact_cut))) {
+            if (wt_runs_load(s, &runs) != 0) {
+                rc = -EIO;
+                break;
             }
+            have_runs = true;
+        }
+        if (roll_due(m)) {
             int r = roll_series(s, &runs, m);
             if (r < 0) {
                 rc = r;
@@ -1995,7 +2501,7 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
             work += r;
         }
         if (compact_due(m, compact_cut)) {
-            int c = compact_series(s, m, compact_cut);
+            int c = compact_series(s, &runs, m, compact_cut);
             if (c < 0) {
                 rc = c;
                 break;
@@ -2019,6 +2525,15 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
             *more = true;
         work += p;
     }
+    if (rc == 0 && work < budget && s->sum_state != 2) {
+        int f = fill_summaries(s, &runs, &have_runs, &in_txn, budget - work);
+        if (f < 0)
+            rc = f;
+        else
+            work += f;
+        if (s->sum_state == 1)
+            *more = true;
+    }
     if (work >= budget)
         *more = true;
     if (rc == 0 && s->mq_failed)
@@ -2039,20 +2554,19 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
 /* The runs table (one row per daemon start), for the segment rule (store/segment.h). */
 int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
 {
-    sqlite3_stmt *q = NULL;
     size_t cap = 0;
     out->r = NULL;
     out->n = 0;
-    if (sqlite3_prepare_v2(wt_store_db(st),
-                           "SELECT node, start_ns, interval_ns FROM runs ORDER BY node, start_ns",
-                           -1, &q, NULL) != SQLITE_OK)
+    struct rq_use u = rq_take(st, RQ_RUNS);
+    sqlite3_stmt *q = u.q;
+    if (!q)
         return -EIO;
     while (sqlite3_step(q) == SQLITE_ROW) {
         if (out->n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             struct wt_run *r = realloc(out->r, nc * sizeof *r);
             if (!r) {
-                sqlite3_finalize(q);
+                rq_give(st, &u);
                 wt_runs_free(out);
                 return -ENOMEM;
             }
@@ -2064,6 +2578,6 @@ int wt_runs_load(struct wt_store *st, struct wt_run_list *out)
         r->start_ns = sqlite3_column_int64(q, 1);
         r->interval_ns = sqlite3_column_int64(q, 2);
     }
-    sqlite3_finalize(q);
+    rq_give(st, &u);
     return 0;
 }

@@ -3,7 +3,7 @@
  * The embedded store: SQLite in WAL mode. Every reading the daemon takes is kept on the node, so
  * the energy of any past window can be answered without another service.
  *
- * Schema (user_version 1):
+ * Schema (user_version 3; store.c has the chunks table of schema 2 and its summaries, 3):
  *   series(id, node, metric, labels, kind, rolled_to)  one row per node + metric + labels
  *   readings(series, t, v)                             raw readings, t in ns, WITHOUT ROWID
  *   rollups(series, t, n, min, max, mean, last, energy, covered)  one row per series and minute
@@ -169,6 +169,30 @@ int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t
                          int64_t *oldest) WT_MUST_USE;
 /* The time of the newest reading of any series: 1, 0 (no readings) or -EIO. */
 int wt_store_newest(struct wt_store *s, int64_t *t) WT_MUST_USE;
+/* The time of the oldest reading of series id not yet compacted into a chunk: 1, 0 (none) or
+ * -EIO. */
+int wt_store_rows_oldest(struct wt_store *s, int64_t id, int64_t *t) WT_MUST_USE;
+
+struct wt_window;
+/*
+ * Adds the readings of series id to the exact window w (store/segment.h; begun with its rule,
+ * a and b): what wt_window_add of each reading wt_store_read(WT_RD_EDGES) gives would add. With
+ * summaries, a chunk that lies whole inside [a, b] is applied from its summary (schema 3: the
+ * energy and covered time of its segments by the rule, kept per chunk) without decoding it; a
+ * chunk without one, or with raw readings among its own, is decoded. Returns 0, -EIO or -ENOMEM.
+ */
+int wt_store_window(struct wt_store *s, int64_t id, bool summaries,
+                    struct wt_window *w) WT_MUST_USE;
+
+/*
+ * Keeps (on) or drops (off) the chunks that reads on this thread decode, so that the reads of
+ * one query (its energy, then its error bars) decode each chunk once: on at the start of a read
+ * transaction, off before it ends (a chunk is known by series and start, which another
+ * transaction may change).
+ */
+void wt_store_cache(struct wt_store *s, bool on);
+/* How many chunks the readers of this handle decoded (for tests and benchmarks). */
+uint64_t wt_store_chunks_decoded(struct wt_store *s);
 
 /* One per-minute rollup of a series. */
 struct wt_rollup {

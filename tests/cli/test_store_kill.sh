@@ -38,7 +38,7 @@ for i in $(seq 1 "$KILLS"); do
 import sys, re, datetime
 last = int(sys.stdin.read().strip() or 0) / 1e9
 ticks = []
-for line in open('$TMP/run$i.log'):
+for line in open('$TMP/run$i.log', errors='replace'):  # a kill may cut a line
     m = re.match(r'(\S+Z) debug nvml: tick', line)
     if m:
         ticks.append(datetime.datetime.strptime(m.group(1), '%Y-%m-%dT%H:%M:%S.%fZ')
@@ -46,7 +46,7 @@ for line in open('$TMP/run$i.log'):
 due = [t for t in ticks if t <= $tk - $FLUSH - $SLACK]
 if not due: print('young')
 elif last >= max(due) - 0.1: print('ok')
-else: print(f'lost tick at {max(due):.3f}, last stored {last:.3f}, kill {$tk:.3f}')")
+else: print(f'lost tick at {max(due):.3f}, last stored {last:.3f}, kill {$tk:.3f}')" 2>&1 | paste -sd' ' -)
     case $verdict in
     ok) asserted=$((asserted + 1)) ;;
     young) ;;
