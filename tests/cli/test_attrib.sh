@@ -43,11 +43,13 @@ printf '0 4001 sm=60\n0 4002 graphics sm=20\n1 4001 mem=2048\n' >"$PROCS"
 export FAKE_NVML_GPUS=8 FAKE_NVML_PROCS_FILE=$PROCS
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
-WATTAGE_NVML_LIBRARY=$FAKE_NVML bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.5 \
+WATTAGE_NVML_LIBRARY=$FAKE_NVML bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 1 \
     --listen "127.0.0.1:$PORT" 2>"$TMP/run.log"
 check "the daemon answers" wait_for 10 curl -sf "$URL/healthz" -o /dev/null
 
 # one scrape: per GPU, the counter (J) and the sum of its process series, from the same tick
+# (at --interval 1 every tick splits; under a second a page has the last split's figures, and
+# conservation is checked over stored windows: test_attrib_interval.sh)
 scrape() { # file
     curl -sf "$URL/metrics" -o "$1" && grep -q '^wattage_process_gpu_energy_joules_total{gpu="0",.*pid="4001"' "$1"
 }
