@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -450,9 +451,10 @@ static void add_owner_labels(cJSON *o, const char *labels)
 /*
  * The energy of every series of one device over [a, b] (both the times of splits: every series
  * that exists then has a reading there), with the two events that are not energy undone:
- *   - a series first stored inside the window (a process first seen, an owner's first folded
- *     series) starts from 0, not from its first reading: that reading is added, unless it is
- *     the first split of a daemon run (then nothing before it is counted, on any series);
+ *   - a series first stored inside the window, or first again after a daemon start inside it
+ *     (a process first seen, an owner's first folded series) starts from 0, not from its first
+ *     reading: that reading is added, unless it is the first split of a daemon run (then
+ *     nothing before it is counted, on any series);
  *   - a fold moves a finished process's energy to its owner's series at the split after its
  *     last reading: that jump is taken off the owner's series (the process had it already).
  * So the device's series sum to what the ledger split over the window. -EIO / -ENOMEM.
@@ -463,22 +465,40 @@ static int device_window(struct wt_store *st, const struct wt_run_list *runs, st
     struct wt_point p, f, q, x;
     bool hp, hf, hq, hx;
     int rc = 0;
+    /* where a series may start from 0: the window's start and each daemon start inside it */
+    int64_t begins[16];
+    size_t nb = 0;
+    begins[nb++] = a;
+    for (size_t r = 0; r < runs->n && nb < 16; r++)
+        if (!runs->r[r].node[0] && runs->r[r].start_ns > a && runs->r[r].start_ns <= b)
+            begins[nb++] = runs->r[r].start_ns - 1;
     for (size_t i = 0; i < n && rc == 0; i++) {
         struct aser *s = &v[i];
         double cov = 0;
+        int64_t added = INT64_MIN;
         s->energy_j = 0;
         if (strcmp(s->dev, idle->dev) != 0 || s->last < a || s->first > b)
             continue;
-        if ((rc = wt_store_series_energy(st, s->si, runs, a, b, 0, &s->energy_j, &cov)) != 0 ||
-            (rc = edges(st, s->si->id, a, &p, &hp, &f, &hf)) != 0)
+        if ((rc = wt_store_series_energy(st, s->si, runs, a, b, 0, &s->energy_j, &cov)) != 0)
             break;
-        if (!hf || f.t_ns > b || (hp && !restart_in(runs, p.t_ns, f.t_ns)))
-            continue;
-        /* new since the split before its first reading, in the same run: from 0 */
-        if ((rc = edges(st, idle->si->id, f.t_ns - 1, &q, &hq, &x, &hx)) != 0)
-            break;
-        if (hq && !restart_in(runs, q.t_ns, f.t_ns))
-            s->energy_j += f.v;
+        for (size_t k = 0; k < nb && rc == 0; k++) {
+            /* its first reading after the begin: the first of its life in that run? */
+            if ((rc = edges(st, s->si->id, begins[k], &p, &hp, &f, &hf)) != 0)
+                break;
+            if (!hf || f.t_ns > b || f.t_ns == added)
+                continue;
+            if ((rc = edges(st, s->si->id, f.t_ns - 1, &p, &hp, &x, &hx)) != 0)
+                break;
+            if (hp && !restart_in(runs, p.t_ns, f.t_ns))
+                continue; /* it goes on from a reading of the same run */
+            /* and not the first split of its run (nothing before that one is counted) */
+            if ((rc = edges(st, idle->si->id, f.t_ns - 1, &q, &hq, &x, &hx)) != 0)
+                break;
+            if (hq && !restart_in(runs, q.t_ns, f.t_ns)) {
+                s->energy_j += f.v;
+                added = f.t_ns;
+            }
+        }
     }
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct aser *s = &v[i];
