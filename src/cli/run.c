@@ -548,6 +548,7 @@ int wt_cmd_run(int argc, char **argv)
         goto out;
     }
     /* The jobs API, on its own connection to the same store. */
+    wt_api_attribution_store(cfg.store.path);
     if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
         wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
         (wt_jobs_set_carbon(jobs, wt_carbon_config(carbon)) != 0 &&
@@ -673,7 +674,8 @@ out:
     notify("STOPPING=1");
     wt_http_close(http);
     wt_api_series_close(series); /* after the server: no request in progress uses it */
-    wt_remote_write_close(rw);   /* after the server: its families are read by scrapes */
+    wt_api_attribution_close();
+    wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
     wt_kafka_close(kafka);
     wt_otlp_close(otlp);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */

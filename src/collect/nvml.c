@@ -314,7 +314,9 @@ struct nvml_state {
     pthread_t xid_thread;
     bool xid_running;
     int64_t max_gap_ns;
+    int64_t attrib_gap_ns;    /* the longest span between two splits that is not a gap */
     int64_t procs_at;         /* CLOCK_MONOTONIC of the last process list */
+    int64_t split_t_ns;       /* the tick of the last split (0: none yet) */
     struct wt_attrib *attrib; /* per-process energy (collect/attrib.h); NULL without memory */
     nvmlProcessUtilizationSample_t *util_buf;
     bool said_proc_util;
@@ -1392,8 +1394,8 @@ static bool read_util(struct nvml_state *s, struct gpu *g, unsigned int *n)
  * Splits GPU g's energy since its last split over the processes of p (collect/attrib.h): by
  * each process's mean SM utilization over the interval where NVML samples it (the GPU's idle
  * share to idle), else by memory used, else equally (both scaled by the GPU's utilization when
- * known). Energy across a gap (the GPU down for longer than 3 intervals) is idle: nobody is
- * known to have used it.
+ * known). Energy across a gap (no split for 3 s, or 3 intervals when they are longer: the GPU
+ * was down) is idle: nobody is known to have used it.
  */
 static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_procs *p,
                       int64_t t_ns)
@@ -1408,7 +1410,7 @@ static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_p
         return;
     }
     uint64_t energy = g->energy_mj - g->attrib_mj;
-    bool gap = t_ns - g->attrib_at > s->max_gap_ns;
+    bool gap = t_ns - g->attrib_at > s->attrib_gap_ns;
     struct wt_attrib_share sh[WT_NVML_MAX_PROCS];
     double util[WT_NVML_MAX_PROCS] = {0};
     unsigned int cnt[WT_NVML_MAX_PROCS] = {0}, k_max = 0;
@@ -1500,8 +1502,13 @@ static void poll_procs(struct nvml_state *s, int64_t t_ns, struct wt_batch *out,
 {
     int64_t now = wt_now_mono_ns();
     /* A tick may come a little early on the grid: 0.9 s counts as the second. */
-    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS / 10 * 9)
+    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS / 10 * 9) {
+        /* Between splits (an interval under a second) the last split's series again, stamped
+         * with its time: /metrics keeps them on every page, the store has them already. */
+        if (s->attrib && s->split_t_ns && wt_attrib_emit(s->attrib, s->split_t_ns, out) != 0)
+            *rc_out |= -ENOMEM;
         return;
+    }
     s->procs_at = now;
     struct wt_gpu_procs *list = calloc(s->n ? s->n : 1, sizeof *list);
     size_t n = 0;
@@ -1532,6 +1539,8 @@ static void poll_procs(struct nvml_state *s, int64_t t_ns, struct wt_batch *out,
             memset(p, 0, sizeof *p);
         }
     }
+    if (split)
+        s->split_t_ns = t_ns;
     if (split && wt_attrib_emit(s->attrib, t_ns, out) != 0)
         *rc_out |= -ENOMEM;
     pthread_mutex_lock(&procs_mu);
@@ -1628,6 +1637,9 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     snprintf(s->library, sizeof s->library, "%s", path);
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+    /* Splits are a second apart (PROCS_EVERY_NS) or an interval when it is longer: a gap is
+     * 3 of those, not 3 intervals, or under 1/3 s every split would be a gap (all idle). */
+    s->attrib_gap_ns = s->max_gap_ns > 3 * PROCS_EVERY_NS ? s->max_gap_ns : 3 * PROCS_EVERY_NS;
 
     dlerror();
     s->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);

@@ -8,8 +8,10 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "serve/expo.h"
+#include "store/query.h"
+#include "store/segment.h"
+#include "store/store.h"
 
 #define BASE "/api/v1/jobs"
 #define REF_MAX 96 /* a job reference in the path, with its NUL */
@@ -355,13 +360,478 @@ int wt_api_attribution_json(unsigned *status, char **json)
     return *json ? 0 : -ENOMEM;
 }
 
+/* ---- attribution over a window, from the store ---- */
+
+#define ATTR_WINDOW_MAX (31LL * 86400 * WT_NS_PER_S)
+#define ATTR_WINDOW_DEFAULT (3600LL * WT_NS_PER_S)
+
+/* The owner's labels (what a folded series keeps); the rest of a process's: where and which. */
+static const char *const owner_keys[] = {"owner", "slurm_job", "pod_uid", "pod_namespace",
+                                         "pod",   "unit",      NULL};
+static const char *const proc_keys[] = {
+    "pid",           "gpu_instance", "owner",     "slurm_job", "slurm_step", "pod_uid",
+    "pod_namespace", "pod",          "container", "unit",      NULL};
+static const char *const fold_drop[] = {"pid", "gpu_instance", "slurm_step", "container", NULL};
+
+static bool key_in(const char *k, const char *const *keys)
+{
+    for (size_t i = 0; keys[i]; i++)
+        if (strcmp(k, keys[i]) == 0)
+            return true;
+    return false;
+}
+
+/* The pairs of in whose key is (keep) or is not (!keep) in keys, in their order. */
+static void labels_filter(const char *in, const char *const *keys, bool keep, char *out, size_t n)
+{
+    char k[64], v[WT_LABELS_LEN];
+    size_t pos = 0;
+    out[0] = '\0';
+    while (wt_labels_next(in, &pos, k, sizeof k, v, sizeof v) == 1)
+        if (key_in(k, keys) == keep)
+            (void)wt_labels_add(out, n, k, v);
+}
+
+/* One stored series of a per-process metric, and its energy over the window. */
+struct aser {
+    const struct wt_series_info *si;
+    char dev[WT_LABELS_LEN];   /* the device's labels (gpu, uuid; "" for the CPU) */
+    char owner[WT_LABELS_LEN]; /* owner and its ids */
+    bool pid, idle;
+    int64_t first, last; /* its oldest and newest readings */
+    double energy_j;
+};
+
+/* The last reading of series id at or before t (*prev) and the first after it (*next). */
+static int edges(struct wt_store *st, int64_t id, int64_t t, struct wt_point *prev, bool *hp,
+                 struct wt_point *next, bool *hn)
+{
+    struct wt_point_buf b = {0};
+    int rc = wt_store_read(st, id, t, t, WT_RD_EDGES, 0, &b);
+    *hp = *hn = false;
+    for (size_t i = 0; rc == 0 && i < b.n; i++) {
+        if (b.p[i].t_ns <= t) {
+            *prev = b.p[i];
+            *hp = true;
+        } else if (!*hn) {
+            *next = b.p[i];
+            *hn = true;
+        }
+    }
+    free(b.p);
+    return rc;
+}
+
+/* A daemon start of this node (runs of node "") in (t0, t1]. */
+static bool restart_in(const struct wt_run_list *runs, int64_t t0, int64_t t1)
+{
+    for (size_t i = 0; i < runs->n; i++)
+        if (!runs->r[i].node[0] && runs->r[i].start_ns > t0 && runs->r[i].start_ns <= t1)
+            return true;
+    return false;
+}
+
+static struct aser *find_ser(struct aser *v, size_t n, const char *labels)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].si->labels, labels) == 0)
+            return &v[i];
+    return NULL;
+}
+
+/* The owner members of a label string (owner, slurm_job, pod_uid...). */
+static void add_owner_labels(cJSON *o, const char *labels)
+{
+    char k[64], v[WT_LABELS_LEN];
+    size_t pos = 0;
+    while (wt_labels_next(labels, &pos, k, sizeof k, v, sizeof v) == 1)
+        cJSON_AddStringToObject(o, k, v);
+}
+
+/*
+ * The energy of every series of one device over [a, b] (both the times of splits: every series
+ * that exists then has a reading there), with the two events that are not energy undone:
+ *   - a series first stored inside the window, or first again after a daemon start inside it
+ *     (a process first seen, an owner's first folded series) starts from 0, not from its first
+ *     reading: that reading is added, unless it is the first split of a daemon run (then
+ *     nothing before it is counted, on any series);
+ *   - a fold moves a finished process's energy to its owner's series at the split after its
+ *     last reading: that jump is taken off the owner's series (the process had it already).
+ * So the device's series sum to what the ledger split over the window. -EIO / -ENOMEM.
+ */
+static int device_window(struct wt_store *st, const struct wt_run_list *runs, struct aser *v,
+                         size_t n, const struct aser *idle, int64_t a, int64_t b)
+{
+    struct wt_point p, f, q, x;
+    bool hp, hf, hq, hx;
+    int rc = 0;
+    /* where a series may start from 0: the window's start and each daemon start inside it */
+    int64_t begins[16];
+    size_t nb = 0;
+    begins[nb++] = a;
+    for (size_t r = 0; r < runs->n && nb < 16; r++)
+        if (!runs->r[r].node[0] && runs->r[r].start_ns > a && runs->r[r].start_ns <= b)
+            begins[nb++] = runs->r[r].start_ns - 1;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        struct aser *s = &v[i];
+        double cov = 0;
+        int64_t added = INT64_MIN;
+        s->energy_j = 0;
+        if (strcmp(s->dev, idle->dev) != 0 || s->last < a || s->first > b)
+            continue;
+        if ((rc = wt_store_series_energy(st, s->si, runs, a, b, 0, &s->energy_j, &cov)) != 0)
+            break;
+        for (size_t k = 0; k < nb && rc == 0; k++) {
+            /* its first reading after the begin: the first of its life in that run? */
+            if ((rc = edges(st, s->si->id, begins[k], &p, &hp, &f, &hf)) != 0)
+                break;
+            if (!hf || f.t_ns > b || f.t_ns == added)
+                continue;
+            if ((rc = edges(st, s->si->id, f.t_ns - 1, &p, &hp, &x, &hx)) != 0)
+                break;
+            if (hp && !restart_in(runs, p.t_ns, f.t_ns))
+                continue; /* it goes on from a reading of the same run */
+            /* and not the first split of its run (nothing before that one is counted) */
+            if ((rc = edges(st, idle->si->id, f.t_ns - 1, &q, &hq, &x, &hx)) != 0)
+                break;
+            if (hq && !restart_in(runs, q.t_ns, f.t_ns)) {
+                s->energy_j += f.v;
+                added = f.t_ns;
+            }
+        }
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct aser *s = &v[i];
+        if (!s->pid || strcmp(s->dev, idle->dev) != 0 || s->last < a || s->last >= b)
+            continue;
+        /* its last reading, and the split after it: the fold, if in the window and the run */
+        if ((rc = edges(st, s->si->id, s->last, &p, &hp, &f, &hf)) != 0 ||
+            (rc = edges(st, idle->si->id, s->last, &q, &hq, &x, &hx)) != 0)
+            break;
+        if (!hp || !hx || x.t_ns > b || restart_in(runs, s->last, x.t_ns))
+            continue;
+        char lab[WT_LABELS_LEN], kind[64];
+        labels_filter(s->si->labels, fold_drop, false, lab, sizeof lab);
+        struct aser *to = find_ser(v, n, lab);
+        if (!to && wt_labels_get(s->si->labels, "owner", kind, sizeof kind) == 0) {
+            /* past the owners' cap: the one series of its kind */
+            snprintf(lab, sizeof lab, "%s", s->dev);
+            (void)wt_labels_add(lab, sizeof lab, "owner", kind);
+            to = find_ser(v, n, lab);
+        }
+        if (!to || to->pid)
+            continue;
+        struct wt_point t1, t0, nx;
+        bool h1, h0, hn;
+        if ((rc = edges(st, to->si->id, x.t_ns, &t1, &h1, &nx, &hn)) != 0 ||
+            (rc = edges(st, to->si->id, x.t_ns - 1, &t0, &h0, &nx, &hn)) != 0)
+            break;
+        double before = h0 && !restart_in(runs, t0.t_ns, x.t_ns) ? t0.v : 0;
+        if (h1 && t1.t_ns == x.t_ns && t1.v - before >= p.v - 1e-6)
+            to->energy_j -= p.v;
+    }
+    return rc;
+}
+
+/*
+ * One device's object: {"from", "to" (the splits the window was taken between), "idle_joules",
+ * "attributed_joules" (the sum of the parts), "processes": [{"pid", owner…, "energy_joules"}],
+ * "owners": [{owner…, "energy_joules", "processes": N}]} (an owner: its processes and what was
+ * folded into it). NULL when out of memory.
+ */
+static cJSON *device_json(const struct aser *v, size_t n, const struct aser *idle, int64_t a,
+                          int64_t b)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON *procs = o ? cJSON_AddArrayToObject(o, "processes") : NULL;
+    cJSON *owners = o ? cJSON_AddArrayToObject(o, "owners") : NULL;
+    if (!procs || !owners)
+        goto fail;
+    cJSON_AddNumberToObject(o, "from", (double)a / 1e9);
+    cJSON_AddNumberToObject(o, "to", (double)b / 1e9);
+    double sum = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct aser *s = &v[i];
+        if (strcmp(s->dev, idle->dev) != 0 || s->idle || s->last < a || s->first > b)
+            continue;
+        sum += s->energy_j;
+        if (s->pid) {
+            char pid[24], inst[24];
+            cJSON *x = cJSON_CreateObject();
+            if (!x || !cJSON_AddItemToArray(procs, x)) {
+                cJSON_Delete(x);
+                goto fail;
+            }
+            if (wt_labels_get(s->si->labels, "pid", pid, sizeof pid) == 0)
+                cJSON_AddNumberToObject(x, "pid", atof(pid));
+            if (wt_labels_get(s->si->labels, "gpu_instance", inst, sizeof inst) == 0)
+                cJSON_AddStringToObject(x, "gpu_instance", inst);
+            char who[WT_LABELS_LEN];
+            labels_filter(s->si->labels, proc_keys, true, who, sizeof who);
+            size_t pos = 0;
+            char k[64], val[WT_LABELS_LEN];
+            while (wt_labels_next(who, &pos, k, sizeof k, val, sizeof val) == 1)
+                if (strcmp(k, "pid") != 0 && strcmp(k, "gpu_instance") != 0)
+                    cJSON_AddStringToObject(x, k, val);
+            cJSON_AddNumberToObject(x, "energy_joules", s->energy_j);
+        }
+        /* its owner's total */
+        cJSON *w = NULL, *it;
+        cJSON_ArrayForEach(it, owners)
+        {
+            cJSON *key = cJSON_GetObjectItemCaseSensitive(it, "_key");
+            if (cJSON_IsString(key) && strcmp(key->valuestring, s->owner) == 0)
+                w = it;
+        }
+        if (!w) {
+            w = cJSON_CreateObject();
+            if (!w || !cJSON_AddItemToArray(owners, w)) {
+                cJSON_Delete(w);
+                goto fail;
+            }
+            cJSON_AddStringToObject(w, "_key", s->owner);
+            add_owner_labels(w, s->owner);
+            cJSON_AddNumberToObject(w, "energy_joules", 0);
+            cJSON_AddNumberToObject(w, "processes", 0);
+        }
+        cJSON *e = cJSON_GetObjectItemCaseSensitive(w, "energy_joules");
+        cJSON_SetNumberValue(e, e->valuedouble + s->energy_j);
+        if (s->pid) {
+            cJSON *c = cJSON_GetObjectItemCaseSensitive(w, "processes");
+            cJSON_SetNumberValue(c, c->valuedouble + 1);
+        }
+    }
+    cJSON *it;
+    cJSON_ArrayForEach(it, owners) cJSON_DeleteItemFromObjectCaseSensitive(it, "_key");
+    cJSON_AddNumberToObject(o, "idle_joules", idle->energy_j);
+    cJSON_AddNumberToObject(o, "attributed_joules", sum + idle->energy_j);
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* The GPU's own energy over [a, b] from its counter series (else its integrated one). */
+static int gpu_energy(struct wt_store *st, const struct wt_run_list *runs, const char *dev,
+                      int64_t a, int64_t b, double *energy_j, bool *have)
+{
+    static const char *const names[] = {"wattage_gpu_energy_joules_total",
+                                        "wattage_gpu_energy_integrated_joules_total"};
+    *have = false;
+    for (int k = 0; k < 2 && !*have; k++) {
+        char sel[WT_LABELS_LEN + 96];
+        struct wt_series_info *si = NULL;
+        size_t n = 0;
+        struct wt_err err = {{0}};
+        double cov;
+        snprintf(sel, sizeof sel, "%s{%s}", names[k], dev);
+        if (wt_store_series(st, sel, false, &si, &n, &err) != 0)
+            continue;
+        for (size_t i = 0; i < n && !*have; i++) {
+            if (si[i].node[0])
+                continue;
+            int rc = wt_store_series_energy(st, &si[i], runs, a, b, 0, energy_j, &cov);
+            if (rc) {
+                free(si);
+                return rc;
+            }
+            *have = true;
+        }
+        free(si);
+    }
+    return 0;
+}
+
+/* Every device of one per-process metric: appends the GPUs to arr, or sets *cpu. */
+static int metric_window(struct wt_store *st, const struct wt_run_list *runs, const char *metric,
+                         bool gpus, int64_t a, int64_t b, cJSON *arr, cJSON **cpu)
+{
+    struct wt_series_info *si = NULL;
+    size_t n = 0, m = 0;
+    struct wt_err err = {{0}};
+    int rc = wt_store_series(st, metric, false, &si, &n, &err);
+    if (rc)
+        return rc == -EINVAL ? 0 : rc;
+    struct aser *v = calloc(n ? n : 1, sizeof *v);
+    if (!v) {
+        free(si);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct aser *s = &v[m];
+        int64_t first = 0, last = 0;
+        if (si[i].node[0] || (rc = wt_store_bounds(st, si[i].id, &first, &last)) < 0)
+            continue;
+        if (rc == 0)
+            continue; /* no readings */
+        rc = 0;
+        s->si = &si[i];
+        s->first = first;
+        s->last = last;
+        labels_filter(si[i].labels, proc_keys, false, s->dev, sizeof s->dev);
+        labels_filter(si[i].labels, owner_keys, true, s->owner, sizeof s->owner);
+        char val[64];
+        s->pid = wt_labels_get(si[i].labels, "pid", val, sizeof val) == 0;
+        s->idle =
+            wt_labels_get(si[i].labels, "owner", val, sizeof val) == 0 && strcmp(val, "idle") == 0;
+        m++;
+    }
+    for (size_t d = 0; d < m && rc == 0; d++) {
+        const struct aser *idle = &v[d];
+        struct wt_point p, x;
+        bool hp, hx;
+        if (!idle->idle)
+            continue;
+        /* the window between splits: the last at or before each end (else the first after a) */
+        int64_t a2, b2;
+        if ((rc = edges(st, idle->si->id, a, &p, &hp, &x, &hx)) != 0)
+            break;
+        if (!hp && !hx)
+            continue;
+        a2 = hp ? p.t_ns : x.t_ns;
+        if ((rc = edges(st, idle->si->id, b, &p, &hp, &x, &hx)) != 0)
+            break;
+        if (!hp || p.t_ns <= a2)
+            continue;
+        b2 = p.t_ns;
+        if ((rc = device_window(st, runs, v, m, idle, a2, b2)) != 0)
+            break;
+        cJSON *o = device_json(v, m, idle, a2, b2);
+        if (!o) {
+            rc = -ENOMEM;
+            break;
+        }
+        if (gpus) {
+            char g[64], u[128];
+            double e = 0;
+            bool have = false;
+            if (wt_labels_get(idle->dev, "gpu", g, sizeof g) == 0)
+                cJSON_AddStringToObject(o, "gpu", g);
+            if (wt_labels_get(idle->dev, "uuid", u, sizeof u) == 0)
+                cJSON_AddStringToObject(o, "uuid", u);
+            if ((rc = gpu_energy(st, runs, idle->dev, a2, b2, &e, &have)) != 0) {
+                cJSON_Delete(o);
+                break;
+            }
+            if (have)
+                cJSON_AddNumberToObject(o, "energy_joules", e);
+            else
+                cJSON_AddNullToObject(o, "energy_joules");
+            if (!cJSON_AddItemToArray(arr, o)) {
+                cJSON_Delete(o);
+                rc = -ENOMEM;
+            }
+        } else if (!*cpu) {
+            *cpu = o;
+        } else {
+            cJSON_Delete(o);
+        }
+    }
+    free(v);
+    free(si);
+    return rc;
+}
+
+int wt_api_attribution_window(struct wt_store *st, const char *from, const char *to, int64_t now_ns,
+                              unsigned *status, char **json)
+{
+    int64_t a, b;
+    *json = NULL;
+    if (wt_time_parse(to ? to : "now", now_ns, &b) != 0)
+        return refuse(status, json, 400, "to",
+                      "to: expected RFC 3339, unix seconds or a relative time like -1h");
+    if (from && wt_time_parse(from, now_ns, &a) != 0)
+        return refuse(status, json, 400, "from",
+                      "from: expected RFC 3339, unix seconds or a relative time like -1h");
+    if (!from)
+        a = b - ATTR_WINDOW_DEFAULT;
+    if (b <= a)
+        return refuse(status, json, 400, "to", "to: the window is empty: to must be after from");
+    if (b - a > ATTR_WINDOW_MAX)
+        return refuse(status, json, 400, "from", "from: the window is longer than 31 days");
+    struct wt_run_list runs = {0};
+    cJSON *o = cJSON_CreateObject(), *cpu = NULL;
+    cJSON *gpus = o ? cJSON_AddArrayToObject(o, "gpus") : NULL;
+    int rc = gpus ? wt_runs_load(st, &runs) : -ENOMEM;
+    if (rc == 0)
+        rc = metric_window(st, &runs, "wattage_process_gpu_energy_joules_total", true, a, b, gpus,
+                           &cpu);
+    if (rc == 0)
+        rc = metric_window(st, &runs, "wattage_process_cpu_energy_joules_total", false, a, b, NULL,
+                           &cpu);
+    wt_runs_free(&runs);
+    if (rc == 0) {
+        cJSON_AddNumberToObject(o, "from", (double)a / 1e9);
+        cJSON_AddNumberToObject(o, "to", (double)b / 1e9);
+        if (cpu)
+            cJSON_AddItemToObject(o, "cpu", cpu);
+        else
+            cJSON_AddNullToObject(o, "cpu");
+        *json = cJSON_PrintUnformatted(o);
+        rc = *json ? 0 : -ENOMEM;
+    } else {
+        cJSON_Delete(cpu);
+    }
+    cJSON_Delete(o);
+    *status = 200;
+    return rc;
+}
+
+/* The store the windowed requests read, on a connection of its own (opened at the first). */
+static struct {
+    pthread_mutex_t mu;
+    char path[4096];
+    struct wt_store *st;
+} win = {PTHREAD_MUTEX_INITIALIZER, "", NULL};
+
+void wt_api_attribution_store(const char *db_path)
+{
+    pthread_mutex_lock(&win.mu);
+    snprintf(win.path, sizeof win.path, "%s", db_path ? db_path : "");
+    pthread_mutex_unlock(&win.mu);
+}
+
+void wt_api_attribution_close(void)
+{
+    pthread_mutex_lock(&win.mu);
+    wt_store_close(win.st);
+    win.st = NULL;
+    win.path[0] = '\0';
+    pthread_mutex_unlock(&win.mu);
+}
+
+static int window_reply(const struct wt_http_request *req, unsigned *status, char **json)
+{
+    int rc;
+    struct wt_err err = {{0}};
+    pthread_mutex_lock(&win.mu);
+    if (!win.st && win.path[0]) {
+        struct wt_store_opts o = {.create = false};
+        if (wt_store_open(win.path, &o, &win.st, &err) != 0)
+            win.st = NULL;
+    }
+    if (!win.st)
+        rc = refuse(status, json, 503, NULL, "no store to read the window from: %s",
+                    err.msg[0] ? err.msg : "the daemon has none");
+    else
+        rc = wt_api_attribution_window(win.st, wt_http_query(req, "from"), wt_http_query(req, "to"),
+                                       wt_now_real_ns(), status, json);
+    pthread_mutex_unlock(&win.mu);
+    return rc;
+}
+
 static int route_attribution(void *ctx, const struct wt_http_request *req,
                              struct wt_http_reply *rep)
 {
     unsigned status;
     char *json = NULL;
     (void)ctx;
-    (void)req;
+    if (wt_http_query(req, "from") || wt_http_query(req, "to")) {
+        int rc = window_reply(req, &status, &json);
+        if (rc)
+            return rc;
+        return reply(rep, status, json);
+    }
     int rc = wt_api_attribution_json(&status, &json);
     if (rc)
         return rc;

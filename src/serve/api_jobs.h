@@ -67,4 +67,25 @@ int wt_api_processes_json(unsigned *status, char **json) WT_MUST_USE;
  */
 int wt_api_attribution_json(unsigned *status, char **json) WT_MUST_USE;
 
+/*
+ * GET /api/v1/attribution?from=T&to=T (either given; the other defaults to now and to an hour
+ * before to): the split over a window, from the stored per-process series of st (read here,
+ * not the ledgers). Per device the window is taken between the splits at or before from and
+ * to; a process first seen inside it starts from 0, and the energy a fold moves from a
+ * finished process to its owner's series is counted once (the process's). Reply {"from", "to",
+ * "gpus": [{"gpu", "uuid", "from", "to", "energy_joules" (the GPU's counter over the same
+ * splits; null without one), "attributed_joules" (idle + every part), "idle_joules",
+ * "processes": [{"pid", "gpu_instance"?, "owner", ids…, "energy_joules"}], "owners": [{"owner",
+ * ids…, "energy_joules", "processes": N}]}], "cpu": {the same without gpu, uuid, energy} | null}.
+ * from, to: RFC 3339, unix seconds or relative (-1h); a bad one, an empty window or one over
+ * 31 days is a 400 naming it. 0 with *status and *json, or -ENOMEM / -EIO.
+ */
+struct wt_store;
+int wt_api_attribution_window(struct wt_store *st, const char *from, const char *to, int64_t now_ns,
+                              unsigned *status, char **json) WT_MUST_USE;
+/* The store the route reads windows from (the daemon's, opened at the first such request; a
+ * connection of its own), and its close (after the server). */
+void wt_api_attribution_store(const char *db_path);
+void wt_api_attribution_close(void);
+
 #endif

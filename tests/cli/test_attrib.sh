@@ -43,11 +43,13 @@ printf '0 4001 sm=60\n0 4002 graphics sm=20\n1 4001 mem=2048\n' >"$PROCS"
 export FAKE_NVML_GPUS=8 FAKE_NVML_PROCS_FILE=$PROCS
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
-WATTAGE_NVML_LIBRARY=$FAKE_NVML bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.5 \
+WATTAGE_NVML_LIBRARY=$FAKE_NVML bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 1 \
     --listen "127.0.0.1:$PORT" 2>"$TMP/run.log"
 check "the daemon answers" wait_for 10 curl -sf "$URL/healthz" -o /dev/null
 
 # one scrape: per GPU, the counter (J) and the sum of its process series, from the same tick
+# (at --interval 1 every tick splits; under a second a page has the last split's figures, and
+# conservation is checked over stored windows: test_attrib_interval.sh)
 scrape() { # file
     curl -sf "$URL/metrics" -o "$1" && grep -q '^wattage_process_gpu_energy_joules_total{gpu="0",.*pid="4001"' "$1"
 }
@@ -130,6 +132,19 @@ PY
 check "GET /api/v1/gpus/processes: each GPU's attribution beside its list ($msg)" test -z "$msg"
 grep -q '^wattage_process_cpu_energy_joules_total{pid="4001",owner="slurm"' "$TMP/m2"
 check "CPU energy per process on /metrics" test $? -eq 0
+# the same over a window from the store: the CPU's parts sum up, 4001 and 4002 about 3:1
+curl -sf "$URL/api/v1/attribution?from=-4s" -o "$TMP/w.json"
+msg=$(python3 - "$TMP/w.json" <<'PY' 2>&1
+import json, sys
+c = json.load(open(sys.argv[1]))["cpu"]
+assert c and c["to"] - c["from"] >= 2, c
+s = c["idle_joules"] + sum(o["energy_joules"] for o in c["owners"])
+assert abs(s - c["attributed_joules"]) < 1e-6 and c["attributed_joules"] > 0, c
+p = {x["pid"]: x["energy_joules"] for x in c["processes"]}
+assert p[4001] > 0 and 2 < p[4001] / p[4002] < 4.5, p
+PY
+)
+check "GET /api/v1/attribution?from=-4s: the CPU's split over the window ($msg)" test -z "$msg"
 
 # 4001 leaves GPU 0: past the 2 s grace it is folded into its job, nothing lost
 printf '0 4002 graphics sm=20\n1 4001 mem=2048\n' >"$PROCS"

@@ -119,6 +119,10 @@ static void proc_root(void)
     "0::/kubepods.slice/kubepods-burstable.slice/"                                                 \
     "kubepods-burstable-pod11112222_3333_4444_5555_666677778888.slice/"                            \
     "cri-containerd-0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef.scope"
+#define POD2                                                                                       \
+    "0::/kubepods.slice/kubepods-burstable.slice/"                                                 \
+    "kubepods-burstable-pod11112222_3333_4444_5555_666677778888.slice/"                            \
+    "cri-containerd-fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210.scope"
 #define UNIT "0::/system.slice/render.service"
 
 /* The sum of every series of metric whose labels start with dev (and the device's own). */
@@ -672,6 +676,25 @@ WT_TEST(pod_namespace_and_name_label_a_pods_process_and_its_folded_series)
                          "4444-5555-666677778888\",pod_namespace=\"ml\",pod=\"train-0\","
                          "container=\"0123456789ab\""),
               4);
+    /* a second container of the pod; then both end and, past the grace, fold into the pod's
+     * series, which keeps the namespace and name and has both processes' energy */
+    fake_proc(103, POD2, 0, 53);
+    struct wt_attrib_share two[2] = {{102, 52, 1, -1}, {103, 53, 3, -1}};
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 2 * S, 8000, 1, WT_ATTRIB_EQUAL, two, 2), 0);
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 3 * S, 1000, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 14 * S, 500, 1, WT_ATTRIB_EQUAL, NULL, 0), 0);
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_attrib_emit(a, 14 * S, &b), 0);
+    const char *pod = "gpu=\"0\",owner=\"kubernetes\",pod_uid=\"11112222-3333-4444-5555-"
+                      "666677778888\",pod_namespace=\"ml\",pod=\"train-0\"";
+    WT_NEAR(series(&b, pod), 4 + 2 + 6, 1e-9);
+    double sum = 0;
+    for (size_t i = 0; i < b.len; i++) {
+        WT_ASSERT(!strstr(b.r[i].labels, "pid=")); /* both folded */
+        sum += b.r[i].value;
+    }
+    WT_NEAR(sum, (4000 + 8000 + 1000 + 500) * 1e-3, 1e-9); /* conserved across the fold */
+    WT_EQ_INT((int)b.len, 2);                              /* the pod's series and idle */
     unsetenv("WATTAGE_PODLOG_ROOT");
     wt_batch_free(&b);
     wt_attrib_close(a);
