@@ -1447,7 +1447,7 @@ static bool take_event(nvmlEventSet_t set, double s, nvmlEventData_t *data, doub
             return true;
         }
         double at = h->from + (double)(set->taken_storm[i] + 1) / h->v[1];
-        if (at < h->to && at < *next)
+        if (at <= h->to && at < *next) /* the last is due at to itself */
             *next = at;
     }
     return false;

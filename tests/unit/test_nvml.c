@@ -947,6 +947,16 @@ WT_TEST(an_xid_storm_neither_stalls_the_polls_nor_floods_the_log)
             last = n;
         }
     }
+    /* On a loaded host the thread may still be taking the storm's last events: a few more
+     * polls, at most 3 s, before counting (the storm ended 0.5 s ago). */
+    for (int i = 0; i < 30 && last < 20000; i++) {
+        deadline += 100 * WT_NS_PER_MS;
+        wt_sleep_until_mono(deadline);
+        poll_ok(st, &b);
+        double n = value(&b, WT_M_GPU_XID_ERRORS, 0, "xid", "48");
+        if (!isnan(n))
+            last = n;
+    }
     printf("# slowest poll during the storm: %.3f ms, %.0f XIDs counted\n", worst / 1e6, last);
     /* A poll takes the counts under a lock the thread holds for an increment. */
     WT_ASSERT(worst < 50 * WT_NS_PER_MS);
