@@ -55,6 +55,7 @@
 #include "collect/nvml_api.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/durable.h"
 #include "core/log.h"
 #include "serve/expo.h"
 
@@ -266,24 +267,12 @@ int wt_cap_record_read(const char *path, struct wt_cap_rec *r, size_t cap, size_
     return rc;
 }
 
-/* Syncs the directory holding path, so that a rename in it survives a power loss. */
-static void sync_dir(const char *path)
-{
-    char dir[WT_PATH_LEN + 16];
-    snprintf(dir, sizeof dir, "%s", path);
-    int fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
-}
-
 int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n, struct wt_err *err)
 {
     if (n == 0) {
         if (unlink(path) != 0 && errno != ENOENT)
             return wt_err_set(err, "%s: cannot remove: %s", path, strerror(errno));
-        sync_dir(path);
+        wt_durable_sync_dir(path);
         return 0;
     }
     char tmp[WT_PATH_LEN + 32];
@@ -308,7 +297,7 @@ int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n, 
         unlink(tmp);
         return wt_err_set(err, "%s: cannot write: %s", path, strerror(e ? e : EIO));
     }
-    sync_dir(path);
+    wt_durable_sync_dir(path);
     return 0;
 }
 

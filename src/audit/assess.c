@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/durable.h"
+
 #define NS_PER_S 1000000000LL
 #define HOUR_NS (3600 * NS_PER_S)
 #define DAY_NS (24 * HOUR_NS)
@@ -46,35 +48,9 @@ int wt_assess_save(const char *path, const struct wt_assess *a, struct wt_err *e
     cJSON_Delete(root);
     if (!s)
         return wt_err_set(err, "%s: out of memory", path), -ENOMEM;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    size_t len = strlen(s);
-    bool ok =
-        fd >= 0 && write(fd, s, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
+    int rc = wt_durable_replace(path, s, strlen(s), "the assessment", err);
     free(s);
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            e = errno;
-        unlink(tmp);
-        wt_err_set(err, "%s: cannot write the assessment: %s", path, strerror(e));
-        return -e;
-    }
-    /* The rename must survive a power loss too: sync the folder that holds it. */
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
-    return 0;
+    return rc;
 }
 
 int wt_assess_load(const char *path, struct wt_assess *a, struct wt_err *err)

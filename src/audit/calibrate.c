@@ -16,6 +16,7 @@
 
 #include "audit/reconcile.h"
 #include "core/clock.h"
+#include "core/durable.h"
 
 double wt_calib_t95(size_t dof)
 {
@@ -265,35 +266,8 @@ int wt_calib_save(const char *path, const struct wt_calib_model *m, size_t n, st
         rc = -ENOMEM;
         goto done;
     }
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    size_t len = strlen(s);
-    bool ok =
-        fd >= 0 && write(fd, s, len) == (ssize_t)len && write(fd, "\n", 1) == 1 && fsync(fd) == 0;
-    int e = errno;
-    if (fd >= 0)
-        close(fd);
+    rc = wt_durable_replace(path, s, strlen(s), "the calibration", err);
     free(s);
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            e = errno;
-        unlink(tmp);
-        wt_err_set(err, "%s: cannot write the calibration: %s", path, strerror(e));
-        rc = -e;
-        goto done;
-    }
-    /* The rename itself must survive a power loss: sync the directory that holds it. */
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *slash = '\0';
-    int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd);
-        close(dfd);
-    }
 done:
     free(all);
     return rc;
