@@ -98,9 +98,10 @@ static bool is_wall(const struct wt_topology *t, enum wt_role r, const cJSON *o)
     return false;
 }
 
-/* One sample of the daemon's status into s; *gpus the GPUs answering. 0, or 1 (printed). */
+/* One sample of the daemon's status into s; *gpus the GPUs answering, and lost (n bytes) names
+ * those listed but not answering ("gpu 1 (GPU-…)"). 0, or 1 (printed). */
 static int sample(const struct wt_cli_api *api, const struct wt_topology *t, struct step *s,
-                  int *gpus)
+                  int *gpus, char *lost, size_t n)
 {
     cJSON *st = NULL;
     if (wt_cli_api_json(api, CMD, "GET", "/api/v1/status", NULL, &st) != 0)
@@ -108,6 +109,8 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
     double chip = 0, cpu = 0, pdu = 0, bmc = 0;
     int npdu = 0, nbmc = 0;
     *gpus = 0;
+    size_t used = 0;
+    lost[0] = '\0';
     const cJSON *o;
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "gpus"))
     {
@@ -116,6 +119,12 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
         if (cJSON_IsNumber(p) && !cJSON_IsFalse(up)) {
             chip += p->valuedouble;
             (*gpus)++;
+        } else if (used < n) {
+            const cJSON *ix = cJSON_GetObjectItemCaseSensitive(o, "index");
+            const char *uuid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "uuid"));
+            int w = snprintf(lost + used, n - used, "%sgpu %d (%s)", used ? ", " : "",
+                             cJSON_IsNumber(ix) ? ix->valueint : -1, uuid ? uuid : "?");
+            used += w > 0 ? (size_t)w : 0;
         }
     }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "cpu"))
@@ -243,7 +252,8 @@ int wt_cmd_calibrate(int argc, char **argv)
     }
     /* The daemon must be there: the readings are its own. */
     struct step probe = {0};
-    if (sample(&api, topo, &probe, &gpus0) != 0) {
+    char none[8];
+    if (sample(&api, topo, &probe, &gpus0, none, sizeof none) != 0) {
         fprintf(stderr, CMD ": needs the running daemon (`wattage run`): its readings are the "
                             "figures fitted\n");
         goto out;
@@ -296,15 +306,16 @@ int wt_cmd_calibrate(int argc, char **argv)
                 break;
             if (now >= next) {
                 int g = 0;
-                if (sample(&api, topo, &st[k], &g) != 0) {
+                char lost[160];
+                if (sample(&api, topo, &st[k], &g, lost, sizeof lost) != 0) {
                     snprintf(why, sizeof why, "the daemon stopped answering");
                     break;
                 }
                 if (g < gpus0) {
                     snprintf(why, sizeof why,
                              "step %.0f%%: a GPU was lost mid-step (%d of %d "
-                             "answering)",
-                             100 * shares[k], g, gpus0);
+                             "answering; lost: %s)",
+                             100 * shares[k], g, gpus0, lost[0] ? lost : "no longer listed");
                     break;
                 }
                 next += WT_NS_PER_S;

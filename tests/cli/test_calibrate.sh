@@ -165,9 +165,9 @@ stop
 FAKE_NVML_LOST=1:$(($(date +%s) - FAKE_NVML_T0 + 10)):100000 start lost --follow "$TMP/lost.limits:2:650:412:1.07"
 "$BIN" calibrate -c "$TMP/lost.yaml" --load "sleep 600" --hold 4s >"$TMP/lost.out" 2>"$TMP/lost.err"
 rc=$?
-if [[ $rc == 1 ]] && grep -q 'a GPU was lost mid-step (1 of 2 answering): no model stored' "$TMP/lost.err" &&
-    restored lost && [[ ! -e $TMP/lost/calibration.json ]]; then ok "a GPU lost mid-step: said, limits restored, no model"
-else not_ok "a GPU lost mid-step: said, limits restored, no model" "rc=$rc" "$(cat "$TMP/lost.err")"; fi
+if [[ $rc == 1 ]] && grep -q 'a GPU was lost mid-step (1 of 2 answering; lost: gpu 1 (GPU-[^)]*)): no model stored' "$TMP/lost.err" &&
+    restored lost && [[ ! -e $TMP/lost/calibration.json ]]; then ok "a GPU lost mid-step: named, limits restored, no model"
+else not_ok "a GPU lost mid-step: named, limits restored, no model" "rc=$rc" "$(cat "$TMP/lost.err")"; fi
 stop
 
 # ---- bad usage ---------------------------------------------------------------------------------
