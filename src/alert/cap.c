@@ -275,30 +275,24 @@ int wt_cap_record_write(const char *path, const struct wt_cap_rec *r, size_t n, 
         wt_durable_sync_dir(path);
         return 0;
     }
-    char tmp[WT_PATH_LEN + 32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "we");
+    /* The lines must be on disk before the limit they describe is set: one durable replace. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
     if (!f)
-        return wt_err_set(err, "%s: cannot write: %s", tmp, strerror(errno));
+        return wt_err_set(err, "%s: cannot write the cap record: %s", path, strerror(errno));
     bool ok = fputs(REC_HEADER, f) >= 0;
     for (size_t i = 0; ok && i < n; i++)
         ok = fprintf(f, "%s %d %.3f %.3f %" PRId64 " %s\n", r[i].uuid, r[i].gpu, r[i].own_w,
                      r[i].set_w, r[i].t_ns, r[i].reason) > 0;
-    /* The line must be on disk before the limit it describes is set. */
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
+    if (fclose(f) != 0 || !ok) {
+        free(buf);
+        return wt_err_set(err, "%s: cannot write the cap record: %s", path, strerror(ENOMEM));
     }
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok)
-            e = errno;
-        unlink(tmp);
-        return wt_err_set(err, "%s: cannot write: %s", path, strerror(e ? e : EIO));
-    }
-    wt_durable_sync_dir(path);
-    return 0;
+    /* wt_durable_replace ends the file with the last line's newline */
+    int rc = wt_durable_replace(path, buf, len - 1, "the cap record", err);
+    free(buf);
+    return rc;
 }
 
 /* Takes the record's lock (a file beside it: the record itself is replaced by rename), shared
