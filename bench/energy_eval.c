@@ -8,6 +8,9 @@
  * windows whose exact energy lies inside the bar (coverage), the mean bar over the mean actual
  * error, and the mean and worst error in percent; then the same windows with edges on whole
  * seconds (what aligned ticks make exact but for the ticks' wake-up latency), counter mode.
+ * FAKE_NVML_WAVE=irregular records the fake's irregular square wave instead (the same levels,
+ * each half-period 0.84-1.31 s, never periodic): on the periodic wave the errors at a window's
+ * two edges are correlated by the window's length against the wave's period.
  * A table on stderr, JSON rows on stdout. TICK (default 1 s) records at another pace, the one
  * collectors.nvml.interval would give: windows with edges anywhere need ticks faster than the
  * wave moves (the JSON rows then name the tick).
@@ -32,9 +35,13 @@ int main(int argc, char **argv)
 {
     int seconds = argc > 1 ? atoi(argv[1]) : 3600, windows = argc > 2 ? atoi(argv[2]) : 1000;
     double tick = argc > 3 ? atof(argv[3]) : 1.0;
-    char at[32] = ""; /* the JSON rows' "what" names a tick other than 1 s */
+    char at[64] = ""; /* the JSON rows' "what" names a tick other than 1 s, a wave other than
+                         the periodic square */
+    const char *wave = getenv("FAKE_NVML_WAVE");
+    bool irregular = wave && strcmp(wave, "irregular") == 0;
+    snprintf(at, sizeof at, "%s%s", irregular ? ", irregular wave" : "", "");
     if (tick != 1.0)
-        snprintf(at, sizeof at, ", %g-s ticks", tick);
+        snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s ticks", tick);
     static const int lens[] = {20, 60, 300};
     char dir[] = "/tmp/wt-energy-eval-XXXXXX", db[64];
     struct fake_rec r;
@@ -96,11 +103,12 @@ int main(int argc, char **argv)
                                       : "counter";
             double cov = m[k].n ? (double)m[k].inside / m[k].n : 0;
             double ratio = m[k].err > 0 ? m[k].bar / m[k].err : INFINITY;
-            fprintf(stderr,
-                    "energy_eval: %3d s%s %-32s windows %d  inside the bar %.1f %%  mean bar / mean "
-                    "error %.2f  mean error %.4f %%  worst %.4f %%  mean bar %.3f J\n",
-                    L, at, mode, m[k].n, 100 * cov, ratio, 100 * m[k].rel / (m[k].n ? m[k].n : 1),
-                    100 * m[k].worst, m[k].bar / (m[k].n ? m[k].n : 1));
+            fprintf(
+                stderr,
+                "energy_eval: %3d s%s %-32s windows %d  inside the bar %.1f %%  mean bar / mean "
+                "error %.2f  mean error %.4f %%  worst %.4f %%  mean bar %.3f J\n",
+                L, at, mode, m[k].n, 100 * cov, ratio, 100 * m[k].rel / (m[k].n ? m[k].n : 1),
+                100 * m[k].worst, m[k].bar / (m[k].n ? m[k].n : 1));
             printf("{\"section\": \"Energy accuracy\", \"what\": \"%d-s windows%s, %s: exact "
                    "energy inside the error bar\", \"unit\": \"%%\", \"wattage\": %.2f}\n",
                    L, at, mode, 100 * cov);

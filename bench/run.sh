@@ -69,6 +69,8 @@ section cap_release external "$BUILD" "$OUT" cap_release $PY bench/cap_release.p
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
 section energy_eval external "$BUILD" "$OUT" energy_eval "$BUILD/bench/energy_eval"
 section energy_eval_fast external "$BUILD" "$OUT" energy_eval_fast "$BUILD/bench/energy_eval" 1800 1000 0.2
+section energy_eval_irregular external "$BUILD" "$OUT" energy_eval_irregular \
+    /usr/bin/env FAKE_NVML_WAVE=irregular "$BUILD/bench/energy_eval"
 if command -v victoria-metrics >/dev/null; then
     section fleet_query external "$BUILD" "$OUT" fleet_query bench/fleet_query.sh "$BUILD"
 else

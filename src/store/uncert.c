@@ -53,6 +53,30 @@ static void seg_range(const struct wt_uncert_series *s, const struct wt_point *p
     *max = mx >= mn ? mx : 0;
 }
 
+/*
+ * The levels the power may take around segment i: the range [mn, mx] of the covered segment
+ * powers within WT_UNCERT_SWING_SEGMENTS segments on either side, each end widened by
+ * WT_UNCERT_LEVEL_MARGIN of the range unless at least two segments sit on it (within
+ * WT_UNCERT_LEVEL_TOL of the range): a level two segments reach is the power's own, while a lone
+ * extreme may be a segment mean short of it.
+ */
+static void levels(const struct wt_uncert_series *s, const struct wt_point *p, size_t n, size_t i,
+                   double *lo, double *hi)
+{
+    long a = (long)i - WT_UNCERT_SWING_SEGMENTS, b = (long)i + WT_UNCERT_SWING_SEGMENTS;
+    double mn, mx, w;
+    int nlo = 0, nhi = 0;
+    seg_range(s, p, n, a, b, &mn, &mx);
+    double r = mx - mn;
+    for (long j = a < 0 ? 0 : a; j <= b && j + 1 < (long)n; j++)
+        if (seg_power(s, p, (size_t)j, &w)) {
+            nlo += w - mn <= WT_UNCERT_LEVEL_TOL * r;
+            nhi += mx - w <= WT_UNCERT_LEVEL_TOL * r;
+        }
+    *lo = mn - (nlo >= 2 ? 0 : WT_UNCERT_LEVEL_MARGIN * r);
+    *hi = mx + (nhi >= 2 ? 0 : WT_UNCERT_LEVEL_MARGIN * r);
+}
+
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e)
 {
@@ -61,16 +85,17 @@ double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p
             return 0;
         if (!(p[i].t_ns < e && e < p[i + 1].t_ns))
             continue;
-        double w, mn, mx;
+        double w, lo, hi;
         if (!seg_power(s, p, i, &w))
             return 0; /* a gap: the gaps term and the coverage say it */
-        seg_range(s, p, n, (long)i - WT_UNCERT_SWING_SEGMENTS, (long)i + WT_UNCERT_SWING_SEGMENTS,
-                  &mn, &mx);
+        levels(s, p, n, i, &lo, &hi);
         double x = (double)(e - p[i].t_ns) / NS, y = (double)(p[i + 1].t_ns - e) / NS;
-        /* The share is off by x*y/g*(p1 - p2), p1, p2 the means of [t0, e] and [e, t1]. Using
-         * the segment's own mean to narrow it would need the power's true levels, which 1-s
-         * means of a wave faster than the sampling never show: the swing bounds it whole. */
-        return x * y / (x + y) * (mx - mn);
+        /* The share is off by x*(p1 - w) = y*(w - p2), p1, p2 the mean powers of [t0, e] and
+         * [e, t1], w the segment's (x*p1 + y*p2 = (x + y)*w). With p1, p2 in [lo, hi], the share
+         * is short by at most min(x*(hi - w), y*(w - lo)) and over by min(x*(w - lo),
+         * y*(hi - w)): 0 for a segment on a level, x*y/g*(hi - lo) at worst. */
+        double under = fmin(x * (hi - w), y * (w - lo)), over = fmin(x * (w - lo), y * (hi - w));
+        return fmax(0, fmax(under, over));
     }
     return 0;
 }
@@ -113,8 +138,14 @@ double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p,
         if (!(p[i].t_ns <= e && e < p[i + 1].t_ns))
             continue;
         double g = (double)(p[i + 1].t_ns - p[i].t_ns) / NS, mn, mx;
-        if (g >= W)
-            return 0;
+        if (g >= W) {
+            /* Means over W stamped at their middle smooth a step over W: a step d from the edge
+             * (|d| < W/2) leaves (W/2 - |d|)^2 / (2 W) times its size on the wrong side, W/8 at
+             * worst and W/24 on average; W/16 of the swing of the edge's segment and its two
+             * neighbours is taken. */
+            seg_range(s, p, n, (long)i - 1, (long)i + 1, &mn, &mx);
+            return W / 16 * (mx - mn);
+        }
         long k = (long)ceil(W / g) + 1;
         seg_range(s, p, n, (long)i - k, (long)i + k, &mn, &mx);
         return (W - g) / 2 * (mx - mn);

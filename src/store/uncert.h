@@ -7,12 +7,15 @@
  *
  *   edges       a window edge e between two readings (t0, v0), (t1, v1) takes the linear share
  *               of the segment; the energy really used in [t0, e] differs from it by
- *               x*y/g * (p1 - p2), where x = e - t0, y = t1 - e, g = t1 - t0 and p1, p2 are the
- *               mean powers of [t0, e] and [e, t1]. |p1 - p2| is bounded by the power's swing:
- *               the range of the segment powers (v1 - v0) / (t1 - t0) of the covered segments
- *               within WT_UNCERT_SWING_SEGMENTS segments on either side (segment means, which
- *               hide a swing faster than the sampling, widen with the neighbourhood; what the
- *               sampling never sees, it cannot bound). An edge on a reading costs nothing: that
+ *               x*(p1 - w) = y*(w - p2), where x = e - t0, y = t1 - e, w is the segment's mean
+ *               power (v1 - v0) / (t1 - t0) and p1, p2 are the mean powers of [t0, e] and
+ *               [e, t1]. p1 and p2 lie within the power's levels: the range of the covered
+ *               segment powers within WT_UNCERT_SWING_SEGMENTS segments on either side, each
+ *               end widened by WT_UNCERT_LEVEL_MARGIN of the range unless two segments sit on it
+ *               (segment means, which hide a swing faster than the sampling, widen with the
+ *               neighbourhood; what the sampling never sees, it cannot bound). So a segment on a
+ *               level (no step inside) costs nothing, one whose mean is halfway costs at most
+ *               x*y/g times the levels' spread. An edge on a reading costs nothing: that
  *               is what edge samples (core/hub.h) are for. Where raw readings were pruned and
  *               the edge is prorated from a rollup, the minute's share is bounded with a swing of
  *               twice the window's mean power.
@@ -24,7 +27,9 @@
  *               jitter): their bounds add in quadrature. Readings closer than W overlap: each
  *               averages some of its neighbour's span, so their errors do not add up but cancel
  *               inside the window; what is left is the integrator's lag at each end
- *               (wt_uncert_lag): (W - g)/2 times the swing within W of the edge, added.
+ *               (wt_uncert_lag): (W - g)/2 times the swing within W of the edge, added; read
+ *               every W or slower, W/16 times the swing beside the edge (a step there is
+ *               smoothed over W).
  *   gaps        a gap inside the window (a reset, a daemon restart of a counter it kept, an
  *               integrated series not integrated across) adds its length times the largest
  *               segment power beside it: the energy it may hide.
@@ -45,6 +50,8 @@
 #include "store/segment.h"
 
 #define WT_UNCERT_SWING_SEGMENTS 10
+#define WT_UNCERT_LEVEL_MARGIN 0.2
+#define WT_UNCERT_LEVEL_TOL 1e-3
 #define WT_UNCERT_SENSOR_W 5.0
 /* Integrated series (and counters with a gap) over windows longer than twice this: the interior
  * terms are read over this much (2 min) of raw readings at each end, the method term scaled to the
@@ -76,9 +83,10 @@ double wt_uncert_resolution_j(const struct wt_series_info *si);
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e);
 
-/* The method term's share at an edge e of an integrated series read more often than its
- * averaging window (step g < W): (W - g)/2 times the swing of the segments within W of e; 0
- * otherwise. */
+/* The method term's share at an edge e of an integrated series whose readings average over W:
+ * read more often than W (step g < W), (W - g)/2 times the swing of the segments within W of e;
+ * else W/16 times the swing of e's segment and its two neighbours (the smoothing of a step near
+ * the edge); 0 for instantaneous readings. */
 double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                      int64_t e);
 

@@ -16,6 +16,11 @@
  *   FAKE_NVML_WAVE=square        P_i(t) = B + A*sign(sin(2*pi*(t-T0)/P + i)) instead: a
  *                                square wave of B +- A W switching every P/2 s (exact integral
  *                                as for the sine)
+ *   FAKE_NVML_WAVE=irregular     the square wave's levels, but each half-period lasts
+ *                                P/2 * (0.8 + 0.45 u), u uniform in [0, 1) from a fixed sequence
+ *                                (so B +- A every 0.84-1.31 s for P = 2.1): never periodic, the
+ *                                way real load is not; GPU i runs i*P/(2 pi) s ahead (exact
+ *                                integral too)
  *   FAKE_NVML_POWER_AVG=S        nvmlDeviceGetPowerUsage returns instead the mean of P_i over the
  *                                last S seconds, exactly (what an H100/H200 reads: a 1-s average;
  *                                default 0, instantaneous); stuck, glitch and cap as below
@@ -150,8 +155,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +223,8 @@ static struct {
     double t0;
     double base, amp, period;
     double power_avg_s;
-    bool square; /* FAKE_NVML_WAVE=square */
+    bool square;    /* FAKE_NVML_WAVE=square */
+    bool irregular; /* FAKE_NVML_WAVE=irregular */
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -366,6 +374,7 @@ static void load(void)
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
     fk.square = (v = env("FAKE_NVML_WAVE")) && strcmp(v, "square") == 0;
+    fk.irregular = v && strcmp(v, "irregular") == 0;
     fk.offset_mj = 1000000000ULL;
     if ((v = env("FAKE_NVML_ENERGY_OFFSET_MJ")))
         fk.offset_mj = strtoull(v, NULL, 10);
@@ -489,10 +498,82 @@ static unsigned int current_limit_mw(unsigned int gpu)
     return mw;
 }
 
+/*
+ * The irregular wave: switch k (k >= 1) at sw[k] seconds after T0 (sw[0] = 0), the level +1 in
+ * [sw[k], sw[k+1]) for k even and -1 for k odd; cum[k] is the integral of the level over
+ * [0, sw[k]]. Built as far as a caller asks, under a lock (the collector polls from threads).
+ */
+static struct {
+    pthread_mutex_t lock;
+    double *sw, *cum;
+    size_t n, cap;
+} irr = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* splitmix64 of k: the half-period's share, uniform in [0, 1). */
+static double irr_u(uint64_t k)
+{
+    uint64_t z = k + 0x9e3779b97f4a7c15ULL;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* The integral over [0, x] of the irregular wave's level (x < 0: level +1), and the level at x. */
+static double irr_integral(double x, int *level)
+{
+    if (x < 0) {
+        *level = 1;
+        return x;
+    }
+    pthread_mutex_lock(&irr.lock);
+    while (irr.n == 0 || irr.sw[irr.n - 1] <= x) {
+        if (irr.n == irr.cap) {
+            size_t cap = irr.cap ? 2 * irr.cap : 4096;
+            double *sw = realloc(irr.sw, cap * sizeof *sw), *cum;
+            if (sw)
+                irr.sw = sw;
+            cum = sw ? realloc(irr.cum, cap * sizeof *cum) : NULL;
+            if (!cum) {
+                pthread_mutex_unlock(&irr.lock);
+                abort(); /* a test double out of memory: nothing sensible to return */
+            }
+            irr.cum = cum;
+            irr.cap = cap;
+        }
+        if (irr.n == 0) {
+            irr.sw[0] = irr.cum[0] = 0;
+        } else {
+            size_t k = irr.n - 1;
+            double d = fk.period / 2 * (0.8 + 0.45 * irr_u(k));
+            irr.sw[irr.n] = irr.sw[k] + d;
+            irr.cum[irr.n] = irr.cum[k] + (k % 2 == 0 ? d : -d);
+        }
+        irr.n++;
+    }
+    size_t lo = 0, hi = irr.n - 1; /* the last k with sw[k] <= x */
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2;
+        if (irr.sw[mid] <= x)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *level = lo % 2 == 0 ? 1 : -1;
+    double r = irr.cum[lo] + *level * (x - irr.sw[lo]);
+    pthread_mutex_unlock(&irr.lock);
+    return r;
+}
+
 static double power_w(unsigned int gpu, double t)
 {
     if (fk.period <= 0)
         return fk.base;
+    if (fk.irregular) {
+        int level;
+        (void)irr_integral(t - fk.t0 + gpu * fk.period / (2 * M_PI), &level);
+        return fk.base + level * fk.amp;
+    }
     double s = sin(2 * M_PI * (t - fk.t0) / fk.period + gpu);
     if (fk.square)
         return fk.base + (s >= 0 ? fk.amp : -fk.amp);
@@ -514,6 +595,12 @@ double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to)
         load();
     if (fk.period <= 0)
         return fk.base * (t_to - t_from);
+    if (fk.irregular) {
+        int l;
+        double shift = gpu * fk.period / (2 * M_PI);
+        return fk.base * (t_to - t_from) + fk.amp * (irr_integral(t_to - fk.t0 + shift, &l) -
+                                                     irr_integral(t_from - fk.t0 + shift, &l));
+    }
     double w = 2 * M_PI / fk.period;
     if (fk.square)
         return fk.base * (t_to - t_from) + fk.amp / w *
