@@ -30,8 +30,12 @@
 #define DCMI_GROUP 0xdc
 #define DCMI_GET_POWER_READING 0x02
 #define DCMI_MODE_SYSTEM_POWER 0x01
-#define USER_LEN 16     /* IPMI_MAX_USER_NAME_LENGTH */
-#define PASSWORD_LEN 20 /* IPMI_2_0_MAX_PASSWORD_LENGTH */
+#define DCMI_GET_TEMPERATURE_READING 0x10
+#define DCMI_SENSOR_TEMPERATURE 0x01
+#define DCMI_ENTITY_INLET 0x40 /* DCMI's inlet temperature entity */
+#define DCMI_TEMP_REQUESTS 4   /* 8 sensors an answer: up to 32 inlet sensors */
+#define USER_LEN 16            /* IPMI_MAX_USER_NAME_LENGTH */
+#define PASSWORD_LEN 20        /* IPMI_2_0_MAX_PASSWORD_LENGTH */
 
 enum driver { DRV_OPENIPMI, DRV_KCS, DRV_SSIF, DRV_AUTO };
 static const char *const driver_names[] = {"openipmi", "kcs", "ssif", "auto", NULL};
@@ -78,7 +82,10 @@ struct ipmi {
     double clock_bound_s; /* daemon.clock_max_error */
     bool inactive;        /* the last answer said "no power measurement available" */
     bool relative_said;   /* the time stamps are relative: said once */
+    bool no_temps;        /* the BMC has no DCMI inlet temperatures: not asked again */
+    bool temps_failed;    /* the last Get Temperature Reading failed: said once */
     char up_labels[WT_LABELS_LEN], labels[WT_LABELS_LEN], skew_labels[WT_LABELS_LEN];
+    char temp_labels[WT_LABELS_LEN];
     char who[WT_TARGET_NAME_LEN + 8];
     struct wt_peer_skew_watch skew;
 };
@@ -323,6 +330,54 @@ int wt_ipmi_parse_power(const uint8_t *rs, size_t n, struct wt_dcmi_power *out, 
     return 0;
 }
 
+int wt_ipmi_parse_temps(const uint8_t *rs, size_t n, struct wt_dcmi_temps *out, struct wt_err *err)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 2)
+        return wt_err_set(err, "DCMI Get Temperature Reading: an answer of %zu bytes", n), -EPROTO;
+    uint8_t cc = rs[1];
+    if (cc == 0xc1 || cc == 0xcc)
+        return wt_err_set(err,
+                          "the BMC gives no DCMI inlet temperature (Get Temperature Reading "
+                          "answered completion code 0x%02X: %s)",
+                          cc, cc == 0xc1 ? "invalid command" : "invalid data field"),
+               -ENOTSUP;
+    if (cc == 0xd4)
+        return wt_err_set(err, "DCMI Get Temperature Reading needs a higher privilege "
+                               "(completion code 0xD4): set privilege: operator or admin"),
+               -EACCES;
+    if (cc != 0)
+        return wt_err_set(err, "DCMI Get Temperature Reading failed with completion code 0x%02X",
+                          cc),
+               -EPROTO;
+    if (n < 5)
+        return wt_err_set(err,
+                          "DCMI Get Temperature Reading: an answer of %zu bytes, expected at "
+                          "least 5",
+                          n),
+               -EPROTO;
+    if (rs[2] != DCMI_GROUP)
+        return wt_err_set(err, "DCMI Get Temperature Reading: group 0x%02X in the answer, not 0xDC",
+                          rs[2]),
+               -EPROTO;
+    unsigned sets = rs[4];
+    if (sets > WT_DCMI_TEMPS_MAX || n < 5 + 2 * (size_t)sets)
+        return wt_err_set(err,
+                          "DCMI Get Temperature Reading: %u temperatures in an answer of %zu "
+                          "bytes",
+                          sets, n),
+               -EPROTO;
+    out->total = rs[3];
+    out->n = sets;
+    for (unsigned i = 0; i < sets; i++) {
+        uint8_t t = rs[5 + 2 * i];
+        /* bits 6:0 the reading in whole degrees Celsius, bit 7 its sign (1: below zero) */
+        out->celsius[i] = (t & 0x80) ? -(double)(t & 0x7f) : (double)(t & 0x7f);
+        out->instance[i] = rs[6 + 2 * i];
+    }
+    return 0;
+}
+
 /* ---- the session ---- */
 
 static pthread_once_t rmcpplus_once = PTHREAD_ONCE_INIT;
@@ -426,29 +481,35 @@ static int connect_bmc(struct ipmi *s, struct wt_err *err)
     return 0;
 }
 
-/* Sends Get Power Reading; *before and *after bracket it (CLOCK_REALTIME). Returns the answer's
- * length or a negative errno with err. */
-static int send_reading(struct ipmi *s, uint8_t *rs, size_t rsn, int64_t *before, int64_t *after,
-                        struct wt_err *err)
+/* Sends the DCMI request rq (what names it in messages); *before and *after bracket it
+ * (CLOCK_REALTIME). Returns the answer's length or a negative errno with err. */
+static int send_dcmi(struct ipmi *s, const uint8_t *rq, size_t rqn, const char *what, uint8_t *rs,
+                     size_t rsn, int64_t *before, int64_t *after, struct wt_err *err)
 {
-    const uint8_t rq[] = {DCMI_GET_POWER_READING, DCMI_GROUP, DCMI_MODE_SYSTEM_POWER, 0, 0};
     *before = wt_now_real_ns();
     int n = ipmi_cmd_raw(s->ctx, IPMI_BMC_IPMB_LUN_BMC, IPMI_NET_FN_GROUP_EXTENSION_RQ, rq,
-                         sizeof rq, rs, (unsigned)rsn);
+                         (unsigned)rqn, rs, (unsigned)rsn);
     *after = wt_now_real_ns();
     if (n < 0) {
         int e = ipmi_ctx_errnum(s->ctx);
         int nrc = errnum_rc(e);
         if (nrc == -ETIMEDOUT)
-            wt_err_set(err, "%s: no answer to DCMI Get Power Reading within %.3g s (%s)",
-                       s->t.inband ? s->t.device : s->t.host, (double)s->t.timeout_ns / WT_NS_PER_S,
-                       ipmi_ctx_errormsg(s->ctx));
+            wt_err_set(err, "%s: no answer to DCMI %s within %.3g s (%s)",
+                       s->t.inband ? s->t.device : s->t.host, what,
+                       (double)s->t.timeout_ns / WT_NS_PER_S, ipmi_ctx_errormsg(s->ctx));
         else
-            wt_err_set(err, "%s: DCMI Get Power Reading: %s", s->t.inband ? s->t.device : s->t.host,
+            wt_err_set(err, "%s: DCMI %s: %s", s->t.inband ? s->t.device : s->t.host, what,
                        ipmi_ctx_errormsg(s->ctx));
         return nrc;
     }
     return n;
+}
+
+static int send_reading(struct ipmi *s, uint8_t *rs, size_t rsn, int64_t *before, int64_t *after,
+                        struct wt_err *err)
+{
+    const uint8_t rq[] = {DCMI_GET_POWER_READING, DCMI_GROUP, DCMI_MODE_SYSTEM_POWER, 0, 0};
+    return send_dcmi(s, rq, sizeof rq, "Get Power Reading", rs, rsn, before, after, err);
 }
 
 /* ---- polling ---- */
@@ -463,6 +524,62 @@ static int add(struct wt_batch *out, int metric, const char *labels, const char 
     if (wt_labels_add(l, sizeof l, key, value) != 0)
         return -E2BIG;
     return wt_batch_add(out, metric, l, t_ns, v);
+}
+
+/*
+ * The BMC's inlet temperatures (DCMI Get Temperature Reading, entity 0x40, every instance), as
+ * wattage_facility_temperature_celsius{...,point="inlet",instance}: the ASHRAE envelope and the
+ * racks' Delta-T read them as they read a Redfish BMC's inlet sensors. A BMC without them
+ * (0xC1, 0xCC) is said once and not asked again; another failure is said once until an answer
+ * comes, and never fails the poll: the power was read. Returns 0, -ENOMEM or -E2BIG.
+ */
+static int read_temps(struct ipmi *s, int64_t t_ns, struct wt_batch *out)
+{
+    unsigned start = 1, total = 1;
+    for (int k = 0; k < DCMI_TEMP_REQUESTS && !s->no_temps && start <= total; k++) {
+        const uint8_t rq[] = {DCMI_GET_TEMPERATURE_READING, DCMI_GROUP,
+                              DCMI_SENSOR_TEMPERATURE,      DCMI_ENTITY_INLET,
+                              0 /* every instance */,       (uint8_t)start};
+        uint8_t rs[64];
+        int64_t before, after;
+        struct wt_err err = {{0}};
+        struct wt_dcmi_temps tp;
+        int n = send_dcmi(s, rq, sizeof rq, "Get Temperature Reading", rs, sizeof rs, &before,
+                          &after, &err);
+        int rc = n < 0 ? n : wt_ipmi_parse_temps(rs, (size_t)n, &tp, &err);
+        if (rc == -ENOTSUP) {
+            wt_info("ipmi", "%s: %s; its power is read all the same", s->t.name, err.msg);
+            s->no_temps = true;
+            return 0;
+        }
+        if (rc) {
+            if (!s->temps_failed)
+                wt_warn("ipmi", "%s: no inlet temperature this poll: %s", s->t.name, err.msg);
+            s->temps_failed = true;
+            return 0;
+        }
+        if (s->temps_failed)
+            wt_info("ipmi", "%s: the inlet temperatures are read again", s->t.name);
+        s->temps_failed = false;
+        if (tp.total == 0 && k == 0) {
+            wt_info("ipmi", "%s: the BMC lists no DCMI inlet temperature sensor", s->t.name);
+            s->no_temps = true;
+            return 0;
+        }
+        for (unsigned i = 0; i < tp.n; i++) {
+            char inst[8];
+            snprintf(inst, sizeof inst, "%u", (unsigned)tp.instance[i]);
+            int arc =
+                add(out, WT_M_FAC_TEMP_C, s->temp_labels, "instance", inst, t_ns, tp.celsius[i]);
+            if (arc)
+                return arc;
+        }
+        total = tp.total;
+        if (tp.n == 0)
+            break; /* a BMC that counts more than it gives: what came is all there is */
+        start += tp.n;
+    }
+    return 0;
 }
 
 static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
@@ -502,6 +619,8 @@ static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
                     "not active; many BMCs say so while the host is off)",
                     s->t.name);
         s->inactive = true;
+        if ((rc = read_temps(s, t_ns, out)) != 0)
+            goto fail;
         return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
     }
     if (s->inactive)
@@ -529,7 +648,8 @@ static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
                 s->t.name, (unsigned)p.stamp);
         s->relative_said = true;
     }
-    if ((rc = wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1)) != 0)
+    if ((rc = read_temps(s, t_ns, out)) != 0 ||
+        (rc = wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1)) != 0)
         goto fail;
     return 0;
 fail:
@@ -641,6 +761,11 @@ static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state,
                         "dcmi", "kind", "chassis", NULL);
     if (!lrc)
         lrc = placement(s->labels, sizeof s->labels, t);
+    if (!lrc)
+        lrc = wt_labels(s->temp_labels, sizeof s->temp_labels, "source", "ipmi", "target", t->name,
+                        "point", "inlet", NULL);
+    if (!lrc)
+        lrc = placement(s->temp_labels, sizeof s->temp_labels, t);
     if (lrc)
         return wt_err_set(err, "%s: labels too long", t->name), -E2BIG;
     if (t->inband && t->driver != DRV_KCS && t->driver != DRV_AUTO &&

@@ -19,6 +19,10 @@
  *   wattage_clock_peer_skew_seconds{source="ipmi",target...}: the reading's time stamp (the
  *     BMC's clock, whole seconds) minus this host's clock (collect/clocksync.h), when the
  *     stamp is an absolute time (IPMI stamps up to 0x20000000 count from the BMC's start);
+ *   wattage_facility_temperature_celsius{source="ipmi",target,point="inlet",instance[,node,
+ *     rack,zone]}: each inlet temperature sensor the BMC has (DCMI Get Temperature Reading,
+ *     command 0x10, entity 0x40), in whole degrees, for the ASHRAE envelope and the racks'
+ *     Delta-T; a BMC without them is said once and not asked again;
  *   wattage_facility_up 1.
  * A BMC that says "no power measurement available" (state bit clear; many do while the host is
  * off) gives up 1 and no power, said once when it starts and once when it ends.
@@ -67,6 +71,27 @@ struct wt_dcmi_power {
  * group, or a response shorter than 20 bytes. err says which, with the code.
  */
 int wt_ipmi_parse_power(const uint8_t *rs, size_t n, struct wt_dcmi_power *out,
+                        struct wt_err *err) WT_MUST_USE;
+
+/* DCMI Get Temperature Reading's answer: at most 8 temperatures an answer. */
+#define WT_DCMI_TEMPS_MAX 8
+struct wt_dcmi_temps {
+    unsigned total; /* instances the BMC has of the entity */
+    unsigned n;     /* temperatures in this answer */
+    double celsius[WT_DCMI_TEMPS_MAX];
+    uint8_t instance[WT_DCMI_TEMPS_MAX];
+};
+
+/*
+ * Decodes the response of DCMI Get Temperature Reading as ipmi_cmd_raw returns it: rs[0] the
+ * command (0x10), rs[1] the completion code, rs[2] the group (0xDC), rs[3] the number of
+ * instances the BMC has, rs[4] the number of temperatures that follow, then two bytes each: the
+ * reading (bits 6:0 whole degrees Celsius, bit 7 set when below zero) and its entity instance.
+ * Returns 0; -ENOTSUP for completion codes 0xC1 and 0xCC (no such command or sensor); -EACCES
+ * for 0xD4; -EPROTO for another code, another group, more than 8 temperatures or fewer bytes than
+ * they need. err says which.
+ */
+int wt_ipmi_parse_temps(const uint8_t *rs, size_t n, struct wt_dcmi_temps *out,
                         struct wt_err *err) WT_MUST_USE;
 
 #endif

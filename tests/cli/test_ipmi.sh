@@ -11,6 +11,9 @@
 # the healthy BMC stays up; the stopped BMC is read again once it answers; the site's rolling
 # power mean (its facility_total meter) is on /metrics and in /api/v1/status; a BMC that says
 # "no power measurement" keeps up 1 and drops its power series until it measures again.
+# DCMI inlet temperatures (Get Temperature Reading, entity 0x40): each sensor of the healthy BMC
+# on /metrics with its instance, below zero too, judged against the ASHRAE envelope; a BMC
+# without them (0xC1) said once, its power read all the same.
 source "$(dirname "$0")/lib.sh"
 
 PY=/usr/bin/python3
@@ -67,9 +70,10 @@ C
 start_bmc good
 start_bmc skewed
 start_bmc nodcmi
-power good "current 412" "minimum 380" "maximum 455" "average 417" "period_ms 60000"
+power good "current 412" "minimum 380" "maximum 455" "average 417" "period_ms 60000" \
+    "inlet 24,-3,35"
 power skewed "current 300" "minimum 290" "maximum 310" "average 301" "period_ms 5000" \
-    "clock_offset -30"
+    "clock_offset -30" "temps no"
 power nodcmi "current 1" "dcmi no"
 printf 's3cret-ipmi\n' >"$TMP/pw"
 printf 'wrong-one\n' >"$TMP/badpw"
@@ -140,6 +144,20 @@ check "the healthy BMC's clock skew is about 0 ($(skew good) s)" near "$(skew go
 check "the skewed BMC's is about -30 s ($(skew skewed) s)" near "$(skew skewed)" -30 0.6
 check "  its power is read all the same (300 W)" \
     grep -qF 'wattage_facility_power_watts{source="ipmi",target="skewed",point="dcmi",kind="chassis"} 300' "$TMP/m.txt"
+
+# DCMI inlet temperatures.
+T='source="ipmi",target="good",point="inlet",node="n1"'
+check "the healthy BMC's inlet temperatures are on /metrics, one per sensor" bash -c '
+    grep -qF "wattage_facility_temperature_celsius{$1,instance=\"1\"} 24" "$2" &&
+    grep -qF "wattage_facility_temperature_celsius{$1,instance=\"2\"} -3" "$2" &&
+    grep -qF "wattage_facility_temperature_celsius{$1,instance=\"3\"} 35" "$2"' _ "$T" "$TMP/m.txt"
+inlets() { has "wattage_inlet_within_envelope{$T,instance=\"3\",envelope=\"recommended\"} 0"; }
+check "  judged against the ASHRAE envelope (35 C: outside A1's recommended 18-27 C)" wait_for 10 inlets
+check "  24 C within it" grep -qF "wattage_inlet_within_envelope{$T,instance=\"1\",envelope=\"recommended\"} 1" "$TMP/m.txt"
+check "a BMC without DCMI temperatures: said once, no temperature series" bash -c '
+    [[ $(grep -c "ipmi: skewed: the BMC gives no DCMI inlet temperature (Get Temperature Reading answered completion code 0xC1: invalid command); its power is read all the same" "$0") -eq 1 ]] &&
+    ! grep -q "wattage_facility_temperature_celsius{source=\"ipmi\",target=\"skewed\"" "$1"' \
+    "$TMP/run.log" "$TMP/m.txt"
 
 # The failures: each logged once, each saying what went wrong.
 sleep 4

@@ -99,6 +99,56 @@ WT_TEST(power_reading_malformed_answers_are_refused)
     WT_CONTAINS(err.msg, "group 0x00");
 }
 
+WT_TEST(temperature_reading_decodes_signed_degrees_and_instances)
+{
+    /* 3 inlet sensors in all, 2 in this answer: 24 degrees (instance 1), -3 (instance 2) */
+    const uint8_t rs[] = {0x10, 0x00, 0xdc, 3, 2, 24, 1, 0x83, 2};
+    struct wt_dcmi_temps t;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_ipmi_parse_temps(rs, sizeof rs, &t, &err), 0);
+    WT_EQ_INT(t.total, 3);
+    WT_EQ_INT(t.n, 2);
+    WT_NEAR(t.celsius[0], 24, 0);
+    WT_EQ_INT(t.instance[0], 1);
+    WT_NEAR(t.celsius[1], -3, 0);
+    WT_EQ_INT(t.instance[1], 2);
+    /* 127 is the largest reading; none at all is an answer too */
+    const uint8_t hot[] = {0x10, 0x00, 0xdc, 1, 1, 0x7f, 1};
+    WT_EQ_INT(wt_ipmi_parse_temps(hot, sizeof hot, &t, &err), 0);
+    WT_NEAR(t.celsius[0], 127, 0);
+    const uint8_t none[] = {0x10, 0x00, 0xdc, 0, 0};
+    WT_EQ_INT(wt_ipmi_parse_temps(none, sizeof none, &t, &err), 0);
+    WT_EQ_INT(t.total, 0);
+    WT_EQ_INT(t.n, 0);
+}
+
+WT_TEST(temperature_reading_refusals_and_malformed_answers)
+{
+    struct wt_dcmi_temps t;
+    struct wt_err err = {{0}};
+    const uint8_t nocmd[] = {0x10, 0xc1};
+    WT_EQ_INT(wt_ipmi_parse_temps(nocmd, sizeof nocmd, &t, &err), -ENOTSUP);
+    WT_ASSERT(strstr(err.msg, "no DCMI inlet temperature") && strstr(err.msg, "0xC1"));
+    const uint8_t nodata[] = {0x10, 0xcc};
+    WT_EQ_INT(wt_ipmi_parse_temps(nodata, sizeof nodata, &t, &err), -ENOTSUP);
+    const uint8_t priv[] = {0x10, 0xd4};
+    WT_EQ_INT(wt_ipmi_parse_temps(priv, sizeof priv, &t, &err), -EACCES);
+    const uint8_t other[] = {0x10, 0xc3};
+    WT_EQ_INT(wt_ipmi_parse_temps(other, sizeof other, &t, &err), -EPROTO);
+    WT_ASSERT(strstr(err.msg, "0xC3") != NULL);
+    /* two temperatures promised, one given; nine promised; another group; too short */
+    const uint8_t cut[] = {0x10, 0x00, 0xdc, 2, 2, 24, 1};
+    WT_EQ_INT(wt_ipmi_parse_temps(cut, sizeof cut, &t, &err), -EPROTO);
+    WT_ASSERT(strstr(err.msg, "2 temperatures in an answer of 7 bytes") != NULL);
+    uint8_t nine[5 + 18] = {0x10, 0x00, 0xdc, 9, 9};
+    WT_EQ_INT(wt_ipmi_parse_temps(nine, sizeof nine, &t, &err), -EPROTO);
+    const uint8_t grp[] = {0x10, 0x00, 0xdd, 1, 1, 24, 1};
+    WT_EQ_INT(wt_ipmi_parse_temps(grp, sizeof grp, &t, &err), -EPROTO);
+    const uint8_t shrt[] = {0x10, 0x00, 0xdc};
+    WT_EQ_INT(wt_ipmi_parse_temps(shrt, sizeof shrt, &t, &err), -EPROTO);
+    WT_EQ_INT(wt_ipmi_parse_temps(shrt, 1, &t, &err), -EPROTO);
+}
+
 WT_TEST(peer_skew_is_the_middle_of_what_the_stamps_allow)
 {
     double skew, unc;

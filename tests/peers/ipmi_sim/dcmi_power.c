@@ -4,8 +4,8 @@
  *   loadlib "/path/dcmi_power.so" "/path/state-file"
  * in its lan.conf. ipmi_sim speaks IPMI 1.5 and 2.0 (RMCP+) over UDP but has no DCMI: this
  * module answers the DCMI group extension (NetFn 0x2C, group 0xDC) with Get Power Reading
- * (command 0x02), from a state file read at every request so that a test can change what the
- * BMC says while it runs:
+ * (command 0x02) and Get Temperature Reading (command 0x10, the inlet entity 0x40), from a state
+ * file read at every request so that a test can change what the BMC says while it runs:
  *   current 412        watts (u16)
  *   minimum 380        over the statistics period
  *   maximum 455
@@ -14,7 +14,11 @@
  *   clock_offset -30   seconds added to this host's clock for the reading's time stamp
  *   state inactive     "no power measurement available" (bit 6 of the state byte clear)
  *   dcmi no            answer "invalid command" (0xC1), as a BMC without DCMI does
- * Missing lines keep these defaults (state active, dcmi yes, clock_offset 0). Every other
+ *   inlet 24,-3        the inlet temperature sensors, instances 1, 2...: whole degrees, at
+ *                      most 16 (8 an answer, from the requested starting instance)
+ *   temps no           Get Temperature Reading answers "invalid command" (0xC1)
+ * Missing lines keep these defaults (state active, dcmi yes, clock_offset 0, no inlet
+ * sensor: Get Temperature Reading answers with 0 instances). Every other
  * DCMI command is answered "invalid command", and so is every request when the file is
  * missing. Get DCMI Capability Info (0x01) is not needed by wattage and not implemented.
  */
@@ -31,6 +35,9 @@
 
 #define DCMI_GROUP 0xdc
 #define DCMI_GET_POWER_READING 0x02
+#define DCMI_GET_TEMPERATURE_READING 0x10
+#define DCMI_ENTITY_INLET 0x40
+#define MAX_INLETS 16
 #define CC_INVALID_COMMAND 0xc1
 #define CC_REQ_LENGTH 0xc7
 
@@ -41,7 +48,9 @@ static char state_path[512];
 
 struct reading {
     long current, minimum, maximum, average, period_ms, clock_offset;
-    int active, dcmi;
+    int active, dcmi, temps;
+    long inlet[MAX_INLETS];
+    int ninlets;
 };
 
 static int read_state(struct reading *r)
@@ -52,6 +61,7 @@ static int read_state(struct reading *r)
     memset(r, 0, sizeof *r);
     r->active = 1;
     r->dcmi = 1;
+    r->temps = 1;
     if (!f)
         return -1;
     while (fscanf(f, "%31s %63s", key, val) == 2) {
@@ -72,6 +82,14 @@ static int read_state(struct reading *r)
             r->active = strcmp(val, "inactive") != 0;
         else if (strcmp(key, "dcmi") == 0)
             r->dcmi = strcmp(val, "no") != 0;
+        else if (strcmp(key, "temps") == 0)
+            r->temps = strcmp(val, "no") != 0;
+        else if (strcmp(key, "inlet") == 0)
+            for (char *p = val, *end; *p && r->ninlets < MAX_INLETS; p = *end ? end + 1 : end) {
+                r->inlet[r->ninlets++] = strtol(p, &end, 10);
+                if (end == p)
+                    break;
+            }
     }
     fclose(f);
     return 0;
@@ -89,12 +107,43 @@ static void put32(unsigned char *p, unsigned long v)
         p[i] = (unsigned char)((v >> (8 * i)) & 0xff);
 }
 
+/* Get Temperature Reading: group id, sensor type, entity id, instance (0: all), start. */
+static void temperatures(const struct reading *r, msg_t *msg, unsigned char *rdata,
+                         unsigned int *rdata_len)
+{
+    if (msg->len < 5) {
+        rdata[0] = CC_REQ_LENGTH;
+        *rdata_len = 1;
+        return;
+    }
+    if (!r->temps || msg->data[2] != DCMI_ENTITY_INLET) {
+        rdata[0] = CC_INVALID_COMMAND;
+        *rdata_len = 1;
+        return;
+    }
+    int start = msg->data[4] ? msg->data[4] : 1, n = 0;
+    rdata[0] = 0;
+    rdata[1] = DCMI_GROUP;
+    rdata[2] = (unsigned char)r->ninlets;
+    for (int i = start - 1; i < r->ninlets && n < 8; i++, n++) {
+        long c = r->inlet[i];
+        rdata[4 + 2 * n] = (unsigned char)(c < 0 ? 0x80 | (-c & 0x7f) : c & 0x7f);
+        rdata[5 + 2 * n] = (unsigned char)(i + 1);
+    }
+    rdata[3] = (unsigned char)n;
+    *rdata_len = 4 + 2 * (unsigned int)n;
+}
+
 static void handle_dcmi(lmc_data_t *mc, msg_t *msg, unsigned char *rdata, unsigned int *rdata_len,
                         void *cb_data)
 {
     struct reading r;
     (void)mc;
     (void)cb_data;
+    if (msg->cmd == DCMI_GET_TEMPERATURE_READING && read_state(&r) == 0 && r.dcmi) {
+        temperatures(&r, msg, rdata, rdata_len);
+        return;
+    }
     if (msg->cmd != DCMI_GET_POWER_READING || read_state(&r) != 0 || !r.dcmi) {
         rdata[0] = CC_INVALID_COMMAND;
         *rdata_len = 1;
