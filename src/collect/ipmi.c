@@ -36,6 +36,7 @@
 #define DCMI_TEMP_REQUESTS 4   /* 8 sensors an answer: up to 32 inlet sensors */
 #define USER_LEN 16            /* IPMI_MAX_USER_NAME_LENGTH */
 #define PASSWORD_LEN 20        /* IPMI_2_0_MAX_PASSWORD_LENGTH */
+#define K_G_LEN 20             /* IPMI_MAX_K_G_LENGTH */
 
 enum driver { DRV_OPENIPMI, DRV_KCS, DRV_SSIF, DRV_AUTO };
 static const char *const driver_names[] = {"openipmi", "kcs", "ssif", "auto", NULL};
@@ -67,6 +68,7 @@ struct target {
     char device[WT_PATH_LEN];
     char username[USER_LEN + 1];
     char password_file[WT_PATH_LEN];
+    char k_g_file[WT_PATH_LEN]; /* the BMC key (K_g), when the BMC has one */
     int priv;
     int64_t cipher_suite;
     unsigned workaround_flags;
@@ -77,6 +79,8 @@ struct target {
 struct ipmi {
     struct target t;
     char password[PASSWORD_LEN + 1];
+    uint8_t k_g[K_G_LEN];
+    unsigned k_g_len; /* 0: no BMC key (the BMC keys the session with the user's password) */
     ipmi_ctx_t ctx;
     bool open;            /* the session (or the device) is open */
     double clock_bound_s; /* daemon.clock_max_error */
@@ -162,10 +166,10 @@ static int parse_workarounds(const struct wt_yget *g, const struct wt_ynode *m, 
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                         struct target *t)
 {
-    static const char *const keys[] = {"name",         "host",        "inband",        "driver",
-                                       "device",       "username",    "password_file", "privilege",
-                                       "cipher_suite", "workarounds", "timeout",       "interval",
-                                       "node",         "rack",        "zone",          NULL};
+    static const char *const keys[] = {
+        "name",          "host",     "inband",    "driver",       "device",      "username",
+        "password_file", "k_g_file", "privilege", "cipher_suite", "workarounds", "timeout",
+        "interval",      "node",     "rack",      "zone",         NULL};
     int rc = wt_y_keys(g, m, path, keys);
     memset(t, 0, sizeof *t);
     t->timeout_ns = 5 * WT_NS_PER_S;
@@ -192,7 +196,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "device", false, t->device, sizeof t->device);
     /* The in-band keys and the LAN ones do not mix: a key that would be ignored is a mistake. */
-    static const char *const lan_only[] = {"username",     "password_file", "privilege",
+    static const char *const lan_only[] = {"username",     "password_file", "k_g_file", "privilege",
                                            "cipher_suite", "workarounds",   NULL};
     static const char *const inband_only[] = {"driver", "device", NULL};
     const char *const *other = t->inband ? lan_only : inband_only;
@@ -205,6 +209,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "password_file", !t->inband, t->password_file,
                          sizeof t->password_file);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "k_g_file", false, t->k_g_file, sizeof t->k_g_file);
     if (!rc)
         rc = wt_y_enum(g, m, path, "privilege", priv_names, &t->priv);
     if (!rc)
@@ -442,9 +448,9 @@ static int connect_bmc(struct ipmi *s, struct wt_err *err)
         if (retrans > 1000)
             retrans = 1000;
         rc = ipmi_ctx_open_outofband_2_0(s->ctx, t->host, t->username[0] ? t->username : NULL,
-                                         s->password, NULL, 0, priv_levels[t->priv],
-                                         (uint8_t)t->cipher_suite, tmo, retrans,
-                                         t->workaround_flags, IPMI_FLAGS_DEFAULT);
+                                         s->password, s->k_g_len ? s->k_g : NULL, s->k_g_len,
+                                         priv_levels[t->priv], (uint8_t)t->cipher_suite, tmo,
+                                         retrans, t->workaround_flags, IPMI_FLAGS_DEFAULT);
     } else if (t->driver == DRV_AUTO) {
         ipmi_driver_type_t type;
         rc = ipmi_ctx_find_inband(s->ctx, &type, 0, 0, 0, NULL, 0, IPMI_FLAGS_DEFAULT);
@@ -683,6 +689,7 @@ static void ipmi_close(void *state)
         return;
     disconnect(s);
     explicit_bzero(s->password, sizeof s->password);
+    explicit_bzero(s->k_g, sizeof s->k_g);
     free(s);
 }
 
@@ -716,6 +723,69 @@ static int read_password(const char *path, char *out, size_t n, struct wt_err *e
     memcpy(out, line, len + 1);
     explicit_bzero(line, sizeof line);
     return 0;
+}
+
+int wt_ipmi_parse_k_g(const char *text, uint8_t *out, unsigned *len, struct wt_err *err)
+{
+    size_t n = strlen(text);
+    *len = 0;
+    if (n == 0)
+        return wt_err_set(err, "an empty BMC key"), -EINVAL;
+    if (n > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        const char *h = text + 2;
+        size_t digits = n - 2;
+        if (digits % 2 != 0 || digits > 2 * K_G_LEN)
+            return wt_err_set(err,
+                              "a BMC key in hexadecimal is 0x and an even number of digits, at "
+                              "most %d (%d bytes); got %zu digits",
+                              2 * K_G_LEN, K_G_LEN, digits),
+                   -EINVAL;
+        for (size_t i = 0; i < digits; i += 2) {
+            char b[3] = {h[i], h[i + 1], 0};
+            if (!isxdigit((unsigned char)b[0]) || !isxdigit((unsigned char)b[1]))
+                return wt_err_set(err, "a BMC key in hexadecimal: \"%s\" is not a hex digit pair",
+                                  b),
+                       -EINVAL;
+            out[i / 2] = (uint8_t)strtoul(b, NULL, 16);
+        }
+        *len = (unsigned)(digits / 2);
+        return 0;
+    }
+    if (n > K_G_LEN)
+        return wt_err_set(err,
+                          "a BMC key has at most %d characters (or 0x and up to %d hex "
+                          "digits); got %zu",
+                          K_G_LEN, 2 * K_G_LEN, n),
+               -EINVAL;
+    memcpy(out, text, n);
+    *len = (unsigned)n;
+    return 0;
+}
+
+/* The BMC key from k_g_file's first line (a secret: mode 0600). Returns 0 or -errno with err. */
+static int read_k_g(const char *path, uint8_t *out, unsigned *len, struct wt_err *err)
+{
+    char line[256];
+    struct wt_err why = {{0}};
+    int rc = wt_check_secret_file("k_g_file", path, err);
+    if (rc)
+        return rc;
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        wt_err_set(err, "cannot read k_g_file %s: %s", path, strerror(e));
+        return -e;
+    }
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    if (!got)
+        line[0] = '\0';
+    line[strcspn(line, "\r\n")] = '\0';
+    rc = wt_ipmi_parse_k_g(line, out, len, &why);
+    explicit_bzero(line, sizeof line);
+    if (rc)
+        wt_err_set(err, "k_g_file %s: %s", path, why.msg);
+    return rc;
 }
 
 static int placement(char *buf, size_t n, const struct target *t)
@@ -778,6 +848,11 @@ static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state,
     }
     if (t->password_file[0]) {
         int rc = read_password(t->password_file, s->password, sizeof s->password, err);
+        if (rc)
+            return rc;
+    }
+    if (t->k_g_file[0]) {
+        int rc = read_k_g(t->k_g_file, s->k_g, &s->k_g_len, err);
         if (rc)
             return rc;
     }

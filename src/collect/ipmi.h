@@ -3,7 +3,8 @@
  * IPMI DCMI collector (FreeIPMI's libfreeipmi): a server's own power as its BMC measures it,
  * for BMCs without Redfish. Each target in `collectors.ipmi.targets` is one BMC, reached
  *   over the LAN: IPMI 2.0 (RMCP+, "lanplus") to host[:port] with a user, a password read from
- *     password_file (never logged), a privilege level (user by default: DCMI Get Power Reading
+ *     password_file (never logged), the BMC key K_g from k_g_file when the BMC has one (two-key
+ *     logins), a privilege level (user by default: DCMI Get Power Reading
  *     needs no more), a cipher suite (3 by default) and FreeIPMI's workaround flags for BMCs
  *     that bend the protocol (ipmi_sim, some Supermicro, Intel and Sun firmware), or
  *   in band: through the kernel's IPMI driver (/dev/ipmi0, driver openipmi), or the KCS or SSIF
@@ -72,6 +73,13 @@ struct wt_dcmi_power {
  */
 int wt_ipmi_parse_power(const uint8_t *rs, size_t n, struct wt_dcmi_power *out,
                         struct wt_err *err) WT_MUST_USE;
+
+/*
+ * The BMC key (K_g) as k_g_file gives it: "0x" and up to 40 hex digits (20 bytes), or up to 20
+ * characters taken as they are. *len gets its length in bytes. Returns 0 or -EINVAL with err.
+ */
+int wt_ipmi_parse_k_g(const char *text, uint8_t *out, unsigned *len,
+                      struct wt_err *err) WT_MUST_USE;
 
 /* DCMI Get Temperature Reading's answer: at most 8 temperatures an answer. */
 #define WT_DCMI_TEMPS_MAX 8

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # IPMI DCMI power on the real daemon, against OpenIPMI's BMC simulator (ipmi_sim, Debian's
 # openipmi) on loopback: IPMI 2.0 (RMCP+) sessions, with tests/peers/ipmi_sim/dcmi_power.so
-# loaded into it to answer DCMI Get Power Reading, which ipmi_sim alone does not. Three
-# simulated BMCs: a healthy one, one whose clock is 30 s behind, one without DCMI. Asserted:
+# loaded into it to answer DCMI Get Power Reading and Get Temperature Reading, which ipmi_sim
+# alone does not. Four simulated BMCs: a healthy one, one whose clock is 30 s behind, one
+# without DCMI, one with a BMC key (K_g: read with k_g_file, refused without). Asserted:
 # the power, its statistics and period on /metrics with the facility labels; the topology's bmc
 # meter reads it (the node's unaccounted watts); the skew of each BMC's clock, with one warning
 # for the one beyond daemon.clock_max_error; a wrong password, a privilege the BMC refuses, no
@@ -52,7 +53,8 @@ set_working_mc 0x20
     allowed_auths_user none md2 md5 straight
     allowed_auths_operator none md2 md5 straight
     allowed_auths_admin none md2 md5 straight
-    guid a123456789abcdefa123456789abcdef
+    guid a123456789abcdefa123456789abcdef${BMC_KEY:+
+    bmc_key $BMC_KEY}
   endlan
   user 2 true "wattage" "s3cret-ipmi" admin 10 none md2 md5 straight
 loadlib "$MOD" "$TMP/$n/power"
@@ -70,11 +72,15 @@ C
 start_bmc good
 start_bmc skewed
 start_bmc nodcmi
+BMC_KEY='"keyed-bmc-k"' start_bmc keyed
 power good "current 412" "minimum 380" "maximum 455" "average 417" "period_ms 60000" \
     "inlet 24,-3,35"
 power skewed "current 300" "minimum 290" "maximum 310" "average 301" "period_ms 5000" \
     "clock_offset -30" "temps no"
 power nodcmi "current 1" "dcmi no"
+power keyed "current 640" "minimum 600" "maximum 700" "average 650" "period_ms 1000"
+printf '0x6b657965642d626d632d6b\n' >"$TMP/kg" # "keyed-bmc-k", in hexadecimal
+chmod 600 "$TMP/kg"
 printf 's3cret-ipmi\n' >"$TMP/pw"
 printf 'wrong-one\n' >"$TMP/badpw"
 cp "$TMP/pw" "$TMP/openpw"
@@ -111,6 +117,8 @@ Y
     PW=$TMP/badpw lan badpass good
     PRIV=user lan lowpriv good
     PW=$TMP/openpw lan openpw good
+    lan keyed keyed ", k_g_file: $TMP/kg"
+    lan unkeyed keyed
     printf '      - {name: self, inband: true, device: %s}\n' "$TMP/no-ipmi0"
 } >"$TMP/i.yaml"
 check "check-config accepts the IPMI targets" "$BIN" check-config "$TMP/i.yaml"
@@ -174,6 +182,9 @@ check "a privilege the BMC refuses for DCMI: said once, with what to set" \
     once lowpriv 'needs a higher privilege (completion code 0xD4): set privilege: operator or admin'
 check "a password file others may read: refused once, with the fix" \
     once openpw "password_file: $TMP/openpw is accessible by group or others (mode 0644); it holds a secret: chmod 600"
+check "a BMC with a key (K_g): read with k_g_file" \
+    grep -qF 'wattage_facility_power_watts{source="ipmi",target="keyed",point="dcmi",kind="chassis"} 640' "$TMP/m.txt"
+check "  without it the session is refused, said once" once unkeyed 'cannot open an IPMI 2.0 session as "wattage"'
 check "no /dev/ipmi0 for the in-band target: not available, said once" \
     once self "no $TMP/no-ipmi0 (load the kernel's ipmi_si and ipmi_devintf modules)"
 check "the skewed BMC's clock: one warning, beyond daemon.clock_max_error" \

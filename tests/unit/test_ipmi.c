@@ -149,6 +149,30 @@ WT_TEST(temperature_reading_refusals_and_malformed_answers)
     WT_EQ_INT(wt_ipmi_parse_temps(shrt, 1, &t, &err), -EPROTO);
 }
 
+WT_TEST(bmc_key_is_hex_or_text_of_at_most_20_bytes)
+{
+    uint8_t k[20];
+    unsigned n;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_ipmi_parse_k_g("0x00ff10Ab", k, &n, &err), 0);
+    WT_EQ_INT(n, 4);
+    WT_ASSERT(k[0] == 0x00 && k[1] == 0xff && k[2] == 0x10 && k[3] == 0xab);
+    WT_EQ_INT(wt_ipmi_parse_k_g("0x0123456789abcdef0123456789abcdef01234567", k, &n, &err), 0);
+    WT_EQ_INT(n, 20);
+    WT_EQ_INT(wt_ipmi_parse_k_g("keyed-bmc", k, &n, &err), 0);
+    WT_EQ_INT(n, 9);
+    WT_ASSERT(memcmp(k, "keyed-bmc", 9) == 0);
+    WT_EQ_INT(wt_ipmi_parse_k_g("", k, &n, &err), -EINVAL);
+    WT_EQ_INT(wt_ipmi_parse_k_g("0x123", k, &n, &err), -EINVAL); /* odd */
+    WT_ASSERT(strstr(err.msg, "even number of digits") != NULL);
+    WT_EQ_INT(wt_ipmi_parse_k_g("0x0123456789abcdef0123456789abcdef0123456789", k, &n, &err),
+              -EINVAL); /* 21 bytes */
+    WT_EQ_INT(wt_ipmi_parse_k_g("0xzz", k, &n, &err), -EINVAL);
+    WT_ASSERT(strstr(err.msg, "\"zz\"") != NULL);
+    WT_EQ_INT(wt_ipmi_parse_k_g("twenty-one characters", k, &n, &err), -EINVAL);
+    WT_ASSERT(strstr(err.msg, "at most 20 characters") != NULL);
+}
+
 WT_TEST(peer_skew_is_the_middle_of_what_the_stamps_allow)
 {
     double skew, unc;
