@@ -126,6 +126,27 @@
  *                                and its fan 1 failed
  *   NOT_SUPPORTED names for these: nvlink, pcie_bytes, gpm, power_source, psu, unit_fans.
  *
+ *   MIG (Multi-Instance GPU; seconds after T0 do not apply: the layout is read at every call):
+ *   FAKE_NVML_MIG=g:N[,…]        GPU g is in MIG mode with N instances (1..7): MIG device handle
+ *                                index k is GPU instance k+1, compute instance 0, UUID
+ *                                "MIG-fake-<g>-<gi>", 143771/7 MiB of memory (integer MiB), of
+ *                                which 64 MiB plus the memory of its processes (the lines of
+ *                                FAKE_NVML_PROCS_FILE for GPU g with gi=<gi>, as their count) is
+ *                                used, at most all. Other GPUs: MIG disabled.
+ *                                nvmlDeviceGetMaxMigDeviceCount is 7 on a MIG GPU, 0 otherwise.
+ *   FAKE_NVML_MIG_FILE=FILE      when the file exists it is the layout instead, read at every
+ *                                MIG call: lines "g gi" (gi 1..7) are the instances of the GPUs
+ *                                FAKE_NVML_MIG names (others stay disabled). A test rewrites it to
+ *                                destroy or create an instance while a reader runs. A handle of
+ *                                an instance not there (destroyed) answers NVML_ERROR_NOT_FOUND
+ *                                to every call, as does a handle index without an instance.
+ *                                On a MIG handle, nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo and
+ *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3] answer for
+ *                                the instance; every other call INVALID_ARGUMENT (no power,
+ *                                energy or utilization of its own).
+ *   NOT_SUPPORTED name: mig (nvmlDeviceGetMigMode and the count answer NOT_SUPPORTED, as before
+ *   Ampere).
+ *
  *   FAKE_NVML_SHUTDOWN_ALL=1     nvmlShutdown ends every session at once, as a wrapper or driver
  *                                that does not count nvmlInit/nvmlShutdown pairs would (the
  *                                real library counts them, as this fake does by default)
@@ -164,8 +185,11 @@
 #define MAX_EVENTS 32
 
 struct nvmlDevice_st {
-    unsigned int index;
+    unsigned int index; /* the GPU (the parent, for a MIG handle) */
+    unsigned int gi;    /* a MIG handle's GPU instance, 1..MAX_MIG; 0 for a GPU */
 };
+
+#define MAX_MIG 7
 
 enum {
     NS_ENERGY,
@@ -195,6 +219,7 @@ enum {
     NS_GPM,
     NS_PSU,
     NS_UNIT_FANS,
+    NS_MIG,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
@@ -207,6 +232,7 @@ static const char *const ns_names[NS_COUNT] = {
     "fan",        "vbios",       "process_utilization",
     "nvlink",     "pcie_bytes",  "power_source",
     "gpm",        "psu",         "unit_fans",
+    "mig",
 };
 
 static struct {
@@ -266,6 +292,9 @@ static struct {
     struct health psu_abnormal[MAX_EVENTS];
     int npsu_abnormal;
     bool wait_ignores_signal;
+    unsigned int mig_n[MAX_GPUS]; /* FAKE_NVML_MIG: instances; 0: not in MIG mode */
+    bool mig[MAX_GPUS];
+    const char *mig_file;
 } fk;
 
 #define DEFAULT_LIMIT_MW 700000u
@@ -275,6 +304,7 @@ static _Atomic int sessions;
 /* Set by nvmlDeviceSetPowerManagementLimit (0: never) when there is no FAKE_NVML_LIMITS_FILE. */
 static unsigned int limit_mw[MAX_GPUS];
 static struct nvmlDevice_st devices[MAX_GPUS];
+static struct nvmlDevice_st mig_devices[MAX_GPUS][MAX_MIG]; /* [gpu][gi - 1] */
 
 double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to);
 double fake_nvml_t0(void);
@@ -448,6 +478,19 @@ static void load(void)
     fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
+    for (v = env("FAKE_NVML_MIG"); v && *v;) {
+        unsigned int g, n;
+        if (sscanf(v, "%u:%u", &g, &n) == 2 && g < MAX_GPUS) {
+            fk.mig[g] = true;
+            fk.mig_n[g] = n > MAX_MIG ? MAX_MIG : n;
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    fk.mig_file = env("FAKE_NVML_MIG_FILE");
+    for (unsigned int i = 0; i < MAX_GPUS; i++)
+        for (unsigned int k = 0; k < MAX_MIG; k++)
+            mig_devices[i][k] = (struct nvmlDevice_st){i, k + 1};
     for (unsigned int i = 0; i < MAX_GPUS; i++)
         devices[i].index = i;
     fk.loaded = true;
@@ -576,6 +619,43 @@ static nvmlReturn_t device_call(const char *fn, nvmlDevice_t d, int ns, double *
     return NVML_SUCCESS;
 }
 
+/* d is a MIG device handle (of any GPU, any instance, present or not). */
+static bool is_mig(nvmlDevice_t d)
+{
+    const struct nvmlDevice_st *first = &mig_devices[0][0];
+    return d && d >= first && d < first + MAX_GPUS * MAX_MIG;
+}
+
+/* GPU instance gi (1..MAX_MIG) of GPU gpu exists now: FAKE_NVML_MIG_FILE when it exists, else
+ * the first FAKE_NVML_MIG count of them. */
+__attribute__((unused)) static bool mig_present(unsigned int gpu, unsigned int gi)
+{
+    if (gpu >= fk.gpus || !fk.mig[gpu] || gi < 1 || gi > MAX_MIG)
+        return false;
+    FILE *f = fk.mig_file ? fopen(fk.mig_file, "re") : NULL;
+    if (!f)
+        return gi <= fk.mig_n[gpu];
+    bool found = false;
+    char line[128];
+    while (!found && fgets(line, sizeof line, f)) {
+        unsigned int g, i;
+        found = sscanf(line, "%u %u", &g, &i) == 2 && g == gpu && i == gi;
+    }
+    fclose(f);
+    return found;
+}
+
+/* The checks every call on a MIG handle starts with: the parent's, then the instance is there
+ * (NOT_FOUND once destroyed, as the driver's stale handle). */
+__attribute__((unused)) static nvmlReturn_t mig_call(const char *fn, nvmlDevice_t d, int ns,
+                                                     double *t)
+{
+    nvmlReturn_t r = device_call(fn, &devices[d->index], ns, t);
+    if (r)
+        return r;
+    return mig_present(d->index, d->gi) ? NVML_SUCCESS : NVML_ERROR_NOT_FOUND;
+}
+
 static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
 {
     if (!buf)
@@ -692,10 +772,14 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int length)
 {
     double t;
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    nvmlReturn_t r = device_call("nvmlDeviceGetUUID", d, -1, &t);
+    nvmlReturn_t r = is_mig(d) ? mig_call("nvmlDeviceGetUUID", d, -1, &t)
+                               : device_call("nvmlDeviceGetUUID", d, -1, &t);
     if (r)
         return r;
-    snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
+    if (is_mig(d))
+        snprintf(uuid, sizeof uuid, "MIG-fake-%u-%u", d->index, d->gi);
+    else
+        snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
     return copy_out(buf, length, uuid);
 }
 
@@ -854,9 +938,13 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *ut
     return NVML_SUCCESS;
 }
 
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *mem);
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem)
 {
     double t;
+    if (is_mig(d))
+        return mig_memory(d, mem);
     nvmlReturn_t r = device_call("nvmlDeviceGetMemoryInfo", d, NS_MEM, &t);
     if (r)
         return r;
@@ -1041,12 +1129,20 @@ static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count
 {
     double t;
     static _Thread_local struct fake_proc pids[MAX_PROCS];
-    nvmlReturn_t r = device_call(fn, d, NS_PROCS, &t);
+    nvmlReturn_t r = is_mig(d) ? mig_call(fn, d, NS_PROCS, &t) : device_call(fn, d, NS_PROCS, &t);
     if (r)
         return r;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int n = file_procs(d->index, graphics, false, pids, MAX_PROCS);
+    if (is_mig(d)) {
+        /* a MIG handle lists its instance's processes only */
+        unsigned int m = 0;
+        for (unsigned int i = 0; i < n; i++)
+            if (pids[i].gi == d->gi)
+                pids[m++] = pids[i];
+        n = m;
+    }
     if (n > *count || (n && !infos)) {
         *count = n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -1697,6 +1793,102 @@ nvmlReturn_t nvmlUnitGetFanSpeedInfo(nvmlUnit_t u, nvmlUnitFanSpeeds_t *fans)
     }
     return NVML_SUCCESS;
 }
+/* ---- MIG ---- */
+
+wt_nvml_mig_mode_fn nvmlDeviceGetMigMode;
+wt_nvml_uint_fn nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetGpuInstanceId,
+    nvmlDeviceGetComputeInstanceId;
+wt_nvml_mig_handle_fn nvmlDeviceGetMigDeviceHandleByIndex;
+
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *mem)
+{
+    double t;
+    static _Thread_local struct fake_proc p[MAX_PROCS];
+    nvmlReturn_t r = mig_call("nvmlDeviceGetMemoryInfo", d, NS_MEM, &t);
+    if (r)
+        return r;
+    if (!mem)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = file_procs(d->index, false, true, p, MAX_PROCS);
+    unsigned long long used = 64ULL << 20;
+    for (unsigned int i = 0; i < n; i++)
+        if (p[i].gi == d->gi && p[i].mem_b != ~0ULL)
+            used += p[i].mem_b;
+    mem->total = (143771ULL / MAX_MIG) << 20;
+    mem->used = used < mem->total ? used : mem->total;
+    mem->free = mem->total - mem->used;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMigMode", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!current || !pending)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *current = *pending = fk.mig[d->index] ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMaxMigDeviceCount", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = fk.mig[d->index] ? MAX_MIG : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index,
+                                                 nvmlDevice_t *mig)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMigDeviceHandleByIndex", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!mig || index >= MAX_MIG || !fk.mig[d->index])
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!mig_present(d->index, index + 1))
+        return NVML_ERROR_NOT_FOUND;
+    *mig = &mig_devices[d->index][index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    double t;
+    if (!is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mig_call("nvmlDeviceGetGpuInstanceId", d, -1, &t);
+    if (r)
+        return r;
+    *id = d->gi;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    double t;
+    if (!is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mig_call("nvmlDeviceGetComputeInstanceId", d, -1, &t);
+    if (r)
+        return r;
+    *id = 0;
+    return NVML_SUCCESS;
+}
+
 #endif /* FAKE_MINIMAL */
 
 #ifdef FAKE_NVML_TOOL
