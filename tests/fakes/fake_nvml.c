@@ -143,7 +143,9 @@
  *                                On a MIG handle, nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo and
  *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3] answer for
  *                                the instance; every other call INVALID_ARGUMENT (no power,
- *                                energy or utilization of its own).
+ *                                energy or utilization of its own). The parent of instances
+ *                                answers NOT_SUPPORTED to nvmlDeviceGetUtilizationRates, as the
+ *                                reference says of MIG-enabled GPUs.
  *   NOT_SUPPORTED name: mig (nvmlDeviceGetMigMode and the count answer NOT_SUPPORTED, as before
  *   Ampere).
  *
@@ -932,6 +934,8 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *ut
     nvmlReturn_t r = device_call("nvmlDeviceGetUtilizationRates", d, NS_UTIL, &t);
     if (r)
         return r;
+    if (fk.mig[d->index])
+        return NVML_ERROR_NOT_SUPPORTED; /* "not currently supported" on MIG-enabled GPUs */
     double u = util_pct(d->index, t);
     util->gpu = (unsigned int)lround(u);
     util->memory = (unsigned int)lround(0.6 * u);
