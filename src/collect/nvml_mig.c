@@ -424,6 +424,7 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
         /* no energy this tick: nothing is split; the next tick takes its share */
         return emit(g, in, n, true, method, labels, t_ns, out) ? -ENOMEM : 0;
     }
+    bool baseline = !g->ledger.started || energy_mj < g->ledger.last_mj;
     unsigned int gone =
         wt_mig_ledger_account(&g->ledger, energy_mj, t_ns, m->gap_ns, busy, in, n, &method);
     for (unsigned int i = 0; gone && i < g->ledger.n; i++) {
@@ -436,5 +437,6 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
                 "mig_uuid=%s: its energy counter stays at %.3f J",
                 index, g->uuid, s->gi, s->ci, s->mig_uuid, (double)s->energy_mj / 1000.0);
     }
-    return emit(g, in, n, true, method, labels, t_ns, out) ? -ENOMEM : 0;
+    /* a baseline split nothing: no method yet */
+    return emit(g, in, n, !baseline, method, labels, t_ns, out) ? -ENOMEM : 0;
 }

@@ -37,6 +37,22 @@ check "  memory total and processes" bash -c "grep -qF 'wattage_mig_memory_total
 check "no utilization per instance is made up" bash -c "! grep -q '^wattage_mig_[a-z_]*utilization' '$TMP/m1'"
 check "GPU 0, not in MIG mode, has no MIG series" bash -c "! grep -q '^wattage_mig_[a-z_]*{gpu=\"0\"' '$TMP/m1'"
 
+curl -sf "$URL/api/v1/status" -o "$TMP/s1.json"
+msg=$(python3 - "$TMP/s1.json" <<'PY' 2>&1
+import json, sys
+g = {x["index"]: x for x in json.load(open(sys.argv[1]))["gpus"]}
+assert "mig" not in g[0], g[0]
+m = g[1]["mig"]
+assert m["method"] == "memory" and m["idle_energy_joules"] >= 0, m
+i = {x["gpu_instance"]: x for x in m["instances"]}
+assert sorted(i) == [1, 2, 3], i
+assert i[1]["mig_uuid"] == "MIG-fake-1-1" and i[1]["compute_instance"] == 0, i[1]
+assert i[1]["processes"] == 1 and i[3]["processes"] == 0 and i[1]["energy_joules"] > 0, i
+assert i[1]["memory_used_bytes"] == (3000 + 64) << 20 and i[1]["memory_total_bytes"] == (143771 // 7) << 20, i[1]
+PY
+)
+check "GET /api/v1/status: GPU 1's instances, GPU 0 without ($msg)" test -z "$msg"
+
 # conservation between two pages, per GPU 1: instances + idle grew by the parent's energy
 conserved() { # page1 page2 -> prints nothing when conserved
     python3 - "$1" "$2" <<'PY' 2>&1
@@ -90,6 +106,15 @@ d = eval(open(sys.argv[1]).read())
 assert d["2"] == 0 and d["1"] > 0, d' "$TMP/m4.d" 2>&1)
 check "  its counter stays, frozen; the others go on ($msg)" test -z "$msg"
 check "  its gauges are gone" bash -c "! grep -q 'wattage_mig_processes{.*gpu_instance=\"2\"' '$TMP/m4'"
+curl -sf "$URL/api/v1/status" -o "$TMP/s2.json"
+msg=$(python3 - "$TMP/s2.json" <<'PY' 2>&1
+import json, sys
+g = {x["index"]: x for x in json.load(open(sys.argv[1]))["gpus"]}
+i = {x["gpu_instance"]: x for x in g[1]["mig"]["instances"]}
+assert sorted(i) == [1, 2, 3] and "processes" not in i[2] and i[2]["energy_joules"] > 0, i
+PY
+)
+check "  the status keeps its energy, without gauges ($msg)" test -z "$msg"
 check "said once" test "$(grep -c 'MIG instance gone' "$TMP/run.log")" -eq 1
 check "and nothing above info about MIG" bash -c "! grep -E ' (warn|error) ' '$TMP/run.log' | grep -qi 'MIG'"
 check "the daemon keeps polling" kill -0 "$DPID"
