@@ -139,7 +139,10 @@
  *                                FAKE_NVML_MIG names (others stay disabled). A test rewrites it to
  *                                destroy or create an instance while a reader runs. A handle of
  *                                an instance not there (destroyed) answers NVML_ERROR_NOT_FOUND
- *                                to every call, as does a handle index without an instance.
+ *                                to every call, as does a handle index without an instance. A
+ *                                line "g gi stale" is an instance destroyed between the handle
+ *                                lookup (which still answers) and the calls on the handle
+ *                                (NOT_FOUND).
  *                                On a MIG handle, nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo and
  *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3] answer for
  *                                the instance; every other call INVALID_ARGUMENT (no power,
@@ -628,23 +631,31 @@ static bool is_mig(nvmlDevice_t d)
     return d && d >= first && d < first + MAX_GPUS * MAX_MIG;
 }
 
-/* GPU instance gi (1..MAX_MIG) of GPU gpu exists now: FAKE_NVML_MIG_FILE when it exists, else
- * the first FAKE_NVML_MIG count of them. */
-__attribute__((unused)) static bool mig_present(unsigned int gpu, unsigned int gi)
+/* GPU instance gi (1..MAX_MIG) of GPU gpu now: FAKE_NVML_MIG_FILE when it exists, else the
+ * first FAKE_NVML_MIG count of them. */
+enum { MIG_ABSENT, MIG_PRESENT, MIG_STALE };
+__attribute__((unused)) static int mig_state(unsigned int gpu, unsigned int gi)
 {
     if (gpu >= fk.gpus || !fk.mig[gpu] || gi < 1 || gi > MAX_MIG)
-        return false;
+        return MIG_ABSENT;
     FILE *f = fk.mig_file ? fopen(fk.mig_file, "re") : NULL;
     if (!f)
-        return gi <= fk.mig_n[gpu];
-    bool found = false;
-    char line[128];
-    while (!found && fgets(line, sizeof line, f)) {
+        return gi <= fk.mig_n[gpu] ? MIG_PRESENT : MIG_ABSENT;
+    int st = MIG_ABSENT;
+    char line[128], word[16];
+    while (st == MIG_ABSENT && fgets(line, sizeof line, f)) {
         unsigned int g, i;
-        found = sscanf(line, "%u %u", &g, &i) == 2 && g == gpu && i == gi;
+        int got = sscanf(line, "%u %u %15s", &g, &i, word);
+        if (got >= 2 && g == gpu && i == gi)
+            st = got == 3 && strcmp(word, "stale") == 0 ? MIG_STALE : MIG_PRESENT;
     }
     fclose(f);
-    return found;
+    return st;
+}
+
+__attribute__((unused)) static bool mig_present(unsigned int gpu, unsigned int gi)
+{
+    return mig_state(gpu, gi) == MIG_PRESENT;
 }
 
 /* The checks every call on a MIG handle starts with: the parent's, then the instance is there
@@ -1863,7 +1874,7 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int in
         return r;
     if (!mig || index >= MAX_MIG || !fk.mig[d->index])
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (!mig_present(d->index, index + 1))
+    if (mig_state(d->index, index + 1) == MIG_ABSENT)
         return NVML_ERROR_NOT_FOUND;
     *mig = &mig_devices[d->index][index];
     return NVML_SUCCESS;

@@ -425,6 +425,49 @@ WT_TEST(fake_mig_gpu_instances_memory_processes_and_the_split)
     wt_batch_free(&b);
 }
 
+WT_TEST(fake_mig_instance_destroyed_between_lookup_and_reads_is_left_out_and_said_once)
+{
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    char procs[PATH_MAX], layout[PATH_MAX];
+    snprintf(procs, sizeof procs, "%s/procs", wt_test_dir());
+    snprintf(layout, sizeof layout, "%s/mig", wt_test_dir());
+    wt_test_write(procs, "0 100 mem=1000 gi=1\n0 101 mem=1000 gi=2\n");
+    wt_test_write(layout, "0 1\n0 2\n");
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    setenv("FAKE_NVML_MIG", "0:2", 1);
+    setenv("FAKE_NVML_PROCS_FILE", procs, 1);
+    setenv("FAKE_NVML_MIG_FILE", layout, 1);
+    struct lib x = lib_open(fake_path);
+    struct wt_nvml_mig *m = NULL;
+    WT_EQ_INT(wt_nvml_mig_open(x.dl, fake_path, 1, GAP, x.error_string, &m), 0);
+    struct wt_batch b = {0};
+    uint64_t e = 1000;
+    for (int t = 0; t < 6; t++) {
+        /* ticks 2 and 3: gi 2's handle is found, then answers NOT_FOUND */
+        if (t == 2)
+            wt_test_write(layout, "0 1\n0 2 stale\n");
+        if (t == 4)
+            wt_test_write(layout, "0 1\n0 2\n");
+        wt_batch_clear(&b);
+        WT_EQ_INT(poll(m, &x, 0, e, (int64_t)(t + 1) * S, &b), 0);
+        WT_NEAR(sum_mig_energy(&b, 0), (double)(e - 1000) / 1000.0, 1e-9);
+        if (t == 2 || t == 3)
+            WT_ASSERT(isnan(mig_value(&b, WT_M_MIG_PROCESSES, 0, "2")));
+        e += 2000;
+    }
+    /* 1 J each in ticks 1, 4, 5; gi 1 alone (2 J) in ticks 2 and 3 */
+    WT_NEAR(mig_value(&b, WT_M_MIG_ENERGY_J, 0, "1"), 3.0 + 4.0, 1e-9);
+    WT_NEAR(mig_value(&b, WT_M_MIG_ENERGY_J, 0, "2"), 3.0, 1e-9);
+    WT_NEAR(mig_value(&b, WT_M_MIG_PROCESSES, 0, "2"), 1, 0); /* back, the same counter */
+    wt_nvml_mig_close(m);
+    lib_close(&x);
+    log_end(saved);
+    WT_EQ_INT(logged("MIG instance gone gpu=0", "gpu_instance=2 "), 1);
+    WT_EQ_INT(logged(" warn ", NULL), 0);
+    wt_batch_free(&b);
+}
+
 WT_TEST(fake_mig_processes_without_memory_split_equally_and_say_so)
 {
     char procs[PATH_MAX];
