@@ -445,6 +445,10 @@ typedef nvmlReturn_t wt_nvml_mig_mode_fn(nvmlDevice_t device, unsigned int *curr
                                          unsigned int *pending);
 typedef nvmlReturn_t wt_nvml_mig_handle_fn(nvmlDevice_t device, unsigned int index,
                                            nvmlDevice_t *mig_device);
+/* A GPM sample of one GPU instance of a parent in MIG mode (Hopper and newer); the metrics over
+ * two of them (nvmlGpmMetricsGet) are that instance's. */
+typedef nvmlReturn_t wt_nvml_gpm_mig_sample_fn(nvmlDevice_t device, unsigned int gpu_instance_id,
+                                               nvmlGpmSample_t sample);
 
 /*
  * Which entry point has which type (for the fake's declarations):
@@ -452,6 +456,7 @@ typedef nvmlReturn_t wt_nvml_mig_handle_fn(nvmlDevice_t device, unsigned int ind
  *   wt_nvml_uint_fn         nvmlDeviceGetMaxMigDeviceCount (parent), nvmlDeviceGetGpuInstanceId,
  *                           nvmlDeviceGetComputeInstanceId (MIG handle)
  *   wt_nvml_mig_handle_fn   nvmlDeviceGetMigDeviceHandleByIndex
+ *   wt_nvml_gpm_mig_sample_fn nvmlGpmMigSampleGet
  *   wt_nvml_memory_fn, wt_nvml_string_fn, wt_nvml_procs_fn on a MIG handle: as above
  */
 

@@ -6,12 +6,15 @@
  *
  * Cost on a GPU in MIG mode: one nvmlDeviceGetMigMode and one nvmlDeviceGetMaxMigDeviceCount,
  * then per handle index one lookup and, per instance, five calls (ids, UUID, memory,
- * processes). A GPU not in MIG mode costs the mode call only.
+ * processes), and with GPM one nvmlGpmMigSampleGet and one nvmlGpmMetricsGet per GPU instance.
+ * A GPU not in MIG mode costs the mode call only.
  */
 #include "collect/nvml_mig.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +149,12 @@ struct fns {
     wt_nvml_string_fn *uuid;
     wt_nvml_memory_fn *memory;
     wt_nvml_procs_fn *procs;
+    /* GPM per GPU instance (optional) */
+    wt_nvml_gpm_support_fn *gpm_support;
+    wt_nvml_gpm_alloc_fn *gpm_alloc;
+    wt_nvml_gpm_free_fn *gpm_free;
+    wt_nvml_gpm_mig_sample_fn *gpm_sample;
+    wt_nvml_gpm_metrics_fn *gpm_metrics;
 };
 
 const char *const wt_nvml_mig_symbols[] = {
@@ -157,8 +166,28 @@ const char *const wt_nvml_mig_symbols[] = {
     "nvmlDeviceGetUUID",
     "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetComputeRunningProcesses_v3",
+    "nvmlGpmQueryDeviceSupport",
+    "nvmlGpmSampleAlloc",
+    "nvmlGpmSampleFree",
+    "nvmlGpmMigSampleGet",
+    "nvmlGpmMetricsGet",
 };
 const size_t wt_nvml_mig_symbol_count = sizeof wt_nvml_mig_symbols / sizeof wt_nvml_mig_symbols[0];
+
+/* GPM samples of one GPU instance, used in turn (prev is the older). */
+struct gi_gpm {
+    bool used, seen;
+    unsigned int gi;
+    nvmlGpmSample_t smp[2];
+    int cur;
+    bool have_prev;
+    int64_t prev_mono_ns;
+    bool have_ratio; /* this tick's SM activity */
+    double ratio;
+};
+#define MAX_GI 16
+/* Two GPM samples closer than this are not turned into a figure (as nvml_fields.c). */
+#define GPM_MIN_GAP_NS (100 * WT_NS_PER_MS)
 
 struct gpu {
     bool seen;
@@ -166,6 +195,8 @@ struct gpu {
     bool unsupported; /* nvmlDeviceGetMigMode answered NOT_SUPPORTED */
     bool mig_said;    /* "in MIG mode" said (once per mode change) */
     bool in_mig;
+    bool gpm_known, gpm_off; /* GPM support asked; absent */
+    struct gi_gpm gpm[MAX_GI];
     struct wt_mig_ledger ledger;
 };
 
@@ -175,6 +206,8 @@ struct wt_nvml_mig {
     wt_nvml_error_string_fn *error_string;
     char library[256];
     int64_t gap_ns;
+    bool gpm_said; /* GPM's absence said */
+    nvmlGpmMetricsGet_t *mg;
     unsigned int n;
     struct gpu *gpus;
     struct wt_ratelimit err_rl;
@@ -229,6 +262,19 @@ int wt_nvml_mig_open(void *dl, const char *library, unsigned int ngpus, int64_t 
     RESOLVE(uuid, "nvmlDeviceGetUUID");
     RESOLVE(memory, "nvmlDeviceGetMemoryInfo");
     RESOLVE(procs, "nvmlDeviceGetComputeRunningProcesses_v3");
+    const char *required_missing = missing;
+    RESOLVE(gpm_support, "nvmlGpmQueryDeviceSupport");
+    RESOLVE(gpm_alloc, "nvmlGpmSampleAlloc");
+    RESOLVE(gpm_free, "nvmlGpmSampleFree");
+    RESOLVE(gpm_sample, "nvmlGpmMigSampleGet");
+    RESOLVE(gpm_metrics, "nvmlGpmMetricsGet");
+    if (!required_missing && missing) {
+        m->gpm_said = true;
+        wt_info(MOD,
+                "%s has no %s: MIG instances have no utilization (no wattage_mig_sm_active_ratio)",
+                m->library, missing);
+    }
+    missing = required_missing;
     if (missing) {
         m->off = true;
         wt_info(MOD, "%s has no %s: MIG instances are not enumerated (no wattage_mig_ series)",
@@ -238,10 +284,28 @@ int wt_nvml_mig_open(void *dl, const char *library, unsigned int ngpus, int64_t 
     return 0;
 }
 
+static void free_gi(struct wt_nvml_mig *m, struct gi_gpm *x)
+{
+    for (int k = 0; k < 2; k++)
+        if (x->smp[k] && m->fn.gpm_free)
+            m->fn.gpm_free(x->smp[k]);
+    memset(x, 0, sizeof *x);
+}
+
+static void free_gpm(struct wt_nvml_mig *m, struct gpu *g)
+{
+    for (int i = 0; i < MAX_GI; i++)
+        if (g->gpm[i].used)
+            free_gi(m, &g->gpm[i]);
+}
+
 void wt_nvml_mig_close(struct wt_nvml_mig *m)
 {
     if (!m)
         return;
+    for (unsigned int i = 0; i < m->n; i++)
+        free_gpm(m, &m->gpus[i]);
+    free(m->mg);
     free(m->gpus);
     free(m);
 }
@@ -311,6 +375,122 @@ static bool read_instance(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_
     return true;
 }
 
+/* GPM is absent on g: its samples freed, said once per collector. */
+static void gpm_absent(struct wt_nvml_mig *m, struct gpu *g, unsigned int index, const char *why)
+{
+    free_gpm(m, g);
+    g->gpm_off = true;
+    if (m->gpm_said)
+        return;
+    m->gpm_said = true;
+    wt_info(MOD, "MIG utilization: %s gpu=%u uuid=%s: no wattage_mig_sm_active_ratio", why, index,
+            g->uuid);
+}
+
+/* One GPM sample per GPU instance of in, and each one's SM activity since its previous one. */
+static int poll_gpm(struct wt_nvml_mig *m, struct gpu *g, unsigned int index, nvmlDevice_t dev,
+                    const struct wt_mig_instance *in, size_t n)
+{
+    for (int i = 0; i < MAX_GI; i++)
+        g->gpm[i].seen = g->gpm[i].have_ratio = false;
+    if (g->gpm_off)
+        return 0;
+    if (!m->fn.gpm_support || !m->fn.gpm_alloc || !m->fn.gpm_free || !m->fn.gpm_sample ||
+        !m->fn.gpm_metrics) {
+        g->gpm_off = true; /* said at open */
+        return 0;
+    }
+    if (!g->gpm_known) {
+        nvmlGpmSupport_t sup = {.version = NVML_GPM_SUPPORT_VERSION, .isSupportedDevice = 0};
+        nvmlReturn_t r = m->fn.gpm_support(dev, &sup);
+        if (r == NVML_ERROR_NOT_SUPPORTED || (r == NVML_SUCCESS && !sup.isSupportedDevice)) {
+            gpm_absent(m, g, index, "not supported (GPM needs Hopper or newer)");
+            return 0;
+        }
+        if (r != NVML_SUCCESS) {
+            say_failed(m, "nvmlGpmQueryDeviceSupport", index, r);
+            return 0;
+        }
+        g->gpm_known = true;
+    }
+    if (!m->mg && !(m->mg = malloc(sizeof *m->mg)))
+        return -ENOMEM;
+    int64_t now = wt_now_mono_ns();
+    for (size_t i = 0; i < n; i++) {
+        struct gi_gpm *x = NULL, *free_slot = NULL;
+        for (int k = 0; k < MAX_GI && !x; k++) {
+            if (g->gpm[k].used && g->gpm[k].gi == in[i].gi)
+                x = &g->gpm[k];
+            else if (!g->gpm[k].used && !free_slot)
+                free_slot = &g->gpm[k];
+        }
+        if (x && x->seen)
+            continue; /* another compute instance of the same GPU instance */
+        if (!x) {
+            if (!free_slot)
+                continue;
+            x = free_slot;
+            x->used = true;
+            x->gi = in[i].gi;
+            for (int k = 0; k < 2; k++) {
+                nvmlReturn_t r = m->fn.gpm_alloc(&x->smp[k]);
+                if (r != NVML_SUCCESS) {
+                    x->smp[k] = NULL;
+                    free_gi(m, x);
+                    say_failed(m, "nvmlGpmSampleAlloc", index, r);
+                    x = NULL;
+                    break;
+                }
+            }
+            if (!x)
+                continue;
+        }
+        x->seen = true;
+        if (x->have_prev && now - x->prev_mono_ns < GPM_MIN_GAP_NS)
+            continue; /* too close to the last sample: the next tick spans both */
+        nvmlReturn_t r = m->fn.gpm_sample(dev, x->gi, x->smp[x->cur]);
+        if (r == NVML_ERROR_NOT_SUPPORTED) {
+            gpm_absent(m, g, index, errstr(m, r));
+            return 0;
+        }
+        if (gone_answer(r))
+            continue; /* destroyed since it was enumerated */
+        if (r != NVML_SUCCESS) {
+            say_failed(m, "nvmlGpmMigSampleGet", index, r);
+            continue;
+        }
+        if (x->have_prev) {
+            nvmlGpmMetricsGet_t *mg = m->mg;
+            memset(mg, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + sizeof mg->metrics[0]);
+            mg->version = NVML_GPM_METRICS_GET_VERSION;
+            mg->numMetrics = 1;
+            mg->sample1 = x->smp[1 - x->cur];
+            mg->sample2 = x->smp[x->cur];
+            mg->metrics[0].metricId = NVML_GPM_METRIC_SM_UTIL;
+            r = m->fn.gpm_metrics(mg);
+            if (r == NVML_SUCCESS)
+                r = mg->metrics[0].nvmlReturn;
+            double v = mg->metrics[0].value / 100.0; /* raw: percent */
+            if (r == NVML_SUCCESS && isfinite(v)) {
+                x->have_ratio = true;
+                x->ratio = v < 0 ? 0 : v > 1 ? 1 : v;
+            } else if (r == NVML_ERROR_NOT_SUPPORTED) {
+                gpm_absent(m, g, index, "SM activity per GPU instance: Not Supported");
+                return 0;
+            } else {
+                say_failed(m, "nvmlGpmMetricsGet (MIG)", index, r ? r : NVML_ERROR_UNKNOWN);
+            }
+        }
+        x->have_prev = true;
+        x->prev_mono_ns = now;
+        x->cur = 1 - x->cur;
+    }
+    for (int k = 0; k < MAX_GI; k++)
+        if (g->gpm[k].used && !g->gpm[k].seen)
+            free_gi(m, &g->gpm[k]); /* its instance is gone */
+    return 0;
+}
+
 static int add_slot_labels(char *l, size_t n, const char *labels, const struct wt_mig_slot *s)
 {
     char gi[16], ci[16];
@@ -339,6 +519,9 @@ static int emit(const struct gpu *g, const struct wt_mig_instance *in, size_t n,
             if (in[k].gi != s->gi || in[k].ci != s->ci || strcmp(in[k].mig_uuid, s->mig_uuid))
                 continue;
             rc |= wt_batch_add(out, WT_M_MIG_PROCESSES, lb, t_ns, in[k].nprocs);
+            for (int j = 0; j < MAX_GI; j++)
+                if (g->gpm[j].used && g->gpm[j].have_ratio && g->gpm[j].gi == s->gi)
+                    rc |= wt_batch_add(out, WT_M_MIG_SM_ACTIVE_RATIO, lb, t_ns, g->gpm[j].ratio);
             if (in[k].have_mem) {
                 rc |= wt_batch_add(out, WT_M_MIG_MEM_USED_B, lb, t_ns, (double)in[k].mem_used_b);
                 rc |= wt_batch_add(out, WT_M_MIG_MEM_TOTAL_B, lb, t_ns, (double)in[k].mem_total_b);
@@ -364,6 +547,7 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
     struct gpu *g = &m->gpus[index];
     if (!g->seen || strcmp(g->uuid, uuid) != 0) {
         /* another board at the index (or the first poll): its split starts afresh */
+        free_gpm(m, g);
         memset(g, 0, sizeof *g);
         g->seen = true;
         snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
@@ -391,6 +575,7 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
         g->ledger.started = false; /* the next MIG poll is a new baseline */
     }
     if (!in_mig) {
+        free_gpm(m, g);
         /* counters of instances seen before stay (frozen); nothing is split */
         if (g->ledger.n == 0)
             return 0;
@@ -419,6 +604,8 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
         if (read_instance(m, index, h, &in[n]))
             n++;
     }
+    if (poll_gpm(m, g, index, dev, in, n) != 0)
+        return -ENOMEM;
     enum wt_mig_method method = WT_MIG_IDLE;
     if (!have_energy) {
         /* no energy this tick: nothing is split; the next tick takes its share */

@@ -18,15 +18,20 @@
  *   wattage_mig_memory_used_bytes, wattage_mig_memory_total_bytes, wattage_mig_processes
  *       gauges per instance present this poll (labels as its energy);
  *   wattage_mig_attribution_info{gpu,uuid,model,method} 1  how this poll's energy was split:
- *       memory, equal or idle (see enum wt_mig_method).
+ *       memory, equal or idle (see enum wt_mig_method);
+ *   wattage_mig_sm_active_ratio  GPM (Hopper and newer, where the library has
+ *       nvmlGpmMigSampleGet): the GPU instance's SM activity, mean over the time since its
+ *       previous sample (at least 100 ms), 0..1; the same on each of its compute instances.
  *
- * Utilization per instance is not reported: nvmlDeviceGetUtilizationRates answers
- * NOT_SUPPORTED on MIG handles, and the split never invents one.
+ * That is the only utilization per instance: nvmlDeviceGetUtilizationRates answers
+ * NOT_SUPPORTED on MIG handles (and on a MIG-enabled parent), and none is made up. GPM's
+ * figure is reported, not used for the split (the split is the per-process rule under MIG).
  *
  * A GPU that answers NOT_SUPPORTED to nvmlDeviceGetMigMode (before Ampere) is not asked again; a
  * library without the MIG entry points turns the part off, said once at open. A GPU not in MIG
  * mode has no MIG series. A handle that answers NOT_FOUND or INVALID_ARGUMENT between the calls
- * of one poll is an instance destroyed meanwhile: left out of this poll. An instance no longer
+ * of one poll is an instance destroyed meanwhile: left out of this poll. Without GPM (before
+ * Hopper, or no entry points) there is no SM activity, said once. An instance no longer
  * enumerated is said once at info; its counter stays (frozen), so sums stay continuous.
  */
 #ifndef WT_NVML_MIG_H

@@ -368,6 +368,11 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                               "instances: method memory (their processes' memory), equal (a "
                               "process's memory unknown) or idle (no instance had a process).",
                               WT_GAUGE},
+    [WT_M_MIG_SM_ACTIVE_RATIO] = {"wattage_mig_sm_active_ratio",
+                                  "GPM (Hopper and newer): the share of a MIG GPU instance's SMs "
+                                  "busy, mean over the last interval, 0..1; its compute "
+                                  "instances show the same figure.",
+                                  WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

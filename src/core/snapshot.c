@@ -388,8 +388,8 @@ static void averages_json(cJSON *root, cJSON *const *gobj, const struct view *v,
 #define MAX_MIG 64
 struct mig_inst {
     char gi[16], ci[16], uuid[96];
-    double energy, used, total, procs;
-    bool has_used, has_total, has_procs;
+    double energy, used, total, procs, sm;
+    bool has_used, has_total, has_procs, has_sm;
 };
 struct mig_view {
     int n;
@@ -408,7 +408,7 @@ static bool mig_of(const struct wt_batch *b, const char *idx, struct mig_view *m
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
         char gpu[16], gi[16], uuid[96];
-        if (r->metric < WT_M_MIG_ENERGY_J || r->metric > WT_M_MIG_ATTRIB_INFO ||
+        if (r->metric < WT_M_MIG_ENERGY_J || r->metric > WT_M_MIG_SM_ACTIVE_RATIO ||
             wt_labels_get(r->labels, "gpu", gpu, sizeof gpu) != 0 || strcmp(gpu, idx) != 0)
             continue;
         any = true;
@@ -454,6 +454,10 @@ static bool mig_of(const struct wt_batch *b, const char *idx, struct mig_view *m
             x->procs = r->value;
             x->has_procs = true;
             break;
+        case WT_M_MIG_SM_ACTIVE_RATIO:
+            x->sm = r->value;
+            x->has_sm = true;
+            break;
         default:
             break;
         }
@@ -494,6 +498,8 @@ static void mig_json(cJSON *const *gobj, const struct view *v, const struct wt_b
                 cJSON_AddNumberToObject(e, "memory_total_bytes", x->total);
             if (x->has_procs)
                 cJSON_AddNumberToObject(e, "processes", x->procs);
+            if (x->has_sm)
+                cJSON_AddNumberToObject(e, "sm_active_ratio", x->sm);
         }
     }
     free(m);
@@ -679,6 +685,8 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
                 if (x->has_used && x->has_total)
                     fprintf(f, ", memory %.1f of %.1f GiB", x->used / (1 << 30),
                             x->total / (1 << 30));
+                if (x->has_sm)
+                    fprintf(f, ", SM %.0f%%", x->sm * 100);
                 if (x->has_procs)
                     fprintf(f, ", %.0f process%s", x->procs, x->procs == 1 ? "" : "es");
                 else

@@ -8,11 +8,13 @@
 . tests/cli/lib.sh
 printf 'store:\n  flush_interval: 200ms\n' >"$TMP/w.yaml"
 PROCS=$TMP/procs LAYOUT=$TMP/mig
-printf '1 4101 mem=3000 gi=1\n1 4102 mem=1000 gi=2\n0 4200 mem=2048\n' >"$PROCS"
+printf '1 4101 mem=3000 gi=1 sm=45\n1 4102 mem=1000 gi=2 sm=20\n0 4200 mem=2048\n' >"$PROCS"
 export FAKE_NVML_GPUS=2 FAKE_NVML_MIG=1:3 FAKE_NVML_MIG_FILE=$LAYOUT FAKE_NVML_PROCS_FILE=$PROCS
 # Neither GPU says per-process utilization, and GPU 1's own is not supported under MIG: the
 # per-process split is by memory, as the instances' one, so the two views agree.
 export FAKE_NVML_NOT_SUPPORTED=process_utilization
+# GPM (as on Hopper): each GPU instance's SM activity is the sum of its processes' sm=.
+export FAKE_NVML_GPM=1
 PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 WATTAGE_NVML_LIBRARY=$FAKE_NVML bg "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 1 \
@@ -34,7 +36,9 @@ check "  memory used: 64 MiB + its process's 3000 MiB" \
     grep -qF "wattage_mig_memory_used_bytes{$G1,$I1} $(((3000 + 64) << 20))" "$TMP/m1"
 check "  memory total and processes" bash -c "grep -qF 'wattage_mig_memory_total_bytes{$G1,$I1} $(((143771 / 7) << 20))' '$TMP/m1' &&
     grep -qF 'wattage_mig_processes{$G1,gpu_instance=\"3\",compute_instance=\"0\",mig_uuid=\"MIG-fake-1-3\"} 0' '$TMP/m1'"
-check "no utilization per instance is made up" bash -c "! grep -q '^wattage_mig_[a-z_]*utilization' '$TMP/m1'"
+check "SM activity per GPU instance, from GPM" bash -c "grep -qF 'wattage_mig_sm_active_ratio{$G1,$I1} 0.45' '$TMP/m1' &&
+    grep -qF 'wattage_mig_sm_active_ratio{$G1,gpu_instance=\"3\",compute_instance=\"0\",mig_uuid=\"MIG-fake-1-3\"} 0' '$TMP/m1'"
+check "  and no other utilization is made up" bash -c "! grep -q '^wattage_mig_[a-z_]*utilization' '$TMP/m1'"
 check "GPU 0, not in MIG mode, has no MIG series" bash -c "! grep -q '^wattage_mig_[a-z_]*{gpu=\"0\"' '$TMP/m1'"
 
 curl -sf "$URL/api/v1/status" -o "$TMP/s1.json"
@@ -48,6 +52,7 @@ i = {x["gpu_instance"]: x for x in m["instances"]}
 assert sorted(i) == [1, 2, 3], i
 assert i[1]["mig_uuid"] == "MIG-fake-1-1" and i[1]["compute_instance"] == 0, i[1]
 assert i[1]["processes"] == 1 and i[3]["processes"] == 0 and i[1]["energy_joules"] > 0, i
+assert abs(i[2]["sm_active_ratio"] - 0.2) < 1e-9, i[2]
 assert i[1]["memory_used_bytes"] == (3000 + 64) << 20 and i[1]["memory_total_bytes"] == (143771 // 7) << 20, i[1]
 PY
 )
@@ -92,7 +97,7 @@ check "  split 3:1 by the processes' memory, nothing to the instance without one
 # instance 2 destroyed (and its process with it) while the daemon polls
 # (each file replaced whole: the fake reads them at every call)
 printf '1 1\n1 3\n' >"$LAYOUT.new" && mv "$LAYOUT.new" "$LAYOUT"
-printf '1 4101 mem=3000 gi=1\n0 4200 mem=2048\n' >"$PROCS.new" && mv "$PROCS.new" "$PROCS"
+printf '1 4101 mem=3000 gi=1 sm=45\n0 4200 mem=2048\n' >"$PROCS.new" && mv "$PROCS.new" "$PROCS"
 check "the destroyed instance is said" wait_for 10 grep -q 'MIG instance gone gpu=1 .*gpu_instance=2 ' "$TMP/run.log"
 sleep 1.5
 check "a page after" wait_for 5 scrape "$TMP/m3"

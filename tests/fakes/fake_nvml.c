@@ -149,6 +149,10 @@
  *                                energy or utilization of its own). The parent of instances
  *                                answers NOT_SUPPORTED to nvmlDeviceGetUtilizationRates, as the
  *                                reference says of MIG-enabled GPUs.
+ *                                With FAKE_NVML_GPM=1, nvmlGpmMigSampleGet(parent, gi) samples
+ *                                instance gi (NOT_FOUND when it is not there); the metrics over
+ *                                two such samples give, with u the sum of sm=PCT of its processes
+ *                                (at most 100), SM_UTIL u (and the other ids as above).
  *   NOT_SUPPORTED name: mig (nvmlDeviceGetMigMode and the count answer NOT_SUPPORTED, as before
  *   Ampere).
  *
@@ -1624,10 +1628,10 @@ wt_nvml_unit_psu_fn nvmlUnitGetPsuInfo;
 wt_nvml_unit_fans_fn nvmlUnitGetFanSpeedInfo;
 int fake_nvml_gpm_live(void);
 
-/* A GPM sample: when and on which GPU it was taken. */
+/* A GPM sample: when and on which GPU (and GPU instance: 0 for the whole GPU) it was taken. */
 struct nvmlGpmSample_st {
     bool taken;
-    unsigned int gpu;
+    unsigned int gpu, gi;
     double t;
 };
 static _Atomic int gpm_live;
@@ -1685,8 +1689,44 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t smp)
         return NVML_ERROR_INVALID_ARGUMENT;
     smp->taken = true;
     smp->gpu = d->index;
+    smp->gi = 0;
     smp->t = t;
     return NVML_SUCCESS;
+}
+
+wt_nvml_gpm_mig_sample_fn nvmlGpmMigSampleGet;
+
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t d, unsigned int gi, nvmlGpmSample_t smp)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlGpmMigSampleGet", d, NS_GPM, &t);
+    if (r)
+        return r;
+    if (!fk.gpm)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (!smp || !fk.mig[d->index])
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!mig_present(d->index, gi))
+        return NVML_ERROR_NOT_FOUND;
+    smp->taken = true;
+    smp->gpu = d->index;
+    smp->gi = gi;
+    smp->t = t;
+    return NVML_SUCCESS;
+}
+
+/* GPU instance gi's SM activity: the sm= of its processes, summed, at most 100 %. */
+static double mig_util_pct(unsigned int gpu, unsigned int gi)
+{
+    static _Thread_local struct fake_proc p[MAX_PROCS];
+    unsigned int n = file_procs(gpu, false, true, p, MAX_PROCS);
+    double u = 0;
+    for (unsigned int i = 0; i < n; i++)
+        if (p[i].gi == gi && p[i].sm > 0)
+            u += p[i].sm;
+    return u > 100 ? 100 : u;
 }
 
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
@@ -1697,9 +1737,10 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
     if (!mg || mg->version != NVML_GPM_METRICS_GET_VERSION || mg->numMetrics > NVML_GPM_METRIC_MAX)
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct nvmlGpmSample_st *a = mg->sample1, *b = mg->sample2;
-    if (!a || !b || !a->taken || !b->taken || a->gpu != b->gpu || !(b->t > a->t))
+    if (!a || !b || !a->taken || !b->taken || a->gpu != b->gpu || a->gi != b->gi || !(b->t > a->t))
         return NVML_ERROR_INVALID_ARGUMENT;
-    double u = (util_pct(a->gpu, a->t) + util_pct(b->gpu, b->t)) / 2;
+    double u =
+        a->gi ? mig_util_pct(a->gpu, a->gi) : (util_pct(a->gpu, a->t) + util_pct(b->gpu, b->t)) / 2;
     for (unsigned int i = 0; i < mg->numMetrics; i++) {
         nvmlGpmMetric_t *m = &mg->metrics[i];
         bool off = false;

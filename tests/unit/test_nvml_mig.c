@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect/nvml_mig.h"
@@ -465,6 +466,96 @@ WT_TEST(fake_mig_instance_destroyed_between_lookup_and_reads_is_left_out_and_sai
     log_end(saved);
     WT_EQ_INT(logged("MIG instance gone gpu=0", "gpu_instance=2 "), 1);
     WT_EQ_INT(logged(" warn ", NULL), 0);
+    wt_batch_free(&b);
+}
+
+static void sleep_s(double sec)
+{
+    struct timespec ts = {(time_t)sec, (long)((sec - (double)(time_t)sec) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static int gpm_live(const struct lib *x)
+{
+    void *p = must_sym(x->dl, "fake_nvml_gpm_live");
+    int (*f)(void);
+    memcpy(&f, &p, sizeof p);
+    return f();
+}
+
+WT_TEST(fake_mig_sm_activity_per_gpu_instance_through_gpm)
+{
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    char procs[PATH_MAX], layout[PATH_MAX];
+    snprintf(procs, sizeof procs, "%s/procs", wt_test_dir());
+    snprintf(layout, sizeof layout, "%s/mig", wt_test_dir());
+    wt_test_write(procs, "0 100 mem=1000 gi=1 sm=35\n0 101 mem=1000 gi=1 sm=25\n"
+                         "0 102 mem=1000 gi=2\n");
+    setenv("FAKE_NVML_GPUS", "1", 1);
+    setenv("FAKE_NVML_MIG", "0:3", 1);
+    setenv("FAKE_NVML_GPM", "1", 1);
+    setenv("FAKE_NVML_PROCS_FILE", procs, 1);
+    setenv("FAKE_NVML_MIG_FILE", layout, 1);
+    struct lib x = lib_open(fake_path);
+    struct wt_nvml_mig *m = NULL;
+    WT_EQ_INT(wt_nvml_mig_open(x.dl, fake_path, 1, GAP, x.error_string, &m), 0);
+    struct wt_batch b = {0};
+    WT_EQ_INT(poll(m, &x, 0, 1000, 1 * S, &b), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_MIG_SM_ACTIVE_RATIO), 0); /* one sample: no interval */
+    WT_EQ_INT(gpm_live(&x), 6);                                 /* two per GPU instance */
+    sleep_s(0.12);
+    wt_batch_clear(&b);
+    WT_EQ_INT(poll(m, &x, 0, 2000, 2 * S, &b), 0);
+    WT_NEAR(mig_value(&b, WT_M_MIG_SM_ACTIVE_RATIO, 0, "1"), 0.60, 1e-9);
+    WT_NEAR(mig_value(&b, WT_M_MIG_SM_ACTIVE_RATIO, 0, "2"), 0.0, 1e-9);
+    WT_NEAR(mig_value(&b, WT_M_MIG_SM_ACTIVE_RATIO, 0, "3"), 0.0, 1e-9);
+    /* the GPM figure is not a split rule: the energy still goes by memory */
+    WT_NEAR(mig_value(&b, WT_M_MIG_ENERGY_J, 0, "1"), 0.667, 1e-9); /* 2:1, whole mJ */
+    /* a poll under 100 ms after the last sample: no figure rather than a noisy one */
+    wt_batch_clear(&b);
+    WT_EQ_INT(poll(m, &x, 0, 3000, 3 * S, &b), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_MIG_SM_ACTIVE_RATIO), 0);
+    /* gi 3 destroyed: its samples are freed */
+    wt_test_write(layout, "0 1\n0 2\n");
+    sleep_s(0.12);
+    wt_batch_clear(&b);
+    WT_EQ_INT(poll(m, &x, 0, 4000, 4 * S, &b), 0);
+    WT_EQ_INT(gpm_live(&x), 4);
+    WT_NEAR(mig_value(&b, WT_M_MIG_SM_ACTIVE_RATIO, 0, "1"), 0.60, 1e-9);
+    wt_nvml_mig_close(m);
+    WT_EQ_INT(gpm_live(&x), 0);
+    lib_close(&x);
+    log_end(saved);
+    WT_EQ_INT(logged(" warn ", NULL), 0);
+    WT_EQ_INT(logged("MIG utilization", NULL), 0);
+    wt_batch_free(&b);
+}
+
+WT_TEST(fake_mig_without_gpm_has_no_utilization_said_once)
+{
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    setenv("FAKE_NVML_MIG", "0:2,1:2", 1);
+    struct lib x = lib_open(fake_path);
+    struct wt_nvml_mig *m = NULL;
+    WT_EQ_INT(wt_nvml_mig_open(x.dl, fake_path, 2, GAP, x.error_string, &m), 0);
+    struct wt_batch b = {0};
+    for (int t = 0; t < 3; t++) {
+        WT_EQ_INT(poll(m, &x, 0, 1000 * (uint64_t)t, (t + 1) * S, &b), 0);
+        WT_EQ_INT(poll(m, &x, 1, 1000 * (uint64_t)t, (t + 1) * S, &b), 0);
+        sleep_s(0.11);
+    }
+    WT_EQ_INT(count_readings(&b, WT_M_MIG_SM_ACTIVE_RATIO), 0);
+    WT_ASSERT(count_readings(&b, WT_M_MIG_MEM_USED_B) > 0);
+    WT_EQ_INT(gpm_live(&x), 0);
+    wt_nvml_mig_close(m);
+    lib_close(&x);
+    log_end(saved);
+    WT_EQ_INT(logged("MIG utilization: not supported (GPM needs Hopper or newer) gpu=0", NULL), 1);
+    WT_EQ_INT(logged("MIG utilization", NULL), 1);
     wt_batch_free(&b);
 }
 
