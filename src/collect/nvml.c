@@ -26,6 +26,7 @@
 #include "collect/attrib.h"
 #include "collect/nvml_api.h"
 #include "collect/nvml_fields.h"
+#include "collect/nvml_mig.h"
 #include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -324,6 +325,7 @@ struct nvml_state {
     unsigned int n;
     struct gpu *gpus;
     struct wt_nvml_fields *fields; /* interconnect counters, GPM, units (nvml_fields.h) */
+    struct wt_nvml_mig *mig;       /* MIG instances and their energy (nvml_mig.h) */
 };
 
 #define PROCS_EVERY_NS WT_NS_PER_S
@@ -1297,6 +1299,9 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     }
     *rc |= emit(s, g, &v, t_ns, out);
     *rc |= wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, t_ns, out);
+    /* The parent's energy of this tick over its MIG instances, counted once (nvml_mig.h). */
+    *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, g->have_energy_mj,
+                                g->energy_mj, g->busy, t_ns, out);
     return NVML_SUCCESS;
 }
 
@@ -1592,6 +1597,7 @@ static void nvml_close(void *state)
     wt_attrib_close(s->attrib);
     free(s->util_buf);
     wt_nvml_fields_close(s->fields); /* its GPM samples, while NVML is still up */
+    wt_nvml_mig_close(s->mig);
     if (s->inited)
         xid_stop(s);
     if (s->inited)
@@ -1711,6 +1717,10 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     /* Counters and GPM are additions too: without memory for them the GPUs are still read. */
     if (wt_nvml_fields_open(s->dl, s->library, s->n, s->fn.error_string, &s->fields) != 0)
         s->fields = NULL;
+    /* Per tick, like the per-process split: across a gap the energy is idle. */
+    if (wt_nvml_mig_open(s->dl, s->library, s->n, s->attrib_gap_ns, s->fn.error_string, &s->mig) !=
+        0)
+        s->mig = NULL;
     /* Attribution is an addition: without memory for it the GPUs are still read. */
     s->util_cap = PROCS_BUF;
     if ((!cfg || cfg->collectors.nvml_attribution) &&

@@ -426,4 +426,38 @@ typedef nvmlReturn_t wt_nvml_unit_fans_fn(nvmlUnit_t unit, nvmlUnitFanSpeeds_t *
  *   wt_nvml_unit_psu_fn     nvmlUnitGetPsuInfo; wt_nvml_unit_fans_fn nvmlUnitGetFanSpeedInfo
  */
 
+/* ---- MIG instances (collect/nvml_mig.c) ---- */
+
+/*
+ * nvmlDeviceGetMigMode: the current and pending mode of a parent GPU (Ampere and newer; other
+ * GPUs answer NOT_SUPPORTED). A MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex) stands
+ * for one compute instance: it answers nvmlDeviceGetMemoryInfo, nvmlDeviceGetUUID ("MIG-...")
+ * and nvmlDeviceGetComputeRunningProcesses_v3 for that instance only, and has no power, energy
+ * or utilization of its own (nvmlDeviceGetUtilizationRates answers NOT_SUPPORTED). A handle
+ * stays valid until its compute instance is destroyed; then it answers NOT_FOUND or
+ * INVALID_ARGUMENT and must be asked for again. Index i of a parent may hold no instance
+ * (NOT_FOUND): enumerate 0 .. nvmlDeviceGetMaxMigDeviceCount - 1.
+ */
+#define NVML_DEVICE_MIG_DISABLE 0u
+#define NVML_DEVICE_MIG_ENABLE 1u
+
+typedef nvmlReturn_t wt_nvml_mig_mode_fn(nvmlDevice_t device, unsigned int *current,
+                                         unsigned int *pending);
+typedef nvmlReturn_t wt_nvml_mig_handle_fn(nvmlDevice_t device, unsigned int index,
+                                           nvmlDevice_t *mig_device);
+/* A GPM sample of one GPU instance of a parent in MIG mode (Hopper and newer); the metrics over
+ * two of them (nvmlGpmMetricsGet) are that instance's. */
+typedef nvmlReturn_t wt_nvml_gpm_mig_sample_fn(nvmlDevice_t device, unsigned int gpu_instance_id,
+                                               nvmlGpmSample_t sample);
+
+/*
+ * Which entry point has which type (for the fake's declarations):
+ *   wt_nvml_mig_mode_fn     nvmlDeviceGetMigMode
+ *   wt_nvml_uint_fn         nvmlDeviceGetMaxMigDeviceCount (parent), nvmlDeviceGetGpuInstanceId,
+ *                           nvmlDeviceGetComputeInstanceId (MIG handle)
+ *   wt_nvml_mig_handle_fn   nvmlDeviceGetMigDeviceHandleByIndex
+ *   wt_nvml_gpm_mig_sample_fn nvmlGpmMigSampleGet
+ *   wt_nvml_memory_fn, wt_nvml_string_fn, wt_nvml_procs_fn on a MIG handle: as above
+ */
+
 #endif

@@ -348,6 +348,31 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "1 while a node's wall has departed from its calibration model "
                                "beyond the bound for a whole KPI window or more.",
                                WT_GAUGE},
+    [WT_M_MIG_ENERGY_J] = {"wattage_mig_energy_joules_total",
+                           "A MIG GPU's energy counted for one of its instances (gpu_instance, "
+                           "compute_instance, mig_uuid), split by its processes' memory, else "
+                           "equally among the instances with processes; gpu_instance=\"idle\" "
+                           "is the rest. Per GPU the series sum to its energy since the split "
+                           "started: the board's energy is counted once.",
+                           WT_COUNTER},
+    [WT_M_MIG_MEM_USED_B] = {"wattage_mig_memory_used_bytes",
+                             "Memory used in a MIG instance (nvmlDeviceGetMemoryInfo on its "
+                             "handle).",
+                             WT_GAUGE},
+    [WT_M_MIG_MEM_TOTAL_B] = {"wattage_mig_memory_total_bytes", "Memory of a MIG instance.",
+                              WT_GAUGE},
+    [WT_M_MIG_PROCESSES] = {"wattage_mig_processes", "Compute processes in a MIG instance.",
+                            WT_GAUGE},
+    [WT_M_MIG_ATTRIB_INFO] = {"wattage_mig_attribution_info",
+                              "1, with how a MIG GPU's last interval was split over its "
+                              "instances: method memory (their processes' memory), equal (a "
+                              "process's memory unknown) or idle (no instance had a process).",
+                              WT_GAUGE},
+    [WT_M_MIG_SM_ACTIVE_RATIO] = {"wattage_mig_sm_active_ratio",
+                                  "GPM (Hopper and newer): the share of a MIG GPU instance's SMs "
+                                  "busy, mean over the last interval, 0..1; its compute "
+                                  "instances show the same figure.",
+                                  WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -159,6 +159,13 @@ enum wt_metric_id {
     WT_M_NODE_MODEL_DEPARTURE_W, /* wall - predicted */
     WT_M_NODE_MODEL_BOUND_W,     /* the departure the model allows */
     WT_M_NODE_MODEL_DRIFT,       /* 0/1, beyond the bound for a whole KPI window */
+    /* MIG instances (collect/nvml_mig.h): GPU labels + gpu_instance, compute_instance, mig_uuid */
+    WT_M_MIG_ENERGY_J,        /* counter: the parent's energy split to an instance (or "idle") */
+    WT_M_MIG_MEM_USED_B,      /* bytes */
+    WT_M_MIG_MEM_TOTAL_B,     /* bytes */
+    WT_M_MIG_PROCESSES,       /* compute processes in the instance */
+    WT_M_MIG_ATTRIB_INFO,     /* 1, + method="memory"|"equal"|"idle" */
+    WT_M_MIG_SM_ACTIVE_RATIO, /* GPM per GPU instance, mean over the last interval, 0..1 */
     WT_M_COUNT
 };
 

@@ -383,6 +383,128 @@ static void averages_json(cJSON *root, cJSON *const *gobj, const struct view *v,
     }
 }
 
+/* ---- MIG instances (collect/nvml_mig.h), per GPU ---- */
+
+#define MAX_MIG 64
+struct mig_inst {
+    char gi[16], ci[16], uuid[96];
+    double energy, used, total, procs, sm;
+    bool has_used, has_total, has_procs, has_sm;
+};
+struct mig_view {
+    int n;
+    bool in_mig; /* a method gauge: the GPU is in MIG mode */
+    char method[16];
+    bool has_idle;
+    double idle;
+    struct mig_inst in[MAX_MIG];
+};
+
+/* GPU idx's MIG readings of b into m; false when it has none. */
+static bool mig_of(const struct wt_batch *b, const char *idx, struct mig_view *m)
+{
+    memset(m, 0, sizeof *m);
+    bool any = false;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        char gpu[16], gi[16], uuid[96];
+        if (r->metric < WT_M_MIG_ENERGY_J || r->metric > WT_M_MIG_SM_ACTIVE_RATIO ||
+            wt_labels_get(r->labels, "gpu", gpu, sizeof gpu) != 0 || strcmp(gpu, idx) != 0)
+            continue;
+        any = true;
+        if (r->metric == WT_M_MIG_ATTRIB_INFO) {
+            m->in_mig = wt_labels_get(r->labels, "method", m->method, sizeof m->method) == 0;
+            continue;
+        }
+        if (wt_labels_get(r->labels, "gpu_instance", gi, sizeof gi) != 0)
+            continue;
+        if (strcmp(gi, "idle") == 0) {
+            m->has_idle = r->metric == WT_M_MIG_ENERGY_J;
+            m->idle = r->value;
+            continue;
+        }
+        if (wt_labels_get(r->labels, "mig_uuid", uuid, sizeof uuid) != 0)
+            continue;
+        struct mig_inst *x = NULL;
+        for (int k = 0; k < m->n && !x; k++)
+            if (strcmp(m->in[k].uuid, uuid) == 0 && strcmp(m->in[k].gi, gi) == 0)
+                x = &m->in[k];
+        if (!x && m->n == MAX_MIG)
+            continue;
+        if (!x) {
+            x = &m->in[m->n++];
+            snprintf(x->gi, sizeof x->gi, "%s", gi);
+            snprintf(x->uuid, sizeof x->uuid, "%s", uuid);
+            if (wt_labels_get(r->labels, "compute_instance", x->ci, sizeof x->ci) != 0)
+                x->ci[0] = '\0';
+        }
+        switch (r->metric) {
+        case WT_M_MIG_ENERGY_J:
+            x->energy = r->value;
+            break;
+        case WT_M_MIG_MEM_USED_B:
+            x->used = r->value;
+            x->has_used = true;
+            break;
+        case WT_M_MIG_MEM_TOTAL_B:
+            x->total = r->value;
+            x->has_total = true;
+            break;
+        case WT_M_MIG_PROCESSES:
+            x->procs = r->value;
+            x->has_procs = true;
+            break;
+        case WT_M_MIG_SM_ACTIVE_RATIO:
+            x->sm = r->value;
+            x->has_sm = true;
+            break;
+        default:
+            break;
+        }
+    }
+    return any;
+}
+
+/* "mig": {"method", "idle_energy_joules", "instances": [...]} in each GPU object with MIG
+ * series. */
+static void mig_json(cJSON *const *gobj, const struct view *v, const struct wt_batch *b)
+{
+    struct mig_view *m = malloc(sizeof *m);
+    for (int g = 0; m && g < v->ngpus; g++) {
+        if (!gobj[g] || !mig_of(b, v->gpus[g].index, m))
+            continue;
+        cJSON *o = cJSON_AddObjectToObject(gobj[g], "mig");
+        if (!o)
+            break;
+        if (m->in_mig)
+            cJSON_AddStringToObject(o, "method", m->method);
+        if (m->has_idle)
+            cJSON_AddNumberToObject(o, "idle_energy_joules", m->idle);
+        cJSON *arr = cJSON_AddArrayToObject(o, "instances");
+        for (int k = 0; arr && k < m->n; k++) {
+            const struct mig_inst *x = &m->in[k];
+            cJSON *e = cJSON_CreateObject();
+            if (!e)
+                break;
+            cJSON_AddItemToArray(arr, e);
+            cJSON_AddNumberToObject(e, "gpu_instance", atoi(x->gi));
+            if (x->ci[0])
+                cJSON_AddNumberToObject(e, "compute_instance", atoi(x->ci));
+            cJSON_AddStringToObject(e, "mig_uuid", x->uuid);
+            cJSON_AddNumberToObject(e, "energy_joules", x->energy);
+            if (x->has_used)
+                cJSON_AddNumberToObject(e, "memory_used_bytes", x->used);
+            if (x->has_total)
+                cJSON_AddNumberToObject(e, "memory_total_bytes", x->total);
+            if (x->has_procs)
+                cJSON_AddNumberToObject(e, "processes", x->procs);
+            if (x->has_sm)
+                cJSON_AddNumberToObject(e, "sm_active_ratio", x->sm);
+        }
+    }
+    free(m);
+}
+
 char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *cs, size_t ncs,
                        int64_t t_ns, int pretty)
 {
@@ -457,6 +579,7 @@ char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *
     if (v->has_mem_total)
         cJSON_AddNumberToObject(h, "memory_total_bytes", v->mem_total);
     averages_json(root, gobj, v, b);
+    mig_json(gobj, v, b);
 
     struct fac_view *fv = malloc(sizeof *fv);
     if (fv) {
@@ -548,6 +671,30 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
                 fprintf(f, ", idle power level %.1f W (sensor +-5 W)", g->v[F_IDLE_POWER]);
             fprintf(f, "\n");
         }
+        /* MIG instances, where a GPU is split (collect/nvml_mig.h). */
+        struct mig_view *m = malloc(sizeof *m);
+        for (int i = 0; m && i < v->ngpus; i++) {
+            if (!mig_of(b, v->gpus[i].index, m) || !m->in_mig)
+                continue;
+            fprintf(f, "GPU %s MIG (split by %s): idle %.1f J\n", v->gpus[i].index, m->method,
+                    m->idle);
+            for (int k = 0; k < m->n; k++) {
+                const struct mig_inst *x = &m->in[k];
+                fprintf(f, "  gi %s ci %s %s: %.1f J", x->gi, x->ci[0] ? x->ci : "-", x->uuid,
+                        x->energy);
+                if (x->has_used && x->has_total)
+                    fprintf(f, ", memory %.1f of %.1f GiB", x->used / (1 << 30),
+                            x->total / (1 << 30));
+                if (x->has_sm)
+                    fprintf(f, ", SM %.0f%%", x->sm * 100);
+                if (x->has_procs)
+                    fprintf(f, ", %.0f process%s", x->procs, x->procs == 1 ? "" : "es");
+                else
+                    fprintf(f, " (gone)");
+                fprintf(f, "\n");
+            }
+        }
+        free(m);
         fprintf(f, "\n");
     } else {
         fprintf(f, "GPUs: unavailable (%s)\n\n",

@@ -131,6 +131,36 @@
  *                                and its fan 1 failed
  *   NOT_SUPPORTED names for these: nvlink, pcie_bytes, gpm, power_source, psu, unit_fans.
  *
+ *   MIG (Multi-Instance GPU; seconds after T0 do not apply: the layout is read at every call):
+ *   FAKE_NVML_MIG=g:N[,…]        GPU g is in MIG mode with N instances (1..7): MIG device handle
+ *                                index k is GPU instance k+1, compute instance 0, UUID
+ *                                "MIG-fake-<g>-<gi>", 143771/7 MiB of memory (integer MiB), of
+ *                                which 64 MiB plus the memory of its processes (the lines of
+ *                                FAKE_NVML_PROCS_FILE for GPU g with gi=<gi>, as their count) is
+ *                                used, at most all. Other GPUs: MIG disabled.
+ *                                nvmlDeviceGetMaxMigDeviceCount is 7 on a MIG GPU, 0 otherwise.
+ *   FAKE_NVML_MIG_FILE=FILE      when the file exists it is the layout instead, read at every
+ *                                MIG call: lines "g gi" (gi 1..7) are the instances of the GPUs
+ *                                FAKE_NVML_MIG names (others stay disabled). A test rewrites it to
+ *                                destroy or create an instance while a reader runs. A handle of
+ *                                an instance not there (destroyed) answers NVML_ERROR_NOT_FOUND
+ *                                to every call, as does a handle index without an instance. A
+ *                                line "g gi stale" is an instance destroyed between the handle
+ *                                lookup (which still answers) and the calls on the handle
+ *                                (NOT_FOUND).
+ *                                On a MIG handle, nvmlDeviceGetUUID, nvmlDeviceGetMemoryInfo and
+ *                                nvmlDevice{Compute,Graphics}RunningProcesses[_v2|_v3] answer for
+ *                                the instance; every other call INVALID_ARGUMENT (no power,
+ *                                energy or utilization of its own). The parent of instances
+ *                                answers NOT_SUPPORTED to nvmlDeviceGetUtilizationRates, as the
+ *                                reference says of MIG-enabled GPUs.
+ *                                With FAKE_NVML_GPM=1, nvmlGpmMigSampleGet(parent, gi) samples
+ *                                instance gi (NOT_FOUND when it is not there); the metrics over
+ *                                two such samples give, with u the sum of sm=PCT of its processes
+ *                                (at most 100), SM_UTIL u (and the other ids as above).
+ *   NOT_SUPPORTED name: mig (nvmlDeviceGetMigMode and the count answer NOT_SUPPORTED, as before
+ *   Ampere).
+ *
  *   FAKE_NVML_SHUTDOWN_ALL=1     nvmlShutdown ends every session at once, as a wrapper or driver
  *                                that does not count nvmlInit/nvmlShutdown pairs would (the
  *                                real library counts them, as this fake does by default)
@@ -171,8 +201,11 @@
 #define MAX_EVENTS 32
 
 struct nvmlDevice_st {
-    unsigned int index;
+    unsigned int index; /* the GPU (the parent, for a MIG handle) */
+    unsigned int gi;    /* a MIG handle's GPU instance, 1..MAX_MIG; 0 for a GPU */
 };
+
+#define MAX_MIG 7
 
 enum {
     NS_ENERGY,
@@ -202,6 +235,7 @@ enum {
     NS_GPM,
     NS_PSU,
     NS_UNIT_FANS,
+    NS_MIG,
     NS_COUNT
 };
 static const char *const ns_names[NS_COUNT] = {
@@ -214,6 +248,7 @@ static const char *const ns_names[NS_COUNT] = {
     "fan",        "vbios",       "process_utilization",
     "nvlink",     "pcie_bytes",  "power_source",
     "gpm",        "psu",         "unit_fans",
+    "mig",
 };
 
 static struct {
@@ -274,6 +309,9 @@ static struct {
     struct health psu_abnormal[MAX_EVENTS];
     int npsu_abnormal;
     bool wait_ignores_signal;
+    unsigned int mig_n[MAX_GPUS]; /* FAKE_NVML_MIG: instances; 0: not in MIG mode */
+    bool mig[MAX_GPUS];
+    const char *mig_file;
 } fk;
 
 #define DEFAULT_LIMIT_MW 700000u
@@ -283,6 +321,7 @@ static _Atomic int sessions;
 /* Set by nvmlDeviceSetPowerManagementLimit (0: never) when there is no FAKE_NVML_LIMITS_FILE. */
 static unsigned int limit_mw[MAX_GPUS];
 static struct nvmlDevice_st devices[MAX_GPUS];
+static struct nvmlDevice_st mig_devices[MAX_GPUS][MAX_MIG]; /* [gpu][gi - 1] */
 
 double fake_nvml_exact_energy_j(unsigned int gpu, double t_from, double t_to);
 double fake_nvml_t0(void);
@@ -457,6 +496,19 @@ static void load(void)
     fk.shutdown_all = env_double("FAKE_NVML_SHUTDOWN_ALL", 0) != 0;
     fk.call_log = env("FAKE_NVML_CALL_LOG");
     fk.procs_file = env("FAKE_NVML_PROCS_FILE");
+    for (v = env("FAKE_NVML_MIG"); v && *v;) {
+        unsigned int g, n;
+        if (sscanf(v, "%u:%u", &g, &n) == 2 && g < MAX_GPUS) {
+            fk.mig[g] = true;
+            fk.mig_n[g] = n > MAX_MIG ? MAX_MIG : n;
+        }
+        v = strchr(v, ',');
+        v = v ? v + 1 : NULL;
+    }
+    fk.mig_file = env("FAKE_NVML_MIG_FILE");
+    for (unsigned int i = 0; i < MAX_GPUS; i++)
+        for (unsigned int k = 0; k < MAX_MIG; k++)
+            mig_devices[i][k] = (struct nvmlDevice_st){i, k + 1};
     for (unsigned int i = 0; i < MAX_GPUS; i++)
         devices[i].index = i;
     fk.loaded = true;
@@ -663,6 +715,51 @@ static nvmlReturn_t device_call(const char *fn, nvmlDevice_t d, int ns, double *
     return NVML_SUCCESS;
 }
 
+/* d is a MIG device handle (of any GPU, any instance, present or not). */
+static bool is_mig(nvmlDevice_t d)
+{
+    const struct nvmlDevice_st *first = &mig_devices[0][0];
+    return d && d >= first && d < first + MAX_GPUS * MAX_MIG;
+}
+
+/* GPU instance gi (1..MAX_MIG) of GPU gpu now: FAKE_NVML_MIG_FILE when it exists, else the
+ * first FAKE_NVML_MIG count of them. */
+enum { MIG_ABSENT, MIG_PRESENT, MIG_STALE };
+__attribute__((unused)) static int mig_state(unsigned int gpu, unsigned int gi)
+{
+    if (gpu >= fk.gpus || !fk.mig[gpu] || gi < 1 || gi > MAX_MIG)
+        return MIG_ABSENT;
+    FILE *f = fk.mig_file ? fopen(fk.mig_file, "re") : NULL;
+    if (!f)
+        return gi <= fk.mig_n[gpu] ? MIG_PRESENT : MIG_ABSENT;
+    int st = MIG_ABSENT;
+    char line[128], word[16];
+    while (st == MIG_ABSENT && fgets(line, sizeof line, f)) {
+        unsigned int g, i;
+        int got = sscanf(line, "%u %u %15s", &g, &i, word);
+        if (got >= 2 && g == gpu && i == gi)
+            st = got == 3 && strcmp(word, "stale") == 0 ? MIG_STALE : MIG_PRESENT;
+    }
+    fclose(f);
+    return st;
+}
+
+__attribute__((unused)) static bool mig_present(unsigned int gpu, unsigned int gi)
+{
+    return mig_state(gpu, gi) == MIG_PRESENT;
+}
+
+/* The checks every call on a MIG handle starts with: the parent's, then the instance is there
+ * (NOT_FOUND once destroyed, as the driver's stale handle). */
+__attribute__((unused)) static nvmlReturn_t mig_call(const char *fn, nvmlDevice_t d, int ns,
+                                                     double *t)
+{
+    nvmlReturn_t r = device_call(fn, &devices[d->index], ns, t);
+    if (r)
+        return r;
+    return mig_present(d->index, d->gi) ? NVML_SUCCESS : NVML_ERROR_NOT_FOUND;
+}
+
 static nvmlReturn_t copy_out(char *buf, unsigned int length, const char *s)
 {
     if (!buf)
@@ -779,10 +876,14 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int length)
 {
     double t;
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    nvmlReturn_t r = device_call("nvmlDeviceGetUUID", d, -1, &t);
+    nvmlReturn_t r = is_mig(d) ? mig_call("nvmlDeviceGetUUID", d, -1, &t)
+                               : device_call("nvmlDeviceGetUUID", d, -1, &t);
     if (r)
         return r;
-    snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
+    if (is_mig(d))
+        snprintf(uuid, sizeof uuid, "MIG-fake-%u-%u", d->index, d->gi);
+    else
+        snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
     return copy_out(buf, length, uuid);
 }
 
@@ -935,15 +1036,21 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *ut
     nvmlReturn_t r = device_call("nvmlDeviceGetUtilizationRates", d, NS_UTIL, &t);
     if (r)
         return r;
+    if (fk.mig[d->index])
+        return NVML_ERROR_NOT_SUPPORTED; /* "not currently supported" on MIG-enabled GPUs */
     double u = util_pct(d->index, t);
     util->gpu = (unsigned int)lround(u);
     util->memory = (unsigned int)lround(0.6 * u);
     return NVML_SUCCESS;
 }
 
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *mem);
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *mem)
 {
     double t;
+    if (is_mig(d))
+        return mig_memory(d, mem);
     nvmlReturn_t r = device_call("nvmlDeviceGetMemoryInfo", d, NS_MEM, &t);
     if (r)
         return r;
@@ -1128,12 +1235,20 @@ static nvmlReturn_t do_procs(const char *fn, nvmlDevice_t d, unsigned int *count
 {
     double t;
     static _Thread_local struct fake_proc pids[MAX_PROCS];
-    nvmlReturn_t r = device_call(fn, d, NS_PROCS, &t);
+    nvmlReturn_t r = is_mig(d) ? mig_call(fn, d, NS_PROCS, &t) : device_call(fn, d, NS_PROCS, &t);
     if (r)
         return r;
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned int n = file_procs(d->index, graphics, false, pids, MAX_PROCS);
+    if (is_mig(d)) {
+        /* a MIG handle lists its instance's processes only */
+        unsigned int m = 0;
+        for (unsigned int i = 0; i < n; i++)
+            if (pids[i].gi == d->gi)
+                pids[m++] = pids[i];
+        n = m;
+    }
     if (n > *count || (n && !infos)) {
         *count = n;
         return NVML_ERROR_INSUFFICIENT_SIZE;
@@ -1600,10 +1715,10 @@ wt_nvml_unit_psu_fn nvmlUnitGetPsuInfo;
 wt_nvml_unit_fans_fn nvmlUnitGetFanSpeedInfo;
 int fake_nvml_gpm_live(void);
 
-/* A GPM sample: when and on which GPU it was taken. */
+/* A GPM sample: when and on which GPU (and GPU instance: 0 for the whole GPU) it was taken. */
 struct nvmlGpmSample_st {
     bool taken;
-    unsigned int gpu;
+    unsigned int gpu, gi;
     double t;
 };
 static _Atomic int gpm_live;
@@ -1661,8 +1776,44 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t d, nvmlGpmSample_t smp)
         return NVML_ERROR_INVALID_ARGUMENT;
     smp->taken = true;
     smp->gpu = d->index;
+    smp->gi = 0;
     smp->t = t;
     return NVML_SUCCESS;
+}
+
+wt_nvml_gpm_mig_sample_fn nvmlGpmMigSampleGet;
+
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t d, unsigned int gi, nvmlGpmSample_t smp)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlGpmMigSampleGet", d, NS_GPM, &t);
+    if (r)
+        return r;
+    if (!fk.gpm)
+        return NVML_ERROR_NOT_SUPPORTED;
+    if (!smp || !fk.mig[d->index])
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (!mig_present(d->index, gi))
+        return NVML_ERROR_NOT_FOUND;
+    smp->taken = true;
+    smp->gpu = d->index;
+    smp->gi = gi;
+    smp->t = t;
+    return NVML_SUCCESS;
+}
+
+/* GPU instance gi's SM activity: the sm= of its processes, summed, at most 100 %. */
+static double mig_util_pct(unsigned int gpu, unsigned int gi)
+{
+    static _Thread_local struct fake_proc p[MAX_PROCS];
+    unsigned int n = file_procs(gpu, false, true, p, MAX_PROCS);
+    double u = 0;
+    for (unsigned int i = 0; i < n; i++)
+        if (p[i].gi == gi && p[i].sm > 0)
+            u += p[i].sm;
+    return u > 100 ? 100 : u;
 }
 
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
@@ -1673,9 +1824,10 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *mg)
     if (!mg || mg->version != NVML_GPM_METRICS_GET_VERSION || mg->numMetrics > NVML_GPM_METRIC_MAX)
         return NVML_ERROR_INVALID_ARGUMENT;
     const struct nvmlGpmSample_st *a = mg->sample1, *b = mg->sample2;
-    if (!a || !b || !a->taken || !b->taken || a->gpu != b->gpu || !(b->t > a->t))
+    if (!a || !b || !a->taken || !b->taken || a->gpu != b->gpu || a->gi != b->gi || !(b->t > a->t))
         return NVML_ERROR_INVALID_ARGUMENT;
-    double u = (util_pct(a->gpu, a->t) + util_pct(b->gpu, b->t)) / 2;
+    double u =
+        a->gi ? mig_util_pct(a->gpu, a->gi) : (util_pct(a->gpu, a->t) + util_pct(b->gpu, b->t)) / 2;
     for (unsigned int i = 0; i < mg->numMetrics; i++) {
         nvmlGpmMetric_t *m = &mg->metrics[i];
         bool off = false;
@@ -1784,6 +1936,102 @@ nvmlReturn_t nvmlUnitGetFanSpeedInfo(nvmlUnit_t u, nvmlUnitFanSpeeds_t *fans)
     }
     return NVML_SUCCESS;
 }
+/* ---- MIG ---- */
+
+wt_nvml_mig_mode_fn nvmlDeviceGetMigMode;
+wt_nvml_uint_fn nvmlDeviceGetMaxMigDeviceCount, nvmlDeviceGetGpuInstanceId,
+    nvmlDeviceGetComputeInstanceId;
+wt_nvml_mig_handle_fn nvmlDeviceGetMigDeviceHandleByIndex;
+
+static nvmlReturn_t mig_memory(nvmlDevice_t d, nvmlMemory_t *mem)
+{
+    double t;
+    static _Thread_local struct fake_proc p[MAX_PROCS];
+    nvmlReturn_t r = mig_call("nvmlDeviceGetMemoryInfo", d, NS_MEM, &t);
+    if (r)
+        return r;
+    if (!mem)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned int n = file_procs(d->index, false, true, p, MAX_PROCS);
+    unsigned long long used = 64ULL << 20;
+    for (unsigned int i = 0; i < n; i++)
+        if (p[i].gi == d->gi && p[i].mem_b != ~0ULL)
+            used += p[i].mem_b;
+    mem->total = (143771ULL / MAX_MIG) << 20;
+    mem->used = used < mem->total ? used : mem->total;
+    mem->free = mem->total - mem->used;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t d, unsigned int *current, unsigned int *pending)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMigMode", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!current || !pending)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *current = *pending = fk.mig[d->index] ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t d, unsigned int *count)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMaxMigDeviceCount", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *count = fk.mig[d->index] ? MAX_MIG : 0;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t d, unsigned int index,
+                                                 nvmlDevice_t *mig)
+{
+    double t;
+    if (is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = device_call("nvmlDeviceGetMigDeviceHandleByIndex", d, NS_MIG, &t);
+    if (r)
+        return r;
+    if (!mig || index >= MAX_MIG || !fk.mig[d->index])
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (mig_state(d->index, index + 1) == MIG_ABSENT)
+        return NVML_ERROR_NOT_FOUND;
+    *mig = &mig_devices[d->index][index];
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    double t;
+    if (!is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mig_call("nvmlDeviceGetGpuInstanceId", d, -1, &t);
+    if (r)
+        return r;
+    *id = d->gi;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t d, unsigned int *id)
+{
+    double t;
+    if (!is_mig(d))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlReturn_t r = mig_call("nvmlDeviceGetComputeInstanceId", d, -1, &t);
+    if (r)
+        return r;
+    *id = 0;
+    return NVML_SUCCESS;
+}
+
 #endif /* FAKE_MINIMAL */
 
 #ifdef FAKE_NVML_TOOL
