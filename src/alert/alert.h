@@ -184,7 +184,8 @@ struct wt_alerts_config {
          * full the oldest is dropped and counted. 0: WT_NOTIFY_QUEUE. */
         int queue_limit;
     } delivery;
-    /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
+    /* Power capping (cap.c); off unless a rule has action: cap, a budget is set or
+     * idle_policy.mode is not off. */
     double power_budget_watts; /* alerts.power_budget_watts: site-wide, 0 = off */
     /* alerts.power_budget_meter: a series whose value is the power held to the budget instead
      * of the GPUs' sum, e.g. wattage_facility_power_watts{target="pdu-r12",point="inlet1"}

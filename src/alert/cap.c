@@ -33,6 +33,15 @@
  *
  * Dry run logs each action it would take and exports it, without calling the set function (and
  * without a record: nothing is changed).
+ *
+ * Idle policy (alerts.idle_policy, off by default): a GPU idle as audit/dark.h counts it (its
+ * wattage_gpu_idle gauge in the snapshot), with nothing in the collector's latest process list,
+ * utilization 0 and no cap=never job, for idle_for is held at limit_watts (the GPU's minimum by
+ * default) as one more thing that holds it down, through the same record and guardrails (reason
+ * "idle"). It lets go in the tick the GPU is busy again, and in wt_cap_jobs_started before a job
+ * start naming it is answered; neither waits for cap_min_interval. Mode dry_run only logs and
+ * exports. An earlier run's idle cap is always restored at start (nothing of a configuration
+ * keeps it: the policy caps again after idle_for). Only the limit lever: no clock locking.
  */
 #include <ctype.h>
 #include <dlfcn.h>
