@@ -1690,7 +1690,23 @@ int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb,
     int rc = act(j, &r, ref, verb, body, len, now_ns);
     if (verb != WT_JOBS_SHOW)
         poke_exporter(j);
+    wt_jobs_start_fn fn = j->start_fn;
+    void *ctx = j->start_ctx;
     pthread_mutex_unlock(&j->mu);
+    /* A running job given its GPUs starts on them now: the start hook hears of them too (the
+     * body was checked by api_gpus). */
+    if (rc == 0 && verb == WT_JOBS_GPUS && r.status == 200 && fn && body) {
+        cJSON *b = cJSON_ParseWithLength(body, len);
+        char(*names)[WT_JOBS_GPU_LEN] = calloc(WT_JOBS_START_GPUS, WT_JOBS_GPU_LEN);
+        size_t n = 0;
+        if (b && names) {
+            gpu_names(cJSON_GetObjectItemCaseSensitive(b, "gpus"), names, WT_JOBS_START_GPUS, &n);
+            if (n)
+                fn(ctx, (const char(*)[WT_JOBS_GPU_LEN])names, n);
+        }
+        free(names);
+        cJSON_Delete(b);
+    }
     return finish(&r, rc, status, json);
 }
 

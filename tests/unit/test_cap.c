@@ -1427,3 +1427,87 @@ WT_TEST(an_idle_cap_a_killed_run_left_is_restored_at_the_next_start_with_the_pol
     WT_NEAR(enforced_w(0), 700, 0);
     WT_EQ_STR(rec_lines(), "");
 }
+
+/* What the jobs module handed its start hook: the names joined by ',' and how many calls. */
+static char hook_got[512];
+static int hook_calls;
+
+static void record_hook(void *ctx, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n)
+{
+    (void)ctx;
+    hook_calls++;
+    hook_got[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            strcat(hook_got, ",");
+        strcat(hook_got, gpus[i]);
+    }
+}
+
+static unsigned post(struct wt_jobs *j, const char *path, const char *body)
+{
+    unsigned status = 0;
+    char *json = NULL;
+    WT_EQ_INT(wt_api_jobs_handle(j, "POST", path, body, strlen(body), 0, wt_now_real_ns(), &status,
+                                 &json),
+              0);
+    free(json);
+    return status;
+}
+
+WT_TEST(the_jobs_start_hook_hears_each_start_and_each_job_given_its_gpus_before_the_answer)
+{
+    struct wt_config cfg;
+    struct wt_store *st = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&cfg);
+    snprintf(cfg.store.path, sizeof cfg.store.path, "%s/w.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(cfg.store.path, NULL, &st, &err), 0);
+    WT_EQ_INT(wt_jobs_open(cfg.store.path, NULL, &j, &err), 0);
+    wt_jobs_set_start_hook(j, record_hook, NULL);
+    hook_calls = 0;
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"a\", \"gpus\": [0, \"GPU-fake-0000-3\"]}"),
+              201);
+    WT_EQ_INT(hook_calls, 1);
+    WT_EQ_STR(hook_got, "0,GPU-fake-0000-3");
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"b\"}"), 201);
+    WT_EQ_INT(hook_calls, 2);
+    WT_EQ_STR(hook_got, ""); /* names none: may use any */
+    WT_EQ_INT(post(j, "/api/v1/jobs/b/gpus", "{\"gpus\": [5]}"), 200);
+    WT_EQ_INT(hook_calls, 3);
+    WT_EQ_STR(hook_got, "5");
+    /* refused requests start nothing */
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"a\"}"), 409);
+    WT_EQ_INT(post(j, "/api/v1/jobs/b/gpus", "{\"gpus\": [6]}"), 409);
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"gpus\": \"x\"}"), 400);
+    WT_EQ_INT(hook_calls, 3);
+    wt_jobs_close(j);
+    wt_store_close(st);
+}
+
+WT_TEST(run_dry_run_turns_the_idle_policy_in_mode_limit_into_a_dry_run)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 0);
+    wt_cap_force_dry_run(true);
+    struct wt_cap *cap = open_cap(&c);
+    wt_cap_force_dry_run(false);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 300, 300);
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL), 200, 0);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"idle_cap\",dry_run=\"true\"", NULL), 1,
+            0);
+    WT_EQ_STR(record(), "");
+    WT_EQ_STR(rec_lines(), "");
+    const char gpus[1][WT_JOBS_GPU_LEN] = {"0"};
+    wt_cap_jobs_started(cap, gpus, 1);
+    WT_ASSERT(isnan(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL)));
+    wt_cap_close(cap);
+    WT_EQ_STR(record(), "");
+    wt_batch_free(&b);
+}
