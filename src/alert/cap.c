@@ -175,10 +175,11 @@ struct capgpu {
      * (today's mean idle power) and the utilization. */
     bool snap_idle, has_util;
     double snap_level_w, util;
-    int64_t idle_from_ns; /* CLOCK_REALTIME of the first tick the capper saw it idle; 0: busy */
-    double idle_w;        /* the limit the policy holds it at (or would, in dry run); 0: none */
-    double idle_level_w;  /* its idle power level when the policy engaged */
-    bool lift_now;        /* a lift in progress: no min_interval, restored with lift_why */
+    int64_t idle_from_ns;  /* CLOCK_REALTIME of the first tick the capper saw it idle; 0: busy */
+    double idle_w;         /* the limit the policy holds it at (or would, in dry run); 0: none */
+    double idle_level_w;   /* its idle power level when the policy engaged */
+    bool lift_now;         /* a lift in progress: no min_interval, restored with lift_why */
+    int64_t idle_retry_ns; /* an idle cap not set: not tried again before this */
     enum why lift_why;
 };
 
@@ -1023,6 +1024,7 @@ static void idle_lift(struct wt_cap *c, int i, enum why why, const char *reason)
             idle_dry(c) ? "would lift" : "lifting", g->idle_w);
     g->idle_w = 0;
     g->idle_level_w = 0;
+    g->idle_retry_ns = 0;
     if (c->idle_mode != WT_IDLE_LIMIT)
         return; /* mode dry_run: the log and the idle families say it; no action counted */
     g->lift_now = true;
@@ -1222,12 +1224,17 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
     }
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
-        bool idle_held = c->idle_mode == WT_IDLE_LIMIT && g->idle_w > 0;
+        /* An idle cap that could not be set (no root, a driver refusing) is tried again a
+         * minute later, not every tick. */
+        bool idle_held = c->idle_mode == WT_IDLE_LIMIT && g->idle_w > 0 &&
+                         (g->touched || now_ns >= g->idle_retry_ns);
         if (g->touched || g->budget_w > 0 || g->deferred || g->hands_off || idle_held)
             reconcile(c, i,
                       g->budget_w > 0 ? "power_budget"
                       : idle_held     ? "idle"
                                       : (g->deferred ? "min_interval_passed" : "budget_cleared"));
+        if (idle_held && !g->touched)
+            g->idle_retry_ns = now_ns + LOG_EVERY_NS;
     }
     pthread_mutex_unlock(&c->mu);
 }

@@ -1511,3 +1511,29 @@ WT_TEST(run_dry_run_turns_the_idle_policy_in_mode_limit_into_a_dry_run)
     WT_EQ_STR(record(), "");
     wt_batch_free(&b);
 }
+
+WT_TEST(an_idle_cap_the_driver_refuses_is_tried_again_a_minute_later_not_every_tick)
+{
+    use_fake("300,0,0");
+    setenv("FAKE_NVML_NOT_SUPPORTED", "power_limit", 1); /* every limit call refused */
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 250);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 300, 300);
+    for (int k = 0; k <= 12; k++)
+        wt_cap_budget(cap, &b, t + k * WT_NS_PER_S);
+    const char *err = "action=\"error\",dry_run=\"false\"";
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 1, 0); /* not one per tick */
+    wt_cap_budget(cap, &b, t + 70 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 2, 0);
+    WT_EQ_STR(rec_lines(), ""); /* the record says what the GPU has: nothing */
+    /* busy again: nothing to lift, nothing more tried */
+    idle_snapshot(&b, 0, 300, 0);
+    wt_cap_budget(cap, &b, t + 200 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 2, 0);
+    wt_cap_close(cap);
+    unsetenv("FAKE_NVML_NOT_SUPPORTED");
+    wt_batch_free(&b);
+}
