@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "audit/jobs.h"
 #include "core/err.h"
 #include "core/reading.h"
 
@@ -30,6 +31,8 @@ enum wt_severity { WT_SEV_INFO, WT_SEV_WARNING, WT_SEV_CRITICAL };
 
 /* What a firing rule does besides notifying. */
 enum wt_action { WT_ACTION_NONE, WT_ACTION_CAP };
+/* alerts.idle_policy.mode */
+enum wt_idle_mode { WT_IDLE_OFF, WT_IDLE_DRY_RUN, WT_IDLE_LIMIT };
 
 /* One alert instance: a rule (or detector) applied to one series/device. */
 struct wt_alert {
@@ -181,7 +184,8 @@ struct wt_alerts_config {
          * full the oldest is dropped and counted. 0: WT_NOTIFY_QUEUE. */
         int queue_limit;
     } delivery;
-    /* Power capping (cap.c); off unless a rule has action: cap or a budget is set. */
+    /* Power capping (cap.c); off unless a rule has action: cap, a budget is set or
+     * idle_policy.mode is not off. */
     double power_budget_watts; /* alerts.power_budget_watts: site-wide, 0 = off */
     /* alerts.power_budget_meter: a series whose value is the power held to the budget instead
      * of the GPUs' sum, e.g. wattage_facility_power_watts{target="pdu-r12",point="inlet1"}
@@ -199,6 +203,17 @@ struct wt_alerts_config {
     /* alerts.cap_record: the record of every limit change (written before the change, cleared
      * when the limit is restored; see wt_cap_record_path). "" = power-caps beside the store. */
     char cap_record[256];
+    /* alerts.idle_policy (cap.c): lowers the power limit of a GPU idle (audit/dark.h: no
+     * process, utilization 0) for idle_for, to limit_watts (0: the GPU's minimum; never under
+     * it nor cap_floor_watts); lifted within one tick of the GPU being busy again and before
+     * POST /api/v1/jobs answers for a job naming it (wt_cap_jobs_started). mode off (default),
+     * dry_run (logs and exports what it would do, sets nothing) or limit. idle_for: 10 min
+     * unless set. */
+    struct {
+        enum wt_idle_mode mode;
+        int64_t idle_for_ns;
+        double limit_watts;
+    } idle_policy;
 };
 
 void wt_alerts_config_defaults(struct wt_alerts_config *c);
@@ -252,6 +267,13 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a);
 void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snapshot, int64_t now_ns);
 /* Restores every limit it changed, then unloads. Accepts NULL. */
 void wt_cap_close(struct wt_cap *c);
+/*
+ * A job naming gpus[0..n) (as wt_jobs_start_fn gives them; n 0: every GPU) starts: the idle
+ * policy's caps on those GPUs are lifted now, before this returns (each GPU's limit back to
+ * what else holds it, or its own; never held back by cap_min_interval), and their idle time
+ * counts from now. Nothing without alerts.idle_policy. Accepts NULL.
+ */
+void wt_cap_jobs_started(struct wt_cap *c, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n);
 
 /*
  * The record of power limit changes: one line per GPU whose limit wattage changed, written
@@ -338,5 +360,13 @@ int wt_cap_family_actions(void *cap, struct wt_expo_family *fam);
 int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam);
 /* wattage_power_cap_left_capped: how many GPUs keep wattage's limit after restoring it failed. */
 int wt_cap_family_left_capped(void *cap, struct wt_expo_family *fam);
+/* alerts.idle_policy, per GPU it holds (mode limit, dry_run="false") or would hold (mode
+ * dry_run or alerts.dry_run, dry_run="true"); absent otherwise:
+ *   wattage_gpu_idle_policy_cap_watts{gpu,dry_run}              the limit it sets (would set)
+ *   wattage_gpu_idle_policy_saving_estimate_watts{gpu,dry_run}  an estimate: the GPU's idle
+ *       power level when the policy engaged minus that limit, 0 when it idles under it (a limit
+ *       above the draw lowers nothing) */
+int wt_cap_family_idle_limits(void *cap, struct wt_expo_family *fam);
+int wt_cap_family_idle_saving(void *cap, struct wt_expo_family *fam);
 
 #endif

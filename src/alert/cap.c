@@ -33,6 +33,15 @@
  *
  * Dry run logs each action it would take and exports it, without calling the set function (and
  * without a record: nothing is changed).
+ *
+ * Idle policy (alerts.idle_policy, off by default): a GPU idle as audit/dark.h counts it (its
+ * wattage_gpu_idle gauge in the snapshot), with nothing in the collector's latest process list,
+ * utilization 0 and no cap=never job, for idle_for is held at limit_watts (the GPU's minimum by
+ * default) as one more thing that holds it down, through the same record and guardrails (reason
+ * "idle"). It lets go in the tick the GPU is busy again, and in wt_cap_jobs_started before a job
+ * start naming it is answered; neither waits for cap_min_interval. Mode dry_run only logs and
+ * exports. An earlier run's idle cap is always restored at start (nothing of a configuration
+ * keeps it: the policy caps again after idle_for). Only the limit lever: no clock locking.
  */
 #include <ctype.h>
 #include <dlfcn.h>
@@ -110,8 +119,8 @@ static const struct {
     {{"nvmlDeviceGetUUID", NULL}, false, offsetof(struct cap_fns, uuid)},
 };
 
-enum act { A_CAP, A_BUDGET, A_RESTORE, A_ERROR, A_COUNT };
-static const char *const act_names[A_COUNT] = {"cap", "budget_cap", "restore", "error"};
+enum act { A_CAP, A_BUDGET, A_RESTORE, A_ERROR, A_IDLE, A_COUNT };
+static const char *const act_names[A_COUNT] = {"cap", "budget_cap", "restore", "error", "idle_cap"};
 
 /* Why an action was taken (or held back): the reason label of wattage_power_cap_reasons_total,
  * a fixed set so that its cardinality is bounded. */
@@ -128,11 +137,15 @@ enum why {
     W_MIN_INTERVAL, /* a change held back by alerts.cap_min_interval */
     W_FLOOR,        /* a target under the GPU's minimum or alerts.cap_floor_watts: raised */
     W_NO_RECORD,    /* the record could not be written: no change */
+    W_IDLE,         /* alerts.idle_policy: the GPU has been idle for idle_for */
+    W_IDLE_ENDED,   /* alerts.idle_policy: the GPU is busy again (a process, utilization) */
+    W_JOB_START,    /* alerts.idle_policy: a job naming the GPU starts (POST /api/v1/jobs) */
     W_COUNT
 };
 static const char *const why_names[W_COUNT] = {
     "rule", "budget",          "resolved",          "stopping",     "cap_never", "earlier_run",
-    "kept", "cleared_by_hand", "changed_by_others", "min_interval", "floor",     "no_record"};
+    "kept", "cleared_by_hand", "changed_by_others", "min_interval", "floor",     "no_record",
+    "idle", "idle_ended",      "job_start"};
 
 struct capgpu {
     bool have_dev;
@@ -158,6 +171,16 @@ struct capgpu {
     int64_t hold_until_ns;
     char hold_reason[64];
     struct wt_ratelimit err_rl;
+    /* alerts.idle_policy. From the latest snapshot: dark.h's idle gauge, the idle power level
+     * (today's mean idle power) and the utilization. */
+    bool snap_idle, has_util;
+    double snap_level_w, util;
+    int64_t idle_from_ns;  /* CLOCK_REALTIME of the first tick the capper saw it idle; 0: busy */
+    double idle_w;         /* the limit the policy holds it at (or would, in dry run); 0: none */
+    double idle_level_w;   /* its idle power level when the policy engaged */
+    bool lift_now;         /* a lift in progress: no min_interval, restored with lift_why */
+    int64_t idle_retry_ns; /* an idle cap not set: not tried again before this */
+    enum why lift_why;
 };
 
 struct active {
@@ -201,6 +224,10 @@ struct wt_cap {
     uint64_t actions[A_COUNT];
     uint64_t whys[W_COUNT];
     struct wt_ratelimit rl, rec_rl, never_rl;
+    /* alerts.idle_policy */
+    enum wt_idle_mode idle_mode;
+    int64_t idle_for_ns;
+    double idle_limit_w; /* 0: the GPU's minimum */
 };
 
 static bool forced_dry_run;
@@ -664,6 +691,13 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
         why = W_BUDGET;
         name = "power_budget";
     }
+    double iw = c->idle_mode == WT_IDLE_LIMIT ? g->idle_w : 0;
+    if (iw > 0 && (want == 0 || iw < want)) {
+        want = iw;
+        act = A_IDLE;
+        why = W_IDLE;
+        name = "idle";
+    }
     if (g->budget_w > 0 && strcmp(g->hold_reason, "power_budget") == 0)
         g->hold_until_ns = 0; /* the budget that set an earlier run's cap holds the GPU now */
     if (g->hold_until_ns && c->now_ns < g->hold_until_ns && (want == 0 || g->hold_w < want)) {
@@ -677,13 +711,13 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
         return;
     }
     if (want <= 0) {
-        if (g->touched && too_soon(c, i)) {
+        if (g->touched && !g->lift_now && too_soon(c, i)) {
             if (!was_deferred)
                 c->whys[W_MIN_INTERVAL]++;
             g->deferred = true;
             return;
         }
-        restore(c, i, W_RESOLVED, reason);
+        restore(c, i, g->lift_now ? g->lift_why : W_RESOLVED, reason);
         return;
     }
     if (!g->touched)
@@ -713,7 +747,8 @@ static void reconcile(struct wt_cap *c, int i, const char *reason)
     if (g->touched ? fabs(w - g->set_w) < SAME_W
                    : (g->limit_w > 0 && fabs(w - g->limit_w) < SAME_W))
         return;
-    if (too_soon(c, i)) {
+    if (!(g->lift_now && g->touched && w > g->set_w) && too_soon(c, i)) {
+        /* (a lift raising the limit to what else holds it is never held back) */
         if (!was_deferred)
             c->whys[W_MIN_INTERVAL]++;
         g->deferred = true;
@@ -965,19 +1000,139 @@ static void find_never(struct wt_cap *c)
     free(names);
 }
 
+/* ---- the idle policy (alerts.idle_policy) ------------------------------------------------- */
+
+static const char *const idle_mode_names[] = {"off", "dry_run", "limit"};
+
+/* Whether the policy only says what it would do: mode dry_run, or the capper's dry run. */
+static bool idle_dry(const struct wt_cap *c)
+{
+    return c->idle_mode == WT_IDLE_DRY_RUN || c->dry_run;
+}
+
+/* The policy lets go of GPU i (busy again, or a job starts on it): its limit back to what else
+ * holds it, or its own, at once (no alerts.cap_min_interval: a job must not start capped). */
+static void idle_lift(struct wt_cap *c, int i, enum why why, const char *reason)
+{
+    struct capgpu *g = &c->g[i];
+    g->idle_from_ns = 0;
+    if (g->idle_w <= 0)
+        return;
+    wt_info(MOD, "idle policy%s: gpu=%d %s: %s its idle cap of %.1f W",
+            idle_dry(c) ? " (dry run)" : "", i,
+            why == W_JOB_START ? "a job naming it starts" : "is busy again",
+            idle_dry(c) ? "would lift" : "lifting", g->idle_w);
+    g->idle_w = 0;
+    g->idle_level_w = 0;
+    g->idle_retry_ns = 0;
+    if (c->idle_mode != WT_IDLE_LIMIT)
+        return; /* mode dry_run: the log and the idle families say it; no action counted */
+    g->lift_now = true;
+    g->lift_why = why;
+    reconcile(c, i, reason);
+    g->lift_now = false;
+}
+
+/* GPU i has been idle for idle_for: the policy holds it at its target (reconcile applies it). */
+static void idle_engage(struct wt_cap *c, int i, int64_t now_ns)
+{
+    struct capgpu *g = &c->g[i];
+    if (!g->touched)
+        refresh(c, i);
+    double lo = g->min_w > c->floor_w ? g->min_w : c->floor_w;
+    double w = c->idle_limit_w > lo ? c->idle_limit_w : lo;
+    if (g->max_w > 0 && w > g->max_w)
+        w = g->max_w;
+    if (w <= 0) {
+        uint64_t supp;
+        if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
+            wt_warn(MOD,
+                    "idle policy: gpu=%d is idle but its minimum limit is unknown and "
+                    "alerts.idle_policy.limit_watts is not set: not capped",
+                    i);
+        return;
+    }
+    /* The level before the lever: what it read while idle, else the latest reading. */
+    double level = g->snap_level_w > 0 ? g->snap_level_w : g->power_w;
+    double own = g->touched ? g->saved_w : own_limit(g);
+    g->idle_w = w;
+    g->idle_level_w = level;
+    wt_info(MOD,
+            "idle policy%s: gpu=%d idle for %.0f s: %s limit_w=%.1f (own %.1f W); idle power "
+            "level %.1f W, saving estimate %.1f W (an estimate: the idle power over the new "
+            "limit; 0 when the GPU idles under it)",
+            idle_dry(c) ? " (dry run)" : "", i, (double)(now_ns - g->idle_from_ns) / WT_NS_PER_S,
+            idle_dry(c) ? "would set" : "setting", w, own, level, fmax(0, level - w));
+}
+
+/* Once a tick, after the snapshot is read: a GPU is idle when dark.h says so (no process,
+ * utilization 0), the collector's latest process list has nothing on it and its utilization
+ * reads 0; idle for idle_for, the policy caps it; busy again, the cap goes in this tick. */
+static void idle_tick(struct wt_cap *c, int64_t now_ns)
+{
+    if (c->idle_mode == WT_IDLE_OFF)
+        return;
+    struct wt_gpu_procs *procs = calloc(MAX_GPUS, sizeof *procs);
+    size_t np = 0;
+    int64_t t_procs = 0;
+    bool have = procs && wt_nvml_processes(procs, MAX_GPUS, &np, &t_procs) == 0;
+    for (int i = 0; i < MAX_GPUS; i++) {
+        struct capgpu *g = &c->g[i];
+        bool proc = false;
+        for (size_t k = 0; have && k < np && !proc; k++)
+            proc = procs[k].npids > 0 && (procs[k].gpu == (unsigned int)i ||
+                                          (g->uuid[0] && strcmp(procs[k].uuid, g->uuid) == 0));
+        bool idle = g->seen && g->snap_idle && !proc && !(g->has_util && g->util > 0) && !g->never;
+        if (!idle) {
+            idle_lift(c, i, W_IDLE_ENDED, "idle_ended");
+            continue;
+        }
+        if (!g->idle_from_ns)
+            g->idle_from_ns = now_ns;
+        if (g->idle_w <= 0 && now_ns - g->idle_from_ns >= c->idle_for_ns)
+            idle_engage(c, i, now_ns);
+    }
+    free(procs);
+}
+
+void wt_cap_jobs_started(struct wt_cap *c, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n)
+{
+    if (!c || c->idle_mode == WT_IDLE_OFF)
+        return;
+    pthread_mutex_lock(&c->mu);
+    c->now_ns = wt_now_real_ns();
+    for (int i = 0; i < MAX_GPUS; i++) {
+        struct capgpu *g = &c->g[i];
+        bool named = n == 0; /* a job that names no GPU may use any */
+        char idx[16];
+        snprintf(idx, sizeof idx, "%d", i);
+        for (size_t k = 0; k < n && !named; k++)
+            named = strcmp(gpus[k], idx) == 0 || (g->uuid[0] && strncmp(gpus[k], "GPU-", 4) == 0 &&
+                                                  strncmp(g->uuid, gpus[k], strlen(gpus[k])) == 0);
+        if (named)
+            idle_lift(c, i, W_JOB_START, "job_start"); /* its idle time counts from now */
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
 void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns)
 {
     if (!c || !snap)
         return;
     pthread_mutex_lock(&c->mu);
     c->now_ns = now_ns;
-    for (int i = 0; i < MAX_GPUS; i++)
+    for (int i = 0; i < MAX_GPUS; i++) {
         c->g[i].seen = false;
+        c->g[i].snap_idle = c->g[i].has_util = false;
+        c->g[i].snap_level_w = 0;
+    }
     char v[16];
     for (size_t k = 0; k < snap->len; k++) {
         const struct wt_reading *r = &snap->r[k];
         if (r->metric != WT_M_GPU_POWER_W && r->metric != WT_M_GPU_POWER_LIMIT_W &&
-            r->metric != WT_M_GPU_POWER_LIMIT_MIN_W && r->metric != WT_M_GPU_POWER_LIMIT_MAX_W)
+            r->metric != WT_M_GPU_POWER_LIMIT_MIN_W && r->metric != WT_M_GPU_POWER_LIMIT_MAX_W &&
+            r->metric != WT_M_GPU_IDLE && r->metric != WT_M_GPU_IDLE_POWER_W &&
+            r->metric != WT_M_GPU_UTIL_RATIO)
             continue;
         if (wt_labels_get(r->labels, "gpu", v, sizeof v) != 0)
             continue;
@@ -996,9 +1151,17 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
             g->min_w = r->value;
         } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_MAX_W) {
             g->max_w = r->value;
+        } else if (r->metric == WT_M_GPU_IDLE) {
+            g->snap_idle = r->value == 1;
+        } else if (r->metric == WT_M_GPU_IDLE_POWER_W) {
+            g->snap_level_w = r->value;
+        } else if (r->metric == WT_M_GPU_UTIL_RATIO) {
+            g->util = r->value;
+            g->has_util = true;
         }
     }
     find_never(c);
+    idle_tick(c, now_ns);
     /* A line gone from the record: `wattage cap clear` put that GPU back meanwhile. */
     bool any = false;
     for (int i = 0; i < MAX_GPUS; i++)
@@ -1061,10 +1224,17 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
     }
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
-        if (g->touched || g->budget_w > 0 || g->deferred || g->hands_off)
+        /* An idle cap that could not be set (no root, a driver refusing) is tried again a
+         * minute later, not every tick. */
+        bool idle_held = c->idle_mode == WT_IDLE_LIMIT && g->idle_w > 0 &&
+                         (g->touched || now_ns >= g->idle_retry_ns);
+        if (g->touched || g->budget_w > 0 || g->deferred || g->hands_off || idle_held)
             reconcile(c, i,
                       g->budget_w > 0 ? "power_budget"
+                      : idle_held     ? "idle"
                                       : (g->deferred ? "min_interval_passed" : "budget_cleared"));
+        if (idle_held && !g->touched)
+            g->idle_retry_ns = now_ns + LOG_EVERY_NS;
     }
     pthread_mutex_unlock(&c->mu);
 }
@@ -1222,7 +1392,8 @@ static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *
     size_t ncap = 0;
     for (size_t i = 0; i < acfg->nrules; i++)
         ncap += acfg->rules[i].action == WT_ACTION_CAP;
-    bool acts = !only_recover && (ncap > 0 || acfg->power_budget_watts > 0);
+    bool acts = !only_recover &&
+                (ncap > 0 || acfg->power_budget_watts > 0 || acfg->idle_policy.mode != WT_IDLE_OFF);
     char record[sizeof((struct wt_cap *)0)->record];
     (void)wt_cap_record_path(cfg, acfg, record, sizeof record);
     /* Nothing to cap and nothing an earlier run left: nothing to open. */
@@ -1244,6 +1415,10 @@ static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *
                          : 0.95;
     c->floor_w = acfg->cap_floor_watts > 0 ? acfg->cap_floor_watts : 0;
     c->min_interval_ns = acfg->cap_min_interval_ns > 0 ? acfg->cap_min_interval_ns : 0;
+    c->idle_mode = acts ? acfg->idle_policy.mode : WT_IDLE_OFF;
+    c->idle_for_ns =
+        acfg->idle_policy.idle_for_ns > 0 ? acfg->idle_policy.idle_for_ns : 600 * WT_NS_PER_S;
+    c->idle_limit_w = acfg->idle_policy.limit_watts > 0 ? acfg->idle_policy.limit_watts : 0;
     const char *hook = getenv("WATTAGE_TEST_CAP_EXIT");
     c->crash_hook = !hook                                ? 0
                     : strcmp(hook, "before_record") == 0 ? 1
@@ -1294,10 +1469,12 @@ static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *
                      "limits set with nothing to say so");
     wt_info(MOD,
             "power capping on: cap_rules=%zu budget_w=%.1f clear_share=%.2f meter=%s "
-            "dry_run=%s gpus=%u library=%s floor_w=%.1f min_interval_s=%.3g record=%s",
+            "dry_run=%s gpus=%u library=%s floor_w=%.1f min_interval_s=%.3g record=%s "
+            "idle_policy=%s idle_for_s=%.0f idle_limit_w=%.1f",
             ncap, c->budget_w, c->clear_share, c->meter[0] ? c->meter : "gpus",
             c->dry_run ? "true" : "false", c->ngpus, c->library, c->floor_w,
-            (double)c->min_interval_ns / WT_NS_PER_S, c->record[0] ? c->record : "-");
+            (double)c->min_interval_ns / WT_NS_PER_S, c->record[0] ? c->record : "-",
+            idle_mode_names[c->idle_mode], (double)c->idle_for_ns / WT_NS_PER_S, c->idle_limit_w);
     *out = c;
     return 0;
 }
@@ -1631,8 +1808,9 @@ int wt_cap_family_actions(void *cap, struct wt_expo_family *fam)
     struct wt_cap *c = cap;
     memset(fam, 0, sizeof *fam);
     fam->name = "wattage_power_cap_actions_total";
-    fam->help = "Power limit changes wattage made (or, with dry_run=\"true\", would have made), "
-                "by action: cap (an alert's), budget_cap, restore, error";
+    fam->help =
+        "Power limit changes wattage made (or, with dry_run=\"true\", would have made), "
+        "by action: cap (an alert's), budget_cap, idle_cap (alerts.idle_policy), restore, error";
     fam->type = WT_COUNTER;
     if (!c)
         return 0;
@@ -1655,7 +1833,7 @@ int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam)
     fam->name = "wattage_power_cap_reasons_total";
     fam->help = "Why power capping acted or held back, per decision: rule, budget, resolved, "
                 "stopping, cap_never, earlier_run, kept, cleared_by_hand, changed_by_others, "
-                "min_interval, floor, no_record";
+                "min_interval, floor, no_record, idle, idle_ended, job_start";
     fam->type = WT_COUNTER;
     if (!c)
         return 0;
@@ -1669,4 +1847,54 @@ int wt_cap_family_reasons(void *cap, struct wt_expo_family *fam)
     }
     pthread_mutex_unlock(&c->mu);
     return 0;
+}
+
+/* One sample per GPU the idle policy holds: its limit, or its saving estimate. */
+static int idle_family(struct wt_cap *c, struct wt_expo_family *fam, bool saving)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->mu);
+    size_t n = 0;
+    for (int i = 0; i < MAX_GPUS; i++)
+        n += c->g[i].idle_w > 0;
+    if (n && !(fam->s = calloc(n, sizeof *fam->s))) {
+        pthread_mutex_unlock(&c->mu);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < MAX_GPUS; i++) {
+        const struct capgpu *g = &c->g[i];
+        if (g->idle_w <= 0)
+            continue;
+        char v[16];
+        snprintf(v, sizeof v, "%d", i);
+        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "gpu", v, "dry_run",
+                      idle_dry(c) ? "true" : "false", NULL) == 0)
+            fam->s[fam->n++].value = saving ? fmax(0, g->idle_level_w - g->idle_w) : g->idle_w;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return 0;
+}
+
+int wt_cap_family_idle_limits(void *cap, struct wt_expo_family *fam)
+{
+    memset(fam, 0, sizeof *fam);
+    fam->name = "wattage_gpu_idle_policy_cap_watts";
+    fam->help = "The power limit alerts.idle_policy holds an idle GPU at (dry_run=\"true\": the "
+                "one it would set); absent when the policy does not hold it";
+    fam->type = WT_GAUGE;
+    return idle_family(cap, fam, false);
+}
+
+int wt_cap_family_idle_saving(void *cap, struct wt_expo_family *fam)
+{
+    memset(fam, 0, sizeof *fam);
+    fam->name = "wattage_gpu_idle_policy_saving_estimate_watts";
+    fam->help =
+        "An estimate, not a measurement: the GPU's idle power level when alerts.idle_policy "
+        "engaged minus the limit it sets (would set), 0 when the GPU idles under that limit "
+        "(a limit above the draw lowers nothing; published figures put an idle Hopper GPU "
+        "under its lowest limit)";
+    fam->type = WT_GAUGE;
+    return idle_family(cap, fam, true);
 }

@@ -1000,6 +1000,34 @@ static int family_cap_actions(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
+static int family_idle_limits(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_idle_limits(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static int family_idle_saving(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    pthread_mutex_lock(&x->mu);
+    int rc = wt_cap_family_idle_saving(x->cap, fam);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+void wt_alerts_jobs_started(void *ctx, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n)
+{
+    struct wt_alerts *x = ctx;
+    if (!x)
+        return;
+    pthread_mutex_lock(&x->mu);
+    wt_cap_jobs_started(x->cap, gpus, n);
+    pthread_mutex_unlock(&x->mu);
+}
+
 /* Delivery's families (notify.h), through the engine: delivery is reopened on reload. */
 static int family_delivery(void *ctx, struct wt_expo_family *fam)
 {
@@ -1069,6 +1097,8 @@ size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
         if (x->cap) {
             k = put(out, cap, k, family_cap_limits, x);
             k = put(out, cap, k, family_cap_actions, x);
+            k = put(out, cap, k, family_idle_limits, x);
+            k = put(out, cap, k, family_idle_saving, x);
         }
         break;
     case WT_ALERTS_FAMS_CAP_REASONS:
@@ -1202,7 +1232,8 @@ int wt_alerts_reload(struct wt_alerts *x, const struct wt_config *cfg, struct wt
                        strcmp(old->power_budget_meter, next->power_budget_meter) != 0 ||
                        old->budget_clear_share != next->budget_clear_share ||
                        old->dry_run != next->dry_run || old->enabled != next->enabled ||
-                       old->nrules != next->nrules;
+                       old->nrules != next->nrules ||
+                       memcmp(&old->idle_policy, &next->idle_policy, sizeof old->idle_policy) != 0;
     for (size_t i = 0; !cap_changed && i < next->nrules; i++)
         cap_changed = old->rules[i].action != next->rules[i].action ||
                       old->rules[i].cap_watts != next->rules[i].cap_watts ||

@@ -153,7 +153,9 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_al
  *   WT_ALERTS_FAMS_ALERTS       wattage_alerts{alertname, severity, ...} 1 per firing alert
  *   WT_ALERTS_FAMS_DELIVERY     delivery's families (notify.h), whatever is configured now,
  *                               since a reload may add a channel
- *   WT_ALERTS_FAMS_CAP          wattage_gpu_power_cap_watts, wattage_power_cap_actions_total
+ *   WT_ALERTS_FAMS_CAP          wattage_gpu_power_cap_watts, wattage_power_cap_actions_total,
+ *                               wattage_gpu_idle_policy_cap_watts,
+ *                               wattage_gpu_idle_policy_saving_estimate_watts
  *   WT_ALERTS_FAMS_CAP_REASONS  wattage_power_cap_reasons_total, wattage_power_cap_left_capped
  * (the capping groups are empty while capping is off). Fills out[0..cap) and returns how many
  * the group has. The contexts live as long as x.
@@ -194,6 +196,12 @@ int wt_alerts_reload(struct wt_alerts *a, const struct wt_config *cfg,
  * no channel is configured.
  */
 bool wt_alerts_delivery_failing(struct wt_alerts *a, char *why, size_t n);
+
+/*
+ * The jobs module's start hook (audit/jobs.h's wt_jobs_start_fn, ctx the engine): lifts the idle
+ * policy's caps on the starting job's GPUs before the job start is answered (wt_cap_jobs_started).
+ */
+void wt_alerts_jobs_started(void *ctx, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n);
 
 /* How many evaluations the thread has made (for tests and benchmarks). */
 uint64_t wt_alerts_evaluations(struct wt_alerts *a);

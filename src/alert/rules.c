@@ -74,6 +74,9 @@ void wt_alerts_config_defaults(struct wt_alerts_config *c)
     c->dry_run = false;
     c->cap_floor_watts = 0;
     c->cap_min_interval_ns = 10 * WT_NS_PER_S;
+    c->idle_policy.mode = WT_IDLE_OFF;
+    c->idle_policy.idle_for_ns = 600 * WT_NS_PER_S;
+    c->idle_policy.limit_watts = 0;
 }
 
 /* ---- templates ---- */
@@ -188,7 +191,8 @@ uint64_t wt_alert_fingerprint(const char *name, const char *labels)
 static const char *const top_keys[] = {
     "enabled", "rules",           "detectors",          "alertmanager",       "webhook",
     "exec",    "delivery",        "power_budget_watts", "power_budget_meter", "budget_clear_share",
-    "dry_run", "cap_floor_watts", "cap_min_interval",   "cap_record",         NULL};
+    "dry_run", "cap_floor_watts", "cap_min_interval",   "cap_record",         "idle_policy",
+    NULL};
 static const char *const rule_keys[] = {"name",        "metric",      "match",     "op",
                                         "threshold",   "relative_to", "for",       "clear_below",
                                         "clear_above", "severity",    "summary",   "labels",
@@ -196,6 +200,7 @@ static const char *const rule_keys[] = {"name",        "metric",      "match",  
 static const char *const ops[] = {">", ">=", "<", "<=", "==", "!=", NULL};
 static const char *const severities[] = {"info", "warning", "critical", NULL};
 static const char *const actions[] = {"none", "cap", NULL};
+static const char *const idle_modes[] = {"off", "dry_run", "limit", NULL};
 static const char *const detector_keys[] = {"throttle_forecast",
                                             "throttling",
                                             "idle_burn",
@@ -564,6 +569,7 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
     static const char *const k_wh[] = {"url", "timeout", NULL};
     static const char *const k_ex[] = {"command", "timeout", NULL};
     static const char *const k_dl[] = {"queue_limit", NULL};
+    static const char *const k_idle[] = {"mode", "idle_for", "limit_watts", NULL};
     struct wt_yget g = {.file = file ? file : "(config)", .err = err};
     const struct wt_ynode *x;
     char p[64];
@@ -659,6 +665,19 @@ int wt_alerts_config_parse(const char *file, const struct wt_ynode *node,
         (rc = wt_y_string(&g, node, "alerts", "cap_record", false, out->cap_record,
                           sizeof out->cap_record)))
         goto fail;
+    x = wt_y_get(node, "idle_policy");
+    int mode = (int)out->idle_policy.mode;
+    if ((rc = wt_y_map(&g, x, "alerts.idle_policy", k_idle)) ||
+        (rc = wt_y_keys(&g, x, "alerts.idle_policy", k_idle)) ||
+        (rc = wt_y_enum(&g, x, "alerts.idle_policy", "mode", idle_modes, &mode)) ||
+        (rc = wt_y_duration_in(&g, x, "alerts.idle_policy", "idle_for", false, WT_Y_S,
+                               7 * 86400 * WT_Y_S,
+                               "a GPU idle for less than a second is between two kernels",
+                               &out->idle_policy.idle_for_ns)) ||
+        (rc = wt_y_double(&g, x, "alerts.idle_policy", "limit_watts", 0, 1e6,
+                          &out->idle_policy.limit_watts)))
+        goto fail;
+    out->idle_policy.mode = (enum wt_idle_mode)mode;
     if (out->power_budget_meter[0]) {
         int m;
         char match[WT_LABELS_LEN], why[160];

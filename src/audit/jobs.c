@@ -75,12 +75,15 @@ struct wt_jobs {
         int64_t row, req_ns;
     } fix[64];
     size_t nfix;
-    double clock_bound_s; /* wt_jobs_set_clock_bound */
+    double clock_bound_s;      /* wt_jobs_set_clock_bound */
+    wt_jobs_start_fn start_fn; /* wt_jobs_set_start_hook */
+    void *start_ctx;
 };
 
 enum { FIX_START, FIX_END, FIX_MARK };
 #define EDGE_LAG_MAX_NS (500 * 1000000LL) /* a later reading is no edge sample */
 #define EDGE_GIVE_UP_NS (10 * WT_NS_PER_S)
+#define WT_JOBS_START_GPUS 64 /* the GPUs of a starting job handed to the start hook */
 
 struct job {
     int64_t id;
@@ -1104,7 +1107,24 @@ static void fix_edges(struct wt_jobs *j, int64_t now)
     j->nfix = k;
 }
 
-static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t len, int64_t now)
+/* The GPUs a job names, as strings, into names[0..cap) (*n of them). */
+static void gpu_names(const cJSON *gpus, char (*names)[WT_JOBS_GPU_LEN], size_t cap, size_t *n)
+{
+    const cJSON *g;
+    *n = 0;
+    cJSON_ArrayForEach(g, gpus)
+    {
+        if (*n == cap)
+            break;
+        if (cJSON_IsString(g))
+            snprintf(names[(*n)++], WT_JOBS_GPU_LEN, "%s", g->valuestring);
+        else if (cJSON_IsNumber(g))
+            snprintf(names[(*n)++], WT_JOBS_GPU_LEN, "%d", g->valueint);
+    }
+}
+
+static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t len, int64_t now,
+                     char (*names)[WT_JOBS_GPU_LEN], size_t cap, size_t *nnames)
 {
     cJSON *b = NULL, *tags = cJSON_CreateObject(), *gpus = cJSON_CreateArray(),
           *target = cJSON_CreateObject();
@@ -1160,6 +1180,7 @@ static int api_start(struct wt_jobs *j, struct rep *r, const char *body, size_t 
     j->fam_at = 0;
     rc = job_json(j, &jb, now, false, &r->body);
     r->status = 201;
+    gpu_names(gpus, names, cap, nnames);
 out:
     if (s)
         sqlite3_finalize(s);
@@ -1632,12 +1653,30 @@ int wt_jobs_start_json(struct wt_jobs *j, const char *body, size_t len, int64_t 
     struct rep r = {0};
     *json = NULL;
     *status = 500;
+    char(*names)[WT_JOBS_GPU_LEN] = calloc(WT_JOBS_START_GPUS, WT_JOBS_GPU_LEN);
+    size_t n = 0;
+    if (!names)
+        return -ENOMEM;
     pthread_mutex_lock(&j->mu);
     fix_edges(j, now_ns);
-    int rc = api_start(j, &r, body, len, now_ns);
+    int rc = api_start(j, &r, body, len, now_ns, names, WT_JOBS_START_GPUS, &n);
     poke_exporter(j);
+    wt_jobs_start_fn fn = j->start_fn;
+    void *ctx = j->start_ctx;
     pthread_mutex_unlock(&j->mu);
+    /* Outside the lock: the hook may take its own (the capper's) and call NVML. */
+    if (rc == 0 && r.status == 201 && fn)
+        fn(ctx, (const char(*)[WT_JOBS_GPU_LEN])names, n);
+    free(names);
     return finish(&r, rc, status, json);
+}
+
+void wt_jobs_set_start_hook(struct wt_jobs *j, wt_jobs_start_fn fn, void *ctx)
+{
+    pthread_mutex_lock(&j->mu);
+    j->start_fn = fn;
+    j->start_ctx = ctx;
+    pthread_mutex_unlock(&j->mu);
 }
 
 int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb, const char *body,
@@ -1651,7 +1690,23 @@ int wt_jobs_act_json(struct wt_jobs *j, const char *ref, enum wt_jobs_verb verb,
     int rc = act(j, &r, ref, verb, body, len, now_ns);
     if (verb != WT_JOBS_SHOW)
         poke_exporter(j);
+    wt_jobs_start_fn fn = j->start_fn;
+    void *ctx = j->start_ctx;
     pthread_mutex_unlock(&j->mu);
+    /* A running job given its GPUs starts on them now: the start hook hears of them too (the
+     * body was checked by api_gpus). */
+    if (rc == 0 && verb == WT_JOBS_GPUS && r.status == 200 && fn && body) {
+        cJSON *b = cJSON_ParseWithLength(body, len);
+        char(*names)[WT_JOBS_GPU_LEN] = calloc(WT_JOBS_START_GPUS, WT_JOBS_GPU_LEN);
+        size_t n = 0;
+        if (b && names) {
+            gpu_names(cJSON_GetObjectItemCaseSensitive(b, "gpus"), names, WT_JOBS_START_GPUS, &n);
+            if (n)
+                fn(ctx, (const char(*)[WT_JOBS_GPU_LEN])names, n);
+        }
+        free(names);
+        cJSON_Delete(b);
+    }
     return finish(&r, rc, status, json);
 }
 

@@ -137,6 +137,17 @@ int wt_jobs_tagged_gpus(const char *db_path, const char *key, const char *value,
                         char (*gpus)[WT_JOBS_GPU_LEN], size_t cap, size_t *n,
                         bool *all) WT_MUST_USE;
 
+/*
+ * A job start, for whoever must act before it is answered (power capping lifts the idle caps
+ * of its GPUs): called by POST /api/v1/jobs once the job is stored and before the reply, on the
+ * request's thread with no lock of this module held, with the GPUs the job names (as it names
+ * them: "3" or a UUID or prefix "GPU-…"; n 0 when it names none, so it may use any); and by
+ * POST /api/v1/jobs/{ref}/gpus with the GPUs it gives a running job (n > 0). fn NULL: none.
+ * Set it before the server starts.
+ */
+typedef void (*wt_jobs_start_fn)(void *ctx, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n);
+void wt_jobs_set_start_hook(struct wt_jobs *j, wt_jobs_start_fn fn, void *ctx);
+
 /* True when a counter or tag key is a lower-snake-case word of 1..63 characters. */
 bool wt_jobs_key_ok(const char *s);
 

@@ -549,8 +549,13 @@ int wt_cmd_run(int argc, char **argv)
     }
     /* The jobs API, on its own connection to the same store. */
     wt_api_attribution_store(cfg.store.path);
-    if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0 ||
-        wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
+    if (wt_jobs_open(cfg.store.path, hub, &jobs, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
+    /* A job start lifts the idle policy's caps on its GPUs before it is answered. */
+    wt_jobs_set_start_hook(jobs, wt_alerts_jobs_started, alerts);
+    if (wt_carbon_attach(&cfg, hub, &carbon, &err) != 0 ||
         (wt_jobs_set_carbon(jobs, wt_carbon_config(carbon)) != 0 &&
          wt_err_set(&err, "carbon: out of memory")) ||
         wt_api_jobs_add(http, jobs) != 0 || wt_http_start(http, &err) != 0) {

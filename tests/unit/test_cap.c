@@ -1183,3 +1183,357 @@ WT_TEST(a_gpu_left_capped_when_nvml_went_away_is_counted_and_kept_in_the_record)
     WT_EQ_STR(rec_lines(), "3 700 400 Hot");
     dlclose(dl);
 }
+
+/* ---- alerts.idle_policy ---- */
+
+WT_TEST(idle_policy_keys_are_read_and_checked)
+{
+    struct wt_alerts_config c;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(parse_alerts("alerts: {}\n", &c, &err), 0);
+    WT_EQ_INT(c.idle_policy.mode, WT_IDLE_OFF);
+    WT_EQ_INT(c.idle_policy.idle_for_ns, 600 * WT_NS_PER_S);
+    WT_NEAR(c.idle_policy.limit_watts, 0, 0);
+    WT_EQ_INT(
+        parse_alerts("alerts:\n  idle_policy: {mode: limit, idle_for: 2m, limit_watts: 250}\n", &c,
+                     &err),
+        0);
+    WT_EQ_INT(c.idle_policy.mode, WT_IDLE_LIMIT);
+    WT_EQ_INT(c.idle_policy.idle_for_ns, 120 * WT_NS_PER_S);
+    WT_NEAR(c.idle_policy.limit_watts, 250, 0);
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    mode: dry_run\n", &c, &err), 0);
+    WT_EQ_INT(c.idle_policy.mode, WT_IDLE_DRY_RUN);
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    mode: off\n", &c, &err), 0);
+    WT_EQ_INT(c.idle_policy.mode, WT_IDLE_OFF);
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    mode: sleep\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:3: alerts.idle_policy.mode");
+    WT_CONTAINS(err.msg, "off, dry_run, limit");
+    WT_EQ_INT(
+        parse_alerts("alerts:\n  idle_policy:\n    mode: limit\n    idle_for: -5m\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:4: alerts.idle_policy.idle_for");
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    idle_for: 0\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:3: alerts.idle_policy.idle_for");
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    limit_watts: -1\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:3: alerts.idle_policy.limit_watts");
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy:\n    clocks: locked\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:3: alerts.idle_policy");
+    WT_CONTAINS(err.msg, "clocks");
+    WT_EQ_INT(parse_alerts("alerts:\n  idle_policy: limit\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "c.yaml:2: alerts.idle_policy");
+    /* an error leaves the defaults: the policy off */
+    WT_EQ_INT(c.idle_policy.mode, WT_IDLE_OFF);
+}
+
+/* A snapshot of 8 GPUs at power_w: those in idle_mask idle (dark.h's gauge 1, utilization 0,
+ * an idle level of level_w when > 0), the others busy (gauge 0, utilization 0.5). */
+static void idle_snapshot(struct wt_batch *b, unsigned idle_mask, double power_w, double level_w)
+{
+    wt_batch_clear(b);
+    int64_t t = wt_now_real_ns();
+    for (int i = 0; i < 8; i++) {
+        char labels[64], g[16];
+        bool idle = idle_mask & (1u << i);
+        snprintf(g, sizeof g, "%d", i);
+        WT_ASSERT(wt_labels(labels, sizeof labels, "gpu", g, "uuid", "GPU-x", NULL) == 0);
+        WT_EQ_INT(wt_batch_add(b, WT_M_GPU_POWER_W, labels, t, power_w), 0);
+        WT_EQ_INT(wt_batch_add(b, WT_M_GPU_UTIL_RATIO, labels, t, idle ? 0 : 0.5), 0);
+        WT_EQ_INT(wt_batch_add(b, WT_M_GPU_IDLE, labels, t, idle ? 1 : 0), 0);
+        if (idle && level_w > 0)
+            WT_EQ_INT(wt_batch_add(b, WT_M_GPU_IDLE_POWER_W, labels, t, level_w), 0);
+    }
+}
+
+static void idle_config(struct wt_alerts_config *c, enum wt_idle_mode mode, double limit_w)
+{
+    memset(c, 0, sizeof *c);
+    c->enabled = true;
+    c->budget_clear_share = 0.95;
+    c->cap_min_interval_ns = 10 * WT_NS_PER_S; /* the default: a lift is never held back */
+    c->idle_policy.mode = mode;
+    c->idle_policy.idle_for_ns = 2 * WT_NS_PER_S;
+    c->idle_policy.limit_watts = limit_w;
+    snprintf(rec_path, sizeof rec_path, "%s/power-caps", wt_test_dir());
+    snprintf(c->cap_record, sizeof c->cap_record, "%s", rec_path);
+}
+
+WT_TEST(idle_policy_off_opens_nothing)
+{
+    use_fake("60,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_OFF, 0);
+    struct wt_cap *cap = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_cap_open(NULL, &c, &cap, &err), 0);
+    WT_ASSERT(cap == NULL);
+    WT_EQ_STR(record(), "");
+}
+
+WT_TEST(idle_policy_dry_run_exports_what_it_would_do_and_sets_nothing)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_DRY_RUN, 0);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 300, 300); /* GPU 0 idle at 300 W, the others busy */
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + WT_NS_PER_S);
+    WT_ASSERT(isnan(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL)));
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S); /* idle for idle_for */
+    size_t n = 0;
+    WT_NEAR(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", &n), 200, 0);
+    WT_EQ_INT(n, 1); /* the busy GPUs are not held */
+    WT_NEAR(fam_value(wt_cap_family_idle_saving, cap, "gpu=\"0\",dry_run=\"true\"", NULL), 100,
+            1e-9);
+    /* nothing was done: no action counted */
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"idle_cap\",dry_run=\"false\"", NULL), 0,
+            0);
+    WT_EQ_STR(record(), ""); /* no limit set */
+    WT_EQ_STR(rec_lines(), "");
+    WT_NEAR(enforced_w(0), 700, 0);
+    /* busy again: the would-be cap goes */
+    idle_snapshot(&b, 0, 300, 0);
+    wt_cap_budget(cap, &b, t + 3 * WT_NS_PER_S);
+    WT_ASSERT(isnan(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL)));
+    wt_cap_close(cap);
+    WT_EQ_STR(record(), "");
+    wt_batch_free(&b);
+}
+
+WT_TEST(idle_policy_estimates_no_saving_for_a_gpu_idling_under_the_limit)
+{
+    use_fake("60,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_DRY_RUN, 0);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 60, 60); /* as a Hopper GPU idles: ~60-85 W, its minimum 200 W */
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + 3 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL), 200, 0);
+    WT_NEAR(fam_value(wt_cap_family_idle_saving, cap, "gpu=\"0\",dry_run=\"true\"", NULL), 0, 0);
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(idle_policy_caps_after_idle_for_recorded_first_and_lifts_when_busy)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 250);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x5, 300, 300); /* GPUs 0 and 2 idle */
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + WT_NS_PER_S);
+    WT_EQ_STR(record(), "");
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+    WT_NEAR(enforced_w(0), 250, 0);
+    WT_NEAR(enforced_w(2), 250, 0);
+    WT_NEAR(enforced_w(1), 700, 0);
+    WT_EQ_STR(rec_lines(), "0 700 250 idle;2 700 250 idle");
+    WT_NEAR(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"false\"", NULL), 250, 0);
+    WT_NEAR(fam_value(wt_cap_family_idle_saving, cap, "gpu=\"0\",dry_run=\"false\"", NULL), 50,
+            1e-9);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"idle_cap\",dry_run=\"false\"", NULL), 2,
+            0);
+    WT_NEAR(fam_value(wt_cap_family_limits, cap, "gpu=\"0\"", NULL), 250, 0);
+    /* GPU 0 busy at the next tick (well within cap_min_interval): lifted in that tick */
+    idle_snapshot(&b, 0x4, 250, 250);
+    wt_cap_budget(cap, &b, t + 3 * WT_NS_PER_S);
+    WT_NEAR(enforced_w(0), 700, 0);
+    WT_NEAR(enforced_w(2), 250, 0);
+    WT_EQ_STR(rec_lines(), "2 700 250 idle");
+    WT_NEAR(fam_value(wt_cap_family_reasons, cap, "reason=\"idle_ended\",dry_run=\"false\"", NULL),
+            1, 0);
+    WT_ASSERT(
+        isnan(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"false\"", NULL)));
+    /* a limit under the GPU's minimum is held at it */
+    wt_cap_close(cap);
+    WT_NEAR(enforced_w(2), 700, 0);
+    WT_EQ_STR(rec_lines(), "");
+    idle_config(&c, WT_IDLE_LIMIT, 50);
+    c.cap_floor_watts = 220;
+    cap = open_cap(&c);
+    idle_snapshot(&b, 0x1, 300, 300);
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+    WT_NEAR(enforced_w(0), 220, 0); /* max(50 W, the 200 W minimum, the 220 W floor) */
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(a_job_start_lifts_the_idle_caps_of_its_gpus_before_it_returns)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 0);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x7, 300, 300);
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+    for (int i = 0; i < 3; i++)
+        WT_NEAR(enforced_w(i), 200, 0);
+    const char gpus[1][WT_JOBS_GPU_LEN] = {"1"};
+    wt_cap_jobs_started(cap, gpus, 1);
+    WT_NEAR(enforced_w(1), 700, 0); /* before it returned */
+    WT_NEAR(enforced_w(0), 200, 0);
+    WT_NEAR(fam_value(wt_cap_family_reasons, cap, "reason=\"job_start\",dry_run=\"false\"", NULL),
+            1, 0);
+    /* still idle (no process yet): its idle time counts from the start, not capped again yet */
+    wt_cap_budget(cap, &b, t + 3 * WT_NS_PER_S);
+    WT_NEAR(enforced_w(1), 700, 0);
+    /* a job naming no GPU may use any: every idle cap goes */
+    wt_cap_jobs_started(cap, NULL, 0);
+    WT_NEAR(enforced_w(0), 700, 0);
+    WT_NEAR(enforced_w(2), 700, 0);
+    WT_EQ_STR(rec_lines(), "");
+    wt_cap_close(cap);
+    wt_batch_free(&b);
+}
+
+WT_TEST(an_idle_cap_a_killed_run_left_is_restored_at_the_next_start_with_the_policy_off)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 0);
+    pid_t pid = fork();
+    WT_ASSERT(pid >= 0);
+    if (pid == 0) {
+        struct wt_cap *cap = NULL;
+        struct wt_err err = {{0}};
+        if (wt_cap_open(NULL, &c, &cap, &err) != 0 || !cap)
+            _exit(1);
+        struct wt_batch b = {0};
+        int64_t t = wt_now_real_ns();
+        idle_snapshot(&b, 0x1, 300, 300);
+        wt_cap_budget(cap, &b, t);
+        wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+        _exit(0); /* as kill -9 would: no close, no restore */
+    }
+    int st = 0;
+    WT_EQ_INT(waitpid(pid, &st, 0), pid);
+    WT_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    WT_NEAR(enforced_w(0), 200, 0);
+    WT_EQ_STR(rec_lines(), "0 700 200 idle");
+    c.idle_policy.mode = WT_IDLE_OFF;
+    wt_cap_recover(NULL, &c);
+    WT_NEAR(enforced_w(0), 700, 0);
+    WT_EQ_STR(rec_lines(), "");
+}
+
+/* What the jobs module handed its start hook: the names joined by ',' and how many calls. */
+static char hook_got[512];
+static int hook_calls;
+
+static void record_hook(void *ctx, const char (*gpus)[WT_JOBS_GPU_LEN], size_t n)
+{
+    (void)ctx;
+    hook_calls++;
+    hook_got[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            strcat(hook_got, ",");
+        strcat(hook_got, gpus[i]);
+    }
+}
+
+static unsigned post(struct wt_jobs *j, const char *path, const char *body)
+{
+    unsigned status = 0;
+    char *json = NULL;
+    WT_EQ_INT(wt_api_jobs_handle(j, "POST", path, body, strlen(body), 0, wt_now_real_ns(), &status,
+                                 &json),
+              0);
+    free(json);
+    return status;
+}
+
+WT_TEST(the_jobs_start_hook_hears_each_start_and_each_job_given_its_gpus_before_the_answer)
+{
+    struct wt_config cfg;
+    struct wt_store *st = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&cfg);
+    snprintf(cfg.store.path, sizeof cfg.store.path, "%s/w.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(cfg.store.path, NULL, &st, &err), 0);
+    WT_EQ_INT(wt_jobs_open(cfg.store.path, NULL, &j, &err), 0);
+    wt_jobs_set_start_hook(j, record_hook, NULL);
+    hook_calls = 0;
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"a\", \"gpus\": [0, \"GPU-fake-0000-3\"]}"),
+              201);
+    WT_EQ_INT(hook_calls, 1);
+    WT_EQ_STR(hook_got, "0,GPU-fake-0000-3");
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"b\"}"), 201);
+    WT_EQ_INT(hook_calls, 2);
+    WT_EQ_STR(hook_got, ""); /* names none: may use any */
+    WT_EQ_INT(post(j, "/api/v1/jobs/b/gpus", "{\"gpus\": [5]}"), 200);
+    WT_EQ_INT(hook_calls, 3);
+    WT_EQ_STR(hook_got, "5");
+    /* refused requests start nothing */
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"name\": \"a\"}"), 409);
+    WT_EQ_INT(post(j, "/api/v1/jobs/b/gpus", "{\"gpus\": [6]}"), 409);
+    WT_EQ_INT(post(j, "/api/v1/jobs", "{\"gpus\": \"x\"}"), 400);
+    WT_EQ_INT(hook_calls, 3);
+    wt_jobs_close(j);
+    wt_store_close(st);
+}
+
+WT_TEST(run_dry_run_turns_the_idle_policy_in_mode_limit_into_a_dry_run)
+{
+    use_fake("300,0,0");
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 0);
+    wt_cap_force_dry_run(true);
+    struct wt_cap *cap = open_cap(&c);
+    wt_cap_force_dry_run(false);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 300, 300);
+    wt_cap_budget(cap, &b, t);
+    wt_cap_budget(cap, &b, t + 2 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL), 200, 0);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, "action=\"idle_cap\",dry_run=\"true\"", NULL), 1,
+            0);
+    WT_EQ_STR(record(), "");
+    WT_EQ_STR(rec_lines(), "");
+    const char gpus[1][WT_JOBS_GPU_LEN] = {"0"};
+    wt_cap_jobs_started(cap, gpus, 1);
+    WT_ASSERT(isnan(fam_value(wt_cap_family_idle_limits, cap, "gpu=\"0\",dry_run=\"true\"", NULL)));
+    wt_cap_close(cap);
+    WT_EQ_STR(record(), "");
+    wt_batch_free(&b);
+}
+
+WT_TEST(an_idle_cap_the_driver_refuses_is_tried_again_a_minute_later_not_every_tick)
+{
+    use_fake("300,0,0");
+    setenv("FAKE_NVML_NOT_SUPPORTED", "power_limit", 1); /* every limit call refused */
+    struct wt_alerts_config c;
+    idle_config(&c, WT_IDLE_LIMIT, 250);
+    struct wt_cap *cap = open_cap(&c);
+    struct wt_batch b = {0};
+    int64_t t = wt_now_real_ns();
+    idle_snapshot(&b, 0x1, 300, 300);
+    for (int k = 0; k <= 12; k++)
+        wt_cap_budget(cap, &b, t + k * WT_NS_PER_S);
+    const char *err = "action=\"error\",dry_run=\"false\"";
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 1, 0); /* not one per tick */
+    wt_cap_budget(cap, &b, t + 70 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 2, 0);
+    WT_EQ_STR(rec_lines(), ""); /* the record says what the GPU has: nothing */
+    /* busy again: nothing to lift, nothing more tried */
+    idle_snapshot(&b, 0, 300, 0);
+    wt_cap_budget(cap, &b, t + 200 * WT_NS_PER_S);
+    WT_NEAR(fam_value(wt_cap_family_actions, cap, err, NULL), 2, 0);
+    wt_cap_close(cap);
+    unsetenv("FAKE_NVML_NOT_SUPPORTED");
+    wt_batch_free(&b);
+}
