@@ -259,11 +259,12 @@ static bool role_fresh(const struct walls *w, const struct step *st, int nsteps,
         if (!complain)
             continue;
         const struct wt_calib_fresh *f = &st[k].fresh[i];
-        char last[40] = "none", every[96] = "", need[96];
+        char last[40] = "no reading", every[96] = "", need[96];
         if (f->last_ns) {
             char ts[40];
             wt_time_format(f->last_ns, 0, ts, sizeof ts);
-            snprintf(last, sizeof last, "at %.8s UTC", strchr(ts, 'T') ? strchr(ts, 'T') + 1 : ts);
+            snprintf(last, sizeof last, "its last at %.8s UTC",
+                     strchr(ts, 'T') ? strchr(ts, 'T') + 1 : ts);
         }
         if (x->interval_s > 0)
             snprintf(every, sizeof every, ", polled every %g s", x->interval_s);
@@ -279,7 +280,7 @@ static bool role_fresh(const struct walls *w, const struct step *st, int nsteps,
         else
             snprintf(need, sizeof need, "its readings came late; try a --hold longer than %.0f s",
                      hold_s);
-        fprintf(stderr, CMD ": %s %s%s%s: %d fresh reading%s in step %.0f %% (its last %s%s): %s\n",
+        fprintf(stderr, CMD ": %s %s%s%s: %d fresh reading%s in step %.0f %% (%s%s): %s\n",
                 wt_role_name(r), x->target, x->point[0] ? "/" : "", x->point, f->n,
                 f->n == 1 ? "" : "s", 100 * st[k].share, last, every, need);
     }
