@@ -65,6 +65,7 @@ struct wall {
     enum wt_role role;
     /* its collector's ("source:target"), from the status; 0 unknown */
     double interval_s, duration_s;
+    bool untimed; /* served without "t" (a daemon older than this calibrate) */
 };
 
 struct step {
@@ -211,8 +212,14 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
                                                            : WT_ROLE_COUNT;
         struct wall *x = r != WT_ROLE_COUNT ? wall_for(w, o, r) : NULL;
         int64_t t_ns;
+        if (!x || !cJSON_IsNumber(p))
+            continue;
         /* Without its time (a daemon before "t") a reading cannot be told fresh: not counted. */
-        if (!x || !s || !cJSON_IsNumber(p) || wt_time_parse(jstr(o, "t"), 0, &t_ns) != 0)
+        if (wt_time_parse(jstr(o, "t"), 0, &t_ns) != 0) {
+            x->untimed = true;
+            continue;
+        }
+        if (!s)
             continue;
         (void)wt_calib_fresh_add(&s->fresh[x - w->w], t_ns, p->valuedouble);
     }
@@ -272,7 +279,10 @@ static bool role_fresh(const struct walls *w, const struct step *st, int nsteps,
             snprintf(every + strlen(every), sizeof every - strlen(every), ", answering in %.1f s",
                      x->duration_s);
         double min = wt_calib_min_hold_s(x->interval_s, x->duration_s);
-        if (min > hold_s)
+        if (x->untimed)
+            snprintf(need, sizeof need,
+                     "the daemon serves it without its time (\"t\"): run this version's daemon");
+        else if (min > hold_s)
             snprintf(need, sizeof need,
                      "use --hold of at least %.0f s (two readings in each step's "
                      "second half)",
@@ -401,6 +411,18 @@ int wt_cmd_calibrate(int argc, char **argv)
     if (gpus0 == 0) {
         fprintf(stderr, CMD ": the daemon sees no GPU: nothing to step\n");
         goto out;
+    }
+    /* Said before the load starts: a wall slower than the hold allows will not be fresh. */
+    for (size_t i = 0; i < walls.n; i++) {
+        const struct wall *x = &walls.w[i];
+        double min = wt_calib_min_hold_s(x->interval_s, x->duration_s);
+        if (min > (double)hold_ns / 1e9)
+            fprintf(stderr,
+                    CMD
+                    ": warning: %s %s%s%s reads every %g s at best: a --hold under %.0f s gives "
+                    "it fewer than %d readings per step\n",
+                    wt_role_name(x->role), x->target, x->point[0] ? "/" : "", x->point,
+                    fmax(x->interval_s, x->duration_s), min, WT_CALIB_MIN_FRESH);
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;

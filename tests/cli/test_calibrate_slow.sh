@@ -95,6 +95,7 @@ rc=$?
 if [[ $rc == 1 ]] && grep -Eq '^wattage calibrate: pdu_outlet slowpdu/1: [01] fresh readings? in step 100 % \(its last at [0-9]{2}:[0-9]{2}:[0-9]{2} UTC, polled every 30 s\): use --hold of at least 120 s' "$TMP/pdu.err"; then
     ok "a PDU outlet polled every 30 s: named with the step, its last reading, its interval and the hold it needs"
 else not_ok "a PDU outlet polled every 30 s: named" "rc=$rc" "$(cat "$TMP/pdu.out" "$TMP/pdu.err")"; fi
+check "  said before the load starts too, as a warning" grep -q '^wattage calibrate: warning: pdu_outlet slowpdu/1 reads every 30 s at best: a --hold under 120 s gives it fewer than 2 readings per step$' "$TMP/pdu.err"
 check "  no wall fresh at every step: no model stored, said" \
     grep -q 'no wall meter of node n1 has fresh readings at every step: no model stored' "$TMP/pdu.err"
 check "  no model file" test ! -e "$TMP/w/calibration.json"
