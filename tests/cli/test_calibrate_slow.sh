@@ -6,7 +6,8 @@
 # half, each once, so with slowpdu alone it names the meter, the step, its last reading, its
 # interval and the --hold it needs, stores no model and restores the limits; with both, the BMC
 # is the wall (said) and the fit is within 2 %. A BMC that answers in 3 s (the peer's
-# "slow 3") is named with its answer time.
+# "slow 3") is named with its answer time; a daemon whose status has no "t" (an older wattage,
+# played by a small HTTP peer) is named as the cause.
 source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$TMP/empty" "$TMP/w"
@@ -147,4 +148,40 @@ else not_ok "a BMC answering in 3 s: named" "rc=$rc" "$(cat "$TMP/slow.out" "$TM
 echo ok >"$TMP/bmc.ctl"
 kill -TERM "$RUN_PID"
 wait "$RUN_PID"
+
+# ---- a daemon older than "t": its walls cannot be told fresh, and it is named as the cause ---
+# (a peer that answers GET /api/v1/status as wattage did before facility entries had "t")
+cat >"$TMP/old.py" <<'PY'
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+DOC = json.dumps({"gpus": [{"index": i, "uuid": "GPU-old-%d" % i, "up": True, "power_watts": 650}
+                           for i in range(2)], "cpu": [],
+                  "facility": [{"source": "redfish", "target": "bmc1", "point": "1",
+                                "kind": "chassis", "power_watts": 1803}],
+                  "collectors": [{"name": "redfish:bmc1", "present": True, "up": True,
+                                  "interval_seconds": 1, "duration_seconds": 0.002}]}).encode()
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/api/v1/status" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(DOC)))
+        self.end_headers()
+        self.wfile.write(DOC)
+    def log_message(self, *a):
+        pass
+s = HTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[1], "w").write(str(s.server_address[1]))
+s.serve_forever()
+PY
+bg /usr/bin/python3 "$TMP/old.py" "$TMP/old.port"
+wait_for 10 test -s "$TMP/old.port" || not_ok "the old daemon's peer starts"
+sed "s/127.0.0.1:$PORT/127.0.0.1:$(cat "$TMP/old.port")/" "$TMP/bmc.yaml" >"$TMP/old.yaml"
+: >"$TMP/limits"
+"$BIN" calibrate -c "$TMP/old.yaml" --load "sleep 600" --steps 100,50 --hold 2s \
+    >"$TMP/old.out" 2>"$TMP/old.err"
+rc=$?
+if [[ $rc == 1 ]] && grep -q '^wattage calibrate: bmc bmc1/1: 0 fresh readings in step 100 % (no reading, polled every 1 s): the daemon serves it without its time ("t"): run this version.s daemon$' "$TMP/old.err" &&
+    [[ ! -e $TMP/w/calibration.json ]] && grep -q '^0 350$' "$TMP/limits" && restored; then
+    ok "a daemon without \"t\": named as the cause, no model, limits restored"
+else not_ok "a daemon without \"t\": named as the cause" "rc=$rc" "$(cat "$TMP/old.out" "$TMP/old.err")"; fi
 finish
