@@ -99,6 +99,24 @@ int wt_calib_fit(const double *x, const double *y, size_t n, struct wt_calib_fit
     return 0;
 }
 
+bool wt_calib_fresh_add(struct wt_calib_fresh *f, int64_t t_ns, double w)
+{
+    if (t_ns > f->last_ns)
+        f->last_ns = t_ns;
+    if (t_ns < f->from_ns || t_ns > f->to_ns || (f->n && t_ns <= f->counted_ns) || !isfinite(w))
+        return false;
+    f->counted_ns = t_ns;
+    f->sum_w += w;
+    f->n++;
+    return true;
+}
+
+double wt_calib_min_hold_s(double interval_s, double duration_s)
+{
+    double every = fmax(interval_s, duration_s);
+    return every > 0 ? ceil(2 * WT_CALIB_MIN_FRESH * every - 1e-9) : 0;
+}
+
 int wt_calib_model_path(const struct wt_config *cfg, char *out, size_t n)
 {
     const char *p = cfg->store.path;

@@ -51,6 +51,36 @@ int wt_calib_fit(const double *chip_w, const double *wall_w, size_t n,
 /* Student's t quantile for a two-sided 95 % interval with dof degrees of freedom (dof >= 1). */
 double wt_calib_t95(size_t dof);
 
+/*
+ * The fresh readings of one wall meter in one step. A meter polled every 30 s, or slow to answer,
+ * serves the same reading to many requests: only readings taken inside the step's settled window
+ * [from_ns, to_ns] (CLOCK_REALTIME, the reading's own time) count, each once.
+ */
+struct wt_calib_fresh {
+    int64_t from_ns, to_ns; /* the window: set by the caller, the rest zeroed */
+    int64_t last_ns;        /* the newest reading's time seen, inside the window or not (0: none) */
+    int64_t counted_ns;     /* the last counted reading's time */
+    double sum_w;           /* of the counted readings */
+    int n;                  /* readings counted */
+};
+
+/* Fewer fresh readings than this in a step, and the meter is not used for the fit. */
+#define WT_CALIB_MIN_FRESH 2
+
+/*
+ * Offers f one reading as served (its time t_ns, its value w). Counts it when it was taken inside
+ * the window and is newer than the last one counted (pure). Returns true when counted.
+ */
+bool wt_calib_fresh_add(struct wt_calib_fresh *f, int64_t t_ns, double w);
+
+/*
+ * The shortest hold (s) that gives a meter WT_CALIB_MIN_FRESH readings in each step's second
+ * half: a new reading comes every max(interval_s, duration_s) (a poll that outlasts its interval
+ * delays the next), and a half of 2 x that always holds two. Whole seconds, rounded up; 0 when
+ * both are unknown (<= 0).
+ */
+double wt_calib_min_hold_s(double interval_s, double duration_s);
+
 #define WT_CALIB_MAX_MODELS 64
 
 struct wt_calib_model {

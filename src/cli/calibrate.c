@@ -6,10 +6,13 @@
  * leaves nothing a restart or `wattage cap clear` cannot put back), and restores the limits at
  * the end, on failure and on SIGINT/SIGTERM. At each step it averages, over the second half of
  * the hold, the running daemon's readings (GET /api/v1/status): the GPUs' sum, the node (GPUs +
- * RAPL packages and DRAM), and this node's wall meters of the topology (pdu_outlet, bmc). It
- * fits wall = a + b x chip (audit/calibrate.h) and stores the model with its date beside the
- * store; a wall that does not track the chips, a load that fails or exits early, or a GPU lost
- * mid-step store nothing.
+ * RAPL packages and DRAM), and this node's wall meters of the topology (pdu_outlet, bmc). A
+ * wall meter's readings count by their own time ("t"): only those taken inside the step's second
+ * half, each once, so a PDU polled every 30 s is not averaged from one stale value; a meter with
+ * fewer than WT_CALIB_MIN_FRESH of them in a step is named with the hold it needs, and the other
+ * role is the wall when it is fresh. It fits wall = a + b x chip (audit/calibrate.h) and stores
+ * the model with its date beside the store; a wall that does not track the chips or is not
+ * fresh, a load that fails or exits early, or a GPU lost mid-step store nothing.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -29,6 +32,7 @@
 #include "core/config.h"
 
 #define MAX_STEPS 16
+#define MAX_WALLS 16
 #define CMD "wattage calibrate"
 
 enum { OPT_LOAD = 'l', OPT_STEPS = 's', OPT_HOLD = 'H' };
@@ -55,10 +59,26 @@ static void on_signal(int sig)
     stop_sig = sig;
 }
 
+/* One wall meter of this node: a facility point of the status that the topology gives it. */
+struct wall {
+    char source[16], target[32], point[64];
+    enum wt_role role;
+    /* its collector's ("source:target"), from the status; 0 unknown */
+    double interval_s, duration_s;
+    bool untimed; /* served without "t" (a daemon older than this calibrate) */
+};
+
 struct step {
     double share;
-    double chip_w, node_w, pdu_w, bmc_w;
-    int n, npdu, nbmc;
+    double chip_w, node_w;
+    int n;
+    struct wt_calib_fresh fresh[MAX_WALLS]; /* per wall, its readings inside the settled half */
+};
+
+/* What the samples found: the walls (in the order first seen). */
+struct walls {
+    struct wall w[MAX_WALLS];
+    size_t n;
 };
 
 static int parse_steps(const char *s, double *out, int *n)
@@ -98,16 +118,65 @@ static bool is_wall(const struct wt_topology *t, enum wt_role r, const cJSON *o)
     return false;
 }
 
-/* One sample of the daemon's status into s; *gpus the GPUs answering, and lost (n bytes) names
- * those listed but not answering ("gpu 1 (GPU-…)"). 0, or 1 (printed). */
-static int sample(const struct wt_cli_api *api, const struct wt_topology *t, struct step *s,
-                  int *gpus, char *lost, size_t n)
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return v ? v : "";
+}
+
+/* The wall of w for facility point o of role r (added on first sight); NULL when full. */
+static struct wall *wall_for(struct walls *w, const cJSON *o, enum wt_role r)
+{
+    const char *src = jstr(o, "source"), *tgt = jstr(o, "target"), *pt = jstr(o, "point");
+    for (size_t i = 0; i < w->n; i++)
+        if (!strcmp(w->w[i].source, src) && !strcmp(w->w[i].target, tgt) &&
+            !strcmp(w->w[i].point, pt))
+            return &w->w[i];
+    if (w->n == MAX_WALLS)
+        return NULL;
+    struct wall *x = &w->w[w->n++];
+    memset(x, 0, sizeof *x);
+    snprintf(x->source, sizeof x->source, "%s", src);
+    snprintf(x->target, sizeof x->target, "%s", tgt);
+    snprintf(x->point, sizeof x->point, "%s", pt);
+    x->role = r;
+    return x;
+}
+
+/* Each wall's collector's interval and last poll's duration, from the status's "collectors". */
+static void wall_intervals(struct walls *w, const cJSON *st)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(st, "collectors"))
+    {
+        const char *name = jstr(c, "name");
+        const cJSON *iv = cJSON_GetObjectItemCaseSensitive(c, "interval_seconds");
+        const cJSON *du = cJSON_GetObjectItemCaseSensitive(c, "duration_seconds");
+        for (size_t i = 0; i < w->n; i++) {
+            char want[64];
+            snprintf(want, sizeof want, "%.7s:%.23s", w->w[i].source, w->w[i].target);
+            if (strcmp(name, want) != 0)
+                continue;
+            if (cJSON_IsNumber(iv))
+                w->w[i].interval_s = iv->valuedouble;
+            if (cJSON_IsNumber(du))
+                w->w[i].duration_s = du->valuedouble;
+        }
+    }
+}
+
+/*
+ * One sample of the daemon's status: the chips into s (when not NULL), each wall's reading
+ * offered to s's fresh readings by its own time. *gpus the GPUs answering, and lost (n bytes)
+ * names those listed but not answering ("gpu 1 (GPU-…)"). 0, or 1 (printed).
+ */
+static int sample(const struct wt_cli_api *api, const struct wt_topology *t, struct walls *w,
+                  struct step *s, int *gpus, char *lost, size_t n)
 {
     cJSON *st = NULL;
     if (wt_cli_api_json(api, CMD, "GET", "/api/v1/status", NULL, &st) != 0)
         return 1;
-    double chip = 0, cpu = 0, pdu = 0, bmc = 0;
-    int npdu = 0, nbmc = 0;
+    double chip = 0, cpu = 0;
     *gpus = 0;
     size_t used = 0;
     lost[0] = '\0';
@@ -122,9 +191,9 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
         } else if (used < n) {
             const cJSON *ix = cJSON_GetObjectItemCaseSensitive(o, "index");
             const char *uuid = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "uuid"));
-            int w = snprintf(lost + used, n - used, "%sgpu %d (%s)", used ? ", " : "",
-                             cJSON_IsNumber(ix) ? ix->valueint : -1, uuid ? uuid : "?");
-            used += w > 0 ? (size_t)w : 0;
+            int wr = snprintf(lost + used, n - used, "%sgpu %d (%s)", used ? ", " : "",
+                              cJSON_IsNumber(ix) ? ix->valueint : -1, uuid ? uuid : "?");
+            used += wr > 0 ? (size_t)wr : 0;
         }
     }
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "cpu"))
@@ -138,29 +207,110 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "facility"))
     {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "power_watts");
-        if (!cJSON_IsNumber(p))
+        enum wt_role r = is_wall(t, WT_ROLE_PDU_OUTLET, o) ? WT_ROLE_PDU_OUTLET
+                         : is_wall(t, WT_ROLE_BMC, o)      ? WT_ROLE_BMC
+                                                           : WT_ROLE_COUNT;
+        struct wall *x = r != WT_ROLE_COUNT ? wall_for(w, o, r) : NULL;
+        int64_t t_ns;
+        if (!x || !cJSON_IsNumber(p))
             continue;
-        if (is_wall(t, WT_ROLE_PDU_OUTLET, o)) {
-            pdu += p->valuedouble;
-            npdu++;
-        } else if (is_wall(t, WT_ROLE_BMC, o)) {
-            bmc += p->valuedouble;
-            nbmc++;
+        /* Without its time (a daemon before "t") a reading cannot be told fresh: not counted. */
+        if (wt_time_parse(jstr(o, "t"), 0, &t_ns) != 0) {
+            x->untimed = true;
+            continue;
         }
+        if (!s)
+            continue;
+        (void)wt_calib_fresh_add(&s->fresh[x - w->w], t_ns, p->valuedouble);
     }
+    wall_intervals(w, st);
     cJSON_Delete(st);
-    s->chip_w += chip;
-    s->node_w += chip + cpu;
-    if (npdu) {
-        s->pdu_w += pdu;
-        s->npdu++;
+    if (s) {
+        s->chip_w += chip;
+        s->node_w += chip + cpu;
+        s->n++;
     }
-    if (nbmc) {
-        s->bmc_w += bmc;
-        s->nbmc++;
-    }
-    s->n++;
     return 0;
+}
+
+/* Whether every wall of w has shown a reading taken after the step's window (nothing later to
+ * wait for). */
+static bool walls_past(const struct walls *w, const struct step *s)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (s->fresh[i].last_ns <= s->fresh[i].to_ns)
+            return false;
+    return true;
+}
+
+/*
+ * Whether every wall of role r is fresh (WT_CALIB_MIN_FRESH readings) at every step; *any: w has
+ * walls of r. With complain, each wall that is not is printed once, naming its first short step.
+ */
+static bool role_fresh(const struct walls *w, const struct step *st, int nsteps, enum wt_role r,
+                       double hold_s, bool complain, bool *any)
+{
+    bool fresh = true;
+    *any = false;
+    for (size_t i = 0; i < w->n; i++) {
+        const struct wall *x = &w->w[i];
+        if (x->role != r)
+            continue;
+        *any = true;
+        int k = 0;
+        while (k < nsteps && st[k].fresh[i].n >= WT_CALIB_MIN_FRESH)
+            k++;
+        if (k == nsteps)
+            continue;
+        fresh = false;
+        if (!complain)
+            continue;
+        const struct wt_calib_fresh *f = &st[k].fresh[i];
+        char last[40] = "no reading", every[96] = "", need[96];
+        if (f->last_ns) {
+            char ts[40];
+            wt_time_format(f->last_ns, 0, ts, sizeof ts);
+            snprintf(last, sizeof last, "its last at %.8s UTC",
+                     strchr(ts, 'T') ? strchr(ts, 'T') + 1 : ts);
+        }
+        if (x->interval_s > 0)
+            snprintf(every, sizeof every, ", polled every %g s", x->interval_s);
+        if (x->duration_s > x->interval_s / 2)
+            snprintf(every + strlen(every), sizeof every - strlen(every), ", answering in %.1f s",
+                     x->duration_s);
+        double min = wt_calib_min_hold_s(x->interval_s, x->duration_s);
+        if (x->untimed)
+            snprintf(need, sizeof need,
+                     "the daemon serves it without its time (\"t\"): run this version's daemon");
+        else if (min > hold_s)
+            snprintf(need, sizeof need,
+                     "use --hold of at least %.0f s (two readings in each step's "
+                     "second half)",
+                     min);
+        else
+            snprintf(need, sizeof need, "its readings came late; try a --hold longer than %.0f s",
+                     hold_s);
+        fprintf(stderr, CMD ": %s %s%s%s: %d fresh reading%s in step %.0f %% (%s%s): %s\n",
+                wt_role_name(r), x->target, x->point[0] ? "/" : "", x->point, f->n,
+                f->n == 1 ? "" : "s", 100 * st[k].share, last, every, need);
+    }
+    return fresh && *any;
+}
+
+/* The wall of role r at step s: the sum over its walls of each one's mean fresh reading. */
+static double role_wall(const struct walls *w, const struct step *s, enum wt_role r)
+{
+    double sum = 0;
+    bool any = false;
+    for (size_t i = 0; i < w->n; i++) {
+        if (w->w[i].role != r)
+            continue;
+        if (s->fresh[i].n < WT_CALIB_MIN_FRESH)
+            return NAN;
+        sum += s->fresh[i].sum_w / s->fresh[i].n;
+        any = true;
+    }
+    return any ? sum : NAN;
 }
 
 /* The load's state: 0 running, else why it is not (printed into why). */
@@ -232,6 +382,7 @@ int wt_cmd_calibrate(int argc, char **argv)
     struct wt_err err = {{0}};
     struct wt_cli_api api;
     struct step st[MAX_STEPS];
+    struct walls walls = {0};
     memset(st, 0, sizeof st);
     int ret = 1, gpus0 = -1;
     pid_t pid = -1;
@@ -251,9 +402,8 @@ int wt_cmd_calibrate(int argc, char **argv)
         goto out;
     }
     /* The daemon must be there: the readings are its own. */
-    struct step probe = {0};
     char none[8];
-    if (sample(&api, topo, &probe, &gpus0, none, sizeof none) != 0) {
+    if (sample(&api, topo, &walls, NULL, &gpus0, none, sizeof none) != 0) {
         fprintf(stderr, CMD ": needs the running daemon (`wattage run`): its readings are the "
                             "figures fitted\n");
         goto out;
@@ -261,6 +411,18 @@ int wt_cmd_calibrate(int argc, char **argv)
     if (gpus0 == 0) {
         fprintf(stderr, CMD ": the daemon sees no GPU: nothing to step\n");
         goto out;
+    }
+    /* Said before the load starts: a wall slower than the hold allows will not be fresh. */
+    for (size_t i = 0; i < walls.n; i++) {
+        const struct wall *x = &walls.w[i];
+        double min = wt_calib_min_hold_s(x->interval_s, x->duration_s);
+        if (min > (double)hold_ns / 1e9)
+            fprintf(stderr,
+                    CMD
+                    ": warning: %s %s%s%s reads every %g s at best: a --hold under %.0f s gives "
+                    "it fewer than %d readings per step\n",
+                    wt_role_name(x->role), x->target, x->point[0] ? "/" : "", x->point,
+                    fmax(x->interval_s, x->duration_s), min, WT_CALIB_MIN_FRESH);
     }
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
@@ -291,7 +453,22 @@ int wt_cmd_calibrate(int argc, char **argv)
             break;
         }
         int64_t t0 = wt_now_mono_ns(), half = t0 + hold_ns / 2, end = t0 + hold_ns;
-        int64_t next = half;
+        int64_t next = half, t0_real = wt_now_real_ns();
+        /* The walls' settled window, in their readings' time (CLOCK_REALTIME, this host's). */
+        for (int i = 0; i < MAX_WALLS; i++) {
+            st[k].fresh[i].from_ns = t0_real + hold_ns / 2;
+            st[k].fresh[i].to_ns = t0_real + hold_ns;
+        }
+        /*
+         * After the hold, before the next limit: a reading taken just before its end may still
+         * be on its way (a poll is published when it ends). Sampled until every wall shows a
+         * later one, or its last poll's duration (and half a second) is past, at most a quarter
+         * of the hold.
+         */
+        double slowest_s = 0;
+        for (size_t i = 0; i < walls.n; i++)
+            slowest_s = fmax(slowest_s, walls.w[i].duration_s);
+        int64_t grace = end + (int64_t)(fmin(slowest_s + 0.5, (double)hold_ns / 4e9) * 1e9);
         while (!why[0]) {
             int64_t now = wt_now_mono_ns();
             if (stop_sig) {
@@ -302,12 +479,12 @@ int wt_cmd_calibrate(int argc, char **argv)
                 pid = -1;
                 break;
             }
-            if (now >= end)
+            if (now >= end && (now >= grace || walls_past(&walls, &st[k])))
                 break;
-            if (now >= next) {
+            if (now >= next || now >= end) {
                 int g = 0;
                 char lost[160];
-                if (sample(&api, topo, &st[k], &g, lost, sizeof lost) != 0) {
+                if (sample(&api, topo, &walls, &st[k], &g, lost, sizeof lost) != 0) {
                     snprintf(why, sizeof why, "the daemon stopped answering");
                     break;
                 }
@@ -318,9 +495,12 @@ int wt_cmd_calibrate(int argc, char **argv)
                              100 * shares[k], g, gpus0, lost[0] ? lost : "no longer listed");
                     break;
                 }
-                next += WT_NS_PER_S;
+                /* Four times a second: the status holds each meter's latest reading only, and a
+                 * meter polled every second must not have one replaced before it is seen. */
+                while (next <= now)
+                    next += WT_NS_PER_S / 4;
             }
-            wt_sleep_until_mono(now + 100 * WT_NS_PER_MS);
+            wt_sleep_until_mono(now + (now >= end ? 200 : 100) * WT_NS_PER_MS);
         }
         if (!why[0] && st[k].n == 0)
             snprintf(why, sizeof why, "step %.0f%%: no reading in its second half",
@@ -345,27 +525,48 @@ int wt_cmd_calibrate(int argc, char **argv)
         fprintf(stderr, CMD ": %s: no model stored\n", why);
         goto out;
     }
+    /* The wall: this node's PDU outlets when every one is fresh at every step, else its BMC. */
     double x[MAX_STEPS], y[MAX_STEPS];
-    const char *wall = NULL;
+    double hold_s = (double)hold_ns / 1e9;
+    bool any_pdu, any_bmc;
+    bool pdu_ok = role_fresh(&walls, st, nsteps, WT_ROLE_PDU_OUTLET, hold_s, false, &any_pdu);
+    bool bmc_ok = role_fresh(&walls, st, nsteps, WT_ROLE_BMC, hold_s, false, &any_bmc);
+    enum wt_role wr = pdu_ok ? WT_ROLE_PDU_OUTLET : WT_ROLE_BMC;
+    const char *wall = pdu_ok || bmc_ok ? wt_role_name(wr) : NULL;
     for (int k = 0; k < nsteps; k++) {
         const struct step *s = &st[k];
+        int fresh = 0;
+        for (size_t i = 0; i < walls.n; i++)
+            fresh += s->fresh[i].n;
         x[k] = s->chip_w / s->n;
-        double pdu = s->npdu == s->n ? s->pdu_w / s->n : NAN;
-        double bmc = s->nbmc == s->n ? s->bmc_w / s->n : NAN;
-        if (!wall)
-            wall = !isnan(pdu) ? "pdu_outlet" : !isnan(bmc) ? "bmc" : NULL;
-        y[k] = wall && strcmp(wall, "pdu_outlet") == 0 ? pdu : bmc;
+        double pdu = role_wall(&walls, s, WT_ROLE_PDU_OUTLET);
+        double bmc = role_wall(&walls, s, WT_ROLE_BMC);
+        y[k] = wr == WT_ROLE_PDU_OUTLET ? pdu : bmc;
         printf("step %3.0f%%: chips %8.1f W  node %8.1f W  pdu_outlet %8.1f W  bmc %8.1f W  "
-               "(%d samples)\n",
-               100 * s->share, x[k], s->node_w / s->n, pdu, bmc, s->n);
+               "(%d samples, %d fresh wall readings)\n",
+               100 * s->share, x[k], s->node_w / s->n, pdu, bmc, s->n, fresh);
     }
+    /* Each wall that is not fresh is named, with the hold it needs; a fresh BMC stands in. */
+    if (any_pdu && !pdu_ok)
+        (void)role_fresh(&walls, st, nsteps, WT_ROLE_PDU_OUTLET, hold_s, true, &any_pdu);
+    if (any_bmc && !bmc_ok && !pdu_ok)
+        (void)role_fresh(&walls, st, nsteps, WT_ROLE_BMC, hold_s, true, &any_bmc);
     if (!wall) {
-        fprintf(stderr,
-                CMD ": no wall meter (pdu_outlet or bmc) of node %s answered at every "
-                    "step: no model stored\n",
-                topo->node);
+        if (any_pdu || any_bmc)
+            fprintf(stderr,
+                    CMD ": no wall meter of node %s has fresh readings at every step: no model "
+                        "stored\n",
+                    topo->node);
+        else
+            fprintf(stderr,
+                    CMD ": no wall meter (pdu_outlet or bmc) of node %s answered at every "
+                        "step: no model stored\n",
+                    topo->node);
         goto out;
     }
+    if (any_pdu && !pdu_ok)
+        fprintf(stderr, CMD ": the wall is node %s's bmc instead, fresh at every step\n",
+                topo->node);
     struct wt_calib_model m = {0};
     snprintf(m.node, sizeof m.node, "%s", topo->node);
     snprintf(m.wall, sizeof m.wall, "%s", wall);

@@ -242,6 +242,7 @@ struct fac_point {
     char source[16], target[32], point[64], kind[24], name[64];
     double v[FAC_N];
     bool has[FAC_N];
+    int64_t t_ns; /* when the poll that took the values shown began (the latest of them) */
 };
 
 struct fac_view {
@@ -304,6 +305,8 @@ static void build_fac(struct fac_view *fv, const struct wt_batch *b)
         if (!p->has[r->metric - FAC_FIRST]) {
             p->has[r->metric - FAC_FIRST] = true;
             p->v[r->metric - FAC_FIRST] = r->value;
+            if (r->t_ns > p->t_ns)
+                p->t_ns = r->t_ns;
         }
     }
     if (fv->n)
@@ -339,6 +342,11 @@ static void fac_json(cJSON *root, const struct fac_view *fv)
             cJSON_AddStringToObject(o, "kind", p->kind);
         if (p->name[0])
             cJSON_AddStringToObject(o, "name", p->name);
+        /* The reading's own time: a target polled every 30 s, or slow to answer, shows the same
+         * values for many requests, and a client averaging them (wattage calibrate) must know. */
+        char ts[40];
+        wt_time_format(p->t_ns, 1, ts, sizeof ts);
+        cJSON_AddStringToObject(o, "t", ts);
         for (int k = 0; k < FAC_N; k++)
             if (p->has[k])
                 cJSON_AddNumberToObject(o, fac_key(FAC_FIRST + k), p->v[k]);

@@ -80,6 +80,36 @@ WT_TEST(calib_reports_a_wall_that_does_not_track)
     WT_ASSERT(!f.tracks && isnan(f.b_ci));
 }
 
+/*
+ * A PDU polled every 30 s serves one reading to every request of a 4-s step: only readings taken
+ * inside the step's settled window count, each once; the hold it needs is 4 x its period.
+ */
+WT_TEST(calib_fresh_counts_each_reading_once_inside_the_window)
+{
+    const int64_t s = 1000000000LL, t0 = 1764439200LL * s;
+    struct wt_calib_fresh f = {.from_ns = t0 + 2 * s, .to_ns = t0 + 4 * s};
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 - 25 * s, 1000)); /* taken before the step: stale */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 - 25 * s, 1000)); /* and served again */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 1 * s, 1100));  /* the first, unsettled half */
+    WT_EQ_INT(f.n, 0);
+    WT_ASSERT(f.last_ns == t0 + 1 * s);
+    WT_ASSERT(wt_calib_fresh_add(&f, t0 + 2 * s, 1200));  /* the window's first instant */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 2 * s, 1200)); /* served again: counted once */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 2 * s, 1200));
+    WT_ASSERT(wt_calib_fresh_add(&f, t0 + 4 * s, 1300));  /* its last instant */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 3 * s, 1250)); /* older than one counted */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 5 * s, 900));  /* after the step */
+    WT_ASSERT(!wt_calib_fresh_add(&f, t0 + 3500 * s / 1000, NAN));
+    WT_EQ_INT(f.n, 2);
+    WT_NEAR(f.sum_w / f.n, 1250, 1e-9);
+    WT_ASSERT(f.last_ns == t0 + 5 * s);
+
+    WT_NEAR(wt_calib_min_hold_s(30, 0.02), 120, 1e-9); /* two readings in a 60-s half */
+    WT_NEAR(wt_calib_min_hold_s(1, 3.2), 13, 1e-9);    /* a poll of 3.2 s delays the next */
+    WT_NEAR(wt_calib_min_hold_s(0.5, 0), 2, 1e-9);
+    WT_NEAR(wt_calib_min_hold_s(0, 0), 0, 1e-9);
+}
+
 WT_TEST(calib_model_file_round_trip)
 {
     char dir[] = "/tmp/wt-calib-XXXXXX";

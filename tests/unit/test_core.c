@@ -425,15 +425,19 @@ WT_TEST(snapshot_shows_facility_points)
     WT_EQ_INT(wt_labels(lb, sizeof lb, "source", "snmp", "target", "pdu1", "point", "outlet3",
                         "kind", "outlet", "name", "gpu-node-1 psu A", NULL),
               0);
-    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, lb, 1, 812.5), 0);
-    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_ENERGY_J, lb, 1, 7.2e6), 0);
-    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_VOLTAGE_V, lb, 1, 230.1), 0);
-    char *js = wt_snapshot_json(&b, NULL, 0, 1, 0);
+    /* Polled at 18:00:00.123, served later: "t" is the reading's time, not the request's. */
+    const int64_t t = 1764439200123000000LL;
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_POWER_W, lb, t, 812.5), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_ENERGY_J, lb, t, 7.2e6), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_FAC_VOLTAGE_V, lb, t, 230.1), 0);
+    char *js = wt_snapshot_json(&b, NULL, 0, t + 29 * WT_NS_PER_S, 0);
     WT_ASSERT(js != NULL);
+    WT_CONTAINS(js, "\"time\":\"2025-11-29T18:00:29.123Z\"");
     WT_CONTAINS(js, "\"facility_targets\":[{\"source\":\"snmp\",\"target\":\"pdu1\",\"up\":true},"
                     "{\"source\":\"snmp\",\"target\":\"pdu2\",\"up\":false}]");
     WT_CONTAINS(js, "{\"source\":\"snmp\",\"target\":\"pdu1\",\"point\":\"outlet3\",\"kind\":"
-                    "\"outlet\",\"name\":\"gpu-node-1 psu A\",\"power_watts\":812.5,"
+                    "\"outlet\",\"name\":\"gpu-node-1 psu A\",\"t\":\"2025-11-29T18:00:00.123Z\","
+                    "\"power_watts\":812.5,"
                     "\"energy_joules_total\":7200000,\"voltage_volts\":230.1}");
     free(js);
     char *text = NULL;
