@@ -73,7 +73,7 @@ assert de > 0 and abs(de - dp) < 0.0015, ("conservation", de, dp)
 pod = [v for k, v in p2.items() if 'pod="train-0"' in k]
 assert len(pod) == 1, p2
 before = sum(v for k, v in p1.items() if 'pod="train-0"' in k)
-assert pod[0] >= before > 0, (before, pod)
+assert pod[0] >= before - 5e-4 and before > 0, (before, pod)
 assert not [k for k in p2 if "container=" in k], p2
 print("across the fold: GPU +%.3f J, series +%.3f J; the pod %.3f J" % (de, dp, pod[0]), file=sys.stderr)
 PY
@@ -91,8 +91,9 @@ def pod(f, procs):
             s += float(m.group(2))
     return s
 a, b = pod(sys.argv[1], True), pod(sys.argv[2], False)
-# the page read as they ended may miss their last split (at most a second of ~40 % of the GPU)
-assert a > 0 and b >= a and b - a < 0.5 * 700, (a, b)
+# the page read as they ended may miss their last split (at most a second of ~40 % of the GPU);
+# the page prints mJ, and the processes' sum carries the float's rounding (461.65900000000005)
+assert a > 0 and b >= a - 5e-4 and b - a < 0.5 * 700, (a, b)
 PY
 )
 check "the folded value is at least what they had when they ended ($msg)" test -z "$msg"
