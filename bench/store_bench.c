@@ -11,6 +11,9 @@
  *      default (rollups where readings were pruned), each with the chunks' summaries (whole
  *      chunks inside the window not decoded) and with every chunk decoded (WT_Q_DECODE: what
  *      schema 2 did, whose default read per-minute rollups inside and raw at the edges).
+ *   0. the ticks codec (store/ticks.h) alone, the unit of the packed-ticks table being built:
+ *      each 1-s tick of the day's first hour (or less) encoded as one blob, readings/s on one
+ *      core and bytes a reading, and the walk over every blob decoding it again;
  * Times are medians of 5 runs. The values are synthetic but at the sensors' resolutions: power
  * in mW, the hardware energy counter in mJ (NVML's units), temperatures in whole °C, clocks in
  * MHz; ../shared/data/gpu-traces holds single exporter scrapes and field lists, no time series
@@ -30,6 +33,7 @@
 #include "core/reading.h"
 #include "store/query.h"
 #include "store/store.h"
+#include "store/ticks.h"
 
 #define GPUS 8
 #define S WT_NS_PER_S
@@ -164,6 +168,72 @@ static size_t tick(struct gpu *g, int64_t t, long k, bool energy_only, struct wt
     return n;
 }
 
+static int count_points(void *ctx, int64_t id, const struct wt_point *p, size_t n)
+{
+    (void)id;
+    (void)p;
+    *(size_t *)ctx += n;
+    return 0;
+}
+
+/* 0: the ticks codec over `secs` 1-s ticks, one blob each; series ids as the store would number
+ * them. Encoding readings/s and decoding readings/s (medians of 5), bytes a reading. */
+static int ticks_codec(struct gpu *g, int64_t t0, long secs, double *enc, double *dec,
+                       double *bytes)
+{
+    struct wt_reading batch[GPUS * NSER];
+    struct wt_tick_reading *r = malloc((size_t)secs * GPUS * NSER * sizeof *r);
+    size_t *at = malloc(((size_t)secs + 1) * sizeof *at), n = 0;
+    uint8_t **blob = calloc((size_t)secs, sizeof *blob);
+    size_t *len = calloc((size_t)secs, sizeof *len);
+    double e[5], d[5];
+    if (!r || !at || !blob || !len)
+        return -1;
+    for (long k = 0; k < secs; k++) {
+        at[k] = n;
+        size_t m = tick(g, t0 + k * S, k, false, batch);
+        for (size_t i = 0; i < m; i++)
+            r[n++] = (struct wt_tick_reading){(int64_t)i + 1, batch[i].t_ns, batch[i].value};
+    }
+    at[secs] = n;
+    size_t stored = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        stored = 0;
+        double a = now_s();
+        for (long k = 0; k < secs; k++) {
+            int64_t lo, hi;
+            free(blob[k]);
+            if (wt_ticks_encode(r + at[k], at[k + 1] - at[k], &blob[k], &len[k], &lo, &hi) != 0)
+                return -1;
+            stored += len[k];
+        }
+        e[rep] = (double)n / (now_s() - a);
+        size_t got = 0;
+        a = now_s();
+        for (long k = 0; k < secs; k++) {
+            if (wt_ticks_each(blob[k], len[k], count_points, &got) != 0)
+                return -1;
+        }
+        d[rep] = (double)got / (now_s() - a);
+        if (got != n)
+            return -1;
+    }
+    *enc = median(e, 5);
+    *dec = median(d, 5);
+    *bytes = (double)stored / (double)n;
+    fprintf(stderr,
+            "store_bench: ticks codec, %ld ticks of %zu readings: encode %.2fM readings/s, decode "
+            "%.2fM readings/s, %.2f B/reading\n",
+            secs, n / (size_t)secs, *enc / 1e6, *dec / 1e6, *bytes);
+    for (long k = 0; k < secs; k++)
+        free(blob[k]);
+    free(blob);
+    free(len);
+    free(at);
+    free(r);
+    return 0;
+}
+
 static struct wt_store *open_at(const char *dir, const char *name, char *path, size_t n)
 {
     struct wt_store *st = NULL;
@@ -197,6 +267,18 @@ int main(int argc, char **argv)
             return 1;
     }
     int64_t t0 = wt_minute_floor(wt_now_real_ns()) - 100LL * 86400 * S + 250 * WT_NS_PER_MS;
+    double tk_enc, tk_dec, tk_bytes;
+    if (ticks_codec(g, t0, (long)fmin(day_h * 3600, 3600), &tk_enc, &tk_dec, &tk_bytes) != 0)
+        return 1;
+    memset(g, 0, sizeof g);
+    for (int i = 0; i < GPUS; i++) {
+        char idx[8], uuid[64];
+        snprintf(idx, sizeof idx, "%d", i);
+        snprintf(uuid, sizeof uuid, "GPU-5f3c1d2e-8a7b-4c6d-9e0f-%012d", i);
+        if (wt_labels(g[i].labels, sizeof g[i].labels, "gpu", idx, "uuid", uuid, "model",
+                      "NVIDIA H200", NULL) != 0)
+            return 1;
+    }
 
     /* 1 + 2: a day of 8 GPUs x 20 series at 1 s, one transaction per simulated flush */
     struct wt_store *st = open_at(dir, "day.db", path, sizeof path);
@@ -344,6 +426,12 @@ int main(int argc, char **argv)
     unlink(wal);
     rmdir(dir);
 
+    printf(
+        "{\"section\": \"Store\", \"what\": \"ticks codec alone: readings encoded per "
+        "second, one blob per 1-s tick of %d GPUs\", \"unit\": \"readings/s\", \"wattage\": %.0f, "
+        "\"note\": \"%.2f B/reading; decoded again at %.0f readings/s; not yet the store's "
+        "write path\"}\n",
+        GPUS, tk_enc, tk_bytes, tk_dec);
     printf("{\"section\": \"Store\", \"what\": \"insert throughput, %d GPUs x %d series, one "
            "transaction per 1-s flush\", \"unit\": \"readings/s\", \"wattage\": %.0f}\n",
            GPUS, NSER, (double)timed_total / ins_s);
@@ -356,10 +444,9 @@ int main(int argc, char **argv)
            "only\", \"unit\": \"ms\", \"wattage\": %.2f, \"note\": \"chunk summaries; every "
            "chunk decoded: %.1f ms\"}\n",
            query_h, best_raw * 1e3, best[2] * 1e3);
-    printf(
-        "{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, default (chunk "
-        "summaries, rollups where pruned)\", \"unit\": \"ms\", \"wattage\": %.3f, \"note\": "
-        "\"same answer within %.2g J; schema 2's rollups + raw edges: %.2f ms\"}\n",
-        query_h, best_roll * 1e3, fabs(e_raw - e_roll), best[3] * 1e3);
+    printf("{\"section\": \"Store\", \"what\": \"%.0f-h exact-window energy query, default (chunk "
+           "summaries, rollups where pruned)\", \"unit\": \"ms\", \"wattage\": %.3f, \"note\": "
+           "\"same answer within %.2g J; schema 2's rollups + raw edges: %.2f ms\"}\n",
+           query_h, best_roll * 1e3, fabs(e_raw - e_roll), best[3] * 1e3);
     return 0;
 }

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <zstd.h>
 
+#include "store/codec.h"
+
 #define ZSTD_LEVEL 3
 #define MAX_POINTS (1u << 24) /* a decoder's bound on a blob's claim */
 
@@ -53,92 +55,29 @@ static struct zctx *zctx(void)
     return z;
 }
 
+size_t wt_codec_compress(void *dst, size_t cap, const void *src, size_t n)
+{
+    struct zctx *zc = zctx();
+    if (zc && !zc->c)
+        zc->c = ZSTD_createCCtx();
+    size_t z = zc && zc->c ? ZSTD_compressCCtx(zc->c, dst, cap, src, n, ZSTD_LEVEL)
+                           : ZSTD_compress(dst, cap, src, n, ZSTD_LEVEL);
+    return ZSTD_isError(z) ? 0 : z;
+}
+
+int wt_codec_decompress(void *dst, size_t plen, const void *src, size_t n)
+{
+    if (ZSTD_getFrameContentSize(src, n) != plen)
+        return -EINVAL;
+    struct zctx *zc = zctx();
+    if (zc && !zc->d)
+        zc->d = ZSTD_createDCtx();
+    size_t got = zc && zc->d ? ZSTD_decompressDCtx(zc->d, dst, plen, src, n)
+                             : ZSTD_decompress(dst, plen, src, n);
+    return ZSTD_isError(got) || got != plen ? -EINVAL : 0;
+}
+
 static const double p10[WT_CHUNK_MAX_SCALE + 1] = {1, 10, 100, 1000, 1e4, 1e5, 1e6};
-
-struct wbuf {
-    uint8_t *p;
-    size_t n, cap;
-    bool oom;
-};
-
-static void wb_room(struct wbuf *w, size_t need)
-{
-    if (w->oom || w->n + need <= w->cap)
-        return;
-    size_t nc = w->cap ? w->cap * 2 : 256;
-    while (nc < w->n + need)
-        nc *= 2;
-    uint8_t *p = realloc(w->p, nc);
-    if (!p) {
-        w->oom = true;
-        return;
-    }
-    w->p = p;
-    w->cap = nc;
-}
-
-static void put_u8(struct wbuf *w, uint8_t b)
-{
-    wb_room(w, 1);
-    if (!w->oom)
-        w->p[w->n++] = b;
-}
-
-static void put_uv(struct wbuf *w, uint64_t v)
-{
-    wb_room(w, 10);
-    if (w->oom)
-        return;
-    while (v >= 0x80) {
-        w->p[w->n++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    w->p[w->n++] = (uint8_t)v;
-}
-
-/* zigzag of a two's complement difference (wrapping arithmetic: any int64 pair round-trips) */
-static void put_sv(struct wbuf *w, uint64_t d)
-{
-    put_uv(w, (d << 1) ^ (uint64_t) - (int64_t)(d >> 63));
-}
-
-struct rbuf {
-    const uint8_t *p;
-    size_t n, pos;
-    bool bad;
-};
-
-static uint8_t get_u8(struct rbuf *r)
-{
-    if (r->pos >= r->n) {
-        r->bad = true;
-        return 0;
-    }
-    return r->p[r->pos++];
-}
-
-static uint64_t get_uv(struct rbuf *r)
-{
-    uint64_t v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        if (r->pos >= r->n) {
-            r->bad = true;
-            return 0;
-        }
-        uint8_t b = r->p[r->pos++];
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-    r->bad = true;
-    return 0;
-}
-
-static uint64_t get_sv(struct rbuf *r)
-{
-    uint64_t z = get_uv(r);
-    return (z >> 1) ^ (uint64_t) - (int64_t)(z & 1);
-}
 
 static uint64_t bits_of(double v)
 {
@@ -188,49 +127,49 @@ static int scale_of(const struct wt_point *p, size_t n)
     return s;
 }
 
-static void put_payload(struct wbuf *w, const struct wt_point *p, size_t n)
+void wt_codec_put_points(struct wt_wbuf *w, const struct wt_point *p, size_t n)
 {
     uint64_t prev_t = (uint64_t)p[0].t_ns, prev_d = 0;
-    put_sv(w, prev_t);
+    wt_put_sv(w, prev_t);
     for (size_t i = 1; i < n; i++) {
         uint64_t d = (uint64_t)p[i].t_ns - prev_t;
-        put_sv(w, i == 1 ? d : d - prev_d);
+        wt_put_sv(w, i == 1 ? d : d - prev_d);
         prev_d = d;
         prev_t = (uint64_t)p[i].t_ns;
     }
     int s = scale_of(p, n);
     if (s >= 0) {
-        put_u8(w, (uint8_t)s);
+        wt_put_u8(w, (uint8_t)s);
         uint64_t prev = 0;
         for (size_t i = 0; i < n; i++) {
             int64_t k = 0;
             (void)at_scale(p[i].v, s, &k);
-            put_sv(w, (uint64_t)k - prev);
+            wt_put_sv(w, (uint64_t)k - prev);
             prev = (uint64_t)k;
         }
         return;
     }
-    put_u8(w, WT_CHUNK_XOR);
+    wt_put_u8(w, WT_CHUNK_XOR);
     uint64_t prev = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t b = bits_of(p[i].v), x = b ^ prev;
         prev = b;
         if (!x) {
-            put_u8(w, 0);
+            wt_put_u8(w, 0);
             continue;
         }
         int tz = __builtin_ctzll(x) / 8, lz = __builtin_clzll(x) / 8;
         int nb = 8 - tz - lz;
-        put_u8(w, (uint8_t)(tz << 4 | nb));
+        wt_put_u8(w, (uint8_t)(tz << 4 | nb));
         x >>= tz * 8;
         for (int k = 0; k < nb; k++)
-            put_u8(w, (uint8_t)(x >> (8 * k)));
+            wt_put_u8(w, (uint8_t)(x >> (8 * k)));
     }
 }
 
 int wt_chunk_encode(const struct wt_point *p, size_t n, uint8_t **out, size_t *len)
 {
-    struct wbuf pay = {0}, blob = {0};
+    struct wt_wbuf pay = {0}, blob = {0};
     *out = NULL;
     *len = 0;
     if (n == 0 || n > MAX_POINTS)
@@ -239,35 +178,29 @@ int wt_chunk_encode(const struct wt_point *p, size_t n, uint8_t **out, size_t *l
         if (p[i].t_ns <= p[i - 1].t_ns)
             return -EINVAL;
     }
-    put_payload(&pay, p, n);
+    wt_codec_put_points(&pay, p, n);
     if (pay.oom) {
         free(pay.p);
         return -ENOMEM;
     }
     size_t bound = ZSTD_compressBound(pay.n);
-    wb_room(&blob, 1 + 10 + 10 + bound);
+    wt_wb_room(&blob, 1 + 10 + 10 + bound);
     if (blob.oom) {
         free(pay.p);
         return -ENOMEM;
     }
-    put_u8(&blob, WT_CHUNK_ZSTD);
-    put_uv(&blob, n);
-    put_uv(&blob, pay.n);
-    struct zctx *zc = zctx();
-    if (zc && !zc->c)
-        zc->c = ZSTD_createCCtx();
-    size_t z =
-        zc && zc->c
-            ? ZSTD_compressCCtx(zc->c, blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL)
-            : ZSTD_compress(blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n, ZSTD_LEVEL);
-    if (!ZSTD_isError(z) && blob.n + z < 1 + 10 + pay.n) {
+    wt_put_u8(&blob, WT_CHUNK_ZSTD);
+    wt_put_uv(&blob, n);
+    wt_put_uv(&blob, pay.n);
+    size_t z = wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, pay.p, pay.n);
+    if (z && blob.n + z < 1 + 10 + pay.n) {
         blob.n += z;
     } else {
         /* zstd does not pay: the plain payload */
         blob.n = 0;
-        put_u8(&blob, WT_CHUNK_PLAIN);
-        put_uv(&blob, n);
-        wb_room(&blob, pay.n);
+        wt_put_u8(&blob, WT_CHUNK_PLAIN);
+        wt_put_uv(&blob, n);
+        wt_wb_room(&blob, pay.n);
         if (!blob.oom) {
             memcpy(blob.p + blob.n, pay.p, pay.n);
             blob.n += pay.n;
@@ -283,31 +216,31 @@ int wt_chunk_encode(const struct wt_point *p, size_t n, uint8_t **out, size_t *l
     return 0;
 }
 
-static int get_payload(struct rbuf *r, size_t n, struct wt_point *o)
+int wt_codec_get_points(struct wt_rbuf *r, size_t n, struct wt_point *o)
 {
-    uint64_t t = get_sv(r), d = 0;
+    uint64_t t = wt_get_sv(r), d = 0;
     o[0].t_ns = (int64_t)t;
     for (size_t i = 1; i < n && !r->bad; i++) {
-        uint64_t x = get_sv(r);
+        uint64_t x = wt_get_sv(r);
         d = i == 1 ? x : d + x;
         t += d;
         o[i].t_ns = (int64_t)t;
         if (o[i].t_ns <= o[i - 1].t_ns)
             return -EINVAL; /* times increase in every chunk written */
     }
-    uint8_t mode = get_u8(r);
+    uint8_t mode = wt_get_u8(r);
     if (r->bad)
         return -EINVAL;
     if (mode <= WT_CHUNK_MAX_SCALE) {
         uint64_t k = 0;
         for (size_t i = 0; i < n && !r->bad; i++) {
-            k += get_sv(r);
+            k += wt_get_sv(r);
             o[i].v = (double)(int64_t)k / p10[mode];
         }
     } else if (mode == WT_CHUNK_XOR) {
         uint64_t prev = 0;
         for (size_t i = 0; i < n && !r->bad; i++) {
-            uint8_t c = get_u8(r);
+            uint8_t c = wt_get_u8(r);
             int tz = c >> 4, nb = c & 0x0f;
             if (c && (nb == 0 || tz + nb > 8)) {
                 r->bad = true;
@@ -315,7 +248,7 @@ static int get_payload(struct rbuf *r, size_t n, struct wt_point *o)
             }
             uint64_t x = 0;
             for (int k = 0; k < nb; k++)
-                x |= (uint64_t)get_u8(r) << (8 * k);
+                x |= (uint64_t)wt_get_u8(r) << (8 * k);
             prev ^= x << (tz * 8);
             o[i].v = double_of(prev);
         }
@@ -327,9 +260,9 @@ static int get_payload(struct rbuf *r, size_t n, struct wt_point *o)
 
 int64_t wt_chunk_count(const uint8_t *b, size_t len)
 {
-    struct rbuf r = {.p = b, .n = len};
-    uint8_t fmt = get_u8(&r);
-    uint64_t n = get_uv(&r);
+    struct wt_rbuf r = {.p = b, .n = len};
+    uint8_t fmt = wt_get_u8(&r);
+    uint64_t n = wt_get_uv(&r);
     if (r.bad || (fmt != WT_CHUNK_PLAIN && fmt != WT_CHUNK_ZSTD) || n == 0 || n > MAX_POINTS)
         return -EINVAL;
     return (int64_t)n;
@@ -337,34 +270,26 @@ int64_t wt_chunk_count(const uint8_t *b, size_t len)
 
 int wt_chunk_decode(const uint8_t *b, size_t len, struct wt_point_buf *out)
 {
-    struct rbuf r = {.p = b, .n = len};
-    uint8_t fmt = get_u8(&r);
-    uint64_t n = get_uv(&r);
+    struct wt_rbuf r = {.p = b, .n = len};
+    uint8_t fmt = wt_get_u8(&r);
+    uint64_t n = wt_get_uv(&r);
     uint8_t *plain = NULL;
     int rc;
     if (r.bad || (fmt != WT_CHUNK_PLAIN && fmt != WT_CHUNK_ZSTD) || n == 0 || n > MAX_POINTS)
         return -EINVAL;
     if (fmt == WT_CHUNK_ZSTD) {
-        uint64_t plen = get_uv(&r);
+        uint64_t plen = wt_get_uv(&r);
         /* a point takes at least 2 bytes and at most 19 in the payload */
         if (r.bad || plen < n || plen > 20 * n + 16)
-            return -EINVAL;
-        unsigned long long fs = ZSTD_getFrameContentSize(b + r.pos, len - r.pos);
-        if (fs != plen)
             return -EINVAL;
         plain = malloc(plen ? plen : 1);
         if (!plain)
             return -ENOMEM;
-        struct zctx *zc = zctx();
-        if (zc && !zc->d)
-            zc->d = ZSTD_createDCtx();
-        size_t got = zc && zc->d ? ZSTD_decompressDCtx(zc->d, plain, plen, b + r.pos, len - r.pos)
-                                 : ZSTD_decompress(plain, plen, b + r.pos, len - r.pos);
-        if (ZSTD_isError(got) || got != plen) {
+        if (wt_codec_decompress(plain, plen, b + r.pos, len - r.pos) != 0) {
             free(plain);
             return -EINVAL;
         }
-        r = (struct rbuf){.p = plain, .n = plen};
+        r = (struct wt_rbuf){.p = plain, .n = plen};
     }
     if (out->n + n > out->cap) {
         size_t nc = out->cap ? out->cap : 256;
@@ -378,7 +303,7 @@ int wt_chunk_decode(const uint8_t *b, size_t len, struct wt_point_buf *out)
         out->p = p;
         out->cap = nc;
     }
-    rc = get_payload(&r, n, out->p + out->n);
+    rc = wt_codec_get_points(&r, n, out->p + out->n);
     free(plain);
     if (rc == 0)
         out->n += n;

@@ -14,7 +14,7 @@ if [[ ! -d $data ]]; then
 fi
 [[ -d $data ]] || echo "# seeds: $data is missing: only the fixtures' seeds" >&2
 rm -rf "$out"
-mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk}
+mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk,ticks}
 
 # copy DIR GLOB...: the matching files of the data sets into DIR, named by their path.
 copy() {
@@ -169,6 +169,11 @@ PY
 printf '\x01\x01\x02\x00\x00' >"$out/chunk/one-point"
 printf '\x01\x02\x02\x02\xff\x00\x08\x00\x00\x00\x00\x00\x00\xf8\x7f' >"$out/chunk/nan-xor"
 head -c 4096 /dev/zero >"$out/chunk/zeros"
+# ticks: hand-made blobs of the ticks codec (src/store/ticks.h): one reading; two series, one of
+# two points; and a run of zeros
+printf '\x01\x01\x00\x01\x01\x01\x03\x00\x03\x00' >"$out/ticks/one-reading"
+printf '\x01\x03\x00\x02\x01\x02\x05\x00\x02\x00\x00\x02\x04\x01\x03\x00\x03\x08' >"$out/ticks/two-series"
+head -c 4096 /dev/zero >"$out/ticks/zeros"
 
 for d in "$out"/*/; do
     echo "# seeds: $(basename "$d"): $(find "$d" -type f | wc -l) files, $(du -sk "$d" | cut -f1) KiB"

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/* The store's ticks codec; see ticks.h. */
+#include "store/ticks.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/codec.h"
+
+#define MAX_READINGS (1u << 24) /* a decoder's bound on a blob's claim */
+/* a point takes at most 19 bytes of payload; a series' framing at most 30 */
+#define MAX_BODY(n) (50 * (uint64_t)(n) + 32)
+
+struct sortable {
+    int64_t series, t;
+    double v;
+    size_t order;
+};
+
+static int by_series_time(const void *pa, const void *pb)
+{
+    const struct sortable *a = pa, *b = pb;
+    if (a->series != b->series)
+        return a->series < b->series ? -1 : 1;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* The plain body of sorted readings s[0..n): base, series, and each series' points. */
+static int put_body(struct wt_wbuf *w, const struct sortable *s, size_t n, int64_t base,
+                    size_t *kept)
+{
+    struct wt_point *pts = malloc(n * sizeof *pts);
+    struct wt_wbuf g = {0};
+    size_t groups = 0;
+    if (!pts)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        groups += i == 0 || s[i].series != s[i - 1].series;
+    wt_put_sv(w, (uint64_t)base);
+    wt_put_uv(w, groups);
+    *kept = 0;
+    int64_t prev_id = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i, m = 0;
+        for (; j < n && s[j].series == s[i].series; j++) {
+            if (m && s[j].t == s[j - 1].t)
+                continue; /* the same series and time again: the first stays */
+            pts[m].t_ns = (int64_t)((uint64_t)s[j].t - (uint64_t)base);
+            pts[m].v = s[j].v;
+            m++;
+        }
+        g.n = 0;
+        wt_codec_put_points(&g, pts, m);
+        wt_put_uv(w, (uint64_t)(s[i].series - prev_id));
+        wt_put_uv(w, m);
+        wt_put_uv(w, g.n);
+        wt_wb_room(w, g.n);
+        if (!w->oom && !g.oom) {
+            memcpy(w->p + w->n, g.p, g.n);
+            w->n += g.n;
+        }
+        prev_id = s[i].series;
+        *kept += m;
+        i = j;
+    }
+    bool oom = g.oom || w->oom;
+    free(g.p);
+    free(pts);
+    return oom ? -ENOMEM : 0;
+}
+
+int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *len, int64_t *t_min,
+                    int64_t *t_max)
+{
+    *out = NULL;
+    *len = 0;
+    if (n == 0 || n > MAX_READINGS)
+        return -EINVAL;
+    int64_t lo = r[0].t_ns, hi = r[0].t_ns, span;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].series < 1)
+            return -EINVAL;
+        lo = r[i].t_ns < lo ? r[i].t_ns : lo;
+        hi = r[i].t_ns > hi ? r[i].t_ns : hi;
+    }
+    if (__builtin_sub_overflow(hi, lo, &span))
+        return -EINVAL;
+    struct sortable *s = malloc(n * sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        s[i] = (struct sortable){r[i].series, r[i].t_ns, r[i].v, i};
+    qsort(s, n, sizeof *s, by_series_time);
+    for (size_t i = 0; i < n; i++)
+        r[i] = (struct wt_tick_reading){s[i].series, s[i].t, s[i].v};
+
+    struct wt_wbuf body = {0}, blob = {0};
+    size_t kept = 0;
+    int rc = put_body(&body, s, n, lo, &kept);
+    free(s);
+    if (rc == 0) {
+        wt_wb_room(&blob, 1 + 10 + 10 + body.n + body.n / 8 + 64);
+        wt_put_u8(&blob, WT_TICKS_ZSTD);
+        wt_put_uv(&blob, kept);
+        wt_put_uv(&blob, body.n);
+        size_t z =
+            blob.oom ? 0 : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
+        if (z && blob.n + z < 1 + 10 + body.n) {
+            blob.n += z;
+        } else {
+            blob.n = 0;
+            wt_put_u8(&blob, WT_TICKS_PLAIN);
+            wt_put_uv(&blob, kept);
+            wt_wb_room(&blob, body.n);
+            if (!blob.oom) {
+                memcpy(blob.p + blob.n, body.p, body.n);
+                blob.n += body.n;
+            }
+        }
+        if (blob.oom)
+            rc = -ENOMEM;
+    }
+    free(body.p);
+    if (rc) {
+        free(blob.p);
+        return rc;
+    }
+    *out = blob.p;
+    *len = blob.n;
+    *t_min = lo;
+    *t_max = hi;
+    return 0;
+}
+
+/* The header: format and count; the body in *r (decompressed into *plain, the caller's to
+ * free, for zstd). */
+static int open_blob(const uint8_t *b, size_t len, struct wt_rbuf *r, uint8_t **plain,
+                     uint64_t *count)
+{
+    struct wt_rbuf h = {.p = b, .n = len};
+    uint8_t fmt = wt_get_u8(&h);
+    uint64_t n = wt_get_uv(&h);
+    *plain = NULL;
+    if (h.bad || (fmt != WT_TICKS_PLAIN && fmt != WT_TICKS_ZSTD) || n == 0 || n > MAX_READINGS)
+        return -EINVAL;
+    *count = n;
+    if (fmt == WT_TICKS_PLAIN) {
+        *r = (struct wt_rbuf){.p = b + h.pos, .n = len - h.pos};
+        return 0;
+    }
+    uint64_t plen = wt_get_uv(&h);
+    /* zstd folds a body of ticks 2-10 times; a claim far beyond is not one */
+    if (h.bad || plen == 0 || plen > MAX_BODY(n) || plen > 64 * (uint64_t)(len - h.pos) + 1024)
+        return -EINVAL;
+    *plain = malloc(plen);
+    if (!*plain)
+        return -ENOMEM;
+    if (wt_codec_decompress(*plain, plen, b + h.pos, len - h.pos) != 0) {
+        free(*plain);
+        *plain = NULL;
+        return -EINVAL;
+    }
+    *r = (struct wt_rbuf){.p = *plain, .n = plen};
+    return 0;
+}
+
+/* One series' framing; its payload is r->p[*at .. *at + *bytes). */
+struct group {
+    int64_t id;
+    uint64_t n;
+    size_t at, bytes;
+};
+
+/* The next group's framing, stepping r over its payload. */
+static bool next_group(struct wt_rbuf *r, int64_t prev_id, uint64_t left, struct group *g)
+{
+    uint64_t d = wt_get_uv(r), n = wt_get_uv(r), bytes = wt_get_uv(r);
+    /* a point takes at least a byte of time and one of value */
+    if (r->bad || d == 0 || d > (uint64_t)(INT64_MAX - prev_id) || n == 0 || n > left ||
+        bytes > r->n - r->pos || n > bytes)
+        return false;
+    *g = (struct group){prev_id + (int64_t)d, n, r->pos, (size_t)bytes};
+    r->pos += bytes;
+    return true;
+}
+
+/* The points of group g (times made absolute) into o[0 .. g->n). */
+static int group_points(const struct wt_rbuf *r, const struct group *g, uint64_t base,
+                        struct wt_point *o)
+{
+    struct wt_rbuf pr = {.p = r->p + g->at, .n = g->bytes};
+    if (wt_codec_get_points(&pr, g->n, o) != 0 || o[0].t_ns < 0)
+        return -EINVAL;
+    for (size_t i = 0; i < g->n; i++)
+        o[i].t_ns = (int64_t)(base + (uint64_t)o[i].t_ns);
+    return 0;
+}
+
+/* Walks the framing of every group of the body in r; calls each(g) for those; checks the counts
+ * add up and nothing is left over. */
+static int walk(struct wt_rbuf *r, uint64_t count, uint64_t *base,
+                int (*each)(void *, struct group *), void *ctx)
+{
+    *base = wt_get_sv(r);
+    uint64_t groups = wt_get_uv(r), left = count;
+    if (r->bad || groups == 0 || groups > count)
+        return -EINVAL;
+    int64_t id = 0;
+    for (uint64_t i = 0; i < groups; i++) {
+        struct group g;
+        if (!next_group(r, id, left, &g))
+            return -EINVAL;
+        id = g.id;
+        left -= g.n;
+        if (each) {
+            int rc = each(ctx, &g);
+            if (rc)
+                return rc;
+        }
+    }
+    return left || r->pos != r->n ? -EINVAL : 0;
+}
+
+struct find {
+    int64_t id;
+    struct group g;
+    bool found;
+};
+
+static int find_one(void *ctx, struct group *g)
+{
+    struct find *f = ctx;
+    if (g->id == f->id) {
+        f->g = *g;
+        f->found = true;
+    }
+    return 0;
+}
+
+static int reserve(struct wt_point_buf *out, size_t more)
+{
+    if (out->n + more <= out->cap)
+        return 0;
+    size_t nc = out->cap ? out->cap : 256;
+    while (nc < out->n + more)
+        nc *= 2;
+    struct wt_point *p = realloc(out->p, nc * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    out->p = p;
+    out->cap = nc;
+    return 0;
+}
+
+int wt_ticks_series(const uint8_t *b, size_t len, int64_t id, int64_t lo, int64_t hi,
+                    struct wt_point_buf *out)
+{
+    struct wt_rbuf r;
+    uint8_t *plain;
+    uint64_t count, base;
+    struct find f = {.id = id};
+    int rc = open_blob(b, len, &r, &plain, &count);
+    if (rc)
+        return rc;
+    rc = walk(&r, count, &base, find_one, &f);
+    if (rc == 0 && f.found)
+        rc = reserve(out, f.g.n);
+    if (rc == 0 && f.found) {
+        struct wt_point *o = out->p + out->n;
+        rc = group_points(&r, &f.g, base, o);
+        size_t w = 0;
+        for (size_t i = 0; rc == 0 && i < f.g.n; i++) {
+            if (o[i].t_ns >= lo && o[i].t_ns <= hi)
+                o[w++] = o[i];
+        }
+        if (rc == 0)
+            out->n += w;
+    }
+    free(plain);
+    return rc;
+}
+
+struct all {
+    const struct wt_rbuf *r;
+    uint64_t base;
+    struct wt_point *pts;
+    size_t n;
+    struct group *groups;
+    size_t ng;
+};
+
+static int collect(void *ctx, struct group *g)
+{
+    struct all *a = ctx;
+    a->groups[a->ng++] = *g;
+    return 0;
+}
+
+int wt_ticks_each(const uint8_t *b, size_t len, wt_ticks_fn fn, void *ctx)
+{
+    struct wt_rbuf r;
+    uint8_t *plain;
+    uint64_t count;
+    int rc = open_blob(b, len, &r, &plain, &count);
+    if (rc)
+        return rc;
+    struct all a = {.r = &r};
+    struct wt_rbuf again = r;
+    uint64_t base;
+    /* the framing first: what it claims is then bounded by the blob's own bytes */
+    rc = walk(&again, count, &base, NULL, NULL);
+    if (rc) {
+        free(plain);
+        return rc;
+    }
+    a.pts = malloc(count * sizeof *a.pts);
+    a.groups = malloc(count * sizeof *a.groups);
+    if (!a.pts || !a.groups)
+        rc = -ENOMEM;
+    if (rc == 0)
+        rc = walk(&r, count, &a.base, collect, &a);
+    /* decode them all before the first call: a blob is whole or refused */
+    for (size_t i = 0, at = 0; rc == 0 && i < a.ng; at += a.groups[i].n, i++)
+        rc = group_points(&r, &a.groups[i], a.base, a.pts + at);
+    for (size_t i = 0, at = 0; rc == 0 && i < a.ng; at += a.groups[i].n, i++)
+        rc = fn(ctx, a.groups[i].id, a.pts + at, a.groups[i].n);
+    free(a.pts);
+    free(a.groups);
+    free(plain);
+    return rc;
+}
+
+int64_t wt_ticks_count(const uint8_t *b, size_t len)
+{
+    struct wt_rbuf h = {.p = b, .n = len};
+    uint8_t fmt = wt_get_u8(&h);
+    uint64_t n = wt_get_uv(&h);
+    if (h.bad || (fmt != WT_TICKS_PLAIN && fmt != WT_TICKS_ZSTD) || n == 0 || n > MAX_READINGS)
+        return -EINVAL;
+    return (int64_t)n;
+}

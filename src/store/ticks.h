@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The store's ticks codec: every reading of one writer flush (all series, a tick or a few) in
+ * one blob, the unit of the packed-ticks table that store v2 appends instead of a row per reading
+ * (issue 17). Pure: no SQL, no state.
+ *
+ * Layout: a format byte (WT_TICKS_PLAIN or WT_TICKS_ZSTD), the reading count (varint) and, for
+ * zstd, the plain body's length (varint) before the zstd frame. The plain body:
+ *   - the base time (zigzag varint, ns): the earliest reading's;
+ *   - the number of series (varint), then each series in ascending id: its id as the difference
+ *     from the previous one (varint, >= 1; the first from 0), its point count (varint) and the
+ *     byte length of its points (varint), then its points as a chunk's payload (chunk.h) with
+ *     times relative to the base. Readings of one tick share a time: a reading costs its value
+ *     (a decimal integer at the series' scale, or XOR), a byte of time and about three bytes of
+ *     framing for a series read once a flush.
+ * A reader of one series steps over the others by their lengths without decoding them. zstd is
+ * used when it makes the blob smaller.
+ */
+#ifndef WT_STORE_TICKS_H
+#define WT_STORE_TICKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/err.h"
+#include "store/store.h"
+
+enum { WT_TICKS_PLAIN = 1, WT_TICKS_ZSTD = 2 };
+
+/* One reading of a flush: its series' id (>= 1), time (ns) and value. */
+struct wt_tick_reading {
+    int64_t series;
+    int64_t t_ns;
+    double v;
+};
+
+/*
+ * Encodes n >= 1 readings in any order into *out (malloc'd, *len bytes); *t_min and *t_max get
+ * the earliest and latest time. r is sorted in place by series, then time; of two readings of
+ * one series at one time the first given is kept (as the readings table's INSERT OR IGNORE
+ * kept the first written). Returns 0, -EINVAL (n == 0, a series id < 1, times more than 2^63 ns
+ * apart) or -ENOMEM.
+ */
+int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *len, int64_t *t_min,
+                    int64_t *t_max) WT_MUST_USE;
+
+/*
+ * Appends the points of series id with lo <= t <= hi to out, in time order (none: nothing).
+ * Returns 0, -EINVAL (the blob's framing or that series' points are not well formed: out is then
+ * left as it was; the other series' points are stepped over, not decoded) or -ENOMEM.
+ */
+int wt_ticks_series(const uint8_t *b, size_t len, int64_t id, int64_t lo, int64_t hi,
+                    struct wt_point_buf *out) WT_MUST_USE;
+
+/*
+ * Calls fn for each series of a blob in ascending id with its points (time order; valid during
+ * the call). A nonzero return of fn stops the walk and is returned. Else 0, -EINVAL (not a
+ * well-formed blob: checked whole before the first call) or -ENOMEM.
+ */
+typedef int (*wt_ticks_fn)(void *ctx, int64_t id, const struct wt_point *p, size_t n);
+int wt_ticks_each(const uint8_t *b, size_t len, wt_ticks_fn fn, void *ctx) WT_MUST_USE;
+
+/* The readings a blob holds, without decoding their points: >= 0, or -EINVAL. */
+int64_t wt_ticks_count(const uint8_t *b, size_t len);
+
+#endif
