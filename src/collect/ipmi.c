@@ -96,20 +96,6 @@ struct ipmi {
 
 /* ---- configuration ---- */
 
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...)
-{
-    char p[192], msg[WT_ERR_LEN];
-    const struct wt_ynode *n = wt_y_get(m, key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
-}
-
 static bool name_ok(const char *s)
 {
     if (!*s)
@@ -178,19 +164,20 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                      WT_TARGET_NAME_LEN, t->name);
+        rc = wt_y_key_fail(g, m, path, "name",
+                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                           WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "host", false, t->host, sizeof t->host);
     if (!rc)
         rc = wt_y_bool(g, m, path, "inband", &t->inband);
     if (!rc && t->inband == (t->host[0] != '\0'))
-        rc = key_fail(g, m, path, t->host[0] ? "inband" : "host",
-                      t->host[0] ? "host (over the LAN) and inband: true exclude each other"
-                                 : "expected host (a BMC over the LAN) or inband: true (this "
-                                   "machine's own BMC)");
+        rc = wt_y_key_fail(g, m, path, t->host[0] ? "inband" : "host",
+                           t->host[0] ? "host (over the LAN) and inband: true exclude each other"
+                                      : "expected host (a BMC over the LAN) or inband: true (this "
+                                        "machine's own BMC)");
     if (!rc && t->host[0] && !host_ok(t->host))
-        rc = key_fail(g, m, path, "host", "expected HOST or HOST:PORT (got \"%s\")", t->host);
+        rc = wt_y_key_fail(g, m, path, "host", "expected HOST or HOST:PORT (got \"%s\")", t->host);
     if (!rc)
         rc = wt_y_enum(g, m, path, "driver", driver_names, &t->driver);
     if (!rc)
@@ -202,8 +189,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     const char *const *other = t->inband ? lan_only : inband_only;
     for (size_t i = 0; !rc && other[i]; i++)
         if (wt_y_get(m, other[i]))
-            rc = key_fail(g, m, path, other[i], "only for %s targets",
-                          t->inband ? "LAN (host:)" : "in-band (inband: true)");
+            rc = wt_y_key_fail(g, m, path, other[i], "only for %s targets",
+                               t->inband ? "LAN (host:)" : "in-band (inband: true)");
     if (!rc)
         rc = wt_y_string(g, m, path, "username", false, t->username, sizeof t->username);
     if (!rc)
@@ -216,10 +203,11 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_int(g, m, path, "cipher_suite", 0, 17, &t->cipher_suite);
     if (!rc && !IPMI_CIPHER_SUITE_ID_SUPPORTED(t->cipher_suite))
-        rc = key_fail(g, m, path, "cipher_suite",
-                      "expected a cipher suite of IPMI 2.0 that FreeIPMI speaks: 0-3, 6-8, 11, "
-                      "12, 15-17 (got %lld)",
-                      (long long)t->cipher_suite);
+        rc =
+            wt_y_key_fail(g, m, path, "cipher_suite",
+                          "expected a cipher suite of IPMI 2.0 that FreeIPMI speaks: 0-3, 6-8, 11, "
+                          "12, 15-17 (got %lld)",
+                          (long long)t->cipher_suite);
     if (!rc)
         rc = parse_workarounds(g, m, path, &t->workaround_flags);
     if (!rc)
@@ -239,39 +227,30 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     return rc;
 }
 
-/* As redfish.c: the count of targets, or -EINVAL; target `want` is copied to *one. */
+/* parse_target for wt_y_targets_parse: the target and its name and interval */
+static int target_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        void *t, struct wt_target *id)
+{
+    const struct target *x = t;
+    int rc = parse_target(g, m, path, t);
+    snprintf(id->name, sizeof id->name, "%s", x->name);
+    id->interval_ns = x->interval_ns;
+    return rc;
+}
+
+static const struct wt_y_targets targets = {
+    .section = SECTION,
+    .size = sizeof(struct target),
+    .parse = target_parse,
+    .drop = NULL,
+};
+
+/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
 static int parse_section(const char *file, const struct wt_ynode *node, long want,
                          struct target *one, struct wt_target *names, size_t max,
                          struct wt_err *err)
 {
-    struct wt_yget g = {.file = file, .err = err};
-    char path[64];
-    int rc = wt_y_seq(&g, node, SECTION);
-    if (rc)
-        return rc;
-    size_t n = node && node->kind == WT_YNODE_SEQ ? node->n : 0;
-    if (n > WT_MAX_TARGETS)
-        return wt_y_fail(&g, node, SECTION, "at most %d targets (got %zu)", WT_MAX_TARGETS, n);
-    char seen[WT_MAX_TARGETS][WT_TARGET_NAME_LEN + 1];
-    for (size_t i = 0; i < n; i++) {
-        struct target t;
-        wt_y_index(path, sizeof path, SECTION, i);
-        rc = parse_target(&g, node->child[i], path, &t);
-        for (size_t j = 0; j < i && rc == 0; j++)
-            if (strcmp(seen[j], t.name) == 0)
-                rc = key_fail(&g, node->child[i], path, "name", "\"%s\" is used by another target",
-                              t.name);
-        if (rc)
-            return rc;
-        snprintf(seen[i], sizeof seen[i], "%s", t.name);
-        if (names && i < max) {
-            snprintf(names[i].name, sizeof names[i].name, "%s", t.name);
-            names[i].interval_ns = t.interval_ns;
-        }
-        if ((long)i == want && one)
-            *one = t;
-    }
-    return (int)n;
+    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
 }
 
 int wt_ipmi_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)

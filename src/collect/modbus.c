@@ -171,21 +171,6 @@ void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_w
 
 /* ---- configuration ---- */
 
-/* An error about key of mapping m: at the key's line (the mapping's when absent), path.key. */
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...)
-{
-    char p[192], msg[WT_ERR_LEN];
-    const struct wt_ynode *n = wt_y_get(m, key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
-}
-
 static bool name_ok(const char *s)
 {
     if (!*s)
@@ -249,12 +234,12 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, r->name, sizeof r->name);
     if (!rc && !name_ok(r->name))
-        rc = key_fail(g, m, path, "name", "expected letters, digits, '_', '.' or '-' (got \"%s\")",
-                      r->name);
+        rc = wt_y_key_fail(g, m, path, "name",
+                           "expected letters, digits, '_', '.' or '-' (got \"%s\")", r->name);
     if (!rc)
         rc = wt_y_int(g, m, path, "address", 0, 65535, &addr);
     if (!rc && !wt_y_get(m, "address"))
-        rc = key_fail(g, m, path, "address", "required");
+        rc = wt_y_key_fail(g, m, path, "address", "required");
     if (!rc)
         rc = wt_y_enum(g, m, path, "function", function_names, &fn);
     if (!rc)
@@ -264,7 +249,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     if (!rc)
         rc = wt_y_double(g, m, path, "scale", -1e12, 1e12, &r->scale);
     if (!rc && r->scale == 0)
-        rc = key_fail(g, m, path, "scale", "expected a non-zero number");
+        rc = wt_y_key_fail(g, m, path, "scale", "expected a non-zero number");
     if (!rc)
         rc = wt_y_string(g, m, path, "metric", true, metric, sizeof metric);
     if (!rc) {
@@ -276,7 +261,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
             for (const struct metric_kind *k = metric_kinds; k->name; k++)
                 snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                          k == metric_kinds ? "" : ", ", k->name);
-            rc = key_fail(g, m, path, "metric", "expected one of %s (got \"%s\")", list, metric);
+            rc = wt_y_key_fail(g, m, path, "metric", "expected one of %s (got \"%s\")", list,
+                               metric);
         }
     }
     if (!rc)
@@ -293,8 +279,9 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
                 for (const struct unit *u = r->mk->units; u->name; u++)
                     snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s",
                              u == r->mk->units ? "" : ", ", u->name);
-                rc = key_fail(g, m, path, "unit", "expected one of %s for metric %s (got \"%s\")",
-                              list, r->mk->name, unit);
+                rc = wt_y_key_fail(g, m, path, "unit",
+                                   "expected one of %s for metric %s (got \"%s\")", list,
+                                   r->mk->name, unit);
             }
         }
     }
@@ -311,8 +298,8 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     r->type = (enum wt_modbus_type)type;
     r->little = order == 1;
     if (addr + wt_modbus_type_words(r->type) > 65536)
-        return key_fail(g, m, path, "address", "a %s at %lld runs past register 65535",
-                        type_names[type], (long long)addr);
+        return wt_y_key_fail(g, m, path, "address", "a %s at %lld runs past register 65535",
+                             type_names[type], (long long)addr);
     if (!r->point[0])
         snprintf(r->point, sizeof r->point, "%s", r->name);
     if (!r->kind[0])
@@ -333,13 +320,14 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                      WT_TARGET_NAME_LEN, t->name);
+        rc = wt_y_key_fail(g, m, path, "name",
+                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                           WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "address", true, addr, sizeof addr);
     if (!rc && split_address(addr, t->host, sizeof t->host, &t->port) != 0)
-        rc = key_fail(g, m, path, "address", "expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")",
-                      addr);
+        rc = wt_y_key_fail(g, m, path, "address",
+                           "expected HOST, HOST:PORT or [IPv6]:PORT (got \"%s\")", addr);
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
@@ -378,61 +366,47 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         t->nregs++;
         for (size_t j = 0; j < i; j++) {
             if (strcmp(t->regs[j].name, t->regs[i].name) == 0)
-                return key_fail(g, regs->child[i], ipath, "name", "\"%s\" is used twice",
-                                t->regs[i].name);
+                return wt_y_key_fail(g, regs->child[i], ipath, "name", "\"%s\" is used twice",
+                                     t->regs[i].name);
             if (t->regs[j].mk == t->regs[i].mk && strcmp(t->regs[j].point, t->regs[i].point) == 0)
-                return key_fail(g, regs->child[i], ipath, "point",
-                                "\"%s\" already has a %s register (%s)", t->regs[i].point,
-                                t->regs[i].mk->name, t->regs[j].name);
+                return wt_y_key_fail(g, regs->child[i], ipath, "point",
+                                     "\"%s\" already has a %s register (%s)", t->regs[i].point,
+                                     t->regs[i].mk->name, t->regs[j].name);
         }
     }
     return 0;
 }
 
-/*
- * Parses the whole section. With want >= 0 only that target is kept in *one (the others are
- * still checked). names (may be NULL) gets every target's name and interval. Returns the number
- * of targets or -EINVAL.
- */
+/* parse_target for wt_y_targets_parse: the target and its name and interval */
+static int target_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        void *t, struct wt_target *id)
+{
+    const struct target *x = t;
+    int rc = parse_target(g, m, path, t);
+    snprintf(id->name, sizeof id->name, "%s", x->name);
+    id->interval_ns = x->interval_ns;
+    return rc;
+}
+
+static void target_drop(void *t)
+{
+    free(((struct target *)t)->regs);
+    ((struct target *)t)->regs = NULL;
+}
+
+static const struct wt_y_targets targets = {
+    .section = SECTION,
+    .size = sizeof(struct target),
+    .parse = target_parse,
+    .drop = target_drop,
+};
+
+/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
 static int parse_section(const char *file, const struct wt_ynode *node, long want,
                          struct target *one, struct wt_target *names, size_t max,
                          struct wt_err *err)
 {
-    struct wt_yget g = {.file = file, .err = err};
-    char path[64];
-    int rc = wt_y_seq(&g, node, SECTION);
-    if (rc)
-        return rc;
-    size_t n = node && node->kind == WT_YNODE_SEQ ? node->n : 0;
-    if (n > WT_MAX_TARGETS)
-        return wt_y_fail(&g, node, SECTION, "at most %d targets (got %zu)", WT_MAX_TARGETS, n);
-    char seen[WT_MAX_TARGETS][WT_TARGET_NAME_LEN + 1];
-    for (size_t i = 0; i < n; i++) {
-        struct target t;
-        wt_y_index(path, sizeof path, SECTION, i);
-        rc = parse_target(&g, node->child[i], path, &t);
-        if (rc == 0) {
-            for (size_t j = 0; j < i && rc == 0; j++)
-                if (strcmp(seen[j], t.name) == 0)
-                    rc = key_fail(&g, node->child[i], path, "name",
-                                  "\"%s\" is used by another target", t.name);
-        }
-        if (rc) {
-            free(t.regs);
-            return rc;
-        }
-        snprintf(seen[i], sizeof seen[i], "%s", t.name);
-        if (names && i < max) {
-            snprintf(names[i].name, sizeof names[i].name, "%s", t.name);
-            names[i].interval_ns = t.interval_ns;
-        }
-        if ((long)i == want && one) {
-            *one = t;
-        } else {
-            free(t.regs);
-        }
-    }
-    return (int)n;
+    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
 }
 
 int wt_modbus_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)

@@ -117,21 +117,6 @@ struct rf {
 
 /* ---- configuration ---- */
 
-/* An error about key of mapping m: at the key's line (the mapping's when absent), path.key. */
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-static int key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                    const char *key, const char *fmt, ...)
-{
-    char p[192], msg[WT_ERR_LEN];
-    const struct wt_ynode *n = wt_y_get(m, key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
-}
-
 static bool name_ok(const char *s)
 {
     if (!*s)
@@ -159,8 +144,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
     if (!rc && !name_ok(t->name))
-        rc = key_fail(g, m, path, "name", "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                      WT_TARGET_NAME_LEN, t->name);
+        rc = wt_y_key_fail(g, m, path, "name",
+                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                           WT_TARGET_NAME_LEN, t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
     if (!rc) {
@@ -168,9 +154,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         const char *host = t->url + (https ? 8 : 7);
         if ((!https && strncmp(t->url, "http://", 7) != 0) || !*host || *host == '/' ||
             strpbrk(t->url, " ?#@"))
-            rc =
-                key_fail(g, m, path, "url",
-                         "expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")", t->url);
+            rc = wt_y_key_fail(g, m, path, "url",
+                               "expected http://HOST[:PORT] or https://HOST[:PORT] (got \"%s\")",
+                               t->url);
     }
     if (!rc) {
         /* Kept as scheme://host[:port]: the walk starts at /redfish/v1 whatever was written. */
@@ -189,12 +175,12 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         rc = wt_y_string(g, m, path, "password_file", false, t->password_file,
                          sizeof t->password_file);
     if (!rc && !t->username[0] != !t->password_file[0])
-        rc = key_fail(g, m, path, t->username[0] ? "password_file" : "username",
-                      "username and password_file go together");
+        rc = wt_y_key_fail(g, m, path, t->username[0] ? "password_file" : "username",
+                           "username and password_file go together");
     if (!rc)
         rc = wt_y_enum(g, m, path, "auth", auth_names, &t->auth);
     if (!rc && wt_y_get(m, "auth") && !t->username[0])
-        rc = key_fail(g, m, path, "auth", "needs username and password_file");
+        rc = wt_y_key_fail(g, m, path, "auth", "needs username and password_file");
     if (!rc)
         rc = wt_y_string(g, m, path, "ca_file", false, t->ca_file, sizeof t->ca_file);
     if (!rc)
@@ -219,39 +205,30 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     return rc;
 }
 
-/* As modbus.c: the count of targets, or -EINVAL; target `want` is copied to *one. */
+/* parse_target for wt_y_targets_parse: the target and its name and interval */
+static int target_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        void *t, struct wt_target *id)
+{
+    const struct target *x = t;
+    int rc = parse_target(g, m, path, t);
+    snprintf(id->name, sizeof id->name, "%s", x->name);
+    id->interval_ns = x->interval_ns;
+    return rc;
+}
+
+static const struct wt_y_targets targets = {
+    .section = SECTION,
+    .size = sizeof(struct target),
+    .parse = target_parse,
+    .drop = NULL,
+};
+
+/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
 static int parse_section(const char *file, const struct wt_ynode *node, long want,
                          struct target *one, struct wt_target *names, size_t max,
                          struct wt_err *err)
 {
-    struct wt_yget g = {.file = file, .err = err};
-    char path[64];
-    int rc = wt_y_seq(&g, node, SECTION);
-    if (rc)
-        return rc;
-    size_t n = node && node->kind == WT_YNODE_SEQ ? node->n : 0;
-    if (n > WT_MAX_TARGETS)
-        return wt_y_fail(&g, node, SECTION, "at most %d targets (got %zu)", WT_MAX_TARGETS, n);
-    char seen[WT_MAX_TARGETS][WT_TARGET_NAME_LEN + 1];
-    for (size_t i = 0; i < n; i++) {
-        struct target t;
-        wt_y_index(path, sizeof path, SECTION, i);
-        rc = parse_target(&g, node->child[i], path, &t);
-        for (size_t j = 0; j < i && rc == 0; j++)
-            if (strcmp(seen[j], t.name) == 0)
-                rc = key_fail(&g, node->child[i], path, "name", "\"%s\" is used by another target",
-                              t.name);
-        if (rc)
-            return rc;
-        snprintf(seen[i], sizeof seen[i], "%s", t.name);
-        if (names && i < max) {
-            snprintf(names[i].name, sizeof names[i].name, "%s", t.name);
-            names[i].interval_ns = t.interval_ns;
-        }
-        if ((long)i == want && one)
-            *one = t;
-    }
-    return (int)n;
+    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
 }
 
 int wt_redfish_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)

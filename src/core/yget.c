@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/source.h"
 
 /* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
 size_t wt_edit_distance(const char *a, size_t la, const char *b, size_t lb)
@@ -66,6 +67,61 @@ int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *pat
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     return wt_err_set(g->err, "%s:%d: %s: %s", g->file, n ? n->line : 0, path, msg);
+}
+
+int wt_y_key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                  const char *key, const char *fmt, ...)
+{
+    char p[192], msg[WT_ERR_LEN];
+    const struct wt_ynode *n = wt_y_get(m, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return wt_y_fail(g, n ? n : m, wt_y_path(p, sizeof p, path, key), "%s", msg);
+}
+
+int wt_y_targets_parse(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,
+                       long want, void *one, struct wt_target *names, size_t max,
+                       struct wt_err *err)
+{
+    struct wt_yget g = {.file = file, .err = err};
+    char path[64];
+    int rc = wt_y_seq(&g, node, d->section);
+    if (rc)
+        return rc;
+    size_t n = node && node->kind == WT_YNODE_SEQ ? node->n : 0;
+    if (n > WT_MAX_TARGETS)
+        return wt_y_fail(&g, node, d->section, "at most %d targets (got %zu)", WT_MAX_TARGETS, n);
+    char seen[WT_MAX_TARGETS][WT_TARGET_NAME_LEN + 1];
+    void *t = malloc(d->size);
+    if (!t)
+        return wt_err_set(err, "%s: out of memory", d->section);
+    for (size_t i = 0; i < n; i++) {
+        struct wt_target id = {{0}};
+        memset(t, 0, d->size);
+        wt_y_index(path, sizeof path, d->section, i);
+        rc = d->parse(&g, node->child[i], path, t, &id);
+        for (size_t j = 0; j < i && rc == 0; j++)
+            if (strcmp(seen[j], id.name) == 0)
+                rc = wt_y_key_fail(&g, node->child[i], path, "name",
+                                   "\"%s\" is used by another target", id.name);
+        if (rc) {
+            if (d->drop)
+                d->drop(t);
+            free(t);
+            return rc;
+        }
+        snprintf(seen[i], sizeof seen[i], "%s", id.name);
+        if (names && i < max)
+            names[i] = id;
+        if ((long)i == want && one)
+            memcpy(one, t, d->size);
+        else if (d->drop)
+            d->drop(t);
+    }
+    free(t);
+    return (int)n;
 }
 
 void wt_y_show(const char *v, char *out, size_t n)

@@ -16,6 +16,8 @@
 #include "core/err.h"
 #include "core/yamltree.h"
 
+struct wt_target;
+
 /* Where messages point: the file name and the dotted path of the node being read. */
 struct wt_yget {
     const char *file;
@@ -106,5 +108,28 @@ void wt_y_show(const char *v, char *out, size_t n);
 /* An error at node n (its line): "file:LINE: path: <message>". Returns -EINVAL. */
 int wt_y_fail(const struct wt_yget *g, const struct wt_ynode *n, const char *path, const char *fmt,
               ...) __attribute__((format(printf, 4, 5)));
+
+/* An error about key of mapping m: at the key's line (the mapping's when absent), path.key. */
+int wt_y_key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                  const char *key, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+/*
+ * A collector's list of targets (the SNMP, Redfish, Modbus and IPMI sections): a sequence of at
+ * most WT_MAX_TARGETS mappings, each parsed by parse into a target of size bytes and its name
+ * and interval into *id; the names must be unique. With want >= 0 that target is left in *one;
+ * every other one, and every one when parsing fails, is given to drop (NULL: nothing to free).
+ * names (may be NULL) gets every target's name and interval, up to max. Returns the number of
+ * targets, or -EINVAL with err naming file:line and key.
+ */
+struct wt_y_targets {
+    const char *section;
+    size_t size;
+    int (*parse)(const struct wt_yget *g, const struct wt_ynode *m, const char *path, void *t,
+                 struct wt_target *id);
+    void (*drop)(void *t);
+};
+int wt_y_targets_parse(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,
+                       long want, void *one, struct wt_target *names, size_t max,
+                       struct wt_err *err);
 
 #endif
