@@ -12,6 +12,9 @@
 #define MAX_READINGS (1u << 24) /* a decoder's bound on a blob's claim */
 /* a point takes at most 19 bytes of payload; a series' framing at most 30 */
 #define MAX_BODY(n) (50 * (uint64_t)(n) + 32)
+/* zstd folds a body of ticks 2-10 times; the decoder takes no claim beyond this of a frame of z
+ * bytes, and the encoder writes none (a body that folds more is kept plain) */
+#define MAX_FOLD(z) (64 * (uint64_t)(z) + 1024)
 
 struct sortable {
     int64_t series, t;
@@ -109,7 +112,7 @@ int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *
         wt_put_uv(&blob, body.n);
         size_t z =
             blob.oom ? 0 : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
-        if (z && blob.n + z < 1 + 10 + body.n) {
+        if (z && blob.n + z < 1 + 10 + body.n && body.n <= MAX_FOLD(z)) {
             blob.n += z;
         } else {
             blob.n = 0;
@@ -153,8 +156,7 @@ static int open_blob(const uint8_t *b, size_t len, struct wt_rbuf *r, uint8_t **
         return 0;
     }
     uint64_t plen = wt_get_uv(&h);
-    /* zstd folds a body of ticks 2-10 times; a claim far beyond is not one */
-    if (h.bad || plen == 0 || plen > MAX_BODY(n) || plen > 64 * (uint64_t)(len - h.pos) + 1024)
+    if (h.bad || plen == 0 || plen > MAX_BODY(n) || plen > MAX_FOLD(len - h.pos))
         return -EINVAL;
     *plain = malloc(plen);
     if (!*plain)
