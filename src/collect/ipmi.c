@@ -13,6 +13,7 @@
 #include <freeipmi/freeipmi.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,9 +150,11 @@ static int parse_workarounds(const struct wt_yget *g, const struct wt_ynode *m, 
     return 0;
 }
 
+/* One target of the section (wt_y_targets_parse), into *tv, a struct target. */
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                        struct target *t)
+                        void *tv)
 {
+    struct target *t = tv;
     static const char *const keys[] = {
         "name",          "host",     "inband",    "driver",       "device",      "username",
         "password_file", "k_g_file", "privilege", "cipher_suite", "workarounds", "timeout",
@@ -227,21 +230,12 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     return rc;
 }
 
-/* parse_target for wt_y_targets_parse: the target and its name and interval */
-static int target_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                        void *t, struct wt_target *id)
-{
-    const struct target *x = t;
-    int rc = parse_target(g, m, path, t);
-    snprintf(id->name, sizeof id->name, "%s", x->name);
-    id->interval_ns = x->interval_ns;
-    return rc;
-}
-
 static const struct wt_y_targets targets = {
     .section = SECTION,
     .size = sizeof(struct target),
-    .parse = target_parse,
+    .name_at = offsetof(struct target, name),
+    .interval_at = offsetof(struct target, interval_ns),
+    .parse = parse_target,
     .drop = NULL,
 };
 

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <modbus.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,9 +308,11 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     return 0;
 }
 
+/* One target of the section (wt_y_targets_parse), into *tv, a struct target. */
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                        struct target *t)
+                        void *tv)
 {
+    struct target *t = tv;
     static const char *const keys[] = {"name", "address", "unit_id", "timeout",   "interval",
                                        "node", "rack",    "zone",    "registers", NULL};
     char addr[160] = "";
@@ -377,17 +380,6 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     return 0;
 }
 
-/* parse_target for wt_y_targets_parse: the target and its name and interval */
-static int target_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
-                        void *t, struct wt_target *id)
-{
-    const struct target *x = t;
-    int rc = parse_target(g, m, path, t);
-    snprintf(id->name, sizeof id->name, "%s", x->name);
-    id->interval_ns = x->interval_ns;
-    return rc;
-}
-
 static void target_drop(void *t)
 {
     free(((struct target *)t)->regs);
@@ -397,7 +389,9 @@ static void target_drop(void *t)
 static const struct wt_y_targets targets = {
     .section = SECTION,
     .size = sizeof(struct target),
-    .parse = target_parse,
+    .name_at = offsetof(struct target, name),
+    .interval_at = offsetof(struct target, interval_ns),
+    .parse = parse_target,
     .drop = target_drop,
 };
 

@@ -101,7 +101,9 @@ int wt_y_targets_parse(const struct wt_y_targets *d, const char *file, const str
         struct wt_target id = {{0}};
         memset(t, 0, d->size);
         wt_y_index(path, sizeof path, d->section, i);
-        rc = d->parse(&g, node->child[i], path, t, &id);
+        rc = d->parse(&g, node->child[i], path, t);
+        snprintf(id.name, sizeof id.name, "%s", (const char *)t + d->name_at);
+        memcpy(&id.interval_ns, (const char *)t + d->interval_at, sizeof id.interval_ns);
         for (size_t j = 0; j < i && rc == 0; j++)
             if (strcmp(seen[j], id.name) == 0)
                 rc = wt_y_key_fail(&g, node->child[i], path, "name",

@@ -115,8 +115,9 @@ int wt_y_key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char 
 
 /*
  * A collector's list of targets (the SNMP, Redfish, Modbus and IPMI sections): a sequence of at
- * most WT_MAX_TARGETS mappings, each parsed by parse into a target of size bytes and its name
- * and interval into *id; the names must be unique. With want >= 0 that target is left in *one;
+ * most WT_MAX_TARGETS mappings, each parsed by parse into a target of size bytes, whose name
+ * (a string) and interval (int64_t ns) are the members at offsets name_at and interval_at; the
+ * names must be unique. With want >= 0 that target is left in *one;
  * every other one, and every one when parsing fails, is given to drop (NULL: nothing to free).
  * names (may be NULL) gets every target's name and interval, up to max. Returns the number of
  * targets, or -EINVAL with err naming file:line and key.
@@ -124,8 +125,8 @@ int wt_y_key_fail(const struct wt_yget *g, const struct wt_ynode *m, const char 
 struct wt_y_targets {
     const char *section;
     size_t size;
-    int (*parse)(const struct wt_yget *g, const struct wt_ynode *m, const char *path, void *t,
-                 struct wt_target *id);
+    size_t name_at, interval_at;
+    int (*parse)(const struct wt_yget *g, const struct wt_ynode *m, const char *path, void *t);
     void (*drop)(void *t);
 };
 int wt_y_targets_parse(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,

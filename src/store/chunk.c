@@ -258,6 +258,21 @@ int wt_codec_get_points(struct wt_rbuf *r, size_t n, struct wt_point *o)
     return r->bad || r->pos != r->n ? -EINVAL : 0;
 }
 
+int wt_codec_reserve(struct wt_point_buf *b, size_t more)
+{
+    if (b->n + more <= b->cap)
+        return 0;
+    size_t nc = b->cap ? b->cap : 256;
+    while (nc < b->n + more)
+        nc *= 2;
+    struct wt_point *p = realloc(b->p, nc * sizeof *p);
+    if (!p)
+        return -ENOMEM;
+    b->p = p;
+    b->cap = nc;
+    return 0;
+}
+
 int64_t wt_chunk_count(const uint8_t *b, size_t len)
 {
     struct wt_rbuf r = {.p = b, .n = len};
@@ -291,17 +306,9 @@ int wt_chunk_decode(const uint8_t *b, size_t len, struct wt_point_buf *out)
         }
         r = (struct wt_rbuf){.p = plain, .n = plen};
     }
-    if (out->n + n > out->cap) {
-        size_t nc = out->cap ? out->cap : 256;
-        while (nc < out->n + n)
-            nc *= 2;
-        struct wt_point *p = realloc(out->p, nc * sizeof *p);
-        if (!p) {
-            free(plain);
-            return -ENOMEM;
-        }
-        out->p = p;
-        out->cap = nc;
+    if (wt_codec_reserve(out, n) != 0) {
+        free(plain);
+        return -ENOMEM;
     }
     rc = wt_codec_get_points(&r, n, out->p + out->n);
     free(plain);

@@ -109,6 +109,9 @@ static inline uint64_t wt_get_sv(struct wt_rbuf *r)
 void wt_codec_put_points(struct wt_wbuf *w, const struct wt_point *p, size_t n);
 int wt_codec_get_points(struct wt_rbuf *r, size_t n, struct wt_point *o);
 
+/* Room in b for more points (doubling from 256): 0 or -ENOMEM, b unchanged. */
+int wt_codec_reserve(struct wt_point_buf *b, size_t more);
+
 /* zstd at the codecs' level into dst (cap bytes): the frame's size, or 0 when it does not fit
  * or fails. */
 size_t wt_codec_compress(void *dst, size_t cap, const void *src, size_t n);

@@ -243,21 +243,6 @@ static int find_one(void *ctx, struct group *g)
     return 0;
 }
 
-static int reserve(struct wt_point_buf *out, size_t more)
-{
-    if (out->n + more <= out->cap)
-        return 0;
-    size_t nc = out->cap ? out->cap : 256;
-    while (nc < out->n + more)
-        nc *= 2;
-    struct wt_point *p = realloc(out->p, nc * sizeof *p);
-    if (!p)
-        return -ENOMEM;
-    out->p = p;
-    out->cap = nc;
-    return 0;
-}
-
 int wt_ticks_series(const uint8_t *b, size_t len, int64_t id, int64_t lo, int64_t hi,
                     struct wt_point_buf *out)
 {
@@ -270,7 +255,7 @@ int wt_ticks_series(const uint8_t *b, size_t len, int64_t id, int64_t lo, int64_
         return rc;
     rc = walk(&r, count, &base, find_one, &f);
     if (rc == 0 && f.found)
-        rc = reserve(out, f.g.n);
+        rc = wt_codec_reserve(out, f.g.n);
     if (rc == 0 && f.found) {
         struct wt_point *o = out->p + out->n;
         rc = group_points(&r, &f.g, base, o);
