@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <freeipmi/freeipmi.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -12,7 +12,6 @@
 #include <errno.h>
 #include <math.h>
 #include <modbus.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
