@@ -81,8 +81,9 @@ else:
             got.setdefault(k, []).extend(zip(s["timestamps"], s["values"]))
     for k in got:
         got[k].sort()
-# VictoriaMetrics keeps values as decimals (mantissa and exponent): equal to 12 digits
-tol = 1e-12 if fmt == "vm" else 0
+# VictoriaMetrics keeps values as decimals (mantissa and exponent) rounded to 12 significant
+# digits: off by up to half a unit in the 12th digit, 5e-12 of a value whose first digit is 1
+tol = 1e-11 if fmt == "vm" else 0
 def same(a, b):
     return len(a) == len(b) and all(
         x[0] == y[0] and abs(x[1] - y[1]) <= tol * max(abs(x[1]), abs(y[1])) for x, y in zip(a, b))
@@ -94,8 +95,9 @@ for k, (sent, rest, metric) in store.items():
         problems.append(f"{metric} {dict(k)}: duplicated timestamps")
     # what arrived: everything acknowledged, maybe some of what followed (in flight at a stop)
     if not same(g[:len(sent)], sent) or not same(g[len(sent):], rest[:len(g) - len(sent)]):
-        miss = [x for x in sent if x not in g][:3]
-        extra = [x for x in g if x not in sent and x not in rest][:3]
+        near = lambda x, pool: any(same([x], [y]) for y in pool)
+        miss = [x for x in sent if not near(x, g)][:3]
+        extra = [x for x in g if not near(x, sent) and not near(x, rest)][:3]
         problems.append(f"{metric} {dict(k)}: {len(g)} arrived, {len(sent)} acknowledged; "
                         f"missing {miss} extra {extra}")
     n += len(sent)
