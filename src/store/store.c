@@ -35,10 +35,12 @@
 #include "serve/expo.h"
 #include "store/chunk.h"
 #include "store/segment.h"
+#include "store/ticks.h"
 
 #define MOD "store"
-#define SCHEMA_VERSION 3
-#define ROLL_MAX_MIN 60 /* minutes rolled per series per step */
+#define SCHEMA_VERSION 4
+#define SCHEMA_PRAGMA "PRAGMA user_version=4" /* SCHEMA_VERSION */
+#define ROLL_MAX_MIN 60                       /* minutes rolled per series per step */
 /* Chunks: the readings of a series in one aligned span become one blob once the span has been
  * closed for CLOSE_NS; a step compacts at most COMPACT_MAX readings of a series. */
 #define SPAN_NS (15 * WT_MINUTE_NS)
@@ -167,6 +169,10 @@ enum {
     RQ_WIN_CHUNKS,
     RQ_WIN_AFTER,
     RQ_CHUNK_DATA,
+    RQ_TICKS_RANGE,
+    RQ_TICKS_DESC,
+    RQ_TICKS_ASC,
+    RQ_TICKS_NEWEST,
     RQ_COUNT
 };
 
@@ -207,6 +213,16 @@ static const char *const rq_sql[RQ_COUNT] = {
     [RQ_WIN_AFTER] = "SELECT t0, t1, v0, v1, e, cov FROM chunks INDEXED BY chunks_summary WHERE "
                      "series=?1 AND t0>?2 ORDER BY t0 LIMIT 1",
     [RQ_CHUNK_DATA] = "SELECT data FROM chunks WHERE series=?1 AND t0=?2",
+    /* packed ticks (?1, the series, is found inside the blobs): those that overlap [?2, ?3] in
+     * the order written; by their newest reading down from those that start by ?2; by their
+     * oldest up from those that end at or after ?2 */
+    [RQ_TICKS_RANGE] = "SELECT seq, data FROM ticks WHERE t_max>=?2 AND t_min<=?3 AND ?1=?1 "
+                       "ORDER BY seq",
+    [RQ_TICKS_DESC] = "SELECT seq, data, t_max FROM ticks INDEXED BY ticks_t_max WHERE "
+                      "t_min<=?2 AND ?1=?1 ORDER BY t_max DESC",
+    [RQ_TICKS_ASC] = "SELECT seq, data, t_min FROM ticks INDEXED BY ticks_t_min WHERE "
+                     "t_max>=?2 AND ?1=?1 ORDER BY t_min",
+    [RQ_TICKS_NEWEST] = "SELECT max(t_max) FROM ticks WHERE ?1=?1",
 };
 
 struct rq_slot {
@@ -528,7 +544,14 @@ static const char *const schema =
      * schema 2 table gets it after, by ALTER TABLE: still no decoding, but those pages read) */
     "CREATE TABLE IF NOT EXISTS chunks(series INTEGER NOT NULL, t0 INTEGER NOT NULL,"
     " t1 INTEGER NOT NULL, n INTEGER NOT NULL, v0 REAL, v1 REAL, e REAL, cov INTEGER,"
-    " data BLOB NOT NULL, PRIMARY KEY(series, t0)) WITHOUT ROWID;";
+    " data BLOB NOT NULL, PRIMARY KEY(series, t0)) WITHOUT ROWID;"
+    /* schema 4: packed ticks (store/ticks.h), a row per write of every series' readings; seq
+     * orders the writes (of one series at one time the first written is kept), t_min and t_max
+     * bound the row's readings. Readers merge them with the readings table's rows. */
+    "CREATE TABLE IF NOT EXISTS ticks(seq INTEGER PRIMARY KEY, t_min INTEGER NOT NULL,"
+    " t_max INTEGER NOT NULL, n INTEGER NOT NULL, data BLOB NOT NULL);"
+    "CREATE INDEX IF NOT EXISTS ticks_t_min ON ticks(t_min);"
+    "CREATE INDEX IF NOT EXISTS ticks_t_max ON ticks(t_max);";
 
 /* Schema 2 -> 3: the summary columns on a chunks table that lacks them. */
 static const char *const summary_columns = "ALTER TABLE chunks ADD COLUMN v0 REAL;"
@@ -798,19 +821,18 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
             /* one transaction: a store is at one schema or the next, never between */
             if (exec(s, "BEGIN IMMEDIATE") || exec(s, schema) ||
                 (!has_summary_columns(s) && exec(s, summary_columns)) || exec(s, summary_sql) ||
-                exec(s, "PRAGMA user_version=3") || exec(s, "COMMIT")) {
+                exec(s, SCHEMA_PRAGMA) || exec(s, "COMMIT")) {
                 rc = db_error(s, err, "cannot create the schema");
                 if (!sqlite3_get_autocommit(s->db))
                     (void)exec(s, "ROLLBACK");
                 goto fail;
             }
             if (ver >= 1)
-                wt_info(MOD,
-                        "%s: store schema %d upgraded to 3 (%schunk summaries: the writer fills "
-                        "them in the background)",
-                        path, ver,
-                        ver == 1 ? "the writer compacts closed spans of readings into chunks; "
-                                 : "");
+                wt_info(
+                    MOD, "%s: store schema %d upgraded to %d (%s%spacked ticks)", path, ver,
+                    SCHEMA_VERSION,
+                    ver == 1 ? "the writer compacts closed spans of readings into chunks; " : "",
+                    ver <= 2 ? "chunk summaries: the writer fills them in the background; " : "");
         }
     }
     /* Not fatal (a store on a read-only medium): the old rows keep their kind, and queries
@@ -1582,6 +1604,167 @@ static int merge_into(struct wt_point_buf *out, const struct wt_point_buf *x,
     return 0;
 }
 
+/* ---- packed ticks: merged with the readings table's rows ---- */
+
+/* A ticks blob that does not decode fails the read, named. */
+static int ticks_bad(struct wt_store *s, int64_t id, int64_t seq, int d)
+{
+    if (d == -EINVAL)
+        wt_error(MOD, "%s: series %" PRId64 ": ticks row %" PRId64 " does not decode", s->path, id,
+                 seq);
+    return d == -ENOMEM ? -ENOMEM : -EIO;
+}
+
+struct tpoint {
+    int64_t t;
+    double v;
+    size_t k; /* the order read: rows by seq, points in time order */
+};
+
+static int tpoint_cmp(const void *a, const void *b)
+{
+    const struct tpoint *x = a, *y = b;
+    if (x->t != y->t)
+        return x->t < y->t ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* Puts the points of rows that overlap in time order, of a time held twice the first read. */
+static int ticks_sort(struct wt_point_buf *b)
+{
+    struct tpoint *t = malloc(b->n * sizeof *t);
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < b->n; i++)
+        t[i] = (struct tpoint){b->p[i].t_ns, b->p[i].v, i};
+    qsort(t, b->n, sizeof *t, tpoint_cmp);
+    size_t w = 0;
+    for (size_t i = 0; i < b->n; i++) {
+        if (w && t[i].t == b->p[w - 1].t_ns)
+            continue;
+        b->p[w].t_ns = t[i].t;
+        b->p[w].v = t[i].v;
+        w++;
+    }
+    b->n = w;
+    free(t);
+    return 0;
+}
+
+/* Series id's readings in the ticks with lo <= t <= hi into out (emptied first), in time order;
+ * of a time written twice the first written. */
+static int ticks_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi,
+                       struct wt_point_buf *out)
+{
+    out->n = 0;
+    if (hi < lo)
+        return 0;
+    struct rq_use u = prep(s, RQ_TICKS_RANGE, id, lo, hi, 0);
+    bool sorted = true;
+    int rc, d = 0;
+    if (!u.q)
+        return -EIO;
+    while ((rc = sqlite3_step(u.q)) == SQLITE_ROW) {
+        size_t n0 = out->n;
+        d = wt_ticks_series(sqlite3_column_blob(u.q, 1), (size_t)sqlite3_column_bytes(u.q, 1), id,
+                            lo, hi, out);
+        if (d) {
+            d = ticks_bad(s, id, sqlite3_column_int64(u.q, 0), d);
+            break;
+        }
+        if (n0 && out->n > n0 && out->p[n0].t_ns <= out->p[n0 - 1].t_ns)
+            sorted = false;
+    }
+    rq_give(s, &u);
+    if (d)
+        return d;
+    if (rc != SQLITE_DONE)
+        return -EIO;
+    return sorted ? 0 : ticks_sort(out);
+}
+
+/*
+ * Series id's last reading in the ticks at or before t (before) or its first at or after t.
+ * Rows come by their newest reading down (oldest up), so the walk stops at the first row that
+ * cannot hold a nearer one; of a time in two rows the first written. *have false: none.
+ */
+static int ticks_edge(struct wt_store *s, int64_t id, int64_t t, bool before, struct wt_point *p,
+                      bool *have)
+{
+    struct rq_use u = prep(s, before ? RQ_TICKS_DESC : RQ_TICKS_ASC, id, t, 0, 0);
+    struct wt_point_buf tmp = {0};
+    int64_t best_seq = 0;
+    int rc, d = 0;
+    *have = false;
+    if (!u.q)
+        return -EIO;
+    while ((rc = sqlite3_step(u.q)) == SQLITE_ROW) {
+        int64_t seq = sqlite3_column_int64(u.q, 0), bound = sqlite3_column_int64(u.q, 2);
+        if (*have && (before ? bound < p->t_ns : bound > p->t_ns))
+            break;
+        int64_t lo = before ? (*have ? p->t_ns : INT64_MIN) : t;
+        int64_t hi = before ? t : (*have ? p->t_ns : INT64_MAX);
+        tmp.n = 0;
+        d = wt_ticks_series(sqlite3_column_blob(u.q, 1), (size_t)sqlite3_column_bytes(u.q, 1), id,
+                            lo, hi, &tmp);
+        if (d) {
+            d = ticks_bad(s, id, seq, d);
+            break;
+        }
+        if (!tmp.n)
+            continue;
+        struct wt_point q = before ? tmp.p[tmp.n - 1] : tmp.p[0];
+        if (!*have || (before ? q.t_ns > p->t_ns : q.t_ns < p->t_ns) ||
+            (q.t_ns == p->t_ns && seq < best_seq)) {
+            *p = q;
+            best_seq = seq;
+            *have = true;
+        }
+    }
+    rq_give(s, &u);
+    free(tmp.p);
+    if (d)
+        return d;
+    return rc == SQLITE_DONE || rc == SQLITE_ROW ? 0 : -EIO;
+}
+
+/* The reading at or before t (before) or at or after t of the readings table and the ticks,
+ * appended to out when later than its last: a time in both is the table's (written first). */
+static int raw_edge(struct wt_store *s, int64_t id, int64_t t, bool before,
+                    struct wt_point_buf *out)
+{
+    struct wt_point_buf r = {0};
+    struct wt_point p = {0};
+    bool have = false;
+    int rc = raw_rows(s, before ? RQ_BEFORE_RAW : RQ_AFTER_RAW, id, t, 0, 0, &r);
+    if (rc == 0)
+        rc = ticks_edge(s, id, t, before, &p, &have);
+    if (rc == 0 && r.n && (!have || (before ? r.p[0].t_ns >= p.t_ns : r.p[0].t_ns <= p.t_ns))) {
+        p = r.p[0];
+        have = true;
+    }
+    if (rc == 0 && have && (!out->n || p.t_ns > out->p[out->n - 1].t_ns))
+        rc = pb_push(out, p.t_ns, p.v);
+    free(r.p);
+    return rc;
+}
+
+/* The readings in [lo, hi] of the readings table and the ticks, merged as raw_edge does, at most
+ * limit (0: all), appended to out after its last. */
+static int raw_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, size_t limit,
+                     struct wt_point_buf *out)
+{
+    struct wt_point_buf r = {0}, k = {0};
+    int rc = raw_rows(s, RQ_RANGE_RAW, id, lo, hi, limit ? (int64_t)limit : -1, &r);
+    if (rc == 0)
+        rc = ticks_range(s, id, lo, hi, &k);
+    if (rc == 0)
+        rc = merge_into(out, &r, &k, limit);
+    free(r.p);
+    free(k.p);
+    return rc;
+}
+
 /* Readings in [lo, hi], at most limit (0: all), merged. */
 static int read_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, size_t limit,
                       struct wt_point_buf *out)
@@ -1593,7 +1776,7 @@ static int read_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi, si
     int64_t from = lo > INT64_MIN + SPAN_NS ? lo - SPAN_NS : INT64_MIN;
     int rc = chunk_rows(s, RQ_RANGE_CHUNKS, id, from, hi, lo, hi, limit, &c);
     if (rc == 0)
-        rc = raw_rows(s, RQ_RANGE_RAW, id, lo, hi, limit ? (int64_t)limit : -1, &r);
+        rc = raw_range(s, id, lo, hi, limit, &r);
     if (rc == 0)
         rc = merge_into(out, &c, &r, limit);
     free(c.p);
@@ -1609,7 +1792,7 @@ static int read_at_or_before(struct wt_store *s, int64_t id, int64_t t, struct w
     *have = false;
     int rc = chunk_rows(s, RQ_BEFORE_CHUNK, id, t, 0, INT64_MIN, t, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s, RQ_BEFORE_RAW, id, t, 0, 0, &r);
+        rc = raw_edge(s, id, t, true, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[c.n - 1].t_ns >= r.p[0].t_ns))
@@ -1631,7 +1814,7 @@ static int read_at_or_after(struct wt_store *s, int64_t id, int64_t t, struct wt
     int64_t from = t > INT64_MIN + SPAN_NS ? t - SPAN_NS : INT64_MIN;
     int rc = chunk_rows(s, RQ_AFTER_CHUNK, id, from, t, t, INT64_MAX, 0, &c);
     if (rc == 0)
-        rc = raw_rows(s, RQ_AFTER_RAW, id, t, 0, 0, &r);
+        rc = raw_edge(s, id, t, false, &r);
     if (rc == 0 && (c.n || r.n)) {
         *have = true;
         if (c.n && (!r.n || c.p[0].t_ns <= r.p[0].t_ns))
@@ -1772,11 +1955,11 @@ int wt_store_window(struct wt_store *s, int64_t id, bool summaries, struct wt_wi
         return 0;
     bool began = snap_begin(s);
     /* the raw rows: the last one at or before a, those inside, the first at or after b */
-    rc = raw_rows(s, RQ_BEFORE_RAW, id, a, 0, 0, &r);
+    rc = raw_edge(s, id, a, true, &r);
     if (rc == 0 && b - a > 1)
-        rc = raw_rows(s, RQ_RANGE_RAW, id, a + 1, b - 1, -1, &r);
+        rc = raw_range(s, id, a + 1, b - 1, 0, &r);
     if (rc == 0)
-        rc = raw_rows(s, RQ_AFTER_RAW, id, b, 0, 0, &r);
+        rc = raw_edge(s, id, b, false, &r);
     /* the chunks from the one that holds or precedes a to the last one that starts by b */
     if (rc == 0) {
         int h = one_value(s, RQ_WIN_BEFORE, id, a, &t0b);
@@ -1817,9 +2000,11 @@ int wt_store_window(struct wt_store *s, int64_t id, bool summaries, struct wt_wi
     return rc;
 }
 
+static int raw_bound(struct wt_store *s, int64_t id, bool newest, int64_t *v);
+
 int wt_store_rows_oldest(struct wt_store *s, int64_t id, int64_t *t)
 {
-    return one_value(s, RQ_RAW_MIN, id, 0, t);
+    return raw_bound(s, id, false, t);
 }
 
 /* One int64 of a query: 1 (not NULL), 0 (NULL or no row) or -EIO. */
@@ -1841,13 +2026,31 @@ static int one_value(struct wt_store *s, int k, int64_t id, int64_t a, int64_t *
     return rc;
 }
 
+/* The time of series id's oldest (newest) reading outside the chunks: in the readings table or
+ * the ticks. 1, 0 (none) or -EIO. */
+static int raw_bound(struct wt_store *s, int64_t id, bool newest, int64_t *v)
+{
+    int64_t r = 0;
+    struct wt_point p = {0};
+    bool have = false;
+    int h = one_value(s, newest ? RQ_RAW_MAX : RQ_RAW_MIN, id, 0, &r);
+    if (h < 0 || ticks_edge(s, id, newest ? INT64_MAX : INT64_MIN, newest, &p, &have) != 0)
+        return -EIO;
+    if (have && (!h || (newest ? p.t_ns > r : p.t_ns < r))) {
+        r = p.t_ns;
+        h = 1;
+    }
+    *v = r;
+    return h;
+}
+
 int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *last)
 {
     int64_t r0 = 0, r1 = 0, c0 = 0, c1 = 0;
     bool began = snap_begin(s);
-    int hr = one_value(s, RQ_RAW_MIN, id, 0, &r0);
+    int hr = raw_bound(s, id, false, &r0);
     int hc = hr < 0 ? hr : one_value(s, RQ_CHUNK_FIRST, id, 0, &c0);
-    if (hr > 0 && one_value(s, RQ_RAW_MAX, id, 0, &r1) < 0)
+    if (hr > 0 && raw_bound(s, id, true, &r1) < 0)
         hr = -EIO;
     if (hc > 0 && one_value(s, RQ_CHUNK_LAST, id, 0, &c1) < 0)
         hc = -EIO;
@@ -1859,6 +2062,42 @@ int wt_store_bounds(struct wt_store *s, int64_t id, int64_t *first, int64_t *las
     *first = !hc || (hr && r0 < c0) ? r0 : c0;
     *last = !hc || (hr && r1 > c1) ? r1 : c1;
     return 1;
+}
+
+/* Series id's readings in the ticks after `after` that neither the readings table nor a chunk
+ * also holds (*n), and the time of the oldest (*oldest, when *n). 0, -EIO or -ENOMEM. */
+static int ticks_count_after(struct wt_store *s, int64_t id, int64_t after, int64_t *n,
+                             int64_t *oldest)
+{
+    struct wt_point_buf k = {0}, r = {0}, c = {0}, both_r = {0};
+    *n = 0;
+    if (after == INT64_MAX)
+        return 0;
+    int rc = ticks_range(s, id, after + 1, INT64_MAX, &k);
+    if (rc == 0 && k.n) {
+        int64_t lo = k.p[0].t_ns, hi = k.p[k.n - 1].t_ns;
+        int64_t from = lo > INT64_MIN + SPAN_NS ? lo - SPAN_NS : INT64_MIN;
+        rc = raw_rows(s, RQ_RANGE_RAW, id, lo, hi, -1, &both_r);
+        if (rc == 0)
+            rc = chunk_rows(s, RQ_RANGE_CHUNKS, id, from, hi, lo, hi, 0, &c);
+        if (rc == 0)
+            rc = merge_into(&r, &c, &both_r, 0);
+    }
+    if (rc == 0 && k.n) {
+        size_t both = 0;
+        for (size_t i = 0, j = 0; i < k.n; i++) {
+            while (j < r.n && r.p[j].t_ns < k.p[i].t_ns)
+                j++;
+            both += j < r.n && r.p[j].t_ns == k.p[i].t_ns;
+        }
+        *n = (int64_t)(k.n - both);
+        *oldest = k.p[0].t_ns;
+    }
+    free(k.p);
+    free(r.p);
+    free(c.p);
+    free(both_r.p);
+    return rc;
 }
 
 int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t *n,
@@ -1881,9 +2120,16 @@ int wt_store_count_after(struct wt_store *s, int64_t id, int64_t after, uint64_t
     int hr = rc ? 0 : one_value(s, RQ_CA_RAW_MIN, id, after, &rmin);
     if (rc == 0 && (hc < 0 || hr < 0 || one_value(s, RQ_CA_COUNT, id, after, &k) < 0))
         rc = -EIO;
+    int64_t kt = 0, tmin = 0;
+    if (rc == 0)
+        rc = ticks_count_after(s, id, after, &kt, &tmin);
+    if (rc == 0 && kt && (!hr || tmin < rmin)) {
+        rmin = tmin;
+        hr = 1;
+    }
     snap_end(s, began);
     if (rc == 0) {
-        *n = (uint64_t)(k + cn) + c.n;
+        *n = (uint64_t)(k + kt + cn) + c.n;
         int64_t o = INT64_MAX;
         if (c.n)
             o = c.p[0].t_ns;
@@ -1901,11 +2147,17 @@ int wt_store_newest(struct wt_store *s, int64_t *t)
 {
     int64_t r = 0, c = 0;
     bool began = snap_begin(s);
+    int64_t k = 0;
     int hr = one_value(s, RQ_NEWEST_RAW, 0, 0, &r);
     int hc = hr < 0 ? 0 : one_value(s, RQ_NEWEST_CHUNK, 0, 0, &c);
+    int hk = hr < 0 || hc < 0 ? 0 : one_value(s, RQ_TICKS_NEWEST, 0, 0, &k);
     snap_end(s, began);
-    if (hr < 0 || hc < 0)
+    if (hr < 0 || hc < 0 || hk < 0)
         return -EIO;
+    if (hk > 0 && (!hr || k > r)) {
+        r = k;
+        hr = 1;
+    }
     if (!hr && !hc)
         return 0;
     *t = !hc || (hr && r > c) ? r : c;

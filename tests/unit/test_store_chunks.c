@@ -333,7 +333,7 @@ WT_TEST(schema_1_store_is_upgraded_in_place_nothing_lost)
     /* a long retention: what the fixture's retention pruned is gone, nothing more goes */
     struct wt_store_opts o = {.retention_raw_ns = 3650LL * 86400 * S, .create = false};
     WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
-    WT_EQ_INT(count(s, "PRAGMA user_version"), 3);
+    WT_EQ_INT(count(s, "PRAGMA user_version"), 4);
     WT_EQ_INT(count(s, "SELECT count(*) FROM chunks"), 0);
     int64_t rows = count(s, "SELECT count(*) FROM readings");
     WT_EQ_INT(rows, 4590);
@@ -383,9 +383,9 @@ static void near_rel(const char *what, double got, double want, double tol)
 }
 
 /* The answers of store-v2.expect, and every window the same with summaries as decoded. */
-static void check_expect_v2(struct wt_store *s, const char *what)
+static void check_expect_at(struct wt_store *s, const char *expect, const char *what)
 {
-    FILE *f = fopen(wt_test_src_path("tests/fixtures/store-v2/store-v2.expect"), "r");
+    FILE *f = fopen(wt_test_src_path(expect), "r");
     WT_ASSERT(f != NULL);
     struct wt_run_list runs = {0};
     WT_EQ_INT(wt_runs_load(s, &runs), 0);
@@ -444,6 +444,11 @@ static void check_expect_v2(struct wt_store *s, const char *what)
     wt_runs_free(&runs);
 }
 
+static void check_expect_v2(struct wt_store *s, const char *what)
+{
+    check_expect_at(s, "tests/fixtures/store-v2/store-v2.expect", what);
+}
+
 WT_TEST(schema_2_store_is_upgraded_in_place_and_summaries_filled)
 {
     char path[512], cmd[1200];
@@ -455,7 +460,7 @@ WT_TEST(schema_2_store_is_upgraded_in_place_and_summaries_filled)
     struct wt_err err = {{0}};
     struct wt_store_opts o = {.retention_raw_ns = 3650LL * 86400 * S, .create = false};
     WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
-    WT_EQ_INT(count(s, "PRAGMA user_version"), 3);
+    WT_EQ_INT(count(s, "PRAGMA user_version"), 4);
     int64_t chunks = count(s, "SELECT count(*) FROM chunks");
     int64_t in_chunks = count(s, "SELECT sum(n) FROM chunks");
     int64_t rows = count(s, "SELECT count(*) FROM readings");
@@ -497,6 +502,43 @@ WT_TEST(schema_2_store_is_upgraded_in_place_and_summaries_filled)
     WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
     WT_EQ_INT(count(s, "SELECT count(*) FROM chunks WHERE e IS NULL"), 0);
     check_expect_v2(s, "reopened");
+    wt_store_close(s);
+}
+
+/* ---- schema 4: packed ticks ---- */
+
+/* A store of schema 3 made by the schema 3 code (tests/fixtures/store-v3): upgraded in place to
+ * 4 (the ticks table, empty), every answer as schema 3 gave it, before and after maintenance. */
+WT_TEST(schema_3_store_is_upgraded_in_place_nothing_lost)
+{
+    char path[512], cmd[1200];
+    snprintf(path, sizeof path, "%s/v3.db", wt_test_dir());
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s'",
+             wt_test_src_path("tests/fixtures/store-v3/store-v3.db"), path);
+    WT_EQ_INT(system(cmd), 0);
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.retention_raw_ns = 3650LL * 86400 * S, .create = false};
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+    WT_EQ_INT(count(s, "PRAGMA user_version"), 4);
+    WT_EQ_INT(count(s, "SELECT count(*) FROM ticks"), 0);
+    int64_t in_chunks = count(s, "SELECT sum(n) FROM chunks");
+    int64_t rows = count(s, "SELECT count(*) FROM readings");
+    WT_ASSERT(in_chunks > 0 && rows > 0);
+    /* schema 3 filled every summary: none is left to fill */
+    WT_EQ_INT(count(s, "SELECT count(*) FROM chunks WHERE e IS NULL"), 0);
+    check_expect_at(s, "tests/fixtures/store-v3/store-v3.expect", "upgraded");
+    bool more = true;
+    for (int passes = 0; passes < 100 && more; passes++)
+        WT_EQ_INT(wt_store_maintain(s, T0 + 82 * MIN + S, 20000, &more), 0);
+    WT_ASSERT(!more);
+    WT_EQ_INT(count(s, "SELECT sum(n) FROM chunks") + count(s, "SELECT count(*) FROM readings"),
+              in_chunks + rows);
+    check_expect_at(s, "tests/fixtures/store-v3/store-v3.expect", "maintained");
+    wt_store_close(s);
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+    WT_EQ_INT(count(s, "PRAGMA user_version"), 4);
+    check_expect_at(s, "tests/fixtures/store-v3/store-v3.expect", "reopened");
     wt_store_close(s);
 }
 
