@@ -106,6 +106,8 @@ enum {
     MQ_DEL_COMPACTED,
     MQ_UNSUMMED,
     MQ_SET_SUMMARY,
+    MQ_TICKS_CLOSED,
+    MQ_DEL_TICKS,
     MQ_COUNT
 };
 
@@ -133,6 +135,11 @@ static const char *const mq_sql[MQ_COUNT] = {
         "SELECT series, t0, data FROM chunks INDEXED BY chunks_unsummed WHERE e IS NULL "
         "ORDER BY series, t0 LIMIT ?1",
     [MQ_SET_SUMMARY] = "UPDATE chunks SET v0=?3, v1=?4, e=?5, cov=?6 WHERE series=?1 AND t0=?2",
+    /* closed rows written before any open one: of a time in two rows the first written stays */
+    [MQ_TICKS_CLOSED] = "SELECT seq, data FROM ticks WHERE t_max<?1 AND seq<(SELECT "
+                        "coalesce(min(seq), 9223372036854775807) FROM ticks WHERE t_max>=?1) "
+                        "ORDER BY seq LIMIT ?2",
+    [MQ_DEL_TICKS] = "DELETE FROM ticks WHERE t_max<?1 AND seq<=?2",
 };
 
 /*
@@ -173,6 +180,7 @@ enum {
     RQ_TICKS_DESC,
     RQ_TICKS_ASC,
     RQ_TICKS_NEWEST,
+    RQ_TICKS_OLDEST_END,
     RQ_COUNT
 };
 
@@ -223,6 +231,7 @@ static const char *const rq_sql[RQ_COUNT] = {
     [RQ_TICKS_ASC] = "SELECT seq, data, t_min FROM ticks INDEXED BY ticks_t_min WHERE "
                      "t_max>=?2 AND ?1=?1 ORDER BY t_min",
     [RQ_TICKS_NEWEST] = "SELECT max(t_max) FROM ticks WHERE ?1=?1",
+    [RQ_TICKS_OLDEST_END] = "SELECT min(t_max) FROM ticks WHERE ?1=?1",
 };
 
 struct rq_slot {
@@ -2617,6 +2626,139 @@ static int compact_series(struct wt_store *s, const struct wt_run_list *runs, st
     return (int)n;
 }
 
+/* ---- packed ticks into chunks ---- */
+
+/* Whether a ticks row lies whole before cut: 1, 0 or -EIO (one indexed probe). */
+static int ticks_due(struct wt_store *s, int64_t cut)
+{
+    int64_t v = 0;
+    int h = one_value(s, RQ_TICKS_OLDEST_END, 0, 0, &v);
+    return h < 0 ? -EIO : h > 0 && v < cut;
+}
+
+/* Ticks rows compacted per pass: about 4 minutes of 1-s flushes */
+#define TICKS_ROWS_MAX 256
+
+struct tick_pt {
+    int64_t id, t;
+    double v;
+    size_t k; /* the order read: rows by seq */
+};
+
+struct tick_acc {
+    struct tick_pt *p;
+    size_t n, cap;
+};
+
+static int tick_collect(void *ctx, int64_t id, const struct wt_point *p, size_t n)
+{
+    struct tick_acc *a = ctx;
+    if (a->n + n > a->cap) {
+        size_t nc = a->cap ? a->cap : 4096;
+        while (nc < a->n + n)
+            nc *= 2;
+        struct tick_pt *q = realloc(a->p, nc * sizeof *q);
+        if (!q)
+            return -ENOMEM;
+        a->p = q;
+        a->cap = nc;
+    }
+    for (size_t i = 0; i < n; i++, a->n++)
+        a->p[a->n] = (struct tick_pt){id, p[i].t_ns, p[i].v, a->n};
+    return 0;
+}
+
+static int tick_pt_cmp(const void *x, const void *y)
+{
+    const struct tick_pt *a = x, *b = y;
+    if (a->id != b->id)
+        return a->id < b->id ? -1 : 1;
+    if (a->t != b->t)
+        return a->t < b->t ? -1 : 1;
+    return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/*
+ * Moves the ticks rows whose readings all lie before cut (a span boundary) and that were written
+ * before any row that does not (so that of a time in two rows the first written is the one
+ * kept), up to TICKS_ROWS_MAX in the order written, into the chunks of their series and spans, in
+ * the pass's
+ * transaction: the rows are deleted in the same one, so a kill leaves each reading in one place.
+ * Of a time in two rows the first written is kept, and a chunk's reading stays (merge_into), as
+ * the readers answer. Returns readings moved (> TICKS_ROWS_MAX rows' worth: more to do is told by
+ * *more), or -EIO / -ENOMEM.
+ */
+static int compact_ticks(struct wt_store *s, const struct wt_run_list *runs, int64_t cut,
+                         bool *more)
+{
+    sqlite3_stmt *st = mq(s, MQ_TICKS_CLOSED);
+    struct tick_acc a = {0};
+    int64_t last_seq = 0;
+    int rows = 0, rc, d = 0;
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, cut);
+    sqlite3_bind_int(st, 2, TICKS_ROWS_MAX);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        last_seq = sqlite3_column_int64(st, 0);
+        rows++;
+        d = wt_ticks_each(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
+                          tick_collect, &a);
+        if (d) {
+            if (d == -EINVAL)
+                db_fail(s, "ticks row %" PRId64 " does not decode", last_seq);
+            break;
+        }
+    }
+    sqlite3_reset(st);
+    if (d || rc != SQLITE_DONE) {
+        free(a.p);
+        return d == -ENOMEM ? -ENOMEM : -EIO;
+    }
+    if (!rows)
+        return 0;
+    qsort(a.p, a.n, sizeof *a.p, tick_pt_cmp);
+    s->cold.n = 0;
+    rc = 0;
+    for (size_t i = 0; rc == 0 && i < a.n;) {
+        int64_t id = a.p[i].id;
+        size_t m = ms_lower(s, id);
+        struct mser none = {.kind = WT_SK_GAUGE};
+        const struct mser *ms = m < s->ms_len && s->ms[m].id == id ? &s->ms[m] : &none;
+        struct wt_segment_rule rule = wt_segment_rule_for(runs, ms->node, ms->kind);
+        s->cold.n = 0;
+        for (; rc == 0 && i < a.n && a.p[i].id == id; i++) {
+            if (s->cold.n && s->cold.p[s->cold.n - 1].t_ns == a.p[i].t)
+                continue;
+            rc = pb_push(&s->cold, a.p[i].t, a.p[i].v);
+        }
+        for (size_t j = 0; rc == 0 && j < s->cold.n;) {
+            int64_t span0 = span_floor(s->cold.p[j].t_ns);
+            size_t e = j;
+            while (e < s->cold.n && span_floor(s->cold.p[e].t_ns) == span0)
+                e++;
+            rc = compact_span(s, id, &rule, span0, s->cold.p + j, e - j);
+            j = e;
+        }
+    }
+    size_t moved = a.n;
+    free(a.p);
+    if (rc)
+        return rc;
+    st = mq(s, MQ_DEL_TICKS);
+    if (!st)
+        return -EIO;
+    sqlite3_bind_int64(st, 1, cut);
+    sqlite3_bind_int64(st, 2, last_seq);
+    rc = sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+    sqlite3_reset(st);
+    if (rc)
+        return rc;
+    if (rows >= TICKS_ROWS_MAX)
+        *more = true;
+    return moved > INT32_MAX ? INT32_MAX : (int)moved;
+}
+
 /* A chunk's summary, computed by fill_summaries before it writes them. */
 struct sum_row {
     int64_t id, t0, cov;
@@ -2776,6 +2918,31 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
         if (p > 0)
             *more = true;
         work += p;
+    }
+    /* after the rows of the series: a raw row's reading then stays before a tick's, as read */
+    if (rc == 0 && work < budget) {
+        int t = ticks_due(s, compact_cut);
+        if (t < 0)
+            rc = -EIO;
+        if (t > 0 && !in_txn) {
+            if (mq_exec(s, MQ_BEGIN) != 0)
+                rc = -EIO;
+            else
+                in_txn = true;
+        }
+        if (t > 0 && rc == 0 && !have_runs) {
+            if (wt_runs_load(s, &runs) != 0)
+                rc = -EIO;
+            else
+                have_runs = true;
+        }
+        if (t > 0 && rc == 0) {
+            int c = compact_ticks(s, &runs, compact_cut, more);
+            if (c < 0)
+                rc = c;
+            else
+                work += c / 16 + 1;
+        }
     }
     if (rc == 0 && work < budget && s->sum_state != 2) {
         int f = fill_summaries(s, &runs, &have_runs, &in_txn, budget - work);

@@ -251,6 +251,25 @@ WT_TEST(readers_merge_ticks_with_rows_and_chunks)
     WT_ASSERT(one(b, "SELECT count(*) FROM rollups") >= 3 * 59);
     WT_EQ_INT(one(a, "SELECT sum(n) FROM rollups"), one(b, "SELECT sum(n) FROM rollups"));
     same_answers(a, ia, b, ib);
+    /* b's closed ticks rows written before the first open one are chunks now (seconds
+     * 1100..3599 were written before the duplicates and 1000..1099, and the last of them are in
+     * a span still open), the rows deleted: each reading is in one place */
+    int64_t left = one(b, "SELECT count(*) FROM ticks");
+    WT_ASSERT(left > 0 && left < SECS / 2);
+    WT_ASSERT(one(b, "SELECT count(*) FROM chunks") > 0);
+    WT_EQ_INT(one(b, "SELECT coalesce(sum(n), 0) FROM chunks") +
+                  one(b, "SELECT count(*) FROM readings") +
+                  one(b, "SELECT coalesce(sum(n), 0) FROM ticks"),
+              SECS * NSER + (left == 0 ? 0 : 2 * NSER));
+    /* much later every span is closed: all of it in chunks, the same answers */
+    now = T0 + 2 * 3600 * S;
+    maintain_all(a, now);
+    maintain_all(b, now);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks"), 0);
+    WT_EQ_INT(one(b, "SELECT sum(n) FROM chunks") + one(b, "SELECT count(*) FROM readings"),
+              SECS * NSER);
+    WT_EQ_INT(one(a, "SELECT sum(n) FROM chunks"), one(b, "SELECT sum(n) FROM chunks"));
+    same_answers(a, ia, b, ib);
     wt_store_close(a);
     wt_store_close(b);
 }
