@@ -14,7 +14,10 @@
  * A table on stderr, JSON rows on stdout. TICK (default 1 s) records at another pace, the one
  * collectors.nvml.interval would give: windows with edges anywhere need ticks faster than the
  * wave moves (the JSON rows then name the tick).
- *   energy_eval [SECONDS [WINDOWS [TICK]]]   (WATTAGE_FAKE_NVML: the fake; default the build's)
+ * SUB (default none) adds energy sub-polls every SUB s between the ticks: the counter alone, as
+ * collectors.nvml.energy_interval reads it.
+ *   energy_eval [SECONDS [WINDOWS [TICK [SUB]]]]   (WATTAGE_FAKE_NVML: the fake; default the
+ *   build's)
  */
 #include <errno.h>
 #include <math.h>
@@ -35,6 +38,7 @@ int main(int argc, char **argv)
 {
     int seconds = argc > 1 ? atoi(argv[1]) : 3600, windows = argc > 2 ? atoi(argv[2]) : 1000;
     double tick = argc > 3 ? atof(argv[3]) : 1.0;
+    double sub = argc > 4 ? atof(argv[4]) : 0.0; /* energy sub-polls between ticks */
     char at[64] = ""; /* the JSON rows' "what" names a tick other than 1 s, a wave other than
                          the periodic square */
     const char *wave = getenv("FAKE_NVML_WAVE");
@@ -42,6 +46,8 @@ int main(int argc, char **argv)
     snprintf(at, sizeof at, "%s%s", irregular ? ", irregular wave" : "", "");
     if (tick != 1.0)
         snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s ticks", tick);
+    if (sub > 0)
+        snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s energy sub-polls", sub);
     static const int lens[] = {20, 60, 300};
     char dir[] = "/tmp/wt-energy-eval-XXXXXX", db[64];
     struct fake_rec r;
@@ -52,7 +58,7 @@ int main(int argc, char **argv)
     if (!mkdtemp(dir))
         return 1;
     snprintf(db, sizeof db, "%s/e.db", dir);
-    if (fake_rec_make_tick(&r, db, 2, seconds, 42, tick) != 0)
+    if (fake_rec_make_sub(&r, db, 2, seconds, 42, tick, sub) != 0)
         return 1;
     uint64_t rs = 7;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {

@@ -1191,7 +1191,7 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_al
         goto fail;
     if (!x->cfg->enabled)
         wt_cap_recover(cfg, x->cfg); /* the caps an earlier run left are put right all the same */
-    if ((rc = wt_hub_add_sink(hub, sink, x)) != 0) {
+    if ((rc = wt_hub_add_tick_sink(hub, sink, x)) != 0) {
         wt_err_set(err, "alerts: cannot register with the hub (%s)", strerror(-rc));
         goto fail;
     }

@@ -243,7 +243,7 @@ int wt_ashrae_open(const struct wt_config *cfg, enum wt_ashrae_class cls, struct
         return 0;
     }
     a->slot = wt_hub_add_collector(hub, SLOT_NAME, a->interval_ns);
-    if (a->slot < 0 || wt_hub_add_sink(hub, sink, a) != 0) {
+    if (a->slot < 0 || wt_hub_add_tick_sink(hub, sink, a) != 0) {
         rc = wt_err_set(err, "ashrae: no hub slot or sink left");
         goto fail;
     }

@@ -273,7 +273,7 @@ int wt_dark_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_dark
     pthread_mutex_init(&d->mu, NULL);
     if (hub) {
         d->slot = wt_hub_add_collector(hub, SLOT_NAME, d->interval_ns);
-        if (d->slot < 0 || wt_hub_add_sink(hub, sink, d) != 0) {
+        if (d->slot < 0 || wt_hub_add_tick_sink(hub, sink, d) != 0) {
             wt_dark_close(d);
             return wt_err_set(err, "dark: no hub slot or sink left"), -ENOSPC;
         }

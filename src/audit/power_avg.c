@@ -260,7 +260,7 @@ int wt_power_avg_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt
         return 0;
     }
     p->slot = wt_hub_add_collector(hub, SLOT_NAME, p->interval_ns);
-    if (p->slot < 0 || wt_hub_add_sink(hub, sink, p) != 0) {
+    if (p->slot < 0 || wt_hub_add_tick_sink(hub, sink, p) != 0) {
         rc = wt_err_set(err, "power_avg: no hub slot or sink left");
         goto fail;
     }

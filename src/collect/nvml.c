@@ -326,7 +326,17 @@ struct nvml_state {
     struct gpu *gpus;
     struct wt_nvml_fields *fields; /* interconnect counters, GPM, units (nvml_fields.h) */
     struct wt_nvml_mig *mig;       /* MIG instances and their energy (nvml_mig.h) */
+    /* Energy sub-polls (wt_nvml_auto_energy_interval): collectors.nvml.energy_interval, the
+     * interval in force (0: none, or not decided yet under auto), and while auto decides, the
+     * CPU and wall time of the first ticks' energy reads. */
+    int64_t interval_ns, energy_cfg_ns, sub_ns;
+    bool sub_decided;
+    unsigned int auto_ticks;
+    int64_t auto_cpu_ns, auto_wall_ns;
+    uint64_t auto_calls;
 };
+
+#define AUTO_TICKS 5 /* ticks whose energy reads auto measures before it decides */
 
 #define PROCS_EVERY_NS WT_NS_PER_S
 #define START_REFRESH 30 /* splits between two reads of a listed process's start time */
@@ -675,9 +685,19 @@ static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, str
     if (want(g, tk, F_POWER))
         v->have_power =
             check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw), "nvmlDeviceGetPowerUsage");
-    if (want(g, tk, F_ENERGY))
-        v->have_energy = check(s, g, tk, F_ENERGY, s->fn.energy(d, &v->energy_mj),
-                               "nvmlDeviceGetTotalEnergyConsumption");
+    if (want(g, tk, F_ENERGY)) {
+        /* While auto decides on sub-polls: what the read costs this thread in CPU time (the
+         * field notes give ~3 ms wall on an H200, not how much of it is a wait) */
+        bool measure = !s->sub_decided;
+        int64_t c0 = measure ? wt_thread_cpu_ns() : 0, w0 = measure ? wt_now_mono_ns() : 0;
+        nvmlReturn_t r = s->fn.energy(d, &v->energy_mj);
+        if (measure) {
+            s->auto_cpu_ns += wt_thread_cpu_ns() - c0;
+            s->auto_wall_ns += wt_now_mono_ns() - w0;
+            s->auto_calls++;
+        }
+        v->have_energy = check(s, g, tk, F_ENERGY, r, "nvmlDeviceGetTotalEnergyConsumption");
+    }
     if (want(g, tk, F_TEMP))
         v->have_temp =
             check(s, g, tk, F_TEMP, s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
@@ -787,6 +807,21 @@ static int emit_health(struct nvml_state *s, const struct gpu *g, const struct s
     return rc | emit_xids(s, g, t_ns, out);
 }
 
+/* The energy counter's reading, from a tick or a sub-poll. */
+static int emit_counter(struct gpu *g, unsigned long long raw_mj, int64_t t_ns,
+                        struct wt_batch *out)
+{
+    /* raw: mJ since the driver loaded. Modulus 0: a decrease is a reset, not a wrap. */
+    enum wt_delta_kind k = wt_energy_counter_update(&g->counter, t_ns, (uint64_t)raw_mj, 0, 0);
+    if (k == WT_DELTA_FIRST)
+        g->first_raw_mj = raw_mj;
+    else if (k == WT_DELTA_RESET)
+        wt_warn(MOD, "energy counter went back gpu=%u uuid=%s (driver reload?): new baseline",
+                g->index, g->uuid);
+    return add(out, WT_M_GPU_ENERGY_J, g->labels, t_ns,
+               (double)(g->first_raw_mj + g->counter.total_raw) / 1000.0);
+}
+
 static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
                 struct wt_batch *out)
 {
@@ -803,16 +838,7 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
         rc |= add(out, WT_M_GPU_ENERGY_GAPS, l, t_ns, (double)g->integral.gaps);
     }
     if (v->have_energy) {
-        /* raw: mJ since the driver loaded. Modulus 0: a decrease is a reset, not a wrap. */
-        enum wt_delta_kind k =
-            wt_energy_counter_update(&g->counter, t_ns, (uint64_t)v->energy_mj, 0, 0);
-        if (k == WT_DELTA_FIRST)
-            g->first_raw_mj = v->energy_mj;
-        else if (k == WT_DELTA_RESET)
-            wt_warn(MOD, "energy counter went back gpu=%u uuid=%s (driver reload?): new baseline",
-                    g->index, g->uuid);
-        rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
-                  (double)(g->first_raw_mj + g->counter.total_raw) / 1000.0);
+        rc |= emit_counter(g, v->energy_mj, t_ns, out);
         g->have_energy_mj = true;
         g->energy_mj = g->first_raw_mj + g->counter.total_raw;
     } else if (v->have_power) {
@@ -1642,6 +1668,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         return -ENOMEM;
     snprintf(s->library, sizeof s->library, "%s", path);
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
+    s->interval_ns = interval;
+    s->energy_cfg_ns = cfg ? cfg->collectors.nvml_energy_interval_ns : 0;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
     /* Splits are a second apart (PROCS_EVERY_NS) or an interval when it is longer: a gap is
      * 3 of those, not 3 intervals, or under 1/3 s every split would be a gap (all idle). */
@@ -1730,11 +1758,78 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         wt_attrib_publish(0, s->attrib);
     wt_info(MOD, "%u GPUs library=%s driver=%s", s->n, s->library,
             s->driver_version[0] ? s->driver_version : "unknown");
+    if (s->energy_cfg_ns != WT_CONFIG_AUTO || !s->fn.energy ||
+        wt_nvml_auto_energy_interval(interval, 0) == 0) {
+        /* Set (or off, or auto with ticks as close as the sub-polls would be): nothing to
+         * measure. Sub-polls only where they fall between ticks. */
+        s->sub_decided = true;
+        s->sub_ns = s->fn.energy && s->energy_cfg_ns > 0 && s->energy_cfg_ns < interval
+                        ? s->energy_cfg_ns
+                        : 0;
+        if (s->sub_ns)
+            wt_info(MOD, "energy counters read every %.3g s between ticks",
+                    (double)s->sub_ns / WT_NS_PER_S);
+    }
     *state = s;
     return 0;
 fail:
     nvml_close(s);
     return rc;
+}
+
+int64_t wt_nvml_auto_energy_interval(int64_t interval_ns, int64_t cpu_ns_per_tick)
+{
+    const int64_t sub = WT_NVML_AUTO_ENERGY_NS;
+    if (interval_ns < 2 * sub || cpu_ns_per_tick < 0)
+        return 0; /* ticks this fast are as good as sub-polls */
+    /* (interval / sub - 1) sub-polls a tick, each cpu_ns_per_tick, within 1 % of a core */
+    double per_s = (double)(interval_ns / sub - 1) * (double)cpu_ns_per_tick / (double)interval_ns;
+    return per_s <= 0.01 ? sub : 0;
+}
+
+/* auto: after AUTO_TICKS ticks, sub-polls when the energy reads of a tick are cheap enough. */
+static void decide_auto(struct nvml_state *s)
+{
+    int64_t cpu = s->auto_cpu_ns / s->auto_ticks;
+    double per_call_cpu = (double)s->auto_cpu_ns / (double)s->auto_calls / 1e3;
+    double per_call_wall = (double)s->auto_wall_ns / (double)s->auto_calls / 1e3;
+    s->sub_ns = wt_nvml_auto_energy_interval(s->interval_ns, cpu);
+    s->sub_decided = true;
+    if (s->sub_ns)
+        wt_info(MOD,
+                "energy counters read every %.3g s between ticks (energy_interval auto): a read "
+                "costs %.0f us CPU, %.0f us wall",
+                (double)s->sub_ns / WT_NS_PER_S, per_call_cpu, per_call_wall);
+    else
+        wt_info(MOD,
+                "energy counters read at the ticks only (energy_interval auto): a read costs "
+                "%.0f us CPU, %.0f us wall; a tick's reads %.3f ms CPU",
+                per_call_cpu, per_call_wall, (double)cpu / 1e6);
+}
+
+static int64_t nvml_sub_interval(void *state)
+{
+    const struct nvml_state *s = state;
+    return s->sub_decided ? s->sub_ns : 0;
+}
+
+/*
+ * A sub-poll: each GPU's energy counter alone, for the GPUs that are up and have one. A failed
+ * read is left to the next tick, which says what is wrong (and marks a lost GPU down).
+ */
+static int nvml_sub_poll(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    struct nvml_state *s = state;
+    int rc = 0;
+    for (unsigned int i = 0; i < s->n && s->fn.energy; i++) {
+        struct gpu *g = &s->gpus[i];
+        unsigned long long mj = 0;
+        if (!g->up || !g->known || (g->unsupported & (1u << F_ENERGY)))
+            continue;
+        if (s->fn.energy(g->dev, &mj) == NVML_SUCCESS)
+            rc |= emit_counter(g, mj, t_ns, out);
+    }
+    return rc ? -ENOMEM : 0;
 }
 
 static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
@@ -1752,6 +1847,8 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
     }
     poll_procs(s, t_ns, out, &rc);
     rc |= wt_nvml_fields_poll_units(s->fields, t_ns, out);
+    if (!s->sub_decided && s->auto_calls > 0 && ++s->auto_ticks >= AUTO_TICKS)
+        decide_auto(s);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {
@@ -1775,6 +1872,8 @@ int wt_nvml_get_info(const void *state, struct wt_nvml_info *info)
 const struct wt_collector_ops wt_nvml_collector = {
     .name = "nvml",
     .edge_samples = true,
+    .sub_interval = nvml_sub_interval,
+    .sub_poll = nvml_sub_poll,
     .config = nvml_config,
     .open = nvml_open,
     .poll = nvml_poll,

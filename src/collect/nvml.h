@@ -39,6 +39,24 @@
 
 extern const struct wt_collector_ops wt_nvml_collector;
 
+/*
+ * Energy sub-polls (collectors.nvml.energy_interval): between ticks the collector reads only
+ * each GPU's energy counter (nvmlDeviceGetTotalEnergyConsumption), so that a window with edges
+ * anywhere interpolates the counter between readings this far apart; the readings go to the
+ * store alone (core/hub.h's wt_hub_publish_extra), /metrics, attribution, MIG and alerts see one
+ * reading a tick. GPUs without a counter (or down) get none. A duration sets the interval (none
+ * when it is not shorter than the tick's); 0/off: none; auto (the default): the energy reads of
+ * the first AUTO ticks are timed in CPU time (CLOCK_THREAD_CPUTIME_ID), then
+ * wt_nvml_auto_energy_interval decides.
+ */
+#define WT_NVML_AUTO_ENERGY_NS (200 * 1000000LL)
+/*
+ * auto's rule, pure: WT_NVML_AUTO_ENERGY_NS when the sub-polls between ticks of interval_ns,
+ * each costing cpu_ns_per_tick (every GPU's counter read once), take at most 1 % of a core and
+ * the ticks are at least twice as far apart; else 0.
+ */
+int64_t wt_nvml_auto_energy_interval(int64_t interval_ns, int64_t cpu_ns_per_tick);
+
 /* One entry point the collector resolves: names[0] first, then the older fallbacks. */
 #define WT_NVML_MAX_NAMES 3
 struct wt_nvml_symbol {

@@ -218,7 +218,7 @@ int wt_cpu_attrib_open(struct wt_hub *hub, int64_t grace_ns, struct wt_cpu_attri
     }
     if (hub) {
         c->slot = wt_hub_add_collector(hub, SLOT_NAME, SLOT_INTERVAL_NS);
-        if (c->slot < 0 || wt_hub_add_sink(hub, sink, c) != 0) {
+        if (c->slot < 0 || wt_hub_add_tick_sink(hub, sink, c) != 0) {
             wt_err_set(err, "cpu attribution: no hub slot or sink left");
             rc = -ENOSPC;
             goto fail;

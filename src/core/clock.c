@@ -31,6 +31,11 @@ int64_t wt_now_mono_ns(void)
     return now_ns(CLOCK_MONOTONIC);
 }
 
+int64_t wt_thread_cpu_ns(void)
+{
+    return now_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
 int wt_sleep_until_mono(int64_t deadline_ns)
 {
     struct timespec ts = {.tv_sec = deadline_ns / WT_NS_PER_S,

@@ -15,6 +15,8 @@
 
 int64_t wt_now_real_ns(void);
 int64_t wt_now_mono_ns(void);
+/* The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID): what a call costs, not its waits. */
+int64_t wt_thread_cpu_ns(void);
 /* Sleeps until the absolute CLOCK_MONOTONIC deadline; returns early (-EINTR) on a signal. */
 int wt_sleep_until_mono(int64_t deadline_ns);
 

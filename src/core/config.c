@@ -28,6 +28,7 @@ enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN, T_INT 
 /* Field flags. */
 #define F_NONEMPTY 0x1      /* a string that may not be empty */
 #define F_ZERO_INHERITS 0x2 /* a duration where 0 means "use daemon.interval" */
+#define F_AUTO_OFF 0x4      /* a duration, or auto (WT_CONFIG_AUTO) or 0/off (0) */
 
 struct field {
     const char *path;
@@ -112,6 +113,8 @@ static const struct field fields[] = {
              HOUR, WHY_POLL),
     FIELD("collectors.nvml.library", T_PATH, collectors.nvml_library, F_NONEMPTY,
           "libnvidia-ml.so.1"),
+    DURATION("collectors.nvml.energy_interval", collectors.nvml_energy_interval_ns, F_AUTO_OFF,
+             "auto", 10 * MS, HOUR, WHY_POLL),
     FIELD("collectors.nvml.attribution", T_BOOL, collectors.nvml_attribution, 0, "true"),
     DURATION("collectors.nvml.attribution_grace", collectors.nvml_attrib_grace_ns, 0, "5m", 0, DAY,
              "a finished process keeps its own energy series this long, then joins its owner's "
@@ -327,6 +330,8 @@ static const char *expectation(const struct field *f)
     case T_PATH:
         return "a file path";
     case T_DURATION:
+        if (f->flags & F_AUTO_OFF)
+            return "a duration > 0 such as 200ms, auto, or 0 or off for none";
         return f->flags & F_ZERO_INHERITS
                    ? "a duration > 0 such as 1s or 500ms, or 0 to use daemon.interval"
                    : "a duration > 0 such as 1s or 500ms";
@@ -364,6 +369,13 @@ static int set_value(const struct field *f, const char *v, struct wt_config *c, 
         if ((f->flags & F_ZERO_INHERITS) && (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0)) {
             *(int64_t *)dst = 0;
             return 0;
+        }
+        if (f->flags & F_AUTO_OFF) {
+            if (strcmp(v, "auto") == 0 || strcmp(v, "0") == 0 || strcmp(v, "0s") == 0 ||
+                strcmp(v, "off") == 0) {
+                *(int64_t *)dst = strcmp(v, "auto") == 0 ? WT_CONFIG_AUTO : 0;
+                return 0;
+            }
         }
         /* strtod underneath would take "nan", "inf", " 1s" or "0x10s"; a person means digits. */
         if (!isdigit((unsigned char)v[0]) && v[0] != '.')
@@ -472,6 +484,8 @@ static int check_range(const struct field *f, int64_t ns, const char *shown, cha
 {
     char lo[32], hi[32], v[32];
     if (f->type != T_DURATION || !f->max_ns || (ns == 0 && (f->flags & F_ZERO_INHERITS)))
+        return 0;
+    if ((f->flags & F_AUTO_OFF) && (ns == 0 || ns == WT_CONFIG_AUTO))
         return 0;
     if (ns >= f->min_ns && ns <= f->max_ns)
         return 0;
@@ -989,7 +1003,11 @@ int wt_config_write(const struct wt_config *c, FILE *f)
         }
         case T_DURATION: {
             char d[32];
-            wt_config_format_duration(*(const int64_t *)src, d, sizeof d);
+            int64_t ns = *(const int64_t *)src;
+            if ((fd->flags & F_AUTO_OFF) && ns <= 0)
+                snprintf(d, sizeof d, "%s", ns == WT_CONFIG_AUTO ? "auto" : "off");
+            else
+                wt_config_format_duration(ns, d, sizeof d);
             fputs(d, f);
             break;
         }

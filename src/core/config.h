@@ -18,6 +18,8 @@
 
 #define WT_DEFAULT_CONFIG "/etc/wattage/wattage.yaml"
 #define WT_PATH_LEN 256
+/* A duration key's "auto" (collectors.nvml.energy_interval): the module decides. */
+#define WT_CONFIG_AUTO (-1)
 
 struct wt_ynode;
 
@@ -56,7 +58,10 @@ struct wt_config {
         char nvml_library[WT_PATH_LEN]; /* collectors.nvml.library, default libnvidia-ml.so.1 */
         int64_t nvml_attrib_grace_ns;   /* collectors.nvml.attribution_grace, default 5m */
         bool nvml_attribution;          /* collectors.nvml.attribution, default true */
-        bool rapl_attribution;          /* collectors.rapl.attribution, default true */
+        /* collectors.nvml.energy_interval: energy-only sub-polls between ticks (collect/nvml.h);
+         * WT_CONFIG_AUTO (the default) lets the collector decide, 0 (0 or off) none */
+        int64_t nvml_energy_interval_ns;
+        bool rapl_attribution; /* collectors.rapl.attribution, default true */
         struct wt_collector_config rapl;
         struct wt_collector_config procfs;
         struct wt_collector_config netdev;  /* network and InfiniBand traffic (sysfs) */

@@ -28,6 +28,7 @@ struct wt_hub {
     struct {
         wt_hub_sink_fn fn;
         void *ctx;
+        bool extra; /* takes wt_hub_publish_extra's batches */
     } sinks[HUB_MAX_SINKS];
     int nsinks;
     wt_hub_edge_fn edge_fn; /* the poll loop's, while it runs */
@@ -76,14 +77,38 @@ int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns
     return idx;
 }
 
-int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
+static int add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx, bool extra)
 {
     if (h->nsinks >= HUB_MAX_SINKS)
         return -ENOSPC;
     h->sinks[h->nsinks].fn = fn;
     h->sinks[h->nsinks].ctx = ctx;
+    h->sinks[h->nsinks].extra = extra;
     h->nsinks++;
     return 0;
+}
+
+int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
+{
+    return add_sink(h, fn, ctx, true);
+}
+
+int wt_hub_add_tick_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
+{
+    return add_sink(h, fn, ctx, false);
+}
+
+void wt_hub_publish_extra(struct wt_hub *h, int idx, const struct wt_batch *b)
+{
+    if (!b->len)
+        return;
+    pthread_mutex_lock(&h->mu);
+    char name[sizeof h->slots[0].st.name];
+    memcpy(name, h->slots[idx].st.name, sizeof name);
+    pthread_mutex_unlock(&h->mu);
+    for (int i = 0; i < h->nsinks; i++)
+        if (h->sinks[i].extra)
+            h->sinks[i].fn(h->sinks[i].ctx, name, b);
 }
 
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,

@@ -44,8 +44,14 @@ void wt_hub_close(struct wt_hub *h);
 /* Registers a collector slot, or finds the one of that name. Returns its index (>= 0) or -ENOSPC.
  */
 int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns);
-/* Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. */
+/*
+ * Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. A sink of
+ * wt_hub_add_sink gets every batch, the extra ones (wt_hub_publish_extra) too: the store, which
+ * keeps every reading. A sink of wt_hub_add_tick_sink gets only the polls' batches, one reading
+ * per series a tick: what attributes, averages or alerts per tick.
+ */
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
+int wt_hub_add_tick_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
 
 /*
  * Records one poll of collector idx: b replaces its latest readings (copied) and goes to the
@@ -54,6 +60,12 @@ int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
  */
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
                     int64_t mono_ns);
+/*
+ * Extra readings of collector idx between its polls (a collector's sub-polls, core/source.h):
+ * b goes to the sinks of wt_hub_add_sink only. The latest readings (the snapshot, /metrics), the
+ * collector's state and the tick sinks do not see it.
+ */
+void wt_hub_publish_extra(struct wt_hub *h, int idx, const struct wt_batch *b);
 /*
  * Retires slot idx: a target removed from the configuration. Its readings go and it leaves the
  * self-metrics, the health check and wt_hub_collectors until a collector of that name is added

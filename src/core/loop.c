@@ -27,6 +27,7 @@ struct worker {
     pthread_t thread;
     bool started;
     bool edges;         /* polls again at edge requests (ops->edge_samples) */
+    bool subs;          /* takes sub-polls between ticks (ops->sub_poll) */
     uint64_t edge_seen; /* the loop's edge_gen at its latest poll */
 };
 
@@ -116,9 +117,10 @@ enum wake { WAKE_TICK, WAKE_STOP, WAKE_EDGE };
 
 /*
  * Waits for the monotonic deadline, a stop, or (for a worker that takes them) an edge request
- * made since its latest poll.
+ * made since its latest poll. tick: the deadline is a tick's (not a sub-poll's), whose poll
+ * answers the edge requests made until then.
  */
-static enum wake wait_tick(struct wt_loop *l, struct worker *w, int64_t deadline)
+static enum wake wait_tick(struct wt_loop *l, struct worker *w, int64_t deadline, bool tick)
 {
     struct timespec ts = {.tv_sec = deadline / WT_NS_PER_S, .tv_nsec = deadline % WT_NS_PER_S};
     enum wake why = WAKE_TICK;
@@ -136,7 +138,7 @@ static enum wake wait_tick(struct wt_loop *l, struct worker *w, int64_t deadline
         if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT)
             break;
     }
-    if (why == WAKE_TICK)
+    if (why == WAKE_TICK && tick)
         w->edge_seen = l->edge_gen; /* the tick's poll is as good as an edge's */
     pthread_mutex_unlock(&l->mu);
     return why;
@@ -193,6 +195,24 @@ static void *open_source(struct worker *w, bool *stopped)
     }
 }
 
+/* The first point of the sub-poll grid anchor + k * sub (k >= 1) after now. */
+static int64_t next_sub(int64_t anchor, int64_t sub, int64_t now)
+{
+    int64_t k = now > anchor ? (now - anchor) / sub + 1 : 1;
+    return anchor + k * sub;
+}
+
+/* One sub-poll (core/source.h), its readings to the hub's extra sinks; returns its duration. */
+static int64_t sub_poll(struct worker *w, void *state, struct wt_batch *batch)
+{
+    int64_t t_real = wt_now_real_ns(), t0 = wt_now_mono_ns();
+    wt_batch_clear(batch);
+    if (w->ops->sub_poll(state, t_real, batch) == 0)
+        wt_hub_publish_extra(w->loop->hub, w->slot, batch);
+    wt_batch_clear(batch);
+    return wt_now_mono_ns() - t0;
+}
+
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
@@ -217,7 +237,9 @@ static void *worker_main(void *arg)
      * the wall clock they are aligned to. */
     bool align = l->cfg->daemon.align_ticks;
     int64_t due = 0;
-    bool edge = false; /* this poll is an edge sample */
+    bool edge = false;         /* this poll is an edge sample */
+    int64_t anchor = deadline; /* when the latest tick was due: the sub-polls' grid */
+    int64_t sub_dur = 0;       /* how long the latest sub-poll took */
     for (;;) {
         struct wt_err err = {{0}};
         while (l->hang_file && access(l->hang_file, F_OK) == 0)
@@ -254,6 +276,7 @@ static void *worker_main(void *arg)
             /* An edge sample: the tick grid, the interval and the deadline stay as they were. */
             edge = false;
         } else {
+            anchor = deadline;
             int64_t next = wt_loop_next_interval(w->base_ns, fails);
             if (next != interval) {
                 if (next > interval)
@@ -270,10 +293,26 @@ static void *worker_main(void *arg)
                 deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
             }
         }
+        /* A failing source takes no sub-polls, as it takes no edge samples: its backoff holds.
+         * The source may decide on them after its first polls, so it is asked at every one. */
+        int64_t sub = w->subs && fails == 0 ? w->ops->sub_interval(state) : 0;
         enum wake why;
-        do /* a failing source takes no edge samples: its backoff holds */
-            why = wait_tick(l, w, deadline);
-        while (why == WAKE_EDGE && fails > 0);
+        for (;;) {
+            int64_t at = deadline, sub_at = sub > 0 ? next_sub(anchor, sub, wt_now_mono_ns()) : 0;
+            /* Never in the way of the tick: none within half a step of it, none that may not
+             * end (twice the latest one's duration) well before it. */
+            bool is_sub = sub > 0 && sub_at + sub / 2 < deadline && sub_at + 2 * sub_dur < deadline;
+            if (is_sub)
+                at = sub_at;
+            why = wait_tick(l, w, at, !is_sub);
+            if (why == WAKE_EDGE && fails > 0)
+                continue; /* a failing source takes no edge samples: its backoff holds */
+            if (why != WAKE_TICK || !is_sub)
+                break;
+            if (l->hang_file && access(l->hang_file, F_OK) == 0)
+                continue;
+            sub_dur = sub_poll(w, state, &batch);
+        }
         if (why == WAKE_STOP)
             break;
         edge = why == WAKE_EDGE;
@@ -293,6 +332,7 @@ static int start_worker(struct wt_loop *l, const struct wt_collector_ops *ops, l
     w->ops = ops;
     w->target = target;
     w->edges = ops->edge_samples && target < 0;
+    w->subs = w->edges && ops->sub_poll && ops->sub_interval;
     snprintf(w->name, sizeof w->name, "%s", name);
     w->base_ns = interval_ns;
     w->slot = wt_hub_add_collector(l->hub, w->name, w->base_ns);

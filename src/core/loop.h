@@ -8,7 +8,9 @@
  * whole seconds has samples at its edges; the first poll is at once, the grid from the next. After
  * 3 consecutive failed polls a collector's interval doubles per failure up to a cap; the first
  * success restores it. A source absent from the host (no NVIDIA driver) is reported once and looked
- * for again later.
+ * for again later. A collector with sub-polls (core/source.h: NVML's energy counters) takes them
+ * between its ticks on the grid of the latest tick, never within half a sub-poll step or twice
+ * the latest sub-poll's duration of the next tick, and none while it is failing.
  */
 #ifndef WT_LOOP_H
 #define WT_LOOP_H

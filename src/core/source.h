@@ -64,6 +64,18 @@ struct wt_collector_ops {
      * or ends (core/hub.h's edge samples), so a job's edges fall on readings.
      */
     bool edge_samples;
+    /*
+     * Optional, with edge_samples: sub-polls, cheap readings between ticks (NVML: each GPU's
+     * energy counter alone). sub_interval says how often now (0: none; it may change after the
+     * first polls, as NVML's auto decides on what they cost); the loop asks after every tick.
+     * sub_poll appends readings stamped t_ns to out: they go to the sinks that take extra
+     * readings (the store; core/hub.h's wt_hub_publish_extra), never to the latest readings or
+     * to the per-tick sinks. It runs on the collector's thread between polls, never delaying a
+     * tick. Returns 0 or a negative errno (the readings are then dropped; no failure is counted:
+     * the next tick says what is wrong).
+     */
+    int64_t (*sub_interval)(void *state);
+    int (*sub_poll)(void *state, int64_t t_ns, struct wt_batch *out);
 };
 
 #endif

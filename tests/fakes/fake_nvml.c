@@ -27,6 +27,9 @@
  *   FAKE_NVML_ENERGY_OFFSET_MJ=N the energy counter (mJ) is
  *                                  N + floor(1000 * exact integral of P_i from T0 to now)
  *                                (default 1000000000)
+ *   FAKE_NVML_ENERGY_CPU_US=N    nvmlDeviceGetTotalEnergyConsumption burns N µs of the calling
+ *                                thread's CPU time (CLOCK_THREAD_CPUTIME_ID) before it answers:
+ *                                a counter read that is expensive in CPU (default 0)
  *   FAKE_NVML_LOST=g:from:to[,…] seconds after T0, [from, to): every call for GPU g (its handle
  *                                lookup included) returns NVML_ERROR_GPU_IS_LOST (15)
  *   FAKE_NVML_RESET=g:at[,…]     GPU g's energy counter restarts from 0 at T0+at (driver reload):
@@ -258,8 +261,9 @@ static struct {
     double t0;
     double base, amp, period;
     double power_avg_s;
-    bool square;    /* FAKE_NVML_WAVE=square */
-    bool irregular; /* FAKE_NVML_WAVE=irregular */
+    double energy_cpu_us; /* FAKE_NVML_ENERGY_CPU_US */
+    bool square;          /* FAKE_NVML_WAVE=square */
+    bool irregular;       /* FAKE_NVML_WAVE=irregular */
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -412,6 +416,7 @@ static void load(void)
     if ((v = env("FAKE_NVML_POWER")))
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
+    fk.energy_cpu_us = env_double("FAKE_NVML_ENERGY_CPU_US", 0);
     fk.square = (v = env("FAKE_NVML_WAVE")) && strcmp(v, "square") == 0;
     fk.irregular = v && strcmp(v, "irregular") == 0;
     fk.offset_mj = 1000000000ULL;
@@ -996,6 +1001,14 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
     nvmlReturn_t r = device_call("nvmlDeviceGetTotalEnergyConsumption", d, NS_ENERGY, &t);
     if (r)
         return r;
+    if (fk.energy_cpu_us > 0) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+        do
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+        while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3 <
+               fk.energy_cpu_us);
+    }
     *mj = energy_mj(d->index, t);
     return NVML_SUCCESS;
 }

@@ -53,8 +53,22 @@ static inline double fake_rec_rand(uint64_t *s)
  * power average), records `seconds` of ticks of `gpus` GPUs into a new store at db. Returns 0,
  * or -1 with a message on stderr.
  */
+static inline int fake_rec_make_sub(struct fake_rec *r, const char *db, unsigned int gpus,
+                                    int seconds, uint64_t seed, double tick_s, double sub_s);
+
 static inline int fake_rec_make_tick(struct fake_rec *r, const char *db, unsigned int gpus,
                                      int seconds, uint64_t seed, double tick_s)
+{
+    return fake_rec_make_sub(r, db, gpus, seconds, seed, tick_s, 0);
+}
+
+/*
+ * As fake_rec_make_tick, with energy sub-polls every sub_s between ticks (0: none), as
+ * collectors.nvml.energy_interval makes them: the counter alone, each with its own wake-up
+ * latency, on the sub_s grid from each tick.
+ */
+static inline int fake_rec_make_sub(struct fake_rec *r, const char *db, unsigned int gpus,
+                                    int seconds, uint64_t seed, double tick_s, double sub_s)
 {
     const char *lib = getenv("WATTAGE_FAKE_NVML");
     if (!lib)
@@ -130,6 +144,19 @@ static inline int fake_rec_make_tick(struct fake_rec *r, const char *db, unsigne
                 memcpy(rd[i].labels, labels, sizeof labels);
         }
         rc = wt_store_write(r->st, "", rd, n);
+        const int64_t sv = (int64_t)llround(sub_s * 1e9);
+        for (int64_t j = 1; sv > 0 && j * sv + sv / 2 < iv && k < ticks && rc == 0; j++) {
+            int64_t ts = (int64_t)llround(r->t0 * 1e9) + (int64_t)(k + 1) * iv + j * sv +
+                         (int64_t)((0.1 + 2.9 * fake_rec_rand(&rs)) * 1e6);
+            size_t m = 0;
+            for (unsigned int g = 0; g < gpus; g++) {
+                rd[m] = rd[3 * g]; /* the counter's labels */
+                rd[m].t_ns = ts;
+                rd[m].value = (1e9 + floor(1000 * r->exact(g, r->t0, (double)ts / 1e9))) / 1000;
+                m++;
+            }
+            rc = wt_store_write(r->st, "", rd, m);
+        }
     }
     free(ig);
     free(rd);

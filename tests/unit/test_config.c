@@ -192,7 +192,8 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 42 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi */
+    WT_EQ_INT(n, 43 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+                              collectors.nvml.energy_interval */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }

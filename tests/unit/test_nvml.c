@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,7 +17,9 @@
 #include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/hub.h"
 #include "core/log.h"
+#include "core/loop.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -970,4 +973,203 @@ WT_TEST(an_xid_storm_neither_stalls_the_polls_nor_floods_the_log)
     WT_EQ_INT(logged("XID 94 gpu=1", "Contained ECC error"), 1);
     WT_ASSERT(logged("XID", NULL) <= 3);
     wt_batch_free(&b);
+}
+
+/* ---- energy sub-polls (collectors.nvml.energy_interval) ---- */
+
+WT_TEST(auto_energy_sub_polls_when_the_reads_cost_under_one_percent_of_a_core)
+{
+    const int64_t s = WT_NS_PER_S, ms = WT_NS_PER_MS;
+    /* 1-s ticks: 4 sub-polls a second; 2.5 ms of CPU each is 1 % of a core */
+    WT_EQ_INT(wt_nvml_auto_energy_interval(s, 20 * 1000), 200 * ms);
+    WT_EQ_INT(wt_nvml_auto_energy_interval(s, 2500 * 1000), 200 * ms);
+    WT_EQ_INT(wt_nvml_auto_energy_interval(s, 2600 * 1000), 0);
+    /* 10-s ticks: 49 sub-polls in 10 s, 2 ms each is 0.98 % */
+    WT_EQ_INT(wt_nvml_auto_energy_interval(10 * s, 2000 * 1000), 200 * ms);
+    /* ticks of 0.3 s are already close: none */
+    WT_EQ_INT(wt_nvml_auto_energy_interval(300 * ms, 0), 0);
+}
+
+/* Opens the collector with energy_interval (WT_CONFIG_AUTO, 0, or a duration) at 1-s ticks. */
+static void *open_energy(int64_t energy_ns)
+{
+    static struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(cfg.collectors.nvml_energy_interval_ns, WT_CONFIG_AUTO); /* the default */
+    cfg.collectors.nvml_energy_interval_ns = energy_ns;
+    setenv("WATTAGE_NVML_LIBRARY", fake(), 1);
+    int rc = wt_nvml_collector.open(&cfg, &st, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "open: %d %s", rc, err.msg);
+    return st;
+}
+
+WT_TEST(auto_measures_the_first_ticks_and_turns_sub_polls_on_for_a_cheap_counter)
+{
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    void *st = open_energy(WT_CONFIG_AUTO);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 4; i++) {
+        poll_ok(st, &b);
+        WT_EQ_INT(wt_nvml_collector.sub_interval(st), 0); /* not decided yet */
+    }
+    poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_collector.sub_interval(st), 200 * WT_NS_PER_MS);
+    /* a sub-poll: each GPU's counter, nothing else, stamped as asked and never going back */
+    double before = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL);
+    int64_t t = wt_now_real_ns();
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_nvml_collector.sub_poll(st, t, &b), 0);
+    WT_EQ_INT(b.len, 2);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 2);
+    WT_EQ_INT(b.r[0].t_ns, t);
+    WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL) >= before);
+    wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(auto_leaves_sub_polls_off_when_the_counter_read_costs_cpu)
+{
+    /* 2 GPUs x 2 ms of CPU a read: 4 sub-polls x 4 ms = 1.6 % of a core */
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    setenv("FAKE_NVML_ENERGY_CPU_US", "2000", 1);
+    int saved = log_begin();
+    wt_log_set_level(WT_LOG_INFO);
+    void *st = open_energy(WT_CONFIG_AUTO);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 6; i++)
+        poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_collector.sub_interval(st), 0);
+    wt_nvml_collector.close(st);
+    log_end(saved);
+    WT_EQ_INT(logged("energy counters read at the ticks only (energy_interval auto)", "us CPU"), 1);
+    wt_batch_free(&b);
+}
+
+WT_TEST(energy_interval_off_or_no_counter_means_no_sub_polls)
+{
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    void *st = open_energy(0);
+    WT_EQ_INT(wt_nvml_collector.sub_interval(st), 0);
+    wt_nvml_collector.close(st);
+    /* not shorter than the tick: none */
+    st = open_energy(WT_NS_PER_S);
+    WT_EQ_INT(wt_nvml_collector.sub_interval(st), 0);
+    wt_nvml_collector.close(st);
+    /* GPUs without a counter are not read between ticks */
+    setenv("FAKE_NVML_NOT_SUPPORTED", "energy", 1);
+    st = open_energy(200 * WT_NS_PER_MS);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_EQ_INT(wt_nvml_collector.sub_interval(st), 200 * WT_NS_PER_MS);
+    wt_batch_clear(&b);
+    WT_EQ_INT(wt_nvml_collector.sub_poll(st, wt_now_real_ns(), &b), 0);
+    WT_EQ_INT(b.len, 0);
+    wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* What a sink saw of GPU 0: the stamps of its energy and power readings. */
+#define SEEN_MAX 256
+struct seen {
+    pthread_mutex_t mu;
+    int ne, np;
+    int64_t energy[SEEN_MAX], power[SEEN_MAX];
+};
+
+static void seen_sink(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    struct seen *s = ctx;
+    char gs[8];
+    (void)collector;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        if (wt_labels_get(r->labels, "gpu", gs, sizeof gs) != 0 || strcmp(gs, "0") != 0)
+            continue;
+        if (r->metric == WT_M_GPU_ENERGY_J && s->ne < SEEN_MAX)
+            s->energy[s->ne++] = r->t_ns;
+        else if (r->metric == WT_M_GPU_POWER_W && s->np < SEEN_MAX)
+            s->power[s->np++] = r->t_ns;
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+WT_TEST(energy_sub_polls_reach_the_store_sinks_between_aligned_ticks_and_nothing_else)
+{
+    static struct seen all = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static struct seen tick = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    static const struct wt_collector_ops *const list[] = {&wt_nvml_collector, NULL};
+    const int64_t ms = WT_NS_PER_MS;
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err = {{0}};
+    struct wt_batch snap = {0};
+    setenv("FAKE_NVML_GPUS", "2", 1);
+    setenv("WATTAGE_NVML_LIBRARY", fake(), 1);
+    wt_config_defaults(&cfg);
+    WT_ASSERT(cfg.daemon.align_ticks);
+    cfg.collectors.nvml_energy_interval_ns = 200 * ms;
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    WT_EQ_INT(wt_hub_add_sink(hub, seen_sink, &all), 0);       /* as the store */
+    WT_EQ_INT(wt_hub_add_tick_sink(hub, seen_sink, &tick), 0); /* as attribution, alerts */
+    WT_EQ_INT(wt_loop_start(&cfg, list, hub, 0, &loop, &err), 0);
+    sleep_s(4.3);
+    /* /metrics: the latest readings are the tick's, the counter's included */
+    WT_EQ_INT(wt_hub_snapshot(hub, &snap), 0);
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+    char l[WT_LABELS_LEN];
+    gpu_labels(l, sizeof l, 0);
+    const struct wt_reading *se = find_reading(&snap, WT_M_GPU_ENERGY_J, l);
+    const struct wt_reading *sp = find_reading(&snap, WT_M_GPU_POWER_W, l);
+    WT_ASSERT(se && sp);
+    WT_EQ_INT(se->t_ns, sp->t_ns);
+    wt_batch_free(&snap);
+
+    printf("# 4.3 s: the store's sink saw %d counter and %d power readings, a tick sink %d and "
+           "%d\n",
+           all.ne, all.np, tick.ne, tick.np);
+    /* power at the ticks only: the start and 4 aligned ticks (5 on a slow start) */
+    WT_ASSERT(all.np >= 4 && all.np <= 6);
+    WT_EQ_INT(tick.np, all.np);
+    /* the tick sinks: one counter reading a tick, at the tick's stamp */
+    WT_EQ_INT(tick.ne, tick.np);
+    for (int i = 0; i < tick.ne; i++)
+        WT_EQ_INT(tick.energy[i], tick.power[i]);
+    /* the store's: every tick's and 4 sub-polls between two ticks (a loaded host may skip one) */
+    WT_ASSERT(all.ne >= 4 * all.np - 2);
+    WT_ASSERT(all.ne <= 5 * all.np + 1);
+    int64_t gaps[SEEN_MAX], phase[SEEN_MAX];
+    int ng = 0;
+    for (int i = 1; i < all.ne; i++) {
+        WT_ASSERT(all.energy[i] > all.energy[i - 1]);
+        gaps[ng++] = all.energy[i] - all.energy[i - 1];
+    }
+    qsort(gaps, (size_t)ng, sizeof gaps[0], cmp_i64);
+    printf("# counter readings apart: median %.1f ms, longest %.1f ms\n",
+           (double)gaps[ng / 2] / 1e6, (double)gaps[ng - 1] / 1e6);
+    WT_ASSERT(gaps[ng / 2] > 150 * ms && gaps[ng / 2] < 250 * ms);
+    /* the ticks keep their phase: the aligned ones on whole seconds (a few ms late at most),
+     * and the sub-polls on the 0.2-s grid from them */
+    for (int i = 1; i < all.np; i++)
+        phase[i - 1] = all.power[i] % WT_NS_PER_S;
+    qsort(phase, (size_t)(all.np - 1), sizeof phase[0], cmp_i64);
+    WT_ASSERT(phase[(all.np - 1) / 2] < 20 * ms);
+    int on_grid = 0, late = 0;
+    for (int i = 0; i < all.ne; i++)
+        if (all.energy[i] > all.power[1]) {
+            late++;
+            on_grid += all.energy[i] % (200 * ms) < 20 * ms;
+        }
+    WT_ASSERT(on_grid * 10 >= late * 8);
 }

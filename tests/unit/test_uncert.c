@@ -161,6 +161,64 @@ WT_TEST(uncert_fast_ticks_make_any_60s_window_exact_to_0_2_percent)
     WT_ASSERT(system(p) == 0);
 }
 
+/* The same goal at the default 1-s ticks with energy sub-polls every 0.2 s
+ * (collectors.nvml.energy_interval): the counter alone between ticks, on both waves. */
+static void sub_polls_60s(const char *wave)
+{
+    char dir[] = "/tmp/wt-test-uncert-XXXXXX", db[80];
+    struct fake_rec r;
+    setenv("FAKE_NVML_WAVE", wave, 1);
+    WT_ASSERT(mkdtemp(dir) != NULL);
+    snprintf(db, sizeof db, "%s/u.db", dir);
+    WT_EQ_INT(fake_rec_make_sub(&r, db, 2, 900, 5, 1.0, 0.2), 0);
+    uint64_t rs = 17;
+    int n = 0, inside = 0;
+    double worst = 0;
+    for (int w = 0; w < 600; w++) {
+        unsigned int g = (unsigned int)w % 2;
+        double a = r.first_s + 5 + fake_rec_rand(&rs) * (r.last_s - r.first_s - 70);
+        int64_t a_ns = (int64_t)llround(a * 1e9), b_ns = a_ns + 60 * S;
+        double truth = r.exact(g, (double)a_ns / 1e9, (double)b_ns / 1e9);
+        struct wt_energy_row *rows = NULL;
+        size_t nr = 0;
+        struct wt_err e = {{0}};
+        WT_EQ_INT(wt_store_energy(r.st, a_ns, b_ns, 0, &rows, &nr, &e), 0);
+        for (size_t i = 0; i < nr; i++) {
+            char gs[8];
+            if (rows[i].s.kind != WT_SK_HWCOUNTER ||
+                wt_labels_get(rows[i].s.labels, "gpu", gs, sizeof gs) != 0 ||
+                (unsigned int)atoi(gs) != g)
+                continue;
+            double d = fabs(rows[i].energy_j - truth);
+            n++;
+            inside += d <= rows[i].uncertainty_j;
+            if (d / truth > worst)
+                worst = d / truth;
+        }
+        free(rows);
+    }
+    printf("# %s wave, 1-s ticks + 0.2-s energy sub-polls, 60-s windows: counter worst %.4f %%, "
+           "inside %d/%d\n",
+           wave, 100 * worst, inside, n);
+    WT_EQ_INT(n, 600);
+    WT_ASSERT(worst > 0 && worst <= 0.002);
+    WT_ASSERT(inside >= 594);
+    fake_rec_close(&r);
+    char p[96];
+    snprintf(p, sizeof p, "rm -rf %s", dir);
+    WT_ASSERT(system(p) == 0);
+}
+
+WT_TEST(energy_sub_polls_make_any_60s_window_exact_to_0_2_percent_on_the_square_wave)
+{
+    sub_polls_60s("square");
+}
+
+WT_TEST(energy_sub_polls_make_any_60s_window_exact_to_0_2_percent_on_the_irregular_wave)
+{
+    sub_polls_60s("irregular");
+}
+
 /*
  * Over 1000 random windows of each length on a recording of `seconds` of the fake's wave
  * (FAKE_NVML_WAVE, set before the fake loads: one test a process), per mode: the exact energy
