@@ -1146,9 +1146,12 @@ WT_TEST(energy_sub_polls_reach_the_store_sinks_between_aligned_ticks_and_nothing
     WT_EQ_INT(tick.ne, tick.np);
     for (int i = 0; i < tick.ne; i++)
         WT_EQ_INT(tick.energy[i], tick.power[i]);
-    /* the store's: every tick's and 4 sub-polls between two ticks (a loaded host may skip one) */
+    /* the store's: every tick's and 4 sub-polls between two ticks (a loaded host may skip one),
+     * and never more than one a 0.2-s step of the time they cover, the start's aside (a loaded
+     * host may miss a tick and keep its sub-polls) */
     WT_ASSERT(all.ne >= 4 * all.np - 2);
-    WT_ASSERT(all.ne <= 5 * all.np + 1);
+    WT_ASSERT(all.ne >= 2);
+    WT_ASSERT(all.ne <= (all.energy[all.ne - 1] - all.energy[0] + 100 * ms) / (200 * ms) + 2);
     int64_t gaps[SEEN_MAX], phase[SEEN_MAX];
     int ng = 0;
     for (int i = 1; i < all.ne; i++) {
