@@ -11,6 +11,8 @@
  *      default (rollups where readings were pruned), each with the chunks' summaries (whole
  *      chunks inside the window not decoded) and with every chunk decoded (WT_Q_DECODE: what
  *      schema 2 did, whose default read per-minute rollups inside and raw at the edges).
+ *   4. inserts written packed (store.packed_ticks): the same 1-s flushes, each one ticks row;
+ *      readings/s and the bytes handed to write(2) over the blobs' bytes;
  *   0. the ticks codec (store/ticks.h) alone, the unit of the packed-ticks table being built:
  *      each 1-s tick of the day's first hour (or less) encoded as one blob, readings/s on one
  *      core and bytes a reading, and the walk over every blob decoding it again;
@@ -246,6 +248,66 @@ static struct wt_store *open_at(const char *dir, const char *name, char *path, s
     return st;
 }
 
+/* This process's bytes handed to write(2) so far (/proc/self/io wchar), or -1. */
+static long long written_bytes(void)
+{
+    FILE *f = fopen("/proc/self/io", "r");
+    char line[128];
+    long long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "wchar: %lld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/*
+ * 4: the writer's path written packed (store.packed_ticks): secs 1-s flushes of the GPUs into a
+ * fresh store, each one transaction of one ticks row. *rate: readings/s; *amp: bytes handed to
+ * write(2) (database and WAL, checkpoints included) over the ticks blobs' bytes; *per: blob
+ * bytes a reading.
+ */
+static int packed_inserts(struct gpu *g, const char *dir, int64_t t0, long secs, double *rate,
+                          double *amp, double *per)
+{
+    char path[512];
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true, .ticks = true};
+    struct wt_reading batch[GPUS * NSER];
+    snprintf(path, sizeof path, "%s/packed.db", dir);
+    if (wt_store_open(path, &o, &st, &err) != 0 || wt_store_begin_run(st, "", t0 - S, S, "bench"))
+        return -1;
+    size_t total = 0;
+    long long w0 = written_bytes();
+    double a = now_s();
+    for (long k = 0; k < secs; k++) {
+        size_t n = tick(g, t0 + k * S, k, false, batch);
+        if (wt_store_write(st, "", batch, n) != 0)
+            return -1;
+        total += n;
+    }
+    double took = now_s() - a;
+    long long w1 = written_bytes();
+    long long blob = 0;
+    sqlite3_stmt *q = NULL;
+    if (sqlite3_prepare_v2(wt_store_db(st), "SELECT coalesce(sum(length(data)), 0) FROM ticks", -1,
+                           &q, NULL) == SQLITE_OK &&
+        sqlite3_step(q) == SQLITE_ROW)
+        blob = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    wt_store_close(st);
+    char wal[600];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    unlink(path);
+    unlink(wal);
+    *rate = (double)total / took;
+    *amp = blob > 0 && w0 >= 0 ? (double)(w1 - w0) / (double)blob : 0;
+    *per = (double)blob / (double)total;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     double day_h = argc > 1 ? atof(argv[1]) : 24;
@@ -272,6 +334,15 @@ int main(int argc, char **argv)
     memcpy(gc, g, sizeof gc);
     if (ticks_codec(gc, t0, (long)fmin(day_h * 3600, 3600), &tk_enc, &tk_dec, &tk_bytes) != 0)
         return 1;
+    double pk_rate, pk_amp, pk_per;
+    memcpy(gc, g, sizeof gc);
+    if (packed_inserts(gc, dir, t0, (long)fmin(day_h * 3600, 3600), &pk_rate, &pk_amp, &pk_per))
+        return 1;
+    fprintf(stderr,
+            "store_bench: packed ticks (store.packed_ticks): %.0f readings/s inserted, one "
+            "transaction a 1-s flush; %.2f B a reading in the blobs, write(2) bytes %.1fx the "
+            "blobs'\n",
+            pk_rate, pk_per, pk_amp);
 
     /* 1 + 2: a day of 8 GPUs x 20 series at 1 s, one transaction per simulated flush */
     struct wt_store *st = open_at(dir, "day.db", path, sizeof path);
@@ -428,6 +499,11 @@ int main(int argc, char **argv)
     printf("{\"section\": \"Store\", \"what\": \"insert throughput, %d GPUs x %d series, one "
            "transaction per 1-s flush\", \"unit\": \"readings/s\", \"wattage\": %.0f}\n",
            GPUS, NSER, (double)timed_total / ins_s);
+    printf("{\"section\": \"Store\", \"what\": \"insert throughput packed "
+           "(store.packed_ticks), %d GPUs x %d series, one ticks row per 1-s flush\", \"unit\": "
+           "\"readings/s\", \"wattage\": %.0f, \"note\": \"%.2f B/reading in the blobs; "
+           "write(2) bytes %.1fx the blobs'\"}\n",
+           GPUS, NSER, pk_rate, pk_per, pk_amp);
     printf(
         "{\"section\": \"Store\", \"what\": \"bytes per reading on disk, %.3g h of %d GPUs at "
         "1 s, at rest (chunks)\", \"unit\": \"B\", \"wattage\": %.2f, \"note\": \"%.2f MB for %zu "

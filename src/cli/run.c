@@ -407,6 +407,7 @@ static bool needs_restart(const struct wt_config *a, const struct wt_config *b)
            a->daemon.auth.protect_reads != b->daemon.auth.protect_reads ||
            strcmp(a->store.path, b->store.path) || a->store.flush_ns != b->store.flush_ns ||
            a->store.buffer_readings != b->store.buffer_readings ||
+           a->store.ticks != b->store.ticks ||
            a->store.retention_raw_ns != b->store.retention_raw_ns ||
            a->store.retention_rollup_ns != b->store.retention_rollup_ns;
 }

@@ -52,6 +52,7 @@ struct wt_config {
         int64_t buffer_readings;     /* store.buffer_readings: kept while writes fail; 0: none */
         int64_t retention_raw_ns;    /* store.retention.raw, default 7 d */
         int64_t retention_rollup_ns; /* store.retention.rollup, default 400 d */
+        bool ticks; /* store.packed_ticks: a flush is one packed ticks row, default false */
     } store;
     struct {
         struct wt_collector_config nvml;

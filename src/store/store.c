@@ -257,7 +257,9 @@ struct wt_store {
     char path[256];
     struct wt_store_opts o;
     /* statements */
-    sqlite3_stmt *ins_reading, *ins_series, *upd_run, *ins_run;
+    sqlite3_stmt *ins_reading, *ins_series, *upd_run, *ins_run, *ins_ticks;
+    struct wt_tick_reading *tk; /* a write's readings for its ticks row (o.ticks) */
+    size_t tk_cap;
     /* interned series */
     struct entry *tab;
     size_t tab_cap, tab_len;
@@ -418,8 +420,9 @@ static void ms_note(struct wt_store *s, int64_t id, const char *node, enum wt_se
     snprintf(s->ms[i].node, sizeof s->ms[i].node, "%s", node);
 }
 
-/* Widens the bounds of series id by a reading at t written through this connection. */
-static void ms_widen(struct wt_store *s, int64_t id, int64_t t)
+/* Widens the bounds of series id by a reading at t written through this connection (a row of
+ * readings, or in a ticks row: raw_lo bounds the rows only). */
+static void ms_widen(struct wt_store *s, int64_t id, int64_t t, bool row)
 {
     if (!s->ms_loaded)
         return;
@@ -430,7 +433,7 @@ static void ms_widen(struct wt_store *s, int64_t id, int64_t t)
         s->ms[i].lo = t;
     if (t > s->ms[i].hi)
         s->ms[i].hi = t;
-    if (t < s->ms[i].raw_lo)
+    if (row && t < s->ms[i].raw_lo)
         s->ms[i].raw_lo = t;
 }
 
@@ -851,6 +854,8 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
                 sqlite3_errmsg(s->db));
     if (sqlite3_prepare_v3(s->db, "INSERT OR IGNORE INTO readings(series, t, v) VALUES(?,?,?)", -1,
                            SQLITE_PREPARE_PERSISTENT, &s->ins_reading, NULL) ||
+        sqlite3_prepare_v3(s->db, "INSERT INTO ticks(t_min, t_max, n, data) VALUES(?,?,?,?)", -1,
+                           SQLITE_PREPARE_PERSISTENT, &s->ins_ticks, NULL) ||
         sqlite3_prepare_v3(s->db,
                            "INSERT INTO series(node, metric, labels, kind) VALUES(?,?,?,?) "
                            "ON CONFLICT(node, metric, labels) DO UPDATE SET kind=excluded.kind "
@@ -928,9 +933,57 @@ static int insert(struct wt_store *s, const char *node, const struct wt_reading 
             db_fail(s, "insert failed: %s", sqlite3_errmsg(s->db));
             return -EIO;
         }
-        ms_widen(s, id, r[i].t_ns);
+        ms_widen(s, id, r[i].t_ns, true);
         if (r[i].t_ns > *last_t)
             *last_t = r[i].t_ns;
+    }
+    return 0;
+}
+
+/* Appends readings as one packed ticks row inside an open transaction. */
+static int insert_ticks(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
+                        int64_t *last_t)
+{
+    if (n > s->tk_cap) {
+        struct wt_tick_reading *p = realloc(s->tk, n * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        s->tk = p;
+        s->tk_cap = n;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (r[i].metric >= WT_M_COUNT)
+            continue;
+        int64_t id = intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
+        if (id < 0)
+            return (int)id;
+        s->tk[m++] = (struct wt_tick_reading){.series = id, .t_ns = r[i].t_ns, .v = r[i].value};
+        ms_widen(s, id, r[i].t_ns, false);
+        if (r[i].t_ns > *last_t)
+            *last_t = r[i].t_ns;
+    }
+    if (m == 0)
+        return 0;
+    uint8_t *blob;
+    size_t len;
+    int64_t lo, hi;
+    int rc = wt_ticks_encode(s->tk, m, &blob, &len, &lo, &hi);
+    if (rc) {
+        db_fail(s, "cannot pack %zu readings: %s", m, strerror(-rc));
+        return rc;
+    }
+    sqlite3_bind_int64(s->ins_ticks, 1, lo);
+    sqlite3_bind_int64(s->ins_ticks, 2, hi);
+    sqlite3_bind_int64(s->ins_ticks, 3, wt_ticks_count(blob, len));
+    sqlite3_bind_blob(s->ins_ticks, 4, blob, (int)len, SQLITE_STATIC);
+    rc = sqlite3_step(s->ins_ticks);
+    sqlite3_reset(s->ins_ticks);
+    sqlite3_clear_bindings(s->ins_ticks);
+    free(blob);
+    if (rc != SQLITE_DONE) {
+        db_fail(s, "insert failed: %s", sqlite3_errmsg(s->db));
+        return -EIO;
     }
     return 0;
 }
@@ -942,7 +995,7 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
         return 0;
     if (mq_exec(s, MQ_BEGIN))
         return -EIO;
-    int rc = insert(s, node, r, n, &last_t);
+    int rc = s->o.ticks ? insert_ticks(s, node, r, n, &last_t) : insert(s, node, r, n, &last_t);
     if (rc == 0 && s->run_id && !node[0]) {
         sqlite3_bind_int64(s->upd_run, 1, last_t);
         sqlite3_bind_int64(s->upd_run, 2, s->run_id);
@@ -1304,7 +1357,8 @@ int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_s
                               .retention_rollup_ns = cfg->store.retention_rollup_ns,
                               .buffer_readings =
                                   cfg->store.buffer_readings ? cfg->store.buffer_readings : -1,
-                              .create = true};
+                              .create = true,
+                              .ticks = cfg->store.ticks};
     struct wt_store *s = NULL;
     int rc = wt_store_open(cfg->store.path, &o, &s, err);
     if (rc)
@@ -1339,6 +1393,8 @@ void wt_store_close(struct wt_store *s)
         pthread_join(s->thread, NULL);
     }
     sqlite3_finalize(s->ins_reading);
+    sqlite3_finalize(s->ins_ticks);
+    free(s->tk);
     sqlite3_finalize(s->ins_series);
     sqlite3_finalize(s->upd_run);
     sqlite3_finalize(s->ins_run);

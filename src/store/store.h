@@ -55,6 +55,9 @@ struct wt_store_opts {
      * again; beyond it they are dropped and counted. 0: WT_STORE_BUFFER_DEFAULT; < 0: none */
     int64_t buffer_readings;
     bool create; /* create the file (and its directory, 0750) when missing */
+    /* wt_store_write writes its readings as one packed ticks row (store/ticks.h), not a row a
+     * reading: store.packed_ticks */
+    bool ticks;
 };
 
 /*

@@ -8,7 +8,9 @@ EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 KILLS=${WATTAGE_KILLS:-22}
 mkdir -p "$TMP/sys" "$TMP/proc"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
+# WATTAGE_STORE_PACKED=1 (test_store_kill_packed.sh): the same with store.packed_ticks
 printf 'store:\n  flush_interval: 500ms\n' >"$TMP/w.yaml"
+[[ ${WATTAGE_STORE_PACKED:-0} == 1 ]] && printf '  packed_ticks: true\n' >>"$TMP/w.yaml"
 FLUSH=0.5 POLL=0.2 SLACK=0.25
 DB=$TMP/w.db
 t0=$(python3 -c 'import time; print(round(time.time(), 3))')
@@ -16,6 +18,16 @@ export FAKE_NVML_T0=$t0 FAKE_NVML_POWER=250,150,3 FAKE_NVML_GPUS=4
 export WATTAGE_NVML_LIBRARY=$FAKE_NVML
 
 now() { date +%s.%N; }
+# The first and last stored time of the GPUs' energy counters (unix seconds, ms), as the store's
+# readers see them (rows, packed ticks and chunks alike); none: "0 0".
+stored_span() {
+    "$BIN" query --db "$DB" --from 0 --to now --csv wattage_gpu_energy_joules_total 2>/dev/null |
+        python3 -c "
+import sys, datetime
+ts = [datetime.datetime.strptime(l.split(',')[0], '%Y-%m-%dT%H:%M:%S.%fZ')
+      .replace(tzinfo=datetime.timezone.utc).timestamp() for l in sys.stdin if l[:1].isdigit()]
+print(f'{min(ts):.3f} {max(ts):.3f}' if ts else '0 0')"
+}
 bad_integrity=0 asserted=0 lost_too_much=""
 for i in $(seq 1 "$KILLS"); do
     "$BIN" run -c "$TMP/w.yaml" --db "$DB" --interval $POLL --listen "127.0.0.1:$(free_port)" \
@@ -33,10 +45,9 @@ for i in $(seq 1 "$KILLS"); do
     # Every NVML tick the daemon logged (debug) more than one flush interval (and a margin for
     # the commit) before the kill must be in the store. Ticks it never took (a loaded machine)
     # are not losses, so this holds however busy the host is.
-    verdict=$(sqlite3 "$DB" "SELECT max(t) FROM readings r JOIN series s ON s.id=r.series
-         WHERE s.metric='wattage_gpu_energy_joules_total'" | python3 -c "
+    verdict=$(stored_span | python3 -c "
 import sys, re, datetime
-last = int(sys.stdin.read().strip() or 0) / 1e9
+last = float(sys.stdin.read().split()[1])
 ticks = []
 for line in open('$TMP/run$i.log', errors='replace'):  # a kill may cut a line
     m = re.match(r'(\S+Z) debug nvml: tick', line)
@@ -65,9 +76,13 @@ check "the starts are recorded as runs ($runs)" test "$runs" -ge "$asserted"
 "$BIN" run -c "$TMP/w.yaml" --db "$DB" --interval $POLL --duration 2 \
     --listen "127.0.0.1:$(free_port)" >>"$TMP/run.log" 2>&1
 check "a clean run after the kills" test $? -eq 0
-read -r from to < <(sqlite3 -separator ' ' "$DB" "SELECT min(t), max(t) FROM readings r
-    JOIN series s ON s.id=r.series WHERE s.metric='wattage_gpu_energy_joules_total'" |
-    python3 -c "import sys; a, b = sys.stdin.read().split(); print(f'{int(a)/1e9:.9f} {int(b)/1e9:.9f}')")
+read -r from to < <(stored_span)
+if [[ ${WATTAGE_STORE_PACKED:-0} == 1 ]]; then
+    rows=$(sqlite3 "$DB" "SELECT count(*) FROM readings")
+    packed=$(sqlite3 "$DB" "SELECT count(*) || ' rows holding ' || coalesce(sum(n), 0) FROM ticks")
+    check "packed: the daemon wrote ticks ($packed readings) and no row a reading ($rows)" \
+        test "$rows" = 0 -a "${packed%% *}" -gt "$KILLS"
+fi
 "$BIN" energy --db "$DB" --from "$from" --to "$to" --json >"$TMP/e.json"
 msg=$(python3 - "$TMP/e.json" "$EXACT" "$from" "$to" <<'PY' 2>&1
 import json, subprocess, sys

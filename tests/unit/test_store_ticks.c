@@ -93,16 +93,22 @@ static void put_ticks(struct wt_store *s, const int64_t *ids, const struct wt_re
     free(blob);
 }
 
-static struct wt_store *open_at(const char *name)
+static struct wt_store *open_as(const char *name, bool ticks)
 {
     char path[512];
     struct wt_store *s = NULL;
     struct wt_err err = {{0}};
     snprintf(path, sizeof path, "%s/%s", wt_test_dir(), name);
-    struct wt_store_opts o = {.retention_raw_ns = 3650LL * 86400 * S, .create = true};
+    struct wt_store_opts o = {
+        .retention_raw_ns = 3650LL * 86400 * S, .create = true, .ticks = ticks};
     WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
     WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "daemon"), 0);
     return s;
+}
+
+static struct wt_store *open_at(const char *name)
+{
+    return open_as(name, false);
 }
 
 static uint64_t bits(double v)
@@ -306,4 +312,61 @@ WT_TEST(a_ticks_row_that_does_not_decode_fails_the_read)
     WT_EQ_INT(pb.n, 2);
     free(pb.p);
     wt_store_close(s);
+}
+
+WT_TEST(the_writer_packs_each_write_in_one_ticks_row_and_every_answer_stays_the_rows_store)
+{
+    struct wt_store *a = open_at("rows2.db"), *b = open_as("packed.db", true);
+    static struct wt_reading all[SECS * NSER];
+    size_t n = 0;
+    for (int i = 0; i < SECS; i++)
+        n += second(i, all + n);
+    WT_EQ_INT(wt_store_write(a, "", all, n), 0);
+    /* b: a write a second, as the writer flushes; seconds 1000..1099 last, 7 to a write */
+    for (int i = 0; i < SECS; i++)
+        if (i < 1000 || i >= 1100)
+            WT_EQ_INT(wt_store_write(b, "", all + (size_t)i * NSER, NSER), 0);
+    /* what is already stored stays: readings written again with other values, a reading twice
+     * in one write (the first kept) */
+    struct wt_reading again[2 * NSER + 1];
+    for (int k = 0; k < NSER; k++) {
+        again[k] = all[k];
+        again[k].value += 1000;
+        again[NSER + k] = all[(size_t)2500 * NSER + k];
+        again[NSER + k].value -= 77;
+    }
+    WT_EQ_INT(wt_store_write(b, "", again, 2 * NSER), 0);
+    for (int i = 1000; i < 1100; i += 7) {
+        size_t m = (size_t)(i + 7 <= 1100 ? 7 : 1100 - i) * NSER;
+        memcpy(again, all + (size_t)i * NSER, NSER * sizeof *again);
+        again[NSER] = all[(size_t)i * NSER];
+        again[NSER].value = -1;
+        WT_EQ_INT(wt_store_write(b, "", again, NSER + 1), 0);
+        if (m > NSER)
+            WT_EQ_INT(wt_store_write(b, "", all + (size_t)i * NSER + NSER, m - NSER), 0);
+    }
+    /* no row a reading: a row a write, each counting what it holds */
+    WT_EQ_INT(one(b, "SELECT count(*) FROM readings"), 0);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM series"), NSER);
+    int64_t writes = (SECS - 100) + 1 + 2 * ((100 + 6) / 7);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks"), writes);
+    WT_EQ_INT(one(b, "SELECT sum(n) FROM ticks"), SECS * NSER + 2 * NSER);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks WHERE t_min > t_max"), 0);
+    /* the run's end is the newest reading's */
+    WT_EQ_INT(one(b, "SELECT last_ns FROM runs"), all[n - 2].t_ns);
+    int64_t ia[NSER], ib[NSER];
+    for (int k = 0; k < NSER; k++) {
+        ia[k] = id_of(a, &all[k]);
+        ib[k] = id_of(b, &all[k]);
+    }
+    same_answers(a, ia, b, ib);
+    int64_t now = T0 + 2 * 3600 * S;
+    maintain_all(a, now);
+    maintain_all(b, now);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks"), 0);
+    WT_EQ_INT(one(b, "SELECT sum(n) FROM chunks"), SECS * NSER);
+    WT_EQ_INT(one(a, "SELECT sum(n) FROM rollups"), one(b, "SELECT sum(n) FROM rollups"));
+    same_answers(a, ia, b, ib);
+    wt_store_close(a);
+    wt_store_close(b);
 }
