@@ -239,6 +239,9 @@ struct rq_slot {
     atomic_bool busy;
 };
 
+/* Ticks rows kept opened (a minute and a bit of 1-s flushes). */
+#define TVIEW_MAX 64
+
 /* A taken reader statement: q is the handle's own (cached) or one of the taker's. */
 struct rq_use {
     sqlite3_stmt *q;
@@ -260,6 +263,13 @@ struct wt_store {
     sqlite3_stmt *ins_reading, *ins_series, *upd_run, *ins_run, *ins_ticks;
     struct wt_tick_reading *tk; /* a write's readings for its ticks row (o.ticks) */
     size_t tk_cap;
+    /* Opened ticks rows, a slot by seq: a minute's rollups of every series, or their bounds,
+     * open each row once, not once a series. Any thread, under tv_mu. */
+    pthread_mutex_t tv_mu;
+    struct tview {
+        int64_t seq;
+        struct wt_ticks_view v;
+    } tv[TVIEW_MAX];
     /* interned series */
     struct entry *tab;
     size_t tab_cap, tab_len;
@@ -798,6 +808,8 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
     }
 
     s = calloc(1, sizeof *s);
+    if (s)
+        pthread_mutex_init(&s->tv_mu, NULL);
     if (!s)
         return -ENOMEM;
     s->o = o;
@@ -1419,6 +1431,9 @@ void wt_store_close(struct wt_store *s)
     free(s->merged.p);
     for (size_t i = 0; i < DCACHE_MAX; i++)
         free(s->dc[i].pts.p);
+    for (size_t i = 0; i < TVIEW_MAX; i++)
+        wt_ticks_view_free(&s->tv[i].v);
+    pthread_mutex_destroy(&s->tv_mu);
     free(s);
 }
 
@@ -1671,6 +1686,31 @@ static int merge_into(struct wt_point_buf *out, const struct wt_point_buf *x,
 
 /* ---- packed ticks: merged with the readings table's rows ---- */
 
+/*
+ * wt_ticks_series through the opened rows: the row's slot is opened again only when it holds
+ * another row (or the same seq with other bytes: a seq reused after a delete).
+ */
+static int ticks_series(struct wt_store *s, int64_t seq, const void *b, int len, int64_t id,
+                        int64_t lo, int64_t hi, struct wt_point_buf *out)
+{
+    if (!b || len <= 0)
+        return -EINVAL;
+    pthread_mutex_lock(&s->tv_mu);
+    struct tview *e = &s->tv[(uint64_t)seq % TVIEW_MAX];
+    int rc = 0;
+    if (e->seq != seq || !wt_ticks_view_is(&e->v, b, (size_t)len)) {
+        wt_ticks_view_free(&e->v);
+        e->seq = 0;
+        rc = wt_ticks_view_open(b, (size_t)len, &e->v);
+        if (rc == 0)
+            e->seq = seq;
+    }
+    if (rc == 0)
+        rc = wt_ticks_view_series(&e->v, id, lo, hi, out);
+    pthread_mutex_unlock(&s->tv_mu);
+    return rc;
+}
+
 /* A ticks blob that does not decode fails the read, named. */
 static int ticks_bad(struct wt_store *s, int64_t id, int64_t seq, int d)
 {
@@ -1731,10 +1771,11 @@ static int ticks_range(struct wt_store *s, int64_t id, int64_t lo, int64_t hi,
         return -EIO;
     while ((rc = sqlite3_step(u.q)) == SQLITE_ROW) {
         size_t n0 = out->n;
-        d = wt_ticks_series(sqlite3_column_blob(u.q, 1), (size_t)sqlite3_column_bytes(u.q, 1), id,
-                            lo, hi, out);
+        int64_t seq = sqlite3_column_int64(u.q, 0);
+        const void *blob = sqlite3_column_blob(u.q, 1);
+        d = ticks_series(s, seq, blob, sqlite3_column_bytes(u.q, 1), id, lo, hi, out);
         if (d) {
-            d = ticks_bad(s, id, sqlite3_column_int64(u.q, 0), d);
+            d = ticks_bad(s, id, seq, d);
             break;
         }
         if (n0 && out->n > n0 && out->p[n0].t_ns <= out->p[n0 - 1].t_ns)
@@ -1770,8 +1811,8 @@ static int ticks_edge(struct wt_store *s, int64_t id, int64_t t, bool before, st
         int64_t lo = before ? (*have ? p->t_ns : INT64_MIN) : t;
         int64_t hi = before ? t : (*have ? p->t_ns : INT64_MAX);
         tmp.n = 0;
-        d = wt_ticks_series(sqlite3_column_blob(u.q, 1), (size_t)sqlite3_column_bytes(u.q, 1), id,
-                            lo, hi, &tmp);
+        const void *blob = sqlite3_column_blob(u.q, 1);
+        d = ticks_series(s, seq, blob, sqlite3_column_bytes(u.q, 1), id, lo, hi, &tmp);
         if (d) {
             d = ticks_bad(s, id, seq, d);
             break;

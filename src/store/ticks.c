@@ -170,28 +170,21 @@ static int open_blob(const uint8_t *b, size_t len, struct wt_rbuf *r, uint8_t **
     return 0;
 }
 
-/* One series' framing; its payload is r->p[*at .. *at + *bytes). */
-struct group {
-    int64_t id;
-    uint64_t n;
-    size_t at, bytes;
-};
-
 /* The next group's framing, stepping r over its payload. */
-static bool next_group(struct wt_rbuf *r, int64_t prev_id, uint64_t left, struct group *g)
+static bool next_group(struct wt_rbuf *r, int64_t prev_id, uint64_t left, struct wt_ticks_group *g)
 {
     uint64_t d = wt_get_uv(r), n = wt_get_uv(r), bytes = wt_get_uv(r);
     /* a point takes at least a byte of time and one of value */
     if (r->bad || d == 0 || d > (uint64_t)(INT64_MAX - prev_id) || n == 0 || n > left ||
         bytes > r->n - r->pos || n > bytes)
         return false;
-    *g = (struct group){prev_id + (int64_t)d, n, r->pos, (size_t)bytes};
+    *g = (struct wt_ticks_group){prev_id + (int64_t)d, n, r->pos, (size_t)bytes};
     r->pos += bytes;
     return true;
 }
 
 /* The points of group g (times made absolute) into o[0 .. g->n). */
-static int group_points(const struct wt_rbuf *r, const struct group *g, uint64_t base,
+static int group_points(const struct wt_rbuf *r, const struct wt_ticks_group *g, uint64_t base,
                         struct wt_point *o)
 {
     struct wt_rbuf pr = {.p = r->p + g->at, .n = g->bytes};
@@ -205,7 +198,7 @@ static int group_points(const struct wt_rbuf *r, const struct group *g, uint64_t
 /* Walks the framing of every group of the body in r; calls each(g) for those; checks the counts
  * add up and nothing is left over. */
 static int walk(struct wt_rbuf *r, uint64_t count, uint64_t *base,
-                int (*each)(void *, struct group *), void *ctx)
+                int (*each)(void *, struct wt_ticks_group *), void *ctx)
 {
     *base = wt_get_sv(r);
     uint64_t groups = wt_get_uv(r), left = count;
@@ -213,7 +206,7 @@ static int walk(struct wt_rbuf *r, uint64_t count, uint64_t *base,
         return -EINVAL;
     int64_t id = 0;
     for (uint64_t i = 0; i < groups; i++) {
-        struct group g;
+        struct wt_ticks_group g;
         if (!next_group(r, id, left, &g))
             return -EINVAL;
         id = g.id;
@@ -229,11 +222,11 @@ static int walk(struct wt_rbuf *r, uint64_t count, uint64_t *base,
 
 struct find {
     int64_t id;
-    struct group g;
+    struct wt_ticks_group g;
     bool found;
 };
 
-static int find_one(void *ctx, struct group *g)
+static int find_one(void *ctx, struct wt_ticks_group *g)
 {
     struct find *f = ctx;
     if (g->id == f->id) {
@@ -276,11 +269,11 @@ struct all {
     uint64_t base;
     struct wt_point *pts;
     size_t n;
-    struct group *groups;
+    struct wt_ticks_group *groups;
     size_t ng;
 };
 
-static int collect(void *ctx, struct group *g)
+static int collect(void *ctx, struct wt_ticks_group *g)
 {
     struct all *a = ctx;
     a->groups[a->ng++] = *g;
@@ -329,4 +322,83 @@ int64_t wt_ticks_count(const uint8_t *b, size_t len)
     if (h.bad || (fmt != WT_TICKS_PLAIN && fmt != WT_TICKS_ZSTD) || n == 0 || n > MAX_READINGS)
         return -EINVAL;
     return (int64_t)n;
+}
+
+static int keep_group(void *ctx, struct wt_ticks_group *g)
+{
+    struct wt_ticks_view *v = ctx;
+    v->g[v->ng++] = *g;
+    return 0;
+}
+
+void wt_ticks_view_free(struct wt_ticks_view *v)
+{
+    free(v->blob);
+    free(v->plain);
+    free(v->g);
+    memset(v, 0, sizeof *v);
+}
+
+int wt_ticks_view_open(const uint8_t *b, size_t len, struct wt_ticks_view *v)
+{
+    struct wt_rbuf r;
+    uint64_t count, base;
+    memset(v, 0, sizeof *v);
+    int rc = open_blob(b, len, &r, &v->plain, &count);
+    if (rc)
+        return rc;
+    struct wt_rbuf again = r;
+    rc = walk(&again, count, &base, NULL, NULL); /* bounds what the framing claims */
+    if (rc == 0) {
+        v->blob = malloc(len);
+        v->g = malloc((size_t)count * sizeof *v->g); /* a group holds a point at least */
+        if (!v->blob || !v->g)
+            rc = -ENOMEM;
+    }
+    if (rc == 0) {
+        memcpy(v->blob, b, len);
+        v->len = len;
+        /* a plain body lies in the blob: point into the copy */
+        v->body = v->plain ? v->plain : v->blob + (r.p - b);
+        v->body_len = r.n;
+        rc = walk(&r, count, &v->base, keep_group, v);
+    }
+    if (rc)
+        wt_ticks_view_free(v);
+    return rc;
+}
+
+bool wt_ticks_view_is(const struct wt_ticks_view *v, const uint8_t *b, size_t len)
+{
+    return v->blob && v->len == len && memcmp(v->blob, b, len) == 0;
+}
+
+int wt_ticks_view_series(const struct wt_ticks_view *v, int64_t id, int64_t lo, int64_t hi,
+                         struct wt_point_buf *out)
+{
+    size_t a = 0, z = v->ng; /* groups are in ascending id */
+    while (a < z) {
+        size_t m = a + (z - a) / 2;
+        if (v->g[m].id < id)
+            a = m + 1;
+        else
+            z = m;
+    }
+    if (a == v->ng || v->g[a].id != id)
+        return 0;
+    const struct wt_ticks_group *g = &v->g[a];
+    int rc = wt_codec_reserve(out, g->n);
+    if (rc)
+        return rc;
+    struct wt_rbuf r = {.p = v->body, .n = v->body_len};
+    struct wt_point *o = out->p + out->n;
+    rc = group_points(&r, g, v->base, o);
+    size_t w = 0;
+    for (size_t i = 0; rc == 0 && i < g->n; i++) {
+        if (o[i].t_ns >= lo && o[i].t_ns <= hi)
+            o[w++] = o[i];
+    }
+    if (rc == 0)
+        out->n += w;
+    return rc;
 }

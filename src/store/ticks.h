@@ -19,6 +19,7 @@
 #ifndef WT_STORE_TICKS_H
 #define WT_STORE_TICKS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,36 @@ int wt_ticks_series(const uint8_t *b, size_t len, int64_t id, int64_t lo, int64_
  */
 typedef int (*wt_ticks_fn)(void *ctx, int64_t id, const struct wt_point *p, size_t n);
 int wt_ticks_each(const uint8_t *b, size_t len, wt_ticks_fn fn, void *ctx) WT_MUST_USE;
+
+/*
+ * A blob opened once for the reads of many series (the store keeps a few, one a ticks row): a
+ * copy of its bytes, its body (decompressed) and the framing of each series, found by binary
+ * search. Its points are decoded on each read.
+ */
+struct wt_ticks_group {
+    int64_t id;
+    uint64_t n;
+    size_t at, bytes; /* its payload: body[at .. at + bytes) */
+};
+struct wt_ticks_view {
+    uint8_t *blob, *plain; /* the copy; the decompressed body (zstd) or NULL */
+    size_t len;
+    const uint8_t *body;
+    size_t body_len;
+    uint64_t base;
+    struct wt_ticks_group *g; /* ascending id */
+    size_t ng;
+};
+
+/* Opens b (its framing checked whole) into *v. Returns 0, -EINVAL or -ENOMEM (*v then empty). */
+int wt_ticks_view_open(const uint8_t *b, size_t len, struct wt_ticks_view *v) WT_MUST_USE;
+/* Whether v was opened from these very bytes. */
+bool wt_ticks_view_is(const struct wt_ticks_view *v, const uint8_t *b, size_t len);
+/* wt_ticks_series on an opened blob. */
+int wt_ticks_view_series(const struct wt_ticks_view *v, int64_t id, int64_t lo, int64_t hi,
+                         struct wt_point_buf *out) WT_MUST_USE;
+/* Frees what v holds and empties it; an empty view is fine. */
+void wt_ticks_view_free(struct wt_ticks_view *v);
 
 /* The readings a blob holds, without decoding their points: >= 0, or -EINVAL. */
 int64_t wt_ticks_count(const uint8_t *b, size_t len);

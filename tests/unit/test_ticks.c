@@ -99,7 +99,11 @@ static size_t round_trip(const struct wt_tick_reading *in, size_t n)
             wt_test_fail(__FILE__, __LINE__, "reading %zu: %.17g came back as %.17g", i, want[i].v,
                          got.r[i].v);
     }
-    /* one series at a time, whole and through a window */
+    /* one series at a time, whole and through a window, from the blob and from it opened once */
+    struct wt_ticks_view v;
+    WT_EQ_INT(wt_ticks_view_open(blob, len, &v), 0);
+    WT_ASSERT(wt_ticks_view_is(&v, blob, len));
+    WT_ASSERT(!wt_ticks_view_is(&v, blob, len - 1));
     for (size_t i = 0; i < m;) {
         size_t j = i;
         while (j < m && want[j].series == want[i].series)
@@ -119,6 +123,15 @@ static size_t round_trip(const struct wt_tick_reading *in, size_t n)
         WT_EQ_INT(win.n, inside);
         for (size_t k = 0; k < win.n; k++)
             WT_ASSERT(win.p[k].t_ns >= a && win.p[k].t_ns <= b);
+        struct wt_point_buf vone = {0}, vwin = {0};
+        WT_EQ_INT(wt_ticks_view_series(&v, want[i].series, INT64_MIN, INT64_MAX, &vone), 0);
+        WT_EQ_INT(wt_ticks_view_series(&v, want[i].series, a, b, &vwin), 0);
+        WT_EQ_INT(vone.n, one.n);
+        WT_EQ_INT(vwin.n, win.n);
+        WT_ASSERT(memcmp(vone.p, one.p, one.n * sizeof *one.p) == 0);
+        WT_ASSERT(win.n == 0 || memcmp(vwin.p, win.p, win.n * sizeof *win.p) == 0);
+        free(vone.p);
+        free(vwin.p);
         free(one.p);
         free(win.p);
         i = j;
@@ -127,7 +140,12 @@ static size_t round_trip(const struct wt_tick_reading *in, size_t n)
     struct wt_point_buf none = {0};
     WT_EQ_INT(wt_ticks_series(blob, len, want[m - 1].series + 1, INT64_MIN, INT64_MAX, &none), 0);
     WT_EQ_INT(none.n, 0);
+    WT_EQ_INT(wt_ticks_view_series(&v, want[m - 1].series + 1, INT64_MIN, INT64_MAX, &none), 0);
+    WT_EQ_INT(wt_ticks_view_series(&v, 0, INT64_MIN, INT64_MAX, &none), 0);
+    WT_EQ_INT(none.n, 0);
     free(none.p);
+    wt_ticks_view_free(&v);
+    WT_ASSERT(!wt_ticks_view_is(&v, blob, len));
     /* every truncation is refused by every reader, and nothing is appended */
     for (size_t cut = 0; cut < len; cut++) {
         struct wt_point_buf bad = {0};
@@ -136,6 +154,8 @@ static size_t round_trip(const struct wt_tick_reading *in, size_t n)
         WT_EQ_INT(bad.n, 0);
         WT_ASSERT(wt_ticks_each(blob, cut, see, s) != 0);
         WT_EQ_INT(s->calls, 0); /* refused whole, before the first series */
+        WT_ASSERT(wt_ticks_view_open(blob, cut, &v) != 0);
+        WT_EQ_INT(v.ng, 0);
         free(s);
         free(bad.p);
     }
