@@ -72,6 +72,11 @@ section energy_eval external "$BUILD" "$OUT" energy_eval "$BUILD/bench/energy_ev
 section energy_eval_fast external "$BUILD" "$OUT" energy_eval_fast "$BUILD/bench/energy_eval" 1800 1000 0.2
 section energy_eval_irregular external "$BUILD" "$OUT" energy_eval_irregular \
     /usr/bin/env FAKE_NVML_WAVE=irregular "$BUILD/bench/energy_eval"
+# 1-s ticks with 0.2-s energy sub-polls (collectors.nvml.energy_interval's auto), on both waves.
+section energy_eval_sub external "$BUILD" "$OUT" energy_eval_sub \
+    "$BUILD/bench/energy_eval" 1800 1000 1 0.2
+section energy_eval_sub_irregular external "$BUILD" "$OUT" energy_eval_sub_irregular \
+    /usr/bin/env FAKE_NVML_WAVE=irregular "$BUILD/bench/energy_eval" 1800 1000 1 0.2
 if command -v victoria-metrics >/dev/null; then
     section fleet_query external "$BUILD" "$OUT" fleet_query bench/fleet_query.sh "$BUILD"
 else
