@@ -808,10 +808,9 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
     }
 
     s = calloc(1, sizeof *s);
-    if (s)
-        pthread_mutex_init(&s->tv_mu, NULL);
     if (!s)
         return -ENOMEM;
+    pthread_mutex_init(&s->tv_mu, NULL);
     s->o = o;
     snprintf(s->path, sizeof s->path, "%s", path);
     int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_FULLMUTEX | (o.create ? SQLITE_OPEN_CREATE : 0);
