@@ -925,35 +925,12 @@ int wt_store_begin_run(struct wt_store *s, const char *node, int64_t start_ns, i
     return 0;
 }
 
-/* Inserts readings inside an open transaction. */
-static int insert(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
-                  int64_t *last_t)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (r[i].metric >= WT_M_COUNT)
-            continue;
-        int64_t id = intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
-        if (id < 0)
-            return (int)id;
-        sqlite3_bind_int64(s->ins_reading, 1, id);
-        sqlite3_bind_int64(s->ins_reading, 2, r[i].t_ns);
-        sqlite3_bind_double(s->ins_reading, 3, r[i].value);
-        int rc = sqlite3_step(s->ins_reading);
-        sqlite3_reset(s->ins_reading);
-        if (rc != SQLITE_DONE) {
-            db_fail(s, "insert failed: %s", sqlite3_errmsg(s->db));
-            return -EIO;
-        }
-        ms_widen(s, id, r[i].t_ns, true);
-        if (r[i].t_ns > *last_t)
-            *last_t = r[i].t_ns;
-    }
-    return 0;
-}
-
-/* Appends readings as one packed ticks row inside an open transaction. */
-static int insert_ticks(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
-                        int64_t *last_t)
+/*
+ * The series of each reading, interned, into s->tk (*m of them: readings of no known metric are
+ * left out), their bounds widened (row: written as rows of readings) and *last_t the newest time.
+ */
+static int intern_all(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
+                      bool row, int64_t *last_t, size_t *m)
 {
     if (n > s->tk_cap) {
         struct wt_tick_reading *p = realloc(s->tk, n * sizeof *p);
@@ -962,24 +939,55 @@ static int insert_ticks(struct wt_store *s, const char *node, const struct wt_re
         s->tk = p;
         s->tk_cap = n;
     }
-    size_t m = 0;
+    *m = 0;
     for (size_t i = 0; i < n; i++) {
         if (r[i].metric >= WT_M_COUNT)
             continue;
         int64_t id = intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
         if (id < 0)
             return (int)id;
-        s->tk[m++] = (struct wt_tick_reading){.series = id, .t_ns = r[i].t_ns, .v = r[i].value};
-        ms_widen(s, id, r[i].t_ns, false);
+        s->tk[(*m)++] = (struct wt_tick_reading){.series = id, .t_ns = r[i].t_ns, .v = r[i].value};
+        ms_widen(s, id, r[i].t_ns, row);
         if (r[i].t_ns > *last_t)
             *last_t = r[i].t_ns;
     }
+    return 0;
+}
+
+/* Inserts readings as rows inside an open transaction. */
+static int insert(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
+                  int64_t *last_t)
+{
+    size_t m;
+    int rc = intern_all(s, node, r, n, true, last_t, &m);
+    for (size_t i = 0; rc == 0 && i < m; i++) {
+        sqlite3_bind_int64(s->ins_reading, 1, s->tk[i].series);
+        sqlite3_bind_int64(s->ins_reading, 2, s->tk[i].t_ns);
+        sqlite3_bind_double(s->ins_reading, 3, s->tk[i].v);
+        int st = sqlite3_step(s->ins_reading);
+        sqlite3_reset(s->ins_reading);
+        if (st != SQLITE_DONE) {
+            db_fail(s, "insert failed: %s", sqlite3_errmsg(s->db));
+            rc = -EIO;
+        }
+    }
+    return rc;
+}
+
+/* Appends readings as one packed ticks row inside an open transaction. */
+static int insert_ticks(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
+                        int64_t *last_t)
+{
+    size_t m;
+    int rc = intern_all(s, node, r, n, false, last_t, &m);
+    if (rc)
+        return rc;
     if (m == 0)
         return 0;
     uint8_t *blob;
     size_t len;
     int64_t lo, hi;
-    int rc = wt_ticks_encode(s->tk, m, &blob, &len, &lo, &hi);
+    rc = wt_ticks_encode(s->tk, m, &blob, &len, &lo, &hi);
     if (rc) {
         db_fail(s, "cannot pack %zu readings: %s", m, strerror(-rc));
         return rc;
