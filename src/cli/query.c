@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--db FILE] [-c FILE]`:
+ * `wattage query SERIES [--from T] [--to T] [--step S] [--csv|--json] [--unix] [--db FILE]`:
  * the stored readings of every series matching SERIES (`metric` or `metric{key="value",...}`),
  * optionally downsampled to one point per step (mean of gauges, last value of counters), so
  * users can plot or export what the daemon recorded. Plain output is one line per point:
- *   2026-11-29T18:00:00.000Z  wattage_gpu_power_watts{gpu="0",...}  312.5
+ *
+ *     2026-11-29T18:00:00.000Z  wattage_gpu_power_watts{gpu="0",...}  312.5
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
@@ -41,6 +42,9 @@ static const struct wt_cli_opt query_opts[] = {
      "one point per S, a duration such as 10s (mean of gauges, last of counters)"},
     {"csv", 'C', NULL, "CSV instead of a table"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
+    {"unix", 'U', NULL,
+     "times as unix seconds to the nanosecond the store keeps (a string in JSON), not RFC 3339 "
+     "to the millisecond"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_query = {
@@ -57,7 +61,7 @@ int wt_cmd_query(int argc, char **argv)
     const char *sel = NULL;
     struct wt_cli_common co = {0};
     int64_t step = 0, from, to;
-    bool csv = false;
+    bool csv = false, unix_s = false;
     int c, rc;
 
     optind = 1;
@@ -74,6 +78,9 @@ int wt_cmd_query(int argc, char **argv)
             break;
         case 'C':
             csv = true;
+            break;
+        case 'U':
+            unix_s = true;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -139,7 +146,12 @@ int wt_cmd_query(int argc, char **argv)
             cJSON_AddItemToArray(arr, o);
         }
         for (size_t k = 0; k < np; k++) {
-            wt_time_format(p[k].t_ns, 1, ts, sizeof ts);
+            if (unix_s) /* floor division: a time before 1970 still reads right */
+                snprintf(ts, sizeof ts, "%lld.%09lld",
+                         (long long)(p[k].t_ns / WT_NS_PER_S - (p[k].t_ns % WT_NS_PER_S < 0)),
+                         (long long)((p[k].t_ns % WT_NS_PER_S + WT_NS_PER_S) % WT_NS_PER_S));
+            else
+                wt_time_format(p[k].t_ns, 1, ts, sizeof ts);
             if (co.json) {
                 cJSON *pt = cJSON_CreateArray();
                 cJSON_AddItemToArray(pt, cJSON_CreateString(ts));

@@ -39,6 +39,13 @@ print(len(ts), round(max(gaps), 3) if gaps else -1)
 PY
 }
 
+# stored DB SERIES [FROM]: the stored readings of every series matching SERIES since FROM (unix
+# seconds, default 0) as CSV lines "unix_seconds,series,value", read through `wattage query`, so
+# a test sees what a user sees whatever the store's layout (rows, packed ticks or chunks)
+stored() {
+    "$BIN" query --db "$1" --from "${3:-0}" --to now --csv --unix "$2" 2>/dev/null | tail -n +2
+}
+
 # check_ticks NAME LOG MIN: ok when LOG has at least MIN ticks and no gap of 1.5 s or more
 # between two (the daemons of these tests tick every 0.5 s)
 check_ticks() {
