@@ -101,7 +101,7 @@ check "the job series are in the store, as local series" test "$(q "SELECT count
 check "its energy is not an energy series (kind 0): never summed with the GPUs" \
     test "$(q "SELECT count(*) FROM series WHERE metric='wattage_job_energy_joules_total' AND kind!=0")" = 0
 check "its stored energy ends at the final figure" python3 -c "
-v = float('$(q "SELECT v FROM readings WHERE series=(SELECT id FROM series WHERE metric='wattage_job_energy_joules_total' \
-    AND labels LIKE '%\"$A\"%') ORDER BY t DESC LIMIT 1")')
+v = float('$(stored "$TMP/w.db" "wattage_job_energy_joules_total{id=\"$A\"}" | sort -t, -k1,1g |
+    tail -n 1 | awk -F, '{print $NF}')')
 assert abs(v - $finalA) <= 1e-9 * $finalA, (v, $finalA)"
 finish

@@ -210,30 +210,27 @@ check "no secret in the log" bash -c '! grep -qE "auth-pass-1234|priv-pass-5678|
 
 # --- the store has the facility series
 sleep 1.2 # one flush
-e=$(sqlite3 "$TMP/x.db" "SELECT r.v FROM readings r JOIN series s ON s.id=r.series
-    WHERE s.metric='wattage_facility_energy_joules_total'
-      AND s.labels LIKE '%target=\"apc_ap8959eu3\"%' ORDER BY r.t DESC LIMIT 1")
+e=$(stored "$TMP/x.db" 'wattage_facility_energy_joules_total{target="apc_ap8959eu3"}' |
+    sort -t, -k1,1g | tail -n 1 | awk -F, '{print $NF}')
 check "the store holds the APC energy counter in joules (1967.7 kWh: $e)" \
     $PY -c 'import sys; assert abs(float(sys.argv[1]) - 1967.7*3.6e6) < 1' "$e"
-n=$(sqlite3 "$TMP/x.db" "SELECT count(DISTINCT s.id) FROM series s JOIN readings r ON r.series=s.id
-    WHERE s.metric='wattage_facility_power_watts' AND s.labels LIKE '%target=\"hpe-mapdu_pdu3\"%'")
+n=$(stored "$TMP/x.db" 'wattage_facility_power_watts{target="hpe-mapdu_pdu3"}' |
+    $PY -c 'import csv, sys; print(len({r[1] for r in csv.reader(sys.stdin)}))')
 check "the store holds every HPE power series ($n)" test "${n:-0}" -ge 28
 
 # --- a Counter32 that wraps every 5 s: the stored energy only grows, at the counter's rate (a
 # wrap taken for a reset would lose the part of the step before it: about 5% here)
 span() {
     local v
-    v=$(sqlite3 "$TMP/x.db" "SELECT (max(r.t) - min(r.t)) / 1000000000 FROM readings r
-        JOIN series s ON s.id=r.series WHERE s.labels LIKE '%target=\"counter-wrap\"%'
-        AND s.metric='wattage_facility_energy_joules_total'")
+    v=$(stored "$TMP/x.db" 'wattage_facility_energy_joules_total{target="counter-wrap"}' |
+        $PY -c 'import sys; t = [float(l.split(",")[0]) for l in sys.stdin]
+print(int(max(t) - min(t)) if t else 0)')
     [[ ${v:-0} -ge 16 ]]
 }
 wait_for 40 span
-out=$(sqlite3 -separator ' ' "$TMP/x.db" "SELECT r.t, r.v FROM readings r JOIN series s ON s.id=r.series
-    WHERE s.labels LIKE '%target=\"counter-wrap\"%' AND s.metric='wattage_facility_energy_joules_total'
-    ORDER BY r.t" | $PY -c '
+out=$(stored "$TMP/x.db" 'wattage_facility_energy_joules_total{target="counter-wrap"}' | $PY -c '
 import sys
-p = [tuple(map(float, l.split())) for l in sys.stdin if l.strip()]
+p = sorted((float(l.split(",")[0]) * 1e9, float(l.split(",")[-1])) for l in sys.stdin if l.strip())
 steps = [b[1] - a[1] for a, b in zip(p, p[1:])] or [0]
 rate = (p[-1][1] - p[0][1]) / ((p[-1][0] - p[0][0]) / 1e9) if len(p) > 1 else 0
 wrapped = len(p) > 1 and p[-1][1] - p[0][1] > 2 * 4294.967296  # the raw counter wrapped
@@ -261,9 +258,9 @@ wait "$WPID"
 rc=$?
 check "the daemon stops cleanly (exit $rc)" test $rc -eq 0
 # GPU 0's power samples from the kill on: they keep coming at about their 0.25 s interval.
-sqlite3 "$TMP/x.db" "SELECT r.t FROM readings r JOIN series s ON s.id=r.series
-    WHERE s.metric='wattage_gpu_power_watts' AND s.labels LIKE 'gpu=\"0\"%' AND r.t >= $tk
-    ORDER BY r.t" >"$TMP/ticks.txt"
+stored "$TMP/x.db" 'wattage_gpu_power_watts{gpu="0"}' "$($PY -c "print($tk / 1e9)")" |
+    $PY -c 'import sys; [print(round(float(l.split(",")[0]) * 1e9)) for l in sys.stdin]' |
+    sort -n >"$TMP/ticks.txt"
 out=$($PY - "$TMP/ticks.txt" "$tk" <<'PY'
 import sys
 t = [int(x) / 1e9 for x in open(sys.argv[1]) if x.strip()]

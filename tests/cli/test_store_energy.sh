@@ -18,7 +18,7 @@ check "it created the store's directory" test -f "$TMP/db/w.db"
 
 # windows from the first stored reading, not from t0: a loaded machine can take seconds to
 # start the daemon
-base=$(sqlite3 "$TMP/db/w.db" 'SELECT min(t) / 1e9 FROM readings')
+base=$(stored "$TMP/db/w.db" wattage_gpu_power_watts | sort -t, -k1,1g | head -n 1 | cut -d, -f1)
 from=$(python3 -c "print(f'{$base + 0.92:.3f}')")
 to=$(python3 -c "print(f'{$base + 3.76:.3f}')")
 "$BIN" energy --db "$TMP/db/w.db" --from "$from" --to "$to" --json >"$TMP/e.json" 2>"$TMP/e.err"
