@@ -79,9 +79,9 @@ check "the hanging URL times out and is logged" wait_for 10 grep -q "slow/30/uk:
     "$TMP/run.log"
 
 # While the slow source hangs (each attempt 2 s), the collectors keep ticking into the store.
-n1=$(sqlite3 "$TMP/w.db" "SELECT count(*) FROM readings")
+n1=$(stored "$TMP/w.db" wattage_gpu_power_watts | wc -l)
 sleep 2.5
-n2=$(sqlite3 "$TMP/w.db" "SELECT count(*) FROM readings")
+n2=$(stored "$TMP/w.db" wattage_gpu_power_watts | wc -l)
 check "readings keep coming while a fetch hangs ($n1 -> $n2)" test "$n2" -gt "$n1"
 check "/healthz stays up" curl -sf "$URL/healthz" -o /dev/null
 check "the slow source was tried again (backoff, not given up)" wait_for 10 python3 -c "

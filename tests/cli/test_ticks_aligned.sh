@@ -11,13 +11,12 @@ mkdir -p "$TMP/sys"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$PWD/tests/fixtures/procfs-sample1 FAKE_NVML_GPUS=2
 
 phases() { # DB INTERVAL_S METRIC: checks the stamps of METRIC's stored readings
-    /usr/bin/python3 - "$@" <<'PY'
-import sqlite3, sys
+    stored "$1" "$3" >"$TMP/stamps.csv"
+    /usr/bin/python3 - "$@" "$TMP/stamps.csv" <<'PY'
+import sys
 db, iv, metric = sys.argv[1], round(float(sys.argv[2]) * 1e9), sys.argv[3]
-c = sqlite3.connect(db)
-ts = [r[0] for r in c.execute(
-    "SELECT DISTINCT r.t FROM readings r JOIN series s ON s.id = r.series WHERE s.metric = ? "
-    "ORDER BY r.t", (metric,))]
+stamps = {l.split(",")[0] for l in open(sys.argv[4])}  # unix seconds to the ns: kept exact
+ts = sorted(int(s.split(".")[0]) * 10**9 + int(s.split(".")[1]) for s in stamps)
 if len(ts) < 6:
     sys.exit(f"{metric}: only {len(ts)} stamps")
 ph = sorted(t % iv for t in ts[1:])  # the first poll runs at start, off the grid
