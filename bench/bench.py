@@ -21,7 +21,6 @@ import platform
 import re
 import signal
 import socket
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -385,13 +384,13 @@ def total_ir(path):
     return None
 
 
-def db_ticks(db):
-    c = sqlite3.connect(db)
-    try:
-        return c.execute("select max(n) from (select count(*) n from readings "
-                         "group by series)").fetchone()[0]
-    finally:
-        c.close()
+def db_ticks(build, db):
+    """Ticks a run stored: the most readings of one GPU power series, read through `wattage
+    query`, so that it holds whatever the store's layout (rows or packed ticks)."""
+    r = subprocess.run([os.path.join(build, "wattage"), "query", "--db", db, "--from", "0",
+                        "--to", "now", "--json", "--unix", "wattage_gpu_power_watts"],
+                       capture_output=True, text=True, check=True)
+    return max(len(s["points"]) for s in json.loads(r.stdout)["series"])
 
 
 def callgrind(build, out, o):
@@ -413,7 +412,7 @@ def callgrind(build, out, o):
                     "--listen", f"127.0.0.1:{port}", "--db", db, "--duration", str(d)]
             subprocess.run(args, env=fake_env(build), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, check=True)
-            runs.append((d, total_ir(cg), db_ticks(db), cg))
+            runs.append((d, total_ir(cg), db_ticks(build, db), cg))
         est = []
         for i in range(len(runs)):
             for j in range(i + 1, len(runs)):

@@ -9,6 +9,7 @@
  */
 #include <cjson/cJSON.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "serve/expo.h"
 #include "store/query.h"
 #include "store/store.h"
 
@@ -155,7 +157,11 @@ int wt_cmd_query(int argc, char **argv)
             if (co.json) {
                 cJSON *pt = cJSON_CreateArray();
                 cJSON_AddItemToArray(pt, cJSON_CreateString(ts));
-                cJSON_AddItemToArray(pt, cJSON_CreateNumber(p[k].v));
+                /* cJSON's own numbers can be an ulp off; the stored double, exactly */
+                char num[40];
+                wt_expo_value(p[k].v, num, sizeof num);
+                cJSON_AddItemToArray(pt, isfinite(p[k].v) ? cJSON_CreateRaw(num)
+                                                          : cJSON_CreateNull());
                 cJSON_AddItemToArray(pts, pt);
             } else if (csv) {
                 printf("%s,", ts);

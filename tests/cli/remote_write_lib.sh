@@ -38,6 +38,8 @@ rw_wait_caught_up() { wait_for "$3" rw_caught_up "$1" "$2"; }
 rw_check_store() {
     /usr/bin/python3 - "$@" <<'PY'
 import json, re, sqlite3, sys
+sys.path.insert(0, "tests/cli")
+from stored import readings as stored_readings
 db, node, endpoint, fmt, path, max_unsent = sys.argv[1:7]
 nodup = "--no-duplicates" in sys.argv[7:]
 max_unsent = int(max_unsent)
@@ -53,14 +55,14 @@ cursors = dict(con.execute("SELECT series, t FROM remote_write_cursors WHERE end
                            (endpoint,)))
 store = {}
 unsent_max = 0
+readings = stored_readings(db, since)
 for sid, metric, labels in con.execute("SELECT id, metric, labels FROM series WHERE node=''"):
     lab = {"__name__": metric, "node": node}
     for k, v in pair.findall(labels):
         v = unescape(v)
         if v:
             lab["exported_node" if k == "node" else k] = v
-    rows = con.execute("SELECT t, v FROM readings WHERE series=? AND t>? ORDER BY t",
-                       (sid, since)).fetchall()
+    rows = readings[sid]
     cur = cursors.get(sid, since)
     sent = [(t // 1000000, v) for t, v in rows if t <= cur]
     rest = [(t // 1000000, v) for t, v in rows if t > cur]

@@ -165,6 +165,8 @@ stop_pid "$mock_pid"
 check_topic() {
     $PY - "$@" <<'PY'
 import collections, json, re, sqlite3, sys
+sys.path.insert(0, "tests/cli")
+from stored import readings as stored_readings
 db, path, node, endpoint, max_unsent = sys.argv[1:6]
 max_twice = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 dropped = int(sys.argv[7]) if len(sys.argv) > 7 else 0
@@ -176,11 +178,12 @@ since = con.execute("SELECT since_ns FROM remote_write_endpoints WHERE name=?", 
 assert since, f"no cursor {endpoint} in the store"
 since = since[0]
 cursors = dict(con.execute("SELECT series, t FROM remote_write_cursors WHERE endpoint=?", (endpoint,)))
+readings = stored_readings(db, since)
 stored, unsent = {}, {}
 for sid, metric, labels in con.execute("SELECT id, metric, labels FROM series WHERE node=''"):
     lab = tuple(sorted((k, unescape(v)) for k, v in pair.findall(labels)))
     cur = cursors.get(sid, since)
-    for t, v in con.execute("SELECT t, v FROM readings WHERE series=? AND t>?", (sid, since)):
+    for t, v in readings[sid]:
         (stored if t <= cur else unsent)[(metric, lab, t)] = v
 problems, seen_off, got, times = [], set(), {}, []
 nmsg = twice = 0

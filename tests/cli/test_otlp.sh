@@ -127,6 +127,8 @@ stop_pid "$peer_pid"
 check_points() {
     $PY - "$@" <<'PY'
 import collections, json, math, re, socket, sqlite3, sys
+sys.path.insert(0, "tests/cli")
+from stored import readings as stored_readings
 db, path, node, endpoint, max_unsent = sys.argv[1:6]
 pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def unescape(v):
@@ -159,12 +161,13 @@ since = con.execute("SELECT since_ns FROM remote_write_endpoints WHERE name=?", 
 assert since, f"no cursor {endpoint} in the store"
 since = since[0]
 cursors = dict(con.execute("SELECT series, t FROM remote_write_cursors WHERE endpoint=?", (endpoint,)))
+readings = stored_readings(db, since)
 stored, unsent, kinds = {}, {}, {}
 for sid, metric, labels in con.execute("SELECT id, metric, labels FROM series WHERE node=''"):
     name, unit, is_sum, attrs = expect(metric, [(k, unescape(v)) for k, v in pair.findall(labels)])
     kinds[(name, attrs)] = (unit, is_sum)
     cur = cursors.get(sid, since)
-    for t, v in con.execute("SELECT t, v FROM readings WHERE series=? AND t>?", (sid, since)):
+    for t, v in readings[sid]:
         (stored if t <= cur else unsent)[(name, attrs, t)] = v
 problems, got, starts = [], {}, collections.defaultdict(set)
 twice = npts = 0

@@ -83,6 +83,17 @@ check "query --step 1s --json: one point per second" python3 -c "
 import json; d=json.load(open('$TMP/q.json'))
 assert len(d['series']) == 1 and d['series'][0]['labels']['gpu'] == '3'
 assert 2 <= len(d['series'][0]['points']) <= 4, d"
+# --json gives the stored doubles exactly, as --csv's 17 digits do (cJSON's own number printing
+# can be an ulp off, and the integrated energy's long fractions showed it)
+m=wattage_gpu_energy_integrated_joules_total
+"$BIN" query --db "$TMP/db/w.db" $m --from "$from" --to "$to" --json --unix >"$TMP/x.json"
+"$BIN" query --db "$TMP/db/w.db" $m --from "$from" --to "$to" --csv --unix >"$TMP/x.csv"
+check "query --json holds every stored double exactly (as --csv does)" python3 -c "
+import csv, json
+c = [(r[0], float(r[2])) for r in list(csv.reader(open('$TMP/x.csv')))[1:]]
+j = [(t, v) for s in json.load(open('$TMP/x.json'))['series'] for t, v in s['points']]
+assert len(c) > 50 and sum(v != round(v, 12) for _, v in c) > 10, c[:3]
+assert c == j, [(a, b) for a, b in zip(c, j) if a != b][:3]"
 
 # bad arguments: exit 2 and say why
 msg=$("$BIN" energy --db "$TMP/db/w.db" --from yesterday 2>&1); rc=$?

@@ -47,9 +47,10 @@ check "the store has been written (last flush time exported)" \
     wait_for 20 bash -c "curl -s http://127.0.0.1:$PORT/metrics | grep -q '^wattage_store_last_flush_timestamp_seconds '"
 check "ready before the disk fills" ready_is "$PORT" 200
 python3 -c '
-import sqlite3, sys
-db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
-print("\n".join("%d|%d|%r" % r for r in db.execute("SELECT series, t, v FROM readings")))' "$DB" >"$TMP/before.txt"
+import sys
+sys.path.insert(0, "tests/cli")
+from stored import readings
+print("\n".join("%d|%d|%r" % (s, t, v) for s, pts in readings(sys.argv[1]).items() for t, v in pts))' "$DB" >"$TMP/before.txt"
 t_fill=$(now)
 fill
 check "/readyz answers 503 once writes fail" wait_for 20 ready_is "$PORT" 503
@@ -85,19 +86,22 @@ check "nothing was dropped with the default buffer" test "$(metric "$PORT" watta
 sleep 1
 stop
 check "every reading stored before the disk filled is still there" python3 -c '
-import sqlite3, sys
+import sys
+sys.path.insert(0, "tests/cli")
+from stored import readings
 have = {l for l in open(sys.argv[1]).read().split("\n") if l}
-db = sqlite3.connect("file:" + sys.argv[2] + "?mode=ro", uri=True)
-now = {"%d|%d|%r" % r for r in db.execute("SELECT series, t, v FROM readings")}
+now = {"%d|%d|%r" % (s, t, v) for s, pts in readings(sys.argv[2]).items() for t, v in pts}
 missing = have - now
 assert have and not missing, (len(have), sorted(missing)[:3])' "$TMP/before.txt" "$DB"
 check "the readings taken while the disk was full were written: no gap over 1 s in a GPU's power" python3 -c '
 import sqlite3, sys
+sys.path.insert(0, "tests/cli")
+from stored import readings
 t0, t1 = float(sys.argv[2]) - 1, float(sys.argv[3]) + 1
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
-ts = [r[0] / 1e9 for r in db.execute("""SELECT t FROM readings r JOIN series s ON s.id = r.series
-    WHERE s.metric = ? AND s.labels LIKE ? AND t BETWEEN ? AND ? ORDER BY t""",
-    ("wattage_gpu_power_watts", "gpu=\"0\"%", int(t0 * 1e9), int(t1 * 1e9)))]
+sid = db.execute("SELECT id FROM series WHERE node = ? AND metric = ? AND labels LIKE ?",
+                 ("", "wattage_gpu_power_watts", "gpu=\"0\"%")).fetchone()[0]
+ts = [t / 1e9 for t, _ in readings(sys.argv[1])[sid] if t0 * 1e9 <= t <= t1 * 1e9]
 gaps = [b - a for a, b in zip(ts, ts[1:])]
 assert len(ts) > 10 and max(gaps) < 1.0, (len(ts), max(gaps) if gaps else None)' "$DB" "$t_fill" "$t_free"
 
