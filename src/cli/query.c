@@ -160,8 +160,8 @@ int wt_cmd_query(int argc, char **argv)
                 /* cJSON's own numbers can be an ulp off; the stored double, exactly */
                 char num[40];
                 wt_expo_value(p[k].v, num, sizeof num);
-                cJSON_AddItemToArray(pt, isfinite(p[k].v) ? cJSON_CreateRaw(num)
-                                                          : cJSON_CreateNull());
+                cJSON_AddItemToArray(pt,
+                                     isfinite(p[k].v) ? cJSON_CreateRaw(num) : cJSON_CreateNull());
                 cJSON_AddItemToArray(pts, pt);
             } else if (csv) {
                 printf("%s,", ts);
