@@ -104,7 +104,7 @@ static const struct field fields[] = {
     INTEGER("store.buffer_readings", store.buffer_readings, "131072", 0, 16777216,
             "readings kept in memory while writes fail take about 250 bytes each; 16777216 is 4 "
             "GiB"),
-    FIELD("store.packed_ticks", T_BOOL, store.ticks, 0, "false"),
+    FIELD("store.packed_ticks", T_BOOL, store.ticks, 0, "true"),
     DURATION("store.retention.raw", store.retention_raw_ns, 0, "7d", HOUR, 36500 * DAY,
              WHY_RETENTION),
     DURATION("store.retention.rollup", store.retention_rollup_ns, 0, "400d", HOUR, 36500 * DAY,

@@ -8,9 +8,11 @@ EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 KILLS=${WATTAGE_KILLS:-22}
 mkdir -p "$TMP/sys" "$TMP/proc"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
-# WATTAGE_STORE_PACKED=1 (test_store_kill_packed.sh): the same with store.packed_ticks
+# WATTAGE_STORE_PACKED=1 (test_store_kill_packed.sh): the same with store.packed_ticks (the
+# default); without it, packed_ticks: false, a row per reading
 printf 'store:\n  flush_interval: 500ms\n' >"$TMP/w.yaml"
-[[ ${WATTAGE_STORE_PACKED:-0} == 1 ]] && printf '  packed_ticks: true\n' >>"$TMP/w.yaml"
+if [[ ${WATTAGE_STORE_PACKED:-0} == 1 ]]; then printf '  packed_ticks: true\n' >>"$TMP/w.yaml"
+else printf '  packed_ticks: false\n' >>"$TMP/w.yaml"; fi # the rows path, kept for stores that ask
 FLUSH=0.5 POLL=0.2 SLACK=0.25
 DB=$TMP/w.db
 t0=$(python3 -c 'import time; print(round(time.time(), 3))')
@@ -77,11 +79,14 @@ check "the starts are recorded as runs ($runs)" test "$runs" -ge "$asserted"
     --listen "127.0.0.1:$(free_port)" >>"$TMP/run.log" 2>&1
 check "a clean run after the kills" test $? -eq 0
 read -r from to < <(stored_span)
+rows=$(sqlite3 "$DB" "SELECT count(*) FROM readings")
+packed=$(sqlite3 "$DB" "SELECT count(*) || ' rows holding ' || coalesce(sum(n), 0) FROM ticks")
 if [[ ${WATTAGE_STORE_PACKED:-0} == 1 ]]; then
-    rows=$(sqlite3 "$DB" "SELECT count(*) FROM readings")
-    packed=$(sqlite3 "$DB" "SELECT count(*) || ' rows holding ' || coalesce(sum(n), 0) FROM ticks")
     check "packed: the daemon wrote ticks ($packed readings) and no row a reading ($rows)" \
         test "$rows" = 0 -a "${packed%% *}" -gt "$KILLS"
+else
+    check "packed_ticks: false: the daemon wrote a row per reading ($rows) and no ticks ($packed)" \
+        test "$rows" -gt "$KILLS" -a "${packed%% *}" = 0
 fi
 "$BIN" energy --db "$DB" --from "$from" --to "$to" --json >"$TMP/e.json"
 msg=$(python3 - "$TMP/e.json" "$EXACT" "$from" "$to" <<'PY' 2>&1

@@ -78,7 +78,7 @@ WT_TEST(defaults)
     WT_EQ_INT(c.store.retention_raw_ns, 7 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.store.retention_rollup_ns, 400 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.store.buffer_readings, 131072);
-    WT_EQ_INT(c.store.ticks, false);
+    WT_EQ_INT(c.store.ticks, true);
     WT_EQ_INT(c.collectors.nvml.enabled, true);
     WT_EQ_INT(c.collectors.nvml.interval_ns, 0);
     WT_EQ_STR(c.collectors.nvml_library, "libnvidia-ml.so.1");
@@ -109,7 +109,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_STR(c.store.path, "/srv/wattage/energy.db");
     WT_EQ_INT(c.store.flush_ns, 5 * WT_NS_PER_S);
     WT_EQ_INT(c.store.buffer_readings, 5000);
-    WT_EQ_INT(c.store.ticks, true);
+    WT_EQ_INT(c.store.ticks, false);
     WT_EQ_INT(c.store.retention_raw_ns, 14 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.store.retention_rollup_ns, 730 * 86400 * WT_NS_PER_S);
     WT_EQ_INT(c.collectors.nvml.enabled, false);
