@@ -138,17 +138,13 @@ double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p,
         if (!(p[i].t_ns <= e && e < p[i + 1].t_ns))
             continue;
         double g = (double)(p[i + 1].t_ns - p[i].t_ns) / NS, mn, mx;
-        if (g >= W) {
-            /* Means over W stamped at their middle smooth a step over W: a step d from the edge
-             * (|d| < W/2) leaves (W/2 - |d|)^2 / (2 W) times its size on the wrong side, W/8 at
-             * worst and W/24 on average; W/16 of the swing of the edge's segment and its two
-             * neighbours is taken. */
-            seg_range(s, p, n, (long)i - 1, (long)i + 1, &mn, &mx);
-            return W / 16 * (mx - mn);
-        }
-        long k = (long)ceil(W / g) + 1;
+        /* Means over W stamped at their middle smear a step over W: a step d from the edge
+         * (|d| < W/2) leaves (W/2 - |d|)^2 / (2 W) times its size on the wrong side, W/8 at
+         * worst and W/24 on average. W/16 of the swing of the edge's segment and of its
+         * neighbours within W/2 of it (at least one on either side) is taken. */
+        long k = g >= W / 2 ? 1 : (long)ceil(W / (2 * g));
         seg_range(s, p, n, (long)i - k, (long)i + k, &mn, &mx);
-        return (W - g) / 2 * (mx - mn);
+        return W / 16 * (mx - mn);
     }
     return 0;
 }
@@ -160,6 +156,14 @@ static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
     for (size_t i = 0; i < r->nruns && r->runs[i].start_ns <= t; i++)
         iv = r->runs[i].interval_ns;
     return iv > 0 ? iv : 1000000000;
+}
+
+/* What an edge's smoothing lag adds to its edge term: the two are bounds on different errors at
+ * the same edge (where the step fell within the segment, and how much of it W smeared across the
+ * edge), rarely both at their worst, so they add in quadrature. */
+static double lag_share(double edge_j, double lag_j)
+{
+    return hypot(edge_j, lag_j) - edge_j;
 }
 
 static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_series_info *si,
@@ -241,7 +245,7 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
             msq += m1;
             gaps += g1;
         }
-        out->method_j = sqrt(msq * scale) + la + lb;
+        out->method_j = sqrt(msq * scale) + lag_share(ea, la) + lag_share(eb, lb);
         out->gaps_j = gaps;
     }
     if (si->kind == WT_SK_INTEGRATED)

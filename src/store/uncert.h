@@ -27,9 +27,13 @@
  *               jitter): their bounds add in quadrature. Readings closer than W overlap: each
  *               averages some of its neighbour's span, so their errors do not add up but cancel
  *               inside the window; what is left is the integrator's lag at each end
- *               (wt_uncert_lag): (W - g)/2 times the swing within W of the edge, added; read
- *               every W or slower, W/16 times the swing beside the edge (a step there is
- *               smoothed over W).
+ *               (wt_uncert_lag): a mean stamped at its middle smears a step over W, which moves
+ *               at most W/8 of its size across an edge (a step right at it), W/24 on average;
+ *               W/16 of the swing of the segments within W/2 of the edge is taken (W/24 held
+ *               only 96.7 % of 20-s windows at 0.2-s ticks). Each end's lag and its edge
+ *               term bound two sides of one error (where in the segment the step fell, and how
+ *               much of it the averaging moved across), seldom both at their worst: they add in
+ *               quadrature, hypot(edge, lag), not linearly.
  *   gaps        a gap inside the window (a reset, a daemon restart of a counter it kept, an
  *               integrated series not integrated across) adds its length times the largest
  *               segment power beside it: the energy it may hide.
@@ -83,10 +87,9 @@ double wt_uncert_resolution_j(const struct wt_series_info *si);
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e);
 
-/* The method term's share at an edge e of an integrated series whose readings average over W:
- * read more often than W (step g < W), (W - g)/2 times the swing of the segments within W of e;
- * else W/16 times the swing of e's segment and its two neighbours (the smoothing of a step near
- * the edge); 0 for instantaneous readings. */
+/* The smoothing lag at an edge e of an integrated series whose readings average over W: W/16
+ * times the swing of e's segment and its neighbours within W/2 of e (at least one on either
+ * side); 0 for instantaneous readings. */
 double wt_uncert_lag(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                      int64_t e);
 
