@@ -79,6 +79,10 @@ struct wt_alert_eval {
     void *ctx;
     int64_t now_ns;
     bool full_warned;
+    /* transitions per alert name (wattage_alert_transitions_total), in first-moved order */
+    struct wt_alert_tcount *tc;
+    size_t ntc, tc_cap;
+    bool tc_warned;
 };
 
 /* ---- instances ---- */
@@ -202,11 +206,70 @@ static void render(const struct wt_alert_eval *e, const struct inst *it, struct 
                     sizeof a->summary);
 }
 
+enum wt_alert_to wt_alert_transition_to(const struct wt_alert *a, enum wt_alert_state from)
+{
+    switch (a->state) {
+    case WT_ALERT_PENDING:
+        return WT_ALERT_TO_PENDING;
+    case WT_ALERT_FIRING:
+        return WT_ALERT_TO_FIRING;
+    case WT_ALERT_RESOLVED:
+        return WT_ALERT_TO_RESOLVED;
+    default:
+        /* Only a pending instance goes back to inactive: step() resolves a firing one. */
+        (void)from;
+        return WT_ALERT_TO_CLEARED;
+    }
+}
+
+const char *wt_alert_to_name(enum wt_alert_to t)
+{
+    static const char *const names[WT_ALERT_TO_COUNT] = {"pending", "cleared", "firing",
+                                                         "resolved"};
+    return (unsigned)t < WT_ALERT_TO_COUNT ? names[t] : "unknown";
+}
+
+/* The alert names are the rules' and the detectors' (a few hundred at most): a linear search
+ * per transition, and transitions are rare next to evaluations. */
+static void count(struct wt_alert_eval *e, const struct wt_alert *a, enum wt_alert_state from)
+{
+    size_t i = 0;
+    while (i < e->ntc && strcmp(e->tc[i].name, a->name) != 0)
+        i++;
+    if (i == e->ntc) {
+        if (e->ntc == e->tc_cap) {
+            size_t nc = e->tc_cap ? 2 * e->tc_cap : 16;
+            struct wt_alert_tcount *p = realloc(e->tc, nc * sizeof *p);
+            if (!p) {
+                if (!e->tc_warned)
+                    wt_error(MOD, "out of memory: transitions of %s not counted", a->name);
+                e->tc_warned = true;
+                return;
+            }
+            e->tc = p;
+            e->tc_cap = nc;
+        }
+        memset(&e->tc[i], 0, sizeof e->tc[i]);
+        snprintf(e->tc[i].name, sizeof e->tc[i].name, "%s", a->name);
+        e->ntc++;
+    }
+    e->tc[i].n[wt_alert_transition_to(a, from)]++;
+}
+
+size_t wt_alert_eval_transitions(const struct wt_alert_eval *e, struct wt_alert_tcount *out,
+                                 size_t n)
+{
+    for (size_t i = 0; i < e->ntc && i < n; i++)
+        out[i] = e->tc[i];
+    return e->ntc;
+}
+
 static void emit(struct wt_alert_eval *e, struct inst *it, enum wt_alert_state from)
 {
     /* A resolved alert keeps the summary it fired with (as Prometheus keeps its annotations). */
     if (it->a.state != WT_ALERT_RESOLVED)
         render(e, it, &it->a);
+    count(e, &it->a, from);
     if (e->fn)
         e->fn(e->ctx, &it->a, from);
 }
@@ -500,6 +563,7 @@ void wt_alert_eval_free(struct wt_alert_eval *e)
     free(e->by_metric);
     free(e->dev);
     free(e->lh);
+    free(e->tc);
     free(e);
 }
 
@@ -760,25 +824,28 @@ struct wt_alerts {
     } dfam[WT_NOTIFY_FAM_COUNT];
 };
 
-static void log_transition(const struct wt_alert *a, enum wt_alert_state from)
+void wt_alert_log_transition(const struct wt_alert *a, enum wt_alert_state from)
 {
+    static const enum wt_log_level level[WT_ALERT_TO_COUNT] = {
+        [WT_ALERT_TO_PENDING] = WT_LOG_DEBUG,
+        [WT_ALERT_TO_CLEARED] = WT_LOG_DEBUG,
+        [WT_ALERT_TO_FIRING] = WT_LOG_WARN,
+        [WT_ALERT_TO_RESOLVED] = WT_LOG_INFO,
+    };
+    enum wt_alert_to t = wt_alert_transition_to(a, from);
+    if (level[t] < wt_log_get_level())
+        return; /* not even the value formatted: pending comes and goes every few seconds */
     char v[32];
     snprintf(v, sizeof v, "%.6g", a->value);
-    const char *to = a->state == WT_ALERT_INACTIVE && from == WT_ALERT_PENDING
-                         ? "cleared before firing"
-                         : wt_alert_state_name(a->state);
-    if (a->state == WT_ALERT_FIRING)
-        wt_warn(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to, a->name,
-                wt_severity_name(a->severity), a->labels, v, a->summary);
-    else
-        wt_info(MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"", to, a->name,
-                wt_severity_name(a->severity), a->labels, v, a->summary);
+    wt_log(level[t], MOD, "%s alertname=%s severity=%s labels={%s} value=%s summary=\"%s\"",
+           t == WT_ALERT_TO_CLEARED ? "cleared before firing" : wt_alert_to_name(t), a->name,
+           wt_severity_name(a->severity), a->labels, v, a->summary);
 }
 
 static void on_transition(void *ctx, const struct wt_alert *a, enum wt_alert_state from)
 {
     struct wt_alerts *x = ctx;
-    log_transition(a, from);
+    wt_alert_log_transition(a, from);
     if (a->state != WT_ALERT_FIRING && a->state != WT_ALERT_RESOLVED)
         return;
     if (x->npend == x->pend_cap) {
@@ -981,6 +1048,47 @@ static int family(void *ctx, struct wt_expo_family *fam)
     return rc;
 }
 
+static int family_transitions(void *ctx, struct wt_expo_family *fam)
+{
+    struct wt_alerts *x = ctx;
+    int rc = 0;
+    memset(fam, 0, sizeof *fam);
+    fam->name = "wattage_alert_transitions_total";
+    fam->help = "Alert state transitions since the daemon started, per alertname, by to: pending, "
+                "cleared (pending, then false before its for: never fired), firing, resolved";
+    fam->type = WT_COUNTER;
+    pthread_mutex_lock(&x->mu);
+    size_t n = wt_alert_eval_transitions(x->e, NULL, 0);
+    struct wt_alert_tcount *tc = n ? calloc(n, sizeof *tc) : NULL;
+    if (n && tc)
+        fam->s = calloc(n * WT_ALERT_TO_COUNT, sizeof *fam->s);
+    if (n && !fam->s) {
+        rc = -ENOMEM;
+    } else {
+        n = wt_alert_eval_transitions(x->e, tc, n);
+        for (size_t i = 0; i < n; i++)
+            for (int t = 0; t < WT_ALERT_TO_COUNT; t++)
+                if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "alertname",
+                              tc[i].name, "to", wt_alert_to_name((enum wt_alert_to)t), NULL) == 0)
+                    fam->s[fam->n++].value = (double)tc[i].n[t];
+    }
+    pthread_mutex_unlock(&x->mu);
+    free(tc);
+    return rc;
+}
+
+void wt_alerts_transition_totals(struct wt_alerts *x, uint64_t out[WT_ALERT_TO_COUNT])
+{
+    memset(out, 0, WT_ALERT_TO_COUNT * sizeof out[0]);
+    if (!x)
+        return;
+    pthread_mutex_lock(&x->mu);
+    for (size_t i = 0; i < x->e->ntc; i++)
+        for (int t = 0; t < WT_ALERT_TO_COUNT; t++)
+            out[t] += x->e->tc[i].n[t];
+    pthread_mutex_unlock(&x->mu);
+}
+
 /* The capper's families, through the engine: the capper is reopened on reload. */
 static int family_cap_limits(void *ctx, struct wt_expo_family *fam)
 {
@@ -1085,6 +1193,7 @@ size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
     switch (g) {
     case WT_ALERTS_FAMS_ALERTS:
         k = put(out, cap, k, family, x);
+        k = put(out, cap, k, family_transitions, x);
         break;
     case WT_ALERTS_FAMS_DELIVERY:
         for (int i = 0; i < WT_NOTIFY_FAM_COUNT; i++) {

@@ -2,7 +2,7 @@
 /*
  * The alert engine: every tick it evaluates the rules of `alerts.rules` and the built-in
  * detectors (detect.h) on the hub's latest snapshot, moves each alert instance through
- * inactive -> pending -> firing -> resolved, logs every transition, hands it to delivery
+ * inactive -> pending -> firing -> resolved, logs and counts every transition, hands it to delivery
  * (wt_notify_post) and to power capping (wt_cap_apply), and tells what is active:
  * wattage_alerts{alertname,severity,...} 1 (wt_alerts_families) and wt_alerts_list_json, which
  * the API layer serves on /metrics and GET /api/v1/alerts (serve/api_alerts.h).
@@ -61,6 +61,30 @@ struct wt_alert_input {
     size_t ndelivery;
 };
 
+/*
+ * What a transition is, for the log and wattage_alert_transitions_total's `to` label: PENDING
+ * (the condition holds, `for` runs), CLEARED (pending, then false before `for`: it never fired),
+ * FIRING, RESOLVED.
+ */
+enum wt_alert_to {
+    WT_ALERT_TO_PENDING,
+    WT_ALERT_TO_CLEARED,
+    WT_ALERT_TO_FIRING,
+    WT_ALERT_TO_RESOLVED
+};
+#define WT_ALERT_TO_COUNT 4
+/* The transition of a (its state after it) from state from. */
+enum wt_alert_to wt_alert_transition_to(const struct wt_alert *a, enum wt_alert_state from);
+const char *wt_alert_to_name(enum wt_alert_to t); /* "pending", "cleared", "firing", "resolved" */
+
+/*
+ * Logs one transition as "alert: firing alertname=... severity=... labels={...} value=...
+ * summary=...": firing at warn, resolved at info, pending and "cleared before firing" at debug
+ * (a load that swings around a threshold makes thousands a day and none of them fires; they are
+ * counted in wattage_alert_transitions_total instead).
+ */
+void wt_alert_log_transition(const struct wt_alert *a, enum wt_alert_state from);
+
 /* Called for each transition, with the instance as it is after it (state PENDING, FIRING, or
  * RESOLVED; a pending instance that clears before `for` goes back to INACTIVE). */
 typedef void (*wt_alert_transition_fn)(void *ctx, const struct wt_alert *a,
@@ -97,6 +121,19 @@ size_t wt_alert_eval_list(const struct wt_alert_eval *e, struct wt_alert *out, s
 
 /* Counts of instances by state (index enum wt_alert_state; RESOLVED: the recent ones kept). */
 void wt_alert_eval_counts(const struct wt_alert_eval *e, size_t counts[4]);
+
+/* The transitions of one alert name since the evaluator was made (reloads keep them). */
+struct wt_alert_tcount {
+    char name[64];
+    uint64_t n[WT_ALERT_TO_COUNT]; /* index enum wt_alert_to */
+};
+/*
+ * Copies the transition counts into out[0..n), in the order the names first moved. Returns how
+ * many names there are (may exceed n). Every transition that wt_alert_eval_tick and
+ * wt_alert_eval_reconfigure hand to fn is counted, whether fn is NULL or not.
+ */
+size_t wt_alert_eval_transitions(const struct wt_alert_eval *e, struct wt_alert_tcount *out,
+                                 size_t n);
 
 /*
  * The body of GET /api/v1/alerts for a[0..n) (as wt_alert_eval_list gives them):
@@ -150,7 +187,9 @@ int wt_alerts_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_al
  * The engine's /metrics families, for the server to register (serve/api_alerts.h): providers
  * with the signature of serve/http.h's wt_http_family_fn, each answering under the engine's lock
  * from what it holds then (delivery and capping are reopened on reload). By group:
- *   WT_ALERTS_FAMS_ALERTS       wattage_alerts{alertname, severity, ...} 1 per firing alert
+ *   WT_ALERTS_FAMS_ALERTS       wattage_alerts{alertname, severity, ...} 1 per firing alert,
+ *                               wattage_alert_transitions_total{alertname, to} (to: pending,
+ *                               cleared, firing, resolved; per alert name that has moved)
  *   WT_ALERTS_FAMS_DELIVERY     delivery's families (notify.h), whatever is configured now,
  *                               since a reload may add a channel
  *   WT_ALERTS_FAMS_CAP          wattage_gpu_power_cap_watts, wattage_power_cap_actions_total,
@@ -181,6 +220,12 @@ size_t wt_alerts_families(struct wt_alerts *x, enum wt_alerts_fam_group g,
  * them), malloc'd into *json. Returns 0 or -ENOMEM.
  */
 int wt_alerts_list_json(struct wt_alerts *x, char **json) WT_MUST_USE;
+
+/*
+ * The transitions of every alert name together since the engine opened (index enum
+ * wt_alert_to), for the daemon's summary line. out is zeroed for NULL.
+ */
+void wt_alerts_transition_totals(struct wt_alerts *x, uint64_t out[WT_ALERT_TO_COUNT]);
 
 /*
  * Re-reads the rules and detectors from cfg (SIGHUP). Delivery and capping are reopened with the

@@ -124,7 +124,28 @@ static double sum_metric(const struct wt_batch *b, int metric, const char *skip_
     return s;
 }
 
-static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch *snap)
+/* The summary's alert part: the transitions since the last summary, when there were any (the
+ * pending and cleared ones are logged at debug only, one by one). */
+static void alert_summary(struct wt_alerts *alerts, uint64_t last[WT_ALERT_TO_COUNT], char *out,
+                          size_t n)
+{
+    uint64_t now[WT_ALERT_TO_COUNT], d[WT_ALERT_TO_COUNT], any = 0;
+    wt_alerts_transition_totals(alerts, now);
+    for (int t = 0; t < WT_ALERT_TO_COUNT; t++) {
+        d[t] = now[t] - last[t];
+        any |= d[t];
+        last[t] = now[t];
+    }
+    if (any)
+        snprintf(out, n,
+                 " alert_transitions=pending:%" PRIu64 ",cleared:%" PRIu64 ",firing:%" PRIu64
+                 ",resolved:%" PRIu64,
+                 d[WT_ALERT_TO_PENDING], d[WT_ALERT_TO_CLEARED], d[WT_ALERT_TO_FIRING],
+                 d[WT_ALERT_TO_RESOLVED]);
+}
+
+static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_alerts *alerts,
+                        uint64_t alerts_last[WT_ALERT_TO_COUNT], struct wt_batch *snap)
 {
     if (wt_hub_snapshot(hub, snap) != 0)
         return;
@@ -162,7 +183,9 @@ static void log_summary(struct wt_hub *hub, struct tracker *tr, struct wt_batch 
     if (nu)
         n += snprintf(line + n, sizeof line - (size_t)n, " cpu_util=%.3f", util);
     if (nm)
-        snprintf(line + n, sizeof line - (size_t)n, " mem_used=%.3f", mem);
+        n += snprintf(line + n, sizeof line - (size_t)n, " mem_used=%.3f", mem);
+    if ((size_t)n < sizeof line)
+        alert_summary(alerts, alerts_last, line + n, sizeof line - (size_t)n);
     wt_info("run", "%s", line);
 }
 
@@ -578,6 +601,7 @@ int wt_cmd_run(int argc, char **argv)
     notify_status("READY=1", hub, &snap);
     int64_t start = wt_now_mono_ns();
     int64_t next_summary = start + o.summary_ns;
+    uint64_t alerts_last[WT_ALERT_TO_COUNT] = {0};
     int64_t loop_start = start;
     int64_t watchdog_ns = wt_sdnotify_watchdog_ns();
     int64_t next_ping = start;
@@ -607,7 +631,7 @@ int wt_cmd_run(int argc, char **argv)
         if (until <= now) {
             if (o.duration_ns && now >= start + o.duration_ns)
                 break;
-            log_summary(hub, tr, &snap);
+            log_summary(hub, tr, alerts, alerts_last, &snap);
             notify_status(NULL, hub, &snap);
             next_summary += o.summary_ns;
             continue;

@@ -92,7 +92,9 @@ int wt_http_add_route(struct wt_http *h, const char *method, const char *path, b
  */
 typedef int (*wt_http_family_fn)(void *ctx, struct wt_expo_family *fam);
 
-#define WT_HTTP_MAX_FAMILIES 32
+/* Room for every provider at once: the store's 5, the alert engine's up to 13 (alerts and
+ * transitions, delivery, capping), the three senders' 19 and the jobs' 2 make 39. */
+#define WT_HTTP_MAX_FAMILIES 48
 
 /* Adds a family provider before wt_http_start. Returns 0 or -ENOSPC. */
 int wt_http_add_family(struct wt_http *h, wt_http_family_fn fn, void *ctx) WT_MUST_USE;

@@ -325,6 +325,7 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
     int64_t *dts = NULL;
     double *vals = NULL, v[MAX_COLS];
     size_t nvals = 0, vcap = 0;
+    char first_bad[200] = ""; /* the first skipped line, for a file that has nothing else */
 
     memset(stats, 0, sizeof *stats);
     wt_csv_init_file(&csv, f);
@@ -332,7 +333,8 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
         if (got == -EINVAL && ncols >= 0) {
             if (report)
                 fprintf(report, "%s:%zu: %s: line skipped\n", name, csv.line, csv.why);
-            stats->skipped++;
+            if (!stats->skipped++)
+                snprintf(first_bad, sizeof first_bad, "%zu: %s", csv.line, csv.why);
             continue;
         }
         if (got == -EINVAL) {
@@ -424,7 +426,8 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
         if (why) {
             if (report)
                 fprintf(report, "%s:%zu: %s: line skipped\n", name, csv.line, why);
-            stats->skipped++;
+            if (!stats->skipped++)
+                snprintf(first_bad, sizeof first_bad, "%zu: %s", csv.line, why);
             continue;
         }
         int g = find_gpu(&gpus, &ngpus, &gcap, idx, uuid, model);
@@ -464,8 +467,26 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
     }
     stats->rows = nrows;
     stats->gpus = ngpus;
-    if (nrows == 0)
+    /* A file that stores nothing is an error, not "0 readings": the operator asked for data. */
+    if (nrows == 0 && stats->skipped) {
+        rc = wt_err_set(err, "%s:%s; no line could be read (%zu skipped), nothing stored", name,
+                        first_bad, stats->skipped);
         goto out;
+    }
+    if (nrows == 0) {
+        rc = wt_err_set(err, "%s: no data lines after the header, nothing stored", name);
+        goto out;
+    }
+    bool any_value = false;
+    for (size_t i = 0; i < nrows && !any_value; i++)
+        any_value = rows[i].have != 0;
+    if (!any_value) {
+        rc = wt_err_set(err,
+                        "%s: %zu lines, none with a value (all N/A or not imported), "
+                        "nothing stored",
+                        name, nrows);
+        goto out;
+    }
     qsort(rows, nrows, sizeof *rows, cmp_row);
 
     /* the median sampling interval, for the gap rule and the run record */

@@ -9,10 +9,10 @@
  * cells ("250.31 W"); "[N/A]" and "[Not Supported]" cells are absent values. A timestamp column
  * and an index or uuid column are required. Timestamps ("2024/01/15 10:23:45.123") are local
  * time of the importing process (set TZ=UTC for logs written in UTC); RFC 3339 is accepted too.
- * Malformed lines are reported as FILE:LINE: why, and skipped. Readings already stored (same
- * series and time) are left as they are. Energy: power.draw is integrated per GPU with the
- * trapezoid rule into wattage_gpu_energy_integrated_joules_total, never across a hole longer
- * than 3 median sampling intervals.
+ * Malformed lines are reported as FILE:LINE: why, and skipped; a file with no good line is an
+ * error. Readings already stored (same series and time) are left as they are. Energy: power.draw
+ * is integrated per GPU with the trapezoid rule into wattage_gpu_energy_integrated_joules_total,
+ * never across a hole longer than 3 median sampling intervals.
  */
 #ifndef WT_STORE_IMPORT_H
 #define WT_STORE_IMPORT_H
@@ -33,7 +33,9 @@ struct wt_import_stats {
 /*
  * Reads the CSV from f (name is used in messages) and stores it as node. Each malformed line is
  * reported on report (may be NULL) as "name:LINE: why". Returns 0, -EINVAL with err for a file
- * that cannot be read as nvidia-smi CSV at all (no header, no timestamp or GPU column), or -EIO.
+ * that cannot be read as nvidia-smi CSV at all (no header, no timestamp or GPU column) or that
+ * would store nothing (every data line malformed: err names the first, "name:LINE: why"; no data
+ * lines; no line with a value), or -EIO. On -EINVAL nothing has been written to the store.
  */
 int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const char *node,
                          FILE *report, struct wt_import_stats *stats,

@@ -43,8 +43,9 @@ start() {
     port=$(free_port)
     printf -v "PORT_$name" %s "$port"
     printf '%s' "$conf" >"$TMP/$name.yaml"
+    # shellcheck disable=SC2086 # RUN_ARGS: extra options, split on purpose
     env "$@" "$BIN" run -c "$TMP/$name.yaml" --db "$TMP/$name.db" --interval 0.2 \
-        --listen "127.0.0.1:$port" 2>"$TMP/$name.log" &
+        --listen "127.0.0.1:$port" ${RUN_ARGS:-} 2>"$TMP/$name.log" &
     T_PIDS="$T_PIDS $!"
     printf -v "PID_$name" %s "$!"
 }
@@ -53,7 +54,10 @@ start() {
 T0_HEAT=$(now)
 start heat $'alerts:\n  detectors:\n    throttle_forecast: {window: 4s, lead: 45s}\n    throttling: {for: 1s}\n' \
     FAKE_NVML_GPUS=1 FAKE_NVML_TEMP=48,1 FAKE_NVML_THERMAL=1 FAKE_NVML_T0="$T0_HEAT"
-start idle $'alerts:\n  detectors:\n    idle_burn: {for: 2s}\n' \
+# idle also has a rule that goes pending while GPU 0 idles and clears, never firing, when its load
+# returns: at info (the default level) neither is logged, both are counted on /metrics and in the
+# summary line
+RUN_ARGS="--summary-interval 1s" start idle $'alerts:\n  detectors:\n    idle_burn: {for: 2s}\n  rules:\n    - name: QuietLong\n      metric: wattage_gpu_utilization_ratio\n      op: "<"\n      threshold: 0.05\n      for: 1h\n' \
     FAKE_NVML_GPUS=2 FAKE_NVML_POWER=400,5,3 FAKE_NVML_UTIL=0:0:20:1 FAKE_NVML_T0="$(now)"
 start sensor $'alerts:\n  detectors:\n    stuck: {ticks: 10}\n' \
     FAKE_NVML_GPUS=4 FAKE_NVML_STUCK=1:0:1000 FAKE_NVML_POWER_READ=2:0:1000:950 FAKE_NVML_T0="$(now)"
@@ -93,6 +97,22 @@ check "the busy GPU does not" q "$PORT_idle" 'not has("GPUIdleBurn", gpu="1") an
 check "it resolves when the load returns" \
     wait_for 30 q "$PORT_idle" 'any(a["resolved_at"] for a in has("GPUIdleBurn", "resolved", gpu="0"))'
 check "and leaves /metrics" bash -c "! curl -s http://127.0.0.1:$PORT_idle/metrics | grep -q '^wattage_alerts{'"
+# transitions per alertname on /metrics; pending and cleared ones not in the info log (issue 48)
+transitions() {
+    curl -s --max-time 5 "http://127.0.0.1:$PORT_idle/metrics" |
+        sed -n "s/^wattage_alert_transitions_total{alertname=\"$1\",to=\"$2\"} //p"
+}
+check "wattage_alert_transitions_total counts GPUIdleBurn's pending, firing and resolved ($(transitions GPUIdleBurn pending), $(transitions GPUIdleBurn firing), $(transitions GPUIdleBurn resolved))" \
+    bash -c '(( ${0:-0} >= 1 && ${1:-0} >= 1 && ${2:-0} >= 1 ))' \
+    "$(transitions GPUIdleBurn pending)" "$(transitions GPUIdleBurn firing)" "$(transitions GPUIdleBurn resolved)"
+check "and QuietLong went pending and cleared, never firing ($(transitions QuietLong pending), $(transitions QuietLong cleared), $(transitions QuietLong firing))" \
+    wait_for 10 bash -c '(( $(curl -s --max-time 5 http://127.0.0.1:'"$PORT_idle"'/metrics | sed -n "s/^wattage_alert_transitions_total{alertname=\"QuietLong\",to=\"cleared\"} //p") >= 1 ))'
+check "  (QuietLong: pending >= 1, firing 0)" \
+    bash -c '(( ${0:-0} >= 1 )) && [[ $1 == 0 ]]' "$(transitions QuietLong pending)" "$(transitions QuietLong firing)"
+check "the info log holds no pending and no cleared-before-firing line" \
+    bash -c '! grep -E "alert: (pending|cleared before firing)" "$0"' "$TMP/idle.log"
+check "the summary line counts the transitions ($(grep -o 'alert_transitions=[^ ]*' "$TMP/idle.log" | tail -1))" \
+    wait_for 5 bash -c 'grep "run: summary " "$0" | grep -qE "alert_transitions=pending:[0-9]+,cleared:[1-9]"' "$TMP/idle.log"
 check "firing and resolved are logged with alertname, labels, value and summary" \
     bash -c "grep -q 'warn  alert: firing alertname=GPUIdleBurn severity=warning labels={gpu=\"0\",.*} value=[0-9.]* summary=\".*kWh so far\"' $TMP/idle.log &&
              grep -q 'info  alert: resolved alertname=GPUIdleBurn' $TMP/idle.log"

@@ -36,6 +36,37 @@ before=$(sqlite3 "$TMP/w.db" "SELECT count(*), sum(v) FROM readings")
 check "importing again changes nothing stored" \
     test "$(sqlite3 "$TMP/w.db" "SELECT count(*), sum(v) FROM readings")" = "$before"
 
+# Issue 48 item 6: a file whose every line is bad stores nothing; that is a failure (exit 2)
+# naming the file and its first bad line, and what the store held is still there.
+count_stored() {
+    echo "$(stored "$TMP/w.db" wattage_gpu_power_watts | wc -l)" \
+        "$(stored "$TMP/w.db" wattage_gpu_energy_integrated_joules_total | wc -l)"
+}
+held=$(count_stored)
+printf 'timestamp, index, power.draw [W]\n2024/05/01 12:00:00.000, 0, lots\n' >"$TMP/allbad.csv"
+printf 'yesterday, 0, 100\n2024/05/01 12:00:02.000, 0\n' >>"$TMP/allbad.csv"
+out=$("$BIN" import nvidia-smi "$TMP/allbad.csv" --node allbad --db "$TMP/w.db" 2>"$TMP/err"); rc=$?
+check "a file with no good line exits 2 (rc $rc)" test $rc -eq 2
+check "it names the file and the first bad line, and says nothing was stored" \
+    grep -q "wattage import: $TMP/allbad.csv:2: column 3: bad number \"lots\"; no line could be read (3 skipped), nothing stored" "$TMP/err"
+check "the other bad lines are still listed" \
+    bash -c 'grep -q "allbad.csv:3: bad timestamp" "$0" && grep -q "allbad.csv:4: expected 3 fields" "$0"' "$TMP/err"
+check "and no \"imported\" line on stdout" test -z "$out"
+check "what was stored before is all still there ($held)" test "$(count_stored)" = "$held"
+check "no node allbad in the store" test "$(sqlite3 "$TMP/w.db" \
+    "SELECT count(*) FROM series WHERE node='allbad'")" -eq 0
+printf 'timestamp, index, power.draw [W]\n' >"$TMP/header.csv"
+msg=$("$BIN" import nvidia-smi "$TMP/header.csv" --db "$TMP/w.db" 2>&1); rc=$?
+check "a header without data lines exits 2 and says so" \
+    bash -c '[[ $0 == 2 && $1 == *"header.csv: no data lines after the header, nothing stored"* ]]' \
+    "$rc" "$msg"
+printf 'timestamp, index, power.draw [W]\n2024/05/01 12:00:00.000, 0, lots\n' >"$TMP/somebad.csv"
+printf '2024/05/01 12:00:01.000, 0, 100\n' >>"$TMP/somebad.csv"
+out=$("$BIN" import nvidia-smi "$TMP/somebad.csv" --db "$TMP/w.db" 2>"$TMP/err"); rc=$?
+check "one good line is enough: exit 0, the bad line named ($out)" \
+    bash -c '[[ $0 == 0 && $1 == *"1 rows"*"1 lines skipped"* ]] && grep -q "somebad.csv:2: " "$2"' \
+    "$rc" "$out" "$TMP/err"
+
 printf 'power.draw [W]\n100\n' >"$TMP/bad.csv"
 msg=$("$BIN" import nvidia-smi "$TMP/bad.csv" --db "$TMP/w.db" 2>&1); rc=$?
 check "a file without timestamps exits 2 and says why" \

@@ -7,11 +7,15 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "alert/detect.h"
 #include "alert/engine.h"
 #include "alert/notify.h"
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
 #include "runner.h"
@@ -295,6 +299,129 @@ WT_TEST(pending_that_clears_never_fires)
     WT_EQ_INT(wt_alert_eval_list(e, l, 4), 1); /* a pending that cleared is not "resolved" */
     WT_EQ_INT(l[0].state, WT_ALERT_FIRING);
     WT_EQ_INT(l[0].active_since_ns, T0 + S(11));
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+/* The daemon's transition callback as it logs: wt_alert_log_transition, then recorded. */
+static void on_tr_logged(void *ctx, const struct wt_alert *a, enum wt_alert_state from)
+{
+    wt_alert_log_transition(a, from);
+    on_tr(ctx, a, from);
+}
+
+static const struct wt_alert_tcount *tcount(struct wt_alert_eval *e, const char *name)
+{
+    static struct wt_alert_tcount tc[8];
+    size_t n = wt_alert_eval_transitions(e, tc, 8);
+    for (size_t i = 0; i < n && i < 8; i++)
+        if (strcmp(tc[i].name, name) == 0)
+            return &tc[i];
+    return NULL;
+}
+
+/* A tick where GPU 0 has temperature temp, the transitions logged. */
+static void tick_logged(struct wt_alert_eval *e, struct wt_batch *b, int64_t t, double temp)
+{
+    wt_batch_clear(b);
+    struct gv v = base;
+    v.temp = temp;
+    add_gpu(b, 0, "NVIDIA H200", t, &v);
+    struct wt_alert_input in = {.snap = b, .now_ns = t, .now_mono = t};
+    wt_alert_eval_tick(e, &in, on_tr_logged, NULL);
+}
+
+static int occurrences(const char *hay, const char *needle)
+{
+    int n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p++)
+        n++;
+    return n;
+}
+
+WT_TEST(pending_and_cleared_are_counted_and_logged_at_debug_only)
+{
+    /* Issue 48 item 7: a load swinging around a threshold every 2 s made 252 of 284 info lines
+     * "alert: pending" / "cleared before firing". At info those are counted, not logged; firing
+     * (warn) and resolved (info) still are. */
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    char logp[512];
+    snprintf(logp, sizeof logp, "%s/stderr", wt_test_dir());
+    enum wt_log_level saved_level = wt_log_get_level();
+    wt_log_set_level(WT_LOG_INFO);
+    fflush(stderr);
+    int saved = dup(2);
+    WT_ASSERT(freopen(logp, "w", stderr) != NULL);
+    int64_t t = T0;
+    for (int i = 0; i < 10; i++) {
+        tick_logged(e, &b, t += S(1), 81); /* pending */
+        tick_logged(e, &b, t += S(1), 70); /* cleared before its 3 s */
+    }
+    for (int i = 0; i < 5; i++)
+        tick_logged(e, &b, t += S(1), 90); /* pending, then firing after 3 s */
+    tick_logged(e, &b, t += S(1), 70);     /* resolved */
+    wt_log_set_level(WT_LOG_DEBUG);
+    tick_logged(e, &b, t += S(1), 81);
+    tick_logged(e, &b, t += S(1), 70);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    wt_log_set_level(saved_level);
+    char *log = wt_test_read(logp, NULL);
+    WT_ASSERT(log != NULL);
+    /* at info: firing and resolved, once each; the 11 pending and 10 cleared not at all */
+    WT_EQ_INT(occurrences(log, "warn  alert: firing alertname=GPUHot"), 1);
+    WT_EQ_INT(occurrences(log, "info  alert: resolved alertname=GPUHot"), 1);
+    WT_EQ_INT(occurrences(log, "info  alert: pending"), 0);
+    WT_EQ_INT(occurrences(log, "info  alert: cleared"), 0);
+    /* at debug: the last pending and its clearing, with the alert's labels and value */
+    WT_EQ_INT(
+        occurrences(log, "alert: pending alertname=GPUHot severity=critical labels={gpu=\"0\""), 1);
+    WT_EQ_INT(occurrences(log, "alert: cleared before firing alertname=GPUHot"), 1);
+    WT_EQ_INT(occurrences(log, "debug alert: "), 2);
+    WT_EQ_INT(occurrences(log, " alert: "), 4);
+    free(log);
+    /* every transition counted, whatever the log level */
+    const struct wt_alert_tcount *tc = tcount(e, "GPUHot");
+    WT_ASSERT(tc != NULL);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_PENDING], 12);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_CLEARED], 11);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_FIRING], 1);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_RESOLVED], 1);
+    WT_EQ_INT(nrec, 25);
+    WT_EQ_INT(wt_alert_eval_transitions(e, NULL, 0), 1);
+    WT_EQ_STR(wt_alert_to_name(WT_ALERT_TO_CLEARED), "cleared");
+    WT_EQ_STR(wt_alert_to_name(WT_ALERT_TO_PENDING), "pending");
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
+WT_TEST(transitions_are_counted_without_a_callback_and_through_a_reload)
+{
+    load(hot_rule, true);
+    cfg.rules[0].for_ns = 0;
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    wt_batch_clear(&b);
+    struct gv v = base;
+    v.temp = 90;
+    add_gpu(&b, 0, "NVIDIA H200", T0, &v);
+    add_gpu(&b, 1, "NVIDIA H200", T0, &v);
+    struct wt_alert_input in = {.snap = &b, .now_ns = T0, .now_mono = T0};
+    wt_alert_eval_tick(e, &in, NULL, NULL); /* two instances fire at once, no pending */
+    const struct wt_alert_tcount *tc = tcount(e, "GPUHot");
+    WT_ASSERT(tc != NULL);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_FIRING], 2);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_PENDING], 0);
+    /* The rule goes away: both resolve, and the counts stay after the reload. */
+    load("alerts:\n  rules: []\n", true);
+    WT_EQ_INT(wt_alert_eval_reconfigure(e, &cfg, WT_NS_PER_S, T0 + S(1), NULL, NULL), 0);
+    tc = tcount(e, "GPUHot");
+    WT_ASSERT(tc != NULL);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_RESOLVED], 2);
+    WT_EQ_INT(tc->n[WT_ALERT_TO_FIRING], 2);
     wt_batch_free(&b);
     wt_alert_eval_free(e);
 }

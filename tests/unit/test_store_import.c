@@ -180,15 +180,17 @@ WT_TEST(unusable_files_are_refused)
     f = fmemopen(in3, 1, "r");
     WT_EQ_INT(wt_import_nvidia_smi(s, f, "z.csv", "z", NULL, &st, &err), -EINVAL);
     fclose(f);
-    /* an unknown unit drops the column, with a word */
+    /* an unknown unit drops the column, with a word; with no other value nothing is stored,
+     * which is an error, not "0 readings" */
     char in4[] = "timestamp, index, power.draw [hp]\n2024/05/01 12:00:00.000, 0, 1\n";
     char rep[512] = "";
     FILE *r = fmemopen(rep, sizeof rep, "w");
     f = fmemopen(in4, sizeof in4 - 1, "r");
-    WT_EQ_INT(wt_import_nvidia_smi(s, f, "u.csv", "u", r, &st, &err), 0);
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "u.csv", "u", r, &st, &err), -EINVAL);
     fclose(f);
     fclose(r);
     WT_CONTAINS(rep, "unknown unit [hp]");
+    WT_CONTAINS(err.msg, "u.csv: 1 lines, none with a value");
     WT_EQ_INT(st.readings, 0);
     /* Found by fuzzing: a year 0024 overflowed the nanoseconds instead of being a bad line. */
     char in5[] = "timestamp, index, power.draw [W]\n0024/05/01 12:00:00.000, 0, 1\n"
@@ -209,6 +211,53 @@ WT_TEST(unusable_files_are_refused)
     WT_EQ_STR(name, "node7");
     wt_import_node_name("x.csv", "rack2-n1", name, sizeof name);
     WT_EQ_STR(name, "rack2-n1");
+}
+
+WT_TEST(a_file_that_stores_nothing_is_refused)
+{
+    /* Issue 48 item 6: every data line bad, or none at all, is -EINVAL naming the first bad
+     * line, and the store keeps what it had. */
+    struct wt_store *s = open_store();
+    struct wt_import_stats st;
+    struct wt_err err = {{0}};
+    char good[] = "timestamp, index, power.draw [W]\n2024/05/01 12:00:00.000, 0, 100\n"
+                  "2024/05/01 12:00:01.000, 0, 200\n";
+    FILE *f = fmemopen(good, sizeof good - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "g.csv", "g", NULL, &st, &err), 0);
+    fclose(f);
+    double before = one(s, "SELECT count(*) FROM series");
+    double before_r = one(s, "SELECT count(*) FROM readings");
+    WT_ASSERT(before > 0);
+    WT_EQ_INT(st.readings, 4);
+
+    char bad[] = "timestamp, index, power.draw [W]\n"
+                 "2024/05/01 12:00:00.000, 0, lots\n"
+                 "yesterday, 0, 100\n"
+                 "2024/05/01 12:00:02.000, 0\n";
+    char rep[512] = "";
+    FILE *r = fmemopen(rep, sizeof rep, "w");
+    f = fmemopen(bad, sizeof bad - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "b.csv", "b", r, &st, &err), -EINVAL);
+    fclose(f);
+    fclose(r);
+    WT_CONTAINS(err.msg, "b.csv:2: column 3: bad number \"lots\"");
+    WT_CONTAINS(err.msg, "(3 skipped), nothing stored");
+    WT_CONTAINS(rep, "b.csv:3: bad timestamp");
+    WT_CONTAINS(rep, "b.csv:4: expected 3 fields, got 2");
+    WT_EQ_INT(st.skipped, 3);
+    WT_EQ_INT(st.rows, 0);
+    WT_EQ_INT(st.readings, 0);
+    WT_NEAR(one(s, "SELECT count(*) FROM series"), before, 0);
+    WT_NEAR(one(s, "SELECT count(*) FROM series WHERE node='b'"), 0, 0);
+    WT_NEAR(one(s, "SELECT count(*) FROM readings"), before_r, 0);
+
+    char hdr[] = "timestamp, index, power.draw [W]\n";
+    f = fmemopen(hdr, sizeof hdr - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "h.csv", "h", NULL, &st, &err), -EINVAL);
+    fclose(f);
+    WT_CONTAINS(err.msg, "h.csv: no data lines after the header, nothing stored");
+    WT_NEAR(one(s, "SELECT count(*) FROM series"), before, 0);
+    wt_store_close(s);
 }
 
 WT_TEST(quoted_cells_crlf_and_a_bad_quote)
