@@ -4,6 +4,7 @@
 # conffile survives reinstalling, `dpkg -r` removes the binary and keeps the conffile, and
 # `dpkg -P` purges the configuration, the state and the user. Installing needs root: as another
 # user this fails (it is never skipped). It refuses to touch a wattage package already installed.
+# test: exclusive (it installs the package on the machine and runs make)
 source "$(dirname "$0")/lib.sh"
 if [[ $(id -u) != 0 ]]; then
     not_ok "the package test runs as root (dpkg -i)" "uid $(id -u): run the suite as root"

@@ -32,6 +32,9 @@ print(f'{min(ts):.3f} {max(ts):.3f}' if ts else '0 0')"
 }
 bad_integrity=0 asserted=0 lost_too_much=""
 for i in $(seq 1 "$KILLS"); do
+    # made here, not by the background job's redirection: on a loaded machine a kill 0.05 s
+    # after the start can come before the job has opened it
+    : >"$TMP/run$i.log"
     "$BIN" run -c "$TMP/w.yaml" --db "$DB" --interval $POLL --listen "127.0.0.1:$(free_port)" \
         --log-level debug >"$TMP/run$i.log" 2>&1 &
     pid=$!
