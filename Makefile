@@ -62,7 +62,7 @@ PEER_SRC := $(filter-out tests/peers/kafka_mock.c,$(PEER_SRC))
 endif
 PEERS    := $(PEER_SRC:tests/peers/%.c=$(BUILD)/tests/peers/%)
 
-.PHONY: all deps deps-test run test unit bench clean format check-format tidy valgrind fuzz \
+.PHONY: all deps deps-test run test check unit bench clean format check-format tidy valgrind fuzz \
         fuzz-build deb
 BENCH    := $(patsubst bench/%.c,$(BUILD)/bench/%,$(sort $(wildcard bench/*.c)))
 ifneq ($(HAVE_RDKAFKA),1)
@@ -150,6 +150,12 @@ unit: all
 test: deps-test
 	@$(MAKE) --no-print-directory all
 	@./tests/run.sh $(BUILD)
+
+# The quick tier for the inner loop: the unit tests and the CLI suites that are not slow (the
+# list in tests/run.sh), side by side.
+check: deps-test
+	@$(MAKE) --no-print-directory all
+	@WATTAGE_TEST_QUICK=1 ./tests/run.sh $(BUILD)
 
 bench: deps-test
 	@$(MAKE) --no-print-directory all
