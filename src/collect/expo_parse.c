@@ -321,7 +321,8 @@ static int load_meta(struct parser *ps, size_t k)
         *o++ = c;
     }
     *o++ = '\0';
-    memcpy(o, f->unit, f->unit_len);
+    if (f->unit_len)
+        memcpy(o, f->unit, f->unit_len);
     o[f->unit_len] = '\0';
     ps->pub.name = f->name;
     ps->pub.name_len = f->name_len;
@@ -999,12 +1000,16 @@ int wt_expo_parse(const char *body, size_t len, const struct wt_expo_parse_opts 
     ps.max_series = o->max_series ? o->max_series : WT_EXPO_PARSE_MAX_SERIES;
     ps.max_labels = o->max_labels ? o->max_labels : WT_EXPO_PARSE_MAX_LABELS;
     ps.max_families = o->max_families ? o->max_families : WT_EXPO_PARSE_MAX_FAMILIES;
+    if (ps.max_labels > WT_EXPO_PARSE_LABELS_CAP)
+        ps.max_labels = WT_EXPO_PARSE_LABELS_CAP;
     if (ps.max_families > UINT32_MAX / 4)
         ps.max_families = UINT32_MAX / 4;
     if (len > max_body)
         return wt_err_set(err, "body: %zu bytes, more than the limit of %zu", len, max_body);
     if (len && !body)
         return wt_err_set(err, "body: NULL");
+    if (!body)
+        ps.body = ""; /* no pointer arithmetic on NULL */
     int rc;
     ps.labels = malloc(ps.max_labels * sizeof *ps.labels);
     if (!ps.labels) {

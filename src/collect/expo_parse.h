@@ -91,6 +91,8 @@ struct wt_expo_parse_sample {
 #define WT_EXPO_PARSE_MAX_SERIES 100000u
 #define WT_EXPO_PARSE_MAX_LABELS 64u
 #define WT_EXPO_PARSE_MAX_FAMILIES 20000u
+/* max_labels above this is taken as this (the label array is allocated once, whole). */
+#define WT_EXPO_PARSE_LABELS_CAP 4096u
 
 /*
  * family: called once per family, after its metadata lines and before its first sample (or at

@@ -170,7 +170,10 @@ WT_TEST(bare_counters_untyped_and_comments)
                        "# a comment that is not metadata\n"
                        "  # TYPE nv_gpu_power_usage gauge\n"
                        "nv_gpu_power_usage{gpu_uuid=\"GPU-1\"}\t 301.5  \n"
-                       "some_untyped_thing{a=\"1\",} 3 1700000000123\n";
+                       "some_untyped_thing{a=\"1\",} 3 1700000000123\n"
+                       "# TYPE om_style counter\n"
+                       "om_style_total 7\n"
+                       "om_style_created 1.7e+09\n";
     struct seen s = {0};
     struct wt_err err = {{0}};
     WT_EQ_INT(parse(body, WT_EXPO_PARSE_TEXT, &s, &err), 0);
@@ -178,6 +181,9 @@ WT_TEST(bare_counters_untyped_and_comments)
     WT_CONTAINS(s.out, "S nv_gpu_power_usage|nv_gpu_power_usage{gpu_uuid=GPU-1} 301.5 sfx=0\n");
     WT_CONTAINS(s.out, "F some_untyped_thing untyped");
     WT_CONTAINS(s.out, "{a=1} 3 t=1700000000123000000 sfx=0\n");
+    /* A counter's TYPE without _total, as OpenMetrics names it, in a 0.0.4 body. */
+    WT_CONTAINS(s.out, "S om_style|om_style_total{} 7 sfx=1\n");
+    WT_CONTAINS(s.out, "S om_style|om_style_created{} 1700000000 sfx=2\n");
 }
 
 WT_TEST(openmetrics_exemplars_created_eof)
