@@ -126,3 +126,45 @@ WT_TEST(increase_over_a_window)
     WT_NEAR(out[1].count, 5, 0);
     WT_EQ_INT(wt_hist_increase(NULL, 0, e, 3, out), 0);
 }
+
+/*
+ * The same answers as Prometheus: each expected value below is what `promtool test rules`
+ * (Prometheus 2.42, Debian 12) printed for histogram_quantile over these buckets as series, and
+ * for histogram_quantile(q, increase(x_bucket[1m])) over two samples 1 min apart. Equal bits.
+ */
+WT_TEST(matches_promtool)
+{
+    const struct wt_hist_bucket e2e[] = {
+        {0.3, 0},   {0.5, 0},    {0.8, 1},    {1.0, 2},       {1.5, 5},   {2.0, 9},
+        {2.5, 14},  {5.0, 78},   {10, 171},   {15, 193},      {20, 198},  {30, 200},
+        {40, 200},  {50, 200},   {60, 200},   {120, 200},     {240, 200}, {480, 200},
+        {960, 200}, {1920, 200}, {7680, 200}, {INFINITY, 200}};
+    const struct {
+        double q, want;
+    } e[] = {{0.5, 6.182795698924731}, {0.95, 14.318181818181818}, {0.99, 20}, {1, 30}, {0.01, 1},
+             {0.25, 3.90625}};
+    for (size_t i = 0; i < N(e); i++)
+        WT_NEAR(hq(e[i].q, e2e, N(e2e)), e[i].want, 0);
+    WT_ASSERT(isnan(hq(0, e2e, N(e2e))));
+    const struct wt_hist_bucket b[] = {{0.1, 10}, {0.5, 30}, {1, 40}, {INFINITY, 50}};
+    WT_NEAR(hq(0.4, b, N(b)), 0.30000000000000004, 0);
+    const struct wt_hist_bucket neg[] = {{-1, 5}, {1, 10}, {INFINITY, 10}};
+    WT_NEAR(hq(0.75, neg, N(neg)), 0, 0);
+    const struct wt_hist_bucket dip[] = {{1, 5}, {2, 3}, {3, 10}, {INFINITY, 10}};
+    WT_NEAR(hq(0.6, dip, N(dip)), 2.2, 0);
+
+    /* increase() then histogram_quantile: plain, all reset, one bucket reset. */
+    const struct wt_hist_bucket s[] = {{1, 5}, {2, 8}, {INFINITY, 10}};
+    const struct wt_hist_bucket ends[3][3] = {{{1, 7}, {2, 12}, {INFINITY, 15}},
+                                              {{1, 1}, {2, 2}, {INFINITY, 3}},
+                                              {{1, 4}, {2, 9}, {INFINITY, 12}}};
+    const double want[3] = {1.25, 1.5, 0.5};
+    for (size_t i = 0; i < 3; i++) {
+        struct wt_hist_bucket out[3];
+        size_t n = wt_hist_increase(s, 3, ends[i], 3, out);
+        WT_NEAR(wt_hist_quantile(0.5, out, n), want[i], 0);
+    }
+    struct wt_hist_bucket out[3];
+    size_t n = wt_hist_increase(s, 3, ends[2], 3, out);
+    WT_NEAR(wt_hist_quantile(0.9, out, n), 0.9, 0);
+}
