@@ -4,7 +4,7 @@
  * in prometheus_client's single-process layout (HELP, TYPE, labels sorted, a _created gauge
  * family after each counter and histogram, buckets then _count then _sum), with the families
  * and bucket bounds of the field notes, filled with Python process metrics and more histograms
- * up to 300 series. Two cases: the scraper's (a filter keeping 6 families, 28 series, and the
+ * up to 300 series. Two cases: the scraper's (a filter keeping 6 families, 32 series, and the
  * e2e latency p99 from their buckets) and every sample handed on. Each parse is timed alone in
  * CPU time (CLOCK_PROCESS_CPUTIME_ID) after a warm-up; prints median, min and max as JSON lines
  * for bench/run.sh's external section, and a human line on stderr.

@@ -636,9 +636,10 @@ static int label_set(struct parser *ps, const char **pp, const char *e, bool sto
                 p++;
                 if (p >= e)
                     break;
-            } else if ((unsigned char)*p >= 0x80) {
-                high = true;
             }
+            /* An escaped byte is checked as well: a backslash before 0xA5 is no UTF-8 either. */
+            if ((unsigned char)*p >= 0x80)
+                high = true;
             p++;
         }
         if (p >= e)

@@ -295,6 +295,7 @@ WT_TEST(malformed_bodies_name_their_line)
         {T, "foo{a=\"1\",a=\"2\"} 1\n", "line 1: label a: given twice"},
         {T, "foo{a=\"\xff\"} 1\n", "line 1: label a: value is not valid UTF-8"},
         {T, "foo{a=\"\xc0\xaf\"} 1\n", "line 1: label a: value is not valid UTF-8"},
+        {T, "foo{a=\"\\\xa5\"} 1\n", "line 1: label a: value is not valid UTF-8"},
         {T, "foo\n", "line 1: foo: expected a space and a value"},
         {T, "foo \n", "line 1: foo: value is not a number"},
         {T, "foo 1x\n", "line 1: foo: value is not a number"},
