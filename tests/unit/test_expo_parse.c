@@ -160,6 +160,41 @@ WT_TEST(vllm_filter_and_percentiles)
     WT_NEAR(wt_hist_quantile(0.99, b, s.nb), 20, 1e-12);
 }
 
+/* SGLang (multiprocess): _sum before the buckets, a pid label on gauges, 0 and 1e+06 bounds. */
+WT_TEST(sglang_multiprocess_order)
+{
+    const char *q = "model_name=\"Qwen/Qwen2.5-7B-Instruct\"";
+    char body[2048];
+    snprintf(body, sizeof body,
+             "# HELP sglang:time_to_first_token_seconds Histogram of time to first token.\n"
+             "# TYPE sglang:time_to_first_token_seconds histogram\n"
+             "sglang:time_to_first_token_seconds_sum{engine_type=\"unified\",%s} 19.7\n"
+             "sglang:time_to_first_token_seconds_bucket{engine_type=\"unified\",le=\"0.1\",%s} "
+             "57.0\n"
+             "sglang:time_to_first_token_seconds_bucket{engine_type=\"unified\",le=\"1e+06\",%s} "
+             "121.0\n"
+             "sglang:time_to_first_token_seconds_bucket{engine_type=\"unified\",le=\"+Inf\",%s} "
+             "123.0\n"
+             "sglang:time_to_first_token_seconds_count{engine_type=\"unified\",%s} 123.0\n"
+             "# HELP sglang:num_retracted_reqs The number of retracted requests.\n"
+             "# TYPE sglang:num_retracted_reqs gauge\n"
+             "sglang:num_retracted_reqs{%s,pid=\"4242\"} 0.0\n"
+             "sglang:num_retracted_reqs{%s,pid=\"4243\"} 1.0\n",
+             q, q, q, q, q, q, q);
+    struct seen s = {0};
+    struct wt_err err = {{0}};
+    WT_EQ_INT(parse(body, WT_EXPO_PARSE_TEXT, &s, &err), 0);
+    WT_EQ_INT(s.families, 2);
+    WT_EQ_INT(s.samples, 7);
+    WT_EQ_INT(s.nb, 3);
+    WT_NEAR(s.b[1].le, 1e6, 0);
+    WT_ASSERT(isinf(s.b[2].le));
+    WT_CONTAINS(s.out, "|sglang:time_to_first_token_seconds_sum{engine_type=unified,model_name="
+                       "Qwen/Qwen2.5-7B-Instruct} 19.699999999999999 sfx=5\n");
+    WT_CONTAINS(s.out, "S sglang:num_retracted_reqs|sglang:num_retracted_reqs{model_name=Qwen/"
+                       "Qwen2.5-7B-Instruct,pid=4243} 1 sfx=0\n");
+}
+
 WT_TEST(bare_counters_untyped_and_comments)
 {
     /* TGI / Triton: counters without _total; a sample with no TYPE; blank lines; comments. */
