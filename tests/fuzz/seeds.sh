@@ -14,7 +14,7 @@ if [[ ! -d $data ]]; then
 fi
 [[ -d $data ]] || echo "# seeds: $data is missing: only the fixtures' seeds" >&2
 rm -rf "$out"
-mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk,ticks}
+mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk,ticks,expo_parse}
 
 # copy DIR GLOB...: the matching files of the data sets into DIR, named by their path.
 copy() {
@@ -175,6 +175,15 @@ printf '\x01\x01\x00\x01\x01\x01\x03\x00\x03\x00' >"$out/ticks/one-reading"
 printf '\x01\x03\x00\x02\x01\x02\x05\x00\x02\x00\x00\x02\x04\x01\x03\x00\x03\x08' >"$out/ticks/two-series"
 head -c 4096 /dev/zero >"$out/ticks/zeros"
 
+# expo_parse: the example /metrics bodies of the field notes (each ```text block) and hand-made
+# OpenMetrics with exemplars, _created, units and # EOF.
+notes=$data/../notes/inference-metrics.md
+if [[ -f $notes ]]; then
+    awk -v d="$out/expo_parse" '/^```text$/ { n++; f = d "/notes-" n; next }
+        /^```$/ { f = ""; next } f != "" { print > f }' "$notes"
+fi
+printf '# TYPE a counter\n# HELP a Help with \\\\ and \\" and \\n.\na_total{m="x\\\\y\\"z\\n"} 1.5 # {trace_id="ab"} 1 1700000000.5\na_created{m="x"} 1.7e+09\n# TYPE h histogram\n# UNIT h seconds\nh_bucket{le="0.1"} 1\nh_bucket{le="+Inf"} 2 # {t="1"} 0.05\nh_count 2\nh_sum 0.1\n# TYPE g gaugehistogram\ng_bucket{le="+Inf"} 1\ng_gcount 1\ng_gsum 1\n# TYPE s summary\ns{quantile="0.5"} NaN\ns_count 0 1700000000\n# TYPE i info\ni_info{v="1"} 1\n# EOF\n' >"$out/expo_parse/om-all-types"
+printf '# TYPE tgi_request_count counter\ntgi_request_count 12\n\n  # comment\nx{a="1",} -Inf 1700000000000\n' >"$out/expo_parse/text-bare"
 for d in "$out"/*/; do
     echo "# seeds: $(basename "$d"): $(find "$d" -type f | wc -l) files, $(du -sk "$d" | cut -f1) KiB"
 done
