@@ -949,6 +949,10 @@ static int run(struct parser *ps)
         if (e) {
             next = e + 1;
         } else {
+            /* 0.0.4 ends every line with a newline: without it the last value may be cut
+             * ("12" read as "1"). OpenMetrics' "# EOF" may stand last without one. */
+            if (!om)
+                return fail(ps, "no newline at the end: the body is cut short");
             e = end;
             next = end;
         }

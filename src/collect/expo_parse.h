@@ -110,7 +110,9 @@ struct wt_expo_parse_opts {
 };
 
 /*
- * Parses body[0..len) whole. Returns 0; -EINVAL with err naming the line and what is wrong
+ * Parses body[0..len) whole. A text body's last line must end in a newline (a body cut short
+ * is an error, not a smaller value); an OpenMetrics body must end with "# EOF". Returns 0; -EINVAL
+ * with err naming the line and what is wrong
  * ("line 12: label value: unterminated string"), or a limit ("body: 20000000 bytes, more than
  * the limit of 16777216"); -ENOMEM; or what the sample callback returned. Samples before an
  * error have been handed on: a caller that must not use a partial scrape discards them.

@@ -298,13 +298,16 @@ WT_TEST(reads_only_len_bytes)
     struct seen s = {0};
     struct wt_err err = {{0}};
     struct wt_expo_parse_opts o = {.family = on_family, .sample = on_sample, .ctx = &s};
-    char *exact = malloc(5);
+    char *exact = malloc(7);
     WT_ASSERT(exact);
-    memcpy(exact, buf, 5);
-    WT_EQ_INT(wt_expo_parse(exact, 5, &o, &err), 0);
-    free(exact);
+    memcpy(exact, buf, 7);
+    WT_EQ_INT(wt_expo_parse(exact, 7, &o, &err), 0);
     WT_EQ_INT(s.samples, 1);
-    WT_CONTAINS(s.out, "S foo|foo{} 1 sfx=0\n");
+    WT_CONTAINS(s.out, "S foo|foo{} 12 sfx=0\n");
+    /* Cut inside the value: an error, never the value 1. */
+    WT_EQ_INT(wt_expo_parse(exact, 5, &o, &err), -EINVAL);
+    WT_EQ_STR(err.msg, "line 1: no newline at the end: the body is cut short");
+    free(exact);
     /* An empty text body is no family, no error. */
     WT_EQ_INT(wt_expo_parse(NULL, 0, &o, &err), 0);
 }
@@ -320,9 +323,11 @@ WT_TEST(malformed_bodies_name_their_line)
     const enum wt_expo_parse_fmt T = WT_EXPO_PARSE_TEXT, O = WT_EXPO_PARSE_OPENMETRICS;
     static const struct bad cases[] = {
         {T, "a 1\nb 2\nfoo{a=\"b} 1\n", "line 3: label value: unterminated string"},
-        {T, "foo{a=\"b", "line 1: label value: unterminated string"},
-        {T, "foo{a=\"b\\\"", "line 1: label value: unterminated string"},
-        {T, "foo{a=\"b\"", "line 1: labels: expected ',' or '}'"},
+        {T, "foo{a=\"b\n", "line 1: label value: unterminated string"},
+        {T, "a 1\nb 2", "line 2: no newline at the end"},
+        {T, "# HELP a x", "line 1: no newline at the end"},
+        {T, "foo{a=\"b\\\"\n", "line 1: label value: unterminated string"},
+        {T, "foo{a=\"b\"\n", "line 1: labels: expected ',' or '}'"},
         {T, "foo{a=\"b\"} 1\nfoo{a=\"b\"\n", "line 2: labels: expected ',' or '}'"},
         {T, "foo{a=\"b\" 1\n", "line 1: labels: expected ',' or '}'"},
         {T, "foo{1a=\"b\"} 1\n", "line 1: labels: expected a label name"},
