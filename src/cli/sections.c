@@ -6,6 +6,7 @@
 #include "alert/alert.h"
 #include "audit/carbon.h"
 #include "audit/topology.h"
+#include "collect/inference.h"
 #include "collect/ipmi.h"
 #include "collect/modbus.h"
 #include "collect/redfish.h"
@@ -20,6 +21,7 @@ const struct wt_config_section wt_config_sections[] = {
     {"collectors.redfish.targets", wt_redfish_config_check},
     {"collectors.snmp.targets", wt_snmp_config_check},
     {"collectors.ipmi.targets", wt_ipmi_config_check},
+    {"inference.targets", wt_inference_config_check},
     {"topology", wt_topology_check},
     {"carbon", wt_carbon_config_check},
     {"facility", wt_facility_check},

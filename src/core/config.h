@@ -72,6 +72,7 @@ struct wt_config {
         struct wt_collector_config clock;   /* the kernel's clock discipline, PTP clocks */
         struct wt_collector_config ipmi;    /* targets: collectors.ipmi.targets (DCMI power) */
     } collectors;
+    struct wt_collector_config inference; /* targets: inference.targets (collect/inference.h) */
     /*
      * How the CLI's daemon clients (job, jobs, exec) reach the daemon; flags and WATTAGE_URL,
      * WATTAGE_CACERT, WATTAGE_CERT, WATTAGE_KEY override these. All "" by default: the URL then

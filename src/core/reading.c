@@ -373,6 +373,31 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                   "busy, mean over the last interval, 0..1; its compute "
                                   "instances show the same figure.",
                                   WT_GAUGE},
+    [WT_M_INF_UP] = {"wattage_inference_up",
+                     "1 when the inference server's last scrape was read whole, else 0.", WT_GAUGE},
+    [WT_M_INF_INFO] = {"wattage_inference_info",
+                       "1 per inference target and model: the engine, the GPUs it serves and "
+                       "its tags.",
+                       WT_GAUGE},
+    [WT_M_INF_TOKENS] = {"wattage_inference_tokens_total",
+                         "Tokens an inference server counted, as scraped (a restart resets it): "
+                         "kind prompt, generated, prompt_cached or prompt_computed.",
+                         WT_COUNTER},
+    [WT_M_INF_REQUESTS] = {"wattage_inference_requests_total",
+                           "Requests an inference server finished, as scraped.", WT_COUNTER},
+    [WT_M_INF_LAT_BUCKET] = {"wattage_inference_latency_seconds_bucket",
+                             "An inference server's latency histogram, cumulative, as scraped: "
+                             "kind e2e, ttft (time to first token) or itl (inter-token).",
+                             WT_COUNTER},
+    [WT_M_INF_LAT_SUM] = {"wattage_inference_latency_seconds_sum",
+                          "The sum of an inference server's latency observations, seconds.",
+                          WT_COUNTER},
+    [WT_M_INF_LAT_COUNT] = {"wattage_inference_latency_seconds_count",
+                            "The count of an inference server's latency observations.", WT_COUNTER},
+    [WT_M_INF_RUNNING] = {"wattage_inference_requests_running",
+                          "Requests an inference server is running now.", WT_GAUGE},
+    [WT_M_INF_WAITING] = {"wattage_inference_requests_waiting",
+                          "Requests waiting in an inference server's queue now.", WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -166,6 +166,16 @@ enum wt_metric_id {
     WT_M_MIG_PROCESSES,       /* compute processes in the instance */
     WT_M_MIG_ATTRIB_INFO,     /* 1, + method="memory"|"equal"|"idle" */
     WT_M_MIG_SM_ACTIVE_RATIO, /* GPM per GPU instance, mean over the last interval, 0..1 */
+    /* Inference servers (collect/inference.h): target[, model[, kind[, le]]] */
+    WT_M_INF_UP,         /* 0/1: the last scrape parsed */
+    WT_M_INF_INFO,       /* 1, + engine, model, gpus, tags */
+    WT_M_INF_TOKENS,     /* counter as scraped: kind="prompt"|"generated"|"prompt_cached"|... */
+    WT_M_INF_REQUESTS,   /* counter as scraped: finished requests */
+    WT_M_INF_LAT_BUCKET, /* counter as scraped: kind="e2e"|"ttft"|"itl", le */
+    WT_M_INF_LAT_SUM,    /* counter as scraped: seconds */
+    WT_M_INF_LAT_COUNT,  /* counter as scraped: observations */
+    WT_M_INF_RUNNING,    /* requests running now */
+    WT_M_INF_WAITING,    /* requests waiting now */
     WT_M_COUNT
 };
 
