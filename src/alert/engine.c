@@ -1245,6 +1245,8 @@ void wt_alerts_close(struct wt_alerts *x)
 {
     if (!x)
         return;
+    /* No batch reaches x from here on, whoever still publishes (core/hub.h). */
+    wt_hub_remove_sink(x->hub, sink, x);
     if (x->started) {
         pthread_mutex_lock(&x->wake_mu);
         x->stop = true;

@@ -264,6 +264,8 @@ void wt_ashrae_close(struct wt_ashrae *a)
 {
     if (!a)
         return;
+    /* Publishers that outlive the poll loop (the audit threads) no longer reach a. */
+    wt_hub_remove_sink(a->hub, sink, a);
     if (a->started) {
         pthread_mutex_lock(&a->stop_mu);
         a->stop = true;

@@ -286,6 +286,8 @@ void wt_dark_close(struct wt_dark *d)
 {
     if (!d)
         return;
+    /* Publishers that outlive the poll loop (the audit threads) no longer reach d. */
+    wt_hub_remove_sink(d->hub, sink, d);
     if (d->hub && d->present)
         wt_hub_set_state(d->hub, d->slot, false, d->interval_ns);
     pthread_mutex_destroy(&d->mu);

@@ -281,6 +281,8 @@ void wt_power_avg_close(struct wt_power_avg *p)
 {
     if (!p)
         return;
+    /* The other audit publishers may still run: no batch of theirs reaches p from here on. */
+    wt_hub_remove_sink(p->hub, sink, p);
     if (p->started) {
         pthread_mutex_lock(&p->stop_mu);
         p->stop = true;

@@ -256,6 +256,24 @@ static bool loop_alive(struct wt_hub *hub, int64_t now, int64_t loop_start, char
     return true;
 }
 
+/*
+ * Test hook, WATTAGE_TEST_STOP_PAUSE=SECONDS: at shutdown, a pause after each close of a hub
+ * sink's owner while the audit publishers (power averages, ASHRAE) still publish, so that a
+ * sink left in the hub is called on freed memory at once rather than in a rare interleaving.
+ * Unset normally.
+ */
+static void stop_pause(void)
+{
+    const char *v = getenv("WATTAGE_TEST_STOP_PAUSE");
+    double s = v ? strtod(v, NULL) : 0;
+    if (!(s > 0 && s <= 10))
+        return;
+    int64_t ns = (int64_t)(s * WT_NS_PER_S);
+    struct timespec ts = {.tv_sec = ns / WT_NS_PER_S, .tv_nsec = ns % WT_NS_PER_S};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
 static void log_energy_totals(struct tracker *tr)
 {
     char from[40], to[40];
@@ -713,12 +731,19 @@ out:
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
     wt_health_remove_probe(delivery_probe, alerts);
-    wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
-    wt_store_close(store);    /* after the collectors: flushes what they published */
-    wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
-    wt_cpu_attrib_close(cpu_attrib); /* likewise */
-    wt_dark_close(dark);             /* likewise */
-    wt_ashrae_close(ashrae);         /* likewise */
+    /* Each close below takes its sink out of the hub first (wt_hub_remove_sink), waiting out a
+     * call in flight: the audit publishers (power averages, ASHRAE) publish until their own
+     * close, and the hub calls every sink still in it. */
+    wt_alerts_close(alerts); /* after the collectors and the server; restores caps */
+    stop_pause();
+    wt_store_close(store); /* after the collectors: flushes what they published */
+    stop_pause();
+    wt_power_avg_close(pavg);
+    stop_pause();
+    wt_cpu_attrib_close(cpu_attrib);
+    wt_dark_close(dark);
+    stop_pause();
+    wt_ashrae_close(ashrae);
     if (tr) {
         log_energy_totals(tr);
         pthread_mutex_destroy(&tr->mu);

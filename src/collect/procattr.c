@@ -236,6 +236,8 @@ void wt_cpu_attrib_close(struct wt_cpu_attrib *c)
 {
     if (!c)
         return;
+    /* Publishers that outlive the poll loop (the audit threads) no longer reach c. */
+    wt_hub_remove_sink(c->hub, sink, c);
     wt_attrib_close(c->ledger);
     free(c->prev);
     free(c->cur);

@@ -2,6 +2,13 @@
 /*
  * The hub: latest readings per collector behind one mutex, and the list of sinks. Publishing
  * copies the batch (memory reused between ticks), so readers never wait for a poll.
+ *
+ * Sinks are called outside the lock, from a copy of the list taken under it. A sink's owner
+ * may stop while other threads still publish (the audit publishers outlive the poll loop), so
+ * wt_hub_remove_sink waits out the calls that may hold the old list: each publication counts
+ * itself in the half (gen & 1) current when it took its copy; a removal flips the half and
+ * waits for the old one to drain. New publications count in the new half and never see the
+ * removed sink, so the wait ends however busy the publishers are.
  */
 #include "core/hub.h"
 
@@ -21,16 +28,22 @@ struct slot {
     struct wt_batch latest;
 };
 
+struct sink {
+    wt_hub_sink_fn fn;
+    void *ctx;
+    bool extra; /* takes wt_hub_publish_extra's batches */
+};
+
 struct wt_hub {
     pthread_mutex_t mu;
     struct slot slots[HUB_MAX_COLLECTORS];
     int nslots;
-    struct {
-        wt_hub_sink_fn fn;
-        void *ctx;
-        bool extra; /* takes wt_hub_publish_extra's batches */
-    } sinks[HUB_MAX_SINKS];
+    struct sink sinks[HUB_MAX_SINKS];
     int nsinks;
+    uint64_t gen;           /* bumped by each removal of a sink */
+    unsigned calls[2];      /* publications calling sinks, by the parity of gen at their copy */
+    bool removing;          /* a removal waits for calls[] to drain (one at a time) */
+    pthread_cond_t idle;    /* calls[] reached 0, or a removal ended */
     wt_hub_edge_fn edge_fn; /* the poll loop's, while it runs */
     void *edge_ctx;
 };
@@ -41,6 +54,7 @@ int wt_hub_open(struct wt_hub **out)
     if (!h)
         return -ENOMEM;
     pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->idle, NULL);
     *out = h;
     return 0;
 }
@@ -51,6 +65,7 @@ void wt_hub_close(struct wt_hub *h)
         return;
     for (int i = 0; i < h->nslots; i++)
         wt_batch_free(&h->slots[i].latest);
+    pthread_cond_destroy(&h->idle);
     pthread_mutex_destroy(&h->mu);
     free(h);
 }
@@ -79,13 +94,16 @@ int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns
 
 static int add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx, bool extra)
 {
-    if (h->nsinks >= HUB_MAX_SINKS)
-        return -ENOSPC;
-    h->sinks[h->nsinks].fn = fn;
-    h->sinks[h->nsinks].ctx = ctx;
-    h->sinks[h->nsinks].extra = extra;
-    h->nsinks++;
-    return 0;
+    int rc = 0;
+    pthread_mutex_lock(&h->mu);
+    if (h->nsinks >= HUB_MAX_SINKS) {
+        rc = -ENOSPC;
+    } else {
+        h->sinks[h->nsinks] = (struct sink){.fn = fn, .ctx = ctx, .extra = extra};
+        h->nsinks++;
+    }
+    pthread_mutex_unlock(&h->mu);
+    return rc;
 }
 
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
@@ -98,17 +116,65 @@ int wt_hub_add_tick_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
     return add_sink(h, fn, ctx, false);
 }
 
+void wt_hub_remove_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->mu);
+    while (h->removing)
+        pthread_cond_wait(&h->idle, &h->mu);
+    int k = 0;
+    for (int i = 0; i < h->nsinks; i++)
+        if (h->sinks[i].fn != fn || h->sinks[i].ctx != ctx)
+            h->sinks[k++] = h->sinks[i];
+    h->nsinks = k;
+    /* The publications counted in the old half may hold a copy with the sink: wait them out. */
+    unsigned old = h->gen & 1;
+    h->gen++;
+    h->removing = true;
+    while (h->calls[old])
+        pthread_cond_wait(&h->idle, &h->mu);
+    h->removing = false;
+    pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Under h->mu: copies the sinks that take this kind of batch and counts the call in. */
+static int sinks_enter(struct wt_hub *h, bool extra, struct sink *out, unsigned *half)
+{
+    int n = 0;
+    for (int i = 0; i < h->nsinks; i++)
+        if (!extra || h->sinks[i].extra)
+            out[n++] = h->sinks[i];
+    *half = h->gen & 1;
+    h->calls[*half]++;
+    return n;
+}
+
+/* Calls the copied sinks outside the lock, then counts the call out. */
+static void sinks_call(struct wt_hub *h, const struct sink *s, int n, unsigned half,
+                       const char *name, const struct wt_batch *b)
+{
+    for (int i = 0; i < n; i++)
+        s[i].fn(s[i].ctx, name, b);
+    pthread_mutex_lock(&h->mu);
+    if (--h->calls[half] == 0)
+        pthread_cond_broadcast(&h->idle);
+    pthread_mutex_unlock(&h->mu);
+}
+
 void wt_hub_publish_extra(struct wt_hub *h, int idx, const struct wt_batch *b)
 {
     if (!b->len)
         return;
+    struct sink sinks[HUB_MAX_SINKS];
+    unsigned half;
     pthread_mutex_lock(&h->mu);
     char name[sizeof h->slots[0].st.name];
     memcpy(name, h->slots[idx].st.name, sizeof name);
+    int n = sinks_enter(h, true, sinks, &half);
     pthread_mutex_unlock(&h->mu);
-    for (int i = 0; i < h->nsinks; i++)
-        if (h->sinks[i].extra)
-            h->sinks[i].fn(h->sinks[i].ctx, name, b);
+    sinks_call(h, sinks, n, half, name, b);
 }
 
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
@@ -128,11 +194,15 @@ void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok
         wt_batch_clear(&s->latest);
     char name[sizeof s->st.name];
     memcpy(name, s->st.name, sizeof name);
-    pthread_mutex_unlock(&h->mu);
-    if (b->len) {
-        for (int i = 0; i < h->nsinks; i++)
-            h->sinks[i].fn(h->sinks[i].ctx, name, b);
+    if (!b->len) {
+        pthread_mutex_unlock(&h->mu);
+        return;
     }
+    struct sink sinks[HUB_MAX_SINKS];
+    unsigned half;
+    int n = sinks_enter(h, false, sinks, &half);
+    pthread_mutex_unlock(&h->mu);
+    sinks_call(h, sinks, n, half, name, b);
 }
 
 void wt_hub_retire(struct wt_hub *h, int idx)

@@ -45,13 +45,21 @@ void wt_hub_close(struct wt_hub *h);
  */
 int wt_hub_add_collector(struct wt_hub *h, const char *name, int64_t interval_ns);
 /*
- * Registers a sink; only before collectors start publishing. Returns 0 or -ENOSPC. A sink of
- * wt_hub_add_sink gets every batch, the extra ones (wt_hub_publish_extra) too: the store, which
- * keeps every reading. A sink of wt_hub_add_tick_sink gets only the polls' batches, one reading
- * per series a tick: what attributes, averages or alerts per tick.
+ * Registers a sink. Returns 0 or -ENOSPC. A sink of wt_hub_add_sink gets every batch, the extra
+ * ones (wt_hub_publish_extra) too: the store, which keeps every reading. A sink of
+ * wt_hub_add_tick_sink gets only the polls' batches, one reading per series a tick: what
+ * attributes, averages or alerts per tick. Its owner removes it (wt_hub_remove_sink) before
+ * freeing ctx.
  */
 int wt_hub_add_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
 int wt_hub_add_tick_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
+/*
+ * Removes the sink (fn, ctx); h may be NULL, a sink not there is no error. Returns once no call
+ * of it is left running on any thread: its owner frees ctx after this, while other threads may
+ * still publish (the audit publishers outlive the poll loop). Waits for those calls, so the
+ * caller holds no lock a sink takes, and a sink never calls it.
+ */
+void wt_hub_remove_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
 
 /*
  * Records one poll of collector idx: b replaces its latest readings (copied) and goes to the

@@ -257,6 +257,7 @@ struct dchunk {
 
 struct wt_store {
     sqlite3 *db;
+    struct wt_hub *hub; /* the hub whose sink this is (wt_store_attach), NULL otherwise */
     char path[256];
     struct wt_store_opts o;
     /* statements */
@@ -1389,6 +1390,8 @@ int wt_store_attach(const struct wt_config *cfg, struct wt_hub *hub, struct wt_s
         rc = wt_store_writer_start(s);
     if (rc == 0)
         rc = wt_hub_add_sink(hub, wt_store_sink, s);
+    if (rc == 0)
+        s->hub = hub;
     if (rc) {
         wt_err_set(err, "%s: cannot start the store writer (%s)", cfg->store.path, strerror(-rc));
         wt_store_close(s);
@@ -1404,6 +1407,9 @@ void wt_store_close(struct wt_store *s)
 {
     if (!s)
         return;
+    /* First: a publisher still running (an audit thread) must not reach a store being freed;
+     * what it published until now is in the queue, for the writer's last flush. */
+    wt_hub_remove_sink(s->hub, wt_store_sink, s);
     if (s->started) {
         pthread_mutex_lock(&s->mu);
         s->stop = true;

@@ -413,6 +413,113 @@ WT_TEST(hub_keeps_down_readings_and_retires_slots)
     wt_hub_close(hub);
 }
 
+/* A sink that holds its first call until released, and counts its calls. */
+struct held_sink {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    bool entered, release;
+};
+
+static void held_sink_fn(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    struct held_sink *k = ctx;
+    (void)collector;
+    (void)b;
+    pthread_mutex_lock(&k->mu);
+    if (++k->calls == 1) {
+        k->entered = true;
+        pthread_cond_broadcast(&k->cv);
+        while (!k->release)
+            pthread_cond_wait(&k->cv, &k->mu);
+    }
+    pthread_mutex_unlock(&k->mu);
+}
+
+static void count_sink_fn(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    (void)collector;
+    (void)b;
+    __atomic_add_fetch((int *)ctx, 1, __ATOMIC_SEQ_CST);
+}
+
+struct hub_call {
+    struct wt_hub *hub;
+    int slot;
+    const struct wt_batch *b;
+    struct held_sink *k;
+    int done;
+};
+
+static void *publish_once(void *arg)
+{
+    struct hub_call *c = arg;
+    wt_hub_publish(c->hub, c->slot, c->b, true, 0.001, wt_now_mono_ns());
+    return NULL;
+}
+
+static void *remove_held(void *arg)
+{
+    struct hub_call *c = arg;
+    wt_hub_remove_sink(c->hub, held_sink_fn, c->k);
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+/*
+ * A sink's owner frees it while other threads still publish (the audit publishers at shutdown):
+ * wt_hub_remove_sink returns only once a call in flight has returned, and no call comes after.
+ */
+WT_TEST(hub_remove_sink_waits_out_a_call_in_flight)
+{
+    struct wt_hub *hub;
+    struct wt_batch b = {0};
+    struct held_sink k = {.calls = 0};
+    int others = 0;
+    pthread_mutex_init(&k.mu, NULL);
+    pthread_cond_init(&k.cv, NULL);
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    int slot = wt_hub_add_collector(hub, "power_avg", WT_NS_PER_S);
+    WT_EQ_INT(wt_hub_add_tick_sink(hub, held_sink_fn, &k), 0);
+    WT_EQ_INT(wt_hub_add_sink(hub, count_sink_fn, &others), 0);
+    WT_EQ_INT(wt_batch_add(&b, WT_M_GPU_POWER_W, "gpu=\"0\"", 1, 300), 0);
+    struct hub_call c = {.hub = hub, .slot = slot, .b = &b, .k = &k};
+    pthread_t pub, rem;
+    WT_EQ_INT(pthread_create(&pub, NULL, publish_once, &c), 0);
+    pthread_mutex_lock(&k.mu);
+    while (!k.entered)
+        pthread_cond_wait(&k.cv, &k.mu);
+    pthread_mutex_unlock(&k.mu);
+    /* The publication is inside the sink: the removal must wait for it. */
+    WT_EQ_INT(pthread_create(&rem, NULL, remove_held, &c), 0);
+    /* Meanwhile other publications go on: the removal waits for the held call only. */
+    for (int i = 0; i < 50; i++) {
+        wt_hub_publish(hub, slot, &b, true, 0.001, wt_now_mono_ns());
+        usleep(1000);
+    }
+    WT_EQ_INT(__atomic_load_n(&c.done, __ATOMIC_SEQ_CST), 0);
+    pthread_mutex_lock(&k.mu);
+    k.release = true;
+    pthread_cond_broadcast(&k.cv);
+    pthread_mutex_unlock(&k.mu);
+    pthread_join(rem, NULL);
+    pthread_join(pub, NULL);
+    WT_EQ_INT(c.done, 1);
+    /* The loop's publications may have reached it before the removal began; none after. */
+    int seen = k.calls;
+    wt_hub_publish(hub, slot, &b, true, 0.001, wt_now_mono_ns());
+    wt_hub_publish_extra(hub, slot, &b);
+    WT_EQ_INT(k.calls, seen);
+    WT_EQ_INT(__atomic_load_n(&others, __ATOMIC_SEQ_CST), 53);
+    /* Removing what is not there is no error, nor is a NULL hub. */
+    wt_hub_remove_sink(hub, held_sink_fn, &k);
+    wt_hub_remove_sink(NULL, held_sink_fn, &k);
+    pthread_cond_destroy(&k.cv);
+    pthread_mutex_destroy(&k.mu);
+    wt_batch_free(&b);
+    wt_hub_close(hub);
+}
+
 /* wattage status: facility points grouped per target and point, in JSON and in the table. */
 WT_TEST(snapshot_shows_facility_points)
 {
