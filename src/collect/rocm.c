@@ -196,7 +196,9 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
     if (power_j >= 0) {
         c->counter_j += (double)(raw - c->last_raw) * uj_per_count / 1e6;
         c->power_j += power_j;
-        if (c->power_j >= WT_ROCM_CHECK_MIN_J) {
+        /* Judged where the counter moved: a stopped one is the frozen rule's, and a cached
+         * table catches up at its next refresh. */
+        if (raw != c->last_raw && c->power_j >= WT_ROCM_CHECK_MIN_J) {
             double ratio = c->counter_j / c->power_j;
             c->counter_j = c->power_j = 0;
             if (ratio < 0.1 || ratio > 10)
