@@ -16,6 +16,13 @@
  *   FAKE_RSMI_MI250X=1          devices 2k and 2k+1 are the two dies of one MI250X: the same
  *                               unique id, model "AMD Instinct MI250X"; the second die reads 0 W
  *                               and an accumulator of 0 (as the kernel's aldebaran_ppt.c does)
+ *   FAKE_RSMI_CPX=K             an MI300X in a compute-partition mode: devices Kp..Kp+K-1 are
+ *                               partitions 0..K-1 of package p (one unique id, one PCI address,
+ *                               the partition in bits [31:28] of the PCI id, as ROCm 6.2 has
+ *                               it); partitions other than 0 answer NOT_SUPPORTED for power and
+ *                               energy (amd-smi prints N/A)
+ *   FAKE_RSMI_LOST=g:from:to[,…] seconds after T0, [from, to): every call for device g answers
+ *                               RSMI_STATUS_FILE_ERROR (its sysfs files gone, as after a reset)
  *   FAKE_RSMI_FROZEN=g:at[,…]   from T0+at, device g's accumulator keeps its value (its timestamp
  *                               and power go on): the counter seen frozen on ROCm 6.0.x / MI100
  *   FAKE_RSMI_RESET=g:at[,…]    device g's accumulator restarts from 0 at T0+at (driver reload)
@@ -34,6 +41,8 @@
  *   double fake_rsmi_exact_energy_j(unsigned dev, double t_from, double t_to)
  *       the exact energy of device dev's package share over [t_from, t_to] (unix seconds), J
  *       (0 for an MI250X second die)
+ *   -DFAKE_RSMI_523: the library as Debian 12's 5.2.3, without
+ *                               rsmi_dev_current_socket_power_get (build/tests/fakes/5.2.3/)
  *   fake_rocm_energy            -DFAKE_ROCM_TOOL: `fake_rocm_energy DEV FROM TO` prints it
  *                               (needs FAKE_RSMI_T0 and the same environment).
  */
@@ -52,7 +61,7 @@
 
 struct event {
     unsigned int dev;
-    double at;
+    double at, to;
 };
 
 static struct {
@@ -60,9 +69,10 @@ static struct {
     char model[128];
     double t0, base, amp, period;
     bool socket, mi250x;
+    unsigned int cpx;
     bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap;
-    struct event frozen[MAX_EVENTS], reset[MAX_EVENTS];
-    size_t nfrozen, nreset;
+    struct event frozen[MAX_EVENTS], reset[MAX_EVENTS], lost[MAX_EVENTS];
+    size_t nfrozen, nreset, nlost;
 } fk;
 
 double fake_rsmi_exact_energy_j(unsigned int dev, double t_from, double t_to);
@@ -86,9 +96,9 @@ static size_t parse_events(const char *name, struct event *ev)
     size_t n = 0;
     while (v && *v && n < MAX_EVENTS) {
         unsigned int g;
-        double at;
-        if (sscanf(v, "%u:%lf", &g, &at) == 2)
-            ev[n++] = (struct event){g, at};
+        double at, to = INFINITY;
+        if (sscanf(v, "%u:%lf:%lf", &g, &at, &to) >= 2)
+            ev[n++] = (struct event){g, at, to};
         v = strchr(v, ',');
         if (v)
             v++;
@@ -112,6 +122,7 @@ static void configure(void)
         sscanf(p, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.socket = env_double("FAKE_RSMI_SOCKET_POWER", 0) != 0;
     fk.mi250x = env_double("FAKE_RSMI_MI250X", 0) != 0;
+    fk.cpx = (unsigned int)env_double("FAKE_RSMI_CPX", 0);
     const char *m = getenv("FAKE_RSMI_MODEL");
     snprintf(fk.model, sizeof fk.model, "%s",
              m && *m     ? m
@@ -127,11 +138,18 @@ static void configure(void)
     }
     fk.nfrozen = parse_events("FAKE_RSMI_FROZEN", fk.frozen);
     fk.nreset = parse_events("FAKE_RSMI_RESET", fk.reset);
+    fk.nlost = parse_events("FAKE_RSMI_LOST", fk.lost);
+}
+
+/* Devices per package. */
+static unsigned int pkg_size(void)
+{
+    return fk.mi250x ? 2 : fk.cpx > 1 ? fk.cpx : 1;
 }
 
 static bool secondary(unsigned int dev)
 {
-    return fk.mi250x && dev % 2 == 1;
+    return dev % pkg_size() != 0;
 }
 
 /* The package power drawn through device dev at unix time t, W. */
@@ -182,12 +200,31 @@ static bool bad(uint32_t dv)
     return dv >= fk.n;
 }
 
+/* A device whose calls fail now (FAKE_RSMI_LOST). */
+static bool lost(uint32_t dv)
+{
+    double t = now_s();
+    for (size_t i = 0; i < fk.nlost; i++)
+        if (fk.lost[i].dev == dv && t >= fk.t0 + fk.lost[i].at && t < fk.t0 + fk.lost[i].to)
+            return true;
+    return false;
+}
+
+/* A CPX secondary partition: no power, no energy. */
+static bool no_power(uint32_t dv)
+{
+    return fk.cpx > 1 && secondary(dv);
+}
+
 wt_rsmi_init_fn rsmi_init;
 wt_rsmi_shut_down_fn rsmi_shut_down;
 wt_rsmi_status_string_fn rsmi_status_string;
 wt_rsmi_num_devices_fn rsmi_num_monitor_devices;
 wt_rsmi_name_fn rsmi_dev_name_get;
-wt_rsmi_u64_fn rsmi_dev_unique_id_get, rsmi_dev_pci_id_get, rsmi_dev_current_socket_power_get;
+wt_rsmi_u64_fn rsmi_dev_unique_id_get, rsmi_dev_pci_id_get;
+#ifndef FAKE_RSMI_523
+wt_rsmi_u64_fn rsmi_dev_current_socket_power_get;
+#endif
 wt_rsmi_energy_fn rsmi_dev_energy_count_get;
 wt_rsmi_sensor_u64_fn rsmi_dev_power_ave_get, rsmi_dev_power_cap_get;
 wt_rsmi_cap_range_fn rsmi_dev_power_cap_range_get;
@@ -247,7 +284,9 @@ rsmi_status_t rsmi_dev_unique_id_get(uint32_t dv_ind, uint64_t *id)
 {
     if (bad(dv_ind) || !id)
         return RSMI_STATUS_INVALID_ARGS;
-    *id = 0x00c0ffee00000000ull + (fk.mi250x ? dv_ind / 2 : dv_ind);
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    *id = 0x00c0ffee00000000ull + dv_ind / pkg_size();
     return RSMI_STATUS_SUCCESS;
 }
 
@@ -255,7 +294,12 @@ rsmi_status_t rsmi_dev_pci_id_get(uint32_t dv_ind, uint64_t *bdfid)
 {
     if (bad(dv_ind) || !bdfid)
         return RSMI_STATUS_INVALID_ARGS;
-    *bdfid = (uint64_t)(0x10 + dv_ind) << 8;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    if (fk.cpx > 1)
+        *bdfid = (uint64_t)(0x10 + dv_ind / fk.cpx) << 8 | (uint64_t)(dv_ind % fk.cpx) << 28;
+    else
+        *bdfid = (uint64_t)(0x10 + dv_ind) << 8;
     return RSMI_STATUS_SUCCESS;
 }
 
@@ -264,7 +308,9 @@ rsmi_status_t rsmi_dev_energy_count_get(uint32_t dv_ind, uint64_t *power, float 
 {
     if (bad(dv_ind) || !power || !counter_resolution || !timestamp)
         return RSMI_STATUS_INVALID_ARGS;
-    if (fk.ns_energy)
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    if (fk.ns_energy || no_power(dv_ind))
         return RSMI_STATUS_NOT_SUPPORTED;
     struct timespec bt;
     clock_gettime(CLOCK_BOOTTIME, &bt);
@@ -278,21 +324,27 @@ rsmi_status_t rsmi_dev_power_ave_get(uint32_t dv_ind, uint32_t sensor_ind, uint6
 {
     if (bad(dv_ind) || sensor_ind != 0 || !power)
         return RSMI_STATUS_INVALID_ARGS;
-    if (fk.ns_power)
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    if (fk.ns_power || no_power(dv_ind))
         return RSMI_STATUS_NOT_SUPPORTED;
     *power = (uint64_t)llround(power_w(dv_ind, now_s()) * 1e6);
     return RSMI_STATUS_SUCCESS;
 }
 
+#ifndef FAKE_RSMI_523
 rsmi_status_t rsmi_dev_current_socket_power_get(uint32_t dv_ind, uint64_t *socket_power)
 {
     if (bad(dv_ind) || !socket_power)
         return RSMI_STATUS_INVALID_ARGS;
-    if (fk.ns_power || !fk.socket)
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    if (fk.ns_power || !fk.socket || no_power(dv_ind))
         return RSMI_STATUS_NOT_SUPPORTED;
     *socket_power = (uint64_t)llround(power_w(dv_ind, now_s()) * 1e6);
     return RSMI_STATUS_SUCCESS;
 }
+#endif
 
 rsmi_status_t rsmi_dev_temp_metric_get(uint32_t dv_ind, uint32_t sensor_type,
                                        rsmi_temperature_metric_t metric, int64_t *temperature)
@@ -300,6 +352,8 @@ rsmi_status_t rsmi_dev_temp_metric_get(uint32_t dv_ind, uint32_t sensor_type,
     static const int64_t base_c[] = {40, 55, 60};
     if (bad(dv_ind) || !temperature || metric != RSMI_TEMP_CURRENT || sensor_type > 2)
         return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
     if (fk.ns_temp)
         return RSMI_STATUS_NOT_SUPPORTED;
     *temperature = (base_c[sensor_type] + dv_ind) * 1000;
@@ -310,6 +364,8 @@ rsmi_status_t rsmi_dev_busy_percent_get(uint32_t dv_ind, uint32_t *busy_percent)
 {
     if (bad(dv_ind) || !busy_percent)
         return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
     if (fk.ns_busy)
         return RSMI_STATUS_NOT_SUPPORTED;
     double p = fk.base + fk.amp * sin(2 * M_PI * (now_s() - fk.t0) / fk.period + dv_ind);
@@ -322,6 +378,8 @@ rsmi_status_t rsmi_dev_power_cap_get(uint32_t dv_ind, uint32_t sensor_ind, uint6
 {
     if (bad(dv_ind) || sensor_ind != 0 || !cap)
         return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
     if (fk.ns_cap)
         return RSMI_STATUS_NOT_SUPPORTED;
     *cap = 500000000u;
@@ -333,6 +391,8 @@ rsmi_status_t rsmi_dev_power_cap_range_get(uint32_t dv_ind, uint32_t sensor_ind,
 {
     if (bad(dv_ind) || sensor_ind != 0 || !max || !min)
         return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
     if (fk.ns_cap)
         return RSMI_STATUS_NOT_SUPPORTED;
     *max = 560000000u;

@@ -454,3 +454,82 @@ WT_TEST(a_failing_init_is_absent_for_init_error_else_an_error)
     WT_EQ_INT(open_rc(&err), -ENOENT);
     WT_CONTAINS(err.msg, "sees no AMD GPU");
 }
+
+WT_TEST(an_mi300x_in_cpx_mode_publishes_power_and_energy_on_partition_0)
+{
+    setenv("FAKE_RSMI_GPUS", "8", 1);
+    setenv("FAKE_RSMI_CPX", "4", 1);
+    const char *m = "AMD Instinct MI300X";
+    void *st = open_ok(100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 8);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_W), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 2);
+    char l[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(l, sizeof l, "gpu", "4", "uuid", "AMD-00c0ffee00000001", "model", m, NULL),
+              0);
+    WT_ASSERT(!isnan(reading_value(&b, WT_M_GPU_ENERGY_J, l)));
+    WT_EQ_INT(wt_labels(l, sizeof l, "gpu", "6", "uuid", "AMD-00c0ffee00000001-2", "model", m,
+                        "vendor", "amd", "pci_bus_id", "0000:11:00.0", "package", "4", "partition",
+                        "2", NULL),
+              0);
+    WT_NEAR(reading_value(&b, WT_M_GPU_INFO, l), 1, 0);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
+
+WT_TEST(a_5_2_3_library_without_socket_power_reads_the_average)
+{
+    char path[PATH_MAX];
+    if (!realpath(wt_test_build_path("tests/fakes/5.2.3/librocm_smi64.so.1"), path))
+        wt_test_fail(__FILE__, __LINE__, "the 5.2.3 fake is not built: run make first");
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_SOCKET_POWER", "1", 1);
+    setenv("FAKE_RSMI_POWER", "250,0,7", 1);
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    setenv("WATTAGE_ROCM_SMI_LIBRARY", path, 1);
+    int saved = log_begin();
+    WT_EQ_INT(wt_amd_collector.open(&cfg, &st, &err), 0);
+    log_end(saved);
+    WT_EQ_INT(logged("amd: 2 GPUs in 2 packages", "power=average"), 1);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_W, 0), 250, 1e-6);
+    WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, 0)));
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
+
+WT_TEST(a_gpu_that_stops_answering_is_down_alone_and_comes_back)
+{
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_LOST", "1:0.4:0.9", 1);
+    set_t0_now();
+    int saved = log_begin();
+    void *st = open_ok(100);
+    struct wt_batch b = {0};
+    int downs = 0, up0 = 0, polls = 0;
+    int64_t deadline = wt_now_mono_ns();
+    for (; polls < 14; polls++) {
+        deadline += 100 * WT_NS_PER_MS;
+        wt_sleep_until_mono(deadline);
+        poll_ok(st, &b);
+        downs += value(&b, WT_M_GPU_UP, 1) == 0;
+        up0 += value(&b, WT_M_GPU_UP, 0) == 1;
+    }
+    log_end(saved);
+    WT_ASSERT(downs >= 2);
+    WT_EQ_INT(up0, polls);
+    WT_NEAR(value(&b, WT_M_GPU_UP, 1), 1, 0);
+    WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, 1)));
+    WT_NEAR(value(&b, WT_M_GPU_ENERGY_GAPS, 1), 1, 0);
+    WT_EQ_INT(logged("gpu=1", "stopped answering"), 1);
+    WT_EQ_INT(logged("gpu=1", "answers again"), 1);
+    WT_EQ_INT(logged("energy counter", NULL), 0);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
