@@ -180,7 +180,7 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
     if (!c->have) {
         c->have = true;
         c->last_raw = raw;
-        c->last_ts = ts_ns;
+        c->last_ts = c->moved_ts = ts_ns;
         return WT_ROCM_OK;
     }
     if (raw < c->last_raw)
@@ -188,10 +188,14 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
     bool fresh = ts_ns == 0 || ts_ns != c->last_ts;
     /* A tick that drew at least 0.1 J moves a 15 µJ counter by thousands of counts. */
     if (raw == c->last_raw && fresh && power_j > 0.1) {
-        if (++c->still >= WT_ROCM_FROZEN_TICKS)
+        /* and for a second of the library's own time, where it stamps its readings: a firmware
+         * that refreshes its accumulator less often than fast ticks is not frozen */
+        if (++c->still >= WT_ROCM_FROZEN_TICKS &&
+            (ts_ns == 0 || ts_ns - c->moved_ts >= WT_ROCM_FROZEN_NS))
             return WT_ROCM_FROZEN;
     } else if (raw != c->last_raw) {
         c->still = 0;
+        c->moved_ts = ts_ns;
     }
     if (power_j >= 0) {
         c->counter_j += (double)(raw - c->last_raw) * uj_per_count / 1e6;

@@ -26,9 +26,10 @@
  * caps, so sum(rate(energy)) over a node is the packages' power.
  *
  * Counter check: the accumulator is compared with power x time at every tick. A counter that
- * stops while the package draws power (WT_ROCM_FROZEN_TICKS ticks in a row), goes backwards
- * (driver reload), or disagrees with power x time by more than 10x is dropped for the life of
- * the collector and said once (warn); the package's energy is then the integrated series alone.
+ * stops while the package draws power (WT_ROCM_FROZEN_TICKS ticks in a row and a second of the
+ * library's time), goes backwards (driver reload, or a 32-bit accumulator's wrap), or disagrees
+ * with power x time by more than 10x over WT_ROCM_CHECK_MIN_J is dropped for the life of the
+ * collector and said once (warn); the package's energy is then the integrated series alone.
  */
 #ifndef WT_ROCM_H
 #define WT_ROCM_H
@@ -73,7 +74,12 @@ void wt_rocm_group(const struct wt_rocm_ident *ids, size_t n, unsigned int *prim
 
 /* The counter check of one package. Zero-initialise. */
 #define WT_ROCM_FROZEN_TICKS 3
-#define WT_ROCM_CHECK_MIN_J 20.0 /* power x time before a ratio is judged */
+#define WT_ROCM_FROZEN_NS 1000000000LL /* and this long in the library's stamps */
+/*
+ * Power x time before a ratio is judged: an average power lags a step by up to its window (about
+ * a second), 700 J at worst on an MI300X; over 2000 J that cannot move the ratio past 10x.
+ */
+#define WT_ROCM_CHECK_MIN_J 2000.0
 enum wt_rocm_verdict {
     WT_ROCM_OK,          /* counting (or too early to say) */
     WT_ROCM_FROZEN,      /* unchanged for WT_ROCM_FROZEN_TICKS ticks that drew power */
@@ -83,6 +89,7 @@ enum wt_rocm_verdict {
 struct wt_rocm_check {
     bool have;
     uint64_t last_raw, last_ts;
+    uint64_t moved_ts;         /* the library's stamp when the counter last moved */
     unsigned int still;        /* ticks in a row without a change while drawing power */
     double counter_j, power_j; /* since the last judged window */
 };

@@ -223,13 +223,22 @@ WT_TEST(a_counter_that_stops_while_power_is_drawn_is_frozen_on_the_third_tick)
 {
     struct wt_rocm_check c = {0};
     double uj = 1e6 / 65536.0;
-    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 10, uj, -1), WT_ROCM_OK);
+    const uint64_t s = 1000000000u; /* the library's stamps, ns */
+    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 10 * s, uj, -1), WT_ROCM_OK);
     /* the driver served its cached table again (same stamp): not frozen */
     for (int i = 0; i < 5; i++)
-        WT_EQ_INT(wt_rocm_check_step(&c, 5000, 10, uj, 40.0), WT_ROCM_OK);
-    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 11, uj, 40.0), WT_ROCM_OK);
-    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 12, uj, 40.0), WT_ROCM_OK);
-    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 13, uj, 40.0), WT_ROCM_FROZEN);
+        WT_EQ_INT(wt_rocm_check_step(&c, 5000, 10 * s, uj, 40.0), WT_ROCM_OK);
+    /* three fast ticks within a second of the last move: a slow firmware, not frozen yet */
+    for (int i = 1; i <= 4; i++)
+        WT_EQ_INT(wt_rocm_check_step(&c, 5000, 10 * s + i * s / 10, uj, 4.0), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&c, 5000, 11 * s, uj, 40.0), WT_ROCM_FROZEN);
+
+    /* without stamps, three ticks are enough */
+    struct wt_rocm_check d = {0};
+    WT_EQ_INT(wt_rocm_check_step(&d, 5000, 0, uj, -1), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&d, 5000, 0, uj, 40.0), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&d, 5000, 0, uj, 40.0), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&d, 5000, 0, uj, 40.0), WT_ROCM_FROZEN);
 }
 
 WT_TEST(a_counter_that_goes_back_or_disagrees_tenfold_is_refused)
@@ -242,11 +251,20 @@ WT_TEST(a_counter_that_goes_back_or_disagrees_tenfold_is_refused)
     struct wt_rocm_check d = {0};
     uint64_t raw = 0;
     WT_EQ_INT(wt_rocm_check_step(&d, raw, 1, uj, -1), WT_ROCM_OK);
-    /* 100x what power says: judged once 20 J of power x time are in */
-    raw += 65536ull * 1000;
-    WT_EQ_INT(wt_rocm_check_step(&d, raw, 2, uj, 10.0), WT_ROCM_OK);
-    raw += 65536ull * 1000;
-    WT_EQ_INT(wt_rocm_check_step(&d, raw, 3, uj, 10.0), WT_ROCM_IMPLAUSIBLE);
+    /* 11x what power says: judged once WT_ROCM_CHECK_MIN_J of power x time are in */
+    raw += 65536ull * 11000;
+    WT_EQ_INT(wt_rocm_check_step(&d, raw, 2, uj, 1000.0), WT_ROCM_OK);
+    raw += 65536ull * 11000;
+    WT_EQ_INT(wt_rocm_check_step(&d, raw, 3, uj, 1000.0), WT_ROCM_IMPLAUSIBLE);
+    /* a lagging average over a power step (30 W to 700 W) is not refused */
+    struct wt_rocm_check e = {0};
+    raw = 0;
+    WT_EQ_INT(wt_rocm_check_step(&e, raw, 1, uj, -1), WT_ROCM_OK);
+    for (int i = 0; i < 30; i++) {
+        raw += 65536ull * 70;                   /* 700 W x 0.1 s */
+        double p = i < 10 ? 3.0 + i * 6.7 : 70; /* the average catches up over a second */
+        WT_EQ_INT(wt_rocm_check_step(&e, raw, 2 + (uint64_t)i, uj, p), WT_ROCM_OK);
+    }
 }
 
 /* ---- the collector against the fake ---- */
@@ -376,7 +394,8 @@ static void falls_back(const char *knob, unsigned int dev, const char *said)
     int64_t t_first = poll_ok(st, &b);
     WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, dev)));
     double i0 = value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, dev);
-    int64_t t_last = poll_for(st, &b, 100, 15);
+    /* frozen: three ticks and a second of the library's time after 0.5 s */
+    int64_t t_last = poll_for(st, &b, 100, 25);
     log_end(saved);
     WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, dev)));
     WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, 1 - dev)));
