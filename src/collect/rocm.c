@@ -183,8 +183,18 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
         c->last_ts = c->moved_ts = ts_ns;
         return WT_ROCM_OK;
     }
-    if (raw < c->last_raw)
-        return WT_ROCM_BACKWARDS;
+    uint64_t delta = raw - c->last_raw;
+    bool wrapped = false;
+    if (raw < c->last_raw) {
+        /* The SMU 11 tables (MI100) keep a 32-bit accumulator: 2^32 counts, 65536 J, about two
+         * minutes at 500 W. A decrease is taken for its wrap only where both readings fit 32
+         * bits and the wrapped step is what power x time says; else it is a reset. */
+        delta = raw + ((uint64_t)1 << 32) - c->last_raw;
+        double dj = (double)delta * uj_per_count / 1e6;
+        if (c->last_raw > UINT32_MAX || power_j < 0 || fabs(dj - power_j) > 0.5 * power_j + 5.0)
+            return WT_ROCM_BACKWARDS;
+        wrapped = true;
+    }
     bool fresh = ts_ns == 0 || ts_ns != c->last_ts;
     /* A tick that drew at least 0.1 J moves a 15 µJ counter by thousands of counts. */
     if (raw == c->last_raw && fresh && power_j > 0.1) {
@@ -198,7 +208,7 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
         c->moved_ts = ts_ns;
     }
     if (power_j >= 0) {
-        c->counter_j += (double)(raw - c->last_raw) * uj_per_count / 1e6;
+        c->counter_j += (double)delta * uj_per_count / 1e6;
         c->power_j += power_j;
         /* Judged where the counter moved: a stopped one is the frozen rule's, and a cached
          * table catches up at its next refresh. */
@@ -211,7 +221,7 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
     }
     c->last_raw = raw;
     c->last_ts = ts_ns;
-    return WT_ROCM_OK;
+    return wrapped ? WT_ROCM_WRAPPED : WT_ROCM_OK;
 }
 
 /* ---- the library ---- */
@@ -437,7 +447,7 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
         return rc;
     enum wt_rocm_verdict vd =
         wt_rocm_check_step(&d->check, d->raw, d->raw_ts, d->uj_per_count, power_j);
-    if (vd != WT_ROCM_OK) {
+    if (vd != WT_ROCM_OK && vd != WT_ROCM_WRAPPED) {
         d->counter_ok = false;
         wt_warn(MOD,
                 "energy counter %s gpu=%u uuid=%s: its energy is integrated from power from now "
@@ -445,8 +455,9 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
                 verdict_text(vd), d->index, d->uuid);
         return rc;
     }
-    /* Modulus 0: the Instinct accumulators are 64-bit; a decrease was refused above. */
-    if (wt_energy_counter_update(&d->counter, t_ns, d->raw, 0, 0) == WT_DELTA_FIRST)
+    /* Modulus 0 but for a 32-bit wrap the check accepted: any other decrease was refused. */
+    uint64_t modulus = vd == WT_ROCM_WRAPPED ? (uint64_t)1 << 32 : 0;
+    if (wt_energy_counter_update(&d->counter, t_ns, d->raw, modulus, 0) == WT_DELTA_FIRST)
         d->first_raw = d->raw;
     rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
               (double)(d->first_raw + d->counter.total_raw) * d->uj_per_count / 1e6);

@@ -82,6 +82,7 @@ void wt_rocm_group(const struct wt_rocm_ident *ids, size_t n, unsigned int *prim
 #define WT_ROCM_CHECK_MIN_J 2000.0
 enum wt_rocm_verdict {
     WT_ROCM_OK,          /* counting (or too early to say) */
+    WT_ROCM_WRAPPED,     /* counting: a 32-bit accumulator wrapped (modulus 2^32) */
     WT_ROCM_FROZEN,      /* unchanged for WT_ROCM_FROZEN_TICKS ticks that drew power */
     WT_ROCM_BACKWARDS,   /* smaller than the last reading */
     WT_ROCM_IMPLAUSIBLE, /* counter / (power x time) outside [0.1, 10] */
@@ -98,7 +99,7 @@ struct wt_rocm_check {
  * uj_per_count its resolution, power_j the energy power x time gives since the previous tick
  * (the trapezoid of the power readings; < 0 when unknown). A tick whose stamp did not move
  * (the driver served its cached table again) is not counted as frozen. Returns the verdict;
- * once it is not OK the caller stops using the counter.
+ * once it is neither OK nor WRAPPED the caller stops using the counter.
  */
 enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, uint64_t ts_ns,
                                         double uj_per_count, double power_j);

@@ -26,12 +26,14 @@
  *   FAKE_RSMI_FROZEN=g:at[,…]   from T0+at, device g's accumulator keeps its value (its timestamp
  *                               and power go on): the counter seen frozen on ROCm 6.0.x / MI100
  *   FAKE_RSMI_RESET=g:at[,…]    device g's accumulator restarts from 0 at T0+at (driver reload)
+ *   FAKE_RSMI_ENERGY_OFFSET=N   the accumulator's start, counts (default 2^32)
+ *   FAKE_RSMI_COUNTER_BITS=32   a 32-bit accumulator (SMU 11, MI100) that wraps at 2^32 counts
  *   FAKE_RSMI_NOT_SUPPORTED=LIST any of energy,power,temperature,busy,cap: NOT_SUPPORTED on every
  *                               device
  *   FAKE_RSMI_INIT_FAIL=N       rsmi_init returns N (8: RSMI_STATUS_INIT_ERROR)
  *
  * The accumulator counts the hardware's unit, 2^-16 J, from an offset of 2^32 counts:
- *   counter = 2^32 + floor(65536 * integral of P_i from T0 to now)
+ *   counter = offset + floor(65536 * integral of P_i from T0 to now)   [mod 2^bits]
  * and rsmi_dev_energy_count_get reports the library's resolution, 15.3 µJ, with a timestamp in
  * ns of CLOCK_BOOTTIME, as the real library does. Unique ids are 0x00c0ffee00000000 + package,
  * PCI ids domain 0, bus 0x10 + i, device 0, function 0. Temperatures (millidegrees): edge 40+i,
@@ -68,7 +70,8 @@ static struct {
     unsigned int n;
     char model[128];
     double t0, base, amp, period;
-    bool socket, mi250x;
+    bool socket, mi250x, bits32;
+    uint64_t offset;
     unsigned int cpx;
     bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap;
     struct event frozen[MAX_EVENTS], reset[MAX_EVENTS], lost[MAX_EVENTS];
@@ -123,6 +126,9 @@ static void configure(void)
     fk.socket = env_double("FAKE_RSMI_SOCKET_POWER", 0) != 0;
     fk.mi250x = env_double("FAKE_RSMI_MI250X", 0) != 0;
     fk.cpx = (unsigned int)env_double("FAKE_RSMI_CPX", 0);
+    fk.bits32 = env_double("FAKE_RSMI_COUNTER_BITS", 64) == 32;
+    const char *off = getenv("FAKE_RSMI_ENERGY_OFFSET");
+    fk.offset = off && *off ? strtoull(off, NULL, 0) : (uint64_t)1 << 32;
     const char *m = getenv("FAKE_RSMI_MODEL");
     snprintf(fk.model, sizeof fk.model, "%s",
              m && *m     ? m
@@ -188,9 +194,10 @@ __attribute__((unused)) static uint64_t accumulator(unsigned int dev, double t)
         t = fk.t0 + f->at;
     const struct event *r = find(fk.reset, fk.nreset, dev, t);
     double from = r ? fk.t0 + r->at : fk.t0;
-    uint64_t off = r ? 0 : (uint64_t)1 << 32;
+    uint64_t off = r ? 0 : fk.offset;
     double e = fake_rsmi_exact_energy_j(dev, from, t);
-    return off + (uint64_t)floor(65536.0 * (e > 0 ? e : 0));
+    uint64_t v = off + (uint64_t)floor(65536.0 * (e > 0 ? e : 0));
+    return fk.bits32 ? v & UINT32_MAX : v;
 }
 
 #ifndef FAKE_ROCM_TOOL

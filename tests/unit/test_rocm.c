@@ -269,6 +269,24 @@ WT_TEST(a_counter_that_goes_back_or_disagrees_tenfold_is_refused)
 
 /* ---- the collector against the fake ---- */
 
+WT_TEST(a_32_bit_accumulator_wraps_where_power_says_so_else_it_went_back)
+{
+    double uj = 1e6 / 65536.0;
+    uint64_t top = ((uint64_t)1 << 32) - 65536 * 10; /* 10 J before the wrap */
+    struct wt_rocm_check c = {0};
+    WT_EQ_INT(wt_rocm_check_step(&c, top, 1, uj, -1), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&c, 65536 * 30, 2, uj, 40.0), WT_ROCM_WRAPPED);
+    WT_EQ_INT(wt_rocm_check_step(&c, 65536 * 70, 3, uj, 40.0), WT_ROCM_OK);
+    /* the same step with power x time saying 400 J: a reset */
+    struct wt_rocm_check d = {0};
+    WT_EQ_INT(wt_rocm_check_step(&d, top, 1, uj, -1), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&d, 65536 * 30, 2, uj, 400.0), WT_ROCM_BACKWARDS);
+    /* above 32 bits no decrease is a wrap */
+    struct wt_rocm_check e = {0};
+    WT_EQ_INT(wt_rocm_check_step(&e, (uint64_t)1 << 33, 1, uj, -1), WT_ROCM_OK);
+    WT_EQ_INT(wt_rocm_check_step(&e, 65536 * 30, 2, uj, 40.0), WT_ROCM_BACKWARDS);
+}
+
 WT_TEST(eight_gpus_give_every_reading_with_labels_and_vendor_amd)
 {
     setenv("FAKE_RSMI_GPUS", "8", 1);
@@ -550,5 +568,36 @@ WT_TEST(a_gpu_that_stops_answering_is_down_alone_and_comes_back)
     WT_EQ_INT(logged("gpu=1", "answers again"), 1);
     WT_EQ_INT(logged("energy counter", NULL), 0);
     wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
+
+WT_TEST(a_32_bit_counter_that_wraps_keeps_the_exact_energy)
+{
+    char off[64];
+    setenv("FAKE_RSMI_GPUS", "1", 1);
+    setenv("FAKE_RSMI_POWER", "400,150,2", 1);
+    setenv("FAKE_RSMI_COUNTER_BITS", "32", 1);
+    /* 600 J before the wrap: about 1.5 s in */
+    snprintf(off, sizeof off, "%llu", (1ull << 32) - 65536ull * 600);
+    setenv("FAKE_RSMI_ENERGY_OFFSET", off, 1);
+    set_t0_now();
+    int saved = log_begin();
+    void *st = open_ok(200);
+    void *h;
+    exact_energy_fn *exact = exact_fn(&h);
+    struct wt_batch b = {0};
+    int64_t t_first = poll_ok(st, &b);
+    double c0 = value(&b, WT_M_GPU_ENERGY_J, 0);
+    int64_t t_last = poll_for(st, &b, 200, 15);
+    log_end(saved);
+    double c = value(&b, WT_M_GPU_ENERGY_J, 0) - c0;
+    double ex = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
+    printf("# over %.3f s: counter %.3f J, exact %.3f J\n",
+           (double)(t_last - t_first) / WT_NS_PER_S, c, ex);
+    WT_ASSERT(ex > 700);
+    WT_NEAR(c, ex, 1.0);
+    WT_EQ_INT(logged("energy counter", NULL), 0);
+    wt_batch_free(&b);
+    dlclose(h);
     wt_amd_collector.close(st);
 }
