@@ -49,6 +49,8 @@ struct rsmi_fns {
     wt_rsmi_u32_fn *busy;
     wt_rsmi_sensor_u64_fn *cap;
     wt_rsmi_cap_range_fn *cap_range;
+    wt_rsmi_u64_fn *ecc_enabled;
+    wt_rsmi_ecc_count_fn *ecc_count;
 };
 
 _Static_assert(sizeof(void *) == sizeof(wt_rsmi_init_fn *), "dlsym results must fit");
@@ -77,6 +79,8 @@ static const struct {
     SYM(busy, false, "rsmi_dev_busy_percent_get"),
     SYM(cap, false, "rsmi_dev_power_cap_get"),
     SYM(cap_range, false, "rsmi_dev_power_cap_range_get"),
+    SYM(ecc_enabled, false, "rsmi_dev_ecc_enabled_get"),
+    SYM(ecc_count, false, "rsmi_dev_ecc_count_get"),
 #undef SYM
 };
 #define N_SYMBOLS (sizeof symbols / sizeof symbols[0])
@@ -91,6 +95,7 @@ enum feature {
     F_MEMTEMP,
     F_BUSY,
     F_CAP,
+    F_ECC,
 };
 
 struct dev {
@@ -107,6 +112,7 @@ struct dev {
     uint32_t unsupported;            /* 1 << enum feature */
     bool have_range;
     double cap_min_w, cap_max_w;
+    uint64_t ecc_blocks; /* the blocks with ECC enabled that answer their counts */
     /* package energy, on the primary */
     bool counter_ok; /* false once the check failed: integration alone */
     struct wt_energy_counter counter;
@@ -296,6 +302,10 @@ static void identify(struct rocm_state *s, struct dev *d)
         d->cap_max_w = (double)max_uw / 1e6;
     }
     d->unsupported &= ~(1u << F_CAP); /* the range missing says nothing of the cap itself */
+    uint64_t mask = 0;
+    if (s->fn.ecc_enabled && s->fn.ecc_count &&
+        s->fn.ecc_enabled(d->index, &mask) == RSMI_STATUS_SUCCESS)
+        d->ecc_blocks = mask & WT_RSMI_GPU_BLOCKS;
 }
 
 /* Labels, once the packages are known: the uuid names the package and the member. */
@@ -332,7 +342,8 @@ static void build_labels(struct rocm_state *s, struct dev *d)
 /* ---- polling ---- */
 
 struct sample {
-    bool have_power, have_edge, have_junction, have_mem, have_busy, have_cap;
+    bool have_power, have_edge, have_junction, have_mem, have_busy, have_cap, have_ecc;
+    uint64_t ecc[2]; /* corrected, uncorrected: summed over the blocks */
     double power_w;
     int64_t edge_mc, junction_mc, mem_mc; /* raw: millidegrees Celsius */
     uint32_t busy_pct;
@@ -395,6 +406,26 @@ static void sample_dev(struct rocm_state *s, struct dev *d, struct sample *v, un
     if (s->fn.cap && want(d, F_CAP))
         v->have_cap =
             check(s, d, F_CAP, s->fn.cap(i, 0, &v->cap_uw), "rsmi_dev_power_cap_get", failed);
+    for (uint64_t blk = 1; blk & WT_RSMI_GPU_BLOCKS; blk <<= 1) {
+        if (!(d->ecc_blocks & blk))
+            continue;
+        wt_rsmi_error_count_buf buf = {0};
+        rsmi_status_t r = s->fn.ecc_count(i, blk, &buf.ec);
+        if (r == RSMI_STATUS_SUCCESS) {
+            v->have_ecc = true;
+            v->ecc[0] += buf.ec.correctable_err;
+            v->ecc[1] += buf.ec.uncorrectable_err;
+        } else if (r == RSMI_STATUS_NOT_SUPPORTED || r == RSMI_STATUS_PERMISSION ||
+                   r == RSMI_STATUS_NOT_YET_IMPLEMENTED) {
+            /* enabled but no kernel counter for it (the header says this happens) */
+            d->ecc_blocks &= ~blk;
+        } else {
+            /* a sum with a block missing would go back: none this tick */
+            check(s, d, F_ECC, r, "rsmi_dev_ecc_count_get", failed);
+            v->have_ecc = false;
+            break;
+        }
+    }
 }
 
 static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
@@ -488,6 +519,15 @@ static int emit(struct rocm_state *s, struct dev *d, const struct sample *v, int
     if (d->have_range) {
         rc |= add(out, WT_M_GPU_POWER_LIMIT_MIN_W, l, t_ns, d->cap_min_w);
         rc |= add(out, WT_M_GPU_POWER_LIMIT_MAX_W, l, t_ns, d->cap_max_w);
+    }
+    /* amdgpu's RAS counters live from driver load to unload: NVML's "volatile" */
+    for (int k = 0; v->have_ecc && k < 2; k++) {
+        char el[WT_LABELS_LEN];
+        memcpy(el, l, sizeof el);
+        if (wt_labels_add(el, sizeof el, "type", k ? "uncorrected" : "corrected") ||
+            wt_labels_add(el, sizeof el, "counter", "volatile"))
+            continue;
+        rc |= add(out, WT_M_GPU_ECC_ERRORS, el, t_ns, (double)v->ecc[k]);
     }
     return rc;
 }
@@ -646,8 +686,8 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
         struct dev *d = &s->devs[i];
         struct sample v = {0};
         sample_dev(s, d, &v, &failed[i]);
-        bool any = v.have_power || v.have_edge || v.have_junction || v.have_mem || v.have_busy ||
-                   v.have_cap || d->have_raw;
+        bool any = v.have_ecc || v.have_power || v.have_edge || v.have_junction || v.have_mem ||
+                   v.have_busy || v.have_cap || d->have_raw;
         bool was_up = d->up;
         /* Down only when calls failed and none answered. */
         d->up = any || failed[i] == 0;

@@ -12,7 +12,9 @@
  *   (rsmi_dev_current_socket_power_get where the library has it and the GPU answers, else
  *   rsmi_dev_power_ave_get), wattage_gpu_temperature_celsius{sensor="edge"|"junction"},
  *   wattage_gpu_memory_temperature_celsius, wattage_gpu_utilization_ratio (busy percent),
- *   wattage_gpu_power_limit_watts and its _min/_max, and energy:
+ *   wattage_gpu_power_limit_watts and its _min/_max,
+ *   wattage_gpu_ecc_errors_total{type=corrected|uncorrected,counter="volatile"} (the blocks
+ *   rsmi_dev_ecc_enabled_get names, summed; amdgpu's counters since the driver loaded), and energy:
  *     wattage_gpu_energy_joules_total            the package's accumulator (counter x
  *         resolution), only while it passes the checks below;
  *     wattage_gpu_energy_integrated_joules_total the package's power integrated by wattage;

@@ -60,6 +60,23 @@ typedef enum { RSMI_TEMP_CURRENT = 0 } rsmi_temperature_metric_t;
 #define WT_RSMI_BDF_FUNC(b) ((unsigned int)((b)&0x7u))
 #define WT_RSMI_BDF_PARTITION(b) ((unsigned int)(((b) >> 28) & 0xfu))
 
+/*
+ * rsmi_error_count_t as 5.2.3 has it: two counters. Later releases may append fields, so the
+ * caller passes wt_rsmi_error_count_buf (room to spare, zeroed) and reads the first two.
+ */
+typedef struct {
+    uint64_t correctable_err;
+    uint64_t uncorrectable_err;
+} wt_rsmi_error_count_t;
+typedef union {
+    wt_rsmi_error_count_t ec;
+    uint64_t spare[16];
+} wt_rsmi_error_count_buf;
+
+/* rsmi_gpu_block_t: one bit per block, UMC (0x1) to FUSE (0x2000); a 64-bit enum (its RESERVED
+ * member is 0x8000000000000000), so passed as uint64_t. */
+#define WT_RSMI_GPU_BLOCKS 0x3fffull
+
 /* One type per entry point; the fake defines its exports with these. */
 typedef rsmi_status_t wt_rsmi_init_fn(uint64_t init_flags);
 typedef rsmi_status_t wt_rsmi_shut_down_fn(void);
@@ -77,6 +94,9 @@ typedef rsmi_status_t wt_rsmi_sensor_u64_fn(uint32_t dv_ind, uint32_t sensor_ind
 /* rsmi_dev_power_cap_range_get: µW, maximum first */
 typedef rsmi_status_t wt_rsmi_cap_range_fn(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *max,
                                            uint64_t *min);
+/* rsmi_dev_ecc_count_get: counts of one block since the driver loaded (amdgpu's RAS counters) */
+typedef rsmi_status_t wt_rsmi_ecc_count_fn(uint32_t dv_ind, uint64_t block,
+                                           wt_rsmi_error_count_t *ec);
 /* rsmi_dev_temp_metric_get: millidegrees Celsius */
 typedef rsmi_status_t wt_rsmi_temp_fn(uint32_t dv_ind, uint32_t sensor_type,
                                       rsmi_temperature_metric_t metric, int64_t *temperature);

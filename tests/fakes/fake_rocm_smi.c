@@ -30,6 +30,9 @@
  *   FAKE_RSMI_COUNTER_BITS=32   a 32-bit accumulator (SMU 11, MI100) that wraps at 2^32 counts
  *   FAKE_RSMI_NOT_SUPPORTED=LIST any of energy,power,temperature,busy,cap: NOT_SUPPORTED on every
  *                               device
+ *   FAKE_RSMI_ECC=g:ce:ue[,…]    device g's UMC block counts ce corrected and ue uncorrected ECC
+ *                               errors (others 0); ECC is enabled on UMC, SDMA and GFX, and SDMA
+ *                               has no counter (NOT_SUPPORTED, as the header allows)
  *   FAKE_RSMI_INIT_FAIL=N       rsmi_init returns N (8: RSMI_STATUS_INIT_ERROR)
  *
  * The accumulator counts the hardware's unit, 2^-16 J, from an offset of 2^32 counts:
@@ -74,8 +77,8 @@ static struct {
     uint64_t offset;
     unsigned int cpx;
     bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap;
-    struct event frozen[MAX_EVENTS], reset[MAX_EVENTS], lost[MAX_EVENTS];
-    size_t nfrozen, nreset, nlost;
+    struct event frozen[MAX_EVENTS], reset[MAX_EVENTS], lost[MAX_EVENTS], ecc[MAX_EVENTS];
+    size_t nfrozen, nreset, nlost, necc;
 } fk;
 
 double fake_rsmi_exact_energy_j(unsigned int dev, double t_from, double t_to);
@@ -145,6 +148,8 @@ static void configure(void)
     fk.nfrozen = parse_events("FAKE_RSMI_FROZEN", fk.frozen);
     fk.nreset = parse_events("FAKE_RSMI_RESET", fk.reset);
     fk.nlost = parse_events("FAKE_RSMI_LOST", fk.lost);
+    /* g:ce:ue read as dev, at, to */
+    fk.necc = parse_events("FAKE_RSMI_ECC", fk.ecc);
 }
 
 /* Devices per package. */
@@ -237,6 +242,33 @@ wt_rsmi_sensor_u64_fn rsmi_dev_power_ave_get, rsmi_dev_power_cap_get;
 wt_rsmi_cap_range_fn rsmi_dev_power_cap_range_get;
 wt_rsmi_temp_fn rsmi_dev_temp_metric_get;
 wt_rsmi_u32_fn rsmi_dev_busy_percent_get;
+wt_rsmi_u64_fn rsmi_dev_ecc_enabled_get;
+wt_rsmi_ecc_count_fn rsmi_dev_ecc_count_get;
+
+rsmi_status_t rsmi_dev_ecc_enabled_get(uint32_t dv_ind, uint64_t *enabled_blocks)
+{
+    if (bad(dv_ind) || !enabled_blocks)
+        return RSMI_STATUS_INVALID_ARGS;
+    *enabled_blocks = 0x7; /* UMC, SDMA, GFX */
+    return RSMI_STATUS_SUCCESS;
+}
+
+rsmi_status_t rsmi_dev_ecc_count_get(uint32_t dv_ind, uint64_t block, wt_rsmi_error_count_t *ec)
+{
+    if (bad(dv_ind) || !ec)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv_ind))
+        return RSMI_STATUS_FILE_ERROR;
+    if (block == 0x2)
+        return RSMI_STATUS_NOT_SUPPORTED;
+    ec->correctable_err = ec->uncorrectable_err = 0;
+    for (size_t i = 0; block == 0x1 && i < fk.necc; i++)
+        if (fk.ecc[i].dev == dv_ind) {
+            ec->correctable_err = (uint64_t)fk.ecc[i].at;
+            ec->uncorrectable_err = isfinite(fk.ecc[i].to) ? (uint64_t)fk.ecc[i].to : 0;
+        }
+    return RSMI_STATUS_SUCCESS;
+}
 
 rsmi_status_t rsmi_init(uint64_t init_flags)
 {

@@ -320,6 +320,11 @@ WT_TEST(eight_gpus_give_every_reading_with_labels_and_vendor_amd)
         WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, i), 500, 1e-9);
         WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_MIN_W, i), 100, 1e-9);
         WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_MAX_W, i), 560, 1e-9);
+        char el[WT_LABELS_LEN];
+        dev_labels(el, sizeof el, i, "AMD Instinct MI300X", false);
+        WT_EQ_INT(wt_labels_add(el, sizeof el, "type", "corrected"), 0);
+        WT_EQ_INT(wt_labels_add(el, sizeof el, "counter", "volatile"), 0);
+        WT_NEAR(reading_value(&b, WT_M_GPU_ECC_ERRORS, el), 0, 0);
     }
     wt_batch_free(&b);
     wt_amd_collector.close(st);
@@ -599,5 +604,28 @@ WT_TEST(a_32_bit_counter_that_wraps_keeps_the_exact_energy)
     WT_EQ_INT(logged("energy counter", NULL), 0);
     wt_batch_free(&b);
     dlclose(h);
+    wt_amd_collector.close(st);
+}
+
+WT_TEST(ecc_counts_are_summed_over_the_enabled_blocks)
+{
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_ECC", "1:3:1", 1);
+    void *st = open_ok(100);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    poll_ok(st, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ECC_ERRORS), 4);
+    const char *m = "AMD Instinct MI300X";
+    char l[WT_LABELS_LEN];
+    dev_labels(l, sizeof l, 1, m, false);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "type", "uncorrected"), 0);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "counter", "volatile"), 0);
+    WT_NEAR(reading_value(&b, WT_M_GPU_ECC_ERRORS, l), 1, 0);
+    dev_labels(l, sizeof l, 1, m, false);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "type", "corrected"), 0);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "counter", "volatile"), 0);
+    WT_NEAR(reading_value(&b, WT_M_GPU_ECC_ERRORS, l), 3, 0);
+    wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
