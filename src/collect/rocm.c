@@ -126,6 +126,7 @@ struct dev {
     bool have_raw;
     uint64_t raw, raw_ts;
     struct wt_ratelimit err_rl;
+    unsigned int failed_calls; /* this tick's */
     uint64_t failed_ticks;
 };
 
@@ -351,16 +352,17 @@ struct sample {
 };
 
 /* The primaries' accumulators, back to back before any other call: one stamp for all. */
-static void read_counters(struct rocm_state *s, unsigned int *failed)
+static void read_counters(struct rocm_state *s)
 {
     for (unsigned int i = 0; i < s->n; i++) {
         struct dev *d = &s->devs[i];
         float res = 0;
         d->have_raw = false;
+        d->failed_calls = 0;
         if (d->primary != i || !d->counter_ok || !s->fn.energy || !want(d, F_ENERGY))
             continue;
         rsmi_status_t r = s->fn.energy(i, &d->raw, &res, &d->raw_ts);
-        if (!check(s, d, F_ENERGY, r, "rsmi_dev_energy_count_get", &failed[i]))
+        if (!check(s, d, F_ENERGY, r, "rsmi_dev_energy_count_get", &d->failed_calls))
             continue;
         double uj = wt_rocm_uj_per_count(res);
         if (uj <= 0) {
@@ -678,19 +680,16 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     struct rocm_state *s = state;
     int rc = 0;
     unsigned int down = 0;
-    unsigned int *failed = calloc(s->n, sizeof *failed);
-    if (!failed)
-        return wt_err_set(err, "out of memory"), -ENOMEM;
-    read_counters(s, failed);
+    read_counters(s);
     for (unsigned int i = 0; i < s->n; i++) {
         struct dev *d = &s->devs[i];
         struct sample v = {0};
-        sample_dev(s, d, &v, &failed[i]);
+        sample_dev(s, d, &v, &d->failed_calls);
         bool any = v.have_ecc || v.have_power || v.have_edge || v.have_junction || v.have_mem ||
                    v.have_busy || v.have_cap || d->have_raw;
         bool was_up = d->up;
         /* Down only when calls failed and none answered. */
-        d->up = any || failed[i] == 0;
+        d->up = any || d->failed_calls == 0;
         if (!d->up) {
             down++;
             d->failed_ticks++;
@@ -704,7 +703,6 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
         }
         rc |= emit(s, d, &v, t_ns, out);
     }
-    free(failed);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (down == s->n) {
