@@ -15,7 +15,9 @@
  *                               answers NOT_SUPPORTED, as on an ASIC without a "PPT" sensor)
  *   FAKE_RSMI_MI250X=1          devices 2k and 2k+1 are the two dies of one MI250X: the same
  *                               unique id, model "AMD Instinct MI250X"; the second die reads 0 W
- *                               and an accumulator of 0 (as the kernel's aldebaran_ppt.c does)
+ *                               and an accumulator of 0 (as the kernel's aldebaran_ppt.c does);
+ *                               FAKE_RSMI_MI250X=2: the same with a unique id per die (whether
+ *                               the dies share one is not documented)
  *   FAKE_RSMI_CPX=K             an MI300X in a compute-partition mode: devices Kp..Kp+K-1 are
  *                               partitions 0..K-1 of package p (one unique id, one PCI address,
  *                               the partition in bits [31:28] of the PCI id, as ROCm 6.2 has
@@ -73,7 +75,7 @@ static struct {
     unsigned int n;
     char model[128];
     double t0, base, amp, period;
-    bool socket, mi250x, bits32;
+    bool socket, mi250x, uid_per_die, bits32;
     uint64_t offset;
     unsigned int cpx;
     bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap;
@@ -128,6 +130,7 @@ static void configure(void)
         sscanf(p, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.socket = env_double("FAKE_RSMI_SOCKET_POWER", 0) != 0;
     fk.mi250x = env_double("FAKE_RSMI_MI250X", 0) != 0;
+    fk.uid_per_die = env_double("FAKE_RSMI_MI250X", 0) == 2;
     fk.cpx = (unsigned int)env_double("FAKE_RSMI_CPX", 0);
     fk.bits32 = env_double("FAKE_RSMI_COUNTER_BITS", 64) == 32;
     const char *off = getenv("FAKE_RSMI_ENERGY_OFFSET");
@@ -325,7 +328,7 @@ rsmi_status_t rsmi_dev_unique_id_get(uint32_t dv_ind, uint64_t *id)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
         return RSMI_STATUS_FILE_ERROR;
-    *id = 0x00c0ffee00000000ull + dv_ind / pkg_size();
+    *id = 0x00c0ffee00000000ull + (fk.uid_per_die ? dv_ind : dv_ind / pkg_size());
     return RSMI_STATUS_SUCCESS;
 }
 

@@ -629,3 +629,37 @@ WT_TEST(ecc_counts_are_summed_over_the_enabled_blocks)
     wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
+
+WT_TEST(mi250x_dies_with_their_own_unique_ids_still_count_the_package_once)
+{
+    /* Not grouped (nothing ties the dies together), but the second die reads 0 W and a still
+     * accumulator: the node's sum is the packages' energy, and 0 W is no frozen counter. */
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_MI250X", "2", 1);
+    setenv("FAKE_RSMI_POWER", "400,150,2", 1);
+    set_t0_now();
+    int saved = log_begin();
+    void *st = open_ok(100);
+    void *h;
+    exact_energy_fn *exact = exact_fn(&h);
+    const char *m = "AMD Instinct MI250X";
+    char l0[WT_LABELS_LEN], l1[WT_LABELS_LEN];
+    WT_EQ_INT(
+        wt_labels(l0, sizeof l0, "gpu", "0", "uuid", "AMD-00c0ffee00000000", "model", m, NULL), 0);
+    WT_EQ_INT(
+        wt_labels(l1, sizeof l1, "gpu", "1", "uuid", "AMD-00c0ffee00000001", "model", m, NULL), 0);
+    struct wt_batch b = {0};
+    int64_t t_first = poll_ok(st, &b);
+    double e0 = reading_value(&b, WT_M_GPU_ENERGY_J, l0) + reading_value(&b, WT_M_GPU_ENERGY_J, l1);
+    int64_t t_last = poll_for(st, &b, 100, 25);
+    log_end(saved);
+    WT_NEAR(reading_value(&b, WT_M_GPU_POWER_W, l1), 0, 0);
+    double e = reading_value(&b, WT_M_GPU_ENERGY_J, l0) + reading_value(&b, WT_M_GPU_ENERGY_J, l1);
+    double ex = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S) +
+                exact(1, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
+    WT_NEAR(e - e0, ex, 1.0);
+    WT_EQ_INT(logged("energy counter", NULL), 0);
+    wt_batch_free(&b);
+    dlclose(h);
+    wt_amd_collector.close(st);
+}
