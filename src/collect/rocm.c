@@ -24,7 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "collect/collector.h"
 #include "collect/rocm_api.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -578,6 +580,24 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
     const char *path = getenv("WATTAGE_ROCM_SMI_LIBRARY");
     if (!path || !*path)
         path = cfg && cfg->collectors.amd_library[0] ? cfg->collectors.amd_library : NULL;
+    if (!path) {
+        /*
+         * Without amdgpu's KFD topology rsmi_init can only fail, and Debian's 5.2.3 says so on
+         * stderr itself ("Failed to open drm root directory", "Exception caught") at every
+         * retry: a host without an AMD GPU is told apart here, through the sysfs root, without
+         * loading the library. A library named explicitly is always loaded.
+         */
+        char kfd[512];
+        struct stat st;
+        snprintf(kfd, sizeof kfd, "%s/sys/class/kfd/kfd/topology/nodes", wt_sysfs_root());
+        if (stat(kfd, &st) != 0) {
+            wt_err_set(err,
+                       "no AMD GPU driver (%s: no such directory); set collectors.amd.library / "
+                       "WATTAGE_ROCM_SMI_LIBRARY to load ROCm SMI anyway",
+                       kfd);
+            return -ENOENT;
+        }
+    }
     const char *why = NULL;
     for (size_t i = 0; i < (path ? 1 : sizeof names / sizeof names[0]) && !s->dl; i++) {
         const char *p = path ? path : names[i];

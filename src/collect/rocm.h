@@ -2,8 +2,10 @@
 /*
  * The AMD collector: AMD Instinct GPUs through ROCm SMI (librocm_smi64), loaded with dlopen at
  * open() so the binary runs on hosts without ROCm. The library is $WATTAGE_ROCM_SMI_LIBRARY, else
- * collectors.amd.library, else the first of WT_ROCM_LIBRARIES that loads. Nothing is ever set on
- * a GPU. Config section collectors.amd; collector and log module "amd".
+ * collectors.amd.library, else the first of WT_ROCM_LIBRARIES that loads, and that only where
+ * amdgpu's KFD topology (/sys/class/kfd/kfd/topology/nodes, under the sysfs root) exists: the
+ * library is not loaded on hosts without an AMD GPU. Nothing is ever set on a GPU. Config section
+ * collectors.amd; collector and log module "amd".
  *
  * The readings share the wattage_gpu_* families with NVIDIA's, labelled
  * gpu="<index>",uuid="AMD-<unique id, 16 hex digits>[-<n>]",model="<rsmi_dev_name_get>":

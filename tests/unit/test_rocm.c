@@ -663,3 +663,14 @@ WT_TEST(mi250x_dies_with_their_own_unique_ids_still_count_the_package_once)
     dlclose(h);
     wt_amd_collector.close(st);
 }
+
+WT_TEST(without_a_library_named_and_no_kfd_the_library_is_not_loaded)
+{
+    struct wt_err err = {{0}};
+    unsetenv("WATTAGE_ROCM_SMI_LIBRARY");
+    setenv("WATTAGE_SYSFS_ROOT", wt_test_dir(), 1);
+    WT_EQ_INT(open_rc(&err), -ENOENT);
+    WT_CONTAINS(err.msg, "no AMD GPU driver");
+    WT_CONTAINS(err.msg, "/sys/class/kfd/kfd/topology/nodes");
+    WT_ASSERT(dlopen("librocm_smi64.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL);
+}
