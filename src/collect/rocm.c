@@ -490,6 +490,10 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
                 verdict_text(vd), d->index, d->uuid);
         return rc;
     }
+    /* Held back while it stands still under load: if it is frozen the series ends at its last
+     * move rather than with a plateau; if it moves again the next reading covers the wait. */
+    if (d->check.still > 0)
+        return rc;
     /* Modulus 0 but for a 32-bit wrap the check accepted: any other decrease was refused. */
     uint64_t modulus = vd == WT_ROCM_WRAPPED ? (uint64_t)1 << 32 : 0;
     if (wt_energy_counter_update(&d->counter, t_ns, d->raw, modulus, 0) == WT_DELTA_FIRST)
