@@ -35,6 +35,8 @@
  *   FAKE_RSMI_ECC=g:ce:ue[,…]    device g's UMC block counts ce corrected and ue uncorrected ECC
  *                               errors (others 0); ECC is enabled on UMC, SDMA and GFX, and SDMA
  *                               has no counter (NOT_SUPPORTED, as the header allows)
+ *   FAKE_RSMI_DENIED=1          rsmi_dev_busy_percent_get answers RSMI_STATUS_PERMISSION
+ *   FAKE_RSMI_CALL_LOG=FILE     append each rsmi_dev_busy_percent_get call's device, one a line
  *   FAKE_RSMI_INIT_FAIL=N       rsmi_init returns N (8: RSMI_STATUS_INIT_ERROR)
  *
  * The accumulator counts the hardware's unit, 2^-16 J, from an offset of 2^32 counts:
@@ -78,7 +80,7 @@ static struct {
     bool socket, mi250x, uid_per_die, bits32;
     uint64_t offset;
     unsigned int cpx;
-    bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap;
+    bool ns_energy, ns_power, ns_temp, ns_busy, ns_cap, denied;
     struct event frozen[MAX_EVENTS], reset[MAX_EVENTS], lost[MAX_EVENTS], ecc[MAX_EVENTS];
     size_t nfrozen, nreset, nlost, necc;
 } fk;
@@ -151,6 +153,7 @@ static void configure(void)
     fk.nfrozen = parse_events("FAKE_RSMI_FROZEN", fk.frozen);
     fk.nreset = parse_events("FAKE_RSMI_RESET", fk.reset);
     fk.nlost = parse_events("FAKE_RSMI_LOST", fk.lost);
+    fk.denied = env_double("FAKE_RSMI_DENIED", 0) != 0;
     /* g:ce:ue read as dev, at, to */
     fk.necc = parse_events("FAKE_RSMI_ECC", fk.ecc);
 }
@@ -408,8 +411,16 @@ rsmi_status_t rsmi_dev_busy_percent_get(uint32_t dv_ind, uint32_t *busy_percent)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
         return RSMI_STATUS_FILE_ERROR;
+    const char *log = getenv("FAKE_RSMI_CALL_LOG");
+    FILE *lf = log && *log ? fopen(log, "a") : NULL;
+    if (lf) {
+        fprintf(lf, "%u\n", dv_ind);
+        fclose(lf);
+    }
     if (fk.ns_busy)
         return RSMI_STATUS_NOT_SUPPORTED;
+    if (fk.denied)
+        return RSMI_STATUS_PERMISSION;
     double p = fk.base + fk.amp * sin(2 * M_PI * (now_s() - fk.t0) / fk.period + dv_ind);
     double pct = fk.amp > 0 ? 100 * (p - (fk.base - fk.amp)) / (2 * fk.amp) : 0;
     *busy_percent = (uint32_t)lround(pct < 0 ? 0 : pct > 100 ? 100 : pct);

@@ -685,3 +685,29 @@ WT_TEST(without_a_library_named_and_no_kfd_the_library_is_not_loaded)
     WT_CONTAINS(err.msg, "/sys/class/kfd/kfd/topology/nodes");
     WT_ASSERT(dlopen("librocm_smi64.so.1", RTLD_NOW | RTLD_NOLOAD) == NULL);
 }
+
+WT_TEST(permission_denied_is_said_once_and_not_asked_again)
+{
+    char log[PATH_MAX];
+    snprintf(log, sizeof log, "%s/calls", wt_test_dir());
+    setenv("FAKE_RSMI_CALL_LOG", log, 1);
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_DENIED", "1", 1);
+    int saved = log_begin();
+    void *st = open_ok(100);
+    struct wt_batch b = {0};
+    for (int i = 0; i < 4; i++)
+        poll_ok(st, &b);
+    log_end(saved);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_UTIL_RATIO), 0);
+    WT_NEAR(value(&b, WT_M_GPU_UP, 0), 1, 0);
+    WT_ASSERT(!isnan(value(&b, WT_M_GPU_POWER_W, 0)));
+    WT_EQ_INT(logged("rsmi_dev_busy_percent_get: permission denied", NULL), 2);
+    size_t len = 0;
+    char *calls = wt_test_read(log, &len);
+    WT_ASSERT(calls != NULL);
+    WT_EQ_STR(calls, "0\n1\n"); /* once per device, never again */
+    free(calls);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
