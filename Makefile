@@ -54,7 +54,8 @@ LIB_OBJ  := $(filter-out $(BUILD)/src/cli/main.o,$(OBJ))
 TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
 FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1 \
-            $(BUILD)/tests/fakes/fake_nvml_energy
+            $(BUILD)/tests/fakes/fake_nvml_energy $(BUILD)/tests/fakes/librocm_smi64.so.1 \
+            $(BUILD)/tests/fakes/fake_rocm_energy $(BUILD)/tests/fakes/5.2.3/librocm_smi64.so.1
 # Test peers written against the real protocol libraries (a Modbus server...): one program each.
 PEER_SRC := $(sort $(wildcard tests/peers/*.c))
 ifneq ($(HAVE_RDKAFKA),1)
@@ -133,6 +134,21 @@ $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/coll
 $(BUILD)/tests/fakes/fake_nvml_energy: tests/fakes/fake_nvml.c src/collect/nvml_api.h
 	@mkdir -p $(dir $@)
 	$(CC) -fPIE -pie $(CFLAGS) -DFAKE_NVML_TOOL -o $@ $< -lm
+
+# The fake ROCm SMI, found through the AMD collector's dlopen path like the fake NVML.
+$(BUILD)/tests/fakes/librocm_smi64.so.1: tests/fakes/fake_rocm_smi.c src/collect/rocm_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(CFLAGS) -Wl,-soname,librocm_smi64.so.1 -Wl,-z,nodelete -o $@ $< -lm
+
+# The same fake as Debian 12's 5.2.3: without rsmi_dev_current_socket_power_get.
+$(BUILD)/tests/fakes/5.2.3/librocm_smi64.so.1: tests/fakes/fake_rocm_smi.c src/collect/rocm_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared $(CFLAGS) -DFAKE_RSMI_523 -Wl,-soname,librocm_smi64.so.1 -Wl,-z,nodelete -o $@ $< -lm
+
+# fake_rocm_energy DEV FROM TO: the fake's exact energy over a window, for shell tests.
+$(BUILD)/tests/fakes/fake_rocm_energy: tests/fakes/fake_rocm_smi.c src/collect/rocm_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIE -pie $(CFLAGS) -DFAKE_ROCM_TOOL -o $@ $< -lm
 
 deps:
 	@./scripts/deps.sh

@@ -11,6 +11,7 @@ extern const struct wt_collector_ops wt_redfish_collector;
 extern const struct wt_collector_ops wt_snmp_collector;
 extern const struct wt_collector_ops wt_clock_collector;
 extern const struct wt_collector_ops wt_ipmi_collector;
+extern const struct wt_collector_ops wt_amd_collector;
 extern const struct wt_collector_ops wt_inference_collector;
 
 /* One line per source. */
@@ -25,6 +26,7 @@ const struct wt_collector_ops *const wt_collectors[] = {
     &wt_snmp_collector,
     &wt_clock_collector,
     &wt_ipmi_collector,
+    &wt_amd_collector,
     &wt_inference_collector,
     NULL,
 };

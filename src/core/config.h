@@ -71,6 +71,8 @@ struct wt_config {
         struct wt_collector_config modbus;  /* targets: collectors.modbus.targets */
         struct wt_collector_config clock;   /* the kernel's clock discipline, PTP clocks */
         struct wt_collector_config ipmi;    /* targets: collectors.ipmi.targets (DCMI power) */
+        struct wt_collector_config amd;     /* AMD GPUs through ROCm SMI (collect/rocm.h) */
+        char amd_library[WT_PATH_LEN];      /* collectors.amd.library; "": the usual names */
     } collectors;
     struct wt_collector_config inference; /* targets: inference.targets (collect/inference.h) */
     /*

@@ -194,8 +194,9 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 46 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
-                              collectors.nvml.energy_interval, 1 store.packed_ticks, 2 inference */
+    WT_EQ_INT(n, 49 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+                              collectors.nvml.energy_interval, 1 store.packed_ticks, 3
+                              collectors.amd, 2 inference */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -424,7 +425,7 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
         "redfish, "
-        "modbus, ipmi, clock, not a list");
+        "modbus, ipmi, clock, amd, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
                "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "

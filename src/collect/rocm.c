@@ -1,0 +1,746 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AMD collector: loads ROCm SMI with dlopen, resolves each entry point by name (three required,
+ * the rest probed: 5.2.3 lacks rsmi_dev_current_socket_power_get), keeps one rsmi_init session
+ * for its whole life, groups the devices into physical packages and turns each device's state
+ * into wattage_gpu_* readings every poll (see collect/rocm.h for the series).
+ *
+ * Energy is counter first, per package: the accumulator of the package's primary device (MI250X
+ * second dies and MI300X secondary partitions read 0 or nothing), checked against power x time
+ * at every tick; power is integrated always, so the integrated series exists beside it and
+ * carries on alone for a counter that failed its check.
+ *
+ * A call that answers NOT_SUPPORTED, NOT_YET_IMPLEMENTED or PERMISSION is not asked again on
+ * that device and its metric is absent. Any other failure is a fault of this tick: it is logged
+ * (rate-limited), and a device whose every call failed is reported down (gpu_up 0) until it
+ * answers again. Nothing here stops the daemon.
+ */
+#include "collect/rocm.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "collect/collector.h"
+#include "collect/rocm_api.h"
+#include "core/clock.h"
+#include "core/energy.h"
+#include "core/log.h"
+
+#define MOD "amd"
+#define LOG_EVERY_NS (60 * WT_NS_PER_S)
+#define NAME_LEN 128
+
+struct rsmi_fns {
+    wt_rsmi_init_fn *init;
+    wt_rsmi_shut_down_fn *shut_down;
+    wt_rsmi_num_devices_fn *num_devices;
+    wt_rsmi_status_string_fn *status_string;
+    wt_rsmi_name_fn *name;
+    wt_rsmi_u64_fn *unique_id;
+    wt_rsmi_u64_fn *pci_id;
+    wt_rsmi_energy_fn *energy;
+    wt_rsmi_u64_fn *socket_power;
+    wt_rsmi_sensor_u64_fn *power_ave;
+    wt_rsmi_temp_fn *temp;
+    wt_rsmi_u32_fn *busy;
+    wt_rsmi_sensor_u64_fn *cap;
+    wt_rsmi_cap_range_fn *cap_range;
+    wt_rsmi_u64_fn *ecc_enabled;
+    wt_rsmi_ecc_count_fn *ecc_count;
+};
+
+_Static_assert(sizeof(void *) == sizeof(wt_rsmi_init_fn *), "dlsym results must fit");
+
+static const struct {
+    const char *name;
+    bool required;
+    size_t offset;
+} symbols[] = {
+#define SYM(field, req, sym)                                                                       \
+    {                                                                                              \
+        sym, req, offsetof(struct rsmi_fns, field)                                                 \
+    }
+    SYM(init, true, "rsmi_init"),
+    SYM(shut_down, true, "rsmi_shut_down"),
+    SYM(num_devices, true, "rsmi_num_monitor_devices"),
+    SYM(status_string, false, "rsmi_status_string"),
+    SYM(name, false, "rsmi_dev_name_get"),
+    SYM(unique_id, false, "rsmi_dev_unique_id_get"),
+    SYM(pci_id, false, "rsmi_dev_pci_id_get"),
+    SYM(energy, false, "rsmi_dev_energy_count_get"),
+    /* ROCm 6.0 and later; power_ave is "deprecated" there but still answers on MI200 */
+    SYM(socket_power, false, "rsmi_dev_current_socket_power_get"),
+    SYM(power_ave, false, "rsmi_dev_power_ave_get"),
+    SYM(temp, false, "rsmi_dev_temp_metric_get"),
+    SYM(busy, false, "rsmi_dev_busy_percent_get"),
+    SYM(cap, false, "rsmi_dev_power_cap_get"),
+    SYM(cap_range, false, "rsmi_dev_power_cap_range_get"),
+    SYM(ecc_enabled, false, "rsmi_dev_ecc_enabled_get"),
+    SYM(ecc_count, false, "rsmi_dev_ecc_count_get"),
+#undef SYM
+};
+#define N_SYMBOLS (sizeof symbols / sizeof symbols[0])
+
+/* Per-device calls; a bit set in dev.unsupported is not asked again. */
+enum feature {
+    F_ENERGY,
+    F_SOCKET,
+    F_POWER_AVE,
+    F_EDGE,
+    F_JUNCTION,
+    F_MEMTEMP,
+    F_BUSY,
+    F_CAP,
+    F_ECC,
+};
+
+struct dev {
+    unsigned int index;
+    bool up;
+    char name[NAME_LEN];
+    char uuid[48];
+    char pci[32];
+    struct wt_rocm_ident id;
+    unsigned int primary; /* index of the package's primary (itself for a primary) */
+    unsigned int partition;
+    char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
+    char info_labels[WT_LABELS_LEN]; /* + vendor, pci_bus_id, package, partition */
+    uint32_t unsupported;            /* 1 << enum feature */
+    bool have_range;
+    double cap_min_w, cap_max_w;
+    uint64_t ecc_blocks; /* the blocks with ECC enabled that answer their counts */
+    /* package energy, on the primary */
+    bool counter_ok; /* false once the check failed: integration alone */
+    struct wt_energy_counter counter;
+    uint64_t first_raw;
+    double uj_per_count;
+    struct wt_rocm_check check;
+    struct wt_energy_integral integral;
+    double integral_seen_j; /* integral.total_j at the last tick */
+    uint64_t gaps_seen;
+    /* this tick's counter, read ahead of the other calls */
+    bool have_raw;
+    uint64_t raw, raw_ts;
+    struct wt_ratelimit err_rl;
+    unsigned int failed_calls; /* this tick's */
+    uint64_t failed_ticks;
+};
+
+struct rocm_state {
+    void *dl;
+    char library[256];
+    struct rsmi_fns fn;
+    bool inited;
+    unsigned int n;
+    struct dev *devs;
+    int64_t max_gap_ns;
+};
+
+/* ---- pure parts ---- */
+
+double wt_rocm_uj_per_count(float resolution)
+{
+    if (!isfinite(resolution) || resolution <= 0)
+        return 0;
+    /* 15.3f, the library's constant: the hardware counts 2^-16 J. */
+    if (fabsf(resolution - 15.3f) < 1e-4f)
+        return 1e6 / 65536.0;
+    return (double)resolution;
+}
+
+static bool same_package(const struct wt_rocm_ident *a, const struct wt_rocm_ident *b)
+{
+    if (a->have_uid && b->have_uid)
+        return a->uid == b->uid;
+    if (a->have_bdf && b->have_bdf)
+        return (a->bdf >> 32) == (b->bdf >> 32) && (a->bdf & 0xfff8u) == (b->bdf & 0xfff8u);
+    return false;
+}
+
+/* The order within a package: partition, then PCI function, then index. */
+static uint64_t rank(const struct wt_rocm_ident *a, size_t i)
+{
+    uint64_t part = a->have_bdf ? WT_RSMI_BDF_PARTITION(a->bdf) : 0;
+    uint64_t func = a->have_bdf ? WT_RSMI_BDF_FUNC(a->bdf) : 0;
+    return part << 40 | func << 32 | (uint64_t)i;
+}
+
+void wt_rocm_group(const struct wt_rocm_ident *ids, size_t n, unsigned int *primary)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t best = i;
+        for (size_t j = 0; j < n; j++)
+            if (j != i && same_package(&ids[i], &ids[j]) &&
+                rank(&ids[j], j) < rank(&ids[best], best))
+                best = j;
+        primary[i] = (unsigned int)best;
+    }
+}
+
+enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, uint64_t ts_ns,
+                                        double uj_per_count, double power_j)
+{
+    if (!c->have) {
+        c->have = true;
+        c->last_raw = raw;
+        c->last_ts = c->moved_ts = ts_ns;
+        return WT_ROCM_OK;
+    }
+    uint64_t delta = raw - c->last_raw;
+    bool wrapped = false;
+    if (raw < c->last_raw) {
+        /* The SMU 11 tables (MI100) keep a 32-bit accumulator: 2^32 counts, 65536 J, about two
+         * minutes at 500 W. A decrease is taken for its wrap only where both readings fit 32
+         * bits and the wrapped step is what power x time says; else it is a reset. */
+        delta = raw + ((uint64_t)1 << 32) - c->last_raw;
+        double dj = (double)delta * uj_per_count / 1e6;
+        if (c->last_raw > UINT32_MAX || power_j < 0 || fabs(dj - power_j) > 0.5 * power_j + 5.0)
+            return WT_ROCM_BACKWARDS;
+        wrapped = true;
+    }
+    bool fresh = ts_ns == 0 || ts_ns != c->last_ts;
+    /* A tick that drew at least 0.1 J moves a 15 µJ counter by thousands of counts. */
+    if (raw == c->last_raw && fresh && power_j > 0.1) {
+        /* and for a second of the library's own time, where it stamps its readings: a firmware
+         * that refreshes its accumulator less often than fast ticks is not frozen */
+        if (++c->still >= WT_ROCM_FROZEN_TICKS &&
+            (ts_ns == 0 || ts_ns - c->moved_ts >= WT_ROCM_FROZEN_NS))
+            return WT_ROCM_FROZEN;
+    } else if (raw != c->last_raw) {
+        c->still = 0;
+        c->moved_ts = ts_ns;
+    }
+    if (power_j >= 0) {
+        c->counter_j += (double)delta * uj_per_count / 1e6;
+        c->power_j += power_j;
+        /* Judged where the counter moved: a stopped one is the frozen rule's, and a cached
+         * table catches up at its next refresh. */
+        if (raw != c->last_raw && c->power_j >= WT_ROCM_CHECK_MIN_J) {
+            double ratio = c->counter_j / c->power_j;
+            c->counter_j = c->power_j = 0;
+            if (ratio < 0.1 || ratio > 10)
+                return WT_ROCM_IMPLAUSIBLE;
+        }
+    }
+    c->last_raw = raw;
+    c->last_ts = ts_ns;
+    return wrapped ? WT_ROCM_WRAPPED : WT_ROCM_OK;
+}
+
+/* ---- the library ---- */
+
+static const char *errstr(const struct rocm_state *s, rsmi_status_t r)
+{
+    const char *str = NULL;
+    if (s->fn.status_string && s->fn.status_string(r, &str) == RSMI_STATUS_SUCCESS && str)
+        return str;
+    return "unknown status";
+}
+
+static bool want(const struct dev *d, enum feature f)
+{
+    return !(d->unsupported & (1u << f));
+}
+
+/*
+ * One call's answer. SUCCESS: true. NOT_SUPPORTED / NOT_YET_IMPLEMENTED / PERMISSION: the call is
+ * not made again on this device (said at debug; a permission refusal at info, once). Anything
+ * else: this tick's fault, counted in *failed and logged rate-limited.
+ */
+static bool check(struct rocm_state *s, struct dev *d, enum feature f, rsmi_status_t r,
+                  const char *what, unsigned int *failed)
+{
+    if (r == RSMI_STATUS_SUCCESS)
+        return true;
+    if (r == RSMI_STATUS_NOT_SUPPORTED || r == RSMI_STATUS_NOT_YET_IMPLEMENTED ||
+        r == RSMI_STATUS_PERMISSION) {
+        d->unsupported |= 1u << f;
+        if (r == RSMI_STATUS_PERMISSION)
+            wt_info(MOD, "%s: permission denied gpu=%u: not asked again", what, d->index);
+        else
+            wt_debug(MOD, "%s not supported gpu=%u", what, d->index);
+        return false;
+    }
+    (*failed)++;
+    uint64_t held = 0;
+    if (wt_ratelimit_ok(&d->err_rl, wt_now_mono_ns(), &held))
+        wt_warn(MOD, "%s failed gpu=%u: %s (%d) suppressed=%" PRIu64, what, d->index, errstr(s, r),
+                (int)r, held);
+    return false;
+}
+
+/* ---- discovery ---- */
+
+static void identify(struct rocm_state *s, struct dev *d)
+{
+    unsigned int failed = 0;
+    d->name[0] = '\0';
+    if (s->fn.name && s->fn.name(d->index, d->name, sizeof d->name) != RSMI_STATUS_SUCCESS)
+        d->name[0] = '\0';
+    d->name[sizeof d->name - 1] = '\0';
+    if (!d->name[0])
+        snprintf(d->name, sizeof d->name, "AMD GPU");
+    d->id.have_uid =
+        s->fn.unique_id && s->fn.unique_id(d->index, &d->id.uid) == RSMI_STATUS_SUCCESS;
+    d->id.have_bdf = s->fn.pci_id && s->fn.pci_id(d->index, &d->id.bdf) == RSMI_STATUS_SUCCESS;
+    if (d->id.have_bdf) {
+        uint64_t b = d->id.bdf;
+        snprintf(d->pci, sizeof d->pci, "%04x:%02x:%02x.%x", WT_RSMI_BDF_DOMAIN(b),
+                 WT_RSMI_BDF_BUS(b), WT_RSMI_BDF_DEV(b), WT_RSMI_BDF_FUNC(b));
+        d->partition = WT_RSMI_BDF_PARTITION(b);
+    }
+    uint64_t max_uw = 0, min_uw = 0;
+    if (s->fn.cap_range &&
+        check(s, d, F_CAP, s->fn.cap_range(d->index, 0, &max_uw, &min_uw),
+              "rsmi_dev_power_cap_range_get", &failed) &&
+        max_uw >= min_uw) {
+        d->have_range = true;
+        d->cap_min_w = (double)min_uw / 1e6; /* raw: µW */
+        d->cap_max_w = (double)max_uw / 1e6;
+    }
+    d->unsupported &= ~(1u << F_CAP); /* the range missing says nothing of the cap itself */
+    uint64_t mask = 0;
+    if (s->fn.ecc_enabled && s->fn.ecc_count &&
+        s->fn.ecc_enabled(d->index, &mask) == RSMI_STATUS_SUCCESS)
+        d->ecc_blocks = mask & WT_RSMI_GPU_BLOCKS;
+}
+
+/* Labels, once the packages are known: the uuid names the package and the member. */
+static void build_labels(struct rocm_state *s, struct dev *d)
+{
+    char idx[16], pkg[16], part[16];
+    unsigned int member = 0;
+    for (unsigned int j = 0; j < d->index; j++)
+        member += same_package(&s->devs[j].id, &d->id) && s->devs[j].id.have_uid && d->id.have_uid;
+    if (d->id.have_uid && member == 0)
+        snprintf(d->uuid, sizeof d->uuid, "AMD-%016" PRIx64, d->id.uid);
+    else if (d->id.have_uid)
+        snprintf(d->uuid, sizeof d->uuid, "AMD-%016" PRIx64 "-%u", d->id.uid, member);
+    else if (d->pci[0])
+        snprintf(d->uuid, sizeof d->uuid, "AMD-pci-%s", d->pci);
+    else
+        snprintf(d->uuid, sizeof d->uuid, "AMD-index-%u", d->index);
+    snprintf(idx, sizeof idx, "%u", d->index);
+    snprintf(pkg, sizeof pkg, "%u", d->primary);
+    snprintf(part, sizeof part, "%u", d->partition);
+    if (wt_labels(d->labels, sizeof d->labels, "gpu", idx, "uuid", d->uuid, "model", d->name,
+                  NULL) != 0 &&
+        wt_labels(d->labels, sizeof d->labels, "gpu", idx, NULL) != 0)
+        d->labels[0] = '\0';
+    memcpy(d->info_labels, d->labels, sizeof d->labels);
+    (void)wt_labels_add(d->info_labels, sizeof d->info_labels, "vendor", "amd");
+    if (d->pci[0])
+        (void)wt_labels_add(d->info_labels, sizeof d->info_labels, "pci_bus_id", d->pci);
+    (void)wt_labels_add(d->info_labels, sizeof d->info_labels, "package", pkg);
+    if (d->partition)
+        (void)wt_labels_add(d->info_labels, sizeof d->info_labels, "partition", part);
+}
+
+/* ---- polling ---- */
+
+struct sample {
+    bool have_power, have_edge, have_junction, have_mem, have_busy, have_cap, have_ecc;
+    uint64_t ecc[2]; /* corrected, uncorrected: summed over the blocks */
+    double power_w;
+    int64_t edge_mc, junction_mc, mem_mc; /* raw: millidegrees Celsius */
+    uint32_t busy_pct;
+    uint64_t cap_uw;
+};
+
+/* The primaries' accumulators, back to back before any other call: one stamp for all. */
+static void read_counters(struct rocm_state *s)
+{
+    for (unsigned int i = 0; i < s->n; i++) {
+        struct dev *d = &s->devs[i];
+        float res = 0;
+        d->have_raw = false;
+        d->failed_calls = 0;
+        if (d->primary != i || !d->counter_ok || !s->fn.energy || !want(d, F_ENERGY))
+            continue;
+        rsmi_status_t r = s->fn.energy(i, &d->raw, &res, &d->raw_ts);
+        if (!check(s, d, F_ENERGY, r, "rsmi_dev_energy_count_get", &d->failed_calls))
+            continue;
+        double uj = wt_rocm_uj_per_count(res);
+        if (uj <= 0) {
+            wt_warn(MOD, "energy counter resolution %g gpu=%u: counter not used", (double)res, i);
+            d->counter_ok = false;
+            continue;
+        }
+        d->uj_per_count = uj;
+        d->have_raw = true;
+    }
+}
+
+static void sample_dev(struct rocm_state *s, struct dev *d, struct sample *v, unsigned int *failed)
+{
+    unsigned int i = d->index;
+    bool primary = d->primary == i;
+    uint64_t uw = 0;
+    if (primary && s->fn.socket_power && want(d, F_SOCKET)) {
+        v->have_power = check(s, d, F_SOCKET, s->fn.socket_power(i, &uw),
+                              "rsmi_dev_current_socket_power_get", failed);
+    }
+    if (primary && !v->have_power && s->fn.power_ave && want(d, F_POWER_AVE) &&
+        (!s->fn.socket_power || !want(d, F_SOCKET)))
+        v->have_power =
+            check(s, d, F_POWER_AVE, s->fn.power_ave(i, 0, &uw), "rsmi_dev_power_ave_get", failed);
+    v->power_w = (double)uw / 1e6; /* raw: µW */
+    if (s->fn.temp && want(d, F_EDGE))
+        v->have_edge =
+            check(s, d, F_EDGE, s->fn.temp(i, RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_CURRENT, &v->edge_mc),
+                  "rsmi_dev_temp_metric_get edge", failed);
+    if (s->fn.temp && want(d, F_JUNCTION))
+        v->have_junction =
+            check(s, d, F_JUNCTION,
+                  s->fn.temp(i, RSMI_TEMP_TYPE_JUNCTION, RSMI_TEMP_CURRENT, &v->junction_mc),
+                  "rsmi_dev_temp_metric_get junction", failed);
+    if (s->fn.temp && want(d, F_MEMTEMP))
+        v->have_mem = check(s, d, F_MEMTEMP,
+                            s->fn.temp(i, RSMI_TEMP_TYPE_MEMORY, RSMI_TEMP_CURRENT, &v->mem_mc),
+                            "rsmi_dev_temp_metric_get memory", failed);
+    if (s->fn.busy && want(d, F_BUSY))
+        v->have_busy =
+            check(s, d, F_BUSY, s->fn.busy(i, &v->busy_pct), "rsmi_dev_busy_percent_get", failed);
+    if (s->fn.cap && want(d, F_CAP))
+        v->have_cap =
+            check(s, d, F_CAP, s->fn.cap(i, 0, &v->cap_uw), "rsmi_dev_power_cap_get", failed);
+    for (uint64_t blk = 1; blk & WT_RSMI_GPU_BLOCKS; blk <<= 1) {
+        if (!(d->ecc_blocks & blk))
+            continue;
+        wt_rsmi_error_count_buf buf = {0};
+        rsmi_status_t r = s->fn.ecc_count(i, blk, &buf.ec);
+        if (r == RSMI_STATUS_SUCCESS) {
+            v->have_ecc = true;
+            v->ecc[0] += buf.ec.correctable_err;
+            v->ecc[1] += buf.ec.uncorrectable_err;
+        } else if (r == RSMI_STATUS_NOT_SUPPORTED || r == RSMI_STATUS_PERMISSION ||
+                   r == RSMI_STATUS_NOT_YET_IMPLEMENTED) {
+            /* enabled but no kernel counter for it (the header says this happens) */
+            d->ecc_blocks &= ~blk;
+        } else {
+            /* a sum with a block missing would go back: none this tick */
+            check(s, d, F_ECC, r, "rsmi_dev_ecc_count_get", failed);
+            v->have_ecc = false;
+            break;
+        }
+    }
+}
+
+static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
+{
+    return wt_batch_add(out, metric, labels, t_ns, value);
+}
+
+static int add_with(struct wt_batch *out, int metric, const char *labels, const char *key,
+                    const char *val, int64_t t_ns, double value)
+{
+    char l[WT_LABELS_LEN];
+    memcpy(l, labels, sizeof l);
+    if (wt_labels_add(l, sizeof l, key, val))
+        return 0;
+    return add(out, metric, l, t_ns, value);
+}
+
+static const char *verdict_text(enum wt_rocm_verdict v)
+{
+    switch (v) {
+    case WT_ROCM_FROZEN:
+        return "stopped while the package draws power";
+    case WT_ROCM_BACKWARDS:
+        return "went backwards (driver reload?)";
+    case WT_ROCM_IMPLAUSIBLE:
+        return "disagrees with power x time by more than 10x";
+    default:
+        return "ok";
+    }
+}
+
+/* The package's energy, on its primary. */
+static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample *v, int64_t t_ns,
+                       struct wt_batch *out)
+{
+    const char *l = d->labels;
+    int rc = 0;
+    double power_j = -1;
+    if (v->have_power) {
+        wt_energy_integral_update(&d->integral, t_ns, v->power_w, s->max_gap_ns);
+        if (d->integral.gaps == d->gaps_seen)
+            power_j = d->integral.total_j - d->integral_seen_j;
+        d->integral_seen_j = d->integral.total_j;
+        d->gaps_seen = d->integral.gaps;
+        rc |= add(out, WT_M_GPU_POWER_W, l, t_ns, v->power_w);
+        rc |= add(out, WT_M_GPU_ENERGY_INTEGRATED_J, l, t_ns, d->integral.total_j);
+        rc |= add(out, WT_M_GPU_ENERGY_GAPS, l, t_ns, (double)d->integral.gaps);
+    }
+    if (!d->have_raw || !d->counter_ok)
+        return rc;
+    enum wt_rocm_verdict vd =
+        wt_rocm_check_step(&d->check, d->raw, d->raw_ts, d->uj_per_count, power_j);
+    if (vd != WT_ROCM_OK && vd != WT_ROCM_WRAPPED) {
+        d->counter_ok = false;
+        wt_warn(MOD,
+                "energy counter %s gpu=%u uuid=%s: its energy is integrated from power from now "
+                "on (wattage_gpu_energy_integrated_joules_total)",
+                verdict_text(vd), d->index, d->uuid);
+        return rc;
+    }
+    /* Held back while it stands still under load: if it is frozen the series ends at its last
+     * move rather than with a plateau; if it moves again the next reading covers the wait. */
+    if (d->check.still > 0)
+        return rc;
+    /* Modulus 0 but for a 32-bit wrap the check accepted: any other decrease was refused. */
+    uint64_t modulus = vd == WT_ROCM_WRAPPED ? (uint64_t)1 << 32 : 0;
+    if (wt_energy_counter_update(&d->counter, t_ns, d->raw, modulus, 0) == WT_DELTA_FIRST)
+        d->first_raw = d->raw;
+    rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
+              (double)(d->first_raw + d->counter.total_raw) * d->uj_per_count / 1e6);
+    return rc;
+}
+
+static int emit(struct rocm_state *s, struct dev *d, const struct sample *v, int64_t t_ns,
+                struct wt_batch *out)
+{
+    const char *l = d->labels;
+    int rc = add(out, WT_M_GPU_INFO, d->info_labels, t_ns, 1);
+    rc |= add(out, WT_M_GPU_UP, l, t_ns, d->up ? 1 : 0);
+    if (!d->up)
+        return rc;
+    if (d->primary == d->index)
+        rc |= emit_energy(s, d, v, t_ns, out);
+    if (v->have_edge)
+        rc |= add_with(out, WT_M_GPU_TEMP_C, l, "sensor", "edge", t_ns, (double)v->edge_mc / 1e3);
+    if (v->have_junction)
+        rc |= add_with(out, WT_M_GPU_TEMP_C, l, "sensor", "junction", t_ns,
+                       (double)v->junction_mc / 1e3);
+    if (v->have_mem)
+        rc |= add(out, WT_M_GPU_MEM_TEMP_C, l, t_ns, (double)v->mem_mc / 1e3);
+    if (v->have_busy && v->busy_pct <= 100)
+        rc |= add(out, WT_M_GPU_UTIL_RATIO, l, t_ns, v->busy_pct / 100.0);
+    if (v->have_cap)
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_W, l, t_ns, (double)v->cap_uw / 1e6);
+    if (d->have_range) {
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_MIN_W, l, t_ns, d->cap_min_w);
+        rc |= add(out, WT_M_GPU_POWER_LIMIT_MAX_W, l, t_ns, d->cap_max_w);
+    }
+    /* amdgpu's RAS counters live from driver load to unload: NVML's "volatile" */
+    for (int k = 0; v->have_ecc && k < 2; k++) {
+        char el[WT_LABELS_LEN];
+        memcpy(el, l, sizeof el);
+        if (wt_labels_add(el, sizeof el, "type", k ? "uncorrected" : "corrected") ||
+            wt_labels_add(el, sizeof el, "counter", "volatile"))
+            continue;
+        rc |= add(out, WT_M_GPU_ECC_ERRORS, el, t_ns, (double)v->ecc[k]);
+    }
+    return rc;
+}
+
+/* ---- the collector ---- */
+
+static const struct wt_collector_config *amd_config(const struct wt_config *cfg)
+{
+    return &cfg->collectors.amd;
+}
+
+static void amd_close(void *state)
+{
+    struct rocm_state *s = state;
+    if (!s)
+        return;
+    if (s->inited)
+        s->fn.shut_down();
+    if (s->dl)
+        dlclose(s->dl);
+    free(s->devs);
+    free(s);
+}
+
+static int resolve(struct rocm_state *s, struct wt_err *err)
+{
+    for (size_t i = 0; i < N_SYMBOLS; i++) {
+        void *p = dlsym(s->dl, symbols[i].name);
+        if (!p && symbols[i].required) {
+            wt_err_set(err, "%s does not export %s: not a usable ROCm SMI library", s->library,
+                       symbols[i].name);
+            return -ENOSYS;
+        }
+        /* POSIX guarantees object and function pointers share a representation. */
+        memcpy((char *)&s->fn + symbols[i].offset, &p, sizeof p);
+        if (!p)
+            wt_debug(MOD, "optional %s not in %s", symbols[i].name, s->library);
+    }
+    return 0;
+}
+
+/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order. */
+static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
+{
+    static const char *const names[] = {WT_ROCM_LIBRARIES};
+    const char *path = getenv("WATTAGE_ROCM_SMI_LIBRARY");
+    if (!path || !*path)
+        path = cfg && cfg->collectors.amd_library[0] ? cfg->collectors.amd_library : NULL;
+    if (!path) {
+        /*
+         * Without amdgpu's KFD topology rsmi_init can only fail, and Debian's 5.2.3 says so on
+         * stderr itself ("Failed to open drm root directory", "Exception caught") at every
+         * retry: a host without an AMD GPU is told apart here, through the sysfs root, without
+         * loading the library. A library named explicitly is always loaded.
+         */
+        char kfd[512];
+        struct stat st;
+        snprintf(kfd, sizeof kfd, "%s/sys/class/kfd/kfd/topology/nodes", wt_sysfs_root());
+        if (stat(kfd, &st) != 0) {
+            wt_err_set(err,
+                       "no AMD GPU driver (%s: no such directory); set collectors.amd.library / "
+                       "WATTAGE_ROCM_SMI_LIBRARY to load ROCm SMI anyway",
+                       kfd);
+            return -ENOENT;
+        }
+    }
+    const char *why = NULL;
+    for (size_t i = 0; i < (path ? 1 : sizeof names / sizeof names[0]) && !s->dl; i++) {
+        const char *p = path ? path : names[i];
+        dlerror();
+        s->dl = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+        if (s->dl)
+            snprintf(s->library, sizeof s->library, "%s", p);
+        else if (i == 0)
+            why = dlerror();
+    }
+    if (s->dl)
+        return 0;
+    wt_err_set(err,
+               "%s not found (%s): no ROCm on this host, or set collectors.amd.library / "
+               "WATTAGE_ROCM_SMI_LIBRARY",
+               path ? path : names[0], why ? why : "dlopen failed");
+    return -ENOENT;
+}
+
+static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *err)
+{
+    int rc;
+    *state = NULL;
+    struct rocm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
+    s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+    rc = load(cfg, s, err);
+    if (rc)
+        goto fail;
+    rc = resolve(s, err);
+    if (rc)
+        goto fail;
+    rsmi_status_t r = s->fn.init(0);
+    if (r != RSMI_STATUS_SUCCESS) {
+        wt_err_set(err, "rsmi_init failed in %s: %s (%d)", s->library, errstr(s, r), (int)r);
+        /* no amdgpu driver, or no /sys/class/kfd in this container: absent, looked at later */
+        rc = r == RSMI_STATUS_INIT_ERROR || r == RSMI_STATUS_FILE_ERROR ? -ENOENT : -EIO;
+        goto fail;
+    }
+    s->inited = true;
+    uint32_t n = 0;
+    r = s->fn.num_devices(&n);
+    if (r != RSMI_STATUS_SUCCESS) {
+        wt_err_set(err, "rsmi_num_monitor_devices failed: %s (%d)", errstr(s, r), (int)r);
+        rc = -EIO;
+        goto fail;
+    }
+    if (n == 0) {
+        wt_err_set(err, "%s sees no AMD GPU", s->library);
+        rc = -ENOENT;
+        goto fail;
+    }
+    s->n = n;
+    s->devs = calloc(n, sizeof *s->devs);
+    struct wt_rocm_ident *ids = calloc(n, sizeof *ids);
+    unsigned int *prim = calloc(n, sizeof *prim);
+    if (!s->devs || !ids || !prim) {
+        free(ids);
+        free(prim);
+        rc = -ENOMEM;
+        goto fail;
+    }
+    for (unsigned int i = 0; i < n; i++) {
+        struct dev *d = &s->devs[i];
+        d->index = i;
+        d->up = true;
+        d->counter_ok = true;
+        d->err_rl.interval_ns = LOG_EVERY_NS;
+        identify(s, d);
+        ids[i] = d->id;
+    }
+    wt_rocm_group(ids, n, prim);
+    unsigned int packages = 0;
+    for (unsigned int i = 0; i < n; i++) {
+        s->devs[i].primary = prim[i];
+        packages += prim[i] == i;
+    }
+    for (unsigned int i = 0; i < n; i++)
+        build_labels(s, &s->devs[i]);
+    free(ids);
+    free(prim);
+    if (!s->fn.energy)
+        wt_info(MOD,
+                "%s has no rsmi_dev_energy_count_get: GPU energy is integrated from power "
+                "readings (wattage_gpu_energy_integrated_joules_total)",
+                s->library);
+    wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", n, packages, s->library,
+            s->fn.socket_power ? "current socket power, else average" : "average");
+    *state = s;
+    return 0;
+fail:
+    amd_close(s);
+    return rc;
+}
+
+static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    struct rocm_state *s = state;
+    int rc = 0;
+    unsigned int down = 0;
+    read_counters(s);
+    for (unsigned int i = 0; i < s->n; i++) {
+        struct dev *d = &s->devs[i];
+        struct sample v = {0};
+        sample_dev(s, d, &v, &d->failed_calls);
+        bool any = v.have_ecc || v.have_power || v.have_edge || v.have_junction || v.have_mem ||
+                   v.have_busy || v.have_cap || d->have_raw;
+        bool was_up = d->up;
+        /* Down only when calls failed and none answered. */
+        d->up = any || d->failed_calls == 0;
+        if (!d->up) {
+            down++;
+            d->failed_ticks++;
+            wt_energy_integral_break(&d->integral);
+            if (was_up)
+                wt_warn(MOD, "gpu=%u uuid=%s stopped answering: gpu_up 0", i, d->uuid);
+        } else if (!was_up) {
+            wt_info(MOD, "gpu=%u uuid=%s answers again after %" PRIu64 " failed ticks", i, d->uuid,
+                    d->failed_ticks);
+            d->failed_ticks = 0;
+        }
+        rc |= emit(s, d, &v, t_ns, out);
+    }
+    if (rc)
+        return wt_err_set(err, "out of memory for readings"), -ENOMEM;
+    if (down == s->n) {
+        wt_err_set(err, "every AMD GPU failed its calls");
+        return -EIO;
+    }
+    return 0;
+}
+
+const struct wt_collector_ops wt_amd_collector = {
+    .name = "amd",
+    .edge_samples = true,
+    .config = amd_config,
+    .open = amd_open,
+    .poll = amd_poll,
+    .close = amd_close,
+};
