@@ -39,8 +39,15 @@ for i in $(seq 1 "$KILLS"); do
         --log-level debug >"$TMP/run$i.log" 2>&1 &
     pid=$!
     T_PIDS="$T_PIDS $pid"
-    # odd kills hit the start-up (before or around the first flush), even ones a running writer
-    if ((i % 2)); then range="0.05, 1.0"; else range="1.2, 2.4"; fi
+    # odd kills hit the start-up (before or around the first flush), even ones a running writer:
+    # 0.8-2 s after its first tick (more than a flush and its slack), counted from the tick
+    # itself, so that a loaded machine slow to start the daemon still has it writing
+    if ((i % 2)); then
+        range="0.05, 1.0"
+    else
+        range="0.8, 2.0"
+        wait_for 20 grep -q 'debug nvml: tick' "$TMP/run$i.log"
+    fi
     sleep "$(python3 -c "import random; print(round(random.uniform($range), 3))")"
     tk=$(now)
     kill -KILL "$pid"
