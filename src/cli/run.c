@@ -657,6 +657,7 @@ int wt_cmd_run(int argc, char **argv)
             loop = NULL;
             cfg.daemon.interval_ns = next.daemon.interval_ns;
             cfg.daemon.log_level = next.daemon.log_level;
+            cfg.daemon.stop_deadline_ns = next.daemon.stop_deadline_ns;
             cfg.collectors = next.collectors;
             wt_config_move_doc(&cfg, &next); /* the module sections: targets, rules... */
             if (wt_alerts_reload(alerts, &cfg, &err) != 0)
@@ -681,17 +682,25 @@ out:
     wt_http_close(http);
     wt_api_series_close(series); /* after the server: no request in progress uses it */
     wt_api_attribution_close();
-    wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
-    wt_kafka_close(kafka);
-    wt_otlp_close(otlp);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
     wt_loop_stop(loop);
     wt_health_remove_probe(delivery_probe, alerts);
-    wt_alerts_close(alerts);  /* after the collectors (its sink) and the server; restores caps */
-    wt_store_close(store);    /* after the collectors: flushes what they published */
-    wt_power_avg_close(pavg); /* after every publisher: the hub calls its sink until then */
+    wt_alerts_close(alerts); /* after the collectors (its sink) and the server; restores caps */
+    wt_store_close(store);   /* after the collectors: flushes what they published */
+    /* The streams send what the last flush stored, together, within daemon.stop_deadline;
+     * what is left goes out at the next start. Closed after the server: scrapes read their
+     * families. */
+    if (ret == 0) {
+        wt_remote_write_drain(rw, cfg.daemon.stop_deadline_ns);
+        wt_kafka_drain(kafka, cfg.daemon.stop_deadline_ns);
+        wt_otlp_drain(otlp, cfg.daemon.stop_deadline_ns);
+    }
+    wt_remote_write_close(rw);
+    wt_kafka_close(kafka);
+    wt_otlp_close(otlp);
+    wt_power_avg_close(pavg);        /* after every publisher: the hub calls its sink until then */
     wt_cpu_attrib_close(cpu_attrib); /* likewise */
     wt_dark_close(dark);             /* likewise */
     wt_ashrae_close(ashrae);         /* likewise */

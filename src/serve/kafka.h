@@ -162,7 +162,14 @@ struct wt_http;
  */
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err) WT_MUST_USE;
-/* Stops the sender (after up to 5 s for the reports in flight) and frees k; accepts NULL. */
+/*
+ * At a stop, as wt_remote_write_drain: what is stored is produced for deadline_ns at most, the
+ * reports waited for until then (0: nothing is produced). Accepts NULL.
+ */
+void wt_kafka_drain(struct wt_kafka *k, int64_t deadline_ns);
+/* Waits for a drain to end (its deadline at the latest) and logs what it sent and left; stops
+ * the sender (without a drain, after up to 5 s for the reports in flight) and frees k; accepts
+ * NULL. */
 void wt_kafka_close(struct wt_kafka *k);
 
 struct wt_kafka_stats {

@@ -167,8 +167,15 @@ struct wt_http;
  */
 int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
                          struct wt_remote_write **out, struct wt_err *err) WT_MUST_USE;
-/* Stops the senders (a request in progress is abandoned: its batch is sent again at the next
- * start) and frees rw; accepts NULL. */
+/*
+ * At a stop, after the store's last flush: the endpoints send what is stored and not yet
+ * acknowledged, for deadline_ns at most (daemon.stop_deadline; 0: nothing), while the caller
+ * goes on (serve/sender.h, wt_sender_drain). Accepts NULL.
+ */
+void wt_remote_write_drain(struct wt_remote_write *rw, int64_t deadline_ns);
+/* Waits for a drain to end (its deadline at the latest) and logs what it sent and left; stops
+ * the senders (a request in progress is abandoned: its batch is sent again at the next start)
+ * and frees rw; accepts NULL. */
 void wt_remote_write_close(struct wt_remote_write *rw);
 
 /* Counters of endpoint i since open, for tests and logs. Returns -ENOENT past the last. */
