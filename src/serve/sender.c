@@ -301,14 +301,14 @@ int64_t wt_sender_drain_left(struct wt_sender_dest *d)
 }
 
 /*
- * Under s->mu: waits until `until`, the stop, or (wake_on_drain) a drain beginning; a drain's
- * deadline ends it too. True when stopping.
+ * Under s->mu: waits until `until`, the stop, or a drain beginning; a drain's deadline ends it
+ * too. True when stopping.
  */
-static bool wait_locked(struct wt_sender_dest *d, int64_t until, bool wake_on_drain)
+static bool wait_locked(struct wt_sender_dest *d, int64_t until)
 {
     struct wt_sender *s = d->s;
     bool drain = s->drain;
-    while (!stopping_locked(d) && !(wake_on_drain && s->drain != drain)) {
+    while (!stopping_locked(d) && s->drain == drain) {
         int64_t t = s->drain && s->drain_until < until ? s->drain_until : until;
         if (wt_now_mono_ns() >= t)
             break;
@@ -327,7 +327,7 @@ bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns)
      * not for a backoff. A drain beginning during the wait cuts it short: one more attempt. */
     if (s->drain)
         d->drain_over = true;
-    bool stop = wait_locked(d, until, true);
+    bool stop = wait_locked(d, until);
     pthread_mutex_unlock(&s->mu);
     return stop;
 }
@@ -338,7 +338,7 @@ static bool idle(struct wt_sender_dest *d, int64_t ns)
     struct wt_sender *s = d->s;
     int64_t until = wt_now_mono_ns() + ns;
     pthread_mutex_lock(&s->mu);
-    bool stop = s->drain ? stopping_locked(d) : wait_locked(d, until, true);
+    bool stop = s->drain ? stopping_locked(d) : wait_locked(d, until);
     pthread_mutex_unlock(&s->mu);
     return stop;
 }
