@@ -40,8 +40,10 @@
  * If the daemon dies after a delivery and before the cursor's commit (one small SQLite
  * transaction right after the batch's last report), the next start produces that batch again:
  * at most batch_size readings (one in-flight batch) arrive twice, with equal time and value. A
- * clean stop waits up to 5 s for the reports of the batch in flight and commits what they
- * delivered.
+ * clean stop (SIGTERM/SIGINT) produces what the store's last flush stored and waits for the
+ * reports, within daemon.stop_deadline (wt_kafka_drain), and commits what they delivered;
+ * messages whose reports had not come by then are produced again at the next start. Without a
+ * drain a stop waits up to 5 s for the reports of the batch in flight.
  *
  * Self-metrics (label endpoint = name): wattage_kafka_messages_sent_total,
  * wattage_kafka_messages_failed_total, wattage_kafka_samples_sent_total,

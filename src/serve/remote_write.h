@@ -33,7 +33,9 @@
  * accepts again, and wattage_remote_write_auth_failures_total; the secret file is read for every
  * request, so an operator who fixes it recovers without a restart. Any other 4xx drops that
  * batch (one log line, wattage_remote_write_samples_dropped_total). The poll loop never waits
- * for it.
+ * for it. At a stop (SIGTERM/SIGINT), after the store's last flush, what is stored and not yet
+ * acknowledged is sent within daemon.stop_deadline (wt_remote_write_drain), one attempt per
+ * batch; what is left is sent at the next start.
  *
  * Self-metrics per endpoint (label endpoint): wattage_remote_write_samples_sent_total,
  * _samples_failed_total (samples of attempts that failed and are retried), _samples_dropped_total,

@@ -37,6 +37,7 @@ struct wt_sender_dest {
      * acknowledged nothing), its thread left the loop, the samples it acknowledged meanwhile */
     bool drain_over, done;
     uint64_t drain_acked;
+    uint64_t acked; /* samples acknowledged since start, under s->mu */
 };
 
 /* A family's registration: which family of which sender. */
@@ -369,10 +370,11 @@ void wt_sender_count_pending(struct wt_sender_dest *d, bool force)
     pthread_mutex_unlock(&d->s->mu);
 }
 
-/* What a drain acknowledged, for its line at stop. */
+/* What was acknowledged, and what a drain did, for its line at stop. */
 static void count_drained(struct wt_sender_dest *d, size_t n)
 {
     pthread_mutex_lock(&d->s->mu);
+    d->acked += n;
     if (d->s->drain)
         d->drain_acked += n;
     pthread_mutex_unlock(&d->s->mu);
@@ -464,17 +466,15 @@ static void *dest_main(void *arg)
         if (draining && !b.n)
             break; /* everything stored at the stop is acknowledged */
         pthread_mutex_lock(&d->s->mu);
-        uint64_t acked = d->drain_acked;
+        uint64_t acked = d->acked;
         pthread_mutex_unlock(&d->s->mu);
         enum wt_send_next next = b.n ? ops->send(d, d->cf.ctx, &b) : WT_SEND_DONE;
-        if (draining) {
-            /* a round that moved nothing would move nothing again: the rest is for the next
-             * start */
-            pthread_mutex_lock(&d->s->mu);
-            if (d->drain_acked == acked)
-                d->drain_over = true;
-            pthread_mutex_unlock(&d->s->mu);
-        }
+        /* a round that moved nothing while draining (its attempt at stop failed) would move
+         * nothing again: the rest is for the next start */
+        pthread_mutex_lock(&d->s->mu);
+        if (d->s->drain && d->acked == acked)
+            d->drain_over = true;
+        pthread_mutex_unlock(&d->s->mu);
         if (next == WT_SEND_AGAIN)
             continue;
         /* more is waiting: at once; else let the store gather some */
@@ -851,6 +851,20 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
         int64_t wait = wt_sender_backoff(d, failures);
         if (wt_sender_stopping(d))
             return;
+        if (wt_sender_draining(d)) {
+            /* at stop no backoff: the batch stays pending (the loop sees nothing acknowledged) */
+            if (status)
+                wt_warn(mod,
+                        "endpoint %s: at stop, HTTP %ld for %zu samples: %s; left for the next "
+                        "start url=%s",
+                        d->name, status, b->n, why, h->url);
+            else
+                wt_warn(mod,
+                        "endpoint %s: at stop, cannot send %zu samples: %s; left for the next "
+                        "start url=%s",
+                        d->name, b->n, why, h->url);
+            return;
+        }
         if (wt_ratelimit_ok(&st->rl_fail, wt_now_mono_ns(), &sup)) {
             if (status)
                 wt_warn(mod,
