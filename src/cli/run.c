@@ -3,9 +3,10 @@
  * `wattage run`: the daemon, in the foreground, logging to stderr. Collector threads publish to
  * the hub; this thread waits for signals (SIGTERM/SIGINT stop, SIGHUP reloads the configuration)
  * and logs a one-line summary every minute. Under systemd (Type=notify) it says READY, STATUS,
- * RELOADING and STOPPING, and pings the watchdog only while the poll loop ticks. At exit it logs
- * the energy each series counted while it ran, so a run's total is on record even without the
- * store.
+ * RELOADING and STOPPING, and pings the watchdog only while the poll loop ticks. At a stop the
+ * store flushes for the last time, then remote write, Kafka and OTLP send what it holds within
+ * daemon.stop_deadline (the rest at the next start). At exit it logs the energy each series
+ * counted while it ran, so a run's total is on record even without the store.
  */
 #include <errno.h>
 #include <getopt.h>
