@@ -3,9 +3,10 @@
  * `wattage run`: the daemon, in the foreground, logging to stderr. Collector threads publish to
  * the hub; this thread waits for signals (SIGTERM/SIGINT stop, SIGHUP reloads the configuration)
  * and logs a one-line summary every minute. Under systemd (Type=notify) it says READY, STATUS,
- * RELOADING and STOPPING, and pings the watchdog only while the poll loop ticks. At exit it logs
- * the energy each series counted while it ran, so a run's total is on record even without the
- * store.
+ * RELOADING and STOPPING, and pings the watchdog only while the poll loop ticks. At a stop the
+ * store flushes for the last time, then remote write, Kafka and OTLP send what it holds within
+ * daemon.stop_deadline (the rest at the next start). At exit it logs the energy each series
+ * counted while it ran, so a run's total is on record even without the store.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -699,7 +700,9 @@ int wt_cmd_run(int argc, char **argv)
             loop = NULL;
             cfg.daemon.interval_ns = next.daemon.interval_ns;
             cfg.daemon.log_level = next.daemon.log_level;
+            cfg.daemon.stop_deadline_ns = next.daemon.stop_deadline_ns;
             cfg.collectors = next.collectors;
+            cfg.inference = next.inference;
             wt_config_move_doc(&cfg, &next); /* the module sections: targets, rules... */
             if (wt_alerts_reload(alerts, &cfg, &err) != 0)
                 wt_error("run", "%s; keeping the running alert rules", err.msg);
@@ -723,9 +726,6 @@ out:
     wt_http_close(http);
     wt_api_series_close(series); /* after the server: no request in progress uses it */
     wt_api_attribution_close();
-    wt_remote_write_close(rw); /* after the server: its families are read by scrapes */
-    wt_kafka_close(kafka);
-    wt_otlp_close(otlp);
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
@@ -738,6 +738,17 @@ out:
     stop_pause();
     wt_store_close(store); /* after the collectors: flushes what they published */
     stop_pause();
+    /* The streams send what the last flush stored, together, within daemon.stop_deadline;
+     * what is left goes out at the next start. Closed after the server: scrapes read their
+     * families. */
+    if (ret == 0) {
+        wt_remote_write_drain(rw, cfg.daemon.stop_deadline_ns);
+        wt_kafka_drain(kafka, cfg.daemon.stop_deadline_ns);
+        wt_otlp_drain(otlp, cfg.daemon.stop_deadline_ns);
+    }
+    wt_remote_write_close(rw);
+    wt_kafka_close(kafka);
+    wt_otlp_close(otlp);
     wt_power_avg_close(pavg);
     stop_pause();
     wt_cpu_attrib_close(cpu_attrib);

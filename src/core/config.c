@@ -29,6 +29,7 @@ enum ftype { T_BOOL, T_STRING, T_PATH, T_DURATION, T_LOG_LEVEL, T_LISTEN, T_INT 
 #define F_NONEMPTY 0x1      /* a string that may not be empty */
 #define F_ZERO_INHERITS 0x2 /* a duration where 0 means "use daemon.interval" */
 #define F_AUTO_OFF 0x4      /* a duration, or auto (WT_CONFIG_AUTO) or 0/off (0) */
+#define F_ZERO_OFF 0x8      /* a duration, or 0/off (0): none */
 
 struct field {
     const char *path;
@@ -94,6 +95,10 @@ static const struct field fields[] = {
              16 * SEC,
              "the kernel's maximum error starts near 16 s when nothing disciplines the clock and "
              "is microseconds under PTP: a bound outside 1us..16s warns always or never"),
+    DURATION("daemon.stop_deadline", daemon.stop_deadline_ns, F_ZERO_OFF, "5s", 0, 60 * SEC,
+             "at a stop, remote write, OTLP and Kafka send what is stored for this long at most "
+             "(0: not at all, the next start sends it); systemd kills a daemon that takes "
+             "longer than TimeoutStopSec (30s in deploy/systemd/wattage.service)"),
     FIELD("daemon.tls.cert", T_PATH, daemon.tls.cert, 0, ""),
     FIELD("daemon.tls.key", T_PATH, daemon.tls.key, 0, ""),
     FIELD("daemon.tls.client_ca", T_PATH, daemon.tls.client_ca, 0, ""),
@@ -340,6 +345,8 @@ static const char *expectation(const struct field *f)
     case T_DURATION:
         if (f->flags & F_AUTO_OFF)
             return "a duration > 0 such as 200ms, auto, or 0 or off for none";
+        if (f->flags & F_ZERO_OFF)
+            return "a duration such as 5s or 500ms, or 0 or off for none";
         return f->flags & F_ZERO_INHERITS
                    ? "a duration > 0 such as 1s or 500ms, or 0 to use daemon.interval"
                    : "a duration > 0 such as 1s or 500ms";
@@ -375,6 +382,11 @@ static int set_value(const struct field *f, const char *v, struct wt_config *c, 
     case T_DURATION: {
         int64_t ns;
         if ((f->flags & F_ZERO_INHERITS) && (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0)) {
+            *(int64_t *)dst = 0;
+            return 0;
+        }
+        if ((f->flags & F_ZERO_OFF) &&
+            (strcmp(v, "0") == 0 || strcmp(v, "0s") == 0 || strcmp(v, "off") == 0)) {
             *(int64_t *)dst = 0;
             return 0;
         }
@@ -1014,6 +1026,8 @@ int wt_config_write(const struct wt_config *c, FILE *f)
             int64_t ns = *(const int64_t *)src;
             if ((fd->flags & F_AUTO_OFF) && ns <= 0)
                 snprintf(d, sizeof d, "%s", ns == WT_CONFIG_AUTO ? "auto" : "off");
+            else if ((fd->flags & F_ZERO_OFF) && ns == 0)
+                snprintf(d, sizeof d, "0");
             else
                 wt_config_format_duration(ns, d, sizeof d);
             fputs(d, f);

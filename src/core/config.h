@@ -38,6 +38,9 @@ struct wt_config {
         /* daemon.clock_max_error: a figure over a window where the kernel's maximum clock
          * error exceeded this carries a warning (audit/clockcheck.h); default 100 ms */
         int64_t clock_max_error_ns;
+        /* daemon.stop_deadline: at SIGTERM/SIGINT, the longest the streams (remote write, OTLP,
+         * Kafka) take to send what is stored and not acknowledged; 0: nothing; default 5 s */
+        int64_t stop_deadline_ns;
         struct {
             char cert[WT_PATH_LEN], key[WT_PATH_LEN], client_ca[WT_PATH_LEN];
         } tls;

@@ -40,8 +40,10 @@
  * If the daemon dies after a delivery and before the cursor's commit (one small SQLite
  * transaction right after the batch's last report), the next start produces that batch again:
  * at most batch_size readings (one in-flight batch) arrive twice, with equal time and value. A
- * clean stop waits up to 5 s for the reports of the batch in flight and commits what they
- * delivered.
+ * clean stop (SIGTERM/SIGINT) produces what the store's last flush stored and waits for the
+ * reports, within daemon.stop_deadline (wt_kafka_drain), and commits what they delivered;
+ * messages whose reports had not come by then are produced again at the next start. Without a
+ * drain a stop waits up to 5 s for the reports of the batch in flight.
  *
  * Self-metrics (label endpoint = name): wattage_kafka_messages_sent_total,
  * wattage_kafka_messages_failed_total, wattage_kafka_samples_sent_total,
@@ -162,7 +164,14 @@ struct wt_http;
  */
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err) WT_MUST_USE;
-/* Stops the sender (after up to 5 s for the reports in flight) and frees k; accepts NULL. */
+/*
+ * At a stop, as wt_remote_write_drain: what is stored is produced for deadline_ns at most, the
+ * reports waited for until then (0: nothing is produced). Accepts NULL.
+ */
+void wt_kafka_drain(struct wt_kafka *k, int64_t deadline_ns);
+/* Waits for a drain to end (its deadline at the latest) and logs what it sent and left; stops
+ * the sender (without a drain, after up to 5 s for the reports in flight) and frees k; accepts
+ * NULL. */
 void wt_kafka_close(struct wt_kafka *k);
 
 struct wt_kafka_stats {

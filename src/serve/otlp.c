@@ -791,6 +791,12 @@ done:
     return 0;
 }
 
+void wt_otlp_drain(struct wt_otlp *o, int64_t deadline_ns)
+{
+    if (o)
+        wt_sender_drain(o->snd, deadline_ns);
+}
+
 void wt_otlp_close(struct wt_otlp *o)
 {
     if (!o)

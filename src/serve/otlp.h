@@ -119,6 +119,10 @@ struct wt_http;
  */
 int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_otlp **out,
                  struct wt_err *err) WT_MUST_USE;
+/* At a stop, as wt_remote_write_drain: what is stored goes out for deadline_ns at most. */
+void wt_otlp_drain(struct wt_otlp *o, int64_t deadline_ns);
+/* Waits for a drain to end (its deadline at the latest), logs what it sent and left, stops the
+ * senders and frees o; accepts NULL. */
 void wt_otlp_close(struct wt_otlp *o);
 
 /* Counters of endpoint i since open (remote write's fields). Returns -ENOENT past the last. */

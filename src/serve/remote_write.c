@@ -755,6 +755,12 @@ done:
     return 0;
 }
 
+void wt_remote_write_drain(struct wt_remote_write *rw, int64_t deadline_ns)
+{
+    if (rw)
+        wt_sender_drain(rw->snd, deadline_ns);
+}
+
 void wt_remote_write_close(struct wt_remote_write *rw)
 {
     if (!rw)

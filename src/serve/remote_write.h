@@ -33,7 +33,9 @@
  * accepts again, and wattage_remote_write_auth_failures_total; the secret file is read for every
  * request, so an operator who fixes it recovers without a restart. Any other 4xx drops that
  * batch (one log line, wattage_remote_write_samples_dropped_total). The poll loop never waits
- * for it.
+ * for it. At a stop (SIGTERM/SIGINT), after the store's last flush, what is stored and not yet
+ * acknowledged is sent within daemon.stop_deadline (wt_remote_write_drain), one attempt per
+ * batch; what is left is sent at the next start.
  *
  * Self-metrics per endpoint (label endpoint): wattage_remote_write_samples_sent_total,
  * _samples_failed_total (samples of attempts that failed and are retried), _samples_dropped_total,
@@ -167,8 +169,15 @@ struct wt_http;
  */
 int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
                          struct wt_remote_write **out, struct wt_err *err) WT_MUST_USE;
-/* Stops the senders (a request in progress is abandoned: its batch is sent again at the next
- * start) and frees rw; accepts NULL. */
+/*
+ * At a stop, after the store's last flush: the endpoints send what is stored and not yet
+ * acknowledged, for deadline_ns at most (daemon.stop_deadline; 0: nothing), while the caller
+ * goes on (serve/sender.h, wt_sender_drain). Accepts NULL.
+ */
+void wt_remote_write_drain(struct wt_remote_write *rw, int64_t deadline_ns);
+/* Waits for a drain to end (its deadline at the latest) and logs what it sent and left; stops
+ * the senders (a request in progress is abandoned: its batch is sent again at the next start)
+ * and frees rw; accepts NULL. */
 void wt_remote_write_close(struct wt_remote_write *rw);
 
 /* Counters of endpoint i since open, for tests and logs. Returns -ENOENT past the last. */

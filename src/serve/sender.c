@@ -33,6 +33,11 @@ struct wt_sender_dest {
     bool started;
     struct wt_sender_stats st; /* under s->mu */
     struct wt_cursor_batch part;
+    /* the drain at stop, under s->mu: its drain ended (a failed attempt, or a round that
+     * acknowledged nothing), its thread left the loop, the samples it acknowledged meanwhile */
+    bool drain_over, done;
+    uint64_t drain_acked;
+    uint64_t acked; /* samples acknowledged since start, under s->mu */
 };
 
 /* A family's registration: which family of which sender. */
@@ -50,6 +55,10 @@ struct wt_sender {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     bool stop;
+    /* the drain at stop (wt_sender_drain), under mu: asked for, begun (deadline > 0), the
+     * deadline asked and when it began and ends (CLOCK_MONOTONIC) */
+    bool drain_asked, drain;
+    int64_t drain_deadline_ns, drain_t0, drain_until;
     struct wt_sender_dest *d;
     size_t n, max;
 };
@@ -142,15 +151,98 @@ void wt_sender_stop(struct wt_sender *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+/* Under s->mu: every started thread has left its loop. */
+static bool all_done(const struct wt_sender *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (s->d[i].started && !s->d[i].done)
+            return false;
+    return true;
+}
+
+void wt_sender_drain(struct wt_sender *s, int64_t deadline_ns)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    s->drain_asked = true;
+    s->drain_deadline_ns = deadline_ns > 0 ? deadline_ns : 0;
+    s->drain_t0 = wt_now_mono_ns();
+    if (deadline_ns > 0 && !s->stop) {
+        s->drain = true;
+        s->drain_until = s->drain_t0 + deadline_ns;
+    }
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* After the threads ended: the one line a stop logs, with what the drain sent and left. */
+static void log_drain(struct wt_sender *s)
+{
+    char per[1024] = "";
+    size_t used = 0;
+    uint64_t sent = 0, left = 0;
+    bool unknown = false;
+    for (size_t i = 0; i < s->n; i++) {
+        struct wt_sender_dest *d = &s->d[i];
+        uint64_t n = 0;
+        int64_t oldest;
+        /* series the last flush created are pending too: the cursor learns them first */
+        bool ok = wt_cursor_refresh(d->cur, d->cf.keep, d->cf.ctx) >= 0 &&
+                  wt_cursor_pending(d->cur, &n, &oldest) == 0;
+        unknown |= !ok;
+        sent += d->drain_acked;
+        left += n;
+        if (s->n > 1 && used < sizeof per) {
+            int w =
+                ok ? snprintf(per + used, sizeof per - used,
+                              "%s%s: sent %" PRIu64 ", left %" PRIu64, used ? "; " : " (", d->name,
+                              d->drain_acked, n)
+                   : snprintf(per + used, sizeof per - used, "%s%s: sent %" PRIu64 ", left unknown",
+                              used ? "; " : " (", d->name, d->drain_acked);
+            used += w > 0 ? (size_t)w : 0;
+        }
+    }
+    if (used && used < sizeof per - 1)
+        snprintf(per + used, sizeof per - used, ")");
+    double took = (double)(wt_now_mono_ns() - s->drain_t0) / WT_NS_PER_S;
+    if (!s->drain)
+        wt_info(s->mod,
+                "at stop: nothing sent (daemon.stop_deadline 0), %" PRIu64
+                " samples%s left for the next start%s",
+                left, unknown ? " (at least)" : "", per);
+    else
+        wt_info(s->mod,
+                "at stop: sent %" PRIu64 " samples in %.2f s, %" PRIu64
+                " left for the next start%s%s (daemon.stop_deadline %.3g s)",
+                sent, took, left, unknown ? " (at least)" : "", per,
+                (double)s->drain_deadline_ns / WT_NS_PER_S);
+}
+
 void wt_sender_close(struct wt_sender *s)
 {
     if (!s)
         return;
+    /* A drain: the threads end by themselves, all sent, or at its deadline at the latest (a
+     * request in progress is abandoned then); the stop below wakes what remains. */
+    pthread_mutex_lock(&s->mu);
+    while (s->drain && !all_done(s) && wt_now_mono_ns() < s->drain_until) {
+        struct timespec ts = {.tv_sec = s->drain_until / WT_NS_PER_S,
+                              .tv_nsec = s->drain_until % WT_NS_PER_S};
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    bool asked = s->drain_asked;
+    pthread_mutex_unlock(&s->mu);
     wt_sender_stop(s);
     for (size_t i = 0; i < s->n; i++) {
         struct wt_sender_dest *d = &s->d[i];
         if (d->started)
             pthread_join(d->thread, NULL);
+    }
+    if (asked && s->n)
+        log_drain(s);
+    for (size_t i = 0; i < s->n; i++) {
+        struct wt_sender_dest *d = &s->d[i];
         wt_cursor_close(d->cur);
         wt_cursor_batch_free(&d->part);
     }
@@ -178,12 +270,53 @@ int64_t wt_sender_dest_max_backoff(const struct wt_sender_dest *d)
     return d->cf.max_backoff_ns;
 }
 
+/* Under s->mu: the stop, this destination's drain over, or the drain's deadline passed. */
+static bool stopping_locked(const struct wt_sender_dest *d)
+{
+    const struct wt_sender *s = d->s;
+    return s->stop || d->drain_over || (s->drain && wt_now_mono_ns() >= s->drain_until);
+}
+
 bool wt_sender_stopping(struct wt_sender_dest *d)
 {
     pthread_mutex_lock(&d->s->mu);
-    bool stop = d->s->stop;
+    bool stop = stopping_locked(d);
     pthread_mutex_unlock(&d->s->mu);
     return stop;
+}
+
+bool wt_sender_draining(struct wt_sender_dest *d)
+{
+    pthread_mutex_lock(&d->s->mu);
+    bool drain = d->s->drain;
+    pthread_mutex_unlock(&d->s->mu);
+    return drain;
+}
+
+int64_t wt_sender_drain_left(struct wt_sender_dest *d)
+{
+    pthread_mutex_lock(&d->s->mu);
+    int64_t left = d->s->drain ? d->s->drain_until - wt_now_mono_ns() : INT64_MAX;
+    pthread_mutex_unlock(&d->s->mu);
+    return left > 0 ? left : 0;
+}
+
+/*
+ * Under s->mu: waits until `until`, the stop, or a drain beginning; a drain's deadline ends it
+ * too. True when stopping.
+ */
+static bool wait_locked(struct wt_sender_dest *d, int64_t until)
+{
+    struct wt_sender *s = d->s;
+    bool drain = s->drain;
+    while (!stopping_locked(d) && s->drain == drain) {
+        int64_t t = s->drain && s->drain_until < until ? s->drain_until : until;
+        if (wt_now_mono_ns() >= t)
+            break;
+        struct timespec ts = {.tv_sec = t / WT_NS_PER_S, .tv_nsec = t % WT_NS_PER_S};
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    return stopping_locked(d);
 }
 
 bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns)
@@ -191,13 +324,22 @@ bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns)
     struct wt_sender *s = d->s;
     int64_t until = wt_now_mono_ns() + ns;
     pthread_mutex_lock(&s->mu);
-    while (!s->stop) {
-        if (wt_now_mono_ns() >= until)
-            break;
-        struct timespec ts = {.tv_sec = until / WT_NS_PER_S, .tv_nsec = until % WT_NS_PER_S};
-        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
-    }
-    bool stop = s->stop;
+    /* A wait asked for while draining follows a failure: what is left waits for the next start,
+     * not for a backoff. A drain beginning during the wait cuts it short: one more attempt. */
+    if (s->drain)
+        d->drain_over = true;
+    bool stop = wait_locked(d, until);
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+/* The wait between rounds: a drain beginning ends it (the loop reads the store at once). */
+static bool idle(struct wt_sender_dest *d, int64_t ns)
+{
+    struct wt_sender *s = d->s;
+    int64_t until = wt_now_mono_ns() + ns;
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->drain ? stopping_locked(d) : wait_locked(d, until);
     pthread_mutex_unlock(&s->mu);
     return stop;
 }
@@ -228,9 +370,20 @@ void wt_sender_count_pending(struct wt_sender_dest *d, bool force)
     pthread_mutex_unlock(&d->s->mu);
 }
 
+/* What was acknowledged, and what a drain did, for its line at stop. */
+static void count_drained(struct wt_sender_dest *d, size_t n)
+{
+    pthread_mutex_lock(&d->s->mu);
+    d->acked += n;
+    if (d->s->drain)
+        d->drain_acked += n;
+    pthread_mutex_unlock(&d->s->mu);
+}
+
 int wt_sender_ack(struct wt_sender_dest *d, const struct wt_cursor_batch *b)
 {
     int rc = wt_cursor_ack(d->cur, b);
+    count_drained(d, b->n);
     if (rc)
         wt_error(d->s->mod,
                  "destination %s: cannot store the cursor (the next start sends %zu samples "
@@ -248,6 +401,7 @@ int wt_sender_ack_through(struct wt_sender_dest *d, const struct wt_cursor_batch
     for (size_t i = 0; i < b->n; i++)
         if (b->s[i].t_ns <= t_ns)
             part->s[part->n++] = b->s[i];
+    count_drained(d, part->n);
     return wt_cursor_ack(d->cur, part);
 }
 
@@ -288,6 +442,9 @@ static void *dest_main(void *arg)
     pthread_setname_np(pthread_self(), d->s->thread);
     while (!wt_sender_stopping(d)) {
         bool more = false;
+        /* before the read: a drain begins after the store's last flush, so a read that starts
+         * once it has begun sees everything the store will hold */
+        bool draining = wt_sender_draining(d);
         if (ops->prepare && ops->prepare(d, d->cf.ctx) != 0) {
             if (wt_sender_wait(d, d->cf.max_backoff_ns))
                 break;
@@ -296,7 +453,8 @@ static void *dest_main(void *arg)
         int rc = refresh(d);
         if (rc == 0)
             rc = wt_cursor_next(d->cur, d->cf.batch_size, &b, &more);
-        wt_sender_count_pending(d, false);
+        if (!draining)
+            wt_sender_count_pending(d, false);
         if (rc) {
             if (wt_ratelimit_ok(&rl_store, wt_now_mono_ns(), &sup))
                 wt_error(d->s->mod, "destination %s: cannot read the store (%s); trying again",
@@ -305,17 +463,32 @@ static void *dest_main(void *arg)
                 break;
             continue;
         }
+        if (draining && !b.n)
+            break; /* everything stored at the stop is acknowledged */
+        pthread_mutex_lock(&d->s->mu);
+        uint64_t acked = d->acked;
+        pthread_mutex_unlock(&d->s->mu);
         enum wt_send_next next = b.n ? ops->send(d, d->cf.ctx, &b) : WT_SEND_DONE;
+        /* a round that moved nothing while draining (its attempt at stop failed) would move
+         * nothing again: the rest is for the next start */
+        pthread_mutex_lock(&d->s->mu);
+        if (d->s->drain && d->acked == acked)
+            d->drain_over = true;
+        pthread_mutex_unlock(&d->s->mu);
         if (next == WT_SEND_AGAIN)
             continue;
         /* more is waiting: at once; else let the store gather some */
-        if (!more || next == WT_SEND_PAUSE) {
+        if ((!more || next == WT_SEND_PAUSE) && !wt_sender_draining(d)) {
             wt_sender_count_pending(d, true);
-            if (wt_sender_wait(d, d->cf.deadline_ns))
+            if (idle(d, d->cf.deadline_ns))
                 break;
         }
     }
     wt_cursor_batch_free(&b);
+    pthread_mutex_lock(&d->s->mu);
+    d->done = true;
+    pthread_cond_broadcast(&d->s->cv);
+    pthread_mutex_unlock(&d->s->mu);
     return NULL;
 }
 
@@ -493,7 +666,11 @@ long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender
         snprintf(why, whyn, "out of memory");
         goto out;
     }
-    long ms = (long)(c->timeout_ns / 1000000);
+    /* a drain at stop ends at its deadline: no request outlives it */
+    int64_t tmo = c->timeout_ns, left = wt_sender_drain_left(d);
+    if (left < tmo)
+        tmo = left > WT_NS_PER_MS ? left : WT_NS_PER_MS;
+    long ms = (long)(tmo / 1000000);
     curl_easy_setopt(cu, CURLOPT_URL, c->url);
     curl_easy_setopt(cu, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(cu, CURLOPT_TIMEOUT_MS, ms);
@@ -674,6 +851,20 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
         int64_t wait = wt_sender_backoff(d, failures);
         if (wt_sender_stopping(d))
             return;
+        if (wt_sender_draining(d)) {
+            /* at stop no backoff: the batch stays pending (the loop sees nothing acknowledged) */
+            if (status)
+                wt_warn(mod,
+                        "endpoint %s: at stop, HTTP %ld for %zu samples: %s; left for the next "
+                        "start url=%s",
+                        d->name, status, b->n, why, h->url);
+            else
+                wt_warn(mod,
+                        "endpoint %s: at stop, cannot send %zu samples: %s; left for the next "
+                        "start url=%s",
+                        d->name, b->n, why, h->url);
+            return;
+        }
         if (wt_ratelimit_ok(&st->rl_fail, wt_now_mono_ns(), &sup)) {
             if (status)
                 wt_warn(mod,

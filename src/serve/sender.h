@@ -9,6 +9,13 @@
  *
  * Threads: each destination's thread runs the loop (refresh, read a batch, send, acknowledge);
  * the counters are under the sender's mutex, read by /metrics and the stats functions.
+ *
+ * At a stop (daemon.stop_deadline): after the store's last flush, wt_sender_drain wakes every
+ * thread, which reads and sends what is stored after its cursor without waiting for its
+ * deadline, one attempt per batch, until nothing is left; a failed attempt (no backoff then),
+ * a round that acknowledges nothing, or the drain's deadline (a request in progress abandoned)
+ * ends it, and what is left is sent at the next start. wt_sender_close waits for that (never past
+ * the deadline), then logs one line: samples sent, samples left.
  */
 #ifndef WT_SENDER_H
 #define WT_SENDER_H
@@ -87,7 +94,17 @@ void wt_sender_register(struct wt_sender *s, struct wt_http *http);
 int wt_sender_start(struct wt_sender *s, struct wt_err *err) WT_MUST_USE;
 /* Sets the stop and wakes the waits (the threads leave their loop soon). */
 void wt_sender_stop(struct wt_sender *s);
-/* Stops, joins the threads, closes the cursors, frees s; accepts NULL. */
+/*
+ * At a stop, once the store has flushed for the last time: the threads send what is stored,
+ * for deadline_ns at most from now (0: nothing is sent; the line at close says what is left).
+ * Returns at once: start every sender's drain, then close them, so the deadlines run together.
+ * Accepts NULL.
+ */
+void wt_sender_drain(struct wt_sender *s, int64_t deadline_ns);
+/*
+ * After a drain, waits for it to end (its deadline at the latest) and logs what it sent and
+ * left; then stops, joins the threads, closes the cursors, frees s; accepts NULL.
+ */
 void wt_sender_close(struct wt_sender *s);
 
 /* ---- for the transports, from a destination's thread ------------------------------------- */
@@ -95,9 +112,16 @@ void wt_sender_close(struct wt_sender *s);
 const char *wt_sender_dest_name(const struct wt_sender_dest *d);
 struct wt_cursor *wt_sender_dest_cursor(struct wt_sender_dest *d);
 int64_t wt_sender_dest_max_backoff(const struct wt_sender_dest *d);
-/* True once the sender is stopping. */
+/* True once the sender is stopping (or this destination's drain at stop is over). */
 bool wt_sender_stopping(struct wt_sender_dest *d);
-/* Waits up to ns or until the stop; true when stopping. */
+/* True once the drain at stop has begun (wt_sender_drain with a deadline). */
+bool wt_sender_draining(struct wt_sender_dest *d);
+/* What is left of the drain's deadline (0 when passed); INT64_MAX when not draining. */
+int64_t wt_sender_drain_left(struct wt_sender_dest *d);
+/*
+ * Waits up to ns or until the stop; true when stopping. A drain beginning cuts it short (false:
+ * try again now); asked for during a drain it ends this destination's drain (true).
+ */
 bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns);
 /* The backoff before retry number failures (1, 2, ...): 0.5 s doubling, capped at max_backoff. */
 int64_t wt_sender_backoff(const struct wt_sender_dest *d, int failures);

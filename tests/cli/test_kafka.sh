@@ -157,6 +157,9 @@ check "the broker outage was logged" grep -q "kafka: destination k1: brokers=$BO
 stop_pid "$wpid"
 sleep 2 # the consumer's last fetch
 stop_pid "$mock_pid"
+# at SIGTERM the store's last flush is produced before the daemon exits (daemon.stop_deadline)
+check "the stop produced what the last flush stored, nothing left" \
+    grep -Eq "info  kafka: at stop: sent [0-9]+ samples in [0-9.]+ s, 0 left for the next start" "$TMP/a.log"
 
 # check_topic DB JSONL NODE CURSOR MAX_UNSENT [MAX_TWICE] [DROPPED]: every stored reading up to
 # the cursor is on the topic with its exact time and value (but exactly DROPPED of them, default
@@ -235,8 +238,8 @@ print(f"# {nmsg} messages, {len(stored) - len(missing)} readings of {len(ticks)}
       file=sys.stderr)
 PY
 }
-if check_topic "$TMP/k.db" "$TMP/topic.jsonl" node-k kafka:k1 8 2>"$TMP/check.txt"; then
-    ok "every stored reading up to the cursor is on the topic exactly once, one message per tick keyed by the node ($(cat "$TMP/check.txt"))"
+if check_topic "$TMP/k.db" "$TMP/topic.jsonl" node-k kafka:k1 0 2>"$TMP/check.txt"; then
+    ok "every stored reading is on the topic exactly once, none left after the stop, one message per tick keyed by the node ($(cat "$TMP/check.txt"))"
 else
     not_ok "every stored reading up to the cursor is on the topic exactly once" "$(head -5 "$TMP/check.txt")"
 fi
@@ -398,4 +401,50 @@ check "the undelivered messages are logged, to be sent again" \
 check "nothing was acknowledged: sent is 0" test "$(kmetric "$PORT" wattage_kafka_messages_sent_total dead)" = 0
 stop_pid "$wpid"
 check_ticks "the poll loop kept time with a dead broker" "$TMP/b.log" 10
+
+# ---- the broker goes down before a stop: the reports never come, yet the daemon stops within
+# daemon.stop_deadline (2 s) and a margin, by its own log; the next start produces the rest ----
+bg "$MOCK" "$TMP/boot6" wattage "$TMP/topic6.jsonl" 2>"$TMP/mock6.log"
+mock_pid=$!
+wait_for 20 test -s "$TMP/boot6"
+{
+    printf 'daemon:\n  stop_deadline: 2s\n'
+    sed "s/brokers: .*/brokers: $(cat "$TMP/boot6")/; s/name: k1/name: k6/" "$TMP/k.yaml"
+} >"$TMP/k6.yaml"
+PORT=$(free_port)
+bg "$BIN" run -c "$TMP/k6.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/k6.db" --interval 0.5 \
+    --log-level debug 2>"$TMP/g.log"
+wpid=$!
+wait_for 30 caught_up "$PORT" k6
+kill -USR1 "$mock_pid"
+sleep 3
+stop_pid "$wpid"
+took=$($PY - "$TMP/g.log" <<'PY'
+import datetime, re, sys
+t = {}
+for line in open(sys.argv[1]):
+    m = re.match(r'(\S+)Z info  run: (stopping on SIGTERM|stopped)$', line.rstrip())
+    if m:
+        t[m.group(2)] = datetime.datetime.fromisoformat(m.group(1)).timestamp()
+print(round(t["stopped"] - t["stopping on SIGTERM"], 3))
+PY
+)
+check "with the broker down the stop takes the 2-s deadline and a margin at most (${took:-?} s by its log)" \
+    $PY -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) <= 2 + 3 else 1)' "${took:--1}"
+check "the stop logs what is left for the next start" \
+    grep -Eq "info  kafka: at stop: sent [0-9]+ samples in [0-9.]+ s, [1-9][0-9]* left for the next start \(daemon.stop_deadline 2 s\)" "$TMP/g.log"
+kill -USR2 "$mock_pid"
+bg "$BIN" run -c "$TMP/k6.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/k6.db" --interval 0.5 \
+    --log-level debug 2>"$TMP/h.log"
+wpid=$!
+wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+wait_for 60 caught_up "$PORT" k6
+stop_pid "$wpid"
+sleep 2 # the consumer's last fetch
+stop_pid "$mock_pid"
+if check_topic "$TMP/k6.db" "$TMP/topic6.jsonl" node-k kafka:k6 0 5000 2>"$TMP/check6.txt"; then
+    ok "the next start produced what the stop left, nothing lost ($(cat "$TMP/check6.txt"))"
+else
+    not_ok "the next start produced what the stop left, nothing lost" "$(head -5 "$TMP/check6.txt")"
+fi
 finish

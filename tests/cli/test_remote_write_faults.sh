@@ -85,6 +85,11 @@ wait "$wpid"
 rc=$?
 check "SIGTERM stops the daemon at once despite the hanging receiver (exit $rc, $((SECONDS - t0)) s)" \
     bash -c '[[ $1 == 0 && $2 -le 3 ]]' _ "$rc" "$((SECONDS - t0))"
+# at the stop each endpoint gets one more attempt, without backoff (daemon.stop_deadline)
+check "at stop the endpoint that works sends everything, those that fail keep theirs, on one line" \
+    grep -Eq "info  remote_write: at stop: sent [0-9]+ samples in [0-9.]+ s, [1-9][0-9]* left for the next start \(good: sent [0-9]+, left 0; wrongtoken: sent 0, left [1-9][0-9]*; .*down: sent 0, left [1-9][0-9]*\)" "$TMP/run.log"
+check "at stop the refused connection is logged once, its samples left for the next start" \
+    test "$(grep -c "endpoint down: at stop, cannot send .* Couldn't connect.*; left for the next start" "$TMP/run.log")" = 1
 
 # A secret that cannot be read stops the start with a message naming it.
 rw_config "$TMP/missing.yaml" node-f "  - {url: $R/ok, bearer_token_file: $TMP/nope.token}"

@@ -68,6 +68,7 @@ WT_TEST(defaults)
     WT_EQ_INT(c.daemon.align_ticks, true);
     WT_EQ_STR(c.daemon.listen, "127.0.0.1:9747");
     WT_EQ_INT(c.daemon.log_level, WT_LOG_INFO);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 5 * WT_NS_PER_S);
     WT_EQ_STR(c.daemon.tls.cert, "");
     WT_EQ_STR(c.daemon.tls.key, "");
     WT_EQ_STR(c.daemon.tls.client_ca, "");
@@ -101,6 +102,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.daemon.interval_ns, 250 * WT_NS_PER_MS);
     WT_EQ_STR(c.daemon.listen, "[::1]:9800");
     WT_EQ_INT(c.daemon.log_level, WT_LOG_DEBUG);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 0);
     WT_EQ_STR(c.daemon.tls.cert, "/etc/wattage/tls/cert.pem");
     WT_EQ_STR(c.daemon.tls.key, "/etc/wattage/tls/key.pem");
     WT_EQ_STR(c.daemon.tls.client_ca, "/etc/wattage/tls/ca.pem");
@@ -194,9 +196,9 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 49 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+    WT_EQ_INT(n, 50 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
                               collectors.nvml.energy_interval, 1 store.packed_ticks, 3
-                              collectors.amd, 2 inference */
+                              collectors.amd, 2 inference, 1 daemon.stop_deadline */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -415,9 +417,11 @@ WT_TEST(nested_wrong_kind)
     EXPECT_ERR("daemon:\n  interval:\n    seconds: 1\n",
                "t.yaml:3: daemon.interval: expected a duration > 0 such as 1s or 500ms, not a "
                "mapping");
-    EXPECT_ERR("daemon: 5\n", "t.yaml:1: daemon: expected a section with keys interval, "
-                              "align_ticks, listen, log_level, clock_max_error, tls, auth (got "
-                              "\"5\")");
+    EXPECT_ERR("daemon: 5\n",
+               "t.yaml:1: daemon: expected a section with keys interval, "
+               "align_ticks, listen, log_level, clock_max_error, stop_deadline, tls, "
+               "auth (got "
+               "\"5\")");
     EXPECT_ERR(
         "daemon:\n  tls: on\n",
         "t.yaml:2: daemon.tls: expected a section with keys cert, key, client_ca (got \"on\")");
@@ -830,5 +834,31 @@ WT_TEST(align_ticks_reads_and_refuses)
     WT_EQ_INT(wt_config_load_string("t.yaml", bad, strlen(bad), &c, &err), -EINVAL);
     WT_CONTAINS(err.msg, "t.yaml:2: daemon.align_ticks:");
     WT_EQ_INT(c.daemon.align_ticks, true); /* the defaults, never half-applied */
+    wt_config_free(&c);
+}
+
+/* daemon.stop_deadline: 5 s by default, 0 (nothing sent at stop) allowed, a minute at most. */
+WT_TEST(stop_deadline_reads_and_refuses)
+{
+    struct wt_config c;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&c);
+    const char *zero = "daemon:\n  stop_deadline: off\n";
+    WT_EQ_INT(wt_config_load_string("t.yaml", zero, strlen(zero), &c, &err), 0);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 0);
+    wt_config_free(&c);
+    wt_config_defaults(&c);
+    const char *ms = "daemon:\n  stop_deadline: 2500ms\n";
+    WT_EQ_INT(wt_config_load_string("t.yaml", ms, strlen(ms), &c, &err), 0);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 2500 * WT_NS_PER_MS);
+    wt_config_free(&c);
+    wt_config_defaults(&c);
+    const char *big = "daemon:\n  stop_deadline: 2m\n";
+    WT_EQ_INT(wt_config_load_string("t.yaml", big, strlen(big), &c, &err), -EINVAL);
+    WT_CONTAINS(
+        err.msg,
+        "t.yaml:2: daemon.stop_deadline: expected a duration from 0 to 1m (got \"2m\", above 1m)");
+    WT_CONTAINS(err.msg, "TimeoutStopSec");
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 5 * WT_NS_PER_S);
     wt_config_free(&c);
 }

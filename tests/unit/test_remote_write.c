@@ -2,19 +2,21 @@
 /*
  * Remote write's pure pieces and its cursor against a real SQLite store: the encoder's request
  * decoded again with protobuf-c's unpack after snappy's uncompress, the selectors, the status
- * verdicts, the remote_write section's messages, and the cursor's batches, acknowledgements and
- * persistence.
+ * verdicts, the remote_write section's messages, the cursor's batches, acknowledgements and
+ * persistence, and the shared sender's drain at stop with a transport of the test's own.
  */
 #include <errno.h>
 #include <snappy-c.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/clock.h"
 #include "core/config.h"
 #include "runner.h"
 #include "serve/remote_write.h"
 #include "serve/remote_write.pb-c.h"
+#include "serve/sender.h"
 #include "store/cursor.h"
 #include "store/store.h"
 
@@ -415,4 +417,185 @@ WT_TEST(cursor_batches_oldest_first_and_resumes)
     WT_EQ_INT(b.s[2].t_ns, T0 + 30 * S);
     wt_cursor_close(c);
     wt_cursor_batch_free(&b);
+}
+
+/* ---- the drain at stop (serve/sender.h), with a transport of the test's own ---- */
+
+enum fake_mode { FAKE_ACK, FAKE_HANG, FAKE_FAIL };
+
+static void nap(int64_t ns)
+{
+    struct timespec ts = {.tv_sec = ns / S, .tv_nsec = ns % S};
+    nanosleep(&ts, NULL);
+}
+
+struct fake {
+    enum fake_mode mode;
+    uint64_t acked;  /* samples acknowledged */
+    int attempts;    /* sends tried */
+    int drain_tries; /* of them, once the drain began */
+};
+
+static int fake_add(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s, size_t i)
+{
+    (void)d, (void)ctx, (void)s, (void)i;
+    return 0;
+}
+
+static enum wt_send_next fake_send(struct wt_sender_dest *d, void *ctx,
+                                   const struct wt_cursor_batch *b)
+{
+    struct fake *f = ctx;
+    switch (f->mode) {
+    case FAKE_ACK:
+        if (wt_sender_ack(d, b) == 0)
+            __atomic_add_fetch(&f->acked, b->n, __ATOMIC_SEQ_CST);
+        break;
+    case FAKE_HANG: /* a request that never ends: only the stop (or the deadline) ends it */
+        __atomic_add_fetch(&f->attempts, 1, __ATOMIC_SEQ_CST);
+        while (!wt_sender_stopping(d))
+            nap(WT_NS_PER_MS);
+        break;
+    case FAKE_FAIL: /* every attempt fails and is retried after a long backoff */
+        for (;;) {
+            __atomic_add_fetch(&f->attempts, 1, __ATOMIC_SEQ_CST);
+            if (wt_sender_draining(d))
+                __atomic_add_fetch(&f->drain_tries, 1, __ATOMIC_SEQ_CST);
+            if (wt_sender_wait(d, 3600 * S))
+                break;
+        }
+        break;
+    }
+    return WT_SEND_DONE;
+}
+
+static const struct wt_sender_ops fake_ops = {.add = fake_add, .send = fake_send};
+
+/* A sender of one destination "ep" on the store at path, started; its deadline an hour. */
+static struct wt_sender *fake_sender(const char *path, struct fake *f)
+{
+    struct wt_sender *s = NULL;
+    struct wt_err err = {{0}};
+    struct wt_sender_dest_config c = {.name = "ep",
+                                      .cursor = "ep",
+                                      .batch_size = 16,
+                                      .deadline_ns = 3600 * S,
+                                      .max_backoff_ns = 3600 * S,
+                                      .backfill_ns = 20LL * 365 * 86400 * S,
+                                      .ctx = f};
+    WT_EQ_INT(wt_sender_open("test", "wt-test", &fake_ops, NULL, 0, 1, &s), 0);
+    WT_EQ_INT(wt_sender_add_dest(s, path, &c, NULL, &err), 0);
+    WT_EQ_INT(wt_sender_start(s, &err), 0);
+    return s;
+}
+
+/* Waits (10 s at most) until *v reaches n. */
+static bool reaches(const void *v, uint64_t n, bool wide)
+{
+    for (int i = 0; i < 1000; i++) {
+        uint64_t x = wide ? __atomic_load_n((const uint64_t *)v, __ATOMIC_SEQ_CST)
+                          : (uint64_t)__atomic_load_n((const int *)v, __ATOMIC_SEQ_CST);
+        if (x >= n)
+            return true;
+        nap(10 * WT_NS_PER_MS);
+    }
+    return false;
+}
+
+static uint64_t pending_of(const char *path)
+{
+    struct wt_cursor *c = NULL;
+    struct wt_err err = {{0}};
+    uint64_t n = 0;
+    int64_t oldest;
+    WT_EQ_INT(wt_cursor_open(path, "ep", T0, &c, &err), 0);
+    WT_ASSERT(wt_cursor_refresh(c, NULL, NULL) >= 0);
+    WT_EQ_INT(wt_cursor_pending(c, &n, &oldest), 0);
+    wt_cursor_close(c);
+    return n;
+}
+
+/* What the store gained while the sender waited out its (hour-long) deadline goes out at the
+ * drain, at once: nothing is left. */
+WT_TEST(drain_sends_what_was_stored_while_idle)
+{
+    char path[512];
+    struct fake f = {.mode = FAKE_ACK};
+    snprintf(path, sizeof path, "%s/d.db", wt_test_dir());
+    make_store(path, 20); /* 20 + 20 + 4 readings of the daemon's own series */
+    struct wt_sender *s = fake_sender(path, &f);
+    WT_ASSERT(reaches(&f.acked, 44, true));
+    /* the last flush, while the sender idles */
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_reading r[10];
+    for (int i = 0; i < 10; i++)
+        r[i] = rd(WT_M_GPU_POWER_W, i % 2 ? "gpu=\"1\"" : "gpu=\"0\"", T0 + (30 + i / 2) * S, i);
+    WT_EQ_INT(wt_store_open(path, NULL, &st, &err), 0);
+    WT_EQ_INT(wt_store_write(st, "", r, 10), 0);
+    wt_store_close(st);
+    WT_EQ_INT(f.acked, 44);
+    wt_sender_drain(s, 60 * S);
+    wt_sender_close(s);
+    WT_EQ_INT(f.acked, 54);
+    WT_EQ_INT(pending_of(path), 0);
+}
+
+/* A request that hangs is abandoned at the drain's deadline: close returns after it (never
+ * before: the drain waited), nothing is acknowledged, everything stays for the next start. */
+WT_TEST(drain_abandons_a_hanging_send_at_its_deadline)
+{
+    char path[512];
+    struct fake f = {.mode = FAKE_HANG};
+    snprintf(path, sizeof path, "%s/h.db", wt_test_dir());
+    make_store(path, 20);
+    struct wt_sender *s = fake_sender(path, &f);
+    WT_ASSERT(reaches(&f.attempts, 1, false));
+    int64_t t0 = wt_now_mono_ns();
+    wt_sender_drain(s, 300 * WT_NS_PER_MS);
+    wt_sender_close(s);
+    int64_t took = wt_now_mono_ns() - t0;
+    WT_ASSERT(took >= 300 * WT_NS_PER_MS);
+    WT_EQ_INT(f.attempts, 1);
+    WT_EQ_INT(pending_of(path), 44);
+}
+
+/* A receiver that fails: the drain wakes the backoff for one attempt more, and a failure then
+ * ends the drain at once (no backoff at stop, well before the minute's deadline). */
+WT_TEST(drain_tries_a_failing_receiver_once)
+{
+    char path[512];
+    struct fake f = {.mode = FAKE_FAIL};
+    snprintf(path, sizeof path, "%s/f.db", wt_test_dir());
+    make_store(path, 20);
+    struct wt_sender *s = fake_sender(path, &f);
+    WT_ASSERT(reaches(&f.attempts, 1, false));
+    int64_t t0 = wt_now_mono_ns();
+    wt_sender_drain(s, 60 * S);
+    wt_sender_close(s);
+    WT_ASSERT(wt_now_mono_ns() - t0 < 30 * S);
+    WT_EQ_INT(f.attempts, 2);
+    WT_EQ_INT(f.drain_tries, 1);
+    WT_EQ_INT(pending_of(path), 44);
+}
+
+/* daemon.stop_deadline 0: nothing is sent at stop. */
+WT_TEST(drain_of_zero_sends_nothing)
+{
+    char path[512];
+    struct fake f = {.mode = FAKE_ACK};
+    snprintf(path, sizeof path, "%s/z.db", wt_test_dir());
+    make_store(path, 20);
+    struct wt_sender *s = fake_sender(path, &f);
+    WT_ASSERT(reaches(&f.acked, 44, true));
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_reading r = rd(WT_M_GPU_POWER_W, "gpu=\"0\"", T0 + 40 * S, 1);
+    WT_EQ_INT(wt_store_open(path, NULL, &st, &err), 0);
+    WT_EQ_INT(wt_store_write(st, "", &r, 1), 0);
+    wt_store_close(st);
+    wt_sender_drain(s, 0);
+    wt_sender_close(s);
+    WT_EQ_INT(f.acked, 44);
+    WT_EQ_INT(pending_of(path), 1);
 }
