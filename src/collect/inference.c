@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "collect/expo_parse.h"
+#include "collect/listener.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -560,7 +561,67 @@ struct inf {
     struct scrape s;
     char up_labels[WT_LABELS_LEN];
     enum engine said; /* the engine last said in the log */
+    /* the serving tree, found when no gpus are configured: looked for every FIND_EVERY */
+    uint16_t port;
+    bool loopback;
+    int pids[WT_LISTENER_MAX_PIDS];
+    size_t npids;
+    int64_t found_mono; /* 0: never looked */
+    int find_rc;        /* the last look's answer, said when it changes */
 };
+
+#define FIND_EVERY (60 * WT_NS_PER_S)
+
+/* The URL's port (its scheme's default without one) and whether its host is this host's
+ * loopback. */
+static void url_port(const char *url, uint16_t *port, bool *loopback)
+{
+    bool https = strncmp(url, "https://", 8) == 0;
+    const char *h = url + (https ? 8 : 7);
+    const char *end = h + strcspn(h, "/?#");
+    const char *colon = NULL;
+    if (*h == '[') { /* [v6]:port */
+        const char *rb = memchr(h, ']', (size_t)(end - h));
+        colon = rb && rb + 1 < end && rb[1] == ':' ? rb + 1 : NULL;
+    } else {
+        colon = memchr(h, ':', (size_t)(end - h));
+    }
+    long p = colon ? strtol(colon + 1, NULL, 10) : (https ? 443 : 80);
+    *port = p > 0 && p < 65536 ? (uint16_t)p : 0;
+    size_t hl = (size_t)((colon ? colon : end) - h);
+    *loopback = (hl >= 4 && strncmp(h, "127.", 4) == 0) ||
+                (hl == 9 && strncmp(h, "localhost", 9) == 0) ||
+                (hl == 5 && strncmp(h, "[::1]", 5) == 0);
+}
+
+/* Looks for the serving tree again when it is time; says what it found when that changes. */
+static void find_tree(struct inf *s)
+{
+    int64_t now = wt_now_mono_ns();
+    if (s->t.gpus[0] || !s->port || (s->found_mono && now - s->found_mono < FIND_EVERY))
+        return;
+    s->found_mono = now;
+    struct wt_err err = {{0}};
+    int pids[WT_LISTENER_MAX_PIDS];
+    size_t n = 0;
+    int rc = wt_listener_find(s->port, s->loopback, pids, WT_LISTENER_MAX_PIDS, &n, &err);
+    bool same = rc == s->find_rc && n == s->npids && !memcmp(pids, s->pids, n * sizeof *pids);
+    s->npids = rc == 0 ? n : 0;
+    if (rc == 0)
+        memcpy(s->pids, pids, n * sizeof *pids);
+    if (same)
+        return;
+    s->find_rc = rc;
+    if (rc != 0) {
+        wt_warn("inference", "%s: its processes are not found (%s): set its gpus", s->t.name,
+                err.msg);
+        return;
+    }
+    char list[256] = "";
+    for (size_t i = 0, len = 0; i < n && len < sizeof list - 12; i++)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", pids[i]);
+    wt_info("inference", "%s: serving processes %s (port %u)", s->t.name, list, s->port);
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -668,6 +729,14 @@ static int inf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     }
     if ((rc = emit(&s->s, s->t.name, t_ns, out)) != 0)
         return wt_err_set(err, "%s: out of memory", s->t.name), rc;
+    find_tree(s);
+    for (size_t i = 0; i < s->npids; i++) {
+        char l[WT_LABELS_LEN], pid[16];
+        snprintf(pid, sizeof pid, "%d", s->pids[i]);
+        if (wt_labels(l, sizeof l, "target", s->t.name, "pid", pid, NULL) == 0 &&
+            (rc = wt_batch_add(out, WT_M_INF_PROCESS, l, t_ns, 1)) == -ENOMEM)
+            return wt_err_set(err, "%s: out of memory", s->t.name), rc;
+    }
     return 0;
 }
 
@@ -725,6 +794,7 @@ static int inf_open_target(const struct wt_config *cfg, size_t i, void **state, 
     }
     struct target *t = &s->t;
     s->said = ENG_AUTO;
+    url_port(t->url, &s->port, &s->loopback);
     s->body.max = (size_t)t->max_response;
     s->s.acc = malloc(MAX_ACC * sizeof *s->s.acc);
     if (!s->s.acc)

@@ -398,6 +398,12 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                           "Requests an inference server is running now.", WT_GAUGE},
     [WT_M_INF_WAITING] = {"wattage_inference_requests_waiting",
                           "Requests waiting in an inference server's queue now.", WT_GAUGE},
+    [WT_M_INF_PROCESS] = {"wattage_inference_process_info",
+                          "1 per process of an inference server's serving tree (the process "
+                          "listening on its port, up to the top of its tree, and all below), "
+                          "found when its GPUs are not configured: join on pid with "
+                          "wattage_process_gpu_energy_joules_total.",
+                          WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -176,6 +176,7 @@ enum wt_metric_id {
     WT_M_INF_LAT_COUNT,  /* counter as scraped: observations */
     WT_M_INF_RUNNING,    /* requests running now */
     WT_M_INF_WAITING,    /* requests waiting now */
+    WT_M_INF_PROCESS,    /* 1 per process of the serving tree: target, pid */
     WT_M_COUNT
 };
 

@@ -143,6 +143,21 @@ PY
 )
 check "the stored generated tokens follow the server's counter, to the token ($msg)" \
     bash -c '[[ $1 == *readings* ]]' _ "$msg"
+# A target without gpus: its serving processes are found from its port, through the real /proc
+# (the peer listens on loopback; its parent, this shell, is not taken)
+printf 'inference:\n  targets:\n    - name: found\n      url: http://127.0.0.1:%s/metrics\n' \
+    "$(cat "$TMP/sglang.port")" >"$TMP/found.yaml"
+port2=$(free_port)
+WATTAGE_PROCFS_ROOT= bg "$BIN" run -c "$TMP/found.yaml" --interval 0.5 --db "$TMP/f.db" \
+    --listen "127.0.0.1:$port2" >"$TMP/found.log" 2>&1
+pid2=$!
+peer=$(cat "$TMP/sglang.pid")
+check "the serving process is found from the port (pid $peer)" wait_for 20 bash -c \
+    "curl -s http://127.0.0.1:$port2/metrics | grep -qx 'wattage_inference_process_info{target=\"found\",pid=\"$peer\"} 1'"
+check "and said once" bash -c '[[ $(grep -c "found: serving processes $2 (port" "$1") == 1 ]]' _ \
+    "$TMP/found.log" "$peer"
+kill -TERM "$pid2"
+wait "$pid2"
 n=$("$BIN" query --db "$TMP/w.db" --from 0 --to now --csv \
     'wattage_inference_latency_seconds_bucket{target="vllm",kind="e2e",le="+Inf"}' 2>/dev/null | tail -n +2 | wc -l)
 check "the latency buckets are stored ($n readings of one)" test "$n" -ge 8
