@@ -50,8 +50,8 @@ static void proc(const char *pid, const char *comm, int ppid, unsigned long ns, 
     snprintf(p, sizeof p, "%s/net", d);
     mkdirs(p);
     snprintf(p, sizeof p, "%s/stat", d);
-    wt_test_write(p, "%s (%s) S %d 1 1 0 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0 100 0 0\n", pid,
-                  comm, ppid);
+    wt_test_write(p, "%s (%s) S %d 1 1 0 -1 4194304 0 0 0 0 5 6 0 0 20 0 1 0 100 0 0\n", pid, comm,
+                  ppid);
     snprintf(p, sizeof p, "%s/cgroup", d);
     wt_test_write(p, "0::%s\n", cg);
     snprintf(p, sizeof p, "%s/ns/net", d);
