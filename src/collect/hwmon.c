@@ -194,6 +194,25 @@ static void read_text(const struct hwmon *h, const char *hw, bool in_device, con
         buf[0] = '\0';
 }
 
+/*
+ * Reads an averaging sensor's powerN_average_interval (ms, sysfs-interface): the window its
+ * readings are the mean of, which the integration needs. Read at every scan, since firmware or
+ * a person may change it (an ACPI meter sends a poll notification when it does).
+ */
+static void read_interval(const struct hwmon *h, struct sensor *s)
+{
+    char file[48], buf[32];
+    uint64_t ms;
+    if (s->attr != WT_HWMON_POWER_AVERAGE)
+        return;
+    snprintf(file, sizeof file, "power%d_average_interval", s->index);
+    read_text(h, s->hwmon, s->in_device, file, buf, sizeof buf);
+    if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000) {
+        s->interval_s = (double)ms / 1e3;
+        s->integral.window_ns = (int64_t)ms * 1000000;
+    }
+}
+
 static struct sensor *find_sensor(struct hwmon *h, const struct found *f)
 {
     for (size_t i = 0; i < h->n; i++) {
@@ -207,7 +226,7 @@ static struct sensor *find_sensor(struct hwmon *h, const struct found *f)
 /* Builds a new sensor's labels from its chip's files. */
 static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err)
 {
-    char chip[64], label[LABEL_LEN], role[16], file[64], sensor[32], buf[32];
+    char chip[64], label[LABEL_LEN], role[16], file[64], sensor[32];
     read_text(h, f->hwmon, false, "name", chip, sizeof chip);
     if (!chip[0])
         read_text(h, f->hwmon, true, "name", chip, sizeof chip);
@@ -257,16 +276,7 @@ static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err
                            f->energy ? "counter" : "integrated");
     if (rc < 0)
         return wt_err_set(err, "%s/%s: labels too long", h->base, f->hwmon), rc;
-    if (f->attr == WT_HWMON_POWER_AVERAGE) {
-        /* The averaging interval, ms (sysfs-interface); the reading is the mean over it. */
-        uint64_t ms;
-        snprintf(file, sizeof file, "%s_average_interval", sensor);
-        read_text(h, f->hwmon, f->in_device, file, buf, sizeof buf);
-        if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000) {
-            s->interval_s = (double)ms / 1e3;
-            s->integral.window_ns = (int64_t)ms * 1000000;
-        }
-    }
+    read_interval(h, s);
     s->present = true;
     h->n++;
     wt_debug("hwmon", "sensor %s %s", f->hwmon, s->labels);
@@ -361,6 +371,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
         }
         s->present = true;
         s->lost = false;
+        read_interval(h, s);
     }
     int present = 0;
     bool missing = false;
@@ -487,6 +498,18 @@ static int emit_energy(struct sensor *s, int64_t t_ns, uint64_t raw, struct wt_b
         uint64_t dt = (uint64_t)(t_ns - s->last_t_ns);
         uint64_t max_w = WT_HWMON_MAX_POWER_UW / 1000000ULL;
         max_delta = dt > UINT64_MAX / max_w ? 0 : dt * max_w / 1000;
+    }
+    if (s->ctr.have && max_delta && raw > s->ctr.last_raw && raw - s->ctr.last_raw > max_delta) {
+        /* More than WT_HWMON_MAX_POWER_UW since the last reading: firmware garbage or a new
+         * counter. The jump is refused (not counted) and the counter followed from here. */
+        wt_warn("hwmon",
+                "energy counter jumped hwmon=%s sensor=energy%d by %" PRIu64
+                " uJ in %.3f s (over %llu W): not counted, new baseline",
+                s->hwmon, s->index, raw - s->ctr.last_raw, (double)(t_ns - s->ctr.last_t_ns) / 1e9,
+                WT_HWMON_MAX_POWER_UW / 1000000ULL);
+        s->base_uj += s->ctr.total_raw;
+        memset(&s->ctr, 0, sizeof s->ctr);
+        s->have_last = false;
     }
     enum wt_delta_kind kind = wt_energy_counter_update(&s->ctr, t_ns, raw, 0, max_delta);
     if (kind == WT_DELTA_RESET)

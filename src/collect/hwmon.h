@@ -10,7 +10,8 @@
  *   wattage_hwmon_energy_joules_total{chip,sensor,label,role[,hwmon],method}
  *   wattage_hwmon_average_interval_seconds{chip,sensor,label,role[,hwmon]}
  *
- * method="counter": an energyN_input counter, unwrapped and reset-safe in integer µJ;
+ * method="counter": an energyN_input counter, reset-safe in integer µJ (a decrease is a reset,
+ * an increase of more than WT_HWMON_MAX_POWER_UW over the span is refused: new baseline);
  * method="integrated": the power integrated by wattage (the store treats it as integrated power,
  * with gaps). A power sensor read as an average is placed at the middle of its averaging window
  * (powerN_average_interval, ms) as core/energy.h does for NVML. hwmon="hwmonN" is added only

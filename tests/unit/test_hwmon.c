@@ -229,6 +229,27 @@ WT_TEST(hwmon_acpi_power_meter_wall_power_interval_and_energy)
     wt_batch_free(&b);
 }
 
+WT_TEST(hwmon_interval_change_is_seen_at_the_next_scan)
+{
+    acpi_meter("hwmon0", "", 300000000ULL, 1000);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    const char *l = "chip=\"power_meter\",sensor=\"power1\",label=\"\",role=\"wall\"";
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S, l), 1.0, 1e-12);
+    put("hwmon0", "device/power1_average_interval", "50");
+    /* a full rescan comes within 30 polls */
+    int polls = 0;
+    do {
+        poll_ok(st, T0 + (1 + polls) * S, &b);
+        polls++;
+    } while (reading_value(&b, WT_M_HWMON_INTERVAL_S, l) > 0.5 && polls < 40);
+    WT_ASSERT(polls <= 30);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S, l), 0.05, 1e-12);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
 WT_TEST(hwmon_grace_four_meters_two_sockets)
 {
     const char *kinds[] = {"Module", "Grace", "CPU", "SysIO"};
@@ -347,6 +368,16 @@ WT_TEST(hwmon_xe_energy_counter_power_and_reset)
     poll_ok(st, T0 + 3 * S, &b);
     WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E) - e, 50.0, 1e-9);
     WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, XE), 50.0, 1e-9);
+    /* a jump of 1 MJ in a second (1 MW, over 100 kW) is refused, and counting goes on from there */
+    e = reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E);
+    put("hwmon6", "energy1_input", "1000052000000");
+    poll_ok(st, T0 + 4 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E), e, 1e-9);
+    WT_ASSERT(find_reading(&b, WT_M_HWMON_POWER_W, XE) == NULL);
+    put("hwmon6", "energy1_input", "1000062000000");
+    poll_ok(st, T0 + 5 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E) - e, 10.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, XE), 10.0, 1e-9);
     wt_hwmon_collector.close(st);
     wt_batch_free(&b);
 }
