@@ -127,7 +127,7 @@ static bool pmbus_label(const char *label, const char *prefix)
     return true;
 }
 
-int wt_hwmon_role(const char *chip, const char *label, int energy, char *out, size_t n)
+int wt_hwmon_role(const char *chip, const char *label, char *out, size_t n)
 {
     const char *role = "other";
     if (!label)
@@ -153,7 +153,6 @@ int wt_hwmon_role(const char *chip, const char *label, int energy, char *out, si
         /* xe: energy1 "card", energy2 "pkg" (sysfs-driver-intel-xe-hwmon): pkg is part of card. */
         role = strcmp(label, "pkg") == 0 ? "gpu_rail" : "gpu";
     }
-    (void)energy;
     int k = snprintf(out, n, "%s", role);
     return (k < 0 || (size_t)k >= n) ? -E2BIG : 0;
 }
@@ -244,7 +243,7 @@ static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err
         snprintf(file, sizeof file, "%s_label", sensor);
         read_text(h, f->hwmon, f->in_device, file, label, sizeof label);
     }
-    if (wt_hwmon_role(chip, label, f->energy, role, sizeof role) < 0)
+    if (wt_hwmon_role(chip, label, role, sizeof role) < 0)
         return wt_err_set(err, "hwmon: role too long"), -E2BIG;
 
     if (h->n == h->cap) {

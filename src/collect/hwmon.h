@@ -51,8 +51,8 @@ enum wt_hwmon_attr {
 int wt_hwmon_parse_attr(const char *fname, enum wt_hwmon_attr *attr, int *index) WT_MUST_USE;
 
 /*
- * The role of a sensor from its chip name ("power_meter", "amdgpu", "xe", "pmbus"...), its label
- * (powerN_label, or an ACPI meter's power1_oem_info) and whether it is an energy sensor:
+ * The role of a sensor from its chip name ("power_meter", "amdgpu", "xe", "pmbus"...) and its label
+ * (powerN_label, or an ACPI meter's power1_oem_info):
  *   "module"   Grace "Module Power Socket N" (the whole Grace Hopper module, GPU included)
  *   "cpu"      Grace "Grace Power Socket N" (the Grace socket total)
  *   "cpu_rail" Grace "CPU Power Socket N", "sysio_rail" Grace "SysIO Power Socket N": parts of
@@ -63,7 +63,7 @@ int wt_hwmon_parse_attr(const char *fname, enum wt_hwmon_attr *attr, int *index)
  *   "other"    anything else
  * Writes the role into out (size n). Returns 0 or -E2BIG.
  */
-int wt_hwmon_role(const char *chip, const char *label, int energy, char *out, size_t n) WT_MUST_USE;
+int wt_hwmon_role(const char *chip, const char *label, char *out, size_t n) WT_MUST_USE;
 
 /*
  * Parses one sysfs value: a decimal unsigned integer with nothing after it but whitespace.

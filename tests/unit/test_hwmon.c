@@ -184,10 +184,10 @@ WT_TEST(hwmon_roles_from_chip_and_label)
         {"nvme", "", "other"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        WT_EQ_INT(wt_hwmon_role(cases[k].chip, cases[k].label, 0, r, sizeof r), 0);
+        WT_EQ_INT(wt_hwmon_role(cases[k].chip, cases[k].label, r, sizeof r), 0);
         WT_EQ_STR(r, cases[k].role);
     }
-    WT_EQ_INT(wt_hwmon_role("power_meter", "", 0, r, 3), -E2BIG);
+    WT_EQ_INT(wt_hwmon_role("power_meter", "", r, 3), -E2BIG);
 }
 
 WT_TEST(hwmon_parse_values)
