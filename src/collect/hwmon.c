@@ -225,7 +225,7 @@ static struct sensor *find_sensor(struct hwmon *h, const struct found *f)
 /* Builds a new sensor's labels from its chip's files. */
 static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err)
 {
-    char chip[64], label[LABEL_LEN], role[16], file[64], sensor[32];
+    char chip[64] = "", label[LABEL_LEN] = "", role[16], file[64], sensor[32];
     read_text(h, f->hwmon, false, "name", chip, sizeof chip);
     if (!chip[0])
         read_text(h, f->hwmon, true, "name", chip, sizeof chip);
