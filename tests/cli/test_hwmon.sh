@@ -32,7 +32,7 @@ echo 5000000 >"$H/hwmon3/energy1_input"
 printf 'store:\n  flush_interval: 500ms\ncollectors:\n  procfs:\n    enabled: false\n' >"$TMP/w.yaml"
 
 port=$(free_port)
-"$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.2 --duration 9 \
+"$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.2 --duration 12 \
     --listen "127.0.0.1:$port" >"$TMP/run.log" 2>&1 &
 pid=$!
 T_PIDS="$T_PIDS $pid"
@@ -58,10 +58,10 @@ check "the energy counter moves with it" wait_for 5 has '^wattage_hwmon_energy_j
 echo "garbage" >"$H/hwmon1/power1_input"
 echo 4294967295000 >"$H/hwmon2/power1_average"
 rm -f "$H/hwmon3/energy1_input"
-sleep 1.5
-metrics
-check "the garbage PSU input is dropped" bash -c "! grep -q '^wattage_hwmon_power_watts{.*role=\"psu_in\"}' '$TMP/m.txt'"
-check "the out-of-range amdgpu reading is refused" bash -c "! grep -q '^wattage_hwmon_power_watts{chip=\"amdgpu\"' '$TMP/m.txt'"
+lacks() { metrics && ! grep -q "$1" "$TMP/m.txt"; }
+check "the garbage PSU input is dropped" wait_for 5 lacks '^wattage_hwmon_power_watts{.*role="psu_in"}'
+check "the out-of-range amdgpu reading is refused" wait_for 5 lacks '^wattage_hwmon_power_watts{chip="amdgpu"'
+check "the vanished xe counter is dropped" wait_for 5 lacks '^wattage_hwmon_energy_joules_total{chip="xe"'
 check "the wall and the PSU output go on" bash -c "grep -q '^wattage_hwmon_power_watts{.*role=\"wall\"} 600$' '$TMP/m.txt' && grep -q '^wattage_hwmon_power_watts{.*role=\"psu_out\"} 470$' '$TMP/m.txt'"
 echo 510000000 >"$H/hwmon1/power1_input"
 check "a sensor that reads well again is back" wait_for 5 has '^wattage_hwmon_power_watts{.*role="psu_in"} 510$'
@@ -85,8 +85,8 @@ rows = [s for s in d["series"] if s.get("role") == "wall"]
 assert len(rows) == 1, d["series"]
 w = rows[0]
 assert w["method"] == "integrated", w
-# 450 W then 600 W for about 9 s: between 450 × 4 and 600 × 9 J
-assert 1800 < w["energy_joules"] < 5400, w
+# 450 W, then 600 W, for about 12 s: between 450 × 4 and 600 × 12 J
+assert 1800 < w["energy_joules"] < 7200, w
 xe = [s for s in d["series"] if s.get("chip") == "xe"]
 assert len(xe) == 1 and xe[0]["method"] == "counter", xe
 assert abs(xe[0]["energy_joules"] - 20.0) < 1e-6, xe
