@@ -150,8 +150,12 @@ int wt_hwmon_role(const char *chip, const char *label, char *out, size_t n)
         role = "psu_out";
     } else if (strcmp(chip, "amdgpu") == 0 || strcmp(chip, "xe") == 0 ||
                strncmp(chip, "i915", 4) == 0) {
-        /* xe: energy1 "card", energy2 "pkg" (sysfs-driver-intel-xe-hwmon): pkg is part of card. */
-        role = strcmp(label, "pkg") == 0 ? "gpu_rail" : "gpu";
+        /*
+         * xe: energy1 "card", energy2 "pkg" (sysfs-driver-intel-xe-hwmon): pkg is part of card.
+         * i915 names its device-level chip "i915" and each GT's "i915_gtN": parts of the device.
+         */
+        bool part = strcmp(label, "pkg") == 0 || strncmp(chip, "i915_gt", 7) == 0;
+        role = part ? "gpu_rail" : "gpu";
     }
     int k = snprintf(out, n, "%s", role);
     return (k < 0 || (size_t)k >= n) ? -E2BIG : 0;

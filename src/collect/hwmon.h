@@ -59,7 +59,8 @@ int wt_hwmon_parse_attr(const char *fname, enum wt_hwmon_attr *attr, int *index)
  *              "cpu", never added to it
  *   "wall"     any other ACPI power meter (the server's wall power)
  *   "psu_in"   a PMBus "pin"/"pinN", "psu_out" a "pout"/"poutN"
- *   "gpu"      amdgpu, xe, i915 (card level); "gpu_rail" an xe/i915 "pkg" sensor (part of card)
+ *   "gpu"      amdgpu, xe, i915 (card level); "gpu_rail" an xe "pkg" sensor or an i915_gtN chip
+ *              (parts of the card)
  *   "other"    anything else
  * Writes the role into out (size n). Returns 0 or -E2BIG.
  */

@@ -180,7 +180,7 @@ WT_TEST(hwmon_roles_from_chip_and_label)
         {"xe", "card", "gpu"},
         {"xe", "pkg", "gpu_rail"},
         {"i915", "", "gpu"},
-        {"i915_gt0", "", "gpu"},
+        {"i915_gt0", "", "gpu_rail"},
         {"nvme", "", "other"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
