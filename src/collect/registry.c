@@ -13,6 +13,7 @@ extern const struct wt_collector_ops wt_clock_collector;
 extern const struct wt_collector_ops wt_ipmi_collector;
 extern const struct wt_collector_ops wt_amd_collector;
 extern const struct wt_collector_ops wt_inference_collector;
+extern const struct wt_collector_ops wt_hwmon_collector;
 
 /* One line per source. */
 /* clang-format off */
@@ -28,6 +29,7 @@ const struct wt_collector_ops *const wt_collectors[] = {
     &wt_ipmi_collector,
     &wt_amd_collector,
     &wt_inference_collector,
+    &wt_hwmon_collector,
     NULL,
 };
 /* clang-format on */

@@ -404,6 +404,19 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                           "found when its GPUs are not configured: join on pid with "
                           "wattage_process_gpu_energy_joules_total.",
                           WT_GAUGE},
+    [WT_M_HWMON_POWER_W] = {"wattage_hwmon_power_watts",
+                            "A hwmon power sensor (ACPI power meter, Grace, PMBus PSU, GPU); role "
+                            "says what it measures (wall, cpu, module, gpu, psu_in, psu_out...).",
+                            WT_GAUGE},
+    [WT_M_HWMON_ENERGY_J] = {"wattage_hwmon_energy_joules_total",
+                             "A hwmon sensor's energy: its energyN_input counter unwrapped "
+                             "(method=\"counter\") or its power integrated by wattage "
+                             "(method=\"integrated\").",
+                             WT_COUNTER},
+    [WT_M_HWMON_INTERVAL_S] = {"wattage_hwmon_average_interval_seconds",
+                               "The window a hwmon power sensor averages over "
+                               "(powerN_average_interval).",
+                               WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

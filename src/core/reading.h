@@ -177,6 +177,10 @@ enum wt_metric_id {
     WT_M_INF_RUNNING,    /* requests running now */
     WT_M_INF_WAITING,    /* requests waiting now */
     WT_M_INF_PROCESS,    /* 1 per process of the serving tree: target, pid */
+    /* hwmon sensors (collect/hwmon.h): chip, sensor, label, role[, hwmon] */
+    WT_M_HWMON_POWER_W,    /* powerN_average|input, or an energy counter's delta / time */
+    WT_M_HWMON_ENERGY_J,   /* counter, + method="counter" (energyN_input) | "integrated" */
+    WT_M_HWMON_INTERVAL_S, /* powerN_average_interval: the window a power reading averages */
     WT_M_COUNT
 };
 

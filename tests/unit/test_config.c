@@ -87,6 +87,8 @@ WT_TEST(defaults)
     WT_EQ_INT(c.collectors.rapl.interval_ns, 0);
     WT_EQ_INT(c.collectors.procfs.enabled, true);
     WT_EQ_INT(c.collectors.procfs.interval_ns, 0);
+    WT_EQ_INT(c.collectors.hwmon.enabled, true);
+    WT_EQ_INT(c.collectors.hwmon.interval_ns, 0);
 }
 
 WT_TEST(every_key_from_file)
@@ -121,6 +123,8 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.collectors.rapl.interval_ns, 1830 * WT_NS_PER_S);
     WT_EQ_INT(c.collectors.procfs.enabled, false);
     WT_EQ_INT(c.collectors.procfs.interval_ns, 10 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.hwmon.enabled, false);
+    WT_EQ_INT(c.collectors.hwmon.interval_ns, 5 * WT_NS_PER_S);
 
     /* Every key differs from its default, so none was silently ignored. */
     struct wt_config d;
@@ -196,9 +200,10 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 50 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+    WT_EQ_INT(n, 52 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
                               collectors.nvml.energy_interval, 1 store.packed_ticks, 3
-                              collectors.amd, 2 inference, 1 daemon.stop_deadline */
+                              collectors.amd, 2 inference, 1 daemon.stop_deadline, 2
+                              collectors.hwmon */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }
@@ -429,7 +434,7 @@ WT_TEST(nested_wrong_kind)
         "collectors:\n  - nvml\n  - rapl\n",
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
         "redfish, "
-        "modbus, ipmi, clock, amd, not a list");
+        "modbus, ipmi, clock, amd, hwmon, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
                "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hwmon collector on sysfs trees written per test under wt_test_dir(), from the kernel's
+ * documented ABI (Documentation/hwmon/sysfs-interface: powerN_average/_input µW,
+ * powerN_average_interval ms, energyN_input µJ, *_label; acpi_power_meter: attributes and name on
+ * the ACPI device, hwmonN/device, with power1_oem_info): an ACPI power meter, a Grace node's four
+ * meters on two sockets, two PMBus PSUs, amdgpu and xe; then the faults (a sensor that vanishes,
+ * garbage, a value out of range, a counter reset).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "collect/collector.h"
+#include "collect/hwmon.h"
+#include "core/clock.h"
+#include "core/reading.h"
+#include "readings.h"
+#include "runner.h"
+
+#define S WT_NS_PER_S
+#define T0 (1764439200LL * S)
+
+static const char *root(void)
+{
+    static char buf[512];
+    snprintf(buf, sizeof buf, "%s/sysfs", wt_test_dir());
+    return buf;
+}
+
+static void mkdirs(const char *path)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(tmp, 0755);
+            *p = '/';
+        }
+    }
+    mkdir(tmp, 0755);
+}
+
+/* <root>/sys/class/hwmon/<hw>/<file> (file may have a "device/" prefix). */
+static const char *hw_file(const char *hw, const char *file)
+{
+    static char buf[1024];
+    snprintf(buf, sizeof buf, "%s/sys/class/hwmon/%s/%s", root(), hw, file);
+    return buf;
+}
+
+/* Writes one attribute, creating its directory. */
+static void put(const char *hw, const char *file, const char *value)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", hw_file(hw, file));
+    *strrchr(dir, '/') = '\0';
+    mkdirs(dir);
+    wt_test_write(hw_file(hw, file), "%s\n", value);
+    setenv("WATTAGE_SYSFS_ROOT", root(), 1);
+}
+
+static void put_u64(const char *hw, const char *file, unsigned long long v)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", v);
+    put(hw, file, buf);
+}
+
+/* An ACPI power meter as acpi_power_meter.c makes it: everything on the ACPI device. */
+static void acpi_meter(const char *hw, const char *oem, unsigned long long uw, int interval_ms)
+{
+    mkdirs(hw_file(hw, ""));
+    put(hw, "device/name", "power_meter");
+    put_u64(hw, "device/power1_average", uw);
+    put_u64(hw, "device/power1_average_interval", (unsigned long long)interval_ms);
+    put(hw, "device/power1_average_interval_min", "50");
+    put(hw, "device/power1_average_interval_max", "1000");
+    put(hw, "device/power1_accuracy", "95.0%");
+    put(hw, "device/power1_is_battery", "0");
+    put(hw, "device/power1_model_number", "");
+    put(hw, "device/power1_serial_number", "");
+    put(hw, "device/power1_oem_info", oem);
+}
+
+static void pmbus_psu(const char *hw, unsigned long long pin_uw, unsigned long long pout_uw)
+{
+    put(hw, "name", "pmbus");
+    put(hw, "power1_label", "pin");
+    put_u64(hw, "power1_input", pin_uw);
+    put(hw, "power1_alarm", "0");
+    put(hw, "power2_label", "pout1");
+    put_u64(hw, "power2_input", pout_uw);
+    put(hw, "in1_label", "vin");
+    put(hw, "in1_input", "230000");
+    put(hw, "curr1_label", "iin");
+    put(hw, "curr1_input", "2000");
+}
+
+static void *open_ok(void)
+{
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    int rc = wt_hwmon_collector.open(NULL, &st, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "open: %d %s", rc, err.msg);
+    WT_ASSERT(st != NULL);
+    return st;
+}
+
+static void poll_ok(void *st, int64_t t_ns, struct wt_batch *b)
+{
+    struct wt_err err = {{0}};
+    wt_batch_clear(b);
+    int rc = wt_hwmon_collector.poll(st, t_ns, b, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "poll: %d %s", rc, err.msg);
+}
+
+/* How many readings of metric carry role="role". */
+static size_t count_role(const struct wt_batch *b, int metric, const char *role)
+{
+    char want[48];
+    snprintf(want, sizeof want, "role=\"%s\"", role);
+    size_t n = 0;
+    for (size_t i = 0; i < b->len; i++)
+        n += b->r[i].metric == metric && strstr(b->r[i].labels, want) != NULL;
+    return n;
+}
+
+WT_TEST(hwmon_parse_attr_names)
+{
+    enum wt_hwmon_attr a;
+    int i;
+    WT_EQ_INT(wt_hwmon_parse_attr("power1_average", &a, &i), 0);
+    WT_EQ_INT(a, WT_HWMON_POWER_AVERAGE);
+    WT_EQ_INT(i, 1);
+    WT_EQ_INT(wt_hwmon_parse_attr("power12_input", &a, &i), 0);
+    WT_EQ_INT(a, WT_HWMON_POWER_INPUT);
+    WT_EQ_INT(i, 12);
+    WT_EQ_INT(wt_hwmon_parse_attr("energy2_input", &a, &i), 0);
+    WT_EQ_INT(a, WT_HWMON_ENERGY_INPUT);
+    WT_EQ_INT(i, 2);
+    const char *bad[] = {"power1_average_interval",
+                         "power1_label",
+                         "power1_cap",
+                         "power0_input",
+                         "energy1_average",
+                         "power_input",
+                         "power1_input_highest",
+                         "temp1_input",
+                         "name",
+                         "powerx_input",
+                         "power01_input"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
+        WT_EQ_INT(wt_hwmon_parse_attr(bad[k], &a, &i), -EINVAL);
+}
+
+WT_TEST(hwmon_roles_from_chip_and_label)
+{
+    char r[16];
+    struct {
+        const char *chip, *label, *role;
+    } cases[] = {
+        {"power_meter", "", "wall"},
+        {"power_meter", "Dell PowerEdge system power", "wall"},
+        {"power_meter", "Module Power Socket 0", "module"},
+        {"power_meter", "Grace Power Socket 1", "cpu"},
+        {"power_meter", "CPU Power Socket 3", "cpu_rail"},
+        {"power_meter", "SysIO Power Socket 0", "sysio_rail"},
+        {"power_meter", "Grace Power Socketeer", "wall"},
+        {"pmbus", "pin", "psu_in"},
+        {"crps", "pin2", "psu_in"},
+        {"pmbus", "pout1", "psu_out"},
+        {"pmbus", "pout", "psu_out"},
+        {"pmbus", "pinx", "other"},
+        {"amdgpu", "PPT", "gpu"},
+        {"xe", "card", "gpu"},
+        {"xe", "pkg", "gpu_rail"},
+        {"i915", "", "gpu"},
+        {"i915_gt0", "", "gpu_rail"},
+        {"nvme", "", "other"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        WT_EQ_INT(wt_hwmon_role(cases[k].chip, cases[k].label, r, sizeof r), 0);
+        WT_EQ_STR(r, cases[k].role);
+    }
+    WT_EQ_INT(wt_hwmon_role("power_meter", "", r, 3), -E2BIG);
+}
+
+WT_TEST(hwmon_parse_values)
+{
+    uint64_t v;
+    WT_EQ_INT(wt_hwmon_parse_u64("350000000", &v), 0);
+    WT_EQ_U64(v, 350000000ULL);
+    WT_EQ_INT(wt_hwmon_parse_u64("18446744073709551615", &v), 0);
+    WT_EQ_INT(wt_hwmon_parse_u64("18446744073709551616", &v), -EINVAL);
+    WT_EQ_INT(wt_hwmon_parse_u64("-5", &v), -EINVAL);
+    WT_EQ_INT(wt_hwmon_parse_u64("", &v), -EINVAL);
+    WT_EQ_INT(wt_hwmon_parse_u64("12 W", &v), -EINVAL);
+    WT_EQ_INT(wt_hwmon_parse_u64("0x10", &v), -EINVAL);
+}
+
+#define WALL "chip=\"power_meter\",sensor=\"power1\",label=\"Dell system board\",role=\"wall\""
+
+WT_TEST(hwmon_acpi_power_meter_wall_power_interval_and_energy)
+{
+    acpi_meter("hwmon0", "Dell system board", 350000000ULL, 1000);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, WALL), 350.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S, WALL), 1.0, 1e-12);
+    double e0 = reading_value(&b, WT_M_HWMON_ENERGY_J, WALL ",method=\"integrated\"");
+    /* 1-s averages read every second: each step is the newer reading times the second */
+    put_u64("hwmon0", "device/power1_average", 400000000ULL);
+    poll_ok(st, T0 + S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, WALL), 400.0, 1e-9);
+    double e1 = reading_value(&b, WT_M_HWMON_ENERGY_J, WALL ",method=\"integrated\"");
+    WT_NEAR(e1 - e0, 400.0, 1e-6);
+    put_u64("hwmon0", "device/power1_average", 400000000ULL);
+    poll_ok(st, T0 + 2 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, WALL ",method=\"integrated\"") - e1, 400.0,
+            1e-6);
+    WT_EQ_INT(b.len, 3);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(hwmon_interval_change_is_seen_at_the_next_scan)
+{
+    acpi_meter("hwmon0", "", 300000000ULL, 1000);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    const char *l = "chip=\"power_meter\",sensor=\"power1\",label=\"\",role=\"wall\"";
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S, l), 1.0, 1e-12);
+    put("hwmon0", "device/power1_average_interval", "50");
+    /* a full rescan comes within 30 polls */
+    int polls = 0;
+    do {
+        poll_ok(st, T0 + (1 + polls) * S, &b);
+        polls++;
+    } while (reading_value(&b, WT_M_HWMON_INTERVAL_S, l) > 0.5 && polls < 40);
+    WT_ASSERT(polls <= 30);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S, l), 0.05, 1e-12);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(hwmon_grace_four_meters_two_sockets)
+{
+    const char *kinds[] = {"Module", "Grace", "CPU", "SysIO"};
+    int n = 0;
+    for (int sock = 0; sock < 2; sock++) {
+        for (int k = 0; k < 4; k++) {
+            char hw[16], oem[64];
+            snprintf(hw, sizeof hw, "hwmon%d", n++);
+            snprintf(oem, sizeof oem, "%s Power Socket %d", kinds[k], sock);
+            acpi_meter(hw, oem, (unsigned long long)(100 + 10 * k + sock) * 1000000ULL, 50);
+        }
+    }
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 8);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "module"), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "cpu"), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "cpu_rail"), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "sysio_rail"), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "wall"), 0);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W,
+                          "chip=\"power_meter\",sensor=\"power1\",label=\"Grace Power Socket "
+                          "1\",role=\"cpu\""),
+            111.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S,
+                          "chip=\"power_meter\",sensor=\"power1\",label=\"Module Power Socket "
+                          "0\",role=\"module\""),
+            0.05, 1e-12);
+    /* the OEM strings tell the meters apart: no hwmon label needed */
+    for (size_t i = 0; i < b.len; i++)
+        WT_ASSERT(strstr(b.r[i].labels, "hwmon=") == NULL);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(hwmon_pmbus_psus_in_and_out)
+{
+    pmbus_psu("hwmon3", 1100000000ULL, 1030000000ULL);
+    pmbus_psu("hwmon4", 900000000ULL, 850000000ULL);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "psu_in"), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "psu_out"), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 4);
+    /* two PSUs of one driver share chip, sensor and label: one of them gets hwmon="…" */
+    double in = 0, out = 0;
+    size_t tagged = 0;
+    for (size_t i = 0; i < b.len; i++) {
+        if (b.r[i].metric != WT_M_HWMON_POWER_W)
+            continue;
+        tagged += strstr(b.r[i].labels, "hwmon=\"hwmon") != NULL;
+        if (strstr(b.r[i].labels, "role=\"psu_in\""))
+            in += b.r[i].value;
+        else
+            out += b.r[i].value;
+    }
+    WT_EQ_INT(tagged, 2);
+    WT_NEAR(in, 2000.0, 1e-9);
+    WT_NEAR(out, 1880.0, 1e-9);
+    /* input power is instantaneous: no interval gauge */
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_INTERVAL_S), 0);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_ENERGY_J), 4);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+#define AMD "chip=\"amdgpu\",sensor=\"power1\",label=\"PPT\",role=\"gpu\""
+
+WT_TEST(hwmon_amdgpu_prefers_average)
+{
+    put("hwmon5", "name", "amdgpu");
+    put("hwmon5", "power1_label", "PPT");
+    put("hwmon5", "power1_average", "287000000");
+    put("hwmon5", "power1_input", "300000000");
+    put("hwmon5", "power1_cap", "500000000");
+    put("hwmon5", "temp1_input", "45000");
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, AMD), 287.0, 1e-9);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 1);
+    WT_ASSERT(find_reading(&b, WT_M_HWMON_ENERGY_J, AMD ",method=\"integrated\"") != NULL);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+#define XE "chip=\"xe\",sensor=\"energy1\",label=\"card\",role=\"gpu\""
+#define XE_E XE ",method=\"counter\""
+
+WT_TEST(hwmon_xe_energy_counter_power_and_reset)
+{
+    put("hwmon6", "name", "xe");
+    put("hwmon6", "energy1_label", "card");
+    put("hwmon6", "energy1_input", "1000000");
+    put("hwmon6", "energy2_label", "pkg");
+    put("hwmon6", "energy2_input", "500000");
+    put("hwmon6", "power1_max", "150000000");
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E), 1.0, 1e-12);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_ENERGY_J, "gpu_rail"), 1);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 0); /* power needs two readings */
+    put("hwmon6", "energy1_input", "101000000");
+    poll_ok(st, T0 + S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E), 101.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, XE), 100.0, 1e-9);
+    /* the driver reloaded: the counter starts again; the total never goes back */
+    put("hwmon6", "energy1_input", "2000000");
+    poll_ok(st, T0 + 2 * S, &b);
+    double e = reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E);
+    WT_ASSERT(e >= 101.0);
+    put("hwmon6", "energy1_input", "52000000");
+    poll_ok(st, T0 + 3 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E) - e, 50.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, XE), 50.0, 1e-9);
+    /* a jump of 1 MJ in a second (1 MW, over 100 kW) is refused, and counting goes on from there */
+    e = reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E);
+    put("hwmon6", "energy1_input", "1000052000000");
+    poll_ok(st, T0 + 4 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E), e, 1e-9);
+    WT_ASSERT(find_reading(&b, WT_M_HWMON_POWER_W, XE) == NULL);
+    put("hwmon6", "energy1_input", "1000062000000");
+    poll_ok(st, T0 + 5 * S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_E) - e, 10.0, 1e-9);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, XE), 10.0, 1e-9);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+#define PSU_IN "chip=\"pmbus\",sensor=\"power1\",label=\"pin\",role=\"psu_in\""
+
+WT_TEST(hwmon_vanished_garbage_and_out_of_range_sensors)
+{
+    acpi_meter("hwmon0", "", 500000000ULL, 1000);
+    pmbus_psu("hwmon3", 1100000000ULL, 1030000000ULL);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 3);
+
+    /* firmware's 0xFFFFFFFF mW: refused, the others go on */
+    put_u64("hwmon0", "device/power1_average", 4294967295000ULL);
+    poll_ok(st, T0 + S, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 2);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "wall"), 0);
+    /* garbage: refused too */
+    put("hwmon0", "device/power1_average", "N/A");
+    poll_ok(st, T0 + 2 * S, &b);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "wall"), 0);
+    /* and back */
+    put_u64("hwmon0", "device/power1_average", 510000000ULL);
+    poll_ok(st, T0 + 3 * S, &b);
+    WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "wall"), 1);
+
+    /* the PSU's input vanishes: the rest goes on, and it is found again */
+    WT_EQ_INT(unlink(hw_file("hwmon3", "power1_input")), 0);
+    poll_ok(st, T0 + 4 * S, &b);
+    WT_ASSERT(find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN) == NULL);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 2);
+    poll_ok(st, T0 + 5 * S, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 2);
+    put_u64("hwmon3", "power1_input", 1200000000ULL);
+    /* looked for again within a few polls (the rescan backs off from 1 poll) */
+    int polls = 0;
+    do {
+        poll_ok(st, T0 + (6 + polls) * S, &b);
+        polls++;
+    } while (!find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN) && polls < 8);
+    WT_ASSERT(polls <= 3);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1200.0, 1e-9);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(hwmon_integration_does_not_span_a_gap)
+{
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    double e0 = reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
+    poll_ok(st, T0 + S, &b);
+    double e1 = reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
+    WT_NEAR(e1 - e0, 1000.0, 1e-6);
+    /* 10 s without a reading (over 3 intervals): a gap, not 10 kJ */
+    poll_ok(st, T0 + 11 * S, &b);
+    double e2 = reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
+    WT_NEAR(e2 - e1, 0.0, 1e-6);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+WT_TEST(hwmon_absent_is_enoent)
+{
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    setenv("WATTAGE_SYSFS_ROOT", root(), 1);
+    WT_EQ_INT(wt_hwmon_collector.open(NULL, &st, &err), -ENOENT);
+    WT_ASSERT(st == NULL);
+    /* chips without power or energy sensors (coretemp, nvme) are not a source */
+    put("hwmon1", "name", "coretemp");
+    put("hwmon1", "temp1_input", "45000");
+    WT_EQ_INT(wt_hwmon_collector.open(NULL, &st, &err), -ENOENT);
+    WT_CONTAINS(err.msg, "no hwmon power or energy sensor");
+}
