@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# `wattage inference` on a store the real daemon wrote: the fake NVML's 2 GPUs and the vLLM test
+# peer serving on them (gpus: [0, 1]), scraped every 0.5 s for about 20 s. Over a window before
+# the server restarts, J/generated token is within 0.5 % of the truth (the fake's exact energy of
+# GPUs 0 and 1 over the edges wattage reports, from_s and to_s, divided by the peer's generated
+# tokens over the same edges), and the e2e p99 equals histogram_quantile(0.99, ...) computed here
+# in Python on the peer's true bucket increases. Over a window that holds the restart, the tokens
+# are counted as PromQL's increase() counts them. No series: exit 1; bad flags: exit 2.
+source "$(dirname "$0")/lib.sh"
+
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
+PY=/usr/bin/python3
+PEER=tests/peers/inference_server.py
+EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
+now=$($PY -c 'import time; print(round(time.time(), 3))')
+T0=$($PY -c "print(round($now - 60, 3))")
+export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
+
+echo ok >"$TMP/vllm.ctl"
+bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.ctl" --t0 "$T0"
+wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish; }
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n' \
+    "$(cat "$TMP/vllm.port")" >"$TMP/w.yaml"
+
+# usage errors need no store
+"$BIN" inference --by gpu --db "$TMP/none.db" >/dev/null 2>"$TMP/e1"
+rc=$?
+check "--by gpu: exit 2, said ($(cat "$TMP/e1"))" bash -c \
+    '[[ $1 == 2 ]] && grep -q -- "--by: expected model or target" "$2"' _ $rc "$TMP/e1"
+"$BIN" inference --bogus >/dev/null 2>&1
+check "an unknown flag: exit 2" test $? -eq 2
+"$BIN" inference --from 10 --to 5 --db "$TMP/none.db" >/dev/null 2>&1
+check "an empty window: exit 2" test $? -eq 2
+
+port=$(free_port)
+bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
+    >"$TMP/run.log" 2>&1
+pid=$!
+up() { curl -s "http://127.0.0.1:$port/metrics" | grep -q '^wattage_inference_up{target="vllm"} 1$'; }
+check "the vLLM peer is read" wait_for 20 up
+start=$($PY -c 'import time; print(round(time.time(), 3))')
+sleep 13
+reset=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "reset $reset" >"$TMP/vllm.ctl"
+sleep 6
+kill -TERM "$pid"
+wait "$pid"
+
+# no series in the window: exit 1, said
+"$BIN" inference --db "$TMP/w.db" --from 1000 --to 2000 >/dev/null 2>"$TMP/e2"
+rc=$?
+check "a window with no inference series: exit 1, said ($(cat "$TMP/e2"))" bash -c \
+    '[[ $1 == 1 ]] && grep -q "no inference series" "$2"' _ $rc "$TMP/e2"
+
+# window A: before the restart
+fromA=$($PY -c "print(f'{$start + 0.3:.3f}')")
+toA=$($PY -c "print(f'{$reset - 0.7:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --json >"$TMP/a.json" 2>"$TMP/a.err"
+check "inference --json exits 0 ($(cat "$TMP/a.err"))" test $? -eq 0
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" >"$TMP/a.txt" 2>&1
+check "the text output says kWh and that prefill and decode are not split" bash -c \
+    'grep -q "kWh" "$1" && grep -q "prefill and decode energy are not split" "$1"' _ "$TMP/a.txt"
+msg=$($PY - "$TMP/a.json" "$PEER" "$T0" "$EXACT" <<'PY' 2>&1
+import json, math, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
+assert d["prefill_decode_split"] is False, d
+assert len(d["rows"]) == 1, d["rows"]
+r = d["rows"][0]
+assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
+assert r["gpus"] == "0,1" and r["engine"] == "vllm" and r["energy_method"] == "counter", r
+assert r["energy_split"] == "none" and r["energy_share"] == 1, r
+for k in ("generated_tokens_per_kwh", "joules_per_generated_token", "joules_per_prompt_token",
+          "joules_per_request", "energy_joules", "energy_uncertainty_joules",
+          "e2e_latency_p50_seconds", "ttft_latency_p95_seconds", "itl_latency_p99_seconds"):
+    assert isinstance(r[k], (int, float)) and r[k] > 0, (k, r.get(k))
+a, b = r["from_s"], r["to_s"]
+assert d["from_s"] <= a < b <= d["to_s"], (a, b, d["from_s"], d["to_s"])
+
+def truth(x, y):
+    out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", t0,
+                                   "--truth", repr(x), repr(y)])
+    return next(iter(json.loads(out).values()))
+
+def energy(x, y):
+    return sum(float(subprocess.check_output([exact, g, repr(x), repr(y)])) for g in ("0", "1"))
+
+def hq(q, les, counts):
+    """PromQL's bucketQuantile (promql/quantile.go)."""
+    b = sorted(((math.inf if le == "+Inf" else float(le)), c) for le, c in zip(les, counts))
+    if b[-1][0] != math.inf or len(b) < 2 or b[-1][1] == 0:
+        return math.nan
+    rank = q * b[-1][1]
+    i = next((k for k in range(len(b) - 1) if b[k][1] >= rank), len(b) - 1)
+    if i == len(b) - 1:
+        return b[-2][0]
+    if i == 0 and b[0][0] <= 0:
+        return b[0][0]
+    start, end, count = 0.0, b[i][0], b[i][1]
+    if i > 0:
+        start, count, rank = b[i - 1][0], b[i][1] - b[i - 1][1], rank - b[i - 1][1]
+    return start + (end - start) * (rank / count)
+
+t = truth(a, b)
+jpt_true = energy(a, b) / t["gen"]
+err = r["joules_per_generated_token"] / jpt_true - 1
+assert abs(err) < 0.005, ("J/token", r["joules_per_generated_token"], jpt_true, err)
+# the bar holds the energy's sampling error; the tokens are counted exactly
+# p99 of e2e: the peer's truth at the edges; a reading is stamped at its tick and scraped just
+# after it, so a request that ends in between may move one edge by a scrape's latency
+p99 = r["e2e_latency_p99_seconds"]
+found = None
+for da in (0, 0.01, 0.02, 0.05, 0.1):
+    for db in (0, 0.01, 0.02, 0.05, 0.1):
+        h = truth(a + da, b + db)["e2e"]
+        if math.isclose(hq(0.99, h["le"], h["cumulative"]), p99, rel_tol=1e-9):
+            found = (da, db)
+            break
+    if found:
+        break
+assert found is not None, ("p99", p99, hq(0.99, t["e2e"]["le"], t["e2e"]["cumulative"]))
+print(f"J/token {r['joules_per_generated_token']:.5f} vs truth {jpt_true:.5f} ({100 * err:+.3f} %), "
+      f"{r['generated_tokens']:.0f} tokens (truth {t['gen']}), e2e p99 {p99:.4f} s = PromQL's on the "
+      f"truth (edges +{found[0]}/+{found[1]} s), window {b - a:.2f} s")
+PY
+)
+check "window before the restart: $msg" bash -c '[[ $1 == "J/token "* ]]' _ "$msg"
+
+# window B: across the restart; the tokens as increase() counts them
+fromB=$fromA
+toB=$($PY -c 'import time; print(round(time.time(), 3))')
+"$BIN" inference --db "$TMP/w.db" --from "$fromB" --to "$toB" --json >"$TMP/b.json" 2>"$TMP/b.err"
+check "inference across the restart exits 0 ($(cat "$TMP/b.err"))" test $? -eq 0
+stored "$TMP/w.db" 'wattage_inference_tokens_total{target="vllm",kind="generated"}' "$fromB" \
+    >"$TMP/gen.csv"
+msg=$($PY - "$TMP/b.json" "$TMP/gen.csv" "$PEER" "$T0" "$reset" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, reset = sys.argv[3], sys.argv[4], float(sys.argv[5])
+r = d["rows"][0]
+a, b = r["from_s"], r["to_s"]
+pts = [(float(l.split(",")[0]), float(l.split(",")[-1])) for l in open(sys.argv[2]) if l.strip()]
+pts = [p for p in pts if a - 1e-6 <= p[0] <= b + 1e-6]
+v = [p[1] for p in pts]
+assert any(y < x for x, y in zip(v, v[1:])), "no drop in the stored counter"
+inc = sum(y if y < x else y - x for x, y in zip(v, v[1:]))
+assert abs(r["generated_tokens"] - inc) < 1e-6, ("not increase()", r["generated_tokens"], inc)
+def gen(origin, x, y):
+    out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", repr(origin),
+                                   "--truth", repr(x), repr(y)])
+    return next(iter(json.loads(out).values()))["gen"]
+# the tokens after the last scrape before the restart are lost, as increase() loses them
+hi = gen(float(t0), a, reset) + gen(reset, reset, b + 0.5)
+lo = gen(float(t0), a + 0.5, reset - 0.6) + gen(reset, reset, b)
+assert lo <= r["generated_tokens"] <= hi, (lo, r["generated_tokens"], hi)
+print(f"{r['generated_tokens']:.0f} tokens across the restart (increase() of the stored samples; "
+      f"truth between {lo} and {hi}); last - first would say {v[-1] - v[0]:.0f}")
+PY
+)
+check "window across the restart: $msg" bash -c '[[ $1 == *"across the restart"* ]]' _ "$msg"
+
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --by model --json >"$TMP/m.json"
+check "--by model: one row per model" $PY -c '
+import json, sys
+d = json.load(open(sys.argv[1])); r = d["rows"]
+assert d["by"] == "model" and len(r) == 1 and "target" not in r[0], d
+a = json.load(open(sys.argv[2]))["rows"][0]
+assert r[0]["joules_per_generated_token"] == a["joules_per_generated_token"], (r, a)' \
+    "$TMP/m.json" "$TMP/a.json"
+finish
