@@ -44,6 +44,10 @@ sleep 13
 reset=$($PY -c 'import time; print(round(time.time(), 3))')
 echo "reset $reset" >"$TMP/vllm.ctl"
 sleep 6
+# a second model joins on the same GPUs (the load's clock back at T0: the counters only rise)
+second=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "model2 Qwen/Qwen2.5-7B" >"$TMP/vllm.ctl"
+sleep 6
 kill -TERM "$pid"
 wait "$pid"
 
@@ -129,7 +133,7 @@ check "window before the restart: $msg" bash -c '[[ $1 == "J/token "* ]]' _ "$ms
 
 # window B: across the restart; the tokens as increase() counts them
 fromB=$fromA
-toB=$($PY -c 'import time; print(round(time.time(), 3))')
+toB=$($PY -c "print(f'{$second - 0.2:.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$fromB" --to "$toB" --json >"$TMP/b.json" 2>"$TMP/b.err"
 check "inference across the restart exits 0 ($(cat "$TMP/b.err"))" test $? -eq 0
 stored "$TMP/w.db" 'wattage_inference_tokens_total{target="vllm",kind="generated"}' "$fromB" \
@@ -159,6 +163,32 @@ print(f"{r['generated_tokens']:.0f} tokens across the restart (increase() of the
 PY
 )
 check "window across the restart: $msg" bash -c '[[ $1 == *"across the restart"* ]]' _ "$msg"
+
+# window C: two models share the target's GPUs by their generated tokens
+fromC=$($PY -c "print(f'{$second + 0.6:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromC" --to now --json >"$TMP/c.json" 2>"$TMP/c.err"
+check "inference with two models exits 0 ($(cat "$TMP/c.err"))" test $? -eq 0
+msg=$($PY - "$TMP/c.json" "$EXACT" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["model"]: r for r in d["rows"]}
+assert set(rows) == {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B"}, list(rows)
+r1, r2 = rows.values()
+assert r1["energy_split"] == r2["energy_split"] == "generated_tokens", (r1, r2)
+assert (r1["from_s"], r1["to_s"]) == (r2["from_s"], r2["to_s"]), (r1, r2)
+a, b = r1["from_s"], r1["to_s"]
+exact = sum(float(subprocess.check_output([sys.argv[2], g, repr(a), repr(b)])) for g in "01")
+total = r1["energy_joules"] + r2["energy_joules"]
+assert abs(total / exact - 1) < 0.005, (total, exact)
+gen = r1["generated_tokens"] + r2["generated_tokens"]
+for r in (r1, r2):
+    assert abs(r["energy_share"] - r["generated_tokens"] / gen) < 1e-12, r
+    assert abs(r["joules_per_generated_token"] - total / gen) < 1e-9 * total, r
+print(f"shares {r1['energy_share']:.3f} + {r2['energy_share']:.3f} of {total:.1f} J "
+      f"(exact {exact:.1f} J), one J/token {total / gen:.4f} for both")
+PY
+)
+check "two models on one target: $msg" bash -c '[[ $1 == shares* ]]' _ "$msg"
 
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --by model --json >"$TMP/m.json"
 check "--by model: one row per model" $PY -c '
