@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 const double wt_ikpi_quantiles[3] = {0.50, 0.95, 0.99};
@@ -65,6 +66,7 @@ void wt_ikpi_sums_init(struct wt_ikpi_sums *s)
 {
     memset(s, 0, sizeof *s);
     s->energy_j = s->energy_u_j = NAN;
+    s->idle_j = s->idle_s = NAN;
     s->generated = s->prompt = s->prompt_cached = s->prompt_computed = NAN;
     s->requests = NAN;
 }
@@ -80,6 +82,8 @@ int wt_ikpi_sums_add(struct wt_ikpi_sums *a, const struct wt_ikpi_sums *b)
 {
     add1(&a->energy_j, b->energy_j);
     add1(&a->energy_u_j, b->energy_u_j);
+    add1(&a->idle_j, b->idle_j);
+    add1(&a->idle_s, b->idle_s);
     add1(&a->generated, b->generated);
     add1(&a->prompt, b->prompt);
     add1(&a->prompt_cached, b->prompt_cached);
@@ -120,4 +124,29 @@ void wt_ikpi_compute(const struct wt_ikpi_sums *s, struct wt_ikpi *out)
 double wt_ikpi_share(double part_tokens, double all_tokens)
 {
     return ratio(part_tokens, all_tokens);
+}
+
+size_t wt_ikpi_idle_spans(const int64_t *t_ns, const double *busy, size_t n, int64_t max_gap_ns,
+                          struct wt_ikpi_span *out, size_t max)
+{
+    size_t k = 0;
+    bool open = false; /* the last stretch written ends at sample i */
+    for (size_t i = 0; i + 1 < n; i++) {
+        if (busy[i] != 0 || busy[i + 1] != 0 || t_ns[i + 1] - t_ns[i] > max_gap_ns) {
+            open = false;
+            continue;
+        }
+        if (open) {
+            if (k <= max)
+                out[k - 1].b_ns = t_ns[i + 1];
+            continue;
+        }
+        if (k < max) {
+            out[k].a_ns = t_ns[i];
+            out[k].b_ns = t_ns[i + 1];
+        }
+        k++;
+        open = true;
+    }
+    return k;
 }

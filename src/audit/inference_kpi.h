@@ -14,6 +14,7 @@
 #define WT_INFERENCE_KPI_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "collect/hist_quantile.h"
 
@@ -48,12 +49,13 @@ int wt_ikpi_lat_kind(const char *name);
 /* What one row adds up over the window; NaN where the server gives no such series. */
 struct wt_ikpi_sums {
     double energy_j, energy_u_j; /* the serving GPUs' energy (its share of it) and its error bar */
+    double idle_j, idle_s;       /* of which while nothing ran or waited, and for how long */
     double generated, prompt, prompt_cached, prompt_computed; /* tokens */
     double requests;                                          /* finished requests */
     struct wt_ikpi_hist lat[WT_IKPI_NLAT];
 };
 
-/* Sets every figure of s to NaN (energy included) and empties its histograms. */
+/* Sets every figure of s to NaN (energy and idle included) and empties its histograms. */
 void wt_ikpi_sums_init(struct wt_ikpi_sums *s);
 /* Adds b to a, figure by figure: NaN + x = x, and buckets by le. Returns 0 or -E2BIG. */
 int wt_ikpi_sums_add(struct wt_ikpi_sums *a, const struct wt_ikpi_sums *b);
@@ -76,5 +78,20 @@ void wt_ikpi_compute(const struct wt_ikpi_sums *s, struct wt_ikpi *out);
  * generated tokens in the window (part / all). NaN when all is 0 or NaN.
  */
 double wt_ikpi_share(double part_tokens, double all_tokens);
+
+/* A stretch of time [a_ns, b_ns]. */
+struct wt_ikpi_span {
+    int64_t a_ns, b_ns;
+};
+
+/*
+ * The idle stretches of a server from its n samples (t_ns increasing) of busy, the requests
+ * running plus waiting: the span between two consecutive samples that both say 0 is idle when
+ * they are at most max_gap_ns apart (a longer gap is a server not read, not known idle);
+ * touching spans are merged. Writes up to max stretches to out and returns how many there are
+ * (more than max when out was too short).
+ */
+size_t wt_ikpi_idle_spans(const int64_t *t_ns, const double *busy, size_t n, int64_t max_gap_ns,
+                          struct wt_ikpi_span *out, size_t max);
 
 #endif

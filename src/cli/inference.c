@@ -18,8 +18,13 @@
  *  "prompt_cached_tokens", "prompt_computed_tokens", "requests", "generated_tokens_per_kwh",
  *  "joules_per_generated_token", "joules_per_generated_token_uncertainty",
  *  "joules_per_prompt_token", "joules_per_computed_prompt_token", "joules_per_request",
- *  "e2e_latency_p50_seconds" ... "itl_latency_p99_seconds", "idle_energy_joules": null}]}
+ *  "e2e_latency_p50_seconds" ... "itl_latency_p99_seconds", "idle_energy_joules",
+ *  "idle_seconds"}]}
  * Missing figures are null. No inference series in the window: exit 1.
+ *
+ * Idle energy: the GPUs' energy over the stretches between two consecutive scrapes of the
+ * target that both say nothing runs or waits (all its models together), each an exact window;
+ * shared between models as the rest. Work that starts and ends between two scrapes is not seen.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -230,6 +235,111 @@ static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t
     return 0;
 }
 
+struct tv {
+    int64_t t;
+    double v;
+};
+
+static int cmp_tv(const void *x, const void *y)
+{
+    const struct tv *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+#define MAX_IDLE_SPANS 512
+
+/*
+ * The energy of a target's GPUs while nothing ran or waited on it (audit/inference_kpi.h's
+ * stretches, from the running and waiting gauges of all its models) over [a, b]: one exact
+ * window per stretch. *idle_j NaN when the target has no such gauges or too many stretches.
+ */
+static int target_idle(struct wt_store *st, const char *target, const char *gpus, int64_t a,
+                       int64_t b, double *idle_j, double *idle_s, struct wt_err *err)
+{
+    static const char *const gauges[] = {"wattage_inference_requests_running",
+                                         "wattage_inference_requests_waiting"};
+    struct wt_point_buf pb = {0};
+    struct tv *all = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    *idle_j = *idle_s = NAN;
+    for (size_t g = 0; g < 2 && rc == 0; g++) {
+        struct wt_series_info *si = NULL;
+        size_t ns = 0;
+        if ((rc = wt_store_series(st, gauges[g], false, &si, &ns, err)) != 0)
+            break;
+        for (size_t i = 0; i < ns && rc == 0; i++) {
+            char t[128];
+            if (si[i].node[0] || wt_labels_get(si[i].labels, "target", t, sizeof t) != 0 ||
+                strcmp(t, target) != 0)
+                continue;
+            pb.n = 0;
+            if ((rc = wt_store_read(st, si[i].id, a, b, 0, 0, &pb)) != 0)
+                break;
+            if (n + pb.n > cap) {
+                size_t nc = (n + pb.n) * 2;
+                struct tv *m = realloc(all, nc * sizeof *m);
+                if (!m) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                all = m;
+                cap = nc;
+            }
+            for (size_t k = 0; k < pb.n; k++)
+                all[n++] = (struct tv){pb.p[k].t_ns, pb.p[k].v};
+        }
+        free(si);
+    }
+    free(pb.p);
+    if (rc != 0 || n < 2) {
+        free(all);
+        return rc;
+    }
+    /* running + waiting of every model, per scrape */
+    qsort(all, n, sizeof *all, cmp_tv);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && all[m - 1].t == all[i].t)
+            all[m - 1].v += all[i].v;
+        else
+            all[m++] = all[i];
+    }
+    int64_t *t = malloc(m * sizeof *t);
+    double *busy = malloc(m * sizeof *busy);
+    struct wt_ikpi_span *sp = malloc(MAX_IDLE_SPANS * sizeof *sp);
+    size_t nsp = 0;
+    if (!t || !busy || !sp) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < m; i++) {
+        t[i] = all[i].t;
+        busy[i] = all[i].v;
+    }
+    /* a gap of three mean scrape intervals is a server not read, not known to be idle */
+    int64_t gap = m > 1 ? 3 * ((t[m - 1] - t[0]) / (int64_t)(m - 1)) : 0;
+    nsp = wt_ikpi_idle_spans(t, busy, m, gap, sp, MAX_IDLE_SPANS);
+    if (nsp > MAX_IDLE_SPANS)
+        goto out; /* too fragmented to ask the store stretch by stretch: left unknown */
+    *idle_j = *idle_s = 0;
+    for (size_t i = 0; i < nsp; i++) {
+        double j, u;
+        const char *method;
+        int found;
+        if ((rc = gpus_energy(st, gpus, sp[i].a_ns, sp[i].b_ns, &j, &u, &method, &found, err)) != 0)
+            break;
+        *idle_j += j;
+        *idle_s += (double)(sp[i].b_ns - sp[i].a_ns) / 1e9;
+    }
+out:
+    free(t);
+    free(busy);
+    free(sp);
+    free(all);
+    return rc;
+}
+
 /* Per target: the energy over its span, shared by generated tokens between its models. */
 static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err *err)
 {
@@ -261,6 +371,9 @@ static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err 
             return rc;
         if (found == 0)
             continue;
+        double idle_j, idle_s;
+        if ((rc = target_idle(st, r->target, r->gpus, a, b, &idle_j, &idle_s, err)) != 0)
+            return rc;
         for (size_t k = i; k < rs->n; k++) {
             struct row *o = &rs->r[k];
             if (!o->has_data || strcmp(o->target, r->target) != 0)
@@ -270,6 +383,8 @@ static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err 
             o->split = models > 1;
             o->s.energy_j = j * o->share;
             o->s.energy_u_j = u * o->share;
+            o->s.idle_j = idle_j * o->share;
+            o->s.idle_s = idle_s;
             o->method = method;
             o->a = a;
             o->b = b;
@@ -302,8 +417,12 @@ static int group(const struct rows *in, const char *by, struct rows *out)
         g->b = r->b > g->b ? r->b : g->b;
         if (r->method && g->method && strcmp(r->method, g->method) != 0)
             g->method = "integrated";
+        double idle_s = g->s.idle_s;
         if (wt_ikpi_sums_add(&g->s, &r->s) != 0)
             return -E2BIG;
+        /* a target's models share its idle time, they do not add to it */
+        if (!by_model && !isnan(idle_s))
+            g->s.idle_s = idle_s;
     }
     return 0;
 }
@@ -356,7 +475,8 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
             num(o, key, k->lat_s[l][q]);
         }
     }
-    cJSON_AddNullToObject(o, "idle_energy_joules"); /* not computed yet */
+    num(o, "idle_energy_joules", r->s.idle_j);
+    num(o, "idle_seconds", r->s.idle_s);
     cJSON_AddItemToArray(arr, o);
 }
 
@@ -400,6 +520,8 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
            fig(r->s.prompt_cached, "%.0f", c, sizeof c),
            fig(r->s.prompt_computed, "%.0f", d, sizeof d));
     printf("  requests     %s finished\n", fig(r->s.requests, "%.0f", a, sizeof a));
+    printf("  idle         %s kWh over %s s with nothing running or waiting\n",
+           fig(r->s.idle_j / 3.6e6, "%.6f", a, sizeof a), fig(r->s.idle_s, "%.1f", b, sizeof b));
     printf("  per kWh      %s generated tokens\n",
            fig(k->generated_tokens_per_kwh, "%.0f", a, sizeof a));
     printf("  per token    %s J \u00b1 %s generated, %s J prompt, %s J computed prompt\n",
@@ -537,8 +659,7 @@ int wt_cmd_inference(int argc, char **argv)
         }
         printf(
             "\nEach ratio is all-in: the whole energy of the serving GPUs over the tokens of one "
-            "kind (prefill and decode energy are not split). Idle energy is not computed "
-            "yet.\n");
+            "kind (prefill and decode energy are not split).\n");
     }
     rc = 0;
 fail:

@@ -15,13 +15,16 @@ PEER=tests/peers/inference_server.py
 EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
 now=$($PY -c 'import time; print(round(time.time(), 3))')
 T0=$($PY -c "print(round($now - 60, 3))")
-export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
+export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=3 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
 
 echo ok >"$TMP/vllm.ctl"
 bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.ctl" --t0 "$T0"
+# a quiet server on GPU 2: a request every 20 s, each done within 17 s, so it idles at times
+bg $PY "$PEER" --engine vllm --port-file "$TMP/quiet.port" --t0 "$T0" --req-rate 0.05
 wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish; }
-printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n' \
-    "$(cat "$TMP/vllm.port")" >"$TMP/w.yaml"
+wait_for 10 test -s "$TMP/quiet.port" || { not_ok "the quiet peer started"; finish; }
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n    - name: quiet\n      url: http://127.0.0.1:%s/metrics\n      gpus: [2]\n' \
+    "$(cat "$TMP/vllm.port")" "$(cat "$TMP/quiet.port")" >"$TMP/w.yaml"
 
 # usage errors need no store
 "$BIN" inference --by gpu --db "$TMP/none.db" >/dev/null 2>"$TMP/e1"
@@ -70,8 +73,8 @@ import json, math, subprocess, sys
 d = json.load(open(sys.argv[1]))
 peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
 assert d["prefill_decode_split"] is False, d
-assert len(d["rows"]) == 1, d["rows"]
-r = d["rows"][0]
+assert len(d["rows"]) == 2, d["rows"]
+r = next(r for r in d["rows"] if r["target"] == "vllm")
 assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
 assert r["gpus"] == "0,1" and r["engine"] == "vllm" and r["energy_method"] == "counter", r
 assert r["energy_split"] == "none" and r["energy_share"] == 1, r
@@ -142,7 +145,7 @@ msg=$($PY - "$TMP/b.json" "$TMP/gen.csv" "$PEER" "$T0" "$reset" <<'PY' 2>&1
 import json, subprocess, sys
 d = json.load(open(sys.argv[1]))
 peer, t0, reset = sys.argv[3], sys.argv[4], float(sys.argv[5])
-r = d["rows"][0]
+r = next(r for r in d["rows"] if r["target"] == "vllm")
 a, b = r["from_s"], r["to_s"]
 pts = [(float(l.split(",")[0]), float(l.split(",")[-1])) for l in open(sys.argv[2]) if l.strip()]
 pts = [p for p in pts if a - 1e-6 <= p[0] <= b + 1e-6]
@@ -171,7 +174,7 @@ check "inference with two models exits 0 ($(cat "$TMP/c.err"))" test $? -eq 0
 msg=$($PY - "$TMP/c.json" "$EXACT" <<'PY' 2>&1
 import json, subprocess, sys
 d = json.load(open(sys.argv[1]))
-rows = {r["model"]: r for r in d["rows"]}
+rows = {r["model"]: r for r in d["rows"] if r["target"] == "vllm"}
 assert set(rows) == {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B"}, list(rows)
 r1, r2 = rows.values()
 assert r1["energy_split"] == r2["energy_split"] == "generated_tokens", (r1, r2)
@@ -191,11 +194,53 @@ PY
 check "two models on one target: $msg" bash -c '[[ $1 == shares* ]]' _ "$msg"
 
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --by model --json >"$TMP/m.json"
-check "--by model: one row per model" $PY -c '
+check "--by model: one row per model, its targets added up" $PY -c '
 import json, sys
 d = json.load(open(sys.argv[1])); r = d["rows"]
 assert d["by"] == "model" and len(r) == 1 and "target" not in r[0], d
-a = json.load(open(sys.argv[2]))["rows"][0]
-assert r[0]["joules_per_generated_token"] == a["joules_per_generated_token"], (r, a)' \
+a = json.load(open(sys.argv[2]))["rows"]
+e, g = (sum(x[k] for x in a) for k in ("energy_joules", "generated_tokens"))
+assert abs(r[0]["energy_joules"] - e) < 1e-6 and r[0]["generated_tokens"] == g, (r, a)
+assert abs(r[0]["joules_per_generated_token"] - e / g) < 1e-9, r' \
     "$TMP/m.json" "$TMP/a.json"
+
+# idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
+# nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to now --by target --json >"$TMP/q.json"
+for g in running waiting; do
+    stored "$TMP/w.db" "wattage_inference_requests_$g{target=\"quiet\"}" "$fromA" >"$TMP/$g.csv"
+done
+msg=$($PY - "$TMP/q.json" "$TMP/running.csv" "$TMP/waiting.csv" "$EXACT" <<'PY' 2>&1
+import collections, json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+assert d["by"] == "target" and len(d["rows"]) == 2, d
+r = next(r for r in d["rows"] if r["target"] == "quiet")
+a, b = r["from_s"], r["to_s"]
+busy = collections.defaultdict(float)
+for f in sys.argv[2:4]:
+    for l in open(f):
+        if l.strip():
+            t, v = float(l.split(",")[0]), float(l.split(",")[-1])
+            if a - 1e-6 <= t <= b + 1e-6:
+                busy[t] += v
+ts = sorted(busy)
+gap = 3 * (ts[-1] - ts[0]) / (len(ts) - 1)
+spans = []
+for x, y in zip(ts, ts[1:]):
+    if busy[x] == 0 and busy[y] == 0 and y - x <= gap + 1e-6:
+        if spans and spans[-1][1] == x:
+            spans[-1][1] = y
+        else:
+            spans.append([x, y])
+idle_s = sum(y - x for x, y in spans)
+assert idle_s >= 1, ("no idle stretch to check", spans)
+exact = sum(float(subprocess.check_output([sys.argv[4], "2", repr(x), repr(y)])) for x, y in spans)
+assert abs(r["idle_seconds"] - idle_s) < 1e-3, (r["idle_seconds"], idle_s)
+assert abs(r["idle_energy_joules"] / exact - 1) < 0.005, (r["idle_energy_joules"], exact)
+assert r["idle_energy_joules"] < r["energy_joules"], r
+print(f"{r['idle_energy_joules']:.1f} J over {idle_s:.1f} s in {len(spans)} stretches "
+      f"(exact {exact:.1f} J) of {r['energy_joules']:.1f} J in {b - a:.1f} s")
+PY
+)
+check "idle energy: $msg" bash -c '[[ $1 == *stretches* ]]' _ "$msg"
 finish

@@ -126,3 +126,41 @@ WT_TEST(sums_add_and_share)
     WT_EQ_INT(wt_ikpi_lat_kind("ttft"), WT_IKPI_TTFT);
     WT_EQ_INT(wt_ikpi_lat_kind("tpot"), -1);
 }
+
+WT_TEST(idle_spans)
+{
+    /* busy:        2  0  0  0  1  0  0  (gap)  0  0 */
+    const int64_t t[] = {0, 10, 20, 30, 40, 50, 60, 200, 210};
+    const double busy[] = {2, 0, 0, 0, 1, 0, 0, 0, 0};
+    struct wt_ikpi_span sp[4];
+    size_t n = wt_ikpi_idle_spans(t, busy, 9, 15, sp, 4);
+    WT_EQ_INT((int)n, 3);
+    WT_EQ_INT((int)sp[0].a_ns, 10);
+    WT_EQ_INT((int)sp[0].b_ns, 30); /* 10..20 and 20..30 merged */
+    WT_EQ_INT((int)sp[1].a_ns, 50);
+    WT_EQ_INT((int)sp[1].b_ns, 60); /* 60..200 is a gap, not idle */
+    WT_EQ_INT((int)sp[2].a_ns, 200);
+    WT_EQ_INT((int)sp[2].b_ns, 210);
+    /* too short an array: the count says so, what fits is right */
+    struct wt_ikpi_span one[1];
+    WT_EQ_INT((int)wt_ikpi_idle_spans(t, busy, 9, 15, one, 1), 3);
+    WT_EQ_INT((int)one[0].b_ns, 30);
+    /* never idle, or one sample: none */
+    const double always[] = {1, 1, 1};
+    WT_EQ_INT((int)wt_ikpi_idle_spans(t, always, 3, 15, sp, 4), 0);
+    WT_EQ_INT((int)wt_ikpi_idle_spans(t, busy + 1, 1, 15, sp, 4), 0);
+}
+
+WT_TEST(idle_adds_up)
+{
+    struct wt_ikpi_sums a, b;
+    wt_ikpi_sums_init(&a);
+    wt_ikpi_sums_init(&b);
+    WT_ASSERT(isnan(a.idle_j) && isnan(a.idle_s));
+    b.idle_j = 50;
+    b.idle_s = 2;
+    WT_EQ_INT(wt_ikpi_sums_add(&a, &b), 0);
+    WT_EQ_INT(wt_ikpi_sums_add(&a, &b), 0);
+    WT_NEAR(a.idle_j, 100, 0);
+    WT_NEAR(a.idle_s, 4, 0);
+}
