@@ -7,6 +7,7 @@
 # in Python on the peer's true bucket increases. Over a window that holds the restart, the tokens
 # are counted as PromQL's increase() counts them. No series: exit 1; bad flags: exit 2.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/prometheus_lib.sh"
 
 mkdir -p "$TMP/empty"
 export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
@@ -37,11 +38,18 @@ check "an unknown flag: exit 2" test $? -eq 2
 check "an empty window: exit 2" test $? -eq 2
 
 port=$(free_port)
+# a real Prometheus scrapes wattage's /metrics, started first: it waits for the daemon
+have_prom=
+if command -v "$PROMETHEUS" >/dev/null; then
+    have_prom=1
+    start_prometheus "$(free_port)" "$port"
+fi
 bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
     >"$TMP/run.log" 2>&1
 pid=$!
 up() { curl -s "http://127.0.0.1:$port/metrics" | grep -q '^wattage_inference_up{target="vllm"} 1$'; }
 check "the vLLM peer is read" wait_for 20 up
+[[ -n $have_prom ]] && { wait_target_up 20 || not_ok "Prometheus scrapes wattage" "$(target_health)"; }
 start=$($PY -c 'import time; print(round(time.time(), 3))')
 sleep 13
 reset=$($PY -c 'import time; print(round(time.time(), 3))')
@@ -166,6 +174,57 @@ print(f"{r['generated_tokens']:.0f} tokens across the restart (increase() of the
 PY
 )
 check "window across the restart: $msg" bash -c '[[ $1 == *"across the restart"* ]]' _ "$msg"
+
+# Prometheus: histogram_quantile(0.99, increase(...[8s])) before the restart equals wattage
+# inference's p99 over the stored ticks whose buckets are the ones Prometheus scraped first and
+# last in that range (its samples are wattage's ticks, read on its own clock)
+if [[ -z $have_prom ]]; then
+    skip "Prometheus's histogram_quantile equals wattage inference's p99" \
+        "prometheus is not installed (scripts/deps.sh --test)"
+else
+    te=$($PY -c "print(f'{$reset - 0.3:.3f}')")
+    sel='wattage_inference_latency_seconds_bucket{target="vllm",model="meta-llama/Llama-3.1-8B-Instruct",kind="e2e"}'
+    prom_query "histogram_quantile(0.99, increase($sel[8s]))" "$te" >"$TMP/pq.json"
+    prom_query "$sel[8s]" "$te" >"$TMP/pr.json"
+    stored "$TMP/w.db" "$sel" "$fromA" >"$TMP/buckets.csv"
+    edges=$($PY - "$TMP/pr.json" "$TMP/buckets.csv" <<'PY' 2>&1
+import collections, csv, json, re, sys
+res = json.load(open(sys.argv[1]))["data"]["result"]
+prom = collections.defaultdict(dict)
+for s in res:
+    for ts, v in s["values"]:
+        prom[float(ts)][s["metric"]["le"]] = float(v)
+ts = sorted(prom)
+assert len(ts) >= 2, f"{len(ts)} Prometheus samples in the range"
+ticks = collections.defaultdict(dict)
+for row in csv.reader(open(sys.argv[2])):
+    if row:
+        ticks[float(row[0])][re.search(r'le="([^"]+)"', row[1]).group(1)] = float(row[-1])
+def tick_of(vec):
+    m = [t for t in sorted(ticks) if ticks[t] == vec]
+    assert m, ("no stored tick with the buckets Prometheus scraped", vec)
+    return m[-1]
+print(f"{tick_of(prom[ts[0]]) - 0.001:.3f} {tick_of(prom[ts[-1]]) + 0.001:.3f} {len(ts)}")
+PY
+)
+    read -r pa pb pn <<<"$edges"
+    [[ ${pn:-} =~ ^[0-9]+$ ]] || pa=0 pb=1
+    "$BIN" inference --db "$TMP/w.db" --from "$pa" --to "$pb" --json >"$TMP/p.json" 2>&1
+    [[ ${pn:-} =~ ^[0-9]+$ ]] || echo "$edges" >"$TMP/p.json"
+    msg=$($PY - "$TMP/pq.json" "$TMP/p.json" <<'PY' 2>&1
+import json, math, sys
+res = json.load(open(sys.argv[1]))["data"]["result"]
+assert len(res) == 1, res
+prom = float(res[0]["value"][1])
+r = next(r for r in json.load(open(sys.argv[2]))["rows"] if r["target"] == "vllm")
+w = r["e2e_latency_p99_seconds"]
+assert math.isclose(prom, w, rel_tol=1e-9), (prom, w)
+print(f"p99 e2e {w:.6f} s, Prometheus {prom:.6f} s")
+PY
+)
+    check "Prometheus's histogram_quantile equals wattage inference's p99 (${pn:-?} samples: $msg)" \
+        bash -c '[[ $1 == "p99 e2e"* ]]' _ "$msg"
+fi
 
 # window C: two models share the target's GPUs by their generated tokens
 fromC=$($PY -c "print(f'{$second + 0.6:.3f}')")
