@@ -12,14 +12,14 @@
  * exactly that span, so tokens and joules count the same seconds. Several models on one target
  * share its energy by their generated tokens (energy_split "generated_tokens").
  *
- * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": false, "rows": [{"target",
- *  "model", "engine", "gpus", "from_s", "to_s", "energy_joules", "energy_uncertainty_joules",
- *  "energy_method", "energy_share", "energy_split", "generated_tokens", "prompt_tokens",
- *  "prompt_cached_tokens", "prompt_computed_tokens", "requests", "generated_tokens_per_kwh",
- *  "joules_per_generated_token", "joules_per_generated_token_uncertainty",
- *  "joules_per_prompt_token", "joules_per_computed_prompt_token", "joules_per_request",
- *  "e2e_latency_p50_seconds" ... "itl_latency_p99_seconds", "idle_energy_joules",
- *  "idle_seconds"}]}
+ * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": false, "rows": [
+ *   {"target", "model", "engine", "gpus", "tags": {...}, "from_s", "to_s", "energy_joules",
+ *    "energy_uncertainty_joules", "energy_method", "energy_share", "energy_split",
+ *    "generated_tokens", "prompt_tokens", "prompt_cached_tokens", "prompt_computed_tokens",
+ *    "requests", "generated_tokens_per_kwh", "joules_per_generated_token",
+ *    "joules_per_generated_token_uncertainty", "joules_per_prompt_token",
+ *    "joules_per_computed_prompt_token", "joules_per_request", "e2e_latency_p50_seconds" ...
+ *    "itl_latency_p99_seconds", "idle_energy_joules", "idle_seconds"}]}
  * Missing figures are null. No inference series in the window: exit 1.
  *
  * Idle energy: the GPUs' energy over the stretches between two consecutive scrapes of the
@@ -46,7 +46,8 @@
 /* One target and model, then one row of the output (a group of them under --by). */
 struct row {
     char target[128], model[256], engine[64], gpus[256];
-    int64_t a, b; /* the span its samples cover in the window (0: none) */
+    char tags[WT_LABELS_LEN]; /* the target's tags from its info series, as labels */
+    int64_t a, b;             /* the span its samples cover in the window (0: none) */
     bool has_data;
     bool split; /* its target's energy shared between models */
     double share;
@@ -186,6 +187,14 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
         free(pb.p);
         (void)wt_labels_get(si[i].labels, "engine", r->engine, sizeof r->engine);
         (void)wt_labels_get(si[i].labels, "gpus", r->gpus, sizeof r->gpus);
+        size_t pos = 0;
+        char k[64], v[256];
+        r->tags[0] = '\0';
+        while (wt_labels_next(si[i].labels, &pos, k, sizeof k, v, sizeof v) == 1) {
+            if (strcmp(k, "target") != 0 && strcmp(k, "engine") != 0 && strcmp(k, "model") != 0 &&
+                strcmp(k, "gpus") != 0)
+                (void)wt_labels_add(r->tags, sizeof r->tags, k, v);
+        }
     }
     free(si);
     return 0;
@@ -446,6 +455,13 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
         cJSON_AddStringToObject(o, "engine", r->engine);
     if (r->gpus[0] || (r->target[0] && r->model[0]))
         cJSON_AddStringToObject(o, "gpus", r->gpus);
+    if (r->target[0] && r->model[0]) {
+        cJSON *t = cJSON_AddObjectToObject(o, "tags");
+        size_t pos = 0;
+        char key[64], val[256];
+        while (t && wt_labels_next(r->tags, &pos, key, sizeof key, val, sizeof val) == 1)
+            cJSON_AddStringToObject(t, key, val);
+    }
     num(o, "from_s", (double)r->a / 1e9);
     num(o, "to_s", (double)r->b / 1e9);
     num(o, "energy_joules", r->s.energy_j);
@@ -496,7 +512,8 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
 {
     char a[48], b[48], c[48], d[48];
     if (r->target[0] && r->model[0])
-        printf("\n%s  %s%s%s\n", r->target, r->model, r->engine[0] ? "  engine " : "", r->engine);
+        printf("\n%s  %s%s%s%s%s\n", r->target, r->model, r->engine[0] ? "  engine " : "",
+               r->engine, r->tags[0] ? "  " : "", r->tags);
     else
         printf("\n%s\n", r->target[0] ? r->target : r->model);
     printf("  window       %.3f s", (double)(r->b - r->a) / 1e9);

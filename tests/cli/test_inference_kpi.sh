@@ -24,7 +24,7 @@ bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.c
 bg $PY "$PEER" --engine vllm --port-file "$TMP/quiet.port" --t0 "$T0" --req-rate 0.05
 wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish; }
 wait_for 10 test -s "$TMP/quiet.port" || { not_ok "the quiet peer started"; finish; }
-printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n    - name: quiet\n      url: http://127.0.0.1:%s/metrics\n      gpus: [2]\n' \
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n      tags:\n        precision: fp8\n    - name: quiet\n      url: http://127.0.0.1:%s/metrics\n      gpus: [2]\n' \
     "$(cat "$TMP/vllm.port")" "$(cat "$TMP/quiet.port")" >"$TMP/w.yaml"
 
 # usage errors need no store
@@ -86,6 +86,7 @@ r = next(r for r in d["rows"] if r["target"] == "vllm")
 assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
 assert r["gpus"] == "0,1" and r["engine"] == "vllm" and r["energy_method"] == "counter", r
 assert r["energy_split"] == "none" and r["energy_share"] == 1, r
+assert r["tags"] == {"precision": "fp8"}, r["tags"]
 for k in ("generated_tokens_per_kwh", "joules_per_generated_token", "joules_per_prompt_token",
           "joules_per_request", "energy_joules", "energy_uncertainty_joules",
           "e2e_latency_p50_seconds", "ttft_latency_p95_seconds", "itl_latency_p99_seconds"):
