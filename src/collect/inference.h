@@ -14,6 +14,8 @@
  *   wattage_inference_requests_total{target,model}      finished requests
  *   wattage_inference_latency_seconds_bucket{target,model,kind,le}  kind: e2e, ttft, itl
  *   wattage_inference_latency_seconds_sum / _count{target,model,kind}
+ *                                                       (on /metrics one histogram family,
+ *                                                       wattage_inference_latency_seconds)
  *   wattage_inference_requests_running / _waiting{target,model}
  *
  * A scrape that does not parse whole publishes nothing of it (the target is down for that tick).

@@ -272,6 +272,21 @@ static void write_family(struct sbuf *s, const char *name, const char *help,
     sbuf_puts(s, "\n");
 }
 
+/* The descriptor lines of a histogram family (the same in both formats). */
+static void write_histogram_family(struct sbuf *s, const char *fam, const char *help,
+                                   enum wt_expo_format f)
+{
+    char esc[1024];
+    wt_expo_escape_help(help, f, esc, sizeof esc);
+    sbuf_puts(s, "# HELP ");
+    sbuf_puts(s, fam);
+    sbuf_puts(s, " ");
+    sbuf_puts(s, esc);
+    sbuf_puts(s, "\n# TYPE ");
+    sbuf_puts(s, fam);
+    sbuf_puts(s, " histogram\n");
+}
+
 static void write_sample(struct sbuf *s, const char *name, const char *labels, double v)
 {
     char val[40];
@@ -338,11 +353,23 @@ char *wt_expo_render_with(const struct wt_batch *b, const struct wt_expo_family 
                  true, f, sample, sizeof sample);
     write_sample(&s, sample, lb, 1);
 
+    bool hist_open = false;
     for (int m = 0; m < WT_M_COUNT; m++) {
         if (start[m] == start[m + 1] || !wt_metrics[m].name)
             continue;
-        write_family(&s, wt_metrics[m].name, wt_metrics[m].help, wt_metrics[m].type,
-                     m == WT_M_GPU_INFO, f, sample, sizeof sample);
+        if (m >= WT_M_INF_LAT_BUCKET && m <= WT_M_INF_LAT_COUNT) {
+            /* The servers' latency histograms are one histogram family, its _bucket, _sum and
+             * _count samples under their own names: as counters, OpenMetrics would rename them
+             * ..._bucket_total, and histogram_quantile would find no bucket. */
+            if (!hist_open)
+                write_histogram_family(&s, "wattage_inference_latency_seconds",
+                                       wt_metrics[WT_M_INF_LAT_BUCKET].help, f);
+            hist_open = true;
+            snprintf(sample, sizeof sample, "%s", wt_metrics[m].name);
+        } else {
+            write_family(&s, wt_metrics[m].name, wt_metrics[m].help, wt_metrics[m].type,
+                         m == WT_M_GPU_INFO, f, sample, sizeof sample);
+        }
         for (size_t k = start[m]; k < start[m + 1]; k++) {
             const struct wt_reading *r = &b->r[order[k]];
             bool dup = false;

@@ -173,16 +173,30 @@ WT_TEST(every_family_has_one_help_and_type)
     size_t len;
     char *s = wt_expo_render(&b, WT_EXPO_TEXT, "0.1.0", &len);
     WT_ASSERT(s);
-    WT_EQ_INT(count_lines(s, "# TYPE "), WT_M_COUNT + 1);
-    WT_EQ_INT(count_lines(s, "# HELP "), WT_M_COUNT + 1);
+    /* the inference servers' _bucket, _sum and _count are one histogram family */
+    WT_EQ_INT(count_lines(s, "# TYPE "), WT_M_COUNT + 1 - 2);
+    WT_EQ_INT(count_lines(s, "# HELP "), WT_M_COUNT + 1 - 2);
     for (int m = 0; m < WT_M_COUNT; m++) {
-        char want[200];
-        /* The family's three samples follow its TYPE line directly. */
-        snprintf(want, sizeof want, " %s\n%s{gpu=\"0\"} %d\n%s{gpu=\"1\"} %d\n%s{gpu=\"2\"} %d\n",
-                 wt_metrics[m].type == WT_COUNTER ? "counter" : "gauge", wt_metrics[m].name, m,
-                 wt_metrics[m].name, m + 1, wt_metrics[m].name, m + 2);
+        char want[300];
+        bool hist = m >= WT_M_INF_LAT_BUCKET && m <= WT_M_INF_LAT_COUNT;
+        /* The family's three samples follow its TYPE line (or the histogram's part before)
+         * directly. */
+        snprintf(want, sizeof want, "%s\n%s{gpu=\"0\"} %d\n%s{gpu=\"1\"} %d\n%s{gpu=\"2\"} %d\n",
+                 hist                               ? ""
+                 : wt_metrics[m].type == WT_COUNTER ? " counter"
+                                                    : " gauge",
+                 wt_metrics[m].name, m, wt_metrics[m].name, m + 1, wt_metrics[m].name, m + 2);
         WT_CONTAINS(s, want);
     }
+    WT_CONTAINS(s, "# TYPE wattage_inference_latency_seconds histogram\n"
+                   "wattage_inference_latency_seconds_bucket{");
+    free(s);
+    /* OpenMetrics: the histogram's samples keep their names (no _total) */
+    s = wt_expo_render(&b, WT_EXPO_OPENMETRICS, "0.1.0", &len);
+    WT_ASSERT(s);
+    WT_CONTAINS(s, "# TYPE wattage_inference_latency_seconds histogram\n");
+    WT_ASSERT(strstr(s, "_bucket_total") == NULL && strstr(s, "_count_total") == NULL);
+    WT_CONTAINS(s, "\nwattage_inference_latency_seconds_sum{gpu=\"0\"} ");
     free(s);
     wt_batch_free(&b);
 }

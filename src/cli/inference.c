@@ -1,0 +1,687 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage inference [--from T] [--to T] [--by model|target] [--json] [--db FILE] [-c FILE]`:
+ * the serving KPIs of every inference target and model (collect/inference.h's series) over a
+ * window, from the store: the serving GPUs' energy (the info series' gpus label, which is the
+ * target's configured gpus; counter first, with store/uncert.h's bar, as `wattage energy`),
+ * tokens by kind, finished requests, their ratios, and e2e/ttft/itl p50/p95/p99 from the
+ * window's bucket increases (audit/inference_kpi.h).
+ *
+ * The window of a target is snapped to its own samples: from the first scrape stored at or
+ * after --from to the last at or before --to (from_s, to_s), and the GPUs' energy is taken over
+ * exactly that span, so tokens and joules count the same seconds. Several models on one target
+ * share its energy by their generated tokens (energy_split "generated_tokens").
+ *
+ * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": false, "rows": [
+ *   {"target", "model", "engine", "gpus", "tags": {...}, "from_s", "to_s", "energy_joules",
+ *    "energy_uncertainty_joules", "energy_method", "energy_share", "energy_split",
+ *    "generated_tokens", "prompt_tokens", "prompt_cached_tokens", "prompt_computed_tokens",
+ *    "requests", "generated_tokens_per_kwh", "joules_per_generated_token",
+ *    "joules_per_generated_token_uncertainty", "joules_per_prompt_token",
+ *    "joules_per_computed_prompt_token", "joules_per_request", "e2e_latency_p50_seconds" ...
+ *    "itl_latency_p99_seconds", "idle_energy_joules", "idle_seconds"}]}
+ * Missing figures are null. No inference series in the window: exit 1.
+ *
+ * Idle energy: the GPUs' energy over the stretches between two consecutive scrapes of the
+ * target that both say nothing runs or waits (all its models together), each an exact window;
+ * shared between models as the rest. Work that starts and ends between two scrapes is not seen.
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "audit/inference_kpi.h"
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "store/query.h"
+#include "store/store.h"
+
+#define MAX_GPUS 64
+
+/* One target and model, then one row of the output (a group of them under --by). */
+struct row {
+    char target[128], model[256], engine[64], gpus[256];
+    char tags[WT_LABELS_LEN]; /* the target's tags from its info series, as labels */
+    int64_t a, b;             /* the span its samples cover in the window (0: none) */
+    bool has_data;
+    bool split; /* its target's energy shared between models */
+    double share;
+    const char *method;
+    struct wt_ikpi_sums s;
+};
+
+struct rows {
+    struct row *r;
+    size_t n, cap;
+};
+
+static struct row *row_of(struct rows *rs, const char *target, const char *model)
+{
+    for (size_t i = 0; i < rs->n; i++)
+        if (strcmp(rs->r[i].target, target) == 0 && strcmp(rs->r[i].model, model) == 0)
+            return &rs->r[i];
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? rs->cap * 2 : 8;
+        struct row *r = realloc(rs->r, cap * sizeof *r);
+        if (!r)
+            return NULL;
+        rs->r = r;
+        rs->cap = cap;
+    }
+    struct row *r = &rs->r[rs->n++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->target, sizeof r->target, "%s", target);
+    snprintf(r->model, sizeof r->model, "%s", model);
+    r->share = NAN;
+    wt_ikpi_sums_init(&r->s);
+    return r;
+}
+
+/* The window increase of one stored counter series; widens the row's span to its samples. */
+static int series_increase(struct wt_store *st, const struct wt_series_info *si, int64_t from,
+                           int64_t to, struct row *r, double *inc)
+{
+    struct wt_point_buf pb = {0};
+    int rc = wt_store_read(st, si->id, from, to, 0, 0, &pb);
+    if (rc != 0) {
+        free(pb.p);
+        return rc;
+    }
+    *inc = NAN;
+    if (pb.n >= 2) {
+        double *v = malloc(pb.n * sizeof *v);
+        if (!v) {
+            free(pb.p);
+            return -ENOMEM;
+        }
+        for (size_t i = 0; i < pb.n; i++)
+            v[i] = pb.p[i].v;
+        *inc = wt_ikpi_increase(v, pb.n);
+        free(v);
+        if (!r->a || pb.p[0].t_ns < r->a)
+            r->a = pb.p[0].t_ns;
+        if (pb.p[pb.n - 1].t_ns > r->b)
+            r->b = pb.p[pb.n - 1].t_ns;
+        r->has_data = true;
+    }
+    free(pb.p);
+    return 0;
+}
+
+static int read_family(struct wt_store *st, const char *metric, int64_t from, int64_t to,
+                       struct rows *rs, struct wt_err *err)
+{
+    struct wt_series_info *si = NULL;
+    size_t n = 0;
+    int rc = wt_store_series(st, metric, false, &si, &n, err);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        char target[128], model[256], kind[32] = "", le[64] = "";
+        if (si[i].node[0] || wt_labels_get(si[i].labels, "target", target, sizeof target) != 0 ||
+            wt_labels_get(si[i].labels, "model", model, sizeof model) != 0)
+            continue;
+        (void)wt_labels_get(si[i].labels, "kind", kind, sizeof kind);
+        (void)wt_labels_get(si[i].labels, "le", le, sizeof le);
+        struct row *r = row_of(rs, target, model);
+        double inc;
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        if ((rc = series_increase(st, &si[i], from, to, r, &inc)) != 0 || isnan(inc))
+            continue;
+        if (strcmp(metric, "wattage_inference_requests_total") == 0) {
+            r->s.requests = inc;
+        } else if (strcmp(metric, "wattage_inference_tokens_total") == 0) {
+            if (strcmp(kind, "generated") == 0)
+                r->s.generated = inc;
+            else if (strcmp(kind, "prompt") == 0)
+                r->s.prompt = inc;
+            else if (strcmp(kind, "prompt_cached") == 0)
+                r->s.prompt_cached = inc;
+            else if (strcmp(kind, "prompt_computed") == 0)
+                r->s.prompt_computed = inc;
+        } else {
+            int k = wt_ikpi_lat_kind(kind);
+            double bound = strcmp(le, "+Inf") == 0 ? INFINITY : strtod(le, NULL);
+            if (k >= 0 && le[0] && wt_ikpi_hist_add(&r->s.lat[k], bound, inc) != 0)
+                snprintf(err->msg, sizeof err->msg, "%s: more than %d bucket bounds", metric,
+                         WT_IKPI_MAX_BUCKETS);
+        }
+    }
+    if (rc != 0 && !err->msg[0])
+        snprintf(err->msg, sizeof err->msg, "cannot read %s from the store", metric);
+    free(si);
+    return rc;
+}
+
+/* The engine and GPUs of each row from its info series (the newest in the window). */
+static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows *rs,
+                     struct wt_err *err)
+{
+    struct wt_series_info *si = NULL;
+    size_t n = 0;
+    int rc = wt_store_series(st, "wattage_inference_info", false, &si, &n, err);
+    if (rc != 0)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        char target[128], model[256];
+        if (si[i].node[0] || wt_labels_get(si[i].labels, "target", target, sizeof target) != 0 ||
+            wt_labels_get(si[i].labels, "model", model, sizeof model) != 0)
+            continue;
+        struct row *r = NULL;
+        for (size_t k = 0; k < rs->n && !r; k++)
+            if (strcmp(rs->r[k].target, target) == 0 && strcmp(rs->r[k].model, model) == 0)
+                r = &rs->r[k];
+        struct wt_point_buf pb = {0};
+        if (!r || wt_store_read(st, si[i].id, from, to, 0, 0, &pb) != 0 || pb.n == 0) {
+            free(pb.p);
+            continue;
+        }
+        free(pb.p);
+        (void)wt_labels_get(si[i].labels, "engine", r->engine, sizeof r->engine);
+        (void)wt_labels_get(si[i].labels, "gpus", r->gpus, sizeof r->gpus);
+        size_t pos = 0;
+        char k[64], v[256];
+        r->tags[0] = '\0';
+        while (wt_labels_next(si[i].labels, &pos, k, sizeof k, v, sizeof v) == 1) {
+            if (strcmp(k, "target") != 0 && strcmp(k, "engine") != 0 && strcmp(k, "model") != 0 &&
+                strcmp(k, "gpus") != 0)
+                (void)wt_labels_add(r->tags, sizeof r->tags, k, v);
+        }
+    }
+    free(si);
+    return 0;
+}
+
+static bool gpu_listed(const char *gpus, const char *gpu)
+{
+    size_t len = strlen(gpu);
+    for (const char *p = gpus; *p;) {
+        size_t l = strcspn(p, ",");
+        if (l == len && strncmp(p, gpu, l) == 0)
+            return true;
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/*
+ * The energy of a target's GPUs over [a, b] and its bar; method is "counter" when every GPU's
+ * chosen series is its hardware counter. *found: GPUs with a series.
+ */
+static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t b, double *j,
+                       double *u, const char **method, int *found, struct wt_err *err)
+{
+    struct wt_energy_row *er = NULL;
+    size_t n = 0;
+    int rc = wt_store_energy(st, a, b, 0, &er, &n, err);
+    if (rc != 0)
+        return rc;
+    *j = *u = 0;
+    *found = 0;
+    *method = "counter";
+    for (size_t i = 0; i < n; i++) {
+        char gpu[32];
+        if (!er[i].chosen || er[i].s.node[0] || !wt_metric_is_gpu_energy(er[i].s.metric) ||
+            wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0 || !gpu_listed(gpus, gpu))
+            continue;
+        *j += er[i].energy_j;
+        *u += er[i].uncertainty_j;
+        (*found)++;
+        if (strcmp(er[i].method, "counter") != 0)
+            *method = "integrated";
+    }
+    free(er);
+    return 0;
+}
+
+struct tv {
+    int64_t t;
+    double v;
+};
+
+static int cmp_tv(const void *x, const void *y)
+{
+    const struct tv *a = x, *b = y;
+    return (a->t > b->t) - (a->t < b->t);
+}
+
+#define MAX_IDLE_SPANS 512
+
+/*
+ * The energy of a target's GPUs while nothing ran or waited on it (audit/inference_kpi.h's
+ * stretches, from the running and waiting gauges of all its models) over [a, b]: one exact
+ * window per stretch. *idle_j NaN when the target has no such gauges or too many stretches.
+ */
+static int target_idle(struct wt_store *st, const char *target, const char *gpus, int64_t a,
+                       int64_t b, double *idle_j, double *idle_s, struct wt_err *err)
+{
+    static const char *const gauges[] = {"wattage_inference_requests_running",
+                                         "wattage_inference_requests_waiting"};
+    struct wt_point_buf pb = {0};
+    struct tv *all = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    *idle_j = *idle_s = NAN;
+    for (size_t g = 0; g < 2 && rc == 0; g++) {
+        struct wt_series_info *si = NULL;
+        size_t ns = 0;
+        if ((rc = wt_store_series(st, gauges[g], false, &si, &ns, err)) != 0)
+            break;
+        for (size_t i = 0; i < ns && rc == 0; i++) {
+            char t[128];
+            if (si[i].node[0] || wt_labels_get(si[i].labels, "target", t, sizeof t) != 0 ||
+                strcmp(t, target) != 0)
+                continue;
+            pb.n = 0;
+            if ((rc = wt_store_read(st, si[i].id, a, b, 0, 0, &pb)) != 0)
+                break;
+            if (n + pb.n > cap) {
+                size_t nc = (n + pb.n) * 2;
+                struct tv *m = realloc(all, nc * sizeof *m);
+                if (!m) {
+                    rc = -ENOMEM;
+                    break;
+                }
+                all = m;
+                cap = nc;
+            }
+            for (size_t k = 0; k < pb.n; k++)
+                all[n++] = (struct tv){pb.p[k].t_ns, pb.p[k].v};
+        }
+        free(si);
+    }
+    free(pb.p);
+    if (rc != 0 || n < 2) {
+        free(all);
+        return rc;
+    }
+    /* running + waiting of every model, per scrape */
+    qsort(all, n, sizeof *all, cmp_tv);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && all[m - 1].t == all[i].t)
+            all[m - 1].v += all[i].v;
+        else
+            all[m++] = all[i];
+    }
+    int64_t *t = malloc(m * sizeof *t);
+    double *busy = malloc(m * sizeof *busy);
+    struct wt_ikpi_span *sp = malloc(MAX_IDLE_SPANS * sizeof *sp);
+    size_t nsp = 0;
+    if (!t || !busy || !sp) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (size_t i = 0; i < m; i++) {
+        t[i] = all[i].t;
+        busy[i] = all[i].v;
+    }
+    /* a gap of three mean scrape intervals is a server not read, not known to be idle */
+    int64_t gap = m > 1 ? 3 * ((t[m - 1] - t[0]) / (int64_t)(m - 1)) : 0;
+    nsp = wt_ikpi_idle_spans(t, busy, m, gap, sp, MAX_IDLE_SPANS);
+    if (nsp > MAX_IDLE_SPANS)
+        goto out; /* too fragmented to ask the store stretch by stretch: left unknown */
+    *idle_j = *idle_s = 0;
+    for (size_t i = 0; i < nsp; i++) {
+        double j, u;
+        const char *method;
+        int found;
+        if ((rc = gpus_energy(st, gpus, sp[i].a_ns, sp[i].b_ns, &j, &u, &method, &found, err)) != 0)
+            break;
+        *idle_j += j;
+        *idle_s += (double)(sp[i].b_ns - sp[i].a_ns) / 1e9;
+    }
+out:
+    free(t);
+    free(busy);
+    free(sp);
+    free(all);
+    return rc;
+}
+
+/* Per target: the energy over its span, shared by generated tokens between its models. */
+static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err *err)
+{
+    for (size_t i = 0; i < rs->n; i++) {
+        struct row *r = &rs->r[i];
+        if (!r->has_data || !isnan(r->s.energy_j) || !r->gpus[0])
+            continue;
+        /* the target's span and tokens: all its models together */
+        int64_t a = r->a, b = r->b;
+        double all = 0;
+        size_t models = 0;
+        for (size_t k = i; k < rs->n; k++) {
+            struct row *o = &rs->r[k];
+            if (!o->has_data || strcmp(o->target, r->target) != 0)
+                continue;
+            a = o->a < a ? o->a : a;
+            b = o->b > b ? o->b : b;
+            if (!isnan(o->s.generated))
+                all += o->s.generated;
+            models++;
+        }
+        if (b <= a)
+            continue;
+        double j, u;
+        const char *method;
+        int found;
+        int rc = gpus_energy(st, r->gpus, a, b, &j, &u, &method, &found, err);
+        if (rc != 0)
+            return rc;
+        if (found == 0)
+            continue;
+        double idle_j, idle_s;
+        if ((rc = target_idle(st, r->target, r->gpus, a, b, &idle_j, &idle_s, err)) != 0)
+            return rc;
+        for (size_t k = i; k < rs->n; k++) {
+            struct row *o = &rs->r[k];
+            if (!o->has_data || strcmp(o->target, r->target) != 0)
+                continue;
+            o->share =
+                models > 1 ? wt_ikpi_share(isnan(o->s.generated) ? 0 : o->s.generated, all) : 1.0;
+            o->split = models > 1;
+            o->s.energy_j = j * o->share;
+            o->s.energy_u_j = u * o->share;
+            o->s.idle_j = idle_j * o->share;
+            o->s.idle_s = idle_s;
+            o->method = method;
+            o->a = a;
+            o->b = b;
+        }
+    }
+    return 0;
+}
+
+static int group(const struct rows *in, const char *by, struct rows *out)
+{
+    for (size_t i = 0; i < in->n; i++) {
+        const struct row *r = &in->r[i];
+        if (!r->has_data)
+            continue;
+        bool by_model = strcmp(by, "model") == 0;
+        struct row *g = row_of(out, by_model ? "" : r->target, by_model ? r->model : "");
+        if (!g)
+            return -ENOMEM;
+        if (!g->has_data) {
+            g->has_data = true;
+            g->a = r->a;
+            g->b = r->b;
+            g->method = r->method;
+            if (!by_model) {
+                snprintf(g->engine, sizeof g->engine, "%s", r->engine);
+                snprintf(g->gpus, sizeof g->gpus, "%s", r->gpus);
+            }
+        }
+        g->a = r->a < g->a ? r->a : g->a;
+        g->b = r->b > g->b ? r->b : g->b;
+        if (r->method && g->method && strcmp(r->method, g->method) != 0)
+            g->method = "integrated";
+        double idle_s = g->s.idle_s;
+        if (wt_ikpi_sums_add(&g->s, &r->s) != 0)
+            return -E2BIG;
+        /* a target's models share its idle time, they do not add to it */
+        if (!by_model && !isnan(idle_s))
+            g->s.idle_s = idle_s;
+    }
+    return 0;
+}
+
+static void num(cJSON *o, const char *k, double v)
+{
+    if (isnan(v) || isinf(v))
+        cJSON_AddNullToObject(o, k);
+    else
+        cJSON_AddNumberToObject(o, k, v);
+}
+
+static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (r->target[0])
+        cJSON_AddStringToObject(o, "target", r->target);
+    if (r->model[0])
+        cJSON_AddStringToObject(o, "model", r->model);
+    if (r->engine[0])
+        cJSON_AddStringToObject(o, "engine", r->engine);
+    if (r->gpus[0] || (r->target[0] && r->model[0]))
+        cJSON_AddStringToObject(o, "gpus", r->gpus);
+    if (r->target[0] && r->model[0]) {
+        cJSON *t = cJSON_AddObjectToObject(o, "tags");
+        size_t pos = 0;
+        char key[64], val[256];
+        while (t && wt_labels_next(r->tags, &pos, key, sizeof key, val, sizeof val) == 1)
+            cJSON_AddStringToObject(t, key, val);
+    }
+    num(o, "from_s", (double)r->a / 1e9);
+    num(o, "to_s", (double)r->b / 1e9);
+    num(o, "energy_joules", r->s.energy_j);
+    num(o, "energy_uncertainty_joules", r->s.energy_u_j);
+    if (r->method)
+        cJSON_AddStringToObject(o, "energy_method", r->method);
+    if (r->target[0] && r->model[0]) {
+        num(o, "energy_share", r->share);
+        cJSON_AddStringToObject(o, "energy_split", r->split ? "generated_tokens" : "none");
+    }
+    num(o, "generated_tokens", r->s.generated);
+    num(o, "prompt_tokens", r->s.prompt);
+    num(o, "prompt_cached_tokens", r->s.prompt_cached);
+    num(o, "prompt_computed_tokens", r->s.prompt_computed);
+    num(o, "requests", r->s.requests);
+    num(o, "generated_tokens_per_kwh", k->generated_tokens_per_kwh);
+    num(o, "joules_per_generated_token", k->joules_per_generated_token);
+    num(o, "joules_per_generated_token_uncertainty", k->joules_per_generated_token_u);
+    num(o, "joules_per_prompt_token", k->joules_per_prompt_token);
+    num(o, "joules_per_computed_prompt_token", k->joules_per_computed_prompt_token);
+    num(o, "joules_per_request", k->joules_per_request);
+    for (int l = 0; l < WT_IKPI_NLAT; l++) {
+        for (int q = 0; q < 3; q++) {
+            char key[64];
+            snprintf(key, sizeof key, "%s_latency_p%.0f_seconds", wt_ikpi_lat_name(l),
+                     100 * wt_ikpi_quantiles[q]);
+            num(o, key, k->lat_s[l][q]);
+        }
+    }
+    num(o, "idle_energy_joules", r->s.idle_j);
+    num(o, "idle_seconds", r->s.idle_s);
+    cJSON_AddItemToArray(arr, o);
+}
+
+/* A figure for a person: "-" when missing. */
+static const char *fig(double v, const char *fmt, char *buf, size_t n)
+{
+    /* fmt is "%.Nf" or "%.Ng": its precision and kind, so that the format stays a literal */
+    int prec = fmt[2] - '0';
+    if (isnan(v) || isinf(v))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt[3] == 'g' ? "%.*g" : "%.*f", prec, v);
+    return buf;
+}
+
+static void text_row(const struct row *r, const struct wt_ikpi *k)
+{
+    char a[48], b[48], c[48], d[48];
+    if (r->target[0] && r->model[0])
+        printf("\n%s  %s%s%s%s%s\n", r->target, r->model, r->engine[0] ? "  engine " : "",
+               r->engine, r->tags[0] ? "  " : "", r->tags);
+    else
+        printf("\n%s\n", r->target[0] ? r->target : r->model);
+    printf("  window       %.3f s", (double)(r->b - r->a) / 1e9);
+    if (r->gpus[0])
+        printf("  on GPUs %s", r->gpus);
+    printf("\n");
+    if (isnan(r->s.energy_j)) {
+        printf("  energy       - (no energy stored for %s)\n",
+               r->gpus[0] || !(r->target[0] && r->model[0])
+                   ? "its GPUs"
+                   : "it: no GPUs known, set inference.targets[].gpus");
+    } else {
+        printf("  energy       %s kWh  (%s J \u00b1 %s J, %s)%s\n",
+               fig(r->s.energy_j / 3.6e6, "%.6f", a, sizeof a),
+               fig(r->s.energy_j, "%.1f", b, sizeof b), fig(r->s.energy_u_j, "%.3g", c, sizeof c),
+               r->method ? r->method : "?",
+               r->split ? "  shared by generated tokens with the target's other models" : "");
+    }
+    printf("  tokens       generated %s  prompt %s  cached %s  computed %s\n",
+           fig(r->s.generated, "%.0f", a, sizeof a), fig(r->s.prompt, "%.0f", b, sizeof b),
+           fig(r->s.prompt_cached, "%.0f", c, sizeof c),
+           fig(r->s.prompt_computed, "%.0f", d, sizeof d));
+    printf("  requests     %s finished\n", fig(r->s.requests, "%.0f", a, sizeof a));
+    printf("  idle         %s kWh over %s s with nothing running or waiting\n",
+           fig(r->s.idle_j / 3.6e6, "%.6f", a, sizeof a), fig(r->s.idle_s, "%.1f", b, sizeof b));
+    printf("  per kWh      %s generated tokens\n",
+           fig(k->generated_tokens_per_kwh, "%.0f", a, sizeof a));
+    printf("  per token    %s J \u00b1 %s generated, %s J prompt, %s J computed prompt\n",
+           fig(k->joules_per_generated_token, "%.4f", a, sizeof a),
+           fig(k->joules_per_generated_token_u, "%.2g", b, sizeof b),
+           fig(k->joules_per_prompt_token, "%.4f", c, sizeof c),
+           fig(k->joules_per_computed_prompt_token, "%.4f", d, sizeof d));
+    printf("  per request  %s J\n", fig(k->joules_per_request, "%.1f", a, sizeof a));
+    for (int l = 0; l < WT_IKPI_NLAT; l++)
+        printf("  %-4s latency p50 %s s  p95 %s s  p99 %s s\n", wt_ikpi_lat_name(l),
+               fig(k->lat_s[l][0], "%.4g", a, sizeof a), fig(k->lat_s[l][1], "%.4g", b, sizeof b),
+               fig(k->lat_s[l][2], "%.4g", c, sizeof c));
+}
+
+static const struct wt_cli_opt inference_opts[] = {
+    {"by", 'b', "model|target",
+     "one row per model (over every target) or per target (its models together); default one "
+     "per target and model"},
+    {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_inference = {
+    "inference",
+    "",
+    "serving KPIs of the inference targets over a window: tokens per kWh, joules per token and "
+    "per request, latency p50/p95/p99",
+    __FILE__,
+    false,
+    {wt_cli_window_opts, inference_opts, wt_cli_store_opts}};
+
+int wt_cmd_inference(int argc, char **argv)
+{
+    const char *by = NULL;
+    struct wt_cli_common co = {.from = "-1h", .to = "now"};
+    int c, rc;
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_config cfg;
+    struct rows rs = {0}, grouped = {0};
+
+    wt_config_defaults(&cfg);
+    optind = 1;
+    while ((c = wt_cli_next(&wt_cli_form_inference, argc, argv, &co)) != -1) {
+        switch (c) {
+        case 'b':
+            by = optarg;
+            break;
+        case WT_CLI_HELP:
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (wt_cli_no_operands(&wt_cli_form_inference, argc, argv))
+        return 2;
+    if (by && strcmp(by, "model") != 0 && strcmp(by, "target") != 0) {
+        fprintf(stderr, "wattage inference: --by: expected model or target (got \"%s\")\n", by);
+        return 2;
+    }
+    int64_t from, to;
+    if ((rc = wt_cli_window("inference", &co, wt_now_real_ns(), &from, &to)) != 0)
+        return rc;
+    rc = wt_cli_store("inference", &co, false, &cfg, &st);
+    wt_config_free(&cfg);
+    if (rc)
+        return rc;
+
+    static const char *const families[] = {"wattage_inference_tokens_total",
+                                           "wattage_inference_requests_total",
+                                           "wattage_inference_latency_seconds_bucket"};
+    rc = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0] && rc == 0; f++)
+        rc = read_family(st, families[f], from, to, &rs, &err);
+    if (rc == 0)
+        rc = read_info(st, from, to, &rs, &err);
+    if (rc == 0)
+        rc = attribute_energy(st, &rs, &err);
+    if (rc != 0) {
+        fprintf(stderr, "wattage inference: %s\n", err.msg[0] ? err.msg : "cannot read the store");
+        goto fail;
+    }
+    size_t with_data = 0;
+    for (size_t i = 0; i < rs.n; i++)
+        with_data += rs.r[i].has_data;
+    if (with_data == 0) {
+        fprintf(stderr,
+                "wattage inference: no inference series in the store from %s to %s (two scrapes "
+                "of a target in the window are needed; see inference.targets)\n",
+                co.from, co.to);
+        rc = 1;
+        goto fail;
+    }
+    const struct rows *out = &rs;
+    if (by) {
+        if (group(&rs, by, &grouped) != 0) {
+            fprintf(stderr, "wattage inference: out of memory\n");
+            rc = 1;
+            goto fail;
+        }
+        out = &grouped;
+    }
+
+    char fs[40], ts[40];
+    wt_time_format(from, from % WT_NS_PER_S ? 1 : 0, fs, sizeof fs);
+    wt_time_format(to, to % WT_NS_PER_S ? 1 : 0, ts, sizeof ts);
+    if (co.json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "from", fs);
+        cJSON_AddStringToObject(root, "to", ts);
+        cJSON_AddNumberToObject(root, "from_s", (double)from / 1e9);
+        cJSON_AddNumberToObject(root, "to_s", (double)to / 1e9);
+        cJSON_AddStringToObject(root, "by", by ? by : "target,model");
+        cJSON_AddFalseToObject(root, "prefill_decode_split");
+        cJSON *arr = cJSON_AddArrayToObject(root, "rows");
+        for (size_t i = 0; i < out->n; i++) {
+            struct wt_ikpi k;
+            if (!out->r[i].has_data)
+                continue;
+            wt_ikpi_compute(&out->r[i].s, &k);
+            json_row(arr, &out->r[i], &k);
+        }
+        char *txt = cJSON_PrintUnformatted(root);
+        if (txt)
+            printf("%s\n", txt);
+        cJSON_free(txt);
+        cJSON_Delete(root);
+    } else {
+        printf("serving from %s to %s (%.0f s)\n", fs, ts, (double)(to - from) / 1e9);
+        for (size_t i = 0; i < out->n; i++) {
+            struct wt_ikpi k;
+            if (!out->r[i].has_data)
+                continue;
+            wt_ikpi_compute(&out->r[i].s, &k);
+            text_row(&out->r[i], &k);
+        }
+        printf(
+            "\nEach ratio is all-in: the whole energy of the serving GPUs over the tokens of one "
+            "kind (prefill and decode energy are not split).\n");
+    }
+    rc = 0;
+fail:
+    free(rs.r);
+    free(grouped.r);
+    wt_store_close(st);
+    return rc;
+}

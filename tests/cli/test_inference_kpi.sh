@@ -1,0 +1,306 @@
+#!/usr/bin/env bash
+# `wattage inference` on a store the real daemon wrote: the fake NVML's 2 GPUs and the vLLM test
+# peer serving on them (gpus: [0, 1]), scraped every 0.5 s for about 20 s. Over a window before
+# the server restarts, J/generated token is within 0.5 % of the truth (the fake's exact energy of
+# GPUs 0 and 1 over the edges wattage reports, from_s and to_s, divided by the peer's generated
+# tokens over the same edges), and the e2e p99 equals histogram_quantile(0.99, ...) computed here
+# in Python on the peer's true bucket increases. Over a window that holds the restart, the tokens
+# are counted as PromQL's increase() counts them. No series: exit 1; bad flags: exit 2.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/prometheus_lib.sh"
+
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
+PY=/usr/bin/python3
+PEER=tests/peers/inference_server.py
+EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
+now=$($PY -c 'import time; print(round(time.time(), 3))')
+T0=$($PY -c "print(round($now - 60, 3))")
+export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=3 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
+
+echo ok >"$TMP/vllm.ctl"
+bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.ctl" --t0 "$T0"
+# a quiet server on GPU 2: a request every 20 s, each done within 17 s, so it idles at times
+bg $PY "$PEER" --engine vllm --port-file "$TMP/quiet.port" --t0 "$T0" --req-rate 0.05
+wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish; }
+wait_for 10 test -s "$TMP/quiet.port" || { not_ok "the quiet peer started"; finish; }
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n      tags:\n        precision: fp8\n    - name: quiet\n      url: http://127.0.0.1:%s/metrics\n      gpus: [2]\n' \
+    "$(cat "$TMP/vllm.port")" "$(cat "$TMP/quiet.port")" >"$TMP/w.yaml"
+
+# usage errors need no store
+"$BIN" inference --by gpu --db "$TMP/none.db" >/dev/null 2>"$TMP/e1"
+rc=$?
+check "--by gpu: exit 2, said ($(cat "$TMP/e1"))" bash -c \
+    '[[ $1 == 2 ]] && grep -q -- "--by: expected model or target" "$2"' _ $rc "$TMP/e1"
+"$BIN" inference --bogus >/dev/null 2>&1
+check "an unknown flag: exit 2" test $? -eq 2
+"$BIN" inference --from 10 --to 5 --db "$TMP/none.db" >/dev/null 2>&1
+check "an empty window: exit 2" test $? -eq 2
+
+port=$(free_port)
+# a real Prometheus scrapes wattage's /metrics, started first: it waits for the daemon
+have_prom=
+if command -v "$PROMETHEUS" >/dev/null; then
+    have_prom=1
+    start_prometheus "$(free_port)" "$port"
+fi
+bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
+    >"$TMP/run.log" 2>&1
+pid=$!
+up() { curl -s "http://127.0.0.1:$port/metrics" | grep -q '^wattage_inference_up{target="vllm"} 1$'; }
+check "the vLLM peer is read" wait_for 20 up
+[[ -n $have_prom ]] && { wait_target_up 20 || not_ok "Prometheus scrapes wattage" "$(target_health)"; }
+start=$($PY -c 'import time; print(round(time.time(), 3))')
+sleep 13
+reset=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "reset $reset" >"$TMP/vllm.ctl"
+sleep 6
+# a second model joins on the same GPUs (the load's clock back at T0: the counters only rise)
+second=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "model2 Qwen/Qwen2.5-7B" >"$TMP/vllm.ctl"
+sleep 6
+kill -TERM "$pid"
+wait "$pid"
+
+# no series in the window: exit 1, said
+"$BIN" inference --db "$TMP/w.db" --from 1000 --to 2000 >/dev/null 2>"$TMP/e2"
+rc=$?
+check "a window with no inference series: exit 1, said ($(cat "$TMP/e2"))" bash -c \
+    '[[ $1 == 1 ]] && grep -q "no inference series" "$2"' _ $rc "$TMP/e2"
+
+# window A: before the restart
+fromA=$($PY -c "print(f'{$start + 0.3:.3f}')")
+toA=$($PY -c "print(f'{$reset - 0.7:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --json >"$TMP/a.json" 2>"$TMP/a.err"
+check "inference --json exits 0 ($(cat "$TMP/a.err"))" test $? -eq 0
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" >"$TMP/a.txt" 2>&1
+check "the text output says kWh and that prefill and decode are not split" bash -c \
+    'grep -q "kWh" "$1" && grep -q "prefill and decode energy are not split" "$1"' _ "$TMP/a.txt"
+msg=$($PY - "$TMP/a.json" "$PEER" "$T0" "$EXACT" <<'PY' 2>&1
+import json, math, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
+assert d["prefill_decode_split"] is False, d
+assert len(d["rows"]) == 2, d["rows"]
+r = next(r for r in d["rows"] if r["target"] == "vllm")
+assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
+assert r["gpus"] == "0,1" and r["engine"] == "vllm" and r["energy_method"] == "counter", r
+assert r["energy_split"] == "none" and r["energy_share"] == 1, r
+assert r["tags"] == {"precision": "fp8"}, r["tags"]
+for k in ("generated_tokens_per_kwh", "joules_per_generated_token", "joules_per_prompt_token",
+          "joules_per_request", "energy_joules", "energy_uncertainty_joules",
+          "e2e_latency_p50_seconds", "ttft_latency_p95_seconds", "itl_latency_p99_seconds"):
+    assert isinstance(r[k], (int, float)) and r[k] > 0, (k, r.get(k))
+a, b = r["from_s"], r["to_s"]
+assert d["from_s"] <= a < b <= d["to_s"], (a, b, d["from_s"], d["to_s"])
+
+def truth(x, y):
+    out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", t0,
+                                   "--truth", repr(x), repr(y)])
+    return next(iter(json.loads(out).values()))
+
+def energy(x, y):
+    return sum(float(subprocess.check_output([exact, g, repr(x), repr(y)])) for g in ("0", "1"))
+
+def hq(q, les, counts):
+    """PromQL's bucketQuantile (promql/quantile.go)."""
+    b = sorted(((math.inf if le == "+Inf" else float(le)), c) for le, c in zip(les, counts))
+    if b[-1][0] != math.inf or len(b) < 2 or b[-1][1] == 0:
+        return math.nan
+    rank = q * b[-1][1]
+    i = next((k for k in range(len(b) - 1) if b[k][1] >= rank), len(b) - 1)
+    if i == len(b) - 1:
+        return b[-2][0]
+    if i == 0 and b[0][0] <= 0:
+        return b[0][0]
+    start, end, count = 0.0, b[i][0], b[i][1]
+    if i > 0:
+        start, count, rank = b[i - 1][0], b[i][1] - b[i - 1][1], rank - b[i - 1][1]
+    return start + (end - start) * (rank / count)
+
+t = truth(a, b)
+jpt_true = energy(a, b) / t["gen"]
+err = r["joules_per_generated_token"] / jpt_true - 1
+assert abs(err) < 0.005, ("J/token", r["joules_per_generated_token"], jpt_true, err)
+# the bar holds the energy's sampling error; the tokens are counted exactly
+# p99 of e2e: the peer's truth at the edges; a reading is stamped at its tick and scraped just
+# after it, so a request that ends in between may move one edge by a scrape's latency
+p99 = r["e2e_latency_p99_seconds"]
+found = None
+for da in (0, 0.01, 0.02, 0.05, 0.1):
+    for db in (0, 0.01, 0.02, 0.05, 0.1):
+        h = truth(a + da, b + db)["e2e"]
+        if math.isclose(hq(0.99, h["le"], h["cumulative"]), p99, rel_tol=1e-9):
+            found = (da, db)
+            break
+    if found:
+        break
+assert found is not None, ("p99", p99, hq(0.99, t["e2e"]["le"], t["e2e"]["cumulative"]))
+print(f"J/token {r['joules_per_generated_token']:.5f} vs truth {jpt_true:.5f} ({100 * err:+.3f} %), "
+      f"{r['generated_tokens']:.0f} tokens (truth {t['gen']}), e2e p99 {p99:.4f} s = PromQL's on the "
+      f"truth (edges +{found[0]}/+{found[1]} s), window {b - a:.2f} s")
+PY
+)
+check "window before the restart: $msg" bash -c '[[ $1 == "J/token "* ]]' _ "$msg"
+
+# window B: across the restart; the tokens as increase() counts them
+fromB=$fromA
+toB=$($PY -c "print(f'{$second - 0.2:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromB" --to "$toB" --json >"$TMP/b.json" 2>"$TMP/b.err"
+check "inference across the restart exits 0 ($(cat "$TMP/b.err"))" test $? -eq 0
+stored "$TMP/w.db" 'wattage_inference_tokens_total{target="vllm",kind="generated"}' "$fromB" \
+    >"$TMP/gen.csv"
+msg=$($PY - "$TMP/b.json" "$TMP/gen.csv" "$PEER" "$T0" "$reset" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, reset = sys.argv[3], sys.argv[4], float(sys.argv[5])
+r = next(r for r in d["rows"] if r["target"] == "vllm")
+a, b = r["from_s"], r["to_s"]
+pts = [(float(l.split(",")[0]), float(l.split(",")[-1])) for l in open(sys.argv[2]) if l.strip()]
+pts = [p for p in pts if a - 1e-6 <= p[0] <= b + 1e-6]
+v = [p[1] for p in pts]
+assert any(y < x for x, y in zip(v, v[1:])), "no drop in the stored counter"
+inc = sum(y if y < x else y - x for x, y in zip(v, v[1:]))
+assert abs(r["generated_tokens"] - inc) < 1e-6, ("not increase()", r["generated_tokens"], inc)
+def gen(origin, x, y):
+    out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", repr(origin),
+                                   "--truth", repr(x), repr(y)])
+    return next(iter(json.loads(out).values()))["gen"]
+# the tokens after the last scrape before the restart are lost, as increase() loses them
+hi = gen(float(t0), a, reset) + gen(reset, reset, b + 0.5)
+lo = gen(float(t0), a + 0.5, reset - 0.6) + gen(reset, reset, b)
+assert lo <= r["generated_tokens"] <= hi, (lo, r["generated_tokens"], hi)
+print(f"{r['generated_tokens']:.0f} tokens across the restart (increase() of the stored samples; "
+      f"truth between {lo} and {hi}); last - first would say {v[-1] - v[0]:.0f}")
+PY
+)
+check "window across the restart: $msg" bash -c '[[ $1 == *"across the restart"* ]]' _ "$msg"
+
+# Prometheus: histogram_quantile(0.99, increase(...[8s])) before the restart equals wattage
+# inference's p99 over the stored ticks whose buckets are the ones Prometheus scraped first and
+# last in that range (its samples are wattage's ticks, read on its own clock)
+if [[ -z $have_prom ]]; then
+    skip "Prometheus's histogram_quantile equals wattage inference's p99" \
+        "prometheus is not installed (scripts/deps.sh --test)"
+else
+    te=$($PY -c "print(f'{$reset - 0.3:.3f}')")
+    sel='wattage_inference_latency_seconds_bucket{target="vllm",model="meta-llama/Llama-3.1-8B-Instruct",kind="e2e"}'
+    prom_query "histogram_quantile(0.99, increase($sel[8s]))" "$te" >"$TMP/pq.json"
+    prom_query "$sel[8s]" "$te" >"$TMP/pr.json"
+    stored "$TMP/w.db" "$sel" "$fromA" >"$TMP/buckets.csv"
+    edges=$($PY - "$TMP/pr.json" "$TMP/buckets.csv" <<'PY' 2>&1
+import collections, csv, json, re, sys
+res = json.load(open(sys.argv[1]))["data"]["result"]
+prom = collections.defaultdict(dict)
+for s in res:
+    for ts, v in s["values"]:
+        prom[float(ts)][s["metric"]["le"]] = float(v)
+ts = sorted(prom)
+assert len(ts) >= 2, f"{len(ts)} Prometheus samples in the range"
+ticks = collections.defaultdict(dict)
+for row in csv.reader(open(sys.argv[2])):
+    if row:
+        ticks[float(row[0])][re.search(r'le="([^"]+)"', row[1]).group(1)] = float(row[-1])
+def tick_of(vec):
+    m = [t for t in sorted(ticks) if ticks[t] == vec]
+    assert m, ("no stored tick with the buckets Prometheus scraped", vec)
+    return m[-1]
+print(f"{tick_of(prom[ts[0]]) - 0.001:.3f} {tick_of(prom[ts[-1]]) + 0.001:.3f} {len(ts)}")
+PY
+)
+    read -r pa pb pn <<<"$edges"
+    [[ ${pn:-} =~ ^[0-9]+$ ]] || pa=0 pb=1
+    "$BIN" inference --db "$TMP/w.db" --from "$pa" --to "$pb" --json >"$TMP/p.json" 2>&1
+    [[ ${pn:-} =~ ^[0-9]+$ ]] || echo "$edges" >"$TMP/p.json"
+    msg=$($PY - "$TMP/pq.json" "$TMP/p.json" <<'PY' 2>&1
+import json, math, sys
+res = json.load(open(sys.argv[1]))["data"]["result"]
+assert len(res) == 1, res
+prom = float(res[0]["value"][1])
+r = next(r for r in json.load(open(sys.argv[2]))["rows"] if r["target"] == "vllm")
+w = r["e2e_latency_p99_seconds"]
+assert math.isclose(prom, w, rel_tol=1e-9), (prom, w)
+print(f"p99 e2e {w:.6f} s, Prometheus {prom:.6f} s")
+PY
+)
+    check "Prometheus's histogram_quantile equals wattage inference's p99 (${pn:-?} samples: $msg)" \
+        bash -c '[[ $1 == "p99 e2e"* ]]' _ "$msg"
+fi
+
+# window C: two models share the target's GPUs by their generated tokens
+fromC=$($PY -c "print(f'{$second + 0.6:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromC" --to now --json >"$TMP/c.json" 2>"$TMP/c.err"
+check "inference with two models exits 0 ($(cat "$TMP/c.err"))" test $? -eq 0
+msg=$($PY - "$TMP/c.json" "$EXACT" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+rows = {r["model"]: r for r in d["rows"] if r["target"] == "vllm"}
+assert set(rows) == {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B"}, list(rows)
+r1, r2 = rows.values()
+assert r1["energy_split"] == r2["energy_split"] == "generated_tokens", (r1, r2)
+assert (r1["from_s"], r1["to_s"]) == (r2["from_s"], r2["to_s"]), (r1, r2)
+a, b = r1["from_s"], r1["to_s"]
+exact = sum(float(subprocess.check_output([sys.argv[2], g, repr(a), repr(b)])) for g in "01")
+total = r1["energy_joules"] + r2["energy_joules"]
+assert abs(total / exact - 1) < 0.005, (total, exact)
+gen = r1["generated_tokens"] + r2["generated_tokens"]
+for r in (r1, r2):
+    assert abs(r["energy_share"] - r["generated_tokens"] / gen) < 1e-12, r
+    assert abs(r["joules_per_generated_token"] - total / gen) < 1e-9 * total, r
+print(f"shares {r1['energy_share']:.3f} + {r2['energy_share']:.3f} of {total:.1f} J "
+      f"(exact {exact:.1f} J), one J/token {total / gen:.4f} for both")
+PY
+)
+check "two models on one target: $msg" bash -c '[[ $1 == shares* ]]' _ "$msg"
+
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --by model --json >"$TMP/m.json"
+check "--by model: one row per model, its targets added up" $PY -c '
+import json, sys
+d = json.load(open(sys.argv[1])); r = d["rows"]
+assert d["by"] == "model" and len(r) == 1 and "target" not in r[0], d
+a = json.load(open(sys.argv[2]))["rows"]
+e, g = (sum(x[k] for x in a) for k in ("energy_joules", "generated_tokens"))
+assert abs(r[0]["energy_joules"] - e) < 1e-6 and r[0]["generated_tokens"] == g, (r, a)
+assert abs(r[0]["joules_per_generated_token"] - e / g) < 1e-9, r' \
+    "$TMP/m.json" "$TMP/a.json"
+
+# idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
+# nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to now --by target --json >"$TMP/q.json"
+for g in running waiting; do
+    stored "$TMP/w.db" "wattage_inference_requests_$g{target=\"quiet\"}" "$fromA" >"$TMP/$g.csv"
+done
+msg=$($PY - "$TMP/q.json" "$TMP/running.csv" "$TMP/waiting.csv" "$EXACT" <<'PY' 2>&1
+import collections, json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+assert d["by"] == "target" and len(d["rows"]) == 2, d
+r = next(r for r in d["rows"] if r["target"] == "quiet")
+a, b = r["from_s"], r["to_s"]
+busy = collections.defaultdict(float)
+for f in sys.argv[2:4]:
+    for l in open(f):
+        if l.strip():
+            t, v = float(l.split(",")[0]), float(l.split(",")[-1])
+            if a - 1e-6 <= t <= b + 1e-6:
+                busy[t] += v
+ts = sorted(busy)
+gap = 3 * (ts[-1] - ts[0]) / (len(ts) - 1)
+spans = []
+for x, y in zip(ts, ts[1:]):
+    if busy[x] == 0 and busy[y] == 0 and y - x <= gap + 1e-6:
+        if spans and spans[-1][1] == x:
+            spans[-1][1] = y
+        else:
+            spans.append([x, y])
+idle_s = sum(y - x for x, y in spans)
+assert idle_s >= 1, ("no idle stretch to check", spans)
+exact = sum(float(subprocess.check_output([sys.argv[4], "2", repr(x), repr(y)])) for x, y in spans)
+assert abs(r["idle_seconds"] - idle_s) < 1e-3, (r["idle_seconds"], idle_s)
+assert abs(r["idle_energy_joules"] / exact - 1) < 0.005, (r["idle_energy_joules"], exact)
+assert r["idle_energy_joules"] < r["energy_joules"], r
+print(f"{r['idle_energy_joules']:.1f} J over {idle_s:.1f} s in {len(spans)} stretches "
+      f"(exact {exact:.1f} J) of {r['energy_joules']:.1f} J in {b - a:.1f} s")
+PY
+)
+check "idle energy: $msg" bash -c '[[ $1 == *stretches* ]]' _ "$msg"
+finish
