@@ -3,8 +3,9 @@
  * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]
  * [--method auto|counter|integrated] [--raw] [--source URL]`: the energy
  * of every stored energy series over exactly [from, to] (see store/query.h for the rule), counter
- * first per GPU; with --source, of every node's series in a Prometheus-compatible engine
- * (store/promsrc.h), each row naming its node. JSON is a contract other checks read:
+ * first per GPU where it covers the window; with --source, of every node's series in a
+ * Prometheus-compatible engine (store/promsrc.h), each row naming its node. JSON is a contract
+ * other checks read:
  *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
  *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1,
  *    "uncertainty_joules": U}, …], "uncertainty_joules": U}
@@ -104,8 +105,8 @@ struct node_sum {
 static const struct wt_cli_opt energy_opts[] = {
     {"by", 'b', "gpu|node", "one line per GPU (default) or per node"},
     {"method", 'm', "auto|counter|integrated",
-     "per GPU: the hardware counter where there is one, else integrated power (auto, the "
-     "default), or only one kind"},
+     "per GPU: the hardware counter, or integrated power where the counter covers only part "
+     "of the window and power more (auto, the default), or only one kind"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {"raw", 'r', NULL, "raw readings only (no per-minute rollups)"},
     {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
