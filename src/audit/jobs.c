@@ -492,6 +492,8 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
                 cJSON_AddNumberToObject(o, "sensor_accuracy_joules", r->sensor_j);
             cJSON_AddStringToObject(o, "method", r->method);
             cJSON_AddNumberToObject(o, "coverage", r->coverage);
+            if (r->counter_partial)
+                cJSON_AddNumberToObject(o, "counter_coverage", r->counter_coverage);
             cJSON_AddItemToArray(per_gpu, o);
         }
     }

@@ -520,8 +520,8 @@ static int chips_resolve(struct wt_meter_set *ms)
         c->alt = -1;
     }
     free(si);
-    /* per GPU the hardware counter first, its integrated series when it covers nothing
-     * (the rule of wt_store_energy) */
+    /* per GPU the hardware counter, or its integrated series by wt_energy_counter_first (the
+     * rule of wt_store_energy) */
     for (size_t i = 0; i < ms->nchips; i++) {
         struct chip *c = &ms->chips[i];
         c->node = c->s.node[0] ? c->s.node : ms->t->node;
@@ -562,8 +562,17 @@ int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, const char *c
         }
         double e = 0, cs = 0;
         rc = wt_store_series_energy(ms->st, &c->s, &ms->runs, a, b, 0, &e, &cs);
-        if (rc == 0 && cs <= 0 && c->alt >= 0)
-            rc = wt_store_series_energy(ms->st, &ms->chips[c->alt].s, &ms->runs, a, b, 0, &e, &cs);
+        if (rc == 0 && c->alt >= 0 && cs < win_s - WT_ENERGY_COVER_TOL_S) {
+            /* a counter that covers part of the window: its integrated series where that covers
+             * more (wt_energy_counter_first) */
+            double ie = 0, ics = 0;
+            rc =
+                wt_store_series_energy(ms->st, &ms->chips[c->alt].s, &ms->runs, a, b, 0, &ie, &ics);
+            if (rc == 0 && !wt_energy_counter_first(cs, cs / win_s, ics)) {
+                e = ie;
+                cs = ics;
+            }
+        }
         if (rc)
             break;
         struct wt_node_chips *nc = node_slot(out, n, c->node);

@@ -3,11 +3,15 @@
  * `wattage energy [--from T] [--to T] [--by gpu|node] [--json] [--db FILE] [-c FILE]
  * [--method auto|counter|integrated] [--raw] [--source URL]`: the energy
  * of every stored energy series over exactly [from, to] (see store/query.h for the rule), counter
- * first per GPU; with --source, of every node's series in a Prometheus-compatible engine
- * (store/promsrc.h), each row naming its node. JSON is a contract other checks read:
+ * first per GPU where it covers the window; with --source, of every node's series in a
+ * Prometheus-compatible engine (store/promsrc.h), each row naming its node. JSON is a contract
+ * other checks read:
  *   {"from": RFC3339, "to": RFC3339, "total_joules": X, "series": [{"gpu": "0", "uuid": "…",
  *    "model": "…", "energy_joules": X, "method": "counter"|"integrated", "coverage": 0..1,
  *    "uncertainty_joules": U}, …], "uncertainty_joules": U}
+ * The method per GPU is store/query.h's wt_energy_counter_first: a GPU whose counter covers only
+ * part of the window, less than its integrated series, is "integrated" and its row adds
+ * "counter_coverage": the counter's coverage 0..1 (the table says "counter covers N %").
  * uncertainty_joules is the error bar of store/uncert.h (the total's: the sum of the listed
  * series' bars); integrated series add "sensor_accuracy_joules" (NVML's +-5 W over the covered
  * time, apart from the bar). With --source there is no bar (the engine's samples are not read
@@ -101,8 +105,8 @@ struct node_sum {
 static const struct wt_cli_opt energy_opts[] = {
     {"by", 'b', "gpu|node", "one line per GPU (default) or per node"},
     {"method", 'm', "auto|counter|integrated",
-     "per GPU: the hardware counter where there is one, else integrated power (auto, the "
-     "default), or only one kind"},
+     "per GPU: the hardware counter, or integrated power where the counter covers only part "
+     "of the window and power more (auto, the default), or only one kind"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of a table"},
     {"raw", 'r', NULL, "raw readings only (no per-minute rollups)"},
     {"source", WT_OPT_SOURCE, "URL", WT_CLI_SOURCE_HELP},
@@ -256,6 +260,8 @@ int wt_cmd_energy(int argc, char **argv)
                 cJSON_AddNumberToObject(o, "energy_joules", rows[i].energy_j);
                 cJSON_AddStringToObject(o, "method", rows[i].method);
                 cJSON_AddNumberToObject(o, "coverage", rows[i].coverage);
+                if (rows[i].counter_partial)
+                    cJSON_AddNumberToObject(o, "counter_coverage", rows[i].counter_coverage);
                 if (bars)
                     cJSON_AddNumberToObject(o, "uncertainty_joules", rows[i].uncertainty_j);
                 if (bars && rows[i].sensor_j > 0)
@@ -273,7 +279,7 @@ int wt_cmd_energy(int argc, char **argv)
         cJSON_free(txt);
         cJSON_Delete(root);
     } else {
-        char e[64], name[WT_LABELS_LEN + 96], u[48] = "";
+        char e[64], name[WT_LABELS_LEN + 96], u[48] = "", cc[48];
         printf("energy from %s to %s (%.0f s)\n", fs, ts, (double)(to - from) / 1e9);
         human_energy(total, e, sizeof e);
         if (bars)
@@ -295,8 +301,12 @@ int wt_cmd_energy(int argc, char **argv)
                 human_energy(rows[i].energy_j, e, sizeof e);
                 if (bars)
                     snprintf(u, sizeof u, "  \u00b1 %8.3g J", rows[i].uncertainty_j);
-                printf("  %-44.44s %s%s  %-10s coverage %5.1f%%%s\n", name, e, u, rows[i].method,
-                       100 * rows[i].coverage, in_total(&rows[i]) ? "" : "  (within another)");
+                cc[0] = '\0';
+                if (rows[i].counter_partial)
+                    snprintf(cc, sizeof cc, "  (counter covers %.1f%%)",
+                             100 * rows[i].counter_coverage);
+                printf("  %-44.44s %s%s  %-10s coverage %5.1f%%%s%s\n", name, e, u, rows[i].method,
+                       100 * rows[i].coverage, in_total(&rows[i]) ? "" : "  (within another)", cc);
             }
         }
         if (n == 0)

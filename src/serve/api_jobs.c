@@ -611,34 +611,46 @@ fail:
     return NULL;
 }
 
-/* The GPU's own energy over [a, b] from its counter series (else its integrated one). */
+/* The GPU's own energy over [a, b]: its counter series or its integrated one, by the rule of
+ * wt_store_energy (wt_energy_counter_first: the integrated series where the counter covers only
+ * part of the window and the integrated series more). */
 static int gpu_energy(struct wt_store *st, const struct wt_run_list *runs, const char *dev,
                       int64_t a, int64_t b, double *energy_j, bool *have)
 {
     static const char *const names[] = {"wattage_gpu_energy_joules_total",
                                         "wattage_gpu_energy_integrated_joules_total"};
+    double e[2] = {0, 0}, cov[2] = {0, 0};
+    bool got[2] = {false, false};
     *have = false;
-    for (int k = 0; k < 2 && !*have; k++) {
+    *energy_j = 0;
+    for (int k = 0; k < 2; k++) {
         char sel[WT_LABELS_LEN + 96];
         struct wt_series_info *si = NULL;
         size_t n = 0;
         struct wt_err err = {{0}};
-        double cov;
         snprintf(sel, sizeof sel, "%s{%s}", names[k], dev);
         if (wt_store_series(st, sel, false, &si, &n, &err) != 0)
             continue;
-        for (size_t i = 0; i < n && !*have; i++) {
+        for (size_t i = 0; i < n && !got[k]; i++) {
             if (si[i].node[0])
                 continue;
-            int rc = wt_store_series_energy(st, &si[i], runs, a, b, 0, energy_j, &cov);
+            int rc = wt_store_series_energy(st, &si[i], runs, a, b, 0, &e[k], &cov[k]);
             if (rc) {
                 free(si);
                 return rc;
             }
-            *have = true;
+            got[k] = true;
         }
         free(si);
     }
+    double win_s = (double)(b - a) / 1e9;
+    int k = !got[0] ? 1 : 0;
+    if (got[0] && got[1] && win_s > 0 &&
+        !wt_energy_counter_first(cov[0], cov[0] >= win_s ? 1 : cov[0] / win_s, cov[1]))
+        k = 1;
+    *have = got[k];
+    if (got[k])
+        *energy_j = e[k];
     return 0;
 }
 

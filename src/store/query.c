@@ -288,9 +288,18 @@ static int row_cmp(const void *pa, const void *pb)
     return c ? c : strcmp(a->s.labels, b->s.labels);
 }
 
+bool wt_energy_counter_first(double counter_covered_s, double counter_coverage,
+                             double integrated_covered_s)
+{
+    if (counter_coverage >= 1)
+        return true;
+    if (integrated_covered_s > counter_covered_s + WT_ENERGY_COVER_TOL_S)
+        return false;
+    return counter_covered_s > 0;
+}
+
 void wt_energy_choose(struct wt_energy_row *r, size_t ns)
 {
-    /* counter first: per GPU, the integrated series only when the counter covers nothing */
     char ki[256], kj[256];
     for (size_t i = 0; i < ns; i++) {
         if (r[i].s.kind != WT_SK_INTEGRATED || !gpu_key(&r[i].s, ki, sizeof ki))
@@ -299,10 +308,15 @@ void wt_energy_choose(struct wt_energy_row *r, size_t ns)
             if (j == i || r[j].s.kind != WT_SK_HWCOUNTER || !gpu_key(&r[j].s, kj, sizeof kj) ||
                 strcmp(ki, kj) != 0)
                 continue;
-            if (r[j].covered_s > 0)
+            if (wt_energy_counter_first(r[j].covered_s, r[j].coverage, r[i].covered_s)) {
                 r[i].chosen = false;
-            else
+            } else {
                 r[j].chosen = false;
+                if (r[j].covered_s > 0) {
+                    r[i].counter_partial = true;
+                    r[i].counter_coverage = r[j].coverage;
+                }
+            }
         }
     }
     qsort(r, ns, sizeof *r, row_cmp);

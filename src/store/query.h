@@ -61,24 +61,54 @@ struct wt_energy_row {
     double covered_s;
     double coverage;    /* covered_s / window */
     const char *method; /* "counter" or "integrated" */
-    bool chosen;        /* counted in the total (counter first per GPU) */
+    bool chosen;        /* counted in the total (wt_energy_counter_first per GPU) */
+    /* A chosen integrated row of a GPU whose counter covers only part of the window, less than
+     * the integrated series (a counter that froze or stopped answering while power went on):
+     * counter_partial is set and counter_coverage is the counter's coverage (0..1). */
+    bool counter_partial;
+    double counter_coverage;
     /* The error bar (store/uncert.h): |energy_j - the energy really used| is at most
      * uncertainty_j, sampling-wise; sensor_j is the sensor's +-5 W for integrated series. */
     double uncertainty_j;
     double sensor_j;
 };
 
+/* Two covered times closer than this are the same: a GPU's counter and integrated series are
+ * stamped by the same poll, so they differ by far less (microseconds) where both are read, and
+ * a poll (0.2 s at the least) is far more. */
+#define WT_ENERGY_COVER_TOL_S 1e-3
+
 /*
- * The counter-first rule on rows already measured (every row chosen on entry): per GPU (node +
- * gpu + uuid) the integrated series is unchosen when the hardware counter covers any of the
- * window, else the counter is; then the rows are sorted (node, GPUs by index, the rest by name).
+ * The method rule for one GPU over a window, from what each of its series covers (seconds, and
+ * the counter's coverage 0..1 of the window): true when the hardware counter is the figure,
+ * false when the integrated series is.
+ *   - the counter covers the whole window: the counter (exact to its unit);
+ *   - it covers part of it, and the integrated series covers more (by more than
+ *     WT_ENERGY_COVER_TOL_S): the integrated series. The counter's figure holds no energy for the
+ *     time it does not cover, and its bar cannot say so (a counter frozen 2 s into a 5-s window
+ *     gave 27 % of the energy with a bar of 2 mJ), while the integrated figure is the whole
+ *     window's with a bar that bounds it. (Counter over its stretches plus integrated over the
+ *     rest would need each stretch's edges; one method per GPU and window keeps each figure
+ *     one series' and its bar that series' bar.)
+ *   - else (the counter covers as much or more, or the integrated series covers nothing): the
+ *     counter when it covers any of the window, else the integrated series.
+ */
+bool wt_energy_counter_first(double counter_covered_s, double counter_coverage,
+                             double integrated_covered_s);
+
+/*
+ * The method rule on rows already measured (every row chosen on entry): per GPU (node + gpu +
+ * uuid) with both a hardware counter and an integrated series, wt_energy_counter_first picks one
+ * and the other is unchosen (an integrated row chosen over a counter that covers part of the
+ * window says so: counter_partial, counter_coverage); then the rows are sorted (node, GPUs by
+ * index, the rest by name).
  */
 void wt_energy_choose(struct wt_energy_row *rows, size_t n);
 
 /*
  * Energy of every energy series over [from, to] (from < to). Per GPU (node + gpu + uuid) the
- * hardware counter is chosen when it covers any of the window, else the integrated series; other
- * series are all chosen. *rows is malloc'd. Returns 0, -EINVAL (err) or -EIO.
+ * hardware counter or the integrated series by wt_energy_counter_first; other series are all
+ * chosen. *rows is malloc'd. Returns 0, -EINVAL (err) or -EIO.
  */
 int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
                     struct wt_energy_row **rows, size_t *n, struct wt_err *err) WT_MUST_USE;

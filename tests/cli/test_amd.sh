@@ -64,6 +64,46 @@ PY
 )
 check "per-package energy equals the fake's exact energy within its error bar ($msg)" test "$msg" = ok
 
+# A counter frozen 2 s in (FAKE_RSMI_FROZEN) while the power goes on: the collector drops the
+# counter and integrates power; over a window past the freeze `wattage energy` (auto) gives the
+# integrated figure, which equals the fake's exact energy within its bar, and says how much of
+# the window the counter covers; --method counter still gives the counter's part alone.
+t0=$(python3 -c 'import time; print(round(time.time(), 3))')
+port=$(free_port)
+FAKE_RSMI_T0=$t0 FAKE_RSMI_GPUS=1 FAKE_RSMI_MI250X= FAKE_RSMI_FROZEN=0:2 \
+    WATTAGE_ROCM_SMI_LIBRARY=$FAKE_ROCM "$BIN" run -c "$TMP/w.yaml" --db "$TMP/f.db" \
+    --interval 0.2 --duration 6 --listen "127.0.0.1:$port" >"$TMP/frozen.log" 2>&1
+check "the daemon with a frozen counter exits 0" test $? -eq 0
+check "and says the counter stopped" grep -q 'energy counter stopped while the package draws power gpu=0' "$TMP/frozen.log"
+from=$(python3 -c "print(f'{$t0 + 0.5:.3f}')")
+to=$(python3 -c "print(f'{$t0 + 5.2:.3f}')")
+export FAKE_RSMI_T0=$t0 FAKE_RSMI_GPUS=1 FAKE_RSMI_MI250X=
+"$BIN" energy --db "$TMP/f.db" --from "$from" --to "$to" --json >"$TMP/f.json" 2>"$TMP/f.err"
+check "energy --json over the frozen counter exits 0 ($(cat "$TMP/f.err"))" test $? -eq 0
+"$BIN" energy --db "$TMP/f.db" --from "$from" --to "$to" --method counter --json >"$TMP/fc.json" 2>/dev/null
+msg=$(python3 - "$TMP/f.json" "$TMP/fc.json" "$EXACT" "$from" "$to" <<'PY' 2>&1
+import json, subprocess, sys
+d, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+exact = float(subprocess.check_output([sys.argv[3], "0", sys.argv[4], sys.argv[5]]))
+(s,) = [s for s in d["series"] if s.get("gpu") == "0"]
+assert s["method"] == "integrated", s
+assert 0 < s["counter_coverage"] < s["coverage"], s
+err = abs(s["energy_joules"] - exact)
+assert err <= s["uncertainty_joules"], (s, exact)
+assert abs(d["total_joules"] - exact) <= d["uncertainty_joules"], (d["total_joules"], exact)
+(k,) = [k for k in c["series"] if k.get("gpu") == "0"]
+assert k["method"] == "counter" and "counter_coverage" not in k, k
+assert abs(k["coverage"] - s["counter_coverage"]) < 1e-9, (k, s)
+assert k["energy_joules"] < 0.7 * exact, (k, exact)
+print(f"auto {s['energy_joules']:.1f} J +- {s['uncertainty_joules']:.3g} (integrated, counter covers "
+      f"{100 * s['counter_coverage']:.0f}%), exact {exact:.1f} J, counter alone {k['energy_joules']:.1f} J")
+PY
+)
+check "auto over a frozen counter equals the exact energy within its bar ($msg)" test "${msg#auto }" != "$msg"
+"$BIN" energy --db "$TMP/f.db" --from "$from" --to "$to" >"$TMP/f.txt" 2>/dev/null
+check "the table says integrated and how much the counter covers ($(grep 'gpu 0' "$TMP/f.txt"))" \
+    grep -q 'gpu 0 .* integrated .*(counter covers [0-9.]*%)' "$TMP/f.txt"
+
 # No library at all: said once, the daemon runs its time and exits 0.
 WATTAGE_ROCM_SMI_LIBRARY=$TMP/no-librocm_smi64.so.1 "$BIN" run -c "$TMP/w.yaml" --db "$TMP/n.db" \
     --interval 0.2 --duration 2 --listen "127.0.0.1:$(free_port)" >"$TMP/none.log" 2>&1

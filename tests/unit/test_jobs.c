@@ -198,6 +198,51 @@ WT_TEST(energy_to_target_and_gpu_by_uuid)
     wt_jobs_close(j);
 }
 
+/*
+ * One GPU at 300 W whose counter stops 20 s in (frozen, or no longer answering) while its
+ * integrated series goes on: a job over [10, 50] counts the integrated series, 40 s x 300 W,
+ * and its per-GPU object says the counter covers a quarter of the window.
+ */
+WT_TEST(a_counter_that_stops_mid_job_gives_way_to_the_integrated_series)
+{
+    struct wt_store *s = NULL;
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    struct wt_reading r[128];
+    char labels[WT_LABELS_LEN];
+    size_t k = 0;
+    snprintf(db_path, sizeof db_path, "%s/stop.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(db_path, NULL, &s, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    WT_EQ_INT(
+        wt_labels(labels, sizeof labels, "gpu", "0", "uuid", "GPU-stop", "model", "H200", NULL), 0);
+    for (int i = 0; i <= 60; i++) {
+        r[k] = (struct wt_reading){
+            .t_ns = T0 + i * S, .value = 300.0 * i, .metric = WT_M_GPU_ENERGY_INTEGRATED_J};
+        memcpy(r[k++].labels, labels, sizeof labels);
+        if (i <= 20) {
+            r[k] = (struct wt_reading){
+                .t_ns = T0 + i * S, .value = 7000 + 300.0 * i, .metric = WT_M_GPU_ENERGY_J};
+            memcpy(r[k++].labels, labels, sizeof labels);
+        }
+    }
+    WT_EQ_INT(wt_store_write(s, "", r, k), 0);
+    wt_store_close(s);
+    WT_EQ_INT(wt_jobs_open(db_path, NULL, &j, &err), 0);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs", "{\"name\": \"f\", \"gpus\": [0]}", 10));
+    WT_EQ_INT(last_status, 201);
+    cJSON_Delete(req(j, "POST", "/api/v1/jobs/f/end", "", 50));
+    cJSON *v = req(j, "GET", "/api/v1/jobs/f", NULL, 100);
+    WT_NEAR(num(v, "kpi.energy_joules"), 40 * 300.0, 1e-6);
+    WT_NEAR(num(v, "kpi.coverage"), 1, 1e-12);
+    WT_EQ_STR(cJSON_GetStringValue(cJSON_GetObjectItem(
+                  cJSON_GetArrayItem(cJSON_GetObjectItem(v, "gpu_energy"), 0), "method")),
+              "integrated");
+    WT_NEAR(num(v, "gpu_energy.0.counter_coverage"), 0.25, 1e-9);
+    cJSON_Delete(v);
+    wt_jobs_close(j);
+}
+
 static long long rows(void)
 {
     sqlite3 *db = NULL;

@@ -2,6 +2,7 @@
 /* The SQLite store against real SQLite files: writes, the writer thread, energy windows at counter
  * edges, across resets and gaps, rollups and pruning. */
 #include <errno.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -292,6 +293,73 @@ WT_TEST(integrated_gap_and_counter_first)
     WT_EQ_INT(chosen, 1);
     free(rows);
     wt_store_close(s);
+}
+
+/*
+ * A counter that stops mid-window (frozen, or not answering) while the integrated series goes
+ * on: over a window the counter covers only part of, the integrated series is the GPU's figure
+ * (exact: 400 W x the window), and says the counter's coverage; over a window the counter covers
+ * whole, the counter; where neither covers more than the other (a window that starts before
+ * both), the counter.
+ */
+WT_TEST(auto_falls_back_to_integrated_where_the_counter_stops)
+{
+    struct wt_store *s = open_store("stop.db");
+    struct wt_reading r[16];
+    size_t k = 0;
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "test"), 0);
+    for (int i = 0; i <= 6; i++)
+        r[k++] = rd(WT_M_GPU_ENERGY_INTEGRATED_J, gpu0, T0 + i * S, 400.0 * i);
+    for (int i = 0; i <= 2; i++)
+        r[k++] = rd(WT_M_GPU_ENERGY_J, gpu0, T0 + i * S, 5000 + 400.0 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, k), 0);
+
+    struct {
+        int64_t a, b;
+        const char *method;
+        double energy_j, coverage, counter_coverage; /* counter_coverage < 0: not partial */
+    } cases[] = {
+        {T0, T0 + 5 * S, "integrated", 2000, 1, 0.4},
+        {T0 + S / 2, T0 + 5 * S + S / 2, "integrated", 2000, 1, 0.3},
+        {T0, T0 + 2 * S, "counter", 800, 1, -1},
+        {T0 + S / 4, T0 + 2 * S, "counter", 700, 1, -1},
+        {T0 - 2 * S, T0 + 2 * S, "counter", 800, 0.5, -1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        struct wt_energy_row *rows = NULL;
+        size_t n = 0;
+        struct wt_err err = {{0}};
+        WT_EQ_INT(wt_store_energy(s, cases[c].a, cases[c].b, 0, &rows, &n, &err), 0);
+        WT_EQ_INT(n, 2);
+        int chosen = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!rows[i].chosen)
+                continue;
+            chosen++;
+            WT_EQ_STR(rows[i].method, cases[c].method);
+            WT_NEAR(rows[i].energy_j, cases[c].energy_j, 1e-6);
+            WT_NEAR(rows[i].coverage, cases[c].coverage, 1e-9);
+            WT_ASSERT(fabs(rows[i].energy_j - cases[c].energy_j) <= rows[i].uncertainty_j + 1e-6);
+            WT_EQ_INT(rows[i].counter_partial, cases[c].counter_coverage >= 0);
+            if (cases[c].counter_coverage >= 0)
+                WT_NEAR(rows[i].counter_coverage, cases[c].counter_coverage, 1e-9);
+        }
+        WT_EQ_INT(chosen, 1);
+        free(rows);
+    }
+    wt_store_close(s);
+}
+
+/* The rule itself, on covered seconds. */
+WT_TEST(counter_first_rule)
+{
+    WT_ASSERT(wt_energy_counter_first(5, 1, 5));        /* both whole: the counter */
+    WT_ASSERT(wt_energy_counter_first(5, 1, 4));        /* the counter covers more */
+    WT_ASSERT(wt_energy_counter_first(2, 0.4, 2));      /* the same part: the counter */
+    WT_ASSERT(wt_energy_counter_first(2, 0.4, 2.0005)); /* within the tolerance */
+    WT_ASSERT(!wt_energy_counter_first(2, 0.4, 5));     /* stopped: integrated */
+    WT_ASSERT(!wt_energy_counter_first(0, 0, 0));       /* nothing either way: integrated */
+    WT_ASSERT(!wt_energy_counter_first(0, 0, 3));
 }
 
 /*
