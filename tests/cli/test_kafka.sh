@@ -116,6 +116,8 @@ if ! wait_for 20 test -s "$TMP/boot"; then
 fi
 BOOT=$(cat "$TMP/boot")
 cat >"$TMP/k.yaml" <<EOF
+daemon:
+  stop_deadline: 5s
 topology:
   node: node-k
 store:
@@ -407,10 +409,8 @@ check_ticks "the poll loop kept time with a dead broker" "$TMP/b.log" 10
 bg "$MOCK" "$TMP/boot6" wattage "$TMP/topic6.jsonl" 2>"$TMP/mock6.log"
 mock_pid=$!
 wait_for 20 test -s "$TMP/boot6"
-{
-    printf 'daemon:\n  stop_deadline: 2s\n'
-    sed "s/brokers: .*/brokers: $(cat "$TMP/boot6")/; s/name: k1/name: k6/" "$TMP/k.yaml"
-} >"$TMP/k6.yaml"
+sed "s/brokers: .*/brokers: $(cat "$TMP/boot6")/; s/name: k1/name: k6/; s/stop_deadline: 5s/stop_deadline: 2s/" \
+    "$TMP/k.yaml" >"$TMP/k6.yaml"
 PORT=$(free_port)
 bg "$BIN" run -c "$TMP/k6.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/k6.db" --interval 0.5 \
     --log-level debug 2>"$TMP/g.log"

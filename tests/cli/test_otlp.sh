@@ -76,6 +76,8 @@ if ! start_peer; then
 fi
 OPORT=$(cat "$TMP/peer.port")
 cat >"$TMP/o.yaml" <<EOF
+daemon:
+  stop_deadline: 5s
 topology:
   node: node-o
 store:
