@@ -5,13 +5,16 @@
 # variable), and every panel's and annotation's PromQL, with Grafana's variables filled in,
 # returns data. The daemon has the fake NVML's GPUs (with a fan and an XID), RAPL and network trees, a Modbus meter
 # peer, a firing alert rule, a running job and a store holding a small site over the last hour
-# (tests/unit/test_kpi.c's, for the facility KPIs).
+# (tests/unit/test_kpi.c's, for the facility KPIs). The Inference serving row reads the recording
+# rules of deploy/prometheus/wattage-inference-rules.yml, which this Prometheus loads: every
+# record a panel names is one of its rules, and its queries must succeed, but they may be empty
+# (no inference server runs here; the rules' figures are test_prometheus_inference_rules.sh's).
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 DASH=$WATTAGE_SRCDIR/deploy/grafana/wattage.json
 PEER=$(dirname "$BIN")/tests/peers/modbus_meter
 
-out=$(python3 - "$DASH" <<'PY' 2>&1
+out=$(python3 - "$DASH" "$WATTAGE_SRCDIR/deploy/prometheus" <<'PY' 2>&1
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["uid"] and d["title"] and d["schemaVersion"] >= 36, "uid, title, schemaVersion"
@@ -33,6 +36,15 @@ for p in d["panels"]:
     assert p["fieldConfig"]["defaults"]["unit"], f"{p['title']}: no unit"
     assert p["datasource"]["uid"] == "${datasource}", p["title"]
     assert p["targets"] and all(t["expr"] and t["refId"] for t in p["targets"]), p["title"]
+# every recording rule a panel names is recorded in a shipped rule file
+import glob, re
+recorded = set()
+for f in glob.glob(sys.argv[2] + "/*.yml"):
+    recorded |= set(re.findall(r"^\s*- record: (\S+)", open(f).read(), re.M))
+for p in d["panels"]:
+    for t in p.get("targets", []):
+        for r in re.findall(r"\b[a-z_]+:[a-z_0-9]+:[a-z_0-9]+\b", t["expr"]):
+            assert r in recorded, f"{p['title']}: {r} is recorded by no rule in deploy/prometheus"
 print("ok")
 PY
 )
@@ -91,7 +103,9 @@ check "a job runs on the daemon" test -s "$TMP/job.id"
 PPORT=$(free_port)
 start_prometheus "$PPORT" "$WPORT" "  - job_name: site
     static_configs:
-      - targets: [\"127.0.0.1:$SPORT\"]"
+      - targets: [\"127.0.0.1:$SPORT\"]
+rule_files:
+  - $WATTAGE_SRCDIR/deploy/prometheus/wattage-inference-rules.yml"
 if ! wait_target_up 30 || ! wait_target_up 30 site; then
     not_ok "Prometheus scrapes both daemons" "target: $(target_health) $(target_health site)" \
         "$(tail -5 "$TMP/wattage.log")" "$(tail -5 "$TMP/site-run.log")"
@@ -116,20 +130,24 @@ for v in d["templating"]["list"]:
         m = re.fullmatch(r"label_values\((\w+), (\w+)\)", v["definition"])
         assert m, v["definition"]
         exprs.append((f"variable {v['name']}", f"count by ({m[2]}) ({m[1]})"))
+rules = json.load(urllib.request.urlopen(f"{url}/api/v1/rules", timeout=10))
+loaded = {r["name"] for g in rules["data"]["groups"] for r in g["rules"]}
 empty = []
 for title, e in exprs:
+    records = re.findall(r"\b[a-z_]+:[a-z_0-9]+:[a-z_0-9]+\b", e)
+    assert all(r in loaded for r in records), (title, e, "not loaded", sorted(loaded))
     for k, v in fill.items():
         e = e.replace(k, v)
     assert "$" not in e, f"{title}: an unknown variable in {e}"
     q = urllib.parse.urlencode({"query": e})
     r = json.load(urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10))
     assert r["status"] == "success", (title, e, r)
-    if not r["data"]["result"]:
+    if not r["data"]["result"] and not any(r.startswith("wattage:inference_") for r in records):
         empty.append(f"{title}: {e}")
 if empty:
     sys.exit("no data: " + "; ".join(empty))
 print(f"{len(exprs)} queries")
 PY
 )
-check "every panel's query returns data ($out)" bash -c '[[ $1 == *" queries" ]]' _ "$out"
+check "every panel's query returns data, the Inference serving row's succeeds on its loaded rules ($out)" bash -c '[[ $1 == *" queries" ]]' _ "$out"
 finish
