@@ -2,8 +2,9 @@
 # The shipped inference recording rules (deploy/prometheus/wattage-inference-rules.yml): promtool
 # checks them and runs their unit tests (wattage-inference-rules.test.yml: a target's GPU energy
 # from its processes joined on node, instance and pid, generated tokens, J/token, tokens/kWh and
-# p99 e2e latency, for two nodes, a process that exits, a target that generates nothing). The
-# tests must notice a changed join, a changed token or latency kind, a lost guard against +Inf.
+# p99 e2e latency, for three nodes, a process that exits, a target that generates nothing, one
+# configured with its GPUs). The tests must notice a changed join, a changed token or latency
+# kind, a lost guard against +Inf.
 source "$(dirname "$0")/lib.sh"
 PROMTOOL=${PROMTOOL:-promtool}
 DIR=deploy/prometheus
@@ -44,6 +45,11 @@ check "a join without pid fails the tests" \
     mutant 's/on (node, instance, pid) group_left (target)/on (node, instance) group_left (target)/'
 check "a process that exits dropped at once (no max_over_time) fails the tests" \
     mutant 's/max_over_time(wattage_inference_process_info\[5m\])/wattage_inference_process_info/'
+check "a target with gpus: given its first GPU only fails the tests" mutant '/,){1}(/d'
+check "a target with gpus: and two models given its GPUs twice fails the tests" \
+    mutant 's/max by (node, instance, job, gpu, target)/sum by (node, instance, job, gpu, target)/'
+check "a target with gpus: given only its GPUs' processes (no idle) fails the tests" \
+    mutant 's/sum by (node, instance, gpu) (rate(wattage_process_gpu_energy_joules_total\[5m\]))/sum by (node, instance, gpu) (rate(wattage_process_gpu_energy_joules_total{pid!=""}[5m]))/'
 check "prompt tokens counted as generated fails the tests" \
     mutant 's/kind="generated"/kind=~"generated|prompt"/'
 check "computed prompt tokens instead of generated fails the tests" \
