@@ -457,8 +457,12 @@ static void build_labels(const struct nvml_state *s, struct gpu *g)
         wt_labels(g->labels, sizeof g->labels, "gpu", idx, NULL) != 0)
         g->labels[0] = '\0';
     memcpy(g->info_labels, g->labels, sizeof g->labels);
-    if (g->pci[0] && wt_labels_add(g->info_labels, sizeof g->info_labels, "pci_bus_id", g->pci))
+    /* the vendor, as AMD's GPUs say theirs (collect/rocm.c): one wattage_gpu_* family each */
+    (void)wt_labels_add(g->info_labels, sizeof g->info_labels, "vendor", "nvidia");
+    if (g->pci[0] && wt_labels_add(g->info_labels, sizeof g->info_labels, "pci_bus_id", g->pci)) {
         memcpy(g->info_labels, g->labels, sizeof g->labels);
+        (void)wt_labels_add(g->info_labels, sizeof g->info_labels, "vendor", "nvidia");
+    }
     add_version(g->info_labels, sizeof g->info_labels, "driver_version", s->driver_version);
     add_version(g->info_labels, sizeof g->info_labels, "vbios_version", g->vbios);
     add_version(g->info_labels, sizeof g->info_labels, "cuda_driver_version", s->cuda_version);

@@ -208,9 +208,10 @@ WT_TEST(minimal_library_opens_and_polls_without_optional_metrics)
     WT_EQ_INT(count_readings(&b, WT_M_GPU_THROTTLED), 0);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_POWER_LIMIT_W), 0);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 2);
-    /* No PCI call in the minimal library: info has no pci_bus_id. */
+    /* No PCI call in the minimal library: info has no pci_bus_id, only the vendor. */
     char l[WT_LABELS_LEN];
     gpu_labels(l, sizeof l, 1);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "vendor", "nvidia"), 0);
     WT_ASSERT(find_reading(&b, WT_M_GPU_INFO, l) != NULL);
     wt_batch_free(&b);
     wt_nvml_collector.close(st);
@@ -238,6 +239,7 @@ WT_TEST(eight_gpus_give_every_reading_with_labels)
     WT_EQ_STR(l, "gpu=\"3\",uuid=\"GPU-fake-0000-3\",model=\"NVIDIA H200\"");
     char info[WT_LABELS_LEN];
     memcpy(info, l, sizeof info);
+    WT_EQ_INT(wt_labels_add(info, sizeof info, "vendor", "nvidia"), 0);
     WT_EQ_INT(wt_labels_add(info, sizeof info, "pci_bus_id", "00000000:13:00.0"), 0);
     WT_EQ_INT(wt_labels_add(info, sizeof info, "driver_version", "550.54.15-fake"), 0);
     WT_EQ_INT(wt_labels_add(info, sizeof info, "vbios_version", "96.00.89.00.01"), 0);
