@@ -753,16 +753,8 @@ static const struct wt_collector_config *inf_config(const struct wt_config *cfg)
 
 static size_t inf_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
 {
-    struct wt_err err = {{0}};
-    const struct wt_ynode *sec = wt_config_section(cfg, SECTION);
-    if (!sec)
-        return 0;
-    int n = wt_y_targets_parse(&targets, wt_config_file(cfg), sec, -1, NULL, out, max, &err);
-    if (n < 0) {
-        wt_error("inference", "%s", err.msg);
-        return 0;
-    }
-    return (size_t)n < max ? (size_t)n : max;
+    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
+                              "inference", out, max);
 }
 
 static void inf_close(void *state)
@@ -784,14 +776,10 @@ static int inf_open_target(const struct wt_config *cfg, size_t i, void **state, 
     if (!s)
         return -ENOMEM;
     *state = s;
-    int n = wt_y_targets_parse(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
-                               (long)i, &s->t, NULL, 0, err);
-    if (n < 0)
-        return n;
-    if ((size_t)n <= i) {
-        wt_err_set(err, "no inference target %zu in the configuration", i);
-        return -ENOENT;
-    }
+    int rc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
+                            &s->t, "inference", err);
+    if (rc)
+        return rc;
     struct target *t = &s->t;
     s->said = ENG_AUTO;
     url_port(t->url, &s->port, &s->loopback);

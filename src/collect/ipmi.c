@@ -642,16 +642,8 @@ static const struct wt_collector_config *ipmi_config(const struct wt_config *cfg
 
 static size_t ipmi_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
 {
-    struct wt_err err = {{0}};
-    const struct wt_ynode *sec = wt_config_section(cfg, SECTION);
-    if (!sec)
-        return 0;
-    int n = parse_section(wt_config_file(cfg), sec, -1, NULL, out, max, &err);
-    if (n < 0) {
-        wt_error("ipmi", "%s", err.msg);
-        return 0;
-    }
-    return (size_t)n < max ? (size_t)n : max;
+    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
+                              "ipmi", out, max);
 }
 
 static void ipmi_close(void *state)
@@ -778,14 +770,10 @@ static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state,
     if (!s)
         return -ENOMEM;
     *state = s;
-    int n = parse_section(wt_config_file(cfg), wt_config_section(cfg, SECTION), (long)i, &s->t,
-                          NULL, 0, err);
-    if (n < 0)
-        return n;
-    if ((size_t)n <= i) {
-        wt_err_set(err, "no IPMI target %zu in the configuration", i);
-        return -ENOENT;
-    }
+    int prc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
+                             &s->t, "IPMI", err);
+    if (prc)
+        return prc;
     const struct target *t = &s->t;
     s->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
     snprintf(s->who, sizeof s->who, "%s", t->name);

@@ -1486,16 +1486,8 @@ static const struct wt_collector_config *rf_config(const struct wt_config *cfg)
 
 static size_t rf_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
 {
-    struct wt_err err = {{0}};
-    const struct wt_ynode *sec = wt_config_section(cfg, SECTION);
-    if (!sec)
-        return 0;
-    int n = parse_section(wt_config_file(cfg), sec, -1, NULL, out, max, &err);
-    if (n < 0) {
-        wt_error("redfish", "%s", err.msg);
-        return 0;
-    }
-    return (size_t)n < max ? (size_t)n : max;
+    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
+                              "redfish", out, max);
 }
 
 static void rf_close(void *state)
@@ -1541,14 +1533,10 @@ static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, s
     if (!s)
         return -ENOMEM;
     *state = s;
-    int n = parse_section(wt_config_file(cfg), wt_config_section(cfg, SECTION), (long)i, &s->t,
-                          NULL, 0, err);
-    if (n < 0)
-        return n;
-    if ((size_t)n <= i) {
-        wt_err_set(err, "no Redfish target %zu in the configuration", i);
-        return -ENOENT;
-    }
+    int prc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
+                             &s->t, "Redfish", err);
+    if (prc)
+        return prc;
     struct target *t = &s->t;
     s->rl.interval_ns = 60 * WT_NS_PER_S;
     s->body.max = (size_t)t->max_response;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "core/source.h"
 
 /* Optimal string alignment distance (edits, with swaps of neighbours), case-insensitive. */
@@ -476,4 +477,32 @@ int wt_y_enum(const struct wt_yget *g, const struct wt_ynode *map, const char *p
         }
     }
     return bad(g, map, path, key, what, v);
+}
+
+size_t wt_y_targets_names(const struct wt_y_targets *d, const char *file,
+                          const struct wt_ynode *sec, const char *mod, struct wt_target *out,
+                          size_t max)
+{
+    struct wt_err err = {{0}};
+    if (!sec)
+        return 0;
+    int n = wt_y_targets_parse(d, file, sec, -1, NULL, out, max, &err);
+    if (n < 0) {
+        wt_error(mod, "%s", err.msg);
+        return 0;
+    }
+    return (size_t)n < max ? (size_t)n : max;
+}
+
+int wt_y_target_at(const struct wt_y_targets *d, const char *file, const struct wt_ynode *sec,
+                   size_t i, void *one, const char *what, struct wt_err *err)
+{
+    int n = wt_y_targets_parse(d, file, sec, (long)i, one, NULL, 0, err);
+    if (n < 0)
+        return n;
+    if ((size_t)n <= i) {
+        wt_err_set(err, "no %s target %zu in the configuration", what, i);
+        return -ENOENT;
+    }
+    return 0;
 }

@@ -132,5 +132,19 @@ struct wt_y_targets {
 int wt_y_targets_parse(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,
                        long want, void *one, struct wt_target *names, size_t max,
                        struct wt_err *err);
+/*
+ * A collector's targets() (core/source.h) over its section sec (NULL: none): every target's name
+ * and interval, up to max; a section that does not parse is logged under mod and gives none.
+ */
+size_t wt_y_targets_names(const struct wt_y_targets *d, const char *file,
+                          const struct wt_ynode *sec, const char *mod, struct wt_target *out,
+                          size_t max);
+/*
+ * A collector's open_target() start: target i of sec into *one. Returns 0; what
+ * wt_y_targets_parse returns; -ENOENT with err ("no WHAT target I in the configuration") when the
+ * section has fewer targets.
+ */
+int wt_y_target_at(const struct wt_y_targets *d, const char *file, const struct wt_ynode *sec,
+                   size_t i, void *one, const char *what, struct wt_err *err);
 
 #endif

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* Reading module-owned config sections: values, defaults and the file:line messages. */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
+#include "core/source.h"
 #include "core/yget.h"
 #include "runner.h"
 
@@ -192,4 +194,52 @@ WT_TEST(shared_scalars_booleans_and_durations)
         wt_y_format_duration(durs[i].ns, buf, sizeof buf);
         WT_EQ_STR(buf, durs[i].s);
     }
+}
+
+/* A collector's targets: the names, the one asked for, none past the last, errors logged. */
+struct tgt {
+    char name[WT_TARGET_NAME_LEN + 1];
+    int64_t interval_ns;
+    char url[64];
+};
+
+static int parse_tgt(const struct wt_yget *g, const struct wt_ynode *m, const char *path, void *tv)
+{
+    static const char *const keys[] = {"name", "url", "interval", NULL};
+    struct tgt *t = tv;
+    memset(t, 0, sizeof *t);
+    int rc = wt_y_keys(g, m, path, keys);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
+    if (!rc)
+        rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
+    return rc;
+}
+
+WT_TEST(targets_names_and_the_one_asked_for)
+{
+    static const struct wt_y_targets d = {.section = "x.targets",
+                                          .size = sizeof(struct tgt),
+                                          .name_at = offsetof(struct tgt, name),
+                                          .interval_at = offsetof(struct tgt, interval_ns),
+                                          .parse = parse_tgt};
+    struct wt_ynode *root = parse("- {name: a, url: u1}\n- {name: b, url: u2}\n");
+    struct wt_target names[4];
+    WT_EQ_INT((int)wt_y_targets_names(&d, "t.yaml", root, "x", names, 4), 2);
+    WT_EQ_STR(names[1].name, "b");
+    WT_EQ_INT((int)wt_y_targets_names(&d, "t.yaml", root, "x", names, 1), 1);
+    WT_EQ_INT((int)wt_y_targets_names(&d, "t.yaml", NULL, "x", names, 4), 0);
+    struct tgt one;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_y_target_at(&d, "t.yaml", root, 1, &one, "X", &err), 0);
+    WT_EQ_STR(one.url, "u2");
+    WT_EQ_INT(wt_y_target_at(&d, "t.yaml", root, 2, &one, "X", &err), -ENOENT);
+    WT_EQ_STR(err.msg, "no X target 2 in the configuration");
+    wt_ynode_free(root);
+    /* a section that does not parse gives no target (and is logged), its error named for open */
+    root = parse("- {name: a}\n");
+    WT_EQ_INT((int)wt_y_targets_names(&d, "t.yaml", root, "x", names, 4), 0);
+    WT_EQ_INT(wt_y_target_at(&d, "t.yaml", root, 0, &one, "X", &err), -EINVAL);
+    WT_CONTAINS(err.msg, "t.yaml:1");
+    wt_ynode_free(root);
 }
