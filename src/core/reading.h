@@ -188,6 +188,9 @@ struct wt_metric {
     const char *name;
     const char *help;
     enum wt_metric_type type;
+    /* The histogram family this metric's samples belong to (its _bucket, _sum or _count, in
+     * that order among the metrics), exposed under one "# TYPE NAME histogram"; NULL: none. */
+    const char *histogram;
 };
 
 extern const struct wt_metric wt_metrics[WT_M_COUNT];

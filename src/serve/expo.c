@@ -353,18 +353,23 @@ char *wt_expo_render_with(const struct wt_batch *b, const struct wt_expo_family 
                  true, f, sample, sizeof sample);
     write_sample(&s, sample, lb, 1);
 
-    bool hist_open = false;
+    const char *hist_open = NULL; /* the histogram family whose descriptor was written last */
     for (int m = 0; m < WT_M_COUNT; m++) {
         if (start[m] == start[m + 1] || !wt_metrics[m].name)
             continue;
-        if (m >= WT_M_INF_LAT_BUCKET && m <= WT_M_INF_LAT_COUNT) {
-            /* The servers' latency histograms are one histogram family, its _bucket, _sum and
-             * _count samples under their own names: as counters, OpenMetrics would rename them
-             * ..._bucket_total, and histogram_quantile would find no bucket. */
-            if (!hist_open)
-                write_histogram_family(&s, "wattage_inference_latency_seconds",
-                                       wt_metrics[WT_M_INF_LAT_BUCKET].help, f);
-            hist_open = true;
+        const char *hist = wt_metrics[m].histogram;
+        if (hist) {
+            /* a histogram's _bucket, _sum and _count under one family, each sample under its own
+             * name: as counters, OpenMetrics would rename them ..._bucket_total, and
+             * histogram_quantile would find no bucket */
+            if (!hist_open || strcmp(hist_open, hist) != 0) {
+                int first = m; /* the family's help is its first part's (the _bucket's) */
+                while (first > 0 && wt_metrics[first - 1].histogram &&
+                       strcmp(wt_metrics[first - 1].histogram, hist) == 0)
+                    first--;
+                write_histogram_family(&s, hist, wt_metrics[first].help, f);
+            }
+            hist_open = hist;
             snprintf(sample, sizeof sample, "%s", wt_metrics[m].name);
         } else {
             write_family(&s, wt_metrics[m].name, wt_metrics[m].help, wt_metrics[m].type,
