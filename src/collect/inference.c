@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/attrib.h"
 #include "collect/expo_parse.h"
 #include "collect/listener.h"
+#include "collect/nvml.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -30,6 +32,7 @@
 #define MODEL_LEN 96
 #define MAX_ACC 2048           /* kept values a scrape: models x (tokens, requests, buckets...) */
 #define MAX_RESPONSE (8 << 20) /* default max_response_bytes: a vLLM body is ~30 kB */
+#define MAX_MODELS 32          /* per target, with an energy counter */
 
 enum engine { ENG_AUTO, ENG_VLLM, ENG_SGLANG, ENG_TGI, ENG_TRITON, ENG_LLAMACPP };
 static const char *const engine_names[] = {"auto",   "vllm",     "sglang", "tgi",
@@ -568,6 +571,19 @@ struct inf {
     size_t npids;
     int64_t found_mono; /* 0: never looked */
     int find_rc;        /* the last look's answer, said when it changes */
+    /* the GPUs NVML lists those processes on ("1,3"), said when they change */
+    char gpus_found[64];
+    bool gpus_said;
+    /* wattage_inference_energy_joules_total: each serving GPU's ledger energy at the last
+     * poll (NaN: not yet seen), and per model its generated tokens then and its energy */
+    double dev_j[WT_ATTRIB_MAX_DEVICES];
+    bool energy_started; /* the GPU ledger was seen once: the counters are published */
+    struct model_energy {
+        char model[MODEL_LEN];
+        double generated; /* NaN: not seen yet */
+        double j;
+    } em[MAX_MODELS];
+    size_t nem;
 };
 
 #define FIND_EVERY (60 * WT_NS_PER_S)
@@ -621,6 +637,159 @@ static void find_tree(struct inf *s)
     for (size_t i = 0, len = 0; i < n && len < sizeof list - 12; i++)
         len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", i ? "," : "", pids[i]);
     wt_info("inference", "%s: serving processes %s (port %u)", s->t.name, list, s->port);
+}
+
+static bool pid_in(const int *pids, size_t n, unsigned int pid)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned int)pids[i] == pid)
+            return true;
+    return false;
+}
+
+/*
+ * The GPUs on which NVML lists a process of the serving tree (the listener is rarely the
+ * process on the GPU: vLLM's EngineCore, TGI's shards), from the NVML collector's latest lists;
+ * says them when they change. Nothing found (no NVML collector, no list, no process of the tree
+ * on a GPU) leaves none.
+ */
+static void find_gpus(struct inf *s)
+{
+    if (s->t.gpus[0])
+        return;
+    char found[sizeof s->gpus_found] = "";
+    struct wt_gpu_procs *list = NULL;
+    size_t n = 0, len = 0;
+    int64_t t = 0;
+    bool have = false;
+    if (s->npids && (list = calloc(WT_ATTRIB_MAX_DEVICES, sizeof *list)) != NULL)
+        have = wt_nvml_processes(list, WT_ATTRIB_MAX_DEVICES, &n, &t) == 0;
+    /* ascending GPU index, each once */
+    for (unsigned int g = 0; have && g < WT_ATTRIB_MAX_DEVICES; g++) {
+        bool on = false;
+        for (size_t i = 0; i < n && !on; i++)
+            for (unsigned int k = 0; list[i].gpu == g && k < list[i].npids && !on; k++)
+                on = pid_in(s->pids, s->npids, list[i].pids[k]);
+        if (!on)
+            continue;
+        int w = snprintf(found + len, sizeof found - len, "%s%u", len ? "," : "", g);
+        if (w < 0 || (size_t)w >= sizeof found - len)
+            break;
+        len += (size_t)w;
+    }
+    free(list);
+    if (s->gpus_said && strcmp(found, s->gpus_found) == 0)
+        return;
+    if (!s->gpus_said && !found[0] && !s->npids)
+        return; /* nothing to say before its processes are found */
+    s->gpus_said = true;
+    snprintf(s->gpus_found, sizeof s->gpus_found, "%s", found);
+    if (found[0])
+        wt_info("inference", "%s: serving GPUs %s (NVML lists its processes there)", s->t.name,
+                found);
+    else
+        wt_warn("inference",
+                "%s: NVML lists none of its processes on a GPU: no energy is counted for it "
+                "(set its gpus)",
+                s->t.name);
+}
+
+/* The target's GPUs: configured, else found from its processes. */
+static const char *serving_gpus(const struct inf *s)
+{
+    return s->t.gpus[0] ? s->t.gpus : s->gpus_found;
+}
+
+static bool gpu_in(const char *gpus, unsigned int g)
+{
+    for (const char *p = gpus; *p;) {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p)
+            return false;
+        if (v == g)
+            return true;
+        p = *end == ',' ? end + 1 : end;
+    }
+    return false;
+}
+
+static struct model_energy *model_energy(struct inf *s, const char *model)
+{
+    for (size_t i = 0; i < s->nem; i++)
+        if (strcmp(s->em[i].model, model) == 0)
+            return &s->em[i];
+    if (s->nem == MAX_MODELS)
+        return NULL;
+    struct model_energy *m = &s->em[s->nem++];
+    snprintf(m->model, sizeof m->model, "%s", model);
+    m->generated = NAN;
+    m->j = 0;
+    return m;
+}
+
+/*
+ * Adds the serving GPUs' energy since the last poll (the NVML ledger's counter energy, which
+ * the attribution keeps per GPU) to the target's models, shared by the generated tokens each
+ * counted since (a counter that dropped: the server restarted, its value counts), equally when
+ * none generated; returns whether the counters are to be published. The counters start at 0
+ * when the daemon starts (a counter reset to rate() and increase()).
+ */
+static bool account_energy(struct inf *s)
+{
+    struct wt_attrib_device *devs = NULL;
+    struct wt_attrib_entry *ents = NULL;
+    size_t ndev = 0, nent = 0;
+    const char *gpus = serving_gpus(s);
+    double de = 0;
+    if (gpus[0] && wt_attrib_copy_published(0, &devs, &ndev, &ents, &nent) == 0) {
+        if (!s->energy_started)
+            for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
+                s->dev_j[d] = NAN;
+        s->energy_started = true;
+        for (unsigned int d = 0; d < WT_ATTRIB_MAX_DEVICES; d++) {
+            const struct wt_attrib_device *x = NULL;
+            for (size_t k = 0; k < ndev && !x; k++)
+                if (devs[k].dev == d)
+                    x = &devs[k];
+            if (!x || !gpu_in(gpus, d)) {
+                s->dev_j[d] = NAN; /* a GPU that comes (back) starts from its value then */
+                continue;
+            }
+            if (!isnan(s->dev_j[d]) && x->energy_j >= s->dev_j[d])
+                de += x->energy_j - s->dev_j[d];
+            s->dev_j[d] = x->energy_j;
+        }
+    }
+    free(devs);
+    free(ents);
+    if (!s->energy_started)
+        return false;
+    /* the models of this scrape and their generated tokens since the last poll */
+    struct model_energy *ms[MAX_MODELS];
+    double d[MAX_MODELS], all = 0;
+    size_t nm = 0;
+    for (size_t i = 0; i < s->s.n; i++) {
+        const struct acc *a = &s->s.acc[i];
+        struct model_energy *m = model_energy(s, a->model);
+        if (!m)
+            continue;
+        size_t k = 0;
+        while (k < nm && ms[k] != m)
+            k++;
+        if (k == nm) {
+            ms[nm] = m;
+            d[nm++] = NAN;
+        }
+        if ((a->what != W_TOKENS && a->what != W_TOKENS_SUM) || strcmp(a->kind, "generated") != 0)
+            continue;
+        d[k] = isnan(m->generated) ? 0 : a->v >= m->generated ? a->v - m->generated : a->v;
+        m->generated = a->v;
+        all += d[k];
+    }
+    for (size_t k = 0; k < nm; k++)
+        ms[k]->j += all > 0 ? de * (isnan(d[k]) ? 0 : d[k]) / all : de / (double)nm;
+    return true;
 }
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -718,8 +887,8 @@ static int inf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
         char l[WT_LABELS_LEN];
         int lrc = wt_labels(l, sizeof l, "target", s->t.name, "engine", engine_names[e], "model",
                             s->s.acc[i].model, NULL);
-        if (!lrc && s->t.gpus[0])
-            lrc = wt_labels_add(l, sizeof l, "gpus", s->t.gpus);
+        if (!lrc && serving_gpus(s)[0])
+            lrc = wt_labels_add(l, sizeof l, "gpus", serving_gpus(s));
         if (!lrc && s->t.tags[0] && strlen(l) + 1 + strlen(s->t.tags) < sizeof l) {
             strcat(l, ",");
             strcat(l, s->t.tags);
@@ -730,6 +899,20 @@ static int inf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     if ((rc = emit(&s->s, s->t.name, t_ns, out)) != 0)
         return wt_err_set(err, "%s: out of memory", s->t.name), rc;
     find_tree(s);
+    find_gpus(s);
+    /* the energy counter of each model of this scrape */
+    if (account_energy(s)) {
+        for (size_t i = 0; i < s->nem; i++) {
+            bool came = false;
+            for (size_t k = 0; k < s->s.n && !came; k++)
+                came = strcmp(s->s.acc[k].model, s->em[i].model) == 0;
+            char l[WT_LABELS_LEN];
+            if (came &&
+                wt_labels(l, sizeof l, "target", s->t.name, "model", s->em[i].model, NULL) == 0 &&
+                (rc = wt_batch_add(out, WT_M_INF_ENERGY_J, l, t_ns, s->em[i].j)) == -ENOMEM)
+                return wt_err_set(err, "%s: out of memory", s->t.name), rc;
+        }
+    }
     for (size_t i = 0; i < s->npids; i++) {
         char l[WT_LABELS_LEN], pid[16];
         snprintf(pid, sizeof pid, "%d", s->pids[i]);

@@ -17,6 +17,15 @@
  *                                                       (on /metrics one histogram family,
  *                                                       wattage_inference_latency_seconds)
  *   wattage_inference_requests_running / _waiting{target,model}
+ *   wattage_inference_process_info{target,pid}          1 per process of the serving tree, for
+ *                                                       a target without configured gpus
+ *   wattage_inference_energy_joules_total{target,model} the energy of the target's GPUs since
+ *                                                       the daemon started (the NVML ledger's
+ *                                                       counter energy), shared between its
+ *                                                       models by generated tokens
+ *
+ * A target without configured gpus gets as gpus (on the info series) the GPUs on which NVML
+ * lists a process of its serving tree, said in the log when they change.
  *
  * A scrape that does not parse whole publishes nothing of it (the target is down for that tick).
  */

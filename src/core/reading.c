@@ -418,6 +418,12 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "The window a hwmon power sensor averages over "
                                "(powerN_average_interval).",
                                WT_GAUGE},
+    [WT_M_INF_ENERGY_J] = {"wattage_inference_energy_joules_total",
+                           "The energy of an inference target's GPUs (configured, else those "
+                           "NVML lists its processes on; counter energy) since the daemon "
+                           "started, shared between its models by generated tokens: J/token "
+                           "is the ratio of its rate to wattage_inference_tokens_total's.",
+                           WT_COUNTER},
 };
 
 int wt_metric_find(const char *name)

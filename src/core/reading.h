@@ -181,6 +181,8 @@ enum wt_metric_id {
     WT_M_HWMON_POWER_W,    /* powerN_average|input, or an energy counter's delta / time */
     WT_M_HWMON_ENERGY_J,   /* counter, + method="counter" (energyN_input) | "integrated" */
     WT_M_HWMON_INTERVAL_S, /* powerN_average_interval: the window a power reading averages */
+    /* Inference serving energy (collect/inference.h): target, model */
+    WT_M_INF_ENERGY_J, /* counter: the serving GPUs' energy attributed to the target's model */
     WT_M_COUNT
 };
 

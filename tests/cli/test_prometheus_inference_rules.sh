@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The shipped inference recording rules (deploy/prometheus/wattage-inference-rules.yml): promtool
 # checks them and runs their unit tests (wattage-inference-rules.test.yml: a target's GPU energy
-# from its processes joined on node, instance and pid, generated tokens, J/token, tokens/kWh and
+# from its counter wattage_inference_energy_joules_total (two models, a daemon restart), else,
+# from an older daemon, from its processes joined on node, instance and pid, generated tokens, J/token, tokens/kWh and
 # p99 e2e latency, for three nodes, a process that exits, a target that generates nothing, one
 # configured with its GPUs). The tests must notice a changed join, a changed token or latency
 # kind, a lost guard against +Inf. Then live: a real Prometheus evaluates the rules on a real
@@ -65,6 +66,12 @@ check "a target with no tokens given +Inf J/token fails the tests" \
 check "a target that used no energy given +Inf tokens/kWh fails the tests" \
     mutant 's/(wattage:inference_energy_joules:rate5m > 0)/wattage:inference_energy_joules:rate5m/'
 check "a kWh of 3.6e3 J fails the tests" mutant 's/\* 3.6e6/* 3.6e3/'
+check "the energy counter not used (the join for every target) fails the tests" \
+    mutant 's/rate(wattage_inference_energy_joules_total\[5m\])/rate(wattage_inference_energy_joules_total{model="none"}[5m])/'
+check "the counter's restart not taken as a reset (delta) fails the tests" \
+    mutant 's/rate(wattage_inference_energy_joules_total\[5m\])/delta(wattage_inference_energy_joules_total[5m]) \/ 300/'
+check "the counter of one model of a target only fails the tests" \
+    mutant 's/rate(wattage_inference_energy_joules_total\[5m\])/max by (node, instance, job, target) (rate(wattage_inference_energy_joules_total[5m]))/'
 
 # --- live: the rules on the series a real daemon exports, in a real Prometheus (rules evaluated
 # every second). Fake NVML GPUs at 300, 120 and 5 W; the vLLM peer "served" found from its port
@@ -118,9 +125,9 @@ def one(e):
     return next(iter(v.values()))
 checks = {
   "served energy": ('wattage:inference_energy_joules:rate5m{target="served"}',
-                    f'sum(rate(wattage_process_gpu_energy_joules_total{{pid="{pid}"}}[5m]))'),
+                    'sum(rate(wattage_inference_energy_joules_total{target="served"}[5m]))'),
   "pinned energy": ('wattage:inference_energy_joules:rate5m{target="pinned"}',
-                    'sum(rate(wattage_process_gpu_energy_joules_total{gpu=~"1|2"}[5m]))'),
+                    'sum(rate(wattage_inference_energy_joules_total{target="pinned"}[5m]))'),
   "served tokens": ('wattage:inference_generated_tokens:rate5m{target="served"}',
                     'sum(rate(wattage_inference_tokens_total{target="served",kind="generated"}[5m]))'),
   "served J/token": ('wattage:inference_joules_per_generated_token:ratio_rate5m{target="served"}',
@@ -135,8 +142,9 @@ for name, (rec, hand) in checks.items():
     a, b = one(rec), one(hand)
     assert a > 0 and abs(a - b) <= 1e-9 * abs(b), (name, a, b)
     said.append(f"{name} {a:.4g}")
-# the served peer's pid is on GPU 0 alone, as the fake lists it
+# the served peer's pid is on GPU 0 alone, as the fake lists it, and so are its GPUs
 assert set(json.loads(k)["gpu"] for k in q(f'wattage_process_gpu_energy_joules_total{{pid="{pid}"}}', t)) == {"0"}
+assert set(json.loads(k)["gpus"] for k in q('wattage_inference_info{target="served"}', t)) == {"0"}
 labels = q('wattage:inference_energy_joules:rate5m', t)
 assert sorted(json.loads(k)["target"] for k in labels) == ["pinned", "served"], labels
 print(", ".join(said))

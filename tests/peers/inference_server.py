@@ -42,6 +42,8 @@ prometheus_client does): counters typed without _total, an exemplar on a bucket,
   model2 NAME      a second model NAME is served beside the first (vllm, sglang, triton)
 --log gets one line per request: "PATH STATUS".
 --pid-file gets this process's pid (to put it in the fake NVML's process list).
+--child-pid-file gets the pid of a child started before the port is opened (it holds no socket,
+as vLLM's EngineCore does not): the process a fake NVML lists on a GPU. It exits with its parent.
 """
 import argparse
 import gzip
@@ -501,6 +503,7 @@ def main():
     ap.add_argument("--engine", required=True, choices=sorted(ENGINES))
     ap.add_argument("--port-file")
     ap.add_argument("--pid-file")
+    ap.add_argument("--child-pid-file")
     ap.add_argument("--model", action="append")
     ap.add_argument("--control")
     ap.add_argument("--log")
@@ -517,6 +520,16 @@ def main():
     ORIGIN[0] = ARGS.t0
     if ARGS.truth:
         return truth(*ARGS.truth)
+    if ARGS.child_pid_file:
+        parent = os.getpid()
+        child = os.fork()
+        if child == 0:
+            while os.getppid() == parent:
+                time.sleep(0.2)
+            os._exit(0)
+        with open(ARGS.child_pid_file + ".tmp", "w") as f:
+            f.write(f"{child}\n")
+        os.rename(ARGS.child_pid_file + ".tmp", ARGS.child_pid_file)
     class Server(ThreadingHTTPServer):
         def handle_error(self, request, client_address):
             pass  # a client that gave up (a timeout, a refused 10 MB body) is no error here

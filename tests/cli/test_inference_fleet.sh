@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# The serving GPUs found from the processes, and the fleet counter of serving energy, on the real
+# daemon (fake NVML: 3 GPUs) scraped by a real Prometheus. The vLLM peer "served" has no gpus:
+# its port leads to its process tree, and the fake NVML lists only its child (which holds no
+# socket, as vLLM's EngineCore) on GPU 1: its GPUs become {1}, said once in the log, on
+# wattage_inference_info's gpus and in `wattage inference`; when NVML moves the child to GPU 2
+# that is said once more. The peer "pinned" (gpus: [0, 2]) serves two models.
+# wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
+# generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
+# peer's true tokens) within 3 %, and `wattage inference --json`'s J/token for the same window
+# within 3 % too; two models of one target share their GPUs' energy whole. A daemon restart is a
+# counter reset (from about 0), never a drop to some other value.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/prometheus_lib.sh"
+
+if ! command -v "$PROMETHEUS" >/dev/null; then
+    skip "the serving energy counters in Prometheus" "prometheus is not installed (scripts/deps.sh --test)"
+    finish
+fi
+mkdir -p "$TMP/empty"
+export WATTAGE_SYSFS_ROOT=$TMP/empty
+PY=/usr/bin/python3
+PEER=tests/peers/inference_server.py
+EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
+now=$($PY -c 'import time; print(round(time.time(), 3))')
+T0=$($PY -c "print(round($now - 60, 3))")
+export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=3 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
+export FAKE_NVML_PROCS_FILE=$TMP/procs
+
+bg $PY "$PEER" --engine vllm --port-file "$TMP/served.port" --child-pid-file "$TMP/served.child" \
+    --t0 "$T0"
+bg $PY "$PEER" --engine vllm --port-file "$TMP/pinned.port" --t0 "$T0" --model m/a --model m/b \
+    --req-rate 1
+wait_for 10 test -s "$TMP/served.port" -a -s "$TMP/served.child" -a -s "$TMP/pinned.port" ||
+    { not_ok "the vLLM peers started"; finish; }
+child=$(cat "$TMP/served.child")
+echo "1 $child compute sm=60" >"$TMP/procs"
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: served\n      url: http://127.0.0.1:%s/metrics\n    - name: pinned\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 2]\n' \
+    "$(cat "$TMP/served.port")" "$(cat "$TMP/pinned.port")" >"$TMP/w.yaml"
+
+port=$(free_port)
+start_prometheus "$(free_port)" "$port"
+run_daemon() {
+    bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
+        >>"$TMP/run.log" 2>&1
+    pid=$!
+}
+run_daemon
+metrics() { curl -s "http://127.0.0.1:$port/metrics"; }
+found() { metrics | grep -q '^wattage_inference_info{.*target="served".*gpus="1"'; }
+check "served: its GPUs found from its processes, {1} (wattage_inference_info gpus=\"1\")" \
+    wait_for 20 found || echo "# $(grep inference "$TMP/run.log" | tail -3)"
+wait_target_up 20 || not_ok "Prometheus scrapes wattage" "$(target_health)"
+metrics >"$TMP/m1"
+check "the energy counter of each target and model is on /metrics" bash -c \
+    'for t in "target=\"served\",model=\"meta-llama/Llama-3.1-8B-Instruct\"" \
+              "target=\"pinned\",model=\"m/a\"" "target=\"pinned\",model=\"m/b\""; do
+         grep -q "^wattage_inference_energy_joules_total{$t} [0-9]" "$1" || exit 1; done
+     grep -q "^# TYPE wattage_inference_energy_joules_total counter" "$1"' _ "$TMP/m1"
+sleep 32
+te=$($PY -c 'import time; print(round(time.time() - 1.5, 3))')
+W=30
+# the window's figures in PromQL, at te
+pq() { prom_query "$1" "$te" | $PY -c 'import json, sys
+r = json.load(sys.stdin)["data"]["result"]
+print(r[0]["value"][1] if len(r) == 1 else "none")'; }
+e_served=$(pq "sum(increase(wattage_inference_energy_joules_total{target=\"served\"}[${W}s]))")
+g_served=$(pq "sum(increase(wattage_inference_tokens_total{target=\"served\",kind=\"generated\"}[${W}s]))")
+e_pinned=$(pq "sum(increase(wattage_inference_energy_joules_total{target=\"pinned\"}[${W}s]))")
+g_pinned=$(pq "sum(increase(wattage_inference_tokens_total{target=\"pinned\",kind=\"generated\"}[${W}s]))")
+e_a=$(pq "increase(wattage_inference_energy_joules_total{target=\"pinned\",model=\"m/a\"}[${W}s])")
+g_a=$(pq "sum(increase(wattage_inference_tokens_total{target=\"pinned\",model=\"m/a\",kind=\"generated\"}[${W}s]))")
+fleet=$(pq "sum(increase(wattage_inference_energy_joules_total[${W}s])) / sum(increase(wattage_inference_tokens_total{kind=\"generated\"}[${W}s]))")
+from=$($PY -c "print(f'{$te - $W:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$from" --to "$te" --json >"$TMP/i.json" 2>"$TMP/i.err" ||
+    echo "# $(cat "$TMP/i.err")"
+out=$($PY - "$TMP/i.json" "$PEER" "$T0" "$EXACT" "$te" "$W" "$e_served" "$g_served" "$e_pinned" \
+    "$g_pinned" "$e_a" "$g_a" "$fleet" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
+te, w = float(sys.argv[5]), float(sys.argv[6])
+es, gs, ep, gp, ea, ga, fleet = map(float, sys.argv[7:14])
+a = te - w
+def gen(*models):
+    args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(te)]
+    if models:
+        args += ["--req-rate", "1"] + [x for m in models for x in ("--model", m)]
+    return sum(v["gen"] for v in json.loads(subprocess.check_output(args)).values())
+def energy(*gpus):
+    return sum(float(subprocess.check_output([exact, g, repr(a), repr(te)])) for g in gpus)
+said = []
+def near(name, got, want, tol=0.03):
+    assert got > 0 and abs(got / want - 1) <= tol, (name, got, want)
+    said.append(f"{name} {got:.4g} ({want:.4g})")
+truth_s = energy("1") / gen()
+truth_p = energy("0", "2") / gen("m/a", "m/b")
+near("served J/token, PromQL vs truth", es / gs, truth_s)
+near("pinned J/token, PromQL vs truth", ep / gp, truth_p)
+near("fleet J/token, PromQL vs truth", fleet, (energy("0", "1", "2")) / (gen() + gen("m/a", "m/b")))
+near("m/a J/token, PromQL vs its target's", ea / ga, ep / gp)
+rows = {(r["target"], r["model"]): r for r in d["rows"]}
+r = rows[("served", "meta-llama/Llama-3.1-8B-Instruct")]
+assert r["gpus"] == "1" and r["energy_method"] == "counter", r
+near("served J/token, PromQL vs wattage inference", es / gs, r["joules_per_generated_token"])
+p = [rows[("pinned", m)] for m in ("m/a", "m/b")]
+assert all(x["gpus"] == "0,2" for x in p), p
+near("pinned J/token, PromQL vs wattage inference", ep / gp,
+     sum(x["energy_joules"] for x in p) / sum(x["generated_tokens"] for x in p))
+print(", ".join(said))
+PY
+)
+check "J/generated token as a ratio of two PromQL increases: the truth and wattage inference, within 3 % ($out)" \
+    bash -c '[[ $1 == *"pinned J/token, PromQL vs wattage inference"* ]]' _ "$out"
+
+# the child moves to GPU 2: said once more
+n1=$(grep -c 'served: serving GPUs' "$TMP/run.log")
+check "the GPUs found are said once ($n1 line)" test "$n1" = 1
+echo "2 $child compute sm=60" >"$TMP/procs"
+moved() { grep -q 'served: serving GPUs 2 ' "$TMP/run.log"; }
+check "NVML lists it on GPU 2: its GPUs become {2}, said" wait_for 15 moved
+sleep 2
+n2=$(grep -c 'served: serving GPUs' "$TMP/run.log")
+check "each change said once ($n2 lines)" test "$n2" = 2
+check "pinned (gpus configured): nothing is looked for" bash -c '! grep -q "pinned: serving GPUs" "$1"' \
+    _ "$TMP/run.log"
+
+# a daemon restart: a counter reset, from about 0 (a few polls' energy), never another drop
+before=$(metrics | grep '^wattage_inference_energy_joules_total{target="pinned",model="m/a"}' |
+    awk '{print $2}')
+kill -TERM "$pid"
+wait "$pid"
+t_restart=$($PY -c 'import time; print(round(time.time(), 3))')
+run_daemon
+again() { metrics | grep -q '^wattage_inference_energy_joules_total{target="pinned",model="m/a"}'; }
+wait_for 20 again
+after=$(metrics | grep '^wattage_inference_energy_joules_total{target="pinned",model="m/a"}' |
+    awk '{print $2}')
+t_read=$($PY -c 'import time; print(round(time.time(), 3))')
+since=$($PY -c "print(sum(float(__import__('subprocess').check_output(['$EXACT', g, '$t_restart', '$t_read'])) for g in '02'))")
+check "after a restart the counter starts again from 0: at most the GPUs' energy since ($before J, then $after J <= $since J)" \
+    $PY -c "import sys; b, a, e = float('$before'), float('$after'), float('$since'); sys.exit(not (b > 3000 and 0 <= a <= e < b))"
+finish
