@@ -283,4 +283,16 @@ struct cJSON *wt_cli_final_job(struct wt_cli_api *api, const char *id, struct cJ
  */
 void wt_cli_print_ended(FILE *out, struct cJSON *job, bool json, bool final);
 
+/*
+ * `wattage inference --source URL` (src/cli/inference_source.c): every node's inference series
+ * and GPU energy of [from, to] (and a pad) read from the engine into a working store in a new
+ * temporary directory (its path in dir), a node's targets and GPUs named NODE/TARGET and
+ * NODE/INDEX there. Returns 0 with *st open, or 1 / 2 (printed). wt_cli_inference_source_done
+ * closes st and removes the directory (dir "" or NULL: only closes).
+ */
+struct wt_store;
+int wt_cli_inference_source(const char *source, int64_t from, int64_t to, char *dir, size_t n,
+                            struct wt_store **st);
+void wt_cli_inference_source_done(struct wt_store *st, char *dir);
+
 #endif

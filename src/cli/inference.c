@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage inference [--from T] [--to T] [--by model|target] [--json] [--db FILE] [-c FILE]`:
+ * `wattage inference [--from T] [--to T] [--by model|target] [--json] [--db FILE | --source URL]
+ * [-c FILE]` (--source: src/cli/inference_source.c):
  * the serving KPIs of every inference target and model (collect/inference.h's series) over a
  * window, from the store: the serving GPUs' energy (the info series' gpus label, which is the
  * target's configured gpus; counter first, with store/uncert.h's bar, as `wattage energy`),
@@ -558,6 +559,9 @@ static const struct wt_cli_opt inference_opts[] = {
      "one row per model (over every target) or per target (its models together); default one "
      "per target and model"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
+    {"source", WT_OPT_SOURCE, "URL",
+     WT_CLI_SOURCE_HELP " (or that scrapes them with a node label), instead of the local store; "
+                        "a node's targets and GPUs read NODE/TARGET and NODE/INDEX"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_inference = {
@@ -601,7 +605,14 @@ int wt_cmd_inference(int argc, char **argv)
     int64_t from, to;
     if ((rc = wt_cli_window("inference", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
-    rc = wt_cli_store("inference", &co, false, &cfg, &st);
+    char work[128] = "";
+    if (co.source && co.db) {
+        fprintf(stderr, "wattage inference: --source and --db: name one place to read\n");
+        wt_config_free(&cfg);
+        return 2;
+    }
+    rc = co.source ? wt_cli_inference_source(co.source, from, to, work, sizeof work, &st)
+                   : wt_cli_store("inference", &co, false, &cfg, &st);
     wt_config_free(&cfg);
     if (rc)
         return rc;
@@ -682,6 +693,6 @@ int wt_cmd_inference(int argc, char **argv)
 fail:
     free(rs.r);
     free(grouped.r);
-    wt_store_close(st);
+    wt_cli_inference_source_done(st, work);
     return rc;
 }

@@ -8,8 +8,10 @@
 # wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
 # generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
 # peer's true tokens) within 3 %, and `wattage inference --json`'s J/token for the same window
-# within 3 % too; two models of one target share their GPUs' energy whole. A daemon restart is a
-# counter reset (from about 0), never a drop to some other value.
+# within 3 % too; two models of one target share their GPUs' energy whole. `wattage inference
+# --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
+# 3 %, its targets and GPUs named n1/...; with --db it exits 2, an engine that does not answer 1.
+# A daemon restart is a counter reset (from about 0), never a drop to some other value.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 
@@ -17,8 +19,8 @@ if ! command -v "$PROMETHEUS" >/dev/null; then
     skip "the serving energy counters in Prometheus" "prometheus is not installed (scripts/deps.sh --test)"
     finish
 fi
-mkdir -p "$TMP/empty"
-export WATTAGE_SYSFS_ROOT=$TMP/empty
+mkdir -p "$TMP/empty" "$TMP/tmpdir"
+export WATTAGE_SYSFS_ROOT=$TMP/empty TMPDIR=$TMP/tmpdir
 PY=/usr/bin/python3
 PEER=tests/peers/inference_server.py
 EXACT=${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy
@@ -39,7 +41,7 @@ printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: ser
     "$(cat "$TMP/served.port")" "$(cat "$TMP/pinned.port")" >"$TMP/w.yaml"
 
 port=$(free_port)
-start_prometheus "$(free_port)" "$port"
+start_prometheus "$(free_port)" "$port" '        labels: {node: n1}'
 run_daemon() {
     bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
         >>"$TMP/run.log" 2>&1
@@ -112,6 +114,40 @@ PY
 )
 check "J/generated token as a ratio of two PromQL increases: the truth and wattage inference, within 3 % ($out)" \
     bash -c '[[ $1 == *"pinned J/token, PromQL vs wattage inference"* ]]' _ "$out"
+
+# the same window from Prometheus (`--source`): the same figures as the store's within 3 % (the
+# engine holds one scrape a second, each stamped when scraped, the store every 0.5-s reading)
+SRC=prometheus://${PROM_URL#http://}
+"$BIN" inference --source "$SRC" --from "$from" --to "$te" --json >"$TMP/s.json" 2>"$TMP/s.err" ||
+    echo "# $(cat "$TMP/s.err")"
+out=$($PY - "$TMP/i.json" "$TMP/s.json" <<'PY' 2>&1
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ra = {(r["target"], r["model"]): r for r in a["rows"]}
+rb = {(r["target"], r["model"]): r for r in b["rows"]}
+assert sorted(rb) == sorted(("n1/" + t, m) for t, m in ra), (sorted(ra), sorted(rb))
+said = []
+for (t, m), x in sorted(ra.items()):
+    y = rb[("n1/" + t, m)]
+    assert y["gpus"] == ",".join("n1/" + g for g in x["gpus"].split(",")), (x["gpus"], y["gpus"])
+    assert y["engine"] == x["engine"] == "vllm" and y["energy_method"] == "counter", y
+    for k in ("joules_per_generated_token", "energy_joules", "generated_tokens"):
+        assert abs(y[k] / x[k] - 1) <= 0.03, (t, m, k, x[k], y[k])
+    said.append(f'{t} {m} {y["joules_per_generated_token"]:.4g} ({x["joules_per_generated_token"]:.4g}) J/token')
+print(", ".join(said))
+PY
+)
+check "inference --source $SRC: the store's figures within 3 % ($out)" \
+    bash -c '[[ $1 == *"J/token"* && $1 != *Error* ]]' _ "$out"
+"$BIN" inference --source "$SRC" --db "$TMP/w.db" >/dev/null 2>"$TMP/e1"
+rc=$?
+check "--source with --db: exit 2, said ($(cat "$TMP/e1"))" bash -c \
+    '[[ $1 == 2 ]] && grep -q "name one place" "$2"' _ $rc "$TMP/e1"
+"$BIN" inference --source "prometheus://127.0.0.1:$(free_port)" >/dev/null 2>"$TMP/e2"
+rc=$?
+check "an engine that does not answer: exit 1, named ($(head -c 200 "$TMP/e2"))" bash -c \
+    '[[ $1 == 1 ]] && grep -q "127.0.0.1" "$2"' _ $rc "$TMP/e2"
+check "no working store is left behind" bash -c '! ls -d "${TMPDIR:-/tmp}"/wattage-inference-* 2>/dev/null | grep -q .'
 
 # the child moves to GPU 2: said once more
 n1=$(grep -c 'served: serving GPUs' "$TMP/run.log")
