@@ -10,10 +10,13 @@
 # peer's true tokens) within 3 %, and `wattage inference --json`'s J/token for the same window
 # within 3 % too; two models of one target share their GPUs' energy whole. `wattage inference
 # --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
-# 3 %, its targets and GPUs named n1/...; with --db it exits 2, an engine that does not answer 1.
+# 3 %, its targets and GPUs named n1/...; on VictoriaMetrics, which the daemon remote-writes to
+# (the energy counter with the rest), within their bar (and 1 ms at each edge); with --db it exits 2, an engine that
+# does not answer 1.
 # A daemon restart is a counter reset (from about 0), never a drop to some other value.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
+source "$(dirname "$0")/remote_write_lib.sh"
 
 if ! command -v "$PROMETHEUS" >/dev/null; then
     skip "the serving energy counters in Prometheus" "prometheus is not installed (scripts/deps.sh --test)"
@@ -40,6 +43,17 @@ echo "1 $child compute sm=60" >"$TMP/procs"
 printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: served\n      url: http://127.0.0.1:%s/metrics\n    - name: pinned\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 2]\n' \
     "$(cat "$TMP/served.port")" "$(cat "$TMP/pinned.port")" >"$TMP/w.yaml"
 
+# VictoriaMetrics receives the daemon's remote write, when installed
+VM=${VICTORIA_METRICS:-victoria-metrics}
+have_vm=
+if command -v "$VM" >/dev/null; then
+    VPORT=$(free_port)
+    bg "$VM" -storageDataPath="$TMP/vm" -httpListenAddr="127.0.0.1:$VPORT" -retentionPeriod=1y \
+        -search.disableCache -loggerLevel=ERROR 2>>"$TMP/vm.log"
+    wait_for 30 curl -sf "http://127.0.0.1:$VPORT/health" -o /dev/null && have_vm=1
+    [[ -n $have_vm ]] && printf 'topology:\n  node: n1\nremote_write:\n  - url: http://127.0.0.1:%s/api/v1/write\n    name: vm\n    deadline: 1s\n' \
+        "$VPORT" >>"$TMP/w.yaml"
+fi
 port=$(free_port)
 start_prometheus "$(free_port)" "$port" '        labels: {node: n1}'
 run_daemon() {
@@ -139,6 +153,42 @@ PY
 )
 check "inference --source $SRC: the store's figures within 3 % ($out)" \
     bash -c '[[ $1 == *"J/token"* && $1 != *Error* ]]' _ "$out"
+# the same window from VictoriaMetrics, which holds every stored reading (remote write): the
+# store's figures within their bar and the 1 ms of the times' precision, the tokens exactly; the
+# energy counter was sent too
+if [[ -n $have_vm ]]; then
+    rw_wait_caught_up "$port" vm 30 || not_ok "the daemon catches up with VictoriaMetrics"
+    VSRC=victoriametrics://127.0.0.1:$VPORT
+    "$BIN" inference --source "$VSRC" --from "$from" --to "$te" --json >"$TMP/v.json" \
+        2>"$TMP/v.err" || echo "# $(cat "$TMP/v.err")"
+    out=$($PY - "$TMP/i.json" "$TMP/v.json" "http://127.0.0.1:$VPORT" <<'PY' 2>&1
+import json, sys, urllib.parse, urllib.request
+a, b, vm = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+ra = {(r["target"], r["model"]): r for r in a["rows"]}
+rb = {(r["target"], r["model"]): r for r in b["rows"]}
+assert sorted(rb) == sorted(("n1/" + t, m) for t, m in ra), (sorted(ra), sorted(rb))
+said = []
+for (t, m), x in sorted(ra.items()):
+    y = rb[("n1/" + t, m)]
+    for k in ("generated_tokens", "prompt_tokens", "requests"):
+        assert y[k] == x[k], (t, m, k, x[k], y[k])
+    # remote write carries times in ms: each edge may move by 1 ms of the GPUs' power
+    ms = 2e-3 * x["energy_joules"] / (x["to_s"] - x["from_s"])
+    assert abs(y["energy_joules"] - x["energy_joules"]) <= x["energy_uncertainty_joules"] + ms, (t, m, x, y)
+    d = abs(y["joules_per_generated_token"] - x["joules_per_generated_token"])
+    assert d <= x["joules_per_generated_token_uncertainty"] + ms / x["generated_tokens"], (t, m, x, y)
+    said.append(f'{t} {m} {y["joules_per_generated_token"]:.6g} ({x["joules_per_generated_token"]:.6g} +- {x["joules_per_generated_token_uncertainty"]:.2g})')
+q = urllib.parse.urlencode({"query": 'count(wattage_inference_energy_joules_total{node="n1"})'})
+r = json.load(urllib.request.urlopen(f"{vm}/api/v1/query?{q}", timeout=10))["data"]["result"]
+assert r and float(r[0]["value"][1]) == 3, r
+print(", ".join(said))
+PY
+)
+    check "inference --source $VSRC (remote write): the store's figures within their bar, the counter sent ($out)" \
+        bash -c '[[ $1 == *"+-"* && $1 != *Error* ]]' _ "$out"
+else
+    skip "inference --source from VictoriaMetrics" "victoria-metrics is not installed (scripts/deps.sh --test)"
+fi
 "$BIN" inference --source "$SRC" --db "$TMP/w.db" >/dev/null 2>"$TMP/e1"
 rc=$?
 check "--source with --db: exit 2, said ($(cat "$TMP/e1"))" bash -c \
