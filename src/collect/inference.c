@@ -650,8 +650,8 @@ static bool pid_in(const int *pids, size_t n, unsigned int pid)
 /*
  * The GPUs on which NVML lists a process of the serving tree (the listener is rarely the
  * process on the GPU: vLLM's EngineCore, TGI's shards), from the NVML collector's latest lists;
- * says them when they change. Nothing found (no NVML collector, no list, no process of the tree
- * on a GPU) leaves none.
+ * says them when they change. No process of the tree on a GPU leaves none; no list (no NVML
+ * collector, or before its first poll) leaves them as they were.
  */
 static void find_gpus(struct inf *s)
 {
@@ -678,6 +678,8 @@ static void find_gpus(struct inf *s)
         len += (size_t)w;
     }
     free(list);
+    if (!have && s->npids)
+        return; /* no list yet (the NVML collector's first poll) or none at all: as it was */
     if (s->gpus_said && strcmp(found, s->gpus_found) == 0)
         return;
     if (!s->gpus_said && !found[0] && !s->npids)
