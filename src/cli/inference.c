@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage inference [--from T] [--to T] [--by model|target] [--json] [--db FILE] [-c FILE]`:
- * the serving KPIs of every inference target and model (collect/inference.h's series) over a
- * window, from the store: the serving GPUs' energy (the info series' gpus label, which is the
- * target's configured gpus; counter first, with store/uncert.h's bar, as `wattage energy`),
+ * `wattage inference [--from T] [--to T] [--by model|target|tag|tag:KEY] [--json] [--db FILE]
+ * [-c FILE]`: the serving KPIs of every inference target and model (collect/inference.h's series)
+ * over a window, from the store: the serving GPUs' energy (the info series' gpus label, which is
+ * the target's configured gpus; counter first, with store/uncert.h's bar, as `wattage energy`),
  * tokens by kind, finished requests, their ratios, and e2e/ttft/itl p50/p95/p99 from the
  * window's bucket increases (audit/inference_kpi.h).
  *
@@ -12,14 +12,19 @@
  * exactly that span, so tokens and joules count the same seconds. Several models on one target
  * share its energy by their generated tokens (energy_split "generated_tokens").
  *
- * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": false, "rows": [
+ * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": "estimated",
+ *   "prefill_decode_split_method", "rows": [
  *   {"target", "model", "engine", "gpus", "tags": {...}, "from_s", "to_s", "energy_joules",
  *    "energy_uncertainty_joules", "energy_method", "energy_share", "energy_split",
  *    "generated_tokens", "prompt_tokens", "prompt_cached_tokens", "prompt_computed_tokens",
  *    "requests", "generated_tokens_per_kwh", "joules_per_generated_token",
  *    "joules_per_generated_token_uncertainty", "joules_per_prompt_token",
  *    "joules_per_computed_prompt_token", "joules_per_request", "e2e_latency_p50_seconds" ...
- *    "itl_latency_p99_seconds", "idle_energy_joules", "idle_seconds"}]}
+ *    "itl_latency_p99_seconds", "idle_energy_joules", "idle_seconds", "prompt_tokens_per_kwh",
+ *    "computed_prompt_tokens_per_kwh", "prefill_energy_share_{time,tokens,estimated,bound}",
+ *    "{prefill,decode}_energy_joules_estimated", "{prefill,decode}_energy_bound_joules",
+ *    "prefill_joules_per_computed_prompt_token_{estimated,bound}",
+ *    "decode_joules_per_generated_token_{estimated,bound}"}]}
  * Missing figures are null. No inference series in the window: exit 1.
  *
  * Idle energy: the GPUs' energy over the stretches between two consecutive scrapes of the
@@ -35,6 +40,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/carbon.h"
 #include "audit/inference_kpi.h"
 #include "cli/cli.h"
 #include "core/clock.h"
@@ -42,6 +48,10 @@
 #include "store/store.h"
 
 #define MAX_GPUS 64
+
+#define SPLIT_METHOD                                                                               \
+    "the midpoint of sum(ttft)/sum(e2e) and computed prompt tokens/(computed prompt + generated "  \
+    "tokens), which bracket it; its bound is half their distance"
 
 /* One target and model, then one row of the output (a group of them under --by). */
 struct row {
@@ -52,6 +62,9 @@ struct row {
     bool split; /* its target's energy shared between models */
     double share;
     const char *method;
+    double pue; /* of its emissions (NaN: no carbon figure) */
+    bool pue_measured;
+    const char *intensity; /* measured, forecast, ... (wt_carbon_result_json's words) */
     struct wt_ikpi_sums s;
 };
 
@@ -78,6 +91,7 @@ static struct row *row_of(struct rows *rs, const char *target, const char *model
     snprintf(r->target, sizeof r->target, "%s", target);
     snprintf(r->model, sizeof r->model, "%s", model);
     r->share = NAN;
+    r->pue = NAN;
     wt_ikpi_sums_init(&r->s);
     return r;
 }
@@ -147,6 +161,10 @@ static int read_family(struct wt_store *st, const char *metric, int64_t from, in
                 r->s.prompt_cached = inc;
             else if (strcmp(kind, "prompt_computed") == 0)
                 r->s.prompt_computed = inc;
+        } else if (strcmp(metric, "wattage_inference_latency_seconds_sum") == 0) {
+            int k = wt_ikpi_lat_kind(kind);
+            if (k >= 0)
+                r->s.lat_sum_s[k] = inc;
         } else {
             int k = wt_ikpi_lat_kind(kind);
             double bound = strcmp(le, "+Inf") == 0 ? INFINITY : strtod(le, NULL);
@@ -349,8 +367,69 @@ out:
     return rc;
 }
 
-/* Per target: the energy over its span, shared by generated tokens between its models. */
-static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err *err)
+struct carbon_ctx {
+    struct wt_store *st;
+    const char *gpus;
+    struct wt_err *err;
+};
+
+/* audit/carbon.h's energy of a piece: the target's GPUs over it */
+static int carbon_energy(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    struct carbon_ctx *c = ctx;
+    double u;
+    const char *method;
+    int found;
+    return gpus_energy(c->st, c->gpus, a, b, joules, &u, &method, &found, c->err);
+}
+
+/* What the intensity of r's emissions was, as wt_carbon_result_json says it. */
+static const char *intensity_source(const struct wt_carbon_result *r)
+{
+    double tot = r->it_j, act = r->by_src_j[WT_CSRC_ACTUAL];
+    if (tot <= 0)
+        return "none";
+    if (act >= tot * (1 - 1e-9))
+        return "measured";
+    if (r->by_src_j[WT_CSRC_STATIC] >= tot * (1 - 1e-9))
+        return "assumed";
+    return act > 0 ? "mixed" : r->by_src_j[WT_CSRC_FORECAST] > 0 ? "forecast" : "filled";
+}
+
+/*
+ * The time-matched emissions of a target's GPUs over [a, b] (audit/carbon.h, the same function
+ * jobs use): NaN g when no zone or no intensity is known.
+ */
+static int target_carbon(struct wt_store *st, const struct wt_carbon_conf *cf, const char *gpus,
+                         int64_t a, int64_t b, struct wt_carbon_result *cr, double *g,
+                         struct wt_err *err)
+{
+    *g = NAN;
+    const char *zone = wt_carbon_zone_of(cf, NULL);
+    if (!cf || ((!zone || !*zone) && !cf->has_static))
+        return 0;
+    double pue;
+    bool measured;
+    wt_carbon_pue(st, cf, a, b, &pue, &measured);
+    struct carbon_ctx ctx = {st, gpus, err};
+    int rc = wt_carbon_emissions(wt_store_db(st), st, cf, zone, a, b, carbon_energy, &ctx, pue,
+                                 measured, cr);
+    if (rc != 0) {
+        if (!err->msg[0])
+            snprintf(err->msg, sizeof err->msg, "cannot work out the emissions of GPUs %s", gpus);
+        return rc;
+    }
+    if (cr->known)
+        *g = cr->g;
+    return 0;
+}
+
+/*
+ * Per target: the energy over its span, shared by generated tokens between its models, and its
+ * emissions (cf NULL: none) shared the same way.
+ */
+static int attribute_energy(struct wt_store *st, const struct wt_carbon_conf *cf, struct rows *rs,
+                            struct wt_err *err)
 {
     for (size_t i = 0; i < rs->n; i++) {
         struct row *r = &rs->r[i];
@@ -383,6 +462,11 @@ static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err 
         double idle_j, idle_s;
         if ((rc = target_idle(st, r->target, r->gpus, a, b, &idle_j, &idle_s, err)) != 0)
             return rc;
+        struct wt_carbon_result cr;
+        double g;
+        memset(&cr, 0, sizeof cr);
+        if ((rc = target_carbon(st, cf, r->gpus, a, b, &cr, &g, err)) != 0)
+            return rc;
         for (size_t k = i; k < rs->n; k++) {
             struct row *o = &rs->r[k];
             if (!o->has_data || strcmp(o->target, r->target) != 0)
@@ -394,6 +478,10 @@ static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err 
             o->s.energy_u_j = u * o->share;
             o->s.idle_j = idle_j * o->share;
             o->s.idle_s = idle_s;
+            o->s.gco2e = g * o->share;
+            o->pue = isnan(g) ? NAN : cr.pue;
+            o->pue_measured = cr.pue_measured;
+            o->intensity = isnan(g) ? NULL : intensity_source(&cr);
             o->method = method;
             o->a = a;
             o->b = b;
@@ -402,14 +490,57 @@ static int attribute_energy(struct wt_store *st, struct rows *rs, struct wt_err 
     return 0;
 }
 
+/*
+ * The tags a row is grouped under with --by tag (all its tags) or --by tag:KEY (that one, ""
+ * when the target has no such tag), as labels.
+ */
+static void tag_key(const struct row *r, const char *by, char *out, size_t n)
+{
+    char v[256];
+    out[0] = '\0';
+    if (strcmp(by, "tag") == 0) {
+        snprintf(out, n, "%s", r->tags);
+        return;
+    }
+    const char *key = by + 4; /* "tag:KEY" */
+    if (wt_labels_get(r->tags, key, v, sizeof v) != 0)
+        v[0] = '\0';
+    (void)wt_labels_add(out, n, key, v);
+}
+
+static struct row *group_of_tags(struct rows *out, const char *tags)
+{
+    for (size_t i = 0; i < out->n; i++)
+        if (strcmp(out->r[i].tags, tags) == 0)
+            return &out->r[i];
+    struct row *g = row_of(out, "\x01", ""); /* a new row: no target is named so */
+    if (g) {
+        g->target[0] = '\0';
+        snprintf(g->tags, sizeof g->tags, "%s", tags);
+    }
+    return g;
+}
+
+/*
+ * Rows grouped by model, target or tags: energy, tokens, requests and buckets are added up and
+ * the ratios computed again on the sums (never an average of ratios). A target's idle seconds
+ * are counted once per group however many of its models are in it.
+ */
 static int group(const struct rows *in, const char *by, struct rows *out)
 {
+    bool by_model = strcmp(by, "model") == 0, by_tag = strncmp(by, "tag", 3) == 0;
     for (size_t i = 0; i < in->n; i++) {
         const struct row *r = &in->r[i];
         if (!r->has_data)
             continue;
-        bool by_model = strcmp(by, "model") == 0;
-        struct row *g = row_of(out, by_model ? "" : r->target, by_model ? r->model : "");
+        char tags[WT_LABELS_LEN] = "";
+        struct row *g;
+        if (by_tag) {
+            tag_key(r, by, tags, sizeof tags);
+            g = group_of_tags(out, tags);
+        } else {
+            g = row_of(out, by_model ? "" : r->target, by_model ? r->model : "");
+        }
         if (!g)
             return -ENOMEM;
         if (!g->has_data) {
@@ -417,7 +548,10 @@ static int group(const struct rows *in, const char *by, struct rows *out)
             g->a = r->a;
             g->b = r->b;
             g->method = r->method;
-            if (!by_model) {
+            g->pue = r->pue;
+            g->pue_measured = r->pue_measured;
+            g->intensity = r->intensity;
+            if (!by_model && !by_tag) {
                 snprintf(g->engine, sizeof g->engine, "%s", r->engine);
                 snprintf(g->gpus, sizeof g->gpus, "%s", r->gpus);
             }
@@ -426,11 +560,26 @@ static int group(const struct rows *in, const char *by, struct rows *out)
         g->b = r->b > g->b ? r->b : g->b;
         if (r->method && g->method && strcmp(r->method, g->method) != 0)
             g->method = "integrated";
+        if (!(r->pue == g->pue)) /* several PUEs (or none for some): no one figure */
+            g->pue = NAN;
+        if (r->intensity != g->intensity &&
+            (!r->intensity || !g->intensity || strcmp(r->intensity, g->intensity) != 0))
+            g->intensity = "mixed";
+        /* another model of this target already in the group: its idle time is the same time */
+        bool seen = false;
+        for (size_t k = 0; k < i && !seen && !by_model; k++) {
+            const struct row *o = &in->r[k];
+            char ot[WT_LABELS_LEN] = "";
+            if (!o->has_data || strcmp(o->target, r->target) != 0)
+                continue;
+            if (by_tag)
+                tag_key(o, by, ot, sizeof ot);
+            seen = strcmp(ot, tags) == 0;
+        }
         double idle_s = g->s.idle_s;
         if (wt_ikpi_sums_add(&g->s, &r->s) != 0)
             return -E2BIG;
-        /* a target's models share its idle time, they do not add to it */
-        if (!by_model && !isnan(idle_s))
+        if (seen)
             g->s.idle_s = idle_s;
     }
     return 0;
@@ -455,7 +604,7 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
         cJSON_AddStringToObject(o, "engine", r->engine);
     if (r->gpus[0] || (r->target[0] && r->model[0]))
         cJSON_AddStringToObject(o, "gpus", r->gpus);
-    if (r->target[0] && r->model[0]) {
+    if ((r->target[0] && r->model[0]) || (!r->target[0] && !r->model[0])) {
         cJSON *t = cJSON_AddObjectToObject(o, "tags");
         size_t pos = 0;
         char key[64], val[256];
@@ -483,6 +632,22 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
     num(o, "joules_per_prompt_token", k->joules_per_prompt_token);
     num(o, "joules_per_computed_prompt_token", k->joules_per_computed_prompt_token);
     num(o, "joules_per_request", k->joules_per_request);
+    num(o, "prompt_tokens_per_kwh", k->prompt_tokens_per_kwh);
+    num(o, "computed_prompt_tokens_per_kwh", k->computed_prompt_tokens_per_kwh);
+    num(o, "prefill_energy_share_time", k->prefill_share_time);
+    num(o, "prefill_energy_share_tokens", k->prefill_share_tokens);
+    num(o, "prefill_energy_share_estimated", k->prefill_share);
+    num(o, "prefill_energy_share_bound", k->prefill_share_bound);
+    num(o, "prefill_energy_joules_estimated", k->prefill_energy_j);
+    num(o, "prefill_energy_bound_joules", k->prefill_energy_bound_j);
+    num(o, "decode_energy_joules_estimated", k->decode_energy_j);
+    num(o, "decode_energy_bound_joules", k->decode_energy_bound_j);
+    num(o, "prefill_joules_per_computed_prompt_token_estimated",
+        k->prefill_joules_per_computed_prompt_token);
+    num(o, "prefill_joules_per_computed_prompt_token_bound",
+        k->prefill_joules_per_computed_prompt_token_u);
+    num(o, "decode_joules_per_generated_token_estimated", k->decode_joules_per_generated_token);
+    num(o, "decode_joules_per_generated_token_bound", k->decode_joules_per_generated_token_u);
     for (int l = 0; l < WT_IKPI_NLAT; l++) {
         for (int q = 0; q < 3; q++) {
             char key[64];
@@ -493,6 +658,13 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
     }
     num(o, "idle_energy_joules", r->s.idle_j);
     num(o, "idle_seconds", r->s.idle_s);
+    num(o, "gco2e", r->s.gco2e);
+    num(o, "gco2e_per_1k_generated_tokens", k->gco2e_per_1k_generated_tokens);
+    num(o, "carbon_pue", r->pue);
+    if (!isnan(r->pue))
+        cJSON_AddStringToObject(o, "carbon_pue_source", r->pue_measured ? "measured" : "assumed");
+    if (r->intensity)
+        cJSON_AddStringToObject(o, "carbon_intensity_source", r->intensity);
     cJSON_AddItemToArray(arr, o);
 }
 
@@ -514,6 +686,8 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
     if (r->target[0] && r->model[0])
         printf("\n%s  %s%s%s%s%s\n", r->target, r->model, r->engine[0] ? "  engine " : "",
                r->engine, r->tags[0] ? "  " : "", r->tags);
+    else if (!r->target[0] && !r->model[0])
+        printf("\n%s\n", r->tags[0] ? r->tags : "(no tags)");
     else
         printf("\n%s\n", r->target[0] ? r->target : r->model);
     printf("  window       %.3f s", (double)(r->b - r->a) / 1e9);
@@ -539,14 +713,39 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
     printf("  requests     %s finished\n", fig(r->s.requests, "%.0f", a, sizeof a));
     printf("  idle         %s kWh over %s s with nothing running or waiting\n",
            fig(r->s.idle_j / 3.6e6, "%.6f", a, sizeof a), fig(r->s.idle_s, "%.1f", b, sizeof b));
-    printf("  per kWh      %s generated tokens\n",
-           fig(k->generated_tokens_per_kwh, "%.0f", a, sizeof a));
+    printf("  per kWh      %s generated tokens, %s prompt, %s computed prompt\n",
+           fig(k->generated_tokens_per_kwh, "%.0f", a, sizeof a),
+           fig(k->prompt_tokens_per_kwh, "%.0f", b, sizeof b),
+           fig(k->computed_prompt_tokens_per_kwh, "%.0f", c, sizeof c));
     printf("  per token    %s J \u00b1 %s generated, %s J prompt, %s J computed prompt\n",
            fig(k->joules_per_generated_token, "%.4f", a, sizeof a),
            fig(k->joules_per_generated_token_u, "%.2g", b, sizeof b),
            fig(k->joules_per_prompt_token, "%.4f", c, sizeof c),
            fig(k->joules_per_computed_prompt_token, "%.4f", d, sizeof d));
     printf("  per request  %s J\n", fig(k->joules_per_request, "%.1f", a, sizeof a));
+    if (isnan(k->prefill_share)) {
+        printf("  prefill      - (the split needs ttft and e2e histograms and token counts)\n");
+    } else {
+        printf("  prefill      %s %% \u00b1 %s of the energy (estimated: time share %s %%, token "
+               "share %s %%)\n",
+               fig(100 * k->prefill_share, "%.1f", a, sizeof a),
+               fig(100 * k->prefill_share_bound, "%.1f", b, sizeof b),
+               fig(100 * k->prefill_share_time, "%.1f", c, sizeof c),
+               fig(100 * k->prefill_share_tokens, "%.1f", d, sizeof d));
+        printf("  estimated    %s J \u00b1 %s per computed prompt token (prefill), %s J \u00b1 %s "
+               "per generated token (decode)\n",
+               fig(k->prefill_joules_per_computed_prompt_token, "%.4f", a, sizeof a),
+               fig(k->prefill_joules_per_computed_prompt_token_u, "%.2g", b, sizeof b),
+               fig(k->decode_joules_per_generated_token, "%.4f", c, sizeof c),
+               fig(k->decode_joules_per_generated_token_u, "%.2g", d, sizeof d));
+    }
+    if (!isnan(r->s.gco2e))
+        printf("  carbon       %s gCO2e, %s g per 1k generated tokens (time-matched, PUE %s %s, "
+               "intensity %s)\n",
+               fig(r->s.gco2e, "%.4g", a, sizeof a),
+               fig(k->gco2e_per_1k_generated_tokens, "%.4g", b, sizeof b),
+               fig(r->pue, "%.3f", c, sizeof c), r->pue_measured ? "measured" : "assumed",
+               r->intensity ? r->intensity : "?");
     for (int l = 0; l < WT_IKPI_NLAT; l++)
         printf("  %-4s latency p50 %s s  p95 %s s  p99 %s s\n", wt_ikpi_lat_name(l),
                fig(k->lat_s[l][0], "%.4g", a, sizeof a), fig(k->lat_s[l][1], "%.4g", b, sizeof b),
@@ -554,9 +753,9 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
 }
 
 static const struct wt_cli_opt inference_opts[] = {
-    {"by", 'b', "model|target",
-     "one row per model (over every target) or per target (its models together); default one "
-     "per target and model"},
+    {"by", 'b', "model|target|tag|tag:KEY",
+     "one row per model (over every target), per target (its models together), per set of "
+     "target tags, or per value of one tag; default one per target and model"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
     {NULL}};
 
@@ -594,28 +793,38 @@ int wt_cmd_inference(int argc, char **argv)
     }
     if (wt_cli_no_operands(&wt_cli_form_inference, argc, argv))
         return 2;
-    if (by && strcmp(by, "model") != 0 && strcmp(by, "target") != 0) {
-        fprintf(stderr, "wattage inference: --by: expected model or target (got \"%s\")\n", by);
+    if (by && strcmp(by, "model") != 0 && strcmp(by, "target") != 0 && strcmp(by, "tag") != 0 &&
+        !(strncmp(by, "tag:", 4) == 0 && by[4])) {
+        fprintf(stderr,
+                "wattage inference: --by: expected model, target, tag or tag:KEY (got \"%s\")\n",
+                by);
         return 2;
     }
     int64_t from, to;
     if ((rc = wt_cli_window("inference", &co, wt_now_real_ns(), &from, &to)) != 0)
         return rc;
     rc = wt_cli_store("inference", &co, false, &cfg, &st);
-    wt_config_free(&cfg);
-    if (rc)
+    if (rc) {
+        wt_config_free(&cfg);
         return rc;
+    }
+    struct wt_carbon_conf cf;
+    if (wt_carbon_conf_from(&cfg, &cf, &err) != 0) {
+        fprintf(stderr, "wattage inference: %s\n", err.msg);
+        rc = 2;
+        goto fail;
+    }
 
-    static const char *const families[] = {"wattage_inference_tokens_total",
-                                           "wattage_inference_requests_total",
-                                           "wattage_inference_latency_seconds_bucket"};
+    static const char *const families[] = {
+        "wattage_inference_tokens_total", "wattage_inference_requests_total",
+        "wattage_inference_latency_seconds_bucket", "wattage_inference_latency_seconds_sum"};
     rc = 0;
     for (size_t f = 0; f < sizeof families / sizeof families[0] && rc == 0; f++)
         rc = read_family(st, families[f], from, to, &rs, &err);
     if (rc == 0)
         rc = read_info(st, from, to, &rs, &err);
     if (rc == 0)
-        rc = attribute_energy(st, &rs, &err);
+        rc = attribute_energy(st, &cf, &rs, &err);
     if (rc != 0) {
         fprintf(stderr, "wattage inference: %s\n", err.msg[0] ? err.msg : "cannot read the store");
         goto fail;
@@ -651,7 +860,8 @@ int wt_cmd_inference(int argc, char **argv)
         cJSON_AddNumberToObject(root, "from_s", (double)from / 1e9);
         cJSON_AddNumberToObject(root, "to_s", (double)to / 1e9);
         cJSON_AddStringToObject(root, "by", by ? by : "target,model");
-        cJSON_AddFalseToObject(root, "prefill_decode_split");
+        cJSON_AddStringToObject(root, "prefill_decode_split", "estimated");
+        cJSON_AddStringToObject(root, "prefill_decode_split_method", SPLIT_METHOD);
         cJSON *arr = cJSON_AddArrayToObject(root, "rows");
         for (size_t i = 0; i < out->n; i++) {
             struct wt_ikpi k;
@@ -676,12 +886,15 @@ int wt_cmd_inference(int argc, char **argv)
         }
         printf(
             "\nEach ratio is all-in: the whole energy of the serving GPUs over the tokens of one "
-            "kind (prefill and decode energy are not split).\n");
+            "kind. No engine measures prefill and decode energy apart: the split is estimated "
+            "(%s).\n",
+            SPLIT_METHOD);
     }
     rc = 0;
 fail:
     free(rs.r);
     free(grouped.r);
     wt_store_close(st);
+    wt_config_free(&cfg);
     return rc;
 }

@@ -19,7 +19,8 @@ T0=$($PY -c "print(round($now - 60, 3))")
 export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=3 FAKE_NVML_T0=$now FAKE_NVML_POWER=300,120,5
 
 echo ok >"$TMP/vllm.ctl"
-bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.ctl" --t0 "$T0"
+bg $PY "$PEER" --engine vllm --port-file "$TMP/vllm.port" --control "$TMP/vllm.ctl" --t0 "$T0" \
+    --prefix-cache
 # a quiet server on GPU 2: a request every 20 s, each done within 17 s, so it idles at times
 bg $PY "$PEER" --engine vllm --port-file "$TMP/quiet.port" --t0 "$T0" --req-rate 0.05
 wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish; }
@@ -31,7 +32,7 @@ printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vll
 "$BIN" inference --by gpu --db "$TMP/none.db" >/dev/null 2>"$TMP/e1"
 rc=$?
 check "--by gpu: exit 2, said ($(cat "$TMP/e1"))" bash -c \
-    '[[ $1 == 2 ]] && grep -q -- "--by: expected model or target" "$2"' _ $rc "$TMP/e1"
+    '[[ $1 == 2 ]] && grep -q -- "--by: expected model, target, tag or tag:KEY" "$2"' _ $rc "$TMP/e1"
 "$BIN" inference --bogus >/dev/null 2>&1
 check "an unknown flag: exit 2" test $? -eq 2
 "$BIN" inference --from 10 --to 5 --db "$TMP/none.db" >/dev/null 2>&1
@@ -74,13 +75,14 @@ toA=$($PY -c "print(f'{$reset - 0.7:.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --json >"$TMP/a.json" 2>"$TMP/a.err"
 check "inference --json exits 0 ($(cat "$TMP/a.err"))" test $? -eq 0
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" >"$TMP/a.txt" 2>&1
-check "the text output says kWh and that prefill and decode are not split" bash -c \
-    'grep -q "kWh" "$1" && grep -q "prefill and decode energy are not split" "$1"' _ "$TMP/a.txt"
+check "the text output says kWh and that the prefill/decode split is estimated" bash -c \
+    'grep -q "kWh" "$1" && grep -q "the split is estimated (the midpoint of" "$1" &&
+     grep -q "prefill .* % ± .* of the energy (estimated" "$1"' _ "$TMP/a.txt"
 msg=$($PY - "$TMP/a.json" "$PEER" "$T0" "$EXACT" <<'PY' 2>&1
 import json, math, subprocess, sys
 d = json.load(open(sys.argv[1]))
 peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
-assert d["prefill_decode_split"] is False, d
+assert d["prefill_decode_split"] == "estimated" and "midpoint" in d["prefill_decode_split_method"], d
 assert len(d["rows"]) == 2, d["rows"]
 r = next(r for r in d["rows"] if r["target"] == "vllm")
 assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
@@ -142,6 +144,93 @@ print(f"J/token {r['joules_per_generated_token']:.5f} vs truth {jpt_true:.5f} ({
 PY
 )
 check "window before the restart: $msg" bash -c '[[ $1 == "J/token "* ]]' _ "$msg"
+
+# prompt tokens over window A: cached and computed as the peer's truth (vLLM's
+# prompt_tokens_by_source), J and tokens/kWh per prompt token, and the estimated prefill/decode
+# split worked out here from the stored histogram sums and tokens
+for k in ttft e2e; do
+    stored "$TMP/w.db" "wattage_inference_latency_seconds_sum{target=\"vllm\",kind=\"$k\"}" \
+        "$fromA" >"$TMP/sum_$k.csv"
+done
+msg=$($PY - "$TMP/a.json" "$PEER" "$T0" "$TMP/sum_ttft.csv" "$TMP/sum_e2e.csv" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0 = sys.argv[2], sys.argv[3]
+r = next(r for r in d["rows"] if r["target"] == "vllm")
+a, b = r["from_s"], r["to_s"]
+out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth",
+                               repr(a), repr(b)])
+t = next(iter(json.loads(out).values()))
+assert t["cached"] > 0, t
+assert r["prompt_tokens"] == t["prompt"] and r["prompt_cached_tokens"] == t["cached"], (r, t)
+comp = t["prompt"] - t["cached"]
+assert r["prompt_computed_tokens"] == comp, (r["prompt_computed_tokens"], comp)
+e, u, gen = r["energy_joules"], r["energy_uncertainty_joules"], r["generated_tokens"]
+close = lambda x, y: abs(x - y) <= 1e-9 * abs(y)
+assert close(r["joules_per_computed_prompt_token"], e / comp), r
+assert close(r["computed_prompt_tokens_per_kwh"], comp / (e / 3.6e6)), r
+assert close(r["prompt_tokens_per_kwh"], t["prompt"] / (e / 3.6e6)), r
+def inc(f):
+    v = [float(l.split(",")[-1]) for l in open(f)
+         if l.strip() and a - 1e-6 <= float(l.split(",")[0]) <= b + 1e-6]
+    return sum(y if y < x else y - x for x, y in zip(v, v[1:]))
+ft = min(1.0, inc(sys.argv[4]) / inc(sys.argv[5]))
+fk = comp / (comp + gen)
+assert close(r["prefill_energy_share_time"], ft), (r["prefill_energy_share_time"], ft)
+assert close(r["prefill_energy_share_tokens"], fk), (r["prefill_energy_share_tokens"], fk)
+f, half = (ft + fk) / 2, abs(fk - ft) / 2
+assert close(r["prefill_energy_share_estimated"], f) and close(r["prefill_energy_share_bound"], half), r
+assert close(r["prefill_energy_joules_estimated"] + r["decode_energy_joules_estimated"], e), r
+assert close(r["prefill_joules_per_computed_prompt_token_estimated"], e * f / comp), r
+assert close(r["prefill_joules_per_computed_prompt_token_bound"], (e * half + u * f) / comp), r
+assert close(r["decode_joules_per_generated_token_estimated"], e * (1 - f) / gen), r
+assert close(r["decode_joules_per_generated_token_bound"], (e * half + u * (1 - f)) / gen), r
+print(f"{comp} of {t['prompt']} prompt tokens computed (truth), prefill {100 * f:.1f} % ± "
+      f"{100 * half:.1f} (time {100 * ft:.1f} %, tokens {100 * fk:.1f} %)")
+PY
+)
+check "prompt tokens and the estimated split: $msg" bash -c '[[ $1 == *"prompt tokens computed"* ]]' _ "$msg"
+
+# gCO2e per 1k generated tokens over window A with the time-matched carbon: an intensity that
+# changes every 3 s, imported with `wattage import carbon`; the truth is the fake's exact energy
+# of GPUs 0 and 1 over each step's part of the window times its intensity and the assumed PUE
+$PY - "$TMP/ci.csv" "$fromA" <<'PY'
+import sys
+a = int(float(sys.argv[2])) - 60
+with open(sys.argv[1], "w") as f:
+    f.write("timestamp,gco2_per_kwh\n")
+    for i, t in enumerate(range(a, a + 300, 3)):
+        f.write(f"{t},{(100, 400, 250)[i % 3]}\n")
+PY
+"$BIN" import carbon "$TMP/ci.csv" --zone TEST --db "$TMP/w.db" >/dev/null 2>&1
+check "the carbon series is imported" test $? -eq 0
+printf 'carbon:\n  zone: TEST\n  pue_assumed: 1.25\n' >"$TMP/carbon.yaml"
+"$BIN" inference -c "$TMP/carbon.yaml" --db "$TMP/w.db" --from "$fromA" --to "$toA" --json \
+    >"$TMP/g.json" 2>"$TMP/g.err"
+msg=$($PY - "$TMP/g.json" "$TMP/ci.csv" "$EXACT" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+r = next(r for r in d["rows"] if r["target"] == "vllm")
+a, b = r["from_s"], r["to_s"]
+pts = [tuple(map(float, l.split(","))) for l in list(open(sys.argv[2]))[1:]]
+g = 0.0
+for (t, v), (t2, _) in zip(pts, pts[1:]):
+    x, y = max(t, a), min(t2, b)
+    if x < y:
+        e = sum(float(subprocess.check_output([sys.argv[3], gpu, repr(x), repr(y)])) for gpu in "01")
+        g += e / 3.6e6 * v * 1.25
+assert r["carbon_pue"] == 1.25 and r["carbon_pue_source"] == "assumed", r
+assert r["carbon_intensity_source"] == "measured", r
+assert abs(r["gco2e"] / g - 1) < 0.005, (r["gco2e"], g)
+per1k = 1000 * r["gco2e"] / r["generated_tokens"]
+assert abs(r["gco2e_per_1k_generated_tokens"] - per1k) < 1e-9 * per1k, r
+q = next(r for r in d["rows"] if r["target"] == "quiet")
+assert q["gco2e"] > 0 and q["gco2e"] != r["gco2e"], q
+print(f"{r['gco2e']:.4f} gCO2e (truth {g:.4f}), {r['gco2e_per_1k_generated_tokens']:.4f} g per 1k "
+      f"generated tokens")
+PY
+)
+check "carbon per 1k generated tokens: $msg" bash -c '[[ $1 == *"per 1k generated"* ]]' _ "$msg"
 
 # window B: across the restart; the tokens as increase() counts them
 fromB=$fromA
@@ -263,6 +352,47 @@ e, g = (sum(x[k] for x in a) for k in ("energy_joules", "generated_tokens"))
 assert abs(r[0]["energy_joules"] - e) < 1e-6 and r[0]["generated_tokens"] == g, (r, a)
 assert abs(r[0]["joules_per_generated_token"] - e / g) < 1e-9, r' \
     "$TMP/m.json" "$TMP/a.json"
+
+# --by tag:precision and --by tag over the two models' window: sums of energy and tokens, the
+# ratios computed again on the sums, the target's idle seconds once
+"$BIN" inference --db "$TMP/w.db" --from "$fromC" --to now --by tag:precision --json >"$TMP/t1.json"
+"$BIN" inference --db "$TMP/w.db" --from "$fromC" --to now --by tag --json >"$TMP/t2.json"
+"$BIN" inference --db "$TMP/w.db" --from "$fromC" --to now --by tag:precision >"$TMP/t1.txt"
+msg=$($PY - "$TMP/c.json" "$TMP/t1.json" "$TMP/t2.json" "$TMP/t1.txt" <<'PY' 2>&1
+import json, sys
+c = json.load(open(sys.argv[1]))["rows"]
+t1, t2 = json.load(open(sys.argv[2])), json.load(open(sys.argv[3]))
+assert t1["by"] == "tag:precision" and t2["by"] == "tag", (t1["by"], t2["by"])
+by1 = {r["tags"]["precision"]: r for r in t1["rows"]}
+assert set(by1) == {"fp8", ""}, by1
+by2 = {json.dumps(r["tags"], sort_keys=True): r for r in t2["rows"]}
+assert set(by2) == {'{"precision": "fp8"}', "{}"}, list(by2)
+for key, quiet in (("fp8", False), ("", True)):
+    rows = [r for r in c if (r["target"] == "quiet") == quiet]
+    g = by1[key]
+    assert "target" not in g and "model" not in g, g
+    e = sum(r["energy_joules"] for r in rows)
+    gen = sum(r["generated_tokens"] for r in rows)
+    req = sum(r["requests"] for r in rows)
+    assert abs(g["energy_joules"] - e) < 1e-6 * e, (g["energy_joules"], e)
+    assert g["generated_tokens"] == gen and g["requests"] == req, (g, gen, req)
+    if gen:
+        assert abs(g["joules_per_generated_token"] - e / gen) < 1e-9 * e / gen, g
+        assert abs(g["generated_tokens_per_kwh"] - gen / (e / 3.6e6)) < 1e-6 * gen / (e / 3.6e6), g
+    else:
+        assert g["joules_per_generated_token"] is None, g
+    assert g["idle_seconds"] == rows[0]["idle_seconds"], (g["idle_seconds"], rows[0])
+    g2 = by2['{"precision": "fp8"}' if key else "{}"]
+    assert g2["energy_joules"] == g["energy_joules"], (g2, g)
+vl = [r for r in c if r["target"] == "vllm"]
+assert len(vl) == 2, vl
+txt = open(sys.argv[4]).read()
+assert "precision=\"fp8\"" in txt or "precision=fp8" in txt, txt
+print(f"fp8: {by1['fp8']['energy_joules']:.1f} J over {by1['fp8']['generated_tokens']:.0f} "
+      f"tokens of {len(vl)} models, {by1['fp8']['joules_per_generated_token']:.4f} J/token")
+PY
+)
+check "--by tag: $msg" bash -c '[[ $1 == fp8:* ]]' _ "$msg"
 
 # idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
 # nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
