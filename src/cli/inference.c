@@ -42,6 +42,7 @@
 
 #include "audit/carbon.h"
 #include "audit/inference_kpi.h"
+#include "audit/report.h"
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "store/query.h"
@@ -498,6 +499,8 @@ static void tag_key(const struct row *r, const char *by, char *out, size_t n)
 {
     char v[256];
     out[0] = '\0';
+    if (strcmp(by, "all") == 0) /* one group of every row (--compare's sides) */
+        return;
     if (strcmp(by, "tag") == 0) {
         snprintf(out, n, "%s", r->tags);
         return;
@@ -528,7 +531,8 @@ static struct row *group_of_tags(struct rows *out, const char *tags)
  */
 static int group(const struct rows *in, const char *by, struct rows *out)
 {
-    bool by_model = strcmp(by, "model") == 0, by_tag = strncmp(by, "tag", 3) == 0;
+    bool by_model = strcmp(by, "model") == 0;
+    bool by_tag = strncmp(by, "tag", 3) == 0 || strcmp(by, "all") == 0;
     for (size_t i = 0; i < in->n; i++) {
         const struct row *r = &in->r[i];
         if (!r->has_data)
@@ -752,10 +756,286 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
                fig(k->lat_s[l][2], "%.4g", c, sizeof c));
 }
 
+/* The rows of every target and model over [from, to], their energy and emissions attributed. */
+static int gather(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t from, int64_t to,
+                  struct rows *rs, struct wt_err *err)
+{
+    static const char *const families[] = {
+        "wattage_inference_tokens_total", "wattage_inference_requests_total",
+        "wattage_inference_latency_seconds_bucket", "wattage_inference_latency_seconds_sum"};
+    int rc = 0;
+    for (size_t f = 0; f < sizeof families / sizeof families[0] && rc == 0; f++)
+        rc = read_family(st, families[f], from, to, rs, err);
+    if (rc == 0)
+        rc = read_info(st, from, to, rs, err);
+    if (rc == 0)
+        rc = attribute_energy(st, cf, rs, err);
+    return rc;
+}
+
+/*
+ * One side of --compare: SELECTOR, FROM..TO or SELECTOR@FROM..TO, where SELECTOR is
+ * model=NAME, target=NAME or TAG=VALUE (a target tag); no selector: every row; no window: the
+ * --from/--to one.
+ */
+struct side {
+    const char *text;
+    char key[64], value[256]; /* key "" : every row */
+    int64_t a, b;
+};
+
+static int parse_side(const char *s, int64_t now, int64_t from, int64_t to, struct side *sd)
+{
+    char sel[384] = "";
+    const char *win = NULL, *at = strchr(s, '@');
+    memset(sd, 0, sizeof *sd);
+    sd->text = s;
+    sd->a = from;
+    sd->b = to;
+    if (at) {
+        snprintf(sel, sizeof sel, "%.*s", (int)(at - s), s);
+        win = at + 1;
+    } else if (strstr(s, "..") && !strchr(s, '=')) {
+        win = s;
+    } else {
+        snprintf(sel, sizeof sel, "%s", s);
+    }
+    if (sel[0]) {
+        const char *eq = strchr(sel, '=');
+        if (!eq || eq == sel || !eq[1] || (size_t)(eq - sel) >= sizeof sd->key) {
+            fprintf(stderr,
+                    "wattage inference: --compare: '%s': expected model=NAME, target=NAME, "
+                    "TAG=VALUE or FROM..TO, each optionally SELECTOR@FROM..TO\n",
+                    s);
+            return 2;
+        }
+        snprintf(sd->key, sizeof sd->key, "%.*s", (int)(eq - sel), sel);
+        snprintf(sd->value, sizeof sd->value, "%s", eq + 1);
+    }
+    if (win) {
+        const char *dots = strstr(win, "..");
+        char left[128];
+        int rc;
+        if (!dots || (size_t)(dots - win) >= sizeof left) {
+            fprintf(stderr, "wattage inference: --compare: '%s': expected FROM..TO after @\n", s);
+            return 2;
+        }
+        snprintf(left, sizeof left, "%.*s", (int)(dots - win), win);
+        if ((rc = wt_cli_parse_time("inference", "--compare", left, now, &sd->a)) ||
+            (rc = wt_cli_parse_time("inference", "--compare", dots + 2, now, &sd->b)))
+            return rc;
+        if (sd->b <= sd->a) {
+            fprintf(stderr, "wattage inference: --compare: the window of '%s' is empty\n", s);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static bool side_matches(const struct row *r, const struct side *sd)
+{
+    char v[256];
+    if (!sd->key[0])
+        return true;
+    if (strcmp(sd->key, "model") == 0)
+        return strcmp(r->model, sd->value) == 0;
+    if (strcmp(sd->key, "target") == 0)
+        return strcmp(r->target, sd->value) == 0;
+    return wt_labels_get(r->tags, sd->key, v, sizeof v) == 0 && strcmp(v, sd->value) == 0;
+}
+
+/* The rows of a side over [a, b] added up into *out (has_data false when none matched). */
+static int side_row(struct wt_store *st, const struct wt_carbon_conf *cf, const struct side *sd,
+                    int64_t a, int64_t b, struct row *out, struct wt_err *err)
+{
+    struct rows rs = {0}, sel = {0}, g = {0};
+    int rc = gather(st, cf, a, b, &rs, err);
+    memset(out, 0, sizeof *out);
+    out->share = out->pue = NAN;
+    wt_ikpi_sums_init(&out->s);
+    for (size_t i = 0; rc == 0 && i < rs.n; i++) {
+        if (!rs.r[i].has_data || !side_matches(&rs.r[i], sd))
+            continue;
+        struct row *r = row_of(&sel, rs.r[i].target, rs.r[i].model);
+        if (!r) {
+            rc = -ENOMEM;
+            break;
+        }
+        *r = rs.r[i];
+    }
+    if (rc == 0 && sel.n && (rc = group(&sel, "all", &g)) == 0 && g.n)
+        *out = g.r[0];
+    free(rs.r);
+    free(sel.r);
+    free(g.r);
+    return rc;
+}
+
+/* The figures --compare sets side by side: per unit of work, so windows of any length compare. */
+#define NFIG 9
+static const struct {
+    const char *key, *unit;
+} figs[NFIG] = {
+    {"joules_per_generated_token", "J"},
+    {"generated_tokens_per_kwh", "tokens/kWh"},
+    {"joules_per_computed_prompt_token", "J"},
+    {"joules_per_request", "J"},
+    {"e2e_latency_p99_seconds", "s"},
+    {"ttft_latency_p99_seconds", "s"},
+    {"itl_latency_p99_seconds", "s"},
+    {"gco2e_per_1k_generated_tokens", "gCO2e"},
+    {"idle_energy_share", "1"},
+};
+
+static double fig_of(const struct row *r, size_t i)
+{
+    struct wt_ikpi k;
+    if (!r->has_data)
+        return NAN;
+    wt_ikpi_compute(&r->s, &k);
+    switch (i) {
+    case 0:
+        return k.joules_per_generated_token;
+    case 1:
+        return k.generated_tokens_per_kwh;
+    case 2:
+        return k.joules_per_computed_prompt_token;
+    case 3:
+        return k.joules_per_request;
+    case 4:
+        return k.lat_s[WT_IKPI_E2E][2];
+    case 5:
+        return k.lat_s[WT_IKPI_TTFT][2];
+    case 6:
+        return k.lat_s[WT_IKPI_ITL][2];
+    case 7:
+        return k.gco2e_per_1k_generated_tokens;
+    default:
+        return r->s.energy_j > 0 ? r->s.idle_j / r->s.energy_j : NAN;
+    }
+}
+
+/*
+ * `--compare A B`: each side's figures over its window, and the noise of their difference as
+ * `report --compare` takes it (audit/report.h): each window cut into WT_REPORT_PIECES equal
+ * pieces, each piece's figure from its own rows, noise = 2 sqrt(se_A^2 + se_B^2).
+ */
+static int run_compare(struct wt_store *st, const struct wt_carbon_conf *cf, const char *sa,
+                       const char *sb, int64_t now, int64_t from, int64_t to, bool json)
+{
+    struct side sd[2];
+    struct row whole[2];
+    double p[2][NFIG][WT_REPORT_PIECES];
+    struct wt_err err = {{0}};
+    int rc;
+    if ((rc = parse_side(sa, now, from, to, &sd[0])) ||
+        (rc = parse_side(sb, now, from, to, &sd[1])))
+        return rc;
+    for (int s = 0; s < 2; s++) {
+        if ((rc = side_row(st, cf, &sd[s], sd[s].a, sd[s].b, &whole[s], &err)) != 0) {
+            fprintf(stderr, "wattage inference: %s\n",
+                    err.msg[0] ? err.msg : "cannot read the store");
+            return 1;
+        }
+        if (!whole[s].has_data) {
+            fprintf(stderr,
+                    "wattage inference: --compare: no inference series match '%s' in its window "
+                    "(two scrapes of a target are needed)\n",
+                    sd[s].text);
+            return 1;
+        }
+        for (size_t k = 0; k < WT_REPORT_PIECES; k++) {
+            int64_t x = sd[s].a + (sd[s].b - sd[s].a) * (int64_t)k / WT_REPORT_PIECES;
+            int64_t y = sd[s].a + (sd[s].b - sd[s].a) * (int64_t)(k + 1) / WT_REPORT_PIECES;
+            struct row pr;
+            if ((rc = side_row(st, cf, &sd[s], x, y, &pr, &err)) != 0) {
+                fprintf(stderr, "wattage inference: %s\n",
+                        err.msg[0] ? err.msg : "cannot read the store");
+                return 1;
+            }
+            for (size_t i = 0; i < NFIG; i++)
+                p[s][i][k] = fig_of(&pr, i);
+        }
+    }
+    struct wt_report_cmp_row cr[NFIG];
+    for (size_t i = 0; i < NFIG; i++) {
+        memset(&cr[i], 0, sizeof cr[i]);
+        wt_report_cmp_judge(&cr[i], fig_of(&whole[0], i), fig_of(&whole[1], i), p[0][i],
+                            WT_REPORT_PIECES, p[1][i], WT_REPORT_PIECES);
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddNumberToObject(root, "pieces", WT_REPORT_PIECES);
+        cJSON_AddStringToObject(root, "noise_method",
+                                "2 sqrt(se_a^2 + se_b^2), se: the standard error of the figure "
+                                "over the window's equal pieces");
+        for (int s = 0; s < 2; s++) {
+            cJSON *arr = cJSON_CreateArray();
+            struct wt_ikpi k;
+            wt_ikpi_compute(&whole[s].s, &k);
+            json_row(arr, &whole[s], &k);
+            cJSON *o = cJSON_DetachItemFromArray(arr, 0);
+            cJSON_Delete(arr);
+            cJSON_AddStringToObject(o, "select", sd[s].text);
+            cJSON_AddItemToObject(root, s ? "b" : "a", o);
+        }
+        cJSON *fa = cJSON_AddArrayToObject(root, "figures");
+        for (size_t i = 0; i < NFIG; i++) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddStringToObject(o, "key", figs[i].key);
+            cJSON_AddStringToObject(o, "unit", figs[i].unit);
+            num(o, "a", cr[i].a);
+            num(o, "b", cr[i].b);
+            num(o, "difference", cr[i].have_a && cr[i].have_b ? cr[i].diff : NAN);
+            num(o, "noise", cr[i].noise);
+            if (cr[i].have_noise)
+                cJSON_AddBoolToObject(o, "exceeds_noise", cr[i].exceeds);
+            else
+                cJSON_AddNullToObject(o, "exceeds_noise");
+            for (int s = 0; s < 2; s++) {
+                cJSON *pa = cJSON_AddArrayToObject(o, s ? "pieces_b" : "pieces_a");
+                for (size_t k = 0; k < WT_REPORT_PIECES; k++) {
+                    double v = p[s][i][k];
+                    cJSON_AddItemToArray(pa, isnan(v) || isinf(v) ? cJSON_CreateNull()
+                                                                  : cJSON_CreateNumber(v));
+                }
+            }
+            cJSON_AddItemToArray(fa, o);
+        }
+        char *txt = cJSON_PrintUnformatted(root);
+        if (txt)
+            printf("%s\n", txt);
+        cJSON_free(txt);
+        cJSON_Delete(root);
+        return 0;
+    }
+    char a[48], b[48], c[48], d[48];
+    for (int s = 0; s < 2; s++) {
+        wt_time_format(sd[s].a, 0, a, sizeof a);
+        wt_time_format(sd[s].b, 0, b, sizeof b);
+        printf("%s  %s  from %s to %s\n", s ? "B" : "A", sd[s].text, a, b);
+    }
+    printf("\n%-34s %12s %12s %12s %12s  %s\n", "figure", "A", "B", "B - A", "noise", "");
+    for (size_t i = 0; i < NFIG; i++)
+        printf("%-34s %12s %12s %12s %12s  %s\n", figs[i].key, fig(cr[i].a, "%.5g", a, sizeof a),
+               fig(cr[i].b, "%.5g", b, sizeof b),
+               fig(cr[i].have_a && cr[i].have_b ? cr[i].diff : NAN, "%.4g", c, sizeof c),
+               fig(cr[i].noise, "%.3g", d, sizeof d),
+               !cr[i].have_noise ? "noise unknown"
+               : cr[i].exceeds   ? "exceeds the noise"
+                                 : "within the noise");
+    printf("\nnoise = 2 sqrt(se_A^2 + se_B^2), se from %d equal pieces of each window\n",
+           WT_REPORT_PIECES);
+    return 0;
+}
+
 static const struct wt_cli_opt inference_opts[] = {
     {"by", 'b', "model|target|tag|tag:KEY",
      "one row per model (over every target), per target (its models together), per set of "
      "target tags, or per value of one tag; default one per target and model"},
+    {"compare", 'C', NULL,
+     "A/B of two operands, each model=NAME, target=NAME, TAG=VALUE or FROM..TO (or "
+     "SELECTOR@FROM..TO): per-unit figures side by side with the noise of their difference"},
     {"json", WT_OPT_JSON, NULL, "JSON instead of text"},
     {NULL}};
 
@@ -771,6 +1051,7 @@ const struct wt_cli_form wt_cli_form_inference = {
 int wt_cmd_inference(int argc, char **argv)
 {
     const char *by = NULL;
+    bool compare = false;
     struct wt_cli_common co = {.from = "-1h", .to = "now"};
     int c, rc;
     struct wt_store *st = NULL;
@@ -785,13 +1066,25 @@ int wt_cmd_inference(int argc, char **argv)
         case 'b':
             by = optarg;
             break;
+        case 'C':
+            compare = true;
+            break;
         case WT_CLI_HELP:
             return 0;
         default:
             return 2;
         }
     }
-    if (wt_cli_no_operands(&wt_cli_form_inference, argc, argv))
+    if (compare && argc - optind != 2) {
+        fprintf(stderr, "wattage inference: --compare needs two operands, A and B (e.g. "
+                        "model=X model=Y, precision=fp8 precision=bf16, or two FROM..TO)\n");
+        return 2;
+    }
+    if (compare && by) {
+        fprintf(stderr, "wattage inference: --compare and --by do not go together\n");
+        return 2;
+    }
+    if (!compare && wt_cli_no_operands(&wt_cli_form_inference, argc, argv))
         return 2;
     if (by && strcmp(by, "model") != 0 && strcmp(by, "target") != 0 && strcmp(by, "tag") != 0 &&
         !(strncmp(by, "tag:", 4) == 0 && by[4])) {
@@ -815,16 +1108,12 @@ int wt_cmd_inference(int argc, char **argv)
         goto fail;
     }
 
-    static const char *const families[] = {
-        "wattage_inference_tokens_total", "wattage_inference_requests_total",
-        "wattage_inference_latency_seconds_bucket", "wattage_inference_latency_seconds_sum"};
-    rc = 0;
-    for (size_t f = 0; f < sizeof families / sizeof families[0] && rc == 0; f++)
-        rc = read_family(st, families[f], from, to, &rs, &err);
-    if (rc == 0)
-        rc = read_info(st, from, to, &rs, &err);
-    if (rc == 0)
-        rc = attribute_energy(st, &cf, &rs, &err);
+    if (compare) {
+        rc = run_compare(st, &cf, argv[optind], argv[optind + 1], wt_now_real_ns(), from, to,
+                         co.json);
+        goto fail;
+    }
+    rc = gather(st, &cf, from, to, &rs, &err);
     if (rc != 0) {
         fprintf(stderr, "wattage inference: %s\n", err.msg[0] ? err.msg : "cannot read the store");
         goto fail;

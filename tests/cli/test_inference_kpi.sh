@@ -394,6 +394,61 @@ PY
 )
 check "--by tag: $msg" bash -c '[[ $1 == fp8:* ]]' _ "$msg"
 
+# A/B: two targets over window A, and one window against a model in another window; the noise
+# of each difference as report --compare takes it, from each window's 6 equal pieces
+"$BIN" inference --db "$TMP/w.db" --from "$fromA" --to "$toA" --compare target=vllm target=quiet \
+    --json >"$TMP/ab.json" 2>"$TMP/ab.err"
+check "--compare two targets exits 0 ($(cat "$TMP/ab.err"))" test $? -eq 0
+read -r p0 p1 < <($PY -c "
+from decimal import Decimal as D
+a, b = int(D('$fromA') * 10**9), int(D('$toA') * 10**9)
+print(f'{D(a + (b - a) * 1 // 6) / 10**9}', f'{D(a + (b - a) * 2 // 6) / 10**9}')")
+"$BIN" inference --db "$TMP/w.db" --from "$p0" --to "$p1" --json >"$TMP/piece.json"
+"$BIN" inference --db "$TMP/w.db" --compare "$fromA..$toA" "model=Qwen/Qwen2.5-7B@$fromC..now" \
+    --json >"$TMP/ab2.json" 2>"$TMP/ab2.err"
+check "--compare two windows exits 0 ($(cat "$TMP/ab2.err"))" test $? -eq 0
+msg=$($PY - "$TMP/ab.json" "$TMP/a.json" "$TMP/piece.json" "$TMP/ab2.json" "$TMP/c.json" <<'PY' 2>&1
+import json, math, statistics, sys
+ab, a, piece, ab2, c = (json.load(open(f)) for f in sys.argv[1:6])
+rows = {r["target"]: r for r in a["rows"]}
+f = {x["key"]: x for x in ab["figures"]}
+assert ab["a"]["select"] == "target=vllm" and ab["pieces"] == 6, ab["a"]
+for side, t in (("a", "vllm"), ("b", "quiet")):
+    assert ab[side]["energy_joules"] == rows[t]["energy_joules"], (ab[side], rows[t])
+tpk = f["generated_tokens_per_kwh"]
+assert tpk["a"] == rows["vllm"]["generated_tokens_per_kwh"], tpk
+assert tpk["b"] == rows["quiet"]["generated_tokens_per_kwh"], tpk
+assert tpk["difference"] == tpk["b"] - tpk["a"], tpk
+def se(p):
+    p = [x for x in p if x is not None]
+    return statistics.stdev(p) / math.sqrt(len(p))
+noise = 2 * math.sqrt(se(tpk["pieces_a"]) ** 2 + se(tpk["pieces_b"]) ** 2)
+assert abs(tpk["noise"] - noise) < 1e-9 * noise, (tpk["noise"], noise)
+assert tpk["exceeds_noise"] is True, tpk
+# the second piece of A is `wattage inference` over that piece
+pv = next(r for r in piece["rows"] if r["target"] == "vllm")
+assert abs(f["joules_per_generated_token"]["pieces_a"][1] - pv["joules_per_generated_token"]) < 1e-9, (
+    f["joules_per_generated_token"]["pieces_a"], pv["joules_per_generated_token"])
+# windows: A is every row of window A added up, B the second model alone in window C
+g = {x["key"]: x for x in ab2["figures"]}["joules_per_generated_token"]
+e = sum(r["energy_joules"] for r in a["rows"]); n = sum(r["generated_tokens"] for r in a["rows"])
+assert abs(g["a"] - e / n) < 1e-9 * e / n, (g["a"], e / n)
+q = next(r for r in c["rows"] if r["model"] == "Qwen/Qwen2.5-7B")
+assert abs(g["b"] - q["joules_per_generated_token"]) < 1e-9, (g["b"], q)
+print(f"tokens/kWh {tpk['a']:.0f} vs {tpk['b']:.0f}, noise {tpk['noise']:.0f}: exceeds; "
+      f"J/token {g['a']:.4f} (A) vs {g['b']:.4f} (Qwen, C), noise {g['noise']}")
+PY
+)
+check "--compare: $msg" bash -c '[[ $1 == "tokens/kWh"* ]]' _ "$msg"
+"$BIN" inference --db "$TMP/w.db" --compare model=x >/dev/null 2>"$TMP/e3"
+check "--compare with one operand: exit 2" test $? -eq 2
+"$BIN" inference --db "$TMP/w.db" --compare nothing target=vllm >/dev/null 2>"$TMP/e4"
+check "--compare 'nothing': exit 2, said ($(cat "$TMP/e4"))" grep -q "'nothing': expected" "$TMP/e4"
+"$BIN" inference --db "$TMP/w.db" --compare precision=bf16 precision=fp8 >/dev/null 2>"$TMP/e5"
+rc=$?
+check "--compare a side with no rows: exit 1, said ($(cat "$TMP/e5"))" bash -c \
+    '[[ $1 == 1 ]] && grep -q "no inference series match .precision=bf16." "$2"' _ $rc "$TMP/e5"
+
 # idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
 # nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to now --by target --json >"$TMP/q.json"
