@@ -283,4 +283,11 @@ struct cJSON *wt_cli_final_job(struct wt_cli_api *api, const char *id, struct cJ
  */
 void wt_cli_print_ended(FILE *out, struct cJSON *job, bool json, bool final);
 
+/*
+ * `wattage status`: one line per inference target over the last window_s seconds, from the
+ * store at cfg's store.path (cli/inference.c); prints nothing when there is no store or no
+ * target with two scrapes in the window.
+ */
+void wt_cli_inference_status(const struct wt_config *cfg, double window_s, FILE *out);
+
 #endif

@@ -1029,6 +1029,45 @@ static int run_compare(struct wt_store *st, const struct wt_carbon_conf *cf, con
     return 0;
 }
 
+void wt_cli_inference_status(const struct wt_config *cfg, double window_s, FILE *out)
+{
+    struct wt_store_opts so = {.create = false};
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_carbon_conf cf;
+    struct rows rs = {0}, g = {0};
+    int64_t now = wt_now_real_ns();
+    if (!cfg->store.path[0] || access(cfg->store.path, R_OK) != 0 ||
+        wt_carbon_conf_from(cfg, &cf, &err) != 0 ||
+        wt_store_open(cfg->store.path, &so, &st, &err) != 0)
+        return;
+    if (gather(st, &cf, now - (int64_t)(window_s * 1e9), now, &rs, &err) == 0 &&
+        group(&rs, "target", &g) == 0 && g.n) {
+        fprintf(out, "\nserving, last %.0f s (from %s):\n", window_s, cfg->store.path);
+        for (size_t i = 0; i < g.n; i++) {
+            const struct row *r = &g.r[i];
+            struct wt_ikpi k;
+            char a[48], b[48], c[48], d[48], e[48];
+            if (!r->has_data)
+                continue;
+            wt_ikpi_compute(&r->s, &k);
+            fprintf(out,
+                    "%s (%s, GPUs %s): %s J \u00b1 %s per generated token, %s tokens/kWh, e2e p99 "
+                    "%s s, idle %s %% of the energy\n",
+                    r->target, r->engine[0] ? r->engine : "?", r->gpus[0] ? r->gpus : "?",
+                    fig(k.joules_per_generated_token, "%.4f", a, sizeof a),
+                    fig(k.joules_per_generated_token_u, "%.2g", b, sizeof b),
+                    fig(k.generated_tokens_per_kwh, "%.0f", c, sizeof c),
+                    fig(k.lat_s[WT_IKPI_E2E][2], "%.4g", d, sizeof d),
+                    fig(r->s.energy_j > 0 ? 100 * r->s.idle_j / r->s.energy_j : NAN, "%.1f", e,
+                        sizeof e));
+        }
+    }
+    free(rs.r);
+    free(g.r);
+    wt_store_close(st);
+}
+
 static const struct wt_cli_opt inference_opts[] = {
     {"by", 'b', "model|target|tag|tag:KEY",
      "one row per model (over every target), per target (its models together), per set of "

@@ -449,6 +449,29 @@ rc=$?
 check "--compare a side with no rows: exit 1, said ($(cat "$TMP/e5"))" bash -c \
     '[[ $1 == 1 ]] && grep -q "no inference series match .precision=bf16." "$2"' _ $rc "$TMP/e5"
 
+# `wattage status`: one line per target over the last 5 minutes, the figures of
+# `wattage inference --by target` over the same stretch (nothing was stored since)
+printf 'store:\n  path: %s\n' "$TMP/w.db" >"$TMP/status.yaml"
+"$BIN" status -c "$TMP/status.yaml" >"$TMP/status.txt" 2>&1
+"$BIN" inference --db "$TMP/w.db" --from -5m --by target --json >"$TMP/st.json"
+msg=$($PY - "$TMP/status.txt" "$TMP/st.json" <<'PY' 2>&1
+import json, re, sys
+txt = open(sys.argv[1]).read()
+rows = {r["target"]: r for r in json.load(open(sys.argv[2]))["rows"]}
+assert "serving, last 300 s" in txt, txt
+for t in ("vllm", "quiet"):
+    m = re.search(rf"^{t} \(vllm, GPUs ([0-9,]+)\): (\S+) J ± \S+ per generated token, (\S+) "
+                  rf"tokens/kWh, e2e p99 (\S+) s", txt, re.M)
+    assert m, (t, txt)
+    r = rows[t]
+    assert m.group(1) == r["gpus"], (m.group(1), r["gpus"])
+    assert m.group(2) == f"{r['joules_per_generated_token']:.4f}", (m.group(2), r)
+    assert m.group(3) == f"{r['generated_tokens_per_kwh']:.0f}", (m.group(3), r)
+print(f"vllm {rows['vllm']['joules_per_generated_token']:.4f} J/token in both")
+PY
+)
+check "status says each target: $msg" bash -c '[[ $1 == vllm*"in both" ]]' _ "$msg"
+
 # idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
 # nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
 "$BIN" inference --db "$TMP/w.db" --from "$fromA" --to now --by target --json >"$TMP/q.json"
