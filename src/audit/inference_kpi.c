@@ -70,6 +70,7 @@ void wt_ikpi_sums_init(struct wt_ikpi_sums *s)
     s->generated = s->prompt = s->prompt_cached = s->prompt_computed = NAN;
     s->requests = NAN;
     s->gco2e = NAN;
+    s->node_j = NAN;
     for (int k = 0; k < WT_IKPI_NLAT; k++)
         s->lat_sum_s[k] = NAN;
 }
@@ -93,6 +94,7 @@ int wt_ikpi_sums_add(struct wt_ikpi_sums *a, const struct wt_ikpi_sums *b)
     add1(&a->prompt_computed, b->prompt_computed);
     add1(&a->requests, b->requests);
     add1(&a->gco2e, b->gco2e);
+    add1(&a->node_j, b->node_j);
     for (int k = 0; k < WT_IKPI_NLAT; k++)
         add1(&a->lat_sum_s[k], b->lat_sum_s[k]);
     for (int k = 0; k < WT_IKPI_NLAT; k++)
@@ -128,6 +130,8 @@ void wt_ikpi_compute(const struct wt_ikpi_sums *s, struct wt_ikpi *out)
     out->prompt_tokens_per_kwh = ratio(s->prompt, s->energy_j / 3.6e6);
     out->computed_prompt_tokens_per_kwh = ratio(computed, s->energy_j / 3.6e6);
     out->gco2e_per_1k_generated_tokens = ratio(1000 * s->gco2e, s->generated);
+    out->node_joules_per_generated_token = ratio(s->node_j, s->generated);
+    out->node_generated_tokens_per_kwh = ratio(s->generated, s->node_j / 3.6e6);
 
     /* no computed count (TGI, Triton): every prompt token is taken as computed */
     double comp = isnan(computed) ? s->prompt : computed;

@@ -56,7 +56,8 @@ struct wt_ikpi_sums {
     double requests;                                          /* finished requests */
     struct wt_ikpi_hist lat[WT_IKPI_NLAT];
     double lat_sum_s[WT_IKPI_NLAT]; /* the increase of each histogram's _sum */
-    double gco2e; /* the energy's time-matched emissions (audit/carbon.h), PUE included */
+    double gco2e;  /* the energy's time-matched emissions (audit/carbon.h), PUE included */
+    double node_j; /* the energy at the node's boundary: energy_j x the node's wall / chips */
 };
 
 /* Sets every figure of s to NaN (energy and idle included) and empties its histograms. */
@@ -80,6 +81,7 @@ struct wt_ikpi {
     double prefill_joules_per_computed_prompt_token, prefill_joules_per_computed_prompt_token_u;
     double decode_joules_per_generated_token, decode_joules_per_generated_token_u;
     double gco2e_per_1k_generated_tokens;
+    double node_joules_per_generated_token, node_generated_tokens_per_kwh;
 };
 extern const double wt_ikpi_quantiles[3]; /* 0.50, 0.95, 0.99 */
 

@@ -289,5 +289,12 @@ void wt_cli_print_ended(FILE *out, struct cJSON *job, bool json, bool final);
  * target with two scrapes in the window.
  */
 void wt_cli_inference_status(const struct wt_config *cfg, double window_s, FILE *out);
+/*
+ * The rows of `wattage inference --json` over [from, to] in st (cfg gives carbon and the node's
+ * wall), as a cJSON array for the report's Serving section; NULL when there is none or on error.
+ */
+struct wt_store;
+struct cJSON *wt_cli_inference_rows_json(struct wt_store *st, const struct wt_config *cfg,
+                                         int64_t from, int64_t to);
 
 #endif

@@ -24,7 +24,15 @@
  *    "computed_prompt_tokens_per_kwh", "prefill_energy_share_{time,tokens,estimated,bound}",
  *    "{prefill,decode}_energy_joules_estimated", "{prefill,decode}_energy_bound_joules",
  *    "prefill_joules_per_computed_prompt_token_{estimated,bound}",
- *    "decode_joules_per_generated_token_{estimated,bound}"}]}
+ *    "decode_joules_per_generated_token_{estimated,bound}", "gco2e",
+ *    "gco2e_per_1k_generated_tokens", "carbon_pue", "node_boundary_energy_joules",
+ *    "node_joules_per_generated_token", "node_generated_tokens_per_kwh",
+ *    "node_wall_energy_joules", "node_chips_energy_joules", "node_wall_from"}]}
+ *
+ * The node's boundary: where this node's wall is metered (topology.meters: pdu_outlet, else
+ * bmc; audit/reconcile.h) and the wall and its chips both cover the target's span, the GPUs'
+ * energy times wall / chips, i.e. the node's overhead (fans, PSU losses) shared in proportion to
+ * chip energy.
  * Missing figures are null. No inference series in the window: exit 1.
  *
  * Idle energy: the GPUs' energy over the stretches between two consecutive scrapes of the
@@ -42,7 +50,10 @@
 
 #include "audit/carbon.h"
 #include "audit/inference_kpi.h"
+#include "audit/meters.h"
+#include "audit/reconcile.h"
 #include "audit/report.h"
+#include "audit/topology.h"
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "store/query.h"
@@ -65,7 +76,9 @@ struct row {
     const char *method;
     double pue; /* of its emissions (NaN: no carbon figure) */
     bool pue_measured;
-    const char *intensity; /* measured, forecast, ... (wt_carbon_result_json's words) */
+    const char *intensity;  /* measured, forecast, ... (wt_carbon_result_json's words) */
+    double wall_j, chips_j; /* the whole node's over the target's span (NaN: no wall known) */
+    const char *wall_from;  /* "pdu_outlet" or "bmc" */
     struct wt_ikpi_sums s;
 };
 
@@ -93,6 +106,7 @@ static struct row *row_of(struct rows *rs, const char *target, const char *model
     snprintf(r->model, sizeof r->model, "%s", model);
     r->share = NAN;
     r->pue = NAN;
+    r->wall_j = r->chips_j = NAN;
     wt_ikpi_sums_init(&r->s);
     return r;
 }
@@ -426,11 +440,50 @@ static int target_carbon(struct wt_store *st, const struct wt_carbon_conf *cf, c
 }
 
 /*
+ * This node's wall (audit/reconcile.h: its pdu_outlet meters, else its bmc) and its chips (GPUs,
+ * CPU packages, DRAM) over [a, b]. *wall_j NaN when the node has no wall meter, the wall and the
+ * chips do not both cover the window (wt_recon_complete), or the chips exceed the wall.
+ */
+static int node_wall(struct wt_store *st, const struct wt_config *cfg, int64_t a, int64_t b,
+                     double *wall_j, double *chips_j, const char **from, struct wt_err *err)
+{
+    struct wt_topology *t = NULL;
+    struct wt_meter_set *ms = NULL;
+    struct wt_recon_node *rn = NULL;
+    size_t n = 0;
+    *wall_j = *chips_j = NAN;
+    *from = NULL;
+    if (!cfg)
+        return 0;
+    int rc = wt_topology_load(cfg, &t, err);
+    if (rc != 0)
+        return rc;
+    if ((rc = wt_meters_open(st, t, &ms, err)) == 0 &&
+        (rc = wt_recon_compute(ms, t, a, b, &rn, &n)) == 0) {
+        for (size_t i = 0; i < n; i++) {
+            /* chips above the wall: sensors or mapping wrong (the reconciliation says so) */
+            if (strcmp(rn[i].node, t->node) != 0 || !wt_recon_complete(&rn[i]) ||
+                !(rn[i].chips_j > 0) || rn[i].wall_j < rn[i].chips_j)
+                continue;
+            *wall_j = rn[i].wall_j;
+            *chips_j = rn[i].chips_j;
+            *from = rn[i].wall_from;
+        }
+    }
+    if (rc != 0 && !err->msg[0])
+        snprintf(err->msg, sizeof err->msg, "cannot read the node's wall meters");
+    free(rn);
+    wt_meters_close(ms);
+    free(t);
+    return rc;
+}
+
+/*
  * Per target: the energy over its span, shared by generated tokens between its models, and its
  * emissions (cf NULL: none) shared the same way.
  */
-static int attribute_energy(struct wt_store *st, const struct wt_carbon_conf *cf, struct rows *rs,
-                            struct wt_err *err)
+static int attribute_energy(struct wt_store *st, const struct wt_config *cfg,
+                            const struct wt_carbon_conf *cf, struct rows *rs, struct wt_err *err)
 {
     for (size_t i = 0; i < rs->n; i++) {
         struct row *r = &rs->r[i];
@@ -468,6 +521,10 @@ static int attribute_energy(struct wt_store *st, const struct wt_carbon_conf *cf
         memset(&cr, 0, sizeof cr);
         if ((rc = target_carbon(st, cf, r->gpus, a, b, &cr, &g, err)) != 0)
             return rc;
+        double wall_j, chips_j;
+        const char *wall_from;
+        if ((rc = node_wall(st, cfg, a, b, &wall_j, &chips_j, &wall_from, err)) != 0)
+            return rc;
         for (size_t k = i; k < rs->n; k++) {
             struct row *o = &rs->r[k];
             if (!o->has_data || strcmp(o->target, r->target) != 0)
@@ -483,6 +540,11 @@ static int attribute_energy(struct wt_store *st, const struct wt_carbon_conf *cf
             o->pue = isnan(g) ? NAN : cr.pue;
             o->pue_measured = cr.pue_measured;
             o->intensity = isnan(g) ? NULL : intensity_source(&cr);
+            /* the node's overhead (fans, PSU losses, ...) shared in proportion to chip energy */
+            o->s.node_j = j * o->share * wall_j / chips_j;
+            o->wall_j = wall_j;
+            o->chips_j = chips_j;
+            o->wall_from = wall_from;
             o->method = method;
             o->a = a;
             o->b = b;
@@ -669,6 +731,15 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
         cJSON_AddStringToObject(o, "carbon_pue_source", r->pue_measured ? "measured" : "assumed");
     if (r->intensity)
         cJSON_AddStringToObject(o, "carbon_intensity_source", r->intensity);
+    num(o, "node_boundary_energy_joules", r->s.node_j);
+    num(o, "node_joules_per_generated_token", k->node_joules_per_generated_token);
+    num(o, "node_generated_tokens_per_kwh", k->node_generated_tokens_per_kwh);
+    if (r->target[0] && r->model[0]) {
+        num(o, "node_wall_energy_joules", r->wall_j);
+        num(o, "node_chips_energy_joules", r->chips_j);
+        if (r->wall_from)
+            cJSON_AddStringToObject(o, "node_wall_from", r->wall_from);
+    }
     cJSON_AddItemToArray(arr, o);
 }
 
@@ -743,6 +814,12 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
                fig(k->decode_joules_per_generated_token, "%.4f", c, sizeof c),
                fig(k->decode_joules_per_generated_token_u, "%.2g", d, sizeof d));
     }
+    if (!isnan(r->s.node_j))
+        printf("  node         %s J at the node's boundary (%s J per generated token): the GPUs' "
+               "energy times the node's wall over its chips%s%s\n",
+               fig(r->s.node_j, "%.1f", a, sizeof a),
+               fig(k->node_joules_per_generated_token, "%.4f", b, sizeof b),
+               r->wall_from ? ", wall from " : "", r->wall_from ? r->wall_from : "");
     if (!isnan(r->s.gco2e))
         printf("  carbon       %s gCO2e, %s g per 1k generated tokens (time-matched, PUE %s %s, "
                "intensity %s)\n",
@@ -769,7 +846,7 @@ static int gather(struct wt_store *st, const struct wt_carbon_conf *cf, int64_t 
     if (rc == 0)
         rc = read_info(st, from, to, rs, err);
     if (rc == 0)
-        rc = attribute_energy(st, cf, rs, err);
+        rc = attribute_energy(st, cf->cfg, cf, rs, err);
     return rc;
 }
 
@@ -1027,6 +1104,28 @@ static int run_compare(struct wt_store *st, const struct wt_carbon_conf *cf, con
     printf("\nnoise = 2 sqrt(se_A^2 + se_B^2), se from %d equal pieces of each window\n",
            WT_REPORT_PIECES);
     return 0;
+}
+
+cJSON *wt_cli_inference_rows_json(struct wt_store *st, const struct wt_config *cfg, int64_t from,
+                                  int64_t to)
+{
+    struct wt_err err = {{0}};
+    struct wt_carbon_conf cf;
+    struct rows rs = {0};
+    cJSON *arr = NULL;
+    if (wt_carbon_conf_from(cfg, &cf, &err) == 0 && gather(st, &cf, from, to, &rs, &err) == 0) {
+        for (size_t i = 0; i < rs.n; i++) {
+            struct wt_ikpi k;
+            if (!rs.r[i].has_data)
+                continue;
+            if (!arr && !(arr = cJSON_CreateArray()))
+                break;
+            wt_ikpi_compute(&rs.r[i].s, &k);
+            json_row(arr, &rs.r[i], &k);
+        }
+    }
+    free(rs.r);
+    return arr;
 }
 
 void wt_cli_inference_status(const struct wt_config *cfg, double window_s, FILE *out)

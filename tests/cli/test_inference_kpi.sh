@@ -27,6 +27,25 @@ wait_for 10 test -s "$TMP/vllm.port" || { not_ok "the vLLM peer started"; finish
 wait_for 10 test -s "$TMP/quiet.port" || { not_ok "the quiet peer started"; finish; }
 printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: vllm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n      tags:\n        precision: fp8\n    - name: quiet\n      url: http://127.0.0.1:%s/metrics\n      gpus: [2]\n' \
     "$(cat "$TMP/vllm.port")" "$(cat "$TMP/quiet.port")" >"$TMP/w.yaml"
+# the node's wall: a Modbus PDU outlet at a steady 2000 W (tests/peers/modbus_meter)
+MODBUS_PEER=$(dirname "$BIN")/tests/peers/modbus_meter
+printf 'input 0 float32 big 2000\n' >"$TMP/regs"
+bg "$MODBUS_PEER" "$TMP/pdu.port" "$TMP/regs"
+wait_for 10 test -s "$TMP/pdu.port" || { not_ok "the PDU peer started"; finish; }
+cat >>"$TMP/w.yaml" <<Y
+topology:
+  node: node-i
+  meters:
+    - {target: pdu, point: outlet, role: pdu_outlet, node: node-i}
+collectors:
+  modbus:
+    interval: 500ms
+    targets:
+      - name: pdu
+        address: 127.0.0.1:$(cat "$TMP/pdu.port")
+        registers:
+          - {name: outlet, address: 0, function: input, type: float32, unit: W, metric: power}
+Y
 
 # usage errors need no store
 "$BIN" inference --by gpu --db "$TMP/none.db" >/dev/null 2>"$TMP/e1"
@@ -190,6 +209,37 @@ print(f"{comp} of {t['prompt']} prompt tokens computed (truth), prefill {100 * f
 PY
 )
 check "prompt tokens and the estimated split: $msg" bash -c '[[ $1 == *"prompt tokens computed"* ]]' _ "$msg"
+
+# the node's boundary over window A (-c names the PDU outlet as the node's wall): the GPUs'
+# energy times wall / chips, the wall 2000 W and the chips the fake's exact energy of GPUs 0-2
+"$BIN" inference -c "$TMP/w.yaml" --db "$TMP/w.db" --from "$fromA" --to "$toA" --json \
+    >"$TMP/n.json" 2>"$TMP/n.err"
+msg=$($PY - "$TMP/n.json" "$TMP/a.json" "$EXACT" <<'PY' 2>&1
+import json, subprocess, sys
+d = json.load(open(sys.argv[1]))
+r = next(r for r in d["rows"] if r["target"] == "vllm")
+plain = next(r for r in json.load(open(sys.argv[2]))["rows"] if r["target"] == "vllm")
+assert plain["node_boundary_energy_joules"] is None, plain  # no -c: no wall known
+a, b = r["from_s"], r["to_s"]
+ex = lambda g: float(subprocess.check_output([sys.argv[3], g, repr(a), repr(b)]))
+chips = ex("0") + ex("1") + ex("2")
+wall = 2000 * (b - a)
+assert r["node_wall_from"] == "pdu_outlet", r
+assert abs(r["node_wall_energy_joules"] / wall - 1) < 0.005, (r["node_wall_energy_joules"], wall)
+assert abs(r["node_chips_energy_joules"] / chips - 1) < 0.005, (r["node_chips_energy_joules"], chips)
+want = (ex("0") + ex("1")) * wall / chips
+assert abs(r["node_boundary_energy_joules"] / want - 1) < 0.01, (r["node_boundary_energy_joules"], want)
+jpt = r["node_boundary_energy_joules"] / r["generated_tokens"]
+assert abs(r["node_joules_per_generated_token"] - jpt) < 1e-9 * jpt, r
+q = next(r for r in d["rows"] if r["target"] == "quiet")
+# the two targets' boundaries add up to the wall (their spans differ by a scrape's latency)
+tot = r["node_boundary_energy_joules"] + q["node_boundary_energy_joules"]
+assert abs(tot / r["node_wall_energy_joules"] - 1) < 0.005, (tot, r["node_wall_energy_joules"])
+print(f"{r['node_boundary_energy_joules']:.1f} J at the node's boundary (truth {want:.1f} J) for "
+      f"{r['energy_joules']:.1f} J of GPUs; {r['node_joules_per_generated_token']:.4f} J/token")
+PY
+)
+check "node boundary: $msg" bash -c '[[ $1 == *"node'"'"'s boundary"* ]]' _ "$msg"
 
 # gCO2e per 1k generated tokens over window A with the time-matched carbon: an intensity that
 # changes every 3 s, imported with `wattage import carbon`; the truth is the fake's exact energy
@@ -471,6 +521,31 @@ print(f"vllm {rows['vllm']['joules_per_generated_token']:.4f} J/token in both")
 PY
 )
 check "status says each target: $msg" bash -c '[[ $1 == vllm*"in both" ]]' _ "$msg"
+
+# the report's Serving section over window A: the rows of `wattage inference` in its JSON, a
+# table in its HTML and Markdown
+"$BIN" report --db "$TMP/w.db" --from "$fromA" --to "$toA" --format json -o "$TMP/r.json" 2>"$TMP/r.err"
+check "report -F json exits 0" test $? -eq 0
+"$BIN" report --db "$TMP/w.db" --from "$fromA" --to "$toA" -o "$TMP/r.html" 2>/dev/null
+"$BIN" report --db "$TMP/w.db" --from "$fromA" --to "$toA" --format md -o "$TMP/r.md" 2>/dev/null
+msg=$($PY - "$TMP/r.json" "$TMP/a.json" "$TMP/r.html" "$TMP/r.md" <<'PY' 2>&1
+import json, sys
+rep = json.load(open(sys.argv[1]))
+a = {r["target"]: r for r in json.load(open(sys.argv[2]))["rows"]}
+s = {r["target"]: r for r in rep["serving"]}
+assert set(s) == set(a), (list(s), list(a))
+for t in a:
+    for k in ("energy_joules", "generated_tokens", "joules_per_generated_token",
+              "e2e_latency_p99_seconds", "idle_energy_joules"):
+        assert s[t][k] == a[t][k], (t, k, s[t][k], a[t][k])
+html, md = open(sys.argv[3]).read(), open(sys.argv[4]).read()
+assert "<h2>Serving</h2><table id='serving'>" in html and "<td>vllm</td>" in html, "html"
+jpt = f"{a['vllm']['joules_per_generated_token']:.4f}"
+assert "## Serving" in md and f"| vllm | meta-llama/Llama-3.1-8B-Instruct |" in md and jpt in md, md
+print(f"{len(s)} rows, vllm {jpt} J/token in JSON, HTML and Markdown")
+PY
+)
+check "report's Serving section: $msg" bash -c '[[ $1 == *"in JSON, HTML and Markdown" ]]' _ "$msg"
 
 # idle energy of the quiet server: GPU 2 over the stretches between two scrapes that both say
 # nothing runs or waits, worked out here from the stored gauges and the fake's exact energy
