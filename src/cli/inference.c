@@ -1179,7 +1179,7 @@ static const struct wt_cli_opt inference_opts[] = {
 
 const struct wt_cli_form wt_cli_form_inference = {
     "inference",
-    "",
+    "[A B]",
     "serving KPIs of the inference targets over a window: tokens per kWh, joules per token and "
     "per request, latency p50/p95/p99",
     __FILE__,
