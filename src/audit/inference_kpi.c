@@ -69,6 +69,10 @@ void wt_ikpi_sums_init(struct wt_ikpi_sums *s)
     s->idle_j = s->idle_s = NAN;
     s->generated = s->prompt = s->prompt_cached = s->prompt_computed = NAN;
     s->requests = NAN;
+    s->gco2e = NAN;
+    s->node_j = NAN;
+    for (int k = 0; k < WT_IKPI_NLAT; k++)
+        s->lat_sum_s[k] = NAN;
 }
 
 static void add1(double *a, double b)
@@ -89,6 +93,10 @@ int wt_ikpi_sums_add(struct wt_ikpi_sums *a, const struct wt_ikpi_sums *b)
     add1(&a->prompt_cached, b->prompt_cached);
     add1(&a->prompt_computed, b->prompt_computed);
     add1(&a->requests, b->requests);
+    add1(&a->gco2e, b->gco2e);
+    add1(&a->node_j, b->node_j);
+    for (int k = 0; k < WT_IKPI_NLAT; k++)
+        add1(&a->lat_sum_s[k], b->lat_sum_s[k]);
     for (int k = 0; k < WT_IKPI_NLAT; k++)
         for (size_t i = 0; i < b->lat[k].n; i++)
             if (wt_ikpi_hist_add(&a->lat[k], b->lat[k].b[i].le, b->lat[k].b[i].count) != 0)
@@ -119,6 +127,46 @@ void wt_ikpi_compute(const struct wt_ikpi_sums *s, struct wt_ikpi *out)
     for (int k = 0; k < WT_IKPI_NLAT; k++)
         for (int i = 0; i < 3; i++)
             out->lat_s[k][i] = wt_ikpi_hist_quantile(&s->lat[k], wt_ikpi_quantiles[i]);
+    out->prompt_tokens_per_kwh = ratio(s->prompt, s->energy_j / 3.6e6);
+    out->computed_prompt_tokens_per_kwh = ratio(computed, s->energy_j / 3.6e6);
+    out->gco2e_per_1k_generated_tokens = ratio(1000 * s->gco2e, s->generated);
+    out->node_joules_per_generated_token = ratio(s->node_j, s->generated);
+    out->node_generated_tokens_per_kwh = ratio(s->generated, s->node_j / 3.6e6);
+
+    /* no computed count (TGI, Triton): every prompt token is taken as computed */
+    double comp = isnan(computed) ? s->prompt : computed;
+    double f, half;
+    wt_ikpi_prefill_share(s->lat_sum_s[WT_IKPI_TTFT], s->lat_sum_s[WT_IKPI_E2E], comp, s->generated,
+                          &out->prefill_share_time, &out->prefill_share_tokens, &f, &half);
+    out->prefill_share = f;
+    out->prefill_share_bound = half;
+    /* the split's bound and the energy's bar, each taken whole (they add, not in quadrature) */
+    double e = s->energy_j, u = isnan(s->energy_u_j) ? 0 : s->energy_u_j;
+    out->prefill_energy_j = e * f;
+    out->prefill_energy_bound_j = e * half + u * f;
+    out->decode_energy_j = e * (1 - f);
+    out->decode_energy_bound_j = e * half + u * (1 - f);
+    out->prefill_joules_per_computed_prompt_token = ratio(out->prefill_energy_j, comp);
+    out->prefill_joules_per_computed_prompt_token_u = ratio(out->prefill_energy_bound_j, comp);
+    out->decode_joules_per_generated_token = ratio(out->decode_energy_j, s->generated);
+    out->decode_joules_per_generated_token_u = ratio(out->decode_energy_bound_j, s->generated);
+}
+
+void wt_ikpi_prefill_share(double ttft_sum_s, double e2e_sum_s, double computed_prompt,
+                           double generated, double *time, double *tokens, double *est,
+                           double *bound)
+{
+    *time = ratio(ttft_sum_s, e2e_sum_s);
+    /* a ttft sum above the e2e sum only comes from requests cut by the window's edges */
+    if (!isnan(*time) && *time > 1)
+        *time = 1;
+    *tokens = ratio(computed_prompt, computed_prompt + generated);
+    if (isnan(*time) || isnan(*tokens)) {
+        *est = *bound = NAN;
+        return;
+    }
+    *est = (*time + *tokens) / 2;
+    *bound = fabs(*tokens - *time) / 2;
 }
 
 double wt_ikpi_share(double part_tokens, double all_tokens)

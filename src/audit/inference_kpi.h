@@ -6,9 +6,11 @@
  * histogram_quantile(q, increase(x_bucket[w])) gives them, and the ratios of the serving GPUs'
  * energy to tokens and requests. Pure functions: the store is read by src/cli/inference.c.
  *
- * The ratios are all-in: the energy of the window divided by the tokens of one kind. Prefill and
- * decode energy are not told apart, so joules_per_prompt_token and joules_per_generated_token
- * each carry the whole energy and do not add up.
+ * The ratios are all-in: the energy of the window divided by the tokens of one kind, so
+ * joules_per_prompt_token and joules_per_generated_token each carry the whole energy and do not
+ * add up. No engine says how its GPUs' energy divides between prefill and decode, so the split is
+ * estimated (wt_ikpi_prefill_share): between two shares that bracket it, with half their
+ * distance as its bound.
  */
 #ifndef WT_INFERENCE_KPI_H
 #define WT_INFERENCE_KPI_H
@@ -53,6 +55,9 @@ struct wt_ikpi_sums {
     double generated, prompt, prompt_cached, prompt_computed; /* tokens */
     double requests;                                          /* finished requests */
     struct wt_ikpi_hist lat[WT_IKPI_NLAT];
+    double lat_sum_s[WT_IKPI_NLAT]; /* the increase of each histogram's _sum */
+    double gco2e;  /* the energy's time-matched emissions (audit/carbon.h), PUE included */
+    double node_j; /* the energy at the node's boundary: energy_j x the node's wall / chips */
 };
 
 /* Sets every figure of s to NaN (energy and idle included) and empties its histograms. */
@@ -68,10 +73,38 @@ struct wt_ikpi {
     double joules_per_computed_prompt_token; /* prompt tokens not served from cache */
     double joules_per_request;
     double lat_s[WT_IKPI_NLAT][3]; /* p50, p95, p99 per latency kind */
+    double prompt_tokens_per_kwh, computed_prompt_tokens_per_kwh; /* all-in, as generated's */
+    /* the estimated split (wt_ikpi_prefill_share) and what follows from it */
+    double prefill_share, prefill_share_bound; /* of the energy */
+    double prefill_share_time, prefill_share_tokens;
+    double prefill_energy_j, prefill_energy_bound_j, decode_energy_j, decode_energy_bound_j;
+    double prefill_joules_per_computed_prompt_token, prefill_joules_per_computed_prompt_token_u;
+    double decode_joules_per_generated_token, decode_joules_per_generated_token_u;
+    double gco2e_per_1k_generated_tokens;
+    double node_joules_per_generated_token, node_generated_tokens_per_kwh;
 };
 extern const double wt_ikpi_quantiles[3]; /* 0.50, 0.95, 0.99 */
 
 void wt_ikpi_compute(const struct wt_ikpi_sums *s, struct wt_ikpi *out);
+
+/*
+ * The share of the GPUs' energy spent in prefill, estimated: no engine measures it. Two shares
+ * bracket it:
+ *   time  = sum(ttft) / sum(e2e) of the requests in the window (the histograms' _sum
+ *           increases): each request's time is prefill up to its first token and decode after
+ *           it, and every running request is given the same power. Prefill's large matrix
+ *           products draw more power per request than a decode step, so this is low (and high
+ *           only by the queueing time that ttft includes).
+ *   tokens = computed prompt tokens / (computed prompt + generated tokens): every token costs
+ *           the same. A decode token (one whole pass over the weights for a handful of tokens)
+ *           costs more than a prompt token computed in a batch of thousands, so this is high.
+ * The estimate is their midpoint and its bound half their distance. *time, *tokens, *est and
+ * *bound are NaN when a figure is missing (the time share needs ttft and e2e sums: TGI, Triton
+ * and llama.cpp have none) or a denominator is 0.
+ */
+void wt_ikpi_prefill_share(double ttft_sum_s, double e2e_sum_s, double computed_prompt,
+                           double generated, double *time, double *tokens, double *est,
+                           double *bound);
 
 /*
  * The share of a target's energy given to one model when several models share its GPUs: by its

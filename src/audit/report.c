@@ -870,6 +870,7 @@ void wt_report_free(struct wt_report *r)
     if (r->have_kpi)
         wt_kpi_report_free(&r->kpi);
     free(r->steps);
+    cJSON_Delete(r->serving);
     memset(r, 0, sizeof *r);
 }
 

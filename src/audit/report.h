@@ -141,6 +141,9 @@ struct wt_report {
     char missing[WT_REPORT_MAX_MISSING][200];
     size_t nmissing;
     struct wt_clock_warnings clock; /* the clock's trust over the window (audit/clockcheck.h) */
+    /* The Serving section: `wattage inference --json`'s rows over the window (a cJSON array,
+     * owned, freed by wt_report_free), set by the caller after the build; NULL: no section. */
+    struct cJSON *serving;
 };
 
 /*

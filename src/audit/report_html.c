@@ -730,6 +730,84 @@ static void kpi_rows(const struct wt_report *r, const struct row_sink *s)
     }
 }
 
+/* A number of a Serving row for a person ("-" when null or missing). */
+static const char *serving_num(const cJSON *row, const char *key, const char *fmt, double scale,
+                               char *buf, size_t n)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(row, key);
+    int prec = fmt[2] - '0'; /* "%.Nf" or "%.Ng": the format stays a literal below */
+    if (!cJSON_IsNumber(v))
+        snprintf(buf, n, "-");
+    else
+        snprintf(buf, n, fmt[3] == 'g' ? "%.*g" : "%.*f", prec, v->valuedouble * scale);
+    return buf;
+}
+
+/* The Serving section (r->serving: `wattage inference`'s rows), one row per target and model. */
+static void serving_section(FILE *o, const struct wt_report *r, bool md)
+{
+    static const struct {
+        const char *head, *key, *fmt;
+        double scale;
+    } cols[] = {
+        {"GPU kWh", "energy_joules", "%.4f", 1 / 3.6e6},
+        {"\u00b1 J", "energy_uncertainty_joules", "%.3g", 1},
+        {"generated tokens", "generated_tokens", "%.0f", 1},
+        {"tokens/kWh", "generated_tokens_per_kwh", "%.0f", 1},
+        {"J/generated token", "joules_per_generated_token", "%.4f", 1},
+        {"J/computed prompt token", "joules_per_computed_prompt_token", "%.4f", 1},
+        {"J/request", "joules_per_request", "%.1f", 1},
+        {"e2e p99 s", "e2e_latency_p99_seconds", "%.4g", 1},
+        {"ttft p99 s", "ttft_latency_p99_seconds", "%.4g", 1},
+        {"itl p99 s", "itl_latency_p99_seconds", "%.4g", 1},
+        {"idle kWh", "idle_energy_joules", "%.4f", 1 / 3.6e6},
+        {"gCO2e/1k tokens", "gco2e_per_1k_generated_tokens", "%.4g", 1},
+        {"node J/token", "node_joules_per_generated_token", "%.4f", 1},
+    };
+    size_t nc = sizeof cols / sizeof cols[0];
+    if (!r->serving)
+        return;
+    fprintf(o, md ? "\n## Serving\n\n| target | model |"
+                  : "<h2>Serving</h2><table id='serving'><tr><th>target</th><th>model</th>");
+    for (size_t c = 0; c < nc; c++)
+        fprintf(o, md ? " %s |" : "<th>%s</th>", cols[c].head);
+    fprintf(o, md ? "\n|---|---|" : "</tr>\n");
+    for (size_t c = 0; md && c < nc; c++)
+        fprintf(o, "---|");
+    if (md)
+        fprintf(o, "\n");
+    const cJSON *row;
+    cJSON_ArrayForEach(row, r->serving)
+    {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(row, "target");
+        const cJSON *m = cJSON_GetObjectItemCaseSensitive(row, "model");
+        const char *ts = cJSON_IsString(t) ? t->valuestring : "";
+        const char *ms = cJSON_IsString(m) ? m->valuestring : "";
+        if (md) {
+            fprintf(o, "| %s | %s |", ts, ms);
+        } else {
+            fprintf(o, "<tr><td>");
+            esc(o, ts);
+            fprintf(o, "</td><td>");
+            esc(o, ms);
+            fprintf(o, "</td>");
+        }
+        for (size_t c = 0; c < nc; c++) {
+            char buf[48];
+            serving_num(row, cols[c].key, cols[c].fmt, cols[c].scale, buf, sizeof buf);
+            fprintf(o, md ? " %s |" : "<td>%s</td>", buf);
+        }
+        fprintf(o, md ? "\n" : "</tr>\n");
+    }
+    fprintf(o, md ? "\nGPU energy of each target's GPUs (several models on one target share it by "
+                    "generated tokens); each ratio is all-in; latencies from the window's bucket "
+                    "increases (`wattage inference` gives the estimated prefill/decode split).\n"
+                  : "</table>\n<p>GPU energy of each target's GPUs (several models on one target "
+                    "share it by generated tokens); each ratio is all-in; latencies from the "
+                    "window's bucket increases (<code>wattage inference</code> gives the estimated "
+                    "prefill/decode split).</p>\n");
+}
+
 int wt_report_write_html(const struct wt_report *r, FILE *o)
 {
     char fs[40], ts[40];
@@ -807,7 +885,9 @@ int wt_report_write_html(const struct wt_report *r, FILE *o)
     struct row_sink s = {o, false, NULL};
     kpi_rows(r, &s);
     fprintf(o, "</table>\n<p>measured: a sensor's counter or a meter; integrated: power readings "
-               "integrated over time; assumed: a configured constant.</p></body></html>\n");
+               "integrated over time; assumed: a configured constant.</p>\n");
+    serving_section(o, r, false);
+    fprintf(o, "</body></html>\n");
     return ferror(o) ? -EIO : 0;
 }
 
@@ -839,6 +919,7 @@ int wt_report_write_md(const struct wt_report *r, FILE *o)
             "\n## KPIs\n\n| layer | figure | value | source | coverage |\n|---|---|---|---|---|\n");
     struct row_sink s = {o, true, NULL};
     kpi_rows(r, &s);
+    serving_section(o, r, true);
     return ferror(o) ? -EIO : 0;
 }
 
@@ -922,6 +1003,8 @@ int wt_report_write_json(const struct wt_report *r, FILE *o)
     cJSON_AddNumberToObject(root, "carbon_steps", (double)r->nsteps);
     struct row_sink s = {o, false, cJSON_AddArrayToObject(root, "kpis")};
     kpi_rows(r, &s);
+    if (r->serving)
+        cJSON_AddItemToObject(root, "serving", cJSON_Duplicate(r->serving, 1));
     char *txt = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!txt)

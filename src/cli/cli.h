@@ -295,4 +295,18 @@ int wt_cli_inference_source(const char *source, int64_t from, int64_t to, char *
                             struct wt_store **st);
 void wt_cli_inference_source_done(struct wt_store *st, char *dir);
 
+/*
+ * `wattage status`: one line per inference target over the last window_s seconds, from the
+ * store at cfg's store.path (cli/inference.c); prints nothing when there is no store or no
+ * target with two scrapes in the window.
+ */
+void wt_cli_inference_status(const struct wt_config *cfg, double window_s, FILE *out);
+
+/*
+ * The rows of `wattage inference --json` over [from, to] in st (cfg gives carbon and the node's
+ * wall), as a cJSON array for the report's Serving section; NULL when there is none or on error.
+ */
+struct cJSON *wt_cli_inference_rows_json(struct wt_store *st, const struct wt_config *cfg,
+                                         int64_t from, int64_t to);
+
 #endif

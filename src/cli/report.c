@@ -282,6 +282,8 @@ int wt_cmd_report(int argc, char **argv)
             return rc;
         }
         rc = wt_report_build(st, cfg.store.path, &cfg, from, to, &r, &err);
+        if (rc == 0) /* the Serving section: the inference targets' rows, when there are any */
+            r.serving = wt_cli_inference_rows_json(st, &cfg, from, to);
     }
     if (rc) {
         fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));

@@ -235,6 +235,7 @@ int wt_cmd_status(int argc, char **argv)
         wt_snapshot_print(stdout, &snap, cs, ncs, wt_now_real_ns());
         print_caps(&cfg);
         print_dark_today(&cfg);
+        wt_cli_inference_status(&cfg, 300, stdout);
         wt_health_print(stdout, why, nh);
     }
     free(cs);

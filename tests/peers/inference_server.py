@@ -6,7 +6,7 @@ formats), with counters that advance with a simulated request load, exactly, as 
 time. So any window's truth is known: `--truth FROM TO` prints it.
 
   inference_server.py --engine ENGINE --port-file F [--model NAME]... [--control F] [--log F]
-                      [--t0 UNIX] [--req-rate R] [--seed N]
+                      [--t0 UNIX] [--req-rate R] [--seed N] [--prefix-cache]
   inference_server.py --engine ENGINE --truth FROM TO [the same load options]
 
 ENGINE: vllm (V1: model_name and engine labels, _created families), vllm0 (V0 names, no engine
@@ -265,6 +265,16 @@ def body_vllm(states, om, v0=False):
                  created=None if v0 else [L(m) for m in models])
         if not v0:
             o.created_gauge(name, h, [L(m) for m in models])
+    if ARGS.prefix_cache and not v0:
+        # newer vLLM (PR #33290): the cached part, and the prompt tokens by where they came from
+        o.family("vllm:prompt_tokens_cached_total", "counter", "Number of cached prompt tokens.",
+                 [("", L(m), fmt_py(states[m]["cached"])) for m in models])
+        src = [(m, "local_compute", states[m]["prompt"] - states[m]["cached"]) for m in models]
+        src += [(m, "local_cache_hit", states[m]["cached"]) for m in models]
+        src += [(m, "external_kv_transfer", 0) for m in models]
+        o.family("vllm:prompt_tokens_by_source_total", "counter",
+                 "Number of prompt tokens by source.",
+                 [("", {**L(m), "source": k}, fmt_py(v)) for m, k, v in src])
     reasons = [{**L(m), "finished_reason": r} for m in models for r in ("stop", "length", "abort")]
     o.family("vllm:request_success_total", "counter", "Count of successfully processed requests.",
              [("", r, fmt_py(states[r["model_name"]]["reasons"].get(r["finished_reason"], 0)))
@@ -491,7 +501,8 @@ def truth(a, b):
         d = {k: s1[k] - s0[k] for k in ("prompt", "cached", "gen", "requests")}
         for h in ("e2e", "ttft", "itl"):
             d[h] = {"le": [fmt_le(x) for x in s1[h].bounds] + ["+Inf"],
-                    "cumulative": [x - y for x, y in zip(s1[h].cumulative() + [s1[h].n], s0[h].cumulative() + [s0[h].n])]}
+                    "cumulative": [x - y for x, y in zip(s1[h].cumulative() + [s1[h].n], s0[h].cumulative() + [s0[h].n])],
+                    "sum": s1[h].sum - s0[h].sum}
         out[m] = d
     json.dump(out, sys.stdout)
     print()
@@ -511,6 +522,8 @@ def main():
     ap.add_argument("--req-rate", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--truth", nargs=2, type=float)
+    ap.add_argument("--prefix-cache", action="store_true",
+                    help="vllm: also vllm:prompt_tokens_cached and prompt_tokens_by_source")
     ARGS = ap.parse_args()
     ENGINE = ENGINES[ARGS.engine]
     if not ARGS.model:

@@ -164,3 +164,57 @@ WT_TEST(idle_adds_up)
     WT_NEAR(a.idle_j, 100, 0);
     WT_NEAR(a.idle_s, 4, 0);
 }
+
+WT_TEST(prefill_share_brackets)
+{
+    double t, k, f, h;
+    /* 10 s of ttft in 80 s of e2e: time share 0.125; 3000 computed prompt and 1000 generated
+     * tokens: token share 0.75; midpoint 0.4375, bound 0.3125 */
+    wt_ikpi_prefill_share(10, 80, 3000, 1000, &t, &k, &f, &h);
+    WT_NEAR(t, 0.125, 1e-15);
+    WT_NEAR(k, 0.75, 1e-15);
+    WT_NEAR(f, 0.4375, 1e-15);
+    WT_NEAR(h, 0.3125, 1e-15);
+    /* ttft longer than e2e (requests cut by the window's edges): the time share stops at 1 */
+    wt_ikpi_prefill_share(9, 6, 1, 1, &t, &k, &f, &h);
+    WT_NEAR(t, 1, 0);
+    /* no ttft (TGI): no estimate, the token share alone */
+    wt_ikpi_prefill_share(NAN, 80, 3000, 1000, &t, &k, &f, &h);
+    WT_ASSERT(isnan(t) && isnan(f) && isnan(h));
+    WT_NEAR(k, 0.75, 1e-15);
+    wt_ikpi_prefill_share(10, 0, 3000, 1000, &t, &k, &f, &h);
+    WT_ASSERT(isnan(f));
+}
+
+WT_TEST(split_energy_and_per_token)
+{
+    struct wt_ikpi_sums s;
+    struct wt_ikpi k;
+    wt_ikpi_sums_init(&s);
+    s.energy_j = 8000;
+    s.energy_u_j = 80;
+    s.generated = 1000;
+    s.prompt = 5000;
+    s.prompt_cached = 2000; /* 3000 computed */
+    s.lat_sum_s[WT_IKPI_TTFT] = 10;
+    s.lat_sum_s[WT_IKPI_E2E] = 80;
+    wt_ikpi_compute(&s, &k);
+    /* share 0.4375 +- 0.3125 as above */
+    WT_NEAR(k.prefill_energy_j, 3500, 1e-9);
+    WT_NEAR(k.decode_energy_j, 4500, 1e-9);
+    WT_NEAR(k.prefill_energy_bound_j, 8000 * 0.3125 + 80 * 0.4375, 1e-9);
+    WT_NEAR(k.decode_energy_bound_j, 8000 * 0.3125 + 80 * 0.5625, 1e-9);
+    WT_NEAR(k.prefill_joules_per_computed_prompt_token, 3500.0 / 3000, 1e-12);
+    WT_NEAR(k.prefill_joules_per_computed_prompt_token_u, 2535.0 / 3000, 1e-12);
+    WT_NEAR(k.decode_joules_per_generated_token, 4.5, 1e-12);
+    WT_NEAR(k.decode_joules_per_generated_token_u, 2545.0 / 1000, 1e-12);
+    WT_NEAR(k.prompt_tokens_per_kwh, 5000 / (8000 / 3.6e6), 1e-6);
+    WT_NEAR(k.computed_prompt_tokens_per_kwh, 3000 / (8000 / 3.6e6), 1e-6);
+    /* sums add by kind */
+    struct wt_ikpi_sums a;
+    wt_ikpi_sums_init(&a);
+    WT_EQ_INT(wt_ikpi_sums_add(&a, &s), 0);
+    WT_EQ_INT(wt_ikpi_sums_add(&a, &s), 0);
+    WT_NEAR(a.lat_sum_s[WT_IKPI_TTFT], 20, 0);
+    WT_ASSERT(isnan(a.lat_sum_s[WT_IKPI_ITL]));
+}
