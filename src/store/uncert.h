@@ -2,8 +2,10 @@
 /*
  * The error bar of an exact-window energy figure (store/segment.h, store/query.h): a bound on
  * how far the figure can be from the energy really used over [a, b], from what the readings can
- * and cannot see. Terms, in joules, added (not in quadrature: the edges of every GPU fall at the
- * same instants, so their errors are not independent):
+ * and cannot see. Terms, in joules: the two edges added by side (not in quadrature: on a periodic
+ * load the errors at a window's two edges are not independent), the method term in quadrature
+ * with them (the interior's sampling jitter is independent of where the steps fell around the
+ * edges), gaps and resolution added:
  *
  *   edges       a window edge e between two readings (t0, v0), (t1, v1) takes the linear share
  *               of the segment; the energy really used in [t0, e] differs from it by
@@ -15,10 +17,13 @@
  *               (segment means, which hide a swing faster than the sampling, widen with the
  *               neighbourhood; what the sampling never sees, it cannot bound). So a segment on a
  *               level (no step inside) costs nothing, one whose mean is halfway costs at most
- *               x*y/g times the levels' spread. An edge on a reading costs nothing: that
- *               is what edge samples (core/hub.h) are for. Where raw readings were pruned and
- *               the edge is prorated from a rollup, the minute's share is bounded with a swing of
- *               twice the window's mean power.
+ *               x*y/g times the levels' spread. The estimate at e may be short by `under` or
+ *               over by `over` (wt_uncert_edge_sides); the window's energy is the estimate at b
+ *               less the one at a, so the edges cost max(under_b + over_a, over_b + under_a):
+ *               an estimate too high at both edges cancels. An edge on a reading costs
+ *               nothing: that is what edge samples (core/hub.h) are for. Where raw readings
+ *               were pruned and the edge is prorated from a rollup, the minute's share is
+ *               bounded with a swing of twice the window's mean power.
  *   method      integrated series only (wt_energy_integral): a power reading averaged over a
  *               window W (wt_energy_nvml_power_window_ns of the series' model) counts exactly the
  *               span it averaged, so a step of g between readings is off by at most |g - W| times
@@ -86,6 +91,11 @@ double wt_uncert_resolution_j(const struct wt_series_info *si);
  */
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e);
+
+/* The same, by side: how far the linear share at e may lie below (*under) and above (*over) the
+ * energy really used up to e, both >= 0; wt_uncert_edge is the larger. */
+void wt_uncert_edge_sides(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                          int64_t e, double *under, double *over);
 
 /* The smoothing lag at an edge e of an integrated series whose readings average over W: W/16
  * times the swing of e's segment and its neighbours within W/2 of e (at least one on either
