@@ -418,6 +418,10 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                "The window a hwmon power sensor averages over "
                                "(powerN_average_interval).",
                                WT_GAUGE},
+    [WT_M_GPU_ENERGY_READ_SKEW_S] = {"wattage_gpu_energy_read_skew_seconds",
+                                     "How long after its poll's stamp the GPU's energy counter "
+                                     "read returned, in seconds (whole microseconds).",
+                                     WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

@@ -181,6 +181,8 @@ enum wt_metric_id {
     WT_M_HWMON_POWER_W,    /* powerN_average|input, or an energy counter's delta / time */
     WT_M_HWMON_ENERGY_J,   /* counter, + method="counter" (energyN_input) | "integrated" */
     WT_M_HWMON_INTERVAL_S, /* powerN_average_interval: the window a power reading averages */
+    /* how long after the poll's stamp a GPU's energy counter read returned (collect/nvml.c) */
+    WT_M_GPU_ENERGY_READ_SKEW_S,
     WT_M_COUNT
 };
 

@@ -167,18 +167,43 @@ static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
     return iv > 0 ? iv : 1000000000;
 }
 
+/*
+ * A counter's readings carry their poll's stamp, but each was read up to its read skew later
+ * (collect/nvml.c, wattage_gpu_energy_read_skew_seconds): the estimate at e, on the reading or
+ * between two, may be over by that skew (the larger of the readings that make it) times the
+ * power just after them, at most the top of the levels around. sk[0..nsk): the skew readings.
+ */
+static double skew_over(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                        const struct wt_point *sk, size_t nsk, int64_t e)
+{
+    for (size_t i = 0; i < n && n >= 2; i++) {
+        bool on = p[i].t_ns == e, in = i + 1 < n && p[i].t_ns < e && e < p[i + 1].t_ns;
+        if (!on && !in)
+            continue;
+        double skew = 0, lo, hi;
+        for (size_t k = 0; k < nsk; k++)
+            if (sk[k].t_ns == p[i].t_ns || (in && sk[k].t_ns == p[i + 1].t_ns))
+                skew = fmax(skew, sk[k].v);
+        if (!(skew > 0))
+            return 0;
+        levels(s, p, n, i + 1 < n ? i : i - 1, &lo, &hi);
+        return skew * fmax(hi, 0);
+    }
+    return 0;
+}
+
 /* One window edge: how far the estimate at it may lie below (under) and above (over) the energy
  * really used up to it, and the smoothing lag there. */
 struct edge_bound {
     double under, over, lag;
 };
 
-static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_series_info *si,
-                     const struct wt_uncert_series *s, int64_t e, int64_t a, int64_t b,
-                     double energy_j, struct edge_bound *out)
+static int edge_term(wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx,
+                     const struct wt_series_info *si, const struct wt_uncert_series *s, int64_t e,
+                     int64_t a, int64_t b, double energy_j, struct edge_bound *out)
 {
-    struct wt_point *p = NULL;
-    size_t n = 0;
+    struct wt_point *p = NULL, *sk = NULL;
+    size_t n = 0, nsk = 0;
     int64_t iv = interval_at(s->rule, e), r = (WT_UNCERT_SWING_SEGMENTS + 2) * iv;
     if (s->power_window_ns + 3 * iv > r)
         r = s->power_window_ns + 3 * iv; /* the lag's neighbourhood */
@@ -194,9 +219,15 @@ static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_seri
     } else {
         wt_uncert_edge_sides(s, p, n, e, &out->under, &out->over);
         out->lag = wt_uncert_lag(s, p, n, e);
+        if (skew && n > 0) {
+            rc = skew(ctx, p[0].t_ns, p[n - 1].t_ns, &sk, &nsk);
+            if (rc == 0)
+                out->over += skew_over(s, p, n, sk, nsk, e);
+        }
     }
     free(p);
-    return 0;
+    free(sk);
+    return rc;
 }
 
 /*
@@ -216,8 +247,8 @@ static double edges_bar(const struct edge_bound *ea, const struct edge_bound *eb
 }
 
 int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
-                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
-                         double energy_j, double covered_s, struct wt_uncert *out)
+                         wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx, int64_t a,
+                         int64_t b, double energy_j, double covered_s, struct wt_uncert *out)
 {
     struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
     struct wt_uncert_series s = {.rule = &rule, .resolution_j = wt_uncert_resolution_j(si)};
@@ -233,9 +264,11 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
         s.power_window_ns = wt_energy_nvml_power_window_ns(
             wt_labels_get(si->labels, "model", model, sizeof model) == 0 ? model : NULL);
     struct edge_bound ea, eb;
-    rc = edge_term(points, ctx, si, &s, a, a, b, energy_j, &ea);
+    if (si->kind != WT_SK_HWCOUNTER)
+        skew = NULL;
+    rc = edge_term(points, skew, ctx, si, &s, a, a, b, energy_j, &ea);
     if (rc == 0)
-        rc = edge_term(points, ctx, si, &s, b, a, b, energy_j, &eb);
+        rc = edge_term(points, skew, ctx, si, &s, b, a, b, energy_j, &eb);
     if (rc)
         return rc;
     double edges_lag = edges_bar(&ea, &eb, &out->edges_j);

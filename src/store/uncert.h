@@ -44,10 +44,15 @@
  *               segment power beside it: the energy it may hide.
  *   resolution  the counter's unit (NVML 1 mJ, RAPL 1 uJ) at each end of the window.
  *
+ *   read skew   a counter reading carries its poll's stamp but was read up to its read skew
+ *               later (wattage_gpu_energy_read_skew_seconds, stored beside it by collect/nvml.c):
+ *               the estimate at an edge on or between such readings may be over by the skew
+ *               times the power after them (the top of the levels around), added to the edge's
+ *               `over` side.
+ *
  * Not in the bar: the sensor's absolute accuracy, which a stand-in cannot check and which is
  * systematic rather than a sampling error: NVML's power is +-5 W (FIELD-NOTES), reported
- * separately for integrated series as sensor_j = 5 W x covered seconds; and the time between a
- * poll's stamp and the counter's read (microseconds on the fake, milliseconds on an H200).
+ * separately for integrated series as sensor_j = 5 W x covered seconds.
  */
 #ifndef WT_STORE_UNCERT_H
 #define WT_STORE_UNCERT_H
@@ -120,11 +125,13 @@ typedef int (*wt_uncert_points_fn)(void *ctx, int64_t from, int64_t to, struct w
 
 /*
  * The error bar of series si over [a, b] (energy_j and covered_s as wt_store_series_energy
- * gave them), from its readings as points(ctx, ...) gives them. Returns 0 or what points
- * returned.
+ * gave them), from its readings as points(ctx, ...) gives them, and for a hardware counter the
+ * read skew of those readings (seconds, stamped as the readings) as skew(ctx, ...) gives them
+ * (NULL, or none stored: 0). Returns 0 or what points or skew returned.
  */
 int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
-                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
-                         double energy_j, double covered_s, struct wt_uncert *out) WT_MUST_USE;
+                         wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx, int64_t a,
+                         int64_t b, double energy_j, double covered_s,
+                         struct wt_uncert *out) WT_MUST_USE;
 
 #endif

@@ -117,15 +117,51 @@ WT_TEST(uncert_edges_add_by_side)
     struct wt_run_list runs = {0};
     struct pts c = {p, n};
     struct wt_uncert b;
-    WT_EQ_INT(
-        wt_uncert_series_bar(&si, &runs, pts_in, &c, 5 * S + S / 4, 17 * S + S / 4, 7200, 12, &b),
-        0);
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, NULL, &c, 5 * S + S / 4, 17 * S + S / 4,
+                                   7200, 12, &b),
+              0);
     WT_NEAR(b.edges_j, 150, 1e-9);
     WT_NEAR(b.total_j, 150.002, 1e-9);
-    WT_EQ_INT(
-        wt_uncert_series_bar(&si, &runs, pts_in, &c, 5 * S + S / 4, 11 * S + S / 4, 3600, 6, &b),
-        0);
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, NULL, &c, 5 * S + S / 4, 11 * S + S / 4,
+                                   3600, 6, &b),
+              0);
     WT_NEAR(b.total_j, 225.002, 1e-9);
+}
+
+/* The read skew of the readings at 3 s (100 us) and 8 s (200 us). */
+static int skew_at(void *ctx, int64_t from, int64_t to, struct wt_point **out, size_t *n)
+{
+    static const struct wt_point sk[] = {{3 * S, 100e-6}, {8 * S, 200e-6}};
+    struct pts c = {sk, 2};
+    (void)ctx;
+    return pts_in(&c, from, to, out, n);
+}
+
+WT_TEST(uncert_counter_read_after_its_stamp_widens_the_edge)
+{
+    /* 100 W, then 700 W from 5 s; a window from the reading at 3 s to the one at 8 s: without the
+     * read skew the bar is the counter's 1 mJ at each end; a counter read 100 us and 200 us after
+     * its stamps is over by up to the skew x 700 W (the levels' top) at each edge, and the two
+     * edges' overs cancel as far as they go: max(0.07, 0.14) J */
+    double pw[12];
+    for (int i = 0; i < 12; i++)
+        pw[i] = i < 5 ? 100 : 700;
+    struct wt_point p[13];
+    size_t n = counter_of(pw, 12, p);
+    struct wt_series_info si = {.kind = WT_SK_HWCOUNTER};
+    snprintf(si.metric, sizeof si.metric, "wattage_gpu_energy_joules_total");
+    struct wt_run_list runs = {0};
+    struct pts c = {p, n};
+    struct wt_uncert b;
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, NULL, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
+    WT_NEAR(b.total_j, 0.002, 1e-9);
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, skew_at, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
+    WT_NEAR(b.edges_j, 200e-6 * 700, 1e-9);
+    WT_NEAR(b.total_j, 0.142, 1e-9);
+    /* an integrated series is not read by the counter: no skew */
+    si.kind = WT_SK_INTEGRATED;
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, skew_at, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
+    WT_ASSERT(b.edges_j < 1e-9);
 }
 
 WT_TEST(uncert_gap_inside_the_window_counts_what_it_may_hide)
