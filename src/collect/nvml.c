@@ -875,10 +875,11 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     if (v->have_energy) {
         rc |= emit_counter(g, v->energy_mj, t_ns, out);
         /* The counter was read up to this long after the poll's stamp it carries (store/uncert.h
-         * counts power x this at a window edge on the reading), in whole microseconds. */
+         * counts power x this at a window edge on the reading), rounded up to 10 us: a bound,
+         * whose jitter below that would cost the store bytes (bench/results). */
         int64_t skew_ns = g->read_end_ns > t_ns ? g->read_end_ns - t_ns : 0;
-        rc |=
-            add(out, WT_M_GPU_ENERGY_READ_SKEW_S, l, t_ns, (double)((skew_ns + 999) / 1000) / 1e6);
+        rc |= add(out, WT_M_GPU_ENERGY_READ_SKEW_S, l, t_ns,
+                  (double)((skew_ns + 9999) / 10000) / 1e5);
         g->have_energy_mj = true;
         g->energy_mj = g->first_raw_mj + g->counter.total_raw;
     } else if (v->have_power) {

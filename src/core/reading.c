@@ -420,7 +420,7 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                WT_GAUGE},
     [WT_M_GPU_ENERGY_READ_SKEW_S] = {"wattage_gpu_energy_read_skew_seconds",
                                      "How long after its poll's stamp the GPU's energy counter "
-                                     "read returned, in seconds (whole microseconds).",
+                                     "read returned, in seconds (rounded up to 10 us).",
                                      WT_GAUGE},
 };
 
