@@ -16,8 +16,10 @@
  * wave moves (the JSON rows then name the tick).
  * SUB (default none) adds energy sub-polls every SUB s between the ticks: the counter alone, as
  * collectors.nvml.energy_interval reads it.
- *   energy_eval [SECONDS [WINDOWS [TICK [SUB]]]]   (WATTAGE_FAKE_NVML: the fake; default the
- *   build's)
+ * SEED (default none: the recording's wake-up latencies from 42, the windows from 7) draws both
+ * from SEED instead (the JSON rows then name it): a figure that holds on one draw only is luck.
+ *   energy_eval [SECONDS [WINDOWS [TICK [SUB [SEED]]]]]   (WATTAGE_FAKE_NVML: the fake; default
+ *   the build's)
  */
 #include <errno.h>
 #include <math.h>
@@ -38,8 +40,9 @@ int main(int argc, char **argv)
 {
     int seconds = argc > 1 ? atoi(argv[1]) : 3600, windows = argc > 2 ? atoi(argv[2]) : 1000;
     double tick = argc > 3 ? atof(argv[3]) : 1.0;
-    double sub = argc > 4 ? atof(argv[4]) : 0.0; /* energy sub-polls between ticks */
-    char at[64] = ""; /* the JSON rows' "what" names a tick other than 1 s, a wave other than
+    double sub = argc > 4 ? atof(argv[4]) : 0.0;    /* energy sub-polls between ticks */
+    long long seed = argc > 5 ? atoll(argv[5]) : 0; /* 0: the default draws */
+    char at[128] = ""; /* the JSON rows' "what" names a tick other than 1 s, a wave other than
                          the periodic square */
     const char *wave = getenv("FAKE_NVML_WAVE");
     bool irregular = wave && strcmp(wave, "irregular") == 0;
@@ -48,19 +51,22 @@ int main(int argc, char **argv)
         snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s ticks", tick);
     if (sub > 0)
         snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s energy sub-polls", sub);
+    if (seed > 0)
+        snprintf(at + strlen(at), sizeof at - strlen(at), ", seed %lld", seed);
     static const int lens[] = {20, 60, 300};
     char dir[] = "/tmp/wt-energy-eval-XXXXXX", db[64];
     struct fake_rec r;
-    if (seconds < 400 || windows < 1 || !(tick >= 0.01 && tick <= 10)) {
-        fprintf(stderr, "usage: energy_eval [SECONDS >= 400 [WINDOWS >= 1 [TICK 0.01..10 s]]]\n");
+    if (seconds < 400 || windows < 1 || !(tick >= 0.01 && tick <= 10) || seed < 0) {
+        fprintf(stderr, "usage: energy_eval [SECONDS >= 400 [WINDOWS >= 1 [TICK 0.01..10 s [SUB "
+                        "s [SEED >= 1]]]]]\n");
         return 2;
     }
     if (!mkdtemp(dir))
         return 1;
     snprintf(db, sizeof db, "%s/e.db", dir);
-    if (fake_rec_make_sub(&r, db, 2, seconds, 42, tick, sub) != 0)
+    if (fake_rec_make_sub(&r, db, 2, seconds, seed > 0 ? (uint64_t)seed : 42, tick, sub) != 0)
         return 1;
-    uint64_t rs = 7;
+    uint64_t rs = seed > 0 ? (uint64_t)seed * 2654435761u + 1 : 7;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         struct acc m[3] = {{0}};
         int L = lens[li];

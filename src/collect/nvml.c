@@ -243,6 +243,7 @@ struct gpu {
     bool pre_read;
     nvmlReturn_t pre_r;
     unsigned long long pre_mj;
+    int64_t read_end_ns; /* CLOCK_REALTIME when the last counter read returned */
     /* health */
     uint64_t failed_ticks;
     struct wt_ratelimit down_rl, err_rl;
@@ -689,11 +690,12 @@ static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, 
 /* One energy counter read. While auto decides on sub-polls it also files what the read costs
  * this thread in CPU time (the field notes give ~3 ms wall on an H200, not how much of it is a
  * wait). */
-static nvmlReturn_t read_counter(struct nvml_state *s, const struct gpu *g, unsigned long long *mj)
+static nvmlReturn_t read_counter(struct nvml_state *s, struct gpu *g, unsigned long long *mj)
 {
     bool measure = !s->sub_decided;
     int64_t c0 = measure ? wt_thread_cpu_ns() : 0, w0 = measure ? wt_now_mono_ns() : 0;
     nvmlReturn_t r = s->fn.energy(g->dev, mj);
+    g->read_end_ns = wt_now_real_ns();
     if (measure) {
         s->auto_cpu_ns += wt_thread_cpu_ns() - c0;
         s->auto_wall_ns += wt_now_mono_ns() - w0;
@@ -872,6 +874,12 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     }
     if (v->have_energy) {
         rc |= emit_counter(g, v->energy_mj, t_ns, out);
+        /* The counter was read up to this long after the poll's stamp it carries (store/uncert.h
+         * counts power x this at a window edge on the reading), rounded up to 10 us: a bound,
+         * whose jitter below that would cost the store bytes (bench/results). */
+        int64_t skew_ns = g->read_end_ns > t_ns ? g->read_end_ns - t_ns : 0;
+        rc |= add(out, WT_M_GPU_ENERGY_READ_SKEW_S, l, t_ns,
+                  (double)((skew_ns + 9999) / 10000) / 1e5);
         g->have_energy_mj = true;
         g->energy_mj = g->first_raw_mj + g->counter.total_raw;
     } else if (v->have_power) {

@@ -424,6 +424,10 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                            "started, shared between its models by generated tokens: J/token "
                            "is the ratio of its rate to wattage_inference_tokens_total's.",
                            WT_COUNTER},
+    [WT_M_GPU_ENERGY_READ_SKEW_S] = {"wattage_gpu_energy_read_skew_seconds",
+                                     "How long after its poll's stamp the GPU's energy counter "
+                                     "read returned, in seconds (rounded up to 10 us).",
+                                     WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

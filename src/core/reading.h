@@ -183,6 +183,8 @@ enum wt_metric_id {
     WT_M_HWMON_INTERVAL_S, /* powerN_average_interval: the window a power reading averages */
     /* Inference serving energy (collect/inference.h): target, model */
     WT_M_INF_ENERGY_J, /* counter: the serving GPUs' energy attributed to the target's model */
+    /* how long after the poll's stamp a GPU's energy counter read returned (collect/nvml.c) */
+    WT_M_GPU_ENERGY_READ_SKEW_S,
     WT_M_COUNT
 };
 

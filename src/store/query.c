@@ -326,19 +326,39 @@ void wt_energy_choose(struct wt_energy_row *r, size_t ns)
 struct uncert_ctx {
     struct wt_store *st;
     const struct wt_series_info *si;
+    const struct wt_series_info *skew; /* the counter's read skew series (NULL: none) */
 };
 static int uncert_points(void *ctx, int64_t from, int64_t to, struct wt_point **pts, size_t *n)
 {
     struct uncert_ctx *c = ctx;
     return wt_store_points(c->st, c->si, from, to, 0, pts, n);
 }
+static int uncert_skew(void *ctx, int64_t from, int64_t to, struct wt_point **pts, size_t *n)
+{
+    struct uncert_ctx *c = ctx;
+    *pts = NULL;
+    *n = 0;
+    return c->skew ? wt_store_points(c->st, c->skew, from, to, 0, pts, n) : 0;
+}
+
+/* The read skew series of GPU energy counter si among sk[0..n) (same node and labels). */
+static const struct wt_series_info *skew_of(const struct wt_series_info *si,
+                                            const struct wt_series_info *sk, size_t n)
+{
+    if (strcmp(si->metric, wt_metrics[WT_M_GPU_ENERGY_J].name) != 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(sk[i].node, si->node) == 0 && strcmp(sk[i].labels, si->labels) == 0)
+            return &sk[i];
+    return NULL;
+}
 
 int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
                     struct wt_energy_row **rows, size_t *n, struct wt_err *err)
 {
-    struct wt_series_info *si = NULL;
+    struct wt_series_info *si = NULL, *sk = NULL;
     struct wt_run_list runs = {0};
-    size_t ns = 0;
+    size_t ns = 0, nsk = 0;
     int rc;
 
     *rows = NULL;
@@ -352,6 +372,9 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
     /* the chunks decoded for the energy serve the error bars too */
     wt_store_cache(st, true);
     rc = wt_store_series(st, NULL, true, &si, &ns, err);
+    if (rc == 0)
+        rc = wt_store_series(st, wt_metrics[WT_M_GPU_ENERGY_READ_SKEW_S].name, false, &sk, &nsk,
+                             err);
     if (rc)
         goto out;
     rc = wt_runs_load(st, &runs);
@@ -372,10 +395,10 @@ int wt_store_energy(struct wt_store *st, int64_t from, int64_t to, int flags,
             r[i].coverage = 1;
         r[i].chosen = true;
         if (rc == 0) {
-            struct uncert_ctx uc = {st, &si[i]};
+            struct uncert_ctx uc = {st, &si[i], skew_of(&si[i], sk, nsk)};
             struct wt_uncert u;
-            rc = wt_uncert_series_bar(&si[i], &runs, uncert_points, &uc, from, to, r[i].energy_j,
-                                      r[i].covered_s, &u);
+            rc = wt_uncert_series_bar(&si[i], &runs, uncert_points, uncert_skew, &uc, from, to,
+                                      r[i].energy_j, r[i].covered_s, &u);
             r[i].uncertainty_j = u.total_j;
             r[i].sensor_j = u.sensor_j;
         }
@@ -393,6 +416,7 @@ out:
     sqlite3_exec(wt_store_db(st), "COMMIT", NULL, NULL, NULL);
     wt_runs_free(&runs);
     free(si);
+    free(sk);
     return rc;
 }
 

@@ -77,27 +77,36 @@ static void levels(const struct wt_uncert_series *s, const struct wt_point *p, s
     *hi = mx + (nhi >= 2 ? 0 : WT_UNCERT_LEVEL_MARGIN * r);
 }
 
-double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
-                      int64_t e)
+void wt_uncert_edge_sides(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                          int64_t e, double *under, double *over)
 {
+    *under = *over = 0;
     for (size_t i = 0; i + 1 < n; i++) {
         if (p[i].t_ns == e || p[i + 1].t_ns == e)
-            return 0;
+            return;
         if (!(p[i].t_ns < e && e < p[i + 1].t_ns))
             continue;
         double w, lo, hi;
         if (!seg_power(s, p, i, &w))
-            return 0; /* a gap: the gaps term and the coverage say it */
+            return; /* a gap: the gaps term and the coverage say it */
         levels(s, p, n, i, &lo, &hi);
         double x = (double)(e - p[i].t_ns) / NS, y = (double)(p[i + 1].t_ns - e) / NS;
-        /* The share is off by x*(p1 - w) = y*(w - p2), p1, p2 the mean powers of [t0, e] and
+        /* The share is off by x*(w - p1) = y*(p2 - w), p1, p2 the mean powers of [t0, e] and
          * [e, t1], w the segment's (x*p1 + y*p2 = (x + y)*w). With p1, p2 in [lo, hi], the share
          * is short by at most min(x*(hi - w), y*(w - lo)) and over by min(x*(w - lo),
          * y*(hi - w)): 0 for a segment on a level, x*y/g*(hi - lo) at worst. */
-        double under = fmin(x * (hi - w), y * (w - lo)), over = fmin(x * (w - lo), y * (hi - w));
-        return fmax(0, fmax(under, over));
+        *under = fmax(0, fmin(x * (hi - w), y * (w - lo)));
+        *over = fmax(0, fmin(x * (w - lo), y * (hi - w)));
+        return;
     }
-    return 0;
+}
+
+double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                      int64_t e)
+{
+    double under, over;
+    wt_uncert_edge_sides(s, p, n, e, &under, &over);
+    return fmax(under, over);
 }
 
 void wt_uncert_interior(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
@@ -158,24 +167,47 @@ static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
     return iv > 0 ? iv : 1000000000;
 }
 
-/* What an edge's smoothing lag adds to its edge term: the two are bounds on different errors at
- * the same edge (where the step fell within the segment, and how much of it W smeared across the
- * edge), rarely both at their worst, so they add in quadrature. */
-static double lag_share(double edge_j, double lag_j)
+/*
+ * A counter's readings carry their poll's stamp, but each was read up to its read skew later
+ * (collect/nvml.c, wattage_gpu_energy_read_skew_seconds): the estimate at e, on the reading or
+ * between two, may be over by that skew (the larger of the readings that make it) times the
+ * power just after them, at most the top of the levels around. sk[0..nsk): the skew readings.
+ */
+static double skew_over(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                        const struct wt_point *sk, size_t nsk, int64_t e)
 {
-    return hypot(edge_j, lag_j) - edge_j;
+    for (size_t i = 0; i < n && n >= 2; i++) {
+        bool on = p[i].t_ns == e, in = i + 1 < n && p[i].t_ns < e && e < p[i + 1].t_ns;
+        if (!on && !in)
+            continue;
+        double skew = 0, lo, hi;
+        for (size_t k = 0; k < nsk; k++)
+            if (sk[k].t_ns == p[i].t_ns || (in && sk[k].t_ns == p[i + 1].t_ns))
+                skew = fmax(skew, sk[k].v);
+        if (!(skew > 0))
+            return 0;
+        levels(s, p, n, i + 1 < n ? i : i - 1, &lo, &hi);
+        return skew * fmax(hi, 0);
+    }
+    return 0;
 }
 
-static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_series_info *si,
-                     const struct wt_uncert_series *s, int64_t e, int64_t a, int64_t b,
-                     double energy_j, double *out, double *lag)
+/* One window edge: how far the estimate at it may lie below (under) and above (over) the energy
+ * really used up to it, and the smoothing lag there. */
+struct edge_bound {
+    double under, over, lag;
+};
+
+static int edge_term(wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx,
+                     const struct wt_series_info *si, const struct wt_uncert_series *s, int64_t e,
+                     int64_t a, int64_t b, double energy_j, struct edge_bound *out)
 {
-    struct wt_point *p = NULL;
-    size_t n = 0;
+    struct wt_point *p = NULL, *sk = NULL;
+    size_t n = 0, nsk = 0;
     int64_t iv = interval_at(s->rule, e), r = (WT_UNCERT_SWING_SEGMENTS + 2) * iv;
     if (s->power_window_ns + 3 * iv > r)
         r = s->power_window_ns + 3 * iv; /* the lag's neighbourhood */
-    *lag = 0;
+    memset(out, 0, sizeof *out);
     int rc = points(ctx, e - r, e + r, &p, &n);
     if (rc)
         return rc;
@@ -183,18 +215,40 @@ static int edge_term(wt_uncert_points_fn points, void *ctx, const struct wt_seri
         /* pruned: the edge minute is prorated from its rollup */
         int64_t m = wt_minute_floor(e);
         double x = (double)(e - m) / NS, y = 60 - x;
-        *out = x > 0 ? x * y / 60 * 2 * energy_j / ((double)(b - a) / NS) : 0;
+        out->under = out->over = x > 0 ? x * y / 60 * 2 * energy_j / ((double)(b - a) / NS) : 0;
     } else {
-        *out = wt_uncert_edge(s, p, n, e);
-        *lag = wt_uncert_lag(s, p, n, e);
+        wt_uncert_edge_sides(s, p, n, e, &out->under, &out->over);
+        out->lag = wt_uncert_lag(s, p, n, e);
+        if (skew && n > 0) {
+            rc = skew(ctx, p[0].t_ns, p[n - 1].t_ns, &sk, &nsk);
+            if (rc == 0)
+                out->over += skew_over(s, p, n, sk, nsk, e);
+        }
     }
     free(p);
-    return 0;
+    free(sk);
+    return rc;
+}
+
+/*
+ * The edges' share of the window's error bar. The window's energy is the estimate at b less the
+ * one at a, so its error is d(b) - d(a), d(e) in [-under, over] at each edge: it lies in
+ * [-(under_b + over_a), over_b + under_a], and the larger side is the bound (a sum of each
+ * edge's larger side would count an estimate too high at both edges as adding up, where it
+ * cancels). An edge's smoothing lag bounds another error at the same edge (where the step fell
+ * within the segment, and how much of it W smeared across the edge), seldom both at their worst:
+ * it adds to each side in quadrature. *edges_j gets the same without the lag.
+ */
+static double edges_bar(const struct edge_bound *ea, const struct edge_bound *eb, double *edges_j)
+{
+    *edges_j = fmax(eb->under + ea->over, eb->over + ea->under);
+    return fmax(hypot(eb->under, eb->lag) + hypot(ea->over, ea->lag),
+                hypot(eb->over, eb->lag) + hypot(ea->under, ea->lag));
 }
 
 int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
-                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
-                         double energy_j, double covered_s, struct wt_uncert *out)
+                         wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx, int64_t a,
+                         int64_t b, double energy_j, double covered_s, struct wt_uncert *out)
 {
     struct wt_segment_rule rule = wt_segment_rule_for(runs, si->node, si->kind);
     struct wt_uncert_series s = {.rule = &rule, .resolution_j = wt_uncert_resolution_j(si)};
@@ -209,13 +263,15 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
     if (si->kind == WT_SK_INTEGRATED)
         s.power_window_ns = wt_energy_nvml_power_window_ns(
             wt_labels_get(si->labels, "model", model, sizeof model) == 0 ? model : NULL);
-    double ea, eb, la, lb;
-    rc = edge_term(points, ctx, si, &s, a, a, b, energy_j, &ea, &la);
+    struct edge_bound ea, eb;
+    if (si->kind != WT_SK_HWCOUNTER)
+        skew = NULL;
+    rc = edge_term(points, skew, ctx, si, &s, a, a, b, energy_j, &ea);
     if (rc == 0)
-        rc = edge_term(points, ctx, si, &s, b, a, b, energy_j, &eb, &lb);
+        rc = edge_term(points, skew, ctx, si, &s, b, a, b, energy_j, &eb);
     if (rc)
         return rc;
-    out->edges_j = ea + eb;
+    double edges_lag = edges_bar(&ea, &eb, &out->edges_j);
     out->resolution_j = 2 * s.resolution_j;
 
     /* The interior: integrated series always (the method term), counters when the coverage
@@ -245,7 +301,9 @@ int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_li
             msq += m1;
             gaps += g1;
         }
-        out->method_j = sqrt(msq * scale) + lag_share(ea, la) + lag_share(eb, lb);
+        /* The interior's error (each step's sampling jitter) is independent of where the steps
+         * fell around the edges: it adds to theirs in quadrature. */
+        out->method_j = hypot(edges_lag, sqrt(msq * scale)) - out->edges_j;
         out->gaps_j = gaps;
     }
     if (si->kind == WT_SK_INTEGRATED)

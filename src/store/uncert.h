@@ -2,8 +2,10 @@
 /*
  * The error bar of an exact-window energy figure (store/segment.h, store/query.h): a bound on
  * how far the figure can be from the energy really used over [a, b], from what the readings can
- * and cannot see. Terms, in joules, added (not in quadrature: the edges of every GPU fall at the
- * same instants, so their errors are not independent):
+ * and cannot see. Terms, in joules: the two edges added by side (not in quadrature: on a periodic
+ * load the errors at a window's two edges are not independent), the method term in quadrature
+ * with them (the interior's sampling jitter is independent of where the steps fell around the
+ * edges), gaps and resolution added:
  *
  *   edges       a window edge e between two readings (t0, v0), (t1, v1) takes the linear share
  *               of the segment; the energy really used in [t0, e] differs from it by
@@ -15,10 +17,13 @@
  *               (segment means, which hide a swing faster than the sampling, widen with the
  *               neighbourhood; what the sampling never sees, it cannot bound). So a segment on a
  *               level (no step inside) costs nothing, one whose mean is halfway costs at most
- *               x*y/g times the levels' spread. An edge on a reading costs nothing: that
- *               is what edge samples (core/hub.h) are for. Where raw readings were pruned and
- *               the edge is prorated from a rollup, the minute's share is bounded with a swing of
- *               twice the window's mean power.
+ *               x*y/g times the levels' spread. The estimate at e may be short by `under` or
+ *               over by `over` (wt_uncert_edge_sides); the window's energy is the estimate at b
+ *               less the one at a, so the edges cost max(under_b + over_a, over_b + under_a):
+ *               an estimate too high at both edges cancels. An edge on a reading costs
+ *               nothing: that is what edge samples (core/hub.h) are for. Where raw readings
+ *               were pruned and the edge is prorated from a rollup, the minute's share is
+ *               bounded with a swing of twice the window's mean power.
  *   method      integrated series only (wt_energy_integral): a power reading averaged over a
  *               window W (wt_energy_nvml_power_window_ns of the series' model) counts exactly the
  *               span it averaged, so a step of g between readings is off by at most |g - W| times
@@ -39,10 +44,15 @@
  *               segment power beside it: the energy it may hide.
  *   resolution  the counter's unit (NVML 1 mJ, RAPL 1 uJ) at each end of the window.
  *
+ *   read skew   a counter reading carries its poll's stamp but was read up to its read skew
+ *               later (wattage_gpu_energy_read_skew_seconds, stored beside it by collect/nvml.c):
+ *               the estimate at an edge on or between such readings may be over by the skew
+ *               times the power after them (the top of the levels around), added to the edge's
+ *               `over` side.
+ *
  * Not in the bar: the sensor's absolute accuracy, which a stand-in cannot check and which is
  * systematic rather than a sampling error: NVML's power is +-5 W (FIELD-NOTES), reported
- * separately for integrated series as sensor_j = 5 W x covered seconds; and the time between a
- * poll's stamp and the counter's read (microseconds on the fake, milliseconds on an H200).
+ * separately for integrated series as sensor_j = 5 W x covered seconds.
  */
 #ifndef WT_STORE_UNCERT_H
 #define WT_STORE_UNCERT_H
@@ -87,6 +97,11 @@ double wt_uncert_resolution_j(const struct wt_series_info *si);
 double wt_uncert_edge(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                       int64_t e);
 
+/* The same, by side: how far the linear share at e may lie below (*under) and above (*over) the
+ * energy really used up to e, both >= 0; wt_uncert_edge is the larger. */
+void wt_uncert_edge_sides(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
+                          int64_t e, double *under, double *over);
+
 /* The smoothing lag at an edge e of an integrated series whose readings average over W: W/16
  * times the swing of e's segment and its neighbours within W/2 of e (at least one on either
  * side); 0 for instantaneous readings. */
@@ -110,11 +125,13 @@ typedef int (*wt_uncert_points_fn)(void *ctx, int64_t from, int64_t to, struct w
 
 /*
  * The error bar of series si over [a, b] (energy_j and covered_s as wt_store_series_energy
- * gave them), from its readings as points(ctx, ...) gives them. Returns 0 or what points
- * returned.
+ * gave them), from its readings as points(ctx, ...) gives them, and for a hardware counter the
+ * read skew of those readings (seconds, stamped as the readings) as skew(ctx, ...) gives them
+ * (NULL, or none stored: 0). Returns 0 or what points or skew returned.
  */
 int wt_uncert_series_bar(const struct wt_series_info *si, const struct wt_run_list *runs,
-                         wt_uncert_points_fn points, void *ctx, int64_t a, int64_t b,
-                         double energy_j, double covered_s, struct wt_uncert *out) WT_MUST_USE;
+                         wt_uncert_points_fn points, wt_uncert_points_fn skew, void *ctx, int64_t a,
+                         int64_t b, double energy_j, double covered_s,
+                         struct wt_uncert *out) WT_MUST_USE;
 
 #endif

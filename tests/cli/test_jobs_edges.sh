@@ -44,7 +44,8 @@ for p in ep:
     err = abs(got - want) / want
     worst = max(worst, err)
     assert err < 0.0001, (p["index"], got, want, err)
-    assert abs(got - want) <= p["kpi"]["uncertainty_joules"] + 0.05, (p["index"], got, want, p["kpi"])
+    # the bar counts each GPU counter's read skew (1 mJ more: the JSON's times keep ~0.1 us)
+    assert abs(got - want) <= p["kpi"]["uncertainty_joules"] + 0.001, (p["index"], got, want, p["kpi"])
 want = ex(d["start_s"], d["end_s"])
 err = abs(d["kpi"]["energy_joules"] - want) / want
 assert err < 0.0001, (d["kpi"]["energy_joules"], want, err)

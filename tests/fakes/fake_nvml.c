@@ -30,6 +30,10 @@
  *   FAKE_NVML_ENERGY_CPU_US=N    nvmlDeviceGetTotalEnergyConsumption burns N µs of the calling
  *                                thread's CPU time (CLOCK_THREAD_CPUTIME_ID) before it answers:
  *                                a counter read that is expensive in CPU (default 0)
+ *   FAKE_NVML_READ_DELAY_US=N[,…] nvmlDeviceGetTotalEnergyConsumption for GPU i waits the i-th
+ *                                N µs of wall time (a GPU past the list takes its last) and
+ *                                answers the counter at the end of the wait: a read that lands
+ *                                later than the caller's stamp (default 0)
  *   FAKE_NVML_LOST=g:from:to[,…] seconds after T0, [from, to): every call for GPU g (its handle
  *                                lookup included) returns NVML_ERROR_GPU_IS_LOST (15)
  *   FAKE_NVML_RESET=g:at[,…]     GPU g's energy counter restarts from 0 at T0+at (driver reload):
@@ -261,9 +265,10 @@ static struct {
     double t0;
     double base, amp, period;
     double power_avg_s;
-    double energy_cpu_us; /* FAKE_NVML_ENERGY_CPU_US */
-    bool square;          /* FAKE_NVML_WAVE=square */
-    bool irregular;       /* FAKE_NVML_WAVE=irregular */
+    double energy_cpu_us;           /* FAKE_NVML_ENERGY_CPU_US */
+    double read_delay_us[MAX_GPUS]; /* FAKE_NVML_READ_DELAY_US */
+    bool square;                    /* FAKE_NVML_WAVE=square */
+    bool irregular;                 /* FAKE_NVML_WAVE=irregular */
     unsigned long long offset_mj;
     struct {
         unsigned int gpu;
@@ -417,6 +422,14 @@ static void load(void)
         sscanf(v, "%lf,%lf,%lf", &fk.base, &fk.amp, &fk.period);
     fk.power_avg_s = env_double("FAKE_NVML_POWER_AVG", 0);
     fk.energy_cpu_us = env_double("FAKE_NVML_ENERGY_CPU_US", 0);
+    v = env("FAKE_NVML_READ_DELAY_US");
+    for (unsigned int i = 0; i < MAX_GPUS; i++) {
+        char *end;
+        double us = v && *v ? strtod(v, &end) : (i ? fk.read_delay_us[i - 1] : 0);
+        if (v && *v)
+            v = *end == ',' ? end + 1 : NULL;
+        fk.read_delay_us[i] = us > 0 ? us : 0;
+    }
     fk.square = (v = env("FAKE_NVML_WAVE")) && strcmp(v, "square") == 0;
     fk.irregular = v && strcmp(v, "irregular") == 0;
     fk.offset_mj = 1000000000ULL;
@@ -1008,6 +1021,15 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
             clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
         while ((double)(b.tv_sec - a.tv_sec) * 1e6 + (double)(b.tv_nsec - a.tv_nsec) / 1e3 <
                fk.energy_cpu_us);
+    }
+    if (d->index < MAX_GPUS && fk.read_delay_us[d->index] > 0) {
+        double until = now_s() + fk.read_delay_us[d->index] / 1e6;
+        long long ns = (long long)(fk.read_delay_us[d->index] * 1e3);
+        struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+        while ((t = now_s()) < until)
+            ;
     }
     *mj = energy_mj(d->index, t);
     return NVML_SUCCESS;
