@@ -32,6 +32,7 @@
 #include <net-snmp/net-snmp-config.h>
 #include <net-snmp/net-snmp-includes.h>
 
+#include "collect/facility.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/energy.h"
@@ -63,16 +64,6 @@ static const int metric_ids[] = {WT_M_FAC_POWER_W,   WT_M_FAC_ENERGY_J,    WT_M_
                                  WT_M_FAC_TEMP_C};
 
 /* ---- the config section ---------------------------------------------------------------- */
-
-static bool valid_name(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '.' && *s != '-')
-            return false;
-    return true;
-}
 
 /* Parses dotted numeric OID text (a leading dot allowed) into o. Returns its length or -EINVAL. */
 static int parse_oid(const char *s, oid *o, size_t max)
@@ -200,7 +191,7 @@ static int parse_generic(const struct wt_yget *g, const struct wt_ynode *item, c
                        unit);
     if (!rc)
         rc = wt_y_string(g, item, path, "kind", false, kind, sizeof kind);
-    if (!rc && !valid_name(kind))
+    if (!rc && !wt_fac_name_ok(kind))
         rc = wt_y_fail(g, wt_y_get(item, "kind"), wt_y_path(p, sizeof p, path, "kind"),
                        "expected a word of [A-Za-z0-9_.-] (got \"%s\")", kind);
     if (!rc)
@@ -281,7 +272,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
     int rc = wt_y_keys(g, item, path, keys);
     if (!rc)
         rc = wt_y_string(g, item, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !valid_name(t->name))
+    if (!rc && !wt_fac_name_ok(t->name))
         rc = wt_y_fail(g, wt_y_get(item, "name"), wt_y_path(p, sizeof p, path, "name"),
                        "expected a name of letters, digits and _ . - (got \"%s\")", t->name);
     if (!rc)
@@ -496,6 +487,7 @@ struct item {
 };
 
 struct wt_snmp {
+    struct wt_fac f; /* first: its up labels (collect/facility.h) */
     struct wt_snmp_target t;
     const struct wt_snmp_profile *prof;
     struct wt_snmp_profile generic;
@@ -518,7 +510,6 @@ struct wt_snmp {
     bool produced[MAX_WALK];
     char place[WT_LABELS_LEN]; /* node/rack/zone pairs appended to every reading */
     void *sess;                /* net-snmp single session, NULL offline */
-    struct wt_ratelimit rl;
     /* The request in flight (see request): its id, and what its callback learned. A callback
      * for an older id (one abandoned on a port unreachable) is ignored. */
     int pending_id;
@@ -577,20 +568,32 @@ static int set_profile(struct wt_snmp *s, const struct wt_snmp_profile *p, struc
     return 0;
 }
 
+static void snmp_release(struct wt_fac *f);
+
+/* SNMP on the facility target: its own section (64-character placements, generic profiles) and
+ * its own poll (up and info come with the readings: wt_snmp_readings); the rest is shared. */
+static const struct wt_fac_proto proto = {
+    .source = "snmp",
+    .title = "SNMP",
+    .state_size = sizeof(struct wt_snmp),
+    .close = snmp_release,
+};
+
 int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profile *profile,
                       struct wt_snmp **out, struct wt_err *err)
 {
     struct wt_snmp *s = calloc(1, sizeof *s);
     if (!s)
         return -ENOMEM;
+    s->f.proto = &proto;
     s->t = *t;
+    s->f.name = s->t.name;
     /* The generic columns point into the target's own storage: re-aim them at our copy. */
     for (size_t k = 0; k < s->t.ngeneric; k++) {
         s->t.generic[k].oid = s->t.generic_oid[k];
         s->t.generic[k].kind = s->t.generic_kind[k];
         s->t.generic[k].point = s->t.generic_point[k];
     }
-    s->rl.interval_ns = 300 * WT_NS_PER_S;
     s->par = MAX_PAR;
     s->place[0] = '\0';
     int rc = 0;
@@ -600,6 +603,16 @@ int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profi
         rc = wt_labels_add(s->place, sizeof s->place, "rack", t->rack);
     if (!rc && t->zone[0])
         rc = wt_labels_add(s->place, sizeof s->place, "zone", t->zone);
+    /* source, target and the target's node/rack/zone: the labels of wattage_facility_up. */
+    if (!rc)
+        rc = wt_labels(s->f.up_labels, sizeof s->f.up_labels, "source", "snmp", "target", t->name,
+                       NULL);
+    if (!rc && s->place[0]) {
+        size_t l = strlen(s->f.up_labels);
+        rc = l + 1 + strlen(s->place) < sizeof s->f.up_labels ? 0 : -E2BIG;
+        if (!rc)
+            snprintf(s->f.up_labels + l, sizeof s->f.up_labels - l, ",%s", s->place);
+    }
     if (rc) {
         free(s);
         return wt_err_set(err, "target %s: node, rack and zone labels are too long", t->name);
@@ -1031,19 +1044,6 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
     return rc;
 }
 
-/* source, target and the target's node/rack/zone: the labels of wattage_facility_up. */
-static int up_labels(const struct wt_snmp *s, char *lb, size_t n)
-{
-    int rc = wt_labels(lb, n, "source", "snmp", "target", s->t.name, NULL);
-    if (!rc && s->place[0]) {
-        size_t l = strlen(lb);
-        rc = l + 1 + strlen(s->place) < n ? 0 : -E2BIG;
-        if (!rc)
-            snprintf(lb + l, n - l, ",%s", s->place);
-    }
-    return rc;
-}
-
 int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
 {
     int rc = 0;
@@ -1068,9 +1068,8 @@ int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
         }
     }
     char lb[WT_LABELS_LEN];
-    rc = up_labels(s, lb, sizeof lb);
-    if (!rc)
-        rc = wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 1);
+    snprintf(lb, sizeof lb, "%s", s->f.up_labels);
+    rc = wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 1);
     if (!rc)
         rc = wt_labels_add(lb, sizeof lb, "profile", s->prof ? s->prof->name : "none");
     if (!rc && s->prof && s->prof->vendor[0])
@@ -1232,10 +1231,10 @@ out:
     return rc;
 }
 
-void wt_snmp_state_free(struct wt_snmp *s)
+/* What the state holds (collect/facility.h's close): the session, rows, counters. */
+static void snmp_release(struct wt_fac *f)
 {
-    if (!s)
-        return;
+    struct wt_snmp *s = (struct wt_snmp *)f;
     if (s->sess) {
         pthread_mutex_lock(&lib_mu);
         snmp_sess_close(s->sess);
@@ -1244,7 +1243,11 @@ void wt_snmp_state_free(struct wt_snmp *s)
     free(s->rows);
     free(s->ec);
     explicit_bzero(s->t.community, sizeof s->t.community);
-    free(s);
+}
+
+void wt_snmp_state_free(struct wt_snmp *s)
+{
+    wt_fac_close(s);
 }
 
 /*
@@ -1671,25 +1674,13 @@ static int snmp_open_target(const struct wt_config *cfg, size_t i, void **state,
     return 0;
 }
 
-static void collector_close(void *state)
-{
-    wt_snmp_state_free(state);
-}
-
-/* After a failed poll: the PDU is down (its last readings are stale and go). */
-static int snmp_down(void *state, int64_t t_ns, struct wt_batch *out)
-{
-    char lb[WT_LABELS_LEN];
-    int rc = up_labels(state, lb, sizeof lb);
-    return rc ? rc : wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 0);
-}
-
+/* The loop (core/loop.c) runs each PDU; facility.c says when it is down and closes it. */
 const struct wt_collector_ops wt_snmp_collector = {
     .name = "snmp",
     .config = snmp_config,
     .poll = snmp_poll,
-    .close = collector_close,
+    .close = wt_fac_close,
     .targets = snmp_targets,
     .open_target = snmp_open_target,
-    .down = snmp_down,
+    .down = wt_fac_down,
 };
