@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/clock.h"
 
@@ -22,6 +23,28 @@ bool wt_fac_name_ok(const char *s)
         if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '-'))
             return false;
     return true;
+}
+
+int wt_fac_parse_name(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                      char *name, size_t n)
+{
+    int rc = wt_y_string(g, m, path, "name", true, name, n);
+    if (!rc && !wt_fac_name_ok(name))
+        rc = wt_y_key_fail(g, m, path, "name",
+                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
+                           WT_TARGET_NAME_LEN, name);
+    return rc;
+}
+
+int wt_fac_parse_timing(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        int64_t *timeout_ns, int64_t *interval_ns)
+{
+    int rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
+                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, timeout_ns);
+    if (!rc)
+        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
+                              WT_Y_WHY_NET_POLL, interval_ns);
+    return rc;
 }
 
 int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
@@ -44,6 +67,30 @@ int wt_fac_place_labels(char *buf, size_t n, const struct wt_fac_place *p)
         rc = wt_labels_add(buf, n, "rack", p->rack);
     if (!rc && p->zone[0])
         rc = wt_labels_add(buf, n, "zone", p->zone);
+    return rc;
+}
+
+int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
+{
+    char line[256];
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        int e = errno;
+        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
+        return -e;
+    }
+    char *got = fgets(line, sizeof line, f);
+    fclose(f);
+    if (!got) {
+        wt_err_set(err, "password_file %s is empty", path);
+        return -EINVAL;
+    }
+    line[strcspn(line, "\r\n")] = '\0';
+    size_t len = strlen(line);
+    int rc = len < n ? 0 : -E2BIG;
+    if (!rc)
+        memcpy(out, line, len + 1);
+    explicit_bzero(line, sizeof line);
     return rc;
 }
 

@@ -9,9 +9,11 @@
  * partial read, and conditions said once when they start and once when they end.
  *
  * A protocol is one struct wt_fac_proto: its section (core/yget.h's wt_y_targets), the size of
- * its state, whose first member is a struct wt_fac, and its open, read and close. Its
- * collector table names wt_fac_poll, wt_fac_down and wt_fac_close, and three one-line
- * functions that hand its proto to wt_fac_targets and wt_fac_open_target.
+ * its state, whose first member is a struct wt_fac, and its open, read and close; its collector
+ * table is WT_FAC_COLLECTOR's (wt_fac_poll, wt_fac_down, wt_fac_close and the proto handed to
+ * wt_fac_targets and wt_fac_open_target). SNMP, whose section and poll are its own, starts its
+ * state with a struct wt_fac for the rest. A later protocol (the inference targets) can read
+ * through it the same way.
  */
 #ifndef WT_FACILITY_H
 #define WT_FACILITY_H
@@ -38,6 +40,18 @@ struct wt_fac_place {
 /* True for a target, point or register name: one or more of [A-Za-z0-9_.-]. */
 bool wt_fac_name_ok(const char *s);
 
+/* The required key name of target mapping m at path into name (n bytes), a name that
+ * wt_fac_name_ok takes. Returns 0 or -EINVAL with g->err. */
+int wt_fac_parse_name(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                      char *name, size_t n) __attribute__((warn_unused_result));
+
+/* The optional keys timeout (a network request's, within core/yget.h's bounds for one) and
+ * interval (a network poll's) into *timeout_ns and *interval_ns, left as they are when absent.
+ * Returns 0 or -EINVAL with g->err. */
+int wt_fac_parse_timing(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                        int64_t *timeout_ns, int64_t *interval_ns)
+    __attribute__((warn_unused_result));
+
 /* The optional keys node, rack and zone of target mapping m at path into *p. Returns 0 or
  * -EINVAL with g->err (a value too long). */
 int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
@@ -45,6 +59,14 @@ int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const 
 
 /* Appends node, rack and zone (those set) to the labels in buf. Returns 0 or -E2BIG. */
 int wt_fac_place_labels(char *buf, size_t n, const struct wt_fac_place *p)
+    __attribute__((warn_unused_result));
+
+/*
+ * The first line of a password file (never logged) into out (n bytes), its line end removed.
+ * Returns 0; -errno ("cannot read password_file PATH: ..."); -EINVAL ("password_file PATH is
+ * empty"); -E2BIG, err untouched, when the line does not fit in out (the caller says the bound).
+ */
+int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
     __attribute__((warn_unused_result));
 
 /* A collector's config check of its targets section d. Returns 0 or -EINVAL with err. */
@@ -118,6 +140,61 @@ void wt_fac_close(void *state);
  */
 int wt_fac_skew(struct wt_fac *f, int64_t stamp_s, int64_t before_ns, int64_t after_ns,
                 int64_t t_ns, struct wt_batch *out) __attribute__((warn_unused_result));
+
+/*
+ * A protocol's section and collector table, written once here so that no protocol repeats
+ * them: the section collectors.NAME.targets (TARGET, its struct type, parsed by PARSE, freed by
+ * DROP or NULL) and its config check `check`; a static struct wt_fac_proto NAME_proto (STATE,
+ * the state's struct type, whose member t is the target; TARGET's member place its placement;
+ * OPEN, READ, CLOSE the reader); and the collector table `ops` (core/source.h) over facility.c,
+ * its config block cfg->collectors.NAME.
+ */
+#define WT_FAC_COLLECTOR(ops, check, NAME, TITLE, TARGET, PARSE, DROP, STATE, OPEN, READ, CLOSE)   \
+    static const struct wt_y_targets NAME##_section = {                                            \
+        .section = "collectors." #NAME ".targets",                                                 \
+        .size = sizeof(TARGET),                                                                    \
+        .name_at = offsetof(TARGET, name),                                                         \
+        .interval_at = offsetof(TARGET, interval_ns),                                              \
+        .parse = PARSE,                                                                            \
+        .drop = DROP,                                                                              \
+    };                                                                                             \
+    int check(const char *file, const struct wt_ynode *node, struct wt_err *err)                   \
+    {                                                                                              \
+        return wt_fac_config_check(&NAME##_section, file, node, err);                              \
+    }                                                                                              \
+    static const struct wt_fac_proto NAME##_proto = {                                              \
+        .source = #NAME,                                                                           \
+        .title = TITLE,                                                                            \
+        .targets = &NAME##_section,                                                                \
+        .place_at = offsetof(TARGET, place),                                                       \
+        .state_size = sizeof(STATE),                                                               \
+        .target_at = offsetof(STATE, t),                                                           \
+        .open = OPEN,                                                                              \
+        .read = READ,                                                                              \
+        .close = CLOSE,                                                                            \
+    };                                                                                             \
+    static const struct wt_collector_config *NAME##_config(const struct wt_config *cfg)            \
+    {                                                                                              \
+        return &cfg->collectors.NAME;                                                              \
+    }                                                                                              \
+    static size_t NAME##_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)   \
+    {                                                                                              \
+        return wt_fac_targets(&NAME##_proto, cfg, out, max);                                       \
+    }                                                                                              \
+    static int NAME##_open_target(const struct wt_config *cfg, size_t i, void **state,             \
+                                  struct wt_err *err)                                              \
+    {                                                                                              \
+        return wt_fac_open_target(&NAME##_proto, cfg, i, state, err);                              \
+    }                                                                                              \
+    const struct wt_collector_ops ops = {                                                          \
+        .name = #NAME,                                                                             \
+        .config = NAME##_config,                                                                   \
+        .poll = wt_fac_poll,                                                                       \
+        .close = wt_fac_close,                                                                     \
+        .targets = NAME##_targets,                                                                 \
+        .open_target = NAME##_open_target,                                                         \
+        .down = wt_fac_down,                                                                       \
+    }
 
 /* A poll that read only part of the target: "<target>: <what> suppressed=N", at most once a
  * minute (f->rl). */

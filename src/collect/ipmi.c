@@ -26,7 +26,6 @@
 #include "core/secret.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.ipmi.targets"
 #define DCMI_GROUP 0xdc
 #define DCMI_GET_POWER_READING 0x02
 #define DCMI_MODE_SYSTEM_POWER 0x01
@@ -151,11 +150,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     t->cipher_suite = 3;
     snprintf(t->device, sizeof t->device, "/dev/ipmi0");
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !wt_fac_name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "host", false, t->host, sizeof t->host);
     if (!rc)
@@ -210,20 +205,6 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_fac_parse_place(g, m, path, &t->place);
     return rc;
-}
-
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct target),
-    .name_at = offsetof(struct target, name),
-    .interval_at = offsetof(struct target, interval_ns),
-    .parse = parse_target,
-    .drop = NULL,
-};
-
-int wt_ipmi_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    return wt_fac_config_check(&targets, file, node, err);
 }
 
 /* ---- decoding ---- */
@@ -617,33 +598,13 @@ static void ipmi_release(struct wt_fac *f)
 /* Reads the first line of the password file (never logged): at most 20 bytes in IPMI 2.0. */
 static int read_password(const char *path, char *out, size_t n, struct wt_err *err)
 {
-    char line[256];
     int rc = wt_check_secret_file("password_file", path, err);
-    if (rc)
-        return rc;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *got = fgets(line, sizeof line, f);
-    fclose(f);
-    if (!got) {
-        wt_err_set(err, "password_file %s is empty", path);
-        return -EINVAL;
-    }
-    line[strcspn(line, "\r\n")] = '\0';
-    size_t len = strlen(line);
-    if (len >= n) {
-        explicit_bzero(line, sizeof line);
-        wt_err_set(err, "password_file %s: an IPMI 2.0 password has at most %d characters", path,
-                   PASSWORD_LEN);
-        return -EINVAL;
-    }
-    memcpy(out, line, len + 1);
-    explicit_bzero(line, sizeof line);
-    return 0;
+    if (!rc)
+        rc = wt_fac_read_password(path, out, n, err);
+    if (rc == -E2BIG)
+        rc = wt_err_set(err, "password_file %s: an IPMI 2.0 password has at most %d characters",
+                        path, PASSWORD_LEN);
+    return rc;
 }
 
 int wt_ipmi_parse_k_g(const char *text, uint8_t *out, unsigned *len, struct wt_err *err)
@@ -753,40 +714,6 @@ static int ipmi_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_er
     return 0;
 }
 
-static const struct wt_fac_proto proto = {
-    .source = "ipmi",
-    .title = "IPMI",
-    .targets = &targets,
-    .place_at = offsetof(struct target, place),
-    .state_size = sizeof(struct ipmi),
-    .target_at = offsetof(struct ipmi, t),
-    .open = ipmi_open,
-    .read = ipmi_read,
-    .close = ipmi_release,
-};
-
-static const struct wt_collector_config *ipmi_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.ipmi;
-}
-
-static size_t ipmi_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_fac_targets(&proto, cfg, out, max);
-}
-
-static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    return wt_fac_open_target(&proto, cfg, i, state, err);
-}
-
 /* The loop (core/loop.c) and facility.c run each BMC; ipmi_read reads it. */
-const struct wt_collector_ops wt_ipmi_collector = {
-    .name = "ipmi",
-    .config = ipmi_config,
-    .poll = wt_fac_poll,
-    .close = wt_fac_close,
-    .targets = ipmi_targets,
-    .open_target = ipmi_open_target,
-    .down = wt_fac_down,
-};
+WT_FAC_COLLECTOR(wt_ipmi_collector, wt_ipmi_config_check, ipmi, "IPMI", struct target, parse_target,
+                 NULL, struct ipmi, ipmi_open, ipmi_read, ipmi_release);

@@ -25,7 +25,6 @@
 #include "core/reading.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.modbus.targets"
 #define MAX_REGS 256
 #define MAX_RUN_WORDS 125 /* Modbus: at most 125 registers per read */
 #define LABEL_LEN 32
@@ -307,11 +306,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     memset(t, 0, sizeof *t);
     t->timeout_ns = 2 * WT_NS_PER_S;
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !wt_fac_name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "address", true, addr, sizeof addr);
     if (!rc && split_address(addr, t->host, sizeof t->host, &t->port) != 0)
@@ -320,11 +315,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
-        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
-                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
-    if (!rc)
-        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
-                              WT_Y_WHY_NET_POLL, &t->interval_ns);
+        rc = wt_fac_parse_timing(g, m, path, &t->timeout_ns, &t->interval_ns);
     if (!rc)
         rc = wt_fac_parse_place(g, m, path, &t->place);
     if (rc)
@@ -366,20 +357,6 @@ static void target_drop(void *t)
 {
     free(((struct target *)t)->regs);
     ((struct target *)t)->regs = NULL;
-}
-
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct target),
-    .name_at = offsetof(struct target, name),
-    .interval_at = offsetof(struct target, interval_ns),
-    .parse = parse_target,
-    .drop = target_drop,
-};
-
-int wt_modbus_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    return wt_fac_config_check(&targets, file, node, err);
 }
 
 /* ---- collector ---- */
@@ -681,40 +658,6 @@ int wt_modbus_readings(void *state, int64_t t_ns, struct wt_batch *out)
     return rc;
 }
 
-static const struct wt_fac_proto proto = {
-    .source = "modbus",
-    .title = "Modbus",
-    .targets = &targets,
-    .place_at = offsetof(struct target, place),
-    .state_size = sizeof(struct mb_state),
-    .target_at = offsetof(struct mb_state, t),
-    .open = mb_open,
-    .read = mb_read,
-    .close = mb_release,
-};
-
-static const struct wt_collector_config *mb_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.modbus;
-}
-
-static size_t mb_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_fac_targets(&proto, cfg, out, max);
-}
-
-static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    return wt_fac_open_target(&proto, cfg, i, state, err);
-}
-
 /* The loop (core/loop.c) and facility.c run each meter; mb_read reads it. */
-const struct wt_collector_ops wt_modbus_collector = {
-    .name = "modbus",
-    .config = mb_config,
-    .poll = wt_fac_poll,
-    .close = wt_fac_close,
-    .targets = mb_targets,
-    .open_target = mb_open_target,
-    .down = wt_fac_down,
-};
+WT_FAC_COLLECTOR(wt_modbus_collector, wt_modbus_config_check, modbus, "Modbus", struct target,
+                 parse_target, target_drop, struct mb_state, mb_open, mb_read, mb_release);

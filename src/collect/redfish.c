@@ -32,7 +32,6 @@
 #include "core/reading.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.redfish.targets"
 #define ROOT WT_REDFISH_ROOT
 #define POINT_LEN 64
 #define NAME_LEN 64
@@ -97,11 +96,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     t->timeout_ns = 5 * WT_NS_PER_S;
     t->sensors = true;
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !wt_fac_name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
     if (!rc) {
@@ -141,11 +136,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_bool(g, m, path, "insecure", &t->insecure);
     if (!rc)
-        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
-                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
-    if (!rc)
-        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
-                              WT_Y_WHY_NET_POLL, &t->interval_ns);
+        rc = wt_fac_parse_timing(g, m, path, &t->timeout_ns, &t->interval_ns);
     if (!rc)
         rc = wt_y_int(g, m, path, "max_response_bytes", 1024, 256 << 20, &maxr);
     if (!rc)
@@ -154,20 +145,6 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         rc = wt_fac_parse_place(g, m, path, &t->place);
     t->max_response = maxr;
     return rc;
-}
-
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct wt_redfish_target),
-    .name_at = offsetof(struct wt_redfish_target, name),
-    .interval_at = offsetof(struct wt_redfish_target, interval_ns),
-    .parse = parse_target,
-    .drop = NULL,
-};
-
-int wt_redfish_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    return wt_fac_config_check(&targets, file, node, err);
 }
 
 static bool seen(const struct rf *s, const char *uri)
@@ -386,13 +363,25 @@ static void equip_point(const struct equip *e, const cJSON *j, const char *uri, 
     snprintf(out, n, "%s%s%s", e->prefix, isdigit((unsigned char)id[0]) ? "" : "-", id);
 }
 
-static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
+/* A unit's parts: the collection under key, each member kept as parent/prefix<Id>, kind kindl. */
+struct part {
+    const char *key, *prefix, *kindl;
+};
+
+static const struct part power_parts[] = {{"Mains", "", "mains"},    {"Branches", "", "branch"},
+                                          {"Feeders", "", "feeder"}, {"Subfeeds", "", "subfeed"},
+                                          {"Outlets", "", "outlet"}, {NULL, NULL, NULL}};
+
+static const struct part cooling_parts[] = {
+    {"PrimaryCoolantConnectors", "primary", "coolant_primary"},
+    {"SecondaryCoolantConnectors", "secondary", "coolant_secondary"},
+    {"Pumps", "pump", "pump"},
+    {NULL, NULL, NULL}};
+
+/* One unit of equipment e at uri: its info, its own readings (link metrics_key) and its parts. */
+static int walk_unit(struct rf *s, const char *uri, const struct equip *e, const char *metrics_key,
+                     const struct part *parts, struct wt_err *err)
 {
-    const struct equip *e = ctx;
-    static const struct {
-        const char *key, *kindl;
-    } subs[] = {{"Mains", "mains"},      {"Branches", "branch"}, {"Feeders", "feeder"},
-                {"Subfeeds", "subfeed"}, {"Outlets", "outlet"},  {NULL, NULL}};
     cJSON *j = NULL;
     char point[POINT_LEN];
     int rc = walk_get(s, uri, &j, err);
@@ -400,13 +389,13 @@ static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struc
         return fatal(rc) ? rc : 0;
     equip_point(e, j, uri, point, sizeof point);
     add_info(s, j, point, e->kindl);
-    const char *metrics = wt_rf_link(j, "Metrics");
+    const char *metrics = wt_rf_link(j, metrics_key);
     if (metrics)
         rc = keep(s, metrics, R_GENERIC, point, NULL, NULL, e->kindl, wt_rf_str(j, "Name"), NULL,
                   err);
-    for (int i = 0; subs[i].key && !rc; i++) {
-        const char *c = wt_rf_link(j, subs[i].key);
-        struct sub sb = {point, "", subs[i].kindl};
+    for (int i = 0; parts[i].key && !rc; i++) {
+        const char *c = wt_rf_link(j, parts[i].key);
+        struct sub sb = {point, parts[i].prefix, parts[i].kindl};
         if (c)
             rc = each_member(s, c, keep_member, &sb, err);
     }
@@ -414,33 +403,14 @@ static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struc
     return rc;
 }
 
+static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
+{
+    return walk_unit(s, uri, ctx, "Metrics", power_parts, err);
+}
+
 static int walk_cooling_unit(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
 {
-    const struct equip *e = ctx;
-    static const struct {
-        const char *key, *prefix, *kindl;
-    } subs[] = {{"PrimaryCoolantConnectors", "primary", "coolant_primary"},
-                {"SecondaryCoolantConnectors", "secondary", "coolant_secondary"},
-                {"Pumps", "pump", "pump"},
-                {NULL, NULL, NULL}};
-    cJSON *j = NULL;
-    char point[POINT_LEN];
-    int rc = walk_get(s, uri, &j, err);
-    if (rc)
-        return fatal(rc) ? rc : 0;
-    equip_point(e, j, uri, point, sizeof point);
-    add_info(s, j, point, e->kindl);
-    const char *env = wt_rf_link(j, "EnvironmentMetrics");
-    if (env)
-        rc = keep(s, env, R_GENERIC, point, NULL, NULL, e->kindl, wt_rf_str(j, "Name"), NULL, err);
-    for (int i = 0; subs[i].key && !rc; i++) {
-        const char *c = wt_rf_link(j, subs[i].key);
-        struct sub sb = {point, subs[i].prefix, subs[i].kindl};
-        if (c)
-            rc = each_member(s, c, keep_member, &sb, err);
-    }
-    cJSON_Delete(j);
-    return rc;
+    return walk_unit(s, uri, ctx, "EnvironmentMetrics", cooling_parts, err);
 }
 
 static int walk_equipment(struct rf *s, const char *uri, const struct equip *list, member_fn fn,
@@ -1070,40 +1040,7 @@ void wt_redfish_serve(void *state, wt_redfish_serve_fn fn, void *ctx)
     s->c.serve_ctx = ctx;
 }
 
-static const struct wt_fac_proto proto = {
-    .source = "redfish",
-    .title = "Redfish",
-    .targets = &targets,
-    .place_at = offsetof(struct wt_redfish_target, place),
-    .state_size = sizeof(struct rf),
-    .target_at = offsetof(struct rf, t),
-    .open = rf_open,
-    .read = rf_read,
-    .close = rf_release,
-};
-
-static const struct wt_collector_config *rf_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.redfish;
-}
-
-static size_t rf_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_fac_targets(&proto, cfg, out, max);
-}
-
-static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    return wt_fac_open_target(&proto, cfg, i, state, err);
-}
-
 /* The loop (core/loop.c) and facility.c run each service; rf_read reads it. */
-const struct wt_collector_ops wt_redfish_collector = {
-    .name = "redfish",
-    .config = rf_config,
-    .poll = wt_fac_poll,
-    .close = wt_fac_close,
-    .targets = rf_targets,
-    .open_target = rf_open_target,
-    .down = wt_fac_down,
-};
+WT_FAC_COLLECTOR(wt_redfish_collector, wt_redfish_config_check, redfish, "Redfish",
+                 struct wt_redfish_target, parse_target, NULL, struct rf, rf_open, rf_read,
+                 rf_release);

@@ -392,31 +392,12 @@ static void curl_init_once(void)
     curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
-/* Reads the first line of a password file (never logged). */
-static int read_password(const char *path, char *out, size_t n, struct wt_err *err)
-{
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *line = fgets(out, (int)n, f);
-    fclose(f);
-    if (!line) {
-        wt_err_set(err, "password_file %s is empty", path);
-        return -EINVAL;
-    }
-    out[strcspn(out, "\r\n")] = '\0';
-    return 0;
-}
-
 int wt_rf_client_open(struct wt_rf_client *s, const struct wt_redfish_target *t, struct wt_err *err)
 {
     s->t = t;
     s->body.max = (size_t)t->max_response;
     if (t->password_file[0]) {
-        int rc = read_password(t->password_file, s->password, sizeof s->password, err);
+        int rc = wt_fac_read_password(t->password_file, s->password, sizeof s->password, err);
         if (rc)
             return rc;
     }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The facility target (collect/facility.c) with a stand-in protocol: names, placement, a
- * condition said once, and a target's life through open_target, poll, down and close (the
+ * The facility target (collect/facility.c) with a stand-in protocol: names, placement, password
+ * files, a condition said once, and a target's life through open_target, poll, down and close (the
  * reader's readings then wattage_facility_up 1; nothing but up 0 after a failed read; the peer's
  * skew with the target's labels). The protocols themselves are test_modbus, test_redfish,
  * test_ipmi and test_snmp.
@@ -19,7 +19,7 @@
  * check the YAML below passes: url is all it needs). */
 struct tgt {
     char name[WT_TARGET_NAME_LEN + 1];
-    int64_t interval_ns;
+    int64_t timeout_ns, interval_ns;
     struct wt_fac_place place;
 };
 
@@ -48,6 +48,27 @@ static const struct wt_y_targets targets = {
     .name_at = offsetof(struct tgt, name),
     .interval_at = offsetof(struct tgt, interval_ns),
     .parse = parse_tgt,
+};
+
+/* A section whose targets are a name and timing, through wt_fac_parse_name and _timing. */
+static int parse_named(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                       void *tv)
+{
+    struct tgt *t = tv;
+    memset(t, 0, sizeof *t);
+    t->timeout_ns = 7;
+    int rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
+    if (!rc)
+        rc = wt_fac_parse_timing(g, m, path, &t->timeout_ns, &t->interval_ns);
+    return rc;
+}
+
+static const struct wt_y_targets named = {
+    .section = "x.targets",
+    .size = sizeof(struct tgt),
+    .name_at = offsetof(struct tgt, name),
+    .interval_at = offsetof(struct tgt, interval_ns),
+    .parse = parse_named,
 };
 
 static int fake_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err)
@@ -211,4 +232,48 @@ WT_TEST(a_config_check_names_file_line_and_key)
     WT_EQ_INT(wt_fac_config_check(&targets, "t.yaml", root, &err), -EINVAL);
     WT_CONTAINS(err.msg, "t.yaml:3");
     wt_ynode_free(root);
+}
+
+WT_TEST(a_target_name_is_required_and_checked)
+{
+    struct wt_ynode *root = NULL;
+    struct wt_err err = {{0}};
+    const char *y = "- name: pdu a1\n";
+    WT_EQ_INT(wt_yaml_parse("t.yaml", y, strlen(y), &root, &err), 0);
+    WT_EQ_INT(wt_fac_config_check(&named, "t.yaml", root, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "t.yaml:1");
+    WT_CONTAINS(err.msg, "expected at most 23 of A-Z a-z 0-9 _ . - (got \"pdu a1\")");
+    wt_ynode_free(root);
+    /* timeout and interval: a network request's and a network poll's bounds; absent, kept */
+    struct tgt one;
+    y = "- {name: a, interval: 30s}\n- {name: b, timeout: 1h}\n";
+    WT_EQ_INT(wt_yaml_parse("t.yaml", y, strlen(y), &root, &err), 0);
+    WT_EQ_INT(wt_y_target_at(&named, "t.yaml", root, 0, &one, "X", &err), -EINVAL);
+    WT_CONTAINS(err.msg, "t.yaml:2");
+    WT_CONTAINS(err.msg, "timeout");
+    wt_ynode_free(root);
+    y = "- {name: a, interval: 30s}\n";
+    WT_EQ_INT(wt_yaml_parse("t.yaml", y, strlen(y), &root, &err), 0);
+    WT_EQ_INT(wt_y_target_at(&named, "t.yaml", root, 0, &one, "X", &err), 0);
+    WT_EQ_U64((uint64_t)one.interval_ns, (uint64_t)(30 * WT_NS_PER_S));
+    WT_EQ_U64((uint64_t)one.timeout_ns, 7);
+    wt_ynode_free(root);
+}
+
+WT_TEST(a_password_is_the_first_line_of_its_file)
+{
+    char path[512], out[8];
+    struct wt_err err = {{0}};
+    snprintf(path, sizeof path, "%s/pw", wt_test_dir());
+    wt_test_write(path, "s3cret\r\nsecond line\n");
+    WT_EQ_INT(wt_fac_read_password(path, out, sizeof out, &err), 0);
+    WT_EQ_STR(out, "s3cret");
+    /* one that does not fit: -E2BIG, the caller says the bound */
+    WT_EQ_INT(wt_fac_read_password(path, out, 6, &err), -E2BIG);
+    wt_test_write(path, "%s", "");
+    WT_EQ_INT(wt_fac_read_password(path, out, sizeof out, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "is empty");
+    snprintf(path, sizeof path, "%s/none", wt_test_dir());
+    WT_EQ_INT(wt_fac_read_password(path, out, sizeof out, &err), -ENOENT);
+    WT_CONTAINS(err.msg, "cannot read password_file");
 }
