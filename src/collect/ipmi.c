@@ -19,14 +19,13 @@
 #include <unistd.h>
 
 #include "collect/clocksync.h"
+#include "collect/facility.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/reading.h"
 #include "core/secret.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.ipmi.targets"
-#define LABEL_LEN 32
 #define DCMI_GROUP 0xdc
 #define DCMI_GET_POWER_READING 0x02
 #define DCMI_MODE_SYSTEM_POWER 0x01
@@ -73,38 +72,25 @@ struct target {
     int64_t cipher_suite;
     unsigned workaround_flags;
     int64_t timeout_ns, interval_ns;
-    char node[LABEL_LEN], rack[LABEL_LEN], zone[LABEL_LEN];
+    struct wt_fac_place place;
 };
 
 struct ipmi {
+    struct wt_fac f; /* first: its up labels, skew and placement (collect/facility.h) */
     struct target t;
     char password[PASSWORD_LEN + 1];
     uint8_t k_g[K_G_LEN];
     unsigned k_g_len; /* 0: no BMC key (the BMC keys the session with the user's password) */
     ipmi_ctx_t ctx;
-    bool open;            /* the session (or the device) is open */
-    double clock_bound_s; /* daemon.clock_max_error */
-    bool inactive;        /* the last answer said "no power measurement available" */
-    bool relative_said;   /* the time stamps are relative: said once */
-    bool no_temps;        /* the BMC has no DCMI inlet temperatures: not asked again */
-    bool temps_failed;    /* the last Get Temperature Reading failed: said once */
-    char up_labels[WT_LABELS_LEN], labels[WT_LABELS_LEN], skew_labels[WT_LABELS_LEN];
-    char temp_labels[WT_LABELS_LEN];
-    char who[WT_TARGET_NAME_LEN + 8];
-    struct wt_peer_skew_watch skew;
+    bool open;          /* the session (or the device) is open */
+    bool inactive;      /* the last answer said "no power measurement available" */
+    bool relative_said; /* the time stamps are relative: said once */
+    bool no_temps;      /* the BMC has no DCMI inlet temperatures: not asked again */
+    bool temps_failed;  /* the last Get Temperature Reading failed: said once */
+    char labels[WT_LABELS_LEN], temp_labels[WT_LABELS_LEN];
 };
 
 /* ---- configuration ---- */
-
-static bool name_ok(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!(isalnum((unsigned char)*s) || *s == '_' || *s == '.' || *s == '-'))
-            return false;
-    return true;
-}
 
 /* HOST or HOST:PORT, a name or an IPv4 address (FreeIPMI's form). */
 static bool host_ok(const char *h)
@@ -164,11 +150,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     t->cipher_suite = 3;
     snprintf(t->device, sizeof t->device, "/dev/ipmi0");
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "host", false, t->host, sizeof t->host);
     if (!rc)
@@ -221,35 +203,8 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
         rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
                               WT_Y_WHY_NET_POLL, &t->interval_ns);
     if (!rc)
-        rc = wt_y_string(g, m, path, "node", false, t->node, sizeof t->node);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "rack", false, t->rack, sizeof t->rack);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "zone", false, t->zone, sizeof t->zone);
+        rc = wt_fac_parse_place(g, m, path, &t->place);
     return rc;
-}
-
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct target),
-    .name_at = offsetof(struct target, name),
-    .interval_at = offsetof(struct target, interval_ns),
-    .parse = parse_target,
-    .drop = NULL,
-};
-
-/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
-static int parse_section(const char *file, const struct wt_ynode *node, long want,
-                         struct target *one, struct wt_target *names, size_t max,
-                         struct wt_err *err)
-{
-    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
-}
-
-int wt_ipmi_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    int rc = parse_section(file, node, -1, NULL, NULL, 0, err);
-    return rc < 0 ? rc : 0;
 }
 
 /* ---- decoding ---- */
@@ -530,15 +485,14 @@ static int read_temps(struct ipmi *s, int64_t t_ns, struct wt_batch *out)
             s->no_temps = true;
             return 0;
         }
-        if (rc) {
-            if (!s->temps_failed)
+        if (wt_fac_turn(&s->temps_failed, rc != 0)) {
+            if (rc)
                 wt_warn("ipmi", "%s: no inlet temperature this poll: %s", s->t.name, err.msg);
-            s->temps_failed = true;
-            return 0;
+            else
+                wt_info("ipmi", "%s: the inlet temperatures are read again", s->t.name);
         }
-        if (s->temps_failed)
-            wt_info("ipmi", "%s: the inlet temperatures are read again", s->t.name);
-        s->temps_failed = false;
+        if (rc)
+            return 0;
         if (tp.total == 0 && k == 0) {
             wt_info("ipmi", "%s: the BMC lists no DCMI inlet temperature sensor", s->t.name);
             s->no_temps = true;
@@ -560,9 +514,10 @@ static int read_temps(struct ipmi *s, int64_t t_ns, struct wt_batch *out)
     return 0;
 }
 
-static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+/* A poll (collect/facility.h's read): the power reading, its clock, the inlet temperatures. */
+static int ipmi_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
-    struct ipmi *s = state;
+    struct ipmi *s = (struct ipmi *)f;
     uint8_t rs[64];
     int64_t before = 0, after = 0;
     bool fresh = false;
@@ -590,20 +545,20 @@ static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
     int rc = wt_ipmi_parse_power(rs, (size_t)n, &p, err);
     if (rc)
         return rc; /* the session is fine: the BMC answered */
-    if (!p.active) {
-        if (!s->inactive)
+    if (wt_fac_turn(&s->inactive, !p.active)) {
+        if (s->inactive)
             wt_warn("ipmi",
                     "%s: the BMC has no power measurement now (DCMI power reading state "
                     "not active; many BMCs say so while the host is off)",
                     s->t.name);
-        s->inactive = true;
+        else
+            wt_info("ipmi", "%s: the BMC measures power again", s->t.name);
+    }
+    if (s->inactive) {
         if ((rc = read_temps(s, t_ns, out)) != 0)
             goto fail;
-        return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
+        return 0;
     }
-    if (s->inactive)
-        wt_info("ipmi", "%s: the BMC measures power again", s->t.name);
-    s->inactive = false;
     if ((rc = add(out, WT_M_FAC_POWER_W, s->labels, NULL, NULL, t_ns, p.current_w)) ||
         (rc = add(out, WT_M_FAC_POWER_STAT_W, s->labels, "statistic", "minimum", t_ns,
                   p.minimum_w)) ||
@@ -614,11 +569,8 @@ static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
         (rc = add(out, WT_M_FAC_POWER_PERIOD_S, s->labels, NULL, NULL, t_ns, p.period_s)))
         goto fail;
     if (p.stamp > WT_IPMI_STAMP_RELATIVE_MAX && p.stamp != 0xffffffffu) {
-        double skew, unc;
-        wt_peer_skew((int64_t)p.stamp, before, after, &skew, &unc);
-        if ((rc = add(out, WT_M_CLOCK_PEER_SKEW_S, s->skew_labels, NULL, NULL, t_ns, skew)))
+        if ((rc = wt_fac_skew(&s->f, (int64_t)p.stamp, before, after, t_ns, out)))
             goto fail;
-        wt_peer_skew_note(&s->skew, "ipmi", s->who, skew, unc, s->clock_bound_s);
     } else if (!s->relative_said) {
         wt_info("ipmi",
                 "%s: the BMC's time stamps count from its start (0x%08X), not the "
@@ -626,8 +578,7 @@ static int ipmi_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
                 s->t.name, (unsigned)p.stamp);
         s->relative_said = true;
     }
-    if ((rc = read_temps(s, t_ns, out)) != 0 ||
-        (rc = wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1)) != 0)
+    if ((rc = read_temps(s, t_ns, out)) != 0)
         goto fail;
     return 0;
 fail:
@@ -635,58 +586,25 @@ fail:
     return rc;
 }
 
-static const struct wt_collector_config *ipmi_config(const struct wt_config *cfg)
+/* What ipmi_open made (collect/facility.h's close): the session, and the secrets wiped. */
+static void ipmi_release(struct wt_fac *f)
 {
-    return &cfg->collectors.ipmi;
-}
-
-static size_t ipmi_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
-                              "ipmi", out, max);
-}
-
-static void ipmi_close(void *state)
-{
-    struct ipmi *s = state;
-    if (!s)
-        return;
+    struct ipmi *s = (struct ipmi *)f;
     disconnect(s);
     explicit_bzero(s->password, sizeof s->password);
     explicit_bzero(s->k_g, sizeof s->k_g);
-    free(s);
 }
 
 /* Reads the first line of the password file (never logged): at most 20 bytes in IPMI 2.0. */
 static int read_password(const char *path, char *out, size_t n, struct wt_err *err)
 {
-    char line[256];
     int rc = wt_check_secret_file("password_file", path, err);
-    if (rc)
-        return rc;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *got = fgets(line, sizeof line, f);
-    fclose(f);
-    if (!got) {
-        wt_err_set(err, "password_file %s is empty", path);
-        return -EINVAL;
-    }
-    line[strcspn(line, "\r\n")] = '\0';
-    size_t len = strlen(line);
-    if (len >= n) {
-        explicit_bzero(line, sizeof line);
-        wt_err_set(err, "password_file %s: an IPMI 2.0 password has at most %d characters", path,
-                   PASSWORD_LEN);
-        return -EINVAL;
-    }
-    memcpy(out, line, len + 1);
-    explicit_bzero(line, sizeof line);
-    return 0;
+    if (!rc)
+        rc = wt_fac_read_password(path, out, n, err);
+    if (rc == -E2BIG)
+        rc = wt_err_set(err, "password_file %s: an IPMI 2.0 password has at most %d characters",
+                        path, PASSWORD_LEN);
+    return rc;
 }
 
 int wt_ipmi_parse_k_g(const char *text, uint8_t *out, unsigned *len, struct wt_err *err)
@@ -752,50 +670,21 @@ static int read_k_g(const char *path, uint8_t *out, unsigned *len, struct wt_err
     return rc;
 }
 
-static int placement(char *buf, size_t n, const struct target *t)
+/* Target i's state once parsed (collect/facility.h's open): labels, device, secrets. */
+static int ipmi_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err)
 {
-    int rc = 0;
-    if (!rc && t->node[0])
-        rc = wt_labels_add(buf, n, "node", t->node);
-    if (!rc && t->rack[0])
-        rc = wt_labels_add(buf, n, "rack", t->rack);
-    if (!rc && t->zone[0])
-        rc = wt_labels_add(buf, n, "zone", t->zone);
-    return rc;
-}
-
-static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    struct ipmi *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    *state = s;
-    int prc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
-                             &s->t, "IPMI", err);
-    if (prc)
-        return prc;
+    struct ipmi *s = (struct ipmi *)f;
     const struct target *t = &s->t;
-    s->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
-    snprintf(s->who, sizeof s->who, "%s", t->name);
-    int lrc =
-        wt_labels(s->up_labels, sizeof s->up_labels, "source", "ipmi", "target", t->name, NULL);
-    if (!lrc)
-        lrc = placement(s->up_labels, sizeof s->up_labels, t);
-    if (!lrc)
-        lrc = wt_labels(s->skew_labels, sizeof s->skew_labels, "source", "ipmi", "target", t->name,
-                        NULL);
-    if (!lrc)
-        lrc = placement(s->skew_labels, sizeof s->skew_labels, t);
-    if (!lrc)
-        lrc = wt_labels(s->labels, sizeof s->labels, "source", "ipmi", "target", t->name, "point",
+    (void)cfg;
+    int lrc = wt_labels(s->labels, sizeof s->labels, "source", "ipmi", "target", t->name, "point",
                         "dcmi", "kind", "chassis", NULL);
     if (!lrc)
-        lrc = placement(s->labels, sizeof s->labels, t);
+        lrc = wt_fac_place_labels(s->labels, sizeof s->labels, &t->place);
     if (!lrc)
         lrc = wt_labels(s->temp_labels, sizeof s->temp_labels, "source", "ipmi", "target", t->name,
                         "point", "inlet", NULL);
     if (!lrc)
-        lrc = placement(s->temp_labels, sizeof s->temp_labels, t);
+        lrc = wt_fac_place_labels(s->temp_labels, sizeof s->temp_labels, &t->place);
     if (lrc)
         return wt_err_set(err, "%s: labels too long", t->name), -E2BIG;
     if (t->inband && t->driver != DRV_KCS && t->driver != DRV_AUTO &&
@@ -825,19 +714,6 @@ static int ipmi_open_target(const struct wt_config *cfg, size_t i, void **state,
     return 0;
 }
 
-/* After a failed poll: the BMC is down (its last readings are stale and go). */
-static int ipmi_down(void *state, int64_t t_ns, struct wt_batch *out)
-{
-    const struct ipmi *s = state;
-    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
-}
-
-const struct wt_collector_ops wt_ipmi_collector = {
-    .name = "ipmi",
-    .config = ipmi_config,
-    .poll = ipmi_poll,
-    .close = ipmi_close,
-    .targets = ipmi_targets,
-    .open_target = ipmi_open_target,
-    .down = ipmi_down,
-};
+/* The loop (core/loop.c) and facility.c run each BMC; ipmi_read reads it. */
+WT_FAC_COLLECTOR(wt_ipmi_collector, wt_ipmi_config_check, ipmi, "IPMI", struct target, parse_target,
+                 NULL, struct ipmi, ipmi_open, ipmi_read, ipmi_release);

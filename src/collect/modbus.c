@@ -18,13 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/facility.h"
 #include "core/clock.h"
 #include "core/energy.h"
 #include "core/log.h"
 #include "core/reading.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.modbus.targets"
 #define MAX_REGS 256
 #define MAX_RUN_WORDS 125 /* Modbus: at most 125 registers per read */
 #define LABEL_LEN 32
@@ -106,16 +106,15 @@ struct target {
     int port;
     int unit_id;
     int64_t timeout_ns, interval_ns;
-    char node[LABEL_LEN], rack[LABEL_LEN], zone[LABEL_LEN];
+    struct wt_fac_place place;
     struct reg *regs;
     size_t nregs;
 };
 
 struct mb_state {
+    struct wt_fac f; /* first: its up labels and placement (collect/facility.h) */
     struct target t;
     modbus_t *ctx;
-    char up_labels[WT_LABELS_LEN];
-    struct wt_ratelimit rl;
 };
 
 unsigned wt_modbus_type_words(enum wt_modbus_type t)
@@ -171,19 +170,6 @@ void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_w
 
 /* ---- configuration ---- */
 
-static bool name_ok(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++) {
-        char c = *s;
-        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
 /* "host", "host:port" or "[v6]:port" into host and port (default 502). */
 static int split_address(const char *s, char *host, size_t n, int *port)
 {
@@ -233,7 +219,7 @@ static int parse_reg(const struct wt_yget *g, const struct wt_ynode *m, const ch
     r->sf_addr = -1;
     if (!rc)
         rc = wt_y_string(g, m, path, "name", true, r->name, sizeof r->name);
-    if (!rc && !name_ok(r->name))
+    if (!rc && !wt_fac_name_ok(r->name))
         rc = wt_y_key_fail(g, m, path, "name",
                            "expected letters, digits, '_', '.' or '-' (got \"%s\")", r->name);
     if (!rc)
@@ -320,11 +306,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     memset(t, 0, sizeof *t);
     t->timeout_ns = 2 * WT_NS_PER_S;
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "address", true, addr, sizeof addr);
     if (!rc && split_address(addr, t->host, sizeof t->host, &t->port) != 0)
@@ -333,17 +315,9 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_int(g, m, path, "unit_id", 0, 255, &unit_id);
     if (!rc)
-        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
-                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
+        rc = wt_fac_parse_timing(g, m, path, &t->timeout_ns, &t->interval_ns);
     if (!rc)
-        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
-                              WT_Y_WHY_NET_POLL, &t->interval_ns);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "node", false, t->node, sizeof t->node);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "rack", false, t->rack, sizeof t->rack);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "zone", false, t->zone, sizeof t->zone);
+        rc = wt_fac_parse_place(g, m, path, &t->place);
     if (rc)
         return rc;
     t->unit_id = (int)unit_id;
@@ -385,41 +359,7 @@ static void target_drop(void *t)
     ((struct target *)t)->regs = NULL;
 }
 
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct target),
-    .name_at = offsetof(struct target, name),
-    .interval_at = offsetof(struct target, interval_ns),
-    .parse = parse_target,
-    .drop = target_drop,
-};
-
-/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
-static int parse_section(const char *file, const struct wt_ynode *node, long want,
-                         struct target *one, struct wt_target *names, size_t max,
-                         struct wt_err *err)
-{
-    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
-}
-
-int wt_modbus_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    int rc = parse_section(file, node, -1, NULL, NULL, 0, err);
-    return rc < 0 ? rc : 0;
-}
-
 /* ---- collector ---- */
-
-static const struct wt_collector_config *mb_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.modbus;
-}
-
-static size_t mb_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
-                              "modbus", out, max);
-}
 
 /* Labels of one reading: source, target, point, kind, [name], [node, rack, zone]. */
 static int make_labels(const struct target *t, const char *point, const char *kind,
@@ -429,12 +369,8 @@ static int make_labels(const struct target *t, const char *point, const char *ki
                        NULL);
     if (!rc && name && *name)
         rc = wt_labels_add(buf, n, "name", name);
-    if (!rc && t->node[0])
-        rc = wt_labels_add(buf, n, "node", t->node);
-    if (!rc && t->rack[0])
-        rc = wt_labels_add(buf, n, "rack", t->rack);
-    if (!rc && t->zone[0])
-        rc = wt_labels_add(buf, n, "zone", t->zone);
+    if (!rc)
+        rc = wt_fac_place_labels(buf, n, &t->place);
     return rc;
 }
 
@@ -446,30 +382,22 @@ static int cmp_reg(const void *a, const void *b)
     return (int)x->addr - (int)y->addr;
 }
 
-static void mb_close(void *state)
+/* What mb_open made (collect/facility.h's close): the connection and the registers. */
+static void mb_release(struct wt_fac *f)
 {
-    struct mb_state *s = state;
-    if (!s)
-        return;
+    struct mb_state *s = (struct mb_state *)f;
     if (s->ctx) {
         modbus_close(s->ctx);
         modbus_free(s->ctx);
     }
     free(s->t.regs);
-    free(s);
 }
 
-static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
+/* Target i's state once parsed (collect/facility.h's open): its registers in reading order. */
+static int mb_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err)
 {
-    struct mb_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    *state = s;
-    int rc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
-                            &s->t, "Modbus", err);
-    if (rc)
-        return rc;
-    s->rl.interval_ns = 60 * WT_NS_PER_S;
+    struct mb_state *s = (struct mb_state *)f;
+    (void)cfg;
     /* Scale-factor registers (SunSpec sunssf) are read like the others, and not exported. */
     size_t nconf = s->t.nregs;
     for (size_t k = 0; k < nconf; k++) {
@@ -501,17 +429,6 @@ static int mb_open_target(const struct wt_config *cfg, size_t i, void **state, s
                 s->t.regs[q].addr == r->sf_addr)
                 r->sf_index = (long)q;
     }
-    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    int lrc =
-        wt_labels(s->up_labels, sizeof s->up_labels, "source", "modbus", "target", s->t.name, NULL);
-    if (!lrc && s->t.node[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", s->t.node);
-    if (!lrc && s->t.rack[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "rack", s->t.rack);
-    if (!lrc && s->t.zone[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "zone", s->t.zone);
-    if (lrc != 0)
-        return wt_err_set(err, "%s: labels too long", s->t.name);
     for (size_t k = 0; k < s->t.nregs; k++) {
         struct reg *r = &s->t.regs[k];
         if (r->hidden)
@@ -648,9 +565,10 @@ static int decode(struct target *t, int64_t t_ns, struct wt_batch *out, size_t *
     return 0;
 }
 
-static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+/* A poll (collect/facility.h's read): every register, in runs. */
+static int mb_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
-    struct mb_state *s = state;
+    struct mb_state *s = (struct mb_state *)f;
     struct target *t = &s->t;
     uint16_t words[MAX_RUN_WORDS];
     size_t ok = 0, failed = 0;
@@ -708,16 +626,13 @@ static int mb_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_er
         return rc;
     }
     if (failed) {
-        uint64_t held;
-        if (wt_ratelimit_ok(&s->rl, wt_now_mono_ns(), &held))
-            wt_warn("modbus", "%s: %zu registers not read: %s suppressed=%llu", t->name, failed,
-                    first_fail, (unsigned long long)held);
+        wt_fac_partial(&s->f, "%zu registers not read: %s", failed, first_fail);
         if (ok == 0) {
             wt_err_set(err, "%s: no register could be read: %s", t->name, first_fail);
             return -EIO;
         }
     }
-    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
+    return 0;
 }
 
 void wt_modbus_feed(void *state, int function, unsigned first, const uint16_t *words, size_t n)
@@ -743,19 +658,6 @@ int wt_modbus_readings(void *state, int64_t t_ns, struct wt_batch *out)
     return rc;
 }
 
-/* After a failed poll: the meter is down (its last readings are stale and go). */
-static int mb_down(void *state, int64_t t_ns, struct wt_batch *out)
-{
-    const struct mb_state *s = state;
-    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
-}
-
-const struct wt_collector_ops wt_modbus_collector = {
-    .name = "modbus",
-    .config = mb_config,
-    .poll = mb_poll,
-    .close = mb_close,
-    .targets = mb_targets,
-    .open_target = mb_open_target,
-    .down = mb_down,
-};
+/* The loop (core/loop.c) and facility.c run each meter; mb_read reads it. */
+WT_FAC_COLLECTOR(wt_modbus_collector, wt_modbus_config_check, modbus, "Modbus", struct target,
+                 parse_target, target_drop, struct mb_state, mb_open, mb_read, mb_release);

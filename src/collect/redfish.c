@@ -24,35 +24,22 @@
 #include <time.h>
 
 #include "collect/clocksync.h"
+#include "collect/facility.h"
+#include "collect/redfish_client.h"
 #include "core/clock.h"
 #include "core/energy.h"
 #include "core/log.h"
 #include "core/reading.h"
 #include "core/yget.h"
 
-#define SECTION "collectors.redfish.targets"
-#define ROOT "/redfish/v1"
+#define ROOT WT_REDFISH_ROOT
 #define POINT_LEN 64
 #define NAME_LEN 64
 #define LABEL_LEN 32
-#define URI_LEN 512
+#define URI_LEN WT_REDFISH_URI_LEN
 #define MAX_WALK_GETS 4096
-#define WT_POLL_TIMEOUTS 12 /* a poll (or walk) may take this many request timeouts at most */
 
-enum auth_kind { AUTH_BASIC, AUTH_SESSION };
 static const char *const auth_names[] = {"basic", "session", NULL};
-
-struct target {
-    char name[WT_TARGET_NAME_LEN + 1];
-    char url[256]; /* scheme://host[:port], without /redfish/v1 */
-    char username[128];
-    char password_file[WT_PATH_LEN];
-    int auth;
-    char ca_file[WT_PATH_LEN];
-    bool insecure, sensors;
-    int64_t timeout_ns, interval_ns, max_response;
-    char node[LABEL_LEN], rack[LABEL_LEN], zone[LABEL_LEN];
-};
 
 enum rkind { R_GENERIC, R_SENSOR, R_POWER_LEGACY, R_THERMAL_LEGACY, R_INFO };
 
@@ -73,28 +60,10 @@ struct counter {
     uint64_t first_raw;
 };
 
-struct body {
-    char *p;
-    size_t len, cap, max;
-    bool too_big;
-};
-
 struct rf {
-    struct target t;
-    char password[256];
-    CURL *curl;
-    char errbuf[CURL_ERROR_SIZE];
-    struct body body;
-    char token[512], session_uri[URI_LEN];
-    char hdr_token[512], hdr_location[URI_LEN]; /* captured from the last response */
-    char hdr_date[64];                          /* its Date header ("" without one) */
-    /* The service's clock against ours: the poll's answer with a Date and the quickest round
-     * trip (CLOCK_REALTIME around the request), for wattage_clock_peer_skew_seconds. */
-    bool have_date;
-    int64_t date_s, date_before_ns, date_after_ns;
-    double clock_bound_s; /* daemon.clock_max_error */
-    char skew_labels[WT_LABELS_LEN];
-    struct wt_peer_skew_watch skew;
+    struct wt_fac f; /* first: its up labels, skew and placement (collect/facility.h) */
+    struct wt_redfish_target t;
+    struct wt_rf_client c; /* the service's HTTP side (redfish_client.h) */
     struct resource *res;
     size_t nres, capres;
     bool walked;
@@ -103,12 +72,7 @@ struct rf {
     size_t nctrs, capctrs;
     char **seen; /* DataSourceUris read this poll (or found by the walk) */
     size_t nseen, capseen;
-    char up_labels[WT_LABELS_LEN];
-    struct wt_ratelimit rl;
-    wt_redfish_serve_fn serve; /* a stand-in for the service (tests, fuzzing); NULL: HTTP */
-    void *serve_ctx;
     /* during a poll */
-    int64_t deadline_mono; /* 0 outside a poll */
     int64_t t_ns;
     struct wt_batch *out;
     size_t out_start; /* where this poll's readings start in out */
@@ -117,23 +81,11 @@ struct rf {
 
 /* ---- configuration ---- */
 
-static bool name_ok(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++) {
-        char c = *s;
-        if (!(isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-'))
-            return false;
-    }
-    return true;
-}
-
-/* One target of the section (wt_y_targets_parse), into *tv, a struct target. */
+/* One target of the section (wt_y_targets_parse), into *tv, a struct wt_redfish_target. */
 static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                         void *tv)
 {
-    struct target *t = tv;
+    struct wt_redfish_target *t = tv;
     static const char *const keys[] = {
         "name",    "url",      "username", "password_file", "auth",
         "ca_file", "insecure", "timeout",  "interval",      "max_response_bytes",
@@ -144,11 +96,7 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     t->timeout_ns = 5 * WT_NS_PER_S;
     t->sensors = true;
     if (!rc)
-        rc = wt_y_string(g, m, path, "name", true, t->name, sizeof t->name);
-    if (!rc && !name_ok(t->name))
-        rc = wt_y_key_fail(g, m, path, "name",
-                           "expected at most %d of A-Z a-z 0-9 _ . - (got \"%s\")",
-                           WT_TARGET_NAME_LEN, t->name);
+        rc = wt_fac_parse_name(g, m, path, t->name, sizeof t->name);
     if (!rc)
         rc = wt_y_string(g, m, path, "url", true, t->url, sizeof t->url);
     if (!rc) {
@@ -188,363 +136,15 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *m, const
     if (!rc)
         rc = wt_y_bool(g, m, path, "insecure", &t->insecure);
     if (!rc)
-        rc = wt_y_duration_in(g, m, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
-                              WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
-    if (!rc)
-        rc = wt_y_duration_in(g, m, path, "interval", false, WT_Y_NET_POLL_MIN, WT_Y_NET_POLL_MAX,
-                              WT_Y_WHY_NET_POLL, &t->interval_ns);
+        rc = wt_fac_parse_timing(g, m, path, &t->timeout_ns, &t->interval_ns);
     if (!rc)
         rc = wt_y_int(g, m, path, "max_response_bytes", 1024, 256 << 20, &maxr);
     if (!rc)
         rc = wt_y_bool(g, m, path, "sensors", &t->sensors);
     if (!rc)
-        rc = wt_y_string(g, m, path, "node", false, t->node, sizeof t->node);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "rack", false, t->rack, sizeof t->rack);
-    if (!rc)
-        rc = wt_y_string(g, m, path, "zone", false, t->zone, sizeof t->zone);
+        rc = wt_fac_parse_place(g, m, path, &t->place);
     t->max_response = maxr;
     return rc;
-}
-
-static const struct wt_y_targets targets = {
-    .section = SECTION,
-    .size = sizeof(struct target),
-    .name_at = offsetof(struct target, name),
-    .interval_at = offsetof(struct target, interval_ns),
-    .parse = parse_target,
-    .drop = NULL,
-};
-
-/* The count of targets, or -EINVAL; target `want` is copied to *one (wt_y_targets_parse). */
-static int parse_section(const char *file, const struct wt_ynode *node, long want,
-                         struct target *one, struct wt_target *names, size_t max,
-                         struct wt_err *err)
-{
-    return wt_y_targets_parse(&targets, file, node, want, one, names, max, err);
-}
-
-int wt_redfish_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    int rc = parse_section(file, node, -1, NULL, NULL, 0, err);
-    return rc < 0 ? rc : 0;
-}
-
-/* ---- HTTP ---- */
-
-static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
-{
-    struct body *b = ctx;
-    size_t n = size * nmemb;
-    if (b->len + n > b->max) {
-        b->too_big = true;
-        return 0; /* libcurl stops the transfer: CURLE_WRITE_ERROR */
-    }
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 16384;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p)
-            return 0;
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, data, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-    return n;
-}
-
-/* Copies a header's value (trimmed) into out when the line is that header. */
-static void take_header(const char *line, size_t n, const char *name, char *out, size_t outn)
-{
-    size_t k = strlen(name);
-    if (n <= k + 1 || strncasecmp(line, name, k) != 0 || line[k] != ':')
-        return;
-    const char *v = line + k + 1;
-    const char *end = line + n;
-    while (v < end && (*v == ' ' || *v == '\t'))
-        v++;
-    while (end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '))
-        end--;
-    size_t len = (size_t)(end - v);
-    if (len >= outn)
-        len = outn - 1;
-    memcpy(out, v, len);
-    out[len] = '\0';
-}
-
-static size_t on_header(char *data, size_t size, size_t nmemb, void *ctx)
-{
-    struct rf *s = ctx;
-    size_t n = size * nmemb;
-    take_header(data, n, "X-Auth-Token", s->hdr_token, sizeof s->hdr_token);
-    take_header(data, n, "Location", s->hdr_location, sizeof s->hdr_location);
-    take_header(data, n, "Date", s->hdr_date, sizeof s->hdr_date);
-    return n;
-}
-
-enum { HTTP_TRANSPORT = -EIO }; /* the service did not answer: the poll ends */
-
-/*
- * Keeps the answer's Date (RFC 9110's IMF-fixdate, whole seconds: curl_getdate reads it and the
- * obsolete forms) when its round trip is the poll's quickest so far: the tightest bound on the
- * service's clock.
- */
-static void note_date(struct rf *s, int64_t before, int64_t after)
-{
-    if (!s->hdr_date[0])
-        return;
-    time_t d = curl_getdate(s->hdr_date, NULL);
-    if (d <= 0)
-        return; /* unreadable, or a BMC whose clock was never set (1970) */
-    if (s->have_date && after - before >= s->date_after_ns - s->date_before_ns)
-        return;
-    s->have_date = true;
-    s->date_s = (int64_t)d;
-    s->date_before_ns = before;
-    s->date_after_ns = after;
-}
-
-/*
- * One request to a service path ("/redfish/v1/..."), the body into s->body. Returns the HTTP
- * status, or -EIO (transport: timeout, refused, TLS, the poll's deadline) or -EFBIG (body over
- * the bound), with err filled.
- */
-static long request(struct rf *s, const char *method, const char *path, const char *json_body,
-                    struct wt_err *err)
-{
-    char url[URI_LEN + 256];
-    struct curl_slist *h = NULL;
-    char auth[600];
-    snprintf(url, sizeof url, "%s%s", s->t.url, path);
-    /*
-     * A whole poll (a walk of a large service) is bounded too, so that a slow but answering
-     * service cannot hold its thread, and a stop, for long.
-     */
-    int64_t tmo = s->t.timeout_ns;
-    if (s->deadline_mono) {
-        int64_t left = s->deadline_mono - wt_now_mono_ns();
-        if (left <= 0) {
-            wt_err_set(err, "%s: the poll took longer than %.3g s, stopped", s->t.url,
-                       (double)(WT_POLL_TIMEOUTS * s->t.timeout_ns) / WT_NS_PER_S);
-            return HTTP_TRANSPORT;
-        }
-        if (left < tmo)
-            tmo = left;
-    }
-    curl_easy_setopt(s->curl, CURLOPT_TIMEOUT_MS, (long)(tmo / WT_NS_PER_MS) + 1);
-    s->body.len = 0;
-    s->body.too_big = false;
-    if (s->body.p)
-        s->body.p[0] = '\0';
-    s->hdr_token[0] = s->hdr_location[0] = s->hdr_date[0] = '\0';
-    s->errbuf[0] = '\0';
-    if (s->serve) {
-        const char *b = NULL;
-        size_t n = 0;
-        long st = s->serve(s->serve_ctx, method, path, &b, &n);
-        if (n && on_body((char *)b, 1, n, &s->body) != n) {
-            wt_err_set(err, "%s: response larger than %lld bytes, refused", path,
-                       (long long)s->t.max_response);
-            return -EFBIG;
-        }
-        return st;
-    }
-    h = curl_slist_append(h, "Accept: application/json");
-    if (json_body)
-        h = curl_slist_append(h, "Content-Type: application/json");
-    if (s->token[0]) {
-        snprintf(auth, sizeof auth, "X-Auth-Token: %s", s->token);
-        h = curl_slist_append(h, auth);
-    }
-    curl_easy_setopt(s->curl, CURLOPT_URL, url);
-    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, h);
-    if (json_body)
-        curl_easy_setopt(s->curl, CURLOPT_POSTFIELDS, json_body); /* a POST */
-    else
-        curl_easy_setopt(s->curl, CURLOPT_HTTPGET, 1L);
-    /* DELETE rides on a GET's settings; GET and POST need no custom verb. */
-    curl_easy_setopt(s->curl, CURLOPT_CUSTOMREQUEST, strcmp(method, "DELETE") ? NULL : method);
-    int64_t before = wt_now_real_ns();
-    CURLcode cc = curl_easy_perform(s->curl);
-    int64_t after = wt_now_real_ns();
-    curl_easy_setopt(s->curl, CURLOPT_HTTPHEADER, NULL);
-    curl_slist_free_all(h);
-    if (cc != CURLE_OK) {
-        if (s->body.too_big) {
-            wt_err_set(err, "%s: response larger than %lld bytes, refused", path,
-                       (long long)s->t.max_response);
-            return -EFBIG;
-        }
-        if (cc == CURLE_FILESIZE_EXCEEDED) {
-            wt_err_set(err, "%s: response larger than %lld bytes, refused", path,
-                       (long long)s->t.max_response);
-            return -EFBIG;
-        }
-        wt_err_set(err, "%s%s: %s", s->t.url, path,
-                   s->errbuf[0] ? s->errbuf : curl_easy_strerror(cc));
-        return HTTP_TRANSPORT;
-    }
-    long status = 0;
-    curl_easy_getinfo(s->curl, CURLINFO_RESPONSE_CODE, &status);
-    note_date(s, before, after);
-    return status;
-}
-
-/* Opens a Redfish session (POST SessionService/Sessions) and keeps its token. */
-static int login(struct rf *s, struct wt_err *err)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o)
-        return -ENOMEM;
-    cJSON_AddStringToObject(o, "UserName", s->t.username);
-    cJSON_AddStringToObject(o, "Password", s->password);
-    char *txt = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    if (!txt)
-        return -ENOMEM;
-    s->token[0] = '\0';
-    long st = request(s, "POST", ROOT "/SessionService/Sessions", txt, err);
-    size_t tl = strlen(txt);
-    memset(txt, 0, tl); /* it held the password */
-    free(txt);
-    if (st < 0)
-        return (int)st;
-    if ((st != 200 && st != 201) || !s->hdr_token[0]) {
-        wt_err_set(err, "%s: session login refused (HTTP %ld%s)", s->t.url, st,
-                   s->hdr_token[0] ? "" : ", no X-Auth-Token");
-        return -EACCES;
-    }
-    snprintf(s->token, sizeof s->token, "%s", s->hdr_token);
-    snprintf(s->session_uri, sizeof s->session_uri, "%s", s->hdr_location);
-    wt_info("redfish", "%s: session opened", s->t.name);
-    return 0;
-}
-
-static void logout(struct rf *s)
-{
-    if (!s->curl || !s->token[0])
-        return;
-    const char *path = s->session_uri;
-    size_t ul = strlen(s->t.url);
-    if (strncmp(path, s->t.url, ul) == 0)
-        path += ul; /* an absolute Location on the same service */
-    if (strncmp(path, ROOT "/", strlen(ROOT) + 1) == 0) {
-        struct wt_err err = {{0}};
-        /* Best effort, and brief: a stop must not wait on a service that went away. */
-        s->deadline_mono = wt_now_mono_ns() + 2 * WT_NS_PER_S;
-        (void)request(s, "DELETE", path, NULL, &err);
-        s->deadline_mono = 0;
-    }
-    s->token[0] = '\0';
-}
-
-/*
- * GETs path and parses it. Returns 0 with *out (caller frees), -ENOENT for 404, -EIO when the
- * service did not answer, -EPROTO for another HTTP error or a body that is not a JSON object,
- * -EFBIG for a body over the bound, -EACCES when credentials are refused.
- */
-static int get_json(struct rf *s, const char *path, cJSON **out, struct wt_err *err)
-{
-    *out = NULL;
-    if (s->t.username[0] && s->t.auth == AUTH_SESSION && !s->token[0]) {
-        int rc = login(s, err);
-        if (rc)
-            return rc == -EACCES ? -EACCES : rc;
-    }
-    long st = request(s, "GET", path, NULL, err);
-    if (st == 401 && s->t.auth == AUTH_SESSION && s->token[0]) {
-        /* The session expired (or the BMC restarted): log in once more. */
-        s->token[0] = '\0';
-        int rc = login(s, err);
-        if (rc)
-            return rc;
-        st = request(s, "GET", path, NULL, err);
-    }
-    if (st < 0)
-        return (int)st;
-    if (st == 404) {
-        wt_err_set(err, "%s: HTTP 404", path);
-        return -ENOENT;
-    }
-    if (st == 401 || st == 403) {
-        wt_err_set(err, "%s: HTTP %ld: credentials refused", path, st);
-        return -EACCES;
-    }
-    if (st < 200 || st > 299) {
-        wt_err_set(err, "%s: HTTP %ld", path, st);
-        return -EPROTO;
-    }
-    cJSON *j = cJSON_ParseWithLength(s->body.p ? s->body.p : "", s->body.len);
-    if (!j || !cJSON_IsObject(j)) {
-        cJSON_Delete(j);
-        wt_err_set(err, "%s: the body is not a JSON object (%zu bytes)", path, s->body.len);
-        return -EPROTO;
-    }
-    *out = j;
-    return 0;
-}
-
-/* ---- JSON helpers ---- */
-
-static const cJSON *item(const cJSON *o, const char *key)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, key);
-}
-
-static const char *str(const cJSON *o, const char *key)
-{
-    const cJSON *v = item(o, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/* The @odata.id of o[key] when it is a path on this service, else NULL. */
-static const char *link(const cJSON *o, const char *key)
-{
-    const char *u = str(item(o, key), "@odata.id");
-    if (!u || strncmp(u, ROOT, strlen(ROOT)) != 0 || strlen(u) >= URI_LEN)
-        return NULL;
-    return u;
-}
-
-static bool number(const cJSON *v, double *out)
-{
-    if (cJSON_IsNumber(v) && isfinite(v->valuedouble)) {
-        *out = v->valuedouble;
-        return true;
-    }
-    return false;
-}
-
-/* Copies s into out with anything outside [A-Za-z0-9_.-] replaced by '_'. */
-static void sanitize(const char *in, char *out, size_t n)
-{
-    size_t i = 0;
-    for (; in[i] && i + 1 < n; i++) {
-        char c = in[i];
-        out[i] = (isalnum((unsigned char)c) || c == '_' || c == '.' || c == '-') ? c : '_';
-    }
-    out[i] = '\0';
-}
-
-/*
- * The last segment of the resource's URI (unique in its collection, where an Id copied by
- * mistake is not: public-tower's Bay2 says "Id": "Bay1"), else its Id.
- */
-static void id_of(const cJSON *j, const char *uri, char *out, size_t n)
-{
-    char u[URI_LEN];
-    snprintf(u, sizeof u, "%s", uri);
-    size_t len = strlen(u);
-    while (len > 0 && u[len - 1] == '/')
-        u[--len] = '\0';
-    const char *slash = strrchr(u, '/');
-    const char *id = slash ? slash + 1 : u;
-    if (!*id || strcmp(u, ROOT) == 0)
-        id = str(j, "Id") ? str(j, "Id") : "";
-    sanitize(id, out, n);
 }
 
 static bool seen(const struct rf *s, const char *uri)
@@ -637,7 +237,7 @@ static int walk_get(struct rf *s, const char *uri, cJSON **out, struct wt_err *e
         wt_err_set(err, "walk stopped after %d requests", MAX_WALK_GETS);
         return -E2BIG;
     }
-    int rc = get_json(s, uri, out, err);
+    int rc = wt_rf_get_json(&s->c, uri, out, err);
     if (rc && rc != -EIO && rc != -EACCES)
         wt_debug("redfish", "%s: left out: %s", s->t.name, err->msg);
     return rc;
@@ -651,11 +251,12 @@ static bool fatal(int rc)
 
 static void add_info(struct rf *s, const cJSON *j, const char *point, const char *kindl)
 {
-    struct resource *r = add_resource(s, NULL, R_INFO, point, kindl, str(j, "Name"));
+    struct resource *r = add_resource(s, NULL, R_INFO, point, kindl, wt_rf_str(j, "Name"));
     if (r) {
         snprintf(r->vendor, sizeof r->vendor, "%s",
-                 str(j, "Manufacturer") ? str(j, "Manufacturer") : "");
-        snprintf(r->model, sizeof r->model, "%s", str(j, "Model") ? str(j, "Model") : "");
+                 wt_rf_str(j, "Manufacturer") ? wt_rf_str(j, "Manufacturer") : "");
+        snprintf(r->model, sizeof r->model, "%s",
+                 wt_rf_str(j, "Model") ? wt_rf_str(j, "Model") : "");
     }
 }
 
@@ -675,13 +276,14 @@ static int keep(struct rf *s, const char *uri, enum rkind kind, const char *poin
     if (rc)
         return fatal(rc) ? rc : 0;
     if (!point) {
-        id_of(j, uri, id, sizeof id);
+        wt_rf_id_of(j, uri, id, sizeof id);
         snprintf(pt, sizeof pt, "%s%s%s%s", parent ? parent : "", parent ? "/" : "",
                  prefix ? prefix : "", id);
         point = pt;
     }
     mark_sources(s, j);
-    struct resource *r = add_resource(s, uri, kind, point, kindl, name ? name : str(j, "Name"));
+    struct resource *r =
+        add_resource(s, uri, kind, point, kindl, name ? name : wt_rf_str(j, "Name"));
     if (out)
         *out = r;
     cJSON_Delete(j);
@@ -703,16 +305,16 @@ static int each_member(struct rf *s, const char *coll, member_fn fn, const void 
         if (rc)
             return fatal(rc) ? rc : 0;
         const cJSON *m;
-        cJSON_ArrayForEach(m, item(j, "Members"))
+        cJSON_ArrayForEach(m, wt_rf_item(j, "Members"))
         {
-            const char *u = str(m, "@odata.id");
+            const char *u = wt_rf_str(m, "@odata.id");
             if (!u || strncmp(u, ROOT, strlen(ROOT)) != 0 || strlen(u) >= URI_LEN)
                 continue;
             rc = fn(s, u, ctx, err);
             if (rc)
                 break;
         }
-        const char *next = str(j, "Members@odata.nextLink");
+        const char *next = wt_rf_str(j, "Members@odata.nextLink");
         if (next && strncmp(next, ROOT "/", strlen(ROOT) + 1) == 0 && strlen(next) < URI_LEN &&
             strcmp(next, page) != 0)
             snprintf(page, sizeof page, "%s", next);
@@ -757,64 +359,58 @@ static const struct equip thermal_equipment[] = {
 static void equip_point(const struct equip *e, const cJSON *j, const char *uri, char *out, size_t n)
 {
     char id[48];
-    id_of(j, uri, id, sizeof id);
+    wt_rf_id_of(j, uri, id, sizeof id);
     snprintf(out, n, "%s%s%s", e->prefix, isdigit((unsigned char)id[0]) ? "" : "-", id);
+}
+
+/* A unit's parts: the collection under key, each member kept as parent/prefix<Id>, kind kindl. */
+struct part {
+    const char *key, *prefix, *kindl;
+};
+
+static const struct part power_parts[] = {{"Mains", "", "mains"},    {"Branches", "", "branch"},
+                                          {"Feeders", "", "feeder"}, {"Subfeeds", "", "subfeed"},
+                                          {"Outlets", "", "outlet"}, {NULL, NULL, NULL}};
+
+static const struct part cooling_parts[] = {
+    {"PrimaryCoolantConnectors", "primary", "coolant_primary"},
+    {"SecondaryCoolantConnectors", "secondary", "coolant_secondary"},
+    {"Pumps", "pump", "pump"},
+    {NULL, NULL, NULL}};
+
+/* One unit of equipment e at uri: its info, its own readings (link metrics_key) and its parts. */
+static int walk_unit(struct rf *s, const char *uri, const struct equip *e, const char *metrics_key,
+                     const struct part *parts, struct wt_err *err)
+{
+    cJSON *j = NULL;
+    char point[POINT_LEN];
+    int rc = walk_get(s, uri, &j, err);
+    if (rc)
+        return fatal(rc) ? rc : 0;
+    equip_point(e, j, uri, point, sizeof point);
+    add_info(s, j, point, e->kindl);
+    const char *metrics = wt_rf_link(j, metrics_key);
+    if (metrics)
+        rc = keep(s, metrics, R_GENERIC, point, NULL, NULL, e->kindl, wt_rf_str(j, "Name"), NULL,
+                  err);
+    for (int i = 0; parts[i].key && !rc; i++) {
+        const char *c = wt_rf_link(j, parts[i].key);
+        struct sub sb = {point, parts[i].prefix, parts[i].kindl};
+        if (c)
+            rc = each_member(s, c, keep_member, &sb, err);
+    }
+    cJSON_Delete(j);
+    return rc;
 }
 
 static int walk_power_unit(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
 {
-    const struct equip *e = ctx;
-    static const struct {
-        const char *key, *kindl;
-    } subs[] = {{"Mains", "mains"},      {"Branches", "branch"}, {"Feeders", "feeder"},
-                {"Subfeeds", "subfeed"}, {"Outlets", "outlet"},  {NULL, NULL}};
-    cJSON *j = NULL;
-    char point[POINT_LEN];
-    int rc = walk_get(s, uri, &j, err);
-    if (rc)
-        return fatal(rc) ? rc : 0;
-    equip_point(e, j, uri, point, sizeof point);
-    add_info(s, j, point, e->kindl);
-    const char *metrics = link(j, "Metrics");
-    if (metrics)
-        rc = keep(s, metrics, R_GENERIC, point, NULL, NULL, e->kindl, str(j, "Name"), NULL, err);
-    for (int i = 0; subs[i].key && !rc; i++) {
-        const char *c = link(j, subs[i].key);
-        struct sub sb = {point, "", subs[i].kindl};
-        if (c)
-            rc = each_member(s, c, keep_member, &sb, err);
-    }
-    cJSON_Delete(j);
-    return rc;
+    return walk_unit(s, uri, ctx, "Metrics", power_parts, err);
 }
 
 static int walk_cooling_unit(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
 {
-    const struct equip *e = ctx;
-    static const struct {
-        const char *key, *prefix, *kindl;
-    } subs[] = {{"PrimaryCoolantConnectors", "primary", "coolant_primary"},
-                {"SecondaryCoolantConnectors", "secondary", "coolant_secondary"},
-                {"Pumps", "pump", "pump"},
-                {NULL, NULL, NULL}};
-    cJSON *j = NULL;
-    char point[POINT_LEN];
-    int rc = walk_get(s, uri, &j, err);
-    if (rc)
-        return fatal(rc) ? rc : 0;
-    equip_point(e, j, uri, point, sizeof point);
-    add_info(s, j, point, e->kindl);
-    const char *env = link(j, "EnvironmentMetrics");
-    if (env)
-        rc = keep(s, env, R_GENERIC, point, NULL, NULL, e->kindl, str(j, "Name"), NULL, err);
-    for (int i = 0; subs[i].key && !rc; i++) {
-        const char *c = link(j, subs[i].key);
-        struct sub sb = {point, subs[i].prefix, subs[i].kindl};
-        if (c)
-            rc = each_member(s, c, keep_member, &sb, err);
-    }
-    cJSON_Delete(j);
-    return rc;
+    return walk_unit(s, uri, ctx, "EnvironmentMetrics", cooling_parts, err);
 }
 
 static int walk_equipment(struct rf *s, const char *uri, const struct equip *list, member_fn fn,
@@ -825,55 +421,12 @@ static int walk_equipment(struct rf *s, const char *uri, const struct equip *lis
     if (rc)
         return fatal(rc) ? rc : 0;
     for (const struct equip *e = list; e->coll && !rc; e++) {
-        const char *c = link(j, e->coll);
+        const char *c = wt_rf_link(j, e->coll);
         if (c)
             rc = each_member(s, c, fn, e, err);
     }
     cJSON_Delete(j);
     return rc;
-}
-
-/* Which wattage metric a Sensor maps to, and the factor to base units; false to leave it. */
-static bool sensor_metric(const cJSON *j, int *metric, double *factor)
-{
-    const char *type = str(j, "ReadingType"), *units = str(j, "ReadingUnits");
-    if (!type)
-        return false;
-    *factor = 1;
-    if (strcmp(type, "Power") == 0) {
-        *metric = WT_M_FAC_POWER_W;
-        *factor = units && strcmp(units, "kW") == 0 ? 1e3 : 1;
-    } else if (strcmp(type, "EnergykWh") == 0) {
-        *metric = WT_M_FAC_ENERGY_J;
-        *factor = 3.6e6;
-    } else if (strcmp(type, "EnergyWh") == 0) {
-        *metric = WT_M_FAC_ENERGY_J;
-        *factor = 3600;
-    } else if (strcmp(type, "EnergyJoules") == 0) {
-        *metric = WT_M_FAC_ENERGY_J;
-    } else if (strcmp(type, "Temperature") == 0) {
-        *metric = WT_M_FAC_TEMP_C;
-    } else if (strcmp(type, "Current") == 0) {
-        *metric = WT_M_FAC_CURRENT_A;
-    } else if (strcmp(type, "Voltage") == 0) {
-        *metric = WT_M_FAC_VOLTAGE_V;
-    } else if (strcmp(type, "Rotational") == 0) {
-        *metric = WT_M_FAC_FAN_RPM;
-    } else if (strcmp(type, "Humidity") == 0) {
-        *metric = WT_M_FAC_HUMIDITY_RATIO;
-        *factor = 0.01;
-    } else if (strcmp(type, "LiquidFlowLPM") == 0 || strcmp(type, "LiquidFlow") == 0) {
-        *metric = WT_M_FAC_FLOW_M3S;
-        *factor = 1.0 / 60000;
-    } else if (strcmp(type, "PressurekPa") == 0) {
-        *metric = WT_M_FAC_PRESSURE_PA;
-        *factor = 1e3;
-    } else if (strcmp(type, "PressurePa") == 0) {
-        *metric = WT_M_FAC_PRESSURE_PA;
-    } else {
-        return false; /* Frequency, Percent, Heat (kW of heat, not electric power)... */
-    }
-    return true;
 }
 
 static int keep_sensor(struct rf *s, const char *uri, const void *ctx, struct wt_err *err)
@@ -887,12 +440,12 @@ static int keep_sensor(struct rf *s, const char *uri, const void *ctx, struct wt
         return fatal(rc) ? rc : 0;
     int metric;
     double factor;
-    if (sensor_metric(j, &metric, &factor)) {
+    if (wt_rf_sensor_metric(j, &metric, &factor)) {
         char id[48], point[POINT_LEN];
-        id_of(j, uri, id, sizeof id);
+        wt_rf_id_of(j, uri, id, sizeof id);
         snprintf(point, sizeof point, "%s/%s", chassis, id);
         mark_seen(s, uri);
-        add_resource(s, uri, R_SENSOR, point, "sensor", str(j, "Name"));
+        add_resource(s, uri, R_SENSOR, point, "sensor", wt_rf_str(j, "Name"));
     }
     cJSON_Delete(j);
     return 0;
@@ -906,11 +459,11 @@ static int walk_psu(struct rf *s, const char *uri, const void *ctx, struct wt_er
     int rc = walk_get(s, uri, &j, err);
     if (rc)
         return fatal(rc) ? rc : 0;
-    const char *metrics = link(j, "Metrics");
-    id_of(j, uri, id, sizeof id);
+    const char *metrics = wt_rf_link(j, "Metrics");
+    wt_rf_id_of(j, uri, id, sizeof id);
     snprintf(point, sizeof point, "%s/%s", chassis, id);
     if (metrics)
-        rc = keep(s, metrics, R_GENERIC, point, NULL, NULL, "psu", str(j, "Name"), NULL, err);
+        rc = keep(s, metrics, R_GENERIC, point, NULL, NULL, "psu", wt_rf_str(j, "Name"), NULL, err);
     cJSON_Delete(j);
     return rc;
 }
@@ -923,12 +476,12 @@ static int walk_chassis(struct rf *s, const char *uri, const void *ctx, struct w
     int rc = walk_get(s, uri, &j, err);
     if (rc)
         return fatal(rc) ? rc : 0;
-    id_of(j, uri, id, sizeof id);
+    wt_rf_id_of(j, uri, id, sizeof id);
     add_info(s, j, id, "chassis");
-    const char *env = link(j, "EnvironmentMetrics"), *ps = link(j, "PowerSubsystem");
-    const char *ts = link(j, "ThermalSubsystem"), *sensors = link(j, "Sensors");
-    const char *power = link(j, "Power"), *thermal = link(j, "Thermal");
-    const char *name = str(j, "Name");
+    const char *env = wt_rf_link(j, "EnvironmentMetrics"), *ps = wt_rf_link(j, "PowerSubsystem");
+    const char *ts = wt_rf_link(j, "ThermalSubsystem"), *sensors = wt_rf_link(j, "Sensors");
+    const char *power = wt_rf_link(j, "Power"), *thermal = wt_rf_link(j, "Thermal");
+    const char *name = wt_rf_str(j, "Name");
     /*
      * ThermalSubsystem first: where it and EnvironmentMetrics quote the same sensor, its point
      * ("1U/internal", a fan's own Id) says more.
@@ -936,7 +489,7 @@ static int walk_chassis(struct rf *s, const char *uri, const void *ctx, struct w
     if (ts) {
         rc = walk_get(s, ts, &sub, err);
         if (rc == 0) {
-            const char *tm = link(sub, "ThermalMetrics"), *fans = link(sub, "Fans");
+            const char *tm = wt_rf_link(sub, "ThermalMetrics"), *fans = wt_rf_link(sub, "Fans");
             struct sub sb = {id, "", "fan"};
             if (tm)
                 rc = keep(s, tm, R_GENERIC, id, NULL, NULL, "chassis", name, NULL, err);
@@ -953,7 +506,7 @@ static int walk_chassis(struct rf *s, const char *uri, const void *ctx, struct w
     if (!rc && ps) {
         rc = walk_get(s, ps, &sub, err);
         if (rc == 0) {
-            const char *psus = link(sub, "PowerSupplies");
+            const char *psus = wt_rf_link(sub, "PowerSupplies");
             if (psus)
                 rc = each_member(s, psus, walk_psu, id, err);
             cJSON_Delete(sub);
@@ -983,11 +536,11 @@ static int walk(struct rf *s, struct wt_err *err)
     free_resources(s);
     clear_seen(s);
     s->walk_gets = 0;
-    int rc = get_json(s, ROOT, &root, err);
+    int rc = wt_rf_get_json(&s->c, ROOT, &root, err);
     if (rc)
         return rc;
-    const char *pe = link(root, "PowerEquipment"), *te = link(root, "ThermalEquipment");
-    const char *ch = link(root, "Chassis");
+    const char *pe = wt_rf_link(root, "PowerEquipment"), *te = wt_rf_link(root, "ThermalEquipment");
+    const char *ch = wt_rf_link(root, "Chassis");
     /* Equipment first: its excerpts name the Sensors that the Chassis walk then leaves out. */
     if (pe)
         rc = walk_equipment(s, pe, power_equipment, walk_power_unit, err);
@@ -1021,12 +574,8 @@ static int labels_for(const struct rf *s, const char *point, const char *kindl, 
                        kindl, NULL);
     if (!rc && name && *name)
         rc = wt_labels_add(buf, n, "name", name);
-    if (!rc && s->t.node[0])
-        rc = wt_labels_add(buf, n, "node", s->t.node);
-    if (!rc && s->t.rack[0])
-        rc = wt_labels_add(buf, n, "rack", s->t.rack);
-    if (!rc && s->t.zone[0])
-        rc = wt_labels_add(buf, n, "zone", s->t.zone);
+    if (!rc)
+        rc = wt_fac_place_labels(buf, n, &s->t.place);
     return rc;
 }
 
@@ -1095,21 +644,21 @@ static void excerpt(struct rf *s, const struct resource *r, const cJSON *v, cons
 {
     double x;
     if (cJSON_IsObject(v)) {
-        const char *src = str(v, "DataSourceUri");
+        const char *src = wt_rf_str(v, "DataSourceUri");
         if (src) {
             if (seen(s, src))
                 return;
             mark_seen(s, src);
         }
-        if (number(item(v, "Reading"), &x))
+        if (wt_rf_number(wt_rf_item(v, "Reading"), &x))
             emit(s, r, NULL, qual, metric, x * factor);
         if (metric == WT_M_FAC_POWER_W) {
-            if (number(item(v, "ApparentVA"), &x))
+            if (wt_rf_number(wt_rf_item(v, "ApparentVA"), &x))
                 emit(s, r, NULL, qual, WT_M_FAC_APPARENT_VA, x);
-            if (number(item(v, "PowerFactor"), &x))
+            if (wt_rf_number(wt_rf_item(v, "PowerFactor"), &x))
                 emit(s, r, NULL, qual, WT_M_FAC_POWER_FACTOR, x);
         }
-    } else if (number(v, &x)) {
+    } else if (wt_rf_number(v, &x)) {
         emit(s, r, NULL, qual, metric, x * factor);
     }
 }
@@ -1170,8 +719,8 @@ static const struct prop polyphase[] = {
 static void fan_rpm(struct rf *s, const struct resource *r, const cJSON *v, const char *qual)
 {
     double x;
-    const char *src = str(v, "DataSourceUri");
-    if (!number(item(v, "SpeedRPM"), &x))
+    const char *src = wt_rf_str(v, "DataSourceUri");
+    if (!wt_rf_number(wt_rf_item(v, "SpeedRPM"), &x))
         return;
     /*
      * The Sensor behind a fan excerpt is in percent, so the RPM is keyed apart from it; the same
@@ -1192,12 +741,12 @@ static void parse_generic(struct rf *s, const struct resource *r, const cJSON *j
     char q[48];
     const cJSON *v;
     for (const struct prop *p = props; p->key; p++)
-        if ((v = item(j, p->key)))
+        if ((v = wt_rf_item(j, p->key)))
             excerpt(s, r, v, p->qual, p->metric, p->factor);
     for (const struct prop *p = polyphase; p->key; p++) {
-        const cJSON *pp = item(j, p->key), *line;
+        const cJSON *pp = wt_rf_item(j, p->key), *line;
         /* One line that repeats the single-phase value (outlets) is not read twice. */
-        if (!cJSON_IsObject(pp) || (cJSON_GetArraySize(pp) == 1 && item(j, p->qual)))
+        if (!cJSON_IsObject(pp) || (cJSON_GetArraySize(pp) == 1 && wt_rf_item(j, p->qual)))
             continue;
         cJSON_ArrayForEach(line, pp)
         {
@@ -1206,24 +755,24 @@ static void parse_generic(struct rf *s, const struct resource *r, const cJSON *j
         }
     }
     /* Fans: Fan.SpeedPercent, PowerSupplyMetrics.FanSpeedPercent, EnvironmentMetrics array. */
-    if ((v = item(j, "SpeedPercent")))
+    if ((v = wt_rf_item(j, "SpeedPercent")))
         fan_rpm(s, r, v, NULL);
-    if ((v = item(j, "FanSpeedPercent")))
+    if ((v = wt_rf_item(j, "FanSpeedPercent")))
         fan_rpm(s, r, v, "fan");
     size_t i = 0;
-    cJSON_ArrayForEach(v, item(j, "FanSpeedsPercent"))
+    cJSON_ArrayForEach(v, wt_rf_item(j, "FanSpeedsPercent"))
     {
-        const char *dn = str(v, "DeviceName");
+        const char *dn = wt_rf_str(v, "DeviceName");
         char dq[48];
         if (dn)
-            sanitize(dn, dq, sizeof dq);
+            wt_rf_sanitize(dn, dq, sizeof dq);
         else
             snprintf(dq, sizeof dq, "fan%zu", i);
         fan_rpm(s, r, v, dq);
         i++;
     }
     /* ThermalMetrics. */
-    const cJSON *sum = item(j, "TemperatureSummaryCelsius");
+    const cJSON *sum = wt_rf_item(j, "TemperatureSummaryCelsius");
     cJSON_ArrayForEach(v, sum)
     {
         size_t k = 0;
@@ -1233,11 +782,11 @@ static void parse_generic(struct rf *s, const struct resource *r, const cJSON *j
         excerpt(s, r, v, q, WT_M_FAC_TEMP_C, 1);
     }
     i = 0;
-    cJSON_ArrayForEach(v, item(j, "TemperatureReadingsCelsius"))
+    cJSON_ArrayForEach(v, wt_rf_item(j, "TemperatureReadingsCelsius"))
     {
-        const char *dn = str(v, "DeviceName");
+        const char *dn = wt_rf_str(v, "DeviceName");
         if (dn)
-            sanitize(dn, q, sizeof q);
+            wt_rf_sanitize(dn, q, sizeof q);
         else
             snprintf(q, sizeof q, "temp%zu", i);
         excerpt(s, r, v, q, WT_M_FAC_TEMP_C, 1);
@@ -1252,7 +801,7 @@ static void parse_sensor(struct rf *s, const struct resource *r, const cJSON *j)
     if (seen(s, r->uri))
         return;
     mark_seen(s, r->uri);
-    if (sensor_metric(j, &metric, &factor) && number(item(j, "Reading"), &x))
+    if (wt_rf_sensor_metric(j, &metric, &factor) && wt_rf_number(wt_rf_item(j, "Reading"), &x))
         emit(s, r, NULL, NULL, metric, x * factor);
 }
 
@@ -1262,36 +811,36 @@ static void parse_power_legacy(struct rf *s, const struct resource *r, const cJS
     const cJSON *v;
     double x;
     char q[64], id[32];
-    int n = cJSON_GetArraySize(item(j, "PowerControl")), i = 0;
-    cJSON_ArrayForEach(v, item(j, "PowerControl"))
+    int n = cJSON_GetArraySize(wt_rf_item(j, "PowerControl")), i = 0;
+    cJSON_ArrayForEach(v, wt_rf_item(j, "PowerControl"))
     {
-        const char *mid = str(v, "MemberId");
+        const char *mid = wt_rf_str(v, "MemberId");
         snprintf(id, sizeof id, "%s", mid ? mid : "");
         if (!mid)
             snprintf(id, sizeof id, "%d", i);
-        sanitize(id, q, sizeof q);
-        if (!r->skip_power_control && number(item(v, "PowerConsumedWatts"), &x))
+        wt_rf_sanitize(id, q, sizeof q);
+        if (!r->skip_power_control && wt_rf_number(wt_rf_item(v, "PowerConsumedWatts"), &x))
             emit(s, r, NULL, n > 1 ? q : NULL, WT_M_FAC_POWER_W, x);
         i++;
     }
     i = 0;
-    cJSON_ArrayForEach(v, item(j, "PowerSupplies"))
+    cJSON_ArrayForEach(v, wt_rf_item(j, "PowerSupplies"))
     {
-        const char *mid = str(v, "MemberId");
+        const char *mid = wt_rf_str(v, "MemberId");
         char sid[32], qi[64];
         if (mid)
-            sanitize(mid, sid, sizeof sid);
+            wt_rf_sanitize(mid, sid, sizeof sid);
         else
             snprintf(sid, sizeof sid, "%d", i);
         /* Dell's MemberIds ("PSU.Slot.1") say what they are; plain numbers get "psu". */
         const char *pre = isdigit((unsigned char)sid[0]) ? "psu" : "";
         snprintf(q, sizeof q, "%s%s/input", pre, sid);
-        if (number(item(v, "PowerInputWatts"), &x))
+        if (wt_rf_number(wt_rf_item(v, "PowerInputWatts"), &x))
             emit(s, r, "psu", q, WT_M_FAC_POWER_W, x);
-        if (number(item(v, "LineInputVoltage"), &x))
+        if (wt_rf_number(wt_rf_item(v, "LineInputVoltage"), &x))
             emit(s, r, "psu", q, WT_M_FAC_VOLTAGE_V, x);
         snprintf(qi, sizeof qi, "%s%s/output", pre, sid);
-        if (number(item(v, "LastPowerOutputWatts"), &x))
+        if (wt_rf_number(wt_rf_item(v, "LastPowerOutputWatts"), &x))
             emit(s, r, "psu", qi, WT_M_FAC_POWER_W, x);
         i++;
     }
@@ -1304,28 +853,28 @@ static void parse_thermal_legacy(struct rf *s, const struct resource *r, const c
     double x;
     char q[48];
     int i = 0;
-    cJSON_ArrayForEach(v, item(j, "Temperatures"))
+    cJSON_ArrayForEach(v, wt_rf_item(j, "Temperatures"))
     {
-        const char *nm = str(v, "Name");
+        const char *nm = wt_rf_str(v, "Name");
         if (nm)
-            sanitize(nm, q, sizeof q);
+            wt_rf_sanitize(nm, q, sizeof q);
         else
             snprintf(q, sizeof q, "temp%d", i);
-        if (number(item(v, "ReadingCelsius"), &x))
+        if (wt_rf_number(wt_rf_item(v, "ReadingCelsius"), &x))
             emit(s, r, NULL, q, WT_M_FAC_TEMP_C, x);
         i++;
     }
     i = 0;
-    cJSON_ArrayForEach(v, item(j, "Fans"))
+    cJSON_ArrayForEach(v, wt_rf_item(j, "Fans"))
     {
-        const char *nm = str(v, "Name") ? str(v, "Name") : str(v, "FanName");
-        const char *units = str(v, "ReadingUnits");
+        const char *nm = wt_rf_str(v, "Name") ? wt_rf_str(v, "Name") : wt_rf_str(v, "FanName");
+        const char *units = wt_rf_str(v, "ReadingUnits");
         if (nm)
-            sanitize(nm, q, sizeof q);
+            wt_rf_sanitize(nm, q, sizeof q);
         else
             snprintf(q, sizeof q, "fan%d", i);
         /* Older services give percent here; only RPM is a fan speed we export. */
-        if ((!units || strcmp(units, "RPM") == 0) && number(item(v, "Reading"), &x))
+        if ((!units || strcmp(units, "RPM") == 0) && wt_rf_number(wt_rf_item(v, "Reading"), &x))
             emit(s, r, "fan", q, WT_M_FAC_FAN_RPM, x);
         i++;
     }
@@ -1338,12 +887,8 @@ static void emit_info(struct rf *s, const struct resource *r)
         return;
     int rc = wt_labels(labels, sizeof labels, "source", "redfish", "target", s->t.name, "point",
                        r->point, "kind", r->kindl, "vendor", r->vendor, "model", r->model, NULL);
-    if (!rc && s->t.node[0])
-        rc = wt_labels_add(labels, sizeof labels, "node", s->t.node);
-    if (!rc && s->t.rack[0])
-        rc = wt_labels_add(labels, sizeof labels, "rack", s->t.rack);
-    if (!rc && s->t.zone[0])
-        rc = wt_labels_add(labels, sizeof labels, "zone", s->t.zone);
+    if (!rc)
+        rc = wt_fac_place_labels(labels, sizeof labels, &s->t.place);
     if (rc)
         return;
     s->add_rc = wt_batch_add(s->out, WT_M_FAC_INFO, labels, s->t_ns, 1);
@@ -1365,7 +910,7 @@ static int poll_resources(struct rf *s, bool *relayout, size_t *ok, size_t *fail
             emit_info(s, r);
             continue;
         }
-        int rc = get_json(s, r->uri, &j, &e);
+        int rc = wt_rf_get_json(&s->c, r->uri, &j, &e);
         if (rc == -EIO || rc == -EACCES) {
             *err = e;
             return rc;
@@ -1405,17 +950,18 @@ static int poll_resources(struct rf *s, bool *relayout, size_t *ok, size_t *fail
 
 static int poll_walked(struct rf *s, struct wt_err *err);
 
-static int rf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+/* A poll (collect/facility.h's read): the walk when due, then every kept resource. */
+static int rf_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
-    struct rf *s = state;
+    struct rf *s = (struct rf *)f;
     s->t_ns = t_ns;
     s->out = out;
     s->out_start = out->len;
     s->add_rc = 0;
-    s->have_date = false;
-    s->deadline_mono = wt_now_mono_ns() + WT_POLL_TIMEOUTS * s->t.timeout_ns;
+    s->c.have_date = false;
+    s->c.deadline_mono = wt_now_mono_ns() + WT_REDFISH_POLL_TIMEOUTS * s->t.timeout_ns;
     int rc = poll_walked(s, err);
-    s->deadline_mono = 0;
+    s->c.deadline_mono = 0;
     return rc;
 }
 
@@ -1449,23 +995,17 @@ static int poll_walked(struct rf *s, struct wt_err *err)
             return s->add_rc;
         }
         if (failed) {
-            uint64_t held;
             if (ok == 0) {
                 *err = first;
                 return -EPROTO;
             }
-            if (wt_ratelimit_ok(&s->rl, wt_now_mono_ns(), &held))
-                wt_warn("redfish", "%s: %zu of %zu resources not read: %s suppressed=%llu",
-                        s->t.name, failed, ok + failed, first.msg, (unsigned long long)held);
+            wt_fac_partial(&s->f, "%zu of %zu resources not read: %s", failed, ok + failed,
+                           first.msg);
         }
-        if (s->have_date) {
-            double skew, unc;
-            wt_peer_skew(s->date_s, s->date_before_ns, s->date_after_ns, &skew, &unc);
-            if (wt_batch_add(out, WT_M_CLOCK_PEER_SKEW_S, s->skew_labels, t_ns, skew) != 0)
-                return wt_err_set(err, "out of memory"), -ENOMEM;
-            wt_peer_skew_note(&s->skew, "redfish", s->t.name, skew, unc, s->clock_bound_s);
-        }
-        return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 1);
+        if (s->c.have_date && wt_fac_skew(&s->f, s->c.date_s, s->c.date_before_ns,
+                                          s->c.date_after_ns, t_ns, out) != 0)
+            return wt_err_set(err, "out of memory"), -ENOMEM;
+        return 0;
     }
     wt_err_set(err, "%s: resources keep moving (404 after a fresh walk)", s->t.name);
     return -EIO;
@@ -1473,148 +1013,34 @@ static int poll_walked(struct rf *s, struct wt_err *err)
 
 /* ---- open / close ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
+/* What rf_open and the polls made (collect/facility.h's close): the session, the handle. */
+static void rf_release(struct wt_fac *f)
 {
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-static const struct wt_collector_config *rf_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.redfish;
-}
-
-static size_t rf_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    return wt_y_targets_names(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION),
-                              "redfish", out, max);
-}
-
-static void rf_close(void *state)
-{
-    struct rf *s = state;
-    if (!s)
-        return;
-    logout(s);
-    if (s->curl)
-        curl_easy_cleanup(s->curl);
-    explicit_bzero(s->password, sizeof s->password);
+    struct rf *s = (struct rf *)f;
+    wt_rf_client_close(&s->c);
     free_resources(s);
     free(s->res);
     clear_seen(s);
     free(s->seen);
     free(s->ctrs);
-    free(s->body.p);
-    free(s);
 }
 
-/* Reads the first line of a password file (never logged). */
-static int read_password(const char *path, char *out, size_t n, struct wt_err *err)
+/* Target i's state once parsed (collect/facility.h's open): its HTTP client. */
+static int rf_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *line = fgets(out, (int)n, f);
-    fclose(f);
-    if (!line) {
-        wt_err_set(err, "password_file %s is empty", path);
-        return -EINVAL;
-    }
-    out[strcspn(out, "\r\n")] = '\0';
-    return 0;
-}
-
-static int rf_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    struct rf *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    *state = s;
-    int prc = wt_y_target_at(&targets, wt_config_file(cfg), wt_config_section(cfg, SECTION), i,
-                             &s->t, "Redfish", err);
-    if (prc)
-        return prc;
-    struct target *t = &s->t;
-    s->rl.interval_ns = 60 * WT_NS_PER_S;
-    s->body.max = (size_t)t->max_response;
-    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    int lrc =
-        wt_labels(s->up_labels, sizeof s->up_labels, "source", "redfish", "target", t->name, NULL);
-    if (!lrc && t->node[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "node", t->node);
-    if (!lrc && t->rack[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "rack", t->rack);
-    if (!lrc && t->zone[0])
-        lrc = wt_labels_add(s->up_labels, sizeof s->up_labels, "zone", t->zone);
-    /* The skew series is the clock's, not a facility reading's: the target and its placement. */
-    snprintf(s->skew_labels, sizeof s->skew_labels, "%s", s->up_labels);
-    s->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
-    if (lrc != 0)
-        return wt_err_set(err, "%s: labels too long", t->name);
-    if (t->password_file[0]) {
-        int rc = read_password(t->password_file, s->password, sizeof s->password, err);
-        if (rc)
-            return rc;
-    }
-    pthread_once(&curl_once, curl_init_once);
-    s->curl = curl_easy_init();
-    if (!s->curl)
-        return wt_err_set(err, "cannot start libcurl");
-    CURL *c = s->curl;
-    long tmo = (long)(t->timeout_ns / WT_NS_PER_MS);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, tmo);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, tmo);
-    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)t->max_response);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &s->body);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, s);
-    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, s->errbuf);
-    curl_easy_setopt(c, CURLOPT_USERAGENT, "wattage/" WT_VERSION);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, t->insecure ? 0L : 1L);
-    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, t->insecure ? 0L : 2L);
-    if (t->ca_file[0])
-        curl_easy_setopt(c, CURLOPT_CAINFO, t->ca_file);
-    if (t->username[0] && t->auth == AUTH_BASIC) {
-        curl_easy_setopt(c, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-        curl_easy_setopt(c, CURLOPT_USERNAME, t->username);
-        curl_easy_setopt(c, CURLOPT_PASSWORD, s->password);
-    }
-    bool https = strncmp(t->url, "https://", 8) == 0;
-    if (t->insecure && https)
-        wt_warn("redfish", "%s: insecure: true: the TLS certificate of %s is NOT verified", t->name,
-                t->url);
-    if (t->username[0] && !https)
-        wt_warn("redfish", "%s: credentials are sent without TLS to %s", t->name, t->url);
-    return 0;
+    struct rf *s = (struct rf *)f;
+    (void)cfg;
+    return wt_rf_client_open(&s->c, &s->t, err);
 }
 
 void wt_redfish_serve(void *state, wt_redfish_serve_fn fn, void *ctx)
 {
     struct rf *s = state;
-    s->serve = fn;
-    s->serve_ctx = ctx;
+    s->c.serve = fn;
+    s->c.serve_ctx = ctx;
 }
 
-/* After a failed poll: the target is down (its last readings are stale and go). */
-static int rf_down(void *state, int64_t t_ns, struct wt_batch *out)
-{
-    const struct rf *s = state;
-    return wt_batch_add(out, WT_M_FAC_UP, s->up_labels, t_ns, 0);
-}
-
-const struct wt_collector_ops wt_redfish_collector = {
-    .name = "redfish",
-    .config = rf_config,
-    .poll = rf_poll,
-    .close = rf_close,
-    .targets = rf_targets,
-    .open_target = rf_open_target,
-    .down = rf_down,
-};
+/* The loop (core/loop.c) and facility.c run each service; rf_read reads it. */
+WT_FAC_COLLECTOR(wt_redfish_collector, wt_redfish_config_check, redfish, "Redfish",
+                 struct wt_redfish_target, parse_target, NULL, struct rf, rf_open, rf_read,
+                 rf_release);
