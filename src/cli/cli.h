@@ -104,6 +104,10 @@ extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form
     wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 extern const struct wt_cli_form wt_cli_form_doctor;
 extern const struct wt_cli_form wt_cli_form_import_meters;
+/* `wattage report --standard …` (src/cli/statement.c). */
+extern const struct wt_cli_form wt_cli_form_report_standard;
+bool wt_cli_report_is_standard(int argc, char **argv);
+int wt_cli_report_standard(int argc, char **argv);
 extern const struct wt_cli_form wt_cli_form_inference;
 extern const struct wt_cli_form wt_cli_form_calibrate;
 extern const struct wt_cli_form wt_cli_form_assess_start, wt_cli_form_assess_status,

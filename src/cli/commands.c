@@ -45,7 +45,7 @@ const struct wt_cli_command wt_cli_commands[] = {
     {"report",
      wt_cmd_report,
      "an audit report of a window (html, json or md)",
-     {&wt_cli_form_report}},
+     {&wt_cli_form_report, &wt_cli_form_report_standard}},
     {"doctor",
      wt_cmd_doctor,
      "what this node can measure and why not (NVML, RAPL, clock, peers, store, listen)",

@@ -45,6 +45,7 @@ rows.append((t0, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
 rows.append((t0, "ups", f"{ups_d / 10:.1f}", "", "kWh"))
 rows.append((t0, "water", f"{water_l / 1000:.3f}", "", "m3"))
 grid_missing = 0
+grid_hole = 0
 for k in range(n):
     start = t0 + k * step
     end = start + step
@@ -70,6 +71,8 @@ for k in range(n):
     else:
         ups_d += it
     water_l += water_step
+    if gap[0] <= end <= gap[1]:
+        grid_hole += grid_step  # spread over the hole: one register difference
     if not (gap[0] <= end < gap[1]):
         rows.append((end, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
     else:
@@ -91,6 +94,8 @@ sums = {
     "water_m3": water_tot / 1000,
     "intervals": n,
     "grid_missing_readings": grid_missing,
+    "grid_hole_intervals": grid_missing + 1,
+    "grid_hole_kwh": grid_hole / 10,
     "from": ts(t0),
     "to": ts(t1),
 }
