@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "audit/statement.h"
+#include "audit/statement_eu.h"
 #include "audit/topology.h"
 #include "cli/cli.h"
 #include "core/clock.h"
@@ -30,9 +31,14 @@
 #include "store/store.h"
 
 #define J_PER_KWH 3.6e6
+#define WT_EU_SCHEMA_DEFAULT "/usr/share/wattage/standards/eu-eed-2024-1364.v1.schema.json"
 
 static const struct wt_cli_opt stmt_opts[] = {
-    {"standard", 'S', "iso30134", "the KPI statement of a standard (ISO/IEC 30134)"},
+    {"standard", 'S', "iso30134|eu-eed",
+     "the KPI statement of ISO/IEC 30134, or the EU EED (2024/1364) file of a calendar year"},
+    {"schema", 's', "FILE",
+     "eu-eed: the dated schema file of the Annex symbols (default " WT_EU_SCHEMA_DEFAULT ")"},
+    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
     {"to", WT_OPT_TO, "T", "the period's end"},
@@ -219,7 +225,8 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
 int wt_cli_report_standard(int argc, char **argv)
 {
     struct wt_cli_common co = {0};
-    const char *standard = NULL, *period = NULL;
+    const char *standard = NULL, *period = NULL, *schema = WT_EU_SCHEMA_DEFAULT;
+    bool csv = false;
     int c;
     optind = 1;
     while ((c = wt_cli_next(&wt_cli_form_report_standard, argc, argv, &co)) != -1) {
@@ -230,6 +237,12 @@ int wt_cli_report_standard(int argc, char **argv)
         case 'P':
             period = optarg;
             break;
+        case 's':
+            schema = optarg;
+            break;
+        case 'v':
+            csv = true;
+            break;
         case WT_CLI_HELP:
             return 0;
         default:
@@ -238,10 +251,11 @@ int wt_cli_report_standard(int argc, char **argv)
     }
     if (wt_cli_no_operands(&wt_cli_form_report_standard, argc, argv) != 0)
         return 2;
-    if (!standard || strcmp(standard, "iso30134") != 0) {
+    bool eu = standard && strcmp(standard, "eu-eed") == 0;
+    if (!standard || (!eu && strcmp(standard, "iso30134") != 0)) {
         fprintf(stderr,
-                "wattage report: --standard: expected iso30134 (got \"%s\"); eu-eed and "
-                "enefg are not built yet\n",
+                "wattage report: --standard: expected iso30134 or eu-eed (got \"%s\"); "
+                "enefg is not built yet\n",
                 standard ? standard : "");
         return 2;
     }
@@ -271,28 +285,66 @@ int wt_cli_report_standard(int argc, char **argv)
         if (rc)
             return rc;
     }
+    if (eu && !period) {
+        fprintf(stderr, "wattage report: --standard eu-eed: the file is for a calendar year: "
+                        "give --period YEAR\n");
+        return 2;
+    }
+    char *schema_text = NULL;
+    size_t schema_len = 0;
+    if (eu) {
+        FILE *sf = fopen(schema, "r");
+        if (!sf) {
+            fprintf(stderr, "wattage report: --schema: %s: %s\n", schema, strerror(errno));
+            return 2;
+        }
+        schema_text = malloc(1 << 20);
+        schema_len = schema_text ? fread(schema_text, 1, (1 << 20) - 1, sf) : 0;
+        fclose(sf);
+        if (!schema_text)
+            return 1;
+    }
     struct wt_config cfg;
     struct wt_topology *t = NULL;
     struct wt_store *st = NULL;
     struct wt_stmt_conf sc;
     struct wt_err err = {{0}};
     int rc = wt_cli_load_config(co.config, &cfg);
-    if (rc)
+    if (rc) {
+        free(schema_text);
         return rc;
+    }
     if (wt_topology_load(&cfg, &t, &err) != 0 || wt_stmt_conf_from(&cfg, &sc, &err) != 0) {
         fprintf(stderr, "wattage report: %s\n", err.msg);
         free(t);
+        free(schema_text);
         wt_config_free(&cfg);
         return 2;
     }
     if ((rc = wt_cli_open_store("report", &co, false, &cfg, &st)) != 0) {
         free(t);
+        free(schema_text);
         wt_config_free(&cfg);
         return rc;
     }
     struct wt_statement s;
     rc = wt_statement_build(st, t, &sc, from, to, &s, &err);
-    if (rc == 0) {
+    if (rc == 0 && eu) {
+        char *js = NULL, *cs = NULL;
+        rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,
+                        csv ? &cs : NULL, &err);
+        if (rc == 0) {
+            fputs(csv ? cs : js, stdout);
+            if (!csv)
+                putchar('\n');
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
+        free(cs);
+        wt_statement_free(&s);
+    } else if (rc == 0) {
         rc = co.json ? print_json(&s, &sc) : (print_text(&s, &sc), 0);
         wt_statement_free(&s);
     } else {
@@ -301,6 +353,7 @@ int wt_cli_report_standard(int argc, char **argv)
     }
     wt_store_close(st);
     free(t);
+    free(schema_text);
     wt_config_free(&cfg);
     return rc;
 }

@@ -147,7 +147,71 @@ printf 'statement:\n  renewables: [{type: goo}]\n' >"$TMP/badren.yaml"
 "$BIN" report --standard iso30134 --period 2026 -c "$TMP/badren.yaml" --db "$DB" 2>"$TMP/badren.err" >/dev/null
 check "an instrument without kwh: exit 2, file:line and key named" \
     grep -q "badren.yaml:2: statement.renewables\[0\].kwh: required" "$TMP/badren.err"
-"$BIN" report --standard eu-eed --period 2026 -c "$TMP/a.yaml" --db "$DB" 2>"$TMP/eu.err" >/dev/null
+"$BIN" report --standard enefg --period 2026 -c "$TMP/a.yaml" --db "$DB" 2>"$TMP/eu.err" >/dev/null
 check "a standard not built yet: exit 2" test $? -eq 2
-check "and said" grep -q 'expected iso30134' "$TMP/eu.err"
+check "and said" grep -q "expected iso30134 or eu-eed" "$TMP/eu.err"
+
+# the EU file: validated against its dated schema file, every symbol a value or not available
+SCHEMA=deploy/standards/eu-eed-2024-1364.v1.schema.json
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
+check "the EU file answers" test $? -eq 0
+check "it validates against the schema file; E_DC/E_IT whole kWh; hand inputs not given are not available" \
+    python3 - "$TMP/eu.json" "$SCHEMA" "$TMP/sums.json" <<'PY'
+import json, sys, jsonschema
+doc, schema, g = (json.load(open(f)) for f in sys.argv[1:4])
+jsonschema.validate(doc, schema)
+k = doc["kpis"]
+assert set(k) == set(schema["properties"]["kpis"]["properties"]), set(k)
+assert k["E_DC"]["value"] == round(g["facility_kwh"]) and k["E_DC"]["unit"] == "kWh", k["E_DC"]
+assert k["E_IT"]["value"] == round(g["it_kwh"]), k["E_IT"]
+assert k["P_DIT"]["value"] == 400 and "floor_area_m2" in k["S_DC"]["not_available"], k
+assert k["E_RES-GOO"]["value"] == 1000000 and k["E_RES-PPA"]["value"] == 200000, k
+assert "value" not in k["T_WH"] and k["T_WH"]["not_available"], k["T_WH"]
+assert k["W_IN-POT"]["tag"] == "M", k["W_IN-POT"]  # unverified symbols stay marked
+PY
+check "a document that says 0 for an unknown is not what the schema accepts" \
+    python3 - "$TMP/eu.json" "$SCHEMA" <<'PY'
+import json, sys, jsonschema
+doc, schema = (json.load(open(f)) for f in sys.argv[1:3])
+doc["kpis"]["T_WH"] = {"value": 0, "unit": "Cel", "not_available": "x"}
+try:
+    jsonschema.validate(doc, schema)
+except jsonschema.ValidationError:
+    sys.exit(0)
+sys.exit(1)
+PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" --csv -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.csv" 2>/dev/null
+check "the CSV holds the same symbols and values" python3 - "$TMP/eu.csv" "$TMP/eu.json" <<'PY'
+import csv, json, sys
+rows = {r["symbol"]: r for r in csv.DictReader(open(sys.argv[1]))}
+k = json.load(open(sys.argv[2]))["kpis"]
+assert list(rows) == list(k), (list(rows), list(k))
+for s, v in k.items():
+    if "value" in v:
+        assert rows[s]["status"] == "value" and abs(float(rows[s]["value"]) - v["value"]) < 1e-9, (s, rows[s])
+    else:
+        assert rows[s]["status"] == "not available" and rows[s]["reason"] == v["not_available"], (s, rows[s])
+PY
+# the symbols come from the schema file: a later version without the traffic indicators
+python3 - "$SCHEMA" >"$TMP/v2.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+k = s["properties"]["kpis"]
+for sym in ("B_IN", "B_OUT"):
+    del k["properties"][sym]
+    k["required"].remove(sym)
+s["x-wattage"]["date"] = "2027-01-01"
+print(json.dumps(s))
+PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
+check "a schema file without B_IN/B_OUT gives a file without them, its date in the method" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert 'B_IN' not in d['kpis'] and 'E_DC' in d['kpis'] and d['method']['schema_date'] == '2027-01-01', d" "$TMP/eu2.json"
+sed 's/"source": "e_dc_kwh"/"source": "e_dc_mwh"/' "$SCHEMA" >"$TMP/bad.schema.json"
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/bad.schema.json" -c "$TMP/a.yaml" --db "$DB" >/dev/null 2>"$TMP/bads.err"
+check "an unknown source in the schema: exit 2" test $? -eq 2
+check "and named" grep -q 'bad.schema.json: kpis.E_DC: unknown source "e_dc_mwh"' "$TMP/bads.err"
+"$BIN" report --standard eu-eed --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >/dev/null 2>"$TMP/half.err"
+check "the EU file without --period YEAR: exit 2" test $? -eq 2
 finish
