@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "audit/statement.h"
+#include "audit/statement_enefg.h"
 #include "audit/statement_eu.h"
 #include "audit/topology.h"
 #include "cli/cli.h"
@@ -32,12 +33,14 @@
 
 #define J_PER_KWH 3.6e6
 #define WT_EU_SCHEMA_DEFAULT "/usr/share/wattage/standards/eu-eed-2024-1364.v1.schema.json"
+#define WT_ENEFG_TABLE_DEFAULT "/usr/share/wattage/standards/enefg.v1.json"
 
 static const struct wt_cli_opt stmt_opts[] = {
-    {"standard", 'S', "iso30134|eu-eed",
-     "the KPI statement of ISO/IEC 30134, or the EU EED (2024/1364) file of a calendar year"},
+    {"standard", 'S', "iso30134|eu-eed|enefg",
+     "the KPI statement of ISO/IEC 30134, the EU EED (2024/1364) file, or the EnEfG checks"},
     {"schema", 's', "FILE",
-     "eu-eed: the dated schema file of the Annex symbols (default " WT_EU_SCHEMA_DEFAULT ")"},
+     "eu-eed: the dated schema file of the Annex symbols (default " WT_EU_SCHEMA_DEFAULT
+     "); enefg: the dated table of limits (default " WT_ENEFG_TABLE_DEFAULT ")"},
     {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
@@ -225,7 +228,7 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
 int wt_cli_report_standard(int argc, char **argv)
 {
     struct wt_cli_common co = {0};
-    const char *standard = NULL, *period = NULL, *schema = WT_EU_SCHEMA_DEFAULT;
+    const char *standard = NULL, *period = NULL, *schema = NULL;
     bool csv = false;
     int c;
     optind = 1;
@@ -252,13 +255,15 @@ int wt_cli_report_standard(int argc, char **argv)
     if (wt_cli_no_operands(&wt_cli_form_report_standard, argc, argv) != 0)
         return 2;
     bool eu = standard && strcmp(standard, "eu-eed") == 0;
-    if (!standard || (!eu && strcmp(standard, "iso30134") != 0)) {
+    bool de = standard && strcmp(standard, "enefg") == 0;
+    if (!standard || (!eu && !de && strcmp(standard, "iso30134") != 0)) {
         fprintf(stderr,
-                "wattage report: --standard: expected iso30134 or eu-eed (got \"%s\"); "
-                "enefg is not built yet\n",
+                "wattage report: --standard: expected iso30134, eu-eed or enefg (got \"%s\")\n",
                 standard ? standard : "");
         return 2;
     }
+    if (!schema)
+        schema = de ? WT_ENEFG_TABLE_DEFAULT : WT_EU_SCHEMA_DEFAULT;
     int64_t from, to;
     if (period) {
         char *end;
@@ -285,14 +290,16 @@ int wt_cli_report_standard(int argc, char **argv)
         if (rc)
             return rc;
     }
-    if (eu && !period) {
-        fprintf(stderr, "wattage report: --standard eu-eed: the file is for a calendar year: "
-                        "give --period YEAR\n");
+    if ((eu || de) && !period) {
+        fprintf(stderr,
+                "wattage report: --standard %s: the file is for a calendar year: "
+                "give --period YEAR\n",
+                standard);
         return 2;
     }
     char *schema_text = NULL;
     size_t schema_len = 0;
-    if (eu) {
+    if (eu || de) {
         FILE *sf = fopen(schema, "r");
         if (!sf) {
             fprintf(stderr, "wattage report: --schema: %s: %s\n", schema, strerror(errno));
@@ -343,6 +350,18 @@ int wt_cli_report_standard(int argc, char **argv)
         }
         free(js);
         free(cs);
+        wt_statement_free(&s);
+    } else if (rc == 0 && de) {
+        char *js = NULL;
+        int failed = 0;
+        rc = wt_stmt_enefg(&s, &sc, schema_text, schema_len, schema, &js, &failed, &err);
+        if (rc == 0) {
+            puts(js);
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
         wt_statement_free(&s);
     } else if (rc == 0) {
         rc = co.json ? print_json(&s, &sc) : (print_text(&s, &sc), 0);
