@@ -107,4 +107,26 @@ c = json.load(open(sys.argv[1]))["energy"]["cooling"]
 assert abs(c["joules"] - 88 * 3.6e6) < 1, c
 assert abs(c["coverage"] - 88 / 96) < 1e-6, c
 PY
+
+# --time-is start and --interval: hourly interval energy stamped at each hour's start, 5 kWh in
+# the first hour and 1 kWh after; read as stamped at the end, the first hour would hold 1 kWh
+python3 - >"$TMP/start.csv" <<'PY'
+print("time,meter,energy,unit")
+for h in range(24):
+    print(f"2026-01-01T{h:02d}:00:00Z,fan,{5 if h == 0 else 1},kWh")
+PY
+"$BIN" import meters "$TMP/start.csv" --time-is start --interval 1h --db "$TMP/st.db" >"$TMP/st.out" 2>&1
+check "--time-is start --interval 1h imports, no gap" grep -q "1 meters, 24 rows, .* 0 gaps" "$TMP/st.out"
+"$BIN" import meters "$TMP/start.csv" --interval 1h --db "$TMP/se.db" >/dev/null 2>&1
+printf 'topology:\n  meters:\n    - {target: fan, point: import, role: cooling}\n' >"$TMP/fan.yaml"
+for d in st se; do
+    "$BIN" kpi --from 2026-01-01T00:00:00Z --to 2026-01-01T01:00:00Z -c "$TMP/fan.yaml" \
+        --db "$TMP/$d.db" --json >"$TMP/$d.json" 2>/dev/null
+done
+check "stamped at the start: the first hour holds 5 kWh; at the end (the default): 1 kWh" \
+    python3 - "$TMP/st.json" "$TMP/se.json" <<'PY'
+import json, sys
+a, b = (json.load(open(f))["energy"]["cooling"]["joules"] / 3.6e6 for f in sys.argv[1:3])
+assert abs(a - 5) < 1e-9 and abs(b - 1) < 1e-9, (a, b)
+PY
 finish
