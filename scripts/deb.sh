@@ -22,6 +22,9 @@ install -D -m 0644 deploy/wattage.yaml "$root/etc/wattage/wattage.yaml"
 install -D -m 0644 "$build/man/wattage.1.gz" "$root/usr/share/man/man1/wattage.1.gz"
 install -D -m 0644 "$build/man/wattage.yaml.5.gz" "$root/usr/share/man/man5/wattage.yaml.5.gz"
 install -D -m 0644 deploy/bash-completion/wattage "$root/usr/share/bash-completion/completions/wattage"
+for f in deploy/standards/*.json; do # the dated schema files of `wattage report --standard`
+    install -D -m 0644 "$f" "$root/usr/share/wattage/standards/$(basename "$f")"
+done
 install -d -m 0755 "$root/var/lib/wattage" # 0750 and its owner: postinst
 doc=$root/usr/share/doc/wattage
 install -D -m 0644 deploy/debian/copyright "$doc/copyright"

@@ -10,7 +10,7 @@ test="$build sqlite3 curl gnutls-bin openssl prometheus python3 wrk
       python3-psutil python3-prometheus-client prometheus-node-exporter valgrind
       prometheus-alertmanager snmpsim snmpd snmp victoria-metrics chromium clang libclang-rt-14-dev
       systemd lintian python3-yaml groff-base python3-protobuf slurm-wlm munge openipmi
-      libopenipmi-dev"
+      libopenipmi-dev python3-jsonschema"
 pkgs=$build
 [ "${1:-}" = "--test" ] && pkgs=$test
 missing=""

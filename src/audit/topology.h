@@ -55,6 +55,15 @@ enum wt_role {
     WT_ROLE_HEAT_REUSED,    /* heat delivered for reuse (heat meter; ERF) */
     WT_ROLE_PDU_OUTLET,     /* the wall power of one node (its outlets, summed) */
     WT_ROLE_BMC,            /* a node's own power as its BMC reports it */
+    /* Where E_IT is metered, for the standards' PUE category (audit/statement.h): */
+    WT_ROLE_UPS_OUTPUT, /* UPS output: category 1 */
+    WT_ROLE_PDU_OUTPUT, /* PDU output: category 2 */
+    WT_ROLE_IT_INPUT,   /* IT equipment input (server PSU inlets): category 3 */
+    /* What else crosses the data centre's boundary (E_DC): */
+    WT_ROLE_ONSITE_GENERATION, /* on-site generation, metered at its output */
+    WT_ROLE_EXPORTED,          /* energy exported from the site (not counted in E_DC) */
+    WT_ROLE_WATER_POTABLE,     /* potable water, part of water_litres (m3 counter) */
+    WT_ROLE_PURCHASED_COOLING, /* purchased cooling fluid through a heat meter (heat counter) */
     WT_ROLE_COUNT
 };
 

@@ -18,6 +18,7 @@ int wt_cmd_check_config(int argc, char **argv);
 int wt_cmd_energy(int argc, char **argv);
 int wt_cmd_query(int argc, char **argv);
 int wt_cmd_import(int argc, char **argv);
+int wt_cli_import_meters(int argc, char **argv); /* src/cli/import_meters.c */
 int wt_cmd_job(int argc, char **argv);
 int wt_cmd_jobs(int argc, char **argv);
 int wt_cmd_exec(int argc, char **argv);
@@ -102,6 +103,11 @@ extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form
     wt_cli_form_jobs, wt_cli_form_jobs_compare, wt_cli_form_exec, wt_cli_form_schedule,
     wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 extern const struct wt_cli_form wt_cli_form_doctor;
+extern const struct wt_cli_form wt_cli_form_import_meters;
+/* `wattage report --standard …` (src/cli/statement.c). */
+extern const struct wt_cli_form wt_cli_form_report_standard;
+bool wt_cli_report_is_standard(int argc, char **argv);
+int wt_cli_report_standard(int argc, char **argv);
 extern const struct wt_cli_form wt_cli_form_inference;
 extern const struct wt_cli_form wt_cli_form_calibrate;
 extern const struct wt_cli_form wt_cli_form_assess_start, wt_cli_form_assess_status,

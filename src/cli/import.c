@@ -118,6 +118,8 @@ int wt_cmd_import(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "carbon") == 0)
         return import_carbon(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "meters") == 0)
+        return wt_cli_import_meters(argc, argv);
     const char *node = NULL;
     struct wt_cli_common co = {0};
     int c;
@@ -138,7 +140,8 @@ int wt_cmd_import(int argc, char **argv)
                         "  FILE: a CSV log of nvidia-smi --query-gpu=timestamp,index,...,"
                         "power.draw --format=csv\n"
                         "       wattage import carbon FILE [--zone Z] [--format F] [--series S] "
-                        "[--db FILE]\n");
+                        "[--db FILE]\n"
+                        "       wattage import meters FILE [OPTIONS] [--db FILE]\n");
         return 2;
     }
     const char *file = argv[optind + 1];

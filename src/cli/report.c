@@ -220,6 +220,8 @@ int wt_cmd_report(int argc, char **argv)
     struct wt_cli_common co = {.from = "-24h"};
     bool compare = false;
     int c, rc;
+    if (wt_cli_report_is_standard(argc, argv))
+        return wt_cli_report_standard(argc, argv); /* src/cli/statement.c */
     optind = 1;
     while ((c = wt_cli_next(&wt_cli_form_report, argc, argv, &co)) != -1) {
         switch (c) {

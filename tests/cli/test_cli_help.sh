@@ -21,6 +21,8 @@ for f in src/cli/*.c; do
     case $base in
     main | common | commands | sections | opts | client | man) continue ;;
     job) helps=(job jobs) ;;
+    import_meters) helps=(import) ;;
+    statement) helps=(report) ;;
     *) helps=("${base//_/-}") ;;
     esac
     opts=$(grep -oE '\{"[a-z][a-z0-9-]*", *('"'"'.'"'"'|[A-Z][A-Z_]*[^,]*|0x[0-9a-fA-F]+|[a-z_]+_argument)' "$f" |

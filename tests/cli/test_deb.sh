@@ -28,6 +28,9 @@ for f in ./usr/bin/wattage ./lib/systemd/system/wattage.service ./usr/lib/sysuse
     ./etc/wattage/wattage.yaml ./var/lib/wattage/; do
     check "the package holds $f" grep -q " $f\$" <<<"$contents"
 done
+for f in eu-eed-2024-1364.v1.schema.json enefg.v1.json; do # `wattage report --standard`
+    check "the package holds $f" grep -q " ./usr/share/wattage/standards/$f\$" <<<"$contents"
+done
 
 installed=1
 check "dpkg -i installs it" bash -c "dpkg -i '$deb' >'$TMP/dpkg.log' 2>&1"

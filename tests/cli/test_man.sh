@@ -103,5 +103,5 @@ check "wattage assess <TAB>: its subcommands ($got)" test "$got" = "report start
 got=$(comp "$BIN" assess start --d)
 check "wattage assess start --d<TAB>: --db --duration ($got)" test "$got" = "--db --duration"
 got=$(comp "$BIN" import "")
-check "wattage import <TAB>: carbon nvidia-smi ($got)" test "$got" = "carbon nvidia-smi"
+check "wattage import <TAB>: carbon meters nvidia-smi ($got)" test "$got" = "carbon meters nvidia-smi"
 finish

@@ -1,0 +1,559 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KPI statements of ISO/IEC 30134 (see statement.h): the meters' energy through meters.c's
+ * rules, their 15-minute slot coverage from their stored readings, the boundary and category
+ * from their roles, the checks, and a SHA-256 of every input reading and hand input.
+ */
+#include "audit/statement.h"
+
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit/meters.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "core/yamltree.h"
+#include "core/yget.h"
+#include "store/query.h"
+#include "store/segment.h"
+#include "store/store.h"
+
+#define J_PER_KWH 3.6e6
+
+/* ---- the config section ---- */
+
+static const char *const stmt_keys[] = {"site",
+                                        "installed_it_kw",
+                                        "floor_area_m2",
+                                        "white_space_m2",
+                                        "commissioned",
+                                        "redundancy_electrical",
+                                        "redundancy_cooling",
+                                        "min_coverage",
+                                        "renewables",
+                                        NULL};
+
+int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stmt_conf *c,
+                       struct wt_err *err)
+{
+    memset(c, 0, sizeof *c);
+    c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = -1;
+    c->min_coverage = 0.95;
+    if (!n || wt_ynode_is_null(n))
+        return 0;
+    struct wt_yget g = {file, err};
+    const char *P = "statement";
+    char comm[64] = "";
+    int rc;
+    if ((rc = wt_y_map(&g, n, P, stmt_keys)) || (rc = wt_y_keys(&g, n, P, stmt_keys)) ||
+        (rc = wt_y_string(&g, n, P, "site", false, c->site, sizeof c->site)) ||
+        (rc = wt_y_double(&g, n, P, "installed_it_kw", 0, 1e7, &c->installed_it_kw)) ||
+        (rc = wt_y_double(&g, n, P, "floor_area_m2", 0, 1e8, &c->floor_area_m2)) ||
+        (rc = wt_y_double(&g, n, P, "white_space_m2", 0, 1e8, &c->white_space_m2)) ||
+        (rc = wt_y_string(&g, n, P, "commissioned", false, comm, sizeof comm)) ||
+        (rc = wt_y_string(&g, n, P, "redundancy_electrical", false, c->redundancy_electrical,
+                          sizeof c->redundancy_electrical)) ||
+        (rc = wt_y_string(&g, n, P, "redundancy_cooling", false, c->redundancy_cooling,
+                          sizeof c->redundancy_cooling)) ||
+        (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)))
+        return rc;
+    if (comm[0]) {
+        int y, m;
+        char tail;
+        if (strlen(comm) != 7 || sscanf(comm, "%4d-%2d%c", &y, &m, &tail) != 2 || y < 1950 ||
+            m < 1 || m > 12)
+            return wt_y_key_fail(&g, n, P, "commissioned", "expected YYYY-MM (got \"%s\")", comm);
+        memcpy(c->commissioned, comm, 8);
+    }
+    if (c->floor_area_m2 >= 0 && c->white_space_m2 > c->floor_area_m2)
+        return wt_y_key_fail(&g, n, P, "white_space_m2",
+                             "%g m2 is more than floor_area_m2 (%g m2): the computer room is "
+                             "part of the floor area",
+                             c->white_space_m2, c->floor_area_m2);
+    const struct wt_ynode *r = wt_y_get(n, "renewables");
+    if ((rc = wt_y_seq(&g, r, "statement.renewables")))
+        return rc;
+    static const char *const rkeys[] = {"type", "kwh", "ref", NULL};
+    static const char *const types[] = {"goo", "ppa", NULL};
+    for (size_t i = 0; r && !wt_ynode_is_null(r) && i < r->n; i++) {
+        char p[64];
+        wt_y_index(p, sizeof p, "statement.renewables", i);
+        const struct wt_ynode *e = r->child[i];
+        if (c->nren == WT_STMT_MAX_RENEWABLES)
+            return wt_y_fail(&g, e, p, "at most %d instruments", WT_STMT_MAX_RENEWABLES);
+        struct wt_stmt_renewable *x = &c->ren[c->nren];
+        int type = -1;
+        if ((rc = wt_y_map(&g, e, p, rkeys)) || (rc = wt_y_keys(&g, e, p, rkeys)))
+            return rc;
+        if (!wt_y_get(e, "type"))
+            return wt_y_key_fail(&g, e, p, "type", "required (goo or ppa)");
+        if (!wt_y_get(e, "kwh"))
+            return wt_y_key_fail(&g, e, p, "kwh", "required (the instrument's kWh)");
+        if ((rc = wt_y_enum(&g, e, p, "type", types, &type)) ||
+            (rc = wt_y_double(&g, e, p, "kwh", 0, 1e12, &x->kwh)) ||
+            (rc = wt_y_string(&g, e, p, "ref", false, x->ref, sizeof x->ref)))
+            return rc;
+        snprintf(x->type, sizeof x->type, "%s", types[type]);
+        x->line = e->line;
+        c->nren++;
+    }
+    return 0;
+}
+
+int wt_stmt_conf_from(const struct wt_config *cfg, struct wt_stmt_conf *c, struct wt_err *err)
+{
+    return wt_stmt_conf_parse(wt_config_file(cfg), wt_config_section(cfg, "statement"), c, err);
+}
+
+int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
+{
+    struct wt_stmt_conf *c = malloc(sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = wt_stmt_conf_parse(file, node, c, err);
+    free(c);
+    return rc;
+}
+
+/* ---- categories and slots ---- */
+
+static bool is_it(enum wt_role r)
+{
+    return r == WT_ROLE_UPS_OUTPUT || r == WT_ROLE_PDU_OUTPUT || r == WT_ROLE_IT_INPUT ||
+           r == WT_ROLE_IT_TOTAL;
+}
+
+int wt_stmt_category(const struct wt_topology *t, unsigned *roles)
+{
+    unsigned bits = 0;
+    for (size_t i = 0; i < t->nmeters; i++)
+        if (is_it(t->meters[i].role))
+            bits |= 1u << t->meters[i].role;
+    if (roles)
+        *roles = bits;
+    if (!bits || (bits & (1u << WT_ROLE_IT_TOTAL)))
+        return 0;
+    return (bits & (1u << WT_ROLE_UPS_OUTPUT)) ? 1 : (bits & (1u << WT_ROLE_PDU_OUTPUT)) ? 2 : 3;
+}
+
+void wt_stmt_slots(const int64_t *t_ns, const double *v, const bool *covered, size_t n, int64_t a,
+                   int64_t b, unsigned char *mask, size_t nslots, double *long_j)
+{
+    const int64_t S = WT_STMT_SLOT_NS;
+    /* a slot is measured when good spans cover it whole: mark each slot's covered time */
+    int64_t *cov = calloc(nslots ? nslots : 1, sizeof *cov);
+    *long_j = 0;
+    for (size_t i = 1; i < n && cov; i++) {
+        int64_t t0 = t_ns[i - 1], t1 = t_ns[i];
+        if (t1 <= t0)
+            continue;
+        bool good = covered[i] && t1 - t0 <= S + S / 2;
+        if (covered[i] && !good && v[i] > v[i - 1])
+            *long_j += v[i] - v[i - 1];
+        if (!good)
+            continue;
+        int64_t lo = t0 > a ? t0 : a, hi = t1 < b ? t1 : b;
+        for (int64_t s = lo; s < hi;) {
+            size_t k = (size_t)((s - a) / S);
+            int64_t end = a + (int64_t)(k + 1) * S;
+            int64_t e = end < hi ? end : hi;
+            if (k < nslots)
+                cov[k] += e - s;
+            s = e;
+        }
+    }
+    for (size_t k = 0; k < nslots; k++) {
+        int64_t len = (k + 1 == nslots) ? b - (a + (int64_t)k * S) : S;
+        if (!cov || cov[k] < len)
+            mask[k] = 0;
+    }
+    free(cov);
+}
+
+/* ---- the statement ---- */
+
+static const char *const metric_names[] = {
+    "wattage_facility_energy_joules_total", "wattage_facility_heat_joules_total",
+    "wattage_facility_water_cubic_meters_total", "wattage_facility_power_watts"};
+
+static int meter_metric(enum wt_role r)
+{
+    if (r == WT_ROLE_WATER || r == WT_ROLE_WATER_POTABLE)
+        return 2;
+    if (r == WT_ROLE_HEAT_REUSED || r == WT_ROLE_PURCHASED_COOLING)
+        return 1;
+    return 0;
+}
+
+/* Slot coverage and estimated energy of meter m from its series' stored readings; every
+ * reading goes into the hash. */
+static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_series_info **si,
+                       size_t *ns, const struct wt_run_list *runs, int64_t a, int64_t b,
+                       gnutls_hash_hd_t h, struct wt_stmt_meter *out)
+{
+    size_t nslots = (size_t)((b - a + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
+    unsigned char *mask = malloc(nslots ? nslots : 1);
+    if (!mask)
+        return -ENOMEM;
+    memset(mask, 1, nslots);
+    int k = meter_metric(m->role);
+    bool any = false;
+    int rc = 0;
+    /* counters first; a meter with none is read from its power readings */
+    for (int pass = 0; pass < 2 && !any && rc == 0; pass++) {
+        int mk = pass == 0 ? k : 3;
+        if (pass == 1 && k != 0)
+            break;
+        for (size_t j = 0; j < ns[mk] && rc == 0; j++) {
+            const struct wt_series_info *s = &si[mk][j];
+            if (!wt_meter_matches(m, s->labels))
+                continue;
+            struct wt_point *p = NULL;
+            size_t n = 0;
+            if ((rc = wt_store_points(st, s, a, b, 0, &p, &n)) != 0)
+                break;
+            any = true;
+            int64_t *tt = malloc((n ? n : 1) * sizeof *tt);
+            double *vv = malloc((n ? n : 1) * sizeof *vv);
+            bool *cv = calloc(n ? n : 1, sizeof *cv);
+            if (!tt || !vv || !cv) {
+                free(tt), free(vv), free(cv), free(p);
+                rc = -ENOMEM;
+                break;
+            }
+            struct wt_segment_rule rule =
+                wt_segment_rule_for(runs, s->node, mk == 3 ? WT_SK_GAUGE : WT_SK_COUNTER);
+            for (size_t i = 0; i < n; i++) {
+                tt[i] = p[i].t_ns;
+                vv[i] = p[i].v;
+                if (i > 0 && mk != 3 && p[i].t_ns > p[i - 1].t_ns) {
+                    double d;
+                    wt_segment(&rule, p[i - 1].t_ns, p[i - 1].v, p[i].t_ns, p[i].v, &d, &cv[i]);
+                } else if (i > 0 && mk == 3) {
+                    cv[i] = true; /* power: the span rule alone (no resets) */
+                }
+            }
+            double long_j = 0;
+            wt_stmt_slots(tt, vv, cv, n, a, b, mask, nslots, &long_j);
+            if (mk != 3)
+                out->estimated += long_j;
+            gnutls_hash(h, s->labels, strlen(s->labels) + 1);
+            gnutls_hash(h, p, n * sizeof *p);
+            free(tt), free(vv), free(cv), free(p);
+        }
+    }
+    out->slots = nslots;
+    out->measured = 0;
+    for (size_t i = 0; any && i < nslots; i++)
+        out->measured += mask[i];
+    free(mask);
+    return rc;
+}
+
+static void kpi_set(struct wt_stmt_kpi *k, const char *name, const char *symbol,
+                    const char *formula, const char *standard, const char *unit)
+{
+    memset(k, 0, sizeof *k);
+    k->name = name;
+    k->symbol = symbol;
+    k->formula = formula;
+    k->standard = standard;
+    k->unit = unit;
+}
+
+static bool is_year(int64_t from, int64_t to)
+{
+    time_t f = (time_t)(from / WT_NS_PER_S);
+    struct tm a;
+    if (from % WT_NS_PER_S || to % WT_NS_PER_S || !gmtime_r(&f, &a))
+        return false;
+    if (a.tm_mon != 0 || a.tm_mday != 1 || a.tm_hour || a.tm_min || a.tm_sec)
+        return false;
+    struct tm e = {.tm_year = a.tm_year + 1, .tm_mday = 1};
+    return (int64_t)timegm(&e) * WT_NS_PER_S == to;
+}
+
+/* The coverage and estimated share of the meters whose roles are in mask. */
+static void inputs_of(const struct wt_statement *s, unsigned mask, double *coverage,
+                      double *est_share)
+{
+    double cov = 1, tot = 0, est = 0;
+    bool any = false;
+    for (size_t i = 0; i < s->nmeters; i++) {
+        const struct wt_stmt_meter *m = &s->meters[i];
+        if (!(mask & (1u << m->role)))
+            continue;
+        any = true;
+        double c = m->slots ? (double)m->measured / (double)m->slots : 0;
+        cov = c < cov ? c : cov;
+        tot += fabs(m->value);
+        est += m->estimated;
+    }
+    *coverage = any ? cov : 0;
+    *est_share = tot > 0 ? est / tot : 0;
+}
+
+#define R(x) (1u << (x))
+#define IT_ROLES                                                                                   \
+    (R(WT_ROLE_UPS_OUTPUT) | R(WT_ROLE_PDU_OUTPUT) | R(WT_ROLE_IT_INPUT) | R(WT_ROLE_IT_TOTAL))
+#define DC_ROLES                                                                                   \
+    (R(WT_ROLE_FACILITY_TOTAL) | R(WT_ROLE_ONSITE_GENERATION) | R(WT_ROLE_PURCHASED_COOLING) |     \
+     R(WT_ROLE_EXPORTED))
+
+static void finish_kpi(struct wt_statement *s, struct wt_stmt_kpi *k, unsigned roles,
+                       const struct wt_stmt_conf *c)
+{
+    inputs_of(s, roles, &k->coverage, &k->estimated_share);
+    k->reportable = k->available && k->coverage >= c->min_coverage;
+    if (k->available && !k->reportable)
+        snprintf(k->why, sizeof k->why,
+                 "not reportable: its meters cover %.1f %% of the period's 15-minute intervals, "
+                 "below statement.min_coverage (%.1f %%)",
+                 100 * k->coverage, 100 * c->min_coverage);
+}
+
+int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
+                       const struct wt_stmt_conf *c, int64_t from, int64_t to,
+                       struct wt_statement *s, struct wt_err *err)
+{
+    memset(s, 0, sizeof *s);
+    s->from_ns = from;
+    s->to_ns = to;
+    s->annual = is_year(from, to);
+    struct wt_meter_set *ms = NULL;
+    struct wt_series_info *si[4] = {0};
+    size_t ns[4] = {0};
+    struct wt_run_list runs = {0};
+    gnutls_hash_hd_t h = NULL;
+    int rc;
+    if (to <= from)
+        return wt_err_set(err, "the period is empty");
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) != 0)
+        return -ENOMEM;
+    if ((rc = wt_meters_open(st, t, &ms, err)) != 0)
+        goto out;
+    for (int k = 0; k < 4; k++)
+        if ((rc = wt_store_series(st, metric_names[k], false, &si[k], &ns[k], err)) != 0)
+            goto out;
+    if (wt_runs_load(st, &runs) != 0) {
+        rc = -EIO;
+        wt_err_set(err, "store: cannot read the runs table");
+        goto out;
+    }
+    s->meters = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->meters);
+    if (!s->meters) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    bool any_data = false;
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *m = &t->meters[i];
+        unsigned bit = R(m->role);
+        if (!((IT_ROLES | DC_ROLES | R(WT_ROLE_WATER) | R(WT_ROLE_WATER_POTABLE) |
+               R(WT_ROLE_HEAT_REUSED)) &
+              bit))
+            continue;
+        struct wt_stmt_meter *o = &s->meters[s->nmeters++];
+        snprintf(o->name, sizeof o->name, "%s%s%s", m->target, m->point[0] ? "/" : "", m->point);
+        o->role = m->role;
+        double cov;
+        enum wt_meter_method mm;
+        if ((rc = wt_meters_energy(ms, i, from, to, &o->value, &cov, &o->points, &mm)) != 0) {
+            wt_err_set(err, "store: reading meter %s failed", o->name);
+            goto out;
+        }
+        o->method = wt_meter_method_name(mm);
+        if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o)) != 0)
+            goto out;
+        if (o->measured)
+            any_data = true;
+        double sign = m->role == WT_ROLE_EXPORTED ? -1 : 1;
+        if (bit & DC_ROLES) {
+            s->e_dc_j += sign * o->value;
+            if (m->role == WT_ROLE_FACILITY_TOTAL)
+                s->have_dc = true;
+        }
+        if (bit & IT_ROLES) {
+            s->e_it_j += o->value;
+            s->have_it = true;
+        }
+        if (m->role == WT_ROLE_WATER)
+            s->w_in_m3 += o->value;
+        if (m->role == WT_ROLE_WATER_POTABLE)
+            s->w_pot_m3 += o->value;
+        if (m->role == WT_ROLE_HEAT_REUSED)
+            s->e_reuse_j += o->value;
+        if (m->role == WT_ROLE_ONSITE_GENERATION)
+            s->e_os_used_j += o->value;
+        if (m->role == WT_ROLE_EXPORTED)
+            s->e_os_used_j -= o->value;
+    }
+    if (!s->have_dc) {
+        rc = wt_err_set(err,
+                        "%s: topology.meters: no meter with role facility_total (E_DC: the "
+                        "energy entering the data centre)",
+                        t->file);
+        goto out;
+    }
+    if (!s->have_it) {
+        rc = wt_err_set(err,
+                        "%s: topology.meters: no IT meter (role ups_output, pdu_output, it_input "
+                        "or it_total: E_IT)",
+                        t->file);
+        goto out;
+    }
+    if (!any_data) {
+        char a[40], b[40];
+        wt_time_format(from, 0, a, sizeof a);
+        wt_time_format(to, 0, b, sizeof b);
+        rc = wt_err_set(err, "no meter has data in the period %s .. %s", a, b);
+        goto out;
+    }
+    if (s->e_os_used_j < 0)
+        s->e_os_used_j = 0; /* no credit for surplus: exported beyond generation counts 0 */
+    for (size_t i = 0; i < c->nren; i++)
+        s->e_ren_j += c->ren[i].kwh * J_PER_KWH;
+    s->e_ren_j += s->e_os_used_j;
+
+    unsigned roles = 0;
+    s->category = wt_stmt_category(t, &roles);
+    if (s->category)
+        snprintf(s->category_text, sizeof s->category_text, "%d (%s)", s->category,
+                 s->category == 1   ? "basic: UPS output"
+                 : s->category == 2 ? "intermediate: PDU output"
+                                    : "advanced: IT equipment input");
+    else
+        snprintf(s->category_text, sizeof s->category_text,
+                 "not stated (role it_total: name it ups_output, pdu_output or it_input)");
+    {
+        bool os = false, ex = false, pc = false;
+        for (size_t i = 0; i < t->nmeters; i++) {
+            os |= t->meters[i].role == WT_ROLE_ONSITE_GENERATION;
+            ex |= t->meters[i].role == WT_ROLE_EXPORTED;
+            pc |= t->meters[i].role == WT_ROLE_PURCHASED_COOLING;
+        }
+        snprintf(s->boundary, sizeof s->boundary,
+                 "E_DC = facility_total%s%s%s; E_IT = the IT meters (%s%s%s%s)",
+                 os ? " + onsite_generation" : "", pc ? " + purchased_cooling" : "",
+                 ex ? " - exported" : "", (roles & R(WT_ROLE_UPS_OUTPUT)) ? "ups_output " : "",
+                 (roles & R(WT_ROLE_PDU_OUTPUT)) ? "pdu_output " : "",
+                 (roles & R(WT_ROLE_IT_INPUT)) ? "it_input " : "",
+                 (roles & R(WT_ROLE_IT_TOTAL)) ? "it_total " : "");
+        size_t L = strlen(s->boundary);
+        if (L > 2 && s->boundary[L - 2] == ' ')
+            memmove(s->boundary + L - 2, s->boundary + L - 1, 2);
+    }
+
+    /* PUE */
+    struct wt_stmt_kpi *k = &s->kpis[s->nkpis++];
+    kpi_set(k, s->annual ? "PUE" : "iPUE (interim)", "PUE", "E_DC / E_IT",
+            "ISO/IEC 30134-2:2016 (listed as withdrawn; the new edition not verified) / "
+            "EN 50600-4-2:2016",
+            "ratio");
+    if (s->e_it_j <= 0)
+        snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
+    else if (s->e_it_j > s->e_dc_j)
+        snprintf(k->why, sizeof k->why,
+                 "refused: E_IT (%.0f kWh) > E_DC (%.0f kWh): the boundary misses a carrier, or "
+                 "an IT feed is metered twice",
+                 s->e_it_j / J_PER_KWH, s->e_dc_j / J_PER_KWH);
+    else {
+        k->available = true;
+        k->value = s->e_dc_j / s->e_it_j;
+    }
+    finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+
+    /* WUE */
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "WUE", "WUE", "W_IN / E_IT",
+            "ISO/IEC 30134-9:2022 / EN 50600-4-9 (categories not verified)", "L/kWh");
+    bool has_w = false, has_pot = false;
+    for (size_t i = 0; i < s->nmeters; i++) {
+        has_w |= s->meters[i].role == WT_ROLE_WATER;
+        has_pot |= s->meters[i].role == WT_ROLE_WATER_POTABLE;
+    }
+    if (!has_w)
+        snprintf(k->why, sizeof k->why, "not available: no meter with role water_litres (W_IN)");
+    else if (has_pot && s->w_pot_m3 > s->w_in_m3)
+        snprintf(k->why, sizeof k->why,
+                 "refused: potable water (%.3f m3) > total water input W_IN (%.3f m3)", s->w_pot_m3,
+                 s->w_in_m3);
+    else if (s->e_it_j > 0) {
+        k->available = true;
+        k->value = s->w_in_m3 * 1000 / (s->e_it_j / J_PER_KWH);
+    }
+    finish_kpi(s, k, R(WT_ROLE_WATER) | R(WT_ROLE_WATER_POTABLE) | IT_ROLES, c);
+
+    /* ERF */
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "ERF", "ERF", "E_REUSE / E_DC", "ISO/IEC 30134-6:2021 / EN 50600-4-6:2020", "ratio");
+    bool has_h = false;
+    for (size_t i = 0; i < s->nmeters; i++)
+        has_h |= s->meters[i].role == WT_ROLE_HEAT_REUSED;
+    if (!has_h)
+        snprintf(k->why, sizeof k->why, "not available: no meter with role heat_reused (E_REUSE)");
+    else if (s->e_dc_j <= 0 || s->e_reuse_j > s->e_dc_j)
+        snprintf(k->why, sizeof k->why, "refused: E_REUSE (%.0f kWh) > E_DC (%.0f kWh): ERF > 1",
+                 s->e_reuse_j / J_PER_KWH, s->e_dc_j / J_PER_KWH);
+    else {
+        k->available = true;
+        k->value = s->e_reuse_j / s->e_dc_j;
+    }
+    finish_kpi(s, k, R(WT_ROLE_HEAT_REUSED) | DC_ROLES, c);
+
+    /* REF */
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "REF", "REF", "(E_RES-GOO + E_RES-PPA + on-site generation used) / E_DC",
+            "ISO/IEC 30134-3 (edition not verified) / EN 50600-4-3:2016", "ratio");
+    if (s->e_ren_j > s->e_dc_j)
+        snprintf(k->why, sizeof k->why,
+                 "refused: renewable energy (%.0f kWh) > E_DC (%.0f kWh): REF > 1 (at most "
+                 "1.00; surplus gets no credit)",
+                 s->e_ren_j / J_PER_KWH, s->e_dc_j / J_PER_KWH);
+    else if (s->e_dc_j > 0) {
+        k->available = true;
+        k->value = s->e_ren_j / s->e_dc_j;
+    }
+    finish_kpi(s, k, DC_ROLES, c);
+
+    /* the hand inputs go into the hash too */
+    char hand[512];
+    int hn = snprintf(hand, sizeof hand, "%lld %lld %s %.17g %.17g %.17g %s %s %s %.17g",
+                      (long long)from, (long long)to, c->site, c->installed_it_kw, c->floor_area_m2,
+                      c->white_space_m2, c->commissioned, c->redundancy_electrical,
+                      c->redundancy_cooling, c->min_coverage);
+    gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+    for (size_t i = 0; i < c->nren; i++) {
+        hn = snprintf(hand, sizeof hand, "%s %.17g %s", c->ren[i].type, c->ren[i].kwh,
+                      c->ren[i].ref);
+        gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+    }
+    rc = 0;
+out:
+    if (h) {
+        unsigned char d[32];
+        gnutls_hash_deinit(h, d);
+        for (int i = 0; i < 32; i++)
+            snprintf(s->hash + 2 * i, 3, "%02x", d[i]);
+    }
+    for (int k2 = 0; k2 < 4; k2++)
+        free(si[k2]);
+    wt_runs_free(&runs);
+    wt_meters_close(ms);
+    if (rc)
+        wt_statement_free(s);
+    return rc;
+}
+
+void wt_statement_free(struct wt_statement *s)
+{
+    free(s->meters);
+    s->meters = NULL;
+    s->nmeters = 0;
+}

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KPI statements of the data-centre standards from the topology's meter roles (`wattage report
+ * --standard iso30134`): each KPI with its name, formula, standard and edition, category,
+ * boundary, period and label, from annual sums only (never averaged ratios), with each meter's
+ * and KPI's coverage of the period's 15-minute intervals, the estimated share of each energy sum,
+ * the checks the standards set, and a method block (version, editions, hand inputs, a SHA-256 of
+ * the inputs) from which the statement can be reproduced.
+ *
+ * Boundary (EN 50600-4-2 §5.2 as the notes read it): E_DC = facility_total + onsite_generation
+ * + purchased_cooling - exported. E_IT = the sum of the meters with the roles ups_output
+ * (category 1), pdu_output (2), it_input (3) and it_total (category not stated): list each IT
+ * feed once. The PUE category is the lowest among them. A node's or GPU's own sensors are never
+ * E_IT.
+ *
+ * The hand inputs come from the config section `statement`:
+ *   statement:
+ *     site: hall-1                 # the data centre's name
+ *     installed_it_kw: 800         # P_DIT, nameplate
+ *     floor_area_m2: 1200          # S_DC
+ *     white_space_m2: 600          # S_WHITE (computer-room floor area)
+ *     commissioned: 2021-06        # entry into operation, YYYY-MM
+ *     redundancy_electrical: 2N
+ *     redundancy_cooling: N+1
+ *     min_coverage: 0.95           # a KPI whose inputs cover less is "not reportable"
+ *     renewables:                  # contractual instruments retired for this site and period
+ *       - {type: goo, kwh: 1200000, ref: "registry id"}
+ *       - {type: ppa, kwh: 300000, ref: "PPA 2026"}
+ */
+#ifndef WT_STATEMENT_H
+#define WT_STATEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "audit/topology.h"
+#include "core/err.h"
+
+struct wt_store;
+struct wt_config;
+struct wt_ynode;
+
+#define WT_STMT_SLOT_NS (15LL * 60 * 1000000000LL) /* the intervals coverage counts */
+#define WT_STMT_MAX_RENEWABLES 32
+
+struct wt_stmt_renewable {
+    char type[8]; /* "goo" or "ppa" */
+    double kwh;
+    char ref[128];
+    int line;
+};
+
+struct wt_stmt_conf {
+    char site[WT_TOPO_NAME];
+    double installed_it_kw; /* < 0: not given (never 0 for unknown) */
+    double floor_area_m2, white_space_m2;
+    char commissioned[8]; /* "YYYY-MM", "" not given */
+    char redundancy_electrical[16], redundancy_cooling[16];
+    double min_coverage;
+    struct wt_stmt_renewable ren[WT_STMT_MAX_RENEWABLES];
+    size_t nren;
+};
+
+/* The section (NULL: defaults) into *c. Returns 0 or -EINVAL with err "file:LINE: statement.x:
+ * ...". */
+int wt_stmt_conf_parse(const char *file, const struct wt_ynode *node, struct wt_stmt_conf *c,
+                       struct wt_err *err) WT_MUST_USE;
+int wt_stmt_conf_from(const struct wt_config *cfg, struct wt_stmt_conf *c,
+                      struct wt_err *err) WT_MUST_USE;
+/* The check registered in src/cli/sections.c. */
+int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
+
+/* The PUE category from the roles of t's E_IT meters: the lowest of 1 (ups_output), 2
+ * (pdu_output), 3 (it_input); 0 when an it_total meter (category not stated) or no IT meter
+ * is among them; *roles gets a bit (1 << role) per E_IT role present. */
+int wt_stmt_category(const struct wt_topology *t, unsigned *roles);
+
+/*
+ * Slot coverage of one series' readings p[0..n) (sorted) over [a, b): a 15-minute slot is
+ * measured when the spans between readings over it are covered (covered[i] for the span
+ * p[i-1]..p[i]) and at most 1.5 slots long. *measured counts the measured slots of the
+ * ceil((b-a)/slot) slots; mask (may be NULL, one byte per slot) is and-ed with the result.
+ * *long_j gets the increase over covered spans longer than 1.5 slots (a register's difference
+ * across a hole: the total is measured, its spread over the hole is interpolated). Pure.
+ */
+void wt_stmt_slots(const int64_t *t_ns, const double *v, const bool *covered, size_t n, int64_t a,
+                   int64_t b, unsigned char *mask, size_t nslots, double *long_j);
+
+enum wt_stmt_std { WT_STD_ISO30134 };
+
+struct wt_stmt_meter {
+    char name[2 * WT_TOPO_NAME + 2]; /* target[/point] */
+    enum wt_role role;
+    double value; /* J (m3 for water) */
+    const char *method;
+    size_t slots, measured;
+    double estimated; /* of value: interpolated across holes */
+    int points;
+};
+
+struct wt_stmt_kpi {
+    const char *name, *symbol, *formula, *standard, *unit;
+    bool available; /* value holds a number */
+    double value;
+    char why[256]; /* when not available, or refused by a check */
+    double coverage, estimated_share;
+    bool reportable;
+};
+
+#define WT_STMT_MAX_KPIS 8
+
+struct wt_statement {
+    enum wt_stmt_std std;
+    int64_t from_ns, to_ns;
+    bool annual; /* the period is one calendar year (UTC) */
+    int category;
+    char category_text[128];
+    char boundary[256];
+    double e_dc_j, e_it_j, w_in_m3, w_pot_m3, e_reuse_j, e_ren_j, e_os_used_j;
+    bool have_dc, have_it;
+    struct wt_stmt_meter *meters;
+    size_t nmeters;
+    struct wt_stmt_kpi kpis[WT_STMT_MAX_KPIS];
+    size_t nkpis;
+    char hash[65]; /* SHA-256 of the inputs, hex */
+};
+
+/*
+ * Builds the statement over [from, to) from the store's series of t's meters and the hand
+ * inputs c. Returns 0, -EINVAL with err (no meter of the roles the standard needs: "topology:
+ * no facility_total meter ..."; a period without data), -EIO or -ENOMEM. Free with
+ * wt_statement_free.
+ */
+int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
+                       const struct wt_stmt_conf *c, int64_t from, int64_t to,
+                       struct wt_statement *s, struct wt_err *err) WT_MUST_USE;
+void wt_statement_free(struct wt_statement *s);
+
+#endif

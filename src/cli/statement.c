@@ -1,0 +1,378 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `wattage report --standard iso30134 (--period YEAR | --from T --to T) [--json] [-c FILE]
+ * [--db FILE]`: the KPI statement of a standard from the topology's meter roles
+ * (audit/statement.h). JSON in SI units (joules, cubic metres); kWh only in the text:
+ *   {"standard", "period": {"from", "to", "label"}, "category", "boundary",
+ *    "energy": {"e_dc_joules", "e_it_joules", "w_in_cubic_meters", "w_potable_cubic_meters",
+ *               "e_reuse_joules", "e_renewable_joules", "e_onsite_used_joules"},
+ *    "kpis": [{"name", "symbol", "formula", "standard", "unit", "value": X|null, "why",
+ *              "coverage", "estimated_share", "reportable"}],
+ *    "meters": [{"meter", "role", "value", "unit", "method", "intervals", "measured_intervals",
+ *                "coverage", "estimated", "gap_fill"}],
+ *    "part_load": null,
+ *    "method": {"wattage_version", "interval_seconds", "min_coverage", "hand_inputs": {...},
+ *               "renewables": [...], "inputs_sha256"}}
+ */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "audit/statement.h"
+#include "audit/statement_enefg.h"
+#include "audit/statement_eu.h"
+#include "audit/topology.h"
+#include "cli/cli.h"
+#include "core/clock.h"
+#include "core/config.h"
+#include "store/store.h"
+
+#define J_PER_KWH 3.6e6
+#define WT_EU_SCHEMA_DEFAULT "/usr/share/wattage/standards/eu-eed-2024-1364.v1.schema.json"
+#define WT_ENEFG_TABLE_DEFAULT "/usr/share/wattage/standards/enefg.v1.json"
+
+static const struct wt_cli_opt stmt_opts[] = {
+    {"standard", 'S', "iso30134|eu-eed|enefg",
+     "the KPI statement of ISO/IEC 30134, the EU EED (2024/1364) file, or the EnEfG checks"},
+    {"schema", 's', "FILE",
+     "eu-eed: the dated schema file of the Annex symbols (default " WT_EU_SCHEMA_DEFAULT
+     "); enefg: the dated table of limits (default " WT_ENEFG_TABLE_DEFAULT ")"},
+    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
+    {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
+    {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
+    {"to", WT_OPT_TO, "T", "the period's end"},
+    {"json", WT_OPT_JSON, NULL, "JSON (SI units) instead of text"},
+    {NULL}};
+
+const struct wt_cli_form wt_cli_form_report_standard = {
+    "report --standard",
+    "",
+    "the KPI statement of a standard over a period, from the topology's meter roles",
+    __FILE__,
+    false,
+    {stmt_opts, wt_cli_store_opts}};
+
+bool wt_cli_report_is_standard(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--standard") == 0 || strncmp(argv[i], "--standard=", 11) == 0)
+            return true;
+    return false;
+}
+
+static const char *unit_of(enum wt_role r)
+{
+    return r == WT_ROLE_WATER || r == WT_ROLE_WATER_POTABLE ? "m3" : "J";
+}
+
+static const char *fill_of(const struct wt_stmt_meter *m)
+{
+    if (m->measured == m->slots)
+        return "none needed";
+    if (m->estimated > 0)
+        return "register difference spread linearly over the hole (total measured)";
+    return "not filled: the hole counts nothing";
+}
+
+static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *c)
+{
+    char a[40], b[40];
+    wt_time_format(s->from_ns, 0, a, sizeof a);
+    wt_time_format(s->to_ns, 0, b, sizeof b);
+    printf("KPI statement, ISO/IEC 30134 series (EN 50600-4-x)\n");
+    printf("site:      %s\n", c->site[0] ? c->site : "(statement.site not given)");
+    printf("period:    %s .. %s (%s)\n", a, b,
+           s->annual ? "annual: one calendar year, UTC"
+                     : "interim: not one calendar year, values are not annual KPIs");
+    printf("category:  %s\n", s->category_text);
+    printf("boundary:  %s\n\n", s->boundary);
+    printf("E_DC %.1f kWh, E_IT %.1f kWh, W_IN %.3f m3, E_REUSE %.1f kWh, renewable %.1f kWh\n\n",
+           s->e_dc_j / J_PER_KWH, s->e_it_j / J_PER_KWH, s->w_in_m3, s->e_reuse_j / J_PER_KWH,
+           s->e_ren_j / J_PER_KWH);
+    for (size_t i = 0; i < s->nkpis; i++) {
+        const struct wt_stmt_kpi *k = &s->kpis[i];
+        if (k->available)
+            printf("%-16s %10.4f %-6s  %s  [%s]\n", k->name, k->value, k->unit, k->formula,
+                   k->standard);
+        else
+            printf("%-16s %10s %-6s  %s  [%s]\n", k->name, "n/a", k->unit, k->formula, k->standard);
+        printf("%16s coverage %.2f %%, estimated %.2f %%%s%s%s\n", "", 100 * k->coverage,
+               100 * k->estimated_share, k->reportable ? ", reportable" : "", k->why[0] ? ": " : "",
+               k->why);
+    }
+    printf("\nmeters (15-minute intervals of the period):\n");
+    for (size_t i = 0; i < s->nmeters; i++) {
+        const struct wt_stmt_meter *m = &s->meters[i];
+        bool w = m->role == WT_ROLE_WATER || m->role == WT_ROLE_WATER_POTABLE;
+        printf("  %-24s %-18s %14.3f %-3s %-10s %zu/%zu measured, estimated %.3f %s; %s\n", m->name,
+               wt_role_name(m->role), w ? m->value : m->value / J_PER_KWH, w ? "m3" : "kWh",
+               m->method, m->measured, m->slots, w ? m->estimated : m->estimated / J_PER_KWH,
+               w ? "m3" : "kWh", fill_of(m));
+    }
+    printf("\nmethod: wattage %s; annual sums only (never averaged ratios); min_coverage %.2f; "
+           "inputs sha256 %s\n",
+           WT_VERSION, c->min_coverage, s->hash);
+}
+
+static void hand_num(cJSON *o, const char *k, double v)
+{
+    if (v >= 0)
+        cJSON_AddNumberToObject(o, k, v);
+    else
+        cJSON_AddStringToObject(o, k, "not given");
+}
+
+static void hand_str(cJSON *o, const char *k, const char *v)
+{
+    cJSON_AddStringToObject(o, k, v[0] ? v : "not given");
+}
+
+static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c)
+{
+    char a[40], b[40];
+    wt_time_format(s->from_ns, 0, a, sizeof a);
+    wt_time_format(s->to_ns, 0, b, sizeof b);
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "standard", "iso30134");
+    cJSON *p = cJSON_AddObjectToObject(r, "period");
+    cJSON_AddStringToObject(p, "from", a);
+    cJSON_AddStringToObject(p, "to", b);
+    cJSON_AddStringToObject(p, "label", s->annual ? "annual" : "interim");
+    cJSON *cat = cJSON_AddObjectToObject(r, "category");
+    if (s->category)
+        cJSON_AddNumberToObject(cat, "value", s->category);
+    else
+        cJSON_AddNullToObject(cat, "value");
+    cJSON_AddStringToObject(cat, "text", s->category_text);
+    cJSON_AddStringToObject(r, "boundary", s->boundary);
+    cJSON *e = cJSON_AddObjectToObject(r, "energy");
+    cJSON_AddNumberToObject(e, "e_dc_joules", s->e_dc_j);
+    cJSON_AddNumberToObject(e, "e_it_joules", s->e_it_j);
+    cJSON_AddNumberToObject(e, "w_in_cubic_meters", s->w_in_m3);
+    cJSON_AddNumberToObject(e, "w_potable_cubic_meters", s->w_pot_m3);
+    cJSON_AddNumberToObject(e, "e_reuse_joules", s->e_reuse_j);
+    cJSON_AddNumberToObject(e, "e_renewable_joules", s->e_ren_j);
+    cJSON_AddNumberToObject(e, "e_onsite_used_joules", s->e_os_used_j);
+    cJSON *ks = cJSON_AddArrayToObject(r, "kpis");
+    for (size_t i = 0; i < s->nkpis; i++) {
+        const struct wt_stmt_kpi *k = &s->kpis[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", k->name);
+        cJSON_AddStringToObject(o, "symbol", k->symbol);
+        cJSON_AddStringToObject(o, "formula", k->formula);
+        cJSON_AddStringToObject(o, "standard", k->standard);
+        cJSON_AddStringToObject(o, "unit", k->unit);
+        if (k->available)
+            cJSON_AddNumberToObject(o, "value", k->value);
+        else
+            cJSON_AddNullToObject(o, "value");
+        cJSON_AddStringToObject(o, "why", k->why);
+        cJSON_AddNumberToObject(o, "coverage", k->coverage);
+        cJSON_AddNumberToObject(o, "estimated_share", k->estimated_share);
+        cJSON_AddBoolToObject(o, "reportable", k->reportable);
+        cJSON_AddItemToArray(ks, o);
+    }
+    cJSON *ms = cJSON_AddArrayToObject(r, "meters");
+    for (size_t i = 0; i < s->nmeters; i++) {
+        const struct wt_stmt_meter *m = &s->meters[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "meter", m->name);
+        cJSON_AddStringToObject(o, "role", wt_role_name(m->role));
+        cJSON_AddNumberToObject(o, "value", m->value);
+        cJSON_AddStringToObject(o, "unit", unit_of(m->role));
+        cJSON_AddStringToObject(o, "method", m->method);
+        cJSON_AddNumberToObject(o, "intervals", (double)m->slots);
+        cJSON_AddNumberToObject(o, "measured_intervals", (double)m->measured);
+        cJSON_AddNumberToObject(o, "coverage",
+                                m->slots ? (double)m->measured / (double)m->slots : 0);
+        cJSON_AddNumberToObject(o, "estimated", m->estimated);
+        cJSON_AddStringToObject(o, "gap_fill", fill_of(m));
+        cJSON_AddItemToArray(ms, o);
+    }
+    cJSON_AddNullToObject(r, "part_load");
+    cJSON *me = cJSON_AddObjectToObject(r, "method");
+    cJSON_AddStringToObject(me, "wattage_version", WT_VERSION);
+    cJSON_AddNumberToObject(me, "interval_seconds", (double)(WT_STMT_SLOT_NS / WT_NS_PER_S));
+    cJSON_AddNumberToObject(me, "min_coverage", c->min_coverage);
+    cJSON_AddStringToObject(me, "sums", "annual sums only, never averaged ratios");
+    cJSON *h = cJSON_AddObjectToObject(me, "hand_inputs");
+    hand_str(h, "site", c->site);
+    hand_num(h, "installed_it_kw", c->installed_it_kw);
+    hand_num(h, "floor_area_m2", c->floor_area_m2);
+    hand_num(h, "white_space_m2", c->white_space_m2);
+    hand_str(h, "commissioned", c->commissioned);
+    hand_str(h, "redundancy_electrical", c->redundancy_electrical);
+    hand_str(h, "redundancy_cooling", c->redundancy_cooling);
+    cJSON *rn = cJSON_AddArrayToObject(me, "renewables");
+    for (size_t i = 0; i < c->nren; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "type", c->ren[i].type);
+        cJSON_AddNumberToObject(o, "kwh", c->ren[i].kwh);
+        cJSON_AddStringToObject(o, "ref", c->ren[i].ref);
+        cJSON_AddItemToArray(rn, o);
+    }
+    cJSON_AddStringToObject(me, "inputs_sha256", s->hash);
+    char *txt = cJSON_Print(r);
+    cJSON_Delete(r);
+    if (!txt)
+        return 1;
+    puts(txt);
+    free(txt);
+    return 0;
+}
+
+int wt_cli_report_standard(int argc, char **argv)
+{
+    struct wt_cli_common co = {0};
+    const char *standard = NULL, *period = NULL, *schema = NULL;
+    bool csv = false;
+    int c;
+    optind = 1;
+    while ((c = wt_cli_next(&wt_cli_form_report_standard, argc, argv, &co)) != -1) {
+        switch (c) {
+        case 'S':
+            standard = optarg;
+            break;
+        case 'P':
+            period = optarg;
+            break;
+        case 's':
+            schema = optarg;
+            break;
+        case 'v':
+            csv = true;
+            break;
+        case WT_CLI_HELP:
+            return 0;
+        default:
+            return 2;
+        }
+    }
+    if (wt_cli_no_operands(&wt_cli_form_report_standard, argc, argv) != 0)
+        return 2;
+    bool eu = standard && strcmp(standard, "eu-eed") == 0;
+    bool de = standard && strcmp(standard, "enefg") == 0;
+    if (!standard || (!eu && !de && strcmp(standard, "iso30134") != 0)) {
+        fprintf(stderr,
+                "wattage report: --standard: expected iso30134, eu-eed or enefg (got \"%s\")\n",
+                standard ? standard : "");
+        return 2;
+    }
+    if (!schema)
+        schema = de ? WT_ENEFG_TABLE_DEFAULT : WT_EU_SCHEMA_DEFAULT;
+    int64_t from, to;
+    if (period) {
+        char *end;
+        long y = strtol(period, &end, 10);
+        if (end == period || *end || y < 1970 || y > 9998) {
+            fprintf(stderr, "wattage report: --period: expected a year such as 2026 (got \"%s\")\n",
+                    period);
+            return 2;
+        }
+        if (co.from || co.to) {
+            fprintf(stderr, "wattage report: --period and --from/--to: give one of them\n");
+            return 2;
+        }
+        struct tm a = {.tm_year = (int)y - 1900, .tm_mday = 1};
+        struct tm b = {.tm_year = (int)y + 1 - 1900, .tm_mday = 1};
+        from = (int64_t)timegm(&a) * WT_NS_PER_S;
+        to = (int64_t)timegm(&b) * WT_NS_PER_S;
+    } else {
+        if (!co.from || !co.to) {
+            fprintf(stderr, "wattage report: --standard needs --period YEAR, or --from and --to\n");
+            return 2;
+        }
+        int rc = wt_cli_window("report", &co, wt_now_real_ns(), &from, &to);
+        if (rc)
+            return rc;
+    }
+    if ((eu || de) && !period) {
+        fprintf(stderr,
+                "wattage report: --standard %s: the file is for a calendar year: "
+                "give --period YEAR\n",
+                standard);
+        return 2;
+    }
+    char *schema_text = NULL;
+    size_t schema_len = 0;
+    if (eu || de) {
+        FILE *sf = fopen(schema, "r");
+        if (!sf) {
+            fprintf(stderr, "wattage report: --schema: %s: %s\n", schema, strerror(errno));
+            return 2;
+        }
+        schema_text = malloc(1 << 20);
+        schema_len = schema_text ? fread(schema_text, 1, (1 << 20) - 1, sf) : 0;
+        fclose(sf);
+        if (!schema_text)
+            return 1;
+    }
+    struct wt_config cfg;
+    struct wt_topology *t = NULL;
+    struct wt_store *st = NULL;
+    struct wt_stmt_conf sc;
+    struct wt_err err = {{0}};
+    int rc = wt_cli_load_config(co.config, &cfg);
+    if (rc) {
+        free(schema_text);
+        return rc;
+    }
+    if (wt_topology_load(&cfg, &t, &err) != 0 || wt_stmt_conf_from(&cfg, &sc, &err) != 0) {
+        fprintf(stderr, "wattage report: %s\n", err.msg);
+        free(t);
+        free(schema_text);
+        wt_config_free(&cfg);
+        return 2;
+    }
+    if ((rc = wt_cli_open_store("report", &co, false, &cfg, &st)) != 0) {
+        free(t);
+        free(schema_text);
+        wt_config_free(&cfg);
+        return rc;
+    }
+    struct wt_statement s;
+    rc = wt_statement_build(st, t, &sc, from, to, &s, &err);
+    if (rc == 0 && eu) {
+        char *js = NULL, *cs = NULL;
+        rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,
+                        csv ? &cs : NULL, &err);
+        if (rc == 0) {
+            fputs(csv ? cs : js, stdout);
+            if (!csv)
+                putchar('\n');
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
+        free(cs);
+        wt_statement_free(&s);
+    } else if (rc == 0 && de) {
+        char *js = NULL;
+        int failed = 0;
+        rc = wt_stmt_enefg(&s, &sc, schema_text, schema_len, schema, &js, &failed, &err);
+        if (rc == 0) {
+            puts(js);
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
+        wt_statement_free(&s);
+    } else if (rc == 0) {
+        rc = co.json ? print_json(&s, &sc) : (print_text(&s, &sc), 0);
+        wt_statement_free(&s);
+    } else {
+        fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+        rc = rc == -EINVAL ? 2 : 1;
+    }
+    wt_store_close(st);
+    free(t);
+    free(schema_text);
+    wt_config_free(&cfg);
+    return rc;
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""A year of 15-minute meter data for a small site, as a building-management system exports it,
+with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
+them to the kWh.
+
+Usage: meter_year.py YEAR CSV_OUT SUMS_OUT
+
+Meters (CSV columns time,meter,register,energy,unit; times RFC 3339 UTC):
+  grid     facility register, kWh with one decimal; it starts at 940000.0 and rolls over at
+           1000000 (six digits) in January; no line for two days in March (the register keeps
+           counting: the difference across the hole is exact)
+  ups      UPS output register, kWh with one decimal; reset to 0 on 15 June right after the
+           12:00 reading (so the next reading is exactly the energy since the reset)
+  cooling  interval energy, Wh, stamped at the interval's end
+  water    register, m3 with three decimals (whole litres)
+  heat     heat delivered for reuse, interval energy, kWh_th with one decimal
+Energies are drawn in whole units of the register's resolution, so the sums are exact.
+"""
+import datetime as dt
+import json
+import random
+import sys
+
+year = int(sys.argv[1])
+rng = random.Random(47)
+t0 = dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc)
+t1 = dt.datetime(year + 1, 1, 1, tzinfo=dt.timezone.utc)
+step = dt.timedelta(minutes=15)
+n = int((t1 - t0) / step)
+gap = (dt.datetime(year, 3, 10, tzinfo=dt.timezone.utc), dt.datetime(year, 3, 12, tzinfo=dt.timezone.utc))
+reset_at = dt.datetime(year, 6, 15, 12, tzinfo=dt.timezone.utc)
+
+
+def ts(t):
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+sums = {"facility_kwh": 0.0, "it_kwh": 0.0, "cooling_kwh": 0.0, "water_m3": 0.0, "heat_kwh": 0.0}
+grid_d = 9400000  # register in 0.1 kWh
+ups_d = 123456
+water_l = 5000000
+it_d_tot = grid_tot = cool_tot = water_tot = heat_tot = 0
+rows = []
+rows.append((t0, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
+rows.append((t0, "ups", f"{ups_d / 10:.1f}", "", "kWh"))
+rows.append((t0, "water", f"{water_l / 1000:.3f}", "", "m3"))
+grid_missing = 0
+grid_hole = 0
+for k in range(n):
+    start = t0 + k * step
+    end = start + step
+    hour = start.hour + start.minute / 60
+    # IT about 200 kW with a daily swing: 0.1-kWh units per 15 min (50 kWh = 500 units)
+    it = 450 + int(100 * (1 if 8 <= hour < 20 else 0)) + rng.randint(0, 40)
+    cool_wh = rng.randint(9000, 14000) + (3000 if 5 <= start.month <= 9 else 0)  # Wh
+    other = rng.randint(20, 40)  # lighting, losses: 0.1 kWh units
+    # the grid meter sees IT + cooling + other; cooling rounded to the register's 0.1 kWh
+    cool_d = cool_wh // 100
+    cool_wh = cool_d * 100
+    grid_step = it + cool_d + other
+    heat_d = rng.randint(30, 60)  # 0.1 kWh_th
+    water_step = rng.randint(20, 60)  # litres
+    it_d_tot += it
+    grid_tot += grid_step
+    cool_tot += cool_wh
+    heat_tot += heat_d
+    water_tot += water_step
+    grid_d = (grid_d + grid_step) % 10000000
+    if start == reset_at:
+        ups_d = it  # reset right after the 12:00 reading: counts from 0
+    else:
+        ups_d += it
+    water_l += water_step
+    if gap[0] <= end <= gap[1]:
+        grid_hole += grid_step  # spread over the hole: one register difference
+    if not (gap[0] <= end < gap[1]):
+        rows.append((end, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
+    else:
+        grid_missing += 1
+    rows.append((end, "ups", f"{ups_d / 10:.1f}", "", "kWh"))
+    rows.append((end, "cooling", "", str(cool_wh), "Wh"))
+    rows.append((end, "water", f"{water_l / 1000:.3f}", "", "m3"))
+    rows.append((end, "heat", "", f"{heat_d / 10:.1f}", "kWh_th"))
+
+with open(sys.argv[2], "w") as f:
+    f.write("time,meter,register,energy,unit\n")
+    for t, m, r, e, u in rows:
+        f.write(f"{ts(t)},{m},{r},{e},{u}\n")
+sums = {
+    "facility_kwh": grid_tot / 10,
+    "it_kwh": it_d_tot / 10,
+    "cooling_kwh": cool_tot / 1000,
+    "heat_kwh": heat_tot / 10,
+    "water_m3": water_tot / 1000,
+    "intervals": n,
+    "grid_missing_readings": grid_missing,
+    "grid_hole_intervals": grid_missing + 1,
+    "grid_hole_kwh": grid_hole / 10,
+    "from": ts(t0),
+    "to": ts(t1),
+}
+with open(sys.argv[3], "w") as f:
+    json.dump(sums, f, indent=1)

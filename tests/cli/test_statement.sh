@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# `wattage report --standard iso30134`: the KPI statement of a year of 15-minute meter data
+# (tests/cli/meter_year.py, imported with `wattage import meters`): E_DC and E_IT to the kWh of
+# the generator's sums, PUE as their ratio, the category from the IT meters' roles, the facility
+# register's hole as 193 unmeasured intervals whose energy is the estimated part, each check
+# refusing what it should (REF > 1, E_IT > E_DC, potable water above total), the coverage
+# threshold, the interim label, the method block's hash, and the bad inputs (a role missing, a
+# period with no data, a hand input missing: named, never 0).
+. tests/cli/lib.sh
+export TZ=UTC
+DB=$TMP/s.db
+python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json"
+"$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1
+check "the year imports" test $? -eq 0
+# a second, smaller water meter: 1 m3 over the year
+printf 'time,meter,register,unit\n2026-01-01T00:00:00Z,water2,0,m3\n2027-01-01T00:00:00Z,water2,1,m3\n' >"$TMP/w2.csv"
+"$BIN" import meters "$TMP/w2.csv" --db "$DB" >/dev/null 2>&1
+
+conf() { # conf FILE IT_ROLE [extra meter lines...]
+    local f=$1 role=$2
+    shift 2
+    {
+        printf 'topology:\n  meters:\n'
+        printf '    - {target: grid, point: import, role: facility_total}\n'
+        printf '    - {target: ups, point: import, role: %s}\n' "$role"
+        printf '    - {target: water, point: import, role: water_litres}\n'
+        printf '    - {target: heat, point: import, role: heat_reused}\n'
+        for l in "$@"; do printf '    - %s\n' "$l"; done
+    } >"$f"
+}
+conf "$TMP/a.yaml" ups_output
+cat >>"$TMP/a.yaml" <<'YAML'
+statement:
+  site: hall-1
+  installed_it_kw: 400
+  renewables:
+    - {type: goo, kwh: 1000000, ref: GO-2026-1}
+    - {type: ppa, kwh: 200000, ref: PPA-1}
+YAML
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/a.yaml" --db "$DB" --json >"$TMP/a.json" 2>"$TMP/a.err"
+check "the statement answers" test $? -eq 0
+check "E_DC, E_IT to the kWh; PUE their ratio; category 1; annual; REF from the instruments" \
+    python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+e = s["energy"]
+assert abs(e["e_dc_joules"] / 3.6e6 - g["facility_kwh"]) < 1, e
+assert abs(e["e_it_joules"] / 3.6e6 - g["it_kwh"]) < 1, e
+k = {x["symbol"]: x for x in s["kpis"]}
+assert k["PUE"]["name"] == "PUE" and s["period"]["label"] == "annual", (k["PUE"], s["period"])
+assert abs(k["PUE"]["value"] - g["facility_kwh"] / g["it_kwh"]) < 1e-6, k["PUE"]
+assert "30134-2" in k["PUE"]["standard"] and "50600-4-2" in k["PUE"]["standard"]
+assert s["category"]["value"] == 1, s["category"]
+assert abs(k["WUE"]["value"] - g["water_m3"] * 1000 / g["it_kwh"]) < 1e-6, k["WUE"]
+assert abs(k["ERF"]["value"] - g["heat_kwh"] / g["facility_kwh"]) < 1e-6, k["ERF"]
+assert abs(k["REF"]["value"] - 1.2e6 / g["facility_kwh"]) < 1e-6, k["REF"]
+assert all(x["reportable"] for x in k.values()), k
+PY
+check "the facility register's hole: 193 intervals not measured, its energy the estimated part" \
+    python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+m = {x["meter"]: x for x in s["meters"]}
+grid, ups = m["grid/import"], m["ups/import"]
+assert grid["intervals"] == g["intervals"] == 35040, grid
+assert grid["measured_intervals"] == g["intervals"] - g["grid_hole_intervals"], grid
+assert abs(grid["estimated"] / 3.6e6 - g["grid_hole_kwh"]) < 0.1, (grid, g["grid_hole_kwh"])
+assert "register difference" in grid["gap_fill"], grid
+assert ups["measured_intervals"] == 35040 and ups["estimated"] == 0, ups
+pue = [x for x in s["kpis"] if x["symbol"] == "PUE"][0]
+assert abs(pue["coverage"] - (35040 - 193) / 35040) < 1e-9, pue
+PY
+check "hand inputs not given are named 'not given', never 0; the method block has a sha256" \
+    python3 - "$TMP/a.json" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))["method"]
+h = m["hand_inputs"]
+assert h["installed_it_kw"] == 400 and h["floor_area_m2"] == "not given", h
+assert h["commissioned"] == "not given", h
+assert len(m["inputs_sha256"]) == 64 and m["wattage_version"], m
+assert [r["ref"] for r in m["renewables"]] == ["GO-2026-1", "PPA-1"], m
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/a.yaml" --db "$DB" --json >"$TMP/a2.json" 2>/dev/null
+check "the same inputs give the same hash" python3 -c "
+import json, sys
+a, b = (json.load(open(f))['method']['inputs_sha256'] for f in sys.argv[1:3])
+assert a == b, (a, b)" "$TMP/a.json" "$TMP/a2.json"
+
+# categories from roles
+conf "$TMP/c2.yaml" pdu_output '{target: cooling, point: import, role: it_input}'
+conf "$TMP/c0.yaml" it_total
+for c in c2 c0; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>/dev/null
+done
+check "pdu_output + it_input: category 2 (the lowest counts)" python3 -c "
+import json, sys
+assert json.load(open(sys.argv[1]))['category']['value'] == 2" "$TMP/c2.json"
+check "it_total: category not stated (null), said why" python3 -c "
+import json, sys
+c = json.load(open(sys.argv[1]))['category']
+assert c['value'] is None and 'it_total' in c['text'], c" "$TMP/c0.json"
+
+# the checks
+conf "$TMP/ref.yaml" ups_output
+printf 'statement:\n  renewables: [{type: ppa, kwh: 9000000}]\n' >>"$TMP/ref.yaml"
+printf 'topology:\n  meters:\n    - {target: ups, point: import, role: facility_total}\n    - {target: grid, point: import, role: ups_output}\n' >"$TMP/swap.yaml"
+conf "$TMP/pot.yaml" ups_output '{target: water, point: import, role: water_potable}'
+sed -i 's/{target: water, point: import, role: water_litres}/{target: water2, point: import, role: water_litres}/' "$TMP/pot.yaml"
+for c in ref swap pot; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+kpi_refused() { # FILE SYMBOL TEXT
+    python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == sys.argv[2]][0]
+assert k['value'] is None and not k['reportable'] and sys.argv[3] in k['why'], k" "$@"
+}
+check "REF > 1 is refused (no credit for surplus)" kpi_refused "$TMP/ref.json" REF "REF > 1"
+check "E_IT > E_DC is refused" kpi_refused "$TMP/swap.json" PUE "E_IT"
+check "potable water above total is refused" kpi_refused "$TMP/pot.json" WUE "potable water"
+
+# the coverage threshold
+conf "$TMP/cov.yaml" ups_output
+printf 'statement:\n  min_coverage: 0.999\n' >>"$TMP/cov.yaml"
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/cov.yaml" --db "$DB" --json >"$TMP/cov.json" 2>/dev/null
+check "below statement.min_coverage a KPI is not reportable, its value kept" python3 -c "
+import json, sys
+k = {x['symbol']: x for x in json.load(open(sys.argv[1]))['kpis']}
+assert k['PUE']['value'] and not k['PUE']['reportable'] and 'min_coverage' in k['PUE']['why'], k['PUE']
+assert k['WUE']['reportable'], k['WUE']" "$TMP/cov.json"
+
+# less than a year: interim
+"$BIN" report --standard iso30134 --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z \
+    -c "$TMP/a.yaml" --db "$DB" >"$TMP/half.txt" 2>&1
+check "half a year is labelled interim (iPUE), never plain PUE" \
+    bash -c "grep -q '^iPUE (interim)' '$TMP/half.txt' && grep -q 'interim: not one calendar year' '$TMP/half.txt' && ! grep -q '^PUE ' '$TMP/half.txt'"
+
+# bad input
+printf 'topology:\n  meters:\n    - {target: ups, point: import, role: ups_output}\n' >"$TMP/nodc.yaml"
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/nodc.yaml" --db "$DB" 2>"$TMP/nodc.err" >/dev/null
+check "no facility_total meter: exit 2" test $? -eq 2
+check "and named" grep -q "no meter with role facility_total" "$TMP/nodc.err"
+"$BIN" report --standard iso30134 --period 2025 -c "$TMP/a.yaml" --db "$DB" 2>"$TMP/empty.err" >/dev/null
+check "a period with no data: exit 2" test $? -eq 2
+check "and said" grep -q "no meter has data in the period 2025-01-01T00:00:00Z" "$TMP/empty.err"
+printf 'statement:\n  renewables: [{type: goo}]\n' >"$TMP/badren.yaml"
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/badren.yaml" --db "$DB" 2>"$TMP/badren.err" >/dev/null
+check "an instrument without kwh: exit 2, file:line and key named" \
+    grep -q "badren.yaml:2: statement.renewables\[0\].kwh: required" "$TMP/badren.err"
+"$BIN" report --standard ashrae --period 2026 -c "$TMP/a.yaml" --db "$DB" 2>"$TMP/eu.err" >/dev/null
+check "an unknown standard: exit 2" test $? -eq 2
+check "and said" grep -q "expected iso30134, eu-eed or enefg" "$TMP/eu.err"
+
+# the EU file: validated against its dated schema file, every symbol a value or not available
+SCHEMA=deploy/standards/eu-eed-2024-1364.v1.schema.json
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
+check "the EU file answers" test $? -eq 0
+check "it validates against the schema file; E_DC/E_IT whole kWh; hand inputs not given are not available" \
+    python3 - "$TMP/eu.json" "$SCHEMA" "$TMP/sums.json" <<'PY'
+import json, sys, jsonschema
+doc, schema, g = (json.load(open(f)) for f in sys.argv[1:4])
+jsonschema.validate(doc, schema)
+k = doc["kpis"]
+assert set(k) == set(schema["properties"]["kpis"]["properties"]), set(k)
+assert k["E_DC"]["value"] == round(g["facility_kwh"]) and k["E_DC"]["unit"] == "kWh", k["E_DC"]
+assert k["E_IT"]["value"] == round(g["it_kwh"]), k["E_IT"]
+assert k["P_DIT"]["value"] == 400 and "floor_area_m2" in k["S_DC"]["not_available"], k
+assert k["E_RES-GOO"]["value"] == 1000000 and k["E_RES-PPA"]["value"] == 200000, k
+assert "value" not in k["T_WH"] and k["T_WH"]["not_available"], k["T_WH"]
+assert k["W_IN-POT"]["tag"] == "M", k["W_IN-POT"]  # unverified symbols stay marked
+PY
+check "a document that says 0 for an unknown is not what the schema accepts" \
+    python3 - "$TMP/eu.json" "$SCHEMA" <<'PY'
+import json, sys, jsonschema
+doc, schema = (json.load(open(f)) for f in sys.argv[1:3])
+doc["kpis"]["T_WH"] = {"value": 0, "unit": "Cel", "not_available": "x"}
+try:
+    jsonschema.validate(doc, schema)
+except jsonschema.ValidationError:
+    sys.exit(0)
+sys.exit(1)
+PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" --csv -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.csv" 2>/dev/null
+check "the CSV holds the same symbols and values" python3 - "$TMP/eu.csv" "$TMP/eu.json" <<'PY'
+import csv, json, sys
+rows = {r["symbol"]: r for r in csv.DictReader(open(sys.argv[1]))}
+k = json.load(open(sys.argv[2]))["kpis"]
+assert list(rows) == list(k), (list(rows), list(k))
+for s, v in k.items():
+    if "value" in v:
+        assert rows[s]["status"] == "value" and abs(float(rows[s]["value"]) - v["value"]) < 1e-9, (s, rows[s])
+    else:
+        assert rows[s]["status"] == "not available" and rows[s]["reason"] == v["not_available"], (s, rows[s])
+PY
+# the symbols come from the schema file: a later version without the traffic indicators
+python3 - "$SCHEMA" >"$TMP/v2.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+k = s["properties"]["kpis"]
+for sym in ("B_IN", "B_OUT"):
+    del k["properties"][sym]
+    k["required"].remove(sym)
+s["x-wattage"]["date"] = "2027-01-01"
+print(json.dumps(s))
+PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
+check "a schema file without B_IN/B_OUT gives a file without them, its date in the method" python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert 'B_IN' not in d['kpis'] and 'E_DC' in d['kpis'] and d['method']['schema_date'] == '2027-01-01', d" "$TMP/eu2.json"
+sed 's/"source": "e_dc_kwh"/"source": "e_dc_mwh"/' "$SCHEMA" >"$TMP/bad.schema.json"
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/bad.schema.json" -c "$TMP/a.yaml" --db "$DB" >/dev/null 2>"$TMP/bads.err"
+check "an unknown source in the schema: exit 2" test $? -eq 2
+check "and named" grep -q 'bad.schema.json: kpis.E_DC: unknown source "e_dc_mwh"' "$TMP/bads.err"
+"$BIN" report --standard eu-eed --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >/dev/null 2>"$TMP/half.err"
+check "the EU file without --period YEAR: exit 2" test $? -eq 2
+finish

@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* Statements: the PUE category from the IT meters' roles, the 15-minute slot coverage of a
+ * series' readings (holes, gaps, the interpolated energy across a register's hole), and the
+ * `statement` section's checks. The whole statement over a store in tests/cli/test_statement.sh. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit/statement.h"
+#include "core/err.h"
+#include "core/yamltree.h"
+#include "core/yget.h"
+#include "runner.h"
+
+static void meter(struct wt_topology *t, enum wt_role r)
+{
+    t->meters[t->nmeters++].role = r;
+}
+
+WT_TEST(category_is_the_lowest_of_the_it_meters)
+{
+    struct wt_topology *t = calloc(1, sizeof *t);
+    unsigned roles = 0;
+    WT_EQ_INT(wt_stmt_category(t, &roles), 0); /* no IT meter */
+    meter(t, WT_ROLE_FACILITY_TOTAL);
+    meter(t, WT_ROLE_IT_INPUT);
+    WT_EQ_INT(wt_stmt_category(t, &roles), 3);
+    meter(t, WT_ROLE_PDU_OUTPUT);
+    WT_EQ_INT(wt_stmt_category(t, &roles), 2);
+    meter(t, WT_ROLE_UPS_OUTPUT);
+    WT_EQ_INT(wt_stmt_category(t, &roles), 1);
+    /* chip sensors, walls and BMCs are never E_IT */
+    t->nmeters = 0;
+    meter(t, WT_ROLE_PDU_OUTLET);
+    meter(t, WT_ROLE_BMC);
+    WT_EQ_INT(wt_stmt_category(t, &roles), 0);
+    WT_EQ_U64(roles, 0);
+    /* an it_total meter: not stated */
+    meter(t, WT_ROLE_UPS_OUTPUT);
+    meter(t, WT_ROLE_IT_TOTAL);
+    WT_EQ_INT(wt_stmt_category(t, &roles), 0);
+    WT_EQ_U64(roles, (1u << WT_ROLE_UPS_OUTPUT) | (1u << WT_ROLE_IT_TOTAL));
+    free(t);
+}
+
+#define M (60LL * 1000000000LL)
+
+WT_TEST(slots_measured_holes_and_gaps)
+{
+    /* readings every 15 min over 2 h, the one at 60 min missing; the span ending at 105 min is
+     * a gap (a reset or a run start) */
+    int64_t t[] = {0, 15 * M, 30 * M, 45 * M, 75 * M, 90 * M, 105 * M, 120 * M};
+    double v[] = {0, 10, 20, 30, 50, 60, 60, 70};
+    bool c[] = {false, true, true, true, true, true, false, true};
+    unsigned char mask[8];
+    memset(mask, 1, sizeof mask);
+    double long_j = -1;
+    wt_stmt_slots(t, v, c, 8, 0, 120 * M, mask, 8, &long_j);
+    unsigned char want[8] = {1, 1, 1, 0, 0, 1, 0, 1};
+    for (int i = 0; i < 8; i++)
+        WT_EQ_INT(mask[i], want[i]);
+    WT_NEAR(long_j, 20, 1e-9); /* the 45..75 span: its increase spread over the hole */
+    /* one-minute power readings cover every slot; the first slot before the first reading
+     * does not */
+    int64_t tp[41];
+    double vp[41];
+    bool cp[41];
+    for (int i = 0; i < 41; i++) {
+        tp[i] = (i + 5) * M;
+        vp[i] = 100;
+        cp[i] = i > 0;
+    }
+    unsigned char m2[3] = {1, 1, 1};
+    wt_stmt_slots(tp, vp, cp, 41, 0, 45 * M, m2, 3, &long_j);
+    WT_EQ_INT(m2[0], 0);
+    WT_EQ_INT(m2[1], 1);
+    WT_EQ_INT(m2[2], 1);
+}
+
+static int conf_of(const char *yaml, struct wt_stmt_conf *c, struct wt_err *err)
+{
+    struct wt_ynode *root = NULL;
+    int rc = wt_yaml_parse("s.yaml", yaml, strlen(yaml), &root, err);
+    if (rc)
+        return rc;
+    rc = wt_stmt_conf_parse("s.yaml", wt_y_get(root, "statement"), c, err);
+    wt_ynode_free(root);
+    return rc;
+}
+
+WT_TEST(section_checks_name_the_place)
+{
+    struct wt_stmt_conf c;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(conf_of("statement:\n  installed_it_kw: 800\n  commissioned: 2021-06\n", &c, &err),
+              0);
+    WT_NEAR(c.installed_it_kw, 800, 0);
+    WT_NEAR(c.floor_area_m2, -1, 0); /* not given, never 0 */
+    WT_NEAR(c.min_coverage, 0.95, 0);
+    WT_EQ_STR(c.commissioned, "2021-06");
+    WT_EQ_INT(conf_of("statement:\n  commissioned: June 2021\n", &c, &err), -EINVAL);
+    WT_EQ_STR(err.msg, "s.yaml:2: statement.commissioned: expected YYYY-MM (got \"June 2021\")");
+    WT_EQ_INT(conf_of("statement:\n  floor_area_m2: 100\n  white_space_m2: 200\n", &c, &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:3: statement.white_space_m2:");
+    WT_EQ_INT(conf_of("statement:\n  renewables:\n    - {type: rec, kwh: 5}\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "statement.renewables[0].type");
+    WT_EQ_INT(conf_of("statement:\n  site_name: x\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:2:");
+}
