@@ -28,6 +28,7 @@ int wt_cmd_report(int argc, char **argv);
 int wt_cmd_doctor(int argc, char **argv);
 int wt_cmd_assess(int argc, char **argv);
 int wt_cmd_inference(int argc, char **argv);
+int wt_cmd_review(int argc, char **argv);
 
 /*
  * ---- options: one table per command form, from which both getopt_long's options and the
@@ -103,6 +104,7 @@ extern const struct wt_cli_form wt_cli_form_run, wt_cli_form_status, wt_cli_form
     wt_cli_form_kpi, wt_cli_form_cap_clear, wt_cli_form_report;
 extern const struct wt_cli_form wt_cli_form_doctor;
 extern const struct wt_cli_form wt_cli_form_inference;
+extern const struct wt_cli_form wt_cli_form_review;
 extern const struct wt_cli_form wt_cli_form_calibrate;
 extern const struct wt_cli_form wt_cli_form_assess_start, wt_cli_form_assess_status,
     wt_cli_form_assess_report;
