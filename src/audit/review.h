@@ -47,6 +47,7 @@
 #include <stdio.h>
 
 #include "core/err.h"
+#include "core/yamltree.h"
 
 struct wt_store;
 struct wt_config;
@@ -156,5 +157,54 @@ int wt_review_compute(struct wt_store *st, const struct wt_config *cfg, const st
 struct cJSON *wt_review_json(const struct wt_review *r);
 /* The review as text for a person on f. */
 void wt_review_text(const struct wt_review *r, FILE *f);
+
+/* ---- the daemon's side (`wattage run`) ---- */
+
+/*
+ * The review section of the configuration:
+ *   review:
+ *     weekly_dir: /var/lib/wattage/review   # "" (default): no weekly file
+ *     weeks: 4                              # the weeks before that make the bands (1..12)
+ *     check_interval: 1h                    # how often the daemon looks (1s..1d)
+ */
+struct wt_review_conf {
+    char weekly_dir[256];
+    int weeks;
+    int64_t check_interval_ns;
+};
+/* Parses the section (node may be NULL: the defaults). Returns 0 or -EINVAL with err naming
+ * file:line and key. */
+int wt_review_conf_parse(const char *file, const struct wt_ynode *node, struct wt_review_conf *c,
+                         struct wt_err *err) WT_MUST_USE;
+/* For src/cli/sections.c. */
+int wt_review_config_check(const char *file, const struct wt_ynode *node,
+                           struct wt_err *err) WT_MUST_USE;
+
+/* FNV-1a 64 of data[0..n), as 16 hex digits in out (17 bytes). */
+void wt_review_digest(const void *data, size_t n, char out[17]);
+
+/*
+ * Reviews the week starting at week_start_ns and writes its JSON to dir/review-YYYY-Www.json
+ * (replaced whole: core/durable.h). *findings: how many it has. Returns 0 or -errno with err.
+ */
+int wt_review_write_week(struct wt_store *st, const struct wt_config *cfg,
+                         const struct wt_topology *t, const char *dir, int64_t week_start_ns,
+                         int nweeks, size_t *findings, struct wt_err *err) WT_MUST_USE;
+
+/*
+ * The daemon's thread (hub slot "review"): every review.check_interval it publishes
+ * wattage_config_info{digest} (the digest of the configuration file it was opened with: a
+ * reload opens it again, so a changed file is a change point of the review) and, when
+ * review.weekly_dir is set, reviews the last whole ISO week once its file is missing (an hour
+ * after the week's end, so the store holds its last readings), writes the file and publishes
+ * wattage_review_findings{week} (an alert rule on it routes a finding: alerts.rules), and logs
+ * each finding as a warning. Its own store connection. Returns 0 or -errno with err.
+ */
+struct wt_review_daemon;
+struct wt_hub;
+int wt_review_daemon_open(const struct wt_config *cfg, struct wt_hub *hub,
+                          struct wt_review_daemon **out, struct wt_err *err) WT_MUST_USE;
+/* Stops the thread and frees; accepts NULL. */
+void wt_review_daemon_close(struct wt_review_daemon *d);
 
 #endif

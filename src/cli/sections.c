@@ -5,6 +5,7 @@
  */
 #include "alert/alert.h"
 #include "audit/carbon.h"
+#include "audit/review.h"
 #include "audit/topology.h"
 #include "collect/inference.h"
 #include "collect/ipmi.h"
@@ -29,5 +30,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"remote_write", wt_remote_write_config_check},
     {"kafka", wt_kafka_config_check},
     {"otlp", wt_otlp_config_check},
+    {"review", wt_review_config_check},
     {NULL, NULL},
 };

@@ -181,6 +181,9 @@ enum wt_metric_id {
     WT_M_HWMON_POWER_W,    /* powerN_average|input, or an energy counter's delta / time */
     WT_M_HWMON_ENERGY_J,   /* counter, + method="counter" (energyN_input) | "integrated" */
     WT_M_HWMON_INTERVAL_S, /* powerN_average_interval: the window a power reading averages */
+    /* The weekly review (audit/review.h) */
+    WT_M_CONFIG_INFO,     /* 1, + digest: the configuration file the daemon runs */
+    WT_M_REVIEW_FINDINGS, /* week: the findings of the latest weekly review */
     WT_M_COUNT
 };
 

@@ -437,12 +437,12 @@ WT_TEST(nested_wrong_kind)
         "modbus, ipmi, clock, amd, hwmon, not a list");
     EXPECT_ERR("- daemon\n",
                "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
-               "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "
-               "file (got a list)");
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp, review) at the "
+               "top of the file (got a list)");
     EXPECT_ERR("hello\n",
                "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
-               "topology, carbon, facility, alerts, remote_write, kafka, otlp) at the top of the "
-               "file (got "
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp, review) at the "
+               "top of the file (got "
                "\"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
     for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)

@@ -9,7 +9,8 @@
  * 2026-W49 must name that driver change in one finding, and find nothing in the noise store.
  *
  * The stores are also written for tests/cli/test_review.sh: `test_review write_stores` with
- * WATTAGE_REVIEW_DIR set writes planted.db and noise.db there.
+ * WATTAGE_REVIEW_DIR set writes planted.db and noise.db there (WATTAGE_REVIEW_WEEK: the reviewed
+ * week's Monday, unix seconds, instead of 2026-W49's).
  */
 #include <errno.h>
 #include <math.h>
@@ -27,7 +28,8 @@
 #define S WT_NS_PER_S
 #define DAY (86400LL * S)
 #define STEP (900LL * S)
-#define W49 (1795996800LL * S)                 /* 2026-11-30T00:00:00Z, Monday of 2026-W49 */
+/* 2026-11-30T00:00:00Z, Monday of 2026-W49; write_stores takes another from WATTAGE_REVIEW_WEEK */
+static int64_t W49 = 1795996800LL * S;
 #define START (W49 - 28 * DAY)                 /* four weeks before it */
 #define END (W49 + 7 * DAY)                    /* the week's end */
 #define CHANGE (W49 + 2 * DAY + 10 * 3600 * S) /* Wednesday 10:00Z */
@@ -273,6 +275,40 @@ WT_TEST(regression_without_change_is_unexplained)
     free(r);
 }
 
+WT_TEST(config_reload_is_a_change_point)
+{
+    /* the daemon's wattage_config_info{digest} changes at CHANGE (a reload with another file),
+     * in noise alone: a change point of kind config, site-wide, and no finding */
+    const char *path = db("reload.db");
+    write_store(path, 0, false);
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = false};
+    WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(st, "", START - 60 * S, STEP, "test"), 0);
+    size_t cap = (size_t)((END - START) / STEP + 1), n = 0;
+    struct wt_reading *r = calloc(cap, sizeof *r);
+    WT_ASSERT(r != NULL);
+    for (int64_t t = START; t <= END; t += STEP)
+        put(r, &n, t, WT_M_CONFIG_INFO,
+            t < CHANGE ? "digest=\"00000000000000aa\"" : "digest=\"00000000000000bb\"", 1);
+    WT_EQ_INT(wt_store_write(st, "", r, n), 0);
+    free(r);
+    wt_store_close(st);
+    struct wt_review *rv = malloc(sizeof *rv);
+    WT_ASSERT(rv != NULL);
+    review(path, W49, rv);
+    WT_EQ_INT((int)rv->nchanges, 1);
+    WT_EQ_STR(rv->changes[0].kind, "config");
+    WT_EQ_STR(rv->changes[0].before, "00000000000000aa");
+    WT_EQ_STR(rv->changes[0].after, "00000000000000bb");
+    WT_ASSERT(rv->changes[0].first_ns == CHANGE);
+    WT_EQ_INT((int)rv->nfindings, 0);
+    /* its shift was computed, site-wide: every node's J/token */
+    WT_ASSERT(fabs(rv->after[0][0] / rv->before[0][0] - 1) < 0.02);
+    free(rv);
+}
+
 WT_TEST(week_without_data_is_said)
 {
     const char *path = db("planted.db");
@@ -304,6 +340,9 @@ WT_TEST(week_without_data_is_said)
 WT_TEST(write_stores)
 {
     const char *dir = getenv("WATTAGE_REVIEW_DIR");
+    const char *week = getenv("WATTAGE_REVIEW_WEEK");
+    if (week)
+        W49 = strtoll(week, NULL, 10) * S;
     char p[512];
     snprintf(p, sizeof p, "%s/planted.db", dir ? dir : wt_test_dir());
     write_store(p, CHANGE, true);
