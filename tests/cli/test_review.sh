@@ -88,6 +88,9 @@ cat >"$TMP/run.yaml" <<YAML
 review:
   weekly_dir: $TMP/weekly
   check_interval: 1s
+alerts:
+  rules:
+    - {name: WeeklyReviewFinding, metric: wattage_review_findings, op: ">", threshold: 0}
 YAML
 PORT=$(free_port)
 WATTAGE_NVML_LIBRARY=$TMP/none.so WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc \
@@ -111,6 +114,15 @@ findings() {
         grep -q "^wattage_review_findings{week=\"$WEEK\"} 1\$" "$TMP/m.txt"
 }
 check "wattage_review_findings{week} 1 on /metrics" wait_for 15 findings
+alert() {
+    $PY - "$PORT" "$WEEK" <<'PY'
+import json, sys, urllib.request
+d = json.load(urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/api/v1/alerts", timeout=2))
+sys.exit(0 if [a for a in d["alerts"] if a["alertname"] == "WeeklyReviewFinding"
+                and a["state"] == "firing" and a["labels"].get("week") == sys.argv[2]] else 1)
+PY
+}
+check "an alert rule on wattage_review_findings fires for the week" wait_for 15 alert
 check "the daemon logged the weekly review" grep -q "review: weekly review written: .*findings=1" "$TMP/run.log"
 digest=$(sed -n 's/^wattage_config_info{digest="\([0-9a-f]\{16\}\)"} 1$/\1/p' "$TMP/m.txt")
 check "wattage_config_info{digest} on /metrics" test -n "$digest"
