@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "audit/carbon.h"
 #include "audit/inference_kpi.h"
@@ -183,6 +184,7 @@ struct ctx {
     const struct wt_topology *t;
     struct wt_jobs *jobs; /* NULL: the store has no jobs table we could open */
     cJSON *job_list;      /* the jobs, read once */
+    char host[256];       /* jobs of this host are the store's own node "" */
     int band;             /* the part-load band of the week (-1: none) */
     struct wt_err *err;
 };
@@ -331,7 +333,10 @@ static void jsample(struct ctx *c, int64_t a, int64_t b, const struct nodeset *n
         if (!cJSON_IsNumber(end) || !cJSON_IsNumber(e) || !cJSON_IsNumber(s))
             continue;
         int64_t t = (int64_t)(end->valuedouble * 1e9);
-        if (t < a || t >= b || !in_set(ns, cJSON_IsString(node) ? node->valuestring : ""))
+        const char *jn = cJSON_IsString(node) ? node->valuestring : "";
+        if (strcmp(jn, c->host) == 0)
+            jn = ""; /* a job's node is its host's name; its GPUs' series are the store's own */
+        if (t < a || t >= b || !in_set(ns, jn))
             continue;
         joules += e->valuedouble;
         samples += s->valuedouble;
@@ -747,6 +752,8 @@ int wt_review_compute(struct wt_store *st, const struct wt_config *cfg, const st
     if (t)
         snprintf(r->local_node, sizeof r->local_node, "%s", t->node);
     struct ctx c = {.st = st, .cfg = cfg, .t = t, .band = -1, .err = err};
+    if (gethostname(c.host, sizeof c.host - 1) != 0)
+        c.host[0] = '\0';
     int rc = open_jobs(&c);
     double v[WT_REVIEW_KPIS];
     char why[WT_REVIEW_KPIS][160];

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "audit/jobs.h"
 #include "audit/review.h"
 #include "audit/topology.h"
 #include "core/clock.h"
@@ -307,6 +308,71 @@ WT_TEST(config_reload_is_a_change_point)
     /* its shift was computed, site-wide: every node's J/token */
     WT_ASSERT(fabs(rv->after[0][0] / rv->before[0][0] - 1) < 0.02);
     free(rv);
+}
+
+/* One job a day on this node's GPU 0 (01:00 to 23:00), its samples at 0.5 J/sample with the
+ * day's noise, 10% fewer from the jobs that end after drop_from (0: never). */
+static void write_jobs(const char *path, int64_t drop_from)
+{
+    struct wt_jobs *j = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_jobs_open(path, NULL, &j, &err), 0);
+    for (int64_t d = START; d < END; d += DAY) {
+        char name[32], body[128], *json = NULL;
+        unsigned status = 0;
+        int64_t a = d + 3600 * S, b = d + 23 * 3600 * S;
+        double samples = POWER_W * 22 * 3600 / 0.5 * (1 + 0.02 * noise(5, (d - START) / DAY));
+        if (drop_from && b >= drop_from)
+            samples /= 1.1;
+        snprintf(name, sizeof name, "train-%lld", (long long)((d - START) / DAY));
+        snprintf(body, sizeof body, "{\"name\": \"%s\", \"gpus\": [0]}", name);
+        WT_EQ_INT(wt_jobs_start_json(j, body, strlen(body), a, &status, &json), 0);
+        WT_EQ_INT(status, 201);
+        free(json);
+        snprintf(body, sizeof body, "{\"kind\": \"epoch\", \"samples\": %.0f}", samples);
+        WT_EQ_INT(
+            wt_jobs_act_json(j, name, WT_JOBS_MARK, body, strlen(body), b - S, &status, &json), 0);
+        WT_EQ_INT(status, 201);
+        free(json);
+        WT_EQ_INT(wt_jobs_act_json(j, name, WT_JOBS_END, NULL, 0, b, &status, &json), 0);
+        WT_EQ_INT(status, 200);
+        free(json);
+    }
+    wt_jobs_close(j);
+}
+
+WT_TEST(job_energy_per_sample_regression)
+{
+    /* this node (the store's own, node ""): its driver changes at CHANGE and its jobs need 10%
+     * more energy per sample from then; its inference does not move */
+    const char *path = db("jobs.db");
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
+    write_node(st, 0, "", true, 0);
+    wt_store_close(st);
+    write_jobs(path, CHANGE);
+    struct wt_review *r = malloc(sizeof *r);
+    WT_ASSERT(r != NULL);
+    review(path, W49, r);
+    const struct wt_review_kpi *k = kpi(r, "job_joules_per_sample");
+    WT_ASSERT(!isnan(k->value));
+    WT_EQ_INT(k->band.days, 28);
+    WT_NEAR(k->band.mean, 0.5, 0.01);
+    WT_EQ_INT((int)r->nchanges, 1);
+    WT_EQ_STR(r->changes[0].nodes[0], "");
+    WT_EQ_INT((int)r->nfindings, 1);
+    WT_EQ_STR(r->findings[0].kpi, "job_joules_per_sample");
+    WT_EQ_INT(r->findings[0].change, 0);
+    WT_NEAR(r->findings[0].after / r->findings[0].before, 1.10, 0.015);
+    WT_CONTAINS(r->findings[0].text, "J/sample (jobs) +");
+    /* the store's own node by its name: topology.node, by default the host's */
+    char want[300];
+    snprintf(want, sizeof want, "since driver 570.86.15 -> 580.65.06 on %s (",
+             r->local_node[0] ? r->local_node : "this node");
+    WT_CONTAINS(r->findings[0].text, want);
+    free(r);
 }
 
 WT_TEST(week_without_data_is_said)
