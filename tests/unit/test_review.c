@@ -10,7 +10,8 @@
  *
  * The stores are also written for tests/cli/test_review.sh: `test_review write_stores` with
  * WATTAGE_REVIEW_DIR set writes planted.db and noise.db there (WATTAGE_REVIEW_WEEK: the reviewed
- * week's Monday, unix seconds, instead of 2026-W49's).
+ * week's Monday, unix seconds, instead of 2026-W49's; WATTAGE_REVIEW_STEP_S: the readings'
+ * spacing instead of 900 s, for timing the review on denser stores).
  */
 #include <errno.h>
 #include <math.h>
@@ -28,14 +29,18 @@
 
 #define S WT_NS_PER_S
 #define DAY (86400LL * S)
-#define STEP (900LL * S)
 /* 2026-11-30T00:00:00Z, Monday of 2026-W49; write_stores takes another from WATTAGE_REVIEW_WEEK */
 static int64_t W49 = 1795996800LL * S;
+/* the readings' spacing; write_stores takes another from WATTAGE_REVIEW_STEP_S (seconds) */
+static int64_t STEP = 900LL * S;
 #define START (W49 - 28 * DAY)                 /* four weeks before it */
 #define END (W49 + 7 * DAY)                    /* the week's end */
 #define CHANGE (W49 + 2 * DAY + 10 * 3600 * S) /* Wednesday 10:00Z */
 #define POWER_W 400.0
 #define TOKENS_PER_S 1000.0
+
+/* The label that changes at CHANGE on node-a: none, its driver, or its server's precision tag. */
+enum { CH_NONE, CH_DRIVER, CH_PRECISION };
 
 /* A fixed noise in [-1, 1] per node and day (a hash, so every run writes the same store). */
 static double noise(int node, int64_t day)
@@ -59,14 +64,15 @@ static void put(struct wt_reading *r, size_t *n, int64_t t, int metric, const ch
 }
 
 /*
- * One node's five weeks. driver_change: its driver label changes at CHANGE; its tokens per joule
+ * One node's five weeks. change: the label that changes at CHANGE (CH_*); its tokens per joule
  * drop by 1/1.1 from drop_from on (0: never).
  */
-static void write_node(struct wt_store *st, int idx, const char *node, bool driver_change,
+static void write_node(struct wt_store *st, int idx, const char *node, int change,
                        int64_t drop_from)
 {
     char energy[WT_LABELS_LEN], util[WT_LABELS_LEN], old_info[WT_LABELS_LEN],
-        new_info[WT_LABELS_LEN], inf[WT_LABELS_LEN], tok[WT_LABELS_LEN], uuid[64];
+        new_info[WT_LABELS_LEN], inf[WT_LABELS_LEN], inf8[WT_LABELS_LEN], tok[WT_LABELS_LEN],
+        uuid[64];
     snprintf(uuid, sizeof uuid, "GPU-%s-0", node);
     WT_EQ_INT(
         wt_labels(energy, sizeof energy, "gpu", "0", "uuid", uuid, "model", "NVIDIA H200", NULL),
@@ -80,6 +86,9 @@ static void write_node(struct wt_store *st, int idx, const char *node, bool driv
               0);
     WT_EQ_INT(wt_labels(inf, sizeof inf, "target", "llm", "engine", "vllm", "model", "llama-70b",
                         "gpus", "0", "precision", "bf16", NULL),
+              0);
+    WT_EQ_INT(wt_labels(inf8, sizeof inf8, "target", "llm", "engine", "vllm", "model", "llama-70b",
+                        "gpus", "0", "precision", "fp8", NULL),
               0);
     WT_EQ_INT(wt_labels(tok, sizeof tok, "target", "llm", "model", "llama-70b", "kind", "generated",
                         NULL),
@@ -96,13 +105,14 @@ static void write_node(struct wt_store *st, int idx, const char *node, bool driv
             double rate = TOKENS_PER_S * (1 + 0.02 * noise(idx, day));
             if (drop_from && t - STEP >= drop_from)
                 rate /= 1.1;
-            e += POWER_W * 900;
-            k += rate * 900;
+            e += POWER_W * (double)(STEP / S);
+            k += rate * (double)(STEP / S);
         }
-        bool after = driver_change && t >= CHANGE;
+        bool after = change == CH_DRIVER && t >= CHANGE;
+        bool fp8 = change == CH_PRECISION && t >= CHANGE;
         put(r, &n, t, WT_M_GPU_ENERGY_J, energy, e);
         put(r, &n, t, WT_M_GPU_INFO, after ? new_info : old_info, 1);
-        put(r, &n, t, WT_M_INF_INFO, inf, 1);
+        put(r, &n, t, WT_M_INF_INFO, fp8 ? inf8 : inf, 1);
         put(r, &n, t, WT_M_INF_TOKENS, tok, k);
         put(r, &n, t, WT_M_GPU_UTIL_RATIO, util, 0.8 + 0.01 * noise(idx + 7, (t - START) / DAY));
     }
@@ -110,14 +120,14 @@ static void write_node(struct wt_store *st, int idx, const char *node, bool driv
     free(r);
 }
 
-static void write_store(const char *path, int64_t drop_from, bool driver_change)
+static void write_store(const char *path, int64_t drop_from, int change)
 {
     struct wt_store *st = NULL;
     struct wt_err err = {{0}};
     struct wt_store_opts o = {.create = true};
     WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
-    write_node(st, 0, "node-a", driver_change, drop_from);
-    write_node(st, 1, "node-b", false, 0);
+    write_node(st, 0, "node-a", change, drop_from);
+    write_node(st, 1, "node-b", CH_NONE, 0);
     wt_store_close(st);
 }
 
@@ -210,7 +220,7 @@ WT_TEST(bands_and_verdicts)
 WT_TEST(planted_regression_after_driver_change)
 {
     const char *path = db("planted.db");
-    write_store(path, CHANGE, true);
+    write_store(path, CHANGE, CH_DRIVER);
     struct wt_review *r = malloc(sizeof *r);
     WT_ASSERT(r != NULL);
     review(path, W49, r);
@@ -242,7 +252,7 @@ WT_TEST(planted_regression_after_driver_change)
 WT_TEST(noise_alone_no_finding)
 {
     const char *path = db("noise.db");
-    write_store(path, 0, true);
+    write_store(path, 0, CH_DRIVER);
     struct wt_review *r = malloc(sizeof *r);
     WT_ASSERT(r != NULL);
     review(path, W49, r);
@@ -262,7 +272,7 @@ WT_TEST(regression_without_change_is_unexplained)
     /* node-a's drop from the week's start, with no label change: J/token +5% for the week
      * (half the tokens), worse beyond the noise, and no change to name */
     const char *path = db("silent.db");
-    write_store(path, W49, false);
+    write_store(path, W49, CH_NONE);
     struct wt_review *r = malloc(sizeof *r);
     WT_ASSERT(r != NULL);
     review(path, W49, r);
@@ -276,12 +286,34 @@ WT_TEST(regression_without_change_is_unexplained)
     free(r);
 }
 
+WT_TEST(precision_tag_change_is_named)
+{
+    /* node-a's server goes from bf16 to fp8 at CHANGE (a new info series, same target and
+     * model) and its J/token rises 10%: the finding names the tag change */
+    const char *path = db("fp8.db");
+    write_store(path, CHANGE, CH_PRECISION);
+    struct wt_review *r = malloc(sizeof *r);
+    WT_ASSERT(r != NULL);
+    review(path, W49, r);
+    WT_EQ_INT((int)r->nchanges, 1);
+    WT_EQ_STR(r->changes[0].kind, "tags");
+    WT_CONTAINS(r->changes[0].before, "precision=\"bf16\"");
+    WT_CONTAINS(r->changes[0].after, "precision=\"fp8\"");
+    WT_EQ_STR(r->changes[0].where, "llm");
+    WT_EQ_INT((int)r->nfindings, 1);
+    WT_EQ_INT(r->findings[0].change, 0);
+    WT_CONTAINS(r->findings[0].text, "J/token +");
+    WT_CONTAINS(r->findings[0].text, "since tags {");
+    WT_CONTAINS(r->findings[0].text, "on node-a");
+    free(r);
+}
+
 WT_TEST(config_reload_is_a_change_point)
 {
     /* the daemon's wattage_config_info{digest} changes at CHANGE (a reload with another file),
      * in noise alone: a change point of kind config, site-wide, and no finding */
     const char *path = db("reload.db");
-    write_store(path, 0, false);
+    write_store(path, 0, CH_NONE);
     struct wt_store *st = NULL;
     struct wt_err err = {{0}};
     struct wt_store_opts o = {.create = false};
@@ -350,7 +382,7 @@ WT_TEST(job_energy_per_sample_regression)
     struct wt_err err = {{0}};
     struct wt_store_opts o = {.create = true};
     WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
-    write_node(st, 0, "", true, 0);
+    write_node(st, 0, "", CH_DRIVER, 0);
     wt_store_close(st);
     write_jobs(path, CHANGE);
     struct wt_review *r = malloc(sizeof *r);
@@ -378,7 +410,7 @@ WT_TEST(job_energy_per_sample_regression)
 WT_TEST(week_without_data_is_said)
 {
     const char *path = db("planted.db");
-    write_store(path, CHANGE, true);
+    write_store(path, CHANGE, CH_DRIVER);
     struct wt_review *r = malloc(sizeof *r);
     WT_ASSERT(r != NULL);
     review(path, W49 + 14 * DAY, r); /* 2026-W51: nothing stored */
@@ -407,11 +439,14 @@ WT_TEST(write_stores)
 {
     const char *dir = getenv("WATTAGE_REVIEW_DIR");
     const char *week = getenv("WATTAGE_REVIEW_WEEK");
+    const char *step = getenv("WATTAGE_REVIEW_STEP_S");
     if (week)
         W49 = strtoll(week, NULL, 10) * S;
+    if (step && strtoll(step, NULL, 10) > 0)
+        STEP = strtoll(step, NULL, 10) * S;
     char p[512];
     snprintf(p, sizeof p, "%s/planted.db", dir ? dir : wt_test_dir());
-    write_store(p, CHANGE, true);
+    write_store(p, CHANGE, CH_DRIVER);
     snprintf(p, sizeof p, "%s/noise.db", dir ? dir : wt_test_dir());
-    write_store(p, 0, true);
+    write_store(p, 0, CH_DRIVER);
 }
