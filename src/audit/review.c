@@ -203,15 +203,16 @@ static bool gpu_listed(const char *gpus, const char *gpu)
     return false;
 }
 
+static int first_in(struct wt_store *st, const struct wt_series_info *si, int64_t a, int64_t b,
+                    int64_t *t);
+
 /* Whether series id has a reading in [a, b] (per-minute rollups count, for pruned weeks). */
 static int has_points(struct wt_store *st, const struct wt_series_info *si, int64_t a, int64_t b,
                       bool *yes)
 {
-    struct wt_point *p = NULL;
-    size_t n = 0;
-    int rc = wt_store_points(st, si, a, b, 60 * WT_NS_PER_S, &p, &n);
-    free(p);
-    *yes = rc == 0 && n > 0;
+    int64_t t = 0;
+    int rc = first_in(st, si, a, b, &t);
+    *yes = rc == 0 && t != 0;
     return rc;
 }
 
@@ -462,11 +463,42 @@ static int window(struct ctx *c, int64_t a, int64_t b, const struct nodeset *ns,
 
 struct info {
     struct wt_series_info s;
-    int64_t first, last;
+    int64_t first; /* its first reading in the lookback and the week (0: none) */
     char key[192]; /* node + uuid, or node + target */
 };
 
-static int load_infos(struct ctx *c, const char *metric, struct info **out, size_t *nout)
+/*
+ * The time of the first reading of si in [a, b] (0: none): raw readings and chunks first, then
+ * the per-minute rollups (a minute's start), which outlive the raw readings' retention.
+ */
+static int first_in(struct wt_store *st, const struct wt_series_info *si, int64_t a, int64_t b,
+                    int64_t *t)
+{
+    struct wt_point_buf pb = {0};
+    struct wt_rollup *ru = NULL;
+    size_t nru = 0;
+    *t = 0;
+    int rc = wt_store_read(st, si->id, a, b, 0, 1, &pb);
+    if (rc == 0 && pb.n)
+        *t = pb.p[0].t_ns;
+    free(pb.p);
+    /* a rollup can only be earlier than the first raw reading where raw ones were pruned */
+    if (rc == 0 && (!*t || *t > a + 60 * WT_NS_PER_S))
+        rc = wt_store_rollups(st, si->id, a, *t ? *t : b, &ru, &nru);
+    for (size_t i = 0; rc == 0 && i < nru; i++) {
+        if (ru[i].n > 0) {
+            int64_t m = ru[i].t_ns > a ? ru[i].t_ns : a;
+            if (!*t || m < *t)
+                *t = m;
+            break;
+        }
+    }
+    free(ru);
+    return rc;
+}
+
+static int load_infos(struct ctx *c, const char *metric, int64_t a, int64_t b, struct info **out,
+                      size_t *nout)
 {
     struct wt_series_info *si = NULL;
     size_t n = 0;
@@ -482,14 +514,13 @@ static int load_infos(struct ctx *c, const char *metric, struct info **out, size
     }
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t f, l;
-        int b = wt_store_bounds(c->st, si[i].id, &f, &l);
-        if (b < 0) {
+        int64_t f;
+        if ((rc = first_in(c->st, &si[i], a, b, &f)) != 0) {
             free(si);
             free(in);
-            return -EIO;
+            return rc;
         }
-        if (b == 0)
+        if (f == 0)
             continue;
         char id[128] = "";
         if (strcmp(metric, "wattage_gpu_info") == 0) {
@@ -500,7 +531,6 @@ static int load_infos(struct ctx *c, const char *metric, struct info **out, size
         }
         in[m].s = si[i];
         in[m].first = f;
-        in[m].last = l;
         snprintf(in[m].key, sizeof in[m].key, "%s\x1f%s", si[i].node, id);
         m++;
     }
@@ -510,20 +540,27 @@ static int load_infos(struct ctx *c, const char *metric, struct info **out, size
     return 0;
 }
 
-/* The series of the same key that the new one replaced: the latest to start before it, which
- * stopped around its start. NULL when none. */
-static const struct info *predecessor(const struct info *in, size_t n, const struct info *y)
+/*
+ * The series of the same key that the new one y replaced: the latest to start before it that has
+ * no reading from shortly after y's first to `to` (one still read beside it is another model on
+ * the target, not a change). *x NULL when none.
+ */
+static int predecessor(struct ctx *c, const struct info *in, size_t n, const struct info *y,
+                       int64_t to, const struct info **x)
 {
-    const struct info *x = NULL;
+    *x = NULL;
     for (size_t i = 0; i < n; i++) {
         if (&in[i] == y || strcmp(in[i].key, y->key) != 0 || in[i].first >= y->first)
             continue;
-        if (!x || in[i].first > x->first)
-            x = &in[i];
+        if (!*x || in[i].first > (*x)->first)
+            *x = &in[i];
     }
-    if (x && x->last > y->first + REPLACED_SLACK_NS)
-        return NULL; /* still running beside it: another model, not a change */
-    return x;
+    int64_t later = 0;
+    int rc = 0;
+    if (*x && y->first + REPLACED_SLACK_NS < to &&
+        (rc = first_in(c->st, &(*x)->s, y->first + REPLACED_SLACK_NS, to, &later)) == 0 && later)
+        *x = NULL;
+    return rc;
 }
 
 /* The labels of an inference target other than its identity and model: its tags. */
@@ -583,14 +620,14 @@ static int find_changes(struct ctx *c, struct wt_review *r)
     for (size_t m = 0; m < 3 && rc == 0; m++) {
         struct info *in = NULL;
         size_t n = 0;
-        if ((rc = load_infos(c, metrics[m], &in, &n)) != 0)
+        /* a week back for what the week's new labels replaced */
+        if ((rc = load_infos(c, metrics[m], r->from_ns - WEEK_NS, r->to_ns, &in, &n)) != 0)
             break;
-        for (size_t i = 0; i < n; i++) {
-            const struct info *y = &in[i];
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            const struct info *y = &in[i], *x = NULL;
             if (y->first < r->from_ns || y->first >= r->to_ns)
                 continue;
-            const struct info *x = predecessor(in, n, y);
-            if (!x)
+            if ((rc = predecessor(c, in, n, y, r->to_ns, &x)) != 0 || !x)
                 continue;
             char a[128], b[128], where[64] = "";
             if (m == 0) {

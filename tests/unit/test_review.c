@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "runner.h"
+#include "store/query.h"
 #include "store/store.h"
 
 #define S WT_NS_PER_S
@@ -246,6 +247,48 @@ WT_TEST(planted_regression_after_driver_change)
     WT_CONTAINS(f->text, "since driver 570.86.15 -> 580.65.06 on node-a");
     /* utilisation did not move: no finding for it */
     WT_EQ_INT(kpi(r, "gpu_utilization")->verdict, WT_RV_WITHIN);
+    free(r);
+}
+
+WT_TEST(finding_from_rollups_after_raw_pruning)
+{
+    /* the daemon's store a week later: raw readings kept one day, the weeks reviewed only in
+     * the per-minute rollups; the change and the finding are the same */
+    const char *path = db("pruned.db");
+    write_store(path, CHANGE, CH_DRIVER);
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = false, .retention_raw_ns = DAY};
+    WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
+    bool more = true;
+    for (int i = 0; more && i < 100000; i++)
+        WT_EQ_INT(wt_store_maintain(st, END + 7 * DAY, 1000, &more), 0);
+    WT_ASSERT(!more);
+    struct wt_series_info *si = NULL;
+    size_t n = 0;
+    WT_EQ_INT(wt_store_series(st, "wattage_gpu_info", false, &si, &n, &err), 0);
+    /* at most each series' last raw reading is left (the store keeps it); the new label's
+     * first, at CHANGE, is only in its minute's rollup */
+    WT_EQ_INT((int)n, 3);
+    for (size_t i = 0; i < n; i++) {
+        struct wt_point_buf pb = {0};
+        WT_EQ_INT(wt_store_read(st, si[i].id, START, END, 0, 0, &pb), 0);
+        WT_ASSERT(pb.n <= 1);
+        WT_ASSERT(pb.n == 0 || pb.p[0].t_ns != CHANGE);
+        free(pb.p);
+    }
+    free(si);
+    wt_store_close(st);
+    struct wt_review *r = malloc(sizeof *r);
+    WT_ASSERT(r != NULL);
+    review(path, W49, r);
+    WT_ASSERT(r->has_data);
+    WT_EQ_INT((int)r->nchanges, 1);
+    WT_EQ_STR(r->changes[0].after, "580.65.06");
+    WT_ASSERT(r->changes[0].first_ns == CHANGE);
+    WT_EQ_INT((int)r->nfindings, 1);
+    WT_EQ_STR(r->findings[0].kpi, "joules_per_generated_token");
+    WT_NEAR(r->findings[0].after / r->findings[0].before, 1.10, 0.015);
     free(r);
 }
 
