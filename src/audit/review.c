@@ -1160,6 +1160,9 @@ static void weekly(struct wt_review_daemon *d, int64_t now)
     if (file_exists(path) || strcmp(d->week, week) == 0)
         return;
     struct wt_err err = {{0}};
+    if (mkdir(d->conf.weekly_dir, 0750) != 0 && errno != EEXIST)
+        wt_warn("review", "review.weekly_dir %s: cannot create it: %s", d->conf.weekly_dir,
+                strerror(errno)); /* the write below says it again, once a week */
     struct wt_store_opts o = {.create = false};
     if (!d->st && wt_store_open(d->cfg->store.path, &o, &d->st, &err) != 0) {
         wt_warn("review", "no weekly review: %s", err.msg);
@@ -1255,7 +1258,10 @@ int wt_review_daemon_open(const struct wt_config *cfg, struct wt_hub *hub,
         rc = wt_err_set(err, "review: no hub slot left");
         goto fail;
     }
-    wt_hub_set_state(hub, d->slot, true, d->conf.check_interval_ns);
+    /* Not a collector: retired at once, so /healthz does not count it (a daemon that collects
+     * nothing stays unhealthy) and no wattage_collector_up{collector="review"} says it is down;
+     * what it publishes still reaches the snapshot (/metrics, the alert engine) and the store. */
+    wt_hub_retire(hub, d->slot);
     if ((rc = pthread_create(&d->th, NULL, daemon_main, d)) != 0) {
         wt_err_set(err, "review: cannot start its thread: %s", strerror(rc));
         rc = -rc;
@@ -1279,7 +1285,7 @@ void wt_review_daemon_close(struct wt_review_daemon *d)
         pthread_cond_broadcast(&d->cv);
         pthread_mutex_unlock(&d->mu);
         pthread_join(d->th, NULL);
-        wt_hub_set_state(d->hub, d->slot, false, d->conf.check_interval_ns);
+        wt_hub_retire(d->hub, d->slot); /* its gauges leave /metrics */
     }
     wt_store_close(d->st);
     free(d->t);

@@ -81,7 +81,7 @@ t = d.datetime.fromtimestamp(time.time() - 3600, d.timezone.utc).date()
 m = t - d.timedelta(days=t.weekday() + 7)
 y, w, _ = m.isocalendar()
 print(int(d.datetime(m.year, m.month, m.day, tzinfo=d.timezone.utc).timestamp()), "%04d-W%02d" % (y, w))')
-mkdir -p "$TMP/live" "$TMP/weekly" "$TMP/sys" "$TMP/proc"
+mkdir -p "$TMP/live" "$TMP/sys" "$TMP/proc" # weekly/ is the daemon's to create
 WATTAGE_REVIEW_DIR=$TMP/live WATTAGE_REVIEW_WEEK=$MON "$GEN" write_stores >"$TMP/live.log" 2>&1
 check "the stores for last week are written" grep -q '^1 passed' "$TMP/live.log"
 cat >"$TMP/run.yaml" <<YAML
