@@ -37,7 +37,7 @@
 /* an old label's last reading this close to the new one's first: replaced, not running beside */
 #define REPLACED_SLACK_NS (600LL * WT_NS_PER_S)
 
-enum { K_JTOK, K_JSAMPLE, K_UTIL, K_PUE, K_PUE_PL, K_WUE, K_CUE };
+enum { K_JTOK, K_JSAMPLE, K_JTARGET, K_UTIL, K_PUE, K_PUE_PL, K_WUE, K_CUE };
 
 static const struct {
     const char *key, *label, *unit;
@@ -45,6 +45,7 @@ static const struct {
 } kdef[WT_REVIEW_KPIS] = {
     {"joules_per_generated_token", "J/token", "J/token", true, true},
     {"job_joules_per_sample", "J/sample (jobs)", "J/sample", true, true},
+    {"job_energy_to_target_joules", "J to target (jobs)", "J", true, true},
     {"gpu_utilization", "GPU utilisation", "ratio", false, true},
     {"pue", "PUE", "ratio", true, false},
     {"pue_part_load", "part-load PUE", "ratio", true, false},
@@ -311,9 +312,13 @@ out:
     return rc;
 }
 
-/* J/sample of the jobs that ended in [a, b) on the nodes of ns. */
-static void jsample(struct ctx *c, int64_t a, int64_t b, const struct nodeset *ns, double *v,
-                    char *why, size_t wn)
+/*
+ * Of the jobs that ended in [a, b) on the nodes of ns: target false, their GPU energy over their
+ * samples (J/sample); target true, the mean of their energy to their target (the jobs that
+ * reached it).
+ */
+static void jobs_kpi(struct ctx *c, int64_t a, int64_t b, const struct nodeset *ns, bool target,
+                     double *v, char *why, size_t wn)
 {
     *v = NAN;
     if (!c->job_list) {
@@ -328,10 +333,11 @@ static void jsample(struct ctx *c, int64_t a, int64_t b, const struct nodeset *n
         const cJSON *end = cJSON_GetObjectItemCaseSensitive(jb, "end_s");
         const cJSON *node = cJSON_GetObjectItemCaseSensitive(jb, "node");
         const cJSON *kpi = cJSON_GetObjectItemCaseSensitive(jb, "kpi");
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(kpi, "energy_joules");
+        const cJSON *e = target ? cJSON_GetObjectItemCaseSensitive(jb, "review_energy_to_target")
+                                : cJSON_GetObjectItemCaseSensitive(kpi, "energy_joules");
         const cJSON *s = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(jb, "counters"), "samples");
-        if (!cJSON_IsNumber(end) || !cJSON_IsNumber(e) || !cJSON_IsNumber(s))
+        if (!cJSON_IsNumber(end) || !cJSON_IsNumber(e) || (!target && !cJSON_IsNumber(s)))
             continue;
         int64_t t = (int64_t)(end->valuedouble * 1e9);
         const char *jn = cJSON_IsString(node) ? node->valuestring : "";
@@ -340,11 +346,13 @@ static void jsample(struct ctx *c, int64_t a, int64_t b, const struct nodeset *n
         if (t < a || t >= b || !in_set(ns, jn))
             continue;
         joules += e->valuedouble;
-        samples += s->valuedouble;
+        samples += target ? 1 : s->valuedouble;
         jobs++;
     }
     if (jobs == 0)
-        snprintf(why, wn, "no job with a samples counter ended in the window");
+        snprintf(why, wn,
+                 target ? "no job that reached its target ended in the window"
+                        : "no job with a samples counter ended in the window");
     else if (!(samples > 0))
         snprintf(why, wn, "the jobs that ended counted no samples");
     else
@@ -451,7 +459,9 @@ static int window(struct ctx *c, int64_t a, int64_t b, const struct nodeset *ns,
     if ((mask & 1u << K_JTOK) && (rc = jtok(c, a, b, ns, &v[K_JTOK], why[K_JTOK], 160)) != 0)
         return rc;
     if (mask & 1u << K_JSAMPLE)
-        jsample(c, a, b, ns, &v[K_JSAMPLE], why[K_JSAMPLE], 160);
+        jobs_kpi(c, a, b, ns, false, &v[K_JSAMPLE], why[K_JSAMPLE], 160);
+    if (mask & 1u << K_JTARGET)
+        jobs_kpi(c, a, b, ns, true, &v[K_JTARGET], why[K_JTARGET], 160);
     if ((mask & 1u << K_UTIL) && (rc = util(c, a, b, ns, &v[K_UTIL], why[K_UTIL], 160)) != 0)
         return rc;
     if (mask & (1u << K_PUE | 1u << K_PUE_PL | 1u << K_WUE | 1u << K_CUE))
@@ -768,10 +778,33 @@ static int open_jobs(struct ctx *c)
         c->jobs = NULL;
         return 0; /* J/sample says: no jobs table */
     }
-    int rc = wt_jobs_list_json(c->jobs, 1000, wt_now_real_ns(), &status, &json);
+    int64_t now = wt_now_real_ns();
+    int rc = wt_jobs_list_json(c->jobs, 1000, now, &status, &json);
     if (rc == 0 && status == 200)
         c->job_list = cJSON_Parse(json);
     free(json);
+    /* the energy to the target is in a job's own figures (its marks): asked once per ended job
+     * that has a target */
+    cJSON *jb;
+    cJSON_ArrayForEach(jb, cJSON_GetObjectItemCaseSensitive(c->job_list, "jobs"))
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(jb, "id");
+        char ref[32];
+        if (rc != 0 || !cJSON_IsNumber(id) ||
+            !cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(jb, "target")) ||
+            !cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(jb, "end_s")))
+            continue;
+        snprintf(ref, sizeof ref, "%.0f", id->valuedouble);
+        json = NULL;
+        rc = wt_jobs_act_json(c->jobs, ref, WT_JOBS_SHOW, NULL, 0, now, &status, &json);
+        cJSON *one = rc == 0 && status == 200 ? cJSON_Parse(json) : NULL;
+        const cJSON *et = cJSON_GetObjectItemCaseSensitive(one, "energy_to_target");
+        const cJSON *ej = cJSON_GetObjectItemCaseSensitive(et, "energy_joules");
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(et, "reached")) && cJSON_IsNumber(ej))
+            cJSON_AddNumberToObject(jb, "review_energy_to_target", ej->valuedouble);
+        cJSON_Delete(one);
+        free(json);
+    }
     return rc == -ENOMEM ? rc : 0;
 }
 

@@ -9,7 +9,9 @@
  *                               series lists, counter first as `wattage energy`) over the
  *                               generated tokens (the counters' increase, a drop is a restart)
  *   job_joules_per_sample       the GPU energy of the jobs that ended in the window over their
- *                               samples (the counter "samples" of each job's last mark)
+ *                               samples (their "samples" counter, summed over their phases)
+ *   job_energy_to_target_joules the mean energy to the target of the jobs that ended in the
+ *                               window and reached it (audit/jobs.h's energy_to_target)
  *   gpu_utilization             the mean of wattage_gpu_utilization_ratio (hourly means)
  *   pue, pue_part_load          audit/kpi.h over the window; the part-load PUE is the band that
  *                               held most of the reviewed week's time, the same band every day
@@ -55,7 +57,7 @@ struct wt_topology;
 struct cJSON;
 
 #define WT_REVIEW_MAX_WEEKS 12
-#define WT_REVIEW_KPIS 7
+#define WT_REVIEW_KPIS 8
 #define WT_REVIEW_MAX_CHANGES 32
 #define WT_REVIEW_MAX_NODES 64
 #define WT_REVIEW_MIN_DAYS 3

@@ -386,7 +386,8 @@ WT_TEST(config_reload_is_a_change_point)
 }
 
 /* One job a day on this node's GPU 0 (01:00 to 23:00), its samples at 0.5 J/sample with the
- * day's noise, 10% fewer from the jobs that end after drop_from (0: never). */
+ * day's noise and its accuracy target reached halfway; 10% fewer samples and the target 10%
+ * later from the jobs that end after drop_from (0: never). */
 static void write_jobs(const char *path, int64_t drop_from)
 {
     struct wt_jobs *j = NULL;
@@ -400,8 +401,19 @@ static void write_jobs(const char *path, int64_t drop_from)
         if (drop_from && b >= drop_from)
             samples /= 1.1;
         snprintf(name, sizeof name, "train-%lld", (long long)((d - START) / DAY));
-        snprintf(body, sizeof body, "{\"name\": \"%s\", \"gpus\": [0]}", name);
+        snprintf(body, sizeof body,
+                 "{\"name\": \"%s\", \"gpus\": [0], \"target\": {\"accuracy\": 0.9}}", name);
         WT_EQ_INT(wt_jobs_start_json(j, body, strlen(body), a, &status, &json), 0);
+        WT_EQ_INT(status, 201);
+        free(json);
+        /* the target reached halfway (with the day's noise), 10% later after the drop */
+        double f = 0.5 * (1 + 0.02 * noise(6, (d - START) / DAY));
+        if (drop_from && b >= drop_from)
+            f *= 1.1;
+        snprintf(body, sizeof body, "{\"kind\": \"eval\", \"accuracy\": 0.91}");
+        WT_EQ_INT(wt_jobs_act_json(j, name, WT_JOBS_MARK, body, strlen(body),
+                                   a + (int64_t)(f * 22 * 3600) * S, &status, &json),
+                  0);
         WT_EQ_INT(status, 201);
         free(json);
         snprintf(body, sizeof body, "{\"kind\": \"epoch\", \"samples\": %.0f}", samples);
@@ -437,8 +449,16 @@ WT_TEST(job_energy_per_sample_regression)
     WT_NEAR(k->band.mean, 0.5, 0.01);
     WT_EQ_INT((int)r->nchanges, 1);
     WT_EQ_STR(r->changes[0].nodes[0], "");
-    WT_EQ_INT((int)r->nfindings, 1);
+    const struct wt_review_kpi *t = kpi(r, "job_energy_to_target_joules");
+    WT_EQ_INT(t->band.days, 28);
+    WT_NEAR(t->band.mean, POWER_W * 11 * 3600, 0.01 * POWER_W * 11 * 3600);
+    /* two findings, both the driver change's: J/sample and the energy to the target */
+    WT_EQ_INT((int)r->nfindings, 2);
     WT_EQ_STR(r->findings[0].kpi, "job_joules_per_sample");
+    WT_EQ_STR(r->findings[1].kpi, "job_energy_to_target_joules");
+    WT_EQ_INT(r->findings[1].change, 0);
+    WT_NEAR(r->findings[1].after / r->findings[1].before, 1.10, 0.015);
+    WT_CONTAINS(r->findings[1].text, "J to target (jobs) +");
     WT_EQ_INT(r->findings[0].change, 0);
     WT_NEAR(r->findings[0].after / r->findings[0].before, 1.10, 0.015);
     WT_CONTAINS(r->findings[0].text, "J/sample (jobs) +");
