@@ -132,8 +132,9 @@ static void write_store(const char *path, int64_t drop_from, int change)
     wt_store_close(st);
 }
 
-/* The review of week_start over the store at path, with the default configuration. */
-static void review(const char *path, int64_t week_start, struct wt_review *r)
+/* The review of week_start over the store at path, with the configuration yaml (NULL: the
+ * defaults). */
+static void review_with(const char *path, const char *yaml, int64_t week_start, struct wt_review *r)
 {
     struct wt_config cfg;
     struct wt_topology *t = NULL;
@@ -141,6 +142,8 @@ static void review(const char *path, int64_t week_start, struct wt_review *r)
     struct wt_err err = {{0}};
     struct wt_store_opts o = {.create = false};
     wt_config_defaults(&cfg);
+    if (yaml && wt_config_load_string("t.yaml", yaml, strlen(yaml), &cfg, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "config: %s", err.msg);
     WT_EQ_INT(wt_topology_load(&cfg, &t, &err), 0);
     WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
     int rc = wt_review_compute(st, &cfg, t, week_start, 4, r, &err);
@@ -149,6 +152,12 @@ static void review(const char *path, int64_t week_start, struct wt_review *r)
     wt_store_close(st);
     free(t);
     wt_config_free(&cfg);
+}
+
+/* The review of week_start over the store at path, with the default configuration. */
+static void review(const char *path, int64_t week_start, struct wt_review *r)
+{
+    review_with(path, NULL, week_start, r);
 }
 
 static const struct wt_review_kpi *kpi(const struct wt_review *r, const char *key)
@@ -467,6 +476,82 @@ WT_TEST(job_energy_per_sample_regression)
     snprintf(want, sizeof want, "since driver 570.86.15 -> 580.65.06 on %s (",
              r->local_node[0] ? r->local_node : "this node");
     WT_CONTAINS(r->findings[0].text, want);
+    free(r);
+}
+
+/* Five weeks of a site's facility and IT meters (energy counters every STEP): 100 kW of IT at
+ * PUE 1.3 with the day's 1% noise, 10% higher from pue_from on (0: never); and the daemon's
+ * configuration digest, which changes at CHANGE. */
+static void write_site(const char *path, int64_t pue_from)
+{
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    char fac[WT_LABELS_LEN], it[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(fac, sizeof fac, "source", "modbus", "target", "main", "point", "total",
+                        "kind", "meter", NULL),
+              0);
+    WT_EQ_INT(wt_labels(it, sizeof it, "source", "snmp", "target", "ups", "point", "out", "kind",
+                        "ups_output", NULL),
+              0);
+    WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(st, "", START - 60 * S, STEP, "test"), 0);
+    size_t cap = (size_t)((END - START) / STEP + 1) * 3, n = 0;
+    struct wt_reading *r = calloc(cap, sizeof *r);
+    WT_ASSERT(r != NULL);
+    double ef = 1e6, ei = 1e6;
+    for (int64_t t = START; t <= END; t += STEP) {
+        if (t > START) {
+            double pue = 1.3 * (1 + 0.01 * noise(9, (t - STEP - START) / DAY));
+            if (pue_from && t - STEP >= pue_from)
+                pue *= 1.1;
+            ei += 100e3 * (double)(STEP / S);
+            ef += 100e3 * pue * (double)(STEP / S);
+        }
+        put(r, &n, t, WT_M_FAC_ENERGY_J, fac, ef);
+        put(r, &n, t, WT_M_FAC_ENERGY_J, it, ei);
+        put(r, &n, t, WT_M_CONFIG_INFO,
+            t < CHANGE ? "digest=\"00000000000000aa\"" : "digest=\"00000000000000bb\"", 1);
+    }
+    WT_EQ_INT(wt_store_write(st, "", r, n), 0);
+    free(r);
+    wt_store_close(st);
+}
+
+static const char site_yaml[] = "topology:\n"
+                                "  meters:\n"
+                                "    - {target: main, point: total, role: facility_total}\n"
+                                "    - {target: ups, point: out, role: it_total}\n";
+
+WT_TEST(pue_after_config_reload)
+{
+    /* PUE +10% from a configuration reload (a cooling set point, say): the finding names the
+     * reload, site-wide; the same site without the rise has the change and no finding */
+    const char *path = db("site.db");
+    write_site(path, CHANGE);
+    struct wt_review *r = malloc(sizeof *r);
+    WT_ASSERT(r != NULL);
+    review_with(path, site_yaml, W49, r);
+    const struct wt_review_kpi *k = kpi(r, "pue");
+    WT_NEAR(k->band.mean, 1.3, 0.01);
+    WT_EQ_INT(k->band.days, 28);
+    WT_EQ_INT((int)r->nchanges, 1);
+    WT_EQ_STR(r->changes[0].kind, "config");
+    WT_EQ_INT((int)r->nfindings, 1);
+    WT_EQ_STR(r->findings[0].kpi, "pue");
+    WT_EQ_INT(r->findings[0].change, 0);
+    WT_NEAR(r->findings[0].after / r->findings[0].before, 1.10, 0.015);
+    WT_CONTAINS(r->findings[0].text, "PUE +");
+    WT_CONTAINS(r->findings[0].text, "since config 00000000000000aa -> 00000000000000bb");
+    free(r);
+    path = db("site-noise.db");
+    write_site(path, 0);
+    r = malloc(sizeof *r);
+    WT_ASSERT(r != NULL);
+    review_with(path, site_yaml, W49, r);
+    WT_EQ_INT((int)r->nchanges, 1);
+    WT_EQ_INT((int)r->nfindings, 0);
+    WT_EQ_INT(kpi(r, "pue")->verdict, WT_RV_WITHIN);
     free(r);
 }
 
