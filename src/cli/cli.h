@@ -29,6 +29,7 @@ int wt_cmd_report(int argc, char **argv);
 int wt_cmd_doctor(int argc, char **argv);
 int wt_cmd_assess(int argc, char **argv);
 int wt_cmd_inference(int argc, char **argv);
+int wt_cmd_review(int argc, char **argv);
 
 /*
  * ---- options: one table per command form, from which both getopt_long's options and the
@@ -109,6 +110,7 @@ extern const struct wt_cli_form wt_cli_form_report_standard;
 bool wt_cli_report_is_standard(int argc, char **argv);
 int wt_cli_report_standard(int argc, char **argv);
 extern const struct wt_cli_form wt_cli_form_inference;
+extern const struct wt_cli_form wt_cli_form_review;
 extern const struct wt_cli_form wt_cli_form_calibrate;
 extern const struct wt_cli_form wt_cli_form_assess_start, wt_cli_form_assess_status,
     wt_cli_form_assess_report;

@@ -54,4 +54,8 @@ const struct wt_cli_command wt_cli_commands[] = {
      wt_cmd_assess,
      "the guided 72-hour assessment: what can be measured, its coverage, its report",
      {&wt_cli_form_assess_start, &wt_cli_form_assess_status, &wt_cli_form_assess_report}},
+    {"review",
+     wt_cmd_review,
+     "the weekly review: KPIs against the weeks before, change points, regressions",
+     {&wt_cli_form_review}},
     {NULL}};

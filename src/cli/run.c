@@ -25,6 +25,7 @@
 #include "audit/jobs.h"
 #include "audit/kpi.h"
 #include "audit/power_avg.h"
+#include "audit/review.h"
 #include "audit/topology.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
@@ -468,6 +469,7 @@ int wt_cmd_run(int argc, char **argv)
     struct wt_jobs *jobs = NULL;
     struct wt_carbon *carbon = NULL;
     struct wt_kpi_exporter *kpi = NULL;
+    struct wt_review_daemon *review = NULL;
     struct wt_alerts *alerts = NULL;
     struct wt_remote_write *rw = NULL;
     struct wt_kafka *kafka = NULL;
@@ -615,6 +617,11 @@ int wt_cmd_run(int argc, char **argv)
         wt_error("run", "%s", err.msg);
         goto out;
     }
+    /* The configuration's digest and the weekly review file (review.weekly_dir). */
+    if (wt_review_daemon_open(&cfg, hub, &review, &err) != 0) {
+        wt_error("run", "%s", err.msg);
+        goto out;
+    }
 
     /* The listener is bound and serving, the collectors started: systemd may start dependents. */
     notify_status("READY=1", hub, &snap);
@@ -698,6 +705,8 @@ int wt_cmd_run(int argc, char **argv)
                 nbefore = WT_HUB_MAX_COLLECTORS;
             wt_loop_stop(loop);
             loop = NULL;
+            wt_review_daemon_close(review); /* it reads cfg: closed before cfg changes */
+            review = NULL;
             cfg.daemon.interval_ns = next.daemon.interval_ns;
             cfg.daemon.log_level = next.daemon.log_level;
             cfg.daemon.stop_deadline_ns = next.daemon.stop_deadline_ns;
@@ -710,6 +719,8 @@ int wt_cmd_run(int argc, char **argv)
             kpi = NULL;
             if (wt_kpi_exporter_open(&cfg, hub, &kpi, &err) != 0)
                 wt_error("run", "%s; no KPI gauges until the next reload", err.msg);
+            if (wt_review_daemon_open(&cfg, hub, &review, &err) != 0)
+                wt_error("run", "%s; no weekly review until the next reload", err.msg);
             if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;
@@ -729,6 +740,7 @@ out:
     wt_jobs_close(jobs); /* after the server: no request in progress uses it */
     wt_carbon_close(carbon);
     wt_kpi_exporter_close(kpi);
+    wt_review_daemon_close(review);
     wt_loop_stop(loop);
     wt_health_remove_probe(delivery_probe, alerts);
     /* Each close below takes its sink out of the hub first (wt_hub_remove_sink), waiting out a

@@ -6,6 +6,7 @@
 #include "alert/alert.h"
 #include "audit/carbon.h"
 #include "audit/statement.h"
+#include "audit/review.h"
 #include "audit/topology.h"
 #include "collect/inference.h"
 #include "collect/ipmi.h"
@@ -31,5 +32,6 @@ const struct wt_config_section wt_config_sections[] = {
     {"kafka", wt_kafka_config_check},
     {"otlp", wt_otlp_config_check},
     {"statement", wt_stmt_config_check},
+    {"review", wt_review_config_check},
     {NULL, NULL},
 };

@@ -428,6 +428,14 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                                      "How long after its poll's stamp the GPU's energy counter "
                                      "read returned, in seconds (rounded up to 10 us).",
                                      WT_GAUGE},
+    [WT_M_CONFIG_INFO] = {"wattage_config_info",
+                          "1 while the daemon runs the configuration whose file has this digest "
+                          "(FNV-1a 64, hex); a reload with another file starts a new series.",
+                          WT_GAUGE},
+    [WT_M_REVIEW_FINDINGS] = {"wattage_review_findings",
+                              "The findings of the latest weekly review (wattage review) the "
+                              "daemon wrote, per ISO week.",
+                              WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

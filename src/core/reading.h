@@ -185,6 +185,9 @@ enum wt_metric_id {
     WT_M_INF_ENERGY_J, /* counter: the serving GPUs' energy attributed to the target's model */
     /* how long after the poll's stamp a GPU's energy counter read returned (collect/nvml.c) */
     WT_M_GPU_ENERGY_READ_SKEW_S,
+    /* The weekly review (audit/review.h) */
+    WT_M_CONFIG_INFO,     /* 1, + digest: the configuration file the daemon runs */
+    WT_M_REVIEW_FINDINGS, /* week: the findings of the latest weekly review */
     WT_M_COUNT
 };
 

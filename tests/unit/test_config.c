@@ -435,19 +435,15 @@ WT_TEST(nested_wrong_kind)
         "t.yaml:2: collectors: expected a section with keys nvml, rapl, procfs, netdev, snmp, "
         "redfish, "
         "modbus, ipmi, clock, amd, hwmon, not a list");
-    EXPECT_ERR(
-        "- daemon\n",
-        "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
-        "topology, carbon, facility, alerts, remote_write, kafka, otlp, statement) at the top "
-        "of the "
-        "file (got a list)");
-    EXPECT_ERR(
-        "hello\n",
-        "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
-        "topology, carbon, facility, alerts, remote_write, kafka, otlp, statement) at the top "
-        "of the "
-        "file (got "
-        "\"hello\")");
+    EXPECT_ERR("- daemon\n",
+               "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp, statement, review) "
+               "at the top of the file (got a list)");
+    EXPECT_ERR("hello\n",
+               "t.yaml:1: expected sections (daemon, store, collectors, inference, client, "
+               "topology, carbon, facility, alerts, remote_write, kafka, otlp, statement, review) "
+               "at the top of the file (got "
+               "\"hello\")");
     char deep[4 * WT_YAML_MAX_DEPTH + 16] = "";
     for (int i = 0; i < WT_YAML_MAX_DEPTH + 2; i++)
         strcat(deep, "[");
