@@ -39,8 +39,9 @@ static const struct wt_cli_opt stmt_opts[] = {
     {"standard", 'S', "iso30134|eu-eed|enefg",
      "the KPI statement of ISO/IEC 30134, the EU EED (2024/1364) file, or the EnEfG checks"},
     {"schema", 's', "FILE",
-     "eu-eed: the dated schema file of the Annex symbols (default " WT_EU_SCHEMA_DEFAULT
-     "); enefg: the dated table of limits (default " WT_ENEFG_TABLE_DEFAULT ")"},
+     "eu-eed: the dated schema file of the Annex symbols; enefg: the dated table of limits "
+     "(default: eu-eed-2024-1364.v1.schema.json or enefg.v1.json in the directory "
+     "/usr/share/wattage/standards)"},
     {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
