@@ -95,7 +95,7 @@ static const struct field fields[] = {
              16 * SEC,
              "the kernel's maximum error starts near 16 s when nothing disciplines the clock and "
              "is microseconds under PTP: a bound outside 1us..16s warns always or never"),
-    DURATION("daemon.stop_deadline", daemon.stop_deadline_ns, F_ZERO_OFF, "0", 0, 60 * SEC,
+    DURATION("daemon.stop_deadline", daemon.stop_deadline_ns, F_ZERO_OFF, "5s", 0, 60 * SEC,
              "at a stop, remote write, OTLP and Kafka send what is stored for this long at most "
              "(0: not at all, the next start sends it); systemd kills a daemon that takes "
              "longer than TimeoutStopSec (30s in deploy/systemd/wattage.service)"),

@@ -133,7 +133,7 @@ static bool topic_ok(const char *t)
 static int parse_section(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                          struct wt_kafka_config *c)
 {
-    char p[80], q[100];
+    char p[80];
     const struct wt_ynode *n;
     int rc = wt_y_map(g, m, path, keys);
     if (!rc)
@@ -173,24 +173,8 @@ static int parse_section(const struct wt_yget *g, const struct wt_ynode *m, cons
                               &c->max_backoff_ns);
     if (!rc)
         rc = wt_y_duration(g, m, path, "backfill", true, &c->backfill_ns);
-    if (!rc && (n = wt_y_get(m, "match")) != NULL) {
-        wt_y_path(p, sizeof p, path, "match");
-        rc = wt_y_seq(g, n, p);
-        for (size_t i = 0; !rc && i < n->n; i++) {
-            const struct wt_ynode *it = n->child[i];
-            char why[160];
-            wt_y_index(q, sizeof q, p, i);
-            if (c->nsel == WT_RW_MAX_SELECTORS)
-                rc = wt_y_fail(g, it, q, "at most %d selectors", WT_RW_MAX_SELECTORS);
-            else if (it->kind != WT_YNODE_SCALAR)
-                rc = wt_y_fail(g, it, q, "expected a selector such as 'wattage_gpu_*' (got %s)",
-                               wt_ynode_kind_name(it->kind));
-            else if (wt_remote_write_selector_parse(it->value, &c->sel[c->nsel], why, sizeof why))
-                rc = wt_y_fail(g, it, q, "%s", why);
-            else
-                c->nsel++;
-        }
-    }
+    if (!rc)
+        rc = wt_remote_write_match_parse(g, m, path, c->sel, &c->nsel);
     if (!rc && (n = wt_y_get(m, "tls")) != NULL) {
         wt_y_path(p, sizeof p, path, "tls");
         c->tls = true;

@@ -589,11 +589,9 @@ size_t wt_otlp_rejected(const char *body, size_t len, char *msg, size_t n)
 
 struct endpoint {
     struct wt_otlp_endpoint_config cf;
-    struct wt_sender_http http;
+    struct wt_sender_http_ep hep;
     const char *headers[WT_OTLP_MAX_HEADERS + 4];
     struct wt_otlp_encoder *enc;
-    CURL *curl;
-    struct wt_sender_http_state hs;
 };
 
 struct wt_otlp {
@@ -602,45 +600,28 @@ struct wt_otlp {
     size_t n;
 };
 
-static bool keep_series(void *ctx, const char *metric, const char *labels)
+/* The encoder, for the shared HTTP stream (wt_sender_http_ops). */
+static int codec_add(void *owner, const char *metric, const char *labels)
 {
-    const struct endpoint *e = ctx;
-    return wt_remote_write_match(e->cf.ep.sel, e->cf.ep.nsel, metric, labels);
-}
-
-static int add_series(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s,
-                      size_t i)
-{
-    struct endpoint *e = ctx;
-    (void)d;
-    int k = wt_otlp_encoder_add(e->enc, s->metric, s->labels);
+    struct endpoint *e = owner;
+    int k = wt_otlp_encoder_add(e->enc, metric, labels);
     if (k == -EINVAL) {
         /* cannot happen with labels the store wrote; sent without them, indices aligned */
         wt_error(MOD, "endpoint %s: cannot read the labels of series %s{%s}; sending it without",
-                 e->cf.ep.name, s->metric, s->labels);
-        k = wt_otlp_encoder_add(e->enc, s->metric, "");
+                 e->cf.ep.name, metric, labels);
+        k = wt_otlp_encoder_add(e->enc, metric, "");
     }
-    if (k != (int)i)
-        return k < 0 ? k : -EINVAL;
-    return 0;
+    return k;
 }
 
-static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
-                                    const struct wt_cursor_batch *b)
+static int codec_encode(void *owner, const struct wt_cursor_batch *b, const char **body,
+                        size_t *len)
 {
-    struct endpoint *e = ctx;
-    const char *body;
-    size_t len;
-    int rc = wt_otlp_encode(e->enc, b, e->cf.gzip, &body, &len, NULL);
-    if (rc)
-        wt_error(MOD, "endpoint %s: cannot encode %zu samples (%s)", e->cf.ep.name, b->n,
-                 strerror(-rc));
-    else
-        wt_sender_http_deliver(d, &e->hs, e->curl, &e->http, e->headers, b, body, len);
-    return WT_SEND_DONE;
+    struct endpoint *e = owner;
+    return wt_otlp_encode(e->enc, b, e->cf.gzip, body, len, NULL);
 }
 
-static const struct wt_sender_ops otlp_ops = {.add = add_series, .send = send_batch};
+static const struct wt_sender_http_codec codec = {.add = codec_add, .encode = codec_encode};
 
 static const struct wt_sender_family fams[] = {
     {"wattage_otlp_samples_sent_total",
@@ -665,17 +646,7 @@ static const struct wt_sender_family fams[] = {
 
 int wt_otlp_stats(struct wt_otlp *o, size_t i, struct wt_rw_stats *out)
 {
-    struct wt_sender_stats st;
-    if (!o || wt_sender_stats(o->snd, i, &st) != 0)
-        return -ENOENT;
-    *out = (struct wt_rw_stats){.sent = st.c[WT_SENDER_C_SENT],
-                                .failed = st.c[WT_SENDER_C_FAILED],
-                                .dropped = st.c[WT_SENDER_C_DROPPED],
-                                .pending = st.pending,
-                                .requests = st.c[WT_SENDER_C_REQUESTS],
-                                .auth_failures = st.c[WT_SENDER_C_AUTH],
-                                .lag_s = st.lag_s};
-    return 0;
+    return o ? wt_sender_http_stats(o->snd, i, out) : -ENOENT;
 }
 
 bool wt_otlp_built_in(void)
@@ -708,8 +679,8 @@ int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_ot
     if (gethostname(host, sizeof host - 1) != 0 || !host[0])
         snprintf(host, sizeof host, "%s", topo->node);
     o->ep = calloc(oc->n, sizeof *o->ep);
-    rc = o->ep ? wt_sender_open(MOD, "wt-otlp", &otlp_ops, fams, sizeof fams / sizeof fams[0],
-                                oc->n, &o->snd)
+    rc = o->ep ? wt_sender_open(MOD, "wt-otlp", &wt_sender_http_ops, fams,
+                                sizeof fams / sizeof fams[0], oc->n, &o->snd)
                : -ENOMEM;
     if (rc)
         goto done;
@@ -717,19 +688,13 @@ int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_ot
     for (size_t i = 0; i < oc->n; i++) {
         struct endpoint *e = &o->ep[i];
         const struct wt_rw_endpoint_config *c = &e->cf.ep;
-        char secret[512], cursor[160];
+        char cursor[160];
         size_t nh = 0;
         e->cf = oc->ep[i];
-        e->http = (struct wt_sender_http){.url = c->url,
-                                          .bearer_token_file = c->bearer_token_file,
-                                          .username = c->username,
-                                          .password_file = c->password_file,
-                                          .tls_ca = c->tls_ca,
-                                          .tls_cert = c->tls_cert,
-                                          .tls_key = c->tls_key,
-                                          .insecure_skip_verify = c->insecure_skip_verify,
-                                          .timeout_ns = c->timeout_ns,
-                                          .rejected = wt_otlp_rejected};
+        e->hep.codec = &codec;
+        e->hep.owner = e;
+        e->hep.headers = e->headers;
+        e->hep.http.rejected = wt_otlp_rejected;
         e->headers[nh++] = "Content-Type: application/x-protobuf";
         if (e->cf.gzip)
             e->headers[nh++] = "Content-Encoding: gzip";
@@ -738,33 +703,12 @@ int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_ot
             e->headers[nh++] = e->cf.headers[k];
         e->headers[nh] = NULL;
         o->n++;
-        /* a secret that cannot be read is a setup error, named at start */
-        if (c->bearer_token_file[0])
-            rc = wt_sender_read_secret("bearer_token_file", c->bearer_token_file, secret,
-                                       sizeof secret, err);
-        if (!rc && c->username[0])
-            rc = wt_sender_read_secret("basic_auth.password_file", c->password_file, secret,
-                                       sizeof secret, err);
-        explicit_bzero(secret, sizeof secret);
         snprintf(cursor, sizeof cursor, "otlp:%s", c->name);
-        struct wt_sender_dest_config dc = {.name = c->name,
-                                           .cursor = cursor,
-                                           .batch_size = (size_t)c->batch_size,
-                                           .deadline_ns = c->deadline_ns,
-                                           .max_backoff_ns = c->max_backoff_ns,
-                                           .backfill_ns = c->backfill_ns,
-                                           .keep = keep_series,
-                                           .ctx = e};
-        if (!rc)
-            rc = wt_sender_add_dest(o->snd, cfg->store.path, &dc, NULL, err);
+        rc = wt_sender_http_dest(o->snd, cfg->store.path, c, cursor, &e->hep, err);
         if (!rc)
             rc = wt_otlp_encoder_open(host, topo->node, &e->enc);
-        if (!rc && !(e->curl = curl_easy_init()))
-            rc = -ENOMEM;
         if (rc) {
-            char msg[WT_ERR_LEN];
-            snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-            wt_err_set(err, "otlp[%zu] (%s): %s", i, c->name, msg);
+            wt_sender_dest_fail(err, rc, "otlp", i, c->name);
             goto done;
         }
     }
@@ -805,8 +749,7 @@ void wt_otlp_close(struct wt_otlp *o)
     for (size_t i = 0; i < o->n; i++) {
         struct endpoint *e = &o->ep[i];
         wt_otlp_encoder_close(e->enc);
-        if (e->curl)
-            curl_easy_cleanup(e->curl);
+        wt_sender_http_ep_close(&e->hep);
     }
     free(o->ep);
     free(o);

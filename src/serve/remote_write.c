@@ -227,7 +227,7 @@ int wt_remote_write_endpoint_parse(const struct wt_yget *g, const struct wt_ynod
                                    const char *path, const char *const *extra,
                                    struct wt_rw_endpoint_config *e)
 {
-    char p[160], q[200];
+    char p[160];
     const struct wt_ynode *n;
     const char *keys[32];
     size_t nk = 0;
@@ -306,24 +306,33 @@ int wt_remote_write_endpoint_parse(const struct wt_yget *g, const struct wt_ynod
                               &e->max_backoff_ns);
     if (!rc)
         rc = wt_y_duration(g, m, path, "backfill", true, &e->backfill_ns);
-    if (!rc && (n = wt_y_get(m, "match")) != NULL) {
-        wt_y_path(p, sizeof p, path, "match");
-        rc = wt_y_seq(g, n, p);
-        for (size_t i = 0; !rc && i < n->n; i++) {
-            const struct wt_ynode *it = n->child[i];
-            char why[160];
-            wt_y_index(q, sizeof q, p, i);
-            if (e->nsel == WT_RW_MAX_SELECTORS)
-                rc = wt_y_fail(g, it, q, "at most %d selectors", WT_RW_MAX_SELECTORS);
-            else if (it->kind != WT_YNODE_SCALAR)
-                rc = wt_y_fail(g, it, q, "expected a selector such as 'wattage_gpu_*' (got %s)",
-                               wt_ynode_kind_name(it->kind));
-            else if (wt_remote_write_selector_parse(it->value, &e->sel[e->nsel], why, sizeof why) !=
-                     0)
-                rc = wt_y_fail(g, it, q, "%s", why);
-            else
-                e->nsel++;
-        }
+    if (!rc)
+        rc = wt_remote_write_match_parse(g, m, path, e->sel, &e->nsel);
+    return rc;
+}
+
+int wt_remote_write_match_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                                struct wt_rw_selector *sel, size_t *nsel)
+{
+    char p[160], q[200];
+    const struct wt_ynode *n = wt_y_get(m, "match");
+    if (!n)
+        return 0;
+    wt_y_path(p, sizeof p, path, "match");
+    int rc = wt_y_seq(g, n, p);
+    for (size_t i = 0; !rc && i < n->n; i++) {
+        const struct wt_ynode *it = n->child[i];
+        char why[160];
+        wt_y_index(q, sizeof q, p, i);
+        if (*nsel == WT_RW_MAX_SELECTORS)
+            rc = wt_y_fail(g, it, q, "at most %d selectors", WT_RW_MAX_SELECTORS);
+        else if (it->kind != WT_YNODE_SCALAR)
+            rc = wt_y_fail(g, it, q, "expected a selector such as 'wattage_gpu_*' (got %s)",
+                           wt_ynode_kind_name(it->kind));
+        else if (wt_remote_write_selector_parse(it->value, &sel[*nsel], why, sizeof why) != 0)
+            rc = wt_y_fail(g, it, q, "%s", why);
+        else
+            (*nsel)++;
     }
     return rc;
 }
@@ -565,10 +574,8 @@ enum {
 
 struct endpoint {
     struct wt_rw_endpoint_config cf;
-    struct wt_sender_http http;
+    struct wt_sender_http_ep hep;
     struct wt_rw_encoder *enc;
-    CURL *curl;
-    struct wt_sender_http_state hs;
 };
 
 struct wt_remote_write {
@@ -587,43 +594,21 @@ static const char *const rw_headers[] = {
     "Content-Encoding: snappy", "Content-Type: application/x-protobuf",
     "X-Prometheus-Remote-Write-Version: 0.1.0", "Expect:" /* no 100-continue round trip */, NULL};
 
-static bool keep_series(void *ctx, const char *metric, const char *labels)
+/* The encoder, for the shared HTTP stream (wt_sender_http_ops). */
+static int codec_add(void *owner, const char *metric, const char *labels)
 {
-    const struct endpoint *e = ctx;
-    return wt_remote_write_match(e->cf.sel, e->cf.nsel, metric, labels);
+    struct endpoint *e = owner;
+    return wt_remote_write_encoder_add(e->enc, metric, labels);
 }
 
-/* A series the store gained: its label set goes into the encoder. */
-static int add_series(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s,
-                      size_t i)
+static int codec_encode(void *owner, const struct wt_cursor_batch *b, const char **body,
+                        size_t *len)
 {
-    struct endpoint *e = ctx;
-    (void)d;
-    int k = wt_remote_write_encoder_add(e->enc, s->metric, s->labels);
-    if (k != (int)i) {
-        /* cannot happen with labels the store wrote; keep indices aligned anyway */
-        wt_error(MOD, "endpoint %s: cannot encode series %s{%s}", e->cf.name, s->metric, s->labels);
-        return k < 0 ? k : -EINVAL;
-    }
-    return 0;
+    struct endpoint *e = owner;
+    return wt_remote_write_encode(e->enc, b, body, len, NULL);
 }
 
-static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
-                                    const struct wt_cursor_batch *b)
-{
-    struct endpoint *e = ctx;
-    const char *body;
-    size_t len;
-    int rc = wt_remote_write_encode(e->enc, b, &body, &len, NULL);
-    if (rc)
-        wt_error(MOD, "endpoint %s: cannot encode %zu samples (%s)", e->cf.name, b->n,
-                 strerror(-rc));
-    else
-        wt_sender_http_deliver(d, &e->hs, e->curl, &e->http, rw_headers, b, body, len);
-    return WT_SEND_DONE;
-}
-
-static const struct wt_sender_ops rw_ops = {.add = add_series, .send = send_batch};
+static const struct wt_sender_http_codec codec = {.add = codec_add, .encode = codec_encode};
 
 /* ---- /metrics ----------------------------------------------------------------------------- */
 
@@ -650,17 +635,7 @@ static const struct wt_sender_family fams[] = {
 
 int wt_remote_write_stats(struct wt_remote_write *rw, size_t i, struct wt_rw_stats *out)
 {
-    struct wt_sender_stats st;
-    if (!rw || wt_sender_stats(rw->snd, i, &st) != 0)
-        return -ENOENT;
-    *out = (struct wt_rw_stats){.sent = st.c[C_SENT],
-                                .failed = st.c[C_FAILED],
-                                .dropped = st.c[C_DROPPED],
-                                .pending = st.pending,
-                                .requests = st.c[C_REQUESTS],
-                                .auth_failures = st.c[C_AUTH],
-                                .lag_s = st.lag_s};
-    return 0;
+    return rw ? wt_sender_http_stats(rw->snd, i, out) : -ENOENT;
 }
 
 /* ---- life cycle --------------------------------------------------------------------------- */
@@ -686,52 +661,24 @@ int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
     if (rc)
         goto done;
     rw->ep = calloc(rc_cfg->n, sizeof *rw->ep);
-    rc = rw->ep ? wt_sender_open(MOD, "wt-rwrite", &rw_ops, fams, sizeof fams / sizeof fams[0],
-                                 rc_cfg->n, &rw->snd)
+    rc = rw->ep ? wt_sender_open(MOD, "wt-rwrite", &wt_sender_http_ops, fams,
+                                 sizeof fams / sizeof fams[0], rc_cfg->n, &rw->snd)
                 : -ENOMEM;
     if (rc)
         goto done;
     wt_sender_curl_init();
     for (size_t i = 0; i < rc_cfg->n; i++) {
         struct endpoint *e = &rw->ep[i];
-        char secret[512];
         e->cf = rc_cfg->ep[i];
-        e->http = (struct wt_sender_http){.url = e->cf.url,
-                                          .bearer_token_file = e->cf.bearer_token_file,
-                                          .username = e->cf.username,
-                                          .password_file = e->cf.password_file,
-                                          .tls_ca = e->cf.tls_ca,
-                                          .tls_cert = e->cf.tls_cert,
-                                          .tls_key = e->cf.tls_key,
-                                          .insecure_skip_verify = e->cf.insecure_skip_verify,
-                                          .timeout_ns = e->cf.timeout_ns};
+        e->hep.codec = &codec;
+        e->hep.owner = e;
+        e->hep.headers = rw_headers;
         rw->n++;
-        /* a secret that cannot be read is a setup error, named at start */
-        if (e->cf.bearer_token_file[0])
-            rc = wt_sender_read_secret("bearer_token_file", e->cf.bearer_token_file, secret,
-                                       sizeof secret, err);
-        if (!rc && e->cf.username[0])
-            rc = wt_sender_read_secret("basic_auth.password_file", e->cf.password_file, secret,
-                                       sizeof secret, err);
-        explicit_bzero(secret, sizeof secret);
-        struct wt_sender_dest_config dc = {.name = e->cf.name,
-                                           .cursor = e->cf.name,
-                                           .batch_size = (size_t)e->cf.batch_size,
-                                           .deadline_ns = e->cf.deadline_ns,
-                                           .max_backoff_ns = e->cf.max_backoff_ns,
-                                           .backfill_ns = e->cf.backfill_ns,
-                                           .keep = keep_series,
-                                           .ctx = e};
-        if (!rc)
-            rc = wt_sender_add_dest(rw->snd, cfg->store.path, &dc, NULL, err);
+        rc = wt_sender_http_dest(rw->snd, cfg->store.path, &e->cf, e->cf.name, &e->hep, err);
         if (!rc)
             rc = wt_remote_write_encoder_open(topo->node, &e->enc);
-        if (!rc && !(e->curl = curl_easy_init()))
-            rc = -ENOMEM;
         if (rc) {
-            char msg[WT_ERR_LEN];
-            snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-            wt_err_set(err, "remote_write[%zu] (%s): %s", i, e->cf.name, msg);
+            wt_sender_dest_fail(err, rc, "remote_write", i, e->cf.name);
             goto done;
         }
     }
@@ -769,8 +716,7 @@ void wt_remote_write_close(struct wt_remote_write *rw)
     for (size_t i = 0; i < rw->n; i++) {
         struct endpoint *e = &rw->ep[i];
         wt_remote_write_encoder_close(e->enc);
-        if (e->curl)
-            curl_easy_cleanup(e->curl);
+        wt_sender_http_ep_close(&e->hep);
     }
     free(rw->ep);
     free(rw);

@@ -115,6 +115,13 @@ int wt_remote_write_config_check(const char *file, const struct wt_ynode *node, 
  */
 int wt_remote_write_selector_parse(const char *s, struct wt_rw_selector *out, char *why,
                                    size_t whyn) WT_MUST_USE;
+/*
+ * Parses the key match of mapping m (at path; absent: nothing), a list of selectors, appending
+ * them to sel (*n of at most WT_RW_MAX_SELECTORS in use): the streams' one setting of which series
+ * they send. Returns 0 or -EINVAL with g's error naming the item.
+ */
+int wt_remote_write_match_parse(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
+                                struct wt_rw_selector *sel, size_t *n) WT_MUST_USE;
 /* True when the series (metric, canonical labels) is sent under selectors sel[0..n) (n 0: all). */
 bool wt_remote_write_match(const struct wt_rw_selector *sel, size_t n, const char *metric,
                            const char *labels);

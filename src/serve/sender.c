@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/secret.h"
 #include "serve/http.h"
+#include "serve/remote_write.h"
 
 #define REPLY_MAX 512 /* what a receiver's answer may add to a log line */
 
@@ -883,4 +884,115 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
     }
     /* sent or dropped: either way this batch is done */
     (void)wt_sender_ack(d, b);
+}
+
+/* ---- HTTP streams ------------------------------------------------------------------------- */
+
+static bool http_keep(void *ctx, const char *metric, const char *labels)
+{
+    const struct wt_sender_http_ep *ep = ctx;
+    return wt_remote_write_match(ep->sel, ep->nsel, metric, labels);
+}
+
+/* A series the store gained: its label set goes into the encoder. */
+static int http_add(struct wt_sender_dest *d, void *ctx, const struct wt_cursor_series *s, size_t i)
+{
+    struct wt_sender_http_ep *ep = ctx;
+    int k = ep->codec->add(ep->owner, s->metric, s->labels);
+    if (k != (int)i) {
+        /* cannot happen with labels the store wrote; keep indices aligned anyway */
+        wt_error(d->s->mod, "endpoint %s: cannot encode series %s{%s}", ep->name, s->metric,
+                 s->labels);
+        return k < 0 ? k : -EINVAL;
+    }
+    return 0;
+}
+
+static enum wt_send_next http_send(struct wt_sender_dest *d, void *ctx,
+                                   const struct wt_cursor_batch *b)
+{
+    struct wt_sender_http_ep *ep = ctx;
+    const char *body;
+    size_t len;
+    int rc = ep->codec->encode(ep->owner, b, &body, &len);
+    if (rc)
+        wt_error(d->s->mod, "endpoint %s: cannot encode %zu samples (%s)", ep->name, b->n,
+                 strerror(-rc));
+    else
+        wt_sender_http_deliver(d, &ep->hs, ep->curl, &ep->http, ep->headers, b, body, len);
+    return WT_SEND_DONE;
+}
+
+const struct wt_sender_ops wt_sender_http_ops = {.add = http_add, .send = http_send};
+
+int wt_sender_http_dest(struct wt_sender *s, const char *store_path,
+                        const struct wt_rw_endpoint_config *c, const char *cursor,
+                        struct wt_sender_http_ep *ep, struct wt_err *err)
+{
+    char secret[512];
+    int rc = 0;
+    struct wt_sender_http *h = &ep->http;
+    ep->name = c->name;
+    ep->sel = c->sel;
+    ep->nsel = c->nsel;
+    h->url = c->url;
+    h->bearer_token_file = c->bearer_token_file;
+    h->username = c->username;
+    h->password_file = c->password_file;
+    h->tls_ca = c->tls_ca;
+    h->tls_cert = c->tls_cert;
+    h->tls_key = c->tls_key;
+    h->insecure_skip_verify = c->insecure_skip_verify;
+    h->timeout_ns = c->timeout_ns;
+    /* a secret that cannot be read is a setup error, named at start */
+    if (c->bearer_token_file[0])
+        rc = wt_sender_read_secret("bearer_token_file", c->bearer_token_file, secret, sizeof secret,
+                                   err);
+    if (!rc && c->username[0])
+        rc = wt_sender_read_secret("basic_auth.password_file", c->password_file, secret,
+                                   sizeof secret, err);
+    explicit_bzero(secret, sizeof secret);
+    struct wt_sender_dest_config dc = {.name = c->name,
+                                       .cursor = cursor,
+                                       .batch_size = (size_t)c->batch_size,
+                                       .deadline_ns = c->deadline_ns,
+                                       .max_backoff_ns = c->max_backoff_ns,
+                                       .backfill_ns = c->backfill_ns,
+                                       .keep = http_keep,
+                                       .ctx = ep};
+    if (!rc)
+        rc = wt_sender_add_dest(s, store_path, &dc, NULL, err);
+    if (!rc && !(ep->curl = curl_easy_init()))
+        rc = -ENOMEM;
+    return rc;
+}
+
+void wt_sender_http_ep_close(struct wt_sender_http_ep *ep)
+{
+    if (ep->curl)
+        curl_easy_cleanup(ep->curl);
+    ep->curl = NULL;
+}
+
+int wt_sender_dest_fail(struct wt_err *err, int rc, const char *what, size_t i, const char *name)
+{
+    char msg[WT_ERR_LEN];
+    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
+    wt_err_set(err, "%s[%zu] (%s): %s", what, i, name, msg);
+    return rc;
+}
+
+int wt_sender_http_stats(struct wt_sender *s, size_t i, struct wt_rw_stats *out)
+{
+    struct wt_sender_stats st;
+    if (!s || wt_sender_stats(s, i, &st) != 0)
+        return -ENOENT;
+    *out = (struct wt_rw_stats){.sent = st.c[WT_SENDER_C_SENT],
+                                .failed = st.c[WT_SENDER_C_FAILED],
+                                .dropped = st.c[WT_SENDER_C_DROPPED],
+                                .pending = st.pending,
+                                .requests = st.c[WT_SENDER_C_REQUESTS],
+                                .auth_failures = st.c[WT_SENDER_C_AUTH],
+                                .lag_s = st.lag_s};
+    return 0;
 }

@@ -5,7 +5,9 @@
  * pending count and lag, and the self-metric families read from each destination's counters. A
  * transport gives a table of functions (struct wt_sender_ops): which series it sends, what to do
  * with a series seen for the first time (its encoder builds the labels once), and how to send one
- * batch. Over HTTP, wt_sender_post is the one POST (credentials read per request, TLS, headers).
+ * batch. Over HTTP, wt_sender_post is the one POST (credentials read per request, TLS, headers),
+ * and wt_sender_http_ops the whole transport: an HTTP stream (remote write, OTLP) gives only its
+ * encoder (struct wt_sender_http_codec), its headers and its self-metric families.
  *
  * Threads: each destination's thread runs the loop (refresh, read a batch, send, acknowledge);
  * the counters are under the sender's mutex, read by /metrics and the stats functions.
@@ -212,5 +214,57 @@ long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender
                     size_t whyn, char *raw, size_t rawn, size_t *rawlen);
 /* curl_global_init, once per process. */
 void wt_sender_curl_init(void);
+
+/* ---- HTTP streams (remote write, OTLP) ---------------------------------------------------- */
+
+/*
+ * An HTTP stream's encoder, called from the destination's thread with its owner (the
+ * transport's endpoint): add gives the series (metric, labels) the next index and returns it (or
+ * a negative errno); encode packs b into *body, *len (the encoder's buffers, valid until its next
+ * call). Returns 0 or a negative errno.
+ */
+struct wt_sender_http_codec {
+    int (*add)(void *owner, const char *metric, const char *labels);
+    int (*encode)(void *owner, const struct wt_cursor_batch *b, const char **body, size_t *len);
+};
+
+struct wt_rw_endpoint_config;
+struct wt_rw_stats;
+struct wt_rw_selector;
+/*
+ * An HTTP destination, within the transport's endpoint: the transport sets codec, owner, headers
+ * (NULL-terminated) and http.rejected; wt_sender_http_dest the rest. Its destination runs
+ * wt_sender_http_ops: which series (its selectors), a new series into the codec, a batch encoded
+ * and delivered (wt_sender_http_deliver).
+ */
+struct wt_sender_http_ep {
+    const struct wt_sender_http_codec *codec;
+    void *owner;
+    const char *const *headers;
+    struct wt_sender_http http;
+    const char *name;
+    const struct wt_rw_selector *sel;
+    size_t nsel;
+    void *curl; /* a CURL * */
+    struct wt_sender_http_state hs;
+};
+/* The ops of a sender whose destinations are struct wt_sender_http_ep (their ctx). */
+extern const struct wt_sender_ops wt_sender_http_ops;
+/*
+ * Adds the HTTP destination ep from its endpoint settings c (remote write's keys, which OTLP
+ * shares; c must outlive ep, which points into it): fills ep->http but its rejected, reads the
+ * secrets once (one that cannot be read is a setup error, named at start), adds the destination
+ * (its cursor named cursor) and makes ep->curl. Returns 0 or a negative errno with err set.
+ */
+int wt_sender_http_dest(struct wt_sender *s, const char *store_path,
+                        const struct wt_rw_endpoint_config *c, const char *cursor,
+                        struct wt_sender_http_ep *ep, struct wt_err *err) WT_MUST_USE;
+/* Frees what wt_sender_http_dest made (after wt_sender_close); accepts a zeroed ep. */
+void wt_sender_http_ep_close(struct wt_sender_http_ep *ep);
+/* Sets err to "what[i] (name): " and the message err holds (or rc's text); returns rc. */
+int wt_sender_dest_fail(struct wt_err *err, int rc, const char *what, size_t i, const char *name);
+/* The counters of an HTTP stream's destination i (wt_sender_http_deliver's). -ENOENT past the
+ * last or when s is NULL. */
+int wt_sender_http_stats(struct wt_sender *s, size_t i, struct wt_rw_stats *out);
 
 #endif

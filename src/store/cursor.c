@@ -234,15 +234,33 @@ static int batch_room(struct wt_cursor_batch *b, size_t need)
     return 0;
 }
 
-/* Appends up to limit readings of series i after its cursor; sets first/count. */
+/* The first window a series' next readings are looked for in (then 4, 16... times as long). */
+#define WINDOW_NS (10 * WT_NS_PER_S)
+
+/*
+ * Appends up to limit readings of series i after its cursor; sets first/count. They are looked
+ * for in a window after the cursor that grows until it holds limit readings or reaches now: a
+ * read costs the packed ticks rows its window overlaps (each holds every series), so after an
+ * outage a narrow window, about the same for every series of a batch, opens a few rows once for
+ * all of them (the store keeps them opened) instead of every row since the cursor, series after
+ * series. What it returns is what one read up to the end would: the first limit readings.
+ */
 static int read_series(struct wt_cursor *c, size_t i, size_t limit, struct wt_cursor_batch *b)
 {
     int rc = batch_room(b, limit);
     if (rc)
         return rc;
     c->first[i] = b->n;
-    c->buf.n = 0;
-    rc = wt_store_read(c->st, c->s[i].id, c->s[i].acked_ns, INT64_MAX, WT_RD_AFTER, limit, &c->buf);
+    int64_t lo = c->s[i].acked_ns, now = wt_now_real_ns(), w = WINDOW_NS;
+    for (;;) {
+        /* the window's end, or the end of time once it reaches now */
+        int64_t hi = lo < now && w < now - lo ? lo + w : INT64_MAX;
+        c->buf.n = 0;
+        rc = wt_store_read(c->st, c->s[i].id, lo, hi, WT_RD_AFTER, limit, &c->buf);
+        if (rc || c->buf.n >= limit || hi == INT64_MAX)
+            break;
+        w = w < INT64_MAX / 4 ? w * 4 : INT64_MAX;
+    }
     for (size_t k = 0; rc == 0 && k < c->buf.n && k < limit; k++) {
         struct wt_cursor_sample *x = &b->s[b->n++];
         x->series = (uint32_t)i;

@@ -12,6 +12,16 @@
 #                                  with its exact time (ms) and value, labels sorted out as sent
 #                                  (node, exported_node), nothing else arrived; at most
 #                                  MAX_UNSENT readings of a series lie after its cursor.
+#   rw_check_vm VM_URL DB NODE ENDPOINT FILE MAX_UNSENT [--no-duplicates]
+#                                  rw_check_store against VictoriaMetrics: the store is read once,
+#                                  then VM's /api/v1/export of {node=NODE} (into FILE) up to
+#                                  RW_VM_TRIES (30) times, 0.5 s apart, until it matches.
+#                                  VictoriaMetrics 1.79 answers a write before the samples can be
+#                                  searched, /internal/force_flush or not (a sample written just
+#                                  before is missing from an export made at once, there 0.5 s
+#                                  later): what a daemon sent at its stop may be missing from the
+#                                  first export. Bounded by tries, not time: reading the store
+#                                  takes over 30 s on a loaded machine.
 rw_config() {
     local file=$1 node=$2
     shift 2
@@ -35,13 +45,23 @@ rw_caught_up() {
 
 rw_wait_caught_up() { wait_for "$3" rw_caught_up "$1" "$2"; }
 
-rw_check_store() {
+rw_check_store() { RW_CHECK_FETCH= _rw_check "$@"; }
+
+rw_check_vm() {
+    local url=$1
+    shift
+    RW_CHECK_FETCH=$url _rw_check "$1" "$2" "$3" vm "${@:4}"
+}
+
+_rw_check() {
     /usr/bin/python3 - "$@" <<'PY'
-import json, re, sqlite3, sys
+import json, os, re, sqlite3, sys, time, urllib.parse, urllib.request
 sys.path.insert(0, "tests/cli")
 from stored import readings as stored_readings
 db, node, endpoint, fmt, path, max_unsent = sys.argv[1:7]
 nodup = "--no-duplicates" in sys.argv[7:]
+fetch = os.environ.get("RW_CHECK_FETCH", "")
+tries = int(os.environ.get("RW_VM_TRIES", "30")) if fetch else 1
 max_unsent = int(max_unsent)
 pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def unescape(v):
@@ -68,51 +88,71 @@ for sid, metric, labels in con.execute("SELECT id, metric, labels FROM series WH
     rest = [(t // 1000000, v) for t, v in rows if t > cur]
     unsent_max = max(unsent_max, len(rest))
     store[frozenset(lab.items())] = (sent, rest, metric)
-got = {}
-if fmt == "prom":
-    d = json.load(open(path))
-    assert d["status"] == "success", d
-    for s in d["data"]["result"]:
-        got[frozenset(s["metric"].items())] = [(round(float(t) * 1000), float(v))
-                                               for t, v in s["values"]]
-else:
-    for line in open(path):
-        if line.strip():
-            s = json.loads(line)
-            k = frozenset(s["metric"].items())
-            got.setdefault(k, []).extend(zip(s["timestamps"], s["values"]))
-    for k in got:
-        got[k].sort()
 # VictoriaMetrics keeps values as decimals (mantissa and exponent) rounded to 12 significant
 # digits: off by up to half a unit in the 12th digit, 5e-12 of a value whose first digit is 1
 tol = 1e-11 if fmt == "vm" else 0
 def same(a, b):
     return len(a) == len(b) and all(
         x[0] == y[0] and abs(x[1] - y[1]) <= tol * max(abs(x[1]), abs(y[1])) for x, y in zip(a, b))
-problems = []
-n = 0
-for k, (sent, rest, metric) in store.items():
-    g = got.pop(k, [])
-    if nodup and len({t for t, _ in g}) != len(g):
-        problems.append(f"{metric} {dict(k)}: duplicated timestamps")
-    # what arrived: everything acknowledged, maybe some of what followed (in flight at a stop)
-    if not same(g[:len(sent)], sent) or not same(g[len(sent):], rest[:len(g) - len(sent)]):
-        near = lambda x, pool: any(same([x], [y]) for y in pool)
-        miss = [x for x in sent if not near(x, g)][:3]
-        extra = [x for x in g if not near(x, sent) and not near(x, rest)][:3]
-        problems.append(f"{metric} {dict(k)}: {len(g)} arrived, {len(sent)} acknowledged; "
-                        f"missing {miss} extra {extra}")
-    n += len(sent)
-for k in got:
-    problems.append(f"a series the store does not have: {dict(k)}")
+def export():
+    urllib.request.urlopen(fetch + "/internal/force_flush", timeout=30).read()
+    q = urllib.parse.urlencode({"match[]": '{node="%s"}' % node}).encode()
+    with urllib.request.urlopen(fetch + "/api/v1/export", data=q, timeout=60) as r:
+        body = r.read()
+    with open(path, "wb") as f:
+        f.write(body)
+def compare():
+    got = {}
+    if fmt == "prom":
+        d = json.load(open(path))
+        assert d["status"] == "success", d
+        for s in d["data"]["result"]:
+            got[frozenset(s["metric"].items())] = [(round(float(t) * 1000), float(v))
+                                                   for t, v in s["values"]]
+    else:
+        for line in open(path):
+            if line.strip():
+                s = json.loads(line)
+                k = frozenset(s["metric"].items())
+                got.setdefault(k, []).extend(zip(s["timestamps"], s["values"]))
+        for k in got:
+            got[k].sort()
+    problems = []
+    n = 0
+    for k, (sent, rest, metric) in store.items():
+        g = got.pop(k, [])
+        if nodup and len({t for t, _ in g}) != len(g):
+            problems.append(f"{metric} {dict(k)}: duplicated timestamps")
+        # what arrived: everything acknowledged, maybe some of what followed (in flight at a stop)
+        if not same(g[:len(sent)], sent) or not same(g[len(sent):], rest[:len(g) - len(sent)]):
+            near = lambda x, pool: any(same([x], [y]) for y in pool)
+            miss = [x for x in sent if not near(x, g)][:3]
+            extra = [x for x in g if not near(x, sent) and not near(x, rest)][:3]
+            problems.append(f"{metric} {dict(k)}: {len(g)} arrived, {len(sent)} acknowledged; "
+                            f"missing {miss} extra {extra}")
+        n += len(sent)
+    for k in got:
+        problems.append(f"a series the store does not have: {dict(k)}")
+    return problems, n
+for attempt in range(1, tries + 1):
+    if fetch:
+        export()
+    problems, n = compare()
+    if not problems or attempt == tries:
+        break
+    time.sleep(0.5)
+# what the store says, whatever the engine shows: not worth another export
 if unsent_max > max_unsent:
     problems.append(f"{unsent_max} readings of a series were never acknowledged (at most "
                     f"{max_unsent} allowed)")
 if not n:
     problems.append("nothing was sent")
 if problems:
-    sys.exit("\n".join(problems[:10]))
+    # how many problems, then the first ten: which series they hit
+    sys.exit(f"{len(problems)} problems (export {attempt} of {tries}):\n" +
+             "\n".join(problems[:10]))
 print(f"# {len(store)} series, {n} samples arrived exactly as stored; at most {unsent_max} "
-      f"unacknowledged per series", file=sys.stderr)
+      f"unacknowledged per series" + (f" (export {attempt} of {tries})" if fetch else ""),
+      file=sys.stderr)
 PY
 }

@@ -33,7 +33,6 @@ rw_config "$TMP/w.yaml" node-f "$(ep good "$R/ok" "$TMP/right.token")" \
     "$(ep hang "$R/hang")" "$(ep down "http://127.0.0.1:$DOWN/api/v1/write")"
 
 WPORT=$(free_port)
-printf 'daemon:\n  stop_deadline: 5s\n' >>"$TMP/w.yaml" # the drain at stop is opt-in
 bg "$BIN" run -c "$TMP/w.yaml" --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 \
     --log-level debug 2>"$TMP/run.log"
 wpid=$!

@@ -68,7 +68,7 @@ WT_TEST(defaults)
     WT_EQ_INT(c.daemon.align_ticks, true);
     WT_EQ_STR(c.daemon.listen, "127.0.0.1:9747");
     WT_EQ_INT(c.daemon.log_level, WT_LOG_INFO);
-    WT_EQ_INT(c.daemon.stop_deadline_ns, 0);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 5 * WT_NS_PER_S);
     WT_EQ_STR(c.daemon.tls.cert, "");
     WT_EQ_STR(c.daemon.tls.key, "");
     WT_EQ_STR(c.daemon.tls.client_ca, "");
@@ -104,7 +104,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.daemon.interval_ns, 250 * WT_NS_PER_MS);
     WT_EQ_STR(c.daemon.listen, "[::1]:9800");
     WT_EQ_INT(c.daemon.log_level, WT_LOG_DEBUG);
-    WT_EQ_INT(c.daemon.stop_deadline_ns, 5 * WT_NS_PER_S);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 0);
     WT_EQ_STR(c.daemon.tls.cert, "/etc/wattage/tls/cert.pem");
     WT_EQ_STR(c.daemon.tls.key, "/etc/wattage/tls/key.pem");
     WT_EQ_STR(c.daemon.tls.client_ca, "/etc/wattage/tls/ca.pem");
@@ -842,7 +842,7 @@ WT_TEST(align_ticks_reads_and_refuses)
     wt_config_free(&c);
 }
 
-/* daemon.stop_deadline: 0 (nothing sent at stop) by default, a minute at most. */
+/* daemon.stop_deadline: 5 s by default, 0 (nothing sent at stop) allowed, a minute at most. */
 WT_TEST(stop_deadline_reads_and_refuses)
 {
     struct wt_config c;
@@ -864,6 +864,6 @@ WT_TEST(stop_deadline_reads_and_refuses)
         err.msg,
         "t.yaml:2: daemon.stop_deadline: expected a duration from 0 to 1m (got \"2m\", above 1m)");
     WT_CONTAINS(err.msg, "TimeoutStopSec");
-    WT_EQ_INT(c.daemon.stop_deadline_ns, 0);
+    WT_EQ_INT(c.daemon.stop_deadline_ns, 5 * WT_NS_PER_S);
     wt_config_free(&c);
 }

@@ -294,6 +294,54 @@ static void make_store(const char *path, int n)
     wt_store_close(st);
 }
 
+/* The cursor looks for a series' next readings in a window that grows (10 s, then 4 times as
+ * long) up to now and then to the end of time: readings hours or days apart, and one stamped in
+ * the future, come in time order, each once, with dense series beside them. */
+WT_TEST(cursor_finds_readings_far_apart)
+{
+    char path[512];
+    struct wt_err err = {{0}};
+    struct wt_store *st = NULL;
+    struct wt_cursor *c = NULL;
+    struct wt_cursor_batch b = {0};
+    int64_t later = wt_now_real_ns() + 3600 * S;
+    snprintf(path, sizeof path, "%s/far.db", wt_test_dir());
+    WT_EQ_INT(wt_store_open(path, NULL, &st, &err), 0);
+    struct wt_reading r[8] = {
+        rd(WT_M_GPU_POWER_W, "gpu=\"0\"", T0 + 3600 * S, 1),
+        rd(WT_M_GPU_POWER_W, "gpu=\"0\"", T0 + 86400 * S, 2),
+        rd(WT_M_GPU_POWER_W, "gpu=\"0\"", later, 3),
+    };
+    for (int i = 0; i < 5; i++)
+        r[3 + i] = rd(WT_M_GPU_POWER_W, "gpu=\"1\"", T0 + (i + 1) * S, 10 + i);
+    WT_EQ_INT(wt_store_write(st, "", r, 8), 0);
+    wt_store_close(st);
+    WT_EQ_INT(wt_cursor_open(path, "ep", T0, &c, &err), 0);
+    WT_EQ_INT(wt_cursor_refresh(c, NULL, NULL), 2);
+    /* 4 a series: all 3 of gpu 0 (none within 10 s of the cursor), 4 of gpu 1, none after the
+     * horizon (gpu 1's fourth, T0+4s) */
+    bool more = false;
+    WT_EQ_INT(wt_cursor_next(c, 8, &b, &more), 0);
+    WT_ASSERT(more);
+    WT_EQ_INT(b.n, 4);
+    for (size_t k = 0; k < b.n; k++)
+        WT_EQ_INT(b.s[k].t_ns, T0 + (int64_t)(k + 1) * S);
+    WT_EQ_INT(wt_cursor_ack(c, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 8, &b, &more), 0);
+    WT_EQ_INT(b.n, 4);
+    WT_EQ_INT(b.s[0].t_ns, T0 + 3600 * S);
+    WT_EQ_INT(b.s[1].t_ns, T0 + 86400 * S);
+    WT_EQ_INT(b.s[2].t_ns, later);
+    WT_NEAR(b.s[2].v, 3, 0);
+    WT_EQ_INT(b.s[3].t_ns, T0 + 5 * S);
+    WT_EQ_INT(wt_cursor_ack(c, &b), 0);
+    WT_EQ_INT(wt_cursor_next(c, 8, &b, &more), 0);
+    WT_EQ_INT(b.n, 0);
+    WT_ASSERT(!more);
+    wt_cursor_close(c);
+    wt_cursor_batch_free(&b);
+}
+
 static bool only_gpu1(void *ctx, const char *metric, const char *labels)
 {
     (void)ctx;
