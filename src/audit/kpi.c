@@ -191,7 +191,8 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
 
 /*
  * IT energy: it_total meters, else the nodes' walls (pdu_outlet meters, or bmc meters for nodes
- * without outlets), else the nodes' own sensors.
+ * without outlets, or the hwmon wall sensor of nodes without either), else the nodes' own
+ * sensors.
  */
 static int it_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b,
                      struct wt_kpi_energy *e)
@@ -225,11 +226,33 @@ static int it_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b
         if (cov < cmin)
             cmin = cov;
     }
-    if (pdu.meters || bmc.meters) {
+    /* and the nodes' own hwmon wall sensors (ACPI power meters) for nodes without either */
+    struct wt_node_chips *nc = NULL;
+    size_t nn = 0;
+    double hw_j = 0;
+    int hw = 0;
+    if ((rc = wt_meters_chips(c->ms, a, b, NULL, 0, &nc, &nn)) != 0)
+        return rc;
+    for (size_t i = 0; i < nn; i++) {
+        if (!nc[i].wall_series || !node_in_zone(c, nc[i].node, zone))
+            continue;
+        bool metered = false;
+        for (size_t k = 0; k < c->t->nmeters && !metered; k++)
+            metered =
+                per_node(c->t->meters[k].role) && strcmp(c->t->meters[k].node, nc[i].node) == 0;
+        if (metered)
+            continue;
+        hw_j += nc[i].wall_j;
+        hw += nc[i].wall_series;
+        if (nc[i].wall_coverage < cmin)
+            cmin = nc[i].wall_coverage;
+    }
+    free(nc);
+    if (pdu.meters || bmc.meters || hw) {
         memset(e, 0, sizeof *e);
-        e->j = pdu.j + bmc.j;
-        e->meters = pdu.meters + bmc.meters;
-        e->from = "meters";
+        e->j = pdu.j + bmc.j + hw_j;
+        e->meters = pdu.meters + bmc.meters + hw;
+        e->from = pdu.meters || bmc.meters ? "meters" : "hwmon";
         e->role = pdu.meters ? WT_ROLE_PDU_OUTLET : WT_ROLE_BMC;
         e->coverage = cmin;
         e->measured = cmin >= c->t->min_coverage;
@@ -244,6 +267,9 @@ static void describe(const struct wt_kpi_energy *e, char *buf, size_t n)
 {
     if (strcmp(e->from, "meters") == 0)
         snprintf(buf, n, "%s meters (%d), coverage %.0f%%", wt_role_name(e->role), e->meters,
+                 100 * e->coverage);
+    else if (strcmp(e->from, "hwmon") == 0)
+        snprintf(buf, n, "nodes' hwmon wall sensors (%d), coverage %.0f%%", e->meters,
                  100 * e->coverage);
     else if (strcmp(e->from, "node_sensors") == 0)
         snprintf(buf, n, "nodes' own sensors (%d series: GPU, CPU package, DRAM), coverage %.0f%%",
