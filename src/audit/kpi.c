@@ -162,7 +162,8 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
     gpu->from = chips->from = "none";
     double gmin = 1, cmin = 1;
     for (size_t i = 0; i < n; i++) {
-        if (!node_in_zone(c, nc[i].node, zone))
+        /* a node with hwmon meters only (its wall, its supplies) has no chips to count */
+        if (!nc[i].series || !node_in_zone(c, nc[i].node, zone))
             continue;
         chips->j += nc[i].gpu_j + nc[i].cpu_j + nc[i].dram_j;
         chips->meters += nc[i].series;

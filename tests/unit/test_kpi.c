@@ -984,6 +984,30 @@ WT_TEST(a_wall_meter_of_the_topology_comes_before_the_hwmon_wall_and_rapl_before
     free(t);
 }
 
+WT_TEST(a_node_with_hwmon_supplies_only_leaves_the_chips_coverage_alone)
+{
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    WT_EQ_INT(wt_store_open(db_path(), &o, &st, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(st, "", T0 - 60 * S, 10 * S, "test"), 0);
+    gpu(st, "", "0", (struct prof){400, 400});
+    /* another node of the store: its supplies only, no chip and no wall */
+    hwmon(st, "gh-09", "pmbus", "power1", "pin", "psu_in", "counter", 500);
+    struct wt_topology *t = topo_from(grace_yaml);
+    struct wt_kpi_report r;
+    WT_EQ_INT(wt_kpi_compute(st, t, T0, T0 + HOUR, NULL, &r, &err), 0);
+    /* IT energy from the nodes' own sensors: the GPU, fully covered */
+    WT_EQ_STR(r.it.from, "node_sensors");
+    REL(r.it.j, 400.0 * 3600);
+    WT_NEAR(r.it.coverage, 1, 1e-9);
+    WT_ASSERT(r.it.measured);
+    WT_EQ_INT(r.nnodes, 0); /* no wall anywhere: nothing to reconcile */
+    wt_kpi_report_free(&r);
+    wt_store_close(st);
+    free(t);
+}
+
 /* For tests/cli/test_kpi.sh: writes the site where WATTAGE_KPI_SITE_DIR says. */
 WT_TEST(write_site)
 {
