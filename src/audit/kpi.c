@@ -23,6 +23,7 @@
 #include "audit/calibrate.h"
 #include "audit/meters.h"
 #include "audit/reconcile.h"
+#include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/hub.h"
@@ -926,6 +927,29 @@ static void *exporter_main(void *arg)
     return NULL;
 }
 
+/* Whether this node has an hwmon "wall" sensor (an ACPI power meter) that collectors.hwmon
+ * reads: with it, a node without any meter in its topology still reconciles (one scan and poll
+ * of the hwmon tree, at start and reload). */
+static bool hwmon_wall_here(const struct wt_config *cfg)
+{
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    bool yes = false;
+    if (!cfg->collectors.hwmon.enabled || wt_hwmon_collector.open(cfg, &st, &err) != 0)
+        return false;
+    if (wt_hwmon_collector.poll(st, wt_now_real_ns(), &b, &err) == 0)
+        for (size_t i = 0; i < b.len && !yes; i++) {
+            char role[16];
+            yes = b.r[i].metric == WT_M_HWMON_ENERGY_J &&
+                  wt_labels_get(b.r[i].labels, "role", role, sizeof role) == 0 &&
+                  strcmp(role, "wall") == 0;
+        }
+    wt_batch_free(&b);
+    wt_hwmon_collector.close(st);
+    return yes;
+}
+
 int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
                          struct wt_kpi_exporter **out, struct wt_err *err)
 {
@@ -947,7 +971,7 @@ int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
     e->models = calloc(WT_CALIB_MAX_MODELS, sizeof *e->models);
     if (!e->models || wt_calib_model_path(cfg, e->model_path, sizeof e->model_path) != 0)
         e->model_path[0] = 0;
-    if (e->t->nmeters == 0) {
+    if (e->t->nmeters == 0 && !hwmon_wall_here(cfg)) {
         wt_kpi_exporter_close(e);
         return 0;
     }

@@ -2,7 +2,8 @@
 # A node with no PDU, BMC or topology at all, only its own hwmon meters (an ACPI power meter,
 # a PMBus supply's pin and pout) and two GPUs on the fake NVML: the real daemon records them and
 # `wattage kpi` reconciles the chips against the ACPI meter (wall_from "hwmon") with IT energy
-# from it, and gives the supply's conversion loss, each against the values written in the tree.
+# from it, and gives the supply's conversion loss, each against the values written in the tree;
+# the daemon's KPI gauges do the same while it runs.
 . tests/cli/lib.sh
 H=$TMP/sys/sys/class/hwmon
 mkdir -p "$H/hwmon0/device" "$H/hwmon1" "$TMP/proc"
@@ -16,11 +17,26 @@ echo pin >"$H/hwmon1/power1_label"
 echo 1600000000 >"$H/hwmon1/power1_input"
 echo pout1 >"$H/hwmon1/power2_label"
 echo 1500000000 >"$H/hwmon1/power2_input"
-printf 'store:\n  flush_interval: 300ms\ncollectors:\n  procfs:\n    enabled: false\n' >"$TMP/w.yaml"
+# the KPI gauges' window ends the slowest facility collector's interval before now: short ones
+{
+    printf 'store:\n  flush_interval: 300ms\ncollectors:\n  procfs:\n    enabled: false\n'
+    for c in snmp redfish modbus ipmi; do printf '  %s:\n    interval: 500ms\n' $c; done
+    printf 'facility:\n  kpi_window: 2s\n  kpi_interval: 1s\n'
+} >"$TMP/w.yaml"
 t0=$(python3 -c 'import time; print(round(time.time(), 3))')
 export FAKE_NVML_T0=$t0 FAKE_NVML_POWER=300,0,5 FAKE_NVML_GPUS=2
+port=$(free_port)
 WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/w.yaml" --db "$TMP/w.db" --interval 0.2 \
-    --duration 6 --listen "127.0.0.1:$(free_port)" >"$TMP/run.log" 2>&1
+    --duration 9 --listen "127.0.0.1:$port" >"$TMP/run.log" 2>&1 &
+pid=$!
+T_PIDS="$T_PIDS $pid"
+gauge() { curl -s "127.0.0.1:$port/metrics" >"$TMP/m.txt" && grep -q '^wattage_node_unaccounted_power_watts{' "$TMP/m.txt"; }
+check "the daemon's KPI gauges reconcile the node against its ACPI meter, no topology needed" \
+    wait_for 12 gauge
+uw=$(grep '^wattage_node_unaccounted_power_watts{' "$TMP/m.txt" | head -n 1 | awk '{print $2}')
+check "  ... 1500 W wall - 600 W of GPUs: unaccounted $uw W (900 within 3%)" \
+    python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - 900) < 27 else 1)" "${uw:-0}"
+wait "$pid"
 check "the daemon ran" test $? -eq 0
 base=$(stored "$TMP/w.db" wattage_hwmon_power_watts | sort -t, -k1,1g | head -n 1 | cut -d, -f1)
 check "the ACPI meter was stored" test -n "$base"
