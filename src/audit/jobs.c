@@ -957,14 +957,18 @@ static int check_gpus(struct wt_jobs *j, struct rep *r, const cJSON *f, cJSON *g
                        field);
         if (nk) {
             size_t hits = 0, first = 0;
+            unsigned vendors = 0; /* 1 NVIDIA, 2 AMD: of the GPUs it names */
             for (size_t k = 0; k < nk; k++)
-                if (gpu_matches(v, known[k].index, known[k].uuid) && !hits++)
-                    first = k;
+                if (gpu_matches(v, known[k].index, known[k].uuid)) {
+                    vendors |= strcmp(uuid_vendor(known[k].uuid), "amd") == 0 ? 2u : 1u;
+                    if (!hits++)
+                        first = k;
+                }
             const char *vendor, *idx;
             bool is_index = gpu_vendor_index(v, &vendor, &idx);
             if (!hits)
                 return bad(r, 400, field, "%s: no GPU %s on this node", field, v);
-            if (is_index && hits > 1)
+            if (is_index && vendors == 3)
                 return bad(r, 400, field,
                            "%s: GPU %s is both an NVIDIA and an AMD GPU on this node: say "
                            "nvidia:%s or amd:%s, or give its UUID",

@@ -16,10 +16,10 @@
 #include "core/log.h"
 #include "core/reading.h"
 
-/* Pieces of a window for the share over time: long windows get longer pieces. */
 static const struct wt_node_chips *chips_of(const struct wt_node_chips *c, size_t n,
                                             const char *node);
 
+/* Pieces of a window for the share over time: long windows get longer pieces. */
 #define MAX_PIECES 120
 
 void wt_recon_judge(struct wt_recon_node *n, double chips_tolerance, double drift_bound,
