@@ -70,6 +70,7 @@ section cap_release_idle external "$BUILD" "$OUT" cap_release_idle $PY bench/cap
 section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_bench"
 section expo_parse_bench external "$BUILD" "$OUT" expo_parse_bench "$BUILD/bench/expo_parse_bench"
 section hwmon_walk external "$BUILD" "$OUT" hwmon_walk "$BUILD/bench/hwmon_walk"
+section gpu_poll external "$BUILD" "$OUT" gpu_poll "$BUILD/bench/gpu_poll" "$BUILD"
 section energy_eval external "$BUILD" "$OUT" energy_eval "$BUILD/bench/energy_eval"
 section energy_eval_fast external "$BUILD" "$OUT" energy_eval_fast "$BUILD/bench/energy_eval" 1800 1000 0.2
 section energy_eval_irregular external "$BUILD" "$OUT" energy_eval_irregular \

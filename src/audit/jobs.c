@@ -210,6 +210,42 @@ static bool is_gpu_index(const char *s)
     return n > 0 && n < 6 && strspn(s, "0123456789") == n;
 }
 
+/*
+ * A job's GPU: an index ("0": of whichever vendor has it), a vendor's index ("nvidia:0",
+ * "amd:0": a node with both vendors numbers each from 0), or a UUID or its prefix ("GPU-…" for
+ * NVIDIA, "AMD-…" for AMD). *vendor "" when the index names none; the index in idx.
+ */
+static bool gpu_vendor_index(const char *s, const char **vendor, const char **idx)
+{
+    static const char *const vendors[] = {"nvidia", "amd"};
+    for (size_t k = 0; k < 2; k++) {
+        size_t n = strlen(vendors[k]);
+        if (strncmp(s, vendors[k], n) == 0 && s[n] == ':' && is_gpu_index(s + n + 1)) {
+            *vendor = vendors[k];
+            *idx = s + n + 1;
+            return true;
+        }
+    }
+    *vendor = "";
+    *idx = s;
+    return is_gpu_index(s);
+}
+
+/* The vendor of a GPU series from its uuid: the AMD collector's are "AMD-…", NVML's "GPU-…". */
+static const char *uuid_vendor(const char *uuid)
+{
+    return strncmp(uuid, "AMD-", 4) == 0 ? "amd" : "nvidia";
+}
+
+/* Whether GPU selector s is the GPU (index, uuid). */
+static bool gpu_matches(const char *s, const char *index, const char *uuid)
+{
+    const char *vendor, *idx;
+    if (gpu_vendor_index(s, &vendor, &idx))
+        return strcmp(idx, index) == 0 && (!vendor[0] || strcmp(vendor, uuid_vendor(uuid)) == 0);
+    return uuid[0] && strncmp(uuid, s, strlen(s)) == 0;
+}
+
 static void job_free(struct job *jb)
 {
     cJSON_Delete(jb->tags);
@@ -428,7 +464,7 @@ static bool gpu_selected(const struct job *jb, const char *labels)
         const char *s = cJSON_GetStringValue(g);
         if (!s)
             continue;
-        if (is_gpu_index(s) ? strcmp(s, gpu) == 0 : uuid[0] && strncmp(uuid, s, strlen(s)) == 0)
+        if (gpu_matches(s, gpu, uuid))
             return true;
     }
     return false;
@@ -484,8 +520,10 @@ static int window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, int
                 break;
             if (wt_labels_get(r->s.labels, "gpu", v, sizeof v) == 0)
                 cJSON_AddStringToObject(o, "gpu", v);
-            if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0)
+            if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0) {
                 cJSON_AddStringToObject(o, "uuid", v);
+                cJSON_AddStringToObject(o, "vendor", uuid_vendor(v));
+            }
             cJSON_AddNumberToObject(o, "energy_joules", r->energy_j);
             cJSON_AddNumberToObject(o, "uncertainty_joules", r->uncertainty_j);
             if (r->sensor_j > 0)
@@ -901,26 +939,48 @@ static int check_gpus(struct wt_jobs *j, struct rep *r, const cJSON *f, cJSON *g
     cJSON_ArrayForEach(g, f)
     {
         char v[96];
+        const char *vd, *ix;
         snprintf(field, sizeof field, "gpus[%d]", i++);
         if (cJSON_IsNumber(g) && g->valuedouble >= 0 && g->valuedouble < 65536 &&
             g->valuedouble == floor(g->valuedouble))
             snprintf(v, sizeof v, "%d", (int)g->valuedouble);
         else if (cJSON_IsString(g) && strlen(g->valuestring) < sizeof v &&
-                 (is_gpu_index(g->valuestring) ||
-                  (strncmp(g->valuestring, "GPU-", 4) == 0 && strlen(g->valuestring) > 4)))
+                 (gpu_vendor_index(g->valuestring, &vd, &ix) ||
+                  ((strncmp(g->valuestring, "GPU-", 4) == 0 ||
+                    strncmp(g->valuestring, "AMD-", 4) == 0) &&
+                   strlen(g->valuestring) > 4)))
             snprintf(v, sizeof v, "%s", g->valuestring);
         else
-            return bad(r, 400, field, "%s: expected a GPU index (0, 1, ...) or a UUID (GPU-…)",
+            return bad(r, 400, field,
+                       "%s: expected a GPU index (0, 1, ...), a vendor's index (nvidia:0, amd:0) "
+                       "or a UUID (GPU-…, AMD-…)",
                        field);
         if (nk) {
-            size_t k;
-            for (k = 0; k < nk; k++) {
-                if (is_gpu_index(v) ? strcmp(v, known[k].index) == 0
-                                    : strncmp(known[k].uuid, v, strlen(v)) == 0)
-                    break;
-            }
-            if (k == nk)
+            size_t hits = 0, first = 0;
+            unsigned vendors = 0; /* 1 NVIDIA, 2 AMD: of the GPUs it names */
+            for (size_t k = 0; k < nk; k++)
+                if (gpu_matches(v, known[k].index, known[k].uuid)) {
+                    vendors |= strcmp(uuid_vendor(known[k].uuid), "amd") == 0 ? 2u : 1u;
+                    if (!hits++)
+                        first = k;
+                }
+            const char *vendor, *idx;
+            bool is_index = gpu_vendor_index(v, &vendor, &idx);
+            if (!hits)
                 return bad(r, 400, field, "%s: no GPU %s on this node", field, v);
+            if (is_index && vendors == 3)
+                return bad(r, 400, field,
+                           "%s: GPU %s is both an NVIDIA and an AMD GPU on this node: say "
+                           "nvidia:%s or amd:%s, or give its UUID",
+                           field, v, idx, idx);
+            /* a vendor's index that only one GPU has is that index: "nvidia:0" is "0" */
+            if (is_index && vendor[0]) {
+                bool alone = true;
+                for (size_t k = 0; k < nk; k++)
+                    alone = alone && (k == first || strcmp(known[k].index, idx) != 0);
+                if (alone)
+                    memmove(v, idx, strlen(idx) + 1);
+            }
         }
         if (!cJSON_AddItemToArray(gpus, cJSON_CreateString(v)))
             return -ENOMEM;

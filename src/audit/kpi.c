@@ -23,6 +23,7 @@
 #include "audit/calibrate.h"
 #include "audit/meters.h"
 #include "audit/reconcile.h"
+#include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/hub.h"
@@ -162,7 +163,8 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
     gpu->from = chips->from = "none";
     double gmin = 1, cmin = 1;
     for (size_t i = 0; i < n; i++) {
-        if (!node_in_zone(c, nc[i].node, zone))
+        /* a node with hwmon meters only (its wall, its supplies) has no chips to count */
+        if (!nc[i].series || !node_in_zone(c, nc[i].node, zone))
             continue;
         chips->j += nc[i].gpu_j + nc[i].cpu_j + nc[i].dram_j;
         chips->meters += nc[i].series;
@@ -191,7 +193,8 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
 
 /*
  * IT energy: it_total meters, else the nodes' walls (pdu_outlet meters, or bmc meters for nodes
- * without outlets), else the nodes' own sensors.
+ * without outlets, or the hwmon wall sensor of nodes without either), else the nodes' own
+ * sensors.
  */
 static int it_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b,
                      struct wt_kpi_energy *e)
@@ -225,11 +228,33 @@ static int it_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b
         if (cov < cmin)
             cmin = cov;
     }
-    if (pdu.meters || bmc.meters) {
+    /* and the nodes' own hwmon wall sensors (ACPI power meters) for nodes without either */
+    struct wt_node_chips *nc = NULL;
+    size_t nn = 0;
+    double hw_j = 0;
+    int hw = 0;
+    if ((rc = wt_meters_chips(c->ms, a, b, NULL, 0, &nc, &nn)) != 0)
+        return rc;
+    for (size_t i = 0; i < nn; i++) {
+        if (!nc[i].wall_series || !node_in_zone(c, nc[i].node, zone))
+            continue;
+        bool metered = false;
+        for (size_t k = 0; k < c->t->nmeters && !metered; k++)
+            metered =
+                per_node(c->t->meters[k].role) && strcmp(c->t->meters[k].node, nc[i].node) == 0;
+        if (metered)
+            continue;
+        hw_j += nc[i].wall_j;
+        hw += nc[i].wall_series;
+        if (nc[i].wall_coverage < cmin)
+            cmin = nc[i].wall_coverage;
+    }
+    free(nc);
+    if (pdu.meters || bmc.meters || hw) {
         memset(e, 0, sizeof *e);
-        e->j = pdu.j + bmc.j;
-        e->meters = pdu.meters + bmc.meters;
-        e->from = "meters";
+        e->j = pdu.j + bmc.j + hw_j;
+        e->meters = pdu.meters + bmc.meters + hw;
+        e->from = pdu.meters || bmc.meters ? "meters" : "hwmon";
         e->role = pdu.meters ? WT_ROLE_PDU_OUTLET : WT_ROLE_BMC;
         e->coverage = cmin;
         e->measured = cmin >= c->t->min_coverage;
@@ -244,6 +269,9 @@ static void describe(const struct wt_kpi_energy *e, char *buf, size_t n)
 {
     if (strcmp(e->from, "meters") == 0)
         snprintf(buf, n, "%s meters (%d), coverage %.0f%%", wt_role_name(e->role), e->meters,
+                 100 * e->coverage);
+    else if (strcmp(e->from, "hwmon") == 0)
+        snprintf(buf, n, "nodes' hwmon wall sensors (%d), coverage %.0f%%", e->meters,
                  100 * e->coverage);
     else if (strcmp(e->from, "node_sensors") == 0)
         snprintf(buf, n, "nodes' own sensors (%d series: GPU, CPU package, DRAM), coverage %.0f%%",
@@ -899,6 +927,29 @@ static void *exporter_main(void *arg)
     return NULL;
 }
 
+/* Whether this node has an hwmon "wall" sensor (an ACPI power meter) that collectors.hwmon
+ * reads: with it, a node without any meter in its topology still reconciles (one scan and poll
+ * of the hwmon tree, at start and reload). */
+static bool hwmon_wall_here(const struct wt_config *cfg)
+{
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    bool yes = false;
+    if (!cfg->collectors.hwmon.enabled || wt_hwmon_collector.open(cfg, &st, &err) != 0)
+        return false;
+    if (wt_hwmon_collector.poll(st, wt_now_real_ns(), &b, &err) == 0)
+        for (size_t i = 0; i < b.len && !yes; i++) {
+            char role[16];
+            yes = b.r[i].metric == WT_M_HWMON_ENERGY_J &&
+                  wt_labels_get(b.r[i].labels, "role", role, sizeof role) == 0 &&
+                  strcmp(role, "wall") == 0;
+        }
+    wt_batch_free(&b);
+    wt_hwmon_collector.close(st);
+    return yes;
+}
+
 int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
                          struct wt_kpi_exporter **out, struct wt_err *err)
 {
@@ -920,7 +971,7 @@ int wt_kpi_exporter_open(const struct wt_config *cfg, struct wt_hub *hub,
     e->models = calloc(WT_CALIB_MAX_MODELS, sizeof *e->models);
     if (!e->models || wt_calib_model_path(cfg, e->model_path, sizeof e->model_path) != 0)
         e->model_path[0] = 0;
-    if (e->t->nmeters == 0) {
+    if (e->t->nmeters == 0 && !hwmon_wall_here(cfg)) {
         wt_kpi_exporter_close(e);
         return 0;
     }

@@ -462,6 +462,8 @@ static struct wt_node_chips *node_slot(struct wt_node_chips **arr, size_t *n, co
     memset(&na[*n], 0, sizeof na[*n]);
     snprintf(na[*n].node, sizeof na[*n].node, "%s", name);
     na[*n].coverage = 1;
+    na[*n].wall_coverage = 1;
+    na[*n].psu_coverage = 1;
     return &na[(*n)++];
 }
 
@@ -469,10 +471,42 @@ static struct wt_node_chips *node_slot(struct wt_node_chips **arr, size_t *n, co
 struct chip {
     struct wt_series_info s;
     const char *node; /* the store's node, "" named t->node */
-    int which;        /* 0 GPU, 1 CPU package, 2 DRAM */
+    int which;        /* 0 GPU, 1 CPU package, 2 DRAM, 3 wall, 4 psu_in, 5 psu_out (CHIP_*) */
+    bool hwmon;       /* a hwmon sensor (collect/hwmon.h) */
     int alt;          /* a GPU counter's integrated series (index), or -1 */
     bool skip;        /* an integrated series whose GPU has a counter: used through it */
 };
+
+enum { CHIP_GPU, CHIP_CPU, CHIP_DRAM, CHIP_WALL, CHIP_PSU_IN, CHIP_PSU_OUT };
+
+/* Which figure a hwmon energy series feeds, from its role; -1: none (module, the rails, the GPUs
+ * the GPU collectors read, other). */
+static int hwmon_which(const char *labels)
+{
+    char role[16];
+    if (wt_labels_get(labels, "role", role, sizeof role) != 0)
+        return -1;
+    return strcmp(role, "wall") == 0      ? CHIP_WALL
+           : strcmp(role, "cpu") == 0     ? CHIP_CPU
+           : strcmp(role, "psu_in") == 0  ? CHIP_PSU_IN
+           : strcmp(role, "psu_out") == 0 ? CHIP_PSU_OUT
+                                          : -1;
+}
+
+int wt_meters_has_hwmon_wall(struct wt_store *st, bool *yes)
+{
+    struct wt_series_info *si = NULL;
+    size_t ns = 0;
+    struct wt_err err = {{0}};
+    *yes = false;
+    int rc = wt_store_series(st, "wattage_hwmon_energy_joules_total", false, &si, &ns, &err);
+    if (rc)
+        return rc == -ENOMEM ? rc : -EIO;
+    for (size_t i = 0; i < ns && !*yes; i++)
+        *yes = hwmon_which(si[i].labels) == CHIP_WALL;
+    free(si);
+    return 0;
+}
 
 static bool gpu_key_eq(const struct wt_series_info *x, const struct wt_series_info *y)
 {
@@ -500,9 +534,14 @@ static int chips_resolve(struct wt_meter_set *ms)
     }
     for (size_t i = 0; i < ns; i++) {
         int which;
+        bool hw = false;
         char d[32];
         if (wt_metric_is_gpu_energy(si[i].metric)) {
             which = 0;
+        } else if (strcmp(si[i].metric, "wattage_hwmon_energy_joules_total") == 0) {
+            if ((which = hwmon_which(si[i].labels)) < 0)
+                continue;
+            hw = true;
         } else if (strcmp(si[i].metric, "wattage_cpu_energy_joules_total") == 0 &&
                    wt_labels_get(si[i].labels, "domain", d, sizeof d) == 0) {
             if (strcmp(d, "package") == 0)
@@ -517,9 +556,19 @@ static int chips_resolve(struct wt_meter_set *ms)
         struct chip *c = &ms->chips[ms->nchips++];
         c->s = si[i];
         c->which = which;
+        c->hwmon = hw;
         c->alt = -1;
     }
     free(si);
+    /* a node's CPU from hwmon (Grace) only where it has no RAPL package */
+    for (size_t i = 0; i < ms->nchips; i++) {
+        struct chip *c = &ms->chips[i];
+        if (!c->hwmon || c->which != CHIP_CPU)
+            continue;
+        for (size_t k = 0; k < ms->nchips && !c->skip; k++)
+            c->skip = !ms->chips[k].hwmon && ms->chips[k].which == CHIP_CPU &&
+                      strcmp(ms->chips[k].s.node, c->s.node) == 0;
+    }
     /* per GPU the hardware counter, or its integrated series by wt_energy_counter_first (the
      * rule of wt_store_energy) */
     for (size_t i = 0; i < ms->nchips; i++) {
@@ -580,18 +629,41 @@ int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, const char *c
             rc = -ENOMEM;
             break;
         }
-        if (c->which == 0)
+        double cov = win_s > 0 ? cs / win_s : 0;
+        if (cov > 1)
+            cov = 1;
+        if (c->which == CHIP_WALL) {
+            nc->wall_j += e;
+            nc->wall_series++;
+            if (cov < nc->wall_coverage)
+                nc->wall_coverage = cov;
+            continue;
+        }
+        if (c->which == CHIP_PSU_IN || c->which == CHIP_PSU_OUT) {
+            *(c->which == CHIP_PSU_IN ? &nc->psu_in_j : &nc->psu_out_j) += e;
+            nc->psu_series++;
+            if (cov < nc->psu_coverage)
+                nc->psu_coverage = cov;
+            continue;
+        }
+        if (c->which == CHIP_GPU)
             nc->gpu_j += e;
-        else if (c->which == 1)
+        else if (c->which == CHIP_CPU)
             nc->cpu_j += e;
         else
             nc->dram_j += e;
         nc->series++;
-        double cov = win_s > 0 ? cs / win_s : 0;
-        if (cov > 1)
-            cov = 1;
         if (cov < nc->coverage)
             nc->coverage = cov;
+    }
+    /* a node with hwmon meters only has no chips to cover anything */
+    for (size_t i = 0; rc == 0 && i < *n; i++) {
+        if (!(*out)[i].series)
+            (*out)[i].coverage = 0;
+        if (!(*out)[i].wall_series)
+            (*out)[i].wall_coverage = 0;
+        if (!(*out)[i].psu_series)
+            (*out)[i].psu_coverage = 0;
     }
     if (rc) {
         free(*out);

@@ -60,17 +60,32 @@ struct wt_node_chips {
     char node[WT_TOPO_NAME]; /* the store's node "" is named t->node */
     double gpu_j, cpu_j, dram_j;
     int series;
-    double coverage; /* the least covered series' share */
+    double coverage; /* the least covered series' share (0 without series) */
+    /* The node's own hwmon meters (collect/hwmon.h), never among the chips: role "wall" (an ACPI
+     * power meter: the node's wall where no meter of the topology is), and the power supplies'
+     * input and output ("psu_in", "psu_out"). */
+    double wall_j, wall_coverage; /* wall_coverage: the least covered wall sensor's share */
+    int wall_series;
+    double psu_in_j, psu_out_j, psu_coverage;
+    int psu_series;
 };
 
 /*
  * The GPU (per GPU its hardware counter, else its integrated series: the rule of
  * wt_store_energy), CPU package and DRAM (RAPL) energy over [a, b] of the nodes named in
- * nodes[0..nnodes) (NULL: every node), through store/query.h's exact-window query. The series
+ * nodes[0..nnodes) (NULL: every node). A node without RAPL packages takes its CPU from hwmon's
+ * "cpu" role (NVIDIA Grace's "Grace Power Socket N", each socket once): never from "module"
+ * (Grace and the GPU together) nor the "cpu_rail"/"sysio_rail" parts of the socket. The hwmon
+ * "wall", "psu_in" and "psu_out" sensors fill their own fields. Through store/query.h's
+ * exact-window query; the series
  * are listed once per meter set. *out malloc'd. Returns 0, -EIO or -ENOMEM.
  */
 int wt_meters_chips(struct wt_meter_set *ms, int64_t a, int64_t b, const char *const *nodes,
                     size_t nnodes, struct wt_node_chips **out, size_t *n) WT_MUST_USE;
+
+/* Whether the store holds a hwmon sensor of role "wall" (a node that reconciles against its own
+ * ACPI power meter). Returns 0 (*yes set) or -EIO / -ENOMEM. */
+int wt_meters_has_hwmon_wall(struct wt_store *st, bool *yes) WT_MUST_USE;
 
 /* The integral of power readings pts (sorted by time) over [a, b], gaps longer than gap_ns not
  * counted: pure, for tests. */

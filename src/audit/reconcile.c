@@ -16,6 +16,9 @@
 #include "core/log.h"
 #include "core/reading.h"
 
+static const struct wt_node_chips *chips_of(const struct wt_node_chips *c, size_t n,
+                                            const char *node);
+
 /* Pieces of a window for the share over time: long windows get longer pieces. */
 #define MAX_PIECES 120
 
@@ -35,9 +38,11 @@ bool wt_recon_complete(const struct wt_recon_node *n)
            n->chips_coverage >= WT_RECON_FULL_COVERAGE;
 }
 
-/* The node's wall energy over [a, b]: its pdu_outlet meters, else its bmc meters. */
+/* The node's wall energy over [a, b]: its pdu_outlet meters, else its bmc meters, else its own
+ * hwmon wall sensors (own: its entry of wt_meters_chips over [a, b], or NULL). */
 static int wall(struct wt_meter_set *ms, const struct wt_topology *t, const char *node, int64_t a,
-                int64_t b, double *j, double *cov, int *meters, const char **from)
+                int64_t b, const struct wt_node_chips *own, double *j, double *cov, int *meters,
+                const char **from)
 {
     static const enum wt_role order[] = {WT_ROLE_PDU_OUTLET, WT_ROLE_BMC};
     *j = 0;
@@ -64,6 +69,12 @@ static int wall(struct wt_meter_set *ms, const struct wt_topology *t, const char
         }
         if (*meters)
             *cov = cmin;
+    }
+    if (!*meters && own && own->wall_series) {
+        *j = own->wall_j;
+        *cov = own->wall_coverage;
+        *meters = own->wall_series;
+        *from = WT_RECON_WALL_HWMON;
     }
     return 0;
 }
@@ -93,28 +104,41 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
     int rc = 0;
     *out = NULL;
     *n = 0;
-    /* the nodes with wall meters */
-    for (size_t i = 0; i < t->nmeters; i++) {
-        const struct wt_meter *m = &t->meters[i];
-        if (m->role != WT_ROLE_PDU_OUTLET && m->role != WT_ROLE_BMC)
-            continue;
+    /* every node's own sensors: its hwmon wall where it has no wall meter */
+    if ((rc = wt_meters_chips(ms, a, b, NULL, 0, &chips, &nc)) != 0)
+        return rc;
+    /* the nodes with wall meters, then those with a hwmon wall sensor */
+    for (size_t i = 0; i < t->nmeters + nc; i++) {
+        const char *node;
+        if (i < t->nmeters) {
+            const struct wt_meter *m = &t->meters[i];
+            if (m->role != WT_ROLE_PDU_OUTLET && m->role != WT_ROLE_BMC)
+                continue;
+            node = m->node;
+        } else {
+            if (!chips[i - t->nmeters].wall_series)
+                continue;
+            node = chips[i - t->nmeters].node;
+        }
         size_t k = 0;
-        while (k < nr && strcmp(r[k].node, m->node) != 0)
+        while (k < nr && strcmp(r[k].node, node) != 0)
             k++;
         if (k < nr)
             continue;
         struct wt_recon_node *nn = realloc(r, (nr + 1) * sizeof *nn);
         if (!nn) {
-            free(r);
-            return -ENOMEM;
+            rc = -ENOMEM;
+            goto fail;
         }
         r = nn;
         memset(&r[nr], 0, sizeof r[nr]);
-        snprintf(r[nr].node, sizeof r[nr].node, "%s", m->node);
+        snprintf(r[nr].node, sizeof r[nr].node, "%s", node);
         nr++;
     }
-    if (!nr)
+    if (!nr) {
+        free(chips);
         return 0;
+    }
 
     double win_s = (double)(b - a) / 1e9;
     names = calloc(nr, sizeof *names);
@@ -124,20 +148,23 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
     }
     for (size_t k = 0; k < nr; k++)
         names[k] = r[k].node;
-    if ((rc = wt_meters_chips(ms, a, b, names, nr, &chips, &nc)) != 0)
-        goto fail;
     for (size_t k = 0; k < nr; k++) {
         struct wt_recon_node *x = &r[k];
-        if ((rc = wall(ms, t, x->node, a, b, &x->wall_j, &x->wall_coverage, &x->wall_meters,
+        const struct wt_node_chips *c = chips_of(chips, nc, x->node);
+        if ((rc = wall(ms, t, x->node, a, b, c, &x->wall_j, &x->wall_coverage, &x->wall_meters,
                        &x->wall_from)) != 0)
             goto fail;
-        const struct wt_node_chips *c = chips_of(chips, nc, x->node);
         if (c) {
             x->gpu_j = c->gpu_j;
             x->cpu_j = c->cpu_j;
             x->dram_j = c->dram_j;
             x->chip_series = c->series;
             x->chips_coverage = c->coverage;
+            x->psu_series = c->psu_series;
+            x->psu_in_j = c->psu_in_j;
+            x->psu_out_j = c->psu_out_j;
+            x->psu_loss_j = c->psu_in_j - c->psu_out_j;
+            x->psu_loss_share = c->psu_in_j > 0 ? x->psu_loss_j / c->psu_in_j : 0;
         }
         x->chips_j = x->gpu_j + x->cpu_j + x->dram_j;
         x->unaccounted_j = x->wall_j - x->chips_j;
@@ -162,11 +189,11 @@ int wt_recon_compute(struct wt_meter_set *ms, const struct wt_topology *t, int64
             double wj, wc;
             int wm;
             const char *wf;
-            if ((rc = wall(ms, t, x->node, p0, p1, &wj, &wc, &wm, &wf)) != 0)
+            const struct wt_node_chips *c = chips_of(chips, nc, x->node);
+            if ((rc = wall(ms, t, x->node, p0, p1, c, &wj, &wc, &wm, &wf)) != 0)
                 goto fail;
             if (wj <= 0 || wc < t->min_coverage)
                 continue;
-            const struct wt_node_chips *c = chips_of(chips, nc, x->node);
             if (!c || c->coverage < t->min_coverage)
                 continue;
             double cj = c->gpu_j + c->cpu_j + c->dram_j;

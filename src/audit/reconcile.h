@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Chip-vs-wall reconciliation, per node, over a window: the wall (the node's pdu_outlet meters,
- * else its bmc meters) against what its own sensors say (GPUs + CPU packages + DRAM):
+ * else its bmc meters, else its own hwmon "wall" sensor: an ACPI power meter) against what its
+ * own sensors say (GPUs + CPU packages, or Grace sockets, + DRAM; meters.h):
  *
  *   unaccounted energy = wall - chips            (fans, PSU losses, NICs, disks, ...)
  *   unaccounted power  = unaccounted energy / window length
@@ -27,9 +28,13 @@
 
 struct wt_meter_set;
 
+/* wall_from of a node whose wall is its own hwmon "wall" sensor (an ACPI power meter), used only
+ * where the topology has no pdu_outlet or bmc meter for it. */
+#define WT_RECON_WALL_HWMON "hwmon"
+
 struct wt_recon_node {
     char node[WT_TOPO_NAME];
-    const char *wall_from; /* "pdu_outlet" or "bmc" */
+    const char *wall_from; /* "pdu_outlet", "bmc" or "hwmon" (WT_RECON_WALL_HWMON) */
     int wall_meters;
     double wall_j, wall_coverage;
     double gpu_j, cpu_j, dram_j, chips_j;
@@ -39,6 +44,10 @@ struct wt_recon_node {
     int pieces; /* pieces with a share */
     double share_min, share_max;
     bool chips_exceed_wall, share_drift;
+    /* The node's power supplies (hwmon psu_in, psu_out): their conversion loss in - out, and its
+     * share of what they draw (0 without psu_in energy). */
+    int psu_series;
+    double psu_in_j, psu_out_j, psu_loss_j, psu_loss_share;
     /* Against the node's calibration model (wt_recon_apply_models; audit/calibrate.h). */
     bool has_model;
     int64_t model_t_ns;         /* when the model was fitted */

@@ -18,6 +18,7 @@
 #include "audit/carbon.h"
 #include "audit/dark.h"
 #include "audit/jobs.h"
+#include "audit/meters.h"
 #include "audit/report.h"
 #include "audit/schedule.h"
 #include "audit/topology.h"
@@ -793,7 +794,10 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
                     "job show NAME --source` has a job's fleet figures): no job shading, no "
                     "per-epoch energy",
                     source);
-    if (t->nmeters == 0) {
+    bool hw_wall = false;
+    if (t->nmeters == 0 && wt_meters_has_hwmon_wall(st, &hw_wall) != 0)
+        hw_wall = false;
+    if (t->nmeters == 0 && !hw_wall) {
         add_missing(r, "no facility meters in the topology: no PUE, part-load or reconciliation");
     } else if (wt_kpi_compute(st, t, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
         r->have_kpi = true;

@@ -30,8 +30,10 @@
 #include "alert/alert.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
+#include "collect/hwmon.h"
 #include "collect/nvml.h"
 #include "collect/rapl.h"
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/health.h"
 #include "serve/kafka.h"
@@ -323,6 +325,115 @@ static void check_rapl(const struct wt_config *cfg, struct report *r)
                   "no CPU energy: %s", err.msg);
     } else {
         add_check(r, "rapl", NULL, ST_FAIL, NULL, "%s", err.msg);
+    }
+    wt_batch_free(&b);
+    ops->close(st);
+}
+
+/* ---- AMD GPUs (ROCm SMI) and the node's hwmon meters ---- */
+
+static void check_amd(const struct wt_config *cfg, struct report *r)
+{
+    const struct wt_collector_ops *ops = &wt_amd_collector;
+    if (!cfg->collectors.amd.enabled) {
+        add_check(r, "amd", NULL, ST_ABSENT, NULL,
+                  "disabled in the configuration (collectors.amd.enabled)");
+        return;
+    }
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    int rc = ops->open(cfg, &st, &err);
+    if (rc == 0)
+        rc = ops->poll(st, wt_now_real_ns(), &b, &err);
+    if (rc == 0) {
+        size_t gpus = 0, up = 0, counters = 0, power = 0;
+        for (size_t i = 0; i < b.len; i++) {
+            gpus += b.r[i].metric == WT_M_GPU_UP;
+            up += b.r[i].metric == WT_M_GPU_UP && b.r[i].value > 0;
+            counters += b.r[i].metric == WT_M_GPU_ENERGY_J;
+            power += b.r[i].metric == WT_M_GPU_POWER_W;
+        }
+        r->energy = r->energy || counters > 0 || power > 0;
+        cJSON *o = add_check(r, "amd", NULL, up == gpus ? ST_OK : ST_WARN,
+                             up == gpus ? NULL : "see `wattage run`'s log for the calls that fail",
+                             "%zu AMD GPU%s through ROCm SMI (%zu answering): power on %zu, an "
+                             "energy counter on %zu (one per package: a second die or partition "
+                             "has none)",
+                             gpus, gpus == 1 ? "" : "s", up, power, counters);
+        if (o) {
+            cJSON_AddNumberToObject(o, "gpus", (double)gpus);
+            cJSON_AddNumberToObject(o, "answering", (double)up);
+            cJSON_AddNumberToObject(o, "energy_counters", (double)counters);
+        }
+    } else if (rc == -ENOENT) {
+        add_check(r, "amd", NULL, ST_ABSENT, NULL, "no AMD GPU: %s", err.msg);
+    } else {
+        add_check(r, "amd", NULL, ST_WARN,
+                  "install Debian's librocm-smi64-1 (or ROCm's), or name the library in "
+                  "collectors.amd.library",
+                  "AMD GPUs not readable: %s", err.msg);
+    }
+    wt_batch_free(&b);
+    ops->close(st);
+}
+
+static void check_hwmon(const struct wt_config *cfg, struct report *r)
+{
+    static const char *const roles[] = {"wall",   "module",  "cpu", "cpu_rail", "sysio_rail",
+                                        "psu_in", "psu_out", "gpu", "gpu_rail", "other"};
+    enum { NROLES = sizeof roles / sizeof roles[0] };
+    const struct wt_collector_ops *ops = &wt_hwmon_collector;
+    if (!cfg->collectors.hwmon.enabled) {
+        add_check(r, "hwmon", NULL, ST_ABSENT, NULL,
+                  "disabled in the configuration (collectors.hwmon.enabled)");
+        return;
+    }
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch b = {0};
+    int rc = ops->open(cfg, &st, &err);
+    if (rc == 0)
+        rc = ops->poll(st, wt_now_real_ns(), &b, &err);
+    if (rc == 0) {
+        /* a sensor's energy series is its one series on every poll (counted or integrated) */
+        int count[NROLES] = {0};
+        size_t sensors = 0;
+        for (size_t i = 0; i < b.len; i++) {
+            char role[16];
+            if (b.r[i].metric != WT_M_HWMON_ENERGY_J ||
+                wt_labels_get(b.r[i].labels, "role", role, sizeof role) != 0)
+                continue;
+            sensors++;
+            for (size_t k = 0; k < NROLES; k++)
+                if (strcmp(role, roles[k]) == 0)
+                    count[k]++;
+        }
+        char list[256] = "";
+        size_t used = 0;
+        for (size_t k = 0; k < NROLES && used < sizeof list; k++)
+            if (count[k]) {
+                int w = snprintf(list + used, sizeof list - used, "%s%s %d", used ? ", " : "",
+                                 roles[k], count[k]);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        cJSON *o = add_check(
+            r, "hwmon", NULL, ST_OK, NULL, "%zu hwmon power/energy sensor%s (%s)%s", sensors,
+            sensors == 1 ? "" : "s", sensors ? list : "none",
+            count[0] ? ": a node without a PDU or BMC meter reconciles against its wall sensor"
+                     : "");
+        if (o) {
+            cJSON_AddNumberToObject(o, "sensors", (double)sensors);
+            cJSON *ro = cJSON_AddObjectToObject(o, "roles");
+            for (size_t k = 0; ro && k < NROLES; k++)
+                if (count[k])
+                    cJSON_AddNumberToObject(ro, roles[k], count[k]);
+        }
+    } else if (rc == -ENOENT) {
+        add_check(r, "hwmon", NULL, ST_ABSENT, NULL, "no hwmon power or energy sensor: %s",
+                  err.msg);
+    } else {
+        add_check(r, "hwmon", NULL, ST_WARN, NULL, "hwmon sensors not readable: %s", err.msg);
     }
     wt_batch_free(&b);
     ops->close(st);
@@ -635,6 +746,8 @@ int wt_cmd_doctor(int argc, char **argv)
     check_nvml(&cfg, &r);
     check_caps(&cfg, &r);
     check_rapl(&cfg, &r);
+    check_amd(&cfg, &r);
+    check_hwmon(&cfg, &r);
     check_clock(&r);
     check_sources(&cfg, &r);
     check_store(&cfg, db, &r);

@@ -8,7 +8,8 @@
  * exits, prints the job's energy on stderr, and exits with CMD's status (128 + N when a signal
  * N ended it; 127 when CMD cannot be run).
  *
- * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs), else the GPUs on
+ * The job's GPUs: --gpus, else CUDA_VISIBLE_DEVICES (indices or GPU-UUIDs: NVIDIA's) and
+ * ROCR_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES (AMD's; see visible_gpus), else the GPUs on
  * which NVML lists a process of CMD's process tree (CMD and its descendants, from /proc): once a
  * second for the first --detect seconds (default 60) the wrapper asks the daemon's
  * GET /api/v1/gpus/processes; once the set found has stayed the same for 3 checks (or the
@@ -36,6 +37,78 @@
 #include "cli/cli.h"
 
 static volatile sig_atomic_t child_pid;
+
+/* Appends one GPU to list (n bytes): "," between. */
+static void gpu_add(char *list, size_t n, const char *prefix, const char *g, size_t len)
+{
+    size_t used = strlen(list);
+    int w = snprintf(list + used, n - used, "%s%s%.*s", used ? "," : "", prefix, (int)len, g);
+    if (w < 0 || (size_t)w >= n - used)
+        list[used] = '\0'; /* too long: that one is left out */
+}
+
+/* Whether s[0..len) is a device index. */
+static bool is_index(const char *s, size_t len)
+{
+    size_t k = 0;
+    while (k < len && isdigit((unsigned char)s[k]))
+        k++;
+    return len > 0 && k == len;
+}
+
+/*
+ * The job's GPUs from the environment the command runs in (a job's scheduler sets them): CUDA's
+ * indices are NVIDIA's ("nvidia:N"; a GPU-… UUID as it is), ROCm's are AMD's: ROCR_VISIBLE_DEVICES
+ * (indices "amd:N", or UUIDs GPU-<unique id>: wattage's AMD-<unique id>), and
+ * HIP_VISIBLE_DEVICES, indices into what ROCR_VISIBLE_DEVICES leaves (all AMD GPUs without it).
+ * True when any GPU came of them (into out, comma-separated).
+ */
+static bool visible_gpus(const char *cuda, const char *rocr, const char *hip, char *out, size_t n)
+{
+    out[0] = '\0';
+    if (cuda && *cuda && strstr(cuda, "MIG-"))
+        fprintf(stderr, "wattage exec: CUDA_VISIBLE_DEVICES names MIG instances; the job counts "
+                        "every NVIDIA GPU\n");
+    else if (cuda && *cuda)
+        for (const char *p = cuda; *p;) {
+            size_t len = strcspn(p, ",");
+            if (len)
+                gpu_add(out, n, is_index(p, len) ? "nvidia:" : "", p, len);
+            p += len + (p[len] == ',');
+        }
+    /* ROCR's list, each element as a job GPU */
+    char rl[64][48];
+    size_t nr = 0;
+    for (const char *p = rocr ? rocr : ""; *p && nr < 64;) {
+        size_t len = strcspn(p, ",");
+        if (len && len < 40) {
+            if (is_index(p, len))
+                snprintf(rl[nr++], sizeof rl[0], "amd:%.*s", (int)len, p);
+            else if (len > 4 && strncmp(p, "GPU-", 4) == 0)
+                snprintf(rl[nr++], sizeof rl[0], "AMD-%.*s", (int)len - 4, p + 4);
+        }
+        p += len + (p[len] == ',');
+    }
+    if (hip && *hip) {
+        for (const char *p = hip; *p;) {
+            size_t len = strcspn(p, ",");
+            if (is_index(p, len)) {
+                unsigned long k = strtoul(p, NULL, 10);
+                if (rocr && *rocr) {
+                    if (k < nr)
+                        gpu_add(out, n, "", rl[k], strlen(rl[k]));
+                } else {
+                    gpu_add(out, n, "amd:", p, len);
+                }
+            }
+            p += len + (p[len] == ',');
+        }
+    } else {
+        for (size_t k = 0; k < nr; k++)
+            gpu_add(out, n, "", rl[k], strlen(rl[k]));
+    }
+    return out[0] != '\0';
+}
 
 static const int forwarded[] = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 #define NFWD (sizeof forwarded / sizeof forwarded[0])
@@ -285,7 +358,8 @@ static const struct wt_cli_opt exec_opts[] = {
     {"job", 'J', "NAME", "the job's name (default the command's name and the wrapper's pid)"},
     {"tag", 't', "K=V", "a tag of the job", WT_OPT_REPEAT},
     {"gpus", 'g', "LIST",
-     "its GPUs (default CUDA_VISIBLE_DEVICES, else those NVML shows the command on)"},
+     "its GPUs (default CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES, else "
+     "those NVML shows the command on)"},
     {"target", 'x', "M=X", "energy to a target: the first mark with counter M reaching X",
      WT_OPT_REPEAT},
     {"detect", 'D', "S", "look for the command's GPUs during its first S seconds (default 60)"},
@@ -354,16 +428,10 @@ int wt_cmd_exec(int argc, char **argv)
         default_name(cmd[0], namebuf, sizeof namebuf);
         name = namebuf;
     }
-    if (!gpus) {
-        const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
-        if (cvd && *cvd) {
-            if (strstr(cvd, "MIG-"))
-                fprintf(stderr, "wattage exec: CUDA_VISIBLE_DEVICES names MIG instances; the job "
-                                "counts every GPU\n");
-            else
-                gpus = cvd;
-        }
-    }
+    char envgpus[1024];
+    if (!gpus && visible_gpus(getenv("CUDA_VISIBLE_DEVICES"), getenv("ROCR_VISIBLE_DEVICES"),
+                              getenv("HIP_VISIBLE_DEVICES"), envgpus, sizeof envgpus))
+        gpus = envgpus;
 
     /* Whatever happens from here on, the command runs: a monitor must never stop the work it
      * measures. Without a job it says so once. */

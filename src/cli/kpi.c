@@ -21,7 +21,9 @@
  *    "nodes": [{"node", "wall_from", "wall_joules", "wall_coverage", "gpu_joules", "cpu_joules",
  *               "dram_joules", "chips_joules", "chips_coverage", "unaccounted_joules",
  *               "unaccounted_watts", "unaccounted_ratio", "pieces", "share_min", "share_max",
- *               "suspect": ["chips_exceed_wall", "share_drift"]}]}
+ *               "suspect": ["chips_exceed_wall", "share_drift"], and with hwmon PSU sensors
+ *               "psu_in_joules", "psu_out_joules", "psu_loss_joules", "psu_loss_ratio"}]}
+ * wall_from is "pdu_outlet", "bmc" or "hwmon" (the node's ACPI power meter).
  * The KPI lines come from the report's table of rows (wt_kpi_add_row adds one, e.g. CUE).
  */
 #include <cjson/cJSON.h>
@@ -164,6 +166,12 @@ static void print_json(const struct wt_kpi_report *r, const struct wt_clock_warn
         cJSON_AddNumberToObject(o, "chips_joules", x->chips_j);
         cJSON_AddNumberToObject(o, "chips_coverage", x->chips_coverage);
         cJSON_AddNumberToObject(o, "unaccounted_joules", x->unaccounted_j);
+        if (x->psu_series) {
+            cJSON_AddNumberToObject(o, "psu_in_joules", x->psu_in_j);
+            cJSON_AddNumberToObject(o, "psu_out_joules", x->psu_out_j);
+            cJSON_AddNumberToObject(o, "psu_loss_joules", x->psu_loss_j);
+            num_or_null(o, "psu_loss_ratio", x->psu_in_j > 0, x->psu_loss_share);
+        }
         cJSON_AddNumberToObject(o, "unaccounted_watts", x->unaccounted_w);
         num_or_null(o, "unaccounted_ratio", x->wall_j > 0, x->share);
         cJSON_AddNumberToObject(o, "pieces", x->pieces);
@@ -235,6 +243,9 @@ static void print_text(const struct wt_kpi_report *r, const struct wt_clock_warn
         else if (e == &r->gpu && e->meters)
             printf("  %-12s %-22s GPU counters of %d node%s, coverage %.0f%%\n", energies[i].label,
                    v, e->meters, e->meters == 1 ? "" : "s", 100 * e->coverage);
+        else if (strcmp(e->from, "hwmon") == 0)
+            printf("  %-12s %-22s hwmon wall sensors (%d), coverage %.0f%%\n", energies[i].label, v,
+                   e->meters, 100 * e->coverage);
         else if (strcmp(e->from, "node_sensors") == 0)
             printf("  %-12s %-22s node sensors (%d series), coverage %.0f%%\n", energies[i].label,
                    v, e->meters, 100 * e->coverage);
@@ -307,6 +318,9 @@ static void print_text(const struct wt_kpi_report *r, const struct wt_clock_warn
             if (x->share_drift)
                 printf("  SUSPECT: share drifts");
             printf("\n");
+            if (x->psu_series && x->psu_in_j > 0)
+                printf("  %-16s PSU conversion loss %.3f kWh (%.1f%% of the PSUs' input)\n", "",
+                       x->psu_loss_j / 3.6e6, 100 * x->psu_loss_share);
             if (x->has_model) {
                 char md[40];
                 wt_time_format(x->model_t_ns, 0, md, sizeof md);

@@ -268,6 +268,13 @@ static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err
     s->interval_s = -1;
     int rc = wt_labels(s->labels, sizeof s->labels, "chip", chip, "sensor", sensor, "label", label,
                        "role", role, NULL);
+    /* Grace's meters name their socket ("... Power Socket N"): socket="N", to sum one role per
+     * socket or over sockets without parsing labels */
+    const char *sock = strstr(label, " Power Socket ");
+    if (rc == 0 && sock &&
+        (strcmp(role, "module") == 0 || strcmp(role, "cpu") == 0 || strcmp(role, "cpu_rail") == 0 ||
+         strcmp(role, "sysio_rail") == 0))
+        rc = wt_labels_add(s->labels, sizeof s->labels, "socket", sock + strlen(" Power Socket "));
     /* Two PSUs of one driver, two unlabelled meters: the hwmon directory tells them apart. */
     for (size_t i = 0; rc == 0 && i < h->n; i++)
         if (strcmp(h->s[i].labels, s->labels) == 0)

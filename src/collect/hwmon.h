@@ -6,9 +6,10 @@
  * registers its attributes on the ACPI device, so each hwmonN is read in its own directory and
  * then in hwmonN/device.
  *
- *   wattage_hwmon_power_watts{chip,sensor,label,role[,hwmon]}
- *   wattage_hwmon_energy_joules_total{chip,sensor,label,role[,hwmon],method}
- *   wattage_hwmon_average_interval_seconds{chip,sensor,label,role[,hwmon]}
+ *   wattage_hwmon_power_watts{chip,sensor,label,role[,socket][,hwmon]}
+ *   wattage_hwmon_energy_joules_total{chip,sensor,label,role[,socket][,hwmon],method}
+ *   wattage_hwmon_average_interval_seconds{chip,sensor,label,role[,socket][,hwmon]}
+ * socket="N" on Grace's meters ("Module / Grace / CPU / SysIO Power Socket N").
  *
  * method="counter": an energyN_input counter, reset-safe in integer µJ (a decrease is a reset,
  * an increase of more than WT_HWMON_MAX_POWER_UW over the span is refused: new baseline);

@@ -77,7 +77,7 @@ rc=$?
 check "a healthy node: exit 0 ($(tr -d '\n' <"$TMP/ok.err" | head -c 300))" test "$rc" -eq 0
 check "its JSON: ok, no failure, every check there" json "$TMP/ok.json" \
     'd["ok"] is True and d["energy"] is True and d["counts"]["fail"] == 0' \
-    '{x["check"] for x in d["checks"]} == {"nvml","gpu","rapl","clock","source","store","listen","kafka","otlp"}'
+    '{x["check"] for x in d["checks"]} == {"nvml","gpu","rapl","amd","hwmon","clock","source","store","listen","kafka","otlp"}'
 check "NVML: the library, the driver version and the GPU count" json "$TMP/ok.json" \
     'c("nvml")["status"] == "ok" and c("nvml")["driver_version"] == "550.54.15-fake"' \
     'c("nvml")["gpus"] == 2 and c("nvml")["library"].endswith("libnvidia-ml.so.1")'
@@ -211,6 +211,35 @@ check "the nvml check fails with NVML's error" json "$TMP/init.json" \
 FAKE_NVML_INIT_FAIL=1 "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" --json \
     >"$TMP/nodrv.json" 2>/dev/null
 check "no driver loaded: NVML is absent, RAPL still measures (exit 0)" test $? -eq 0
+
+check "no AMD GPU and no hwmon sensor on the fixture: absent, not failed" json "$TMP/ok.json" \
+    'c("amd")["status"] == "absent" and "kfd" in c("amd")["message"]' \
+    'c("hwmon")["status"] == "absent"'
+
+# --- AMD GPUs (the fake ROCm SMI) and hwmon meters: an ACPI power meter, two PMBus rails, Grace
+hw=$TMP/sys/sys/class/hwmon
+mkdir -p "$hw/hwmon0/device" "$hw/hwmon1/device" "$hw/hwmon2/device"
+echo power_meter >"$hw/hwmon0/device/name"
+echo 612000000 >"$hw/hwmon0/device/power1_average"
+echo 1000 >"$hw/hwmon0/device/power1_average_interval"
+echo pmbus >"$hw/hwmon1/name"
+printf 'pin\n' >"$hw/hwmon1/power1_label"
+echo 650000000 >"$hw/hwmon1/power1_input"
+printf 'pout1\n' >"$hw/hwmon1/power2_label"
+echo 600000000 >"$hw/hwmon1/power2_input"
+echo power_meter >"$hw/hwmon2/device/name"
+echo 300000000 >"$hw/hwmon2/device/power1_average"
+echo 'Grace Power Socket 0' >"$hw/hwmon2/device/power1_oem_info"
+WATTAGE_ROCM_SMI_LIBRARY=$PWD/$(dirname "$BIN")/tests/fakes/librocm_smi64.so.1 FAKE_RSMI_GPUS=2 \
+    "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" --json >"$TMP/accel.json" 2>/dev/null
+check "with AMD GPUs and hwmon meters: exit 0" test $? -eq 0
+check "amd: two GPUs answering, each with its energy counter" json "$TMP/accel.json" \
+    'c("amd")["status"] == "ok" and c("amd")["gpus"] == 2 and c("amd")["answering"] == 2' \
+    'c("amd")["energy_counters"] == 2'
+check "hwmon: the sensors by role, and what the wall sensor is for" json "$TMP/accel.json" \
+    'c("hwmon")["status"] == "ok" and c("hwmon")["sensors"] == 4' \
+    'c("hwmon")["roles"] == {"wall": 1, "cpu": 1, "psu_in": 1, "psu_out": 1}' \
+    '"reconciles against its wall sensor" in c("hwmon")["message"]'
 
 check "bad usage: exit 2" bash -c '"$0" doctor extra 2>/dev/null; [[ $? == 2 ]]' "$BIN"
 check "a bad configuration: exit 2" bash -c \

@@ -273,15 +273,23 @@ WT_TEST(hwmon_grace_four_meters_two_sockets)
     WT_EQ_INT(count_role(&b, WT_M_HWMON_POWER_W, "wall"), 0);
     WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W,
                           "chip=\"power_meter\",sensor=\"power1\",label=\"Grace Power Socket "
-                          "1\",role=\"cpu\""),
+                          "1\",role=\"cpu\",socket=\"1\""),
             111.0, 1e-9);
     WT_NEAR(reading_value(&b, WT_M_HWMON_INTERVAL_S,
                           "chip=\"power_meter\",sensor=\"power1\",label=\"Module Power Socket "
-                          "0\",role=\"module\""),
+                          "0\",role=\"module\",socket=\"0\""),
             0.05, 1e-12);
-    /* the OEM strings tell the meters apart: no hwmon label needed */
+    /* the OEM strings tell the meters apart: no hwmon label needed; each names its socket */
     for (size_t i = 0; i < b.len; i++)
         WT_ASSERT(strstr(b.r[i].labels, "hwmon=") == NULL);
+    for (int sock = 0; sock < 2; sock++) {
+        char want[16];
+        snprintf(want, sizeof want, "socket=\"%d\"", sock);
+        int k = 0;
+        for (size_t i = 0; i < b.len; i++)
+            k += b.r[i].metric == WT_M_HWMON_POWER_W && strstr(b.r[i].labels, want) != NULL;
+        WT_EQ_INT(k, 4);
+    }
     wt_hwmon_collector.close(st);
     wt_batch_free(&b);
 }

@@ -886,6 +886,128 @@ WT_TEST(the_local_carbon_series_go_into_the_working_store)
     wt_store_close(w);
 }
 
+/* ---- a node's own hwmon meters (collect/hwmon.h) ---- */
+
+/* An hwmon energy series of a sensor: chip, label, role, counted or integrated. */
+static void hwmon(struct wt_store *st, const char *node, const char *chip, const char *sensor,
+                  const char *label, const char *role, const char *method, double w)
+{
+    char lb[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(lb, sizeof lb, "chip", chip, "sensor", sensor, "label", label, "role", role,
+                        "method", method, NULL),
+              0);
+    counter(st, node, WT_M_HWMON_ENERGY_J, lb, (struct prof){w, w}, 1);
+}
+
+/* A Grace Hopper node with its ACPI power meter and PMBus supplies, and no PDU, BMC or RAPL. */
+static const char grace_yaml[] = "topology:\n"
+                                 "  node: gh-01\n"
+                                 "facility:\n"
+                                 "  kpi_window: 1h\n";
+
+static struct wt_store *build_grace(const char *path)
+{
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    WT_EQ_INT(wt_store_open(path, &o, &st, &err), 0);
+    /* polled every 10 s: an integrated series is not a gap between two polls */
+    WT_EQ_INT(wt_store_begin_run(st, "", T0 - 60 * S, 10 * S, "test"), 0);
+    gpu(st, "", "0", (struct prof){400, 400});
+    hwmon(st, "", "power_meter", "power1", "Node Power", "wall", "integrated", 900);
+    /* Module holds the GPU and Grace; the CPU and SysIO rails are parts of Grace */
+    hwmon(st, "", "grace", "power1", "Module Power Socket 0", "module", "counter", 620);
+    hwmon(st, "", "grace", "power2", "Grace Power Socket 0", "cpu", "counter", 200);
+    hwmon(st, "", "grace", "power3", "CPU Power Socket 0", "cpu_rail", "counter", 150);
+    hwmon(st, "", "grace", "power4", "SysIO Power Socket 0", "sysio_rail", "counter", 40);
+    hwmon(st, "", "pmbus", "power1", "pin", "psu_in", "integrated", 950);
+    hwmon(st, "", "pmbus", "power2", "pout", "psu_out", "integrated", 900);
+    /* amdgpu's own hwmon sensor: the GPU collectors' business, never the chips' twice */
+    hwmon(st, "", "amdgpu", "power1", "PPT", "gpu", "integrated", 300);
+    return st;
+}
+
+WT_TEST(a_node_without_wall_meters_reconciles_against_its_hwmon_wall_and_counts_grace_once)
+{
+    struct wt_store *st = build_grace(db_path());
+    struct wt_topology *t = topo_from(grace_yaml);
+    struct wt_kpi_report r;
+    struct wt_err err = {{0}};
+    bool yes = false;
+    WT_EQ_INT(wt_meters_has_hwmon_wall(st, &yes), 0);
+    WT_ASSERT(yes);
+    WT_EQ_INT(wt_kpi_compute(st, t, T0, T0 + HOUR, NULL, &r, &err), 0);
+    WT_EQ_INT(r.nnodes, 1);
+    const struct wt_recon_node *n = node(&r, "gh-01");
+    WT_EQ_STR(n->wall_from, "hwmon");
+    REL(n->wall_j, 900.0 * 3600);
+    WT_NEAR(n->wall_coverage, 1, 1e-9);
+    /* the CPU is Grace's socket total alone: not + module, not + its rails */
+    REL(n->cpu_j, 200.0 * 3600);
+    REL(n->gpu_j, 400.0 * 3600);
+    REL(n->chips_j, 600.0 * 3600);
+    REL(n->unaccounted_w, 300);
+    WT_ASSERT(wt_recon_complete(n));
+    /* the supplies' conversion loss */
+    WT_EQ_INT(n->psu_series, 2);
+    REL(n->psu_loss_j, 50.0 * 3600);
+    REL(n->psu_loss_share, 50.0 / 950);
+    /* IT energy (PUE's and the accelerator share's denominator) from the hwmon wall */
+    WT_EQ_STR(r.it.from, "hwmon");
+    REL(r.it.j, 900.0 * 3600);
+    WT_ASSERT(r.it.measured);
+    REL(row_of(&r, "accelerator_share")->value, 400.0 / 900);
+    wt_kpi_report_free(&r);
+    wt_store_close(st);
+    free(t);
+}
+
+WT_TEST(a_wall_meter_of_the_topology_comes_before_the_hwmon_wall_and_rapl_before_grace)
+{
+    struct wt_store *st = build_site(db_path());
+    /* gpu-01 (this node) also has an ACPI meter and a Grace-like cpu sensor: its PDU outlets and
+     * RAPL packages stay its wall and CPU */
+    hwmon(st, "", "power_meter", "power1", "", "wall", "integrated", 5000);
+    hwmon(st, "", "grace", "power2", "Grace Power Socket 0", "cpu", "counter", 999);
+    struct wt_topology *t = topo_from(site_yaml);
+    struct wt_kpi_report r;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_kpi_compute(st, t, T0, T0 + HOUR, NULL, &r, &err), 0);
+    const struct wt_recon_node *n = node(&r, "gpu-01");
+    WT_EQ_STR(n->wall_from, "pdu_outlet");
+    REL(n->wall_j, 1500.0 * 3600);
+    REL(n->cpu_j, 150.0 * 3600);
+    WT_EQ_INT(n->psu_series, 0);
+    WT_EQ_STR(r.it.from, "meters");
+    wt_kpi_report_free(&r);
+    wt_store_close(st);
+    free(t);
+}
+
+WT_TEST(a_node_with_hwmon_supplies_only_leaves_the_chips_coverage_alone)
+{
+    struct wt_store *st = NULL;
+    struct wt_err err = {{0}};
+    struct wt_store_opts o = {.create = true};
+    WT_EQ_INT(wt_store_open(db_path(), &o, &st, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(st, "", T0 - 60 * S, 10 * S, "test"), 0);
+    gpu(st, "", "0", (struct prof){400, 400});
+    /* another node of the store: its supplies only, no chip and no wall */
+    hwmon(st, "gh-09", "pmbus", "power1", "pin", "psu_in", "counter", 500);
+    struct wt_topology *t = topo_from(grace_yaml);
+    struct wt_kpi_report r;
+    WT_EQ_INT(wt_kpi_compute(st, t, T0, T0 + HOUR, NULL, &r, &err), 0);
+    /* IT energy from the nodes' own sensors: the GPU, fully covered */
+    WT_EQ_STR(r.it.from, "node_sensors");
+    REL(r.it.j, 400.0 * 3600);
+    WT_NEAR(r.it.coverage, 1, 1e-9);
+    WT_ASSERT(r.it.measured);
+    WT_EQ_INT(r.nnodes, 0); /* no wall anywhere: nothing to reconcile */
+    wt_kpi_report_free(&r);
+    wt_store_close(st);
+    free(t);
+}
+
 /* For tests/cli/test_kpi.sh: writes the site where WATTAGE_KPI_SITE_DIR says. */
 WT_TEST(write_site)
 {
