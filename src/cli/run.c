@@ -721,12 +721,11 @@ int wt_cmd_run(int argc, char **argv)
                 wt_error("run", "%s; no KPI gauges until the next reload", err.msg);
             if (wt_review_daemon_open(&cfg, hub, &review, &err) != 0)
                 wt_error("run", "%s; no weekly review until the next reload", err.msg);
-            if (wt_loop_start(&cfg, wt_collectors, hub, 0, &loop, &err) != 0) {
+            /* Targets no longer configured leave /metrics, the status and the health check. */
+            if (wt_loop_restart(&cfg, wt_collectors, hub, 0, before, nbefore, &loop, &err) != 0) {
                 wt_error("run", "%s", err.msg);
                 goto out;
             }
-            /* Targets no longer configured leave /metrics, the status and the health check. */
-            wt_loop_retire_dropped(hub, before, nbefore, loop);
             loop_start = wt_now_mono_ns();
             notify_status("READY=1", hub, &snap);
         }

@@ -323,9 +323,10 @@ out:
     return NULL;
 }
 
-/* Starts one worker thread. Returns 0 or a negative errno with err set. */
-static int start_worker(struct wt_loop *l, const struct wt_collector_ops *ops, long target,
-                        const char *name, int64_t interval_ns, struct wt_err *err)
+/* Registers one worker and its hub slot; its thread starts in spawn_workers. Returns 0 or a
+ * negative errno with err set. */
+static int add_worker(struct wt_loop *l, const struct wt_collector_ops *ops, long target,
+                      const char *name, int64_t interval_ns, struct wt_err *err)
 {
     struct worker *w = &l->workers[l->nworkers];
     w->loop = l;
@@ -338,18 +339,47 @@ static int start_worker(struct wt_loop *l, const struct wt_collector_ops *ops, l
     w->slot = wt_hub_add_collector(l->hub, w->name, w->base_ns);
     if (w->slot < 0)
         return wt_err_set(err, "too many collectors (at %s)", name);
-    int rc = pthread_create(&w->thread, NULL, worker_main, w);
-    if (rc != 0) {
-        wt_err_set(err, "cannot start a thread for %s: %s", name, strerror(rc));
-        return -rc;
-    }
-    w->started = true;
     l->nworkers++;
     return 0;
 }
 
+/* Starts the registered workers' threads. Returns 0 or a negative errno with err set. */
+static int spawn_workers(struct wt_loop *l, struct wt_err *err)
+{
+    for (size_t i = 0; i < l->nworkers; i++) {
+        struct worker *w = &l->workers[i];
+        int rc = pthread_create(&w->thread, NULL, worker_main, w);
+        if (rc != 0) {
+            wt_err_set(err, "cannot start a thread for %s: %s", w->name, strerror(rc));
+            return -rc;
+        }
+        w->started = true;
+    }
+    return 0;
+}
+
+/* Retires the slots in before that l does not use. */
+static void retire_dropped(struct wt_hub *hub, const int *before, size_t nbefore,
+                           const struct wt_loop *l)
+{
+    for (size_t i = 0; i < nbefore; i++) {
+        bool kept = false;
+        for (size_t k = 0; k < l->nworkers && !kept; k++)
+            kept = l->workers[k].slot == before[i];
+        if (!kept)
+            wt_hub_retire(hub, before[i]);
+    }
+}
+
 int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
                   struct wt_hub *hub, int64_t retry_ns, struct wt_loop **out, struct wt_err *err)
+{
+    return wt_loop_restart(cfg, ops, hub, retry_ns, NULL, 0, out, err);
+}
+
+int wt_loop_restart(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
+                    struct wt_hub *hub, int64_t retry_ns, const int *before, size_t nbefore,
+                    struct wt_loop **out, struct wt_err *err)
 {
     struct wt_loop *l = calloc(1, sizeof *l);
     size_t n = 0;
@@ -382,21 +412,29 @@ int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *co
         int64_t interval = wt_config_interval(cfg, cc);
         int rc = 0;
         if (!ops[i]->targets) {
-            rc = start_worker(l, ops[i], -1, ops[i]->name, interval, err);
+            rc = add_worker(l, ops[i], -1, ops[i]->name, interval, err);
         } else {
             struct wt_target t[WT_MAX_TARGETS];
             size_t nt = ops[i]->targets(cfg, t, WT_MAX_TARGETS);
             for (size_t k = 0; k < nt && k < WT_MAX_TARGETS && rc == 0; k++) {
                 char name[32];
                 snprintf(name, sizeof name, "%.7s:%.23s", ops[i]->name, t[k].name);
-                rc = start_worker(l, ops[i], (long)k, name,
-                                  t[k].interval_ns > 0 ? t[k].interval_ns : interval, err);
+                rc = add_worker(l, ops[i], (long)k, name,
+                                t[k].interval_ns > 0 ? t[k].interval_ns : interval, err);
             }
         }
         if (rc != 0) {
             wt_loop_stop(l);
             return rc;
         }
+    }
+    /* Targets no longer configured leave the hub before a new one publishes: no scrape sees
+     * the new target beside the dropped one. */
+    retire_dropped(hub, before, nbefore, l);
+    int rc = spawn_workers(l, err);
+    if (rc != 0) {
+        wt_loop_stop(l);
+        return rc;
     }
     wt_hub_set_edge(hub, request_edge, l);
     *out = l;
@@ -410,18 +448,6 @@ size_t wt_loop_slots(const struct wt_loop *l, int *out, size_t n)
         if (k < n)
             out[k++] = l->workers[i].slot;
     return l ? l->nworkers : 0;
-}
-
-void wt_loop_retire_dropped(struct wt_hub *hub, const int *before, size_t nbefore,
-                            const struct wt_loop *now)
-{
-    for (size_t i = 0; i < nbefore; i++) {
-        bool kept = false;
-        for (size_t k = 0; now && k < now->nworkers && !kept; k++)
-            kept = now->workers[k].slot == before[i];
-        if (!kept)
-            wt_hub_retire(hub, before[i]);
-    }
 }
 
 void wt_loop_stop(struct wt_loop *l)

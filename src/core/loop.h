@@ -37,17 +37,19 @@ struct wt_loop;
 int wt_loop_start(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
                   struct wt_hub *hub, int64_t retry_ns, struct wt_loop **out,
                   struct wt_err *err) WT_MUST_USE;
+/*
+ * For a reload: wt_loop_start, and the slots in before (the old loop's) that the new loop does
+ * not use are retired before any new thread starts, so a target removed from the configuration
+ * has left /metrics, the status and the health check when a new one is first read.
+ */
+int wt_loop_restart(const struct wt_config *cfg, const struct wt_collector_ops *const *ops,
+                    struct wt_hub *hub, int64_t retry_ns, const int *before, size_t nbefore,
+                    struct wt_loop **out, struct wt_err *err) WT_MUST_USE;
 /* Stops every thread promptly, closes the collectors and frees the loop; accepts NULL. */
 void wt_loop_stop(struct wt_loop *l);
 
 /* The hub slots of the loop's threads (up to n into out); returns how many there are. */
 size_t wt_loop_slots(const struct wt_loop *l, int *out, size_t n);
-/*
- * For a reload: retires the slots in before (the old loop's) that the new loop does not use, so a
- * target removed from the configuration leaves /metrics and the health check.
- */
-void wt_loop_retire_dropped(struct wt_hub *hub, const int *before, size_t nbefore,
-                            const struct wt_loop *now);
 
 /* The next interval after a poll: pure, for tests. fails = consecutive failures so far. */
 int64_t wt_loop_next_interval(int64_t base_ns, int fails);
