@@ -470,7 +470,8 @@ for side, t in (("a", "vllm"), ("b", "quiet")):
 tpk = f["generated_tokens_per_kwh"]
 assert tpk["a"] == rows["vllm"]["generated_tokens_per_kwh"], tpk
 assert tpk["b"] == rows["quiet"]["generated_tokens_per_kwh"], tpk
-assert tpk["difference"] == tpk["b"] - tpk["a"], tpk
+# (to the last bits of a double: the JSON prints each figure to 15 digits when that reads back)
+assert abs(tpk["difference"] - (tpk["b"] - tpk["a"])) <= 1e-12 * max(abs(tpk["a"]), abs(tpk["b"])), tpk
 def se(p):
     p = [x for x in p if x is not None]
     return statistics.stdev(p) / math.sqrt(len(p))

@@ -3,8 +3,8 @@
 # wall-clock multiples of the poll interval, here 0.25 s, for the GPU and the host collectors
 # alike, so every node of a fleet samples at the same instants. It checks the phase of the stored
 # stamps (how far past a multiple of the interval each lies), never how long anything took: a
-# poll can only wake late, by scheduling latency, so the median phase is a few ms and nearly every
-# stamp is within 25 ms, where an unaligned daemon keeps the phase of its start, anywhere in
+# poll can only wake late, by scheduling latency, so the median phase is a few ms and three in four
+# stamps at least are within 25 ms, where an unaligned daemon keeps the phase of its start, anywhere in
 # 0..250 ms.
 . tests/cli/lib.sh
 mkdir -p "$TMP/sys"
@@ -23,7 +23,8 @@ ph = sorted(t % iv for t in ts[1:])  # the first poll runs at start, off the gri
 med = ph[len(ph) // 2] / 1e6
 near = sum(p < 25e6 for p in ph)
 print(f"{metric}: {len(ts)} stamps, median phase {med:.2f} ms, {near}/{len(ph)} within 25 ms")
-sys.exit(0 if med < 10 and near >= 0.9 * len(ph) else 1)
+# (a loaded machine wakes a few polls late: 2 of 16 beyond 25 ms were seen beside 5 builds)
+sys.exit(0 if med < 10 and near >= 0.75 * len(ph) else 1)
 PY
 }
 
