@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine client (see promsrc.h): HTTP GET of /api/v1/query with libcurl, the answer parsed
- * with cJSON into sample arrays, and the fleet's energy and job figures from them with the
- * store's own window math.
+ * The engine client (see promsrc.h): form-encoded POSTs to /api/v1/query with libcurl, the
+ * answer parsed with cJSON into sample arrays (series found by a hash of node, name and labels),
+ * and the fleet's energy and job figures from them with the store's own window math. A job's
+ * nodes are kept in a hash by name, and its energy series sorted by node, so each node's figures
+ * read its own series only: nothing here grows with the square of nodes or series.
  */
 #include "store/promsrc.h"
 
@@ -20,8 +22,10 @@
 
 #define MAX_BODY (512u << 20) /* an answer larger than this is refused, not buffered */
 #define LOOKBACK "31d"        /* how far back the job series are looked for */
-#define MAX_NODES 4096
 #define DEFAULT_PAD_NS (30 * WT_NS_PER_S)
+#define DEFAULT_BATCH_NODES 256
+#define MSG_QUERY 160 /* a query is quoted in messages up to this many characters */
+#define MSG_ERROR 200 /* an engine's error: its last characters (the reason comes last) */
 
 struct wt_promsrc {
     char name[512];
@@ -88,6 +92,8 @@ int wt_promsrc_open(const char *source, const struct wt_promsrc_opts *opts, stru
         p->o.timeout_ns = 30 * WT_NS_PER_S;
     if (!p->o.pad_ns)
         p->o.pad_ns = DEFAULT_PAD_NS;
+    if (!p->o.batch_nodes)
+        p->o.batch_nodes = DEFAULT_BATCH_NODES;
     if (p->o.token_file) {
         char tok[512];
         int rc = read_token(p->o.token_file, tok, sizeof tok, err);
@@ -115,7 +121,23 @@ void wt_promsrc_set_free(struct wt_promsrc_set *set)
     for (size_t i = 0; i < set->n; i++)
         free(set->s[i].pts);
     free(set->s);
+    free(set->index);
     memset(set, 0, sizeof *set);
+}
+
+/* ---- string hashing (FNV-1a) and open addressing: slots hold an index + 1, 0 is empty ---- */
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull; /* a separator: ("ab","c") is not ("a","bc") */
+}
+#define HASH_SEED 0xcbf29ce484222325ull
+
+static uint64_t series_hash(const char *node, const char *metric, const char *labels)
+{
+    return hash_str(hash_str(hash_str(HASH_SEED, node), metric), labels);
 }
 
 /* ---- HTTP ---- */
@@ -150,9 +172,10 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* GETs url; *json is the parsed answer (also for a 4xx/5xx with a JSON body). */
-static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON **json,
-                    struct wt_err *err)
+/* POSTs the form body post to url; *json is the parsed answer (also for a 4xx/5xx with a JSON
+ * body). */
+static int post_json(struct wt_promsrc *p, const char *url, const char *post, long *status,
+                     cJSON **json, struct wt_err *err)
 {
     struct body b = {0};
     struct curl_slist *hdr = NULL;
@@ -163,6 +186,8 @@ static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON *
     CURL *c = p->curl;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, post); /* application/x-www-form-urlencoded */
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(post));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(p->o.timeout_ns / 1000000));
@@ -203,10 +228,15 @@ out:
 
 static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
 {
-    struct wt_point *np = realloc(s->pts, (s->n + 1) * sizeof *np);
-    if (!np)
-        return -ENOMEM;
-    s->pts = np;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 64;
+        struct wt_point *grown = realloc(s->pts, nc * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        s->pts = grown;
+        s->cap = nc;
+    }
+    struct wt_point *np = s->pts;
     size_t i = s->n;
     /* answers come in time order; a merge of a second query's range inserts */
     while (i > 0 && np[i - 1].t_ns > t)
@@ -232,11 +262,39 @@ static int parse_sample(const cJSON *pair, int64_t *t, double *v)
     return end == vs->valuestring ? -EINVAL : 0;
 }
 
+/* Puts series i into the index (which has room). */
+static void index_put(struct wt_promsrc_set *set, size_t i)
+{
+    const struct wt_promsrc_series *s = &set->s[i];
+    size_t mask = set->index_cap - 1;
+    size_t h = (size_t)series_hash(s->node, s->metric, s->labels) & mask;
+    while (set->index[h])
+        h = (h + 1) & mask;
+    set->index[h] = i + 1;
+}
+
 static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const char *node,
                                              const char *metric, const char *labels)
 {
-    for (size_t i = 0; i < set->n; i++) {
-        struct wt_promsrc_series *s = &set->s[i];
+    /* the index is rebuilt when it is half full, or when the set grew without it (a caller
+     * that sorted the set frees the index) */
+    if (2 * (set->n + 1) > set->index_cap || !set->index) {
+        size_t nc = set->index_cap ? set->index_cap : 256;
+        while (2 * (set->n + 1) > nc)
+            nc *= 2;
+        size_t *ni = calloc(nc, sizeof *ni);
+        if (!ni)
+            return NULL;
+        free(set->index);
+        set->index = ni;
+        set->index_cap = nc;
+        for (size_t i = 0; i < set->n; i++)
+            index_put(set, i);
+    }
+    size_t mask = set->index_cap - 1;
+    size_t h = (size_t)series_hash(node, metric, labels) & mask;
+    for (; set->index[h]; h = (h + 1) & mask) {
+        struct wt_promsrc_series *s = &set->s[set->index[h] - 1];
         if (!strcmp(s->node, node) && !strcmp(s->metric, metric) && !strcmp(s->labels, labels))
             return s;
     }
@@ -253,6 +311,7 @@ static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const c
     snprintf(s->node, sizeof s->node, "%s", node);
     snprintf(s->metric, sizeof s->metric, "%s", metric);
     snprintf(s->labels, sizeof s->labels, "%s", labels);
+    set->index[h] = set->n;
     return s;
 }
 
@@ -290,33 +349,61 @@ static int add_result(struct wt_promsrc_set *set, const cJSON *r)
     return rc;
 }
 
-int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
-                     struct wt_promsrc_set *set, struct wt_err *err)
+/* promql as messages quote it: its first MSG_QUERY characters (a batch names many nodes). */
+static void query_quote(const char *promql, char *out, size_t n)
 {
+    size_t len = strlen(promql);
+    if (len <= MSG_QUERY)
+        snprintf(out, n, "%s", promql);
+    else
+        snprintf(out, n, "%.*s... (%zu characters)", MSG_QUERY, promql, len);
+}
+
+/* wt_promsrc_query, with the HTTP status of the answer (0: none) for the caller to judge. */
+static int query(struct wt_promsrc *p, const char *promql, int64_t t_ns, struct wt_promsrc_set *set,
+                 long *status, struct wt_err *err)
+{
+    char url[600], shown[MSG_QUERY + 40];
+    *status = 0;
     if (!p->curl && !(p->curl = curl_easy_init()))
         return -ENOMEM;
     char *q = curl_easy_escape(p->curl, promql, 0);
     if (!q)
         return -ENOMEM;
-    size_t n = strlen(p->base) + strlen(q) + 64;
-    char *url = malloc(n);
-    if (!url) {
+    size_t n = strlen(q) + 64;
+    char *body = malloc(n);
+    if (!body) {
         curl_free(q);
         return -ENOMEM;
     }
-    snprintf(url, n, "%s/api/v1/query?query=%s&time=%.3f", p->base, q, (double)t_ns / 1e9);
+    snprintf(body, n, "query=%s&time=%.3f", q, (double)t_ns / 1e9);
     curl_free(q);
-    long status = 0;
+    snprintf(url, sizeof url, "%s/api/v1/query", p->base);
     cJSON *j = NULL;
-    int rc = get_json(p, url, &status, &j, err);
-    free(url);
+    int rc = post_json(p, url, body, status, &j, err);
+    free(body);
     if (rc)
         return rc;
+    query_quote(promql, shown, sizeof shown);
     const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "status"));
-    if (status / 100 != 2 || !st || strcmp(st, "success") != 0) {
+    if (*status / 100 != 2 || !st || strcmp(st, "success") != 0) {
         const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
-        wt_err_set(err, "%s: query %s: HTTP %ld: %s", p->name, promql, status,
-                   e ? e : "no success in the answer");
+        size_t el = e ? strlen(e) : 0;
+        wt_err_set(err, "%s: query %s: HTTP %ld: %s%s", p->name, shown, *status,
+                   el > MSG_ERROR ? "..." : "",
+                   !e               ? "no success in the answer"
+                   : el > MSG_ERROR ? e + el - MSG_ERROR
+                                    : e);
+        cJSON_Delete(j);
+        return -EIO;
+    }
+    /* a VictoriaMetrics cluster answers what the storage nodes it reached hold, and says so:
+     * a sum over that would be short without a sign */
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "isPartial"))) {
+        wt_err_set(err,
+                   "%s: query %s: the engine's answer is partial (isPartial: some of its "
+                   "storage did not answer)",
+                   p->name, shown);
         cJSON_Delete(j);
         return -EIO;
     }
@@ -328,6 +415,13 @@ int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
     }
     cJSON_Delete(j);
     return rc;
+}
+
+int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
+                     struct wt_promsrc_set *set, struct wt_err *err)
+{
+    long status;
+    return query(p, promql, t_ns, set, &status, err);
 }
 
 /* ---- samples around window edges ---- */
@@ -343,7 +437,7 @@ static int cmp_i64(const void *a, const void *b)
  * pad share one query. edges is sorted here.
  */
 static int around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
-                  struct wt_promsrc_set *set, struct wt_err *err)
+                  struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
     int64_t pad = p->o.pad_ns;
     qsort(edges, ne, sizeof *edges, cmp_i64);
@@ -359,7 +453,7 @@ static int around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t 
         int64_t lo = edges[i] - pad, hi = edges[k] + pad;
         /* SEL[d] at hi holds the samples in (hi - d, hi]: one ms more to include lo */
         snprintf(q, qlen, "%s[%lldms]", sel, (long long)((hi - lo) / 1000000 + 1));
-        rc = wt_promsrc_query(p, q, hi, set, err);
+        rc = query(p, q, hi, set, status, err);
         i = k + 1;
     }
     free(q);
@@ -405,7 +499,8 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
     *n = 0;
     if (to <= from)
         return wt_err_set(err, "the window is empty: --to must be after --from");
-    int rc = around(p, ENERGY_SEL "}", edges, 2, &set, err);
+    long status;
+    int rc = around(p, ENERGY_SEL "}", edges, 2, &set, &status, err);
     if (rc)
         goto out;
     struct wt_energy_row *r = calloc(set.n ? set.n : 1, sizeof *r);
@@ -438,6 +533,14 @@ struct pnode {
     int64_t start, end; /* end 0: running */
     struct pmark *m;
     size_t nm;
+    size_t s0, ns; /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
+};
+
+/* A job's nodes: an array and a hash of their names. */
+struct pnodes {
+    struct pnode *v;
+    size_t n, cap;
+    size_t *index, index_cap; /* slots: index + 1 */
 };
 
 /* A PromQL string literal's content: node names go into a regex, so escape both layers. */
@@ -507,13 +610,11 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     if (b <= a)
         return 0;
     size_t k = 0;
-    struct wt_energy_row *r = calloc(e->n ? e->n : 1, sizeof *r);
+    struct wt_energy_row *r = calloc(nd->ns ? nd->ns : 1, sizeof *r);
     if (!r)
         return -ENOMEM;
-    for (size_t i = 0; i < e->n; i++) {
-        if (!strcmp(e->s[i].node, nd->node))
-            fill_row(&r[k++], &e->s[i], a, b);
-    }
+    for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++)
+        fill_row(&r[k++], &e->s[i], a, b);
     wt_energy_choose(r, k);
     double cov = 1;
     for (size_t i = 0; i < k; i++) {
@@ -564,17 +665,54 @@ static void span_add(struct pspan *a, const struct pspan *b, bool first)
     a->coverage = first || b->coverage < a->coverage ? b->coverage : a->coverage;
 }
 
-static struct pnode *node_of(struct pnode *nodes, size_t *nn, const char *node)
+static struct pnode *node_find(const struct pnodes *ns, const char *node)
 {
-    for (size_t i = 0; i < *nn; i++) {
-        if (!strcmp(nodes[i].node, node))
-            return &nodes[i];
-    }
-    if (*nn == MAX_NODES)
+    if (!ns->index)
         return NULL;
-    struct pnode *nd = &nodes[(*nn)++];
+    size_t mask = ns->index_cap - 1;
+    for (size_t h = (size_t)hash_str(HASH_SEED, node) & mask; ns->index[h]; h = (h + 1) & mask) {
+        if (!strcmp(ns->v[ns->index[h] - 1].node, node))
+            return &ns->v[ns->index[h] - 1];
+    }
+    return NULL;
+}
+
+/* The node of that name, added when new; NULL: out of memory. */
+static struct pnode *node_of(struct pnodes *ns, const char *node)
+{
+    struct pnode *nd = node_find(ns, node);
+    if (nd)
+        return nd;
+    if (ns->n == ns->cap) {
+        size_t nc = ns->cap ? 2 * ns->cap : 64;
+        struct pnode *nv = realloc(ns->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ns->v = nv;
+        ns->cap = nc;
+    }
+    if (2 * (ns->n + 1) > ns->index_cap) {
+        size_t nc = ns->index_cap ? 2 * ns->index_cap : 256;
+        size_t *ni = calloc(nc, sizeof *ni);
+        if (!ni)
+            return NULL;
+        free(ns->index);
+        ns->index = ni;
+        ns->index_cap = nc;
+        for (size_t i = 0; i < ns->n; i++) {
+            size_t h = (size_t)hash_str(HASH_SEED, ns->v[i].node) & (nc - 1);
+            while (ni[h])
+                h = (h + 1) & (nc - 1);
+            ni[h] = i + 1;
+        }
+    }
+    nd = &ns->v[ns->n++];
     memset(nd, 0, sizeof *nd);
     snprintf(nd->node, sizeof nd->node, "%s", node);
+    size_t mask = ns->index_cap - 1, h = (size_t)hash_str(HASH_SEED, nd->node) & mask;
+    while (ns->index[h])
+        h = (h + 1) & mask;
+    ns->index[h] = ns->n;
     return nd;
 }
 
@@ -586,7 +724,7 @@ static int mark_cmp(const void *pa, const void *pb)
 
 /* The job's series (start, end, info, marks) per node: the latest job of that name. */
 static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int64_t now,
-                    struct pnode *nodes, size_t *nn, struct wt_err *err)
+                    struct pnodes *nodes, struct wt_err *err)
 {
     struct wt_promsrc_set st = {0}, other = {0};
     char q[512], rq[256], lb[64];
@@ -601,9 +739,9 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
         if (!s->n)
             continue;
         int64_t start = (int64_t)llround(s->pts[s->n - 1].v * 1e9);
-        struct pnode *nd = node_of(nodes, nn, s->node);
+        struct pnode *nd = node_of(nodes, s->node);
         if (!nd) {
-            rc = wt_err_set(err, "%s: more than %d nodes ran job %s", p->name, MAX_NODES, ref);
+            rc = -ENOMEM;
             goto out;
         }
         if (nd->start && nd->start >= start)
@@ -622,9 +760,7 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
             goto out;
         for (size_t i = 0; i < other.n; i++) {
             struct wt_promsrc_series *s = &other.s[i];
-            struct pnode *nd = NULL;
-            for (size_t k = 0; k < *nn && !nd; k++)
-                nd = !strcmp(nodes[k].node, s->node) ? &nodes[k] : NULL;
+            struct pnode *nd = node_find(nodes, s->node);
             if (!nd || !s->n || wt_labels_get(s->labels, "id", lb, sizeof lb) != 0 ||
                 strcmp(lb, nd->id) != 0)
                 continue;
@@ -649,8 +785,8 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
             }
         }
     }
-    for (size_t i = 0; i < *nn; i++)
-        qsort(nodes[i].m, nodes[i].nm, sizeof *nodes[i].m, mark_cmp);
+    for (size_t i = 0; i < nodes->n; i++)
+        qsort(nodes->v[i].m, nodes->v[i].nm, sizeof *nodes->v[i].m, mark_cmp);
 out:
     wt_promsrc_set_free(&st);
     wt_promsrc_set_free(&other);
@@ -735,80 +871,143 @@ static int phases_json(const struct wt_promsrc_set *e, const struct pnode *nodes
 
 /* A job over the fleet: its nodes and the energy samples around all their edges. */
 struct fleet {
-    struct pnode *nodes;
+    struct pnodes pn;
+    struct pnode *nodes; /* pn.v, pn.n */
     size_t nn;
-    struct wt_promsrc_set e;
+    struct wt_promsrc_set e; /* sorted by node once loaded */
 };
 
 static void fleet_free(struct fleet *f)
 {
-    for (size_t i = 0; i < f->nn; i++)
-        free(f->nodes[i].m);
-    free(f->nodes);
+    for (size_t i = 0; i < f->pn.n; i++)
+        free(f->pn.v[i].m);
+    free(f->pn.v);
+    free(f->pn.index);
     wt_promsrc_set_free(&f->e);
     memset(f, 0, sizeof *f);
+}
+
+#define FLEET_SEL "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\",node=~\""
+
+/*
+ * The energy samples around every edge of nodes [lo, hi) (starts, ends or now, marks) and the
+ * profile's steps: the nodes named in the query, so what is read follows the job, not the
+ * fleet. A batch the engine refuses with 422 (its limit on series or samples per query) is split
+ * in two and asked again; one node's refusal is the error. Samples read twice merge as one.
+ */
+static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
+                      const int64_t *steps, size_t nsteps, struct wt_err *err)
+{
+    size_t ne = nsteps, sl = sizeof FLEET_SEL + 8;
+    for (size_t i = lo; i < hi; i++) {
+        ne += 2 + f->nodes[i].nm;
+        sl += 2 * strlen(f->nodes[i].node) + 1;
+    }
+    int64_t *edges = malloc(ne * sizeof *edges);
+    char *sel = malloc(sl);
+    int rc = 0;
+    if (!edges || !sel) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0, off = (size_t)snprintf(sel, sl, "%s", FLEET_SEL);
+    for (size_t i = lo; i < hi; i++) {
+        const struct pnode *nd = &f->nodes[i];
+        edges[k++] = nd->start;
+        edges[k++] = nd->end ? nd->end : now_ns;
+        for (size_t m = 0; m < nd->nm; m++)
+            edges[k++] = nd->m[m].t;
+        char qn[200];
+        regex_quote(nd->node, qn, sizeof qn);
+        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i > lo ? "|" : "", qn);
+    }
+    memcpy(edges + k, steps, nsteps * sizeof *edges);
+    snprintf(sel + off, sl - off, "\"}");
+    long status = 0;
+    rc = around(p, sel, edges, ne, &f->e, &status, err);
+    if (rc == -EIO && status == 422 && hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        rc = load_batch(p, f, lo, mid, now_ns, steps, nsteps, err);
+        if (rc == 0)
+            rc = load_batch(p, f, mid, hi, now_ns, steps, nsteps, err);
+    } else if (rc == -EIO && status == 422) {
+        char m[WT_ERR_LEN];
+        snprintf(m, sizeof m, "%s", err->msg);
+        wt_err_set(err,
+                   "node %s alone is over the engine's limit on series or samples per query "
+                   "(the job's nodes were split into smaller queries down to one): %s",
+                   f->nodes[lo].node, m);
+    }
+out:
+    free(edges);
+    free(sel);
+    return rc;
+}
+
+static int series_node_cmp(const void *pa, const void *pb)
+{
+    const struct wt_promsrc_series *a = pa, *b = pb;
+    return strcmp(a->node, b->node);
 }
 
 /* Loads job ref and the samples around its edges, and around step edges when step_ns > 0. */
 static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int64_t step_ns,
                       struct fleet *f, struct wt_err *err)
 {
-    int64_t *edges = NULL;
-    char *sel = NULL;
+    int64_t *steps = NULL;
     int rc;
     memset(f, 0, sizeof *f);
-    if (!(f->nodes = calloc(MAX_NODES, sizeof *f->nodes)))
-        return -ENOMEM;
-    if ((rc = load_job(p, "job", ref, now_ns, f->nodes, &f->nn, err)) != 0)
+    if ((rc = load_job(p, "job", ref, now_ns, &f->pn, err)) != 0)
         goto out;
-    if (f->nn == 0 && strspn(ref, "0123456789") == strlen(ref) &&
-        (rc = load_job(p, "id", ref, now_ns, f->nodes, &f->nn, err)) != 0)
+    if (f->pn.n == 0 && strspn(ref, "0123456789") == strlen(ref) &&
+        (rc = load_job(p, "id", ref, now_ns, &f->pn, err)) != 0)
         goto out;
+    f->nodes = f->pn.v;
+    f->nn = f->pn.n;
     if (f->nn == 0) {
         rc = -ENOENT;
         wt_err_set(err, "%s: no job %s in the last " LOOKBACK " (wattage_job_start_time_seconds)",
                    p->name, ref);
         goto out;
     }
-    /* every edge of every node: starts, ends (or now), marks, and the profile's steps */
-    size_t ne = 0, cap = 0, sl = 128;
     int64_t lo = f->nodes[0].start, hi = 0;
     for (size_t i = 0; i < f->nn; i++) {
         const struct pnode *nd = &f->nodes[i];
-        cap += 2 + nd->nm;
-        sl += 2 * strlen(nd->node) + 1;
         lo = nd->start < lo ? nd->start : lo;
         int64_t b = nd->end ? nd->end : now_ns;
         hi = b > hi ? b : hi;
     }
     size_t nsteps = step_ns > 0 ? (size_t)((hi - lo) / step_ns) + 1 : 0;
-    edges = malloc((cap + nsteps) * sizeof *edges);
-    sel = malloc(sl);
-    if (!edges || !sel) {
+    if (nsteps && !(steps = malloc(nsteps * sizeof *steps))) {
         rc = -ENOMEM;
         goto out;
     }
-    size_t off =
-        (size_t)snprintf(sel, sl,
-                         "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\","
-                         "node=~\"");
-    for (size_t i = 0; i < f->nn; i++) {
-        const struct pnode *nd = &f->nodes[i];
-        edges[ne++] = nd->start;
-        edges[ne++] = nd->end ? nd->end : now_ns;
-        for (size_t k = 0; k < nd->nm; k++)
-            edges[ne++] = nd->m[k].t;
-        char qn[200];
-        regex_quote(nd->node, qn, sizeof qn);
-        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i ? "|" : "", qn);
-    }
     for (size_t i = 0; i < nsteps; i++)
-        edges[ne++] = lo + (int64_t)i * step_ns;
-    snprintf(sel + off, sl - off, "\"}");
-    rc = around(p, sel, edges, ne, &f->e, err);
+        steps[i] = lo + (int64_t)i * step_ns;
+    for (size_t b = 0; b < f->nn && rc == 0; b += p->o.batch_nodes) {
+        size_t e = b + p->o.batch_nodes < f->nn ? b + p->o.batch_nodes : f->nn;
+        rc = load_batch(p, f, b, e, now_ns, steps, nsteps, err);
+    }
+    if (rc)
+        goto out;
+    /* each node's series together: a node's figures read its own only */
+    qsort(f->e.s, f->e.n, sizeof *f->e.s, series_node_cmp);
+    free(f->e.index);
+    f->e.index = NULL;
+    f->e.index_cap = 0;
+    for (size_t i = 0; i < f->e.n;) {
+        size_t k = i;
+        while (k < f->e.n && !strcmp(f->e.s[k].node, f->e.s[i].node))
+            k++;
+        struct pnode *nd = node_find(&f->pn, f->e.s[i].node);
+        if (nd) {
+            nd->s0 = i;
+            nd->ns = k - i;
+        }
+        i = k;
+    }
 out:
-    free(edges);
-    free(sel);
+    free(steps);
     if (rc)
         fleet_free(f);
     return rc;
