@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The engine client (see promsrc.h): form-encoded POSTs to /api/v1/query with libcurl, the
- * answer parsed with cJSON into sample arrays (series found by a hash of node, name and labels),
- * and the fleet's energy and job figures from them with the store's own window math. A job's
- * nodes are kept in a hash by name, and its energy series sorted by node, so each node's figures
- * read its own series only: nothing here grows with the square of nodes or series.
+ * answer parsed without a tree straight into sample arrays (series found by a hash of node, name
+ * and labels), and the fleet's energy and job figures from them with the store's own window math. A
+ * job's nodes are kept in a hash by name, and its energy series sorted by node, so each node's
+ * figures read its own series only: nothing here grows with the square of nodes or series.
  */
 #include "store/promsrc.h"
 
@@ -172,15 +172,14 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* POSTs the form body post to url; *json is the parsed answer (also for a 4xx/5xx with a JSON
- * body). */
-static int post_json(struct wt_promsrc *p, const char *url, const char *post, long *status,
-                     cJSON **json, struct wt_err *err)
+/* POSTs the form body post to url; *out is the answer, NUL-terminated (also a 4xx/5xx's). */
+static int post_body(struct wt_promsrc *p, const char *url, const char *post, long *status,
+                     struct body *out, struct wt_err *err)
 {
     struct body b = {0};
     struct curl_slist *hdr = NULL;
     int rc = 0;
-    *json = NULL;
+    memset(out, 0, sizeof *out);
     if (!p->curl && !(p->curl = curl_easy_init()))
         return -ENOMEM;
     CURL *c = p->curl;
@@ -213,11 +212,8 @@ static int post_json(struct wt_promsrc *p, const char *url, const char *post, lo
         goto out;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    *json = b.buf ? cJSON_ParseWithLength(b.buf, b.len) : NULL;
-    if (!*json) {
-        wt_err_set(err, "%s: HTTP %ld, not a JSON answer of the query API", p->name, *status);
-        rc = -EIO;
-    }
+    *out = b;
+    b.buf = NULL;
 out:
     curl_slist_free_all(hdr);
     free(b.buf);
@@ -248,18 +244,6 @@ static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
     np[i].v = v;
     s->n++;
     return 0;
-}
-
-static int parse_sample(const cJSON *pair, int64_t *t, double *v)
-{
-    const cJSON *ts = cJSON_GetArrayItem(pair, 0), *vs = cJSON_GetArrayItem(pair, 1);
-    if (!cJSON_IsNumber(ts) || !cJSON_IsString(vs))
-        return -EINVAL;
-    /* engines stamp in milliseconds: round to them, then ns */
-    *t = (int64_t)llround(ts->valuedouble * 1e3) * 1000000;
-    char *end;
-    *v = strtod(vs->valuestring, &end);
-    return end == vs->valuestring ? -EINVAL : 0;
 }
 
 /* Puts series i into the index (which has room). */
@@ -315,37 +299,379 @@ static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const c
     return s;
 }
 
-static int add_result(struct wt_promsrc_set *set, const cJSON *r)
+/* ---- the query API's answer, parsed without a tree ----
+ *
+ * {"status":..., "error":..., "isPartial":..., "data":{"result":[{"metric":{...},
+ * "values":[[t,"v"],...]} or "value":[t,"v"], ...]}}: every sample goes straight into its series
+ * (no node per value, no allocation per sample); other keys are skipped, whatever they hold. */
+
+struct jp {
+    const char *p, *end;
+    int depth;
+};
+
+#define JP_DEPTH 64
+
+static void jp_ws(struct jp *j)
 {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "metric"), *l;
-    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "";
-    cJSON_ArrayForEach(l, m)
-    {
-        const char *v = cJSON_GetStringValue(l);
-        if (!v)
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+        j->p++;
+}
+
+/* The next character (after white space) is c: consumed, true. */
+static bool jp_eat(struct jp *j, char c)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return true;
+    }
+    return false;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int jp_hex4(struct jp *j, unsigned *u)
+{
+    if (j->end - j->p < 4)
+        return -EINVAL;
+    *u = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(j->p[i]);
+        if (h < 0)
+            return -EINVAL;
+        *u = *u << 4 | (unsigned)h;
+    }
+    j->p += 4;
+    return 0;
+}
+
+/* Code point u as UTF-8 into o (4 bytes of room); returns its length. */
+static size_t put_utf8(unsigned u, char *o)
+{
+    if (u < 0x80) {
+        o[0] = (char)u;
+        return 1;
+    }
+    if (u < 0x800) {
+        o[0] = (char)(0xc0 | u >> 6);
+        o[1] = (char)(0x80 | (u & 0x3f));
+        return 2;
+    }
+    if (u < 0x10000) {
+        o[0] = (char)(0xe0 | u >> 12);
+        o[1] = (char)(0x80 | (u >> 6 & 0x3f));
+        o[2] = (char)(0x80 | (u & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | u >> 18);
+    o[1] = (char)(0x80 | (u >> 12 & 0x3f));
+    o[2] = (char)(0x80 | (u >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (u & 0x3f));
+    return 4;
+}
+
+/* One escape after the backslash: its bytes into tmp, their count into *tl. */
+static int jp_escape(struct jp *j, char *tmp, size_t *tl)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    if (j->p >= j->end)
+        return -EINVAL;
+    char e = *j->p++;
+    const char *k = e ? strchr(from, e) : NULL;
+    *tl = 1;
+    if (k) {
+        tmp[0] = to[k - from];
+        return 0;
+    }
+    unsigned u, lo;
+    if (e != 'u' || jp_hex4(j, &u))
+        return -EINVAL;
+    if (u >= 0xd800 && u < 0xdc00) { /* a surrogate pair */
+        if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+            return -EINVAL;
+        j->p += 2;
+        if (jp_hex4(j, &lo) || lo < 0xdc00 || lo > 0xdfff)
+            return -EINVAL;
+        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+    }
+    *tl = put_utf8(u, tmp);
+    return 0;
+}
+
+/*
+ * A string, decoded into out (n bytes; out NULL: skipped). *cut is set when it did not fit.
+ * -EINVAL: not a string, or a bad escape.
+ */
+static int jp_str(struct jp *j, char *out, size_t n, bool *cut)
+{
+    size_t k = 0;
+    if (!jp_eat(j, '"'))
+        return -EINVAL;
+    while (j->p < j->end && *j->p != '"') {
+        char tmp[4];
+        size_t tl = 1;
+        tmp[0] = *j->p++;
+        if (tmp[0] == '\\' && jp_escape(j, tmp, &tl) != 0)
+            return -EINVAL;
+        if (!out)
             continue;
-        if (!strcmp(l->string, "__name__"))
-            snprintf(metric, sizeof metric, "%s", v);
-        else if (!strcmp(l->string, "node"))
-            snprintf(node, sizeof node, "%s", v);
-        else if (wt_labels_add(labels, sizeof labels, l->string, v) != 0)
-            return 0; /* labels longer than the store keeps: not a series of ours */
+        if (k + tl < n) {
+            memcpy(out + k, tmp, tl);
+            k += tl;
+        } else {
+            *cut = true;
+        }
     }
-    struct wt_promsrc_series *s = find_or_add(set, node, metric, labels);
-    if (!s)
-        return -ENOMEM;
-    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(r, "values"), *pair;
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(r, "value");
-    int64_t t;
-    double v;
+    if (j->p >= j->end)
+        return -EINVAL;
+    j->p++;
+    if (out && n)
+        out[k] = '\0';
+    return 0;
+}
+
+static int jp_num(struct jp *j, double *v)
+{
+    jp_ws(j);
+    char *e;
+    *v = strtod(j->p, &e); /* the body is NUL-terminated */
+    if (e == j->p || e > j->end)
+        return -EINVAL;
+    j->p = e;
+    return 0;
+}
+
+/* Skips one value of any kind. */
+static int jp_skip(struct jp *j)
+{
+    static const char *const lits[] = {"true", "false", "null"};
+    jp_ws(j);
+    if (j->p >= j->end)
+        return -EINVAL;
+    char c = *j->p;
+    if (c == '"')
+        return jp_str(j, NULL, 0, NULL);
+    if (c != '{' && c != '[') {
+        for (size_t i = 0; i < 3; i++) {
+            size_t l = strlen(lits[i]);
+            if ((size_t)(j->end - j->p) >= l && !strncmp(j->p, lits[i], l)) {
+                j->p += l;
+                return 0;
+            }
+        }
+        double v;
+        return jp_num(j, &v);
+    }
+    char close = c == '{' ? '}' : ']';
+    if (++j->depth > JP_DEPTH)
+        return -EINVAL;
+    j->p++;
+    if (!jp_eat(j, close)) {
+        do {
+            if (c == '{' && (jp_str(j, NULL, 0, NULL) || !jp_eat(j, ':')))
+                return -EINVAL;
+            if (jp_skip(j))
+                return -EINVAL;
+        } while (jp_eat(j, ','));
+        if (!jp_eat(j, close))
+            return -EINVAL;
+    }
+    j->depth--;
+    return 0;
+}
+
+/* One [t, "v"] into s (NULL: read and dropped). A value that is not a number is skipped, as a
+ * sample the engine could not give. */
+static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
+{
+    double ts, v;
+    char vs[64], *e;
+    bool cut = false;
+    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ',') || jp_str(j, vs, sizeof vs, &cut) ||
+        !jp_eat(j, ']'))
+        return -EINVAL;
+    v = strtod(vs, &e);
+    if (!s || cut || e == vs)
+        return 0;
+    /* engines stamp in milliseconds: round to them, then ns */
+    return push_point(s, (int64_t)llround(ts * 1e3) * 1000000, v);
+}
+
+static int jp_samples(struct jp *j, struct wt_promsrc_series *s)
+{
+    int rc;
+    if (!jp_eat(j, '['))
+        return -EINVAL;
+    if (jp_eat(j, ']'))
+        return 0;
+    do {
+        if ((rc = jp_sample(j, s)) != 0)
+            return rc;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, ']') ? 0 : -EINVAL;
+}
+
+/* src into dst (n bytes), cut to fit. */
+static void copy_cut(char *dst, size_t n, const char *src)
+{
+    size_t l = strnlen(src, n - 1);
+    memcpy(dst, src, l);
+    dst[l] = '\0';
+}
+
+/* "metric": the node, the name and the other labels (canonical); *ours false when the labels
+ * are longer than the store keeps (not a series of ours). */
+static int jp_metric(struct jp *j, char *node, size_t nn, char *metric, size_t mn, char *labels,
+                     size_t ln, bool *ours)
+{
+    char key[128], val[WT_LABELS_LEN];
+    if (!jp_eat(j, '{'))
+        return -EINVAL;
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':') || jp_str(j, val, sizeof val, &cut))
+            return -EINVAL;
+        if (!strcmp(key, "__name__"))
+            copy_cut(metric, mn, val);
+        else if (!strcmp(key, "node"))
+            copy_cut(node, nn, val);
+        else if (cut || wt_labels_add(labels, ln, key, val) != 0)
+            *ours = false;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, '}') ? 0 : -EINVAL;
+}
+
+/* One element of "result": its series found or added, its samples appended. */
+static int jp_result(struct jp *j, struct wt_promsrc_set *set)
+{
+    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "", key[64];
+    const char *one = NULL, *many = NULL; /* samples met before "metric" */
+    bool have_metric = false, ours = true;
+    struct wt_promsrc_series *s = NULL;
     int rc = 0;
-    if (one && parse_sample(one, &t, &v) == 0)
-        rc = push_point(s, t, v);
-    cJSON_ArrayForEach(pair, vals)
-    {
-        if (rc == 0 && parse_sample(pair, &t, &v) == 0)
-            rc = push_point(s, t, v);
+    jp_ws(j);
+    if (j->p < j->end && *j->p != '{')
+        return jp_skip(j); /* not a series (a scalar's parts): nothing of ours */
+    if (!jp_eat(j, '{'))
+        return -EINVAL;
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':'))
+            return -EINVAL;
+        bool many_k = !strcmp(key, "values");
+        if (!strcmp(key, "metric")) {
+            rc = jp_metric(j, node, sizeof node, metric, sizeof metric, labels, sizeof labels,
+                           &ours);
+            have_metric = true;
+            if (rc == 0 && ours && !(s = find_or_add(set, node, metric, labels)))
+                return -ENOMEM;
+        } else if (many_k || !strcmp(key, "value")) {
+            jp_ws(j);
+            if (!have_metric) {
+                *(many_k ? &many : &one) = j->p;
+                rc = jp_skip(j);
+            } else {
+                rc = many_k ? jp_samples(j, s) : jp_sample(j, s);
+            }
+        } else {
+            rc = jp_skip(j);
+        }
+        if (rc)
+            return rc;
+    } while (jp_eat(j, ','));
+    if (!jp_eat(j, '}'))
+        return -EINVAL;
+    /* samples that came before the labels: read again, now that the series is known */
+    const char *after = j->p;
+    if (one) {
+        j->p = one;
+        rc = jp_sample(j, s);
     }
+    if (many && rc == 0) {
+        j->p = many;
+        rc = jp_samples(j, s);
+    }
+    j->p = after;
+    return rc;
+}
+
+/* "data": every series of "result" into set. */
+static int jp_data(struct jp *j, struct wt_promsrc_set *set)
+{
+    char key[64];
+    int rc = 0;
+    if (!jp_eat(j, '{'))
+        return jp_skip(j);
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':'))
+            return -EINVAL;
+        if (strcmp(key, "result") != 0 || !jp_eat(j, '[')) {
+            rc = jp_skip(j);
+        } else if (!jp_eat(j, ']')) {
+            do
+                rc = jp_result(j, set);
+            while (rc == 0 && jp_eat(j, ','));
+            if (rc == 0 && !jp_eat(j, ']'))
+                rc = -EINVAL;
+        }
+        if (rc)
+            return rc;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, '}') ? 0 : -EINVAL;
+}
+
+int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
+                     struct wt_promsrc_answer *a, size_t *at)
+{
+    struct jp j = {.p = buf, .end = buf + len};
+    char key[64];
+    int rc = 0;
+    memset(a, 0, sizeof *a);
+    if (!jp_eat(&j, '{'))
+        rc = -EINVAL;
+    else if (!jp_eat(&j, '}')) {
+        do {
+            bool cut = false;
+            if (jp_str(&j, key, sizeof key, &cut) || !jp_eat(&j, ':')) {
+                rc = -EINVAL;
+            } else if (!strcmp(key, "status")) {
+                rc = jp_str(&j, a->status, sizeof a->status, &cut);
+            } else if (!strcmp(key, "error")) {
+                rc = jp_str(&j, a->error, sizeof a->error, &cut);
+            } else if (!strcmp(key, "isPartial")) {
+                jp_ws(&j);
+                a->partial = j.end - j.p >= 4 && !strncmp(j.p, "true", 4);
+                rc = jp_skip(&j);
+            } else if (!strcmp(key, "data")) {
+                rc = jp_data(&j, set);
+            } else {
+                rc = jp_skip(&j);
+            }
+        } while (rc == 0 && jp_eat(&j, ','));
+        if (rc == 0 && !jp_eat(&j, '}'))
+            rc = -EINVAL;
+    }
+    jp_ws(&j);
+    if (rc == 0 && j.p != j.end)
+        rc = -EINVAL;
+    *at = (size_t)(j.p - buf);
     return rc;
 }
 
@@ -379,41 +705,44 @@ static int query(struct wt_promsrc *p, const char *promql, int64_t t_ns, struct 
     snprintf(body, n, "query=%s&time=%.3f", q, (double)t_ns / 1e9);
     curl_free(q);
     snprintf(url, sizeof url, "%s/api/v1/query", p->base);
-    cJSON *j = NULL;
-    int rc = post_json(p, url, body, status, &j, err);
+    struct body b;
+    int rc = post_body(p, url, body, status, &b, err);
     free(body);
     if (rc)
         return rc;
     query_quote(promql, shown, sizeof shown);
-    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "status"));
-    if (*status / 100 != 2 || !st || strcmp(st, "success") != 0) {
-        const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
-        size_t el = e ? strlen(e) : 0;
+    /* samples go straight into set: on any error below the caller drops the set with the
+     * figure (an error answer holds none) */
+    struct wt_promsrc_answer *a = malloc(sizeof *a);
+    size_t at = 0;
+    if (!a) {
+        free(b.buf);
+        return -ENOMEM;
+    }
+    rc = b.buf ? wt_promsrc_parse(b.buf, b.len, set, a, &at) : -EINVAL;
+    free(b.buf);
+    if (rc == -EINVAL) {
+        wt_err_set(err, "%s: query %s: HTTP %ld, not a JSON answer of the query API (at byte %zu)",
+                   p->name, shown, *status, at);
+        rc = -EIO;
+    } else if (rc == 0 && (*status / 100 != 2 || strcmp(a->status, "success") != 0)) {
+        size_t el = strlen(a->error);
         wt_err_set(err, "%s: query %s: HTTP %ld: %s%s", p->name, shown, *status,
                    el > MSG_ERROR ? "..." : "",
-                   !e               ? "no success in the answer"
-                   : el > MSG_ERROR ? e + el - MSG_ERROR
-                                    : e);
-        cJSON_Delete(j);
-        return -EIO;
-    }
-    /* a VictoriaMetrics cluster answers what the storage nodes it reached hold, and says so:
-     * a sum over that would be short without a sign */
-    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(j, "isPartial"))) {
+                   !el              ? "no success in the answer"
+                   : el > MSG_ERROR ? a->error + el - MSG_ERROR
+                                    : a->error);
+        rc = -EIO;
+    } else if (rc == 0 && a->partial) {
+        /* a VictoriaMetrics cluster answers what the storage nodes it reached hold, and says
+         * so: a sum over that would be short without a sign */
         wt_err_set(err,
                    "%s: query %s: the engine's answer is partial (isPartial: some of its "
                    "storage did not answer)",
                    p->name, shown);
-        cJSON_Delete(j);
-        return -EIO;
+        rc = -EIO;
     }
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(data, "result"))
-    {
-        if ((rc = add_result(set, r)) != 0)
-            break;
-    }
-    cJSON_Delete(j);
+    free(a);
     return rc;
 }
 

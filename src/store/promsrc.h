@@ -21,6 +21,7 @@
 #ifndef WT_STORE_PROMSRC_H
 #define WT_STORE_PROMSRC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,23 @@ void wt_promsrc_set_free(struct wt_promsrc_set *set);
  */
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                      struct wt_promsrc_set *set, struct wt_err *err) WT_MUST_USE;
+
+/* What an answer of the query API says besides its series. */
+struct wt_promsrc_answer {
+    char status[16];        /* "success", "error" */
+    char error[WT_ERR_LEN]; /* the engine's message (cut to fit) */
+    bool partial;           /* "isPartial": true (a cluster that missed a storage node) */
+};
+
+/*
+ * The query API's answer in buf (len bytes, NUL-terminated at buf[len]) parsed without a tree:
+ * the samples of every series in "data"."result" (a matrix's "values", a vector's "value")
+ * appended to set as wt_promsrc_query does, the rest into *a; keys it does not know are skipped
+ * whatever they hold, in any order. Returns 0, -EINVAL (not JSON, or cut short: *at is the byte
+ * where it went wrong; set may hold part of the answer) or -ENOMEM.
+ */
+int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
+                     struct wt_promsrc_answer *a, size_t *at) WT_MUST_USE;
 
 /*
  * wt_store_energy over the fleet: every energy series of every node (the jobs' derived
