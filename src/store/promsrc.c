@@ -501,7 +501,8 @@ static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
         !jp_eat(j, ']'))
         return -EINVAL;
     v = strtod(vs, &e);
-    if (!s || cut || e == vs)
+    /* a stamp beyond what ns in 64 bits hold (year 2262) is no sample of ours */
+    if (!s || cut || e == vs || !(ts > -9e9 && ts < 9e9))
         return 0;
     /* engines stamp in milliseconds: round to them, then ns */
     return push_point(s, (int64_t)llround(ts * 1e3) * 1000000, v);
