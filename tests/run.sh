@@ -55,7 +55,7 @@ trap 'rm -rf "$logs" ${root:+"$root"}' EXIT
 # measured), which start first so that the long ones do not hold the end of the run, and which
 # the quick tier (WATTAGE_TEST_QUICK=1, `make check`) leaves out; then the rest in name order.
 slow_first="test_remote_write_vm.sh test_calibrate_drift.sh test_prometheus_energy.sh test_kafka.sh
-test_slurm.sh test_calibrate.sh test_report.sh test_calibrate_slow.sh test_fleet.sh test_cap.sh
+test_slurm.sh test_calibrate.sh test_report.sh test_calibrate_slow.sh test_fleet.sh test_fleet_limits.sh test_cap.sh
 test_gpu_health.sh test_jobs_exec.sh test_store_kill_packed.sh test_store_kill.sh test_alerts.sh
 test_ipmi.sh test_otlp.sh test_remote_write.sh test_live_page.sh test_prometheus.sh
 test_assess.sh test_alert_delivery.sh test_energy_subpolls.sh test_store_full.sh test_deb.sh

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine client (see promsrc.h): HTTP GET of /api/v1/query with libcurl, the answer parsed
- * with cJSON into sample arrays, and the fleet's energy and job figures from them with the
- * store's own window math.
+ * The engine client (see promsrc.h): form-encoded POSTs to /api/v1/query with libcurl, the
+ * answer parsed without a tree straight into sample arrays (series found by a hash of node, name
+ * and labels), and the fleet's energy and job figures from them with the store's own window math. A
+ * job's nodes are kept in a hash by name, and its energy series sorted by node, so each node's
+ * figures read its own series only: nothing here grows with the square of nodes or series.
  */
 #include "store/promsrc.h"
 
@@ -20,8 +22,10 @@
 
 #define MAX_BODY (512u << 20) /* an answer larger than this is refused, not buffered */
 #define LOOKBACK "31d"        /* how far back the job series are looked for */
-#define MAX_NODES 4096
 #define DEFAULT_PAD_NS (30 * WT_NS_PER_S)
+#define DEFAULT_BATCH_NODES 256
+#define MSG_QUERY 160 /* a query is quoted in messages up to this many characters */
+#define MSG_ERROR 200 /* an engine's error: its last characters (the reason comes last) */
 
 struct wt_promsrc {
     char name[512];
@@ -88,6 +92,8 @@ int wt_promsrc_open(const char *source, const struct wt_promsrc_opts *opts, stru
         p->o.timeout_ns = 30 * WT_NS_PER_S;
     if (!p->o.pad_ns)
         p->o.pad_ns = DEFAULT_PAD_NS;
+    if (!p->o.batch_nodes)
+        p->o.batch_nodes = DEFAULT_BATCH_NODES;
     if (p->o.token_file) {
         char tok[512];
         int rc = read_token(p->o.token_file, tok, sizeof tok, err);
@@ -115,7 +121,23 @@ void wt_promsrc_set_free(struct wt_promsrc_set *set)
     for (size_t i = 0; i < set->n; i++)
         free(set->s[i].pts);
     free(set->s);
+    free(set->index);
     memset(set, 0, sizeof *set);
+}
+
+/* ---- string hashing (FNV-1a) and open addressing: slots hold an index + 1, 0 is empty ---- */
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return (h ^ 0xff) * 0x100000001b3ull; /* a separator: ("ab","c") is not ("a","bc") */
+}
+#define HASH_SEED 0xcbf29ce484222325ull
+
+static uint64_t series_hash(const char *node, const char *metric, const char *labels)
+{
+    return hash_str(hash_str(hash_str(HASH_SEED, node), metric), labels);
 }
 
 /* ---- HTTP ---- */
@@ -150,19 +172,21 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* GETs url; *json is the parsed answer (also for a 4xx/5xx with a JSON body). */
-static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON **json,
-                    struct wt_err *err)
+/* POSTs the form body post to url; *out is the answer, NUL-terminated (also a 4xx/5xx's). */
+static int post_body(struct wt_promsrc *p, const char *url, const char *post, long *status,
+                     struct body *out, struct wt_err *err)
 {
     struct body b = {0};
     struct curl_slist *hdr = NULL;
     int rc = 0;
-    *json = NULL;
+    memset(out, 0, sizeof *out);
     if (!p->curl && !(p->curl = curl_easy_init()))
         return -ENOMEM;
     CURL *c = p->curl;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, post); /* application/x-www-form-urlencoded */
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(post));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(p->o.timeout_ns / 1000000));
@@ -188,11 +212,8 @@ static int get_json(struct wt_promsrc *p, const char *url, long *status, cJSON *
         goto out;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    *json = b.buf ? cJSON_ParseWithLength(b.buf, b.len) : NULL;
-    if (!*json) {
-        wt_err_set(err, "%s: HTTP %ld, not a JSON answer of the query API", p->name, *status);
-        rc = -EIO;
-    }
+    *out = b;
+    b.buf = NULL;
 out:
     curl_slist_free_all(hdr);
     free(b.buf);
@@ -203,10 +224,15 @@ out:
 
 static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
 {
-    struct wt_point *np = realloc(s->pts, (s->n + 1) * sizeof *np);
-    if (!np)
-        return -ENOMEM;
-    s->pts = np;
+    if (s->n == s->cap) {
+        size_t nc = s->cap ? 2 * s->cap : 64;
+        struct wt_point *grown = realloc(s->pts, nc * sizeof *grown);
+        if (!grown)
+            return -ENOMEM;
+        s->pts = grown;
+        s->cap = nc;
+    }
+    struct wt_point *np = s->pts;
     size_t i = s->n;
     /* answers come in time order; a merge of a second query's range inserts */
     while (i > 0 && np[i - 1].t_ns > t)
@@ -220,23 +246,39 @@ static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
     return 0;
 }
 
-static int parse_sample(const cJSON *pair, int64_t *t, double *v)
+/* Puts series i into the index (which has room). */
+static void index_put(struct wt_promsrc_set *set, size_t i)
 {
-    const cJSON *ts = cJSON_GetArrayItem(pair, 0), *vs = cJSON_GetArrayItem(pair, 1);
-    if (!cJSON_IsNumber(ts) || !cJSON_IsString(vs))
-        return -EINVAL;
-    /* engines stamp in milliseconds: round to them, then ns */
-    *t = (int64_t)llround(ts->valuedouble * 1e3) * 1000000;
-    char *end;
-    *v = strtod(vs->valuestring, &end);
-    return end == vs->valuestring ? -EINVAL : 0;
+    const struct wt_promsrc_series *s = &set->s[i];
+    size_t mask = set->index_cap - 1;
+    size_t h = (size_t)series_hash(s->node, s->metric, s->labels) & mask;
+    while (set->index[h])
+        h = (h + 1) & mask;
+    set->index[h] = i + 1;
 }
 
 static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const char *node,
                                              const char *metric, const char *labels)
 {
-    for (size_t i = 0; i < set->n; i++) {
-        struct wt_promsrc_series *s = &set->s[i];
+    /* the index is rebuilt when it is half full, or when the set grew without it (a caller
+     * that sorted the set frees the index) */
+    if (2 * (set->n + 1) > set->index_cap || !set->index) {
+        size_t nc = set->index_cap ? set->index_cap : 256;
+        while (2 * (set->n + 1) > nc)
+            nc *= 2;
+        size_t *ni = calloc(nc, sizeof *ni);
+        if (!ni)
+            return NULL;
+        free(set->index);
+        set->index = ni;
+        set->index_cap = nc;
+        for (size_t i = 0; i < set->n; i++)
+            index_put(set, i);
+    }
+    size_t mask = set->index_cap - 1;
+    size_t h = (size_t)series_hash(node, metric, labels) & mask;
+    for (; set->index[h]; h = (h + 1) & mask) {
+        struct wt_promsrc_series *s = &set->s[set->index[h] - 1];
         if (!strcmp(s->node, node) && !strcmp(s->metric, metric) && !strcmp(s->labels, labels))
             return s;
     }
@@ -253,81 +295,463 @@ static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const c
     snprintf(s->node, sizeof s->node, "%s", node);
     snprintf(s->metric, sizeof s->metric, "%s", metric);
     snprintf(s->labels, sizeof s->labels, "%s", labels);
+    set->index[h] = set->n;
     return s;
 }
 
-static int add_result(struct wt_promsrc_set *set, const cJSON *r)
+/* ---- the query API's answer, parsed without a tree ----
+ *
+ * {"status":..., "error":..., "isPartial":..., "data":{"result":[{"metric":{...},
+ * "values":[[t,"v"],...]} or "value":[t,"v"], ...]}}: every sample goes straight into its series
+ * (no node per value, no allocation per sample); other keys are skipped, whatever they hold. */
+
+struct jp {
+    const char *p, *end;
+    int depth;
+};
+
+#define JP_DEPTH 64
+
+static void jp_ws(struct jp *j)
 {
-    const cJSON *m = cJSON_GetObjectItemCaseSensitive(r, "metric"), *l;
-    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "";
-    cJSON_ArrayForEach(l, m)
-    {
-        const char *v = cJSON_GetStringValue(l);
-        if (!v)
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\n' || *j->p == '\r' || *j->p == '\t'))
+        j->p++;
+}
+
+/* The next character (after white space) is c: consumed, true. */
+static bool jp_eat(struct jp *j, char c)
+{
+    jp_ws(j);
+    if (j->p < j->end && *j->p == c) {
+        j->p++;
+        return true;
+    }
+    return false;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int jp_hex4(struct jp *j, unsigned *u)
+{
+    if (j->end - j->p < 4)
+        return -EINVAL;
+    *u = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(j->p[i]);
+        if (h < 0)
+            return -EINVAL;
+        *u = *u << 4 | (unsigned)h;
+    }
+    j->p += 4;
+    return 0;
+}
+
+/* Code point u as UTF-8 into o (4 bytes of room); returns its length. */
+static size_t put_utf8(unsigned u, char *o)
+{
+    if (u < 0x80) {
+        o[0] = (char)u;
+        return 1;
+    }
+    if (u < 0x800) {
+        o[0] = (char)(0xc0 | u >> 6);
+        o[1] = (char)(0x80 | (u & 0x3f));
+        return 2;
+    }
+    if (u < 0x10000) {
+        o[0] = (char)(0xe0 | u >> 12);
+        o[1] = (char)(0x80 | (u >> 6 & 0x3f));
+        o[2] = (char)(0x80 | (u & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | u >> 18);
+    o[1] = (char)(0x80 | (u >> 12 & 0x3f));
+    o[2] = (char)(0x80 | (u >> 6 & 0x3f));
+    o[3] = (char)(0x80 | (u & 0x3f));
+    return 4;
+}
+
+/* One escape after the backslash: its bytes into tmp, their count into *tl. */
+static int jp_escape(struct jp *j, char *tmp, size_t *tl)
+{
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    if (j->p >= j->end)
+        return -EINVAL;
+    char e = *j->p++;
+    const char *k = e ? strchr(from, e) : NULL;
+    *tl = 1;
+    if (k) {
+        tmp[0] = to[k - from];
+        return 0;
+    }
+    unsigned u, lo;
+    if (e != 'u' || jp_hex4(j, &u))
+        return -EINVAL;
+    if (u >= 0xd800 && u < 0xdc00) { /* a surrogate pair */
+        if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+            return -EINVAL;
+        j->p += 2;
+        if (jp_hex4(j, &lo) || lo < 0xdc00 || lo > 0xdfff)
+            return -EINVAL;
+        u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+    }
+    *tl = put_utf8(u, tmp);
+    return 0;
+}
+
+/*
+ * A string, decoded into out (n bytes; out NULL: skipped). *cut is set when it did not fit.
+ * -EINVAL: not a string, or a bad escape.
+ */
+static int jp_str(struct jp *j, char *out, size_t n, bool *cut)
+{
+    size_t k = 0;
+    if (!jp_eat(j, '"'))
+        return -EINVAL;
+    while (j->p < j->end && *j->p != '"') {
+        char tmp[4];
+        size_t tl = 1;
+        tmp[0] = *j->p++;
+        if (tmp[0] == '\\' && jp_escape(j, tmp, &tl) != 0)
+            return -EINVAL;
+        if (!out)
             continue;
-        if (!strcmp(l->string, "__name__"))
-            snprintf(metric, sizeof metric, "%s", v);
-        else if (!strcmp(l->string, "node"))
-            snprintf(node, sizeof node, "%s", v);
-        else if (wt_labels_add(labels, sizeof labels, l->string, v) != 0)
-            return 0; /* labels longer than the store keeps: not a series of ours */
+        if (k + tl < n) {
+            memcpy(out + k, tmp, tl);
+            k += tl;
+        } else {
+            *cut = true;
+        }
     }
-    struct wt_promsrc_series *s = find_or_add(set, node, metric, labels);
-    if (!s)
-        return -ENOMEM;
-    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(r, "values"), *pair;
-    const cJSON *one = cJSON_GetObjectItemCaseSensitive(r, "value");
-    int64_t t;
-    double v;
+    if (j->p >= j->end)
+        return -EINVAL;
+    j->p++;
+    if (out && n)
+        out[k] = '\0';
+    return 0;
+}
+
+static int jp_num(struct jp *j, double *v)
+{
+    jp_ws(j);
+    char *e;
+    *v = strtod(j->p, &e); /* the body is NUL-terminated */
+    if (e == j->p || e > j->end)
+        return -EINVAL;
+    j->p = e;
+    return 0;
+}
+
+/* Skips one value of any kind. */
+static int jp_skip(struct jp *j)
+{
+    static const char *const lits[] = {"true", "false", "null"};
+    jp_ws(j);
+    if (j->p >= j->end)
+        return -EINVAL;
+    char c = *j->p;
+    if (c == '"')
+        return jp_str(j, NULL, 0, NULL);
+    if (c != '{' && c != '[') {
+        for (size_t i = 0; i < 3; i++) {
+            size_t l = strlen(lits[i]);
+            if ((size_t)(j->end - j->p) >= l && !strncmp(j->p, lits[i], l)) {
+                j->p += l;
+                return 0;
+            }
+        }
+        double v;
+        return jp_num(j, &v);
+    }
+    char close = c == '{' ? '}' : ']';
+    if (++j->depth > JP_DEPTH)
+        return -EINVAL;
+    j->p++;
+    if (!jp_eat(j, close)) {
+        do {
+            if (c == '{' && (jp_str(j, NULL, 0, NULL) || !jp_eat(j, ':')))
+                return -EINVAL;
+            if (jp_skip(j))
+                return -EINVAL;
+        } while (jp_eat(j, ','));
+        if (!jp_eat(j, close))
+            return -EINVAL;
+    }
+    j->depth--;
+    return 0;
+}
+
+/* One [t, "v"] into s (NULL: read and dropped). A value that is not a number is skipped, as a
+ * sample the engine could not give. */
+static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
+{
+    double ts, v;
+    char vs[64], *e;
+    bool cut = false;
+    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ',') || jp_str(j, vs, sizeof vs, &cut) ||
+        !jp_eat(j, ']'))
+        return -EINVAL;
+    v = strtod(vs, &e);
+    /* a stamp beyond what ns in 64 bits hold (year 2262) is no sample of ours */
+    if (!s || cut || e == vs || !(ts > -9e9 && ts < 9e9))
+        return 0;
+    /* engines stamp in milliseconds: round to them, then ns */
+    return push_point(s, (int64_t)llround(ts * 1e3) * 1000000, v);
+}
+
+static int jp_samples(struct jp *j, struct wt_promsrc_series *s)
+{
+    int rc;
+    if (!jp_eat(j, '['))
+        return -EINVAL;
+    if (jp_eat(j, ']'))
+        return 0;
+    do {
+        if ((rc = jp_sample(j, s)) != 0)
+            return rc;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, ']') ? 0 : -EINVAL;
+}
+
+/* src into dst (n bytes), cut to fit. */
+static void copy_cut(char *dst, size_t n, const char *src)
+{
+    size_t l = strnlen(src, n - 1);
+    memcpy(dst, src, l);
+    dst[l] = '\0';
+}
+
+/* "metric": the node, the name and the other labels (canonical); *ours false when the labels
+ * are longer than the store keeps (not a series of ours). */
+static int jp_metric(struct jp *j, char *node, size_t nn, char *metric, size_t mn, char *labels,
+                     size_t ln, bool *ours)
+{
+    char key[128], val[WT_LABELS_LEN];
+    if (!jp_eat(j, '{'))
+        return -EINVAL;
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':') || jp_str(j, val, sizeof val, &cut))
+            return -EINVAL;
+        if (!strcmp(key, "__name__"))
+            copy_cut(metric, mn, val);
+        else if (!strcmp(key, "node"))
+            copy_cut(node, nn, val);
+        else if (cut || wt_labels_add(labels, ln, key, val) != 0)
+            *ours = false;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, '}') ? 0 : -EINVAL;
+}
+
+/* One element of "result": its series found or added, its samples appended. */
+static int jp_result(struct jp *j, struct wt_promsrc_set *set)
+{
+    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "", key[64];
+    const char *one = NULL, *many = NULL; /* samples met before "metric" */
+    bool have_metric = false, ours = true;
+    struct wt_promsrc_series *s = NULL;
     int rc = 0;
-    if (one && parse_sample(one, &t, &v) == 0)
-        rc = push_point(s, t, v);
-    cJSON_ArrayForEach(pair, vals)
-    {
-        if (rc == 0 && parse_sample(pair, &t, &v) == 0)
-            rc = push_point(s, t, v);
+    jp_ws(j);
+    if (j->p < j->end && *j->p != '{')
+        return jp_skip(j); /* not a series (a scalar's parts): nothing of ours */
+    if (!jp_eat(j, '{'))
+        return -EINVAL;
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':'))
+            return -EINVAL;
+        bool many_k = !strcmp(key, "values");
+        if (!strcmp(key, "metric")) {
+            rc = jp_metric(j, node, sizeof node, metric, sizeof metric, labels, sizeof labels,
+                           &ours);
+            have_metric = true;
+            if (rc == 0 && ours && !(s = find_or_add(set, node, metric, labels)))
+                return -ENOMEM;
+        } else if (many_k || !strcmp(key, "value")) {
+            jp_ws(j);
+            if (!have_metric) {
+                *(many_k ? &many : &one) = j->p;
+                rc = jp_skip(j);
+            } else {
+                rc = many_k ? jp_samples(j, s) : jp_sample(j, s);
+            }
+        } else {
+            rc = jp_skip(j);
+        }
+        if (rc)
+            return rc;
+    } while (jp_eat(j, ','));
+    if (!jp_eat(j, '}'))
+        return -EINVAL;
+    /* samples that came before the labels: read again, now that the series is known */
+    const char *after = j->p;
+    if (one) {
+        j->p = one;
+        rc = jp_sample(j, s);
     }
+    if (many && rc == 0) {
+        j->p = many;
+        rc = jp_samples(j, s);
+    }
+    j->p = after;
+    return rc;
+}
+
+/* "data": every series of "result" into set. */
+static int jp_data(struct jp *j, struct wt_promsrc_set *set)
+{
+    char key[64];
+    int rc = 0;
+    if (!jp_eat(j, '{'))
+        return jp_skip(j);
+    if (jp_eat(j, '}'))
+        return 0;
+    do {
+        bool cut = false;
+        if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':'))
+            return -EINVAL;
+        if (strcmp(key, "result") != 0 || !jp_eat(j, '[')) {
+            rc = jp_skip(j);
+        } else if (!jp_eat(j, ']')) {
+            do
+                rc = jp_result(j, set);
+            while (rc == 0 && jp_eat(j, ','));
+            if (rc == 0 && !jp_eat(j, ']'))
+                rc = -EINVAL;
+        }
+        if (rc)
+            return rc;
+    } while (jp_eat(j, ','));
+    return jp_eat(j, '}') ? 0 : -EINVAL;
+}
+
+int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
+                     struct wt_promsrc_answer *a, size_t *at)
+{
+    struct jp j = {.p = buf, .end = buf + len};
+    char key[64];
+    int rc = 0;
+    memset(a, 0, sizeof *a);
+    if (!jp_eat(&j, '{'))
+        rc = -EINVAL;
+    else if (!jp_eat(&j, '}')) {
+        do {
+            bool cut = false;
+            if (jp_str(&j, key, sizeof key, &cut) || !jp_eat(&j, ':')) {
+                rc = -EINVAL;
+            } else if (!strcmp(key, "status")) {
+                rc = jp_str(&j, a->status, sizeof a->status, &cut);
+            } else if (!strcmp(key, "error")) {
+                rc = jp_str(&j, a->error, sizeof a->error, &cut);
+            } else if (!strcmp(key, "isPartial")) {
+                jp_ws(&j);
+                a->partial = j.end - j.p >= 4 && !strncmp(j.p, "true", 4);
+                rc = jp_skip(&j);
+            } else if (!strcmp(key, "data")) {
+                rc = jp_data(&j, set);
+            } else {
+                rc = jp_skip(&j);
+            }
+        } while (rc == 0 && jp_eat(&j, ','));
+        if (rc == 0 && !jp_eat(&j, '}'))
+            rc = -EINVAL;
+    }
+    jp_ws(&j);
+    if (rc == 0 && j.p != j.end)
+        rc = -EINVAL;
+    *at = (size_t)(j.p - buf);
+    return rc;
+}
+
+/* promql as messages quote it: its first MSG_QUERY characters (a batch names many nodes). */
+static void query_quote(const char *promql, char *out, size_t n)
+{
+    size_t len = strlen(promql);
+    if (len <= MSG_QUERY)
+        snprintf(out, n, "%s", promql);
+    else
+        snprintf(out, n, "%.*s... (%zu characters)", MSG_QUERY, promql, len);
+}
+
+/* wt_promsrc_query, with the HTTP status of the answer (0: none) for the caller to judge. */
+static int query(struct wt_promsrc *p, const char *promql, int64_t t_ns, struct wt_promsrc_set *set,
+                 long *status, struct wt_err *err)
+{
+    char url[600], shown[MSG_QUERY + 40];
+    *status = 0;
+    if (!p->curl && !(p->curl = curl_easy_init()))
+        return -ENOMEM;
+    char *q = curl_easy_escape(p->curl, promql, 0);
+    if (!q)
+        return -ENOMEM;
+    size_t n = strlen(q) + 64;
+    char *body = malloc(n);
+    if (!body) {
+        curl_free(q);
+        return -ENOMEM;
+    }
+    snprintf(body, n, "query=%s&time=%.3f", q, (double)t_ns / 1e9);
+    curl_free(q);
+    snprintf(url, sizeof url, "%s/api/v1/query", p->base);
+    struct body b;
+    int rc = post_body(p, url, body, status, &b, err);
+    free(body);
+    if (rc)
+        return rc;
+    query_quote(promql, shown, sizeof shown);
+    /* samples go straight into set: on any error below the caller drops the set with the
+     * figure (an error answer holds none) */
+    struct wt_promsrc_answer *a = malloc(sizeof *a);
+    size_t at = 0;
+    if (!a) {
+        free(b.buf);
+        return -ENOMEM;
+    }
+    rc = b.buf ? wt_promsrc_parse(b.buf, b.len, set, a, &at) : -EINVAL;
+    free(b.buf);
+    if (rc == -EINVAL) {
+        wt_err_set(err, "%s: query %s: HTTP %ld, not a JSON answer of the query API (at byte %zu)",
+                   p->name, shown, *status, at);
+        rc = -EIO;
+    } else if (rc == 0 && (*status / 100 != 2 || strcmp(a->status, "success") != 0)) {
+        size_t el = strlen(a->error);
+        wt_err_set(err, "%s: query %s: HTTP %ld: %s%s", p->name, shown, *status,
+                   el > MSG_ERROR ? "..." : "",
+                   !el              ? "no success in the answer"
+                   : el > MSG_ERROR ? a->error + el - MSG_ERROR
+                                    : a->error);
+        rc = -EIO;
+    } else if (rc == 0 && a->partial) {
+        /* a VictoriaMetrics cluster answers what the storage nodes it reached hold, and says
+         * so: a sum over that would be short without a sign */
+        wt_err_set(err,
+                   "%s: query %s: the engine's answer is partial (isPartial: some of its "
+                   "storage did not answer)",
+                   p->name, shown);
+        rc = -EIO;
+    }
+    free(a);
     return rc;
 }
 
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                      struct wt_promsrc_set *set, struct wt_err *err)
 {
-    if (!p->curl && !(p->curl = curl_easy_init()))
-        return -ENOMEM;
-    char *q = curl_easy_escape(p->curl, promql, 0);
-    if (!q)
-        return -ENOMEM;
-    size_t n = strlen(p->base) + strlen(q) + 64;
-    char *url = malloc(n);
-    if (!url) {
-        curl_free(q);
-        return -ENOMEM;
-    }
-    snprintf(url, n, "%s/api/v1/query?query=%s&time=%.3f", p->base, q, (double)t_ns / 1e9);
-    curl_free(q);
-    long status = 0;
-    cJSON *j = NULL;
-    int rc = get_json(p, url, &status, &j, err);
-    free(url);
-    if (rc)
-        return rc;
-    const char *st = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "status"));
-    if (status / 100 != 2 || !st || strcmp(st, "success") != 0) {
-        const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(j, "error"));
-        wt_err_set(err, "%s: query %s: HTTP %ld: %s", p->name, promql, status,
-                   e ? e : "no success in the answer");
-        cJSON_Delete(j);
-        return -EIO;
-    }
-    const cJSON *data = cJSON_GetObjectItemCaseSensitive(j, "data"), *r;
-    cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(data, "result"))
-    {
-        if ((rc = add_result(set, r)) != 0)
-            break;
-    }
-    cJSON_Delete(j);
-    return rc;
+    long status;
+    return query(p, promql, t_ns, set, &status, err);
 }
 
 /* ---- samples around window edges ---- */
@@ -343,7 +767,7 @@ static int cmp_i64(const void *a, const void *b)
  * pad share one query. edges is sorted here.
  */
 static int around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
-                  struct wt_promsrc_set *set, struct wt_err *err)
+                  struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
     int64_t pad = p->o.pad_ns;
     qsort(edges, ne, sizeof *edges, cmp_i64);
@@ -359,7 +783,7 @@ static int around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t 
         int64_t lo = edges[i] - pad, hi = edges[k] + pad;
         /* SEL[d] at hi holds the samples in (hi - d, hi]: one ms more to include lo */
         snprintf(q, qlen, "%s[%lldms]", sel, (long long)((hi - lo) / 1000000 + 1));
-        rc = wt_promsrc_query(p, q, hi, set, err);
+        rc = query(p, q, hi, set, status, err);
         i = k + 1;
     }
     free(q);
@@ -405,7 +829,8 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
     *n = 0;
     if (to <= from)
         return wt_err_set(err, "the window is empty: --to must be after --from");
-    int rc = around(p, ENERGY_SEL "}", edges, 2, &set, err);
+    long status;
+    int rc = around(p, ENERGY_SEL "}", edges, 2, &set, &status, err);
     if (rc)
         goto out;
     struct wt_energy_row *r = calloc(set.n ? set.n : 1, sizeof *r);
@@ -438,6 +863,14 @@ struct pnode {
     int64_t start, end; /* end 0: running */
     struct pmark *m;
     size_t nm;
+    size_t s0, ns; /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
+};
+
+/* A job's nodes: an array and a hash of their names. */
+struct pnodes {
+    struct pnode *v;
+    size_t n, cap;
+    size_t *index, index_cap; /* slots: index + 1 */
 };
 
 /* A PromQL string literal's content: node names go into a regex, so escape both layers. */
@@ -507,13 +940,11 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     if (b <= a)
         return 0;
     size_t k = 0;
-    struct wt_energy_row *r = calloc(e->n ? e->n : 1, sizeof *r);
+    struct wt_energy_row *r = calloc(nd->ns ? nd->ns : 1, sizeof *r);
     if (!r)
         return -ENOMEM;
-    for (size_t i = 0; i < e->n; i++) {
-        if (!strcmp(e->s[i].node, nd->node))
-            fill_row(&r[k++], &e->s[i], a, b);
-    }
+    for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++)
+        fill_row(&r[k++], &e->s[i], a, b);
     wt_energy_choose(r, k);
     double cov = 1;
     for (size_t i = 0; i < k; i++) {
@@ -564,17 +995,54 @@ static void span_add(struct pspan *a, const struct pspan *b, bool first)
     a->coverage = first || b->coverage < a->coverage ? b->coverage : a->coverage;
 }
 
-static struct pnode *node_of(struct pnode *nodes, size_t *nn, const char *node)
+static struct pnode *node_find(const struct pnodes *ns, const char *node)
 {
-    for (size_t i = 0; i < *nn; i++) {
-        if (!strcmp(nodes[i].node, node))
-            return &nodes[i];
-    }
-    if (*nn == MAX_NODES)
+    if (!ns->index)
         return NULL;
-    struct pnode *nd = &nodes[(*nn)++];
+    size_t mask = ns->index_cap - 1;
+    for (size_t h = (size_t)hash_str(HASH_SEED, node) & mask; ns->index[h]; h = (h + 1) & mask) {
+        if (!strcmp(ns->v[ns->index[h] - 1].node, node))
+            return &ns->v[ns->index[h] - 1];
+    }
+    return NULL;
+}
+
+/* The node of that name, added when new; NULL: out of memory. */
+static struct pnode *node_of(struct pnodes *ns, const char *node)
+{
+    struct pnode *nd = node_find(ns, node);
+    if (nd)
+        return nd;
+    if (ns->n == ns->cap) {
+        size_t nc = ns->cap ? 2 * ns->cap : 64;
+        struct pnode *nv = realloc(ns->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ns->v = nv;
+        ns->cap = nc;
+    }
+    if (2 * (ns->n + 1) > ns->index_cap) {
+        size_t nc = ns->index_cap ? 2 * ns->index_cap : 256;
+        size_t *ni = calloc(nc, sizeof *ni);
+        if (!ni)
+            return NULL;
+        free(ns->index);
+        ns->index = ni;
+        ns->index_cap = nc;
+        for (size_t i = 0; i < ns->n; i++) {
+            size_t h = (size_t)hash_str(HASH_SEED, ns->v[i].node) & (nc - 1);
+            while (ni[h])
+                h = (h + 1) & (nc - 1);
+            ni[h] = i + 1;
+        }
+    }
+    nd = &ns->v[ns->n++];
     memset(nd, 0, sizeof *nd);
     snprintf(nd->node, sizeof nd->node, "%s", node);
+    size_t mask = ns->index_cap - 1, h = (size_t)hash_str(HASH_SEED, nd->node) & mask;
+    while (ns->index[h])
+        h = (h + 1) & mask;
+    ns->index[h] = ns->n;
     return nd;
 }
 
@@ -586,7 +1054,7 @@ static int mark_cmp(const void *pa, const void *pb)
 
 /* The job's series (start, end, info, marks) per node: the latest job of that name. */
 static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int64_t now,
-                    struct pnode *nodes, size_t *nn, struct wt_err *err)
+                    struct pnodes *nodes, struct wt_err *err)
 {
     struct wt_promsrc_set st = {0}, other = {0};
     char q[512], rq[256], lb[64];
@@ -601,9 +1069,9 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
         if (!s->n)
             continue;
         int64_t start = (int64_t)llround(s->pts[s->n - 1].v * 1e9);
-        struct pnode *nd = node_of(nodes, nn, s->node);
+        struct pnode *nd = node_of(nodes, s->node);
         if (!nd) {
-            rc = wt_err_set(err, "%s: more than %d nodes ran job %s", p->name, MAX_NODES, ref);
+            rc = -ENOMEM;
             goto out;
         }
         if (nd->start && nd->start >= start)
@@ -622,9 +1090,7 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
             goto out;
         for (size_t i = 0; i < other.n; i++) {
             struct wt_promsrc_series *s = &other.s[i];
-            struct pnode *nd = NULL;
-            for (size_t k = 0; k < *nn && !nd; k++)
-                nd = !strcmp(nodes[k].node, s->node) ? &nodes[k] : NULL;
+            struct pnode *nd = node_find(nodes, s->node);
             if (!nd || !s->n || wt_labels_get(s->labels, "id", lb, sizeof lb) != 0 ||
                 strcmp(lb, nd->id) != 0)
                 continue;
@@ -649,8 +1115,8 @@ static int load_job(struct wt_promsrc *p, const char *key, const char *ref, int6
             }
         }
     }
-    for (size_t i = 0; i < *nn; i++)
-        qsort(nodes[i].m, nodes[i].nm, sizeof *nodes[i].m, mark_cmp);
+    for (size_t i = 0; i < nodes->n; i++)
+        qsort(nodes->v[i].m, nodes->v[i].nm, sizeof *nodes->v[i].m, mark_cmp);
 out:
     wt_promsrc_set_free(&st);
     wt_promsrc_set_free(&other);
@@ -735,80 +1201,143 @@ static int phases_json(const struct wt_promsrc_set *e, const struct pnode *nodes
 
 /* A job over the fleet: its nodes and the energy samples around all their edges. */
 struct fleet {
-    struct pnode *nodes;
+    struct pnodes pn;
+    struct pnode *nodes; /* pn.v, pn.n */
     size_t nn;
-    struct wt_promsrc_set e;
+    struct wt_promsrc_set e; /* sorted by node once loaded */
 };
 
 static void fleet_free(struct fleet *f)
 {
-    for (size_t i = 0; i < f->nn; i++)
-        free(f->nodes[i].m);
-    free(f->nodes);
+    for (size_t i = 0; i < f->pn.n; i++)
+        free(f->pn.v[i].m);
+    free(f->pn.v);
+    free(f->pn.index);
     wt_promsrc_set_free(&f->e);
     memset(f, 0, sizeof *f);
+}
+
+#define FLEET_SEL "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\",node=~\""
+
+/*
+ * The energy samples around every edge of nodes [lo, hi) (starts, ends or now, marks) and the
+ * profile's steps: the nodes named in the query, so what is read follows the job, not the
+ * fleet. A batch the engine refuses with 422 (its limit on series or samples per query) is split
+ * in two and asked again; one node's refusal is the error. Samples read twice merge as one.
+ */
+static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
+                      const int64_t *steps, size_t nsteps, struct wt_err *err)
+{
+    size_t ne = nsteps, sl = sizeof FLEET_SEL + 8;
+    for (size_t i = lo; i < hi; i++) {
+        ne += 2 + f->nodes[i].nm;
+        sl += 2 * strlen(f->nodes[i].node) + 1;
+    }
+    int64_t *edges = malloc(ne * sizeof *edges);
+    char *sel = malloc(sl);
+    int rc = 0;
+    if (!edges || !sel) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    size_t k = 0, off = (size_t)snprintf(sel, sl, "%s", FLEET_SEL);
+    for (size_t i = lo; i < hi; i++) {
+        const struct pnode *nd = &f->nodes[i];
+        edges[k++] = nd->start;
+        edges[k++] = nd->end ? nd->end : now_ns;
+        for (size_t m = 0; m < nd->nm; m++)
+            edges[k++] = nd->m[m].t;
+        char qn[200];
+        regex_quote(nd->node, qn, sizeof qn);
+        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i > lo ? "|" : "", qn);
+    }
+    memcpy(edges + k, steps, nsteps * sizeof *edges);
+    snprintf(sel + off, sl - off, "\"}");
+    long status = 0;
+    rc = around(p, sel, edges, ne, &f->e, &status, err);
+    if (rc == -EIO && status == 422 && hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        rc = load_batch(p, f, lo, mid, now_ns, steps, nsteps, err);
+        if (rc == 0)
+            rc = load_batch(p, f, mid, hi, now_ns, steps, nsteps, err);
+    } else if (rc == -EIO && status == 422) {
+        char m[WT_ERR_LEN];
+        snprintf(m, sizeof m, "%s", err->msg);
+        wt_err_set(err,
+                   "node %s alone is over the engine's limit on series or samples per query "
+                   "(the job's nodes were split into smaller queries down to one): %s",
+                   f->nodes[lo].node, m);
+    }
+out:
+    free(edges);
+    free(sel);
+    return rc;
+}
+
+static int series_node_cmp(const void *pa, const void *pb)
+{
+    const struct wt_promsrc_series *a = pa, *b = pb;
+    return strcmp(a->node, b->node);
 }
 
 /* Loads job ref and the samples around its edges, and around step edges when step_ns > 0. */
 static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int64_t step_ns,
                       struct fleet *f, struct wt_err *err)
 {
-    int64_t *edges = NULL;
-    char *sel = NULL;
+    int64_t *steps = NULL;
     int rc;
     memset(f, 0, sizeof *f);
-    if (!(f->nodes = calloc(MAX_NODES, sizeof *f->nodes)))
-        return -ENOMEM;
-    if ((rc = load_job(p, "job", ref, now_ns, f->nodes, &f->nn, err)) != 0)
+    if ((rc = load_job(p, "job", ref, now_ns, &f->pn, err)) != 0)
         goto out;
-    if (f->nn == 0 && strspn(ref, "0123456789") == strlen(ref) &&
-        (rc = load_job(p, "id", ref, now_ns, f->nodes, &f->nn, err)) != 0)
+    if (f->pn.n == 0 && strspn(ref, "0123456789") == strlen(ref) &&
+        (rc = load_job(p, "id", ref, now_ns, &f->pn, err)) != 0)
         goto out;
+    f->nodes = f->pn.v;
+    f->nn = f->pn.n;
     if (f->nn == 0) {
         rc = -ENOENT;
         wt_err_set(err, "%s: no job %s in the last " LOOKBACK " (wattage_job_start_time_seconds)",
                    p->name, ref);
         goto out;
     }
-    /* every edge of every node: starts, ends (or now), marks, and the profile's steps */
-    size_t ne = 0, cap = 0, sl = 128;
     int64_t lo = f->nodes[0].start, hi = 0;
     for (size_t i = 0; i < f->nn; i++) {
         const struct pnode *nd = &f->nodes[i];
-        cap += 2 + nd->nm;
-        sl += 2 * strlen(nd->node) + 1;
         lo = nd->start < lo ? nd->start : lo;
         int64_t b = nd->end ? nd->end : now_ns;
         hi = b > hi ? b : hi;
     }
     size_t nsteps = step_ns > 0 ? (size_t)((hi - lo) / step_ns) + 1 : 0;
-    edges = malloc((cap + nsteps) * sizeof *edges);
-    sel = malloc(sl);
-    if (!edges || !sel) {
+    if (nsteps && !(steps = malloc(nsteps * sizeof *steps))) {
         rc = -ENOMEM;
         goto out;
     }
-    size_t off =
-        (size_t)snprintf(sel, sl,
-                         "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\","
-                         "node=~\"");
-    for (size_t i = 0; i < f->nn; i++) {
-        const struct pnode *nd = &f->nodes[i];
-        edges[ne++] = nd->start;
-        edges[ne++] = nd->end ? nd->end : now_ns;
-        for (size_t k = 0; k < nd->nm; k++)
-            edges[ne++] = nd->m[k].t;
-        char qn[200];
-        regex_quote(nd->node, qn, sizeof qn);
-        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i ? "|" : "", qn);
-    }
     for (size_t i = 0; i < nsteps; i++)
-        edges[ne++] = lo + (int64_t)i * step_ns;
-    snprintf(sel + off, sl - off, "\"}");
-    rc = around(p, sel, edges, ne, &f->e, err);
+        steps[i] = lo + (int64_t)i * step_ns;
+    for (size_t b = 0; b < f->nn && rc == 0; b += p->o.batch_nodes) {
+        size_t e = b + p->o.batch_nodes < f->nn ? b + p->o.batch_nodes : f->nn;
+        rc = load_batch(p, f, b, e, now_ns, steps, nsteps, err);
+    }
+    if (rc)
+        goto out;
+    /* each node's series together: a node's figures read its own only */
+    qsort(f->e.s, f->e.n, sizeof *f->e.s, series_node_cmp);
+    free(f->e.index);
+    f->e.index = NULL;
+    f->e.index_cap = 0;
+    for (size_t i = 0; i < f->e.n;) {
+        size_t k = i;
+        while (k < f->e.n && !strcmp(f->e.s[k].node, f->e.s[i].node))
+            k++;
+        struct pnode *nd = node_find(&f->pn, f->e.s[i].node);
+        if (nd) {
+            nd->s0 = i;
+            nd->ns = k - i;
+        }
+        i = k;
+    }
 out:
-    free(edges);
-    free(sel);
+    free(steps);
     if (rc)
         fleet_free(f);
     return rc;

@@ -2,14 +2,18 @@
 /*
  * The fleet's store: a Prometheus-compatible engine (Prometheus, VictoriaMetrics) that receives
  * every node's series by remote write (serve/remote_write.h adds the node label). A client of
- * its HTTP query API (GET /api/v1/query) that yields the same sample arrays the local queries
+ * its HTTP query API (POST /api/v1/query, form-encoded: no query is bounded by a URL's length)
+ * that yields the same sample arrays the local queries
  * read, and the figures the CLI prints computed from them with the local exact-window math
  * (wt_window, wt_energy_choose in store/query.h), so a figure over the fleet is the sum of what
  * each node's own store would answer, as far as the engine holds the same samples.
  *
  * Samples are read around each window edge only: the range selector SEL[2P] evaluated at
  * edge + P returns the raw samples within P (the pad, 30 s by default) on each side; one query
- * covers edges closer than 2P, for every node at once. Between the edges a counter's increase is
+ * covers edges closer than 2P, for a batch of nodes at once (a job's nodes, named in the query in
+ * batches of batch_nodes; a batch the engine refuses with 422, its limit on series or samples per
+ * query, is split in two and asked again, down to one node, whose refusal is the error: never a
+ * partial sum). Between the edges a counter's increase is
  * the difference of its readings; a counter reset inside a window is therefore not seen: the
  * window reads as a gap (its coverage says so), never as negative energy. An edge with no sample
  * within the pad is a gap too, as the span before a series' first reading is locally.
@@ -17,6 +21,7 @@
 #ifndef WT_STORE_PROMSRC_H
 #define WT_STORE_PROMSRC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +39,7 @@ struct wt_promsrc_opts {
     const char *token_file; /* a bearer token (NULL: none) */
     int64_t timeout_ns;     /* per request; 0: 30 s */
     int64_t pad_ns;         /* samples read around each edge; 0: 30 s */
+    size_t batch_nodes;     /* nodes per query of a job's energy; 0: 256 */
 };
 
 /*
@@ -54,22 +60,40 @@ struct wt_promsrc_series {
     char metric[96];
     char labels[WT_LABELS_LEN]; /* canonical (core/reading.h), without __name__ and node */
     struct wt_point *pts;       /* time order (ms precision, in ns) */
-    size_t n;
+    size_t n, cap;
 };
 struct wt_promsrc_set {
     struct wt_promsrc_series *s;
     size_t n, cap;
+    size_t *index, index_cap; /* the series by node, name and labels (a hash; internal) */
 };
 void wt_promsrc_set_free(struct wt_promsrc_set *set);
 
 /*
- * Evaluates promql at t_ns (GET /api/v1/query); a matrix (range selector: raw samples) or a
+ * Evaluates promql at t_ns (POST /api/v1/query); a matrix (range selector: raw samples) or a
  * vector (one sample per series) is appended to set, points of a series already there are
- * merged in time order. Returns 0, -EIO (unreachable, not 2xx, the engine's error; err says,
- * with the engine's message) or -ENOMEM.
+ * merged in time order. Returns 0, -EIO (unreachable, not 2xx, the engine's error, an answer
+ * the engine marks partial; err says, with the engine's message) or -ENOMEM.
  */
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                      struct wt_promsrc_set *set, struct wt_err *err) WT_MUST_USE;
+
+/* What an answer of the query API says besides its series. */
+struct wt_promsrc_answer {
+    char status[16];        /* "success", "error" */
+    char error[WT_ERR_LEN]; /* the engine's message (cut to fit) */
+    bool partial;           /* "isPartial": true (a cluster that missed a storage node) */
+};
+
+/*
+ * The query API's answer in buf (len bytes, NUL-terminated at buf[len]) parsed without a tree:
+ * the samples of every series in "data"."result" (a matrix's "values", a vector's "value")
+ * appended to set as wt_promsrc_query does, the rest into *a; keys it does not know are skipped
+ * whatever they hold, in any order. Returns 0, -EINVAL (not JSON, or cut short: *at is the byte
+ * where it went wrong; set may hold part of the answer) or -ENOMEM.
+ */
+int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
+                     struct wt_promsrc_answer *a, size_t *at) WT_MUST_USE;
 
 /*
  * wt_store_energy over the fleet: every energy series of every node (the jobs' derived

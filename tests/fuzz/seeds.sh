@@ -14,7 +14,7 @@ if [[ ! -d $data ]]; then
 fi
 [[ -d $data ]] || echo "# seeds: $data is missing: only the fixtures' seeds" >&2
 rm -rf "$out"
-mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk,ticks,expo_parse}
+mkdir -p "$out"/{config,api,import,carbon,snmp,redfish,modbus,chunk,ticks,expo_parse,promsrc}
 
 # copy DIR GLOB...: the matching files of the data sets into DIR, named by their path.
 copy() {
@@ -184,6 +184,12 @@ if [[ -f $notes ]]; then
 fi
 printf '# TYPE a counter\n# HELP a Help with \\\\ and \\" and \\n.\na_total{m="x\\\\y\\"z\\n"} 1.5 # {trace_id="ab"} 1 1700000000.5\na_created{m="x"} 1.7e+09\n# TYPE h histogram\n# UNIT h seconds\nh_bucket{le="0.1"} 1\nh_bucket{le="+Inf"} 2 # {t="1"} 0.05\nh_count 2\nh_sum 0.1\n# TYPE g gaugehistogram\ng_bucket{le="+Inf"} 1\ng_gcount 1\ng_gsum 1\n# TYPE s summary\ns{quantile="0.5"} NaN\ns_count 0 1700000000\n# TYPE i info\ni_info{v="1"} 1\n# EOF\n' >"$out/expo_parse/om-all-types"
 printf '# TYPE tgi_request_count counter\ntgi_request_count 12\n\n  # comment\nx{a="1",} -Inf 1700000000000\n' >"$out/expo_parse/text-bare"
+# promsrc: answers of the query API as Prometheus and VictoriaMetrics send them (a matrix, a
+# vector with escapes, an error, a partial answer).
+printf '{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"wattage_gpu_energy_joules_total","node":"n1","gpu":"0","uuid":"GPU-a"},"values":[[1700000000,"10"],[1700000001.5,"12.25"]]}]},"stats":{"seriesFetched":"1"}}' >"$out/promsrc/matrix"
+printf '{"status":"success","isPartial":false,"data":{"resultType":"vector","result":[{"value":[1700000000,"NaN"],"metric":{"node":"n\\"1","job":"caf\\u00e9 \\ud83d\\ude00"}}]},"warnings":["w"]}' >"$out/promsrc/vector"
+printf '{"status":"error","errorType":"422","error":"cannot select more than -search.maxSamplesPerQuery=1000 samples"}' >"$out/promsrc/error"
+printf '{"status":"success","isPartial":true,"data":{"resultType":"vector","result":[]}}' >"$out/promsrc/partial"
 for d in "$out"/*/; do
     echo "# seeds: $(basename "$d"): $(find "$d" -type f | wc -l) files, $(du -sk "$d" | cut -f1) KiB"
 done

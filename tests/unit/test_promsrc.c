@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The query API's answer parsed without a tree (wt_promsrc_parse): a matrix and a vector into
+ * series by node, name and labels, escapes decoded, keys in any order (samples before the
+ * labels), unknown keys of any shape skipped, an error answer, isPartial, and answers cut short
+ * or malformed refused with the byte where they went wrong.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "runner.h"
+#include "store/promsrc.h"
+
+static int parse(const char *s, struct wt_promsrc_set *set, struct wt_promsrc_answer *a, size_t *at)
+{
+    return wt_promsrc_parse(s, strlen(s), set, a, at);
+}
+
+static const struct wt_promsrc_series *find(const struct wt_promsrc_set *set, const char *node,
+                                            const char *labels)
+{
+    for (size_t i = 0; i < set->n; i++) {
+        if (!strcmp(set->s[i].node, node) && !strcmp(set->s[i].labels, labels))
+            return &set->s[i];
+    }
+    return NULL;
+}
+
+WT_TEST(a_matrix_goes_into_series_by_node_name_and_labels)
+{
+    static const char in[] =
+        "{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+        "{\"metric\":{\"__name__\":\"wattage_gpu_energy_joules_total\",\"node\":\"n1\","
+        "\"gpu\":\"0\",\"uuid\":\"GPU-a\"},\"values\":[[1700000000,\"10\"],[1700000001.5,"
+        "\"12.25\"]]},\n  {\"metric\":{\"__name__\":\"wattage_gpu_energy_joules_total\","
+        "\"node\":\"n2\",\"gpu\":\"0\",\"uuid\":\"GPU-b\"},\"values\":[[1700000000.001,\"NaN\"],"
+        "[1700000002,\"+Inf\"],[1700000003,\"x\"]]}]},\"stats\":{\"seriesFetched\":\"2\"}}";
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(parse(in, &set, &a, &at), 0);
+    WT_EQ_STR(a.status, "success");
+    WT_ASSERT(!a.partial);
+    WT_EQ_U64(set.n, 2);
+    const struct wt_promsrc_series *s = find(&set, "n1", "gpu=\"0\",uuid=\"GPU-a\"");
+    WT_ASSERT(s != NULL);
+    WT_EQ_STR(s->metric, "wattage_gpu_energy_joules_total");
+    WT_EQ_U64(s->n, 2);
+    WT_EQ_INT(s->pts[0].t_ns, 1700000000LL * 1000000000);
+    WT_EQ_INT(s->pts[1].t_ns, 1700000001500LL * 1000000);
+    WT_ASSERT(s->pts[1].v == 12.25);
+    /* "x" is no number: that sample is skipped; NaN and +Inf are numbers */
+    s = find(&set, "n2", "gpu=\"0\",uuid=\"GPU-b\"");
+    WT_ASSERT(s != NULL);
+    WT_EQ_U64(s->n, 2);
+    WT_EQ_INT(s->pts[0].t_ns, 1700000000001LL * 1000000);
+    WT_ASSERT(s->pts[0].v != s->pts[0].v);
+    /* a second answer for the same series merges in time order, a sample met twice once */
+    static const char more[] =
+        "{\"status\":\"success\",\"data\":{\"result\":[{\"values\":[[1700000001.5,\"12.25\"],"
+        "[1699999999,\"9\"]],\"metric\":{\"gpu\":\"0\",\"node\":\"n1\",\"uuid\":\"GPU-a\","
+        "\"__name__\":\"wattage_gpu_energy_joules_total\"}}]}}";
+    WT_EQ_INT(parse(more, &set, &a, &at), 0);
+    WT_EQ_U64(set.n, 2);
+    s = find(&set, "n1", "gpu=\"0\",uuid=\"GPU-a\"");
+    WT_EQ_U64(s->n, 3);
+    WT_ASSERT(s->pts[0].v == 9 && s->pts[1].v == 10 && s->pts[2].v == 12.25);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(a_vector_with_escapes_and_unknown_keys_of_any_shape)
+{
+    static const char in[] =
+        "{\"warnings\":[\"a\",{\"x\":[1,2,{\"y\":null}]}],\"status\":\"success\","
+        "\"isPartial\":false,\"data\":{\"result\":[{\"value\":[1700000000,\"5\"],\"extra\":"
+        "{\"k\":[true,false,null,-1.5e3]},\"metric\":{\"__name__\":\"m\",\"node\":\"n\\\"1\","
+        "\"job\":\"caf\\u00e9 \\ud83d\\ude00\\n\\/\"}}]}}";
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(parse(in, &set, &a, &at), 0);
+    WT_EQ_U64(set.n, 1);
+    WT_EQ_STR(set.s[0].node, "n\"1");
+    WT_EQ_STR(set.s[0].metric, "m");
+    /* the job label decoded to UTF-8 (é, U+1F600 from its surrogate pair), then stored in the
+     * store's canonical label form */
+    char want[64];
+    WT_ASSERT(wt_labels(want, sizeof want, "job", "caf\xc3\xa9 \xf0\x9f\x98\x80\n/", NULL) == 0);
+    WT_EQ_STR(set.s[0].labels, want);
+    WT_EQ_U64(set.s[0].n, 1);
+    WT_ASSERT(set.s[0].pts[0].v == 5);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(an_error_answer_and_a_partial_one_are_said)
+{
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(
+        parse("{\"status\":\"error\",\"errorType\":\"422\",\"error\":\"too many \\\"samples\\\"\"}",
+              &set, &a, &at),
+        0);
+    WT_EQ_STR(a.status, "error");
+    WT_EQ_STR(a.error, "too many \"samples\"");
+    WT_EQ_INT(parse("{\"status\":\"success\",\"isPartial\":true,\"data\":{\"result\":[]}}", &set,
+                    &a, &at),
+              0);
+    WT_ASSERT(a.partial);
+    WT_EQ_U64(set.n, 0);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(answers_cut_short_or_malformed_are_refused_with_the_byte)
+{
+    static const char whole[] =
+        "{\"status\":\"success\",\"data\":{\"result\":[{\"metric\":{\"node\":\"a\"},"
+        "\"values\":[[1,\"2\"],[3,\"4\"]]}]}}";
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    /* every prefix of a good answer is refused, at or before its end */
+    for (size_t n = 0; n < sizeof whole - 1; n++) {
+        char buf[sizeof whole];
+        memcpy(buf, whole, n);
+        buf[n] = '\0';
+        struct wt_promsrc_set set = {0};
+        WT_EQ_INT(wt_promsrc_parse(buf, n, &set, &a, &at), -EINVAL);
+        WT_ASSERT(at <= n);
+        wt_promsrc_set_free(&set);
+    }
+    static const char *const bad[] = {
+        "[]",
+        "{\"status\":\"success\"} trailing",
+        "{\"status\":\"success\",}",
+        "{\"data\":{\"result\":[{\"metric\":{\"node\":1}}]}}",
+        "{\"data\":{\"result\":[{\"metric\":{},\"values\":[[1,2]]}]}}",
+        "{\"s\":\"bad \\x escape\"}",
+        "{\"s\":\"\\ud800 lone surrogate\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct wt_promsrc_set set = {0};
+        WT_EQ_INT(parse(bad[i], &set, &a, &at), -EINVAL);
+        wt_promsrc_set_free(&set);
+    }
+    /* nesting deeper than the parser follows */
+    char deep[300];
+    size_t k = (size_t)snprintf(deep, sizeof deep, "{\"x\":");
+    for (int i = 0; i < 100; i++)
+        deep[k++] = '[';
+    deep[k] = '\0';
+    struct wt_promsrc_set set = {0};
+    WT_EQ_INT(parse(deep, &set, &a, &at), -EINVAL);
+    WT_ASSERT(at < k);
+    wt_promsrc_set_free(&set);
+}
