@@ -62,7 +62,9 @@ test_assess.sh test_alert_delivery.sh test_energy_subpolls.sh test_store_full.sh
 test_report_source.sh test_jobs_metrics.sh test_alertmanager.sh test_idle_policy.sh
 test_jobs_detect.sh test_tls.sh test_clock.sh test_snmp.sh test_daemon.sh test_jobs_api.sh
 test_mig.sh test_http_malformed.sh test_remote_write_auth.sh test_layers.sh test_nvml
-test_reconcile_gauges.sh test_jobs_edges.sh test_notify"
+test_reconcile_gauges.sh test_jobs_edges.sh test_notify test_inference_fleet.sh
+test_inference_kpi.sh test_remote_write_stop.sh test_prometheus_inference_rules.sh test_statement.sh
+test_systemd.sh test_remote_write_faults.sh test_redfish.sh test_calibrate_snmp.sh"
 declare -a order=() exclusive=()
 declare -A cmd=()
 add() { # add NAME CMD...: one suite
