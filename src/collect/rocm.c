@@ -205,6 +205,9 @@ enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, u
         wrapped = true;
     }
     bool fresh = ts_ns == 0 || ts_ns != c->last_ts;
+    /* Not published while it stands still: under power, or across a gap in the power readings
+     * (power unknown), where a frozen counter would else add a plateau to its series. */
+    c->hold = raw == c->last_raw && fresh && (power_j > 0.1 || power_j < 0);
     /* A tick that drew at least 0.1 J moves a 15 µJ counter by thousands of counts. */
     if (raw == c->last_raw && fresh && power_j > 0.1) {
         /* and for a second of the library's own time, where it stamps its readings: a firmware
@@ -492,7 +495,7 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
     }
     /* Held back while it stands still under load: if it is frozen the series ends at its last
      * move rather than with a plateau; if it moves again the next reading covers the wait. */
-    if (d->check.still > 0)
+    if (d->check.hold)
         return rc;
     /* Modulus 0 but for a 32-bit wrap the check accepted: any other decrease was refused. */
     uint64_t modulus = vd == WT_ROCM_WRAPPED ? (uint64_t)1 << 32 : 0;
