@@ -94,8 +94,8 @@ enum wt_rocm_verdict {
 struct wt_rocm_check {
     bool have;
     uint64_t last_raw, last_ts;
-    uint64_t moved_ts;         /* the library's stamp when the counter last moved */
-    unsigned int still;        /* ticks in a row without a change while drawing power */
+    uint64_t moved_ts;  /* the library's stamp when the counter last moved */
+    unsigned int still; /* ticks in a row without a change while drawing power */
     bool hold; /* the latest fresh tick did not move while drawing power or with power unknown */
     double counter_j, power_j; /* since the last judged window */
 };
