@@ -5,8 +5,8 @@
  */
 #include "alert/alert.h"
 #include "audit/carbon.h"
-#include "audit/statement.h"
 #include "audit/review.h"
+#include "audit/statement.h"
 #include "audit/topology.h"
 #include "collect/inference.h"
 #include "collect/ipmi.h"
