@@ -621,7 +621,8 @@ static int codec_encode(void *owner, const struct wt_cursor_batch *b, const char
     return wt_otlp_encode(e->enc, b, e->cf.gzip, body, len, NULL);
 }
 
-static const struct wt_sender_http_codec codec = {.add = codec_add, .encode = codec_encode};
+static const struct wt_sender_http_codec codec = {
+    .add = codec_add, .encode = codec_encode, .keep = wt_remote_write_match};
 
 static const struct wt_sender_family fams[] = {
     {"wattage_otlp_samples_sent_total",

@@ -608,7 +608,8 @@ static int codec_encode(void *owner, const struct wt_cursor_batch *b, const char
     return wt_remote_write_encode(e->enc, b, body, len, NULL);
 }
 
-static const struct wt_sender_http_codec codec = {.add = codec_add, .encode = codec_encode};
+static const struct wt_sender_http_codec codec = {
+    .add = codec_add, .encode = codec_encode, .keep = wt_remote_write_match};
 
 /* ---- /metrics ----------------------------------------------------------------------------- */
 

@@ -891,7 +891,7 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
 static bool http_keep(void *ctx, const char *metric, const char *labels)
 {
     const struct wt_sender_http_ep *ep = ctx;
-    return wt_remote_write_match(ep->sel, ep->nsel, metric, labels);
+    return ep->codec->keep(ep->sel, ep->nsel, metric, labels);
 }
 
 /* A series the store gained: its label set goes into the encoder. */

@@ -223,14 +223,18 @@ void wt_sender_curl_init(void);
  * a negative errno); encode packs b into *body, *len (the encoder's buffers, valid until its next
  * call). Returns 0 or a negative errno.
  */
+struct wt_rw_selector;
 struct wt_sender_http_codec {
     int (*add)(void *owner, const char *metric, const char *labels);
     int (*encode)(void *owner, const struct wt_cursor_batch *b, const char **body, size_t *len);
+    /* whether the endpoint's selectors (sel, n; none: all) keep a series: the transport's, so
+     * that the sender calls no function of a transport by name (wt_remote_write_match) */
+    bool (*keep)(const struct wt_rw_selector *sel, size_t n, const char *metric,
+                 const char *labels);
 };
 
 struct wt_rw_endpoint_config;
 struct wt_rw_stats;
-struct wt_rw_selector;
 /*
  * An HTTP destination, within the transport's endpoint: the transport sets codec, owner, headers
  * (NULL-terminated) and http.rejected; wt_sender_http_dest the rest. Its destination runs
