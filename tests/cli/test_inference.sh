@@ -50,8 +50,9 @@ declare -A ctl=([hang]=hang [html]=html [huge]="huge 10485760" [malformed]=malfo
         bg $PY "$PEER" --engine "${engine[$t]}" --port-file "$TMP/$t.port" --control "$TMP/$t.ctl" \
             --t0 "$T0" --pid-file "$TMP/$t.pid"
         wait_for 10 test -s "$TMP/$t.port" || { not_ok "peer $t started"; finish; }
-        printf '    - name: %s\n      url: http://127.0.0.1:%s/metrics\n      timeout: 1s\n' \
-            "$t" "$(cat "$TMP/$t.port")"
+        # (the 10 MB body: a timeout long enough that a loaded machine hits the size limit first)
+        printf '    - name: %s\n      url: http://127.0.0.1:%s/metrics\n      timeout: %s\n' \
+            "$t" "$(cat "$TMP/$t.port")" "$([[ $t == huge ]] && echo 10s || echo 1s)"
         case $t in
         vllm) printf '      gpus: [0, 1]\n      tags:\n        precision: fp8\n' ;;
         triton) printf '      engine: triton\n' ;;
@@ -100,6 +101,7 @@ for t in hang html huge malformed cut; do
 done
 check "the hang ends at its timeout, said" grep -q 'serving:hang: poll failed: .*imed out' "$TMP/run.log"
 check "the web page is said" grep -q 'serving:html: poll failed: .*a web page (text/html' "$TMP/run.log"
+wait_for 20 grep -q 'serving:huge: poll failed: .*larger than' "$TMP/run.log"
 check "the 10 MB body is refused, said" grep -q 'serving:huge: poll failed: .*larger than' "$TMP/run.log"
 check "the malformed body is named by its line" grep -q 'serving:malformed: poll failed: .*line [0-9]' "$TMP/run.log"
 check "the cut body is refused" grep -q 'serving:cut: poll failed: ' "$TMP/run.log"
