@@ -274,17 +274,66 @@ class Result:
         return "Result(%s)" % ", ".join("%s=%r" % kv for kv in self.as_dict().items())
 
 
+def _env_list(name):
+    """The non-empty elements of a comma-separated environment variable."""
+    return [g.strip() for g in (os.environ.get(name) or "").split(",") if g.strip()]
+
+
+def _visible_gpus():
+    """The GPUs the environment makes visible, as `wattage exec` reads them: CUDA_VISIBLE_DEVICES
+    for NVIDIA's ("nvidia:N", a GPU-... UUID as it is; MIG instances are not GPUs: ignored), and
+    for AMD's ROCR_VISIBLE_DEVICES (indices "amd:N", UUIDs GPU-<unique id> as wattage's
+    AMD-<unique id>) and HIP_VISIBLE_DEVICES, indices into what ROCR_VISIBLE_DEVICES leaves (every
+    AMD GPU without it). None when none of them names a GPU."""
+    out = []
+    for g in _env_list("CUDA_VISIBLE_DEVICES"):
+        if g.isdigit():
+            out.append("nvidia:" + g)
+        elif not g.startswith("MIG-"):
+            out.append(g)
+    rocr = []
+    for g in _env_list("ROCR_VISIBLE_DEVICES"):
+        if g.isdigit():
+            rocr.append("amd:" + g)
+        elif g.startswith("GPU-") and len(g) > 4:
+            rocr.append("AMD-" + g[4:])
+    hip = _env_list("HIP_VISIBLE_DEVICES")
+    if hip:
+        for g in hip:
+            if not g.isdigit():
+                continue
+            if _env_list("ROCR_VISIBLE_DEVICES"):
+                if int(g) < len(rocr):
+                    out.append(rocr[int(g)])
+            else:
+                out.append("amd:" + g)
+    else:
+        out.extend(rocr)
+    return out or None
+
+
 def _selected_gpus(gpus):
-    """The GPUs asked for: gpus (a list, or a comma-separated string of indices or GPU-UUIDs),
-    else CUDA_VISIBLE_DEVICES, else None (all of them)."""
+    """The GPUs asked for: gpus (a list, or a comma-separated string of indices, vendor indices
+    "nvidia:N" / "amd:N" or UUIDs), else those the environment makes visible (_visible_gpus),
+    else None (all of them)."""
     if gpus is None:
-        gpus = os.environ.get("CUDA_VISIBLE_DEVICES")
-        if gpus is None or gpus.strip() == "":
-            return None
+        return _visible_gpus()
     if isinstance(gpus, (str, bytes)):
         gpus = gpus.decode() if isinstance(gpus, bytes) else gpus
         gpus = [g.strip() for g in gpus.split(",") if g.strip()]
     return [str(g) for g in gpus]
+
+
+def _nvml_wanted(gpus):
+    """Of the GPUs asked for, those NVML can measure in this process, as its indices or UUIDs:
+    "nvidia:N" is N, an AMD GPU ("amd:N", "AMD-...") is not NVML's."""
+    out = []
+    for g in gpus:
+        if g.startswith("nvidia:"):
+            out.append(g[len("nvidia:"):])
+        elif not (g.startswith("amd:") or g.startswith("AMD-")):
+            out.append(g)
+    return out
 
 
 class _Nvml:
@@ -402,8 +451,10 @@ class measure:
             evaluate()
         m.result.energy_j, m.result.source
 
-    name: the job's name (default "python-<pid>-<n>"). gpus: indices or GPU-UUIDs (a list or a
-    comma-separated string); default CUDA_VISIBLE_DEVICES, else every GPU. mode: "auto" (the
+    name: the job's name (default "python-<pid>-<n>"). gpus: indices, vendor indices ("nvidia:0",
+    "amd:1") or UUIDs (a list or a comma-separated string); default the GPUs that
+    CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES make visible (as
+    `wattage exec` reads them), else every GPU. The in-process path measures NVIDIA's only. mode: "auto" (the
     daemon when one answers, else NVML in this process), "daemon" or "nvml" (that path only).
     wait_s: how long to wait at the end for the daemon to have stored the whole block (its
     store writes every store.flush_interval, 1 s by default); after it the figures are marked
@@ -474,7 +525,7 @@ class measure:
             return False
         devs = nv.devices
         if self.gpus is not None:
-            want = set(self.gpus)
+            want = set(_nvml_wanted(self.gpus))
             devs = [d for d in devs if d[0] in want or d[1] in want]
             if not devs:
                 self._why.append("none of the GPUs %s is on this machine" % ",".join(self.gpus))

@@ -10,9 +10,11 @@
  * wall meter's readings count by their own time ("t"): only those taken inside the step's second
  * half, each once, so a PDU polled every 30 s is not averaged from one stale value; a meter with
  * fewer than WT_CALIB_MIN_FRESH of them in a step is named with the hold it needs, and the other
- * role is the wall when it is fresh. It fits wall = a + b x chip (audit/calibrate.h) and stores
- * the model with its date beside the store; a wall that does not track the chips or is not
- * fresh, a load that fails or exits early, or a GPU lost mid-step store nothing.
+ * role is the wall when it is fresh; a node with neither has its hwmon wall sensors (an ACPI power
+ * meter, collect/hwmon.h: the status's "hwmon" of role "wall", summed). It fits wall = a + b x chip
+ * (audit/calibrate.h) and stores the model with its date beside the store; a wall that does not
+ * track the chips or is not fresh, a load that fails or exits early, or a GPU lost mid-step store
+ * nothing.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -59,10 +61,14 @@ static void on_signal(int sig)
     stop_sig = sig;
 }
 
-/* One wall meter of this node: a facility point of the status that the topology gives it. */
+/* The role of this node's hwmon wall sensors, beside the topology's (enum wt_role). */
+#define ROLE_HWMON ((int)WT_ROLE_COUNT + 1)
+
+/* One wall meter of this node: a facility point of the status that the topology gives it, or
+ * a hwmon sensor of role "wall" (source "hwmon", target its chip, point its sensor). */
 struct wall {
     char source[16], target[32], point[64];
-    enum wt_role role;
+    int role; /* enum wt_role, or ROLE_HWMON */
     /* its collector's ("source:target"), from the status; 0 unknown */
     double interval_s, duration_s;
     bool untimed; /* served without "t" (a daemon older than this calibrate) */
@@ -124,10 +130,24 @@ static const char *jstr(const cJSON *o, const char *k)
     return v ? v : "";
 }
 
-/* The wall of w for facility point o of role r (added on first sight); NULL when full. */
-static struct wall *wall_for(struct walls *w, const cJSON *o, enum wt_role r)
+static const char *role_name(int r)
 {
+    return r == ROLE_HWMON ? "hwmon" : wt_role_name((enum wt_role)r);
+}
+
+/* The wall of w for facility point o of role r (added on first sight); NULL when full. A hwmon
+ * sensor is named by its chip (and hwmonN where two chips share a name) and its sensor. */
+static struct wall *wall_for(struct walls *w, const cJSON *o, int r)
+{
+    char chip[32];
     const char *src = jstr(o, "source"), *tgt = jstr(o, "target"), *pt = jstr(o, "point");
+    if (r == ROLE_HWMON) {
+        src = "hwmon";
+        snprintf(chip, sizeof chip, "%s%s%s", jstr(o, "chip"), *jstr(o, "hwmon") ? "/" : "",
+                 jstr(o, "hwmon"));
+        tgt = chip;
+        pt = jstr(o, "sensor");
+    }
     for (size_t i = 0; i < w->n; i++)
         if (!strcmp(w->w[i].source, src) && !strcmp(w->w[i].target, tgt) &&
             !strcmp(w->w[i].point, pt))
@@ -154,7 +174,10 @@ static void wall_intervals(struct walls *w, const cJSON *st)
         const cJSON *du = cJSON_GetObjectItemCaseSensitive(c, "duration_seconds");
         for (size_t i = 0; i < w->n; i++) {
             char want[64];
-            snprintf(want, sizeof want, "%.7s:%.23s", w->w[i].source, w->w[i].target);
+            if (w->w[i].role == ROLE_HWMON)
+                snprintf(want, sizeof want, "hwmon");
+            else
+                snprintf(want, sizeof want, "%.7s:%.23s", w->w[i].source, w->w[i].target);
             if (strcmp(name, want) != 0)
                 continue;
             if (cJSON_IsNumber(iv))
@@ -207,10 +230,10 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
     cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "facility"))
     {
         const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "power_watts");
-        enum wt_role r = is_wall(t, WT_ROLE_PDU_OUTLET, o) ? WT_ROLE_PDU_OUTLET
-                         : is_wall(t, WT_ROLE_BMC, o)      ? WT_ROLE_BMC
-                                                           : WT_ROLE_COUNT;
-        struct wall *x = r != WT_ROLE_COUNT ? wall_for(w, o, r) : NULL;
+        int r = is_wall(t, WT_ROLE_PDU_OUTLET, o) ? (int)WT_ROLE_PDU_OUTLET
+                : is_wall(t, WT_ROLE_BMC, o)      ? (int)WT_ROLE_BMC
+                                                  : (int)WT_ROLE_COUNT;
+        struct wall *x = r != (int)WT_ROLE_COUNT ? wall_for(w, o, r) : NULL;
         int64_t t_ns;
         if (!x || !cJSON_IsNumber(p))
             continue;
@@ -220,6 +243,16 @@ static int sample(const struct wt_cli_api *api, const struct wt_topology *t, str
             continue;
         }
         if (!s)
+            continue;
+        (void)wt_calib_fresh_add(&s->fresh[x - w->w], t_ns, p->valuedouble);
+    }
+    /* this node's own wall sensors (hwmon's ACPI power meters) */
+    cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(st, "hwmon"))
+    {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "power_watts");
+        struct wall *x = strcmp(jstr(o, "role"), "wall") == 0 ? wall_for(w, o, ROLE_HWMON) : NULL;
+        int64_t t_ns;
+        if (!x || !cJSON_IsNumber(p) || wt_time_parse(jstr(o, "t"), 0, &t_ns) != 0 || !s)
             continue;
         (void)wt_calib_fresh_add(&s->fresh[x - w->w], t_ns, p->valuedouble);
     }
@@ -247,7 +280,7 @@ static bool walls_past(const struct walls *w, const struct step *s)
  * Whether every wall of role r is fresh (WT_CALIB_MIN_FRESH readings) at every step; *any: w has
  * walls of r. With complain, each wall that is not is printed once, naming its first short step.
  */
-static bool role_fresh(const struct walls *w, const struct step *st, int nsteps, enum wt_role r,
+static bool role_fresh(const struct walls *w, const struct step *st, int nsteps, int r,
                        double hold_s, bool complain, bool *any)
 {
     bool fresh = true;
@@ -291,14 +324,14 @@ static bool role_fresh(const struct walls *w, const struct step *st, int nsteps,
             snprintf(need, sizeof need, "its readings came late; try a --hold longer than %.0f s",
                      hold_s);
         fprintf(stderr, CMD ": %s %s%s%s: %d fresh reading%s in step %.0f %% (%s%s): %s\n",
-                wt_role_name(r), x->target, x->point[0] ? "/" : "", x->point, f->n,
+                role_name(r), x->target, x->point[0] ? "/" : "", x->point, f->n,
                 f->n == 1 ? "" : "s", 100 * st[k].share, last, every, need);
     }
     return fresh && *any;
 }
 
 /* The wall of role r at step s: the sum over its walls of each one's mean fresh reading. */
-static double role_wall(const struct walls *w, const struct step *s, enum wt_role r)
+static double role_wall(const struct walls *w, const struct step *s, int r)
 {
     double sum = 0;
     bool any = false;
@@ -421,7 +454,7 @@ int wt_cmd_calibrate(int argc, char **argv)
                     CMD
                     ": warning: %s %s%s%s reads every %g s at best: a --hold under %.0f s gives "
                     "it fewer than %d readings per step\n",
-                    wt_role_name(x->role), x->target, x->point[0] ? "/" : "", x->point,
+                    role_name(x->role), x->target, x->point[0] ? "/" : "", x->point,
                     fmax(x->interval_s, x->duration_s), min, WT_CALIB_MIN_FRESH);
     }
     struct sigaction sa = {0};
@@ -525,14 +558,18 @@ int wt_cmd_calibrate(int argc, char **argv)
         fprintf(stderr, CMD ": %s: no model stored\n", why);
         goto out;
     }
-    /* The wall: this node's PDU outlets when every one is fresh at every step, else its BMC. */
+    /* The wall: this node's PDU outlets when every one is fresh at every step, else its BMC,
+     * else (a node without either in the topology) its hwmon wall sensors. */
     double x[MAX_STEPS], y[MAX_STEPS];
     double hold_s = (double)hold_ns / 1e9;
-    bool any_pdu, any_bmc;
+    bool any_pdu, any_bmc, any_hw;
     bool pdu_ok = role_fresh(&walls, st, nsteps, WT_ROLE_PDU_OUTLET, hold_s, false, &any_pdu);
     bool bmc_ok = role_fresh(&walls, st, nsteps, WT_ROLE_BMC, hold_s, false, &any_bmc);
-    enum wt_role wr = pdu_ok ? WT_ROLE_PDU_OUTLET : WT_ROLE_BMC;
-    const char *wall = pdu_ok || bmc_ok ? wt_role_name(wr) : NULL;
+    bool hw_ok = role_fresh(&walls, st, nsteps, ROLE_HWMON, hold_s, false, &any_hw);
+    if (any_pdu || any_bmc) /* the reconciliation's order too (audit/reconcile.h) */
+        hw_ok = any_hw = false;
+    int wr = pdu_ok ? (int)WT_ROLE_PDU_OUTLET : bmc_ok ? (int)WT_ROLE_BMC : ROLE_HWMON;
+    const char *wall = pdu_ok || bmc_ok || hw_ok ? role_name(wr) : NULL;
     for (int k = 0; k < nsteps; k++) {
         const struct step *s = &st[k];
         int fresh = 0;
@@ -541,26 +578,31 @@ int wt_cmd_calibrate(int argc, char **argv)
         x[k] = s->chip_w / s->n;
         double pdu = role_wall(&walls, s, WT_ROLE_PDU_OUTLET);
         double bmc = role_wall(&walls, s, WT_ROLE_BMC);
-        y[k] = wr == WT_ROLE_PDU_OUTLET ? pdu : bmc;
-        printf("step %3.0f%%: chips %8.1f W  node %8.1f W  pdu_outlet %8.1f W  bmc %8.1f W  "
-               "(%d samples, %d fresh wall readings)\n",
-               100 * s->share, x[k], s->node_w / s->n, pdu, bmc, s->n, fresh);
+        double hw = role_wall(&walls, s, ROLE_HWMON);
+        y[k] = wr == (int)WT_ROLE_PDU_OUTLET ? pdu : wr == (int)WT_ROLE_BMC ? bmc : hw;
+        printf("step %3.0f%%: chips %8.1f W  node %8.1f W  pdu_outlet %8.1f W  bmc %8.1f W  ",
+               100 * s->share, x[k], s->node_w / s->n, pdu, bmc);
+        if (any_hw)
+            printf("hwmon %8.1f W  ", hw);
+        printf("(%d samples, %d fresh wall readings)\n", s->n, fresh);
     }
     /* Each wall that is not fresh is named, with the hold it needs; a fresh BMC stands in. */
     if (any_pdu && !pdu_ok)
         (void)role_fresh(&walls, st, nsteps, WT_ROLE_PDU_OUTLET, hold_s, true, &any_pdu);
     if (any_bmc && !bmc_ok && !pdu_ok)
         (void)role_fresh(&walls, st, nsteps, WT_ROLE_BMC, hold_s, true, &any_bmc);
+    if (any_hw && !hw_ok)
+        (void)role_fresh(&walls, st, nsteps, ROLE_HWMON, hold_s, true, &any_hw);
     if (!wall) {
-        if (any_pdu || any_bmc)
+        if (any_pdu || any_bmc || any_hw)
             fprintf(stderr,
                     CMD ": no wall meter of node %s has fresh readings at every step: no model "
                         "stored\n",
                     topo->node);
         else
             fprintf(stderr,
-                    CMD ": no wall meter (pdu_outlet or bmc) of node %s answered at every "
-                        "step: no model stored\n",
+                    CMD ": no wall meter (pdu_outlet, bmc or a hwmon wall sensor) of node %s "
+                        "answered at every step: no model stored\n",
                     topo->node);
         goto out;
     }

@@ -218,6 +218,13 @@ static int find_gpus(const struct wt_cli_api *api, pid_t child, char *out, size_
     cJSON_ArrayForEach(g, v)
     {
         const char *idx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "gpu"));
+        const char *vendor = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(g, "vendor"));
+        char amd[24];
+        /* an AMD GPU by its vendor's index: a plain one may be NVIDIA's too */
+        if (idx && vendor && strcmp(vendor, "amd") == 0) {
+            snprintf(amd, sizeof amd, "amd:%.15s", idx);
+            idx = amd;
+        }
         const cJSON *p;
         bool ours = false;
         cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(g, "pids"))

@@ -21,12 +21,15 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "collect/collector.h"
+#include "collect/nvml.h"
+#include "collect/rocm.h"
 #include "collect/rocm_api.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -53,6 +56,8 @@ struct rsmi_fns {
     wt_rsmi_cap_range_fn *cap_range;
     wt_rsmi_u64_fn *ecc_enabled;
     wt_rsmi_ecc_count_fn *ecc_count;
+    wt_rsmi_proc_info_fn *proc_info;
+    wt_rsmi_proc_gpus_fn *proc_gpus;
 };
 
 _Static_assert(sizeof(void *) == sizeof(wt_rsmi_init_fn *), "dlsym results must fit");
@@ -83,6 +88,9 @@ static const struct {
     SYM(cap_range, false, "rsmi_dev_power_cap_range_get"),
     SYM(ecc_enabled, false, "rsmi_dev_ecc_enabled_get"),
     SYM(ecc_count, false, "rsmi_dev_ecc_count_get"),
+    /* the KFD's process list (5.2.3 has both) */
+    SYM(proc_info, false, "rsmi_compute_process_info_get"),
+    SYM(proc_gpus, false, "rsmi_compute_process_gpus_get"),
 #undef SYM
 };
 #define N_SYMBOLS (sizeof symbols / sizeof symbols[0])
@@ -140,7 +148,138 @@ struct rocm_state {
     unsigned int n;
     struct dev *devs;
     int64_t max_gap_ns;
+    int64_t procs_at; /* CLOCK_MONOTONIC of the last process list read */
+    bool procs_off;   /* the library does not list processes: not asked again */
+    struct wt_ratelimit procs_rl;
 };
+
+/* ---- the GPUs' processes (see wt_rocm_processes) ---- */
+
+#define PROCS_EVERY_NS WT_NS_PER_S
+#define PROCS_MAX 1024 /* processes read in one list; more are left out */
+
+static pthread_mutex_t procs_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct wt_gpu_procs *procs_list;
+static size_t procs_n;
+static int64_t procs_t;
+static const void *procs_owner;
+
+int wt_rocm_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns)
+{
+    int rc = -ENODATA;
+    *n = 0;
+    pthread_mutex_lock(&procs_mu);
+    if (procs_list) {
+        *n = procs_n < cap ? procs_n : cap;
+        memcpy(out, procs_list, *n * sizeof *out);
+        *t_ns = procs_t;
+        rc = 0;
+    }
+    pthread_mutex_unlock(&procs_mu);
+    return rc;
+}
+
+/* Replaces the published list with list (taken; NULL withdraws it) when s owns it or none does. */
+static void procs_publish(const struct rocm_state *s, struct wt_gpu_procs *list, size_t n,
+                          int64_t t_ns)
+{
+    struct wt_gpu_procs *old = NULL;
+    pthread_mutex_lock(&procs_mu);
+    if (!procs_owner || procs_owner == s || list) {
+        old = procs_list;
+        procs_list = list;
+        procs_n = n;
+        procs_t = t_ns;
+        procs_owner = list ? s : NULL;
+        list = NULL;
+    }
+    pthread_mutex_unlock(&procs_mu);
+    free(old);
+    free(list);
+}
+
+static const char *errstr(const struct rocm_state *s, rsmi_status_t r);
+
+/*
+ * Reads the library's process list (rsmi_compute_process_info_get, then each process's devices
+ * with rsmi_compute_process_gpus_get) into one struct wt_gpu_procs per device and publishes it.
+ * A library without the calls, or one that answers NOT_SUPPORTED, is not asked again; other
+ * failures keep the last list and are said at most once a minute.
+ */
+static void read_procs(struct rocm_state *s)
+{
+    if (s->procs_off || !s->fn.proc_info || !s->fn.proc_gpus)
+        return;
+    int64_t now = wt_now_mono_ns();
+    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS)
+        return;
+    s->procs_at = now;
+    uint32_t cnt = 0;
+    rsmi_status_t r = s->fn.proc_info(NULL, &cnt);
+    wt_rsmi_process_info_t *pi = NULL;
+    struct wt_gpu_procs *list = NULL;
+    if (r == RSMI_STATUS_SUCCESS && cnt > PROCS_MAX)
+        cnt = PROCS_MAX;
+    if (r == RSMI_STATUS_SUCCESS && cnt) {
+        /* room for a release whose struct grew (rocm_api.h) */
+        pi = calloc((size_t)cnt * WT_RSMI_PROC_SLACK, sizeof *pi);
+        if (!pi)
+            return;
+        r = s->fn.proc_info(pi, &cnt);
+        if (r == RSMI_STATUS_INSUFFICIENT_SIZE) /* more came since: these are listed */
+            r = RSMI_STATUS_SUCCESS;
+    }
+    if (r == RSMI_STATUS_NOT_SUPPORTED || r == RSMI_STATUS_NOT_YET_IMPLEMENTED) {
+        wt_info(MOD, "%s does not list GPU processes (%s): no AMD process list", s->library,
+                errstr(s, r));
+        s->procs_off = true;
+        free(pi);
+        return;
+    }
+    if (r != RSMI_STATUS_SUCCESS) {
+        uint64_t held = 0;
+        if (wt_ratelimit_ok(&s->procs_rl, now, &held))
+            wt_warn(MOD,
+                    "rsmi_compute_process_info_get failed: %s (%d); the last list is kept "
+                    "suppressed=%" PRIu64,
+                    errstr(s, r), (int)r, held);
+        free(pi);
+        return;
+    }
+    list = calloc(s->n, sizeof *list);
+    if (!list) {
+        free(pi);
+        return;
+    }
+    for (unsigned int i = 0; i < s->n; i++) {
+        list[i].gpu = i;
+        snprintf(list[i].uuid, sizeof list[i].uuid, "%s", s->devs[i].uuid);
+    }
+    for (uint32_t k = 0; k < cnt; k++) {
+        uint32_t pid = pi[k].process_id, dv[64], nd = 64;
+        rsmi_status_t g = s->fn.proc_gpus(pid, dv, &nd);
+        if (g == RSMI_STATUS_INSUFFICIENT_SIZE)
+            g = RSMI_STATUS_SUCCESS;
+        /* NOT_FOUND: the process ended between the two calls */
+        for (uint32_t j = 0; g == RSMI_STATUS_SUCCESS && j < nd && j < 64; j++) {
+            if (dv[j] >= s->n)
+                continue;
+            struct wt_gpu_procs *p = &list[dv[j]];
+            bool seen = false;
+            for (unsigned int x = 0; x < p->npids && !seen; x++)
+                seen = p->pids[x] == pid;
+            if (seen || p->npids == WT_NVML_MAX_PROCS)
+                continue;
+            p->pids[p->npids] = pid;
+            /* the library gives a process's VRAM over all its GPUs: per GPU only when one */
+            p->mem_b[p->npids] = nd == 1 ? pi[k].vram_usage : WT_NVML_NO_MEMORY;
+            p->instance[p->npids] = WT_NVML_NO_INSTANCE;
+            p->npids++;
+        }
+    }
+    free(pi);
+    procs_publish(s, list, s->n, wt_now_real_ns());
+}
 
 /* ---- pure parts ---- */
 
@@ -555,6 +694,7 @@ static void amd_close(void *state)
     struct rocm_state *s = state;
     if (!s)
         return;
+    procs_publish(s, NULL, 0, 0);
     if (s->inited)
         s->fn.shut_down();
     if (s->dl)
@@ -633,6 +773,7 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         return -ENOMEM;
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+    s->procs_rl.interval_ns = LOG_EVERY_NS;
     rc = load(cfg, s, err);
     if (rc)
         goto fail;
@@ -708,6 +849,7 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     int rc = 0;
     unsigned int down = 0;
     read_counters(s);
+    read_procs(s);
     for (unsigned int i = 0; i < s->n; i++) {
         struct dev *d = &s->devs[i];
         struct sample v = {0};

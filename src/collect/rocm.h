@@ -46,6 +46,19 @@
 
 extern const struct wt_collector_ops wt_amd_collector;
 
+struct wt_gpu_procs; /* collect/nvml.h */
+
+/*
+ * The processes the library lists on each AMD GPU (rsmi_compute_process_info_get and
+ * rsmi_compute_process_gpus_get, the KFD's view: compute processes), as the AMD collector read
+ * them at its latest poll (at most once a second), in NVML's shape: gpu the AMD index, uuid
+ * AMD-..., pids, mem_b a process's VRAM where it uses that GPU alone (the library gives one
+ * figure per process), instance WT_NVML_NO_INSTANCE. Fills out[0..cap), *n and *t_ns
+ * (CLOCK_REALTIME of that read). Returns 0, or -ENODATA when there is no list (no AMD collector,
+ * or a library without the calls).
+ */
+int wt_rocm_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns);
+
 /* Tried in order when neither the environment nor the config names a library: Debian 12's
  * (librocm-smi64-1 5.2.3), then the names ROCm releases install. */
 #define WT_ROCM_LIBRARIES                                                                          \

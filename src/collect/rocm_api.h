@@ -77,6 +77,21 @@ typedef union {
  * member is 0x8000000000000000), so passed as uint64_t. */
 #define WT_RSMI_GPU_BLOCKS 0x3fffull
 
+/*
+ * rsmi_process_info_t as 5.2.3 declares it (the KFD's view of a process using a GPU). The
+ * library writes an array of them at its own stride: a caller passes room for more than it
+ * asks (rocm.c allocates WT_RSMI_PROC_SLACK times the entries it declares), so a release whose
+ * struct grew writes garbage, not past the buffer.
+ */
+typedef struct {
+    uint32_t process_id;
+    uint32_t pasid;
+    uint64_t vram_usage;   /* bytes */
+    uint64_t sdma_usage;   /* µs */
+    uint32_t cu_occupancy; /* percent */
+} wt_rsmi_process_info_t;
+#define WT_RSMI_PROC_SLACK 4
+
 /* One type per entry point; the fake defines its exports with these. */
 typedef rsmi_status_t wt_rsmi_init_fn(uint64_t init_flags);
 typedef rsmi_status_t wt_rsmi_shut_down_fn(void);
@@ -100,5 +115,12 @@ typedef rsmi_status_t wt_rsmi_ecc_count_fn(uint32_t dv_ind, uint64_t block,
 /* rsmi_dev_temp_metric_get: millidegrees Celsius */
 typedef rsmi_status_t wt_rsmi_temp_fn(uint32_t dv_ind, uint32_t sensor_type,
                                       rsmi_temperature_metric_t metric, int64_t *temperature);
+
+/* rsmi_compute_process_info_get: every process on any GPU; procs NULL asks the count */
+typedef rsmi_status_t wt_rsmi_proc_info_fn(wt_rsmi_process_info_t *procs, uint32_t *num_items);
+/* rsmi_compute_process_gpus_get: the device indices process pid uses; dv_indices NULL asks the
+ * count */
+typedef rsmi_status_t wt_rsmi_proc_gpus_fn(uint32_t pid, uint32_t *dv_indices,
+                                           uint32_t *num_devices);
 
 #endif

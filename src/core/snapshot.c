@@ -353,6 +353,149 @@ static void fac_json(cJSON *root, const struct fac_view *fv)
     }
 }
 
+/* ---- hwmon sensors (collect/hwmon.h), by role ---- */
+
+#define MAX_HWMON 64
+
+struct hw_sensor {
+    char chip[32], sensor[16], label[64], role[16], socket[8], hwmon[16], method[16];
+    double power_w, energy_j, interval_s;
+    bool has_power, has_energy, has_interval;
+    int64_t t_ns; /* the power reading's own time (an average's middle) */
+};
+
+struct hw_view {
+    struct hw_sensor s[MAX_HWMON];
+    size_t n;
+};
+
+static void build_hw(struct hw_view *hv, const struct wt_batch *b)
+{
+    hv->n = 0;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        if (r->metric != WT_M_HWMON_POWER_W && r->metric != WT_M_HWMON_ENERGY_J &&
+            r->metric != WT_M_HWMON_INTERVAL_S)
+            continue;
+        struct hw_sensor k;
+        memset(&k, 0, sizeof k);
+        fac_label(r->labels, "chip", k.chip, sizeof k.chip);
+        fac_label(r->labels, "sensor", k.sensor, sizeof k.sensor);
+        fac_label(r->labels, "label", k.label, sizeof k.label);
+        fac_label(r->labels, "role", k.role, sizeof k.role);
+        fac_label(r->labels, "socket", k.socket, sizeof k.socket);
+        fac_label(r->labels, "hwmon", k.hwmon, sizeof k.hwmon);
+        struct hw_sensor *s = NULL;
+        for (size_t j = 0; j < hv->n && !s; j++)
+            if (!strcmp(hv->s[j].chip, k.chip) && !strcmp(hv->s[j].sensor, k.sensor) &&
+                !strcmp(hv->s[j].label, k.label) && !strcmp(hv->s[j].hwmon, k.hwmon))
+                s = &hv->s[j];
+        if (!s) {
+            if (hv->n == MAX_HWMON)
+                continue;
+            s = &hv->s[hv->n++];
+            *s = k;
+        }
+        if (r->metric == WT_M_HWMON_POWER_W) {
+            s->power_w = r->value;
+            s->has_power = true;
+            s->t_ns = r->t_ns;
+        } else if (r->metric == WT_M_HWMON_ENERGY_J) {
+            s->energy_j = r->value;
+            s->has_energy = true;
+            fac_label(r->labels, "method", s->method, sizeof s->method);
+        } else {
+            s->interval_s = r->value;
+            s->has_interval = true;
+        }
+    }
+}
+
+/* The sum of the power of role's sensors; false when none has a reading. */
+static bool hw_role_power(const struct hw_view *hv, const char *role, double *w)
+{
+    bool any = false;
+    *w = 0;
+    for (size_t i = 0; i < hv->n; i++)
+        if (hv->s[i].has_power && strcmp(hv->s[i].role, role) == 0) {
+            *w += hv->s[i].power_w;
+            any = true;
+        }
+    return any;
+}
+
+/*
+ * "hwmon": one object per sensor (chip, sensor, label, role[, socket][, hwmon], t, power_watts,
+ * energy_joules, energy_method, average_interval_seconds), and "hwmon_power_watts": each role's
+ * sum, with "psu_loss_watts" and "psu_loss_ratio" (1 - out / in) where the PSUs give both sides.
+ */
+static void hw_json(cJSON *root, const struct hw_view *hv)
+{
+    cJSON *arr = cJSON_AddArrayToObject(root, "hwmon");
+    cJSON *roles = NULL;
+    for (size_t i = 0; i < hv->n; i++) {
+        const struct hw_sensor *s = &hv->s[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "chip", s->chip);
+        cJSON_AddStringToObject(o, "sensor", s->sensor);
+        cJSON_AddStringToObject(o, "label", s->label);
+        cJSON_AddStringToObject(o, "role", s->role);
+        if (s->socket[0])
+            cJSON_AddStringToObject(o, "socket", s->socket);
+        if (s->hwmon[0])
+            cJSON_AddStringToObject(o, "hwmon", s->hwmon);
+        if (s->has_power) {
+            char ts[40];
+            wt_time_format(s->t_ns, 1, ts, sizeof ts);
+            cJSON_AddStringToObject(o, "t", ts);
+            cJSON_AddNumberToObject(o, "power_watts", s->power_w);
+        }
+        if (s->has_energy) {
+            cJSON_AddNumberToObject(o, "energy_joules", s->energy_j);
+            cJSON_AddStringToObject(o, "energy_method", s->method);
+        }
+        if (s->has_interval)
+            cJSON_AddNumberToObject(o, "average_interval_seconds", s->interval_s);
+        double w;
+        if (s->has_power && (!roles || !cJSON_GetObjectItemCaseSensitive(roles, s->role)) &&
+            hw_role_power(hv, s->role, &w)) {
+            if (!roles)
+                roles = cJSON_AddObjectToObject(root, "hwmon_power_watts");
+            cJSON_AddNumberToObject(roles, s->role, w);
+        }
+    }
+    double in, out;
+    if (hw_role_power(hv, "psu_in", &in) && hw_role_power(hv, "psu_out", &out) && in > 0) {
+        cJSON_AddNumberToObject(root, "psu_loss_watts", in - out);
+        cJSON_AddNumberToObject(root, "psu_loss_ratio", (in - out) / in);
+    }
+}
+
+static void cell(FILE *f, int has, double v, int width, int prec, const char *suffix);
+
+static void hw_print(FILE *f, const struct hw_view *hv)
+{
+    if (!hv->n)
+        return;
+    fprintf(f, "\n%-10s %-14s %-8s %-28s %10s %12s\n", "ROLE", "CHIP", "SENSOR", "LABEL", "POWER W",
+            "ENERGY kWh");
+    for (size_t i = 0; i < hv->n; i++) {
+        const struct hw_sensor *s = &hv->s[i];
+        fprintf(f, "%-10.10s %-14.14s %-8.8s %-28.28s", s->role, s->chip, s->sensor,
+                s->label[0] ? s->label : "-");
+        cell(f, s->has_power, s->power_w, 10, 1, "");
+        cell(f, s->has_energy, s->energy_j / 3.6e6, 12, 3, "");
+        fprintf(f, "\n");
+    }
+    double w, in, out;
+    if (hw_role_power(hv, "wall", &w))
+        fprintf(f, "wall (hwmon): %.1f W\n", w);
+    if (hw_role_power(hv, "psu_in", &in) && hw_role_power(hv, "psu_out", &out) && in > 0)
+        fprintf(f, "PSU: in %.1f W, out %.1f W, conversion loss %.1f W (%.1f%%)\n", in, out,
+                in - out, 100 * (in - out) / in);
+}
+
 /* The object under parent's key (created on first use); NULL when out of memory. */
 static cJSON *child(cJSON *parent, const char *key)
 {
@@ -595,6 +738,12 @@ char *wt_snapshot_json(const struct wt_batch *b, const struct wt_hub_collector *
         fac_json(root, fv);
         free(fv);
     }
+    struct hw_view *hv = malloc(sizeof *hv);
+    if (hv) {
+        build_hw(hv, b);
+        hw_json(root, hv);
+        free(hv);
+    }
 
     cJSON *cols = cJSON_AddArrayToObject(root, "collectors");
     for (size_t i = 0; i < ncs; i++) {
@@ -761,4 +910,10 @@ void wt_snapshot_print(FILE *f, const struct wt_batch *b, const struct wt_hub_co
         }
     }
     free(fv);
+    struct hw_view *hv = malloc(sizeof *hv);
+    if (hv) {
+        build_hw(hv, b);
+        hw_print(f, hv);
+        free(hv);
+    }
 }

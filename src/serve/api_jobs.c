@@ -19,6 +19,7 @@
 #include "collect/attrib.h"
 #include "collect/cgroup.h"
 #include "collect/nvml.h"
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "serve/expo.h"
@@ -248,10 +249,12 @@ static const struct wt_attrib_device *ledger_dev(const struct ledger *l, unsigne
 }
 
 /*
- * One GPU's entry: {"gpu": "0", "uuid": "GPU-…", "pids": [...], "processes": [{pid, owner...}],
- * "attribution": {…} (add_device; once its energy has been split)}; false when out of memory.
+ * One GPU's entry: {"gpu": "0", "vendor": "nvidia"|"amd", "uuid": "GPU-…", "pids": [...],
+ * "processes": [{pid, owner...}], "attribution": {…} (add_device, with l: NVIDIA's, once its
+ * energy has been split)}; false when out of memory.
  */
-static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const struct ledger *l)
+static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const char *vendor,
+                      const struct ledger *l)
 {
     char idx[16];
     cJSON *g = cJSON_CreateObject(), *pids;
@@ -261,6 +264,7 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const struct led
     }
     snprintf(idx, sizeof idx, "%u", p->gpu);
     cJSON_AddStringToObject(g, "gpu", idx);
+    cJSON_AddStringToObject(g, "vendor", vendor);
     cJSON_AddStringToObject(g, "uuid", p->uuid);
     pids = cJSON_AddArrayToObject(g, "pids");
     for (unsigned int k = 0; pids && k < p->npids; k++)
@@ -268,7 +272,7 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const struct led
     cJSON *procs = cJSON_AddArrayToObject(g, "processes");
     for (unsigned int k = 0; procs && k < p->npids; k++)
         add_owner(procs, p->pids[k]);
-    const struct wt_attrib_device *d = ledger_dev(l, p->gpu);
+    const struct wt_attrib_device *d = l ? ledger_dev(l, p->gpu) : NULL;
     cJSON *a = d ? cJSON_AddObjectToObject(g, "attribution") : NULL;
     if (a)
         add_device(a, l, d);
@@ -277,34 +281,42 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const struct led
 
 int wt_api_processes_json(unsigned *status, char **json)
 {
-    struct wt_gpu_procs *p = calloc(MAX_GPUS, sizeof *p);
-    size_t n = 0;
+    struct wt_gpu_procs *p = calloc(MAX_GPUS, sizeof *p), *pa = calloc(MAX_GPUS, sizeof *pa);
+    size_t n = 0, na = 0;
     int64_t t = 0;
     cJSON *o = NULL;
     struct ledger l = {0};
     *json = NULL;
-    if (!p)
+    if (!p || !pa) {
+        free(p);
+        free(pa);
         return -ENOMEM;
+    }
     /* No ledger (no memory for it) leaves the entries without "attribution". */
     if (wt_attrib_copy_published(0, &l.devs, &l.ndev, &l.ents, &l.nent) != 0)
         ledger_free(&l);
-    if (wt_nvml_processes(p, MAX_GPUS, &n, &t) != 0) {
+    bool nv = wt_nvml_processes(p, MAX_GPUS, &n, &t) == 0;
+    bool amd = wt_rocm_processes(pa, MAX_GPUS, &na, &t) == 0;
+    if (!nv && !amd) {
         *status = 503;
         o = cJSON_CreateObject();
         if (o)
             cJSON_AddStringToObject(o, "error",
-                                    "no GPU process list: no NVML collector, or its library or "
-                                    "GPUs do not list processes");
+                                    "no GPU process list: no NVML or AMD collector, or their "
+                                    "libraries or GPUs do not list processes");
     } else {
         *status = 200;
         o = cJSON_CreateArray();
-        for (size_t i = 0; o && i < n; i++) {
-            if (!add_procs(o, &p[i], &l))
-                break;
-        }
+        bool ok = true;
+        for (size_t i = 0; o && ok && nv && i < n; i++)
+            ok = add_procs(o, &p[i], "nvidia", &l);
+        /* AMD's processes are listed; their energy is not split yet (no "attribution") */
+        for (size_t i = 0; o && ok && amd && i < na; i++)
+            ok = add_procs(o, &pa[i], "amd", NULL);
     }
     ledger_free(&l);
     free(p);
+    free(pa);
     if (o)
         *json = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -38,6 +38,11 @@
  *   FAKE_RSMI_DENIED=1          rsmi_dev_busy_percent_get answers RSMI_STATUS_PERMISSION
  *   FAKE_RSMI_CALL_LOG=FILE     append each rsmi_dev_busy_percent_get call's device, one a line
  *   FAKE_RSMI_INIT_FAIL=N       rsmi_init returns N (8: RSMI_STATUS_INIT_ERROR)
+ *   FAKE_RSMI_PROCS_FILE=FILE   the processes on the GPUs, read at every call of
+ *                               rsmi_compute_process_info_get / _gpus_get: lines "GPU PID
+ *                               [VRAM_BYTES]" (a pid on several GPUs has a line for each);
+ *                               without it the list is empty
+ *   FAKE_RSMI_NO_PROCS=1        the 5.2.3 process calls answer NOT_SUPPORTED
  *
  * The accumulator counts the hardware's unit, 2^-16 J, from an offset of 2^32 counts:
  *   counter = offset + floor(65536 * integral of P_i from T0 to now)   [mod 2^bits]
@@ -250,6 +255,90 @@ wt_rsmi_temp_fn rsmi_dev_temp_metric_get;
 wt_rsmi_u32_fn rsmi_dev_busy_percent_get;
 wt_rsmi_u64_fn rsmi_dev_ecc_enabled_get;
 wt_rsmi_ecc_count_fn rsmi_dev_ecc_count_get;
+wt_rsmi_proc_info_fn rsmi_compute_process_info_get;
+wt_rsmi_proc_gpus_fn rsmi_compute_process_gpus_get;
+
+#define MAX_PROCS 256
+
+/* FAKE_RSMI_PROCS_FILE's lines into gpu[], pid[], vram[]; their count. */
+static size_t read_procs(uint32_t *gpu, uint32_t *pid, uint64_t *vram)
+{
+    const char *path = getenv("FAKE_RSMI_PROCS_FILE");
+    FILE *f = path ? fopen(path, "r") : NULL;
+    size_t n = 0;
+    char line[128];
+    while (f && n < MAX_PROCS && fgets(line, sizeof line, f)) {
+        unsigned int g, p;
+        unsigned long long v = 0;
+        if (sscanf(line, "%u %u %llu", &g, &p, &v) >= 2 && g < fk.n) {
+            gpu[n] = g;
+            pid[n] = p;
+            vram[n++] = v;
+        }
+    }
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* As the library: one entry per process (its VRAM summed over its GPUs). */
+rsmi_status_t rsmi_compute_process_info_get(wt_rsmi_process_info_t *procs, uint32_t *num_items)
+{
+    static uint32_t gpu[MAX_PROCS], pid[MAX_PROCS];
+    static uint64_t vram[MAX_PROCS];
+    if (!num_items)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (getenv("FAKE_RSMI_NO_PROCS"))
+        return RSMI_STATUS_NOT_SUPPORTED;
+    size_t n = read_procs(gpu, pid, vram), u = 0;
+    wt_rsmi_process_info_t one[MAX_PROCS];
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < u && one[k].process_id != pid[i])
+            k++;
+        if (k == u) {
+            memset(&one[u], 0, sizeof one[u]);
+            one[u].process_id = pid[i];
+            one[u].pasid = 0x8000u + (uint32_t)u;
+            u++;
+        }
+        one[k].vram_usage += vram[i];
+    }
+    if (!procs) {
+        *num_items = (uint32_t)u;
+        return RSMI_STATUS_SUCCESS;
+    }
+    uint32_t room = *num_items;
+    *num_items = (uint32_t)(u < room ? u : room);
+    memcpy(procs, one, *num_items * sizeof one[0]);
+    return u > room ? RSMI_STATUS_INSUFFICIENT_SIZE : RSMI_STATUS_SUCCESS;
+}
+
+rsmi_status_t rsmi_compute_process_gpus_get(uint32_t pid, uint32_t *dv_indices,
+                                            uint32_t *num_devices)
+{
+    static uint32_t gpu[MAX_PROCS], pids[MAX_PROCS];
+    static uint64_t vram[MAX_PROCS];
+    if (!num_devices)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (getenv("FAKE_RSMI_NO_PROCS"))
+        return RSMI_STATUS_NOT_SUPPORTED;
+    size_t n = read_procs(gpu, pids, vram);
+    uint32_t found = 0, room = dv_indices ? *num_devices : 0;
+    bool any = false;
+    for (size_t i = 0; i < n; i++) {
+        if (pids[i] != pid)
+            continue;
+        any = true;
+        if (dv_indices && found < room)
+            dv_indices[found] = gpu[i];
+        found++;
+    }
+    if (!any)
+        return RSMI_STATUS_NOT_FOUND;
+    *num_devices = dv_indices && found > room ? room : found;
+    return dv_indices && found > room ? RSMI_STATUS_INSUFFICIENT_SIZE : RSMI_STATUS_SUCCESS;
+}
 
 rsmi_status_t rsmi_dev_ecc_enabled_get(uint32_t dv_ind, uint64_t *enabled_blocks)
 {
