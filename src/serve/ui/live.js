@@ -373,6 +373,7 @@ async function refreshServing() {
     q('wattage_inference_latency_seconds_bucket{kind="e2e"}'),
     q("wattage_inference_requests_running"), q("wattage_inference_requests_waiting")]);
   drawServing(servingRows(en, tok, lat, run, wait));
+  $("serving").dataset.to = String(en.to); // the window's end, as the API took it
 }
 
 async function refreshNow() {
