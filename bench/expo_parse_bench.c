@@ -6,20 +6,31 @@
  * and bucket bounds of the field notes, filled with Python process metrics and more histograms
  * up to 300 series. Two cases: the scraper's (a filter keeping 6 families, 32 series, and the
  * e2e latency p99 from their buckets) and every sample handed on. Each parse is timed alone in
- * CPU time (CLOCK_PROCESS_CPUTIME_ID) after a warm-up; prints median, min and max as JSON lines
- * for bench/run.sh's external section, and a human line on stderr.
- *   expo_parse_bench [PARSES]   (default 5000)
+ * CPU time (CLOCK_PROCESS_CPUTIME_ID) after a warm-up. A third case is the whole scrape: the
+ * inference collector's own poll (libcurl's GET over one kept-alive loopback connection, from a
+ * server thread here that answers the same body, then the parse, the selection and the
+ * readings), timed in the polling thread's CPU time (CLOCK_THREAD_CPUTIME_ID: the server
+ * thread's work is not the daemon's). Prints median, min and max as JSON lines for
+ * bench/run.sh's external section, and a human line on stderr.
+ *   expo_parse_bench [PARSES]   (default 5000; the scrape case runs a fifth of them)
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "collect/collector.h"
 #include "collect/expo_parse.h"
 #include "collect/hist_quantile.h"
+#include "core/config.h"
 
 #define SERIES 300
 #define E2E_NAME "vllm:e2e_request_latency_seconds"
@@ -260,6 +271,140 @@ static int one(const struct body *b, bool filter, int parses)
     return 0;
 }
 
+/* ---- the scrape: the collector's poll against a loopback server ---- */
+
+struct server {
+    int fd;
+    const struct body *b;
+};
+
+/* Answers every GET on a connection with the body, as a kept-alive HTTP/1.1 server does. */
+static void *serve(void *arg)
+{
+    struct server *sv = arg;
+    char head[256], req[8192];
+    int hl = snprintf(head, sizeof head,
+                      "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; "
+                      "charset=utf-8\r\nContent-Length: %zu\r\n\r\n",
+                      sv->b->len);
+    for (;;) {
+        int c = accept(sv->fd, NULL, NULL);
+        if (c < 0)
+            return NULL;
+        size_t have = 0;
+        for (;;) {
+            ssize_t r = read(c, req + have, sizeof req - 1 - have);
+            if (r <= 0)
+                break;
+            have += (size_t)r;
+            req[have] = '\0';
+            char *end = strstr(req, "\r\n\r\n");
+            if (!end) {
+                if (have == sizeof req - 1)
+                    break;
+                continue;
+            }
+            size_t used = (size_t)(end + 4 - req);
+            memmove(req, req + used, have - used);
+            have -= used;
+            if (write(c, head, (size_t)hl) != hl ||
+                write(c, sv->b->p, sv->b->len) != (ssize_t)sv->b->len)
+                break;
+        }
+        close(c);
+    }
+}
+
+static double thread_cpu_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int scrape(const struct body *b, int polls)
+{
+    struct server sv = {.fd = socket(AF_INET, SOCK_STREAM, 0), .b = b};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (sv.fd < 0 || bind(sv.fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(sv.fd, 4) != 0 ||
+        getsockname(sv.fd, (struct sockaddr *)&a, &al) != 0) {
+        fprintf(stderr, "expo_parse_bench: cannot listen on loopback: %s\n", strerror(errno));
+        return 1;
+    }
+    pthread_t th;
+    if (pthread_create(&th, NULL, serve, &sv) != 0)
+        return 1;
+    pthread_detach(th);
+    char yaml[256];
+    snprintf(yaml, sizeof yaml,
+             "inference:\n  targets:\n    - name: bench\n      url: http://127.0.0.1:%u/metrics\n"
+             "      gpus: [0]\n",
+             (unsigned)ntohs(a.sin_port));
+    const struct wt_collector_ops *ops = NULL;
+    for (size_t i = 0; wt_collectors[i]; i++)
+        if (strcmp(wt_collectors[i]->name, "serving") == 0)
+            ops = wt_collectors[i];
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    wt_config_defaults(&cfg);
+    if (!ops || wt_config_load_string("bench.yaml", yaml, strlen(yaml), &cfg, &err) != 0 ||
+        ops->open_target(&cfg, 0, &st, &err) != 0) {
+        fprintf(stderr, "expo_parse_bench: the inference collector: %s\n", err.msg);
+        return 1;
+    }
+    double *t = malloc(sizeof *t * (size_t)polls);
+    struct wt_batch out = {0};
+    size_t readings = 0;
+    double generated = NAN;
+    int rc = t ? 0 : 1;
+    for (int i = -WARMUP; i < polls && rc == 0; i++) {
+        wt_batch_clear(&out);
+        double t0 = thread_cpu_us();
+        rc = ops->poll(st, (int64_t)i * 500000000, &out, &err);
+        double t1 = thread_cpu_us();
+        if (i >= 0)
+            t[i] = t1 - t0;
+    }
+    if (rc == 0) {
+        readings = out.len;
+        for (size_t i = 0; i < out.len; i++)
+            if (out.r[i].metric == WT_M_INF_TOKENS && strstr(out.r[i].labels, "generated"))
+                generated = out.r[i].value;
+        /* the scrape's work was done: the body's generated tokens reached a reading */
+        if (generated != 96000) {
+            fprintf(stderr, "expo_parse_bench: the scrape gave %zu readings, generated %g\n",
+                    readings, generated);
+            rc = 1;
+        }
+    } else {
+        fprintf(stderr, "expo_parse_bench: the scrape failed: %s\n", err.msg);
+    }
+    ops->close(st);
+    wt_batch_free(&out);
+    wt_config_free(&cfg);
+    shutdown(sv.fd, SHUT_RDWR);
+    if (rc) {
+        free(t);
+        return rc;
+    }
+    qsort(t, (size_t)polls, sizeof *t, by_value);
+    double med = t[polls / 2];
+    fprintf(stderr,
+            "expo_parse_bench: scrape of %d series (%zu bytes) over loopback HTTP, parse and "
+            "select: %zu readings, median %.1f us CPU (min %.1f, max %.1f)\n",
+            b->series, b->len, readings, med, t[0], t[polls - 1]);
+    printf("{\"section\": \"Scrape parsing\", \"what\": \"scrape a %d-series vLLM /metrics (%zu "
+           "bytes) over loopback HTTP, parse and select (the inference collector's poll)\", "
+           "\"unit\": \"us\", \"wattage\": {\"median\": %.2f, \"min\": %.2f, \"max\": %.2f, "
+           "\"n\": %d}, \"peer\": null, \"peer_name\": null, \"note\": \"the polling thread's CPU "
+           "time, a kept-alive connection; %zu readings a scrape\"}\n",
+           b->series, b->len, med, t[0], t[polls - 1], polls, readings);
+    free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int parses = argc > 1 ? atoi(argv[1]) : 5000;
@@ -270,7 +415,8 @@ int main(int argc, char **argv)
     if (!b.p)
         return 1;
     make_body(&b);
-    int rc = one(&b, true, parses) || one(&b, false, parses);
+    int rc = one(&b, true, parses) || one(&b, false, parses) ||
+             scrape(&b, parses / 5 > 0 ? parses / 5 : 1);
     free(b.p);
     return rc;
 }

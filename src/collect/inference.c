@@ -562,6 +562,9 @@ struct inf {
     char ctype[128];
     struct body body;
     struct scrape s;
+    struct acc *prev; /* the last good scrape's values, to say what changed since */
+    size_t nprev;
+    bool have_prev;
     char up_labels[WT_LABELS_LEN];
     enum engine said; /* the engine last said in the log */
     /* the serving tree, found when no gpus are configured: looked for every FIND_EVERY */
@@ -794,6 +797,128 @@ static bool account_energy(struct inf *s)
     return true;
 }
 
+/* The same series of two scrapes (the bound too when with_le). */
+static bool same_key(const struct acc *a, const struct acc *b, bool with_le)
+{
+    return a->what == b->what && a->part == b->part && a->kind == b->kind &&
+           a->fallback == b->fallback && strcmp(a->model, b->model) == 0 &&
+           (!with_le || a->le == b->le || (isinf(a->le) && isinf(b->le)));
+}
+
+/* The value of the last scrape with a's series (and bound), NULL: none; i is a's index, where
+ * the same body puts it. */
+static const struct acc *prev_of(const struct inf *s, const struct acc *a, size_t i)
+{
+    if (i < s->nprev && same_key(&s->prev[i], a, true))
+        return &s->prev[i];
+    for (size_t k = 0; k < s->nprev; k++)
+        if (same_key(&s->prev[k], a, true))
+            return &s->prev[k];
+    return NULL;
+}
+
+static bool has_model(const struct acc *v, size_t n, const char *model)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i].model, model) == 0)
+            return true;
+    return false;
+}
+
+/* Whether v[i] is the first value of its model in v. */
+static bool first_of_model(const struct acc *v, size_t i)
+{
+    for (size_t k = 0; k < i; k++)
+        if (strcmp(v[k].model, v[i].model) == 0)
+            return false;
+    return true;
+}
+
+/* A bucket of the histogram a (any of its parts) belongs to. */
+static bool bucket_of(const struct acc *x, const struct acc *a)
+{
+    return x->what == W_LATENCY && x->part == 0 && x->kind == a->kind &&
+           x->fallback == a->fallback && strcmp(x->model, a->model) == 0;
+}
+
+/* The bucket bounds of a's histogram changed between the last scrape and this one. */
+static bool bounds_changed(const struct inf *s, const struct acc *a)
+{
+    size_t now = 0, before = 0;
+    for (size_t k = 0; k < s->nprev; k++)
+        before += bucket_of(&s->prev[k], a);
+    if (before == 0)
+        return false; /* a family that came: no bounds before to change */
+    for (size_t i = 0; i < s->s.n; i++) {
+        const struct acc *x = &s->s.acc[i];
+        if (bucket_of(x, a)) {
+            now++;
+            if (!prev_of(s, x, i))
+                return true;
+        }
+    }
+    return now != before;
+}
+
+/*
+ * Says once, from the last good scrape to this one: a model that came or went, a model's
+ * counters that dropped (the server restarted: the stored counter drops with it, and a window
+ * across it counts the new value from 0, as PromQL's increase() counts a reset), latency
+ * buckets whose bounds changed (each bound's series stays its own; a window across the change
+ * adds up each bound's increase, as sum by (le) does). Then keeps this scrape for the next.
+ */
+static void say_changes(struct inf *s)
+{
+    const struct acc *v = s->s.acc;
+    size_t n = s->s.n;
+    for (size_t i = 0; s->have_prev && i < s->nprev; i++)
+        if (first_of_model(s->prev, i) && !has_model(v, n, s->prev[i].model))
+            wt_info("inference", "%s: model %s went: its series stop", s->t.name, s->prev[i].model);
+    for (size_t i = 0; s->have_prev && i < n; i++) {
+        if (!first_of_model(v, i))
+            continue;
+        if (!has_model(s->prev, s->nprev, v[i].model)) {
+            wt_info("inference", "%s: model %s came", s->t.name, v[i].model);
+            continue;
+        }
+        const struct acc *dropped = NULL, *was = NULL;
+        char kinds[32] = "";
+        for (size_t k = i; k < n; k++) {
+            const struct acc *a = &v[k];
+            if (strcmp(a->model, v[i].model) != 0)
+                continue;
+            bool counter = a->what == W_TOKENS || a->what == W_TOKENS_SUM ||
+                           a->what == W_REQUESTS || (a->what == W_LATENCY && a->part == 2);
+            const struct acc *p = counter && !dropped ? prev_of(s, a, k) : NULL;
+            if (p && a->v < p->v)
+                dropped = a, was = p;
+            if (a->what == W_LATENCY && a->part == 2 && !strstr(kinds, a->kind) &&
+                bounds_changed(s, a) && strlen(kinds) + strlen(a->kind) + 3 < sizeof kinds) {
+                if (kinds[0])
+                    strcat(kinds, ", ");
+                strcat(kinds, a->kind);
+            }
+        }
+        if (dropped)
+            wt_info("inference",
+                    "%s: model %s: counters dropped (%s from %.17g to %.17g): the server "
+                    "restarted; counted from 0 as increase() counts a reset",
+                    s->t.name, v[i].model,
+                    dropped->what == W_REQUESTS  ? "requests"
+                    : dropped->what == W_LATENCY ? "latency count"
+                                                 : dropped->kind,
+                    was->v, dropped->v);
+        if (kinds[0])
+            wt_info("inference",
+                    "%s: model %s: the %s latency bucket bounds changed: each bound is its own "
+                    "series; a window across the change adds up each bound's increase",
+                    s->t.name, v[i].model, kinds);
+    }
+    memcpy(s->prev, v, n * sizeof *v);
+    s->nprev = n;
+    s->have_prev = true;
+}
+
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
 {
@@ -877,6 +1002,7 @@ static int inf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
                 s->t.engine == ENG_AUTO ? "told by its metric names" : "as configured");
         s->said = e;
     }
+    say_changes(s);
     if ((rc = wt_batch_add(out, WT_M_INF_UP, s->up_labels, t_ns, 1)) != 0)
         return wt_err_set(err, "%s: out of memory", s->t.name), rc;
     /* one info series per model that came */
@@ -952,6 +1078,7 @@ static void inf_close(void *state)
     curl_slist_free_all(s->headers);
     free(s->body.p);
     free(s->s.acc);
+    free(s->prev);
     free(s);
 }
 
@@ -970,7 +1097,8 @@ static int inf_open_target(const struct wt_config *cfg, size_t i, void **state, 
     url_port(t->url, &s->port, &s->loopback);
     s->body.max = (size_t)t->max_response;
     s->s.acc = malloc(MAX_ACC * sizeof *s->s.acc);
-    if (!s->s.acc)
+    s->prev = malloc(MAX_ACC * sizeof *s->prev);
+    if (!s->s.acc || !s->prev)
         return -ENOMEM;
     if (wt_labels(s->up_labels, sizeof s->up_labels, "target", t->name, NULL) != 0)
         return wt_err_set(err, "%s: labels too long", t->name);

@@ -8,7 +8,8 @@
 # (tests/unit/test_kpi.c's, for the facility KPIs). The Inference serving row reads the recording
 # rules of deploy/prometheus/wattage-inference-rules.yml, which this Prometheus loads: every
 # record a panel names is one of its rules, and its queries must succeed, but they may be empty
-# (no inference server runs here; the rules' figures are test_prometheus_inference_rules.sh's).
+# (the rules' figures are test_prometheus_inference_rules.sh's); its per-model panels read the
+# counters themselves and must return data: a vLLM test peer serves on the GPU node's GPUs.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 DASH=$WATTAGE_SRCDIR/deploy/grafana/wattage.json
@@ -73,7 +74,13 @@ echo 'input 0 float32 big 412.5' >"$TMP/regs"
 echo ok >"$TMP/meter.mode"
 bg "$PEER" "$TMP/meter.port" "$TMP/regs" "$TMP/meter.mode"
 wait_for 10 test -s "$TMP/meter.port" || { not_ok "the Modbus meter started"; finish; }
+bg python3 "$WATTAGE_SRCDIR/tests/peers/inference_server.py" --engine vllm --port-file "$TMP/llm.port" \
+    --t0 "$(python3 -c 'import time; print(time.time() - 60)')"
+wait_for 10 test -s "$TMP/llm.port" || { not_ok "the vLLM peer started"; finish; }
 cat >"$TMP/w.yaml" <<Y
+inference:
+  targets:
+    - {name: llm, url: "http://127.0.0.1:$(cat "$TMP/llm.port")/metrics", gpus: [0, 1]}
 collectors:
   modbus:
     interval: 500ms
@@ -114,7 +121,7 @@ fi
 # Enough scrapes for increase() and rate() (two samples in the window) and for the alert's
 # for-less rule and the KPI gauges to be exported.
 has() { [[ $(prom_query "count($1)" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["data"]["result"]))') == 1 ]]; }
-wait_for 60 bash -c "$(declare -f has prom_query); PROM_URL=$PROM_URL; has 'wattage_pue_ratio' && has 'wattage_alerts' && has 'wattage_facility_power_watts' && has 'wattage_job_info'"
+wait_for 60 bash -c "$(declare -f has prom_query); PROM_URL=$PROM_URL; has 'wattage_pue_ratio' && has 'wattage_alerts' && has 'wattage_facility_power_watts' && has 'wattage_job_info' && has 'wattage_inference_energy_joules_total'"
 sleep 5
 
 out=$(python3 - "$DASH" "$PROM_URL" <<'PY' 2>&1

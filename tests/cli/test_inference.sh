@@ -112,24 +112,43 @@ check "nothing of a bad body reaches /metrics" bash -c \
 now=$($PY -c 'import time; print(round(time.time(), 3))')
 echo "reset $now" >"$TMP/vllm.ctl"
 sleep 3
+# a second model comes (the load's clock back at T0: the counters only rise), then goes while
+# the e2e and ttft histograms take other bucket bounds (an upgrade)
+second=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "model2 Qwen/Qwen2.5-7B" >"$TMP/vllm.ctl"
+sleep 3
+third=$($PY -c 'import time; print(round(time.time(), 3))')
+echo "buckets" >"$TMP/vllm.ctl"
+sleep 3
 kill -TERM "$pid"
 wait "$pid"
-check_ticks "the GPUs kept their ticks beside the failing servers" "$TMP/run.log" 12
+check_ticks "the GPUs kept their ticks beside the failing and changing servers" "$TMP/run.log" 12
+once() { # once NAME TEXT: TEXT is in the log on exactly one line
+    check "$1, said once" bash -c '[[ $(grep -cF -- "$2" "$1") == 1 ]]' _ "$TMP/run.log" "$2"
+}
+L=meta-llama/Llama-3.1-8B-Instruct
+once "the restart" "inference: vllm: model $L: counters dropped ("
+once "a model that comes" "inference: vllm: model Qwen/Qwen2.5-7B came"
+once "a model that goes" "inference: vllm: model Qwen/Qwen2.5-7B went"
+once "bucket bounds that change" "inference: vllm: model $L: the ttft, e2e latency bucket bounds changed"
+check "nothing said of the steady servers" bash -c \
+    '! grep -E "inference: (sglang|tgi|triton|llamacpp): model .*(came|went|dropped|changed)" "$1"' \
+    _ "$TMP/run.log"
 
 stored "$TMP/w.db" 'wattage_inference_tokens_total{target="vllm",model="meta-llama/Llama-3.1-8B-Instruct",kind="generated"}' \
     >"$TMP/gen.csv"
-msg=$($PY - "$TMP/gen.csv" "$PEER" "$T0" "$now" <<'PY' 2>&1
+msg=$($PY - "$TMP/gen.csv" "$PEER" "$T0" "$now" "$second" <<'PY' 2>&1
 import json, subprocess, sys
 rows = [l.split(",") for l in open(sys.argv[1]) if l.strip()]
 pts = [(float(r[0]), float(r[-1])) for r in rows]
 assert len(pts) >= 8, pts
-peer, t0, reset = sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+peer, t0, reset, second = sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
 def truth(origin, t):
     out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", repr(origin),
                                    "--truth", repr(origin), repr(t)])
     return next(iter(json.loads(out).values()))["gen"]
 before = [p for p in pts if p[0] < reset - 0.01]
-after = [p for p in pts if p[0] > reset + 1.0]
+after = [p for p in pts if reset + 1.0 < p[0] < second - 0.01]
 # a reading is stamped at its tick and scraped just after: the truth at the stamp <= the value
 # <= the truth half a second (a tick) later
 for t, v in before[-3:]:
@@ -145,6 +164,76 @@ PY
 )
 check "the stored generated tokens follow the server's counter, to the token ($msg)" \
     bash -c '[[ $1 == *readings* ]]' _ "$msg"
+# `wattage inference` over a window that holds the bucket change and the second model's stay
+# and going. The tokens: each series' increase() (the counters run on from T0). The e2e p99:
+# every bound's increase over the window, the old bounds' and the new ones', added up by le
+# and taken by PromQL's histogram_quantile (sorted, the cumulative counts made monotonic, as
+# bucketQuantile does): what histogram_quantile(0.99, sum by (le) (increase(...))) gives
+# without increase()'s extrapolation to the window's edges, worked out here from the stored
+# samples.
+fromD=$($PY -c "print(f'{$second + 0.6:.3f}')")
+toD=$($PY -c "print(f'{$third + 2.5:.3f}')")
+"$BIN" inference --db "$TMP/w.db" --from "$fromD" --to "$toD" --json >"$TMP/d.json" 2>"$TMP/d.err"
+check "inference over the changes exits 0 ($(cat "$TMP/d.err"))" test $? -eq 0
+stored "$TMP/w.db" "wattage_inference_latency_seconds_bucket{target=\"vllm\",model=\"$L\",kind=\"e2e\"}" \
+    "$fromD" >"$TMP/e2e.csv"
+for m in "$L" Qwen/Qwen2.5-7B; do
+    stored "$TMP/w.db" "wattage_inference_tokens_total{target=\"vllm\",model=\"$m\",kind=\"generated\"}" \
+        "$fromD"
+done >"$TMP/genD.csv"
+msg=$($PY - "$TMP/d.json" "$TMP/e2e.csv" "$TMP/genD.csv" "$PEER" "$T0" "$fromD" "$toD" "$third" <<'PY' 2>&1
+import collections, csv, json, math, re, subprocess, sys
+d = json.load(open(sys.argv[1]))
+peer, t0, a, b, third = sys.argv[4], sys.argv[5], float(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8])
+rows = {r["model"]: r for r in d["rows"] if r["target"] == "vllm"}
+L, Q = "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B"
+assert set(rows) == {L, Q}, list(rows)
+def series(path):
+    s = collections.defaultdict(list)
+    for f in csv.reader(open(path)):
+        if f and a <= float(f[0]) <= b:
+            s[f[1]].append((float(f[0]), float(f[-1])))
+    return s
+def increase(v):
+    return sum(y if y < x else y - x for (_, x), (_, y) in zip(v, v[1:]))
+# the bounds: some stop at the change, others start there
+bk = series(sys.argv[2])
+le = {re.search(r'le="([^"]+)"', k).group(1): v for k, v in bk.items()}
+before = {k for k, v in le.items() if v[-1][0] < third}
+after = {k for k, v in le.items() if v[0][0] > third}
+assert before and after, ("no bound stopped or started in the window", sorted(le))
+inc = sorted(((math.inf if k == "+Inf" else float(k)), increase(v)) for k, v in le.items())
+# promql/quantile.go bucketQuantile: +Inf last, the monotonic envelope, then the rank
+assert inc[-1][0] == math.inf
+c = [x[1] for x in inc]
+for i in range(1, len(c)):
+    c[i] = max(c[i], c[i - 1])
+rank = 0.99 * c[-1]
+i = next(k for k in range(len(c)) if c[k] >= rank)
+if i == len(c) - 1:
+    want = inc[-2][0]
+else:
+    lo, prev = (inc[i - 1][0], c[i - 1]) if i > 0 else (0.0, 0.0)
+    want = lo + (inc[i][0] - lo) * (rank - prev) / (c[i] - prev)
+got = rows[L]["e2e_latency_p99_seconds"]
+assert math.isclose(got, want, rel_tol=1e-9), (got, want, inc)
+# the tokens: increase() of each model's stored counter, within the peer's truth
+gen = series(sys.argv[3])
+def truth(model, x, y):
+    out = subprocess.check_output([sys.executable, peer, "--engine", "vllm", "--t0", t0,
+                                   "--model", model, "--truth", repr(x), repr(y)])
+    return json.loads(out)[model]["gen"]
+for m in (L, Q):
+    v = next(v for k, v in gen.items() if f'model="{m}"' in k)
+    assert math.isclose(rows[m]["generated_tokens"], increase(v), rel_tol=1e-12), (m, rows[m], increase(v))
+    lo, hi = truth(m, v[0][0] + 0.5, v[-1][0]), truth(m, v[0][0], v[-1][0] + 0.5)
+    assert lo <= rows[m]["generated_tokens"] <= hi, (m, lo, rows[m]["generated_tokens"], hi)
+print(f"p99 e2e {got:.4f} s over {len(before)} old and {len(after)} new bounds of {len(inc)}; "
+      f"{rows[L]['generated_tokens']:.0f} and {rows[Q]['generated_tokens']:.0f} tokens")
+PY
+)
+check "a window across the bucket change and a model's coming and going: $msg" \
+    bash -c '[[ $1 == "p99 e2e"* ]]' _ "$msg"
 # A target without gpus: its serving processes are found from its port, through the real /proc
 # (the peer listens on loopback; its parent, this shell, is not taken)
 printf 'inference:\n  targets:\n    - name: found\n      url: http://127.0.0.1:%s/metrics\n' \

@@ -17,6 +17,13 @@ export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
 export FAKE_NVML_T0=$(date +%s.%N) FAKE_NVML_GPUS=2 FAKE_NVML_POWER=300,100,7
 printf 'store:\n  flush_interval: 200ms\nalerts:\n  rules:\n    - name: PowerSeen\n      metric: wattage_gpu_power_watts\n      op: ">"\n      threshold: 1\n' \
     >"$TMP/c.yaml"
+# A vLLM server on both GPUs (tests/peers/inference_server.py) for the serving panel.
+bg $PY tests/peers/inference_server.py --engine vllm --port-file "$TMP/llm.port" \
+    --t0 "$($PY -c 'import time; print(time.time() - 60)')"
+LLM=$!
+wait_for 10 test -s "$TMP/llm.port" || { not_ok "the vLLM peer started"; finish; }
+printf 'inference:\n  targets:\n    - name: llm\n      url: http://127.0.0.1:%s/metrics\n      gpus: [0, 1]\n' \
+    "$(cat "$TMP/llm.port")" >>"$TMP/c.yaml"
 printf 'daemon:\n  auth:\n    token_file: %s\n    protect_reads: true\n' "$TMP/token" \
     >"$TMP/tok.yaml"
 cat "$TMP/c.yaml" >>"$TMP/tok.yaml"
@@ -66,13 +73,21 @@ gpus = {g: float(w) for g, w in re.findall(
 node = re.search(r'id="node-power"[^>]*>([\d.]+) W<', d)
 al = re.search(r'<section id="alerts"[^>]*data-firing="(\d+)"', d)
 jb = re.search(r'<section id="jobs"[^>]*data-running="(\d+)"', d)
+sv = re.search(r'<section id="serving"[^>]*data-to="([\d.]+)"', d)
 login = re.search(r'<form id="login"( hidden="")?', d)
+serving = [dict(zip(("target", "energy", "tokens", "name", "models", "jpt", "tpk", "p99", "running",
+                     "waiting"), m)) for m in re.findall(
+    r'<tr data-target="([^"]*)" data-energy="([^"]*)" data-tokens="([^"]*)"><td>([^<]*)</td>'
+    r'<td>([^<]*)</td><td class="num jpt">([^<]*)</td><td class="num tpk">([^<]*)</td>'
+    r'<td class="num p99">([^<]*)</td><td class="num running">([^<]*)</td>'
+    r'<td class="num waiting">([^<]*)</td>', d)]
 print(json.dumps({"names": names, "points": {k: int(v) for k, v in charts.items()},
                   "gpus": gpus, "node": float(node.group(1)) if node else None,
                   "firing": int(al.group(1)) if al else 0, "running": int(jb.group(1)) if jb else 0,
                   "alerts": re.findall(r"<td>(PowerSeen)</td>", d),
                   "jobs": re.findall(r"<td>(live-job)</td>", d),
-                  "login_shown": bool(login) and not login.group(1),
+                  "login_shown": bool(login) and not login.group(1), "serving": serving,
+                  "serving_to": float(sv.group(1)) if sv else None,
                   "state": html.unescape(re.search(r'id="state"[^>]*>([^<]*)<', d).group(1))}))
 PY
 }
@@ -133,6 +148,14 @@ page "$TMP/control.dom" "file://$TMP/control.html"
 check "control: a console error is seen" bash -c "$(declare -f console_errors); console_errors '$TMP/control.dom.console' | grep -q boom"
 check "control: a foreign request is seen" bash -c "PORT=$PORT; $(declare -f other_requests); other_requests '$TMP/control.dom.net.json' | grep -q example.invalid"
 
+check "the serving target's energy and tokens are stored (3 steps)" wait_for 20 $PY -c "
+import json, sys, urllib.request
+for m in ('wattage_inference_energy_joules_total', 'wattage_inference_tokens_total'):
+    d = json.load(urllib.request.urlopen(sys.argv[1] + '/api/v1/series?match=' + m + '&from=-5m&step=2s'))
+    assert d['series'] and all(len(s['points']) >= 3 for s in d['series']), d" "$URL"
+# the server stops: its last readings stay, so the page and this test read the same window
+kill "$LLM"
+sleep 1.5
 page "$TMP/p.dom" "$URL/"
 facts=$(dom_facts "$TMP/p.dom")
 echo "# page: $facts"
@@ -163,6 +186,49 @@ PY
     check "$1 ($msg)" test "$msg" = ok
 }
 check_facts "the page shows both GPUs' power, the node's, 4 charts with points, the job and the alert" "$facts"
+# The serving panel: the target's J per generated token and tokens/kWh from its energy and
+# tokens over the last five minutes, as worked out here from the same API over the same window
+# (the page says where it ended; the server stopped before, so nothing comes after: equal to the
+# 4 digits shown), the e2e p99 by PromQL's histogram_quantile on the buckets' increases (the
+# same), requests running or waiting at the last scrape.
+msg=$($PY - "$facts" "$URL" <<'PY' 2>&1
+import json, math, sys, urllib.parse, urllib.request
+f, url = json.loads(sys.argv[1]), sys.argv[2]
+assert len(f["serving"]) == 1, f["serving"]
+r = f["serving"][0]
+assert r["target"] == r["name"] == "llm" and r["models"] == "meta-llama/Llama-3.1-8B-Instruct", r
+e, t = float(r["energy"]), float(r["tokens"])
+assert e > 0 and t > 0, r
+jpt = float(r["jpt"].removesuffix(" J"))
+assert math.isclose(jpt, e / t, rel_tol=1e-3), (jpt, e / t)
+assert math.isclose(float(r["tpk"].replace(",", "")), t / (e / 3.6e6), rel_tol=1e-3), r
+def q(m):
+    to = f["serving_to"]
+    u = url + "/api/v1/series?" + urllib.parse.urlencode(
+        {"match": m, "from": repr(to - 300), "to": repr(to), "step": "2s"})
+    return json.load(urllib.request.urlopen(u))["series"]
+def inc(p):
+    return sum(b[1] if b[1] < a[1] else b[1] - a[1] for a, b in zip(p, p[1:]))
+E = sum(inc(s["points"]) for s in q("wattage_inference_energy_joules_total"))
+T = sum(inc(s["points"]) for s in q('wattage_inference_tokens_total{kind="generated"}'))
+assert abs(jpt / (E / T) - 1) < 1e-3, (jpt, E / T)
+b = sorted(((math.inf if s["labels"]["le"] == "+Inf" else float(s["labels"]["le"])), inc(s["points"]))
+           for s in q('wattage_inference_latency_seconds_bucket{kind="e2e"}'))
+c = [x[1] for x in b]
+for i in range(1, len(c)):
+    c[i] = max(c[i], c[i - 1])
+rank = 0.99 * c[-1]
+i = next(k for k in range(len(c)) if c[k] >= rank)
+lo, below = (b[i - 1][0], c[i - 1]) if i else (0.0, 0.0)
+p99 = b[-2][0] if i == len(c) - 1 else lo + (b[i][0] - lo) * (rank - below) / (c[i] - below)
+shown = float(r["p99"].removesuffix(" s"))
+assert abs(shown / p99 - 1) < 1e-3, (shown, p99)
+assert int(r["running"]) + int(r["waiting"]) >= 1, r
+print(f"{jpt} J/token (API {E / T:.4g}), {r['tpk']} tokens/kWh, e2e p99 {shown} s (API {p99:.4g}), "
+      f"{r['running']} running, {r['waiting']} waiting")
+PY
+)
+check "the serving panel: $msg" bash -c '[[ $1 == *"tokens/kWh"* ]]' _ "$msg"
 shot "$ART/live.png" "$URL/"
 check "a screenshot of the page ($ART/live.png)" test -s "$ART/live.png"
 stop_daemon

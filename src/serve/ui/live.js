@@ -6,6 +6,9 @@ const NOW_EVERY_MS = 5000; // status, alerts and jobs
 const CHARTS_EVERY_MS = 15000; // the last hour's series
 const WINDOW = "-1h";
 const STEP = "10s";
+const SERVING_EVERY_MS = 15000; // the serving targets' last minutes
+const SERVING_WINDOW = "-5m";
+const SERVING_STEP = "2s";
 const SVG = "http://www.w3.org/2000/svg";
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
   "#e377c2", "#7f7f7f", "#bcbd22"];
@@ -281,6 +284,98 @@ async function refreshCharts() {
   drawChart("gpu_temp", temp, "°C", hot ? "Hottest: " + hot[0] + " at " + fmt(hot[1], 0) + " °C." : "");
 }
 
+// ---- serving: each inference target over the last five minutes ----
+
+// PromQL's increase() without extrapolation: a drop is a restart, the counter counted from 0.
+function increase(points) {
+  if (points.length < 2) return NaN;
+  let inc = 0;
+  for (let i = 1; i < points.length; i++) {
+    const a = points[i - 1][1], b = points[i][1];
+    inc += b < a ? b : b - a;
+  }
+  return inc;
+}
+
+// PromQL's histogram_quantile on [[le, count]] (promql/quantile.go bucketQuantile): sorted, +Inf
+// last, equal bounds merged, the counts made monotonic, then the rank's bucket interpolated.
+function histQuantile(q, buckets) {
+  const merged = new Map();
+  for (const [le, c] of buckets) merged.set(le, (merged.get(le) || 0) + c);
+  const b = [...merged.entries()].sort((x, y) => x[0] - y[0]);
+  if (b.length < 2 || b[b.length - 1][0] !== Infinity) return NaN;
+  for (let i = 1; i < b.length; i++) if (b[i][1] < b[i - 1][1]) b[i][1] = b[i - 1][1];
+  const total = b[b.length - 1][1];
+  if (!(total > 0)) return NaN;
+  const rank = q * total;
+  let i = 0;
+  while (i < b.length - 1 && b[i][1] < rank) i++;
+  if (i === b.length - 1) return b[b.length - 2][0];
+  if (i === 0 && b[0][0] <= 0) return b[0][0];
+  const lo = i > 0 ? b[i - 1][0] : 0, below = i > 0 ? b[i - 1][1] : 0;
+  return lo + (b[i][0] - lo) * (rank - below) / (b[i][1] - below);
+}
+
+function servingRows(en, tok, lat, run, wait) {
+  const rows = new Map();
+  const row = (s) => {
+    const key = s.node + "\u0000" + s.labels.target;
+    if (!rows.has(key)) {
+      rows.set(key, { target: s.labels.target, node: s.node, models: new Set(), energy: NaN,
+        tokens: NaN, buckets: new Map(), running: NaN, waiting: NaN });
+    }
+    const r = rows.get(key);
+    if (s.labels.model !== undefined) r.models.add(s.labels.model);
+    return r;
+  };
+  const add = (a, b) => (Number.isFinite(b) ? (Number.isFinite(a) ? a + b : b) : a);
+  for (const s of en.series) row(s).energy = add(row(s).energy, increase(s.points));
+  for (const s of tok.series) row(s).tokens = add(row(s).tokens, increase(s.points));
+  for (const s of lat.series) {
+    const r = row(s), le = s.labels.le === "+Inf" ? Infinity : parseFloat(s.labels.le);
+    const inc = increase(s.points);
+    if (Number.isFinite(inc) && !Number.isNaN(le)) r.buckets.set(le, (r.buckets.get(le) || 0) + inc);
+  }
+  const last = (s) => (s.points.length ? s.points[s.points.length - 1][1] : NaN);
+  for (const s of run.series) row(s).running = add(row(s).running, last(s));
+  for (const s of wait.series) row(s).waiting = add(row(s).waiting, last(s));
+  return [...rows.values()].sort((a, b) => (a.node + ":" + a.target).localeCompare(b.node + ":" + b.target));
+}
+
+function drawServing(rows) {
+  const sec = $("serving");
+  const body = sec.querySelector("tbody");
+  body.replaceChildren();
+  for (const r of rows) {
+    const jpt = r.tokens > 0 && Number.isFinite(r.energy) ? r.energy / r.tokens : NaN;
+    const tpk = r.energy > 0 && Number.isFinite(r.tokens) ? r.tokens / (r.energy / 3.6e6) : NaN;
+    const p99 = histQuantile(0.99, [...r.buckets.entries()]);
+    const tr = el("tr");
+    tr.dataset.target = r.target;
+    tr.dataset.energy = String(r.energy);
+    tr.dataset.tokens = String(r.tokens);
+    tr.append(el("td", r.target + (r.node ? " on " + r.node : "")), el("td", [...r.models].join(", ")),
+      el("td", Number.isFinite(jpt) ? jpt.toPrecision(4) + " J" : "–", "num jpt"),
+      el("td", Number.isFinite(tpk) ? Math.round(tpk).toLocaleString("en-US") : "–", "num tpk"),
+      el("td", Number.isFinite(p99) ? p99.toPrecision(4) + " s" : "–", "num p99"),
+      el("td", Number.isFinite(r.running) ? fmt(r.running, 0) : "–", "num running"),
+      el("td", Number.isFinite(r.waiting) ? fmt(r.waiting, 0) : "–", "num waiting"));
+    body.append(tr);
+  }
+  sec.querySelector(".empty").hidden = rows.length > 0;
+  sec.dataset.targets = String(rows.length);
+}
+
+async function refreshServing() {
+  const q = (m) => api("/api/v1/series?match=" + encodeURIComponent(m) + "&from=" + SERVING_WINDOW + "&step=" + SERVING_STEP);
+  const [en, tok, lat, run, wait] = await Promise.all([q("wattage_inference_energy_joules_total"),
+    q('wattage_inference_tokens_total{kind="generated"}'),
+    q('wattage_inference_latency_seconds_bucket{kind="e2e"}'),
+    q("wattage_inference_requests_running"), q("wattage_inference_requests_waiting")]);
+  drawServing(servingRows(en, tok, lat, run, wait));
+  $("serving").dataset.to = String(en.to); // the window's end, as the API took it
+}
+
 async function refreshNow() {
   const [st, al, jb] = await Promise.all([api("/api/v1/status"), api("/api/v1/alerts"), api("/api/v1/jobs")]);
   drawNow(st);
@@ -313,6 +408,7 @@ function start() {
   $("main").hidden = false;
   schedule(refreshNow, NOW_EVERY_MS);
   schedule(refreshCharts, CHARTS_EVERY_MS);
+  schedule(refreshServing, SERVING_EVERY_MS);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
