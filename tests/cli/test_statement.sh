@@ -100,6 +100,26 @@ import json, sys
 c = json.load(open(sys.argv[1]))['category']
 assert c['value'] is None and 'it_total' in c['text'], c" "$TMP/c0.json"
 
+# `wattage kpi` counts the same IT meters as the statement's E_IT (issue 47)
+for c in a c2; do
+    "$BIN" kpi --from 2026-01-01T00:00:00Z --to 2027-01-01T00:00:00Z -c "$TMP/$c.yaml" --db "$DB" \
+        --json >"$TMP/kpi_$c.json" 2>"$TMP/kpi_$c.err"
+done
+check "kpi: ups_output is the IT energy (the generator's sum), pdu_output + it_input both count" \
+    python3 - "$TMP/kpi_a.json" "$TMP/kpi_c2.json" "$TMP/c2.json" "$TMP/sums.json" <<'PY'
+import json, sys
+a, c2, s2, g = (json.load(open(f)) for f in sys.argv[1:5])
+it = a["energy"]["it"]
+assert it["role"] == "ups_output" and it["from"] == "meters" and it["count"] == 1, it
+assert abs(it["joules"] / 3.6e6 - g["it_kwh"]) < 1, (it, g["it_kwh"])
+pue = [k for k in a["kpis"] if k["name"] == "pue"][0]
+assert abs(pue["value"] - g["facility_kwh"] / g["it_kwh"]) < 1e-6, pue
+it = c2["energy"]["it"]
+assert it["role"] == "pdu_output" and it["count"] == 2, it
+assert abs(it["joules"] / 3.6e6 - (g["it_kwh"] + g["cooling_kwh"])) < 1, (it, g)
+assert abs(it["joules"] - s2["energy"]["e_it_joules"]) < 3.6e6, (it, s2["energy"])
+PY
+
 # the checks
 conf "$TMP/ref.yaml" ups_output
 printf 'statement:\n  renewables: [{type: ppa, kwh: 9000000}]\n' >>"$TMP/ref.yaml"
