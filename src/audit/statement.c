@@ -10,11 +10,13 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "audit/carbon.h"
 #include "audit/meters.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -556,4 +558,149 @@ void wt_statement_free(struct wt_statement *s)
     free(s->meters);
     s->meters = NULL;
     s->nmeters = 0;
+}
+
+/* ---- CUE ---- */
+
+struct dc_energy {
+    struct wt_meter_set *ms;
+    const struct wt_topology *t;
+};
+
+/* E_DC of [a, b]: the boundary's meters, exported negative. */
+static int dc_energy_fn(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    const struct dc_energy *d = ctx;
+    *joules = 0;
+    for (size_t i = 0; i < d->t->nmeters; i++) {
+        enum wt_role r = d->t->meters[i].role;
+        if (!(DC_ROLES & R(r)))
+            continue;
+        double j, cov;
+        int pts;
+        enum wt_meter_method how;
+        int rc = wt_meters_energy(d->ms, i, a, b, &j, &cov, &pts, &how);
+        if (rc)
+            return rc;
+        *joules += r == WT_ROLE_EXPORTED ? -j : j;
+    }
+    return 0;
+}
+
+static const char *step_name(int64_t ns, char *buf, size_t n)
+{
+    int64_t s = ns / WT_NS_PER_S;
+    if (s == 3600)
+        return "hourly";
+    if (s == 86400)
+        return "daily";
+    if (s > 0 && s < 3600 && s % 60 == 0)
+        snprintf(buf, n, "%lld min", (long long)(s / 60));
+    else
+        snprintf(buf, n, "%lld s", (long long)s);
+    return buf;
+}
+
+/* The stored intensity points of zone over [a, b): their sources (distinct, comma-joined) and
+ * the step most of them have. 0 or -EIO. */
+static int factor_of(sqlite3 *db, const char *zone, int64_t a, int64_t b, struct wt_stmt_factor *f)
+{
+    static const char *const sql[] = {
+        "SELECT DISTINCT source FROM carbon_points WHERE series='intensity' AND zone=?1 AND "
+        "to_ns > ?2 AND from_ns < ?3 ORDER BY source",
+        "SELECT to_ns - from_ns, COUNT(*) FROM carbon_points WHERE series='intensity' AND "
+        "zone=?1 AND to_ns > ?2 AND from_ns < ?3 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"};
+    for (int q = 0; q < 2; q++) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, sql[q], -1, &s, NULL) != SQLITE_OK)
+            return -EIO;
+        sqlite3_bind_text(s, 1, zone, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, a);
+        sqlite3_bind_int64(s, 3, b);
+        int step;
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+            if (q == 0) {
+                size_t L = strlen(f->source);
+                snprintf(f->source + L, sizeof f->source - L, "%s%s", L ? ", " : "",
+                         (const char *)sqlite3_column_text(s, 0));
+            } else {
+                char buf[32];
+                snprintf(f->granularity, sizeof f->granularity, "%s",
+                         step_name(sqlite3_column_int64(s, 0), buf, sizeof buf));
+            }
+        }
+        sqlite3_finalize(s);
+        if (step != SQLITE_DONE)
+            return -EIO;
+    }
+    return 0;
+}
+
+int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    if (s->nkpis + 2 > WT_STMT_MAX_KPIS)
+        return -ENOMEM;
+    struct wt_stmt_factor *f = &s->cue_location;
+    memset(f, 0, sizeof *f);
+    s->has_cue = true;
+    snprintf(f->zone, sizeof f->zone, "%s", cf->zone);
+    struct wt_stmt_kpi *k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CUE (location-based)", "CUE_location", "sum_h(E_DC,h x EF_grid,h) / E_IT",
+            "ISO/IEC 30134-8:2022 / EN 50600-4-8 (categories not verified)", "kgCO2e/kWh");
+    sqlite3 *db = wt_store_db(st);
+    int rc = 0;
+    struct wt_meter_set *ms = NULL;
+    struct wt_carbon_result r;
+    if (!cf->zone[0] && !cf->has_static) {
+        snprintf(k->why, sizeof k->why,
+                 "not available: no carbon.zone (the grid zone of the stored intensity series) "
+                 "and no carbon.static_gco2_per_kwh");
+        goto market;
+    }
+    if (wt_carbon_tables(db) != 0 ||
+        (cf->zone[0] && factor_of(db, cf->zone, s->from_ns, s->to_ns, f) != 0)) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    if (!f->source[0] && cf->has_static) {
+        snprintf(f->source, sizeof f->source, "carbon.static_gco2_per_kwh (%g gCO2e/kWh)",
+                 cf->static_g);
+        snprintf(f->granularity, sizeof f->granularity, "static (one value for the period)");
+    }
+    if ((rc = wt_meters_open(st, t, &ms, err)) != 0)
+        return rc;
+    struct dc_energy d = {ms, t};
+    rc = wt_carbon_emissions(db, NULL, cf, cf->zone, s->from_ns, s->to_ns, dc_energy_fn, &d, 1.0,
+                             true, &r);
+    wt_meters_close(ms);
+    if (rc) {
+        wt_err_set(err, "store: reading E_DC per intensity step failed");
+        return rc;
+    }
+    f->g = r.g;
+    f->steps = r.pieces;
+    f->actual_share = r.it_j > 0 ? r.by_src_j[WT_CSRC_ACTUAL] / r.it_j : 0;
+    if (!r.known || !f->source[0])
+        snprintf(k->why, sizeof k->why,
+                 "not available: no intensity series stored for zone %.63s over the period "
+                 "(wattage import carbon FILE --zone ZONE) and no carbon.static_gco2_per_kwh",
+                 cf->zone);
+    else if (s->e_it_j <= 0)
+        snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
+    else {
+        k->available = true;
+        k->value = (r.g / 1000.0) / (s->e_it_j / J_PER_KWH);
+    }
+market:
+    finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CUE (market-based)", "CUE_market",
+            "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
+            "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
+    snprintf(k->why, sizeof k->why,
+             "not available: no residual-mix factor is configured for the energy the instruments "
+             "do not cover, and statement.renewables carry no emission rate");
+    finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+    return 0;
 }

@@ -103,12 +103,22 @@ struct wt_stmt_kpi {
     const char *name, *symbol, *formula, *standard, *unit;
     bool available; /* value holds a number */
     double value;
-    char why[256]; /* when not available, or refused by a check */
+    char why[320]; /* when not available, or refused by a check */
     double coverage, estimated_share;
     bool reportable;
 };
 
 #define WT_STMT_MAX_KPIS 8
+
+/* The emission factor behind a CUE variant (notes item 17: source, region, granularity). */
+struct wt_stmt_factor {
+    char zone[64];        /* carbon.zone ("" none) */
+    char source[256];     /* the stored series' sources, or carbon.static_gco2_per_kwh */
+    char granularity[64]; /* "hourly", "30 min", ... (the series' step), or "static" */
+    double actual_share;  /* of E_DC, charged at measured (actual) values */
+    double g;             /* gCO2e */
+    size_t steps;         /* the pieces E_DC was cut into */
+};
 
 struct wt_statement {
     enum wt_stmt_std std;
@@ -124,6 +134,8 @@ struct wt_statement {
     struct wt_stmt_kpi kpis[WT_STMT_MAX_KPIS];
     size_t nkpis;
     char hash[65]; /* SHA-256 of the inputs, hex */
+    bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
+    struct wt_stmt_factor cue_location;
 };
 
 /*
@@ -136,5 +148,21 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err) WT_MUST_USE;
 void wt_statement_free(struct wt_statement *s);
+
+struct wt_carbon_conf;
+/*
+ * Appends CUE (ISO/IEC 30134-8 / EN 50600-4-8) to a built statement, in two labelled variants
+ * (notes item 17, the Scope 2 dual-reporting rule), kgCO2e/kWh:
+ *   location-based: sum_h(E_DC,h x EF_grid,h) / E_IT, E_DC (the boundary's meters, exported
+ *     negative) cut at the steps of the stored grid-intensity series of carbon.zone
+ *     (audit/carbon.h: its holes filled as there, or carbon.static_gco2_per_kwh); the factor's
+ *     zone, sources and granularity in s->cue_location;
+ *   market-based: "not available" with the reason (no residual-mix factor is configured, and
+ *     the instruments carry no emission rate).
+ * Returns 0, -EIO or -ENOMEM (err says which store read failed).
+ */
+int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s,
+                struct wt_err *err) WT_MUST_USE;
 
 #endif

@@ -7,7 +7,9 @@
  *    "energy": {"e_dc_joules", "e_it_joules", "w_in_cubic_meters", "w_potable_cubic_meters",
  *               "e_reuse_joules", "e_renewable_joules", "e_onsite_used_joules"},
  *    "kpis": [{"name", "symbol", "formula", "standard", "unit", "value": X|null, "why",
- *              "coverage", "estimated_share", "reportable"}],
+ *              "coverage", "estimated_share", "reportable"}], CUE_location with
+ *             "emission_factor": {"method", "zone", "source", "granularity", "steps",
+ *                                 "actual_share", "gco2e"},
  *    "meters": [{"meter", "role", "value", "unit", "method", "intervals", "measured_intervals",
  *                "coverage", "estimated", "gap_fill"}],
  *    "part_load": null,
@@ -22,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit/carbon.h"
 #include "audit/statement.h"
 #include "audit/statement_enefg.h"
 #include "audit/statement_eu.h"
@@ -104,6 +107,12 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
         printf("%16s coverage %.2f %%, estimated %.2f %%%s%s%s\n", "", 100 * k->coverage,
                100 * k->estimated_share, k->reportable ? ", reportable" : "", k->why[0] ? ": " : "",
                k->why);
+        if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0 && s->cue_location.source[0])
+            printf("%16s factor: %s, zone %s, %s (%zu steps), %.1f %% of E_DC at actual values, "
+                   "%.1f kgCO2e\n",
+                   "", s->cue_location.source, s->cue_location.zone[0] ? s->cue_location.zone : "-",
+                   s->cue_location.granularity, s->cue_location.steps,
+                   100 * s->cue_location.actual_share, s->cue_location.g / 1000);
     }
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
@@ -175,6 +184,17 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddNumberToObject(o, "coverage", k->coverage);
         cJSON_AddNumberToObject(o, "estimated_share", k->estimated_share);
         cJSON_AddBoolToObject(o, "reportable", k->reportable);
+        if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0) {
+            const struct wt_stmt_factor *f = &s->cue_location;
+            cJSON *fo = cJSON_AddObjectToObject(o, "emission_factor");
+            cJSON_AddStringToObject(fo, "method", "location-based");
+            cJSON_AddStringToObject(fo, "zone", f->zone);
+            cJSON_AddStringToObject(fo, "source", f->source[0] ? f->source : "none");
+            cJSON_AddStringToObject(fo, "granularity", f->granularity[0] ? f->granularity : "none");
+            cJSON_AddNumberToObject(fo, "steps", (double)f->steps);
+            cJSON_AddNumberToObject(fo, "actual_share", f->actual_share);
+            cJSON_AddNumberToObject(fo, "gco2e", f->g);
+        }
         cJSON_AddItemToArray(ks, o);
     }
     cJSON *ms = cJSON_AddArrayToObject(r, "meters");
@@ -337,6 +357,16 @@ int wt_cli_report_standard(int argc, char **argv)
     }
     struct wt_statement s;
     rc = wt_statement_build(st, t, &sc, from, to, &s, &err);
+    if (rc == 0 && !eu && !de) {
+        struct wt_carbon_conf *cf = malloc(sizeof *cf);
+        if (!cf)
+            rc = -ENOMEM;
+        else if ((rc = wt_carbon_conf_from(&cfg, cf, &err)) == 0)
+            rc = wt_stmt_cue(st, t, cf, &sc, &s, &err);
+        free(cf);
+        if (rc)
+            wt_statement_free(&s);
+    }
     if (rc == 0 && eu) {
         char *js = NULL, *cs = NULL;
         rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,

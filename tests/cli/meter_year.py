@@ -3,7 +3,12 @@
 with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
 them to the kWh.
 
-Usage: meter_year.py YEAR CSV_OUT SUMS_OUT
+Usage: meter_year.py YEAR CSV_OUT SUMS_OUT [CARBON_OUT]
+
+CARBON_OUT: an hourly grid-intensity series for the year (`wattage import carbon`: timestamp,
+gco2_per_kwh, whole g/kWh), and in the sums "cue_location_g": sum over the hours of the grid
+meter's energy times that hour's intensity, the register's hole spread linearly over its 193
+intervals as wattage spreads a register difference.
 
 Meters (CSV columns time,meter,register,energy,unit; times RFC 3339 UTC):
   grid     facility register, kWh with one decimal; it starts at 940000.0 and rolls over at
@@ -46,6 +51,8 @@ rows.append((t0, "ups", f"{ups_d / 10:.1f}", "", "kWh"))
 rows.append((t0, "water", f"{water_l / 1000:.3f}", "", "m3"))
 grid_missing = 0
 grid_hole = 0
+grid_e = []  # per interval, 0.1 kWh
+hole_k = []  # the intervals the grid register's hole spans
 for k in range(n):
     start = t0 + k * step
     end = start + step
@@ -71,8 +78,10 @@ for k in range(n):
     else:
         ups_d += it
     water_l += water_step
+    grid_e.append(grid_step)
     if gap[0] <= end <= gap[1]:
         grid_hole += grid_step  # spread over the hole: one register difference
+        hole_k.append(k)
     if not (gap[0] <= end < gap[1]):
         rows.append((end, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
     else:
@@ -99,5 +108,16 @@ sums = {
     "from": ts(t0),
     "to": ts(t1),
 }
+if len(sys.argv) > 4:
+    hours = n // 4
+    ci = [50 + (17 * h + 3 * (h // 24)) % 400 for h in range(hours)]
+    with open(sys.argv[4], "w") as f:
+        f.write("timestamp,gco2_per_kwh\n")
+        for h in range(hours):
+            f.write(f"{ts(t0 + dt.timedelta(hours=h))},{ci[h]}\n")
+    e = [x / 10 for x in grid_e]
+    for k in hole_k:
+        e[k] = grid_hole / 10 / len(hole_k)
+    sums["cue_location_g"] = sum(e[k] * ci[k // 4] for k in range(n))
 with open(sys.argv[3], "w") as f:
     json.dump(sums, f, indent=1)

@@ -9,7 +9,7 @@
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
-python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json"
+python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json" "$TMP/ci.csv"
 "$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1
 check "the year imports" test $? -eq 0
 # a second, smaller water meter: 1 m3 over the year
@@ -54,7 +54,7 @@ assert s["category"]["value"] == 1, s["category"]
 assert abs(k["WUE"]["value"] - g["water_m3"] * 1000 / g["it_kwh"]) < 1e-6, k["WUE"]
 assert abs(k["ERF"]["value"] - g["heat_kwh"] / g["facility_kwh"]) < 1e-6, k["ERF"]
 assert abs(k["REF"]["value"] - 1.2e6 / g["facility_kwh"]) < 1e-6, k["REF"]
-assert all(x["reportable"] for x in k.values()), k
+assert all(k[x]["reportable"] for x in ("PUE", "WUE", "ERF", "REF")), k
 PY
 check "the facility register's hole: 193 intervals not measured, its energy the estimated part" \
     python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
@@ -119,6 +119,50 @@ assert it["role"] == "pdu_output" and it["count"] == 2, it
 assert abs(it["joules"] / 3.6e6 - (g["it_kwh"] + g["cooling_kwh"])) < 1, (it, g)
 assert abs(it["joules"] - s2["energy"]["e_it_joules"]) < 3.6e6, (it, s2["energy"])
 PY
+
+# CUE: location-based hour by hour from the stored intensity series; market-based not available
+"$BIN" import carbon "$TMP/ci.csv" --zone DE --db "$DB" >/dev/null 2>&1
+check "the hourly intensity series imports" test $? -eq 0
+conf "$TMP/cue.yaml" ups_output
+printf 'carbon:\n  zone: DE\n' >>"$TMP/cue.yaml"
+conf "$TMP/cue_static.yaml" ups_output
+printf 'carbon:\n  static_gco2_per_kwh: 300\n' >>"$TMP/cue_static.yaml"
+conf "$TMP/cue_none.yaml" ups_output
+printf 'carbon:\n  zone: FR\n' >>"$TMP/cue_none.yaml"
+for c in cue cue_static cue_none; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CUE_location = sum_h(E_DC,h x EF_h) / E_IT (the generator's hourly sum), factor hourly, its source named" \
+    python3 - "$TMP/cue.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+c = k["CUE_location"]
+assert abs(c["value"] - g["cue_location_g"] / 1000 / g["it_kwh"]) < 1e-9 * c["value"], (c, g["cue_location_g"])
+f = c["emission_factor"]
+assert f["granularity"] == "hourly" and f["steps"] == 8760 and f["zone"] == "DE", f
+assert f["source"].endswith("ci.csv") and f["actual_share"] == 1 and f["method"] == "location-based", f
+assert abs(f["gco2e"] - g["cue_location_g"]) < 1e-9 * f["gco2e"], f
+m = k["CUE_market"]
+assert m["value"] is None and "residual-mix" in m["why"] and not m["reportable"], m
+assert c["unit"] == m["unit"] == "kgCO2e/kWh" and "30134-8" in c["standard"], c
+PY
+check "a static factor: CUE = 0.3 x PUE, granularity static" python3 - "$TMP/cue_static.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+k = {x["symbol"]: x for x in s["kpis"]}
+assert abs(k["CUE_location"]["value"] - 0.3 * k["PUE"]["value"]) < 1e-9, k
+f = k["CUE_location"]["emission_factor"]
+assert f["granularity"].startswith("static") and "static_gco2_per_kwh" in f["source"], f
+PY
+check "no series for the zone and no static value: not available, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
+assert k['value'] is None and 'zone FR' in k['why'] and 'import carbon' in k['why'], k" "$TMP/cue_none.json"
+check "no carbon section: CUE not available, naming carbon.zone" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
+assert k['value'] is None and 'carbon.zone' in k['why'], k" "$TMP/a.json"
 
 # the checks
 conf "$TMP/ref.yaml" ups_output
