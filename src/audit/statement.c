@@ -594,7 +594,9 @@ static const char *step_name(int64_t ns, char *buf, size_t n)
         return "hourly";
     if (s == 86400)
         return "daily";
-    if (s > 0 && s < 3600 && s % 60 == 0)
+    if (s > 3600 && s % 3600 == 0)
+        snprintf(buf, n, "%lld h", (long long)(s / 3600));
+    else if (s > 0 && s < 3600 && s % 60 == 0)
         snprintf(buf, n, "%lld min", (long long)(s / 60));
     else
         snprintf(buf, n, "%lld s", (long long)s);
@@ -702,5 +704,98 @@ market:
              "not available: no residual-mix factor is configured for the energy the instruments "
              "do not cover, and statement.renewables carry no emission rate");
     finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+    return 0;
+}
+
+/* ---- hourly CFE ---- */
+
+int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    if (s->nkpis + 1 > WT_STMT_MAX_KPIS)
+        return -ENOMEM;
+    struct wt_stmt_factor *f = &s->cfe_supply;
+    memset(f, 0, sizeof *f);
+    s->has_cfe = true;
+    snprintf(f->zone, sizeof f->zone, "%s", cf->zone);
+    struct wt_stmt_kpi *k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CFE (hourly)", "CFE_hourly", "sum_h min(E_DC,h, CFE supply_h) / E_DC",
+            "24/7 CFE hourly matching (beside REF; not an ISO/IEC 30134 KPI)", "ratio");
+    if (!cf->zone[0]) {
+        snprintf(k->why, sizeof k->why,
+                 "not available: no carbon.zone (the zone of the stored renewable supply series)");
+        goto out;
+    }
+    sqlite3 *db = wt_store_db(st);
+    sqlite3_stmt *q = NULL;
+    if (wt_carbon_tables(db) != 0 ||
+        sqlite3_prepare_v2(db,
+                           "SELECT from_ns, to_ns, value, source FROM carbon_points WHERE "
+                           "series='renewable' AND zone=?1 AND kind=0 AND to_ns > ?2 AND "
+                           "from_ns < ?3 ORDER BY from_ns",
+                           -1, &q, NULL) != SQLITE_OK) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    sqlite3_bind_text(q, 1, cf->zone, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, s->from_ns);
+    sqlite3_bind_int64(q, 3, s->to_ns);
+    struct wt_meter_set *ms = NULL;
+    int rc = wt_meters_open(st, t, &ms, err), step;
+    if (rc) {
+        sqlite3_finalize(q);
+        return rc;
+    }
+    struct dc_energy d = {ms, t};
+    int64_t longest = 0;
+    double matched = 0;
+    while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t pf = sqlite3_column_int64(q, 0), pt = sqlite3_column_int64(q, 1);
+        double kwh = sqlite3_column_double(q, 2);
+        const char *src = (const char *)sqlite3_column_text(q, 3);
+        if (src && !strstr(f->source, src)) {
+            size_t L = strlen(f->source);
+            snprintf(f->source + L, sizeof f->source - L, "%s%s", L ? ", " : "", src);
+        }
+        if (pt - pf > longest)
+            longest = pt - pf;
+        int64_t a = pf > s->from_ns ? pf : s->from_ns, b = pt < s->to_ns ? pt : s->to_ns;
+        if (b <= a || pt <= pf)
+            continue;
+        double sup = kwh * J_PER_KWH * (double)(b - a) / (double)(pt - pf), load = 0;
+        if ((rc = dc_energy_fn(&d, a, b, &load)) != 0)
+            wt_err_set(err, "store: reading E_DC per supply point failed");
+        matched += load < sup ? (load > 0 ? load : 0) : sup;
+        f->steps++;
+    }
+    sqlite3_finalize(q);
+    wt_meters_close(ms);
+    if (rc)
+        return rc;
+    if (step != SQLITE_DONE) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    f->g = matched;
+    if (longest) {
+        char buf[32];
+        snprintf(f->granularity, sizeof f->granularity, "%s", step_name(longest, buf, sizeof buf));
+    }
+    if (!f->steps)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no renewable supply series (actual values) stored for zone "
+                 "%.63s over the period (wattage import carbon FILE --series renewable)",
+                 cf->zone);
+    else if (longest > 3600 * WT_NS_PER_S)
+        snprintf(k->why, sizeof k->why,
+                 "not available: the supply series has %s points, longer than the hour hourly "
+                 "matching needs",
+                 f->granularity);
+    else if (s->e_dc_j > 0) {
+        k->available = true;
+        k->value = matched / s->e_dc_j;
+    }
+out:
+    finish_kpi(s, k, DC_ROLES, c);
     return 0;
 }

@@ -136,6 +136,8 @@ struct wt_statement {
     char hash[65]; /* SHA-256 of the inputs, hex */
     bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
     struct wt_stmt_factor cue_location;
+    bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
+    struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
 };
 
 /*
@@ -161,6 +163,17 @@ struct wt_carbon_conf;
  *     the instruments carry no emission rate).
  * Returns 0, -EIO or -ENOMEM (err says which store read failed).
  */
+/*
+ * Appends the hourly CFE share beside REF (notes item 19; not an ISO/IEC 30134 KPI): sum over
+ * the supply points of min(E_DC over the point, the point's carbon-free supply) / E_DC, from the
+ * renewable supply series stored for carbon.zone (`wattage import carbon FILE --series
+ * renewable`, kWh per point, actual values only; a point across the period's edge prorated).
+ * Not available without a zone or a series, or when a point is longer than an hour.
+ * Returns 0, -EIO or -ENOMEM.
+ */
+int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s,
+                struct wt_err *err) WT_MUST_USE;
 int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
                 const struct wt_stmt_conf *c, struct wt_statement *s,
                 struct wt_err *err) WT_MUST_USE;

@@ -195,6 +195,15 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
             cJSON_AddNumberToObject(fo, "actual_share", f->actual_share);
             cJSON_AddNumberToObject(fo, "gco2e", f->g);
         }
+        if (s->has_cfe && strcmp(k->symbol, "CFE_hourly") == 0) {
+            const struct wt_stmt_factor *f = &s->cfe_supply;
+            cJSON *fo = cJSON_AddObjectToObject(o, "supply");
+            cJSON_AddStringToObject(fo, "zone", f->zone);
+            cJSON_AddStringToObject(fo, "source", f->source[0] ? f->source : "none");
+            cJSON_AddStringToObject(fo, "granularity", f->granularity[0] ? f->granularity : "none");
+            cJSON_AddNumberToObject(fo, "points", (double)f->steps);
+            cJSON_AddNumberToObject(fo, "matched_joules", f->g);
+        }
         cJSON_AddItemToArray(ks, o);
     }
     cJSON *ms = cJSON_AddArrayToObject(r, "meters");
@@ -362,7 +371,8 @@ int wt_cli_report_standard(int argc, char **argv)
         if (!cf)
             rc = -ENOMEM;
         else if ((rc = wt_carbon_conf_from(&cfg, cf, &err)) == 0)
-            rc = wt_stmt_cue(st, t, cf, &sc, &s, &err);
+            if ((rc = wt_stmt_cue(st, t, cf, &sc, &s, &err)) == 0)
+                rc = wt_stmt_cfe(st, t, cf, &sc, &s, &err);
         free(cf);
         if (rc)
             wt_statement_free(&s);

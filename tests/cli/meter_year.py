@@ -3,12 +3,15 @@
 with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
 them to the kWh.
 
-Usage: meter_year.py YEAR CSV_OUT SUMS_OUT [CARBON_OUT]
+Usage: meter_year.py YEAR CSV_OUT SUMS_OUT [CARBON_OUT [SUPPLY_OUT]]
 
 CARBON_OUT: an hourly grid-intensity series for the year (`wattage import carbon`: timestamp,
 gco2_per_kwh, whole g/kWh), and in the sums "cue_location_g": sum over the hours of the grid
 meter's energy times that hour's intensity, the register's hole spread linearly over its 193
 intervals as wattage spreads a register difference.
+SUPPLY_OUT: an hourly carbon-free supply series (`--series renewable`: whole kWh per hour, 0 at
+night, above the site's load around noon), and "cfe_matched_kwh": sum over the hours of
+min(the grid meter's energy, the supply) (the hole spread as above).
 
 Meters (CSV columns time,meter,register,energy,unit; times RFC 3339 UTC):
   grid     facility register, kWh with one decimal; it starts at 940000.0 and rolls over at
@@ -119,5 +122,14 @@ if len(sys.argv) > 4:
     for k in hole_k:
         e[k] = grid_hole / 10 / len(hole_k)
     sums["cue_location_g"] = sum(e[k] * ci[k // 4] for k in range(n))
+if len(sys.argv) > 5:
+    sup = [max(0, 420 - 60 * abs(h % 24 - 12)) for h in range(hours)]
+    with open(sys.argv[5], "w") as f:
+        f.write("timestamp,kwh\n")
+        for h in range(hours):
+            f.write(f"{ts(t0 + dt.timedelta(hours=h))},{sup[h]}\n")
+    load = [sum(e[4 * h:4 * h + 4]) for h in range(hours)]
+    sums["cfe_matched_kwh"] = sum(min(load[h], sup[h]) for h in range(hours))
+    sums["cfe_supply_kwh"] = sum(sup)
 with open(sys.argv[3], "w") as f:
     json.dump(sums, f, indent=1)

@@ -9,7 +9,7 @@
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
-python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json" "$TMP/ci.csv"
+python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json" "$TMP/ci.csv" "$TMP/sup.csv"
 "$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1
 check "the year imports" test $? -eq 0
 # a second, smaller water meter: 1 m3 over the year
@@ -159,6 +159,33 @@ check "no series for the zone and no static value: not available, said why" pyth
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
 assert k['value'] is None and 'zone FR' in k['why'] and 'import carbon' in k['why'], k" "$TMP/cue_none.json"
+# hourly CFE beside REF from the renewable supply series
+"$BIN" import carbon "$TMP/sup.csv" --zone DE --series renewable --db "$DB" >/dev/null 2>&1
+check "the hourly supply series imports" test $? -eq 0
+printf 'timestamp,kwh\n2026-01-01T00:00:00Z,100\n2026-01-01T02:00:00Z,100\n' >"$TMP/sup2.csv"
+"$BIN" import carbon "$TMP/sup2.csv" --zone FR --series renewable --db "$DB" >/dev/null 2>&1
+for c in cue cue_none; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CFE_hourly = sum_h min(E_DC,h, supply_h) / E_DC (the generator's hourly sum), beside REF" \
+    python3 - "$TMP/cue.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+c = k["CFE_hourly"]
+want = g["cfe_matched_kwh"] / g["facility_kwh"]
+assert abs(c["value"] - want) < 1e-9, (c, want)
+# capped at noon: less than the supply over E_DC
+assert g["cfe_matched_kwh"] < g["cfe_supply_kwh"] - 1000, g
+f = c["supply"]
+assert f["granularity"] == "hourly" and f["points"] == 8760 and f["source"].endswith("sup.csv"), f
+assert abs(f["matched_joules"] / 3.6e6 - g["cfe_matched_kwh"]) < 1e-6 * g["cfe_matched_kwh"], f
+assert c["reportable"] and "REF" in c["standard"], c
+PY
+check "supply points of 2 hours: hourly CFE not available, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CFE_hourly'][0]
+assert k['value'] is None and 'longer than the hour' in k['why'] and '2 h points' in k['why'], k" "$TMP/cue_none.json"
 check "no carbon section: CUE not available, naming carbon.zone" python3 -c "
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
