@@ -188,7 +188,7 @@ static int meter_metric(enum wt_role r)
 {
     if (r == WT_ROLE_WATER || r == WT_ROLE_WATER_POTABLE)
         return 2;
-    if (r == WT_ROLE_HEAT_REUSED || r == WT_ROLE_PURCHASED_COOLING)
+    if (wt_role_is_heat(r))
         return 1;
     return 0;
 }
@@ -358,7 +358,7 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         const struct wt_meter *m = &t->meters[i];
         unsigned bit = R(m->role);
         if (!((IT_ROLES | DC_ROLES | R(WT_ROLE_WATER) | R(WT_ROLE_WATER_POTABLE) |
-               R(WT_ROLE_HEAT_REUSED)) &
+               R(WT_ROLE_HEAT_REUSED) | R(WT_ROLE_COOLING) | R(WT_ROLE_HEAT_REMOVED)) &
               bit))
             continue;
         struct wt_stmt_meter *o = &s->meters[s->nmeters++];
@@ -391,6 +391,10 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             s->w_pot_m3 += o->value;
         if (m->role == WT_ROLE_HEAT_REUSED)
             s->e_reuse_j += o->value;
+        if (m->role == WT_ROLE_COOLING)
+            s->e_cool_j += o->value;
+        if (m->role == WT_ROLE_HEAT_REMOVED)
+            s->q_removed_j += o->value;
         if (m->role == WT_ROLE_ONSITE_GENERATION)
             s->e_os_used_j += o->value;
         if (m->role == WT_ROLE_EXPORTED)
@@ -523,6 +527,35 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         k->value = s->e_ren_j / s->e_dc_j;
     }
     finish_kpi(s, k, DC_ROLES, c);
+
+    /* CER: heat removed / the cooling system's electricity (notes item 16) */
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CER", "CER", "Q_removed / E_cooling", "ISO/IEC 30134-7:2023 / EN 50600-4-7:2020",
+            "ratio");
+    bool has_q = false, has_cool = false, has_pc = false;
+    for (size_t i = 0; i < s->nmeters; i++) {
+        has_q |= s->meters[i].role == WT_ROLE_HEAT_REMOVED;
+        has_cool |= s->meters[i].role == WT_ROLE_COOLING;
+        has_pc |= s->meters[i].role == WT_ROLE_PURCHASED_COOLING;
+    }
+    if (!has_q)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no meter with role heat_removed (the heat meters on the cooling "
+                 "loops)");
+    else if (!has_cool)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no meter with role cooling (the cooling system's electricity)");
+    else if (has_pc)
+        snprintf(k->why, sizeof k->why,
+                 "n/a: part of the cooling is purchased cooling fluid, not powered by electricity "
+                 "(CER is for electrically powered cooling)");
+    else if (s->e_cool_j <= 0)
+        snprintf(k->why, sizeof k->why, "the cooling meters count 0 over the period");
+    else {
+        k->available = true;
+        k->value = s->q_removed_j / s->e_cool_j;
+    }
+    finish_kpi(s, k, R(WT_ROLE_HEAT_REMOVED) | R(WT_ROLE_COOLING), c);
 
     /* the hand inputs go into the hash too */
     char hand[512];

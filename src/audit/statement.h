@@ -128,6 +128,7 @@ struct wt_statement {
     char category_text[128];
     char boundary[256];
     double e_dc_j, e_it_j, w_in_m3, w_pot_m3, e_reuse_j, e_ren_j, e_os_used_j;
+    double e_cool_j, q_removed_j; /* cooling electricity, heat removed (CER) */
     bool have_dc, have_it;
     struct wt_stmt_meter *meters;
     size_t nmeters;

@@ -55,6 +55,7 @@ assert abs(k["WUE"]["value"] - g["water_m3"] * 1000 / g["it_kwh"]) < 1e-6, k["WU
 assert abs(k["ERF"]["value"] - g["heat_kwh"] / g["facility_kwh"]) < 1e-6, k["ERF"]
 assert abs(k["REF"]["value"] - 1.2e6 / g["facility_kwh"]) < 1e-6, k["REF"]
 assert all(k[x]["reportable"] for x in ("PUE", "WUE", "ERF", "REF")), k
+assert "CER" in k and "CUE_location" in k and "CFE_hourly" in k, list(k)
 PY
 check "the facility register's hole: 193 intervals not measured, its energy the estimated part" \
     python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
@@ -190,6 +191,43 @@ check "no carbon section: CUE not available, naming carbon.zone" python3 -c "
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
 assert k['value'] is None and 'carbon.zone' in k['why'], k" "$TMP/a.json"
+
+# CER: heat removed (a heat meter at 60.0 kWh_th every 15 minutes) / the cooling electricity
+python3 - "$TMP/heatrm.csv" <<'PY'
+import datetime as dt, sys
+t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+with open(sys.argv[1], "w") as f:
+    f.write("time,meter,register,energy,unit\n")
+    for k in range(1, 35041):
+        f.write(f"{(t0 + k * dt.timedelta(minutes=15)).strftime('%Y-%m-%dT%H:%M:%SZ')},heatrm,,60.0,kWh_th\n")
+PY
+"$BIN" import meters "$TMP/heatrm.csv" --db "$DB" >/dev/null 2>&1
+check "the heat-removed meter imports" test $? -eq 0
+conf "$TMP/cer.yaml" ups_output '{target: heatrm, point: import, role: heat_removed}' \
+    '{target: cooling, point: import, role: cooling}'
+conf "$TMP/cer_pc.yaml" ups_output '{target: heatrm, point: import, role: heat_removed}' \
+    '{target: cooling, point: import, role: cooling}' '{target: heat, point: import, role: purchased_cooling}'
+for c in cer cer_pc; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CER = 35040 x 60 kWh_th / the generator's cooling kWh" python3 - "$TMP/cer.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+want = 35040 * 60.0 / g["cooling_kwh"]
+assert abs(k["CER"]["value"] - want) < 1e-9 * want, (k["CER"], want)
+assert k["CER"]["reportable"] and "30134-7" in k["CER"]["standard"], k["CER"]
+m = {x["meter"]: x for x in s["meters"]}
+assert m["heatrm/import"]["role"] == "heat_removed" and m["cooling/import"]["role"] == "cooling", m
+PY
+check "no heat_removed meter: CER not available, named" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CER'][0]
+assert k['value'] is None and 'heat_removed' in k['why'], k" "$TMP/a.json"
+check "purchased cooling (not electric): CER n/a, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CER'][0]
+assert k['value'] is None and k['why'].startswith('n/a') and 'not powered by electricity' in k['why'], k" "$TMP/cer_pc.json"
 
 # the checks
 conf "$TMP/ref.yaml" ups_output
