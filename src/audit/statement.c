@@ -197,7 +197,7 @@ static int meter_metric(enum wt_role r)
  * reading goes into the hash. */
 static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_series_info **si,
                        size_t *ns, const struct wt_run_list *runs, int64_t a, int64_t b,
-                       gnutls_hash_hd_t h, struct wt_stmt_meter *out)
+                       gnutls_hash_hd_t h, struct wt_stmt_meter *out, unsigned char *and_into)
 {
     size_t nslots = (size_t)((b - a + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
     unsigned char *mask = malloc(nslots ? nslots : 1);
@@ -254,6 +254,8 @@ static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_
     out->measured = 0;
     for (size_t i = 0; any && i < nslots; i++)
         out->measured += mask[i];
+    for (size_t i = 0; and_into && i < nslots; i++)
+        and_into[i] = and_into[i] && any && mask[i];
     free(mask);
     return rc;
 }
@@ -349,7 +351,11 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         goto out;
     }
     s->meters = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->meters);
-    if (!s->meters) {
+    s->nslots = (size_t)((to - from + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
+    s->matched = malloc(s->nslots ? s->nslots : 1);
+    if (s->matched)
+        memset(s->matched, 1, s->nslots);
+    if (!s->meters || !s->matched) {
         rc = -ENOMEM;
         goto out;
     }
@@ -371,7 +377,8 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             goto out;
         }
         o->method = wt_meter_method_name(mm);
-        if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o)) != 0)
+        if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o,
+                              (bit & (IT_ROLES | DC_ROLES)) ? s->matched : NULL)) != 0)
             goto out;
         if (o->measured)
             any_data = true;
@@ -590,6 +597,8 @@ void wt_statement_free(struct wt_statement *s)
 {
     free(s->meters);
     s->meters = NULL;
+    free(s->matched);
+    s->matched = NULL;
     s->nmeters = 0;
 }
 
@@ -831,4 +840,70 @@ int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct w
 out:
     finish_kpi(s, k, DC_ROLES, c);
     return 0;
+}
+
+/* ---- part-load bins ---- */
+
+int wt_stmt_part_load(struct wt_store *st, const struct wt_topology *t,
+                      const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    s->has_part_load = true;
+    s->pl_skipped = s->pl_above = 0;
+    for (int i = 0; i < WT_STMT_BINS; i++) {
+        memset(&s->bins[i], 0, sizeof s->bins[i]);
+        s->bins[i].from_pct = 25.0 * i;
+        s->bins[i].to_pct = 25.0 * (i + 1);
+    }
+    if (c->installed_it_kw <= 0) {
+        snprintf(s->part_load_why, sizeof s->part_load_why,
+                 "not available: statement.installed_it_kw (P_DIT) not given");
+        return 0;
+    }
+    s->part_load_why[0] = '\0';
+    struct wt_meter_set *ms = NULL;
+    int rc = wt_meters_open(st, t, &ms, err);
+    if (rc)
+        return rc;
+    for (size_t slot = 0; slot < s->nslots && rc == 0; slot++) {
+        int64_t a = s->from_ns + (int64_t)slot * WT_STMT_SLOT_NS;
+        int64_t b = a + WT_STMT_SLOT_NS < s->to_ns ? a + WT_STMT_SLOT_NS : s->to_ns;
+        double dc = 0, it = 0;
+        if (!s->matched[slot]) {
+            s->pl_skipped++;
+            continue;
+        }
+        for (size_t i = 0; i < t->nmeters && rc == 0; i++) {
+            enum wt_role r = t->meters[i].role;
+            if (!((DC_ROLES | IT_ROLES) & R(r)))
+                continue;
+            double j, cov;
+            int pts;
+            enum wt_meter_method how;
+            if ((rc = wt_meters_energy(ms, i, a, b, &j, &cov, &pts, &how)) != 0)
+                break;
+            if (IT_ROLES & R(r))
+                it += j;
+            else
+                dc += r == WT_ROLE_EXPORTED ? -j : j;
+        }
+        if (rc)
+            break;
+        if (it <= 0) {
+            s->pl_skipped++;
+            continue;
+        }
+        double pct = 100.0 * it / ((double)(b - a) / 1e9 * c->installed_it_kw * 1000.0);
+        int k = (int)(pct / 25.0);
+        if (pct >= 100)
+            s->pl_above++;
+        if (k >= WT_STMT_BINS)
+            k = WT_STMT_BINS - 1;
+        s->bins[k].slots++;
+        s->bins[k].e_dc_j += dc;
+        s->bins[k].e_it_j += it;
+    }
+    wt_meters_close(ms);
+    if (rc)
+        wt_err_set(err, "store: reading the meters per interval failed");
+    return rc;
 }

@@ -109,6 +109,13 @@ struct wt_stmt_kpi {
 };
 
 #define WT_STMT_MAX_KPIS 8
+#define WT_STMT_BINS 4 /* 0-25, 25-50, 50-75, 75-100 % of P_DIT (the last takes what is above) */
+
+struct wt_stmt_bin {
+    double from_pct, to_pct;
+    size_t slots;
+    double e_dc_j, e_it_j;
+};
 
 /* The emission factor behind a CUE variant (notes item 17: source, region, granularity). */
 struct wt_stmt_factor {
@@ -132,11 +139,17 @@ struct wt_statement {
     bool have_dc, have_it;
     struct wt_stmt_meter *meters;
     size_t nmeters;
+    unsigned char *matched; /* per 15-minute slot: measured by every E_DC and E_IT meter */
+    size_t nslots;
     struct wt_stmt_kpi kpis[WT_STMT_MAX_KPIS];
     size_t nkpis;
     char hash[65]; /* SHA-256 of the inputs, hex */
     bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
     struct wt_stmt_factor cue_location;
+    bool has_part_load;      /* wt_stmt_part_load ran */
+    char part_load_why[160]; /* "" when the bins hold numbers */
+    struct wt_stmt_bin bins[WT_STMT_BINS];
+    size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
 };
@@ -175,6 +188,16 @@ struct wt_carbon_conf;
 int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
                 const struct wt_stmt_conf *c, struct wt_statement *s,
                 struct wt_err *err) WT_MUST_USE;
+/*
+ * The part-load bins (notes item 24: an extra output, not a standard KPI): each 15-minute
+ * interval measured by every E_DC and E_IT meter (s->matched) goes into the bin of its
+ * IT load, E_IT / (interval x statement.installed_it_kw); per bin the intervals, E_DC, E_IT and
+ * PUE = their ratio. Without installed_it_kw s->part_load_why says so. Returns 0 or the store's
+ * error.
+ */
+int wt_stmt_part_load(struct wt_store *st, const struct wt_topology *t,
+                      const struct wt_stmt_conf *c, struct wt_statement *s,
+                      struct wt_err *err) WT_MUST_USE;
 int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
                 const struct wt_stmt_conf *c, struct wt_statement *s,
                 struct wt_err *err) WT_MUST_USE;

@@ -9,6 +9,9 @@ CARBON_OUT: an hourly grid-intensity series for the year (`wattage import carbon
 gco2_per_kwh, whole g/kWh), and in the sums "cue_location_g": sum over the hours of the grid
 meter's energy times that hour's intensity, the register's hole spread linearly over its 193
 intervals as wattage spreads a register difference.
+The sums' "part_load_400kw": the part-load bins (0-25, 25-50, 50-75, 75-100 % of a 400 kW
+P_DIT) of the intervals both grid and ups measure (the grid hole's 193 left out): per bin the
+intervals and the grid's and ups' kWh.
 SUPPLY_OUT: an hourly carbon-free supply series (`--series renewable`: whole kWh per hour, 0 at
 night, above the site's load around noon), and "cfe_matched_kwh": sum over the hours of
 min(the grid meter's energy, the supply) (the hole spread as above).
@@ -56,6 +59,7 @@ grid_missing = 0
 grid_hole = 0
 grid_e = []  # per interval, 0.1 kWh
 hole_k = []  # the intervals the grid register's hole spans
+it_e = []  # per interval, 0.1 kWh
 for k in range(n):
     start = t0 + k * step
     end = start + step
@@ -82,6 +86,7 @@ for k in range(n):
         ups_d += it
     water_l += water_step
     grid_e.append(grid_step)
+    it_e.append(it)
     if gap[0] <= end <= gap[1]:
         grid_hole += grid_step  # spread over the hole: one register difference
         hole_k.append(k)
@@ -111,6 +116,17 @@ sums = {
     "from": ts(t0),
     "to": ts(t1),
 }
+bins = [{"intervals": 0, "facility_kwh": 0.0, "it_kwh": 0.0} for _ in range(4)]
+hole = set(hole_k)
+for k in range(n):
+    if k in hole:
+        continue
+    pct = it_e[k] / 10 / 0.25 / 400 * 100
+    b = bins[min(3, int(pct // 25))]
+    b["intervals"] += 1
+    b["facility_kwh"] += grid_e[k] / 10
+    b["it_kwh"] += it_e[k] / 10
+sums["part_load_400kw"] = bins
 if len(sys.argv) > 4:
     hours = n // 4
     ci = [50 + (17 * h + 3 * (h // 24)) % 400 for h in range(hours)]

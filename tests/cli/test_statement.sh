@@ -229,6 +229,31 @@ import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CER'][0]
 assert k['value'] is None and k['why'].startswith('n/a') and 'not powered by electricity' in k['why'], k" "$TMP/cer_pc.json"
 
+# part-load bins: an extra, non-standard table (P_DIT 400 kW in a.yaml)
+check "part load: the bins of the matched intervals as the generator bins them, labelled non-standard" \
+    python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+pl = s["part_load"]
+assert "non-standard" in pl["label"] and pl["installed_it_kw"] == 400, pl
+assert pl["intervals_not_matched"] == g["grid_hole_intervals"] == 193, pl
+assert [b["from_percent"] for b in pl["bins"]] == [0, 25, 50, 75], pl
+for b, w in zip(pl["bins"], g["part_load_400kw"]):
+    assert b["intervals"] == w["intervals"], (b, w)
+    assert abs(b["e_dc_joules"] / 3.6e6 - w["facility_kwh"]) < 1e-3, (b, w)
+    assert abs(b["e_it_joules"] / 3.6e6 - w["it_kwh"]) < 1e-3, (b, w)
+    if w["intervals"]:
+        assert abs(b["pue"] - w["facility_kwh"] / w["it_kwh"]) < 1e-9, (b, w)
+    else:
+        assert b["pue"] is None, b
+assert sum(w["intervals"] for w in g["part_load_400kw"]) == 35040 - 193
+assert all(x["symbol"] != "part_load" for x in s["kpis"])
+PY
+check "part load without installed_it_kw: not available, said why" python3 -c "
+import json, sys
+pl = json.load(open(sys.argv[1]))['part_load']
+assert 'bins' not in pl and 'installed_it_kw' in pl['why'], pl" "$TMP/cue.json"
+
 # the checks
 conf "$TMP/ref.yaml" ups_output
 printf 'statement:\n  renewables: [{type: ppa, kwh: 9000000}]\n' >>"$TMP/ref.yaml"
