@@ -604,6 +604,14 @@ void wt_statement_free(struct wt_statement *s)
 
 /* ---- CUE ---- */
 
+static void hash_hex(gnutls_hash_hd_t h, char out[65])
+{
+    unsigned char d[32];
+    gnutls_hash_deinit(h, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
 struct dc_energy {
     struct wt_meter_set *ms;
     const struct wt_topology *t;
@@ -722,6 +730,29 @@ int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct w
         wt_err_set(err, "store: reading E_DC per intensity step failed");
         return rc;
     }
+    {
+        struct wt_carbon_step *steps = NULL;
+        size_t nsteps = 0;
+        gnutls_hash_hd_t h = NULL;
+        if (wt_carbon_steps(db, cf, WT_CS_INTENSITY, cf->zone, s->from_ns, s->to_ns, &steps,
+                            &nsteps) != 0 ||
+            gnutls_hash_init(&h, GNUTLS_DIG_SHA256) != 0) {
+            free(steps);
+            wt_err_set(err, "store: cannot read the intensity series");
+            return -EIO;
+        }
+        char set[160];
+        int sn = snprintf(set, sizeof set, "%s %d %.17g %lld", cf->zone, cf->has_static,
+                          cf->static_g, (long long)cf->max_hole_ns);
+        gnutls_hash(h, set, (size_t)(sn > 0 ? sn : 0));
+        for (size_t i = 0; i < nsteps; i++) {
+            sn = snprintf(set, sizeof set, "%lld %lld %.17g %d", (long long)steps[i].from_ns,
+                          (long long)steps[i].to_ns, steps[i].value, (int)steps[i].src);
+            gnutls_hash(h, set, (size_t)(sn > 0 ? sn : 0));
+        }
+        free(steps);
+        hash_hex(h, f->sha256);
+    }
     f->g = r.g;
     f->steps = r.pieces;
     f->actual_share = r.it_j > 0 ? r.by_src_j[WT_CSRC_ACTUAL] / r.it_j : 0;
@@ -791,6 +822,13 @@ int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct w
     struct dc_energy d = {ms, t};
     int64_t longest = 0;
     double matched = 0;
+    gnutls_hash_hd_t h = NULL;
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) != 0) {
+        sqlite3_finalize(q);
+        wt_meters_close(ms);
+        return -ENOMEM;
+    }
+    gnutls_hash(h, cf->zone, strlen(cf->zone) + 1);
     while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t pf = sqlite3_column_int64(q, 0), pt = sqlite3_column_int64(q, 1);
         double kwh = sqlite3_column_double(q, 2);
@@ -801,6 +839,9 @@ int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct w
         }
         if (pt - pf > longest)
             longest = pt - pf;
+        char row[96];
+        int rn = snprintf(row, sizeof row, "%lld %lld %.17g", (long long)pf, (long long)pt, kwh);
+        gnutls_hash(h, row, (size_t)(rn > 0 ? rn : 0));
         int64_t a = pf > s->from_ns ? pf : s->from_ns, b = pt < s->to_ns ? pt : s->to_ns;
         if (b <= a || pt <= pf)
             continue;
@@ -812,6 +853,7 @@ int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct w
     }
     sqlite3_finalize(q);
     wt_meters_close(ms);
+    hash_hex(h, f->sha256);
     if (rc)
         return rc;
     if (step != SQLITE_DONE) {

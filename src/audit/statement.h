@@ -123,6 +123,7 @@ struct wt_stmt_factor {
     char source[256];     /* the stored series' sources, or carbon.static_gco2_per_kwh */
     char granularity[64]; /* "hourly", "30 min", ... (the series' step), or "static" */
     double actual_share;  /* of E_DC, charged at measured (actual) values */
+    char sha256[65];      /* of the series' steps or points used and the factor's settings */
     double g;             /* gCO2e */
     size_t steps;         /* the pieces E_DC was cut into */
 };

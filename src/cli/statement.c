@@ -218,6 +218,8 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
             cJSON_AddNumberToObject(fo, "steps", (double)f->steps);
             cJSON_AddNumberToObject(fo, "actual_share", f->actual_share);
             cJSON_AddNumberToObject(fo, "gco2e", f->g);
+            if (f->sha256[0])
+                cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
         }
         if (s->has_cfe && strcmp(k->symbol, "CFE_hourly") == 0) {
             const struct wt_stmt_factor *f = &s->cfe_supply;
@@ -227,6 +229,7 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
             cJSON_AddStringToObject(fo, "granularity", f->granularity[0] ? f->granularity : "none");
             cJSON_AddNumberToObject(fo, "points", (double)f->steps);
             cJSON_AddNumberToObject(fo, "matched_joules", f->g);
+            cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
         }
         cJSON_AddItemToArray(ks, o);
     }

@@ -160,6 +160,19 @@ check "no series for the zone and no static value: not available, said why" pyth
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
 assert k['value'] is None and 'zone FR' in k['why'] and 'import carbon' in k['why'], k" "$TMP/cue_none.json"
+# the intensity values the CUE used are in its factor's hash: one hour changed, another hash
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/cue.yaml" --db "$DB" --json >"$TMP/cue2.json" 2>/dev/null
+orig=$(grep '^2026-06-01T00:00:00Z,' "$TMP/ci.csv")
+printf 'timestamp,gco2_per_kwh\n2026-06-01T00:00:00Z,999\n' >"$TMP/ci1.csv"
+"$BIN" import carbon "$TMP/ci1.csv" --zone DE --db "$DB" >/dev/null 2>&1
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/cue.yaml" --db "$DB" --json >"$TMP/cue3.json" 2>/dev/null
+printf 'timestamp,gco2_per_kwh\n%s\n' "$orig" >"$TMP/ci1.csv"
+"$BIN" import carbon "$TMP/ci1.csv" --zone DE --db "$DB" >/dev/null 2>&1
+check "the factor's inputs_sha256: the same for the same series, another for one hour changed" python3 -c "
+import json, sys
+h = [[k for k in json.load(open(f))['kpis'] if k['symbol'] == 'CUE_location'][0]['emission_factor']['inputs_sha256'] for f in sys.argv[1:4]]
+assert len(h[0]) == 64 and h[0] == h[1] and h[2] != h[0], h" "$TMP/cue.json" "$TMP/cue2.json" "$TMP/cue3.json"
+
 # hourly CFE beside REF from the renewable supply series
 "$BIN" import carbon "$TMP/sup.csv" --zone DE --series renewable --db "$DB" >/dev/null 2>&1
 check "the hourly supply series imports" test $? -eq 0
