@@ -5,7 +5,10 @@
 # register's hole as 193 unmeasured intervals whose energy is the estimated part, each check
 # refusing what it should (REF > 1, E_IT > E_DC, potable water above total), the coverage
 # threshold, the interim label, the method block's hash, and the bad inputs (a role missing, a
-# period with no data, a hand input missing: named, never 0).
+# period with no data, a hand input missing: named, never 0). Issue 47: `wattage kpi`'s IT energy
+# from the same IT meters; CUE location-based from an hourly intensity series and hourly CFE from
+# an hourly supply series (the generator's hourly sums), CER from a heat_removed meter, and the
+# non-standard part-load bins (the generator's own binning).
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
