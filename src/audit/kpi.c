@@ -23,6 +23,7 @@
 #include "audit/calibrate.h"
 #include "audit/meters.h"
 #include "audit/reconcile.h"
+#include "audit/statement.h"
 #include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -192,14 +193,53 @@ static int chips_energy(const struct ctx *c, const char *zone, int64_t a, int64_
 }
 
 /*
- * IT energy: it_total meters, else the nodes' walls (pdu_outlet meters, or bmc meters for nodes
- * without outlets, or the hwmon wall sensor of nodes without either), else the nodes' own
- * sensors.
+ * The IT meters' energy as the statement's E_IT counts it (statement.h): the meters of every IT
+ * role present (ups_output, pdu_output, it_input, it_total; wt_stmt_category names them), each
+ * role's meters through role_energy's zone rule. e->role is the role of the PUE category
+ * (ups_output, pdu_output, it_input; it_total when the category is not stated).
+ */
+static int it_meters_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b,
+                            struct wt_kpi_energy *e)
+{
+    static const enum wt_role by_category[] = {WT_ROLE_IT_TOTAL, WT_ROLE_UPS_OUTPUT,
+                                               WT_ROLE_PDU_OUTPUT, WT_ROLE_IT_INPUT};
+    unsigned roles = 0;
+    int cat = wt_stmt_category(c->t, &roles);
+    memset(e, 0, sizeof *e);
+    e->from = "none";
+    e->role = by_category[cat];
+    double cmin = 1;
+    for (int r = 0; r < WT_ROLE_COUNT; r++) {
+        if (!(roles & (1u << r)))
+            continue;
+        struct wt_kpi_energy one;
+        int rc = role_energy(c, (enum wt_role)r, zone, a, b, &one);
+        if (rc)
+            return rc;
+        if (!one.meters)
+            continue;
+        e->j += one.j;
+        e->meters += one.meters;
+        if (one.coverage < cmin)
+            cmin = one.coverage;
+    }
+    if (e->meters) {
+        e->from = "meters";
+        e->coverage = cmin;
+        e->measured = cmin >= c->t->min_coverage;
+    }
+    return 0;
+}
+
+/*
+ * IT energy: the IT meters (it_meters_energy), else the nodes' walls (pdu_outlet meters, or
+ * bmc meters for nodes without outlets, or the hwmon wall sensor of nodes without either), else
+ * the nodes' own sensors.
  */
 static int it_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b,
                      struct wt_kpi_energy *e)
 {
-    int rc = role_energy(c, WT_ROLE_IT_TOTAL, zone, a, b, e);
+    int rc = it_meters_energy(c, zone, a, b, e);
     if (rc || e->meters)
         return rc;
     struct wt_kpi_energy pdu, bmc;

@@ -122,7 +122,7 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
         int lo = 0, hi = 1;
         if (m->role == WT_ROLE_WATER || m->role == WT_ROLE_WATER_POTABLE)
             lo = hi = 2;
-        else if (m->role == WT_ROLE_HEAT_REUSED || m->role == WT_ROLE_PURCHASED_COOLING)
+        else if (wt_role_is_heat(m->role))
             lo = hi = 3;
         for (int k = lo; k <= hi && rc == 0; k++) {
             for (size_t j = 0; j < ns[k] && rc == 0; j++) {

@@ -10,11 +10,13 @@
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <math.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "audit/carbon.h"
 #include "audit/meters.h"
 #include "core/clock.h"
 #include "core/config.h"
@@ -186,7 +188,7 @@ static int meter_metric(enum wt_role r)
 {
     if (r == WT_ROLE_WATER || r == WT_ROLE_WATER_POTABLE)
         return 2;
-    if (r == WT_ROLE_HEAT_REUSED || r == WT_ROLE_PURCHASED_COOLING)
+    if (wt_role_is_heat(r))
         return 1;
     return 0;
 }
@@ -195,7 +197,7 @@ static int meter_metric(enum wt_role r)
  * reading goes into the hash. */
 static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_series_info **si,
                        size_t *ns, const struct wt_run_list *runs, int64_t a, int64_t b,
-                       gnutls_hash_hd_t h, struct wt_stmt_meter *out)
+                       gnutls_hash_hd_t h, struct wt_stmt_meter *out, unsigned char *and_into)
 {
     size_t nslots = (size_t)((b - a + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
     unsigned char *mask = malloc(nslots ? nslots : 1);
@@ -252,6 +254,8 @@ static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_
     out->measured = 0;
     for (size_t i = 0; any && i < nslots; i++)
         out->measured += mask[i];
+    for (size_t i = 0; and_into && i < nslots; i++)
+        and_into[i] = and_into[i] && any && mask[i];
     free(mask);
     return rc;
 }
@@ -347,7 +351,11 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         goto out;
     }
     s->meters = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->meters);
-    if (!s->meters) {
+    s->nslots = (size_t)((to - from + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
+    s->matched = malloc(s->nslots ? s->nslots : 1);
+    if (s->matched)
+        memset(s->matched, 1, s->nslots);
+    if (!s->meters || !s->matched) {
         rc = -ENOMEM;
         goto out;
     }
@@ -356,7 +364,7 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         const struct wt_meter *m = &t->meters[i];
         unsigned bit = R(m->role);
         if (!((IT_ROLES | DC_ROLES | R(WT_ROLE_WATER) | R(WT_ROLE_WATER_POTABLE) |
-               R(WT_ROLE_HEAT_REUSED)) &
+               R(WT_ROLE_HEAT_REUSED) | R(WT_ROLE_COOLING) | R(WT_ROLE_HEAT_REMOVED)) &
               bit))
             continue;
         struct wt_stmt_meter *o = &s->meters[s->nmeters++];
@@ -369,7 +377,8 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             goto out;
         }
         o->method = wt_meter_method_name(mm);
-        if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o)) != 0)
+        if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o,
+                              (bit & (IT_ROLES | DC_ROLES)) ? s->matched : NULL)) != 0)
             goto out;
         if (o->measured)
             any_data = true;
@@ -389,6 +398,10 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             s->w_pot_m3 += o->value;
         if (m->role == WT_ROLE_HEAT_REUSED)
             s->e_reuse_j += o->value;
+        if (m->role == WT_ROLE_COOLING)
+            s->e_cool_j += o->value;
+        if (m->role == WT_ROLE_HEAT_REMOVED)
+            s->q_removed_j += o->value;
         if (m->role == WT_ROLE_ONSITE_GENERATION)
             s->e_os_used_j += o->value;
         if (m->role == WT_ROLE_EXPORTED)
@@ -522,6 +535,35 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
     }
     finish_kpi(s, k, DC_ROLES, c);
 
+    /* CER: heat removed / the cooling system's electricity (notes item 16) */
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CER", "CER", "Q_removed / E_cooling", "ISO/IEC 30134-7:2023 / EN 50600-4-7:2020",
+            "ratio");
+    bool has_q = false, has_cool = false, has_pc = false;
+    for (size_t i = 0; i < s->nmeters; i++) {
+        has_q |= s->meters[i].role == WT_ROLE_HEAT_REMOVED;
+        has_cool |= s->meters[i].role == WT_ROLE_COOLING;
+        has_pc |= s->meters[i].role == WT_ROLE_PURCHASED_COOLING;
+    }
+    if (!has_q)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no meter with role heat_removed (the heat meters on the cooling "
+                 "loops)");
+    else if (!has_cool)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no meter with role cooling (the cooling system's electricity)");
+    else if (has_pc)
+        snprintf(k->why, sizeof k->why,
+                 "n/a: part of the cooling is purchased cooling fluid, not powered by electricity "
+                 "(CER is for electrically powered cooling)");
+    else if (s->e_cool_j <= 0)
+        snprintf(k->why, sizeof k->why, "the cooling meters count 0 over the period");
+    else {
+        k->available = true;
+        k->value = s->q_removed_j / s->e_cool_j;
+    }
+    finish_kpi(s, k, R(WT_ROLE_HEAT_REMOVED) | R(WT_ROLE_COOLING), c);
+
     /* the hand inputs go into the hash too */
     char hand[512];
     int hn = snprintf(hand, sizeof hand, "%lld %lld %s %.17g %.17g %.17g %s %s %s %.17g",
@@ -555,5 +597,355 @@ void wt_statement_free(struct wt_statement *s)
 {
     free(s->meters);
     s->meters = NULL;
+    free(s->matched);
+    s->matched = NULL;
     s->nmeters = 0;
+}
+
+/* ---- CUE ---- */
+
+static void hash_hex(gnutls_hash_hd_t h, char out[65])
+{
+    unsigned char d[32];
+    gnutls_hash_deinit(h, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+struct dc_energy {
+    struct wt_meter_set *ms;
+    const struct wt_topology *t;
+};
+
+/* E_DC of [a, b]: the boundary's meters, exported negative. */
+static int dc_energy_fn(void *ctx, int64_t a, int64_t b, double *joules)
+{
+    const struct dc_energy *d = ctx;
+    *joules = 0;
+    for (size_t i = 0; i < d->t->nmeters; i++) {
+        enum wt_role r = d->t->meters[i].role;
+        if (!(DC_ROLES & R(r)))
+            continue;
+        double j, cov;
+        int pts;
+        enum wt_meter_method how;
+        int rc = wt_meters_energy(d->ms, i, a, b, &j, &cov, &pts, &how);
+        if (rc)
+            return rc;
+        *joules += r == WT_ROLE_EXPORTED ? -j : j;
+    }
+    return 0;
+}
+
+static const char *step_name(int64_t ns, char *buf, size_t n)
+{
+    int64_t s = ns / WT_NS_PER_S;
+    if (s == 3600)
+        return "hourly";
+    if (s == 86400)
+        return "daily";
+    if (s > 3600 && s % 3600 == 0)
+        snprintf(buf, n, "%lld h", (long long)(s / 3600));
+    else if (s > 0 && s < 3600 && s % 60 == 0)
+        snprintf(buf, n, "%lld min", (long long)(s / 60));
+    else
+        snprintf(buf, n, "%lld s", (long long)s);
+    return buf;
+}
+
+/* The stored intensity points of zone over [a, b): their sources (distinct, comma-joined) and
+ * the step most of them have. 0 or -EIO. */
+static int factor_of(sqlite3 *db, const char *zone, int64_t a, int64_t b, struct wt_stmt_factor *f)
+{
+    static const char *const sql[] = {
+        "SELECT DISTINCT source FROM carbon_points WHERE series='intensity' AND zone=?1 AND "
+        "to_ns > ?2 AND from_ns < ?3 ORDER BY source",
+        "SELECT to_ns - from_ns, COUNT(*) FROM carbon_points WHERE series='intensity' AND "
+        "zone=?1 AND to_ns > ?2 AND from_ns < ?3 GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 1"};
+    for (int q = 0; q < 2; q++) {
+        sqlite3_stmt *s = NULL;
+        if (sqlite3_prepare_v2(db, sql[q], -1, &s, NULL) != SQLITE_OK)
+            return -EIO;
+        sqlite3_bind_text(s, 1, zone, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 2, a);
+        sqlite3_bind_int64(s, 3, b);
+        int step;
+        while ((step = sqlite3_step(s)) == SQLITE_ROW) {
+            if (q == 0) {
+                size_t L = strlen(f->source);
+                snprintf(f->source + L, sizeof f->source - L, "%s%s", L ? ", " : "",
+                         (const char *)sqlite3_column_text(s, 0));
+            } else {
+                char buf[32];
+                snprintf(f->granularity, sizeof f->granularity, "%s",
+                         step_name(sqlite3_column_int64(s, 0), buf, sizeof buf));
+            }
+        }
+        sqlite3_finalize(s);
+        if (step != SQLITE_DONE)
+            return -EIO;
+    }
+    return 0;
+}
+
+int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    if (s->nkpis + 2 > WT_STMT_MAX_KPIS)
+        return -ENOMEM;
+    struct wt_stmt_factor *f = &s->cue_location;
+    memset(f, 0, sizeof *f);
+    s->has_cue = true;
+    snprintf(f->zone, sizeof f->zone, "%s", cf->zone);
+    struct wt_stmt_kpi *k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CUE (location-based)", "CUE_location", "sum_h(E_DC,h x EF_grid,h) / E_IT",
+            "ISO/IEC 30134-8:2022 / EN 50600-4-8 (categories not verified)", "kgCO2e/kWh");
+    sqlite3 *db = wt_store_db(st);
+    int rc = 0;
+    struct wt_meter_set *ms = NULL;
+    struct wt_carbon_result r;
+    if (!cf->zone[0] && !cf->has_static) {
+        snprintf(k->why, sizeof k->why,
+                 "not available: no carbon.zone (the grid zone of the stored intensity series) "
+                 "and no carbon.static_gco2_per_kwh");
+        goto market;
+    }
+    if (wt_carbon_tables(db) != 0 ||
+        (cf->zone[0] && factor_of(db, cf->zone, s->from_ns, s->to_ns, f) != 0)) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    if (!f->source[0] && cf->has_static) {
+        snprintf(f->source, sizeof f->source, "carbon.static_gco2_per_kwh (%g gCO2e/kWh)",
+                 cf->static_g);
+        snprintf(f->granularity, sizeof f->granularity, "static (one value for the period)");
+    }
+    if ((rc = wt_meters_open(st, t, &ms, err)) != 0)
+        return rc;
+    struct dc_energy d = {ms, t};
+    rc = wt_carbon_emissions(db, NULL, cf, cf->zone, s->from_ns, s->to_ns, dc_energy_fn, &d, 1.0,
+                             true, &r);
+    wt_meters_close(ms);
+    if (rc) {
+        wt_err_set(err, "store: reading E_DC per intensity step failed");
+        return rc;
+    }
+    {
+        struct wt_carbon_step *steps = NULL;
+        size_t nsteps = 0;
+        gnutls_hash_hd_t h = NULL;
+        if (wt_carbon_steps(db, cf, WT_CS_INTENSITY, cf->zone, s->from_ns, s->to_ns, &steps,
+                            &nsteps) != 0 ||
+            gnutls_hash_init(&h, GNUTLS_DIG_SHA256) != 0) {
+            free(steps);
+            wt_err_set(err, "store: cannot read the intensity series");
+            return -EIO;
+        }
+        char set[160];
+        int sn = snprintf(set, sizeof set, "%s %d %.17g %lld", cf->zone, cf->has_static,
+                          cf->static_g, (long long)cf->max_hole_ns);
+        gnutls_hash(h, set, (size_t)(sn > 0 ? sn : 0));
+        for (size_t i = 0; i < nsteps; i++) {
+            sn = snprintf(set, sizeof set, "%lld %lld %.17g %d", (long long)steps[i].from_ns,
+                          (long long)steps[i].to_ns, steps[i].value, (int)steps[i].src);
+            gnutls_hash(h, set, (size_t)(sn > 0 ? sn : 0));
+        }
+        free(steps);
+        hash_hex(h, f->sha256);
+    }
+    f->g = r.g;
+    f->steps = r.pieces;
+    f->actual_share = r.it_j > 0 ? r.by_src_j[WT_CSRC_ACTUAL] / r.it_j : 0;
+    if (!r.known || !f->source[0])
+        snprintf(k->why, sizeof k->why,
+                 "not available: no intensity series stored for zone %.63s over the period "
+                 "(wattage import carbon FILE --zone ZONE) and no carbon.static_gco2_per_kwh",
+                 cf->zone);
+    else if (s->e_it_j <= 0)
+        snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
+    else {
+        k->available = true;
+        k->value = (r.g / 1000.0) / (s->e_it_j / J_PER_KWH);
+    }
+market:
+    finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+    k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CUE (market-based)", "CUE_market",
+            "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
+            "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
+    snprintf(k->why, sizeof k->why,
+             "not available: no residual-mix factor is configured for the energy the instruments "
+             "do not cover, and statement.renewables carry no emission rate");
+    finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
+    return 0;
+}
+
+/* ---- hourly CFE ---- */
+
+int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    if (s->nkpis + 1 > WT_STMT_MAX_KPIS)
+        return -ENOMEM;
+    struct wt_stmt_factor *f = &s->cfe_supply;
+    memset(f, 0, sizeof *f);
+    s->has_cfe = true;
+    snprintf(f->zone, sizeof f->zone, "%s", cf->zone);
+    struct wt_stmt_kpi *k = &s->kpis[s->nkpis++];
+    kpi_set(k, "CFE (hourly)", "CFE_hourly", "sum_h min(E_DC,h, CFE supply_h) / E_DC",
+            "24/7 CFE hourly matching (beside REF; not an ISO/IEC 30134 KPI)", "ratio");
+    if (!cf->zone[0]) {
+        snprintf(k->why, sizeof k->why,
+                 "not available: no carbon.zone (the zone of the stored renewable supply series)");
+        goto out;
+    }
+    sqlite3 *db = wt_store_db(st);
+    sqlite3_stmt *q = NULL;
+    if (wt_carbon_tables(db) != 0 ||
+        sqlite3_prepare_v2(db,
+                           "SELECT from_ns, to_ns, value, source FROM carbon_points WHERE "
+                           "series='renewable' AND zone=?1 AND kind=0 AND to_ns > ?2 AND "
+                           "from_ns < ?3 ORDER BY from_ns",
+                           -1, &q, NULL) != SQLITE_OK) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    sqlite3_bind_text(q, 1, cf->zone, -1, SQLITE_STATIC);
+    sqlite3_bind_int64(q, 2, s->from_ns);
+    sqlite3_bind_int64(q, 3, s->to_ns);
+    struct wt_meter_set *ms = NULL;
+    int rc = wt_meters_open(st, t, &ms, err), step;
+    if (rc) {
+        sqlite3_finalize(q);
+        return rc;
+    }
+    struct dc_energy d = {ms, t};
+    int64_t longest = 0;
+    double matched = 0;
+    gnutls_hash_hd_t h = NULL;
+    if (gnutls_hash_init(&h, GNUTLS_DIG_SHA256) != 0) {
+        sqlite3_finalize(q);
+        wt_meters_close(ms);
+        return -ENOMEM;
+    }
+    gnutls_hash(h, cf->zone, strlen(cf->zone) + 1);
+    while (rc == 0 && (step = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t pf = sqlite3_column_int64(q, 0), pt = sqlite3_column_int64(q, 1);
+        double kwh = sqlite3_column_double(q, 2);
+        const char *src = (const char *)sqlite3_column_text(q, 3);
+        if (src && !strstr(f->source, src)) {
+            size_t L = strlen(f->source);
+            snprintf(f->source + L, sizeof f->source - L, "%s%s", L ? ", " : "", src);
+        }
+        if (pt - pf > longest)
+            longest = pt - pf;
+        char row[96];
+        int rn = snprintf(row, sizeof row, "%lld %lld %.17g", (long long)pf, (long long)pt, kwh);
+        gnutls_hash(h, row, (size_t)(rn > 0 ? rn : 0));
+        int64_t a = pf > s->from_ns ? pf : s->from_ns, b = pt < s->to_ns ? pt : s->to_ns;
+        if (b <= a || pt <= pf)
+            continue;
+        double sup = kwh * J_PER_KWH * (double)(b - a) / (double)(pt - pf), load = 0;
+        if ((rc = dc_energy_fn(&d, a, b, &load)) != 0)
+            wt_err_set(err, "store: reading E_DC per supply point failed");
+        matched += load < sup ? (load > 0 ? load : 0) : sup;
+        f->steps++;
+    }
+    sqlite3_finalize(q);
+    wt_meters_close(ms);
+    hash_hex(h, f->sha256);
+    if (rc)
+        return rc;
+    if (step != SQLITE_DONE) {
+        wt_err_set(err, "store: cannot read the carbon table");
+        return -EIO;
+    }
+    f->g = matched;
+    if (longest) {
+        char buf[32];
+        snprintf(f->granularity, sizeof f->granularity, "%s", step_name(longest, buf, sizeof buf));
+    }
+    if (!f->steps)
+        snprintf(k->why, sizeof k->why,
+                 "not available: no renewable supply series (actual values) stored for zone "
+                 "%.63s over the period (wattage import carbon FILE --series renewable)",
+                 cf->zone);
+    else if (longest > 3600 * WT_NS_PER_S)
+        snprintf(k->why, sizeof k->why,
+                 "not available: the supply series has %s points, longer than the hour hourly "
+                 "matching needs",
+                 f->granularity);
+    else if (s->e_dc_j > 0) {
+        k->available = true;
+        k->value = matched / s->e_dc_j;
+    }
+out:
+    finish_kpi(s, k, DC_ROLES, c);
+    return 0;
+}
+
+/* ---- part-load bins ---- */
+
+int wt_stmt_part_load(struct wt_store *st, const struct wt_topology *t,
+                      const struct wt_stmt_conf *c, struct wt_statement *s, struct wt_err *err)
+{
+    s->has_part_load = true;
+    s->pl_skipped = s->pl_above = 0;
+    for (int i = 0; i < WT_STMT_BINS; i++) {
+        memset(&s->bins[i], 0, sizeof s->bins[i]);
+        s->bins[i].from_pct = 25.0 * i;
+        s->bins[i].to_pct = 25.0 * (i + 1);
+    }
+    if (c->installed_it_kw <= 0) {
+        snprintf(s->part_load_why, sizeof s->part_load_why,
+                 "not available: statement.installed_it_kw (P_DIT) not given");
+        return 0;
+    }
+    s->part_load_why[0] = '\0';
+    struct wt_meter_set *ms = NULL;
+    int rc = wt_meters_open(st, t, &ms, err);
+    if (rc)
+        return rc;
+    for (size_t slot = 0; slot < s->nslots && rc == 0; slot++) {
+        int64_t a = s->from_ns + (int64_t)slot * WT_STMT_SLOT_NS;
+        int64_t b = a + WT_STMT_SLOT_NS < s->to_ns ? a + WT_STMT_SLOT_NS : s->to_ns;
+        double dc = 0, it = 0;
+        if (!s->matched[slot]) {
+            s->pl_skipped++;
+            continue;
+        }
+        for (size_t i = 0; i < t->nmeters && rc == 0; i++) {
+            enum wt_role r = t->meters[i].role;
+            if (!((DC_ROLES | IT_ROLES) & R(r)))
+                continue;
+            double j, cov;
+            int pts;
+            enum wt_meter_method how;
+            if ((rc = wt_meters_energy(ms, i, a, b, &j, &cov, &pts, &how)) != 0)
+                break;
+            if (IT_ROLES & R(r))
+                it += j;
+            else
+                dc += r == WT_ROLE_EXPORTED ? -j : j;
+        }
+        if (rc)
+            break;
+        if (it <= 0) {
+            s->pl_skipped++;
+            continue;
+        }
+        double pct = 100.0 * it / ((double)(b - a) / 1e9 * c->installed_it_kw * 1000.0);
+        int k = (int)(pct / 25.0);
+        if (pct >= 100)
+            s->pl_above++;
+        if (k >= WT_STMT_BINS)
+            k = WT_STMT_BINS - 1;
+        s->bins[k].slots++;
+        s->bins[k].e_dc_j += dc;
+        s->bins[k].e_it_j += it;
+    }
+    wt_meters_close(ms);
+    if (rc)
+        wt_err_set(err, "store: reading the meters per interval failed");
+    return rc;
 }

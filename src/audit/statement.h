@@ -103,12 +103,30 @@ struct wt_stmt_kpi {
     const char *name, *symbol, *formula, *standard, *unit;
     bool available; /* value holds a number */
     double value;
-    char why[256]; /* when not available, or refused by a check */
+    char why[320]; /* when not available, or refused by a check */
     double coverage, estimated_share;
     bool reportable;
 };
 
 #define WT_STMT_MAX_KPIS 8
+#define WT_STMT_BINS 4 /* 0-25, 25-50, 50-75, 75-100 % of P_DIT (the last takes what is above) */
+
+struct wt_stmt_bin {
+    double from_pct, to_pct;
+    size_t slots;
+    double e_dc_j, e_it_j;
+};
+
+/* The emission factor behind a CUE variant (notes item 17: source, region, granularity). */
+struct wt_stmt_factor {
+    char zone[64];        /* carbon.zone ("" none) */
+    char source[256];     /* the stored series' sources, or carbon.static_gco2_per_kwh */
+    char granularity[64]; /* "hourly", "30 min", ... (the series' step), or "static" */
+    double actual_share;  /* of E_DC, charged at measured (actual) values */
+    char sha256[65];      /* of the series' steps or points used and the factor's settings */
+    double g;             /* gCO2e */
+    size_t steps;         /* the pieces E_DC was cut into */
+};
 
 struct wt_statement {
     enum wt_stmt_std std;
@@ -118,12 +136,23 @@ struct wt_statement {
     char category_text[128];
     char boundary[256];
     double e_dc_j, e_it_j, w_in_m3, w_pot_m3, e_reuse_j, e_ren_j, e_os_used_j;
+    double e_cool_j, q_removed_j; /* cooling electricity, heat removed (CER) */
     bool have_dc, have_it;
     struct wt_stmt_meter *meters;
     size_t nmeters;
+    unsigned char *matched; /* per 15-minute slot: measured by every E_DC and E_IT meter */
+    size_t nslots;
     struct wt_stmt_kpi kpis[WT_STMT_MAX_KPIS];
     size_t nkpis;
     char hash[65]; /* SHA-256 of the inputs, hex */
+    bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
+    struct wt_stmt_factor cue_location;
+    bool has_part_load;      /* wt_stmt_part_load ran */
+    char part_load_why[160]; /* "" when the bins hold numbers */
+    struct wt_stmt_bin bins[WT_STMT_BINS];
+    size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
+    bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
+    struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
 };
 
 /*
@@ -136,5 +165,42 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err) WT_MUST_USE;
 void wt_statement_free(struct wt_statement *s);
+
+struct wt_carbon_conf;
+/*
+ * Appends CUE (ISO/IEC 30134-8 / EN 50600-4-8) to a built statement, in two labelled variants
+ * (notes item 17, the Scope 2 dual-reporting rule), kgCO2e/kWh:
+ *   location-based: sum_h(E_DC,h x EF_grid,h) / E_IT, E_DC (the boundary's meters, exported
+ *     negative) cut at the steps of the stored grid-intensity series of carbon.zone
+ *     (audit/carbon.h: its holes filled as there, or carbon.static_gco2_per_kwh); the factor's
+ *     zone, sources and granularity in s->cue_location;
+ *   market-based: "not available" with the reason (no residual-mix factor is configured, and
+ *     the instruments carry no emission rate).
+ * Returns 0, -EIO or -ENOMEM (err says which store read failed).
+ */
+/*
+ * Appends the hourly CFE share beside REF (notes item 19; not an ISO/IEC 30134 KPI): sum over
+ * the supply points of min(E_DC over the point, the point's carbon-free supply) / E_DC, from the
+ * renewable supply series stored for carbon.zone (`wattage import carbon FILE --series
+ * renewable`, kWh per point, actual values only; a point across the period's edge prorated).
+ * Not available without a zone or a series, or when a point is longer than an hour.
+ * Returns 0, -EIO or -ENOMEM.
+ */
+int wt_stmt_cfe(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s,
+                struct wt_err *err) WT_MUST_USE;
+/*
+ * The part-load bins (notes item 24: an extra output, not a standard KPI): each 15-minute
+ * interval measured by every E_DC and E_IT meter (s->matched) goes into the bin of its
+ * IT load, E_IT / (interval x statement.installed_it_kw); per bin the intervals, E_DC, E_IT and
+ * PUE = their ratio. Without installed_it_kw s->part_load_why says so. Returns 0 or the store's
+ * error.
+ */
+int wt_stmt_part_load(struct wt_store *st, const struct wt_topology *t,
+                      const struct wt_stmt_conf *c, struct wt_statement *s,
+                      struct wt_err *err) WT_MUST_USE;
+int wt_stmt_cue(struct wt_store *st, const struct wt_topology *t, const struct wt_carbon_conf *cf,
+                const struct wt_stmt_conf *c, struct wt_statement *s,
+                struct wt_err *err) WT_MUST_USE;
 
 #endif

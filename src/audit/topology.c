@@ -16,10 +16,27 @@
 #include "core/config.h"
 #include "core/yget.h"
 
-static const char *const role_names[] = {
-    "facility_total",    "it_total", "cooling",       "water_litres",      "heat_reused",
-    "pdu_outlet",        "bmc",      "ups_output",    "pdu_output",        "it_input",
-    "onsite_generation", "exported", "water_potable", "purchased_cooling", NULL};
+static const char *const role_names[] = {"facility_total",
+                                         "it_total",
+                                         "cooling",
+                                         "water_litres",
+                                         "heat_reused",
+                                         "pdu_outlet",
+                                         "bmc",
+                                         "ups_output",
+                                         "pdu_output",
+                                         "it_input",
+                                         "onsite_generation",
+                                         "exported",
+                                         "water_potable",
+                                         "purchased_cooling",
+                                         "heat_removed",
+                                         NULL};
+
+bool wt_role_is_heat(enum wt_role r)
+{
+    return r == WT_ROLE_HEAT_REUSED || r == WT_ROLE_PURCHASED_COOLING || r == WT_ROLE_HEAT_REMOVED;
+}
 
 const char *wt_role_name(enum wt_role r)
 {
@@ -102,7 +119,8 @@ static int parse_meter(const struct wt_yget *g, const struct wt_ynode *m, const 
         return wt_y_fail(g, m, wt_y_path(p, sizeof p, path, "role"), "required (one of %s)",
                          "facility_total, it_total, cooling, water_litres, heat_reused, "
                          "pdu_outlet, bmc, ups_output, pdu_output, it_input, "
-                         "onsite_generation, exported, water_potable, purchased_cooling");
+                         "onsite_generation, exported, water_potable, purchased_cooling, "
+                         "heat_removed");
     if ((rc = wt_y_enum(g, m, path, "role", role_names, &role)))
         return rc;
     out->role = (enum wt_role)role;
@@ -136,8 +154,8 @@ static int parse_meter(const struct wt_yget *g, const struct wt_ynode *m, const 
     if (!out->point[0] && !out->match[0]) {
         if (out->role == WT_ROLE_BMC)
             (void)wt_labels(out->match, sizeof out->match, "kind", "chassis", NULL);
-        else if (out->role != WT_ROLE_WATER && out->role != WT_ROLE_HEAT_REUSED &&
-                 out->role != WT_ROLE_WATER_POTABLE && out->role != WT_ROLE_PURCHASED_COOLING)
+        else if (out->role != WT_ROLE_WATER && out->role != WT_ROLE_WATER_POTABLE &&
+                 !wt_role_is_heat(out->role))
             return wt_y_fail(g, m, wt_y_path(p, sizeof p, path, "point"),
                              "required for role %s, or a match such as {kind: outlet} (the "
                              "points of a target would add up)",

@@ -64,8 +64,12 @@ enum wt_role {
     WT_ROLE_EXPORTED,          /* energy exported from the site (not counted in E_DC) */
     WT_ROLE_WATER_POTABLE,     /* potable water, part of water_litres (m3 counter) */
     WT_ROLE_PURCHASED_COOLING, /* purchased cooling fluid through a heat meter (heat counter) */
+    WT_ROLE_HEAT_REMOVED,      /* heat removed by the cooling loops (heat counter; CER) */
     WT_ROLE_COUNT
 };
+
+/* True for the roles read from a heat counter (heat_reused, purchased_cooling, heat_removed). */
+bool wt_role_is_heat(enum wt_role r);
 
 /* "facility_total", "it_total", ... as written in the config. */
 const char *wt_role_name(enum wt_role r);

@@ -7,10 +7,14 @@
  *    "energy": {"e_dc_joules", "e_it_joules", "w_in_cubic_meters", "w_potable_cubic_meters",
  *               "e_reuse_joules", "e_renewable_joules", "e_onsite_used_joules"},
  *    "kpis": [{"name", "symbol", "formula", "standard", "unit", "value": X|null, "why",
- *              "coverage", "estimated_share", "reportable"}],
+ *              "coverage", "estimated_share", "reportable"}], CUE_location with
+ *             "emission_factor": {"method", "zone", "source", "granularity", "steps",
+ *                                 "actual_share", "gco2e"},
  *    "meters": [{"meter", "role", "value", "unit", "method", "intervals", "measured_intervals",
  *                "coverage", "estimated", "gap_fill"}],
- *    "part_load": null,
+ *    "part_load": {"label", "why" | "installed_it_kw", "intervals_not_matched",
+ *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
+ *                  "e_dc_joules", "e_it_joules", "pue"}]},
  *    "method": {"wattage_version", "interval_seconds", "min_coverage", "hand_inputs": {...},
  *               "renewables": [...], "inputs_sha256"}}
  */
@@ -22,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "audit/carbon.h"
 #include "audit/statement.h"
 #include "audit/statement_enefg.h"
 #include "audit/statement_eu.h"
@@ -104,6 +109,34 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
         printf("%16s coverage %.2f %%, estimated %.2f %%%s%s%s\n", "", 100 * k->coverage,
                100 * k->estimated_share, k->reportable ? ", reportable" : "", k->why[0] ? ": " : "",
                k->why);
+        if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0 && s->cue_location.source[0])
+            printf("%16s factor: %s, zone %s, %s (%zu steps), %.1f %% of E_DC at actual values, "
+                   "%.1f kgCO2e\n",
+                   "", s->cue_location.source, s->cue_location.zone[0] ? s->cue_location.zone : "-",
+                   s->cue_location.granularity, s->cue_location.steps,
+                   100 * s->cue_location.actual_share, s->cue_location.g / 1000);
+    }
+    if (s->has_part_load) {
+        printf("\npart load (non-standard, not a KPI): PUE per IT-load bin of P_DIT, matched "
+               "15-minute intervals\n");
+        if (s->part_load_why[0])
+            printf("  %s\n", s->part_load_why);
+        for (int i = 0; !s->part_load_why[0] && i < WT_STMT_BINS; i++) {
+            const struct wt_stmt_bin *bn = &s->bins[i];
+            if (bn->e_it_j > 0)
+                printf(
+                    "  %3.0f-%3.0f %%  %6zu intervals  PUE %.4f  (E_DC %.1f kWh, E_IT %.1f kWh)\n",
+                    bn->from_pct, bn->to_pct, bn->slots, bn->e_dc_j / bn->e_it_j,
+                    bn->e_dc_j / J_PER_KWH, bn->e_it_j / J_PER_KWH);
+            else
+                printf("  %3.0f-%3.0f %%  %6zu intervals  PUE n/a\n", bn->from_pct, bn->to_pct,
+                       bn->slots);
+        }
+        if (!s->part_load_why[0])
+            printf(
+                "  %zu intervals not matched (a meter not covering them), %zu above P_DIT (in the "
+                "last bin)\n",
+                s->pl_skipped, s->pl_above);
     }
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
@@ -175,6 +208,29 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddNumberToObject(o, "coverage", k->coverage);
         cJSON_AddNumberToObject(o, "estimated_share", k->estimated_share);
         cJSON_AddBoolToObject(o, "reportable", k->reportable);
+        if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0) {
+            const struct wt_stmt_factor *f = &s->cue_location;
+            cJSON *fo = cJSON_AddObjectToObject(o, "emission_factor");
+            cJSON_AddStringToObject(fo, "method", "location-based");
+            cJSON_AddStringToObject(fo, "zone", f->zone);
+            cJSON_AddStringToObject(fo, "source", f->source[0] ? f->source : "none");
+            cJSON_AddStringToObject(fo, "granularity", f->granularity[0] ? f->granularity : "none");
+            cJSON_AddNumberToObject(fo, "steps", (double)f->steps);
+            cJSON_AddNumberToObject(fo, "actual_share", f->actual_share);
+            cJSON_AddNumberToObject(fo, "gco2e", f->g);
+            if (f->sha256[0])
+                cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
+        }
+        if (s->has_cfe && strcmp(k->symbol, "CFE_hourly") == 0) {
+            const struct wt_stmt_factor *f = &s->cfe_supply;
+            cJSON *fo = cJSON_AddObjectToObject(o, "supply");
+            cJSON_AddStringToObject(fo, "zone", f->zone);
+            cJSON_AddStringToObject(fo, "source", f->source[0] ? f->source : "none");
+            cJSON_AddStringToObject(fo, "granularity", f->granularity[0] ? f->granularity : "none");
+            cJSON_AddNumberToObject(fo, "points", (double)f->steps);
+            cJSON_AddNumberToObject(fo, "matched_joules", f->g);
+            cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
+        }
         cJSON_AddItemToArray(ks, o);
     }
     cJSON *ms = cJSON_AddArrayToObject(r, "meters");
@@ -194,7 +250,32 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddStringToObject(o, "gap_fill", fill_of(m));
         cJSON_AddItemToArray(ms, o);
     }
-    cJSON_AddNullToObject(r, "part_load");
+    cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
+    cJSON_AddStringToObject(pl, "label",
+                            "non-standard: PUE per IT-load bin of P_DIT, from matched 15-minute "
+                            "interval energy (not a standard KPI)");
+    if (s->part_load_why[0]) {
+        cJSON_AddStringToObject(pl, "why", s->part_load_why);
+    } else {
+        cJSON_AddNumberToObject(pl, "installed_it_kw", c->installed_it_kw);
+        cJSON_AddNumberToObject(pl, "intervals_not_matched", (double)s->pl_skipped);
+        cJSON_AddNumberToObject(pl, "intervals_above_p_dit", (double)s->pl_above);
+        cJSON *bs = cJSON_AddArrayToObject(pl, "bins");
+        for (int i = 0; i < WT_STMT_BINS; i++) {
+            const struct wt_stmt_bin *bn = &s->bins[i];
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "from_percent", bn->from_pct);
+            cJSON_AddNumberToObject(o, "to_percent", bn->to_pct);
+            cJSON_AddNumberToObject(o, "intervals", (double)bn->slots);
+            cJSON_AddNumberToObject(o, "e_dc_joules", bn->e_dc_j);
+            cJSON_AddNumberToObject(o, "e_it_joules", bn->e_it_j);
+            if (bn->e_it_j > 0)
+                cJSON_AddNumberToObject(o, "pue", bn->e_dc_j / bn->e_it_j);
+            else
+                cJSON_AddNullToObject(o, "pue");
+            cJSON_AddItemToArray(bs, o);
+        }
+    }
     cJSON *me = cJSON_AddObjectToObject(r, "method");
     cJSON_AddStringToObject(me, "wattage_version", WT_VERSION);
     cJSON_AddNumberToObject(me, "interval_seconds", (double)(WT_STMT_SLOT_NS / WT_NS_PER_S));
@@ -337,6 +418,19 @@ int wt_cli_report_standard(int argc, char **argv)
     }
     struct wt_statement s;
     rc = wt_statement_build(st, t, &sc, from, to, &s, &err);
+    if (rc == 0 && !eu && !de) {
+        struct wt_carbon_conf *cf = malloc(sizeof *cf);
+        if (!cf)
+            rc = -ENOMEM;
+        else if ((rc = wt_carbon_conf_from(&cfg, cf, &err)) == 0)
+            if ((rc = wt_stmt_cue(st, t, cf, &sc, &s, &err)) == 0)
+                rc = wt_stmt_cfe(st, t, cf, &sc, &s, &err);
+        if (rc == 0)
+            rc = wt_stmt_part_load(st, t, &sc, &s, &err);
+        free(cf);
+        if (rc)
+            wt_statement_free(&s);
+    }
     if (rc == 0 && eu) {
         char *js = NULL, *cs = NULL;
         rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,

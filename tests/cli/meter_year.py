@@ -3,7 +3,18 @@
 with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
 them to the kWh.
 
-Usage: meter_year.py YEAR CSV_OUT SUMS_OUT
+Usage: meter_year.py YEAR CSV_OUT SUMS_OUT [CARBON_OUT [SUPPLY_OUT]]
+
+CARBON_OUT: an hourly grid-intensity series for the year (`wattage import carbon`: timestamp,
+gco2_per_kwh, whole g/kWh), and in the sums "cue_location_g": sum over the hours of the grid
+meter's energy times that hour's intensity, the register's hole spread linearly over its 193
+intervals as wattage spreads a register difference.
+The sums' "part_load_400kw": the part-load bins (0-25, 25-50, 50-75, 75-100 % of a 400 kW
+P_DIT) of the intervals both grid and ups measure (the grid hole's 193 left out): per bin the
+intervals and the grid's and ups' kWh.
+SUPPLY_OUT: an hourly carbon-free supply series (`--series renewable`: whole kWh per hour, 0 at
+night, above the site's load around noon), and "cfe_matched_kwh": sum over the hours of
+min(the grid meter's energy, the supply) (the hole spread as above).
 
 Meters (CSV columns time,meter,register,energy,unit; times RFC 3339 UTC):
   grid     facility register, kWh with one decimal; it starts at 940000.0 and rolls over at
@@ -46,6 +57,9 @@ rows.append((t0, "ups", f"{ups_d / 10:.1f}", "", "kWh"))
 rows.append((t0, "water", f"{water_l / 1000:.3f}", "", "m3"))
 grid_missing = 0
 grid_hole = 0
+grid_e = []  # per interval, 0.1 kWh
+hole_k = []  # the intervals the grid register's hole spans
+it_e = []  # per interval, 0.1 kWh
 for k in range(n):
     start = t0 + k * step
     end = start + step
@@ -71,8 +85,11 @@ for k in range(n):
     else:
         ups_d += it
     water_l += water_step
+    grid_e.append(grid_step)
+    it_e.append(it)
     if gap[0] <= end <= gap[1]:
         grid_hole += grid_step  # spread over the hole: one register difference
+        hole_k.append(k)
     if not (gap[0] <= end < gap[1]):
         rows.append((end, "grid", f"{grid_d / 10:.1f}", "", "kWh"))
     else:
@@ -99,5 +116,36 @@ sums = {
     "from": ts(t0),
     "to": ts(t1),
 }
+bins = [{"intervals": 0, "facility_kwh": 0.0, "it_kwh": 0.0} for _ in range(4)]
+hole = set(hole_k)
+for k in range(n):
+    if k in hole:
+        continue
+    pct = it_e[k] / 10 / 0.25 / 400 * 100
+    b = bins[min(3, int(pct // 25))]
+    b["intervals"] += 1
+    b["facility_kwh"] += grid_e[k] / 10
+    b["it_kwh"] += it_e[k] / 10
+sums["part_load_400kw"] = bins
+if len(sys.argv) > 4:
+    hours = n // 4
+    ci = [50 + (17 * h + 3 * (h // 24)) % 400 for h in range(hours)]
+    with open(sys.argv[4], "w") as f:
+        f.write("timestamp,gco2_per_kwh\n")
+        for h in range(hours):
+            f.write(f"{ts(t0 + dt.timedelta(hours=h))},{ci[h]}\n")
+    e = [x / 10 for x in grid_e]
+    for k in hole_k:
+        e[k] = grid_hole / 10 / len(hole_k)
+    sums["cue_location_g"] = sum(e[k] * ci[k // 4] for k in range(n))
+if len(sys.argv) > 5:
+    sup = [max(0, 420 - 60 * abs(h % 24 - 12)) for h in range(hours)]
+    with open(sys.argv[5], "w") as f:
+        f.write("timestamp,kwh\n")
+        for h in range(hours):
+            f.write(f"{ts(t0 + dt.timedelta(hours=h))},{sup[h]}\n")
+    load = [sum(e[4 * h:4 * h + 4]) for h in range(hours)]
+    sums["cfe_matched_kwh"] = sum(min(load[h], sup[h]) for h in range(hours))
+    sums["cfe_supply_kwh"] = sum(sup)
 with open(sys.argv[3], "w") as f:
     json.dump(sums, f, indent=1)

@@ -5,11 +5,14 @@
 # register's hole as 193 unmeasured intervals whose energy is the estimated part, each check
 # refusing what it should (REF > 1, E_IT > E_DC, potable water above total), the coverage
 # threshold, the interim label, the method block's hash, and the bad inputs (a role missing, a
-# period with no data, a hand input missing: named, never 0).
+# period with no data, a hand input missing: named, never 0). Issue 47: `wattage kpi`'s IT energy
+# from the same IT meters; CUE location-based from an hourly intensity series and hourly CFE from
+# an hourly supply series (the generator's hourly sums), CER from a heat_removed meter, and the
+# non-standard part-load bins (the generator's own binning).
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
-python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json"
+python3 tests/cli/meter_year.py 2026 "$TMP/year.csv" "$TMP/sums.json" "$TMP/ci.csv" "$TMP/sup.csv"
 "$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1
 check "the year imports" test $? -eq 0
 # a second, smaller water meter: 1 m3 over the year
@@ -54,7 +57,8 @@ assert s["category"]["value"] == 1, s["category"]
 assert abs(k["WUE"]["value"] - g["water_m3"] * 1000 / g["it_kwh"]) < 1e-6, k["WUE"]
 assert abs(k["ERF"]["value"] - g["heat_kwh"] / g["facility_kwh"]) < 1e-6, k["ERF"]
 assert abs(k["REF"]["value"] - 1.2e6 / g["facility_kwh"]) < 1e-6, k["REF"]
-assert all(x["reportable"] for x in k.values()), k
+assert all(k[x]["reportable"] for x in ("PUE", "WUE", "ERF", "REF")), k
+assert "CER" in k and "CUE_location" in k and "CFE_hourly" in k, list(k)
 PY
 check "the facility register's hole: 193 intervals not measured, its energy the estimated part" \
     python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
@@ -99,6 +103,172 @@ check "it_total: category not stated (null), said why" python3 -c "
 import json, sys
 c = json.load(open(sys.argv[1]))['category']
 assert c['value'] is None and 'it_total' in c['text'], c" "$TMP/c0.json"
+
+# `wattage kpi` counts the same IT meters as the statement's E_IT (issue 47)
+for c in a c2; do
+    "$BIN" kpi --from 2026-01-01T00:00:00Z --to 2027-01-01T00:00:00Z -c "$TMP/$c.yaml" --db "$DB" \
+        --json >"$TMP/kpi_$c.json" 2>"$TMP/kpi_$c.err"
+done
+check "kpi: ups_output is the IT energy (the generator's sum), pdu_output + it_input both count" \
+    python3 - "$TMP/kpi_a.json" "$TMP/kpi_c2.json" "$TMP/c2.json" "$TMP/sums.json" <<'PY'
+import json, sys
+a, c2, s2, g = (json.load(open(f)) for f in sys.argv[1:5])
+it = a["energy"]["it"]
+assert it["role"] == "ups_output" and it["from"] == "meters" and it["count"] == 1, it
+assert abs(it["joules"] / 3.6e6 - g["it_kwh"]) < 1, (it, g["it_kwh"])
+pue = [k for k in a["kpis"] if k["name"] == "pue"][0]
+assert abs(pue["value"] - g["facility_kwh"] / g["it_kwh"]) < 1e-6, pue
+it = c2["energy"]["it"]
+assert it["role"] == "pdu_output" and it["count"] == 2, it
+assert abs(it["joules"] / 3.6e6 - (g["it_kwh"] + g["cooling_kwh"])) < 1, (it, g)
+assert abs(it["joules"] - s2["energy"]["e_it_joules"]) < 3.6e6, (it, s2["energy"])
+PY
+
+# CUE: location-based hour by hour from the stored intensity series; market-based not available
+"$BIN" import carbon "$TMP/ci.csv" --zone DE --db "$DB" >/dev/null 2>&1
+check "the hourly intensity series imports" test $? -eq 0
+conf "$TMP/cue.yaml" ups_output
+printf 'carbon:\n  zone: DE\n' >>"$TMP/cue.yaml"
+conf "$TMP/cue_static.yaml" ups_output
+printf 'carbon:\n  static_gco2_per_kwh: 300\n' >>"$TMP/cue_static.yaml"
+conf "$TMP/cue_none.yaml" ups_output
+printf 'carbon:\n  zone: FR\n' >>"$TMP/cue_none.yaml"
+for c in cue cue_static cue_none; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CUE_location = sum_h(E_DC,h x EF_h) / E_IT (the generator's hourly sum), factor hourly, its source named" \
+    python3 - "$TMP/cue.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+c = k["CUE_location"]
+assert abs(c["value"] - g["cue_location_g"] / 1000 / g["it_kwh"]) < 1e-9 * c["value"], (c, g["cue_location_g"])
+f = c["emission_factor"]
+assert f["granularity"] == "hourly" and f["steps"] == 8760 and f["zone"] == "DE", f
+assert f["source"].endswith("ci.csv") and f["actual_share"] == 1 and f["method"] == "location-based", f
+assert abs(f["gco2e"] - g["cue_location_g"]) < 1e-9 * f["gco2e"], f
+m = k["CUE_market"]
+assert m["value"] is None and "residual-mix" in m["why"] and not m["reportable"], m
+assert c["unit"] == m["unit"] == "kgCO2e/kWh" and "30134-8" in c["standard"], c
+PY
+check "a static factor: CUE = 0.3 x PUE, granularity static" python3 - "$TMP/cue_static.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+k = {x["symbol"]: x for x in s["kpis"]}
+assert abs(k["CUE_location"]["value"] - 0.3 * k["PUE"]["value"]) < 1e-9, k
+f = k["CUE_location"]["emission_factor"]
+assert f["granularity"].startswith("static") and "static_gco2_per_kwh" in f["source"], f
+PY
+check "no series for the zone and no static value: not available, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
+assert k['value'] is None and 'zone FR' in k['why'] and 'import carbon' in k['why'], k" "$TMP/cue_none.json"
+# the intensity values the CUE used are in its factor's hash: one hour changed, another hash
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/cue.yaml" --db "$DB" --json >"$TMP/cue2.json" 2>/dev/null
+orig=$(grep '^2026-06-01T00:00:00Z,' "$TMP/ci.csv")
+printf 'timestamp,gco2_per_kwh\n2026-06-01T00:00:00Z,999\n' >"$TMP/ci1.csv"
+"$BIN" import carbon "$TMP/ci1.csv" --zone DE --db "$DB" >/dev/null 2>&1
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/cue.yaml" --db "$DB" --json >"$TMP/cue3.json" 2>/dev/null
+printf 'timestamp,gco2_per_kwh\n%s\n' "$orig" >"$TMP/ci1.csv"
+"$BIN" import carbon "$TMP/ci1.csv" --zone DE --db "$DB" >/dev/null 2>&1
+check "the factor's inputs_sha256: the same for the same series, another for one hour changed" python3 -c "
+import json, sys
+h = [[k for k in json.load(open(f))['kpis'] if k['symbol'] == 'CUE_location'][0]['emission_factor']['inputs_sha256'] for f in sys.argv[1:4]]
+assert len(h[0]) == 64 and h[0] == h[1] and h[2] != h[0], h" "$TMP/cue.json" "$TMP/cue2.json" "$TMP/cue3.json"
+
+# hourly CFE beside REF from the renewable supply series
+"$BIN" import carbon "$TMP/sup.csv" --zone DE --series renewable --db "$DB" >/dev/null 2>&1
+check "the hourly supply series imports" test $? -eq 0
+printf 'timestamp,kwh\n2026-01-01T00:00:00Z,100\n2026-01-01T02:00:00Z,100\n' >"$TMP/sup2.csv"
+"$BIN" import carbon "$TMP/sup2.csv" --zone FR --series renewable --db "$DB" >/dev/null 2>&1
+for c in cue cue_none; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CFE_hourly = sum_h min(E_DC,h, supply_h) / E_DC (the generator's hourly sum), beside REF" \
+    python3 - "$TMP/cue.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+c = k["CFE_hourly"]
+want = g["cfe_matched_kwh"] / g["facility_kwh"]
+assert abs(c["value"] - want) < 1e-9, (c, want)
+# capped at noon: less than the supply over E_DC
+assert g["cfe_matched_kwh"] < g["cfe_supply_kwh"] - 1000, g
+f = c["supply"]
+assert f["granularity"] == "hourly" and f["points"] == 8760 and f["source"].endswith("sup.csv"), f
+assert abs(f["matched_joules"] / 3.6e6 - g["cfe_matched_kwh"]) < 1e-6 * g["cfe_matched_kwh"], f
+assert c["reportable"] and "REF" in c["standard"], c
+PY
+check "supply points of 2 hours: hourly CFE not available, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CFE_hourly'][0]
+assert k['value'] is None and 'longer than the hour' in k['why'] and '2 h points' in k['why'], k" "$TMP/cue_none.json"
+check "no carbon section: CUE not available, naming carbon.zone" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
+assert k['value'] is None and 'carbon.zone' in k['why'], k" "$TMP/a.json"
+
+# CER: heat removed (a heat meter at 60.0 kWh_th every 15 minutes) / the cooling electricity
+python3 - "$TMP/heatrm.csv" <<'PY'
+import datetime as dt, sys
+t0 = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+with open(sys.argv[1], "w") as f:
+    f.write("time,meter,register,energy,unit\n")
+    for k in range(1, 35041):
+        f.write(f"{(t0 + k * dt.timedelta(minutes=15)).strftime('%Y-%m-%dT%H:%M:%SZ')},heatrm,,60.0,kWh_th\n")
+PY
+"$BIN" import meters "$TMP/heatrm.csv" --db "$DB" >/dev/null 2>&1
+check "the heat-removed meter imports" test $? -eq 0
+conf "$TMP/cer.yaml" ups_output '{target: heatrm, point: import, role: heat_removed}' \
+    '{target: cooling, point: import, role: cooling}'
+conf "$TMP/cer_pc.yaml" ups_output '{target: heatrm, point: import, role: heat_removed}' \
+    '{target: cooling, point: import, role: cooling}' '{target: heat, point: import, role: purchased_cooling}'
+for c in cer cer_pc; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CER = 35040 x 60 kWh_th / the generator's cooling kWh" python3 - "$TMP/cer.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+k = {x["symbol"]: x for x in s["kpis"]}
+want = 35040 * 60.0 / g["cooling_kwh"]
+assert abs(k["CER"]["value"] - want) < 1e-9 * want, (k["CER"], want)
+assert k["CER"]["reportable"] and "30134-7" in k["CER"]["standard"], k["CER"]
+m = {x["meter"]: x for x in s["meters"]}
+assert m["heatrm/import"]["role"] == "heat_removed" and m["cooling/import"]["role"] == "cooling", m
+PY
+check "no heat_removed meter: CER not available, named" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CER'][0]
+assert k['value'] is None and 'heat_removed' in k['why'], k" "$TMP/a.json"
+check "purchased cooling (not electric): CER n/a, said why" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CER'][0]
+assert k['value'] is None and k['why'].startswith('n/a') and 'not powered by electricity' in k['why'], k" "$TMP/cer_pc.json"
+
+# part-load bins: an extra, non-standard table (P_DIT 400 kW in a.yaml)
+check "part load: the bins of the matched intervals as the generator bins them, labelled non-standard" \
+    python3 - "$TMP/a.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+pl = s["part_load"]
+assert "non-standard" in pl["label"] and pl["installed_it_kw"] == 400, pl
+assert pl["intervals_not_matched"] == g["grid_hole_intervals"] == 193, pl
+assert [b["from_percent"] for b in pl["bins"]] == [0, 25, 50, 75], pl
+for b, w in zip(pl["bins"], g["part_load_400kw"]):
+    assert b["intervals"] == w["intervals"], (b, w)
+    assert abs(b["e_dc_joules"] / 3.6e6 - w["facility_kwh"]) < 1e-3, (b, w)
+    assert abs(b["e_it_joules"] / 3.6e6 - w["it_kwh"]) < 1e-3, (b, w)
+    if w["intervals"]:
+        assert abs(b["pue"] - w["facility_kwh"] / w["it_kwh"]) < 1e-9, (b, w)
+    else:
+        assert b["pue"] is None, b
+assert sum(w["intervals"] for w in g["part_load_400kw"]) == 35040 - 193
+assert all(x["symbol"] != "part_load" for x in s["kpis"])
+PY
+check "part load without installed_it_kw: not available, said why" python3 -c "
+import json, sys
+pl = json.load(open(sys.argv[1]))['part_load']
+assert 'bins' not in pl and 'installed_it_kw' in pl['why'], pl" "$TMP/cue.json"
 
 # the checks
 conf "$TMP/ref.yaml" ups_output

@@ -126,12 +126,13 @@ WT_TEST(errors_name_file_line_and_path)
     BAD("topology:\n  meters:\n    - {target: pdu, node: n1}\n",
         "w.yaml:3: topology.meters[0].role: required (one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc, ups_output, pdu_output, it_input, "
-        "onsite_generation, exported, water_potable, purchased_cooling)");
+        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed)");
     BAD("topology:\n  meters:\n    - {target: a, point: p, role: it_total}\n"
         "    - {target: b, role: chiller}\n",
         "w.yaml:4: topology.meters[1].role: expected one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc, ups_output, pdu_output, it_input, "
-        "onsite_generation, exported, water_potable, purchased_cooling (got \"chiller\")");
+        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed (got "
+        "\"chiller\")");
     BAD("topology:\n  meters:\n    - {target: pdu, role: pdu_outlet, node: n1}\n",
         "w.yaml:3: topology.meters[0].point: required for role pdu_outlet, or a match such as "
         "{kind: outlet} (the points of a target would add up)");
