@@ -67,8 +67,8 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/durable.h"
+#include "core/family.h"
 #include "core/log.h"
-#include "serve/expo.h"
 
 static bool forced_dry_run;
 

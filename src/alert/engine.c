@@ -20,8 +20,8 @@
 #include "alert/notify.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/family.h"
 #include "core/log.h"
-#include "serve/expo.h"
 
 #define MOD "alert"
 

@@ -46,8 +46,8 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/family.h"
 #include "core/log.h"
-#include "serve/expo.h"
 
 #define MOD "notify"
 #define DEFAULT_TIMEOUT_NS (5 * WT_NS_PER_S)
