@@ -23,65 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect/attrib.h"
-#include "collect/nvml_api.h"
-#include "collect/nvml_fields.h"
-#include "collect/nvml_mig.h"
+#include "collect/nvml_base.h"
+#include "collect/nvml_procs.h"
+#include "collect/nvml_xid.h"
 #include "collect/procfs.h"
-#include "core/clock.h"
-#include "core/energy.h"
-#include "core/log.h"
 
-#define MOD "nvml"
 #define DEFAULT_LIBRARY "libnvidia-ml.so.1"
-#define LOG_EVERY_NS (60 * WT_NS_PER_S)
-
-/* The resolved entry points; a NULL optional one means "not in this library". */
-struct nvml_fns {
-    wt_nvml_init_fn *init;
-    wt_nvml_shutdown_fn *shutdown;
-    wt_nvml_error_string_fn *error_string;
-    wt_nvml_driver_version_fn *driver_version;
-    wt_nvml_count_fn *count;
-    wt_nvml_handle_fn *handle;
-    wt_nvml_string_fn *name;
-    wt_nvml_string_fn *uuid;
-    wt_nvml_pci_fn *pci;
-    wt_nvml_uint_fn *power;
-    wt_nvml_ull_fn *energy;
-    wt_nvml_temperature_fn *temperature;
-    wt_nvml_threshold_fn *threshold;
-    wt_nvml_utilization_fn *utilization;
-    wt_nvml_memory_fn *memory;
-    wt_nvml_clock_fn *clock;
-    wt_nvml_ull_fn *throttle;
-    wt_nvml_uint_fn *power_limit;
-    wt_nvml_constraints_fn *constraints;
-    wt_nvml_pstate_fn *pstate;
-    wt_nvml_enable_state_fn *persistence;
-    wt_nvml_procs_fn *compute_procs;
-    wt_nvml_procs_v1_fn *compute_procs_v1;
-    wt_nvml_procs_fn *graphics_procs;
-    wt_nvml_procs_v1_fn *graphics_procs_v1;
-    wt_nvml_proc_util_fn *proc_util;
-    /* health */
-    wt_nvml_string_fn *vbios;
-    wt_nvml_cuda_version_fn *cuda_version;
-    wt_nvml_event_set_create_fn *event_set_create;
-    wt_nvml_event_set_free_fn *event_set_free;
-    wt_nvml_register_events_fn *register_events;
-    wt_nvml_ull_fn *supported_events;
-    wt_nvml_event_wait_fn *event_wait;
-    wt_nvml_ecc_fn *ecc;
-    wt_nvml_remapped_rows_fn *remapped_rows;
-    wt_nvml_uint_fn *pcie_replay;
-    wt_nvml_field_values_fn *field_values;
-    wt_nvml_uint_fn *num_fans;
-    wt_nvml_fan_fn *fan_v2;
-    wt_nvml_uint_fn *fan;
-};
-
-_Static_assert(sizeof(void *) == sizeof(wt_nvml_init_fn *), "dlsym results must fit");
 
 #define SYM(field, req, ...)                                                                       \
     {                                                                                              \
@@ -141,66 +88,6 @@ const struct wt_nvml_symbol wt_nvml_symbols[] = {
 };
 const size_t wt_nvml_symbol_count = sizeof wt_nvml_symbols / sizeof wt_nvml_symbols[0];
 
-/* Per-GPU features; a bit set in struct gpu.unsupported means "do not ask again". */
-enum feature {
-    F_POWER,
-    F_ENERGY,
-    F_TEMP,
-    F_SLOWDOWN,
-    F_SHUTDOWN,
-    F_UTIL,
-    F_MEMORY,
-    F_SM_CLOCK,
-    F_MEM_CLOCK,
-    F_THROTTLE,
-    F_LIMIT,
-    F_CONSTRAINTS,
-    F_PSTATE,
-    F_PERSISTENCE,
-    F_PCI,
-    F_PROCS,
-    F_VBIOS,
-    F_ECC_VOLATILE,
-    F_ECC_AGGREGATE,
-    F_REMAP,
-    F_PCIE_REPLAY,
-    F_MEM_TEMP,
-    F_FAN,
-    F_XID,
-    F_COUNT
-};
-/* The health features: NOT_SUPPORTED is said once per collector at info (many boards lack one). */
-#define HEALTH_FEATURES                                                                            \
-    (1u << F_VBIOS | 1u << F_ECC_VOLATILE | 1u << F_ECC_AGGREGATE | 1u << F_REMAP |                \
-     1u << F_PCIE_REPLAY | 1u << F_MEM_TEMP | 1u << F_FAN | 1u << F_XID)
-
-static const char *const feature_names[F_COUNT] = {
-    "power",
-    "energy",
-    "temperature",
-    "slowdown threshold",
-    "shutdown threshold",
-    "utilization",
-    "memory",
-    "SM clock",
-    "memory clock",
-    "clocks event reasons",
-    "power limit",
-    "power limit constraints",
-    "performance state",
-    "persistence mode",
-    "PCI info",
-    "running processes",
-    "VBIOS version",
-    "volatile ECC counts",
-    "aggregate ECC counts",
-    "remapped rows",
-    "PCIe replay counter",
-    "memory temperature",
-    "fan speed",
-    "XID events",
-};
-
 /* The reasons behind the clocks event bitmask, named for wattage_gpu_throttled{reason}. */
 static const struct {
     unsigned long long bit;
@@ -218,225 +105,9 @@ static const struct {
 };
 #define N_REASONS (sizeof reasons / sizeof reasons[0])
 
-struct gpu {
-    unsigned int index;
-    nvmlDevice_t dev;
-    bool known; /* static info read since it last came up */
-    bool up;
-    bool persistence_warned;
-    char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    char pci[NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE];
-    char vbios[NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE];
-    char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
-    char info_labels[WT_LABELS_LEN]; /* + pci_bus_id, driver/VBIOS/CUDA versions */
-    unsigned int nfans;
-    uint32_t unsupported; /* 1 << enum feature */
-    /* static per discovery */
-    bool have_slowdown, have_shutdown, have_constraints;
-    unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
-    /* energy */
-    struct wt_energy_counter counter;
-    uint64_t first_raw_mj;
-    struct wt_energy_integral integral;
-    /* this tick's counter, read ahead of the other calls (read_counters) */
-    bool pre_read;
-    nvmlReturn_t pre_r;
-    unsigned long long pre_mj;
-    int64_t read_end_ns; /* CLOCK_REALTIME when the last counter read returned */
-    /* health */
-    uint64_t failed_ticks;
-    struct wt_ratelimit down_rl, err_rl;
-    /* attribution (see poll_procs): the energy of this tick, and where the last split ended */
-    bool have_energy_mj;
-    uint64_t energy_mj;  /* counter (or integrated power) in mJ, monotone */
-    bool attrib_started; /* attrib_mj and attrib_at hold the last split's end */
-    uint64_t attrib_mj;
-    int64_t attrib_at; /* CLOCK_REALTIME */
-    double busy;       /* this tick's utilization, 0..1; -1 unknown */
-    bool proc_util_unsupported;
-    unsigned long long util_seen_us; /* newest per-process sample taken */
-    /* the start times of the last split's processes: a pid listed again is not read again */
-    unsigned int known_n, known_age;
-    unsigned int known_pid[WT_NVML_MAX_PROCS];
-    uint64_t known_start[WT_NVML_MAX_PROCS];
-};
-
-/* XIDs of one GPU, counted by the event thread (under xid_ctx.mu). */
-#define MAX_XIDS 32 /* distinct codes per GPU; more count under xid="other" (code 0) */
-/* The event thread blocks in nvmlEventSetWait this long with nothing to do (a wake-up every
- * 10 s); a stop interrupts the wait with a signal (see xid_stop). */
-#define XID_WAIT_MS 10000
-#define XID_JOIN_NS (300 * WT_NS_PER_MS) /* how long close waits for the thread to end */
-struct xid_count {
-    unsigned int xid;
-    uint64_t n, logged; /* events, and how many of them a log line has said */
-    struct wt_ratelimit rl;
-};
-struct xid_gpu {
-    nvmlDevice_t dev; /* as registered at open; never changes after */
-    unsigned int index;
-    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
-    bool registered;
-    struct xid_count c[MAX_XIDS + 1];
-    unsigned int n;
-};
-
-/*
- * What the event thread uses, shared by the collector and the thread and freed by whichever
- * lets go last: the thread holds its own reference to the library and its own NVML session, so
- * a thread still blocked in nvmlEventSetWait when the collector closes (a library that does not
- * return from the wait on a signal) finishes on its own, after which the set is freed and the
- * session released. Nothing of the collector's state is touched by the thread.
- */
-struct xid_ctx {
-    atomic_int refs;
-    void *dl;
-    bool session;
-    wt_nvml_init_fn *init;
-    wt_nvml_shutdown_fn *shutdown;
-    wt_nvml_error_string_fn *error_string;
-    wt_nvml_event_wait_fn *wait;
-    wt_nvml_event_set_free_fn *set_free;
-    nvmlEventSet_t set;
-    atomic_bool stop;
-    bool exited;        /* under mu; cv says when it is set */
-    pthread_mutex_t mu; /* the counts, and exited */
-    pthread_cond_t cv;
-    unsigned int n;
-    struct xid_gpu g[]; /* per GPU index */
-};
-
-struct nvml_state {
-    void *dl;
-    struct nvml_fns fn;
-    bool inited;
-    char library[256];
-    char driver_version[NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE];
-    char cuda_version[16];     /* "12.4", "" when the library does not say */
-    uint32_t said_unsupported; /* health features whose absence was logged */
-    /* XID events: one set for every GPU, waited on by its own thread */
-    struct xid_ctx *xid;
-    pthread_t xid_thread;
-    bool xid_running;
-    int64_t max_gap_ns;
-    int64_t attrib_gap_ns;    /* the longest span between two splits that is not a gap */
-    int64_t procs_at;         /* CLOCK_MONOTONIC of the last process list */
-    int64_t split_t_ns;       /* the tick of the last split (0: none yet) */
-    struct wt_attrib *attrib; /* per-process energy (collect/attrib.h); NULL without memory */
-    nvmlProcessUtilizationSample_t *util_buf;
-    bool said_proc_util;
-    unsigned int util_cap;
-    unsigned int n;
-    struct gpu *gpus;
-    struct wt_nvml_fields *fields; /* interconnect counters, GPM, units (nvml_fields.h) */
-    struct wt_nvml_mig *mig;       /* MIG instances and their energy (nvml_mig.h) */
-    /* Energy sub-polls (wt_nvml_auto_energy_interval): collectors.nvml.energy_interval, the
-     * interval in force (0: none, or not decided yet under auto), and while auto decides, the
-     * CPU and wall time of the first ticks' energy reads. */
-    int64_t interval_ns, energy_cfg_ns, sub_ns;
-    bool sub_decided;
-    unsigned int auto_ticks;
-    int64_t auto_cpu_ns, auto_wall_ns;
-    uint64_t auto_calls;
-};
-
-#define AUTO_TICKS 5 /* ticks whose energy reads auto measures before it decides */
-
-#define PROCS_EVERY_NS WT_NS_PER_S
-#define START_REFRESH 30 /* splits between two reads of a listed process's start time */
-#define PROCS_BUF 256
-
-/* The latest process list of the collector that read one last (see wt_nvml_processes). */
-static pthread_mutex_t procs_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct wt_gpu_procs *procs_list;
-static size_t procs_n;
-static int64_t procs_t;
-static const void *procs_owner;
-
-/* Outcome of one GPU's calls in one tick. */
-struct tick {
-    bool lost;         /* some call answered GPU_IS_LOST */
-    unsigned int ok;   /* calls that succeeded */
-    nvmlReturn_t hard; /* first failure other than NOT_SUPPORTED */
-    const char *hard_what;
-};
-
-#define MAX_FANS 8
-
-/* One GPU's values in one tick; have_* says which exist. */
-struct sample {
-    bool have_power, have_energy, have_temp, have_util, have_mem, have_sm, have_memclk;
-    bool have_throttle, have_limit, have_pstate;
-    bool have_ecc_vol, have_ecc_agg, have_remap, have_replay, have_mem_temp;
-    unsigned long long ecc_vol[2], ecc_agg[2]; /* [nvmlMemoryErrorType_t] */
-    unsigned int remap[4];                     /* corrected, uncorrected, pending, failure */
-    unsigned int replay;
-    double mem_temp_c;
-    unsigned int nfans;
-    double fan_pct[MAX_FANS];
-    unsigned int power_mw, temp_c, sm_mhz, mem_mhz, limit_mw;
-    unsigned long long energy_mj, throttle;
-    nvmlUtilization_t util;
-    nvmlMemory_t mem;
-    nvmlPstates_t pstate;
-};
-
-static const char *errstr(const struct nvml_state *s, nvmlReturn_t r)
-{
-    const char *m = s->fn.error_string ? s->fn.error_string(r) : NULL;
-    return m ? m : "unknown error";
-}
-
 static bool want(const struct gpu *g, const struct tick *tk, enum feature f)
 {
     return !tk->lost && !(g->unsupported & (1u << f));
-}
-
-/* Files the outcome of one call. Returns true on success. */
-static bool check(struct nvml_state *s, struct gpu *g, struct tick *tk, enum feature f,
-                  nvmlReturn_t r, const char *what)
-{
-    if (r == NVML_SUCCESS) {
-        tk->ok++;
-        return true;
-    }
-    if (r == NVML_ERROR_NOT_SUPPORTED && f < F_COUNT) {
-        /* Absent on this GPU for good: never zero, and not asked again every tick. */
-        g->unsupported |= 1u << f;
-        if (f == F_ENERGY)
-            /* The counter is the figure to trust: its absence changes every energy figure of
-             * this GPU, so it is said once where people look, not at debug level. */
-            wt_info(MOD,
-                    "no energy counter gpu=%u uuid=%s (%s): its energy is integrated from power "
-                    "readings (wattage_gpu_energy_integrated_joules_total)",
-                    g->index, g->uuid, errstr(s, r));
-        else if ((HEALTH_FEATURES & (1u << f)) && !(s->said_unsupported & (1u << f))) {
-            /* Once per collector, not per GPU: a board without it has eight GPUs without it. */
-            s->said_unsupported |= 1u << f;
-            wt_info(MOD, "%s: %s gpu=%u uuid=%s (%s): its metric is absent", feature_names[f],
-                    errstr(s, r), g->index, g->uuid, what);
-        } else
-            wt_debug(MOD, "%s: %s gpu=%u uuid=%s", feature_names[f], errstr(s, r), g->index,
-                     g->uuid);
-        return false;
-    }
-    if (r == NVML_ERROR_GPU_IS_LOST)
-        tk->lost = true;
-    if (tk->hard == NVML_SUCCESS) {
-        tk->hard = r;
-        tk->hard_what = what;
-    }
-    return false;
-}
-
-static void copy_str(char *dst, size_t n, const char *src, size_t src_n)
-{
-    size_t len = strnlen(src, src_n);
-    if (len >= n)
-        len = n - 1;
-    memcpy(dst, src, len);
-    dst[len] = '\0';
 }
 
 /* Appends key="value" to labels when value is set and it fits; a version that does not fit is
@@ -527,12 +198,14 @@ static void reset_gpu(const struct nvml_state *s, struct gpu *g)
 static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
 {
     nvmlReturn_t r = s->fn.handle(g->index, &g->dev);
-    if (!check(s, g, tk, F_COUNT, r, "nvmlDeviceGetHandleByIndex"))
+    if (!wt_nvml_check(s, g, tk, F_COUNT, r, "nvmlDeviceGetHandleByIndex"))
         return;
 
     char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE] = "", uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE] = "";
-    if (!check(s, g, tk, F_COUNT, s->fn.name(g->dev, name, sizeof name), "nvmlDeviceGetName") ||
-        !check(s, g, tk, F_COUNT, s->fn.uuid(g->dev, uuid, sizeof uuid), "nvmlDeviceGetUUID"))
+    if (!wt_nvml_check(s, g, tk, F_COUNT, s->fn.name(g->dev, name, sizeof name),
+                       "nvmlDeviceGetName") ||
+        !wt_nvml_check(s, g, tk, F_COUNT, s->fn.uuid(g->dev, uuid, sizeof uuid),
+                       "nvmlDeviceGetUUID"))
         return;
     name[sizeof name - 1] = uuid[sizeof uuid - 1] = '\0';
     if (g->uuid[0] && strcmp(g->uuid, uuid) != 0) {
@@ -541,33 +214,34 @@ static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
     } else if (!g->uuid[0]) {
         reset_gpu(s, g);
     }
-    copy_str(g->name, sizeof g->name, name, sizeof name);
+    wt_nvml_copy_str(g->name, sizeof g->name, name, sizeof name);
     /* Its power readings are averages over this window (per generation): the integration
      * fallback places each at the middle of it. */
     g->integral.window_ns = wt_energy_nvml_power_window_ns(g->name);
-    copy_str(g->uuid, sizeof g->uuid, uuid, sizeof uuid);
+    wt_nvml_copy_str(g->uuid, sizeof g->uuid, uuid, sizeof uuid);
 
     if (want(g, tk, F_PCI)) {
         nvmlPciInfo_t pci;
         memset(&pci, 0, sizeof pci);
-        if (check(s, g, tk, F_PCI, s->fn.pci(g->dev, &pci), "nvmlDeviceGetPciInfo")) {
+        if (wt_nvml_check(s, g, tk, F_PCI, s->fn.pci(g->dev, &pci), "nvmlDeviceGetPciInfo")) {
             /* The original call fills only the 16-byte legacy id. */
             if (pci.busId[0])
-                copy_str(g->pci, sizeof g->pci, pci.busId, sizeof pci.busId);
+                wt_nvml_copy_str(g->pci, sizeof g->pci, pci.busId, sizeof pci.busId);
             else
-                copy_str(g->pci, sizeof g->pci, pci.busIdLegacy, sizeof pci.busIdLegacy);
+                wt_nvml_copy_str(g->pci, sizeof g->pci, pci.busIdLegacy, sizeof pci.busIdLegacy);
         }
     }
     if (want(g, tk, F_VBIOS)) {
         char v[NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE] = "";
-        if (check(s, g, tk, F_VBIOS, s->fn.vbios(g->dev, v, sizeof v), "nvmlDeviceGetVbiosVersion"))
-            copy_str(g->vbios, sizeof g->vbios, v, sizeof v);
+        if (wt_nvml_check(s, g, tk, F_VBIOS, s->fn.vbios(g->dev, v, sizeof v),
+                          "nvmlDeviceGetVbiosVersion"))
+            wt_nvml_copy_str(g->vbios, sizeof g->vbios, v, sizeof v);
     }
     if (want(g, tk, F_FAN)) {
         /* Without nvmlDeviceGetNumFans (before R460) the original call reads fan 0. */
         unsigned int n = 1;
         if (s->fn.num_fans &&
-            !check(s, g, tk, F_FAN, s->fn.num_fans(g->dev, &n), "nvmlDeviceGetNumFans"))
+            !wt_nvml_check(s, g, tk, F_FAN, s->fn.num_fans(g->dev, &n), "nvmlDeviceGetNumFans"))
             n = 0;
         if (!s->fn.fan_v2 && n > 1)
             n = 1;
@@ -575,23 +249,23 @@ static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
     }
     g->have_slowdown = g->have_shutdown = g->have_constraints = false;
     if (want(g, tk, F_SLOWDOWN))
-        g->have_slowdown =
-            check(s, g, tk, F_SLOWDOWN,
-                  s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &g->slowdown_c),
-                  "nvmlDeviceGetTemperatureThreshold");
+        g->have_slowdown = wt_nvml_check(
+            s, g, tk, F_SLOWDOWN,
+            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &g->slowdown_c),
+            "nvmlDeviceGetTemperatureThreshold");
     if (want(g, tk, F_SHUTDOWN))
-        g->have_shutdown =
-            check(s, g, tk, F_SHUTDOWN,
-                  s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
-                  "nvmlDeviceGetTemperatureThreshold");
+        g->have_shutdown = wt_nvml_check(
+            s, g, tk, F_SHUTDOWN,
+            s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
+            "nvmlDeviceGetTemperatureThreshold");
     if (want(g, tk, F_CONSTRAINTS))
-        g->have_constraints = check(s, g, tk, F_CONSTRAINTS,
-                                    s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
-                                    "nvmlDeviceGetPowerManagementLimitConstraints");
+        g->have_constraints = wt_nvml_check(
+            s, g, tk, F_CONSTRAINTS, s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
+            "nvmlDeviceGetPowerManagementLimitConstraints");
     if (want(g, tk, F_PERSISTENCE) && !g->persistence_warned) {
         nvmlEnableState_t mode = NVML_FEATURE_ENABLED;
-        if (check(s, g, tk, F_PERSISTENCE, s->fn.persistence(g->dev, &mode),
-                  "nvmlDeviceGetPersistenceMode") &&
+        if (wt_nvml_check(s, g, tk, F_PERSISTENCE, s->fn.persistence(g->dev, &mode),
+                          "nvmlDeviceGetPersistenceMode") &&
             mode == NVML_FEATURE_DISABLED) {
             /* Without it the driver tears the GPU down between clients; each start wakes it
              * for ~1.5 s at ~75 W. wattage keeps its session open, other tools may not. */
@@ -645,26 +319,27 @@ static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, 
     } ecc[] = {{F_ECC_VOLATILE, NVML_VOLATILE_ECC}, {F_ECC_AGGREGATE, NVML_AGGREGATE_ECC}};
     for (size_t k = 0; k < 2; k++) {
         unsigned long long *out = k == 0 ? v->ecc_vol : v->ecc_agg;
-        bool ok = want(g, tk, ecc[k].f) &&
-                  check(s, g, tk, ecc[k].f,
-                        s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, ecc[k].counter, &out[0]),
-                        "nvmlDeviceGetTotalEccErrors") &&
-                  check(s, g, tk, ecc[k].f,
-                        s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, ecc[k].counter, &out[1]),
-                        "nvmlDeviceGetTotalEccErrors");
+        bool ok =
+            want(g, tk, ecc[k].f) &&
+            wt_nvml_check(s, g, tk, ecc[k].f,
+                          s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_CORRECTED, ecc[k].counter, &out[0]),
+                          "nvmlDeviceGetTotalEccErrors") &&
+            wt_nvml_check(s, g, tk, ecc[k].f,
+                          s->fn.ecc(d, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, ecc[k].counter, &out[1]),
+                          "nvmlDeviceGetTotalEccErrors");
         if (k == 0)
             v->have_ecc_vol = ok;
         else
             v->have_ecc_agg = ok;
     }
     if (want(g, tk, F_REMAP))
-        v->have_remap =
-            check(s, g, tk, F_REMAP,
-                  s->fn.remapped_rows(d, &v->remap[0], &v->remap[1], &v->remap[2], &v->remap[3]),
-                  "nvmlDeviceGetRemappedRows");
+        v->have_remap = wt_nvml_check(
+            s, g, tk, F_REMAP,
+            s->fn.remapped_rows(d, &v->remap[0], &v->remap[1], &v->remap[2], &v->remap[3]),
+            "nvmlDeviceGetRemappedRows");
     if (want(g, tk, F_PCIE_REPLAY))
-        v->have_replay = check(s, g, tk, F_PCIE_REPLAY, s->fn.pcie_replay(d, &v->replay),
-                               "nvmlDeviceGetPcieReplayCounter");
+        v->have_replay = wt_nvml_check(s, g, tk, F_PCIE_REPLAY, s->fn.pcie_replay(d, &v->replay),
+                                       "nvmlDeviceGetPcieReplayCounter");
     if (want(g, tk, F_MEM_TEMP)) {
         nvmlFieldValue_t fv;
         memset(&fv, 0, sizeof fv);
@@ -673,14 +348,15 @@ static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, 
         /* The call succeeds when it could ask; each value says whether it has an answer. */
         if (r == NVML_SUCCESS)
             r = fv.nvmlReturn;
-        if (check(s, g, tk, F_MEM_TEMP, r, "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)"))
+        if (wt_nvml_check(s, g, tk, F_MEM_TEMP, r,
+                          "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)"))
             v->have_mem_temp = field_double(&fv, &v->mem_temp_c);
     }
     if (want(g, tk, F_FAN)) {
         for (unsigned int f = 0; f < g->nfans; f++) {
             unsigned int pct = 0;
             nvmlReturn_t r = s->fn.fan_v2 ? s->fn.fan_v2(d, f, &pct) : s->fn.fan(d, &pct);
-            if (!check(s, g, tk, F_FAN, r, "nvmlDeviceGetFanSpeed"))
+            if (!wt_nvml_check(s, g, tk, F_FAN, r, "nvmlDeviceGetFanSpeed"))
                 break;
             v->fan_pct[v->nfans++] = pct;
         }
@@ -708,7 +384,7 @@ static nvmlReturn_t read_counter(struct nvml_state *s, struct gpu *g, unsigned l
  * The energy counters of the GPUs that are up, back to back before any other call: a poll's
  * readings carry its one stamp, and GPU k's counter would otherwise wait for GPU 0..k-1's other
  * calls (tens of ms on eight H200s), an error of power x that wait at every job edge. The
- * answers go through check() in sample_gpu, in their usual place.
+ * answers go through wt_nvml_check() in sample_gpu, in their usual place.
  */
 static void read_counters(struct nvml_state *s)
 {
@@ -725,39 +401,41 @@ static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, str
 {
     nvmlDevice_t d = g->dev;
     if (want(g, tk, F_POWER))
-        v->have_power =
-            check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw), "nvmlDeviceGetPowerUsage");
+        v->have_power = wt_nvml_check(s, g, tk, F_POWER, s->fn.power(d, &v->power_mw),
+                                      "nvmlDeviceGetPowerUsage");
     if (want(g, tk, F_ENERGY)) {
         nvmlReturn_t r = g->pre_read ? g->pre_r : read_counter(s, g, &v->energy_mj);
         if (g->pre_read)
             v->energy_mj = g->pre_mj;
-        v->have_energy = check(s, g, tk, F_ENERGY, r, "nvmlDeviceGetTotalEnergyConsumption");
+        v->have_energy =
+            wt_nvml_check(s, g, tk, F_ENERGY, r, "nvmlDeviceGetTotalEnergyConsumption");
     }
     if (want(g, tk, F_TEMP))
         v->have_temp =
-            check(s, g, tk, F_TEMP, s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
-                  "nvmlDeviceGetTemperature");
+            wt_nvml_check(s, g, tk, F_TEMP, s->fn.temperature(d, NVML_TEMPERATURE_GPU, &v->temp_c),
+                          "nvmlDeviceGetTemperature");
     if (want(g, tk, F_UTIL))
-        v->have_util = check(s, g, tk, F_UTIL, s->fn.utilization(d, &v->util),
-                             "nvmlDeviceGetUtilizationRates");
+        v->have_util = wt_nvml_check(s, g, tk, F_UTIL, s->fn.utilization(d, &v->util),
+                                     "nvmlDeviceGetUtilizationRates");
     if (want(g, tk, F_MEMORY))
         v->have_mem =
-            check(s, g, tk, F_MEMORY, s->fn.memory(d, &v->mem), "nvmlDeviceGetMemoryInfo");
+            wt_nvml_check(s, g, tk, F_MEMORY, s->fn.memory(d, &v->mem), "nvmlDeviceGetMemoryInfo");
     if (want(g, tk, F_SM_CLOCK))
-        v->have_sm = check(s, g, tk, F_SM_CLOCK, s->fn.clock(d, NVML_CLOCK_SM, &v->sm_mhz),
-                           "nvmlDeviceGetClockInfo");
+        v->have_sm = wt_nvml_check(s, g, tk, F_SM_CLOCK, s->fn.clock(d, NVML_CLOCK_SM, &v->sm_mhz),
+                                   "nvmlDeviceGetClockInfo");
     if (want(g, tk, F_MEM_CLOCK))
-        v->have_memclk = check(s, g, tk, F_MEM_CLOCK, s->fn.clock(d, NVML_CLOCK_MEM, &v->mem_mhz),
-                               "nvmlDeviceGetClockInfo");
+        v->have_memclk =
+            wt_nvml_check(s, g, tk, F_MEM_CLOCK, s->fn.clock(d, NVML_CLOCK_MEM, &v->mem_mhz),
+                          "nvmlDeviceGetClockInfo");
     if (want(g, tk, F_THROTTLE))
-        v->have_throttle = check(s, g, tk, F_THROTTLE, s->fn.throttle(d, &v->throttle),
-                                 "nvmlDeviceGetCurrentClocksEventReasons");
+        v->have_throttle = wt_nvml_check(s, g, tk, F_THROTTLE, s->fn.throttle(d, &v->throttle),
+                                         "nvmlDeviceGetCurrentClocksEventReasons");
     if (want(g, tk, F_LIMIT))
-        v->have_limit = check(s, g, tk, F_LIMIT, s->fn.power_limit(d, &v->limit_mw),
-                              "nvmlDeviceGetEnforcedPowerLimit");
+        v->have_limit = wt_nvml_check(s, g, tk, F_LIMIT, s->fn.power_limit(d, &v->limit_mw),
+                                      "nvmlDeviceGetEnforcedPowerLimit");
     if (want(g, tk, F_PSTATE))
-        v->have_pstate =
-            check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate), "nvmlDeviceGetPerformanceState");
+        v->have_pstate = wt_nvml_check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate),
+                                       "nvmlDeviceGetPerformanceState");
     sample_health(s, g, tk, v);
 }
 
@@ -928,369 +606,6 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     return rc ? -ENOMEM : 0;
 }
 
-/* ---- shared sessions ---- */
-
-#define MAX_LIBS 4
-static pthread_mutex_t sessions_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    wt_nvml_init_fn *init;
-    unsigned int users;
-} sessions[MAX_LIBS];
-
-nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init)
-{
-    nvmlReturn_t r = NVML_SUCCESS;
-    int free_slot = -1;
-    pthread_mutex_lock(&sessions_mu);
-    for (int i = 0; i < MAX_LIBS; i++) {
-        if (sessions[i].users && sessions[i].init == init) {
-            sessions[i].users++;
-            goto out;
-        }
-        if (!sessions[i].users && free_slot < 0)
-            free_slot = i;
-    }
-    /* The first user (or more libraries than slots: then each user has its own session). */
-    r = init();
-    if (r == NVML_SUCCESS && free_slot >= 0) {
-        sessions[free_slot].init = init;
-        sessions[free_slot].users = 1;
-    }
-out:
-    pthread_mutex_unlock(&sessions_mu);
-    return r;
-}
-
-void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown)
-{
-    if (!init)
-        return;
-    bool last = true;
-    pthread_mutex_lock(&sessions_mu);
-    for (int i = 0; i < MAX_LIBS; i++) {
-        if (sessions[i].users && sessions[i].init == init) {
-            last = --sessions[i].users == 0;
-            break;
-        }
-    }
-    if (last && shutdown)
-        shutdown();
-    pthread_mutex_unlock(&sessions_mu);
-}
-
-/* ---- XID events ---- */
-
-/* What the common XIDs mean, from NVIDIA's XID catalog (Ampere and newer). */
-static const struct {
-    unsigned int xid;
-    const char *meaning;
-} xid_meanings[] = {
-    {8, "GPU stopped processing"},
-    {13, "Graphics Engine Exception"},
-    {31, "GPU memory page fault"},
-    {32, "Invalid or corrupted push buffer stream"},
-    {43, "GPU stopped processing"},
-    {45, "Preemptive cleanup, due to previous errors"},
-    {48, "Double Bit ECC Error"},
-    {61, "Internal micro-controller breakpoint/warning"},
-    {62, "Internal micro-controller halt"},
-    {63, "ECC page retirement or row remapping recording event"},
-    {64, "ECC page retirement or row remapper recording failure"},
-    {68, "NVDEC0 Exception"},
-    {69, "Graphics Engine class error"},
-    {74, "NVLINK Error"},
-    {79, "GPU has fallen off the bus"},
-    {92, "High single-bit ECC error rate"},
-    {94, "Contained ECC error"},
-    {95, "Uncontained ECC error"},
-    {119, "GSP RPC Timeout"},
-    {120, "GSP Error"},
-};
-
-const char *wt_nvml_xid_meaning(unsigned int xid)
-{
-    for (size_t i = 0; i < sizeof xid_meanings / sizeof xid_meanings[0]; i++)
-        if (xid_meanings[i].xid == xid)
-            return xid_meanings[i].meaning;
-    return NULL;
-}
-
-/*
- * Counts one XID of GPU slot x. The first of each code on a GPU is logged with its meaning; the
- * same code again at most once a minute with how many came meanwhile, so that a storm of them
- * (a broken board can raise thousands a second) is a few lines, not a flood.
- */
-static void xid_record(struct xid_ctx *s, struct xid_gpu *x, unsigned int xid)
-{
-    int64_t now = wt_now_mono_ns();
-    bool first = false, say = false;
-    uint64_t total = 0, since = 0;
-    pthread_mutex_lock(&s->mu);
-    struct xid_count *c = NULL;
-    for (unsigned int i = 0; i < x->n && !c; i++)
-        if (x->c[i].xid == xid)
-            c = &x->c[i];
-    if (!c && x->n < MAX_XIDS) {
-        c = &x->c[x->n++];
-        c->xid = xid;
-        c->rl.interval_ns = LOG_EVERY_NS;
-    }
-    if (!c) {
-        /* More distinct codes than slots: the rest share "other" (code 0). */
-        for (unsigned int i = 0; i < x->n && !c; i++)
-            if (x->c[i].xid == 0)
-                c = &x->c[i];
-        if (!c) {
-            c = &x->c[x->n++];
-            c->xid = 0;
-            c->rl.interval_ns = LOG_EVERY_NS;
-        }
-    }
-    c->n++;
-    first = c->n == 1;
-    if (wt_ratelimit_ok(&c->rl, now, NULL)) {
-        say = true;
-        since = c->n - c->logged;
-        total = c->n;
-        c->logged = c->n;
-    }
-    pthread_mutex_unlock(&s->mu);
-    if (!say)
-        return;
-    const char *m = wt_nvml_xid_meaning(xid);
-    if (first)
-        wt_warn(MOD, "XID %u gpu=%u uuid=%s: %s", xid, x->index, x->uuid,
-                m ? m : "see NVIDIA's XID catalog");
-    else
-        wt_warn(MOD, "XID %u again gpu=%u uuid=%s: %llu since the last line, %llu in all (%s)", xid,
-                x->index, x->uuid, (unsigned long long)since, (unsigned long long)total,
-                m ? m : "see NVIDIA's XID catalog");
-}
-
-/* Lets go of one reference; the last frees the set, ends the session, closes the library. */
-static void xid_ctx_unref(struct xid_ctx *x)
-{
-    if (!x || atomic_fetch_sub(&x->refs, 1) != 1)
-        return;
-    if (x->set && x->set_free)
-        x->set_free(x->set);
-    if (x->session)
-        wt_nvml_session_release(x->init, x->shutdown);
-    if (x->dl)
-        dlclose(x->dl);
-    pthread_cond_destroy(&x->cv);
-    pthread_mutex_destroy(&x->mu);
-    free(x);
-}
-
-/*
- * The signal that ends a wait early: a real-time signal with a handler that does nothing,
- * installed without SA_RESTART, sent only to the event thread (pthread_kill). It is not used
- * when something else already handles that signal.
- */
-static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
-static int wake_sig; /* 0: no signal, close waits XID_JOIN_NS and then lets the thread go */
-
-static void wake_handler(int sig)
-{
-    (void)sig;
-}
-
-static void wake_install(void)
-{
-    struct sigaction sa, old;
-    int sig = SIGRTMIN + 5;
-    if (sig > SIGRTMAX || sigaction(sig, NULL, &old) != 0 || old.sa_handler != SIG_DFL ||
-        (old.sa_flags & SA_SIGINFO))
-        return;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = wake_handler;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = 0; /* no SA_RESTART: a blocked wait returns with EINTR */
-    if (sigaction(sig, &sa, NULL) == 0)
-        wake_sig = sig;
-}
-
-/* The event thread: waits on the set (never polls the GPUs), counts what comes. */
-static void *xid_main(void *arg)
-{
-    struct xid_ctx *s = arg;
-    struct wt_ratelimit rl = {.interval_ns = LOG_EVERY_NS};
-    if (wake_sig) {
-        /* The daemon's threads block its stop signals; this one takes its wake-up. */
-        sigset_t set;
-        sigemptyset(&set);
-        sigaddset(&set, wake_sig);
-        pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-    }
-    while (!atomic_load(&s->stop)) {
-        nvmlEventData_t ev;
-        memset(&ev, 0, sizeof ev);
-        nvmlReturn_t r = s->wait(s->set, &ev, XID_WAIT_MS);
-        if (atomic_load(&s->stop))
-            break;
-        if (r == NVML_ERROR_TIMEOUT)
-            continue;
-        if (r != NVML_SUCCESS) {
-            uint64_t suppressed = 0;
-            const char *m = s->error_string ? s->error_string(r) : NULL;
-            if (wt_ratelimit_ok(&rl, wt_now_mono_ns(), &suppressed))
-                wt_warn(MOD, "nvmlEventSetWait failed error=\"%s\" (%d) suppressed=%llu",
-                        m ? m : "unknown error", (int)r, (unsigned long long)suppressed);
-            /* A lost GPU answers at once: do not spin on it (a stop cuts the pause short). */
-            struct timespec ts = {0, 100 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (!(ev.eventType & nvmlEventTypeXidCriticalError))
-            continue;
-        for (unsigned int i = 0; i < s->n; i++) {
-            if (s->g[i].registered && s->g[i].dev == ev.device) {
-                xid_record(s, &s->g[i], (unsigned int)ev.eventData);
-                break;
-            }
-        }
-    }
-    pthread_mutex_lock(&s->mu);
-    s->exited = true;
-    pthread_cond_broadcast(&s->cv);
-    pthread_mutex_unlock(&s->mu);
-    xid_ctx_unref(s);
-    return NULL;
-}
-
-static struct xid_ctx *xid_ctx_new(struct nvml_state *s)
-{
-    struct xid_ctx *x = calloc(1, sizeof *x + s->n * sizeof x->g[0]);
-    if (!x)
-        return NULL;
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&x->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    pthread_mutex_init(&x->mu, NULL);
-    atomic_store(&x->refs, 1);
-    x->n = s->n;
-    x->init = s->fn.init;
-    x->shutdown = s->fn.shutdown;
-    x->error_string = s->fn.error_string;
-    x->wait = s->fn.event_wait;
-    x->set_free = s->fn.event_set_free;
-    return x;
-}
-
-/*
- * Registers every GPU that supports XID events in one event set and starts the thread that
- * waits on it. A library or GPU without events has no XID series (said once); nothing fails.
- */
-static void xid_start(struct nvml_state *s)
-{
-    if (!s->fn.event_set_create || !s->fn.register_events || !s->fn.event_wait) {
-        wt_info(MOD, "%s has no event calls: XID events are not counted", s->library);
-        return;
-    }
-    struct xid_ctx *x = s->xid = xid_ctx_new(s);
-    if (!x)
-        return;
-    nvmlReturn_t r = s->fn.event_set_create(&x->set);
-    if (r != NVML_SUCCESS) {
-        wt_warn(MOD, "nvmlEventSetCreate failed error=\"%s\" (%d): XID events are not counted",
-                errstr(s, r), (int)r);
-        x->set = NULL;
-        return;
-    }
-    unsigned int nreg = 0;
-    bool warned = false;
-    for (unsigned int i = 0; i < s->n; i++) {
-        struct gpu *g = &s->gpus[i];
-        struct xid_gpu *xg = &x->g[i];
-        xg->index = i;
-        if (!g->known)
-            continue;
-        unsigned long long types = nvmlEventTypeXidCriticalError;
-        if (s->fn.supported_events && s->fn.supported_events(g->dev, &types) != NVML_SUCCESS)
-            types = nvmlEventTypeXidCriticalError; /* let the registration say */
-        r = (types & nvmlEventTypeXidCriticalError)
-                ? s->fn.register_events(g->dev, nvmlEventTypeXidCriticalError, x->set)
-                : NVML_ERROR_NOT_SUPPORTED;
-        if (r != NVML_SUCCESS) {
-            struct tick tk = {0};
-            /* NOT_SUPPORTED is said once (check); anything else once too, as a warning (the
-             * same answer on every GPU is one cause). */
-            if (!check(s, g, &tk, F_XID, r, "nvmlDeviceRegisterEvents") &&
-                r != NVML_ERROR_NOT_SUPPORTED && !warned) {
-                wt_warn(MOD, "XID events not registered gpu=%u uuid=%s error=\"%s\" (%d)%s", i,
-                        g->uuid, errstr(s, r), (int)r,
-                        r == NVML_ERROR_NO_PERMISSION ? " (run as root to count XIDs)" : "");
-                warned = true;
-            }
-            continue;
-        }
-        xg->dev = g->dev;
-        copy_str(xg->uuid, sizeof xg->uuid, g->uuid, sizeof g->uuid);
-        xg->registered = true;
-        nreg++;
-    }
-    if (!nreg)
-        return;
-    /* The thread's own references: the library stays mapped and NVML up while it waits. */
-    x->dl = dlopen(s->library, RTLD_NOW | RTLD_LOCAL);
-    x->session = x->dl && wt_nvml_session_acquire(s->fn.init) == NVML_SUCCESS;
-    pthread_once(&wake_once, wake_install);
-    atomic_store(&x->stop, false);
-    atomic_store(&x->refs, 2);
-    if (!x->session || pthread_create(&s->xid_thread, NULL, xid_main, x) != 0) {
-        atomic_store(&x->refs, 1);
-        wt_warn(MOD, "cannot start the XID event thread: XID events are not counted");
-        for (unsigned int i = 0; i < s->n; i++)
-            x->g[i].registered = false;
-        return;
-    }
-    s->xid_running = true;
-}
-
-/*
- * Stops the event thread; before the collector's nvmlShutdown. The stop flag is set and the
- * thread signalled (again every 20 ms, in case the signal came just before it entered the
- * wait) for up to XID_JOIN_NS; a thread back by then is joined. One still blocked (a library
- * whose wait does not return on a signal) is let go: it ends when its wait does, at most
- * XID_WAIT_MS later, and then frees the set and releases its own session.
- */
-static void xid_stop(struct nvml_state *s)
-{
-    struct xid_ctx *x = s->xid;
-    if (s->xid_running) {
-        int64_t deadline = wt_now_mono_ns() + XID_JOIN_NS;
-        atomic_store(&x->stop, true);
-        pthread_mutex_lock(&x->mu);
-        while (!x->exited) {
-            int64_t now = wt_now_mono_ns();
-            if (now >= deadline)
-                break;
-            if (wake_sig)
-                pthread_kill(s->xid_thread, wake_sig);
-            int64_t until = now + 20 * WT_NS_PER_MS < deadline ? now + 20 * WT_NS_PER_MS : deadline;
-            struct timespec ts = {(time_t)(until / WT_NS_PER_S), (long)(until % WT_NS_PER_S)};
-            pthread_cond_timedwait(&x->cv, &x->mu, &ts);
-        }
-        bool exited = x->exited;
-        pthread_mutex_unlock(&x->mu);
-        if (exited) {
-            pthread_join(s->xid_thread, NULL);
-        } else {
-            pthread_detach(s->xid_thread);
-            wt_info(MOD,
-                    "the XID event thread is still in nvmlEventSetWait: it ends by itself within "
-                    "%d s (then its event set is freed and its NVML session ends)",
-                    XID_WAIT_MS / 1000);
-        }
-        s->xid_running = false;
-    }
-    xid_ctx_unref(x);
-    s->xid = NULL;
-}
-
 static bool library_level(nvmlReturn_t r)
 {
     return r == NVML_ERROR_UNINITIALIZED || r == NVML_ERROR_DRIVER_NOT_LOADED ||
@@ -1311,13 +626,13 @@ static void mark_down(const struct nvml_state *s, struct gpu *g, const struct ti
         (void)wt_ratelimit_ok(&g->down_rl, now, NULL);
         wt_warn(MOD, "GPU %s gpu=%u uuid=%s call=%s error=\"%s\" (%d)",
                 r == NVML_ERROR_GPU_IS_LOST ? "lost" : "not answering", g->index,
-                g->uuid[0] ? g->uuid : "unknown", what, errstr(s, r), (int)r);
+                g->uuid[0] ? g->uuid : "unknown", what, wt_nvml_errstr(s, r), (int)r);
     } else {
         g->failed_ticks++;
         if (wt_ratelimit_ok(&g->down_rl, now, &suppressed))
             wt_warn(MOD, "GPU still down gpu=%u uuid=%s failed_ticks=%llu error=\"%s\" (%d)",
                     g->index, g->uuid[0] ? g->uuid : "unknown", (unsigned long long)g->failed_ticks,
-                    errstr(s, r), (int)r);
+                    wt_nvml_errstr(s, r), (int)r);
     }
     /* The power series restarts when it comes back: the outage is a gap, not a trapezoid. */
     wt_energy_integral_break(&g->integral);
@@ -1361,7 +676,7 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
         uint64_t suppressed = 0;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &suppressed))
             wt_warn(MOD, "%s failed gpu=%u uuid=%s error=\"%s\" (%d) suppressed=%llu", tk.hard_what,
-                    g->index, g->uuid, errstr(s, tk.hard), (int)tk.hard,
+                    g->index, g->uuid, wt_nvml_errstr(s, tk.hard), (int)tk.hard,
                     (unsigned long long)suppressed);
     }
     *rc |= emit(s, g, &v, t_ns, out);
@@ -1370,277 +685,6 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, g->have_energy_mj,
                                 g->energy_mj, g->busy, t_ns, out);
     return NVML_SUCCESS;
-}
-
-/* ---- running processes, and the split of each GPU's energy over them ---- */
-
-static void add_pid(struct wt_gpu_procs *p, unsigned int pid, unsigned long long mem_b,
-                    unsigned int instance)
-{
-    for (unsigned int i = 0; i < p->npids; i++) {
-        if (p->pids[i] == pid) {
-            if (mem_b != WT_NVML_NO_MEMORY &&
-                (p->mem_b[i] == WT_NVML_NO_MEMORY || mem_b > p->mem_b[i]))
-                p->mem_b[i] = mem_b;
-            return;
-        }
-    }
-    if (p->npids < WT_NVML_MAX_PROCS) {
-        p->mem_b[p->npids] = mem_b;
-        p->instance[p->npids] = instance;
-        p->pids[p->npids++] = pid;
-    }
-}
-
-/* One of the two lists (compute or graphics) of a GPU into p. Returns the NVML answer. */
-static nvmlReturn_t read_procs(wt_nvml_procs_fn *f, wt_nvml_procs_v1_fn *f1, nvmlDevice_t d,
-                               struct wt_gpu_procs *p)
-{
-    unsigned int count = PROCS_BUF;
-    nvmlReturn_t r;
-    if (f) {
-        nvmlProcessInfo_t buf[PROCS_BUF];
-        r = f(d, &count, buf);
-        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, buf[i].gpuInstanceId);
-    } else if (f1) {
-        nvmlProcessInfo_v1_t buf[PROCS_BUF];
-        r = f1(d, &count, buf);
-        for (unsigned int i = 0; r == NVML_SUCCESS && i < count && i < PROCS_BUF; i++)
-            add_pid(p, buf[i].pid, buf[i].usedGpuMemory, WT_NVML_NO_INSTANCE);
-    } else {
-        r = NVML_ERROR_NOT_SUPPORTED;
-    }
-    return r;
-}
-
-/*
- * The per-process samples newer than the last taken: *n of them in s->util_buf. Returns false
- * when the GPU cannot say this time (then the split falls back), and marks it for good when it
- * answers NOT_SUPPORTED. NOT_FOUND is an answer: no process ran a kernel since.
- */
-static bool read_util(struct nvml_state *s, struct gpu *g, unsigned int *n)
-{
-    *n = 0;
-    if (!s->fn.proc_util || g->proc_util_unsupported)
-        return false;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (!s->util_buf) {
-            s->util_buf = calloc(s->util_cap, sizeof *s->util_buf);
-            if (!s->util_buf)
-                return false;
-        }
-        unsigned int count = s->util_cap;
-        nvmlReturn_t r = s->fn.proc_util(g->dev, s->util_buf, &count, g->util_seen_us);
-        if (r == NVML_SUCCESS) {
-            *n = count < s->util_cap ? count : s->util_cap;
-            for (unsigned int i = 0; i < *n; i++)
-                if (s->util_buf[i].timeStamp > g->util_seen_us)
-                    g->util_seen_us = s->util_buf[i].timeStamp;
-            return true;
-        }
-        if (r == NVML_ERROR_NOT_FOUND)
-            return true;
-        if (r == NVML_ERROR_INSUFFICIENT_SIZE && count > s->util_cap && count < (1u << 16)) {
-            free(s->util_buf);
-            s->util_buf = NULL;
-            s->util_cap = count + 64;
-            continue;
-        }
-        if (r == NVML_ERROR_NOT_SUPPORTED) {
-            g->proc_util_unsupported = true;
-            if (s->said_proc_util)
-                return false;
-            s->said_proc_util = true; /* once: a board without it has eight GPUs without it */
-            wt_info(MOD,
-                    "per-process utilization: %s gpu=%u uuid=%s: its energy is split by memory "
-                    "used, else equally (wattage_gpu_attribution_info says which)",
-                    errstr(s, r), g->index, g->uuid);
-        }
-        return false;
-    }
-    return false;
-}
-
-/*
- * Splits GPU g's energy since its last split over the processes of p (collect/attrib.h): by
- * each process's mean SM utilization over the interval where NVML samples it (the GPU's idle
- * share to idle), else by memory used, else equally (both scaled by the GPU's utilization when
- * known). Energy across a gap (no split for 3 s, or 3 intervals when they are longer: the GPU
- * was down) is idle: nobody is known to have used it.
- */
-static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_procs *p,
-                      int64_t t_ns)
-{
-    unsigned int nsamp = 0;
-    bool have_util = read_util(s, g, &nsamp);
-    if (!g->attrib_started || g->energy_mj < g->attrib_mj) {
-        /* the first interval (or the integrated series started again): a baseline */
-        g->attrib_started = true;
-        g->attrib_mj = g->energy_mj;
-        g->attrib_at = t_ns;
-        return;
-    }
-    uint64_t energy = g->energy_mj - g->attrib_mj;
-    bool gap = t_ns - g->attrib_at > s->attrib_gap_ns;
-    struct wt_attrib_share sh[WT_NVML_MAX_PROCS];
-    double util[WT_NVML_MAX_PROCS] = {0};
-    unsigned int cnt[WT_NVML_MAX_PROCS] = {0}, k_max = 0;
-    bool mem_ok = p->npids > 0;
-    /* Every START_REFRESH splits every start time is read again: a pid that left and came
-     * back between two lists a second apart is the one reuse this cache could miss. */
-    bool refresh = ++g->known_age >= START_REFRESH;
-    if (refresh)
-        g->known_age = 0;
-    for (unsigned int i = 0; i < p->npids; i++) {
-        struct wt_pid_stat st;
-        bool cached = false;
-        sh[i].pid = p->pids[i];
-        /* Under MIG a process's series says its GPU instance: each process is counted once,
-         * so the instances' series and idle sum to the parent's energy. */
-        sh[i].instance = p->instance[i] == WT_NVML_NO_INSTANCE ? -1 : (int)p->instance[i];
-        for (unsigned int k = 0; !refresh && k < g->known_n && !cached; k++) {
-            /* the lists keep their order from one second to the next: look at i first */
-            unsigned int j = (i + k) % g->known_n;
-            if (g->known_pid[j] == p->pids[i] && g->known_start[j]) {
-                sh[i].start = g->known_start[j];
-                cached = true;
-            }
-        }
-        /* A process gone since the list keeps its energy under its pid (start unknown). */
-        if (!cached)
-            sh[i].start = wt_procfs_pid_stat((int)p->pids[i], &st) == 0 ? st.start : 0;
-        if (p->mem_b[i] == WT_NVML_NO_MEMORY)
-            mem_ok = false;
-    }
-    for (unsigned int i = 0; i < p->npids; i++) {
-        g->known_pid[i] = sh[i].pid;
-        g->known_start[i] = sh[i].start;
-    }
-    g->known_n = p->npids;
-    for (unsigned int k = 0; have_util && k < nsamp; k++) {
-        for (unsigned int i = 0; i < p->npids; i++) {
-            if (s->util_buf[k].pid == p->pids[i]) {
-                util[i] += s->util_buf[k].smUtil;
-                if (++cnt[i] > k_max)
-                    k_max = cnt[i];
-                break;
-            }
-        }
-    }
-    enum wt_attrib_method m;
-    double busy = g->busy >= 0 ? g->busy : 1;
-    uint64_t mem_total = 0;
-    for (unsigned int i = 0; mem_ok && i < p->npids; i++)
-        mem_total += p->mem_b[i];
-    if (have_util) {
-        /* The mean over the interval's sample periods (a process absent from one ran nothing). */
-        double sum = 0;
-        m = WT_ATTRIB_UTILIZATION;
-        for (unsigned int i = 0; i < p->npids; i++) {
-            double u = k_max ? util[i] / k_max : 0;
-            sh[i].weight = (uint64_t)(u * 1000 + 0.5);
-            sum += u;
-        }
-        busy = sum / 100;
-    } else if (mem_ok && mem_total > 0) {
-        m = WT_ATTRIB_MEMORY;
-        for (unsigned int i = 0; i < p->npids; i++)
-            sh[i].weight = p->mem_b[i];
-    } else {
-        m = WT_ATTRIB_EQUAL;
-        for (unsigned int i = 0; i < p->npids; i++)
-            sh[i].weight = 1;
-    }
-    if (gap)
-        busy = 0;
-    char idx[16], labels[WT_LABELS_LEN];
-    snprintf(idx, sizeof idx, "%u", g->index);
-    if (wt_labels(labels, sizeof labels, "gpu", idx, "uuid", g->uuid, NULL) != 0)
-        (void)wt_labels(labels, sizeof labels, "gpu", idx, NULL);
-    if (wt_attrib_account(s->attrib, g->index, labels, t_ns, energy, busy, m, sh, p->npids) != 0)
-        return; /* not accounted: the next interval takes this one's energy too */
-    g->attrib_mj = g->energy_mj;
-    g->attrib_at = t_ns;
-}
-
-/*
- * Reads every up GPU's processes, at most once a second, splits each GPU's energy over them,
- * and publishes the list. A GPU that answers NOT_SUPPORTED to both calls is not asked again;
- * other failures leave that GPU out of this list (and its energy for the next split) and never
- * mark it down (the process list is not a health signal).
- */
-static void poll_procs(struct nvml_state *s, int64_t t_ns, struct wt_batch *out, int *rc_out)
-{
-    int64_t now = wt_now_mono_ns();
-    /* A tick may come a little early on the grid: 0.9 s counts as the second. */
-    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS / 10 * 9) {
-        /* Between splits (an interval under a second) the last split's series again, stamped
-         * with its time: /metrics keeps them on every page, the store has them already. */
-        if (s->attrib && s->split_t_ns && wt_attrib_emit(s->attrib, s->split_t_ns, out) != 0)
-            *rc_out |= -ENOMEM;
-        return;
-    }
-    s->procs_at = now;
-    struct wt_gpu_procs *list = calloc(s->n ? s->n : 1, sizeof *list);
-    size_t n = 0;
-    bool split = false;
-    if (!list)
-        return;
-    for (unsigned int i = 0; i < s->n; i++) {
-        struct gpu *g = &s->gpus[i];
-        if (!g->up || !g->known || (g->unsupported & (1u << F_PROCS)))
-            continue;
-        struct wt_gpu_procs *p = &list[n];
-        p->gpu = g->index;
-        snprintf(p->uuid, sizeof p->uuid, "%s", g->uuid);
-        nvmlReturn_t rc = read_procs(s->fn.compute_procs, s->fn.compute_procs_v1, g->dev, p);
-        nvmlReturn_t rg = read_procs(s->fn.graphics_procs, s->fn.graphics_procs_v1, g->dev, p);
-        if (rc == NVML_ERROR_NOT_SUPPORTED && rg == NVML_ERROR_NOT_SUPPORTED) {
-            g->unsupported |= 1u << F_PROCS;
-            wt_debug(MOD, "running processes: not supported gpu=%u uuid=%s", g->index, g->uuid);
-            continue;
-        }
-        if (rc == NVML_SUCCESS || rg == NVML_SUCCESS) {
-            if (s->attrib && g->have_energy_mj && g->index < WT_ATTRIB_MAX_DEVICES) {
-                attribute(s, g, p, t_ns);
-                split = true;
-            }
-            n++;
-        } else {
-            memset(p, 0, sizeof *p);
-        }
-    }
-    if (split)
-        s->split_t_ns = t_ns;
-    if (split && wt_attrib_emit(s->attrib, t_ns, out) != 0)
-        *rc_out |= -ENOMEM;
-    pthread_mutex_lock(&procs_mu);
-    struct wt_gpu_procs *old = procs_list;
-    procs_list = n ? list : NULL;
-    procs_n = n;
-    procs_t = t_ns;
-    procs_owner = s;
-    pthread_mutex_unlock(&procs_mu);
-    free(old);
-    if (!n)
-        free(list);
-}
-
-int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns)
-{
-    int rc = -ENODATA;
-    *n = 0;
-    *t_ns = 0;
-    pthread_mutex_lock(&procs_mu);
-    if (procs_list && procs_n) {
-        *n = procs_n < cap ? procs_n : cap;
-        memcpy(out, procs_list, *n * sizeof *out);
-        *t_ns = procs_t;
-        rc = 0;
-    }
-    pthread_mutex_unlock(&procs_mu);
-    return rc;
 }
 
 static const struct wt_collector_config *nvml_config(const struct wt_config *cfg)
@@ -1653,25 +697,18 @@ static void nvml_close(void *state)
     struct nvml_state *s = state;
     if (!s)
         return;
-    pthread_mutex_lock(&procs_mu);
-    if (procs_owner == s) {
-        free(procs_list);
-        procs_list = NULL;
-        procs_n = 0;
-        procs_owner = NULL;
-    }
-    pthread_mutex_unlock(&procs_mu);
+    wt_nvml_procs_forget(s);
     wt_attrib_close(s->attrib);
     free(s->util_buf);
     wt_nvml_fields_close(s->fields); /* its GPM samples, while NVML is still up */
     wt_nvml_mig_close(s->mig);
     if (s->inited)
-        xid_stop(s);
+        wt_nvml_xid_stop(s);
     if (s->inited)
         wt_nvml_session_release(s->fn.init, s->fn.shutdown);
     if (s->dl)
         dlclose(s->dl);
-    xid_ctx_unref(s->xid); /* a collector that failed before xid_stop */
+    wt_nvml_xid_ctx_unref(s->xid); /* a collector that failed before xid_stop */
     free(s->gpus);
     free(s);
 }
@@ -1738,7 +775,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
 
     nvmlReturn_t r = wt_nvml_session_acquire(s->fn.init);
     if (r != NVML_SUCCESS) {
-        wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, errstr(s, r), (int)r);
+        wt_err_set(err, "nvmlInit failed in %s: %s (%d)", path, wt_nvml_errstr(s, r), (int)r);
         /* A library without a loaded driver is the usual container/laptop case: absent. */
         rc =
             r == NVML_ERROR_DRIVER_NOT_LOADED || r == NVML_ERROR_LIBRARY_NOT_FOUND ? -ENOENT : -EIO;
@@ -1756,7 +793,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
 
     r = s->fn.count(&s->n);
     if (r != NVML_SUCCESS) {
-        wt_err_set(err, "nvmlDeviceGetCount failed: %s (%d)", errstr(s, r), (int)r);
+        wt_err_set(err, "nvmlDeviceGetCount failed: %s (%d)", wt_nvml_errstr(s, r), (int)r);
         rc = -EIO;
         goto fail;
     }
@@ -1782,7 +819,7 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         if (!g->known)
             mark_down(s, g, &tk);
     }
-    xid_start(s);
+    wt_nvml_xid_start(s);
     /* Counters and GPM are additions too: without memory for them the GPUs are still read. */
     if (wt_nvml_fields_open(s->dl, s->library, s->n, s->fn.error_string, &s->fields) != 0)
         s->fields = NULL;
@@ -1887,14 +924,14 @@ static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
             last = r;
         }
     }
-    poll_procs(s, t_ns, out, &rc);
+    wt_nvml_poll_procs(s, t_ns, out, &rc);
     rc |= wt_nvml_fields_poll_units(s->fields, t_ns, out);
     if (!s->sub_decided && s->auto_calls > 0 && ++s->auto_ticks >= AUTO_TICKS)
         decide_auto(s);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (s->n && lib_failed == s->n) {
-        wt_err_set(err, "every GPU failed: %s (%d)", errstr(s, last), (int)last);
+        wt_err_set(err, "every GPU failed: %s (%d)", wt_nvml_errstr(s, last), (int)last);
         return -EIO;
     }
     return 0;

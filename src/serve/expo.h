@@ -11,6 +11,7 @@
 #include <stddef.h>
 
 #include "core/err.h"
+#include "core/family.h"
 #include "core/reading.h"
 
 enum wt_expo_format { WT_EXPO_TEXT, WT_EXPO_OPENMETRICS };
@@ -42,23 +43,7 @@ const char *wt_expo_content_type(enum wt_expo_format f);
 char *wt_expo_render(const struct wt_batch *b, enum wt_expo_format f, const char *version,
                      size_t *len);
 
-/*
- * A family from outside wt_metrics[] (one the hub does not hold, e.g. the running jobs' energy):
- * name (text-format name; a counter's ends in _total), help and type static, s[0..n) its
- * samples (labels canonical and escaped as in a reading).
- */
-struct wt_expo_sample {
-    char labels[WT_LABELS_LEN];
-    double value;
-};
-
-struct wt_expo_family {
-    const char *name;
-    const char *help;
-    enum wt_metric_type type;
-    struct wt_expo_sample *s;
-    size_t n;
-};
+/* struct wt_expo_family and wt_expo_sample: core/family.h. */
 
 /*
  * wt_expo_render plus the families extra[0..nextra) after the hub's (before "# EOF"); a family

@@ -35,6 +35,7 @@
 #include "core/log.h"
 #include "core/secret.h"
 #include "serve/expo.h"
+#include "serve/http_reply.h"
 
 #define MAX_ROUTES 32
 #define MAX_SECRET_FILE (1024 * 1024)
@@ -81,23 +82,6 @@ struct family_provider {
     void *ctx;
 };
 
-/*
- * One open connection, for the request deadline: libmicrohttpd's timeout is an idle timeout, so
- * a client trickling one header byte at a time (slow loris) would hold a connection for ever.
- * The reaper thread cuts every connection whose request has not been answered within
- * WT_HTTP_REQUEST_DEADLINE_S of its start (the connection's start, or the end of the previous
- * response on a kept-alive connection). It sleeps until the earliest of those deadlines, and
- * with none (no connection, or every request answered) until a request starts: an idle server
- * never wakes it (issue 17: it looked 4 times a second).
- */
-struct conn {
-    struct conn *prev, *next;
-    int fd;
-    int64_t since; /* CLOCK_MONOTONIC ns; atomic */
-    int answered;  /* a response is queued for the current request; atomic */
-    bool cut;
-};
-
 struct wt_http {
     struct wt_hub *hub;
     pthread_mutex_t conns_mu;
@@ -133,247 +117,6 @@ struct req {
     size_t len, cap;
     bool too_big;
 };
-
-/* A reply plus the headers only the server sets. */
-struct out {
-    struct wt_http_reply r;
-    const char *allow;
-    bool auth_challenge;
-    bool close;
-};
-
-/* ---- pure pieces ---- */
-
-bool wt_http_token_equal(const char *expected, const char *given, size_t given_len)
-{
-    size_t n = strlen(expected);
-    /* Touch every byte of the expected token whatever the input, so the time taken says
-     * nothing about where a guess first differs. */
-    unsigned char diff = (unsigned char)(n != given_len);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char g = given_len ? (unsigned char)given[i % given_len] : 0;
-        diff |= (unsigned char)(g ^ (unsigned char)expected[i]);
-    }
-    return n > 0 && diff == 0;
-}
-
-int wt_http_bearer(const char *authorization, const char **token, size_t *len)
-{
-    if (!authorization || strncasecmp(authorization, "Bearer ", 7) != 0)
-        return -EINVAL;
-    const char *p = authorization + 7;
-    while (*p == ' ')
-        p++;
-    size_t n = strlen(p);
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-        n--;
-    if (n == 0)
-        return -EINVAL;
-    *token = p;
-    *len = n;
-    return 0;
-}
-
-bool wt_http_path_ok(const char *path)
-{
-    const unsigned char *p = (const unsigned char *)path;
-    while (*p) {
-        unsigned c = *p;
-        if (c < 0x20 || c == 0x7f)
-            return false;
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        int n;
-        unsigned cp;
-        if (c >= 0xc2 && c <= 0xdf) {
-            n = 1;
-            cp = c & 0x1f;
-        } else if (c >= 0xe0 && c <= 0xef) {
-            n = 2;
-            cp = c & 0x0f;
-        } else if (c >= 0xf0 && c <= 0xf4) {
-            n = 3;
-            cp = c & 0x07;
-        } else {
-            return false; /* continuation byte first, overlong C0/C1, or beyond U+10FFFF */
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 2 && cp < 0x800) || (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
-            (cp >= 0xd800 && cp <= 0xdfff))
-            return false; /* overlong, out of range, or a UTF-16 surrogate */
-        p += n + 1;
-    }
-    return true;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-size_t wt_http_unescape(char *s)
-{
-    char *w = s;
-    for (const char *r = s; *r;) {
-        int hi, lo;
-        if (r[0] == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 && (hi | lo) != 0) {
-            *w++ = (char)(hi * 16 + lo);
-            r += 3;
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
-    return (size_t)(w - s);
-}
-
-bool wt_http_is_loopback(const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)(const void *)sa;
-        return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)(const void *)sa;
-        const uint8_t *a = in6->sin6_addr.s6_addr;
-        if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr))
-            return true;
-        return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && a[12] == 127;
-    }
-    return false;
-}
-
-/* ---- replies ---- */
-
-/* Copies msg into out, replacing control characters, and every non-ASCII byte when msg is not
- * valid UTF-8, so the JSON written from it is valid. */
-static void sanitize(const char *msg, char *out, size_t n)
-{
-    bool utf8 = wt_http_path_ok(msg);
-    size_t i = 0;
-    for (; msg[i] && i + 1 < n; i++) {
-        unsigned char c = (unsigned char)msg[i];
-        out[i] = (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8)) ? '?' : (char)c;
-    }
-    out[i] = '\0';
-    /* A cut in the middle of a UTF-8 sequence would leave it invalid: drop the tail bytes. */
-    while (i > 0 && ((unsigned char)out[i - 1] & 0x80) && !wt_http_path_ok(out))
-        out[--i] = '\0';
-}
-
-static int reply_json(struct wt_http_reply *rep, unsigned status, cJSON *o)
-{
-    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
-    cJSON_Delete(o);
-    if (!s)
-        return -ENOMEM;
-    rep->status = status;
-    rep->body = s;
-    rep->len = strlen(s);
-    rep->content_type = "application/json";
-    return 0;
-}
-
-int wt_http_reply_error(struct wt_http_reply *rep, unsigned status, const char *fmt, ...)
-{
-    char msg[512], clean[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    sanitize(msg, clean, sizeof clean);
-    cJSON *o = cJSON_CreateObject();
-    if (o && !cJSON_AddStringToObject(o, "error", clean)) {
-        cJSON_Delete(o);
-        o = NULL;
-    }
-    return reply_json(rep, status, o);
-}
-
-const char *wt_http_header(const struct wt_http_request *req, const char *name)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
-}
-
-const char *wt_http_query(const struct wt_http_request *req, const char *key)
-{
-    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
-}
-
-static void reply_free(struct wt_http_reply *r)
-{
-    if (r->release)
-        r->release(r->release_arg);
-    else
-        free(r->body);
-    r->body = NULL;
-    r->release = NULL;
-}
-
-/* Queues o on c and frees its body. */
-static enum MHD_Result send_out(struct MHD_Connection *c, struct out *o)
-{
-    static const char nothing[] = "";
-    struct MHD_Response *resp;
-    if (o->r.body && o->r.release)
-        resp = MHD_create_response_from_buffer_with_free_callback_cls(
-            o->r.len, o->r.body, o->r.release, o->r.release_arg);
-    else if (o->r.body)
-        resp = MHD_create_response_from_buffer(o->r.len, o->r.body, MHD_RESPMEM_MUST_FREE);
-    else
-        resp =
-            MHD_create_response_from_buffer(0, (void *)(uintptr_t)nothing, MHD_RESPMEM_PERSISTENT);
-    if (!resp) {
-        reply_free(&o->r);
-        return MHD_NO;
-    }
-    o->r.body = NULL; /* the response owns it now */
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-    if (ci && ci->socket_context)
-        __atomic_store_n(&((struct conn *)ci->socket_context)->answered, 1, __ATOMIC_RELEASE);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            o->r.content_type ? o->r.content_type : "application/json");
-    if (o->r.content_encoding)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, o->r.content_encoding);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_VARY, "Accept, Accept-Encoding");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    if (o->allow)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, o->allow);
-    if (o->r.csp) {
-        MHD_add_response_header(resp, "Content-Security-Policy", o->r.csp);
-        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
-        MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    }
-    if (o->auth_challenge)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"wattage\"");
-    if (o->close)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
-    enum MHD_Result rc = MHD_queue_response(c, o->r.status ? o->r.status : 500, resp);
-    MHD_destroy_response(resp);
-    return rc;
-}
-
-static enum MHD_Result send_error(struct MHD_Connection *c, struct out *o, unsigned status,
-                                  const char *msg)
-{
-    if (wt_http_reply_error(&o->r, status, "%s", msg) != 0)
-        return MHD_NO;
-    return send_out(c, o);
-}
 
 /* ---- request checks ---- */
 
@@ -478,12 +221,12 @@ static enum MHD_Result run_handler(struct wt_http *h, struct MHD_Connection *c,
     (void)h;
     int rc = rt->fn(rt->ctx, &req, &o.r);
     if (rc != 0) {
-        reply_free(&o.r);
+        wt_http_reply_free(&o.r);
         memset(&o.r, 0, sizeof o.r);
         wt_warn("http", "%s %s failed: %s", method, rt->path, strerror(-rc));
-        return send_error(c, &o, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
+        return wt_http_send_error(c, &o, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error");
     }
-    return send_out(c, &o);
+    return wt_http_send_out(c, &o);
 }
 
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
@@ -520,7 +263,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (rq->too_big) {
             o.close = true;
             snprintf(buf, sizeof buf, "the request body is larger than %d bytes", WT_HTTP_MAX_BODY);
-            return send_error(c, &o, MHD_HTTP_CONTENT_TOO_LARGE, buf);
+            return wt_http_send_error(c, &o, MHD_HTTP_CONTENT_TOO_LARGE, buf);
         }
         return run_handler(h, c, rq->route, method, url, rq);
     }
@@ -531,13 +274,14 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         if (why) {
             o.close = true;
             wt_debug("http", "refused a client: %s", why);
-            return send_error(c, &o, MHD_HTTP_FORBIDDEN, why);
+            return wt_http_send_error(c, &o, MHD_HTTP_FORBIDDEN, why);
         }
     }
     if (!wt_http_path_ok(url)) {
         o.close = true;
-        return send_error(c, &o, MHD_HTTP_BAD_REQUEST,
-                          "the request path is not valid UTF-8 or holds control characters");
+        return wt_http_send_error(
+            c, &o, MHD_HTTP_BAD_REQUEST,
+            "the request path is not valid UTF-8 or holds control characters");
     }
     bool read = is_read(method);
     bool known;
@@ -545,35 +289,35 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (!known) {
         if (h->token && h->protect_reads && !token_ok(h, c)) {
             o.auth_challenge = true;
-            return send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a bearer token is required");
+            return wt_http_send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a bearer token is required");
         }
         char clean[100];
-        sanitize(url, clean, sizeof clean);
+        wt_http_sanitize(url, clean, sizeof clean);
         snprintf(buf, sizeof buf, "no such endpoint: %s", clean);
         o.close = has_body(c);
-        return send_error(c, &o, MHD_HTTP_NOT_FOUND, buf);
+        return wt_http_send_error(c, &o, MHD_HTTP_NOT_FOUND, buf);
     }
     if (!rt && h->token && !read && !token_ok(h, c)) {
         /* A writer without the token learns nothing, not even which methods exist. */
         o.auth_challenge = true;
         o.close = has_body(c);
-        return send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a valid bearer token is required");
+        return wt_http_send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a valid bearer token is required");
     }
     if (!rt) {
         o.allow = allow;
         o.close = has_body(c);
         snprintf(buf, sizeof buf, "method %.16s is not allowed here; use %s", method, allow);
-        return send_error(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED, buf);
+        return wt_http_send_error(c, &o, MHD_HTTP_METHOD_NOT_ALLOWED, buf);
     }
     if (read && has_body(c)) {
         o.close = true;
         snprintf(buf, sizeof buf, "a %s request must not have a body", method);
-        return send_error(c, &o, MHD_HTTP_BAD_REQUEST, buf);
+        return wt_http_send_error(c, &o, MHD_HTTP_BAD_REQUEST, buf);
     }
     if (h->token && (!read || (h->protect_reads && !rt->public_read)) && !token_ok(h, c)) {
         o.auth_challenge = true;
         o.close = has_body(c);
-        return send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a valid bearer token is required");
+        return wt_http_send_error(c, &o, MHD_HTTP_UNAUTHORIZED, "a valid bearer token is required");
     }
     /* The handler runs on the next call, once libmicrohttpd has seen the (empty) body: a
      * response queued before that makes it close the connection, which would cost every
@@ -583,7 +327,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (!read && cl && strtoull(cl, NULL, 10) > WT_HTTP_MAX_BODY) {
         o.close = true;
         snprintf(buf, sizeof buf, "the request body is larger than %d bytes", WT_HTTP_MAX_BODY);
-        return send_error(c, &o, MHD_HTTP_CONTENT_TOO_LARGE, buf);
+        return wt_http_send_error(c, &o, MHD_HTTP_CONTENT_TOO_LARGE, buf);
     }
     rq = calloc(1, sizeof *rq);
     if (!rq)
@@ -938,7 +682,7 @@ static int route_healthz(void *ctx, const struct wt_http_request *req, struct wt
         goto fail;
     if (o && !ok && !cJSON_AddStringToObject(o, "why", why))
         goto fail;
-    return reply_json(rep, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, o);
+    return wt_http_reply_json(rep, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, o);
 fail:
     cJSON_Delete(o);
     return -ENOMEM;
