@@ -21,8 +21,8 @@
 #include "audit/carbon.h"
 #include "audit/clockcheck.h"
 #include "core/clock.h"
+#include "core/family.h"
 #include "core/log.h"
-#include "serve/expo.h"
 #include "store/query.h"
 #include "store/store.h"
 

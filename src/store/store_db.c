@@ -23,10 +23,10 @@
 
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/family.h"
 #include "core/health.h"
 #include "core/hub.h"
 #include "core/log.h"
-#include "serve/expo.h"
 #include "store/chunk.h"
 #include "store/segment.h"
 #include "store/ticks.h"
