@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Inference servers' /metrics (collect/inference.h). The names each engine exposes, their types
- * and labels are in the README's "Inference serving" section, from the field notes: vLLM and
+ * and labels are in docs/inference.md, from the field notes: vLLM and
  * SGLang count tokens in `_total` counters (vLLM per engine step, SGLang at a request's end),
  * TGI and the TensorRT-LLM backend only as the `_sum` of per-request histograms, llama.cpp in
  * unlabelled counters printed to six digits. A family's meaning comes from its name and TYPE,

@@ -299,7 +299,7 @@ enum wt_delta_kind wt_nvml_counter_update(struct wt_nvml_counter *c, int64_t t_n
         c->first_raw = raw;
     }
     /* No plausibility bound on a wrap: a PCIe Gen5 x16 link moves more than 4 GiB a second,
-     * so a 32-bit counter may well wrap between two polls (see README: once only). */
+     * so a 32-bit counter may well wrap between two polls (see docs/energy.md: once only). */
     enum wt_delta_kind k = wt_energy_counter_update(&c->c, t_ns, raw, modulus, 0);
     *total = c->first_raw + c->c.total_raw;
     return k;
