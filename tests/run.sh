@@ -97,7 +97,7 @@ for name in $(printf '%s\n' "${!cmd[@]}" | sort); do
 done
 is_exclusive() { [[ $1 == *.sh ]] && head -n 20 "tests/cli/$1" | grep -q '^# test: exclusive'; }
 
-passed=0 failed=0 skipped=0 broken="" running=0
+passed=0 failed=0 skipped=0 broken="" running=0 failures=""
 declare -A pid_of=() started=()
 times=$build/test-times.tsv
 : >"$times.tmp"
@@ -137,6 +137,15 @@ reap() {
         failed=$((failed + 1))
         broken="$broken $name"
     fi
+    # the failed checks again at the end, with the diagnostics under each, so that the tail of
+    # a long log (all a CI page may show) still names them
+    failures+=$(awk -v s="$name" '/^not ok/ { n = 12; print "#   " s ": " $0; next }
+        n > 0 && /^#/ { n--; print "#     " $0; next } { n = 0 }' "$logs/$name")
+    [[ -n $failures && $failures != *$'\n' ]] && failures+=$'\n'
+    if [[ " $broken " == *" $name "* ]]; then
+        failures+="#   $name ended without a count line; its last lines:"$'\n'
+        failures+=$(tail -n 8 "$logs/$name" | sed 's/^/#     /')$'\n'
+    fi
     rm -f "$logs/$name"
 }
 
@@ -160,5 +169,6 @@ wall=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }')
 echo "# ${#order[@]} suites, $jobs at a time, in ${wall} s; the slowest:"
 head -n 8 "$times" | sed 's/^/#   /'
 [[ -n $broken ]] && echo "# suites that did not finish with a count line:$broken"
+[[ -n $failures ]] && printf '# the failed checks:\n%s' "$failures"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
