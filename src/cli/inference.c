@@ -12,12 +12,15 @@
  * The window of a target is snapped to its own samples: from the first scrape stored at or
  * after --from to the last at or before --to (from_s, to_s), and the GPUs' energy is taken over
  * exactly that span, so tokens and joules count the same seconds. Several models on one target
- * share its energy by their generated tokens (energy_split "generated_tokens").
+ * share its energy by their generated tokens (energy_split "generated_tokens"), and so do
+ * targets serving on the same GPU (its energy shared by their generated tokens, "gpus_shared"),
+ * so that rows added up under --by count every GPU once.
  *
  * JSON: {"from", "to", "from_s", "to_s", "by", "prefill_decode_split": "estimated",
  *   "prefill_decode_split_method", "rows": [
  *   {"target", "model", "engine", "gpus", "tags": {...}, "from_s", "to_s", "energy_joules",
  *    "energy_uncertainty_joules", "energy_method", "energy_share", "energy_split",
+ *    "gpus_shared",
  *    "generated_tokens", "prompt_tokens", "prompt_cached_tokens", "prompt_computed_tokens",
  *    "requests", "generated_tokens_per_kwh", "joules_per_generated_token",
  *    "joules_per_generated_token_uncertainty", "joules_per_prompt_token",
@@ -102,7 +105,9 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
         cJSON_AddStringToObject(o, "energy_method", r->method);
     if (r->target[0] && r->model[0]) {
         num(o, "energy_share", r->share);
-        cJSON_AddStringToObject(o, "energy_split", r->split ? "generated_tokens" : "none");
+        cJSON_AddStringToObject(o, "energy_split",
+                                r->split || r->gpus_shared ? "generated_tokens" : "none");
+        cJSON_AddBoolToObject(o, "gpus_shared", r->gpus_shared);
     }
     num(o, "generated_tokens", r->s.generated);
     num(o, "prompt_tokens", r->s.prompt);
@@ -196,7 +201,12 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
                fig(r->s.energy_j / 3.6e6, "%.6f", a, sizeof a),
                fig(r->s.energy_j, "%.1f", b, sizeof b), fig(r->s.energy_u_j, "%.3g", c, sizeof c),
                r->method ? r->method : "?",
-               r->split ? "  shared by generated tokens with the target's other models" : "");
+               r->split && r->gpus_shared
+                   ? "  shared by generated tokens with the target's other models and the "
+                     "other targets on its GPUs"
+               : r->split       ? "  shared by generated tokens with the target's other models"
+               : r->gpus_shared ? "  shared by generated tokens with the other targets on its GPUs"
+                                : "");
     }
     printf("  tokens       generated %s  prompt %s  cached %s  computed %s\n",
            fig(r->s.generated, "%.0f", a, sizeof a), fig(r->s.prompt, "%.0f", b, sizeof b),

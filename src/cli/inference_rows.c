@@ -184,17 +184,51 @@ static bool gpu_listed(const char *gpus, const char *gpu)
 }
 
 /*
- * The energy of a target's GPUs over [a, b] and its bar; method is "counter" when every GPU's
- * chosen series is its hardware counter. *found: GPUs with a series.
+ * The part of GPU gpu's energy that goes to target: its generated tokens over those of every
+ * target serving on that GPU (the same part of each when none generated any). 1 when the
+ * target has the GPU to itself.
  */
-static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t b, double *j,
-                       double *u, const char **method, int *found, struct wt_err *err)
+static double gpu_part(const struct rows *rs, const char *target, const char *gpu)
+{
+    double mine = 0, all = 0;
+    size_t targets = 0, me = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const struct row *r = &rs->r[i];
+        if (!r->has_data || !gpu_listed(r->gpus, gpu))
+            continue;
+        bool first = true; /* the target's first row: count it once */
+        for (size_t k = 0; k < i && first; k++)
+            first = !rs->r[k].has_data || strcmp(rs->r[k].target, r->target) != 0 ||
+                    !gpu_listed(rs->r[k].gpus, gpu);
+        double g = isnan(r->s.generated) ? 0 : r->s.generated;
+        all += g;
+        targets += first;
+        if (strcmp(r->target, target) == 0) {
+            mine += g;
+            me = 1;
+        }
+    }
+    if (targets <= 1)
+        return 1.0;
+    return all > 0 ? mine / all : (double)me / (double)targets;
+}
+
+/*
+ * The energy of a target's GPUs over [a, b] and its bar; method is "counter" when every GPU's
+ * chosen series is its hardware counter. *found: GPUs with a series. With rs, a GPU that other
+ * targets of rs serve on too counts for its gpu_part only; *whole (may be NULL) is then the
+ * energy of the GPUs whole.
+ */
+static int gpus_energy_of(struct wt_store *st, const struct rows *rs, const char *target,
+                          const char *gpus, int64_t a, int64_t b, double *j, double *u,
+                          double *whole, const char **method, int *found, struct wt_err *err)
 {
     struct wt_energy_row *er = NULL;
     size_t n = 0;
     int rc = wt_store_energy(st, a, b, 0, &er, &n, err);
     if (rc != 0)
         return rc;
+    double all = 0;
     *j = *u = 0;
     *found = 0;
     *method = "counter";
@@ -203,14 +237,24 @@ static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t
         if (!er[i].chosen || er[i].s.node[0] || !wt_metric_is_gpu_energy(er[i].s.metric) ||
             wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0 || !gpu_listed(gpus, gpu))
             continue;
-        *j += er[i].energy_j;
-        *u += er[i].uncertainty_j;
+        double part = rs ? gpu_part(rs, target, gpu) : 1.0;
+        all += er[i].energy_j;
+        *j += er[i].energy_j * part;
+        *u += er[i].uncertainty_j * part;
         (*found)++;
         if (strcmp(er[i].method, "counter") != 0)
             *method = "integrated";
     }
     free(er);
+    if (whole)
+        *whole = all;
     return 0;
+}
+
+static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t b, double *j,
+                       double *u, const char **method, int *found, struct wt_err *err)
+{
+    return gpus_energy_of(st, NULL, NULL, gpus, a, b, j, u, NULL, method, found, err);
 }
 
 struct tv {
@@ -441,14 +485,18 @@ static int attribute_energy(struct wt_store *st, const struct wt_config *cfg,
         }
         if (b <= a)
             continue;
-        double j, u;
+        double j, u, whole;
         const char *method;
         int found;
-        int rc = gpus_energy(st, r->gpus, a, b, &j, &u, &method, &found, err);
+        int rc =
+            gpus_energy_of(st, rs, r->target, r->gpus, a, b, &j, &u, &whole, &method, &found, err);
         if (rc != 0)
             return rc;
         if (found == 0)
             continue;
+        /* GPUs other targets serve on too: their idle energy and emissions shared as the energy */
+        double gpus_part = whole > 0 ? j / whole : 1.0;
+        bool gpus_shared = j < whole;
         double idle_j, idle_s;
         if ((rc = target_idle(st, r->target, r->gpus, a, b, &idle_j, &idle_s, err)) != 0)
             return rc;
@@ -465,11 +513,13 @@ static int attribute_energy(struct wt_store *st, const struct wt_config *cfg,
             struct row *o = &rs->r[k];
             if (!o->has_data || strcmp(o->target, r->target) != 0)
                 continue;
-            o->share =
+            double model =
                 models > 1 ? wt_ikpi_share(isnan(o->s.generated) ? 0 : o->s.generated, all) : 1.0;
+            o->share = model * gpus_part;
             o->split = models > 1;
-            o->s.energy_j = j * o->share;
-            o->s.energy_u_j = u * o->share;
+            o->gpus_shared = gpus_shared;
+            o->s.energy_j = j * model;
+            o->s.energy_u_j = u * model;
             o->s.idle_j = idle_j * o->share;
             o->s.idle_s = idle_s;
             o->s.gco2e = g * o->share;
@@ -477,7 +527,7 @@ static int attribute_energy(struct wt_store *st, const struct wt_config *cfg,
             o->pue_measured = cr.pue_measured;
             o->intensity = isnan(g) ? NULL : intensity_source(&cr);
             /* the node's overhead (fans, PSU losses, ...) shared in proportion to chip energy */
-            o->s.node_j = j * o->share * wall_j / chips_j;
+            o->s.node_j = j * model * wall_j / chips_j;
             o->wall_j = wall_j;
             o->chips_j = chips_j;
             o->wall_from = wall_from;

@@ -22,7 +22,8 @@ struct row {
     char tags[WT_LABELS_LEN]; /* the target's tags from its info series, as labels */
     int64_t a, b;             /* the span its samples cover in the window (0: none) */
     bool has_data;
-    bool split; /* its target's energy shared between models */
+    bool split;       /* its target's energy shared between models */
+    bool gpus_shared; /* other targets serve on some of its GPUs: shared with them */
     double share;
     const char *method;
     double pue; /* of its emissions (NaN: no carbon figure) */
