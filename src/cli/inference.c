@@ -20,7 +20,7 @@
  *   "prefill_decode_split_method", "rows": [
  *   {"target", "model", "engine", "gpus", "tags": {...}, "from_s", "to_s", "energy_joules",
  *    "energy_uncertainty_joules", "energy_method", "energy_share", "energy_split",
- *    "gpus_shared",
+ *    "gpus_shared", "latency_bounds_changed",
  *    "generated_tokens", "prompt_tokens", "prompt_cached_tokens", "prompt_computed_tokens",
  *    "requests", "generated_tokens_per_kwh", "joules_per_generated_token",
  *    "joules_per_generated_token_uncertainty", "joules_per_prompt_token",
@@ -144,6 +144,7 @@ static void json_row(cJSON *arr, const struct row *r, const struct wt_ikpi *k)
             num(o, key, k->lat_s[l][q]);
         }
     }
+    cJSON_AddBoolToObject(o, "latency_bounds_changed", r->bounds_changed);
     num(o, "idle_energy_joules", r->s.idle_j);
     num(o, "idle_seconds", r->s.idle_s);
     num(o, "gco2e", r->s.gco2e);
@@ -258,6 +259,10 @@ static void text_row(const struct row *r, const struct wt_ikpi *k)
         printf("  %-4s latency p50 %s s  p95 %s s  p99 %s s\n", wt_ikpi_lat_name(l),
                fig(k->lat_s[l][0], "%.4g", a, sizeof a), fig(k->lat_s[l][1], "%.4g", b, sizeof b),
                fig(k->lat_s[l][2], "%.4g", c, sizeof c));
+    if (r->bounds_changed)
+        printf("  (the latency bucket bounds changed in the window: its quantiles add up the old "
+               "bounds and the new ones as PromQL's sum by (le) does, an approximation; ask for "
+               "each side)\n");
 }
 
 struct side {

@@ -47,9 +47,12 @@ struct row *wt_cli_inference_row_of(struct rows *rs, const char *target, const c
     return r;
 }
 
-/* The window increase of one stored counter series; widens the row's span to its samples. */
+/*
+ * The window increase of one stored counter series; widens the row's span to its samples, and
+ * gives the series' own first and last sample times in span[0], span[1].
+ */
 static int series_increase(struct wt_store *st, const struct wt_series_info *si, int64_t from,
-                           int64_t to, struct row *r, double *inc)
+                           int64_t to, struct row *r, double *inc, int64_t span[2])
 {
     struct wt_point_buf pb = {0};
     int rc = wt_store_read(st, si->id, from, to, 0, 0, &pb);
@@ -68,6 +71,8 @@ static int series_increase(struct wt_store *st, const struct wt_series_info *si,
             v[i] = pb.p[i].v;
         *inc = wt_ikpi_increase(v, pb.n);
         free(v);
+        span[0] = pb.p[0].t_ns;
+        span[1] = pb.p[pb.n - 1].t_ns;
         if (!r->a || pb.p[0].t_ns < r->a)
             r->a = pb.p[0].t_ns;
         if (pb.p[pb.n - 1].t_ns > r->b)
@@ -76,6 +81,25 @@ static int series_increase(struct wt_store *st, const struct wt_series_info *si,
     }
     free(pb.p);
     return 0;
+}
+
+/*
+ * A bucket bound's series spans span: when the bounds of one histogram do not all span the same
+ * samples (1 ms apart at most: one scrape stamps them all), its bounds changed in the window.
+ */
+static void bound_span(struct row *r, int k, const int64_t span[2])
+{
+    int64_t *f = r->lat_first[k], *l = r->lat_last[k];
+    if (!f[0] && !f[1]) {
+        f[0] = f[1] = span[0];
+        l[0] = l[1] = span[1];
+    }
+    f[0] = span[0] < f[0] ? span[0] : f[0];
+    f[1] = span[0] > f[1] ? span[0] : f[1];
+    l[0] = span[1] < l[0] ? span[1] : l[0];
+    l[1] = span[1] > l[1] ? span[1] : l[1];
+    if (f[1] - f[0] > 1000000 || l[1] - l[0] > 1000000)
+        r->bounds_changed = true;
 }
 
 static int read_family(struct wt_store *st, const char *metric, int64_t from, int64_t to,
@@ -95,11 +119,12 @@ static int read_family(struct wt_store *st, const char *metric, int64_t from, in
         (void)wt_labels_get(si[i].labels, "le", le, sizeof le);
         struct row *r = wt_cli_inference_row_of(rs, target, model);
         double inc;
+        int64_t span[2];
         if (!r) {
             rc = -ENOMEM;
             break;
         }
-        if ((rc = series_increase(st, &si[i], from, to, r, &inc)) != 0 || isnan(inc))
+        if ((rc = series_increase(st, &si[i], from, to, r, &inc, span)) != 0 || isnan(inc))
             continue;
         if (strcmp(metric, "wattage_inference_requests_total") == 0) {
             r->s.requests = inc;
@@ -122,6 +147,8 @@ static int read_family(struct wt_store *st, const char *metric, int64_t from, in
             if (k >= 0 && le[0] && wt_ikpi_hist_add(&r->s.lat[k], bound, inc) != 0)
                 snprintf(err->msg, sizeof err->msg, "%s: more than %d bucket bounds", metric,
                          WT_IKPI_MAX_BUCKETS);
+            if (k >= 0 && le[0])
+                bound_span(r, k, span);
         }
     }
     if (rc != 0 && !err->msg[0])
@@ -612,6 +639,7 @@ int wt_cli_inference_group(const struct rows *in, const char *by, struct rows *o
         g->b = r->b > g->b ? r->b : g->b;
         if (r->method && g->method && strcmp(r->method, g->method) != 0)
             g->method = "integrated";
+        g->bounds_changed |= r->bounds_changed;
         if (!(r->pue == g->pue)) /* several PUEs (or none for some): no one figure */
             g->pue = NAN;
         if (r->intensity != g->intensity &&

@@ -24,6 +24,9 @@ struct row {
     bool has_data;
     bool split;       /* its target's energy shared between models */
     bool gpus_shared; /* other targets serve on some of its GPUs: shared with them */
+    /* the earliest and latest first (last) sample of each latency histogram's bounds */
+    int64_t lat_first[WT_IKPI_NLAT][2], lat_last[WT_IKPI_NLAT][2];
+    bool bounds_changed; /* some histogram's bounds did not all span the same samples */
     double share;
     const char *method;
     double pue; /* of its emissions (NaN: no carbon figure) */

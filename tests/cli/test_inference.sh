@@ -217,6 +217,7 @@ else:
     want = lo + (inc[i][0] - lo) * (rank - prev) / (c[i] - prev)
 got = rows[L]["e2e_latency_p99_seconds"]
 assert math.isclose(got, want, rel_tol=1e-9), (got, want, inc)
+assert rows[L]["latency_bounds_changed"] is True, rows[L]
 # the tokens: increase() of each model's stored counter, within the peer's truth
 gen = series(sys.argv[3])
 def truth(model, x, y):

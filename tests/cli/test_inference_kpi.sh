@@ -107,6 +107,7 @@ r = next(r for r in d["rows"] if r["target"] == "vllm")
 assert r["target"] == "vllm" and r["model"] == "meta-llama/Llama-3.1-8B-Instruct", r
 assert r["gpus"] == "0,1" and r["engine"] == "vllm" and r["energy_method"] == "counter", r
 assert r["energy_split"] == "none" and r["energy_share"] == 1, r
+assert r["gpus_shared"] is False and r["latency_bounds_changed"] is False, r
 assert r["tags"] == {"precision": "fp8"}, r["tags"]
 for k in ("generated_tokens_per_kwh", "joules_per_generated_token", "joules_per_prompt_token",
           "joules_per_request", "energy_joules", "energy_uncertainty_joules",
