@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kafka (see kafka.h): the kafka section, the JSON encoder, and one sender thread that reads
- * batches from the store (store/cursor.h), produces one message per timestamp with librdkafka's
- * idempotent producer and moves the cursor by the delivery reports.
+ * Kafka (see kafka.h): the kafka section, the JSON encoder, and the transport of one stream of
+ * the shared sender (serve/sender.h, whose thread reads the batches from the store): one
+ * message per timestamp produced with librdkafka's idempotent producer, the cursor moved by the
+ * delivery reports.
  *
  * The delivery reports are served by rd_kafka_poll on the sender thread itself, so the per-batch
  * state they fill needs no lock; only the counters /metrics reads are under k->mu.
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/reading.h"
@@ -29,8 +29,6 @@
 
 #ifdef WT_HAVE_KAFKA
 #include <librdkafka/rdkafka.h>
-
-#include "alert/notify.h"
 #endif
 
 #define MOD "kafka"
@@ -516,18 +514,16 @@ struct dest {
     rd_kafka_resp_err_t *res;
     bool *maybe; /* its report said "possibly persisted" */
     size_t capres, nres, outstanding;
-    bool fatal; /* the idempotent producer raised a fatal error: recreate it */
-    bool failing;
-    int failures;
+    bool fatal;        /* the idempotent producer raised a fatal error: recreate it */
     bool dropped_once; /* the first drop is logged in full */
     char password[512];
 };
 
-struct wt_kafka {
-    struct wt_sender *snd;
-    struct dest *dst;
-    size_t n;
-};
+/* The handle is the stream's sender: struct wt_kafka is never defined. */
+static struct wt_sender *sender(struct wt_kafka *k)
+{
+    return (struct wt_sender *)k;
+}
 
 bool wt_kafka_permanent(int err)
 {
@@ -841,8 +837,7 @@ static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
         }
     }
     if (o.failed) {
-        k->failures++;
-        int64_t wait = wt_sender_backoff(d, k->failures);
+        int64_t wait = wt_sender_failed(d);
         if (wt_ratelimit_ok(&k->rl_fail, wt_now_mono_ns(), &sup))
             wt_warn(MOD,
                     "destination %s: %zu of %zu messages not delivered (%s: %s%s); "
@@ -852,17 +847,12 @@ static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
                     rd_kafka_err2str(o.first_err),
                     o.maybe_dup ? "; some were possibly persisted and may arrive twice" : "",
                     (double)wait / WT_NS_PER_S, k->cf.brokers, k->cf.topic, sup);
-        k->failing = true;
         wt_sender_count_pending(d, false);
         wt_sender_wait(d, wait);
         return WT_SEND_AGAIN;
     }
-    if (k->failing && o.ok) {
-        wt_info(MOD, "destination %s: delivering again after %d failed attempts", k->cf.name,
-                k->failures);
-        k->failing = false;
-    }
-    k->failures = 0;
+    if (o.ok)
+        wt_sender_delivered(d, true);
     return WT_SEND_DONE;
 }
 
@@ -895,7 +885,7 @@ static const struct wt_sender_family fams[] = {
 int wt_kafka_stats_at(struct wt_kafka *k, size_t i, struct wt_kafka_stats *out)
 {
     struct wt_sender_stats st;
-    if (!k || wt_sender_stats(k->snd, i, &st) != 0)
+    if (wt_sender_stats(sender(k), i, &st) != 0)
         return -ENOENT;
     *out = (struct wt_kafka_stats){.messages_sent = st.c[C_MSG_SENT],
                                    .messages_failed = st.c[C_MSG_FAILED],
@@ -924,114 +914,90 @@ const char *wt_kafka_version(void)
     return rd_kafka_version_str();
 }
 
+static int parse(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err)
+{
+    struct wt_kafka_configs *c = confs;
+    int rc = wt_kafka_config_parse_all(file, node, c, err);
+    return rc ? rc : (int)c->n;
+}
+
+static const char *dest_name(const void *confs, size_t i)
+{
+    return ((const struct wt_kafka_configs *)confs)->d[i].name;
+}
+
+static int open_dest(const struct wt_sender_setup *su, const void *confs, void *dest,
+                     struct wt_err *err)
+{
+    struct dest *t = dest;
+    char cursor[300], pw[100];
+    int rc = 0;
+    t->cf = ((const struct wt_kafka_configs *)confs)->d[su->i];
+    t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
+    t->rl_err.interval_ns = 30 * WT_NS_PER_S;
+    t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
+    if (t->cf.sasl) {
+        snprintf(pw, sizeof pw, "%s.sasl.password_file", su->what);
+        rc = wt_sender_read_secret(pw, t->cf.password_file, t->password, sizeof t->password, err);
+    }
+    snprintf(cursor, sizeof cursor, "kafka:%s", t->cf.name);
+    struct wt_sender_dest_config dc = {.name = t->cf.name,
+                                       .cursor = cursor,
+                                       .batch_size = (size_t)t->cf.batch_size,
+                                       .deadline_ns = t->cf.deadline_ns,
+                                       .max_backoff_ns = t->cf.max_backoff_ns,
+                                       .backfill_ns = t->cf.backfill_ns,
+                                       .keep = keep_series,
+                                       .ctx = t};
+    if (!rc)
+        rc = wt_sender_add_dest(su->s, su->cfg->store.path, &dc, &t->d, err);
+    if (!rc)
+        rc = wt_kafka_encoder_open(su->node, &t->enc);
+    return rc ? rc : make_producer(t, err);
+}
+
+static void describe(const void *dest, const char *node)
+{
+    const struct dest *t = dest;
+    wt_info(MOD,
+            "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
+            "librdkafka=%s",
+            t->cf.name, t->cf.brokers, t->cf.topic, node, t->cf.batch_size,
+            t->cf.nsel ? "matched" : "all", rd_kafka_version_str());
+}
+
+static void close_dest(void *dest)
+{
+    struct dest *t = dest;
+    drop_producer(t);
+    wt_kafka_encoder_close(t->enc);
+    explicit_bzero(t->password, sizeof t->password);
+    free(t->res);
+    free(t->maybe);
+}
+
+static const struct wt_sender_stream stream = {
+    .section = "kafka",
+    .thread = "wt-kafka",
+    .noun = "destination",
+    .ops = &kafka_ops,
+    WT_SENDER_STREAM_FILE(struct wt_kafka_configs, struct dest)};
+
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err)
 {
-    struct wt_kafka *k = calloc(1, sizeof *k);
-    struct wt_kafka_configs *cs = malloc(sizeof *cs);
-    struct wt_topology *topo = NULL;
-    int rc;
-    *out = NULL;
-    if (!k || !cs) {
-        free(k);
-        free(cs);
-        return -ENOMEM;
-    }
-    rc = wt_kafka_config_parse_all(wt_config_file(cfg), wt_config_section(cfg, "kafka"), cs, err);
-    if (rc || !cs->n)
-        goto done;
-    bool list = wt_config_section(cfg, "kafka")->kind == WT_YNODE_SEQ;
-    rc = wt_topology_load(cfg, &topo, err);
-    if (!rc && !(k->dst = calloc(cs->n, sizeof *k->dst)))
-        rc = -ENOMEM;
-    if (!rc)
-        rc = wt_sender_open(MOD, "wt-kafka", &kafka_ops, fams, sizeof fams / sizeof fams[0], cs->n,
-                            &k->snd);
-    for (size_t i = 0; !rc && i < cs->n; i++) {
-        struct dest *t = &k->dst[i];
-        char cursor[300], what[80];
-        t->cf = cs->d[i];
-        t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
-        t->rl_err.interval_ns = 30 * WT_NS_PER_S;
-        t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
-        k->n++;
-        if (list)
-            snprintf(what, sizeof what, "kafka[%zu]", i);
-        else
-            snprintf(what, sizeof what, "kafka");
-        if (t->cf.sasl) {
-            char pw[100];
-            snprintf(pw, sizeof pw, "%s.sasl.password_file", what);
-            rc = wt_sender_read_secret(pw, t->cf.password_file, t->password, sizeof t->password,
-                                       err);
-        }
-        snprintf(cursor, sizeof cursor, "kafka:%s", t->cf.name);
-        struct wt_sender_dest_config dc = {.name = t->cf.name,
-                                           .cursor = cursor,
-                                           .batch_size = (size_t)t->cf.batch_size,
-                                           .deadline_ns = t->cf.deadline_ns,
-                                           .max_backoff_ns = t->cf.max_backoff_ns,
-                                           .backfill_ns = t->cf.backfill_ns,
-                                           .keep = keep_series,
-                                           .ctx = t};
-        if (!rc)
-            rc = wt_sender_add_dest(k->snd, cfg->store.path, &dc, &t->d, err);
-        if (!rc)
-            rc = wt_kafka_encoder_open(topo->node, &t->enc);
-        if (!rc)
-            rc = make_producer(t, err);
-        if (rc) {
-            char msg[WT_ERR_LEN];
-            snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-            wt_err_set(err, "%s (%s): %s", what, t->cf.name, msg);
-        }
-    }
-    if (rc)
-        goto done;
-    wt_sender_register(k->snd, http);
-    rc = wt_sender_start(k->snd, err);
-    if (rc)
-        goto done;
-    for (size_t i = 0; i < k->n; i++) {
-        const struct dest *t = &k->dst[i];
-        wt_info(MOD,
-                "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
-                "librdkafka=%s",
-                t->cf.name, t->cf.brokers, t->cf.topic, topo->node, t->cf.batch_size,
-                t->cf.nsel ? "matched" : "all", rd_kafka_version_str());
-    }
-done:
-    free(topo);
-    free(cs);
-    if (rc) {
-        wt_kafka_close(k);
-        return rc;
-    }
-    *out = k;
-    return 0;
+    return wt_sender_stream_open(&stream, cfg, http, (struct wt_sender **)out, err);
 }
 
 void wt_kafka_drain(struct wt_kafka *k, int64_t deadline_ns)
 {
-    if (k)
-        wt_sender_drain(k->snd, deadline_ns);
+    wt_sender_drain(sender(k), deadline_ns);
 }
 
 void wt_kafka_close(struct wt_kafka *k)
 {
-    if (!k)
-        return;
-    wt_sender_close(k->snd); /* the threads end (after the grace for reports in flight) */
-    for (size_t i = 0; i < k->n; i++) {
-        struct dest *t = &k->dst[i];
-        drop_producer(t);
-        wt_kafka_encoder_close(t->enc);
-        explicit_bzero(t->password, sizeof t->password);
-        free(t->res);
-        free(t->maybe);
-    }
-    free(k->dst);
-    free(k);
+    /* the threads end (after the grace for reports in flight) before the producers go */
+    wt_sender_close(sender(k));
 }
 
 #else /* built without librdkafka */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Kafka: the daemon streams its stored readings to a Kafka topic with librdkafka, one JSON
- * message per tick (the readings sharing one timestamp), keyed by the node name, on the send path
- * of remote write (the store is the log, store/cursor.h; see serve/remote_write.h).
+ * message per tick (the readings sharing one timestamp), keyed by the node name: one stream of
+ * the shared sender (serve/sender.h; the store is the log, store/cursor.h).
  *
  *   kafka:
  *     brokers: [kafka-1:9092, kafka-2:9092]   # or "kafka-1:9092,kafka-2:9092"
