@@ -28,7 +28,7 @@
 #include "store/cursor.h"
 
 #ifdef WT_HAVE_KAFKA
-#include <librdkafka/rdkafka.h>
+#include "serve/kafka_lib.h"
 #endif
 
 #define MOD "kafka"
@@ -519,6 +519,9 @@ struct dest {
     char password[512];
 };
 
+/* librdkafka's entry points, loaded by the first destination's setup (kafka_lib.h) */
+static const struct wt_rdk *rdk;
+
 /* The handle is the stream's sender: struct wt_kafka is never defined. */
 static struct wt_sender *sender(struct wt_kafka *k)
 {
@@ -549,7 +552,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     if (!k || i >= k->nres)
         return;
     k->res[i] = m->err;
-    k->maybe[i] = m->err && rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
+    k->maybe[i] = m->err && rdk->message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
     if (k->outstanding)
         k->outstanding--;
 }
@@ -560,7 +563,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     uint64_t sup;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
-        rd_kafka_fatal_error(rk, why, sizeof why);
+        rdk->fatal_error(rk, why, sizeof why);
         wt_error(MOD, "destination %s: the producer failed for good (%s); creating a new one",
                  k->cf.name, why);
         k->fatal = true;
@@ -568,7 +571,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     }
     if (wt_ratelimit_ok(&k->rl_err, wt_now_mono_ns(), &sup))
         wt_warn(MOD, "destination %s: brokers=%s: %s (%s) suppressed=%" PRIu64, k->cf.name,
-                k->cf.brokers, reason, rd_kafka_err2name((rd_kafka_resp_err_t)err), sup);
+                k->cf.brokers, reason, rdk->err2name((rd_kafka_resp_err_t)err), sup);
 }
 
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -581,7 +584,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 static int set(rd_kafka_conf_t *c, const char *key, const char *val, struct wt_err *err)
 {
     char why[256];
-    if (rd_kafka_conf_set(c, key, val, why, sizeof why) != RD_KAFKA_CONF_OK)
+    if (rdk->conf_set(c, key, val, why, sizeof why) != RD_KAFKA_CONF_OK)
         return wt_err_set(err, "kafka: %s: %s", key, why);
     return 0;
 }
@@ -590,7 +593,7 @@ static int make_producer(struct dest *k, struct wt_err *err)
 {
     const struct wt_kafka_config *c = &k->cf;
     char v[32], why[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_t *conf = rdk->conf_new();
     int rc = 0;
     if (!conf)
         return -ENOMEM;
@@ -629,16 +632,16 @@ static int make_producer(struct dest *k, struct wt_err *err)
     if (!rc && c->sasl)
         rc = set(conf, "sasl.password", k->password, err);
     if (rc) {
-        rd_kafka_conf_destroy(conf);
+        rdk->conf_destroy(conf);
         return rc;
     }
-    rd_kafka_conf_set_opaque(conf, k);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, on_log);
-    k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    rdk->conf_set_opaque(conf, k);
+    rdk->conf_set_dr_msg_cb(conf, on_delivery);
+    rdk->conf_set_error_cb(conf, on_error);
+    rdk->conf_set_log_cb(conf, on_log);
+    k->rk = rdk->new_(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!k->rk) {
-        rd_kafka_conf_destroy(conf);
+        rdk->conf_destroy(conf);
         return wt_err_set(err, "kafka: cannot create the producer: %s", why);
     }
     k->fatal = false;
@@ -650,9 +653,9 @@ static void drop_producer(struct dest *k)
     if (!k->rk)
         return;
     k->nres = 0; /* reports served from here on are ignored */
-    rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    rd_kafka_poll(k->rk, 0);
-    rd_kafka_destroy(k->rk);
+    rdk->purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rdk->poll(k->rk, 0);
+    rdk->destroy(k->rk);
     k->rk = NULL;
 }
 
@@ -730,14 +733,14 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
         k->maybe[i] = false;
     }
     while (produced < n && !wt_sender_stopping(d)) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            k->rk, RD_KAFKA_V_TOPIC(k->cf.topic), RD_KAFKA_V_KEY(node, strlen(node)),
-            RD_KAFKA_V_VALUE((void *)(buf + msgs[produced].off), msgs[produced].len),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_TIMESTAMP(msgs[produced].t_ns / 1000000),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)produced), RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e =
+            rdk->producev(k->rk, RD_KAFKA_V_TOPIC(k->cf.topic), RD_KAFKA_V_KEY(node, strlen(node)),
+                          RD_KAFKA_V_VALUE((void *)(buf + msgs[produced].off), msgs[produced].len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_TIMESTAMP(msgs[produced].t_ns / 1000000),
+                          RD_KAFKA_V_OPAQUE((void *)(uintptr_t)produced), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            rd_kafka_poll(k->rk, 100);
+            rdk->poll(k->rk, 100);
             continue;
         }
         if (e) {
@@ -748,7 +751,7 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
         }
         k->outstanding++;
         produced++;
-        rd_kafka_poll(k->rk, 0);
+        rdk->poll(k->rk, 0);
     }
     int64_t grace = 0;
     while (k->outstanding && !k->fatal) {
@@ -763,7 +766,7 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
             else if (now >= grace)
                 break;
         }
-        rd_kafka_poll(k->rk, 100);
+        rdk->poll(k->rk, 100);
         wt_sender_count_pending(d, false);
     }
     size_t ok = 0;
@@ -829,8 +832,8 @@ static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
                      "destination %s: the brokers refused %zu messages (%" PRIu64
                      " readings) for good (%s: %s), dropped, not sent again; brokers=%s "
                      "topic=%s suppressed=%" PRIu64,
-                     k->cf.name, o.dropped, o.samples_dropped, rd_kafka_err2name(o.first_drop),
-                     rd_kafka_err2str(o.first_drop), k->cf.brokers, k->cf.topic, sup);
+                     k->cf.name, o.dropped, o.samples_dropped, rdk->err2name(o.first_drop),
+                     rdk->err2str(o.first_drop), k->cf.brokers, k->cf.topic, sup);
             if (!k->dropped_once)
                 (void)wt_ratelimit_ok(&k->rl_drop, wt_now_mono_ns(), &sup);
             k->dropped_once = true;
@@ -843,8 +846,7 @@ static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
                     "destination %s: %zu of %zu messages not delivered (%s: %s%s); "
                     "sending them again from the store in %.1f s, brokers=%s "
                     "topic=%s suppressed=%" PRIu64,
-                    k->cf.name, o.failed, n, rd_kafka_err2name(o.first_err),
-                    rd_kafka_err2str(o.first_err),
+                    k->cf.name, o.failed, n, rdk->err2name(o.first_err), rdk->err2str(o.first_err),
                     o.maybe_dup ? "; some were possibly persisted and may arrive twice" : "",
                     (double)wait / WT_NS_PER_S, k->cf.brokers, k->cf.topic, sup);
         wt_sender_count_pending(d, false);
@@ -911,7 +913,9 @@ bool wt_kafka_built_in(void)
 
 const char *wt_kafka_version(void)
 {
-    return rd_kafka_version_str();
+    const struct wt_rdk *r;
+    struct wt_err err = {{0}};
+    return wt_kafka_lib_load(&r, &err) == 0 ? r->version_str() : "not loadable";
 }
 
 static int parse(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err)
@@ -933,6 +937,8 @@ static int open_dest(const struct wt_sender_setup *su, const void *confs, void *
     char cursor[300], pw[100];
     int rc = 0;
     t->cf = ((const struct wt_kafka_configs *)confs)->d[su->i];
+    if (wt_kafka_lib_load(&rdk, err) != 0)
+        return -ENOENT;
     t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
     t->rl_err.interval_ns = 30 * WT_NS_PER_S;
     t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
@@ -963,7 +969,7 @@ static void describe(const void *dest, const char *node)
             "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
             "librdkafka=%s",
             t->cf.name, t->cf.brokers, t->cf.topic, node, t->cf.batch_size,
-            t->cf.nsel ? "matched" : "all", rd_kafka_version_str());
+            t->cf.nsel ? "matched" : "all", rdk->version_str());
 }
 
 static void close_dest(void *dest)
