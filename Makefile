@@ -12,11 +12,13 @@ PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp l
 PKGS    += libzstd
 # FreeIPMI: IPMI DCMI power readings from BMCs (src/collect/ipmi.c)
 PKGS    += libfreeipmi
-# librdkafka (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves Kafka out.
+# librdkafka's header (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves
+# Kafka out. The daemon loads the library with dlopen when a kafka section is configured
+# (serve/kafka_lib.c): only the mock peer and the Kafka bench link it.
 HAVE_RDKAFKA := $(shell pkg-config --exists rdkafka 2>/dev/null && echo 1)
 ifeq ($(HAVE_RDKAFKA),1)
-PKGS    += rdkafka
-KAFKA_DEF := -DWT_HAVE_KAFKA=1
+KAFKA_DEF := -DWT_HAVE_KAFKA=1 $(shell pkg-config --cflags rdkafka)
+RDKAFKA_LIBS := $(shell pkg-config --libs rdkafka)
 endif
 CC      ?= gcc
 WERROR  ?= 1
@@ -115,6 +117,8 @@ $(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_OBJ) $(BUILD)/tests/runner.o
 $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
+
+$(BUILD)/tests/peers/kafka_mock $(BUILD)/bench/kafka_bench: LDLIBS += $(RDKAFKA_LIBS)
 
 $(BUILD)/tests/peers/%: tests/peers/%.c
 	@mkdir -p $(dir $@)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Kafka (see kafka.h): the kafka section, the JSON encoder, and one sender thread that reads
- * batches from the store (store/cursor.h), produces one message per timestamp with librdkafka's
- * idempotent producer and moves the cursor by the delivery reports.
+ * Kafka (see kafka.h): the kafka section, the JSON encoder, and the transport of one stream of
+ * the shared sender (serve/sender.h, whose thread reads the batches from the store): one
+ * message per timestamp produced with librdkafka's idempotent producer, the cursor moved by the
+ * delivery reports.
  *
  * The delivery reports are served by rd_kafka_poll on the sender thread itself, so the per-batch
  * state they fill needs no lock; only the counters /metrics reads are under k->mu.
@@ -17,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/reading.h"
@@ -28,9 +28,7 @@
 #include "store/cursor.h"
 
 #ifdef WT_HAVE_KAFKA
-#include <librdkafka/rdkafka.h>
-
-#include "alert/notify.h"
+#include "serve/kafka_lib.h"
 #endif
 
 #define MOD "kafka"
@@ -516,18 +514,19 @@ struct dest {
     rd_kafka_resp_err_t *res;
     bool *maybe; /* its report said "possibly persisted" */
     size_t capres, nres, outstanding;
-    bool fatal; /* the idempotent producer raised a fatal error: recreate it */
-    bool failing;
-    int failures;
+    bool fatal;        /* the idempotent producer raised a fatal error: recreate it */
     bool dropped_once; /* the first drop is logged in full */
     char password[512];
 };
 
-struct wt_kafka {
-    struct wt_sender *snd;
-    struct dest *dst;
-    size_t n;
-};
+/* librdkafka's entry points, loaded by the first destination's setup (kafka_lib.h) */
+static const struct wt_rdk *rdk;
+
+/* The handle is the stream's sender: struct wt_kafka is never defined. */
+static struct wt_sender *sender(struct wt_kafka *k)
+{
+    return (struct wt_sender *)k;
+}
 
 bool wt_kafka_permanent(int err)
 {
@@ -553,7 +552,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaqu
     if (!k || i >= k->nres)
         return;
     k->res[i] = m->err;
-    k->maybe[i] = m->err && rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
+    k->maybe[i] = m->err && rdk->message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED;
     if (k->outstanding)
         k->outstanding--;
 }
@@ -564,7 +563,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     uint64_t sup;
     if (err == RD_KAFKA_RESP_ERR__FATAL) {
         char why[512];
-        rd_kafka_fatal_error(rk, why, sizeof why);
+        rdk->fatal_error(rk, why, sizeof why);
         wt_error(MOD, "destination %s: the producer failed for good (%s); creating a new one",
                  k->cf.name, why);
         k->fatal = true;
@@ -572,7 +571,7 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
     }
     if (wt_ratelimit_ok(&k->rl_err, wt_now_mono_ns(), &sup))
         wt_warn(MOD, "destination %s: brokers=%s: %s (%s) suppressed=%" PRIu64, k->cf.name,
-                k->cf.brokers, reason, rd_kafka_err2name((rd_kafka_resp_err_t)err), sup);
+                k->cf.brokers, reason, rdk->err2name((rd_kafka_resp_err_t)err), sup);
 }
 
 static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
@@ -585,7 +584,7 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac, const char 
 static int set(rd_kafka_conf_t *c, const char *key, const char *val, struct wt_err *err)
 {
     char why[256];
-    if (rd_kafka_conf_set(c, key, val, why, sizeof why) != RD_KAFKA_CONF_OK)
+    if (rdk->conf_set(c, key, val, why, sizeof why) != RD_KAFKA_CONF_OK)
         return wt_err_set(err, "kafka: %s: %s", key, why);
     return 0;
 }
@@ -594,7 +593,7 @@ static int make_producer(struct dest *k, struct wt_err *err)
 {
     const struct wt_kafka_config *c = &k->cf;
     char v[32], why[256];
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    rd_kafka_conf_t *conf = rdk->conf_new();
     int rc = 0;
     if (!conf)
         return -ENOMEM;
@@ -633,16 +632,16 @@ static int make_producer(struct dest *k, struct wt_err *err)
     if (!rc && c->sasl)
         rc = set(conf, "sasl.password", k->password, err);
     if (rc) {
-        rd_kafka_conf_destroy(conf);
+        rdk->conf_destroy(conf);
         return rc;
     }
-    rd_kafka_conf_set_opaque(conf, k);
-    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
-    rd_kafka_conf_set_error_cb(conf, on_error);
-    rd_kafka_conf_set_log_cb(conf, on_log);
-    k->rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, why, sizeof why);
+    rdk->conf_set_opaque(conf, k);
+    rdk->conf_set_dr_msg_cb(conf, on_delivery);
+    rdk->conf_set_error_cb(conf, on_error);
+    rdk->conf_set_log_cb(conf, on_log);
+    k->rk = rdk->new_(RD_KAFKA_PRODUCER, conf, why, sizeof why);
     if (!k->rk) {
-        rd_kafka_conf_destroy(conf);
+        rdk->conf_destroy(conf);
         return wt_err_set(err, "kafka: cannot create the producer: %s", why);
     }
     k->fatal = false;
@@ -654,9 +653,9 @@ static void drop_producer(struct dest *k)
     if (!k->rk)
         return;
     k->nres = 0; /* reports served from here on are ignored */
-    rd_kafka_purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-    rd_kafka_poll(k->rk, 0);
-    rd_kafka_destroy(k->rk);
+    rdk->purge(k->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+    rdk->poll(k->rk, 0);
+    rdk->destroy(k->rk);
     k->rk = NULL;
 }
 
@@ -734,14 +733,14 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
         k->maybe[i] = false;
     }
     while (produced < n && !wt_sender_stopping(d)) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            k->rk, RD_KAFKA_V_TOPIC(k->cf.topic), RD_KAFKA_V_KEY(node, strlen(node)),
-            RD_KAFKA_V_VALUE((void *)(buf + msgs[produced].off), msgs[produced].len),
-            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_TIMESTAMP(msgs[produced].t_ns / 1000000),
-            RD_KAFKA_V_OPAQUE((void *)(uintptr_t)produced), RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e =
+            rdk->producev(k->rk, RD_KAFKA_V_TOPIC(k->cf.topic), RD_KAFKA_V_KEY(node, strlen(node)),
+                          RD_KAFKA_V_VALUE((void *)(buf + msgs[produced].off), msgs[produced].len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+                          RD_KAFKA_V_TIMESTAMP(msgs[produced].t_ns / 1000000),
+                          RD_KAFKA_V_OPAQUE((void *)(uintptr_t)produced), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            rd_kafka_poll(k->rk, 100);
+            rdk->poll(k->rk, 100);
             continue;
         }
         if (e) {
@@ -752,7 +751,7 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
         }
         k->outstanding++;
         produced++;
-        rd_kafka_poll(k->rk, 0);
+        rdk->poll(k->rk, 0);
     }
     int64_t grace = 0;
     while (k->outstanding && !k->fatal) {
@@ -767,7 +766,7 @@ static void produce_batch(struct wt_sender_dest *d, struct dest *k, const char *
             else if (now >= grace)
                 break;
         }
-        rd_kafka_poll(k->rk, 100);
+        rdk->poll(k->rk, 100);
         wt_sender_count_pending(d, false);
     }
     size_t ok = 0;
@@ -833,36 +832,29 @@ static enum wt_send_next send_batch(struct wt_sender_dest *d, void *ctx,
                      "destination %s: the brokers refused %zu messages (%" PRIu64
                      " readings) for good (%s: %s), dropped, not sent again; brokers=%s "
                      "topic=%s suppressed=%" PRIu64,
-                     k->cf.name, o.dropped, o.samples_dropped, rd_kafka_err2name(o.first_drop),
-                     rd_kafka_err2str(o.first_drop), k->cf.brokers, k->cf.topic, sup);
+                     k->cf.name, o.dropped, o.samples_dropped, rdk->err2name(o.first_drop),
+                     rdk->err2str(o.first_drop), k->cf.brokers, k->cf.topic, sup);
             if (!k->dropped_once)
                 (void)wt_ratelimit_ok(&k->rl_drop, wt_now_mono_ns(), &sup);
             k->dropped_once = true;
         }
     }
     if (o.failed) {
-        k->failures++;
-        int64_t wait = wt_sender_backoff(d, k->failures);
+        int64_t wait = wt_sender_failed(d);
         if (wt_ratelimit_ok(&k->rl_fail, wt_now_mono_ns(), &sup))
             wt_warn(MOD,
                     "destination %s: %zu of %zu messages not delivered (%s: %s%s); "
                     "sending them again from the store in %.1f s, brokers=%s "
                     "topic=%s suppressed=%" PRIu64,
-                    k->cf.name, o.failed, n, rd_kafka_err2name(o.first_err),
-                    rd_kafka_err2str(o.first_err),
+                    k->cf.name, o.failed, n, rdk->err2name(o.first_err), rdk->err2str(o.first_err),
                     o.maybe_dup ? "; some were possibly persisted and may arrive twice" : "",
                     (double)wait / WT_NS_PER_S, k->cf.brokers, k->cf.topic, sup);
-        k->failing = true;
         wt_sender_count_pending(d, false);
         wt_sender_wait(d, wait);
         return WT_SEND_AGAIN;
     }
-    if (k->failing && o.ok) {
-        wt_info(MOD, "destination %s: delivering again after %d failed attempts", k->cf.name,
-                k->failures);
-        k->failing = false;
-    }
-    k->failures = 0;
+    if (o.ok)
+        wt_sender_delivered(d, true);
     return WT_SEND_DONE;
 }
 
@@ -895,7 +887,7 @@ static const struct wt_sender_family fams[] = {
 int wt_kafka_stats_at(struct wt_kafka *k, size_t i, struct wt_kafka_stats *out)
 {
     struct wt_sender_stats st;
-    if (!k || wt_sender_stats(k->snd, i, &st) != 0)
+    if (wt_sender_stats(sender(k), i, &st) != 0)
         return -ENOENT;
     *out = (struct wt_kafka_stats){.messages_sent = st.c[C_MSG_SENT],
                                    .messages_failed = st.c[C_MSG_FAILED],
@@ -921,117 +913,97 @@ bool wt_kafka_built_in(void)
 
 const char *wt_kafka_version(void)
 {
-    return rd_kafka_version_str();
+    const struct wt_rdk *r;
+    struct wt_err err = {{0}};
+    return wt_kafka_lib_load(&r, &err) == 0 ? r->version_str() : "not loadable";
 }
+
+static int parse(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err)
+{
+    struct wt_kafka_configs *c = confs;
+    int rc = wt_kafka_config_parse_all(file, node, c, err);
+    return rc ? rc : (int)c->n;
+}
+
+static const char *dest_name(const void *confs, size_t i)
+{
+    return ((const struct wt_kafka_configs *)confs)->d[i].name;
+}
+
+static int open_dest(const struct wt_sender_setup *su, const void *confs, void *dest,
+                     struct wt_err *err)
+{
+    struct dest *t = dest;
+    char cursor[300], pw[100];
+    int rc = 0;
+    t->cf = ((const struct wt_kafka_configs *)confs)->d[su->i];
+    if (wt_kafka_lib_load(&rdk, err) != 0)
+        return -ENOENT;
+    t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
+    t->rl_err.interval_ns = 30 * WT_NS_PER_S;
+    t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
+    if (t->cf.sasl) {
+        snprintf(pw, sizeof pw, "%s.sasl.password_file", su->what);
+        rc = wt_sender_read_secret(pw, t->cf.password_file, t->password, sizeof t->password, err);
+    }
+    snprintf(cursor, sizeof cursor, "kafka:%s", t->cf.name);
+    struct wt_sender_dest_config dc = {.name = t->cf.name,
+                                       .cursor = cursor,
+                                       .batch_size = (size_t)t->cf.batch_size,
+                                       .deadline_ns = t->cf.deadline_ns,
+                                       .max_backoff_ns = t->cf.max_backoff_ns,
+                                       .backfill_ns = t->cf.backfill_ns,
+                                       .keep = keep_series,
+                                       .ctx = t};
+    if (!rc)
+        rc = wt_sender_add_dest(su->s, su->cfg->store.path, &dc, &t->d, err);
+    if (!rc)
+        rc = wt_kafka_encoder_open(su->node, &t->enc);
+    return rc ? rc : make_producer(t, err);
+}
+
+static void describe(const void *dest, const char *node)
+{
+    const struct dest *t = dest;
+    wt_info(MOD,
+            "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
+            "librdkafka=%s",
+            t->cf.name, t->cf.brokers, t->cf.topic, node, t->cf.batch_size,
+            t->cf.nsel ? "matched" : "all", rdk->version_str());
+}
+
+static void close_dest(void *dest)
+{
+    struct dest *t = dest;
+    drop_producer(t);
+    wt_kafka_encoder_close(t->enc);
+    explicit_bzero(t->password, sizeof t->password);
+    free(t->res);
+    free(t->maybe);
+}
+
+static const struct wt_sender_stream stream = {
+    .section = "kafka",
+    .thread = "wt-kafka",
+    .noun = "destination",
+    .ops = &kafka_ops,
+    WT_SENDER_STREAM_FILE(struct wt_kafka_configs, struct dest)};
 
 int wt_kafka_open(const struct wt_config *cfg, struct wt_http *http, struct wt_kafka **out,
                   struct wt_err *err)
 {
-    struct wt_kafka *k = calloc(1, sizeof *k);
-    struct wt_kafka_configs *cs = malloc(sizeof *cs);
-    struct wt_topology *topo = NULL;
-    int rc;
-    *out = NULL;
-    if (!k || !cs) {
-        free(k);
-        free(cs);
-        return -ENOMEM;
-    }
-    rc = wt_kafka_config_parse_all(wt_config_file(cfg), wt_config_section(cfg, "kafka"), cs, err);
-    if (rc || !cs->n)
-        goto done;
-    bool list = wt_config_section(cfg, "kafka")->kind == WT_YNODE_SEQ;
-    rc = wt_topology_load(cfg, &topo, err);
-    if (!rc && !(k->dst = calloc(cs->n, sizeof *k->dst)))
-        rc = -ENOMEM;
-    if (!rc)
-        rc = wt_sender_open(MOD, "wt-kafka", &kafka_ops, fams, sizeof fams / sizeof fams[0], cs->n,
-                            &k->snd);
-    for (size_t i = 0; !rc && i < cs->n; i++) {
-        struct dest *t = &k->dst[i];
-        char cursor[300], what[80];
-        t->cf = cs->d[i];
-        t->rl_fail.interval_ns = 30 * WT_NS_PER_S;
-        t->rl_err.interval_ns = 30 * WT_NS_PER_S;
-        t->rl_drop.interval_ns = 30 * WT_NS_PER_S;
-        k->n++;
-        if (list)
-            snprintf(what, sizeof what, "kafka[%zu]", i);
-        else
-            snprintf(what, sizeof what, "kafka");
-        if (t->cf.sasl) {
-            char pw[100];
-            snprintf(pw, sizeof pw, "%s.sasl.password_file", what);
-            rc = wt_sender_read_secret(pw, t->cf.password_file, t->password, sizeof t->password,
-                                       err);
-        }
-        snprintf(cursor, sizeof cursor, "kafka:%s", t->cf.name);
-        struct wt_sender_dest_config dc = {.name = t->cf.name,
-                                           .cursor = cursor,
-                                           .batch_size = (size_t)t->cf.batch_size,
-                                           .deadline_ns = t->cf.deadline_ns,
-                                           .max_backoff_ns = t->cf.max_backoff_ns,
-                                           .backfill_ns = t->cf.backfill_ns,
-                                           .keep = keep_series,
-                                           .ctx = t};
-        if (!rc)
-            rc = wt_sender_add_dest(k->snd, cfg->store.path, &dc, &t->d, err);
-        if (!rc)
-            rc = wt_kafka_encoder_open(topo->node, &t->enc);
-        if (!rc)
-            rc = make_producer(t, err);
-        if (rc) {
-            char msg[WT_ERR_LEN];
-            snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-            wt_err_set(err, "%s (%s): %s", what, t->cf.name, msg);
-        }
-    }
-    if (rc)
-        goto done;
-    wt_sender_register(k->snd, http);
-    rc = wt_sender_start(k->snd, err);
-    if (rc)
-        goto done;
-    for (size_t i = 0; i < k->n; i++) {
-        const struct dest *t = &k->dst[i];
-        wt_info(MOD,
-                "destination %s brokers=%s topic=%s key=%s batch_size=%" PRId64 " series=%s "
-                "librdkafka=%s",
-                t->cf.name, t->cf.brokers, t->cf.topic, topo->node, t->cf.batch_size,
-                t->cf.nsel ? "matched" : "all", rd_kafka_version_str());
-    }
-done:
-    free(topo);
-    free(cs);
-    if (rc) {
-        wt_kafka_close(k);
-        return rc;
-    }
-    *out = k;
-    return 0;
+    return wt_sender_stream_open(&stream, cfg, http, (struct wt_sender **)out, err);
 }
 
 void wt_kafka_drain(struct wt_kafka *k, int64_t deadline_ns)
 {
-    if (k)
-        wt_sender_drain(k->snd, deadline_ns);
+    wt_sender_drain(sender(k), deadline_ns);
 }
 
 void wt_kafka_close(struct wt_kafka *k)
 {
-    if (!k)
-        return;
-    wt_sender_close(k->snd); /* the threads end (after the grace for reports in flight) */
-    for (size_t i = 0; i < k->n; i++) {
-        struct dest *t = &k->dst[i];
-        drop_producer(t);
-        wt_kafka_encoder_close(t->enc);
-        explicit_bzero(t->password, sizeof t->password);
-        free(t->res);
-        free(t->maybe);
-    }
-    free(k->dst);
-    free(k);
+    /* the threads end (after the grace for reports in flight) before the producers go */
+    wt_sender_close(sender(k));
 }
 
 #else /* built without librdkafka */

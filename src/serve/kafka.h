@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Kafka: the daemon streams its stored readings to a Kafka topic with librdkafka, one JSON
- * message per tick (the readings sharing one timestamp), keyed by the node name, on the send path
- * of remote write (the store is the log, store/cursor.h; see serve/remote_write.h).
+ * message per tick (the readings sharing one timestamp), keyed by the node name: one stream of
+ * the shared sender (serve/sender.h; the store is the log, store/cursor.h).
  *
  *   kafka:
  *     brokers: [kafka-1:9092, kafka-2:9092]   # or "kafka-1:9092,kafka-2:9092"
@@ -51,7 +51,9 @@
  * the oldest of them; 0 when none).
  *
  * Built only when pkg-config finds rdkafka (WT_HAVE_KAFKA); without it the section is still
- * checked, and a configured kafka section stops `wattage run` with "not built in".
+ * checked, and a configured kafka section stops `wattage run` with "not built in". The binary
+ * does not link librdkafka: it is loaded with dlopen when a kafka section is opened
+ * (serve/kafka_lib.h); a library that cannot be loaded stops the start, naming the section.
  */
 #ifndef WT_KAFKA_H
 #define WT_KAFKA_H
@@ -117,7 +119,8 @@ int wt_kafka_check_secrets(const struct wt_config *cfg, struct wt_err *err) WT_M
 
 /* True when this build has librdkafka. */
 bool wt_kafka_built_in(void);
-/* librdkafka's version ("2.0.2"), or "" when not built in. */
+/* librdkafka's version ("2.0.2"), loading the library to ask; "not loadable" when it cannot be
+ * loaded, "" when not built in. */
 const char *wt_kafka_version(void);
 
 /*

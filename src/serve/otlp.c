@@ -20,7 +20,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/secret.h"
@@ -592,13 +591,14 @@ struct endpoint {
     struct wt_sender_http_ep hep;
     const char *headers[WT_OTLP_MAX_HEADERS + 4];
     struct wt_otlp_encoder *enc;
+    char host[256]; /* host.name: the host name, else the node */
 };
 
-struct wt_otlp {
-    struct wt_sender *snd;
-    struct endpoint *ep;
-    size_t n;
-};
+/* The handle is the stream's sender: struct wt_otlp is never defined. */
+static struct wt_sender *sender(struct wt_otlp *o)
+{
+    return (struct wt_sender *)o;
+}
 
 /* The encoder, for the shared HTTP stream (wt_sender_http_ops). */
 static int codec_add(void *owner, const char *metric, const char *labels)
@@ -647,7 +647,7 @@ static const struct wt_sender_family fams[] = {
 
 int wt_otlp_stats(struct wt_otlp *o, size_t i, struct wt_rw_stats *out)
 {
-    return o ? wt_sender_http_stats(o->snd, i, out) : -ENOENT;
+    return wt_sender_http_stats(sender(o), i, out);
 }
 
 bool wt_otlp_built_in(void)
@@ -655,103 +655,82 @@ bool wt_otlp_built_in(void)
     return true;
 }
 
-/* ---- life cycle --------------------------------------------------------------------------- */
+/* ---- the stream --------------------------------------------------------------------------- */
+
+static int parse(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err)
+{
+    struct wt_otlp_config *c = confs;
+    int rc = wt_otlp_config_parse(file, node, c, err);
+    return rc ? rc : (int)c->n;
+}
+
+static const char *dest_name(const void *confs, size_t i)
+{
+    return ((const struct wt_otlp_config *)confs)->ep[i].ep.name;
+}
+
+static int open_dest(const struct wt_sender_setup *su, const void *confs, void *dest,
+                     struct wt_err *err)
+{
+    struct endpoint *e = dest;
+    char cursor[160];
+    size_t nh = 0;
+    e->cf = ((const struct wt_otlp_config *)confs)->ep[su->i];
+    e->hep.codec = &codec;
+    e->hep.owner = e;
+    e->hep.headers = e->headers;
+    e->hep.http.rejected = wt_otlp_rejected;
+    e->headers[nh++] = "Content-Type: application/x-protobuf";
+    if (e->cf.gzip)
+        e->headers[nh++] = "Content-Encoding: gzip";
+    e->headers[nh++] = "Expect:"; /* no 100-continue round trip */
+    for (size_t k = 0; k < e->cf.nheaders; k++)
+        e->headers[nh++] = e->cf.headers[k];
+    e->headers[nh] = NULL;
+    if (gethostname(e->host, sizeof e->host - 1) != 0 || !e->host[0])
+        snprintf(e->host, sizeof e->host, "%s", su->node);
+    snprintf(cursor, sizeof cursor, "otlp:%s", e->cf.ep.name);
+    int rc = wt_sender_http_dest(su->s, su->cfg->store.path, &e->cf.ep, cursor, &e->hep, err);
+    return rc ? rc : wt_otlp_encoder_open(e->host, su->node, &e->enc);
+}
+
+static void describe(const void *dest, const char *node)
+{
+    const struct endpoint *e = dest;
+    wt_info(MOD,
+            "endpoint %s url=%s host=%s node=%s batch_size=%" PRId64 " compression=%s "
+            "headers=%zu series=%s",
+            e->cf.ep.name, e->cf.ep.url, e->host, node, e->cf.ep.batch_size,
+            e->cf.gzip ? "gzip" : "none", e->cf.nheaders, e->cf.ep.nsel ? "matched" : "all");
+}
+
+static void close_dest(void *dest)
+{
+    struct endpoint *e = dest;
+    wt_otlp_encoder_close(e->enc);
+    wt_sender_http_ep_close(&e->hep);
+}
+
+static const struct wt_sender_stream stream = {
+    .section = "otlp",
+    .thread = "wt-otlp",
+    .noun = "endpoint",
+    .indexed = true,
+    .ops = &wt_sender_http_ops,
+    WT_SENDER_STREAM_FILE(struct wt_otlp_config, struct endpoint)};
 
 int wt_otlp_open(const struct wt_config *cfg, struct wt_http *http, struct wt_otlp **out,
                  struct wt_err *err)
 {
-    struct wt_otlp_config *oc = malloc(sizeof *oc);
-    struct wt_otlp *o = calloc(1, sizeof *o);
-    struct wt_topology *topo = NULL;
-    char host[256] = "";
-    int rc;
-    *out = NULL;
-    if (!oc || !o) {
-        free(oc);
-        free(o);
-        return -ENOMEM;
-    }
-    rc = wt_otlp_config_parse(wt_config_file(cfg), wt_config_section(cfg, "otlp"), oc, err);
-    if (rc || !oc->n)
-        goto done;
-    rc = wt_topology_load(cfg, &topo, err);
-    if (rc)
-        goto done;
-    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
-        snprintf(host, sizeof host, "%s", topo->node);
-    o->ep = calloc(oc->n, sizeof *o->ep);
-    rc = o->ep ? wt_sender_open(MOD, "wt-otlp", &wt_sender_http_ops, fams,
-                                sizeof fams / sizeof fams[0], oc->n, &o->snd)
-               : -ENOMEM;
-    if (rc)
-        goto done;
-    wt_sender_curl_init();
-    for (size_t i = 0; i < oc->n; i++) {
-        struct endpoint *e = &o->ep[i];
-        const struct wt_rw_endpoint_config *c = &e->cf.ep;
-        char cursor[160];
-        size_t nh = 0;
-        e->cf = oc->ep[i];
-        e->hep.codec = &codec;
-        e->hep.owner = e;
-        e->hep.headers = e->headers;
-        e->hep.http.rejected = wt_otlp_rejected;
-        e->headers[nh++] = "Content-Type: application/x-protobuf";
-        if (e->cf.gzip)
-            e->headers[nh++] = "Content-Encoding: gzip";
-        e->headers[nh++] = "Expect:"; /* no 100-continue round trip */
-        for (size_t k = 0; k < e->cf.nheaders; k++)
-            e->headers[nh++] = e->cf.headers[k];
-        e->headers[nh] = NULL;
-        o->n++;
-        snprintf(cursor, sizeof cursor, "otlp:%s", c->name);
-        rc = wt_sender_http_dest(o->snd, cfg->store.path, c, cursor, &e->hep, err);
-        if (!rc)
-            rc = wt_otlp_encoder_open(host, topo->node, &e->enc);
-        if (rc) {
-            wt_sender_dest_fail(err, rc, "otlp", i, c->name);
-            goto done;
-        }
-    }
-    wt_sender_register(o->snd, http);
-    rc = wt_sender_start(o->snd, err);
-    if (rc)
-        goto done;
-    for (size_t i = 0; i < o->n; i++) {
-        const struct endpoint *e = &o->ep[i];
-        wt_info(MOD,
-                "endpoint %s url=%s host=%s node=%s batch_size=%" PRId64 " compression=%s "
-                "headers=%zu series=%s",
-                e->cf.ep.name, e->cf.ep.url, host, topo->node, e->cf.ep.batch_size,
-                e->cf.gzip ? "gzip" : "none", e->cf.nheaders, e->cf.ep.nsel ? "matched" : "all");
-    }
-done:
-    free(oc);
-    free(topo);
-    if (rc) {
-        wt_otlp_close(o);
-        return rc;
-    }
-    *out = o;
-    return 0;
+    return wt_sender_stream_open(&stream, cfg, http, (struct wt_sender **)out, err);
 }
 
 void wt_otlp_drain(struct wt_otlp *o, int64_t deadline_ns)
 {
-    if (o)
-        wt_sender_drain(o->snd, deadline_ns);
+    wt_sender_drain(sender(o), deadline_ns);
 }
 
 void wt_otlp_close(struct wt_otlp *o)
 {
-    if (!o)
-        return;
-    wt_sender_close(o->snd); /* joins the threads before their encoders go */
-    for (size_t i = 0; i < o->n; i++) {
-        struct endpoint *e = &o->ep[i];
-        wt_otlp_encoder_close(e->enc);
-        wt_sender_http_ep_close(&e->hep);
-    }
-    free(o->ep);
-    free(o);
+    wt_sender_close(sender(o)); /* joins the threads before their encoders go */
 }

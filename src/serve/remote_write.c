@@ -20,7 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/yget.h"
@@ -578,11 +577,11 @@ struct endpoint {
     struct wt_rw_encoder *enc;
 };
 
-struct wt_remote_write {
-    struct wt_sender *snd;
-    struct endpoint *ep;
-    size_t n;
-};
+/* The handle is the stream's sender: struct wt_remote_write is never defined. */
+static struct wt_sender *sender(struct wt_remote_write *rw)
+{
+    return (struct wt_sender *)rw;
+}
 
 int wt_remote_write_read_secret(const char *what, const char *path, char *out, size_t n,
                                 struct wt_err *err)
@@ -636,89 +635,69 @@ static const struct wt_sender_family fams[] = {
 
 int wt_remote_write_stats(struct wt_remote_write *rw, size_t i, struct wt_rw_stats *out)
 {
-    return rw ? wt_sender_http_stats(rw->snd, i, out) : -ENOENT;
+    return wt_sender_http_stats(sender(rw), i, out);
 }
 
-/* ---- life cycle --------------------------------------------------------------------------- */
+/* ---- the stream --------------------------------------------------------------------------- */
+
+static int parse(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err)
+{
+    struct wt_rw_config *c = confs;
+    int rc = wt_remote_write_config_parse(file, node, c, err);
+    return rc ? rc : (int)c->n;
+}
+
+static const char *dest_name(const void *confs, size_t i)
+{
+    return ((const struct wt_rw_config *)confs)->ep[i].name;
+}
+
+static int open_dest(const struct wt_sender_setup *su, const void *confs, void *dest,
+                     struct wt_err *err)
+{
+    struct endpoint *e = dest;
+    e->cf = ((const struct wt_rw_config *)confs)->ep[su->i];
+    e->hep.codec = &codec;
+    e->hep.owner = e;
+    e->hep.headers = rw_headers;
+    int rc = wt_sender_http_dest(su->s, su->cfg->store.path, &e->cf, e->cf.name, &e->hep, err);
+    return rc ? rc : wt_remote_write_encoder_open(su->node, &e->enc);
+}
+
+static void describe(const void *dest, const char *node)
+{
+    const struct endpoint *e = dest;
+    wt_info(MOD, "endpoint %s url=%s node=%s batch_size=%" PRId64 " series=%s", e->cf.name,
+            e->cf.url, node, e->cf.batch_size, e->cf.nsel ? "matched" : "all");
+}
+
+static void close_dest(void *dest)
+{
+    struct endpoint *e = dest;
+    wt_remote_write_encoder_close(e->enc);
+    wt_sender_http_ep_close(&e->hep);
+}
+
+static const struct wt_sender_stream stream = {
+    .section = "remote_write",
+    .thread = "wt-rwrite",
+    .noun = "endpoint",
+    .indexed = true,
+    .ops = &wt_sender_http_ops,
+    WT_SENDER_STREAM_FILE(struct wt_rw_config, struct endpoint)};
 
 int wt_remote_write_open(const struct wt_config *cfg, struct wt_http *http,
                          struct wt_remote_write **out, struct wt_err *err)
 {
-    struct wt_rw_config *rc_cfg = malloc(sizeof *rc_cfg);
-    struct wt_remote_write *rw = calloc(1, sizeof *rw);
-    struct wt_topology *topo = NULL;
-    int rc;
-    *out = NULL;
-    if (!rc_cfg || !rw) {
-        free(rc_cfg);
-        free(rw);
-        return -ENOMEM;
-    }
-    rc = wt_remote_write_config_parse(wt_config_file(cfg), wt_config_section(cfg, "remote_write"),
-                                      rc_cfg, err);
-    if (rc || !rc_cfg->n)
-        goto done;
-    rc = wt_topology_load(cfg, &topo, err);
-    if (rc)
-        goto done;
-    rw->ep = calloc(rc_cfg->n, sizeof *rw->ep);
-    rc = rw->ep ? wt_sender_open(MOD, "wt-rwrite", &wt_sender_http_ops, fams,
-                                 sizeof fams / sizeof fams[0], rc_cfg->n, &rw->snd)
-                : -ENOMEM;
-    if (rc)
-        goto done;
-    wt_sender_curl_init();
-    for (size_t i = 0; i < rc_cfg->n; i++) {
-        struct endpoint *e = &rw->ep[i];
-        e->cf = rc_cfg->ep[i];
-        e->hep.codec = &codec;
-        e->hep.owner = e;
-        e->hep.headers = rw_headers;
-        rw->n++;
-        rc = wt_sender_http_dest(rw->snd, cfg->store.path, &e->cf, e->cf.name, &e->hep, err);
-        if (!rc)
-            rc = wt_remote_write_encoder_open(topo->node, &e->enc);
-        if (rc) {
-            wt_sender_dest_fail(err, rc, "remote_write", i, e->cf.name);
-            goto done;
-        }
-    }
-    wt_sender_register(rw->snd, http);
-    rc = wt_sender_start(rw->snd, err);
-    if (rc)
-        goto done;
-    for (size_t i = 0; i < rw->n; i++) {
-        const struct endpoint *e = &rw->ep[i];
-        wt_info(MOD, "endpoint %s url=%s node=%s batch_size=%" PRId64 " series=%s", e->cf.name,
-                e->cf.url, topo->node, e->cf.batch_size, e->cf.nsel ? "matched" : "all");
-    }
-done:
-    free(rc_cfg);
-    free(topo);
-    if (rc) {
-        wt_remote_write_close(rw);
-        return rc;
-    }
-    *out = rw;
-    return 0;
+    return wt_sender_stream_open(&stream, cfg, http, (struct wt_sender **)out, err);
 }
 
 void wt_remote_write_drain(struct wt_remote_write *rw, int64_t deadline_ns)
 {
-    if (rw)
-        wt_sender_drain(rw->snd, deadline_ns);
+    wt_sender_drain(sender(rw), deadline_ns);
 }
 
 void wt_remote_write_close(struct wt_remote_write *rw)
 {
-    if (!rw)
-        return;
-    wt_sender_close(rw->snd); /* joins the threads before their encoders go */
-    for (size_t i = 0; i < rw->n; i++) {
-        struct endpoint *e = &rw->ep[i];
-        wt_remote_write_encoder_close(e->enc);
-        wt_sender_http_ep_close(&e->hep);
-    }
-    free(rw->ep);
-    free(rw);
+    wt_sender_close(sender(rw)); /* joins the threads before their encoders go */
 }

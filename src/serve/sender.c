@@ -16,9 +16,11 @@
 #include <sys/stat.h>
 
 #include "alert/notify.h"
+#include "audit/topology.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "core/secret.h"
+#include "core/yamltree.h"
 #include "serve/http.h"
 #include "serve/remote_write.h"
 
@@ -39,6 +41,7 @@ struct wt_sender_dest {
     bool drain_over, done;
     uint64_t drain_acked;
     uint64_t acked; /* samples acknowledged since start, under s->mu */
+    int failures;   /* failed attempts since the last delivery (its thread only) */
 };
 
 /* A family's registration: which family of which sender. */
@@ -49,6 +52,11 @@ struct fam_ref {
 
 struct wt_sender {
     char mod[32], thread[16];
+    const char *noun; /* what messages call a destination */
+    /* a stream's (wt_sender_stream_open): its table and its state per destination */
+    const struct wt_sender_stream *st;
+    char *dests;
+    size_t ndests;
     const struct wt_sender_ops *ops;
     const struct wt_sender_family *fams;
     size_t nfams;
@@ -100,6 +108,7 @@ int wt_sender_open(const char *mod, const char *thread, const struct wt_sender_o
     }
     snprintf(s->mod, sizeof s->mod, "%s", mod);
     snprintf(s->thread, sizeof s->thread, "%s", thread);
+    s->noun = "destination";
     s->ops = ops;
     s->fams = fams;
     s->nfams = nfams;
@@ -247,6 +256,9 @@ void wt_sender_close(struct wt_sender *s)
         wt_cursor_close(d->cur);
         wt_cursor_batch_free(&d->part);
     }
+    for (size_t i = 0; i < s->ndests; i++)
+        s->st->close_dest(s->dests + i * s->st->dest_size);
+    free(s->dests);
     free(s->d);
     free(s->refs);
     pthread_mutex_destroy(&s->mu);
@@ -348,6 +360,19 @@ static bool idle(struct wt_sender_dest *d, int64_t ns)
 int64_t wt_sender_backoff(const struct wt_sender_dest *d, int failures)
 {
     return wt_notify_backoff(failures, d->cf.max_backoff_ns);
+}
+
+int64_t wt_sender_failed(struct wt_sender_dest *d)
+{
+    return wt_sender_backoff(d, ++d->failures);
+}
+
+void wt_sender_delivered(struct wt_sender_dest *d, bool say)
+{
+    if (d->failures && say)
+        wt_info(d->s->mod, "%s %s: delivering again after %d failed attempts", d->s->noun, d->name,
+                d->failures);
+    d->failures = 0;
 }
 
 void wt_sender_count(struct wt_sender_dest *d, int k, uint64_t n)
@@ -502,6 +527,70 @@ int wt_sender_start(struct wt_sender *s, struct wt_err *err)
             return wt_err_set(err, "%s: cannot start a sender thread (%s)", s->mod, strerror(-rc));
         d->started = true;
     }
+    return 0;
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+/* Sets up destination i of st from confs in its state at dest; err says which on failure. */
+static int stream_dest(struct wt_sender *s, const struct wt_config *cfg, const char *node,
+                       const void *confs, size_t i, struct wt_err *err)
+{
+    const struct wt_sender_stream *st = s->st;
+    char what[80], msg[WT_ERR_LEN];
+    if (st->indexed || wt_config_section(cfg, st->section)->kind == WT_YNODE_SEQ)
+        snprintf(what, sizeof what, "%s[%zu]", st->section, i);
+    else
+        snprintf(what, sizeof what, "%s", st->section);
+    struct wt_sender_setup su = {.s = s, .cfg = cfg, .node = node, .what = what, .i = i};
+    s->ndests++; /* closed whatever happens */
+    int rc = st->open_dest(&su, confs, s->dests + i * st->dest_size, err);
+    if (rc) {
+        snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
+        wt_err_set(err, "%s (%s): %s", what, st->dest_name(confs, i), msg);
+    }
+    return rc;
+}
+
+int wt_sender_stream_open(const struct wt_sender_stream *st, const struct wt_config *cfg,
+                          struct wt_http *http, struct wt_sender **out, struct wt_err *err)
+{
+    struct wt_topology *topo = NULL;
+    struct wt_sender *s = NULL;
+    void *confs = malloc(st->conf_size);
+    size_t n = 0;
+    *out = NULL;
+    if (!confs)
+        return -ENOMEM;
+    int rc = st->parse(wt_config_file(cfg), wt_config_section(cfg, st->section), confs, err);
+    if (rc <= 0)
+        goto done;
+    n = (size_t)rc;
+    rc = wt_topology_load(cfg, &topo, err);
+    if (!rc)
+        rc = wt_sender_open(st->section, st->thread, st->ops, st->fams, st->nfams, n, &s);
+    if (rc)
+        goto done;
+    s->st = st;
+    s->noun = st->noun;
+    s->dests = calloc(n, st->dest_size);
+    rc = s->dests ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < n; i++)
+        rc = stream_dest(s, cfg, topo->node, confs, i, err);
+    if (rc)
+        goto done;
+    wt_sender_register(s, http);
+    rc = wt_sender_start(s, err);
+    for (size_t i = 0; !rc && st->describe && i < n; i++)
+        st->describe(s->dests + i * st->dest_size, topo->node);
+done:
+    free(confs);
+    free(topo);
+    if (rc) {
+        wt_sender_close(s);
+        return rc;
+    }
+    *out = s;
     return 0;
 }
 
@@ -793,7 +882,6 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
                             const struct wt_cursor_batch *b, const char *body, size_t len)
 {
     const char *mod = d->s->mod;
-    int failures = 0;
     char why[600], raw[REPLY_MAX * 8];
     size_t rawlen = 0;
     uint64_t sup;
@@ -807,9 +895,9 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
         enum wt_sender_verdict v = wt_sender_verdict(status);
         if (v == WT_SENDER_AUTH) {
             refused(d, st, h, b, status, why);
-            failures++;
+            int64_t wait = wt_sender_failed(d);
             wt_sender_count_pending(d, false);
-            if (wt_sender_wait(d, wt_sender_backoff(d, failures)))
+            if (wt_sender_wait(d, wait))
                 return;
             continue;
         }
@@ -833,13 +921,12 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
                              "its %zu samples (not retried): %s url=%s suppressed=%" PRIu64,
                              d->name, rej, b->n, msg[0] ? msg : "(no reason given)", h->url, sup);
             }
-            if (failures && !was_refused)
-                wt_info(mod, "endpoint %s: delivering again after %d failed attempts", d->name,
-                        failures);
+            wt_sender_delivered(d, !was_refused);
             break;
         }
         if (v == WT_SENDER_DROP) {
             add_stat(d, WT_SENDER_C_DROPPED, b->n);
+            wt_sender_delivered(d, false); /* done with: the next batch starts afresh */
             if (wt_ratelimit_ok(&st->rl_drop, wt_now_mono_ns(), &sup))
                 wt_error(mod,
                          "endpoint %s: the receiver refused %zu samples with HTTP %ld, dropped "
@@ -848,8 +935,7 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
             break;
         }
         add_stat(d, WT_SENDER_C_FAILED, b->n);
-        failures++;
-        int64_t wait = wt_sender_backoff(d, failures);
+        int64_t wait = wt_sender_failed(d);
         if (wt_sender_stopping(d))
             return;
         if (wt_sender_draining(d)) {
@@ -962,6 +1048,7 @@ int wt_sender_http_dest(struct wt_sender *s, const char *store_path,
                                        .ctx = ep};
     if (!rc)
         rc = wt_sender_add_dest(s, store_path, &dc, NULL, err);
+    wt_sender_curl_init();
     if (!rc && !(ep->curl = curl_easy_init()))
         rc = -ENOMEM;
     return rc;
@@ -972,14 +1059,6 @@ void wt_sender_http_ep_close(struct wt_sender_http_ep *ep)
     if (ep->curl)
         curl_easy_cleanup(ep->curl);
     ep->curl = NULL;
-}
-
-int wt_sender_dest_fail(struct wt_err *err, int rc, const char *what, size_t i, const char *name)
-{
-    char msg[WT_ERR_LEN];
-    snprintf(msg, sizeof msg, "%s", err->msg[0] ? err->msg : strerror(-rc));
-    wt_err_set(err, "%s[%zu] (%s): %s", what, i, name, msg);
-    return rc;
 }
 
 int wt_sender_http_stats(struct wt_sender *s, size_t i, struct wt_rw_stats *out)

@@ -7,7 +7,9 @@
  * with a series seen for the first time (its encoder builds the labels once), and how to send one
  * batch. Over HTTP, wt_sender_post is the one POST (credentials read per request, TLS, headers),
  * and wt_sender_http_ops the whole transport: an HTTP stream (remote write, OTLP) gives only its
- * encoder (struct wt_sender_http_codec), its headers and its self-metric families.
+ * encoder (struct wt_sender_http_codec), its headers and its self-metric families. A stream
+ * (remote write, OTLP, Kafka: one file each) describes itself in a struct wt_sender_stream, and
+ * wt_sender_stream_open sets its destinations up from its config section.
  *
  * Threads: each destination's thread runs the loop (refresh, read a batch, send, acknowledge);
  * the counters are under the sender's mutex, read by /metrics and the stats functions.
@@ -127,6 +129,16 @@ int64_t wt_sender_drain_left(struct wt_sender_dest *d);
 bool wt_sender_wait(struct wt_sender_dest *d, int64_t ns);
 /* The backoff before retry number failures (1, 2, ...): 0.5 s doubling, capped at max_backoff. */
 int64_t wt_sender_backoff(const struct wt_sender_dest *d, int failures);
+/*
+ * A failed attempt: counts it (the destination's failures since its last delivery) and returns
+ * the backoff before the next (wt_sender_backoff).
+ */
+int64_t wt_sender_failed(struct wt_sender_dest *d);
+/*
+ * A delivery: after failed attempts, logs "NOUN NAME: delivering again after N failed attempts"
+ * once (say false: the transport said it its own way) and counts from zero again.
+ */
+void wt_sender_delivered(struct wt_sender_dest *d, bool say);
 /* Adds n to counter k (under the lock). */
 void wt_sender_count(struct wt_sender_dest *d, int k, uint64_t n);
 /* The pending count and lag, when due (wt_cursor_pending_paced); force: now. */
@@ -265,10 +277,71 @@ int wt_sender_http_dest(struct wt_sender *s, const char *store_path,
                         struct wt_sender_http_ep *ep, struct wt_err *err) WT_MUST_USE;
 /* Frees what wt_sender_http_dest made (after wt_sender_close); accepts a zeroed ep. */
 void wt_sender_http_ep_close(struct wt_sender_http_ep *ep);
-/* Sets err to "what[i] (name): " and the message err holds (or rc's text); returns rc. */
-int wt_sender_dest_fail(struct wt_err *err, int rc, const char *what, size_t i, const char *name);
 /* The counters of an HTTP stream's destination i (wt_sender_http_deliver's). -ENOENT past the
  * last or when s is NULL. */
 int wt_sender_http_stats(struct wt_sender *s, size_t i, struct wt_rw_stats *out);
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+/*
+ * A stream is one file (serve/kafka.c, remote_write.c, otlp.c): its config section, its encoder
+ * and transport (struct wt_sender_ops), its self-metrics, and the table below; the sender does
+ * the rest (the destinations' setup, threads, cursors, batches, backoff, drain and close).
+ */
+struct wt_sender_setup {
+    struct wt_sender *s;
+    const struct wt_config *cfg;
+    const char *node; /* topology.node: the series' node */
+    const char *what; /* the destination's settings in messages: "kafka", "kafka[1]" */
+    size_t i;         /* its index in the section */
+};
+
+struct wt_sender_stream {
+    const char *section; /* the config section; the log lines' module */
+    const char *thread;  /* the threads' name (at most 15 characters) */
+    const char *noun;    /* what the messages call a destination: "endpoint", "destination" */
+    bool indexed;        /* a section of one mapping is still named section[0] in messages */
+    const struct wt_sender_ops *ops;
+    const struct wt_sender_family *fams;
+    size_t nfams;
+    size_t conf_size; /* the section's parsed settings (given to parse, then to open_dest) */
+    size_t dest_size; /* the stream's state per destination (zeroed before open_dest) */
+    /* parses the section (node; NULL: none) of file into confs: returns how many destinations
+     * (0: none) or -EINVAL with err set */
+    int (*parse)(const char *file, const struct wt_ynode *node, void *confs, struct wt_err *err);
+    /* the name of destination i of confs, for messages */
+    const char *(*dest_name)(const void *confs, size_t i);
+    /* sets up destination su->i in dest: its settings and secrets, wt_sender_add_dest on su->s
+     * (its ctx dest), its encoder and transport. Returns 0 or a negative errno with err set (the
+     * sender prefixes "what (name): "); dest is closed either way. */
+    int (*open_dest)(const struct wt_sender_setup *su, const void *confs, void *dest,
+                     struct wt_err *err);
+    /* logs the destination's line at start (may be NULL) */
+    void (*describe)(const void *dest, const char *node);
+    /* frees what open_dest made (after the threads ended); dest may be half set up */
+    void (*close_dest)(void *dest);
+};
+
+/*
+ * The fields every stream file fills the same way: its families fams[], its settings conf_type,
+ * its state per destination dest_type and its functions parse, dest_name, open_dest, describe
+ * and close_dest (static, by these names). A stream's table is then
+ *   {.section = "kafka", .thread = "wt-kafka", .noun = "destination", .ops = &kafka_ops,
+ *    WT_SENDER_STREAM_FILE(struct wt_kafka_configs, struct dest)}
+ */
+#define WT_SENDER_STREAM_FILE(conf_type, dest_type)                                                \
+    .fams = fams, .nfams = sizeof fams / sizeof fams[0], .conf_size = sizeof(conf_type),           \
+    .dest_size = sizeof(dest_type), .parse = parse, .dest_name = dest_name,                        \
+    .open_dest = open_dest, .describe = describe, .close_dest = close_dest
+
+/*
+ * For `wattage run`: parses the stream's section of cfg, sets up each destination (its cursor on
+ * cfg's store, which must exist), registers the self-metrics on http (may be NULL; before
+ * wt_http_start) and starts the threads. No section: *out is NULL, which drain, close and stats
+ * accept. Returns 0 or a negative errno with err set. wt_sender_close closes the destinations.
+ */
+int wt_sender_stream_open(const struct wt_sender_stream *st, const struct wt_config *cfg,
+                          struct wt_http *http, struct wt_sender **out,
+                          struct wt_err *err) WT_MUST_USE;
 
 #endif

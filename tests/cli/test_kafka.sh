@@ -6,7 +6,8 @@
 # missing or duplicated and the poll loop keeps time; a broker nobody listens on is logged and
 # counted; two destinations stream each to its own cluster, and messages one cluster refuses for
 # good (MSG_SIZE_TOO_LARGE) are dropped and counted, the only readings missing from its topic;
-# check-config names the place of a bad kafka section.
+# check-config names the place of a bad kafka section. librdkafka is mapped only by a daemon with a
+# kafka section, and one that cannot be loaded stops the start, naming the section.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 MOCK=${WATTAGE_KAFKA_MOCK:-build/tests/peers/kafka_mock}
@@ -97,6 +98,34 @@ mkdir -p "$TMP/empty"
 export WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty
 export WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2
 
+# ---- librdkafka is loaded only for a kafka section (dlopen, serve/kafka_lib.c) ----
+maps_rdkafka() { grep -q 'librdkafka' "/proc/$1/maps"; } # maps_rdkafka PID
+printf 'topology:\n  node: node-n\n' >"$TMP/none.yaml"
+PORT=$(free_port)
+bg "$BIN" run -c "$TMP/none.yaml" --listen "127.0.0.1:$PORT" --db "$TMP/none.db" --interval 0.5 \
+    2>"$TMP/none.log"
+npid=$!
+if wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null; then
+    if maps_rdkafka "$npid"; then
+        not_ok "a daemon without a kafka section does not map librdkafka" \
+            "$(grep rdkafka "/proc/$npid/maps" | head -3)"
+    else
+        ok "a daemon without a kafka section does not map librdkafka"
+    fi
+else
+    not_ok "a daemon without a kafka section does not map librdkafka" "$(tail -5 "$TMP/none.log")"
+fi
+kill "$npid" 2>/dev/null
+wait "$npid" 2>/dev/null
+printf 'kafka:\n  brokers: 127.0.0.1:1\n  topic: t\n  name: k0\n' >"$TMP/nolib.yaml"
+out=$(WATTAGE_RDKAFKA_LIBRARY=$TMP/missing/librdkafka.so.1 timeout 20 \
+    "$BIN" run -c "$TMP/nolib.yaml" --listen "127.0.0.1:$(free_port)" --db "$TMP/nolib.db" 2>&1)
+if [[ $? -ne 0 ]] && grep -q "kafka (k0): cannot load librdkafka (.*missing/librdkafka.so.1" <<<"$out"; then
+    ok "a librdkafka that cannot be loaded stops the start, naming the section"
+else
+    not_ok "a librdkafka that cannot be loaded stops the start, naming the section" "$(tail -3 <<<"$out")"
+fi
+
 kmetric() { # kmetric PORT NAME ENDPOINT
     curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2{endpoint=\"$3\"}" '$1 == n { print $2 }'
 }
@@ -137,6 +166,7 @@ wpid=$!
 wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
 if wait_for 30 caught_up "$PORT" k1; then
     ok "the daemon streams its readings to the Kafka topic"
+    check "a daemon with a kafka section maps librdkafka" maps_rdkafka "$wpid"
 else
     not_ok "the daemon streams its readings to the Kafka topic" "$(grep kafka "$TMP/a.log" | tail -5)"
     finish
