@@ -50,11 +50,11 @@ int wt_fac_parse_timing(const struct wt_yget *g, const struct wt_ynode *m, const
 int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                        struct wt_fac_place *p)
 {
-    int rc = wt_y_string(g, m, path, "node", false, p->node, sizeof p->node);
+    int rc = wt_y_string(g, m, path, "node", false, p->node, WT_FAC_PLACE_LEN);
     if (!rc)
-        rc = wt_y_string(g, m, path, "rack", false, p->rack, sizeof p->rack);
+        rc = wt_y_string(g, m, path, "rack", false, p->rack, WT_FAC_PLACE_LEN);
     if (!rc)
-        rc = wt_y_string(g, m, path, "zone", false, p->zone, sizeof p->zone);
+        rc = wt_y_string(g, m, path, "zone", false, p->zone, WT_FAC_PLACE_LEN);
     return rc;
 }
 
@@ -70,19 +70,19 @@ int wt_fac_place_labels(char *buf, size_t n, const struct wt_fac_place *p)
     return rc;
 }
 
-int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
+int wt_fac_read_line(const char *what, const char *path, char *out, size_t n, struct wt_err *err)
 {
     char line[256];
     FILE *f = fopen(path, "re");
     if (!f) {
         int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
+        wt_err_set(err, "cannot read %s %s: %s", what, path, strerror(e));
         return -e;
     }
     char *got = fgets(line, sizeof line, f);
     fclose(f);
     if (!got) {
-        wt_err_set(err, "password_file %s is empty", path);
+        wt_err_set(err, "%s %s is empty", what, path);
         return -EINVAL;
     }
     line[strcspn(line, "\r\n")] = '\0';
@@ -92,6 +92,11 @@ int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *e
         memcpy(out, line, len + 1);
     explicit_bzero(line, sizeof line);
     return rc;
+}
+
+int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
+{
+    return wt_fac_read_line("password_file", path, out, n, err);
 }
 
 int wt_fac_config_check(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,
@@ -116,6 +121,25 @@ size_t wt_fac_targets(const struct wt_fac_proto *p, const struct wt_config *cfg,
                               wt_config_section(cfg, p->targets->section), p->source, out, max);
 }
 
+int wt_fac_init(struct wt_fac *f, const struct wt_fac_proto *p, const struct wt_config *cfg,
+                struct wt_err *err)
+{
+    const char *target = (const char *)f + p->target_at;
+    f->proto = p;
+    f->name = target + p->targets->name_at;
+    f->place = (const struct wt_fac_place *)(const void *)(target + p->place_at);
+    f->clock_bound_s = cfg ? (double)cfg->daemon.clock_max_error_ns / 1e9 : 0;
+    f->rl.interval_ns = 60 * WT_NS_PER_S;
+    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
+    int rc =
+        wt_labels(f->up_labels, sizeof f->up_labels, "source", p->source, "target", f->name, NULL);
+    if (!rc)
+        rc = wt_fac_place_labels(f->up_labels, sizeof f->up_labels, f->place);
+    if (rc)
+        return wt_err_set(err, "%s: labels too long", f->name), -E2BIG;
+    return 0;
+}
+
 int wt_fac_open_target(const struct wt_fac_proto *p, const struct wt_config *cfg, size_t i,
                        void **state, struct wt_err *err)
 {
@@ -127,18 +151,10 @@ int wt_fac_open_target(const struct wt_fac_proto *p, const struct wt_config *cfg
     char *target = (char *)f + p->target_at;
     int rc = wt_y_target_at(p->targets, wt_config_file(cfg),
                             wt_config_section(cfg, p->targets->section), i, target, p->title, err);
+    if (!rc)
+        rc = wt_fac_init(f, p, cfg, err);
     if (rc)
         return rc;
-    f->name = target + p->targets->name_at;
-    f->place = (const struct wt_fac_place *)(const void *)(target + p->place_at);
-    f->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
-    f->rl.interval_ns = 60 * WT_NS_PER_S;
-    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    rc = wt_labels(f->up_labels, sizeof f->up_labels, "source", p->source, "target", f->name, NULL);
-    if (!rc)
-        rc = wt_fac_place_labels(f->up_labels, sizeof f->up_labels, f->place);
-    if (rc)
-        return wt_err_set(err, "%s: labels too long", f->name), -E2BIG;
     return p->open ? p->open(f, cfg, err) : 0;
 }
 

@@ -652,17 +652,9 @@ static int read_k_g(const char *path, uint8_t *out, unsigned *len, struct wt_err
     int rc = wt_check_secret_file("k_g_file", path, err);
     if (rc)
         return rc;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read k_g_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *got = fgets(line, sizeof line, f);
-    fclose(f);
-    if (!got)
-        line[0] = '\0';
-    line[strcspn(line, "\r\n")] = '\0';
+    rc = wt_fac_read_line("k_g_file", path, line, sizeof line, err);
+    if (rc)
+        return rc;
     rc = wt_ipmi_parse_k_g(line, out, len, &why);
     explicit_bzero(line, sizeof line);
     if (rc)
