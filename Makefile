@@ -6,12 +6,13 @@
 #   make SANITIZE=address,undefined test
 #   make fuzz       build the libFuzzer harnesses with clang (ASan+UBSan), run each FUZZ_TIME s
 VERSION := 0.1.0
-PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
-           libprotobuf-c snappy
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl libprotobuf-c snappy
 # zstd: the store's compressed chunks (src/store/chunk.c)
 PKGS    += libzstd
-# FreeIPMI: IPMI DCMI power readings from BMCs (src/collect/ipmi.c)
-PKGS    += libfreeipmi
+# The facility protocols' libraries (net-snmp, libmodbus, FreeIPMI: IPMI DCMI power readings from
+# BMCs): their headers only; the daemon loads each with dlopen when its section has a target
+# (src/collect/facility.c), so they are not linked. The test peers written against them link them.
+FAC_PKGS := netsnmp libmodbus libfreeipmi
 # librdkafka (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves Kafka out.
 HAVE_RDKAFKA := $(shell pkg-config --exists rdkafka 2>/dev/null && echo 1)
 ifeq ($(HAVE_RDKAFKA),1)
@@ -35,8 +36,9 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FAC_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+FAC_LIBS   := $(shell pkg-config --libs $(FAC_PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) $(KAFKA_DEF) \
@@ -118,7 +120,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 
 $(BUILD)/tests/peers/%: tests/peers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LDLIBS) $(FAC_LIBS)
 
 # The fake NVML is a real shared object found through the same dlopen path as the driver's.
 $(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h

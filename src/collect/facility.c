@@ -7,7 +7,9 @@
 #include "collect/facility.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,4 +211,38 @@ void wt_fac_partial(struct wt_fac *f, const char *fmt, ...)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     wt_warn(f->proto->source, "%s: %s suppressed=%llu", f->name, what, (unsigned long long)held);
+}
+
+/* One lock for every protocol library's load: loads are rare (a target's open). */
+static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int wt_fac_lib_load(struct wt_fac_lib *l, struct wt_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lib_mu);
+    if (l->loaded)
+        goto out;
+    void *dl = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *why = dlerror();
+        wt_err_set(err, "%s: cannot load %s (Debian package %s): %s", l->section, l->soname,
+                   l->package, why ? why : "dlopen failed");
+        rc = -ELIBACC;
+        goto out;
+    }
+    for (size_t i = 0; i < l->nsyms; i++) {
+        void *p = dlsym(dl, l->syms[i].name);
+        if (!p) {
+            wt_err_set(err, "%s: %s has no %s (not a version wattage knows)", l->section, l->soname,
+                       l->syms[i].name);
+            dlclose(dl);
+            rc = -ELIBBAD;
+            goto out;
+        }
+        memcpy(l->syms[i].slot, &p, sizeof p);
+    }
+    l->loaded = true;
+out:
+    pthread_mutex_unlock(&lib_mu);
+    return rc;
 }

@@ -8,6 +8,9 @@
  * poll that read, 0 after one that failed), the peer clock's skew, the rate-limited note of a
  * partial read, and conditions said once when they start and once when they end.
  *
+ * A protocol's library (net-snmp, libmodbus, FreeIPMI) is a struct wt_fac_lib, loaded with dlopen
+ * by its open when a target of its section opens (wt_fac_lib_load), never linked.
+ *
  * A protocol is one struct wt_fac_proto: its section (core/yget.h's wt_y_targets), the size of
  * its state, whose first member is a struct wt_fac, and its open, read and close; its collector
  * table is WT_FAC_COLLECTOR's (wt_fac_poll, wt_fac_down, wt_fac_close and the proto handed to
@@ -206,6 +209,64 @@ int wt_fac_skew(struct wt_fac *f, int64_t stamp_s, int64_t before_ns, int64_t af
         .open_target = NAME##_open_target,                                                         \
         .down = wt_fac_down,                                                                       \
     }
+
+/* One symbol of a protocol library and where its address goes: slot is the address of a
+ * pointer (to a function or to data) of the symbol's type. */
+struct wt_fac_sym {
+    const char *name;
+    void *slot;
+};
+
+/*
+ * A protocol's library (net-snmp, libmodbus, FreeIPMI): not linked, loaded with dlopen when a
+ * target of its section opens, so that a daemon without such targets maps none of it. Loaded
+ * once and kept for the life of the process.
+ */
+struct wt_fac_lib {
+    const char *section; /* "collectors.snmp.targets": named in the error */
+    const char *soname;  /* "libnetsnmp.so.40" */
+    const char *package; /* "libsnmp40": the Debian package that ships it */
+    const struct wt_fac_sym *syms;
+    size_t nsyms;
+    bool loaded; /* under facility.c's lock */
+};
+
+/*
+ * A protocol library's table, written once here so that no protocol repeats it. LIST(X, tbl)
+ * applies X(tbl, NAME) to each symbol NAME the protocol uses (as declared by the library's
+ * headers). WT_FAC_LIB_TABLE(tbl, LIST) is the type struct tbl##_table: a member NAME per
+ * symbol, a pointer of NAME's type (tbl.NAME(...) for a function, *tbl.NAME for an array).
+ * WT_FAC_LIB(storage, tbl, LIST, SECTION, SONAME, PACKAGE) defines the table tbl (storage:
+ * static, or nothing for one declared extern), its symbols and the struct wt_fac_lib tbl##_lib.
+ */
+#define WT_FAC_LIB_MEMBER(tbl, f) __typeof__(f) *f;
+#define WT_FAC_LIB_SYM(tbl, f) {#f, &(tbl).f},
+#define WT_FAC_LIB_TABLE(tbl, LIST)                                                                \
+    struct tbl##_table {                                                                           \
+        LIST(WT_FAC_LIB_MEMBER, tbl)                                                               \
+    }
+#define WT_FAC_LIB(storage, tbl, LIST, SECTION, SONAME, PACKAGE)                                   \
+    storage struct tbl##_table tbl;                                                                \
+    static const struct wt_fac_sym tbl##_syms[] = {LIST(WT_FAC_LIB_SYM, tbl)};                     \
+    static struct wt_fac_lib tbl##_lib = {                                                         \
+        .section = SECTION,                                                                        \
+        .soname = SONAME,                                                                          \
+        .package = PACKAGE,                                                                        \
+        .syms = tbl##_syms,                                                                        \
+        .nsyms = sizeof tbl##_syms / sizeof tbl##_syms[0],                                         \
+    }
+/* WT_FAC_LIB_TABLE and WT_FAC_LIB for a table of one file. */
+#define WT_FAC_LIB_STATIC(tbl, LIST, SECTION, SONAME, PACKAGE)                                     \
+    WT_FAC_LIB_TABLE(tbl, LIST);                                                                   \
+    WT_FAC_LIB(static, tbl, LIST, SECTION, SONAME, PACKAGE)
+
+/*
+ * Loads library l (once; later calls return at once) and fills every symbol's slot. Returns 0;
+ * -ELIBACC with err ("SECTION: cannot load SONAME (Debian package PACKAGE): why") when it is
+ * not there; -ELIBBAD with err when it lacks a symbol. A failed load leaves nothing loaded and
+ * may be tried again.
+ */
+int wt_fac_lib_load(struct wt_fac_lib *l, struct wt_err *err) __attribute__((warn_unused_result));
 
 /* A poll that read only part of the target: "<target>: <what> suppressed=N", at most once a
  * minute (f->rl). */

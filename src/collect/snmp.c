@@ -216,7 +216,9 @@ static int pdu_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err
 {
     struct wt_snmp *s = (struct wt_snmp *)f;
     (void)cfg;
-    int rc = prepare(s, NULL, err);
+    int rc = wt_snmp_lib_load(err);
+    if (!rc)
+        rc = prepare(s, NULL, err);
     return rc ? rc : wt_snmp_session_open(&s->ss, &s->t, err);
 }
 
@@ -230,6 +232,15 @@ void wt_snmp_reset(struct wt_snmp *s)
     s->nrows = 0;
 }
 
+/* Two OIDs in SNMP's order: sub-identifier by sub-identifier, then the shorter first. */
+static int oid_cmp(const oid *a, size_t an, const oid *b, size_t bn)
+{
+    for (size_t i = 0; i < an && i < bn; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
 /* Which walk item covers o, and the index after it. Returns the item or -1. */
 static int find_item(const struct wt_snmp *s, const oid *o, size_t len)
 {
@@ -237,8 +248,7 @@ static int find_item(const struct wt_snmp *s, const oid *o, size_t len)
     size_t best_len = 0;
     for (size_t i = 0; i < s->nitems; i++) {
         const struct item *it = &s->items[i];
-        if (len > it->len && it->len > best_len &&
-            netsnmp_oid_equals(o, it->len, it->o, it->len) == 0) {
+        if (len > it->len && it->len > best_len && oid_cmp(o, it->len, it->o, it->len) == 0) {
             best = (int)i;
             best_len = it->len;
         }
@@ -777,14 +787,14 @@ static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
         if (req >= MAX_REQ_PER_POLL)
             return wt_err_set(err, "target %s: more than %d requests in one poll", s->t.name,
                               MAX_REQ_PER_POLL);
-        netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GETBULK), *resp;
+        netsnmp_pdu *pdu = wt_ns.snmp_pdu_create(SNMP_MSG_GETBULK), *resp;
         if (!pdu)
             return -ENOMEM;
         int reps = budget / (int)nact;
         pdu->non_repeaters = 0;
         pdu->max_repetitions = reps < 1 ? 1 : reps;
         for (size_t i = 0; i < nact; i++)
-            snmp_add_null_var(pdu, c[i].o, c[i].len);
+            wt_ns.snmp_add_null_var(pdu, c[i].o, c[i].len);
         int rc = wt_snmp_request(&s->ss, pdu, &resp, err);
         if (rc == -EMSGSIZE && (budget > 1 || s->par > 1)) {
             /* Ask for less: fewer repetitions first, then fewer columns at a time. */
@@ -806,22 +816,22 @@ static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
                 continue;
             if (v->type == SNMP_ENDOFMIBVIEW || v->type == SNMP_NOSUCHOBJECT ||
                 v->type == SNMP_NOSUCHINSTANCE || v->name_length <= it->len ||
-                netsnmp_oid_equals(v->name, it->len, it->o, it->len) != 0 ||
-                snmp_oid_compare(v->name, v->name_length, q->o, q->len) <= 0 ||
+                oid_cmp(v->name, it->len, it->o, it->len) != 0 ||
+                oid_cmp(v->name, v->name_length, q->o, q->len) <= 0 ||
                 q->rows >= MAX_ROWS_PER_COL) {
                 q->done = true; /* left the column, or an agent that does not go forward */
                 continue;
             }
             rc = store_var(s, q->item, v);
             if (rc) {
-                snmp_free_pdu(resp);
+                wt_ns.snmp_free_pdu(resp);
                 return rc;
             }
             q->rows++;
             q->len = v->name_length < MAX_OID_LEN ? v->name_length : MAX_OID_LEN;
             memcpy(q->o, v->name, q->len * sizeof(oid));
         }
-        snmp_free_pdu(resp);
+        wt_ns.snmp_free_pdu(resp);
         if (got == 0) {
             for (size_t i = 0; i < nact; i++)
                 c[i].done = true;
