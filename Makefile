@@ -6,12 +6,13 @@
 #   make SANITIZE=address,undefined test
 #   make fuzz       build the libFuzzer harnesses with clang (ASan+UBSan), run each FUZZ_TIME s
 VERSION := 0.1.0
-PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl netsnmp libmodbus \
-           libprotobuf-c snappy
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl libprotobuf-c snappy
 # zstd: the store's compressed chunks (src/store/chunk.c)
 PKGS    += libzstd
-# FreeIPMI: IPMI DCMI power readings from BMCs (src/collect/ipmi.c)
-PKGS    += libfreeipmi
+# The facility protocols' libraries (net-snmp, libmodbus, FreeIPMI: IPMI DCMI power readings from
+# BMCs): their headers only; the daemon loads each with dlopen when its section has a target
+# (src/collect/facility.c), so they are not linked. The test peers written against them link them.
+FAC_PKGS := netsnmp libmodbus libfreeipmi
 # librdkafka's header (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves
 # Kafka out. The daemon loads the library with dlopen when a kafka section is configured
 # (serve/kafka_lib.c): only the mock peer and the Kafka bench link it.
@@ -37,8 +38,9 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FAC_PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+FAC_LIBS   := $(shell pkg-config --libs $(FAC_PKGS) 2>/dev/null)
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -std=c11 -D_GNU_SOURCE -DWT_VERSION=\"$(VERSION)\" $(WARN) -Isrc -I$(BUILD)/gen $(PKG_CFLAGS) $(KAFKA_DEF) \
@@ -122,7 +124,7 @@ $(BUILD)/tests/peers/kafka_mock $(BUILD)/bench/kafka_bench: LDLIBS += $(RDKAFKA_
 
 $(BUILD)/tests/peers/%: tests/peers/%.c
 	@mkdir -p $(dir $@)
-	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LDLIBS) $(FAC_LIBS)
 
 # The fake NVML is a real shared object found through the same dlopen path as the driver's.
 $(BUILD)/tests/fakes/libnvidia-ml.so.1: tests/fakes/fake_nvml.c src/collect/nvml_api.h

@@ -7,7 +7,9 @@
 #include "collect/facility.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,11 +52,11 @@ int wt_fac_parse_timing(const struct wt_yget *g, const struct wt_ynode *m, const
 int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                        struct wt_fac_place *p)
 {
-    int rc = wt_y_string(g, m, path, "node", false, p->node, sizeof p->node);
+    int rc = wt_y_string(g, m, path, "node", false, p->node, WT_FAC_PLACE_LEN);
     if (!rc)
-        rc = wt_y_string(g, m, path, "rack", false, p->rack, sizeof p->rack);
+        rc = wt_y_string(g, m, path, "rack", false, p->rack, WT_FAC_PLACE_LEN);
     if (!rc)
-        rc = wt_y_string(g, m, path, "zone", false, p->zone, sizeof p->zone);
+        rc = wt_y_string(g, m, path, "zone", false, p->zone, WT_FAC_PLACE_LEN);
     return rc;
 }
 
@@ -70,19 +72,19 @@ int wt_fac_place_labels(char *buf, size_t n, const struct wt_fac_place *p)
     return rc;
 }
 
-int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
+int wt_fac_read_line(const char *what, const char *path, char *out, size_t n, struct wt_err *err)
 {
     char line[256];
     FILE *f = fopen(path, "re");
     if (!f) {
         int e = errno;
-        wt_err_set(err, "cannot read password_file %s: %s", path, strerror(e));
+        wt_err_set(err, "cannot read %s %s: %s", what, path, strerror(e));
         return -e;
     }
     char *got = fgets(line, sizeof line, f);
     fclose(f);
     if (!got) {
-        wt_err_set(err, "password_file %s is empty", path);
+        wt_err_set(err, "%s %s is empty", what, path);
         return -EINVAL;
     }
     line[strcspn(line, "\r\n")] = '\0';
@@ -92,6 +94,11 @@ int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *e
         memcpy(out, line, len + 1);
     explicit_bzero(line, sizeof line);
     return rc;
+}
+
+int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
+{
+    return wt_fac_read_line("password_file", path, out, n, err);
 }
 
 int wt_fac_config_check(const struct wt_y_targets *d, const char *file, const struct wt_ynode *node,
@@ -116,6 +123,25 @@ size_t wt_fac_targets(const struct wt_fac_proto *p, const struct wt_config *cfg,
                               wt_config_section(cfg, p->targets->section), p->source, out, max);
 }
 
+int wt_fac_init(struct wt_fac *f, const struct wt_fac_proto *p, const struct wt_config *cfg,
+                struct wt_err *err)
+{
+    const char *target = (const char *)f + p->target_at;
+    f->proto = p;
+    f->name = target + p->targets->name_at;
+    f->place = (const struct wt_fac_place *)(const void *)(target + p->place_at);
+    f->clock_bound_s = cfg ? (double)cfg->daemon.clock_max_error_ns / 1e9 : 0;
+    f->rl.interval_ns = 60 * WT_NS_PER_S;
+    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
+    int rc =
+        wt_labels(f->up_labels, sizeof f->up_labels, "source", p->source, "target", f->name, NULL);
+    if (!rc)
+        rc = wt_fac_place_labels(f->up_labels, sizeof f->up_labels, f->place);
+    if (rc)
+        return wt_err_set(err, "%s: labels too long", f->name), -E2BIG;
+    return 0;
+}
+
 int wt_fac_open_target(const struct wt_fac_proto *p, const struct wt_config *cfg, size_t i,
                        void **state, struct wt_err *err)
 {
@@ -127,18 +153,10 @@ int wt_fac_open_target(const struct wt_fac_proto *p, const struct wt_config *cfg
     char *target = (char *)f + p->target_at;
     int rc = wt_y_target_at(p->targets, wt_config_file(cfg),
                             wt_config_section(cfg, p->targets->section), i, target, p->title, err);
+    if (!rc)
+        rc = wt_fac_init(f, p, cfg, err);
     if (rc)
         return rc;
-    f->name = target + p->targets->name_at;
-    f->place = (const struct wt_fac_place *)(const void *)(target + p->place_at);
-    f->clock_bound_s = (double)cfg->daemon.clock_max_error_ns / 1e9;
-    f->rl.interval_ns = 60 * WT_NS_PER_S;
-    /* up carries the placement too, so that a rack's dead PDU can be told apart. */
-    rc = wt_labels(f->up_labels, sizeof f->up_labels, "source", p->source, "target", f->name, NULL);
-    if (!rc)
-        rc = wt_fac_place_labels(f->up_labels, sizeof f->up_labels, f->place);
-    if (rc)
-        return wt_err_set(err, "%s: labels too long", f->name), -E2BIG;
     return p->open ? p->open(f, cfg, err) : 0;
 }
 
@@ -193,4 +211,38 @@ void wt_fac_partial(struct wt_fac *f, const char *fmt, ...)
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
     wt_warn(f->proto->source, "%s: %s suppressed=%llu", f->name, what, (unsigned long long)held);
+}
+
+/* One lock for every protocol library's load: loads are rare (a target's open). */
+static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int wt_fac_lib_load(struct wt_fac_lib *l, struct wt_err *err)
+{
+    int rc = 0;
+    pthread_mutex_lock(&lib_mu);
+    if (l->loaded)
+        goto out;
+    void *dl = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+    if (!dl) {
+        const char *why = dlerror();
+        wt_err_set(err, "%s: cannot load %s (Debian package %s): %s", l->section, l->soname,
+                   l->package, why ? why : "dlopen failed");
+        rc = -ELIBACC;
+        goto out;
+    }
+    for (size_t i = 0; i < l->nsyms; i++) {
+        void *p = dlsym(dl, l->syms[i].name);
+        if (!p) {
+            wt_err_set(err, "%s: %s has no %s (not a version wattage knows)", l->section, l->soname,
+                       l->syms[i].name);
+            dlclose(dl);
+            rc = -ELIBBAD;
+            goto out;
+        }
+        memcpy(l->syms[i].slot, &p, sizeof p);
+    }
+    l->loaded = true;
+out:
+    pthread_mutex_unlock(&lib_mu);
+    return rc;
 }

@@ -8,12 +8,14 @@
  * poll that read, 0 after one that failed), the peer clock's skew, the rate-limited note of a
  * partial read, and conditions said once when they start and once when they end.
  *
+ * A protocol's library (net-snmp, libmodbus, FreeIPMI) is a struct wt_fac_lib, loaded with dlopen
+ * by its open when a target of its section opens (wt_fac_lib_load), never linked.
+ *
  * A protocol is one struct wt_fac_proto: its section (core/yget.h's wt_y_targets), the size of
  * its state, whose first member is a struct wt_fac, and its open, read and close; its collector
  * table is WT_FAC_COLLECTOR's (wt_fac_poll, wt_fac_down, wt_fac_close and the proto handed to
- * wt_fac_targets and wt_fac_open_target). SNMP, whose section and poll are its own, starts its
- * state with a struct wt_fac for the rest. A later protocol (the inference targets) can read
- * through it the same way.
+ * wt_fac_targets and wt_fac_open_target). All four (SNMP, Modbus, Redfish, IPMI) run on it; a
+ * later protocol (the inference targets) can read through it the same way.
  */
 #ifndef WT_FACILITY_H
 #define WT_FACILITY_H
@@ -30,11 +32,12 @@
 #include "core/source.h"
 #include "core/yget.h"
 
-#define WT_FAC_PLACE_LEN 32
+#define WT_FAC_PLACE_LEN 32 /* what wt_fac_parse_place takes: 31 characters each */
+#define WT_FAC_PLACE_CAP 64 /* what a placement holds: SNMP's own parse takes 63 (64 together) */
 
 /* Where a target stands: node, rack and zone labels ("" for none). */
 struct wt_fac_place {
-    char node[WT_FAC_PLACE_LEN], rack[WT_FAC_PLACE_LEN], zone[WT_FAC_PLACE_LEN];
+    char node[WT_FAC_PLACE_CAP], rack[WT_FAC_PLACE_CAP], zone[WT_FAC_PLACE_CAP];
 };
 
 /* True for a target, point or register name: one or more of [A-Za-z0-9_.-]. */
@@ -52,8 +55,8 @@ int wt_fac_parse_timing(const struct wt_yget *g, const struct wt_ynode *m, const
                         int64_t *timeout_ns, int64_t *interval_ns)
     __attribute__((warn_unused_result));
 
-/* The optional keys node, rack and zone of target mapping m at path into *p. Returns 0 or
- * -EINVAL with g->err (a value too long). */
+/* The optional keys node, rack and zone of target mapping m at path into *p, each of at most
+ * WT_FAC_PLACE_LEN - 1 characters. Returns 0 or -EINVAL with g->err (a value too long). */
 int wt_fac_parse_place(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                        struct wt_fac_place *p) __attribute__((warn_unused_result));
 
@@ -62,10 +65,14 @@ int wt_fac_place_labels(char *buf, size_t n, const struct wt_fac_place *p)
     __attribute__((warn_unused_result));
 
 /*
- * The first line of a password file (never logged) into out (n bytes), its line end removed.
- * Returns 0; -errno ("cannot read password_file PATH: ..."); -EINVAL ("password_file PATH is
- * empty"); -E2BIG, err untouched, when the line does not fit in out (the caller says the bound).
+ * The first line of a secret file (never logged), the file named by key `what` (a password_file,
+ * a k_g_file), into out (n bytes), its line end removed. Returns 0; -errno ("cannot read WHAT
+ * PATH: ..."); -EINVAL ("WHAT PATH is empty"); -E2BIG, err untouched, when the line does not fit
+ * in out (the caller says the bound).
  */
+int wt_fac_read_line(const char *what, const char *path, char *out, size_t n, struct wt_err *err)
+    __attribute__((warn_unused_result));
+/* wt_fac_read_line of a password_file. */
 int wt_fac_read_password(const char *path, char *out, size_t n, struct wt_err *err)
     __attribute__((warn_unused_result));
 
@@ -120,8 +127,15 @@ struct wt_fac {
 size_t wt_fac_targets(const struct wt_fac_proto *p, const struct wt_config *cfg,
                       struct wt_target *out, size_t max);
 /*
+ * The facility part of state f (allocated, zeroed, whose target is already at p->target_at):
+ * its protocol, name, placement, up labels, clock bound (daemon.clock_max_error; cfg NULL:
+ * none) and rate limit. Returns 0 or -E2BIG with err (labels too long).
+ */
+int wt_fac_init(struct wt_fac *f, const struct wt_fac_proto *p, const struct wt_config *cfg,
+                struct wt_err *err) __attribute__((warn_unused_result));
+/*
  * open_target() of core/source.h for protocol p: the state (p->state_size bytes, zeroed) with
- * target i parsed, the labels made, then p->open. *state is set as soon as it is allocated, so
+ * target i parsed, wt_fac_init, then p->open. *state is set as soon as it is allocated, so
  * that wt_fac_close frees a half-built one. Returns 0 or what failed (-ENOENT: not there yet).
  */
 int wt_fac_open_target(const struct wt_fac_proto *p, const struct wt_config *cfg, size_t i,
@@ -195,6 +209,64 @@ int wt_fac_skew(struct wt_fac *f, int64_t stamp_s, int64_t before_ns, int64_t af
         .open_target = NAME##_open_target,                                                         \
         .down = wt_fac_down,                                                                       \
     }
+
+/* One symbol of a protocol library and where its address goes: slot is the address of a
+ * pointer (to a function or to data) of the symbol's type. */
+struct wt_fac_sym {
+    const char *name;
+    void *slot;
+};
+
+/*
+ * A protocol's library (net-snmp, libmodbus, FreeIPMI): not linked, loaded with dlopen when a
+ * target of its section opens, so that a daemon without such targets maps none of it. Loaded
+ * once and kept for the life of the process.
+ */
+struct wt_fac_lib {
+    const char *section; /* "collectors.snmp.targets": named in the error */
+    const char *soname;  /* "libnetsnmp.so.40" */
+    const char *package; /* "libsnmp40": the Debian package that ships it */
+    const struct wt_fac_sym *syms;
+    size_t nsyms;
+    bool loaded; /* under facility.c's lock */
+};
+
+/*
+ * A protocol library's table, written once here so that no protocol repeats it. LIST(X, tbl)
+ * applies X(tbl, NAME) to each symbol NAME the protocol uses (as declared by the library's
+ * headers). WT_FAC_LIB_TABLE(tbl, LIST) is the type struct tbl##_table: a member NAME per
+ * symbol, a pointer of NAME's type (tbl.NAME(...) for a function, *tbl.NAME for an array).
+ * WT_FAC_LIB(storage, tbl, LIST, SECTION, SONAME, PACKAGE) defines the table tbl (storage:
+ * static, or nothing for one declared extern), its symbols and the struct wt_fac_lib tbl##_lib.
+ */
+#define WT_FAC_LIB_MEMBER(tbl, f) __typeof__(f) *f;
+#define WT_FAC_LIB_SYM(tbl, f) {#f, &(tbl).f},
+#define WT_FAC_LIB_TABLE(tbl, LIST)                                                                \
+    struct tbl##_table {                                                                           \
+        LIST(WT_FAC_LIB_MEMBER, tbl)                                                               \
+    }
+#define WT_FAC_LIB(storage, tbl, LIST, SECTION, SONAME, PACKAGE)                                   \
+    storage struct tbl##_table tbl;                                                                \
+    static const struct wt_fac_sym tbl##_syms[] = {LIST(WT_FAC_LIB_SYM, tbl)};                     \
+    static struct wt_fac_lib tbl##_lib = {                                                         \
+        .section = SECTION,                                                                        \
+        .soname = SONAME,                                                                          \
+        .package = PACKAGE,                                                                        \
+        .syms = tbl##_syms,                                                                        \
+        .nsyms = sizeof tbl##_syms / sizeof tbl##_syms[0],                                         \
+    }
+/* WT_FAC_LIB_TABLE and WT_FAC_LIB for a table of one file. */
+#define WT_FAC_LIB_STATIC(tbl, LIST, SECTION, SONAME, PACKAGE)                                     \
+    WT_FAC_LIB_TABLE(tbl, LIST);                                                                   \
+    WT_FAC_LIB(static, tbl, LIST, SECTION, SONAME, PACKAGE)
+
+/*
+ * Loads library l (once; later calls return at once) and fills every symbol's slot. Returns 0;
+ * -ELIBACC with err ("SECTION: cannot load SONAME (Debian package PACKAGE): why") when it is
+ * not there; -ELIBBAD with err when it lacks a symbol. A failed load leaves nothing loaded and
+ * may be tried again.
+ */
+int wt_fac_lib_load(struct wt_fac_lib *l, struct wt_err *err) __attribute__((warn_unused_result));
 
 /* A poll that read only part of the target: "<target>: <what> suppressed=N", at most once a
  * minute (f->rl). */

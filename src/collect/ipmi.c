@@ -44,6 +44,15 @@ static const char *const priv_names[] = {"user", "operator", "admin", NULL};
 static const uint8_t priv_levels[] = {IPMI_PRIVILEGE_LEVEL_USER, IPMI_PRIVILEGE_LEVEL_OPERATOR,
                                       IPMI_PRIVILEGE_LEVEL_ADMIN};
 
+/* FreeIPMI, loaded when a target opens (collect/facility.h): never linked. */
+/* clang-format off */
+#define FI_SYMS(X, t)                                                                              \
+    X(t, ipmi_cmd_raw) X(t, ipmi_ctx_close) X(t, ipmi_ctx_create) X(t, ipmi_ctx_destroy)           \
+    X(t, ipmi_ctx_errnum) X(t, ipmi_ctx_errormsg) X(t, ipmi_ctx_find_inband)                       \
+    X(t, ipmi_ctx_open_inband) X(t, ipmi_ctx_open_outofband_2_0) X(t, ipmi_rmcpplus_init)
+/* clang-format on */
+WT_FAC_LIB_STATIC(fi, FI_SYMS, "collectors.ipmi.targets", "libfreeipmi.so.17", "libfreeipmi17");
+
 /* FreeIPMI's IPMI 2.0 workarounds, by the names its tools take (-W). */
 static const struct {
     const char *name;
@@ -319,7 +328,7 @@ static void rmcpplus_init_once(void)
 {
     /* The crypto library's set-up, once for the process (FreeIPMI asks for it before threads;
      * libgcrypt 1.6 and later need no thread callbacks, so a first target's thread is fine). */
-    rmcpplus_rc = ipmi_rmcpplus_init();
+    rmcpplus_rc = fi.ipmi_rmcpplus_init();
 }
 
 /* A negative errno for what FreeIPMI said, so that callers tell refusals from silence. */
@@ -354,8 +363,8 @@ static void disconnect(struct ipmi *s)
 {
     if (s->ctx) {
         if (s->open)
-            ipmi_ctx_close(s->ctx);
-        ipmi_ctx_destroy(s->ctx);
+            fi.ipmi_ctx_close(s->ctx);
+        fi.ipmi_ctx_destroy(s->ctx);
     }
     s->ctx = NULL;
     s->open = false;
@@ -365,7 +374,7 @@ static int connect_bmc(struct ipmi *s, struct wt_err *err)
 {
     const struct target *t = &s->t;
     disconnect(s);
-    if (!(s->ctx = ipmi_ctx_create()))
+    if (!(s->ctx = fi.ipmi_ctx_create()))
         return wt_err_set(err, "out of memory (ipmi_ctx_create)"), -ENOMEM;
     int rc;
     if (!t->inband) {
@@ -374,13 +383,13 @@ static int connect_bmc(struct ipmi *s, struct wt_err *err)
         unsigned retrans = tmo / 4 ? tmo / 4 : 1;
         if (retrans > 1000)
             retrans = 1000;
-        rc = ipmi_ctx_open_outofband_2_0(s->ctx, t->host, t->username[0] ? t->username : NULL,
-                                         s->password, s->k_g_len ? s->k_g : NULL, s->k_g_len,
-                                         priv_levels[t->priv], (uint8_t)t->cipher_suite, tmo,
-                                         retrans, t->workaround_flags, IPMI_FLAGS_DEFAULT);
+        rc = fi.ipmi_ctx_open_outofband_2_0(s->ctx, t->host, t->username[0] ? t->username : NULL,
+                                            s->password, s->k_g_len ? s->k_g : NULL, s->k_g_len,
+                                            priv_levels[t->priv], (uint8_t)t->cipher_suite, tmo,
+                                            retrans, t->workaround_flags, IPMI_FLAGS_DEFAULT);
     } else if (t->driver == DRV_AUTO) {
         ipmi_driver_type_t type;
-        rc = ipmi_ctx_find_inband(s->ctx, &type, 0, 0, 0, NULL, 0, IPMI_FLAGS_DEFAULT);
+        rc = fi.ipmi_ctx_find_inband(s->ctx, &type, 0, 0, 0, NULL, 0, IPMI_FLAGS_DEFAULT);
         if (rc == 0) {
             wt_err_set(err, "no in-band IPMI interface found (no /dev/ipmi0, KCS, SSIF...)");
             disconnect(s);
@@ -390,23 +399,24 @@ static int connect_bmc(struct ipmi *s, struct wt_err *err)
     } else {
         static const ipmi_driver_type_t types[] = {IPMI_DEVICE_OPENIPMI, IPMI_DEVICE_KCS,
                                                    IPMI_DEVICE_SSIF};
-        rc = ipmi_ctx_open_inband(s->ctx, types[t->driver], 0, 0, 0,
-                                  t->driver == DRV_KCS ? NULL : t->device, 0, IPMI_FLAGS_DEFAULT);
+        rc =
+            fi.ipmi_ctx_open_inband(s->ctx, types[t->driver], 0, 0, 0,
+                                    t->driver == DRV_KCS ? NULL : t->device, 0, IPMI_FLAGS_DEFAULT);
     }
     if (rc < 0) {
-        int e = ipmi_ctx_errnum(s->ctx);
+        int e = fi.ipmi_ctx_errnum(s->ctx);
         int nrc = errnum_rc(e);
         if (t->inband)
             wt_err_set(err, "cannot open the in-band IPMI interface (%s%s%s): %s",
                        driver_names[t->driver], t->driver == DRV_KCS ? "" : " ",
-                       t->driver == DRV_KCS ? "" : t->device, ipmi_ctx_errormsg(s->ctx));
+                       t->driver == DRV_KCS ? "" : t->device, fi.ipmi_ctx_errormsg(s->ctx));
         else if (nrc == -ETIMEDOUT)
             wt_err_set(err, "%s: no answer within %.3g s (%s)", t->host,
-                       (double)t->timeout_ns / WT_NS_PER_S, ipmi_ctx_errormsg(s->ctx));
+                       (double)t->timeout_ns / WT_NS_PER_S, fi.ipmi_ctx_errormsg(s->ctx));
         else
             wt_err_set(err, "%s: cannot open an IPMI 2.0 session as %s%s%s: %s", t->host,
                        t->username[0] ? "\"" : "", t->username[0] ? t->username : "the null user",
-                       t->username[0] ? "\"" : "", ipmi_ctx_errormsg(s->ctx));
+                       t->username[0] ? "\"" : "", fi.ipmi_ctx_errormsg(s->ctx));
         disconnect(s);
         return nrc;
     }
@@ -420,19 +430,19 @@ static int send_dcmi(struct ipmi *s, const uint8_t *rq, size_t rqn, const char *
                      size_t rsn, int64_t *before, int64_t *after, struct wt_err *err)
 {
     *before = wt_now_real_ns();
-    int n = ipmi_cmd_raw(s->ctx, IPMI_BMC_IPMB_LUN_BMC, IPMI_NET_FN_GROUP_EXTENSION_RQ, rq,
-                         (unsigned)rqn, rs, (unsigned)rsn);
+    int n = fi.ipmi_cmd_raw(s->ctx, IPMI_BMC_IPMB_LUN_BMC, IPMI_NET_FN_GROUP_EXTENSION_RQ, rq,
+                            (unsigned)rqn, rs, (unsigned)rsn);
     *after = wt_now_real_ns();
     if (n < 0) {
-        int e = ipmi_ctx_errnum(s->ctx);
+        int e = fi.ipmi_ctx_errnum(s->ctx);
         int nrc = errnum_rc(e);
         if (nrc == -ETIMEDOUT)
             wt_err_set(err, "%s: no answer to DCMI %s within %.3g s (%s)",
                        s->t.inband ? s->t.device : s->t.host, what,
-                       (double)s->t.timeout_ns / WT_NS_PER_S, ipmi_ctx_errormsg(s->ctx));
+                       (double)s->t.timeout_ns / WT_NS_PER_S, fi.ipmi_ctx_errormsg(s->ctx));
         else
             wt_err_set(err, "%s: DCMI %s: %s", s->t.inband ? s->t.device : s->t.host, what,
-                       ipmi_ctx_errormsg(s->ctx));
+                       fi.ipmi_ctx_errormsg(s->ctx));
         return nrc;
     }
     return n;
@@ -652,17 +662,9 @@ static int read_k_g(const char *path, uint8_t *out, unsigned *len, struct wt_err
     int rc = wt_check_secret_file("k_g_file", path, err);
     if (rc)
         return rc;
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "cannot read k_g_file %s: %s", path, strerror(e));
-        return -e;
-    }
-    char *got = fgets(line, sizeof line, f);
-    fclose(f);
-    if (!got)
-        line[0] = '\0';
-    line[strcspn(line, "\r\n")] = '\0';
+    rc = wt_fac_read_line("k_g_file", path, line, sizeof line, err);
+    if (rc)
+        return rc;
     rc = wt_ipmi_parse_k_g(line, out, len, &why);
     explicit_bzero(line, sizeof line);
     if (rc)
@@ -676,8 +678,11 @@ static int ipmi_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_er
     struct ipmi *s = (struct ipmi *)f;
     const struct target *t = &s->t;
     (void)cfg;
-    int lrc = wt_labels(s->labels, sizeof s->labels, "source", "ipmi", "target", t->name, "point",
-                        "dcmi", "kind", "chassis", NULL);
+    int lrc = wt_fac_lib_load(&fi_lib, err);
+    if (lrc)
+        return lrc;
+    lrc = wt_labels(s->labels, sizeof s->labels, "source", "ipmi", "target", t->name, "point",
+                    "dcmi", "kind", "chassis", NULL);
     if (!lrc)
         lrc = wt_fac_place_labels(s->labels, sizeof s->labels, &t->place);
     if (!lrc)

@@ -168,6 +168,15 @@ void wt_modbus_decode(const uint16_t *regs, enum wt_modbus_type t, bool little_w
     *raw = v;
 }
 
+/* libmodbus, loaded when a target opens (collect/facility.h): never linked. */
+/* clang-format off */
+#define MB_SYMS(X, t)                                                                              \
+    X(t, modbus_close) X(t, modbus_connect) X(t, modbus_free) X(t, modbus_new_tcp_pi)              \
+    X(t, modbus_read_input_registers) X(t, modbus_read_registers) X(t, modbus_set_byte_timeout)    \
+    X(t, modbus_set_response_timeout) X(t, modbus_set_slave) X(t, modbus_strerror)
+/* clang-format on */
+WT_FAC_LIB_STATIC(mb, MB_SYMS, "collectors.modbus.targets", "libmodbus.so.5", "libmodbus5");
+
 /* ---- configuration ---- */
 
 /* "host", "host:port" or "[v6]:port" into host and port (default 502). */
@@ -387,8 +396,8 @@ static void mb_release(struct wt_fac *f)
 {
     struct mb_state *s = (struct mb_state *)f;
     if (s->ctx) {
-        modbus_close(s->ctx);
-        modbus_free(s->ctx);
+        mb.modbus_close(s->ctx);
+        mb.modbus_free(s->ctx);
     }
     free(s->t.regs);
 }
@@ -398,6 +407,9 @@ static int mb_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err 
 {
     struct mb_state *s = (struct mb_state *)f;
     (void)cfg;
+    int rc = wt_fac_lib_load(&mb_lib, err);
+    if (rc)
+        return rc;
     /* Scale-factor registers (SunSpec sunssf) are read like the others, and not exported. */
     size_t nconf = s->t.nregs;
     for (size_t k = 0; k < nconf; k++) {
@@ -442,8 +454,8 @@ static int mb_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err 
 static void disconnect(struct mb_state *s)
 {
     if (s->ctx) {
-        modbus_close(s->ctx);
-        modbus_free(s->ctx);
+        mb.modbus_close(s->ctx);
+        mb.modbus_free(s->ctx);
         s->ctx = NULL;
     }
 }
@@ -452,18 +464,18 @@ static int connect_meter(struct mb_state *s, struct wt_err *err)
 {
     char port[8];
     snprintf(port, sizeof port, "%d", s->t.port);
-    s->ctx = modbus_new_tcp_pi(s->t.host, port);
+    s->ctx = mb.modbus_new_tcp_pi(s->t.host, port);
     if (!s->ctx) {
-        wt_err_set(err, "%s:%s: %s", s->t.host, port, modbus_strerror(errno));
+        wt_err_set(err, "%s:%s: %s", s->t.host, port, mb.modbus_strerror(errno));
         return -ENOMEM;
     }
     uint32_t sec = (uint32_t)(s->t.timeout_ns / WT_NS_PER_S);
     uint32_t usec = (uint32_t)(s->t.timeout_ns % WT_NS_PER_S / 1000);
     /* The response timeout bounds the connect too (libmodbus waits on a non-blocking socket). */
-    modbus_set_response_timeout(s->ctx, sec, usec);
-    modbus_set_byte_timeout(s->ctx, sec, usec);
-    modbus_set_slave(s->ctx, s->t.unit_id);
-    if (modbus_connect(s->ctx) != 0) {
+    mb.modbus_set_response_timeout(s->ctx, sec, usec);
+    mb.modbus_set_byte_timeout(s->ctx, sec, usec);
+    mb.modbus_set_slave(s->ctx, s->t.unit_id);
+    if (mb.modbus_connect(s->ctx) != 0) {
         int e = errno;
         /* libmodbus gives up on a connect that did not complete within the response timeout
          * and leaves errno as the non-blocking connect set it: EINPROGRESS, "Operation now in
@@ -472,7 +484,7 @@ static int connect_meter(struct mb_state *s, struct wt_err *err)
             wt_err_set(err, "cannot connect to %s:%s: connect timed out after %.3g s", s->t.host,
                        port, (double)s->t.timeout_ns / WT_NS_PER_S);
         else
-            wt_err_set(err, "cannot connect to %s:%s: %s", s->t.host, port, modbus_strerror(e));
+            wt_err_set(err, "cannot connect to %s:%s: %s", s->t.host, port, mb.modbus_strerror(e));
         disconnect(s);
         return -EIO;
     }
@@ -594,21 +606,21 @@ static int mb_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct 
             j++;
         }
         int n = (int)(end - start);
-        int got = r0->function == 0 ? modbus_read_registers(s->ctx, (int)start, n, words)
-                                    : modbus_read_input_registers(s->ctx, (int)start, n, words);
+        int got = r0->function == 0 ? mb.modbus_read_registers(s->ctx, (int)start, n, words)
+                                    : mb.modbus_read_input_registers(s->ctx, (int)start, n, words);
         if (got != n) {
             int e = errno;
             if (got >= 0 || !is_exception(e)) {
                 /* Timeout, reset, a short or garbled reply: the connection is not to be trusted. */
                 wt_err_set(err, "%s:%d unit %d: reading %s registers %u..%u: %s", t->host, t->port,
                            t->unit_id, function_names[r0->function], start, end - 1,
-                           got >= 0 ? "short reply" : modbus_strerror(e));
+                           got >= 0 ? "short reply" : mb.modbus_strerror(e));
                 disconnect(s);
                 return -EIO;
             }
             if (!first_fail[0])
                 snprintf(first_fail, sizeof first_fail, "%s registers %u..%u: %s",
-                         function_names[r0->function], start, end - 1, modbus_strerror(e));
+                         function_names[r0->function], start, end - 1, mb.modbus_strerror(e));
             failed += j - i;
             i = j;
             continue;

@@ -149,55 +149,38 @@ static int set_profile(struct wt_snmp *s, const struct wt_snmp_profile *p, struc
     return 0;
 }
 
-static void snmp_release(struct wt_fac *f);
+static int pdu_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err);
+static int pdu_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct wt_err *err);
+static void pdu_release(struct wt_fac *f);
 
-/* SNMP on the facility target: its own section (64-character placements, generic profiles) and
- * its own poll (up and info come with the readings: wt_snmp_readings); the rest is shared. */
-static const struct wt_fac_proto proto = {
-    .source = "snmp",
-    .title = "SNMP",
-    .state_size = sizeof(struct wt_snmp),
-    .close = snmp_release,
-};
+/* The loop (core/loop.c) and facility.c run each PDU: its section, check and list of targets,
+ * its state's life, up and down; pdu_read walks it. */
+WT_FAC_COLLECTOR(wt_snmp_collector, wt_snmp_config_check, snmp, "SNMP", struct wt_snmp_target,
+                 wt_snmp_parse_target, NULL, struct wt_snmp, pdu_open, pdu_read, pdu_release);
 
-int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profile *profile,
-                      struct wt_snmp **out, struct wt_err *err)
+int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node, struct wt_snmp_target *out,
+                          size_t max, struct wt_err *err)
 {
-    struct wt_snmp *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    s->f.proto = &proto;
-    s->t = *t;
-    s->f.name = s->t.name;
-    /* The generic columns point into the target's own storage: re-aim them at our copy. */
-    for (size_t k = 0; k < s->t.ngeneric; k++) {
-        s->t.generic[k].oid = s->t.generic_oid[k];
-        s->t.generic[k].kind = s->t.generic_kind[k];
-        s->t.generic[k].point = s->t.generic_point[k];
+    int n = wt_y_targets_parse(&snmp_section, file, node, -1, NULL, NULL, 0, err);
+    for (int i = 0; i < n && (size_t)i < max; i++) {
+        int rc = wt_y_target_at(&snmp_section, file, node, (size_t)i, &out[i], "SNMP", err);
+        if (rc)
+            return rc;
+        wt_snmp_target_aim(&out[i]);
     }
+    return n;
+}
+
+/* The state once its target is in place (wt_fac_init done), without a session: placement
+ * labels, and the profile (given, the target's own, or later from the sysObjectID). */
+static int prepare(struct wt_snmp *s, const struct wt_snmp_profile *profile, struct wt_err *err)
+{
+    const struct wt_snmp_target *t = &s->t;
+    /* The generic columns point into the target's storage: aim them at this copy. */
+    wt_snmp_target_aim(&s->t);
     s->par = MAX_PAR;
-    s->place[0] = '\0';
-    int rc = 0;
-    if (t->node[0])
-        rc = wt_labels_add(s->place, sizeof s->place, "node", t->node);
-    if (!rc && t->rack[0])
-        rc = wt_labels_add(s->place, sizeof s->place, "rack", t->rack);
-    if (!rc && t->zone[0])
-        rc = wt_labels_add(s->place, sizeof s->place, "zone", t->zone);
-    /* source, target and the target's node/rack/zone: the labels of wattage_facility_up. */
-    if (!rc)
-        rc = wt_labels(s->f.up_labels, sizeof s->f.up_labels, "source", "snmp", "target", t->name,
-                       NULL);
-    if (!rc && s->place[0]) {
-        size_t l = strlen(s->f.up_labels);
-        rc = l + 1 + strlen(s->place) < sizeof s->f.up_labels ? 0 : -E2BIG;
-        if (!rc)
-            snprintf(s->f.up_labels + l, sizeof s->f.up_labels - l, ",%s", s->place);
-    }
-    if (rc) {
-        free(s);
+    if (wt_fac_place_labels(s->place, sizeof s->place, &t->place) != 0)
         return wt_err_set(err, "target %s: node, rack and zone labels are too long", t->name);
-    }
     if (strcmp(t->profile, "generic") == 0) {
         s->generic.name = "generic";
         s->generic.vendor = "";
@@ -207,15 +190,36 @@ int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profi
     } else if (!profile && strcmp(t->profile, "auto") != 0) {
         profile = wt_snmp_profile_find(t->profile);
     }
-    if (profile) {
-        rc = set_profile(s, profile, err);
-        if (rc) {
-            free(s);
-            return rc;
-        }
+    return profile ? set_profile(s, profile, err) : 0;
+}
+
+int wt_snmp_state_new(const struct wt_snmp_target *t, const struct wt_snmp_profile *profile,
+                      struct wt_snmp **out, struct wt_err *err)
+{
+    struct wt_snmp *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    s->t = *t;
+    int rc = wt_fac_init(&s->f, &snmp_proto, NULL, err);
+    if (!rc)
+        rc = prepare(s, profile, err);
+    if (rc) {
+        wt_fac_close(s);
+        return rc;
     }
     *out = s;
     return 0;
+}
+
+/* Target i once facility.c has parsed it (collect/facility.h's open): the state, the session. */
+static int pdu_open(struct wt_fac *f, const struct wt_config *cfg, struct wt_err *err)
+{
+    struct wt_snmp *s = (struct wt_snmp *)f;
+    (void)cfg;
+    int rc = wt_snmp_lib_load(err);
+    if (!rc)
+        rc = prepare(s, NULL, err);
+    return rc ? rc : wt_snmp_session_open(&s->ss, &s->t, err);
 }
 
 const struct wt_snmp_profile *wt_snmp_state_profile(const struct wt_snmp *s)
@@ -228,6 +232,15 @@ void wt_snmp_reset(struct wt_snmp *s)
     s->nrows = 0;
 }
 
+/* Two OIDs in SNMP's order: sub-identifier by sub-identifier, then the shorter first. */
+static int oid_cmp(const oid *a, size_t an, const oid *b, size_t bn)
+{
+    for (size_t i = 0; i < an && i < bn; i++)
+        if (a[i] != b[i])
+            return a[i] < b[i] ? -1 : 1;
+    return an < bn ? -1 : an > bn ? 1 : 0;
+}
+
 /* Which walk item covers o, and the index after it. Returns the item or -1. */
 static int find_item(const struct wt_snmp *s, const oid *o, size_t len)
 {
@@ -235,8 +248,7 @@ static int find_item(const struct wt_snmp *s, const oid *o, size_t len)
     size_t best_len = 0;
     for (size_t i = 0; i < s->nitems; i++) {
         const struct item *it = &s->items[i];
-        if (len > it->len && it->len > best_len &&
-            netsnmp_oid_equals(o, it->len, it->o, it->len) == 0) {
+        if (len > it->len && it->len > best_len && oid_cmp(o, it->len, it->o, it->len) == 0) {
             best = (int)i;
             best_len = it->len;
         }
@@ -244,17 +256,26 @@ static int find_item(const struct wt_snmp *s, const oid *o, size_t len)
     return best;
 }
 
+/* Array arr of n elements of size bytes, *cap allocated, with room for one more (first: the
+ * first allocation's count): arr, or arr moved; NULL when out of memory (arr kept). */
+static void *room(void *arr, size_t *cap, size_t n, size_t size, size_t first)
+{
+    if (n < *cap)
+        return arr;
+    size_t c = *cap ? *cap * 2 : first;
+    void *p = realloc(arr, c * size);
+    if (p)
+        *cap = c;
+    return p;
+}
+
 /* Adds an empty row for item with the index o[from..len). Returns it or NULL (-ENOMEM). */
 static struct row *new_row(struct wt_snmp *s, int item, const oid *o, size_t from, size_t len)
 {
-    if (s->nrows == s->caprows) {
-        size_t cap = s->caprows ? s->caprows * 2 : 256;
-        struct row *r = realloc(s->rows, cap * sizeof *r);
-        if (!r)
-            return NULL;
-        s->rows = r;
-        s->caprows = cap;
-    }
+    struct row *rows = room(s->rows, &s->caprows, s->nrows, sizeof *rows, 256);
+    if (!rows)
+        return NULL;
+    s->rows = rows;
     struct row *r = &s->rows[s->nrows++];
     memset(r, 0, offsetof(struct row, str) + 1);
     r->item = (uint16_t)item;
@@ -489,14 +510,10 @@ static struct ectr *counter(struct wt_snmp *s, size_t col, const struct row *r)
             memcmp(e->idx, r->idx, r->nidx * sizeof r->idx[0]) == 0)
             return e;
     }
-    if (s->nec == s->capec) {
-        size_t cap = s->capec ? s->capec * 2 : 16;
-        struct ectr *e = realloc(s->ec, cap * sizeof *e);
-        if (!e)
-            return NULL;
-        s->ec = e;
-        s->capec = cap;
-    }
+    struct ectr *ec = room(s->ec, &s->capec, s->nec, sizeof *ec, 16);
+    if (!ec)
+        return NULL;
+    s->ec = ec;
     struct ectr *e = &s->ec[s->nec++];
     memset(e, 0, sizeof *e);
     e->col = (uint16_t)col;
@@ -625,7 +642,8 @@ static int row_reading(struct wt_snmp *s, size_t c, const struct row *r, int64_t
     return rc;
 }
 
-int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
+/* The readings of the values fed, then wattage_facility_info (facility.c adds up). */
+static int readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
 {
     int rc = 0;
     s->out_start = out->len;
@@ -650,9 +668,7 @@ int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
     }
     char lb[WT_LABELS_LEN];
     snprintf(lb, sizeof lb, "%s", s->f.up_labels);
-    rc = wt_batch_add(out, WT_M_FAC_UP, lb, t_ns, 1);
-    if (!rc)
-        rc = wt_labels_add(lb, sizeof lb, "profile", s->prof ? s->prof->name : "none");
+    rc = wt_labels_add(lb, sizeof lb, "profile", s->prof ? s->prof->name : "none");
     if (!rc && s->prof && s->prof->vendor[0])
         rc = wt_labels_add(lb, sizeof lb, "vendor", s->prof->vendor);
     if (!rc && s->sysoid[0])
@@ -664,10 +680,16 @@ int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
     return rc;
 }
 
+int wt_snmp_readings(struct wt_snmp *s, int64_t t_ns, struct wt_batch *out)
+{
+    int rc = readings(s, t_ns, out);
+    return rc ? rc : wt_batch_add(out, WT_M_FAC_UP, s->f.up_labels, t_ns, 1);
+}
+
 /* ---- the network ---------------------------------------------------------------------------- */
 
 /* What the state holds (collect/facility.h's close): the session, rows, counters. */
-static void snmp_release(struct wt_fac *f)
+static void pdu_release(struct wt_fac *f)
 {
     struct wt_snmp *s = (struct wt_snmp *)f;
     wt_snmp_session_close(&s->ss);
@@ -765,14 +787,14 @@ static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
         if (req >= MAX_REQ_PER_POLL)
             return wt_err_set(err, "target %s: more than %d requests in one poll", s->t.name,
                               MAX_REQ_PER_POLL);
-        netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GETBULK), *resp;
+        netsnmp_pdu *pdu = wt_ns.snmp_pdu_create(SNMP_MSG_GETBULK), *resp;
         if (!pdu)
             return -ENOMEM;
         int reps = budget / (int)nact;
         pdu->non_repeaters = 0;
         pdu->max_repetitions = reps < 1 ? 1 : reps;
         for (size_t i = 0; i < nact; i++)
-            snmp_add_null_var(pdu, c[i].o, c[i].len);
+            wt_ns.snmp_add_null_var(pdu, c[i].o, c[i].len);
         int rc = wt_snmp_request(&s->ss, pdu, &resp, err);
         if (rc == -EMSGSIZE && (budget > 1 || s->par > 1)) {
             /* Ask for less: fewer repetitions first, then fewer columns at a time. */
@@ -794,22 +816,22 @@ static int walk_all(struct wt_snmp *s, int *nreq, struct wt_err *err)
                 continue;
             if (v->type == SNMP_ENDOFMIBVIEW || v->type == SNMP_NOSUCHOBJECT ||
                 v->type == SNMP_NOSUCHINSTANCE || v->name_length <= it->len ||
-                netsnmp_oid_equals(v->name, it->len, it->o, it->len) != 0 ||
-                snmp_oid_compare(v->name, v->name_length, q->o, q->len) <= 0 ||
+                oid_cmp(v->name, it->len, it->o, it->len) != 0 ||
+                oid_cmp(v->name, v->name_length, q->o, q->len) <= 0 ||
                 q->rows >= MAX_ROWS_PER_COL) {
                 q->done = true; /* left the column, or an agent that does not go forward */
                 continue;
             }
             rc = store_var(s, q->item, v);
             if (rc) {
-                snmp_free_pdu(resp);
+                wt_ns.snmp_free_pdu(resp);
                 return rc;
             }
             q->rows++;
             q->len = v->name_length < MAX_OID_LEN ? v->name_length : MAX_OID_LEN;
             memcpy(q->o, v->name, q->len * sizeof(oid));
         }
-        snmp_free_pdu(resp);
+        wt_ns.snmp_free_pdu(resp);
         if (got == 0) {
             for (size_t i = 0; i < nact; i++)
                 c[i].done = true;
@@ -862,9 +884,10 @@ static int identify(struct wt_snmp *s, struct wt_err *err)
     return 0;
 }
 
-static int snmp_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+/* One poll (collect/facility.h's read): first contact once, then every column. */
+static int pdu_read(struct wt_fac *f, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
-    struct wt_snmp *s = state;
+    struct wt_snmp *s = (struct wt_snmp *)f;
     int rc = 0;
     if (!s->identified) {
         rc = identify(s, err);
@@ -880,69 +903,8 @@ static int snmp_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
     if (rc)
         return rc;
     wt_debug("snmp", "target %s: requests=%d values=%zu", s->t.name, nreq, s->nrows);
-    rc = wt_snmp_readings(s, t_ns, out);
+    rc = readings(s, t_ns, out);
     if (rc)
         wt_err_set(err, "target %s: cannot build readings: %s", s->t.name, strerror(-rc));
     return rc;
 }
-
-/* ---- the collector -------------------------------------------------------------------------- */
-
-static const struct wt_collector_config *snmp_config(const struct wt_config *cfg)
-{
-    return &cfg->collectors.snmp;
-}
-
-static size_t snmp_targets(const struct wt_config *cfg, struct wt_target *out, size_t max)
-{
-    struct wt_snmp_target *t = calloc(WT_MAX_TARGETS, sizeof *t);
-    struct wt_err err = {{0}};
-    size_t n = 0;
-    if (!t)
-        return 0;
-    int rc = wt_snmp_parse_targets(wt_config_file(cfg), wt_config_section(cfg, WT_SNMP_SECTION), t,
-                                   WT_MAX_TARGETS, &err);
-    if (rc < 0)
-        wt_error("snmp", "%s", err.msg);
-    for (int i = 0; i < rc && n < max; i++, n++) {
-        snprintf(out[n].name, sizeof out[n].name, "%s", t[i].name);
-        out[n].interval_ns = t[i].interval_ns;
-    }
-    free(t);
-    return n;
-}
-
-static int snmp_open_target(const struct wt_config *cfg, size_t i, void **state, struct wt_err *err)
-{
-    struct wt_snmp_target *t = calloc(WT_MAX_TARGETS, sizeof *t);
-    struct wt_snmp *s = NULL;
-    *state = NULL;
-    if (!t)
-        return -ENOMEM;
-    int rc = wt_snmp_parse_targets(wt_config_file(cfg), wt_config_section(cfg, WT_SNMP_SECTION), t,
-                                   WT_MAX_TARGETS, err);
-    if (rc >= 0 && i >= (size_t)rc)
-        rc = wt_err_set(err, "no SNMP target %zu", i);
-    if (rc >= 0)
-        rc = wt_snmp_state_new(&t[i], NULL, &s, err);
-    if (rc >= 0 && s)
-        rc = wt_snmp_session_open(&s->ss, &s->t, err);
-    free(t);
-    if (rc < 0 || !s) {
-        wt_snmp_state_free(s);
-        return rc < 0 ? rc : -EINVAL;
-    }
-    *state = s;
-    return 0;
-}
-
-/* The loop (core/loop.c) runs each PDU; facility.c says when it is down and closes it. */
-const struct wt_collector_ops wt_snmp_collector = {
-    .name = "snmp",
-    .config = snmp_config,
-    .poll = snmp_poll,
-    .close = wt_fac_close,
-    .targets = snmp_targets,
-    .open_target = snmp_open_target,
-    .down = wt_fac_down,
-};

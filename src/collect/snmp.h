@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "collect/facility.h"
 #include "core/err.h"
 #include "core/reading.h"
 #include "core/yamltree.h"
@@ -108,10 +109,9 @@ struct wt_snmp_target {
     char priv_password_file[256];
     int64_t timeout_ns;
     int retries;
-    int64_t interval_ns; /* 0: the collector's */
-    char profile[32];    /* "auto", "generic" or a built-in name */
-    char node[64], rack[64], zone[64];
-    int line; /* where the target starts, for messages */
+    int64_t interval_ns;       /* 0: the collector's */
+    char profile[32];          /* "auto", "generic" or a built-in name */
+    struct wt_fac_place place; /* 63 characters each, 64 together */
     struct wt_snmp_column generic[WT_SNMP_MAX_GENERIC];
     size_t ngeneric;
     /* Storage the generic columns point into. */
@@ -123,8 +123,8 @@ struct wt_snmp_target {
 /* Checks the "collectors.snmp.targets" section (registered in cli/sections.c). */
 int wt_snmp_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err);
 /*
- * Parses the section into out (up to max targets). Returns the number of targets, or -EINVAL
- * with err naming file:line and the dotted path.
+ * Parses the section into out (its first max targets). Returns the number of targets, or
+ * -EINVAL with err naming file:line and the dotted path.
  */
 int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node, struct wt_snmp_target *out,
                           size_t max, struct wt_err *err);

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,15 @@ static const int metric_ids[] = {WT_M_FAC_POWER_W,   WT_M_FAC_ENERGY_J,    WT_M_
                                  WT_M_FAC_TEMP_C};
 
 /* ---- the config section ---------------------------------------------------------------- */
+
+void wt_snmp_target_aim(struct wt_snmp_target *t)
+{
+    for (size_t k = 0; k < t->ngeneric; k++) {
+        t->generic[k].oid = t->generic_oid[k];
+        t->generic[k].kind = t->generic_kind[k];
+        t->generic[k].point = t->generic_point[k];
+    }
+}
 
 int wt_snmp_parse_oid(const char *s, oid *o, size_t max)
 {
@@ -200,9 +210,21 @@ static int parse_generic(const struct wt_yget *g, const struct wt_ynode *item, c
     return 0;
 }
 
-static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, const char *path,
-                        struct wt_snmp_target *t)
+/* The target's optional strings, in the order they are read (each bounded by its array). */
+#define AT(key) offsetof(struct wt_snmp_target, key), sizeof(((struct wt_snmp_target *)0)->key)
+static const struct {
+    const char *key;
+    size_t at, n;
+} strings[] = {{"community_file", AT(community_file)},
+               {"user", AT(user)},
+               {"auth_password_file", AT(auth_password_file)},
+               {"priv_password_file", AT(priv_password_file)}};
+#undef AT
+
+int wt_snmp_parse_target(const struct wt_yget *g, const struct wt_ynode *item, const char *path,
+                         void *target)
 {
+    struct wt_snmp_target *t = target;
     static const char *const keys[] = {"name",
                                        "address",
                                        "version",
@@ -226,7 +248,6 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
     int64_t retries = 1;
     int v = 0;
     memset(t, 0, sizeof *t);
-    t->line = item ? item->line : 0;
     t->timeout_ns = 2 * WT_NS_PER_S;
     t->auth_proto = 1; /* SHA */
     t->priv_proto = 1; /* AES */
@@ -262,21 +283,13 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
         else if (c)
             snprintf(t->community, sizeof t->community, "%s", c->value);
     }
-    if (!rc)
-        rc = wt_y_string(g, item, path, "community_file", false, t->community_file,
-                         sizeof t->community_file);
-    if (!rc)
-        rc = wt_y_string(g, item, path, "user", false, t->user, sizeof t->user);
+    for (size_t i = 0; !rc && i < sizeof strings / sizeof strings[0]; i++)
+        rc = wt_y_string(g, item, path, strings[i].key, false, (char *)t + strings[i].at,
+                         strings[i].n);
     if (!rc)
         rc = wt_y_enum(g, item, path, "auth_protocol", wt_snmp_auth_names, &t->auth_proto);
     if (!rc)
-        rc = wt_y_string(g, item, path, "auth_password_file", false, t->auth_password_file,
-                         sizeof t->auth_password_file);
-    if (!rc)
         rc = wt_y_enum(g, item, path, "priv_protocol", priv_names, &t->priv_proto);
-    if (!rc)
-        rc = wt_y_string(g, item, path, "priv_password_file", false, t->priv_password_file,
-                         sizeof t->priv_password_file);
     if (!rc)
         rc = wt_y_duration_in(g, item, path, "timeout", false, WT_Y_NET_TIMEOUT_MIN,
                               WT_Y_NET_TIMEOUT_MAX, WT_Y_WHY_NET_TIMEOUT, &t->timeout_ns);
@@ -298,13 +311,13 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
         rc = wt_y_fail(g, wt_y_get(item, "profile"), wt_y_path(p, sizeof p, path, "profile"),
                        "expected one of %s (got \"%s\")", names, t->profile);
     }
-    if (!rc)
-        rc = wt_y_string(g, item, path, "node", false, t->node, sizeof t->node);
-    if (!rc)
-        rc = wt_y_string(g, item, path, "rack", false, t->rack, sizeof t->rack);
-    if (!rc)
-        rc = wt_y_string(g, item, path, "zone", false, t->zone, sizeof t->zone);
-    if (!rc && strlen(t->node) + strlen(t->rack) + strlen(t->zone) > WT_SNMP_PLACE_MAX)
+    /* Longer than the other protocols' (facility.h): 63 each, 64 together. */
+    const struct wt_fac_place *pl = &t->place;
+    static const char *const place_keys[] = {"node", "rack", "zone"};
+    char *place_at[] = {t->place.node, t->place.rack, t->place.zone};
+    for (size_t i = 0; !rc && i < 3; i++)
+        rc = wt_y_string(g, item, path, place_keys[i], false, place_at[i], WT_FAC_PLACE_CAP);
+    if (!rc && strlen(pl->node) + strlen(pl->rack) + strlen(pl->zone) > WT_SNMP_PLACE_MAX)
         rc = wt_err_set(g->err,
                         "%s:%d: %s: node, rack and zone together have at most %d characters "
                         "(they label every reading)",
@@ -384,41 +397,4 @@ static int parse_target(const struct wt_yget *g, const struct wt_ynode *item, co
         t->ngeneric = gen->n;
     }
     return 0;
-}
-
-int wt_snmp_parse_targets(const char *file, const struct wt_ynode *node, struct wt_snmp_target *out,
-                          size_t max, struct wt_err *err)
-{
-    struct wt_yget g = {.file = file, .err = err};
-    char p[256];
-    int rc = wt_y_seq(&g, node, WT_SNMP_SECTION);
-    if (rc)
-        return rc;
-    if (!node || node->kind != WT_YNODE_SEQ)
-        return 0;
-    if (node->n > max)
-        return wt_y_fail(&g, node, WT_SNMP_SECTION, "at most %zu targets (got %zu)", max, node->n);
-    for (size_t i = 0; i < node->n; i++) {
-        char np[256];
-        wt_y_index(p, sizeof p, WT_SNMP_SECTION, i);
-        rc = parse_target(&g, node->child[i], p, &out[i]);
-        if (rc)
-            return rc;
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(out[j].name, out[i].name) == 0)
-                return wt_y_fail(
-                    &g, wt_y_get(node->child[i], "name"), wt_y_path(np, sizeof np, p, "name"),
-                    "duplicate target name \"%s\" (first on line %d)", out[i].name, out[j].line);
-    }
-    return (int)node->n;
-}
-
-int wt_snmp_config_check(const char *file, const struct wt_ynode *node, struct wt_err *err)
-{
-    struct wt_snmp_target *t = calloc(WT_MAX_TARGETS, sizeof *t);
-    if (!t)
-        return wt_err_set(err, "out of memory checking %s", WT_SNMP_SECTION);
-    int rc = wt_snmp_parse_targets(file, node, t, WT_MAX_TARGETS, err);
-    free(t);
-    return rc < 0 ? rc : 0;
 }

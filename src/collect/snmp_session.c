@@ -21,8 +21,16 @@
 /* after time.h: it uses struct timespec */
 #include <linux/errqueue.h>
 
+#include "collect/facility.h"
 #include "collect/snmp_config.h"
 #include "core/clock.h"
+
+WT_FAC_LIB(, wt_ns, WT_NETSNMP, "collectors.snmp.targets", "libnetsnmp.so.40", "libsnmp40");
+
+int wt_snmp_lib_load(struct wt_err *err)
+{
+    return wt_fac_lib_load(&wt_ns_lib, err);
+}
 
 static pthread_once_t lib_once = PTHREAD_ONCE_INIT;
 /* Session open and close touch net-snmp's global USM user list: one at a time. */
@@ -31,23 +39,23 @@ static pthread_mutex_t lib_mu = PTHREAD_MUTEX_INITIALIZER;
 static void lib_init(void)
 {
     /* No snmp.conf, no persistent state under /var/lib/snmp, no MIB files: we use numeric OIDs. */
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_READ_CONFIGS, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
-    netsnmp_ds_set_int(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_WARNINGS, 0);
-    netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_ERRORS, 0);
-    netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIBDIRS, "/nonexistent");
+    wt_ns.netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DONT_READ_CONFIGS, 1);
+    wt_ns.netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_LOAD, 1);
+    wt_ns.netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_DISABLE_PERSISTENT_SAVE, 1);
+    wt_ns.netsnmp_ds_set_int(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_WARNINGS, 0);
+    wt_ns.netsnmp_ds_set_boolean(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIB_ERRORS, 0);
+    wt_ns.netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_MIBDIRS, "/nonexistent");
     /*
      * init_snmp creates <persistent dir>/cert_indexes even with persistence off; a directory
      * below /dev/null cannot be made, by root either, so nothing is written (nothing needs it:
      * no TLS transports, no saved state).
      */
-    netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_PERSISTENT_DIR,
-                          "/dev/null/wattage-no-snmp-state");
+    wt_ns.netsnmp_ds_set_string(NETSNMP_DS_LIBRARY_ID, NETSNMP_DS_LIB_PERSISTENT_DIR,
+                                "/dev/null/wattage-no-snmp-state");
     /* The library logs to stderr when no handler is set: give it one that drops everything. */
-    snmp_disable_log();
-    netsnmp_register_loghandler(NETSNMP_LOGHANDLER_NONE, LOG_EMERG);
-    init_snmp("wattage");
+    wt_ns.snmp_disable_log();
+    wt_ns.netsnmp_register_loghandler(NETSNMP_LOGHANDLER_NONE, LOG_EMERG);
+    wt_ns.init_snmp("wattage");
 }
 
 /* Reads a one-line secret file into out (trailing newline removed). Returns 0 or -errno. */
@@ -81,7 +89,7 @@ int wt_snmp_session_open(struct wt_snmp_session *s, const struct wt_snmp_target 
     char peer[200], community[256] = "", authpass[256] = "", privpass[256] = "";
     int rc = 0;
     pthread_once(&lib_once, lib_init);
-    snmp_sess_init(&sess);
+    wt_ns.snmp_sess_init(&sess);
     bool v6 = strchr(t->host, ':') != NULL;
     snprintf(peer, sizeof peer, v6 ? "udp6:[%s]:%d" : "udp:%s:%d", t->host, t->port);
     sess.peername = peer;
@@ -99,16 +107,16 @@ int wt_snmp_session_open(struct wt_snmp_session *s, const struct wt_snmp_target 
         sess.community = (u_char *)community;
         sess.community_len = strlen(community);
     } else {
-        static const oid *const auth_oids[] = {
-            usmHMACMD5AuthProtocol,       usmHMACSHA1AuthProtocol,
-            usmHMAC128SHA224AuthProtocol, usmHMAC192SHA256AuthProtocol,
-            usmHMAC256SHA384AuthProtocol, usmHMAC384SHA512AuthProtocol};
+        const oid *const auth_oids[] = {
+            *wt_ns.usmHMACMD5AuthProtocol,       *wt_ns.usmHMACSHA1AuthProtocol,
+            *wt_ns.usmHMAC128SHA224AuthProtocol, *wt_ns.usmHMAC192SHA256AuthProtocol,
+            *wt_ns.usmHMAC256SHA384AuthProtocol, *wt_ns.usmHMAC384SHA512AuthProtocol};
         static const size_t auth_lens[] = {
             OID_LENGTH(usmHMACMD5AuthProtocol),       OID_LENGTH(usmHMACSHA1AuthProtocol),
             OID_LENGTH(usmHMAC128SHA224AuthProtocol), OID_LENGTH(usmHMAC192SHA256AuthProtocol),
             OID_LENGTH(usmHMAC256SHA384AuthProtocol), OID_LENGTH(usmHMAC384SHA512AuthProtocol)};
-        static const oid *const priv_oids[] = {usmDESPrivProtocol, usmAESPrivProtocol,
-                                               usmAES192PrivProtocol, usmAES256PrivProtocol};
+        const oid *const priv_oids[] = {*wt_ns.usmDESPrivProtocol, *wt_ns.usmAESPrivProtocol,
+                                        *wt_ns.usmAES192PrivProtocol, *wt_ns.usmAES256PrivProtocol};
         static const size_t priv_lens[] = {
             OID_LENGTH(usmDESPrivProtocol), OID_LENGTH(usmAESPrivProtocol),
             OID_LENGTH(usmAES192PrivProtocol), OID_LENGTH(usmAES256PrivProtocol)};
@@ -132,31 +140,31 @@ int wt_snmp_session_open(struct wt_snmp_session *s, const struct wt_snmp_target 
         sess.securityPrivProto = (oid *)priv_oids[t->priv_proto];
         sess.securityPrivProtoLen = priv_lens[t->priv_proto];
         sess.securityPrivKeyLen = USM_PRIV_KU_LEN;
-        if (generate_Ku(sess.securityAuthProto, (u_int)sess.securityAuthProtoLen,
-                        (u_char *)authpass, strlen(authpass), sess.securityAuthKey,
-                        &sess.securityAuthKeyLen) != SNMPERR_SUCCESS ||
-            generate_Ku(sess.securityAuthProto, (u_int)sess.securityAuthProtoLen,
-                        (u_char *)privpass, strlen(privpass), sess.securityPrivKey,
-                        &sess.securityPrivKeyLen) != SNMPERR_SUCCESS) {
+        if (wt_ns.generate_Ku(sess.securityAuthProto, (u_int)sess.securityAuthProtoLen,
+                              (u_char *)authpass, strlen(authpass), sess.securityAuthKey,
+                              &sess.securityAuthKeyLen) != SNMPERR_SUCCESS ||
+            wt_ns.generate_Ku(sess.securityAuthProto, (u_int)sess.securityAuthProtoLen,
+                              (u_char *)privpass, strlen(privpass), sess.securityPrivKey,
+                              &sess.securityPrivKeyLen) != SNMPERR_SUCCESS) {
             rc = wt_err_set(err, "target %s: cannot derive the SNMPv3 keys (%s)", t->name,
                             wt_snmp_auth_names[t->auth_proto]);
             goto out;
         }
     }
     pthread_mutex_lock(&lib_mu);
-    s->sess = snmp_sess_open(&sess);
+    s->sess = wt_ns.snmp_sess_open(&sess);
     int e = sess.s_snmp_errno;
     pthread_mutex_unlock(&lib_mu);
     if (!s->sess) {
         rc = wt_err_set(err, "target %s: cannot open a session to %s: %s", t->name, peer,
-                        snmp_api_errstring(e));
+                        wt_ns.snmp_api_errstring(e));
     } else {
         /*
          * net-snmp sends from an unconnected UDP socket, where Linux drops the ICMP "port
          * unreachable" a closed port answers with; with IP_RECVERR the kernel queues it on the
          * socket, and request() sees it at once instead of waiting out every retry.
          */
-        netsnmp_transport *tr = snmp_sess_transport(s->sess);
+        netsnmp_transport *tr = wt_ns.snmp_sess_transport(s->sess);
         int one = 1;
         if (tr && tr->sock >= 0)
             (void)(v6 ? setsockopt(tr->sock, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one)
@@ -177,7 +185,7 @@ void wt_snmp_session_close(struct wt_snmp_session *s)
     if (!s->sess)
         return;
     pthread_mutex_lock(&lib_mu);
-    snmp_sess_close(s->sess);
+    wt_ns.snmp_sess_close(s->sess);
     pthread_mutex_unlock(&lib_mu);
     s->sess = NULL;
 }
@@ -214,7 +222,7 @@ static int on_reply(int op, netsnmp_session *ss, int reqid, netsnmp_pdu *pdu, vo
     if (reqid != s->pending_id || s->reply_state != -1)
         return 1; /* an abandoned request */
     if (op == NETSNMP_CALLBACK_OP_RECEIVED_MESSAGE) {
-        s->reply = snmp_clone_pdu(pdu);
+        s->reply = wt_ns.snmp_clone_pdu(pdu);
         s->reply_state = s->reply ? STAT_SUCCESS : STAT_ERROR;
     } else if (op == NETSNMP_CALLBACK_OP_TIMED_OUT) {
         s->reply_state = STAT_TIMEOUT;
@@ -231,15 +239,15 @@ static int on_reply(int op, netsnmp_session *ss, int reqid, netsnmp_pdu *pdu, vo
  */
 static int exchange(struct wt_snmp_session *s, netsnmp_pdu *pdu, netsnmp_pdu **resp)
 {
-    netsnmp_transport *tr = snmp_sess_transport(s->sess);
+    netsnmp_transport *tr = wt_ns.snmp_sess_transport(s->sess);
     int fd = tr ? tr->sock : -1;
     if (fd >= 0)
         (void)port_unreachable(fd); /* what an earlier poll left */
     s->reply_state = -1;
     s->reply = NULL;
-    s->pending_id = snmp_sess_async_send(s->sess, pdu, on_reply, s);
+    s->pending_id = wt_ns.snmp_sess_async_send(s->sess, pdu, on_reply, s);
     if (!s->pending_id) {
-        snmp_free_pdu(pdu);
+        wt_ns.snmp_free_pdu(pdu);
         return STAT_ERROR;
     }
     while (s->reply_state == -1) {
@@ -247,7 +255,7 @@ static int exchange(struct wt_snmp_session *s, netsnmp_pdu *pdu, netsnmp_pdu **r
         fd_set fds;
         struct timeval tv = {0};
         FD_ZERO(&fds);
-        snmp_sess_select_info(s->sess, &nfds, &fds, &tv, &block);
+        wt_ns.snmp_sess_select_info(s->sess, &nfds, &fds, &tv, &block);
         int n = select(nfds, &fds, NULL, NULL, block ? NULL : &tv);
         if (n < 0 && errno == EINTR)
             continue;
@@ -260,9 +268,9 @@ static int exchange(struct wt_snmp_session *s, netsnmp_pdu *pdu, netsnmp_pdu **r
             return 1;
         }
         if (n > 0)
-            snmp_sess_read(s->sess, &fds);
+            wt_ns.snmp_sess_read(s->sess, &fds);
         else
-            snmp_sess_timeout(s->sess);
+            wt_ns.snmp_sess_timeout(s->sess);
     }
     *resp = s->reply;
     s->reply = NULL;
@@ -288,13 +296,13 @@ int wt_snmp_request(struct wt_snmp_session *s, netsnmp_pdu *pdu, netsnmp_pdu **r
         return -ECONNREFUSED;
     }
     if (st == STAT_ERROR) {
-        snmp_sess_error(s->sess, &liberr, &syserr, &msg);
+        wt_ns.snmp_sess_error(s->sess, &liberr, &syserr, &msg);
         /*
          * SNMPv3's engine ID discovery runs inside: its timeout is a timeout too, though it
          * comes back as an error whose number is lost (only the text says so).
          */
         if (liberr == SNMPERR_TIMEOUT ||
-            (msg && strcmp(msg, snmp_api_errstring(SNMPERR_TIMEOUT)) == 0))
+            (msg && strcmp(msg, wt_ns.snmp_api_errstring(SNMPERR_TIMEOUT)) == 0))
             st = STAT_TIMEOUT;
     }
     if (st == STAT_TIMEOUT) {
@@ -308,14 +316,15 @@ int wt_snmp_request(struct wt_snmp_session *s, netsnmp_pdu *pdu, netsnmp_pdu **r
         wt_err_set(err, "target %s: request failed: %s", s->t->name, msg ? msg : "unknown");
         free(msg);
         if (*resp)
-            snmp_free_pdu(*resp);
+            wt_ns.snmp_free_pdu(*resp);
         *resp = NULL;
         return -EIO;
     }
     if ((*resp)->errstat != SNMP_ERR_NOERROR) {
         long st2 = (*resp)->errstat;
-        wt_err_set(err, "target %s: the agent answered %s", s->t->name, snmp_errstring((int)st2));
-        snmp_free_pdu(*resp);
+        wt_err_set(err, "target %s: the agent answered %s", s->t->name,
+                   wt_ns.snmp_errstring((int)st2));
+        wt_ns.snmp_free_pdu(*resp);
         *resp = NULL;
         return st2 == SNMP_ERR_TOOBIG ? -EMSGSIZE : -EIO;
     }
@@ -328,11 +337,11 @@ int wt_snmp_get_text(struct wt_snmp_session *s, const char *txt, char *out, size
 {
     oid o[MAX_OID_LEN];
     int len = wt_snmp_parse_oid(txt, o, MAX_OID_LEN);
-    netsnmp_pdu *pdu = snmp_pdu_create(SNMP_MSG_GET), *resp;
+    netsnmp_pdu *pdu = wt_ns.snmp_pdu_create(SNMP_MSG_GET), *resp;
     out[0] = '\0';
     if (!pdu || len < 0)
         return -ENOMEM;
-    snmp_add_null_var(pdu, o, (size_t)len);
+    wt_ns.snmp_add_null_var(pdu, o, (size_t)len);
     int rc = wt_snmp_request(s, pdu, &resp, err);
     if (rc)
         return rc;
@@ -350,6 +359,6 @@ int wt_snmp_get_text(struct wt_snmp_session *s, const char *txt, char *out, size
         }
         out[k] = '\0';
     }
-    snmp_free_pdu(resp);
+    wt_ns.snmp_free_pdu(resp);
     return 0;
 }

@@ -14,8 +14,33 @@
 #include <net-snmp/net-snmp-config.h>
 #include <net-snmp/net-snmp-includes.h>
 
+#include "collect/facility.h"
 #include "collect/snmp.h"
 #include "core/err.h"
+#include "core/reading.h"
+
+/* net-snmp's entry points and protocol OIDs (*wt_ns.usmAESPrivProtocol), filled by
+ * wt_snmp_lib_load: never linked, so that a daemon without SNMP targets maps none of it. */
+/* clang-format off */
+#define WT_NETSNMP(X, t)                                                                           \
+    X(t, generate_Ku) X(t, init_snmp) X(t, netsnmp_ds_set_boolean) X(t, netsnmp_ds_set_int)        \
+    X(t, netsnmp_ds_set_string) X(t, netsnmp_register_loghandler) X(t, snmp_add_null_var)          \
+    X(t, snmp_api_errstring) X(t, snmp_clone_pdu) X(t, snmp_disable_log) X(t, snmp_errstring)      \
+    X(t, snmp_free_pdu) X(t, snmp_pdu_create) X(t, snmp_sess_async_send) X(t, snmp_sess_close)     \
+    X(t, snmp_sess_error) X(t, snmp_sess_init) X(t, snmp_sess_open) X(t, snmp_sess_read)           \
+    X(t, snmp_sess_select_info) X(t, snmp_sess_timeout) X(t, snmp_sess_transport)                  \
+    X(t, usmHMACMD5AuthProtocol) X(t, usmHMACSHA1AuthProtocol)                                     \
+    X(t, usmHMAC128SHA224AuthProtocol) X(t, usmHMAC192SHA256AuthProtocol)                          \
+    X(t, usmHMAC256SHA384AuthProtocol) X(t, usmHMAC384SHA512AuthProtocol)                          \
+    X(t, usmDESPrivProtocol) X(t, usmAESPrivProtocol) X(t, usmAES192PrivProtocol)                  \
+    X(t, usmAES256PrivProtocol)
+/* clang-format on */
+WT_FAC_LIB_TABLE(wt_ns, WT_NETSNMP);
+extern struct wt_ns_table wt_ns;
+
+/* Loads net-snmp (libnetsnmp.so.40) once into wt_ns. Returns 0 or collect/facility.h's
+ * wt_fac_lib_load error (-ELIBACC, -ELIBBAD) with err naming collectors.snmp.targets. */
+int wt_snmp_lib_load(struct wt_err *err) WT_MUST_USE;
 
 /* A session; zero-initialise (closed), then wt_snmp_session_open. */
 struct wt_snmp_session {

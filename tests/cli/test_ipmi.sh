@@ -127,6 +127,7 @@ PORT=$(free_port)
 URL=http://127.0.0.1:$PORT
 bg "$BIN" run -c "$TMP/i.yaml" --db "$TMP/i.db" --interval 0.5 --log-level debug \
     --listen "127.0.0.1:$PORT" 2>"$TMP/run.log"
+DPID=$!
 scrape() { curl -s "$URL/metrics" >"$TMP/m.txt"; }
 has() { scrape && grep -qF -- "$1" "$TMP/m.txt"; }
 G='source="ipmi",target="good",point="dcmi",kind="chassis",node="n1"'
@@ -135,6 +136,9 @@ if ! wait_for 20 has "wattage_facility_power_watts{$G} 412"; then
     finish
 fi
 ok "the healthy BMC's current power is on /metrics: wattage_facility_power_watts{$G} 412"
+maps=$(grep -oE 'lib(netsnmp|modbus|freeipmi)[^/]*$' "/proc/$DPID/maps" | sort -u | paste -sd' ')
+check "FreeIPMI is loaded for the IPMI targets, net-snmp and libmodbus are not ($maps)" \
+    bash -c '[[ $1 == libfreeipmi.so.17* && $1 != *" "* ]]' _ "$maps"
 check "  its minimum, maximum and average over the period" bash -c '
     grep -qF "wattage_facility_power_statistic_watts{$1,statistic=\"minimum\"} 380" "$2" &&
     grep -qF "wattage_facility_power_statistic_watts{$1,statistic=\"maximum\"} 455" "$2" &&

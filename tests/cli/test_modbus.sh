@@ -49,6 +49,9 @@ pid=$!
 T_PIDS="$T_PIDS $pid"
 up() { curl -s "127.0.0.1:$port/metrics" >"$TMP/m1" && grep -q '^wattage_facility_up{source="modbus",target="main",zone="hall-b"} 1$' "$TMP/m1"; }
 wait_for 10 up
+maps=$(grep -oE 'lib(netsnmp|modbus|freeipmi)[^/]*$' "/proc/$pid/maps" | sort -u | paste -sd' ')
+check "libmodbus is loaded for the Modbus targets, net-snmp and FreeIPMI are not ($maps)" \
+    bash -c '[[ $1 == libmodbus.so.5* && $1 != *" "* ]]' _ "$maps"
 sleep 3
 curl -s "127.0.0.1:$port/metrics" >"$TMP/m1"
 L='source="modbus",target="main"'

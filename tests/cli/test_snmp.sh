@@ -139,6 +139,24 @@ msg=$("$BIN" check-config "$TMP/bad.yaml" 2>&1); rc=$?
 check "a bad SNMP target: exit 2, file:line and path ($msg)" \
     bash -c '[[ $0 == 2 && $1 == *"bad.yaml:5: collectors.snmp.targets[0].address"* ]]' "$rc" "$msg"
 
+# --- a daemon without facility targets maps none of the protocols' libraries (each is loaded
+# with dlopen when its section has a target)
+PORT=$(free_port)
+printf '# no facility section\n' >"$TMP/none.yaml"
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/none.yaml" --listen 127.0.0.1:$PORT \
+    --db "$TMP/none.db" >"$TMP/none.log" 2>&1 &
+NPID=$!
+T_PIDS="$T_PIDS $NPID"
+if wait_for 30 curl -sf "http://127.0.0.1:$PORT/metrics" -o /dev/null; then
+    maps=$(grep -oE 'lib(netsnmp|modbus|freeipmi)[^/]*$' "/proc/$NPID/maps" | sort -u)
+    check "a daemon without facility targets maps neither net-snmp, libmodbus nor FreeIPMI ($maps)" \
+        test -z "$maps"
+else
+    not_ok "a daemon without facility targets starts" "$(tail -5 "$TMP/none.log")"
+fi
+kill -TERM "$NPID"
+wait "$NPID" 2>/dev/null
+
 PORT=$(free_port)
 # Were net-snmp to save state, the variable would send it here: it must stay absent.
 SNMP_PERSISTENT_DIR=$TMP/daemon-snmp-state WATTAGE_NVML_LIBRARY=$FAKE_NVML \
@@ -160,6 +178,9 @@ if ! wait_for 90 all_up; then
     finish
 fi
 ok "every reachable target answers (wattage_facility_up)"
+maps=$(grep -oE 'lib(netsnmp|modbus|freeipmi)[^/]*$' "/proc/$WPID/maps" | sort -u | paste -sd' ')
+check "net-snmp is loaded for the SNMP targets, libmodbus and FreeIPMI are not ($maps)" \
+    bash -c '[[ $1 == libnetsnmp.so.40* && $1 != *" "* ]]' _ "$maps"
 sleep 2.5 # a second poll: energy counters have a previous reading
 metrics >"$TMP/metrics.txt"
 

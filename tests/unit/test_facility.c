@@ -3,7 +3,8 @@
  * The facility target (collect/facility.c) with a stand-in protocol: names, placement, password
  * files, a condition said once, and a target's life through open_target, poll, down and close (the
  * reader's readings then wattage_facility_up 1; nothing but up 0 after a failed read; the peer's
- * skew with the target's labels). The protocols themselves are test_modbus, test_redfish,
+ * skew with the target's labels), and a protocol library's load (dlopen, once; absent or lacking
+ * a symbol: an error naming the section). The protocols themselves are test_modbus, test_redfish,
  * test_ipmi and test_snmp.
  */
 #include <errno.h>
@@ -276,4 +277,45 @@ WT_TEST(a_password_is_the_first_line_of_its_file)
     snprintf(path, sizeof path, "%s/none", wt_test_dir());
     WT_EQ_INT(wt_fac_read_password(path, out, sizeof out, &err), -ENOENT);
     WT_CONTAINS(err.msg, "cannot read password_file");
+}
+
+/* A library of section sec, file soname from package pkg, with the first n of syms. */
+static struct wt_fac_lib lib_of(const char *sec, const char *soname, const char *pkg,
+                                const struct wt_fac_sym *syms, size_t n)
+{
+    return (struct wt_fac_lib){
+        .section = sec, .soname = soname, .package = pkg, .syms = syms, .nsyms = n};
+}
+
+/*
+ * A protocol's library: loaded once, each symbol in its slot; one that is not there, or that
+ * lacks a symbol, is an error naming the section and the package, leaves nothing loaded and may
+ * be tried again.
+ */
+WT_TEST(a_protocol_library_loads_once_or_says_why)
+{
+    struct wt_err err = {{0}};
+    double (*cosine)(double) = NULL;
+    void *nothing = NULL;
+    const struct wt_fac_sym syms[] = {{"cos", &cosine}, {"wattage_no_such_symbol", &nothing}};
+    struct wt_fac_lib libm = lib_of("collectors.modbus.targets", "libm.so.6", "libc6", syms, 1);
+    WT_EQ_INT(wt_fac_lib_load(&libm, &err), 0);
+    WT_ASSERT(libm.loaded && cosine != NULL);
+    WT_NEAR(cosine(0), 1, 0);
+    cosine = NULL;
+    WT_EQ_INT(wt_fac_lib_load(&libm, &err), 0); /* once: the slots are not filled again */
+    WT_ASSERT(cosine == NULL);
+
+    struct wt_fac_lib absent =
+        lib_of("collectors.snmp.targets", "libwattage-absent.so.0", "libabsent0", syms, 1);
+    WT_EQ_INT(wt_fac_lib_load(&absent, &err), -ELIBACC);
+    WT_CONTAINS(err.msg, "collectors.snmp.targets: cannot load libwattage-absent.so.0 "
+                         "(Debian package libabsent0): ");
+    WT_ASSERT(!absent.loaded);
+    WT_EQ_INT(wt_fac_lib_load(&absent, &err), -ELIBACC); /* tried again, said again */
+
+    struct wt_fac_lib lacking = lib_of("collectors.ipmi.targets", "libm.so.6", "libc6", syms, 2);
+    WT_EQ_INT(wt_fac_lib_load(&lacking, &err), -ELIBBAD);
+    WT_CONTAINS(err.msg, "collectors.ipmi.targets: libm.so.6 has no wattage_no_such_symbol");
+    WT_ASSERT(!lacking.loaded);
 }

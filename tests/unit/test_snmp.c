@@ -381,9 +381,9 @@ WT_TEST(long_names_are_cut_not_fatal)
 {
     /* The longest target name, point and place the config allows, and a 47-byte outlet name. */
     struct wt_snmp_target t = target("abcdefghijklmnopqrstuvw");
-    snprintf(t.node, sizeof t.node, "%s", "n123456789012345678901");
-    snprintf(t.rack, sizeof t.rack, "%s", "r123456789012345678901");
-    snprintf(t.zone, sizeof t.zone, "%s", "z12345678901234567890");
+    snprintf(t.place.node, sizeof t.place.node, "%s", "n123456789012345678901");
+    snprintf(t.place.rack, sizeof t.place.rack, "%s", "r123456789012345678901");
+    snprintf(t.place.zone, sizeof t.place.zone, "%s", "z12345678901234567890");
     struct wt_snmp *s = NULL;
     struct wt_err err = {{0}};
     struct wt_batch b = {0};
@@ -977,7 +977,7 @@ WT_TEST(config_errors)
     BAD("- name: abcdefghijklmnopqrstuvwxyz\n  address: h\n  community: x\n",
         "w.yaml:1:", "targets[0].name", "at most 23");
     BAD("- {name: a, address: h, community: x}\n- {name: a, address: h2, community: x}\n",
-        "w.yaml:2:", "targets[1].name", "duplicate", "line 1");
+        "w.yaml:2:", "targets[1].name", "\"a\" is used by another target");
     BAD("- name: a\n  address: h:99999\n  community: x\n", "w.yaml:2:", "targets[0].address",
         "port 1..65535");
     BAD("- name: a\n  address: h\n  comunity: x\n", "w.yaml:3:", "targets[0].comunity",
