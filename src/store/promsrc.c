@@ -23,6 +23,11 @@
 #define DEFAULT_BATCH_NODES 256
 #define MSG_QUERY 160 /* a query is quoted in messages up to this many characters */
 #define MSG_ERROR 200 /* an engine's error: its last characters (the reason comes last) */
+/* An engine that answers 502, 503 or 504 (unavailable for now: restarting, overloaded, a proxy
+ * without a backend) is asked again after BACKOFF_NS, then twice as long each time, TRIES times
+ * in all (1.75 s of waiting); its last answer is then the error. */
+#define TRIES 4
+#define BACKOFF_NS (250 * WT_NS_PER_MS)
 
 const char *wt_promsrc_name(const struct wt_promsrc *p)
 {
@@ -195,6 +200,11 @@ static void query_quote(const char *promql, char *out, size_t n)
         snprintf(out, n, "%.*s... (%zu characters)", MSG_QUERY, promql, len);
 }
 
+static bool unavailable(long status)
+{
+    return status == 502 || status == 503 || status == 504;
+}
+
 int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                             struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
@@ -215,7 +225,14 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
     curl_free(q);
     snprintf(url, sizeof url, "%s/api/v1/query", p->base);
     struct body b;
-    int rc = post_body(p, url, body, status, &b, err);
+    int rc, tries = 0;
+    for (int64_t wait = BACKOFF_NS;; wait *= 2) {
+        rc = post_body(p, url, body, status, &b, err);
+        if (rc || !unavailable(*status) || ++tries == TRIES)
+            break;
+        free(b.buf);
+        wt_sleep_until_mono(wt_now_mono_ns() + wait);
+    }
     free(body);
     if (rc)
         return rc;
@@ -228,9 +245,22 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
         free(b.buf);
         return -ENOMEM;
     }
-    rc = b.buf ? wt_promsrc_parse(b.buf, b.len, set, a, &at) : -EINVAL;
+    /* an unavailable engine's answer holds no samples: whatever it says goes into a set of its
+     * own */
+    struct wt_promsrc_set none = {0};
+    bool down = unavailable(*status);
+    rc = b.buf ? wt_promsrc_parse(b.buf, b.len, down ? &none : set, a, &at) : -EINVAL;
+    wt_promsrc_set_free(&none);
     free(b.buf);
-    if (rc == -EINVAL) {
+    if (down) {
+        wt_err_set(err,
+                   "%s: query %s: HTTP %ld: the engine was unavailable at each of %d tries over "
+                   "%.2f s: %s",
+                   p->name, shown, *status, TRIES,
+                   (double)(BACKOFF_NS * ((1 << (TRIES - 1)) - 1)) / 1e9,
+                   rc == 0 && a->error[0] ? a->error : "no answer of the query API");
+        rc = -EIO;
+    } else if (rc == -EINVAL) {
         wt_err_set(err, "%s: query %s: HTTP %ld, not a JSON answer of the query API (at byte %zu)",
                    p->name, shown, *status, at);
         rc = -EIO;
