@@ -80,9 +80,6 @@ int wt_promsrc_open(const char *source, const struct wt_promsrc_opts *opts, stru
     size_t bl = strlen(p->base);
     while (bl && p->base[bl - 1] == '/')
         p->base[--bl] = '\0';
-    /* Prometheus has no MetricsQL rollups (tlast_over_time...): its job edges are raw samples;
-     * another engine is asked for them, and read raw after an HTTP 400 */
-    p->raw_edges = !strcmp(schemes[0].scheme, "prometheus://") && rest == source + 13;
     if (opts)
         p->o = *opts;
     if (!p->o.timeout_ns)

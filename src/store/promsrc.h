@@ -13,10 +13,7 @@
  * covers edges closer than 2P, for a batch of nodes at once (a job's nodes, named in the query in
  * batches of batch_nodes; a batch the engine refuses with 422, its limit on series or samples per
  * query, is split in two and asked again, down to one node, whose refusal is the error: never a
- * partial sum). A job's edges, where the engine has MetricsQL's rollups (VictoriaMetrics), are
- * read as just the readings around them: per series the last one within P at or before the edge
- * and the first one within P after it (promsrc_int.h: wt_promsrc_edges), what the window math
- * needs of the samples there. Between the edges a counter's increase is
+ * partial sum). Between the edges a counter's increase is
  * the difference of its readings; a counter reset inside a window is therefore not seen: the
  * window reads as a gap (its coverage says so), never as negative energy. An edge with no sample
  * within the pad is a gap too, as the span before a series' first reading is locally.

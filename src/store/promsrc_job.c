@@ -40,6 +40,22 @@ struct pnodes {
     size_t *index, index_cap; /* slots: index + 1 */
 };
 
+/* A PromQL string literal's content: node names go into a regex, so escape both layers. */
+static void regex_quote(const char *s, char *out, size_t n)
+{
+    size_t k = 0;
+    for (; *s && k + 4 < n; s++) {
+        if (strchr(".^$*+?()[]{}|\\", *s)) {
+            out[k++] = '\\';
+            out[k++] = '\\';
+        } else if (*s == '"') {
+            out[k++] = '\\';
+        }
+        out[k++] = *s;
+    }
+    out[k] = '\0';
+}
+
 static void str_quote(const char *s, char *out, size_t n)
 {
     size_t k = 0;
@@ -372,63 +388,19 @@ static void fleet_free(struct fleet *f)
 
 #define FLEET_SEL "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\",node=~\""
 
-/* Edge k of node nd: its start, its end (or now), its marks. */
-static int64_t edge_of(const struct pnode *nd, size_t k, int64_t now_ns)
-{
-    return k == 0 ? nd->start : k == 1 ? (nd->end ? nd->end : now_ns) : nd->m[k - 2].t;
-}
-
-/*
- * The readings around the edges of nodes [lo, hi) from the engine's rollups: edge k of every node
- * (its start, its end or now, its marks) in one wt_promsrc_edges.
- */
-static int batch_edges(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
-                       long *status, struct wt_err *err)
-{
-    size_t most = 0;
-    for (size_t i = lo; i < hi; i++)
-        most = f->nodes[i].nm > most ? f->nodes[i].nm : most;
-    const char **names = malloc((hi - lo) * sizeof *names);
-    int64_t *t = malloc((hi - lo) * sizeof *t);
-    int rc = names && t ? 0 : -ENOMEM;
-    for (size_t k = 0; k < 2 + most && rc == 0; k++) {
-        size_t n = 0;
-        for (size_t i = lo; i < hi; i++) {
-            const struct pnode *nd = &f->nodes[i];
-            if (k >= 2 && k - 2 >= nd->nm)
-                continue;
-            int64_t at = edge_of(nd, k, now_ns);
-            bool again = false; /* a mark at the end, two marks at once: asked once */
-            for (size_t e = 0; e < k && !again; e++)
-                again = edge_of(nd, e, now_ns) == at;
-            if (again)
-                continue;
-            names[n] = nd->node;
-            t[n++] = at;
-        }
-        rc = wt_promsrc_edges(p, FLEET_SEL, names, t, n, &f->e, status, err);
-    }
-    free(names);
-    free(t);
-    return rc;
-}
-
 /*
  * The energy samples around every edge of nodes [lo, hi) (starts, ends or now, marks) and the
  * profile's steps: the nodes named in the query, so what is read follows the job, not the
- * fleet. A job's edges come from the engine's rollups where it has them (MetricsQL: the readings
- * around each edge), else (Prometheus, HTTP 400 to them: said once, remembered) and for the
- * profile's steps as the raw samples within the pad. A batch the engine refuses with 422 (its
- * limit on series or samples per query) is split in two and asked again; one node's refusal is
- * the error. Samples read twice merge as one.
+ * fleet. A batch the engine refuses with 422 (its limit on series or samples per query) is split
+ * in two and asked again; one node's refusal is the error. Samples read twice merge as one.
  */
-static int batch_raw(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
-                     const int64_t *steps, size_t nsteps, long *status, struct wt_err *err)
+static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
+                      const int64_t *steps, size_t nsteps, struct wt_err *err)
 {
     size_t ne = nsteps, sl = sizeof FLEET_SEL + 8;
     for (size_t i = lo; i < hi; i++) {
         ne += 2 + f->nodes[i].nm;
-        sl += 3 * strlen(f->nodes[i].node) + 1;
+        sl += 3 * strlen(f->nodes[i].node) + 1; /* regex_quote: up to 3 bytes a byte */
     }
     int64_t *edges = malloc(ne * sizeof *edges);
     char *sel = malloc(sl);
@@ -445,30 +417,13 @@ static int batch_raw(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi
         for (size_t m = 0; m < nd->nm; m++)
             edges[k++] = nd->m[m].t;
         char qn[200];
-        wt_promsrc_regex_quote(nd->node, qn, sizeof qn);
+        regex_quote(nd->node, qn, sizeof qn);
         off += (size_t)snprintf(sel + off, sl - off, "%s%s", i > lo ? "|" : "", qn);
     }
     memcpy(edges + k, steps, nsteps * sizeof *edges);
     snprintf(sel + off, sl - off, "\"}");
-    rc = wt_promsrc_around(p, sel, edges, ne, &f->e, status, err);
-out:
-    free(edges);
-    free(sel);
-    return rc;
-}
-
-static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
-                      const int64_t *steps, size_t nsteps, struct wt_err *err)
-{
     long status = 0;
-    int rc = -EIO;
-    if (!nsteps && !p->raw_edges) {
-        rc = batch_edges(p, f, lo, hi, now_ns, &status, err);
-        if (rc == -EIO && status == 400)
-            p->raw_edges = true; /* the engine has no such functions */
-    }
-    if (nsteps || p->raw_edges)
-        rc = batch_raw(p, f, lo, hi, now_ns, steps, nsteps, &status, err);
+    rc = wt_promsrc_around(p, sel, edges, ne, &f->e, &status, err);
     if (rc == -EIO && status == 422 && hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
         rc = load_batch(p, f, lo, mid, now_ns, steps, nsteps, err);
@@ -482,6 +437,9 @@ static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t h
                    "(the job's nodes were split into smaller queries down to one): %s",
                    f->nodes[lo].node, m);
     }
+out:
+    free(edges);
+    free(sel);
     return rc;
 }
 

@@ -40,7 +40,7 @@ static uint64_t series_hash(const char *node, const char *metric, const char *la
 
 /* ---- answers into sample arrays ---- */
 
-int wt_promsrc_push(struct wt_promsrc_series *s, int64_t t, double v)
+static int push_point(struct wt_promsrc_series *s, int64_t t, double v)
 {
     if (s->n == s->cap) {
         size_t nc = s->cap ? 2 * s->cap : 64;
@@ -75,8 +75,8 @@ static void index_put(struct wt_promsrc_set *set, size_t i)
     set->index[h] = i + 1;
 }
 
-struct wt_promsrc_series *wt_promsrc_series_of(struct wt_promsrc_set *set, const char *node,
-                                               const char *metric, const char *labels)
+static struct wt_promsrc_series *find_or_add(struct wt_promsrc_set *set, const char *node,
+                                             const char *metric, const char *labels)
 {
     /* the index is rebuilt when it is half full, or when the set grew without it (a caller
      * that sorted the set frees the index) */
@@ -323,7 +323,7 @@ static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
     if (!s || cut || e == vs || !(ts > -9e9 && ts < 9e9))
         return 0;
     /* engines stamp in milliseconds: round to them, then ns */
-    return wt_promsrc_push(s, (int64_t)llround(ts * 1e3) * 1000000, v);
+    return push_point(s, (int64_t)llround(ts * 1e3) * 1000000, v);
 }
 
 static int jp_samples(struct jp *j, struct wt_promsrc_series *s)
@@ -396,7 +396,7 @@ static int jp_result(struct jp *j, struct wt_promsrc_set *set)
             rc = jp_metric(j, node, sizeof node, metric, sizeof metric, labels, sizeof labels,
                            &ours);
             have_metric = true;
-            if (rc == 0 && ours && !(s = wt_promsrc_series_of(set, node, metric, labels)))
+            if (rc == 0 && ours && !(s = find_or_add(set, node, metric, labels)))
                 return -ENOMEM;
         } else if (many_k || !strcmp(key, "value")) {
             jp_ws(j);

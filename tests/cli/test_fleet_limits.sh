@@ -15,10 +15,8 @@
 # Bad answers from an engine (a fake on loopback): an answer cut short, an answer the engine
 # marks partial (isPartial, a VictoriaMetrics cluster that missed a storage node): exit 1, said.
 # An engine unavailable for a while (503 twice for every query, a fake in front of the real
-# VictoriaMetrics): asked again with a backoff, the answer exact, the job's edges from the
-# engine's rollups (tfirst_over_time...); always 503: exit 1 after 4 tries (the fake counts
-# them), said with the status. Prometheus as an http:// source refuses those rollups (400): the
-# edges are read as raw samples, exact.
+# VictoriaMetrics): asked again with a backoff, the answer exact; always 503: exit 1 after 4
+# tries (the fake counts them), said with the status.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
@@ -155,17 +153,6 @@ else
         "$(cat "$TMP/pjob6.err" "$TMP/pexact.err")"
 fi
 
-# an http:// source: Prometheus refuses the rollups of VictoriaMetrics (HTTP 400), the edges are
-# read as raw samples
-"$BIN" job show fleet-job --json --source "http://127.0.0.1:$P3" >"$TMP/pjob6h.json" \
-    2>"$TMP/pjob6h.err"
-if exact "$TMP/pfeed6.json" "$TMP/pjob6h.json" 6 2>"$TMP/pexacth.err"; then
-    ok "Prometheus as http://: exact, its edges read as raw samples"
-else
-    not_ok "Prometheus as http://: exact, its edges read as raw samples" \
-        "$(cat "$TMP/pjob6h.err" "$TMP/pexacth.err")"
-fi
-
 start_prom prom-small 1000
 P4=$PPORT
 one_over prometheus "$P4" Prometheus "too many samples"
@@ -232,8 +219,6 @@ else
     not_ok "  the job's energy is exact, each query asked 3 times" "$(cat "$TMP/f.err" "$TMP/fexact.err")"
 fi
 check "  no query was asked a 4th time" sh -c "! grep -q '^flaky [4-9]' '$TMP/tries'"
-check "  a job's edges from VictoriaMetrics' rollups, not its samples" \
-    grep -q "^tfirst_over_time(.*keep_metric_names" "$TMP/fake.log"
 check "  every query was asked a 3rd time" \
     [ "$(grep -c '^flaky 1' "$TMP/tries")" -eq "$(grep -c '^flaky 3' "$TMP/tries")" ]
 rc=0
