@@ -258,9 +258,49 @@ static int jp_str(struct jp *j, char *out, size_t n, bool *cut)
     return 0;
 }
 
+/*
+ * The decimal [-]DIGITS[.DIGITS] at p (before end) when it is exact the fast way: its digits as
+ * an integer m <= 2^53 (exact in a double) and at most 22 after the point (10^22 is exact), so
+ * m / 10^frac is one correctly rounded division: the double strtod gives. *stop: the byte after
+ * it. false: anything else (an exponent, hex, NaN, Inf, more digits), for strtod.
+ */
+static bool fast_num(const char *p, const char *end, double *v, const char **stop)
+{
+    static const double p10[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+    const uint64_t most = 1ull << 53;
+    bool neg = p < end && *p == '-';
+    const char *s = p + neg, *d0 = s;
+    uint64_t m = 0;
+    size_t frac = 0;
+    for (; s < end && *s >= '0' && *s <= '9'; s++)
+        if ((m = m * 10 + (uint64_t)(*s - '0')) > most)
+            return false;
+    if (s == d0)
+        return false;
+    if (s < end && *s == '.') {
+        for (s++; s < end && *s >= '0' && *s <= '9'; s++, frac++)
+            if (frac == 22 || (m = m * 10 + (uint64_t)(*s - '0')) > most)
+                return false;
+    }
+    if (s < end && (*s == 'e' || *s == 'E' || *s == 'x' || *s == 'X'))
+        return false;
+    double x = (double)m / p10[frac];
+    *v = neg ? -x : x;
+    *stop = s;
+    return true;
+}
+
 static int jp_num(struct jp *j, double *v)
 {
     jp_ws(j);
+    const char *stop;
+    /* most stamps are plain decimals: strtod's general path is the parser's largest cost */
+    if (fast_num(j->p, j->end, v, &stop) && (stop == j->end || strchr(",]} \n\r\t", *stop))) {
+        j->p = stop;
+        return 0;
+    }
     char *e;
     *v = strtod(j->p, &e); /* the body is NUL-terminated */
     if (e == j->p || e > j->end)
@@ -318,9 +358,14 @@ static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
     if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ',') || jp_str(j, vs, sizeof vs, &cut) ||
         !jp_eat(j, ']'))
         return -EINVAL;
-    v = strtod(vs, &e);
+    const char *vend = vs + strlen(vs), *stop;
+    bool number = fast_num(vs, vend, &v, &stop) && stop == vend;
+    if (!number) {
+        v = strtod(vs, &e);
+        number = e != vs;
+    }
     /* a stamp beyond what ns in 64 bits hold (year 2262) is no sample of ours */
-    if (!s || cut || e == vs || !(ts > -9e9 && ts < 9e9))
+    if (!s || cut || !number || !(ts > -9e9 && ts < 9e9))
         return 0;
     /* engines stamp in milliseconds: round to them, then ns */
     return push_point(s, (int64_t)llround(ts * 1e3) * 1000000, v);
