@@ -8,16 +8,26 @@
 #     energy is exact, with every node and full coverage, never a partial sum.
 #   - 2 nodes, 1,000 samples per query: one node's GPU series are more than the limit: wattage
 #     exits 1 and says so (the engine's message, the node), printing no figure.
+# The same with the real Prometheus (--query.max-samples: it counts every sample a query loads,
+# about 1,130 per node here: the job's 80 s and the 30 s pad on each side, 8 GPUs):
+#   - 6 nodes, 3,000 samples: refused (422) for 6 nodes and for 3, met by the split (2 and 1).
+#   - 2 nodes, 1,000 samples: one node is over it: exit 1, said, no figure.
 # Bad answers from an engine (a fake on loopback): an answer cut short, an answer the engine
 # marks partial (isPartial, a VictoriaMetrics cluster that missed a storage node): exit 1, said.
+# An engine unavailable for a while (503 twice for every query, a fake in front of the real
+# VictoriaMetrics): asked again with a backoff, the answer exact; always 503: exit 1 after 4
+# tries (the fake counts them), said with the status.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
+PROMETHEUS=${PROMETHEUS:-prometheus}
 FEED=$(dirname "$BIN")/bench/fleet_feed
-if ! command -v "$VM" >/dev/null; then
-    skip "the fleet read path against an engine's limits" "$VM is not installed (scripts/deps.sh --test)"
-    finish
-fi
+for tool in "$VM" "$PROMETHEUS"; do
+    if ! command -v "$tool" >/dev/null; then
+        skip "the fleet read path against an engine's limits" "$tool is not installed (scripts/deps.sh --test)"
+        finish
+    fi
+done
 [[ -x $FEED ]] || { not_ok "$FEED is built (make all)"; finish; }
 
 # start_vm NAME MAX_SAMPLES: a VictoriaMetrics on a free port; its port in $VPORT.
@@ -74,31 +84,112 @@ PY
 # 2 nodes, a limit of 1,000 samples per query: one node's GPU series are too many
 start_vm small 1000
 P2=$VPORT
-"$FEED" "http://127.0.0.1:$P2/api/v1/write" 2 200 >"$TMP/feed2.json" 2>"$TMP/feed2.err"
-check "the engine holds the job on 2 nodes" wait_for 30 job_ready "$P2" 2
-rc=0
-"$BIN" job show fleet-job --json --source "victoriametrics://127.0.0.1:$P2" \
-    >"$TMP/job2.json" 2>"$TMP/job2.err" || rc=$?
-check "a node's series over the engine's limit: exit 1" [ "$rc" -eq 1 ]
-check "no figure is printed" [ ! -s "$TMP/job2.json" ]
-check "the error names the node and the engine's limit" \
-    grep -q "node node-00[01] alone is over the engine.s limit on series or samples per query" "$TMP/job2.err"
-check "the error carries the engine's message" grep -q "HTTP 422: .*maxSamplesPerQuery" "$TMP/job2.err"
+# one_over SCHEME PORT NAME MESSAGE: 2 nodes fed to the engine, one node over its limit: exit 1,
+# said (the node, the engine's MESSAGE), no figure
+one_over() {
+    "$FEED" "http://127.0.0.1:$2/api/v1/write" 2 200 >"$TMP/feed2$3.json" 2>"$TMP/feed2$3.err"
+    check "$3: the engine holds the job on 2 nodes" wait_for 30 job_ready "$2" 2
+    local rc=0
+    "$BIN" job show fleet-job --json --source "$1://127.0.0.1:$2" \
+        >"$TMP/job2$3.json" 2>"$TMP/job2$3.err" || rc=$?
+    check "$3: a node's series over the engine's limit: exit 1" [ "$rc" -eq 1 ]
+    check "$3: no figure is printed" [ ! -s "$TMP/job2$3.json" ]
+    check "$3: the error names the node and the engine's limit" grep -q \
+        "node node-00[01] alone is over the engine.s limit on series or samples per query" \
+        "$TMP/job2$3.err"
+    check "$3: the error carries the engine's message" grep -q "HTTP 422: .*$4" "$TMP/job2$3.err"
+}
+one_over victoriametrics "$P2" VictoriaMetrics maxSamplesPerQuery
 
-# a fake engine: answers cut short, or marked partial
+# start_prom NAME MAX_SAMPLES: the real Prometheus taking remote write on a free port; its port in
+# $PPORT.
+start_prom() {
+    PPORT=$(free_port)
+    mkdir -p "$TMP/$1"
+    printf 'global:\n  scrape_interval: 1h\n' >"$TMP/$1/prometheus.yml"
+    bg "$PROMETHEUS" --config.file="$TMP/$1/prometheus.yml" --storage.tsdb.path="$TMP/$1/data" \
+        --web.listen-address="127.0.0.1:$PPORT" --web.enable-remote-write-receiver \
+        --query.max-samples="$2" --log.level=warn 2>>"$TMP/$1.log"
+    check "Prometheus ($1, $2 samples per query) starts" \
+        wait_for 30 curl -sf "http://127.0.0.1:$PPORT/-/ready" -o /dev/null
+}
+
+# exact FEED JOB NODES: the job's energy is the feed's, from every node, fully covered
+exact() {
+    $PY - "$@" <<'PY'
+import json, sys
+feed = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")][0]
+job, nodes = json.load(open(sys.argv[2])), int(sys.argv[3])
+got, want = job["kpi"]["energy_joules"], feed["energy_joules"]
+assert len(job["nodes"]) == nodes, len(job["nodes"])
+assert abs(got - want) <= 1e-6 * want, (got, want)
+assert job["kpi"]["coverage"] == 1, job["kpi"]
+assert [p["nodes"] for p in job["phases"]] == [nodes, nodes], job["phases"]
+PY
+}
+
+start_prom prom-big 3000
+P3=$PPORT
+"$FEED" "http://127.0.0.1:$P3/api/v1/write" 6 200 >"$TMP/pfeed6.json" 2>"$TMP/pfeed6.err"
+check "Prometheus holds the job on 6 nodes" wait_for 30 job_ready "$P3" 6
+# what wattage asks of 3 nodes (the job's window and the pads: 141 s) is refused, of 2 answered
+at=$($PY -c "import json; print(json.loads(open('$TMP/pfeed6.json').readline())['end_s'] + 30)")
+for want in '422 node-00[012]' '200 node-00[01]'; do
+    code=$(curl -s "http://127.0.0.1:$P3/api/v1/query" --data-urlencode "time=$at" \
+        --data-urlencode "query=wattage_gpu_energy_joules_total{node=~\"${want#* }\"}[141s]" \
+        -o "$TMP/pdirect.json" -w '%{http_code}')
+    check "Prometheus answers HTTP ${want% *} for the GPU series of ${want#* } around the job" \
+        [ "$code" = "${want% *}" ]
+done
+for _ in $(seq 50); do
+    "$BIN" job show fleet-job --json --source "prometheus://127.0.0.1:$P3" \
+        >"$TMP/pjob6.json" 2>"$TMP/pjob6.err" && grep -q node-005 "$TMP/pjob6.json" && break
+    sleep 0.2
+done
+if exact "$TMP/pfeed6.json" "$TMP/pjob6.json" 6 2>"$TMP/pexact.err"; then
+    ok "Prometheus: the job's energy is exact over 6 nodes, read in batches it accepts"
+else
+    not_ok "Prometheus: the job's energy is exact over 6 nodes, read in batches it accepts" \
+        "$(cat "$TMP/pjob6.err" "$TMP/pexact.err")"
+fi
+
+start_prom prom-small 1000
+P4=$PPORT
+one_over prometheus "$P4" Prometheus "too many samples"
+
+# a fake engine: answers cut short, or marked partial; 503 twice for each query, then the real
+# VictoriaMetrics' answer (/flaky), or always (/down)
 FPORT=$(free_port)
-$PY - "$FPORT" >"$TMP/fake.log" 2>&1 <<'PY' &
-import http.server, json, sys, urllib.parse
+$PY - "$FPORT" "http://127.0.0.1:$P1" "$TMP/tries" >"$TMP/fake.log" 2>&1 <<'PY' &
+import http.server, json, sys, urllib.error, urllib.parse, urllib.request
+seen = {}
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
-        form = urllib.parse.parse_qs(self.rfile.read(int(self.headers["Content-Length"])).decode())
+        raw = self.rfile.read(int(self.headers["Content-Length"]))
+        form = urllib.parse.parse_qs(raw.decode())
         q = form.get("query", [""])[0]
-        if "truncated" in self.path:
+        code = 200
+        if "/flaky/" in self.path or "/down/" in self.path:
+            key = (self.path, raw)
+            seen[key] = seen.get(key, 0) + 1
+            with open(sys.argv[3], "a") as f:
+                print(self.path.split("/")[1], seen[key], file=f)
+        if "/flaky/" in self.path and seen[key] > 2:
+            try:
+                with urllib.request.urlopen(sys.argv[2] + "/api/v1/query", raw) as r:
+                    body = r.read()
+            except urllib.error.HTTPError as e:
+                code, body = e.code, e.read()
+        elif "/flaky/" in self.path or "/down/" in self.path:
+            code = 503
+            body = b"<html>no backend</html>" if "/down/" in self.path else json.dumps(
+                {"status": "error", "errorType": "unavailable", "error": "starting"}).encode()
+        elif "truncated" in self.path:
             body = b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":'
         else:
             body = json.dumps({"status": "success", "isPartial": True,
                                "data": {"resultType": "vector", "result": []}}).encode()
-        self.send_response(200)
+        self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -118,4 +209,23 @@ rc=0
 "$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/partial" >"$TMP/p.out" 2>"$TMP/p.err" || rc=$?
 check "an answer marked partial: exit 1" [ "$rc" -eq 1 ]
 check "an answer marked partial: said" grep -q "answer is partial" "$TMP/p.err"
+rc=0
+"$BIN" job show fleet-job --json --source "http://127.0.0.1:$FPORT/flaky" >"$TMP/f.json" \
+    2>"$TMP/f.err" || rc=$?
+check "an engine unavailable twice for each query: exit 0" [ "$rc" -eq 0 ]
+if exact "$TMP/feed6.json" "$TMP/f.json" 6 2>"$TMP/fexact.err"; then
+    ok "  the job's energy is exact, each query asked 3 times"
+else
+    not_ok "  the job's energy is exact, each query asked 3 times" "$(cat "$TMP/f.err" "$TMP/fexact.err")"
+fi
+check "  no query was asked a 4th time" sh -c "! grep -q '^flaky [4-9]' '$TMP/tries'"
+check "  every query was asked a 3rd time" \
+    [ "$(grep -c '^flaky 1' "$TMP/tries")" -eq "$(grep -c '^flaky 3' "$TMP/tries")" ]
+rc=0
+"$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/down" >"$TMP/d.out" 2>"$TMP/d.err" || rc=$?
+check "an engine always unavailable: exit 1" [ "$rc" -eq 1 ]
+check "  asked 4 times, no more" [ "$(grep -c '^down' "$TMP/tries")" -eq 4 ]
+check "  said with the status and the tries" \
+    grep -q "HTTP 503: the engine was unavailable at each of 4 tries over 1.75 s" "$TMP/d.err"
+check "  no figure is printed" [ ! -s "$TMP/d.out" ]
 finish

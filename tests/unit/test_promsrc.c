@@ -6,6 +6,10 @@
  * or malformed refused with the byte where they went wrong.
  */
 #include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runner.h"
@@ -152,4 +156,79 @@ WT_TEST(answers_cut_short_or_malformed_are_refused_with_the_byte)
     WT_EQ_INT(parse(deep, &set, &a, &at), -EINVAL);
     WT_ASSERT(at < k);
     wt_promsrc_set_free(&set);
+}
+
+/* Values and stamps the parser reads the fast way (a plain decimal: one exact division) or with
+ * strtod (an exponent, hex, more digits than a double holds exactly, signs and forms strtod
+ * takes): each the very double strtod gives, -0 included. */
+WT_TEST(numbers_are_the_doubles_strtod_gives)
+{
+    static const char *const fixed[] = {"0",
+                                        "-0",
+                                        "0.1",
+                                        "5.",
+                                        ".5",
+                                        "+12",
+                                        "12abc",
+                                        "1e3",
+                                        "0x10",
+                                        "-2.5",
+                                        "1.7976931348623157",
+                                        "9007199254740993",
+                                        "9007199254740992",
+                                        "0.30000000000000004",
+                                        "123456.789012345678901234",
+                                        "0.0000000000000000000001",
+                                        "00012.50",
+                                        "NaN"};
+    enum { N = 3000 };
+    static char vals[N][40];
+    size_t nf = sizeof fixed / sizeof fixed[0];
+    uint64_t x = 88172645463325252ull;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+        if (i < nf) {
+            snprintf(vals[i], sizeof vals[i], "%s", fixed[i]);
+            continue;
+        }
+        uint64_t m = x >> (x % 24); /* 40 to 64 bits: about and beyond 2^53 */
+        int point = (int)(x >> 58) % 26;
+        char d[32];
+        int len = snprintf(d, sizeof d, "%llu", (unsigned long long)m);
+        if (point >= len)
+            snprintf(vals[i], sizeof vals[i], "%s0.%0*d%s", i / 7 % 2 ? "" : "-", point - len, 0,
+                     d);
+        else
+            snprintf(vals[i], sizeof vals[i], "%s%.*s.%s", i / 7 % 2 ? "" : "-", len - point, d,
+                     d + len - point);
+    }
+    size_t cap = (size_t)N * 80 + 256, off = 0;
+    char *in = malloc(cap);
+    WT_ASSERT(in != NULL);
+    off += (size_t)snprintf(in, cap,
+                            "{\"status\":\"success\",\"data\":{\"result\":[{\"metric\":"
+                            "{\"__name__\":\"m\",\"node\":\"n\"},\"values\":[");
+    for (size_t i = 0; i < N; i++)
+        off += (size_t)snprintf(in + off, cap - off, "%s[%zu.%03zu%s,\"%s\"]", i ? "," : "",
+                                1700000000 + i / 1000, i % 1000, i % 4 == 1 ? "0" : "", vals[i]);
+    snprintf(in + off, cap - off, "]}]}}");
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(parse(in, &set, &a, &at), 0);
+    WT_EQ_U64(set.n, 1);
+    WT_EQ_U64(set.s[0].n, N);
+    for (size_t i = 0; i < N; i++) {
+        const struct wt_point *p = &set.s[0].pts[i];
+        char ts[32];
+        snprintf(ts, sizeof ts, "%zu.%03zu", 1700000000 + i / 1000, i % 1000);
+        double want = strtod(vals[i], NULL);
+        WT_EQ_INT(p->t_ns, llround(strtod(ts, NULL) * 1e3) * 1000000);
+        if (want != want)
+            WT_ASSERT(p->v != p->v);
+        else if (memcmp(&p->v, &want, sizeof want) != 0)
+            WT_EQ_STR(vals[i], "parsed as strtod does");
+    }
+    wt_promsrc_set_free(&set);
+    free(in);
 }

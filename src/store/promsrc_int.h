@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine client's insides, shared by its parts: promsrc.c (the client: HTTP, queries, the
+ * samples around window edges, the fleet's energy rows and the copy into a store),
+ * promsrc_parse.c (the query API's answer parsed without a tree into sample sets) and
+ * promsrc_job.c (one job over the fleet: its nodes, batches, phases and profile). Not for use
+ * outside src/store/.
+ */
+#ifndef WT_STORE_PROMSRC_INT_H
+#define WT_STORE_PROMSRC_INT_H
+
+#include <curl/curl.h>
+#include <stdint.h>
+
+#include "store/promsrc.h"
+
+#define LOOKBACK "31d" /* how far back the job series are looked for */
+
+struct wt_promsrc {
+    char name[512];
+    char base[512];
+    char auth[600]; /* "Authorization: Bearer …" or "" */
+    struct wt_promsrc_opts o;
+    CURL *curl;
+};
+
+/* FNV-1a of s chained onto h (start with WT_PROMSRC_HASH_SEED); a separator ends each string,
+ * so ("ab","c") is not ("a","bc"). Open-addressing slots hold an index + 1, 0 is empty. */
+#define WT_PROMSRC_HASH_SEED 0xcbf29ce484222325ull
+uint64_t wt_promsrc_hash(uint64_t h, const char *s);
+
+/* wt_promsrc_query, with the HTTP status of the answer (0: none) for the caller to judge. */
+int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_ns,
+                            struct wt_promsrc_set *set, long *status, struct wt_err *err);
+
+/*
+ * Reads sel's raw samples within the pad of every edge into set: edges closer than twice the
+ * pad share one query. edges is sorted here. Returns as wt_promsrc_query_status.
+ */
+int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
+                      struct wt_promsrc_set *set, long *status, struct wt_err *err);
+
+/* r: the exact-window energy of series s over [a, b], as the local store computes it, with its
+ * coverage; chosen (wt_energy_choose decides among a GPU's rows). */
+void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,
+                         int64_t b);
+
+#endif
