@@ -169,12 +169,25 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
     return 0;
 }
 
-static bool gpu_listed(const char *gpus, const char *gpu)
+/* Whether the GPU of labels (gpu, uuid) is one of gpus: "1" any vendor's GPU 1, "amd:1" AMD's
+ * (uuid AMD-…), "nvidia:1" NVIDIA's. */
+static bool gpu_listed(const char *gpus, const char *labels)
 {
-    size_t len = strlen(gpu);
+    char gpu[32], uuid[80] = "";
+    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
+        return false;
+    (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
+    const char *vendor = strncmp(uuid, "AMD-", 4) == 0 ? "amd:" : "nvidia:";
+    size_t len = strlen(gpu), vl = strlen(vendor);
     for (const char *p = gpus; *p;) {
         size_t l = strcspn(p, ",");
-        if (l == len && strncmp(p, gpu, l) == 0)
+        const char *q = p;
+        size_t ql = l;
+        if (l > vl && strncmp(p, vendor, vl) == 0) {
+            q += vl;
+            ql -= vl;
+        }
+        if (ql == len && strncmp(q, gpu, ql) == 0)
             return true;
         p += l;
         if (*p == ',')
@@ -199,9 +212,8 @@ static int gpus_energy(struct wt_store *st, const char *gpus, int64_t a, int64_t
     *found = 0;
     *method = "counter";
     for (size_t i = 0; i < n; i++) {
-        char gpu[32];
         if (!er[i].chosen || er[i].s.node[0] || !wt_metric_is_gpu_energy(er[i].s.metric) ||
-            wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0 || !gpu_listed(gpus, gpu))
+            !gpu_listed(gpus, er[i].s.labels))
             continue;
         *j += er[i].energy_j;
         *u += er[i].uncertainty_j;
