@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -596,6 +597,7 @@ struct inf {
      * poll (NaN: not yet seen), and per model its generated tokens then and its energy */
     double dev_j[2][WT_ATTRIB_MAX_DEVICES]; /* by vendor (gpu_vendors) and index */
     bool energy_started; /* the GPU ledger was seen once: the counters are published */
+    bool said_ambiguous; /* a plain index of gpus that both vendors have, said once */
     struct model_energy {
         char model[MODEL_LEN];
         double generated; /* NaN: not seen yet */
@@ -774,6 +776,21 @@ static bool gpu_in(const char *gpus, const struct wt_attrib_device *x,
     return false;
 }
 
+/* Whether gpus names GPU g by a plain index (no vendor). */
+static bool plain_listed(const char *gpus, unsigned int g)
+{
+    for (const char *p = gpus; *p;) {
+        char *end;
+        unsigned long v = isdigit((unsigned char)*p) ? strtoul(p, &end, 10) : ULONG_MAX;
+        if (v == g && (*end == ',' || !*end))
+            return true;
+        p += strcspn(p, ",");
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
 /* The index of vendor in gpu_vendors, -1 for another. */
 static int vendor_slot(const char *vendor)
 {
@@ -824,6 +841,14 @@ static bool account_energy(struct inf *s)
             int v = vendor_slot(x->vendor);
             if (v < 0 || x->dev >= WT_ATTRIB_MAX_DEVICES || !gpu_in(gpus, x, devs, ndev))
                 continue;
+            if (v == 0 && !s->said_ambiguous && wt_attrib_find(devs, ndev, "amd", x->dev) &&
+                plain_listed(gpus, x->dev)) {
+                s->said_ambiguous = true;
+                wt_warn("inference",
+                        "%s: gpus %s: GPU %u is NVIDIA's and AMD's here; NVIDIA's is counted "
+                        "(name nvidia:%u or amd:%u)",
+                        s->t.name, gpus, x->dev, x->dev, x->dev);
+            }
             double *prev = &s->dev_j[v][x->dev];
             if (!isnan(*prev) && x->energy_j >= *prev)
                 de += x->energy_j - *prev;

@@ -8,7 +8,8 @@
 # inference --json` gives each target the fake's exact energy of its AMD GPUs within 1 %, and
 # the increase of wattage_inference_energy_joules_total between two scrapes is the AMD GPUs'
 # (not NVIDIA's 8x smaller one) within 10 % (it trails by up to a process poll). A gpus entry
-# that is neither an index nor a vendor's index is refused, naming its place.
+# that is neither an index nor a vendor's index is refused, naming its place; a plain index that
+# both vendors have (the target "plain", gpus [1]) counts NVIDIA's, and says so once.
 source "$(dirname "$0")/lib.sh"
 mkdir -p "$TMP/empty" "$TMP/tmpdir"
 export WATTAGE_SYSFS_ROOT=$TMP/empty TMPDIR=$TMP/tmpdir
@@ -36,8 +37,8 @@ bg $PY "$PEER" --engine vllm --port-file "$TMP/pinned.port" --t0 "$T0" --model m
 wait_for 10 test -s "$TMP/served.port" -a -s "$TMP/served.child" -a -s "$TMP/pinned.port" ||
     { not_ok "the vLLM peers started"; finish; }
 echo "1 $(cat "$TMP/served.child") 1073741824" >"$TMP/procs"
-printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: served\n      url: http://127.0.0.1:%s/metrics\n    - name: pinned\n      url: http://127.0.0.1:%s/metrics\n      gpus: [amd:2, "amd:3"]\n' \
-    "$(cat "$TMP/served.port")" "$(cat "$TMP/pinned.port")" >"$TMP/w.yaml"
+printf 'store:\n  flush_interval: 500ms\ninference:\n  targets:\n    - name: served\n      url: http://127.0.0.1:%s/metrics\n    - name: pinned\n      url: http://127.0.0.1:%s/metrics\n      gpus: [amd:2, "amd:3"]\n    - name: plain\n      url: http://127.0.0.1:%s/metrics\n      gpus: [1]\n' \
+    "$(cat "$TMP/served.port")" "$(cat "$TMP/pinned.port")" "$(cat "$TMP/pinned.port")" >"$TMP/w.yaml"
 port=$(free_port)
 bg "$BIN" run -c "$TMP/w.yaml" --interval 0.5 --db "$TMP/w.db" --listen "127.0.0.1:$port" \
     >>"$TMP/run.log" 2>&1
@@ -72,6 +73,8 @@ print("served %.0f J (AMD GPU 1: %.0f J), pinned %.0f J (%.0f J)" % (s2 - s1, es
 PY
 )
 check "wattage_inference_energy_joules_total counts the AMD GPUs ($out)" grep -q '^served' <<<"$out"
+check "a plain index both vendors have: NVIDIA's counted, said once" \
+    test "$(grep -c "plain: gpus 1: GPU 1 is NVIDIA's and AMD's here; NVIDIA's is counted (name nvidia:1 or amd:1)" "$TMP/run.log")" -eq 1
 
 sleep 1
 te=$($PY -c 'import time; print(round(time.time() - 1.5, 3))')
