@@ -298,6 +298,35 @@ void wt_detect_throttling(struct gpu *g, const struct wt_alerts_config *cfg,
  */
 #define IDLE_DWELL_NS (60 * WT_NS_PER_S)
 
+/*
+ * An AMD package (collect/rocm.h: an MI250X's two dies, an MI300X's partitions) draws its power
+ * through its primary, the GPU with the power reading: it is busy when any member is. The
+ * highest utilization of g's package in the snapshot, members named by wattage_gpu_info's
+ * package="<g's index>"; util itself for an NVIDIA GPU or a package of one.
+ */
+static double package_util(const struct gpu *g, const struct wt_batch *snap, double util)
+{
+    char idx[16], v[WT_LABELS_LEN];
+    if (strncmp(g->uuid, "AMD-", 4) != 0 || g->index < 0 || !snap)
+        return util;
+    snprintf(idx, sizeof idx, "%d", g->index);
+    for (size_t i = 0; i < snap->len; i++) {
+        const struct wt_reading *r = &snap->r[i];
+        char uuid[96];
+        if (r->metric != WT_M_GPU_INFO || wt_labels_get(r->labels, "package", v, sizeof v) != 0 ||
+            strcmp(v, idx) != 0 || wt_labels_get(r->labels, "uuid", uuid, sizeof uuid) != 0 ||
+            strcmp(uuid, g->uuid) == 0)
+            continue;
+        for (size_t k = 0; k < snap->len; k++) {
+            const struct wt_reading *u = &snap->r[k];
+            if (u->metric == WT_M_GPU_UTIL_RATIO && u->value > util &&
+                wt_labels_get(u->labels, "uuid", v, sizeof v) == 0 && strcmp(v, uuid) == 0)
+                util = u->value;
+        }
+    }
+    return util;
+}
+
 void wt_detect_idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
                          const struct wt_alert_input *in, int64_t interval, const struct emit *em)
 {
@@ -305,16 +334,17 @@ void wt_detect_idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
     double limit = v->have_limit ? v->limit : v->have_max ? v->max : 0;
     if (!v->have_util || !v->have_power || limit <= 0)
         return;
+    double util = package_util(g, in->snap, v->util);
     double below = cfg->idle_burn.util_below, share = cfg->idle_burn.power_share;
     int64_t dwell = cfg->idle_burn.for_ns > 0 && cfg->idle_burn.for_ns < IDLE_DWELL_NS
                         ? cfg->idle_burn.for_ns
                         : IDLE_DWELL_NS;
     int64_t t = v->t_power;
-    bool idle_high = v->util < below && v->power > share * limit;
+    bool idle_high = util < below && v->power > share * limit;
     enum wt_cond c = WT_COND_FALSE;
     if (g->idle_on) {
         c = idle_high ? WT_COND_TRUE : WT_COND_HOLD;
-        if (v->util >= 2 * below) {
+        if (util >= 2 * below) {
             c = WT_COND_FALSE;
         } else if (v->power < 0.9 * share * limit) {
             if (!g->idle_low_since)
@@ -351,8 +381,8 @@ void wt_detect_idle_burn(struct gpu *g, const struct wt_alerts_config *cfg,
         wt_detect_say(s, sizeof s,
                       "GPU %d (%s) idle (%.0f%% utilization) while drawing %.0f W (%.0f%% of its "
                       "%.0f W limit) for %s: %.3f kWh so far",
-                      g->index, g->model, 100 * v->util, v->power, 100 * v->power / limit, limit,
-                      dur, g->idle_j / 3.6e6);
+                      g->index, g->model, 100 * util, v->power, 100 * v->power / limit, limit, dur,
+                      g->idle_j / 3.6e6);
     }
     wt_detect_report(em, WT_DET_IDLE_BURN, g->labels, c, WT_SEV_WARNING, cfg->idle_burn.for_ns,
                      v->power, s, g->index);

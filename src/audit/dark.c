@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "store/query.h"
@@ -129,11 +130,61 @@ static void step(struct wt_dark *d, struct gpu *g, const struct sample *s, int n
     g->has_e_prev = s->has_e;
 }
 
+/* The number in label key of labels, -1 when none (or not one under MAX_GPUS). */
+static int label_index(const char *labels, const char *key)
+{
+    char v[16];
+    char *end;
+    if (wt_labels_get(labels, key, v, sizeof v) != 0)
+        return -1;
+    long x = strtol(v, &end, 10);
+    return end != v && !*end && x >= 0 && x < MAX_GPUS ? (int)x : -1;
+}
+
+static bool gpu_collector(const char *collector)
+{
+    return strcmp(collector, "nvml") == 0 || strcmp(collector, "amd") == 0;
+}
+
+/*
+ * An AMD package (collect/rocm.h: an MI250X's two dies, an MI300X's partitions) draws its
+ * power through its primary alone: the package is idle when no member lists a process and none
+ * is busy. Folds the members' processes and utilization into the primary's, for sample self
+ * of s[0..ns) (GPU indices in sidx); false for a member that is not its package's primary
+ * (nothing of its own to count).
+ */
+static bool amd_package(const int *pkg_of, struct sample *s, size_t self, const int *sidx,
+                        size_t ns, const struct wt_gpu_procs *procs, size_t nprocs, int *npids)
+{
+    int idx = sidx[self];
+    if (idx < 0 || pkg_of[idx] < 0)
+        return true;
+    if (pkg_of[idx] != idx)
+        return false;
+    for (int m = 0; m < MAX_GPUS; m++) {
+        if (m == idx || pkg_of[m] != idx)
+            continue;
+        int listed = -1;
+        for (size_t j = 0; j < nprocs; j++)
+            if ((int)procs[j].gpu == m)
+                listed = (int)procs[j].npids;
+        *npids = listed < 0 || *npids < 0 ? -1 : *npids + listed;
+        for (size_t k = 0; k < ns; k++)
+            if (sidx[k] == m && s[k].has_util && s[k].util > s[self].util)
+                s[self].util = s[k].util;
+    }
+    return true;
+}
+
 void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batch *b,
                   const struct wt_gpu_procs *procs, size_t nprocs, bool have_procs)
 {
-    if (strcmp(collector, "nvml") != 0)
+    if (!gpu_collector(collector))
         return;
+    bool amd = strcmp(collector, "amd") == 0;
+    int pkg_of[MAX_GPUS]; /* AMD: each GPU index's package primary (wattage_gpu_info) */
+    for (int i = 0; i < MAX_GPUS; i++)
+        pkg_of[i] = -1;
     if (!have_procs && !d->said_noprocs) {
         wt_info(MOD, "no GPU process list (driver without the process calls?): idle energy is "
                      "not measured");
@@ -145,6 +196,12 @@ void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batc
     pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
+        if (amd && r->metric == WT_M_GPU_INFO) {
+            int gi = label_index(r->labels, "gpu"), pk = label_index(r->labels, "package");
+            if (gi >= 0 && pk >= 0)
+                pkg_of[gi] = pk;
+            continue;
+        }
         if (r->metric != WT_M_GPU_POWER_W && r->metric != WT_M_GPU_ENERGY_J &&
             r->metric != WT_M_GPU_UTIL_RATIO && r->metric != WT_M_GPU_UP)
             continue;
@@ -185,11 +242,17 @@ void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batc
             break;
         }
     }
+    int sidx[MAX_GPUS];
+    for (size_t k = 0; k < ns; k++)
+        sidx[k] = amd ? label_index(gs[k]->labels, "gpu") : -1;
     for (size_t k = 0; k < ns; k++) {
         int npids = -1;
         for (size_t j = 0; have_procs && j < nprocs; j++)
             if (strcmp(procs[j].uuid, gs[k]->uuid) == 0)
                 npids = (int)procs[j].npids;
+        if (amd && !amd_package(pkg_of, s, k, sidx, ns, have_procs ? procs : NULL,
+                                have_procs ? nprocs : 0, &npids))
+            continue;
         step(d, gs[k], &s[k], npids);
     }
     pthread_mutex_unlock(&d->mu);
@@ -237,12 +300,13 @@ bool wt_dark_idle_since(struct wt_dark *d, const char *uuid, int64_t *since_ns)
 static void sink(void *ctx, const char *collector, const struct wt_batch *b)
 {
     struct wt_dark *d = ctx;
-    if (strcmp(collector, "nvml") != 0)
+    if (!gpu_collector(collector))
         return;
     struct wt_gpu_procs *procs = calloc(MAX_GPUS, sizeof *procs);
     size_t np = 0;
     int64_t t_procs = 0;
-    bool have = procs && wt_nvml_processes(procs, MAX_GPUS, &np, &t_procs) == 0;
+    bool have = procs && (strcmp(collector, "amd") == 0 ? wt_rocm_processes : wt_nvml_processes)(
+                             procs, MAX_GPUS, &np, &t_procs) == 0;
     int64_t m0 = wt_now_mono_ns();
     wt_dark_feed(d, collector, b, procs, have ? np : 0, have);
     free(procs);

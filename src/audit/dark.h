@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Dark power: the energy a GPU spends idle. A GPU is idle when NVML lists no process on it
- * (wt_nvml_processes) and its utilization reads 0; a span between two polls counts as idle when
+ * Dark power: the energy a GPU spends idle. A GPU is idle when NVML (wt_nvml_processes) or ROCm
+ * SMI (wt_rocm_processes) lists no process on it and its utilization reads 0 (an AMD package,
+ * collect/rocm.h, counts on its primary, where its power is: idle when no member lists a
+ * process and none is busy); a span between two polls counts as idle when
  * the GPU was idle at both ends and the span is no longer than 3 daemon intervals (the gap rule of
  * the energy integration). Its energy is the hardware counter's delta (the power readings
  * integrated, trapezoids, where there is no counter or it went backwards). Without a process list
  * (no NVML, or a driver without the process calls) nothing is counted: the series are absent,
  * never zero.
  *
- * The daemon feeds every NVML batch through a hub sink and publishes, on the hub's slot "dark",
- * per GPU (labels gpu, uuid, model):
+ * The daemon feeds every NVML and AMD batch through a hub sink and publishes, on the hub's
+ * slot "dark", per GPU (labels gpu, uuid, model):
  *   wattage_gpu_idle                         0/1, idle at the latest poll
  *   wattage_gpu_idle_energy_joules_total     idle energy since the daemon started
  *   wattage_gpu_idle_seconds_total           idle time since the daemon started
@@ -44,9 +46,10 @@ int wt_dark_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_dark
 void wt_dark_close(struct wt_dark *d);
 
 /*
- * Feeds one NVML batch with the process list of that poll (procs[0..nprocs), a GPU absent from
- * it has no list: not idle, not counted); have_procs false means no list at all. Batches of
- * other collectors are ignored. For the tests; the sink calls it with wt_nvml_processes.
+ * Feeds one NVML or AMD batch (collector "nvml" or "amd") with the process list of that poll
+ * (procs[0..nprocs), a GPU absent from it has no list: not idle, not counted); have_procs false
+ * means no list at all. Batches of other collectors are ignored. For the tests; the sink calls
+ * it with wt_nvml_processes or wt_rocm_processes.
  */
 void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batch *b,
                   const struct wt_gpu_procs *procs, size_t nprocs, bool have_procs);

@@ -196,12 +196,25 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
     return 0;
 }
 
-static bool gpu_listed(const char *gpus, const char *gpu)
+/* Whether the GPU of labels (gpu, uuid) is one of gpus: "1" any vendor's GPU 1, "amd:1" AMD's
+ * (uuid AMD-…), "nvidia:1" NVIDIA's. */
+static bool gpu_listed(const char *gpus, const char *labels)
 {
-    size_t len = strlen(gpu);
+    char gpu[32], uuid[80] = "";
+    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
+        return false;
+    (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
+    const char *vendor = strncmp(uuid, "AMD-", 4) == 0 ? "amd:" : "nvidia:";
+    size_t len = strlen(gpu), vl = strlen(vendor);
     for (const char *p = gpus; *p;) {
         size_t l = strcspn(p, ",");
-        if (l == len && strncmp(p, gpu, l) == 0)
+        const char *q = p;
+        size_t ql = l;
+        if (l > vl && strncmp(p, vendor, vl) == 0) {
+            q += vl;
+            ql -= vl;
+        }
+        if (ql == len && strncmp(q, gpu, ql) == 0)
             return true;
         p += l;
         if (*p == ',')
@@ -211,22 +224,22 @@ static bool gpu_listed(const char *gpus, const char *gpu)
 }
 
 /*
- * The part of GPU gpu's energy that goes to target: its generated tokens over those of every
- * target serving on that GPU (the same part of each when none generated any). 1 when the
- * target has the GPU to itself.
+ * The part of the energy of the GPU of labels (gpu, uuid) that goes to target: its generated
+ * tokens over those of every target serving on that GPU (the same part of each when none generated
+ * any). 1 when the target has the GPU to itself.
  */
-static double gpu_part(const struct rows *rs, const char *target, const char *gpu)
+static double gpu_part(const struct rows *rs, const char *target, const char *labels)
 {
     double mine = 0, all = 0;
     size_t targets = 0, me = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const struct row *r = &rs->r[i];
-        if (!r->has_data || !gpu_listed(r->gpus, gpu))
+        if (!r->has_data || !gpu_listed(r->gpus, labels))
             continue;
         bool first = true; /* the target's first row: count it once */
         for (size_t k = 0; k < i && first; k++)
             first = !rs->r[k].has_data || strcmp(rs->r[k].target, r->target) != 0 ||
-                    !gpu_listed(rs->r[k].gpus, gpu);
+                    !gpu_listed(rs->r[k].gpus, labels);
         double g = isnan(r->s.generated) ? 0 : r->s.generated;
         all += g;
         targets += first;
@@ -260,11 +273,10 @@ static int gpus_energy_of(struct wt_store *st, const struct rows *rs, const char
     *found = 0;
     *method = "counter";
     for (size_t i = 0; i < n; i++) {
-        char gpu[32];
         if (!er[i].chosen || er[i].s.node[0] || !wt_metric_is_gpu_energy(er[i].s.metric) ||
-            wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0 || !gpu_listed(gpus, gpu))
+            !gpu_listed(gpus, er[i].s.labels))
             continue;
-        double part = rs ? gpu_part(rs, target, gpu) : 1.0;
+        double part = rs ? gpu_part(rs, target, er[i].s.labels) : 1.0;
         all += er[i].energy_j;
         *j += er[i].energy_j * part;
         *u += er[i].uncertainty_j * part;

@@ -126,6 +126,7 @@ struct device {
 
 struct wt_attrib {
     pthread_mutex_t mu;
+    char vendor[WT_ATTRIB_VENDOR_LEN];
     int metric, info_metric;
     double jpu;
     int64_t grace_ns;
@@ -143,6 +144,8 @@ int wt_attrib_open(int metric, int info_metric, double joules_per_unit, int64_t 
     pthread_mutex_init(&a->mu, NULL);
     a->metric = metric;
     a->info_metric = info_metric;
+    if (metric == WT_M_PROC_GPU_ENERGY_J)
+        snprintf(a->vendor, sizeof a->vendor, "nvidia");
     a->jpu = joules_per_unit;
     a->grace_ns = grace_ns > 0 ? grace_ns : 0;
     a->owner_rl.interval_ns = 60 * WT_NS_PER_S;
@@ -150,8 +153,15 @@ int wt_attrib_open(int metric, int info_metric, double joules_per_unit, int64_t 
     return 0;
 }
 
+void wt_attrib_set_vendor(struct wt_attrib *a, const char *vendor)
+{
+    pthread_mutex_lock(&a->mu);
+    snprintf(a->vendor, sizeof a->vendor, "%s", vendor ? vendor : "");
+    pthread_mutex_unlock(&a->mu);
+}
+
 static pthread_mutex_t pub_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct wt_attrib *published[2];
+static struct wt_attrib *published[2][WT_ATTRIB_MAX_PUBLISHED];
 
 void wt_attrib_close(struct wt_attrib *a)
 {
@@ -159,8 +169,9 @@ void wt_attrib_close(struct wt_attrib *a)
         return;
     pthread_mutex_lock(&pub_mu);
     for (int i = 0; i < 2; i++)
-        if (published[i] == a)
-            published[i] = NULL;
+        for (int k = 0; k < WT_ATTRIB_MAX_PUBLISHED; k++)
+            if (published[i][k] == a)
+                published[i][k] = NULL;
     pthread_mutex_unlock(&pub_mu);
     for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++) {
         free(a->dev[d].procs);
@@ -509,6 +520,7 @@ int wt_attrib_copy(struct wt_attrib *a, struct wt_attrib_device **devs, size_t *
             continue;
         struct wt_attrib_device *x = &dv[nd++];
         x->dev = (unsigned int)i;
+        memcpy(x->vendor, a->vendor, sizeof x->vendor);
         memcpy(x->labels, d->labels, sizeof x->labels);
         x->method = d->method;
         x->energy_j = (double)d->total * a->jpu;
@@ -516,14 +528,24 @@ int wt_attrib_copy(struct wt_attrib *a, struct wt_attrib_device **devs, size_t *
         x->t_ns = d->t_ns;
         for (size_t k = 0; k < d->nprocs; k++) {
             const struct proc *p = &d->procs[k];
-            ev[ne++] = (struct wt_attrib_entry){
-                (unsigned int)i,        p->pid, p->start, p->live, p->owner_known, p->owner,
-                (double)p->raw * a->jpu};
+            struct wt_attrib_entry *e = &ev[ne++];
+            *e = (struct wt_attrib_entry){.dev = (unsigned int)i,
+                                          .pid = p->pid,
+                                          .start = p->start,
+                                          .live = p->live,
+                                          .owner_known = p->owner_known,
+                                          .owner = p->owner,
+                                          .energy_j = (double)p->raw * a->jpu};
+            memcpy(e->vendor, a->vendor, sizeof e->vendor);
         }
         for (size_t k = 0; k < d->nfolded; k++) {
             const struct folded *f = &d->folded[k];
-            ev[ne++] = (struct wt_attrib_entry){
-                (unsigned int)i, 0, 0, false, f->owner_known, f->owner, (double)f->raw * a->jpu};
+            struct wt_attrib_entry *e = &ev[ne++];
+            *e = (struct wt_attrib_entry){.dev = (unsigned int)i,
+                                          .owner_known = f->owner_known,
+                                          .owner = f->owner,
+                                          .energy_j = (double)f->raw * a->jpu};
+            memcpy(e->vendor, a->vendor, sizeof e->vendor);
         }
     }
     *devs = dv;
@@ -536,13 +558,60 @@ out:
     return rc;
 }
 
+bool wt_attrib_on(const struct wt_attrib_entry *e, const struct wt_attrib_device *d)
+{
+    return e->dev == d->dev && strcmp(e->vendor, d->vendor) == 0;
+}
+
+const struct wt_attrib_device *wt_attrib_find(const struct wt_attrib_device *devs, size_t n,
+                                              const char *vendor, unsigned int dev)
+{
+    const struct wt_attrib_device *any = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (devs[i].dev != dev)
+            continue;
+        if (vendor && vendor[0]) {
+            if (strcmp(devs[i].vendor, vendor) == 0)
+                return &devs[i];
+        } else if (!any || strcmp(devs[i].vendor, "nvidia") == 0) {
+            any = &devs[i];
+        }
+    }
+    return any;
+}
+
 void wt_attrib_publish(int which, struct wt_attrib *a)
 {
     if (which < 0 || which > 1)
         return;
     pthread_mutex_lock(&pub_mu);
-    published[which] = a;
+    struct wt_attrib **p = published[which];
+    bool done = false;
+    for (int k = 0; a && k < WT_ATTRIB_MAX_PUBLISHED && !done; k++)
+        done = p[k] == a;
+    for (int k = 0; k < WT_ATTRIB_MAX_PUBLISHED && !done; k++) {
+        if (!a) {
+            p[k] = NULL;
+        } else if (!p[k]) {
+            p[k] = a;
+            done = true;
+        }
+    }
     pthread_mutex_unlock(&pub_mu);
+}
+
+/* Appends src's arrays to *dst's (both caller-owned). 0 or -ENOMEM (then *dst is as it was). */
+static int append(void **dst, size_t *n, void *src, size_t m, size_t size)
+{
+    if (!m)
+        return 0;
+    char *x = realloc(*dst, (*n + m) * size);
+    if (!x)
+        return -ENOMEM;
+    memcpy(x + *n * size, src, m * size);
+    *dst = x;
+    *n += m;
+    return 0;
 }
 
 int wt_attrib_copy_published(int which, struct wt_attrib_device **devs, size_t *ndev,
@@ -556,8 +625,38 @@ int wt_attrib_copy_published(int which, struct wt_attrib_device **devs, size_t *
         return rc;
     /* Held while copying, so that a ledger is not closed under the copy. */
     pthread_mutex_lock(&pub_mu);
-    if (published[which])
-        rc = wt_attrib_copy(published[which], devs, ndev, ents, nent);
+    for (int k = 0; k < WT_ATTRIB_MAX_PUBLISHED && rc != -ENOMEM; k++) {
+        struct wt_attrib_device *dv;
+        struct wt_attrib_entry *ev;
+        size_t nd, ne;
+        if (!published[which][k] || wt_attrib_copy(published[which][k], &dv, &nd, &ev, &ne) != 0) {
+            rc = published[which][k] ? -ENOMEM : rc;
+            continue;
+        }
+        void *d = *devs, *e = *ents;
+        rc = append(&d, ndev, dv, nd, sizeof *dv);
+        *devs = d;
+        if (rc == 0) {
+            rc = append(&e, nent, ev, ne, sizeof *ev);
+            *ents = e;
+        }
+        free(dv);
+        free(ev);
+    }
     pthread_mutex_unlock(&pub_mu);
+    if (rc == 0 && !*devs && !*ents) {
+        /* published but without a device yet: empty arrays the caller can free, as a copy */
+        *devs = calloc(1, sizeof **devs);
+        *ents = calloc(1, sizeof **ents);
+        if (!*devs || !*ents)
+            rc = -ENOMEM;
+    }
+    if (rc != 0) {
+        free(*devs);
+        free(*ents);
+        *devs = NULL;
+        *ents = NULL;
+        *ndev = *nent = 0;
+    }
     return rc;
 }

@@ -29,6 +29,11 @@
  * Owner labels: slurm_job, slurm_step (Slurm), pod_uid, container (its first 12 characters;
  * Kubernetes), unit (systemd); a label that would not fit WT_LABELS_LEN is left out.
  *
+ * A GPU ledger belongs to one vendor ("nvidia" unless wt_attrib_set_vendor says otherwise; the
+ * AMD collector's is "amd"): a device is known by its vendor and its index ("nvidia:0",
+ * "amd:0", as `status` and jobs name GPUs), so a node with both vendors has one ledger each,
+ * both published as the GPU ledgers, and no index collides.
+ *
  * Thread-safe: one thread accounts and emits, others copy (wt_attrib_copy).
  */
 #ifndef WT_ATTRIB_H
@@ -81,6 +86,10 @@ struct wt_attrib;
  */
 int wt_attrib_open(int metric, int info_metric, double joules_per_unit, int64_t grace_ns,
                    struct wt_attrib **out) __attribute__((warn_unused_result));
+/* Sets the vendor of a GPU ledger's devices ("nvidia", "amd"; at most 7 characters), before
+ * its first interval. The default: "nvidia" for a ledger of the per-process GPU metric, ""
+ * for any other (the CPU one). */
+void wt_attrib_set_vendor(struct wt_attrib *a, const char *vendor);
 /* Closes it (NULL is fine); unpublishes it first. */
 void wt_attrib_close(struct wt_attrib *a);
 
@@ -101,8 +110,10 @@ int wt_attrib_emit(struct wt_attrib *a, int64_t t_ns, struct wt_batch *out)
     __attribute__((warn_unused_result));
 
 /* What a copy holds: one per device, one per process or folded owner. */
+#define WT_ATTRIB_VENDOR_LEN 8
 struct wt_attrib_device {
-    unsigned int dev;
+    unsigned int dev;                  /* the vendor's index */
+    char vendor[WT_ATTRIB_VENDOR_LEN]; /* its ledger's: "nvidia", "amd", "" for the CPUs */
     char labels[WT_LABELS_LEN];
     enum wt_attrib_method method;
     double energy_j; /* everything accounted since its first interval */
@@ -111,7 +122,8 @@ struct wt_attrib_device {
 };
 
 struct wt_attrib_entry {
-    unsigned int dev;
+    unsigned int dev; /* with vendor, the device it is on (wt_attrib_on) */
+    char vendor[WT_ATTRIB_VENDOR_LEN];
     unsigned int pid; /* 0 for a folded owner */
     uint64_t start;
     bool live; /* listed in the device's latest interval */
@@ -126,11 +138,22 @@ struct wt_attrib_entry {
 int wt_attrib_copy(struct wt_attrib *a, struct wt_attrib_device **devs, size_t *ndev,
                    struct wt_attrib_entry **ents, size_t *nent) __attribute__((warn_unused_result));
 
+/* Whether entry e is on device d (the same vendor and index). */
+bool wt_attrib_on(const struct wt_attrib_entry *e, const struct wt_attrib_device *d);
+
+/* The device of vendor and index dev in devs[0..n), NULL when none; vendor "" or NULL: the
+ * device of that index of whichever vendor has it, NVIDIA's where both do. */
+const struct wt_attrib_device *wt_attrib_find(const struct wt_attrib_device *devs, size_t n,
+                                              const char *vendor, unsigned int dev);
+
 /*
- * The daemon's published ledgers, for the API: which = 0 for the GPU ledger, 1 for the CPU one.
- * wt_attrib_publish replaces the published one (NULL unpublishes); wt_attrib_copy_published
- * copies it, -ENODATA when none is published.
+ * The daemon's published ledgers, for the API: which = 0 for the GPU ledgers (one per vendor,
+ * at most WT_ATTRIB_MAX_PUBLISHED), 1 for the CPU one. wt_attrib_publish adds a ledger to
+ * which's (NULL unpublishes them all; closing a ledger unpublishes it); wt_attrib_copy_published
+ * copies them all, one after the other in the order they were published, -ENODATA when none is
+ * published.
  */
+#define WT_ATTRIB_MAX_PUBLISHED 4
 void wt_attrib_publish(int which, struct wt_attrib *a);
 int wt_attrib_copy_published(int which, struct wt_attrib_device **devs, size_t *ndev,
                              struct wt_attrib_entry **ents, size_t *nent)

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include "collect/expo_parse.h"
 #include "collect/listener.h"
 #include "collect/nvml.h"
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -392,7 +394,7 @@ struct target {
     int engine;
     char model[MODEL_LEN];
     char tags[WT_LABELS_LEN / 2]; /* canonical labels: key="value",... */
-    char gpus[64];                /* "0,1" */
+    char gpus[96];                /* "0,1", "amd:0,nvidia:1" */
     char ca_file[WT_PATH_LEN], cert_file[WT_PATH_LEN], key_file[WT_PATH_LEN];
     char bearer_token_file[WT_PATH_LEN];
     bool insecure;
@@ -443,6 +445,9 @@ static int parse_tags(const struct wt_yget *g, const struct wt_ynode *m, const c
     return rc;
 }
 
+/* The GPU vendors, as the attribution ledgers name them (collect/attrib.h). */
+static const char *const gpu_vendors[] = {"nvidia", "amd"};
+
 static int parse_gpus(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                       struct target *t)
 {
@@ -456,13 +461,24 @@ static int parse_gpus(const struct wt_yget *g, const struct wt_ynode *m, const c
     for (size_t i = 0; !rc && i < gpus->n; i++) {
         const struct wt_ynode *c = gpus->child[i];
         char *end = NULL;
-        long v = c->kind == WT_YNODE_SCALAR ? strtol(c->value, &end, 10) : -1;
-        if (!end || *end || end == c->value || v < 0 || v > 1023) {
+        const char *num = c->kind == WT_YNODE_SCALAR ? c->value : NULL, *vendor = "";
+        /* a vendor's index: a node with both vendors numbers each from 0 */
+        for (int k = 0; num && k < 2 && !vendor[0]; k++) {
+            size_t vl = strlen(gpu_vendors[k]);
+            if (strncmp(num, gpu_vendors[k], vl) == 0 && num[vl] == ':') {
+                vendor = gpu_vendors[k];
+                num += vl + 1;
+            }
+        }
+        long v = num && isdigit((unsigned char)*num) ? strtol(num, &end, 10) : -1;
+        if (!end || *end || end == num || v < 0 || v > 1023) {
             char ip[300];
-            rc = wt_y_fail(g, c, wt_y_index(ip, sizeof ip, p, i), "expected a GPU index (0..1023)");
+            rc = wt_y_fail(g, c, wt_y_index(ip, sizeof ip, p, i),
+                           "expected a GPU index (0..1023) or a vendor's index (nvidia:0, amd:0)");
             break;
         }
-        int w = snprintf(t->gpus + len, sizeof t->gpus - len, "%s%ld", len ? "," : "", v);
+        int w = snprintf(t->gpus + len, sizeof t->gpus - len, "%s%s%s%ld", len ? "," : "", vendor,
+                         vendor[0] ? ":" : "", v);
         if (w < 0 || (size_t)w >= sizeof t->gpus - len)
             return wt_y_fail(g, gpus, p, "too many GPUs");
         len += (size_t)w;
@@ -574,13 +590,14 @@ struct inf {
     size_t npids;
     int64_t found_mono; /* 0: never looked */
     int find_rc;        /* the last look's answer, said when it changes */
-    /* the GPUs NVML lists those processes on ("1,3"), said when they change */
-    char gpus_found[64];
+    /* the GPUs NVML or ROCm SMI list those processes on ("1,3", "amd:0"), said when they change */
+    char gpus_found[96];
     bool gpus_said;
     /* wattage_inference_energy_joules_total: each serving GPU's ledger energy at the last
      * poll (NaN: not yet seen), and per model its generated tokens then and its energy */
-    double dev_j[WT_ATTRIB_MAX_DEVICES];
+    double dev_j[2][WT_ATTRIB_MAX_DEVICES]; /* by vendor (gpu_vendors) and index */
     bool energy_started; /* the GPU ledger was seen once: the counters are published */
+    bool said_ambiguous; /* a plain index of gpus that both vendors have, said once */
     struct model_energy {
         char model[MODEL_LEN];
         double generated; /* NaN: not seen yet */
@@ -650,39 +667,66 @@ static bool pid_in(const int *pids, size_t n, unsigned int pid)
     return false;
 }
 
+/* Whether a process of the serving tree is in one of list[0..n)'s GPU gpu. */
+static bool tree_on(const struct inf *s, const struct wt_gpu_procs *list, size_t n,
+                    unsigned int gpu)
+{
+    for (size_t i = 0; i < n; i++)
+        for (unsigned int k = 0; list[i].gpu == gpu && k < list[i].npids; k++)
+            if (pid_in(s->pids, s->npids, list[i].pids[k]))
+                return true;
+    return false;
+}
+
+/* Whether list[0..n) has GPU gpu. */
+static bool has_gpu(const struct wt_gpu_procs *list, size_t n, unsigned int gpu)
+{
+    for (size_t i = 0; i < n; i++)
+        if (list[i].gpu == gpu)
+            return true;
+    return false;
+}
+
 /*
- * The GPUs on which NVML lists a process of the serving tree (the listener is rarely the
- * process on the GPU: vLLM's EngineCore, TGI's shards), from the NVML collector's latest lists;
- * says them when they change. No process of the tree on a GPU leaves none; no list (no NVML
- * collector, or before its first poll) leaves them as they were.
+ * The GPUs on which NVML or ROCm SMI lists a process of the serving tree (the listener is
+ * rarely the process on the GPU: vLLM's EngineCore, TGI's shards), from the NVML and AMD
+ * collectors' latest lists; says them when they change. A GPU is named by its index ("1") where
+ * no GPU of the other vendor has that index, else by its vendor's ("amd:1"). No process of the
+ * tree on a GPU leaves none; no list (no NVML or AMD collector, or before their first poll)
+ * leaves them as they were.
  */
 static void find_gpus(struct inf *s)
 {
     if (s->t.gpus[0])
         return;
     char found[sizeof s->gpus_found] = "";
-    struct wt_gpu_procs *list = NULL;
-    size_t n = 0, len = 0;
+    struct wt_gpu_procs *list[2] = {NULL, NULL};
+    size_t n[2] = {0, 0}, len = 0;
     int64_t t = 0;
-    bool have = false;
-    if (s->npids && (list = calloc(WT_ATTRIB_MAX_DEVICES, sizeof *list)) != NULL)
-        have = wt_nvml_processes(list, WT_ATTRIB_MAX_DEVICES, &n, &t) == 0;
-    /* ascending GPU index, each once */
-    for (unsigned int g = 0; have && g < WT_ATTRIB_MAX_DEVICES; g++) {
-        bool on = false;
-        for (size_t i = 0; i < n && !on; i++)
-            for (unsigned int k = 0; list[i].gpu == g && k < list[i].npids && !on; k++)
-                on = pid_in(s->pids, s->npids, list[i].pids[k]);
-        if (!on)
+    bool have[2] = {false, false};
+    for (int v = 0; s->npids && v < 2; v++) {
+        if ((list[v] = calloc(WT_ATTRIB_MAX_DEVICES, sizeof *list[v])) == NULL)
             continue;
-        int w = snprintf(found + len, sizeof found - len, "%s%u", len ? "," : "", g);
-        if (w < 0 || (size_t)w >= sizeof found - len)
-            break;
-        len += (size_t)w;
+        have[v] = (v ? wt_rocm_processes : wt_nvml_processes)(list[v], WT_ATTRIB_MAX_DEVICES, &n[v],
+                                                              &t) == 0;
     }
-    free(list);
-    if (!have && s->npids)
-        return; /* no list yet (the NVML collector's first poll) or none at all: as it was */
+    /* NVIDIA's, then AMD's, ascending GPU index, each once */
+    for (int v = 0; v < 2; v++) {
+        for (unsigned int g = 0; have[v] && g < WT_ATTRIB_MAX_DEVICES; g++) {
+            if (!tree_on(s, list[v], n[v], g))
+                continue;
+            bool both = have[!v] && has_gpu(list[!v], n[!v], g);
+            int w = snprintf(found + len, sizeof found - len, "%s%s%s%u", len ? "," : "",
+                             both ? gpu_vendors[v] : "", both ? ":" : "", g);
+            if (w < 0 || (size_t)w >= sizeof found - len)
+                break;
+            len += (size_t)w;
+        }
+    }
+    free(list[0]);
+    free(list[1]);
+    if (!have[0] && !have[1] && s->npids)
+        return; /* no list yet (the collectors' first poll) or none at all: as it was */
     if (s->gpus_said && strcmp(found, s->gpus_found) == 0)
         return;
     if (!s->gpus_said && !found[0] && !s->npids)
@@ -690,12 +734,12 @@ static void find_gpus(struct inf *s)
     s->gpus_said = true;
     snprintf(s->gpus_found, sizeof s->gpus_found, "%s", found);
     if (found[0])
-        wt_info("inference", "%s: serving GPUs %s (NVML lists its processes there)", s->t.name,
-                found);
+        wt_info("inference", "%s: serving GPUs %s (the GPUs' process lists have its processes)",
+                s->t.name, found);
     else
         wt_warn("inference",
-                "%s: NVML lists none of its processes on a GPU: no energy is counted for it "
-                "(set its gpus)",
+                "%s: no GPU lists any of its processes: no energy is counted for it (set its "
+                "gpus)",
                 s->t.name);
 }
 
@@ -705,18 +749,55 @@ static const char *serving_gpus(const struct inf *s)
     return s->t.gpus[0] ? s->t.gpus : s->gpus_found;
 }
 
-static bool gpu_in(const char *gpus, unsigned int g)
+/*
+ * Whether device x of devs[0..n) is one of gpus: "amd:1" names AMD's GPU 1, a plain "1" the GPU
+ * 1 of whichever vendor has one (NVIDIA's where both do, as before there was AMD).
+ */
+static bool gpu_in(const char *gpus, const struct wt_attrib_device *x,
+                   const struct wt_attrib_device *devs, size_t n)
 {
     for (const char *p = gpus; *p;) {
+        const char *vendor = "";
+        for (int k = 0; k < 2 && !vendor[0]; k++) {
+            size_t vl = strlen(gpu_vendors[k]);
+            if (strncmp(p, gpu_vendors[k], vl) == 0 && p[vl] == ':') {
+                vendor = gpu_vendors[k];
+                p += vl + 1;
+            }
+        }
         char *end;
         unsigned long v = strtoul(p, &end, 10);
         if (end == p)
             return false;
-        if (v == g)
+        if (v == x->dev && wt_attrib_find(devs, n, vendor, x->dev) == x)
             return true;
         p = *end == ',' ? end + 1 : end;
     }
     return false;
+}
+
+/* Whether gpus names GPU g by a plain index (no vendor). */
+static bool plain_listed(const char *gpus, unsigned int g)
+{
+    for (const char *p = gpus; *p;) {
+        char *end;
+        unsigned long v = isdigit((unsigned char)*p) ? strtoul(p, &end, 10) : ULONG_MAX;
+        if (v == g && (*end == ',' || !*end))
+            return true;
+        p += strcspn(p, ",");
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/* The index of vendor in gpu_vendors, -1 for another. */
+static int vendor_slot(const char *vendor)
+{
+    for (int k = 0; k < 2; k++)
+        if (strcmp(vendor, gpu_vendors[k]) == 0)
+            return k;
+    return -1;
 }
 
 static struct model_energy *model_energy(struct inf *s, const char *model)
@@ -734,11 +815,11 @@ static struct model_energy *model_energy(struct inf *s, const char *model)
 }
 
 /*
- * Adds the serving GPUs' energy since the last poll (the NVML ledger's counter energy, which
- * the attribution keeps per GPU) to the target's models, shared by the generated tokens each
- * counted since (a counter that dropped: the server restarted, its value counts), equally when
- * none generated; returns whether the counters are to be published. The counters start at 0
- * when the daemon starts (a counter reset to rate() and increase()).
+ * Adds the serving GPUs' energy since the last poll (the GPU ledgers' energy, NVML's and ROCm
+ * SMI's, which the attribution keeps per GPU) to the target's models, shared by the generated
+ * tokens each counted since (a counter that dropped: the server restarted, its value counts),
+ * equally when none generated; returns whether the counters are to be published. The counters
+ * start at 0 when the daemon starts (a counter reset to rate() and increase()).
  */
 static bool account_energy(struct inf *s)
 {
@@ -748,23 +829,37 @@ static bool account_energy(struct inf *s)
     const char *gpus = serving_gpus(s);
     double de = 0;
     if (gpus[0] && wt_attrib_copy_published(0, &devs, &ndev, &ents, &nent) == 0) {
+        bool seen[2][WT_ATTRIB_MAX_DEVICES] = {{false}};
         if (!s->energy_started)
-            for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
-                s->dev_j[d] = NAN;
+            for (int v = 0; v < 2; v++)
+                for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
+                    s->dev_j[v][d] = NAN;
         s->energy_started = true;
-        for (unsigned int d = 0; d < WT_ATTRIB_MAX_DEVICES; d++) {
-            const struct wt_attrib_device *x = NULL;
-            for (size_t k = 0; k < ndev && !x; k++)
-                if (devs[k].dev == d)
-                    x = &devs[k];
-            if (!x || !gpu_in(gpus, d)) {
-                s->dev_j[d] = NAN; /* a GPU that comes (back) starts from its value then */
+        /* one device per vendor and index in the copy */
+        for (size_t k = 0; k < ndev; k++) {
+            const struct wt_attrib_device *x = &devs[k];
+            int v = vendor_slot(x->vendor);
+            if (v < 0 || x->dev >= WT_ATTRIB_MAX_DEVICES || !gpu_in(gpus, x, devs, ndev))
                 continue;
+            if (v == 0 && !s->said_ambiguous && wt_attrib_find(devs, ndev, "amd", x->dev) &&
+                plain_listed(gpus, x->dev)) {
+                s->said_ambiguous = true;
+                wt_warn("inference",
+                        "%s: gpus %s: GPU %u is NVIDIA's and AMD's here; NVIDIA's is counted "
+                        "(name nvidia:%u or amd:%u)",
+                        s->t.name, gpus, x->dev, x->dev, x->dev);
             }
-            if (!isnan(s->dev_j[d]) && x->energy_j >= s->dev_j[d])
-                de += x->energy_j - s->dev_j[d];
-            s->dev_j[d] = x->energy_j;
+            double *prev = &s->dev_j[v][x->dev];
+            if (!isnan(*prev) && x->energy_j >= *prev)
+                de += x->energy_j - *prev;
+            *prev = x->energy_j;
+            seen[v][x->dev] = true;
         }
+        /* a GPU that comes (back) starts from its value then */
+        for (int v = 0; v < 2; v++)
+            for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
+                if (!seen[v][d])
+                    s->dev_j[v][d] = NAN;
     }
     free(devs);
     free(ents);

@@ -20,12 +20,13 @@
  *   wattage_inference_process_info{target,pid}          1 per process of the serving tree, for
  *                                                       a target without configured gpus
  *   wattage_inference_energy_joules_total{target,model} the energy of the target's GPUs since
- *                                                       the daemon started (the NVML ledger's
- *                                                       counter energy), shared between its
- *                                                       models by generated tokens
+ *                                                       the daemon started (the GPU ledgers'
+ *                                                       energy, NVML's and AMD's), shared
+ *                                                       between its models by generated tokens
  *
- * A target without configured gpus gets as gpus (on the info series) the GPUs on which NVML
- * lists a process of its serving tree, said in the log when they change.
+ * A target without configured gpus gets as gpus (on the info series) the GPUs on which NVML or
+ * ROCm SMI lists a process of its serving tree ("1", or "amd:1" where NVIDIA has a GPU 1 too),
+ * said in the log when they change. A configured gpus entry is an index or a vendor's index.
  *
  * A scrape that does not parse whole publishes nothing of it (the target is down for that tick).
  */

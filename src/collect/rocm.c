@@ -27,8 +27,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "collect/attrib.h"
 #include "collect/collector.h"
 #include "collect/nvml.h"
+#include "collect/procfs.h"
 #include "collect/rocm.h"
 #include "collect/rocm_api.h"
 #include "core/clock.h"
@@ -138,7 +140,17 @@ struct dev {
     struct wt_ratelimit err_rl;
     unsigned int failed_calls; /* this tick's */
     uint64_t failed_ticks;
+    double busy; /* this tick's busy ratio, 0..1; -1 unknown */
+    /* the package's energy as last published (on the primary): what attribution splits */
+    int pub_src; /* 0 none yet, PUB_COUNTER or PUB_INTEGRATED */
+    double pub_j;
+    /* attribution (collect/attrib.h), on the primary: the published energy at the last split */
+    int attrib_src;
+    uint64_t attrib_uj;
+    int64_t attrib_at;
 };
+#define PUB_COUNTER 1
+#define PUB_INTEGRATED 2
 
 struct rocm_state {
     void *dl;
@@ -151,6 +163,9 @@ struct rocm_state {
     int64_t procs_at; /* CLOCK_MONOTONIC of the last process list read */
     bool procs_off;   /* the library does not list processes: not asked again */
     struct wt_ratelimit procs_rl;
+    struct wt_attrib *attrib; /* per-process energy; NULL when off or without memory */
+    int64_t attrib_gap_ns;
+    int64_t split_t_ns; /* the last split's time (0: none yet) */
 };
 
 /* ---- the GPUs' processes (see wt_rocm_processes) ---- */
@@ -199,6 +214,7 @@ static void procs_publish(const struct rocm_state *s, struct wt_gpu_procs *list,
 }
 
 static const char *errstr(const struct rocm_state *s, rsmi_status_t r);
+static bool attribute(struct rocm_state *s, const struct wt_gpu_procs *list, int64_t t_ns);
 
 /*
  * Reads the library's process list (rsmi_compute_process_info_get, then each process's devices
@@ -206,13 +222,14 @@ static const char *errstr(const struct rocm_state *s, rsmi_status_t r);
  * A library without the calls, or one that answers NOT_SUPPORTED, is not asked again; other
  * failures keep the last list and are said at most once a minute.
  */
-static void read_procs(struct rocm_state *s)
+static bool read_procs(struct rocm_state *s, int64_t t_ns)
 {
     if (s->procs_off || !s->fn.proc_info || !s->fn.proc_gpus)
-        return;
+        return false;
     int64_t now = wt_now_mono_ns();
-    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS)
-        return;
+    /* A tick may come a little early on the grid: 0.9 s counts as the second. */
+    if (s->procs_at && now - s->procs_at < PROCS_EVERY_NS / 10 * 9)
+        return false;
     s->procs_at = now;
     uint32_t cnt = 0;
     rsmi_status_t r = s->fn.proc_info(NULL, &cnt);
@@ -224,7 +241,7 @@ static void read_procs(struct rocm_state *s)
         /* room for a release whose struct grew (rocm_api.h) */
         pi = calloc((size_t)cnt * WT_RSMI_PROC_SLACK, sizeof *pi);
         if (!pi)
-            return;
+            return false;
         r = s->fn.proc_info(pi, &cnt);
         if (r == RSMI_STATUS_INSUFFICIENT_SIZE) /* more came since: these are listed */
             r = RSMI_STATUS_SUCCESS;
@@ -234,7 +251,7 @@ static void read_procs(struct rocm_state *s)
                 errstr(s, r));
         s->procs_off = true;
         free(pi);
-        return;
+        return false;
     }
     if (r != RSMI_STATUS_SUCCESS) {
         uint64_t held = 0;
@@ -244,12 +261,12 @@ static void read_procs(struct rocm_state *s)
                     "suppressed=%" PRIu64,
                     errstr(s, r), (int)r, held);
         free(pi);
-        return;
+        return false;
     }
     list = calloc(s->n, sizeof *list);
     if (!list) {
         free(pi);
-        return;
+        return false;
     }
     for (unsigned int i = 0; i < s->n; i++) {
         list[i].gpu = i;
@@ -278,7 +295,102 @@ static void read_procs(struct rocm_state *s)
         }
     }
     free(pi);
+    bool split = attribute(s, list, t_ns);
     procs_publish(s, list, s->n, wt_now_real_ns());
+    return split;
+}
+
+/* ---- attribution: each package's energy split over the processes on its devices ---- */
+
+/* A process's start time (its identity with the pid), 0 when /proc cannot say. */
+static uint64_t pid_start(unsigned int pid)
+{
+    struct wt_pid_stat st;
+    return wt_procfs_pid_stat((int)pid, &st) == 0 ? st.start : 0;
+}
+
+/*
+ * Splits package p's published energy since its last split (integer µJ) over the processes
+ * listed on any of its devices: by VRAM where the library gives each process's own (a process
+ * on one GPU), else equally, scaled by the package's busy ratio (the mean of its devices') where
+ * known. The library has no per-process utilization that 5.2.3 fills for every release, so
+ * there is no "utilization" method here. Energy across a gap (no split for attrib_gap_ns) is
+ * idle, and a package whose energy source changed (the counter dropped for the integral) starts
+ * again from a baseline. False when nothing was accounted.
+ */
+static bool attribute_package(struct rocm_state *s, struct dev *p, const struct wt_gpu_procs *list,
+                              int64_t t_ns)
+{
+    if (!p->pub_src || p->index >= WT_ATTRIB_MAX_DEVICES || !(p->pub_j >= 0))
+        return false;
+    uint64_t cur = (uint64_t)llround(p->pub_j * 1e6); /* µJ */
+    if (p->attrib_src != p->pub_src || cur < p->attrib_uj) {
+        p->attrib_src = p->pub_src;
+        p->attrib_uj = cur;
+        p->attrib_at = t_ns;
+        return false;
+    }
+    struct wt_attrib_share sh[WT_NVML_MAX_PROCS];
+    uint64_t mem[WT_NVML_MAX_PROCS];
+    bool mem_ok = true;
+    size_t n = 0;
+    double busy = 0;
+    unsigned int nbusy = 0;
+    for (unsigned int i = 0; i < s->n; i++) {
+        const struct dev *d = &s->devs[i];
+        if (d->primary != p->index)
+            continue;
+        if (d->busy >= 0) {
+            busy += d->busy;
+            nbusy++;
+        }
+        const struct wt_gpu_procs *g = &list[i];
+        for (unsigned int k = 0; k < g->npids; k++) {
+            size_t j = 0;
+            while (j < n && sh[j].pid != g->pids[k])
+                j++;
+            if (j == n) {
+                if (n == WT_NVML_MAX_PROCS)
+                    continue;
+                sh[n] = (struct wt_attrib_share){g->pids[k], pid_start(g->pids[k]), 1, -1};
+                mem[n++] = 0;
+            }
+            if (g->mem_b[k] == WT_NVML_NO_MEMORY)
+                mem_ok = false;
+            else
+                mem[j] += g->mem_b[k];
+        }
+    }
+    uint64_t mem_total = 0;
+    for (size_t j = 0; mem_ok && j < n; j++)
+        mem_total += mem[j];
+    enum wt_attrib_method m = WT_ATTRIB_EQUAL;
+    if (mem_ok && mem_total > 0) {
+        m = WT_ATTRIB_MEMORY;
+        for (size_t j = 0; j < n; j++)
+            sh[j].weight = mem[j];
+    }
+    double b = nbusy ? busy / nbusy : 1;
+    if (t_ns - p->attrib_at > s->attrib_gap_ns)
+        b = 0;
+    char idx[16], labels[WT_LABELS_LEN];
+    snprintf(idx, sizeof idx, "%u", p->index);
+    if (wt_labels(labels, sizeof labels, "gpu", idx, "uuid", p->uuid, NULL) != 0)
+        (void)wt_labels(labels, sizeof labels, "gpu", idx, NULL);
+    if (wt_attrib_account(s->attrib, p->index, labels, t_ns, cur - p->attrib_uj, b, m, sh, n) != 0)
+        return false; /* not accounted: the next split takes this one's energy too */
+    p->attrib_uj = cur;
+    p->attrib_at = t_ns;
+    return true;
+}
+
+static bool attribute(struct rocm_state *s, const struct wt_gpu_procs *list, int64_t t_ns)
+{
+    bool split = false;
+    for (unsigned int i = 0; s->attrib && i < s->n; i++)
+        if (s->devs[i].primary == i && s->devs[i].up)
+            split |= attribute_package(s, &s->devs[i], list, t_ns);
+    return split;
 }
 
 /* ---- pure parts ---- */
@@ -619,6 +731,11 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
         rc |= add(out, WT_M_GPU_POWER_W, l, t_ns, v->power_w);
         rc |= add(out, WT_M_GPU_ENERGY_INTEGRATED_J, l, t_ns, d->integral.total_j);
         rc |= add(out, WT_M_GPU_ENERGY_GAPS, l, t_ns, (double)d->integral.gaps);
+        /* the integral is the package's energy where there is no counter (any more) */
+        if (!d->counter_ok || !s->fn.energy || !want(d, F_ENERGY)) {
+            d->pub_src = PUB_INTEGRATED;
+            d->pub_j = d->integral.total_j;
+        }
     }
     if (!d->have_raw || !d->counter_ok)
         return rc;
@@ -640,8 +757,9 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
     uint64_t modulus = vd == WT_ROCM_WRAPPED ? (uint64_t)1 << 32 : 0;
     if (wt_energy_counter_update(&d->counter, t_ns, d->raw, modulus, 0) == WT_DELTA_FIRST)
         d->first_raw = d->raw;
-    rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns,
-              (double)(d->first_raw + d->counter.total_raw) * d->uj_per_count / 1e6);
+    d->pub_src = PUB_COUNTER;
+    d->pub_j = (double)(d->first_raw + d->counter.total_raw) * d->uj_per_count / 1e6;
+    rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns, d->pub_j);
     return rc;
 }
 
@@ -662,8 +780,9 @@ static int emit(struct rocm_state *s, struct dev *d, const struct sample *v, int
                        (double)v->junction_mc / 1e3);
     if (v->have_mem)
         rc |= add(out, WT_M_GPU_MEM_TEMP_C, l, t_ns, (double)v->mem_mc / 1e3);
-    if (v->have_busy && v->busy_pct <= 100)
-        rc |= add(out, WT_M_GPU_UTIL_RATIO, l, t_ns, v->busy_pct / 100.0);
+    d->busy = v->have_busy && v->busy_pct <= 100 ? v->busy_pct / 100.0 : -1;
+    if (d->busy >= 0)
+        rc |= add(out, WT_M_GPU_UTIL_RATIO, l, t_ns, d->busy);
     if (v->have_cap)
         rc |= add(out, WT_M_GPU_POWER_LIMIT_W, l, t_ns, (double)v->cap_uw / 1e6);
     if (d->have_range) {
@@ -695,6 +814,7 @@ static void amd_close(void *state)
     if (!s)
         return;
     procs_publish(s, NULL, 0, 0);
+    wt_attrib_close(s->attrib);
     if (s->inited)
         s->fn.shut_down();
     if (s->dl)
@@ -774,6 +894,7 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
     s->procs_rl.interval_ns = LOG_EVERY_NS;
+    s->attrib_gap_ns = s->max_gap_ns > 3 * PROCS_EVERY_NS ? s->max_gap_ns : 3 * PROCS_EVERY_NS;
     rc = load(cfg, s, err);
     if (rc)
         goto fail;
@@ -816,6 +937,7 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         d->up = true;
         d->counter_ok = true;
         d->err_rl.interval_ns = LOG_EVERY_NS;
+        d->busy = -1;
         identify(s, d);
         ids[i] = d->id;
     }
@@ -834,6 +956,15 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
                 "%s has no rsmi_dev_energy_count_get: GPU energy is integrated from power "
                 "readings (wattage_gpu_energy_integrated_joules_total)",
                 s->library);
+    /* Attribution is an addition: without memory for it the GPUs are still read. The NVML
+     * collector's keys (collectors.nvml.attribution, attribution_grace) say it for every GPU. */
+    if ((!cfg || cfg->collectors.nvml_attribution) && s->fn.proc_info && s->fn.proc_gpus &&
+        wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, WT_M_GPU_ATTRIB_INFO, 1e-6,
+                       cfg ? cfg->collectors.nvml_attrib_grace_ns : 300 * WT_NS_PER_S,
+                       &s->attrib) == 0) {
+        wt_attrib_set_vendor(s->attrib, "amd");
+        wt_attrib_publish(0, s->attrib);
+    }
     wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", n, packages, s->library,
             s->fn.socket_power ? "current socket power, else average" : "average");
     *state = s;
@@ -849,7 +980,6 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     int rc = 0;
     unsigned int down = 0;
     read_counters(s);
-    read_procs(s);
     for (unsigned int i = 0; i < s->n; i++) {
         struct dev *d = &s->devs[i];
         struct sample v = {0};
@@ -872,6 +1002,12 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
         }
         rc |= emit(s, d, &v, t_ns, out);
     }
+    /* After the energy of this tick is known: the split covers it. Between splits the last
+     * split's series again, stamped with its time, as the NVML collector does. */
+    if (read_procs(s, t_ns))
+        s->split_t_ns = t_ns;
+    if (s->attrib && s->split_t_ns)
+        rc |= wt_attrib_emit(s->attrib, s->split_t_ns, out);
     if (rc)
         return wt_err_set(err, "out of memory for readings"), -ENOMEM;
     if (down == s->n) {

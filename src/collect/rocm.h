@@ -34,6 +34,14 @@
  * library's time), goes backwards (driver reload, or a 32-bit accumulator's wrap), or disagrees
  * with power x time by more than 10x over WT_ROCM_CHECK_MIN_J is dropped for the life of the
  * collector and said once (warn); the package's energy is then the integrated series alone.
+ *
+ * Attribution (collect/attrib.h, collectors.nvml.attribution and attribution_grace): once a
+ * second, with the process list below, each package's published energy since the last split
+ * (the counter, else the integrated series; whole µJ) is split over the processes listed on any
+ * of its devices, by VRAM where each process's is its own, else equally, scaled by the mean
+ * busy ratio of its devices, the rest idle: wattage_process_gpu_energy_joules_total and
+ * wattage_gpu_attribution_info on the primary's gpu and uuid, in a ledger of vendor "amd"
+ * published beside NVML's.
  */
 #ifndef WT_ROCM_H
 #define WT_ROCM_H

@@ -223,7 +223,7 @@ static void add_device(cJSON *o, const struct ledger *l, const struct wt_attrib_
     cJSON *owners = cJSON_AddArrayToObject(o, "owners");
     for (size_t i = 0; procs && owners && i < l->nent; i++) {
         const struct wt_attrib_entry *e = &l->ents[i];
-        if (e->dev != d->dev)
+        if (!wt_attrib_on(e, d))
             continue;
         cJSON *x = cJSON_CreateObject();
         if (!x || !cJSON_AddItemToArray(e->pid ? procs : owners, x)) {
@@ -240,18 +240,10 @@ static void add_device(cJSON *o, const struct ledger *l, const struct wt_attrib_
     }
 }
 
-static const struct wt_attrib_device *ledger_dev(const struct ledger *l, unsigned int dev)
-{
-    for (size_t i = 0; i < l->ndev; i++)
-        if (l->devs[i].dev == dev)
-            return &l->devs[i];
-    return NULL;
-}
-
 /*
  * One GPU's entry: {"gpu": "0", "vendor": "nvidia"|"amd", "uuid": "GPU-…", "pids": [...],
- * "processes": [{pid, owner...}], "attribution": {…} (add_device, with l: NVIDIA's, once its
- * energy has been split)}; false when out of memory.
+ * "processes": [{pid, owner...}], "attribution": {…} (add_device, with l: the GPU ledgers, once
+ * its energy has been split)}; false when out of memory.
  */
 static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const char *vendor,
                       const struct ledger *l)
@@ -272,7 +264,7 @@ static bool add_procs(cJSON *arr, const struct wt_gpu_procs *p, const char *vend
     cJSON *procs = cJSON_AddArrayToObject(g, "processes");
     for (unsigned int k = 0; procs && k < p->npids; k++)
         add_owner(procs, p->pids[k]);
-    const struct wt_attrib_device *d = l ? ledger_dev(l, p->gpu) : NULL;
+    const struct wt_attrib_device *d = l ? wt_attrib_find(l->devs, l->ndev, vendor, p->gpu) : NULL;
     cJSON *a = d ? cJSON_AddObjectToObject(g, "attribution") : NULL;
     if (a)
         add_device(a, l, d);
@@ -310,9 +302,8 @@ int wt_api_processes_json(unsigned *status, char **json)
         bool ok = true;
         for (size_t i = 0; o && ok && nv && i < n; i++)
             ok = add_procs(o, &p[i], "nvidia", &l);
-        /* AMD's processes are listed; their energy is not split yet (no "attribution") */
         for (size_t i = 0; o && ok && amd && i < na; i++)
-            ok = add_procs(o, &pa[i], "amd", NULL);
+            ok = add_procs(o, &pa[i], "amd", &l);
     }
     ledger_free(&l);
     free(p);
@@ -352,6 +343,7 @@ int wt_api_attribution_json(unsigned *status, char **json)
         }
         if (wt_labels_get(gl.devs[i].labels, "gpu", v, sizeof v) == 0)
             cJSON_AddStringToObject(g, "gpu", v);
+        cJSON_AddStringToObject(g, "vendor", gl.devs[i].vendor);
         if (wt_labels_get(gl.devs[i].labels, "uuid", v, sizeof v) == 0)
             cJSON_AddStringToObject(g, "uuid", v);
         add_device(g, &gl, &gl.devs[i]);

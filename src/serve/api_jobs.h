@@ -61,9 +61,9 @@ int wt_api_processes_json(unsigned *status, char **json) WT_MUST_USE;
 
 /*
  * The reply of GET /api/v1/attribution: the energy split over processes since the daemon
- * started, from the published ledgers (collect/attrib.h): {"gpus": [{"gpu", "uuid", "method",
- * "energy_joules", "idle_joules", "updated_s", "processes": [...], "owners": [...]}], "cpu":
- * {the same without gpu/uuid} or null}. *status 200. 0 or -ENOMEM.
+ * started, from the published ledgers (collect/attrib.h): {"gpus": [{"gpu", "vendor", "uuid",
+ * "method", "energy_joules", "idle_joules", "updated_s", "processes": [...], "owners": [...]}],
+ * "cpu": {the same without gpu/uuid} or null}. *status 200. 0 or -ENOMEM.
  */
 int wt_api_attribution_json(unsigned *status, char **json) WT_MUST_USE;
 

@@ -699,3 +699,61 @@ WT_TEST(pod_namespace_and_name_label_a_pods_process_and_its_folded_series)
     wt_batch_free(&b);
     wt_attrib_close(a);
 }
+
+/* Two GPU ledgers, NVIDIA's and AMD's, both with a GPU 0: published side by side, copied one
+ * after the other, each device known by vendor and index, and a closed ledger unpublished. */
+WT_TEST(gpu_ledgers_of_two_vendors_keep_their_devices_apart)
+{
+    proc_root();
+    struct wt_attrib *nv, *amd;
+    WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 10 * S, &nv), 0);
+    WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-6, 10 * S, &amd), 0);
+    wt_attrib_set_vendor(amd, "amd");
+    struct wt_attrib_device *d;
+    struct wt_attrib_entry *e;
+    size_t nd, ne;
+    WT_EQ_INT(wt_attrib_copy_published(0, &d, &nd, &e, &ne), -ENODATA);
+    wt_attrib_publish(0, nv);
+    wt_attrib_publish(0, amd);
+    wt_attrib_publish(0, amd); /* once is enough */
+    struct wt_attrib_share p1[1] = {{201, 1, 1, -1}}, p2[1] = {{202, 2, 1, -1}};
+    WT_EQ_INT(
+        wt_attrib_account(nv, 0, "gpu=\"0\",uuid=\"GPU-a\"", S, 4000, 1, WT_ATTRIB_EQUAL, p1, 1),
+        0);
+    WT_EQ_INT(wt_attrib_account(amd, 0, "gpu=\"0\",uuid=\"AMD-b\"", S, 3000000, 0.5,
+                                WT_ATTRIB_EQUAL, p2, 1),
+              0);
+    WT_EQ_INT(wt_attrib_account(amd, 1, "gpu=\"1\",uuid=\"AMD-c\"", S, 1000000, 1, WT_ATTRIB_EQUAL,
+                                NULL, 0),
+              0);
+    WT_EQ_INT(wt_attrib_copy_published(0, &d, &nd, &e, &ne), 0);
+    WT_EQ_INT((int)nd, 3);
+    WT_EQ_INT((int)ne, 2);
+    WT_EQ_STR(d[0].vendor, "nvidia");
+    WT_EQ_STR(d[1].vendor, "amd");
+    const struct wt_attrib_device *n0 = wt_attrib_find(d, nd, "nvidia", 0);
+    const struct wt_attrib_device *a0 = wt_attrib_find(d, nd, "amd", 0);
+    WT_ASSERT(n0 && a0 && n0 != a0);
+    WT_NEAR(n0->energy_j, 4, 1e-9);
+    WT_NEAR(a0->energy_j, 3, 1e-9);
+    WT_NEAR(a0->idle_j, 1.5, 1e-9);
+    /* a plain index is NVIDIA's where both have it, else whichever vendor's */
+    WT_ASSERT(wt_attrib_find(d, nd, "", 0) == n0);
+    WT_ASSERT(wt_attrib_find(d, nd, NULL, 1) == wt_attrib_find(d, nd, "amd", 1));
+    WT_ASSERT(wt_attrib_find(d, nd, "nvidia", 1) == NULL);
+    for (size_t i = 0; i < ne; i++) {
+        WT_ASSERT(wt_attrib_on(&e[i], e[i].pid == 201 ? n0 : a0));
+        WT_ASSERT(!wt_attrib_on(&e[i], e[i].pid == 201 ? a0 : n0));
+    }
+    free(d);
+    free(e);
+    /* closing one leaves the other published */
+    wt_attrib_close(nv);
+    WT_EQ_INT(wt_attrib_copy_published(0, &d, &nd, &e, &ne), 0);
+    WT_EQ_INT((int)nd, 2);
+    WT_EQ_STR(d[0].vendor, "amd");
+    free(d);
+    free(e);
+    wt_attrib_close(amd);
+    WT_EQ_INT(wt_attrib_copy_published(0, &d, &nd, &e, &ne), -ENODATA);
+}
