@@ -196,25 +196,12 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
     return 0;
 }
 
-/* Whether the GPU of labels (gpu, uuid) is one of gpus: "1" any vendor's GPU 1, "amd:1" AMD's
- * (uuid AMD-…), "nvidia:1" NVIDIA's. */
-static bool gpu_listed(const char *gpus, const char *labels)
+static bool index_listed(const char *list, const char *gpu)
 {
-    char gpu[32], uuid[80] = "";
-    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
-        return false;
-    (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
-    const char *vendor = strncmp(uuid, "AMD-", 4) == 0 ? "amd:" : "nvidia:";
-    size_t len = strlen(gpu), vl = strlen(vendor);
-    for (const char *p = gpus; *p;) {
+    size_t len = strlen(gpu);
+    for (const char *p = list; *p;) {
         size_t l = strcspn(p, ",");
-        const char *q = p;
-        size_t ql = l;
-        if (l > vl && strncmp(p, vendor, vl) == 0) {
-            q += vl;
-            ql -= vl;
-        }
-        if (ql == len && strncmp(q, gpu, ql) == 0)
+        if (l == len && strncmp(p, gpu, l) == 0)
             return true;
         p += l;
         if (*p == ',')
@@ -224,22 +211,77 @@ static bool gpu_listed(const char *gpus, const char *labels)
 }
 
 /*
+ * Whether the GPU of labels (gpu, uuid) is one of gpus: "amd:1" AMD's (uuid AMD-…), "nvidia:1"
+ * NVIDIA's, "1" NVIDIA's GPU 1, or AMD's where NVIDIA has no GPU 1 (nv: NVIDIA's indices, as
+ * the daemon names a target's GPUs).
+ */
+static bool gpu_listed(const char *gpus, const char *labels, const char *nv)
+{
+    char gpu[32], uuid[80] = "";
+    if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
+        return false;
+    (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
+    bool amd = strncmp(uuid, "AMD-", 4) == 0;
+    const char *vendor = amd ? "amd:" : "nvidia:";
+    size_t len = strlen(gpu), vl = strlen(vendor);
+    for (const char *p = gpus; *p;) {
+        size_t l = strcspn(p, ",");
+        const char *q = p;
+        size_t ql = l;
+        bool plain = memchr(p, ':', l) == NULL;
+        if (l > vl && strncmp(p, vendor, vl) == 0) {
+            q += vl;
+            ql -= vl;
+        }
+        if (ql == len && strncmp(q, gpu, ql) == 0 && !(plain && amd && index_listed(nv, gpu)))
+            return true;
+        p += l;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}
+
+/* NVIDIA's GPU indices among the energy rows er, comma-separated. */
+static void nvidia_indices(const struct wt_energy_row *er, size_t n, char *out, size_t size)
+{
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char gpu[32], uuid[80] = "";
+        if (!wt_metric_is_gpu_energy(er[i].s.metric) || er[i].s.node[0] ||
+            wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0)
+            continue;
+        (void)wt_labels_get(er[i].s.labels, "uuid", uuid, sizeof uuid);
+        if (strncmp(uuid, "AMD-", 4) == 0 || index_listed(out, gpu))
+            continue;
+        int w = snprintf(out + len, size - len, "%s%s", len ? "," : "", gpu);
+        if (w < 0 || (size_t)w >= size - len) {
+            out[len] = '\0';
+            return;
+        }
+        len += (size_t)w;
+    }
+}
+
+/*
  * The part of the energy of the GPU of labels (gpu, uuid) that goes to target: its generated
  * tokens over those of every target serving on that GPU (the same part of each when none generated
  * any). 1 when the target has the GPU to itself.
  */
-static double gpu_part(const struct rows *rs, const char *target, const char *labels)
+static double gpu_part(const struct rows *rs, const char *target, const char *labels,
+                       const char *nv)
 {
     double mine = 0, all = 0;
     size_t targets = 0, me = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const struct row *r = &rs->r[i];
-        if (!r->has_data || !gpu_listed(r->gpus, labels))
+        if (!r->has_data || !gpu_listed(r->gpus, labels, nv))
             continue;
         bool first = true; /* the target's first row: count it once */
         for (size_t k = 0; k < i && first; k++)
             first = !rs->r[k].has_data || strcmp(rs->r[k].target, r->target) != 0 ||
-                    !gpu_listed(rs->r[k].gpus, labels);
+                    !gpu_listed(rs->r[k].gpus, labels, nv);
         double g = isnan(r->s.generated) ? 0 : r->s.generated;
         all += g;
         targets += first;
@@ -269,14 +311,16 @@ static int gpus_energy_of(struct wt_store *st, const struct rows *rs, const char
     if (rc != 0)
         return rc;
     double all = 0;
+    char nv[256];
+    nvidia_indices(er, n, nv, sizeof nv);
     *j = *u = 0;
     *found = 0;
     *method = "counter";
     for (size_t i = 0; i < n; i++) {
         if (!er[i].chosen || er[i].s.node[0] || !wt_metric_is_gpu_energy(er[i].s.metric) ||
-            !gpu_listed(gpus, er[i].s.labels))
+            !gpu_listed(gpus, er[i].s.labels, nv))
             continue;
-        double part = rs ? gpu_part(rs, target, er[i].s.labels) : 1.0;
+        double part = rs ? gpu_part(rs, target, er[i].s.labels, nv) : 1.0;
         all += er[i].energy_j;
         *j += er[i].energy_j * part;
         *u += er[i].uncertainty_j * part;
