@@ -18,8 +18,11 @@
  * collectors.nvml.energy_interval reads it.
  * SEED (default none: the recording's wake-up latencies from 42, the windows from 7) draws both
  * from SEED instead (the JSON rows then name it): a figure that holds on one draw only is luck.
- *   energy_eval [SECONDS [WINDOWS [TICK [SUB [SEED]]]]]   (WATTAGE_FAKE_NVML: the fake; default
- *   the build's)
+ * LENGTHS (default 20,60,300) the window lengths, whole seconds, comma-separated: on the periodic
+ * wave a length that is a multiple of its 21-s common period with the ticks (21, 42, 105) lets
+ * the edges' errors cancel, one half a period off (20, 60) adds them up.
+ *   energy_eval [SECONDS [WINDOWS [TICK [SUB [SEED [LENGTHS]]]]]]   (WATTAGE_FAKE_NVML: the
+ *   fake; default the build's)
  */
 #include <errno.h>
 #include <math.h>
@@ -53,12 +56,24 @@ int main(int argc, char **argv)
         snprintf(at + strlen(at), sizeof at - strlen(at), ", %g-s energy sub-polls", sub);
     if (seed > 0)
         snprintf(at + strlen(at), sizeof at - strlen(at), ", seed %lld", seed);
-    static const int lens[] = {20, 60, 300};
+    int lens[16], nlens = 0;
+    const char *ls = argc > 6 ? argv[6] : "20,60,300";
+    for (char *end; *ls && nlens < 16; ls = *end == ',' ? end + 1 : end) {
+        long v = strtol(ls, &end, 10);
+        if (end == ls || v < 1 || (*end && *end != ','))
+            break;
+        lens[nlens++] = (int)v;
+    }
     char dir[] = "/tmp/wt-energy-eval-XXXXXX", db[64];
     struct fake_rec r;
-    if (seconds < 400 || windows < 1 || !(tick >= 0.01 && tick <= 10) || seed < 0) {
+    int longest = 0;
+    for (int i = 0; i < nlens; i++)
+        longest = lens[i] > longest ? lens[i] : longest;
+    if (seconds < 400 || seconds < longest + 100 || windows < 1 || !(tick >= 0.01 && tick <= 10) ||
+        seed < 0 || nlens == 0 || *ls) {
         fprintf(stderr, "usage: energy_eval [SECONDS >= 400 [WINDOWS >= 1 [TICK 0.01..10 s [SUB "
-                        "s [SEED >= 1]]]]]\n");
+                        "s [SEED >= 1 [LENGTHS s,s,... (at most 16, each at most SECONDS - "
+                        "100)]]]]]]\n");
         return 2;
     }
     if (!mkdtemp(dir))
@@ -67,7 +82,7 @@ int main(int argc, char **argv)
     if (fake_rec_make_sub(&r, db, 2, seconds, seed > 0 ? (uint64_t)seed : 42, tick, sub) != 0)
         return 1;
     uint64_t rs = seed > 0 ? (uint64_t)seed * 2654435761u + 1 : 7;
-    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    for (int li = 0; li < nlens; li++) {
         struct acc m[3] = {{0}};
         int L = lens[li];
         for (int w = 0; w < 2 * windows; w++) {

@@ -333,10 +333,11 @@ WT_TEST(energy_sub_polls_make_any_60s_window_exact_to_0_2_percent_on_the_irregul
 /*
  * Over 1000 random windows of each length on a recording of `seconds` of the fake's wave
  * (FAKE_NVML_WAVE, set before the fake loads: one test a process), per mode: the exact energy
- * inside the bar in >= 99 % of windows, the mean bar at most max_ratio[mode] times the mean error.
+ * inside the bar in >= 99 % of windows, the mean bar at most max_ratio[length][mode] times the
+ * mean error.
  */
 static void honesty(const char *wave, int seconds, const int *lens, int nlens,
-                    const double max_ratio[2])
+                    const double (*max_ratio)[2])
 {
     char dir[] = "/tmp/wt-test-uncert-XXXXXX", db[80];
     struct fake_rec r;
@@ -380,7 +381,7 @@ static void honesty(const char *wave, int seconds, const int *lens, int nlens,
                    wave, lens[li], k ? "integration" : "counter", inside[k], n[k], bar[k] / err[k]);
             WT_EQ_INT(n[k], 1000);
             WT_ASSERT(inside[k] >= 990);
-            WT_ASSERT(bar[k] <= max_ratio[k] * err[k]);
+            WT_ASSERT(bar[k] <= max_ratio[li][k] * err[k]);
             WT_ASSERT(err[k] > 0); /* the windows do fall between samples */
         }
     }
@@ -390,10 +391,15 @@ static void honesty(const char *wave, int seconds, const int *lens, int nlens,
     WT_ASSERT(system(p) == 0);
 }
 
+/* On the periodic wave, 300 s is 6 s past a multiple of the wave's 21-s common period with the
+ * ticks: the errors at the two edges mostly cancel, which the readings around each edge cannot
+ * show (bench/results/2026-12-07-energy-bars-periodic.md), so the bar there is about 4x the
+ * error (3.9x counter, 4.1x integration), not 3x; still every window inside. */
 WT_TEST(uncert_bars_are_honest_on_the_fake)
 {
-    static const int lens[] = {20, 60};
-    honesty("square", 900, lens, 2, (const double[2]){3, 3});
+    static const int lens[] = {20, 60, 300};
+    static const double ratio[][2] = {{3, 3}, {3, 3}, {4.5, 4.5}};
+    honesty("square", 900, lens, 3, ratio);
 }
 
 /* The irregular wave (half-periods of 0.84-1.31 s, never periodic) does not let the errors at a
@@ -403,5 +409,6 @@ WT_TEST(uncert_bars_are_honest_on_the_fake)
 WT_TEST(uncert_bars_are_honest_on_an_irregular_wave)
 {
     static const int lens[] = {20, 60, 300};
-    honesty("irregular", 1800, lens, 3, (const double[2]){3, 3});
+    static const double ratio[][2] = {{3, 3}, {3, 3}, {3, 3}};
+    honesty("irregular", 1800, lens, 3, ratio);
 }
