@@ -119,6 +119,14 @@ int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *
 nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init);
 void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown);
 
+/*
+ * Asks every NVML collector of this process to read its slow fields (collect/cadence.h: power
+ * limits and their range, aggregate ECC counts, remapped rows, the power source) at its next
+ * tick, instead of at the next slow interval: the power capper calls it after it sets or
+ * restores a limit, so that the limit it set is seen at once. Thread-safe, never blocks.
+ */
+void wt_nvml_slow_refresh(void);
+
 /* What an XID code means (NVIDIA's XID catalog) for the common ones, else NULL. */
 const char *wt_nvml_xid_meaning(unsigned int xid);
 
