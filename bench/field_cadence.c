@@ -113,9 +113,7 @@ out:
 static int run_child(int64_t slow_ns, int64_t tick_ns, int polls, const char *log, struct result *r)
 {
     int fd[2];
-    if (pipe(fd) != 0)
-        return 1;
-    pid_t pid = fork();
+    pid_t pid = pipe(fd) == 0 ? fork() : -1;
     if (pid < 0)
         return 1;
     if (pid == 0) {
