@@ -108,7 +108,8 @@ static const struct {
 /*
  * Each field's cadence (collect/cadence.h), by feature. Slow: what changes only when someone sets
  * it or on an event (a power limit, its range, the aggregate ECC counts kept over the board's
- * life, remapped rows, the power source: collect/nvml_fields.c), read at start, every
+ * life, remapped rows, the power source: collect/nvml_fields.c, the MIG mode, which changes
+ * only with a GPU reset: collect/nvml_mig.c), read at start, every
  * collectors.nvml.slow_interval, when a GPU is found again, after one of its XID events and after
  * wattage's capper sets a limit (wt_nvml_slow_refresh). Start: read when the GPU is found.
  */
@@ -138,8 +139,9 @@ static const struct wt_field_cadence cadence[] = {
     [F_FAN] = {"fan_speed", WT_CADENCE_TICK},
     [F_XID] = {"xid_events", WT_CADENCE_TICK},
     [F_COUNT] = {"power_source", WT_CADENCE_SLOW}, /* collect/nvml_fields.c's */
+    [F_COUNT + 1] = {"mig_mode", WT_CADENCE_SLOW}, /* collect/nvml_mig.c's */
 };
-_Static_assert(sizeof cadence / sizeof cadence[0] == F_COUNT + 1, "a cadence per feature");
+_Static_assert(sizeof cadence / sizeof cadence[0] == F_COUNT + 2, "a cadence per feature");
 #define N_CADENCE (sizeof cadence / sizeof cadence[0])
 #define DEFAULT_SLOW_NS (60 * WT_NS_PER_S)
 
@@ -772,8 +774,8 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, bool slow_all,
     *rc |=
         wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, slow, t_ns, out);
     /* The parent's energy of this tick over its MIG instances, counted once (nvml_mig.h). */
-    *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, g->have_energy_mj,
-                                g->energy_mj, g->busy, t_ns, out);
+    *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, slow,
+                                g->have_energy_mj, g->energy_mj, g->busy, t_ns, out);
     return NVML_SUCCESS;
 }
 

@@ -25,6 +25,10 @@
  *     wattage_gpu_xid_errors_total{…,xid="N"}: XID events, counted by a thread of the collector
  *     that waits on one NVML event set (never polled); a series appears with its code's first
  *     event. wattage_gpu_info also carries driver_version, vbios_version and cuda_driver_version.
+ * The slow fields (the enforced power limit and its min/max, the aggregate ECC counts, remapped
+ * rows, the power source) are read at start, every collectors.nvml.slow_interval, when a GPU
+ * comes (back), after its XID events and after wt_nvml_slow_refresh; between reads their last
+ * value is published at every poll (collect/cadence.h; the table is `cadence` in nvml.c).
  * A metric the GPU does not support (NOT_SUPPORTED) is absent, never zero, and is not asked for
  * again; for the health metrics that is said once per collector at info. A GPU that is lost or
  * stops answering reports only info and gpu_up 0 until it answers.

@@ -120,7 +120,7 @@ struct gpu {
     char info_labels[WT_LABELS_LEN]; /* + pci_bus_id, driver/VBIOS/CUDA versions */
     unsigned int nfans;
     uint32_t unsupported; /* 1 << enum feature */
-    /* static per discovery */
+    /* read at discovery (thresholds), and with the slow fields (the limit's range) */
     bool have_slowdown, have_shutdown, have_constraints;
     unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
     /* energy */

@@ -131,6 +131,7 @@ WT_TEST(nvml_slow_fields_read_once_published_always)
     WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), 1);
     WT_EQ_INT(calls("nvmlDeviceGetPowerManagementLimitConstraints"), 1);
     WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), 1);
+    WT_EQ_INT(calls("nvmlDeviceGetMigMode"), 1);
     WT_EQ_INT(limits, 20);
     WT_EQ_INT(count_metric(&b, WT_M_GPU_POWER_LIMIT_MAX_W), 1);
     /* the fast ones every poll */
@@ -170,6 +171,7 @@ WT_TEST(nvml_slow_interval_zero_reads_every_tick)
     poll_n(st, 6, &b, &limits);
     WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), 6);
     WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), 6);
+    WT_EQ_INT(calls("nvmlDeviceGetMigMode"), 6);
     WT_EQ_INT(limits, 6);
     wt_nvml_collector.close(st);
     wt_batch_free(&b);
