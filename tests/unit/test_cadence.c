@@ -121,6 +121,15 @@ static void poll_n(void *st, int n, struct wt_batch *b, int *limit_readings)
     }
 }
 
+/* Each slow field's calls so far were n. */
+static void slow_calls_were(int n)
+{
+    WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), n);
+    WT_EQ_INT(calls("nvmlDeviceGetPowerManagementLimitConstraints"), n);
+    WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), n);
+    WT_EQ_INT(calls("nvmlDeviceGetMigMode"), n);
+}
+
 WT_TEST(nvml_slow_fields_read_once_published_always)
 {
     void *st = open_nvml(3600 * S);
@@ -128,10 +137,7 @@ WT_TEST(nvml_slow_fields_read_once_published_always)
     int limits = 0;
     poll_n(st, 20, &b, &limits);
     /* read at the first poll only; published at each of the 20 */
-    WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), 1);
-    WT_EQ_INT(calls("nvmlDeviceGetPowerManagementLimitConstraints"), 1);
-    WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), 1);
-    WT_EQ_INT(calls("nvmlDeviceGetMigMode"), 1);
+    slow_calls_were(1);
     WT_EQ_INT(limits, 20);
     WT_EQ_INT(count_metric(&b, WT_M_GPU_POWER_LIMIT_MAX_W), 1);
     /* the fast ones every poll */
@@ -141,8 +147,7 @@ WT_TEST(nvml_slow_fields_read_once_published_always)
     /* what the capper does after a set: read at the next poll, once */
     wt_nvml_slow_refresh();
     poll_n(st, 5, &b, &limits);
-    WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), 2);
-    WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), 2);
+    slow_calls_were(2);
     WT_EQ_INT(limits, 25);
 
     /* status's table */
@@ -165,13 +170,11 @@ WT_TEST(nvml_slow_fields_read_once_published_always)
 
 WT_TEST(nvml_slow_interval_zero_reads_every_tick)
 {
-    void *st = open_nvml(0);
-    struct wt_batch b = {0};
     int limits = 0;
+    struct wt_batch b = {0};
+    void *st = open_nvml(0);
     poll_n(st, 6, &b, &limits);
-    WT_EQ_INT(calls("nvmlDeviceGetEnforcedPowerLimit"), 6);
-    WT_EQ_INT(calls("nvmlDeviceGetRemappedRows"), 6);
-    WT_EQ_INT(calls("nvmlDeviceGetMigMode"), 6);
+    slow_calls_were(6);
     WT_EQ_INT(limits, 6);
     wt_nvml_collector.close(st);
     wt_batch_free(&b);
