@@ -71,6 +71,7 @@ section report_bench external "$BUILD" "$OUT" report_bench "$BUILD/bench/report_
 section expo_parse_bench external "$BUILD" "$OUT" expo_parse_bench "$BUILD/bench/expo_parse_bench"
 section hwmon_walk external "$BUILD" "$OUT" hwmon_walk "$BUILD/bench/hwmon_walk"
 section gpu_poll external "$BUILD" "$OUT" gpu_poll "$BUILD/bench/gpu_poll" "$BUILD"
+section field_cadence external "$BUILD" "$OUT" field_cadence "$BUILD/bench/field_cadence" "$BUILD"
 section energy_eval external "$BUILD" "$OUT" energy_eval "$BUILD/bench/energy_eval"
 section energy_eval_fast external "$BUILD" "$OUT" energy_eval_fast "$BUILD/bench/energy_eval" 1800 1000 0.2
 section energy_eval_irregular external "$BUILD" "$OUT" energy_eval_irregular \

@@ -387,6 +387,7 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
             w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
             g->saved_w);
     wt_cap_count_action(c, act, why);
+    wt_nvml_slow_refresh(); /* the collector reads the new limit at its next tick */
     g->limit_w = w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false; /* held again: wattage's on purpose */
@@ -457,6 +458,7 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     wt_info(MOD, "restored gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w, reason,
             why_names[why]);
     wt_cap_count_action(c, A_RESTORE, why);
+    wt_nvml_slow_refresh();
     g->limit_w = g->saved_w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false;

@@ -18,6 +18,7 @@
 #include "core/health.h"
 #include "core/hub.h"
 #include "core/snapshot.h"
+#include "serve/api_status.h"
 #include "store/store.h"
 
 #define MAX_SOURCES WT_HUB_MAX_COLLECTORS
@@ -222,7 +223,7 @@ int wt_cmd_status(int argc, char **argv)
     if (nh > WT_HEALTH_MAX_REASONS)
         nh = WT_HEALTH_MAX_REASONS;
     if (co.json) {
-        char *doc = wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1);
+        char *doc = wt_api_status_cadence(wt_snapshot_json(&snap, cs, ncs, wt_now_real_ns(), 1));
         char *s = doc ? wt_health_json_into(doc, why, nh, true) : NULL;
         free(doc);
         if (!s) {

@@ -105,6 +105,54 @@ static const struct {
 };
 #define N_REASONS (sizeof reasons / sizeof reasons[0])
 
+/*
+ * Each field's cadence (collect/cadence.h), by feature. Slow: what changes only when someone sets
+ * it or on an event (a power limit, its range, the aggregate ECC counts kept over the board's
+ * life, remapped rows, the power source: collect/nvml_fields.c, the MIG mode, which changes
+ * only with a GPU reset: collect/nvml_mig.c), read at start, every
+ * collectors.nvml.slow_interval, when a GPU is found again, after one of its XID events and after
+ * wattage's capper sets a limit (wt_nvml_slow_refresh). Start: read when the GPU is found.
+ */
+static const struct wt_field_cadence cadence[] = {
+    [F_POWER] = {"power", WT_CADENCE_TICK},
+    [F_ENERGY] = {"energy", WT_CADENCE_TICK},
+    [F_TEMP] = {"temperature", WT_CADENCE_TICK},
+    [F_SLOWDOWN] = {"slowdown_temperature", WT_CADENCE_START},
+    [F_SHUTDOWN] = {"shutdown_temperature", WT_CADENCE_START},
+    [F_UTIL] = {"utilization", WT_CADENCE_TICK},
+    [F_MEMORY] = {"memory", WT_CADENCE_TICK},
+    [F_SM_CLOCK] = {"sm_clock", WT_CADENCE_TICK},
+    [F_MEM_CLOCK] = {"memory_clock", WT_CADENCE_TICK},
+    [F_THROTTLE] = {"throttle_reasons", WT_CADENCE_TICK},
+    [F_LIMIT] = {"power_limit", WT_CADENCE_SLOW},
+    [F_CONSTRAINTS] = {"power_limit_range", WT_CADENCE_SLOW},
+    [F_PSTATE] = {"pstate", WT_CADENCE_TICK},
+    [F_PERSISTENCE] = {"persistence_mode", WT_CADENCE_START},
+    [F_PCI] = {"pci_bus_id", WT_CADENCE_START},
+    [F_PROCS] = {"processes", WT_CADENCE_TICK},
+    [F_VBIOS] = {"vbios_version", WT_CADENCE_START},
+    [F_ECC_VOLATILE] = {"ecc_volatile", WT_CADENCE_TICK},
+    [F_ECC_AGGREGATE] = {"ecc_aggregate", WT_CADENCE_SLOW},
+    [F_REMAP] = {"remapped_rows", WT_CADENCE_SLOW},
+    [F_PCIE_REPLAY] = {"pcie_replays", WT_CADENCE_TICK},
+    [F_MEM_TEMP] = {"memory_temperature", WT_CADENCE_TICK},
+    [F_FAN] = {"fan_speed", WT_CADENCE_TICK},
+    [F_XID] = {"xid_events", WT_CADENCE_TICK},
+    [F_COUNT] = {"power_source", WT_CADENCE_SLOW}, /* collect/nvml_fields.c's */
+    [F_COUNT + 1] = {"mig_mode", WT_CADENCE_SLOW}, /* collect/nvml_mig.c's */
+};
+_Static_assert(sizeof cadence / sizeof cadence[0] == F_COUNT + 2, "a cadence per feature");
+#define N_CADENCE (sizeof cadence / sizeof cadence[0])
+#define DEFAULT_SLOW_NS (60 * WT_NS_PER_S)
+
+/* Bumped by wt_nvml_slow_refresh; each collector reads its slow fields when it changes. */
+static atomic_uint slow_refresh_gen;
+
+void wt_nvml_slow_refresh(void)
+{
+    atomic_fetch_add(&slow_refresh_gen, 1);
+}
+
 static bool want(const struct gpu *g, const struct tick *tk, enum feature f)
 {
     return !tk->lost && !(g->unsupported & (1u << f));
@@ -247,7 +295,8 @@ static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
             n = 1;
         g->nfans = n < MAX_FANS ? n : MAX_FANS;
     }
-    g->have_slowdown = g->have_shutdown = g->have_constraints = false;
+    g->have_slowdown = g->have_shutdown = false;
+    g->slow_pending = true; /* its slow fields with this tick's */
     if (want(g, tk, F_SLOWDOWN))
         g->have_slowdown = wt_nvml_check(
             s, g, tk, F_SLOWDOWN,
@@ -258,10 +307,6 @@ static void discover(struct nvml_state *s, struct gpu *g, struct tick *tk)
             s, g, tk, F_SHUTDOWN,
             s->fn.threshold(g->dev, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN, &g->shutdown_c),
             "nvmlDeviceGetTemperatureThreshold");
-    if (want(g, tk, F_CONSTRAINTS))
-        g->have_constraints = wt_nvml_check(
-            s, g, tk, F_CONSTRAINTS, s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
-            "nvmlDeviceGetPowerManagementLimitConstraints");
     if (want(g, tk, F_PERSISTENCE) && !g->persistence_warned) {
         nvmlEnableState_t mode = NVML_FEATURE_ENABLED;
         if (wt_nvml_check(s, g, tk, F_PERSISTENCE, s->fn.persistence(g->dev, &mode),
@@ -310,7 +355,8 @@ static bool field_double(const nvmlFieldValue_t *fv, double *out)
 }
 
 /* The health counters and gauges: ECC, remapped rows, PCIe replays, memory temperature, fans. */
-static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
+static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v,
+                          bool slow)
 {
     nvmlDevice_t d = g->dev;
     static const struct {
@@ -319,6 +365,8 @@ static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, 
     } ecc[] = {{F_ECC_VOLATILE, NVML_VOLATILE_ECC}, {F_ECC_AGGREGATE, NVML_AGGREGATE_ECC}};
     for (size_t k = 0; k < 2; k++) {
         unsigned long long *out = k == 0 ? v->ecc_vol : v->ecc_agg;
+        if (k == 1 && !slow)
+            continue;
         bool ok =
             want(g, tk, ecc[k].f) &&
             wt_nvml_check(s, g, tk, ecc[k].f,
@@ -332,7 +380,7 @@ static void sample_health(struct nvml_state *s, struct gpu *g, struct tick *tk, 
         else
             v->have_ecc_agg = ok;
     }
-    if (want(g, tk, F_REMAP))
+    if (slow && want(g, tk, F_REMAP))
         v->have_remap = wt_nvml_check(
             s, g, tk, F_REMAP,
             s->fn.remapped_rows(d, &v->remap[0], &v->remap[1], &v->remap[2], &v->remap[3]),
@@ -396,8 +444,51 @@ static void read_counters(struct nvml_state *s)
     }
 }
 
-/* Every per-tick call; the power call goes first and doubles as the liveness probe. */
-static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v)
+/* A slow field that should have an answer and has none (a failure, not NOT_SUPPORTED). */
+static bool slow_missing(const struct gpu *g, enum feature f, bool have)
+{
+    return !have && !(g->unsupported & (1u << f));
+}
+
+/*
+ * The slow fields: read when slow (their outcome filed as every call's), kept in g; else the
+ * values kept, so that each tick publishes them. A failed read is not published and is tried
+ * again at the next tick.
+ */
+static void slow_fields(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v,
+                        bool slow)
+{
+    if (slow) {
+        g->have_limit = want(g, tk, F_LIMIT) &&
+                        wt_nvml_check(s, g, tk, F_LIMIT, s->fn.power_limit(g->dev, &g->limit_mw),
+                                      "nvmlDeviceGetEnforcedPowerLimit");
+        g->have_constraints =
+            want(g, tk, F_CONSTRAINTS) &&
+            wt_nvml_check(s, g, tk, F_CONSTRAINTS,
+                          s->fn.constraints(g->dev, &g->limit_min_mw, &g->limit_max_mw),
+                          "nvmlDeviceGetPowerManagementLimitConstraints");
+        g->have_ecc_agg = v->have_ecc_agg;
+        memcpy(g->ecc_agg, v->ecc_agg, sizeof g->ecc_agg);
+        g->have_remap = v->have_remap;
+        memcpy(g->remap, v->remap, sizeof g->remap);
+        g->slow_pending = slow_missing(g, F_LIMIT, g->have_limit) ||
+                          slow_missing(g, F_CONSTRAINTS, g->have_constraints) ||
+                          slow_missing(g, F_ECC_AGGREGATE, g->have_ecc_agg) ||
+                          slow_missing(g, F_REMAP, g->have_remap);
+    } else {
+        v->have_ecc_agg = g->have_ecc_agg;
+        memcpy(v->ecc_agg, g->ecc_agg, sizeof v->ecc_agg);
+        v->have_remap = g->have_remap;
+        memcpy(v->remap, g->remap, sizeof v->remap);
+    }
+    v->have_limit = g->have_limit;
+    v->limit_mw = g->limit_mw;
+}
+
+/* Every per-tick call, and the slow ones when slow; the power call goes first and doubles as the
+ * liveness probe. */
+static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, struct sample *v,
+                       bool slow)
 {
     nvmlDevice_t d = g->dev;
     if (want(g, tk, F_POWER))
@@ -430,13 +521,11 @@ static void sample_gpu(struct nvml_state *s, struct gpu *g, struct tick *tk, str
     if (want(g, tk, F_THROTTLE))
         v->have_throttle = wt_nvml_check(s, g, tk, F_THROTTLE, s->fn.throttle(d, &v->throttle),
                                          "nvmlDeviceGetCurrentClocksEventReasons");
-    if (want(g, tk, F_LIMIT))
-        v->have_limit = wt_nvml_check(s, g, tk, F_LIMIT, s->fn.power_limit(d, &v->limit_mw),
-                                      "nvmlDeviceGetEnforcedPowerLimit");
     if (want(g, tk, F_PSTATE))
         v->have_pstate = wt_nvml_check(s, g, tk, F_PSTATE, s->fn.pstate(d, &v->pstate),
                                        "nvmlDeviceGetPerformanceState");
-    sample_health(s, g, tk, v);
+    sample_health(s, g, tk, v, slow);
+    slow_fields(s, g, tk, v, slow);
 }
 
 static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
@@ -640,9 +729,10 @@ static void mark_down(const struct nvml_state *s, struct gpu *g, const struct ti
 }
 
 /* Polls one GPU. Returns the tick's hard error when the GPU is down, else NVML_SUCCESS. */
-static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
+static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, bool slow_all, int64_t t_ns,
                              struct wt_batch *out, int *rc)
 {
+    bool slow;
     struct tick tk = {0};
     struct sample v;
     memset(&v, 0, sizeof v);
@@ -650,8 +740,9 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
     g->busy = -1;
     if (!g->known)
         discover(s, g, &tk);
+    slow = slow_all || g->slow_pending;
     if (g->known && !tk.lost)
-        sample_gpu(s, g, &tk, &v);
+        sample_gpu(s, g, &tk, &v, slow);
 
     /* Essential: the handle and static info, then power (or, without power, the counter). */
     bool essential_failed = !g->known;
@@ -680,10 +771,11 @@ static nvmlReturn_t poll_gpu(struct nvml_state *s, struct gpu *g, int64_t t_ns,
                     (unsigned long long)suppressed);
     }
     *rc |= emit(s, g, &v, t_ns, out);
-    *rc |= wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, t_ns, out);
+    *rc |=
+        wt_nvml_fields_poll_gpu(s->fields, g->index, g->dev, g->uuid, g->labels, slow, t_ns, out);
     /* The parent's energy of this tick over its MIG instances, counted once (nvml_mig.h). */
-    *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, g->have_energy_mj,
-                                g->energy_mj, g->busy, t_ns, out);
+    *rc |= wt_nvml_mig_poll_gpu(s->mig, g->index, g->dev, g->uuid, g->labels, slow,
+                                g->have_energy_mj, g->energy_mj, g->busy, t_ns, out);
     return NVML_SUCCESS;
 }
 
@@ -697,6 +789,7 @@ static void nvml_close(void *state)
     struct nvml_state *s = state;
     if (!s)
         return;
+    wt_cadence_withdraw("nvml", cadence);
     wt_nvml_procs_forget(s);
     wt_attrib_close(s->attrib);
     free(s->util_buf);
@@ -748,6 +841,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.nvml) : WT_NS_PER_S;
     s->interval_ns = interval;
     s->energy_cfg_ns = cfg ? cfg->collectors.nvml_energy_interval_ns : 0;
+    s->slow.interval_ns = cfg ? cfg->collectors.nvml_slow_interval_ns : DEFAULT_SLOW_NS;
+    s->refresh_seen = atomic_load(&slow_refresh_gen);
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
     /* Splits are a second apart (PROCS_EVERY_NS) or an interval when it is longer: a gap is
      * 3 of those, not 3 intervals, or under 1/3 s every split would be a gap (all idle). */
@@ -836,6 +931,8 @@ static int nvml_open(const struct wt_config *cfg, void **state, struct wt_err *e
         wt_attrib_publish(0, s->attrib);
     wt_info(MOD, "%u GPUs library=%s driver=%s", s->n, s->library,
             s->driver_version[0] ? s->driver_version : "unknown");
+    if (wt_cadence_publish("nvml", s->slow.interval_ns, cadence, N_CADENCE) != 0)
+        wt_debug(MOD, "no room to publish the fields' cadence");
     if (s->energy_cfg_ns != WT_CONFIG_AUTO || !s->fn.energy ||
         wt_nvml_auto_energy_interval(interval, 0) == 0) {
         /* Set (or off, or auto with ticks as close as the sub-polls would be): nothing to
@@ -910,15 +1007,48 @@ static int nvml_sub_poll(void *state, int64_t t_ns, struct wt_batch *out)
     return rc ? -ENOMEM : 0;
 }
 
+/* A GPU with XID events since the last tick reads its slow fields (its ECC counts and remapped
+ * rows may have moved with it). */
+static void note_xids(struct nvml_state *s)
+{
+    if (!s->xid)
+        return;
+    pthread_mutex_lock(&s->xid->mu);
+    for (unsigned int i = 0; i < s->n && i < s->xid->n; i++) {
+        const struct xid_gpu *x = &s->xid->g[i];
+        uint64_t n = 0;
+        for (unsigned int k = 0; k < x->n; k++)
+            n += x->c[k].n;
+        if (n != s->gpus[i].xid_seen) {
+            s->gpus[i].xid_seen = n;
+            s->gpus[i].slow_pending = true;
+        }
+    }
+    pthread_mutex_unlock(&s->xid->mu);
+}
+
+/* Whether this tick reads every GPU's slow fields: due, or asked for by wt_nvml_slow_refresh. */
+static bool slow_tick(struct nvml_state *s)
+{
+    unsigned int gen = atomic_load(&slow_refresh_gen);
+    if (gen != s->refresh_seen) {
+        s->refresh_seen = gen;
+        wt_slow_force(&s->slow);
+    }
+    return wt_slow_due(&s->slow, wt_now_mono_ns(), s->interval_ns);
+}
+
 static int nvml_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     struct nvml_state *s = state;
     int rc = 0;
     unsigned int lib_failed = 0;
     nvmlReturn_t last = NVML_SUCCESS;
+    bool slow = slow_tick(s);
+    note_xids(s);
     read_counters(s);
     for (unsigned int i = 0; i < s->n; i++) {
-        nvmlReturn_t r = poll_gpu(s, &s->gpus[i], t_ns, out, &rc);
+        nvmlReturn_t r = poll_gpu(s, &s->gpus[i], slow, t_ns, out, &rc);
         if (library_level(r)) {
             lib_failed++;
             last = r;

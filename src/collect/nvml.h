@@ -25,6 +25,10 @@
  *     wattage_gpu_xid_errors_total{…,xid="N"}: XID events, counted by a thread of the collector
  *     that waits on one NVML event set (never polled); a series appears with its code's first
  *     event. wattage_gpu_info also carries driver_version, vbios_version and cuda_driver_version.
+ * The slow fields (the enforced power limit and its min/max, the aggregate ECC counts, remapped
+ * rows, the power source) are read at start, every collectors.nvml.slow_interval, when a GPU
+ * comes (back), after its XID events and after wt_nvml_slow_refresh; between reads their last
+ * value is published at every poll (collect/cadence.h; the table is `cadence` in nvml.c).
  * A metric the GPU does not support (NOT_SUPPORTED) is absent, never zero, and is not asked for
  * again; for the health metrics that is said once per collector at info. A GPU that is lost or
  * stops answering reports only info and gpu_up 0 until it answers.
@@ -118,6 +122,14 @@ int wt_nvml_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *
  */
 nvmlReturn_t wt_nvml_session_acquire(wt_nvml_init_fn *init);
 void wt_nvml_session_release(wt_nvml_init_fn *init, wt_nvml_shutdown_fn *shutdown);
+
+/*
+ * Asks every NVML collector of this process to read its slow fields (collect/cadence.h: power
+ * limits and their range, aggregate ECC counts, remapped rows, the power source) at its next
+ * tick, instead of at the next slow interval: the power capper calls it after it sets or
+ * restores a limit, so that the limit it set is seen at once. Thread-safe, never blocks.
+ */
+void wt_nvml_slow_refresh(void);
 
 /* What an XID code means (NVIDIA's XID catalog) for the common ones, else NULL. */
 const char *wt_nvml_xid_meaning(unsigned int xid);

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "collect/attrib.h"
+#include "collect/cadence.h"
 #include "collect/nvml.h"
 #include "collect/nvml_api.h"
 #include "collect/nvml_fields.h"
@@ -119,7 +120,7 @@ struct gpu {
     char info_labels[WT_LABELS_LEN]; /* + pci_bus_id, driver/VBIOS/CUDA versions */
     unsigned int nfans;
     uint32_t unsupported; /* 1 << enum feature */
-    /* static per discovery */
+    /* read at discovery (thresholds), and with the slow fields (the limit's range) */
     bool have_slowdown, have_shutdown, have_constraints;
     unsigned int slowdown_c, shutdown_c, limit_min_mw, limit_max_mw;
     /* energy */
@@ -143,6 +144,14 @@ struct gpu {
     double busy;       /* this tick's utilization, 0..1; -1 unknown */
     bool proc_util_unsupported;
     unsigned long long util_seen_us; /* newest per-process sample taken */
+    /* slow fields (collect/cadence.h): read at this GPU's next tick (found again, an XID, a
+     * failed slow read); their last values, published between reads */
+    bool slow_pending;
+    uint64_t xid_seen; /* XID events counted so far */
+    bool have_limit, have_ecc_agg, have_remap;
+    unsigned int limit_mw;
+    unsigned long long ecc_agg[2];
+    unsigned int remap[4];
     /* the start times of the last split's processes: a pid listed again is not read again */
     unsigned int known_n, known_age;
     unsigned int known_pid[WT_NVML_MAX_PROCS];
@@ -226,6 +235,10 @@ struct nvml_state {
     unsigned int auto_ticks;
     int64_t auto_cpu_ns, auto_wall_ns;
     uint64_t auto_calls;
+    /* The slow fields (collectors.nvml.slow_interval): when they are read next, and the
+     * generation of wt_nvml_slow_refresh last seen. */
+    struct wt_slow_timer slow;
+    unsigned int refresh_seen;
 };
 
 #define AUTO_TICKS 5 /* ticks whose energy reads auto measures before it decides */

@@ -109,6 +109,9 @@ struct gpu {
     uint32_t unsupported; /* 1 << enum feature */
     struct wt_nvml_counter ctr[N_COUNTERS];
     bool gpm_metric_off[N_GPM]; /* a GPM metric this GPU answers NOT_SUPPORTED */
+    /* the power source, a slow field: the last one read */
+    bool have_src;
+    unsigned int src;
     /* GPM: two sample buffers used in turn; prev is the older one */
     bool gpm_known; /* support asked */
     nvmlGpmSample_t smp[2];
@@ -501,12 +504,11 @@ static int poll_gpm(struct wt_nvml_fields *f, struct gpu *g, unsigned int index,
     return rc;
 }
 
-static int poll_power_source(struct wt_nvml_fields *f, struct gpu *g, unsigned int index,
-                             nvmlDevice_t dev, const char *labels, int64_t t_ns,
-                             struct wt_batch *out)
+/* A failed power source read: NOT_SUPPORTED for good (said once), else said at most once a
+ * minute and tried again at the next poll. Returns 0. */
+static int source_failed(struct wt_nvml_fields *f, struct gpu *g, unsigned int index,
+                         nvmlReturn_t r)
 {
-    unsigned int src = 0;
-    nvmlReturn_t r = f->fn.power_source(dev, &src);
     if (r == NVML_ERROR_NOT_SUPPORTED) {
         char where[64];
         g->unsupported |= 1u << F_POWER_SOURCE;
@@ -514,10 +516,22 @@ static int poll_power_source(struct wt_nvml_fields *f, struct gpu *g, unsigned i
         say_absent(f, F_POWER_SOURCE, where, errstr(f, r));
         return 0;
     }
-    if (r != NVML_SUCCESS) {
-        say_failed(f, "nvmlDeviceGetPowerSource", index, r);
-        return 0;
+    say_failed(f, "nvmlDeviceGetPowerSource", index, r);
+    return 0;
+}
+
+/* The power source, a slow field: read when slow or after a failed read, else the last one. */
+static int poll_power_source(struct wt_nvml_fields *f, struct gpu *g, unsigned int index,
+                             nvmlDevice_t dev, bool slow, const char *labels, int64_t t_ns,
+                             struct wt_batch *out)
+{
+    if (slow || !g->have_src) {
+        nvmlReturn_t r = f->fn.power_source(dev, &g->src);
+        g->have_src = r == NVML_SUCCESS;
+        if (!g->have_src)
+            return source_failed(f, g, index, r);
     }
+    unsigned int src = g->src;
     char other[16];
     const char *name = src == NVML_POWER_SOURCE_AC           ? "ac"
                        : src == NVML_POWER_SOURCE_BATTERY    ? "battery"
@@ -531,7 +545,7 @@ static int poll_power_source(struct wt_nvml_fields *f, struct gpu *g, unsigned i
 }
 
 int wt_nvml_fields_poll_gpu(struct wt_nvml_fields *f, unsigned int index, nvmlDevice_t dev,
-                            const char *uuid, const char *labels, int64_t t_ns,
+                            const char *uuid, const char *labels, bool slow, int64_t t_ns,
                             struct wt_batch *out)
 {
     if (!f || index >= f->n)
@@ -550,7 +564,7 @@ int wt_nvml_fields_poll_gpu(struct wt_nvml_fields *f, unsigned int index, nvmlDe
     if (!(g->unsupported & (1u << F_GPM)))
         rc |= poll_gpm(f, g, index, dev, labels, t_ns, out);
     if (!(g->unsupported & (1u << F_POWER_SOURCE)))
-        rc |= poll_power_source(f, g, index, dev, labels, t_ns, out);
+        rc |= poll_power_source(f, g, index, dev, slow, labels, t_ns, out);
     return rc ? -ENOMEM : 0;
 }
 

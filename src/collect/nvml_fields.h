@@ -60,11 +60,12 @@ int wt_nvml_fields_open(void *dl, const char *library, unsigned int ngpus,
 /*
  * Reads GPU index's counters, GPM metrics and power source into out, labelled labels, stamped
  * t_ns. dev is the handle the collector holds now; uuid tells another board at the index
- * (its counters and samples start afresh). Called only for a GPU that is up this poll; a NULL
- * f does nothing. Returns 0 or -ENOMEM.
+ * (its counters and samples start afresh). The power source is a slow field (collect/cadence.h):
+ * read when slow or when the last read failed, else its last value is published again. Called
+ * only for a GPU that is up this poll; a NULL f does nothing. Returns 0 or -ENOMEM.
  */
 int wt_nvml_fields_poll_gpu(struct wt_nvml_fields *f, unsigned int index, nvmlDevice_t dev,
-                            const char *uuid, const char *labels, int64_t t_ns,
+                            const char *uuid, const char *labels, bool slow, int64_t t_ns,
                             struct wt_batch *out) WT_MUST_USE;
 
 /* Reads the S-class units' power supplies and fans into out. NULL f: nothing. 0 or -ENOMEM. */

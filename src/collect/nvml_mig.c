@@ -195,6 +195,7 @@ struct gpu {
     bool unsupported; /* nvmlDeviceGetMigMode answered NOT_SUPPORTED */
     bool mig_said;    /* "in MIG mode" said (once per mode change) */
     bool in_mig;
+    bool mode_known;         /* in_mig is nvmlDeviceGetMigMode's last answer (a slow field) */
     bool gpm_known, gpm_off; /* GPM support asked; absent */
     struct gi_gpm gpm[MAX_GI];
     struct wt_mig_ledger ledger;
@@ -539,8 +540,8 @@ static int emit(const struct gpu *g, const struct wt_mig_instance *in, size_t n,
 }
 
 int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t dev,
-                         const char *uuid, const char *labels, bool have_energy, uint64_t energy_mj,
-                         double busy, int64_t t_ns, struct wt_batch *out)
+                         const char *uuid, const char *labels, bool slow, bool have_energy,
+                         uint64_t energy_mj, double busy, int64_t t_ns, struct wt_batch *out)
 {
     if (!m || m->off || index >= m->n)
         return 0;
@@ -554,13 +555,14 @@ int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t
     }
     if (g->unsupported)
         return 0;
-    unsigned int cur = 0, pending = 0;
-    nvmlReturn_t r = m->fn.mode(dev, &cur, &pending);
+    unsigned int cur = g->in_mig ? NVML_DEVICE_MIG_ENABLE : NVML_DEVICE_MIG_DISABLE, pending = 0;
+    nvmlReturn_t r = slow || !g->mode_known ? m->fn.mode(dev, &cur, &pending) : NVML_SUCCESS;
     if (r == NVML_ERROR_NOT_SUPPORTED) {
         g->unsupported = true;
         wt_debug(MOD, "MIG: not supported gpu=%u uuid=%s", index, g->uuid);
         return 0;
     }
+    g->mode_known = r == NVML_SUCCESS;
     if (r != NVML_SUCCESS) {
         say_failed(m, "nvmlDeviceGetMigMode", index, r);
         return 0;

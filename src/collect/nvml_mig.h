@@ -129,12 +129,15 @@ int wt_nvml_mig_open(void *dl, const char *library, unsigned int ngpus, int64_t 
  * out, labelled labels (the GPU's gpu,uuid,model) plus the instance's, stamped t_ns. dev is the
  * collector's handle; uuid tells another board at the index (its ledger starts afresh);
  * have_energy / energy_mj: the parent's energy this tick (mJ, monotone); busy: its utilization
- * (0..1, < 0 unknown). Called only for a GPU that is up this poll; a NULL m does nothing.
- * Returns 0 or -ENOMEM.
+ * (0..1, < 0 unknown). The MIG mode is a slow field (collect/cadence.h; it changes only with a
+ * GPU reset): asked when slow, or when the last ask failed, else the last answer holds; the
+ * instances are enumerated at every poll. Called only for a GPU that is up this poll; a NULL m
+ * does nothing. Returns 0 or -ENOMEM.
  */
 int wt_nvml_mig_poll_gpu(struct wt_nvml_mig *m, unsigned int index, nvmlDevice_t dev,
-                         const char *uuid, const char *labels, bool have_energy, uint64_t energy_mj,
-                         double busy, int64_t t_ns, struct wt_batch *out) WT_MUST_USE;
+                         const char *uuid, const char *labels, bool slow, bool have_energy,
+                         uint64_t energy_mj, double busy, int64_t t_ns,
+                         struct wt_batch *out) WT_MUST_USE;
 
 /* Frees m. Accepts NULL. */
 void wt_nvml_mig_close(struct wt_nvml_mig *m);

@@ -121,6 +121,10 @@ static const struct field fields[] = {
           "libnvidia-ml.so.1"),
     DURATION("collectors.nvml.energy_interval", collectors.nvml_energy_interval_ns, F_AUTO_OFF,
              "auto", 10 * MS, HOUR, WHY_POLL),
+    DURATION("collectors.nvml.slow_interval", collectors.nvml_slow_interval_ns, F_ZERO_OFF, "60s",
+             SEC, DAY,
+             "the slow fields (power limits, ECC aggregates, remapped rows...) are read every tick "
+             "(0) or at least once a second; more than a day leaves a changed limit unseen"),
     FIELD("collectors.nvml.attribution", T_BOOL, collectors.nvml_attribution, 0, "true"),
     DURATION("collectors.nvml.attribution_grace", collectors.nvml_attrib_grace_ns, 0, "5m", 0, DAY,
              "a finished process keeps its own energy series this long, then joins its owner's "

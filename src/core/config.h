@@ -65,6 +65,9 @@ struct wt_config {
         /* collectors.nvml.energy_interval: energy-only sub-polls between ticks (collect/nvml.h);
          * WT_CONFIG_AUTO (the default) lets the collector decide, 0 (0 or off) none */
         int64_t nvml_energy_interval_ns;
+        /* collectors.nvml.slow_interval: how often the slow fields are read (collect/cadence.h);
+         * 0: every tick; default 60 s */
+        int64_t nvml_slow_interval_ns;
         bool rapl_attribution; /* collectors.rapl.attribution, default true */
         struct wt_collector_config rapl;
         struct wt_collector_config procfs;

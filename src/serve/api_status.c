@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/cadence.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/health.h"
@@ -45,6 +46,44 @@ static char *with_store(char *s)
     return out;
 }
 
+#define MAX_SLOW_FIELDS 32
+
+char *wt_api_status_cadence(char *doc)
+{
+    if (!doc)
+        return NULL;
+    cJSON *root = cJSON_Parse(doc);
+    cJSON *cols = root ? cJSON_GetObjectItem(root, "collectors") : NULL, *c;
+    bool added = false, failed = !root;
+    cJSON_ArrayForEach(c, cols)
+    {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        const char *fields[MAX_SLOW_FIELDS];
+        size_t n = 0;
+        int64_t slow_ns = 0;
+        if (!name || !wt_cadence_slow_fields(name, fields, MAX_SLOW_FIELDS, &n, &slow_ns))
+            continue;
+        cJSON *arr = cJSON_AddArrayToObject(c, "slow_fields");
+        failed |= !arr || !cJSON_AddNumberToObject(c, "slow_interval_seconds",
+                                                   (double)slow_ns / WT_NS_PER_S);
+        for (size_t k = 0; arr && k < n && k < MAX_SLOW_FIELDS; k++) {
+            cJSON *f = cJSON_CreateString(fields[k]);
+            failed |= !f || !cJSON_AddItemToArray(arr, f);
+        }
+        added = true;
+    }
+    char *out = NULL;
+    if (!added && !failed) {
+        cJSON_Delete(root);
+        return doc;
+    }
+    if (!failed)
+        out = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    free(doc);
+    return out;
+}
+
 /* The snapshot document with the health reasons folded in; NULL when out of memory. */
 static char *status_json(struct wt_hub *hub, const struct wt_batch *b)
 {
@@ -58,7 +97,7 @@ static char *status_json(struct wt_hub *hub, const struct wt_batch *b)
                         doc, why, nh < WT_HEALTH_MAX_REASONS ? nh : WT_HEALTH_MAX_REASONS, false)
                   : NULL;
     free(doc);
-    return s ? with_store(s) : NULL;
+    return s ? with_store(wt_api_status_cadence(s)) : NULL;
 }
 
 static int route_status(void *ctx, const struct wt_http_request *req, struct wt_http_reply *rep)

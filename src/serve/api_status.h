@@ -19,6 +19,14 @@
  */
 int wt_api_status_add(struct wt_http *h, struct wt_hub *hub, const char *store_path) WT_MUST_USE;
 
+/*
+ * Adds to each collector of the status document doc (consumed) that publishes its fields'
+ * cadence (collect/cadence.h) "slow_interval_seconds" (0: every tick) and "slow_fields" (their
+ * names); `wattage status --json` does the same. Returns the new document, doc itself when there
+ * is nothing to add, or NULL when out of memory.
+ */
+char *wt_api_status_cadence(char *doc);
+
 /* The store's health families on /metrics (store/store.h); st outlives h. 0 or -ENOSPC. */
 struct wt_store;
 int wt_api_store_families_add(struct wt_http *h, struct wt_store *st) WT_MUST_USE;

@@ -200,10 +200,10 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 52 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+    WT_EQ_INT(n, 53 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
                               collectors.nvml.energy_interval, 1 store.packed_ticks, 3
                               collectors.amd, 2 inference, 1 daemon.stop_deadline, 2
-                              collectors.hwmon */
+                              collectors.hwmon, 1 collectors.nvml.slow_interval */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);
 }

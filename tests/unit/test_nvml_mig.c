@@ -356,7 +356,7 @@ static int poll(struct wt_nvml_mig *m, const struct lib *x, unsigned int gpu, ui
     char l[WT_LABELS_LEN], uuid[64];
     gpu_labels(l, sizeof l, gpu);
     snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", gpu);
-    return wt_nvml_mig_poll_gpu(m, gpu, dev_of(x, gpu), uuid, l, true, mj, -1, t_ns, b);
+    return wt_nvml_mig_poll_gpu(m, gpu, dev_of(x, gpu), uuid, l, true, true, mj, -1, t_ns, b);
 }
 
 WT_TEST(fake_mig_gpu_instances_memory_processes_and_the_split)
