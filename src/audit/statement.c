@@ -125,7 +125,7 @@ int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct w
 
 /* ---- categories and slots ---- */
 
-static bool is_it(enum wt_role r)
+bool wt_stmt_role_is_it(enum wt_role r)
 {
     return r == WT_ROLE_UPS_OUTPUT || r == WT_ROLE_PDU_OUTPUT || r == WT_ROLE_IT_INPUT ||
            r == WT_ROLE_IT_TOTAL;
@@ -135,7 +135,7 @@ int wt_stmt_category(const struct wt_topology *t, unsigned *roles)
 {
     unsigned bits = 0;
     for (size_t i = 0; i < t->nmeters; i++)
-        if (is_it(t->meters[i].role))
+        if (wt_stmt_role_is_it(t->meters[i].role))
             bits |= 1u << t->meters[i].role;
     if (roles)
         *roles = bits;
@@ -773,9 +773,15 @@ market:
     kpi_set(k, "CUE (market-based)", "CUE_market",
             "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
             "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
-    snprintf(k->why, sizeof k->why,
-             "not available: no residual-mix factor is configured for the energy the instruments "
-             "do not cover, and statement.renewables carry no emission rate");
+    if (!c->nren)
+        snprintf(k->why, sizeof k->why,
+                 "market-based: not reported (no contract instruments configured in "
+                 "statement.renewables, and no residual-mix factor for the rest)");
+    else
+        snprintf(k->why, sizeof k->why,
+                 "market-based: not reported (no residual-mix factor is configured for the energy "
+                 "the %zu contract instruments do not cover, and they carry no emission rate)",
+                 c->nren);
     finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
     return 0;
 }

@@ -75,6 +75,8 @@ int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct w
  * (pdu_output), 3 (it_input); 0 when an it_total meter (category not stated) or no IT meter
  * is among them; *roles gets a bit (1 << role) per E_IT role present. */
 int wt_stmt_category(const struct wt_topology *t, unsigned *roles);
+/* Whether meters of role r make up E_IT: ups_output, pdu_output, it_input, it_total. */
+bool wt_stmt_role_is_it(enum wt_role r);
 
 /*
  * Slot coverage of one series' readings p[0..n) (sorted) over [a, b): a 15-minute slot is

@@ -47,7 +47,7 @@ static const struct wt_cli_opt stmt_opts[] = {
      "eu-eed: the dated schema file of the Annex symbols; enefg: the dated table of limits "
      "(default: eu-eed-2024-1364.v1.schema.json or enefg.v1.json in the directory "
      "/usr/share/wattage/standards)"},
-    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
+    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of text"},
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
     {"to", WT_OPT_TO, "T", "the period's end"},
@@ -307,6 +307,97 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
     return 0;
 }
 
+static const char *jstr(const cJSON *o, const char *k, const char *dflt)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return v ? v : dflt;
+}
+
+/* A number for a person: up to 10 significant digits, no trailing zeros. */
+static const char *jnum(const cJSON *v, char *buf, size_t n)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(buf, n, "%.10g", v->valuedouble);
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+/* The EU file (wt_stmt_eu's JSON) for a person: each Annex symbol's value, its tag (Q: read in
+ * a source quoting the Annex; M: not verified) and unit, or "n/a" and why it is not available. */
+static int print_eu_text(const char *js)
+{
+    cJSON *d = cJSON_Parse(js);
+    if (!d)
+        return 1;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(d, "period");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(d, "method");
+    const cJSON *it;
+    char num[64];
+    printf("EU EED data-centre KPIs (Delegated Regulation (EU) 2024/1364, Annex)\n");
+    printf("schema:    %s (dated %s)\n", jstr(d, "schema", "?"), jstr(m, "schema_date", "?"));
+    printf("site:      %s\n", jstr(d, "site", "not given"));
+    printf("period:    %s .. %s (reporting year %s)\n", jstr(p, "from", "?"), jstr(p, "to", "?"),
+           jnum(cJSON_GetObjectItemCaseSensitive(p, "year"), num, sizeof num));
+    printf("category:  %s\nboundary:  %s\n\n", jstr(m, "category", "?"), jstr(m, "boundary", "?"));
+    printf("%-10s %16s %-3s %s\n", "symbol", "value", "tag", "unit");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "kpis"))
+    {
+        const char *na = jstr(it, "not_available", NULL);
+        printf("%-10s %16s %-3s %s%s%s\n", it->string,
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "value"), num, sizeof num),
+               jstr(it, "tag", ""), jstr(it, "unit", ""), na ? "  not available: " : "",
+               na ? na : "");
+    }
+    printf("\nhand inputs:");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "hand_inputs"))
+        printf(" %s %s;", it->string, cJSON_GetStringValue(it) ? it->valuestring : "?");
+    printf("\nmethod: wattage %s; min_coverage %s; inputs sha256 %s\n",
+           jstr(m, "wattage_version", "?"),
+           jnum(cJSON_GetObjectItemCaseSensitive(m, "min_coverage"), num, sizeof num),
+           jstr(m, "inputs_sha256", "?"));
+    cJSON_Delete(d);
+    return 0;
+}
+
+/* The EnEfG checks (wt_stmt_enefg's JSON) for a person: each KPI against its limit, and the
+ * limits not yet in force. */
+static int print_enefg_text(const char *js)
+{
+    cJSON *d = cJSON_Parse(js);
+    if (!d)
+        return 1;
+    const cJSON *it;
+    char v[64], l[64];
+    printf("EnEfG checks (Energieeffizienzgesetz)\n");
+    printf("table:        %s (dated %s)\n", jstr(d, "table", "?"), jstr(d, "table_date", "?"));
+    printf("commissioned: %s\nboundary:     %s\n\n", jstr(d, "commissioned", "?"),
+           jstr(d, "boundary", "?"));
+    printf("%-5s %12s %-4s %8s  %-14s %s\n", "kpi", "value", "kind", "limit", "result", "source");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "checks"))
+    {
+        const char *why = jstr(it, "why", NULL), *tag = jstr(it, "tag", "");
+        printf("%-5s %12s %-4s %8s  %-14s %s%s%s%s\n", jstr(it, "kpi", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "value"), v, sizeof v),
+               jstr(it, "kind", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "limit"), l, sizeof l),
+               jstr(it, "result", "?"), jstr(it, "source", ""), tag[0] ? " [" : "", tag,
+               tag[0] ? "]" : "");
+        if (why)
+            printf("%5s %s\n", "", why);
+    }
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(d, "checks")) == 0)
+        printf("(no limit of the table applies to this site and period)\n");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "upcoming"))
+        printf("upcoming: %s %s %s from %s (%s)\n", jstr(it, "kpi", "?"), jstr(it, "kind", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "limit"), l, sizeof l),
+               jstr(it, "in_force_from", "?"), jstr(it, "source", ""));
+    printf("\nmethod: wattage %s; inputs sha256 %s\n", jstr(d, "wattage_version", "?"),
+           jstr(d, "inputs_sha256", "?"));
+    cJSON_Delete(d);
+    return 0;
+}
+
 int wt_cli_report_standard(int argc, char **argv)
 {
     struct wt_cli_common co = {0};
@@ -435,7 +526,9 @@ int wt_cli_report_standard(int argc, char **argv)
         char *js = NULL, *cs = NULL;
         rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,
                         csv ? &cs : NULL, &err);
-        if (rc == 0) {
+        if (rc == 0 && !csv && !co.json) {
+            rc = print_eu_text(js);
+        } else if (rc == 0) {
             fputs(csv ? cs : js, stdout);
             if (!csv)
                 putchar('\n');
@@ -451,7 +544,7 @@ int wt_cli_report_standard(int argc, char **argv)
         int failed = 0;
         rc = wt_stmt_enefg(&s, &sc, schema_text, schema_len, schema, &js, &failed, &err);
         if (rc == 0) {
-            puts(js);
+            rc = co.json ? (puts(js), 0) : print_enefg_text(js);
         } else {
             fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
             rc = rc == -EINVAL ? 2 : 1;

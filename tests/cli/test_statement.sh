@@ -148,7 +148,8 @@ assert f["granularity"] == "hourly" and f["steps"] == 8760 and f["zone"] == "DE"
 assert f["source"].endswith("ci.csv") and f["actual_share"] == 1 and f["method"] == "location-based", f
 assert abs(f["gco2e"] - g["cue_location_g"]) < 1e-9 * f["gco2e"], f
 m = k["CUE_market"]
-assert m["value"] is None and "residual-mix" in m["why"] and not m["reportable"], m
+assert m["value"] is None and not m["reportable"], m
+assert m["why"].startswith("market-based: not reported (no contract instruments configured"), m
 assert c["unit"] == m["unit"] == "kgCO2e/kWh" and "30134-8" in c["standard"], c
 PY
 check "a static factor: CUE = 0.3 x PUE, granularity static" python3 - "$TMP/cue_static.json" <<'PY'
@@ -159,6 +160,11 @@ assert abs(k["CUE_location"]["value"] - 0.3 * k["PUE"]["value"]) < 1e-9, k
 f = k["CUE_location"]["emission_factor"]
 assert f["granularity"].startswith("static") and "static_gco2_per_kwh" in f["source"], f
 PY
+check "with instruments configured: the market-based CUE names them and the residual mix it lacks" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_market'][0]
+assert k['value'] is None and k['why'].startswith('market-based: not reported (no residual-mix factor'), k
+assert 'the 2 contract instruments do not cover' in k['why'], k" "$TMP/a.json"
 check "no series for the zone and no static value: not available, said why" python3 -c "
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
@@ -323,7 +329,7 @@ check "and said" grep -q "expected iso30134, eu-eed or enefg" "$TMP/eu.err"
 
 # the EU file: validated against its dated schema file, every symbol a value or not available
 SCHEMA=deploy/standards/eu-eed-2024-1364.v1.schema.json
-"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" --json -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
 check "the EU file answers" test $? -eq 0
 check "it validates against the schema file; E_DC/E_IT whole kWh; hand inputs not given are not available" \
     python3 - "$TMP/eu.json" "$SCHEMA" "$TMP/sums.json" <<'PY'
@@ -362,6 +368,24 @@ for s, v in k.items():
     else:
         assert rows[s]["status"] == "not available" and rows[s]["reason"] == v["not_available"], (s, rows[s])
 PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.txt" 2>/dev/null
+check "the EU file as text (the default): every symbol's row as in the JSON, the method's hash" \
+    python3 - "$TMP/eu.txt" "$TMP/eu.json" <<'PY'
+import json, re, sys
+t = open(sys.argv[1]).read(); d = json.load(open(sys.argv[2])); k = d["kpis"]
+rows = re.findall(r"^(\S+) +(\S+) (Q|M) +(.*?)(?:  not available: (.*))?$", t, re.M)
+rows = {r[0]: r for r in rows if r[0] != "symbol"}
+assert list(rows) == list(k), (list(rows), list(k))
+for s, v in k.items():
+    _, val, tag, unit, why = rows[s]
+    assert tag == v["tag"] and unit == v["unit"], (s, rows[s], v)
+    if "value" in v:
+        assert abs(float(val) - v["value"]) <= 1e-9 * max(1, abs(v["value"])) and not why, (s, rows[s])
+    else:
+        assert val == "n/a" and why == v["not_available"], (s, rows[s])
+assert t.startswith("EU EED data-centre KPIs") and "schema:    %s (dated %s)" % (d["schema"], d["method"]["schema_date"]) in t, t
+assert "inputs sha256 %s" % d["method"]["inputs_sha256"] in t, t
+PY
 # the symbols come from the schema file: a later version without the traffic indicators
 python3 - "$SCHEMA" >"$TMP/v2.json" <<'PY'
 import json, sys
@@ -373,7 +397,7 @@ for sym in ("B_IN", "B_OUT"):
 s["x-wattage"]["date"] = "2027-01-01"
 print(json.dumps(s))
 PY
-"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" --json -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
 check "a schema file without B_IN/B_OUT gives a file without them, its date in the method" python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))
