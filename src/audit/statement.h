@@ -101,6 +101,17 @@ struct wt_stmt_meter {
     int points;
 };
 
+/* A zone's partial PUE (ISO/IEC 30134-2 pPUE, labelled partial): the meters with its zone. */
+#define WT_STMT_MAX_ZONES 16
+struct wt_stmt_zone {
+    char zone[WT_TOPO_NAME];
+    double e_total_j; /* its facility_total meters, else E_IT + its cooling meters */
+    double e_it_j;    /* its IT meters */
+    double e_fac_j;   /* its facility_total meters */
+    double e_cool_j;  /* its cooling meters */
+    size_t nfac, nit, ncool;
+};
+
 struct wt_stmt_kpi {
     const char *name, *symbol, *formula, *standard, *unit;
     bool available; /* value holds a number */
@@ -155,6 +166,8 @@ struct wt_statement {
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
+    struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
+    size_t nzones;
 };
 
 /*

@@ -12,6 +12,8 @@
  *                                 "actual_share", "gco2e"},
  *    "meters": [{"meter", "role", "value", "unit", "method", "intervals", "measured_intervals",
  *                "coverage", "estimated", "gap_fill"}],
+ *    "zones": [{"zone", "label": "partial", "basis", "e_zone_joules", "e_it_joules",
+ *               "ppue": X|null, "why"}],
  *    "part_load": {"label", "why" | "installed_it_kw", "intervals_not_matched",
  *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
  *                  "e_dc_joules", "e_it_joules", "pue"}]},
@@ -138,6 +140,20 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
                 "last bin)\n",
                 s->pl_skipped, s->pl_above);
     }
+    if (s->nzones)
+        printf("\npartial PUE per zone (pPUE, ISO/IEC 30134-2; label partial, from the meters with "
+               "the zone):\n");
+    for (size_t i = 0; i < s->nzones; i++) {
+        const struct wt_stmt_zone *z = &s->zones[i];
+        if (z->nit && z->e_it_j > 0)
+            printf("  %-16s pPUE %.4f  (zone %.1f kWh from %s, E_IT %.1f kWh)\n", z->zone,
+                   z->e_total_j / z->e_it_j, z->e_total_j / J_PER_KWH,
+                   z->nfac ? "its facility_total meters" : "its IT and cooling meters",
+                   z->e_it_j / J_PER_KWH);
+        else
+            printf("  %-16s pPUE n/a: %s\n", z->zone,
+                   z->nit ? "its IT meters read 0 over the period" : "no IT meter in the zone");
+    }
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
         const struct wt_stmt_meter *m = &s->meters[i];
@@ -249,6 +265,25 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddNumberToObject(o, "estimated", m->estimated);
         cJSON_AddStringToObject(o, "gap_fill", fill_of(m));
         cJSON_AddItemToArray(ms, o);
+    }
+    cJSON *zs = cJSON_AddArrayToObject(r, "zones");
+    for (size_t i = 0; i < s->nzones; i++) {
+        const struct wt_stmt_zone *z = &s->zones[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "zone", z->zone);
+        cJSON_AddStringToObject(o, "label", "partial");
+        cJSON_AddStringToObject(o, "basis", z->nfac ? "facility_total" : "it + cooling");
+        cJSON_AddNumberToObject(o, "e_zone_joules", z->e_total_j);
+        cJSON_AddNumberToObject(o, "e_it_joules", z->e_it_j);
+        if (z->nit && z->e_it_j > 0) {
+            cJSON_AddNumberToObject(o, "ppue", z->e_total_j / z->e_it_j);
+        } else {
+            cJSON_AddNullToObject(o, "ppue");
+            cJSON_AddStringToObject(o, "why",
+                                    z->nit ? "its IT meters read 0 over the period"
+                                           : "no IT meter in the zone");
+        }
+        cJSON_AddItemToArray(zs, o);
     }
     cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
     cJSON_AddStringToObject(pl, "label",

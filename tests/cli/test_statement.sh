@@ -8,7 +8,7 @@
 # period with no data, a hand input missing: named, never 0). Issue 47: `wattage kpi`'s IT energy
 # from the same IT meters; CUE location-based from an hourly intensity series and hourly CFE from
 # an hourly supply series (the generator's hourly sums), CER from a heat_removed meter, and the
-# non-standard part-load bins (the generator's own binning).
+# non-standard part-load bins (the generator's own binning), the partial PUE of zone-labelled meters.
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
@@ -304,6 +304,36 @@ import json, sys
 k = {x['symbol']: x for x in json.load(open(sys.argv[1]))['kpis']}
 assert k['PUE']['value'] and not k['PUE']['reportable'] and 'min_coverage' in k['PUE']['why'], k['PUE']
 assert k['WUE']['reportable'], k['WUE']" "$TMP/cov.json"
+
+# partial PUE per zone: the meters with a zone label (hall-a: its UPS output and its cooling;
+# hall-b: cooling only, no IT meter)
+cat >"$TMP/zones.yaml" <<'YAML'
+topology:
+  meters:
+    - {target: grid, point: import, role: facility_total}
+    - {target: ups, point: import, role: ups_output, zone: hall-a}
+    - {target: cooling, point: import, role: cooling, zone: hall-a}
+    - {target: heat, point: import, role: cooling, zone: hall-b}
+YAML
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/zones.yaml" --db "$DB" --json >"$TMP/zones.json" 2>"$TMP/zones.err"
+check "pPUE of hall-a = (its IT + cooling) / its IT, to the generator's sums; hall-b not available, said why" \
+    python3 - "$TMP/zones.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+z = {x["zone"]: x for x in s["zones"]}
+a = z["hall-a"]
+assert a["label"] == "partial" and a["basis"] == "it + cooling", a
+want = (g["it_kwh"] + g["cooling_kwh"]) / g["it_kwh"]
+assert abs(a["ppue"] - want) < 1e-4, (a, want)
+assert abs(a["e_it_joules"] / 3.6e6 - g["it_kwh"]) < 1, a
+b = z["hall-b"]
+assert b["ppue"] is None and b["why"] == "no IT meter in the zone", b
+assert [k["symbol"] for k in s["kpis"]][0] == "PUE", s["kpis"]  # the site's PUE stays the KPI
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/zones.yaml" --db "$DB" >"$TMP/zones.txt" 2>/dev/null
+check "  ... and in the text, labelled partial" bash -c \
+    "grep -q '^partial PUE per zone (pPUE' '$TMP/zones.txt' && grep -Eq '^  hall-a +pPUE 1\.[0-9]{4}  \(zone' '$TMP/zones.txt' &&
+     grep -q '^  hall-b  *pPUE n/a: no IT meter in the zone' '$TMP/zones.txt'"
 
 # less than a year: interim
 "$BIN" report --standard iso30134 --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z \
