@@ -683,14 +683,66 @@ static const char *node_name(const struct wt_review *r, const char *node)
     return node[0] ? node : r->local_node[0] ? r->local_node : "this node";
 }
 
+/* A name's trailing number: where its digits start (its length: none) and their value. */
+static size_t num_at(const char *s, unsigned long long *v)
+{
+    size_t l = strlen(s), at = l;
+    while (at > 0 && s[at - 1] >= '0' && s[at - 1] <= '9')
+        at--;
+    *v = l - at > 0 && l - at < 19 ? strtoull(s + at, NULL, 10) : 0;
+    return l - at > 0 && l - at < 19 ? at : l;
+}
+
+/* By name: within a prefix and digit width that is by the number too. */
+static int node_cmp(const void *pa, const void *pb)
+{
+    return strcmp(*(const char *const *)pa, *(const char *const *)pb);
+}
+
+/* Whether b follows a in a run: same prefix and width, its number one more. */
+static bool next_of(const char *a, const char *b)
+{
+    unsigned long long va, vb;
+    size_t ia = num_at(a, &va), ib = num_at(b, &vb);
+    return ia == ib && ia < strlen(a) && strlen(a) == strlen(b) && strncmp(a, b, ia) == 0 &&
+           vb == va + 1;
+}
+
+void wt_review_node_ranges(const char *const *names, size_t n, char *buf, size_t len)
+{
+    const char **v = n ? malloc(n * sizeof *v) : NULL;
+    size_t l = 0;
+    if (len)
+        buf[0] = '\0';
+    if (!v || !len) {
+        free(v);
+        return;
+    }
+    memcpy(v, names, n * sizeof *v);
+    qsort(v, n, sizeof *v, node_cmp);
+    for (size_t i = 0; i < n && l < len;) {
+        size_t j = i;
+        while (j + 1 < n && next_of(v[j], v[j + 1]))
+            j++;
+        if (j - i >= 2) {
+            snprintf(buf + l, len - l, "%s%s..%s", i ? ", " : "", v[i], v[j]);
+            i = j + 1;
+        } else {
+            snprintf(buf + l, len - l, "%s%s", i ? ", " : "", v[i]);
+            i++;
+        }
+        l += strlen(buf + l);
+    }
+    free(v);
+}
+
 static void change_nodes(const struct wt_review *r, const struct wt_review_change *ch, char *buf,
                          size_t n)
 {
-    buf[0] = '\0';
-    for (size_t i = 0; i < ch->nnodes; i++) {
-        size_t l = strlen(buf);
-        snprintf(buf + l, n - l, "%s%s", i ? ", " : "", node_name(r, ch->nodes[i]));
-    }
+    const char *names[WT_REVIEW_MAX_NODES];
+    for (size_t i = 0; i < ch->nnodes; i++)
+        names[i] = node_name(r, ch->nodes[i]);
+    wt_review_node_ranges(names, ch->nnodes, buf, n);
 }
 
 static void add_finding(struct wt_review *r, int k, int change, double before, double after,

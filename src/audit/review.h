@@ -138,6 +138,13 @@ struct wt_review {
 /*
  * The ISO week of t_ns (UTC): *year, *week and its Monday 00:00 in *start_ns.
  */
+/*
+ * Node names for a person, into buf[0..len): sorted, and runs of three or more names that differ
+ * only in a trailing number of the same width, each one more than the last, as a range
+ * ("node-003..node-017"); the rest listed, ", " between. Truncated at len. Pure.
+ */
+void wt_review_node_ranges(const char *const *names, size_t n, char *buf, size_t len);
+
 void wt_review_week_of(int64_t t_ns, int *year, int *week, int64_t *start_ns);
 /*
  * Parses "2026-W49" (also "2026W49"; week 1..52, or 53 in a year that has it) into its Monday

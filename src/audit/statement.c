@@ -125,7 +125,7 @@ int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct w
 
 /* ---- categories and slots ---- */
 
-static bool is_it(enum wt_role r)
+bool wt_stmt_role_is_it(enum wt_role r)
 {
     return r == WT_ROLE_UPS_OUTPUT || r == WT_ROLE_PDU_OUTPUT || r == WT_ROLE_IT_INPUT ||
            r == WT_ROLE_IT_TOTAL;
@@ -135,7 +135,7 @@ int wt_stmt_category(const struct wt_topology *t, unsigned *roles)
 {
     unsigned bits = 0;
     for (size_t i = 0; i < t->nmeters; i++)
-        if (is_it(t->meters[i].role))
+        if (wt_stmt_role_is_it(t->meters[i].role))
             bits |= 1u << t->meters[i].role;
     if (roles)
         *roles = bits;
@@ -310,6 +310,31 @@ static void inputs_of(const struct wt_statement *s, unsigned mask, double *cover
     (R(WT_ROLE_FACILITY_TOTAL) | R(WT_ROLE_ONSITE_GENERATION) | R(WT_ROLE_PURCHASED_COOLING) |     \
      R(WT_ROLE_EXPORTED))
 
+/* A zone-labelled meter's energy into its zone's sums (statement.h: struct wt_stmt_zone). */
+static void zone_add(struct wt_statement *s, const struct wt_meter *m, unsigned bit, double j)
+{
+    size_t z = 0;
+    while (z < s->nzones && strcmp(s->zones[z].zone, m->zone) != 0)
+        z++;
+    if (z == s->nzones) {
+        if (z == WT_STMT_MAX_ZONES)
+            return;
+        snprintf(s->zones[s->nzones++].zone, sizeof s->zones[0].zone, "%s", m->zone);
+    }
+    struct wt_stmt_zone *zo = &s->zones[z];
+    if (bit & IT_ROLES) {
+        zo->e_it_j += j;
+        zo->nit++;
+    } else if (m->role == WT_ROLE_FACILITY_TOTAL) {
+        zo->e_fac_j += j;
+        zo->nfac++;
+    } else if (m->role == WT_ROLE_COOLING) {
+        zo->e_cool_j += j;
+        zo->ncool++;
+    }
+    zo->e_total_j = zo->nfac ? zo->e_fac_j : zo->e_it_j + zo->e_cool_j;
+}
+
 static void finish_kpi(struct wt_statement *s, struct wt_stmt_kpi *k, unsigned roles,
                        const struct wt_stmt_conf *c)
 {
@@ -402,6 +427,8 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             s->e_cool_j += o->value;
         if (m->role == WT_ROLE_HEAT_REMOVED)
             s->q_removed_j += o->value;
+        if (m->zone[0])
+            zone_add(s, m, bit, o->value);
         if (m->role == WT_ROLE_ONSITE_GENERATION)
             s->e_os_used_j += o->value;
         if (m->role == WT_ROLE_EXPORTED)
@@ -773,9 +800,15 @@ market:
     kpi_set(k, "CUE (market-based)", "CUE_market",
             "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
             "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
-    snprintf(k->why, sizeof k->why,
-             "not available: no residual-mix factor is configured for the energy the instruments "
-             "do not cover, and statement.renewables carry no emission rate");
+    if (!c->nren)
+        snprintf(k->why, sizeof k->why,
+                 "market-based: not reported (no contract instruments configured in "
+                 "statement.renewables, and no residual-mix factor for the rest)");
+    else
+        snprintf(k->why, sizeof k->why,
+                 "market-based: not reported (no residual-mix factor is configured for the energy "
+                 "the %zu contract instruments do not cover, and they carry no emission rate)",
+                 c->nren);
     finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
     return 0;
 }

@@ -75,6 +75,8 @@ int wt_stmt_config_check(const char *file, const struct wt_ynode *node, struct w
  * (pdu_output), 3 (it_input); 0 when an it_total meter (category not stated) or no IT meter
  * is among them; *roles gets a bit (1 << role) per E_IT role present. */
 int wt_stmt_category(const struct wt_topology *t, unsigned *roles);
+/* Whether meters of role r make up E_IT: ups_output, pdu_output, it_input, it_total. */
+bool wt_stmt_role_is_it(enum wt_role r);
 
 /*
  * Slot coverage of one series' readings p[0..n) (sorted) over [a, b): a 15-minute slot is
@@ -97,6 +99,17 @@ struct wt_stmt_meter {
     size_t slots, measured;
     double estimated; /* of value: interpolated across holes */
     int points;
+};
+
+/* A zone's partial PUE (ISO/IEC 30134-2 pPUE, labelled partial): the meters with its zone. */
+#define WT_STMT_MAX_ZONES 16
+struct wt_stmt_zone {
+    char zone[WT_TOPO_NAME];
+    double e_total_j; /* its facility_total meters, else E_IT + its cooling meters */
+    double e_it_j;    /* its IT meters */
+    double e_fac_j;   /* its facility_total meters */
+    double e_cool_j;  /* its cooling meters */
+    size_t nfac, nit, ncool;
 };
 
 struct wt_stmt_kpi {
@@ -153,6 +166,8 @@ struct wt_statement {
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
+    struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
+    size_t nzones;
 };
 
 /*

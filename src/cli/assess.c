@@ -31,7 +31,9 @@
 #include "audit/carbon.h"
 #include "audit/jobs.h"
 #include "audit/report.h"
+#include "audit/statement.h"
 #include "audit/topology.h"
+#include "cli/assess_section.h"
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "store/query.h"
@@ -41,25 +43,7 @@
 #define RECENT_NS (600 * WT_NS_PER_S)        /* "present now": a reading in the last 10 min */
 #define JOBS_RECENT_NS (86400 * WT_NS_PER_S) /* jobs: one running or in the last 24 h */
 #define MAX_DURATION_NS (366 * 86400 * WT_NS_PER_S)
-#define FOUND_LEN 720              /* a checklist line */
 #define PAD_NS (300 * WT_NS_PER_S) /* readings read before a window, for its start */
-
-/* What to set for a layer that is missing, by layer bit. */
-static const char *const how_to[WT_ASSESS_NLAYERS] = {
-    "collectors.nvml.library: NVML with GPUs that have an energy counter (Volta or later; "
-    "without one, energy is integrated from power)",
-    "collectors.rapl.enabled, and read access to /sys/class/powercap/intel-rapl:*/energy_uj",
-    "topology.meters with role pdu_outlet or bmc for this node, over collectors.snmp.targets, "
-    "collectors.redfish.targets, collectors.modbus.targets or collectors.ipmi.targets",
-    "topology.meters with role facility_total (and it_total), for the PUE",
-    "carbon.zone with carbon.sources or carbon.static_gco2_per_kwh (or `wattage import carbon "
-    "FILE --zone Z`)",
-    "collectors.clock.enabled, and the kernel clock synchronised (chrony or ntpd)",
-    "tag the work as jobs: `wattage job start`, `wattage exec` or the Slurm prolog "
-    "(deploy/slurm/)",
-    "an inlet temperature point (kind: inlet) among collectors.snmp.targets, "
-    "collectors.redfish.targets, collectors.modbus.targets or collectors.ipmi.targets",
-};
 
 /* ---- the forms ---- */
 
@@ -439,14 +423,27 @@ static unsigned detect(const struct ctx *c, int64_t now, char found[][FOUND_LEN]
     }
     /* wall, facility: the topology's meters */
     size_t nw = count_meters(c, WALL_ROLES), nf = count_meters(c, FACILITY_ROLES);
-    size_t nit = count_meters(c, 1 << WT_ROLE_IT_TOTAL);
+    /* E_IT's meters: every IT role (ups_output, pdu_output, it_input, it_total), by role */
+    char itr[200] = "";
+    size_t nit = 0;
+    unsigned itroles = 0;
+    int cat = wt_stmt_category(c->topo, &itroles);
+    for (int r = 0; r < WT_ROLE_COUNT; r++) {
+        size_t k = (itroles & (1u << r)) ? count_meters(c, 1 << r) : 0, at = strlen(itr);
+        if (k)
+            snprintf(itr + at, sizeof itr - at, "%s%zu %s", at ? ", " : " (", k, wt_role_name(r));
+        nit += k;
+    }
     if (nw)
         layers |= WT_ASSESS_WALL;
     snprintf(found[2], FOUND_LEN, "%zu wall meters (pdu_outlet, bmc) in the topology", nw);
     if (nf)
         layers |= WT_ASSESS_FACILITY;
-    snprintf(found[3], FOUND_LEN, "%zu facility_total and %zu it_total meters in the topology", nf,
-             nit);
+    char cs[16] = "not stated";
+    if (cat)
+        snprintf(cs, sizeof cs, "%d", cat);
+    snprintf(found[3], FOUND_LEN, "%zu facility_total and %zu IT meters%s%s%s%s in the topology",
+             nf, nit, itr, nit ? "; PUE category " : "", nit ? cs : "", nit ? ")" : "");
     /* carbon: a zone, and a source, a static value or intensities stored */
     struct wt_carbon_conf cf;
     struct wt_err err = {{0}};
@@ -496,7 +493,7 @@ static void print_checklist(FILE *o, unsigned layers, char found[][FOUND_LEN])
         bool ok = layers & (1u << i);
         fprintf(o, "  [%c] %-8s %s\n", ok ? 'x' : ' ', wt_assess_layer_name(i), found[i]);
         if (!ok)
-            fprintf(o, "               to add it: %s\n", how_to[i]);
+            fprintf(o, "               to add it: %s\n", wt_assess_how_to[i]);
     }
 }
 
@@ -513,23 +510,6 @@ static int load(const struct ctx *c, struct wt_assess *a)
 static void fmt_time(int64_t t, char *buf, size_t n)
 {
     wt_time_format(t, 0, buf, n);
-}
-
-/* A span for a person: "20 s", "45.0 min", "72.0 h". */
-struct dur {
-    char s[32];
-};
-static struct dur fmt_dur(int64_t ns)
-{
-    struct dur d;
-    double s = ns > 0 ? (double)ns / 1e9 : 0;
-    if (s < 120)
-        snprintf(d.s, sizeof d.s, "%.0f s", s);
-    else if (s < 7200)
-        snprintf(d.s, sizeof d.s, "%.1f min", s / 60);
-    else
-        snprintf(d.s, sizeof d.s, "%.1f h", s / 3600);
-    return d;
 }
 
 /* ---- start ---- */
@@ -627,7 +607,7 @@ static int cmd_start(int argc, char **argv)
     fmt_time(a.end_ns, e, sizeof e);
     int have = __builtin_popcount(a.layers);
     printf("assessment \"%s\" started %s, ends %s (%s); record %s\n", a.name, s, e,
-           fmt_dur(dur_ns).s, x.path);
+           wt_assess_fmt_dur(dur_ns).s, x.path);
     printf("measurable: %d of %d layers\n", have, WT_ASSESS_NLAYERS);
     print_checklist(stdout, a.layers, found);
     rc = 0;
@@ -638,17 +618,9 @@ out:
 
 /* ---- status ---- */
 
-struct figures {
-    int64_t now, to; /* to: min(now, end) */
-    unsigned now_layers;
-    bool have_now;
-    char found[WT_ASSESS_NLAYERS][FOUND_LEN];
-    struct wt_assess_cover cv[WT_ASSESS_NLAYERS];
-};
-
 /* Coverage of every layer over [start, to], and the layers now when the daemon answers. */
 static int gather(struct ctx *x, const struct wt_cli_conn *conn, const struct wt_assess *a,
-                  struct figures *g)
+                  struct wt_assess_figures *g)
 {
     g->now = wt_now_real_ns();
     g->to = g->now < a->end_ns ? g->now : a->end_ns;
@@ -672,12 +644,8 @@ static int gather(struct ctx *x, const struct wt_cli_conn *conn, const struct wt
     return 0;
 }
 
-static int hours_count(uint32_t m)
-{
-    return __builtin_popcount(m);
-}
-
-static cJSON *status_json(const struct ctx *x, const struct wt_assess *a, const struct figures *g)
+static cJSON *status_json(const struct ctx *x, const struct wt_assess *a,
+                          const struct wt_assess_figures *g)
 {
     cJSON *o = cJSON_CreateObject();
     char s[40];
@@ -700,7 +668,7 @@ static cJSON *status_json(const struct ctx *x, const struct wt_assess *a, const 
     for (int i = 0; i < 24; i++)
         if (hm & (1u << i))
             cJSON_AddItemToArray(h, cJSON_CreateNumber(i));
-    cJSON_AddNumberToObject(o, "hours_seen_count", hours_count(hm));
+    cJSON_AddNumberToObject(o, "hours_seen_count", wt_assess_hours_count(hm));
     cJSON_AddStringToObject(o, "record", x->path);
     cJSON_AddStringToObject(o, "store", x->cfg.store.path);
     cJSON_AddBoolToObject(o, "daemon", g->have_now);
@@ -717,7 +685,7 @@ static cJSON *status_json(const struct ctx *x, const struct wt_assess *a, const 
             cJSON_AddNullToObject(l, "now");
         }
         if (!((g->have_now ? g->now_layers : a->layers) & (1u << i)))
-            cJSON_AddStringToObject(l, "to_add", how_to[i]);
+            cJSON_AddStringToObject(l, "to_add", wt_assess_how_to[i]);
         cJSON_AddNumberToObject(l, "coverage", cv->window_s > 0 ? cv->covered_s / cv->window_s : 0);
         cJSON_AddNumberToObject(l, "covered_seconds", cv->covered_s);
         cJSON_AddNumberToObject(l, "window_seconds", cv->window_s);
@@ -733,22 +701,22 @@ static cJSON *status_json(const struct ctx *x, const struct wt_assess *a, const 
     return o;
 }
 
-static void print_status(FILE *o, const struct wt_assess *a, const struct figures *g)
+static void print_status(FILE *o, const struct wt_assess *a, const struct wt_assess_figures *g)
 {
     char s[40], e[40], b[40];
     fmt_time(a->start_ns, s, sizeof s);
     fmt_time(a->end_ns, e, sizeof e);
     fmt_time(wt_assess_baseline_end(a), b, sizeof b);
-    struct dur tot = fmt_dur(a->end_ns - a->start_ns);
+    struct wt_assess_dur tot = wt_assess_fmt_dur(a->end_ns - a->start_ns);
     fprintf(o, "assessment \"%s\": %s to %s (%s)\n", a->name, s, e, tot.s);
     if (g->now >= a->end_ns)
         fprintf(o, "finished: %s elapsed\n", tot.s);
     else
-        fprintf(o, "running: %s elapsed, %s remaining\n", fmt_dur(g->to - a->start_ns).s,
-                fmt_dur(a->end_ns - g->now).s);
+        fprintf(o, "running: %s elapsed, %s remaining\n", wt_assess_fmt_dur(g->to - a->start_ns).s,
+                wt_assess_fmt_dur(a->end_ns - g->now).s);
     fprintf(o, "baseline: until %s\n", b);
     uint32_t hm = wt_assess_hours_seen(a->start_ns, g->to);
-    fprintf(o, "hours of day seen (UTC): %d of 24", hours_count(hm));
+    fprintf(o, "hours of day seen (UTC): %d of 24", wt_assess_hours_count(hm));
     for (int i = 0, first = 1; i < 24; i++)
         if (hm & (1u << i)) {
             fprintf(o, "%s%02d", first ? ": " : " ", i);
@@ -763,7 +731,8 @@ static void print_status(FILE *o, const struct wt_assess *a, const struct figure
         if (cv->ngaps) {
             char t[40];
             fmt_time(cv->longest_gap_from_ns, t, sizeof t);
-            snprintf(lg, sizeof lg, "%s from %s", fmt_dur((int64_t)(cv->longest_gap_s * 1e9)).s, t);
+            snprintf(lg, sizeof lg, "%s from %s",
+                     wt_assess_fmt_dur((int64_t)(cv->longest_gap_s * 1e9)).s, t);
         }
         fprintf(o, "%-9s %-8s %-4s %8.1f%% %6zu %5zu  %s\n", wt_assess_layer_name(i),
                 a->layers & (1u << i) ? "yes" : "no",
@@ -776,7 +745,7 @@ static void print_status(FILE *o, const struct wt_assess *a, const struct figure
     unsigned lack = g->have_now ? g->now_layers : a->layers;
     for (unsigned i = 0; i < WT_ASSESS_NLAYERS; i++)
         if (!(lack & (1u << i)))
-            fprintf(o, "to add %s: %s\n", wt_assess_layer_name(i), how_to[i]);
+            fprintf(o, "to add %s: %s\n", wt_assess_layer_name(i), wt_assess_how_to[i]);
 }
 
 static int cmd_status(int argc, char **argv)
@@ -791,7 +760,7 @@ static int cmd_status(int argc, char **argv)
         return rc;
     struct ctx x;
     struct wt_assess a;
-    struct figures *g = calloc(1, sizeof *g);
+    struct wt_assess_figures *g = calloc(1, sizeof *g);
     if (!g)
         return 1;
     if ((rc = ctx_open(&x, "assess status", &co)) == 0 && (rc = load(&x, &a)) == 0 &&
@@ -813,173 +782,6 @@ static int cmd_status(int argc, char **argv)
 
 /* ---- report ---- */
 
-static void html_text(FILE *o, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '<':
-            fputs("&lt;", o);
-            break;
-        case '>':
-            fputs("&gt;", o);
-            break;
-        case '&':
-            fputs("&amp;", o);
-            break;
-        case '\'':
-            fputs("&#39;", o);
-            break;
-        case '"':
-            fputs("&quot;", o);
-            break;
-        default:
-            fputc(*s, o);
-        }
-    }
-}
-
-/* A figure for a table: "-" when unknown. */
-static void fig(char *buf, size_t n, bool have, double v)
-{
-    if (have && isfinite(v))
-        snprintf(buf, n, "%.4g", v);
-    else
-        snprintf(buf, n, "-");
-}
-
-struct section {
-    const struct wt_assess *a;
-    const struct figures *g;
-    const struct wt_report_cmp *cmp; /* NULL: the baseline is not over */
-    int64_t bend;
-};
-
-/* The unfinished note, or "". */
-static void state_line(const struct section *sc, char *buf, size_t n)
-{
-    struct dur el = fmt_dur(sc->g->to - sc->a->start_ns);
-    struct dur tot = fmt_dur(sc->a->end_ns - sc->a->start_ns);
-    if (sc->g->now < sc->a->end_ns)
-        snprintf(buf, n, "unfinished: %s of %s so far; the figures cover only the time so far",
-                 el.s, tot.s);
-    else
-        snprintf(buf, n, "finished: %s", tot.s);
-}
-
-static void section_md(FILE *o, const struct section *sc)
-{
-    const struct wt_assess *a = sc->a;
-    const struct figures *g = sc->g;
-    char s[40], e[40], st[200], b[40];
-    fmt_time(a->start_ns, s, sizeof s);
-    fmt_time(g->to, e, sizeof e);
-    fmt_time(sc->bend, b, sizeof b);
-    state_line(sc, st, sizeof st);
-    uint32_t hm = wt_assess_hours_seen(a->start_ns, g->to);
-    fprintf(o, "# wattage assessment: %s\n\n%s to %s. **%s.** Hours of day seen: %d of 24.\n\n",
-            a->name, s, e, st, hours_count(hm));
-    fprintf(o, "## What was measured\n\n| layer | at start | now | coverage | gaps | longest gap "
-               "(s) | to add it |\n|---|---|---|---|---|---|---|\n");
-    for (unsigned i = 0; i < WT_ASSESS_NLAYERS; i++) {
-        const struct wt_assess_cover *cv = &g->cv[i];
-        unsigned lack = g->have_now ? g->now_layers : a->layers;
-        fprintf(o, "| %s | %s | %s | %.1f%% | %zu | %.1f | %s |\n", wt_assess_layer_name(i),
-                a->layers & (1u << i) ? "yes" : "no",
-                !g->have_now                ? "?"
-                : g->now_layers & (1u << i) ? "yes"
-                                            : "no",
-                cv->window_s > 0 ? 100 * cv->covered_s / cv->window_s : 0.0, cv->ngaps,
-                cv->longest_gap_s, lack & (1u << i) ? "" : how_to[i]);
-    }
-    fprintf(o, "\n## Baseline against the rest\n\n");
-    if (!sc->cmp) {
-        fprintf(o, "The baseline runs until %s: no comparison yet.\n\n", b);
-        return;
-    }
-    fprintf(o,
-            "Baseline: %s to %s; the rest: %s to %s.\n\n| figure | unit | baseline | rest | "
-            "difference | noise | exceeds noise |\n|---|---|---|---|---|---|---|\n",
-            s, b, b, e);
-    for (size_t i = 0; i < WT_REPORT_FIGURES; i++) {
-        const struct wt_report_cmp_row *r = &sc->cmp->rows[i];
-        char va[32], vb[32], d[32], nz[32];
-        fig(va, sizeof va, r->have_a, r->a);
-        fig(vb, sizeof vb, r->have_b, r->b);
-        fig(d, sizeof d, r->have_a && r->have_b, r->diff);
-        fig(nz, sizeof nz, r->have_noise, r->noise);
-        fprintf(o, "| %s | %s | %s | %s | %s | %s | %s |\n", r->label ? r->label : r->key,
-                r->unit ? r->unit : "", va, vb, d, nz,
-                !r->have_noise ? "unknown"
-                : r->exceeds   ? "yes"
-                               : "no");
-    }
-    fprintf(o, "\n");
-}
-
-static void section_html(FILE *o, const struct section *sc)
-{
-    const struct wt_assess *a = sc->a;
-    const struct figures *g = sc->g;
-    char s[40], e[40], st[200], b[40];
-    fmt_time(a->start_ns, s, sizeof s);
-    fmt_time(g->to, e, sizeof e);
-    fmt_time(sc->bend, b, sizeof b);
-    state_line(sc, st, sizeof st);
-    fputs("<section id='assessment'><h1>wattage assessment: ", o);
-    html_text(o, a->name);
-    fprintf(o, "</h1><p>%s to %s. <b class='%s'>", s, e,
-            g->now < a->end_ns ? "unfinished" : "finished");
-    html_text(o, st);
-    fprintf(o, ".</b> Hours of day seen: %d of 24.</p>\n",
-            hours_count(wt_assess_hours_seen(a->start_ns, g->to)));
-    fputs("<h2>What was measured</h2><table><tr><th>layer</th><th>at start</th><th>now</th>"
-          "<th>coverage</th><th>gaps</th><th>longest gap (s)</th><th>to add it</th></tr>\n",
-          o);
-    for (unsigned i = 0; i < WT_ASSESS_NLAYERS; i++) {
-        const struct wt_assess_cover *cv = &g->cv[i];
-        unsigned lack = g->have_now ? g->now_layers : a->layers;
-        fprintf(o,
-                "<tr data-layer='%s'><td>%s</td><td>%s</td><td>%s</td><td>%.1f%%</td><td>%zu</td>"
-                "<td>%.1f</td><td>",
-                wt_assess_layer_name(i), wt_assess_layer_name(i),
-                a->layers & (1u << i) ? "yes" : "no",
-                !g->have_now                ? "?"
-                : g->now_layers & (1u << i) ? "yes"
-                                            : "no",
-                cv->window_s > 0 ? 100 * cv->covered_s / cv->window_s : 0.0, cv->ngaps,
-                cv->longest_gap_s);
-        if (!(lack & (1u << i)))
-            html_text(o, how_to[i]);
-        fputs("</td></tr>\n", o);
-    }
-    fputs("</table><h2>Baseline against the rest</h2>", o);
-    if (!sc->cmp) {
-        fprintf(o, "<p>The baseline runs until %s: no comparison yet.</p></section>\n", b);
-        return;
-    }
-    fprintf(o,
-            "<p>Baseline: %s to %s; the rest: %s to %s.</p><table><tr><th>figure</th><th>unit</th>"
-            "<th>baseline</th><th>rest</th><th>difference</th><th>noise</th><th>exceeds "
-            "noise</th></tr>\n",
-            s, b, b, e);
-    for (size_t i = 0; i < WT_REPORT_FIGURES; i++) {
-        const struct wt_report_cmp_row *r = &sc->cmp->rows[i];
-        char va[32], vb[32], d[32], nz[32];
-        fig(va, sizeof va, r->have_a, r->a);
-        fig(vb, sizeof vb, r->have_b, r->b);
-        fig(d, sizeof d, r->have_a && r->have_b, r->diff);
-        fig(nz, sizeof nz, r->have_noise, r->noise);
-        fprintf(o,
-                "<tr data-figure='%s'><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-                "<td>%s</td><td>%s</td></tr>\n",
-                r->key, r->label ? r->label : r->key, r->unit ? r->unit : "", va, vb, d, nz,
-                !r->have_noise ? "unknown"
-                : r->exceeds   ? "yes"
-                               : "no");
-    }
-    fputs("</table></section>\n", o);
-}
-
 static void add_num_or_null(cJSON *o, const char *k, bool have, double v)
 {
     if (have && isfinite(v))
@@ -988,11 +790,11 @@ static void add_num_or_null(cJSON *o, const char *k, bool have, double v)
         cJSON_AddNullToObject(o, k);
 }
 
-static cJSON *section_json(const struct ctx *x, const struct section *sc)
+static cJSON *section_json(const struct ctx *x, const struct wt_assess_section *sc)
 {
     cJSON *o = status_json(x, sc->a, sc->g);
     char st[200];
-    state_line(sc, st, sizeof st);
+    wt_assess_state_line(sc, st, sizeof st);
     cJSON_AddStringToObject(o, "state", st);
     cJSON_AddNumberToObject(o, "from_s", (double)sc->a->start_ns / 1e9);
     cJSON_AddNumberToObject(o, "to_s", (double)sc->g->to / 1e9);
@@ -1030,8 +832,8 @@ static cJSON *section_json(const struct ctx *x, const struct section *sc)
  * section right after its <body> (its styles apply); JSON: the report's object with
  * "assessment" added; Markdown: the section, then the report's text. 0 or -EIO.
  */
-static int write_all(const struct ctx *x, const struct section *sc, const struct wt_report *r,
-                     const char *format, FILE *out)
+static int write_all(const struct ctx *x, const struct wt_assess_section *sc,
+                     const struct wt_report *r, const char *format, FILE *out)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -1051,10 +853,10 @@ static int write_all(const struct ctx *x, const struct section *sc, const struct
         if (body && buf[at] == '\n')
             at++;
         fwrite(buf, 1, at, out);
-        section_html(out, sc);
+        wt_assess_section_html(out, sc);
         fputs(buf + at, out);
     } else if (strcmp(format, "md") == 0) {
-        section_md(out, sc);
+        wt_assess_section_md(out, sc);
         fputs(buf, out);
     } else {
         cJSON *doc = cJSON_Parse(buf);
@@ -1102,7 +904,7 @@ static int cmd_report(int argc, char **argv)
     }
     struct ctx x = {0};
     struct wt_assess a;
-    struct figures *g = calloc(1, sizeof *g);
+    struct wt_assess_figures *g = calloc(1, sizeof *g);
     struct wt_report_cmp *cmp = calloc(1, sizeof *cmp);
     struct wt_report r;
     bool have_r = false, have_cmp = false;
@@ -1146,13 +948,14 @@ static int cmd_report(int argc, char **argv)
         fprintf(stderr, "wattage assess report: missing: %s\n", r.missing[i]);
     if (g->now < a.end_ns)
         fprintf(stderr, "wattage assess report: unfinished: %s of %s so far\n",
-                fmt_dur(g->to - a.start_ns).s, fmt_dur(a.end_ns - a.start_ns).s);
+                wt_assess_fmt_dur(g->to - a.start_ns).s,
+                wt_assess_fmt_dur(a.end_ns - a.start_ns).s);
     if (out && !(fo = fopen(out, "w"))) {
         fprintf(stderr, "wattage assess report: -o %s: %s\n", out, strerror(errno));
         rc = 1;
         goto out;
     }
-    struct section sc = {&a, g, have_cmp ? cmp : NULL, bend};
+    struct wt_assess_section sc = {&a, g, have_cmp ? cmp : NULL, bend};
     rc = write_all(&x, &sc, &r, format, fo);
     if (fo != stdout && fclose(fo) != 0 && rc == 0)
         rc = -EIO;

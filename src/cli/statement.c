@@ -12,6 +12,8 @@
  *                                 "actual_share", "gco2e"},
  *    "meters": [{"meter", "role", "value", "unit", "method", "intervals", "measured_intervals",
  *                "coverage", "estimated", "gap_fill"}],
+ *    "zones": [{"zone", "label": "partial", "basis", "e_zone_joules", "e_it_joules",
+ *               "ppue": X|null, "why"}],
  *    "part_load": {"label", "why" | "installed_it_kw", "intervals_not_matched",
  *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
  *                  "e_dc_joules", "e_it_joules", "pue"}]},
@@ -47,7 +49,7 @@ static const struct wt_cli_opt stmt_opts[] = {
      "eu-eed: the dated schema file of the Annex symbols; enefg: the dated table of limits "
      "(default: eu-eed-2024-1364.v1.schema.json or enefg.v1.json in the directory "
      "/usr/share/wattage/standards)"},
-    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of JSON"},
+    {"csv", 'v', NULL, "eu-eed: CSV (symbol, value, unit, status, reason, tag) instead of text"},
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
     {"to", WT_OPT_TO, "T", "the period's end"},
@@ -137,6 +139,20 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
                 "  %zu intervals not matched (a meter not covering them), %zu above P_DIT (in the "
                 "last bin)\n",
                 s->pl_skipped, s->pl_above);
+    }
+    if (s->nzones)
+        printf("\npartial PUE per zone (pPUE, ISO/IEC 30134-2; label partial, from the meters with "
+               "the zone):\n");
+    for (size_t i = 0; i < s->nzones; i++) {
+        const struct wt_stmt_zone *z = &s->zones[i];
+        if (z->nit && z->e_it_j > 0)
+            printf("  %-16s pPUE %.4f  (zone %.1f kWh from %s, E_IT %.1f kWh)\n", z->zone,
+                   z->e_total_j / z->e_it_j, z->e_total_j / J_PER_KWH,
+                   z->nfac ? "its facility_total meters" : "its IT and cooling meters",
+                   z->e_it_j / J_PER_KWH);
+        else
+            printf("  %-16s pPUE n/a: %s\n", z->zone,
+                   z->nit ? "its IT meters read 0 over the period" : "no IT meter in the zone");
     }
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
@@ -250,6 +266,25 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddStringToObject(o, "gap_fill", fill_of(m));
         cJSON_AddItemToArray(ms, o);
     }
+    cJSON *zs = cJSON_AddArrayToObject(r, "zones");
+    for (size_t i = 0; i < s->nzones; i++) {
+        const struct wt_stmt_zone *z = &s->zones[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "zone", z->zone);
+        cJSON_AddStringToObject(o, "label", "partial");
+        cJSON_AddStringToObject(o, "basis", z->nfac ? "facility_total" : "it + cooling");
+        cJSON_AddNumberToObject(o, "e_zone_joules", z->e_total_j);
+        cJSON_AddNumberToObject(o, "e_it_joules", z->e_it_j);
+        if (z->nit && z->e_it_j > 0) {
+            cJSON_AddNumberToObject(o, "ppue", z->e_total_j / z->e_it_j);
+        } else {
+            cJSON_AddNullToObject(o, "ppue");
+            cJSON_AddStringToObject(o, "why",
+                                    z->nit ? "its IT meters read 0 over the period"
+                                           : "no IT meter in the zone");
+        }
+        cJSON_AddItemToArray(zs, o);
+    }
     cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
     cJSON_AddStringToObject(pl, "label",
                             "non-standard: PUE per IT-load bin of P_DIT, from matched 15-minute "
@@ -304,6 +339,97 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         return 1;
     puts(txt);
     free(txt);
+    return 0;
+}
+
+static const char *jstr(const cJSON *o, const char *k, const char *dflt)
+{
+    const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+    return v ? v : dflt;
+}
+
+/* A number for a person: up to 10 significant digits, no trailing zeros. */
+static const char *jnum(const cJSON *v, char *buf, size_t n)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(buf, n, "%.10g", v->valuedouble);
+    else
+        snprintf(buf, n, "n/a");
+    return buf;
+}
+
+/* The EU file (wt_stmt_eu's JSON) for a person: each Annex symbol's value, its tag (Q: read in
+ * a source quoting the Annex; M: not verified) and unit, or "n/a" and why it is not available. */
+static int print_eu_text(const char *js)
+{
+    cJSON *d = cJSON_Parse(js);
+    if (!d)
+        return 1;
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(d, "period");
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(d, "method");
+    const cJSON *it;
+    char num[64];
+    printf("EU EED data-centre KPIs (Delegated Regulation (EU) 2024/1364, Annex)\n");
+    printf("schema:    %s (dated %s)\n", jstr(d, "schema", "?"), jstr(m, "schema_date", "?"));
+    printf("site:      %s\n", jstr(d, "site", "not given"));
+    printf("period:    %s .. %s (reporting year %s)\n", jstr(p, "from", "?"), jstr(p, "to", "?"),
+           jnum(cJSON_GetObjectItemCaseSensitive(p, "year"), num, sizeof num));
+    printf("category:  %s\nboundary:  %s\n\n", jstr(m, "category", "?"), jstr(m, "boundary", "?"));
+    printf("%-10s %16s %-3s %s\n", "symbol", "value", "tag", "unit");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "kpis"))
+    {
+        const char *na = jstr(it, "not_available", NULL);
+        printf("%-10s %16s %-3s %s%s%s\n", it->string,
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "value"), num, sizeof num),
+               jstr(it, "tag", ""), jstr(it, "unit", ""), na ? "  not available: " : "",
+               na ? na : "");
+    }
+    printf("\nhand inputs:");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "hand_inputs"))
+        printf(" %s %s;", it->string, cJSON_GetStringValue(it) ? it->valuestring : "?");
+    printf("\nmethod: wattage %s; min_coverage %s; inputs sha256 %s\n",
+           jstr(m, "wattage_version", "?"),
+           jnum(cJSON_GetObjectItemCaseSensitive(m, "min_coverage"), num, sizeof num),
+           jstr(m, "inputs_sha256", "?"));
+    cJSON_Delete(d);
+    return 0;
+}
+
+/* The EnEfG checks (wt_stmt_enefg's JSON) for a person: each KPI against its limit, and the
+ * limits not yet in force. */
+static int print_enefg_text(const char *js)
+{
+    cJSON *d = cJSON_Parse(js);
+    if (!d)
+        return 1;
+    const cJSON *it;
+    char v[64], l[64];
+    printf("EnEfG checks (Energieeffizienzgesetz)\n");
+    printf("table:        %s (dated %s)\n", jstr(d, "table", "?"), jstr(d, "table_date", "?"));
+    printf("commissioned: %s\nboundary:     %s\n\n", jstr(d, "commissioned", "?"),
+           jstr(d, "boundary", "?"));
+    printf("%-5s %12s %-4s %8s  %-14s %s\n", "kpi", "value", "kind", "limit", "result", "source");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "checks"))
+    {
+        const char *why = jstr(it, "why", NULL), *tag = jstr(it, "tag", "");
+        printf("%-5s %12s %-4s %8s  %-14s %s%s%s%s\n", jstr(it, "kpi", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "value"), v, sizeof v),
+               jstr(it, "kind", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "limit"), l, sizeof l),
+               jstr(it, "result", "?"), jstr(it, "source", ""), tag[0] ? " [" : "", tag,
+               tag[0] ? "]" : "");
+        if (why)
+            printf("%5s %s\n", "", why);
+    }
+    if (cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(d, "checks")) == 0)
+        printf("(no limit of the table applies to this site and period)\n");
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(d, "upcoming"))
+        printf("upcoming: %s %s %s from %s (%s)\n", jstr(it, "kpi", "?"), jstr(it, "kind", "?"),
+               jnum(cJSON_GetObjectItemCaseSensitive(it, "limit"), l, sizeof l),
+               jstr(it, "in_force_from", "?"), jstr(it, "source", ""));
+    printf("\nmethod: wattage %s; inputs sha256 %s\n", jstr(d, "wattage_version", "?"),
+           jstr(d, "inputs_sha256", "?"));
+    cJSON_Delete(d);
     return 0;
 }
 
@@ -435,7 +561,9 @@ int wt_cli_report_standard(int argc, char **argv)
         char *js = NULL, *cs = NULL;
         rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,
                         csv ? &cs : NULL, &err);
-        if (rc == 0) {
+        if (rc == 0 && !csv && !co.json) {
+            rc = print_eu_text(js);
+        } else if (rc == 0) {
             fputs(csv ? cs : js, stdout);
             if (!csv)
                 putchar('\n');
@@ -451,7 +579,7 @@ int wt_cli_report_standard(int argc, char **argv)
         int failed = 0;
         rc = wt_stmt_enefg(&s, &sc, schema_text, schema_len, schema, &js, &failed, &err);
         if (rc == 0) {
-            puts(js);
+            rc = co.json ? (puts(js), 0) : print_enefg_text(js);
         } else {
             fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
             rc = rc == -EINVAL ? 2 : 1;

@@ -325,6 +325,16 @@ check "  ... and replaces it with --force" test $? -eq 0
 "$BIN" assess start --duration 400d --force --db "$DB" -c "$CFG" --url "$URL" >/dev/null 2>"$TMP/e11"
 check "a --duration past 366 days: exit 2, naming the option" \
     bash -c '[[ $0 == 2 ]] && grep -q -- "--duration: .*(got \"400d\")" "$1"' $? "$TMP/e11"
+# The facility row counts every IT role (the PUE category's), not only it_total.
+check "the site's facility row: its two it_total meters, category not stated" grep -q \
+    '^  \[x\] facility 2 facility_total and 2 IT meters (2 it_total; PUE category not stated) in the topology$' "$TMP/start.txt"
+sed -e 's/{target: ups, point: out, role: it_total}/{target: ups, point: out, role: ups_output}/' \
+    -e 's/{target: ups-a, point: out, role: it_total,/{target: ups-a, point: out, role: pdu_output,/' \
+    "$CFG" >"$TMP/cat.yaml"
+"$BIN" assess start --force --name cat --db "$DB" -c "$TMP/cat.yaml" --url "$URL" >"$TMP/cat.txt" 2>&1
+check "UPS and PDU output meters instead: exit 0" test $? -eq 0
+check "  ... counted as IT meters by role, category 1 (the lowest)" grep -q \
+    '^  \[x\] facility 2 facility_total and 2 IT meters (1 ups_output, 1 pdu_output; PUE category 1) in the topology$' "$TMP/cat.txt"
 kill "$DAEMON"
 wait "$DAEMON" 2>/dev/null
 # Without the daemon: status still reads the store, and says the layers now are unknown.

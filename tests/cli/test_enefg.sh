@@ -27,7 +27,7 @@ YAML
 site "$TMP/old.yaml" 2021-06 2372000
 site "$TMP/new.yaml" 2030-03 1000000
 for s in old new; do
-    "$BIN" report --standard enefg --period 2031 --schema "$TABLE" -c "$TMP/$s.yaml" --db "$DB" >"$TMP/$s.json" 2>"$TMP/$s.err"
+    "$BIN" report --standard enefg --period 2031 --schema "$TABLE" --json -c "$TMP/$s.yaml" --db "$DB" >"$TMP/$s.json" 2>"$TMP/$s.err"
     check "the $s site's checks answer" test $? -eq 0
 done
 check "existing site: PUE against 1.3 (not 1.5), fails; REF just under the 100 % floor fails" \
@@ -54,9 +54,29 @@ assert any(u["kpi"] == "PUE" and u["limit"] == 1.2 and u["in_force_from"].starts
 assert c["ERF"]["limit"] == 0.2 and c["ERF"]["result"] == "fail", c["ERF"]
 assert c["REF"]["result"] == "fail", c["REF"]
 PY
+for s in old new; do
+    "$BIN" report --standard enefg --period 2031 --schema "$TABLE" -c "$TMP/$s.yaml" --db "$DB" >"$TMP/$s.txt" 2>/dev/null
+done
+check "as text (the default): each check's value, limit and result as in the JSON, the upcoming limits" \
+    python3 - "$TMP/old.txt" "$TMP/old.json" "$TMP/new.txt" "$TMP/new.json" <<'PY'
+import json, re, sys
+for tf, jf in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    t = open(tf).read(); d = json.load(open(jf))
+    rows = {m[0]: m for m in re.findall(r"^(PUE|ERF|REF) +(\S+) (max|min) +(\S+)  (pass|fail|not available) +(.*)$", t, re.M)}
+    assert set(rows) == {c["kpi"] for c in d["checks"]}, (rows, d["checks"])
+    for c in d["checks"]:
+        _, val, kind, lim, res, src = rows[c["kpi"]]
+        assert kind == c["kind"] and float(lim) == c["limit"] and res == c["result"], (rows[c["kpi"]], c)
+        assert src.startswith(c["source"]), (src, c)
+        assert (val == "n/a") if c["value"] is None else abs(float(val) - c["value"]) < 1e-9, (val, c)
+    for u in d["upcoming"]:
+        assert "upcoming: %s %s %g from %s" % (u["kpi"], u["kind"], u["limit"], u["in_force_from"]) in t, (u, t)
+    assert "table:        %s (dated %s)" % (d["table"], d["table_date"]) in t, t
+assert "fail" in open(sys.argv[1]).read() and "upcoming: PUE max 1.2" in open(sys.argv[3]).read()
+PY
 # the limits come from the table: the 2026 draft's 1.4 for existing sites passes the same PUE
 sed 's/"max": 1.3,/"max": 1.4,/; s/"date": "2026-12-07"/"date": "2026-12-08"/' "$TABLE" >"$TMP/draft.json"
-"$BIN" report --standard enefg --period 2031 --schema "$TMP/draft.json" -c "$TMP/old.yaml" --db "$DB" >"$TMP/draft.out" 2>/dev/null
+"$BIN" report --standard enefg --period 2031 --schema "$TMP/draft.json" --json -c "$TMP/old.yaml" --db "$DB" >"$TMP/draft.out" 2>/dev/null
 check "a table with 1.4 in force from 2030-07: the same PUE passes" python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))

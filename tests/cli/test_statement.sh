@@ -8,7 +8,7 @@
 # period with no data, a hand input missing: named, never 0). Issue 47: `wattage kpi`'s IT energy
 # from the same IT meters; CUE location-based from an hourly intensity series and hourly CFE from
 # an hourly supply series (the generator's hourly sums), CER from a heat_removed meter, and the
-# non-standard part-load bins (the generator's own binning).
+# non-standard part-load bins (the generator's own binning), the partial PUE of zone-labelled meters.
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
@@ -148,7 +148,8 @@ assert f["granularity"] == "hourly" and f["steps"] == 8760 and f["zone"] == "DE"
 assert f["source"].endswith("ci.csv") and f["actual_share"] == 1 and f["method"] == "location-based", f
 assert abs(f["gco2e"] - g["cue_location_g"]) < 1e-9 * f["gco2e"], f
 m = k["CUE_market"]
-assert m["value"] is None and "residual-mix" in m["why"] and not m["reportable"], m
+assert m["value"] is None and not m["reportable"], m
+assert m["why"].startswith("market-based: not reported (no contract instruments configured"), m
 assert c["unit"] == m["unit"] == "kgCO2e/kWh" and "30134-8" in c["standard"], c
 PY
 check "a static factor: CUE = 0.3 x PUE, granularity static" python3 - "$TMP/cue_static.json" <<'PY'
@@ -159,6 +160,11 @@ assert abs(k["CUE_location"]["value"] - 0.3 * k["PUE"]["value"]) < 1e-9, k
 f = k["CUE_location"]["emission_factor"]
 assert f["granularity"].startswith("static") and "static_gco2_per_kwh" in f["source"], f
 PY
+check "with instruments configured: the market-based CUE names them and the residual mix it lacks" python3 -c "
+import json, sys
+k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_market'][0]
+assert k['value'] is None and k['why'].startswith('market-based: not reported (no residual-mix factor'), k
+assert 'the 2 contract instruments do not cover' in k['why'], k" "$TMP/a.json"
 check "no series for the zone and no static value: not available, said why" python3 -c "
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]
@@ -299,6 +305,36 @@ k = {x['symbol']: x for x in json.load(open(sys.argv[1]))['kpis']}
 assert k['PUE']['value'] and not k['PUE']['reportable'] and 'min_coverage' in k['PUE']['why'], k['PUE']
 assert k['WUE']['reportable'], k['WUE']" "$TMP/cov.json"
 
+# partial PUE per zone: the meters with a zone label (hall-a: its UPS output and its cooling;
+# hall-b: cooling only, no IT meter)
+cat >"$TMP/zones.yaml" <<'YAML'
+topology:
+  meters:
+    - {target: grid, point: import, role: facility_total}
+    - {target: ups, point: import, role: ups_output, zone: hall-a}
+    - {target: cooling, point: import, role: cooling, zone: hall-a}
+    - {target: heat, point: import, role: cooling, zone: hall-b}
+YAML
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/zones.yaml" --db "$DB" --json >"$TMP/zones.json" 2>"$TMP/zones.err"
+check "pPUE of hall-a = (its IT + cooling) / its IT, to the generator's sums; hall-b not available, said why" \
+    python3 - "$TMP/zones.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+z = {x["zone"]: x for x in s["zones"]}
+a = z["hall-a"]
+assert a["label"] == "partial" and a["basis"] == "it + cooling", a
+want = (g["it_kwh"] + g["cooling_kwh"]) / g["it_kwh"]
+assert abs(a["ppue"] - want) < 1e-4, (a, want)
+assert abs(a["e_it_joules"] / 3.6e6 - g["it_kwh"]) < 1, a
+b = z["hall-b"]
+assert b["ppue"] is None and b["why"] == "no IT meter in the zone", b
+assert [k["symbol"] for k in s["kpis"]][0] == "PUE", s["kpis"]  # the site's PUE stays the KPI
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/zones.yaml" --db "$DB" >"$TMP/zones.txt" 2>/dev/null
+check "  ... and in the text, labelled partial" bash -c \
+    "grep -q '^partial PUE per zone (pPUE' '$TMP/zones.txt' && grep -Eq '^  hall-a +pPUE 1\.[0-9]{4}  \(zone' '$TMP/zones.txt' &&
+     grep -q '^  hall-b  *pPUE n/a: no IT meter in the zone' '$TMP/zones.txt'"
+
 # less than a year: interim
 "$BIN" report --standard iso30134 --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z \
     -c "$TMP/a.yaml" --db "$DB" >"$TMP/half.txt" 2>&1
@@ -323,7 +359,7 @@ check "and said" grep -q "expected iso30134, eu-eed or enefg" "$TMP/eu.err"
 
 # the EU file: validated against its dated schema file, every symbol a value or not available
 SCHEMA=deploy/standards/eu-eed-2024-1364.v1.schema.json
-"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" --json -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.json" 2>"$TMP/eu.err"
 check "the EU file answers" test $? -eq 0
 check "it validates against the schema file; E_DC/E_IT whole kWh; hand inputs not given are not available" \
     python3 - "$TMP/eu.json" "$SCHEMA" "$TMP/sums.json" <<'PY'
@@ -362,6 +398,24 @@ for s, v in k.items():
     else:
         assert rows[s]["status"] == "not available" and rows[s]["reason"] == v["not_available"], (s, rows[s])
 PY
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.txt" 2>/dev/null
+check "the EU file as text (the default): every symbol's row as in the JSON, the method's hash" \
+    python3 - "$TMP/eu.txt" "$TMP/eu.json" <<'PY'
+import json, re, sys
+t = open(sys.argv[1]).read(); d = json.load(open(sys.argv[2])); k = d["kpis"]
+rows = re.findall(r"^(\S+) +(\S+) (Q|M) +(.*?)(?:  not available: (.*))?$", t, re.M)
+rows = {r[0]: r for r in rows if r[0] != "symbol"}
+assert list(rows) == list(k), (list(rows), list(k))
+for s, v in k.items():
+    _, val, tag, unit, why = rows[s]
+    assert tag == v["tag"] and unit == v["unit"], (s, rows[s], v)
+    if "value" in v:
+        assert abs(float(val) - v["value"]) <= 1e-9 * max(1, abs(v["value"])) and not why, (s, rows[s])
+    else:
+        assert val == "n/a" and why == v["not_available"], (s, rows[s])
+assert t.startswith("EU EED data-centre KPIs") and "schema:    %s (dated %s)" % (d["schema"], d["method"]["schema_date"]) in t, t
+assert "inputs sha256 %s" % d["method"]["inputs_sha256"] in t, t
+PY
 # the symbols come from the schema file: a later version without the traffic indicators
 python3 - "$SCHEMA" >"$TMP/v2.json" <<'PY'
 import json, sys
@@ -373,7 +427,7 @@ for sym in ("B_IN", "B_OUT"):
 s["x-wattage"]["date"] = "2027-01-01"
 print(json.dumps(s))
 PY
-"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
+"$BIN" report --standard eu-eed --period 2026 --schema "$TMP/v2.json" --json -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu2.json" 2>/dev/null
 check "a schema file without B_IN/B_OUT gives a file without them, its date in the method" python3 -c "
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -205,6 +205,28 @@ WT_TEST(iso_weeks)
     WT_EQ_INT(wt_review_week_parse("2026-W49x", &s, &err), -EINVAL);
 }
 
+WT_TEST(node_ranges)
+{
+    char buf[256];
+    /* a run of 15 in any order, a gap, a pair, names without numbers, another width */
+    const char *a[] = {"node-017", "node-003", "gpu-b",    "node-010", "node-004",
+                       "node-005", "node-006", "node-007", "node-008", "node-009",
+                       "node-011", "node-012", "node-013", "node-014", "node-015",
+                       "node-016", "node-020", "node-021", "gpu-a",    "node-1000"};
+    wt_review_node_ranges(a, sizeof a / sizeof a[0], buf, sizeof buf);
+    WT_EQ_STR(buf, "gpu-a, gpu-b, node-003..node-017, node-020, node-021, node-1000");
+    const char *b[] = {"n9", "n10", "n11", "n12"}; /* widths differ: no run across 9 -> 10 */
+    wt_review_node_ranges(b, 4, buf, sizeof buf);
+    WT_EQ_STR(buf, "n10..n12, n9");
+    const char *c[] = {"node-a"};
+    wt_review_node_ranges(c, 1, buf, sizeof buf);
+    WT_EQ_STR(buf, "node-a");
+    wt_review_node_ranges(a, sizeof a / sizeof a[0], buf, 12); /* cut, still terminated */
+    WT_EQ_STR(buf, "gpu-a, gpu-");
+    wt_review_node_ranges(NULL, 0, buf, sizeof buf);
+    WT_EQ_STR(buf, "");
+}
+
 WT_TEST(bands_and_verdicts)
 {
     double v[] = {10, 10.2, 9.8, NAN, 10, 10};
