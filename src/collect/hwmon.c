@@ -608,6 +608,7 @@ static const struct wt_collector_config *hwmon_config(const struct wt_config *cf
 
 const struct wt_collector_ops wt_hwmon_collector = {
     .name = "hwmon",
+    .file_source = true,
     .config = hwmon_config,
     .open = hwmon_open,
     .poll = hwmon_poll,

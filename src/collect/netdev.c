@@ -376,6 +376,7 @@ static const struct wt_collector_config *netdev_config(const struct wt_config *c
 
 const struct wt_collector_ops wt_netdev_collector = {
     .name = "netdev",
+    .file_source = true,
     .config = netdev_config,
     .open = netdev_open,
     .poll = netdev_poll,

@@ -193,21 +193,30 @@ out:
     return rc;
 }
 
-int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap, size_t *n,
-                        struct wt_err *err)
+/* Reads the file at path once, whole, into *text (caller frees, also on failure). */
+static int read_once(const char *path, char **text, size_t *len, struct wt_err *err)
 {
     struct wt_filesrc f = {0};
-    char *text = NULL;
-    size_t tcap = 0, len = 0;
-    *n = 0;
+    size_t cap = 0;
+    *text = NULL;
     int rc = wt_filesrc_init(&f, path);
     if (rc < 0)
         wt_err_set(err, "out of memory");
-    if (rc == 0)
-        rc = slurp(&f, &text, &tcap, &len, err);
+    else
+        rc = slurp(&f, text, &cap, len, err);
+    wt_filesrc_close(&f);
+    return rc;
+}
+
+int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap, size_t *n,
+                        struct wt_err *err)
+{
+    char *text;
+    size_t len = 0;
+    *n = 0;
+    int rc = read_once(path, &text, &len, err);
     if (rc == 0)
         rc = parse_stat(path, text, len, arr, cap, n, err);
-    wt_filesrc_close(&f);
     free(text);
     return rc;
 }
@@ -289,17 +298,11 @@ out:
 
 int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err *err)
 {
-    struct wt_filesrc f = {0};
-    char *text = NULL;
-    size_t cap = 0, len = 0;
-    int rc = wt_filesrc_init(&f, path);
-    if (rc < 0)
-        wt_err_set(err, "out of memory");
-    if (rc == 0)
-        rc = slurp(&f, &text, &cap, &len, err);
+    char *text;
+    size_t len = 0;
+    int rc = read_once(path, &text, &len, err);
     if (rc == 0)
         rc = parse_meminfo(path, text, len, m, err);
-    wt_filesrc_close(&f);
     free(text);
     return rc;
 }
@@ -425,6 +428,7 @@ static const struct wt_collector_config *procfs_config(const struct wt_config *c
 
 const struct wt_collector_ops wt_procfs_collector = {
     .name = "procfs",
+    .file_source = true,
     .config = procfs_config,
     .open = procfs_open,
     .poll = procfs_poll,

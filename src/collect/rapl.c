@@ -580,6 +580,7 @@ static const struct wt_collector_config *rapl_config(const struct wt_config *cfg
 
 const struct wt_collector_ops wt_rapl_collector = {
     .name = "rapl",
+    .file_source = true,
     .edge_samples = true,
     .config = rapl_config,
     .open = rapl_open,

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "collect/filesrc.h"
+#include "fstree.h"
 #include "runner.h"
 
 static const char *path_of(const char *name)
@@ -30,19 +31,6 @@ static void rewrite(const char *path, const char *text)
     WT_ASSERT(fd >= 0);
     WT_EQ_INT((int)write(fd, text, strlen(text)), (int)strlen(text));
     close(fd);
-}
-
-/* Open descriptors of this process, from /proc/self/fd. */
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    WT_ASSERT(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own */
 }
 
 WT_TEST(filesrc_rereads_in_place_and_keeps_one_descriptor)
@@ -153,7 +141,7 @@ WT_TEST(filesrc_descriptors_stay_within_the_budget)
     enum { N = WT_FILESRC_MAX_KEPT + 40 };
     struct wt_filesrc *f = calloc(N, sizeof *f);
     WT_ASSERT(f != NULL);
-    int fds0 = open_fds();
+    int fds0 = wt_fstree_open_fds();
     for (int i = 0; i < N; i++) {
         char name[32];
         snprintf(name, sizeof name, "s%d", i);
@@ -173,15 +161,15 @@ WT_TEST(filesrc_descriptors_stay_within_the_budget)
         }
         WT_ASSERT(wt_filesrc_kept() <= WT_FILESRC_MAX_KEPT);
         if (round == 0)
-            fds_first = open_fds();
+            fds_first = wt_fstree_open_fds();
         else
-            WT_EQ_INT(open_fds(), fds_first);
+            WT_EQ_INT(wt_fstree_open_fds(), fds_first);
     }
     WT_ASSERT(fds_first - fds0 <= WT_FILESRC_MAX_KEPT);
     WT_ASSERT(fds_first - fds0 >= WT_FILESRC_MAX_KEPT - 8); /* the budget is used */
     for (int i = 0; i < N; i++)
         wt_filesrc_close(&f[i]);
-    WT_EQ_INT(open_fds(), fds0);
+    WT_EQ_INT(wt_fstree_open_fds(), fds0);
     WT_EQ_INT((int)wt_filesrc_kept(), 0);
     free(f);
 }

@@ -9,7 +9,6 @@
  */
 #include <dirent.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -18,6 +17,7 @@
 #include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/reading.h"
+#include "fstree.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -437,27 +437,6 @@ WT_TEST(hwmon_vanished_garbage_and_out_of_range_sensors)
     wt_batch_free(&b);
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(p);
-}
-
-/* Open descriptors of this process, from /proc/self/fd. */
-static int open_fds(void)
-{
-    DIR *d = opendir("/proc/self/fd");
-    WT_ASSERT(d != NULL);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n - 1; /* the directory's own */
-}
-
 /*
  * The value files stay open between polls (collect/filesrc.h): a chip removed and made again
  * under the same hwmonN (a driver reloaded) is read with its new values, and over many polls
@@ -471,17 +450,17 @@ WT_TEST(hwmon_chip_removed_and_back_is_read_anew_with_bounded_descriptors)
     struct wt_batch b = {0};
     poll_ok(st, T0, &b);
     WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1100.0, 1e-9);
-    int fds = open_fds();
+    int fds = wt_fstree_open_fds();
 
     /* the PSU's driver unloaded and loaded again between two ticks: the whole directory anew */
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", hw_file("hwmon3", ""));
-    WT_EQ_INT(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+    WT_EQ_INT(wt_fstree_remove(dir), 0);
     pmbus_psu("hwmon3", 1250000000ULL, 1150000000ULL);
     poll_ok(st, T0 + S, &b);
     WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1250.0, 1e-9);
     WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 3);
-    WT_EQ_INT(open_fds(), fds);
+    WT_EQ_INT(wt_fstree_open_fds(), fds);
 
     /* 60 polls, every value replaced before each: readings follow, descriptors stay put */
     for (int i = 0; i < 60; i++) {
@@ -490,10 +469,10 @@ WT_TEST(hwmon_chip_removed_and_back_is_read_anew_with_bounded_descriptors)
         poll_ok(st, T0 + (2 + i) * S, &b);
         WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1000.0 + i, 1e-9);
         WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 3);
-        WT_EQ_INT(open_fds(), fds);
+        WT_EQ_INT(wt_fstree_open_fds(), fds);
     }
     wt_hwmon_collector.close(st);
-    WT_EQ_INT(open_fds(), fds - 3); /* one kept per sensor, all given back */
+    WT_EQ_INT(wt_fstree_open_fds(), fds - 3); /* one kept per sensor, all given back */
     wt_batch_free(&b);
 }
 
