@@ -437,8 +437,15 @@ static void *group_main(void *arg)
                 goto out;
         for (size_t i = 0; i < g->n; i++)
             member_tick(g->m[i], &batch, edge);
-        if (!edge)
+        if (!edge) {
             deadline = next_tick(w, w->base_ns, &due, deadline);
+            /* None open (all absent): no tick until the first is due to be looked for again. */
+            int64_t first = INT64_MAX;
+            for (size_t i = 0; i < g->n && first > 0; i++)
+                first = g->m[i]->state ? 0 : first < g->m[i]->retry_at ? first : g->m[i]->retry_at;
+            if (first != INT64_MAX && first > deadline)
+                deadline = first;
+        }
         enum wake why = wait_tick(l, w, deadline, true);
         if (why == WAKE_STOP)
             break;

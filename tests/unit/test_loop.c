@@ -7,6 +7,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -346,4 +347,76 @@ WT_TEST(file_sources_at_one_interval_share_a_thread_with_their_own_retries_and_b
     WT_ASSERT(fs.polls[FS_BAD] >= 3);
     WT_ASSERT(fs.polls[FS_BAD] * 3 <= fs.polls[FS_OK1]);
     WT_EQ_INT(fs.opens[FS_OK1], 1);
+}
+
+/* ---- a group whose sources are all absent sleeps until the next look, not every tick ---- */
+
+static int gone_opens;
+
+static int gone_open(const struct wt_config *cfg, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    (void)st;
+    __atomic_fetch_add(&gone_opens, 1, __ATOMIC_RELAXED);
+    return wt_err_set(err, "not here"), -ENOENT;
+}
+
+static struct wt_collector_config gone_cc = {.enabled = true, .interval_ns = 10 * MS};
+static const struct wt_collector_config *gone_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &gone_cc;
+}
+FS_OPS(gone1, "gone1", gone_config, gone_open, true);
+FS_OPS(gone2, "gone2", gone_config, gone_open, true);
+static const struct wt_collector_ops *const gone_list[] = {&gone1, &gone2, NULL};
+
+/* Voluntary context switches of this process's thread named name; -1 when there is none. */
+static long thread_sleeps(const char *name)
+{
+    char path[300], line[128];
+    long n = -1;
+    DIR *d = opendir("/proc/self/task");
+    WT_ASSERT(d != NULL);
+    struct dirent *e;
+    while (n < 0 && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        bool match = f && fgets(line, sizeof line, f) && strncmp(line, name, strlen(name)) == 0 &&
+                     line[strlen(name)] == '\n';
+        if (f)
+            fclose(f);
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = match ? fopen(path, "r") : NULL;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+                break;
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+WT_TEST(a_group_of_absent_sources_sleeps_until_the_next_look)
+{
+    struct wt_config cfg;
+    struct wt_hub *hub;
+    struct wt_loop *loop;
+    struct wt_err err;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    /* ticks every 10 ms; the absent sources looked for again after 100, 200, 400 ms... */
+    WT_EQ_INT(wt_loop_start(&cfg, gone_list, hub, 100 * MS, &loop, &err), 0);
+    usleep(1000000);
+    long sleeps = thread_sleeps("wt-files");
+    int opens = __atomic_load_n(&gone_opens, __ATOMIC_RELAXED);
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+    /* both looked for at 0, 0.1, 0.3, 0.7 s: 8 opens in the second, not one a tick */
+    WT_ASSERT(opens >= 4 && opens <= 10);
+    /* and the thread slept about as often: a tick's wake-ups would be about 100 */
+    WT_ASSERT(sleeps >= 1 && sleeps <= 30);
 }
