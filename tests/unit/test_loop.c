@@ -283,11 +283,15 @@ FS_OPS(fs_alone, "fs-alone", fs_alone_config, fs_open_alone, true);
 static const struct wt_collector_ops *const fs_list[] = {&fs_ok1, &fs_ok2,   &fs_late,
                                                          &fs_bad, &fs_alone, NULL};
 
-/* Threads of this process named name, from /proc/self/task/N/comm. */
-static int threads_named(const char *name)
+/*
+ * The threads of this process named name (/proc/self/task/N/comm): how many in *count, and the
+ * voluntary context switches of the first (its sleeps), -1 when there is none.
+ */
+static long threads_named(const char *name, int *count)
 {
-    char path[300], comm[32];
-    int n = 0;
+    char path[300], line[128];
+    long sleeps = -1;
+    *count = 0;
     DIR *d = opendir("/proc/self/task");
     WT_ASSERT(d != NULL);
     struct dirent *e;
@@ -296,27 +300,42 @@ static int threads_named(const char *name)
             continue;
         snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
         FILE *f = fopen(path, "r");
-        if (f && fgets(comm, sizeof comm, f)) {
-            comm[strcspn(comm, "\n")] = '\0';
-            n += strcmp(comm, name) == 0;
-        }
+        bool match = f && fgets(line, sizeof line, f) && strncmp(line, name, strlen(name)) == 0 &&
+                     line[strlen(name)] == '\n';
+        if (f)
+            fclose(f);
+        *count += match;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = match && sleeps < 0 ? fopen(path, "r") : NULL;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &sleeps) == 1)
+                break;
         if (f)
             fclose(f);
     }
     closedir(d);
-    return n;
+    return sleeps;
+}
+
+static struct wt_config fs_cfg; /* outlives the loops of the tests below */
+
+/* A loop over list with the default configuration, absent sources looked for after retry_ns. */
+static struct wt_loop *fs_start(const struct wt_collector_ops *const *list, int64_t retry_ns,
+                                struct wt_hub **hub)
+{
+    struct wt_loop *loop = NULL;
+    struct wt_err err;
+    wt_config_defaults(&fs_cfg);
+    WT_EQ_INT(wt_hub_open(hub), 0);
+    WT_EQ_INT(wt_loop_start(&fs_cfg, list, *hub, retry_ns, &loop, &err), 0);
+    return loop;
 }
 
 WT_TEST(file_sources_at_one_interval_share_a_thread_with_their_own_retries_and_backoff)
 {
-    struct wt_config cfg;
     struct wt_hub *hub;
-    struct wt_loop *loop;
-    struct wt_err err;
-    wt_config_defaults(&cfg);
-    WT_EQ_INT(wt_hub_open(&hub), 0);
     /* absent sources are looked for again every 20 ms (doubling) */
-    WT_EQ_INT(wt_loop_start(&cfg, fs_list, hub, 20 * MS, &loop, &err), 0);
+    struct wt_loop *loop = fs_start(fs_list, 20 * MS, &hub);
     int slots[8];
     WT_EQ_INT((int)wt_loop_slots(loop, slots, 8), 5); /* every source keeps its slot */
     int ok1 = 0, late = 0;
@@ -327,7 +346,8 @@ WT_TEST(file_sources_at_one_interval_share_a_thread_with_their_own_retries_and_b
         late = fs.polls[FS_LATE];
         pthread_mutex_unlock(&fs.mu);
     }
-    int named = threads_named("wt-files");
+    int named = 0;
+    threads_named("wt-files", &named);
     wt_loop_stop(loop);
     wt_hub_close(hub);
     WT_ASSERT(fs.polls[FS_OK1] >= 40);
@@ -371,52 +391,20 @@ FS_OPS(gone1, "gone1", gone_config, gone_open, true);
 FS_OPS(gone2, "gone2", gone_config, gone_open, true);
 static const struct wt_collector_ops *const gone_list[] = {&gone1, &gone2, NULL};
 
-/* Voluntary context switches of this process's thread named name; -1 when there is none. */
-static long thread_sleeps(const char *name)
-{
-    char path[300], line[128];
-    long n = -1;
-    DIR *d = opendir("/proc/self/task");
-    WT_ASSERT(d != NULL);
-    struct dirent *e;
-    while (n < 0 && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        bool match = f && fgets(line, sizeof line, f) && strncmp(line, name, strlen(name)) == 0 &&
-                     line[strlen(name)] == '\n';
-        if (f)
-            fclose(f);
-        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
-        f = match ? fopen(path, "r") : NULL;
-        while (f && fgets(line, sizeof line, f))
-            if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-                break;
-        if (f)
-            fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
 WT_TEST(a_group_of_absent_sources_sleeps_until_the_next_look)
 {
-    struct wt_config cfg;
     struct wt_hub *hub;
-    struct wt_loop *loop;
-    struct wt_err err;
-    wt_config_defaults(&cfg);
-    WT_EQ_INT(wt_hub_open(&hub), 0);
     /* ticks every 10 ms; the absent sources looked for again after 100, 200, 400 ms... */
-    WT_EQ_INT(wt_loop_start(&cfg, gone_list, hub, 100 * MS, &loop, &err), 0);
+    struct wt_loop *loop = fs_start(gone_list, 100 * MS, &hub);
     usleep(1000000);
-    long sleeps = thread_sleeps("wt-files");
+    int named = 0;
+    long sleeps = threads_named("wt-files", &named);
     int opens = __atomic_load_n(&gone_opens, __ATOMIC_RELAXED);
     wt_loop_stop(loop);
     wt_hub_close(hub);
     /* both looked for at 0, 0.1, 0.3, 0.7 s: 8 opens in the second, not one a tick */
     WT_ASSERT(opens >= 4 && opens <= 10);
     /* and the thread slept about as often: a tick's wake-ups would be about 100 */
+    WT_EQ_INT(named, 1);
     WT_ASSERT(sleeps >= 1 && sleeps <= 30);
 }
