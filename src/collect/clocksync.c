@@ -229,6 +229,7 @@ static const struct wt_collector_config *clocksync_config(const struct wt_config
 
 const struct wt_collector_ops wt_clock_collector = {
     .name = "clock",
+    .file_source = true,
     .config = clocksync_config,
     .open = clocksync_open,
     .poll = clocksync_poll,

@@ -5,7 +5,9 @@
  * the collector's life: a sensor that vanishes or reads garbage is said once, marked lost and
  * looked for again; the others go on. Energy counters (µJ) are followed with a struct
  * wt_energy_counter in integer µJ; power (µW) is integrated with a struct wt_energy_integral.
- * Both convert to joules and watts once, here, where readings are emitted.
+ * Both convert to joules and watts once, here, where readings are emitted. Each value file stays
+ * open and is read with pread at offset 0 (collect/filesrc.h); a chip removed and back is
+ * reopened by its path.
  */
 #include "collect/hwmon.h"
 
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "collect/collector.h"
+#include "collect/filesrc.h"
 #include "collect/rapl.h"
 #include "core/clock.h"
 #include "core/energy.h"
@@ -38,6 +41,7 @@ struct sensor {
     int index;
     char labels[WT_LABELS_LEN];  /* chip,sensor,label,role[,hwmon] */
     char elabels[WT_LABELS_LEN]; /* labels + method */
+    struct wt_filesrc value;     /* the value file, kept open and read with pread at 0 */
     double interval_s;           /* powerN_average_interval; < 0 when none */
     struct wt_energy_integral integral;
     struct wt_energy_counter ctr;
@@ -286,6 +290,12 @@ static int new_sensor(struct hwmon *h, const struct found *f, struct wt_err *err
                            f->energy ? "counter" : "integrated");
     if (rc < 0)
         return wt_err_set(err, "%s/%s: labels too long", h->base, f->hwmon), rc;
+    char path[PATH_MAX];
+    snprintf(file, sizeof file, "%s%d_%s", kind, f->index, attr_suffix(f->attr));
+    if (file_path(h, f->hwmon, f->in_device, file, path, sizeof path) < 0)
+        return wt_err_set(err, "%s/%s: path too long", h->base, f->hwmon), -ENAMETOOLONG;
+    if (wt_filesrc_init(&s->value, path) < 0)
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     read_interval(h, s);
     s->present = true;
     h->n++;
@@ -378,6 +388,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
             memset(&s->ctr, 0, sizeof s->ctr);
             s->have_last = false;
             wt_energy_integral_break(&s->integral);
+            wt_filesrc_drop(&s->value); /* a chip back is another file: open it again */
         }
         s->present = true;
         s->lost = false;
@@ -392,6 +403,8 @@ static int scan(struct hwmon *h, struct wt_err *err)
             h->s[i].lost = true;
             wt_energy_integral_break(&h->s[i].integral);
         }
+        if (!h->s[i].present)
+            wt_filesrc_drop(&h->s[i].value); /* no descriptor held for a sensor gone */
     }
     /* A sensor gone: look again soon, then less often (a PSU pulled for good costs little). */
     if (!missing)
@@ -416,6 +429,8 @@ static void hwmon_close(void *state)
     struct hwmon *h = state;
     if (!h)
         return;
+    for (size_t i = 0; i < h->n; i++)
+        wt_filesrc_close(&h->s[i].value);
     free(h->base);
     free(h->s);
     free(h);
@@ -455,16 +470,11 @@ fail:
 }
 
 /* Reads a sensor's value file: µW or µJ. Fills err naming the file on any failure. */
-static int read_value(const struct hwmon *h, const struct sensor *s, uint64_t *v,
-                      struct wt_err *err)
+static int read_value(struct sensor *s, uint64_t *v, struct wt_err *err)
 {
-    char file[48], path[PATH_MAX], buf[48];
-    snprintf(file, sizeof file, "%s%d_%s", s->energy ? "energy" : "power", s->index,
-             attr_suffix(s->attr));
-    int rc = file_path(h, s->hwmon, s->in_device, file, path, sizeof path);
-    if (rc < 0)
-        return wt_err_set(err, "%s/%s: path too long", h->base, s->hwmon), rc;
-    rc = wt_rapl_read_file_default(path, buf, sizeof buf);
+    char buf[48];
+    const char *path = s->value.path;
+    int rc = wt_filesrc_read(&s->value, buf, sizeof buf);
     if (rc < 0)
         return wt_err_set(err, "%s: %s", path, strerror(-rc)), rc;
     if (wt_hwmon_parse_u64(buf, v) < 0) {
@@ -558,7 +568,7 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
             continue;
         uint64_t v;
         struct wt_err serr;
-        rc = read_value(h, s, &v, &serr);
+        rc = read_value(s, &v, &serr);
         if (rc < 0) {
             /* Said once per sensor until it reads well again; the other sensors go on. */
             if (!s->complained)
@@ -568,6 +578,7 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
             if (rc != -EINVAL && rc != -ERANGE) {
                 s->present = false;
                 s->lost = true;
+                wt_filesrc_drop(&s->value);
                 h->need_scan = true;
                 h->scan_every = 1;
             }
@@ -597,6 +608,7 @@ static const struct wt_collector_config *hwmon_config(const struct wt_config *cf
 
 const struct wt_collector_ops wt_hwmon_collector = {
     .name = "hwmon",
+    .file_source = true,
     .config = hwmon_config,
     .open = hwmon_open,
     .poll = hwmon_poll,

@@ -1,5 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Network and InfiniBand traffic counters from sysfs; see netdev.h. */
+/*
+ * Network and InfiniBand traffic counters from sysfs; see netdev.h. The interfaces and ports
+ * found by a scan are kept with their counter files open (collect/filesrc.h: pread at 0); the
+ * directories are scanned again every WT_NETDEV_RESCAN_POLLS polls and at the poll after one
+ * whose interface or port could not be read at all.
+ */
 #include "collect/netdev.h"
 
 #include <dirent.h>
@@ -12,6 +17,7 @@
 #include <unistd.h>
 
 #include "collect/collector.h"
+#include "collect/filesrc.h"
 #include "core/log.h"
 #include "core/reading.h"
 
@@ -19,20 +25,36 @@
 #define SAT_KEY_LEN 96
 #define IB_SATURATED 4294967295ULL /* a 32-bit PortCounters field at its ceiling */
 
-struct netdev {
-    char net[NETDEV_PATH_LEN];            /* <root>/sys/class/net */
-    char ib[NETDEV_PATH_LEN];             /* <root>/sys/class/infiniband */
-    char sat[WT_NETDEV_MAX][SAT_KEY_LEN]; /* "dev/port/file" of saturated counters */
-    size_t nsat;
-    size_t seen; /* interfaces and ports read this poll */
-    bool said_too_many;
-};
-
 /* One counter file and the metric it feeds; scale turns its unit into bytes or packets. */
 struct counter {
     const char *file;
     int metric;
     double scale;
+};
+
+#define NCOUNTERS 4
+
+/* An interface or an InfiniBand port found by a scan, its counter files kept open. */
+struct port {
+    char dir[NETDEV_PATH_LEN]; /* its directory, which identifies it between scans */
+    char labels[WT_LABELS_LEN];
+    char ib[SAT_KEY_LEN - 24]; /* "dev/port" for InfiniBand, "" for a network interface */
+    const struct counter *c;
+    struct wt_filesrc f[NCOUNTERS];
+    bool found; /* by the scan under way */
+};
+
+struct netdev {
+    char net[NETDEV_PATH_LEN];            /* <root>/sys/class/net */
+    char ib[NETDEV_PATH_LEN];             /* <root>/sys/class/infiniband */
+    char sat[WT_NETDEV_MAX][SAT_KEY_LEN]; /* "dev/port/file" of saturated counters */
+    size_t nsat;
+    size_t seen; /* interfaces and ports found by the scan under way */
+    bool said_too_many;
+    struct port *p;
+    size_t np, cap;
+    unsigned polls_since_scan;
+    bool need_scan;
 };
 
 static const struct counter net_counters[] = {
@@ -49,30 +71,32 @@ static const struct counter ib_counters[] = {
     {"counters/port_xmit_packets", WT_M_IB_TX_PACKETS, 1},
 };
 
-int wt_netdev_read_u64(const char *path, uint64_t *out)
+int wt_netdev_parse_u64(const char *buf, uint64_t *out)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    char buf[32];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    int saved = errno;
-    close(fd);
-    if (n < 0)
-        return -saved;
-    buf[n] = '\0';
-    if (n > 0 && buf[n - 1] == '\n')
-        buf[--n] = '\0';
-    if (n == 0 || n == (ssize_t)sizeof buf - 1)
+    size_t n = strlen(buf);
+    if (n == 0)
         return -EINVAL;
     uint64_t v = 0;
-    for (ssize_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (buf[i] < '0' || buf[i] > '9' || __builtin_mul_overflow(v, 10, &v) ||
             __builtin_add_overflow(v, (uint64_t)(buf[i] - '0'), &v))
             return -EINVAL;
     }
     *out = v;
     return 0;
+}
+
+int wt_netdev_read_u64(const char *path, uint64_t *out)
+{
+    struct wt_filesrc f = {0};
+    char buf[32];
+    int rc = wt_filesrc_init(&f, path);
+    if (rc == 0)
+        rc = wt_filesrc_read(&f, buf, sizeof buf);
+    wt_filesrc_close(&f);
+    if (rc == -E2BIG)
+        return -EINVAL;
+    return rc < 0 ? rc : wt_netdev_parse_u64(buf, out);
 }
 
 static bool is_dot(const char *name)
@@ -136,32 +160,55 @@ static bool take_slot(struct netdev *nd)
     return false;
 }
 
-/*
- * Reads the counters of one interface or port directory and appends those it could read; ib
- * names the port ("dev/port") for InfiniBand, NULL for a network interface.
- */
-static int read_counters(struct netdev *nd, const char *dir, const struct counter *c, size_t n,
-                         const char *labels, const char *ib, int64_t t_ns, struct wt_batch *out)
+static void port_close(struct port *p)
 {
-    for (size_t i = 0; i < n; i++) {
-        char path[NETDEV_PATH_LEN];
-        uint64_t v;
-        if (snprintf(path, sizeof path, "%s/%s", dir, c[i].file) >= (int)sizeof path ||
-            wt_netdev_read_u64(path, &v) != 0)
-            continue; /* gone between the scan and the read, or not offered by this driver */
-        if (ib) {
-            char key[SAT_KEY_LEN];
-            snprintf(key, sizeof key, "%s/%s", ib, strrchr(c[i].file, '/') + 1);
-            if (!ib_counter_usable(nd, key, v))
-                continue;
+    for (size_t i = 0; i < NCOUNTERS; i++)
+        wt_filesrc_close(&p->f[i]);
+}
+
+/*
+ * Keeps the interface or port in dir (found by the scan under way): the one followed already,
+ * or a new one with its counter files. ib names the port ("dev/port"), NULL for an interface.
+ * Returns 0 or -ENOMEM.
+ */
+static int keep_port(struct netdev *nd, const char *dir, const char *labels, const char *ib,
+                     const struct counter *c)
+{
+    for (size_t i = 0; i < nd->np; i++) {
+        if (strcmp(nd->p[i].dir, dir) == 0) {
+            nd->p[i].found = true;
+            return 0;
         }
-        if (wt_batch_add(out, c[i].metric, labels, t_ns, (double)v * c[i].scale) < 0)
-            return -ENOMEM;
     }
+    if (nd->np == nd->cap) {
+        size_t cap = nd->cap ? nd->cap * 2 : 8;
+        struct port *np = realloc(nd->p, cap * sizeof *np);
+        if (!np)
+            return -ENOMEM;
+        nd->p = np;
+        nd->cap = cap;
+    }
+    struct port *p = &nd->p[nd->np];
+    memset(p, 0, sizeof *p);
+    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    snprintf(p->labels, sizeof p->labels, "%s", labels);
+    snprintf(p->ib, sizeof p->ib, "%s", ib ? ib : "");
+    p->c = c;
+    p->found = true;
+    for (size_t i = 0; i < NCOUNTERS; i++) {
+        char path[NETDEV_PATH_LEN];
+        if (snprintf(path, sizeof path, "%s/%s", dir, c[i].file) >= (int)sizeof path)
+            path[0] = '\0'; /* too long: never read */
+        if (wt_filesrc_init(&p->f[i], path) < 0) {
+            port_close(p);
+            return -ENOMEM;
+        }
+    }
+    nd->np++;
     return 0;
 }
 
-static int poll_net(struct netdev *nd, int64_t t_ns, struct wt_batch *out)
+static int scan_net(struct netdev *nd)
 {
     DIR *d = opendir(nd->net);
     if (!d)
@@ -176,14 +223,13 @@ static int poll_net(struct netdev *nd, int64_t t_ns, struct wt_batch *out)
         if (snprintf(dir, sizeof dir, "%s/%s", nd->net, e->d_name) >= (int)sizeof dir ||
             wt_labels(labels, sizeof labels, "device", e->d_name, NULL) < 0)
             continue;
-        rc = read_counters(nd, dir, net_counters, sizeof net_counters / sizeof net_counters[0],
-                           labels, NULL, t_ns, out);
+        rc = keep_port(nd, dir, labels, NULL, net_counters);
     }
     closedir(d);
     return rc;
 }
 
-static int poll_ib_device(struct netdev *nd, const char *dev, int64_t t_ns, struct wt_batch *out)
+static int scan_ib_device(struct netdev *nd, const char *dev)
 {
     char ports[NETDEV_PATH_LEN];
     if (snprintf(ports, sizeof ports, "%s/%s/ports", nd->ib, dev) >= (int)sizeof ports)
@@ -201,14 +247,13 @@ static int poll_ib_device(struct netdev *nd, const char *dev, int64_t t_ns, stru
             snprintf(name, sizeof name, "%s/%s", dev, e->d_name) >= SAT_KEY_LEN - 24 ||
             wt_labels(labels, sizeof labels, "device", dev, "port", e->d_name, NULL) < 0)
             continue;
-        rc = read_counters(nd, dir, ib_counters, sizeof ib_counters / sizeof ib_counters[0], labels,
-                           name, t_ns, out);
+        rc = keep_port(nd, dir, labels, name, ib_counters);
     }
     closedir(d);
     return rc;
 }
 
-static int poll_ib(struct netdev *nd, int64_t t_ns, struct wt_batch *out)
+static int scan_ib(struct netdev *nd)
 {
     DIR *d = opendir(nd->ib);
     if (!d)
@@ -217,21 +262,78 @@ static int poll_ib(struct netdev *nd, int64_t t_ns, struct wt_batch *out)
     struct dirent *e;
     while (rc == 0 && (e = readdir(d)))
         if (!is_dot(e->d_name))
-            rc = poll_ib_device(nd, e->d_name, t_ns, out);
+            rc = scan_ib_device(nd, e->d_name);
     closedir(d);
     return rc;
+}
+
+/*
+ * Lists the interfaces and ports now present: new ones are added, those gone are closed and
+ * dropped. Returns 0 or -ENOMEM.
+ */
+static int scan(struct netdev *nd)
+{
+    nd->seen = 0;
+    for (size_t i = 0; i < nd->np; i++)
+        nd->p[i].found = false;
+    int rc = scan_net(nd);
+    if (rc == 0)
+        rc = scan_ib(nd);
+    size_t keep = 0;
+    for (size_t i = 0; i < nd->np; i++) {
+        if (nd->p[i].found || rc < 0)
+            nd->p[keep++] = nd->p[i];
+        else
+            port_close(&nd->p[i]);
+    }
+    nd->np = keep;
+    nd->polls_since_scan = 0;
+    nd->need_scan = false;
+    return rc;
+}
+
+/*
+ * Reads the counters of one interface or port and appends those it could read. Returns how
+ * many it read, or -ENOMEM.
+ */
+static int read_port(struct netdev *nd, struct port *p, int64_t t_ns, struct wt_batch *out)
+{
+    int ok = 0;
+    for (size_t i = 0; i < NCOUNTERS; i++) {
+        char buf[32];
+        uint64_t v;
+        if (wt_filesrc_read(&p->f[i], buf, sizeof buf) < 0 || wt_netdev_parse_u64(buf, &v) != 0)
+            continue; /* gone since the scan, or not offered by this driver */
+        ok++;
+        if (p->ib[0]) {
+            char key[SAT_KEY_LEN];
+            if (snprintf(key, sizeof key, "%s/%s", p->ib, strrchr(p->c[i].file, '/') + 1) >=
+                    (int)sizeof key ||
+                !ib_counter_usable(nd, key, v))
+                continue;
+        }
+        if (wt_batch_add(out, p->c[i].metric, p->labels, t_ns, (double)v * p->c[i].scale) < 0)
+            return -ENOMEM;
+    }
+    return ok;
 }
 
 static int netdev_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     struct netdev *nd = state;
-    nd->seen = 0;
-    int rc = poll_net(nd, t_ns, out);
-    if (rc == 0)
-        rc = poll_ib(nd, t_ns, out);
-    if (rc < 0)
+    int rc = 0;
+    if (nd->need_scan || ++nd->polls_since_scan >= WT_NETDEV_RESCAN_POLLS)
+        rc = scan(nd);
+    for (size_t i = 0; rc >= 0 && i < nd->np; i++) {
+        rc = read_port(nd, &nd->p[i], t_ns, out);
+        if (rc == 0)
+            nd->need_scan = true; /* nothing of it readable: gone, look again next poll */
+    }
+    if (rc < 0) {
         wt_err_set(err, "out of memory");
-    return rc;
+        return rc;
+    }
+    return 0;
 }
 
 static int netdev_open(const struct wt_config *cfg, void **state, struct wt_err *err)
@@ -251,13 +353,20 @@ static int netdev_open(const struct wt_config *cfg, void **state, struct wt_err 
         free(nd);
         return -ENOENT;
     }
+    nd->need_scan = true; /* the first poll finds the interfaces */
     *state = nd;
     return 0;
 }
 
 static void netdev_close(void *state)
 {
-    free(state);
+    struct netdev *nd = state;
+    if (!nd)
+        return;
+    for (size_t i = 0; i < nd->np; i++)
+        port_close(&nd->p[i]);
+    free(nd->p);
+    free(nd);
 }
 
 static const struct wt_collector_config *netdev_config(const struct wt_config *cfg)
@@ -267,6 +376,7 @@ static const struct wt_collector_config *netdev_config(const struct wt_config *c
 
 const struct wt_collector_ops wt_netdev_collector = {
     .name = "netdev",
+    .file_source = true,
     .config = netdev_config,
     .open = netdev_open,
     .poll = netdev_poll,

@@ -9,8 +9,10 @@
  * and bonds are left out so traffic is not counted twice. port_*_data counts 4-octet words (the
  * InfiniBand PortCounters convention) and is multiplied by 4 here. A 32-bit InfiniBand counter
  * stuck at 2^32-1 has saturated (the IB counters do not wrap): it is logged once and no longer
- * published, since a flat counter would read as no traffic. The device list is scanned on every
- * poll, so interfaces that come and go are followed; one that vanishes mid-read is skipped.
+ * published, since a flat counter would read as no traffic. The counter files stay open and are
+ * read with pread at offset 0; the device list is scanned again every WT_NETDEV_RESCAN_POLLS
+ * polls (a new interface is read within that many ticks) and at the poll after one in which an
+ * interface or port could not be read at all (it went away: its files are closed).
  */
 #ifndef WT_NETDEV_H
 #define WT_NETDEV_H
@@ -24,7 +26,13 @@ extern const struct wt_collector_ops wt_netdev_collector;
 /* Most interfaces plus InfiniBand ports followed per poll; more are logged once and left out. */
 #define WT_NETDEV_MAX 256
 
+/* Polls between two scans of the interfaces and ports. */
+#define WT_NETDEV_RESCAN_POLLS 10
+
 /* Reads one sysfs counter: a decimal u64 and an optional newline. Returns 0, or -errno. */
 int wt_netdev_read_u64(const char *path, uint64_t *out);
+
+/* Parses a counter's text (trailing whitespace removed): a decimal u64. 0 or -EINVAL. */
+int wt_netdev_parse_u64(const char *buf, uint64_t *out);
 
 #endif

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "collect/collector.h"
+#include "collect/filesrc.h"
 #include "core/log.h"
 #include "core/reading.h"
 
@@ -28,33 +29,14 @@
 #define TOTAL_FIELDS 8 /* up to steal */
 
 struct procfs {
-    char *stat_path;
-    char *meminfo_path;
+    /* Kept open and read with pread at 0: procfs makes a fresh snapshot at every read. */
+    struct wt_filesrc stat, meminfo;
+    char *text; /* the latest file read, whole */
+    size_t text_cap;
     struct wt_cpu_times *prev, *cur;
     size_t nprev, ncur, cap_prev, cap_cur;
     bool have_prev;
 };
-
-/*
- * Reads the next line into buf without its newline. Returns 1 for a line, 0 at the end, -E2BIG
- * for a line longer than buf (its start is in buf, the rest is consumed), -EIO on a read error.
- */
-static int next_line(FILE *f, char *buf, size_t n)
-{
-    if (!fgets(buf, (int)n, f))
-        return ferror(f) ? -EIO : 0;
-    size_t len = strlen(buf);
-    if (len > 0 && buf[len - 1] == '\n') {
-        buf[len - 1] = '\0';
-        return 1;
-    }
-    if (feof(f))
-        return 1; /* last line without a newline */
-    int c;
-    while ((c = fgetc(f)) != EOF && c != '\n')
-        ;
-    return -E2BIG;
-}
 
 static bool is_digit(char c)
 {
@@ -142,37 +124,29 @@ int wt_procfs_cpu_util(const struct wt_cpu_times *prev, const struct wt_cpu_time
     return 0;
 }
 
-static FILE *open_file(const char *path, int *rc, struct wt_err *err)
+/* Reads a whole file through f into *text (grown; *cap its capacity). err names the path. */
+static int slurp(struct wt_filesrc *f, char **text, size_t *cap, size_t *len, struct wt_err *err)
 {
-    FILE *f = fopen(path, "re");
-    if (!f) {
-        int e = errno;
-        wt_err_set(err, "%s: %s", path, strerror(e));
-        *rc = -e;
-    }
-    return f;
+    int rc = wt_filesrc_read_all(f, text, cap, len);
+    if (rc < 0)
+        wt_err_set(err, "%s: %s", f->path, strerror(-rc));
+    return rc;
 }
 
-int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap, size_t *n,
-                        struct wt_err *err)
+/* Parses the text of a /proc/stat file read from path; see wt_procfs_read_stat. */
+static int parse_stat(const char *path, const char *text, size_t len, struct wt_cpu_times **arr,
+                      size_t *cap, size_t *n, struct wt_err *err)
 {
     int rc = 0;
     *n = 0;
-    FILE *f = open_file(path, &rc, err);
-    if (!f)
-        return rc;
     char line[WT_PROCFS_LINE_LEN];
     int lineno = 0;
+    size_t pos = 0;
     bool have_all = false;
     for (;;) {
-        int k = next_line(f, line, sizeof line);
+        int k = wt_filesrc_line(text, len, &pos, line, sizeof line);
         if (k == 0)
             break;
-        if (k == -EIO) {
-            rc = -EIO;
-            wt_err_set(err, "%s: read error", path);
-            goto out;
-        }
         lineno++;
         if (k == -E2BIG) {
             /* The intr and softirq lines are long on big hosts and not ours; cpu lines are. */
@@ -216,30 +190,57 @@ int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap
         wt_err_set(err, "%s: no aggregate \"cpu\" line", path);
     }
 out:
-    fclose(f);
     return rc;
 }
 
-int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err *err)
+/* Reads the file at path once, whole, into *text (caller frees, also on failure). */
+static int read_once(const char *path, char **text, size_t *len, struct wt_err *err)
+{
+    struct wt_filesrc f = {0};
+    size_t cap = 0;
+    *text = NULL;
+    int rc = wt_filesrc_init(&f, path);
+    if (rc < 0)
+        wt_err_set(err, "out of memory");
+    else
+        rc = slurp(&f, text, &cap, len, err);
+    wt_filesrc_close(&f);
+    return rc;
+}
+
+int wt_procfs_read_stat(const char *path, struct wt_cpu_times **arr, size_t *cap, size_t *n,
+                        struct wt_err *err)
+{
+    char *text;
+    size_t len = 0;
+    *n = 0;
+    int rc = read_once(path, &text, &len, err);
+    if (rc == 0)
+        rc = parse_stat(path, text, len, arr, cap, n, err);
+    free(text);
+    return rc;
+}
+
+/* Parses the text of a /proc/meminfo file read from path; see wt_procfs_read_meminfo. */
+static int parse_meminfo(const char *path, const char *text, size_t len, struct wt_meminfo *m,
+                         struct wt_err *err)
 {
     static const char *const keys[] = {"MemTotal", "MemAvailable", "MemFree", "Buffers", "Cached"};
     enum { TOTAL, AVAIL, FREE, BUFFERS, CACHED, NKEYS };
     uint64_t val[NKEYS] = {0};
     bool have[NKEYS] = {false};
     int rc = 0;
-    FILE *f = open_file(path, &rc, err);
-    if (!f)
-        return rc;
     char line[WT_PROCFS_LINE_LEN];
     int lineno = 0;
+    size_t pos = 0;
     for (;;) {
-        int k = next_line(f, line, sizeof line);
+        int k = wt_filesrc_line(text, len, &pos, line, sizeof line);
         if (k == 0)
             break;
         lineno++;
         if (k < 0) {
             rc = -EINVAL;
-            wt_err_set(err, "%s:%d: %s", path, lineno, k == -EIO ? "read error" : "line too long");
+            wt_err_set(err, "%s:%d: line too long", path, lineno);
             goto out;
         }
         const char *colon = strchr(line, ':');
@@ -292,7 +293,17 @@ int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err
         wt_err_set(err, "%s: neither MemAvailable nor MemFree", path);
     }
 out:
-    fclose(f);
+    return rc;
+}
+
+int wt_procfs_read_meminfo(const char *path, struct wt_meminfo *m, struct wt_err *err)
+{
+    char *text;
+    size_t len = 0;
+    int rc = read_once(path, &text, &len, err);
+    if (rc == 0)
+        rc = parse_meminfo(path, text, len, m, err);
+    free(text);
     return rc;
 }
 
@@ -301,20 +312,21 @@ static void procfs_close(void *state)
     struct procfs *p = state;
     if (!p)
         return;
-    free(p->stat_path);
-    free(p->meminfo_path);
+    wt_filesrc_close(&p->stat);
+    wt_filesrc_close(&p->meminfo);
+    free(p->text);
     free(p->prev);
     free(p->cur);
     free(p);
 }
 
-static char *path_under(const char *root, const char *rel)
+/* Sets f to <root><rel>. 0 or -ENOMEM. */
+static int path_under(struct wt_filesrc *f, const char *root, const char *rel)
 {
-    size_t n = strlen(root) + strlen(rel) + 1;
-    char *s = malloc(n);
-    if (s)
-        snprintf(s, n, "%s%s", root, rel);
-    return s;
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s%s", root, rel) >= (int)sizeof path)
+        return -ENAMETOOLONG;
+    return wt_filesrc_init(f, path);
 }
 
 static int procfs_open(const struct wt_config *cfg, void **state, struct wt_err *err)
@@ -326,16 +338,16 @@ static int procfs_open(const struct wt_config *cfg, void **state, struct wt_err 
     if (!p)
         return wt_err_set(err, "out of memory"), -ENOMEM;
     const char *root = wt_procfs_root();
-    p->stat_path = path_under(root, "/proc/stat");
-    p->meminfo_path = path_under(root, "/proc/meminfo");
-    if (!p->stat_path || !p->meminfo_path) {
-        rc = -ENOMEM;
-        wt_err_set(err, "out of memory");
+    rc = path_under(&p->stat, root, "/proc/stat");
+    if (rc == 0)
+        rc = path_under(&p->meminfo, root, "/proc/meminfo");
+    if (rc < 0) {
+        wt_err_set(err, rc == -ENOMEM ? "out of memory" : "procfs root too long");
         goto fail;
     }
-    if (access(p->stat_path, R_OK) != 0) {
+    if (access(p->stat.path, R_OK) != 0) {
         rc = errno == ENOENT ? -ENOENT : -errno;
-        wt_err_set(err, "%s: %s", p->stat_path, strerror(-rc));
+        wt_err_set(err, "%s: %s", p->stat.path, strerror(-rc));
         goto fail;
     }
     *state = p;
@@ -359,7 +371,10 @@ static const struct wt_cpu_times *find_prev(const struct procfs *p, size_t hint,
 static int procfs_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
 {
     struct procfs *p = state;
-    int rc = wt_procfs_read_stat(p->stat_path, &p->cur, &p->cap_cur, &p->ncur, err);
+    size_t len = 0;
+    int rc = slurp(&p->stat, &p->text, &p->text_cap, &len, err);
+    if (rc == 0)
+        rc = parse_stat(p->stat.path, p->text, len, &p->cur, &p->cap_cur, &p->ncur, err);
     if (rc < 0)
         return rc;
     if (p->have_prev) {
@@ -391,7 +406,9 @@ static int procfs_poll(void *state, int64_t t_ns, struct wt_batch *out, struct w
     p->have_prev = true;
 
     struct wt_meminfo m;
-    rc = wt_procfs_read_meminfo(p->meminfo_path, &m, err);
+    rc = slurp(&p->meminfo, &p->text, &p->text_cap, &len, err);
+    if (rc == 0)
+        rc = parse_meminfo(p->meminfo.path, p->text, len, &m, err);
     if (rc < 0)
         return rc;
     uint64_t used = m.total_b > m.available_b ? m.total_b - m.available_b : 0;
@@ -411,6 +428,7 @@ static const struct wt_collector_config *procfs_config(const struct wt_config *c
 
 const struct wt_collector_ops wt_procfs_collector = {
     .name = "procfs",
+    .file_source = true,
     .config = procfs_config,
     .open = procfs_open,
     .poll = procfs_poll,

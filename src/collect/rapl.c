@@ -8,6 +8,8 @@
  * The intel-rapl-mmio zones duplicate the MSR package zones on client parts; they are used only
  * when no MSR zone exists. The zone list is scanned again every WT_RAPL_RESCAN_POLLS polls and
  * after any read failure, so zones that come and go (module reload, hotplug) never crash us.
+ * Each zone's energy_uj stays open and is read with pread at offset 0 (collect/filesrc.h): a
+ * zone removed and back is reopened by its path.
  */
 #include "collect/rapl.h"
 
@@ -23,6 +25,7 @@
 #include <unistd.h>
 
 #include "collect/collector.h"
+#include "collect/filesrc.h"
 #include "core/energy.h"
 #include "core/log.h"
 #include "core/reading.h"
@@ -39,7 +42,8 @@ wt_rapl_read_fn wt_rapl_read_file = wt_rapl_read_file_default;
 struct zone {
     char dir[ZONE_DIR_LEN]; /* entry name under the class dir, e.g. "intel-rapl:0:1" */
     char labels[WT_LABELS_LEN];
-    uint64_t max_range_uj; /* the wrap modulus; 0 when unknown: any decrease is then a reset */
+    struct wt_filesrc energy; /* energy_uj, kept open and read with pread at 0 */
+    uint64_t max_range_uj;    /* the wrap modulus; 0 when unknown: any decrease is then a reset */
     struct wt_energy_counter ctr;
     bool ever_read;
     uint64_t base_uj; /* energy (µJ) at the counter's current baseline */
@@ -212,16 +216,17 @@ static int parse_u64(const char *s, uint64_t *out)
     return 0;
 }
 
-/* Reads one zone's energy_uj. Fills err naming the file on any failure. */
-static int read_energy(const struct rapl *r, const struct zone *z, uint64_t *uj, struct wt_err *err)
+/*
+ * Reads one zone's energy_uj, through its kept descriptor (or the test seam when a test set
+ * one). Fills err naming the file on any failure.
+ */
+static int read_energy(struct zone *z, uint64_t *uj, struct wt_err *err)
 {
-    char path[PATH_MAX], buf[32];
-    int rc = zone_path(r, z->dir, "energy_uj", path, sizeof path);
-    if (rc < 0) {
-        wt_err_set(err, "%s/%s: path too long", r->base, z->dir);
-        return rc;
-    }
-    rc = wt_rapl_read_file(path, buf, sizeof buf);
+    char buf[32];
+    const char *path = z->energy.path;
+    int rc = wt_rapl_read_file != wt_rapl_read_file_default
+                 ? wt_rapl_read_file(path, buf, sizeof buf)
+                 : wt_filesrc_read(&z->energy, buf, sizeof buf);
     if (rc == -EACCES || rc == -EPERM) {
         char msg[WT_ERR_LEN];
         wt_rapl_permission_message(path, msg, sizeof msg);
@@ -308,6 +313,10 @@ static int new_zone(struct rapl *r, const struct entry *e, const int *pkg_of_zon
     struct zone *z = &r->z[r->n];
     memset(z, 0, sizeof *z);
     snprintf(z->dir, sizeof z->dir, "%s", e->dir);
+    if (zone_path(r, e->dir, "energy_uj", path, sizeof path) < 0)
+        return wt_err_set(err, "%s/%s: path too long", r->base, e->dir), -ENAMETOOLONG;
+    if (wt_filesrc_init(&z->energy, path) < 0)
+        return wt_err_set(err, "out of memory"), -ENOMEM;
     snprintf(num, sizeof num, "%d", pkg);
     rc = wt_labels(z->labels, sizeof z->labels, "package", num, "domain", domain, NULL);
     if (rc == 0 && die >= 0) {
@@ -318,8 +327,10 @@ static int new_zone(struct rapl *r, const struct entry *e, const int *pkg_of_zon
     for (size_t i = 0; rc == 0 && i < r->n; i++)
         if (strcmp(r->z[i].labels, z->labels) == 0)
             rc = wt_labels_add(z->labels, sizeof z->labels, "zone", e->dir);
-    if (rc < 0)
+    if (rc < 0) {
+        wt_filesrc_close(&z->energy);
         return wt_err_set(err, "%s: labels too long", path), rc;
+    }
     z->max_range_uj = max_range;
     z->present = true;
     r->n++;
@@ -393,6 +404,7 @@ static int scan(struct rapl *r, struct wt_err *err)
             z->base_uj += z->ctr.total_raw;
             memset(&z->ctr, 0, sizeof z->ctr);
             z->have_last = false;
+            wt_filesrc_drop(&z->energy); /* a zone back is another file: open it again */
             wt_info("rapl", "zone back zone=%s", z->dir);
         }
         z->present = true;
@@ -407,6 +419,8 @@ static int scan(struct rapl *r, struct wt_err *err)
     for (size_t i = 0; i < r->n; i++) {
         present += r->z[i].present;
         r->z[i].lost |= !r->z[i].present;
+        if (!r->z[i].present)
+            wt_filesrc_drop(&r->z[i].energy); /* no descriptor held for a zone gone */
     }
     if (present == 0) {
         wt_err_set(err, "no RAPL zones (intel-rapl:*) under %s", r->base);
@@ -426,6 +440,8 @@ static void rapl_close(void *state)
     struct rapl *r = state;
     if (!r)
         return;
+    for (size_t i = 0; i < r->n; i++)
+        wt_filesrc_close(&r->z[i].energy);
     free(r->base);
     free(r->z);
     free(r);
@@ -459,7 +475,7 @@ static int rapl_open(const struct wt_config *cfg, void **state, struct wt_err *e
     /* energy_uj is the one file CVE-2020-8694 closed to non-root: find that out now. */
     for (size_t i = 0; i < r->n; i++) {
         uint64_t uj;
-        rc = read_energy(r, &r->z[i], &uj, err);
+        rc = read_energy(&r->z[i], &uj, err);
         if (rc == -EACCES)
             goto fail;
         if (rc == 0)
@@ -528,7 +544,7 @@ static int rapl_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
             continue;
         uint64_t uj;
         struct wt_err zerr;
-        rc = read_energy(r, z, &uj, &zerr);
+        rc = read_energy(z, &uj, &zerr);
         if (rc == -EACCES) {
             wt_err_set(err, "%s", zerr.msg);
             return rc;
@@ -540,6 +556,7 @@ static int rapl_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_
                 wt_warn("rapl", "%s", zerr.msg);
             z->present = false;
             z->lost = true;
+            wt_filesrc_drop(&z->energy);
             r->need_scan = true;
             continue;
         }
@@ -563,6 +580,7 @@ static const struct wt_collector_config *rapl_config(const struct wt_config *cfg
 
 const struct wt_collector_ops wt_rapl_collector = {
     .name = "rapl",
+    .file_source = true,
     .edge_samples = true,
     .config = rapl_config,
     .open = rapl_open,

@@ -2,6 +2,8 @@
 /*
  * The poll loop; see loop.h. Each collector thread sleeps on a condition variable bound to
  * CLOCK_MONOTONIC with an absolute deadline, so ticks do not drift and a stop wakes it at once.
+ * The cheap file sources that share an interval run on one thread (struct group), each with
+ * its own slot, open retries and backoff, as a thread of its own would give it.
  */
 #include "core/loop.h"
 
@@ -29,6 +31,30 @@ struct worker {
     bool edges;         /* polls again at edge requests (ops->edge_samples) */
     bool subs;          /* takes sub-polls between ticks (ops->sub_poll) */
     uint64_t edge_seen; /* the loop's edge_gen at its latest poll */
+    /* A member of a file-source group (below): no thread of its own; the group's thread keeps
+     * its source and its schedule here. */
+    bool grouped;
+    void *state; /* NULL while not open */
+    int fails;   /* consecutive failed polls */
+    uint64_t failed_ticks;
+    int64_t interval; /* now: the base, or longer under backoff */
+    int64_t skip;     /* group ticks to let pass before its next poll (backoff) */
+    int64_t retry_at; /* monotonic: its next open while not open */
+    int64_t retry_delay;
+    int last_rc; /* of its latest failed open */
+    struct wt_ratelimit rl;
+};
+
+/*
+ * The cheap file sources (ops->file_source) at one interval, polled one after the other on one
+ * thread at each tick, so that they wake once a tick together rather than once each.
+ */
+struct group {
+    struct worker w; /* the thread's own schedule: base_ns, edges, edge_seen, name */
+    struct worker **m;
+    size_t n;
+    pthread_t thread;
+    bool started;
 };
 
 struct wt_loop {
@@ -40,6 +66,8 @@ struct wt_loop {
     bool stop;
     struct worker *workers;
     size_t nworkers;
+    struct group *groups;
+    size_t ngroups;
     uint64_t edge_gen; /* bumped by every edge request (core/hub.h), under mu */
     /* Test hook, WATTAGE_TEST_HANG_FILE: while this file exists no collector polls (a loop stuck
      * in a driver call), so the tests see the systemd watchdog pings stop. NULL normally. */
@@ -154,6 +182,47 @@ static void request_edge(void *ctx)
     pthread_mutex_unlock(&l->mu);
 }
 
+/*
+ * One attempt at opening the source. On failure says so once per kind of failure (*last_rc
+ * holds the latest), marks the slot down and returns NULL; delay is when it is tried again.
+ */
+static void *try_open(struct worker *w, int64_t delay, int *last_rc)
+{
+    struct wt_loop *l = w->loop;
+    void *state = NULL;
+    struct wt_err err = {{0}};
+    int rc = w->target >= 0 ? w->ops->open_target(l->cfg, (size_t)w->target, &state, &err)
+                            : w->ops->open(l->cfg, &state, &err);
+    if (rc == 0) {
+        wt_info(w->name, "collecting every %.3g s", (double)w->base_ns / WT_NS_PER_S);
+        wt_hub_set_state(l->hub, w->slot, true, w->base_ns);
+        return state;
+    }
+    w->ops->close(state);
+    if (rc != *last_rc) {
+        /* Said once per kind of failure, not at every retry. */
+        if (rc == -ENOENT)
+            wt_info(w->name, "not available: %s; looking again in %.3g s and later", err.msg,
+                    (double)delay / WT_NS_PER_S);
+        else
+            wt_warn(w->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
+                    (double)delay / WT_NS_PER_S);
+        *last_rc = rc;
+    } else {
+        wt_debug(w->name, "still not available: %s", err.msg);
+    }
+    wt_hub_set_state(l->hub, w->slot, false, w->base_ns);
+    return NULL;
+}
+
+/* The delay before the next open after delay: doubled, up to the backoff cap. */
+static int64_t next_open_delay(int64_t delay)
+{
+    if (delay < WT_BACKOFF_MAX_NS)
+        delay *= 2;
+    return delay > WT_BACKOFF_MAX_NS ? WT_BACKOFF_MAX_NS : delay;
+}
+
 /* Opens the source, looking again with growing delays while it is absent. NULL on stop. */
 static void *open_source(struct worker *w, bool *stopped)
 {
@@ -161,38 +230,77 @@ static void *open_source(struct worker *w, bool *stopped)
     int64_t delay = l->retry_ns ? l->retry_ns : 30 * WT_NS_PER_S;
     int last_rc = 0;
     for (;;) {
-        void *state = NULL;
-        struct wt_err err = {{0}};
-        int rc = w->target >= 0 ? w->ops->open_target(l->cfg, (size_t)w->target, &state, &err)
-                                : w->ops->open(l->cfg, &state, &err);
-        if (rc == 0) {
-            wt_info(w->name, "collecting every %.3g s", (double)w->base_ns / WT_NS_PER_S);
-            wt_hub_set_state(l->hub, w->slot, true, w->base_ns);
+        void *state = try_open(w, delay, &last_rc);
+        if (state)
             return state;
-        }
-        w->ops->close(state);
-        if (rc != last_rc) {
-            /* Said once per kind of failure, not at every retry. */
-            if (rc == -ENOENT)
-                wt_info(w->name, "not available: %s; looking again in %.3g s and later", err.msg,
-                        (double)delay / WT_NS_PER_S);
-            else
-                wt_warn(w->name, "cannot start: %s; retrying in %.3g s and later", err.msg,
-                        (double)delay / WT_NS_PER_S);
-            last_rc = rc;
-        } else {
-            wt_debug(w->name, "still not available: %s", err.msg);
-        }
-        wt_hub_set_state(l->hub, w->slot, false, w->base_ns);
         if (wait_until(l, wt_now_mono_ns() + delay)) {
             *stopped = true;
             return NULL;
         }
-        if (delay < WT_BACKOFF_MAX_NS)
-            delay *= 2;
-        if (delay > WT_BACKOFF_MAX_NS)
-            delay = WT_BACKOFF_MAX_NS;
+        delay = next_open_delay(delay);
     }
+}
+
+/*
+ * One poll of an open source, published to its hub slot; logs a failure (rate-limited) and a
+ * recovery, and counts both in *fails (consecutive) and *failed_ticks. Returns the poll's rc.
+ */
+static int poll_publish(struct worker *w, void *state, struct wt_batch *batch,
+                        struct wt_ratelimit *rl, int *fails, uint64_t *failed_ticks)
+{
+    struct wt_loop *l = w->loop;
+    struct wt_err err = {{0}};
+    int64_t t_real = wt_now_real_ns();
+    int64_t t0 = wt_now_mono_ns();
+    wt_batch_clear(batch);
+    int rc = w->ops->poll(state, t_real, batch, &err);
+    int64_t t1 = wt_now_mono_ns();
+    double dur = (double)(t1 - t0) / WT_NS_PER_S;
+    if (rc != 0) {
+        /* What a failed poll gathered is not published; only what says it is down. */
+        wt_batch_clear(batch);
+        if (w->ops->down && w->ops->down(state, t_real, batch) != 0)
+            wt_batch_clear(batch);
+    }
+    wt_hub_publish(l->hub, w->slot, batch, rc == 0, dur, t1);
+    if (rc == 0) {
+        if (*fails > 0)
+            wt_info(w->name, "recovered after %" PRIu64 " failed polls", *failed_ticks);
+        *fails = 0;
+        *failed_ticks = 0;
+        wt_debug(w->name, "tick readings=%zu duration_ms=%.3f", batch->len, dur * 1e3);
+    } else {
+        uint64_t held = 0;
+        (*fails)++;
+        (*failed_ticks)++;
+        if (wt_ratelimit_ok(rl, t1, &held))
+            wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64, err.msg, *fails,
+                    held);
+    }
+    return rc;
+}
+
+/* The interval after a tick's poll, from the consecutive failures; says a change. */
+static void update_interval(struct worker *w, int fails, int64_t *interval)
+{
+    int64_t next = wt_loop_next_interval(w->base_ns, fails);
+    if (next == *interval)
+        return;
+    if (next > *interval)
+        wt_warn(w->name, "backing off: polling every %.3g s", (double)next / WT_NS_PER_S);
+    *interval = next;
+    wt_hub_set_state(w->loop->hub, w->slot, true, next);
+}
+
+/* The monotonic deadline of the tick after the one due at *due (aligned) or at deadline. */
+static int64_t next_tick(const struct worker *w, int64_t interval, int64_t *due, int64_t deadline)
+{
+    if (w->loop->cfg->daemon.align_ticks) {
+        int64_t real = wt_now_real_ns(), mono = wt_now_mono_ns();
+        *due = wt_loop_next_aligned(*due, interval, w->base_ns, real);
+        return mono + (*due - real);
+    }
+    return wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
 }
 
 /* The first point of the sub-poll grid anchor + k * sub (k >= 1) after now. */
@@ -235,63 +343,22 @@ static void *worker_main(void *arg)
     /* Aligned: when the next tick is due in CLOCK_REALTIME (0: none yet). The monotonic deadline
      * is taken from it at every tick, so a clock slewed or stepped by NTP moves the ticks with
      * the wall clock they are aligned to. */
-    bool align = l->cfg->daemon.align_ticks;
     int64_t due = 0;
     bool edge = false;         /* this poll is an edge sample */
     int64_t anchor = deadline; /* when the latest tick was due: the sub-polls' grid */
     int64_t sub_dur = 0;       /* how long the latest sub-poll took */
     for (;;) {
-        struct wt_err err = {{0}};
         while (l->hang_file && access(l->hang_file, F_OK) == 0)
             if (wait_until(l, wt_now_mono_ns() + WT_NS_PER_S / 20))
                 goto out;
-        int64_t t_real = wt_now_real_ns();
-        int64_t t0 = wt_now_mono_ns();
-        wt_batch_clear(&batch);
-        int rc = w->ops->poll(state, t_real, &batch, &err);
-        int64_t t1 = wt_now_mono_ns();
-        double dur = (double)(t1 - t0) / WT_NS_PER_S;
-        if (rc != 0) {
-            /* What a failed poll gathered is not published; only what says it is down. */
-            wt_batch_clear(&batch);
-            if (w->ops->down && w->ops->down(state, t_real, &batch) != 0)
-                wt_batch_clear(&batch);
-        }
-        wt_hub_publish(l->hub, w->slot, &batch, rc == 0, dur, t1);
-        if (rc == 0) {
-            if (fails > 0)
-                wt_info(w->name, "recovered after %" PRIu64 " failed polls", failed_ticks);
-            fails = 0;
-            failed_ticks = 0;
-            wt_debug(w->name, "tick readings=%zu duration_ms=%.3f", batch.len, dur * 1e3);
-        } else {
-            uint64_t held = 0;
-            fails++;
-            failed_ticks++;
-            if (wt_ratelimit_ok(&rl, t1, &held))
-                wt_warn(w->name, "poll failed: %s consecutive=%d suppressed=%" PRIu64, err.msg,
-                        fails, held);
-        }
+        poll_publish(w, state, &batch, &rl, &fails, &failed_ticks);
         if (edge) {
             /* An edge sample: the tick grid, the interval and the deadline stay as they were. */
             edge = false;
         } else {
             anchor = deadline;
-            int64_t next = wt_loop_next_interval(w->base_ns, fails);
-            if (next != interval) {
-                if (next > interval)
-                    wt_warn(w->name, "backing off: polling every %.3g s",
-                            (double)next / WT_NS_PER_S);
-                interval = next;
-                wt_hub_set_state(l->hub, w->slot, true, interval);
-            }
-            if (align) {
-                int64_t real = wt_now_real_ns(), mono = wt_now_mono_ns();
-                due = wt_loop_next_aligned(due, interval, w->base_ns, real);
-                deadline = mono + (due - real);
-            } else {
-                deadline = wt_loop_next_deadline(deadline, interval, wt_now_mono_ns());
-            }
+            update_interval(w, fails, &interval);
+            deadline = next_tick(w, interval, &due, deadline);
         }
         /* A failing source takes no sub-polls, as it takes no edge samples: its backoff holds.
          * The source may decide on them after its first polls, so it is asked at every one. */
@@ -323,6 +390,123 @@ out:
     return NULL;
 }
 
+/*
+ * One tick of a group member: opens it when its next open is due, else polls it unless its
+ * backoff lets this tick pass. edge: an edge sample, taken only by a member that takes them and
+ * is not failing (its backoff holds), as worker_main does.
+ */
+static void member_tick(struct worker *m, struct wt_batch *batch, bool edge)
+{
+    if (!m->state) {
+        if (edge || wt_now_mono_ns() < m->retry_at)
+            return;
+        m->state = try_open(m, m->retry_delay, &m->last_rc);
+        if (!m->state) {
+            m->retry_at = wt_now_mono_ns() + m->retry_delay;
+            m->retry_delay = next_open_delay(m->retry_delay);
+            return;
+        }
+    }
+    if (edge) {
+        if (m->edges && m->fails == 0)
+            poll_publish(m, m->state, batch, &m->rl, &m->fails, &m->failed_ticks);
+        return;
+    }
+    if (m->skip > 0) {
+        m->skip--;
+        return;
+    }
+    poll_publish(m, m->state, batch, &m->rl, &m->fails, &m->failed_ticks);
+    update_interval(m, m->fails, &m->interval);
+    m->skip = m->interval / m->base_ns - 1;
+}
+
+/* A file-source group's thread: every member at each tick of their common interval. */
+static void *group_main(void *arg)
+{
+    struct group *g = arg;
+    struct worker *w = &g->w;
+    struct wt_loop *l = w->loop;
+    struct wt_batch batch = {0};
+    pthread_setname_np(pthread_self(), "wt-files");
+    int64_t deadline = wt_now_mono_ns(), due = 0;
+    bool edge = false;
+    for (;;) {
+        while (l->hang_file && access(l->hang_file, F_OK) == 0)
+            if (wait_until(l, wt_now_mono_ns() + WT_NS_PER_S / 20))
+                goto out;
+        for (size_t i = 0; i < g->n; i++)
+            member_tick(g->m[i], &batch, edge);
+        if (!edge) {
+            deadline = next_tick(w, w->base_ns, &due, deadline);
+            /* None open (all absent): no tick until the first is due to be looked for again. */
+            int64_t first = INT64_MAX;
+            for (size_t i = 0; i < g->n && first > 0; i++)
+                first = g->m[i]->state ? 0 : first < g->m[i]->retry_at ? first : g->m[i]->retry_at;
+            if (first != INT64_MAX && first > deadline)
+                deadline = first;
+        }
+        enum wake why = wait_tick(l, w, deadline, true);
+        if (why == WAKE_STOP)
+            break;
+        edge = why == WAKE_EDGE;
+    }
+out:
+    for (size_t i = 0; i < g->n; i++) {
+        g->m[i]->ops->close(g->m[i]->state);
+        g->m[i]->state = NULL;
+    }
+    wt_batch_free(&batch);
+    return NULL;
+}
+
+/* Whether w may join a file-source group: a single-source cheap file reader without sub-polls. */
+static bool groupable(const struct worker *w)
+{
+    return w->ops->file_source && w->target < 0 && !w->subs && !w->grouped;
+}
+
+/*
+ * Puts the file sources that share an interval (two or more) in one group each: one thread
+ * polls them all at each tick. A file source alone at its interval keeps a thread of its own.
+ * Returns 0 or -ENOMEM.
+ */
+static int form_groups(struct wt_loop *l)
+{
+    l->groups = calloc(l->nworkers ? l->nworkers : 1, sizeof *l->groups);
+    if (!l->groups)
+        return -ENOMEM;
+    for (size_t i = 0; i < l->nworkers; i++) {
+        struct worker *w = &l->workers[i];
+        size_t n = 0;
+        for (size_t k = i; groupable(w) && k < l->nworkers; k++)
+            n += groupable(&l->workers[k]) && l->workers[k].base_ns == w->base_ns;
+        if (n < 2)
+            continue;
+        struct group *g = &l->groups[l->ngroups];
+        g->m = calloc(n, sizeof *g->m);
+        if (!g->m)
+            return -ENOMEM;
+        l->ngroups++;
+        g->w.loop = l;
+        g->w.base_ns = w->base_ns;
+        g->w.slot = -1;
+        snprintf(g->w.name, sizeof g->w.name, "files");
+        for (size_t k = i; k < l->nworkers; k++) {
+            struct worker *m = &l->workers[k];
+            if (!groupable(m) || m->base_ns != w->base_ns)
+                continue;
+            m->grouped = true;
+            m->interval = m->base_ns;
+            m->retry_delay = l->retry_ns ? l->retry_ns : 30 * WT_NS_PER_S;
+            m->rl.interval_ns = 60 * WT_NS_PER_S;
+            g->w.edges |= m->edges;
+            g->m[g->n++] = m;
+        }
+    }
+    return 0;
+}
+
 /* Registers one worker and its hub slot; its thread starts in spawn_workers. Returns 0 or a
  * negative errno with err set. */
 static int add_worker(struct wt_loop *l, const struct wt_collector_ops *ops, long target,
@@ -348,12 +532,23 @@ static int spawn_workers(struct wt_loop *l, struct wt_err *err)
 {
     for (size_t i = 0; i < l->nworkers; i++) {
         struct worker *w = &l->workers[i];
+        if (w->grouped)
+            continue;
         int rc = pthread_create(&w->thread, NULL, worker_main, w);
         if (rc != 0) {
             wt_err_set(err, "cannot start a thread for %s: %s", w->name, strerror(rc));
             return -rc;
         }
         w->started = true;
+    }
+    for (size_t i = 0; i < l->ngroups; i++) {
+        struct group *g = &l->groups[i];
+        int rc = pthread_create(&g->thread, NULL, group_main, g);
+        if (rc != 0) {
+            wt_err_set(err, "cannot start a thread for the file sources: %s", strerror(rc));
+            return -rc;
+        }
+        g->started = true;
     }
     return 0;
 }
@@ -431,7 +626,11 @@ int wt_loop_restart(const struct wt_config *cfg, const struct wt_collector_ops *
     /* Targets no longer configured leave the hub before a new one publishes: no scrape sees
      * the new target beside the dropped one. */
     retire_dropped(hub, before, nbefore, l);
-    int rc = spawn_workers(l, err);
+    int rc = form_groups(l);
+    if (rc < 0)
+        wt_err_set(err, "out of memory");
+    else
+        rc = spawn_workers(l, err);
     if (rc != 0) {
         wt_loop_stop(l);
         return rc;
@@ -463,6 +662,12 @@ void wt_loop_stop(struct wt_loop *l)
         if (l->workers[i].started)
             pthread_join(l->workers[i].thread, NULL);
     }
+    for (size_t i = 0; i < l->ngroups; i++) {
+        if (l->groups[i].started)
+            pthread_join(l->groups[i].thread, NULL);
+        free(l->groups[i].m);
+    }
+    free(l->groups);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l->workers);

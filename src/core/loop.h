@@ -10,7 +10,11 @@
  * success restores it. A source absent from the host (no NVIDIA driver) is reported once and looked
  * for again later. A collector with sub-polls (core/source.h: NVML's energy counters) takes them
  * between its ticks on the grid of the latest tick, never within half a sub-poll step or twice
- * the latest sub-poll's duration of the next tick, and none while it is failing.
+ * the latest sub-poll's duration of the next tick, and none while it is failing. The cheap file
+ * sources (core/source.h's file_source: procfs, netdev, clock, RAPL, hwmon) that share an
+ * interval run on one thread, "wt-files", one after the other at each tick: one wake-up a tick
+ * for all of them; each keeps its hub slot, its open retries and its backoff (a backed-off
+ * source lets the group's ticks pass).
  */
 #ifndef WT_LOOP_H
 #define WT_LOOP_H

@@ -76,6 +76,12 @@ struct wt_collector_ops {
      */
     int64_t (*sub_interval)(void *state);
     int (*sub_poll)(void *state, int64_t t_ns, struct wt_batch *out);
+    /*
+     * A cheap file source (sysfs, procfs, a system call): open and poll never block for long.
+     * Those at one interval are polled one after another on one thread (core/loop.h), so they
+     * wake once a tick together; each keeps its slot, open retries and backoff.
+     */
+    bool file_source;
 };
 
 #endif

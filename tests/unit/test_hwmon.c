@@ -7,6 +7,7 @@
  * meters on two sockets, two PMBus PSUs, amdgpu and xe; then the faults (a sensor that vanishes,
  * garbage, a value out of range, a counter reset).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/reading.h"
+#include "fstree.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -432,6 +434,45 @@ WT_TEST(hwmon_vanished_garbage_and_out_of_range_sensors)
     WT_ASSERT(polls <= 3);
     WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1200.0, 1e-9);
     wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/*
+ * The value files stay open between polls (collect/filesrc.h): a chip removed and made again
+ * under the same hwmonN (a driver reloaded) is read with its new values, and over many polls
+ * with every value replaced the process holds as many descriptors as at the first.
+ */
+WT_TEST(hwmon_chip_removed_and_back_is_read_anew_with_bounded_descriptors)
+{
+    acpi_meter("hwmon0", "", 500000000ULL, 1000);
+    pmbus_psu("hwmon3", 1100000000ULL, 1030000000ULL);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1100.0, 1e-9);
+    int fds = wt_fstree_open_fds();
+
+    /* the PSU's driver unloaded and loaded again between two ticks: the whole directory anew */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", hw_file("hwmon3", ""));
+    WT_EQ_INT(wt_fstree_remove(dir), 0);
+    pmbus_psu("hwmon3", 1250000000ULL, 1150000000ULL);
+    poll_ok(st, T0 + S, &b);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1250.0, 1e-9);
+    WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 3);
+    WT_EQ_INT(wt_fstree_open_fds(), fds);
+
+    /* 60 polls, every value replaced before each: readings follow, descriptors stay put */
+    for (int i = 0; i < 60; i++) {
+        put_u64("hwmon3", "power1_input", 1000000000ULL + (unsigned long long)i * 1000000ULL);
+        put_u64("hwmon0", "device/power1_average", 400000000ULL + (unsigned long long)i);
+        poll_ok(st, T0 + (2 + i) * S, &b);
+        WT_NEAR(reading_value(&b, WT_M_HWMON_POWER_W, PSU_IN), 1000.0 + i, 1e-9);
+        WT_EQ_INT(count_readings(&b, WT_M_HWMON_POWER_W), 3);
+        WT_EQ_INT(wt_fstree_open_fds(), fds);
+    }
+    wt_hwmon_collector.close(st);
+    WT_EQ_INT(wt_fstree_open_fds(), fds - 3); /* one kept per sensor, all given back */
     wt_batch_free(&b);
 }
 

@@ -4,8 +4,14 @@
  * through late ticks, backoff, intervals that are not whole seconds and clock steps; and one
  * live loop whose polls land on the grid.
  */
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -197,4 +203,208 @@ WT_TEST(live_loop_polls_on_wall_clock_multiples)
     /* and every poll has a grid step of its own: none twice in one step */
     for (int i = 2; i <= 20; i++)
         WT_ASSERT(lv.t_real[i] / (50 * MS) > lv.t_real[i - 1] / (50 * MS));
+}
+
+/* ---- file sources at one interval: one thread for all, each with its own retries and backoff */
+
+enum { FS_OK1, FS_OK2, FS_LATE, FS_BAD, FS_ALONE, FS_N };
+
+static struct {
+    pthread_mutex_t mu;
+    int opens[FS_N], polls[FS_N];
+    pthread_t thread[FS_N];
+} fs = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static struct wt_collector_config fs_cc = {.enabled = true, .interval_ns = 50 * MS};
+static struct wt_collector_config fs_alone_cc = {.enabled = true, .interval_ns = 70 * MS};
+
+static const struct wt_collector_config *fs_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &fs_cc;
+}
+static const struct wt_collector_config *fs_alone_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &fs_alone_cc;
+}
+
+/* The source's index is its state (plus one, so that it is not NULL). */
+#define FS_OPEN(name, idx, absent_times)                                                           \
+    static int name(const struct wt_config *cfg, void **st, struct wt_err *err)                    \
+    {                                                                                              \
+        (void)cfg;                                                                                 \
+        pthread_mutex_lock(&fs.mu);                                                                \
+        int n = ++fs.opens[idx];                                                                   \
+        pthread_mutex_unlock(&fs.mu);                                                              \
+        if (n <= (absent_times))                                                                   \
+            return wt_err_set(err, "not yet"), -ENOENT;                                            \
+        *st = (void *)(intptr_t)((idx) + 1);                                                       \
+        return 0;                                                                                  \
+    }
+FS_OPEN(fs_open_ok1, FS_OK1, 0)
+FS_OPEN(fs_open_ok2, FS_OK2, 0)
+FS_OPEN(fs_open_late, FS_LATE, 2)
+FS_OPEN(fs_open_bad, FS_BAD, 0)
+FS_OPEN(fs_open_alone, FS_ALONE, 0)
+
+static int fs_poll(void *st, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
+{
+    (void)t_ns;
+    (void)out;
+    int idx = (int)(intptr_t)st - 1;
+    pthread_mutex_lock(&fs.mu);
+    fs.polls[idx]++;
+    fs.thread[idx] = pthread_self();
+    pthread_mutex_unlock(&fs.mu);
+    if (idx == FS_BAD)
+        return wt_err_set(err, "always failing"), -EIO;
+    return 0;
+}
+
+static void fs_close(void *st)
+{
+    (void)st;
+}
+
+#define FS_OPS(var, nm, cfgfn, openfn, file)                                                       \
+    static const struct wt_collector_ops var = {.name = nm,                                        \
+                                                .config = cfgfn,                                   \
+                                                .open = openfn,                                    \
+                                                .poll = fs_poll,                                   \
+                                                .close = fs_close,                                 \
+                                                .file_source = file}
+FS_OPS(fs_ok1, "fs-ok1", fs_config, fs_open_ok1, true);
+FS_OPS(fs_ok2, "fs-ok2", fs_config, fs_open_ok2, true);
+FS_OPS(fs_late, "fs-late", fs_config, fs_open_late, true);
+FS_OPS(fs_bad, "fs-bad", fs_config, fs_open_bad, true);
+/* a file source alone at its interval: a thread of its own */
+FS_OPS(fs_alone, "fs-alone", fs_alone_config, fs_open_alone, true);
+static const struct wt_collector_ops *const fs_list[] = {&fs_ok1, &fs_ok2,   &fs_late,
+                                                         &fs_bad, &fs_alone, NULL};
+
+/*
+ * The threads of this process named name (/proc/self/task/N/comm): how many in *count, and the
+ * voluntary context switches of the first (its sleeps), -1 when there is none.
+ */
+static long threads_named(const char *name, int *count)
+{
+    char path[300], line[128];
+    long sleeps = -1;
+    *count = 0;
+    DIR *d = opendir("/proc/self/task");
+    WT_ASSERT(d != NULL);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        bool match = f && fgets(line, sizeof line, f) && strncmp(line, name, strlen(name)) == 0 &&
+                     line[strlen(name)] == '\n';
+        if (f)
+            fclose(f);
+        *count += match;
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = match && sleeps < 0 ? fopen(path, "r") : NULL;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &sleeps) == 1)
+                break;
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return sleeps;
+}
+
+static struct wt_config fs_cfg; /* outlives the loops of the tests below */
+
+/* A loop over list with the default configuration, absent sources looked for after retry_ns. */
+static struct wt_loop *fs_start(const struct wt_collector_ops *const *list, int64_t retry_ns,
+                                struct wt_hub **hub)
+{
+    struct wt_loop *loop = NULL;
+    struct wt_err err;
+    wt_config_defaults(&fs_cfg);
+    WT_EQ_INT(wt_hub_open(hub), 0);
+    WT_EQ_INT(wt_loop_start(&fs_cfg, list, *hub, retry_ns, &loop, &err), 0);
+    return loop;
+}
+
+WT_TEST(file_sources_at_one_interval_share_a_thread_with_their_own_retries_and_backoff)
+{
+    struct wt_hub *hub;
+    /* absent sources are looked for again every 20 ms (doubling) */
+    struct wt_loop *loop = fs_start(fs_list, 20 * MS, &hub);
+    int slots[8];
+    WT_EQ_INT((int)wt_loop_slots(loop, slots, 8), 5); /* every source keeps its slot */
+    int ok1 = 0, late = 0;
+    for (int i = 0; i < 2000 && (ok1 < 40 || late < 5); i++) {
+        usleep(10000);
+        pthread_mutex_lock(&fs.mu);
+        ok1 = fs.polls[FS_OK1];
+        late = fs.polls[FS_LATE];
+        pthread_mutex_unlock(&fs.mu);
+    }
+    int named = 0;
+    threads_named("wt-files", &named);
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+    WT_ASSERT(fs.polls[FS_OK1] >= 40);
+    /* one thread polls the four at 50 ms; the one at 70 ms has its own */
+    WT_EQ_INT(named, 1);
+    WT_ASSERT(pthread_equal(fs.thread[FS_OK1], fs.thread[FS_OK2]));
+    WT_ASSERT(pthread_equal(fs.thread[FS_OK1], fs.thread[FS_LATE]));
+    WT_ASSERT(pthread_equal(fs.thread[FS_OK1], fs.thread[FS_BAD]));
+    WT_ASSERT(fs.polls[FS_ALONE] > 0);
+    WT_ASSERT(!pthread_equal(fs.thread[FS_OK1], fs.thread[FS_ALONE]));
+    /* the one absent at first was opened again until it came, and is polled since */
+    WT_EQ_INT(fs.opens[FS_LATE], 3);
+    WT_ASSERT(fs.polls[FS_LATE] >= 5);
+    /* each polled at every tick of the group, within the ticks between the two reads */
+    WT_ASSERT(abs(fs.polls[FS_OK2] - fs.polls[FS_OK1]) <= 1);
+    /* the failing one backed off on its own: after 3 failures 2, 4, 8... ticks apart */
+    WT_ASSERT(fs.polls[FS_BAD] >= 3);
+    WT_ASSERT(fs.polls[FS_BAD] * 3 <= fs.polls[FS_OK1]);
+    WT_EQ_INT(fs.opens[FS_OK1], 1);
+}
+
+/* ---- a group whose sources are all absent sleeps until the next look, not every tick ---- */
+
+static int gone_opens;
+
+static int gone_open(const struct wt_config *cfg, void **st, struct wt_err *err)
+{
+    (void)cfg;
+    (void)st;
+    __atomic_fetch_add(&gone_opens, 1, __ATOMIC_RELAXED);
+    return wt_err_set(err, "not here"), -ENOENT;
+}
+
+static struct wt_collector_config gone_cc = {.enabled = true, .interval_ns = 10 * MS};
+static const struct wt_collector_config *gone_config(const struct wt_config *cfg)
+{
+    (void)cfg;
+    return &gone_cc;
+}
+FS_OPS(gone1, "gone1", gone_config, gone_open, true);
+FS_OPS(gone2, "gone2", gone_config, gone_open, true);
+static const struct wt_collector_ops *const gone_list[] = {&gone1, &gone2, NULL};
+
+WT_TEST(a_group_of_absent_sources_sleeps_until_the_next_look)
+{
+    struct wt_hub *hub;
+    /* ticks every 10 ms; the absent sources looked for again after 100, 200, 400 ms... */
+    struct wt_loop *loop = fs_start(gone_list, 100 * MS, &hub);
+    usleep(1000000);
+    int named = 0;
+    long sleeps = threads_named("wt-files", &named);
+    int opens = __atomic_load_n(&gone_opens, __ATOMIC_RELAXED);
+    wt_loop_stop(loop);
+    wt_hub_close(hub);
+    /* both looked for at 0, 0.1, 0.3, 0.7 s: 8 opens in the second, not one a tick */
+    WT_ASSERT(opens >= 4 && opens <= 10);
+    /* and the thread slept about as often: a tick's wake-ups would be about 100 */
+    WT_EQ_INT(named, 1);
+    WT_ASSERT(sleeps >= 1 && sleeps <= 30);
 }

@@ -5,6 +5,7 @@
  * come and go). The permission path goes through the wt_rapl_read_file seam, since CI runs as
  * root and chmod proves nothing there.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 #include "collect/rapl.h"
 #include "core/clock.h"
 #include "core/reading.h"
+#include "fstree.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -334,6 +336,46 @@ WT_TEST(rapl_mmio_used_only_without_msr_zones)
     WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 1);
     WT_NEAR(reading_value(&b, WT_M_CPU_ENERGY_J, PKG0), 7.0, 1e-9);
     wt_rapl_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/*
+ * energy_uj stays open between polls (collect/filesrc.h): a zone removed and made again between
+ * two ticks (the driver reloaded, its counter restarted) is read from its new file, the energy
+ * stays monotone, and the descriptors held stay as many over many polls.
+ */
+WT_TEST(rapl_zone_removed_and_back_is_read_anew_with_bounded_descriptors)
+{
+    make_zone("intel-rapl:0", "package-0", 1000000, INTEL_RANGE);
+    make_zone("intel-rapl:1", "package-1", 2000000, INTEL_RANGE);
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, T0, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 2);
+    int fds = wt_fstree_open_fds();
+    double e1 = reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\"");
+
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/sys/class/powercap/intel-rapl:1", root());
+    WT_EQ_INT(wt_fstree_remove(dir), 0);
+    make_zone("intel-rapl:1", "package-1", 500000, INTEL_RANGE);
+    set_energy("intel-rapl:0", 3000000);
+    poll_ok(st, T0 + S, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_CPU_ENERGY_J), 2);
+    WT_ASSERT(reading_value(&b, WT_M_CPU_ENERGY_J, "package=\"1\",domain=\"package\"") >= e1);
+    WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 2.0, 1e-9);
+    WT_EQ_INT(wt_fstree_open_fds(), fds);
+    for (int i = 0; i < 40; i++) {
+        /* package 1 at 1 W from its new counter, every file replaced before each poll */
+        set_energy("intel-rapl:1", 500000 + (uint64_t)(i + 1) * 1000000);
+        set_energy("intel-rapl:0", 3000000 + (uint64_t)(i + 1) * 5000000);
+        poll_ok(st, T0 + (2 + i) * S, &b);
+        WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, "package=\"1\",domain=\"package\""), 1.0, 1e-9);
+        WT_NEAR(reading_value(&b, WT_M_CPU_POWER_W, PKG0), 5.0, 1e-9);
+        WT_EQ_INT(wt_fstree_open_fds(), fds);
+    }
+    wt_rapl_collector.close(st);
+    WT_EQ_INT(wt_fstree_open_fds(), fds - 2); /* one kept per zone, all given back */
     wt_batch_free(&b);
 }
 
