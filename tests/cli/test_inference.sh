@@ -116,10 +116,14 @@ sleep 3
 # the e2e and ttft histograms take other bucket bounds (an upgrade)
 second=$($PY -c 'import time; print(round(time.time(), 3))')
 echo "model2 Qwen/Qwen2.5-7B" >"$TMP/vllm.ctl"
-sleep 3
+# each change waited for in the log (a loaded machine may scrape late), then a few scrapes more
+wait_for 20 grep -q "inference: vllm: model Qwen/Qwen2.5-7B came" "$TMP/run.log"
+sleep 2
 third=$($PY -c 'import time; print(round(time.time(), 3))')
 echo "buckets" >"$TMP/vllm.ctl"
-sleep 3
+wait_for 20 grep -q "latency bucket bounds changed" "$TMP/run.log"
+changed=$($PY -c 'import time; print(round(time.time(), 3))')
+sleep 2
 kill -TERM "$pid"
 wait "$pid"
 check_ticks "the GPUs kept their ticks beside the failing and changing servers" "$TMP/run.log" 12
@@ -172,7 +176,7 @@ check "the stored generated tokens follow the server's counter, to the token ($m
 # without increase()'s extrapolation to the window's edges, worked out here from the stored
 # samples.
 fromD=$($PY -c "print(f'{$second + 0.6:.3f}')")
-toD=$($PY -c "print(f'{$third + 2.5:.3f}')")
+toD=$($PY -c "print(f'{max($third + 2.5, $changed + 1.0):.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$fromD" --to "$toD" --json >"$TMP/d.json" 2>"$TMP/d.err"
 check "inference over the changes exits 0 ($(cat "$TMP/d.err"))" test $? -eq 0
 stored "$TMP/w.db" "wattage_inference_latency_seconds_bucket{target=\"vllm\",model=\"$L\",kind=\"e2e\"}" \
