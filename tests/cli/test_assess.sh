@@ -158,6 +158,9 @@ check "status --json at the end: exit 0" test $? -eq 0
 "$BIN" query wattage_gpu_power_watts --db "$DB" --from $((START - 300)) --to "$END" --json \
     >"$TMP/q.json" 2>/dev/null
 check "the chips' readings can be queried" test -s "$TMP/q.json"
+# the job's end as stored: the API's answer may come before the end moves to its edge sample
+"$BIN" job show train-a --json --url "$URL" >"$TMP/job.json" 2>/dev/null &&
+    JOB_END=$(jget "$TMP/job.json" "d['end_s']")
 msg=$($PY - "$TMP/s1.json" "$TMP/q.json" "$START" "$END" "$DOWN" "$UP" "$JOB_END" "$JOB_START" <<'PY' 2>&1
 import json, sys
 from datetime import datetime
