@@ -4,10 +4,12 @@
 # Wednesday), written there for last week, are imported into a real VictoriaMetrics as every
 # node's series (their node label, as remote write sends them); the review of the engine gives
 # the same KPIs, change and finding as the review of the store itself, and --fail-on-finding
-# exits 3 on it. Bad input: an engine that does not answer (exit 1, its URL named), a week the
+# exits 3 on it. A daemon that remote-writes into VictoriaMetrics: the engine's review of this
+# week is that of the daemon's store. Bad input: an engine that does not answer (exit 1, its URL named), a week the
 # engine holds no wattage series for (exit 1, named), --source with --db (exit 2); no working
 # store is left behind.
 . tests/cli/lib.sh
+. tests/cli/remote_write_lib.sh
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
 GEN=${WATTAGE_BUILD:-build}/tests/unit/test_review
@@ -121,6 +123,57 @@ check "the same KPIs, change and finding as the store's review: $msg" bash -c '[
 "${R[@]}" --db "$DB" >"$TMP/local.txt" 2>/dev/null
 "${R[@]}" --source "$SRC" >"$TMP/src.txt" 2>/dev/null
 check "the same text as the store's review" cmp -s "$TMP/local.txt" "$TMP/src.txt"
+
+# A daemon (fake NVML, two GPUs) remote-writes into another VictoriaMetrics; once it has stopped
+# and everything it stored arrived, the review of this week from the engine is the review of the
+# daemon's own store.
+VPORT2=$(free_port)
+VM2=http://127.0.0.1:$VPORT2
+"$VM" -storageDataPath="$TMP/vm2" -httpListenAddr="127.0.0.1:$VPORT2" -retentionPeriod=1y \
+    -loggerLevel=ERROR >>"$TMP/vm2.log" 2>&1 &
+T_PIDS="$T_PIDS $!"
+check "the second VictoriaMetrics starts" wait_for 30 curl -sf "$VM2/health" -o /dev/null
+mkdir -p "$TMP/empty"
+rw_config "$TMP/w.yaml" node-v "  - url: $VM2/api/v1/write
+    name: vm
+    deadline: 1s
+    timeout: 2s
+    max_backoff: 2s"
+WPORT=$(free_port)
+WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty WATTAGE_NVML_LIBRARY=$FAKE_NVML \
+    FAKE_NVML_GPUS=2 FAKE_NVML_UTIL=0:0:100000:0 bg "$BIN" run -c "$TMP/w.yaml" \
+    --listen "127.0.0.1:$WPORT" --db "$TMP/w.db" --interval 0.5 2>"$TMP/run.log"
+wpid=$!
+check "the daemon remote-writes into VictoriaMetrics" rw_wait_caught_up "$WPORT" vm 30
+sleep 3
+kill "$wpid"
+wait "$wpid" 2>/dev/null
+check "everything the daemon stored arrived" rw_check_vm "$VM2" "$TMP/w.db" node-v vm \
+    "$TMP/w.export" 0
+NOW_WEEK=$($PY -c 'import datetime as d; y, w, _ = d.datetime.now(d.timezone.utc).isocalendar(); print("%04d-W%02d" % (y, w))')
+W=("$BIN" review -c "$TMP/w.yaml" --week "$NOW_WEEK" --json)
+"${W[@]}" --db "$TMP/w.db" >"$TMP/wl.json" 2>"$TMP/wl.err"
+check "the review of the daemon's store (exit 0)" test $? -eq 0
+"${W[@]}" --source "victoriametrics://127.0.0.1:$VPORT2" >"$TMP/ws.json" 2>"$TMP/ws.err"
+check "the review of its engine (exit 0: $(head -c 200 "$TMP/ws.err"))" test $? -eq 0
+msg=$($PY - "$TMP/wl.json" "$TMP/ws.json" <<'PY' 2>&1
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert a["has_data"] is True and b["has_data"] is True, (a["has_data"], b["has_data"])
+ka = {k["name"]: k for k in a["kpis"]}
+kb = {k["name"]: k for k in b["kpis"]}
+for name in ka:
+    x, y = ka[name], kb[name]
+    assert x["verdict"] == y["verdict"] and x["available"] == y["available"], (name, x, y)
+    if x["value"] is not None or y["value"] is not None:
+        assert abs(x["value"] - y["value"]) <= 1e-9 * abs(x["value"]), (name, x["value"], y["value"])
+u = kb["gpu_utilization"]["value"]
+assert u is not None and 0 < u < 1, kb["gpu_utilization"]
+assert a["changes"] == b["changes"] and a["findings"] == b["findings"], (b["changes"], b["findings"])
+print(f"ok (GPU utilisation {u:.4f} from both)")
+PY
+)
+check "the engine's review of the daemon's week is the store's: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
 
 # Bad input.
 DOWN=victoriametrics://127.0.0.1:$(free_port)
