@@ -230,6 +230,30 @@ int wt_cli_daemon_store(const struct wt_cli_conn *conn, char *path, size_t n, ch
 struct wt_promsrc;
 int wt_cli_open_source(const char *source, struct wt_promsrc **out);
 /*
+ * Copies the raw samples of the selector sel (a PromQL series selector, no range) over
+ * [from - 30 s, to + 30 s] from the engine into st, an hour per query (so a long window is not
+ * one huge answer). Series without a node label are not a node's (remote write adds it; a scrape
+ * adds it with labels: {node: NAME}) and are skipped, as are metrics wattage does not know.
+ * *copied counts the series written from the first hour, *readings every sample written. 0, or
+ * a negative errno with err (src/cli/source.c).
+ */
+struct wt_store;
+int wt_cli_source_copy(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
+                       struct wt_store *st, size_t *copied, size_t *readings, struct wt_err *err);
+/*
+ * --source for a command (cmd, for messages) that runs its local code on the engine's readings:
+ * opens the engine and copies sel over [from, to] (wt_cli_source_copy) into a working store in a
+ * new temporary directory, its path in dir[0..n) ("" when none was made). 0 with *st open; 2 for
+ * a URL that is not a source (printed); 1 when the directory cannot be made (printed) or the
+ * engine not read (err, for the caller to print with the URL). The caller closes *st and removes
+ * the directory (wt_cli_source_cleanup) in every case.
+ */
+int wt_cli_source_store(const char *cmd, const char *source, const char *sel, int64_t from,
+                        int64_t to, char *dir, size_t n, struct wt_store **st, size_t *copied,
+                        size_t *readings, struct wt_err *err);
+/* Removes the working store of wt_cli_source_store and its directory (dir "": nothing). */
+void wt_cli_source_cleanup(const char *dir);
+/*
  * Loads the configuration for a command: `path` when given (must exist), else the default file
  * when it exists, else the built-in defaults. Prints the error and returns 2 on bad input.
  */

@@ -18,7 +18,6 @@
 #include "audit/report.h"
 #include "cli/cli.h"
 #include "core/clock.h"
-#include "store/promsrc.h"
 #include "store/store.h"
 
 /* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
@@ -86,111 +85,24 @@ out:
     "{__name__=~\"wattage_(gpu_(power_watts|utilization_ratio|temperature_celsius|"                \
     "slowdown_temperature_celsius|power_limit_watts|throttle_reasons|energy_joules_total|"         \
     "energy_integrated_joules_total)|cpu_energy_joules_total|facility_.+)\"}"
-#define SOURCE_PAD_NS (30 * WT_NS_PER_S)     /* read around the window, for its edges */
-#define SOURCE_CHUNK_NS (3600 * WT_NS_PER_S) /* one query per hour of raw samples */
-
-/*
- * Copies the raw samples of SOURCE_SEL over [from - pad, to + pad] from the engine into st, an
- * hour per query (so a long window is not one huge answer). Series without a node label are not
- * a node's (remote write adds it; a scrape adds it with labels: {node: NAME}) and are skipped.
- * *copied counts the series written. 0, or a negative errno with err.
- */
-static int copy_source(struct wt_promsrc *ps, int64_t from, int64_t to, struct wt_store *st,
-                       size_t *copied, struct wt_err *err)
-{
-    struct wt_reading *r = NULL;
-    size_t cap = 0;
-    int rc = 0;
-    *copied = 0;
-    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0;
-         a += SOURCE_CHUNK_NS) {
-        int64_t b =
-            a + SOURCE_CHUNK_NS < to + SOURCE_PAD_NS ? a + SOURCE_CHUNK_NS : to + SOURCE_PAD_NS;
-        struct wt_promsrc_set set = {0};
-        char q[400];
-        snprintf(q, sizeof q, "%s[%lldms]", SOURCE_SEL, (long long)((b - a) / 1000000 + 1));
-        rc = wt_promsrc_query(ps, q, b, &set, err);
-        for (size_t i = 0; i < set.n && rc == 0; i++) {
-            const struct wt_promsrc_series *s = &set.s[i];
-            int m = wt_metric_find(s->metric);
-            if (m < 0 || !s->node[0] || s->n == 0)
-                continue;
-            if (s->n > cap) {
-                struct wt_reading *nr = realloc(r, s->n * sizeof *nr);
-                if (!nr) {
-                    rc = -ENOMEM;
-                    break;
-                }
-                r = nr;
-                cap = s->n;
-            }
-            for (size_t k = 0; k < s->n; k++) {
-                r[k].t_ns = s->pts[k].t_ns;
-                r[k].value = s->pts[k].v;
-                r[k].metric = (uint16_t)m;
-                snprintf(r[k].labels, sizeof r[k].labels, "%s", s->labels);
-            }
-            if ((rc = wt_store_write(st, s->node, r, s->n)) != 0)
-                wt_err_set(err, "cannot copy %s's %s into the working store", s->node, s->metric);
-            else if (a == from - SOURCE_PAD_NS)
-                (*copied)++;
-        }
-        wt_promsrc_set_free(&set);
-    }
-    free(r);
-    return rc;
-}
-
-/* --source: the window's readings in a working store at dir/report.db. 0, 1 or 2 (printed). */
+/* --source: the window's readings of SOURCE_SEL in a working store (cli/source.c), said when
+ * the engine holds none around the window's start. 0, 1 or 2 (printed). */
 static int source_store(const char *source, int64_t from, int64_t to, char *dir, size_t n,
                         struct wt_store **st)
 {
-    struct wt_promsrc *ps = NULL;
+    size_t copied = 0, readings = 0;
     struct wt_err err = {{0}};
-    struct wt_store_opts o = {.create = true};
-    char path[WT_PATH_LEN + 16];
-    size_t copied = 0;
-    const char *tmp = getenv("TMPDIR");
-    *st = NULL;
-    snprintf(dir, n, "%s/wattage-report-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "wattage report: cannot make a working directory: %s\n", strerror(errno));
-        dir[0] = '\0';
-        return 1;
-    }
-    snprintf(path, sizeof path, "%s/report.db", dir);
-    if (wt_cli_open_source(source, &ps) != 0)
-        return 2;
-    int rc = wt_store_open(path, &o, st, &err);
-    if (rc == 0)
-        rc = copy_source(ps, from, to, *st, &copied, &err);
-    wt_promsrc_close(ps);
-    if (rc) {
+    int rc = wt_cli_source_store("report", source, SOURCE_SEL, from, to, dir, n, st, &copied,
+                                 &readings, &err);
+    if (rc == 1 && err.msg[0])
         fprintf(stderr, "wattage report: --source %s: %s\n", source, err.msg);
-        return 1;
-    }
-    if (copied == 0)
+    if (rc == 0 && copied == 0)
         fprintf(stderr,
                 "wattage report: --source %s holds no wattage series with a node label around "
                 "the window's start (remote write adds the label; a scrape needs labels: {node: "
                 "NAME})\n",
                 source);
-    return 0;
-}
-
-/* Removes the working store of --source and its directory. */
-static void source_cleanup(const char *dir)
-{
-    static const char *const files[] = {"report.db", "report.db-wal", "report.db-shm",
-                                        "report.db-journal"};
-    char p[WT_PATH_LEN + 32];
-    if (!dir[0])
-        return;
-    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
-        unlink(p);
-    }
-    rmdir(dir);
+    return rc;
 }
 
 static const struct wt_cli_opt report_opts[] = {
@@ -314,7 +226,7 @@ int wt_cmd_report(int argc, char **argv)
     wt_report_free(&r);
 out:
     wt_store_close(st);
-    source_cleanup(dir);
+    wt_cli_source_cleanup(dir);
     wt_config_free(&cfg);
     return rc;
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `wattage review [--week 2026-W49] [--weeks N] [--json] [--fail-on-finding] [-c FILE] [--db
- * FILE]`: the weekly review (audit/review.h) of one ISO week, by default the last whole week before
- * now, against the N weeks before it (default 4). Text for a person, or JSON. Exit status 0; 3 with
- * --fail-on-finding when the review has a finding (a cron job or CI step then routes it); 1 when
- * the store cannot be read; 2 for bad arguments.
+ * FILE | --source URL]`: the weekly review (audit/review.h) of one ISO week, by default the last
+ * whole week before now, against the N weeks before it (default 4). Text for a person, or JSON.
+ * With --source the readings of the week and the weeks before it are first copied from the
+ * fleet's engine into a working store in a new temporary directory (cli/source.c), removed at the
+ * end, and reviewed as a local store is. Exit status 0; 3 with --fail-on-finding when the review
+ * has a finding (a cron job or CI step then routes it); 1 when the store cannot be read, or the
+ * engine cannot be read or holds no wattage series over those weeks; 2 for bad arguments.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -19,6 +22,15 @@
 #include "store/store.h"
 
 #define EXIT_FINDING 3
+#define WEEK_NS (7 * 86400LL * WT_NS_PER_S)
+
+/* The series the review reads (audit/review.c, the KPIs of audit/kpi.c and audit/carbon.c), as
+ * one selector for --source. */
+#define REVIEW_SEL                                                                                 \
+    "{__name__=~\"wattage_(gpu_(power_watts|utilization_ratio|energy_joules_total|"                \
+    "energy_integrated_joules_total|info)|cpu_energy_joules_total|hwmon_energy_joules_total|"      \
+    "inference_(info|tokens_total)|config_info|grid_carbon_intensity_grams_per_kwh|facility_.+)"   \
+    "\"}"
 
 enum { OPT_WEEK = 'w', OPT_WEEKS = 'n', OPT_FAIL = 0x2001 };
 
@@ -28,6 +40,9 @@ static const struct wt_cli_opt review_opts[] = {
     {"weeks", OPT_WEEKS, "N", "the weeks before it that make the noise bands (default 4, 1 to 12)"},
     {"json", WT_OPT_JSON, NULL, "JSON (SI units) instead of text"},
     {"fail-on-finding", OPT_FAIL, NULL, "exit 3 when the review has a finding"},
+    {"source", WT_OPT_SOURCE, "URL",
+     WT_CLI_SOURCE_HELP " (or that scrapes them with a node label), instead of the local store; "
+                        "the review then has no jobs"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_review = {
@@ -39,6 +54,35 @@ const struct wt_cli_form wt_cli_form_review = {
     __FILE__,
     false,
     {review_opts, wt_cli_store_opts}};
+
+/*
+ * --source: the readings of the week from start and of the weeks before it, copied from the
+ * engine into a working store in dir. 0 with *st open; 1 when the engine cannot be read or holds
+ * no wattage series with a node label over those weeks, 2 for a URL that is not a source
+ * (printed, the URL named).
+ */
+static int source_store(const char *source, int64_t start, int weeks, char *dir, size_t n,
+                        struct wt_store **st)
+{
+    size_t copied = 0, readings = 0;
+    int y, w;
+    int64_t monday;
+    struct wt_err err = {{0}};
+    int rc = wt_cli_source_store("review", source, REVIEW_SEL, start - weeks * WEEK_NS,
+                                 start + WEEK_NS, dir, n, st, &copied, &readings, &err);
+    if (rc == 1 && err.msg[0])
+        fprintf(stderr, "wattage review: --source %s: %s\n", source, err.msg);
+    if (rc == 0 && readings == 0) {
+        wt_review_week_of(start, &y, &w, &monday);
+        fprintf(stderr,
+                "wattage review: --source %s holds no wattage series with a node label in "
+                "%04d-W%02d or the %d weeks before it (remote write adds the label; a scrape "
+                "needs labels: {node: NAME})\n",
+                source, y, w, weeks);
+        rc = 1;
+    }
+    return rc;
+}
 
 int wt_cmd_review(int argc, char **argv)
 {
@@ -76,6 +120,10 @@ int wt_cmd_review(int argc, char **argv)
     }
     if (wt_cli_no_operands(&wt_cli_form_review, argc, argv))
         return 2;
+    if (co.source && co.db) {
+        fprintf(stderr, "wattage review: --source and --db: name one place to read\n");
+        return 2;
+    }
     int64_t start;
     if (week) {
         if (wt_review_week_parse(week, &start, &err) != 0) {
@@ -97,7 +145,14 @@ int wt_cmd_review(int argc, char **argv)
         wt_config_free(&cfg);
         return 2;
     }
-    if ((rc = wt_cli_open_store("review", &co, false, &cfg, &st)) != 0) {
+    char dir[WT_PATH_LEN] = "";
+    if (co.source)
+        rc = source_store(co.source, start, (int)weeks, dir, sizeof dir, &st);
+    else
+        rc = wt_cli_open_store("review", &co, false, &cfg, &st);
+    if (rc != 0) {
+        wt_store_close(st);
+        wt_cli_source_cleanup(dir);
         free(t);
         wt_config_free(&cfg);
         return rc;
@@ -127,6 +182,7 @@ int wt_cmd_review(int argc, char **argv)
     }
     free(r);
     wt_store_close(st);
+    wt_cli_source_cleanup(dir);
     free(t);
     wt_config_free(&cfg);
     return rc;

@@ -2,13 +2,24 @@
 /*
  * --source: the engine a fleet command reads instead of the local store (store/promsrc.h). The
  * client certificate settings are the CLI's: WATTAGE_CACERT, WATTAGE_CERT, WATTAGE_KEY; a bearer
- * token from WATTAGE_SOURCE_TOKEN_FILE.
+ * token from WATTAGE_SOURCE_TOKEN_FILE. A command that runs its local code on the engine's
+ * readings copies them into a working store first (wt_cli_source_store).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/clock.h"
 #include "store/promsrc.h"
+#include "store/store.h"
+
+#define SOURCE_PAD_NS (30 * WT_NS_PER_S)     /* read around the window, for its edges */
+#define SOURCE_CHUNK_NS (3600 * WT_NS_PER_S) /* one query per hour of raw samples */
+#define SOURCE_BATCH 2048                    /* readings per store write */
+#define SOURCE_DB "source.db"                /* the working store, in its own directory */
 
 static const char *env(const char *name)
 {
@@ -27,4 +38,88 @@ int wt_cli_open_source(const char *source, struct wt_promsrc **out)
     if (rc)
         fprintf(stderr, "wattage: %s\n", err.msg);
     return rc;
+}
+
+int wt_cli_source_copy(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
+                       struct wt_store *st, size_t *copied, size_t *readings, struct wt_err *err)
+{
+    /* written a batch at a time, so a long series needs no buffer of its length */
+    struct wt_reading *batch = malloc(SOURCE_BATCH * sizeof *batch);
+    int rc = batch ? 0 : -ENOMEM;
+    *copied = *readings = 0;
+    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0;
+         a += SOURCE_CHUNK_NS) {
+        int64_t b =
+            a + SOURCE_CHUNK_NS < to + SOURCE_PAD_NS ? a + SOURCE_CHUNK_NS : to + SOURCE_PAD_NS;
+        struct wt_promsrc_set set = {0};
+        char q[512];
+        snprintf(q, sizeof q, "%s[%lldms]", sel, (long long)((b - a) / 1000000 + 1));
+        rc = wt_promsrc_query(ps, q, b, &set, err);
+        for (size_t i = 0; i < set.n && rc == 0; i++) {
+            const struct wt_promsrc_series *s = &set.s[i];
+            int m = wt_metric_find(s->metric);
+            if (m < 0 || !s->node[0] || s->n == 0)
+                continue; /* not a series of ours, or not a node's */
+            for (size_t k = 0; k < s->n && rc == 0; k += SOURCE_BATCH) {
+                size_t nb = s->n - k < SOURCE_BATCH ? s->n - k : SOURCE_BATCH;
+                for (size_t j = 0; j < nb; j++) {
+                    batch[j].t_ns = s->pts[k + j].t_ns;
+                    batch[j].value = s->pts[k + j].v;
+                    batch[j].metric = (uint16_t)m;
+                    snprintf(batch[j].labels, sizeof batch[j].labels, "%s", s->labels);
+                }
+                rc = wt_store_write(st, s->node, batch, nb);
+            }
+            if (rc != 0) {
+                wt_err_set(err, "cannot copy %s's %s into the working store", s->node, s->metric);
+                break;
+            }
+            *readings += s->n;
+            if (a == from - SOURCE_PAD_NS)
+                (*copied)++;
+        }
+        wt_promsrc_set_free(&set);
+    }
+    free(batch);
+    return rc;
+}
+
+int wt_cli_source_store(const char *cmd, const char *source, const char *sel, int64_t from,
+                        int64_t to, char *dir, size_t n, struct wt_store **st, size_t *copied,
+                        size_t *readings, struct wt_err *err)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_store_opts o = {.create = true};
+    char path[WT_PATH_LEN + 16];
+    const char *tmp = getenv("TMPDIR");
+    *st = NULL;
+    *copied = *readings = 0;
+    snprintf(dir, n, "%s/wattage-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", cmd);
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "wattage %s: cannot make a working directory: %s\n", cmd, strerror(errno));
+        dir[0] = '\0';
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/" SOURCE_DB, dir);
+    if (wt_cli_open_source(source, &ps) != 0)
+        return 2;
+    int rc = wt_store_open(path, &o, st, err);
+    if (rc == 0)
+        rc = wt_cli_source_copy(ps, sel, from, to, *st, copied, readings, err);
+    wt_promsrc_close(ps);
+    return rc ? 1 : 0;
+}
+
+void wt_cli_source_cleanup(const char *dir)
+{
+    static const char *const files[] = {SOURCE_DB, SOURCE_DB "-wal", SOURCE_DB "-shm",
+                                        SOURCE_DB "-journal"};
+    char p[WT_PATH_LEN + 32];
+    if (!dir[0])
+        return;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        snprintf(p, sizeof p, "%s/%s", dir, files[i]);
+        unlink(p);
+    }
+    rmdir(dir);
 }
