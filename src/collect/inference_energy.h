@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wattage_inference_energy_joules_total (collect/inference.h): the energy of a serving target's
+ * GPUs since the daemon started, from the GPU ledgers of the attribution (NVML's and ROCm SMI's,
+ * collect/attrib.h), shared between the target's models by the generated tokens each counted.
+ * One struct wt_inf_energy per target, used by that target's thread alone.
+ */
+#ifndef WT_INFERENCE_ENERGY_H
+#define WT_INFERENCE_ENERGY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "collect/attrib.h"
+
+#define WT_INF_MODEL_LEN 96
+#define WT_INF_MAX_MODELS 32 /* per target, with an energy counter */
+
+/* The GPU vendors, as the attribution ledgers name them; a gpus entry "amd:1" names one. */
+extern const char *const wt_inf_gpu_vendors[2];
+
+struct wt_inf_energy {
+    /* each serving GPU's ledger energy at the last poll (NaN: not yet seen) */
+    double dev_j[2][WT_ATTRIB_MAX_DEVICES]; /* by vendor (wt_inf_gpu_vendors) and index */
+    bool started;        /* the GPU ledger was seen once: the counters are published */
+    bool said_ambiguous; /* a plain index of gpus that both vendors have, said once */
+    /* per model its generated tokens at the last poll and its energy */
+    struct wt_inf_model_energy {
+        char model[WT_INF_MODEL_LEN];
+        double generated; /* NaN: not seen yet */
+        double energy_j;
+    } em[WT_INF_MAX_MODELS];
+    size_t nem;
+};
+
+/* One kept value of a scrape: its model, and its value where it counts generated tokens. */
+struct wt_inf_value {
+    const char *model;
+    double generated; /* NaN: not a generated-tokens counter */
+};
+
+/*
+ * Adds the energy of GPUs gpus ("0,amd:1"; "" none) since the last call to target's models,
+ * the models of v[0..n) (one scrape's values), shared by the generated tokens each counted since
+ * (a counter that dropped: the server restarted, its value counts), equally when none generated.
+ * Returns whether the counters (e->em) are to be published: once a GPU ledger was seen.
+ */
+bool wt_inf_energy_account(struct wt_inf_energy *e, const char *target, const char *gpus,
+                           const struct wt_inf_value *v, size_t n);
+
+#endif
