@@ -1026,6 +1026,7 @@ static void inf_close(void *state)
     free(s->s.acc);
     free(s->prev);
     free(s->values);
+    wt_inf_energy_close(&s->energy);
     free(s);
 }
 

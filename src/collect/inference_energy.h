@@ -2,8 +2,10 @@
 /*
  * wattage_inference_energy_joules_total (collect/inference.h): the energy of a serving target's
  * GPUs since the daemon started, from the GPU ledgers of the attribution (NVML's and ROCm SMI's,
- * collect/attrib.h), shared between the target's models by the generated tokens each counted.
- * One struct wt_inf_energy per target, used by that target's thread alone.
+ * collect/attrib.h). A GPU that several targets list is shared between them by the generated
+ * tokens each counted (so that it is counted once), then a target's part between its models the
+ * same way. One struct wt_inf_energy per target, used by that target's thread alone; the GPUs'
+ * sharing between the targets' threads is kept behind a lock here.
  */
 #ifndef WT_INFERENCE_ENERGY_H
 #define WT_INFERENCE_ENERGY_H
@@ -20,8 +22,6 @@
 extern const char *const wt_inf_gpu_vendors[2];
 
 struct wt_inf_energy {
-    /* each serving GPU's ledger energy at the last poll (NaN: not yet seen) */
-    double dev_j[2][WT_ATTRIB_MAX_DEVICES]; /* by vendor (wt_inf_gpu_vendors) and index */
     bool started;        /* the GPU ledger was seen once: the counters are published */
     bool said_ambiguous; /* a plain index of gpus that both vendors have, said once */
     /* per model its generated tokens at the last poll and its energy */
@@ -40,12 +40,19 @@ struct wt_inf_value {
 };
 
 /*
- * Adds the energy of GPUs gpus ("0,amd:1"; "" none) since the last call to target's models,
- * the models of v[0..n) (one scrape's values), shared by the generated tokens each counted since
- * (a counter that dropped: the server restarted, its value counts), equally when none generated.
- * Returns whether the counters (e->em) are to be published: once a GPU ledger was seen.
+ * Adds to target's models, the models of v[0..n) (one scrape's values), its part of the energy
+ * of GPUs gpus ("0,amd:1"; "" none) since the last call: of each GPU, the energy since its round
+ * opened, shared between the targets listing it by the generated tokens each counted in the
+ * round (inference_energy.c says when a round closes; a target's part of one closed at another
+ * target's poll comes at its next poll), then between the models by the generated tokens each
+ * counted since the last call (a counter that dropped: the server restarted, its value counts),
+ * equally when none generated. Returns whether the counters (e->em) are to be published: once a
+ * GPU ledger was seen.
  */
 bool wt_inf_energy_account(struct wt_inf_energy *e, const char *target, const char *gpus,
                            const struct wt_inf_value *v, size_t n);
+
+/* e no longer shares any GPU (its target closes); e may be one that never polled. */
+void wt_inf_energy_close(struct wt_inf_energy *e);
 
 #endif
