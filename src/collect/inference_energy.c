@@ -78,15 +78,17 @@ static int vendor_slot(const char *vendor)
  * A GPU's energy since its round opened, and its sharers: the targets that list it. Each poll of
  * a sharer adds to the pot the GPU's energy since the last reading (whichever sharer's), and to
  * its part of the round the generated tokens it counted since its last poll. The round closes
- * when every sharer that still polls (polled within twice its last gap) has added to it and the
- * pot holds energy (the ledger moves at its own poll: till then the tokens wait for it): the pot
- * goes to those that did by their tokens (equal parts when none counted any), owed to each until
- * its poll. Targets scraped at the same tick share each ledger step by that step's tokens.
+ * when the pot holds energy (the ledger moves at its own poll: till then the tokens wait for it)
+ * and every sharer that still polls (polled within twice its last gap) has added to it since the
+ * ledger last moved, so that all have added their tokens up to the same tick: the pot goes to
+ * those in the round by their tokens (equal parts when none counted any), owed to each until its
+ * poll. Targets scraped at the same tick share each ledger step by that step's tokens.
  */
 struct sharer {
     const struct wt_inf_energy *who;
     double tokens;   /* generated since the round opened */
     bool in;         /* added to the round */
+    bool fresh;      /* added since the ledger last moved */
     int64_t seen_ns; /* its last poll (monotonic) */
     int64_t gap_ns;  /* between its last two polls, 0: one poll yet */
     double owed_j;   /* its parts of closed rounds, not yet counted */
@@ -138,7 +140,7 @@ static void close_round(struct pool *p, int64_t now_ns)
     size_t nin = 0;
     for (size_t k = 0; k < p->n; k++) {
         const struct sharer *m = &p->m[k];
-        if (!m->in && now_ns - m->seen_ns <= 2 * m->gap_ns)
+        if (!m->fresh && now_ns - m->seen_ns <= 2 * m->gap_ns)
             return; /* waited for */
         if (m->in)
             all += m->tokens, nin++;
@@ -235,8 +237,11 @@ bool wt_inf_energy_account(struct wt_inf_energy *e, const char *target, const ch
             listed[vs][x->dev] = true;
             struct pool *p = &pools[vs][x->dev];
             struct sharer *me = sharer_of(p, e, now);
-            if (p->have_j && x->energy_j >= p->last_j)
+            if (p->have_j && x->energy_j > p->last_j) {
                 p->pot_j += x->energy_j - p->last_j;
+                for (size_t k2 = 0; k2 < p->n; k2++)
+                    p->m[k2].fresh = false;
+            }
             p->last_j = x->energy_j;
             p->have_j = true;
             if (!me)
@@ -244,7 +249,7 @@ bool wt_inf_energy_account(struct wt_inf_energy *e, const char *target, const ch
             me->gap_ns = now - me->seen_ns; /* 0 as it joins */
             me->seen_ns = now;
             me->tokens += all;
-            me->in = true;
+            me->in = me->fresh = true;
             close_round(p, now);
             de += me->owed_j;
             me->owed_j = 0;

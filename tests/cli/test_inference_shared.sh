@@ -10,7 +10,7 @@
 # a process poll (the ledger's, 1 s), the tick its tokens wait for the ledger to move and a
 # scrape, 2 s: the energy is within 2 s of the GPU's mean power at each end; the share is the
 # ticks' over the window moved back by 0 to 2 s, within what 2 s at each end shared by another
-# tick's tokens can move it, and 0.02.
+# tick's tokens can move it, and 0.01.
 source "$(dirname "$0")/lib.sh"
 
 mkdir -p "$TMP/empty"
@@ -167,7 +167,7 @@ def want(back):
     return sum(j * x for j, x in w) / sum(j for j, x in w)
 wants = [want(back) for back in (0, 0.5, 1, 1.5, 2)]
 share = e["busy"] / total
-tol = 2 * lag * max(abs(x - wants[0]) for _, _, x in r) + 0.02
+tol = 2 * lag * max(abs(x - wants[0]) for _, _, x in r) + 0.01
 window = g["busy"] / (g["busy"] + g["slow"])
 assert g["busy"] > 1.5 * g["slow"] > 0, g
 assert min(wants) - tol <= share <= max(wants) + tol, (e, g, share, wants, tol)
