@@ -260,7 +260,8 @@ bool wt_inf_energy_account(struct wt_inf_energy *e, const char *target, const ch
                 if (!seen[k][g])
                     pools[k][g].have_j = false;
     }
-    leave(e, listed);
+    if (copied || !gpus[0]) /* no ledger a moment: the target keeps its GPUs and its parts */
+        leave(e, listed);
     pthread_mutex_unlock(&pools_lock);
     free(devs);
     free(ents);
