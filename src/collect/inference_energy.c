@@ -133,7 +133,10 @@ static void leave(const struct wt_inf_energy *who, const bool (*listed)[WT_ATTRI
         }
 }
 
-/* Closes p's round when every sharer still polling added to it; the lock is held. */
+/*
+ * Closes p's round when it holds energy and every sharer still polling added to it since the
+ * ledger moved; the lock is held.
+ */
 static void close_round(struct pool *p, int64_t now_ns)
 {
     double all = 0;
