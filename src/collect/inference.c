@@ -12,7 +12,6 @@
 #include <ctype.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 
 #include "collect/attrib.h"
 #include "collect/expo_parse.h"
+#include "collect/inference_energy.h"
 #include "collect/listener.h"
 #include "collect/nvml.h"
 #include "collect/rocm.h"
@@ -31,10 +31,9 @@
 #include "core/yget.h"
 
 #define SECTION "inference.targets"
-#define MODEL_LEN 96
+#define MODEL_LEN WT_INF_MODEL_LEN
 #define MAX_ACC 2048           /* kept values a scrape: models x (tokens, requests, buckets...) */
 #define MAX_RESPONSE (8 << 20) /* default max_response_bytes: a vLLM body is ~30 kB */
-#define MAX_MODELS 32          /* per target, with an energy counter */
 
 enum engine { ENG_AUTO, ENG_VLLM, ENG_SGLANG, ENG_TGI, ENG_TRITON, ENG_LLAMACPP };
 static const char *const engine_names[] = {"auto",   "vllm",     "sglang", "tgi",
@@ -445,9 +444,6 @@ static int parse_tags(const struct wt_yget *g, const struct wt_ynode *m, const c
     return rc;
 }
 
-/* The GPU vendors, as the attribution ledgers name them (collect/attrib.h). */
-static const char *const gpu_vendors[] = {"nvidia", "amd"};
-
 static int parse_gpus(const struct wt_yget *g, const struct wt_ynode *m, const char *path,
                       struct target *t)
 {
@@ -464,9 +460,9 @@ static int parse_gpus(const struct wt_yget *g, const struct wt_ynode *m, const c
         const char *num = c->kind == WT_YNODE_SCALAR ? c->value : NULL, *vendor = "";
         /* a vendor's index: a node with both vendors numbers each from 0 */
         for (int k = 0; num && k < 2 && !vendor[0]; k++) {
-            size_t vl = strlen(gpu_vendors[k]);
-            if (strncmp(num, gpu_vendors[k], vl) == 0 && num[vl] == ':') {
-                vendor = gpu_vendors[k];
+            size_t vl = strlen(wt_inf_gpu_vendors[k]);
+            if (strncmp(num, wt_inf_gpu_vendors[k], vl) == 0 && num[vl] == ':') {
+                vendor = wt_inf_gpu_vendors[k];
                 num += vl + 1;
             }
         }
@@ -593,17 +589,8 @@ struct inf {
     /* the GPUs NVML or ROCm SMI list those processes on ("1,3", "amd:0"), said when they change */
     char gpus_found[96];
     bool gpus_said;
-    /* wattage_inference_energy_joules_total: each serving GPU's ledger energy at the last
-     * poll (NaN: not yet seen), and per model its generated tokens then and its energy */
-    double dev_j[2][WT_ATTRIB_MAX_DEVICES]; /* by vendor (gpu_vendors) and index */
-    bool energy_started; /* the GPU ledger was seen once: the counters are published */
-    bool said_ambiguous; /* a plain index of gpus that both vendors have, said once */
-    struct model_energy {
-        char model[MODEL_LEN];
-        double generated; /* NaN: not seen yet */
-        double j;
-    } em[MAX_MODELS];
-    size_t nem;
+    struct wt_inf_energy energy; /* wattage_inference_energy_joules_total */
+    struct wt_inf_value *values; /* a scrape's values, for it */
 };
 
 #define FIND_EVERY (60 * WT_NS_PER_S)
@@ -717,7 +704,7 @@ static void find_gpus(struct inf *s)
                 continue;
             bool both = have[!v] && has_gpu(list[!v], n[!v], g);
             int w = snprintf(found + len, sizeof found - len, "%s%s%s%u", len ? "," : "",
-                             both ? gpu_vendors[v] : "", both ? ":" : "", g);
+                             both ? wt_inf_gpu_vendors[v] : "", both ? ":" : "", g);
             if (w < 0 || (size_t)w >= sizeof found - len)
                 break;
             len += (size_t)w;
@@ -747,149 +734,6 @@ static void find_gpus(struct inf *s)
 static const char *serving_gpus(const struct inf *s)
 {
     return s->t.gpus[0] ? s->t.gpus : s->gpus_found;
-}
-
-/*
- * Whether device x of devs[0..n) is one of gpus: "amd:1" names AMD's GPU 1, a plain "1" the GPU
- * 1 of whichever vendor has one (NVIDIA's where both do, as before there was AMD).
- */
-static bool gpu_in(const char *gpus, const struct wt_attrib_device *x,
-                   const struct wt_attrib_device *devs, size_t n)
-{
-    for (const char *p = gpus; *p;) {
-        const char *vendor = "";
-        for (int k = 0; k < 2 && !vendor[0]; k++) {
-            size_t vl = strlen(gpu_vendors[k]);
-            if (strncmp(p, gpu_vendors[k], vl) == 0 && p[vl] == ':') {
-                vendor = gpu_vendors[k];
-                p += vl + 1;
-            }
-        }
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p)
-            return false;
-        if (v == x->dev && wt_attrib_find(devs, n, vendor, x->dev) == x)
-            return true;
-        p = *end == ',' ? end + 1 : end;
-    }
-    return false;
-}
-
-/* Whether gpus names GPU g by a plain index (no vendor). */
-static bool plain_listed(const char *gpus, unsigned int g)
-{
-    for (const char *p = gpus; *p;) {
-        char *end;
-        unsigned long v = isdigit((unsigned char)*p) ? strtoul(p, &end, 10) : ULONG_MAX;
-        if (v == g && (*end == ',' || !*end))
-            return true;
-        p += strcspn(p, ",");
-        if (*p == ',')
-            p++;
-    }
-    return false;
-}
-
-/* The index of vendor in gpu_vendors, -1 for another. */
-static int vendor_slot(const char *vendor)
-{
-    for (int k = 0; k < 2; k++)
-        if (strcmp(vendor, gpu_vendors[k]) == 0)
-            return k;
-    return -1;
-}
-
-static struct model_energy *model_energy(struct inf *s, const char *model)
-{
-    for (size_t i = 0; i < s->nem; i++)
-        if (strcmp(s->em[i].model, model) == 0)
-            return &s->em[i];
-    if (s->nem == MAX_MODELS)
-        return NULL;
-    struct model_energy *m = &s->em[s->nem++];
-    snprintf(m->model, sizeof m->model, "%s", model);
-    m->generated = NAN;
-    m->j = 0;
-    return m;
-}
-
-/*
- * Adds the serving GPUs' energy since the last poll (the GPU ledgers' energy, NVML's and ROCm
- * SMI's, which the attribution keeps per GPU) to the target's models, shared by the generated
- * tokens each counted since (a counter that dropped: the server restarted, its value counts),
- * equally when none generated; returns whether the counters are to be published. The counters
- * start at 0 when the daemon starts (a counter reset to rate() and increase()).
- */
-static bool account_energy(struct inf *s)
-{
-    struct wt_attrib_device *devs = NULL;
-    struct wt_attrib_entry *ents = NULL;
-    size_t ndev = 0, nent = 0;
-    const char *gpus = serving_gpus(s);
-    double de = 0;
-    if (gpus[0] && wt_attrib_copy_published(0, &devs, &ndev, &ents, &nent) == 0) {
-        bool seen[2][WT_ATTRIB_MAX_DEVICES] = {{false}};
-        if (!s->energy_started)
-            for (int v = 0; v < 2; v++)
-                for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
-                    s->dev_j[v][d] = NAN;
-        s->energy_started = true;
-        /* one device per vendor and index in the copy */
-        for (size_t k = 0; k < ndev; k++) {
-            const struct wt_attrib_device *x = &devs[k];
-            int v = vendor_slot(x->vendor);
-            if (v < 0 || x->dev >= WT_ATTRIB_MAX_DEVICES || !gpu_in(gpus, x, devs, ndev))
-                continue;
-            if (v == 0 && !s->said_ambiguous && wt_attrib_find(devs, ndev, "amd", x->dev) &&
-                plain_listed(gpus, x->dev)) {
-                s->said_ambiguous = true;
-                wt_warn("inference",
-                        "%s: gpus %s: GPU %u is NVIDIA's and AMD's here; NVIDIA's is counted "
-                        "(name nvidia:%u or amd:%u)",
-                        s->t.name, gpus, x->dev, x->dev, x->dev);
-            }
-            double *prev = &s->dev_j[v][x->dev];
-            if (!isnan(*prev) && x->energy_j >= *prev)
-                de += x->energy_j - *prev;
-            *prev = x->energy_j;
-            seen[v][x->dev] = true;
-        }
-        /* a GPU that comes (back) starts from its value then */
-        for (int v = 0; v < 2; v++)
-            for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++)
-                if (!seen[v][d])
-                    s->dev_j[v][d] = NAN;
-    }
-    free(devs);
-    free(ents);
-    if (!s->energy_started)
-        return false;
-    /* the models of this scrape and their generated tokens since the last poll */
-    struct model_energy *ms[MAX_MODELS];
-    double d[MAX_MODELS], all = 0;
-    size_t nm = 0;
-    for (size_t i = 0; i < s->s.n; i++) {
-        const struct acc *a = &s->s.acc[i];
-        struct model_energy *m = model_energy(s, a->model);
-        if (!m)
-            continue;
-        size_t k = 0;
-        while (k < nm && ms[k] != m)
-            k++;
-        if (k == nm) {
-            ms[nm] = m;
-            d[nm++] = NAN;
-        }
-        if ((a->what != W_TOKENS && a->what != W_TOKENS_SUM) || strcmp(a->kind, "generated") != 0)
-            continue;
-        d[k] = isnan(m->generated) ? 0 : a->v >= m->generated ? a->v - m->generated : a->v;
-        m->generated = a->v;
-        all += d[k];
-    }
-    for (size_t k = 0; k < nm; k++)
-        ms[k]->j += all > 0 ? de * (isnan(d[k]) ? 0 : d[k]) / all : de / (double)nm;
-    return true;
 }
 
 /* The same series of two scrapes (the bound too when with_le). */
@@ -1124,15 +968,22 @@ static int inf_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     find_tree(s);
     find_gpus(s);
     /* the energy counter of each model of this scrape */
-    if (account_energy(s)) {
-        for (size_t i = 0; i < s->nem; i++) {
+    for (size_t i = 0; i < s->s.n; i++) {
+        const struct acc *a = &s->s.acc[i];
+        bool gen =
+            (a->what == W_TOKENS || a->what == W_TOKENS_SUM) && strcmp(a->kind, "generated") == 0;
+        s->values[i] = (struct wt_inf_value){.model = a->model, .generated = gen ? a->v : NAN};
+    }
+    struct wt_inf_energy *en = &s->energy;
+    if (wt_inf_energy_account(en, s->t.name, serving_gpus(s), s->values, s->s.n)) {
+        for (size_t i = 0; i < en->nem; i++) {
             bool came = false;
             for (size_t k = 0; k < s->s.n && !came; k++)
-                came = strcmp(s->s.acc[k].model, s->em[i].model) == 0;
+                came = strcmp(s->s.acc[k].model, en->em[i].model) == 0;
             char l[WT_LABELS_LEN];
             if (came &&
-                wt_labels(l, sizeof l, "target", s->t.name, "model", s->em[i].model, NULL) == 0 &&
-                (rc = wt_batch_add(out, WT_M_INF_ENERGY_J, l, t_ns, s->em[i].j)) == -ENOMEM)
+                wt_labels(l, sizeof l, "target", s->t.name, "model", en->em[i].model, NULL) == 0 &&
+                (rc = wt_batch_add(out, WT_M_INF_ENERGY_J, l, t_ns, en->em[i].energy_j)) == -ENOMEM)
                 return wt_err_set(err, "%s: out of memory", s->t.name), rc;
         }
     }
@@ -1174,6 +1025,8 @@ static void inf_close(void *state)
     free(s->body.p);
     free(s->s.acc);
     free(s->prev);
+    free(s->values);
+    wt_inf_energy_close(&s->energy);
     free(s);
 }
 
@@ -1193,7 +1046,8 @@ static int inf_open_target(const struct wt_config *cfg, size_t i, void **state, 
     s->body.max = (size_t)t->max_response;
     s->s.acc = malloc(MAX_ACC * sizeof *s->s.acc);
     s->prev = malloc(MAX_ACC * sizeof *s->prev);
-    if (!s->s.acc || !s->prev)
+    s->values = malloc(MAX_ACC * sizeof *s->values);
+    if (!s->s.acc || !s->prev || !s->values)
         return -ENOMEM;
     if (wt_labels(s->up_labels, sizeof s->up_labels, "target", t->name, NULL) != 0)
         return wt_err_set(err, "%s: labels too long", t->name);

@@ -21,8 +21,10 @@
  *                                                       a target without configured gpus
  *   wattage_inference_energy_joules_total{target,model} the energy of the target's GPUs since
  *                                                       the daemon started (the GPU ledgers'
- *                                                       energy, NVML's and AMD's), shared
- *                                                       between its models by generated tokens
+ *                                                       energy, NVML's and AMD's), a GPU
+ *                                                       shared with other targets by their
+ *                                                       generated tokens (inference_energy.h),
+ *                                                       then between its models the same way
  *
  * A target without configured gpus gets as gpus (on the info series) the GPUs on which NVML or
  * ROCm SMI lists a process of its serving tree ("1", or "amd:1" where NVIDIA has a GPU 1 too),
