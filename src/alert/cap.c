@@ -2,7 +2,10 @@
 /*
  * Power capping, the one place wattage changes a GPU's settings (off unless a rule has
  * `action: cap` or alerts.power_budget_watts is set). Loads the same NVML library as the
- * collector (WATTAGE_NVML_LIBRARY, else collectors.nvml.library) with its own session.
+ * collector (WATTAGE_NVML_LIBRARY, else collectors.nvml.library) with its own session, and the
+ * same ROCm SMI library as the AMD collector (collect/rocm.h, wt_rocm_caps_open) for the AMD
+ * GPUs: an alert on a series whose uuid is AMD-... acts on that AMD GPU; everything below is
+ * the same for both vendors.
  *
  * Each GPU's limit is the lowest of what holds it down: the targets of the firing cap alerts on
  * it, and its share of the site budget. The first change remembers the GPU's own limit; when
@@ -83,7 +86,8 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
 {
     if (!c || !a || a->action != WT_ACTION_CAP)
         return;
-    if (a->gpu < 0 || a->gpu >= MAX_GPUS || (c->inited && (unsigned int)a->gpu >= c->ngpus)) {
+    int gi = wt_cap_slot(c, a->labels, a->gpu);
+    if (gi < 0 || ((c->inited || c->amd) && (unsigned int)gi >= c->ngpus)) {
         wt_warn(MOD, "alert %s{%s} has action cap but no GPU this node has (gpu=%d)", a->name,
                 a->labels, a->gpu);
         return;
@@ -97,11 +101,11 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
         double w = a->cap_watts;
         if (w <= 0) {
             /* The engine leaves a share to us when it does not know the GPU's max. */
-            wt_cap_refresh(c, a->gpu);
+            wt_cap_refresh(c, gi);
             for (size_t r = 0; r < c->nrules; r++)
                 if (strcmp(c->rules[r].name, a->name) == 0)
                     w = c->rules[r].watts > 0 ? c->rules[r].watts
-                                              : c->rules[r].share * c->g[a->gpu].max_w;
+                                              : c->rules[r].share * c->g[gi].max_w;
         }
         if (w <= 0) {
             wt_warn(MOD, "alert %s{%s}: no cap target (cap_watts or cap_share with a known max)",
@@ -110,24 +114,24 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
             if (k == c->nactive)
                 c->nactive++;
             c->active[k].fp = a->fingerprint;
-            c->active[k].gpu = a->gpu;
+            c->active[k].gpu = gi;
             c->active[k].watts = w;
             snprintf(c->active[k].name, sizeof c->active[k].name, "%s", a->name);
             /* The rule that set an earlier run's cap fired again: it holds the GPU now. */
-            if (c->g[a->gpu].hold_until_ns && strcmp(c->g[a->gpu].hold_reason, a->name) == 0)
-                c->g[a->gpu].hold_until_ns = 0;
-            if (c->g[a->gpu].never) {
+            if (c->g[gi].hold_until_ns && strcmp(c->g[gi].hold_reason, a->name) == 0)
+                c->g[gi].hold_until_ns = 0;
+            if (c->g[gi].never) {
                 wt_info(MOD,
                         "alert %s would cap gpu=%d to %.1f W: not capped, a running job "
                         "tagged %s=%s holds it",
-                        a->name, a->gpu, w, NEVER_TAG, NEVER_VALUE);
+                        a->name, gi, w, NEVER_TAG, NEVER_VALUE);
                 c->whys[W_CAP_NEVER]++;
             }
         }
     } else if (k < c->nactive) {
         c->active[k] = c->active[--c->nactive];
     }
-    wt_cap_reconcile(c, a->gpu, a->name);
+    wt_cap_reconcile(c, gi, a->name);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -176,10 +180,10 @@ static void recover(struct wt_cap *c)
     }
     if (n == 0)
         goto out;
-    if (!c->inited) {
+    if (!c->inited && !c->amd) {
         wt_warn(MOD,
-                "%s: %zu GPUs may keep a limit an earlier run set, and NVML is not loaded "
-                "to restore them (see `wattage cap clear`)",
+                "%s: %zu GPUs may keep a limit an earlier run set, and neither NVML nor ROCm SMI "
+                "is loaded to restore them (see `wattage cap clear`)",
                 c->record, n);
         goto out;
     }
@@ -239,14 +243,12 @@ static void recover(struct wt_cap *c)
             left[nleft++] = *x;
             continue;
         }
-        nvmlReturn_t rc = c->fn.set_limit && g->have_dev
-                              ? c->fn.set_limit(g->dev, (unsigned int)lround(x->own_w * 1000))
-                              : NVML_ERROR_UNINITIALIZED;
-        if (rc != NVML_SUCCESS) {
+        int rc = wt_cap_dev_set(c, i, x->own_w);
+        if (rc != 0) {
             wt_error(MOD,
                      "gpu=%d uuid=%s: restoring its own limit %.1f W (an earlier run capped "
                      "it at %.1f W) failed: %s (%d)",
-                     i, x->uuid, x->own_w, x->set_w, wt_cap_errstr(c, rc), (int)rc);
+                     i, x->uuid, x->own_w, x->set_w, wt_cap_dev_errstr(c, i, rc), rc);
             wt_cap_count_action(c, A_ERROR, W_EARLIER_RUN);
             left[nleft++] = *x;
             continue;
@@ -346,11 +348,12 @@ static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *
         /* Not fatal: alerts still fire and are delivered; dry run still says what it would do. */
         wt_warn(MOD, "power capping cannot reach NVML: %s%s", lerr.msg,
                 c->dry_run ? " (dry run: limits from the snapshot)" : "; no limit will be set");
-        wt_cap_unload_nvml(c);
+        wt_cap_unload(c);
     } else if (!c->fn.set_limit) {
         wt_warn(MOD, "%s does not export nvmlDeviceSetPowerManagementLimit: limits cannot be set",
                 c->library);
     }
+    wt_cap_load_amd(c, cfg);
     recover(c);
     if (!acts) {
         wt_cap_close(c); /* it kept nothing: no rule or budget of this configuration holds it */
@@ -402,7 +405,7 @@ void wt_cap_close(struct wt_cap *c)
                      "the record keeps it for the next start or `wattage cap clear`)",
                      i, c->g[i].set_w, c->g[i].saved_w);
     pthread_mutex_unlock(&c->mu);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -423,8 +426,11 @@ static int open_plain(const struct wt_config *cfg, const struct wt_alerts_config
     for (int i = 0; i < MAX_GPUS; i++)
         c->g[i].err_rl.interval_ns = LOG_EVERY_NS;
     int rc = wt_cap_load_nvml(c, cfg, err);
-    if (rc != 0) {
-        wt_cap_unload_nvml(c);
+    if (rc != 0)
+        wt_cap_unload(c);
+    wt_cap_load_amd(c, cfg);
+    if (rc != 0 && !c->amd) {
+        wt_cap_unload(c);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return rc < 0 ? rc : -EIO;
@@ -438,13 +444,11 @@ static int open_plain(const struct wt_config *cfg, const struct wt_alerts_config
 static int set_w(struct wt_cap *c, int i, double w, struct wt_err *err)
 {
     struct capgpu *g = &c->g[i];
-    nvmlReturn_t r = c->fn.set_limit && g->have_dev
-                         ? c->fn.set_limit(g->dev, (unsigned int)lround(w * 1000))
-                         : NVML_ERROR_UNINITIALIZED;
-    if (r != NVML_SUCCESS)
-        return wt_err_set(err, "gpu %d: setting its limit to %.1f W failed: %s (%d)%s", i, w,
-                          wt_cap_errstr(c, r), (int)r,
-                          r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : ""),
+    int r = wt_cap_dev_set(c, i, w);
+    if (r != 0)
+        return wt_err_set(err, "gpu %d (%s): setting its limit to %.1f W failed: %s (%d)%s", i,
+                          g->uuid, w, wt_cap_dev_errstr(c, i, r), r,
+                          wt_cap_dev_denied(c, i, r) ? " (setting limits needs root)" : ""),
                -EIO;
     g->limit_w = w;
     return 0;
@@ -505,7 +509,7 @@ int wt_cap_set_share(const struct wt_config *cfg, const struct wt_alerts_config 
     }
 out:
     wt_cap_rec_unlock(fd);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return rc;
@@ -600,7 +604,7 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
     }
 out:
     wt_cap_rec_unlock(fd);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return rc;
@@ -634,13 +638,26 @@ int wt_cap_report(const struct wt_config *cfg, const struct wt_alerts_config *ac
                     i, g->uuid, g->limit_w, g->default_w);
         }
     }
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return 0;
 }
 
 /* ---- /metrics ---------------------------------------------------------------------------- */
+
+/* GPU i's labels: gpu (its vendor's index), and uuid for an AMD GPU (whose index NVIDIA's may
+ * share), then dry_run when given. */
+static int gpu_labels(const struct wt_cap *c, int i, char *out, size_t n, const char *dry)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", wt_cap_vendor_index(c, i));
+    if (c->g[i].amd)
+        return dry ? wt_labels(out, n, "gpu", v, "uuid", c->g[i].uuid, "dry_run", dry, NULL)
+                   : wt_labels(out, n, "gpu", v, "uuid", c->g[i].uuid, NULL);
+    return dry ? wt_labels(out, n, "gpu", v, "dry_run", dry, NULL)
+               : wt_labels(out, n, "gpu", v, NULL);
+}
 
 int wt_cap_family_limits(void *cap, struct wt_expo_family *fam)
 {
@@ -663,9 +680,7 @@ int wt_cap_family_limits(void *cap, struct wt_expo_family *fam)
     for (int i = 0; i < MAX_GPUS; i++) {
         if (!c->g[i].touched)
             continue;
-        char v[16];
-        snprintf(v, sizeof v, "%d", i);
-        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "gpu", v, NULL) == 0)
+        if (gpu_labels(c, i, fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, NULL) == 0)
             fam->s[fam->n++].value = c->g[i].set_w;
     }
     pthread_mutex_unlock(&c->mu);
@@ -759,10 +774,8 @@ static int idle_family(struct wt_cap *c, struct wt_expo_family *fam, bool saving
         const struct capgpu *g = &c->g[i];
         if (g->idle_w <= 0)
             continue;
-        char v[16];
-        snprintf(v, sizeof v, "%d", i);
-        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "gpu", v, "dry_run",
-                      wt_cap_idle_dry(c) ? "true" : "false", NULL) == 0)
+        if (gpu_labels(c, i, fam->s[fam->n].labels, sizeof fam->s[fam->n].labels,
+                       wt_cap_idle_dry(c) ? "true" : "false") == 0)
             fam->s[fam->n++].value = saving ? fmax(0, g->idle_level_w - g->idle_w) : g->idle_w;
     }
     pthread_mutex_unlock(&c->mu);

@@ -338,19 +338,21 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
         if (wt_labels_get(r->labels, "gpu", v, sizeof v) != 0)
             continue;
         char *end;
-        long i = strtol(v, &end, 10);
-        if (*end || i < 0 || i >= MAX_GPUS)
+        long gl = strtol(v, &end, 10);
+        int i = *end || gl < 0 || gl >= MAX_GPUS ? -1 : wt_cap_slot(c, r->labels, (int)gl);
+        if (i < 0)
             continue;
         struct capgpu *g = &c->g[i];
-        /* NVML's own values win; the snapshot's serve when this process has no NVML. */
+        bool own = wt_cap_has_lib(c, i);
+        /* The library's own values win; the snapshot's serve when this process has none. */
         if (r->metric == WT_M_GPU_POWER_W) {
             g->power_w = r->value;
             g->seen = true;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_W && !g->touched) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_W && !g->touched) {
             g->limit_w = r->value;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_MIN_W) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_MIN_W) {
             g->min_w = r->value;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_MAX_W) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_MAX_W) {
             g->max_w = r->value;
         } else if (r->metric == WT_M_GPU_IDLE) {
             g->snap_idle = r->value == 1;

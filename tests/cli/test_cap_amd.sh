@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Power caps on AMD GPUs, through the fake ROCm SMI behind the real dlopen path (no NVIDIA
+# library): the fake keeps each device's cap in FAKE_RSMI_CAP_LOG (one "DEV WATTS" line per set,
+# the last one its cap; 500 W by default, range 100..560 W), so a cap outlives the daemon that
+# set it, as on a real GPU. A rule with action cap on an AMD GPU's series lowers that GPU's limit
+# (and only that one), recorded under its AMD-... uuid; SIGTERM restores it; after a kill -9 a
+# start without the rule restores it from the record.
+source "$(dirname "$0")/lib.sh"
+FAKE_ROCM=${WATTAGE_FAKE_ROCM:-$PWD/${WATTAGE_BUILD:-build}/tests/fakes/librocm_smi64.so.1}
+mkdir -p "$TMP/sys" "$TMP/proc"
+export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
+export WATTAGE_NVML_LIBRARY=$TMP/no-libnvidia-ml.so.1 WATTAGE_ROCM_SMI_LIBRARY=$FAKE_ROCM
+export FAKE_RSMI_GPUS=2 FAKE_RSMI_POWER=400,0,5
+
+DETECTORS_OFF='{throttle_forecast: false, throttling: false, idle_burn: false, impossible: false,
+              stuck: false, sibling: false, data_gap: false}'
+RUN_PID=
+PORT=
+# run NAME: the daemon with config $TMP/NAME.yaml, serving on $PORT; the fake's caps in $CAPS
+run() {
+    PORT=$(free_port)
+    FAKE_RSMI_CAP_LOG=$CAPS bg "$BIN" run -c "$TMP/$1.yaml" --db "$TMP/$1.db" --interval 0.2 \
+        --listen "127.0.0.1:$PORT" >"$TMP/$1.log" 2>&1
+    RUN_PID=$!
+    wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+}
+halt() { kill -TERM "$RUN_PID" && wait "$RUN_PID"; }
+# sample NAME LABELS: the value of NAME's first sample whose labels begin with LABELS
+sample() { curl -sf "http://127.0.0.1:$PORT/metrics" | grep -F "$1{$2" | awk '{ print $NF; exit }'; }
+# limit_is DEV WATTS: the fake's cap of DEV now (its last line; 500 when never set)
+limit_of() { awk -v g="$1" '$1 == g { w = $2 } END { print (w == "" ? 500 : w) }' "$CAPS" 2>/dev/null || echo 500; }
+limit_is() { [[ $(limit_of "$1") == "$2" ]]; }
+# rule_yaml NAME: a cap rule on AMD GPU 1 (300 W) with the record at $TMP/NAME.caps
+rule_yaml() {
+    cat >"$TMP/$1.yaml" <<EOF
+alerts:
+  detectors: $DETECTORS_OFF
+  cap_record: $TMP/$2.caps
+  rules:
+    - name: AmdHotCap
+      metric: wattage_gpu_temperature_celsius
+      match: {gpu: "1", sensor: "edge"}
+      op: ">"
+      threshold: 30
+      for: 1s
+      action: cap
+      cap_watts: 300
+EOF
+}
+
+# ---- set, then SIGTERM restores ------------------------------------------------------------
+CAPS=$TMP/term.fake
+rule_yaml term term
+run term
+if wait_for 20 limit_is 1 300; then ok "the rule caps AMD GPU 1 at 300 W through rsmi_dev_power_cap_set"
+else not_ok "the rule caps AMD GPU 1 at 300 W through rsmi_dev_power_cap_set" "$(cat "$CAPS" 2>&1)" "$(grep -E 'cap|amd' "$TMP/term.log" | tail -5)"; fi
+check "GPU 0 is untouched" bash -c "! grep -q '^0 ' '$CAPS'"
+check "the record has the AMD uuid, own 500 W, set 300 W" \
+    grep -Eq '^AMD-00c0ffee00000001 1 500\.000 300\.000 [0-9]{19} AmdHotCap$' "$TMP/term.caps"
+cap1=$(sample wattage_gpu_power_cap_watts 'gpu="1",uuid="AMD-00c0ffee00000001"')
+check "wattage_gpu_power_cap_watts{gpu=\"1\",uuid=\"AMD-…\"} is 300 (got '$cap1')" test "$cap1" = 300
+lim_300() { [[ $(sample wattage_gpu_power_limit_watts 'gpu="1"') == 300 ]]; }
+check "the AMD collector reads the new limit" wait_for 5 lim_300
+halt
+check "the daemon exits 0 on SIGTERM" test $? -eq 0
+check "SIGTERM restored GPU 1 to its own 500 W" limit_is 1 500
+check "nothing else was set" test "$(wc -l <"$CAPS")" -eq 2
+check "and the record is empty" test ! -s "$TMP/term.caps"
+
+# ---- kill -9, then a start without the rule restores it from the record ------------------------
+CAPS=$TMP/crash.fake
+rule_yaml crash crash
+run crash
+if wait_for 20 limit_is 1 300; then ok "capped before kill -9"
+else not_ok "capped before kill -9" "$(tail -5 "$TMP/crash.log")"; fi
+kill -KILL "$RUN_PID"
+wait "$RUN_PID" 2>/dev/null
+check "the driver keeps the cap after kill -9" limit_is 1 300
+check "the record keeps the line" grep -q '^AMD-00c0ffee00000001 1 500\.000 300\.000 ' "$TMP/crash.caps"
+printf 'alerts:\n  detectors: %s\n  cap_record: %s\n' "$DETECTORS_OFF" "$TMP/crash.caps" >"$TMP/crash2.yaml"
+run crash2
+if wait_for 5 limit_is 1 500; then ok "a start without the rule restores 500 W"
+else not_ok "a start without the rule restores 500 W" "$(cat "$CAPS")" "$(grep cap: "$TMP/crash2.log")"; fi
+check "it says so at warning level" grep -q 'warn  cap: gpu=1 uuid=AMD-00c0ffee00000001: restored its own limit 500.0 W; an earlier run capped it at 300.0 W (reason=AmdHotCap' "$TMP/crash2.log"
+check "and the record is empty" test ! -s "$TMP/crash.caps"
+halt
+
+# ---- a value outside the range: the fake refuses it, the capper floors to the GPU's minimum -------
+CAPS=$TMP/floor.fake
+rule_yaml floor floor
+sed -i 's/cap_watts: 300/cap_watts: 50/' "$TMP/floor.yaml"
+run floor
+if wait_for 20 limit_is 1 100; then ok "a 50 W cap is held at the GPU's 100 W minimum"
+else not_ok "a 50 W cap is held at the GPU's 100 W minimum" "$(cat "$CAPS" 2>&1)" "$(grep cap: "$TMP/floor.log" | tail -3)"; fi
+halt
+check "every cap set was within 100..560 W" awk '$2 < 100 || $2 > 560 { bad = 1 } END { exit bad }' "$CAPS"
+
+finish
