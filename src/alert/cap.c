@@ -62,6 +62,7 @@
 #include <unistd.h>
 
 #include "alert/alert.h"
+#include "alert/cap.h"
 #include "alert/cap_act.h"
 #include "alert/cap_budget.h"
 #include "audit/jobs.h"
@@ -515,18 +516,34 @@ out:
     return rc;
 }
 
+/* GPU i as the commands name it: NVIDIA's index, or amd:N. */
+static const char *gname(const struct wt_cap *c, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%d", c->g[i].amd ? "amd:" : "", wt_cap_vendor_index(c, i));
+    return buf;
+}
+
 int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
                  FILE *out, struct wt_err *err)
 {
     struct wt_cap *c = NULL;
     struct wt_cap_rec r[MAX_GPUS], left[MAX_GPUS];
     size_t n = 0, nleft = 0;
-    char when[40];
+    char when[40], nm[16];
     int rc = open_plain(cfg, acfg, &c, err);
     if (rc != 0)
         return rc;
     int fd = wt_cap_rec_lock(c->record);
-    if (gpu >= 0 && (unsigned int)gpu >= c->ngpus) {
+    unsigned int namd = c->ngpus - c->nnv;
+    if (WT_CAP_IS_AMD(gpu) || (namd && gpu >= 0 && (unsigned int)gpu >= c->nnv)) {
+        int a = WT_CAP_IS_AMD(gpu) ? WT_CAP_AMD_INDEX(gpu) : gpu;
+        if ((unsigned int)a >= namd) {
+            rc = wt_err_set(err, "--gpu %s%d: this node has %u AMD GPUs and %u NVIDIA GPUs",
+                            WT_CAP_IS_AMD(gpu) ? "amd:" : "", a, namd, c->nnv);
+            goto out;
+        }
+        gpu = (int)(c->nnv + (unsigned int)a); /* its slot */
+    } else if (gpu >= 0 && (unsigned int)gpu >= c->ngpus) {
         rc = wt_err_set(err, "--gpu %d: this node has %u GPUs (0..%u)", gpu, c->ngpus,
                         c->ngpus ? c->ngpus - 1 : 0);
         goto out;
@@ -558,9 +575,9 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
             continue;
         }
         fprintf(out,
-                "gpu %d (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
+                "gpu %s (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
                 "reason %s, at %s)\n",
-                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+                gname(c, (int)i, nm, sizeof nm), x->uuid, x->own_w, x->set_w, x->reason, when);
         named_done = named_done || i == gpu;
     }
     if (nleft != n && (rc = wt_cap_record_write(c->record, left, nleft, err)) != 0)
@@ -575,14 +592,15 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
         if (gpu < 0) {
             if (foreign)
                 fprintf(out,
-                        "gpu %u (%s): limit %.1f W is not its default %.1f W and wattage "
+                        "gpu %s (%s): limit %.1f W is not its default %.1f W and wattage "
                         "has no record of it (someone else capped it): left; `wattage cap "
-                        "clear --gpu %u` puts back its default\n",
-                        i, g->uuid, g->limit_w, g->default_w, i);
+                        "clear --gpu %s` puts back its default\n",
+                        gname(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w, g->default_w, nm);
             continue;
         }
         if (!foreign) {
-            fprintf(out, "gpu %u (%s): not capped (limit %.1f W%s)\n", i, g->uuid, g->limit_w,
+            fprintf(out, "gpu %s (%s): not capped (limit %.1f W%s)\n",
+                    gname(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
                     g->default_w > 0 ? ", its default" : "");
             continue;
         }
@@ -592,8 +610,8 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
             failed++;
             continue;
         }
-        fprintf(out, "gpu %u (%s): no wattage record; limit back to its default %.1f W\n", i,
-                g->uuid, g->default_w);
+        fprintf(out, "gpu %s (%s): no wattage record; limit back to its default %.1f W\n",
+                gname(c, (int)i, nm, sizeof nm), g->uuid, g->default_w);
     }
     if (n == 0 && gpu < 0)
         fprintf(out, "no GPU has a limit wattage set (record %s)\n",

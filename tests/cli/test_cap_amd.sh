@@ -48,6 +48,17 @@ alerts:
 EOF
 }
 
+# capped_then_killed NAME: the rule's daemon caps GPU 1 (fake caps in $TMP/NAME.fake), then kill -9
+capped_then_killed() {
+    CAPS=$TMP/$1.fake
+    rule_yaml "$1" "$1"
+    run "$1"
+    if wait_for 20 limit_is 1 300; then ok "capped before kill -9 ($1)"
+    else not_ok "capped before kill -9 ($1)" "$(tail -5 "$TMP/$1.log")"; fi
+    kill -KILL "$RUN_PID"
+    wait "$RUN_PID" 2>/dev/null
+}
+
 # ---- set, then SIGTERM restores ------------------------------------------------------------
 CAPS=$TMP/term.fake
 rule_yaml term term
@@ -68,13 +79,7 @@ check "nothing else was set" test "$(wc -l <"$CAPS")" -eq 2
 check "and the record is empty" test ! -s "$TMP/term.caps"
 
 # ---- kill -9, then a start without the rule restores it from the record ------------------------
-CAPS=$TMP/crash.fake
-rule_yaml crash crash
-run crash
-if wait_for 20 limit_is 1 300; then ok "capped before kill -9"
-else not_ok "capped before kill -9" "$(tail -5 "$TMP/crash.log")"; fi
-kill -KILL "$RUN_PID"
-wait "$RUN_PID" 2>/dev/null
+capped_then_killed crash
 check "the driver keeps the cap after kill -9" limit_is 1 300
 check "the record keeps the line" grep -q '^AMD-00c0ffee00000001 1 500\.000 300\.000 ' "$TMP/crash.caps"
 printf 'alerts:\n  detectors: %s\n  cap_record: %s\n' "$DETECTORS_OFF" "$TMP/crash.caps" >"$TMP/crash2.yaml"
@@ -84,6 +89,18 @@ else not_ok "a start without the rule restores 500 W" "$(cat "$CAPS")" "$(grep c
 check "it says so at warning level" grep -q 'warn  cap: gpu=1 uuid=AMD-00c0ffee00000001: restored its own limit 500.0 W; an earlier run capped it at 300.0 W (reason=AmdHotCap' "$TMP/crash2.log"
 check "and the record is empty" test ! -s "$TMP/crash.caps"
 halt
+
+# ---- kill -9, then `wattage cap clear --gpu amd:1` puts it back by hand -----------------------
+capped_then_killed clear
+out=$(FAKE_RSMI_CAP_LOG=$CAPS "$BIN" cap clear -c "$TMP/clear.yaml" --db "$TMP/clear.db" --gpu amd:5 2>&1)
+rc=$?
+check "cap clear --gpu amd:5 on a 2-GPU node: exit 2 (got $rc) with why" \
+    test "$rc" -eq 2 -a -n "$(grep -- '--gpu amd:5: this node has 2 AMD GPUs' <<<"$out")"
+out=$(FAKE_RSMI_CAP_LOG=$CAPS "$BIN" cap clear -c "$TMP/clear.yaml" --db "$TMP/clear.db" --gpu amd:1 2>&1)
+check "cap clear --gpu amd:1 says what it did ($out)" \
+    grep -q 'gpu amd:1 (AMD-00c0ffee00000001): limit back to its own 500.0 W (wattage had capped it at 300.0 W: reason AmdHotCap' <<<"$out"
+check "and the GPU has its own 500 W again" limit_is 1 500
+check "and the record is empty" test ! -s "$TMP/clear.caps"
 
 # ---- a value outside the range: the fake refuses it, the capper floors to the GPU's minimum -------
 CAPS=$TMP/floor.fake
