@@ -112,4 +112,41 @@ else not_ok "a 50 W cap is held at the GPU's 100 W minimum" "$(cat "$CAPS" 2>&1)
 halt
 check "every cap set was within 100..560 W" awk '$2 < 100 || $2 > 560 { bad = 1 } END { exit bad }' "$CAPS"
 
+# ---- both vendors in one daemon: each GPU 0 capped by its own rule, no other GPU touched -------
+# (the fake NVML: 2 GPUs at 600 W, limits 200..700 W kept in FAKE_NVML_LIMITS_FILE)
+CAPS=$TMP/mixed.fake
+cat >"$TMP/mixed.yaml" <<EOF
+alerts:
+  detectors: $DETECTORS_OFF
+  cap_record: $TMP/mixed.caps
+  rules:
+    - name: NvCap
+      metric: wattage_gpu_power_watts
+      match: {uuid: "GPU-fake-0000-0"}
+      op: ">"
+      threshold: 100
+      for: 1s
+      action: cap
+      cap_watts: 300
+    - name: AmdCap
+      metric: wattage_gpu_power_watts
+      match: {uuid: "AMD-00c0ffee00000000"}
+      op: ">"
+      threshold: 100
+      for: 1s
+      action: cap
+      cap_watts: 250
+EOF
+WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_POWER=600,0,0 \
+    FAKE_NVML_LIMITS_FILE=$TMP/mixed.limits run mixed
+if wait_for 20 limit_is 0 250 && wait_for 10 grep -q '^0 300$' "$TMP/mixed.limits"; then
+    ok "NVIDIA's GPU 0 capped at 300 W and AMD's GPU 0 at 250 W, each by its rule"
+else not_ok "NVIDIA's GPU 0 capped at 300 W and AMD's GPU 0 at 250 W, each by its rule" \
+    "amd: $(cat "$CAPS" 2>&1)" "nvidia: $(cat "$TMP/mixed.limits" 2>&1)" "$(grep cap: "$TMP/mixed.log" | tail -4)"; fi
+check "the record has both, by uuid" test "$(grep -Ec '^(GPU-fake-0000-0 0 700\.000 300\.000|AMD-00c0ffee00000000 0 500\.000 250\.000) ' "$TMP/mixed.caps")" -eq 2
+check "no other GPU was set" test "$(cat "$CAPS" "$TMP/mixed.limits" | wc -l)" -eq 2
+halt
+check "SIGTERM restores AMD's GPU 0 to 500 W" limit_is 0 500
+check "and NVIDIA's GPU 0 to 700 W" test "$(awk '$1 == 0 { w = $2 } END { print w }' "$TMP/mixed.limits")" = 700
+
 finish
