@@ -149,4 +149,21 @@ halt
 check "SIGTERM restores AMD's GPU 0 to 500 W" limit_is 0 500
 check "and NVIDIA's GPU 0 to 700 W" test "$(awk '$1 == 0 { w = $2 } END { print w }' "$TMP/mixed.limits")" = 700
 
+# ---- the site budget over both vendors: 2 x 600 W NVIDIA + 2 x 400 W AMD over a 1500 W budget ----
+CAPS=$TMP/budget.fake
+printf 'alerts:\n  detectors: %s\n  cap_record: %s\n  power_budget_watts: 1500\n  budget_clear_share: 0.9\n' \
+    "$DETECTORS_OFF" "$TMP/budget.caps" >"$TMP/budget.yaml"
+WATTAGE_NVML_LIBRARY=$FAKE_NVML FAKE_NVML_GPUS=2 FAKE_NVML_POWER=600,0,0 \
+    FAKE_NVML_LIMITS_FILE=$TMP/budget.limits run budget
+# capped DEV FILE OWN: DEV's last limit in FILE is under its own
+capped() { awk -v g="$1" -v own="$3" '$1 == g { w = $2 } END { exit !(w != "" && w < own) }' "$2"; }
+all_four() { capped 0 "$CAPS" 500 && capped 1 "$CAPS" 500 && capped 0 "$TMP/budget.limits" 700 && capped 1 "$TMP/budget.limits" 700; }
+if wait_for 20 all_four; then ok "the budget caps both vendors' GPUs"
+else not_ok "the budget caps both vendors' GPUs" "amd: $(cat "$CAPS" 2>&1)" "nvidia: $(cat "$TMP/budget.limits" 2>&1)" "$(grep cap: "$TMP/budget.log" | tail -4)"; fi
+check "the record has four lines, two AMD" test "$(grep -c '^AMD-' "$TMP/budget.caps")" -eq 2 -a "$(grep -vc '^#' "$TMP/budget.caps")" -eq 4
+cp "$TMP/budget.log" "$TMP/budget.fake" "$TMP/budget.limits" "${WT_CAP_AMD_KEEP:-$TMP}/" 2>/dev/null
+halt
+check "SIGTERM lifts the AMD caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$CAPS') == '500 500' ]]"
+check "and the NVIDIA caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$TMP/budget.limits') == '700 700' ]]"
+
 finish
