@@ -123,9 +123,9 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
                 c->g[gi].hold_until_ns = 0;
             if (c->g[gi].never) {
                 wt_info(MOD,
-                        "alert %s would cap gpu=%d to %.1f W: not capped, a running job "
+                        "alert %s would cap gpu=%s to %.1f W: not capped, a running job "
                         "tagged %s=%s holds it",
-                        a->name, gi, w, NEVER_TAG, NEVER_VALUE);
+                        a->name, GN(c, gi), w, NEVER_TAG, NEVER_VALUE);
                 c->whys[W_CAP_NEVER]++;
             }
         }
@@ -204,27 +204,27 @@ static void recover(struct wt_cap *c)
         if (fabs(g->limit_w - x->own_w) <= OTHERS_W) {
             /* Killed between the record and the call, or after the restore: nothing to do. */
             wt_warn(MOD,
-                    "gpu=%d uuid=%s: an earlier run recorded a cap of %.1f W (reason=%s at "
+                    "gpu=%s uuid=%s: an earlier run recorded a cap of %.1f W (reason=%s at "
                     "%s) that the GPU does not have (limit %.1f W, its own): line dropped",
-                    i, x->uuid, x->set_w, x->reason, when, g->limit_w);
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, g->limit_w);
             c->whys[W_EARLIER_RUN]++;
             continue;
         }
         if (fabs(g->limit_w - x->set_w) > OTHERS_W) {
             wt_warn(MOD,
-                    "gpu=%d uuid=%s: limit %.1f W is neither its own %.1f W nor the %.1f W "
+                    "gpu=%s uuid=%s: limit %.1f W is neither its own %.1f W nor the %.1f W "
                     "an earlier run set: someone else changed it since; leaving it",
-                    i, x->uuid, g->limit_w, x->own_w, x->set_w);
+                    GN(c, i), x->uuid, g->limit_w, x->own_w, x->set_w);
             c->whys[W_BY_OTHERS]++;
             continue;
         }
         int64_t hold = holds_for(c, x->reason);
         if (c->dry_run) {
             wt_warn(MOD,
-                    "dry run: gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set "
+                    "dry run: gpu=%s uuid=%s keeps the cap of %.1f W an earlier run set "
                     "(reason=%s at %s, own limit %.1f W); run without dry run or `wattage "
                     "cap clear` to restore it",
-                    i, x->uuid, x->set_w, x->reason, when, x->own_w);
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, x->own_w);
             left[nleft++] = *x;
             continue;
         }
@@ -236,9 +236,9 @@ static void recover(struct wt_cap *c)
             g->hold_until_ns = c->now_ns + hold;
             snprintf(g->hold_reason, sizeof g->hold_reason, "%s", x->reason);
             wt_warn(MOD,
-                    "gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set (reason=%s "
+                    "gpu=%s uuid=%s keeps the cap of %.1f W an earlier run set (reason=%s "
                     "at %s; own limit %.1f W): restored unless %s holds it within %.1f s",
-                    i, x->uuid, x->set_w, x->reason, when, x->own_w, x->reason,
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, x->own_w, x->reason,
                     (double)hold / WT_NS_PER_S);
             c->whys[W_KEPT]++;
             left[nleft++] = *x;
@@ -247,17 +247,17 @@ static void recover(struct wt_cap *c)
         int rc = wt_cap_dev_set(c, i, x->own_w);
         if (rc != 0) {
             wt_error(MOD,
-                     "gpu=%d uuid=%s: restoring its own limit %.1f W (an earlier run capped "
+                     "gpu=%s uuid=%s: restoring its own limit %.1f W (an earlier run capped "
                      "it at %.1f W) failed: %s (%d)",
-                     i, x->uuid, x->own_w, x->set_w, wt_cap_dev_errstr(c, i, rc), rc);
+                     GN(c, i), x->uuid, x->own_w, x->set_w, wt_cap_dev_errstr(c, i, rc), rc);
             wt_cap_count_action(c, A_ERROR, W_EARLIER_RUN);
             left[nleft++] = *x;
             continue;
         }
         wt_warn(MOD,
-                "gpu=%d uuid=%s: restored its own limit %.1f W; an earlier run capped it at "
+                "gpu=%s uuid=%s: restored its own limit %.1f W; an earlier run capped it at "
                 "%.1f W (reason=%s at %s) and nothing in this configuration holds it",
-                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+                GN(c, i), x->uuid, x->own_w, x->set_w, x->reason, when);
         wt_cap_count_action(c, A_RESTORE, W_EARLIER_RUN);
         g->limit_w = x->own_w;
     }
@@ -402,9 +402,9 @@ void wt_cap_close(struct wt_cap *c)
     for (int i = 0; i < MAX_GPUS; i++)
         if (c->g[i].touched)
             wt_error(MOD,
-                     "gpu=%d keeps the limit of %.1f W wattage set (restoring %.1f W failed; "
+                     "gpu=%s keeps the limit of %.1f W wattage set (restoring %.1f W failed; "
                      "the record keeps it for the next start or `wattage cap clear`)",
-                     i, c->g[i].set_w, c->g[i].saved_w);
+                     GN(c, i), c->g[i].set_w, c->g[i].saved_w);
     pthread_mutex_unlock(&c->mu);
     wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
@@ -516,13 +516,6 @@ out:
     return rc;
 }
 
-/* GPU i as the commands name it: NVIDIA's index, or amd:N. */
-static const char *gname(const struct wt_cap *c, int i, char *buf, size_t n)
-{
-    snprintf(buf, n, "%s%d", c->g[i].amd ? "amd:" : "", wt_cap_vendor_index(c, i));
-    return buf;
-}
-
 int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acfg, int gpu,
                  FILE *out, struct wt_err *err)
 {
@@ -577,7 +570,8 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
         fprintf(out,
                 "gpu %s (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
                 "reason %s, at %s)\n",
-                gname(c, (int)i, nm, sizeof nm), x->uuid, x->own_w, x->set_w, x->reason, when);
+                wt_cap_gpu_name(c, (int)i, nm, sizeof nm), x->uuid, x->own_w, x->set_w, x->reason,
+                when);
         named_done = named_done || i == gpu;
     }
     if (nleft != n && (rc = wt_cap_record_write(c->record, left, nleft, err)) != 0)
@@ -595,12 +589,13 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
                         "gpu %s (%s): limit %.1f W is not its default %.1f W and wattage "
                         "has no record of it (someone else capped it): left; `wattage cap "
                         "clear --gpu %s` puts back its default\n",
-                        gname(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w, g->default_w, nm);
+                        wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
+                        g->default_w, nm);
             continue;
         }
         if (!foreign) {
             fprintf(out, "gpu %s (%s): not capped (limit %.1f W%s)\n",
-                    gname(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
+                    wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
                     g->default_w > 0 ? ", its default" : "");
             continue;
         }
@@ -611,7 +606,7 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
             continue;
         }
         fprintf(out, "gpu %s (%s): no wattage record; limit back to its default %.1f W\n",
-                gname(c, (int)i, nm, sizeof nm), g->uuid, g->default_w);
+                wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->default_w);
     }
     if (n == 0 && gpu < 0)
         fprintf(out, "no GPU has a limit wattage set (record %s)\n",

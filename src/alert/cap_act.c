@@ -269,6 +269,12 @@ int wt_cap_vendor_index(const struct wt_cap *c, int i)
     return c->g[i].amd ? (int)c->g[i].amd_ind : i;
 }
 
+const char *wt_cap_gpu_name(const struct wt_cap *c, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%d", c->g[i].amd ? "amd:" : "", wt_cap_vendor_index(c, i));
+    return buf;
+}
+
 int wt_cap_slot(const struct wt_cap *c, const char *labels, int gpu)
 {
     char uuid[96];
@@ -416,9 +422,9 @@ void wt_cap_cleared_by_hand(struct wt_cap *c, int i)
     struct capgpu *g = &c->g[i];
     wt_cap_refresh(c, i);
     wt_warn(MOD,
-            "gpu=%d uuid=%s: its cap of %.1f W was cleared by hand (limit now %.1f W): not "
+            "gpu=%s uuid=%s: its cap of %.1f W was cleared by hand (limit now %.1f W): not "
             "capping it again until what holds it lets go",
-            i, g->uuid, g->set_w, g->limit_w);
+            GN(c, i), g->uuid, g->set_w, g->limit_w);
     wt_cap_count_action(c, A_RESTORE, W_BY_HAND);
     g->touched = false;
     g->set_w = 0;
@@ -441,8 +447,9 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
     struct capgpu *g = &c->g[i];
     if (c->dry_run) {
         wt_info(MOD,
-                "dry run: would set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f",
-                i, w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w);
+                "dry run: would set gpu=%s limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f",
+                GN(c, i), w, act_names[act], reason, why_names[why],
+                g->touched ? g->set_w : g->limit_w);
         wt_cap_count_action(c, act, why);
         return 0;
     }
@@ -450,7 +457,7 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
         uint64_t supp;
         wt_cap_count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "cannot set gpu=%d limit_w=%.1f: %s", i, w,
+            wt_error(MOD, "cannot set gpu=%s limit_w=%.1f: %s", GN(c, i), w,
                      wt_cap_dev_errstr(c, i, WT_CAP_NO_DEV));
         return -EIO;
     }
@@ -473,16 +480,16 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
         uint64_t supp;
         wt_cap_count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "%s gpu=%d uuid=%s limit_w=%.1f failed: %s (%d)%s",
-                     wt_cap_dev_setter(c, i), i, g->uuid, w, wt_cap_dev_errstr(c, i, r), r,
+            wt_error(MOD, "%s gpu=%s uuid=%s limit_w=%.1f failed: %s (%d)%s",
+                     wt_cap_dev_setter(c, i), GN(c, i), g->uuid, w, wt_cap_dev_errstr(c, i, r), r,
                      wt_cap_dev_denied(c, i, r) ? " (setting limits needs root)" : "");
         /* The record says what the GPU has: the previous cap, or nothing. */
         (void)rec_update(c, i, g->saved_w, g->touched ? g->set_w : 0, reason);
         rc = -EIO;
         goto out;
     }
-    wt_info(MOD, "set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f own_w=%.1f", i,
-            w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
+    wt_info(MOD, "set gpu=%s limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f own_w=%.1f",
+            GN(c, i), w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
             g->saved_w);
     wt_cap_count_action(c, act, why);
     if (!g->amd)
@@ -509,8 +516,8 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     if (!g->touched)
         return;
     if (c->dry_run) {
-        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w,
-                reason, why_names[why]);
+        wt_info(MOD, "dry run: would restore gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i),
+                g->saved_w, reason, why_names[why]);
         wt_cap_count_action(c, A_RESTORE, why);
         untouch(g);
         return;
@@ -525,9 +532,9 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     if (g->limit_w > 0 && fabs(g->limit_w - g->set_w) > OTHERS_W) {
         /* An operator (or another tool) changed it after us: theirs stands. */
         wt_warn(MOD,
-                "gpu=%d limit is %.1f W, not the %.1f W wattage set: leaving it (not restoring "
+                "gpu=%s limit is %.1f W, not the %.1f W wattage set: leaving it (not restoring "
                 "%.1f W)",
-                i, g->limit_w, g->set_w, g->saved_w);
+                GN(c, i), g->limit_w, g->set_w, g->saved_w);
         wt_cap_count_action(c, A_RESTORE, W_BY_OTHERS);
         (void)rec_update(c, i, 0, 0, reason);
         untouch(g);
@@ -546,14 +553,14 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
         g->left_capped = true;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_error(MOD,
-                     "restoring gpu=%d uuid=%s limit_w=%.1f failed: %s (%d); it stays at %.1f W", i,
-                     g->uuid, g->saved_w, wt_cap_dev_errstr(c, i, r), r, g->set_w);
+                     "restoring gpu=%s uuid=%s limit_w=%.1f failed: %s (%d); it stays at %.1f W",
+                     GN(c, i), g->uuid, g->saved_w, wt_cap_dev_errstr(c, i, r), r, g->set_w);
         goto out; /* still ours (and recorded): tried again at the next change or tick */
     }
     /* Restored first, then the line goes: a crash between them leaves a line that the next
      * start finds already put right. */
     (void)rec_update(c, i, 0, 0, reason);
-    wt_info(MOD, "restored gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w, reason,
+    wt_info(MOD, "restored gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i), g->saved_w, reason,
             why_names[why]);
     wt_cap_count_action(c, A_RESTORE, why);
     if (!g->amd)
@@ -586,7 +593,7 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     g->deferred = false;
     if (g->never) {
         if (g->touched) {
-            wt_warn(MOD, "gpu=%d is held by a running job tagged %s=%s: lifting its cap", i,
+            wt_warn(MOD, "gpu=%s is held by a running job tagged %s=%s: lifting its cap", GN(c, i),
                     NEVER_TAG, NEVER_VALUE);
             wt_cap_restore(c, i, W_CAP_NEVER, "cap_never_job");
         }
@@ -638,9 +645,9 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     double base = g->touched ? g->saved_w : wt_cap_own_limit(g);
     if (!g->touched && base != g->limit_w && !g->foreign_said) {
         wt_warn(MOD,
-                "gpu=%d uuid=%s: limit %.1f W is not its default %.1f W and no record explains "
+                "gpu=%s uuid=%s: limit %.1f W is not its default %.1f W and no record explains "
                 "it (someone else capped it): its own limit is taken as %.1f W",
-                i, g->uuid, g->limit_w, g->default_w, base);
+                GN(c, i), g->uuid, g->limit_w, g->default_w, base);
         g->foreign_said = true;
     }
     double w = want, lo = g->min_w > c->floor_w ? g->min_w : c->floor_w;
@@ -675,9 +682,9 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     if (floored) {
         c->whys[W_FLOOR]++;
         wt_info(MOD,
-                "gpu=%d: target %.1f W is under its floor: held at %.1f W (min %.1f W, "
+                "gpu=%s: target %.1f W is under its floor: held at %.1f W (min %.1f W, "
                 "alerts.cap_floor_watts %.1f W)",
-                i, want, w, g->min_w, c->floor_w);
+                GN(c, i), want, w, g->min_w, c->floor_w);
     }
     g->touched = true;
     g->set_w = w;

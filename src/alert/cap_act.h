@@ -214,5 +214,9 @@ const char *wt_cap_dev_setter(const struct wt_cap *c, int i);
 int wt_cap_slot(const struct wt_cap *c, const char *labels, int gpu);
 /* GPU i's index as its vendor numbers it (the record's and the metrics' gpu). */
 int wt_cap_vendor_index(const struct wt_cap *c, int i);
+/* GPU i as the commands and the log name it: NVIDIA's index, or amd:N. Returns buf. */
+const char *wt_cap_gpu_name(const struct wt_cap *c, int i, char *buf, size_t n);
+/* The same in a buffer of the enclosing full expression, for a log line. */
+#define GN(c, i) wt_cap_gpu_name((c), (i), (char[24]){0}, 24)
 
 #endif

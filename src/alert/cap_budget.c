@@ -195,7 +195,7 @@ static void find_never(struct wt_cap *c)
                 strcmp(names[k], idx) == 0 || (g->uuid[0] && strncmp(names[k], "GPU-", 4) == 0 &&
                                                strncmp(g->uuid, names[k], strlen(names[k])) == 0);
         if (never != g->never && (g->seen || g->touched))
-            wt_info(MOD, "gpu=%d %s a running job tagged %s=%s", i,
+            wt_info(MOD, "gpu=%s %s a running job tagged %s=%s", GN(c, i),
                     never ? "is held by" : "is no longer held by", NEVER_TAG, NEVER_VALUE);
         g->never = never;
     }
@@ -218,8 +218,8 @@ static void idle_lift(struct wt_cap *c, int i, enum why why, const char *reason)
     g->idle_from_ns = 0;
     if (g->idle_w <= 0)
         return;
-    wt_info(MOD, "idle policy%s: gpu=%d %s: %s its idle cap of %.1f W",
-            wt_cap_idle_dry(c) ? " (dry run)" : "", i,
+    wt_info(MOD, "idle policy%s: gpu=%s %s: %s its idle cap of %.1f W",
+            wt_cap_idle_dry(c) ? " (dry run)" : "", GN(c, i),
             why == W_JOB_START ? "a job naming it starts" : "is busy again",
             wt_cap_idle_dry(c) ? "would lift" : "lifting", g->idle_w);
     g->idle_w = 0;
@@ -247,9 +247,9 @@ static void idle_engage(struct wt_cap *c, int i, int64_t now_ns)
         uint64_t supp;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_warn(MOD,
-                    "idle policy: gpu=%d is idle but its minimum limit is unknown and "
+                    "idle policy: gpu=%s is idle but its minimum limit is unknown and "
                     "alerts.idle_policy.limit_watts is not set: not capped",
-                    i);
+                    GN(c, i));
         return;
     }
     /* The level before the lever: what it read while idle, else the latest reading. */
@@ -258,10 +258,10 @@ static void idle_engage(struct wt_cap *c, int i, int64_t now_ns)
     g->idle_w = w;
     g->idle_level_w = level;
     wt_info(MOD,
-            "idle policy%s: gpu=%d idle for %.0f s: %s limit_w=%.1f (own %.1f W); idle power "
+            "idle policy%s: gpu=%s idle for %.0f s: %s limit_w=%.1f (own %.1f W); idle power "
             "level %.1f W, saving estimate %.1f W (an estimate: the idle power over the new "
             "limit; 0 when the GPU idles under it)",
-            wt_cap_idle_dry(c) ? " (dry run)" : "", i,
+            wt_cap_idle_dry(c) ? " (dry run)" : "", GN(c, i),
             (double)(now_ns - g->idle_from_ns) / WT_NS_PER_S,
             wt_cap_idle_dry(c) ? "would set" : "setting", w, own, level, fmax(0, level - w));
 }

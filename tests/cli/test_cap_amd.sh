@@ -86,7 +86,7 @@ printf 'alerts:\n  detectors: %s\n  cap_record: %s\n' "$DETECTORS_OFF" "$TMP/cra
 run crash2
 if wait_for 5 limit_is 1 500; then ok "a start without the rule restores 500 W"
 else not_ok "a start without the rule restores 500 W" "$(cat "$CAPS")" "$(grep cap: "$TMP/crash2.log")"; fi
-check "it says so at warning level" grep -q 'warn  cap: gpu=1 uuid=AMD-00c0ffee00000001: restored its own limit 500.0 W; an earlier run capped it at 300.0 W (reason=AmdHotCap' "$TMP/crash2.log"
+check "it says so at warning level" grep -q 'warn  cap: gpu=amd:1 uuid=AMD-00c0ffee00000001: restored its own limit 500.0 W; an earlier run capped it at 300.0 W (reason=AmdHotCap' "$TMP/crash2.log"
 check "and the record is empty" test ! -s "$TMP/crash.caps"
 halt
 
@@ -160,8 +160,11 @@ capped() { awk -v g="$1" -v own="$3" '$1 == g { w = $2 } END { exit !(w != "" &&
 all_four() { capped 0 "$CAPS" 500 && capped 1 "$CAPS" 500 && capped 0 "$TMP/budget.limits" 700 && capped 1 "$TMP/budget.limits" 700; }
 if wait_for 20 all_four; then ok "the budget caps both vendors' GPUs"
 else not_ok "the budget caps both vendors' GPUs" "amd: $(cat "$CAPS" 2>&1)" "nvidia: $(cat "$TMP/budget.limits" 2>&1)" "$(grep cap: "$TMP/budget.log" | tail -4)"; fi
+check "in proportion to their draw: AMD's GPU 0 at 285 W, logged as amd:0" \
+    grep -q 'cap: set gpu=amd:0 limit_w=285.0 action=budget_cap reason=power_budget' "$TMP/budget.log"
+check "NVIDIA's GPU 0 at 427.5 W, logged as 0" \
+    grep -q 'cap: set gpu=0 limit_w=427.5 action=budget_cap reason=power_budget' "$TMP/budget.log"
 check "the record has four lines, two AMD" test "$(grep -c '^AMD-' "$TMP/budget.caps")" -eq 2 -a "$(grep -vc '^#' "$TMP/budget.caps")" -eq 4
-cp "$TMP/budget.log" "$TMP/budget.fake" "$TMP/budget.limits" "${WT_CAP_AMD_KEEP:-$TMP}/" 2>/dev/null
 halt
 check "SIGTERM lifts the AMD caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$CAPS') == '500 500' ]]"
 check "and the NVIDIA caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$TMP/budget.limits') == '700 700' ]]"
