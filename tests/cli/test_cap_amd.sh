@@ -112,6 +112,21 @@ else not_ok "a 50 W cap is held at the GPU's 100 W minimum" "$(cat "$CAPS" 2>&1)
 halt
 check "every cap set was within 100..560 W" awk '$2 < 100 || $2 > 560 { bad = 1 } END { exit bad }' "$CAPS"
 
+# ---- not root: the library refuses, the daemon says why and runs on, the record keeps nothing ----
+CAPS=$TMP/denied.fake
+rule_yaml denied denied
+FAKE_RSMI_CAP_DENIED=1 run denied
+if wait_for 20 grep -q 'rsmi_dev_power_cap_set gpu=amd:1 uuid=AMD-00c0ffee00000001 limit_w=300.0 failed: .*(4) (setting limits needs root)' "$TMP/denied.log"; then
+    ok "a refused set is logged with the library's status and why"
+else not_ok "a refused set is logged with the library's status and why" "$(grep cap: "$TMP/denied.log" | tail -3)"; fi
+errs=$(sample wattage_power_cap_actions_total 'action="error"')
+check "and counted as an error action (got '$errs')" test "${errs:-0}" -ge 1
+check "nothing was set" test ! -s "$CAPS"
+check "the record has no line for a cap the GPU does not have" bash -c "! grep -q '^AMD-' '$TMP/denied.caps' 2>/dev/null"
+check "the daemon still serves" curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
+halt
+check "and stops cleanly" test $? -eq 0
+
 # ---- both vendors in one daemon: each GPU 0 capped by its own rule, no other GPU touched -------
 # (the fake NVML: 2 GPUs at 600 W, limits 200..700 W kept in FAKE_NVML_LIMITS_FILE)
 CAPS=$TMP/mixed.fake
