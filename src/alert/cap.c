@@ -640,15 +640,15 @@ int wt_cap_report(const struct wt_config *cfg, const struct wt_alerts_config *ac
         if (k >= 0) {
             wt_time_format(r[k].t_ns, 0, when, sizeof when);
             fprintf(out,
-                    "power cap: gpu %u (%s) limit %.1f W set by wattage (own %.1f W, reason "
+                    "power cap: gpu %s (%s) limit %.1f W set by wattage (own %.1f W, reason "
                     "%s, since %s)\n",
-                    i, g->uuid, g->limit_w, r[k].own_w, r[k].reason, when);
+                    GN(c, (int)i), g->uuid, g->limit_w, r[k].own_w, r[k].reason, when);
         } else if (g->default_w > 0 && fabs(g->limit_w - g->default_w) > OTHERS_W) {
             fprintf(out,
-                    "power cap: gpu %u (%s) limit %.1f W is not its default %.1f W and "
+                    "power cap: gpu %s (%s) limit %.1f W is not its default %.1f W and "
                     "wattage has no record of it: capped by someone else (not taken as its "
                     "own limit)\n",
-                    i, g->uuid, g->limit_w, g->default_w);
+                    GN(c, (int)i), g->uuid, g->limit_w, g->default_w);
         }
     }
     wt_cap_unload(c);

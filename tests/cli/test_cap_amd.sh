@@ -82,6 +82,9 @@ check "and the record is empty" test ! -s "$TMP/term.caps"
 capped_then_killed crash
 check "the driver keeps the cap after kill -9" limit_is 1 300
 check "the record keeps the line" grep -q '^AMD-00c0ffee00000001 1 500\.000 300\.000 ' "$TMP/crash.caps"
+st=$(FAKE_RSMI_CAP_LOG=$CAPS "$BIN" status -c "$TMP/crash.yaml" 2>/dev/null)
+check "status says wattage holds amd:1 at 300 W" \
+    grep -q 'power cap: gpu amd:1 (AMD-00c0ffee00000001) limit 300.0 W set by wattage (own 500.0 W, reason AmdHotCap' <<<"$st"
 printf 'alerts:\n  detectors: %s\n  cap_record: %s\n' "$DETECTORS_OFF" "$TMP/crash.caps" >"$TMP/crash2.yaml"
 run crash2
 if wait_for 5 limit_is 1 500; then ok "a start without the rule restores 500 W"
