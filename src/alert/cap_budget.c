@@ -172,6 +172,24 @@ static void share_budget(struct wt_cap *c, double target)
 }
 
 /* Marks the GPUs that running cap=never jobs hold (the jobs are in the store). */
+/* Whether a job's GPU s (as the jobs keep it: an index, nvidia:N or amd:N, a UUID or its
+ * prefix) is GPU i. A plain index is whichever vendor's has it (the jobs refuse one both have). */
+static bool job_names(const struct wt_cap *c, int i, const char *s)
+{
+    const struct capgpu *g = &c->g[i];
+    const char *mine = g->amd ? "amd:" : "nvidia:", *other = g->amd ? "nvidia:" : "amd:";
+    char idx[16];
+    if (strncmp(s, other, strlen(other)) == 0)
+        return false;
+    if (strncmp(s, mine, strlen(mine)) == 0)
+        s += strlen(mine);
+    snprintf(idx, sizeof idx, "%d", wt_cap_vendor_index(c, i));
+    if (strcmp(s, idx) == 0)
+        return true;
+    return g->uuid[0] && (strncmp(s, "GPU-", 4) == 0 || strncmp(s, "AMD-", 4) == 0) &&
+           strncmp(g->uuid, s, strlen(s)) == 0;
+}
+
 static void find_never(struct wt_cap *c)
 {
     char(*names)[WT_JOBS_GPU_LEN] = calloc(MAX_GPUS, WT_JOBS_GPU_LEN);
@@ -188,12 +206,8 @@ static void find_never(struct wt_cap *c)
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
         bool never = all;
-        char idx[16];
-        snprintf(idx, sizeof idx, "%d", i);
         for (size_t k = 0; k < n && !never; k++)
-            never =
-                strcmp(names[k], idx) == 0 || (g->uuid[0] && strncmp(names[k], "GPU-", 4) == 0 &&
-                                               strncmp(g->uuid, names[k], strlen(names[k])) == 0);
+            never = job_names(c, i, names[k]);
         if (never != g->never && (g->seen || g->touched))
             wt_info(MOD, "gpu=%s %s a running job tagged %s=%s", GN(c, i),
                     never ? "is held by" : "is no longer held by", NEVER_TAG, NEVER_VALUE);

@@ -183,6 +183,14 @@ check "in proportion to their draw: AMD's GPU 0 at 285 W, logged as amd:0" \
 check "NVIDIA's GPU 0 at 427.5 W, logged as 0" \
     grep -q 'cap: set gpu=0 limit_w=427.5 action=budget_cap reason=power_budget' "$TMP/budget.log"
 check "the record has four lines, two AMD" test "$(grep -c '^AMD-' "$TMP/budget.caps")" -eq 2 -a "$(grep -vc '^#' "$TMP/budget.caps")" -eq 4
+# a job tagged cap=never on amd:1 lifts that GPU's cap, and only that one
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/api/v1/jobs" \
+    -d '{"name": "train", "tags": {"cap": "never"}, "gpus": ["amd:1"]}')
+check "the cap=never job on amd:1 starts ($code)" test "$code" = 201
+if wait_for 3 limit_is 1 500; then ok "AMD's GPU 1's cap is lifted"
+else not_ok "AMD's GPU 1's cap is lifted" "$(cat "$CAPS")" "$(grep cap: "$TMP/budget.log" | tail -3)"; fi
+check "the log says why" grep -q 'gpu=amd:1 is held by a running job tagged cap=never: lifting its cap' "$TMP/budget.log"
+check "NVIDIA's GPU 1 keeps its budget cap" capped 1 "$TMP/budget.limits" 700
 halt
 check "SIGTERM lifts the AMD caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$CAPS') == '500 500' ]]"
 check "and the NVIDIA caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$TMP/budget.limits') == '700 700' ]]"
