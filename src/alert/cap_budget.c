@@ -287,16 +287,22 @@ static void idle_tick(struct wt_cap *c, int64_t now_ns)
 {
     if (c->idle_mode == WT_IDLE_OFF)
         return;
-    struct wt_gpu_procs *procs = calloc(MAX_GPUS, sizeof *procs);
-    size_t np = 0;
+    /* NVML's list, then ROCm SMI's (its GPUs by their AMD-... uuid) */
+    struct wt_gpu_procs *procs = calloc(2 * MAX_GPUS, sizeof *procs);
+    size_t np = 0, na = 0;
     int64_t t_procs = 0;
     bool have = procs && wt_nvml_processes(procs, MAX_GPUS, &np, &t_procs) == 0;
+    if (procs && c->amd && wt_rocm_processes(procs + np, MAX_GPUS, &na, &t_procs) == 0) {
+        have = true;
+        np += na;
+    }
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
         bool proc = false;
         for (size_t k = 0; have && k < np && !proc; k++)
-            proc = procs[k].npids > 0 && (procs[k].gpu == (unsigned int)i ||
-                                          (g->uuid[0] && strcmp(procs[k].uuid, g->uuid) == 0));
+            proc = procs[k].npids > 0 &&
+                   ((!g->amd && k < np - na && procs[k].gpu == (unsigned int)i) ||
+                    (g->uuid[0] && strcmp(procs[k].uuid, g->uuid) == 0));
         bool idle = g->seen && g->snap_idle && !proc && !(g->has_util && g->util > 0) && !g->never;
         if (!idle) {
             idle_lift(c, i, W_IDLE_ENDED, "idle_ended");
@@ -317,13 +323,9 @@ void wt_cap_jobs_started(struct wt_cap *c, const char (*gpus)[WT_JOBS_GPU_LEN], 
     pthread_mutex_lock(&c->mu);
     c->now_ns = wt_now_real_ns();
     for (int i = 0; i < MAX_GPUS; i++) {
-        struct capgpu *g = &c->g[i];
         bool named = n == 0; /* a job that names no GPU may use any */
-        char idx[16];
-        snprintf(idx, sizeof idx, "%d", i);
         for (size_t k = 0; k < n && !named; k++)
-            named = strcmp(gpus[k], idx) == 0 || (g->uuid[0] && strncmp(gpus[k], "GPU-", 4) == 0 &&
-                                                  strncmp(g->uuid, gpus[k], strlen(gpus[k])) == 0);
+            named = job_names(c, i, gpus[k]);
         if (named)
             idle_lift(c, i, W_JOB_START, "job_start"); /* its idle time counts from now */
     }

@@ -195,4 +195,21 @@ halt
 check "SIGTERM lifts the AMD caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$CAPS') == '500 500' ]]"
 check "and the NVIDIA caps" bash -c "[[ \$(awk '\$1 == 0 { a = \$2 } \$1 == 1 { b = \$2 } END { print a, b }' '$TMP/budget.limits') == '700 700' ]]"
 
+# ---- the idle policy on AMD GPUs: 60 W, busy 0; GPU 1 runs a process (the library's list) ------
+# GPU 0 is held at its minimum after idle_for; a job naming amd:0 lifts it before it is answered
+CAPS=$TMP/idle.fake
+echo "1 4242" >"$TMP/idle.procs"
+printf 'alerts:\n  detectors: %s\n  cap_record: %s\n  idle_policy: {mode: limit, idle_for: 2s}\n' \
+    "$DETECTORS_OFF" "$TMP/idle.caps" >"$TMP/idle.yaml"
+FAKE_RSMI_POWER=60,0,1e9 FAKE_RSMI_PROCS_FILE=$TMP/idle.procs run idle
+if wait_for 30 limit_is 0 100; then ok "idle AMD GPU 0 is held at its 100 W minimum"
+else not_ok "idle AMD GPU 0 is held at its 100 W minimum" "$(cat "$CAPS" 2>&1)" "$(grep -E 'cap:|idle' "$TMP/idle.log" | tail -3)"; fi
+check "GPU 1, with its process, is not" bash -c "! grep -q '^1 ' '$CAPS'"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$PORT/api/v1/jobs" \
+    -d '{"name": "train", "gpus": ["amd:0"]}')
+check "a job naming amd:0 starts ($code)" test "$code" = 201
+check "and its idle cap was lifted before the answer" limit_is 0 500
+check "the log says why" grep -q 'gpu=amd:0.*job_start' "$TMP/idle.log"
+halt
+
 finish
