@@ -2,7 +2,10 @@
 /*
  * Power capping, the one place wattage changes a GPU's settings (off unless a rule has
  * `action: cap` or alerts.power_budget_watts is set). Loads the same NVML library as the
- * collector (WATTAGE_NVML_LIBRARY, else collectors.nvml.library) with its own session.
+ * collector (WATTAGE_NVML_LIBRARY, else collectors.nvml.library) with its own session, and the
+ * same ROCm SMI library as the AMD collector (collect/rocm.h, wt_rocm_caps_open) for the AMD
+ * GPUs: an alert on a series whose uuid is AMD-... acts on that AMD GPU; everything below is
+ * the same for both vendors.
  *
  * Each GPU's limit is the lowest of what holds it down: the targets of the firing cap alerts on
  * it, and its share of the site budget. The first change remembers the GPU's own limit; when
@@ -59,6 +62,7 @@
 #include <unistd.h>
 
 #include "alert/alert.h"
+#include "alert/cap.h"
 #include "alert/cap_act.h"
 #include "alert/cap_budget.h"
 #include "audit/jobs.h"
@@ -83,7 +87,8 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
 {
     if (!c || !a || a->action != WT_ACTION_CAP)
         return;
-    if (a->gpu < 0 || a->gpu >= MAX_GPUS || (c->inited && (unsigned int)a->gpu >= c->ngpus)) {
+    int gi = wt_cap_slot(c, a->labels, a->gpu);
+    if (gi < 0 || ((c->inited || c->amd) && (unsigned int)gi >= c->ngpus)) {
         wt_warn(MOD, "alert %s{%s} has action cap but no GPU this node has (gpu=%d)", a->name,
                 a->labels, a->gpu);
         return;
@@ -97,11 +102,11 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
         double w = a->cap_watts;
         if (w <= 0) {
             /* The engine leaves a share to us when it does not know the GPU's max. */
-            wt_cap_refresh(c, a->gpu);
+            wt_cap_refresh(c, gi);
             for (size_t r = 0; r < c->nrules; r++)
                 if (strcmp(c->rules[r].name, a->name) == 0)
                     w = c->rules[r].watts > 0 ? c->rules[r].watts
-                                              : c->rules[r].share * c->g[a->gpu].max_w;
+                                              : c->rules[r].share * c->g[gi].max_w;
         }
         if (w <= 0) {
             wt_warn(MOD, "alert %s{%s}: no cap target (cap_watts or cap_share with a known max)",
@@ -110,24 +115,24 @@ void wt_cap_apply(struct wt_cap *c, const struct wt_alert *a)
             if (k == c->nactive)
                 c->nactive++;
             c->active[k].fp = a->fingerprint;
-            c->active[k].gpu = a->gpu;
+            c->active[k].gpu = gi;
             c->active[k].watts = w;
             snprintf(c->active[k].name, sizeof c->active[k].name, "%s", a->name);
             /* The rule that set an earlier run's cap fired again: it holds the GPU now. */
-            if (c->g[a->gpu].hold_until_ns && strcmp(c->g[a->gpu].hold_reason, a->name) == 0)
-                c->g[a->gpu].hold_until_ns = 0;
-            if (c->g[a->gpu].never) {
+            if (c->g[gi].hold_until_ns && strcmp(c->g[gi].hold_reason, a->name) == 0)
+                c->g[gi].hold_until_ns = 0;
+            if (c->g[gi].never) {
                 wt_info(MOD,
-                        "alert %s would cap gpu=%d to %.1f W: not capped, a running job "
+                        "alert %s would cap gpu=%s to %.1f W: not capped, a running job "
                         "tagged %s=%s holds it",
-                        a->name, a->gpu, w, NEVER_TAG, NEVER_VALUE);
+                        a->name, GN(c, gi), w, NEVER_TAG, NEVER_VALUE);
                 c->whys[W_CAP_NEVER]++;
             }
         }
     } else if (k < c->nactive) {
         c->active[k] = c->active[--c->nactive];
     }
-    wt_cap_reconcile(c, a->gpu, a->name);
+    wt_cap_reconcile(c, gi, a->name);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -176,10 +181,10 @@ static void recover(struct wt_cap *c)
     }
     if (n == 0)
         goto out;
-    if (!c->inited) {
+    if (!c->inited && !c->amd) {
         wt_warn(MOD,
-                "%s: %zu GPUs may keep a limit an earlier run set, and NVML is not loaded "
-                "to restore them (see `wattage cap clear`)",
+                "%s: %zu GPUs may keep a limit an earlier run set, and neither NVML nor ROCm SMI "
+                "is loaded to restore them (see `wattage cap clear`)",
                 c->record, n);
         goto out;
     }
@@ -199,27 +204,27 @@ static void recover(struct wt_cap *c)
         if (fabs(g->limit_w - x->own_w) <= OTHERS_W) {
             /* Killed between the record and the call, or after the restore: nothing to do. */
             wt_warn(MOD,
-                    "gpu=%d uuid=%s: an earlier run recorded a cap of %.1f W (reason=%s at "
+                    "gpu=%s uuid=%s: an earlier run recorded a cap of %.1f W (reason=%s at "
                     "%s) that the GPU does not have (limit %.1f W, its own): line dropped",
-                    i, x->uuid, x->set_w, x->reason, when, g->limit_w);
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, g->limit_w);
             c->whys[W_EARLIER_RUN]++;
             continue;
         }
         if (fabs(g->limit_w - x->set_w) > OTHERS_W) {
             wt_warn(MOD,
-                    "gpu=%d uuid=%s: limit %.1f W is neither its own %.1f W nor the %.1f W "
+                    "gpu=%s uuid=%s: limit %.1f W is neither its own %.1f W nor the %.1f W "
                     "an earlier run set: someone else changed it since; leaving it",
-                    i, x->uuid, g->limit_w, x->own_w, x->set_w);
+                    GN(c, i), x->uuid, g->limit_w, x->own_w, x->set_w);
             c->whys[W_BY_OTHERS]++;
             continue;
         }
         int64_t hold = holds_for(c, x->reason);
         if (c->dry_run) {
             wt_warn(MOD,
-                    "dry run: gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set "
+                    "dry run: gpu=%s uuid=%s keeps the cap of %.1f W an earlier run set "
                     "(reason=%s at %s, own limit %.1f W); run without dry run or `wattage "
                     "cap clear` to restore it",
-                    i, x->uuid, x->set_w, x->reason, when, x->own_w);
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, x->own_w);
             left[nleft++] = *x;
             continue;
         }
@@ -231,30 +236,28 @@ static void recover(struct wt_cap *c)
             g->hold_until_ns = c->now_ns + hold;
             snprintf(g->hold_reason, sizeof g->hold_reason, "%s", x->reason);
             wt_warn(MOD,
-                    "gpu=%d uuid=%s keeps the cap of %.1f W an earlier run set (reason=%s "
+                    "gpu=%s uuid=%s keeps the cap of %.1f W an earlier run set (reason=%s "
                     "at %s; own limit %.1f W): restored unless %s holds it within %.1f s",
-                    i, x->uuid, x->set_w, x->reason, when, x->own_w, x->reason,
+                    GN(c, i), x->uuid, x->set_w, x->reason, when, x->own_w, x->reason,
                     (double)hold / WT_NS_PER_S);
             c->whys[W_KEPT]++;
             left[nleft++] = *x;
             continue;
         }
-        nvmlReturn_t rc = c->fn.set_limit && g->have_dev
-                              ? c->fn.set_limit(g->dev, (unsigned int)lround(x->own_w * 1000))
-                              : NVML_ERROR_UNINITIALIZED;
-        if (rc != NVML_SUCCESS) {
+        int rc = wt_cap_dev_set(c, i, x->own_w);
+        if (rc != 0) {
             wt_error(MOD,
-                     "gpu=%d uuid=%s: restoring its own limit %.1f W (an earlier run capped "
+                     "gpu=%s uuid=%s: restoring its own limit %.1f W (an earlier run capped "
                      "it at %.1f W) failed: %s (%d)",
-                     i, x->uuid, x->own_w, x->set_w, wt_cap_errstr(c, rc), (int)rc);
+                     GN(c, i), x->uuid, x->own_w, x->set_w, wt_cap_dev_errstr(c, i, rc), rc);
             wt_cap_count_action(c, A_ERROR, W_EARLIER_RUN);
             left[nleft++] = *x;
             continue;
         }
         wt_warn(MOD,
-                "gpu=%d uuid=%s: restored its own limit %.1f W; an earlier run capped it at "
+                "gpu=%s uuid=%s: restored its own limit %.1f W; an earlier run capped it at "
                 "%.1f W (reason=%s at %s) and nothing in this configuration holds it",
-                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+                GN(c, i), x->uuid, x->own_w, x->set_w, x->reason, when);
         wt_cap_count_action(c, A_RESTORE, W_EARLIER_RUN);
         g->limit_w = x->own_w;
     }
@@ -346,11 +349,12 @@ static int open_cap(const struct wt_config *cfg, const struct wt_alerts_config *
         /* Not fatal: alerts still fire and are delivered; dry run still says what it would do. */
         wt_warn(MOD, "power capping cannot reach NVML: %s%s", lerr.msg,
                 c->dry_run ? " (dry run: limits from the snapshot)" : "; no limit will be set");
-        wt_cap_unload_nvml(c);
+        wt_cap_unload(c);
     } else if (!c->fn.set_limit) {
         wt_warn(MOD, "%s does not export nvmlDeviceSetPowerManagementLimit: limits cannot be set",
                 c->library);
     }
+    wt_cap_load_amd(c, cfg);
     recover(c);
     if (!acts) {
         wt_cap_close(c); /* it kept nothing: no rule or budget of this configuration holds it */
@@ -398,11 +402,11 @@ void wt_cap_close(struct wt_cap *c)
     for (int i = 0; i < MAX_GPUS; i++)
         if (c->g[i].touched)
             wt_error(MOD,
-                     "gpu=%d keeps the limit of %.1f W wattage set (restoring %.1f W failed; "
+                     "gpu=%s keeps the limit of %.1f W wattage set (restoring %.1f W failed; "
                      "the record keeps it for the next start or `wattage cap clear`)",
-                     i, c->g[i].set_w, c->g[i].saved_w);
+                     GN(c, i), c->g[i].set_w, c->g[i].saved_w);
     pthread_mutex_unlock(&c->mu);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
 }
@@ -423,8 +427,11 @@ static int open_plain(const struct wt_config *cfg, const struct wt_alerts_config
     for (int i = 0; i < MAX_GPUS; i++)
         c->g[i].err_rl.interval_ns = LOG_EVERY_NS;
     int rc = wt_cap_load_nvml(c, cfg, err);
-    if (rc != 0) {
-        wt_cap_unload_nvml(c);
+    if (rc != 0)
+        wt_cap_unload(c);
+    wt_cap_load_amd(c, cfg);
+    if (rc != 0 && !c->amd) {
+        wt_cap_unload(c);
         pthread_mutex_destroy(&c->mu);
         free(c);
         return rc < 0 ? rc : -EIO;
@@ -438,13 +445,11 @@ static int open_plain(const struct wt_config *cfg, const struct wt_alerts_config
 static int set_w(struct wt_cap *c, int i, double w, struct wt_err *err)
 {
     struct capgpu *g = &c->g[i];
-    nvmlReturn_t r = c->fn.set_limit && g->have_dev
-                         ? c->fn.set_limit(g->dev, (unsigned int)lround(w * 1000))
-                         : NVML_ERROR_UNINITIALIZED;
-    if (r != NVML_SUCCESS)
-        return wt_err_set(err, "gpu %d: setting its limit to %.1f W failed: %s (%d)%s", i, w,
-                          wt_cap_errstr(c, r), (int)r,
-                          r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : ""),
+    int r = wt_cap_dev_set(c, i, w);
+    if (r != 0)
+        return wt_err_set(err, "gpu %d (%s): setting its limit to %.1f W failed: %s (%d)%s", i,
+                          g->uuid, w, wt_cap_dev_errstr(c, i, r), r,
+                          wt_cap_dev_denied(c, i, r) ? " (setting limits needs root)" : ""),
                -EIO;
     g->limit_w = w;
     return 0;
@@ -505,7 +510,7 @@ int wt_cap_set_share(const struct wt_config *cfg, const struct wt_alerts_config 
     }
 out:
     wt_cap_rec_unlock(fd);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return rc;
@@ -517,12 +522,21 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
     struct wt_cap *c = NULL;
     struct wt_cap_rec r[MAX_GPUS], left[MAX_GPUS];
     size_t n = 0, nleft = 0;
-    char when[40];
+    char when[40], nm[16];
     int rc = open_plain(cfg, acfg, &c, err);
     if (rc != 0)
         return rc;
     int fd = wt_cap_rec_lock(c->record);
-    if (gpu >= 0 && (unsigned int)gpu >= c->ngpus) {
+    unsigned int namd = c->ngpus - c->nnv;
+    if (WT_CAP_IS_AMD(gpu) || (namd && gpu >= 0 && (unsigned int)gpu >= c->nnv)) {
+        int a = WT_CAP_IS_AMD(gpu) ? WT_CAP_AMD_INDEX(gpu) : gpu;
+        if ((unsigned int)a >= namd) {
+            rc = wt_err_set(err, "--gpu %s%d: this node has %u AMD GPUs and %u NVIDIA GPUs",
+                            WT_CAP_IS_AMD(gpu) ? "amd:" : "", a, namd, c->nnv);
+            goto out;
+        }
+        gpu = (int)(c->nnv + (unsigned int)a); /* its slot */
+    } else if (gpu >= 0 && (unsigned int)gpu >= c->ngpus) {
         rc = wt_err_set(err, "--gpu %d: this node has %u GPUs (0..%u)", gpu, c->ngpus,
                         c->ngpus ? c->ngpus - 1 : 0);
         goto out;
@@ -554,9 +568,10 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
             continue;
         }
         fprintf(out,
-                "gpu %d (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
+                "gpu %s (%s): limit back to its own %.1f W (wattage had capped it at %.1f W: "
                 "reason %s, at %s)\n",
-                i, x->uuid, x->own_w, x->set_w, x->reason, when);
+                wt_cap_gpu_name(c, (int)i, nm, sizeof nm), x->uuid, x->own_w, x->set_w, x->reason,
+                when);
         named_done = named_done || i == gpu;
     }
     if (nleft != n && (rc = wt_cap_record_write(c->record, left, nleft, err)) != 0)
@@ -571,14 +586,16 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
         if (gpu < 0) {
             if (foreign)
                 fprintf(out,
-                        "gpu %u (%s): limit %.1f W is not its default %.1f W and wattage "
+                        "gpu %s (%s): limit %.1f W is not its default %.1f W and wattage "
                         "has no record of it (someone else capped it): left; `wattage cap "
-                        "clear --gpu %u` puts back its default\n",
-                        i, g->uuid, g->limit_w, g->default_w, i);
+                        "clear --gpu %s` puts back its default\n",
+                        wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
+                        g->default_w, nm);
             continue;
         }
         if (!foreign) {
-            fprintf(out, "gpu %u (%s): not capped (limit %.1f W%s)\n", i, g->uuid, g->limit_w,
+            fprintf(out, "gpu %s (%s): not capped (limit %.1f W%s)\n",
+                    wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->limit_w,
                     g->default_w > 0 ? ", its default" : "");
             continue;
         }
@@ -588,8 +605,8 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
             failed++;
             continue;
         }
-        fprintf(out, "gpu %u (%s): no wattage record; limit back to its default %.1f W\n", i,
-                g->uuid, g->default_w);
+        fprintf(out, "gpu %s (%s): no wattage record; limit back to its default %.1f W\n",
+                wt_cap_gpu_name(c, (int)i, nm, sizeof nm), g->uuid, g->default_w);
     }
     if (n == 0 && gpu < 0)
         fprintf(out, "no GPU has a limit wattage set (record %s)\n",
@@ -600,7 +617,7 @@ int wt_cap_clear(const struct wt_config *cfg, const struct wt_alerts_config *acf
     }
 out:
     wt_cap_rec_unlock(fd);
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return rc;
@@ -623,24 +640,37 @@ int wt_cap_report(const struct wt_config *cfg, const struct wt_alerts_config *ac
         if (k >= 0) {
             wt_time_format(r[k].t_ns, 0, when, sizeof when);
             fprintf(out,
-                    "power cap: gpu %u (%s) limit %.1f W set by wattage (own %.1f W, reason "
+                    "power cap: gpu %s (%s) limit %.1f W set by wattage (own %.1f W, reason "
                     "%s, since %s)\n",
-                    i, g->uuid, g->limit_w, r[k].own_w, r[k].reason, when);
+                    GN(c, (int)i), g->uuid, g->limit_w, r[k].own_w, r[k].reason, when);
         } else if (g->default_w > 0 && fabs(g->limit_w - g->default_w) > OTHERS_W) {
             fprintf(out,
-                    "power cap: gpu %u (%s) limit %.1f W is not its default %.1f W and "
+                    "power cap: gpu %s (%s) limit %.1f W is not its default %.1f W and "
                     "wattage has no record of it: capped by someone else (not taken as its "
                     "own limit)\n",
-                    i, g->uuid, g->limit_w, g->default_w);
+                    GN(c, (int)i), g->uuid, g->limit_w, g->default_w);
         }
     }
-    wt_cap_unload_nvml(c);
+    wt_cap_unload(c);
     pthread_mutex_destroy(&c->mu);
     free(c);
     return 0;
 }
 
 /* ---- /metrics ---------------------------------------------------------------------------- */
+
+/* GPU i's labels: gpu (its vendor's index), and uuid for an AMD GPU (whose index NVIDIA's may
+ * share), then dry_run when given. */
+static int gpu_labels(const struct wt_cap *c, int i, char *out, size_t n, const char *dry)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%d", wt_cap_vendor_index(c, i));
+    if (c->g[i].amd)
+        return dry ? wt_labels(out, n, "gpu", v, "uuid", c->g[i].uuid, "dry_run", dry, NULL)
+                   : wt_labels(out, n, "gpu", v, "uuid", c->g[i].uuid, NULL);
+    return dry ? wt_labels(out, n, "gpu", v, "dry_run", dry, NULL)
+               : wt_labels(out, n, "gpu", v, NULL);
+}
 
 int wt_cap_family_limits(void *cap, struct wt_expo_family *fam)
 {
@@ -663,9 +693,7 @@ int wt_cap_family_limits(void *cap, struct wt_expo_family *fam)
     for (int i = 0; i < MAX_GPUS; i++) {
         if (!c->g[i].touched)
             continue;
-        char v[16];
-        snprintf(v, sizeof v, "%d", i);
-        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "gpu", v, NULL) == 0)
+        if (gpu_labels(c, i, fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, NULL) == 0)
             fam->s[fam->n++].value = c->g[i].set_w;
     }
     pthread_mutex_unlock(&c->mu);
@@ -759,10 +787,8 @@ static int idle_family(struct wt_cap *c, struct wt_expo_family *fam, bool saving
         const struct capgpu *g = &c->g[i];
         if (g->idle_w <= 0)
             continue;
-        char v[16];
-        snprintf(v, sizeof v, "%d", i);
-        if (wt_labels(fam->s[fam->n].labels, sizeof fam->s[fam->n].labels, "gpu", v, "dry_run",
-                      wt_cap_idle_dry(c) ? "true" : "false", NULL) == 0)
+        if (gpu_labels(c, i, fam->s[fam->n].labels, sizeof fam->s[fam->n].labels,
+                       wt_cap_idle_dry(c) ? "true" : "false") == 0)
             fam->s[fam->n++].value = saving ? fmax(0, g->idle_level_w - g->idle_w) : g->idle_w;
     }
     pthread_mutex_unlock(&c->mu);

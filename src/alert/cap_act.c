@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The power capper's record (one line per capped GPU, written before each change) and
- * its actions on one GPU through NVML: load the library, refresh a GPU, set a limit, restore
- * the GPU's own limit, reconcile what holds it down with what is set (see alert/cap.c).
+ * its actions on one GPU through its vendor's library (NVML, or ROCm SMI for AMD GPUs): load
+ * the libraries, refresh a GPU, set a limit, restore the GPU's own limit, reconcile what holds
+ * it down with what is set (see alert/cap.c).
  */
 #include "alert/cap_act.h"
 
@@ -198,16 +199,108 @@ int wt_cap_load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
     r = c->fn.count(&n);
     if (r != NVML_SUCCESS)
         return wt_err_set(err, "nvmlDeviceGetCount failed: %s (%d)", wt_cap_errstr(c, r), (int)r);
-    c->ngpus = n < MAX_GPUS ? n : MAX_GPUS;
+    c->ngpus = c->nnv = n < MAX_GPUS ? n : MAX_GPUS;
     return 0;
 }
 
-void wt_cap_unload_nvml(struct wt_cap *c)
+void wt_cap_load_amd(struct wt_cap *c, const struct wt_config *cfg)
+{
+    struct wt_err err = {{0}};
+    if (wt_rocm_caps_open(cfg, &c->amd, &err) != 0) {
+        /* most hosts have no AMD GPU: said where someone looks */
+        wt_debug(MOD, "no AMD GPU to cap: %s", err.msg);
+        return;
+    }
+    unsigned int n = wt_rocm_caps_count(c->amd);
+    for (unsigned int k = 0; k < n && c->ngpus < MAX_GPUS; k++) {
+        struct capgpu *g = &c->g[c->ngpus++];
+        g->amd = true;
+        g->amd_ind = k;
+        g->have_dev = true;
+        snprintf(g->uuid, sizeof g->uuid, "%s", wt_rocm_caps_uuid(c->amd, k));
+    }
+    wt_info(MOD, "AMD GPUs to cap through ROCm SMI: %u (slots %u..%u)", n, c->nnv,
+            c->ngpus ? c->ngpus - 1 : 0);
+}
+
+bool wt_cap_has_lib(const struct wt_cap *c, int i)
+{
+    return c->g[i].amd ? c->amd != NULL : c->inited;
+}
+
+bool wt_cap_dev_ok(const struct wt_cap *c, int i)
+{
+    const struct capgpu *g = &c->g[i];
+    if (g->amd)
+        return c->amd && g->have_dev;
+    return c->fn.set_limit && g->have_dev;
+}
+
+int wt_cap_dev_set(struct wt_cap *c, int i, double w)
+{
+    struct capgpu *g = &c->g[i];
+    if (!wt_cap_dev_ok(c, i))
+        return WT_CAP_NO_DEV;
+    if (g->amd)
+        return wt_rocm_caps_set(c->amd, g->amd_ind, w);
+    return (int)c->fn.set_limit(g->dev, (unsigned int)lround(w * 1000));
+}
+
+const char *wt_cap_dev_errstr(const struct wt_cap *c, int i, int r)
+{
+    if (r == WT_CAP_NO_DEV)
+        return c->g[i].amd ? "ROCm SMI is not loaded or has no such GPU"
+                           : "NVML is not loaded, has no such GPU or no set function";
+    return c->g[i].amd ? wt_rocm_caps_errstr(c->amd, r) : wt_cap_errstr(c, (nvmlReturn_t)r);
+}
+
+bool wt_cap_dev_denied(const struct wt_cap *c, int i, int r)
+{
+    return c->g[i].amd ? wt_rocm_caps_denied(r) : r == NVML_ERROR_NO_PERMISSION;
+}
+
+const char *wt_cap_dev_setter(const struct wt_cap *c, int i)
+{
+    return c->g[i].amd ? "rsmi_dev_power_cap_set" : "nvmlDeviceSetPowerManagementLimit";
+}
+
+int wt_cap_vendor_index(const struct wt_cap *c, int i)
+{
+    return c->g[i].amd ? (int)c->g[i].amd_ind : i;
+}
+
+const char *wt_cap_gpu_name(const struct wt_cap *c, int i, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s%d", c->g[i].amd ? "amd:" : "", wt_cap_vendor_index(c, i));
+    return buf;
+}
+
+int wt_cap_slot(const struct wt_cap *c, const char *labels, int gpu)
+{
+    char uuid[96];
+    if (labels && wt_labels_get(labels, "uuid", uuid, sizeof uuid) == 0 &&
+        strncmp(uuid, "AMD-", 4) == 0) {
+        for (unsigned int i = c->nnv; i < c->ngpus; i++)
+            if (c->g[i].amd && strcmp(c->g[i].uuid, uuid) == 0)
+                return (int)i;
+        return -1;
+    }
+    if (gpu < 0 || gpu >= MAX_GPUS)
+        return -1;
+    /* with AMD's GPUs in the slots, only NVML's own indices are NVIDIA's */
+    if (c->amd && (unsigned int)gpu >= c->nnv)
+        return -1;
+    return gpu;
+}
+
+void wt_cap_unload(struct wt_cap *c)
 {
     if (c->inited)
         wt_nvml_session_release(c->fn.init, c->fn.shutdown);
     c->inited = false;
-    c->ngpus = 0;
+    c->ngpus = c->nnv = 0;
+    wt_rocm_caps_close(c->amd);
+    c->amd = NULL;
     /* The library stays loaded if the collector has it too; dlclose only drops our reference. */
     if (c->dl)
         dlclose(c->dl);
@@ -218,8 +311,21 @@ void wt_cap_unload_nvml(struct wt_cap *c)
 void wt_cap_refresh(struct wt_cap *c, int i)
 {
     struct capgpu *g = &c->g[i];
-    if (!c->inited || (unsigned int)i >= c->ngpus)
+    if ((unsigned int)i >= c->ngpus || !wt_cap_has_lib(c, i))
         return;
+    if (g->amd) {
+        struct wt_rocm_cap rc;
+        int r = wt_rocm_caps_read(c->amd, g->amd_ind, &rc);
+        if (rc.max_w > 0) {
+            g->min_w = rc.min_w;
+            g->max_w = rc.max_w;
+        }
+        if (g->default_w <= 0 && rc.default_w > 0)
+            g->default_w = rc.default_w;
+        if (r == 0 && rc.limit_w > 0)
+            g->limit_w = rc.limit_w;
+        return;
+    }
     if (!g->have_dev && c->fn.handle((unsigned int)i, &g->dev) == NVML_SUCCESS)
         g->have_dev = true;
     if (!g->have_dev)
@@ -285,7 +391,7 @@ static int rec_update(struct wt_cap *c, int i, double own_w, double set_w, const
             k = (int)n++;
         memset(&r[k], 0, sizeof r[k]);
         snprintf(r[k].uuid, sizeof r[k].uuid, "%s", c->g[i].uuid);
-        r[k].gpu = i;
+        r[k].gpu = wt_cap_vendor_index(c, i);
         r[k].own_w = own_w;
         r[k].set_w = set_w;
         r[k].t_ns = wt_now_real_ns();
@@ -316,9 +422,9 @@ void wt_cap_cleared_by_hand(struct wt_cap *c, int i)
     struct capgpu *g = &c->g[i];
     wt_cap_refresh(c, i);
     wt_warn(MOD,
-            "gpu=%d uuid=%s: its cap of %.1f W was cleared by hand (limit now %.1f W): not "
+            "gpu=%s uuid=%s: its cap of %.1f W was cleared by hand (limit now %.1f W): not "
             "capping it again until what holds it lets go",
-            i, g->uuid, g->set_w, g->limit_w);
+            GN(c, i), g->uuid, g->set_w, g->limit_w);
     wt_cap_count_action(c, A_RESTORE, W_BY_HAND);
     g->touched = false;
     g->set_w = 0;
@@ -339,21 +445,20 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
                      const char *reason)
 {
     struct capgpu *g = &c->g[i];
-    unsigned int mw = (unsigned int)lround(w * 1000);
     if (c->dry_run) {
         wt_info(MOD,
-                "dry run: would set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f",
-                i, w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w);
+                "dry run: would set gpu=%s limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f",
+                GN(c, i), w, act_names[act], reason, why_names[why],
+                g->touched ? g->set_w : g->limit_w);
         wt_cap_count_action(c, act, why);
         return 0;
     }
-    if (!c->fn.set_limit || !g->have_dev) {
+    if (!wt_cap_dev_ok(c, i)) {
         uint64_t supp;
         wt_cap_count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "cannot set gpu=%d limit_w=%.1f: %s", i, w,
-                     c->inited ? "no such GPU or no set function in the NVML library"
-                               : "NVML is not loaded");
+            wt_error(MOD, "cannot set gpu=%s limit_w=%.1f: %s", GN(c, i), w,
+                     wt_cap_dev_errstr(c, i, WT_CAP_NO_DEV));
         return -EIO;
     }
     int fd = wt_cap_rec_lock(c->record);
@@ -370,24 +475,25 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
         goto out;
     }
     crash_point(c, 2);
-    nvmlReturn_t r = c->fn.set_limit(g->dev, mw);
-    if (r != NVML_SUCCESS) {
+    int r = wt_cap_dev_set(c, i, w);
+    if (r != 0) {
         uint64_t supp;
         wt_cap_count_action(c, A_ERROR, why);
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "nvmlDeviceSetPowerManagementLimit gpu=%d limit_w=%.1f failed: %s (%d)%s",
-                     i, w, wt_cap_errstr(c, r), (int)r,
-                     r == NVML_ERROR_NO_PERMISSION ? " (setting limits needs root)" : "");
+            wt_error(MOD, "%s gpu=%s uuid=%s limit_w=%.1f failed: %s (%d)%s",
+                     wt_cap_dev_setter(c, i), GN(c, i), g->uuid, w, wt_cap_dev_errstr(c, i, r), r,
+                     wt_cap_dev_denied(c, i, r) ? " (setting limits needs root)" : "");
         /* The record says what the GPU has: the previous cap, or nothing. */
         (void)rec_update(c, i, g->saved_w, g->touched ? g->set_w : 0, reason);
         rc = -EIO;
         goto out;
     }
-    wt_info(MOD, "set gpu=%d limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f own_w=%.1f", i,
-            w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
+    wt_info(MOD, "set gpu=%s limit_w=%.1f action=%s reason=%s why=%s previous_w=%.1f own_w=%.1f",
+            GN(c, i), w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
             g->saved_w);
     wt_cap_count_action(c, act, why);
-    wt_nvml_slow_refresh(); /* the collector reads the new limit at its next tick */
+    if (!g->amd)
+        wt_nvml_slow_refresh(); /* the collector reads the new limit at its next tick */
     g->limit_w = w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false; /* held again: wattage's on purpose */
@@ -410,8 +516,8 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     if (!g->touched)
         return;
     if (c->dry_run) {
-        wt_info(MOD, "dry run: would restore gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w,
-                reason, why_names[why]);
+        wt_info(MOD, "dry run: would restore gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i),
+                g->saved_w, reason, why_names[why]);
         wt_cap_count_action(c, A_RESTORE, why);
         untouch(g);
         return;
@@ -426,39 +532,39 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     if (g->limit_w > 0 && fabs(g->limit_w - g->set_w) > OTHERS_W) {
         /* An operator (or another tool) changed it after us: theirs stands. */
         wt_warn(MOD,
-                "gpu=%d limit is %.1f W, not the %.1f W wattage set: leaving it (not restoring "
+                "gpu=%s limit is %.1f W, not the %.1f W wattage set: leaving it (not restoring "
                 "%.1f W)",
-                i, g->limit_w, g->set_w, g->saved_w);
+                GN(c, i), g->limit_w, g->set_w, g->saved_w);
         wt_cap_count_action(c, A_RESTORE, W_BY_OTHERS);
         (void)rec_update(c, i, 0, 0, reason);
         untouch(g);
         goto out;
     }
-    unsigned int mw = (unsigned int)lround(g->saved_w * 1000);
-    nvmlReturn_t r =
-        c->fn.set_limit && g->have_dev ? c->fn.set_limit(g->dev, mw) : NVML_ERROR_UNINITIALIZED;
-    if (r != NVML_SUCCESS && r != NVML_ERROR_NO_PERMISSION && c->fn.set_limit && g->have_dev) {
+    int r = wt_cap_dev_set(c, i, g->saved_w);
+    if (r != 0 && r != WT_CAP_NO_DEV && !wt_cap_dev_denied(c, i, r)) {
         /* Once more, a moment later: a driver busy with a reset or a recovery may take it now. */
         struct timespec pause = {0, 100 * 1000 * 1000};
         nanosleep(&pause, NULL);
-        r = c->fn.set_limit(g->dev, mw);
+        r = wt_cap_dev_set(c, i, g->saved_w);
     }
-    if (r != NVML_SUCCESS) {
+    if (r != 0) {
         uint64_t supp;
         wt_cap_count_action(c, A_ERROR, why);
         g->left_capped = true;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
-            wt_error(MOD, "restoring gpu=%d limit_w=%.1f failed: %s (%d); it stays at %.1f W", i,
-                     g->saved_w, wt_cap_errstr(c, r), (int)r, g->set_w);
+            wt_error(MOD,
+                     "restoring gpu=%s uuid=%s limit_w=%.1f failed: %s (%d); it stays at %.1f W",
+                     GN(c, i), g->uuid, g->saved_w, wt_cap_dev_errstr(c, i, r), r, g->set_w);
         goto out; /* still ours (and recorded): tried again at the next change or tick */
     }
     /* Restored first, then the line goes: a crash between them leaves a line that the next
      * start finds already put right. */
     (void)rec_update(c, i, 0, 0, reason);
-    wt_info(MOD, "restored gpu=%d limit_w=%.1f reason=%s why=%s", i, g->saved_w, reason,
+    wt_info(MOD, "restored gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i), g->saved_w, reason,
             why_names[why]);
     wt_cap_count_action(c, A_RESTORE, why);
-    wt_nvml_slow_refresh();
+    if (!g->amd)
+        wt_nvml_slow_refresh();
     g->limit_w = g->saved_w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false;
@@ -487,7 +593,7 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     g->deferred = false;
     if (g->never) {
         if (g->touched) {
-            wt_warn(MOD, "gpu=%d is held by a running job tagged %s=%s: lifting its cap", i,
+            wt_warn(MOD, "gpu=%s is held by a running job tagged %s=%s: lifting its cap", GN(c, i),
                     NEVER_TAG, NEVER_VALUE);
             wt_cap_restore(c, i, W_CAP_NEVER, "cap_never_job");
         }
@@ -539,9 +645,9 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     double base = g->touched ? g->saved_w : wt_cap_own_limit(g);
     if (!g->touched && base != g->limit_w && !g->foreign_said) {
         wt_warn(MOD,
-                "gpu=%d uuid=%s: limit %.1f W is not its default %.1f W and no record explains "
+                "gpu=%s uuid=%s: limit %.1f W is not its default %.1f W and no record explains "
                 "it (someone else capped it): its own limit is taken as %.1f W",
-                i, g->uuid, g->limit_w, g->default_w, base);
+                GN(c, i), g->uuid, g->limit_w, g->default_w, base);
         g->foreign_said = true;
     }
     double w = want, lo = g->min_w > c->floor_w ? g->min_w : c->floor_w;
@@ -576,9 +682,9 @@ void wt_cap_reconcile(struct wt_cap *c, int i, const char *reason)
     if (floored) {
         c->whys[W_FLOOR]++;
         wt_info(MOD,
-                "gpu=%d: target %.1f W is under its floor: held at %.1f W (min %.1f W, "
+                "gpu=%s: target %.1f W is under its floor: held at %.1f W (min %.1f W, "
                 "alerts.cap_floor_watts %.1f W)",
-                i, want, w, g->min_w, c->floor_w);
+                GN(c, i), want, w, g->min_w, c->floor_w);
     }
     g->touched = true;
     g->set_w = w;

@@ -2,8 +2,12 @@
 /*
  * The power capper's own types and its actions, shared by its parts and by nothing else:
  * alert/cap.c (alerts, life cycle, by hand, /metrics), alert/cap_budget.c (the site budget
- * and the idle policy) and alert/cap_act.c (the record, NVML, and the actions on one GPU:
- * set, restore, reconcile). The public functions are in alert/alert.h.
+ * and the idle policy) and alert/cap_act.c (the record, NVML and ROCm SMI, and the actions on
+ * one GPU: set, restore, reconcile). The public functions are in alert/alert.h.
+ *
+ * The GPUs are slots of wt_cap.g: NVML's GPUs first, at their NVML index (0..nnv), then the
+ * AMD GPUs of ROCm SMI (nnv..ngpus), each with its library index (amd_ind: "amd:N") and its uuid
+ * AMD-... as the AMD collector names it. The record is keyed by uuid, so both vendors share it.
  */
 #ifndef WT_CAP_ACT_H
 #define WT_CAP_ACT_H
@@ -15,6 +19,7 @@
 
 #include "alert/alert.h"
 #include "collect/nvml_api.h"
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/err.h"
@@ -78,7 +83,9 @@ static const char *const why_names[W_COUNT] = {
 struct capgpu {
     bool have_dev;
     nvmlDevice_t dev;
-    char uuid[96]; /* "" until read */
+    bool amd;             /* an AMD GPU: set through ROCm SMI */
+    unsigned int amd_ind; /* its ROCm SMI index */
+    char uuid[96];        /* "" until read */
     /* From NVML, else from the latest snapshot; 0 when unknown. */
     double min_w, max_w, limit_w, default_w;
     double power_w;
@@ -130,7 +137,9 @@ struct wt_cap {
     struct cap_fns fn;
     bool inited;
     char library[WT_PATH_LEN];
-    unsigned int ngpus; /* NVML's count; 0 without NVML */
+    unsigned int ngpus;       /* the slots in use: NVML's GPUs, then AMD's */
+    unsigned int nnv;         /* NVML's count; 0 without NVML */
+    struct wt_rocm_caps *amd; /* ROCm SMI; NULL without it */
     bool dry_run;
     double budget_w, clear_share;
     double floor_w;
@@ -183,6 +192,31 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason);
  * meanwhile) or -EIO (logged). */
 int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why why,
                      const char *reason);
-void wt_cap_unload_nvml(struct wt_cap *c);
+/* Ends the NVML and ROCm SMI sessions. */
+void wt_cap_unload(struct wt_cap *c);
+/* Appends ROCm SMI's GPUs to the slots (quietly absent without the library or a GPU). */
+void wt_cap_load_amd(struct wt_cap *c, const struct wt_config *cfg);
+/* Whether GPU i's limits can be set now: its library loaded, the GPU answering, a set call. */
+bool wt_cap_dev_ok(const struct wt_cap *c, int i);
+/* Whether GPU i's vendor library is loaded (its own values win over the snapshot's). */
+bool wt_cap_has_lib(const struct wt_cap *c, int i);
+/* Sets GPU i's limit through its vendor's library: 0, or that library's status (-1: no GPU or
+ * no library). */
+#define WT_CAP_NO_DEV (-1)
+int wt_cap_dev_set(struct wt_cap *c, int i, double w);
+const char *wt_cap_dev_errstr(const struct wt_cap *c, int i, int r);
+/* The status says setting limits needs root. */
+bool wt_cap_dev_denied(const struct wt_cap *c, int i, int r);
+/* The set function's name, for messages. */
+const char *wt_cap_dev_setter(const struct wt_cap *c, int i);
+/* The slot of the GPU of these labels (uuid AMD-...: that AMD GPU; else gpu, NVML's index),
+ * or -1 when this capper has no such GPU. */
+int wt_cap_slot(const struct wt_cap *c, const char *labels, int gpu);
+/* GPU i's index as its vendor numbers it (the record's and the metrics' gpu). */
+int wt_cap_vendor_index(const struct wt_cap *c, int i);
+/* GPU i as the commands and the log name it: NVIDIA's index, or amd:N. Returns buf. */
+const char *wt_cap_gpu_name(const struct wt_cap *c, int i, char *buf, size_t n);
+/* The same in a buffer of the enclosing full expression, for a log line. */
+#define GN(c, i) wt_cap_gpu_name((c), (i), (char[24]){0}, 24)
 
 #endif

@@ -172,6 +172,24 @@ static void share_budget(struct wt_cap *c, double target)
 }
 
 /* Marks the GPUs that running cap=never jobs hold (the jobs are in the store). */
+/* Whether a job's GPU s (as the jobs keep it: an index, nvidia:N or amd:N, a UUID or its
+ * prefix) is GPU i. A plain index is whichever vendor's has it (the jobs refuse one both have). */
+static bool job_names(const struct wt_cap *c, int i, const char *s)
+{
+    const struct capgpu *g = &c->g[i];
+    const char *mine = g->amd ? "amd:" : "nvidia:", *other = g->amd ? "nvidia:" : "amd:";
+    char idx[16];
+    if (strncmp(s, other, strlen(other)) == 0)
+        return false;
+    if (strncmp(s, mine, strlen(mine)) == 0)
+        s += strlen(mine);
+    snprintf(idx, sizeof idx, "%d", wt_cap_vendor_index(c, i));
+    if (strcmp(s, idx) == 0)
+        return true;
+    return g->uuid[0] && (strncmp(s, "GPU-", 4) == 0 || strncmp(s, "AMD-", 4) == 0) &&
+           strncmp(g->uuid, s, strlen(s)) == 0;
+}
+
 static void find_never(struct wt_cap *c)
 {
     char(*names)[WT_JOBS_GPU_LEN] = calloc(MAX_GPUS, WT_JOBS_GPU_LEN);
@@ -188,14 +206,10 @@ static void find_never(struct wt_cap *c)
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
         bool never = all;
-        char idx[16];
-        snprintf(idx, sizeof idx, "%d", i);
         for (size_t k = 0; k < n && !never; k++)
-            never =
-                strcmp(names[k], idx) == 0 || (g->uuid[0] && strncmp(names[k], "GPU-", 4) == 0 &&
-                                               strncmp(g->uuid, names[k], strlen(names[k])) == 0);
+            never = job_names(c, i, names[k]);
         if (never != g->never && (g->seen || g->touched))
-            wt_info(MOD, "gpu=%d %s a running job tagged %s=%s", i,
+            wt_info(MOD, "gpu=%s %s a running job tagged %s=%s", GN(c, i),
                     never ? "is held by" : "is no longer held by", NEVER_TAG, NEVER_VALUE);
         g->never = never;
     }
@@ -218,8 +232,8 @@ static void idle_lift(struct wt_cap *c, int i, enum why why, const char *reason)
     g->idle_from_ns = 0;
     if (g->idle_w <= 0)
         return;
-    wt_info(MOD, "idle policy%s: gpu=%d %s: %s its idle cap of %.1f W",
-            wt_cap_idle_dry(c) ? " (dry run)" : "", i,
+    wt_info(MOD, "idle policy%s: gpu=%s %s: %s its idle cap of %.1f W",
+            wt_cap_idle_dry(c) ? " (dry run)" : "", GN(c, i),
             why == W_JOB_START ? "a job naming it starts" : "is busy again",
             wt_cap_idle_dry(c) ? "would lift" : "lifting", g->idle_w);
     g->idle_w = 0;
@@ -247,9 +261,9 @@ static void idle_engage(struct wt_cap *c, int i, int64_t now_ns)
         uint64_t supp;
         if (wt_ratelimit_ok(&g->err_rl, wt_now_mono_ns(), &supp))
             wt_warn(MOD,
-                    "idle policy: gpu=%d is idle but its minimum limit is unknown and "
+                    "idle policy: gpu=%s is idle but its minimum limit is unknown and "
                     "alerts.idle_policy.limit_watts is not set: not capped",
-                    i);
+                    GN(c, i));
         return;
     }
     /* The level before the lever: what it read while idle, else the latest reading. */
@@ -258,10 +272,10 @@ static void idle_engage(struct wt_cap *c, int i, int64_t now_ns)
     g->idle_w = w;
     g->idle_level_w = level;
     wt_info(MOD,
-            "idle policy%s: gpu=%d idle for %.0f s: %s limit_w=%.1f (own %.1f W); idle power "
+            "idle policy%s: gpu=%s idle for %.0f s: %s limit_w=%.1f (own %.1f W); idle power "
             "level %.1f W, saving estimate %.1f W (an estimate: the idle power over the new "
             "limit; 0 when the GPU idles under it)",
-            wt_cap_idle_dry(c) ? " (dry run)" : "", i,
+            wt_cap_idle_dry(c) ? " (dry run)" : "", GN(c, i),
             (double)(now_ns - g->idle_from_ns) / WT_NS_PER_S,
             wt_cap_idle_dry(c) ? "would set" : "setting", w, own, level, fmax(0, level - w));
 }
@@ -273,16 +287,22 @@ static void idle_tick(struct wt_cap *c, int64_t now_ns)
 {
     if (c->idle_mode == WT_IDLE_OFF)
         return;
-    struct wt_gpu_procs *procs = calloc(MAX_GPUS, sizeof *procs);
-    size_t np = 0;
+    /* NVML's list, then ROCm SMI's (its GPUs by their AMD-... uuid) */
+    struct wt_gpu_procs *procs = calloc(2 * MAX_GPUS, sizeof *procs);
+    size_t np = 0, na = 0;
     int64_t t_procs = 0;
     bool have = procs && wt_nvml_processes(procs, MAX_GPUS, &np, &t_procs) == 0;
+    if (procs && c->amd && wt_rocm_processes(procs + np, MAX_GPUS, &na, &t_procs) == 0) {
+        have = true;
+        np += na;
+    }
     for (int i = 0; i < MAX_GPUS; i++) {
         struct capgpu *g = &c->g[i];
         bool proc = false;
         for (size_t k = 0; have && k < np && !proc; k++)
-            proc = procs[k].npids > 0 && (procs[k].gpu == (unsigned int)i ||
-                                          (g->uuid[0] && strcmp(procs[k].uuid, g->uuid) == 0));
+            proc = procs[k].npids > 0 &&
+                   ((!g->amd && k < np - na && procs[k].gpu == (unsigned int)i) ||
+                    (g->uuid[0] && strcmp(procs[k].uuid, g->uuid) == 0));
         bool idle = g->seen && g->snap_idle && !proc && !(g->has_util && g->util > 0) && !g->never;
         if (!idle) {
             idle_lift(c, i, W_IDLE_ENDED, "idle_ended");
@@ -303,13 +323,9 @@ void wt_cap_jobs_started(struct wt_cap *c, const char (*gpus)[WT_JOBS_GPU_LEN], 
     pthread_mutex_lock(&c->mu);
     c->now_ns = wt_now_real_ns();
     for (int i = 0; i < MAX_GPUS; i++) {
-        struct capgpu *g = &c->g[i];
         bool named = n == 0; /* a job that names no GPU may use any */
-        char idx[16];
-        snprintf(idx, sizeof idx, "%d", i);
         for (size_t k = 0; k < n && !named; k++)
-            named = strcmp(gpus[k], idx) == 0 || (g->uuid[0] && strncmp(gpus[k], "GPU-", 4) == 0 &&
-                                                  strncmp(g->uuid, gpus[k], strlen(gpus[k])) == 0);
+            named = job_names(c, i, gpus[k]);
         if (named)
             idle_lift(c, i, W_JOB_START, "job_start"); /* its idle time counts from now */
     }
@@ -338,19 +354,21 @@ void wt_cap_budget(struct wt_cap *c, const struct wt_batch *snap, int64_t now_ns
         if (wt_labels_get(r->labels, "gpu", v, sizeof v) != 0)
             continue;
         char *end;
-        long i = strtol(v, &end, 10);
-        if (*end || i < 0 || i >= MAX_GPUS)
+        long gl = strtol(v, &end, 10);
+        int i = *end || gl < 0 || gl >= MAX_GPUS ? -1 : wt_cap_slot(c, r->labels, (int)gl);
+        if (i < 0)
             continue;
         struct capgpu *g = &c->g[i];
-        /* NVML's own values win; the snapshot's serve when this process has no NVML. */
+        bool own = wt_cap_has_lib(c, i);
+        /* The library's own values win; the snapshot's serve when this process has none. */
         if (r->metric == WT_M_GPU_POWER_W) {
             g->power_w = r->value;
             g->seen = true;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_W && !g->touched) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_W && !g->touched) {
             g->limit_w = r->value;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_MIN_W) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_MIN_W) {
             g->min_w = r->value;
-        } else if (!c->inited && r->metric == WT_M_GPU_POWER_LIMIT_MAX_W) {
+        } else if (!own && r->metric == WT_M_GPU_POWER_LIMIT_MAX_W) {
             g->max_w = r->value;
         } else if (r->metric == WT_M_GPU_IDLE) {
             g->snap_idle = r->value == 1;

@@ -1,24 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `wattage cap clear [-c FILE] [--db FILE] [--gpu N]`: puts the GPUs wattage capped back to
+ * `wattage cap clear [-c FILE] [--db FILE] [--gpu N|amd:N]`: puts the GPUs wattage capped back to
  * their own limits by hand, from the record of changes (alerts.cap_record, else power-caps
  * beside the store), with or without a daemon running: the change is made under the record's
  * lock and the daemon, seeing its line gone, leaves the GPU alone until what held it lets go.
  * With --gpu N and no record for it, a GPU someone else capped gets its default limit back.
+ * NVIDIA's and AMD's GPUs alike (alert/cap.h): amd:N names AMD's GPU N.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "alert/alert.h"
+#include "alert/cap.h"
 #include "cli/cli.h"
 #include "core/config.h"
 
 static const struct wt_cli_opt cap_opts[] = {
     {"gpu", 'g', "N",
-     "only GPU N (an index); with no record for it, a GPU someone else capped gets its "
-     "default limit back"},
+     "only GPU N (an index: NVIDIA's, else AMD's where NVIDIA has none; amd:N or nvidia:N "
+     "names a vendor's); with no record for it, a GPU someone else capped gets its default "
+     "limit back"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_cap_clear = {
@@ -45,15 +49,19 @@ int wt_cmd_cap(int argc, char **argv)
         switch (c) {
         case 'g': {
             char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 0 || v > 63) {
+            const char *p = optarg;
+            bool amd = strncmp(p, "amd:", 4) == 0;
+            if (amd || strncmp(p, "nvidia:", 7) == 0)
+                p += amd ? 4 : 7;
+            long v = strtol(p, &end, 10);
+            if (!*p || *end || v < 0 || v > 63) {
                 fprintf(stderr,
-                        "wattage cap clear: --gpu: expected a GPU index 0..63 (got "
-                        "\"%s\")\n",
+                        "wattage cap clear: --gpu: expected a GPU index 0..63, amd:N or "
+                        "nvidia:N (got \"%s\")\n",
                         optarg);
                 return 2;
             }
-            gpu = (int)v;
+            gpu = amd ? WT_CAP_AMD_GPU((int)v) : (int)v;
             break;
         }
         case WT_CLI_HELP:

@@ -56,6 +56,8 @@ struct rsmi_fns {
     wt_rsmi_u32_fn *busy;
     wt_rsmi_sensor_u64_fn *cap;
     wt_rsmi_cap_range_fn *cap_range;
+    wt_rsmi_u64_fn *cap_default;
+    wt_rsmi_cap_set_fn *cap_set;
     wt_rsmi_u64_fn *ecc_enabled;
     wt_rsmi_ecc_count_fn *ecc_count;
     wt_rsmi_proc_info_fn *proc_info;
@@ -88,6 +90,9 @@ static const struct {
     SYM(busy, false, "rsmi_dev_busy_percent_get"),
     SYM(cap, false, "rsmi_dev_power_cap_get"),
     SYM(cap_range, false, "rsmi_dev_power_cap_range_get"),
+    /* the power capper's (wt_rocm_caps_open); 5.2.3 has both */
+    SYM(cap_default, false, "rsmi_dev_power_cap_default_get"),
+    SYM(cap_set, false, "rsmi_dev_power_cap_set"),
     SYM(ecc_enabled, false, "rsmi_dev_ecc_enabled_get"),
     SYM(ecc_count, false, "rsmi_dev_ecc_count_get"),
     /* the KFD's process list (5.2.3 has both) */
@@ -157,7 +162,7 @@ struct rocm_state {
     char library[256];
     struct rsmi_fns fn;
     bool inited;
-    unsigned int n;
+    unsigned int n, packages;
     struct dev *devs;
     int64_t max_gap_ns;
     int64_t procs_at; /* CLOCK_MONOTONIC of the last process list read */
@@ -884,18 +889,10 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
     return -ENOENT;
 }
 
-static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *err)
+/* Loads the library, starts a session and names the devices (packages, uuids, labels). */
+static int discover(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
 {
-    int rc;
-    *state = NULL;
-    struct rocm_state *s = calloc(1, sizeof *s);
-    if (!s)
-        return -ENOMEM;
-    int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
-    s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
-    s->procs_rl.interval_ns = LOG_EVERY_NS;
-    s->attrib_gap_ns = s->max_gap_ns > 3 * PROCS_EVERY_NS ? s->max_gap_ns : 3 * PROCS_EVERY_NS;
-    rc = load(cfg, s, err);
+    int rc = load(cfg, s, err);
     if (rc)
         goto fail;
     rc = resolve(s, err);
@@ -951,6 +948,27 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         build_labels(s, &s->devs[i]);
     free(ids);
     free(prim);
+    s->packages = packages;
+    return 0;
+fail:
+    return rc;
+}
+
+static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *err)
+{
+    *state = NULL;
+    struct rocm_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return -ENOMEM;
+    int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
+    s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+    s->procs_rl.interval_ns = LOG_EVERY_NS;
+    s->attrib_gap_ns = s->max_gap_ns > 3 * PROCS_EVERY_NS ? s->max_gap_ns : 3 * PROCS_EVERY_NS;
+    int rc = discover(cfg, s, err);
+    if (rc) {
+        amd_close(s);
+        return rc;
+    }
     if (!s->fn.energy)
         wt_info(MOD,
                 "%s has no rsmi_dev_energy_count_get: GPU energy is integrated from power "
@@ -965,13 +983,10 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         wt_attrib_set_vendor(s->attrib, "amd");
         wt_attrib_publish(0, s->attrib);
     }
-    wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", n, packages, s->library,
+    wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", s->n, s->packages, s->library,
             s->fn.socket_power ? "current socket power, else average" : "average");
     *state = s;
     return 0;
-fail:
-    amd_close(s);
-    return rc;
 }
 
 static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
@@ -1025,3 +1040,88 @@ const struct wt_collector_ops wt_amd_collector = {
     .poll = amd_poll,
     .close = amd_close,
 };
+
+/* ---- power caps (the capper's session: alert/cap_act.c) ---- */
+
+struct wt_rocm_caps {
+    struct rocm_state s;
+};
+
+int wt_rocm_caps_open(const struct wt_config *cfg, struct wt_rocm_caps **out, struct wt_err *err)
+{
+    *out = NULL;
+    struct wt_rocm_caps *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    int rc = discover(cfg, &c->s, err);
+    if (rc == 0 && !c->s.fn.cap_set) {
+        wt_err_set(err, "%s does not export rsmi_dev_power_cap_set: limits cannot be set",
+                   c->s.library);
+        rc = -ENOSYS;
+    }
+    if (rc == 0)
+        *out = c;
+    else
+        wt_rocm_caps_close(c);
+    return rc;
+}
+
+void wt_rocm_caps_close(struct wt_rocm_caps *c)
+{
+    if (!c)
+        return;
+    if (c->s.inited)
+        c->s.fn.shut_down(); /* the library counts its sessions: the collector's goes on */
+    if (c->s.dl)
+        dlclose(c->s.dl);
+    free(c->s.devs);
+    free(c);
+}
+
+unsigned int wt_rocm_caps_count(const struct wt_rocm_caps *c)
+{
+    return c ? c->s.n : 0;
+}
+
+const char *wt_rocm_caps_uuid(const struct wt_rocm_caps *c, unsigned int i)
+{
+    return c && i < c->s.n ? c->s.devs[i].uuid : "";
+}
+
+const char *wt_rocm_caps_errstr(const struct wt_rocm_caps *c, int status)
+{
+    return c ? errstr(&c->s, (rsmi_status_t)status) : "unknown status";
+}
+
+int wt_rocm_caps_read(struct wt_rocm_caps *c, unsigned int i, struct wt_rocm_cap *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!c || i >= c->s.n)
+        return RSMI_STATUS_INVALID_ARGS;
+    const struct rsmi_fns *f = &c->s.fn;
+    uint64_t uw = 0, lo = 0, hi = 0;
+    int r = f->cap ? (int)f->cap(i, 0, &uw) : RSMI_STATUS_NOT_SUPPORTED;
+    if (r == RSMI_STATUS_SUCCESS)
+        out->limit_w = (double)uw / 1e6; /* raw: µW */
+    if (f->cap_range && f->cap_range(i, 0, &hi, &lo) == RSMI_STATUS_SUCCESS && hi >= lo) {
+        out->min_w = (double)lo / 1e6;
+        out->max_w = (double)hi / 1e6;
+    }
+    if (f->cap_default && f->cap_default(i, &uw) == RSMI_STATUS_SUCCESS && uw > 0)
+        out->default_w = (double)uw / 1e6;
+    return r;
+}
+
+int wt_rocm_caps_set(struct wt_rocm_caps *c, unsigned int i, double watts)
+{
+    if (!c || i >= c->s.n || !(watts > 0))
+        return RSMI_STATUS_INVALID_ARGS;
+    if (!c->s.fn.cap_set)
+        return RSMI_STATUS_NOT_SUPPORTED;
+    return (int)c->s.fn.cap_set(i, 0, (uint64_t)llround(watts * 1e6)); /* µW */
+}
+
+bool wt_rocm_caps_denied(int status)
+{
+    return status == RSMI_STATUS_PERMISSION;
+}

@@ -4,8 +4,9 @@
  * open() so the binary runs on hosts without ROCm. The library is $WATTAGE_ROCM_SMI_LIBRARY, else
  * collectors.amd.library, else the first of WT_ROCM_LIBRARIES that loads, and that only where
  * amdgpu's KFD topology (/sys/class/kfd/kfd/topology/nodes, under the sysfs root) exists: the
- * library is not loaded on hosts without an AMD GPU. Nothing is ever set on a GPU. Config section
- * collectors.amd; collector and log module "amd".
+ * library is not loaded on hosts without an AMD GPU. The collector never sets anything on a GPU;
+ * the power capper (alert/cap.c) sets limits through a session of its own (wt_rocm_caps_open).
+ * Config section collectors.amd; collector and log module "amd".
  *
  * The readings share the wattage_gpu_* families with NVIDIA's, labelled
  * gpu="<index>",uuid="AMD-<unique id, 16 hex digits>[-<n>]",model="<rsmi_dev_name_get>":
@@ -129,5 +130,30 @@ struct wt_rocm_check {
  */
 enum wt_rocm_verdict wt_rocm_check_step(struct wt_rocm_check *c, uint64_t raw, uint64_t ts_ns,
                                         double uj_per_count, double power_j);
+
+/*
+ * The power capper's session of ROCm SMI: the same library as the collector's (found the same
+ * way), its own rsmi_init, the devices named as the collector names them (uuid AMD-...), so that
+ * the capper's record of changes is keyed as the collector's series are. Indices are the
+ * library's device indices (the "amd:N" of the other commands). Watts here; the library's µW.
+ */
+struct wt_config;
+struct wt_err;
+struct wt_rocm_caps;
+struct wt_rocm_cap {
+    double limit_w, min_w, max_w, default_w; /* 0: unknown */
+};
+/* 0, or -errno with err set (no library, no device, no rsmi_dev_power_cap_set). */
+int wt_rocm_caps_open(const struct wt_config *cfg, struct wt_rocm_caps **out, struct wt_err *err);
+void wt_rocm_caps_close(struct wt_rocm_caps *c);
+unsigned int wt_rocm_caps_count(const struct wt_rocm_caps *c);
+const char *wt_rocm_caps_uuid(const struct wt_rocm_caps *c, unsigned int i);
+/* rsmi_dev_power_cap_get (its status is returned: 0 success), _range_get and _default_get. */
+int wt_rocm_caps_read(struct wt_rocm_caps *c, unsigned int i, struct wt_rocm_cap *out);
+/* rsmi_dev_power_cap_set; returns the library's status (0 success). */
+int wt_rocm_caps_set(struct wt_rocm_caps *c, unsigned int i, double watts);
+const char *wt_rocm_caps_errstr(const struct wt_rocm_caps *c, int status);
+/* The status says setting limits needs root. */
+bool wt_rocm_caps_denied(int status);
 
 #endif

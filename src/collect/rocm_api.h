@@ -98,6 +98,7 @@ typedef rsmi_status_t wt_rsmi_shut_down_fn(void);
 typedef rsmi_status_t wt_rsmi_status_string_fn(rsmi_status_t status, const char **status_string);
 typedef rsmi_status_t wt_rsmi_num_devices_fn(uint32_t *num_devices);
 typedef rsmi_status_t wt_rsmi_name_fn(uint32_t dv_ind, char *name, size_t len);
+/* (rsmi_dev_power_cap_default_get among them: µW) */
 typedef rsmi_status_t wt_rsmi_u64_fn(uint32_t dv_ind, uint64_t *value);
 typedef rsmi_status_t wt_rsmi_u32_fn(uint32_t dv_ind, uint32_t *value);
 /* rsmi_dev_energy_count_get: *power is the raw accumulator (the name is the library's),
@@ -106,6 +107,8 @@ typedef rsmi_status_t wt_rsmi_energy_fn(uint32_t dv_ind, uint64_t *power, float 
                                         uint64_t *timestamp);
 /* rsmi_dev_power_ave_get, rsmi_dev_power_cap_get: µW */
 typedef rsmi_status_t wt_rsmi_sensor_u64_fn(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *value);
+/* rsmi_dev_power_cap_set: µW, within the range; RSMI_STATUS_PERMISSION unless root */
+typedef rsmi_status_t wt_rsmi_cap_set_fn(uint32_t dv_ind, uint32_t sensor_ind, uint64_t cap);
 /* rsmi_dev_power_cap_range_get: µW, maximum first */
 typedef rsmi_status_t wt_rsmi_cap_range_fn(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *max,
                                            uint64_t *min);

@@ -43,13 +43,20 @@
  *                               [VRAM_BYTES]" (a pid on several GPUs has a line for each);
  *                               without it the list is empty
  *   FAKE_RSMI_NO_PROCS=1        the 5.2.3 process calls answer NOT_SUPPORTED
+ *   FAKE_RSMI_CAP_LOG=FILE      the power caps' state, as the driver keeps it (it outlives the
+ *                               process that set it): rsmi_dev_power_cap_set appends "DEV WATTS"
+ *                               for each cap it takes; rsmi_dev_power_cap_get answers the last
+ *                               line of its device, else the default 500 W. A value outside the
+ *                               range answers RSMI_STATUS_INVALID_ARGS and is not written
+ *   FAKE_RSMI_CAP_DENIED=1      rsmi_dev_power_cap_set answers RSMI_STATUS_PERMISSION (not root)
  *
  * The accumulator counts the hardware's unit, 2^-16 J, from an offset of 2^32 counts:
  *   counter = offset + floor(65536 * integral of P_i from T0 to now)   [mod 2^bits]
  * and rsmi_dev_energy_count_get reports the library's resolution, 15.3 µJ, with a timestamp in
  * ns of CLOCK_BOOTTIME, as the real library does. Unique ids are 0x00c0ffee00000000 + package,
  * PCI ids domain 0, bus 0x10 + i, device 0, function 0. Temperatures (millidegrees): edge 40+i,
- * junction 55+i, memory 60+i °C; busy (P - (B-A)) / 2A in percent; cap 500 W, range 100..560 W.
+ * junction 55+i, memory 60+i °C; busy (P - (B-A)) / 2A in percent; cap 500 W (the default),
+ * range 100..560 W.
  *
  * Exported for tests:
  *   double fake_rsmi_exact_energy_j(unsigned dev, double t_from, double t_to)
@@ -251,6 +258,8 @@ wt_rsmi_u64_fn rsmi_dev_current_socket_power_get;
 wt_rsmi_energy_fn rsmi_dev_energy_count_get;
 wt_rsmi_sensor_u64_fn rsmi_dev_power_ave_get, rsmi_dev_power_cap_get;
 wt_rsmi_cap_range_fn rsmi_dev_power_cap_range_get;
+wt_rsmi_cap_set_fn rsmi_dev_power_cap_set;
+wt_rsmi_u64_fn rsmi_dev_power_cap_default_get;
 wt_rsmi_temp_fn rsmi_dev_temp_metric_get;
 wt_rsmi_u32_fn rsmi_dev_busy_percent_get;
 wt_rsmi_u64_fn rsmi_dev_ecc_enabled_get;
@@ -516,30 +525,82 @@ rsmi_status_t rsmi_dev_busy_percent_get(uint32_t dv_ind, uint32_t *busy_percent)
     return RSMI_STATUS_SUCCESS;
 }
 
+#define CAP_DEFAULT_UW 500000000u
+#define CAP_MIN_UW 100000000u
+#define CAP_MAX_UW 560000000u
+
+/* Device dv's cap now: its last line in FAKE_RSMI_CAP_LOG, else the default. µW. */
+static uint64_t cap_now(uint32_t dv)
+{
+    uint64_t uw = CAP_DEFAULT_UW;
+    const char *path = getenv("FAKE_RSMI_CAP_LOG");
+    FILE *f = path && *path ? fopen(path, "r") : NULL;
+    if (!f)
+        return uw;
+    unsigned int d;
+    double w;
+    while (fscanf(f, "%u %lf", &d, &w) == 2)
+        if (d == dv && w > 0)
+            uw = (uint64_t)llround(w * 1e6);
+    fclose(f);
+    return uw;
+}
+
+/* What every cap call answers first: the arguments, a lost device, caps not supported. */
+static rsmi_status_t cap_guard(uint32_t dv, uint32_t sensor_ind, const void *out)
+{
+    if (bad(dv) || sensor_ind != 0 || !out)
+        return RSMI_STATUS_INVALID_ARGS;
+    if (lost(dv))
+        return RSMI_STATUS_FILE_ERROR;
+    return fk.ns_cap ? RSMI_STATUS_NOT_SUPPORTED : RSMI_STATUS_SUCCESS;
+}
+
 rsmi_status_t rsmi_dev_power_cap_get(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *cap)
 {
-    if (bad(dv_ind) || sensor_ind != 0 || !cap)
-        return RSMI_STATUS_INVALID_ARGS;
-    if (lost(dv_ind))
-        return RSMI_STATUS_FILE_ERROR;
-    if (fk.ns_cap)
-        return RSMI_STATUS_NOT_SUPPORTED;
-    *cap = 500000000u;
+    rsmi_status_t r = cap_guard(dv_ind, sensor_ind, cap);
+    if (r == RSMI_STATUS_SUCCESS)
+        *cap = cap_now(dv_ind);
+    return r;
+}
+
+rsmi_status_t rsmi_dev_power_cap_default_get(uint32_t dv_ind, uint64_t *default_cap)
+{
+    rsmi_status_t r = cap_guard(dv_ind, 0, default_cap);
+    if (r == RSMI_STATUS_SUCCESS)
+        *default_cap = CAP_DEFAULT_UW;
+    return r;
+}
+
+rsmi_status_t rsmi_dev_power_cap_set(uint32_t dv_ind, uint32_t sensor_ind, uint64_t cap)
+{
+    rsmi_status_t r = cap_guard(dv_ind, sensor_ind, &cap);
+    if (r != RSMI_STATUS_SUCCESS)
+        return r;
+    if (getenv("FAKE_RSMI_CAP_DENIED"))
+        return RSMI_STATUS_PERMISSION;
+    if (cap < CAP_MIN_UW || cap > CAP_MAX_UW)
+        return RSMI_STATUS_INVALID_ARGS; /* the library checks the range first */
+    const char *path = getenv("FAKE_RSMI_CAP_LOG");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (!f)
+        return RSMI_STATUS_FILE_ERROR; /* nowhere to keep it: as a sysfs write that failed */
+    fprintf(f, "%u %.6g\n", dv_ind, (double)cap / 1e6);
+    fclose(f);
     return RSMI_STATUS_SUCCESS;
 }
 
 rsmi_status_t rsmi_dev_power_cap_range_get(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *max,
                                            uint64_t *min)
 {
-    if (bad(dv_ind) || sensor_ind != 0 || !max || !min)
-        return RSMI_STATUS_INVALID_ARGS;
-    if (lost(dv_ind))
-        return RSMI_STATUS_FILE_ERROR;
-    if (fk.ns_cap)
-        return RSMI_STATUS_NOT_SUPPORTED;
-    *max = 560000000u;
-    *min = 100000000u;
-    return RSMI_STATUS_SUCCESS;
+    rsmi_status_t r = cap_guard(dv_ind, sensor_ind, min);
+    if (r == RSMI_STATUS_SUCCESS && !max)
+        r = RSMI_STATUS_INVALID_ARGS;
+    if (r == RSMI_STATUS_SUCCESS) {
+        *max = CAP_MAX_UW;
+        *min = CAP_MIN_UW;
+    }
+    return r;
 }
 
 #else
