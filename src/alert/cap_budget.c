@@ -24,6 +24,7 @@
 #include "audit/jobs.h"
 #include "collect/nvml.h"
 #include "core/durable.h"
+#include "core/gpuname.h"
 
 /* ---- the site budget --------------------------------------------------------------------- */
 
@@ -177,15 +178,12 @@ static void share_budget(struct wt_cap *c, double target)
 static bool job_names(const struct wt_cap *c, int i, const char *s)
 {
     const struct capgpu *g = &c->g[i];
-    const char *mine = g->amd ? "amd:" : "nvidia:", *other = g->amd ? "nvidia:" : "amd:";
-    char idx[16];
-    if (strncmp(s, other, strlen(other)) == 0)
-        return false;
-    if (strncmp(s, mine, strlen(mine)) == 0)
-        s += strlen(mine);
-    snprintf(idx, sizeof idx, "%d", wt_cap_vendor_index(c, i));
-    if (strcmp(s, idx) == 0)
-        return true;
+    const char *vendor, *idx;
+    char mine[16];
+    snprintf(mine, sizeof mine, "%d", wt_cap_vendor_index(c, i));
+    if (wt_gpu_vendor_index(s, &vendor, &idx))
+        return (!vendor[0] || strcmp(vendor, g->amd ? "amd" : "nvidia") == 0) &&
+               strcmp(idx, mine) == 0;
     return g->uuid[0] && (strncmp(s, "GPU-", 4) == 0 || strncmp(s, "AMD-", 4) == 0) &&
            strncmp(g->uuid, s, strlen(s)) == 0;
 }

@@ -184,7 +184,7 @@ static int check_gpus(struct wt_jobs *j, struct rep *r, const cJSON *f, cJSON *g
             g->valuedouble == floor(g->valuedouble))
             snprintf(v, sizeof v, "%d", (int)g->valuedouble);
         else if (cJSON_IsString(g) && strlen(g->valuestring) < sizeof v &&
-                 (wt_jobs_gpu_vendor_index(g->valuestring, &vd, &ix) ||
+                 (wt_gpu_vendor_index(g->valuestring, &vd, &ix) ||
                   ((strncmp(g->valuestring, "GPU-", 4) == 0 ||
                     strncmp(g->valuestring, "AMD-", 4) == 0) &&
                    strlen(g->valuestring) > 4)))
@@ -200,12 +200,12 @@ static int check_gpus(struct wt_jobs *j, struct rep *r, const cJSON *f, cJSON *g
             unsigned vendors = 0; /* 1 NVIDIA, 2 AMD: of the GPUs it names */
             for (size_t k = 0; k < nk; k++)
                 if (wt_jobs_gpu_matches(v, known[k].index, known[k].uuid)) {
-                    vendors |= strcmp(wt_jobs_uuid_vendor(known[k].uuid), "amd") == 0 ? 2u : 1u;
+                    vendors |= strcmp(wt_gpu_uuid_vendor(known[k].uuid), "amd") == 0 ? 2u : 1u;
                     if (!hits++)
                         first = k;
                 }
             const char *vendor, *idx;
-            bool is_index = wt_jobs_gpu_vendor_index(v, &vendor, &idx);
+            bool is_index = wt_gpu_vendor_index(v, &vendor, &idx);
             if (!hits)
                 return wt_jobs_bad(r, 400, field, "%s: no GPU %s on this node", field, v);
             if (is_index && vendors == 3)

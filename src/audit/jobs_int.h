@@ -16,6 +16,7 @@
 
 #include "audit/carbon.h"
 #include "audit/jobs.h"
+#include "core/gpuname.h"
 
 #define DEFAULT_LIST 50
 #define MAX_LIST 1000
@@ -104,11 +105,9 @@ __attribute__((format(printf, 4, 5))) int wt_jobs_bad(struct rep *r, unsigned st
 int64_t wt_jobs_count_rows(struct wt_jobs *j, const char *sql, int64_t arg, const char *text);
 int wt_jobs_find_job(struct wt_jobs *j, const char *ref, struct job *jb);
 bool wt_jobs_gpu_matches(const char *s, const char *index, const char *uuid);
-bool wt_jobs_gpu_vendor_index(const char *s, const char **vendor, const char **idx);
 void wt_jobs_job_free(struct job *jb);
 int wt_jobs_load_row(sqlite3_stmt *s, struct job *jb);
 bool wt_jobs_name_ok(const char *s);
-const char *wt_jobs_uuid_vendor(const char *uuid);
 int wt_jobs_load_marks(struct wt_jobs *j, int64_t id, struct mark **out, size_t *n);
 void wt_jobs_marks_free(struct mark *m, size_t n);
 

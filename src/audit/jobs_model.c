@@ -122,46 +122,13 @@ bool wt_jobs_name_ok(const char *s)
     return true;
 }
 
-static bool is_gpu_index(const char *s)
-{
-    size_t n = strlen(s);
-    return n > 0 && n < 6 && strspn(s, "0123456789") == n;
-}
-
-/*
- * A job's GPU: an index ("0": of whichever vendor has it), a vendor's index ("nvidia:0",
- * "amd:0": a node with both vendors numbers each from 0), or a UUID or its prefix ("GPU-…" for
- * NVIDIA, "AMD-…" for AMD). *vendor "" when the index names none; the index in idx.
- */
-bool wt_jobs_gpu_vendor_index(const char *s, const char **vendor, const char **idx)
-{
-    static const char *const vendors[] = {"nvidia", "amd"};
-    for (size_t k = 0; k < 2; k++) {
-        size_t n = strlen(vendors[k]);
-        if (strncmp(s, vendors[k], n) == 0 && s[n] == ':' && is_gpu_index(s + n + 1)) {
-            *vendor = vendors[k];
-            *idx = s + n + 1;
-            return true;
-        }
-    }
-    *vendor = "";
-    *idx = s;
-    return is_gpu_index(s);
-}
-
-/* The vendor of a GPU series from its uuid: the AMD collector's are "AMD-…", NVML's "GPU-…". */
-const char *wt_jobs_uuid_vendor(const char *uuid)
-{
-    return strncmp(uuid, "AMD-", 4) == 0 ? "amd" : "nvidia";
-}
-
 /* Whether GPU selector s is the GPU (index, uuid). */
 bool wt_jobs_gpu_matches(const char *s, const char *index, const char *uuid)
 {
     const char *vendor, *idx;
-    if (wt_jobs_gpu_vendor_index(s, &vendor, &idx))
+    if (wt_gpu_vendor_index(s, &vendor, &idx))
         return strcmp(idx, index) == 0 &&
-               (!vendor[0] || strcmp(vendor, wt_jobs_uuid_vendor(uuid)) == 0);
+               (!vendor[0] || strcmp(vendor, wt_gpu_uuid_vendor(uuid)) == 0);
     return uuid[0] && strncmp(uuid, s, strlen(s)) == 0;
 }
 

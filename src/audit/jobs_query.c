@@ -101,7 +101,7 @@ int wt_jobs_window_energy(struct wt_jobs *j, const struct job *jb, int64_t a, in
                 cJSON_AddStringToObject(o, "gpu", v);
             if (wt_labels_get(r->s.labels, "uuid", v, sizeof v) == 0) {
                 cJSON_AddStringToObject(o, "uuid", v);
-                cJSON_AddStringToObject(o, "vendor", wt_jobs_uuid_vendor(v));
+                cJSON_AddStringToObject(o, "vendor", wt_gpu_uuid_vendor(v));
             }
             cJSON_AddNumberToObject(o, "energy_joules", r->energy_j);
             cJSON_AddNumberToObject(o, "uncertainty_joules", r->uncertainty_j);

@@ -27,6 +27,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/durable.h"
+#include "core/gpuname.h"
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/yget.h"
@@ -191,20 +192,6 @@ struct ctx {
     struct wt_err *err;
 };
 
-static bool gpu_listed(const char *gpus, const char *gpu)
-{
-    size_t len = strlen(gpu);
-    for (const char *p = gpus; *p;) {
-        size_t l = strcspn(p, ",");
-        if (l == len && strncmp(p, gpu, l) == 0)
-            return true;
-        p += l;
-        if (*p == ',')
-            p++;
-    }
-    return false;
-}
-
 static int first_in(struct wt_store *st, const struct wt_series_info *si, int64_t a, int64_t b,
                     int64_t *t);
 
@@ -293,7 +280,7 @@ static int jtok(struct ctx *c, int64_t a, int64_t b, const struct nodeset *ns, d
             wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0)
             continue;
         for (size_t k = 0; k < ntg; k++) {
-            if (strcmp(tg[k].node, er[i].s.node) == 0 && gpu_listed(tg[k].gpus, gpu)) {
+            if (strcmp(tg[k].node, er[i].s.node) == 0 && wt_list_has(tg[k].gpus, gpu)) {
                 joules += er[i].energy_j;
                 gpus_found++;
                 break;

@@ -17,6 +17,7 @@
 #include "alert/cap.h"
 #include "cli/cli.h"
 #include "core/config.h"
+#include "core/gpuname.h"
 
 static const struct wt_cli_opt cap_opts[] = {
     {"gpu", 'g', "N",
@@ -48,13 +49,11 @@ int wt_cmd_cap(int argc, char **argv)
     while ((c = wt_cli_next(&wt_cli_form_cap_clear, argc, argv, &co)) != -1) {
         switch (c) {
         case 'g': {
-            char *end;
-            const char *p = optarg;
-            bool amd = strncmp(p, "amd:", 4) == 0;
-            if (amd || strncmp(p, "nvidia:", 7) == 0)
-                p += amd ? 4 : 7;
-            long v = strtol(p, &end, 10);
-            if (!*p || *end || v < 0 || v > 63) {
+            const char *vendor, *idx;
+            bool index = wt_gpu_vendor_index(optarg, &vendor, &idx);
+            bool amd = strcmp(vendor, "amd") == 0;
+            long v = index ? strtol(idx, NULL, 10) : -1;
+            if (v < 0 || v > 63) {
                 fprintf(stderr,
                         "wattage cap clear: --gpu: expected a GPU index 0..63, amd:N or "
                         "nvidia:N (got \"%s\")\n",

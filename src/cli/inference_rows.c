@@ -21,6 +21,7 @@
 #include "audit/report.h"
 #include "audit/topology.h"
 #include "core/clock.h"
+#include "core/gpuname.h"
 #include "store/query.h"
 
 struct row *wt_cli_inference_row_of(struct rows *rs, const char *target, const char *model)
@@ -196,20 +197,6 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
     return 0;
 }
 
-static bool index_listed(const char *list, const char *gpu)
-{
-    size_t len = strlen(gpu);
-    for (const char *p = list; *p;) {
-        size_t l = strcspn(p, ",");
-        if (l == len && strncmp(p, gpu, l) == 0)
-            return true;
-        p += l;
-        if (*p == ',')
-            p++;
-    }
-    return false;
-}
-
 /*
  * Whether the GPU of labels (gpu, uuid) is one of gpus: "amd:1" AMD's (uuid AMD-…), "nvidia:1"
  * NVIDIA's, "1" NVIDIA's GPU 1, or AMD's where NVIDIA has no GPU 1 (nv: NVIDIA's indices, as
@@ -217,27 +204,17 @@ static bool index_listed(const char *list, const char *gpu)
  */
 static bool gpu_listed(const char *gpus, const char *labels, const char *nv)
 {
-    char gpu[32], uuid[80] = "";
+    char gpu[32], uuid[80] = "", item[32];
     if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
         return false;
     (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
-    bool amd = strncmp(uuid, "AMD-", 4) == 0;
-    const char *vendor = amd ? "amd:" : "nvidia:";
-    size_t len = strlen(gpu), vl = strlen(vendor);
-    for (const char *p = gpus; *p;) {
-        size_t l = strcspn(p, ",");
-        const char *q = p;
-        size_t ql = l;
-        bool plain = memchr(p, ':', l) == NULL;
-        if (l > vl && strncmp(p, vendor, vl) == 0) {
-            q += vl;
-            ql -= vl;
-        }
-        if (ql == len && strncmp(q, gpu, ql) == 0 && !(plain && amd && index_listed(nv, gpu)))
+    const char *mine = wt_gpu_uuid_vendor(uuid), *vendor, *idx;
+    for (const char *p = gpus; wt_list_next(&p, item, sizeof item);) {
+        if (!wt_gpu_vendor_index(item, &vendor, &idx) || strcmp(idx, gpu) != 0)
+            continue;
+        if (vendor[0] ? strcmp(vendor, mine) == 0
+                      : strcmp(mine, "nvidia") == 0 || !wt_list_has(nv, gpu))
             return true;
-        p += l;
-        if (*p == ',')
-            p++;
     }
     return false;
 }
@@ -253,7 +230,7 @@ static void nvidia_indices(const struct wt_energy_row *er, size_t n, char *out, 
             wt_labels_get(er[i].s.labels, "gpu", gpu, sizeof gpu) != 0)
             continue;
         (void)wt_labels_get(er[i].s.labels, "uuid", uuid, sizeof uuid);
-        if (strncmp(uuid, "AMD-", 4) == 0 || index_listed(out, gpu))
+        if (strcmp(wt_gpu_uuid_vendor(uuid), "amd") == 0 || wt_list_has(out, gpu))
             continue;
         int w = snprintf(out + len, size - len, "%s%s", len ? "," : "", gpu);
         if (w < 0 || (size_t)w >= size - len) {
