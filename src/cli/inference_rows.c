@@ -204,13 +204,15 @@ static int read_info(struct wt_store *st, int64_t from, int64_t to, struct rows 
  */
 static bool gpu_listed(const char *gpus, const char *labels, const char *nv)
 {
-    char gpu[32], uuid[80] = "", item[32];
+    char gpu[32], uuid[80] = "", item[128];
     if (wt_labels_get(labels, "gpu", gpu, sizeof gpu) != 0)
         return false;
     (void)wt_labels_get(labels, "uuid", uuid, sizeof uuid);
     const char *mine = wt_gpu_uuid_vendor(uuid), *vendor, *idx;
     for (const char *p = gpus; wt_list_next(&p, item, sizeof item);) {
-        if (!wt_gpu_vendor_index(item, &vendor, &idx) || strcmp(idx, gpu) != 0)
+        /* anything else than an index (a fleet's "NODE/0") is a whole name, no vendor's */
+        (void)wt_gpu_vendor_index(item, &vendor, &idx);
+        if (strcmp(idx, gpu) != 0)
             continue;
         if (vendor[0] ? strcmp(vendor, mine) == 0
                       : strcmp(mine, "nvidia") == 0 || !wt_list_has(nv, gpu))
