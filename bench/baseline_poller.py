@@ -10,7 +10,11 @@ its slowdown/shutdown thresholds, utilization, memory, SM and memory clocks, thr
 enforced power limit and pstate. As tutorials do, it looks each GPU's handle up every tick and
 keeps nothing between ticks but the gauges.
 
-    baseline_poller.py --library PATH --port N [--interval S] [--duration S]
+With --seed it reads what the seed tutorial's poller reads and nothing more: each GPU's name,
+power and temperature, and psutil's host CPU and memory. That is the smallest poller a person
+writes, the foil issue 49 measures the whole daemon against; the default is the fuller one.
+
+    baseline_poller.py --library PATH --port N [--interval S] [--duration S] [--seed]
 
 Use Debian's interpreter (/usr/bin/python3) with python3-psutil and python3-prometheus-client.
 """
@@ -55,6 +59,7 @@ g_limit = Gauge("gpu_power_limit_watts", "enforced power limit", LABELS)
 g_pstate = Gauge("gpu_pstate", "performance state", LABELS)
 g_cpu = Gauge("host_cpu_utilization_ratio", "host CPU utilization")
 g_host_mem = Gauge("host_memory_used_ratio", "host memory used")
+g_info = Gauge("gpu_info", "GPU name", ["gpu", "name"])
 
 
 def check(ret, what):
@@ -68,6 +73,8 @@ def main():
     ap.add_argument("--port", type=int, default=9400)
     ap.add_argument("--interval", type=float, default=5.0)
     ap.add_argument("--duration", type=float, default=0, help="seconds; 0 = forever")
+    ap.add_argument("--seed", action="store_true",
+                    help="read only name, power and temperature per GPU (the seed tutorial's)")
     args = ap.parse_args()
 
     nvml = ctypes.CDLL(args.library)
@@ -86,6 +93,15 @@ def main():
             mw = ctypes.c_uint()
             check(nvml.nvmlDeviceGetPowerUsage(handle, ctypes.byref(mw)), "power")
             g_power.labels(gpu).set(mw.value / 1000.0)
+            if args.seed:
+                t = ctypes.c_uint()
+                check(nvml.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU,
+                                                    ctypes.byref(t)), "temperature")
+                g_temp.labels(gpu).set(t.value)
+                name = ctypes.create_string_buffer(96)
+                check(nvml.nvmlDeviceGetName(handle, name, 96), "name")
+                g_info.labels(gpu, name.value.decode(errors="replace")).set(1)
+                continue
             mj = ctypes.c_ulonglong()
             check(nvml.nvmlDeviceGetTotalEnergyConsumption(handle, ctypes.byref(mj)), "energy")
             g_energy.labels(gpu).set(mj.value / 1000.0)

@@ -205,11 +205,11 @@ def start_wattage(build, tmp, interval, env=None, extra=()):
     return Daemon(args, env=env or fake_env(build), log=db + ".log", port=port)
 
 
-def start_poller(build, tmp, interval):
+def start_poller(build, tmp, interval, seed=False):
     port = free_port()
     args = [PY, os.path.join(HERE, "baseline_poller.py"), "--library",
             os.path.join(ROOT, build, "tests/fakes/libnvidia-ml.so.1"), "--port", str(port),
-            "--interval", str(interval)]
+            "--interval", str(interval)] + (["--seed"] if seed else [])
     return Daemon(args, env=fake_env(build), log=os.path.join(tmp, f"poller-{port}.log"),
                   port=port)
 
@@ -226,16 +226,18 @@ def start_node_exporter(tmp):
 # agent cost per tick
 
 def agent(build, out, o):
-    """Per-tick CPU and peak RSS of wattage and of the tutorial poller, side by side."""
+    """Per-tick CPU and peak RSS of wattage and of the tutorial poller (the fuller one, as
+    "peer", and the seed tutorial's name/power/temperature one, as "seed"), side by side."""
     runs = int(os.environ.get("BENCH_AGENT_RUNS", "3"))
     plans = [(1.0, 3.0, 20.0), (0.1, 2.0, 10.0)]  # interval, warm-up, measured seconds
     with tempfile.TemporaryDirectory(prefix="wt-bench-agent-") as tmp:
         for interval, warm, measure in plans:
-            procs = {"wattage": [], "peer": []}
+            procs = {"wattage": [], "peer": [], "seed": []}
             try:
                 for _ in range(runs):
                     procs["wattage"].append(start_wattage(build, tmp, interval))
                     procs["peer"].append(start_poller(build, tmp, interval))
+                    procs["seed"].append(start_poller(build, tmp, interval, seed=True))
                 time.sleep(warm)
                 t0 = time.monotonic()
                 c0 = {k: [cpu_ns(d.pid) for d in v] for k, v in procs.items()}
@@ -255,9 +257,14 @@ def agent(build, out, o):
             label = f"{interval:g} s"
             o.add(row("Agent cost per tick", f"CPU per tick, {GPUS} GPUs at {label}", "µs",
                       per_tick["wattage"], per_tick["peer"], "Python poller"))
+            o.add(row("Agent cost per tick", f"CPU per tick, {GPUS} GPUs at {label}", "µs",
+                      per_tick["wattage"], per_tick["seed"], "seed-style poller"))
             o.add(row("Agent cost per tick", f"peak RSS (VmHWM) at {label}", "MiB",
                       [x / 1024 for x in hwm["wattage"]], [x / 1024 for x in hwm["peer"]],
                       "Python poller"))
+            o.add(row("Agent cost per tick", f"peak RSS (VmHWM) at {label}", "MiB",
+                      [x / 1024 for x in hwm["wattage"]], [x / 1024 for x in hwm["seed"]],
+                      "seed-style poller"))
             o.detail(f"interval {label}: {runs} runs of each side at once, warm-up {warm:g} s, "
                      f"measured {elapsed:.1f} s = {ticks:.0f} ticks")
             split = ", ".join(f"#{i} {th1[i][0]} {(th1[i][1] - th0[i][1]) / ticks / 1e3:.0f}"
