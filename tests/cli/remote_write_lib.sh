@@ -14,7 +14,8 @@
 #                                  MAX_UNSENT readings of a series lie after its cursor.
 #   rw_check_vm VM_URL DB NODE ENDPOINT FILE MAX_UNSENT [--no-duplicates]
 #                                  rw_check_store against VictoriaMetrics' /api/v1/export of
-#                                  {node=NODE} (into FILE), taken as vm_export does
+#                                  {node=NODE} (into FILE), taken as vm_export does, before the
+#                                  store is read: what a stop sent is there at once
 #   vm_export VM_URL MATCH         prints VictoriaMetrics' raw export of the series MATCH, after
 #                                  /internal/force_flush, with an explicit end a minute ahead.
 #                                  Without `end` VictoriaMetrics (1.79) rounds the request's time
@@ -71,6 +72,19 @@ max_unsent = int(max_unsent)
 pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def unescape(v):
     return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), v)
+# an explicit end: the default would leave out the current second (vm_export)
+def export():
+    urllib.request.urlopen(fetch + "/internal/force_flush", timeout=30).read()
+    q = urllib.parse.urlencode({"match[]": '{node="%s"}' % node,
+                                "end": str(int(time.time()) + 60)}).encode()
+    with urllib.request.urlopen(fetch + "/api/v1/export", data=q, timeout=60) as r:
+        body = r.read()
+    with open(path, "wb") as f:
+        f.write(body)
+# exported first, at once: what a stop sent must be there already (the store, final once the
+# daemon stopped, is read after: that takes over 30 s on a loaded machine)
+if fetch:
+    export()
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 since = con.execute("SELECT since_ns FROM remote_write_endpoints WHERE name=?",
                     (endpoint,)).fetchone()
@@ -99,15 +113,6 @@ tol = 1e-11 if fmt == "vm" else 0
 def same(a, b):
     return len(a) == len(b) and all(
         x[0] == y[0] and abs(x[1] - y[1]) <= tol * max(abs(x[1]), abs(y[1])) for x, y in zip(a, b))
-# an explicit end (vm_export says why): the default would leave out the current second
-def export():
-    urllib.request.urlopen(fetch + "/internal/force_flush", timeout=30).read()
-    q = urllib.parse.urlencode({"match[]": '{node="%s"}' % node,
-                                "end": str(int(time.time()) + 60)}).encode()
-    with urllib.request.urlopen(fetch + "/api/v1/export", data=q, timeout=60) as r:
-        body = r.read()
-    with open(path, "wb") as f:
-        f.write(body)
 def compare():
     got = {}
     if fmt == "prom":
@@ -141,8 +146,6 @@ def compare():
     for k in got:
         problems.append(f"a series the store does not have: {dict(k)}")
     return problems, n
-if fetch:
-    export()
 problems, n = compare()
 if unsent_max > max_unsent:
     problems.append(f"{unsent_max} readings of a series were never acknowledged (at most "
