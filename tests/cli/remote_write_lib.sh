@@ -13,15 +13,16 @@
 #                                  (node, exported_node), nothing else arrived; at most
 #                                  MAX_UNSENT readings of a series lie after its cursor.
 #   rw_check_vm VM_URL DB NODE ENDPOINT FILE MAX_UNSENT [--no-duplicates]
-#                                  rw_check_store against VictoriaMetrics: the store is read once,
-#                                  then VM's /api/v1/export of {node=NODE} (into FILE) up to
-#                                  RW_VM_TRIES (30) times, 0.5 s apart, until it matches.
-#                                  VictoriaMetrics 1.79 answers a write before the samples can be
-#                                  searched, /internal/force_flush or not (a sample written just
-#                                  before is missing from an export made at once, there 0.5 s
-#                                  later): what a daemon sent at its stop may be missing from the
-#                                  first export. Bounded by tries, not time: reading the store
-#                                  takes over 30 s on a loaded machine.
+#                                  rw_check_store against VictoriaMetrics' /api/v1/export of
+#                                  {node=NODE} (into FILE), taken as vm_export does, before the
+#                                  store is read: what a stop sent is there at once
+#   vm_export VM_URL MATCH         prints VictoriaMetrics' raw export of the series MATCH, after
+#                                  /internal/force_flush, with an explicit end a minute ahead.
+#                                  Without `end` VictoriaMetrics (1.79) rounds the request's time
+#                                  down to the whole second and leaves out every sample stamped
+#                                  in the current second: what a daemon sent just before it
+#                                  stopped (a 0.5-s flush) seemed missing from an export made at
+#                                  once, and there half a second later.
 rw_config() {
     local file=$1 node=$2
     shift 2
@@ -45,6 +46,12 @@ rw_caught_up() {
 
 rw_wait_caught_up() { wait_for "$3" rw_caught_up "$1" "$2"; }
 
+vm_export() {
+    curl -s "$1/internal/force_flush" -o /dev/null &&
+        curl -s "$1/api/v1/export" --data-urlencode "match[]=$2" \
+            --data-urlencode "end=$(($(date +%s) + 60))"
+}
+
 rw_check_store() { RW_CHECK_FETCH= _rw_check "$@"; }
 
 rw_check_vm() {
@@ -61,11 +68,23 @@ from stored import readings as stored_readings
 db, node, endpoint, fmt, path, max_unsent = sys.argv[1:7]
 nodup = "--no-duplicates" in sys.argv[7:]
 fetch = os.environ.get("RW_CHECK_FETCH", "")
-tries = int(os.environ.get("RW_VM_TRIES", "30")) if fetch else 1
 max_unsent = int(max_unsent)
 pair = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 def unescape(v):
     return re.sub(r'\\(.)', lambda m: "\n" if m.group(1) == "n" else m.group(1), v)
+# an explicit end: the default would leave out the current second (vm_export)
+def export():
+    urllib.request.urlopen(fetch + "/internal/force_flush", timeout=30).read()
+    q = urllib.parse.urlencode({"match[]": '{node="%s"}' % node,
+                                "end": str(int(time.time()) + 60)}).encode()
+    with urllib.request.urlopen(fetch + "/api/v1/export", data=q, timeout=60) as r:
+        body = r.read()
+    with open(path, "wb") as f:
+        f.write(body)
+# exported first, at once: what a stop sent must be there already (the store, final once the
+# daemon stopped, is read after: that takes over 30 s on a loaded machine)
+if fetch:
+    export()
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 since = con.execute("SELECT since_ns FROM remote_write_endpoints WHERE name=?",
                     (endpoint,)).fetchone()
@@ -94,13 +113,6 @@ tol = 1e-11 if fmt == "vm" else 0
 def same(a, b):
     return len(a) == len(b) and all(
         x[0] == y[0] and abs(x[1] - y[1]) <= tol * max(abs(x[1]), abs(y[1])) for x, y in zip(a, b))
-def export():
-    urllib.request.urlopen(fetch + "/internal/force_flush", timeout=30).read()
-    q = urllib.parse.urlencode({"match[]": '{node="%s"}' % node}).encode()
-    with urllib.request.urlopen(fetch + "/api/v1/export", data=q, timeout=60) as r:
-        body = r.read()
-    with open(path, "wb") as f:
-        f.write(body)
 def compare():
     got = {}
     if fmt == "prom":
@@ -134,14 +146,7 @@ def compare():
     for k in got:
         problems.append(f"a series the store does not have: {dict(k)}")
     return problems, n
-for attempt in range(1, tries + 1):
-    if fetch:
-        export()
-    problems, n = compare()
-    if not problems or attempt == tries:
-        break
-    time.sleep(0.5)
-# what the store says, whatever the engine shows: not worth another export
+problems, n = compare()
 if unsent_max > max_unsent:
     problems.append(f"{unsent_max} readings of a series were never acknowledged (at most "
                     f"{max_unsent} allowed)")
@@ -149,10 +154,8 @@ if not n:
     problems.append("nothing was sent")
 if problems:
     # how many problems, then the first ten: which series they hit
-    sys.exit(f"{len(problems)} problems (export {attempt} of {tries}):\n" +
-             "\n".join(problems[:10]))
+    sys.exit(f"{len(problems)} problems:\n" + "\n".join(problems[:10]))
 print(f"# {len(store)} series, {n} samples arrived exactly as stored; at most {unsent_max} "
-      f"unacknowledged per series" + (f" (export {attempt} of {tries})" if fetch else ""),
-      file=sys.stderr)
+      f"unacknowledged per series", file=sys.stderr)
 PY
 }

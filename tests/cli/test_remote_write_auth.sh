@@ -85,11 +85,10 @@ kill "$wpid"
 wait "$wpid"
 
 export_all() {
-    curl -s "$VM_URL/internal/force_flush" -o /dev/null
-    curl -s "$VM_URL/api/v1/export" --data-urlencode 'match[]={node="node-a"}' >"$TMP/export.jsonl"
+    vm_export "$VM_URL" '{node="node-a"}' >"$TMP/export.jsonl"
     rw_check_store "$TMP/w.db" node-a guarded vm "$TMP/export.jsonl" 8 --no-duplicates 2>"$TMP/check.txt"
 }
-if wait_for 30 export_all; then
+if export_all; then
     ok "every stored reading up to the cursor is in VictoriaMetrics exactly once ($(cat "$TMP/check.txt"))"
 else
     not_ok "every stored reading up to the cursor is in VictoriaMetrics exactly once" "$(head -5 "$TMP/check.txt")"

@@ -7,6 +7,9 @@
 #      still stops within daemon.stop_deadline (2 s) and a margin, read from its own log; the next
 #      start, the same endpoint now pointing at VictoriaMetrics, sends what was left.
 #   3. daemon.stop_deadline 0: nothing is sent at stop, the line says what is left.
+#   4. An engine that is down (connection refused), a 20-s deadline: one attempt, the stop ends
+#      well before the deadline, the line says what is left.
+#   5. No stream configured, a 1-min deadline: the stop does not wait for it, no line at stop.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/remote_write_lib.sh"
 PY=/usr/bin/python3
@@ -62,9 +65,14 @@ for line in open(sys.argv[1]):
 print(round(t["stopped"] - t["stopping on SIGTERM"], 3))
 PY
 }
+# check_stop WHAT LOG MAX: the stop took MAX seconds at most, by the daemon's log
+check_stop() {
+    local took
+    took=$(stop_took "$2")
+    check "$1 (${took} s by its log)" \
+        $PY -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) <= float(sys.argv[2]) else 1)' "${took:--1}" "$3"
+}
 # export_check DB NODE MAX_UNSENT: VictoriaMetrics holds every stored reading up to the cursor
-# (the store read once, VM's export again until it matches: what was sent at the stop is
-# searchable a little later)
 export_check() {
     rw_check_vm "$VM_URL" "$1" "$2" ep "$TMP/export-$2.jsonl" "$3" --no-duplicates 2>"$TMP/check-$2.txt"
 }
@@ -72,7 +80,7 @@ export_check() {
 counts() {
     local st vm
     st=$(stored "$1" wattage_gpu_power_watts | wc -l)
-    vm=$(curl -s "$VM_URL/api/v1/export" --data-urlencode "match[]=wattage_gpu_power_watts{node=\"$2\"}" |
+    vm=$(vm_export "$VM_URL" "wattage_gpu_power_watts{node=\"$2\"}" |
         $PY -c 'import json, sys; print(sum(len(json.loads(l)["values"]) for l in sys.stdin if l.strip()))')
     echo "$st $vm"
 }
@@ -95,9 +103,7 @@ check "power samples: the store holds $st, the engine $vm" bash -c '(( $1 > 0 &&
 conf "$TMP/h.yaml" node-h "http://127.0.0.1:$RPORT/hang" 2s
 run_for "$TMP/h.yaml" "$TMP/h.db" "$TMP/h1.log" 4
 check "with a hanging receiver the daemon stops cleanly (exit $?)" test $? -eq 0
-took=$(stop_took "$TMP/h1.log")
-check "with a hanging receiver the stop takes the 2-s deadline and a margin at most (${took} s by its log)" \
-    $PY -c 'import sys; sys.exit(0 if 0 <= float(sys.argv[1]) <= 2 + 3 else 1)' "${took:--1}"
+check_stop "with a hanging receiver the stop takes the 2-s deadline and a 3-s margin at most" "$TMP/h1.log" 5
 check "the stop logs nothing sent and what is left" \
     grep -Eq "info  remote_write: at stop: sent 0 samples in [0-9.]+ s, [1-9][0-9]* left for the next start \(daemon.stop_deadline 2 s\)" "$TMP/h1.log"
 conf "$TMP/h2.yaml" node-h "$VM_URL/api/v1/write" 5s
@@ -115,4 +121,21 @@ run_for "$TMP/z.yaml" "$TMP/z.db" "$TMP/z.log" 2
 check "stop_deadline 0: the daemon stops cleanly (exit $?)" test $? -eq 0
 check "stop_deadline 0: nothing is sent at stop, the line says what is left" \
     grep -Eq "info  remote_write: at stop: nothing sent \(daemon.stop_deadline 0\), [1-9][0-9]* samples left for the next start" "$TMP/z.log"
+
+# 4. an engine that is down (nothing listens): one refused attempt, not the deadline's wait
+conf "$TMP/d.yaml" node-d "http://127.0.0.1:$(free_port)/api/v1/write" 20s
+run_for "$TMP/d.yaml" "$TMP/d.db" "$TMP/d.log" 2
+check "engine down: the daemon stops cleanly (exit $?)" test $? -eq 0
+check_stop "engine down: the stop takes half the 20-s deadline at most" "$TMP/d.log" 10
+check "engine down: the refused attempt at stop is logged once" \
+    test "$(grep -c "endpoint ep: at stop, cannot send .* Couldn.t connect.*; left for the next start" "$TMP/d.log")" = 1
+check "engine down: the line at stop says nothing was sent and what is left" \
+    grep -Eq "info  remote_write: at stop: sent 0 samples in [0-9.]+ s, [1-9][0-9]* left for the next start \(daemon.stop_deadline 20 s\)" "$TMP/d.log"
+
+# 5. no stream configured: the deadline (a minute) is not waited for, no line at stop
+printf 'daemon:\n  stop_deadline: 1m\ntopology:\n  node: node-n\n' >"$TMP/n.yaml"
+run_for "$TMP/n.yaml" "$TMP/n.db" "$TMP/n.log" 2
+check "no stream: the daemon stops cleanly (exit $?)" test $? -eq 0
+check_stop "no stream: the stop takes half the 1-min deadline at most" "$TMP/n.log" 30
+check "no stream: no line at stop" bash -c '! grep -q "at stop:" "$1"' _ "$TMP/n.log"
 finish

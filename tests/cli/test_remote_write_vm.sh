@@ -82,8 +82,8 @@ fi
 check "the second daemon logged that delivery resumed" grep -q "endpoint vm: delivering again after" "$TMP/b.log"
 stop_pid "$wpid"
 
-# What the daemon sent at its stop is searchable in VictoriaMetrics a little later: the store is
-# read once, VM's export again until it matches (rw_check_vm)
+# What the daemon sent at its stop is in VictoriaMetrics' export at once (rw_check_vm asks for it
+# with an explicit end: vm_export)
 if rw_check_vm "$VM_URL" "$TMP/w.db" node-v vm "$TMP/export.jsonl" 8 --no-duplicates 2>"$TMP/check.txt"; then
     ok "every stored reading up to the cursor is in VictoriaMetrics exactly once ($(cat "$TMP/check.txt"))"
 else
