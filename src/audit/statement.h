@@ -26,6 +26,16 @@
  *     renewables:                  # contractual instruments retired for this site and period
  *       - {type: goo, kwh: 1200000, ref: "registry id"}
  *       - {type: ppa, kwh: 300000, ref: "PPA 2026"}
+ *     tenants:                     # colocation: the PDU outlets each customer's IT draws through
+ *       - {name: acme, outlets: [pdu-a1/outlet3, pdu-a1/outlet4]}
+ *       - {name: globex, outlets: [pdu-b1/outlet1]}
+ *
+ * A tenant's outlet names a topology meter with role pdu_outlet as the statement names meters
+ * (target/point, or target when it has no point). The tenants live here, beside the other
+ * customer-facing hand inputs, not as a key on the meters: a meter's keys say what it measures
+ * and where (role, node, rack, zone), which holds whoever rents the outlet; the contract does
+ * not, and one list per tenant is what the statement prints and what changes when a customer
+ * moves. An outlet named twice, or one that is no pdu_outlet meter, is an error at its line.
  */
 #ifndef WT_STATEMENT_H
 #define WT_STATEMENT_H
@@ -51,6 +61,15 @@ struct wt_stmt_renewable {
     int line;
 };
 
+#define WT_STMT_MAX_TENANTS 64
+
+struct wt_stmt_outlet {
+    char name[2 * WT_TOPO_NAME + 2]; /* target[/point] of a pdu_outlet meter */
+    int tenant;                      /* index into tenants */
+    int line;
+    size_t index; /* its place in the tenant's outlets (for messages) */
+};
+
 struct wt_stmt_conf {
     char site[WT_TOPO_NAME];
     double installed_it_kw; /* < 0: not given (never 0 for unknown) */
@@ -60,6 +79,13 @@ struct wt_stmt_conf {
     double min_coverage;
     struct wt_stmt_renewable ren[WT_STMT_MAX_RENEWABLES];
     size_t nren;
+    struct {
+        char name[WT_TOPO_NAME];
+        int line;
+    } tenants[WT_STMT_MAX_TENANTS];
+    size_t ntenants;
+    struct wt_stmt_outlet outlets[WT_TOPO_MAX_METERS]; /* every tenant's, in order */
+    size_t noutlets;
 };
 
 /* The section (NULL: defaults) into *c. Returns 0 or -EINVAL with err "file:LINE: statement.x:
@@ -141,6 +167,16 @@ struct wt_stmt_factor {
     size_t steps;         /* the pieces E_DC was cut into */
 };
 
+/* A tenant's outlets over the period (colocation; statement.tenants), or the outlets of no
+ * tenant (the last row, name ""). */
+struct wt_stmt_tenant {
+    char name[WT_TOPO_NAME];
+    size_t noutlets;
+    double e_j;       /* the outlets' energy, whole joules */
+    double estimated; /* of e_j: interpolated across holes */
+    size_t measured;  /* 15-minute intervals every one of its outlets measured */
+};
+
 struct wt_statement {
     enum wt_stmt_std std;
     int64_t from_ns, to_ns;
@@ -168,12 +204,18 @@ struct wt_statement {
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
     struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
     size_t nzones;
+    /* statement.tenants given: one row per tenant, then the unassigned outlets' (name "");
+     * e_outlets_j is their sum (whole joules), so that the rows add up to it exactly */
+    struct wt_stmt_tenant *tenants;
+    size_t ntenants; /* rows, the unassigned one included; 0 without tenants */
+    double e_outlets_j;
 };
 
 /*
  * Builds the statement over [from, to) from the store's series of t's meters and the hand
  * inputs c. Returns 0, -EINVAL with err (no meter of the roles the standard needs: "topology:
- * no facility_total meter ..."; a period without data), -EIO or -ENOMEM. Free with
+ * no facility_total meter ..."; a period without data; a tenant's outlet that is no pdu_outlet
+ * meter of t: "FILE:LINE: statement.tenants[0].outlets[1]: ..."), -EIO or -ENOMEM. Free with
  * wt_statement_free.
  */
 int wt_statement_build(struct wt_store *st, const struct wt_topology *t,

@@ -14,6 +14,9 @@
  *                "coverage", "estimated", "gap_fill"}],
  *    "zones": [{"zone", "label": "partial", "basis", "e_zone_joules", "e_it_joules",
  *               "ppue": X|null, "why"}],
+ *    "tenants": {"label", "e_outlets_joules", "rows": [{"tenant": NAME|null (unassigned),
+ *                "outlets", "e_it_joules", "estimated", "measured_intervals", "coverage",
+ *                "share_of_e_it": X|null}]}   (with statement.tenants only),
  *    "part_load": {"label", "why" | "installed_it_kw", "intervals_not_matched",
  *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
  *                  "e_dc_joules", "e_it_joules", "pue"}]},
@@ -160,6 +163,23 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
             printf("  %-16s pPUE n/a: %s\n", z->zone,
                    z->nit ? "its IT meters read 0 over the period" : "no IT meter in the zone");
     }
+    if (s->ntenants)
+        printf(
+            "\ntenants (colocation, statement.tenants: %s IT energy of each one's PDU outlets):\n",
+            s->annual ? "annual" : "interim");
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct wt_stmt_tenant *tn = &s->tenants[i];
+        printf("  %-16s %14.3f kWh  %2zu outlets  %zu/%zu measured, estimated %.3f kWh",
+               tn->name[0] ? tn->name : "(unassigned)", tn->e_j / J_PER_KWH, tn->noutlets,
+               tn->measured, s->nslots, tn->estimated / J_PER_KWH);
+        if (s->e_it_j > 0)
+            printf(", %.2f %% of E_IT\n", 100 * tn->e_j / s->e_it_j);
+        else
+            printf(", share of E_IT n/a (E_IT is 0)\n");
+    }
+    if (s->ntenants)
+        printf("  %-16s %14.3f kWh  (the rows add up to it)\n", "outlets",
+               s->e_outlets_j / J_PER_KWH);
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
         const struct wt_stmt_meter *m = &s->meters[i];
@@ -290,6 +310,31 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
                                            : "no IT meter in the zone");
         }
         cJSON_AddItemToArray(zs, o);
+    }
+    if (s->ntenants) {
+        cJSON *to = cJSON_AddObjectToObject(r, "tenants");
+        cJSON_AddStringToObject(to, "label", s->annual ? "annual" : "interim");
+        cJSON_AddNumberToObject(to, "e_outlets_joules", s->e_outlets_j);
+        cJSON *rows = cJSON_AddArrayToObject(to, "rows");
+        for (size_t i = 0; i < s->ntenants; i++) {
+            const struct wt_stmt_tenant *tn = &s->tenants[i];
+            cJSON *o = cJSON_CreateObject();
+            if (tn->name[0])
+                cJSON_AddStringToObject(o, "tenant", tn->name);
+            else
+                cJSON_AddNullToObject(o, "tenant"); /* the outlets of no tenant */
+            cJSON_AddNumberToObject(o, "outlets", (double)tn->noutlets);
+            cJSON_AddNumberToObject(o, "e_it_joules", tn->e_j);
+            cJSON_AddNumberToObject(o, "estimated", tn->estimated);
+            cJSON_AddNumberToObject(o, "measured_intervals", (double)tn->measured);
+            cJSON_AddNumberToObject(o, "coverage",
+                                    s->nslots ? (double)tn->measured / (double)s->nslots : 0);
+            if (s->e_it_j > 0)
+                cJSON_AddNumberToObject(o, "share_of_e_it", tn->e_j / s->e_it_j);
+            else
+                cJSON_AddNullToObject(o, "share_of_e_it");
+            cJSON_AddItemToArray(rows, o);
+        }
     }
     cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
     cJSON_AddStringToObject(pl, "label",
