@@ -40,6 +40,9 @@ static const char *const stmt_keys[] = {"site",
                                         "min_coverage",
                                         "renewables",
                                         "tenants",
+                                        "residual_mix_g_per_kwh",
+                                        "residual_mix_source",
+                                        "residual_mix_year",
                                         NULL};
 
 /* statement.tenants: names and outlets, each outlet once. */
@@ -96,7 +99,7 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
                        struct wt_err *err)
 {
     memset(c, 0, sizeof *c);
-    c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = -1;
+    c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = c->residual_g_per_kwh = -1;
     c->min_coverage = 0.95;
     if (!n || wt_ynode_is_null(n))
         return 0;
@@ -114,8 +117,24 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
                           sizeof c->redundancy_electrical)) ||
         (rc = wt_y_string(&g, n, P, "redundancy_cooling", false, c->redundancy_cooling,
                           sizeof c->redundancy_cooling)) ||
-        (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)))
+        (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)) ||
+        (rc = wt_y_double(&g, n, P, "residual_mix_g_per_kwh", 0, 5000, &c->residual_g_per_kwh)) ||
+        (rc = wt_y_string(&g, n, P, "residual_mix_source", false, c->residual_source,
+                          sizeof c->residual_source)))
         return rc;
+    int64_t ry = 0;
+    if ((rc = wt_y_int(&g, n, P, "residual_mix_year", 1990, 9999, &ry)))
+        return rc;
+    c->residual_year = (int)ry;
+    if (c->residual_g_per_kwh >= 0 && (!c->residual_source[0] || !c->residual_year))
+        return wt_y_key_fail(&g, n, P,
+                             c->residual_source[0] ? "residual_mix_year" : "residual_mix_source",
+                             "required with residual_mix_g_per_kwh (a factor without its %s is "
+                             "not reported)",
+                             c->residual_source[0] ? "year" : "source");
+    if (c->residual_g_per_kwh < 0 && (c->residual_source[0] || c->residual_year))
+        return wt_y_key_fail(&g, n, P, "residual_mix_g_per_kwh",
+                             "required with residual_mix_source and residual_mix_year");
     if (comm[0]) {
         int y, m;
         char tail;
@@ -132,7 +151,7 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
     const struct wt_ynode *r = wt_y_get(n, "renewables");
     if ((rc = wt_y_seq(&g, r, "statement.renewables")))
         return rc;
-    static const char *const rkeys[] = {"type", "kwh", "ref", NULL};
+    static const char *const rkeys[] = {"type", "kwh", "ref", "g_per_kwh", NULL};
     static const char *const types[] = {"goo", "ppa", NULL};
     for (size_t i = 0; r && !wt_ynode_is_null(r) && i < r->n; i++) {
         char p[64];
@@ -150,6 +169,7 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
             return wt_y_key_fail(&g, e, p, "kwh", "required (the instrument's kWh)");
         if ((rc = wt_y_enum(&g, e, p, "type", types, &type)) ||
             (rc = wt_y_double(&g, e, p, "kwh", 0, 1e12, &x->kwh)) ||
+            (rc = wt_y_double(&g, e, p, "g_per_kwh", 0, 5000, &x->g_per_kwh)) ||
             (rc = wt_y_string(&g, e, p, "ref", false, x->ref, sizeof x->ref)))
             return rc;
         snprintf(x->type, sizeof x->type, "%s", types[type]);
@@ -728,6 +748,18 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                       c->ren[i].ref);
         gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
     }
+    bool rated = c->residual_g_per_kwh >= 0;
+    for (size_t i = 0; i < c->nren; i++)
+        rated |= c->ren[i].g_per_kwh > 0;
+    if (rated) { /* (absent, the hash is the one before these settings existed) */
+        hn = snprintf(hand, sizeof hand, "residual %.17g %s %d", c->residual_g_per_kwh,
+                      c->residual_source, c->residual_year);
+        gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        for (size_t i = 0; i < c->nren; i++) {
+            hn = snprintf(hand, sizeof hand, "rate %.17g", c->ren[i].g_per_kwh);
+            gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        }
+    }
     for (size_t i = 0; i < c->noutlets; i++) {
         hn = snprintf(hand, sizeof hand, "%s %s", c->tenants[c->outlets[i].tenant].name,
                       c->outlets[i].name);
@@ -935,15 +967,38 @@ market:
     kpi_set(k, "CUE (market-based)", "CUE_market",
             "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
             "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
-    if (!c->nren)
+    s->has_cue_market = false;
+    if (c->residual_g_per_kwh < 0 && !c->nren)
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no contract instruments configured in "
-                 "statement.renewables, and no residual-mix factor for the rest)");
-    else
+                 "statement.renewables, and no residual-mix factor for the rest: "
+                 "statement.residual_mix_g_per_kwh)");
+    else if (c->residual_g_per_kwh < 0)
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no residual-mix factor is configured for the energy "
-                 "the %zu contract instruments do not cover, and they carry no emission rate)",
+                 "the %zu contract instruments do not cover: statement.residual_mix_g_per_kwh)",
                  c->nren);
+    else if (s->e_it_j <= 0)
+        snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
+    else {
+        double ren_kwh = 0, ren_g = 0, dc_kwh = s->e_dc_j / J_PER_KWH;
+        for (size_t i = 0; i < c->nren; i++) {
+            ren_kwh += c->ren[i].kwh;
+            ren_g += c->ren[i].kwh * c->ren[i].g_per_kwh;
+        }
+        double covered = ren_kwh < dc_kwh ? ren_kwh : dc_kwh;
+        if (covered < 0)
+            covered = 0;
+        double uncovered = dc_kwh - covered;
+        /* instruments beyond E_DC cover nothing more: their rate applies pro rata */
+        s->market_g =
+            (ren_kwh > 0 ? ren_g * covered / ren_kwh : 0) + uncovered * c->residual_g_per_kwh;
+        s->market_covered_j = covered * J_PER_KWH;
+        s->market_uncovered_j = uncovered * J_PER_KWH;
+        s->has_cue_market = true;
+        k->available = true;
+        k->value = (s->market_g / 1000.0) / (s->e_it_j / J_PER_KWH);
+    }
     finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
     return 0;
 }

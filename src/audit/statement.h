@@ -26,6 +26,9 @@
  *     renewables:                  # contractual instruments retired for this site and period
  *       - {type: goo, kwh: 1200000, ref: "registry id"}
  *       - {type: ppa, kwh: 300000, ref: "PPA 2026"}
+ *     residual_mix_g_per_kwh: 420  # market-based CUE: the residual mix's emission factor for the
+ *     residual_mix_source: "AIB European Residual Mixes, DE"   # energy no instrument covers,
+ *     residual_mix_year: 2025      # with its source and year (both required with the factor)
  *     tenants:                     # colocation: the PDU outlets each customer's IT draws through
  *       - {name: acme, outlets: [pdu-a1/outlet3, pdu-a1/outlet4]}
  *       - {name: globex, outlets: [pdu-b1/outlet1]}
@@ -57,6 +60,7 @@ struct wt_ynode;
 struct wt_stmt_renewable {
     char type[8]; /* "goo" or "ppa" */
     double kwh;
+    double g_per_kwh; /* the instrument's emission rate (market-based CUE), default 0 */
     char ref[128];
     int line;
 };
@@ -79,6 +83,9 @@ struct wt_stmt_conf {
     double min_coverage;
     struct wt_stmt_renewable ren[WT_STMT_MAX_RENEWABLES];
     size_t nren;
+    double residual_g_per_kwh; /* < 0: not given (market-based CUE not available) */
+    char residual_source[160];
+    int residual_year;
     struct {
         char name[WT_TOPO_NAME];
         int line;
@@ -196,8 +203,11 @@ struct wt_statement {
     char hash[65]; /* SHA-256 of the inputs, hex */
     bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
     struct wt_stmt_factor cue_location;
-    bool has_part_load;      /* wt_stmt_part_load ran */
-    char part_load_why[160]; /* "" when the bins hold numbers */
+    bool has_cue_market;                         /* CUE_market has a value: the figures below */
+    double market_covered_j, market_uncovered_j; /* E_DC the instruments cover, and the rest */
+    double market_g;                             /* gCO2e: instruments + residual mix */
+    bool has_part_load;                          /* wt_stmt_part_load ran */
+    char part_load_why[160];                     /* "" when the bins hold numbers */
     struct wt_stmt_bin bins[WT_STMT_BINS];
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
@@ -231,8 +241,10 @@ struct wt_carbon_conf;
  *     negative) cut at the steps of the stored grid-intensity series of carbon.zone
  *     (audit/carbon.h: its holes filled as there, or carbon.static_gco2_per_kwh); the factor's
  *     zone, sources and granularity in s->cue_location;
- *   market-based: "not available" with the reason (no residual-mix factor is configured, and
- *     the instruments carry no emission rate).
+ *   market-based: (sum_i(kWh_i x rate_i) x covered / sum_i kWh_i + (E_DC - covered) x
+ *     statement.residual_mix_g_per_kwh) / E_IT, covered = min(sum_i kWh_i, E_DC) over the
+ *     instruments of statement.renewables (rate g_per_kwh, default 0); "not available" with the
+ *     reason when no residual-mix factor is configured.
  * Returns 0, -EIO or -ENOMEM (err says which store read failed).
  */
 /*

@@ -120,6 +120,12 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
         printf("%16s coverage %.2f %%, estimated %.2f %%%s%s%s\n", "", 100 * k->coverage,
                100 * k->estimated_share, k->reportable ? ", reportable" : "", k->why[0] ? ": " : "",
                k->why);
+        if (s->has_cue_market && strcmp(k->symbol, "CUE_market") == 0)
+            printf("%16s factor: residual mix %g gCO2e/kWh (%s, %d) for %.1f kWh no instrument "
+                   "covers; instruments cover %.1f kWh; %.1f kgCO2e\n",
+                   "", c->residual_g_per_kwh, c->residual_source, c->residual_year,
+                   s->market_uncovered_j / J_PER_KWH, s->market_covered_j / J_PER_KWH,
+                   s->market_g / 1000);
         if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0 && s->cue_location.source[0])
             printf("%16s factor: %s, zone %s, %s (%zu steps), %.1f %% of E_DC at actual values, "
                    "%.1f kgCO2e\n",
@@ -263,6 +269,18 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
             if (f->sha256[0])
                 cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
         }
+        if (strcmp(k->symbol, "CUE_market") == 0 && c->residual_g_per_kwh >= 0) {
+            cJSON *fo = cJSON_AddObjectToObject(o, "emission_factor");
+            cJSON_AddStringToObject(fo, "method", "market-based");
+            cJSON_AddNumberToObject(fo, "residual_mix_g_per_kwh", c->residual_g_per_kwh);
+            cJSON_AddStringToObject(fo, "source", c->residual_source);
+            cJSON_AddNumberToObject(fo, "year", c->residual_year);
+            if (s->has_cue_market) {
+                cJSON_AddNumberToObject(fo, "covered_joules", s->market_covered_j);
+                cJSON_AddNumberToObject(fo, "uncovered_joules", s->market_uncovered_j);
+                cJSON_AddNumberToObject(fo, "gco2e", s->market_g);
+            }
+        }
         if (s->has_cfe && strcmp(k->symbol, "CFE_hourly") == 0) {
             const struct wt_stmt_factor *f = &s->cfe_supply;
             cJSON *fo = cJSON_AddObjectToObject(o, "supply");
@@ -380,6 +398,7 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", c->ren[i].type);
         cJSON_AddNumberToObject(o, "kwh", c->ren[i].kwh);
+        cJSON_AddNumberToObject(o, "g_per_kwh", c->ren[i].g_per_kwh);
         cJSON_AddStringToObject(o, "ref", c->ren[i].ref);
         cJSON_AddItemToArray(rn, o);
     }

@@ -107,6 +107,28 @@ WT_TEST(section_checks_name_the_place)
     WT_CONTAINS(err.msg, "statement.renewables[0].type");
     WT_EQ_INT(conf_of("statement:\n  site_name: x\n", &c, &err), -EINVAL);
     WT_CONTAINS(err.msg, "s.yaml:2:");
+    /* a residual-mix factor goes with its source and year, and they with it */
+    WT_EQ_INT(
+        conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_year: 2025\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_source: required with residual_mix_g_per_kwh");
+    WT_EQ_INT(conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_source: AIB\n", &c,
+                      &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_year: required");
+    WT_EQ_INT(
+        conf_of("statement:\n  residual_mix_source: AIB\n  residual_mix_year: 2025\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_g_per_kwh: required with residual_mix_source");
+    WT_EQ_INT(conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_source: AIB\n"
+                      "  residual_mix_year: 2025\n  renewables:\n"
+                      "    - {type: ppa, kwh: 5, g_per_kwh: 12}\n",
+                      &c, &err),
+              0);
+    WT_NEAR(c.residual_g_per_kwh, 400, 0);
+    WT_EQ_INT(c.residual_year, 2025);
+    WT_NEAR(c.ren[0].g_per_kwh, 12, 0);
+    WT_NEAR(c.ren[0].kwh, 5, 0);
 }
 
 WT_TEST(tenants_each_outlet_once)
