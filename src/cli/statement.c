@@ -423,6 +423,7 @@ struct wt_stmt_run {
     const char *schema_text;
     size_t schema_len;
     int year;
+    bool per_site; /* --source: errors name the site */
 };
 
 static int print_eu_text(const char *js);
@@ -450,8 +451,9 @@ static int one_statement(const struct wt_stmt_run *r, struct wt_store *st,
             wt_statement_free(&s);
     }
     if (rc) {
-        fprintf(stderr, "wattage report: %s%s%s\n", sc->site[0] ? sc->site : "",
-                sc->site[0] ? ": " : "", err.msg[0] ? err.msg : strerror(-rc));
+        bool named = r->per_site && sc->site[0]; /* which of the engine's sites */
+        fprintf(stderr, "wattage report: %s%s%s\n", named ? sc->site : "", named ? ": " : "",
+                err.msg[0] ? err.msg : strerror(-rc));
         return rc == -EINVAL ? 2 : 1;
     }
     if (r->eu) {
@@ -667,8 +669,7 @@ static void site_conf(const struct wt_stmt_conf *sc, const char *site, size_t ns
 
 /* --source [--site]: the statement of each site of the engine (or of the one chosen), each
  * from a working store of its series. */
-static int from_source(const struct wt_stmt_run *r, const struct wt_cli_common *co,
-                       const char *want)
+static int from_source(struct wt_stmt_run *r, const struct wt_cli_common *co, const char *want)
 {
     if (!co->source) {
         fprintf(stderr, "wattage report: --site goes with --source (a store is one site)\n");
@@ -717,6 +718,7 @@ static int from_source(const struct wt_stmt_run *r, const struct wt_cli_common *
                 "no site's statement\n",
                 co->source, unlabelled);
     bool array = rc == 0 && nrun > 1 && (r->json || (r->eu && !r->csv));
+    r->per_site = nsites > 0;
     if (array)
         puts("[");
     for (size_t i = 0; rc == 0 && i < nrun; i++) {
