@@ -6,7 +6,9 @@
 # without a site label. The statement of hall-1 from the engine is the statement of the store
 # (E_DC, E_IT to the kWh, every meter's measured intervals and estimated energy, every KPI, the
 # hand inputs); without --site there is one statement per site, hall-2's with twice the energy
-# and no hand inputs (they are hall-1's); the EU file follows. Bad input: an unknown site (exit
+# and no hand inputs (they are hall-1's); the EU file follows. A second VictoriaMetrics with
+# hall-1's series and no site label: one statement, the store's; --site refused there. Bad
+# input: an unknown site (exit
 # 2, the sites found named), --site without --source, --source with --db, an engine that does
 # not answer (exit 1), a period the engine holds nothing for (exit 2); no working store is left.
 . tests/cli/lib.sh
@@ -40,31 +42,32 @@ statement:
     - {type: goo, kwh: 1000000, ref: GO-1}
 YAML
 
-VPORT=$(free_port)
-VM_URL=http://127.0.0.1:$VPORT
-"$VM" -storageDataPath="$TMP/vm" -httpListenAddr="127.0.0.1:$VPORT" -retentionPeriod=100y \
-    -loggerLevel=ERROR >>"$TMP/vm.log" 2>&1 &
-T_PIDS="$T_PIDS $!"
-if ! wait_for 30 curl -sf "$VM_URL/health" -o /dev/null; then
-    not_ok "VictoriaMetrics starts" "$(tail -5 "$TMP/vm.log")"
-    finish
-fi
-# Every reading of the store, read through `wattage query`, into VictoriaMetrics' import API:
-# hall-1 as stored, hall-2 doubled, and hall-1's again without a site label (another node's).
-msg=$($PY - "$BIN" "$DB" "$VM_URL" <<'PY' 2>&1
+# start_vm NAME: a VictoriaMetrics in $TMP/NAME, its port in VPORT
+start_vm() {
+    VPORT=$(free_port)
+    "$VM" -storageDataPath="$TMP/$1" -httpListenAddr="127.0.0.1:$VPORT" -retentionPeriod=100y \
+        -loggerLevel=ERROR >>"$TMP/$1.log" 2>&1 &
+    T_PIDS="$T_PIDS $!"
+    wait_for 30 curl -sf "http://127.0.0.1:$VPORT/health" -o /dev/null
+}
+# Every reading of the store, read through `wattage query`, into VictoriaMetrics' import API;
+# "sites": hall-1 as stored, hall-2 doubled, and hall-1's again without a site label (another
+# node's); "one": hall-1's without a site label.
+IMPORT=$(cat <<'PY'
 import json, sqlite3, subprocess, sys, time, urllib.parse, urllib.request
-binary, db, url = sys.argv[1:4]
+binary, db, url, mode = sys.argv[1:5]
 con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
 metrics = sorted({m for (m,) in con.execute("SELECT DISTINCT metric FROM series")})
 lines, n = [], 0
+copies = ((("hall-1", "", 1), ("hall-2", "b-", 2), (None, "c-", 1)) if mode == "sites"
+          else ((None, "", 1),))
 for m in metrics:
     r = subprocess.run([binary, "query", "--db", db, "--from", "0", "--to", "now", "--json",
                         "--unix", m], capture_output=True, text=True, check=True)
     for s in json.loads(r.stdout)["series"]:
         ts = [int(a.split(".")[0]) * 1000 + int(a.split(".")[1][:3]) for a, _ in s["points"]]
-        for site, node, k in (("hall-1", s["node"], 1), ("hall-2", "b-" + s["node"], 2),
-                              (None, "c-" + s["node"], 1)):
-            lab = dict(s["labels"], __name__=s["metric"], node=node)
+        for site, prefix, k in copies:
+            lab = dict(s["labels"], __name__=s["metric"], node=prefix + s["node"])
             if site:
                 lab["site"] = site
             lines.append(json.dumps({"metric": lab, "values": [k * v for _, v in s["points"]],
@@ -85,7 +88,12 @@ assert got == n, f"VictoriaMetrics exports {got} of {n} samples"
 print(f"ok {len(lines)} series, {n} samples")
 PY
 )
-check "the store's readings are in VictoriaMetrics ($msg)" bash -c '[[ $0 == ok* ]]' "$msg"
+if ! start_vm vm; then
+    not_ok "VictoriaMetrics starts" "$(tail -5 "$TMP/vm.log")"
+    finish
+fi
+msg=$($PY -c "$IMPORT" "$BIN" "$DB" "http://127.0.0.1:$VPORT" sites 2>&1)
+check "the store's readings are in VictoriaMetrics as two sites ($msg)" bash -c '[[ $0 == ok* ]]' "$msg"
 SRC=victoriametrics://127.0.0.1:$VPORT
 R=("$BIN" report --standard iso30134 --period "$YEAR" -c "$TMP/a.yaml" --json)
 
@@ -174,6 +182,27 @@ a, b = (json.load(open(f))['kpis'] for f in sys.argv[1:3])
 for s in ('E_DC', 'E_IT'):
     assert a[s]['value'] is not None and abs(a[s]['value'] - b[s]['value']) < 1, (s, a[s], b[s])" \
     "$TMP/eu_local.json" "$TMP/eu_src.json"
+
+# An engine whose series carry no site label: one statement, of everything; --site refused.
+check "a second VictoriaMetrics starts" start_vm vm1
+SRC1=victoriametrics://127.0.0.1:$VPORT
+msg=$($PY -c "$IMPORT" "$BIN" "$DB" "http://127.0.0.1:$VPORT" one 2>&1)
+check "the store's readings are in it without a site label ($msg)" bash -c '[[ $0 == ok* ]]' "$msg"
+"${R[@]}" --source "$SRC1" >"$TMP/one.json" 2>"$TMP/one.err"
+rc=$?
+check "no site label: one statement, the store's (exit $rc: $(head -c 200 "$TMP/one.err"))" \
+    $PY -c "
+$SAME
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert isinstance(b, dict), type(b)
+same(a, b)
+assert a['method']['hand_inputs'] == b['method']['hand_inputs'], b['method']
+assert not open(sys.argv[3]).read(), 'nothing on stderr'" "$TMP/local.json" "$TMP/one.json" "$TMP/one.err"
+"${R[@]}" --source "$SRC1" --site hall-1 >/dev/null 2>"$TMP/one_site.err"
+rc=$?
+check "no site label: --site exits 2, said why" bash -c \
+    '[[ $0 == 2 ]] && grep -q "site hall-1: the engine.s series carry no site label" "$1"' \
+    $rc "$TMP/one_site.err"
 
 # Bad input.
 "${R[@]}" --source "$SRC" --site hall-9 >/dev/null 2>"$TMP/unk.err"
