@@ -8,9 +8,9 @@
 # hand inputs); without --site there is one statement per site, hall-2's with twice the energy
 # and no hand inputs (they are hall-1's); the EU file follows. A second VictoriaMetrics with
 # hall-1's series and no site label: one statement, the store's; --site refused there. Bad
-# input: an unknown site (exit
-# 2, the sites found named), --site without --source, --source with --db, an engine that does
-# not answer (exit 1), a period the engine holds nothing for (exit 2); no working store is left.
+# input: an unknown site (exit 2, the sites found named), --site without --source, --source with
+# --db, an engine that does not answer (exit 1), a period the engine holds nothing for (exit 2);
+# no working store is left.
 . tests/cli/lib.sh
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
