@@ -661,10 +661,16 @@ static void site_conf(const struct wt_stmt_conf *sc, const char *site, size_t ns
     none.min_coverage = sc->min_coverage;
     snprintf(none.site, sizeof none.site, "%s", site);
     *out = none;
-    fprintf(stderr,
-            "wattage report: site %s: statement's hand inputs are %s's: not given in its "
-            "statement\n",
-            site, sc->site[0] ? sc->site : "the one site's");
+    if (sc->site[0])
+        fprintf(stderr,
+                "wattage report: site %s: statement's hand inputs are %s's: not given in its "
+                "statement\n",
+                site, sc->site);
+    else
+        fprintf(stderr,
+                "wattage report: site %s: statement.site names none of the engine's %zu sites: "
+                "statement's hand inputs are not given in its statement\n",
+                site, nsites);
 }
 
 /* --source [--site]: the statement of each site of the engine (or of the one chosen), each

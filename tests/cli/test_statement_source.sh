@@ -172,6 +172,17 @@ b = [s for s in d if s['method']['hand_inputs']['site'] == 'hall-2'][0]
 assert a['energy'] == b['energy'] and a['meters'] == b['meters'], (a['energy'], b['energy'])" \
     "$TMP/h2.json" "$TMP/all.json"
 
+grep -v '^  site: hall-1$' "$TMP/a.yaml" >"$TMP/nosite.yaml"
+"$BIN" report --standard iso30134 --period "$YEAR" -c "$TMP/nosite.yaml" --source "$SRC" --json \
+    >"$TMP/nosite.json" 2>"$TMP/nosite.err"
+check "statement.site not given and two sites: neither gets the hand inputs, both told" \
+    $PY -c "
+import json, sys
+d = json.load(open(sys.argv[1])); err = open(sys.argv[2]).read()
+assert [s['method']['hand_inputs']['installed_it_kw'] for s in d] == ['not given'] * 2, d
+for s in ('hall-1', 'hall-2'):
+    assert f'site {s}: statement.site names none of the engine\'s 2 sites' in err, err" \
+    "$TMP/nosite.json" "$TMP/nosite.err"
 "$BIN" report --standard eu-eed --period "$YEAR" -c "$TMP/a.yaml" --db "$DB" --json \
     --schema deploy/standards/eu-eed-2024-1364.v1.schema.json >"$TMP/eu_local.json" 2>/dev/null
 "$BIN" report --standard eu-eed --period "$YEAR" -c "$TMP/a.yaml" --source "$SRC" --site hall-1 \
