@@ -39,13 +39,67 @@ static const char *const stmt_keys[] = {"site",
                                         "redundancy_cooling",
                                         "min_coverage",
                                         "renewables",
+                                        "tenants",
+                                        "residual_mix_g_per_kwh",
+                                        "residual_mix_source",
+                                        "residual_mix_year",
                                         NULL};
+
+/* statement.tenants: names and outlets, each outlet once. */
+static int parse_tenants(const struct wt_yget *g, const struct wt_ynode *n, struct wt_stmt_conf *c)
+{
+    static const char *const tkeys[] = {"name", "outlets", NULL};
+    const struct wt_ynode *ts = wt_y_get(n, "tenants");
+    int rc = wt_y_seq(g, ts, "statement.tenants");
+    for (size_t i = 0; rc == 0 && ts && !wt_ynode_is_null(ts) && i < ts->n; i++) {
+        char p[64], po[96];
+        wt_y_index(p, sizeof p, "statement.tenants", i);
+        const struct wt_ynode *e = ts->child[i];
+        if (c->ntenants == WT_STMT_MAX_TENANTS)
+            return wt_y_fail(g, e, p, "at most %d tenants", WT_STMT_MAX_TENANTS);
+        if ((rc = wt_y_map(g, e, p, tkeys)) || (rc = wt_y_keys(g, e, p, tkeys)) ||
+            (rc = wt_y_string(g, e, p, "name", true, c->tenants[c->ntenants].name,
+                              sizeof c->tenants[0].name)))
+            return rc;
+        for (size_t j = 0; j < c->ntenants; j++)
+            if (strcmp(c->tenants[j].name, c->tenants[c->ntenants].name) == 0)
+                return wt_y_key_fail(g, e, p, "name", "tenant \"%s\" is listed twice (line %d)",
+                                     c->tenants[j].name, c->tenants[j].line);
+        c->tenants[c->ntenants].line = e->line;
+        const struct wt_ynode *os = wt_y_get(e, "outlets");
+        snprintf(po, sizeof po, "%s.outlets", p);
+        if (!os || wt_ynode_is_null(os) || os->kind != WT_YNODE_SEQ || os->n == 0)
+            return wt_y_key_fail(g, e, p, "outlets",
+                                 "expected a list of pdu_outlet meters such as [pdu-a1/outlet3]");
+        for (size_t j = 0; j < os->n; j++) {
+            const struct wt_ynode *o = os->child[j];
+            char pj[128];
+            wt_y_index(pj, sizeof pj, po, j);
+            if (o->kind != WT_YNODE_SCALAR || !o->value[0] ||
+                strlen(o->value) >= sizeof c->outlets[0].name)
+                return wt_y_fail(g, o, pj, "expected a pdu_outlet meter's name, target/point");
+            if (c->noutlets == WT_TOPO_MAX_METERS)
+                return wt_y_fail(g, o, pj, "at most %d outlets", WT_TOPO_MAX_METERS);
+            for (size_t k = 0; k < c->noutlets; k++)
+                if (strcmp(c->outlets[k].name, o->value) == 0)
+                    return wt_y_fail(g, o, pj, "%s is named twice (tenant %s's, line %d)", o->value,
+                                     c->tenants[c->outlets[k].tenant].name, c->outlets[k].line);
+            struct wt_stmt_outlet *x = &c->outlets[c->noutlets++];
+            snprintf(x->name, sizeof x->name, "%s", o->value);
+            x->tenant = (int)c->ntenants;
+            x->line = o->line;
+            x->index = j;
+        }
+        c->ntenants++;
+    }
+    return rc;
+}
 
 int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stmt_conf *c,
                        struct wt_err *err)
 {
     memset(c, 0, sizeof *c);
-    c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = -1;
+    c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = c->residual_g_per_kwh = -1;
     c->min_coverage = 0.95;
     if (!n || wt_ynode_is_null(n))
         return 0;
@@ -63,8 +117,24 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
                           sizeof c->redundancy_electrical)) ||
         (rc = wt_y_string(&g, n, P, "redundancy_cooling", false, c->redundancy_cooling,
                           sizeof c->redundancy_cooling)) ||
-        (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)))
+        (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)) ||
+        (rc = wt_y_double(&g, n, P, "residual_mix_g_per_kwh", 0, 5000, &c->residual_g_per_kwh)) ||
+        (rc = wt_y_string(&g, n, P, "residual_mix_source", false, c->residual_source,
+                          sizeof c->residual_source)))
         return rc;
+    int64_t ry = 0;
+    if ((rc = wt_y_int(&g, n, P, "residual_mix_year", 1990, 9999, &ry)))
+        return rc;
+    c->residual_year = (int)ry;
+    if (c->residual_g_per_kwh >= 0 && (!c->residual_source[0] || !c->residual_year))
+        return wt_y_key_fail(&g, n, P,
+                             c->residual_source[0] ? "residual_mix_year" : "residual_mix_source",
+                             "required with residual_mix_g_per_kwh (a factor without its %s is "
+                             "not reported)",
+                             c->residual_source[0] ? "year" : "source");
+    if (c->residual_g_per_kwh < 0 && (c->residual_source[0] || c->residual_year))
+        return wt_y_key_fail(&g, n, P, "residual_mix_g_per_kwh",
+                             "required with residual_mix_source and residual_mix_year");
     if (comm[0]) {
         int y, m;
         char tail;
@@ -81,7 +151,7 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
     const struct wt_ynode *r = wt_y_get(n, "renewables");
     if ((rc = wt_y_seq(&g, r, "statement.renewables")))
         return rc;
-    static const char *const rkeys[] = {"type", "kwh", "ref", NULL};
+    static const char *const rkeys[] = {"type", "kwh", "ref", "g_per_kwh", NULL};
     static const char *const types[] = {"goo", "ppa", NULL};
     for (size_t i = 0; r && !wt_ynode_is_null(r) && i < r->n; i++) {
         char p[64];
@@ -99,13 +169,14 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
             return wt_y_key_fail(&g, e, p, "kwh", "required (the instrument's kWh)");
         if ((rc = wt_y_enum(&g, e, p, "type", types, &type)) ||
             (rc = wt_y_double(&g, e, p, "kwh", 0, 1e12, &x->kwh)) ||
+            (rc = wt_y_double(&g, e, p, "g_per_kwh", 0, 5000, &x->g_per_kwh)) ||
             (rc = wt_y_string(&g, e, p, "ref", false, x->ref, sizeof x->ref)))
             return rc;
         snprintf(x->type, sizeof x->type, "%s", types[type]);
         x->line = e->line;
         c->nren++;
     }
-    return 0;
+    return parse_tenants(&g, n, c);
 }
 
 int wt_stmt_conf_from(const struct wt_config *cfg, struct wt_stmt_conf *c, struct wt_err *err)
@@ -347,6 +418,55 @@ static void finish_kpi(struct wt_statement *s, struct wt_stmt_kpi *k, unsigned r
                  100 * k->coverage, 100 * c->min_coverage);
 }
 
+/* statement.tenants against t: each outlet a pdu_outlet meter (else -EINVAL naming its line);
+ * s->tenants gets a row per tenant and one for the outlets of none, *row_of each meter's row
+ * (-1: no outlet, or no tenants at all), *masks a slot mask per row, all measured. */
+static int tenants_open(const struct wt_topology *t, const struct wt_stmt_conf *c,
+                        struct wt_statement *s, int **row_of, unsigned char **masks,
+                        struct wt_err *err)
+{
+    if (!c->ntenants)
+        return 0;
+    for (size_t k = 0; k < c->noutlets; k++) {
+        const struct wt_stmt_outlet *o = &c->outlets[k];
+        size_t i = 0;
+        for (; i < t->nmeters; i++) {
+            const struct wt_meter *m = &t->meters[i];
+            char name[sizeof o->name];
+            snprintf(name, sizeof name, "%s%s%s", m->target, m->point[0] ? "/" : "", m->point);
+            if (m->role == WT_ROLE_PDU_OUTLET && strcmp(name, o->name) == 0)
+                break;
+        }
+        if (i == t->nmeters)
+            return wt_err_set(err,
+                              "%s:%d: statement.tenants[%d].outlets[%zu]: %s is not a topology "
+                              "meter with role pdu_outlet (named target/point)",
+                              t->file, o->line, o->tenant, o->index, o->name);
+    }
+    s->ntenants = c->ntenants + 1;
+    s->tenants = calloc(s->ntenants, sizeof *s->tenants);
+    *row_of = malloc((t->nmeters ? t->nmeters : 1) * sizeof **row_of);
+    *masks = malloc(s->ntenants * (s->nslots ? s->nslots : 1));
+    if (!s->tenants || !*row_of || !*masks)
+        return -ENOMEM;
+    memset(*masks, 1, s->ntenants * s->nslots);
+    for (size_t r = 0; r < c->ntenants; r++)
+        snprintf(s->tenants[r].name, sizeof s->tenants[r].name, "%s", c->tenants[r].name);
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *m = &t->meters[i];
+        char name[sizeof c->outlets[0].name];
+        (*row_of)[i] = -1;
+        if (m->role != WT_ROLE_PDU_OUTLET)
+            continue;
+        snprintf(name, sizeof name, "%s%s%s", m->target, m->point[0] ? "/" : "", m->point);
+        (*row_of)[i] = (int)c->ntenants; /* the unassigned row, unless a tenant names it */
+        for (size_t k = 0; k < c->noutlets; k++)
+            if (strcmp(c->outlets[k].name, name) == 0)
+                (*row_of)[i] = c->outlets[k].tenant;
+    }
+    return 0;
+}
+
 int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err)
@@ -360,6 +480,8 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
     size_t ns[4] = {0};
     struct wt_run_list runs = {0};
     gnutls_hash_hd_t h = NULL;
+    int *row_of = NULL;          /* per topology meter: its tenant row, -1 none */
+    unsigned char *masks = NULL; /* per tenant row: the intervals all its outlets measured */
     int rc;
     if (to <= from)
         return wt_err_set(err, "the period is empty");
@@ -384,13 +506,17 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         rc = -ENOMEM;
         goto out;
     }
+    if ((rc = tenants_open(t, c, s, &row_of, &masks, err)) != 0)
+        goto out;
     bool any_data = false;
     for (size_t i = 0; i < t->nmeters; i++) {
         const struct wt_meter *m = &t->meters[i];
         unsigned bit = R(m->role);
+        bool outlet = row_of && row_of[i] >= 0;
         if (!((IT_ROLES | DC_ROLES | R(WT_ROLE_WATER) | R(WT_ROLE_WATER_POTABLE) |
                R(WT_ROLE_HEAT_REUSED) | R(WT_ROLE_COOLING) | R(WT_ROLE_HEAT_REMOVED)) &
-              bit))
+              bit) &&
+            !outlet)
             continue;
         struct wt_stmt_meter *o = &s->meters[s->nmeters++];
         snprintf(o->name, sizeof o->name, "%s%s%s", m->target, m->point[0] ? "/" : "", m->point);
@@ -403,10 +529,19 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         }
         o->method = wt_meter_method_name(mm);
         if ((rc = meter_slots(st, m, si, ns, &runs, from, to, h, o,
-                              (bit & (IT_ROLES | DC_ROLES)) ? s->matched : NULL)) != 0)
+                              outlet ? masks + (size_t)row_of[i] * s->nslots
+                              : (bit & (IT_ROLES | DC_ROLES)) ? s->matched
+                                                              : NULL)) != 0)
             goto out;
         if (o->measured)
             any_data = true;
+        if (outlet) {
+            struct wt_stmt_tenant *row = &s->tenants[row_of[i]];
+            row->e_j += o->value;
+            row->estimated += o->estimated;
+            row->noutlets++;
+            continue; /* an outlet is part of E_IT already: in no other sum */
+        }
         double sign = m->role == WT_ROLE_EXPORTED ? -1 : 1;
         if (bit & DC_ROLES) {
             s->e_dc_j += sign * o->value;
@@ -454,6 +589,16 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         wt_time_format(to, 0, b, sizeof b);
         rc = wt_err_set(err, "no meter has data in the period %s .. %s", a, b);
         goto out;
+    }
+    for (size_t r = 0; r < s->ntenants; r++) {
+        struct wt_stmt_tenant *row = &s->tenants[r];
+        const unsigned char *mk = masks + r * s->nslots;
+        for (size_t i = 0; row->noutlets && i < s->nslots; i++)
+            row->measured += mk[i];
+        /* whole joules (exact as doubles, and in JSON), summed in row order: the rows add up
+         * to the total exactly */
+        row->e_j = round(row->e_j);
+        s->e_outlets_j += row->e_j;
     }
     if (s->e_os_used_j < 0)
         s->e_os_used_j = 0; /* no credit for surplus: exported beyond generation counts 0 */
@@ -603,8 +748,27 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                       c->ren[i].ref);
         gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
     }
+    bool rated = c->residual_g_per_kwh >= 0;
+    for (size_t i = 0; i < c->nren; i++)
+        rated |= c->ren[i].g_per_kwh > 0;
+    if (rated) { /* (absent, the hash is the one before these settings existed) */
+        hn = snprintf(hand, sizeof hand, "residual %.17g %s %d", c->residual_g_per_kwh,
+                      c->residual_source, c->residual_year);
+        gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        for (size_t i = 0; i < c->nren; i++) {
+            hn = snprintf(hand, sizeof hand, "rate %.17g", c->ren[i].g_per_kwh);
+            gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        }
+    }
+    for (size_t i = 0; i < c->noutlets; i++) {
+        hn = snprintf(hand, sizeof hand, "%s %s", c->tenants[c->outlets[i].tenant].name,
+                      c->outlets[i].name);
+        gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+    }
     rc = 0;
 out:
+    free(row_of);
+    free(masks);
     if (h) {
         unsigned char d[32];
         gnutls_hash_deinit(h, d);
@@ -622,6 +786,9 @@ out:
 
 void wt_statement_free(struct wt_statement *s)
 {
+    free(s->tenants);
+    s->tenants = NULL;
+    s->ntenants = 0;
     free(s->meters);
     s->meters = NULL;
     free(s->matched);
@@ -800,15 +967,38 @@ market:
     kpi_set(k, "CUE (market-based)", "CUE_market",
             "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
             "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
-    if (!c->nren)
+    s->has_cue_market = false;
+    if (c->residual_g_per_kwh < 0 && !c->nren)
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no contract instruments configured in "
-                 "statement.renewables, and no residual-mix factor for the rest)");
-    else
+                 "statement.renewables, and no residual-mix factor for the rest: "
+                 "statement.residual_mix_g_per_kwh)");
+    else if (c->residual_g_per_kwh < 0)
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no residual-mix factor is configured for the energy "
-                 "the %zu contract instruments do not cover, and they carry no emission rate)",
+                 "the %zu contract instruments do not cover: statement.residual_mix_g_per_kwh)",
                  c->nren);
+    else if (s->e_it_j <= 0)
+        snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
+    else {
+        double ren_kwh = 0, ren_g = 0, dc_kwh = s->e_dc_j / J_PER_KWH;
+        for (size_t i = 0; i < c->nren; i++) {
+            ren_kwh += c->ren[i].kwh;
+            ren_g += c->ren[i].kwh * c->ren[i].g_per_kwh;
+        }
+        double covered = ren_kwh < dc_kwh ? ren_kwh : dc_kwh;
+        if (covered < 0)
+            covered = 0;
+        double uncovered = dc_kwh - covered;
+        /* instruments beyond E_DC cover nothing more: their rate applies pro rata */
+        s->market_g =
+            (ren_kwh > 0 ? ren_g * covered / ren_kwh : 0) + uncovered * c->residual_g_per_kwh;
+        s->market_covered_j = covered * J_PER_KWH;
+        s->market_uncovered_j = uncovered * J_PER_KWH;
+        s->has_cue_market = true;
+        k->available = true;
+        k->value = (s->market_g / 1000.0) / (s->e_it_j / J_PER_KWH);
+    }
     finish_kpi(s, k, IT_ROLES | DC_ROLES, c);
     return 0;
 }

@@ -26,6 +26,19 @@
  *     renewables:                  # contractual instruments retired for this site and period
  *       - {type: goo, kwh: 1200000, ref: "registry id"}
  *       - {type: ppa, kwh: 300000, ref: "PPA 2026"}
+ *     residual_mix_g_per_kwh: 420  # market-based CUE: the residual mix's emission factor for the
+ *     residual_mix_source: "AIB European Residual Mixes, DE"   # energy no instrument covers,
+ *     residual_mix_year: 2025      # with its source and year (both required with the factor)
+ *     tenants:                     # colocation: the PDU outlets each customer's IT draws through
+ *       - {name: acme, outlets: [pdu-a1/outlet3, pdu-a1/outlet4]}
+ *       - {name: globex, outlets: [pdu-b1/outlet1]}
+ *
+ * A tenant's outlet names a topology meter with role pdu_outlet as the statement names meters
+ * (target/point, or target when it has no point). The tenants live here, beside the other
+ * customer-facing hand inputs, not as a key on the meters: a meter's keys say what it measures
+ * and where (role, node, rack, zone), which holds whoever rents the outlet; the contract does
+ * not, and one list per tenant is what the statement prints and what changes when a customer
+ * moves. An outlet named twice, or one that is no pdu_outlet meter, is an error at its line.
  */
 #ifndef WT_STATEMENT_H
 #define WT_STATEMENT_H
@@ -47,8 +60,18 @@ struct wt_ynode;
 struct wt_stmt_renewable {
     char type[8]; /* "goo" or "ppa" */
     double kwh;
+    double g_per_kwh; /* the instrument's emission rate (market-based CUE), default 0 */
     char ref[128];
     int line;
+};
+
+#define WT_STMT_MAX_TENANTS 64
+
+struct wt_stmt_outlet {
+    char name[2 * WT_TOPO_NAME + 2]; /* target[/point] of a pdu_outlet meter */
+    int tenant;                      /* index into tenants */
+    int line;
+    size_t index; /* its place in the tenant's outlets (for messages) */
 };
 
 struct wt_stmt_conf {
@@ -60,6 +83,16 @@ struct wt_stmt_conf {
     double min_coverage;
     struct wt_stmt_renewable ren[WT_STMT_MAX_RENEWABLES];
     size_t nren;
+    double residual_g_per_kwh; /* < 0: not given (market-based CUE not available) */
+    char residual_source[160];
+    int residual_year;
+    struct {
+        char name[WT_TOPO_NAME];
+        int line;
+    } tenants[WT_STMT_MAX_TENANTS];
+    size_t ntenants;
+    struct wt_stmt_outlet outlets[WT_TOPO_MAX_METERS]; /* every tenant's, in order */
+    size_t noutlets;
 };
 
 /* The section (NULL: defaults) into *c. Returns 0 or -EINVAL with err "file:LINE: statement.x:
@@ -141,6 +174,16 @@ struct wt_stmt_factor {
     size_t steps;         /* the pieces E_DC was cut into */
 };
 
+/* A tenant's outlets over the period (colocation; statement.tenants), or the outlets of no
+ * tenant (the last row, name ""). */
+struct wt_stmt_tenant {
+    char name[WT_TOPO_NAME];
+    size_t noutlets;
+    double e_j;       /* the outlets' energy, whole joules */
+    double estimated; /* of e_j: interpolated across holes */
+    size_t measured;  /* 15-minute intervals every one of its outlets measured */
+};
+
 struct wt_statement {
     enum wt_stmt_std std;
     int64_t from_ns, to_ns;
@@ -160,20 +203,29 @@ struct wt_statement {
     char hash[65]; /* SHA-256 of the inputs, hex */
     bool has_cue;  /* wt_stmt_cue ran: cue_location below holds its factor */
     struct wt_stmt_factor cue_location;
-    bool has_part_load;      /* wt_stmt_part_load ran */
-    char part_load_why[160]; /* "" when the bins hold numbers */
+    bool has_cue_market;                         /* CUE_market has a value: the figures below */
+    double market_covered_j, market_uncovered_j; /* E_DC the instruments cover, and the rest */
+    double market_g;                             /* gCO2e: instruments + residual mix */
+    bool has_part_load;                          /* wt_stmt_part_load ran */
+    char part_load_why[160];                     /* "" when the bins hold numbers */
     struct wt_stmt_bin bins[WT_STMT_BINS];
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
     struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
     size_t nzones;
+    /* statement.tenants given: one row per tenant, then the unassigned outlets' (name "");
+     * e_outlets_j is their sum (whole joules), so that the rows add up to it exactly */
+    struct wt_stmt_tenant *tenants;
+    size_t ntenants; /* rows, the unassigned one included; 0 without tenants */
+    double e_outlets_j;
 };
 
 /*
  * Builds the statement over [from, to) from the store's series of t's meters and the hand
  * inputs c. Returns 0, -EINVAL with err (no meter of the roles the standard needs: "topology:
- * no facility_total meter ..."; a period without data), -EIO or -ENOMEM. Free with
+ * no facility_total meter ..."; a period without data; a tenant's outlet that is no pdu_outlet
+ * meter of t: "FILE:LINE: statement.tenants[0].outlets[1]: ..."), -EIO or -ENOMEM. Free with
  * wt_statement_free.
  */
 int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
@@ -189,8 +241,10 @@ struct wt_carbon_conf;
  *     negative) cut at the steps of the stored grid-intensity series of carbon.zone
  *     (audit/carbon.h: its holes filled as there, or carbon.static_gco2_per_kwh); the factor's
  *     zone, sources and granularity in s->cue_location;
- *   market-based: "not available" with the reason (no residual-mix factor is configured, and
- *     the instruments carry no emission rate).
+ *   market-based: (sum_i(kWh_i x rate_i) x covered / sum_i kWh_i + (E_DC - covered) x
+ *     statement.residual_mix_g_per_kwh) / E_IT, covered = min(sum_i kWh_i, E_DC) over the
+ *     instruments of statement.renewables (rate g_per_kwh, default 0); "not available" with the
+ *     reason when no residual-mix factor is configured.
  * Returns 0, -EIO or -ENOMEM (err says which store read failed).
  */
 /*

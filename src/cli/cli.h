@@ -251,6 +251,15 @@ int wt_cli_source_copy(struct wt_promsrc *ps, const char *sel, int64_t from, int
 int wt_cli_source_store(const char *cmd, const char *source, const char *sel, int64_t from,
                         int64_t to, char *dir, size_t n, struct wt_store **st, size_t *copied,
                         size_t *readings, struct wt_err *err);
+/* The same two with chunk_ns (> 0) of raw samples per query instead of an hour: for a long
+ * period of slow meters (`report --standard --source`: 6 hours). */
+int wt_cli_source_copy_every(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
+                             int64_t chunk_ns, struct wt_store *st, size_t *copied,
+                             size_t *readings, struct wt_err *err);
+int wt_cli_source_store_every(const char *cmd, const char *source, const char *sel, int64_t from,
+                              int64_t to, int64_t chunk_ns, char *dir, size_t n,
+                              struct wt_store **st, size_t *copied, size_t *readings,
+                              struct wt_err *err);
 /* Removes the working store of wt_cli_source_store and its directory (dir "": nothing). */
 void wt_cli_source_cleanup(const char *dir);
 /*

@@ -43,14 +43,19 @@ int wt_cli_open_source(const char *source, struct wt_promsrc **out)
 int wt_cli_source_copy(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
                        struct wt_store *st, size_t *copied, size_t *readings, struct wt_err *err)
 {
+    return wt_cli_source_copy_every(ps, sel, from, to, SOURCE_CHUNK_NS, st, copied, readings, err);
+}
+
+int wt_cli_source_copy_every(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
+                             int64_t chunk_ns, struct wt_store *st, size_t *copied,
+                             size_t *readings, struct wt_err *err)
+{
     /* written a batch at a time, so a long series needs no buffer of its length */
     struct wt_reading *batch = malloc(SOURCE_BATCH * sizeof *batch);
     int rc = batch ? 0 : -ENOMEM;
     *copied = *readings = 0;
-    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0;
-         a += SOURCE_CHUNK_NS) {
-        int64_t b =
-            a + SOURCE_CHUNK_NS < to + SOURCE_PAD_NS ? a + SOURCE_CHUNK_NS : to + SOURCE_PAD_NS;
+    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0; a += chunk_ns) {
+        int64_t b = a + chunk_ns < to + SOURCE_PAD_NS ? a + chunk_ns : to + SOURCE_PAD_NS;
         struct wt_promsrc_set set = {0};
         char q[512];
         snprintf(q, sizeof q, "%s[%lldms]", sel, (long long)((b - a) / 1000000 + 1));
@@ -88,6 +93,15 @@ int wt_cli_source_store(const char *cmd, const char *source, const char *sel, in
                         int64_t to, char *dir, size_t n, struct wt_store **st, size_t *copied,
                         size_t *readings, struct wt_err *err)
 {
+    return wt_cli_source_store_every(cmd, source, sel, from, to, SOURCE_CHUNK_NS, dir, n, st,
+                                     copied, readings, err);
+}
+
+int wt_cli_source_store_every(const char *cmd, const char *source, const char *sel, int64_t from,
+                              int64_t to, int64_t chunk_ns, char *dir, size_t n,
+                              struct wt_store **st, size_t *copied, size_t *readings,
+                              struct wt_err *err)
+{
     struct wt_promsrc *ps = NULL;
     struct wt_store_opts o = {.create = true};
     char path[WT_PATH_LEN + 16];
@@ -105,7 +119,7 @@ int wt_cli_source_store(const char *cmd, const char *source, const char *sel, in
         return 2;
     int rc = wt_store_open(path, &o, st, err);
     if (rc == 0)
-        rc = wt_cli_source_copy(ps, sel, from, to, *st, copied, readings, err);
+        rc = wt_cli_source_copy_every(ps, sel, from, to, chunk_ns, *st, copied, readings, err);
     wt_promsrc_close(ps);
     return rc ? 1 : 0;
 }

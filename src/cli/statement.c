@@ -14,6 +14,9 @@
  *                "coverage", "estimated", "gap_fill"}],
  *    "zones": [{"zone", "label": "partial", "basis", "e_zone_joules", "e_it_joules",
  *               "ppue": X|null, "why"}],
+ *    "tenants": {"label", "e_outlets_joules", "rows": [{"tenant": NAME|null (unassigned),
+ *                "outlets", "e_it_joules", "estimated", "measured_intervals", "coverage",
+ *                "share_of_e_it": X|null}]}   (with statement.tenants only),
  *    "part_load": {"label", "why" | "installed_it_kw", "intervals_not_matched",
  *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
  *                  "e_dc_joules", "e_it_joules", "pue"}]},
@@ -36,6 +39,7 @@
 #include "cli/cli.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "store/promsrc.h"
 #include "store/store.h"
 
 #define J_PER_KWH 3.6e6
@@ -53,7 +57,12 @@ static const struct wt_cli_opt stmt_opts[] = {
     {"period", 'P', "YEAR", "the calendar year (UTC); else --from and --to"},
     {"from", WT_OPT_FROM, "T", "the period's start (with --to)"},
     {"to", WT_OPT_TO, "T", "the period's end"},
-    {"json", WT_OPT_JSON, NULL, "JSON (SI units) instead of text"},
+    {"json", WT_OPT_JSON, NULL,
+     "JSON (SI units) instead of text; several sites' statements (--source): an array of them"},
+    {"source", WT_OPT_SOURCE, "URL",
+     WT_CLI_SOURCE_HELP " (or that scrapes them with a node label), instead of the local store: "
+                        "one statement per value of the series' site label"},
+    {"site", 'i', "NAME", "with --source: the statement of this site only"},
     {NULL}};
 
 const struct wt_cli_form wt_cli_form_report_standard = {
@@ -111,6 +120,12 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
         printf("%16s coverage %.2f %%, estimated %.2f %%%s%s%s\n", "", 100 * k->coverage,
                100 * k->estimated_share, k->reportable ? ", reportable" : "", k->why[0] ? ": " : "",
                k->why);
+        if (s->has_cue_market && strcmp(k->symbol, "CUE_market") == 0)
+            printf("%16s factor: residual mix %g gCO2e/kWh (%s, %d) for %.1f kWh no instrument "
+                   "covers; instruments cover %.1f kWh; %.1f kgCO2e\n",
+                   "", c->residual_g_per_kwh, c->residual_source, c->residual_year,
+                   s->market_uncovered_j / J_PER_KWH, s->market_covered_j / J_PER_KWH,
+                   s->market_g / 1000);
         if (s->has_cue && strcmp(k->symbol, "CUE_location") == 0 && s->cue_location.source[0])
             printf("%16s factor: %s, zone %s, %s (%zu steps), %.1f %% of E_DC at actual values, "
                    "%.1f kgCO2e\n",
@@ -154,6 +169,23 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
             printf("  %-16s pPUE n/a: %s\n", z->zone,
                    z->nit ? "its IT meters read 0 over the period" : "no IT meter in the zone");
     }
+    if (s->ntenants)
+        printf(
+            "\ntenants (colocation, statement.tenants: %s IT energy of each one's PDU outlets):\n",
+            s->annual ? "annual" : "interim");
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct wt_stmt_tenant *tn = &s->tenants[i];
+        printf("  %-16s %14.3f kWh  %2zu outlets  %zu/%zu measured, estimated %.3f kWh",
+               tn->name[0] ? tn->name : "(unassigned)", tn->e_j / J_PER_KWH, tn->noutlets,
+               tn->measured, s->nslots, tn->estimated / J_PER_KWH);
+        if (s->e_it_j > 0)
+            printf(", %.2f %% of E_IT\n", 100 * tn->e_j / s->e_it_j);
+        else
+            printf(", share of E_IT n/a (E_IT is 0)\n");
+    }
+    if (s->ntenants)
+        printf("  %-16s %14.3f kWh  (the rows add up to it)\n", "outlets",
+               s->e_outlets_j / J_PER_KWH);
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
         const struct wt_stmt_meter *m = &s->meters[i];
@@ -237,6 +269,18 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
             if (f->sha256[0])
                 cJSON_AddStringToObject(fo, "inputs_sha256", f->sha256);
         }
+        if (strcmp(k->symbol, "CUE_market") == 0 && c->residual_g_per_kwh >= 0) {
+            cJSON *fo = cJSON_AddObjectToObject(o, "emission_factor");
+            cJSON_AddStringToObject(fo, "method", "market-based");
+            cJSON_AddNumberToObject(fo, "residual_mix_g_per_kwh", c->residual_g_per_kwh);
+            cJSON_AddStringToObject(fo, "source", c->residual_source);
+            cJSON_AddNumberToObject(fo, "year", c->residual_year);
+            if (s->has_cue_market) {
+                cJSON_AddNumberToObject(fo, "covered_joules", s->market_covered_j);
+                cJSON_AddNumberToObject(fo, "uncovered_joules", s->market_uncovered_j);
+                cJSON_AddNumberToObject(fo, "gco2e", s->market_g);
+            }
+        }
         if (s->has_cfe && strcmp(k->symbol, "CFE_hourly") == 0) {
             const struct wt_stmt_factor *f = &s->cfe_supply;
             cJSON *fo = cJSON_AddObjectToObject(o, "supply");
@@ -285,6 +329,31 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         }
         cJSON_AddItemToArray(zs, o);
     }
+    if (s->ntenants) {
+        cJSON *to = cJSON_AddObjectToObject(r, "tenants");
+        cJSON_AddStringToObject(to, "label", s->annual ? "annual" : "interim");
+        cJSON_AddNumberToObject(to, "e_outlets_joules", s->e_outlets_j);
+        cJSON *rows = cJSON_AddArrayToObject(to, "rows");
+        for (size_t i = 0; i < s->ntenants; i++) {
+            const struct wt_stmt_tenant *tn = &s->tenants[i];
+            cJSON *o = cJSON_CreateObject();
+            if (tn->name[0])
+                cJSON_AddStringToObject(o, "tenant", tn->name);
+            else
+                cJSON_AddNullToObject(o, "tenant"); /* the outlets of no tenant */
+            cJSON_AddNumberToObject(o, "outlets", (double)tn->noutlets);
+            cJSON_AddNumberToObject(o, "e_it_joules", tn->e_j);
+            cJSON_AddNumberToObject(o, "estimated", tn->estimated);
+            cJSON_AddNumberToObject(o, "measured_intervals", (double)tn->measured);
+            cJSON_AddNumberToObject(o, "coverage",
+                                    s->nslots ? (double)tn->measured / (double)s->nslots : 0);
+            if (s->e_it_j > 0)
+                cJSON_AddNumberToObject(o, "share_of_e_it", tn->e_j / s->e_it_j);
+            else
+                cJSON_AddNullToObject(o, "share_of_e_it");
+            cJSON_AddItemToArray(rows, o);
+        }
+    }
     cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
     cJSON_AddStringToObject(pl, "label",
                             "non-standard: PUE per IT-load bin of P_DIT, from matched 15-minute "
@@ -329,6 +398,7 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "type", c->ren[i].type);
         cJSON_AddNumberToObject(o, "kwh", c->ren[i].kwh);
+        cJSON_AddNumberToObject(o, "g_per_kwh", c->ren[i].g_per_kwh);
         cJSON_AddStringToObject(o, "ref", c->ren[i].ref);
         cJSON_AddItemToArray(rn, o);
     }
@@ -340,6 +410,84 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
     puts(txt);
     free(txt);
     return 0;
+}
+
+/* One invocation's settings, for each statement it prints. */
+struct wt_stmt_run {
+    struct wt_config cfg;
+    const struct wt_topology *t;
+    struct wt_stmt_conf sc;
+    int64_t from, to;
+    bool eu, de, csv, json;
+    const char *schema;
+    const char *schema_text;
+    size_t schema_len;
+    int year;
+    bool per_site; /* --source: errors name the site */
+};
+
+static int print_eu_text(const char *js);
+static int print_enefg_text(const char *js);
+
+/* Builds the statement of r's standard from st with the hand inputs sc and prints it. 0, 1 (a
+ * store that cannot be read) or 2 (bad input: named on stderr). */
+static int one_statement(const struct wt_stmt_run *r, struct wt_store *st,
+                         const struct wt_stmt_conf *sc)
+{
+    struct wt_statement s;
+    struct wt_err err = {{0}};
+    int rc = wt_statement_build(st, r->t, sc, r->from, r->to, &s, &err);
+    if (rc == 0 && !r->eu && !r->de) {
+        struct wt_carbon_conf *cf = malloc(sizeof *cf);
+        if (!cf)
+            rc = -ENOMEM;
+        else if ((rc = wt_carbon_conf_from(&r->cfg, cf, &err)) == 0)
+            if ((rc = wt_stmt_cue(st, r->t, cf, sc, &s, &err)) == 0)
+                rc = wt_stmt_cfe(st, r->t, cf, sc, &s, &err);
+        if (rc == 0)
+            rc = wt_stmt_part_load(st, r->t, sc, &s, &err);
+        free(cf);
+        if (rc)
+            wt_statement_free(&s);
+    }
+    if (rc) {
+        bool named = r->per_site && sc->site[0]; /* which of the engine's sites */
+        fprintf(stderr, "wattage report: %s%s%s\n", named ? sc->site : "", named ? ": " : "",
+                err.msg[0] ? err.msg : strerror(-rc));
+        return rc == -EINVAL ? 2 : 1;
+    }
+    if (r->eu) {
+        char *js = NULL, *cs = NULL;
+        rc = wt_stmt_eu(&s, sc, r->schema_text, r->schema_len, r->schema, r->year, &js,
+                        r->csv ? &cs : NULL, &err);
+        if (rc == 0 && !r->csv && !r->json) {
+            rc = print_eu_text(js);
+        } else if (rc == 0) {
+            fputs(r->csv ? cs : js, stdout);
+            if (!r->csv)
+                putchar('\n');
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
+        free(cs);
+    } else if (r->de) {
+        char *js = NULL;
+        int failed = 0;
+        rc = wt_stmt_enefg(&s, sc, r->schema_text, r->schema_len, r->schema, &js, &failed, &err);
+        if (rc == 0) {
+            rc = r->json ? (puts(js), 0) : print_enefg_text(js);
+        } else {
+            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+            rc = rc == -EINVAL ? 2 : 1;
+        }
+        free(js);
+    } else {
+        rc = r->json ? print_json(&s, sc) : (print_text(&s, sc), 0);
+    }
+    wt_statement_free(&s);
+    return rc;
 }
 
 static const char *jstr(const cJSON *o, const char *k, const char *dflt)
@@ -433,10 +581,194 @@ static int print_enefg_text(const char *js)
     return 0;
 }
 
+/* The series a statement reads (audit/statement.c, meters.c), copied from the engine 6 hours of
+ * raw samples per query: a year is 1464 queries, not 8784, and a query's answer stays that of
+ * 6 hours (a room of 500 outlets read every 10 s: about 1.1 M samples). */
+#define STMT_SEL_METRICS                                                                           \
+    "wattage_facility_(energy_joules_total|heat_joules_total|water_cubic_meters_total|"            \
+    "power_watts)"
+#define STMT_CHUNK_NS (6 * 3600 * WT_NS_PER_S)
+#define STMT_PAD_NS (30 * WT_NS_PER_S)
+#define STMT_MAX_SITES 64
+
+/* v with '"' and '\\' escaped, for a PromQL string. */
+static void promql_quote(char *out, size_t n, const char *v)
+{
+    size_t k = 0;
+    for (; *v && k + 3 < n; v++) {
+        if (*v == '"' || *v == '\\')
+            out[k++] = '\\';
+        out[k++] = *v;
+    }
+    out[k] = '\0';
+}
+
+/* The values of the site label among the engine's facility series of the period (*unlabelled:
+ * the series without one). 0, or 1 with the error printed. */
+static int source_sites(const char *source, int64_t from, int64_t to, char (*sites)[WT_TOPO_NAME],
+                        size_t *nsites, double *unlabelled, double *series)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_promsrc_set set = {0};
+    struct wt_err err = {{0}};
+    char q[512], v[WT_LABELS_LEN];
+    *nsites = 0;
+    *unlabelled = *series = 0;
+    if (wt_cli_open_source(source, &ps) != 0)
+        return 2;
+    snprintf(q, sizeof q,
+             "count by (site) (count_over_time({__name__=~\"" STMT_SEL_METRICS
+             "\",node!=\"\"}[%llds]))",
+             (long long)((to - from + 2 * STMT_PAD_NS) / WT_NS_PER_S));
+    int rc = wt_promsrc_query(ps, q, to + STMT_PAD_NS, &set, &err);
+    wt_promsrc_close(ps);
+    if (rc) {
+        fprintf(stderr, "wattage report: --source %s: %s\n", source, err.msg);
+        return 1;
+    }
+    for (size_t i = 0; i < set.n; i++) {
+        const struct wt_promsrc_series *x = &set.s[i];
+        double c = x->n ? x->pts[x->n - 1].v : 0;
+        *series += c;
+        if (wt_labels_get(x->labels, "site", v, sizeof v) != 0 || !v[0]) {
+            *unlabelled += c;
+        } else if (*nsites == STMT_MAX_SITES || strlen(v) >= WT_TOPO_NAME) {
+            fprintf(stderr,
+                    "wattage report: --source %s: site \"%.64s\" left out (at most %d "
+                    "sites of at most %d characters)\n",
+                    source, v, STMT_MAX_SITES, WT_TOPO_NAME - 1);
+        } else {
+            snprintf(sites[(*nsites)++], WT_TOPO_NAME, "%s", v);
+        }
+    }
+    wt_promsrc_set_free(&set);
+    return 0;
+}
+
+/* The hand inputs of a site's statement: statement's own for the site it names (or, when it
+ * names none, for the engine's only site); else none given, so no site gets another's. */
+static void site_conf(const struct wt_stmt_conf *sc, const char *site, size_t nsites,
+                      struct wt_stmt_conf *out)
+{
+    *out = *sc;
+    if (!site[0] || strcmp(sc->site, site) == 0 || (!sc->site[0] && nsites == 1)) {
+        if (site[0])
+            snprintf(out->site, sizeof out->site, "%s", site);
+        return;
+    }
+    struct wt_stmt_conf none;
+    if (wt_stmt_conf_parse("", NULL, &none, NULL) != 0) /* the defaults: nothing given */
+        return;
+    none.min_coverage = sc->min_coverage;
+    snprintf(none.site, sizeof none.site, "%s", site);
+    *out = none;
+    if (sc->site[0])
+        fprintf(stderr,
+                "wattage report: site %s: statement's hand inputs are %s's: not given in its "
+                "statement\n",
+                site, sc->site);
+    else
+        fprintf(stderr,
+                "wattage report: site %s: statement.site names none of the engine's %zu sites: "
+                "statement's hand inputs are not given in its statement\n",
+                site, nsites);
+}
+
+/* --source [--site]: the statement of each site of the engine (or of the one chosen), each
+ * from a working store of its series. */
+static int from_source(struct wt_stmt_run *r, const struct wt_cli_common *co, const char *want)
+{
+    if (!co->source) {
+        fprintf(stderr, "wattage report: --site goes with --source (a store is one site)\n");
+        return 2;
+    }
+    if (co->db) {
+        fprintf(stderr, "wattage report: --source and --db: name one place to read\n");
+        return 2;
+    }
+    char(*sites)[WT_TOPO_NAME] = calloc(STMT_MAX_SITES, WT_TOPO_NAME);
+    size_t nsites = 0, pick = 0, nrun = 1;
+    double unlabelled = 0, series = 0;
+    if (!sites)
+        return 1;
+    int rc = source_sites(co->source, r->from, r->to, sites, &nsites, &unlabelled, &series);
+    if (rc == 0 && series == 0) {
+        fprintf(stderr,
+                "wattage report: --source %s holds no facility meter series (" STMT_SEL_METRICS
+                ") with a node label in the period (remote write adds the label; a scrape "
+                "needs labels: {node: NAME})\n",
+                co->source);
+        rc = 2;
+    }
+    if (rc == 0 && want) {
+        while (pick < nsites && strcmp(sites[pick], want) != 0)
+            pick++;
+        if (pick == nsites) {
+            fprintf(stderr, "wattage report: --site %s: ", want);
+            if (!nsites)
+                fprintf(stderr, "the engine's series carry no site label (it holds one site: "
+                                "leave --site out)");
+            else
+                fprintf(stderr, "unknown site; the engine holds sites:");
+            for (size_t i = 0; i < nsites; i++)
+                fprintf(stderr, "%s %s", i ? "," : "", sites[i]);
+            fputc('\n', stderr);
+            rc = 2;
+        }
+        nrun = 1;
+    } else if (rc == 0 && nsites) {
+        nrun = nsites;
+    }
+    if (rc == 0 && nsites && unlabelled > 0)
+        fprintf(stderr,
+                "wattage report: --source %s: %.0f facility series without a site label are in "
+                "no site's statement\n",
+                co->source, unlabelled);
+    bool array = rc == 0 && nrun > 1 && (r->json || (r->eu && !r->csv));
+    r->per_site = nsites > 0;
+    if (array)
+        puts("[");
+    for (size_t i = 0; rc == 0 && i < nrun; i++) {
+        const char *site = nsites ? sites[want ? pick : i] : "";
+        char sel[WT_TOPO_NAME * 2 + 128], qs[WT_TOPO_NAME * 2];
+        promql_quote(qs, sizeof qs, site);
+        if (site[0])
+            snprintf(sel, sizeof sel, "{__name__=~\"" STMT_SEL_METRICS "\",site=\"%s\"}", qs);
+        else
+            snprintf(sel, sizeof sel, "{__name__=~\"" STMT_SEL_METRICS "\"}");
+        struct wt_stmt_conf *sc = malloc(sizeof *sc);
+        struct wt_store *st = NULL;
+        struct wt_err err = {{0}};
+        char dir[WT_PATH_LEN] = "";
+        size_t copied = 0, readings = 0;
+        if (!sc) {
+            rc = 1;
+            break;
+        }
+        site_conf(&r->sc, site, nsites, sc);
+        rc = wt_cli_source_store_every("report", co->source, sel, r->from, r->to, STMT_CHUNK_NS,
+                                       dir, sizeof dir, &st, &copied, &readings, &err);
+        if (rc == 1 && err.msg[0])
+            fprintf(stderr, "wattage report: --source %s: %s\n", co->source, err.msg);
+        if (rc == 0) {
+            if (i > 0)
+                puts(array ? "," : "");
+            rc = one_statement(r, st, sc);
+        }
+        wt_store_close(st);
+        wt_cli_source_cleanup(dir);
+        free(sc);
+    }
+    if (array && rc == 0)
+        puts("]");
+    free(sites);
+    return rc;
+}
+
 int wt_cli_report_standard(int argc, char **argv)
 {
     struct wt_cli_common co = {0};
-    const char *standard = NULL, *period = NULL, *schema = NULL;
+    const char *standard = NULL, *period = NULL, *schema = NULL, *site = NULL;
     bool csv = false;
     int c;
     optind = 1;
@@ -453,6 +785,9 @@ int wt_cli_report_standard(int argc, char **argv)
             break;
         case 'v':
             csv = true;
+            break;
+        case 'i':
+            site = optarg;
             break;
         case WT_CLI_HELP:
             return 0;
@@ -519,83 +854,42 @@ int wt_cli_report_standard(int argc, char **argv)
         if (!schema_text)
             return 1;
     }
-    struct wt_config cfg;
+    struct wt_stmt_run r = {.t = NULL,
+                            .from = from,
+                            .to = to,
+                            .eu = eu,
+                            .de = de,
+                            .csv = csv,
+                            .json = co.json,
+                            .schema = schema,
+                            .schema_text = schema_text,
+                            .schema_len = schema_len,
+                            .year = period ? atoi(period) : 0};
     struct wt_topology *t = NULL;
     struct wt_store *st = NULL;
-    struct wt_stmt_conf sc;
     struct wt_err err = {{0}};
-    int rc = wt_cli_load_config(co.config, &cfg);
+    int rc = wt_cli_load_config(co.config, &r.cfg);
     if (rc) {
         free(schema_text);
         return rc;
     }
-    if (wt_topology_load(&cfg, &t, &err) != 0 || wt_stmt_conf_from(&cfg, &sc, &err) != 0) {
+    if (wt_topology_load(&r.cfg, &t, &err) != 0 || wt_stmt_conf_from(&r.cfg, &r.sc, &err) != 0) {
         fprintf(stderr, "wattage report: %s\n", err.msg);
-        free(t);
-        free(schema_text);
-        wt_config_free(&cfg);
-        return 2;
+        rc = 2;
+        goto out;
     }
-    if ((rc = wt_cli_open_store("report", &co, false, &cfg, &st)) != 0) {
-        free(t);
-        free(schema_text);
-        wt_config_free(&cfg);
-        return rc;
+    r.t = t;
+    if (co.source || site) {
+        rc = from_source(&r, &co, site);
+        goto out;
     }
-    struct wt_statement s;
-    rc = wt_statement_build(st, t, &sc, from, to, &s, &err);
-    if (rc == 0 && !eu && !de) {
-        struct wt_carbon_conf *cf = malloc(sizeof *cf);
-        if (!cf)
-            rc = -ENOMEM;
-        else if ((rc = wt_carbon_conf_from(&cfg, cf, &err)) == 0)
-            if ((rc = wt_stmt_cue(st, t, cf, &sc, &s, &err)) == 0)
-                rc = wt_stmt_cfe(st, t, cf, &sc, &s, &err);
-        if (rc == 0)
-            rc = wt_stmt_part_load(st, t, &sc, &s, &err);
-        free(cf);
-        if (rc)
-            wt_statement_free(&s);
-    }
-    if (rc == 0 && eu) {
-        char *js = NULL, *cs = NULL;
-        rc = wt_stmt_eu(&s, &sc, schema_text, schema_len, schema, atoi(period), &js,
-                        csv ? &cs : NULL, &err);
-        if (rc == 0 && !csv && !co.json) {
-            rc = print_eu_text(js);
-        } else if (rc == 0) {
-            fputs(csv ? cs : js, stdout);
-            if (!csv)
-                putchar('\n');
-        } else {
-            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
-            rc = rc == -EINVAL ? 2 : 1;
-        }
-        free(js);
-        free(cs);
-        wt_statement_free(&s);
-    } else if (rc == 0 && de) {
-        char *js = NULL;
-        int failed = 0;
-        rc = wt_stmt_enefg(&s, &sc, schema_text, schema_len, schema, &js, &failed, &err);
-        if (rc == 0) {
-            rc = co.json ? (puts(js), 0) : print_enefg_text(js);
-        } else {
-            fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
-            rc = rc == -EINVAL ? 2 : 1;
-        }
-        free(js);
-        wt_statement_free(&s);
-    } else if (rc == 0) {
-        rc = co.json ? print_json(&s, &sc) : (print_text(&s, &sc), 0);
-        wt_statement_free(&s);
-    } else {
-        fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
-        rc = rc == -EINVAL ? 2 : 1;
-    }
+    if ((rc = wt_cli_open_store("report", &co, false, &r.cfg, &st)) != 0)
+        goto out;
+    rc = one_statement(&r, st, &r.sc);
     wt_store_close(st);
+out:
     free(t);
     free(schema_text);
-    wt_config_free(&cfg);
+    wt_config_free(&r.cfg);
     return rc;
 }

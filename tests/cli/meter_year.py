@@ -3,7 +3,13 @@
 with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
 them to the kWh.
 
-Usage: meter_year.py YEAR CSV_OUT SUMS_OUT [CARBON_OUT [SUPPLY_OUT]]
+Usage: meter_year.py [--outlets OUTLETS_OUT] YEAR CSV_OUT SUMS_OUT [CARBON_OUT [SUPPLY_OUT]]
+
+OUTLETS_OUT: four PDU outlet registers of a colocation room (meters pdu-a-1 .. pdu-a-4, kWh
+with one decimal, 15 minutes, drawn from their own random sequence so the other meters do not
+change), pdu-a-4 without lines on 1 June (its register keeps counting), and in the sums
+"outlets_kwh" {meter: kWh over the year} and "outlet_hole_intervals" (pdu-a-4's unmeasured
+15-minute intervals).
 
 CARBON_OUT: an hourly grid-intensity series for the year (`wattage import carbon`: timestamp,
 gco2_per_kwh, whole g/kWh), and in the sums "cue_location_g": sum over the hours of the grid
@@ -32,6 +38,11 @@ import json
 import random
 import sys
 
+outlets_out = None
+if "--outlets" in sys.argv:
+    i = sys.argv.index("--outlets")
+    outlets_out = sys.argv[i + 1]
+    del sys.argv[i:i + 2]
 year = int(sys.argv[1])
 rng = random.Random(47)
 t0 = dt.datetime(year, 1, 1, tzinfo=dt.timezone.utc)
@@ -127,6 +138,29 @@ for k in range(n):
     b["facility_kwh"] += grid_e[k] / 10
     b["it_kwh"] += it_e[k] / 10
 sums["part_load_400kw"] = bins
+if outlets_out:
+    orng = random.Random(4747)
+    names = ["pdu-a-1", "pdu-a-2", "pdu-a-3", "pdu-a-4"]
+    reg = {m: 100000 + 1000 * i for i, m in enumerate(names)}  # 0.1 kWh
+    tot = {m: 0 for m in names}
+    ohole = (dt.datetime(year, 6, 1, tzinfo=dt.timezone.utc), dt.datetime(year, 6, 2, tzinfo=dt.timezone.utc))
+    missing = 0
+    with open(outlets_out, "w") as f:
+        f.write("time,meter,register,unit\n")
+        for m in names:
+            f.write(f"{ts(t0)},{m},{reg[m] / 10:.1f},kWh\n")
+        for k in range(n):
+            end = t0 + (k + 1) * step
+            for i, m in enumerate(names):
+                d = orng.randint(40, 80) + 10 * i  # 4-8 kWh per 15 min and more
+                reg[m] += d
+                tot[m] += d
+                if m == "pdu-a-4" and ohole[0] <= end < ohole[1]:
+                    missing += 1
+                    continue
+                f.write(f"{ts(end)},{m},{reg[m] / 10:.1f},kWh\n")
+    sums["outlets_kwh"] = {m: tot[m] / 10 for m in names}
+    sums["outlet_hole_intervals"] = missing + 1
 if len(sys.argv) > 4:
     hours = n // 4
     ci = [50 + (17 * h + 3 * (h // 24)) % 400 for h in range(hours)]

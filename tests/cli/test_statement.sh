@@ -165,6 +165,48 @@ import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_market'][0]
 assert k['value'] is None and k['why'].startswith('market-based: not reported (no residual-mix factor'), k
 assert 'the 2 contract instruments do not cover' in k['why'], k" "$TMP/a.json"
+# market-based CUE from a residual-mix factor: 1 000 000 kWh of GOs at 0 g, 200 000 kWh of PPA
+# at 20 g/kWh, the rest of E_DC at 400 g/kWh; instruments beyond E_DC cover no more than E_DC
+conf "$TMP/mkt.yaml" ups_output
+cat >>"$TMP/mkt.yaml" <<'YAML'
+statement:
+  residual_mix_g_per_kwh: 400
+  residual_mix_source: "residual mix of the test grid"
+  residual_mix_year: 2025
+  renewables:
+    - {type: goo, kwh: 1000000, ref: GO-1}
+    - {type: ppa, kwh: 200000, ref: PPA-1, g_per_kwh: 20}
+YAML
+sed -e 's/kwh: 1000000, ref: GO-1/kwh: 9000000, ref: GO-1/' "$TMP/mkt.yaml" >"$TMP/mkt_over.yaml"
+for c in mkt mkt_over; do
+    "$BIN" report --standard iso30134 --period 2026 -c "$TMP/$c.yaml" --db "$DB" --json >"$TMP/$c.json" 2>"$TMP/$c.err"
+done
+check "CUE_market = (200000 x 20 + (E_DC - 1200000) x 400) g / E_IT, beside CUE_location, factor named" \
+    python3 - "$TMP/mkt.json" "$TMP/mkt_over.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s, o, g = (json.load(open(f)) for f in sys.argv[1:4])
+k = {x["symbol"]: x for x in s["kpis"]}
+m = k["CUE_market"]
+want_g = 200000 * 20 + (g["facility_kwh"] - 1200000) * 400
+assert abs(m["value"] - want_g / 1000 / g["it_kwh"]) < 1e-6, (m, want_g)
+f = m["emission_factor"]
+assert f["method"] == "market-based" and f["residual_mix_g_per_kwh"] == 400, f
+assert f["source"] == "residual mix of the test grid" and f["year"] == 2025, f
+assert abs(f["covered_joules"] / 3.6e6 - 1200000) < 1e-3, f
+assert abs(f["uncovered_joules"] / 3.6e6 - (g["facility_kwh"] - 1200000)) < 1, f
+assert abs(f["gco2e"] - want_g) < 400, f
+assert m["why"] == "" and "CUE_location" in k, m
+assert [r["g_per_kwh"] for r in s["method"]["renewables"]] == [0, 20], s["method"]
+# 9 200 000 kWh of instruments for E_DC about 2.4 GWh: all of it covered, none at the residual
+# mix, the PPA's 20 g/kWh pro rata (200/9200 of E_DC)
+m = [x for x in o["kpis"] if x["symbol"] == "CUE_market"][0]
+want_g = g["facility_kwh"] * 200000 / 9200000 * 20
+assert abs(m["value"] - want_g / 1000 / g["it_kwh"]) < 1e-9, (m, want_g)
+assert m["emission_factor"]["uncovered_joules"] == 0, m
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/mkt.yaml" --db "$DB" >"$TMP/mkt.txt" 2>/dev/null
+check "the text names the residual mix's factor, source and year" \
+    grep -q "factor: residual mix 400 gCO2e/kWh (residual mix of the test grid, 2025)" "$TMP/mkt.txt"
 check "no series for the zone and no static value: not available, said why" python3 -c "
 import json, sys
 k = [x for x in json.load(open(sys.argv[1]))['kpis'] if x['symbol'] == 'CUE_location'][0]

@@ -107,4 +107,65 @@ WT_TEST(section_checks_name_the_place)
     WT_CONTAINS(err.msg, "statement.renewables[0].type");
     WT_EQ_INT(conf_of("statement:\n  site_name: x\n", &c, &err), -EINVAL);
     WT_CONTAINS(err.msg, "s.yaml:2:");
+    /* a residual-mix factor goes with its source and year, and they with it */
+    WT_EQ_INT(
+        conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_year: 2025\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_source: required with residual_mix_g_per_kwh");
+    WT_EQ_INT(conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_source: AIB\n", &c,
+                      &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_year: required");
+    WT_EQ_INT(
+        conf_of("statement:\n  residual_mix_source: AIB\n  residual_mix_year: 2025\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "statement.residual_mix_g_per_kwh: required with residual_mix_source");
+    WT_EQ_INT(conf_of("statement:\n  residual_mix_g_per_kwh: 400\n  residual_mix_source: AIB\n"
+                      "  residual_mix_year: 2025\n  renewables:\n"
+                      "    - {type: ppa, kwh: 5, g_per_kwh: 12}\n",
+                      &c, &err),
+              0);
+    WT_NEAR(c.residual_g_per_kwh, 400, 0);
+    WT_EQ_INT(c.residual_year, 2025);
+    WT_NEAR(c.ren[0].g_per_kwh, 12, 0);
+    WT_NEAR(c.ren[0].kwh, 5, 0);
+}
+
+WT_TEST(tenants_each_outlet_once)
+{
+    struct wt_stmt_conf *c = malloc(sizeof *c);
+    struct wt_err err = {{0}};
+    WT_ASSERT(c != NULL);
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n"
+                      "    - {name: acme, outlets: [pdu-a/1, pdu-a/2]}\n"
+                      "    - name: globex\n      outlets:\n        - pdu-b/7\n",
+                      c, &err),
+              0);
+    WT_EQ_INT((int)c->ntenants, 2);
+    WT_EQ_INT((int)c->noutlets, 3);
+    WT_EQ_STR(c->tenants[1].name, "globex");
+    WT_EQ_STR(c->outlets[2].name, "pdu-b/7");
+    WT_EQ_INT(c->outlets[2].tenant, 1);
+    WT_EQ_INT(c->outlets[2].line, 6);
+    /* an outlet named twice, across tenants or in one: the second place, and the first */
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n"
+                      "    - {name: acme, outlets: [pdu-a/1, pdu-a/2]}\n"
+                      "    - {name: globex, outlets: [pdu-a/2]}\n",
+                      c, &err),
+              -EINVAL);
+    WT_EQ_STR(err.msg, "s.yaml:4: statement.tenants[1].outlets[0]: pdu-a/2 is named twice "
+                       "(tenant acme's, line 3)");
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n    - {name: acme, outlets: [x/1, x/1]}\n", c, &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "statement.tenants[0].outlets[1]: x/1 is named twice");
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n    - {name: a, outlets: [x/1]}\n"
+                      "    - {name: a, outlets: [x/2]}\n",
+                      c, &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:4: statement.tenants[1].name: tenant \"a\" is listed twice");
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n    - {name: a, outlets: []}\n", c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:3: statement.tenants[0].outlets: expected a list");
+    WT_EQ_INT(conf_of("statement:\n  tenants:\n    - {outlets: [x/1]}\n", c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "statement.tenants[0].name");
+    free(c);
 }
