@@ -108,4 +108,43 @@ PY
 read_skew nvidia 0,1 "${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy" 1e6 700
 # the AMD accumulator starts at 2^32 counts of 2^-16 J
 read_skew amd amd:0,amd:1 "${WATTAGE_BUILD:-build}/tests/fakes/fake_rocm_energy" 65536 550
+
+# The energy sub-polls' readings (the counter alone every 0.2 s between the 1-s ticks) carry
+# their read skew too: `wattage energy` over windows from one sub-poll reading to another, GPU
+# 1's two edges on opposite levels of the square wave (their errors do not cancel), is 0.4 J or
+# more off for GPU 1 (without the skew its bar was the counter's 2 mJ) and inside its bar.
+printf 'collectors:\n  nvml:\n    energy_interval: 200ms\nstore:\n  flush_interval: 200ms\n' \
+    >"$TMP/sub.yaml"
+WATTAGE_NVML_LIBRARY=$FAKE_NVML "$BIN" run -c "$TMP/sub.yaml" --db "$TMP/sub.db" --interval 1 \
+    --duration 12 --listen "127.0.0.1:$(free_port)" >"$TMP/sub.log" 2>&1
+check "sub-polls: the daemon ran and stopped cleanly" test $? -eq 0
+stored "$TMP/sub.db" 'wattage_gpu_energy_joules_total{gpu="1"}' >"$TMP/sub.counter.csv"
+stored "$TMP/sub.db" 'wattage_gpu_power_watts{gpu="1"}' >"$TMP/sub.power.csv"
+msg=$(python3 - "$TMP/sub" "${WATTAGE_BUILD:-build}/tests/fakes/fake_nvml_energy" "$T0" "$BIN" <<'PY' 2>&1
+import json, math, subprocess, sys
+base, tool, t0, wattage = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+ticks = {l.split(",")[0] for l in open(base + ".power.csv")}
+stamps = sorted((l.split(",")[0] for l in open(base + ".counter.csv")), key=float)
+sub = [t for t in stamps if t not in ticks and float(t) > float(stamps[0]) + 3]
+high = lambda t: math.sin(2 * math.pi * (t - t0) / 2.1 + 1) >= 0  # GPU 1's level at t
+# each edge 0.1 s or more from a switch of the wave, the two on opposite levels
+far = lambda t: high(t - 0.1) == high(t) == high(t + 0.1)
+pairs = [(a, b) for a in sub for b in sub if 0.9 < float(b) - float(a) < 1.5 and
+         far(float(a)) and far(float(b)) and high(float(a)) != high(float(b))]
+assert len(pairs) >= 4, (len(sub), len(pairs))
+worst = 0
+for a, b in pairs[:: max(1, len(pairs) // 6)]:
+    d = json.loads(subprocess.check_output(
+        [wattage, "energy", "--db", base + ".db", "--from", a, "--to", b, "--json"]))
+    g = [s for s in d["series"] if s.get("gpu") == "1"]
+    assert len(g) == 1 and g[0]["method"] == "counter", d["series"]
+    err = abs(g[0]["energy_joules"] - float(subprocess.check_output([tool, "1", a, b])))
+    assert err <= g[0]["uncertainty_joules"], (a, b, err, g[0])
+    worst = max(worst, err)
+assert worst > 0.4, worst
+print(f"{len(pairs)} windows, worst {worst:.3f} J inside its bar")
+PY
+)
+check "sub-polls: GPU 1's counter read 3 ms late: every window between sub-poll readings inside its bar ($msg)" \
+    bash -c '[[ $1 == *inside* ]]' _ "$msg"
 finish
