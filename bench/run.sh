@@ -57,6 +57,7 @@ fi
 section nvml nvml "$BUILD" "$OUT"
 # Other engineers' benchmarks: their JSON lines become rows (see bench/README.md).
 section store_bench external "$BUILD" "$OUT" store_bench "$BUILD/bench/store_bench"
+section skew_bytes external "$BUILD" "$OUT" skew_bytes "$BUILD/bench/skew_bytes"
 section alert_eval external "$BUILD" "$OUT" alert_eval "$BUILD/bench/alert_eval"
 section remote_write_bench external "$BUILD" "$OUT" remote_write_bench "$BUILD/bench/remote_write_bench"
 if [[ -x $BUILD/bench/kafka_bench ]]; then

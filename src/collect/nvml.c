@@ -624,6 +624,13 @@ static int emit_counter(struct gpu *g, unsigned long long raw_mj, int64_t t_ns,
                (double)(g->first_raw_mj + g->counter.total_raw) / 1000.0);
 }
 
+/* How long after the poll's stamp the counter it carries was read (core/energy.h). */
+static int emit_skew(const struct gpu *g, int64_t t_ns, struct wt_batch *out)
+{
+    return add(out, WT_M_GPU_ENERGY_READ_SKEW_S, g->labels, t_ns,
+               wt_energy_read_skew_s(t_ns, g->read_end_ns));
+}
+
 static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
                 struct wt_batch *out)
 {
@@ -641,12 +648,7 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     }
     if (v->have_energy) {
         rc |= emit_counter(g, v->energy_mj, t_ns, out);
-        /* The counter was read up to this long after the poll's stamp it carries (store/uncert.h
-         * counts power x this at a window edge on the reading), rounded up to 10 us: a bound,
-         * whose jitter below that would cost the store bytes (bench/results). */
-        int64_t skew_ns = g->read_end_ns > t_ns ? g->read_end_ns - t_ns : 0;
-        rc |= add(out, WT_M_GPU_ENERGY_READ_SKEW_S, l, t_ns,
-                  (double)((skew_ns + 9999) / 10000) / 1e5);
+        rc |= emit_skew(g, t_ns, out);
         g->have_energy_mj = true;
         g->energy_mj = g->first_raw_mj + g->counter.total_raw;
     } else if (v->have_power) {
@@ -989,8 +991,9 @@ static int64_t nvml_sub_interval(void *state)
 }
 
 /*
- * A sub-poll: each GPU's energy counter alone, for the GPUs that are up and have one. A failed
- * read is left to the next tick, which says what is wrong (and marks a lost GPU down).
+ * A sub-poll: each GPU's energy counter alone (with its read skew), for the GPUs that are up and
+ * have one. A failed read is left to the next tick, which says what is wrong (and marks a lost
+ * GPU down).
  */
 static int nvml_sub_poll(void *state, int64_t t_ns, struct wt_batch *out)
 {
@@ -1001,8 +1004,10 @@ static int nvml_sub_poll(void *state, int64_t t_ns, struct wt_batch *out)
         unsigned long long mj = 0;
         if (!g->up || !g->known || (g->unsupported & (1u << F_ENERGY)))
             continue;
-        if (s->fn.energy(g->dev, &mj) == NVML_SUCCESS)
-            rc |= emit_counter(g, mj, t_ns, out);
+        nvmlReturn_t r = s->fn.energy(g->dev, &mj);
+        g->read_end_ns = wt_now_real_ns();
+        if (r == NVML_SUCCESS)
+            rc |= emit_counter(g, mj, t_ns, out) | emit_skew(g, t_ns, out);
     }
     return rc ? -ENOMEM : 0;
 }

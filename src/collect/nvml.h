@@ -15,8 +15,9 @@
  *     wattage_gpu_energy_integrated_joules_total{…} power integrated since the collector
  *         started (trapezoids, never across a gap over 3 intervals);
  *     wattage_gpu_energy_gaps_total{…}              gaps in the integrated series;
- *     wattage_gpu_energy_read_skew_seconds{…}       with each counter reading of a poll: how
- *         long after the poll's stamp its read returned (up to 10 µs more; store/uncert.h).
+ *     wattage_gpu_energy_read_skew_seconds{…}       with each counter reading, at a tick or a
+ *         sub-poll: how long after the poll's stamp its read returned (up to 10 µs more;
+ *         store/uncert.h).
  * Health, each where the GPU reports it:
  *     wattage_gpu_ecc_errors_total{…,type=corrected|uncorrected,counter=volatile|aggregate},
  *     wattage_gpu_remapped_rows{…,kind=correctable|uncorrectable|pending|failure},

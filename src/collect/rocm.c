@@ -142,6 +142,7 @@ struct dev {
     /* this tick's counter, read ahead of the other calls */
     bool have_raw;
     uint64_t raw, raw_ts;
+    int64_t read_end_ns; /* CLOCK_REALTIME when the read returned */
     struct wt_ratelimit err_rl;
     unsigned int failed_calls; /* this tick's */
     uint64_t failed_ticks;
@@ -612,7 +613,8 @@ struct sample {
     uint64_t cap_uw;
 };
 
-/* The primaries' accumulators, back to back before any other call: one stamp for all. */
+/* The primaries' accumulators, back to back before any other call: one stamp for all, each
+ * read's lateness after it kept (wattage_gpu_energy_read_skew_seconds). */
 static void read_counters(struct rocm_state *s)
 {
     for (unsigned int i = 0; i < s->n; i++) {
@@ -623,6 +625,7 @@ static void read_counters(struct rocm_state *s)
         if (d->primary != i || !d->counter_ok || !s->fn.energy || !want(d, F_ENERGY))
             continue;
         rsmi_status_t r = s->fn.energy(i, &d->raw, &res, &d->raw_ts);
+        d->read_end_ns = wt_now_real_ns();
         if (!check(s, d, F_ENERGY, r, "rsmi_dev_energy_count_get", &d->failed_calls))
             continue;
         double uj = wt_rocm_uj_per_count(res);
@@ -765,6 +768,8 @@ static int emit_energy(struct rocm_state *s, struct dev *d, const struct sample 
     d->pub_src = PUB_COUNTER;
     d->pub_j = (double)(d->first_raw + d->counter.total_raw) * d->uj_per_count / 1e6;
     rc |= add(out, WT_M_GPU_ENERGY_J, l, t_ns, d->pub_j);
+    rc |=
+        add(out, WT_M_GPU_ENERGY_READ_SKEW_S, l, t_ns, wt_energy_read_skew_s(t_ns, d->read_end_ns));
     return rc;
 }
 

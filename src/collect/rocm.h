@@ -20,6 +20,8 @@
  *   rsmi_dev_ecc_enabled_get names, summed; amdgpu's counters since the driver loaded), and energy:
  *     wattage_gpu_energy_joules_total            the package's accumulator (counter x
  *         resolution), only while it passes the checks below;
+ *     wattage_gpu_energy_read_skew_seconds       with each of its readings: how long after the
+ *         poll's stamp the accumulator's read returned (up to 10 µs more; store/uncert.h);
  *     wattage_gpu_energy_integrated_joules_total the package's power integrated by wattage;
  *     wattage_gpu_energy_gaps_total.
  *

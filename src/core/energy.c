@@ -153,3 +153,9 @@ int64_t wt_energy_nvml_power_window_ns(const char *model)
     }
     return WT_ENERGY_NVML_WINDOW_DEFAULT_NS;
 }
+
+double wt_energy_read_skew_s(int64_t stamp_ns, int64_t read_end_ns)
+{
+    int64_t skew_ns = read_end_ns > stamp_ns ? read_end_ns - stamp_ns : 0;
+    return (double)((skew_ns + 9999) / 10000) / 1e5;
+}

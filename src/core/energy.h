@@ -107,4 +107,13 @@ void wt_energy_integral_break(struct wt_energy_integral *g);
  */
 int64_t wt_energy_nvml_power_window_ns(const char *model);
 
+/*
+ * The read skew of a GPU energy counter reading (wattage_gpu_energy_read_skew_seconds): how long
+ * after the poll's stamp stamp_ns (CLOCK_REALTIME) the counter read returned at read_end_ns, in
+ * seconds, rounded up to 10 us (a bound; jitter below that would cost the store bytes, see
+ * bench/results). 0 when the read returned before the stamp (the clock was stepped back).
+ * store/uncert.h counts power x this at a window edge on or between such readings.
+ */
+double wt_energy_read_skew_s(int64_t stamp_ns, int64_t read_end_ns);
+
 #endif

@@ -167,11 +167,33 @@ static int64_t interval_at(const struct wt_segment_rule *r, int64_t t)
     return iv > 0 ? iv : 1000000000;
 }
 
+/* The readings p[0..n) at their read times: each moved by its read skew (sk[0..nsk), stamped
+ * as the readings) where it has one. NULL when out of memory. */
+static struct wt_point *at_read_times(const struct wt_point *p, size_t n, const struct wt_point *sk,
+                                      size_t nsk)
+{
+    struct wt_point *q = malloc(n * sizeof *q);
+    if (!q)
+        return NULL;
+    memcpy(q, p, n * sizeof *q);
+    for (size_t j = 0, k = 0; j < n; j++) {
+        while (k < nsk && sk[k].t_ns < p[j].t_ns)
+            k++;
+        if (k < nsk && sk[k].t_ns == p[j].t_ns && sk[k].v > 0)
+            q[j].t_ns += llround(sk[k].v * NS);
+    }
+    return q;
+}
+
 /*
  * A counter's readings carry their poll's stamp, but each was read up to its read skew later
- * (collect/nvml.c, wattage_gpu_energy_read_skew_seconds): the estimate at e, on the reading or
- * between two, may be over by that skew (the larger of the readings that make it) times the
- * power just after them, at most the top of the levels around. sk[0..nsk): the skew readings.
+ * (collect/nvml.c, collect/rocm.c, wattage_gpu_energy_read_skew_seconds): the estimate at e, on
+ * the reading or between two, may be over by that skew (the larger of the readings that make it)
+ * times the power just after them, at most the top of the levels around. The levels are those
+ * of the segments between the readings' read times (stamp + skew): between a reading read late
+ * and one read early, a short segment's stamps would show more power than was drawn (771 W on
+ * a 700-W level, a 4-ms skew next to an edge sample 0.1 s from its tick), and the bar more than
+ * skew x power. sk[0..nsk): the skew readings, in time order.
  */
 static double skew_over(const struct wt_uncert_series *s, const struct wt_point *p, size_t n,
                         const struct wt_point *sk, size_t nsk, int64_t e)
@@ -186,7 +208,9 @@ static double skew_over(const struct wt_uncert_series *s, const struct wt_point 
                 skew = fmax(skew, sk[k].v);
         if (!(skew > 0))
             return 0;
-        levels(s, p, n, i + 1 < n ? i : i - 1, &lo, &hi);
+        struct wt_point *q = at_read_times(p, n, sk, nsk);
+        levels(s, q ? q : p, n, i + 1 < n ? i : i - 1, &lo, &hi);
+        free(q);
         return skew * fmax(hi, 0);
     }
     return 0;

@@ -45,10 +45,12 @@
  *   resolution  the counter's unit (NVML 1 mJ, RAPL 1 uJ) at each end of the window.
  *
  *   read skew   a counter reading carries its poll's stamp but was read up to its read skew
- *               later (wattage_gpu_energy_read_skew_seconds, stored beside it by collect/nvml.c):
- *               the estimate at an edge on or between such readings may be over by the skew
- *               times the power after them (the top of the levels around), added to the edge's
- *               `over` side.
+ *               later (wattage_gpu_energy_read_skew_seconds, stored beside it by collect/nvml.c
+ *               and collect/rocm.c): the estimate at an edge on or between such readings may be
+ *               over by the skew times the power after them, added to the edge's `over` side.
+ *               That power is the top of the levels of the segments between the readings' read
+ *               times (stamp + skew): by their stamps, a short segment between a reading read
+ *               late and one read early shows more power than was drawn.
  *
  * Not in the bar: the sensor's absolute accuracy, which a stand-in cannot check and which is
  * systematic rather than a sampling error: NVML's power is +-5 W (FIELD-NOTES), reported

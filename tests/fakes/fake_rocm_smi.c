@@ -29,6 +29,10 @@
  *                               and power go on): the counter seen frozen on ROCm 6.0.x / MI100
  *   FAKE_RSMI_RESET=g:at[,…]    device g's accumulator restarts from 0 at T0+at (driver reload)
  *   FAKE_RSMI_ENERGY_OFFSET=N   the accumulator's start, counts (default 2^32)
+ *   FAKE_RSMI_READ_DELAY_US=N[,…] rsmi_dev_energy_count_get on device i first lets the i-th N µs
+ *                               of wall time pass (a device past the list takes the last N), then
+ *                               answers the accumulator as it is then: a read that lands after
+ *                               the caller's stamp (default 0)
  *   FAKE_RSMI_COUNTER_BITS=32   a 32-bit accumulator (SMU 11, MI100) that wraps at 2^32 counts
  *   FAKE_RSMI_NOT_SUPPORTED=LIST any of energy,power,temperature,busy,cap: NOT_SUPPORTED on every
  *                               device
@@ -89,6 +93,7 @@ static struct {
     unsigned int n;
     char model[128];
     double t0, base, amp, period;
+    double delay_s[MAX_DEVS]; /* FAKE_RSMI_READ_DELAY_US */
     bool socket, mi250x, uid_per_die, bits32;
     uint64_t offset;
     unsigned int cpx;
@@ -161,6 +166,16 @@ static void configure(void)
         fk.ns_temp = strstr(ns, "temperature") != NULL;
         fk.ns_busy = strstr(ns, "busy") != NULL;
         fk.ns_cap = strstr(ns, "cap") != NULL;
+    }
+    const char *dl = getenv("FAKE_RSMI_READ_DELAY_US");
+    double last = 0;
+    for (unsigned int i = 0; i < MAX_DEVS; i++) {
+        char *end = NULL;
+        if (dl && *dl) {
+            last = strtod(dl, &end);
+            dl = *end == ',' ? end + 1 : NULL;
+        }
+        fk.delay_s[i] = last > 0 ? last / 1e6 : 0;
     }
     fk.nfrozen = parse_events("FAKE_RSMI_FROZEN", fk.frozen);
     fk.nreset = parse_events("FAKE_RSMI_RESET", fk.reset);
@@ -455,6 +470,11 @@ rsmi_status_t rsmi_dev_energy_count_get(uint32_t dv_ind, uint64_t *power, float 
         return RSMI_STATUS_FILE_ERROR;
     if (fk.ns_energy || no_power(dv_ind))
         return RSMI_STATUS_NOT_SUPPORTED;
+    /* a read held in the driver: the accumulator as it is when the wait is over */
+    for (double until = now_s() + fk.delay_s[dv_ind]; fk.delay_s[dv_ind] > 0 && now_s() < until;) {
+        struct timespec nap = {0, 100000};
+        nanosleep(&nap, NULL);
+    }
     struct timespec bt;
     clock_gettime(CLOCK_BOOTTIME, &bt);
     *power = accumulator(dv_ind, now_s());

@@ -245,6 +245,17 @@ WT_TEST(integral_with_window_restarts_after_a_gap_without_counting_it)
     WT_NEAR(g.total_j, 900.0, 1e-9);
 }
 
+WT_TEST(read_skew_is_rounded_up_to_10_us_and_never_below_0)
+{
+    int64_t t = 1700000000 * S;
+    WT_NEAR(wt_energy_read_skew_s(t, t), 0, 0);
+    WT_NEAR(wt_energy_read_skew_s(t, t - 5000), 0, 0); /* the clock stepped back */
+    WT_NEAR(wt_energy_read_skew_s(t, t + 1), 10e-6, 1e-15);
+    WT_NEAR(wt_energy_read_skew_s(t, t + 10000), 10e-6, 1e-15);
+    WT_NEAR(wt_energy_read_skew_s(t, t + 10001), 20e-6, 1e-15);
+    WT_NEAR(wt_energy_read_skew_s(t, t + 2961000), 2.97e-3, 1e-15);
+}
+
 WT_TEST(nvml_power_window_per_generation)
 {
     static const struct {

@@ -624,6 +624,27 @@ WT_TEST(a_missing_energy_counter_is_said_once_per_gpu_at_info)
     wt_batch_free(&b);
 }
 
+/* The loaded fake's exact energy function; *h to dlclose. */
+static exact_energy_fn *exact_fn(void **h)
+{
+    exact_energy_fn *exact;
+    *h = dlopen(fake(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    WT_ASSERT(*h != NULL);
+    void *p = dlsym(*h, "fake_nvml_exact_energy_j");
+    WT_ASSERT(p != NULL);
+    memcpy(&exact, &p, sizeof p);
+    return exact;
+}
+
+/* The fake's exact energy of gpu from its T0 (FAKE_NVML_T0) to t_ns, J. */
+static double fake_nvml_exact(unsigned int gpu, int64_t t_ns)
+{
+    void *h;
+    double j = exact_fn(&h)(gpu, strtod(getenv("FAKE_NVML_T0"), NULL), (double)t_ns / WT_NS_PER_S);
+    dlclose(h);
+    return j;
+}
+
 /* Polls every 0.2 s for ~3 s with a 2 s power period; returns what the collector and the fake say.
  */
 static void energy_window(const char *notsup, double *counter_j, double *integrated_j,
@@ -637,12 +658,8 @@ static void energy_window(const char *notsup, double *counter_j, double *integra
     if (notsup)
         setenv("FAKE_NVML_NOT_SUPPORTED", notsup, 1);
     void *st = open_ok(fake(), 200);
-    void *h = dlopen(fake(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    WT_ASSERT(h != NULL);
-    exact_energy_fn *exact;
-    void *p = dlsym(h, "fake_nvml_exact_energy_j");
-    WT_ASSERT(p != NULL);
-    memcpy(&exact, &p, sizeof p);
+    void *h;
+    exact_energy_fn *exact = exact_fn(&h);
 
     struct wt_batch b = {0};
     /* A first poll to warm up (lazy binding, caches): the window's ends are then alike. */
@@ -1024,10 +1041,47 @@ WT_TEST(auto_measures_the_first_ticks_and_turns_sub_polls_on_for_a_cheap_counter
     int64_t t = wt_now_real_ns();
     wt_batch_clear(&b);
     WT_EQ_INT(wt_nvml_collector.sub_poll(st, t, &b), 0);
-    WT_EQ_INT(b.len, 2);
+    WT_EQ_INT(b.len, 4);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_J), 2);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_READ_SKEW_S), 2); /* each with its read skew */
     WT_EQ_INT(b.r[0].t_ns, t);
     WT_ASSERT(value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL) >= before);
+    wt_nvml_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* How long each GPU's counter read lands after the stamp, GPU 1's read held 3 ms. */
+WT_TEST(each_counter_reading_carries_how_long_after_its_stamp_it_was_read)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_GPUS", "3", 1);
+    setenv("FAKE_NVML_READ_DELAY_US", "0,3000,0", 1);
+    void *st = open_energy(200 * WT_NS_PER_MS);
+    struct wt_batch b = {0};
+    for (int k = 0; k < 2; k++) {
+        /* a tick, then a sub-poll: the counters are read back to back, so GPU 2 waits on GPU 1 */
+        int64_t t = wt_now_real_ns();
+        wt_batch_clear(&b);
+        if (k == 0)
+            WT_EQ_INT(wt_nvml_collector.poll(st, t, &b, &(struct wt_err){{0}}), 0);
+        else
+            WT_EQ_INT(wt_nvml_collector.sub_poll(st, t, &b), 0);
+        double sk[3];
+        for (unsigned int g = 0; g < 3; g++) {
+            sk[g] = value(&b, WT_M_GPU_ENERGY_READ_SKEW_S, g, NULL, NULL);
+            /* in 10-us steps, rounded up: never 0 for a read that took any time */
+            WT_NEAR(sk[g] * 1e5, round(sk[g] * 1e5), 1e-6);
+            WT_ASSERT(sk[g] >= 1e-5 && sk[g] < 0.5);
+        }
+        printf("# %s: read skew %.5f, %.5f, %.5f s\n", k ? "sub-poll" : "tick", sk[0], sk[1],
+               sk[2]);
+        WT_ASSERT(sk[0] < sk[1] && sk[1] >= 0.003 && sk[2] >= sk[1]);
+        /* GPU 1's counter is the energy up to its read, 3 ms or more after the stamp, which
+         * moves it more than a mJ at 100 W or more (the fake's default wave) */
+        double e1 = value(&b, WT_M_GPU_ENERGY_J, 1, NULL, NULL);
+        WT_ASSERT(e1 * 1000 - 1e9 > floor(1000 * fake_nvml_exact(1, t + 3 * WT_NS_PER_MS)) - 0.5);
+        WT_ASSERT(fake_nvml_exact(1, t + 3 * WT_NS_PER_MS) - fake_nvml_exact(1, t) > 0.1);
+    }
     wt_nvml_collector.close(st);
     wt_batch_free(&b);
 }

@@ -374,6 +374,36 @@ WT_TEST(an_mi250x_publishes_power_and_energy_once_per_package)
     wt_amd_collector.close(st);
 }
 
+WT_TEST(each_accumulator_reading_carries_how_long_after_its_stamp_it_was_read)
+{
+    /* device 1's read held 3 ms: its reading and device 2's (read after it) lie 3 ms or more
+     * after the poll's stamp, and say so; the accumulator is the energy up to the read */
+    setenv("FAKE_RSMI_GPUS", "3", 1);
+    setenv("FAKE_RSMI_READ_DELAY_US", "0,3000,0", 1);
+    set_t0_now();
+    void *st = open_ok(100);
+    void *h;
+    exact_energy_fn *exact = exact_fn(&h);
+    struct wt_batch b = {0};
+    int64_t t = poll_ok(st, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ENERGY_READ_SKEW_S), 3);
+    double sk[3];
+    for (unsigned int i = 0; i < 3; i++) {
+        sk[i] = value(&b, WT_M_GPU_ENERGY_READ_SKEW_S, i);
+        WT_NEAR(sk[i] * 1e5, round(sk[i] * 1e5), 1e-6); /* 10-us steps */
+        WT_ASSERT(sk[i] >= 1e-5 && sk[i] < 0.5);
+    }
+    printf("# read skew %.5f, %.5f, %.5f s\n", sk[0], sk[1], sk[2]);
+    WT_ASSERT(sk[0] < sk[1] && sk[1] >= 0.003 && sk[2] >= sk[1]);
+    double t0 = strtod(getenv("FAKE_RSMI_T0"), NULL), ts = (double)t / WT_NS_PER_S;
+    double e1 = value(&b, WT_M_GPU_ENERGY_J, 1) - 65536; /* the offset: 2^32 counts of 2^-16 J */
+    WT_ASSERT(e1 >= exact(1, t0, ts + 0.003) - 1e-4);
+    WT_ASSERT(exact(1, ts, ts + 0.003) > 0.5); /* 3 ms at 250 W or more */
+    wt_batch_free(&b);
+    dlclose(h);
+    wt_amd_collector.close(st);
+}
+
 WT_TEST(counter_energy_over_a_window_is_the_exact_energy_to_the_joule)
 {
     setenv("FAKE_RSMI_GPUS", "2", 1);

@@ -156,12 +156,64 @@ WT_TEST(uncert_counter_read_after_its_stamp_widens_the_edge)
     WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, NULL, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
     WT_NEAR(b.total_j, 0.002, 1e-9);
     WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, skew_at, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
-    WT_NEAR(b.edges_j, 200e-6 * 700, 1e-9);
-    WT_NEAR(b.total_j, 0.142, 1e-9);
+    /* (these readings are the energy at their stamps: between read times, 8.0002 s to 9 s
+     * shows 700.14 W) */
+    WT_NEAR(b.edges_j, 200e-6 * 700, 1e-4);
+    WT_NEAR(b.total_j, 0.142, 1e-4);
     /* an integrated series is not read by the counter: no skew */
     si.kind = WT_SK_INTEGRATED;
     WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, skew_at, &c, 3 * S, 8 * S, 2300, 5, &b), 0);
     WT_ASSERT(b.edges_j < 1e-9);
+}
+
+/* The energy used by 100 W until 5 s, then 700 W, from 0 s to t (in ns). */
+static double used_j(int64_t t)
+{
+    double x = (double)t / S;
+    return x <= 5 ? 100 * x : 500 + 700 * (x - 5);
+}
+
+/* The read skew of the edge sample at 8.1 s: 4 ms (its tick at 8 s and the rest: 0). */
+static int skew_edge(void *ctx, int64_t from, int64_t to, struct wt_point **out, size_t *n)
+{
+    static const struct wt_point sk[] = {
+        {7 * S, 0}, {8 * S, 0}, {8 * S + S / 10, 4e-3}, {9 * S, 0}};
+    struct pts c = {sk, 4};
+    (void)ctx;
+    return pts_in(&c, from, to, out, n);
+}
+
+WT_TEST(uncert_read_skew_counts_the_power_between_read_times_not_more)
+{
+    /* 100 W, then 700 W from 5 s; ticks every second and an edge sample at 8.1 s whose counter
+     * was read 4 ms late: the window [3 s, 8.1 s] is 2.8 J over (4 ms at 700 W) where the bar
+     * without the skew is the counter's 1 mJ at each end. With it the bar is 4 ms x 700 W: by
+     * their stamps the 0.1-s segment [8 s, 8.1 s] would show 728 W (its energy to 8.104 s), a
+     * lone top widened by 20 % of the swing to 853.6 W and a bar of 3.41 J; between the read
+     * times it is the 700 W drawn. */
+    struct wt_point p[14];
+    size_t n = 0;
+    for (int64_t t = 0; t <= 12 * S; t += S) {
+        p[n++] = (struct wt_point){t, used_j(t)};
+        if (t == 8 * S)
+            p[n++] = (struct wt_point){t + S / 10, used_j(t + S / 10 + 4000000)};
+    }
+    struct wt_series_info si = {.kind = WT_SK_HWCOUNTER};
+    snprintf(si.metric, sizeof si.metric, "wattage_gpu_energy_joules_total");
+    struct wt_run_list runs = {0};
+    struct pts c = {p, n};
+    struct wt_uncert b;
+    int64_t a = 3 * S, e = 8 * S + S / 10;
+    double err = (p[9].v - p[3].v) - (used_j(e) - used_j(a));
+    WT_NEAR(err, 2.8, 1e-9);
+    WT_EQ_INT(wt_uncert_series_bar(&si, &runs, pts_in, NULL, &c, a, e, p[9].v - p[3].v, 5.1, &b),
+              0);
+    WT_NEAR(b.total_j, 0.002, 1e-9); /* missed by far */
+    WT_EQ_INT(
+        wt_uncert_series_bar(&si, &runs, pts_in, skew_edge, &c, a, e, p[9].v - p[3].v, 5.1, &b), 0);
+    WT_NEAR(b.edges_j, 4e-3 * 700, 1e-6);
+    WT_NEAR(b.total_j, 2.802, 1e-6);
+    WT_ASSERT(err <= b.total_j);
 }
 
 WT_TEST(uncert_gap_inside_the_window_counts_what_it_may_hide)
