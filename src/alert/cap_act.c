@@ -24,6 +24,7 @@
 
 #include "audit/jobs.h"
 #include "collect/nvml.h"
+#include "collect/rocm.h"
 #include "core/durable.h"
 
 static const struct {
@@ -492,8 +493,11 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
             GN(c, i), w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
             g->saved_w);
     wt_cap_count_action(c, act, why);
-    if (!g->amd)
-        wt_nvml_slow_refresh(); /* the collector reads the new limit at its next tick */
+    /* the collector reads the new limit at its next tick */
+    if (g->amd)
+        wt_rocm_slow_refresh();
+    else
+        wt_nvml_slow_refresh();
     g->limit_w = w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false; /* held again: wattage's on purpose */
@@ -563,7 +567,9 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     wt_info(MOD, "restored gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i), g->saved_w, reason,
             why_names[why]);
     wt_cap_count_action(c, A_RESTORE, why);
-    if (!g->amd)
+    if (g->amd)
+        wt_rocm_slow_refresh();
+    else
         wt_nvml_slow_refresh();
     g->limit_w = g->saved_w;
     g->last_change_ns = c->now_ns;

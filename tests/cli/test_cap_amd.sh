@@ -4,7 +4,8 @@
 # the last one its cap; 500 W by default, range 100..560 W), so a cap outlives the daemon that
 # set it, as on a real GPU. A rule with action cap on an AMD GPU's series lowers that GPU's limit
 # (and only that one), recorded under its AMD-... uuid; SIGTERM restores it; after a kill -9 a
-# start without the rule restores it from the record.
+# start without the rule restores it from the record. The AMD collector reads the caps once an
+# hour (collectors.amd.slow_interval 1h) and at once after wattage sets one.
 source "$(dirname "$0")/lib.sh"
 FAKE_ROCM=${WATTAGE_FAKE_ROCM:-$PWD/${WATTAGE_BUILD:-build}/tests/fakes/librocm_smi64.so.1}
 mkdir -p "$TMP/sys" "$TMP/proc"
@@ -33,6 +34,9 @@ limit_is() { [[ $(limit_of "$1") == "$2" ]]; }
 # rule_yaml NAME: a cap rule on AMD GPU 1 (300 W) with the record at $TMP/NAME.caps
 rule_yaml() {
     cat >"$TMP/$1.yaml" <<EOF
+collectors:
+  amd:
+    slow_interval: 1h
 alerts:
   detectors: $DETECTORS_OFF
   cap_record: $TMP/$2.caps
@@ -71,7 +75,15 @@ check "the record has the AMD uuid, own 500 W, set 300 W" \
 cap1=$(sample wattage_gpu_power_cap_watts 'gpu="1",uuid="AMD-00c0ffee00000001"')
 check "wattage_gpu_power_cap_watts{gpu=\"1\",uuid=\"AMD-…\"} is 300 (got '$cap1')" test "$cap1" = 300
 lim_300() { [[ $(sample wattage_gpu_power_limit_watts 'gpu="1"') == 300 ]]; }
-check "the AMD collector reads the new limit" wait_for 5 lim_300
+# the cap is a slow field read once an hour here: seen at once because wattage set it
+check "the AMD collector reads the new limit at once (slow_interval 1h)" wait_for 5 lim_300
+st=$(curl -sf "http://127.0.0.1:$PORT/api/v1/status")
+check "GET /api/v1/status: amd's slow fields and interval" python3 -c '
+import json, sys
+c = [c for c in json.loads(sys.argv[1])["collectors"] if c["name"] == "amd"][0]
+f = c["slow_fields"]
+sys.exit(0 if c["slow_interval_seconds"] == 3600 and "power_limit" in f
+         and "power_limit_range" in f and "ecc_volatile" in f and "power" not in f else 1)' "$st"
 halt
 check "the daemon exits 0 on SIGTERM" test $? -eq 0
 check "SIGTERM restored GPU 1 to its own 500 W" limit_is 1 500
