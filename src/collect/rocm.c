@@ -194,6 +194,7 @@ struct dev {
     int attrib_src;
     uint64_t attrib_uj;
     int64_t attrib_at;
+    struct wt_attrib_starts starts; /* the start times of the last split's processes */
 };
 #define PUB_COUNTER 1
 #define PUB_INTEGRATED 2
@@ -351,13 +352,6 @@ static bool read_procs(struct rocm_state *s, int64_t t_ns)
 
 /* ---- attribution: each package's energy split over the processes on its devices ---- */
 
-/* A process's start time (its identity with the pid), 0 when /proc cannot say. */
-static uint64_t pid_start(unsigned int pid)
-{
-    struct wt_pid_stat st;
-    return wt_procfs_pid_stat((int)pid, &st) == 0 ? st.start : 0;
-}
-
 /*
  * Splits package p's published energy since its last split (integer µJ) over the processes
  * listed on any of its devices: by VRAM where the library gives each process's own (a process
@@ -401,7 +395,7 @@ static bool attribute_package(struct rocm_state *s, struct dev *p, const struct 
             if (j == n) {
                 if (n == WT_NVML_MAX_PROCS)
                     continue;
-                sh[n] = (struct wt_attrib_share){g->pids[k], pid_start(g->pids[k]), 1, -1};
+                sh[n] = (struct wt_attrib_share){g->pids[k], 0, 1, -1};
                 mem[n++] = 0;
             }
             if (g->mem_b[k] == WT_NVML_NO_MEMORY)
@@ -410,6 +404,8 @@ static bool attribute_package(struct rocm_state *s, struct dev *p, const struct 
                 mem[j] += g->mem_b[k];
         }
     }
+    /* each process's start time (its identity with the pid), kept while it stays listed */
+    wt_attrib_starts_fill(&p->starts, sh, n);
     uint64_t mem_total = 0;
     for (size_t j = 0; mem_ok && j < n; j++)
         mem_total += mem[j];
