@@ -24,6 +24,7 @@
 
 #include "audit/jobs.h"
 #include "collect/nvml.h"
+#include "collect/rocm.h"
 #include "core/durable.h"
 
 static const struct {
@@ -203,9 +204,39 @@ int wt_cap_load_nvml(struct wt_cap *c, const struct wt_config *cfg, struct wt_er
     return 0;
 }
 
+/* Whether the record at path has a line for an AMD GPU (an AMD-... uuid): a cap to restore. */
+static bool record_has_amd(const char *path)
+{
+    struct wt_cap_rec r[MAX_GPUS];
+    size_t n = 0;
+    struct wt_err err = {{0}};
+    bool amd = false;
+    if (!path[0])
+        return false;
+    int fd = wt_cap_rec_lock(path);
+    if (wt_cap_record_read(path, r, MAX_GPUS, &n, &err) == 0)
+        for (size_t k = 0; k < n && !amd; k++)
+            amd = strncmp(r[k].uuid, "AMD-", 4) == 0;
+    wt_cap_rec_unlock(fd);
+    return amd;
+}
+
 void wt_cap_load_amd(struct wt_cap *c, const struct wt_config *cfg)
 {
     struct wt_err err = {{0}};
+    /* With the AMD collector off the library is not loaded, unless an earlier run's AMD cap
+     * waits in the record to be put back (a record that cannot be read is recover's to say). */
+    if (cfg && !cfg->collectors.amd.enabled) {
+        if (!record_has_amd(c->record)) {
+            wt_debug(MOD,
+                     "collectors.amd.enabled is false: ROCm SMI not loaded, no AMD GPU to cap");
+            return;
+        }
+        wt_info(MOD,
+                "collectors.amd.enabled is false, but %s holds an AMD GPU's cap to restore: "
+                "ROCm SMI loaded for it",
+                c->record);
+    }
     if (wt_rocm_caps_open(cfg, &c->amd, &err) != 0) {
         /* most hosts have no AMD GPU: said where someone looks */
         wt_debug(MOD, "no AMD GPU to cap: %s", err.msg);
@@ -492,8 +523,11 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
             GN(c, i), w, act_names[act], reason, why_names[why], g->touched ? g->set_w : g->limit_w,
             g->saved_w);
     wt_cap_count_action(c, act, why);
-    if (!g->amd)
-        wt_nvml_slow_refresh(); /* the collector reads the new limit at its next tick */
+    /* the collector reads the new limit at its next tick */
+    if (g->amd)
+        wt_rocm_slow_refresh();
+    else
+        wt_nvml_slow_refresh();
     g->limit_w = w;
     g->last_change_ns = c->now_ns;
     g->left_capped = false; /* held again: wattage's on purpose */
@@ -563,7 +597,9 @@ void wt_cap_restore(struct wt_cap *c, int i, enum why why, const char *reason)
     wt_info(MOD, "restored gpu=%s limit_w=%.1f reason=%s why=%s", GN(c, i), g->saved_w, reason,
             why_names[why]);
     wt_cap_count_action(c, A_RESTORE, why);
-    if (!g->amd)
+    if (g->amd)
+        wt_rocm_slow_refresh();
+    else
         wt_nvml_slow_refresh();
     g->limit_w = g->saved_w;
     g->last_change_ns = c->now_ns;

@@ -194,7 +194,9 @@ int wt_cap_set_limit(struct wt_cap *c, int i, double w, enum act act, enum why w
                      const char *reason);
 /* Ends the NVML and ROCm SMI sessions. */
 void wt_cap_unload(struct wt_cap *c);
-/* Appends ROCm SMI's GPUs to the slots (quietly absent without the library or a GPU). */
+/* Appends ROCm SMI's GPUs to the slots (quietly absent without the library or a GPU). With
+ * collectors.amd.enabled false the library is not loaded, unless c->record has an AMD GPU's
+ * line (a cap of an earlier run to put back). */
 void wt_cap_load_amd(struct wt_cap *c, const struct wt_config *cfg);
 /* Whether GPU i's limits can be set now: its library loaded, the GPU answering, a set call. */
 bool wt_cap_dev_ok(const struct wt_cap *c, int i);

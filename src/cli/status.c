@@ -14,6 +14,7 @@
 #include "audit/dark.h"
 #include "cli/cli.h"
 #include "collect/collector.h"
+#include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/health.h"
 #include "core/hub.h"
@@ -65,14 +66,20 @@ static void print_dark_today(const struct wt_config *cfg)
     wt_store_close(st);
 }
 
-/* Dark power as one snapshot sees it: idle now from the process list of this poll. */
-static void feed_dark(struct wt_dark *d, const struct wt_batch *b)
+/*
+ * Dark power as one snapshot sees it: idle now from the process list of this poll, for a GPU
+ * collector's batch (collector "nvml" or "amd"); others are not fed.
+ */
+static void feed_dark(struct wt_dark *d, const char *collector, const struct wt_batch *b)
 {
+    bool amd = strcmp(collector, "amd") == 0;
+    if (!amd && strcmp(collector, "nvml") != 0)
+        return;
     struct wt_gpu_procs *procs = calloc(64, sizeof *procs);
     size_t np = 0;
     int64_t t = 0;
-    bool have = procs && wt_nvml_processes(procs, 64, &np, &t) == 0;
-    wt_dark_feed(d, "nvml", b, procs, have ? np : 0, have);
+    bool have = procs && (amd ? wt_rocm_processes : wt_nvml_processes)(procs, 64, &np, &t) == 0;
+    wt_dark_feed(d, collector, b, procs, have ? np : 0, have);
     free(procs);
 }
 
@@ -205,8 +212,8 @@ int wt_cmd_status(int argc, char **argv)
             if (prc != 0 && round == 1 && !co.json)
                 fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
             wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
-            if (prc == 0 && strcmp(src[i].name, "nvml") == 0)
-                feed_dark(dark, &batch);
+            if (prc == 0)
+                feed_dark(dark, src[i].name, &batch);
         }
     }
     publish_dark(&cfg, hub, dark);

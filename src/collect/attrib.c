@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/procfs.h"
 #include "core/clock.h"
 #include "core/log.h"
 
@@ -46,6 +47,32 @@ static int by_remainder(const void *a, const void *b)
     if (x->r != y->r)
         return x->r < y->r ? 1 : -1;
     return x->i < y->i ? -1 : x->i > y->i; /* stable: the earlier share first */
+}
+
+void wt_attrib_starts_fill(struct wt_attrib_starts *c, struct wt_attrib_share *sh, size_t n)
+{
+    bool refresh = ++c->age >= WT_ATTRIB_STARTS_REFRESH;
+    if (refresh)
+        c->age = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool cached = false;
+        for (unsigned int k = 0; !refresh && k < c->n && !cached; k++) {
+            /* the lists keep their order from one second to the next: look at i first */
+            unsigned int j = (unsigned int)((i + k) % c->n);
+            if (c->pid[j] == sh[i].pid && c->start[j]) {
+                sh[i].start = c->start[j];
+                cached = true;
+            }
+        }
+        struct wt_pid_stat st;
+        if (!cached)
+            sh[i].start = wt_procfs_pid_stat((int)sh[i].pid, &st) == 0 ? st.start : 0;
+    }
+    c->n = n < WT_ATTRIB_STARTS_MAX ? (unsigned int)n : WT_ATTRIB_STARTS_MAX;
+    for (unsigned int i = 0; i < c->n; i++) {
+        c->pid[i] = sh[i].pid;
+        c->start[i] = sh[i].start;
+    }
 }
 
 void wt_attrib_split(uint64_t energy, double busy, const uint64_t *weights, size_t n,

@@ -73,6 +73,25 @@ struct wt_attrib_share {
                       * when the process is first seen */
 };
 
+#define WT_ATTRIB_STARTS_MAX 64     /* processes whose start time a device keeps */
+#define WT_ATTRIB_STARTS_REFRESH 30 /* splits between two reads of a listed process's start */
+
+/* A device's start times of the processes of its last split. Zero-initialise. */
+struct wt_attrib_starts {
+    unsigned int n, age;
+    unsigned int pid[WT_ATTRIB_STARTS_MAX];
+    uint64_t start[WT_ATTRIB_STARTS_MAX];
+};
+
+/*
+ * Fills sh[i].start of sh[0..n) (pid set): the start kept from the last split for a pid listed
+ * there, else read from /proc (collect/procfs.h; 0 when it cannot say: a process gone since its
+ * list keeps its energy under its pid), and keeps this split's for the next: a pid no longer
+ * listed is dropped. Every WT_ATTRIB_STARTS_REFRESH calls every start is read again: a pid that
+ * left and came back between two lists a second apart is the one reuse the cache could miss.
+ */
+void wt_attrib_starts_fill(struct wt_attrib_starts *c, struct wt_attrib_share *sh, size_t n);
+
 #define WT_ATTRIB_MAX_DEVICES 64
 #define WT_ATTRIB_MAX_PROCS 512  /* tracked per device; more are counted under their owner */
 #define WT_ATTRIB_MAX_FOLDED 256 /* owner series per device; more under one per owner kind */

@@ -153,9 +153,7 @@ struct gpu {
     unsigned long long ecc_agg[2];
     unsigned int remap[4];
     /* the start times of the last split's processes: a pid listed again is not read again */
-    unsigned int known_n, known_age;
-    unsigned int known_pid[WT_NVML_MAX_PROCS];
-    uint64_t known_start[WT_NVML_MAX_PROCS];
+    struct wt_attrib_starts starts;
 };
 
 /* XIDs of one GPU, counted by the event thread (under xid_ctx.mu). */
@@ -244,7 +242,6 @@ struct nvml_state {
 #define AUTO_TICKS 5 /* ticks whose energy reads auto measures before it decides */
 
 #define PROCS_EVERY_NS WT_NS_PER_S
-#define START_REFRESH 30 /* splits between two reads of a listed process's start time */
 #define PROCS_BUF 256
 
 /* Outcome of one GPU's calls in one tick. */

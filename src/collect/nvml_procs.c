@@ -12,8 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "collect/procfs.h"
-
 /* The latest process list of the collector that read one last (see wt_nvml_processes). */
 static pthread_mutex_t procs_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct wt_gpu_procs *procs_list;
@@ -136,37 +134,15 @@ static void attribute(struct nvml_state *s, struct gpu *g, const struct wt_gpu_p
     double util[WT_NVML_MAX_PROCS] = {0};
     unsigned int cnt[WT_NVML_MAX_PROCS] = {0}, k_max = 0;
     bool mem_ok = p->npids > 0;
-    /* Every START_REFRESH splits every start time is read again: a pid that left and came
-     * back between two lists a second apart is the one reuse this cache could miss. */
-    bool refresh = ++g->known_age >= START_REFRESH;
-    if (refresh)
-        g->known_age = 0;
     for (unsigned int i = 0; i < p->npids; i++) {
-        struct wt_pid_stat st;
-        bool cached = false;
         sh[i].pid = p->pids[i];
         /* Under MIG a process's series says its GPU instance: each process is counted once,
          * so the instances' series and idle sum to the parent's energy. */
         sh[i].instance = p->instance[i] == WT_NVML_NO_INSTANCE ? -1 : (int)p->instance[i];
-        for (unsigned int k = 0; !refresh && k < g->known_n && !cached; k++) {
-            /* the lists keep their order from one second to the next: look at i first */
-            unsigned int j = (i + k) % g->known_n;
-            if (g->known_pid[j] == p->pids[i] && g->known_start[j]) {
-                sh[i].start = g->known_start[j];
-                cached = true;
-            }
-        }
-        /* A process gone since the list keeps its energy under its pid (start unknown). */
-        if (!cached)
-            sh[i].start = wt_procfs_pid_stat((int)p->pids[i], &st) == 0 ? st.start : 0;
         if (p->mem_b[i] == WT_NVML_NO_MEMORY)
             mem_ok = false;
     }
-    for (unsigned int i = 0; i < p->npids; i++) {
-        g->known_pid[i] = sh[i].pid;
-        g->known_start[i] = sh[i].start;
-    }
-    g->known_n = p->npids;
+    wt_attrib_starts_fill(&g->starts, sh, p->npids);
     for (unsigned int k = 0; have_util && k < nsamp; k++) {
         for (unsigned int i = 0; i < p->npids; i++) {
             if (s->util_buf[k].pid == p->pids[i]) {

@@ -22,12 +22,14 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "collect/attrib.h"
+#include "collect/cadence.h"
 #include "collect/collector.h"
 #include "collect/nvml.h"
 #include "collect/procfs.h"
@@ -113,7 +115,41 @@ enum feature {
     F_BUSY,
     F_CAP,
     F_ECC,
+    F_CAP_RANGE,
 };
+
+/*
+ * Each field's cadence (collect/cadence.h). Slow: what changes only when someone sets it (the
+ * power cap and its range) or slowly (the ECC counts, which blocks have ECC), read at start,
+ * every collectors.amd.slow_interval, when a device answers again after failing, and after
+ * wattage's capper sets or restores a cap (wt_rocm_slow_refresh). Start: read when the devices
+ * are found (the identity that names and groups them).
+ */
+static const struct wt_field_cadence cadence[] = {
+    {"name", WT_CADENCE_START},
+    {"unique_id", WT_CADENCE_START},
+    {"pci_bus_id", WT_CADENCE_START},
+    {"power", WT_CADENCE_TICK},
+    {"energy", WT_CADENCE_TICK},
+    {"temperature", WT_CADENCE_TICK},
+    {"memory_temperature", WT_CADENCE_TICK},
+    {"utilization", WT_CADENCE_TICK},
+    {"processes", WT_CADENCE_TICK},
+    {"power_limit", WT_CADENCE_SLOW},
+    {"power_limit_range", WT_CADENCE_SLOW},
+    {"ecc_enabled", WT_CADENCE_SLOW},
+    {"ecc_volatile", WT_CADENCE_SLOW},
+};
+#define N_CADENCE (sizeof cadence / sizeof cadence[0])
+#define DEFAULT_SLOW_NS (60 * WT_NS_PER_S)
+
+/* Bumped by wt_rocm_slow_refresh; each collector reads its slow fields when it changes. */
+static atomic_uint slow_refresh_gen;
+
+void wt_rocm_slow_refresh(void)
+{
+    atomic_fetch_add(&slow_refresh_gen, 1);
+}
 
 struct dev {
     unsigned int index;
@@ -127,9 +163,14 @@ struct dev {
     char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
     char info_labels[WT_LABELS_LEN]; /* + vendor, pci_bus_id, package, partition */
     uint32_t unsupported;            /* 1 << enum feature */
-    bool have_range;
+    /* the slow fields as last read (cadence[]): published at every tick between reads */
+    bool slow_pending; /* read them at the next tick (a failure, or back after an outage) */
+    bool have_cap, have_range, have_ecc;
+    uint64_t cap_uw;
     double cap_min_w, cap_max_w;
-    uint64_t ecc_blocks; /* the blocks with ECC enabled that answer their counts */
+    uint64_t ecc_blocks;  /* the blocks with ECC enabled that answer their counts */
+    uint64_t ecc_nocount; /* enabled blocks without a counter: not asked again */
+    uint64_t ecc[2];      /* corrected, uncorrected: summed over the blocks */
     /* package energy, on the primary */
     bool counter_ok; /* false once the check failed: integration alone */
     struct wt_energy_counter counter;
@@ -154,6 +195,7 @@ struct dev {
     int attrib_src;
     uint64_t attrib_uj;
     int64_t attrib_at;
+    struct wt_attrib_starts starts; /* the start times of the last split's processes */
 };
 #define PUB_COUNTER 1
 #define PUB_INTEGRATED 2
@@ -172,6 +214,9 @@ struct rocm_state {
     struct wt_attrib *attrib; /* per-process energy; NULL when off or without memory */
     int64_t attrib_gap_ns;
     int64_t split_t_ns; /* the last split's time (0: none yet) */
+    int64_t interval_ns;
+    struct wt_slow_timer slow; /* collectors.amd.slow_interval */
+    unsigned int refresh_seen; /* slow_refresh_gen at the last slow read */
 };
 
 /* ---- the GPUs' processes (see wt_rocm_processes) ---- */
@@ -308,13 +353,6 @@ static bool read_procs(struct rocm_state *s, int64_t t_ns)
 
 /* ---- attribution: each package's energy split over the processes on its devices ---- */
 
-/* A process's start time (its identity with the pid), 0 when /proc cannot say. */
-static uint64_t pid_start(unsigned int pid)
-{
-    struct wt_pid_stat st;
-    return wt_procfs_pid_stat((int)pid, &st) == 0 ? st.start : 0;
-}
-
 /*
  * Splits package p's published energy since its last split (integer µJ) over the processes
  * listed on any of its devices: by VRAM where the library gives each process's own (a process
@@ -358,7 +396,7 @@ static bool attribute_package(struct rocm_state *s, struct dev *p, const struct 
             if (j == n) {
                 if (n == WT_NVML_MAX_PROCS)
                     continue;
-                sh[n] = (struct wt_attrib_share){g->pids[k], pid_start(g->pids[k]), 1, -1};
+                sh[n] = (struct wt_attrib_share){g->pids[k], 0, 1, -1};
                 mem[n++] = 0;
             }
             if (g->mem_b[k] == WT_NVML_NO_MEMORY)
@@ -367,6 +405,8 @@ static bool attribute_package(struct rocm_state *s, struct dev *p, const struct 
                 mem[j] += g->mem_b[k];
         }
     }
+    /* each process's start time (its identity with the pid), kept while it stays listed */
+    wt_attrib_starts_fill(&p->starts, sh, n);
     uint64_t mem_total = 0;
     for (size_t j = 0; mem_ok && j < n; j++)
         mem_total += mem[j];
@@ -539,7 +579,6 @@ static bool check(struct rocm_state *s, struct dev *d, enum feature f, rsmi_stat
 
 static void identify(struct rocm_state *s, struct dev *d)
 {
-    unsigned int failed = 0;
     d->name[0] = '\0';
     if (s->fn.name && s->fn.name(d->index, d->name, sizeof d->name) != RSMI_STATUS_SUCCESS)
         d->name[0] = '\0';
@@ -555,20 +594,7 @@ static void identify(struct rocm_state *s, struct dev *d)
                  WT_RSMI_BDF_BUS(b), WT_RSMI_BDF_DEV(b), WT_RSMI_BDF_FUNC(b));
         d->partition = WT_RSMI_BDF_PARTITION(b);
     }
-    uint64_t max_uw = 0, min_uw = 0;
-    if (s->fn.cap_range &&
-        check(s, d, F_CAP, s->fn.cap_range(d->index, 0, &max_uw, &min_uw),
-              "rsmi_dev_power_cap_range_get", &failed) &&
-        max_uw >= min_uw) {
-        d->have_range = true;
-        d->cap_min_w = (double)min_uw / 1e6; /* raw: µW */
-        d->cap_max_w = (double)max_uw / 1e6;
-    }
-    d->unsupported &= ~(1u << F_CAP); /* the range missing says nothing of the cap itself */
-    uint64_t mask = 0;
-    if (s->fn.ecc_enabled && s->fn.ecc_count &&
-        s->fn.ecc_enabled(d->index, &mask) == RSMI_STATUS_SUCCESS)
-        d->ecc_blocks = mask & WT_RSMI_GPU_BLOCKS;
+    /* the cap, its range and ECC: the slow fields (read_slow) */
 }
 
 /* Labels, once the packages are known: the uuid names the package and the member. */
@@ -669,29 +695,74 @@ static void sample_dev(struct rocm_state *s, struct dev *d, struct sample *v, un
     if (s->fn.busy && want(d, F_BUSY))
         v->have_busy =
             check(s, d, F_BUSY, s->fn.busy(i, &v->busy_pct), "rsmi_dev_busy_percent_get", failed);
-    if (s->fn.cap && want(d, F_CAP))
-        v->have_cap =
-            check(s, d, F_CAP, s->fn.cap(i, 0, &v->cap_uw), "rsmi_dev_power_cap_get", failed);
+}
+
+/* The ECC counts of the enabled blocks that have them, summed into d->ecc: true when read. */
+static bool read_ecc(struct rocm_state *s, struct dev *d, unsigned int *failed)
+{
+    unsigned int i = d->index;
+    uint64_t mask = 0;
+    if (!s->fn.ecc_enabled || !s->fn.ecc_count || !want(d, F_ECC) ||
+        !check(s, d, F_ECC, s->fn.ecc_enabled(i, &mask), "rsmi_dev_ecc_enabled_get", failed))
+        return false;
+    d->ecc_blocks = mask & WT_RSMI_GPU_BLOCKS & ~d->ecc_nocount;
+    bool have = false;
+    uint64_t sum[2] = {0, 0};
     for (uint64_t blk = 1; blk & WT_RSMI_GPU_BLOCKS; blk <<= 1) {
         if (!(d->ecc_blocks & blk))
             continue;
         wt_rsmi_error_count_buf buf = {0};
         rsmi_status_t r = s->fn.ecc_count(i, blk, &buf.ec);
         if (r == RSMI_STATUS_SUCCESS) {
-            v->have_ecc = true;
-            v->ecc[0] += buf.ec.correctable_err;
-            v->ecc[1] += buf.ec.uncorrectable_err;
+            have = true;
+            sum[0] += buf.ec.correctable_err;
+            sum[1] += buf.ec.uncorrectable_err;
         } else if (r == RSMI_STATUS_NOT_SUPPORTED || r == RSMI_STATUS_PERMISSION ||
                    r == RSMI_STATUS_NOT_YET_IMPLEMENTED) {
             /* enabled but no kernel counter for it (the header says this happens) */
             d->ecc_blocks &= ~blk;
+            d->ecc_nocount |= blk;
         } else {
-            /* a sum with a block missing would go back: none this tick */
+            /* a sum with a block missing would go back: none until the next read */
             check(s, d, F_ECC, r, "rsmi_dev_ecc_count_get", failed);
-            v->have_ecc = false;
-            break;
+            return false;
         }
     }
+    memcpy(d->ecc, sum, sizeof d->ecc);
+    return have;
+}
+
+/*
+ * The slow fields (cadence[]): read into d and kept there until the next slow read. A failed
+ * read (not NOT_SUPPORTED) is not published and is tried again at the next tick. True when any
+ * call answered.
+ */
+static bool read_slow(struct rocm_state *s, struct dev *d, unsigned int *failed)
+{
+    unsigned int i = d->index, before = *failed;
+    d->have_cap = s->fn.cap && want(d, F_CAP) &&
+                  check(s, d, F_CAP, s->fn.cap(i, 0, &d->cap_uw), "rsmi_dev_power_cap_get", failed);
+    uint64_t max_uw = 0, min_uw = 0;
+    d->have_range = s->fn.cap_range && want(d, F_CAP_RANGE) &&
+                    check(s, d, F_CAP_RANGE, s->fn.cap_range(i, 0, &max_uw, &min_uw),
+                          "rsmi_dev_power_cap_range_get", failed) &&
+                    max_uw >= min_uw;
+    if (d->have_range) {
+        d->cap_min_w = (double)min_uw / 1e6; /* raw: µW */
+        d->cap_max_w = (double)max_uw / 1e6;
+    }
+    d->have_ecc = read_ecc(s, d, failed);
+    d->slow_pending = *failed > before;
+    return d->have_cap || d->have_range || d->have_ecc;
+}
+
+/* The slow fields as last read, into this tick's sample. */
+static void held_slow(const struct dev *d, struct sample *v)
+{
+    v->have_cap = d->have_cap;
+    v->cap_uw = d->cap_uw;
+    v->have_ecc = d->have_ecc;
+    memcpy(v->ecc, d->ecc, sizeof v->ecc);
 }
 
 static int add(struct wt_batch *out, int metric, const char *labels, int64_t t_ns, double value)
@@ -824,6 +895,7 @@ static void amd_close(void *state)
     if (!s)
         return;
     procs_publish(s, NULL, 0, 0);
+    wt_cadence_withdraw("amd", cadence);
     wt_attrib_close(s->attrib);
     if (s->inited)
         s->fn.shut_down();
@@ -967,6 +1039,9 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         return -ENOMEM;
     int64_t interval = cfg ? wt_config_interval(cfg, &cfg->collectors.amd) : WT_NS_PER_S;
     s->max_gap_ns = 3 * (interval > 0 ? interval : WT_NS_PER_S);
+    s->interval_ns = interval;
+    s->slow.interval_ns = cfg ? cfg->collectors.amd_slow_interval_ns : DEFAULT_SLOW_NS;
+    s->refresh_seen = atomic_load(&slow_refresh_gen);
     s->procs_rl.interval_ns = LOG_EVERY_NS;
     s->attrib_gap_ns = s->max_gap_ns > 3 * PROCS_EVERY_NS ? s->max_gap_ns : 3 * PROCS_EVERY_NS;
     int rc = discover(cfg, s, err);
@@ -990,8 +1065,21 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
     }
     wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", s->n, s->packages, s->library,
             s->fn.socket_power ? "current socket power, else average" : "average");
+    if (wt_cadence_publish("amd", s->slow.interval_ns, cadence, N_CADENCE) != 0)
+        wt_debug(MOD, "no room to publish the fields' cadence");
     *state = s;
     return 0;
+}
+
+/* Whether this tick reads every device's slow fields: due, or asked for by wt_rocm_slow_refresh. */
+static bool slow_tick(struct rocm_state *s)
+{
+    unsigned int gen = atomic_load(&slow_refresh_gen);
+    if (gen != s->refresh_seen) {
+        s->refresh_seen = gen;
+        wt_slow_force(&s->slow);
+    }
+    return wt_slow_due(&s->slow, wt_now_mono_ns(), s->interval_ns);
 }
 
 static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_err *err)
@@ -999,17 +1087,21 @@ static int amd_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt_e
     struct rocm_state *s = state;
     int rc = 0;
     unsigned int down = 0;
+    bool slow_all = slow_tick(s);
     read_counters(s);
     for (unsigned int i = 0; i < s->n; i++) {
         struct dev *d = &s->devs[i];
         struct sample v = {0};
         sample_dev(s, d, &v, &d->failed_calls);
-        bool any = v.have_ecc || v.have_power || v.have_edge || v.have_junction || v.have_mem ||
-                   v.have_busy || v.have_cap || d->have_raw;
+        bool slow_any = (slow_all || d->slow_pending) && read_slow(s, d, &d->failed_calls);
+        bool any = v.have_power || v.have_edge || v.have_junction || v.have_mem || v.have_busy ||
+                   slow_any || d->have_raw;
+        held_slow(d, &v);
         bool was_up = d->up;
         /* Down only when calls failed and none answered. */
         d->up = any || d->failed_calls == 0;
         if (!d->up) {
+            d->slow_pending = true; /* read again when it answers */
             down++;
             d->failed_ticks++;
             wt_energy_integral_break(&d->integral);

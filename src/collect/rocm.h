@@ -38,6 +38,13 @@
  * with power x time by more than 10x over WT_ROCM_CHECK_MIN_J is dropped for the life of the
  * collector and said once (warn); the package's energy is then the integrated series alone.
  *
+ * Cadence (collect/cadence.h; the table is `cadence` in rocm.c): power, energy, temperatures,
+ * busy and the process list are read at every tick; the power cap, its range, the ECC counts and
+ * which blocks have ECC are read at start, every collectors.amd.slow_interval (default 60 s; 0:
+ * every tick), when a device answers again after failing, and after wt_rocm_slow_refresh;
+ * between reads their last value is published at every poll. The identity (name, unique id, PCI
+ * id) is read when the devices are found.
+ *
  * Attribution (collect/attrib.h, collectors.nvml.attribution and attribution_grace): once a
  * second, with the process list below, each package's published energy since the last split
  * (the counter, else the integrated series; whole µJ) is split over the processes listed on any
@@ -69,6 +76,13 @@ struct wt_gpu_procs; /* collect/nvml.h */
  * or a library without the calls).
  */
 int wt_rocm_processes(struct wt_gpu_procs *out, size_t cap, size_t *n, int64_t *t_ns);
+
+/*
+ * Asks every AMD collector of this process to read its slow fields (the power cap, its range,
+ * ECC) at its next tick instead of at the next slow interval: the power capper calls it after it
+ * sets or restores a cap, so that the cap it set is seen at once. Thread-safe, never blocks.
+ */
+void wt_rocm_slow_refresh(void);
 
 /* Tried in order when neither the environment nor the config names a library: Debian 12's
  * (librocm-smi64-1 5.2.3), then the names ROCm releases install. */

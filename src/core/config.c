@@ -158,6 +158,10 @@ static const struct field fields[] = {
     DURATION("collectors.amd.interval", collectors.amd.interval_ns, F_ZERO_INHERITS, "0", 10 * MS,
              HOUR, WHY_POLL),
     FIELD("collectors.amd.library", T_PATH, collectors.amd_library, 0, ""),
+    DURATION("collectors.amd.slow_interval", collectors.amd_slow_interval_ns, F_ZERO_OFF, "60s",
+             SEC, DAY,
+             "the slow fields (power cap and its range, ECC counts) are read every tick (0) or "
+             "at least once a second; more than a day leaves a changed cap unseen"),
     FIELD("collectors.hwmon.enabled", T_BOOL, collectors.hwmon.enabled, 0, "true"),
     DURATION("collectors.hwmon.interval", collectors.hwmon.interval_ns, F_ZERO_INHERITS, "0",
              10 * MS, HOUR, WHY_POLL),
@@ -505,12 +509,13 @@ void wt_config_format_duration(int64_t ns, char *buf, size_t n)
 /*
  * A duration outside the field's range: fills msg with what was expected, the bound broken and
  * why ("a duration from 10ms to 1h (got \"1ns\", below 10ms): polling ...") and returns -ERANGE.
- * 0 (inherit) and fields without a range pass.
+ * 0 (inherit, or off) and fields without a range pass.
  */
 static int check_range(const struct field *f, int64_t ns, const char *shown, char *msg, size_t n)
 {
     char lo[32], hi[32], v[32];
-    if (f->type != T_DURATION || !f->max_ns || (ns == 0 && (f->flags & F_ZERO_INHERITS)))
+    if (f->type != T_DURATION || !f->max_ns ||
+        (ns == 0 && (f->flags & (F_ZERO_INHERITS | F_ZERO_OFF))))
         return 0;
     if ((f->flags & F_AUTO_OFF) && (ns == 0 || ns == WT_CONFIG_AUTO))
         return 0;

@@ -79,6 +79,7 @@ struct wt_config {
         struct wt_collector_config ipmi;    /* targets: collectors.ipmi.targets (DCMI power) */
         struct wt_collector_config amd;     /* AMD GPUs through ROCm SMI (collect/rocm.h) */
         char amd_library[WT_PATH_LEN];      /* collectors.amd.library; "": the usual names */
+        int64_t amd_slow_interval_ns;       /* collectors.amd.slow_interval; 0: every tick */
         struct wt_collector_config hwmon;   /* hwmon power and energy sensors (collect/hwmon.h) */
     } collectors;
     struct wt_collector_config inference; /* targets: inference.targets (collect/inference.h) */

@@ -6,11 +6,32 @@
 # package 1 has none: wattage_gpu_idle 1 on GPU 2, its idle energy growing at its 60 W; the
 # second dies have no dark series of their own; NVIDIA's GPU 0 is idle beside AMD's GPU 0 and
 # neither is taken for the other. A process appearing on GPU 3 (package 1's second die) stops
-# package 1's count within a few ticks.
+# package 1's count within a few ticks. `wattage status` without a daemon sees the same.
 source "$(dirname "$0")/lib.sh"
 FAKE_ROCM=${WATTAGE_FAKE_ROCM:-$PWD/${WATTAGE_BUILD:-build}/tests/fakes/librocm_smi64.so.1}
 mkdir -p "$TMP/sys" "$TMP/proc"
 export WATTAGE_SYSFS_ROOT=$TMP/sys WATTAGE_PROCFS_ROOT=$TMP/proc
+AMD0=$(python3 -c 'print("AMD-%016x" % 0x00c0ffee00000000)')
+AMD2=$(python3 -c 'print("AMD-%016x" % 0x00c0ffee00000001)')
+
+# `wattage status` without a daemon (no store): the same packages, idle from its one snapshot
+printf 'store:\n  path: %s\n' "$TMP/none.db" >"$TMP/s.yaml"
+echo "1 4242" >"$TMP/sprocs"
+FAKE_RSMI_GPUS=4 FAKE_RSMI_MI250X=1 FAKE_RSMI_POWER=60,0,1e9 FAKE_RSMI_PROCS_FILE="$TMP/sprocs" \
+    WATTAGE_NVML_LIBRARY=$TMP/no-libnvidia-ml.so.1 WATTAGE_ROCM_SMI_LIBRARY=$FAKE_ROCM \
+    "$BIN" status -c "$TMP/s.yaml" --json >"$TMP/status.json" 2>"$TMP/status.err"
+if python3 - "$TMP/status.json" "$AMD0" "$AMD2" 2>"$TMP/py.err" <<'PY'; then
+import json, sys
+g = {x["uuid"]: x for x in json.load(open(sys.argv[1]))["gpus"]}
+a, b = g[sys.argv[2]], g[sys.argv[3]]
+assert a["idle"] == 0 and a["idle_energy_today_joules"] == 0, a
+assert b["idle"] == 1 and b["idle_energy_today_joules"] > 0, b
+assert not any("idle" in x for u, x in g.items() if u.endswith("-1")), g
+PY
+    ok "wattage status (no daemon) counts AMD packages: package 1 idle, package 0 (a process) not"
+else not_ok "wattage status (no daemon) counts AMD packages: package 1 idle, package 0 (a process) not" \
+    "$(cat "$TMP/py.err" "$TMP/status.err")"; fi
+
 PORT=$(free_port)
 printf 'daemon:\n  interval: 1s\nstore:\n  path: %s\n' "$TMP/w.db" >"$TMP/w.yaml"
 echo "1 4242" >"$TMP/procs"
@@ -20,8 +41,6 @@ FAKE_NVML_GPUS=1 FAKE_NVML_POWER=60,0,0 FAKE_NVML_PROCS_FILE="$TMP/nvprocs" \
     WATTAGE_NVML_LIBRARY=$FAKE_NVML WATTAGE_ROCM_SMI_LIBRARY=$FAKE_ROCM bg "$BIN" run \
     -c "$TMP/w.yaml" --db "$TMP/w.db" --listen "127.0.0.1:$PORT" 2>"$TMP/run.log"
 check "the daemon answers" wait_for 20 curl -sf "http://127.0.0.1:$PORT/healthz" -o /dev/null
-AMD0=$(python3 -c 'print("AMD-%016x" % 0x00c0ffee00000000)')
-AMD2=$(python3 -c 'print("AMD-%016x" % 0x00c0ffee00000001)')
 metric() { # file name labels-substring
     awk -v n="$2" -v l="$3" '$1 ~ "^"n"\\{" && index($1, l) { print $NF; exit }' "$1"
 }

@@ -4,7 +4,9 @@
 # the last one its cap; 500 W by default, range 100..560 W), so a cap outlives the daemon that
 # set it, as on a real GPU. A rule with action cap on an AMD GPU's series lowers that GPU's limit
 # (and only that one), recorded under its AMD-... uuid; SIGTERM restores it; after a kill -9 a
-# start without the rule restores it from the record.
+# start without the rule restores it from the record. With collectors.amd.enabled false the
+# capper does not load the library, unless the record holds an AMD cap to restore. The AMD collector reads the caps once an
+# hour (collectors.amd.slow_interval 1h) and at once after wattage sets one.
 source "$(dirname "$0")/lib.sh"
 FAKE_ROCM=${WATTAGE_FAKE_ROCM:-$PWD/${WATTAGE_BUILD:-build}/tests/fakes/librocm_smi64.so.1}
 mkdir -p "$TMP/sys" "$TMP/proc"
@@ -33,6 +35,9 @@ limit_is() { [[ $(limit_of "$1") == "$2" ]]; }
 # rule_yaml NAME: a cap rule on AMD GPU 1 (300 W) with the record at $TMP/NAME.caps
 rule_yaml() {
     cat >"$TMP/$1.yaml" <<EOF
+collectors:
+  amd:
+    slow_interval: 1h
 alerts:
   detectors: $DETECTORS_OFF
   cap_record: $TMP/$2.caps
@@ -59,6 +64,16 @@ capped_then_killed() {
     wait "$RUN_PID" 2>/dev/null
 }
 
+# restores NAME RECORD WHAT [YAML]: a daemon with YAML and no rule, the record RECORD, puts GPU
+# 1's own 500 W back
+restores() {
+    printf '%salerts:\n  detectors: %s\n  cap_record: %s\n' "${4:-}" "$DETECTORS_OFF" "$2" \
+        >"$TMP/$1.yaml"
+    run "$1"
+    if wait_for 5 limit_is 1 500; then ok "$3"
+    else not_ok "$3" "$(cat "$CAPS")" "$(grep cap: "$TMP/$1.log")"; fi
+}
+
 # ---- set, then SIGTERM restores ------------------------------------------------------------
 CAPS=$TMP/term.fake
 rule_yaml term term
@@ -71,7 +86,15 @@ check "the record has the AMD uuid, own 500 W, set 300 W" \
 cap1=$(sample wattage_gpu_power_cap_watts 'gpu="1",uuid="AMD-00c0ffee00000001"')
 check "wattage_gpu_power_cap_watts{gpu=\"1\",uuid=\"AMD-…\"} is 300 (got '$cap1')" test "$cap1" = 300
 lim_300() { [[ $(sample wattage_gpu_power_limit_watts 'gpu="1"') == 300 ]]; }
-check "the AMD collector reads the new limit" wait_for 5 lim_300
+# the cap is a slow field read once an hour here: seen at once because wattage set it
+check "the AMD collector reads the new limit at once (slow_interval 1h)" wait_for 5 lim_300
+st=$(curl -sf "http://127.0.0.1:$PORT/api/v1/status")
+check "GET /api/v1/status: amd's slow fields and interval" python3 -c '
+import json, sys
+c = [c for c in json.loads(sys.argv[1])["collectors"] if c["name"] == "amd"][0]
+f = c["slow_fields"]
+sys.exit(0 if c["slow_interval_seconds"] == 3600 and "power_limit" in f
+         and "power_limit_range" in f and "ecc_volatile" in f and "power" not in f else 1)' "$st"
 halt
 check "the daemon exits 0 on SIGTERM" test $? -eq 0
 check "SIGTERM restored GPU 1 to its own 500 W" limit_is 1 500
@@ -85,12 +108,28 @@ check "the record keeps the line" grep -q '^AMD-00c0ffee00000001 1 500\.000 300\
 st=$(FAKE_RSMI_CAP_LOG=$CAPS "$BIN" status -c "$TMP/crash.yaml" 2>/dev/null)
 check "status says wattage holds amd:1 at 300 W" \
     grep -q 'power cap: gpu amd:1 (AMD-00c0ffee00000001) limit 300.0 W set by wattage (own 500.0 W, reason AmdHotCap' <<<"$st"
-printf 'alerts:\n  detectors: %s\n  cap_record: %s\n' "$DETECTORS_OFF" "$TMP/crash.caps" >"$TMP/crash2.yaml"
-run crash2
-if wait_for 5 limit_is 1 500; then ok "a start without the rule restores 500 W"
-else not_ok "a start without the rule restores 500 W" "$(cat "$CAPS")" "$(grep cap: "$TMP/crash2.log")"; fi
+restores crash2 "$TMP/crash.caps" "a start without the rule restores 500 W"
 check "it says so at warning level" grep -q 'warn  cap: gpu=amd:1 uuid=AMD-00c0ffee00000001: restored its own limit 500.0 W; an earlier run capped it at 300.0 W (reason=AmdHotCap' "$TMP/crash2.log"
 check "and the record is empty" test ! -s "$TMP/crash.caps"
+halt
+
+# ---- the AMD collector off: the capper does not load ROCm SMI, unless the record needs it -------
+CAPS=$TMP/off.fake
+rule_yaml off off
+sed -i 's/^    slow_interval: 1h$/    enabled: false/' "$TMP/off.yaml"
+FAKE_RSMI_CALLS=$TMP/off.calls run off
+sleep 1.5
+check "collectors.amd.enabled false: the daemon with an AMD cap rule runs" kill -0 "$RUN_PID"
+check "  and never loads ROCm SMI (not in its maps)" \
+    bash -c "! grep -q librocm_smi64 /proc/$RUN_PID/maps"
+check "  nor calls it (no rsmi_init in the fake's call log)" test ! -e "$TMP/off.calls"
+halt
+capped_then_killed crashoff
+restores crashoff2 "$TMP/crashoff.caps" \
+    "collectors.amd.enabled false, an AMD cap in the record: loaded to restore 500 W" \
+    $'collectors:\n  amd:\n    enabled: false\n'
+check "  and says why it loaded it" grep -q 'collectors.amd.enabled is false, but .*crashoff.caps holds an AMD GPU.s cap to restore' "$TMP/crashoff2.log"
+check "  and the record is empty" test ! -s "$TMP/crashoff.caps"
 halt
 
 # ---- kill -9, then `wattage cap clear --gpu amd:1` puts it back by hand -----------------------

@@ -41,6 +41,8 @@
  *                               has no counter (NOT_SUPPORTED, as the header allows)
  *   FAKE_RSMI_DENIED=1          rsmi_dev_busy_percent_get answers RSMI_STATUS_PERMISSION
  *   FAKE_RSMI_CALL_LOG=FILE     append each rsmi_dev_busy_percent_get call's device, one a line
+ *   FAKE_RSMI_CALLS=FILE        append the name of every rsmi_* function called, one a line
+ *                               (rsmi_init's too: a file that exists says the library was used)
  *   FAKE_RSMI_INIT_FAIL=N       rsmi_init returns N (8: RSMI_STATUS_INIT_ERROR)
  *   FAKE_RSMI_PROCS_FILE=FILE   the processes on the GPUs, read at every call of
  *                               rsmi_compute_process_info_get / _gpus_get: lines "GPU PID
@@ -240,6 +242,17 @@ __attribute__((unused)) static uint64_t accumulator(unsigned int dev, double t)
 
 #ifndef FAKE_ROCM_TOOL
 
+/* FAKE_RSMI_CALLS: one line per call of an exported rsmi_* function, its name. */
+static void called(const char *fn)
+{
+    const char *path = getenv("FAKE_RSMI_CALLS");
+    FILE *f = path && *path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%s\n", fn);
+        fclose(f);
+    }
+}
+
 static bool bad(uint32_t dv)
 {
     return dv >= fk.n;
@@ -308,6 +321,7 @@ static size_t read_procs(uint32_t *gpu, uint32_t *pid, uint64_t *vram)
 /* As the library: one entry per process (its VRAM summed over its GPUs). */
 rsmi_status_t rsmi_compute_process_info_get(wt_rsmi_process_info_t *procs, uint32_t *num_items)
 {
+    called(__func__);
     static uint32_t gpu[MAX_PROCS], pid[MAX_PROCS];
     static uint64_t vram[MAX_PROCS];
     if (!num_items)
@@ -341,6 +355,7 @@ rsmi_status_t rsmi_compute_process_info_get(wt_rsmi_process_info_t *procs, uint3
 rsmi_status_t rsmi_compute_process_gpus_get(uint32_t pid, uint32_t *dv_indices,
                                             uint32_t *num_devices)
 {
+    called(__func__);
     static uint32_t gpu[MAX_PROCS], pids[MAX_PROCS];
     static uint64_t vram[MAX_PROCS];
     if (!num_devices)
@@ -366,6 +381,7 @@ rsmi_status_t rsmi_compute_process_gpus_get(uint32_t pid, uint32_t *dv_indices,
 
 rsmi_status_t rsmi_dev_ecc_enabled_get(uint32_t dv_ind, uint64_t *enabled_blocks)
 {
+    called(__func__);
     if (bad(dv_ind) || !enabled_blocks)
         return RSMI_STATUS_INVALID_ARGS;
     *enabled_blocks = 0x7; /* UMC, SDMA, GFX */
@@ -374,6 +390,7 @@ rsmi_status_t rsmi_dev_ecc_enabled_get(uint32_t dv_ind, uint64_t *enabled_blocks
 
 rsmi_status_t rsmi_dev_ecc_count_get(uint32_t dv_ind, uint64_t block, wt_rsmi_error_count_t *ec)
 {
+    called(__func__);
     if (bad(dv_ind) || !ec)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -391,6 +408,7 @@ rsmi_status_t rsmi_dev_ecc_count_get(uint32_t dv_ind, uint64_t block, wt_rsmi_er
 
 rsmi_status_t rsmi_init(uint64_t init_flags)
 {
+    called(__func__);
     (void)init_flags;
     configure();
     int fail = (int)env_double("FAKE_RSMI_INIT_FAIL", 0);
@@ -399,11 +417,13 @@ rsmi_status_t rsmi_init(uint64_t init_flags)
 
 rsmi_status_t rsmi_shut_down(void)
 {
+    called(__func__);
     return RSMI_STATUS_SUCCESS;
 }
 
 rsmi_status_t rsmi_status_string(rsmi_status_t status, const char **status_string)
 {
+    called(__func__);
     static const char *const names[] = {
         "RSMI_STATUS_SUCCESS",
         "RSMI_STATUS_INVALID_ARGS",
@@ -424,6 +444,7 @@ rsmi_status_t rsmi_status_string(rsmi_status_t status, const char **status_strin
 
 rsmi_status_t rsmi_num_monitor_devices(uint32_t *num_devices)
 {
+    called(__func__);
     if (!num_devices)
         return RSMI_STATUS_INVALID_ARGS;
     *num_devices = fk.n;
@@ -432,6 +453,7 @@ rsmi_status_t rsmi_num_monitor_devices(uint32_t *num_devices)
 
 rsmi_status_t rsmi_dev_name_get(uint32_t dv_ind, char *name, size_t len)
 {
+    called(__func__);
     if (bad(dv_ind) || !name || len == 0)
         return RSMI_STATUS_INVALID_ARGS;
     snprintf(name, len, "%s", fk.model);
@@ -440,6 +462,7 @@ rsmi_status_t rsmi_dev_name_get(uint32_t dv_ind, char *name, size_t len)
 
 rsmi_status_t rsmi_dev_unique_id_get(uint32_t dv_ind, uint64_t *id)
 {
+    called(__func__);
     if (bad(dv_ind) || !id)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -450,6 +473,7 @@ rsmi_status_t rsmi_dev_unique_id_get(uint32_t dv_ind, uint64_t *id)
 
 rsmi_status_t rsmi_dev_pci_id_get(uint32_t dv_ind, uint64_t *bdfid)
 {
+    called(__func__);
     if (bad(dv_ind) || !bdfid)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -464,6 +488,7 @@ rsmi_status_t rsmi_dev_pci_id_get(uint32_t dv_ind, uint64_t *bdfid)
 rsmi_status_t rsmi_dev_energy_count_get(uint32_t dv_ind, uint64_t *power, float *counter_resolution,
                                         uint64_t *timestamp)
 {
+    called(__func__);
     if (bad(dv_ind) || !power || !counter_resolution || !timestamp)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -485,6 +510,7 @@ rsmi_status_t rsmi_dev_energy_count_get(uint32_t dv_ind, uint64_t *power, float 
 
 rsmi_status_t rsmi_dev_power_ave_get(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *power)
 {
+    called(__func__);
     if (bad(dv_ind) || sensor_ind != 0 || !power)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -498,6 +524,7 @@ rsmi_status_t rsmi_dev_power_ave_get(uint32_t dv_ind, uint32_t sensor_ind, uint6
 #ifndef FAKE_RSMI_523
 rsmi_status_t rsmi_dev_current_socket_power_get(uint32_t dv_ind, uint64_t *socket_power)
 {
+    called(__func__);
     if (bad(dv_ind) || !socket_power)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -512,6 +539,7 @@ rsmi_status_t rsmi_dev_current_socket_power_get(uint32_t dv_ind, uint64_t *socke
 rsmi_status_t rsmi_dev_temp_metric_get(uint32_t dv_ind, uint32_t sensor_type,
                                        rsmi_temperature_metric_t metric, int64_t *temperature)
 {
+    called(__func__);
     static const int64_t base_c[] = {40, 55, 60};
     if (bad(dv_ind) || !temperature || metric != RSMI_TEMP_CURRENT || sensor_type > 2)
         return RSMI_STATUS_INVALID_ARGS;
@@ -525,6 +553,7 @@ rsmi_status_t rsmi_dev_temp_metric_get(uint32_t dv_ind, uint32_t sensor_type,
 
 rsmi_status_t rsmi_dev_busy_percent_get(uint32_t dv_ind, uint32_t *busy_percent)
 {
+    called(__func__);
     if (bad(dv_ind) || !busy_percent)
         return RSMI_STATUS_INVALID_ARGS;
     if (lost(dv_ind))
@@ -578,6 +607,7 @@ static rsmi_status_t cap_guard(uint32_t dv, uint32_t sensor_ind, const void *out
 
 rsmi_status_t rsmi_dev_power_cap_get(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *cap)
 {
+    called(__func__);
     rsmi_status_t r = cap_guard(dv_ind, sensor_ind, cap);
     if (r == RSMI_STATUS_SUCCESS)
         *cap = cap_now(dv_ind);
@@ -586,6 +616,7 @@ rsmi_status_t rsmi_dev_power_cap_get(uint32_t dv_ind, uint32_t sensor_ind, uint6
 
 rsmi_status_t rsmi_dev_power_cap_default_get(uint32_t dv_ind, uint64_t *default_cap)
 {
+    called(__func__);
     rsmi_status_t r = cap_guard(dv_ind, 0, default_cap);
     if (r == RSMI_STATUS_SUCCESS)
         *default_cap = CAP_DEFAULT_UW;
@@ -594,6 +625,7 @@ rsmi_status_t rsmi_dev_power_cap_default_get(uint32_t dv_ind, uint64_t *default_
 
 rsmi_status_t rsmi_dev_power_cap_set(uint32_t dv_ind, uint32_t sensor_ind, uint64_t cap)
 {
+    called(__func__);
     rsmi_status_t r = cap_guard(dv_ind, sensor_ind, &cap);
     if (r != RSMI_STATUS_SUCCESS)
         return r;
@@ -613,6 +645,7 @@ rsmi_status_t rsmi_dev_power_cap_set(uint32_t dv_ind, uint32_t sensor_ind, uint6
 rsmi_status_t rsmi_dev_power_cap_range_get(uint32_t dv_ind, uint32_t sensor_ind, uint64_t *max,
                                            uint64_t *min)
 {
+    called(__func__);
     rsmi_status_t r = cap_guard(dv_ind, sensor_ind, min);
     if (r == RSMI_STATUS_SUCCESS && !max)
         r = RSMI_STATUS_INVALID_ARGS;

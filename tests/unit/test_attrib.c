@@ -757,3 +757,43 @@ WT_TEST(gpu_ledgers_of_two_vendors_keep_their_devices_apart)
     wt_attrib_close(amd);
     WT_EQ_INT(wt_attrib_copy_published(0, &d, &nd, &e, &ne), -ENODATA);
 }
+
+WT_TEST(start_times_are_kept_while_listed_and_read_again_when_a_pid_comes_back)
+{
+    proc_root();
+    fake_proc(100, NULL, 0, 5000);
+    fake_proc(200, NULL, 0, 6000);
+    struct wt_attrib_starts c = {0};
+    struct wt_attrib_share sh[2] = {{100, 0, 1, -1}, {200, 0, 1, -1}};
+    wt_attrib_starts_fill(&c, sh, 2);
+    WT_EQ_INT(sh[0].start, 5000);
+    WT_EQ_INT(sh[1].start, 6000);
+    /* /proc says otherwise now (a reused pid): a pid still listed keeps its start, unread */
+    fake_proc(100, NULL, 0, 7000);
+    fake_proc(200, NULL, 0, 8000);
+    struct wt_attrib_share again[2] = {{200, 0, 1, -1}, {100, 0, 1, -1}};
+    wt_attrib_starts_fill(&c, again, 2);
+    WT_EQ_INT(again[0].start, 6000);
+    WT_EQ_INT(again[1].start, 5000);
+    /* 100 leaves the list: dropped; listed again, it is read again */
+    struct wt_attrib_share one[1] = {{200, 0, 1, -1}};
+    wt_attrib_starts_fill(&c, one, 1);
+    WT_EQ_INT(one[0].start, 6000);
+    struct wt_attrib_share back[2] = {{200, 0, 1, -1}, {100, 0, 1, -1}};
+    wt_attrib_starts_fill(&c, back, 2);
+    WT_EQ_INT(back[0].start, 6000);
+    WT_EQ_INT(back[1].start, 7000);
+    /* every WT_ATTRIB_STARTS_REFRESH calls everything is read again */
+    int calls = 4;
+    while (calls < WT_ATTRIB_STARTS_REFRESH - 1) {
+        wt_attrib_starts_fill(&c, back, 2);
+        calls++;
+    }
+    WT_EQ_INT(back[0].start, 6000);
+    wt_attrib_starts_fill(&c, back, 2);
+    WT_EQ_INT(back[0].start, 8000);
+    /* a process gone from /proc: start 0 (its energy stays under its pid) */
+    struct wt_attrib_share gone[1] = {{300, 0, 1, -1}};
+    wt_attrib_starts_fill(&c, gone, 1);
+    WT_EQ_INT(gone[0].start, 0);
+}

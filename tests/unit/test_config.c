@@ -89,6 +89,21 @@ WT_TEST(defaults)
     WT_EQ_INT(c.collectors.procfs.interval_ns, 0);
     WT_EQ_INT(c.collectors.hwmon.enabled, true);
     WT_EQ_INT(c.collectors.hwmon.interval_ns, 0);
+    WT_EQ_INT(c.collectors.amd_slow_interval_ns, 60 * WT_NS_PER_S);
+}
+
+WT_TEST(amd_slow_interval_zero_off_and_range)
+{
+    struct wt_config c;
+    EXPECT_OK("collectors:\n  amd:\n    slow_interval: 0\n", &c);
+    WT_EQ_INT(c.collectors.amd_slow_interval_ns, 0);
+    /* 0 and off (every tick) pass the range check, NVML's too */
+    EXPECT_OK("collectors:\n  nvml:\n    slow_interval: off\n", &c);
+    WT_EQ_INT(c.collectors.nvml_slow_interval_ns, 0);
+    EXPECT_OK("collectors:\n  amd:\n    slow_interval: 5m\n", &c);
+    WT_EQ_INT(c.collectors.amd_slow_interval_ns, 300 * WT_NS_PER_S);
+    EXPECT_ERR_HAS("collectors:\n  amd:\n    slow_interval: 10ms\n",
+                   "t.yaml:3: collectors.amd.slow_interval");
 }
 
 WT_TEST(every_key_from_file)
@@ -200,8 +215,8 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 53 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
-                              collectors.nvml.energy_interval, 1 store.packed_ticks, 3
+    WT_EQ_INT(n, 54 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+                              collectors.nvml.energy_interval, 1 store.packed_ticks, 4
                               collectors.amd, 2 inference, 1 daemon.stop_deadline, 2
                               collectors.hwmon, 1 collectors.nvml.slow_interval */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");

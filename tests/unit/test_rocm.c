@@ -4,7 +4,8 @@
  * the real dlopen path: the pure parts (resolution, packages, counter check), readings and labels
  * for 8 GPUs, MI250X pairs published once per package, energy against the fake's exact integral,
  * a frozen and a reset counter falling back to integration (said once), NOT_SUPPORTED, a missing
- * library, a library without the required symbols, a failing rsmi_init.
+ * library, a library without the required symbols, a failing rsmi_init; the slow fields (cap,
+ * range, ECC) at collectors.amd.slow_interval, counted in the fake's call log.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "collect/cadence.h"
 #include "collect/rocm.h"
 #include "collect/rocm_api.h"
 #include "core/clock.h"
@@ -738,6 +740,151 @@ WT_TEST(permission_denied_is_said_once_and_not_asked_again)
     WT_ASSERT(calls != NULL);
     WT_EQ_STR(calls, "0\n1\n"); /* once per device, never again */
     free(calls);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
+
+/* Lines of the fake's call log (FAKE_RSMI_CALLS) that are exactly fn. */
+static int calls(const char *fn)
+{
+    size_t len = 0, fl = strlen(fn);
+    char *text = wt_test_read("rsmi-calls", &len);
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, fn)) != NULL; p += fl)
+        n += (p == text || p[-1] == '\n') && p[fl] == '\n';
+    free(text);
+    return n;
+}
+
+/* The collector on one device of the fake, its calls logged, slow fields every slow_ns. */
+static void *open_slow(int64_t slow_ns)
+{
+    static struct wt_config cfg;
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    char log[PATH_MAX];
+    wt_config_defaults(&cfg);
+    cfg.collectors.amd.interval_ns = 100 * WT_NS_PER_MS;
+    cfg.collectors.amd_slow_interval_ns = slow_ns;
+    snprintf(log, sizeof log, "%s/rsmi-calls", wt_test_dir());
+    setenv("FAKE_RSMI_CALLS", log, 1);
+    setenv("FAKE_RSMI_GPUS", "1", 1);
+    setenv("FAKE_RSMI_ECC", "0:3:1", 1);
+    setenv("WATTAGE_ROCM_SMI_LIBRARY", fake(), 1);
+    int rc = wt_amd_collector.open(&cfg, &st, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "open: %d %s", rc, err.msg);
+    return st;
+}
+
+/* Polls n times; counts the polls that published the cap, its range and the ECC counts. */
+static void poll_slow(void *st, int n, struct wt_batch *b, int *published)
+{
+    for (int i = 0; i < n; i++) {
+        poll_ok(st, b);
+        *published += !isnan(value(b, WT_M_GPU_POWER_LIMIT_W, 0)) &&
+                      !isnan(value(b, WT_M_GPU_POWER_LIMIT_MAX_W, 0)) &&
+                      count_readings(b, WT_M_GPU_ECC_ERRORS) == 2;
+    }
+}
+
+/* Each slow call so far was made n times (ECC: 3 blocks enabled, 2 with a counter). */
+static void slow_calls_were(int n)
+{
+    WT_EQ_INT(calls("rsmi_dev_power_cap_get"), n);
+    WT_EQ_INT(calls("rsmi_dev_power_cap_range_get"), n);
+    WT_EQ_INT(calls("rsmi_dev_ecc_enabled_get"), n);
+    /* the block without a counter is asked once, at the first read */
+    WT_EQ_INT(calls("rsmi_dev_ecc_count_get"), n ? 2 * n + 1 : 0);
+}
+
+WT_TEST(slow_fields_are_read_once_an_interval_and_published_every_tick)
+{
+    void *st = open_slow(3600 * WT_NS_PER_S);
+    struct wt_batch b = {0};
+    int published = 0;
+    slow_calls_were(0); /* not at open: at the first poll */
+    poll_slow(st, 20, &b, &published);
+    slow_calls_were(1);
+    WT_EQ_INT(published, 20);
+    /* the fast ones every poll */
+    WT_EQ_INT(calls("rsmi_dev_busy_percent_get"), 20);
+    WT_EQ_INT(calls("rsmi_dev_temp_metric_get"), 60);
+    WT_EQ_INT(calls("rsmi_dev_energy_count_get"), 20);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, 0), 500, 1e-9);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_MIN_W, 0), 100, 1e-9);
+    char l[WT_LABELS_LEN];
+    dev_labels(l, sizeof l, 0, "AMD Instinct MI300X", false);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "type", "corrected"), 0);
+    WT_EQ_INT(wt_labels_add(l, sizeof l, "counter", "volatile"), 0);
+    WT_NEAR(reading_value(&b, WT_M_GPU_ECC_ERRORS, l), 3, 0);
+
+    /* status's table */
+    const char *f[16];
+    size_t n = 0;
+    int64_t slow_ns = 0;
+    WT_ASSERT(wt_cadence_slow_fields("amd", f, 16, &n, &slow_ns));
+    WT_EQ_INT(slow_ns, 3600 * WT_NS_PER_S);
+    bool limit = false, range = false, ecc = false, power = false;
+    for (size_t i = 0; i < n && i < 16; i++) {
+        limit |= strcmp(f[i], "power_limit") == 0;
+        range |= strcmp(f[i], "power_limit_range") == 0;
+        ecc |= strcmp(f[i], "ecc_volatile") == 0;
+        power |= strcmp(f[i], "power") == 0 || strcmp(f[i], "energy") == 0;
+    }
+    WT_ASSERT(limit && range && ecc && !power);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+    WT_ASSERT(!wt_cadence_slow_fields("amd", f, 16, &n, &slow_ns));
+}
+
+WT_TEST(slow_interval_zero_reads_the_slow_fields_every_tick)
+{
+    void *st = open_slow(0);
+    struct wt_batch b = {0};
+    int published = 0;
+    poll_slow(st, 6, &b, &published);
+    slow_calls_were(6);
+    WT_EQ_INT(published, 6);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
+
+WT_TEST(a_cap_set_by_wattage_is_seen_at_the_next_tick_one_set_elsewhere_at_the_slow_read)
+{
+    char caps[PATH_MAX];
+    snprintf(caps, sizeof caps, "%s/caps", wt_test_dir());
+    setenv("FAKE_RSMI_CAP_LOG", caps, 1);
+    void *st = open_slow(3600 * WT_NS_PER_S);
+    struct wt_batch b = {0};
+    int published = 0;
+    poll_slow(st, 2, &b, &published);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, 0), 500, 1e-9);
+
+    /* another tool's cap (the driver's state in the fake's file): seen at the slow read only */
+    FILE *f = fopen(caps, "ae");
+    WT_ASSERT(f != NULL);
+    fprintf(f, "0 450\n");
+    fclose(f);
+    poll_slow(st, 3, &b, &published);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, 0), 500, 1e-9);
+    slow_calls_were(1);
+
+    /* the capper's session sets it and asks for a slow read, as alert/cap_act.c does */
+    struct wt_config cfg;
+    struct wt_err err = {{0}};
+    struct wt_rocm_caps *c = NULL;
+    wt_config_defaults(&cfg);
+    WT_EQ_INT(wt_rocm_caps_open(&cfg, &c, &err), 0);
+    WT_EQ_INT(wt_rocm_caps_set(c, 0, 300), 0);
+    wt_rocm_caps_close(c);
+    wt_rocm_slow_refresh();
+    poll_slow(st, 1, &b, &published);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, 0), 300, 1e-9);
+    poll_slow(st, 3, &b, &published);
+    WT_NEAR(value(&b, WT_M_GPU_POWER_LIMIT_W, 0), 300, 1e-9);
+    slow_calls_were(2);
+    WT_EQ_INT(published, 9);
     wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
