@@ -110,8 +110,9 @@ int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *
         wt_put_u8(&blob, WT_TICKS_ZSTD);
         wt_put_uv(&blob, kept);
         wt_put_uv(&blob, body.n);
-        size_t z =
-            blob.oom ? 0 : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
+        size_t z = blob.oom || body.n < WT_TICKS_ZSTD_MIN
+                       ? 0
+                       : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
         if (z && blob.n + z < 1 + 10 + body.n && body.n <= MAX_FOLD(z)) {
             blob.n += z;
         } else {
