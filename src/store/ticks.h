@@ -30,11 +30,12 @@ enum { WT_TICKS_PLAIN = 1, WT_TICKS_ZSTD = 2 };
 
 /*
  * Bodies shorter than this are kept plain: a ticks row lives only until maintenance moves its
- * readings into their series' chunks (zstd at rest, chunk.h), and the flush of a 1-s tick of an
- * 8-GPU node (~2 kB) would save about 1 kB a row for a few minutes at ~150k instructions a write,
- * and a decompression at every read of the row (issue 49).
+ * readings into their series' chunks (zstd at rest, chunk.h). The 1-s flush of an 8-GPU node
+ * (2-5 kB) would save a few kB a row for those minutes at ~150k instructions a write, and a
+ * decompression at every read of the row; a flush of many ticks (a longer flush interval, an
+ * import), which zstd folds about 5 times, is compressed (issue 49).
  */
-#define WT_TICKS_ZSTD_MIN 4096
+#define WT_TICKS_ZSTD_MIN 8192
 
 /* One reading of a flush: its series' id (>= 1), time (ns) and value. */
 struct wt_tick_reading {
