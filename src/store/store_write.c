@@ -233,7 +233,7 @@ void wt_store_sink(void *ctx, const char *collector, const struct wt_batch *b)
     size_t n = b->len < room ? b->len : room;
     int k = n ? place_slot(s, collector, b->len) : -1;
     uint32_t base = (uint32_t)(k + 1) << 16;
-    memcpy(s->cur + s->cur_len, b->r, n * sizeof *b->r);
+    wt_readings_copy(s->cur + s->cur_len, b->r, n);
     for (size_t i = 0; i < n; i++)
         s->cur_tag[s->cur_len + i] = k >= 0 && i < PLACE_MAX ? base | (uint32_t)i : 0;
     s->cur_len += n;
@@ -280,7 +280,7 @@ static size_t keep(struct wt_store *s, const struct wt_reading *r, size_t n)
             take = s->pend_cap - s->pend_len;
         }
     }
-    memcpy(s->pend + s->pend_len, r, take * sizeof *r);
+    wt_readings_copy(s->pend + s->pend_len, r, take);
     s->pend_len += take;
     return n - take;
 }
