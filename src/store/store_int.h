@@ -52,7 +52,8 @@ struct entry {
 #define PLACE_SLOTS 64
 #define PLACE_MAX 65536 /* positions of a slot; readings beyond are interned */
 struct place {
-    int64_t id; /* 0: none */
+    int64_t id;   /* 0: none */
+    size_t ms_at; /* where the series was last in ms (checked by id before use) */
     uint16_t metric;
     char labels[WT_LABELS_LEN];
 };
@@ -260,6 +261,8 @@ int wt_store_mq_exec(struct wt_store *s, int k);
 void wt_store_rollback(struct wt_store *s);
 size_t wt_store_ms_lower(const struct wt_store *s, int64_t id);
 void wt_store_ms_widen(struct wt_store *s, int64_t id, int64_t t, bool row);
+/* wt_store_ms_widen, looking first at index *at (then set to where the series is, or would be). */
+void wt_store_ms_widen_at(struct wt_store *s, size_t *at, int64_t id, int64_t t, bool row);
 int wt_store_ms_check(struct wt_store *s);
 int wt_store_tab_put(struct wt_store *s, int64_t id, const char *node, const char *metric,
                      const char *labels);

@@ -33,18 +33,19 @@
 
 /* The series the reading tagged tag had at its place last time, when it is still that one: its
  * metric and labels the same. 0 otherwise. Writer thread. */
-static int64_t place_find(const struct wt_store *s, uint32_t tag, const struct wt_reading *r)
+static struct place *place_find(struct wt_store *s, uint32_t tag, const struct wt_reading *r)
 {
-    const struct place_slot *ps = &s->place[(tag >> 16) - 1];
+    struct place_slot *ps = &s->place[(tag >> 16) - 1];
     size_t pos = tag & 0xffff;
     if (pos >= ps->cap)
-        return 0;
-    const struct place *p = &ps->p[pos];
-    return p->id && p->metric == r->metric && strcmp(p->labels, r->labels) == 0 ? p->id : 0;
+        return NULL;
+    struct place *p = &ps->p[pos];
+    return p->id && p->metric == r->metric && strcmp(p->labels, r->labels) == 0 ? p : NULL;
 }
 
-/* Remembers series id at the place of tag (skipped when there is no memory for it). */
-static void place_keep(struct wt_store *s, uint32_t tag, const struct wt_reading *r, int64_t id)
+/* Remembers series id at the place of tag; NULL when there is no memory for it. */
+static struct place *place_keep(struct wt_store *s, uint32_t tag, const struct wt_reading *r,
+                                int64_t id)
 {
     struct place_slot *ps = &s->place[(tag >> 16) - 1];
     size_t pos = tag & 0xffff;
@@ -54,7 +55,7 @@ static void place_keep(struct wt_store *s, uint32_t tag, const struct wt_reading
             nc *= 2;
         struct place *p = realloc(ps->p, nc * sizeof *p);
         if (!p)
-            return;
+            return NULL;
         for (size_t i = ps->cap; i < nc; i++)
             p[i].id = 0;
         ps->p = p;
@@ -62,9 +63,11 @@ static void place_keep(struct wt_store *s, uint32_t tag, const struct wt_reading
     }
     struct place *p = &ps->p[pos];
     p->id = id;
+    p->ms_at = SIZE_MAX;
     p->metric = r->metric;
     memcpy(p->labels, r->labels, strnlen(r->labels, sizeof p->labels - 1) + 1);
     p->labels[sizeof p->labels - 1] = '\0';
+    return p;
 }
 
 /* Forgets every place: the series of a rolled-back transaction are gone. */
@@ -97,16 +100,18 @@ static int intern_all(struct wt_store *s, const char *node, const struct wt_read
         if (r[i].metric >= WT_M_COUNT)
             continue;
         uint32_t tag = tags ? tags[i] : 0;
-        int64_t id = tag ? place_find(s, tag, &r[i]) : 0;
+        struct place *p = tag ? place_find(s, tag, &r[i]) : NULL;
+        int64_t id = p ? p->id : 0;
         if (!id) {
             id = wt_store_intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
             if (id < 0)
                 return (int)id;
             if (tag)
-                place_keep(s, tag, &r[i], id);
+                p = place_keep(s, tag, &r[i], id);
         }
         s->tk[(*m)++] = (struct wt_tick_reading){.series = id, .t_ns = r[i].t_ns, .v = r[i].value};
-        wt_store_ms_widen(s, id, r[i].t_ns, row);
+        size_t at = SIZE_MAX;
+        wt_store_ms_widen_at(s, p ? &p->ms_at : &at, id, r[i].t_ns, row);
         if (r[i].t_ns > *last_t)
             *last_t = r[i].t_ns;
     }
