@@ -96,7 +96,8 @@ static void base_labels(const char *labels, char *out, size_t n)
 static struct gpu *find_gpu(struct wt_detect *d, const char *labels)
 {
     char uuid[96], idx[16];
-    if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0 || !uuid[0]) {
+    bool by_uuid = wt_labels_get(labels, "uuid", uuid, sizeof uuid) == 0 && uuid[0];
+    if (!by_uuid) {
         /* No uuid (a GPU lost before the collector could read it): the index names it, and it
          * is the GPU known at that index, if any. */
         if (wt_labels_get(labels, "gpu", idx, sizeof idx) != 0)
@@ -115,6 +116,16 @@ static struct gpu *find_gpu(struct wt_detect *d, const char *labels)
     if (!g)
         return NULL;
     snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+    size_t pos = 0;
+    char k[64], v[WT_LABELS_LEN];
+    while (by_uuid && wt_labels_next(labels, &pos, k, sizeof k, v, sizeof v) == 1) {
+        if (strcmp(k, "uuid") == 0) {
+            memcpy(g->key, labels, pos);
+            g->key[pos] = '\0';
+            g->key_len = pos;
+            break;
+        }
+    }
     base_labels(labels, g->labels, sizeof g->labels);
     g->labels_len = strlen(g->labels);
     if (wt_labels_get(labels, "model", g->model, sizeof g->model) != 0)
@@ -183,6 +194,23 @@ static void gather_xid(struct now *v, const struct wt_reading *r)
     v->nxid++;
 }
 
+/* True when labels begin with the pairs up to g's uuid, as the reading that made g: its uuid. */
+static bool same_key(const struct gpu *g, const char *labels)
+{
+    return g->key_len && strncmp(labels, g->key, g->key_len) == 0 &&
+           (labels[g->key_len] == '\0' || labels[g->key_len] == ',');
+}
+
+/* The known GPU a reading's labels name, found without parsing them (issue 49: find_gpu parsed
+ * every reading's labels for its uuid); NULL: ask find_gpu. */
+static struct gpu *known_gpu(struct wt_detect *d, const char *labels)
+{
+    for (int i = 0; i < d->ng; i++)
+        if (same_key(d->g[i], labels) || same_gpu(d->g[i], labels))
+            return d->g[i];
+    return NULL;
+}
+
 static void gather(struct wt_detect *d, const struct wt_batch *b)
 {
     struct gpu *cur = NULL;
@@ -193,6 +221,8 @@ static void gather(struct wt_detect *d, const struct wt_batch *b)
         if (!is_gpu_metric(r->metric))
             continue;
         if (!cur || !same_gpu(cur, r->labels))
+            cur = known_gpu(d, r->labels);
+        if (!cur)
             cur = find_gpu(d, r->labels);
         if (!cur)
             continue;

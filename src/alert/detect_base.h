@@ -59,6 +59,10 @@ struct gpu {
     char uuid[96];
     char labels[WT_LABELS_LEN]; /* gpu,uuid,model (whatever the base series carry) */
     size_t labels_len;
+    /* The labels of the reading that made it, up to its uuid pair (key_len bytes; 0: no uuid):
+     * a reading whose labels begin with them, then end or go on, is this GPU. */
+    char key[WT_LABELS_LEN];
+    size_t key_len;
     char model[96];
     int index;
     struct now v;

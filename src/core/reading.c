@@ -474,6 +474,18 @@ int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_n
     return 0;
 }
 
+void wt_readings_copy(struct wt_reading *dst, const struct wt_reading *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strnlen(src[i].labels, WT_LABELS_LEN - 1);
+        dst[i].t_ns = src[i].t_ns;
+        dst[i].value = src[i].value;
+        dst[i].metric = src[i].metric;
+        memcpy(dst[i].labels, src[i].labels, l);
+        dst[i].labels[l] = '\0';
+    }
+}
+
 int wt_batch_append(struct wt_batch *b, const struct wt_batch *src)
 {
     if (b->len + src->len > b->cap) {
@@ -486,8 +498,7 @@ int wt_batch_append(struct wt_batch *b, const struct wt_batch *src)
         b->r = r;
         b->cap = cap;
     }
-    if (src->len)
-        memcpy(b->r + b->len, src->r, src->len * sizeof *src->r);
+    wt_readings_copy(b->r + b->len, src->r, src->len);
     b->len += src->len;
     return 0;
 }

@@ -230,6 +230,11 @@ struct wt_batch {
 /* Appends one reading. Returns 0 or -ENOMEM (and -E2BIG when labels do not fit). */
 int wt_batch_add(struct wt_batch *b, int metric, const char *labels, int64_t t_ns,
                  double value) WT_MUST_USE;
+/*
+ * Copies n readings: each one's time, value, metric and labels up to their end; the bytes of
+ * labels after it are left as they were (a reading's labels are a fraction of their array).
+ */
+void wt_readings_copy(struct wt_reading *dst, const struct wt_reading *src, size_t n);
 /* Appends all of src. Returns 0 or -ENOMEM. */
 int wt_batch_append(struct wt_batch *b, const struct wt_batch *src) WT_MUST_USE;
 void wt_batch_clear(struct wt_batch *b);

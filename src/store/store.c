@@ -249,6 +249,10 @@ void wt_store_close(struct wt_store *s)
     }
     free(s->cur);
     free(s->spare);
+    free(s->cur_tag);
+    free(s->spare_tag);
+    for (int i = 0; i < PLACE_SLOTS; i++)
+        free(s->place[i].p);
     free(s->pend);
     free(s->tab);
     free(s->ms);

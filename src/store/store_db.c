@@ -175,9 +175,16 @@ static void ms_note(struct wt_store *s, int64_t id, const char *node, enum wt_se
  * readings, or in a ticks row: raw_lo bounds the rows only). */
 void wt_store_ms_widen(struct wt_store *s, int64_t id, int64_t t, bool row)
 {
+    size_t at = SIZE_MAX;
+    wt_store_ms_widen_at(s, &at, id, t, row);
+}
+
+void wt_store_ms_widen_at(struct wt_store *s, size_t *at, int64_t id, int64_t t, bool row)
+{
     if (!s->ms_loaded)
         return;
-    size_t i = wt_store_ms_lower(s, id);
+    size_t i = *at < s->ms_len && s->ms[*at].id == id ? *at : wt_store_ms_lower(s, id);
+    *at = i;
     if (i == s->ms_len || s->ms[i].id != id || !s->ms[i].known)
         return;
     if (t < s->ms[i].lo)

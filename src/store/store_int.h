@@ -41,6 +41,32 @@ struct entry {
     char labels[WT_LABELS_LEN];
 };
 
+/*
+ * The writer's series by place (wt_store_sink, issue 49): a collector's batch of one length keeps
+ * its layout from tick to tick, so the reading at position i of it is the series it was the last
+ * time when its metric and labels are still the same, compared in full (a cheap compare, not the
+ * hash of the interned table). A stable layout interns nothing; a changed one (a GPU appears, a
+ * label's value changes) misses and interns, never attaching a value to another series. A slot is
+ * one (collector, batch length); the sink tags each queued reading with its slot and position.
+ */
+#define PLACE_SLOTS 64
+#define PLACE_MAX 65536 /* positions of a slot; readings beyond are interned */
+struct place {
+    int64_t id;   /* 0: none */
+    size_t ms_at; /* where the series was last in ms (checked by id before use) */
+    uint16_t metric;
+    char labels[WT_LABELS_LEN];
+};
+struct place_slot {
+    /* what the slot is: the sink's, under mu */
+    char collector[32];
+    size_t len;
+    uint64_t used;
+    /* what it knows: the writer thread's */
+    struct place *p;
+    size_t cap;
+};
+
 struct minute_acc {
     int64_t n;
     double min, max, sum, last;
@@ -177,7 +203,12 @@ struct wt_store {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct wt_reading *cur, *spare;
+    uint32_t *cur_tag,
+        *spare_tag; /* a queued reading's place: (slot + 1) << 16 | position, 0 none */
     size_t cur_len;
+    struct place_slot place[PLACE_SLOTS];
+    int nplace;
+    uint64_t place_clock;
     uint64_t dropped; /* queue full, or beyond the buffer while writes fail */
     /* While writes fail (a full disk): readings kept in memory, oldest first, written when a
      * write succeeds again. Writer thread only; pend_len is mirrored under mu for the stats. */
@@ -230,6 +261,8 @@ int wt_store_mq_exec(struct wt_store *s, int k);
 void wt_store_rollback(struct wt_store *s);
 size_t wt_store_ms_lower(const struct wt_store *s, int64_t id);
 void wt_store_ms_widen(struct wt_store *s, int64_t id, int64_t t, bool row);
+/* wt_store_ms_widen, looking first at index *at (then set to where the series is, or would be). */
+void wt_store_ms_widen_at(struct wt_store *s, size_t *at, int64_t id, int64_t t, bool row);
 int wt_store_ms_check(struct wt_store *s);
 int wt_store_tab_put(struct wt_store *s, int64_t id, const char *node, const char *metric,
                      const char *labels);

@@ -31,12 +31,60 @@
 #include "store/segment.h"
 #include "store/ticks.h"
 
+/* The series the reading tagged tag had at its place last time, when it is still that one: its
+ * metric and labels the same. 0 otherwise. Writer thread. */
+static struct place *place_find(struct wt_store *s, uint32_t tag, const struct wt_reading *r)
+{
+    struct place_slot *ps = &s->place[(tag >> 16) - 1];
+    size_t pos = tag & 0xffff;
+    if (pos >= ps->cap)
+        return NULL;
+    struct place *p = &ps->p[pos];
+    return p->id && p->metric == r->metric && strcmp(p->labels, r->labels) == 0 ? p : NULL;
+}
+
+/* Remembers series id at the place of tag; NULL when there is no memory for it. */
+static struct place *place_keep(struct wt_store *s, uint32_t tag, const struct wt_reading *r,
+                                int64_t id)
+{
+    struct place_slot *ps = &s->place[(tag >> 16) - 1];
+    size_t pos = tag & 0xffff;
+    if (pos >= ps->cap) {
+        size_t nc = ps->cap ? ps->cap : 64;
+        while (nc <= pos)
+            nc *= 2;
+        struct place *p = realloc(ps->p, nc * sizeof *p);
+        if (!p)
+            return NULL;
+        for (size_t i = ps->cap; i < nc; i++)
+            p[i].id = 0;
+        ps->p = p;
+        ps->cap = nc;
+    }
+    struct place *p = &ps->p[pos];
+    p->id = id;
+    p->ms_at = SIZE_MAX;
+    p->metric = r->metric;
+    memcpy(p->labels, r->labels, strnlen(r->labels, sizeof p->labels - 1) + 1);
+    p->labels[sizeof p->labels - 1] = '\0';
+    return p;
+}
+
+/* Forgets every place: the series of a rolled-back transaction are gone. */
+static void place_forget(struct wt_store *s)
+{
+    for (int i = 0; i < PLACE_SLOTS; i++)
+        for (size_t k = 0; k < s->place[i].cap; k++)
+            s->place[i].p[k].id = 0;
+}
+
 /*
- * The series of each reading, interned, into s->tk (*m of them: readings of no known metric are
- * left out), their bounds widened (row: written as rows of readings) and *last_t the newest time.
+ * The series of each reading, interned (or, for a reading with a place (tags[i] != 0, node ""),
+ * found at its place), into s->tk (*m of them: readings of no known metric are left out), their
+ * bounds widened (row: written as rows of readings) and *last_t the newest time.
  */
-static int intern_all(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
-                      bool row, int64_t *last_t, size_t *m)
+static int intern_all(struct wt_store *s, const char *node, const struct wt_reading *r,
+                      const uint32_t *tags, size_t n, bool row, int64_t *last_t, size_t *m)
 {
     if (n > s->tk_cap) {
         struct wt_tick_reading *p = realloc(s->tk, n * sizeof *p);
@@ -45,15 +93,25 @@ static int intern_all(struct wt_store *s, const char *node, const struct wt_read
         s->tk = p;
         s->tk_cap = n;
     }
+    if (node[0])
+        tags = NULL; /* places are the local daemon's */
     *m = 0;
     for (size_t i = 0; i < n; i++) {
         if (r[i].metric >= WT_M_COUNT)
             continue;
-        int64_t id = wt_store_intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
-        if (id < 0)
-            return (int)id;
+        uint32_t tag = tags ? tags[i] : 0;
+        struct place *p = tag ? place_find(s, tag, &r[i]) : NULL;
+        int64_t id = p ? p->id : 0;
+        if (!id) {
+            id = wt_store_intern(s, node, wt_metrics[r[i].metric].name, r[i].labels);
+            if (id < 0)
+                return (int)id;
+            if (tag)
+                p = place_keep(s, tag, &r[i], id);
+        }
         s->tk[(*m)++] = (struct wt_tick_reading){.series = id, .t_ns = r[i].t_ns, .v = r[i].value};
-        wt_store_ms_widen(s, id, r[i].t_ns, row);
+        size_t at = SIZE_MAX;
+        wt_store_ms_widen_at(s, p ? &p->ms_at : &at, id, r[i].t_ns, row);
         if (r[i].t_ns > *last_t)
             *last_t = r[i].t_ns;
     }
@@ -61,11 +119,11 @@ static int intern_all(struct wt_store *s, const char *node, const struct wt_read
 }
 
 /* Inserts readings as rows inside an open transaction. */
-static int insert(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
-                  int64_t *last_t)
+static int insert(struct wt_store *s, const char *node, const struct wt_reading *r,
+                  const uint32_t *tags, size_t n, int64_t *last_t)
 {
     size_t m;
-    int rc = intern_all(s, node, r, n, true, last_t, &m);
+    int rc = intern_all(s, node, r, tags, n, true, last_t, &m);
     for (size_t i = 0; rc == 0 && i < m; i++) {
         sqlite3_bind_int64(s->ins_reading, 1, s->tk[i].series);
         sqlite3_bind_int64(s->ins_reading, 2, s->tk[i].t_ns);
@@ -81,11 +139,11 @@ static int insert(struct wt_store *s, const char *node, const struct wt_reading 
 }
 
 /* Appends readings as one packed ticks row inside an open transaction. */
-static int insert_ticks(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n,
-                        int64_t *last_t)
+static int insert_ticks(struct wt_store *s, const char *node, const struct wt_reading *r,
+                        const uint32_t *tags, size_t n, int64_t *last_t)
 {
     size_t m;
-    int rc = intern_all(s, node, r, n, false, last_t, &m);
+    int rc = intern_all(s, node, r, tags, n, false, last_t, &m);
     if (rc)
         return rc;
     if (m == 0)
@@ -113,14 +171,17 @@ static int insert_ticks(struct wt_store *s, const char *node, const struct wt_re
     return 0;
 }
 
-int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n)
+/* wt_store_write, with the places of the readings when they have them (tags: NULL or n). */
+static int write_tagged(struct wt_store *s, const char *node, const struct wt_reading *r,
+                        const uint32_t *tags, size_t n)
 {
     int64_t last_t = 0;
     if (n == 0)
         return 0;
     if (wt_store_mq_exec(s, MQ_BEGIN))
         return -EIO;
-    int rc = s->o.ticks ? insert_ticks(s, node, r, n, &last_t) : insert(s, node, r, n, &last_t);
+    int rc = s->o.ticks ? insert_ticks(s, node, r, tags, n, &last_t)
+                        : insert(s, node, r, tags, n, &last_t);
     if (rc == 0 && s->run_id && !node[0]) {
         sqlite3_bind_int64(s->upd_run, 1, last_t);
         sqlite3_bind_int64(s->upd_run, 2, s->run_id);
@@ -132,18 +193,54 @@ int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading
         return 0;
     wt_store_rollback(s);
     (void)wt_store_tab_load(s); /* series added in the rolled-back transaction are gone */
+    place_forget(s);
     s->ms_loaded = false;
     return rc ? rc : -EIO;
+}
+
+int wt_store_write(struct wt_store *s, const char *node, const struct wt_reading *r, size_t n)
+{
+    return write_tagged(s, node, r, NULL, n);
+}
+
+/* Under s->mu: the place slot of a batch of collector of len readings, made (or taken from the
+ * least recently used) when new; -1 when there is none (no name). */
+static int place_slot(struct wt_store *s, const char *collector, size_t len)
+{
+    if (!collector || !collector[0])
+        return -1;
+    int k = -1;
+    for (int i = 0; i < s->nplace && k < 0; i++)
+        if (s->place[i].len == len && strcmp(s->place[i].collector, collector) == 0)
+            k = i;
+    if (k < 0) {
+        if (s->nplace < PLACE_SLOTS) {
+            k = s->nplace++;
+        } else {
+            k = 0;
+            for (int i = 1; i < PLACE_SLOTS; i++)
+                if (s->place[i].used < s->place[k].used)
+                    k = i;
+        }
+        /* the writer's entries of a taken slot stay: each is checked in full before use */
+        snprintf(s->place[k].collector, sizeof s->place[k].collector, "%s", collector);
+        s->place[k].len = len;
+    }
+    s->place[k].used = ++s->place_clock;
+    return k;
 }
 
 void wt_store_sink(void *ctx, const char *collector, const struct wt_batch *b)
 {
     struct wt_store *s = ctx;
-    (void)collector;
     pthread_mutex_lock(&s->mu);
     size_t room = s->o.queue_cap - s->cur_len;
     size_t n = b->len < room ? b->len : room;
-    memcpy(s->cur + s->cur_len, b->r, n * sizeof *b->r);
+    int k = n ? place_slot(s, collector, b->len) : -1;
+    uint32_t base = (uint32_t)(k + 1) << 16;
+    wt_readings_copy(s->cur + s->cur_len, b->r, n);
+    for (size_t i = 0; i < n; i++)
+        s->cur_tag[s->cur_len + i] = k >= 0 && i < PLACE_MAX ? base | (uint32_t)i : 0;
     s->cur_len += n;
     s->dropped += b->len - n;
     pthread_mutex_unlock(&s->mu);
@@ -188,7 +285,7 @@ static size_t keep(struct wt_store *s, const struct wt_reading *r, size_t n)
             take = s->pend_cap - s->pend_len;
         }
     }
-    memcpy(s->pend + s->pend_len, r, take * sizeof *r);
+    wt_readings_copy(s->pend + s->pend_len, r, take);
     s->pend_len += take;
     return n - take;
 }
@@ -217,9 +314,12 @@ static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
 {
     pthread_mutex_lock(&s->mu);
     struct wt_reading *batch = s->cur;
+    uint32_t *tags = s->cur_tag;
     size_t n = s->cur_len;
     s->cur = s->spare;
     s->spare = batch;
+    s->cur_tag = s->spare_tag;
+    s->spare_tag = tags;
     s->cur_len = 0;
     bool failing = s->failing;
     pthread_mutex_unlock(&s->mu);
@@ -237,7 +337,7 @@ static void flush_queue(struct wt_store *s, struct failrun *fr, bool force)
         }
     } else if (n) {
         tried = true;
-        rc = wt_store_write(s, "", batch, n);
+        rc = write_tagged(s, "", batch, tags, n);
         written = rc == 0 ? n : 0;
         if (rc)
             lost = keep(s, batch, n);
@@ -369,7 +469,9 @@ int wt_store_writer_start(struct wt_store *s)
 {
     s->cur = calloc(s->o.queue_cap, sizeof *s->cur);
     s->spare = calloc(s->o.queue_cap, sizeof *s->spare);
-    if (!s->cur || !s->spare)
+    s->cur_tag = calloc(s->o.queue_cap, sizeof *s->cur_tag);
+    s->spare_tag = calloc(s->o.queue_cap, sizeof *s->spare_tag);
+    if (!s->cur || !s->spare || !s->cur_tag || !s->spare_tag)
         return -ENOMEM;
     s->pend_max = s->o.buffer_readings < 0 ? 0 : (size_t)s->o.buffer_readings;
     s->quiet = true; /* the writer logs database errors itself, rate-limited */

@@ -32,6 +32,59 @@ static int by_series_time(const void *pa, const void *pb)
     return a->order < b->order ? -1 : a->order > b->order;
 }
 
+/*
+ * Sorts s[0..n) as qsort with by_series_time would (s[i].order == i), in a few linear passes:
+ * stable by series, a byte of (series - the least) a pass, through tmp; then each series' run by
+ * time, by insertion (a flush's run is a tick or a few, in time order already) or qsort when it is
+ * long. Returns 0 or -ENOMEM (s is then left as it was).
+ */
+static int sort_readings(struct sortable *s, size_t n)
+{
+    int64_t lo = s[0].series, hi = s[0].series;
+    for (size_t i = 1; i < n; i++) {
+        lo = s[i].series < lo ? s[i].series : lo;
+        hi = s[i].series > hi ? s[i].series : hi;
+    }
+    uint64_t range = (uint64_t)hi - (uint64_t)lo;
+    struct sortable *tmp = malloc(n * sizeof *tmp);
+    if (!tmp)
+        return -ENOMEM;
+    struct sortable *a = s, *b = tmp;
+    for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += 8) {
+        size_t count[257] = {0};
+        for (size_t i = 0; i < n; i++)
+            count[(((uint64_t)a[i].series - (uint64_t)lo) >> shift & 0xff) + 1]++;
+        for (int d = 0; d < 256; d++)
+            count[d + 1] += count[d];
+        for (size_t i = 0; i < n; i++)
+            b[count[((uint64_t)a[i].series - (uint64_t)lo) >> shift & 0xff]++] = a[i];
+        struct sortable *t = a;
+        a = b;
+        b = t;
+    }
+    if (a != s)
+        memcpy(s, a, n * sizeof *s);
+    free(tmp);
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && s[j].series == s[i].series)
+            j++;
+        if (j - i > 32) {
+            qsort(s + i, j - i, sizeof *s, by_series_time);
+        } else {
+            for (size_t k = i + 1; k < j; k++) {
+                struct sortable x = s[k];
+                size_t m = k;
+                for (; m > i && by_series_time(&s[m - 1], &x) > 0; m--)
+                    s[m] = s[m - 1];
+                s[m] = x;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}
+
 /* The plain body of sorted readings s[0..n): base, series, and each series' points. */
 static int put_body(struct wt_wbuf *w, const struct sortable *s, size_t n, int64_t base,
                     size_t *kept)
@@ -97,7 +150,10 @@ int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *
         return -ENOMEM;
     for (size_t i = 0; i < n; i++)
         s[i] = (struct sortable){r[i].series, r[i].t_ns, r[i].v, i};
-    qsort(s, n, sizeof *s, by_series_time);
+    if (sort_readings(s, n) != 0) {
+        free(s);
+        return -ENOMEM;
+    }
     for (size_t i = 0; i < n; i++)
         r[i] = (struct wt_tick_reading){s[i].series, s[i].t, s[i].v};
 
@@ -110,8 +166,9 @@ int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *
         wt_put_u8(&blob, WT_TICKS_ZSTD);
         wt_put_uv(&blob, kept);
         wt_put_uv(&blob, body.n);
-        size_t z =
-            blob.oom ? 0 : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
+        size_t z = blob.oom || body.n < WT_TICKS_ZSTD_MIN
+                       ? 0
+                       : wt_codec_compress(blob.p + blob.n, blob.cap - blob.n, body.p, body.n);
         if (z && blob.n + z < 1 + 10 + body.n && body.n <= MAX_FOLD(z)) {
             blob.n += z;
         } else {

@@ -14,7 +14,7 @@
  *     (a decimal integer at the series' scale, or XOR), a byte of time and about three bytes of
  *     framing for a series read once a flush.
  * A reader of one series steps over the others by their lengths without decoding them. zstd is
- * used when it makes the blob smaller.
+ * used when the body is at least WT_TICKS_ZSTD_MIN bytes and it makes the blob smaller.
  */
 #ifndef WT_STORE_TICKS_H
 #define WT_STORE_TICKS_H
@@ -27,6 +27,15 @@
 #include "store/store.h"
 
 enum { WT_TICKS_PLAIN = 1, WT_TICKS_ZSTD = 2 };
+
+/*
+ * Bodies shorter than this are kept plain: a ticks row lives only until maintenance moves its
+ * readings into their series' chunks (zstd at rest, chunk.h). The 1-s flush of an 8-GPU node
+ * (2-5 kB) would save a few kB a row for those minutes at ~150k instructions a write, and a
+ * decompression at every read of the row; a flush of many ticks (a longer flush interval, an
+ * import), which zstd folds about 5 times, is compressed (issue 49).
+ */
+#define WT_TICKS_ZSTD_MIN 8192
 
 /* One reading of a flush: its series' id (>= 1), time (ns) and value. */
 struct wt_tick_reading {

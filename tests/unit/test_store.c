@@ -699,3 +699,150 @@ WT_TEST(a_full_database_buffers_then_writes_everything)
     wt_health_reset();
     wt_health_set_adjtimex(NULL);
 }
+
+/*
+ * The writer finds a reading's series at its place in its collector's batch (issue 49): a GPU
+ * that goes while another comes at the same place, a label whose value changes, GPUs in another
+ * order, metrics swapped at their places, a GPU more (a longer batch) and back. Every reading
+ * must be stored under its own series: a cache keyed by place alone stores tick 3's GPU 2 as
+ * GPU 1, and the rest likewise. In rows and in packed ticks.
+ */
+struct placed {
+    int metric, gpu;
+    const char *model;
+};
+
+static void push_point(struct wt_point_buf *b, int64_t t, double v)
+{
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 16;
+        b->p = realloc(b->p, b->cap * sizeof *b->p);
+        WT_ASSERT(b->p != NULL);
+    }
+    b->p[b->n++] = (struct wt_point){t, v};
+}
+
+/* Every reading of the series sl, against want (n of them: none, no series). */
+static void series_holds(struct wt_store *s, const char *sl, const struct wt_point_buf *want)
+{
+    struct wt_series_info *si = NULL;
+    struct wt_point_buf pb = {0};
+    struct wt_err err = {{0}};
+    size_t n = 0;
+    WT_EQ_INT(wt_store_series(s, sl, false, &si, &n, &err), 0);
+    WT_EQ_INT(n, want->n ? 1 : 0);
+    if (n)
+        WT_EQ_INT(wt_store_read(s, si[0].id, INT64_MIN, INT64_MAX, 0, 0, &pb), 0);
+    WT_EQ_INT(pb.n, want->n);
+    for (size_t i = 0; i < pb.n && i < want->n; i++) {
+        WT_EQ_INT(pb.p[i].t_ns, want->p[i].t_ns);
+        WT_NEAR(pb.p[i].v, want->p[i].v, 0);
+    }
+    free(si);
+    free(pb.p);
+}
+
+static void placed_labels(const struct placed *p, char *buf, size_t n)
+{
+    char g[8], u[16];
+    snprintf(g, sizeof g, "%d", p->gpu);
+    snprintf(u, sizeof u, "GPU-%c", 'a' + p->gpu);
+    WT_EQ_INT(wt_labels(buf, n, "gpu", g, "uuid", u, "model", p->model, NULL), 0);
+}
+
+WT_TEST(a_changed_layout_stores_every_reading_under_its_own_series)
+{
+    const char *h200 = "NVIDIA H200", *nvl = "NVIDIA H200 NVL";
+    enum { P = WT_M_GPU_POWER_W, C = WT_M_GPU_TEMP_C };
+    /* each tick's batch of the collector "nvml", in order */
+    const struct placed t1[] = {{P, 0, h200}, {C, 0, h200}, {P, 1, h200}, {C, 1, h200}, {0}};
+    const struct placed t3[] = {{P, 0, h200}, {C, 0, h200}, {P, 2, h200}, {C, 2, h200}, {0}};
+    const struct placed t4[] = {{P, 0, nvl}, {C, 0, nvl}, {P, 2, h200}, {C, 2, h200}, {0}};
+    const struct placed t5[] = {{P, 2, h200}, {C, 2, h200}, {P, 0, nvl}, {C, 0, nvl}, {0}};
+    const struct placed t6[] = {{C, 2, h200}, {P, 2, h200}, {C, 0, nvl}, {P, 0, nvl}, {0}};
+    const struct placed t7[] = {{P, 0, nvl},  {C, 0, nvl},  {P, 1, h200}, {C, 1, h200},
+                                {P, 2, h200}, {C, 2, h200}, {0}};
+    const struct placed t8[] = {{P, 0, nvl}, {C, 0, nvl}, {P, 2, h200}, {C, 2, h200}, {0}};
+    const struct placed *ticks[8] = {t1, t1, t3, t4, t5, t6, t7, t8};
+    for (int mode = 0; mode < 2; mode++) {
+        char path[512], lb[WT_LABELS_LEN];
+        struct wt_store *s = NULL;
+        struct wt_err err = {{0}};
+        struct wt_store_stats st;
+        snprintf(path, sizeof path, "%s/place%d.db", wt_test_dir(), mode);
+        struct wt_store_opts o = {
+            .flush_ns = 20 * WT_NS_PER_MS, .create = true, .ticks = mode == 1};
+        WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+        WT_EQ_INT(wt_store_begin_run(s, "", T0, S, "test"), 0);
+        WT_EQ_INT(wt_store_writer_start(s), 0);
+        struct wt_batch b = {0};
+        int total = 0;
+        for (int k = 0; k < 8; k++) {
+            wt_batch_clear(&b);
+            for (const struct placed *p = ticks[k]; p->model; p++) {
+                placed_labels(p, lb, sizeof lb);
+                /* the value says which series at which tick it belongs to */
+                double v = 1000 * (k + 1) + 10 * p->gpu + (p->metric == P) + 2 * (p->model == nvl);
+                WT_EQ_INT(wt_batch_add(&b, p->metric, lb, T0 + k * S, v), 0);
+                total++;
+            }
+            wt_store_sink(s, "nvml", &b);
+            /* another collector's batch of the same length between: places are per collector */
+            wt_batch_clear(&b);
+            for (int i = 0; i < 4; i++) {
+                char pk[4] = {(char)('0' + i), 0};
+                WT_EQ_INT(wt_labels(lb, sizeof lb, "package", pk, "domain",
+                                    k % 2 ? "dram" : "package", NULL),
+                          0);
+                WT_EQ_INT(wt_batch_add(&b, WT_M_CPU_POWER_W, lb, T0 + k * S, 5000 + 100 * k + i),
+                          0);
+                total++;
+            }
+            wt_store_sink(s, "rapl", &b);
+            WAIT_STATS(s, st, st.queued == 0); /* a flush a tick: places carry over */
+        }
+        wt_store_close(s);
+        wt_batch_free(&b);
+
+        struct wt_store *rdr = NULL;
+        struct wt_store_opts ro = {.create = false};
+        WT_EQ_INT(wt_store_open(path, &ro, &rdr, &err), 0);
+        /* raw rows, chunks (maintenance may have compacted some) and packed ticks */
+        WT_EQ_INT(count(rdr, ALL_READINGS) + count(rdr, "SELECT coalesce(sum(n), 0) FROM ticks"),
+                  total);
+        /* each series holds exactly the readings made for it */
+        const int metrics[] = {P, C};
+        const char *models[] = {h200, nvl};
+        char sl[512];
+        for (int g = 0; g < 3; g++) {
+            for (int m = 0; m < 2; m++) {
+                for (int md = 0; md < 2; md++) {
+                    struct placed want = {metrics[m], g, models[md]};
+                    struct wt_point_buf exp = {0};
+                    for (int k = 0; k < 8; k++)
+                        for (const struct placed *p = ticks[k]; p->model; p++)
+                            if (p->metric == want.metric && p->gpu == g && p->model == want.model)
+                                push_point(&exp, T0 + k * S,
+                                           1000 * (k + 1) + 10 * g + (p->metric == P) +
+                                               2 * (p->model == nvl));
+                    placed_labels(&want, lb, sizeof lb);
+                    snprintf(sl, sizeof sl, "%s{%s}", wt_metrics[want.metric].name, lb);
+                    series_holds(rdr, sl, &exp);
+                    free(exp.p);
+                }
+            }
+        }
+        for (int i = 0; i < 4; i++) {
+            for (int d = 0; d < 2; d++) {
+                struct wt_point_buf exp = {0};
+                for (int k = d; k < 8; k += 2)
+                    push_point(&exp, T0 + k * S, 5000 + 100 * k + i);
+                snprintf(sl, sizeof sl, "%s{package=\"%d\",domain=\"%s\"}",
+                         wt_metrics[WT_M_CPU_POWER_W].name, i, d ? "dram" : "package");
+                series_holds(rdr, sl, &exp);
+                free(exp.p);
+            }
+        }
+        wt_store_close(rdr);
+    }
+}
