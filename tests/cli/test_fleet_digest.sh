@@ -9,7 +9,8 @@
 # the counter passes its earlier value within one step (the digest's readings alone would hide
 # it); a gap of 10 minutes with a reset across it and one without; a series that begins and ends
 # inside the window; readings sparse around the window's start. The fleet's GPU energy from kpi
-# is their sum. The GPU power chart has one point per chart column, not one per reading.
+# is their sum. The GPU power chart has one point per chart column, not one per reading. An
+# engine that refuses a query over its limit (-search.maxSamplesPerQuery) is an error, exit 1.
 source "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
@@ -132,5 +133,23 @@ PY
 )
 check "kpi --source: the fleet's GPU energy is the sum of the exact figures: $msg" \
     bash -c '[[ $0 == ok* ]]' "$msg"
+# An engine that refuses a query over its limit: an error naming it, no figure.
+LPORT=$(free_port)
+bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
+    -search.disableCache -search.maxSamplesPerQuery=2000 -loggerLevel=ERROR 2>>"$TMP/vm.log"
+wait_for 30 curl -sf "http://127.0.0.1:$LPORT/health" -o /dev/null
+curl -sf "http://127.0.0.1:$LPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
+curl -sf "http://127.0.0.1:$LPORT/internal/force_flush" -o /dev/null
+wait_for 30 $PY -c "
+import json, urllib.request, urllib.parse
+q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\"0\"}[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$LPORT/api/v1/query?' + q))
+assert d['data']['result']"
+"$BIN" kpi --source "victoriametrics://127.0.0.1:$LPORT" --from "$A" --to "$B" --json \
+    >"$TMP/kl.json" 2>"$TMP/kl.err"
+rc=$?
+check "an engine over its limit: exit 1, named, no figure ($(head -c 200 "$TMP/kl.err"))" bash -c \
+    '[[ $0 == 1 && ! -s $1 ]] && grep -q "victoriametrics://127.0.0.1:$3.*maxSamplesPerQuery" "$2"' \
+    "$rc" "$TMP/kl.json" "$TMP/kl.err" "$LPORT"
 check "no working store is left behind" test -z "$(ls -A "$TMP/tmpdir")"
 finish
