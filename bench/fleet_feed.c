@@ -8,7 +8,8 @@
  * encoded with the daemon's own encoder (serve/remote_write.h) in 2000-sample requests and
  * POSTed to URL. Prints the job's window and its exact energy (so the query can be checked) and
  * the ingest rate as JSON lines:
- *   fleet_feed URL [NODES] [SECONDS]    (default 256 nodes, 600 s)
+ *   fleet_feed URL [NODES] [SECONDS] [power]    (default 256 nodes, 600 s; power: every GPU's
+ *   wattage_gpu_power_watts too, at the same 300 W, for a report's charts)
  */
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -69,6 +70,7 @@ int main(int argc, char **argv)
     }
     const char *url = argv[1];
     int nodes = argc > 2 ? atoi(argv[2]) : 256, secs = argc > 3 ? atoi(argv[3]) : 600;
+    bool power = argc > 4 && strcmp(argv[4], "power") == 0;
     int64_t now = wt_now_real_ns() / WT_NS_PER_S * WT_NS_PER_S;
     int64_t t0 = now - (int64_t)secs * WT_NS_PER_S;
     int64_t js = t0 + 60 * WT_NS_PER_S + 250 * 1000000, je = now - 60 * WT_NS_PER_S + 500 * 1000000;
@@ -109,8 +111,16 @@ int main(int argc, char **argv)
                 wt_remote_write_encoder_add(e, "wattage_job_mark_time_seconds", lb) < 0)
                 return 1;
         }
+        /* with "power": each GPU's wattage_gpu_power_watts too, at WATTS */
+        for (int i = 0; power && i < GPUS; i++) {
+            snprintf(g, sizeof g, "%d", i);
+            snprintf(uuid, sizeof uuid, "GPU-%03d-%d", n, i);
+            if (wt_labels(lb, sizeof lb, "gpu", g, "uuid", uuid, "model", "NVIDIA H200", NULL) ||
+                wt_remote_write_encoder_add(e, "wattage_gpu_power_watts", lb) < 0)
+                return 1;
+        }
         /* oldest first, series by series within each 2000-sample request */
-        int per = BATCH / (GPUS + 5);
+        int per = BATCH / (GPUS + 5 + (power ? GPUS : 0));
         for (int s0 = 0; s0 <= secs; s0 += per) {
             b.n = 0;
             int s1 = s0 + per <= secs + 1 ? s0 + per : secs + 1;
@@ -132,6 +142,9 @@ int main(int argc, char **argv)
                     add(&b, (uint32_t)(GPUS + k), t, v);
                 }
             }
+            for (int i = 0; power && i < GPUS; i++)
+                for (int s = s0; s < s1; s++)
+                    add(&b, (uint32_t)(GPUS + 5 + i), t0 + (int64_t)s * WT_NS_PER_S, WATTS);
             const char *body;
             size_t len;
             if (wt_remote_write_encode(e, &b, &body, &len, NULL) != 0 || post(c, url, body, len))

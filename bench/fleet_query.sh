@@ -12,16 +12,8 @@ set -u
 BUILD=${1:-build}
 NODES=${2:-256}
 SECS=${3:-600}
-PY=/usr/bin/python3
-VM=${VICTORIA_METRICS:-victoria-metrics}
-command -v "$VM" >/dev/null || { echo "fleet_query: $VM is not installed" >&2; exit 1; }
-TMP=$(mktemp -d)
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$VM" -storageDataPath="$TMP/vm" -httpListenAddr="127.0.0.1:$PORT" -retentionPeriod=1y \
-    -search.disableCache -loggerLevel=ERROR 2>"$TMP/vm.log" &
-vm=$!
-trap 'kill $vm 2>/dev/null; wait $vm 2>/dev/null; rm -rf "$TMP"' EXIT
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$PORT/health" -o /dev/null && break; sleep 0.1; done
+. "$(dirname "$0")/fleet_vm.sh"
+fleet_vm_start fleet_query
 "$BUILD/bench/fleet_feed" "http://127.0.0.1:$PORT/api/v1/write" "$NODES" "$SECS" >"$TMP/feed.json" || exit 1
 grep section "$TMP/feed.json"
 SRC=victoriametrics://127.0.0.1:$PORT

@@ -260,6 +260,17 @@ int wt_cli_source_store_every(const char *cmd, const char *source, const char *s
                               int64_t to, int64_t chunk_ns, char *dir, size_t n,
                               struct wt_store **st, size_t *copied, size_t *readings,
                               struct wt_err *err);
+/*
+ * wt_cli_source_store with the window's readings digested (wt_promsrc_digest in
+ * store/promsrc.h: counters exact from their edges, with the raw samples where a reset or a gap
+ * lies; gauges one point per chart step; d->raw copied as it is) instead of every raw sample.
+ * *copied counts the series written, *readings the readings. Returns as wt_cli_source_store.
+ */
+struct wt_promsrc_digest;
+int wt_cli_source_store_digest(const char *cmd, const char *source,
+                               const struct wt_promsrc_digest *d, int64_t from, int64_t to,
+                               char *dir, size_t n, struct wt_store **st, size_t *copied,
+                               size_t *readings, struct wt_err *err);
 /* Removes the working store of wt_cli_source_store and its directory (dir "": nothing). */
 void wt_cli_source_cleanup(const char *dir);
 /*

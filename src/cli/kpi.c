@@ -404,18 +404,50 @@ static int fleet_carbon(struct wt_store *st, const struct wt_config *cfg, const 
     return 0;
 }
 
+/* The starts of the carbon steps inside [from, to] that CUE weighs the IT energy by (none
+ * without carbon.zone): edges where the digest's energy must be exact too. 0 or -errno. */
+static int carbon_edges(struct wt_store *st, const struct wt_config *cfg, int64_t from, int64_t to,
+                        int64_t **edges, size_t *n)
+{
+    struct wt_carbon_conf cf;
+    struct wt_carbon_step *s = NULL;
+    struct wt_err err = {{0}};
+    size_t ns = 0;
+    *edges = NULL;
+    *n = 0;
+    if (wt_carbon_conf_from(cfg, &cf, &err) != 0 || !cf.zone[0])
+        return 0; /* said by fleet_carbon; no zone: one static value */
+    int rc = wt_carbon_steps(wt_store_db(st), &cf, WT_CS_INTENSITY, cf.zone, from, to, &s, &ns);
+    if (rc == 0 && ns > 1 && !(*edges = malloc((ns - 1) * sizeof **edges)))
+        rc = -ENOMEM;
+    for (size_t i = 1; rc == 0 && i < ns; i++)
+        (*edges)[(*n)++] = s[i].from_ns;
+    free(s);
+    return rc;
+}
+
 /*
- * --source: the fleet's readings of the window copied into a working store in a new temporary
- * directory (dir, removed by the caller), so the KPIs are computed exactly as locally. 0 or 1.
+ * --source: a working store in a new temporary directory (dir, removed by the caller) with the
+ * carbon series (fleet_carbon) and the fleet's readings of the window digested
+ * (wt_promsrc_digest: the nodes' counters exact over the window and each carbon step, not every
+ * sample; the facility's few meters as they are, audit/meters.c reads their steps), so the KPIs
+ * are computed exactly as locally. 0, 1 or 2 (printed).
  */
-static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, size_t n,
+static int fleet_store(const char *source, const struct wt_config *cfg, const char *db,
+                       const char *carbon, int64_t from, int64_t to, char *dir, size_t n,
                        struct wt_store **st)
 {
+    static const char *const counters[] = {"wattage_gpu_energy_joules_total",
+                                           "wattage_gpu_energy_integrated_joules_total",
+                                           "wattage_cpu_energy_joules_total", NULL};
+    struct wt_promsrc_digest d = {.counters = counters,
+                                  .raw = "{__name__=~\"wattage_facility_.+\"}"};
     struct wt_promsrc *ps = NULL;
     struct wt_err err = {{0}};
     char path[96];
     struct wt_store_opts o = {.create = true};
     const char *tmp = getenv("TMPDIR");
+    int64_t *edges = NULL;
     snprintf(dir, n, "%s/wattage-kpi-XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (!mkdtemp(dir)) {
         fprintf(stderr, "wattage kpi: cannot make a working directory: %s\n", strerror(errno));
@@ -428,9 +460,18 @@ static int fleet_store(const char *source, int64_t from, int64_t to, char *dir, 
         dir[0] = '\0';
         return 2;
     }
+    size_t series, readings;
     int rc = wt_store_open(path, &o, st, &err);
+    if (rc == 0 && (rc = fleet_carbon(*st, cfg, db, carbon)) != 0) {
+        wt_promsrc_close(ps);
+        return rc; /* said; the caller closes the store and removes it */
+    }
+    if (rc == 0 && (rc = carbon_edges(*st, cfg, from, to, &edges, &d.nedges)) != 0)
+        wt_err_set(&err, "the working store: cannot read the carbon series");
+    d.edges = edges;
     if (rc == 0)
-        rc = wt_promsrc_copy(ps, from, to, *st, &err);
+        rc = wt_promsrc_digest(ps, &d, from, to, *st, &series, &readings, &err);
+    free(edges);
     wt_promsrc_close(ps);
     if (rc) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
@@ -521,14 +562,16 @@ int wt_cmd_kpi(int argc, char **argv)
         }
     }
     char work[64] = "";
-    rc = co.source ? fleet_store(co.source, from, to, work, sizeof work, &st)
+    rc = co.source ? fleet_store(co.source, &cfg, co.db, carbon, from, to, work, sizeof work, &st)
                    : wt_cli_open_store("kpi", &co, false, &cfg, &st);
-    if (rc) {
+    if (rc && st) {
+        /* fleet_carbon said why */
+    } else if (rc) {
         free(t);
         wt_config_free(&cfg);
         return rc;
     }
-    if (co.source && (rc = fleet_carbon(st, &cfg, co.db, carbon)) != 0) {
+    if (rc) {
         /* said; the working store is removed below */
     } else if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);

@@ -18,6 +18,7 @@
 #include "audit/report.h"
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "store/promsrc.h"
 #include "store/store.h"
 
 /* "FROM..TO" into a window; prints the error and returns 2 when it is not one. */
@@ -80,26 +81,37 @@ out:
     return rc;
 }
 
-/* The series a report reads (audit/report.c, kpi.c, reconcile.c), as one selector. */
-#define SOURCE_SEL                                                                                 \
-    "{__name__=~\"wattage_(gpu_(power_watts|utilization_ratio|temperature_celsius|"                \
-    "slowdown_temperature_celsius|power_limit_watts|throttle_reasons|energy_joules_total|"         \
-    "energy_integrated_joules_total)|cpu_energy_joules_total|facility_.+)\"}"
-/* --source: the window's readings of SOURCE_SEL in a working store (cli/source.c), said when
- * the engine holds none around the window's start. 0, 1 or 2 (printed). */
+/* The series a report reads (audit/report.c, kpi.c, reconcile.c): the counters exact, the
+ * gauges one point per chart column, the facility's series (a few meters) as they are. */
+static const char *const source_counters[] = {"wattage_gpu_energy_joules_total",
+                                              "wattage_gpu_energy_integrated_joules_total",
+                                              "wattage_cpu_energy_joules_total", NULL};
+static const char *const source_gauges[] = {"wattage_gpu_power_watts",
+                                            "wattage_gpu_utilization_ratio",
+                                            "wattage_gpu_temperature_celsius",
+                                            "wattage_gpu_slowdown_temperature_celsius",
+                                            "wattage_gpu_power_limit_watts",
+                                            "wattage_gpu_throttle_reasons",
+                                            NULL};
+/* --source: the window's readings (cli/source.c) in a working store, said when the engine holds
+ * none. 0, 1 or 2 (printed). */
 static int source_store(const char *source, int64_t from, int64_t to, char *dir, size_t n,
                         struct wt_store **st)
 {
     size_t copied = 0, readings = 0;
     struct wt_err err = {{0}};
-    int rc = wt_cli_source_store("report", source, SOURCE_SEL, from, to, dir, n, st, &copied,
-                                 &readings, &err);
+    struct wt_promsrc_digest d = {.counters = source_counters,
+                                  .gauges = source_gauges,
+                                  .raw = "{__name__=~\"wattage_facility_.+\"}",
+                                  .chart_step_ns = (to - from) / WT_REPORT_COLS};
+    int rc = wt_cli_source_store_digest("report", source, &d, from, to, dir, n, st, &copied,
+                                        &readings, &err);
     if (rc == 1 && err.msg[0])
         fprintf(stderr, "wattage report: --source %s: %s\n", source, err.msg);
     if (rc == 0 && copied == 0)
         fprintf(stderr,
-                "wattage report: --source %s holds no wattage series with a node label around "
-                "the window's start (remote write adds the label; a scrape needs labels: {node: "
+                "wattage report: --source %s holds no wattage series with a node label in the "
+                "window (remote write adds the label; a scrape needs labels: {node: "
                 "NAME})\n",
                 source);
     return rc;

@@ -205,8 +205,10 @@ static bool unavailable(long status)
     return status == 502 || status == 503 || status == 504;
 }
 
-int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_ns,
-                            struct wt_promsrc_set *set, long *status, struct wt_err *err)
+/* POSTs promql to endpoint (query or query_range) with the form's time fields in when, the
+ * answer's series into set; as wt_promsrc_query_status. */
+static int ask(struct wt_promsrc *p, const char *endpoint, const char *promql, const char *when,
+               struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
     char url[600], shown[MSG_QUERY + 40];
     *status = 0;
@@ -215,15 +217,15 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
     char *q = curl_easy_escape(p->curl, promql, 0);
     if (!q)
         return -ENOMEM;
-    size_t n = strlen(q) + 64;
+    size_t n = strlen(q) + strlen(when) + 16;
     char *body = malloc(n);
     if (!body) {
         curl_free(q);
         return -ENOMEM;
     }
-    snprintf(body, n, "query=%s&time=%.3f", q, (double)t_ns / 1e9);
+    snprintf(body, n, "query=%s&%s", q, when);
     curl_free(q);
-    snprintf(url, sizeof url, "%s/api/v1/query", p->base);
+    snprintf(url, sizeof url, "%s/api/v1/%s", p->base, endpoint);
     struct body b;
     int rc, tries = 0;
     for (int64_t wait = BACKOFF_NS;; wait *= 2) {
@@ -283,6 +285,27 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
     }
     free(a);
     return rc;
+}
+
+int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_ns,
+                            struct wt_promsrc_set *set, long *status, struct wt_err *err)
+{
+    char when[48];
+    snprintf(when, sizeof when, "time=%.3f", (double)t_ns / 1e9);
+    return ask(p, "query", promql, when, set, status, err);
+}
+
+int wt_promsrc_query_range(struct wt_promsrc *p, const char *promql, int64_t start_ns,
+                           int64_t end_ns, int64_t step_ns, struct wt_promsrc_set *set,
+                           struct wt_err *err)
+{
+    char when[96];
+    long status;
+    if (step_ns < WT_NS_PER_MS || end_ns < start_ns)
+        return wt_err_set(err, "query_range %s: a step of at least 1 ms and end >= start", promql);
+    snprintf(when, sizeof when, "start=%.3f&end=%.3f&step=%.3f", (double)start_ns / 1e9,
+             (double)end_ns / 1e9, (double)step_ns / 1e9);
+    return ask(p, "query_range", promql, when, set, &status, err);
 }
 
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
@@ -381,46 +404,6 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
     *rows = r;
     *n = k;
 out:
-    wt_promsrc_set_free(&set);
-    return rc;
-}
-
-#define COPY_SEL "{__name__=~\"wattage_(gpu_energy|cpu_energy|facility_).+\"}"
-
-int wt_promsrc_copy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_store *st,
-                    struct wt_err *err)
-{
-    struct wt_promsrc_set set = {0};
-    struct wt_reading *r = NULL;
-    size_t cap = 0;
-    int64_t pad = p->o.pad_ns;
-    char q[160];
-    snprintf(q, sizeof q, "%s[%lldms]", COPY_SEL, (long long)((to - from + 2 * pad) / 1000000 + 1));
-    int rc = wt_promsrc_query(p, q, to + pad, &set, err);
-    for (size_t i = 0; i < set.n && rc == 0; i++) {
-        const struct wt_promsrc_series *s = &set.s[i];
-        int m = wt_metric_find(s->metric);
-        if (m < 0 || !s->node[0])
-            continue; /* not a series of ours, or not from a node */
-        if (s->n > cap) {
-            struct wt_reading *nr = realloc(r, s->n * sizeof *nr);
-            if (!nr) {
-                rc = -ENOMEM;
-                break;
-            }
-            r = nr;
-            cap = s->n;
-        }
-        for (size_t k = 0; k < s->n; k++) {
-            r[k].t_ns = s->pts[k].t_ns;
-            r[k].value = s->pts[k].v;
-            r[k].metric = (uint16_t)m;
-            snprintf(r[k].labels, sizeof r[k].labels, "%s", s->labels);
-        }
-        if ((rc = wt_store_write(st, s->node, r, s->n)) != 0)
-            wt_err_set(err, "cannot copy %s's %s into the working store", s->node, s->metric);
-    }
-    free(r);
     wt_promsrc_set_free(&set);
     return rc;
 }

@@ -78,6 +78,15 @@ void wt_promsrc_set_free(struct wt_promsrc_set *set);
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                      struct wt_promsrc_set *set, struct wt_err *err) WT_MUST_USE;
 
+/*
+ * Evaluates promql at each step_ns from start_ns to end_ns (POST /api/v1/query_range; step_ns a
+ * whole number of ms): a matrix appended to set as wt_promsrc_query does. Returns as it does,
+ * or -EINVAL (err) for a step under 1 ms or end before start.
+ */
+int wt_promsrc_query_range(struct wt_promsrc *p, const char *promql, int64_t start_ns,
+                           int64_t end_ns, int64_t step_ns, struct wt_promsrc_set *set,
+                           struct wt_err *err) WT_MUST_USE;
+
 /* What an answer of the query API says besides its series. */
 struct wt_promsrc_answer {
     char status[16];        /* "success", "error" */
@@ -115,15 +124,31 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
 int wt_promsrc_job(struct wt_promsrc *p, const char *ref, int64_t now_ns, cJSON **out,
                    struct wt_err *err) WT_MUST_USE;
 
-/*
- * Copies the raw samples of every node's GPU and CPU energy and facility series within the pad
- * around [from, to] into st (which should be a new store: node = the node label), so the local
- * computations that read a store (audit/kpi.h) run on the fleet's readings as they are. Series
- * of names this build does not know are skipped. Returns 0, -EIO (err) or -ENOMEM.
- */
 struct wt_store;
-int wt_promsrc_copy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_store *st,
-                    struct wt_err *err) WT_MUST_USE;
+
+/*
+ * A window's readings for a working store without every raw sample (promsrc_digest.c says how):
+ * each counter (names ending _joules_total) as its raw samples around the window's edges, one
+ * reading per step between them (steps of them over the window) and the raw samples of the steps
+ * where a reset or a gap lies, so that the store's exact-window energy and coverage over
+ * [from, to] (and over the spans between the inner edges) are those of the raw samples; each gauge
+ * as one point per chart_step_ns (the mean of the step for _watts, _ratio and _celsius series, else
+ * its last reading), for charts; the selector raw (NULL: none) copied sample by sample over the
+ * window and the pad. Lists end with NULL. *series and *readings count what went into st. Returns
+ * 0, -EINVAL, -EIO (err) or -ENOMEM.
+ */
+struct wt_promsrc_digest {
+    const char *const *counters;
+    const char *const *gauges;
+    const char *raw;
+    const int64_t *edges;  /* inner edges whose sub-windows must be exact too (CUE's carbon */
+    size_t nedges;         /* steps): their raw samples within the pad are read as well */
+    size_t steps;          /* 0: 16 */
+    int64_t chart_step_ns; /* 0: the window over 800 (a report's chart columns) */
+};
+int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, int64_t from,
+                      int64_t to, struct wt_store *st, size_t *series, size_t *readings,
+                      struct wt_err *err) WT_MUST_USE;
 
 /*
  * wt_jobs_profile over the fleet: the mean GPU power of job ref summed over its nodes in each

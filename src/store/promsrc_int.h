@@ -45,4 +45,11 @@ int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, siz
 void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,
                          int64_t b);
 
+/* Writes the points of one series into st as readings of metric (one the build knows; else, or
+ * without a node, nothing). Returns 0, -ENOMEM or the store's error (err names the series). */
+struct wt_store;
+int wt_promsrc_store_series(struct wt_store *st, const char *node, const char *metric,
+                            const char *labels, const struct wt_point *p, size_t n,
+                            struct wt_err *err);
+
 #endif

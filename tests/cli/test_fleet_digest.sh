@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# `wattage report --source` and `kpi --source` read a window's counters digested (the raw samples
+# around the window's edges, one reading per step between them, the raw samples of the steps
+# where a reset or a gap lies: store/promsrc_digest.c), not every sample. Against
+# VictoriaMetrics on loopback holding crafted GPU energy counters (10-s readings over an hour,
+# imported with their stamps), each GPU's energy and coverage in the report equal those of the
+# exact-window math over every raw sample within the pad (computed here in Python, as
+# store/segment.c does it) within 1e-9: a steady counter; a reset mid-window; a reset after which
+# the counter passes its earlier value within one step (the digest's readings alone would hide
+# it); a gap of 10 minutes with a reset across it and one without; a series that begins and ends
+# inside the window; readings sparse around the window's start. The fleet's GPU energy from kpi
+# is their sum. The GPU power chart has one point per chart column, not one per reading. An
+# engine that refuses a query over its limit (-search.maxSamplesPerQuery) is an error, exit 1.
+source "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+VM=${VICTORIA_METRICS:-victoria-metrics}
+if ! command -v "$VM" >/dev/null; then
+    skip "the digested fleet window" "$VM is not installed (scripts/deps.sh --test)"
+    finish
+fi
+VPORT=$(free_port)
+bg "$VM" -storageDataPath="$TMP/vm" -httpListenAddr="127.0.0.1:$VPORT" -retentionPeriod=1y \
+    -search.disableCache -loggerLevel=ERROR 2>>"$TMP/vm.log"
+check "VictoriaMetrics starts" wait_for 30 curl -sf "http://127.0.0.1:$VPORT/health" -o /dev/null
+B=$(($(date +%s) - 400))
+A=$((B - 3600))
+# The series, their samples in Prometheus' text format with ms stamps, and the truth.
+$PY - "$A" "$B" "$TMP/import.txt" "$TMP/truth.json" <<'PY'
+import json, sys
+A, B, out, truth_path = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+PAD = 30
+
+def steady(t0, t1, v0, w, step=10):
+    return [(t, v0 + w * (t - t0)) for t in range(t0, t1 + 1, step)]
+
+series = {}
+# 0: steady 300 W
+series[0] = steady(A - 200, B + 200, 5e6, 300)
+# 1: a reset mid-window (a driver reload): back to 0, then 300 W again
+s = steady(A - 200, A + 1500, 5e6, 300)
+series[1] = s + steady(A + 1510, B + 200, 0, 300)
+# 2: low values: after the reset the counter passes its earlier value within one step
+s = steady(A - 200, A + 2000, 100, 1)
+series[2] = s + steady(A + 2010, B + 200, 0, 400)
+# 3: a 10-minute gap with a reset across it
+series[3] = steady(A - 200, A + 1000, 5e6, 300) + steady(A + 1600, B + 200, 1000, 300)
+# 4: a 10-minute gap without a reset: the increase across it counts
+series[4] = steady(A - 200, A + 1000, 5e6, 300) + steady(A + 1600, B + 200, 5e6 + 300 * 1600, 300)
+# 5: begins and ends inside the window
+series[5] = steady(A + 503, B - 707, 7e5, 250)
+# 6: sparse around the window's start (none within 40 s of it), then every 10 s
+series[6] = [(A - 45, 1e6), (A + 50, 1e6 + 300 * 95)] + steady(A + 60, B + 200, 1e6 + 300 * 105, 300)
+
+def window(pts):
+    """store/segment.c over the samples within the pad: energy (J) and coverage."""
+    pts = [p for p in pts if A - PAD <= p[0] <= B + PAD]
+    e = cov = 0.0
+    for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+        lo, hi = max(t0, A), min(t1, B)
+        if hi <= lo:
+            continue
+        if v1 < v0:
+            continue  # a reset: no energy, not covered
+        e += (v1 - v0) * (hi - lo) / (t1 - t0)
+        cov += hi - lo
+    return e, min(1.0, cov / (B - A))
+
+truth = {}
+with open(out, "w") as f:
+    for g, pts in series.items():
+        lb = f'node="n1",gpu="{g}",uuid="GPU-d-{g}",model="M"'
+        for t, v in pts:
+            f.write(f"wattage_gpu_energy_joules_total{{{lb}}} {v:.3f} {t * 1000}\n")
+        for t in range(A - 200, B + 201):
+            f.write(f"wattage_gpu_power_watts{{{lb}}} {300 + (t % 7)} {t * 1000}\n")
+        e, c = window(pts)
+        truth[f"GPU-d-{g}"] = {"energy": e, "coverage": c}
+json.dump(truth, open(truth_path, "w"))
+PY
+curl -sf "http://127.0.0.1:$VPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt" ||
+    not_ok "the import into VictoriaMetrics"
+curl -sf "http://127.0.0.1:$VPORT/internal/force_flush" -o /dev/null
+SRC=victoriametrics://127.0.0.1:$VPORT
+check "VictoriaMetrics holds the 7 GPUs' counters" wait_for 30 $PY -c "
+import json, sys, urllib.request, urllib.parse
+q = urllib.parse.urlencode({'query': 'count(count_over_time(wattage_gpu_energy_joules_total[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$VPORT/api/v1/query?' + q))
+assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
+mkdir -p "$TMP/tmpdir"
+export TMPDIR=$TMP/tmpdir
+printf 'store:\n  flush_interval: 200ms\n' >"$TMP/c.yaml"
+"$BIN" report --source "$SRC" -c "$TMP/c.yaml" --from "$A" --to "$B" --format json \
+    >"$TMP/r.json" 2>"$TMP/r.err"
+check "report --source over an hour (exit 0)" test $? -eq 0
+msg=$($PY - "$TMP/r.json" "$TMP/truth.json" <<'PY' 2>&1
+import json, sys
+r, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+got = {g["uuid"]: g for g in r["gpus"]}
+assert sorted(got) == sorted(truth), (sorted(got), sorted(truth))
+bad = []
+for u, t in sorted(truth.items()):
+    e, c = got[u]["energy_joules"], got[u]["coverage"]
+    if abs(e - t["energy"]) > 1e-9 * max(1.0, t["energy"]) or abs(c - t["coverage"]) > 1e-9:
+        bad.append(f"{u}: {e} J coverage {c}, want {t['energy']} J coverage {t['coverage']}")
+assert not bad, bad
+# the cases differ: resets and gaps do leave their marks
+assert truth["GPU-d-1"]["coverage"] < 1 and truth["GPU-d-3"]["coverage"] < 1
+assert truth["GPU-d-4"]["coverage"] == 1 and truth["GPU-d-5"]["coverage"] < 0.75
+print(f"ok, {len(truth)} GPUs exact")
+PY
+)
+check "each GPU's energy and coverage are the raw samples' exactly: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+msg=$($PY - "$TMP/r.json" <<'PY' 2>&1
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = [g["power_readings"] for g in r["gpus"]]
+# 3,600 raw readings of the window each; one per 4.5-s column: at most 800
+assert all(700 <= x <= 800 for x in n), n
+print(f"ok ({max(n)} points per GPU)")
+PY
+)
+check "the power chart has a point per column, not per reading: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+"$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json >"$TMP/k.json" 2>"$TMP/k.err"
+check "kpi --source over the hour (exit 0)" test $? -eq 0
+msg=$($PY - "$TMP/k.json" "$TMP/truth.json" <<'PY' 2>&1
+import json, sys
+k, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+want = sum(t["energy"] for t in truth.values())
+got = k["energy"]["gpu"]["joules"]
+assert abs(got - want) <= 1e-9 * want, (got, want)
+print(f"ok {got:.1f} J")
+PY
+)
+check "kpi --source: the fleet's GPU energy is the sum of the exact figures: $msg" \
+    bash -c '[[ $0 == ok* ]]' "$msg"
+# An engine that refuses a query over its limit: an error naming it, no figure.
+LPORT=$(free_port)
+bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
+    -search.disableCache -search.maxSamplesPerQuery=2000 -loggerLevel=ERROR 2>>"$TMP/vm.log"
+wait_for 30 curl -sf "http://127.0.0.1:$LPORT/health" -o /dev/null
+curl -sf "http://127.0.0.1:$LPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
+curl -sf "http://127.0.0.1:$LPORT/internal/force_flush" -o /dev/null
+wait_for 30 $PY -c "
+import json, urllib.request, urllib.parse
+q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\"0\"}[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$LPORT/api/v1/query?' + q))
+assert d['data']['result']"
+"$BIN" kpi --source "victoriametrics://127.0.0.1:$LPORT" --from "$A" --to "$B" --json \
+    >"$TMP/kl.json" 2>"$TMP/kl.err"
+rc=$?
+check "an engine over its limit: exit 1, named, no figure ($(head -c 200 "$TMP/kl.err"))" bash -c \
+    '[[ $0 == 1 && ! -s $1 ]] && grep -q "victoriametrics://127.0.0.1:$3.*maxSamplesPerQuery" "$2"' \
+    "$rc" "$TMP/kl.json" "$TMP/kl.err" "$LPORT"
+check "no working store is left behind" test -z "$(ls -A "$TMP/tmpdir")"
+finish
