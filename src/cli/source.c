@@ -92,8 +92,8 @@ int wt_cli_source_copy_every(struct wt_promsrc *ps, const char *sel, int64_t fro
 /* wt_cli_source_store_every (d NULL) or wt_cli_source_store_digest (sel NULL). */
 static int source_store(const char *cmd, const char *source, const char *sel,
                         const struct wt_promsrc_digest *d, int64_t from, int64_t to,
-                        int64_t chunk_ns, char *dir, size_t n, struct wt_store **st,
-                        size_t *copied, size_t *readings, struct wt_err *err)
+                        int64_t chunk_ns, char *dir, size_t n, struct wt_store **st, size_t *copied,
+                        size_t *readings, struct wt_err *err)
 {
     struct wt_promsrc *ps = NULL;
     struct wt_store_opts o = {.create = true};
@@ -113,8 +113,7 @@ static int source_store(const char *cmd, const char *source, const char *sel,
     int rc = wt_store_open(path, &o, st, err);
     if (rc == 0)
         rc = d ? wt_promsrc_digest(ps, d, from, to, *st, copied, readings, err)
-               : wt_cli_source_copy_every(ps, sel, from, to, chunk_ns, *st, copied, readings,
-                                          err);
+               : wt_cli_source_copy_every(ps, sel, from, to, chunk_ns, *st, copied, readings, err);
     wt_promsrc_close(ps);
     return rc ? 1 : 0;
 }
