@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "collect/amdsmi.h"
 #include "collect/attrib.h"
 #include "collect/collector.h"
 #include "collect/nvml.h"
@@ -159,6 +160,7 @@ struct dev {
 
 struct rocm_state {
     void *dl;
+    bool amdsmi; /* AMD SMI behind ROCm SMI's calls (collect/amdsmi.h), dl NULL */
     char library[256];
     struct rsmi_fns fn;
     bool inited;
@@ -824,6 +826,8 @@ static void amd_close(void *state)
         s->fn.shut_down();
     if (s->dl)
         dlclose(s->dl);
+    if (s->amdsmi)
+        wt_amdsmi_unload();
     free(s->devs);
     free(s);
 }
@@ -831,7 +835,7 @@ static void amd_close(void *state)
 static int resolve(struct rocm_state *s, struct wt_err *err)
 {
     for (size_t i = 0; i < N_SYMBOLS; i++) {
-        void *p = dlsym(s->dl, symbols[i].name);
+        void *p = s->amdsmi ? wt_amdsmi_sym(symbols[i].name) : dlsym(s->dl, symbols[i].name);
         if (!p && symbols[i].required) {
             wt_err_set(err, "%s does not export %s: not a usable ROCm SMI library", s->library,
                        symbols[i].name);
@@ -845,14 +849,18 @@ static int resolve(struct rocm_state *s, struct wt_err *err)
     return 0;
 }
 
-/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order. */
+/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order; where
+ * none loads, AMD SMI: $WATTAGE_AMD_SMI_LIBRARY, else its usual names (collect/amdsmi.h). */
 static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
 {
     static const char *const names[] = {WT_ROCM_LIBRARIES};
     const char *path = getenv("WATTAGE_ROCM_SMI_LIBRARY");
+    const char *amd_path = getenv("WATTAGE_AMD_SMI_LIBRARY");
     if (!path || !*path)
         path = cfg && cfg->collectors.amd_library[0] ? cfg->collectors.amd_library : NULL;
-    if (!path) {
+    if (amd_path && !*amd_path)
+        amd_path = NULL;
+    if (!path && !amd_path) {
         /*
          * Without amdgpu's KFD topology rsmi_init can only fail, and Debian's 5.2.3 says so on
          * stderr itself ("Failed to open drm root directory", "Exception caught") at every
@@ -882,10 +890,20 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
     }
     if (s->dl)
         return 0;
+    char rocm_why[512];
+    snprintf(rocm_why, sizeof rocm_why, "%s not found (%s)", path ? path : names[0],
+             why ? why : "dlopen failed");
+    struct wt_err amd_err = {{0}};
+    int rc = wt_amdsmi_load(amd_path, s->library, sizeof s->library, &amd_err);
+    s->amdsmi = rc == 0;
+    if (rc == -ENOSYS) /* an AMD SMI that lacks a required call: said as such */
+        return wt_err_set(err, "%s; %s", rocm_why, amd_err.msg), rc;
+    if (rc == 0)
+        return 0;
     wt_err_set(err,
-               "%s not found (%s): no ROCm on this host, or set collectors.amd.library / "
-               "WATTAGE_ROCM_SMI_LIBRARY",
-               path ? path : names[0], why ? why : "dlopen failed");
+               "%s, nor AMD SMI (%s): no ROCm on this host, or set collectors.amd.library / "
+               "WATTAGE_ROCM_SMI_LIBRARY / WATTAGE_AMD_SMI_LIBRARY",
+               rocm_why, amd_err.msg);
     return -ENOENT;
 }
 
@@ -984,7 +1002,9 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         wt_attrib_publish(0, s->attrib);
     }
     wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", s->n, s->packages, s->library,
-            s->fn.socket_power ? "current socket power, else average" : "average");
+            s->fn.socket_power ? "current socket power, else average"
+            : s->fn.power_ave  ? "average"
+                               : "none (the energy counter alone)");
     *state = s;
     return 0;
 }
@@ -1074,6 +1094,8 @@ void wt_rocm_caps_close(struct wt_rocm_caps *c)
         c->s.fn.shut_down(); /* the library counts its sessions: the collector's goes on */
     if (c->s.dl)
         dlclose(c->s.dl);
+    if (c->s.amdsmi)
+        wt_amdsmi_unload();
     free(c->s.devs);
     free(c);
 }
