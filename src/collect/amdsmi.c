@@ -35,6 +35,8 @@ static struct {
     wt_amdsmi_struct_fn *activity;
     wt_amdsmi_cap_info_fn *cap_info;
     wt_amdsmi_cap_set_fn *cap_set;
+    wt_amdsmi_u64_fn *ecc_enabled;
+    wt_amdsmi_ecc_count_fn *ecc_count;
 } lib;
 
 static const struct {
@@ -59,6 +61,8 @@ static const struct {
     SYM(activity, false, "amdsmi_get_gpu_activity", NULL),
     SYM(cap_info, false, "amdsmi_get_power_cap_info", NULL),
     SYM(cap_set, false, "amdsmi_set_power_cap", NULL),
+    SYM(ecc_enabled, false, "amdsmi_get_gpu_ecc_enabled", NULL),
+    SYM(ecc_count, false, "amdsmi_get_gpu_ecc_count", NULL),
 #undef SYM
 };
 #define N_SYMBOLS (sizeof symbols / sizeof symbols[0])
@@ -287,6 +291,24 @@ static rsmi_status_t w_busy(uint32_t dv, uint32_t *pct)
     return map(r);
 }
 
+static rsmi_status_t w_ecc_enabled(uint32_t dv, uint64_t *blocks)
+{
+    HANDLE_OR_FAIL(h, dv);
+    return map(lib.ecc_enabled(h, blocks));
+}
+
+static rsmi_status_t w_ecc_count(uint32_t dv, uint64_t block, wt_rsmi_error_count_t *ec)
+{
+    HANDLE_OR_FAIL(h, dv);
+    wt_amdsmi_buf buf = {0};
+    wt_amdsmi_status_t r = lib.ecc_count(h, block, &buf);
+    if (r == AMDSMI_STATUS_SUCCESS) {
+        ec->correctable_err = buf.ecc.correctable_count;
+        ec->uncorrectable_err = buf.ecc.uncorrectable_count;
+    }
+    return map(r);
+}
+
 /* ---- caps ---- */
 
 static wt_amdsmi_status_t cap_info(uint32_t dv, uint32_t sensor, wt_amdsmi_power_cap_head_t *out)
@@ -354,6 +376,8 @@ static wt_rsmi_sensor_u64_fn *const p_cap = w_cap;
 static wt_rsmi_cap_range_fn *const p_cap_range = w_cap_range;
 static wt_rsmi_u64_fn *const p_cap_default = w_cap_default;
 static wt_rsmi_cap_set_fn *const p_cap_set = w_cap_set;
+static wt_rsmi_u64_fn *const p_ecc_enabled = w_ecc_enabled;
+static wt_rsmi_ecc_count_fn *const p_ecc_count = w_ecc_count;
 
 void *wt_amdsmi_sym(const char *rsmi_name)
 {
@@ -377,6 +401,8 @@ void *wt_amdsmi_sym(const char *rsmi_name)
         W("rsmi_dev_power_cap_range_get", lib.cap_info, p_cap_range),
         W("rsmi_dev_power_cap_default_get", lib.cap_info, p_cap_default),
         W("rsmi_dev_power_cap_set", lib.cap_set, p_cap_set),
+        W("rsmi_dev_ecc_enabled_get", lib.ecc_enabled, p_ecc_enabled),
+        W("rsmi_dev_ecc_count_get", lib.ecc_count, p_ecc_count),
 #undef W
     };
     for (size_t i = 0; i < sizeof map_ / sizeof map_[0]; i++) {

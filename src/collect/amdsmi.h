@@ -20,8 +20,9 @@
  *   rsmi_dev_busy_percent_get      amdsmi_get_gpu_activity's gfx_activity
  *   rsmi_dev_power_cap_get, _range_get, _default_get   amdsmi_get_power_cap_info (µW)
  *   rsmi_dev_power_cap_set         amdsmi_set_power_cap (µW)
- * and no power reading (amdsmi_power_info_t changed between releases), ECC counts or process
- * list: those series are absent under AMD SMI.
+ *   rsmi_dev_ecc_enabled_get, rsmi_dev_ecc_count_get   amdsmi_get_gpu_ecc_enabled, _ecc_count
+ * and no power reading (amdsmi_power_info_t changed between releases) nor process list: those
+ * series are absent under AMD SMI.
  */
 #ifndef WT_AMDSMI_H
 #define WT_AMDSMI_H

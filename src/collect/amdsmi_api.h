@@ -17,7 +17,9 @@
  *   amdsmi_engine_usage_t    gfx_activity the first uint32_t (mm_activity went from an array of
  *                            8 to one value after it);
  *   amdsmi_asic_info_t       market_name the first member, a NUL-terminated char array of 64 or
- *                            256 bytes.
+ *                            256 bytes;
+ *   amdsmi_error_count_t     two uint64_t first (correctable, uncorrectable; named *_err in
+ *                            5.5, *_count after), deferred_count and reserved after them.
  * Each is passed inside a zeroed buffer far larger than any release's struct. amdsmi_power_info_t
  * is not used: its first fields changed twice (5.7: average_socket_power; 6.x:
  * current_socket_power inserted before it; 7.x: a uint64_t socket_power first), so a caller
@@ -80,9 +82,16 @@ typedef struct {
     uint64_t max_power_cap;
 } wt_amdsmi_power_cap_head_t;
 
-/* Room for any release's struct of the three read by their head: zeroed by the caller. */
+/* The leading fields of amdsmi_error_count_t (see above). */
+typedef struct {
+    uint64_t correctable_count;
+    uint64_t uncorrectable_count;
+} wt_amdsmi_error_count_head_t;
+
+/* Room for any release's struct of those read by their head: zeroed by the caller. */
 typedef union {
     wt_amdsmi_power_cap_head_t cap;
+    wt_amdsmi_error_count_head_t ecc;
     uint32_t gfx_activity; /* amdsmi_engine_usage_t's first field, percent */
     char market_name[256]; /* amdsmi_asic_info_t's first field */
     uint64_t spare[512];
@@ -106,7 +115,8 @@ typedef wt_amdsmi_status_t wt_amdsmi_processors_fn(wt_amdsmi_handle socket,
  * count, ns */
 typedef wt_amdsmi_status_t wt_amdsmi_energy_fn(wt_amdsmi_handle h, uint64_t *energy_accumulator,
                                                float *counter_resolution, uint64_t *timestamp);
-/* amdsmi_get_gpu_bdf_id: ROCm SMI's PCI id encoding (rocm_api.h) */
+/* amdsmi_get_gpu_bdf_id: ROCm SMI's PCI id encoding (rocm_api.h); amdsmi_get_gpu_ecc_enabled:
+ * the blocks' bits */
 typedef wt_amdsmi_status_t wt_amdsmi_u64_fn(wt_amdsmi_handle h, uint64_t *value);
 /* amdsmi_get_gpu_device_uuid: *len is the buffer's size in, the string's length out */
 typedef wt_amdsmi_status_t wt_amdsmi_uuid_fn(wt_amdsmi_handle h, unsigned int *uuid_length,
@@ -119,6 +129,9 @@ typedef wt_amdsmi_status_t wt_amdsmi_struct_fn(wt_amdsmi_handle h, void *info);
 /* amdsmi_get_power_cap_info */
 typedef wt_amdsmi_status_t wt_amdsmi_cap_info_fn(wt_amdsmi_handle h, uint32_t sensor_ind,
                                                  void *info);
+/* amdsmi_get_gpu_ecc_count: one block of amdsmi_gpu_block_t, a 64-bit enum with ROCm SMI's
+ * rsmi_gpu_block_t values (UMC 0x1 ...), passed as uint64_t */
+typedef wt_amdsmi_status_t wt_amdsmi_ecc_count_fn(wt_amdsmi_handle h, uint64_t block, void *ec);
 /* amdsmi_set_power_cap: µW */
 typedef wt_amdsmi_status_t wt_amdsmi_cap_set_fn(wt_amdsmi_handle h, uint32_t sensor_ind,
                                                 uint64_t cap);

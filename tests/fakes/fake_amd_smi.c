@@ -20,6 +20,7 @@
  *   amdsmi_get_gpu_activity      gfx_activity: ROCm SMI's busy percent
  *   amdsmi_get_power_cap_info    µW, the cap, default, range
  *   amdsmi_set_power_cap         µW (FAKE_RSMI_CAP_LOG, FAKE_RSMI_CAP_DENIED)
+ *   amdsmi_get_gpu_ecc_enabled, amdsmi_get_gpu_ecc_count   as ROCm SMI's (FAKE_RSMI_ECC)
  *   amdsmi_status_code_to_string "AMDSMI_STATUS_..." names
  * and no amdsmi_get_power_info (the collector does not use it: its struct changed).
  *
@@ -49,6 +50,8 @@ wt_rsmi_sensor_u64_fn rsmi_dev_power_cap_get;
 wt_rsmi_cap_range_fn rsmi_dev_power_cap_range_get;
 wt_rsmi_u64_fn rsmi_dev_power_cap_default_get;
 wt_rsmi_cap_set_fn rsmi_dev_power_cap_set;
+wt_rsmi_u64_fn rsmi_dev_ecc_enabled_get;
+wt_rsmi_ecc_count_fn rsmi_dev_ecc_count_get;
 
 /* The structs as a 6.x header lays them out (the collector reads only their heads). */
 typedef struct {
@@ -66,6 +69,10 @@ typedef struct {
     uint32_t oam_id;
     uint32_t reserved[18];
 } fake_asic_info_t;
+typedef struct {
+    uint64_t correctable_count, uncorrectable_count, deferred_count;
+    uint64_t reserved[5];
+} fake_error_count_t;
 typedef struct {
     uint32_t gfx_activity, umc_activity, mm_activity;
     uint32_t reserved[13];
@@ -274,4 +281,25 @@ EXPORT wt_amdsmi_cap_set_fn amdsmi_set_power_cap;
 wt_amdsmi_status_t amdsmi_set_power_cap(wt_amdsmi_handle h, uint32_t sensor, uint64_t cap)
 {
     return st(rsmi_dev_power_cap_set(dev(h), sensor, cap));
+}
+
+EXPORT wt_amdsmi_u64_fn amdsmi_get_gpu_ecc_enabled;
+wt_amdsmi_status_t amdsmi_get_gpu_ecc_enabled(wt_amdsmi_handle h, uint64_t *blocks)
+{
+    return st(rsmi_dev_ecc_enabled_get(dev(h), blocks));
+}
+
+EXPORT wt_amdsmi_ecc_count_fn amdsmi_get_gpu_ecc_count;
+wt_amdsmi_status_t amdsmi_get_gpu_ecc_count(wt_amdsmi_handle h, uint64_t block, void *ec)
+{
+    wt_rsmi_error_count_t e = {0};
+    wt_amdsmi_status_t r = st(rsmi_dev_ecc_count_get(dev(h), block, &e));
+    if (r != AMDSMI_STATUS_SUCCESS || !ec)
+        return ec ? r : AMDSMI_STATUS_INVAL;
+    fake_error_count_t c;
+    memset(&c, 0, sizeof c);
+    c.correctable_count = e.correctable_err;
+    c.uncorrectable_count = e.uncorrectable_err;
+    memcpy(ec, &c, sizeof c);
+    return AMDSMI_STATUS_SUCCESS;
 }

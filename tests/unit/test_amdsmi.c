@@ -302,3 +302,33 @@ WT_TEST(a_failing_amdsmi_init_is_absent_with_amd_smi_s_words)
     setenv("FAKE_RSMI_GPUS", "1", 1);
     WT_EQ_INT(open_rc(&err), 0);
 }
+
+/* Device dev's ECC count of type (corrected, uncorrected) on the default fake. */
+static double ecc(const struct wt_batch *b, unsigned int dev, const char *type)
+{
+    char l[WT_LABELS_LEN], idx[16], uuid[64];
+    snprintf(idx, sizeof idx, "%u", dev);
+    snprintf(uuid, sizeof uuid, "AMD-00c0ffee%08x", dev);
+    WT_EQ_INT(wt_labels(l, sizeof l, "gpu", idx, "uuid", uuid, "model", "AMD Instinct MI300X",
+                        "type", type, "counter", "volatile", NULL),
+              0);
+    return reading_value(b, WT_M_GPU_ECC_ERRORS, l);
+}
+
+WT_TEST(ecc_counts_come_through_amd_smi_by_block)
+{
+    amd_only();
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_ECC", "1:3:1", 1); /* UMC of device 1; SDMA enabled without a counter */
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    poll_ok(st, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_ECC_ERRORS), 4);
+    WT_NEAR(ecc(&b, 1, "corrected"), 3, 0);
+    WT_NEAR(ecc(&b, 1, "uncorrected"), 1, 0);
+    WT_NEAR(ecc(&b, 0, "corrected"), 0, 0);
+    WT_NEAR(ecc(&b, 0, "uncorrected"), 0, 0);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
