@@ -850,7 +850,8 @@ static int resolve(struct rocm_state *s, struct wt_err *err)
 }
 
 /* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order; where
- * none loads, AMD SMI: $WATTAGE_AMD_SMI_LIBRARY, else its usual names (collect/amdsmi.h). */
+ * none loads, AMD SMI: $WATTAGE_AMD_SMI_LIBRARY, else (no ROCm SMI named) its usual names
+ * (collect/amdsmi.h). */
 static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
 {
     static const char *const names[] = {WT_ROCM_LIBRARIES};
@@ -893,6 +894,13 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
     char rocm_why[512];
     snprintf(rocm_why, sizeof rocm_why, "%s not found (%s)", path ? path : names[0],
              why ? why : "dlopen failed");
+    if (path && !amd_path) /* a ROCm SMI named: no other library is looked for */
+        return wt_err_set(
+                   err,
+                   "%s: set collectors.amd.library / WATTAGE_ROCM_SMI_LIBRARY to a ROCm SMI, "
+                   "or WATTAGE_AMD_SMI_LIBRARY to an AMD SMI",
+                   rocm_why),
+               -ENOENT;
     struct wt_err amd_err = {{0}};
     int rc = wt_amdsmi_load(amd_path, s->library, sizeof s->library, &amd_err);
     s->amdsmi = rc == 0;

@@ -66,6 +66,17 @@ check "with both the daemon exits 0" test $? -eq 0
 check "and loaded ROCm SMI" grep -q "amd: 4 GPUs in 2 packages library=$B/librocm_smi64.so.1" "$TMP/both.log"
 check "not AMD SMI" bash -c "! grep -q 'libamd_smi' '$TMP/both.log'"
 
+# A ROCm SMI named that does not load is said as before, without looking for AMD SMI (here one
+# that would load by its usual name, on LD_LIBRARY_PATH).
+mkdir -p "$TMP/lib"
+cp "$B/libamd_smi.so" "$TMP/lib/"
+env -u WATTAGE_AMD_SMI_LIBRARY LD_LIBRARY_PATH="$TMP/lib" "$BIN" run -c "$TMP/w.yaml" \
+    --db "$TMP/r.db" --interval 0.2 --duration 2 --listen "127.0.0.1:$(free_port)" >"$TMP/named.log" 2>&1
+check "a named ROCm SMI that does not load: the daemon exits 0" test $? -eq 0
+check "says so once, naming the overrides" \
+    test "$(grep -c 'amd: .*no-librocm_smi64.so.1 not found.*WATTAGE_AMD_SMI_LIBRARY' "$TMP/named.log")" -eq 1
+check "and did not load AMD SMI" bash -c "! grep -q 'library=libamd_smi' '$TMP/named.log'"
+
 # An AMD SMI without amdsmi_get_processor_handles: said once, the daemon runs its time.
 WATTAGE_AMD_SMI_LIBRARY=$B/nohandles/libamd_smi.so "$BIN" run -c "$TMP/w.yaml" --db "$TMP/n.db" \
     --interval 0.2 --duration 2 --listen "127.0.0.1:$(free_port)" >"$TMP/bad.log" 2>&1
