@@ -849,9 +849,9 @@ static int resolve(struct rocm_state *s, struct wt_err *err)
     return 0;
 }
 
-/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order; where
- * none loads, AMD SMI: $WATTAGE_AMD_SMI_LIBRARY, else (no ROCm SMI named) its usual names
- * (collect/amdsmi.h). */
+/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library (a ROCm SMI, or an AMD SMI: one that
+ * exports amdsmi_init and not rsmi_init), else the usual names in order; where none loads, AMD
+ * SMI: $WATTAGE_AMD_SMI_LIBRARY, else (no ROCm SMI named) its usual names (collect/amdsmi.h). */
 static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
 {
     static const char *const names[] = {WT_ROCM_LIBRARIES};
@@ -888,6 +888,15 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
             snprintf(s->library, sizeof s->library, "%s", p);
         else if (i == 0)
             why = dlerror();
+    }
+    if (s->dl && path && !dlsym(s->dl, "rsmi_init") && dlsym(s->dl, "amdsmi_init")) {
+        /* the library named is an AMD SMI (collect/amdsmi.h): run on it as such */
+        dlclose(s->dl);
+        s->dl = NULL;
+        struct wt_err amd_err = {{0}};
+        int rc = wt_amdsmi_load(path, s->library, sizeof s->library, &amd_err);
+        s->amdsmi = rc == 0;
+        return rc ? wt_err_set(err, "%s", amd_err.msg), rc : 0;
     }
     if (s->dl)
         return 0;

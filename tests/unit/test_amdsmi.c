@@ -332,3 +332,31 @@ WT_TEST(ecc_counts_come_through_amd_smi_by_block)
     wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
+
+WT_TEST(collectors_amd_library_may_name_an_amd_smi)
+{
+    need_fakes();
+    unsetenv("WATTAGE_ROCM_SMI_LIBRARY");
+    unsetenv("WATTAGE_AMD_SMI_LIBRARY");
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    static struct wt_config cfg;
+    wt_config_defaults(&cfg);
+    WT_ASSERT(strlen(amd_path) < sizeof cfg.collectors.amd_library);
+    memcpy(cfg.collectors.amd_library, amd_path, strlen(amd_path) + 1);
+    struct wt_err err = {{0}};
+    void *st = NULL;
+    int saved = logcap_begin();
+    int rc = wt_amd_collector.open(&cfg, &st, &err);
+    logcap_end(saved);
+    WT_EQ_INT(rc, 0);
+    WT_EQ_INT(logcap_count("amd: 2 GPUs in 2 packages", "power=none"), 1);
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_ASSERT(!isnan(mi300x(&b, WT_M_GPU_ENERGY_J, 1)));
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+    /* named through the environment, one without a required call is refused by name */
+    setenv("WATTAGE_ROCM_SMI_LIBRARY", nohandles_path, 1);
+    WT_EQ_INT(open_rc(&err), -ENOSYS);
+    WT_CONTAINS(err.msg, "does not export amdsmi_get_processor_handles");
+}
