@@ -104,7 +104,7 @@ static double mi250x(const struct wt_batch *b, int metric, unsigned int dev, con
     return r ? r->value : NAN;
 }
 
-/* Device dev's reading of the default fake (MI300X, one die a package). */
+/* Device dev's reading of the default fake (MI300X, one die a package); NAN where none. */
 static double mi300x(const struct wt_batch *b, int metric, unsigned int dev)
 {
     char l[WT_LABELS_LEN], idx[16], uuid[64];
@@ -112,7 +112,8 @@ static double mi300x(const struct wt_batch *b, int metric, unsigned int dev)
     snprintf(uuid, sizeof uuid, "AMD-00c0ffee%08x", dev);
     WT_EQ_INT(
         wt_labels(l, sizeof l, "gpu", idx, "uuid", uuid, "model", "AMD Instinct MI300X", NULL), 0);
-    return reading_value(b, metric, l);
+    const struct wt_reading *r = find_reading(b, metric, l);
+    return r ? r->value : NAN;
 }
 
 WT_TEST(the_unique_id_is_read_out_of_the_uuid_amd_smi_makes)
@@ -359,4 +360,35 @@ WT_TEST(collectors_amd_library_may_name_an_amd_smi)
     setenv("WATTAGE_ROCM_SMI_LIBRARY", nohandles_path, 1);
     WT_EQ_INT(open_rc(&err), -ENOSYS);
     WT_CONTAINS(err.msg, "does not export amdsmi_get_processor_handles");
+}
+
+/* Without power there is no power x time to judge a counter by: one that stops is held back (its
+ * series ends at its last move, no plateau) and not said; one that goes back is dropped, said
+ * once, and its package has no energy series from then on. */
+WT_TEST(without_power_a_stopped_counter_is_held_back_and_a_reset_one_dropped)
+{
+    amd_only();
+    setenv("FAKE_RSMI_GPUS", "2", 1);
+    setenv("FAKE_RSMI_FROZEN", "0:0.5", 1);
+    setenv("FAKE_RSMI_RESET", "1:0.5", 1);
+    int saved = logcap_begin();
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_ASSERT(!isnan(mi300x(&b, WT_M_GPU_ENERGY_J, 0)));
+    WT_ASSERT(!isnan(mi300x(&b, WT_M_GPU_ENERGY_J, 1)));
+    int64_t deadline = wt_now_mono_ns();
+    for (int i = 0; i < 15; i++) {
+        deadline += 100 * WT_NS_PER_MS;
+        wt_sleep_until_mono(deadline);
+        poll_ok(st, &b);
+    }
+    logcap_end(saved);
+    WT_ASSERT(isnan(mi300x(&b, WT_M_GPU_ENERGY_J, 0)));
+    WT_ASSERT(isnan(mi300x(&b, WT_M_GPU_ENERGY_J, 1)));
+    WT_NEAR(mi300x(&b, WT_M_GPU_UP, 0), 1, 0);
+    WT_EQ_INT(logcap_count("energy counter went backwards", "gpu=1"), 1);
+    WT_EQ_INT(logcap_count("energy counter", "gpu=0"), 0);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
 }
