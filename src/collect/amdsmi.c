@@ -470,6 +470,14 @@ int wt_amdsmi_load(const char *path, char *library, size_t len, struct wt_err *e
     return rc;
 }
 
+bool wt_amdsmi_loaded(void)
+{
+    pthread_mutex_lock(&mu);
+    bool held = loads > 0;
+    pthread_mutex_unlock(&mu);
+    return held;
+}
+
 void wt_amdsmi_unload(void)
 {
     pthread_mutex_lock(&mu);

@@ -27,6 +27,7 @@
 #ifndef WT_AMDSMI_H
 #define WT_AMDSMI_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,8 @@ int wt_amdsmi_load(const char *path, char *library, size_t len, struct wt_err *e
  * behind it. Only between wt_amdsmi_load and wt_amdsmi_unload. */
 void *wt_amdsmi_sym(const char *rsmi_name);
 void wt_amdsmi_unload(void);
+/* Whether a session holds AMD SMI now (the AMD collector runs on it). */
+bool wt_amdsmi_loaded(void);
 
 /*
  * The unique id inside an AMD SMI uuid: amdsmi_uuid_gen writes the 64-bit unique id (ROCm SMI's
