@@ -2,8 +2,8 @@
 /*
  * AMD SMI behind ROCm SMI's signatures (see collect/amdsmi.h). One library, one amdsmi_init and
  * one table of processor handles for the process, counted by the sessions that use them: the
- * collector's and the power capper's may overlap, and AMD SMI releases before 6.4 do not count
- * their own inits (a second amdsmi_shut_down would end the other session's).
+ * collector's and the power capper's may overlap, and older AMD SMI releases do not count their
+ * own inits (their amdsmi_shut_down ends the library for every caller; recent ones count them).
  */
 #include "collect/amdsmi.h"
 
@@ -150,15 +150,14 @@ static wt_amdsmi_status_t list_handles(void)
     }
     if (ns)
         r = lib.sockets(&ns, socks);
-    for (uint32_t k = 0; r == AMDSMI_STATUS_SUCCESS && k < ns; k++) {
+    /* A socket whose processors cannot be listed is left out: the others are still read. */
+    for (uint32_t k = 0; r == AMDSMI_STATUS_SUCCESS && k < ns && n_handles < MAX_HANDLES; k++) {
         uint32_t np = 0;
-        r = lib.processors(socks[k], &np, NULL);
-        if (r != AMDSMI_STATUS_SUCCESS || np == 0)
+        if (lib.processors(socks[k], &np, NULL) != AMDSMI_STATUS_SUCCESS || np == 0)
             continue;
         if (np > MAX_HANDLES - n_handles)
             np = MAX_HANDLES - n_handles;
-        r = lib.processors(socks[k], &np, handles + n_handles);
-        if (r == AMDSMI_STATUS_SUCCESS)
+        if (lib.processors(socks[k], &np, handles + n_handles) == AMDSMI_STATUS_SUCCESS)
             n_handles += np;
     }
     free(socks);

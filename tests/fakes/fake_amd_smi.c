@@ -11,7 +11,8 @@
  *                                FAKE_RSMI_INIT_FAIL is set
  *   amdsmi_get_socket_handles    two sockets (one where there is one device): the first holds
  *                                devices [0, ceil(n/2)), the second the rest
- *   amdsmi_get_processor_handles that socket's devices in order
+ *   amdsmi_get_processor_handles that socket's devices in order; FAKE_AMDSMI_BAD_SOCKET=K: socket
+ *                                K's answer AMDSMI_STATUS_NOT_SUPPORTED
  *   amdsmi_get_gpu_device_uuid   the uuid amdsmi_uuid_gen makes of the unique id, PCI device id
  *                                0x740c and index 0xff (see wt_amdsmi_uuid_uid)
  *   amdsmi_get_gpu_asic_info     market_name: the model (6.x layout, 256 bytes)
@@ -29,6 +30,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "collect/amdsmi_api.h"
@@ -180,6 +182,9 @@ wt_amdsmi_status_t amdsmi_get_processor_handles(wt_amdsmi_handle socket, uint32_
     uintptr_t k = (uintptr_t)socket - SOCKET_BASE;
     if (!count || (uintptr_t)socket < SOCKET_BASE || k >= n_sockets())
         return AMDSMI_STATUS_INVAL;
+    const char *bad = getenv("FAKE_AMDSMI_BAD_SOCKET");
+    if (bad && *bad && strtoul(bad, NULL, 10) == k)
+        return AMDSMI_STATUS_NOT_SUPPORTED;
     uint32_t half = (n_devs + 1) / 2, from = k ? half : 0, to = k ? n_devs : half;
     if (!handles) {
         *count = to - from;

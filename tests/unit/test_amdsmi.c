@@ -392,3 +392,22 @@ WT_TEST(without_power_a_stopped_counter_is_held_back_and_a_reset_one_dropped)
     wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
+
+WT_TEST(a_socket_whose_processors_cannot_be_listed_is_left_out)
+{
+    amd_only();
+    setenv("FAKE_RSMI_GPUS", "4", 1);
+    setenv("FAKE_AMDSMI_BAD_SOCKET", "0", 1); /* devices 0 and 1 */
+    void *st = open_ok();
+    struct wt_batch b = {0};
+    poll_ok(st, &b);
+    WT_EQ_INT(count_readings(&b, WT_M_GPU_INFO), 2);
+    /* the second socket's devices, indexed from 0 in the order listed: unique ids 2 and 3 */
+    char l[WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(l, sizeof l, "gpu", "0", "uuid", "AMD-00c0ffee00000002", "model",
+                        "AMD Instinct MI300X", NULL),
+              0);
+    WT_NEAR(reading_value(&b, WT_M_GPU_UP, l), 1, 0);
+    wt_batch_free(&b);
+    wt_amd_collector.close(st);
+}
