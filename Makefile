@@ -59,7 +59,8 @@ TEST_SRC := $(sort $(wildcard tests/unit/test_*.c))
 TESTS    := $(TEST_SRC:%.c=$(BUILD)/%)
 FAKES    := $(BUILD)/tests/fakes/libnvidia-ml.so.1 $(BUILD)/tests/fakes/minimal/libnvidia-ml.so.1 \
             $(BUILD)/tests/fakes/fake_nvml_energy $(BUILD)/tests/fakes/librocm_smi64.so.1 \
-            $(BUILD)/tests/fakes/fake_rocm_energy $(BUILD)/tests/fakes/5.2.3/librocm_smi64.so.1
+            $(BUILD)/tests/fakes/fake_rocm_energy $(BUILD)/tests/fakes/5.2.3/librocm_smi64.so.1 \
+            $(BUILD)/tests/fakes/libamd_smi.so $(BUILD)/tests/fakes/nohandles/libamd_smi.so
 # Test peers written against the real protocol libraries (a Modbus server...): one program each.
 PEER_SRC := $(sort $(wildcard tests/peers/*.c))
 ifneq ($(HAVE_RDKAFKA),1)
@@ -150,6 +151,17 @@ $(BUILD)/tests/fakes/librocm_smi64.so.1: tests/fakes/fake_rocm_smi.c src/collect
 $(BUILD)/tests/fakes/5.2.3/librocm_smi64.so.1: tests/fakes/fake_rocm_smi.c src/collect/rocm_api.h
 	@mkdir -p $(dir $@)
 	$(CC) -fPIC -shared $(CFLAGS) -DFAKE_RSMI_523 -Wl,-soname,librocm_smi64.so.1 -Wl,-z,nodelete -o $@ $< -lm
+
+# The fake AMD SMI: AMD SMI's exports over the fake ROCm SMI's physics, whose symbols it hides.
+AMDSMI_FAKE_SRC := tests/fakes/fake_amd_smi.c tests/fakes/fake_rocm_smi.c
+$(BUILD)/tests/fakes/libamd_smi.so: $(AMDSMI_FAKE_SRC) src/collect/amdsmi_api.h src/collect/rocm_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared -fvisibility=hidden $(CFLAGS) -Wl,-soname,libamd_smi.so -Wl,-z,nodelete -o $@ $(AMDSMI_FAKE_SRC) -lm
+
+# The same without amdsmi_get_processor_handles: a library wattage cannot use.
+$(BUILD)/tests/fakes/nohandles/libamd_smi.so: $(AMDSMI_FAKE_SRC) src/collect/amdsmi_api.h src/collect/rocm_api.h
+	@mkdir -p $(dir $@)
+	$(CC) -fPIC -shared -fvisibility=hidden $(CFLAGS) -DFAKE_AMDSMI_NO_HANDLES -Wl,-soname,libamd_smi.so -Wl,-z,nodelete -o $@ $(AMDSMI_FAKE_SRC) -lm
 
 # fake_rocm_energy DEV FROM TO: the fake's exact energy over a window, for shell tests.
 $(BUILD)/tests/fakes/fake_rocm_energy: tests/fakes/fake_rocm_smi.c src/collect/rocm_api.h

@@ -6,7 +6,9 @@
  * the AMD collector drop its counters as disagreeing with power x time).
  * Measures the CPU time of each poll and divides by the readings it gave, so the two collectors
  * compare per reading (they publish different numbers of series per GPU). Prints one JSON line
- * per collector for bench/run.sh, the AMD row with the NVML collector as its peer.
+ * per collector for bench/run.sh, the AMD row with the NVML collector as its peer, and the AMD
+ * collector over the fake AMD SMI (ROCm SMI absent) per reading with the same over ROCm SMI as its
+ * peer: the cost of the wrappers of collect/amdsmi.c.
  *   gpu_poll BUILD_DIR [POLLS]   (default 1000; the fakes from BUILD_DIR/tests/fakes)
  */
 #include <stdio.h>
@@ -96,10 +98,17 @@ int main(int argc, char **argv)
     setenv("FAKE_RSMI_GPUS", "8", 1);
     struct wt_config cfg;
     wt_config_defaults(&cfg);
-    struct result amd, nv;
+    struct result amd, nv, amdsmi;
     if (measure(&wt_amd_collector, &cfg, polls, &amd) != 0 ||
         measure(&wt_nvml_collector, &cfg, polls, &nv) != 0)
         return 1;
+    snprintf(lib, sizeof lib, "%s/tests/fakes/no-librocm_smi64.so.1", argv[1]);
+    setenv("WATTAGE_ROCM_SMI_LIBRARY", lib, 1);
+    snprintf(lib, sizeof lib, "%s/tests/fakes/libamd_smi.so", argv[1]);
+    setenv("WATTAGE_AMD_SMI_LIBRARY", lib, 1);
+    if (measure(&wt_amd_collector, &cfg, polls, &amdsmi) != 0)
+        return 1;
+    double smi_r = amdsmi.med / (double)amdsmi.readings;
     double amd_r = amd.med / (double)amd.readings, nv_r = nv.med / (double)nv.readings;
     fprintf(stderr,
             "gpu_poll: AMD 8 GPUs: %zu readings, poll median %.1f us CPU (%.3f us a reading); "
@@ -119,5 +128,12 @@ int main(int argc, char **argv)
            "\"unit\": \"us\", \"wattage\": {\"median\": %.2f, \"min\": %.2f, \"max\": %.2f, \"n\": "
            "%d}, \"peer\": null, \"peer_name\": null, \"note\": \"CPU time; %.4f us a reading\"}\n",
            amd.med, amd.min, amd.max, polls, amd_r);
+    printf("{\"section\": \"gpu_poll\", \"what\": \"AMD collector poll over AMD SMI, 8 stand-in "
+           "GPUs, per reading\", \"unit\": \"us\", \"wattage\": {\"median\": %.4f, \"n\": %d}, "
+           "\"peer\": {\"median\": %.4f, \"n\": %d}, \"peer_name\": \"the same over ROCm SMI\", "
+           "\"ratio\": %.3f, \"note\": \"CPU time; a poll %.1f us for %zu readings (no power "
+           "through AMD SMI; ROCm SMI %.1f us for %zu)\"}\n",
+           smi_r, polls, amd_r, polls, smi_r / amd_r, amdsmi.med, amdsmi.readings, amd.med,
+           amd.readings);
     return 0;
 }

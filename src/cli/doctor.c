@@ -29,6 +29,7 @@
 
 #include "alert/alert.h"
 #include "cli/cli.h"
+#include "collect/amdsmi.h"
 #include "collect/collector.h"
 #include "collect/hwmon.h"
 #include "collect/nvml.h"
@@ -330,7 +331,7 @@ static void check_rapl(const struct wt_config *cfg, struct report *r)
     ops->close(st);
 }
 
-/* ---- AMD GPUs (ROCm SMI) and the node's hwmon meters ---- */
+/* ---- AMD GPUs (ROCm SMI, else AMD SMI) and the node's hwmon meters ---- */
 
 static void check_amd(const struct wt_config *cfg, struct report *r)
 {
@@ -355,13 +356,17 @@ static void check_amd(const struct wt_config *cfg, struct report *r)
             power += b.r[i].metric == WT_M_GPU_POWER_W;
         }
         r->energy = r->energy || counters > 0 || power > 0;
+        bool amdsmi = wt_amdsmi_loaded(); /* the collector open here holds it */
         cJSON *o = add_check(r, "amd", NULL, up == gpus ? ST_OK : ST_WARN,
                              up == gpus ? NULL : "see `wattage run`'s log for the calls that fail",
-                             "%zu AMD GPU%s through ROCm SMI (%zu answering): power on %zu, an "
+                             "%zu AMD GPU%s through %s (%zu answering): power on %zu, an "
                              "energy counter on %zu (one per package: a second die or partition "
                              "has none)",
-                             gpus, gpus == 1 ? "" : "s", up, power, counters);
+                             gpus, gpus == 1 ? "" : "s",
+                             amdsmi ? "AMD SMI (which gives no power reading)" : "ROCm SMI", up,
+                             power, counters);
         if (o) {
+            cJSON_AddStringToObject(o, "library", amdsmi ? "amd_smi" : "rocm_smi");
             cJSON_AddNumberToObject(o, "gpus", (double)gpus);
             cJSON_AddNumberToObject(o, "answering", (double)up);
             cJSON_AddNumberToObject(o, "energy_counters", (double)counters);
@@ -370,8 +375,8 @@ static void check_amd(const struct wt_config *cfg, struct report *r)
         add_check(r, "amd", NULL, ST_ABSENT, NULL, "no AMD GPU: %s", err.msg);
     } else {
         add_check(r, "amd", NULL, ST_WARN,
-                  "install Debian's librocm-smi64-1 (or ROCm's), or name the library in "
-                  "collectors.amd.library",
+                  "install Debian's librocm-smi64-1 (or ROCm's ROCm SMI or AMD SMI), or name "
+                  "the library in collectors.amd.library",
                   "AMD GPUs not readable: %s", err.msg);
     }
     wt_batch_free(&b);

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "collect/amdsmi.h"
 #include "collect/attrib.h"
 #include "collect/cadence.h"
 #include "collect/collector.h"
@@ -202,6 +203,7 @@ struct dev {
 
 struct rocm_state {
     void *dl;
+    bool amdsmi; /* AMD SMI behind ROCm SMI's calls (collect/amdsmi.h), dl NULL */
     char library[256];
     struct rsmi_fns fn;
     bool inited;
@@ -901,6 +903,8 @@ static void amd_close(void *state)
         s->fn.shut_down();
     if (s->dl)
         dlclose(s->dl);
+    if (s->amdsmi)
+        wt_amdsmi_unload();
     free(s->devs);
     free(s);
 }
@@ -908,7 +912,7 @@ static void amd_close(void *state)
 static int resolve(struct rocm_state *s, struct wt_err *err)
 {
     for (size_t i = 0; i < N_SYMBOLS; i++) {
-        void *p = dlsym(s->dl, symbols[i].name);
+        void *p = s->amdsmi ? wt_amdsmi_sym(symbols[i].name) : dlsym(s->dl, symbols[i].name);
         if (!p && symbols[i].required) {
             wt_err_set(err, "%s does not export %s: not a usable ROCm SMI library", s->library,
                        symbols[i].name);
@@ -922,14 +926,19 @@ static int resolve(struct rocm_state *s, struct wt_err *err)
     return 0;
 }
 
-/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library, else the usual names in order. */
+/* $WATTAGE_ROCM_SMI_LIBRARY, else collectors.amd.library (a ROCm SMI, or an AMD SMI: one that
+ * exports amdsmi_init and not rsmi_init), else the usual names in order; where none loads, AMD
+ * SMI: $WATTAGE_AMD_SMI_LIBRARY, else (no ROCm SMI named) its usual names (collect/amdsmi.h). */
 static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err *err)
 {
     static const char *const names[] = {WT_ROCM_LIBRARIES};
     const char *path = getenv("WATTAGE_ROCM_SMI_LIBRARY");
+    const char *amd_path = getenv("WATTAGE_AMD_SMI_LIBRARY");
     if (!path || !*path)
         path = cfg && cfg->collectors.amd_library[0] ? cfg->collectors.amd_library : NULL;
-    if (!path) {
+    if (amd_path && !*amd_path)
+        amd_path = NULL;
+    if (!path && !amd_path) {
         /*
          * Without amdgpu's KFD topology rsmi_init can only fail, and Debian's 5.2.3 says so on
          * stderr itself ("Failed to open drm root directory", "Exception caught") at every
@@ -957,12 +966,38 @@ static int load(const struct wt_config *cfg, struct rocm_state *s, struct wt_err
         else if (i == 0)
             why = dlerror();
     }
+    if (s->dl && path && !dlsym(s->dl, "rsmi_init") && dlsym(s->dl, "amdsmi_init")) {
+        /* the library named is an AMD SMI (collect/amdsmi.h): run on it as such */
+        dlclose(s->dl);
+        s->dl = NULL;
+        struct wt_err amd_err = {{0}};
+        int rc = wt_amdsmi_load(path, s->library, sizeof s->library, &amd_err);
+        s->amdsmi = rc == 0;
+        return rc ? wt_err_set(err, "%s", amd_err.msg), rc : 0;
+    }
     if (s->dl)
         return 0;
+    char rocm_why[512];
+    snprintf(rocm_why, sizeof rocm_why, "%s not found (%s)", path ? path : names[0],
+             why ? why : "dlopen failed");
+    if (path && !amd_path) /* a ROCm SMI named: no other library is looked for */
+        return wt_err_set(
+                   err,
+                   "%s: set collectors.amd.library / WATTAGE_ROCM_SMI_LIBRARY to a ROCm SMI, "
+                   "or WATTAGE_AMD_SMI_LIBRARY to an AMD SMI",
+                   rocm_why),
+               -ENOENT;
+    struct wt_err amd_err = {{0}};
+    int rc = wt_amdsmi_load(amd_path, s->library, sizeof s->library, &amd_err);
+    s->amdsmi = rc == 0;
+    if (rc == -ENOSYS) /* an AMD SMI that lacks a required call: said as such */
+        return wt_err_set(err, "%s; %s", rocm_why, amd_err.msg), rc;
+    if (rc == 0)
+        return 0;
     wt_err_set(err,
-               "%s not found (%s): no ROCm on this host, or set collectors.amd.library / "
-               "WATTAGE_ROCM_SMI_LIBRARY",
-               path ? path : names[0], why ? why : "dlopen failed");
+               "%s, nor AMD SMI (%s): no ROCm on this host, or set collectors.amd.library / "
+               "WATTAGE_ROCM_SMI_LIBRARY / WATTAGE_AMD_SMI_LIBRARY",
+               rocm_why, amd_err.msg);
     return -ENOENT;
 }
 
@@ -1064,7 +1099,9 @@ static int amd_open(const struct wt_config *cfg, void **state, struct wt_err *er
         wt_attrib_publish(0, s->attrib);
     }
     wt_info(MOD, "%u GPUs in %u packages library=%s power=%s", s->n, s->packages, s->library,
-            s->fn.socket_power ? "current socket power, else average" : "average");
+            s->fn.socket_power ? "current socket power, else average"
+            : s->fn.power_ave  ? "average"
+                               : "none (the energy counter alone)");
     if (wt_cadence_publish("amd", s->slow.interval_ns, cadence, N_CADENCE) != 0)
         wt_debug(MOD, "no room to publish the fields' cadence");
     *state = s;
@@ -1171,6 +1208,8 @@ void wt_rocm_caps_close(struct wt_rocm_caps *c)
         c->s.fn.shut_down(); /* the library counts its sessions: the collector's goes on */
     if (c->s.dl)
         dlclose(c->s.dl);
+    if (c->s.amdsmi)
+        wt_amdsmi_unload();
     free(c->s.devs);
     free(c);
 }

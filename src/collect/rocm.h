@@ -4,7 +4,9 @@
  * open() so the binary runs on hosts without ROCm. The library is $WATTAGE_ROCM_SMI_LIBRARY, else
  * collectors.amd.library, else the first of WT_ROCM_LIBRARIES that loads, and that only where
  * amdgpu's KFD topology (/sys/class/kfd/kfd/topology/nodes, under the sysfs root) exists: the
- * library is not loaded on hosts without an AMD GPU. The collector never sets anything on a GPU;
+ * library is not loaded on hosts without an AMD GPU. Where no ROCm SMI loads, AMD SMI does the
+ * same work behind ROCm SMI's calls (collect/amdsmi.h, $WATTAGE_AMD_SMI_LIBRARY; no power reading
+ * through it). The collector never sets anything on a GPU;
  * the power capper (alert/cap.c) sets limits through a session of its own (wt_rocm_caps_open).
  * Config section collectors.amd; collector and log module "amd".
  *

@@ -235,7 +235,15 @@ WATTAGE_ROCM_SMI_LIBRARY=$PWD/$(dirname "$BIN")/tests/fakes/librocm_smi64.so.1 F
 check "with AMD GPUs and hwmon meters: exit 0" test $? -eq 0
 check "amd: two GPUs answering, each with its energy counter" json "$TMP/accel.json" \
     'c("amd")["status"] == "ok" and c("amd")["gpus"] == 2 and c("amd")["answering"] == 2' \
-    'c("amd")["energy_counters"] == 2'
+    'c("amd")["energy_counters"] == 2 and c("amd")["library"] == "rocm_smi"'
+WATTAGE_ROCM_SMI_LIBRARY=$TMP/no-librocm_smi64.so.1 FAKE_RSMI_GPUS=2 \
+    WATTAGE_AMD_SMI_LIBRARY=$PWD/$(dirname "$BIN")/tests/fakes/libamd_smi.so \
+    "$BIN" doctor -c "$TMP/good.yaml" --db "$TMP/w.db" --json >"$TMP/amdsmi.json" 2>/dev/null
+check "through AMD SMI: exit 0" test $? -eq 0
+check "amd: two GPUs through AMD SMI, counters and no power" json "$TMP/amdsmi.json" \
+    'c("amd")["status"] == "ok" and c("amd")["gpus"] == 2 and c("amd")["library"] == "amd_smi"' \
+    'c("amd")["energy_counters"] == 2 and "through AMD SMI" in c("amd")["message"]' \
+    '"power on 0" in c("amd")["message"]'
 check "hwmon: the sensors by role, and what the wall sensor is for" json "$TMP/accel.json" \
     'c("hwmon")["status"] == "ok" and c("hwmon")["sensors"] == 4' \
     'c("hwmon")["roles"] == {"wall": 1, "cpu": 1, "psu_in": 1, "psu_out": 1}' \
