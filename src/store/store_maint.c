@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -794,7 +795,12 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     }
     if (have_runs)
         wt_runs_free(&runs);
-    if (!*more)
+    if (!*more) {
         trim_bufs(s);
+        /* A compaction's arrays (256 ticks rows of every series, and qsort's copy) were freed,
+         * but the allocator keeps the pages of a thread's arena: give them back. */
+        if (work > 0)
+            malloc_trim(0);
+    }
     return rc;
 }
