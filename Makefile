@@ -6,13 +6,17 @@
 #   make SANITIZE=address,undefined test
 #   make fuzz       build the libFuzzer harnesses with clang (ASan+UBSan), run each FUZZ_TIME s
 VERSION := 0.1.0
-PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libcurl libprotobuf-c snappy
+PKGS    := sqlite3 libmicrohttpd gnutls yaml-0.1 libcjson zlib libprotobuf-c snappy
 # zstd: the store's compressed chunks (src/store/chunk.c)
 PKGS    += libzstd
 # The facility protocols' libraries (net-snmp, libmodbus, FreeIPMI: IPMI DCMI power readings from
 # BMCs): their headers only; the daemon loads each with dlopen when its section has a target
 # (src/collect/facility.c), so they are not linked. The test peers written against them link them.
 FAC_PKGS := netsnmp libmodbus libfreeipmi
+# libcurl: its header only; the parts that speak HTTP out (Redfish, inference targets, carbon
+# fetch, notifications, remote write, OTLP, --source) load it with dlopen on use
+# (src/core/curl_lib.c). The tests and benches that call libcurl themselves link it.
+CURL_LIBS := $(shell pkg-config --libs libcurl 2>/dev/null)
 # librdkafka's header (Kafka, serve/kafka.c) when pkg-config finds it; without it the build leaves
 # Kafka out. The daemon loads the library with dlopen when a kafka section is configured
 # (serve/kafka_lib.c): only the mock peer and the Kafka bench link it.
@@ -38,7 +42,7 @@ ifeq ($(WERROR),1)
 WARN += -Werror
 endif
 
-PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FAC_PKGS) 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(FAC_PKGS) libcurl 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FAC_LIBS   := $(shell pkg-config --libs $(FAC_PKGS) 2>/dev/null)
 
@@ -122,6 +126,7 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	$(CC) -fPIE $(CFLAGS) -pie $(LDFLAGS) -o $@ $< $(LIB_OBJ) $(LDLIBS)
 
 $(BUILD)/tests/peers/kafka_mock $(BUILD)/bench/kafka_bench: LDLIBS += $(RDKAFKA_LIBS)
+$(BUILD)/tests/unit/test_notify_am $(BUILD)/bench/fleet_feed: LDLIBS += $(CURL_LIBS)
 
 $(BUILD)/tests/peers/%: tests/peers/%.c
 	@mkdir -p $(dir $@)

@@ -7,10 +7,12 @@
  * Slurm cgroup each). Both collectors are open at once and polled in turn once a second
  * (every tick reads the process lists then); the CPU time of each poll is the calling
  * thread's (CLOCK_THREAD_CPUTIME_ID). Prints median, min and max per side and the ratio of
- * the medians. Then the CPU side on this host's real /proc: the CPU time of one split of a
- * RAPL interval over every process (a scan of /proc/PID/stat), median of TICKS.
- *   attrib_bench [TICKS]   (default 15; WATTAGE_NVML_LIBRARY, else
- *                           build/tests/fakes/libnvidia-ml.so.1)
+ * the medians. Then the CPU side: the CPU time of one split of a RAPL interval over every
+ * process (a scan of /proc/PID/stat), median of TICKS, on a fake /proc of PROCS processes (a
+ * tenth of them using CPU between two ticks; a tree on a plain file system, where each kept
+ * descriptor is checked with a stat) and on this host's real /proc.
+ *   attrib_bench [TICKS [PROCS]]   (default 15 and 2000; WATTAGE_NVML_LIBRARY, else
+ *                                   build/tests/fakes/libnvidia-ml.so.1)
  */
 #include <errno.h>
 #include <limits.h>
@@ -89,6 +91,81 @@ static int make_tree(const char *dir)
     return fclose(procs) == 0 ? 0 : -EIO;
 }
 
+/* The CPU side's fake /proc: nproc processes' stat (tick t's CPU times) and /proc/stat. */
+static int cpu_tree(const char *dir, int nproc, int t)
+{
+    char path[PATH_MAX];
+    for (int i = 0; i < nproc; i++) {
+        int pid = 20000 + i;
+        if (t > 0 && i % 10 != t % 10)
+            continue; /* a tenth of them ran since the last tick */
+        snprintf(path, sizeof path, "%s/proc/%d", dir, pid);
+        if (t == 0 && mkdir(path, 0755) != 0)
+            return -errno;
+        snprintf(path, sizeof path, "%s/proc/%d/stat", dir, pid);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return -errno;
+        fprintf(f,
+                "%d (worker %d) S 1 %d %d 0 -1 4194560 1000 0 0 0 %d %d 20 0 1 0 %d 1000000 100 "
+                "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n",
+                pid, i, pid, pid, 100 + 7 * t + i % 13, 20 + t, 5000 + i);
+        if (fclose(f) != 0)
+            return -EIO;
+    }
+    snprintf(path, sizeof path, "%s/proc/stat", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -errno;
+    fprintf(f, "cpu  %d 0 %d %d 0 0 0 0 0 0\n", 100000 + 5000 * t, 20000 + 800 * t,
+            900000 + 2000 * t);
+    return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Splits ticks + 1 RAPL intervals (the first a baseline); the CPU time of each split in us[]. */
+static int cpu_splits(int ticks, double *us, size_t *series, const char *tree, int nproc)
+{
+    struct wt_cpu_attrib *c = NULL;
+    struct wt_err err = {{0}};
+    struct wt_batch in = {0}, b = {0};
+    if (wt_cpu_attrib_open(NULL, 300 * WT_NS_PER_S, &c, &err) != 0) {
+        fprintf(stderr, "attrib_bench: %s\n", err.msg);
+        return -1;
+    }
+    int rc = 0;
+    for (int t = -1; t < ticks && rc == 0; t++) {
+        if (tree && cpu_tree(tree, nproc, t + 1) != 0) {
+            fprintf(stderr, "attrib_bench: cannot write the fake /proc in %s\n", tree);
+            rc = -1;
+            break;
+        }
+        wt_batch_clear(&in);
+        wt_batch_clear(&b);
+        if (wt_batch_add(&in, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"package\"",
+                         wt_now_real_ns(), 1000.0 + 50.0 * (t + 1)) != 0) {
+            rc = -1;
+            break;
+        }
+        double c0 = thread_cpu_us();
+        int k = wt_cpu_attrib_feed(c, "rapl", &in, &b);
+        double c1 = thread_cpu_us();
+        if (k < 0) {
+            fprintf(stderr, "attrib_bench: cpu split failed (%d)\n", k);
+            rc = -1;
+        }
+        if (t >= 0) {
+            us[t] = c1 - c0;
+            *series = b.len;
+        }
+        struct timespec tenth = {0, 100000000};
+        nanosleep(&tenth, NULL);
+    }
+    wt_cpu_attrib_close(c);
+    wt_batch_free(&in);
+    wt_batch_free(&b);
+    return rc;
+}
+
 static void count_one(void *ctx, int pid)
 {
     (void)pid;
@@ -106,6 +183,9 @@ int main(int argc, char **argv)
     int ticks = argc > 1 ? atoi(argv[1]) : 15;
     if (ticks < 3 || ticks > MAX_TICKS)
         ticks = 15;
+    int nproc = argc > 2 ? atoi(argv[2]) : 2000;
+    if (nproc < 1 || nproc > 40000)
+        nproc = 2000;
     char dir[] = "/tmp/wt-attrib-bench-XXXXXX", path[PATH_MAX];
     if (!mkdtemp(dir) || make_tree(dir) != 0) {
         fprintf(stderr, "attrib_bench: cannot build the fake tree in %s\n", dir);
@@ -169,44 +249,29 @@ int main(int argc, char **argv)
     for (int m = 0; m < 2; m++)
         wt_nvml_collector.close(st[m]);
 
-    /* The CPU side: every process of this host, one split per RAPL batch. */
-    unsetenv("WATTAGE_PROCFS_ROOT");
-    struct wt_cpu_attrib *c = NULL;
-    struct wt_err err = {{0}};
-    struct wt_batch in = {0};
+    /* The CPU side: every process of a fake /proc, then of this host; a split per RAPL batch. */
     static double cu[MAX_TICKS];
-    if (wt_cpu_attrib_open(NULL, 300 * WT_NS_PER_S, &c, &err) != 0) {
-        fprintf(stderr, "attrib_bench: %s\n", err.msg);
-        return 1;
-    }
     size_t series = 0;
-    for (int t = -1; t < ticks; t++) {
-        wt_batch_clear(&in);
-        wt_batch_clear(&b);
-        if (wt_batch_add(&in, WT_M_CPU_ENERGY_J, "package=\"0\",domain=\"package\"",
-                         wt_now_real_ns(), 1000.0 + 50.0 * (t + 1)) != 0)
-            return 1;
-        double c0 = thread_cpu_us();
-        int rc = wt_cpu_attrib_feed(c, "rapl", &in, &b);
-        double c1 = thread_cpu_us();
-        if (rc < 0) {
-            fprintf(stderr, "attrib_bench: cpu split failed (%d)\n", rc);
-            return 1;
-        }
-        if (t >= 0) {
-            cu[t] = c1 - c0;
-            series = b.len;
-        }
-        struct timespec tenth = {0, 100000000};
-        nanosleep(&tenth, NULL);
-    }
-    int nproc = 0;
-    if (wt_procfs_each_pid(count_one, &nproc) != 0)
-        nproc = -1;
+    char tree[] = "/tmp/wt-attrib-bench-cpu-XXXXXX";
+    if (!mkdtemp(tree))
+        return 1;
+    snprintf(path, sizeof path, "%s/proc", tree);
+    if (mkdir(path, 0755) != 0)
+        return 1;
+    setenv("WATTAGE_PROCFS_ROOT", tree, 1);
+    if (cpu_splits(ticks, cu, &series, tree, nproc) != 0)
+        return 1;
+    report("cpu split over a fake /proc", cu, ticks);
+    printf("%-34s %d processes (%d using CPU a tick), %zu series\n", "", nproc, (nproc + 9) / 10,
+           series);
+    unsetenv("WATTAGE_PROCFS_ROOT");
+    if (cpu_splits(ticks, cu, &series, NULL, 0) != 0)
+        return 1;
+    int host = 0;
+    if (wt_procfs_each_pid(count_one, &host) != 0)
+        host = -1;
     report("cpu split over this host's /proc", cu, ticks);
-    printf("%-34s %d processes, %zu series\n", "", nproc, series);
-    wt_cpu_attrib_close(c);
-    wt_batch_free(&in);
+    printf("%-34s %d processes, %zu series\n", "", host, series);
     wt_batch_free(&b);
     return 0;
 }

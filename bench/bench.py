@@ -197,10 +197,10 @@ class Daemon:
             return f.read()
 
 
-def start_wattage(build, tmp, interval, env=None, extra=()):
+def start_wattage(build, tmp, interval, env=None, extra=(), binary=None):
     port = free_port()
     db = tempfile.mktemp(dir=tmp, suffix=".db")
-    args = [os.path.join(build, "wattage"), "run", "--interval", str(interval),
+    args = [binary or os.path.join(build, "wattage"), "run", "--interval", str(interval),
             "--listen", f"127.0.0.1:{port}", "--db", db, *extra]
     return Daemon(args, env=env or fake_env(build), log=db + ".log", port=port)
 

@@ -43,11 +43,12 @@ echo /etc/wattage/wattage.yaml >"$root/DEBIAN/conffiles"
 deps=$(ldd "$build/wattage" | awk '/=> \//{print $3}' | while read -r lib; do
     dpkg -S "$(readlink -f "$lib")" 2>/dev/null || dpkg -S "$lib" 2>/dev/null || true
 done | cut -d: -f1 | sort -u | paste -sd, - | sed 's/,/, /g')
-# Recommends: the facility protocols' libraries (net-snmp, libmodbus, FreeIPMI) and librdkafka.
-# The binary does not link them: it loads each with dlopen when its section has a target
-# (src/collect/facility.c, src/serve/kafka_lib.c) and, without it, says which package that
-# section needs. apt installs them by default; a --no-install-recommends install runs without.
-recs="libsnmp40, libmodbus5, libfreeipmi17, librdkafka1"
+# Recommends: the facility protocols' libraries (net-snmp, libmodbus, FreeIPMI), librdkafka and
+# libcurl. The binary does not link them: it loads each with dlopen when a section needs it
+# (src/collect/facility.c, src/serve/kafka_lib.c, src/core/curl_lib.c) and, without it, says
+# which package that section needs. apt installs them by default; a --no-install-recommends
+# install runs without.
+recs="libsnmp40, libmodbus5, libfreeipmi17, librdkafka1, libcurl4"
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 cat >"$root/DEBIAN/control" <<CTRL
 Package: wattage

@@ -30,7 +30,6 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -46,6 +45,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/family.h"
 #include "core/log.h"
 
@@ -759,12 +759,6 @@ static void *fifo_main(void *arg)
 
 /* ---- life cycle -------------------------------------------------------------------------- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static int start_channel(struct wt_notify *n, enum kind k, struct wt_err *err)
 {
     struct channel *ch = &n->ch[k];
@@ -819,7 +813,6 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
     if (gethostname(n->node, sizeof n->node) != 0)
         n->node[0] = '\0';
     n->node[sizeof n->node - 1] = '\0';
-    pthread_once(&curl_once, curl_init);
     n->queue_limit =
         cfg->delivery.queue_limit > 0 ? (size_t)cfg->delivery.queue_limit : WT_NOTIFY_QUEUE;
     if (n->queue_limit < WT_NOTIFY_QUEUE_MIN)
@@ -854,6 +847,11 @@ int wt_notify_open(const struct wt_alerts_config *cfg, struct wt_notify **out, s
         snprintf(n->exec.command, sizeof n->exec.command, "%s", cfg->exec.command);
         n->exec.timeout_ns = or_default(cfg->exec.timeout_ns, DEFAULT_TIMEOUT_NS);
     }
+    /* libcurl only for the channels that post */
+    if (n->am.url[0] && (rc = wt_curl_load("alerts.alertmanager", err)))
+        goto fail;
+    if (n->webhook.url[0] && (rc = wt_curl_load("alerts.webhook", err)))
+        goto fail;
     if (n->am.url[0] && (rc = start_channel(n, CH_AM, err)))
         goto fail;
     if (n->webhook.url[0] && (rc = start_channel(n, CH_WEBHOOK, err)))

@@ -7,7 +7,6 @@
 #include "audit/carbon_fetch.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -18,6 +17,7 @@
 
 #include "audit/carbon_parse.h"
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/secret.h"
@@ -440,10 +440,10 @@ int wt_carbon_open(const struct wt_carbon_conf *cf, const char *db_path, struct 
         if (c->cf.src[i].series == WT_CS_INTENSITY)
             add_zone(c, c->cf.src[i].zone);
     }
-    /* Only the sources' fetches use libcurl: its global init loads OpenSSL (about 2 MiB of
-     * resident pages), which a daemon without carbon sources never needs. */
-    if (c->cf.nsrc)
-        curl_global_init(CURL_GLOBAL_DEFAULT);
+    /* Only the sources' fetches use libcurl (and the OpenSSL, Kerberos, LDAP... it maps): a
+     * daemon without carbon sources never loads it. */
+    if (c->cf.nsrc && (rc = wt_curl_load("carbon.sources", err)) != 0)
+        goto fail;
     if (hub && c->nzones) {
         /* Published every CACHE_REFRESH_NS; the slot's interval allows for a slow fetch
          * (timeouts are at most 60 s) before /healthz calls it late. */

@@ -7,7 +7,6 @@
  */
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -16,6 +15,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "core/curl_lib.h"
 
 #define MAX_REPLY (16 * 1024 * 1024)
 
@@ -141,16 +141,16 @@ static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
 int wt_cli_api_call(const struct wt_cli_api *api, const char *method, const char *path,
                     const char *body, long *status, char **reply, char *why, size_t whyn)
 {
-    static bool inited;
     char url[768], auth[600];
     struct buf b = {0};
     struct curl_slist *h = NULL;
     int ret = -EIO;
     *reply = NULL;
     *status = 0;
-    if (!inited) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        inited = true;
+    struct wt_err err = {{0}};
+    if (wt_curl_load("--source", &err) != 0) {
+        snprintf(why, whyn, "%s", err.msg);
+        return -ELIBACC;
     }
     CURL *c = curl_easy_init();
     if (!c) {

@@ -10,7 +10,6 @@
 #include "collect/inference.h"
 
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -26,6 +25,7 @@
 #include "collect/rocm.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/curl_lib.h"
 #include "core/log.h"
 #include "core/source.h"
 #include "core/yget.h"
@@ -858,12 +858,6 @@ static void say_changes(struct inf *s)
     s->have_prev = true;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static size_t on_body(char *data, size_t size, size_t nmemb, void *ctx)
 {
     struct body *b = ctx;
@@ -1051,7 +1045,9 @@ static int inf_open_target(const struct wt_config *cfg, size_t i, void **state, 
         return -ENOMEM;
     if (wt_labels(s->up_labels, sizeof s->up_labels, "target", t->name, NULL) != 0)
         return wt_err_set(err, "%s: labels too long", t->name);
-    pthread_once(&curl_once, curl_init_once);
+    rc = wt_curl_load("collectors.inference.targets", err);
+    if (rc)
+        return rc;
     s->curl = curl_easy_init();
     if (!s->curl)
         return wt_err_set(err, "cannot start libcurl");

@@ -12,7 +12,6 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
-#include <curl/curl.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -27,6 +26,7 @@
 #include "collect/facility.h"
 #include "collect/redfish_client.h"
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/energy.h"
 #include "core/log.h"
 #include "core/reading.h"

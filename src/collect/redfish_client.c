@@ -386,12 +386,6 @@ bool wt_rf_sensor_metric(const cJSON *j, int *metric, double *factor)
 
 /* ---- the handle ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 int wt_rf_client_open(struct wt_rf_client *s, const struct wt_redfish_target *t, struct wt_err *err)
 {
     s->t = t;
@@ -401,7 +395,9 @@ int wt_rf_client_open(struct wt_rf_client *s, const struct wt_redfish_target *t,
         if (rc)
             return rc;
     }
-    pthread_once(&curl_once, curl_init_once);
+    int rc = wt_curl_load("collectors.redfish.targets", err);
+    if (rc)
+        return rc;
     s->curl = curl_easy_init();
     if (!s->curl)
         return wt_err_set(err, "cannot start libcurl");

@@ -15,7 +15,6 @@
 #define WT_REDFISH_CLIENT_H
 
 #include <cjson/cJSON.h>
-#include <curl/curl.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +22,7 @@
 #include "collect/facility.h"
 #include "collect/redfish.h"
 #include "core/config.h"
+#include "core/curl_lib.h"
 #include "core/err.h"
 
 #define WT_REDFISH_ROOT "/redfish/v1"

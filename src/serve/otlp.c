@@ -10,7 +10,6 @@
  */
 #include "serve/otlp.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <zlib.h>
 
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/log.h"
 #include "core/secret.h"
 #include "core/yget.h"

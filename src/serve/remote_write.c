@@ -10,7 +10,6 @@
  */
 #include "serve/remote_write.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <inttypes.h>
@@ -21,6 +20,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/log.h"
 #include "core/yget.h"
 #include "serve/http.h"

@@ -6,7 +6,6 @@
  */
 #include "serve/sender.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -18,6 +17,7 @@
 #include "alert/notify.h"
 #include "audit/topology.h"
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "core/log.h"
 #include "core/secret.h"
 #include "core/yamltree.h"
@@ -667,17 +667,6 @@ int wt_sender_read_secret(const char *what, const char *path, char *out, size_t 
     return 0;
 }
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-void wt_sender_curl_init(void)
-{
-    pthread_once(&curl_once, curl_init);
-}
-
 static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
     (void)dt, (void)dn, (void)ut, (void)un;
@@ -1048,7 +1037,8 @@ int wt_sender_http_dest(struct wt_sender *s, const char *store_path,
                                        .ctx = ep};
     if (!rc)
         rc = wt_sender_add_dest(s, store_path, &dc, NULL, err);
-    wt_sender_curl_init();
+    if (!rc)
+        rc = wt_curl_load(c->name, err);
     if (!rc && !(ep->curl = curl_easy_init()))
         rc = -ENOMEM;
     return rc;

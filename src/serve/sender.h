@@ -224,8 +224,6 @@ void wt_sender_http_deliver(struct wt_sender_dest *d, struct wt_sender_http_stat
 long wt_sender_post(struct wt_sender_dest *d, void *curl, const struct wt_sender_http *h,
                     const char *const *headers, const char *body, size_t len, char *why,
                     size_t whyn, char *raw, size_t rawn, size_t *rawlen);
-/* curl_global_init, once per process. */
-void wt_sender_curl_init(void);
 
 /* ---- HTTP streams (remote write, OTLP) ---------------------------------------------------- */
 

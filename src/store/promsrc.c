@@ -7,7 +7,6 @@
  */
 #include "store/promsrc.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/curl_lib.h"
 #include "store/promsrc_int.h"
 #include "store/store.h"
 
@@ -72,6 +72,9 @@ int wt_promsrc_open(const char *source, const struct wt_promsrc_opts *opts, stru
                           "--source \"%s\": expected prometheus://HOST:PORT, "
                           "victoriametrics://HOST:PORT or an http(s):// URL",
                           source);
+    int lrc = wt_curl_load("--source", err);
+    if (lrc)
+        return lrc;
     struct wt_promsrc *p = calloc(1, sizeof *p);
     if (!p)
         return -ENOMEM;

@@ -9,9 +9,9 @@
 #ifndef WT_STORE_PROMSRC_INT_H
 #define WT_STORE_PROMSRC_INT_H
 
-#include <curl/curl.h>
 #include <stdint.h>
 
+#include "core/curl_lib.h"
 #include "store/promsrc.h"
 
 #define LOOKBACK "31d" /* how far back the job series are looked for */

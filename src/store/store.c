@@ -117,9 +117,11 @@ int wt_store_open(const char *path, const struct wt_store_opts *opts, struct wt_
         goto fail;
     }
     sqlite3_busy_timeout(s->db, 10000);
+    char cache[48];
+    snprintf(cache, sizeof cache, "PRAGMA cache_size=-%d", WT_STORE_CACHE_KIB);
     if (wt_store_exec(s, "PRAGMA journal_mode=WAL") ||
-        wt_store_exec(s, "PRAGMA synchronous=NORMAL")) {
-        rc = wt_store_db_error(s, err, "cannot set WAL mode");
+        wt_store_exec(s, "PRAGMA synchronous=NORMAL") || wt_store_exec(s, cache)) {
+        rc = wt_store_db_error(s, err, "cannot set WAL mode or the cache size");
         goto fail;
     }
     rc = wt_store_schema(s, path, err);

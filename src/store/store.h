@@ -76,6 +76,9 @@ void wt_store_close(struct wt_store *s);
 /* The connection, for queries on the caller's thread (not while the writer thread runs). */
 struct sqlite3 *wt_store_db(struct wt_store *s);
 
+/* Bytes the maintenance's read buffers hold between passes (for the tests and benchmarks). */
+size_t wt_store_maint_buffered(const struct wt_store *s);
+
 /*
  * Records the start of a daemon run (node "") or an import (node name) at start_ns with its poll
  * interval: queries use it to tell a restart from a continuous series. Returns 0 or -EIO.

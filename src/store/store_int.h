@@ -25,6 +25,11 @@
  * closed for CLOSE_NS; a step compacts at most COMPACT_MAX readings of a series. */
 #define SPAN_NS (15 * WT_MINUTE_NS)
 #define CLOSE_NS (5 * WT_MINUTE_NS)
+/* Points a maintenance buffer keeps between passes (16 bytes each): larger ones are freed */
+#define WT_STORE_MAINT_BUF_KEEP 4096
+/* SQLite's page cache per connection, KiB (its default is 2000): a daemon holds several
+ * connections (the writer, the API's reader, jobs, KPIs, carbon, senders' cursors) */
+#define WT_STORE_CACHE_KIB 512
 #define COMPACT_MAX 8192
 /* Chunks whose summary columns maintenance fills in one pass (stores upgraded from schema 2, and
  * chunks whose summary a new run made stale) */

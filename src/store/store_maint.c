@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <malloc.h>
 #include <math.h>
 #include <pthread.h>
 #include <sqlite3.h>
@@ -652,6 +653,27 @@ static int fill_summaries(struct wt_store *s, struct wt_run_list *runs, bool *ha
  * in s->ms say which (see struct mser), so a pass over idle or already rolled series reads
  * nothing but PRAGMA data_version and opens no transaction.
  */
+/*
+ * Between passes with nothing left to do, the reads' buffers go back when large (a busy
+ * series' closed span, 256 ticks rows): a compaction's peak does not stay resident until the
+ * next one, which is a span (15 min) later.
+ */
+static void trim_bufs(struct wt_store *s)
+{
+    struct wt_point_buf *b[] = {&s->seg, &s->cold, &s->span, &s->merged};
+    for (size_t i = 0; i < sizeof b / sizeof b[0]; i++) {
+        if (b[i]->cap > WT_STORE_MAINT_BUF_KEEP) {
+            free(b[i]->p);
+            *b[i] = (struct wt_point_buf){0};
+        }
+    }
+}
+
+size_t wt_store_maint_buffered(const struct wt_store *s)
+{
+    return (s->seg.cap + s->cold.cap + s->span.cap + s->merged.cap) * sizeof(struct wt_point);
+}
+
 int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more)
 {
     struct wt_run_list runs = {0};
@@ -773,5 +795,12 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
     }
     if (have_runs)
         wt_runs_free(&runs);
+    if (!*more) {
+        trim_bufs(s);
+        /* A compaction's arrays (256 ticks rows of every series, and qsort's copy) were freed,
+         * but the allocator keeps the pages of a thread's arena: give them back. */
+        if (work > 0)
+            malloc_trim(0);
+    }
     return rc;
 }

@@ -5,6 +5,7 @@
  * did not use, PID reuse, folding after the grace period, unreadable cgroups, the CPU split by
  * CPU time on a fake /proc, and the GPU split on the fake NVML with each method.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -407,6 +408,107 @@ WT_TEST(cpu_energy_split_by_cpu_time_is_conserved)
     WT_ASSERT(cpu_series(&out, "owner=\"kubernetes\",pod_uid=\"11112222-3333-4444-5555-"
                                "666677778888\"") > 9.999);
     wt_cpu_attrib_close(c);
+    wt_batch_free(&in);
+    wt_batch_free(&out);
+}
+
+/* Descriptors this process has open now. */
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    int n = 0;
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the listing's own */
+}
+
+static void gone_proc(unsigned int pid)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/proc/proc/%u/stat", wt_test_dir(), pid);
+    WT_EQ_INT(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/proc/proc/%u/cgroup", wt_test_dir(), pid);
+    WT_EQ_INT(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/proc/proc/%u", wt_test_dir(), pid);
+    WT_EQ_INT(rmdir(path), 0);
+}
+
+WT_TEST(cpu_split_follows_processes_that_come_go_and_reuse_a_pid)
+{
+    proc_root();
+    fake_proc(10, UNIT, 100, 5);
+    write_proc_stat(500, 500);
+    int fds0 = open_fds();
+    struct wt_cpu_attrib *c;
+    struct wt_err err = {{0}};
+    struct wt_batch in = {0}, out = {0};
+    WT_EQ_INT(wt_cpu_attrib_open(NULL, 5 * S, &c, &err), 0);
+    rapl_batch(&in, 1 * S, 1000, 2000);
+    WT_EQ_INT(wt_cpu_attrib_feed(c, "rapl", &in, &out), 0);
+    /* 20 starts between the ticks: all of its 40 ticks are this interval's (of 200; 100 J) */
+    fake_proc(10, UNIT, 160, 5);
+    fake_proc(20, SLURM7, 40, 50);
+    write_proc_stat(700, 500);
+    rapl_batch(&in, 2 * S, 1050, 2050);
+    WT_EQ_INT(wt_cpu_attrib_feed(c, "rapl", &in, &out), 1);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"10\",owner=\"systemd\",unit=\"render.service\"") - 30) <
+              1e-5);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"20\",owner=\"slurm\",slurm_job=\"7\","
+                                    "slurm_step=\"0\"") -
+                   20) < 1e-5);
+    /* both stat files stay open for the next tick */
+    WT_EQ_INT(open_fds() - fds0, 2);
+    /* 20 exits and another process gets its pid: a new process, its 30 ticks all its own */
+    gone_proc(20);
+    fake_proc(20, POD, 30, 70);
+    fake_proc(10, UNIT, 170, 5);
+    write_proc_stat(900, 500);
+    rapl_batch(&in, 3 * S, 1100, 2100);
+    wt_batch_clear(&out);
+    WT_EQ_INT(wt_cpu_attrib_feed(c, "rapl", &in, &out), 1);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"10\",owner=\"systemd\",unit=\"render.service\"") - 35) <
+              1e-5);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"20\",owner=\"kubernetes\",pod_uid=\"11112222-3333-"
+                                    "4444-5555-666677778888\",container=\"0123456789ab\"") -
+                   15) < 1e-5);
+    /* the earlier process of pid 20 folds into its owner at once, its 20 J kept */
+    WT_ASSERT(cpu_series(&out, "pid=\"20\",owner=\"slurm\",slurm_job=\"7\",slurm_step=\"0\"") < 0);
+    WT_ASSERT(fabs(cpu_series(&out, "owner=\"slurm\",slurm_job=\"7\"") - 20) < 1e-5);
+    WT_ASSERT(fabs(cpu_series(&out, "owner=\"idle\"") - 130) < 1e-5);
+    /* the same pid rewritten in place (the kept descriptor reads the new text): new again */
+    fake_proc(20, POD2, 8, 90);
+    fake_proc(10, UNIT, 180, 5);
+    write_proc_stat(1000, 500);
+    rapl_batch(&in, 4 * S, 1125, 2125);
+    wt_batch_clear(&out);
+    WT_EQ_INT(wt_cpu_attrib_feed(c, "rapl", &in, &out), 1);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"20\",owner=\"kubernetes\",pod_uid=\"11112222-3333-"
+                                    "4444-5555-666677778888\",container=\"fedcba987654\"") -
+                   4) < 1e-5);
+    WT_ASSERT(fabs(cpu_series(&out, "owner=\"kubernetes\",pod_uid=\"11112222-3333-4444-5555-"
+                                    "666677778888\"") -
+                   15) < 1e-5);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"10\",owner=\"systemd\",unit=\"render.service\"") - 40) <
+              1e-5);
+    /* 20 gone for good: its descriptor closes; the parts still sum to the packages' energy */
+    gone_proc(20);
+    fake_proc(10, UNIT, 190, 5);
+    write_proc_stat(1100, 500);
+    rapl_batch(&in, 5 * S, 1150, 2150);
+    wt_batch_clear(&out);
+    WT_EQ_INT(wt_cpu_attrib_feed(c, "rapl", &in, &out), 1);
+    WT_ASSERT(fabs(cpu_series(&out, "pid=\"10\",owner=\"systemd\",unit=\"render.service\"") - 45) <
+              1e-5);
+    double sum = 0;
+    for (size_t i = 0; i < out.len; i++)
+        sum += out.r[i].value;
+    WT_ASSERT(fabs(sum - 300) < 1e-5);
+    WT_EQ_INT(open_fds() - fds0, 1);
+    wt_cpu_attrib_close(c);
+    WT_EQ_INT(open_fds(), fds0);
     wt_batch_free(&in);
     wt_batch_free(&out);
 }

@@ -204,6 +204,8 @@ WT_TEST(compaction_keeps_every_reading_and_every_answer)
                                          &bc[w]),
                   0);
 
+    /* SQLite's page cache of a store connection is bounded: 512 KiB, not its default 2000 */
+    WT_EQ_INT(count(s, "PRAGMA cache_size"), -512);
     /* an hour after the last reading: all but the last open span is closed */
     maintain_all(s, T0 + N * S + 3600 * S);
     WT_ASSERT(count(s, "SELECT count(*) FROM chunks") >= 2 * 11);
@@ -319,6 +321,29 @@ static void check_expect(struct wt_store *s, const char *what)
     fclose(f);
     WT_EQ_INT(lines, 6 * 4 * 3);
     wt_runs_free(&runs);
+}
+
+WT_TEST(compaction_gives_its_buffers_back)
+{
+    char path[512];
+    struct wt_store *s = NULL;
+    struct wt_err err = {{0}};
+    snprintf(path, sizeof path, "%s/b.db", wt_test_dir());
+    struct wt_store_opts o = {.retention_raw_ns = 3650LL * 86400 * S, .create = true};
+    WT_EQ_INT(wt_store_open(path, &o, &s, &err), 0);
+    WT_EQ_INT(wt_store_begin_run(s, "", T0 - S, S, "daemon"), 0);
+    /* an energy counter read every 200 ms (nvml.energy_interval) for 2 hours: 36000 points */
+    enum { N = 5 * 7200 };
+    static struct wt_reading r[N];
+    for (int i = 0; i < N; i++)
+        r[i] = rd(WT_M_GPU_ENERGY_J, "gpu=\"0\",uuid=\"GPU-a\"", T0 + (int64_t)i * S / 5,
+                  1000 + 0.1 * i);
+    WT_EQ_INT(wt_store_write(s, "", r, N), 0);
+    maintain_all(s, T0 + 3 * 3600 * S);
+    WT_EQ_INT(count(s, "SELECT sum(n) FROM chunks"), N);
+    /* done, the passes' buffers went back: at most 4096 points kept in each of the four */
+    WT_ASSERT(wt_store_maint_buffered(s) <= 4 * 4096 * sizeof(struct wt_point));
+    wt_store_close(s);
 }
 
 WT_TEST(schema_1_store_is_upgraded_in_place_nothing_lost)
