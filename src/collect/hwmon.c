@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/cadence.h"
 #include "collect/collector.h"
 #include "collect/filesrc.h"
 #include "collect/rapl.h"
@@ -32,6 +33,7 @@
 #define RESCAN_POLLS 30
 #define HWMON_DIR_LEN 32
 #define LABEL_LEN 96
+#define MAX_HELD 32 /* sensors named in the status document's slow_fields */
 
 struct sensor {
     char hwmon[HWMON_DIR_LEN]; /* "hwmon3" */
@@ -43,6 +45,10 @@ struct sensor {
     char elabels[WT_LABELS_LEN]; /* labels + method */
     struct wt_filesrc value;     /* the value file, kept open and read with pread at 0 */
     double interval_s;           /* powerN_average_interval; < 0 when none */
+    int64_t update_ns;           /* the chip's update_interval; 0 when it has none */
+    int64_t hold_ns;             /* read no more often than this (0: every tick) */
+    int64_t next_ns;             /* when the next read is due (hold_ns > 0); 0: now */
+    int held;                    /* its entry in struct hwmon's held table + 1; 0: none */
     struct wt_energy_integral integral;
     struct wt_energy_counter ctr;
     bool ever_read;
@@ -63,6 +69,16 @@ struct hwmon {
     unsigned scan_every; /* polls between scans: doubles from 1 while a sensor is missing */
     bool need_scan;
     int64_t max_gap_ns;
+    int64_t tick_ns;     /* the collector's interval */
+    int64_t max_hold_ns; /* collectors.hwmon.max_hold: 0, every sensor every tick */
+    uint64_t reads;      /* value files read (wt_hwmon_value_reads) */
+    /* The sensors read at their own cadence, for status (collect/cadence.h): entries are only
+     * appended, so a name handed out stays valid while the collector is open. */
+    struct wt_field_cadence held[MAX_HELD];
+    char held_name[MAX_HELD][HWMON_DIR_LEN + 24];
+    size_t nheld;
+    size_t npublished; /* entries published */
+    bool published;
 };
 
 /* A sensor found by a scan. */
@@ -206,18 +222,50 @@ static void read_text(const struct hwmon *h, const char *hw, bool in_device, con
  * readings are the mean of, which the integration needs. Read at every scan, since firmware or
  * a person may change it (an ACPI meter sends a poll notification when it does).
  */
-static void read_interval(const struct hwmon *h, struct sensor *s)
+static void read_interval(struct hwmon *h, struct sensor *s)
 {
     char file[48], buf[32];
     uint64_t ms;
-    if (s->attr != WT_HWMON_POWER_AVERAGE)
+    if (s->energy)
         return;
-    snprintf(file, sizeof file, "power%d_average_interval", s->index);
-    read_text(h, s->hwmon, s->in_device, file, buf, sizeof buf);
-    if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000) {
-        s->interval_s = (double)ms / 1e3;
-        s->integral.window_ns = (int64_t)ms * 1000000;
+    /* update_interval (ms, sysfs-interface): "the interval at which the chip will update
+     * readings", a chip attribute; the ACPI meter keeps its attributes on the device. */
+    s->update_ns = 0;
+    read_text(h, s->hwmon, false, "update_interval", buf, sizeof buf);
+    if (!buf[0])
+        read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
+    if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
+        s->update_ns = (int64_t)ms * 1000000;
+    int64_t hold = s->update_ns;
+    if (s->attr == WT_HWMON_POWER_AVERAGE) {
+        snprintf(file, sizeof file, "power%d_average_interval", s->index);
+        read_text(h, s->hwmon, s->in_device, file, buf, sizeof buf);
+        if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000) {
+            s->interval_s = (double)ms / 1e3;
+            s->integral.window_ns = (int64_t)ms * 1000000;
+            if (s->integral.window_ns > hold)
+                hold = s->integral.window_ns;
+        }
     }
+    if (h->max_hold_ns <= 0)
+        hold = 0;
+    else if (hold > h->max_hold_ns)
+        hold = h->max_hold_ns;
+    /* Held no longer than a tick: read every tick, as before. */
+    if (hold <= h->tick_ns)
+        hold = 0;
+    s->hold_ns = hold;
+    if (hold > 0 && !s->held && h->nheld < MAX_HELD) {
+        size_t k = h->nheld;
+        snprintf(h->held_name[k], sizeof h->held_name[k], "%s/%spower%d_%s", s->hwmon,
+                 s->in_device ? "device/" : "", s->index, attr_suffix(s->attr));
+        h->held[k].field = h->held_name[k];
+        h->held[k].cadence = WT_CADENCE_SLOW;
+        s->held = (int)k + 1;
+        h->nheld++;
+    }
+    if (s->held)
+        h->held[s->held - 1].cadence = hold > 0 ? WT_CADENCE_SLOW : WT_CADENCE_TICK;
 }
 
 static struct sensor *find_sensor(struct hwmon *h, const struct found *f)
@@ -424,11 +472,27 @@ out:
     return rc;
 }
 
+/*
+ * The held sensors and the ceiling, as the other collectors' slow fields (status): published
+ * again when a scan added one, so that a reader never sees an entry being written.
+ */
+static void publish_held(struct hwmon *h)
+{
+    if (h->max_hold_ns <= 0 || (h->published && h->npublished == h->nheld))
+        return;
+    if (wt_cadence_publish("hwmon", h->max_hold_ns, h->held, h->nheld) == 0) {
+        h->published = true;
+        h->npublished = h->nheld;
+    }
+}
+
 static void hwmon_close(void *state)
 {
     struct hwmon *h = state;
     if (!h)
         return;
+    if (h->published)
+        wt_cadence_withdraw("hwmon", h->held);
     for (size_t i = 0; i < h->n; i++)
         wt_filesrc_close(&h->s[i].value);
     free(h->base);
@@ -445,6 +509,8 @@ static int hwmon_open(const struct wt_config *cfg, void **state, struct wt_err *
     int64_t iv = cfg ? wt_config_interval(cfg, &cfg->collectors.hwmon) : 0;
     /* Integration does not span more than three missed ticks, as the store's segment rule. */
     h->max_gap_ns = 3 * (iv > 0 ? iv : WT_NS_PER_S);
+    h->tick_ns = iv > 0 ? iv : WT_NS_PER_S;
+    h->max_hold_ns = cfg ? cfg->collectors.hwmon_max_hold_ns : 0;
     int rc;
     char base[PATH_MAX];
     int k = snprintf(base, sizeof base, "%s/sys/class/hwmon", wt_sysfs_root());
@@ -462,6 +528,7 @@ static int hwmon_open(const struct wt_config *cfg, void **state, struct wt_err *
     rc = scan(h, err);
     if (rc < 0)
         goto fail;
+    publish_held(h);
     *state = h;
     return 0;
 fail:
@@ -470,11 +537,12 @@ fail:
 }
 
 /* Reads a sensor's value file: µW or µJ. Fills err naming the file on any failure. */
-static int read_value(struct sensor *s, uint64_t *v, struct wt_err *err)
+static int read_value(struct hwmon *h, struct sensor *s, uint64_t *v, struct wt_err *err)
 {
     char buf[48];
     const char *path = s->value.path;
     int rc = wt_filesrc_read(&s->value, buf, sizeof buf);
+    h->reads++;
     if (rc < 0)
         return wt_err_set(err, "%s: %s", path, strerror(-rc)), rc;
     if (wt_hwmon_parse_u64(buf, v) < 0) {
@@ -494,7 +562,8 @@ static int emit_power(struct hwmon *h, struct sensor *s, int64_t t_ns, uint64_t 
                       struct wt_batch *out)
 {
     double w = (double)uw / 1e6;
-    wt_energy_integral_update(&s->integral, t_ns, w, h->max_gap_ns);
+    /* A held sensor's readings are hold_ns apart: that span is no gap. */
+    wt_energy_integral_update(&s->integral, t_ns, w, h->max_gap_ns + s->hold_ns);
     int rc = wt_batch_add(out, WT_M_HWMON_POWER_W, s->labels, t_ns, w);
     if (rc == 0)
         rc = wt_batch_add(out, WT_M_HWMON_ENERGY_J, s->elabels, t_ns, s->integral.total_j);
@@ -560,15 +629,21 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
         rc = scan(h, err);
         if (rc < 0)
             return rc;
+        publish_held(h);
     }
     int ok = 0;
     for (size_t i = 0; i < h->n; i++) {
         struct sensor *s = &h->s[i];
         if (!s->present)
             continue;
+        if (s->hold_ns > 0 && s->next_ns && t_ns < s->next_ns - h->tick_ns / 4) {
+            /* Not updated by the chip since the last read: nothing new to publish. */
+            ok++;
+            continue;
+        }
         uint64_t v;
         struct wt_err serr;
-        rc = read_value(s, &v, &serr);
+        rc = read_value(h, s, &v, &serr);
         if (rc < 0) {
             /* Said once per sensor until it reads well again; the other sensors go on. */
             if (!s->complained)
@@ -584,6 +659,9 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
             }
             continue;
         }
+        /* From this read, not from when it was due: never two reads closer than the hold
+         * (a quarter tick of jitter aside). */
+        s->next_ns = s->hold_ns > 0 ? t_ns + s->hold_ns : 0;
         if (s->complained) {
             wt_info("hwmon", "sensor back hwmon=%s %s", s->hwmon, s->labels);
             s->complained = false;
@@ -614,3 +692,9 @@ const struct wt_collector_ops wt_hwmon_collector = {
     .poll = hwmon_poll,
     .close = hwmon_close,
 };
+
+uint64_t wt_hwmon_value_reads(const void *state)
+{
+    const struct hwmon *h = state;
+    return h ? h->reads : 0;
+}

@@ -21,6 +21,15 @@
  * The family is hwmon's own, not wattage_gpu_* or wattage_cpu_*: amdgpu's and xe's hwmon power
  * is the same power the AMD and NVML collectors publish, and Grace's rails are not additive, so
  * role says what a sensor is and nothing sums them by default.
+ *
+ * Each sensor at its own cadence (collectors.hwmon.max_hold > 0): a power sensor is read no more
+ * often than its chip's update_interval and, when averaged, its powerN_average_interval (the
+ * larger), and at least every max_hold; a hold of a tick or less is every tick. Between its reads
+ * nothing is published for it: the readings published are those the hardware made, stamped when
+ * read, and the integration spans the hold (a trapezoid between two real readings, not a
+ * staircase of republished values; an average is placed at the middle of its window as ever).
+ * Energy counters (energyN_input) are read every tick. The held sensors are the collector's
+ * slow_fields in the status document, max_hold its slow interval.
  */
 #ifndef WT_HWMON_H
 #define WT_HWMON_H
@@ -72,5 +81,11 @@ int wt_hwmon_role(const char *chip, const char *label, char *out, size_t n) WT_M
  * Returns 0 or -EINVAL (empty, a sign, letters, overflow).
  */
 int wt_hwmon_parse_u64(const char *s, uint64_t *out) WT_MUST_USE;
+
+/*
+ * How many value files (powerN_*, energyN_input) the collector state of wt_hwmon_collector has
+ * read since it was opened: what a tick costs in reads (tests, bench/hwmon_walk).
+ */
+uint64_t wt_hwmon_value_reads(const void *state);
 
 #endif

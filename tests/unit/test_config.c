@@ -90,6 +90,20 @@ WT_TEST(defaults)
     WT_EQ_INT(c.collectors.hwmon.enabled, true);
     WT_EQ_INT(c.collectors.hwmon.interval_ns, 0);
     WT_EQ_INT(c.collectors.amd_slow_interval_ns, 60 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 0);
+}
+
+WT_TEST(hwmon_max_hold_zero_off_and_range)
+{
+    struct wt_config c;
+    EXPECT_OK("collectors:\n  hwmon:\n    max_hold: 10s\n", &c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 10 * WT_NS_PER_S);
+    EXPECT_OK("collectors:\n  hwmon:\n    max_hold: off\n", &c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 0);
+    EXPECT_ERR_HAS("collectors:\n  hwmon:\n    max_hold: 500ms\n",
+                   "t.yaml:3: collectors.hwmon.max_hold");
+    EXPECT_ERR_HAS("collectors:\n  hwmon:\n    max_hold: 2h\n",
+                   "t.yaml:3: collectors.hwmon.max_hold");
 }
 
 WT_TEST(amd_slow_interval_zero_off_and_range)
@@ -140,6 +154,7 @@ WT_TEST(every_key_from_file)
     WT_EQ_INT(c.collectors.procfs.interval_ns, 10 * WT_NS_PER_S);
     WT_EQ_INT(c.collectors.hwmon.enabled, false);
     WT_EQ_INT(c.collectors.hwmon.interval_ns, 5 * WT_NS_PER_S);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 20 * WT_NS_PER_S);
 
     /* Every key differs from its default, so none was silently ignored. */
     struct wt_config d;
@@ -215,9 +230,9 @@ WT_TEST(written_config_names_every_key)
         snprintf(leaf, sizeof leaf, " %s: ", dot + 1);
         WT_CONTAINS(text, leaf);
     }
-    WT_EQ_INT(n, 54 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
+    WT_EQ_INT(n, 55 + nsec); /* 3 of them collectors.{nvml,rapl}.attribution*, 2 collectors.ipmi, 1
                               collectors.nvml.energy_interval, 1 store.packed_ticks, 4
-                              collectors.amd, 2 inference, 1 daemon.stop_deadline, 2
+                              collectors.amd, 2 inference, 1 daemon.stop_deadline, 3
                               collectors.hwmon, 1 collectors.nvml.slow_interval */
     WT_EQ_STR(wt_config_key(0), "daemon.interval");
     free(text);

@@ -13,9 +13,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "collect/cadence.h"
 #include "collect/collector.h"
 #include "collect/hwmon.h"
 #include "core/clock.h"
+#include "core/config.h"
 #include "core/reading.h"
 #include "fstree.h"
 #include "readings.h"
@@ -490,6 +492,128 @@ WT_TEST(hwmon_integration_does_not_span_a_gap)
     poll_ok(st, T0 + 11 * S, &b);
     double e2 = reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
     WT_NEAR(e2 - e1, 0.0, 1e-6);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* An open collector with collectors.hwmon.max_hold at max_hold_ns (1-s ticks, the default). */
+static void *open_held(int64_t max_hold_ns)
+{
+    struct wt_config c;
+    wt_config_defaults(&c);
+    c.collectors.hwmon_max_hold_ns = max_hold_ns;
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    int rc = wt_hwmon_collector.open(&c, &st, &err);
+    if (rc != 0)
+        wt_test_fail(__FILE__, __LINE__, "open: %d %s", rc, err.msg);
+    return st;
+}
+
+#define INA "chip=\"ina226\",sensor=\"power1\",label=\"\",role=\"other\""
+#define XE_CARD "chip=\"xe\",sensor=\"energy1\",label=\"card\",role=\"gpu\""
+
+/*
+ * A PMBus chip that updates every 2 s (update_interval 2000), a wall meter averaging over 2 s,
+ * a chip without update_interval and an energy counter, at 1-s ticks: the first two are read
+ * every other tick, the others every tick; nothing is published for a sensor between its reads,
+ * and the integration over the held readings is the trapezoid of what the hardware read.
+ */
+WT_TEST(hwmon_each_sensor_at_its_chips_update_interval)
+{
+    acpi_meter("hwmon0", "Dell system board", 450000000ULL, 2000);
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    put("hwmon3", "update_interval", "2000");
+    put("hwmon4", "name", "ina226");
+    put_u64("hwmon4", "power1_input", 12000000ULL);
+    put("hwmon5", "name", "xe");
+    put("hwmon5", "energy1_label", "card");
+    put_u64("hwmon5", "energy1_input", 1000000ULL);
+    void *st = open_held(10 * S);
+    struct wt_batch b = {0};
+    /* the PSU's pin as the chip updates it at 0, 2, 4, 6 s */
+    const unsigned long long pin[] = {1000000000ULL, 1200000000ULL, 800000000ULL, 1000000000ULL};
+    double e0 = 0, ewall0 = 0;
+    for (int k = 0; k <= 6; k++) {
+        if (k % 2 == 0)
+            put_u64("hwmon3", "power1_input", pin[k / 2]);
+        put_u64("hwmon5", "energy1_input", 1000000ULL + (unsigned long long)k * 300000000ULL);
+        uint64_t r0 = wt_hwmon_value_reads(st);
+        poll_ok(st, T0 + k * S, &b);
+        uint64_t reads = wt_hwmon_value_reads(st) - r0;
+        /* the counter and the chip without update_interval: every tick */
+        WT_ASSERT(find_reading(&b, WT_M_HWMON_POWER_W, INA) != NULL);
+        WT_ASSERT(find_reading(&b, WT_M_HWMON_ENERGY_J, XE_CARD ",method=\"counter\"") != NULL);
+        const struct wt_reading *p = find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN);
+        const struct wt_reading *w = find_reading(&b, WT_M_HWMON_POWER_W, WALL);
+        if (k % 2 == 0) {
+            WT_EQ_INT(reads, 5); /* wall, pin, pout, ina, counter */
+            WT_ASSERT(p != NULL && w != NULL);
+            WT_NEAR(p->value, (double)pin[k / 2] / 1e6, 1e-9);
+            WT_EQ_INT(p->t_ns, T0 + k * S);
+        } else {
+            WT_EQ_INT(reads, 2); /* ina, counter */
+            WT_ASSERT(p == NULL && w == NULL);
+            WT_ASSERT(find_reading(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"") ==
+                      NULL);
+        }
+        if (k == 0) {
+            e0 = reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
+            ewall0 = reading_value(&b, WT_M_HWMON_ENERGY_J, WALL ",method=\"integrated\"");
+        }
+    }
+    /* trapezoids between the chip's readings, 2 s apart: (1000+1200) + (1200+800) + (800+1000) */
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"") - e0, 6000.0,
+            1e-6);
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, WALL ",method=\"integrated\"") - ewall0,
+            450.0 * 6, 1e-6);
+    /* the counter: 6 x 300 J, read every tick */
+    WT_NEAR(reading_value(&b, WT_M_HWMON_ENERGY_J, XE_CARD ",method=\"counter\""), 1801.0, 1e-9);
+
+    /* status: the held sensors are the slow fields, max_hold the slow interval */
+    const char *f[8];
+    size_t n = 0;
+    int64_t slow_ns = 0;
+    WT_ASSERT(wt_cadence_slow_fields("hwmon", f, 8, &n, &slow_ns));
+    WT_EQ_INT(n, 3);
+    WT_EQ_INT(slow_ns, 10 * S);
+    char all[256] = "";
+    for (size_t i = 0; i < n && i < 8; i++)
+        snprintf(all + strlen(all), sizeof all - strlen(all), "%s;", f[i]);
+    WT_CONTAINS(all, "hwmon0/device/power1_average;");
+    WT_CONTAINS(all, "hwmon3/power1_input;");
+    WT_CONTAINS(all, "hwmon3/power2_input;");
+    wt_hwmon_collector.close(st);
+    WT_ASSERT(!wt_cadence_slow_fields("hwmon", f, 8, &n, &slow_ns));
+
+    /* max_hold 0 (the default): every sensor every tick */
+    st = open_held(0);
+    for (int k = 0; k < 3; k++) {
+        uint64_t r0 = wt_hwmon_value_reads(st);
+        poll_ok(st, T0 + k * S, &b);
+        WT_EQ_INT(wt_hwmon_value_reads(st) - r0, 5);
+        WT_ASSERT(find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN) != NULL);
+    }
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* The ceiling: a chip updating every 5 s with max_hold 3 s is read every third tick. */
+WT_TEST(hwmon_max_hold_is_the_ceiling)
+{
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    put("hwmon3", "update_interval", "5000");
+    void *st = open_held(3 * S);
+    struct wt_batch b = {0};
+    int read_at = 0;
+    for (int k = 0; k < 10; k++) {
+        poll_ok(st, T0 + k * S, &b);
+        if (find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN)) {
+            WT_EQ_INT(k % 3, 0);
+            read_at++;
+        }
+    }
+    WT_EQ_INT(read_at, 4); /* 0, 3, 6, 9 */
     wt_hwmon_collector.close(st);
     wt_batch_free(&b);
 }
