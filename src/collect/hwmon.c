@@ -231,8 +231,10 @@ static void read_interval(struct hwmon *h, struct sensor *s)
     /* update_interval (ms, sysfs-interface): "the interval at which the chip will update
      * readings", a chip attribute; the ACPI meter keeps its attributes on the device. */
     s->update_ns = 0;
-    read_text(h, s->hwmon, false, "update_interval", buf, sizeof buf);
-    if (!buf[0])
+    buf[0] = '\0';
+    if (h->max_hold_ns > 0) /* else not needed: spare the scan two opens a sensor */
+        read_text(h, s->hwmon, false, "update_interval", buf, sizeof buf);
+    if (h->max_hold_ns > 0 && !buf[0])
         read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
     if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
         s->update_ns = (int64_t)ms * 1000000;
