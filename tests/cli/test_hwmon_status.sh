@@ -2,7 +2,8 @@
 # `wattage status` shows the hwmon sensors by role from a fake sysfs tree (an ACPI power meter,
 # a PMBus supply's pin and pout, amdgpu's PPT): the JSON lists each sensor with its role and
 # power, sums each role, and gives the supplies' conversion loss (pin - pout, and its share of
-# pin); the table names the roles, the wall and the PSU line.
+# pin); the table names the roles, the wall and the PSU line. With collectors.hwmon.max_hold
+# the sensors held to their chip's update_interval are hwmon's slow_fields.
 source "$(dirname "$0")/lib.sh"
 H=$TMP/sys/sys/class/hwmon
 mkdir -p "$H/hwmon0/device" "$H/hwmon1" "$H/hwmon2" "$TMP/proc"
@@ -46,6 +47,30 @@ check "the table has a row per sensor with its role" \
 check "the wall line" grep -q '^wall (hwmon): 450.0 W$' "$TMP/s.txt"
 check "the PSU line with its conversion loss" \
     grep -q '^PSU: in 500.0 W, out 470.0 W, conversion loss 30.0 W (6.0%)$' "$TMP/s.txt"
+
+# collectors.hwmon.max_hold: the PSU chip updates every 2 s, so its two sensors are held (the
+# collector's slow_fields, max_hold its slow interval); the wall meter (1 s) and amdgpu are not
+echo 2000 >"$H/hwmon1/update_interval"
+printf 'collectors:\n  procfs:\n    enabled: false\n  hwmon:\n    max_hold: 10s\n' >"$TMP/h.yaml"
+"$BIN" status -c "$TMP/h.yaml" --json >"$TMP/h.json" 2>"$TMP/h.err"
+check "status --json with max_hold exits 0 ($(head -c 200 "$TMP/h.err"))" test $? -eq 0
+msg=$(python3 - "$TMP/h.json" <<'PY2' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["collectors"] if c["name"] == "hwmon"][0]
+assert sorted(c["slow_fields"]) == ["hwmon1/power1_input", "hwmon1/power2_input"], c
+assert c["slow_interval_seconds"] == 10, c
+print("ok")
+PY2
+)
+check "the held sensors are hwmon's slow fields ($msg)" test "$msg" = ok
+"$BIN" status -c "$TMP/w.yaml" --json >"$TMP/o.json" 2>/dev/null
+check "without max_hold hwmon has no slow fields" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["collectors"] if c["name"] == "hwmon"][0]
+assert "slow_fields" not in c, c
+' "$TMP/o.json"
 
 # no hwmon tree: the JSON has an empty list and no PSU figures, the table no hwmon rows
 rm -rf "$H"
