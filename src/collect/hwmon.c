@@ -476,7 +476,8 @@ out:
 
 /*
  * The held sensors and the ceiling, as the other collectors' slow fields (status): published
- * again when a scan added one, so that a reader never sees an entry being written.
+ * again when a scan added one, so that a reader never sees a name being written (only an entry's
+ * cadence changes in place, when a chip's interval drops to a tick or back: one enum store).
  */
 static void publish_held(struct hwmon *h)
 {
