@@ -57,6 +57,7 @@ void wt_detect_free(struct wt_detect *d)
         return;
     for (int i = 0; i < d->ng; i++)
         free(d->g[i]);
+    free(d->at);
     free(d);
 }
 
@@ -211,19 +212,43 @@ static struct gpu *known_gpu(struct wt_detect *d, const char *labels)
     return NULL;
 }
 
+/* The index + 1 of g in d->g, 0 when none. */
+static unsigned char place_of(const struct wt_detect *d, const struct gpu *g)
+{
+    for (int i = 0; g && i < d->ng; i++)
+        if (d->g[i] == g)
+            return (unsigned char)(i + 1);
+    return 0;
+}
+
 static void gather(struct wt_detect *d, const struct wt_batch *b)
 {
     struct gpu *cur = NULL;
     for (int i = 0; i < d->ng; i++)
         memset(&d->g[i]->v, 0, sizeof d->g[i]->v);
+    if (b->len > d->at_cap) {
+        unsigned char *at = realloc(d->at, b->len);
+        if (at) {
+            memset(at + d->at_cap, 0, b->len - d->at_cap);
+            d->at = at;
+            d->at_cap = b->len;
+        }
+    }
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
         if (!is_gpu_metric(r->metric))
             continue;
-        if (!cur || !same_gpu(cur, r->labels))
+        /* The GPU at this place last tick, when the labels still name it; then as before. */
+        unsigned char *at = i < d->at_cap ? &d->at[i] : NULL;
+        struct gpu *hint = at && *at && *at <= d->ng ? d->g[*at - 1] : NULL;
+        if (hint && (same_key(hint, r->labels) || same_gpu(hint, r->labels)))
+            cur = hint;
+        else if (!cur || !same_gpu(cur, r->labels))
             cur = known_gpu(d, r->labels);
         if (!cur)
             cur = find_gpu(d, r->labels);
+        if (at && cur != hint)
+            *at = place_of(d, cur);
         if (!cur)
             continue;
         if (!cur->first_t)

@@ -122,6 +122,10 @@ struct wt_detect {
     int nc;
     /* scratch */
     double xs[RING], ys[RING];
+    /* Per place in the last snapshot, the index + 1 in g of its reading's GPU (0: none): a
+     * snapshot's layout stays from tick to tick, so gather checks that GPU first. Grown only. */
+    unsigned char *at;
+    size_t at_cap;
 };
 
 struct emit {

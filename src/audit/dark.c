@@ -43,6 +43,12 @@ struct wt_dark {
     struct gpu g[MAX_GPUS];
     size_t n;
     bool present, said_noprocs, said_full;
+    /* The sink's buffers, kept across ticks (a tick allocates nothing once they have grown):
+     * the process lists read for a batch and the batch published. sink_mu: collectors publish
+     * from their own threads. */
+    pthread_mutex_t sink_mu;
+    struct wt_gpu_procs *procs; /* MAX_GPUS */
+    struct wt_batch out;
 };
 
 static int64_t day_of(int64_t t_ns)
@@ -301,27 +307,27 @@ static void sink(void *ctx, const char *collector, const struct wt_batch *b)
 {
     struct wt_dark *d = ctx;
     if (!gpu_collector(collector))
-        return;
-    struct wt_gpu_procs *procs = calloc(MAX_GPUS, sizeof *procs);
+        return; /* before the lock: the publish below comes back here as "dark" */
+    pthread_mutex_lock(&d->sink_mu);
     size_t np = 0;
     int64_t t_procs = 0;
-    bool have = procs && (strcmp(collector, "amd") == 0 ? wt_rocm_processes : wt_nvml_processes)(
-                             procs, MAX_GPUS, &np, &t_procs) == 0;
+    bool have = (strcmp(collector, "amd") == 0 ? wt_rocm_processes : wt_nvml_processes)(
+                    d->procs, MAX_GPUS, &np, &t_procs) == 0;
     int64_t m0 = wt_now_mono_ns();
-    wt_dark_feed(d, collector, b, procs, have ? np : 0, have);
-    free(procs);
-    struct wt_batch out = {0};
-    int rc = wt_dark_batch(d, wt_now_real_ns(), &out);
+    wt_dark_feed(d, collector, b, d->procs, have ? np : 0, have);
+    struct wt_batch *out = &d->out;
+    wt_batch_clear(out);
+    int rc = wt_dark_batch(d, wt_now_real_ns(), out);
     int64_t m1 = wt_now_mono_ns();
     /* Present only once there is something to publish: a derived slot is no source of its own. */
-    bool present = out.len > 0;
+    bool present = out->len > 0;
     if (present != d->present) {
         wt_hub_set_state(d->hub, d->slot, present, d->interval_ns);
         d->present = present;
     }
     if (present)
-        wt_hub_publish(d->hub, d->slot, &out, rc == 0, (double)(m1 - m0) / 1e9, m1);
-    wt_batch_free(&out);
+        wt_hub_publish(d->hub, d->slot, out, rc == 0, (double)(m1 - m0) / 1e9, m1);
+    pthread_mutex_unlock(&d->sink_mu);
 }
 
 int wt_dark_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_dark **out,
@@ -329,12 +335,17 @@ int wt_dark_open(const struct wt_config *cfg, struct wt_hub *hub, struct wt_dark
 {
     *out = NULL;
     struct wt_dark *d = calloc(1, sizeof *d);
-    if (!d)
+    struct wt_gpu_procs *procs = d ? malloc(MAX_GPUS * sizeof *procs) : NULL;
+    if (!procs) {
+        free(d);
         return wt_err_set(err, "dark: out of memory"), -ENOMEM;
+    }
+    d->procs = procs;
     d->hub = hub;
     d->interval_ns = cfg->daemon.interval_ns > 0 ? cfg->daemon.interval_ns : WT_NS_PER_S;
     d->max_gap_ns = 3 * d->interval_ns;
     pthread_mutex_init(&d->mu, NULL);
+    pthread_mutex_init(&d->sink_mu, NULL);
     if (hub) {
         d->slot = wt_hub_add_collector(hub, SLOT_NAME, d->interval_ns);
         if (d->slot < 0 || wt_hub_add_tick_sink(hub, sink, d) != 0) {
@@ -355,6 +366,9 @@ void wt_dark_close(struct wt_dark *d)
     if (d->hub && d->present)
         wt_hub_set_state(d->hub, d->slot, false, d->interval_ns);
     pthread_mutex_destroy(&d->mu);
+    pthread_mutex_destroy(&d->sink_mu);
+    wt_batch_free(&d->out);
+    free(d->procs);
     free(d);
 }
 

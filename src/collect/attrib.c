@@ -146,7 +146,9 @@ struct device {
     uint64_t total, idle;
     int64_t t_ns;
     struct proc *procs; /* sorted by pid, then start */
-    size_t nprocs;
+    size_t nprocs, procs_cap;
+    struct proc *spare; /* the merge's output, swapped with procs: kept, grown only */
+    size_t spare_cap;
     struct folded *folded;
     size_t nfolded;
 };
@@ -202,6 +204,7 @@ void wt_attrib_close(struct wt_attrib *a)
     pthread_mutex_unlock(&pub_mu);
     for (size_t d = 0; d < WT_ATTRIB_MAX_DEVICES; d++) {
         free(a->dev[d].procs);
+        free(a->dev[d].spare);
         free(a->dev[d].folded);
     }
     pthread_mutex_destroy(&a->mu);
@@ -364,6 +367,8 @@ static bool fold(struct device *d, const struct proc *p)
     return true;
 }
 
+#define ATTRIB_STACK_SHARES 64
+
 struct pair {
     unsigned int pid;
     uint64_t start;
@@ -389,9 +394,16 @@ static int cmp_key(const struct proc *p, const struct pair *s)
 /* The processes of one interval merged into d's list (both sorted by key). */
 static int merge(struct wt_attrib *a, struct device *d, struct pair *s, size_t n, int64_t t_ns)
 {
-    struct proc *out = malloc((d->nprocs + n ? d->nprocs + n : 1) * sizeof *out);
-    if (!out)
-        return -ENOMEM;
+    size_t need = d->nprocs + n ? d->nprocs + n : 1;
+    if (d->spare_cap < need) {
+        struct proc *p = malloc(need * sizeof *p);
+        if (!p)
+            return -ENOMEM;
+        free(d->spare);
+        d->spare = p;
+        d->spare_cap = need;
+    }
+    struct proc *out = d->spare;
     size_t i = 0, k = 0, m = 0;
     while (i < d->nprocs || k < n) {
         int c = i >= d->nprocs ? 1 : k >= n ? -1 : cmp_key(&d->procs[i], &s[k]);
@@ -440,8 +452,11 @@ static int merge(struct wt_attrib *a, struct device *d, struct pair *s, size_t n
             continue;
         out[w++] = out[r];
     }
-    free(d->procs);
+    d->spare = d->procs;
     d->procs = out;
+    size_t cap = d->procs_cap;
+    d->procs_cap = d->spare_cap;
+    d->spare_cap = cap;
     d->nprocs = w;
     return 0;
 }
@@ -452,8 +467,13 @@ int wt_attrib_account(struct wt_attrib *a, unsigned int dev, const char *dev_lab
 {
     if (dev >= WT_ATTRIB_MAX_DEVICES)
         return -EINVAL;
-    uint64_t *w = calloc(n ? n : 1, sizeof *w), *parts = calloc(n ? n : 1, sizeof *parts);
-    struct pair *s = malloc((n ? n : 1) * sizeof *s);
+    /* A device's few processes fit the stack; a busy host's CPU ledger allocates. */
+    uint64_t w_st[ATTRIB_STACK_SHARES] = {0}, parts_st[ATTRIB_STACK_SHARES];
+    struct pair s_st[ATTRIB_STACK_SHARES];
+    bool heap = n > ATTRIB_STACK_SHARES;
+    uint64_t *w = heap ? calloc(n, sizeof *w) : w_st;
+    uint64_t *parts = heap ? calloc(n, sizeof *parts) : parts_st;
+    struct pair *s = heap ? malloc(n * sizeof *s) : s_st;
     int rc = -ENOMEM;
     if (!w || !parts || !s)
         goto out;
@@ -490,9 +510,11 @@ int wt_attrib_account(struct wt_attrib *a, unsigned int dev, const char *dev_lab
     }
     pthread_mutex_unlock(&a->mu);
 out:
-    free(w);
-    free(parts);
-    free(s);
+    if (heap) {
+        free(w);
+        free(parts);
+        free(s);
+    }
     return rc;
 }
 

@@ -328,6 +328,41 @@ WT_TEST(an_unreadable_or_missing_cgroup_is_owner_unknown)
     wt_batch_free(&b);
 }
 
+/* More processes in an interval than the account's stack buffers hold (a busy host's CPU
+ * ledger), then a few again: each gets its share in both, the device's whole kept. */
+WT_TEST(an_interval_of_many_processes_then_a_few_splits_each)
+{
+    proc_root();
+    enum { MANY = 150 };
+    struct wt_attrib *a;
+    struct wt_batch b = {0};
+    WT_EQ_INT(wt_attrib_open(WT_M_PROC_GPU_ENERGY_J, -1, 1e-3, 300 * S, &a), 0);
+    struct wt_attrib_share sh[MANY];
+    for (unsigned int i = 0; i < MANY; i++) /* listed last pid first: the ledger sorts */
+        sh[i] = (struct wt_attrib_share){1000 + MANY - 1 - i, 7, 1 + (i % 2), -1};
+    /* weights 1 and 2 alternate: 75 x 1 + 75 x 2 = 225 units; 225 J busy, 25 J idle */
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 1 * S, 250000, 0.9, WT_ATTRIB_EQUAL, sh, MANY),
+              0);
+    struct wt_attrib_share few[2] = {{1000, 7, 1, -1}, {1001, 7, 3, -1}};
+    WT_EQ_INT(wt_attrib_account(a, 0, "gpu=\"0\"", 2 * S, 4000, 1, WT_ATTRIB_EQUAL, few, 2), 0);
+    WT_EQ_INT(wt_attrib_emit(a, 2 * S, &b), 0);
+    double sum = 0;
+    size_t with_pid = 0;
+    for (size_t i = 0; i < b.len; i++) {
+        sum += b.r[i].value;
+        with_pid += strstr(b.r[i].labels, "pid=\"") != NULL;
+    }
+    WT_EQ_INT(with_pid, MANY);
+    WT_ASSERT(fabs(sum - 254) < 1e-9);
+    /* 1149 listed first (weight 1), 1148 (2) ... 1001 (1), 1000 (2); then 1000 1 J, 1001 3 J */
+    WT_EQ_INT(series(&b, "gpu=\"0\",pid=\"1149\",owner=\"unknown\""), 1);
+    WT_EQ_INT(series(&b, "gpu=\"0\",pid=\"1148\",owner=\"unknown\""), 2);
+    WT_ASSERT(fabs(series(&b, "gpu=\"0\",pid=\"1000\",owner=\"unknown\"") - 3) < 1e-9);
+    WT_ASSERT(fabs(series(&b, "gpu=\"0\",pid=\"1001\",owner=\"unknown\"") - 4) < 1e-9);
+    wt_attrib_close(a);
+    wt_batch_free(&b);
+}
+
 /* ---- the CPU side ---- */
 
 static void write_proc_stat(uint64_t user, uint64_t idle)

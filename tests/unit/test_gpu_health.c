@@ -160,6 +160,42 @@ WT_TEST(a_new_xid_fires_with_its_meaning_then_holds_then_clears)
     wt_detect_free(d);
 }
 
+/* The detectors remember which GPU each place of the snapshot held: when the GPUs change places
+ * between ticks, a reading still goes to the GPU its labels name. */
+WT_TEST(a_reading_goes_to_its_own_gpu_when_the_gpus_change_places)
+{
+    struct wt_detect *d = new_detect();
+    struct wt_batch b = {0};
+    base(&b, 0, T0);
+    base(&b, 1, T0);
+    put(&b, WT_M_GPU_XID_ERRORS, 1, "xid", "79", NULL, NULL, T0, 1);
+    tick(d, &b, T0);
+    const __typeof__(found[0]) *f = finding(WT_DET_XID, "xid=\"79\"");
+    WT_ASSERT(f != NULL);
+    WT_CONTAINS(f->labels, "uuid=\"GPU-test-0001\"");
+    /* GPU 1 first now; GPU 0's XID where GPU 1's was; then GPU 0 gone and GPU 1 at its place */
+    wt_batch_clear(&b);
+    base(&b, 1, T0 + S(1));
+    base(&b, 0, T0 + S(1));
+    put(&b, WT_M_GPU_XID_ERRORS, 0, "xid", "13", NULL, NULL, T0 + S(1), 1);
+    put(&b, WT_M_GPU_XID_ERRORS, 1, "xid", "79", NULL, NULL, T0 + S(1), 1);
+    tick(d, &b, T0 + S(1));
+    f = finding(WT_DET_XID, "xid=\"13\"");
+    WT_ASSERT(f != NULL);
+    WT_EQ_STR(f->labels, "gpu=\"0\",uuid=\"GPU-test-0000\",model=\"NVIDIA H200\",xid=\"13\"");
+    WT_ASSERT(finding(WT_DET_XID, "uuid=\"GPU-test-0001\",model=\"NVIDIA H200\",xid=\"13\"") ==
+              NULL);
+    wt_batch_clear(&b);
+    base(&b, 1, T0 + S(2));
+    put(&b, WT_M_GPU_XID_ERRORS, 1, "xid", "13", NULL, NULL, T0 + S(2), 1);
+    tick(d, &b, T0 + S(2));
+    f = finding(WT_DET_XID, "uuid=\"GPU-test-0001\",model=\"NVIDIA H200\",xid=\"13\"");
+    WT_ASSERT(f != NULL);
+    WT_EQ_INT(f->cond, WT_COND_TRUE);
+    wt_batch_free(&b);
+    wt_detect_free(d);
+}
+
 WT_TEST(xid_severity_follows_the_catalog)
 {
     static const unsigned int critical[] = {48, 61, 62, 64, 74, 79, 95, 119, 120, 999};
