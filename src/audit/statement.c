@@ -387,11 +387,8 @@ static void zone_add(struct wt_statement *s, const struct wt_meter *m, unsigned 
     size_t z = 0;
     while (z < s->nzones && strcmp(s->zones[z].zone, m->zone) != 0)
         z++;
-    if (z == s->nzones) {
-        if (z == WT_STMT_MAX_ZONES)
-            return;
+    if (z == s->nzones) /* s->zones has a row per meter: a new zone always fits */
         snprintf(s->zones[s->nzones++].zone, sizeof s->zones[0].zone, "%s", m->zone);
-    }
     struct wt_stmt_zone *zo = &s->zones[z];
     if (bit & IT_ROLES) {
         zo->e_it_j += j;
@@ -498,11 +495,12 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         goto out;
     }
     s->meters = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->meters);
+    s->zones = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->zones);
     s->nslots = (size_t)((to - from + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
     s->matched = malloc(s->nslots ? s->nslots : 1);
     if (s->matched)
         memset(s->matched, 1, s->nslots);
-    if (!s->meters || !s->matched) {
+    if (!s->meters || !s->zones || !s->matched) {
         rc = -ENOMEM;
         goto out;
     }
@@ -791,6 +789,9 @@ void wt_statement_free(struct wt_statement *s)
     s->ntenants = 0;
     free(s->meters);
     s->meters = NULL;
+    free(s->zones);
+    s->zones = NULL;
+    s->nzones = 0;
     free(s->matched);
     s->matched = NULL;
     s->nmeters = 0;

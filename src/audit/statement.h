@@ -135,7 +135,6 @@ struct wt_stmt_meter {
 };
 
 /* A zone's partial PUE (ISO/IEC 30134-2 pPUE, labelled partial): the meters with its zone. */
-#define WT_STMT_MAX_ZONES 16
 struct wt_stmt_zone {
     char zone[WT_TOPO_NAME];
     double e_total_j; /* its facility_total meters, else E_IT + its cooling meters */
@@ -212,7 +211,7 @@ struct wt_statement {
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
-    struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
+    struct wt_stmt_zone *zones;       /* one per zone label of the meters (room for one a meter) */
     size_t nzones;
     /* statement.tenants given: one row per tenant, then the unassigned outlets' (name "");
      * e_outlets_j is their sum (whole joules), so that the rows add up to it exactly */
