@@ -6,6 +6,7 @@
  */
 #include "audit/statement.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -795,6 +796,42 @@ void wt_statement_free(struct wt_statement *s)
     free(s->matched);
     s->matched = NULL;
     s->nmeters = 0;
+}
+
+cJSON *wt_stmt_tenants_json(const struct wt_statement *s)
+{
+    cJSON *to = cJSON_CreateObject();
+    cJSON_AddStringToObject(to, "label", s->annual ? "annual" : "interim");
+    cJSON_AddNumberToObject(to, "e_outlets_joules", s->e_outlets_j);
+    cJSON *rows = cJSON_AddArrayToObject(to, "rows");
+    for (size_t i = 0; rows && i < s->ntenants; i++) {
+        const struct wt_stmt_tenant *tn = &s->tenants[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(rows, o)) {
+            cJSON_Delete(o);
+            rows = NULL;
+            break;
+        }
+        if (tn->name[0])
+            cJSON_AddStringToObject(o, "tenant", tn->name);
+        else
+            cJSON_AddNullToObject(o, "tenant"); /* the outlets of no tenant */
+        cJSON_AddNumberToObject(o, "outlets", (double)tn->noutlets);
+        cJSON_AddNumberToObject(o, "e_it_joules", tn->e_j);
+        cJSON_AddNumberToObject(o, "estimated", tn->estimated);
+        cJSON_AddNumberToObject(o, "measured_intervals", (double)tn->measured);
+        cJSON_AddNumberToObject(o, "coverage",
+                                s->nslots ? (double)tn->measured / (double)s->nslots : 0);
+        if (s->e_it_j > 0)
+            cJSON_AddNumberToObject(o, "share_of_e_it", tn->e_j / s->e_it_j);
+        else
+            cJSON_AddNullToObject(o, "share_of_e_it");
+    }
+    if (!rows) {
+        cJSON_Delete(to);
+        return NULL;
+    }
+    return to;
 }
 
 /* ---- CUE ---- */

@@ -232,6 +232,16 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        struct wt_statement *s, struct wt_err *err) WT_MUST_USE;
 void wt_statement_free(struct wt_statement *s);
 
+struct cJSON;
+/*
+ * The tenants' table of s (with statement.tenants: s->ntenants > 0) as a JSON object: {"label":
+ * "annual"|"interim", "e_outlets_joules", "rows": [{"tenant": NAME|null (the outlets of no
+ * tenant, always the last row), "outlets", "e_it_joules", "estimated", "measured_intervals",
+ * "coverage", "share_of_e_it": X|null}]}. Used by the iso30134 statement and the EnEfG checks
+ * (§ 15, customer information). NULL when out of memory.
+ */
+struct cJSON *wt_stmt_tenants_json(const struct wt_statement *s);
+
 struct wt_carbon_conf;
 /*
  * Appends CUE (ISO/IEC 30134-8 / EN 50600-4-8) to a built statement, in two labelled variants
