@@ -451,9 +451,9 @@ static int one_statement(const struct wt_stmt_run *r, struct wt_store *st,
         rc = wt_stmt_eu(&s, sc, r->schema_text, r->schema_len, r->schema, r->year, &js,
                         r->csv ? &cs : NULL, &err);
         if (rc == 0 && !r->csv && !r->json) {
-            rc = print_eu_text(js);
             /* beside the Annex file, never in it: the Annex has no per-customer field */
-            print_tenants(&s, "colocation, statement.tenants; not part of the Annex file");
+            if ((rc = print_eu_text(js)) == 0)
+                print_tenants(&s, "colocation, statement.tenants; not part of the Annex file");
         } else if (rc == 0) {
             fputs(r->csv ? cs : js, stdout);
             if (!r->csv)
