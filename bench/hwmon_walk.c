@@ -36,7 +36,8 @@ static double cpu_us(void)
 }
 
 /* Writes <root>/sys/class/hwmon/<hw>/<file>, creating hw and hw/device. */
-static int put(const char *hw, const char *file, const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int put(const char *hw, const char *file,
+                                                     const char *fmt, ...)
 {
     char path[512];
     snprintf(path, sizeof path, "%s/sys/class/hwmon/%s", root, hw);

@@ -6,6 +6,7 @@
  */
 #include "audit/statement.h"
 
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
@@ -387,11 +388,8 @@ static void zone_add(struct wt_statement *s, const struct wt_meter *m, unsigned 
     size_t z = 0;
     while (z < s->nzones && strcmp(s->zones[z].zone, m->zone) != 0)
         z++;
-    if (z == s->nzones) {
-        if (z == WT_STMT_MAX_ZONES)
-            return;
+    if (z == s->nzones) /* s->zones has a row per meter: a new zone always fits */
         snprintf(s->zones[s->nzones++].zone, sizeof s->zones[0].zone, "%s", m->zone);
-    }
     struct wt_stmt_zone *zo = &s->zones[z];
     if (bit & IT_ROLES) {
         zo->e_it_j += j;
@@ -498,11 +496,12 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         goto out;
     }
     s->meters = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->meters);
+    s->zones = calloc(t->nmeters ? t->nmeters : 1, sizeof *s->zones);
     s->nslots = (size_t)((to - from + WT_STMT_SLOT_NS - 1) / WT_STMT_SLOT_NS);
     s->matched = malloc(s->nslots ? s->nslots : 1);
     if (s->matched)
         memset(s->matched, 1, s->nslots);
-    if (!s->meters || !s->matched) {
+    if (!s->meters || !s->zones || !s->matched) {
         rc = -ENOMEM;
         goto out;
     }
@@ -791,9 +790,48 @@ void wt_statement_free(struct wt_statement *s)
     s->ntenants = 0;
     free(s->meters);
     s->meters = NULL;
+    free(s->zones);
+    s->zones = NULL;
+    s->nzones = 0;
     free(s->matched);
     s->matched = NULL;
     s->nmeters = 0;
+}
+
+cJSON *wt_stmt_tenants_json(const struct wt_statement *s)
+{
+    cJSON *to = cJSON_CreateObject();
+    cJSON_AddStringToObject(to, "label", s->annual ? "annual" : "interim");
+    cJSON_AddNumberToObject(to, "e_outlets_joules", s->e_outlets_j);
+    cJSON *rows = cJSON_AddArrayToObject(to, "rows");
+    for (size_t i = 0; rows && i < s->ntenants; i++) {
+        const struct wt_stmt_tenant *tn = &s->tenants[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(rows, o)) {
+            cJSON_Delete(o);
+            rows = NULL;
+            break;
+        }
+        if (tn->name[0])
+            cJSON_AddStringToObject(o, "tenant", tn->name);
+        else
+            cJSON_AddNullToObject(o, "tenant"); /* the outlets of no tenant */
+        cJSON_AddNumberToObject(o, "outlets", (double)tn->noutlets);
+        cJSON_AddNumberToObject(o, "e_it_joules", tn->e_j);
+        cJSON_AddNumberToObject(o, "estimated", tn->estimated);
+        cJSON_AddNumberToObject(o, "measured_intervals", (double)tn->measured);
+        cJSON_AddNumberToObject(o, "coverage",
+                                s->nslots ? (double)tn->measured / (double)s->nslots : 0);
+        if (s->e_it_j > 0)
+            cJSON_AddNumberToObject(o, "share_of_e_it", tn->e_j / s->e_it_j);
+        else
+            cJSON_AddNullToObject(o, "share_of_e_it");
+    }
+    if (!rows) {
+        cJSON_Delete(to);
+        return NULL;
+    }
+    return to;
 }
 
 /* ---- CUE ---- */

@@ -135,7 +135,6 @@ struct wt_stmt_meter {
 };
 
 /* A zone's partial PUE (ISO/IEC 30134-2 pPUE, labelled partial): the meters with its zone. */
-#define WT_STMT_MAX_ZONES 16
 struct wt_stmt_zone {
     char zone[WT_TOPO_NAME];
     double e_total_j; /* its facility_total meters, else E_IT + its cooling meters */
@@ -212,7 +211,7 @@ struct wt_statement {
     size_t pl_skipped, pl_above;      /* intervals not measured by every meter; above P_DIT */
     bool has_cfe;                     /* wt_stmt_cfe ran: cfe_supply holds its series */
     struct wt_stmt_factor cfe_supply; /* g: the matched energy, J */
-    struct wt_stmt_zone zones[WT_STMT_MAX_ZONES]; /* meters with a zone label, first 16 zones */
+    struct wt_stmt_zone *zones;       /* one per zone label of the meters (room for one a meter) */
     size_t nzones;
     /* statement.tenants given: one row per tenant, then the unassigned outlets' (name "");
      * e_outlets_j is their sum (whole joules), so that the rows add up to it exactly */
@@ -232,6 +231,16 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err) WT_MUST_USE;
 void wt_statement_free(struct wt_statement *s);
+
+struct cJSON;
+/*
+ * The tenants' table of s (with statement.tenants: s->ntenants > 0) as a JSON object: {"label":
+ * "annual"|"interim", "e_outlets_joules", "rows": [{"tenant": NAME|null (the outlets of no
+ * tenant, always the last row), "outlets", "e_it_joules", "estimated", "measured_intervals",
+ * "coverage", "share_of_e_it": X|null}]}. Used by the iso30134 statement and the EnEfG checks
+ * (§ 15, customer information). NULL when out of memory.
+ */
+struct cJSON *wt_stmt_tenants_json(const struct wt_statement *s);
 
 struct wt_carbon_conf;
 /*

@@ -140,6 +140,13 @@ int wt_stmt_enefg(const struct wt_statement *s, const struct wt_stmt_conf *c, co
         }
         cJSON_AddItemToArray(checks, o);
     }
+    if (rc == 0 && s->ntenants) { /* § 15: colocation customers are told their energy yearly */
+        cJSON *to = wt_stmt_tenants_json(s);
+        if (!to || !cJSON_AddItemToObject(out, "tenants", to)) {
+            cJSON_Delete(to);
+            rc = -ENOMEM;
+        }
+    }
     cJSON_AddStringToObject(out, "boundary", s->boundary);
     cJSON_AddStringToObject(out, "wattage_version", WT_VERSION);
     cJSON_AddStringToObject(out, "inputs_sha256", s->hash);

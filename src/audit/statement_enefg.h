@@ -19,8 +19,9 @@
  * The checks of s under the table text tab[0..len) (name in messages), as JSON (*json
  * malloc'd): {"table", "table_date", "commissioned", "checks": [{"kpi", "value"|null, "limit",
  * "kind": "max"|"min", "source", "tag", "result": "pass"|"fail"|"not available", "why"}],
- * "upcoming": [...], "inputs_sha256"}. *failed counts failed checks. Returns 0, -EINVAL with err
- * (statement.commissioned not given; a table that is not one), or -ENOMEM.
+ * "upcoming": [...], "tenants": {...} (with statement.tenants: wt_stmt_tenants_json, the
+ * customer information of § 15), "inputs_sha256"}. *failed counts failed checks. Returns 0, -EINVAL
+ * with err (statement.commissioned not given; a table that is not one), or -ENOMEM.
  */
 int wt_stmt_enefg(const struct wt_statement *s, const struct wt_stmt_conf *c, const char *tab,
                   size_t len, const char *name, char **json, int *failed,

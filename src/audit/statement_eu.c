@@ -220,7 +220,8 @@ int wt_stmt_eu(const struct wt_statement *s, const struct wt_stmt_conf *c, const
         }
         double v = 0;
         const struct wt_stmt_kpi *k = NULL;
-        char why[300] = "";
+        /* a KPI's reason is copied whole (it can be as long as wt_stmt_kpi.why) */
+        char why[sizeof k->why] = "";
         int got = source_value(s, c, src->valuestring, &v, &k, why, sizeof why);
         if (got < 0) {
             wt_err_set(err, "%s: kpis.%s: unknown source \"%s\"", schema_name, e->string,

@@ -95,6 +95,29 @@ static const char *fill_of(const struct wt_stmt_meter *m)
     return "not filled: the hole counts nothing";
 }
 
+/* The tenants' table (statement.tenants; nothing without it), why in its heading. The row of
+ * the outlets of no tenant is left out when no outlet is unassigned. */
+static void print_tenants(const struct wt_statement *s, const char *why)
+{
+    if (!s->ntenants)
+        return;
+    printf("\ntenants (%s: %s IT energy of each one's PDU outlets):\n", why,
+           s->annual ? "annual" : "interim");
+    for (size_t i = 0; i < s->ntenants; i++) {
+        const struct wt_stmt_tenant *tn = &s->tenants[i];
+        if (!tn->name[0] && !tn->noutlets)
+            continue;
+        printf("  %-16s %14.3f kWh  %2zu outlet%s  %zu/%zu measured, estimated %.3f kWh",
+               tn->name[0] ? tn->name : "(unassigned)", tn->e_j / J_PER_KWH, tn->noutlets,
+               tn->noutlets == 1 ? " " : "s", tn->measured, s->nslots, tn->estimated / J_PER_KWH);
+        if (s->e_it_j > 0)
+            printf(", %.2f %% of E_IT\n", 100 * tn->e_j / s->e_it_j);
+        else
+            printf(", share of E_IT n/a (E_IT is 0)\n");
+    }
+    printf("  %-16s %14.3f kWh  (the rows add up to it)\n", "outlets", s->e_outlets_j / J_PER_KWH);
+}
+
 static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *c)
 {
     char a[40], b[40];
@@ -169,23 +192,7 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
             printf("  %-16s pPUE n/a: %s\n", z->zone,
                    z->nit ? "its IT meters read 0 over the period" : "no IT meter in the zone");
     }
-    if (s->ntenants)
-        printf(
-            "\ntenants (colocation, statement.tenants: %s IT energy of each one's PDU outlets):\n",
-            s->annual ? "annual" : "interim");
-    for (size_t i = 0; i < s->ntenants; i++) {
-        const struct wt_stmt_tenant *tn = &s->tenants[i];
-        printf("  %-16s %14.3f kWh  %2zu outlets  %zu/%zu measured, estimated %.3f kWh",
-               tn->name[0] ? tn->name : "(unassigned)", tn->e_j / J_PER_KWH, tn->noutlets,
-               tn->measured, s->nslots, tn->estimated / J_PER_KWH);
-        if (s->e_it_j > 0)
-            printf(", %.2f %% of E_IT\n", 100 * tn->e_j / s->e_it_j);
-        else
-            printf(", share of E_IT n/a (E_IT is 0)\n");
-    }
-    if (s->ntenants)
-        printf("  %-16s %14.3f kWh  (the rows add up to it)\n", "outlets",
-               s->e_outlets_j / J_PER_KWH);
+    print_tenants(s, "colocation, statement.tenants");
     printf("\nmeters (15-minute intervals of the period):\n");
     for (size_t i = 0; i < s->nmeters; i++) {
         const struct wt_stmt_meter *m = &s->meters[i];
@@ -330,28 +337,11 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddItemToArray(zs, o);
     }
     if (s->ntenants) {
-        cJSON *to = cJSON_AddObjectToObject(r, "tenants");
-        cJSON_AddStringToObject(to, "label", s->annual ? "annual" : "interim");
-        cJSON_AddNumberToObject(to, "e_outlets_joules", s->e_outlets_j);
-        cJSON *rows = cJSON_AddArrayToObject(to, "rows");
-        for (size_t i = 0; i < s->ntenants; i++) {
-            const struct wt_stmt_tenant *tn = &s->tenants[i];
-            cJSON *o = cJSON_CreateObject();
-            if (tn->name[0])
-                cJSON_AddStringToObject(o, "tenant", tn->name);
-            else
-                cJSON_AddNullToObject(o, "tenant"); /* the outlets of no tenant */
-            cJSON_AddNumberToObject(o, "outlets", (double)tn->noutlets);
-            cJSON_AddNumberToObject(o, "e_it_joules", tn->e_j);
-            cJSON_AddNumberToObject(o, "estimated", tn->estimated);
-            cJSON_AddNumberToObject(o, "measured_intervals", (double)tn->measured);
-            cJSON_AddNumberToObject(o, "coverage",
-                                    s->nslots ? (double)tn->measured / (double)s->nslots : 0);
-            if (s->e_it_j > 0)
-                cJSON_AddNumberToObject(o, "share_of_e_it", tn->e_j / s->e_it_j);
-            else
-                cJSON_AddNullToObject(o, "share_of_e_it");
-            cJSON_AddItemToArray(rows, o);
+        cJSON *to = wt_stmt_tenants_json(s);
+        if (!to || !cJSON_AddItemToObject(r, "tenants", to)) {
+            cJSON_Delete(to);
+            cJSON_Delete(r);
+            return 1;
         }
     }
     cJSON *pl = cJSON_AddObjectToObject(r, "part_load");
@@ -461,7 +451,9 @@ static int one_statement(const struct wt_stmt_run *r, struct wt_store *st,
         rc = wt_stmt_eu(&s, sc, r->schema_text, r->schema_len, r->schema, r->year, &js,
                         r->csv ? &cs : NULL, &err);
         if (rc == 0 && !r->csv && !r->json) {
-            rc = print_eu_text(js);
+            /* beside the Annex file, never in it: the Annex has no per-customer field */
+            if ((rc = print_eu_text(js)) == 0)
+                print_tenants(&s, "colocation, statement.tenants; not part of the Annex file");
         } else if (rc == 0) {
             fputs(r->csv ? cs : js, stdout);
             if (!r->csv)
@@ -478,6 +470,8 @@ static int one_statement(const struct wt_stmt_run *r, struct wt_store *st,
         rc = wt_stmt_enefg(&s, sc, r->schema_text, r->schema_len, r->schema, &js, &failed, &err);
         if (rc == 0) {
             rc = r->json ? (puts(js), 0) : print_enefg_text(js);
+            if (rc == 0 && !r->json) /* § 15: each customer's energy, told yearly */
+                print_tenants(&s, "EnEfG § 15 customer information, statement.tenants");
         } else {
             fprintf(stderr, "wattage report: %s\n", err.msg[0] ? err.msg : strerror(-rc));
             rc = rc == -EINVAL ? 2 : 1;

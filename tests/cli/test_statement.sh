@@ -377,6 +377,37 @@ check "  ... and in the text, labelled partial" bash -c \
     "grep -q '^partial PUE per zone (pPUE' '$TMP/zones.txt' && grep -Eq '^  hall-a +pPUE 1\.[0-9]{4}  \(zone' '$TMP/zones.txt' &&
      grep -q '^  hall-b  *pPUE n/a: no IT meter in the zone' '$TMP/zones.txt'"
 
+# more than 16 zones: every one has its row (20 cooling meters zc01..zc20 of 10 x N kWh over
+# the year, one a zone; the UPS output in the last zone, z20, gives it a pPUE)
+{
+    printf 'time,meter,register,unit\n'
+    for i in $(seq -w 1 20); do
+        printf '2026-01-01T00:00:00Z,zc%s,0,kWh\n2027-01-01T00:00:00Z,zc%s,%d,kWh\n' "$i" "$i" $((10 * 10#$i))
+    done
+} >"$TMP/zc.csv"
+"$BIN" import meters "$TMP/zc.csv" --db "$DB" >/dev/null 2>&1
+{
+    printf 'topology:\n  meters:\n    - {target: grid, point: import, role: facility_total}\n'
+    for i in $(seq -w 1 20); do
+        printf '    - {target: zc%s, point: import, role: cooling, zone: z%s}\n' "$i" "$i"
+    done
+    printf '    - {target: ups, point: import, role: ups_output, zone: z20}\n'
+} >"$TMP/z20.yaml"
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/z20.yaml" --db "$DB" --json >"$TMP/z20.json" 2>"$TMP/z20.err"
+check "20 zones: all 20 in the JSON, the 20th with its pPUE (IT + 200 kWh) / IT" \
+    python3 - "$TMP/z20.json" "$TMP/sums.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1])); g = json.load(open(sys.argv[2]))
+z = {x["zone"]: x for x in s["zones"]}
+assert sorted(z) == ["z%02d" % i for i in range(1, 21)], sorted(z)
+assert abs(z["z17"]["e_zone_joules"] / 3.6e6 - 170) < 1e-6 and z["z17"]["ppue"] is None, z["z17"]
+want = (g["it_kwh"] + 200) / g["it_kwh"]
+assert abs(z["z20"]["ppue"] - want) < 1e-4, (z["z20"], want)
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/z20.yaml" --db "$DB" >"$TMP/z20.txt" 2>/dev/null
+check "  ... and 20 zone rows in the text" \
+    bash -c "test \$(grep -Ec '^  z[0-9]{2} +pPUE' '$TMP/z20.txt') -eq 20 && grep -Eq '^  z20 +pPUE 1\.[0-9]{4}' '$TMP/z20.txt'"
+
 # less than a year: interim
 "$BIN" report --standard iso30134 --from 2026-01-01T00:00:00Z --to 2026-07-01T00:00:00Z \
     -c "$TMP/a.yaml" --db "$DB" >"$TMP/half.txt" 2>&1

@@ -5,7 +5,9 @@
 # annual IT energy to the 0.01 kWh of the generator's sums, its coverage (pdu-a-4's day without
 # readings), its share of E_IT, the outlet of no tenant in its own row, and the rows adding up
 # to the outlets' total exactly. Bad input: an outlet that is no pdu_outlet meter, and one named
-# twice (exit 2, the file and line named).
+# twice (exit 2, the file and line named). The same table in the text of eu-eed (never in its
+# Annex JSON or CSV) and in the text and JSON of enefg (§ 15); the text without an empty
+# (unassigned) row.
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
@@ -74,7 +76,7 @@ check "each tenant's IT energy to the 0.01 kWh, coverage, share; the unassigned 
 "$BIN" report --standard iso30134 --period 2026 -c "$TMP/a.yaml" --db "$DB" >"$TMP/a.txt" 2>/dev/null
 check "the text has the tenants' table" bash -c 'grep -q "^tenants (colocation" "$0" &&
     grep -Eq "^  acme +[0-9.]+ kWh   2 outlets  35040/35040 measured" "$0" &&
-    grep -Eq "^  \(unassigned\) +[0-9.]+ kWh   1 outlets" "$0"' "$TMP/a.txt"
+    grep -Eq "^  \(unassigned\) +[0-9.]+ kWh   1 outlet  " "$0"' "$TMP/a.txt"
 "$BIN" report --standard iso30134 --period 2026 -c "$TMP/a.yaml" --db "$DB" --json \
     >"$TMP/a2.json" 2>/dev/null
 conf "$TMP/b.yaml" '    - {name: acme, outlets: [pdu-a-1/import, pdu-a-2/import, pdu-a-3/import]}
@@ -88,6 +90,46 @@ assert a == a2 and a != b, (a, a2, b)
 r = json.load(open(sys.argv[3]))['tenants']['rows']
 assert r[-1]['tenant'] is None and r[-1]['outlets'] == 0 and r[-1]['e_it_joules'] == 0, r" \
     "$TMP/a.json" "$TMP/a2.json" "$TMP/b.json"
+
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/b.yaml" --db "$DB" >"$TMP/b.txt" 2>/dev/null
+check "every outlet assigned: no empty (unassigned) row in the text, the tenants' still there" \
+    bash -c '! grep -q "unassigned" "$0" && grep -Eq "^  acme +[0-9.]+ kWh   3 outlets" "$0" &&
+    grep -Eq "^  outlets +[0-9.]+ kWh  \(the rows add up to it\)" "$0"' "$TMP/b.txt"
+
+# The EU file: its text has the tenants' table beside the Annex symbols, its JSON and CSV (the
+# Annex file, keyed by its schema, which has no per-customer field) do not.
+SCHEMA=deploy/standards/eu-eed-2024-1364.v1.schema.json
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" >"$TMP/eu.txt" 2>"$TMP/eu.err"
+check "eu-eed text: the tenants' table, said to be outside the Annex file ($(head -c 200 "$TMP/eu.err"))" \
+    bash -c 'grep -q "^E_IT " "$0" && grep -q "^tenants (colocation, statement.tenants; not part of the Annex file: annual" "$0" &&
+    grep -Eq "^  acme +[0-9.]+ kWh   2 outlets  35040/35040 measured" "$0" &&
+    grep -Eq "^  globex +[0-9.]+ kWh   1 outlet  " "$0" && grep -Eq "^  \(unassigned\) " "$0"' "$TMP/eu.txt"
+"$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" --json >"$TMP/eu.json" 2>/dev/null &&
+    "$BIN" report --standard eu-eed --period 2026 --schema "$SCHEMA" -c "$TMP/a.yaml" --db "$DB" --csv >"$TMP/eu.csv" 2>/dev/null
+check "  ... and neither the EU JSON nor its CSV carries it" bash -c \
+    'python3 -c "import json, sys; d = json.load(open(sys.argv[1])); assert \"kpis\" in d and \"tenants\" not in d, list(d)" "$0" &&
+     grep -q "^E_IT," "$1" && ! grep -Eq "acme|globex|tenant" "$0" "$1"' "$TMP/eu.json" "$TMP/eu.csv"
+
+# EnEfG § 15: a colocation operator tells each customer its energy yearly: the table in the
+# checks' text and JSON (the same rows as the iso30134 statement's).
+for f in a b; do
+    cp "$TMP/$f.yaml" "$TMP/de-$f.yaml" && printf '  commissioned: 2021-06\n' >>"$TMP/de-$f.yaml"
+done
+TABLE=deploy/standards/enefg.v1.json
+"$BIN" report --standard enefg --period 2026 --schema "$TABLE" -c "$TMP/de-a.yaml" --db "$DB" --json >"$TMP/de.json" 2>"$TMP/de.err"
+check "enefg JSON: the tenants' rows, the same as the iso30134 statement's ($(head -c 200 "$TMP/de.err"))" \
+    python3 -c "
+import json, sys
+d = json.load(open(sys.argv[1])); s = json.load(open(sys.argv[2]))
+assert 'checks' in d and d['tenants'] == s['tenants'], (d.get('tenants'), s['tenants'])
+assert [r['tenant'] for r in d['tenants']['rows']] == ['acme', 'globex', None], d['tenants']" \
+    "$TMP/de.json" "$TMP/a.json"
+"$BIN" report --standard enefg --period 2026 --schema "$TABLE" -c "$TMP/de-a.yaml" --db "$DB" >"$TMP/de.txt" 2>/dev/null
+"$BIN" report --standard enefg --period 2026 --schema "$TABLE" -c "$TMP/de-b.yaml" --db "$DB" >"$TMP/de-b.txt" 2>/dev/null
+check "enefg text: the tenants' table as § 15 customer information; no empty (unassigned) row" \
+    bash -c 'grep -q "^EnEfG checks" "$0" && grep -q "^tenants (EnEfG § 15 customer information, statement.tenants: annual" "$0" &&
+    grep -Eq "^  acme +[0-9.]+ kWh   2 outlets" "$0" && grep -Eq "^  \(unassigned\) +[0-9.]+ kWh   1 outlet  " "$0" &&
+    grep -Eq "^  acme +[0-9.]+ kWh   3 outlets" "$1" && ! grep -q unassigned "$1"' "$TMP/de.txt" "$TMP/de-b.txt"
 
 # Bad input.
 conf "$TMP/u.yaml" '    - {name: acme, outlets: [pdu-a-1/import]}

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* Statements: the PUE category from the IT meters' roles, the 15-minute slot coverage of a
  * series' readings (holes, gaps, the interpolated energy across a register's hole), and the
- * `statement` section's checks. The whole statement over a store in tests/cli/test_statement.sh. */
+ * `statement` section's checks, the EU file's copy of a KPI's reason. The whole statement over a
+ * store in tests/cli/test_statement.sh. */
+#include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "audit/statement.h"
+#include "audit/statement_eu.h"
 #include "core/err.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
@@ -168,4 +171,36 @@ WT_TEST(tenants_each_outlet_once)
     WT_EQ_INT(conf_of("statement:\n  tenants:\n    - {outlets: [x/1]}\n", c, &err), -EINVAL);
     WT_CONTAINS(err.msg, "statement.tenants[0].name");
     free(c);
+}
+
+/* A KPI's reason as long as its field (319 characters) reaches the EU file whole: its copy was
+ * a 300-byte buffer, cut there (and the sanitizer build stopped on it). */
+WT_TEST(eu_file_keeps_a_long_reason_whole)
+{
+    struct wt_statement *s = calloc(1, sizeof *s);
+    struct wt_stmt_conf *c = calloc(1, sizeof *c);
+    WT_ASSERT(s != NULL && c != NULL);
+    s->kpis[0].symbol = "PUE";
+    memset(s->kpis[0].why, 'w', sizeof s->kpis[0].why - 4);
+    memcpy(s->kpis[0].why + sizeof s->kpis[0].why - 4, "END", 4);
+    s->nkpis = 1;
+    const char *schema = "{\"$id\": \"t:1\", \"x-wattage\": {\"date\": \"2026-01-01\"}, "
+                         "\"properties\": {\"kpis\": {\"properties\": {\"PUE\": {\"x-wattage\": "
+                         "{\"source\": \"pue\", \"unit\": \"1\", \"tag\": \"Q\"}}}}}}";
+    char *js = NULL, *csv = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_stmt_eu(s, c, schema, strlen(schema), "t.json", 2026, &js, &csv, &err), 0);
+    cJSON *d = cJSON_Parse(js);
+    const char *na = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "kpis"), "PUE"),
+        "not_available"));
+    WT_ASSERT(na != NULL);
+    WT_EQ_INT((int)strlen(na), (int)sizeof s->kpis[0].why - 1);
+    WT_EQ_STR(na, s->kpis[0].why);
+    WT_CONTAINS(csv, "wwwwEND,Q");
+    cJSON_Delete(d);
+    free(js);
+    free(csv);
+    free(c);
+    free(s);
 }
