@@ -503,6 +503,19 @@ static int tenants_open(const struct wt_topology *t, const struct wt_stmt_conf *
     return 0;
 }
 
+/* Whether a fuel meter with feeds names generator g and burns diesel or natural gas: its output
+ * is no renewable energy (REF). */
+static bool fossil_fed(const struct wt_topology *t, const struct wt_meter *g)
+{
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *f = &t->meters[i];
+        if (f->role == WT_ROLE_FUEL && strcmp(f->feeds, g->target) == 0 &&
+            (f->fuel == WT_FUEL_DIESEL || f->fuel == WT_FUEL_NATURAL_GAS))
+            return true;
+    }
+    return false;
+}
+
 int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err)
@@ -614,7 +627,7 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             s->q_removed_j += o->value;
         if (m->zone[0])
             zone_add(s, m, bit, o->value);
-        if (m->role == WT_ROLE_ONSITE_GENERATION)
+        if (m->role == WT_ROLE_ONSITE_GENERATION && !fossil_fed(t, m))
             s->e_os_used_j += o->value;
         if (m->role == WT_ROLE_EXPORTED)
             s->e_os_used_j -= o->value;

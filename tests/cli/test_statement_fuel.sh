@@ -5,7 +5,7 @@
 # the kWh of the generator's own sums, and PUE with it; a custom factor changes E_DC exactly and
 # the inputs hash; a fuel meter without `fuel:` is a config error at its file:line; a fuel meter
 # that feeds a metered onsite_generation meter is not counted twice (its output is, the fuel
-# not).
+# not), and a generator fed diesel adds nothing to REF's on-site renewable energy.
 . tests/cli/lib.sh
 export TZ=UTC
 DB=$TMP/s.db
@@ -98,6 +98,9 @@ want = g["facility_kwh"] + g["genset_kwh"]
 assert abs(s["energy"]["e_dc_joules"] / 3.6e6 - want) < 1, (s["energy"], want)
 assert "diesel/import" not in {x["meter"] for x in s["meters"]}
 assert "is not counted" in json.dumps(s)
+# a diesel generator's output is no renewable energy: REF stays 0 without instruments
+ref = [k for k in s["kpis"] if k["symbol"] == "REF"][0]
+assert ref["value"] == 0, ref
 PY
 conf "$TMP/h.yaml" '{target: genset, point: import, role: onsite_generation}' \
     '{target: diesel, point: import, role: fuel, fuel: diesel}'
