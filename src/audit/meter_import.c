@@ -47,11 +47,21 @@ static const struct {
     double scale;
     char kind;
 } units[] = {
-    {"Wh", 3600.0, 'e'},    {"kWh", 3.6e6, 'e'},    {"MWh", 3.6e9, 'e'}, {"J", 1.0, 'e'},
-    {"kJ", 1e3, 'e'},       {"MJ", 1e6, 'e'},       {"GJ", 1e9, 'e'},    {"Wh_th", 3600.0, 'h'},
-    {"kWh_th", 3.6e6, 'h'}, {"MWh_th", 3.6e9, 'h'}, {"GJ_th", 1e9, 'h'}, {"MJ_th", 1e6, 'h'},
-    {"m3", 1.0, 'w'},       {"L", 1e-3, 'w'},
+    {"Wh", 3600.0, 'e'},    {"kWh", 3.6e6, 'e'},    {"MWh", 3.6e9, 'e'},   {"J", 1.0, 'e'},
+    {"kJ", 1e3, 'e'},       {"MJ", 1e6, 'e'},       {"GJ", 1e9, 'e'},      {"Wh_th", 3600.0, 'h'},
+    {"kWh_th", 3.6e6, 'h'}, {"MWh_th", 3.6e9, 'h'}, {"GJ_th", 1e9, 'h'},   {"MJ_th", 1e6, 'h'},
+    {"m3", 1.0, 'w'},       {"L", 1e-3, 'w'},       {"m3_fuel", 1.0, 'f'}, {"L_fuel", 1e-3, 'f'},
+    {"kg_fuel", 1.0, 'k'},
 };
+
+static const char *kind_name(char kind)
+{
+    return kind == 'w'   ? "water"
+           : kind == 'h' ? "heat"
+           : kind == 'f' ? "fuel by volume"
+           : kind == 'k' ? "fuel by mass"
+                         : "electricity";
+}
 
 int wt_meter_unit(const char *unit, double *scale, char *kind)
 {
@@ -67,7 +77,7 @@ int wt_meter_unit(const char *unit, double *scale, char *kind)
 
 struct meter {
     char name[NAME_LEN];
-    char kind;     /* 'e', 'h', 'w' */
+    char kind;     /* 'e', 'h', 'w', 'f' (fuel, m3), 'k' (fuel, kg) */
     bool interval; /* interval energy, not a register */
 };
 
@@ -147,7 +157,11 @@ static bool name_ok(const char *s)
 
 static int metric_of(char kind)
 {
-    return kind == 'w' ? WT_M_FAC_WATER_M3 : kind == 'h' ? WT_M_FAC_HEAT_J : WT_M_FAC_ENERGY_J;
+    return kind == 'w'   ? WT_M_FAC_WATER_M3
+           : kind == 'h' ? WT_M_FAC_HEAT_J
+           : kind == 'f' ? WT_M_FAC_FUEL_M3
+           : kind == 'k' ? WT_M_FAC_FUEL_KG
+                         : WT_M_FAC_ENERGY_J;
 }
 
 struct out {
@@ -339,7 +353,7 @@ int wt_meter_import(struct wt_store *st, FILE *f, const char *name,
             else if (wt_meter_unit(fl[C_UNIT], &scale, &kind) != 0)
                 snprintf(why, sizeof why,
                          "unit: expected Wh, kWh, MWh, J, kJ, MJ, GJ (\"_th\" for heat), m3 or "
-                         "L (got \"%.20s\")",
+                         "L (water), m3_fuel, L_fuel or kg_fuel (got \"%.20s\")",
                          fl[C_UNIT]);
             else if (fl[C_REG][0] && parse_value(fl[C_REG], &v) != 0)
                 snprintf(why, sizeof why, "register: expected a number >= 0 (got \"%.30s\")",
@@ -357,12 +371,7 @@ int wt_meter_import(struct wt_store *st, FILE *f, const char *name,
                 ;
             if (mi < nm && ms[mi].kind != kind)
                 snprintf(why, sizeof why, "unit: meter %s was %s before, this line says %s", mname,
-                         ms[mi].kind == 'w'   ? "water"
-                         : ms[mi].kind == 'h' ? "heat"
-                                              : "electricity",
-                         kind == 'w'   ? "water"
-                         : kind == 'h' ? "heat"
-                                       : "electricity");
+                         kind_name(ms[mi].kind), kind_name(kind));
             else if (mi < nm && ms[mi].interval != interval)
                 snprintf(why, sizeof why, "meter %s was a %s before, this line gives %s", mname,
                          ms[mi].interval ? "meter of interval energy" : "register",

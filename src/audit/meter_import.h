@@ -10,13 +10,15 @@
  *   register  a cumulative register reading, or
  *   energy    the energy of the interval that ends at time (--time-is start: that starts at it)
  *   unit      Wh, kWh, MWh, J, kJ, MJ, GJ (electricity); the same with "_th" (kWh_th: heat
- *             delivered, a heat meter); m3 or L (water)
+ *             delivered, a heat meter); m3 or L (water); m3_fuel or L_fuel (a fuel by volume),
+ *             kg_fuel (by mass)
  * A line holds register or energy (register wins when it holds both). Each meter is a register
  * meter or an interval meter, and electricity, heat or water, as its first good line says.
  *
  * Each meter becomes one counter series from 0 at its first reading, in SI units:
  * wattage_facility_energy_joules_total, wattage_facility_heat_joules_total or
- * wattage_facility_water_cubic_meters_total, labels {point="import", source="import",
+ * wattage_facility_water_cubic_meters_total (fuels: wattage_facility_fuel_cubic_meters_total or
+ * wattage_facility_fuel_kilograms_total), labels {point="import", source="import",
  * target="METER"}, node "meter:METER". A topology meter selects it with
  * {target: METER, point: import, role: ...}.
  *
@@ -70,8 +72,8 @@ enum wt_register_step { WT_REG_UP, WT_REG_ROLLOVER, WT_REG_RESET };
 enum wt_register_step wt_register_delta(double prev, double cur, double modulus, double *delta);
 
 /*
- * Parses a unit: *scale converts to J (electricity and heat) or m3 (water); *kind is 'e', 'h'
- * or 'w'. Returns 0 or -EINVAL.
+ * Parses a unit: *scale converts to J (electricity and heat), m3 (water, fuel by volume) or kg
+ * (fuel by mass); *kind is 'e', 'h', 'w', 'f' (fuel, m3) or 'k' (fuel, kg). Returns 0 or -EINVAL.
  */
 int wt_meter_unit(const char *unit, double *scale, char *kind) WT_MUST_USE;
 

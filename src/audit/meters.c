@@ -95,10 +95,11 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
                    struct wt_err *err)
 {
     static const char *const metrics[] = {
-        "wattage_facility_energy_joules_total", "wattage_facility_power_watts",
-        "wattage_facility_water_cubic_meters_total", "wattage_facility_heat_joules_total"};
-    struct wt_series_info *si[4] = {NULL};
-    size_t ns[4] = {0};
+        "wattage_facility_energy_joules_total",      "wattage_facility_power_watts",
+        "wattage_facility_water_cubic_meters_total", "wattage_facility_heat_joules_total",
+        "wattage_facility_fuel_cubic_meters_total",  "wattage_facility_fuel_kilograms_total"};
+    struct wt_series_info *si[6] = {NULL};
+    size_t ns[6] = {0};
     int rc = 0;
     struct wt_meter_set *ms = calloc(1, sizeof *ms);
     *out = NULL;
@@ -113,7 +114,7 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
         rc = -EIO;
         goto out;
     }
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 6; k++)
         if ((rc = wt_store_series(st, metrics[k], false, &si[k], &ns[k], err)) != 0)
             goto out;
     for (size_t i = 0; i < t->nmeters && rc == 0; i++) {
@@ -124,6 +125,8 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
             lo = hi = 2;
         else if (wt_role_is_heat(m->role))
             lo = hi = 3;
+        else if (m->role == WT_ROLE_FUEL)
+            lo = hi = wt_fuel_by_mass(m->fuel) ? 5 : 4;
         for (int k = lo; k <= hi && rc == 0; k++) {
             for (size_t j = 0; j < ns[k] && rc == 0; j++) {
                 const struct wt_series_info *s = &si[k][j];
@@ -137,7 +140,7 @@ int wt_meters_open(struct wt_store *st, const struct wt_topology *t, struct wt_m
         }
     }
 out:
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 6; k++)
         free(si[k]);
     if (rc) {
         wt_meters_close(ms);

@@ -44,7 +44,26 @@ static const char *const stmt_keys[] = {"site",
                                         "residual_mix_g_per_kwh",
                                         "residual_mix_source",
                                         "residual_mix_year",
+                                        "fuel_factors",
                                         NULL};
+
+/* kWh per litre (diesel, bioethanol), per m3 (natural gas), per kg (hydrogen): the EN 50600-4
+ * factsheet's conversion (the notes' source marking [Q]). */
+static const double fuel_kwh_default[WT_FUEL_COUNT] = {0, 9.9, 10.5, 38.9, 6.0};
+
+const char *wt_stmt_fuel_unit(enum wt_fuel f)
+{
+    return f == WT_FUEL_HYDROGEN ? "kg" : f == WT_FUEL_NATURAL_GAS ? "m3" : "l";
+}
+
+double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q)
+{
+    if ((int)f <= 0 || f >= WT_FUEL_COUNT)
+        return 0;
+    /* the counter holds m3 (kg for hydrogen); a factor per litre is 1000 per m3 */
+    double per = strcmp(wt_stmt_fuel_unit(f), "l") == 0 ? 1000 : 1;
+    return q * per * c->fuel_kwh[f] * J_PER_KWH;
+}
 
 /* statement.tenants: names and outlets, each outlet once. */
 static int parse_tenants(const struct wt_yget *g, const struct wt_ynode *n, struct wt_stmt_conf *c)
@@ -102,6 +121,7 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
     memset(c, 0, sizeof *c);
     c->installed_it_kw = c->floor_area_m2 = c->white_space_m2 = c->residual_g_per_kwh = -1;
     c->min_coverage = 0.95;
+    memcpy(c->fuel_kwh, fuel_kwh_default, sizeof c->fuel_kwh);
     if (!n || wt_ynode_is_null(n))
         return 0;
     struct wt_yget g = {file, err};
@@ -176,6 +196,17 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
         snprintf(x->type, sizeof x->type, "%s", types[type]);
         x->line = e->line;
         c->nren++;
+    }
+    const struct wt_ynode *ff = wt_y_get(n, "fuel_factors");
+    if (ff && !wt_ynode_is_null(ff)) {
+        static const char *const fkeys[] = {"diesel", "natural_gas", "hydrogen", "bioethanol",
+                                            NULL};
+        const char *pf = "statement.fuel_factors";
+        if ((rc = wt_y_map(&g, ff, pf, fkeys)) || (rc = wt_y_keys(&g, ff, pf, fkeys)))
+            return rc;
+        for (int f = 1; f < WT_FUEL_COUNT; f++)
+            if ((rc = wt_y_double(&g, ff, pf, fkeys[f - 1], 1e-6, 1e6, &c->fuel_kwh[f])))
+                return rc;
     }
     return parse_tenants(&g, n, c);
 }
@@ -253,11 +284,16 @@ void wt_stmt_slots(const int64_t *t_ns, const double *v, const bool *covered, si
 /* ---- the statement ---- */
 
 static const char *const metric_names[] = {
-    "wattage_facility_energy_joules_total", "wattage_facility_heat_joules_total",
-    "wattage_facility_water_cubic_meters_total", "wattage_facility_power_watts"};
+    "wattage_facility_energy_joules_total",      "wattage_facility_heat_joules_total",
+    "wattage_facility_water_cubic_meters_total", "wattage_facility_power_watts",
+    "wattage_facility_fuel_cubic_meters_total",  "wattage_facility_fuel_kilograms_total"};
+#define NMETRICS 6
 
-static int meter_metric(enum wt_role r)
+static int meter_metric(const struct wt_meter *m)
 {
+    enum wt_role r = m->role;
+    if (r == WT_ROLE_FUEL)
+        return wt_fuel_by_mass(m->fuel) ? 5 : 4;
     if (r == WT_ROLE_WATER || r == WT_ROLE_WATER_POTABLE)
         return 2;
     if (wt_role_is_heat(r))
@@ -276,7 +312,7 @@ static int meter_slots(struct wt_store *st, const struct wt_meter *m, struct wt_
     if (!mask)
         return -ENOMEM;
     memset(mask, 1, nslots);
-    int k = meter_metric(m->role);
+    int k = meter_metric(m);
     bool any = false;
     int rc = 0;
     /* counters first; a meter with none is read from its power readings */
@@ -380,7 +416,7 @@ static void inputs_of(const struct wt_statement *s, unsigned mask, double *cover
     (R(WT_ROLE_UPS_OUTPUT) | R(WT_ROLE_PDU_OUTPUT) | R(WT_ROLE_IT_INPUT) | R(WT_ROLE_IT_TOTAL))
 #define DC_ROLES                                                                                   \
     (R(WT_ROLE_FACILITY_TOTAL) | R(WT_ROLE_ONSITE_GENERATION) | R(WT_ROLE_PURCHASED_COOLING) |     \
-     R(WT_ROLE_EXPORTED))
+     R(WT_ROLE_EXPORTED) | R(WT_ROLE_FUEL))
 
 /* A zone-labelled meter's energy into its zone's sums (statement.h: struct wt_stmt_zone). */
 static void zone_add(struct wt_statement *s, const struct wt_meter *m, unsigned bit, double j)
@@ -465,6 +501,19 @@ static int tenants_open(const struct wt_topology *t, const struct wt_stmt_conf *
     return 0;
 }
 
+/* Whether a fuel meter with feeds names generator g and burns diesel or natural gas: its output
+ * is no renewable energy (REF). */
+static bool fossil_fed(const struct wt_topology *t, const struct wt_meter *g)
+{
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *f = &t->meters[i];
+        if (f->role == WT_ROLE_FUEL && strcmp(f->feeds, g->target) == 0 &&
+            (f->fuel == WT_FUEL_DIESEL || f->fuel == WT_FUEL_NATURAL_GAS))
+            return true;
+    }
+    return false;
+}
+
 int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                        const struct wt_stmt_conf *c, int64_t from, int64_t to,
                        struct wt_statement *s, struct wt_err *err)
@@ -474,8 +523,8 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
     s->to_ns = to;
     s->annual = is_year(from, to);
     struct wt_meter_set *ms = NULL;
-    struct wt_series_info *si[4] = {0};
-    size_t ns[4] = {0};
+    struct wt_series_info *si[NMETRICS] = {0};
+    size_t ns[NMETRICS] = {0};
     struct wt_run_list runs = {0};
     gnutls_hash_hd_t h = NULL;
     int *row_of = NULL;          /* per topology meter: its tenant row, -1 none */
@@ -487,7 +536,7 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         return -ENOMEM;
     if ((rc = wt_meters_open(st, t, &ms, err)) != 0)
         goto out;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < NMETRICS; k++)
         if ((rc = wt_store_series(st, metric_names[k], false, &si[k], &ns[k], err)) != 0)
             goto out;
     if (wt_runs_load(st, &runs) != 0) {
@@ -517,6 +566,13 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
               bit) &&
             !outlet)
             continue;
+        if (m->role == WT_ROLE_FUEL && m->feeds[0]) {
+            /* the fuel of a generator metered at its output is in that output already (EN
+             * 50600-4-2 §5.2: on-site CHP metered at its output counts as external): outside
+             * the boundary, in no sum */
+            s->fuel_fed = true;
+            continue;
+        }
         struct wt_stmt_meter *o = &s->meters[s->nmeters++];
         snprintf(o->name, sizeof o->name, "%s%s%s", m->target, m->point[0] ? "/" : "", m->point);
         o->role = m->role;
@@ -542,7 +598,14 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             continue; /* an outlet is part of E_IT already: in no other sum */
         }
         double sign = m->role == WT_ROLE_EXPORTED ? -1 : 1;
-        if (bit & DC_ROLES) {
+        if (m->role == WT_ROLE_FUEL) {
+            /* litres, m3 or kg into energy with statement.fuel_factors: the meter's value and
+             * estimated part become J, like every other carrier of E_DC */
+            o->value = wt_stmt_fuel_j(c, m->fuel, o->value);
+            o->estimated = wt_stmt_fuel_j(c, m->fuel, o->estimated);
+            s->e_fuel_j += o->value;
+            s->e_dc_j += o->value;
+        } else if (bit & DC_ROLES) {
             s->e_dc_j += sign * o->value;
             if (m->role == WT_ROLE_FACILITY_TOTAL)
                 s->have_dc = true;
@@ -563,7 +626,7 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             s->q_removed_j += o->value;
         if (m->zone[0])
             zone_add(s, m, bit, o->value);
-        if (m->role == WT_ROLE_ONSITE_GENERATION)
+        if (m->role == WT_ROLE_ONSITE_GENERATION && !fossil_fed(t, m))
             s->e_os_used_j += o->value;
         if (m->role == WT_ROLE_EXPORTED)
             s->e_os_used_j -= o->value;
@@ -617,14 +680,28 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                  "not stated (role it_total: name it ups_output, pdu_output or it_input)");
     {
         bool os = false, ex = false, pc = false;
+        char fu[160] = "";
+        size_t fl = 0;
+        unsigned seen = 0;
         for (size_t i = 0; i < t->nmeters; i++) {
+            const struct wt_meter *m = &t->meters[i];
+            if (m->role == WT_ROLE_FUEL && !m->feeds[0] && !(seen & (1u << m->fuel)) &&
+                fl < sizeof fu) {
+                int w = snprintf(fu + fl, sizeof fu - fl, "%s%s %.4g kWh/%s",
+                                 fl ? ", " : " + fuel (", wt_fuel_name(m->fuel),
+                                 c->fuel_kwh[m->fuel], wt_stmt_fuel_unit(m->fuel));
+                fl += w > 0 ? (size_t)w : 0;
+                seen |= 1u << m->fuel;
+            }
             os |= t->meters[i].role == WT_ROLE_ONSITE_GENERATION;
             ex |= t->meters[i].role == WT_ROLE_EXPORTED;
             pc |= t->meters[i].role == WT_ROLE_PURCHASED_COOLING;
         }
+        if (fl && fl < sizeof fu)
+            snprintf(fu + fl, sizeof fu - fl, ")");
         snprintf(s->boundary, sizeof s->boundary,
-                 "E_DC = facility_total%s%s%s; E_IT = the IT meters (%s%s%s%s)",
-                 os ? " + onsite_generation" : "", pc ? " + purchased_cooling" : "",
+                 "E_DC = facility_total%s%s%s%s; E_IT = the IT meters (%s%s%s%s)",
+                 os ? " + onsite_generation" : "", fu, pc ? " + purchased_cooling" : "",
                  ex ? " - exported" : "", (roles & R(WT_ROLE_UPS_OUTPUT)) ? "ups_output " : "",
                  (roles & R(WT_ROLE_PDU_OUTPUT)) ? "pdu_output " : "",
                  (roles & R(WT_ROLE_IT_INPUT)) ? "it_input " : "",
@@ -632,6 +709,9 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
         size_t L = strlen(s->boundary);
         if (L > 2 && s->boundary[L - 2] == ' ')
             memmove(s->boundary + L - 2, s->boundary + L - 1, 2);
+        if (s->fuel_fed)
+            snprintf(s->boundary + strlen(s->boundary), sizeof s->boundary - strlen(s->boundary),
+                     "; the fuel of a metered generator (feeds) is not counted: its output is");
     }
 
     /* PUE */
@@ -759,6 +839,16 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
             gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
         }
     }
+    /* the fuel factors, when a fuel meter is in the boundary (absent, the hash is the one
+     * before fuels were counted) */
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *m = &t->meters[i];
+        if (m->role != WT_ROLE_FUEL || m->feeds[0])
+            continue;
+        hn = snprintf(hand, sizeof hand, "fuel %s %s %.17g kWh/%s", m->target,
+                      wt_fuel_name(m->fuel), c->fuel_kwh[m->fuel], wt_stmt_fuel_unit(m->fuel));
+        gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+    }
     for (size_t i = 0; i < c->noutlets; i++) {
         hn = snprintf(hand, sizeof hand, "%s %s", c->tenants[c->outlets[i].tenant].name,
                       c->outlets[i].name);
@@ -774,7 +864,7 @@ out:
         for (int i = 0; i < 32; i++)
             snprintf(s->hash + 2 * i, 3, "%02x", d[i]);
     }
-    for (int k2 = 0; k2 < 4; k2++)
+    for (int k2 = 0; k2 < NMETRICS; k2++)
         free(si[k2]);
     wt_runs_free(&runs);
     wt_meters_close(ms);

@@ -93,7 +93,15 @@ struct wt_stmt_conf {
     size_t ntenants;
     struct wt_stmt_outlet outlets[WT_TOPO_MAX_METERS]; /* every tenant's, in order */
     size_t noutlets;
+    /* statement.fuel_factors: kWh per litre (diesel, bioethanol), per m3 (natural_gas), per kg
+     * (hydrogen), indexed by enum wt_fuel; defaults 9.9, 10.5, 38.9, 6 */
+    double fuel_kwh[WT_FUEL_COUNT];
 };
+
+/* The energy of q stored units (m3; kg for hydrogen) of fuel f with c's factors, J. */
+double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q);
+/* The unit a fuel's factor is per: "l", "m3" or "kg". */
+const char *wt_stmt_fuel_unit(enum wt_fuel f);
 
 /* The section (NULL: defaults) into *c. Returns 0 or -EINVAL with err "file:LINE: statement.x:
  * ...". */
@@ -127,7 +135,7 @@ enum wt_stmt_std { WT_STD_ISO30134 };
 struct wt_stmt_meter {
     char name[2 * WT_TOPO_NAME + 2]; /* target[/point] */
     enum wt_role role;
-    double value; /* J (m3 for water) */
+    double value; /* J (m3 for water; m3 or kg for a fuel: the energy in e_fuel_j) */
     const char *method;
     size_t slots, measured;
     double estimated; /* of value: interpolated across holes */
@@ -189,9 +197,11 @@ struct wt_statement {
     bool annual; /* the period is one calendar year (UTC) */
     int category;
     char category_text[128];
-    char boundary[256];
+    char boundary[512];
     double e_dc_j, e_it_j, w_in_m3, w_pot_m3, e_reuse_j, e_ren_j, e_os_used_j;
     double e_cool_j, q_removed_j; /* cooling electricity, heat removed (CER) */
+    double e_fuel_j;              /* fuels converted with statement.fuel_factors, in e_dc_j */
+    bool fuel_fed;                /* a fuel meter feeds a metered generator: left out of E_DC */
     bool have_dc, have_it;
     struct wt_stmt_meter *meters;
     size_t nmeters;

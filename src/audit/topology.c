@@ -31,7 +31,20 @@ static const char *const role_names[] = {"facility_total",
                                          "water_potable",
                                          "purchased_cooling",
                                          "heat_removed",
+                                         "fuel",
                                          NULL};
+static const char *const fuel_names[] = {"",         "diesel",     "natural_gas",
+                                         "hydrogen", "bioethanol", NULL};
+
+const char *wt_fuel_name(enum wt_fuel f)
+{
+    return (int)f >= 0 && f < WT_FUEL_COUNT ? fuel_names[f] : "?";
+}
+
+bool wt_fuel_by_mass(enum wt_fuel f)
+{
+    return f == WT_FUEL_HYDROGEN;
+}
 
 bool wt_role_is_heat(enum wt_role r)
 {
@@ -49,8 +62,8 @@ static const char *const fac_keys[] = {
     "pue_assumed", "wue_assumed",  "part_load_bands", "part_load_interval", "min_coverage",
     "kpi_window",  "kpi_interval", "reconcile",       "ashrae_class",       NULL};
 static const char *const rec_keys[] = {"chips_tolerance", "drift_bound", "interval", NULL};
-static const char *const meter_keys[] = {"target", "point", "match", "role",
-                                         "node",   "rack",  "zone",  NULL};
+static const char *const meter_keys[] = {"target", "point", "match", "role",  "node",
+                                         "rack",   "zone",  "fuel",  "feeds", NULL};
 static const char *const rack_keys[] = {"name", "zone", NULL};
 static const char *const node_keys[] = {"name", "rack", "zone", NULL};
 
@@ -120,10 +133,25 @@ static int parse_meter(const struct wt_yget *g, const struct wt_ynode *m, const 
                          "facility_total, it_total, cooling, water_litres, heat_reused, "
                          "pdu_outlet, bmc, ups_output, pdu_output, it_input, "
                          "onsite_generation, exported, water_potable, purchased_cooling, "
-                         "heat_removed");
+                         "heat_removed, fuel");
     if ((rc = wt_y_enum(g, m, path, "role", role_names, &role)))
         return rc;
     out->role = (enum wt_role)role;
+    if ((rc = name_at(g, m, path, "feeds", false, out->feeds, sizeof out->feeds)))
+        return rc;
+    if (out->role == WT_ROLE_FUEL) {
+        int f = 0;
+        if (!wt_y_get(m, "fuel"))
+            return wt_y_fail(g, wt_y_get(m, "role"), wt_y_path(p, sizeof p, path, "fuel"),
+                             "required for role fuel (one of diesel, natural_gas, hydrogen, "
+                             "bioethanol)");
+        if ((rc = wt_y_enum(g, m, path, "fuel", fuel_names + 1, &f)))
+            return rc;
+        out->fuel = (enum wt_fuel)(f + 1);
+    } else if (wt_y_get(m, "fuel") || out->feeds[0]) {
+        const char *k = wt_y_get(m, "fuel") ? "fuel" : "feeds";
+        return wt_y_fail(g, wt_y_get(m, k), wt_y_path(p, sizeof p, path, k), "only for role fuel");
+    }
     if ((out->role == WT_ROLE_PDU_OUTLET || out->role == WT_ROLE_BMC) && !out->node[0])
         return wt_y_fail(g, wt_y_get(m, "role"), wt_y_path(p, sizeof p, path, "node"),
                          "required for role %s (the node it feeds)", role_names[role]);
@@ -155,7 +183,7 @@ static int parse_meter(const struct wt_yget *g, const struct wt_ynode *m, const 
         if (out->role == WT_ROLE_BMC)
             (void)wt_labels(out->match, sizeof out->match, "kind", "chassis", NULL);
         else if (out->role != WT_ROLE_WATER && out->role != WT_ROLE_WATER_POTABLE &&
-                 !wt_role_is_heat(out->role))
+                 out->role != WT_ROLE_FUEL && !wt_role_is_heat(out->role))
             return wt_y_fail(g, m, wt_y_path(p, sizeof p, path, "point"),
                              "required for role %s, or a match such as {kind: outlet} (the "
                              "points of a target would add up)",
@@ -255,6 +283,23 @@ static int parse_topology(const struct wt_yget *g, const struct wt_ynode *n, str
                 return wt_y_fail(g, m, p, "the same meter as on line %d", b->line);
         }
         t->nmeters++;
+    }
+    /* a fuel meter's feeds: an onsite_generation meter's target */
+    for (size_t i = 0; i < t->nmeters; i++) {
+        const struct wt_meter *a = &t->meters[i];
+        size_t j = 0;
+        if (!a->feeds[0])
+            continue;
+        while (j < t->nmeters && !(t->meters[j].role == WT_ROLE_ONSITE_GENERATION &&
+                                   strcmp(t->meters[j].target, a->feeds) == 0))
+            j++;
+        if (j == t->nmeters) {
+            char pf[256];
+            wt_y_index(p, sizeof p, "topology.meters", i);
+            return wt_y_fail(
+                g, wt_y_get(meters->child[i], "feeds"), wt_y_path(pf, sizeof pf, p, "feeds"),
+                "\"%s\" is no meter with role onsite_generation (its target)", a->feeds);
+        }
     }
     return 0;
 }

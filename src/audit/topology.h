@@ -65,11 +65,26 @@ enum wt_role {
     WT_ROLE_WATER_POTABLE,     /* potable water, part of water_litres (m3 counter) */
     WT_ROLE_PURCHASED_COOLING, /* purchased cooling fluid through a heat meter (heat counter) */
     WT_ROLE_HEAT_REMOVED,      /* heat removed by the cooling loops (heat counter; CER) */
+    WT_ROLE_FUEL,              /* a fuel burnt on site (litres, m3 or kg counter; E_DC) */
     WT_ROLE_COUNT
 };
 
 /* True for the roles read from a heat counter (heat_reused, purchased_cooling, heat_removed). */
 bool wt_role_is_heat(enum wt_role r);
+
+/* The fuels of role fuel (meter key `fuel`); statement.fuel_factors converts them to energy. */
+enum wt_fuel {
+    WT_FUEL_NONE,
+    WT_FUEL_DIESEL,
+    WT_FUEL_NATURAL_GAS,
+    WT_FUEL_HYDROGEN,
+    WT_FUEL_BIOETHANOL
+};
+#define WT_FUEL_COUNT 5
+/* "diesel", "natural_gas", ... ("" for none). */
+const char *wt_fuel_name(enum wt_fuel f);
+/* Whether the fuel is counted by mass (kg: hydrogen) rather than volume (m3). */
+bool wt_fuel_by_mass(enum wt_fuel f);
 
 /* "facility_total", "it_total", ... as written in the config. */
 const char *wt_role_name(enum wt_role r);
@@ -87,8 +102,10 @@ struct wt_meter {
     enum wt_role role;
     char node[WT_TOPO_NAME]; /* pdu_outlet, bmc: the node it feeds */
     char rack[WT_TOPO_NAME];
-    char zone[WT_TOPO_NAME]; /* "" = site-wide (or the zone of its rack or node) */
-    int line;                /* where it is written */
+    char zone[WT_TOPO_NAME];  /* "" = site-wide (or the zone of its rack or node) */
+    enum wt_fuel fuel;        /* role fuel: what it counts (required there) */
+    char feeds[WT_TOPO_NAME]; /* role fuel: the onsite_generation meter (its target) it feeds */
+    int line;                 /* where it is written */
 };
 
 struct wt_topo_rack {

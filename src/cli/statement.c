@@ -580,7 +580,7 @@ static int print_enefg_text(const char *js)
  * 6 hours (a room of 500 outlets read every 10 s: about 1.1 M samples). */
 #define STMT_SEL_METRICS                                                                           \
     "wattage_facility_(energy_joules_total|heat_joules_total|water_cubic_meters_total|"            \
-    "power_watts)"
+    "fuel_cubic_meters_total|fuel_kilograms_total|power_watts)"
 #define STMT_CHUNK_NS (6 * 3600 * WT_NS_PER_S)
 #define STMT_PAD_NS (30 * WT_NS_PER_S)
 #define STMT_MAX_SITES 64
@@ -724,7 +724,7 @@ static int from_source(struct wt_stmt_run *r, const struct wt_cli_common *co, co
         puts("[");
     for (size_t i = 0; rc == 0 && i < nrun; i++) {
         const char *site = nsites ? sites[want ? pick : i] : "";
-        char sel[WT_TOPO_NAME * 2 + 128], qs[WT_TOPO_NAME * 2];
+        char sel[WT_TOPO_NAME * 2 + 192], qs[WT_TOPO_NAME * 2];
         promql_quote(qs, sizeof qs, site);
         if (site[0])
             snprintf(sel, sizeof sel, "{__name__=~\"" STMT_SEL_METRICS "\",site=\"%s\"}", qs);

@@ -127,6 +127,13 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                            "Water consumed, from a water meter, in cubic metres.", WT_COUNTER},
     [WT_M_FAC_HEAT_J] = {"wattage_facility_heat_joules_total",
                          "Heat delivered, from a heat meter, in joules.", WT_COUNTER},
+    [WT_M_FAC_FUEL_M3] = {"wattage_facility_fuel_cubic_meters_total",
+                          "Fuel burnt on site (diesel, natural gas, bioethanol), from a fuel "
+                          "meter, in cubic metres.",
+                          WT_COUNTER},
+    [WT_M_FAC_FUEL_KG] = {"wattage_facility_fuel_kilograms_total",
+                          "Fuel burnt on site (hydrogen), from a fuel meter, in kilograms.",
+                          WT_COUNTER},
     [WT_M_KPI_PUE] = {"wattage_pue_ratio",
                       "Measured PUE (facility energy / IT energy) over the KPI window; per zone "
                       "with zone.",

@@ -77,6 +77,8 @@ enum wt_metric_id {
     WT_M_FAC_PRESSURE_PA,
     WT_M_FAC_WATER_M3, /* counter: water consumed, cubic metres (WUE) */
     WT_M_FAC_HEAT_J,   /* counter: heat delivered (heat meters; ERF) */
+    WT_M_FAC_FUEL_M3,  /* counter: fuel burnt, cubic metres (diesel, gas, bioethanol) */
+    WT_M_FAC_FUEL_KG,  /* counter: fuel burnt, kilograms (hydrogen) */
     /* Facility KPIs and chip-vs-wall reconciliation over a rolling window (audit/kpi.h). */
     WT_M_KPI_PUE, /* [zone] measured PUE */
     WT_M_KPI_WUE, /* litres per IT kWh */

@@ -3,7 +3,13 @@
 with the generator's own sums: tests/cli/test_import_meters.sh checks wattage's figures against
 them to the kWh.
 
-Usage: meter_year.py [--outlets OUTLETS_OUT] YEAR CSV_OUT SUMS_OUT [CARBON_OUT [SUPPLY_OUT]]
+Usage: meter_year.py [--outlets OUTLETS_OUT] [--diesel DIESEL_OUT] YEAR CSV_OUT SUMS_OUT
+                    [CARBON_OUT [SUPPLY_OUT]]
+
+DIESEL_OUT: a standby diesel generator, tested for an hour every Monday at 10:00 (drawn from
+its own random sequence): meter "diesel" a fuel register in whole litres (unit L_fuel, read
+every 15 minutes), meter "genset" its electrical output, a kWh
+register with one decimal. In the sums "diesel_l" (litres over the year) and "genset_kwh".
 
 OUTLETS_OUT: four PDU outlet registers of a colocation room (meters pdu-a-1 .. pdu-a-4, kWh
 with one decimal, 15 minutes, drawn from their own random sequence so the other meters do not
@@ -42,6 +48,11 @@ outlets_out = None
 if "--outlets" in sys.argv:
     i = sys.argv.index("--outlets")
     outlets_out = sys.argv[i + 1]
+    del sys.argv[i:i + 2]
+diesel_out = None
+if "--diesel" in sys.argv:
+    i = sys.argv.index("--diesel")
+    diesel_out = sys.argv[i + 1]
     del sys.argv[i:i + 2]
 year = int(sys.argv[1])
 rng = random.Random(47)
@@ -161,6 +172,29 @@ if outlets_out:
                 f.write(f"{ts(end)},{m},{reg[m] / 10:.1f},kWh\n")
     sums["outlets_kwh"] = {m: tot[m] / 10 for m in names}
     sums["outlet_hole_intervals"] = missing + 1
+if diesel_out:
+    drng = random.Random(99)
+    litres = 120000  # the fuel register, whole litres
+    gen_d = 5000  # the output register, 0.1 kWh
+    tot_l = tot_g = 0
+    with open(diesel_out, "w") as f:
+        f.write("time,meter,register,unit\n")
+        f.write(f"{ts(t0)},diesel,{litres},L_fuel\n")
+        f.write(f"{ts(t0)},genset,{gen_d / 10:.1f},kWh\n")
+        for k in range(n):
+            start = t0 + k * step
+            end = start + step
+            if start.weekday() == 0 and start.hour == 10:
+                dl = drng.randint(10, 14)  # litres per 15 min at about half load
+                dg = drng.randint(330, 390)  # 0.1 kWh
+                litres += dl
+                gen_d += dg
+                tot_l += dl
+                tot_g += dg
+            f.write(f"{ts(end)},diesel,{litres},L_fuel\n")
+            f.write(f"{ts(end)},genset,{gen_d / 10:.1f},kWh\n")
+    sums["diesel_l"] = tot_l
+    sums["genset_kwh"] = tot_g / 10
 if len(sys.argv) > 4:
     hours = n // 4
     ci = [50 + (17 * h + 3 * (h // 24)) % 400 for h in range(hours)]

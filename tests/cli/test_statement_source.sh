@@ -24,9 +24,10 @@ export TMPDIR=$TMP/tmpdir
 # last year: a whole calendar year the engine keeps
 YEAR=$(($(date -u +%Y) - 1))
 DB=$TMP/s.db
-$PY tests/cli/meter_year.py "$YEAR" "$TMP/year.csv" "$TMP/sums.json"
-"$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1
-check "the year imports" test $? -eq 0
+$PY tests/cli/meter_year.py --diesel "$TMP/diesel.csv" "$YEAR" "$TMP/year.csv" "$TMP/sums.json"
+"$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1 &&
+    "$BIN" import meters "$TMP/diesel.csv" --db "$DB" >/dev/null 2>&1
+check "the year imports (and a diesel tank's litres)" test $? -eq 0
 cat >"$TMP/a.yaml" <<'YAML'
 topology:
   meters:
@@ -35,6 +36,7 @@ topology:
     - {target: cooling, point: import, role: cooling}
     - {target: water, point: import, role: water_litres}
     - {target: heat, point: import, role: heat_reused}
+    - {target: diesel, point: import, role: fuel, fuel: diesel}
 statement:
   site: hall-1
   installed_it_kw: 400
@@ -111,7 +113,7 @@ def same(a, b, k=1):
     assert abs(k * ea["w_in_cubic_meters"] - eb["w_in_cubic_meters"]) < 1e-3 * k, ea
     ma = {m["meter"]: m for m in a["meters"]}
     mb = {m["meter"]: m for m in b["meters"]}
-    assert sorted(ma) == sorted(mb) and len(ma) == 5, (sorted(ma), sorted(mb))
+    assert sorted(ma) == sorted(mb) and len(ma) == 6, (sorted(ma), sorted(mb))
     for m in ma:
         x, y = ma[m], mb[m]
         assert (x["intervals"], x["measured_intervals"]) == (y["intervals"], y["measured_intervals"]), (m, x, y)
@@ -130,7 +132,7 @@ PY
 msg=$($PY - "$TMP/local.json" "$TMP/h1.json" "$TMP/sums.json" <<PY 2>&1
 $SAME
 a, b, g = (json.load(open(f)) for f in sys.argv[1:4])
-assert abs(a["energy"]["e_dc_joules"] / 3.6e6 - g["facility_kwh"]) < 1, (a["energy"], g)
+assert abs(a["energy"]["e_dc_joules"] / 3.6e6 - g["facility_kwh"] - 9.9 * g["diesel_l"]) < 1, (a["energy"], g)
 same(a, b)
 assert a["method"]["hand_inputs"] == b["method"]["hand_inputs"], b["method"]["hand_inputs"]
 assert b["method"]["hand_inputs"]["site"] == "hall-1" and b["method"]["renewables"], b["method"]

@@ -43,6 +43,17 @@ WT_TEST(units_scale_to_si_and_tell_the_kind)
     WT_EQ_INT(wt_meter_unit("L", &s, &k), 0);
     WT_NEAR(s, 1e-3, 0);
     WT_EQ_INT(k, 'w');
+    /* fuels: by volume into m3, by mass into kg, never mixed with water */
+    static const struct {
+        const char *unit;
+        double scale;
+        char kind;
+    } fuels[] = {{"L_fuel", 1e-3, 'f'}, {"m3_fuel", 1, 'f'}, {"kg_fuel", 1, 'k'}};
+    for (size_t i = 0; i < sizeof fuels / sizeof fuels[0]; i++) {
+        WT_EQ_INT(wt_meter_unit(fuels[i].unit, &s, &k), 0);
+        WT_NEAR(s, fuels[i].scale, 0);
+        WT_EQ_INT(k, fuels[i].kind);
+    }
     WT_EQ_INT(wt_meter_unit("kwh", &s, &k), -EINVAL);
     WT_EQ_INT(wt_meter_unit("", &s, &k), -EINVAL);
 }

@@ -134,6 +134,32 @@ WT_TEST(section_checks_name_the_place)
     WT_NEAR(c.ren[0].kwh, 5, 0);
 }
 
+WT_TEST(fuel_factors_default_and_configured)
+{
+    struct wt_stmt_conf c;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(conf_of("statement: {}\n", &c, &err), 0);
+    /* the EN 50600-4 factsheet's factors: kWh per l, m3, kg, l */
+    WT_NEAR(c.fuel_kwh[WT_FUEL_DIESEL], 9.9, 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_NATURAL_GAS], 10.5, 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_HYDROGEN], 38.9, 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_BIOETHANOL], 6, 0);
+    /* counters hold m3 (kg for hydrogen): 1 m3 of diesel is 1000 l */
+    WT_NEAR(wt_stmt_fuel_j(&c, WT_FUEL_DIESEL, 1), 9900 * 3.6e6, 1e-3);
+    WT_NEAR(wt_stmt_fuel_j(&c, WT_FUEL_NATURAL_GAS, 2), 21 * 3.6e6, 1e-3);
+    WT_NEAR(wt_stmt_fuel_j(&c, WT_FUEL_HYDROGEN, 1), 38.9 * 3.6e6, 1e-3);
+    WT_NEAR(wt_stmt_fuel_j(&c, WT_FUEL_BIOETHANOL, 0.001), 6 * 3.6e6, 1e-6);
+    WT_EQ_INT(conf_of("statement:\n  fuel_factors: {diesel: 10, hydrogen: 33.3}\n", &c, &err), 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_DIESEL], 10, 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_HYDROGEN], 33.3, 0);
+    WT_NEAR(c.fuel_kwh[WT_FUEL_NATURAL_GAS], 10.5, 0); /* the others keep their defaults */
+    WT_EQ_INT(conf_of("statement:\n  fuel_factors: {petrol: 9}\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:2:");
+    WT_CONTAINS(err.msg, "statement.fuel_factors.petrol");
+    WT_EQ_INT(conf_of("statement:\n  fuel_factors:\n    diesel: 0\n", &c, &err), -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:3: statement.fuel_factors.diesel");
+}
+
 WT_TEST(tenants_each_outlet_once)
 {
     struct wt_stmt_conf *c = malloc(sizeof *c);

@@ -126,12 +126,21 @@ WT_TEST(errors_name_file_line_and_path)
     BAD("topology:\n  meters:\n    - {target: pdu, node: n1}\n",
         "w.yaml:3: topology.meters[0].role: required (one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc, ups_output, pdu_output, it_input, "
-        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed)");
+        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed, fuel)");
+    BAD("topology:\n  meters:\n    - {target: tank, role: fuel}\n",
+        "w.yaml:3: topology.meters[0].fuel: required for role fuel (one of diesel, natural_gas, "
+        "hydrogen, bioethanol)");
+    BAD("topology:\n  meters:\n    - {target: tank, role: water_litres, fuel: diesel}\n",
+        "w.yaml:3: topology.meters[0].fuel: only for role fuel");
+    BAD("topology:\n  meters:\n    - {target: a, point: p, role: onsite_generation}\n"
+        "    - {target: tank, role: fuel, fuel: diesel, feeds: b}\n",
+        "w.yaml:4: topology.meters[1].feeds: \"b\" is no meter with role onsite_generation (its "
+        "target)");
     BAD("topology:\n  meters:\n    - {target: a, point: p, role: it_total}\n"
         "    - {target: b, role: chiller}\n",
         "w.yaml:4: topology.meters[1].role: expected one of facility_total, it_total, cooling, "
         "water_litres, heat_reused, pdu_outlet, bmc, ups_output, pdu_output, it_input, "
-        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed (got "
+        "onsite_generation, exported, water_potable, purchased_cooling, heat_removed, fuel (got "
         "\"chiller\")");
     BAD("topology:\n  meters:\n    - {target: pdu, role: pdu_outlet, node: n1}\n",
         "w.yaml:3: topology.meters[0].point: required for role pdu_outlet, or a match such as "
