@@ -727,7 +727,8 @@ def fmt(x):
 def fig(f):
     if not f:
         return "-"
-    if f.get("n", 1) > 1 and f["min"] != f["max"]:
+    # an external bench may give a median over n samples without their range
+    if f.get("n", 1) > 1 and "min" in f and "max" in f and f["min"] != f["max"]:
         return f"{fmt(f['median'])} [{fmt(f['min'])}–{fmt(f['max'])}]"
     return fmt(f["median"])
 
