@@ -20,6 +20,7 @@
 #include "core/hub.h"
 #include "core/log.h"
 #include "core/loop.h"
+#include "logcap.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -552,44 +553,9 @@ WT_TEST(a_gap_longer_than_three_intervals_is_recorded_not_filled)
     wt_nvml_collector.close(st);
 }
 
-/* Sends stderr to the test's file "stderr" until log_end; returns the saved descriptor. */
-static int log_begin(void)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    WT_ASSERT(fd >= 0);
-    int saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-/* Restores stderr. */
-static void log_end(int saved)
-{
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-}
-
-/* How many lines captured since log_begin contain both a and b (b may be NULL). */
-static int logged(const char *a, const char *b)
-{
-    char path[PATH_MAX], line[1024];
-    int n = 0;
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return n;
-}
-
 WT_TEST(persistence_mode_off_is_warned_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     setenv("FAKE_NVML_PERSISTENCE", "0", 1);
     setenv("FAKE_NVML_GPUS", "2", 1);
     void *st = open_ok(fake(), 100);
@@ -597,14 +563,14 @@ WT_TEST(persistence_mode_off_is_warned_once)
     poll_ok(st, &b);
     poll_ok(st, &b);
     wt_nvml_collector.close(st);
-    log_end(saved);
-    WT_EQ_INT(logged("persistence mode is off", NULL), 2);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("persistence mode is off", NULL), 2);
     wt_batch_free(&b);
 }
 
 WT_TEST(a_missing_energy_counter_is_said_once_per_gpu_at_info)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     setenv("FAKE_NVML_NOT_SUPPORTED", "energy", 1);
     setenv("FAKE_NVML_GPUS", "3", 1);
@@ -613,13 +579,13 @@ WT_TEST(a_missing_energy_counter_is_said_once_per_gpu_at_info)
     for (int i = 0; i < 5; i++)
         poll_ok(st, &b);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* Five polls, three GPUs: one line each, at info, saying what stands in for the counter. */
-    WT_EQ_INT(logged(" info  nvml: no energy counter gpu=", "integrated"), 3);
+    WT_EQ_INT(logcap_count(" info  nvml: no energy counter gpu=", "integrated"), 3);
     for (unsigned int g = 0; g < 3; g++) {
         char want[64];
         snprintf(want, sizeof want, "no energy counter gpu=%u uuid=GPU-fake-0000-%u ", g, g);
-        WT_EQ_INT(logged(want, NULL), 1);
+        WT_EQ_INT(logcap_count(want, NULL), 1);
     }
     wt_batch_free(&b);
 }
@@ -870,7 +836,7 @@ WT_TEST(health_signals_ecc_remap_replays_memory_temperature_and_fans)
 
 WT_TEST(each_health_signal_not_supported_is_absent_said_once_and_the_gpus_stay_up)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     setenv("FAKE_NVML_GPUS", "3", 1);
     setenv("FAKE_NVML_FANS", "1", 1);
@@ -900,7 +866,7 @@ WT_TEST(each_health_signal_not_supported_is_absent_said_once_and_the_gpus_stay_u
     WT_ASSERT(strstr(info->labels, "driver_version=\"550.54.15-fake\"") != NULL);
     WT_ASSERT(strstr(info->labels, "vbios_version") == NULL);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* Three GPUs, four polls: one line per signal, at info. */
     static const char *const names[] = {"volatile ECC counts", "aggregate ECC counts",
                                         "remapped rows",       "PCIe replay counter",
@@ -909,16 +875,17 @@ WT_TEST(each_health_signal_not_supported_is_absent_said_once_and_the_gpus_stay_u
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char want[96];
         snprintf(want, sizeof want, " info  nvml: %s: Not Supported", names[i]);
-        if (logged(want, NULL) != 1)
-            wt_test_fail(__FILE__, __LINE__, "%s said %d times", names[i], logged(want, NULL));
+        if (logcap_count(want, NULL) != 1)
+            wt_test_fail(__FILE__, __LINE__, "%s said %d times", names[i],
+                         logcap_count(want, NULL));
     }
-    WT_EQ_INT(logged(" warn ", NULL), 0);
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
     wt_batch_free(&b);
 }
 
 WT_TEST(xid_events_are_counted_per_gpu_and_code_by_their_own_thread)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     set_t0_now();
     setenv("FAKE_NVML_GPUS", "4", 1);
     setenv("FAKE_NVML_XID", "0:0.05:79,0:0.1:79,3:0.05:13,3:0.1:31", 1);
@@ -933,12 +900,13 @@ WT_TEST(xid_events_are_counted_per_gpu_and_code_by_their_own_thread)
     WT_EQ_INT(count_readings(&b, WT_M_GPU_XID_ERRORS), 3);
     WT_EQ_INT(count_gpu(&b, WT_M_GPU_XID_ERRORS, 1), 0);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* The first of each code is said with its meaning; the second 79 within the minute is not. */
-    WT_EQ_INT(logged("XID 79 gpu=0 uuid=GPU-fake-0000-0: GPU has fallen off the bus", NULL), 1);
-    WT_EQ_INT(logged("XID 13 gpu=3", "Graphics Engine Exception"), 1);
-    WT_EQ_INT(logged("XID 31 gpu=3", "GPU memory page fault"), 1);
-    WT_EQ_INT(logged("XID", NULL), 3);
+    WT_EQ_INT(logcap_count("XID 79 gpu=0 uuid=GPU-fake-0000-0: GPU has fallen off the bus", NULL),
+              1);
+    WT_EQ_INT(logcap_count("XID 13 gpu=3", "Graphics Engine Exception"), 1);
+    WT_EQ_INT(logcap_count("XID 31 gpu=3", "GPU memory page fault"), 1);
+    WT_EQ_INT(logcap_count("XID", NULL), 3);
     WT_EQ_STR(wt_nvml_xid_meaning(48), "Double Bit ECC Error");
     WT_ASSERT(wt_nvml_xid_meaning(7) == NULL);
     wt_batch_free(&b);
@@ -946,7 +914,7 @@ WT_TEST(xid_events_are_counted_per_gpu_and_code_by_their_own_thread)
 
 WT_TEST(an_xid_storm_neither_stalls_the_polls_nor_floods_the_log)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     set_t0_now();
     setenv("FAKE_NVML_GPUS", "2", 1);
     /* 10,000 XIDs a second for 2 s on GPU 0 (and one 94 on GPU 1 in the middle). */
@@ -986,11 +954,11 @@ WT_TEST(an_xid_storm_neither_stalls_the_polls_nor_floods_the_log)
     WT_EQ_INT(last, 20000);
     WT_EQ_INT(value(&b, WT_M_GPU_XID_ERRORS, 1, "xid", "94"), 1);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* 20,000 events in 2.5 s: the first line of each code, nothing more within the minute. */
-    WT_EQ_INT(logged("XID 48 gpu=0", "Double Bit ECC Error"), 1);
-    WT_EQ_INT(logged("XID 94 gpu=1", "Contained ECC error"), 1);
-    WT_ASSERT(logged("XID", NULL) <= 3);
+    WT_EQ_INT(logcap_count("XID 48 gpu=0", "Double Bit ECC Error"), 1);
+    WT_EQ_INT(logcap_count("XID 94 gpu=1", "Contained ECC error"), 1);
+    WT_ASSERT(logcap_count("XID", NULL) <= 3);
     wt_batch_free(&b);
 }
 
@@ -1091,7 +1059,7 @@ WT_TEST(auto_leaves_sub_polls_off_when_the_counter_read_costs_cpu)
     /* 2 GPUs x 2 ms of CPU a read: 4 sub-polls x 4 ms = 1.6 % of a core */
     setenv("FAKE_NVML_GPUS", "2", 1);
     setenv("FAKE_NVML_ENERGY_CPU_US", "2000", 1);
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     void *st = open_energy(WT_CONFIG_AUTO);
     struct wt_batch b = {0};
@@ -1099,8 +1067,9 @@ WT_TEST(auto_leaves_sub_polls_off_when_the_counter_read_costs_cpu)
         poll_ok(st, &b);
     WT_EQ_INT(wt_nvml_collector.sub_interval(st), 0);
     wt_nvml_collector.close(st);
-    log_end(saved);
-    WT_EQ_INT(logged("energy counters read at the ticks only (energy_interval auto)", "us CPU"), 1);
+    logcap_end(saved);
+    WT_EQ_INT(
+        logcap_count("energy counters read at the ticks only (energy_interval auto)", "us CPU"), 1);
     wt_batch_free(&b);
 }
 

@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "logcap.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -140,39 +141,6 @@ static const char *call_log(void)
     snprintf(log, sizeof log, "%s/calls.log", wt_test_dir());
     setenv("FAKE_NVML_CALL_LOG", log, 1);
     return log;
-}
-
-static int log_begin(void)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    WT_ASSERT(fd >= 0);
-    int saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static void log_end(int saved)
-{
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-}
-
-/* Lines captured since log_begin that contain a and b (b may be NULL). */
-static int logged(const char *a, const char *b)
-{
-    char path[PATH_MAX], line[1024];
-    int n = 0;
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return n;
 }
 
 /* The fake's count of GPM sample buffers allocated and not freed. */
@@ -326,7 +294,7 @@ WT_TEST(nvlink_and_pcie_bytes_follow_the_fakes_counters_through_many_32_bit_wrap
 
 WT_TEST(a_driver_reload_is_a_new_baseline_never_a_step_back_and_is_said)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     set_t0_now();
     setenv("FAKE_NVML_GPUS", "2", 1);
     setenv("FAKE_NVML_NVLINK", "100000,100000", 1);
@@ -350,17 +318,17 @@ WT_TEST(a_driver_reload_is_a_new_baseline_never_a_step_back_and_is_said)
         sleep_s(0.1);
     }
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* After the reload GPU 0 went on from where it was (plus what the new counter counted). */
     WT_ASSERT(last[0] > before_reset);
-    WT_EQ_INT(logged("NVLink transmit counter went back gpu=0", "new baseline"), 1);
-    WT_EQ_INT(logged("went back gpu=1", NULL), 0);
+    WT_EQ_INT(logcap_count("NVLink transmit counter went back gpu=0", "new baseline"), 1);
+    WT_EQ_INT(logcap_count("went back gpu=1", NULL), 0);
     wt_batch_free(&b);
 }
 
 WT_TEST(gpm_ratios_are_the_mean_over_two_samples_at_least_100_ms_apart)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     const char *log = call_log();
     set_t0_now();
     setenv("FAKE_NVML_GPUS", "3", 1);
@@ -391,20 +359,20 @@ WT_TEST(gpm_ratios_are_the_mean_over_two_samples_at_least_100_ms_apart)
     WT_EQ_INT(count_readings(&b, WT_M_GPU_SM_ACTIVE_RATIO), 3);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_TENSOR_ACTIVE_RATIO), 3);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* Every sample buffer is freed at close; three samples per GPU in four polls. */
     WT_EQ_INT(gpm_live(), 0);
     WT_EQ_INT(count_lines(log, "nvmlGpmSampleGet"), 9);
     WT_EQ_INT(count_lines(log, "nvmlGpmMetricsGet"), 6);
     WT_EQ_INT(count_lines(log, "nvmlGpmQueryDeviceSupport"), 3);
-    WT_EQ_INT(logged("GPM SM occupancy: Not Supported", "its metric is absent"), 1);
-    WT_EQ_INT(logged(" warn ", NULL), 0);
+    WT_EQ_INT(logcap_count("GPM SM occupancy: Not Supported", "its metric is absent"), 1);
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
     wt_batch_free(&b);
 }
 
 WT_TEST(gpm_before_hopper_and_every_other_feature_not_supported_are_absent_and_said_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     const char *log = call_log();
     setenv("FAKE_NVML_GPUS", "4", 1);
@@ -429,7 +397,7 @@ WT_TEST(gpm_before_hopper_and_every_other_feature_not_supported_are_absent_and_s
     for (size_t i = 0; i < sizeof metrics / sizeof metrics[0]; i++)
         WT_EQ_INT(count_readings(&b, metrics[i]), 0);
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     /* Four GPUs, four polls: one line each, at info. */
     static const char *const said[] = {
         "NVLink transmit counter: Not Supported",
@@ -441,10 +409,10 @@ WT_TEST(gpm_before_hopper_and_every_other_feature_not_supported_are_absent_and_s
         "no S-class unit (nvmlUnitGetCount 0)",
     };
     for (size_t i = 0; i < sizeof said / sizeof said[0]; i++)
-        if (logged(" info  nvml: ", said[i]) != 1)
+        if (logcap_count(" info  nvml: ", said[i]) != 1)
             wt_test_fail(__FILE__, __LINE__, "\"%s\" said %d times", said[i],
-                         logged(" info  nvml: ", said[i]));
-    WT_EQ_INT(logged(" warn ", NULL), 0);
+                         logcap_count(" info  nvml: ", said[i]));
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
     /* Asked once per GPU, never again: the field values call is the memory temperature's and
      * the counters' first poll (both NOT_SUPPORTED), GPM never sampled. */
     WT_EQ_INT(count_lines(log, "nvmlDeviceGetFieldValues"), 8);
@@ -459,7 +427,7 @@ WT_TEST(gpm_before_hopper_and_every_other_feature_not_supported_are_absent_and_s
 
 WT_TEST(a_transient_field_error_skips_those_polls_with_one_warning_and_the_counter_goes_on)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     double t0 = set_t0_now();
     setenv("FAKE_NVML_GPUS", "2", 1);
     setenv("FAKE_NVML_NVLINK", "1000,1000", 1);
@@ -484,13 +452,13 @@ WT_TEST(a_transient_field_error_skips_those_polls_with_one_warning_and_the_count
         sleep_s(0.05);
     }
     wt_nvml_collector.close(st);
-    log_end(saved);
+    logcap_end(saved);
     WT_ASSERT(absent >= 3);
     WT_ASSERT(present_after >= 3);
     /* the count went on through the gap: the series is the fake's count, not a new start */
     WT_ASSERT(last >= 1024 * 1000 * 1.0);
-    WT_EQ_INT(logged(" warn  nvml: NVLink transmit counter failed gpu=0", NULL), 1);
-    WT_EQ_INT(logged("went back", NULL), 0);
+    WT_EQ_INT(logcap_count(" warn  nvml: NVLink transmit counter failed gpu=0", NULL), 1);
+    WT_EQ_INT(logcap_count("went back", NULL), 0);
     wt_batch_free(&b);
 }
 
@@ -564,7 +532,7 @@ WT_TEST(s_class_units_report_their_power_supply_and_fans_and_an_abnormal_state)
 
 WT_TEST(units_without_a_power_supply_reading_keep_their_fans_and_say_it_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     setenv("FAKE_NVML_GPUS", "1", 1);
     setenv("FAKE_NVML_UNITS", "3", 1);
@@ -576,7 +544,7 @@ WT_TEST(units_without_a_power_supply_reading_keep_their_fans_and_say_it_once)
     WT_EQ_INT(count_readings(&b, WT_M_PSU_POWER_W), 0);
     WT_EQ_INT(count_readings(&b, WT_M_UNIT_FAN_RPM), 6);
     wt_nvml_collector.close(st);
-    log_end(saved);
-    WT_EQ_INT(logged("S-class unit power supply: Not Supported", NULL), 1);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("S-class unit power supply: Not Supported", NULL), 1);
     wt_batch_free(&b);
 }

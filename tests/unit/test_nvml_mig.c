@@ -19,6 +19,7 @@
 #include "collect/nvml_mig.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "logcap.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -305,38 +306,6 @@ static double mig_value(const struct wt_batch *b, int metric, unsigned int gpu, 
     return r ? r->value : NAN;
 }
 
-static int log_begin(void)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    WT_ASSERT(fd >= 0);
-    int saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static void log_end(int saved)
-{
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-}
-
-static int logged(const char *a, const char *b)
-{
-    char path[PATH_MAX], line[1024];
-    int n = 0;
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return n;
-}
-
 static double sum_mig_energy(const struct wt_batch *b, unsigned int gpu)
 {
     char l[WT_LABELS_LEN];
@@ -361,7 +330,7 @@ static int poll(struct wt_nvml_mig *m, const struct lib *x, unsigned int gpu, ui
 
 WT_TEST(fake_mig_gpu_instances_memory_processes_and_the_split)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     char procs[PATH_MAX], layout[PATH_MAX];
     snprintf(procs, sizeof procs, "%s/procs", wt_test_dir());
@@ -417,18 +386,18 @@ WT_TEST(fake_mig_gpu_instances_memory_processes_and_the_split)
     WT_NEAR(mig_value(&b, WT_M_MIG_ENERGY_J, 1, "1"), 9.0 + 12.0, 1e-9);
     wt_nvml_mig_close(m);
     lib_close(&x);
-    log_end(saved);
-    WT_EQ_INT(logged("MIG instance gone gpu=1", "gpu_instance=2 "), 1);
-    WT_EQ_INT(logged("MIG instance gone", NULL), 1);
-    WT_EQ_INT(logged("GPU in MIG mode gpu=1", NULL), 1);
-    WT_EQ_INT(logged("MIG mode gpu=0", NULL), 0);
-    WT_EQ_INT(logged(" warn ", NULL), 0);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("MIG instance gone gpu=1", "gpu_instance=2 "), 1);
+    WT_EQ_INT(logcap_count("MIG instance gone", NULL), 1);
+    WT_EQ_INT(logcap_count("GPU in MIG mode gpu=1", NULL), 1);
+    WT_EQ_INT(logcap_count("MIG mode gpu=0", NULL), 0);
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
     wt_batch_free(&b);
 }
 
 WT_TEST(fake_mig_instance_destroyed_between_lookup_and_reads_is_left_out_and_said_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     char procs[PATH_MAX], layout[PATH_MAX];
     snprintf(procs, sizeof procs, "%s/procs", wt_test_dir());
@@ -463,9 +432,9 @@ WT_TEST(fake_mig_instance_destroyed_between_lookup_and_reads_is_left_out_and_sai
     WT_NEAR(mig_value(&b, WT_M_MIG_PROCESSES, 0, "2"), 1, 0); /* back, the same counter */
     wt_nvml_mig_close(m);
     lib_close(&x);
-    log_end(saved);
-    WT_EQ_INT(logged("MIG instance gone gpu=0", "gpu_instance=2 "), 1);
-    WT_EQ_INT(logged(" warn ", NULL), 0);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("MIG instance gone gpu=0", "gpu_instance=2 "), 1);
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
     wt_batch_free(&b);
 }
 
@@ -486,7 +455,7 @@ static int gpm_live(const struct lib *x)
 
 WT_TEST(fake_mig_sm_activity_per_gpu_instance_through_gpm)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     char procs[PATH_MAX], layout[PATH_MAX];
     snprintf(procs, sizeof procs, "%s/procs", wt_test_dir());
@@ -527,15 +496,15 @@ WT_TEST(fake_mig_sm_activity_per_gpu_instance_through_gpm)
     wt_nvml_mig_close(m);
     WT_EQ_INT(gpm_live(&x), 0);
     lib_close(&x);
-    log_end(saved);
-    WT_EQ_INT(logged(" warn ", NULL), 0);
-    WT_EQ_INT(logged("MIG utilization", NULL), 0);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count(" warn ", NULL), 0);
+    WT_EQ_INT(logcap_count("MIG utilization", NULL), 0);
     wt_batch_free(&b);
 }
 
 WT_TEST(fake_mig_without_gpm_has_no_utilization_said_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     setenv("FAKE_NVML_GPUS", "2", 1);
     setenv("FAKE_NVML_MIG", "0:2,1:2", 1);
@@ -553,9 +522,10 @@ WT_TEST(fake_mig_without_gpm_has_no_utilization_said_once)
     WT_EQ_INT(gpm_live(&x), 0);
     wt_nvml_mig_close(m);
     lib_close(&x);
-    log_end(saved);
-    WT_EQ_INT(logged("MIG utilization: not supported (GPM needs Hopper or newer) gpu=0", NULL), 1);
-    WT_EQ_INT(logged("MIG utilization", NULL), 1);
+    logcap_end(saved);
+    WT_EQ_INT(
+        logcap_count("MIG utilization: not supported (GPM needs Hopper or newer) gpu=0", NULL), 1);
+    WT_EQ_INT(logcap_count("MIG utilization", NULL), 1);
     wt_batch_free(&b);
 }
 
@@ -595,7 +565,7 @@ WT_TEST(fake_mig_processes_without_memory_split_equally_and_say_so)
 
 WT_TEST(no_mig_calls_in_the_library_or_not_supported_mean_no_series_said_once)
 {
-    int saved = log_begin();
+    int saved = logcap_begin();
     wt_log_set_level(WT_LOG_INFO);
     setenv("FAKE_NVML_GPUS", "2", 1);
     setenv("FAKE_NVML_MIG", "0:2", 1);
@@ -608,8 +578,8 @@ WT_TEST(no_mig_calls_in_the_library_or_not_supported_mean_no_series_said_once)
     WT_EQ_INT(b.len, 0);
     wt_nvml_mig_close(m);
     lib_close(&x);
-    log_end(saved);
-    WT_EQ_INT(logged("has no nvmlDeviceGetMigMode", "MIG instances are not enumerated"), 1);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("has no nvmlDeviceGetMigMode", "MIG instances are not enumerated"), 1);
 
     /* a GPU before Ampere: NOT_SUPPORTED, not asked again */
     char calls[PATH_MAX];

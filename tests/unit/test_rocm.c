@@ -22,6 +22,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "logcap.h"
 #include "readings.h"
 #include "runner.h"
 
@@ -134,41 +135,6 @@ static exact_energy_fn *exact_fn(void **h)
     WT_ASSERT(p != NULL);
     memcpy(&exact, &p, sizeof p);
     return exact;
-}
-
-/* Sends stderr to the test's file "stderr" until log_end; returns the saved descriptor. */
-static int log_begin(void)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    WT_ASSERT(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    dup2(fd, 2);
-    close(fd);
-    return saved;
-}
-
-static void log_end(int saved)
-{
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-}
-
-/* How many captured lines contain both a and b (b may be NULL). */
-static int logged(const char *a, const char *b)
-{
-    char path[PATH_MAX], line[1024];
-    int n = 0;
-    snprintf(path, sizeof path, "%s/stderr", wt_test_dir());
-    FILE *f = fopen(path, "r");
-    while (f && fgets(line, sizeof line, f))
-        n += strstr(line, a) && (!b || strstr(line, b));
-    if (f)
-        fclose(f);
-    return n;
 }
 
 /* ---- pure parts ---- */
@@ -441,7 +407,7 @@ static void falls_back(const char *knob, unsigned int dev, const char *said)
     setenv("FAKE_RSMI_POWER", "400,150,2", 1);
     setenv(knob, dev ? "1:0.5" : "0:0.5", 1);
     set_t0_now();
-    int saved = log_begin();
+    int saved = logcap_begin();
     void *st = open_ok(100);
     void *h;
     exact_energy_fn *exact = exact_fn(&h);
@@ -460,7 +426,7 @@ static void falls_back(const char *knob, unsigned int dev, const char *said)
         after +=
             !isnan(value(&b, WT_M_GPU_ENERGY_J, dev)) && (double)t_last / WT_NS_PER_S > t0 + 0.5;
     }
-    log_end(saved);
+    logcap_end(saved);
     WT_ASSERT(isnan(value(&b, WT_M_GPU_ENERGY_J, dev)));
     WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, 1 - dev)));
     double in = value(&b, WT_M_GPU_ENERGY_INTEGRATED_J, dev) - i0;
@@ -468,8 +434,8 @@ static void falls_back(const char *knob, unsigned int dev, const char *said)
     WT_NEAR(in, ex, 0.03 * ex);
     /* at most the first reading after it stopped is published: no plateau in its series */
     WT_ASSERT(after <= 1);
-    WT_EQ_INT(logged("energy counter", said), 1);
-    WT_EQ_INT(logged("energy counter", NULL), 1);
+    WT_EQ_INT(logcap_count("energy counter", said), 1);
+    WT_EQ_INT(logcap_count("energy counter", NULL), 1);
     wt_batch_free(&b);
     dlclose(h);
     wt_amd_collector.close(st);
@@ -577,10 +543,10 @@ WT_TEST(a_5_2_3_library_without_socket_power_reads_the_average)
     void *st = NULL;
     wt_config_defaults(&cfg);
     setenv("WATTAGE_ROCM_SMI_LIBRARY", path, 1);
-    int saved = log_begin();
+    int saved = logcap_begin();
     WT_EQ_INT(wt_amd_collector.open(&cfg, &st, &err), 0);
-    log_end(saved);
-    WT_EQ_INT(logged("amd: 2 GPUs in 2 packages", "power=average"), 1);
+    logcap_end(saved);
+    WT_EQ_INT(logcap_count("amd: 2 GPUs in 2 packages", "power=average"), 1);
     struct wt_batch b = {0};
     poll_ok(st, &b);
     WT_NEAR(value(&b, WT_M_GPU_POWER_W, 0), 250, 1e-6);
@@ -594,7 +560,7 @@ WT_TEST(a_gpu_that_stops_answering_is_down_alone_and_comes_back)
     setenv("FAKE_RSMI_GPUS", "2", 1);
     setenv("FAKE_RSMI_LOST", "1:0.4:0.9", 1);
     set_t0_now();
-    int saved = log_begin();
+    int saved = logcap_begin();
     void *st = open_ok(100);
     struct wt_batch b = {0};
     int downs = 0, up0 = 0, polls = 0;
@@ -606,15 +572,15 @@ WT_TEST(a_gpu_that_stops_answering_is_down_alone_and_comes_back)
         downs += value(&b, WT_M_GPU_UP, 1) == 0;
         up0 += value(&b, WT_M_GPU_UP, 0) == 1;
     }
-    log_end(saved);
+    logcap_end(saved);
     WT_ASSERT(downs >= 2);
     WT_EQ_INT(up0, polls);
     WT_NEAR(value(&b, WT_M_GPU_UP, 1), 1, 0);
     WT_ASSERT(!isnan(value(&b, WT_M_GPU_ENERGY_J, 1)));
     WT_NEAR(value(&b, WT_M_GPU_ENERGY_GAPS, 1), 1, 0);
-    WT_EQ_INT(logged("gpu=1", "stopped answering"), 1);
-    WT_EQ_INT(logged("gpu=1", "answers again"), 1);
-    WT_EQ_INT(logged("energy counter", NULL), 0);
+    WT_EQ_INT(logcap_count("gpu=1", "stopped answering"), 1);
+    WT_EQ_INT(logcap_count("gpu=1", "answers again"), 1);
+    WT_EQ_INT(logcap_count("energy counter", NULL), 0);
     wt_batch_free(&b);
     wt_amd_collector.close(st);
 }
@@ -629,7 +595,7 @@ WT_TEST(a_32_bit_counter_that_wraps_keeps_the_exact_energy)
     snprintf(off, sizeof off, "%llu", (1ull << 32) - 65536ull * 600);
     setenv("FAKE_RSMI_ENERGY_OFFSET", off, 1);
     set_t0_now();
-    int saved = log_begin();
+    int saved = logcap_begin();
     void *st = open_ok(200);
     void *h;
     exact_energy_fn *exact = exact_fn(&h);
@@ -637,14 +603,14 @@ WT_TEST(a_32_bit_counter_that_wraps_keeps_the_exact_energy)
     int64_t t_first = poll_ok(st, &b);
     double c0 = value(&b, WT_M_GPU_ENERGY_J, 0);
     int64_t t_last = poll_for(st, &b, 200, 15);
-    log_end(saved);
+    logcap_end(saved);
     double c = value(&b, WT_M_GPU_ENERGY_J, 0) - c0;
     double ex = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
     printf("# over %.3f s: counter %.3f J, exact %.3f J\n",
            (double)(t_last - t_first) / WT_NS_PER_S, c, ex);
     WT_ASSERT(ex > 700);
     WT_NEAR(c, ex, 1.0);
-    WT_EQ_INT(logged("energy counter", NULL), 0);
+    WT_EQ_INT(logcap_count("energy counter", NULL), 0);
     wt_batch_free(&b);
     dlclose(h);
     wt_amd_collector.close(st);
@@ -681,7 +647,7 @@ WT_TEST(mi250x_dies_with_their_own_unique_ids_still_count_the_package_once)
     setenv("FAKE_RSMI_MI250X", "2", 1);
     setenv("FAKE_RSMI_POWER", "400,150,2", 1);
     set_t0_now();
-    int saved = log_begin();
+    int saved = logcap_begin();
     void *st = open_ok(100);
     void *h;
     exact_energy_fn *exact = exact_fn(&h);
@@ -695,13 +661,13 @@ WT_TEST(mi250x_dies_with_their_own_unique_ids_still_count_the_package_once)
     int64_t t_first = poll_ok(st, &b);
     double e0 = reading_value(&b, WT_M_GPU_ENERGY_J, l0) + reading_value(&b, WT_M_GPU_ENERGY_J, l1);
     int64_t t_last = poll_for(st, &b, 100, 25);
-    log_end(saved);
+    logcap_end(saved);
     WT_NEAR(reading_value(&b, WT_M_GPU_POWER_W, l1), 0, 0);
     double e = reading_value(&b, WT_M_GPU_ENERGY_J, l0) + reading_value(&b, WT_M_GPU_ENERGY_J, l1);
     double ex = exact(0, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S) +
                 exact(1, (double)t_first / WT_NS_PER_S, (double)t_last / WT_NS_PER_S);
     WT_NEAR(e - e0, ex, 1.0);
-    WT_EQ_INT(logged("energy counter", NULL), 0);
+    WT_EQ_INT(logcap_count("energy counter", NULL), 0);
     wt_batch_free(&b);
     dlclose(h);
     wt_amd_collector.close(st);
@@ -725,16 +691,16 @@ WT_TEST(permission_denied_is_said_once_and_not_asked_again)
     setenv("FAKE_RSMI_CALL_LOG", log, 1);
     setenv("FAKE_RSMI_GPUS", "2", 1);
     setenv("FAKE_RSMI_DENIED", "1", 1);
-    int saved = log_begin();
+    int saved = logcap_begin();
     void *st = open_ok(100);
     struct wt_batch b = {0};
     for (int i = 0; i < 4; i++)
         poll_ok(st, &b);
-    log_end(saved);
+    logcap_end(saved);
     WT_EQ_INT(count_readings(&b, WT_M_GPU_UTIL_RATIO), 0);
     WT_NEAR(value(&b, WT_M_GPU_UP, 0), 1, 0);
     WT_ASSERT(!isnan(value(&b, WT_M_GPU_POWER_W, 0)));
-    WT_EQ_INT(logged("rsmi_dev_busy_percent_get: permission denied", NULL), 2);
+    WT_EQ_INT(logcap_count("rsmi_dev_busy_percent_get: permission denied", NULL), 2);
     size_t len = 0;
     char *calls = wt_test_read(log, &len);
     WT_ASSERT(calls != NULL);
