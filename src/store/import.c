@@ -87,14 +87,18 @@ static char *trim(char *s)
     return s;
 }
 
-/* nvidia-smi's "2024/01/15 10:23:45.123" in local time, or RFC 3339 / unix seconds. */
+/*
+ * nvidia-smi's "2024/01/15 10:23:45.123" in local time, or RFC 3339 / unix seconds. A time
+ * before 1970 is refused: no telemetry has one, and two in range can be subtracted without
+ * overflow (a fuzzed year 1688 beside 2024 overflowed the interval).
+ */
 static int parse_time(const char *s, int64_t *t_ns)
 {
     struct tm tm = {0};
     int ms_digits = 0;
     char *end = strptime(s, "%Y/%m/%d %H:%M:%S", &tm);
     if (!end)
-        return wt_time_parse(s, 0, t_ns) == 0 && !strchr(s, 'h') ? 0 : -EINVAL;
+        return wt_time_parse(s, 0, t_ns) == 0 && !strchr(s, 'h') && *t_ns >= 0 ? 0 : -EINVAL;
     int64_t frac = 0;
     if (*end == '.') {
         end++;
@@ -113,7 +117,7 @@ static int parse_time(const char *s, int64_t *t_ns)
     time_t t = mktime(&tm);
     /* -1 is also 1969-12-31 23:59:59; a year outside 1677..2262 does not fit in nanoseconds. */
     if (t == (time_t)-1 || __builtin_mul_overflow((int64_t)t, WT_NS_PER_S, t_ns) ||
-        __builtin_add_overflow(*t_ns, frac, t_ns))
+        __builtin_add_overflow(*t_ns, frac, t_ns) || *t_ns < 0)
         return -EINVAL;
     return 0;
 }

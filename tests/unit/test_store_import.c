@@ -204,6 +204,19 @@ WT_TEST(unusable_files_are_refused)
     WT_CONTAINS(rep5, "y.csv:2: bad timestamp");
     WT_EQ_INT(st.skipped, 1);
     WT_EQ_INT(st.rows, 1);
+    /* Found by fuzzing: a year 1688 fits in nanoseconds, but its interval to 2024 overflowed;
+     * a time before 1970 is a bad line. */
+    char in6[] = "timestamp, index, power.draw [W]\n2024/05/01 12:00:00.000, 0, 1\n"
+                 "1688/05/01 12:00:00.000, 0, 1\n2024/05/01 12:00:01.000, 0, 1\n";
+    char rep6[512] = "";
+    r = fmemopen(rep6, sizeof rep6, "w");
+    f = fmemopen(in6, sizeof in6 - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "p.csv", "p", r, &st, &err), 0);
+    fclose(f);
+    fclose(r);
+    WT_CONTAINS(rep6, "p.csv:3: bad timestamp");
+    WT_EQ_INT(st.skipped, 1);
+    WT_EQ_INT(st.rows, 2);
     wt_store_close(s);
 
     char name[64];
