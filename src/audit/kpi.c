@@ -39,6 +39,7 @@ struct ctx {
     struct wt_store *st;
     const struct wt_topology *t;
     struct wt_meter_set *ms;
+    const double *fuel_kwh; /* statement.fuel_factors (NULL: their defaults) */
 };
 
 /* ---- rows ---- */
@@ -148,6 +149,65 @@ static int role_energy(const struct ctx *c, enum wt_role role, const char *zone,
 static bool node_in_zone(const struct ctx *c, const char *node, const char *zone)
 {
     return !zone || !zone[0] || strcmp(wt_topology_node_zone(c->t, node), zone) == 0;
+}
+
+/*
+ * The facility energy as the statement's E_DC counts it (statement.c): the facility_total meters
+ * (role_energy's zone rule), and site-wide also the onsite_generation and purchased_cooling
+ * meters and every fuel meter without feeds (its litres, m3 or kg at statement.fuel_factors;
+ * the fuel of a generator metered at its output is in that output), less the exported meters.
+ * A zone's is its facility_total meters only (the pPUE boundary). Nothing is added without a
+ * facility_total meter. car (may be NULL) gets the added carriers, their role in each's role.
+ */
+static int facility_energy(const struct ctx *c, const char *zone, int64_t a, int64_t b,
+                           struct wt_kpi_energy *e, struct wt_kpi_carriers *car)
+{
+    struct wt_kpi_carriers none;
+    if (!car)
+        car = &none;
+    memset(car, 0, sizeof *car);
+    car->onsite.from = car->fuel.from = car->cooling_in.from = car->exported.from = "none";
+    int rc = role_energy(c, WT_ROLE_FACILITY_TOTAL, zone, a, b, e);
+    if (rc || !e->meters || (zone && zone[0]))
+        return rc;
+    static const enum wt_role add[] = {WT_ROLE_ONSITE_GENERATION, WT_ROLE_PURCHASED_COOLING,
+                                       WT_ROLE_EXPORTED};
+    struct wt_kpi_energy *into[] = {&car->onsite, &car->cooling_in, &car->exported};
+    double cmin = e->coverage;
+    for (size_t k = 0; k < sizeof add / sizeof add[0]; k++) {
+        if ((rc = role_energy(c, add[k], NULL, a, b, into[k])) != 0)
+            return rc;
+        if (into[k]->meters && into[k]->coverage < cmin)
+            cmin = into[k]->coverage;
+    }
+    struct wt_kpi_energy *fu = &car->fuel;
+    double fmin = 1;
+    for (size_t i = 0; i < c->t->nmeters; i++) {
+        const struct wt_meter *m = &c->t->meters[i];
+        if (m->role != WT_ROLE_FUEL || m->feeds[0])
+            continue;
+        double q, cov;
+        int pts;
+        enum wt_meter_method how;
+        if ((rc = wt_meters_energy(c->ms, i, a, b, &q, &cov, &pts, &how)) != 0)
+            return rc;
+        fu->j += wt_fuel_energy_j(c->fuel_kwh, m->fuel, q);
+        fu->meters++;
+        if (cov < fmin)
+            fmin = cov;
+    }
+    if (fu->meters) {
+        fu->from = "meters";
+        fu->role = WT_ROLE_FUEL;
+        fu->coverage = fmin;
+        fu->measured = fmin >= c->t->min_coverage;
+        if (fmin < cmin)
+            cmin = fmin;
+    }
+    e->j += car->onsite.j + car->cooling_in.j + fu->j - car->exported.j;
+    e->coverage = cmin;
+    e->measured = cmin >= c->t->min_coverage;
+    return 0;
 }
 
 /* GPU and chip energy of the nodes in zone. */
@@ -320,6 +380,35 @@ static void describe(const struct wt_kpi_energy *e, char *buf, size_t n)
         snprintf(buf, n, "%s", e->from);
 }
 
+/* The facility energy of the site with its carriers: "facility_total meters (1) + fuel (1) -
+ * exported (1), coverage 100%" (describe without carriers). */
+static void describe_dc(const struct wt_kpi_energy *e, const struct wt_kpi_carriers *car, char *buf,
+                        size_t n)
+{
+    const struct {
+        const char *op;
+        const struct wt_kpi_energy *x;
+    } add[] = {{" + ", &car->onsite},
+               {" + ", &car->fuel},
+               {" + ", &car->cooling_in},
+               {" - ", &car->exported}};
+    if (strcmp(e->from, "meters") != 0) {
+        describe(e, buf, n);
+        return;
+    }
+    int w = snprintf(buf, n, "%s meters (%d)", wt_role_name(e->role), e->meters);
+    size_t l = w > 0 ? (size_t)w : 0;
+    for (size_t k = 0; k < sizeof add / sizeof add[0] && l < n; k++) {
+        if (!add[k].x->meters)
+            continue;
+        w = snprintf(buf + l, n - l, "%s%s (%d)", add[k].op, wt_role_name(add[k].x->role),
+                     add[k].x->meters);
+        l += w > 0 ? (size_t)w : 0;
+    }
+    if (l < n)
+        snprintf(buf + l, n - l, ", coverage %.0f%%", 100 * e->coverage);
+}
+
 /* ---- the KPIs ---- */
 
 static void kpi_pue(const struct ctx *c, struct wt_kpi_report *r, struct wt_kpi_energy *fac_used)
@@ -334,8 +423,8 @@ static void kpi_pue(const struct ctx *c, struct wt_kpi_report *r, struct wt_kpi_
     }
     if (r->facility.meters && r->facility.j > 0 &&
         (r->facility.measured || c->t->pue_assumed <= 0)) {
-        char f[96];
-        describe(&r->facility, f, sizeof f);
+        char f[160];
+        describe_dc(&r->facility, &r->carriers, f, sizeof f);
         wt_kpi_row_input(row, "facility_energy", r->facility.measured, "%s", f);
         wt_kpi_row_input(row, "it_energy", r->it.measured, "%s", d);
         set_value(row, r->facility.j / r->it.j);
@@ -402,8 +491,9 @@ static void kpi_rows(const struct ctx *c, struct wt_kpi_report *r)
             wt_kpi_row_input(row, "facility_energy", false, "IT energy x facility.pue_assumed %g",
                              c->t->pue_assumed);
         } else {
-            describe(&fac, w, sizeof w);
-            wt_kpi_row_input(row, "facility_energy", fac.measured, "%s", w);
+            char f[160];
+            describe_dc(&fac, &r->carriers, f, sizeof f);
+            wt_kpi_row_input(row, "facility_energy", fac.measured, "%s", f);
         }
         set_value(row, r->heat.j / fac.j);
     }
@@ -450,7 +540,7 @@ static int part_load(const struct ctx *c, struct wt_kpi_report *r, const char *z
         int64_t p1 = p0 + piece < b ? p0 + piece : b;
         struct wt_kpi_energy fac, it;
         int rc;
-        if ((rc = role_energy(c, WT_ROLE_FACILITY_TOTAL, zone, p0, p1, &fac)) != 0 ||
+        if ((rc = facility_energy(c, zone, p0, p1, &fac, NULL)) != 0 ||
             (rc = it_energy(c, zone, p0, p1, &it)) != 0)
             return rc;
         /* a piece counts only when both are measured over it */
@@ -677,10 +767,30 @@ static int nodes(const struct ctx *c, struct wt_kpi_report *r, const char *zone)
     return 0;
 }
 
+int wt_kpi_fuel_factors(const struct wt_config *cfg, double kwh_per[WT_FUEL_COUNT],
+                        struct wt_err *err)
+{
+    struct wt_stmt_conf *sc = malloc(sizeof *sc);
+    if (!sc)
+        return -ENOMEM;
+    int rc = wt_stmt_conf_from(cfg, sc, err);
+    if (rc == 0)
+        memcpy(kwh_per, sc->fuel_kwh, sizeof sc->fuel_kwh);
+    free(sc);
+    return rc;
+}
+
 int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns, int64_t to_ns,
                    const char *zone, struct wt_kpi_report *r, struct wt_err *err)
 {
-    struct ctx c = {st, t, NULL};
+    return wt_kpi_compute_with(st, t, NULL, from_ns, to_ns, zone, r, err);
+}
+
+int wt_kpi_compute_with(struct wt_store *st, const struct wt_topology *t, const double *fuel_kwh,
+                        int64_t from_ns, int64_t to_ns, const char *zone, struct wt_kpi_report *r,
+                        struct wt_err *err)
+{
+    struct ctx c = {st, t, NULL, fuel_kwh};
     int rc;
     memset(r, 0, sizeof *r);
     if (to_ns <= from_ns)
@@ -691,7 +801,7 @@ int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t fro
     if ((rc = wt_meters_open(st, t, &c.ms, err)) != 0)
         return rc;
     struct wt_kpi_energy chips;
-    if ((rc = role_energy(&c, WT_ROLE_FACILITY_TOTAL, zone, from_ns, to_ns, &r->facility)) ||
+    if ((rc = facility_energy(&c, zone, from_ns, to_ns, &r->facility, &r->carriers)) ||
         (rc = it_energy(&c, zone, from_ns, to_ns, &r->it)) ||
         (rc = role_energy(&c, WT_ROLE_COOLING, zone, from_ns, to_ns, &r->cooling)) ||
         (rc = role_energy(&c, WT_ROLE_WATER, zone, from_ns, to_ns, &r->water)) ||
@@ -728,19 +838,21 @@ int wt_kpi_pue(struct wt_store *st, const struct wt_config *cfg, int64_t from_ns
                double *pue, bool *measured, struct wt_err *err)
 {
     struct wt_topology *t = NULL;
-    struct ctx c = {st, NULL, NULL};
+    double kwh_per[WT_FUEL_COUNT];
+    struct ctx c = {st, NULL, NULL, kwh_per};
     struct wt_kpi_energy fac, it;
     int rc;
     *pue = 0;
     *measured = false;
     if (to_ns <= from_ns)
         return wt_err_set(err, "the window is empty");
-    if ((rc = wt_topology_load(cfg, &t, err)) != 0)
+    if ((rc = wt_kpi_fuel_factors(cfg, kwh_per, err)) != 0 ||
+        (rc = wt_topology_load(cfg, &t, err)) != 0)
         return rc;
     c.t = t;
     if ((rc = wt_meters_open(st, t, &c.ms, err)) != 0)
         goto out;
-    if ((rc = role_energy(&c, WT_ROLE_FACILITY_TOTAL, NULL, from_ns, to_ns, &fac)) ||
+    if ((rc = facility_energy(&c, NULL, from_ns, to_ns, &fac, NULL)) ||
         (rc = it_energy(&c, NULL, from_ns, to_ns, &it))) {
         wt_err_set(err, "store: query failed (%s)", strerror(-rc));
         goto out;

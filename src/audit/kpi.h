@@ -46,10 +46,12 @@ struct wt_hub;
 /*
  * PUE over [from_ns, to_ns] for other modules (carbon: CUE, emissions of the facility overhead).
  * st: an open store (wt_store_open; the caller's connection, not the daemon writer's). cfg: the
- * loaded configuration (its topology and facility sections). On success *pue is the measured PUE
- * with *measured = true when facility_total meters cover the window (facility.min_coverage) and
- * IT energy is known, else facility.pue_assumed with *measured = false. Returns 0; -ENOENT when
- * neither exists (err says why); -EINVAL for a bad config or window; -EIO for a store failure.
+ * loaded configuration (its topology, facility and statement sections). On success *pue is the
+ * measured PUE (E_DC as the statement counts it: facility_total with on-site generation, fuels at
+ * statement.fuel_factors and purchased cooling, less exported) with *measured = true when those
+ * meters cover the window (facility.min_coverage) and IT energy is known, else facility.pue_assumed
+ * with *measured = false. Returns 0; -ENOENT when neither exists (err says why); -EINVAL for a bad
+ * config or window; -EIO for a store failure.
  */
 int wt_kpi_pue(struct wt_store *st, const struct wt_config *cfg, int64_t from_ns, int64_t to_ns,
                double *pue, bool *measured, struct wt_err *err) WT_MUST_USE;
@@ -68,9 +70,9 @@ struct wt_kpi_energy {
 #define WT_KPI_MAX_INPUTS 4
 
 struct wt_kpi_input {
-    char name[32];   /* "facility_energy", "it_energy", "water", ... */
-    bool measured;   /* false: assumed or missing */
-    char detail[96]; /* "facility_total meters (1), coverage 100%" or "facility.pue_assumed" */
+    char name[32];    /* "facility_energy", "it_energy", "water", ... */
+    bool measured;    /* false: assumed or missing */
+    char detail[160]; /* "facility_total meters (1), coverage 100%" or "facility.pue_assumed" */
 };
 
 /* One KPI line: what the text and JSON outputs print, in order. */
@@ -109,10 +111,20 @@ struct wt_kpi_rack {
 
 struct wt_recon_node; /* reconcile.h */
 
+/* What the site's facility energy adds to its facility_total meters, as the statement's E_DC
+ * does: each from "meters" with its meters counted, or "none". fuel.j is the fuels' energy at
+ * statement.fuel_factors (fuel meters with feeds are not counted). */
+struct wt_kpi_carriers {
+    struct wt_kpi_energy onsite, fuel, cooling_in, exported;
+};
+
 struct wt_kpi_report {
     int64_t from_ns, to_ns;
     char zone[WT_TOPO_NAME]; /* "" = site */
+    /* facility: E_DC (the site's: facility_total + carriers.onsite + carriers.fuel +
+     * carriers.cooling_in - carriers.exported; a zone's: its facility_total meters) */
     struct wt_kpi_energy facility, it, cooling, water, heat, gpu;
+    struct wt_kpi_carriers carriers;
     struct wt_kpi_row rows[WT_KPI_MAX_ROWS];
     size_t nrows;
     bool part_load_available;
@@ -134,6 +146,14 @@ struct wt_kpi_report {
  */
 int wt_kpi_compute(struct wt_store *st, const struct wt_topology *t, int64_t from_ns, int64_t to_ns,
                    const char *zone, struct wt_kpi_report *r, struct wt_err *err) WT_MUST_USE;
+/* The same with the fuels' factors kwh_per (indexed by enum wt_fuel; NULL: the defaults of
+ * statement.fuel_factors), as wt_kpi_fuel_factors reads them. */
+int wt_kpi_compute_with(struct wt_store *st, const struct wt_topology *t, const double *kwh_per,
+                        int64_t from_ns, int64_t to_ns, const char *zone, struct wt_kpi_report *r,
+                        struct wt_err *err) WT_MUST_USE;
+/* statement.fuel_factors of cfg into kwh_per. Returns 0 or -EINVAL (err: file:line). */
+int wt_kpi_fuel_factors(const struct wt_config *cfg, double kwh_per[WT_FUEL_COUNT],
+                        struct wt_err *err) WT_MUST_USE;
 void wt_kpi_report_free(struct wt_kpi_report *r);
 
 /* The row of key, or NULL. */

@@ -773,6 +773,7 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
                  struct wt_err *err)
 {
     struct wt_topology *t = NULL;
+    double fuel_kwh[WT_FUEL_COUNT];
     int rc;
     memset(r, 0, sizeof *r);
     r->from_ns = from_ns;
@@ -799,7 +800,8 @@ static int build(struct wt_store *st, const char *db_path, const char *source,
         hw_wall = false;
     if (t->nmeters == 0 && !hw_wall) {
         add_missing(r, "no facility meters in the topology: no PUE, part-load or reconciliation");
-    } else if (wt_kpi_compute(st, t, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
+    } else if (wt_kpi_fuel_factors(cfg, fuel_kwh, err) == 0 &&
+               wt_kpi_compute_with(st, t, fuel_kwh, from_ns, to_ns, NULL, &r->kpi, err) == 0) {
         r->have_kpi = true;
         size_t nmod = 0;
         struct wt_err merr = {{0}};

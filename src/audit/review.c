@@ -382,7 +382,10 @@ static int facility(struct ctx *c, int64_t a, int64_t b, double v[WT_REVIEW_KPIS
 {
     struct wt_kpi_report r;
     struct wt_err e = {{0}};
-    int rc = wt_kpi_compute(c->st, c->t, a, b, NULL, &r, &e);
+    double kwh_per[WT_FUEL_COUNT];
+    int rc = c->cfg ? wt_kpi_fuel_factors(c->cfg, kwh_per, &e) : 0;
+    if (rc == 0)
+        rc = wt_kpi_compute_with(c->st, c->t, c->cfg ? kwh_per : NULL, a, b, NULL, &r, &e);
     if (rc != 0) {
         snprintf(c->err->msg, sizeof c->err->msg, "%s", e.msg);
         return rc;
@@ -405,7 +408,7 @@ static int facility(struct ctx *c, int64_t a, int64_t b, double v[WT_REVIEW_KPIS
             snprintf(why[k], 160, "%s", row->why);
         } else if (!row->measured) {
             /* an assumed constant has no noise and no regression to find */
-            snprintf(why[k], 160, "assumed, not measured (%s)",
+            snprintf(why[k], 160, "assumed, not measured (%.130s)",
                      row->nin ? row->in[0].detail : "configured constant");
         } else {
             v[k] = row->value;

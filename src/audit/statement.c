@@ -56,13 +56,20 @@ const char *wt_stmt_fuel_unit(enum wt_fuel f)
     return f == WT_FUEL_HYDROGEN ? "kg" : f == WT_FUEL_NATURAL_GAS ? "m3" : "l";
 }
 
-double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q)
+double wt_fuel_energy_j(const double *kwh_per, enum wt_fuel f, double q)
 {
     if ((int)f <= 0 || f >= WT_FUEL_COUNT)
         return 0;
+    if (!kwh_per)
+        kwh_per = fuel_kwh_default;
     /* the counter holds m3 (kg for hydrogen); a factor per litre is 1000 per m3 */
     double per = strcmp(wt_stmt_fuel_unit(f), "l") == 0 ? 1000 : 1;
-    return q * per * c->fuel_kwh[f] * J_PER_KWH;
+    return q * per * kwh_per[f] * J_PER_KWH;
+}
+
+double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q)
+{
+    return wt_fuel_energy_j(c->fuel_kwh, f, q);
 }
 
 /* statement.tenants: names and outlets, each outlet once. */

@@ -98,6 +98,9 @@ struct wt_stmt_conf {
     double fuel_kwh[WT_FUEL_COUNT];
 };
 
+/* The energy of q stored units (m3; kg for hydrogen) of fuel f at kwh_per[f] kWh per litre, m3
+ * or kg (indexed by enum wt_fuel; NULL: statement.fuel_factors' defaults), J. Pure. */
+double wt_fuel_energy_j(const double *kwh_per, enum wt_fuel f, double q);
 /* The energy of q stored units (m3; kg for hydrogen) of fuel f with c's factors, J. */
 double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q);
 /* The unit a fuel's factor is per: "l", "m3" or "kg". */

@@ -88,6 +88,10 @@ static void print_json(const struct wt_kpi_report *r, const struct wt_clock_warn
     energy_json(en, "water", &r->water);
     energy_json(en, "heat_reused", &r->heat);
     energy_json(en, "gpu", &r->gpu);
+    energy_json(en, "onsite_generation", &r->carriers.onsite);
+    energy_json(en, "fuel", &r->carriers.fuel);
+    energy_json(en, "purchased_cooling", &r->carriers.cooling_in);
+    energy_json(en, "exported", &r->carriers.exported);
 
     cJSON *kp = cJSON_AddArrayToObject(root, "kpis");
     for (size_t i = 0; i < r->nrows; i++) {
@@ -231,11 +235,17 @@ static void print_text(const struct wt_kpi_report *r, const struct wt_clock_warn
         {"water", offsetof(struct wt_kpi_report, water)},
         {"heat reused", offsetof(struct wt_kpi_report, heat)},
         {"GPUs", offsetof(struct wt_kpi_report, gpu)},
+        {"  on-site gen", offsetof(struct wt_kpi_report, carriers.onsite)},
+        {"  fuels", offsetof(struct wt_kpi_report, carriers.fuel)},
+        {"  cooling in", offsetof(struct wt_kpi_report, carriers.cooling_in)},
+        {"  exported", offsetof(struct wt_kpi_report, carriers.exported)},
     };
     printf("energy\n");
     for (size_t i = 0; i < sizeof energies / sizeof energies[0]; i++) {
         const struct wt_kpi_energy *e =
             (const struct wt_kpi_energy *)((const char *)r + energies[i].off);
+        if (energies[i].off >= offsetof(struct wt_kpi_report, carriers) && !e->meters)
+            continue; /* what the facility's E_DC adds, only where a meter is */
         kwh(e, v, sizeof v);
         if (strcmp(e->from, "meters") == 0)
             printf("  %-12s %-22s %s meters (%d), coverage %.0f%%\n", energies[i].label, v,
@@ -542,7 +552,8 @@ int wt_cmd_kpi(int argc, char **argv)
     struct wt_kpi_report r;
     if ((rc = wt_cli_load_config(co.config, &cfg)) != 0)
         return rc;
-    if (wt_topology_load(&cfg, &t, &err) != 0) {
+    double fuel_kwh[WT_FUEL_COUNT];
+    if (wt_topology_load(&cfg, &t, &err) != 0 || wt_kpi_fuel_factors(&cfg, fuel_kwh, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
         wt_config_free(&cfg);
         return 2;
@@ -573,7 +584,7 @@ int wt_cmd_kpi(int argc, char **argv)
     }
     if (rc) {
         /* said; the working store is removed below */
-    } else if (wt_kpi_compute(st, t, from, to, zone, &r, &err) != 0) {
+    } else if (wt_kpi_compute_with(st, t, fuel_kwh, from, to, zone, &r, &err) != 0) {
         fprintf(stderr, "wattage kpi: %s\n", err.msg);
         rc = 1;
     } else if ((rc = extra_rows(st, &cfg, &r)) != 0) {

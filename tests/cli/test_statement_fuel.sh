@@ -111,4 +111,31 @@ s, g = json.load(open('$TMP/h.json')), json.load(open('$TMP/sums.json'))
 want = g['facility_kwh'] + g['genset_kwh'] + g['diesel_l'] * 9.9
 assert abs(s['energy']['e_dc_joules'] / 3.6e6 - want) < 1, (s['energy'], want)
 "
+
+# `wattage kpi` over the same store and year counts the same E_DC (fuels at the same factors, a
+# metered generator's output and not its fuel) and so the same PUE as the statement.
+kpi() { "$BIN" kpi --from 2026-01-01T00:00:00Z --to 2027-01-01T00:00:00Z -c "$1" --db "$DB" --json >"$2" 2>"$2.err"; }
+for c in base d f g h; do
+    kpi "$TMP/$c.yaml" "$TMP/k$c.json"
+    check "kpi over the year answers ($c.yaml: $(head -c 200 "$TMP/k$c.json.err"))" test $? -eq 0
+    check "kpi's facility energy and PUE are the statement's E_DC and PUE ($c.yaml)" \
+        python3 - "$TMP/k$c.json" "$TMP/$c.json" "$c" <<'PY'
+import json, sys
+k, s, c = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+fac, e = k["energy"]["facility"]["joules"], s["energy"]
+assert abs(fac - e["e_dc_joules"]) <= 1e-9 * e["e_dc_joules"], (fac, e["e_dc_joules"])
+assert abs(k["energy"]["it"]["joules"] - e["e_it_joules"]) <= 1e-9 * e["e_it_joules"]
+pk = [x for x in k["kpis"] if x["name"] == "pue"][0]
+ps = [x for x in s["kpis"] if x["symbol"] == "PUE"][0]
+assert abs(pk["value"] - ps["value"]) <= 1e-9, (pk, ps)
+fu = k["energy"]["fuel"]
+if c in ("d", "f", "h"):
+    assert fu["count"] == 1 and fu["joules"] > 0, fu
+    assert " + fuel (1)" in pk["inputs"][0]["detail"], pk["inputs"]
+else:
+    assert fu["count"] == 0, fu
+gen = k["energy"]["onsite_generation"]
+assert (gen["count"] == 1) == (c in ("g", "h")), gen
+PY
+done
 finish
