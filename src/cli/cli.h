@@ -256,6 +256,15 @@ int wt_cli_source_store(const char *cmd, const char *source, const char *sel, in
 int wt_cli_source_copy_every(struct wt_promsrc *ps, const char *sel, int64_t from, int64_t to,
                              int64_t chunk_ns, struct wt_store *st, size_t *copied,
                              size_t *readings, struct wt_err *err);
+/*
+ * The grid's carbon intensity the daemons exported (wattage_grid_carbon_intensity_grams_per_kwh,
+ * per zone label, with or without a node label) over [from, to] from source into st's carbon
+ * table as intensity steps (a sample holds its value until the next one, at most an hour; per
+ * zone the series with the most samples), so that CUE reads them as it reads `wattage import
+ * carbon`'s. *points counts the steps stored. 0, or a negative errno with err.
+ */
+int wt_cli_source_carbon(const char *source, int64_t from, int64_t to, struct wt_store *st,
+                         size_t *points, struct wt_err *err);
 int wt_cli_source_store_every(const char *cmd, const char *source, const char *sel, int64_t from,
                               int64_t to, int64_t chunk_ns, char *dir, size_t n,
                               struct wt_store **st, size_t *copied, size_t *readings,

@@ -68,8 +68,13 @@ static int source_store(const char *source, int64_t start, int weeks, char *dir,
     int y, w;
     int64_t monday;
     struct wt_err err = {{0}};
+    size_t steps = 0;
     int rc = wt_cli_source_store("review", source, REVIEW_SEL, start - weeks * WEEK_NS,
                                  start + WEEK_NS, dir, n, st, &copied, &readings, &err);
+    /* the grid's intensity too, with or without a node label: CUE reads it */
+    if (rc == 0 &&
+        wt_cli_source_carbon(source, start - weeks * WEEK_NS, start + WEEK_NS, *st, &steps, &err))
+        rc = 1;
     if (rc == 1 && err.msg[0])
         fprintf(stderr, "wattage review: --source %s: %s\n", source, err.msg);
     if (rc == 0 && readings == 0) {

@@ -11,8 +11,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "audit/carbon.h"
+#include "audit/carbon_parse.h"
 #include "cli/cli.h"
 #include "core/clock.h"
+#include "core/reading.h"
 #include "store/promsrc.h"
 #include "store/store.h"
 
@@ -142,6 +145,113 @@ int wt_cli_source_store_digest(const char *cmd, const char *source,
 {
     return source_store(cmd, source, NULL, d, from, to, SOURCE_CHUNK_NS, dir, n, st, copied,
                         readings, err);
+}
+
+/* ---- the grid's intensity, with or without a node label ---- */
+
+#define CARBON_METRIC "wattage_grid_carbon_intensity_grams_per_kwh"
+#define CARBON_MAX_ZONES 32
+#define CARBON_MAX_GAP_NS (3600 * WT_NS_PER_S) /* a sample holds its value this long at most */
+
+/* One zone's steps as they are built: the open run [run_from, last_t] at run_v. */
+struct carbon_zone {
+    char zone[WT_CARBON_ZONE_LEN];
+    bool open;
+    int64_t run_from, last_t;
+    double run_v;
+};
+
+/* Ends z's open run at t (a step [run_from, t) into b when it is not empty). */
+static int carbon_close(struct carbon_zone *z, int64_t t, struct wt_carbon_batch *b)
+{
+    z->open = false;
+    if (t <= z->run_from)
+        return 0;
+    return wt_carbon_batch_add(b, z->run_from, t, z->run_v, WT_CK_ACTUAL, z->zone);
+}
+
+/* One sample of z: a new value or a hole ends the run; a sample holds until the next one. */
+static int carbon_sample(struct carbon_zone *z, int64_t t, double v, struct wt_carbon_batch *b)
+{
+    int rc = 0;
+    if (z->open && t <= z->last_t)
+        return 0; /* the chunks overlap by a millisecond; a second node repeats a time */
+    if (z->open && t - z->last_t > CARBON_MAX_GAP_NS)
+        rc = carbon_close(z, z->last_t, b); /* a hole: the carbon section's hole rule has it */
+    else if (z->open && v != z->run_v)
+        rc = carbon_close(z, t, b);
+    if (!z->open) {
+        z->open = true;
+        z->run_from = t;
+        z->run_v = v;
+    }
+    z->last_t = t;
+    return rc;
+}
+
+int wt_cli_source_carbon(const char *source, int64_t from, int64_t to, struct wt_store *st,
+                         size_t *points, struct wt_err *err)
+{
+    struct wt_promsrc *ps = NULL;
+    struct wt_carbon_batch b = {0};
+    struct carbon_zone *zs = calloc(CARBON_MAX_ZONES, sizeof *zs);
+    size_t nz = 0;
+    int rc = zs ? 0 : -ENOMEM;
+    *points = 0;
+    if (rc == 0 && wt_cli_open_source(source, &ps) != 0)
+        rc = wt_err_set(err, "not a source");
+    for (int64_t a = from - SOURCE_PAD_NS; a < to + SOURCE_PAD_NS && rc == 0;
+         a += SOURCE_CHUNK_NS) {
+        int64_t e =
+            a + SOURCE_CHUNK_NS < to + SOURCE_PAD_NS ? a + SOURCE_CHUNK_NS : to + SOURCE_PAD_NS;
+        struct wt_promsrc_set set = {0};
+        char q[160];
+        snprintf(q, sizeof q, CARBON_METRIC "[%lldms]", (long long)((e - a) / 1000000 + 1));
+        rc = wt_promsrc_query(ps, q, e, &set, err);
+        /* per zone the series with the most samples in the chunk (every node of a zone exports
+         * the same intensity; a scrape without a node label is one more series of it) */
+        for (size_t i = 0; i < set.n && rc == 0; i++) {
+            char zone[WT_CARBON_ZONE_LEN];
+            const struct wt_promsrc_series *x = &set.s[i];
+            if (wt_labels_get(x->labels, "zone", zone, sizeof zone) != 0 || !zone[0])
+                continue;
+            bool best = true;
+            for (size_t k = 0; k < set.n && best; k++) {
+                char zk[WT_CARBON_ZONE_LEN];
+                if (k != i && wt_labels_get(set.s[k].labels, "zone", zk, sizeof zk) == 0 &&
+                    strcmp(zk, zone) == 0)
+                    best = set.s[k].n < x->n || (set.s[k].n == x->n && k > i);
+            }
+            if (!best)
+                continue;
+            size_t z = 0;
+            while (z < nz && strcmp(zs[z].zone, zone) != 0)
+                z++;
+            if (z == nz) {
+                if (nz == CARBON_MAX_ZONES)
+                    continue;
+                snprintf(zs[nz++].zone, sizeof zs[0].zone, "%s", zone);
+            }
+            for (size_t k = 0; k < x->n && rc == 0; k++)
+                rc = carbon_sample(&zs[z], x->pts[k].t_ns, x->pts[k].v, &b);
+        }
+        wt_promsrc_set_free(&set);
+    }
+    for (size_t z = 0; z < nz && rc == 0; z++)
+        if (zs[z].open)
+            rc = carbon_close(&zs[z], zs[z].last_t, &b);
+    if (rc == 0 && b.n) {
+        char what[WT_PATH_LEN + 64];
+        snprintf(what, sizeof what, "%s (" CARBON_METRIC ")", source);
+        rc = wt_carbon_store(wt_store_db(st), WT_CS_INTENSITY, &b, what, wt_now_real_ns(), err);
+        *points = rc == 0 ? b.n : 0;
+    }
+    if (rc && !err->msg[0])
+        wt_err_set(err, "cannot copy " CARBON_METRIC " into the working store (%s)", strerror(-rc));
+    wt_carbon_batch_free(&b);
+    wt_promsrc_close(ps);
+    free(zs);
+    return rc;
 }
 
 void wt_cli_source_cleanup(const char *dir)

@@ -742,6 +742,10 @@ static int from_source(struct wt_stmt_run *r, const struct wt_cli_common *co, co
         site_conf(&r->sc, site, nsites, sc);
         rc = wt_cli_source_store_every("report", co->source, sel, r->from, r->to, STMT_CHUNK_NS,
                                        dir, sizeof dir, &st, &copied, &readings, &err);
+        size_t steps = 0;
+        /* the grid's intensity too, with or without a node label: CUE reads it */
+        if (rc == 0 && wt_cli_source_carbon(co->source, r->from, r->to, st, &steps, &err) != 0)
+            rc = 1;
         if (rc == 1 && err.msg[0])
             fprintf(stderr, "wattage report: --source %s: %s\n", co->source, err.msg);
         if (rc == 0) {

@@ -41,36 +41,17 @@ if ! wait_for 30 curl -sf "$VM_URL/health" -o /dev/null; then
     finish
 fi
 # Every reading of the store, read through `wattage query`, into VictoriaMetrics' import API with
-# its node label; then until VictoriaMetrics exports them all (it answers a write before the
-# samples can be searched).
+# its node label (tests/cli/vm_import.py: until VictoriaMetrics exports them all).
 msg=$($PY - "$BIN" "$DB" "$VM_URL" <<'PY' 2>&1
-import json, sqlite3, subprocess, sys, time, urllib.parse, urllib.request
+import sys
+sys.path.insert(0, "tests/cli")
+import vm_import
 binary, db, url = sys.argv[1:4]
-con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-metrics = sorted({m for (m,) in con.execute("SELECT DISTINCT metric FROM series")})
-lines, n = [], 0
-for m in metrics:
-    r = subprocess.run([binary, "query", "--db", db, "--from", "0", "--to", "now", "--json",
-                        "--unix", m], capture_output=True, text=True, check=True)
-    for s in json.loads(r.stdout)["series"]:
-        assert s.get("node"), ("a series of the store's own node", s["metric"])
-        lab = dict(s["labels"], __name__=s["metric"], node=s["node"])
-        ts = [int(a.split(".")[0]) * 1000 + int(a.split(".")[1][:3]) for a, _ in s["points"]]
-        lines.append(json.dumps({"metric": lab, "values": [v for _, v in s["points"]],
-                                 "timestamps": ts}))
-        n += len(ts)
-assert n > 0, "the store holds no readings"
-urllib.request.urlopen(url + "/api/v1/import", data="\n".join(lines).encode(), timeout=60).read()
-for _ in range(60):
-    urllib.request.urlopen(url + "/internal/force_flush", timeout=30).read()
-    q = urllib.parse.urlencode({"match[]": '{__name__=~"wattage_.+"}'}).encode()
-    got = sum(len(json.loads(l)["timestamps"]) for l in
-              urllib.request.urlopen(url + "/api/v1/export", data=q, timeout=60).read().splitlines()
-              if l.strip())
-    if got == n:
-        break
-    time.sleep(0.5)
-assert got == n, f"VictoriaMetrics exports {got} of {n} samples"
+lines = []
+for s in vm_import.store_series(binary, db):
+    assert s["node"], ("a series of the store's own node", s["metric"])
+    lines.append(vm_import.line(s["metric"], dict(s["labels"], node=s["node"]), s["ts"], s["values"]))
+n = vm_import.post(url, lines, timeout=60)
 print(f"ok {len(lines)} series, {n} samples")
 PY
 )

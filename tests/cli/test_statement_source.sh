@@ -28,6 +28,16 @@ $PY tests/cli/meter_year.py --diesel "$TMP/diesel.csv" "$YEAR" "$TMP/year.csv" "
 "$BIN" import meters "$TMP/year.csv" --db "$DB" >/dev/null 2>&1 &&
     "$BIN" import meters "$TMP/diesel.csv" --db "$DB" >/dev/null 2>&1
 check "the year imports (and a diesel tank's litres)" test $? -eq 0
+# the grid's intensity of zone DE, hourly: 150 to 380 g over the day
+$PY -c '
+import datetime as d, sys
+t = d.datetime(int(sys.argv[1]), 1, 1, tzinfo=d.timezone.utc)
+print("timestamp,gco2_per_kwh")
+while t.year == int(sys.argv[1]):
+    print("%s,%d" % (t.strftime("%Y-%m-%dT%H:%M:%SZ"), 150 + 10 * t.hour))
+    t += d.timedelta(hours=1)' "$YEAR" >"$TMP/ci.csv"
+"$BIN" import carbon "$TMP/ci.csv" --zone DE --db "$DB" >/dev/null 2>"$TMP/ci.err"
+check "the grid's intensity imports into the store" test $? -eq 0
 cat >"$TMP/a.yaml" <<'YAML'
 topology:
   meters:
@@ -37,6 +47,8 @@ topology:
     - {target: water, point: import, role: water_litres}
     - {target: heat, point: import, role: heat_reused}
     - {target: diesel, point: import, role: fuel, fuel: diesel}
+carbon:
+  zone: DE
 statement:
   site: hall-1
   installed_it_kw: 400
@@ -56,37 +68,34 @@ start_vm() {
 # "sites": hall-1 as stored, hall-2 doubled, and hall-1's again without a site label (another
 # node's); "one": hall-1's without a site label.
 IMPORT=$(cat <<'PY'
-import json, sqlite3, subprocess, sys, time, urllib.parse, urllib.request
+import json, sys
+sys.path.insert(0, "tests/cli")
+import vm_import
 binary, db, url, mode = sys.argv[1:5]
-con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-metrics = sorted({m for (m,) in con.execute("SELECT DISTINCT metric FROM series")})
-lines, n = [], 0
+lines = []
 copies = ((("hall-1", "", 1), ("hall-2", "b-", 2), (None, "c-", 1)) if mode == "sites"
           else ((None, "", 1),))
-for m in metrics:
-    r = subprocess.run([binary, "query", "--db", db, "--from", "0", "--to", "now", "--json",
-                        "--unix", m], capture_output=True, text=True, check=True)
-    for s in json.loads(r.stdout)["series"]:
-        ts = [int(a.split(".")[0]) * 1000 + int(a.split(".")[1][:3]) for a, _ in s["points"]]
-        for site, prefix, k in copies:
-            lab = dict(s["labels"], __name__=s["metric"], node=prefix + s["node"])
-            if site:
-                lab["site"] = site
-            lines.append(json.dumps({"metric": lab, "values": [k * v for _, v in s["points"]],
-                                     "timestamps": ts}))
-            n += len(ts)
-assert n > 0, "the store holds no readings"
-urllib.request.urlopen(url + "/api/v1/import", data="\n".join(lines).encode(), timeout=120).read()
-for _ in range(120):
-    urllib.request.urlopen(url + "/internal/force_flush", timeout=30).read()
-    q = urllib.parse.urlencode({"match[]": '{__name__=~"wattage_.+"}'}).encode()
-    got = sum(len(json.loads(l)["timestamps"]) for l in
-              urllib.request.urlopen(url + "/api/v1/export", data=q, timeout=120).read().splitlines()
-              if l.strip())
-    if got == n:
-        break
-    time.sleep(0.5)
-assert got == n, f"VictoriaMetrics exports {got} of {n} samples"
+for s in vm_import.store_series(binary, db):
+    for site, prefix, k in copies:
+        lab = dict(s["labels"], node=prefix + s["node"])
+        if site:
+            lab["site"] = site
+        lines.append(vm_import.line(s["metric"], lab, s["ts"], [k * v for v in s["values"]]))
+if mode == "sites":
+    # the grid's intensity as a scrape without a node label has it: every 15 minutes the value
+    # of its hour (the CSV the store imported), and the year's end
+    pts = [l.strip().split(",") for l in open(sys.argv[5])][1:]
+    ts, vs = [], []
+    import datetime as d
+    for t, v in pts:
+        t0 = int(d.datetime.fromisoformat(t.replace("Z", "+00:00")).timestamp()) * 1000
+        for q in range(4):
+            ts.append(t0 + q * 900000)
+            vs.append(float(v))
+    ts.append(ts[-1] + 900000)
+    vs.append(vs[-1])
+    lines.append(vm_import.line("wattage_grid_carbon_intensity_grams_per_kwh", {"zone": "DE"}, ts, vs))
+n = vm_import.post(url, lines)
 print(f"ok {len(lines)} series, {n} samples")
 PY
 )
@@ -94,7 +103,7 @@ if ! start_vm vm; then
     not_ok "VictoriaMetrics starts" "$(tail -5 "$TMP/vm.log")"
     finish
 fi
-msg=$($PY -c "$IMPORT" "$BIN" "$DB" "http://127.0.0.1:$VPORT" sites 2>&1)
+msg=$($PY -c "$IMPORT" "$BIN" "$DB" "http://127.0.0.1:$VPORT" sites "$TMP/ci.csv" 2>&1)
 check "the store's readings are in VictoriaMetrics as two sites ($msg)" bash -c '[[ $0 == ok* ]]' "$msg"
 SRC=victoriametrics://127.0.0.1:$VPORT
 R=("$BIN" report --standard iso30134 --period "$YEAR" -c "$TMP/a.yaml" --json)
@@ -142,6 +151,19 @@ print("ok PUE %.6f, coverage %.6f" % (pue["value"], pue["coverage"]))
 PY
 )
 check "hall-1 from the engine is the store's statement (sums to the kWh, coverage, KPIs): $msg" \
+    bash -c '[[ $0 == ok* ]]' "$msg"
+msg=$($PY - "$TMP/local.json" "$TMP/h1.json" <<'PY' 2>&1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+x = [k for k in a["kpis"] if k["symbol"] == "CUE_location"][0]
+y = [k for k in b["kpis"] if k["symbol"] == "CUE_location"][0]
+assert x["value"] is not None and 0.15 < x["value"] / a["kpis"][0]["value"] < 0.39, x
+assert y["value"] is not None, y
+assert abs(x["value"] - y["value"]) <= 1e-9 * x["value"], (x["value"], y["value"])
+print("ok CUE %.6f kgCO2e/kWh" % y["value"])
+PY
+)
+check "location-based CUE from the engine's grid series without a node label is the store's: $msg" \
     bash -c '[[ $0 == ok* ]]' "$msg"
 check "the series without a site label are said to be in no site's statement" \
     grep -q "facility series without a site label are in no site's statement" "$TMP/h1.err"
