@@ -7,7 +7,8 @@
 # exits 3 on it. A daemon that remote-writes into VictoriaMetrics: the engine's review of this
 # week is that of the daemon's store. Bad input: an engine that does not answer (exit 1, its URL named), a week the
 # engine holds no wattage series for (exit 1, named), --source with --db (exit 2); no working
-# store is left behind.
+# store is left behind. The same weeks backfilled into a real Prometheus (promtool): the same
+# review from prometheus://.
 . tests/cli/lib.sh
 . tests/cli/remote_write_lib.sh
 PY=/usr/bin/python3
@@ -104,6 +105,48 @@ check "the same KPIs, change and finding as the store's review: $msg" bash -c '[
 "${R[@]}" --db "$DB" >"$TMP/local.txt" 2>/dev/null
 "${R[@]}" --source "$SRC" >"$TMP/src.txt" 2>/dev/null
 check "the same text as the store's review" cmp -s "$TMP/local.txt" "$TMP/src.txt"
+
+# The same weeks in a real Prometheus: backfilled with promtool (Prometheus takes no old samples
+# through remote write), then served with a retention that keeps them: the same review.
+PROMETHEUS=${PROMETHEUS:-prometheus}
+if ! command -v "$PROMETHEUS" >/dev/null || ! command -v promtool >/dev/null; then
+    skip "review --source against Prometheus" "prometheus is not installed (scripts/deps.sh --test)"
+else
+    msg=$($PY -c 'import sys; sys.path.insert(0, "tests/cli"); import vm_import
+print("ok %d samples" % vm_import.openmetrics(*sys.argv[1:4]))' "$BIN" "$DB" "$TMP/om.txt" 2>&1)
+    check "the store's readings as OpenMetrics ($msg)" bash -c '[[ $0 == ok* ]]' "$msg"
+    promtool tsdb create-blocks-from openmetrics --max-block-duration=1000h "$TMP/om.txt" \
+        "$TMP/prom-data" >"$TMP/promtool.log" 2>&1
+    check "promtool backfills them ($(tail -c 200 "$TMP/promtool.log"))" test $? -eq 0
+    printf 'global:\n  scrape_interval: 1h\n' >"$TMP/prom.yml"
+    PPORT=$(free_port)
+    bg "$PROMETHEUS" --config.file="$TMP/prom.yml" --storage.tsdb.path="$TMP/prom-data" \
+        --storage.tsdb.retention.time=10y --web.listen-address="127.0.0.1:$PPORT" \
+        --log.level=warn 2>>"$TMP/prom.log"
+    check "Prometheus starts on them" wait_for 60 curl -sf "http://127.0.0.1:$PPORT/-/ready" -o /dev/null
+    "${R[@]}" --source "prometheus://127.0.0.1:$PPORT" --json >"$TMP/prom.json" 2>"$TMP/prom.err"
+    check "review --source prometheus:// (exit 0: $(head -c 200 "$TMP/prom.err"))" test $? -eq 0
+    msg=$($PY - "$TMP/local.json" "$TMP/prom.json" <<'PY' 2>&1
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert b["has_data"] is True and a["weeks_before"] == b["weeks_before"], b
+ka = {k["name"]: k for k in a["kpis"]}
+kb = {k["name"]: k for k in b["kpis"]}
+assert sorted(ka) == sorted(kb)
+for n in ka:
+    x, y = ka[n], kb[n]
+    assert (x["verdict"], x["available"], x["band"]["days"]) == (y["verdict"], y["available"], y["band"]["days"]), (n, x, y)
+    assert x["value"] == y["value"] or abs(x["value"] - y["value"]) <= 1e-9 * abs(x["value"]), (n, x["value"], y["value"])
+assert a["changes"] == b["changes"] and len(b["changes"]) == 1, b["changes"]
+fb = [f["text"] for f in b["findings"]]
+assert [f["text"] for f in a["findings"]] == fb and len(fb) == 1, fb
+print("ok " + fb[0])
+PY
+)
+    check "Prometheus' review is the store's (KPIs, change, finding): $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+    "${R[@]}" --source "prometheus://127.0.0.1:$PPORT" >"$TMP/prom.txt" 2>/dev/null
+    check "the same text as the store's review, from Prometheus" cmp -s "$TMP/local.txt" "$TMP/prom.txt"
+fi
 
 # A daemon (fake NVML, two GPUs) remote-writes into another VictoriaMetrics; once it has stopped
 # and everything it stored arrived, the review of this week from the engine is the review of the

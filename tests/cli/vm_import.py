@@ -60,3 +60,24 @@ def post(url, lines, timeout=120, tries=120):
         time.sleep(0.5)
     assert got == n, f"VictoriaMetrics exports {got} of {n} samples"
     return n
+
+
+def openmetrics(binary, db, path, node=True):
+    """Every series of the store db as OpenMetrics text with timestamps, for Prometheus'
+    `promtool tsdb create-blocks-from openmetrics` (a real Prometheus takes no old samples
+    otherwise). Each series keeps its node label. Returns the samples written."""
+    esc = lambda v: str(v).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    n = 0
+    by = {}
+    for s in store_series(binary, db):  # a metric's series together, as OpenMetrics asks
+        by.setdefault(s["metric"], []).append(s)
+    with open(path, "w") as out:
+        for m in sorted(by):
+            for s in by[m]:
+                lab = dict(s["labels"], node=s["node"]) if node else dict(s["labels"])
+                ls = ",".join('%s="%s"' % (k, esc(v)) for k, v in sorted(lab.items()))
+                for t, v in zip(s["ts"], s["values"]):
+                    out.write("%s{%s} %r %d.%03d\n" % (m, ls, v, t // 1000, t % 1000))
+                    n += 1
+        out.write("# EOF\n")
+    return n
