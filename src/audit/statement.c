@@ -12,6 +12,7 @@
 #include <gnutls/gnutls.h>
 #include <math.h>
 #include <sqlite3.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,7 @@ static const char *const stmt_keys[] = {"site",
                                         "residual_mix_source",
                                         "residual_mix_year",
                                         "fuel_factors",
+                                        "market",
                                         NULL};
 
 /* kWh per litre (diesel, bioethanol), per m3 (natural gas), per kg (hydrogen): the EN 50600-4
@@ -70,6 +72,105 @@ double wt_fuel_energy_j(const double *kwh_per, enum wt_fuel f, double q)
 double wt_stmt_fuel_j(const struct wt_stmt_conf *c, enum wt_fuel f, double q)
 {
     return wt_fuel_energy_j(c->fuel_kwh, f, q);
+}
+
+/* "YYYY" or "YYYY-MM" into x's vintage and its [from, to) in UTC. 0 or -EINVAL. */
+static int vintage_parse(const char *v, struct wt_stmt_renewable *x)
+{
+    int y = 0, m = 0, used = 0;
+    size_t len = strlen(v);
+    if (len == 4 && sscanf(v, "%4d%n", &y, &used) == 1 && used == 4)
+        m = 0;
+    else if (len == 7 && sscanf(v, "%4d-%2d%n", &y, &m, &used) == 2 && used == 7 && m >= 1 &&
+             m <= 12)
+        ;
+    else
+        return -EINVAL;
+    if (y < 1990 || y > 9999)
+        return -EINVAL;
+    struct tm a = {.tm_year = y - 1900, .tm_mon = m ? m - 1 : 0, .tm_mday = 1};
+    struct tm b = a;
+    if (m)
+        b.tm_mon++;
+    else
+        b.tm_year++;
+    x->vintage_from_ns = (int64_t)timegm(&a) * WT_NS_PER_S;
+    x->vintage_to_ns = (int64_t)timegm(&b) * WT_NS_PER_S;
+    snprintf(x->vintage, sizeof x->vintage, "%s", v);
+    return 0;
+}
+
+/* Appends "; "-separated text to buf[0..n). */
+static void add_reason(char *buf, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void add_reason(char *buf, size_t n, const char *fmt, ...)
+{
+    size_t l = strlen(buf);
+    if (l && l + 2 < n) {
+        memcpy(buf + l, "; ", 3);
+        l += 2;
+    }
+    if (l >= n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + l, n - l, fmt, ap);
+    va_end(ap);
+}
+
+void wt_stmt_instruments(const struct wt_stmt_conf *c, int64_t from, int64_t to,
+                         struct wt_stmt_instrument *out)
+{
+    for (size_t i = 0; i < c->nren; i++) {
+        const struct wt_stmt_renewable *x = &c->ren[i];
+        struct wt_stmt_instrument *o = &out[i];
+        memset(o, 0, sizeof *o);
+        bool ok = true, cue = true;
+        if (!x->retired_for[0]) {
+            add_reason(o->unchecked, sizeof o->unchecked, "retired_for");
+        } else if (!c->site[0]) {
+            ok = false;
+            add_reason(o->refused, sizeof o->refused,
+                       "not_retired_for_site: retired for %s, and statement.site is not given to "
+                       "check it",
+                       x->retired_for);
+        } else if (strcmp(x->retired_for, c->site) != 0) {
+            ok = false;
+            add_reason(o->refused, sizeof o->refused,
+                       "not_retired_for_site: retired for %s, not for this site (statement.site "
+                       "%s)",
+                       x->retired_for, c->site);
+        }
+        if (!x->vintage[0]) {
+            add_reason(o->unchecked, sizeof o->unchecked, "vintage");
+        } else if (x->vintage_to_ns <= from || x->vintage_from_ns >= to) {
+            char a[40], b[40];
+            wt_time_format(from, 0, a, sizeof a);
+            wt_time_format(to, 0, b, sizeof b);
+            ok = false;
+            add_reason(o->refused, sizeof o->refused,
+                       "vintage_outside_period: generated in %s, outside the period %s .. %s",
+                       x->vintage, a, b);
+        }
+        if (!x->market[0]) {
+            add_reason(o->unchecked, sizeof o->unchecked, "market");
+        } else if (!c->market[0]) {
+            cue = false;
+            add_reason(o->refused, sizeof o->refused,
+                       "market_not_checked: market %s, and statement.market (the site's market "
+                       "boundary) is not given: not in market-based CUE",
+                       x->market);
+        } else if (strcmp(x->market, c->market) != 0) {
+            cue = false;
+            add_reason(o->refused, sizeof o->refused,
+                       "outside_market_boundary: market %s, not the site's %s (statement.market): "
+                       "not in market-based CUE (REF counts it: where the source is does not "
+                       "change REF)",
+                       x->market, c->market);
+        }
+        o->in_ref = ok;
+        o->in_cue = ok && cue;
+    }
 }
 
 /* statement.tenants: names and outlets, each outlet once. */
@@ -148,7 +249,8 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
         (rc = wt_y_double(&g, n, P, "min_coverage", 0, 1, &c->min_coverage)) ||
         (rc = wt_y_double(&g, n, P, "residual_mix_g_per_kwh", 0, 5000, &c->residual_g_per_kwh)) ||
         (rc = wt_y_string(&g, n, P, "residual_mix_source", false, c->residual_source,
-                          sizeof c->residual_source)))
+                          sizeof c->residual_source)) ||
+        (rc = wt_y_string(&g, n, P, "market", false, c->market, sizeof c->market)))
         return rc;
     int64_t ry = 0;
     if ((rc = wt_y_int(&g, n, P, "residual_mix_year", 1990, 9999, &ry)))
@@ -179,7 +281,8 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
     const struct wt_ynode *r = wt_y_get(n, "renewables");
     if ((rc = wt_y_seq(&g, r, "statement.renewables")))
         return rc;
-    static const char *const rkeys[] = {"type", "kwh", "ref", "g_per_kwh", NULL};
+    static const char *const rkeys[] = {"type",   "kwh",         "ref",     "g_per_kwh",
+                                        "market", "retired_for", "vintage", NULL};
     static const char *const types[] = {"goo", "ppa", NULL};
     for (size_t i = 0; r && !wt_ynode_is_null(r) && i < r->n; i++) {
         char p[64];
@@ -198,8 +301,18 @@ int wt_stmt_conf_parse(const char *file, const struct wt_ynode *n, struct wt_stm
         if ((rc = wt_y_enum(&g, e, p, "type", types, &type)) ||
             (rc = wt_y_double(&g, e, p, "kwh", 0, 1e12, &x->kwh)) ||
             (rc = wt_y_double(&g, e, p, "g_per_kwh", 0, 5000, &x->g_per_kwh)) ||
-            (rc = wt_y_string(&g, e, p, "ref", false, x->ref, sizeof x->ref)))
+            (rc = wt_y_string(&g, e, p, "ref", false, x->ref, sizeof x->ref)) ||
+            (rc = wt_y_string(&g, e, p, "market", false, x->market, sizeof x->market)) ||
+            (rc = wt_y_string(&g, e, p, "retired_for", false, x->retired_for,
+                              sizeof x->retired_for)))
             return rc;
+        char vin[64] = "";
+        if ((rc = wt_y_string(&g, e, p, "vintage", false, vin, sizeof vin)))
+            return rc;
+        if (vin[0] && vintage_parse(vin, x) != 0)
+            return wt_y_key_fail(&g, e, p, "vintage",
+                                 "expected YYYY or YYYY-MM, the generation period (got \"%s\")",
+                                 vin);
         snprintf(x->type, sizeof x->type, "%s", types[type]);
         x->line = e->line;
         c->nren++;
@@ -671,8 +784,13 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
     }
     if (s->e_os_used_j < 0)
         s->e_os_used_j = 0; /* no credit for surplus: exported beyond generation counts 0 */
-    for (size_t i = 0; i < c->nren; i++)
-        s->e_ren_j += c->ren[i].kwh * J_PER_KWH;
+    wt_stmt_instruments(c, from, to, s->instruments);
+    for (size_t i = 0; i < c->nren; i++) {
+        if (s->instruments[i].in_ref)
+            s->e_ren_j += c->ren[i].kwh * J_PER_KWH;
+        else
+            s->e_ren_refused_j += c->ren[i].kwh * J_PER_KWH;
+    }
     s->e_ren_j += s->e_os_used_j;
 
     unsigned roles = 0;
@@ -830,9 +948,15 @@ int wt_statement_build(struct wt_store *st, const struct wt_topology *t,
                       c->redundancy_cooling, c->min_coverage);
     gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
     for (size_t i = 0; i < c->nren; i++) {
-        hn = snprintf(hand, sizeof hand, "%s %.17g %s", c->ren[i].type, c->ren[i].kwh,
-                      c->ren[i].ref);
+        const struct wt_stmt_renewable *x = &c->ren[i];
+        hn = snprintf(hand, sizeof hand, "%s %.17g %s", x->type, x->kwh, x->ref);
         gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        /* the quality criteria, when stated (absent, the hash is the one before them) */
+        if (x->market[0] || x->retired_for[0] || x->vintage[0]) {
+            hn = snprintf(hand, sizeof hand, "criteria %s %s %s %s", x->market, x->retired_for,
+                          x->vintage, c->market);
+            gnutls_hash(h, hand, (size_t)(hn > 0 ? hn : 0));
+        }
     }
     bool rated = c->residual_g_per_kwh >= 0;
     for (size_t i = 0; i < c->nren; i++)
@@ -1103,7 +1227,10 @@ market:
             "(emissions after contractual instruments + residual mix x uncovered E_DC) / E_IT",
             "ISO/IEC 30134-8:2022 / GHG Protocol Scope 2 market-based method", "kgCO2e/kWh");
     s->has_cue_market = false;
-    if (c->residual_g_per_kwh < 0 && !c->nren)
+    size_t nin = 0; /* the instruments that meet the quality criteria (wt_stmt_instruments) */
+    for (size_t i = 0; i < c->nren; i++)
+        nin += s->instruments[i].in_cue;
+    if (c->residual_g_per_kwh < 0 && !nin)
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no contract instruments configured in "
                  "statement.renewables, and no residual-mix factor for the rest: "
@@ -1112,12 +1239,14 @@ market:
         snprintf(k->why, sizeof k->why,
                  "market-based: not reported (no residual-mix factor is configured for the energy "
                  "the %zu contract instruments do not cover: statement.residual_mix_g_per_kwh)",
-                 c->nren);
+                 nin);
     else if (s->e_it_j <= 0)
         snprintf(k->why, sizeof k->why, "E_IT is 0 over the period");
     else {
         double ren_kwh = 0, ren_g = 0, dc_kwh = s->e_dc_j / J_PER_KWH;
         for (size_t i = 0; i < c->nren; i++) {
+            if (!s->instruments[i].in_cue)
+                continue; /* refused: a disclosure line, outside the total */
             ren_kwh += c->ren[i].kwh;
             ren_g += c->ren[i].kwh * c->ren[i].g_per_kwh;
         }

@@ -62,6 +62,12 @@ struct wt_stmt_renewable {
     double kwh;
     double g_per_kwh; /* the instrument's emission rate (market-based CUE), default 0 */
     char ref[128];
+    /* the quality criteria it is checked against (statement.c: wt_stmt_instruments); "" or 0:
+     * not stated */
+    char market[WT_TOPO_NAME];      /* its market boundary (bidding zone, country) */
+    char retired_for[WT_TOPO_NAME]; /* the site it was retired for */
+    char vintage[8];                /* "YYYY" or "YYYY-MM": when its energy was generated */
+    int64_t vintage_from_ns, vintage_to_ns;
     int line;
 };
 
@@ -85,6 +91,7 @@ struct wt_stmt_conf {
     size_t nren;
     double residual_g_per_kwh; /* < 0: not given (market-based CUE not available) */
     char residual_source[160];
+    char market[WT_TOPO_NAME]; /* statement.market: the site's market boundary, "" not given */
     int residual_year;
     struct {
         char name[WT_TOPO_NAME];
@@ -194,6 +201,15 @@ struct wt_stmt_tenant {
     size_t measured;  /* 15-minute intervals every one of its outlets measured */
 };
 
+/* One instrument of statement.renewables against the quality criteria: whether it counts in REF
+ * (retired for this site, vintage in the period) and in market-based CUE (those and within the
+ * site's market boundary); refused names each criterion it fails, unchecked those not stated. */
+struct wt_stmt_instrument {
+    bool in_ref, in_cue;
+    char refused[320];
+    char unchecked[96];
+};
+
 struct wt_statement {
     enum wt_stmt_std std;
     int64_t from_ns, to_ns;
@@ -231,7 +247,20 @@ struct wt_statement {
     struct wt_stmt_tenant *tenants;
     size_t ntenants; /* rows, the unassigned one included; 0 without tenants */
     double e_outlets_j;
+    struct wt_stmt_instrument instruments[WT_STMT_MAX_RENEWABLES]; /* one per c->ren */
+    double e_ren_refused_j; /* instruments' energy refused for REF (a disclosure, not in e_ren_j) */
 };
+
+/*
+ * The quality criteria of the contractual instruments (GHG Protocol Scope 2 market-based method;
+ * EN 50600-4-3 for REF) over [from, to) into out[0..c->nren): `retired_for` other than
+ * statement.site (or no statement.site to compare with), or a `vintage` that does not overlap the
+ * period, refuse it for REF and CUE; a `market` other than statement.market (or no
+ * statement.market) refuses it for market-based CUE only (where the source is does not change
+ * REF). A criterion not stated is listed in unchecked, not refused. Pure.
+ */
+void wt_stmt_instruments(const struct wt_stmt_conf *c, int64_t from, int64_t to,
+                         struct wt_stmt_instrument *out);
 
 /*
  * Builds the statement over [from, to) from the store's series of t's meters and the hand

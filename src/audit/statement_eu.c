@@ -33,11 +33,12 @@ static const struct wt_stmt_kpi *kpi_of(const struct wt_statement *s, const char
     return NULL;
 }
 
-static double ren_sum(const struct wt_stmt_conf *c, const char *type)
+/* The instruments of type that count in REF (statement.h: wt_stmt_instruments), kWh. */
+static double ren_sum(const struct wt_statement *s, const struct wt_stmt_conf *c, const char *type)
 {
     double k = 0;
     for (size_t i = 0; i < c->nren; i++)
-        if (strcmp(c->ren[i].type, type) == 0)
+        if (strcmp(c->ren[i].type, type) == 0 && s->instruments[i].in_ref)
             k += c->ren[i].kwh;
     return k;
 }
@@ -99,7 +100,7 @@ static int source_value(const struct wt_statement *s, const struct wt_stmt_conf 
             snprintf(why, wn, "no instrument of type %s in statement.renewables", type);
             return 0;
         }
-        *v = round(ren_sum(c, type));
+        *v = round(ren_sum(s, c, type));
         return 1;
     }
     if (strcmp(src, "e_res_os_kwh") == 0) {

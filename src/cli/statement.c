@@ -5,7 +5,8 @@
  * (audit/statement.h). JSON in SI units (joules, cubic metres); kWh only in the text:
  *   {"standard", "period": {"from", "to", "label"}, "category", "boundary",
  *    "energy": {"e_dc_joules", "e_it_joules", "w_in_cubic_meters", "w_potable_cubic_meters",
- *               "e_reuse_joules", "e_renewable_joules", "e_onsite_used_joules"},
+ *               "e_reuse_joules", "e_renewable_joules", "e_renewable_refused_joules",
+ *               "e_onsite_used_joules"},
  *    "kpis": [{"name", "symbol", "formula", "standard", "unit", "value": X|null, "why",
  *              "coverage", "estimated_share", "reportable"}], CUE_location with
  *             "emission_factor": {"method", "zone", "source", "granularity", "steps",
@@ -21,7 +22,10 @@
  *                  "intervals_above_p_dit", "bins": [{"from_percent", "to_percent", "intervals",
  *                  "e_dc_joules", "e_it_joules", "pue"}]},
  *    "method": {"wattage_version", "interval_seconds", "min_coverage", "hand_inputs": {...},
- *               "renewables": [...], "inputs_sha256"}}
+ *               "renewables": [{"type", "kwh", "g_per_kwh", "ref", "market", "retired_for",
+ *                               "vintage" (null: not stated), "in_ref", "in_cue_market",
+ *                               "refused": [{"reason", "text"}], "unchecked": [KEY]}],
+ *               "market", "inputs_sha256"}}
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -118,6 +122,43 @@ static void print_tenants(const struct wt_statement *s, const char *why)
     printf("  %-16s %14.3f kWh  (the rows add up to it)\n", "outlets", s->e_outlets_j / J_PER_KWH);
 }
 
+/* An instrument's quality criteria (statement.h: struct wt_stmt_instrument) into o. */
+static void instrument_json(cJSON *o, const struct wt_stmt_renewable *x,
+                            const struct wt_stmt_instrument *in)
+{
+    const char *keys[] = {"market", "retired_for", "vintage"};
+    const char *vals[] = {x->market, x->retired_for, x->vintage};
+    for (size_t k = 0; k < 3; k++)
+        if (vals[k][0])
+            cJSON_AddStringToObject(o, keys[k], vals[k]);
+        else
+            cJSON_AddNullToObject(o, keys[k]);
+    cJSON_AddBoolToObject(o, "in_ref", in->in_ref);
+    cJSON_AddBoolToObject(o, "in_cue_market", in->in_cue);
+    cJSON *rf = cJSON_AddArrayToObject(o, "refused");
+    char buf[sizeof in->refused];
+    snprintf(buf, sizeof buf, "%s", in->refused);
+    for (char *save = NULL, *p = strtok_r(buf, ";", &save); p; p = strtok_r(NULL, ";", &save)) {
+        while (*p == ' ')
+            p++;
+        char *colon = strchr(p, ':');
+        cJSON *r = cJSON_CreateObject();
+        if (colon) {
+            *colon = '\0';
+            cJSON_AddStringToObject(r, "reason", p);
+            cJSON_AddStringToObject(r, "text", colon + 2);
+        } else {
+            cJSON_AddStringToObject(r, "reason", p);
+            cJSON_AddStringToObject(r, "text", "");
+        }
+        cJSON_AddItemToArray(rf, r);
+    }
+    cJSON *un = cJSON_AddArrayToObject(o, "unchecked");
+    snprintf(buf, sizeof buf, "%s", in->unchecked);
+    for (char *save = NULL, *p = strtok_r(buf, "; ", &save); p; p = strtok_r(NULL, "; ", &save))
+        cJSON_AddItemToArray(un, cJSON_CreateString(p));
+}
+
 static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *c)
 {
     char a[40], b[40];
@@ -133,6 +174,13 @@ static void print_text(const struct wt_statement *s, const struct wt_stmt_conf *
     printf("E_DC %.1f kWh, E_IT %.1f kWh, W_IN %.3f m3, E_REUSE %.1f kWh, renewable %.1f kWh\n\n",
            s->e_dc_j / J_PER_KWH, s->e_it_j / J_PER_KWH, s->w_in_m3, s->e_reuse_j / J_PER_KWH,
            s->e_ren_j / J_PER_KWH);
+    for (size_t i = 0; i < c->nren; i++) /* a disclosure line, outside the totals */
+        if (s->instruments[i].refused[0])
+            printf("instrument %s %.1f kWh%s%s: %s: %s\n", c->ren[i].type, c->ren[i].kwh,
+                   c->ren[i].ref[0] ? " " : "", c->ren[i].ref,
+                   s->instruments[i].in_ref ? "in REF, not in market-based CUE"
+                                            : "not in REF nor in market-based CUE",
+                   s->instruments[i].refused);
     for (size_t i = 0; i < s->nkpis; i++) {
         const struct wt_stmt_kpi *k = &s->kpis[i];
         if (k->available)
@@ -245,6 +293,7 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
     cJSON_AddNumberToObject(e, "w_potable_cubic_meters", s->w_pot_m3);
     cJSON_AddNumberToObject(e, "e_reuse_joules", s->e_reuse_j);
     cJSON_AddNumberToObject(e, "e_renewable_joules", s->e_ren_j);
+    cJSON_AddNumberToObject(e, "e_renewable_refused_joules", s->e_ren_refused_j);
     cJSON_AddNumberToObject(e, "e_onsite_used_joules", s->e_os_used_j);
     cJSON *ks = cJSON_AddArrayToObject(r, "kpis");
     for (size_t i = 0; i < s->nkpis; i++) {
@@ -390,8 +439,10 @@ static int print_json(const struct wt_statement *s, const struct wt_stmt_conf *c
         cJSON_AddNumberToObject(o, "kwh", c->ren[i].kwh);
         cJSON_AddNumberToObject(o, "g_per_kwh", c->ren[i].g_per_kwh);
         cJSON_AddStringToObject(o, "ref", c->ren[i].ref);
+        instrument_json(o, &c->ren[i], &s->instruments[i]);
         cJSON_AddItemToArray(rn, o);
     }
+    hand_str(me, "market", c->market);
     cJSON_AddStringToObject(me, "inputs_sha256", s->hash);
     char *txt = cJSON_Print(r);
     cJSON_Delete(r);

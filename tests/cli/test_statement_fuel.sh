@@ -138,4 +138,72 @@ gen = k["energy"]["onsite_generation"]
 assert (gen["count"] == 1) == (c in ("g", "h")), gen
 PY
 done
+
+# statement.renewables against the quality criteria, on the same year: a GO for this site, market
+# and year counts in REF and market-based CUE; one of another market in REF only; one retired
+# for another site, and one generated the year before, in neither: each refused with its named
+# reason, a disclosure line outside the totals.
+conf "$TMP/i.yaml"
+cat >>"$TMP/i.yaml" <<'YAML'
+statement:
+  site: hall-1
+  market: DE-LU
+  residual_mix_g_per_kwh: 400
+  residual_mix_source: AIB
+  residual_mix_year: 2025
+  renewables:
+    - {type: goo, kwh: 100000, ref: GO-1, market: DE-LU, retired_for: hall-1, vintage: 2026}
+    - {type: goo, kwh: 20000, ref: GO-FR, market: FR, retired_for: hall-1, vintage: 2026-06}
+    - {type: ppa, kwh: 30000, ref: PPA-2, retired_for: hall-2, vintage: 2026}
+    - {type: goo, kwh: 40000, ref: GO-25, market: DE-LU, retired_for: hall-1, vintage: 2025}
+YAML
+run "$TMP/i.yaml" "$TMP/i.json"
+check "the statement with four instruments answers ($(head -c 200 "$TMP/i.json.err"))" test $? -eq 0
+check "REF counts GO-1 and GO-FR, market-based CUE GO-1 only; the refused two are named" \
+    python3 - "$TMP/i.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+e, kwh = s["energy"], 3.6e6
+assert abs(e["e_renewable_joules"] - 120000 * kwh) < 1, e
+assert abs(e["e_renewable_refused_joules"] - 70000 * kwh) < 1, e
+k = {x["symbol"]: x for x in s["kpis"]}
+assert abs(k["REF"]["value"] - 120000 * kwh / e["e_dc_joules"]) < 1e-12, k["REF"]
+cue = k["CUE_market"]
+want = (e["e_dc_joules"] / kwh - 100000) * 400 / 1000 / (e["e_it_joules"] / kwh)
+assert abs(cue["value"] - want) < 1e-9, (cue, want)
+r = {x["ref"]: x for x in s["method"]["renewables"]}
+assert r["GO-1"]["in_ref"] and r["GO-1"]["in_cue_market"] and r["GO-1"]["refused"] == [], r["GO-1"]
+assert r["GO-FR"]["in_ref"] and not r["GO-FR"]["in_cue_market"], r["GO-FR"]
+assert [x["reason"] for x in r["GO-FR"]["refused"]] == ["outside_market_boundary"], r["GO-FR"]
+assert not r["PPA-2"]["in_ref"] and not r["PPA-2"]["in_cue_market"]
+assert [x["reason"] for x in r["PPA-2"]["refused"]] == ["not_retired_for_site"], r["PPA-2"]
+assert r["PPA-2"]["unchecked"] == ["market"], r["PPA-2"]
+assert [x["reason"] for x in r["GO-25"]["refused"]] == ["vintage_outside_period"], r["GO-25"]
+assert "generated in 2025" in r["GO-25"]["refused"][0]["text"], r["GO-25"]
+assert s["method"]["market"] == "DE-LU"
+PY
+"$BIN" report --standard iso30134 --period 2026 -c "$TMP/i.yaml" --db "$DB" >"$TMP/i.txt" 2>&1
+check "the text names each refused instrument and why" bash -c \
+    'grep -q "instrument ppa 30000.0 kWh PPA-2: not in REF nor in market-based CUE: not_retired_for_site" "$0" &&
+     grep -q "instrument goo 20000.0 kWh GO-FR: in REF, not in market-based CUE: outside_market_boundary" "$0"' "$TMP/i.txt"
+"$BIN" report --standard eu-eed --period 2026 --schema deploy/standards/eu-eed-2024-1364.v1.schema.json \
+    -c "$TMP/i.yaml" --db "$DB" --json >"$TMP/eu.json" 2>&1
+check "the EU file's E_RES-GOO counts the GOs that qualify for REF (120000 kWh), E_RES-PPA none" \
+    python3 -c "
+import json
+d = json.load(open('$TMP/eu.json'))
+def find(o, k):
+    if isinstance(o, dict):
+        if k in o: return o[k]
+        for v in o.values():
+            r = find(v, k)
+            if r is not None: return r
+    if isinstance(o, list):
+        for v in o:
+            r = find(v, k)
+            if r is not None: return r
+goo, ppa = find(d, 'E_RES-GOO'), find(d, 'E_RES-PPA')
+assert goo['value'] == 120000, goo
+assert ppa['value'] == 0, ppa
+"
 finish

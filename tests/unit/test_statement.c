@@ -10,6 +10,7 @@
 
 #include "audit/statement.h"
 #include "audit/statement_eu.h"
+#include "core/clock.h"
 #include "core/err.h"
 #include "core/yamltree.h"
 #include "core/yget.h"
@@ -229,4 +230,70 @@ WT_TEST(eu_file_keeps_a_long_reason_whole)
     free(csv);
     free(c);
     free(s);
+}
+
+/* The contractual instruments against the quality criteria: each refusal with its named reason,
+ * a criterion not stated listed as unchecked, and a bad vintage refused at its file:line. */
+WT_TEST(instruments_refused_with_a_named_reason)
+{
+    struct wt_stmt_conf c;
+    struct wt_err err = {{0}};
+    struct wt_stmt_instrument in[WT_STMT_MAX_RENEWABLES];
+    const int64_t y26 = 1767225600LL * WT_NS_PER_S, y27 = 1798761600LL * WT_NS_PER_S;
+    WT_EQ_INT(conf_of("statement:\n  site: hall-1\n  market: DE-LU\n  renewables:\n"
+                      "    - {type: goo, kwh: 1, market: DE-LU, retired_for: hall-1, "
+                      "vintage: 2026}\n"
+                      "    - {type: goo, kwh: 2, market: FR, retired_for: hall-1, vintage: "
+                      "2026-03}\n"
+                      "    - {type: ppa, kwh: 3, retired_for: hall-2}\n"
+                      "    - {type: goo, kwh: 4, vintage: 2025}\n"
+                      "    - {type: goo, kwh: 5}\n",
+                      &c, &err),
+              0);
+    WT_EQ_INT((int)c.nren, 5);
+    WT_EQ_STR(c.market, "DE-LU");
+    WT_EQ_STR(c.ren[1].vintage, "2026-03");
+    wt_stmt_instruments(&c, y26, y27, in);
+    /* all three criteria met: in both */
+    WT_ASSERT(in[0].in_ref && in[0].in_cue);
+    WT_EQ_STR(in[0].refused, "");
+    WT_EQ_STR(in[0].unchecked, "");
+    /* another market: REF counts it (where the source is does not change REF), CUE not */
+    WT_ASSERT(in[1].in_ref && !in[1].in_cue);
+    WT_CONTAINS(in[1].refused, "outside_market_boundary: market FR, not the site's DE-LU");
+    /* retired for another site: in neither */
+    WT_ASSERT(!in[2].in_ref && !in[2].in_cue);
+    WT_CONTAINS(in[2].refused, "not_retired_for_site: retired for hall-2, not for this site");
+    WT_CONTAINS(in[2].unchecked, "vintage");
+    /* generated before the period: in neither */
+    WT_ASSERT(!in[3].in_ref && !in[3].in_cue);
+    WT_CONTAINS(in[3].refused, "vintage_outside_period: generated in 2025");
+    /* nothing stated: counted, each criterion unchecked */
+    WT_ASSERT(in[4].in_ref && in[4].in_cue);
+    WT_EQ_STR(in[4].unchecked, "retired_for; vintage; market");
+    /* the same vintage over 2025 is in the period */
+    wt_stmt_instruments(&c, y26 - 86400LL * WT_NS_PER_S, y26, in);
+    WT_ASSERT(in[3].in_ref);
+    WT_ASSERT(!in[0].in_ref); /* and 2026's is not */
+
+    /* without statement.site or statement.market the criteria stated cannot be checked */
+    WT_EQ_INT(conf_of("statement:\n  renewables:\n"
+                      "    - {type: goo, kwh: 1, market: DE-LU}\n"
+                      "    - {type: goo, kwh: 1, retired_for: hall-1}\n",
+                      &c, &err),
+              0);
+    wt_stmt_instruments(&c, y26, y27, in);
+    WT_ASSERT(in[0].in_ref && !in[0].in_cue);
+    WT_CONTAINS(in[0].refused, "market_not_checked: market DE-LU, and statement.market");
+    WT_ASSERT(!in[1].in_ref && !in[1].in_cue);
+    WT_CONTAINS(in[1].refused, "statement.site is not given");
+
+    WT_EQ_INT(
+        conf_of("statement:\n  renewables:\n    - {type: goo, kwh: 1, vintage: 26}\n", &c, &err),
+        -EINVAL);
+    WT_CONTAINS(err.msg, "s.yaml:3: statement.renewables[0].vintage: expected YYYY or YYYY-MM");
+    WT_EQ_INT(conf_of("statement:\n  renewables:\n    - {type: goo, kwh: 1, vintage: 2026-13}\n",
+                      &c, &err),
+              -EINVAL);
+    WT_CONTAINS(err.msg, "statement.renewables[0].vintage");
 }
