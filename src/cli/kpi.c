@@ -247,7 +247,12 @@ static void print_text(const struct wt_kpi_report *r, const struct wt_clock_warn
         if (energies[i].off >= offsetof(struct wt_kpi_report, carriers) && !e->meters)
             continue; /* what the facility's E_DC adds, only where a meter is */
         kwh(e, v, sizeof v);
-        if (strcmp(e->from, "meters") == 0)
+        const struct wt_kpi_carriers *ca = &r->carriers;
+        if (e == &r->facility && strcmp(e->from, "meters") == 0 &&
+            (ca->onsite.meters || ca->fuel.meters || ca->cooling_in.meters || ca->exported.meters))
+            printf("  %-12s %-22s E_DC: %s meters (%d) and the carriers below, coverage %.0f%%\n",
+                   energies[i].label, v, wt_role_name(e->role), e->meters, 100 * e->coverage);
+        else if (strcmp(e->from, "meters") == 0)
             printf("  %-12s %-22s %s meters (%d), coverage %.0f%%\n", energies[i].label, v,
                    wt_role_name(e->role), e->meters, 100 * e->coverage);
         else if (e == &r->gpu && e->meters)
