@@ -8,11 +8,13 @@
 # week is that of the daemon's store. Bad input: an engine that does not answer (exit 1, its URL named), a week the
 # engine holds no wattage series for (exit 1, named), --source with --db (exit 2); no working
 # store is left behind. The same weeks backfilled into a real Prometheus (promtool): the same
-# review from prometheus://.
+# review from prometheus://; the daemon also remote-writes into a real Prometheus (its receiver):
+# the same review of its week from there.
 . tests/cli/lib.sh
 . tests/cli/remote_write_lib.sh
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
+PROMETHEUS=${PROMETHEUS:-prometheus}
 GEN=${WATTAGE_BUILD:-build}/tests/unit/test_review
 if ! command -v "$VM" >/dev/null; then
     skip "review --source against VictoriaMetrics" "victoria-metrics is not installed (scripts/deps.sh --test)"
@@ -108,7 +110,6 @@ check "the same text as the store's review" cmp -s "$TMP/local.txt" "$TMP/src.tx
 
 # The same weeks in a real Prometheus: backfilled with promtool (Prometheus takes no old samples
 # through remote write), then served with a retention that keeps them: the same review.
-PROMETHEUS=${PROMETHEUS:-prometheus}
 if ! command -v "$PROMETHEUS" >/dev/null || ! command -v promtool >/dev/null; then
     skip "review --source against Prometheus" "prometheus is not installed (scripts/deps.sh --test)"
 else
@@ -158,11 +159,28 @@ VM2=http://127.0.0.1:$VPORT2
 T_PIDS="$T_PIDS $!"
 check "the second VictoriaMetrics starts" wait_for 30 curl -sf "$VM2/health" -o /dev/null
 mkdir -p "$TMP/empty"
+# and into a real Prometheus (its remote-write receiver), where one is installed
+PROM_EP=
+if command -v "$PROMETHEUS" >/dev/null; then
+    PPORT2=$(free_port)
+    mkdir -p "$TMP/prom2"
+    printf 'global:\n  scrape_interval: 1h\n' >"$TMP/prom2/prometheus.yml"
+    bg "$PROMETHEUS" --config.file="$TMP/prom2/prometheus.yml" --storage.tsdb.path="$TMP/prom2/data" \
+        --web.listen-address="127.0.0.1:$PPORT2" --web.enable-remote-write-receiver \
+        --log.level=warn 2>>"$TMP/prom2.log"
+    check "a Prometheus with its remote-write receiver starts" \
+        wait_for 60 curl -sf "http://127.0.0.1:$PPORT2/-/ready" -o /dev/null
+    PROM_EP="  - url: http://127.0.0.1:$PPORT2/api/v1/write
+    name: prom
+    deadline: 1s
+    timeout: 2s
+    max_backoff: 2s"
+fi
 rw_config "$TMP/w.yaml" node-v "  - url: $VM2/api/v1/write
     name: vm
     deadline: 1s
     timeout: 2s
-    max_backoff: 2s"
+    max_backoff: 2s" ${PROM_EP:+"$PROM_EP"}
 WPORT=$(free_port)
 WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty WATTAGE_NVML_LIBRARY=$FAKE_NVML \
     FAKE_NVML_GPUS=2 FAKE_NVML_UTIL=0:0:100000:0 bg "$BIN" run -c "$TMP/w.yaml" \
@@ -170,6 +188,7 @@ WATTAGE_SYSFS_ROOT=$TMP/empty WATTAGE_PROCFS_ROOT=$TMP/empty WATTAGE_NVML_LIBRAR
 wpid=$!
 check "the daemon remote-writes into VictoriaMetrics" rw_wait_caught_up "$WPORT" vm 30
 sleep 3
+[[ -n $PROM_EP ]] && check "and into Prometheus" rw_wait_caught_up "$WPORT" prom 30
 kill "$wpid"
 wait "$wpid" 2>/dev/null
 check "everything the daemon stored arrived" rw_check_vm "$VM2" "$TMP/w.db" node-v vm \
@@ -180,7 +199,7 @@ W=("$BIN" review -c "$TMP/w.yaml" --week "$NOW_WEEK" --json)
 check "the review of the daemon's store (exit 0)" test $? -eq 0
 "${W[@]}" --source "victoriametrics://127.0.0.1:$VPORT2" >"$TMP/ws.json" 2>"$TMP/ws.err"
 check "the review of its engine (exit 0: $(head -c 200 "$TMP/ws.err"))" test $? -eq 0
-msg=$($PY - "$TMP/wl.json" "$TMP/ws.json" <<'PY' 2>&1
+SAME_WEEK=$(cat <<'PY'
 import json, sys
 a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 assert a["has_data"] is True and b["has_data"] is True, (a["has_data"], b["has_data"])
@@ -197,7 +216,14 @@ assert a["changes"] == b["changes"] and a["findings"] == b["findings"], (b["chan
 print(f"ok (GPU utilisation {u:.4f} from both)")
 PY
 )
+msg=$($PY -c "$SAME_WEEK" "$TMP/wl.json" "$TMP/ws.json" 2>&1)
 check "the engine's review of the daemon's week is the store's: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+if [[ -n $PROM_EP ]]; then
+    "${W[@]}" --source "prometheus://127.0.0.1:$PPORT2" >"$TMP/wp.json" 2>"$TMP/wp.err"
+    check "the review of Prometheus (exit 0: $(head -c 200 "$TMP/wp.err"))" test $? -eq 0
+    msg=$($PY -c "$SAME_WEEK" "$TMP/wl.json" "$TMP/wp.json" 2>&1)
+    check "Prometheus' review of the daemon's week is the store's: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+fi
 
 # Bad input.
 DOWN=victoriametrics://127.0.0.1:$(free_port)
