@@ -151,31 +151,36 @@ static bool has_label(const char *labels, const char *key)
     return wt_detect_label(labels, key, &n) != NULL;
 }
 
-/* True when label key of labels is exactly val. */
-static bool label_is(const char *labels, const char *key, const char *val)
+/* True when the value p (n bytes; NULL: no such label) is exactly val. */
+static bool value_is(const char *p, size_t n, const char *val)
 {
-    size_t n;
-    const char *p = wt_detect_label(labels, key, &n);
     return p && n == strlen(val) && memcmp(p, val, n) == 0;
 }
 
+/* Each label is looked up once and its value compared with each candidate (issue 49: a lookup
+ * per candidate searched the labels up to three times). */
 static void gather_ecc(struct now *v, const struct wt_reading *r)
 {
-    if (!label_is(r->labels, "type", "uncorrected"))
+    size_t n = 0;
+    const char *p = wt_detect_label(r->labels, "type", &n);
+    if (!value_is(p, n, "uncorrected"))
         return;
-    if (label_is(r->labels, "counter", "volatile"))
+    p = wt_detect_label(r->labels, "counter", &n);
+    if (value_is(p, n, "volatile"))
         v->have_unc_vol = true, v->unc_vol = r->value;
-    else if (label_is(r->labels, "counter", "aggregate"))
+    else if (value_is(p, n, "aggregate"))
         v->have_unc_agg = true, v->unc_agg = r->value;
 }
 
 static void gather_remap(struct now *v, const struct wt_reading *r)
 {
-    if (label_is(r->labels, "kind", "pending"))
+    size_t n = 0;
+    const char *p = wt_detect_label(r->labels, "kind", &n);
+    if (value_is(p, n, "pending"))
         v->have_pending = true, v->pending = r->value;
-    else if (label_is(r->labels, "kind", "failure"))
+    else if (value_is(p, n, "failure"))
         v->have_failure = true, v->failure = r->value;
-    else if (label_is(r->labels, "kind", "uncorrectable"))
+    else if (value_is(p, n, "uncorrectable"))
         v->unc_rows = r->value;
 }
 

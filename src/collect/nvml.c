@@ -541,6 +541,32 @@ static int emit_up(const struct gpu *g, int64_t t_ns, struct wt_batch *out)
     return rc;
 }
 
+/* Where g's derived labels sit in g->kin. */
+enum { KIN_REASON = 0, KIN_ECC = 9, KIN_REMAP = 13 };
+_Static_assert(KIN_ECC == N_REASONS && KIN_REMAP == KIN_ECC + 4 && KIN_REMAP + 4 == WT_NVML_KIN,
+               "nvml_base.h's WT_NVML_KIN counts the reasons, ECC counters and remap kinds");
+
+/*
+ * g's labels with key="val"[,key2="val2"] added, made once and kept in g->kin[k] until g's labels
+ * change (a GPU named anew: build_labels); NULL when they do not fit.
+ */
+static const char *kin(struct gpu *g, int k, const char *key, const char *val, const char *key2,
+                       const char *val2)
+{
+    if (strcmp(g->kin_from, g->labels) != 0) {
+        memcpy(g->kin_from, g->labels, sizeof g->kin_from);
+        memset(g->kin_ok, 0, sizeof g->kin_ok);
+    }
+    if (!g->kin_ok[k]) {
+        char *l = g->kin[k];
+        memcpy(l, g->labels, sizeof g->kin[k]);
+        bool fits = wt_labels_add(l, sizeof g->kin[k], key, val) == 0 &&
+                    (!key2 || wt_labels_add(l, sizeof g->kin[k], key2, val2) == 0);
+        g->kin_ok[k] = fits ? 1 : -1;
+    }
+    return g->kin_ok[k] > 0 ? g->kin[k] : NULL;
+}
+
 /* metric{labels,key="val"[,key2="val2"]} = value; 0, or -E2BIG/-ENOMEM. */
 static int add_with(struct wt_batch *out, int metric, const char *labels, const char *key,
                     const char *val, const char *key2, const char *val2, int64_t t_ns, double value)
@@ -575,8 +601,16 @@ static int emit_xids(struct nvml_state *s, const struct gpu *g, int64_t t_ns, st
     return rc;
 }
 
-static int emit_health(struct nvml_state *s, const struct gpu *g, const struct sample *v,
-                       int64_t t_ns, struct wt_batch *out)
+/* metric{the labels of kin(g, k, ...)} = value; 0, or -E2BIG/-ENOMEM. */
+static int add_kin(struct wt_batch *out, int metric, struct gpu *g, int k, const char *key,
+                   const char *val, const char *key2, const char *val2, int64_t t_ns, double value)
+{
+    const char *l = kin(g, k, key, val, key2, val2);
+    return l ? add(out, metric, l, t_ns, value) : -E2BIG;
+}
+
+static int emit_health(struct nvml_state *s, struct gpu *g, const struct sample *v, int64_t t_ns,
+                       struct wt_batch *out)
 {
     static const char *const types[2] = {"corrected", "uncorrected"};
     static const char *const kinds[4] = {"correctable", "uncorrectable", "pending", "failure"};
@@ -584,17 +618,18 @@ static int emit_health(struct nvml_state *s, const struct gpu *g, const struct s
     int rc = 0;
     for (int k = 0; k < 2; k++) {
         if (v->have_ecc_vol)
-            rc |= add_with(out, WT_M_GPU_ECC_ERRORS, l, "type", types[k], "counter", "volatile",
-                           t_ns, (double)v->ecc_vol[k]);
+            rc |= add_kin(out, WT_M_GPU_ECC_ERRORS, g, KIN_ECC + 2 * k, "type", types[k], "counter",
+                          "volatile", t_ns, (double)v->ecc_vol[k]);
         if (v->have_ecc_agg)
-            rc |= add_with(out, WT_M_GPU_ECC_ERRORS, l, "type", types[k], "counter", "aggregate",
-                           t_ns, (double)v->ecc_agg[k]);
+            rc |= add_kin(out, WT_M_GPU_ECC_ERRORS, g, KIN_ECC + 2 * k + 1, "type", types[k],
+                          "counter", "aggregate", t_ns, (double)v->ecc_agg[k]);
     }
     for (int k = 0; v->have_remap && k < 4; k++)
-        rc |= add_with(out, WT_M_GPU_REMAPPED_ROWS, l, "kind", kinds[k], NULL, NULL, t_ns,
-                       k < 2         ? (double)v->remap[k]
-                       : v->remap[k] ? 1
-                                     : 0);
+        rc |= add_kin(out, WT_M_GPU_REMAPPED_ROWS, g, KIN_REMAP + k, "kind", kinds[k], NULL, NULL,
+                      t_ns,
+                      k < 2         ? (double)v->remap[k]
+                      : v->remap[k] ? 1
+                                    : 0);
     if (v->have_replay)
         rc |= add(out, WT_M_GPU_PCIE_REPLAYS, l, t_ns, (double)v->replay);
     if (v->have_mem_temp)
@@ -686,9 +721,8 @@ static int emit(struct nvml_state *s, struct gpu *g, const struct sample *v, int
     if (v->have_throttle) {
         rc |= add(out, WT_M_GPU_THROTTLE_REASONS, l, t_ns, (double)v->throttle);
         for (size_t i = 0; i < N_REASONS; i++) {
-            char rl[WT_LABELS_LEN];
-            memcpy(rl, l, sizeof rl);
-            if (wt_labels_add(rl, sizeof rl, "reason", reasons[i].name))
+            const char *rl = kin(g, KIN_REASON + (int)i, "reason", reasons[i].name, NULL, NULL);
+            if (!rl)
                 continue;
             rc |= add(out, WT_M_GPU_THROTTLED, rl, t_ns, (v->throttle & reasons[i].bit) ? 1 : 0);
         }

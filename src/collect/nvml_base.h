@@ -106,6 +106,9 @@ enum feature {
     (1u << F_VBIOS | 1u << F_ECC_VOLATILE | 1u << F_ECC_AGGREGATE | 1u << F_REMAP |                \
      1u << F_PCIE_REPLAY | 1u << F_MEM_TEMP | 1u << F_FAN | 1u << F_XID)
 
+/* Series labels derived from a GPU's: 9 throttle reasons, 4 ECC counters, 4 remap kinds. */
+#define WT_NVML_KIN 17
+
 struct gpu {
     unsigned int index;
     nvmlDevice_t dev;
@@ -118,6 +121,11 @@ struct gpu {
     char vbios[NVML_DEVICE_VBIOS_VERSION_BUFFER_SIZE];
     char labels[WT_LABELS_LEN];      /* gpu,uuid,model */
     char info_labels[WT_LABELS_LEN]; /* + pci_bus_id, driver/VBIOS/CUDA versions */
+    /* the labels of the per-reason, per-ECC-counter and per-remap-kind series, made from labels
+     * once rather than each tick (issue 49); kin_from is the labels they were made from */
+    char kin_from[WT_LABELS_LEN];
+    char kin[WT_NVML_KIN][WT_LABELS_LEN];
+    signed char kin_ok[WT_NVML_KIN]; /* 0 not made yet, 1 made, -1 too long */
     unsigned int nfans;
     uint32_t unsupported; /* 1 << enum feature */
     /* read at discovery (thresholds), and with the slow fields (the limit's range) */

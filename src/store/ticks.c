@@ -16,40 +16,53 @@
  * bytes, and the encoder writes none (a body that folds more is kept plain) */
 #define MAX_FOLD(z) (64 * (uint64_t)(z) + 1024)
 
-struct sortable {
-    int64_t series, t;
-    double v;
-    size_t order;
-};
-
-static int by_series_time(const void *pa, const void *pb)
+static bool before(const struct wt_tick_reading *a, const struct wt_tick_reading *b)
 {
-    const struct sortable *a = pa, *b = pb;
-    if (a->series != b->series)
-        return a->series < b->series ? -1 : 1;
-    if (a->t != b->t)
-        return a->t < b->t ? -1 : 1;
-    return a->order < b->order ? -1 : a->order > b->order;
+    return a->series < b->series || (a->series == b->series && a->t_ns < b->t_ns);
+}
+
+/* Merges the sorted runs r[a..m) and r[m..e) through tmp, the left first of equals. */
+static void merge(struct wt_tick_reading *r, size_t a, size_t m, size_t e,
+                  struct wt_tick_reading *tmp)
+{
+    size_t x = a, y = m, out = 0;
+    while (x < m && y < e)
+        tmp[out++] = before(&r[y], &r[x]) ? r[y++] : r[x++];
+    while (x < m)
+        tmp[out++] = r[x++];
+    memcpy(r + a, tmp, out * sizeof *r);
+}
+
+/* Sorts r[0..n) by time, stably: bottom-up merges of sorted runs (one series' readings). */
+static void sort_by_time(struct wt_tick_reading *r, size_t n, struct wt_tick_reading *tmp)
+{
+    for (size_t w = 1; w < n; w *= 2)
+        for (size_t a = 0; a + w < n; a += 2 * w)
+            merge(r, a, a + w, a + 2 * w < n ? a + 2 * w : n, tmp);
 }
 
 /*
- * Sorts s[0..n) as qsort with by_series_time would (s[i].order == i), in a few linear passes:
- * stable by series, a byte of (series - the least) a pass, through tmp; then each series' run by
- * time, by insertion (a flush's run is a tick or a few, in time order already) or qsort when it is
- * long. Returns 0 or -ENOMEM (s is then left as it was).
+ * Sorts r[0..n) by series, then time, stably (of equal keys the first given stays first). A
+ * flush in order is left as it is. Else a byte of (series - the least) a pass, stably through
+ * tmp; then each series' run by time, by insertion (a flush's run is a tick or a few, in time
+ * order already) or merges when it is long. Returns 0 or -ENOMEM (r is then as it was).
  */
-static int sort_readings(struct sortable *s, size_t n)
+static int sort_readings(struct wt_tick_reading *r, size_t n)
 {
-    int64_t lo = s[0].series, hi = s[0].series;
+    bool sorted = true;
+    int64_t lo = r[0].series, hi = r[0].series;
     for (size_t i = 1; i < n; i++) {
-        lo = s[i].series < lo ? s[i].series : lo;
-        hi = s[i].series > hi ? s[i].series : hi;
+        sorted = sorted && !before(&r[i], &r[i - 1]);
+        lo = r[i].series < lo ? r[i].series : lo;
+        hi = r[i].series > hi ? r[i].series : hi;
     }
+    if (sorted)
+        return 0;
     uint64_t range = (uint64_t)hi - (uint64_t)lo;
-    struct sortable *tmp = malloc(n * sizeof *tmp);
+    struct wt_tick_reading *tmp = malloc(n * sizeof *tmp);
     if (!tmp)
         return -ENOMEM;
-    struct sortable *a = s, *b = tmp;
+    struct wt_tick_reading *a = r, *b = tmp;
     for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += 8) {
         size_t count[257] = {0};
         for (size_t i = 0; i < n; i++)
@@ -58,44 +71,75 @@ static int sort_readings(struct sortable *s, size_t n)
             count[d + 1] += count[d];
         for (size_t i = 0; i < n; i++)
             b[count[((uint64_t)a[i].series - (uint64_t)lo) >> shift & 0xff]++] = a[i];
-        struct sortable *t = a;
+        struct wt_tick_reading *t = a;
         a = b;
         b = t;
     }
-    if (a != s)
-        memcpy(s, a, n * sizeof *s);
-    free(tmp);
+    if (a != r)
+        memcpy(r, a, n * sizeof *r);
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
-        while (j < n && s[j].series == s[i].series)
+        while (j < n && r[j].series == r[i].series)
             j++;
         if (j - i > 32) {
-            qsort(s + i, j - i, sizeof *s, by_series_time);
+            sort_by_time(r + i, j - i, tmp);
         } else {
             for (size_t k = i + 1; k < j; k++) {
-                struct sortable x = s[k];
+                struct wt_tick_reading x = r[k];
                 size_t m = k;
-                for (; m > i && by_series_time(&s[m - 1], &x) > 0; m--)
-                    s[m] = s[m - 1];
-                s[m] = x;
+                for (; m > i && before(&x, &r[m - 1]); m--)
+                    r[m] = r[m - 1];
+                r[m] = x;
             }
         }
         i = j;
     }
+    free(tmp);
     return 0;
 }
 
+/* Appends to w a varint length and then the payload of the m points at p, written in place (a
+ * byte is kept for the length; a payload of 128 bytes or more is moved up for a longer one). */
+static void put_group(struct wt_wbuf *w, const struct wt_point *p, size_t m)
+{
+    wt_wb_room(w, 1);
+    if (w->oom)
+        return;
+    size_t at = w->n++;
+    wt_codec_put_points(w, p, m);
+    if (w->oom)
+        return;
+    size_t len = w->n - at - 1;
+    uint8_t v[10];
+    size_t k = 0;
+    for (uint64_t x = len; k == 0 || x; x >>= 7)
+        v[k++] = (uint8_t)(x >= 0x80 ? (x & 0x7f) | 0x80 : x);
+    if (k > 1) {
+        wt_wb_room(w, k - 1);
+        if (w->oom)
+            return;
+        memmove(w->p + at + k, w->p + at + 1, len);
+        w->n += k - 1;
+    }
+    memcpy(w->p + at, v, k);
+}
+
 /* The plain body of sorted readings s[0..n): base, series, and each series' points. */
-static int put_body(struct wt_wbuf *w, const struct sortable *s, size_t n, int64_t base,
+static int put_body(struct wt_wbuf *w, const struct wt_tick_reading *s, size_t n, int64_t base,
                     size_t *kept)
 {
-    struct wt_point *pts = malloc(n * sizeof *pts);
-    struct wt_wbuf g = {0};
-    size_t groups = 0;
-    if (!pts)
+    /* a flush of one tick has a point a series: no copy needed beyond a few */
+    struct wt_point few[16], *pts = few;
+    size_t groups = 0, longest = 0;
+    for (size_t i = 0, run = 0; i < n; i++) {
+        bool first = i == 0 || s[i].series != s[i - 1].series;
+        groups += first;
+        run = first ? 1 : run + 1;
+        longest = run > longest ? run : longest;
+    }
+    if (longest > sizeof few / sizeof few[0] && !(pts = malloc(longest * sizeof *pts)))
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        groups += i == 0 || s[i].series != s[i - 1].series;
+    wt_wb_room(w, 20 + 12 * n);
     wt_put_sv(w, (uint64_t)base);
     wt_put_uv(w, groups);
     *kept = 0;
@@ -103,30 +147,22 @@ static int put_body(struct wt_wbuf *w, const struct sortable *s, size_t n, int64
     for (size_t i = 0; i < n;) {
         size_t j = i, m = 0;
         for (; j < n && s[j].series == s[i].series; j++) {
-            if (m && s[j].t == s[j - 1].t)
+            if (m && s[j].t_ns == s[j - 1].t_ns)
                 continue; /* the same series and time again: the first stays */
-            pts[m].t_ns = (int64_t)((uint64_t)s[j].t - (uint64_t)base);
+            pts[m].t_ns = (int64_t)((uint64_t)s[j].t_ns - (uint64_t)base);
             pts[m].v = s[j].v;
             m++;
         }
-        g.n = 0;
-        wt_codec_put_points(&g, pts, m);
         wt_put_uv(w, (uint64_t)(s[i].series - prev_id));
         wt_put_uv(w, m);
-        wt_put_uv(w, g.n);
-        wt_wb_room(w, g.n);
-        if (!w->oom && !g.oom) {
-            memcpy(w->p + w->n, g.p, g.n);
-            w->n += g.n;
-        }
+        put_group(w, pts, m);
         prev_id = s[i].series;
         *kept += m;
         i = j;
     }
-    bool oom = g.oom || w->oom;
-    free(g.p);
-    free(pts);
-    return oom ? -ENOMEM : 0;
+    if (pts != few)
+        free(pts);
+    return w->oom ? -ENOMEM : 0;
 }
 
 int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *len, int64_t *t_min,
@@ -145,22 +181,12 @@ int wt_ticks_encode(struct wt_tick_reading *r, size_t n, uint8_t **out, size_t *
     }
     if (__builtin_sub_overflow(hi, lo, &span))
         return -EINVAL;
-    struct sortable *s = malloc(n * sizeof *s);
-    if (!s)
+    if (sort_readings(r, n) != 0)
         return -ENOMEM;
-    for (size_t i = 0; i < n; i++)
-        s[i] = (struct sortable){r[i].series, r[i].t_ns, r[i].v, i};
-    if (sort_readings(s, n) != 0) {
-        free(s);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < n; i++)
-        r[i] = (struct wt_tick_reading){s[i].series, s[i].t, s[i].v};
 
     struct wt_wbuf body = {0}, blob = {0};
     size_t kept = 0;
-    int rc = put_body(&body, s, n, lo, &kept);
-    free(s);
+    int rc = put_body(&body, r, n, lo, &kept);
     if (rc == 0) {
         wt_wb_room(&blob, 1 + 10 + 10 + body.n + body.n / 8 + 64);
         wt_put_u8(&blob, WT_TICKS_ZSTD);

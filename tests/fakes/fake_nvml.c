@@ -36,6 +36,8 @@
  *                                later than the caller's stamp (default 0)
  *   FAKE_NVML_LOST=g:from:to[,…] seconds after T0, [from, to): every call for GPU g (its handle
  *                                lookup included) returns NVML_ERROR_GPU_IS_LOST (15)
+ *   FAKE_NVML_SWAP=g:at          from T0+at GPU g answers another UUID, GPU-fake-swap-g (a board
+ *                                swapped while the GPU was lost)
  *   FAKE_NVML_RESET=g:at[,…]     GPU g's energy counter restarts from 0 at T0+at (driver reload):
  *                                  counter = floor(1000 * integral of P_g from T0+at to now)
  *   FAKE_NVML_NOT_SUPPORTED=LIST any of energy,power,temperature,thresholds,utilization,memory,
@@ -275,6 +277,8 @@ static struct {
         double from, to;
     } lost[MAX_EVENTS];
     int nlost;
+    int swap_gpu; /* -1: none */
+    double swap_at;
     struct {
         unsigned int gpu;
         double at;
@@ -445,6 +449,9 @@ static void load(void)
         v = strchr(v, ',');
         v = v ? v + 1 : NULL;
     }
+    fk.swap_gpu = -1;
+    if ((v = env("FAKE_NVML_SWAP")) && sscanf(v, "%d:%lf", &fk.swap_gpu, &fk.swap_at) != 2)
+        fk.swap_gpu = -1;
     for (v = env("FAKE_NVML_RESET"); v && *v && fk.nreset < MAX_EVENTS;) {
         unsigned int g;
         double a;
@@ -900,6 +907,8 @@ nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *buf, unsigned int length)
         return r;
     if (is_mig(d))
         snprintf(uuid, sizeof uuid, "MIG-fake-%u-%u", d->index, d->gi);
+    else if ((int)d->index == fk.swap_gpu && now_s() - fk.t0 >= fk.swap_at)
+        snprintf(uuid, sizeof uuid, "GPU-fake-swap-%u", d->index);
     else
         snprintf(uuid, sizeof uuid, "GPU-fake-0000-%u", d->index);
     return copy_out(buf, length, uuid);

@@ -877,6 +877,65 @@ WT_TEST(throttling_fires_after_for_and_names_the_reason)
     wt_alert_eval_free(e);
 }
 
+/* An instance is one label string, told apart to the last byte and kept from tick to tick
+ * (issue 49: the index hashes labels eight bytes at a time): four series whose labels differ in
+ * one byte mid-word, in the tail, or by a pair more fire four alerts, each pending once; two
+ * GPUs throttled fire two. */
+WT_TEST(an_instance_is_one_label_string_to_the_last_byte)
+{
+    load(hot_rule, true);
+    struct wt_alert_eval *e = new_eval();
+    struct wt_batch b = {0};
+    char l[4][WT_LABELS_LEN];
+    WT_EQ_INT(wt_labels(l[0], sizeof l[0], "gpu", "0", "uuid", "GPU-0123456789abcdef-0123", "model",
+                        "NVIDIA H200", NULL),
+              0);
+    snprintf(l[1], sizeof l[1], "%s", l[0]);
+    l[1][13] ^= 1; /* inside the second word */
+    snprintf(l[2], sizeof l[2], "%s", l[0]);
+    l[2][strlen(l[2]) - 2] ^= 1; /* in the tail */
+    snprintf(l[3], sizeof l[3], "%s", l[0]);
+    WT_EQ_INT(wt_labels_add(l[3], sizeof l[3], "pci_bus_id", "0"), 0);
+    for (int s = 0; s <= 5; s++) {
+        wt_batch_clear(&b);
+        for (int i = 0; i < 4; i++) {
+            char copy[WT_LABELS_LEN]; /* the same labels from another place each tick */
+            snprintf(copy, sizeof copy, "%s", l[(i + s) % 4]);
+            put(&b, WT_M_GPU_TEMP_C, copy, T0 + S(s), 90);
+        }
+        tick(e, &b, T0 + S(s));
+    }
+    WT_EQ_INT(count("GPUHot", WT_ALERT_PENDING, NULL), 4);
+    WT_EQ_INT(count("GPUHot", WT_ALERT_FIRING, NULL), 4);
+    for (int i = 0; i < 4; i++) {
+        int n = 0;
+        for (int k = 0; k < nrec; k++)
+            n += recs[k].a.state == WT_ALERT_FIRING &&
+                 strncmp(recs[k].a.labels, l[i], strlen(l[i])) == 0 &&
+                 (recs[k].a.labels[strlen(l[i])] == '\0' ||
+                  strncmp(recs[k].a.labels + strlen(l[i]), ",team=", 6) == 0);
+        WT_EQ_INT(n, 1);
+    }
+    wt_alert_eval_free(e);
+
+    load("alerts:\n  detectors:\n    throttling: {for: 2s}\n", true);
+    e = new_eval();
+    for (int s = 0; s <= 4; s++) {
+        wt_batch_clear(&b);
+        for (int g = 0; g < 2; g++) {
+            struct gv v = base;
+            add_gpu(&b, g, "NVIDIA H200", T0 + S(s), &v);
+            add_throttled(&b, g, T0 + S(s), "hw_thermal_slowdown", 1);
+        }
+        tick(e, &b, T0 + S(s));
+    }
+    WT_EQ_INT(count("GPUThrottling", WT_ALERT_PENDING, NULL), 2);
+    WT_EQ_INT(count("GPUThrottling", WT_ALERT_FIRING, NULL), 2);
+    WT_EQ_INT(count("GPUThrottling", WT_ALERT_FIRING, "GPU-test-0001"), 1);
+    wt_batch_free(&b);
+    wt_alert_eval_free(e);
+}
+
 WT_TEST(idle_burn_fires_with_the_energy_and_resolves_under_load)
 {
     load("alerts:\n  detectors:\n    idle_burn: {for: 60s}\n", true);

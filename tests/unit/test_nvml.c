@@ -426,6 +426,46 @@ WT_TEST(a_lost_gpu_is_down_alone_and_comes_back)
     wt_nvml_collector.close(st);
 }
 
+/* A board swapped while lost comes back under its new UUID: the per-reason, per-ECC-counter and
+ * per-remap-kind series, whose labels the collector makes once (issue 49), carry it too. */
+WT_TEST(a_gpu_back_under_a_new_uuid_names_it_in_every_series)
+{
+    set_t0_now();
+    setenv("FAKE_NVML_LOST", "2:0.3:0.7", 1);
+    setenv("FAKE_NVML_SWAP", "2:0.5", 1);
+    double t0 = atof(getenv("FAKE_NVML_T0"));
+    void *st = open_ok(fake(), 50);
+    struct wt_batch b = {0};
+    int before = 0, after = 0;
+    while (now_s() < t0 + 1.2) {
+        double s0 = (double)poll_ok(st, &b) / WT_NS_PER_S - t0, s1 = now_s() - t0;
+        const char *want = s1 < 0.3 ? "GPU-fake-0000-2" : s0 >= 0.7 ? "GPU-fake-swap-2" : NULL;
+        int kin = 0;
+        for (size_t i = 0; want && i < b.len; i++) {
+            const struct wt_reading *r = &b.r[i];
+            char idx[8], uuid[64];
+            if ((r->metric != WT_M_GPU_THROTTLED && r->metric != WT_M_GPU_ECC_ERRORS &&
+                 r->metric != WT_M_GPU_REMAPPED_ROWS) ||
+                wt_labels_get(r->labels, "gpu", idx, sizeof idx) != 0 || strcmp(idx, "2") != 0)
+                continue;
+            WT_EQ_INT(wt_labels_get(r->labels, "uuid", uuid, sizeof uuid), 0);
+            WT_EQ_STR(uuid, want);
+            kin++;
+        }
+        if (want) {
+            WT_ASSERT(kin >= 9); /* the reasons at least */
+            before += s1 < 0.3;
+            after += s0 >= 0.7;
+        }
+        sleep_s(0.05);
+    }
+    WT_ASSERT(before >= 2);
+    WT_ASSERT(after >= 3);
+    wt_batch_free(&b);
+    wt_nvml_collector.close(st);
+    unsetenv("FAKE_NVML_SWAP");
+}
+
 WT_TEST(a_gpu_lost_at_open_is_picked_up_later_with_its_labels)
 {
     set_t0_now();

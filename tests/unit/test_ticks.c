@@ -205,6 +205,68 @@ WT_TEST(ticks_round_trip_exactly)
     round_trip(r, 3);
 }
 
+/* The blob of readings in any order is the blob of the same readings sorted, each (series,
+ * time) once with its first value; the caller's array comes back sorted. */
+static void same_blob(const struct wt_tick_reading *in, size_t n)
+{
+    static struct wt_tick_reading work[4000], want[4000];
+    uint8_t *a = NULL, *b = NULL;
+    size_t la = 0, lb = 0;
+    int64_t lo, hi;
+    memcpy(work, in, n * sizeof *in);
+    size_t m = expected(in, n, want);
+    WT_EQ_INT(wt_ticks_encode(work, n, &a, &la, &lo, &hi), 0);
+    for (size_t i = 1; i < n; i++)
+        WT_ASSERT(by_series_time(&work[i - 1], &work[i]) <= 0);
+    WT_EQ_INT(wt_ticks_encode(want, m, &b, &lb, &lo, &hi), 0);
+    WT_EQ_INT(la, lb);
+    WT_ASSERT(memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+}
+
+/* A flush is the batches of a few collectors one after another, each in ascending ids (issue
+ * 49: the encoder merges those runs instead of sorting); the runs overlap, repeat a (series,
+ * time) with another value, and come in every other order too. */
+WT_TEST(ticks_runs_merge_to_the_sorted_blob)
+{
+    static struct wt_tick_reading r[4000];
+    size_t n = 0;
+    for (int tick = 0; tick < 3; tick++) {
+        for (int sid = 1; sid <= 120; sid++) /* the GPUs */
+            r[n++] = (struct wt_tick_reading){sid, T0 + tick * S, sid * 1.25 + tick};
+        for (int sid = 200; sid <= 230; sid++) /* the host */
+            r[n++] = (struct wt_tick_reading){sid, T0 + tick * S + 7, sid / 3.0};
+        for (int sid = 100; sid <= 210; sid += 10) /* overlapping ids, a repeat at tick 0 */
+            r[n++] = (struct wt_tick_reading){sid, T0 + tick * S, -sid - 0.5};
+    }
+    same_blob(r, n);
+    same_blob(r, 151); /* one tick: runs of 120, 31 */
+    same_blob(r, 120); /* one run: in order already */
+    /* reversed: a run a reading */
+    static struct wt_tick_reading rev[4000];
+    for (size_t i = 0; i < n; i++)
+        rev[i] = r[n - 1 - i];
+    same_blob(rev, n);
+    /* shuffled */
+    unsigned seed = 11;
+    for (size_t i = n - 1; i > 0; i--) {
+        seed = seed * 1103515245u + 12345u;
+        size_t j = (seed >> 8) % (i + 1);
+        struct wt_tick_reading t = r[i];
+        r[i] = r[j];
+        r[j] = t;
+    }
+    same_blob(r, n);
+    round_trip(r, n);
+    /* one series read many times in one flush (an import, a long flush interval), shuffled, each
+     * time given twice */
+    for (int i = 0; i < 400; i++)
+        r[i] = (struct wt_tick_reading){5, T0 + (i * 37 % 200) * S, i};
+    same_blob(r, 400);
+    round_trip(r, 400);
+}
+
 WT_TEST(ticks_refuse_bad_input_and_bad_blobs)
 {
     struct wt_tick_reading r[2] = {{1, T0, 1}, {0, T0, 2}};
