@@ -56,6 +56,10 @@ struct sensor {
     uint64_t last_energy_uj;
     int64_t last_t_ns;
     bool have_last;
+    /* Its latest published power reading (held sensors: kept in the latest readings). */
+    double pub_w, pub_j;
+    int64_t pub_t_ns;
+    bool have_pub;
     bool present;    /* found by the latest scan */
     bool lost;       /* vanished since its last reading */
     bool complained; /* its failure was said; the next good reading says it is back */
@@ -451,6 +455,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
         missing |= !h->s[i].present;
         if (!h->s[i].present && !h->s[i].lost) {
             h->s[i].lost = true;
+            h->s[i].have_pub = false;
             wt_energy_integral_break(&h->s[i].integral);
         }
         if (!h->s[i].present)
@@ -572,6 +577,10 @@ static int emit_power(struct hwmon *h, struct sensor *s, int64_t t_ns, uint64_t 
         rc = wt_batch_add(out, WT_M_HWMON_ENERGY_J, s->elabels, t_ns, s->integral.total_j);
     if (rc == 0 && s->interval_s >= 0)
         rc = wt_batch_add(out, WT_M_HWMON_INTERVAL_S, s->labels, t_ns, s->interval_s);
+    s->pub_w = w;
+    s->pub_j = s->integral.total_j;
+    s->pub_t_ns = t_ns;
+    s->have_pub = rc == 0;
     return rc;
 }
 
@@ -652,6 +661,7 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
             if (!s->complained)
                 wt_warn("hwmon", "%s; the other sensors go on", serr.msg);
             s->complained = true;
+            s->have_pub = false; /* a failed read is not published, nor held */
             wt_energy_integral_break(&s->integral);
             if (rc != -EINVAL && rc != -ERANGE) {
                 s->present = false;
@@ -682,6 +692,35 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
     return 0;
 }
 
+/*
+ * The held sensors' latest readings (wt_collector_ops.held): a power sensor not read by the poll
+ * stamped t_ns gives its power, integrated energy and window again with the stamp of the read
+ * that made them (the sinks saw them then: nothing is integrated or stored twice), and every
+ * held sensor its age, 0 on the ticks that read it.
+ */
+static int hwmon_held(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    struct hwmon *h = state;
+    int rc = 0;
+    for (size_t i = 0; i < h->n && rc == 0; i++) {
+        const struct sensor *s = &h->s[i];
+        if (s->energy || !s->present || s->hold_ns <= 0 || !s->have_pub)
+            continue;
+        if (s->pub_t_ns != t_ns) {
+            rc = wt_batch_add(out, WT_M_HWMON_POWER_W, s->labels, s->pub_t_ns, s->pub_w);
+            if (rc == 0)
+                rc = wt_batch_add(out, WT_M_HWMON_ENERGY_J, s->elabels, s->pub_t_ns, s->pub_j);
+            if (rc == 0 && s->interval_s >= 0)
+                rc =
+                    wt_batch_add(out, WT_M_HWMON_INTERVAL_S, s->labels, s->pub_t_ns, s->interval_s);
+        }
+        if (rc == 0)
+            rc = wt_batch_add(out, WT_M_HWMON_AGE_S, s->labels, t_ns,
+                              (double)(t_ns - s->pub_t_ns) / 1e9);
+    }
+    return rc;
+}
+
 static const struct wt_collector_config *hwmon_config(const struct wt_config *cfg)
 {
     return &cfg->collectors.hwmon;
@@ -694,6 +733,7 @@ const struct wt_collector_ops wt_hwmon_collector = {
     .open = hwmon_open,
     .poll = hwmon_poll,
     .close = hwmon_close,
+    .held = hwmon_held,
 };
 
 uint64_t wt_hwmon_value_reads(const void *state)
