@@ -519,6 +519,10 @@ static int hwmon_open(const struct wt_config *cfg, void **state, struct wt_err *
     h->max_gap_ns = 3 * (iv > 0 ? iv : WT_NS_PER_S);
     h->tick_ns = iv > 0 ? iv : WT_NS_PER_S;
     h->max_hold_ns = cfg ? cfg->collectors.hwmon_max_hold_ns : 0;
+    /* auto: held two ticks at most, so that two readings of a sensor are never more than 3
+     * intervals apart, which the store's segment rule would count as a gap in coverage */
+    if (h->max_hold_ns == WT_CONFIG_AUTO)
+        h->max_hold_ns = 2 * h->tick_ns;
     int rc;
     char base[PATH_MAX];
     int k = snprintf(base, sizeof base, "%s/sys/class/hwmon", wt_sysfs_root());

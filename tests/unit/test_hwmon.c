@@ -621,6 +621,39 @@ WT_TEST(hwmon_max_hold_is_the_ceiling)
     wt_batch_free(&b);
 }
 
+/*
+ * auto (the default): at least every other tick, so two readings are never more than 3 ticks
+ * apart (the store's segment rule): a chip updating every 5 s is read every other 1-s tick.
+ */
+WT_TEST(hwmon_max_hold_auto_is_two_ticks)
+{
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    put("hwmon3", "update_interval", "5000");
+    struct wt_config c;
+    wt_config_defaults(&c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, WT_CONFIG_AUTO);
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_hwmon_collector.open(&c, &st, &err), 0);
+    struct wt_batch b = {0};
+    int read_at = 0;
+    for (int k = 0; k < 10; k++) {
+        poll_ok(st, T0 + k * S, &b);
+        if (find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN)) {
+            WT_EQ_INT(k % 2, 0);
+            read_at++;
+        }
+    }
+    WT_EQ_INT(read_at, 5); /* 0, 2, 4, 6, 8 */
+    const char *f[8];
+    size_t n = 0;
+    int64_t slow_ns = 0;
+    WT_ASSERT(wt_cadence_slow_fields("hwmon", f, 8, &n, &slow_ns));
+    WT_EQ_INT(slow_ns, 2 * S);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
 /* What a store-like sink saw of the PSU's pin: every reading, in order. */
 struct seen {
     struct wt_batch power, energy;
