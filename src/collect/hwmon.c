@@ -76,6 +76,10 @@ struct hwmon {
     int64_t tick_ns;     /* the collector's interval */
     int64_t max_hold_ns; /* collectors.hwmon.max_hold: 0, every sensor every tick */
     uint64_t reads;      /* value files read (wt_hwmon_value_reads) */
+    /* The latest chip whose update_interval this scan read (a chip's attribute, the same for
+     * each of its sensors, which a scan lists one chip after the other): read once a chip. */
+    char ui_hwmon[HWMON_DIR_LEN];
+    int64_t ui_ns;
     /* The sensors read at their own cadence, for status (collect/cadence.h): entries are only
      * appended, so a name handed out stays valid while the collector is open. */
     struct wt_field_cadence held[MAX_HELD];
@@ -236,12 +240,17 @@ static void read_interval(struct hwmon *h, struct sensor *s)
      * readings", a chip attribute; the ACPI meter keeps its attributes on the device. */
     s->update_ns = 0;
     buf[0] = '\0';
-    if (h->max_hold_ns > 0) /* else not needed: spare the scan two opens a sensor */
+    if (h->max_hold_ns > 0 && strcmp(h->ui_hwmon, s->hwmon) == 0) {
+        s->update_ns = h->ui_ns;     /* read for this chip's previous sensor in this scan */
+    } else if (h->max_hold_ns > 0) { /* else not needed: spare the scan two opens a chip */
         read_text(h, s->hwmon, false, "update_interval", buf, sizeof buf);
-    if (h->max_hold_ns > 0 && !buf[0])
-        read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
-    if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
-        s->update_ns = (int64_t)ms * 1000000;
+        if (!buf[0])
+            read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
+        if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
+            s->update_ns = (int64_t)ms * 1000000;
+        snprintf(h->ui_hwmon, sizeof h->ui_hwmon, "%s", s->hwmon);
+        h->ui_ns = s->update_ns;
+    }
     int64_t hold = s->update_ns;
     if (s->attr == WT_HWMON_POWER_AVERAGE) {
         snprintf(file, sizeof file, "power%d_average_interval", s->index);
@@ -426,6 +435,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
 
     for (size_t i = 0; i < h->n; i++)
         h->s[i].present = false;
+    h->ui_hwmon[0] = '\0'; /* each scan reads the chips' update_interval again */
     int rc = 0;
     for (size_t i = 0; i < nf; i++) {
         struct sensor *s = find_sensor(h, &fl[i]);
