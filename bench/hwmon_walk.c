@@ -122,6 +122,20 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ft
     return remove(p);
 }
 
+/* One poll stamped t_ns into b; its CPU time into *us. 0, or -1 said on stderr. */
+static int timed_poll(void *st, int64_t t_ns, struct wt_batch *b, double *us)
+{
+    struct wt_err err = {{0}};
+    wt_batch_clear(b);
+    double t0 = cpu_us();
+    if (wt_hwmon_collector.poll(st, t_ns, b, &err) != 0) {
+        fprintf(stderr, "hwmon_walk: poll: %s\n", err.msg);
+        return -1;
+    }
+    *us = cpu_us() - t0;
+    return 0;
+}
+
 static int by_value(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -172,14 +186,9 @@ int main(int argc, char **argv)
     double sum_us = 0;
     uint64_t reads0 = wt_hwmon_value_reads(st);
     for (int i = 0; i < polls; i++) {
-        wt_batch_clear(&b);
-        double t0 = cpu_us();
         /* 1-s ticks as the daemon's: the stamps, not the wall, advance */
-        if (wt_hwmon_collector.poll(st, now + (int64_t)i * WT_NS_PER_S, &b, &err) != 0) {
-            fprintf(stderr, "hwmon_walk: poll: %s\n", err.msg);
+        if (timed_poll(st, now + (int64_t)i * WT_NS_PER_S, &b, &t[i]) != 0)
             goto out;
-        }
-        t[i] = cpu_us() - t0;
         sum_us += t[i];
         if (i > 1 && i % 30 != 0) { /* not the rescans */
             if (b.len >= readings)
@@ -248,13 +257,8 @@ int main(int argc, char **argv)
         goto out;
     }
     for (int i = 0; i < polls; i++) {
-        wt_batch_clear(&b);
-        double t0 = cpu_us();
-        if (wt_hwmon_collector.poll(st, now + (int64_t)(polls + i) * WT_NS_PER_S, &b, &err) != 0) {
-            fprintf(stderr, "hwmon_walk: poll: %s\n", err.msg);
+        if (timed_poll(st, now + (int64_t)(polls + i) * WT_NS_PER_S, &b, &t[i]) != 0)
             goto out;
-        }
-        t[i] = cpu_us() - t0;
     }
     qsort(t, (size_t)polls, sizeof *t, by_value);
     fprintf(stderr,
