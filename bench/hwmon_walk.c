@@ -9,7 +9,9 @@
  *   hwmon_walk [POLLS] [MAX_HOLD_S]   (default 2000, 0)
  * With MAX_HOLD_S > 0 (collectors.hwmon.max_hold) the PSU chips say update_interval 2000 ms, so
  * their 16 sensors are read every other 1-s tick: the poll is then reported as a mean over the
- * ticks (they alternate), with the value files read a tick.
+ * ticks (they alternate), with the value files read a tick. Without, a last row polls the tree
+ * read as sysfs is (collect/filesrc.h's wt_filesrc_bench_as_sysfs: one pread a value file, no
+ * check by path that the file was not replaced, which a tree of regular files otherwise costs).
  */
 #include <ftw.h>
 #include <stdarg.h>
