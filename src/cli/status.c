@@ -154,7 +154,7 @@ int wt_cmd_status(int argc, char **argv)
 
     struct wt_hub *hub = NULL;
     struct wt_dark *dark = NULL;
-    struct wt_batch batch = {0}, snap = {0};
+    struct wt_batch batch = {0}, snap = {0}, held = {0};
     struct source *src = calloc(MAX_SOURCES, sizeof *src);
     size_t n = 0;
     int ret = 1;
@@ -211,7 +211,12 @@ int wt_cmd_status(int argc, char **argv)
             }
             if (prc != 0 && round == 1 && !co.json)
                 fprintf(stderr, "%s: %s\n", src[i].name, err.msg);
-            wt_hub_publish(hub, src[i].slot, &batch, prc == 0, (double)(t1 - t0) / 1e9, t1);
+            /* Fields read at their own cadence: the second round keeps the first's reading. */
+            wt_batch_clear(&held);
+            if (prc == 0 && src[i].ops->held && src[i].ops->held(src[i].state, t_real, &held) != 0)
+                wt_batch_clear(&held);
+            wt_hub_publish_held(hub, src[i].slot, &batch, &held, prc == 0, (double)(t1 - t0) / 1e9,
+                                t1);
             if (prc == 0)
                 feed_dark(dark, src[i].name, &batch);
         }
@@ -257,6 +262,7 @@ out:
     free(src);
     wt_config_free(&cfg);
     wt_batch_free(&batch);
+    wt_batch_free(&held);
     wt_batch_free(&snap);
     wt_hub_close(hub);
     return ret;

@@ -13,6 +13,12 @@
 #include <unistd.h>
 
 static size_t kept_now; /* __atomic: readers of several collector threads share the budget */
+static bool as_sysfs;   /* wt_filesrc_bench_as_sysfs: a benchmark's tree read as sysfs is */
+
+void wt_filesrc_bench_as_sysfs(bool on)
+{
+    as_sysfs = on;
+}
 
 size_t wt_filesrc_kept(void)
 {
@@ -62,8 +68,8 @@ static int reopen(struct wt_filesrc *f)
         /* sysfs and procfs say a removed file with an error; elsewhere the link count does */
         struct statfs sf;
         struct stat st;
-        if (fstatfs(fd, &sf) == 0 && ((unsigned long)sf.f_type == SYSFS_MAGIC ||
-                                      (unsigned long)sf.f_type == PROC_SUPER_MAGIC))
+        if (as_sysfs || (fstatfs(fd, &sf) == 0 && ((unsigned long)sf.f_type == SYSFS_MAGIC ||
+                                                   (unsigned long)sf.f_type == PROC_SUPER_MAGIC)))
             f->check = false;
         else if (fstat(fd, &st) == 0)
             f->dev = st.st_dev, f->ino = st.st_ino;

@@ -43,6 +43,13 @@ struct wt_filesrc {
     ino_t ino;
 };
 
+/*
+ * Benchmarks only (bench/hwmon_walk): readers opened after wt_filesrc_bench_as_sysfs(true) read
+ * their files as sysfs's, one pread a read with no inode check, so that a generated tree that
+ * is never replaced costs what sysfs would. Call before opening readers, from one thread.
+ */
+void wt_filesrc_bench_as_sysfs(bool on);
+
 /* Sets the path (copied) of a zeroed or closed reader; opens nothing. 0 or -ENOMEM. */
 int wt_filesrc_init(struct wt_filesrc *f, const char *path) WT_MUST_USE;
 

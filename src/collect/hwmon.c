@@ -56,6 +56,10 @@ struct sensor {
     uint64_t last_energy_uj;
     int64_t last_t_ns;
     bool have_last;
+    /* Its latest published power reading (held sensors: kept in the latest readings). */
+    double pub_w, pub_j;
+    int64_t pub_t_ns;
+    bool have_pub;
     bool present;    /* found by the latest scan */
     bool lost;       /* vanished since its last reading */
     bool complained; /* its failure was said; the next good reading says it is back */
@@ -72,6 +76,10 @@ struct hwmon {
     int64_t tick_ns;     /* the collector's interval */
     int64_t max_hold_ns; /* collectors.hwmon.max_hold: 0, every sensor every tick */
     uint64_t reads;      /* value files read (wt_hwmon_value_reads) */
+    /* The latest chip whose update_interval this scan read (a chip's attribute, the same for
+     * each of its sensors, which a scan lists one chip after the other): read once a chip. */
+    char ui_hwmon[HWMON_DIR_LEN];
+    int64_t ui_ns;
     /* The sensors read at their own cadence, for status (collect/cadence.h): entries are only
      * appended, so a name handed out stays valid while the collector is open. */
     struct wt_field_cadence held[MAX_HELD];
@@ -232,12 +240,17 @@ static void read_interval(struct hwmon *h, struct sensor *s)
      * readings", a chip attribute; the ACPI meter keeps its attributes on the device. */
     s->update_ns = 0;
     buf[0] = '\0';
-    if (h->max_hold_ns > 0) /* else not needed: spare the scan two opens a sensor */
+    if (h->max_hold_ns > 0 && strcmp(h->ui_hwmon, s->hwmon) == 0) {
+        s->update_ns = h->ui_ns;     /* read for this chip's previous sensor in this scan */
+    } else if (h->max_hold_ns > 0) { /* else not needed: spare the scan two opens a chip */
         read_text(h, s->hwmon, false, "update_interval", buf, sizeof buf);
-    if (h->max_hold_ns > 0 && !buf[0])
-        read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
-    if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
-        s->update_ns = (int64_t)ms * 1000000;
+        if (!buf[0])
+            read_text(h, s->hwmon, true, "update_interval", buf, sizeof buf);
+        if (buf[0] && wt_hwmon_parse_u64(buf, &ms) == 0 && ms <= 3600000)
+            s->update_ns = (int64_t)ms * 1000000;
+        snprintf(h->ui_hwmon, sizeof h->ui_hwmon, "%s", s->hwmon);
+        h->ui_ns = s->update_ns;
+    }
     int64_t hold = s->update_ns;
     if (s->attr == WT_HWMON_POWER_AVERAGE) {
         snprintf(file, sizeof file, "power%d_average_interval", s->index);
@@ -422,6 +435,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
 
     for (size_t i = 0; i < h->n; i++)
         h->s[i].present = false;
+    h->ui_hwmon[0] = '\0'; /* each scan reads the chips' update_interval again */
     int rc = 0;
     for (size_t i = 0; i < nf; i++) {
         struct sensor *s = find_sensor(h, &fl[i]);
@@ -451,6 +465,7 @@ static int scan(struct hwmon *h, struct wt_err *err)
         missing |= !h->s[i].present;
         if (!h->s[i].present && !h->s[i].lost) {
             h->s[i].lost = true;
+            h->s[i].have_pub = false;
             wt_energy_integral_break(&h->s[i].integral);
         }
         if (!h->s[i].present)
@@ -514,6 +529,10 @@ static int hwmon_open(const struct wt_config *cfg, void **state, struct wt_err *
     h->max_gap_ns = 3 * (iv > 0 ? iv : WT_NS_PER_S);
     h->tick_ns = iv > 0 ? iv : WT_NS_PER_S;
     h->max_hold_ns = cfg ? cfg->collectors.hwmon_max_hold_ns : 0;
+    /* auto: held two ticks at most, so that two readings of a sensor are never more than 3
+     * intervals apart, which the store's segment rule would count as a gap in coverage */
+    if (h->max_hold_ns == WT_CONFIG_AUTO)
+        h->max_hold_ns = 2 * h->tick_ns;
     int rc;
     char base[PATH_MAX];
     int k = snprintf(base, sizeof base, "%s/sys/class/hwmon", wt_sysfs_root());
@@ -572,6 +591,10 @@ static int emit_power(struct hwmon *h, struct sensor *s, int64_t t_ns, uint64_t 
         rc = wt_batch_add(out, WT_M_HWMON_ENERGY_J, s->elabels, t_ns, s->integral.total_j);
     if (rc == 0 && s->interval_s >= 0)
         rc = wt_batch_add(out, WT_M_HWMON_INTERVAL_S, s->labels, t_ns, s->interval_s);
+    s->pub_w = w;
+    s->pub_j = s->integral.total_j;
+    s->pub_t_ns = t_ns;
+    s->have_pub = rc == 0;
     return rc;
 }
 
@@ -652,6 +675,7 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
             if (!s->complained)
                 wt_warn("hwmon", "%s; the other sensors go on", serr.msg);
             s->complained = true;
+            s->have_pub = false; /* a failed read is not published, nor held */
             wt_energy_integral_break(&s->integral);
             if (rc != -EINVAL && rc != -ERANGE) {
                 s->present = false;
@@ -682,6 +706,35 @@ static int hwmon_poll(void *state, int64_t t_ns, struct wt_batch *out, struct wt
     return 0;
 }
 
+/*
+ * The held sensors' latest readings (wt_collector_ops.held): a power sensor not read by the poll
+ * stamped t_ns gives its power, integrated energy and window again with the stamp of the read
+ * that made them (the sinks saw them then: nothing is integrated or stored twice), and every
+ * held sensor its age, 0 on the ticks that read it.
+ */
+static int hwmon_held(void *state, int64_t t_ns, struct wt_batch *out)
+{
+    struct hwmon *h = state;
+    int rc = 0;
+    for (size_t i = 0; i < h->n && rc == 0; i++) {
+        const struct sensor *s = &h->s[i];
+        if (s->energy || !s->present || s->hold_ns <= 0 || !s->have_pub)
+            continue;
+        if (s->pub_t_ns != t_ns) {
+            rc = wt_batch_add(out, WT_M_HWMON_POWER_W, s->labels, s->pub_t_ns, s->pub_w);
+            if (rc == 0)
+                rc = wt_batch_add(out, WT_M_HWMON_ENERGY_J, s->elabels, s->pub_t_ns, s->pub_j);
+            if (rc == 0 && s->interval_s >= 0)
+                rc =
+                    wt_batch_add(out, WT_M_HWMON_INTERVAL_S, s->labels, s->pub_t_ns, s->interval_s);
+        }
+        if (rc == 0)
+            rc = wt_batch_add(out, WT_M_HWMON_AGE_S, s->labels, t_ns,
+                              (double)(t_ns - s->pub_t_ns) / 1e9);
+    }
+    return rc;
+}
+
 static const struct wt_collector_config *hwmon_config(const struct wt_config *cfg)
 {
     return &cfg->collectors.hwmon;
@@ -694,6 +747,7 @@ const struct wt_collector_ops wt_hwmon_collector = {
     .open = hwmon_open,
     .poll = hwmon_poll,
     .close = hwmon_close,
+    .held = hwmon_held,
 };
 
 uint64_t wt_hwmon_value_reads(const void *state)

@@ -22,14 +22,17 @@
  * is the same power the AMD and NVML collectors publish, and Grace's rails are not additive, so
  * role says what a sensor is and nothing sums them by default.
  *
- * Each sensor at its own cadence (collectors.hwmon.max_hold > 0): a power sensor is read no more
- * often than its chip's update_interval and, when averaged, its powerN_average_interval (the
- * larger), and at least every max_hold; a hold of a tick or less is every tick. Between its reads
- * nothing is published for it: the readings published are those the hardware made, stamped when
- * read, and the integration spans the hold (a trapezoid between two real readings, not a
- * staircase of republished values; an average is placed at the middle of its window as ever).
- * Energy counters (energyN_input) are read every tick. The held sensors are the collector's
- * slow_fields in the status document, max_hold its slow interval.
+ * Each sensor at its own cadence (collectors.hwmon.max_hold; auto, the default: two of the
+ * collector's ticks, so that the store's segment rule never reads a hold as a gap): a power
+ * sensor is read no more often than its chip's update_interval and, when averaged, its
+ * powerN_average_interval (the larger), and at least every max_hold; a hold of a tick or less is
+ * every tick. The readings polled are those the hardware made, stamped when read, and the
+ * integration spans the hold (a trapezoid between two real readings, not a staircase of
+ * republished values; an average is placed at the middle of its window as ever). Between its
+ * reads the collector's held op gives the sensor's last readings with their read's stamp, which
+ * stay in the hub's latest readings and go to no sink, and wattage_hwmon_reading_age_seconds
+ * (0 on the ticks that read it). Energy counters (energyN_input) are read every tick. The held
+ * sensors are the collector's slow_fields in the status document, max_hold its slow interval.
  */
 #ifndef WT_HWMON_H
 #define WT_HWMON_H

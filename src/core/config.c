@@ -165,9 +165,10 @@ static const struct field fields[] = {
     FIELD("collectors.hwmon.enabled", T_BOOL, collectors.hwmon.enabled, 0, "true"),
     DURATION("collectors.hwmon.interval", collectors.hwmon.interval_ns, F_ZERO_INHERITS, "0",
              10 * MS, HOUR, WHY_POLL),
-    DURATION("collectors.hwmon.max_hold", collectors.hwmon_max_hold_ns, F_ZERO_OFF, "0", SEC, HOUR,
+    DURATION("collectors.hwmon.max_hold", collectors.hwmon_max_hold_ns, F_AUTO_OFF, "auto", SEC,
+             HOUR,
              "a power sensor is read every tick (0) or at its chip's own update_interval and "
-             "average interval, but at least this often: 1s to 1h"),
+             "average interval, but at least this often (auto: every other tick): 1s to 1h"),
     FIELD("inference.enabled", T_BOOL, inference.enabled, 0, "true"),
     DURATION("inference.interval", inference.interval_ns, F_ZERO_INHERITS, "0", 100 * MS, HOUR,
              WHY_NET_POLL),

@@ -81,7 +81,9 @@ struct wt_config {
         char amd_library[WT_PATH_LEN];      /* collectors.amd.library; "": the usual names */
         int64_t amd_slow_interval_ns;       /* collectors.amd.slow_interval; 0: every tick */
         struct wt_collector_config hwmon;   /* hwmon power and energy sensors (collect/hwmon.h) */
-        int64_t hwmon_max_hold_ns; /* collectors.hwmon.max_hold; 0: every sensor every tick */
+        /* collectors.hwmon.max_hold; 0: every sensor every tick; WT_CONFIG_AUTO (the default):
+         * two of the collector's ticks */
+        int64_t hwmon_max_hold_ns;
     } collectors;
     struct wt_collector_config inference; /* targets: inference.targets (collect/inference.h) */
     /*

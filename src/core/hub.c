@@ -180,6 +180,12 @@ void wt_hub_publish_extra(struct wt_hub *h, int idx, const struct wt_batch *b)
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
                     int64_t mono_ns)
 {
+    wt_hub_publish_held(h, idx, b, NULL, ok, duration_s, mono_ns);
+}
+
+void wt_hub_publish_held(struct wt_hub *h, int idx, const struct wt_batch *b,
+                         const struct wt_batch *held, bool ok, double duration_s, int64_t mono_ns)
+{
     pthread_mutex_lock(&h->mu);
     struct slot *s = &h->slots[idx];
     s->st.last_tick_mono = mono_ns;
@@ -190,7 +196,8 @@ void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok
         s->st.last_ok_mono = mono_ns;
     else
         s->st.errors++;
-    if (wt_batch_append(&s->latest, b) != 0)
+    if (wt_batch_append(&s->latest, b) != 0 ||
+        (ok && held && wt_batch_append(&s->latest, held) != 0))
         wt_batch_clear(&s->latest);
     char name[sizeof s->st.name];
     memcpy(name, s->st.name, sizeof name);

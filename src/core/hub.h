@@ -69,6 +69,15 @@ void wt_hub_remove_sink(struct wt_hub *h, wt_hub_sink_fn fn, void *ctx);
 void wt_hub_publish(struct wt_hub *h, int idx, const struct wt_batch *b, bool ok, double duration_s,
                     int64_t mono_ns);
 /*
+ * As wt_hub_publish, with held: readings of the collector's that this poll did not make again
+ * (a sensor read at its own cadence, wt_collector_ops.held), each with the stamp of the read
+ * that made it. They join b in the latest readings (the snapshot, /metrics, status) and go to
+ * no sink: a sink sees each reading once, so nothing integrates or stores a held value twice.
+ * held may be NULL.
+ */
+void wt_hub_publish_held(struct wt_hub *h, int idx, const struct wt_batch *b,
+                         const struct wt_batch *held, bool ok, double duration_s, int64_t mono_ns);
+/*
  * Extra readings of collector idx between its polls (a collector's sub-polls, core/source.h):
  * b goes to the sinks of wt_hub_add_sink only. The latest readings (the snapshot, /metrics), the
  * collector's state and the tick sinks do not see it.

@@ -43,6 +43,7 @@ struct worker {
     int64_t retry_delay;
     int last_rc; /* of its latest failed open */
     struct wt_ratelimit rl;
+    struct wt_batch held; /* ops->held's readings after a poll (reused) */
 };
 
 /*
@@ -262,7 +263,11 @@ static int poll_publish(struct worker *w, void *state, struct wt_batch *batch,
         if (w->ops->down && w->ops->down(state, t_real, batch) != 0)
             wt_batch_clear(batch);
     }
-    wt_hub_publish(l->hub, w->slot, batch, rc == 0, dur, t1);
+    /* Fields read at their own cadence and not this tick stay in the latest readings. */
+    wt_batch_clear(&w->held);
+    if (rc == 0 && w->ops->held && w->ops->held(state, t_real, &w->held) != 0)
+        wt_batch_clear(&w->held);
+    wt_hub_publish_held(l->hub, w->slot, batch, &w->held, rc == 0, dur, t1);
     if (rc == 0) {
         if (*fails > 0)
             wt_info(w->name, "recovered after %" PRIu64 " failed polls", *failed_ticks);
@@ -668,6 +673,8 @@ void wt_loop_stop(struct wt_loop *l)
         free(l->groups[i].m);
     }
     free(l->groups);
+    for (size_t i = 0; i < l->nworkers; i++)
+        wt_batch_free(&l->workers[i].held);
     pthread_cond_destroy(&l->cv);
     pthread_mutex_destroy(&l->mu);
     free(l->workers);

@@ -443,6 +443,11 @@ const struct wt_metric wt_metrics[WT_M_COUNT] = {
                               "The findings of the latest weekly review (wattage review) the "
                               "daemon wrote, per ISO week.",
                               WT_GAUGE},
+    [WT_M_HWMON_AGE_S] = {"wattage_hwmon_reading_age_seconds",
+                          "How long before this poll a hwmon power sensor read at its chip's "
+                          "own cadence (collectors.hwmon.max_hold) was last read: 0 on the "
+                          "ticks that read it; its power and energy are that read's.",
+                          WT_GAUGE},
 };
 
 int wt_metric_find(const char *name)

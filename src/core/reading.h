@@ -190,6 +190,8 @@ enum wt_metric_id {
     /* The weekly review (audit/review.h) */
     WT_M_CONFIG_INFO,     /* 1, + digest: the configuration file the daemon runs */
     WT_M_REVIEW_FINDINGS, /* week: the findings of the latest weekly review */
+    /* hwmon: how old a sensor read at its own cadence is (latest readings only, never stored) */
+    WT_M_HWMON_AGE_S,
     WT_M_COUNT
 };
 

@@ -359,8 +359,8 @@ static void fac_json(cJSON *root, const struct fac_view *fv)
 
 struct hw_sensor {
     char chip[32], sensor[16], label[64], role[16], socket[8], hwmon[16], method[16];
-    double power_w, energy_j, interval_s;
-    bool has_power, has_energy, has_interval;
+    double power_w, energy_j, interval_s, age_s;
+    bool has_power, has_energy, has_interval, has_age;
     int64_t t_ns; /* the power reading's own time (an average's middle) */
 };
 
@@ -375,7 +375,7 @@ static void build_hw(struct hw_view *hv, const struct wt_batch *b)
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
         if (r->metric != WT_M_HWMON_POWER_W && r->metric != WT_M_HWMON_ENERGY_J &&
-            r->metric != WT_M_HWMON_INTERVAL_S)
+            r->metric != WT_M_HWMON_INTERVAL_S && r->metric != WT_M_HWMON_AGE_S)
             continue;
         struct hw_sensor k;
         memset(&k, 0, sizeof k);
@@ -404,6 +404,9 @@ static void build_hw(struct hw_view *hv, const struct wt_batch *b)
             s->energy_j = r->value;
             s->has_energy = true;
             fac_label(r->labels, "method", s->method, sizeof s->method);
+        } else if (r->metric == WT_M_HWMON_AGE_S) {
+            s->age_s = r->value;
+            s->has_age = true;
         } else {
             s->interval_s = r->value;
             s->has_interval = true;
@@ -450,6 +453,9 @@ static void hw_json(cJSON *root, const struct hw_view *hv)
             wt_time_format(s->t_ns, 1, ts, sizeof ts);
             cJSON_AddStringToObject(o, "t", ts);
             cJSON_AddNumberToObject(o, "power_watts", s->power_w);
+            /* A sensor read at its own cadence: how old its reading was at the last poll. */
+            if (s->has_age)
+                cJSON_AddNumberToObject(o, "age_seconds", s->age_s);
         }
         if (s->has_energy) {
             cJSON_AddNumberToObject(o, "energy_joules", s->energy_j);
@@ -478,14 +484,15 @@ static void hw_print(FILE *f, const struct hw_view *hv)
 {
     if (!hv->n)
         return;
-    fprintf(f, "\n%-10s %-14s %-8s %-28s %10s %12s\n", "ROLE", "CHIP", "SENSOR", "LABEL", "POWER W",
-            "ENERGY kWh");
+    fprintf(f, "\n%-10s %-14s %-8s %-28s %10s %12s %6s\n", "ROLE", "CHIP", "SENSOR", "LABEL",
+            "POWER W", "ENERGY kWh", "AGE s");
     for (size_t i = 0; i < hv->n; i++) {
         const struct hw_sensor *s = &hv->s[i];
         fprintf(f, "%-10.10s %-14.14s %-8.8s %-28.28s", s->role, s->chip, s->sensor,
                 s->label[0] ? s->label : "-");
         cell(f, s->has_power, s->power_w, 10, 1, "");
         cell(f, s->has_energy, s->energy_j / 3.6e6, 12, 3, "");
+        cell(f, s->has_power && s->has_age, s->age_s, 6, 1, "");
         fprintf(f, "\n");
     }
     double w, in, out;

@@ -60,6 +60,14 @@ struct wt_collector_ops {
      */
     int (*down)(void *state, int64_t t_ns, struct wt_batch *out);
     /*
+     * Optional: after a successful poll stamped t_ns, the readings of the fields that poll did
+     * not read again because they are read at their own, slower cadence (hwmon's max_hold), each
+     * with the stamp of the read that made it, and anything that says how old they are. They
+     * stay in the latest readings (the snapshot, /metrics, status: wt_hub_publish_held) and go
+     * to no sink, which saw them when they were read. Returns 0 or a negative errno (then none).
+     */
+    int (*held)(void *state, int64_t t_ns, struct wt_batch *out);
+    /*
      * It reads energy counters (NVML, RAPL): polled again at once when a job starts, is marked
      * or ends (core/hub.h's edge samples), so a job's edges fall on readings.
      */

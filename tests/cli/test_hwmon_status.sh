@@ -64,8 +64,9 @@ print("ok")
 PY2
 )
 check "the held sensors are hwmon's slow fields ($msg)" test "$msg" = ok
-"$BIN" status -c "$TMP/w.yaml" --json >"$TMP/o.json" 2>/dev/null
-check "without max_hold hwmon has no slow fields" python3 -c '
+printf 'collectors:\n  procfs:\n    enabled: false\n  hwmon:\n    max_hold: off\n' >"$TMP/off.yaml"
+"$BIN" status -c "$TMP/off.yaml" --json >"$TMP/o.json" 2>/dev/null
+check "with max_hold off hwmon has no slow fields" python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 c = [c for c in d["collectors"] if c["name"] == "hwmon"][0]

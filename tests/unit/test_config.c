@@ -90,16 +90,22 @@ WT_TEST(defaults)
     WT_EQ_INT(c.collectors.hwmon.enabled, true);
     WT_EQ_INT(c.collectors.hwmon.interval_ns, 0);
     WT_EQ_INT(c.collectors.amd_slow_interval_ns, 60 * WT_NS_PER_S);
-    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 0);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, WT_CONFIG_AUTO);
 }
 
-WT_TEST(hwmon_max_hold_zero_off_and_range)
+WT_TEST(hwmon_max_hold_auto_off_and_range)
 {
     struct wt_config c;
     EXPECT_OK("collectors:\n  hwmon:\n    max_hold: 10s\n", &c);
     WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 10 * WT_NS_PER_S);
     EXPECT_OK("collectors:\n  hwmon:\n    max_hold: off\n", &c);
     WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 0);
+    EXPECT_OK("collectors:\n  hwmon:\n    max_hold: 0\n", &c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, 0);
+    EXPECT_OK("collectors:\n  hwmon:\n    max_hold: auto\n", &c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, WT_CONFIG_AUTO);
+    EXPECT_ERR_HAS("collectors:\n  hwmon:\n    max_hold: often\n",
+                   "t.yaml:3: collectors.hwmon.max_hold");
     EXPECT_ERR_HAS("collectors:\n  hwmon:\n    max_hold: 500ms\n",
                    "t.yaml:3: collectors.hwmon.max_hold");
     EXPECT_ERR_HAS("collectors:\n  hwmon:\n    max_hold: 2h\n",

@@ -18,7 +18,9 @@
 #include "collect/hwmon.h"
 #include "core/clock.h"
 #include "core/config.h"
+#include "core/hub.h"
 #include "core/reading.h"
+#include "core/snapshot.h"
 #include "fstree.h"
 #include "readings.h"
 #include "runner.h"
@@ -395,6 +397,7 @@ WT_TEST(hwmon_xe_energy_counter_power_and_reset)
 }
 
 #define PSU_IN "chip=\"pmbus\",sensor=\"power1\",label=\"pin\",role=\"psu_in\""
+#define PSU_OUT "chip=\"pmbus\",sensor=\"power2\",label=\"pout1\",role=\"psu_out\""
 
 WT_TEST(hwmon_vanished_garbage_and_out_of_range_sensors)
 {
@@ -616,6 +619,142 @@ WT_TEST(hwmon_max_hold_is_the_ceiling)
     WT_EQ_INT(read_at, 4); /* 0, 3, 6, 9 */
     wt_hwmon_collector.close(st);
     wt_batch_free(&b);
+}
+
+/*
+ * auto (the default): at least every other tick, so two readings are never more than 3 ticks
+ * apart (the store's segment rule): a chip updating every 5 s is read every other 1-s tick.
+ */
+WT_TEST(hwmon_max_hold_auto_is_two_ticks)
+{
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    put("hwmon3", "update_interval", "5000");
+    struct wt_config c;
+    wt_config_defaults(&c);
+    WT_EQ_INT(c.collectors.hwmon_max_hold_ns, WT_CONFIG_AUTO);
+    void *st = NULL;
+    struct wt_err err = {{0}};
+    WT_EQ_INT(wt_hwmon_collector.open(&c, &st, &err), 0);
+    struct wt_batch b = {0};
+    int read_at = 0;
+    for (int k = 0; k < 10; k++) {
+        poll_ok(st, T0 + k * S, &b);
+        if (find_reading(&b, WT_M_HWMON_POWER_W, PSU_IN)) {
+            WT_EQ_INT(k % 2, 0);
+            read_at++;
+        }
+    }
+    WT_EQ_INT(read_at, 5); /* 0, 2, 4, 6, 8 */
+    const char *f[8];
+    size_t n = 0;
+    int64_t slow_ns = 0;
+    WT_ASSERT(wt_cadence_slow_fields("hwmon", f, 8, &n, &slow_ns));
+    WT_EQ_INT(slow_ns, 2 * S);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+}
+
+/* What a store-like sink saw of the PSU's pin: every reading, in order. */
+struct seen {
+    struct wt_batch power, energy;
+};
+
+static void seen_sink(void *ctx, const char *collector, const struct wt_batch *b)
+{
+    struct seen *sn = ctx;
+    (void)collector;
+    for (size_t i = 0; i < b->len; i++) {
+        const struct wt_reading *r = &b->r[i];
+        int rc = 0;
+        if (r->metric == WT_M_HWMON_POWER_W && strcmp(r->labels, PSU_IN) == 0)
+            rc = wt_batch_add(&sn->power, r->metric, r->labels, r->t_ns, r->value);
+        else if (r->metric == WT_M_HWMON_ENERGY_J &&
+                 strcmp(r->labels, PSU_IN ",method=\"integrated\"") == 0)
+            rc = wt_batch_add(&sn->energy, r->metric, r->labels, r->t_ns, r->value);
+        WT_EQ_INT(rc, 0);
+    }
+}
+
+/*
+ * A held sensor stays in the latest readings (the snapshot /metrics and status render) on every
+ * tick, with the stamp of the read that made it and its age, while the sinks (the store, the
+ * per-tick sinks) get each reading once: the PSU's pin, held to its chip's 2-s update_interval
+ * at 1-s ticks through the hub as the poll loop publishes it.
+ */
+WT_TEST(hwmon_held_sensor_stays_in_the_latest_readings)
+{
+    pmbus_psu("hwmon3", 1000000000ULL, 900000000ULL);
+    put("hwmon3", "update_interval", "2000");
+    void *st = open_held(10 * S);
+    struct wt_hub *hub = NULL;
+    WT_EQ_INT(wt_hub_open(&hub), 0);
+    struct seen sn = {{0}};
+    WT_EQ_INT(wt_hub_add_sink(hub, seen_sink, &sn), 0);
+    int slot = wt_hub_add_collector(hub, "hwmon", S);
+    WT_ASSERT(slot >= 0);
+    wt_hub_set_state(hub, slot, true, S);
+    struct wt_batch b = {0}, held = {0}, snap = {0};
+    const unsigned long long pin[] = {1000000000ULL, 1200000000ULL, 800000000ULL, 1000000000ULL};
+    for (int k = 0; k <= 6; k++) {
+        if (k % 2 == 0)
+            put_u64("hwmon3", "power1_input", pin[k / 2]);
+        int64_t t = T0 + k * S;
+        poll_ok(st, t, &b);
+        wt_batch_clear(&held);
+        WT_EQ_INT(wt_hwmon_collector.held(st, t, &held), 0);
+        wt_hub_publish_held(hub, slot, &b, &held, true, 0.001, k + 1);
+        WT_EQ_INT(wt_hub_snapshot(hub, &snap), 0);
+        /* in the latest readings on every tick, as read: the value and stamp of the last read */
+        int64_t read_t = T0 + (k - k % 2) * S;
+        const struct wt_reading *p = find_reading(&snap, WT_M_HWMON_POWER_W, PSU_IN);
+        WT_ASSERT(p != NULL);
+        WT_NEAR(p->value, (double)pin[k / 2] / 1e6, 1e-9);
+        WT_EQ_INT(p->t_ns, read_t);
+        const struct wt_reading *e =
+            find_reading(&snap, WT_M_HWMON_ENERGY_J, PSU_IN ",method=\"integrated\"");
+        WT_ASSERT(e != NULL);
+        WT_EQ_INT(e->t_ns, read_t);
+        WT_ASSERT(find_reading(&snap, WT_M_HWMON_POWER_W, PSU_OUT) != NULL);
+        /* its age: 0 on the ticks that read it, 1 s on the others, stamped now */
+        const struct wt_reading *a = find_reading(&snap, WT_M_HWMON_AGE_S, PSU_IN);
+        WT_ASSERT(a != NULL);
+        WT_NEAR(a->value, (double)(k % 2), 1e-9);
+        WT_EQ_INT(a->t_ns, t);
+        /* one of each series in the latest readings: held values are not appended twice */
+        WT_EQ_INT(count_readings(&snap, WT_M_HWMON_POWER_W), 2);
+        WT_EQ_INT(count_readings(&snap, WT_M_HWMON_AGE_S), 2);
+        /* the status document says how old it is */
+        struct wt_hub_collector cs[4];
+        size_t ncs = wt_hub_collectors(hub, cs, 4);
+        char *doc = wt_snapshot_json(&snap, cs, ncs, t, 0);
+        WT_ASSERT(doc != NULL);
+        WT_CONTAINS(doc, k % 2 ? "\"age_seconds\":1" : "\"age_seconds\":0");
+        free(doc);
+    }
+    /* the sink saw each read once (0, 2, 4, 6 s) and never a republished one */
+    WT_EQ_INT(sn.power.len, 4);
+    WT_EQ_INT(sn.energy.len, 4);
+    for (size_t i = 0; i < sn.power.len; i++) {
+        WT_EQ_INT(sn.power.r[i].t_ns, T0 + (int64_t)i * 2 * S);
+        WT_EQ_INT(sn.energy.r[i].t_ns, T0 + (int64_t)i * 2 * S);
+    }
+    /* integrated once: the trapezoids of 1000, 1200, 800, 1000 W 2 s apart, exact */
+    WT_NEAR(sn.energy.r[3].value - sn.energy.r[0].value, 6000.0, 1e-6);
+    /* the sensor fails: nothing of it is held (a failed read is not published) */
+    put("hwmon3", "power1_input", "garbage");
+    poll_ok(st, T0 + 8 * S, &b);
+    wt_batch_clear(&held);
+    WT_EQ_INT(wt_hwmon_collector.held(st, T0 + 9 * S, &held), 0);
+    WT_ASSERT(find_reading(&held, WT_M_HWMON_POWER_W, PSU_IN) == NULL);
+    WT_ASSERT(find_reading(&held, WT_M_HWMON_AGE_S, PSU_IN) == NULL);
+    wt_hub_remove_sink(hub, seen_sink, &sn);
+    wt_hub_close(hub);
+    wt_hwmon_collector.close(st);
+    wt_batch_free(&b);
+    wt_batch_free(&held);
+    wt_batch_free(&snap);
+    wt_batch_free(&sn.power);
+    wt_batch_free(&sn.energy);
 }
 
 WT_TEST(hwmon_absent_is_enoent)
