@@ -68,7 +68,9 @@ def window(pts):
 truth = {}
 with open(out, "w") as f:
     for g, pts in series.items():
-        lb = f'node="n1",gpu="{g}",uuid="GPU-d-{g}",model="M"'
+        # three nodes, one named with a regex's metacharacters (the batches name nodes in one)
+        node = "n1" if g < 3 else "n.2" if g < 5 else "rack(3)+x"
+        lb = f'node="{node}",gpu="{g}",uuid="GPU-d-{g}",model="M"'
         for t, v in pts:
             f.write(f"wattage_gpu_energy_joules_total{{{lb}}} {v:.3f} {t * 1000}\n")
         for t in range(A - 200, B + 201):
@@ -133,6 +135,19 @@ PY
 )
 check "kpi --source: the fleet's GPU energy is the sum of the exact figures: $msg" \
     bash -c '[[ $0 == ok* ]]' "$msg"
+# One node per batch of queries: the same report and KPIs as one batch of the three nodes.
+WATTAGE_SOURCE_BATCH_NODES=1 "$BIN" report --source "$SRC" -c "$TMP/c.yaml" --from "$A" \
+    --to "$B" --format json >"$TMP/r1.json" 2>"$TMP/r1.err"
+check "report --source, one node per batch (exit 0)" test $? -eq 0
+check "report --source, one node per batch: the same report" cmp "$TMP/r.json" "$TMP/r1.json"
+WATTAGE_SOURCE_BATCH_NODES=2 "$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json \
+    >"$TMP/k2.json" 2>"$TMP/k2.err"
+check "kpi --source, two nodes per batch: the same KPIs" cmp "$TMP/k.json" "$TMP/k2.json"
+WATTAGE_SOURCE_BATCH_NODES=0 "$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json \
+    >"$TMP/k0.json" 2>"$TMP/k0.err"
+rc=$?
+check "WATTAGE_SOURCE_BATCH_NODES=0: exit 2, named" bash -c \
+    '[[ $0 == 2 ]] && grep -q "WATTAGE_SOURCE_BATCH_NODES" "$1"' "$rc" "$TMP/k0.err"
 # An engine that refuses a query over its limit: an error naming it, no figure.
 LPORT=$(free_port)
 bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
