@@ -70,9 +70,10 @@ def window(pts):
 truth = {}
 with open(out, "w") as f:
     for g, pts in series.items():
-        # three nodes, one named with a regex's metacharacters (the batches name nodes in one)
+        # three nodes, one named with a regex's metacharacters (the batches name nodes in one),
+        # their GPU indexes alike (the report finds a GPU's series by node, index and uuid)
         node = "n1" if g < 3 else "n.2" if g < 5 else "rack(3)+x"
-        lb = f'node="{node}",gpu="{g}",uuid="GPU-d-{g}",model="M"'
+        lb = f'node="{node}",gpu="{g % 3}",uuid="GPU-d-{g}",model="M"'
         for t, v in pts:
             f.write(f"wattage_gpu_energy_joules_total{{{lb}}} {v:.3f} {t * 1000}\n")
         for t in range(A - 200, B + 201):
