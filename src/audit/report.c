@@ -101,40 +101,114 @@ void wt_report_rank(struct wt_report *r)
     qsort(r->findings, r->nfindings, sizeof r->findings[0], cmp_finding);
 }
 
-/* The stored series of metric for the GPU (node, gpu, uuid), or NULL (caller frees *all). */
-static const struct wt_series_info *find_series(struct wt_store *st, int metric,
-                                                const struct wt_report_gpu *g,
-                                                struct wt_series_info **all)
+/*
+ * The GPUs' series, indexed once per metric: a report of a fleet looks up each GPU's series of a
+ * dozen metrics, and a selector query per lookup reads every GPU's series of the metric (the cost
+ * grew with the square of the fleet). A GPU is (node, gpu label, uuid label); a series matches
+ * when its node and gpu label are the GPU's and its uuid label (or "" when it has none) is the
+ * GPU's; the first such series in the store's order (node, labels) is the GPU's.
+ */
+struct gpu_key {
+    const char *node;
+    char gpu[16], uuid[96];
+    size_t ord; /* the position in the store's (or the energy rows') order */
+};
+
+struct metric_ix {
+    bool loaded;
+    struct wt_series_info *si; /* the metric's series, malloc'd */
+    struct gpu_key *keys;      /* those with a gpu label, sorted by cmp_key; malloc'd */
+    size_t nkeys;
+};
+
+struct gpu_ix {
+    struct wt_store *st;
+    struct metric_ix m[WT_M_COUNT];
+};
+
+static int cmp_key(const void *x, const void *y)
 {
+    const struct gpu_key *a = x, *b = y;
+    int c = strcmp(a->node, b->node);
+    if (!c)
+        c = strcmp(a->gpu, b->gpu);
+    if (!c)
+        c = strcmp(a->uuid, b->uuid);
+    return c ? c : a->ord < b->ord ? -1 : a->ord > b->ord;
+}
+
+/* The first key of keys (sorted by cmp_key) that is the GPU's, or NULL; with last, the last. */
+static const struct gpu_key *key_find(const struct gpu_key *keys, size_t n,
+                                      const struct wt_report_gpu *g, bool last)
+{
+    struct gpu_key want = {.node = g->node, .ord = last ? SIZE_MAX : 0};
+    snprintf(want.gpu, sizeof want.gpu, "%s", g->gpu);
+    snprintf(want.uuid, sizeof want.uuid, "%s", g->uuid);
+    size_t lo = 0, hi = n; /* the first key at or after want */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cmp_key(&keys[mid], &want) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    const struct gpu_key *k = last ? (lo ? &keys[lo - 1] : NULL) : (lo < n ? &keys[lo] : NULL);
+    return k && strcmp(k->node, g->node) == 0 && strcmp(k->gpu, g->gpu) == 0 &&
+                   strcmp(k->uuid, g->uuid) == 0
+               ? k
+               : NULL;
+}
+
+static int ix_load(struct gpu_ix *ix, int metric)
+{
+    struct metric_ix *m = &ix->m[metric];
     size_t n = 0;
     struct wt_err err;
-    char sel[160];
-    snprintf(sel, sizeof sel, "%s{gpu=\"%s\"}", wt_metrics[metric].name, g->gpu);
-    *all = NULL;
-    if (wt_store_series(st, sel, false, all, &n, &err) != 0)
-        return NULL;
-    for (size_t i = 0; i < n; i++) {
-        char uuid[96] = "";
-        (void)wt_labels_get((*all)[i].labels, "uuid", uuid, sizeof uuid);
-        if (strcmp((*all)[i].node, g->node) == 0 && strcmp(uuid, g->uuid) == 0)
-            return &(*all)[i];
+    if (m->loaded)
+        return 0;
+    int rc = wt_store_series(ix->st, wt_metrics[metric].name, false, &m->si, &n, &err);
+    if (rc)
+        return rc;
+    if (n && !(m->keys = malloc(n * sizeof *m->keys))) {
+        free(m->si);
+        m->si = NULL;
+        return -ENOMEM;
     }
-    return NULL;
+    m->loaded = true;
+    for (size_t i = 0; i < n; i++) {
+        struct gpu_key *k = &m->keys[m->nkeys];
+        k->node = m->si[i].node;
+        k->ord = i;
+        k->uuid[0] = '\0';
+        if (wt_labels_get(m->si[i].labels, "gpu", k->gpu, sizeof k->gpu) != 0)
+            continue; /* no gpu label: no GPU's series */
+        (void)wt_labels_get(m->si[i].labels, "uuid", k->uuid, sizeof k->uuid);
+        m->nkeys++;
+    }
+    qsort(m->keys, m->nkeys, sizeof *m->keys, cmp_key);
+    return 0;
+}
+
+static void ix_free(struct gpu_ix *ix)
+{
+    for (size_t i = 0; i < WT_M_COUNT; i++) {
+        free(ix->m[i].si);
+        free(ix->m[i].keys);
+    }
 }
 
 /* Reads a series' raw readings of the window into *pts (NULL, 0 when not stored). */
-static int read_points(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+static int read_points(struct gpu_ix *ix, int metric, const struct wt_report_gpu *g, int64_t a,
                        int64_t b, struct wt_point **pts, size_t *n)
 {
-    struct wt_series_info *all;
-    const struct wt_series_info *si = find_series(st, metric, g, &all);
-    int rc = 0;
     *pts = NULL;
     *n = 0;
-    if (si)
-        rc = wt_store_points(st, si, a, b, 0, pts, n);
-    free(all);
-    return rc;
+    int rc = ix_load(ix, metric);
+    if (rc)
+        return rc == -ENOMEM ? rc : 0; /* a series the store cannot list: not stored */
+    const struct metric_ix *m = &ix->m[metric];
+    const struct gpu_key *k = key_find(m->keys, m->nkeys, g, false);
+    return k ? wt_store_points(ix->st, &m->si[k->ord], a, b, 0, pts, n) : 0;
 }
 
 static int make_line(const struct wt_point *p, size_t n, int64_t a, int64_t b,
@@ -180,26 +254,26 @@ static double at(const struct wt_point *p, size_t n, size_t *k, int64_t t)
     return n && p[*k].t_ns <= t ? p[*k].v : NAN;
 }
 
-static double last_value(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+static double last_value(struct gpu_ix *ix, int metric, const struct wt_report_gpu *g, int64_t a,
                          int64_t b)
 {
     struct wt_point *p;
     size_t n;
     double v = NAN;
-    if (read_points(st, metric, g, a, b, &p, &n) == 0 && n)
+    if (read_points(ix, metric, g, a, b, &p, &n) == 0 && n)
         v = p[n - 1].v;
     free(p);
     return v;
 }
 
 /* The mean of a gauge's readings in [a, b] (NAN: none). */
-static double mean_value(struct wt_store *st, int metric, const struct wt_report_gpu *g, int64_t a,
+static double mean_value(struct gpu_ix *ix, int metric, const struct wt_report_gpu *g, int64_t a,
                          int64_t b)
 {
     struct wt_point *p;
     size_t n, k = 0;
     double sum = 0;
-    if (read_points(st, metric, g, a, b, &p, &n) == 0)
+    if (read_points(ix, metric, g, a, b, &p, &n) == 0)
         for (size_t i = 0; i < n; i++)
             if (p[i].t_ns >= a && p[i].t_ns <= b && !isnan(p[i].v))
                 sum += p[i].v, k++;
@@ -210,15 +284,15 @@ static double mean_value(struct wt_store *st, int metric, const struct wt_report
 /* A byte counter's rate over its readings in [a, b]: the rises summed (a reset restarts from 0
  * and is not a negative rate) over the time between the first and last reading (NAN: fewer
  * than two). */
-static double counter_rate(struct wt_store *st, int metric, const struct wt_report_gpu *g,
-                           int64_t a, int64_t b)
+static double counter_rate(struct gpu_ix *ix, int metric, const struct wt_report_gpu *g, int64_t a,
+                           int64_t b)
 {
     struct wt_point *p;
     size_t n;
     double up = 0, v = NAN;
     int64_t t0 = 0, t1 = 0;
     bool first = true;
-    if (read_points(st, metric, g, a, b, &p, &n) == 0)
+    if (read_points(ix, metric, g, a, b, &p, &n) == 0)
         for (size_t i = 0; i < n; i++) {
             if (p[i].t_ns < a || p[i].t_ns > b || isnan(p[i].v))
                 continue;
@@ -235,36 +309,36 @@ static double counter_rate(struct wt_store *st, int metric, const struct wt_repo
     return t1 > t0 ? up / ((double)(t1 - t0) / 1e9) : NAN;
 }
 
-static void gather_activity(struct wt_store *st, int64_t a, int64_t b, struct wt_report_gpu *g)
+static void gather_activity(struct gpu_ix *ix, int64_t a, int64_t b, struct wt_report_gpu *g)
 {
-    g->util_mean = mean_value(st, WT_M_GPU_UTIL_RATIO, g, a, b);
-    g->sm_active = mean_value(st, WT_M_GPU_SM_ACTIVE_RATIO, g, a, b);
-    g->sm_occupancy = mean_value(st, WT_M_GPU_SM_OCCUPANCY_RATIO, g, a, b);
-    g->tensor_active = mean_value(st, WT_M_GPU_TENSOR_ACTIVE_RATIO, g, a, b);
-    g->dram_bw = mean_value(st, WT_M_GPU_DRAM_BW_RATIO, g, a, b);
-    g->nvlink_tx_bps = counter_rate(st, WT_M_GPU_NVLINK_TX_BYTES, g, a, b);
-    g->nvlink_rx_bps = counter_rate(st, WT_M_GPU_NVLINK_RX_BYTES, g, a, b);
-    g->pcie_tx_bps = counter_rate(st, WT_M_GPU_PCIE_TX_BYTES, g, a, b);
-    g->pcie_rx_bps = counter_rate(st, WT_M_GPU_PCIE_RX_BYTES, g, a, b);
+    g->util_mean = mean_value(ix, WT_M_GPU_UTIL_RATIO, g, a, b);
+    g->sm_active = mean_value(ix, WT_M_GPU_SM_ACTIVE_RATIO, g, a, b);
+    g->sm_occupancy = mean_value(ix, WT_M_GPU_SM_OCCUPANCY_RATIO, g, a, b);
+    g->tensor_active = mean_value(ix, WT_M_GPU_TENSOR_ACTIVE_RATIO, g, a, b);
+    g->dram_bw = mean_value(ix, WT_M_GPU_DRAM_BW_RATIO, g, a, b);
+    g->nvlink_tx_bps = counter_rate(ix, WT_M_GPU_NVLINK_TX_BYTES, g, a, b);
+    g->nvlink_rx_bps = counter_rate(ix, WT_M_GPU_NVLINK_RX_BYTES, g, a, b);
+    g->pcie_tx_bps = counter_rate(ix, WT_M_GPU_PCIE_TX_BYTES, g, a, b);
+    g->pcie_rx_bps = counter_rate(ix, WT_M_GPU_PCIE_RX_BYTES, g, a, b);
 }
 
 /* Power, utilization and temperature of one GPU: lines, idle burn, capped and throttle time. */
-static int gather_gpu(struct wt_store *st, int64_t a, int64_t b, struct wt_report_gpu *g)
+static int gather_gpu(struct gpu_ix *ix, int64_t a, int64_t b, struct wt_report_gpu *g)
 {
     struct wt_point *pw = NULL, *ut = NULL, *tc = NULL, *tr = NULL;
     size_t npw = 0, nut = 0, ntc = 0, ntr = 0;
     int64_t *steps = NULL;
     int rc;
-    if ((rc = read_points(st, WT_M_GPU_POWER_W, g, a, b, &pw, &npw)) ||
-        (rc = read_points(st, WT_M_GPU_UTIL_RATIO, g, a, b, &ut, &nut)) ||
-        (rc = read_points(st, WT_M_GPU_TEMP_C, g, a, b, &tc, &ntc)) ||
-        (rc = read_points(st, WT_M_GPU_THROTTLE_REASONS, g, a, b, &tr, &ntr)))
+    if ((rc = read_points(ix, WT_M_GPU_POWER_W, g, a, b, &pw, &npw)) ||
+        (rc = read_points(ix, WT_M_GPU_UTIL_RATIO, g, a, b, &ut, &nut)) ||
+        (rc = read_points(ix, WT_M_GPU_TEMP_C, g, a, b, &tc, &ntc)) ||
+        (rc = read_points(ix, WT_M_GPU_THROTTLE_REASONS, g, a, b, &tr, &ntr)))
         goto fail;
     if ((rc = make_line(pw, npw, a, b, &g->power)) || (rc = make_line(ut, nut, a, b, &g->util)) ||
         (rc = make_line(tc, ntc, a, b, &g->temp)))
         goto fail;
-    g->slowdown_c = last_value(st, WT_M_GPU_SLOWDOWN_TEMP_C, g, a, b);
-    g->power_limit_w = last_value(st, WT_M_GPU_POWER_LIMIT_W, g, a, b);
+    g->slowdown_c = last_value(ix, WT_M_GPU_SLOWDOWN_TEMP_C, g, a, b);
+    g->power_limit_w = last_value(ix, WT_M_GPU_POWER_LIMIT_W, g, a, b);
     g->throttle_from = ntr ? "throttle_reasons" : "temperature";
     if (npw < 2)
         goto done;
@@ -328,7 +402,9 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
 {
     struct wt_series_info *si = NULL;
     struct wt_energy_row *rows = NULL;
-    size_t n = 0, nrows = 0;
+    struct gpu_key *ek = NULL; /* the chosen GPU energy rows, sorted by cmp_key */
+    struct gpu_ix ix = {.st = st};
+    size_t n = 0, nrows = 0, nek = 0;
     int rc = wt_store_series(st, wt_metrics[WT_M_GPU_POWER_W].name, false, &si, &n, err);
     if (rc)
         return rc;
@@ -340,10 +416,21 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
     if ((rc = wt_store_energy(st, r->from_ns, r->to_ns, 0, &rows, &nrows, err)) != 0)
         goto out;
     r->gpus = calloc(n, sizeof *r->gpus);
-    if (!r->gpus) {
+    if (!r->gpus || (nrows && !(ek = malloc(nrows * sizeof *ek)))) {
         rc = -ENOMEM;
         goto out;
     }
+    for (size_t k = 0; k < nrows; k++) {
+        if (!rows[k].chosen || !wt_metric_is_gpu_energy(rows[k].s.metric))
+            continue;
+        struct gpu_key *e = &ek[nek++];
+        e->node = rows[k].s.node;
+        e->ord = k;
+        e->gpu[0] = e->uuid[0] = '\0';
+        (void)wt_labels_get(rows[k].s.labels, "gpu", e->gpu, sizeof e->gpu);
+        (void)wt_labels_get(rows[k].s.labels, "uuid", e->uuid, sizeof e->uuid);
+    }
+    qsort(ek, nek, sizeof *ek, cmp_key);
     bool own = false;
     for (size_t i = 0; i < n; i++) {
         struct wt_report_gpu *g = &r->gpus[r->ngpus++];
@@ -352,23 +439,17 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
         (void)wt_labels_get(si[i].labels, "uuid", g->uuid, sizeof g->uuid);
         (void)wt_labels_get(si[i].labels, "model", g->model, sizeof g->model);
         own |= si[i].node[0] == '\0' || strcmp(si[i].node, r->node) == 0;
-        for (size_t k = 0; k < nrows; k++) {
-            char gi[16] = "", uu[96] = "";
-            if (!rows[k].chosen || !wt_metric_is_gpu_energy(rows[k].s.metric) ||
-                strcmp(rows[k].s.node, g->node) != 0)
-                continue;
-            (void)wt_labels_get(rows[k].s.labels, "gpu", gi, sizeof gi);
-            (void)wt_labels_get(rows[k].s.labels, "uuid", uu, sizeof uu);
-            if (strcmp(gi, g->gpu) == 0 && strcmp(uu, g->uuid) == 0) {
-                g->energy_j = rows[k].energy_j;
-                g->uncertainty_j = rows[k].uncertainty_j;
-                g->coverage = rows[k].coverage;
-                g->method = rows[k].method;
-            }
+        /* the GPU's chosen energy row (the last, should there be two) */
+        const struct gpu_key *e = key_find(ek, nek, g, true);
+        if (e) {
+            g->energy_j = rows[e->ord].energy_j;
+            g->uncertainty_j = rows[e->ord].uncertainty_j;
+            g->coverage = rows[e->ord].coverage;
+            g->method = rows[e->ord].method;
         }
-        if ((rc = gather_gpu(st, r->from_ns, r->to_ns, g)) != 0)
+        if ((rc = gather_gpu(&ix, r->from_ns, r->to_ns, g)) != 0)
             goto out;
-        gather_activity(st, r->from_ns, r->to_ns, g);
+        gather_activity(&ix, r->from_ns, r->to_ns, g);
     }
     if (!own && !r->source[0])
         add_missing(r,
@@ -384,6 +465,8 @@ static int gather_gpus(struct wt_store *st, struct wt_report *r, struct wt_err *
         add_missing(r, "no GPU power readings in the window: the store's readings are elsewhere "
                        "in time");
 out:
+    ix_free(&ix);
+    free(ek);
     free(si);
     free(rows);
     return rc;

@@ -2,7 +2,8 @@
 /*
  * --source: the engine a fleet command reads instead of the local store (store/promsrc.h). The
  * client certificate settings are the CLI's: WATTAGE_CACERT, WATTAGE_CERT, WATTAGE_KEY; a bearer
- * token from WATTAGE_SOURCE_TOKEN_FILE. A command that runs its local code on the engine's
+ * token from WATTAGE_SOURCE_TOKEN_FILE; the nodes named per query of a batched read from
+ * WATTAGE_SOURCE_BATCH_NODES (default 256). A command that runs its local code on the engine's
  * readings copies them into a working store first (wt_cli_source_store).
  */
 #include <errno.h>
@@ -37,6 +38,20 @@ int wt_cli_open_source(const char *source, struct wt_promsrc **out)
                                 .key_file = env("WATTAGE_KEY"),
                                 .token_file = env("WATTAGE_SOURCE_TOKEN_FILE")};
     struct wt_err err = {{0}};
+    const char *batch = env("WATTAGE_SOURCE_BATCH_NODES");
+    if (batch) {
+        char *end;
+        errno = 0;
+        unsigned long long b = strtoull(batch, &end, 10);
+        if (errno || *end || b == 0 || b > 1000000 || batch[0] == '-') {
+            fprintf(stderr,
+                    "wattage: WATTAGE_SOURCE_BATCH_NODES: expected a number of nodes from 1 to "
+                    "1000000, not '%s'\n",
+                    batch);
+            return 2;
+        }
+        o.batch_nodes = (size_t)b;
+    }
     int rc = wt_promsrc_open(source, &o, out, &err);
     if (rc)
         fprintf(stderr, "wattage: %s\n", err.msg);

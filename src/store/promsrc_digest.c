@@ -20,6 +20,7 @@
  *     (the segments across a and b are then real pairs of readings, prorated as the raw path).
  * Gauges are one point per chart step (query_range, avg_over_time or last_over_time).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -350,10 +351,11 @@ out:
     return rc;
 }
 
-/* Counter name over [a, b] into st, as the file's comment says. */
-static int digest_counter(struct wt_promsrc *p, const char *name, int64_t a, int64_t b,
-                          size_t steps, const int64_t *edges, size_t ne, struct wt_store *st,
-                          size_t *series, size_t *readings, struct wt_err *err)
+/* Counter name over [a, b] into st, as the file's comment says; its series those of the
+ * nodes that match (a name{node=~"..."} selector of one batch of nodes). */
+static int digest_counter(struct wt_promsrc *p, const char *name, const char *match, int64_t a,
+                          int64_t b, size_t steps, const int64_t *edges, size_t ne,
+                          struct wt_store *st, size_t *series, size_t *readings, struct wt_err *err)
 {
     struct cgrid g = {.name = name, .a = a, .b = b, .pad = p->o.pad_ns};
     size_t nset = 4 + ne;
@@ -361,8 +363,9 @@ static int digest_counter(struct wt_promsrc *p, const char *name, int64_t a, int
     const struct wt_promsrc_series **part = calloc(nset, sizeof *part);
     struct ref *refs = NULL;
     struct chain c = {0};
-    char q[256];
-    int rc = set && part ? 0 : -ENOMEM;
+    size_t ql = strlen(name) + strlen(match) + 96;
+    char *q = malloc(ql);
+    int rc = set && part && q ? 0 : -ENOMEM;
     /* the grid starts inside the window by the pad, or an eighth of a short window */
     int64_t off = (b - a) / 8 < g.pad ? (b - a) / 8 : g.pad;
     g.t0 = (a + off) / WT_NS_PER_MS * WT_NS_PER_MS;
@@ -378,21 +381,23 @@ static int digest_counter(struct wt_promsrc *p, const char *name, int64_t a, int
     }
     g.edges = edges;
     g.ne = ne;
-    snprintf(q, sizeof q, "%s[%lldms]", name, (long long)((g.t0 - (a - g.pad)) / WT_NS_PER_MS + 1));
+    snprintf(q, ql, "%s%s[%lldms]", name, match,
+             (long long)((g.t0 - (a - g.pad)) / WT_NS_PER_MS + 1));
     if (rc == 0)
         rc = wt_promsrc_query(p, q, g.t0, &set[0], err);
     if (rc == 0 && g.m) {
         int64_t tm = grid_t(&g, g.m);
-        snprintf(q, sizeof q, "%s[%lldms]", name, (long long)((b + g.pad - tm) / WT_NS_PER_MS));
+        snprintf(q, ql, "%s%s[%lldms]", name, match, (long long)((b + g.pad - tm) / WT_NS_PER_MS));
         rc = wt_promsrc_query(p, q, b + g.pad, &set[1], err);
-        snprintf(q, sizeof q, "last_over_time(%s[%lldms])", name,
+        snprintf(q, ql, "last_over_time(%s%s[%lldms])", name, match,
                  (long long)(g.step / WT_NS_PER_MS));
         if (rc == 0)
             rc = wt_promsrc_query_range(p, q, g.t0 + g.step, tm, g.step, &set[2], err);
-        snprintf(q, sizeof q, "resets(%s[%lldms])", name, (long long)(2 * g.step / WT_NS_PER_MS));
+        snprintf(q, ql, "resets(%s%s[%lldms])", name, match,
+                 (long long)(2 * g.step / WT_NS_PER_MS));
         if (rc == 0)
             rc = wt_promsrc_query_range(p, q, g.t0 + g.step, tm + g.step, g.step, &set[3], err);
-        snprintf(q, sizeof q, "%s[%lldms]", name, (long long)(2 * g.pad / WT_NS_PER_MS + 1));
+        snprintf(q, ql, "%s%s[%lldms]", name, match, (long long)(2 * g.pad / WT_NS_PER_MS + 1));
         for (size_t j = 0; j < ne && rc == 0; j++)
             rc = wt_promsrc_query(p, q, edges[j] + g.pad, &set[4 + j], err);
     }
@@ -430,6 +435,7 @@ static int digest_counter(struct wt_promsrc *p, const char *name, int64_t a, int
         }
     }
     free(c.p);
+    free(q);
     free(refs);
     for (size_t w = 0; set && w < nset; w++)
         wt_promsrc_set_free(&set[w]);
@@ -445,15 +451,19 @@ static int cmp_i64(const void *x, const void *y)
 }
 
 /* A gauge: one point per step of the chart, fn over the step (avg_over_time, last_over_time). */
-static int digest_gauge(struct wt_promsrc *p, const char *fn, const char *name, int64_t a,
-                        int64_t b, int64_t step, struct wt_store *st, size_t *series,
+static int digest_gauge(struct wt_promsrc *p, const char *fn, const char *name, const char *match,
+                        int64_t a, int64_t b, int64_t step, struct wt_store *st, size_t *series,
                         size_t *readings, struct wt_err *err)
 {
     struct wt_promsrc_set set = {0};
-    char q[256];
-    snprintf(q, sizeof q, "%s(%s[%lldms])", fn, name, (long long)(step / WT_NS_PER_MS));
+    size_t ql = strlen(fn) + strlen(name) + strlen(match) + 48;
+    char *q = malloc(ql);
+    if (!q)
+        return -ENOMEM;
+    snprintf(q, ql, "%s(%s%s[%lldms])", fn, name, match, (long long)(step / WT_NS_PER_MS));
     int64_t t0 = a / WT_NS_PER_MS * WT_NS_PER_MS + step;
     int rc = wt_promsrc_query_range(p, q, t0, t0 + (b - t0) / step * step, step, &set, err);
+    free(q);
     for (size_t i = 0; i < set.n && rc == 0; i++) {
         const struct wt_promsrc_series *s = &set.s[i];
         rc = wt_promsrc_store_series(st, s->node, name, s->labels, s->pts, s->n, err);
@@ -464,6 +474,84 @@ static int digest_gauge(struct wt_promsrc *p, const char *fn, const char *name, 
     }
     wt_promsrc_set_free(&set);
     return rc;
+}
+
+static int cmp_node(const void *x, const void *y)
+{
+    return strcmp(x, y);
+}
+
+/* The nodes that hold any series named in d (counters, gauges) with a sample in [lo, hi]: one
+ * series per node from the engine (group by node), so the digest's queries can name a batch of
+ * nodes each and what they answer follows the batch, not the fleet. *nodes is malloc'd, sorted,
+ * each once; a series without a node label is none of them. */
+static int list_nodes(struct wt_promsrc *p, const struct wt_promsrc_digest *d, int64_t lo,
+                      int64_t hi, char (**nodes)[64], size_t *n, struct wt_err *err)
+{
+    size_t ql = 96;
+    *nodes = NULL;
+    *n = 0;
+    for (size_t k = 0; k < 2; k++)
+        for (const char *const *x = k ? d->gauges : d->counters; x && *x; x++)
+            ql += strlen(*x) + 1;
+    char *q = malloc(ql);
+    if (!q)
+        return -ENOMEM;
+    size_t off = (size_t)snprintf(q, ql, "group by (node) (last_over_time({__name__=~\"");
+    bool first = true;
+    for (size_t k = 0; k < 2; k++)
+        for (const char *const *x = k ? d->gauges : d->counters; x && *x; x++) {
+            off += (size_t)snprintf(q + off, ql - off, "%s%s", first ? "" : "|", *x);
+            first = false;
+        }
+    snprintf(q + off, ql - off, "\"}[%lldms]))", (long long)((hi - lo) / WT_NS_PER_MS + 1));
+    struct wt_promsrc_set set = {0};
+    int rc = first ? 0 : wt_promsrc_query(p, q, hi, &set, err);
+    free(q);
+    if (rc == 0 && set.n && !(*nodes = malloc(set.n * sizeof **nodes)))
+        rc = -ENOMEM;
+    for (size_t i = 0; i < set.n && rc == 0; i++)
+        if (set.s[i].node[0])
+            memcpy((*nodes)[(*n)++], set.s[i].node, sizeof set.s[i].node);
+    wt_promsrc_set_free(&set);
+    if (*n)
+        qsort(*nodes, *n, sizeof **nodes, cmp_node);
+    size_t u = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (u == 0 || strcmp((*nodes)[i], (*nodes)[u - 1]) != 0)
+            memmove((*nodes)[u++], (*nodes)[i], sizeof **nodes);
+    *n = u;
+    return rc;
+}
+
+/* {node=~"A|B|..."} of nodes[0..n): each name literal in the regex (ASCII punctuation but _ and
+ * - escaped for the engine's regex, then the escapes and quotes escaped for the PromQL string).
+ * *out is malloc'd. */
+static int node_match(const char (*nodes)[64], size_t n, char **out)
+{
+    size_t len = 16;
+    for (size_t i = 0; i < n; i++)
+        len += 4 * strlen(nodes[i]) + 1;
+    char *m = malloc(len), *w = m;
+    if (!m)
+        return -ENOMEM;
+    w += sprintf(w, "{node=~\"");
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            *w++ = '|';
+        for (const char *c = nodes[i]; *c; c++) {
+            if (ispunct((unsigned char)*c) && *c != '_' && *c != '-') {
+                *w++ = '\\'; /* the regex's escape, itself escaped in the string */
+                *w++ = '\\';
+                if (*c == '"' || *c == '\\')
+                    *w++ = '\\';
+            }
+            *w++ = *c;
+        }
+    }
+    strcpy(w, "\"}");
+    *out = m;
+    return 0;
 }
 
 int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, int64_t from,
@@ -495,26 +583,39 @@ int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, i
     for (size_t i = 0; i < ne; i++)
         if (u == 0 || edges[i] != edges[u - 1])
             edges[u++] = edges[i];
-    for (size_t i = 0; d->counters && d->counters[i] && rc == 0; i++)
-        rc =
-            digest_counter(p, d->counters[i], from, to, steps, edges, u, st, series, readings, err);
-    free(edges);
-    for (size_t i = 0; d->gauges && d->gauges[i] && rc == 0; i++) {
-        const char *name = d->gauges[i];
-        size_t len = strlen(name);
-        /* a chart's line is the mean of its column; limits, bit masks: the last reading */
-        bool mean = (len > 6 && strcmp(name + len - 6, "_watts") == 0) ||
-                    (len > 6 && strcmp(name + len - 6, "_ratio") == 0) ||
-                    (len > 8 && strcmp(name + len - 8, "_celsius") == 0);
-        if (strstr(name, "limit") || strstr(name, "slowdown"))
-            mean = false;
-        rc = digest_gauge(p, mean ? "avg_over_time" : "last_over_time", name, from, to, cstep, st,
-                          series, readings, err);
+    /* batch by batch of nodes: the counters, then the gauges */
+    char(*nodes)[64] = NULL;
+    size_t nn = 0;
+    int64_t pad = p->o.pad_ns;
+    rc = list_nodes(p, d, from - pad, to + pad, &nodes, &nn, err);
+    size_t batch = p->o.batch_nodes ? p->o.batch_nodes : nn;
+    for (size_t lo = 0; lo < nn && rc == 0; lo += batch) {
+        size_t hi = lo + batch < nn ? lo + batch : nn;
+        char *match = NULL;
+        if ((rc = node_match((const char(*)[64])nodes + lo, hi - lo, &match)) != 0)
+            break;
+        for (size_t i = 0; d->counters && d->counters[i] && rc == 0; i++)
+            rc = digest_counter(p, d->counters[i], match, from, to, steps, edges, u, st, series,
+                                readings, err);
+        for (size_t i = 0; d->gauges && d->gauges[i] && rc == 0; i++) {
+            const char *name = d->gauges[i];
+            size_t len = strlen(name);
+            /* a chart's line is the mean of its column; limits, bit masks: the last reading */
+            bool mean = (len > 6 && strcmp(name + len - 6, "_watts") == 0) ||
+                        (len > 6 && strcmp(name + len - 6, "_ratio") == 0) ||
+                        (len > 8 && strcmp(name + len - 8, "_celsius") == 0);
+            if (strstr(name, "limit") || strstr(name, "slowdown"))
+                mean = false;
+            rc = digest_gauge(p, mean ? "avg_over_time" : "last_over_time", name, match, from, to,
+                              cstep, st, series, readings, err);
+        }
+        free(match);
     }
+    free(nodes);
+    free(edges);
     if (rc == 0 && d->raw) {
         struct wt_promsrc_set set = {0};
         char q[512];
-        int64_t pad = p->o.pad_ns;
         snprintf(q, sizeof q, "%s[%lldms]", d->raw,
                  (long long)((to - from + 2 * pad) / 1000000 + 1));
         rc = wt_promsrc_query(p, q, to + pad, &set, err);

@@ -2,8 +2,9 @@
 # `wattage report --source` and `kpi --source` read a window's counters digested (the raw samples
 # around the window's edges, one reading per step between them, the raw samples of the steps
 # where a reset or a gap lies: store/promsrc_digest.c), not every sample. Against
-# VictoriaMetrics on loopback holding crafted GPU energy counters (10-s readings over an hour,
-# imported with their stamps), each GPU's energy and coverage in the report equal those of the
+# VictoriaMetrics and Prometheus on loopback holding crafted GPU energy counters (10-s readings
+# over an hour, imported with their stamps: VictoriaMetrics' import API, Prometheus' blocks
+# written by `promtool tsdb create-blocks-from openmetrics` before it starts), each GPU's energy and coverage in the report equal those of the
 # exact-window math over every raw sample within the pad (computed here in Python, as
 # store/segment.c does it) within 1e-9: a steady counter; a reset mid-window; a reset after which
 # the counter passes its earlier value within one step (the digest's readings alone would hide
@@ -12,6 +13,7 @@
 # is their sum. The GPU power chart has one point per chart column, not one per reading. An
 # engine that refuses a query over its limit (-search.maxSamplesPerQuery) is an error, exit 1.
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/prometheus_lib.sh"
 PY=/usr/bin/python3
 VM=${VICTORIA_METRICS:-victoria-metrics}
 if ! command -v "$VM" >/dev/null; then
@@ -68,7 +70,10 @@ def window(pts):
 truth = {}
 with open(out, "w") as f:
     for g, pts in series.items():
-        lb = f'node="n1",gpu="{g}",uuid="GPU-d-{g}",model="M"'
+        # three nodes, one named with a regex's metacharacters (the batches name nodes in one),
+        # their GPU indexes alike (the report finds a GPU's series by node, index and uuid)
+        node = "n1" if g < 3 else "n.2" if g < 5 else "rack(3)+x"
+        lb = f'node="{node}",gpu="{g % 3}",uuid="GPU-d-{g}",model="M"'
         for t, v in pts:
             f.write(f"wattage_gpu_energy_joules_total{{{lb}}} {v:.3f} {t * 1000}\n")
         for t in range(A - 200, B + 201):
@@ -80,7 +85,6 @@ PY
 curl -sf "http://127.0.0.1:$VPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt" ||
     not_ok "the import into VictoriaMetrics"
 curl -sf "http://127.0.0.1:$VPORT/internal/force_flush" -o /dev/null
-SRC=victoriametrics://127.0.0.1:$VPORT
 check "VictoriaMetrics holds the 7 GPUs' counters" wait_for 30 $PY -c "
 import json, sys, urllib.request, urllib.parse
 q = urllib.parse.urlencode({'query': 'count(count_over_time(wattage_gpu_energy_joules_total[2h]))', 'time': '$B'})
@@ -89,10 +93,13 @@ assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
 mkdir -p "$TMP/tmpdir"
 export TMPDIR=$TMP/tmpdir
 printf 'store:\n  flush_interval: 200ms\n' >"$TMP/c.yaml"
-"$BIN" report --source "$SRC" -c "$TMP/c.yaml" --from "$A" --to "$B" --format json \
-    >"$TMP/r.json" 2>"$TMP/r.err"
-check "report --source over an hour (exit 0)" test $? -eq 0
-msg=$($PY - "$TMP/r.json" "$TMP/truth.json" <<'PY' 2>&1
+# The digest's figures from the engine at $1 (named $2 in the checks) against the truth.
+digest_checks() {
+    local SRC=$1 E=$2 msg rc
+    "$BIN" report --source "$SRC" -c "$TMP/c.yaml" --from "$A" --to "$B" --format json \
+        >"$TMP/r-$E.json" 2>"$TMP/r-$E.err"
+    check "$E: report --source over an hour (exit 0)" test $? -eq 0
+    msg=$($PY - "$TMP/r-$E.json" "$TMP/truth.json" <<'PY' 2>&1
 import json, sys
 r, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 got = {g["uuid"]: g for g in r["gpus"]}
@@ -108,9 +115,9 @@ assert truth["GPU-d-1"]["coverage"] < 1 and truth["GPU-d-3"]["coverage"] < 1
 assert truth["GPU-d-4"]["coverage"] == 1 and truth["GPU-d-5"]["coverage"] < 0.75
 print(f"ok, {len(truth)} GPUs exact")
 PY
-)
-check "each GPU's energy and coverage are the raw samples' exactly: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
-msg=$($PY - "$TMP/r.json" <<'PY' 2>&1
+    )
+    check "$E: each GPU's energy and coverage are the raw samples' exactly: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+    msg=$($PY - "$TMP/r-$E.json" <<'PY' 2>&1
 import json, sys
 r = json.load(open(sys.argv[1]))
 n = [g["power_readings"] for g in r["gpus"]]
@@ -118,11 +125,11 @@ n = [g["power_readings"] for g in r["gpus"]]
 assert all(700 <= x <= 800 for x in n), n
 print(f"ok ({max(n)} points per GPU)")
 PY
-)
-check "the power chart has a point per column, not per reading: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
-"$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json >"$TMP/k.json" 2>"$TMP/k.err"
-check "kpi --source over the hour (exit 0)" test $? -eq 0
-msg=$($PY - "$TMP/k.json" "$TMP/truth.json" <<'PY' 2>&1
+    )
+    check "$E: the power chart has a point per column, not per reading: $msg" bash -c '[[ $0 == ok* ]]' "$msg"
+    "$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json >"$TMP/k-$E.json" 2>"$TMP/k-$E.err"
+    check "$E: kpi --source over the hour (exit 0)" test $? -eq 0
+    msg=$($PY - "$TMP/k-$E.json" "$TMP/truth.json" <<'PY' 2>&1
 import json, sys
 k, truth = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 want = sum(t["energy"] for t in truth.values())
@@ -130,9 +137,59 @@ got = k["energy"]["gpu"]["joules"]
 assert abs(got - want) <= 1e-9 * want, (got, want)
 print(f"ok {got:.1f} J")
 PY
-)
-check "kpi --source: the fleet's GPU energy is the sum of the exact figures: $msg" \
-    bash -c '[[ $0 == ok* ]]' "$msg"
+    )
+    check "$E: kpi --source: the fleet's GPU energy is the sum of the exact figures: $msg" \
+        bash -c '[[ $0 == ok* ]]' "$msg"
+    # One node per batch of queries: the same report and KPIs as one batch of the three nodes.
+    WATTAGE_SOURCE_BATCH_NODES=1 "$BIN" report --source "$SRC" -c "$TMP/c.yaml" --from "$A" \
+        --to "$B" --format json >"$TMP/r1-$E.json" 2>"$TMP/r1-$E.err"
+    check "$E: report --source, one node per batch (exit 0)" test $? -eq 0
+    check "$E: report --source, one node per batch: the same report" cmp "$TMP/r-$E.json" "$TMP/r1-$E.json"
+    WATTAGE_SOURCE_BATCH_NODES=2 "$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json \
+        >"$TMP/k2-$E.json" 2>"$TMP/k2-$E.err"
+    check "$E: kpi --source, two nodes per batch: the same KPIs" cmp "$TMP/k-$E.json" "$TMP/k2-$E.json"
+    WATTAGE_SOURCE_BATCH_NODES=0 "$BIN" kpi --source "$SRC" --from "$A" --to "$B" --json \
+        >"$TMP/k0-$E.json" 2>"$TMP/k0-$E.err"
+    rc=$?
+    check "$E: WATTAGE_SOURCE_BATCH_NODES=0: exit 2, named" bash -c \
+        '[[ $0 == 2 ]] && grep -q "WATTAGE_SOURCE_BATCH_NODES" "$1"' "$rc" "$TMP/k0-$E.err"
+}
+digest_checks "victoriametrics://127.0.0.1:$VPORT" VictoriaMetrics
+
+# Prometheus: the same samples as blocks written before it starts (exact stamps), then the same
+# checks.
+if ! command -v "$PROMETHEUS" >/dev/null || ! command -v promtool >/dev/null; then
+    skip "the digested fleet window from Prometheus" "$PROMETHEUS or promtool is not installed"
+else
+    $PY - "$TMP/import.txt" "$TMP/import.om" <<'PY'
+import sys
+# OpenMetrics: stamps in seconds, each family's samples together, # EOF at the end
+fam = {}
+for line in open(sys.argv[1]):
+    sel, v, t = line.rsplit(" ", 2)
+    fam.setdefault(sel.split("{")[0], []).append(f"{sel} {v} {int(t) / 1000:.3f}\n")
+with open(sys.argv[2], "w") as f:
+    for lines in fam.values():
+        f.writelines(lines)
+    f.write("# EOF\n")
+PY
+    mkdir -p "$TMP/prom/data"
+    promtool tsdb create-blocks-from openmetrics "$TMP/import.om" "$TMP/prom/data" \
+        >"$TMP/promtool.log" 2>&1
+    check "promtool writes the samples as blocks" test $? -eq 0
+    PPORT=$(free_port)
+    printf 'global:\n  scrape_interval: 1h\n' >"$TMP/prom/prometheus.yml"
+    bg "$PROMETHEUS" --config.file="$TMP/prom/prometheus.yml" \
+        --storage.tsdb.path="$TMP/prom/data" --web.listen-address="127.0.0.1:$PPORT" \
+        --log.level=warn 2>>"$TMP/prom.log"
+    check "Prometheus starts" wait_for 30 curl -sf "http://127.0.0.1:$PPORT/-/ready" -o /dev/null
+    check "Prometheus holds the 7 GPUs' counters" wait_for 30 $PY -c "
+import json, sys, urllib.request, urllib.parse
+q = urllib.parse.urlencode({'query': 'count(count_over_time(wattage_gpu_energy_joules_total[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$PPORT/api/v1/query?' + q))
+assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
+    digest_checks "prometheus://127.0.0.1:$PPORT" Prometheus
+fi
 # An engine that refuses a query over its limit: an error naming it, no figure.
 LPORT=$(free_port)
 bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
