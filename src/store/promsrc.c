@@ -377,6 +377,17 @@ int wt_promsrc_around_pad(struct wt_promsrc *p, const char *sel, int64_t *edges,
     return rc;
 }
 
+void wt_promsrc_window(const struct wt_promsrc_series *s, enum wt_series_kind kind, int64_t a,
+                       int64_t b, double *energy_j, double *covered_s)
+{
+    struct wt_segment_rule rule = {.kind = kind};
+    struct wt_window w = wt_window_begin(&rule, a, b);
+    for (size_t i = 0; i < s->n; i++)
+        wt_window_add(&w, s->pts[i].t_ns, s->pts[i].v);
+    *energy_j = w.energy_j;
+    *covered_s = w.covered_ns / 1e9;
+}
+
 void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,
                          int64_t b)
 {
@@ -387,13 +398,7 @@ void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series
     wt_promsrc_copy_cut(r->s.labels, sizeof r->s.labels, s->labels);
     r->s.kind = wt_series_kind_of(s->metric, s->labels);
     r->method = r->s.kind == WT_SK_INTEGRATED ? "integrated" : "counter";
-    /* the exact-window energy of the series over [a, b], as the local store computes it */
-    struct wt_segment_rule rule = {.kind = r->s.kind};
-    struct wt_window w = wt_window_begin(&rule, a, b);
-    for (size_t i = 0; i < s->n; i++)
-        wt_window_add(&w, s->pts[i].t_ns, s->pts[i].v);
-    r->energy_j = w.energy_j;
-    r->covered_s = w.covered_ns / 1e9;
+    wt_promsrc_window(s, r->s.kind, a, b, &r->energy_j, &r->covered_s);
     r->coverage = r->covered_s / ((double)(b - a) / 1e9);
     if (r->coverage > 1)
         r->coverage = 1;

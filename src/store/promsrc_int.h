@@ -67,6 +67,11 @@ int wt_promsrc_parse_warned(const char *buf, size_t len, struct wt_promsrc_set *
 /* src into dst (n bytes), cut to fit. */
 void wt_promsrc_copy_cut(char *dst, size_t n, const char *src);
 
+/* The exact-window energy of series s (of that kind) over [a, b], as the local store computes
+ * it, and the time it covers. */
+void wt_promsrc_window(const struct wt_promsrc_series *s, enum wt_series_kind kind, int64_t a,
+                       int64_t b, double *energy_j, double *covered_s);
+
 /* r: the exact-window energy of series s over [a, b], as the local store computes it, with its
  * coverage; chosen (wt_energy_choose decides among a GPU's rows). */
 void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,

@@ -25,13 +25,22 @@ struct pmark {
     int64_t t;
 };
 
+/* What one energy series of a node is, worked out once (see series_info). */
+enum { USE_NONE, USE_GPU, USE_CPU };
+struct sinfo {
+    unsigned char kind; /* enum wt_series_kind */
+    unsigned char use;  /* USE_GPU: one of the job's GPUs; USE_CPU: a CPU package counted */
+};
+
 struct pnode {
     char node[64], id[24], gpus[WT_LABELS_LEN];
     int64_t start, end; /* end 0: running */
     struct pmark *m;
     size_t nm;
-    size_t s0, ns; /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
-    bool reread;   /* read again with the source's pad (see near_check) */
+    size_t s0, ns;          /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
+    const struct sinfo *si; /* what each of them is (si[0 .. ns)) */
+    bool integrated;        /* one of them is a GPU's integrated series */
+    bool reread;            /* read again with the source's pad (see near_check) */
 };
 
 /* A job's nodes: an array and a hash of their names. */
@@ -107,6 +116,27 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     memset(sp, 0, sizeof *sp);
     if (b <= a)
         return 0;
+    double cov = 1;
+    if (!nd->integrated) {
+        /* counters only: nothing to choose between, each series summed as it is */
+        for (size_t i = 0; i < nd->ns; i++) {
+            const struct sinfo *si = &nd->si[i];
+            double ej, cs;
+            if (si->use == USE_NONE)
+                continue;
+            wt_promsrc_window(&e->s[nd->s0 + i], (enum wt_series_kind)si->kind, a, b, &ej, &cs);
+            if (si->use == USE_CPU) {
+                sp->cpu_j += ej;
+                continue;
+            }
+            double c = cs / ((double)(b - a) / 1e9);
+            sp->gpu_j += ej;
+            sp->ngpu++;
+            cov = c < cov ? c : cov;
+        }
+        sp->coverage = sp->ngpu ? cov : 0;
+        return 0;
+    }
     size_t k = 0;
     struct wt_energy_row *r = calloc(nd->ns ? nd->ns : 1, sizeof *r);
     if (!r)
@@ -114,7 +144,6 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++)
         wt_promsrc_fill_row(&r[k++], &e->s[i], a, b);
     wt_energy_choose(r, k);
-    double cov = 1;
     for (size_t i = 0; i < k; i++) {
         if (!r[i].chosen)
             continue;
@@ -132,6 +161,32 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     }
     sp->coverage = sp->ngpu ? cov : 0;
     free(r);
+    return 0;
+}
+
+/* What each energy series of each node is (its kind, whether the job counts it), once, for
+ * node_span's every window; a node with a GPU's integrated series beside its counter chooses
+ * between them per window (wt_energy_choose). */
+static int series_info(struct wt_promsrc_set *e, struct pnode *nodes, size_t nn, struct sinfo **out)
+{
+    struct sinfo *si = calloc(e->n ? e->n : 1, sizeof *si);
+    if (!si)
+        return -ENOMEM;
+    for (size_t q = 0; q < nn; q++) {
+        struct pnode *nd = &nodes[q];
+        nd->si = si + nd->s0;
+        for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++) {
+            const struct wt_promsrc_series *s = &e->s[i];
+            enum wt_series_kind kind = wt_series_kind_of(s->metric, s->labels);
+            si[i].kind = (unsigned char)kind;
+            nd->integrated = nd->integrated || kind == WT_SK_INTEGRATED;
+            if (!strcmp(s->metric, "wattage_cpu_energy_joules_total"))
+                si[i].use = cpu_counted(s->labels) ? USE_CPU : USE_NONE;
+            else if (wt_metric_is_gpu_energy(s->metric) && gpu_in(nd->gpus, s->labels))
+                si[i].use = USE_GPU;
+        }
+    }
+    *out = si;
     return 0;
 }
 
@@ -375,6 +430,7 @@ struct fleet {
     struct pnode *nodes; /* pn.v, pn.n */
     size_t nn;
     struct wt_promsrc_set e; /* sorted by node once loaded */
+    struct sinfo *si;        /* what each of e's series is */
 };
 
 static void fleet_free(struct fleet *f)
@@ -384,6 +440,7 @@ static void fleet_free(struct fleet *f)
     free(f->pn.v);
     free(f->pn.index);
     wt_promsrc_set_free(&f->e);
+    free(f->si);
     memset(f, 0, sizeof *f);
 }
 
@@ -645,7 +702,8 @@ static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int
         steps[i] = lo + (int64_t)i * step_ns;
     if ((rc = load_edges(p, f, now_ns, steps, nsteps, err)) != 0)
         goto out;
-    rc = group_by_node(f);
+    if ((rc = group_by_node(f)) == 0)
+        rc = series_info(&f->e, f->nodes, f->nn, &f->si);
 out:
     free(steps);
     if (rc)

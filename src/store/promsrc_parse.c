@@ -368,16 +368,28 @@ static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
 {
     double ts, v;
     char vs[64], *e;
-    bool cut = false;
-    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ',') || jp_str(j, vs, sizeof vs, &cut) ||
-        !jp_eat(j, ']'))
+    bool cut = false, number;
+    const char *stop;
+    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ','))
         return -EINVAL;
-    const char *vend = vs + strlen(vs), *stop;
-    bool number = fast_num(vs, vend, &v, &stop) && stop == vend;
-    if (!number) {
-        v = strtod(vs, &e);
-        number = e != vs;
+    jp_ws(j);
+    if (j->end - j->p > 1 && *j->p == '"' && fast_num(j->p + 1, j->end, &v, &stop) &&
+        stop < j->end && *stop == '"') {
+        /* a plain decimal in its quotes (most values): read where it lies, not copied first */
+        j->p = stop + 1;
+        number = true;
+    } else {
+        if (jp_str(j, vs, sizeof vs, &cut))
+            return -EINVAL;
+        const char *vend = vs + strlen(vs);
+        number = fast_num(vs, vend, &v, &stop) && stop == vend;
+        if (!number) {
+            v = strtod(vs, &e);
+            number = e != vs;
+        }
     }
+    if (!jp_eat(j, ']'))
+        return -EINVAL;
     /* a stamp beyond what ns in 64 bits hold (year 2262) is no sample of ours */
     if (!s || cut || !number || !(ts > -9e9 && ts < 9e9))
         return 0;
