@@ -503,6 +503,11 @@ static int load_batch(struct wt_promsrc *p, struct fleet *f, const size_t *idx, 
             hi = edges[i] > hi ? edges[i] : hi;
         }
         rc = wt_promsrc_series_status(p, sel, lo - wide, hi + wide, &f->e, &status, err);
+        /* an engine, or a proxy before it, that does not answer /api/v1/series */
+        if (rc == -EIO && (status == 400 || status == 404 || status == 405)) {
+            rc = -ENOTSUP;
+            goto out;
+        }
     }
     if (rc == 0)
         rc = wt_promsrc_around_pad(p, sel, edges, ne, pad, 2 * wide, &f->e, &status, err);
@@ -581,8 +586,10 @@ static int near_check(struct fleet *f, size_t from, size_t to, int64_t now_ns, i
  * the source's batch_nodes. A job (no steps) is read near its edges first (NEAR_PAD_NS); the
  * nodes where that is not enough (near_check: readings further apart, a node that left, a series
  * that stopped) are read again with the source's pad, so the figures are those the pad gives.
- * Where most of a batch needed it (a fleet polled less often), the batches after it are read with
- * the pad at once. Series that hold no reading at all are dropped, as they were never answered.
+ * Where most of a batch needed it (a fleet polled less often), or where the engine does not list
+ * series (400, 404 or 405 to /api/v1/series: a proxy that lets only the query API through), the
+ * batches after it are read with the pad at once. Series that hold no reading at all are dropped,
+ * as they were never answered.
  */
 static int load_edges(struct wt_promsrc *p, struct fleet *f, int64_t now_ns, const int64_t *steps,
                       size_t nsteps, struct wt_err *err)
@@ -598,6 +605,11 @@ static int load_edges(struct wt_promsrc *p, struct fleet *f, int64_t now_ns, con
     for (size_t b = 0; b < f->nn && rc == 0; b += bn) {
         size_t n = b + bn < f->nn ? bn : f->nn - b, from = f->e.n, na = 0;
         rc = load_batch(p, f, idx + b, n, now_ns, steps, nsteps, pad, err);
+        if (rc == -ENOTSUP) {
+            /* no listing of series: this batch and the rest read with the pad at once */
+            pad = p->o.pad_ns;
+            rc = load_batch(p, f, idx + b, n, now_ns, steps, nsteps, pad, err);
+        }
         if (rc || pad == p->o.pad_ns)
             continue;
         if ((rc = near_check(f, from, f->e.n, now_ns, pad)) != 0)

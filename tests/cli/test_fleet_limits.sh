@@ -16,6 +16,8 @@
 # Bad answers from an engine (a fake on loopback): an answer cut short, an answer the engine
 # marks partial (isPartial, a VictoriaMetrics cluster that missed a storage node), an answer
 # with "warnings" (an engine that cut it to a limit): exit 1, said, naming the query.
+# A proxy that answers 404 to /api/v1/series (and passes the query API to VictoriaMetrics): the
+# job read with the 30 s around each edge at once, exact.
 # An engine unavailable for a while (503 twice for every query, a fake in front of the real
 # VictoriaMetrics): asked again with a backoff, the answer exact; always 503: exit 1 after 4
 # tries (the fake counts them), said with the status.
@@ -166,6 +168,13 @@ FPORT=$(free_port)
 $PY - "$FPORT" "http://127.0.0.1:$P1" "$TMP/tries" >"$TMP/fake.log" 2>&1 <<'PY' &
 import http.server, json, sys, urllib.error, urllib.parse, urllib.request
 seen = {}
+def forward(path, raw):
+    """the real VictoriaMetrics' answer to the same endpoint"""
+    try:
+        with urllib.request.urlopen(sys.argv[2] + "/api/" + path.split("/api/", 1)[1], raw) as r:
+            return 200, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers["Content-Length"]))
@@ -178,15 +187,15 @@ class H(http.server.BaseHTTPRequestHandler):
             with open(sys.argv[3], "a") as f:
                 print(self.path.split("/")[1], seen[key], file=f)
         if "/flaky/" in self.path and seen[key] > 2:
-            try:
-                with urllib.request.urlopen(sys.argv[2] + "/api/" + self.path.split("/api/", 1)[1], raw) as r:
-                    body = r.read()
-            except urllib.error.HTTPError as e:
-                code, body = e.code, e.read()
+            code, body = forward(self.path, raw)
         elif "/flaky/" in self.path or "/down/" in self.path:
             code = 503
             body = b"<html>no backend</html>" if "/down/" in self.path else json.dumps(
                 {"status": "error", "errorType": "unavailable", "error": "starting"}).encode()
+        elif "/nolist/" in self.path and self.path.endswith("/series"):
+            code, body = 404, b"404 page not found"
+        elif "/nolist/" in self.path:
+            code, body = forward(self.path, raw)
         elif "warned" in self.path:
             body = json.dumps({"status": "success", "warnings": ["results truncated due to limit"],
                                "data": {"resultType": "vector", "result": []}}).encode()
@@ -217,6 +226,21 @@ rc=0
 "$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/partial" >"$TMP/p.out" 2>"$TMP/p.err" || rc=$?
 check "an answer marked partial: exit 1" [ "$rc" -eq 1 ]
 check "an answer marked partial: said" grep -q "answer is partial" "$TMP/p.err"
+# fake_exact PATH NAME WHAT: job show through the fake at PATH exits 0 and is exact over the 6
+# nodes (NAME: the case, WHAT: how)
+fake_exact() {
+    local rc=0
+    "$BIN" job show fleet-job --json --source "http://127.0.0.1:$FPORT/$1" >"$TMP/$1.json" \
+        2>"$TMP/$1.err" || rc=$?
+    check "$2: exit 0" [ "$rc" -eq 0 ]
+    if exact "$TMP/feed6.json" "$TMP/$1.json" 6 2>"$TMP/$1.exact"; then
+        ok "  the job's energy is exact, $3"
+    else
+        not_ok "  the job's energy is exact, $3" "$(cat "$TMP/$1.err" "$TMP/$1.exact")"
+    fi
+}
+fake_exact nolist "a proxy that does not let /api/v1/series through" \
+    "read with the 30 s around each edge"
 rc=0
 "$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/warned" >"$TMP/w.out" 2>"$TMP/w.err" || rc=$?
 check "an answer with a warning (cut to a limit): exit 1" [ "$rc" -eq 1 ]
@@ -224,15 +248,7 @@ check "  said, with the query and the engine's warning" grep -q \
     "query max_over_time(wattage_job_start_time_seconds{job=\"fleet-job\"}\[31d\]): the engine warns that its answer may be incomplete, so no figure is made from it: results truncated due to limit" \
     "$TMP/w.err"
 check "  no figure is printed" [ ! -s "$TMP/w.out" ]
-rc=0
-"$BIN" job show fleet-job --json --source "http://127.0.0.1:$FPORT/flaky" >"$TMP/f.json" \
-    2>"$TMP/f.err" || rc=$?
-check "an engine unavailable twice for each query: exit 0" [ "$rc" -eq 0 ]
-if exact "$TMP/feed6.json" "$TMP/f.json" 6 2>"$TMP/fexact.err"; then
-    ok "  the job's energy is exact, each query asked 3 times"
-else
-    not_ok "  the job's energy is exact, each query asked 3 times" "$(cat "$TMP/f.err" "$TMP/fexact.err")"
-fi
+fake_exact flaky "an engine unavailable twice for each query" "each query asked 3 times"
 check "  no query was asked a 4th time" sh -c "! grep -q '^flaky [4-9]' '$TMP/tries'"
 check "  every query was asked a 3rd time" \
     [ "$(grep -c '^flaky 1' "$TMP/tries")" -eq "$(grep -c '^flaky 3' "$TMP/tries")" ]
