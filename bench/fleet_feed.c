@@ -8,8 +8,12 @@
  * encoded with the daemon's own encoder (serve/remote_write.h) in 2000-sample requests and
  * POSTed to URL. Prints the job's window and its exact energy (so the query can be checked) and
  * the ingest rate as JSON lines:
- *   fleet_feed URL [NODES] [SECONDS] [power]    (default 256 nodes, 600 s; power: every GPU's
- *   wattage_gpu_power_watts too, at the same 300 W, for a report's charts)
+ *   fleet_feed URL [NODES] [SECONDS] [WORD...]    (default 256 nodes, 600 s)
+ * WORDs: power (every GPU's wattage_gpu_power_watts too, at the same 300 W, for a report's
+ * charts); sparse (node-000's GPUs read every 20 s, not every 1 s); leave (node-001, the last
+ * node with one node, goes away 30 s after the job's first mark: none of its series after that,
+ * no end or second mark for it; its energy up to its last reading is printed apart, and the job's
+ * energy is the other nodes' plus it).
  */
 #include <curl/curl.h>
 #include <stdbool.h>
@@ -70,11 +74,22 @@ int main(int argc, char **argv)
     }
     const char *url = argv[1];
     int nodes = argc > 2 ? atoi(argv[2]) : 256, secs = argc > 3 ? atoi(argv[3]) : 600;
-    bool power = argc > 4 && strcmp(argv[4], "power") == 0;
+    bool power = false, sparse = false, leave = false;
+    for (int i = 4; i < argc; i++) {
+        if (!strcmp(argv[i], "power") || !strcmp(argv[i], "sparse") || !strcmp(argv[i], "leave")) {
+            *(argv[i][0] == 'p' ? &power : argv[i][0] == 's' ? &sparse : &leave) = true;
+        } else {
+            fprintf(stderr, "fleet_feed: %s: expected power, sparse or leave\n", argv[i]);
+            return 2;
+        }
+    }
     int64_t now = wt_now_real_ns() / WT_NS_PER_S * WT_NS_PER_S;
     int64_t t0 = now - (int64_t)secs * WT_NS_PER_S;
     int64_t js = t0 + 60 * WT_NS_PER_S + 250 * 1000000, je = now - 60 * WT_NS_PER_S + 500 * 1000000;
     int64_t m1 = js + (je - js) / 2, m2 = je;
+    int gone = leave ? (nodes > 1 ? 1 : 0) : -1; /* the node that leaves */
+    /* its last reading: the last whole second of the feed at or before m1 + 30 s */
+    int last_s = (int)((m1 + 30 * WT_NS_PER_S - t0) / WT_NS_PER_S);
     CURL *c = curl_easy_init();
     struct wt_cursor_batch b = {0};
     size_t samples = 0, bytes = 0;
@@ -125,14 +140,18 @@ int main(int argc, char **argv)
             b.n = 0;
             int s1 = s0 + per <= secs + 1 ? s0 + per : secs + 1;
             for (int i = 0; i < GPUS; i++) {
-                for (int s = s0; s < s1; s++)
+                for (int s = s0; s < s1; s++) {
+                    if ((sparse && n == 0 && s % 20) || (n == gone && s > last_s))
+                        continue;
                     add(&b, (uint32_t)i, t0 + (int64_t)s * WT_NS_PER_S, WATTS * s + 1000.0 * i);
+                }
             }
             for (int k = 0; k < 5; k++) {
                 for (int s = s0; s < s1; s++) {
                     int64_t t = t0 + (int64_t)s * WT_NS_PER_S;
                     bool ran = t >= js && t <= je + 60 * WT_NS_PER_S;
-                    if (!ran || (k == 2 && t < je) || (k == 3 && t < m1) || (k == 4 && t < m2))
+                    if (!ran || (k == 2 && t < je) || (k == 3 && t < m1) || (k == 4 && t < m2) ||
+                        (n == gone && s > last_s))
                         continue;
                     double v = k == 0   ? 1
                                : k == 1 ? js / 1e9
@@ -155,10 +174,14 @@ int main(int argc, char **argv)
         wt_remote_write_encoder_close(e);
     }
     double wall = (double)(wt_now_mono_ns() - w0) / 1e9;
-    double joules = (double)nodes * GPUS * WATTS * (double)(je - js) / 1e9;
-    printf(
-        "{\"job\": \"fleet-job\", \"start_s\": %.3f, \"end_s\": %.3f, \"energy_joules\": %.3f}\n",
-        js / 1e9, je / 1e9, joules);
+    double left = gone >= 0 ? GPUS * WATTS * (double)(t0 + last_s * WT_NS_PER_S - js) / 1e9 : 0;
+    double joules = (double)(nodes - (gone >= 0)) * GPUS * WATTS * (double)(je - js) / 1e9 + left;
+    printf("{\"job\": \"fleet-job\", \"start_s\": %.3f, \"end_s\": %.3f, \"energy_joules\": %.3f",
+           js / 1e9, je / 1e9, joules);
+    if (gone >= 0)
+        printf(", \"left_node\": \"node-%03d\", \"left_s\": %.3f, \"left_energy_joules\": %.3f",
+               gone, (t0 + last_s * WT_NS_PER_S) / 1e9, left);
+    printf("}\n");
     printf("{\"section\": \"Fleet\", \"what\": \"%d nodes x %d GPUs x %d s remote-written into the "
            "engine (one sender)\", \"unit\": \"samples/s\", \"wattage\": %.0f}\n",
            nodes, GPUS, secs, (double)samples / wall);

@@ -208,10 +208,10 @@ static bool unavailable(long status)
     return status == 502 || status == 503 || status == 504;
 }
 
-/* POSTs promql to endpoint (query or query_range) with the form's time fields in when, the
- * answer's series into set; as wt_promsrc_query_status. */
-static int ask(struct wt_promsrc *p, const char *endpoint, const char *promql, const char *when,
-               struct wt_promsrc_set *set, long *status, struct wt_err *err)
+/* POSTs promql as the form's field (query, or match[] of /api/v1/series) to endpoint with the
+ * form's time fields in when, the answer's series into set; as wt_promsrc_query_status. */
+static int ask(struct wt_promsrc *p, const char *endpoint, const char *field, const char *promql,
+               const char *when, struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
     char url[600], shown[MSG_QUERY + 40];
     *status = 0;
@@ -220,13 +220,13 @@ static int ask(struct wt_promsrc *p, const char *endpoint, const char *promql, c
     char *q = curl_easy_escape(p->curl, promql, 0);
     if (!q)
         return -ENOMEM;
-    size_t n = strlen(q) + strlen(when) + 16;
+    size_t n = strlen(field) + strlen(q) + strlen(when) + 16;
     char *body = malloc(n);
     if (!body) {
         curl_free(q);
         return -ENOMEM;
     }
-    snprintf(body, n, "query=%s&%s", q, when);
+    snprintf(body, n, "%s=%s&%s", field, q, when);
     curl_free(q);
     snprintf(url, sizeof url, "%s/api/v1/%s", p->base, endpoint);
     struct body b;
@@ -254,7 +254,10 @@ static int ask(struct wt_promsrc *p, const char *endpoint, const char *promql, c
      * own */
     struct wt_promsrc_set none = {0};
     bool down = unavailable(*status);
-    rc = b.buf ? wt_promsrc_parse(b.buf, b.len, down ? &none : set, a, &at) : -EINVAL;
+    char warning[MSG_ERROR + 1] = "";
+    rc = b.buf ? wt_promsrc_parse_warned(b.buf, b.len, down ? &none : set, a, &at, warning,
+                                         sizeof warning)
+               : -EINVAL;
     wt_promsrc_set_free(&none);
     free(b.buf);
     if (down) {
@@ -285,6 +288,14 @@ static int ask(struct wt_promsrc *p, const char *endpoint, const char *promql, c
                    "storage did not answer)",
                    p->name, shown);
         rc = -EIO;
+    } else if (rc == 0 && warning[0]) {
+        /* an engine that cut its answer short (a limit on series or samples, a store that did
+         * not answer) says so in "warnings": a sum over it would be short without a sign */
+        wt_err_set(err,
+                   "%s: query %s: the engine warns that its answer may be incomplete, so no "
+                   "figure is made from it: %s",
+                   p->name, shown, warning);
+        rc = -EIO;
     }
     free(a);
     return rc;
@@ -295,7 +306,17 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
 {
     char when[48];
     snprintf(when, sizeof when, "time=%.3f", (double)t_ns / 1e9);
-    return ask(p, "query", promql, when, set, status, err);
+    return ask(p, "query", "query", promql, when, set, status, err);
+}
+
+int wt_promsrc_series_status(struct wt_promsrc *p, const char *match, int64_t start_ns,
+                             int64_t end_ns, struct wt_promsrc_set *set, long *status,
+                             struct wt_err *err)
+{
+    char when[96];
+    snprintf(when, sizeof when, "start=%.3f&end=%.3f", (double)start_ns / 1e9,
+             (double)end_ns / 1e9);
+    return ask(p, "series", "match%5B%5D", match, when, set, status, err);
 }
 
 int wt_promsrc_query_range(struct wt_promsrc *p, const char *promql, int64_t start_ns,
@@ -308,7 +329,7 @@ int wt_promsrc_query_range(struct wt_promsrc *p, const char *promql, int64_t sta
         return wt_err_set(err, "query_range %s: a step of at least 1 ms and end >= start", promql);
     snprintf(when, sizeof when, "start=%.3f&end=%.3f&step=%.3f", (double)start_ns / 1e9,
              (double)end_ns / 1e9, (double)step_ns / 1e9);
-    return ask(p, "query_range", promql, when, set, &status, err);
+    return ask(p, "query_range", "query", promql, when, set, &status, err);
 }
 
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
@@ -329,7 +350,13 @@ static int cmp_i64(const void *a, const void *b)
 int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
                       struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
-    int64_t pad = p->o.pad_ns;
+    return wt_promsrc_around_pad(p, sel, edges, ne, p->o.pad_ns, 2 * p->o.pad_ns, set, status, err);
+}
+
+int wt_promsrc_around_pad(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
+                          int64_t pad, int64_t join, struct wt_promsrc_set *set, long *status,
+                          struct wt_err *err)
+{
     qsort(edges, ne, sizeof *edges, cmp_i64);
     size_t qlen = strlen(sel) + 64;
     char *q = malloc(qlen);
@@ -338,7 +365,7 @@ int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, siz
     int rc = 0;
     for (size_t i = 0; i < ne && rc == 0;) {
         size_t k = i;
-        while (k + 1 < ne && edges[k + 1] - edges[k] <= 2 * pad)
+        while (k + 1 < ne && edges[k + 1] - edges[k] <= join)
             k++;
         int64_t lo = edges[i] - pad, hi = edges[k] + pad;
         /* SEL[d] at hi holds the samples in (hi - d, hi]: one ms more to include lo */
@@ -350,15 +377,14 @@ int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, siz
     return rc;
 }
 
-/* The exact-window energy of one series over [a, b], as the local store computes it. */
-static void series_window(const struct wt_promsrc_series *s, int64_t a, int64_t b, double *e,
-                          double *covered_s)
+void wt_promsrc_window(const struct wt_promsrc_series *s, enum wt_series_kind kind, int64_t a,
+                       int64_t b, double *energy_j, double *covered_s)
 {
-    struct wt_segment_rule rule = {.kind = wt_series_kind_of(s->metric, s->labels)};
+    struct wt_segment_rule rule = {.kind = kind};
     struct wt_window w = wt_window_begin(&rule, a, b);
     for (size_t i = 0; i < s->n; i++)
         wt_window_add(&w, s->pts[i].t_ns, s->pts[i].v);
-    *e = w.energy_j;
+    *energy_j = w.energy_j;
     *covered_s = w.covered_ns / 1e9;
 }
 
@@ -366,12 +392,13 @@ void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series
                          int64_t b)
 {
     memset(r, 0, sizeof *r);
-    snprintf(r->s.node, sizeof r->s.node, "%s", s->node);
-    snprintf(r->s.metric, sizeof r->s.metric, "%s", s->metric);
-    snprintf(r->s.labels, sizeof r->s.labels, "%s", s->labels);
+    /* the row's names copied, without printf's parsing per row */
+    wt_promsrc_copy_cut(r->s.node, sizeof r->s.node, s->node);
+    wt_promsrc_copy_cut(r->s.metric, sizeof r->s.metric, s->metric);
+    wt_promsrc_copy_cut(r->s.labels, sizeof r->s.labels, s->labels);
     r->s.kind = wt_series_kind_of(s->metric, s->labels);
     r->method = r->s.kind == WT_SK_INTEGRATED ? "integrated" : "counter";
-    series_window(s, a, b, &r->energy_j, &r->covered_s);
+    wt_promsrc_window(s, r->s.kind, a, b, &r->energy_j, &r->covered_s);
     r->coverage = r->covered_s / ((double)(b - a) / 1e9);
     if (r->coverage > 1)
         r->coverage = 1;

@@ -40,6 +40,38 @@ int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_
 int wt_promsrc_around(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
                       struct wt_promsrc_set *set, long *status, struct wt_err *err);
 
+/*
+ * wt_promsrc_around with the pad given, and edges no more than join apart sharing one query
+ * (wt_promsrc_around: the source's pad, join twice that).
+ */
+int wt_promsrc_around_pad(struct wt_promsrc *p, const char *sel, int64_t *edges, size_t ne,
+                          int64_t pad, int64_t join, struct wt_promsrc_set *set, long *status,
+                          struct wt_err *err);
+
+/*
+ * The series matching the selector match with samples within [start_ns, end_ns] (POST
+ * /api/v1/series): each added to set without points (one already there is left as it is).
+ * Returns as wt_promsrc_query_status.
+ */
+int wt_promsrc_series_status(struct wt_promsrc *p, const char *match, int64_t start_ns,
+                             int64_t end_ns, struct wt_promsrc_set *set, long *status,
+                             struct wt_err *err);
+
+/*
+ * wt_promsrc_parse, and the first of the answer's "warnings" (an engine's word that it cut or
+ * missed part of the answer) into warning (wn bytes, cut to fit; "" when none).
+ */
+int wt_promsrc_parse_warned(const char *buf, size_t len, struct wt_promsrc_set *set,
+                            struct wt_promsrc_answer *a, size_t *at, char *warning, size_t wn);
+
+/* src into dst (n bytes), cut to fit. */
+void wt_promsrc_copy_cut(char *dst, size_t n, const char *src);
+
+/* The exact-window energy of series s (of that kind) over [a, b], as the local store computes
+ * it, and the time it covers. */
+void wt_promsrc_window(const struct wt_promsrc_series *s, enum wt_series_kind kind, int64_t a,
+                       int64_t b, double *energy_j, double *covered_s);
+
 /* r: the exact-window energy of series s over [a, b], as the local store computes it, with its
  * coverage; chosen (wt_energy_choose decides among a GPU's rows). */
 void wt_promsrc_fill_row(struct wt_energy_row *r, const struct wt_promsrc_series *s, int64_t a,

@@ -25,12 +25,22 @@ struct pmark {
     int64_t t;
 };
 
+/* What one energy series of a node is, worked out once (see series_info). */
+enum { USE_NONE, USE_GPU, USE_CPU };
+struct sinfo {
+    unsigned char kind; /* enum wt_series_kind */
+    unsigned char use;  /* USE_GPU: one of the job's GPUs; USE_CPU: a CPU package counted */
+};
+
 struct pnode {
     char node[64], id[24], gpus[WT_LABELS_LEN];
     int64_t start, end; /* end 0: running */
     struct pmark *m;
     size_t nm;
-    size_t s0, ns; /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
+    size_t s0, ns;          /* its energy series: the fleet's e.s[s0 .. s0 + ns) */
+    const struct sinfo *si; /* what each of them is (si[0 .. ns)) */
+    bool integrated;        /* one of them is a GPU's integrated series */
+    bool reread;            /* read again with the source's pad (see near_check) */
 };
 
 /* A job's nodes: an array and a hash of their names. */
@@ -106,6 +116,27 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     memset(sp, 0, sizeof *sp);
     if (b <= a)
         return 0;
+    double cov = 1;
+    if (!nd->integrated) {
+        /* counters only: nothing to choose between, each series summed as it is */
+        for (size_t i = 0; i < nd->ns; i++) {
+            const struct sinfo *si = &nd->si[i];
+            double ej, cs;
+            if (si->use == USE_NONE)
+                continue;
+            wt_promsrc_window(&e->s[nd->s0 + i], (enum wt_series_kind)si->kind, a, b, &ej, &cs);
+            if (si->use == USE_CPU) {
+                sp->cpu_j += ej;
+                continue;
+            }
+            double c = cs / ((double)(b - a) / 1e9);
+            sp->gpu_j += ej;
+            sp->ngpu++;
+            cov = c < cov ? c : cov;
+        }
+        sp->coverage = sp->ngpu ? cov : 0;
+        return 0;
+    }
     size_t k = 0;
     struct wt_energy_row *r = calloc(nd->ns ? nd->ns : 1, sizeof *r);
     if (!r)
@@ -113,7 +144,6 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++)
         wt_promsrc_fill_row(&r[k++], &e->s[i], a, b);
     wt_energy_choose(r, k);
-    double cov = 1;
     for (size_t i = 0; i < k; i++) {
         if (!r[i].chosen)
             continue;
@@ -131,6 +161,32 @@ static int node_span(const struct wt_promsrc_set *e, const struct pnode *nd, int
     }
     sp->coverage = sp->ngpu ? cov : 0;
     free(r);
+    return 0;
+}
+
+/* What each energy series of each node is (its kind, whether the job counts it), once, for
+ * node_span's every window; a node with a GPU's integrated series beside its counter chooses
+ * between them per window (wt_energy_choose). */
+static int series_info(struct wt_promsrc_set *e, struct pnode *nodes, size_t nn, struct sinfo **out)
+{
+    struct sinfo *si = calloc(e->n ? e->n : 1, sizeof *si);
+    if (!si)
+        return -ENOMEM;
+    for (size_t q = 0; q < nn; q++) {
+        struct pnode *nd = &nodes[q];
+        nd->si = si + nd->s0;
+        for (size_t i = nd->s0; i < nd->s0 + nd->ns; i++) {
+            const struct wt_promsrc_series *s = &e->s[i];
+            enum wt_series_kind kind = wt_series_kind_of(s->metric, s->labels);
+            si[i].kind = (unsigned char)kind;
+            nd->integrated = nd->integrated || kind == WT_SK_INTEGRATED;
+            if (!strcmp(s->metric, "wattage_cpu_energy_joules_total"))
+                si[i].use = cpu_counted(s->labels) ? USE_CPU : USE_NONE;
+            else if (wt_metric_is_gpu_energy(s->metric) && gpu_in(nd->gpus, s->labels))
+                si[i].use = USE_GPU;
+        }
+    }
+    *out = si;
     return 0;
 }
 
@@ -374,6 +430,7 @@ struct fleet {
     struct pnode *nodes; /* pn.v, pn.n */
     size_t nn;
     struct wt_promsrc_set e; /* sorted by node once loaded */
+    struct sinfo *si;        /* what each of e's series is */
 };
 
 static void fleet_free(struct fleet *f)
@@ -383,24 +440,42 @@ static void fleet_free(struct fleet *f)
     free(f->pn.v);
     free(f->pn.index);
     wt_promsrc_set_free(&f->e);
+    free(f->si);
     memset(f, 0, sizeof *f);
 }
 
 #define FLEET_SEL "{__name__=~\"wattage_(gpu|cpu)_energy(_integrated)?_joules_total\",node=~\""
+/* A job's readings are first asked within this of each edge (the source's pad when smaller) */
+#define NEAR_PAD_NS (5 * WT_NS_PER_S)
+
+/* The edges of node nd: its start, its end (or now: *open), its marks; out holds 2 + nd->nm. */
+static size_t node_edges(const struct pnode *nd, int64_t now_ns, int64_t *out)
+{
+    size_t k = 0;
+    out[k++] = nd->start;
+    out[k++] = nd->end ? nd->end : now_ns;
+    for (size_t m = 0; m < nd->nm; m++)
+        out[k++] = nd->m[m].t;
+    return k;
+}
 
 /*
- * The energy samples around every edge of nodes [lo, hi) (starts, ends or now, marks) and the
- * profile's steps: the nodes named in the query, so what is read follows the job, not the
- * fleet. A batch the engine refuses with 422 (its limit on series or samples per query) is split
- * in two and asked again; one node's refusal is the error. Samples read twice merge as one.
+ * The energy samples around every edge of the nodes idx[0 .. n) (starts, ends or now, marks) and
+ * the profile's steps: the nodes named in the query, so what is read follows the job, not the
+ * fleet. pad: how far on each side of an edge; a pad under the source's asks the engine for the
+ * batch's series first (/api/v1/series over the source's pad), so a series without a reading
+ * that near an edge is still known (see near_check). A batch the engine refuses with 422 (its
+ * limit on series or samples per query) is split in two and asked again; one node's refusal is
+ * the error. Samples read twice merge as one.
  */
-static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t hi, int64_t now_ns,
-                      const int64_t *steps, size_t nsteps, struct wt_err *err)
+static int load_batch(struct wt_promsrc *p, struct fleet *f, const size_t *idx, size_t n,
+                      int64_t now_ns, const int64_t *steps, size_t nsteps, int64_t pad,
+                      struct wt_err *err)
 {
     size_t ne = nsteps, sl = sizeof FLEET_SEL + 8;
-    for (size_t i = lo; i < hi; i++) {
-        ne += 2 + f->nodes[i].nm;
-        sl += 3 * strlen(f->nodes[i].node) + 1; /* regex_quote: up to 3 bytes a byte */
+    for (size_t i = 0; i < n; i++) {
+        ne += 2 + f->nodes[idx[i]].nm;
+        sl += 3 * strlen(f->nodes[idx[i]].node) + 1; /* regex_quote: up to 3 bytes a byte */
     }
     int64_t *edges = malloc(ne * sizeof *edges);
     char *sel = malloc(sl);
@@ -410,32 +485,44 @@ static int load_batch(struct wt_promsrc *p, struct fleet *f, size_t lo, size_t h
         goto out;
     }
     size_t k = 0, off = (size_t)snprintf(sel, sl, "%s", FLEET_SEL);
-    for (size_t i = lo; i < hi; i++) {
-        const struct pnode *nd = &f->nodes[i];
-        edges[k++] = nd->start;
-        edges[k++] = nd->end ? nd->end : now_ns;
-        for (size_t m = 0; m < nd->nm; m++)
-            edges[k++] = nd->m[m].t;
+    for (size_t i = 0; i < n; i++) {
+        const struct pnode *nd = &f->nodes[idx[i]];
+        k += node_edges(nd, now_ns, edges + k);
         char qn[200];
         regex_quote(nd->node, qn, sizeof qn);
-        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i > lo ? "|" : "", qn);
+        off += (size_t)snprintf(sel + off, sl - off, "%s%s", i ? "|" : "", qn);
     }
     memcpy(edges + k, steps, nsteps * sizeof *edges);
     snprintf(sel + off, sl - off, "\"}");
     long status = 0;
-    rc = wt_promsrc_around(p, sel, edges, ne, &f->e, &status, err);
-    if (rc == -EIO && status == 422 && hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        rc = load_batch(p, f, lo, mid, now_ns, steps, nsteps, err);
+    int64_t wide = p->o.pad_ns;
+    if (pad < wide) {
+        int64_t lo = edges[0], hi = edges[0];
+        for (size_t i = 1; i < ne; i++) {
+            lo = edges[i] < lo ? edges[i] : lo;
+            hi = edges[i] > hi ? edges[i] : hi;
+        }
+        rc = wt_promsrc_series_status(p, sel, lo - wide, hi + wide, &f->e, &status, err);
+        /* an engine, or a proxy before it, that does not answer /api/v1/series */
+        if (rc == -EIO && (status == 400 || status == 404 || status == 405)) {
+            rc = -ENOTSUP;
+            goto out;
+        }
+    }
+    if (rc == 0)
+        rc = wt_promsrc_around_pad(p, sel, edges, ne, pad, 2 * wide, &f->e, &status, err);
+    if (rc == -EIO && status == 422 && n > 1) {
+        size_t mid = n / 2;
+        rc = load_batch(p, f, idx, mid, now_ns, steps, nsteps, pad, err);
         if (rc == 0)
-            rc = load_batch(p, f, mid, hi, now_ns, steps, nsteps, err);
+            rc = load_batch(p, f, idx + mid, n - mid, now_ns, steps, nsteps, pad, err);
     } else if (rc == -EIO && status == 422) {
         char m[WT_ERR_LEN];
         snprintf(m, sizeof m, "%s", err->msg);
         wt_err_set(err,
                    "node %s alone is over the engine's limit on series or samples per query "
                    "(the job's nodes were split into smaller queries down to one): %s",
-                   f->nodes[lo].node, m);
+                   f->nodes[idx[0]].node, m);
     }
 out:
     free(edges);
@@ -443,10 +530,152 @@ out:
     return rc;
 }
 
-static int series_node_cmp(const void *pa, const void *pb)
+/* s holds a reading within pad on each side of edge e (one at e is both sides); an open edge
+ * (now, the end of a job still running) needs the one before only. */
+static bool straddles(const struct wt_promsrc_series *s, int64_t e, int64_t pad, bool open)
 {
-    const struct wt_promsrc_series *a = pa, *b = pb;
-    return strcmp(a->node, b->node);
+    size_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->pts[mid].t_ns < e)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    bool after = lo < s->n && s->pts[lo].t_ns - e <= pad;
+    bool before = (lo < s->n && s->pts[lo].t_ns == e) || (lo > 0 && e - s->pts[lo - 1].t_ns <= pad);
+    return before && (after || open);
+}
+
+/*
+ * After a batch read within pad of each edge: the nodes of its series e.s[from .. to) (the series
+ * it added) where some series lacks a reading within pad on either side of one of the node's
+ * edges get reread set. Where every series has them, the readings around each edge that the
+ * window math uses (the last at or before it, the first at or after it) are the ones the
+ * source's whole pad would give, and a counter's rise between two edges is the same whichever
+ * readings lie between: the figures are the same.
+ */
+static int near_check(struct fleet *f, size_t from, size_t to, int64_t now_ns, int64_t pad)
+{
+    int64_t *edges = NULL;
+    size_t cap = 0;
+    for (size_t i = from; i < to; i++) {
+        const struct wt_promsrc_series *s = &f->e.s[i];
+        struct pnode *nd = node_find(&f->pn, s->node);
+        if (!nd || nd->reread)
+            continue;
+        if (cap < 2 + nd->nm) {
+            int64_t *ne = realloc(edges, (2 + nd->nm) * sizeof *ne);
+            if (!ne) {
+                free(edges);
+                return -ENOMEM;
+            }
+            edges = ne;
+            cap = 2 + nd->nm;
+        }
+        size_t k = node_edges(nd, now_ns, edges);
+        for (size_t q = 0; q < k && !nd->reread; q++)
+            nd->reread = !straddles(s, edges[q], pad, q == 1 && !nd->end);
+    }
+    free(edges);
+    return 0;
+}
+
+/*
+ * The energy samples around the edges of every node (and the profile's steps), in batches of
+ * the source's batch_nodes. A job (no steps) is read near its edges first (NEAR_PAD_NS); the
+ * nodes where that is not enough (near_check: readings further apart, a node that left, a series
+ * that stopped) are read again with the source's pad, so the figures are those the pad gives.
+ * Where most of a batch needed it (a fleet polled less often), or where the engine does not list
+ * series (400, 404 or 405 to /api/v1/series: a proxy that lets only the query API through), the
+ * batches after it are read with the pad at once. Series that hold no reading at all are dropped,
+ * as they were never answered.
+ */
+static int load_edges(struct wt_promsrc *p, struct fleet *f, int64_t now_ns, const int64_t *steps,
+                      size_t nsteps, struct wt_err *err)
+{
+    size_t bn = p->o.batch_nodes, *idx = malloc((f->nn ? f->nn : 1) * sizeof *idx),
+           *again = malloc((bn ? bn : 1) * sizeof *again);
+    int64_t pad = nsteps || NEAR_PAD_NS >= p->o.pad_ns ? p->o.pad_ns : NEAR_PAD_NS;
+    int rc = 0;
+    if (!idx || !again)
+        rc = -ENOMEM;
+    for (size_t i = 0; i < f->nn && rc == 0; i++)
+        idx[i] = i;
+    for (size_t b = 0; b < f->nn && rc == 0; b += bn) {
+        size_t n = b + bn < f->nn ? bn : f->nn - b, from = f->e.n, na = 0;
+        rc = load_batch(p, f, idx + b, n, now_ns, steps, nsteps, pad, err);
+        if (rc == -ENOTSUP) {
+            /* no listing of series: this batch and the rest read with the pad at once */
+            pad = p->o.pad_ns;
+            rc = load_batch(p, f, idx + b, n, now_ns, steps, nsteps, pad, err);
+        }
+        if (rc || pad == p->o.pad_ns)
+            continue;
+        if ((rc = near_check(f, from, f->e.n, now_ns, pad)) != 0)
+            break;
+        for (size_t i = b; i < b + n; i++)
+            if (f->nodes[i].reread)
+                again[na++] = i;
+        if (na)
+            rc = load_batch(p, f, again, na, now_ns, steps, nsteps, p->o.pad_ns, err);
+        if (2 * na > n)
+            pad = p->o.pad_ns;
+    }
+    /* series listed by the engine that hold no reading near any edge: not the job's */
+    size_t k = 0;
+    for (size_t i = 0; i < f->e.n; i++) {
+        if (f->e.s[i].n)
+            f->e.s[k++] = f->e.s[i];
+        else
+            free(f->e.s[i].pts);
+    }
+    f->e.n = k;
+    free(f->e.index);
+    f->e.index = NULL;
+    f->e.index_cap = 0;
+    free(idx);
+    free(again);
+    return rc;
+}
+
+/*
+ * Each node's series together, in the order they came (a node's figures read its own only):
+ * placed by their node's index in one pass, not sorted (a series is a few hundred bytes to
+ * move). Series of no node of the job go last. Sets each node's s0 and ns.
+ */
+static int group_by_node(struct fleet *f)
+{
+    size_t n = f->e.n, *at = calloc(f->nn + 1, sizeof *at), *of = malloc((n ? n : 1) * sizeof *of);
+    struct wt_promsrc_series *v = malloc((n ? n : 1) * sizeof *v);
+    if (!at || !of || !v) {
+        free(at);
+        free(of);
+        free(v);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct pnode *nd = node_find(&f->pn, f->e.s[i].node);
+        of[i] = nd ? (size_t)(nd - f->nodes) : f->nn;
+        at[of[i]]++;
+    }
+    for (size_t i = 0, sum = 0; i <= f->nn; i++) {
+        size_t c = at[i];
+        if (i < f->nn) {
+            f->nodes[i].s0 = sum;
+            f->nodes[i].ns = c;
+        }
+        at[i] = sum;
+        sum += c;
+    }
+    for (size_t i = 0; i < n; i++)
+        v[at[of[i]]++] = f->e.s[i];
+    free(f->e.s);
+    f->e.s = v;
+    f->e.cap = n ? n : 1;
+    free(at);
+    free(of);
+    return 0;
 }
 
 /* Loads job ref and the samples around its edges, and around step edges when step_ns > 0. */
@@ -483,28 +712,10 @@ static int fleet_load(struct wt_promsrc *p, const char *ref, int64_t now_ns, int
     }
     for (size_t i = 0; i < nsteps; i++)
         steps[i] = lo + (int64_t)i * step_ns;
-    for (size_t b = 0; b < f->nn && rc == 0; b += p->o.batch_nodes) {
-        size_t e = b + p->o.batch_nodes < f->nn ? b + p->o.batch_nodes : f->nn;
-        rc = load_batch(p, f, b, e, now_ns, steps, nsteps, err);
-    }
-    if (rc)
+    if ((rc = load_edges(p, f, now_ns, steps, nsteps, err)) != 0)
         goto out;
-    /* each node's series together: a node's figures read its own only */
-    qsort(f->e.s, f->e.n, sizeof *f->e.s, series_node_cmp);
-    free(f->e.index);
-    f->e.index = NULL;
-    f->e.index_cap = 0;
-    for (size_t i = 0; i < f->e.n;) {
-        size_t k = i;
-        while (k < f->e.n && !strcmp(f->e.s[k].node, f->e.s[i].node))
-            k++;
-        struct pnode *nd = node_find(&f->pn, f->e.s[i].node);
-        if (nd) {
-            nd->s0 = i;
-            nd->ns = k - i;
-        }
-        i = k;
-    }
+    if ((rc = group_by_node(f)) == 0)
+        rc = series_info(&f->e, f->nodes, f->nn, &f->si);
 out:
     free(steps);
     if (rc)

@@ -235,11 +235,27 @@ static int jp_str(struct jp *j, char *out, size_t n, bool *cut)
     size_t k = 0;
     if (!jp_eat(j, '"'))
         return -EINVAL;
-    while (j->p < j->end && *j->p != '"') {
+    for (;;) {
+        /* a run without escapes (most strings are one) goes over in one copy */
+        const char *run = j->p;
+        while (j->p < j->end && *j->p != '"' && *j->p != '\\')
+            j->p++;
+        size_t rl = (size_t)(j->p - run);
+        if (out && rl) {
+            size_t fit = k + rl < n ? rl : (k + 1 < n ? n - 1 - k : 0);
+            memcpy(out + k, run, fit);
+            k += fit;
+            if (fit < rl)
+                *cut = true;
+        }
+        if (j->p >= j->end)
+            return -EINVAL;
+        if (*j->p == '"')
+            break;
         char tmp[4];
         size_t tl = 1;
-        tmp[0] = *j->p++;
-        if (tmp[0] == '\\' && jp_escape(j, tmp, &tl) != 0)
+        j->p++;
+        if (jp_escape(j, tmp, &tl) != 0)
             return -EINVAL;
         if (!out)
             continue;
@@ -250,8 +266,6 @@ static int jp_str(struct jp *j, char *out, size_t n, bool *cut)
             *cut = true;
         }
     }
-    if (j->p >= j->end)
-        return -EINVAL;
     j->p++;
     if (out && n)
         out[k] = '\0';
@@ -354,16 +368,28 @@ static int jp_sample(struct jp *j, struct wt_promsrc_series *s)
 {
     double ts, v;
     char vs[64], *e;
-    bool cut = false;
-    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ',') || jp_str(j, vs, sizeof vs, &cut) ||
-        !jp_eat(j, ']'))
+    bool cut = false, number;
+    const char *stop;
+    if (!jp_eat(j, '[') || jp_num(j, &ts) || !jp_eat(j, ','))
         return -EINVAL;
-    const char *vend = vs + strlen(vs), *stop;
-    bool number = fast_num(vs, vend, &v, &stop) && stop == vend;
-    if (!number) {
-        v = strtod(vs, &e);
-        number = e != vs;
+    jp_ws(j);
+    if (j->end - j->p > 1 && *j->p == '"' && fast_num(j->p + 1, j->end, &v, &stop) &&
+        stop < j->end && *stop == '"') {
+        /* a plain decimal in its quotes (most values): read where it lies, not copied first */
+        j->p = stop + 1;
+        number = true;
+    } else {
+        if (jp_str(j, vs, sizeof vs, &cut))
+            return -EINVAL;
+        const char *vend = vs + strlen(vs);
+        number = fast_num(vs, vend, &v, &stop) && stop == vend;
+        if (!number) {
+            v = strtod(vs, &e);
+            number = e != vs;
+        }
     }
+    if (!jp_eat(j, ']'))
+        return -EINVAL;
     /* a stamp beyond what ns in 64 bits hold (year 2262) is no sample of ours */
     if (!s || cut || !number || !(ts > -9e9 && ts < 9e9))
         return 0;
@@ -385,8 +411,7 @@ static int jp_samples(struct jp *j, struct wt_promsrc_series *s)
     return jp_eat(j, ']') ? 0 : -EINVAL;
 }
 
-/* src into dst (n bytes), cut to fit. */
-static void copy_cut(char *dst, size_t n, const char *src)
+void wt_promsrc_copy_cut(char *dst, size_t n, const char *src)
 {
     size_t l = strnlen(src, n - 1);
     memcpy(dst, src, l);
@@ -408,9 +433,9 @@ static int jp_metric(struct jp *j, char *node, size_t nn, char *metric, size_t m
         if (jp_str(j, key, sizeof key, &cut) || !jp_eat(j, ':') || jp_str(j, val, sizeof val, &cut))
             return -EINVAL;
         if (!strcmp(key, "__name__"))
-            copy_cut(metric, mn, val);
+            wt_promsrc_copy_cut(metric, mn, val);
         else if (!strcmp(key, "node"))
-            copy_cut(node, nn, val);
+            wt_promsrc_copy_cut(node, nn, val);
         else if (cut || wt_labels_add(labels, ln, key, val) != 0)
             *ours = false;
     } while (jp_eat(j, ','));
@@ -473,11 +498,30 @@ static int jp_result(struct jp *j, struct wt_promsrc_set *set)
     return rc;
 }
 
-/* "data": every series of "result" into set. */
+/* One label set of /api/v1/series' "data": its series found or added, without points. */
+static int jp_series(struct jp *j, struct wt_promsrc_set *set)
+{
+    char node[64] = "", metric[96] = "", labels[WT_LABELS_LEN] = "";
+    bool ours = true;
+    int rc = jp_metric(j, node, sizeof node, metric, sizeof metric, labels, sizeof labels, &ours);
+    if (rc == 0 && ours && !find_or_add(set, node, metric, labels))
+        return -ENOMEM;
+    return rc;
+}
+
+/* "data": every series of "result" into set; or, an array (/api/v1/series), every label set. */
 static int jp_data(struct jp *j, struct wt_promsrc_set *set)
 {
     char key[64];
     int rc = 0;
+    if (jp_eat(j, '[')) {
+        if (jp_eat(j, ']'))
+            return 0;
+        do
+            rc = jp_series(j, set);
+        while (rc == 0 && jp_eat(j, ','));
+        return rc == 0 && !jp_eat(j, ']') ? -EINVAL : rc;
+    }
     if (!jp_eat(j, '{'))
         return jp_skip(j);
     if (jp_eat(j, '}'))
@@ -501,13 +545,41 @@ static int jp_data(struct jp *j, struct wt_promsrc_set *set)
     return jp_eat(j, '}') ? 0 : -EINVAL;
 }
 
+/* "warnings": an array of strings; the first (cut to fit) into w. */
+static int jp_warnings(struct jp *j, char *w, size_t wn)
+{
+    int rc = 0;
+    jp_ws(j);
+    if (!jp_eat(j, '['))
+        return jp_skip(j);
+    if (jp_eat(j, ']'))
+        return 0;
+    do {
+        bool cut = false;
+        jp_ws(j);
+        bool str = j->p < j->end && *j->p == '"';
+        rc = str ? jp_str(j, w && !w[0] ? w : NULL, wn, &cut) : jp_skip(j);
+        if (rc == 0 && w && !w[0] && wn > 1)
+            snprintf(w, wn, "%s", str ? "(an empty warning)" : "(a warning that is not a string)");
+    } while (rc == 0 && jp_eat(j, ','));
+    return rc == 0 && !jp_eat(j, ']') ? -EINVAL : rc;
+}
+
 int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
                      struct wt_promsrc_answer *a, size_t *at)
+{
+    return wt_promsrc_parse_warned(buf, len, set, a, at, NULL, 0);
+}
+
+int wt_promsrc_parse_warned(const char *buf, size_t len, struct wt_promsrc_set *set,
+                            struct wt_promsrc_answer *a, size_t *at, char *warning, size_t wn)
 {
     struct jp j = {.p = buf, .end = buf + len};
     char key[64];
     int rc = 0;
     memset(a, 0, sizeof *a);
+    if (warning && wn)
+        warning[0] = '\0';
     if (!jp_eat(&j, '{'))
         rc = -EINVAL;
     else if (!jp_eat(&j, '}')) {
@@ -525,6 +597,8 @@ int wt_promsrc_parse(const char *buf, size_t len, struct wt_promsrc_set *set,
                 rc = jp_skip(&j);
             } else if (!strcmp(key, "data")) {
                 rc = jp_data(&j, set);
+            } else if (!strcmp(key, "warnings")) {
+                rc = jp_warnings(&j, warning, wn);
             } else {
                 rc = jp_skip(&j);
             }

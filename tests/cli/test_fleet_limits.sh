@@ -9,11 +9,15 @@
 #   - 2 nodes, 1,000 samples per query: one node's GPU series are more than the limit: wattage
 #     exits 1 and says so (the engine's message, the node), printing no figure.
 # The same with the real Prometheus (--query.max-samples: it counts every sample a query loads,
-# about 1,130 per node here: the job's 80 s and the 30 s pad on each side, 8 GPUs):
-#   - 6 nodes, 3,000 samples: refused (422) for 6 nodes and for 3, met by the split (2 and 1).
-#   - 2 nodes, 1,000 samples: one node is over it: exit 1, said, no figure.
+# about 730 per node here: the job's 80 s and the 5 s wattage looks at first on each side, 8
+# GPUs; its edges are close enough for one query):
+#   - 6 nodes, 2,000 samples: refused (422) for 6 nodes and for 3, met by the split (2 and 1).
+#   - 2 nodes, 500 samples: one node is over it: exit 1, said, no figure.
 # Bad answers from an engine (a fake on loopback): an answer cut short, an answer the engine
-# marks partial (isPartial, a VictoriaMetrics cluster that missed a storage node): exit 1, said.
+# marks partial (isPartial, a VictoriaMetrics cluster that missed a storage node), an answer
+# with "warnings" (an engine that cut it to a limit): exit 1, said, naming the query.
+# A proxy that answers 404 to /api/v1/series (and passes the query API to VictoriaMetrics): the
+# job read with the 30 s around each edge at once, exact.
 # An engine unavailable for a while (503 twice for every query, a fake in front of the real
 # VictoriaMetrics): asked again with a backoff, the answer exact; always 503: exit 1 after 4
 # tries (the fake counts them), said with the status.
@@ -128,15 +132,16 @@ assert [p["nodes"] for p in job["phases"]] == [nodes, nodes], job["phases"]
 PY
 }
 
-start_prom prom-big 3000
+start_prom prom-big 2000
 P3=$PPORT
 "$FEED" "http://127.0.0.1:$P3/api/v1/write" 6 200 >"$TMP/pfeed6.json" 2>"$TMP/pfeed6.err"
 check "Prometheus holds the job on 6 nodes" wait_for 30 job_ready "$P3" 6
-# what wattage asks of 3 nodes (the job's window and the pads: 141 s) is refused, of 2 answered
-at=$($PY -c "import json; print(json.loads(open('$TMP/pfeed6.json').readline())['end_s'] + 30)")
+# what wattage asks of 3 nodes (the job's window and 5 s on each side: 90.25 s) is refused, of 2
+# answered
+at=$($PY -c "import json; print(json.loads(open('$TMP/pfeed6.json').readline())['end_s'] + 5)")
 for want in '422 node-00[012]' '200 node-00[01]'; do
     code=$(curl -s "http://127.0.0.1:$P3/api/v1/query" --data-urlencode "time=$at" \
-        --data-urlencode "query=wattage_gpu_energy_joules_total{node=~\"${want#* }\"}[141s]" \
+        --data-urlencode "query=wattage_gpu_energy_joules_total{node=~\"${want#* }\"}[90251ms]" \
         -o "$TMP/pdirect.json" -w '%{http_code}')
     check "Prometheus answers HTTP ${want% *} for the GPU series of ${want#* } around the job" \
         [ "$code" = "${want% *}" ]
@@ -153,7 +158,7 @@ else
         "$(cat "$TMP/pjob6.err" "$TMP/pexact.err")"
 fi
 
-start_prom prom-small 1000
+start_prom prom-small 500
 P4=$PPORT
 one_over prometheus "$P4" Prometheus "too many samples"
 
@@ -163,6 +168,13 @@ FPORT=$(free_port)
 $PY - "$FPORT" "http://127.0.0.1:$P1" "$TMP/tries" >"$TMP/fake.log" 2>&1 <<'PY' &
 import http.server, json, sys, urllib.error, urllib.parse, urllib.request
 seen = {}
+def forward(path, raw):
+    """the real VictoriaMetrics' answer to the same endpoint"""
+    try:
+        with urllib.request.urlopen(sys.argv[2] + "/api/" + path.split("/api/", 1)[1], raw) as r:
+            return 200, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         raw = self.rfile.read(int(self.headers["Content-Length"]))
@@ -175,15 +187,18 @@ class H(http.server.BaseHTTPRequestHandler):
             with open(sys.argv[3], "a") as f:
                 print(self.path.split("/")[1], seen[key], file=f)
         if "/flaky/" in self.path and seen[key] > 2:
-            try:
-                with urllib.request.urlopen(sys.argv[2] + "/api/v1/query", raw) as r:
-                    body = r.read()
-            except urllib.error.HTTPError as e:
-                code, body = e.code, e.read()
+            code, body = forward(self.path, raw)
         elif "/flaky/" in self.path or "/down/" in self.path:
             code = 503
             body = b"<html>no backend</html>" if "/down/" in self.path else json.dumps(
                 {"status": "error", "errorType": "unavailable", "error": "starting"}).encode()
+        elif "/nolist/" in self.path and self.path.endswith("/series"):
+            code, body = 404, b"404 page not found"
+        elif "/nolist/" in self.path:
+            code, body = forward(self.path, raw)
+        elif "warned" in self.path:
+            body = json.dumps({"status": "success", "warnings": ["results truncated due to limit"],
+                               "data": {"resultType": "vector", "result": []}}).encode()
         elif "truncated" in self.path:
             body = b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"node":'
         else:
@@ -204,20 +219,36 @@ check "the fake engine answers" wait_for 10 curl -sf -d "" "http://127.0.0.1:$FP
 rc=0
 "$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/truncated" >"$TMP/t.out" 2>"$TMP/t.err" || rc=$?
 check "an answer cut short: exit 1" [ "$rc" -eq 1 ]
-check "an answer cut short: said" grep -q "not a JSON answer of the query API" "$TMP/t.err"
+check "an answer cut short: said, naming the query" grep -q \
+    "query max_over_time(wattage_job_start_time_seconds{job=\"fleet-job\"}\\[31d\\]): HTTP 200, not a JSON answer of the query API" \
+    "$TMP/t.err"
 rc=0
 "$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/partial" >"$TMP/p.out" 2>"$TMP/p.err" || rc=$?
 check "an answer marked partial: exit 1" [ "$rc" -eq 1 ]
 check "an answer marked partial: said" grep -q "answer is partial" "$TMP/p.err"
+# fake_exact PATH NAME WHAT: job show through the fake at PATH exits 0 and is exact over the 6
+# nodes (NAME: the case, WHAT: how)
+fake_exact() {
+    local rc=0
+    "$BIN" job show fleet-job --json --source "http://127.0.0.1:$FPORT/$1" >"$TMP/$1.json" \
+        2>"$TMP/$1.err" || rc=$?
+    check "$2: exit 0" [ "$rc" -eq 0 ]
+    if exact "$TMP/feed6.json" "$TMP/$1.json" 6 2>"$TMP/$1.exact"; then
+        ok "  the job's energy is exact, $3"
+    else
+        not_ok "  the job's energy is exact, $3" "$(cat "$TMP/$1.err" "$TMP/$1.exact")"
+    fi
+}
+fake_exact nolist "a proxy that does not let /api/v1/series through" \
+    "read with the 30 s around each edge"
 rc=0
-"$BIN" job show fleet-job --json --source "http://127.0.0.1:$FPORT/flaky" >"$TMP/f.json" \
-    2>"$TMP/f.err" || rc=$?
-check "an engine unavailable twice for each query: exit 0" [ "$rc" -eq 0 ]
-if exact "$TMP/feed6.json" "$TMP/f.json" 6 2>"$TMP/fexact.err"; then
-    ok "  the job's energy is exact, each query asked 3 times"
-else
-    not_ok "  the job's energy is exact, each query asked 3 times" "$(cat "$TMP/f.err" "$TMP/fexact.err")"
-fi
+"$BIN" job show fleet-job --source "http://127.0.0.1:$FPORT/warned" >"$TMP/w.out" 2>"$TMP/w.err" || rc=$?
+check "an answer with a warning (cut to a limit): exit 1" [ "$rc" -eq 1 ]
+check "  said, with the query and the engine's warning" grep -q \
+    "query max_over_time(wattage_job_start_time_seconds{job=\"fleet-job\"}\[31d\]): the engine warns that its answer may be incomplete, so no figure is made from it: results truncated due to limit" \
+    "$TMP/w.err"
+check "  no figure is printed" [ ! -s "$TMP/w.out" ]
+fake_exact flaky "an engine unavailable twice for each query" "each query asked 3 times"
 check "  no query was asked a 4th time" sh -c "! grep -q '^flaky [4-9]' '$TMP/tries'"
 check "  every query was asked a 3rd time" \
     [ "$(grep -c '^flaky 1' "$TMP/tries")" -eq "$(grep -c '^flaky 3' "$TMP/tries")" ]

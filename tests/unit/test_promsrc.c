@@ -3,7 +3,9 @@
  * The query API's answer parsed without a tree (wt_promsrc_parse): a matrix and a vector into
  * series by node, name and labels, escapes decoded, keys in any order (samples before the
  * labels), unknown keys of any shape skipped, an error answer, isPartial, and answers cut short
- * or malformed refused with the byte where they went wrong.
+ * or malformed refused with the byte where they went wrong. /api/v1/series' answer (the label
+ * sets alone) adds series without points, the same series a query's answer fills; an answer's
+ * "warnings" (an engine that cut it short) are handed on.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +16,7 @@
 
 #include "runner.h"
 #include "store/promsrc.h"
+#include "store/promsrc_int.h"
 
 static int parse(const char *s, struct wt_promsrc_set *set, struct wt_promsrc_answer *a, size_t *at)
 {
@@ -112,6 +115,60 @@ WT_TEST(an_error_answer_and_a_partial_one_are_said)
               0);
     WT_ASSERT(a.partial);
     WT_EQ_U64(set.n, 0);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(a_series_answer_lists_series_that_a_query_answer_fills)
+{
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[{\"__name__\":\"e_joules_total\","
+                    "\"node\":\"n1\",\"gpu\":\"0\"},{\"gpu\":\"1\",\"node\":\"n1\","
+                    "\"__name__\":\"e_joules_total\"},{\"node\":\"n\\\"2\",\"__name__\":\"x\"}]}",
+                    &set, &a, &at),
+              0);
+    WT_EQ_STR(a.status, "success");
+    WT_EQ_U64(set.n, 3);
+    const struct wt_promsrc_series *g1 = find(&set, "n1", "gpu=\"1\"");
+    WT_ASSERT(g1 != NULL);
+    WT_EQ_U64(g1->n, 0);
+    WT_EQ_STR(g1->metric, "e_joules_total");
+    WT_ASSERT(find(&set, "n\"2", "") != NULL);
+    /* a query's answer for the same series fills it: no second series */
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":{\"resultType\":\"matrix\",\"result\":["
+                    "{\"metric\":{\"gpu\":\"1\",\"__name__\":\"e_joules_total\",\"node\":\"n1\"},"
+                    "\"values\":[[10,\"1\"],[11,\"2\"]]}]}}",
+                    &set, &a, &at),
+              0);
+    WT_EQ_U64(set.n, 3);
+    g1 = find(&set, "n1", "gpu=\"1\"");
+    WT_EQ_U64(g1->n, 2);
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[{\"node\":1}]}", &set, &a, &at), -EINVAL);
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[{\"node\":\"a\"}", &set, &a, &at), -EINVAL);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(an_answers_warnings_are_handed_on)
+{
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    char w[24] = "stale";
+    static const char cut[] =
+        "{\"status\":\"success\",\"warnings\":[\"results truncated due to limit\",\"2nd\"],"
+        "\"data\":{\"result\":[]}}";
+    WT_EQ_INT(wt_promsrc_parse_warned(cut, strlen(cut), &set, &a, &at, w, sizeof w), 0);
+    WT_EQ_STR(w, "results truncated due t"); /* the first, cut to fit */
+    static const char none[] = "{\"status\":\"success\",\"warnings\":[],\"data\":{}}";
+    WT_EQ_INT(wt_promsrc_parse_warned(none, strlen(none), &set, &a, &at, w, sizeof w), 0);
+    WT_EQ_STR(w, "");
+    static const char odd[] = "{\"warnings\":[{\"x\":1}],\"status\":\"success\"}";
+    WT_EQ_INT(wt_promsrc_parse_warned(odd, strlen(odd), &set, &a, &at, w, sizeof w), 0);
+    WT_ASSERT(w[0] != '\0');
+    /* wt_promsrc_parse reads past them */
+    WT_EQ_INT(parse(cut, &set, &a, &at), 0);
+    WT_EQ_STR(a.status, "success");
     wt_promsrc_set_free(&set);
 }
 
