@@ -141,10 +141,13 @@ double wt_detect_t_quantile(double p, double df);
 
 /*
  * Where a rising value that slows down is heading: the means of the first, middle and last third
- * of the span of x (y1 < y2 < y3 by d1 then d2 < 0.8 d1) read as a geometric approach, whose level
- * is y3 + d2 r / (1 - r), r = d2 / d1 (an exponential approach sampled at equal steps). Returns 0
- * with *level set, or -ERANGE when the value is not rising and slowing (linear, accelerating,
- * falling or flat: then a straight line is the honest forecast), -EINVAL for too few points.
+ * of the span of x, their steps scaled to a third of the span from each third's mean x (so that
+ * readings missing from a third do not bend a straight line), y1 < y2 < y3 by d1 then
+ * d2 < 0.8 d1, slowing by more than three standard errors of whole-degree readings, read as a
+ * geometric approach, whose level is y3 + d2 r / (1 - r), r = d2 / d1 (an exponential approach
+ * sampled at equal steps). Returns 0 with *level set, or -ERANGE when the value is not clearly
+ * rising and slowing (linear, accelerating, falling, flat, or too few readings to tell: then a
+ * straight line is the honest forecast), -EINVAL for too few points.
  */
 int wt_detect_plateau(const double *x, const double *y, size_t n, double *level) WT_MUST_USE;
 

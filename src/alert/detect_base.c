@@ -71,9 +71,15 @@ double wt_detect_t_quantile(double p, double df)
            (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / (384 * df * df * df);
 }
 
+/* The variance of one whole-degree reading about the true temperature (rounding: 1/12 °C²), the
+ * floor of the thirds' scatter below. */
+#define PLATEAU_READ_VAR (1.0 / 12)
+/* The slowing must exceed this many standard errors of the thirds' steps. */
+#define PLATEAU_Z 3.0
+
 int wt_detect_plateau(const double *x, const double *y, size_t n, double *level)
 {
-    double sum[3] = {0, 0, 0}, span = n ? x[n - 1] - x[0] : 0;
+    double sum[3] = {0, 0, 0}, sx[3] = {0, 0, 0}, span = n ? x[n - 1] - x[0] : 0;
     size_t cnt[3] = {0, 0, 0};
     if (n < 9 || !(span > 0))
         return -EINVAL;
@@ -81,18 +87,30 @@ int wt_detect_plateau(const double *x, const double *y, size_t n, double *level)
         size_t k = (size_t)(3 * (x[i] - x[0]) / span);
         k = k > 2 ? 2 : k;
         sum[k] += y[i];
+        sx[k] += x[i];
         cnt[k]++;
     }
     if (!cnt[0] || !cnt[1] || !cnt[2])
         return -EINVAL;
-    double y1 = sum[0] / (double)cnt[0], y2 = sum[1] / (double)cnt[1], y3 = sum[2] / (double)cnt[2];
-    double d1 = y2 - y1, d2 = y3 - y2;
-    /* Rising and clearly slowing; a ratio near 1 is a straight line with noise (integer
-     * temperatures make the thirds' steps wobble by a fifth or so). */
-    if (!(d1 > 0) || d2 < 0 || d2 >= 0.8 * d1)
+    double m[3], c[3];
+    for (int k = 0; k < 3; k++)
+        m[k] = sum[k] / (double)cnt[k], c[k] = sx[k] / (double)cnt[k];
+    if (!(c[1] > c[0] && c[2] > c[1]))
+        return -EINVAL;
+    /* The steps per third of the span, from each third's mean time, not its middle: readings
+     * missed in a third (a poll late on a loaded machine) move its mean, and a straight rise
+     * read with a gap would look like one slowing down. */
+    double u = span / 3, g1 = u / (c[1] - c[0]), g2 = u / (c[2] - c[1]);
+    double d1 = (m[1] - m[0]) * g1, d2 = (m[2] - m[1]) * g2;
+    /* Rising and clearly slowing: by a fifth at least (integer temperatures make the thirds'
+     * steps wobble by a fifth or so), and by more than the steps' own error when the thirds are
+     * thin (a few whole-degree readings). */
+    double se = sqrt(PLATEAU_READ_VAR * ((1.0 / cnt[0] + 1.0 / cnt[1]) * g1 * g1 +
+                                         (1.0 / cnt[1] + 1.0 / cnt[2]) * g2 * g2));
+    if (!(d1 > 0) || d2 < 0 || d2 >= 0.8 * d1 || d1 - d2 < PLATEAU_Z * se)
         return -ERANGE;
     double r = d2 / d1;
-    *level = y3 + d2 * r / (1 - r);
+    *level = m[2] + d2 * r / (1 - r);
     return 0;
 }
 

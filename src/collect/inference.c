@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/curl_lib.h"
+#include "core/gpuname.h"
 #include "core/log.h"
 #include "core/source.h"
 #include "core/yget.h"
@@ -456,18 +457,12 @@ static int parse_gpus(const struct wt_yget *g, const struct wt_ynode *m, const c
     size_t len = 0;
     for (size_t i = 0; !rc && i < gpus->n; i++) {
         const struct wt_ynode *c = gpus->child[i];
-        char *end = NULL;
-        const char *num = c->kind == WT_YNODE_SCALAR ? c->value : NULL, *vendor = "";
-        /* a vendor's index: a node with both vendors numbers each from 0 */
-        for (int k = 0; num && k < 2 && !vendor[0]; k++) {
-            size_t vl = strlen(wt_inf_gpu_vendors[k]);
-            if (strncmp(num, wt_inf_gpu_vendors[k], vl) == 0 && num[vl] == ':') {
-                vendor = wt_inf_gpu_vendors[k];
-                num += vl + 1;
-            }
-        }
-        long v = num && isdigit((unsigned char)*num) ? strtol(num, &end, 10) : -1;
-        if (!end || *end || end == num || v < 0 || v > 1023) {
+        /* an index or a vendor's index: a node with both vendors numbers each from 0 */
+        const char *vendor = "", *num = NULL;
+        long v = c->kind == WT_YNODE_SCALAR && wt_gpu_vendor_index(c->value, &vendor, &num)
+                     ? strtol(num, NULL, 10)
+                     : -1;
+        if (v < 0 || v > 1023) {
             char ip[300];
             rc = wt_y_fail(g, c, wt_y_index(ip, sizeof ip, p, i),
                            "expected a GPU index (0..1023) or a vendor's index (nvidia:0, amd:0)");

@@ -6,8 +6,6 @@
  */
 #include "collect/inference_energy.h"
 
-#include <ctype.h>
-#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,6 +13,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/gpuname.h"
 #include "core/log.h"
 
 const char *const wt_inf_gpu_vendors[2] = {"nvidia", "amd"};
@@ -26,22 +25,13 @@ const char *const wt_inf_gpu_vendors[2] = {"nvidia", "amd"};
 static bool gpu_in(const char *gpus, const struct wt_attrib_device *x,
                    const struct wt_attrib_device *devs, size_t n)
 {
-    for (const char *p = gpus; *p;) {
-        const char *vendor = "";
-        for (int k = 0; k < 2 && !vendor[0]; k++) {
-            size_t vl = strlen(wt_inf_gpu_vendors[k]);
-            if (strncmp(p, wt_inf_gpu_vendors[k], vl) == 0 && p[vl] == ':') {
-                vendor = wt_inf_gpu_vendors[k];
-                p += vl + 1;
-            }
-        }
-        char *end;
-        unsigned long v = strtoul(p, &end, 10);
-        if (end == p)
+    char item[64];
+    for (const char *p = gpus; wt_list_next(&p, item, sizeof item);) {
+        const char *vendor, *idx;
+        if (!wt_gpu_vendor_index(item, &vendor, &idx))
             return false;
-        if (v == x->dev && wt_attrib_find(devs, n, vendor, x->dev) == x)
+        if (strtoul(idx, NULL, 10) == x->dev && wt_attrib_find(devs, n, vendor, x->dev) == x)
             return true;
-        p = *end == ',' ? end + 1 : end;
     }
     return false;
 }
@@ -49,14 +39,11 @@ static bool gpu_in(const char *gpus, const struct wt_attrib_device *x,
 /* Whether gpus names GPU g by a plain index (no vendor). */
 static bool plain_listed(const char *gpus, unsigned int g)
 {
-    for (const char *p = gpus; *p;) {
-        char *end;
-        unsigned long v = isdigit((unsigned char)*p) ? strtoul(p, &end, 10) : ULONG_MAX;
-        if (v == g && (*end == ',' || !*end))
+    char item[64];
+    for (const char *p = gpus; wt_list_next(&p, item, sizeof item);) {
+        const char *vendor, *idx;
+        if (wt_gpu_vendor_index(item, &vendor, &idx) && !vendor[0] && strtoul(idx, NULL, 10) == g)
             return true;
-        p += strcspn(p, ",");
-        if (*p == ',')
-            p++;
     }
     return false;
 }

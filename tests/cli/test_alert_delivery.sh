@@ -19,8 +19,10 @@ sleep 0.2
 
 touch "$TMP/hold" # the exec hook waits while this file exists
 
-# GPU 0 reads 650 W in [2,4), [6,8), [10,12), [14,16), [18,20) s after the fake's origin.
-T0=$(date +%s)
+# GPU 0 reads 650 W in [2,4), [6,8), [10,12), [14,16), [18,20) s after the fake's origin, its
+# nvmlInit in the daemon (no FAKE_NVML_T0: a whole second taken before the daemon started, up to
+# a second early and as late as a loaded machine starts it, left the first window before its
+# first poll, and the rule flapped four times)
 cat >"$TMP/w.yaml" <<EOF
 alerts:
   detectors: {throttle_forecast: false, throttling: false, idle_burn: false, impossible: false,
@@ -41,7 +43,7 @@ alerts:
   delivery: {queue_limit: 64}
 EOF
 PORT=$(free_port)
-FAKE_NVML_T0=$T0 FAKE_NVML_GPUS=2 FAKE_NVML_POWER=300,0,0 \
+FAKE_NVML_GPUS=2 FAKE_NVML_POWER=300,0,0 \
     FAKE_NVML_POWER_READ=0:2:4:650,0:6:8:650,0:10:12:650,0:14:16:650,0:18:20:650 \
     WATTAGE_NVML_LIBRARY=$FAKE_NVML \
     "$BIN" run -c "$TMP/w.yaml" --db "$TMP/x.db" --listen "127.0.0.1:$PORT" --interval 0.25 \

@@ -51,10 +51,11 @@ start() {
 }
 
 # --- the daemons
-# heat's fake time starts at its nvmlInit (no FAKE_NVML_T0), so a daemon slow to start on a
-# loaded machine does not eat the lead; T0_HEAT is read from its log below
+# heat's GPU starts heating at the daemon's first temperature read (FAKE_NVML_TEMP_T0=read), not
+# at its nvmlInit, so a daemon slow to start polling on a loaded machine does not eat the lead:
+# its time origin is its first stored reading (T0_HEAT below)
 start heat $'alerts:\n  detectors:\n    throttle_forecast: {window: 4s, lead: 45s}\n    throttling: {for: 1s}\n' \
-    FAKE_NVML_GPUS=1 FAKE_NVML_TEMP=48,1 FAKE_NVML_THERMAL=1
+    FAKE_NVML_GPUS=1 FAKE_NVML_TEMP=48,1 FAKE_NVML_THERMAL=1 FAKE_NVML_TEMP_T0=read
 # idle also has a rule that goes pending while GPU 0 idles and clears, never firing, when its load
 # returns: at info (the default level) neither is logged, both are counted on /metrics and in the
 # summary line
@@ -74,15 +75,19 @@ done
 check "a GPU heating at 1 °C/s fires GPUThrottleForecast" \
     wait_for 20 q "$PORT_heat" 'has("GPUThrottleForecast", gpu="0")'
 # The fake's temperature is 48 + (t - T0) °C, reported rounded: 87 from t - T0 = 38.5 s. T0 is
-# its nvmlInit, which the collector's first log line follows within a few ms: the lead is
-# measured at most that much longer than it is
-T0_HEAT=$(python3 -c '
+# the daemon's first temperature read, stamped on its first stored reading (48 °C); START_HEAT,
+# the collector's first log line, follows nvmlInit within a few ms (the start delay is only said)
+first_heat=$(stored "$TMP/heat.db" wattage_gpu_temperature_celsius | sort -t, -k1,1g | head -n 1)
+T0_HEAT=${first_heat%%,*}
+START_HEAT=$(python3 -c '
 import datetime, re, sys
 for line in open(sys.argv[1]):
     m = re.match(r"(\S+)Z info +nvml: ", line)
     if m:
         print(datetime.datetime.fromisoformat(m.group(1)).replace(tzinfo=datetime.timezone.utc).timestamp())
         break' "$TMP/heat.log")
+check "the first stored reading is the fake's origin, 48 °C ($first_heat, $(python3 -c "print(f'{$T0_HEAT - $START_HEAT:.1f}')") s after the daemon started)" \
+    test "${first_heat##*,}" = 48
 check "it fired at least 30 s of fake time before the slowdown threshold" \
     q "$PORT_heat" "(38.5 - (ts(has('GPUThrottleForecast', gpu='0')[0]['fired_at']) - $T0_HEAT)) >= 30"
 check "its summary says how long is left" \
@@ -169,8 +174,28 @@ check "check-config refuses a bad rule with exit 2 and file:line ($msg)" \
 # --- the throttle forecast, continued: the slowdown itself
 check "at the threshold the fake reports thermal slowdown and GPUThrottling fires, naming it" \
     wait_for 45 q "$PORT_heat" 'has("GPUThrottling", reason="hw_thermal_slowdown") and has("GPUThrottling", reason="sw_thermal_slowdown")'
-check "the forecast fired at least 30 s before the throttle reason appeared" \
+# what the daemon measured, in the check's message: the lead, and the forecast's and the throttle's
+# times after the first stored reading (T0) and after the daemon's start
+lead_info() {
+    python3 - "$PORT_heat" "$T0_HEAT" "$START_HEAT" <<'PY'
+import datetime, json, sys, urllib.request
+port, t0, start = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+A = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=2))["alerts"]
+ts = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=datetime.timezone.utc).timestamp()
+f = [ts(a["fired_at"]) for a in A if a["alertname"] == "GPUThrottleForecast" and a["fired_at"]]
+t = [ts(a["active_since"]) for a in A if a["alertname"] == "GPUThrottling"]
+if f and t:
+    print(f"lead {min(t) - f[0]:.1f} s: fired at T0 + {f[0] - t0:.1f} s, throttled at T0 + "
+          f"{min(t) - t0:.1f} s, T0 = start + {t0 - start:.1f} s")
+PY
+}
+check "the forecast fired at least 30 s before the throttle reason appeared ($(lead_info))" \
     q "$PORT_heat" "min(ts(a['active_since']) for a in has('GPUThrottling')) - ts(has('GPUThrottleForecast', gpu='0')[0]['fired_at']) >= 30"
+# one firing, from its first window to the throttle: a forecast that resolves on the way and fires
+# again (as a plateau read into polls missed on a loaded machine did) says its lead twice
+check "the forecast fired once and stayed firing ($(grep -c 'alert: firing alertname=GPUThrottleForecast' "$TMP/heat.log") firing, $(grep -c 'alert: resolved alertname=GPUThrottleForecast' "$TMP/heat.log") resolved in the log)" \
+    bash -c '[[ $(grep -c "alert: firing alertname=GPUThrottleForecast" "$0") == 1 &&
+                $(grep -c "alert: resolved alertname=GPUThrottleForecast" "$0") == 0 ]]' "$TMP/heat.log"
 check "GPUThrottling says the reason in its summary" \
     q "$PORT_heat" '"throttled by hw_thermal_slowdown" in has("GPUThrottling", reason="hw_thermal_slowdown")[0]["summary"]'
 finish

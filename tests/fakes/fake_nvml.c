@@ -47,6 +47,10 @@
  *   FAKE_NVML_INIT_FAIL=1        nvmlInit returns NVML_ERROR_DRIVER_NOT_LOADED (9); another
  *                                number N > 1 makes it return N
  *   FAKE_NVML_TEMP=B,S           temperature of GPU i = B + i + S*(t-T0) °C (default 45,0)
+ *   FAKE_NVML_TEMP_T0=read       the temperature's t-T0 (and FAKE_NVML_THERMAL's) counts from the
+ *                                process's first nvmlDeviceGetTemperature call instead: a GPU
+ *                                that starts heating when the collector first looks at it,
+ *                                however late a loaded machine starts polling after nvmlInit
  *   FAKE_NVML_SLOWDOWN=C         slowdown threshold (default 87); FAKE_NVML_SHUTDOWN=C (92)
  *   FAKE_NVML_THROTTLE=MASK      clocks event reasons bitmask (default 0; decimal or 0x…)
  *   FAKE_NVML_PERSISTENCE=0|1    persistence mode (default 1, on)
@@ -299,6 +303,7 @@ static struct {
     } util[MAX_EVENTS], stuck[MAX_EVENTS], power_read[MAX_EVENTS];
     int nutil, nstuck, npower_read;
     bool thermal;
+    bool temp_from_read; /* FAKE_NVML_TEMP_T0=read */
     bool shutdown_all;
     /* health: v[] holds the numbers after g:from (and :to for windows) */
     struct health {
@@ -487,6 +492,7 @@ static void load(void)
     fk.nstuck = load_windows("FAKE_NVML_STUCK", fk.stuck, false);
     fk.npower_read = load_windows("FAKE_NVML_POWER_READ", fk.power_read, true);
     fk.thermal = env_double("FAKE_NVML_THERMAL", 0) != 0;
+    fk.temp_from_read = env("FAKE_NVML_TEMP_T0") && strcmp(env("FAKE_NVML_TEMP_T0"), "read") == 0;
     fk.nxid = load_health("FAKE_NVML_XID", fk.xid, false, 1);
     fk.nstorm = load_health("FAKE_NVML_XID_STORM", fk.storm, true, 2);
     fk.necc = load_health("FAKE_NVML_ECC", fk.ecc, false, 2);
@@ -1044,6 +1050,20 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t d, unsigned long l
     return NVML_SUCCESS;
 }
 
+/* GPU gpu's temperature at t (°C, not rounded); read says a temperature read asks, which under
+ * FAKE_NVML_TEMP_T0=read starts the clock (the first in the process, kept through a reload). */
+static double temp_c(unsigned int gpu, double t, bool read)
+{
+    static double first_read;
+    double t0 = fk.t0;
+    if (fk.temp_from_read) {
+        if (first_read == 0 && read)
+            first_read = t;
+        t0 = first_read != 0 ? first_read : t;
+    }
+    return fk.temp_base + gpu + fk.temp_slope * (t - t0);
+}
+
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t sensor,
                                       unsigned int *temp)
 {
@@ -1053,7 +1073,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, nvmlTemperatureSensors_t s
         return r;
     if (sensor != NVML_TEMPERATURE_GPU || !temp)
         return NVML_ERROR_INVALID_ARGUMENT;
-    double c = fk.temp_base + d->index + fk.temp_slope * (t - fk.t0);
+    double c = temp_c(d->index, t, true);
     *temp = c > 0 ? (unsigned int)lround(c) : 0;
     return NVML_SUCCESS;
 }
@@ -1127,7 +1147,7 @@ static nvmlReturn_t do_reasons(const char *fn, nvmlDevice_t d, unsigned long lon
         return r;
     *mask = fk.throttle;
     /* As reported: the temperature rounded to whole degrees reaches the threshold. */
-    if (fk.thermal && lround(fk.temp_base + d->index + fk.temp_slope * (t - fk.t0)) >= fk.slowdown)
+    if (fk.thermal && lround(temp_c(d->index, t, false)) >= fk.slowdown)
         *mask |= 0x20ULL | 0x40ULL; /* SW and HW thermal slowdown */
     return NVML_SUCCESS;
 }

@@ -852,6 +852,61 @@ WT_TEST(plateau_of_a_slowing_rise)
     WT_EQ_INT(wt_detect_plateau(x, y, 5, &level), -EINVAL);
 }
 
+/* A whole-degree reading of a GPU heating at 1 °C/s, polled every 0.2 s over a 4-s window whose
+ * readings from gap_at to gap_at + gap are missing (polls late on a loaded machine); its samples
+ * in x, y, how many returned. */
+static size_t heating_with_gap(double end, double gap_at, double gap, double (*f)(double),
+                               double *x, double *y)
+{
+    size_t n = 0;
+    for (int i = 0; i <= 20; i++) {
+        double t = end - 4 + 0.2 * i;
+        if (t > end - 4 + gap_at && t < end - 4 + gap_at + gap)
+            continue;
+        x[n] = t;
+        y[n++] = (double)lround(f(t));
+    }
+    return n;
+}
+static double rising_line(double t)
+{
+    return 48 + t;
+}
+static double levelling_off(double t)
+{
+    return 80 - 12 * exp(-(t - 30) / 2);
+}
+
+WT_TEST(plateau_is_not_read_into_a_straight_rise_with_missed_polls)
+{
+    /* Before the thirds' steps took their mean times, a gap of a second made about a third of
+     * these windows "level off" near 80 °C, and the throttle forecast resolved and fired again
+     * on its way to 87 °C (issue 48: test_alerts on a loaded machine). */
+    static const double gaps[] = {0.3, 0.5, 0.8, 1.0, 1.2, 1.5, 2.0};
+    double x[21], y[21], level;
+    for (int e = 0; e < 100; e++)
+        for (int a = 0; a < 40; a++)
+            for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+                size_t n = heating_with_gap(30 + e * 0.03, a * 0.1, gaps[g], rising_line, x, y);
+                if (wt_detect_plateau(x, y, n, &level) == 0)
+                    wt_test_fail(__FILE__, __LINE__,
+                                 "a level %.1f °C in a straight rise (window to %.2f s, a gap of "
+                                 "%.1f s from %.1f s)",
+                                 level, 30 + e * 0.03, gaps[g], a * 0.1);
+            }
+    /* and a rise that does level off is still seen through most such gaps, near its level */
+    int seen = 0, near = 0;
+    for (int a = 0; a < 40; a += 2)
+        for (size_t g = 0; g < 4; g++) {
+            size_t n = heating_with_gap(34, a * 0.1, g ? gaps[g + 1] : 0, levelling_off, x, y);
+            if (wt_detect_plateau(x, y, n, &level) == 0) {
+                seen++;
+                near += fabs(level - 80) < 3;
+            }
+        }
+    WT_ASSERT(seen >= 60 && near == seen);
+}
+
 WT_TEST(throttling_fires_after_for_and_names_the_reason)
 {
     load("alerts:\n  detectors:\n    throttling: {for: 5s}\n", true);
