@@ -9,7 +9,9 @@ the host's /sys and /proc; CONFIG a wattage.yaml, default deploy/wattage.yaml: t
 waits SECONDS (default 60) and reads each one's /proc/PID/status (VmHWM, VmRSS), /proc/PID/smaps_rollup (anonymous
 and file-backed resident memory) and /proc/PID/maps (shared libraries mapped). Prints the
 median of the two daemons of each binary, in KiB. With EVERY (seconds), also VmRSS and VmHWM
-along the run, every EVERY seconds (a store compacts a span 20 minutes after it opens).
+along the run, every EVERY seconds, with the UTC time of day: a store compacts the readings of a
+span (15 minutes on the wall clock, :00 :15 :30 :45) 5 minutes after it closes, so where the
+first full compaction falls depends on the time the run starts.
 """
 import os
 import statistics
@@ -59,7 +61,8 @@ def main():
                     vals = [s for bb, s in now if bb == b]
                     line.append(f"{name} VmRSS {statistics.median(v['VmRSS'] for v in vals):.0f} "
                                 f"VmHWM {statistics.median(v['VmHWM'] for v in vals):.0f}")
-                print(f"t={time.monotonic() - t0:6.0f}s  " + "  ".join(line), flush=True)
+                clock = time.strftime("%H:%M:%S", time.gmtime())
+                print(f"t={time.monotonic() - t0:6.0f}s {clock}  " + "  ".join(line), flush=True)
             time.sleep(max(0.0, seconds - (time.monotonic() - t0)))
             got = [(b, status(d.pid)) for b, d in ds]
             split = [(b, bench.rss_split(d.pid)) for b, d in ds]

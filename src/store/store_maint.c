@@ -446,112 +446,172 @@ static int ticks_due(struct wt_store *s, int64_t cut)
 /* Ticks rows compacted per pass: about 4 minutes of 1-s flushes */
 #define TICKS_ROWS_MAX 256
 
-struct tick_pt {
-    int64_t id, t;
-    double v;
-    size_t k; /* the order read: rows by seq */
+/* A ticks row being moved: a copy of its blob and a walk over its series. */
+struct tick_row {
+    int64_t seq;
+    uint8_t *blob;
+    struct wt_ticks_walk w;
 };
 
-struct tick_acc {
-    struct tick_pt *p;
-    size_t n, cap;
-};
-
-static int tick_collect(void *ctx, int64_t id, const struct wt_point *p, size_t n)
+static void tick_rows_free(struct tick_row *r, int n)
 {
-    struct tick_acc *a = ctx;
-    if (a->n + n > a->cap) {
-        size_t nc = a->cap ? a->cap : 4096;
-        while (nc < a->n + n)
-            nc *= 2;
-        struct tick_pt *q = realloc(a->p, nc * sizeof *q);
-        if (!q)
-            return -ENOMEM;
-        a->p = q;
-        a->cap = nc;
+    for (int i = 0; i < n; i++) {
+        wt_ticks_walk_free(&r[i].w);
+        free(r[i].blob);
     }
-    for (size_t i = 0; i < n; i++, a->n++)
-        a->p[a->n] = (struct tick_pt){id, p[i].t_ns, p[i].v, a->n};
-    return 0;
 }
+
+/* A point of one series and the order read, for a stable sort by time. */
+struct tick_pt {
+    int64_t t;
+    double v;
+    size_t k;
+};
 
 static int tick_pt_cmp(const void *x, const void *y)
 {
     const struct tick_pt *a = x, *b = y;
-    if (a->id != b->id)
-        return a->id < b->id ? -1 : 1;
     if (a->t != b->t)
         return a->t < b->t ? -1 : 1;
     return a->k < b->k ? -1 : a->k > b->k;
+}
+
+/* Sorts b's points by time, of equal times the first read first (a row written out of time
+ * order). Returns 0 or -ENOMEM. */
+static int sort_read_order(struct wt_point_buf *b)
+{
+    struct tick_pt *q = malloc(b->n * sizeof *q);
+    if (!q)
+        return -ENOMEM;
+    for (size_t i = 0; i < b->n; i++)
+        q[i] = (struct tick_pt){b->p[i].t_ns, b->p[i].v, i};
+    qsort(q, b->n, sizeof *q, tick_pt_cmp);
+    for (size_t i = 0; i < b->n; i++)
+        b->p[i] = (struct wt_point){q[i].t, q[i].v};
+    free(q);
+    return 0;
+}
+
+/*
+ * Moves the points of series id from the rows whose walk is at it (stepping those walks on) into
+ * the chunks of its spans: in time order, of a time in two rows the first written kept. *read
+ * counts the readings read. Returns 0, -EIO or -ENOMEM.
+ */
+static int compact_tick_series(struct wt_store *s, const struct wt_run_list *runs,
+                               struct tick_row *rows, int nrows, int64_t id, size_t *read)
+{
+    size_t m = wt_store_ms_lower(s, id);
+    struct mser none = {.kind = WT_SK_GAUGE};
+    const struct mser *ms = m < s->ms_len && s->ms[m].id == id ? &s->ms[m] : &none;
+    struct wt_segment_rule rule = wt_segment_rule_for(runs, ms->node, ms->kind);
+    bool sorted = true;
+    int rc = 0;
+    s->cold.n = 0;
+    for (int r = 0; rc == 0 && r < nrows; r++) {
+        if (!rows[r].w.have || rows[r].w.g.id != id)
+            continue;
+        size_t n0 = s->cold.n;
+        rc = wt_ticks_walk_points(&rows[r].w, &s->cold);
+        if (rc == -EINVAL)
+            wt_store_db_fail(s, "ticks row %" PRId64 " does not decode", rows[r].seq);
+        if (rc == 0 && n0 && s->cold.p[n0].t_ns < s->cold.p[n0 - 1].t_ns)
+            sorted = false;
+        *read += s->cold.n - n0;
+        wt_ticks_walk_next(&rows[r].w);
+    }
+    if (rc == 0 && !sorted)
+        rc = sort_read_order(&s->cold);
+    if (rc)
+        return rc == -ENOMEM ? -ENOMEM : -EIO;
+    size_t w = 0;
+    for (size_t i = 0; i < s->cold.n; i++) {
+        if (w && s->cold.p[w - 1].t_ns == s->cold.p[i].t_ns)
+            continue;
+        s->cold.p[w++] = s->cold.p[i];
+    }
+    s->cold.n = w;
+    for (size_t j = 0; rc == 0 && j < s->cold.n;) {
+        int64_t span0 = span_floor(s->cold.p[j].t_ns);
+        size_t e = j;
+        while (e < s->cold.n && span_floor(s->cold.p[e].t_ns) == span0)
+            e++;
+        rc = compact_span(s, id, &rule, span0, s->cold.p + j, e - j);
+        j = e;
+    }
+    return rc;
 }
 
 /*
  * Moves the ticks rows whose readings all lie before cut (a span boundary) and that were written
  * before any row that does not (so that of a time in two rows the first written is the one
  * kept), up to TICKS_ROWS_MAX in the order written, into the chunks of their series and spans, in
- * the pass's
- * transaction: the rows are deleted in the same one, so a kill leaves each reading in one place.
- * Of a time in two rows the first written is kept, and a chunk's reading stays (merge_into), as
- * the readers answer. Returns readings moved (> TICKS_ROWS_MAX rows' worth: more to do is told by
- * *more), or -EIO / -ENOMEM.
+ * the pass's transaction: the rows are deleted in the same one, so a kill leaves each reading in
+ * one place. Of a time in two rows the first written is kept, and a chunk's reading stays
+ * (merge_into), as the readers answer. The rows' series are merged in ascending id (each row
+ * holds its series in that order): what is held at once is the rows' blobs and one series'
+ * points, not every reading of the rows. Returns readings moved (> TICKS_ROWS_MAX rows' worth:
+ * more to do is told by *more), or -EIO / -ENOMEM.
  */
 static int compact_ticks(struct wt_store *s, const struct wt_run_list *runs, int64_t cut,
                          bool *more)
 {
     sqlite3_stmt *st = wt_store_mq(s, MQ_TICKS_CLOSED);
-    struct tick_acc a = {0};
+    struct tick_row *rows;
     int64_t last_seq = 0;
-    int rows = 0, rc, d = 0;
+    int nrows = 0, rc, d = 0;
     if (!st)
         return -EIO;
+    rows = calloc(TICKS_ROWS_MAX, sizeof *rows);
+    if (!rows)
+        return -ENOMEM;
     sqlite3_bind_int64(st, 1, cut);
     sqlite3_bind_int(st, 2, TICKS_ROWS_MAX);
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        last_seq = sqlite3_column_int64(st, 0);
-        rows++;
-        d = wt_ticks_each(sqlite3_column_blob(st, 1), (size_t)sqlite3_column_bytes(st, 1),
-                          tick_collect, &a);
+    while (nrows < TICKS_ROWS_MAX && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        struct tick_row *r = &rows[nrows];
+        const void *b = sqlite3_column_blob(st, 1);
+        size_t len = (size_t)sqlite3_column_bytes(st, 1);
+        last_seq = r->seq = sqlite3_column_int64(st, 0);
+        r->blob = malloc(len ? len : 1);
+        if (!r->blob) {
+            d = -ENOMEM;
+            break;
+        }
+        if (len)
+            memcpy(r->blob, b, len);
+        nrows++;
+        d = wt_ticks_walk_open(r->blob, len, &r->w);
         if (d) {
             if (d == -EINVAL)
                 wt_store_db_fail(s, "ticks row %" PRId64 " does not decode", last_seq);
             break;
         }
     }
+    if (nrows == TICKS_ROWS_MAX)
+        rc = SQLITE_DONE; /* the query's LIMIT: it has no more */
     sqlite3_reset(st);
     if (d || rc != SQLITE_DONE) {
-        free(a.p);
+        tick_rows_free(rows, nrows);
+        free(rows);
         return d == -ENOMEM ? -ENOMEM : -EIO;
     }
-    if (!rows)
-        return 0;
-    qsort(a.p, a.n, sizeof *a.p, tick_pt_cmp);
-    s->cold.n = 0;
+    size_t moved = 0;
     rc = 0;
-    for (size_t i = 0; rc == 0 && i < a.n;) {
-        int64_t id = a.p[i].id;
-        size_t m = wt_store_ms_lower(s, id);
-        struct mser none = {.kind = WT_SK_GAUGE};
-        const struct mser *ms = m < s->ms_len && s->ms[m].id == id ? &s->ms[m] : &none;
-        struct wt_segment_rule rule = wt_segment_rule_for(runs, ms->node, ms->kind);
-        s->cold.n = 0;
-        for (; rc == 0 && i < a.n && a.p[i].id == id; i++) {
-            if (s->cold.n && s->cold.p[s->cold.n - 1].t_ns == a.p[i].t)
-                continue;
-            rc = wt_store_pb_push(&s->cold, a.p[i].t, a.p[i].v);
+    while (rc == 0) {
+        int64_t id = INT64_MAX;
+        for (int r = 0; r < nrows; r++) {
+            if (rows[r].w.have && rows[r].w.g.id < id)
+                id = rows[r].w.g.id;
         }
-        for (size_t j = 0; rc == 0 && j < s->cold.n;) {
-            int64_t span0 = span_floor(s->cold.p[j].t_ns);
-            size_t e = j;
-            while (e < s->cold.n && span_floor(s->cold.p[e].t_ns) == span0)
-                e++;
-            rc = compact_span(s, id, &rule, span0, s->cold.p + j, e - j);
-            j = e;
-        }
+        if (id == INT64_MAX)
+            break;
+        rc = compact_tick_series(s, runs, rows, nrows, id, &moved);
     }
-    size_t moved = a.n;
-    free(a.p);
+    tick_rows_free(rows, nrows);
+    free(rows);
     if (rc)
         return rc;
+    if (!nrows)
+        return 0;
     st = wt_store_mq(s, MQ_DEL_TICKS);
     if (!st)
         return -EIO;
@@ -561,7 +621,7 @@ static int compact_ticks(struct wt_store *s, const struct wt_run_list *runs, int
     sqlite3_reset(st);
     if (rc)
         return rc;
-    if (rows >= TICKS_ROWS_MAX)
+    if (nrows >= TICKS_ROWS_MAX)
         *more = true;
     return moved > INT32_MAX ? INT32_MAX : (int)moved;
 }
@@ -797,8 +857,8 @@ int wt_store_maintain(struct wt_store *s, int64_t now_ns, int budget, bool *more
         wt_runs_free(&runs);
     if (!*more) {
         trim_bufs(s);
-        /* A compaction's arrays (256 ticks rows of every series, and qsort's copy) were freed,
-         * but the allocator keeps the pages of a thread's arena: give them back. */
+        /* A compaction's buffers were freed, but the allocator keeps the pages of a thread's
+         * arena: give them back. */
         if (work > 0)
             malloc_trim(0);
     }

@@ -485,3 +485,64 @@ int wt_ticks_view_series(const struct wt_ticks_view *v, int64_t id, int64_t lo, 
         out->n += w;
     return rc;
 }
+
+void wt_ticks_walk_free(struct wt_ticks_walk *w)
+{
+    free(w->plain);
+    memset(w, 0, sizeof *w);
+}
+
+void wt_ticks_walk_next(struct wt_ticks_walk *w)
+{
+    w->have = false;
+    if (!w->groups_left)
+        return;
+    struct wt_rbuf r = {.p = w->body, .n = w->body_len, .pos = w->pos};
+    /* the framing was checked whole when opened: this only fails on a blob changed since */
+    if (!next_group(&r, w->g.id, w->left, &w->g)) {
+        w->groups_left = 0;
+        return;
+    }
+    w->groups_left--;
+    w->left -= w->g.n;
+    w->pos = r.pos;
+    w->have = true;
+}
+
+int wt_ticks_walk_open(const uint8_t *b, size_t len, struct wt_ticks_walk *w)
+{
+    struct wt_rbuf r;
+    uint64_t count, base;
+    memset(w, 0, sizeof *w);
+    int rc = open_blob(b, len, &r, &w->plain, &count);
+    if (rc)
+        return rc;
+    struct wt_rbuf again = r;
+    rc = walk(&again, count, &base, NULL, NULL);
+    if (rc) {
+        wt_ticks_walk_free(w);
+        return rc;
+    }
+    w->body = r.p;
+    w->body_len = r.n;
+    w->base = wt_get_sv(&r);
+    w->groups_left = wt_get_uv(&r);
+    w->left = count;
+    w->pos = r.pos;
+    wt_ticks_walk_next(w);
+    return 0;
+}
+
+int wt_ticks_walk_points(const struct wt_ticks_walk *w, struct wt_point_buf *out)
+{
+    if (!w->have)
+        return 0;
+    int rc = wt_codec_reserve(out, w->g.n);
+    if (rc)
+        return rc;
+    struct wt_rbuf r = {.p = w->body, .n = w->body_len};
+    rc = group_points(&r, &w->g, w->base, out->p + out->n);
+    if (rc == 0)
+        out->n += w->g.n;
+    return rc;
+}

@@ -100,6 +100,32 @@ int wt_ticks_view_series(const struct wt_ticks_view *v, int64_t id, int64_t lo, 
 /* Frees what v holds and empties it; an empty view is fine. */
 void wt_ticks_view_free(struct wt_ticks_view *v);
 
+/*
+ * A walk over the series of one blob in ascending id, one series at a time, decoding only the
+ * points asked for: maintenance moves many rows' readings series by series, merging the rows'
+ * walks, without holding every point at once. The blob's bytes must stay alive and unchanged
+ * while the walk is used.
+ */
+struct wt_ticks_walk {
+    uint8_t *plain; /* the decompressed body (zstd) or NULL */
+    const uint8_t *body;
+    size_t body_len, pos; /* pos: after the current series' payload */
+    uint64_t base, groups_left, left;
+    bool have;               /* a current series: g */
+    struct wt_ticks_group g; /* the current series' framing */
+};
+
+/* Opens b (its framing checked whole) at its first series. Returns 0, -EINVAL or -ENOMEM (*w
+ * then empty). */
+int wt_ticks_walk_open(const uint8_t *b, size_t len, struct wt_ticks_walk *w) WT_MUST_USE;
+/* Appends the current series' points to out, in time order. Returns 0, -EINVAL (its points are
+ * not well formed: out is then left as it was) or -ENOMEM. */
+int wt_ticks_walk_points(const struct wt_ticks_walk *w, struct wt_point_buf *out) WT_MUST_USE;
+/* Steps to the next series; w->have false after the last. */
+void wt_ticks_walk_next(struct wt_ticks_walk *w);
+/* Frees what w holds and empties it; an empty walk is fine. */
+void wt_ticks_walk_free(struct wt_ticks_walk *w);
+
 /* The readings a blob holds, without decoding their points: >= 0, or -EINVAL. */
 int64_t wt_ticks_count(const uint8_t *b, size_t len);
 

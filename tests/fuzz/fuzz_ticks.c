@@ -99,6 +99,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         wt_ticks_view_free(&v);
     }
     free(one.p);
+    /* walked series by series (compaction's reader): the walk's series and points, one by one,
+     * when the whole blob reads; a blob refused by the walk is refused when opened or at one of
+     * its series' points */
+    struct wt_ticks_walk w;
+    int rw = wt_ticks_walk_open(data, size, &w);
+    FUZZ_CHECK(rw == 0 || rw == -EINVAL);
+    FUZZ_CHECK(rc != 0 || rw == 0);
+    if (rw == 0) {
+        struct wt_point_buf wp = {0};
+        size_t k = 0;
+        int bad = 0;
+        for (; w.have && !bad; wt_ticks_walk_next(&w)) {
+            size_t n0 = wp.n;
+            bad = wt_ticks_walk_points(&w, &wp);
+            FUZZ_CHECK(bad == 0 || bad == -EINVAL);
+            FUZZ_CHECK(bad == 0 || wp.n == n0);
+            for (size_t i = n0; bad == 0 && rc == 0 && i < wp.n; i++, k++) {
+                FUZZ_CHECK(k < a.n && a.r[k].series == w.g.id && a.r[k].t_ns == wp.p[i].t_ns);
+                FUZZ_CHECK(memcmp(&a.r[k].v, &wp.p[i].v, sizeof wp.p[i].v) == 0);
+            }
+        }
+        FUZZ_CHECK(rc == 0 ? bad == 0 && k == a.n : bad != 0);
+        free(wp.p);
+        wt_ticks_walk_free(&w);
+    }
     if (rc == 0) {
         FUZZ_CHECK(wt_ticks_count(data, size) == (int64_t)a.n);
         round_trip(a.r, a.n);

@@ -370,3 +370,115 @@ WT_TEST(the_writer_packs_each_write_in_one_ticks_row_and_every_answer_stays_the_
     wt_store_close(a);
     wt_store_close(b);
 }
+
+#define MANY_SER 48
+#define MANY_SECS 1500
+
+/* The readings of second i of MANY_SER series: energy counters and powers of 24 GPUs. */
+static size_t many_second(int i, struct wt_reading *r)
+{
+    for (int k = 0; k < MANY_SER; k++) {
+        char l[64];
+        snprintf(l, sizeof l, "gpu=\"%d\",uuid=\"GPU-%d\"", k / 2, k / 2);
+        int64_t t = T0 + (int64_t)i * S + (int64_t)k * 1009 + (i % 3) * 250000;
+        r[k] = k % 2 ? rd(WT_M_GPU_POWER_W, l, t, 100 + (i * 7 + k) % 500 / 4.0)
+                     : rd(WT_M_GPU_ENERGY_J, l, t, 5000.0 * k + 350.125 * i + (i % 4) * 0.5);
+    }
+    return MANY_SER;
+}
+
+/* The chunks of a store, in (metric, labels, t0) order, as one string. */
+static char *chunks_text(struct wt_store *s)
+{
+    sqlite3_stmt *q = NULL;
+    char *out = NULL;
+    WT_EQ_INT(sqlite3_prepare_v2(wt_store_db(s),
+                                 "SELECT group_concat(x, ';') FROM (SELECT s.metric || s.labels || "
+                                 "',' || c.t0 || ',' || c.t1 || ',' || c.n || ',' || c.v0 || ',' "
+                                 "|| c.v1 || ',' || c.e || ',' || c.cov || ',' || hex(c.data) AS x "
+                                 "FROM chunks c JOIN series s ON s.id = c.series ORDER BY "
+                                 "s.metric, s.labels, c.t0)",
+                                 -1, &q, NULL),
+              SQLITE_OK);
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        out = strdup((const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    WT_ASSERT(out != NULL);
+    return out;
+}
+
+/*
+ * Compaction moves the ticks rows series by series, at most 256 rows a pass: over several passes
+ * of many rows and series (rows out of time order, readings written twice), every series reads
+ * back after it what it read before, bit for bit, and the chunks are those a store of rows makes
+ * of the same writes.
+ */
+WT_TEST(a_compaction_of_many_ticks_rows_reads_back_what_was_read_before)
+{
+    struct wt_store *a = open_at("many_rows.db"), *b = open_as("many_packed.db", true);
+    static struct wt_reading all[MANY_SECS * MANY_SER], w[MANY_SER * 30];
+    size_t n = 0;
+    for (int i = 0; i < MANY_SECS; i++)
+        n += many_second(i, all + n);
+    /* a write a second; seconds 200..209 written again after second 215 with other values (the
+     * first kept; in the same pass's rows); seconds 600..629 last, in one write (out of time
+     * order among the last pass's rows); each to both stores */
+    memcpy(w, all + (size_t)200 * MANY_SER, 10 * MANY_SER * sizeof *w);
+    for (size_t k = 0; k < 10 * MANY_SER; k++)
+        w[k].value += 1000;
+    for (int i = 0; i < MANY_SECS; i++) {
+        if (i >= 600 && i < 630)
+            continue;
+        WT_EQ_INT(wt_store_write(a, "", all + (size_t)i * MANY_SER, MANY_SER), 0);
+        WT_EQ_INT(wt_store_write(b, "", all + (size_t)i * MANY_SER, MANY_SER), 0);
+        if (i == 215) {
+            WT_EQ_INT(wt_store_write(a, "", w, 10 * MANY_SER), 0);
+            WT_EQ_INT(wt_store_write(b, "", w, 10 * MANY_SER), 0);
+        }
+    }
+    WT_EQ_INT(wt_store_write(a, "", all + (size_t)600 * MANY_SER, 30 * MANY_SER), 0);
+    WT_EQ_INT(wt_store_write(b, "", all + (size_t)600 * MANY_SER, 30 * MANY_SER), 0);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks"), MANY_SECS - 30 + 2);
+    WT_ASSERT(one(b, "SELECT count(*) FROM ticks") > 4 * 256);
+
+    int64_t ids[MANY_SER];
+    struct wt_point_buf before[MANY_SER];
+    for (int k = 0; k < MANY_SER; k++) {
+        ids[k] = id_of(b, &all[k]);
+        before[k] = (struct wt_point_buf){0};
+        WT_EQ_INT(wt_store_read(b, ids[k], T0 - S, T0 + (MANY_SECS + 1) * S, 0, 0, &before[k]), 0);
+        WT_EQ_INT(before[k].n, MANY_SECS);
+        WT_ASSERT(before[k].p[200].v < 1000 + all[(size_t)200 * MANY_SER + k].value);
+    }
+    int64_t now = T0 + 3 * 3600 * S;
+    maintain_all(a, now);
+    maintain_all(b, now);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM ticks"), 0);
+    WT_EQ_INT(one(b, "SELECT count(*) FROM readings"), 0);
+    WT_EQ_INT(one(b, "SELECT sum(n) FROM chunks"), MANY_SECS * MANY_SER);
+    for (int k = 0; k < MANY_SER; k++) {
+        struct wt_point_buf after = {0};
+        WT_EQ_INT(wt_store_read(b, ids[k], T0 - S, T0 + (MANY_SECS + 1) * S, 0, 0, &after), 0);
+        WT_EQ_INT(after.n, before[k].n);
+        for (size_t i = 0; i < after.n && i < before[k].n; i++) {
+            if (after.p[i].t_ns != before[k].p[i].t_ns ||
+                bits(after.p[i].v) != bits(before[k].p[i].v))
+                wt_test_fail(__FILE__, __LINE__,
+                             "series %d point %zu: (%lld, %.17g) vs (%lld, "
+                             "%.17g)",
+                             k, i, (long long)after.p[i].t_ns, after.p[i].v,
+                             (long long)before[k].p[i].t_ns, before[k].p[i].v);
+        }
+        same_read(a, id_of(a, &all[k]), b, ids[k], T0 - S, T0 + (MANY_SECS + 1) * S, 0, 0);
+        free(after.p);
+        free(before[k].p);
+    }
+    char *ca = chunks_text(a), *cb = chunks_text(b);
+    WT_ASSERT(strlen(ca) > 1000);
+    if (strcmp(ca, cb) != 0)
+        wt_test_fail(__FILE__, __LINE__, "the chunks differ from the rows store's");
+    free(ca);
+    free(cb);
+    wt_store_close(a);
+    wt_store_close(b);
+}

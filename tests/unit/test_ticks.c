@@ -327,6 +327,65 @@ WT_TEST(ticks_walk_stops_when_asked)
     free(blob);
 }
 
+/* What wt_ticks_walk gives of a blob, series by series, into s (as see does). */
+static void walk_all(const uint8_t *blob, size_t len, struct seen *s)
+{
+    struct wt_ticks_walk w;
+    struct wt_point_buf pb = {0};
+    WT_EQ_INT(wt_ticks_walk_open(blob, len, &w), 0);
+    for (; w.have; wt_ticks_walk_next(&w)) {
+        pb.n = 0;
+        WT_EQ_INT(wt_ticks_walk_points(&w, &pb), 0);
+        WT_EQ_INT(pb.n, w.g.n);
+        see(s, w.g.id, pb.p, pb.n);
+    }
+    free(pb.p);
+    wt_ticks_walk_free(&w);
+}
+
+WT_TEST(ticks_a_walk_series_by_series_gives_what_each_gives)
+{
+    /* 4000 readings of 500 series (zstd) and 40 of 8 (plain): the same series and points */
+    static struct wt_tick_reading r[4000];
+    for (int i = 0; i < 4000; i++)
+        r[i] =
+            (struct wt_tick_reading){1 + (i * 7) % 500, T0 + (i / 500) * S + i % 3, i * 0.25 - 17};
+    for (int big = 0; big < 2; big++) {
+        size_t n = big ? 4000 : 40;
+        uint8_t *blob = NULL;
+        size_t len = 0;
+        int64_t lo, hi;
+        WT_EQ_INT(wt_ticks_encode(r, n, &blob, &len, &lo, &hi), 0);
+        WT_EQ_INT(blob[0], big ? WT_TICKS_ZSTD : WT_TICKS_PLAIN);
+        struct seen *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+        WT_EQ_INT(wt_ticks_each(blob, len, see, a), 0);
+        walk_all(blob, len, b);
+        WT_EQ_INT(b->calls, a->calls);
+        WT_EQ_INT(b->n, a->n);
+        WT_ASSERT(memcmp(a->r, b->r, a->n * sizeof *a->r) == 0);
+        free(a);
+        free(b);
+        free(blob);
+    }
+    /* framing that is not whole is refused when opened; a series whose points do not decode
+     * (value mode 200) is refused when read, the buffer left as it was */
+    const uint8_t cut[] = {WT_TICKS_PLAIN, 1, 0, 1, 1, 1, 3, 0, 3};
+    const uint8_t bad[] = {WT_TICKS_PLAIN, 1, 0, 1, 1, 1, 3, 0, 200, 0};
+    struct wt_ticks_walk w;
+    WT_EQ_INT(wt_ticks_walk_open(cut, sizeof cut, &w), -EINVAL);
+    WT_ASSERT(!w.have && w.plain == NULL);
+    WT_EQ_INT(wt_ticks_walk_open(bad, sizeof bad, &w), 0);
+    WT_ASSERT(w.have);
+    WT_EQ_INT(w.g.id, 1);
+    struct wt_point_buf pb = {0};
+    WT_EQ_INT(wt_ticks_walk_points(&w, &pb), -EINVAL);
+    WT_EQ_INT(pb.n, 0);
+    wt_ticks_walk_next(&w);
+    WT_ASSERT(!w.have);
+    free(pb.p);
+    wt_ticks_walk_free(&w);
+}
+
 /* One tick of an 8-GPU node as the daemon stores it: about 240 series of watts, joules, celsius,
  * ratios and hertz at one time, most with a fixed decimal resolution. */
 WT_TEST(ticks_an_8_gpu_tick_is_a_few_bytes_a_reading)
