@@ -33,7 +33,16 @@ copy config tests/fixtures/config/*.yaml deploy/*.yaml
 for f in deploy/*.yaml; do
     sed -E 's/^(    +)#  /\1  /; s/: \[\]$/:/' "$f" >"$out/config/examples-$(basename "$f")"
 done
-copy import tests/fixtures/nvidia-smi/*.csv
+# nvidia-smi CSV: the fixtures cut to what has their features (the h200 one's [N/A] cell, cut
+# line and impossible date, the a100 one's header again mid-file and a GPU missing for a while),
+# not whole. The largest seed sets libFuzzer's input length: the whole h200 fixture (75 KiB) made
+# every input a store write of thousands of readings, under 10 runs a second.
+nv=tests/fixtures/nvidia-smi
+sed -n '1,56p;99,103p' $nv/h200-4gpu-units.csv >"$out/import/h200-4gpu-units-cut.csv"
+{
+    head -n 1 $nv/a100-nounits.csv
+    sed -n 88,112p $nv/a100-nounits.csv
+} >"$out/import/a100-nounits-header-again.csv"
 copy carbon "$data"/carbon-intensity/**/*.csv "$data"/carbon-intensity/**/*.json
 copy snmp "$data"/snmp/**/*.snmprec
 
