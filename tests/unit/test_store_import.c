@@ -217,6 +217,19 @@ WT_TEST(unusable_files_are_refused)
     WT_CONTAINS(rep6, "p.csv:3: bad timestamp");
     WT_EQ_INT(st.skipped, 1);
     WT_EQ_INT(st.rows, 2);
+    /* Found by fuzzing: lines 110 years apart (both in range) made the gap rule's three
+     * intervals overflow; they are one interval, integrated. */
+    char in7[] = "timestamp, index, power.draw [W]\n946684800, 0, 100\n4417977600, 0, 100\n";
+    char rep7[512] = "";
+    r = fmemopen(rep7, sizeof rep7, "w");
+    f = fmemopen(in7, sizeof in7 - 1, "r");
+    WT_EQ_INT(wt_import_nvidia_smi(s, f, "c.csv", "c", r, &st, &err), 0);
+    fclose(f);
+    fclose(r);
+    WT_EQ_INT(st.rows, 2);
+    WT_NEAR(one(s, "SELECT max(v) FROM readings r JOIN series s ON s.id=r.series WHERE "
+                   "s.metric='wattage_gpu_energy_integrated_joules_total' AND s.node='c'"),
+            100.0 * 3471292800, 1);
     wt_store_close(s);
 
     char name[64];
