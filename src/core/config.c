@@ -923,17 +923,29 @@ out:
 
 /* ---- writing --------------------------------------------------------------------------------- */
 
+/*
+ * A double-quoted YAML scalar. What YAML does not take as printable inside one is escaped: the
+ * ASCII controls, the C1 controls U+0080..U+009F (libyaml refuses them, and folds U+0085, a line
+ * break, into a space) and U+FFFE, U+FFFF; \xNN and \uNNNN name code points there.
+ */
 static void write_string(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
+        unsigned char ch = (unsigned char)*s, c1 = (unsigned char)s[1];
+        if (ch == '"' || ch == '\\') {
             fprintf(f, "\\%c", ch);
-        else if (iscntrl(ch))
+        } else if (iscntrl(ch)) {
             fprintf(f, "\\x%02x", ch);
-        else
+        } else if (ch == 0xc2 && c1 >= 0x80 && c1 <= 0x9f) {
+            fprintf(f, "\\x%02x", c1);
+            s++;
+        } else if (ch == 0xef && c1 == 0xbf && ((unsigned char)s[2] & 0xfe) == 0xbe) {
+            fprintf(f, "\\u%04x", 0xffc0u | ((unsigned char)s[2] & 0x3fu));
+            s += 2;
+        } else {
             fputc(ch, f);
+        }
     }
     fputc('"', f);
 }

@@ -550,7 +550,8 @@ int wt_import_nvidia_smi(struct wt_store *st, FILE *f, const char *name, const c
                 while (!(rows[j].have & (1ULL << power_col)))
                     j--;
                 int64_t dt = r->t - rows[j].t;
-                if (dt <= 3 * median)
+                /* a median over a third of the range (a century between lines) is no gap rule */
+                if (median > INT64_MAX / 3 || dt <= 3 * median)
                     energy += 0.5 * (rv[power_col] + vals[rows[j].off + (size_t)power_col]) *
                               (double)dt / 1e9;
             }

@@ -206,6 +206,37 @@ WT_TEST(every_key_round_trips)
     roundtrip(&c);
 }
 
+/* Code points YAML does not print raw inside quotes (C1 controls, U+0085 a line break that
+ * folds into a space, U+FFFE, U+FFFF) are written escaped, so the text loads back the same. */
+WT_TEST(unprintable_code_points_round_trip)
+{
+    static const char yaml[] =
+        "store:\n  path: \"a\\x85b\\u0080c\\u009fd\\uFFFEe\\uFFFF\\u00a0\"\n"
+        "alerts:\n  rules:\n    - name: hot\n      metric: wattage_gpu_temperature_celsius\n"
+        "      op: \">\"\n      threshold: 80\n      for: 30s\n"
+        "      labels:\n        team: \"m\\x85l\"\n";
+    struct wt_config c;
+    struct wt_err err = {{0}};
+    wt_config_defaults(&c);
+    if (wt_config_load_string("t.yaml", yaml, strlen(yaml), &c, &err) != 0)
+        wt_test_fail(__FILE__, __LINE__, "%s", err.msg);
+    WT_EQ_STR(c.store.path, "a\xc2\x85"
+                            "b\xc2\x80"
+                            "c\xc2\x9f"
+                            "d\xef\xbf\xbe"
+                            "e\xef\xbf\xbf\xc2\xa0");
+    roundtrip(&c);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    WT_EQ_INT(wt_config_write(&c, f), 0);
+    fclose(f);
+    WT_CONTAINS(text, "path: \"a\\x85b\\x80c\\x9fd\\ufffee\\uffff\xc2\xa0\"\n");
+    WT_CONTAINS(text, "team: \"m\\x85l\"\n");
+    free(text);
+    wt_config_free(&c);
+}
+
 WT_TEST(written_config_names_every_key)
 {
     struct wt_config c;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -161,6 +162,21 @@ WT_TEST(nounits_reordered_gap_and_reimport)
     wt_store_close(s);
 }
 
+/* wt_import_nvidia_smi on text (named name, node name without its ".csv"), its report into rep. */
+static int import_text(struct wt_store *s, const char *text, const char *name, char *rep, size_t n,
+                       struct wt_import_stats *st, struct wt_err *err)
+{
+    char node[32];
+    snprintf(node, sizeof node, "%.*s", (int)strcspn(name, "."), name);
+    FILE *f = fmemopen((void *)text, strlen(text), "r");
+    FILE *r = fmemopen(rep, n, "w");
+    WT_ASSERT(f != NULL && r != NULL);
+    int rc = wt_import_nvidia_smi(s, f, name, node, r, st, err);
+    fclose(f);
+    fclose(r);
+    return rc;
+}
+
 WT_TEST(unusable_files_are_refused)
 {
     struct wt_store *s = open_store();
@@ -184,11 +200,7 @@ WT_TEST(unusable_files_are_refused)
      * which is an error, not "0 readings" */
     char in4[] = "timestamp, index, power.draw [hp]\n2024/05/01 12:00:00.000, 0, 1\n";
     char rep[512] = "";
-    FILE *r = fmemopen(rep, sizeof rep, "w");
-    f = fmemopen(in4, sizeof in4 - 1, "r");
-    WT_EQ_INT(wt_import_nvidia_smi(s, f, "u.csv", "u", r, &st, &err), -EINVAL);
-    fclose(f);
-    fclose(r);
+    WT_EQ_INT(import_text(s, in4, "u.csv", rep, sizeof rep, &st, &err), -EINVAL);
     WT_CONTAINS(rep, "unknown unit [hp]");
     WT_CONTAINS(err.msg, "u.csv: 1 lines, none with a value");
     WT_EQ_INT(st.readings, 0);
@@ -196,11 +208,7 @@ WT_TEST(unusable_files_are_refused)
     char in5[] = "timestamp, index, power.draw [W]\n0024/05/01 12:00:00.000, 0, 1\n"
                  "2024/05/01 12:00:00.000, 0, 1\n";
     char rep5[512] = "";
-    r = fmemopen(rep5, sizeof rep5, "w");
-    f = fmemopen(in5, sizeof in5 - 1, "r");
-    WT_EQ_INT(wt_import_nvidia_smi(s, f, "y.csv", "y", r, &st, &err), 0);
-    fclose(f);
-    fclose(r);
+    WT_EQ_INT(import_text(s, in5, "y.csv", rep5, sizeof rep5, &st, &err), 0);
     WT_CONTAINS(rep5, "y.csv:2: bad timestamp");
     WT_EQ_INT(st.skipped, 1);
     WT_EQ_INT(st.rows, 1);
@@ -209,14 +217,19 @@ WT_TEST(unusable_files_are_refused)
     char in6[] = "timestamp, index, power.draw [W]\n2024/05/01 12:00:00.000, 0, 1\n"
                  "1688/05/01 12:00:00.000, 0, 1\n2024/05/01 12:00:01.000, 0, 1\n";
     char rep6[512] = "";
-    r = fmemopen(rep6, sizeof rep6, "w");
-    f = fmemopen(in6, sizeof in6 - 1, "r");
-    WT_EQ_INT(wt_import_nvidia_smi(s, f, "p.csv", "p", r, &st, &err), 0);
-    fclose(f);
-    fclose(r);
+    WT_EQ_INT(import_text(s, in6, "p.csv", rep6, sizeof rep6, &st, &err), 0);
     WT_CONTAINS(rep6, "p.csv:3: bad timestamp");
     WT_EQ_INT(st.skipped, 1);
     WT_EQ_INT(st.rows, 2);
+    /* Found by fuzzing: lines 110 years apart (both in range) made the gap rule's three
+     * intervals overflow; they are one interval, integrated. */
+    char in7[] = "timestamp, index, power.draw [W]\n946684800, 0, 100\n4417977600, 0, 100\n";
+    char rep7[512] = "";
+    WT_EQ_INT(import_text(s, in7, "c.csv", rep7, sizeof rep7, &st, &err), 0);
+    WT_EQ_INT(st.rows, 2);
+    WT_NEAR(one(s, "SELECT max(v) FROM readings r JOIN series s ON s.id=r.series WHERE "
+                   "s.metric='wattage_gpu_energy_integrated_joules_total' AND s.node='c'"),
+            100.0 * 3471292800, 1);
     wt_store_close(s);
 
     char name[64];
