@@ -10,8 +10,10 @@
 # the counter passes its earlier value within one step (the digest's readings alone would hide
 # it); a gap of 10 minutes with a reset across it and one without; a series that begins and ends
 # inside the window; readings sparse around the window's start. The fleet's GPU energy from kpi
-# is their sum. The GPU power chart has one point per chart column, not one per reading. An
-# engine that refuses a query over its limit (-search.maxSamplesPerQuery) is an error, exit 1.
+# is their sum. The GPU power chart has one point per chart column, not one per reading. Under
+# a low -search.maxSamplesPerQuery that refuses a listing of the nodes over the window's samples
+# and a batch of the three nodes, the nodes come from the engine's index and the batch is split:
+# the same KPIs; one node over the limit is an error naming it and the query, exit 1.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 PY=/usr/bin/python3
@@ -190,23 +192,49 @@ d = json.load(urllib.request.urlopen('http://127.0.0.1:$PPORT/api/v1/query?' + q
 assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
     digest_checks "prometheus://127.0.0.1:$PPORT" Prometheus
 fi
-# An engine that refuses a query over its limit: an error naming it, no figure.
-LPORT=$(free_port)
-bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
-    -search.disableCache -search.maxSamplesPerQuery=2000 -loggerLevel=ERROR 2>>"$TMP/vm.log"
-wait_for 30 curl -sf "http://127.0.0.1:$LPORT/health" -o /dev/null
-curl -sf "http://127.0.0.1:$LPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
-curl -sf "http://127.0.0.1:$LPORT/internal/force_flush" -o /dev/null
-wait_for 30 $PY -c "
+# An engine with a low limit on samples per query (-search.maxSamplesPerQuery): the nodes come
+# from its index (no sample read) and a batch it refuses (422) is split down to one node, so the
+# KPIs are those above; a limit that one node's queries exceed is an error naming the node and the
+# query, no figure.
+# start_limited PORTVAR LIMIT: a VictoriaMetrics holding the samples, over its limit at LIMIT.
+start_limited() {
+    local port
+    port=$(free_port)
+    bg "$VM" -storageDataPath="$TMP/vm-$2" -httpListenAddr="127.0.0.1:$port" -retentionPeriod=1y \
+        -search.disableCache -search.maxSamplesPerQuery="$2" -loggerLevel=ERROR 2>>"$TMP/vm.log"
+    wait_for 30 curl -sf "http://127.0.0.1:$port/health" -o /dev/null
+    curl -sf "http://127.0.0.1:$port/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
+    curl -sf "http://127.0.0.1:$port/internal/force_flush" -o /dev/null
+    wait_for 30 $PY -c "
 import json, urllib.request, urllib.parse
-q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\"0\"}[2h]))', 'time': '$B'})
-d = json.load(urllib.request.urlopen('http://127.0.0.1:$LPORT/api/v1/query?' + q))
+q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\\\"0\\\"}[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$port/api/v1/query?' + q))
 assert d['data']['result']"
+    printf -v "$1" %s "$port"
+}
+start_limited LPORT 2000
+# the engine's answer (HTTP code) to a query at the window's end
+code_of() {
+    curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LPORT/api/v1/query" \
+        --data-urlencode "query=$1" --data-urlencode "time=$((B + 30))"
+}
+code_of 'group by (node) (last_over_time({__name__=~"wattage_gpu_energy_joules_total|wattage_gpu_power_watts"}[3661s]))' >"$TMP/c-list"
+check "the limit refuses the nodes' list over the window's samples (HTTP $(cat "$TMP/c-list"))" \
+    grep -qx 422 "$TMP/c-list"
+code_of 'resets(wattage_gpu_energy_joules_total{node=~"n\\.2|n1|rack\\(3\\)\\+x"}[3600s])' >"$TMP/c-batch"
+check "the limit refuses a query of the three nodes' counters (HTTP $(cat "$TMP/c-batch"))" \
+    grep -qx 422 "$TMP/c-batch"
 "$BIN" kpi --source "victoriametrics://127.0.0.1:$LPORT" --from "$A" --to "$B" --json \
     >"$TMP/kl.json" 2>"$TMP/kl.err"
+check "under the limit, kpi --source: exit 0 ($(head -c 300 "$TMP/kl.err"))" test $? -eq 0
+check "under the limit, kpi --source: the same KPIs as without it" \
+    cmp "$TMP/k-VictoriaMetrics.json" "$TMP/kl.json"
+start_limited L2PORT 300
+"$BIN" kpi --source "victoriametrics://127.0.0.1:$L2PORT" --from "$A" --to "$B" --json \
+    >"$TMP/kl2.json" 2>"$TMP/kl2.err"
 rc=$?
-check "an engine over its limit: exit 1, named, no figure ($(head -c 200 "$TMP/kl.err"))" bash -c \
-    '[[ $0 == 1 && ! -s $1 ]] && grep -q "victoriametrics://127.0.0.1:$3.*maxSamplesPerQuery" "$2"' \
-    "$rc" "$TMP/kl.json" "$TMP/kl.err" "$LPORT"
+check "one node over the limit: exit 1, no figure, the node, the query and the engine's reason named ($(head -c 300 "$TMP/kl2.err"))" bash -c \
+    '[[ $0 == 1 && ! -s $1 ]] && grep -q "node n\.2 alone is over.*victoriametrics://127.0.0.1:$3: query .*wattage_gpu_energy_joules_total{node=~.*maxSamplesPerQuery" "$2"' \
+    "$rc" "$TMP/kl2.json" "$TMP/kl2.err" "$L2PORT"
 check "no working store is left behind" test -z "$(ls -A "$TMP/tmpdir")"
 finish
