@@ -157,6 +157,55 @@ PY
         '[[ $0 == 2 ]] && grep -q "WATTAGE_SOURCE_BATCH_NODES" "$1"' "$rc" "$TMP/k0-$E.err"
 }
 digest_checks "victoriametrics://127.0.0.1:$VPORT" VictoriaMetrics
+# Through a proxy before VictoriaMetrics that logs what it is asked: the nodes come from the
+# engine's index (GET /api/v1/label/node/values), no query lists them over the window's samples;
+# where the proxy answers 404 or 405 to that, the query over the samples does, the same KPIs.
+XPORT=$(free_port)
+$PY - "$XPORT" "http://127.0.0.1:$VPORT" "$TMP/proxy.log" 2>"$TMP/proxy.err" <<'PY' &
+import http.server, sys, urllib.error, urllib.parse, urllib.request
+port, engine, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self, raw):
+        mode, path = self.path.split("/api/", 1)
+        with open(log, "a") as f:
+            q = urllib.parse.parse_qs(raw.decode() if raw else path.partition("?")[2])
+            print(mode.strip("/"), self.command, path.partition("?")[0], q.get("query", [""])[0],
+                  q.get("match[]", [""])[0], file=f)
+        if "/label/" in path and mode in ("/e404", "/e405"):
+            code, body = int(mode[2:]), b"not here"
+        else:
+            try:
+                with urllib.request.urlopen(engine + "/api/" + path, raw) as r:
+                    code, body = 200, r.read()
+            except urllib.error.HTTPError as e:
+                code, body = e.code, e.read()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.answer(None)
+    def do_POST(self):
+        self.answer(self.rfile.read(int(self.headers["Content-Length"])))
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+T_PIDS="$T_PIDS $!"
+wait_for 10 curl -sf "http://127.0.0.1:$XPORT/pass/api/v1/query?query=1" -o /dev/null
+for mode in pass e404 e405; do
+    "$BIN" kpi --source "http://127.0.0.1:$XPORT/$mode" --from "$A" --to "$B" --json \
+        >"$TMP/kx-$mode.json" 2>"$TMP/kx-$mode.err"
+    check "through a proxy ($mode): kpi --source, the same KPIs ($(head -c 200 "$TMP/kx-$mode.err"))" \
+        cmp "$TMP/k-VictoriaMetrics.json" "$TMP/kx-$mode.json"
+done
+check "the nodes from the engine's index: a GET of the node label's values over the names" \
+    grep -q '^pass GET v1/label/node/values  {__name__=~"wattage_gpu_energy_joules_total|' "$TMP/proxy.log"
+check "no query lists the nodes over the window's samples" bash -c \
+    '! grep -q "^pass .*group by (node)" "$0"' "$TMP/proxy.log"
+check "a proxy without the label values (404, 405): the query lists them" bash -c \
+    'grep -q "^e404 POST v1/query group by (node)" "$0" && grep -q "^e405 POST v1/query group by (node)" "$0"' \
+    "$TMP/proxy.log"
 
 # Prometheus: the same samples as blocks written before it starts (exact stamps), then the same
 # checks.
