@@ -13,7 +13,9 @@
 # is their sum. The GPU power chart has one point per chart column, not one per reading. Under
 # a low -search.maxSamplesPerQuery that refuses a listing of the nodes over the window's samples
 # and a batch of the three nodes, the nodes come from the engine's index and the batch is split:
-# the same KPIs; one node over the limit is an error naming it and the query, exit 1.
+# the same KPIs; one node over the limit is an error naming it and the query, exit 1. The same
+# with Prometheus' --query.max-samples (200, then 80). Through a logging proxy: the nodes come
+# from GET /api/v1/label/node/values, and where it answers 404 or 405, from the query.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 PY=/usr/bin/python3
@@ -207,6 +209,14 @@ check "a proxy without the label values (404, 405): the query lists them" bash -
     'grep -q "^e404 POST v1/query group by (node)" "$0" && grep -q "^e405 POST v1/query group by (node)" "$0"' \
     "$TMP/proxy.log"
 
+# code_of PORT QUERY: the engine's answer (HTTP code) to QUERY at the window's end; LIST, the
+# nodes' list over the window's samples, and BATCH, a query of the three nodes' counters.
+code_of() {
+    curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/api/v1/query" \
+        --data-urlencode "query=$2" --data-urlencode "time=$((B + 30))"
+}
+LIST='group by (node) (last_over_time({__name__=~"wattage_gpu_energy_joules_total|wattage_gpu_power_watts"}[3661s]))'
+BATCH='resets(wattage_gpu_energy_joules_total{node=~"n\\.2|n1|rack\\(3\\)\\+x"}[3600s])'
 # Prometheus: the same samples as blocks written before it starts (exact stamps), then the same
 # checks.
 if ! command -v "$PROMETHEUS" >/dev/null || ! command -v promtool >/dev/null; then
@@ -240,6 +250,31 @@ q = urllib.parse.urlencode({'query': 'count(count_over_time(wattage_gpu_energy_j
 d = json.load(urllib.request.urlopen('http://127.0.0.1:$PPORT/api/v1/query?' + q))
 assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
     digest_checks "prometheus://127.0.0.1:$PPORT" Prometheus
+    # Under --query.max-samples (every sample a query loads): 200 refuses the nodes' list and a
+    # query of the three nodes' counters, not one node's: the same KPIs; 80 refuses one node's.
+    for lim in 200 80; do
+        mkdir -p "$TMP/prom-$lim/data"
+        promtool tsdb create-blocks-from openmetrics "$TMP/import.om" "$TMP/prom-$lim/data" \
+            >>"$TMP/promtool.log" 2>&1
+        QPORT=$(free_port)
+        bg "$PROMETHEUS" --config.file="$TMP/prom/prometheus.yml" \
+            --storage.tsdb.path="$TMP/prom-$lim/data" --web.listen-address="127.0.0.1:$QPORT" \
+            --query.max-samples="$lim" --log.level=warn 2>>"$TMP/prom.log"
+        wait_for 30 curl -sf "http://127.0.0.1:$QPORT/-/ready" -o /dev/null
+        "$BIN" kpi --source "prometheus://127.0.0.1:$QPORT" --from "$A" --to "$B" --json \
+            >"$TMP/kq-$lim.json" 2>"$TMP/kq-$lim.err"
+        rc=$?
+        if [[ $lim == 200 ]]; then
+            check "Prometheus, --query.max-samples=200: refuses the nodes' list and the batch" \
+                test "$(code_of "$QPORT" "$LIST") $(code_of "$QPORT" "$BATCH")" = "422 422"
+            check "Prometheus under the limit: kpi --source, the same KPIs ($(head -c 200 "$TMP/kq-$lim.err"))" \
+                cmp "$TMP/k-Prometheus.json" "$TMP/kq-$lim.json"
+        else
+            check "Prometheus, one node over the limit: exit 1, no figure, the node and the query named" \
+                bash -c '[[ $0 == 1 && ! -s $1 ]] && grep -q "node n1 alone is over.*prometheus://127.0.0.1:$3: query .*{node=~\"n1\"}.*HTTP 422: .*too many samples" "$2"' \
+                "$rc" "$TMP/kq-$lim.json" "$TMP/kq-$lim.err" "$QPORT"
+        fi
+    done
 fi
 # An engine with a low limit on samples per query (-search.maxSamplesPerQuery): the nodes come
 # from its index (no sample read) and a batch it refuses (422) is split down to one node, so the
@@ -262,15 +297,10 @@ assert d['data']['result']"
     printf -v "$1" %s "$port"
 }
 start_limited LPORT 2000
-# the engine's answer (HTTP code) to a query at the window's end
-code_of() {
-    curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LPORT/api/v1/query" \
-        --data-urlencode "query=$1" --data-urlencode "time=$((B + 30))"
-}
-code_of 'group by (node) (last_over_time({__name__=~"wattage_gpu_energy_joules_total|wattage_gpu_power_watts"}[3661s]))' >"$TMP/c-list"
+code_of "$LPORT" "$LIST" >"$TMP/c-list"
 check "the limit refuses the nodes' list over the window's samples (HTTP $(cat "$TMP/c-list"))" \
     grep -qx 422 "$TMP/c-list"
-code_of 'resets(wattage_gpu_energy_joules_total{node=~"n\\.2|n1|rack\\(3\\)\\+x"}[3600s])' >"$TMP/c-batch"
+code_of "$LPORT" "$BATCH" >"$TMP/c-batch"
 check "the limit refuses a query of the three nodes' counters (HTTP $(cat "$TMP/c-batch"))" \
     grep -qx 422 "$TMP/c-batch"
 "$BIN" kpi --source "victoriametrics://127.0.0.1:$LPORT" --from "$A" --to "$B" --json \
