@@ -145,7 +145,8 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *ud)
     return n;
 }
 
-/* POSTs the form body post to url; *out is the answer, NUL-terminated (also a 4xx/5xx's). */
+/* POSTs the form body post to url (post NULL: a GET of url); *out is the answer, NUL-terminated
+ * (also a 4xx/5xx's). */
 static int post_body(struct wt_promsrc *p, const char *url, const char *post, long *status,
                      struct body *out, struct wt_err *err)
 {
@@ -158,8 +159,12 @@ static int post_body(struct wt_promsrc *p, const char *url, const char *post, lo
     CURL *c = p->curl;
     curl_easy_reset(c);
     curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, post); /* application/x-www-form-urlencoded */
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(post));
+    if (post) {
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, post); /* application/x-www-form-urlencoded */
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(post));
+    } else {
+        curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+    }
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(p->o.timeout_ns / 1000000));
@@ -209,9 +214,11 @@ static bool unavailable(long status)
 }
 
 /* POSTs promql as the form's field (query, or match[] of /api/v1/series) to endpoint with the
- * form's time fields in when, the answer's series into set; as wt_promsrc_query_status. */
-static int ask(struct wt_promsrc *p, const char *endpoint, const char *field, const char *promql,
-               const char *when, struct wt_promsrc_set *set, long *status, struct wt_err *err)
+ * form's time fields in when (get: the same fields in a GET's URL), the answer's series into set;
+ * as wt_promsrc_query_status. */
+static int ask_as(struct wt_promsrc *p, bool get, const char *endpoint, const char *field,
+                  const char *promql, const char *when, struct wt_promsrc_set *set, long *status,
+                  struct wt_err *err)
 {
     char url[600], shown[MSG_QUERY + 40];
     *status = 0;
@@ -228,17 +235,28 @@ static int ask(struct wt_promsrc *p, const char *endpoint, const char *field, co
     }
     snprintf(body, n, "%s=%s&%s", field, q, when);
     curl_free(q);
+    char *geturl = NULL;
     snprintf(url, sizeof url, "%s/api/v1/%s", p->base, endpoint);
+    if (get) {
+        size_t ul = strlen(url) + strlen(body) + 2;
+        if (!(geturl = malloc(ul))) {
+            free(body);
+            return -ENOMEM;
+        }
+        snprintf(geturl, ul, "%s?%s", url, body);
+    }
     struct body b;
     int rc, tries = 0;
     for (int64_t wait = BACKOFF_NS;; wait *= 2) {
-        rc = post_body(p, url, body, status, &b, err);
+        rc = get ? post_body(p, geturl, NULL, status, &b, err)
+                 : post_body(p, url, body, status, &b, err);
         if (rc || !unavailable(*status) || ++tries == TRIES)
             break;
         free(b.buf);
         wt_sleep_until_mono(wt_now_mono_ns() + wait);
     }
     free(body);
+    free(geturl);
     if (rc)
         return rc;
     query_quote(promql, shown, sizeof shown);
@@ -301,6 +319,12 @@ static int ask(struct wt_promsrc *p, const char *endpoint, const char *field, co
     return rc;
 }
 
+static int ask(struct wt_promsrc *p, const char *endpoint, const char *field, const char *promql,
+               const char *when, struct wt_promsrc_set *set, long *status, struct wt_err *err)
+{
+    return ask_as(p, false, endpoint, field, promql, when, set, status, err);
+}
+
 int wt_promsrc_query_status(struct wt_promsrc *p, const char *promql, int64_t t_ns,
                             struct wt_promsrc_set *set, long *status, struct wt_err *err)
 {
@@ -319,17 +343,37 @@ int wt_promsrc_series_status(struct wt_promsrc *p, const char *match, int64_t st
     return ask(p, "series", "match%5B%5D", match, when, set, status, err);
 }
 
+int wt_promsrc_label_values_status(struct wt_promsrc *p, const char *label, const char *match,
+                                   int64_t start_ns, int64_t end_ns, struct wt_promsrc_set *set,
+                                   long *status, struct wt_err *err)
+{
+    char when[96], endpoint[160];
+    snprintf(endpoint, sizeof endpoint, "label/%s/values", label);
+    snprintf(when, sizeof when, "start=%.3f&end=%.3f", (double)start_ns / 1e9,
+             (double)end_ns / 1e9);
+    /* GET: Prometheus answers this endpoint to no POST */
+    return ask_as(p, true, endpoint, "match%5B%5D", match, when, set, status, err);
+}
+
 int wt_promsrc_query_range(struct wt_promsrc *p, const char *promql, int64_t start_ns,
                            int64_t end_ns, int64_t step_ns, struct wt_promsrc_set *set,
                            struct wt_err *err)
 {
-    char when[96];
     long status;
+    return wt_promsrc_query_range_status(p, promql, start_ns, end_ns, step_ns, set, &status, err);
+}
+
+int wt_promsrc_query_range_status(struct wt_promsrc *p, const char *promql, int64_t start_ns,
+                                  int64_t end_ns, int64_t step_ns, struct wt_promsrc_set *set,
+                                  long *status, struct wt_err *err)
+{
+    char when[96];
+    *status = 0;
     if (step_ns < WT_NS_PER_MS || end_ns < start_ns)
         return wt_err_set(err, "query_range %s: a step of at least 1 ms and end >= start", promql);
     snprintf(when, sizeof when, "start=%.3f&end=%.3f&step=%.3f", (double)start_ns / 1e9,
              (double)end_ns / 1e9, (double)step_ns / 1e9);
-    return ask(p, "query_range", "query", promql, when, set, &status, err);
+    return ask(p, "query_range", "query", promql, when, set, status, err);
 }
 
 int wt_promsrc_query(struct wt_promsrc *p, const char *promql, int64_t t_ns,
@@ -436,4 +480,14 @@ int wt_promsrc_energy(struct wt_promsrc *p, int64_t from, int64_t to, struct wt_
 out:
     wt_promsrc_set_free(&set);
     return rc;
+}
+
+void wt_promsrc_alone(struct wt_err *err, const char *node, const char *what)
+{
+    char m[WT_ERR_LEN];
+    snprintf(m, sizeof m, "%s", err->msg);
+    wt_err_set(err,
+               "node %s alone is over the engine's limit on series or samples per query (the "
+               "%s's nodes were split into smaller queries down to one): %s",
+               node, what, m);
 }

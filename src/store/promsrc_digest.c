@@ -352,10 +352,12 @@ out:
 }
 
 /* Counter name over [a, b] into st, as the file's comment says; its series those of the
- * nodes that match (a name{node=~"..."} selector of one batch of nodes). */
+ * nodes that match (a name{node=~"..."} selector of one batch of nodes). *status: the HTTP
+ * status of the batch's query that failed, before anything was stored (0: none failed). */
 static int digest_counter(struct wt_promsrc *p, const char *name, const char *match, int64_t a,
                           int64_t b, size_t steps, const int64_t *edges, size_t ne,
-                          struct wt_store *st, size_t *series, size_t *readings, struct wt_err *err)
+                          struct wt_store *st, size_t *series, size_t *readings, long *status,
+                          struct wt_err *err)
 {
     struct cgrid g = {.name = name, .a = a, .b = b, .pad = p->o.pad_ns};
     size_t nset = 4 + ne;
@@ -384,23 +386,27 @@ static int digest_counter(struct wt_promsrc *p, const char *name, const char *ma
     snprintf(q, ql, "%s%s[%lldms]", name, match,
              (long long)((g.t0 - (a - g.pad)) / WT_NS_PER_MS + 1));
     if (rc == 0)
-        rc = wt_promsrc_query(p, q, g.t0, &set[0], err);
+        rc = wt_promsrc_query_status(p, q, g.t0, &set[0], status, err);
     if (rc == 0 && g.m) {
         int64_t tm = grid_t(&g, g.m);
         snprintf(q, ql, "%s%s[%lldms]", name, match, (long long)((b + g.pad - tm) / WT_NS_PER_MS));
-        rc = wt_promsrc_query(p, q, b + g.pad, &set[1], err);
+        rc = wt_promsrc_query_status(p, q, b + g.pad, &set[1], status, err);
         snprintf(q, ql, "last_over_time(%s%s[%lldms])", name, match,
                  (long long)(g.step / WT_NS_PER_MS));
         if (rc == 0)
-            rc = wt_promsrc_query_range(p, q, g.t0 + g.step, tm, g.step, &set[2], err);
+            rc = wt_promsrc_query_range_status(p, q, g.t0 + g.step, tm, g.step, &set[2], status,
+                                               err);
         snprintf(q, ql, "resets(%s%s[%lldms])", name, match,
                  (long long)(2 * g.step / WT_NS_PER_MS));
         if (rc == 0)
-            rc = wt_promsrc_query_range(p, q, g.t0 + g.step, tm + g.step, g.step, &set[3], err);
+            rc = wt_promsrc_query_range_status(p, q, g.t0 + g.step, tm + g.step, g.step, &set[3],
+                                               status, err);
         snprintf(q, ql, "%s%s[%lldms]", name, match, (long long)(2 * g.pad / WT_NS_PER_MS + 1));
         for (size_t j = 0; j < ne && rc == 0; j++)
-            rc = wt_promsrc_query(p, q, edges[j] + g.pad, &set[4 + j], err);
+            rc = wt_promsrc_query_status(p, q, edges[j] + g.pad, &set[4 + j], status, err);
     }
+    if (rc == 0)
+        *status = 0; /* what fails from here on is no query of the batch */
     size_t nref = 0, k = 0;
     for (size_t w = 0; w < nset && rc == 0; w++)
         nref += set[w].n;
@@ -453,7 +459,7 @@ static int cmp_i64(const void *x, const void *y)
 /* A gauge: one point per step of the chart, fn over the step (avg_over_time, last_over_time). */
 static int digest_gauge(struct wt_promsrc *p, const char *fn, const char *name, const char *match,
                         int64_t a, int64_t b, int64_t step, struct wt_store *st, size_t *series,
-                        size_t *readings, struct wt_err *err)
+                        size_t *readings, long *status, struct wt_err *err)
 {
     struct wt_promsrc_set set = {0};
     size_t ql = strlen(fn) + strlen(name) + strlen(match) + 48;
@@ -462,8 +468,11 @@ static int digest_gauge(struct wt_promsrc *p, const char *fn, const char *name, 
         return -ENOMEM;
     snprintf(q, ql, "%s(%s%s[%lldms])", fn, name, match, (long long)(step / WT_NS_PER_MS));
     int64_t t0 = a / WT_NS_PER_MS * WT_NS_PER_MS + step;
-    int rc = wt_promsrc_query_range(p, q, t0, t0 + (b - t0) / step * step, step, &set, err);
+    int rc = wt_promsrc_query_range_status(p, q, t0, t0 + (b - t0) / step * step, step, &set,
+                                           status, err);
     free(q);
+    if (rc == 0)
+        *status = 0;
     for (size_t i = 0; i < set.n && rc == 0; i++) {
         const struct wt_promsrc_series *s = &set.s[i];
         rc = wt_promsrc_store_series(st, s->node, name, s->labels, s->pts, s->n, err);
@@ -481,10 +490,16 @@ static int cmp_node(const void *x, const void *y)
     return strcmp(x, y);
 }
 
-/* The nodes that hold any series named in d (counters, gauges) with a sample in [lo, hi]: one
- * series per node from the engine (group by node), so the digest's queries can name a batch of
- * nodes each and what they answer follows the batch, not the fleet. *nodes is malloc'd, sorted,
- * each once; a series without a node label is none of them. */
+/*
+ * The nodes that hold any series named in d (counters, gauges) with a sample in [lo, hi], so the
+ * digest's queries can name a batch of nodes each and what they answer follows the batch, not
+ * the fleet. From the engine's index (the node label's values, GET /api/v1/label/node/values:
+ * no sample read, so no limit on samples per query meets it; it may name a node whose series
+ * have no sample in the window, whose queries then answer nothing); where the engine, or a proxy
+ * before it, does not answer that (400, 404, 405), one series per node (group by node over the
+ * window, which reads its samples). *nodes is malloc'd, sorted, each once; a series without a
+ * node label is none of them.
+ */
 static int list_nodes(struct wt_promsrc *p, const struct wt_promsrc_digest *d, int64_t lo,
                       int64_t hi, char (**nodes)[64], size_t *n, struct wt_err *err)
 {
@@ -497,16 +512,25 @@ static int list_nodes(struct wt_promsrc *p, const struct wt_promsrc_digest *d, i
     char *q = malloc(ql);
     if (!q)
         return -ENOMEM;
-    size_t off = (size_t)snprintf(q, ql, "group by (node) (last_over_time({__name__=~\"");
+    size_t off = (size_t)snprintf(q, ql, "group by (node) (last_over_time(");
+    size_t sel = off;
+    off += (size_t)snprintf(q + off, ql - off, "{__name__=~\"");
     bool first = true;
     for (size_t k = 0; k < 2; k++)
         for (const char *const *x = k ? d->gauges : d->counters; x && *x; x++) {
             off += (size_t)snprintf(q + off, ql - off, "%s%s", first ? "" : "|", *x);
             first = false;
         }
-    snprintf(q + off, ql - off, "\"}[%lldms]))", (long long)((hi - lo) / WT_NS_PER_MS + 1));
+    snprintf(q + off, ql - off, "\"}");
     struct wt_promsrc_set set = {0};
-    int rc = first ? 0 : wt_promsrc_query(p, q, hi, &set, err);
+    long status = 0;
+    int rc =
+        first ? 0 : wt_promsrc_label_values_status(p, "node", q + sel, lo, hi, &set, &status, err);
+    if (rc == -EIO && (status == 400 || status == 404 || status == 405)) {
+        wt_promsrc_set_free(&set);
+        snprintf(q + off, ql - off, "\"}[%lldms]))", (long long)((hi - lo) / WT_NS_PER_MS + 1));
+        rc = wt_promsrc_query(p, q, hi, &set, err);
+    }
     free(q);
     if (rc == 0 && set.n && !(*nodes = malloc(set.n * sizeof **nodes)))
         rc = -ENOMEM;
@@ -554,6 +578,46 @@ static int node_match(const char (*nodes)[64], size_t n, char **out)
     return 0;
 }
 
+/* One metric of the digest: a counter (fn NULL) or a gauge (fn over each chart step). */
+struct one {
+    const char *name, *fn;
+    int64_t from, to, cstep;
+    size_t steps, ne;
+    const int64_t *edges;
+    struct wt_store *st;
+    size_t *series, *readings;
+};
+
+/*
+ * x over the nodes nodes[0 .. n), named in its queries. A batch whose query the engine refuses
+ * with 422 (its limit on samples or series per query; nothing of the batch is stored then) is
+ * split in two and each half asked in turn, as a job's batches are (promsrc_job.c); one node's
+ * refusal is the error, the engine's message with the query it refused.
+ */
+static int digest_one(struct wt_promsrc *p, const struct one *x, const char (*nodes)[64], size_t n,
+                      struct wt_err *err)
+{
+    char *match = NULL;
+    long status = 0;
+    int rc = node_match(nodes, n, &match);
+    if (rc == 0 && x->fn)
+        rc = digest_gauge(p, x->fn, x->name, match, x->from, x->to, x->cstep, x->st, x->series,
+                          x->readings, &status, err);
+    else if (rc == 0)
+        rc = digest_counter(p, x->name, match, x->from, x->to, x->steps, x->edges, x->ne, x->st,
+                            x->series, x->readings, &status, err);
+    free(match);
+    if (rc == -EIO && status == 422 && n > 1) {
+        size_t mid = n / 2;
+        rc = digest_one(p, x, nodes, mid, err);
+        if (rc == 0)
+            rc = digest_one(p, x, nodes + mid, n - mid, err);
+    } else if (rc == -EIO && status == 422) {
+        wt_promsrc_alone(err, nodes[0], "digest");
+    }
+    return rc;
+}
+
 int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, int64_t from,
                       int64_t to, struct wt_store *st, size_t *series, size_t *readings,
                       struct wt_err *err)
@@ -591,12 +655,19 @@ int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, i
     size_t batch = p->o.batch_nodes ? p->o.batch_nodes : nn;
     for (size_t lo = 0; lo < nn && rc == 0; lo += batch) {
         size_t hi = lo + batch < nn ? lo + batch : nn;
-        char *match = NULL;
-        if ((rc = node_match((const char(*)[64])nodes + lo, hi - lo, &match)) != 0)
-            break;
-        for (size_t i = 0; d->counters && d->counters[i] && rc == 0; i++)
-            rc = digest_counter(p, d->counters[i], match, from, to, steps, edges, u, st, series,
-                                readings, err);
+        struct one x = {.from = from,
+                        .to = to,
+                        .cstep = cstep,
+                        .steps = steps,
+                        .ne = u,
+                        .edges = edges,
+                        .st = st,
+                        .series = series,
+                        .readings = readings};
+        for (size_t i = 0; d->counters && d->counters[i] && rc == 0; i++) {
+            x.name = d->counters[i];
+            rc = digest_one(p, &x, (const char(*)[64])nodes + lo, hi - lo, err);
+        }
         for (size_t i = 0; d->gauges && d->gauges[i] && rc == 0; i++) {
             const char *name = d->gauges[i];
             size_t len = strlen(name);
@@ -606,10 +677,10 @@ int wt_promsrc_digest(struct wt_promsrc *p, const struct wt_promsrc_digest *d, i
                         (len > 8 && strcmp(name + len - 8, "_celsius") == 0);
             if (strstr(name, "limit") || strstr(name, "slowdown"))
                 mean = false;
-            rc = digest_gauge(p, mean ? "avg_over_time" : "last_over_time", name, match, from, to,
-                              cstep, st, series, readings, err);
+            x.name = name;
+            x.fn = mean ? "avg_over_time" : "last_over_time";
+            rc = digest_one(p, &x, (const char(*)[64])nodes + lo, hi - lo, err);
         }
-        free(match);
     }
     free(nodes);
     free(edges);

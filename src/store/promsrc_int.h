@@ -57,12 +57,32 @@ int wt_promsrc_series_status(struct wt_promsrc *p, const char *match, int64_t st
                              int64_t end_ns, struct wt_promsrc_set *set, long *status,
                              struct wt_err *err);
 
+/* wt_promsrc_query_range, with the HTTP status of the answer (0: none). */
+int wt_promsrc_query_range_status(struct wt_promsrc *p, const char *promql, int64_t start_ns,
+                                  int64_t end_ns, int64_t step_ns, struct wt_promsrc_set *set,
+                                  long *status, struct wt_err *err);
+
+/*
+ * The values of label (a label name, as it stands in the URL) on the series matching the
+ * selector match within [start_ns, end_ns] (GET /api/v1/label/NAME/values: the engine's index,
+ * no sample read; an engine's index may name a value whose series has no sample in the range
+ * but one near it): each added to set as a series whose node is the value, without name, labels
+ * or points. Returns as wt_promsrc_query_status.
+ */
+int wt_promsrc_label_values_status(struct wt_promsrc *p, const char *label, const char *match,
+                                   int64_t start_ns, int64_t end_ns, struct wt_promsrc_set *set,
+                                   long *status, struct wt_err *err);
+
 /*
  * wt_promsrc_parse, and the first of the answer's "warnings" (an engine's word that it cut or
  * missed part of the answer) into warning (wn bytes, cut to fit; "" when none).
  */
 int wt_promsrc_parse_warned(const char *buf, size_t len, struct wt_promsrc_set *set,
                             struct wt_promsrc_answer *a, size_t *at, char *warning, size_t wn);
+
+/* err, the engine's refusal (422) of a batch's query down to the one node, given that node and
+ * what split its batches (a job, the digest) in front. */
+void wt_promsrc_alone(struct wt_err *err, const char *node, const char *what);
 
 /* src into dst (n bytes), cut to fit. */
 void wt_promsrc_copy_cut(char *dst, size_t n, const char *src);

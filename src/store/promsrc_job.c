@@ -517,12 +517,7 @@ static int load_batch(struct wt_promsrc *p, struct fleet *f, const size_t *idx, 
         if (rc == 0)
             rc = load_batch(p, f, idx + mid, n - mid, now_ns, steps, nsteps, pad, err);
     } else if (rc == -EIO && status == 422) {
-        char m[WT_ERR_LEN];
-        snprintf(m, sizeof m, "%s", err->msg);
-        wt_err_set(err,
-                   "node %s alone is over the engine's limit on series or samples per query "
-                   "(the job's nodes were split into smaller queries down to one): %s",
-                   f->nodes[idx[0]].node, m);
+        wt_promsrc_alone(err, f->nodes[idx[0]].node, "job");
     }
 out:
     free(edges);

@@ -509,7 +509,20 @@ static int jp_series(struct jp *j, struct wt_promsrc_set *set)
     return rc;
 }
 
-/* "data": every series of "result" into set; or, an array (/api/v1/series), every label set. */
+/* One label value of /api/v1/label/NAME/values' "data": a series of that node, without name,
+ * labels or points. */
+static int jp_value(struct jp *j, struct wt_promsrc_set *set)
+{
+    char v[64];
+    bool cut = false;
+    int rc = jp_str(j, v, sizeof v, &cut);
+    if (rc == 0 && !find_or_add(set, v, "", ""))
+        return -ENOMEM;
+    return rc;
+}
+
+/* "data": every series of "result" into set; or, an array, every label set (/api/v1/series) or
+ * label value (/api/v1/label/NAME/values). */
 static int jp_data(struct jp *j, struct wt_promsrc_set *set)
 {
     char key[64];
@@ -517,9 +530,10 @@ static int jp_data(struct jp *j, struct wt_promsrc_set *set)
     if (jp_eat(j, '[')) {
         if (jp_eat(j, ']'))
             return 0;
-        do
-            rc = jp_series(j, set);
-        while (rc == 0 && jp_eat(j, ','));
+        do {
+            jp_ws(j);
+            rc = j->p < j->end && *j->p == '"' ? jp_value(j, set) : jp_series(j, set);
+        } while (rc == 0 && jp_eat(j, ','));
         return rc == 0 && !jp_eat(j, ']') ? -EINVAL : rc;
     }
     if (!jp_eat(j, '{'))

@@ -10,8 +10,12 @@
 # the counter passes its earlier value within one step (the digest's readings alone would hide
 # it); a gap of 10 minutes with a reset across it and one without; a series that begins and ends
 # inside the window; readings sparse around the window's start. The fleet's GPU energy from kpi
-# is their sum. The GPU power chart has one point per chart column, not one per reading. An
-# engine that refuses a query over its limit (-search.maxSamplesPerQuery) is an error, exit 1.
+# is their sum. The GPU power chart has one point per chart column, not one per reading. Under
+# a low -search.maxSamplesPerQuery that refuses a listing of the nodes over the window's samples
+# and a batch of the three nodes, the nodes come from the engine's index and the batch is split:
+# the same KPIs; one node over the limit is an error naming it and the query, exit 1. The same
+# with Prometheus' --query.max-samples (200, then 80). Through a logging proxy: the nodes come
+# from GET /api/v1/label/node/values, and where it answers 404 or 405, from the query.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
 PY=/usr/bin/python3
@@ -155,7 +159,64 @@ PY
         '[[ $0 == 2 ]] && grep -q "WATTAGE_SOURCE_BATCH_NODES" "$1"' "$rc" "$TMP/k0-$E.err"
 }
 digest_checks "victoriametrics://127.0.0.1:$VPORT" VictoriaMetrics
+# Through a proxy before VictoriaMetrics that logs what it is asked: the nodes come from the
+# engine's index (GET /api/v1/label/node/values), no query lists them over the window's samples;
+# where the proxy answers 404 or 405 to that, the query over the samples does, the same KPIs.
+XPORT=$(free_port)
+$PY - "$XPORT" "http://127.0.0.1:$VPORT" "$TMP/proxy.log" 2>"$TMP/proxy.err" <<'PY' &
+import http.server, sys, urllib.error, urllib.parse, urllib.request
+port, engine, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+class H(http.server.BaseHTTPRequestHandler):
+    def answer(self, raw):
+        mode, path = self.path.split("/api/", 1)
+        with open(log, "a") as f:
+            q = urllib.parse.parse_qs(raw.decode() if raw else path.partition("?")[2])
+            print(mode.strip("/"), self.command, path.partition("?")[0], q.get("query", [""])[0],
+                  q.get("match[]", [""])[0], file=f)
+        if "/label/" in path and mode in ("/e404", "/e405"):
+            code, body = int(mode[2:]), b"not here"
+        else:
+            try:
+                with urllib.request.urlopen(engine + "/api/" + path, raw) as r:
+                    code, body = 200, r.read()
+            except urllib.error.HTTPError as e:
+                code, body = e.code, e.read()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def do_GET(self):
+        self.answer(None)
+    def do_POST(self):
+        self.answer(self.rfile.read(int(self.headers["Content-Length"])))
+    def log_message(self, *a):
+        pass
+http.server.HTTPServer(("127.0.0.1", port), H).serve_forever()
+PY
+T_PIDS="$T_PIDS $!"
+wait_for 10 curl -sf "http://127.0.0.1:$XPORT/pass/api/v1/query?query=1" -o /dev/null
+for mode in pass e404 e405; do
+    "$BIN" kpi --source "http://127.0.0.1:$XPORT/$mode" --from "$A" --to "$B" --json \
+        >"$TMP/kx-$mode.json" 2>"$TMP/kx-$mode.err"
+    check "through a proxy ($mode): kpi --source, the same KPIs ($(head -c 200 "$TMP/kx-$mode.err"))" \
+        cmp "$TMP/k-VictoriaMetrics.json" "$TMP/kx-$mode.json"
+done
+check "the nodes from the engine's index: a GET of the node label's values over the names" \
+    grep -q '^pass GET v1/label/node/values  {__name__=~"wattage_gpu_energy_joules_total|' "$TMP/proxy.log"
+check "no query lists the nodes over the window's samples" bash -c \
+    '! grep -q "^pass .*group by (node)" "$0"' "$TMP/proxy.log"
+check "a proxy without the label values (404, 405): the query lists them" bash -c \
+    'grep -q "^e404 POST v1/query group by (node)" "$0" && grep -q "^e405 POST v1/query group by (node)" "$0"' \
+    "$TMP/proxy.log"
 
+# code_of PORT QUERY: the engine's answer (HTTP code) to QUERY at the window's end; LIST, the
+# nodes' list over the window's samples, and BATCH, a query of the three nodes' counters.
+code_of() {
+    curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/api/v1/query" \
+        --data-urlencode "query=$2" --data-urlencode "time=$((B + 30))"
+}
+LIST='group by (node) (last_over_time({__name__=~"wattage_gpu_energy_joules_total|wattage_gpu_power_watts"}[3661s]))'
+BATCH='resets(wattage_gpu_energy_joules_total{node=~"n\\.2|n1|rack\\(3\\)\\+x"}[3600s])'
 # Prometheus: the same samples as blocks written before it starts (exact stamps), then the same
 # checks.
 if ! command -v "$PROMETHEUS" >/dev/null || ! command -v promtool >/dev/null; then
@@ -189,24 +250,70 @@ q = urllib.parse.urlencode({'query': 'count(count_over_time(wattage_gpu_energy_j
 d = json.load(urllib.request.urlopen('http://127.0.0.1:$PPORT/api/v1/query?' + q))
 assert d['data']['result'] and d['data']['result'][0]['value'][1] == '7'"
     digest_checks "prometheus://127.0.0.1:$PPORT" Prometheus
+    # Under --query.max-samples (every sample a query loads): 200 refuses the nodes' list and a
+    # query of the three nodes' counters, not one node's: the same KPIs; 80 refuses one node's.
+    for lim in 200 80; do
+        mkdir -p "$TMP/prom-$lim/data"
+        promtool tsdb create-blocks-from openmetrics "$TMP/import.om" "$TMP/prom-$lim/data" \
+            >>"$TMP/promtool.log" 2>&1
+        QPORT=$(free_port)
+        bg "$PROMETHEUS" --config.file="$TMP/prom/prometheus.yml" \
+            --storage.tsdb.path="$TMP/prom-$lim/data" --web.listen-address="127.0.0.1:$QPORT" \
+            --query.max-samples="$lim" --log.level=warn 2>>"$TMP/prom.log"
+        wait_for 30 curl -sf "http://127.0.0.1:$QPORT/-/ready" -o /dev/null
+        "$BIN" kpi --source "prometheus://127.0.0.1:$QPORT" --from "$A" --to "$B" --json \
+            >"$TMP/kq-$lim.json" 2>"$TMP/kq-$lim.err"
+        rc=$?
+        if [[ $lim == 200 ]]; then
+            check "Prometheus, --query.max-samples=200: refuses the nodes' list and the batch" \
+                test "$(code_of "$QPORT" "$LIST") $(code_of "$QPORT" "$BATCH")" = "422 422"
+            check "Prometheus under the limit: kpi --source, the same KPIs ($(head -c 200 "$TMP/kq-$lim.err"))" \
+                cmp "$TMP/k-Prometheus.json" "$TMP/kq-$lim.json"
+        else
+            check "Prometheus, one node over the limit: exit 1, no figure, the node and the query named" \
+                bash -c '[[ $0 == 1 && ! -s $1 ]] && grep -q "node n1 alone is over.*prometheus://127.0.0.1:$3: query .*{node=~\"n1\"}.*HTTP 422: .*too many samples" "$2"' \
+                "$rc" "$TMP/kq-$lim.json" "$TMP/kq-$lim.err" "$QPORT"
+        fi
+    done
 fi
-# An engine that refuses a query over its limit: an error naming it, no figure.
-LPORT=$(free_port)
-bg "$VM" -storageDataPath="$TMP/vm-limit" -httpListenAddr="127.0.0.1:$LPORT" -retentionPeriod=1y \
-    -search.disableCache -search.maxSamplesPerQuery=2000 -loggerLevel=ERROR 2>>"$TMP/vm.log"
-wait_for 30 curl -sf "http://127.0.0.1:$LPORT/health" -o /dev/null
-curl -sf "http://127.0.0.1:$LPORT/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
-curl -sf "http://127.0.0.1:$LPORT/internal/force_flush" -o /dev/null
-wait_for 30 $PY -c "
+# An engine with a low limit on samples per query (-search.maxSamplesPerQuery): the nodes come
+# from its index (no sample read) and a batch it refuses (422) is split down to one node, so the
+# KPIs are those above; a limit that one node's queries exceed is an error naming the node and the
+# query, no figure.
+# start_limited PORTVAR LIMIT: a VictoriaMetrics holding the samples, over its limit at LIMIT.
+start_limited() {
+    local port
+    port=$(free_port)
+    bg "$VM" -storageDataPath="$TMP/vm-$2" -httpListenAddr="127.0.0.1:$port" -retentionPeriod=1y \
+        -search.disableCache -search.maxSamplesPerQuery="$2" -loggerLevel=ERROR 2>>"$TMP/vm.log"
+    wait_for 30 curl -sf "http://127.0.0.1:$port/health" -o /dev/null
+    curl -sf "http://127.0.0.1:$port/api/v1/import/prometheus" --data-binary "@$TMP/import.txt"
+    curl -sf "http://127.0.0.1:$port/internal/force_flush" -o /dev/null
+    wait_for 30 $PY -c "
 import json, urllib.request, urllib.parse
-q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\"0\"}[2h]))', 'time': '$B'})
-d = json.load(urllib.request.urlopen('http://127.0.0.1:$LPORT/api/v1/query?' + q))
+q = urllib.parse.urlencode({'query': 'count(last_over_time(wattage_gpu_energy_joules_total{gpu=\\\"0\\\"}[2h]))', 'time': '$B'})
+d = json.load(urllib.request.urlopen('http://127.0.0.1:$port/api/v1/query?' + q))
 assert d['data']['result']"
+    printf -v "$1" %s "$port"
+}
+start_limited LPORT 2000
+code_of "$LPORT" "$LIST" >"$TMP/c-list"
+check "the limit refuses the nodes' list over the window's samples (HTTP $(cat "$TMP/c-list"))" \
+    grep -qx 422 "$TMP/c-list"
+code_of "$LPORT" "$BATCH" >"$TMP/c-batch"
+check "the limit refuses a query of the three nodes' counters (HTTP $(cat "$TMP/c-batch"))" \
+    grep -qx 422 "$TMP/c-batch"
 "$BIN" kpi --source "victoriametrics://127.0.0.1:$LPORT" --from "$A" --to "$B" --json \
     >"$TMP/kl.json" 2>"$TMP/kl.err"
+check "under the limit, kpi --source: exit 0 ($(head -c 300 "$TMP/kl.err"))" test $? -eq 0
+check "under the limit, kpi --source: the same KPIs as without it" \
+    cmp "$TMP/k-VictoriaMetrics.json" "$TMP/kl.json"
+start_limited L2PORT 300
+"$BIN" kpi --source "victoriametrics://127.0.0.1:$L2PORT" --from "$A" --to "$B" --json \
+    >"$TMP/kl2.json" 2>"$TMP/kl2.err"
 rc=$?
-check "an engine over its limit: exit 1, named, no figure ($(head -c 200 "$TMP/kl.err"))" bash -c \
-    '[[ $0 == 1 && ! -s $1 ]] && grep -q "victoriametrics://127.0.0.1:$3.*maxSamplesPerQuery" "$2"' \
-    "$rc" "$TMP/kl.json" "$TMP/kl.err" "$LPORT"
+check "one node over the limit: exit 1, no figure, the node, the query and the engine's reason named ($(head -c 300 "$TMP/kl2.err"))" bash -c \
+    '[[ $0 == 1 && ! -s $1 ]] && grep -q "node n\.2 alone is over.*victoriametrics://127.0.0.1:$3: query .*wattage_gpu_energy_joules_total{node=~.*maxSamplesPerQuery" "$2"' \
+    "$rc" "$TMP/kl2.json" "$TMP/kl2.err" "$L2PORT"
 check "no working store is left behind" test -z "$(ls -A "$TMP/tmpdir")"
 finish

@@ -4,7 +4,8 @@
  * series by node, name and labels, escapes decoded, keys in any order (samples before the
  * labels), unknown keys of any shape skipped, an error answer, isPartial, and answers cut short
  * or malformed refused with the byte where they went wrong. /api/v1/series' answer (the label
- * sets alone) adds series without points, the same series a query's answer fills; an answer's
+ * sets alone) adds series without points, the same series a query's answer fills, and
+ * /api/v1/label/node/values' answer (strings) a series per node; an answer's
  * "warnings" (an engine that cut it short) are handed on.
  */
 #include <errno.h>
@@ -146,6 +147,26 @@ WT_TEST(a_series_answer_lists_series_that_a_query_answer_fills)
     WT_EQ_U64(g1->n, 2);
     WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[{\"node\":1}]}", &set, &a, &at), -EINVAL);
     WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[{\"node\":\"a\"}", &set, &a, &at), -EINVAL);
+    wt_promsrc_set_free(&set);
+}
+
+WT_TEST(a_label_values_answer_lists_each_value_as_a_node)
+{
+    struct wt_promsrc_set set = {0};
+    struct wt_promsrc_answer a;
+    size_t at = 0;
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[\"n1\", \"rack(3)+x\",\"n\\\"2\",\"n1\"]}",
+                    &set, &a, &at),
+              0);
+    WT_EQ_STR(a.status, "success");
+    WT_EQ_U64(set.n, 3); /* a value met twice: one node */
+    WT_ASSERT(find(&set, "n1", "") != NULL);
+    WT_ASSERT(find(&set, "rack(3)+x", "") != NULL);
+    WT_ASSERT(find(&set, "n\"2", "") != NULL);
+    WT_EQ_STR(find(&set, "n1", "")->metric, "");
+    WT_EQ_U64(find(&set, "n1", "")->n, 0);
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[\"a\",1]}", &set, &a, &at), -EINVAL);
+    WT_EQ_INT(parse("{\"status\":\"success\",\"data\":[\"a\"", &set, &a, &at), -EINVAL);
     wt_promsrc_set_free(&set);
 }
 
