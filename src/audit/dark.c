@@ -56,14 +56,30 @@ static int64_t day_of(int64_t t_ns)
     return t_ns >= 0 ? t_ns / DAY_NS : -((-t_ns + DAY_NS - 1) / DAY_NS);
 }
 
-static struct gpu *find(struct wt_dark *d, const char *labels)
+/*
+ * The GPU of a reading's labels. A GPU's readings mostly carry the labels it keeps (those of its
+ * power reading), and equal labels name the same uuid: the GPUs' labels are compared first,
+ * from *hint (the last one found, where the next GPU of a batch usually follows), and only
+ * labels none has are parsed for their uuid.
+ */
+static struct gpu *find(struct wt_dark *d, const char *labels, size_t *hint)
 {
+    for (size_t j = 0; j < d->n; j++) {
+        size_t i = (*hint + j) % d->n;
+        if (strcmp(d->g[i].labels, labels) == 0) {
+            *hint = i;
+            return &d->g[i];
+        }
+    }
     char uuid[96];
     if (wt_labels_get(labels, "uuid", uuid, sizeof uuid) != 0)
         return NULL;
-    for (size_t i = 0; i < d->n; i++)
-        if (strcmp(d->g[i].uuid, uuid) == 0)
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->g[i].uuid, uuid) == 0) {
+            *hint = i;
             return &d->g[i];
+        }
+    }
     if (d->n == MAX_GPUS) {
         if (!d->said_full)
             wt_warn(MOD, "more than %d GPUs: the rest have no dark power figures", MAX_GPUS);
@@ -74,6 +90,7 @@ static struct gpu *find(struct wt_dark *d, const char *labels)
     memset(g, 0, sizeof *g);
     snprintf(g->labels, sizeof g->labels, "%s", labels);
     snprintf(g->uuid, sizeof g->uuid, "%s", uuid);
+    *hint = d->n - 1;
     return g;
 }
 
@@ -198,7 +215,7 @@ void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batc
     }
     struct sample s[MAX_GPUS];
     struct gpu *gs[MAX_GPUS];
-    size_t ns = 0;
+    size_t ns = 0, hint = 0;
     pthread_mutex_lock(&d->mu);
     for (size_t i = 0; i < b->len; i++) {
         const struct wt_reading *r = &b->r[i];
@@ -211,7 +228,7 @@ void wt_dark_feed(struct wt_dark *d, const char *collector, const struct wt_batc
         if (r->metric != WT_M_GPU_POWER_W && r->metric != WT_M_GPU_ENERGY_J &&
             r->metric != WT_M_GPU_UTIL_RATIO && r->metric != WT_M_GPU_UP)
             continue;
-        struct gpu *g = find(d, r->labels);
+        struct gpu *g = find(d, r->labels, &hint);
         if (!g)
             continue;
         size_t k = 0;

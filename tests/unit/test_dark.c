@@ -186,6 +186,51 @@ WT_TEST(dark_day_splits_at_utc_midnight)
     wt_dark_close(d);
 }
 
+/* A batch in any order, three GPUs, one relabelled (its power reading's model changes while
+ * its other readings keep the old labels): each reading still counts for its own GPU. */
+WT_TEST(dark_finds_each_gpu_in_any_order_and_after_a_relabel)
+{
+#define G2 "gpu=\"2\",uuid=\"GPU-c\",model=\"NVIDIA H200\""
+#define G2N "gpu=\"2\",uuid=\"GPU-c\",model=\"NVIDIA H200 NVL\""
+    struct wt_dark *d = open_dark();
+    struct wt_batch b = {0}, out = {0};
+    struct wt_gpu_procs p[3];
+    memset(p, 0, sizeof p);
+    const char *uuid[3] = {"GPU-a", "GPU-b", "GPU-c"};
+    for (unsigned i = 0; i < 3; i++) {
+        p[i].gpu = i;
+        snprintf(p[i].uuid, sizeof p[i].uuid, "%s", uuid[i]);
+    }
+    const char *l[3] = {G0, G1, G2};
+    const double w[3] = {61, 75, 90}; /* each GPU's counter, joules a second */
+    int64_t t0 = 20000 * DAY + 3600 * S;
+    for (int s = 0; s <= 10; s++) {
+        int64_t t = t0 + s * S;
+        wt_batch_clear(&b);
+        for (int i = 2; i >= 0; i--)
+            add(&b, WT_M_GPU_UP, l[i], t, 1);
+        for (int i = 0; i < 3; i++)
+            add(&b, WT_M_GPU_POWER_W, i == 2 && s >= 5 ? G2N : l[i], t, 500);
+        const int order[3] = {1, 0, 2};
+        for (int k = 0; k < 3; k++)
+            add(&b, WT_M_GPU_ENERGY_J, l[order[k]], t, 1e6 * (order[k] + 1) + w[order[k]] * s);
+        for (int i = 0; i < 3; i++)
+            add(&b, WT_M_GPU_UTIL_RATIO, l[i], t, 0);
+        wt_dark_feed(d, "nvml", &b, p, 3, true);
+    }
+    WT_EQ_INT(wt_dark_batch(d, t0 + 10 * S, &out), 0);
+    WT_NEAR(reading_value(&out, WT_M_GPU_IDLE_ENERGY_J, G0), 10 * 61.0, 1e-6);
+    WT_NEAR(reading_value(&out, WT_M_GPU_IDLE_ENERGY_J, G1), 10 * 75.0, 1e-6);
+    WT_NEAR(reading_value(&out, WT_M_GPU_IDLE_ENERGY_J, G2N), 10 * 90.0, 1e-6);
+    WT_ASSERT(find_reading(&out, WT_M_GPU_IDLE_ENERGY_J, G2) == NULL);
+    WT_EQ_INT(out.len, 15); /* three GPUs, five series each */
+    wt_batch_free(&b);
+    wt_batch_free(&out);
+    wt_dark_close(d);
+#undef G2
+#undef G2N
+}
+
 WT_TEST(dark_increase_counts_restarts_from_zero)
 {
     double v[] = {0, 10, 25, 3, 9, 9, 20};
