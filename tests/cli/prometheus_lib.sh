@@ -6,9 +6,11 @@
 #   wait_target_up SECONDS [JOB]   until Prometheus has scraped the target successfully
 #   target_health [JOB]            prints "up" / "down" / "unknown" and the last scrape error
 #   prom_query QUERY [TIME]        prints the JSON result of /api/v1/query
-#   check_power_samples FILE INTERVAL       a range query result of wattage_gpu_power_watts:
+#   check_power_samples FILE INTERVAL DB    a range query result of wattage_gpu_power_watts:
 #                                  8 GPUs, every sample a value the fake produced at most one
-#                                  poll interval before its scrape
+#                                  poll interval before its scrape, or else (a poll late on a
+#                                  loaded machine) the latest reading the daemon stored in DB
+#                                  at the scrape, itself the fake's value at its stamp
 #   check_increase FILE TIME WINDOW TOL     an instant increase() of the energy counters: 8 GPUs,
 #                                  each within TOL (ratio) of the fake's exact integral
 PROMETHEUS=${PROMETHEUS:-prometheus}
@@ -57,10 +59,32 @@ prom_query() {
 }
 
 check_power_samples() {
-    python3 - "$1" "$FAKE_NVML_T0" "$2" <<'PY'
-import json, math, sys
+    # The stored readings reach the store at its flush: wait (an event, not a time bound) until
+    # every GPU has one stamped after the last sample, so that "the latest at the scrape" is known.
+    local last
+    last=$(python3 -c 'import json, sys
+print(max(float(t) for s in json.load(open(sys.argv[1]))["data"]["result"] for t, _ in s["values"]))' "$1")
+    wait_for 60 bash -c '[[ $("$0" query --db "$1" --from "$2" --to now --csv --unix \
+        wattage_gpu_power_watts 2>/dev/null | cut -d, -f2 | sort -u | grep -c .) -ge 8 ]]' \
+        "$BIN" "$3" "$(python3 -c "print($last + 1)")" || true
+    "$BIN" query --db "$3" --from "$(python3 -c "print($last - 120)")" --to now --csv --unix \
+        wattage_gpu_power_watts >"$TMP/stored_power.csv" 2>&1
+    python3 - "$1" "$FAKE_NVML_T0" "$2" "$TMP/stored_power.csv" <<'PY'
+import bisect, csv, json, math, sys
 d = json.load(open(sys.argv[1]))
 t0, interval = float(sys.argv[2]), float(sys.argv[3])
+stored = {}
+with open(sys.argv[4]) as f:
+    rows = list(csv.reader(f))
+head = rows[0]
+ti, vi = head.index("time"), head.index("value")
+li = head.index("labels") if "labels" in head else None
+for r in rows[1:]:
+    lab = r[li] if li is not None else ",".join(r)
+    g = lab.split('gpu="')[1].split('"')[0] if 'gpu="' in lab else None
+    stored.setdefault(int(g), []).append((float(r[ti]), float(r[vi])))
+for g in stored:
+    stored[g].sort()
 res = d["data"]["result"]
 gpus = sorted(int(s["metric"]["gpu"]) for s in res)
 assert gpus == list(range(8)), f"series: {gpus}"
@@ -75,23 +99,32 @@ for s in res:
     assert m["uuid"] == f"GPU-fake-0000-{m['gpu']}" and m["model"] == "NVIDIA H200", m
     i = int(m["gpu"])
     assert len(s["values"]) >= 5, f"gpu {i}: only {len(s['values'])} samples"
+    st = stored.get(i, [])
+    stamps = [t for t, _ in st]
     for ts, v in s["values"]:
-        v = float(v)
+        ts, v = float(ts), float(v)
         n += 1
         # The value came from the last poll before the scrape: at most one interval earlier.
-        # A loaded machine delays polls (and scrapes) by seconds now and then (2 s seen with 6
-        # suites and 4 builds on 2 cores): at most a tenth of the samples may come from a poll
-        # up to 2 s later than that, and must still be a value the fake had then.
         good, lo, hi = within(i, ts, v, interval + 0.2)
         if good:
             continue
+        # A loaded machine delays polls: then the value must be the latest reading the daemon
+        # had when the scrape asked (the last stamped at or before it, or one published while
+        # the request waited), and that reading the fake's value at its own stamp: the
+        # daemon's timestamps bound the lateness, not the wall clock.
         late += 1
-        good, lo, hi = within(i, ts, v, 2 * interval + 2.0)
-        if not good:
-            sys.exit(f"gpu {i} at {ts}: {v} W, the fake gave {lo:.2f}..{hi:.2f} W")
-if late > n // 10:
-    sys.exit(f"{late} of {n} samples older than one poll interval")
-print(f"# {n} power samples checked, {late} from a late poll", file=sys.stderr)
+        j = bisect.bisect_right(stamps, ts) - 1
+        near = [st[k] for k in (j - 1, j, j + 1) if 0 <= k < len(st)]
+        hit = [(t, x) for t, x in near if abs(x - v) <= 1e-3 and t <= ts + 2]
+        if not hit:
+            sys.exit(f"gpu {i} at {ts}: {v} W, the fake gave {lo:.2f}..{hi:.2f} W in the last "
+                     f"interval, and the stored readings around it are {near}")
+        t, x = hit[0]
+        ok, lo, hi = within(i, t + 1.0, x, 1.2)
+        if not ok:
+            sys.exit(f"gpu {i}: stored {x} W at {t}, the fake gave {lo:.2f}..{hi:.2f} W then")
+print(f"# {n} power samples checked, {late} from a late poll (each the daemon's latest stored reading)",
+      file=sys.stderr)
 PY
 }
 

@@ -39,7 +39,7 @@ import json, sys; r = json.load(open(sys.argv[1]))["data"]["result"]; assert r a
 
 prom_query "wattage_gpu_power_watts[15s]" "$te" >"$TMP/power.json"
 check "every power sample is one the fake produced around its scrape, 8 GPUs" \
-    check_power_samples "$TMP/power.json" "$INTERVAL"
+    check_power_samples "$TMP/power.json" "$INTERVAL" "$TMP/w.db"
 
 prom_query "increase(wattage_gpu_energy_joules_total[${WINDOW}s])" "$te" \
     >"$TMP/energy.json"

@@ -92,7 +92,7 @@ sleep "$(python3 -c "print($WINDOW + 1.5)")"
 te=$(python3 -c 'import time; print(round(time.time() - 0.5, 3))')
 prom_query "wattage_gpu_power_watts[${WINDOW}s]" "$te" >"$TMP/power.json"
 check "power samples over mutual TLS are the fake's, 8 GPUs" \
-    check_power_samples "$TMP/power.json" "$INTERVAL"
+    check_power_samples "$TMP/power.json" "$INTERVAL" "$TMP/w.db"
 prom_query "increase(wattage_gpu_energy_joules_total[${WINDOW}s])" "$te" \
     >"$TMP/energy.json"
 check "increase() over mutual TLS within 6% of the exact integral, 8 GPUs" \
