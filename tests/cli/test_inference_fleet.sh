@@ -7,7 +7,7 @@
 # that is said once more. The peer "pinned" (gpus: [0, 2]) serves two models.
 # wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
 # generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
-# peer's true tokens) within 3 %, and `wattage inference --json`'s J/token for the same window
+# peer's true tokens, both between the window's first and last scrape) within 3 %, and `wattage inference --json`'s J/token for the same window
 # within 3 % too; two models of one target share their GPUs' energy whole. `wattage inference
 # --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
 # 3 %, its targets and GPUs named n1/...; on VictoriaMetrics, which the daemon remote-writes to
@@ -91,29 +91,44 @@ from=$($PY -c "print(f'{$te - $W:.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$from" --to "$te" --json >"$TMP/i.json" 2>"$TMP/i.err" ||
     echo "# $(cat "$TMP/i.err")"
 out=$($PY - "$TMP/i.json" "$PEER" "$T0" "$EXACT" "$te" "$W" "$e_served" "$g_served" "$e_pinned" \
-    "$g_pinned" "$e_a" "$g_a" "$fleet" <<'PY' 2>&1
-import json, subprocess, sys
+    "$g_pinned" "$e_a" "$g_a" "$fleet" "$PROM_URL" <<'PY' 2>&1
+import json, subprocess, sys, urllib.parse, urllib.request
 d = json.load(open(sys.argv[1]))
 peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
 te, w = float(sys.argv[5]), float(sys.argv[6])
 es, gs, ep, gp, ea, ga, fleet = map(float, sys.argv[7:14])
-a = te - w
-def gen(*models):
-    args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(te)]
+prom = sys.argv[14]
+# increase() sees the scrapes inside the window: it takes the counters' change from the first to
+# the last and stretches it toward the window's edges by the same factor for every series of one
+# scrape, which cancels in a ratio. The truth is taken between the same two scrape times (the
+# same for the energy and the tokens of a target: one scrape carries both).
+def scrapes(target):
+    sel = f'wattage_inference_tokens_total{{target="{target}",kind="generated"}}[{w:g}s]'
+    q = urllib.parse.urlencode({"query": sel, "time": repr(te)})
+    r = json.load(urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10))["data"]["result"]
+    t = sorted({float(x) for s in r for x, _ in s["values"]})
+    assert len(t) >= 2 and te - w <= t[0] < t[-1] <= te, (target, t)
+    return t[0], t[-1]
+span = {"served": scrapes("served"), "pinned": scrapes("pinned")}
+def gen(target, *models):
+    a, b = span[target]
+    args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(b)]
     if models:
         args += ["--req-rate", "1"] + [x for m in models for x in ("--model", m)]
     return sum(v["gen"] for v in json.loads(subprocess.check_output(args)).values())
-def energy(*gpus):
-    return sum(float(subprocess.check_output([exact, g, repr(a), repr(te)])) for g in gpus)
-said = []
+def energy(target, *gpus):
+    a, b = span[target]
+    return sum(float(subprocess.check_output([exact, g, repr(a), repr(b)])) for g in gpus)
+said = [f"scrapes {span['served'][1] - span['served'][0]:.2f} s of {w:g}"]
 def near(name, got, want, tol=0.03):
     assert got > 0 and abs(got / want - 1) <= tol, (name, got, want)
     said.append(f"{name} {got:.4g} ({want:.4g})")
-truth_s = energy("1") / gen()
-truth_p = energy("0", "2") / gen("m/a", "m/b")
-near("served J/token, PromQL vs truth", es / gs, truth_s)
-near("pinned J/token, PromQL vs truth", ep / gp, truth_p)
-near("fleet J/token, PromQL vs truth", fleet, (energy("0", "1", "2")) / (gen() + gen("m/a", "m/b")))
+assert span["served"] == span["pinned"], span  # one scrape job: the fleet's ratio too
+e_s, g_s = energy("served", "1"), gen("served")
+e_p, g_p = energy("pinned", "0", "2"), gen("pinned", "m/a", "m/b")
+near("served J/token, PromQL vs truth", es / gs, e_s / g_s)
+near("pinned J/token, PromQL vs truth", ep / gp, e_p / g_p)
+near("fleet J/token, PromQL vs truth", fleet, (e_s + e_p) / (g_s + g_p))
 near("m/a J/token, PromQL vs its target's", ea / ga, ep / gp)
 rows = {(r["target"], r["model"]): r for r in d["rows"]}
 r = rows[("served", "meta-llama/Llama-3.1-8B-Instruct")]
