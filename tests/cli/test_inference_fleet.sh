@@ -91,39 +91,54 @@ from=$($PY -c "print(f'{$te - $W:.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$from" --to "$te" --json >"$TMP/i.json" 2>"$TMP/i.err" ||
     echo "# $(cat "$TMP/i.err")"
 out=$($PY - "$TMP/i.json" "$PEER" "$T0" "$EXACT" "$te" "$W" "$e_served" "$g_served" "$e_pinned" \
-    "$g_pinned" "$e_a" "$g_a" "$fleet" "$PROM_URL" <<'PY' 2>&1
+    "$g_pinned" "$e_a" "$g_a" "$fleet" "$PROM_URL" "$BIN" "$TMP/w.db" <<'PY' 2>&1
 import json, subprocess, sys, urllib.parse, urllib.request
 d = json.load(open(sys.argv[1]))
 peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
 te, w = float(sys.argv[5]), float(sys.argv[6])
 es, gs, ep, gp, ea, ga, fleet = map(float, sys.argv[7:14])
-prom = sys.argv[14]
+prom, wattage, db = sys.argv[14:17]
 # increase() sees the scrapes inside the window: it takes the counters' change from the first to
 # the last and stretches it toward the window's edges by the same factor for every series of one
-# scrape, which cancels in a ratio. The truth is taken between the same two scrape times (the
-# same for the energy and the tokens of a target: one scrape carries both).
-def scrapes(target):
-    sel = f'wattage_inference_tokens_total{{target="{target}",kind="generated"}}[{w:g}s]'
-    q = urllib.parse.urlencode({"query": sel, "time": repr(te)})
+# scrape, which cancels in a ratio. Each scraped value is the daemon's latest reading when
+# scraped: the truth is taken between the stored readings behind the first and the last scrape
+# (the energy's and the tokens' apart, as they were read apart).
+def behind(sel, target):  # the stamps of the stored readings behind the first and last scrape
+    q = urllib.parse.urlencode({"query": f"{sel}[{w:g}s]", "time": repr(te)})
     r = json.load(urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10))["data"]["result"]
-    t = sorted({float(x) for s in r for x, _ in s["values"]})
-    assert len(t) >= 2 and te - w <= t[0] < t[-1] <= te, (target, t)
-    return t[0], t[-1]
-span = {"served": scrapes("served"), "pinned": scrapes("pinned")}
+    assert r, (sel, r)
+    v = sorted((float(t), float(x)) for t, x in r[0]["values"])
+    assert len(v) >= 2 and te - w <= v[0][0] < v[-1][0] <= te, (sel, v)
+    lab = ",".join(f'{k}="{x}"' for k, x in sorted(r[0]["metric"].items()) if k not in ("__name__", "job", "instance", "node"))
+    out = subprocess.check_output([wattage, "query", "--db", db, "--from", "0", "--to", "now", "--csv",
+                                   "--unix", f"{r[0]['metric']['__name__']}{{{lab}}}"], text=True)
+    st = sorted((float(l.split(",")[0]), float(l.split(",")[-1])) for l in out.splitlines()[1:] if l)
+    def at(t, x):  # the latest reading up to the scrape with the value it carried
+        c = [(abs(y - x), -s) for s, y in st if t - 5 <= s <= t]
+        assert c, (sel, t, x)
+        d, s = min(c)
+        assert d <= 1e-6 * max(abs(x), 1), (sel, t, x, d)
+        return -s
+    return at(*v[0]), at(*v[-1]), v[-1][0] - v[0][0]
+span, scr = {}, {}
+for t in ("served", "pinned"):
+    g0, g1, sg = behind(f'wattage_inference_tokens_total{{target="{t}",kind="generated"}}', t)
+    e0, e1, se = behind(f'wattage_inference_energy_joules_total{{target="{t}"}}', t)
+    assert sg == se, (t, sg, se)  # one scrape carries both: the stretch cancels
+    span[t], scr[t] = {"gen": (g0, g1), "energy": (e0, e1)}, sg
 def gen(target, *models):
-    a, b = span[target]
+    a, b = span[target]["gen"]
     args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(b)]
     if models:
         args += ["--req-rate", "1"] + [x for m in models for x in ("--model", m)]
     return sum(v["gen"] for v in json.loads(subprocess.check_output(args)).values())
 def energy(target, *gpus):
-    a, b = span[target]
+    a, b = span[target]["energy"]
     return sum(float(subprocess.check_output([exact, g, repr(a), repr(b)])) for g in gpus)
-said = [f"scrapes {span['served'][1] - span['served'][0]:.2f} s of {w:g}"]
+said = [f"scrapes {scr['served']:.2f} s of {w:g}"]
 def near(name, got, want, tol=0.03):
     assert got > 0 and abs(got / want - 1) <= tol, (name, got, want)
     said.append(f"{name} {got:.4g} ({want:.4g})")
-assert span["served"] == span["pinned"], span  # one scrape job: the fleet's ratio too
 e_s, g_s = energy("served", "1"), gen("served")
 e_p, g_p = energy("pinned", "0", "2"), gen("pinned", "m/a", "m/b")
 near("served J/token, PromQL vs truth", es / gs, e_s / g_s)
