@@ -7,9 +7,9 @@
 # that is said once more. The peer "pinned" (gpus: [0, 2]) serves two models.
 # wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
 # generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
-# peer's true tokens, both between the window's first and last scrape) within 3 %, and `wattage inference --json`'s J/token for the same window
-# within 3 % too; two models of one target share their GPUs' energy whole. `wattage inference
-# --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
+# peer's true tokens, both between the readings behind the window's first and last scrape)
+# within 3 %, and `wattage inference --json`'s J/token for the same window within 3 % too; two
+# models of one target share their GPUs' energy whole. `wattage inference --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
 # 3 %, its targets and GPUs named n1/...; on VictoriaMetrics, which the daemon remote-writes to
 # (the energy counter with the rest), within their bar (and 1 ms at each edge); with --db it exits 2, an engine that
 # does not answer 1.
