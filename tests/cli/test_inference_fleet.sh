@@ -5,14 +5,14 @@
 # socket, as vLLM's EngineCore) on GPU 1: its GPUs become {1}, said once in the log, on
 # wattage_inference_info's gpus and in `wattage inference`; when NVML moves the child to GPU 2
 # that is said once more. The peer "pinned" (gpus: [0, 2]) serves two models.
-# wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
-# generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
-# peer's true tokens, both between the readings behind the window's first and last scrape)
-# within 3 %, and `wattage inference --json`'s J/token for the same window within 3 % too; two
-# models of one target share their GPUs' energy whole. `wattage inference --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
-# 3 %, its targets and GPUs named n1/...; on VictoriaMetrics, which the daemon remote-writes to
-# (the energy counter with the rest), within their bar (and 1 ms at each edge); with --db it exits 2, an engine that
-# does not answer 1.
+# wattage_inference_energy_joules_total: over a window, the ratio of its increase to the generated
+# tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the peer's true
+# tokens, both between the readings behind the window's first and last scrape) within 3 %, and
+# `wattage inference --json`'s J/token for the same window within 3 % too; two models of one target
+# share their GPUs' energy whole. `wattage inference --source` on that Prometheus (the scrape names
+# the node n1) gives the store's figures within 3 %, its targets and GPUs named n1/...; on
+# VictoriaMetrics, which the daemon remote-writes to (the energy counter with the rest), within
+# their bar (and 1 ms at each edge); with --db it exits 2, an engine that does not answer 1.
 # A daemon restart is a counter reset (from about 0), never a drop to some other value.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
