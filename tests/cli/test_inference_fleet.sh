@@ -5,14 +5,14 @@
 # socket, as vLLM's EngineCore) on GPU 1: its GPUs become {1}, said once in the log, on
 # wattage_inference_info's gpus and in `wattage inference`; when NVML moves the child to GPU 2
 # that is said once more. The peer "pinned" (gpus: [0, 2]) serves two models.
-# wattage_inference_energy_joules_total: over a window, the ratio of its increase to the
-# generated tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the
-# peer's true tokens) within 3 %, and `wattage inference --json`'s J/token for the same window
-# within 3 % too; two models of one target share their GPUs' energy whole. `wattage inference
-# --source` on that Prometheus (the scrape names the node n1) gives the store's figures within
-# 3 %, its targets and GPUs named n1/...; on VictoriaMetrics, which the daemon remote-writes to
-# (the energy counter with the rest), within their bar (and 1 ms at each edge); with --db it exits 2, an engine that
-# does not answer 1.
+# wattage_inference_energy_joules_total: over a window, the ratio of its increase to the generated
+# tokens' in PromQL is the truth (the fake's exact energy of the serving GPUs over the peer's true
+# tokens, both between the readings behind the window's first and last scrape) within 3 %, and
+# `wattage inference --json`'s J/token for the same window within 3 % too; two models of one target
+# share their GPUs' energy whole. `wattage inference --source` on that Prometheus (the scrape names
+# the node n1) gives the store's figures within 3 %, its targets and GPUs named n1/...; on
+# VictoriaMetrics, which the daemon remote-writes to (the energy counter with the rest), within
+# their bar (and 1 ms at each edge); with --db it exits 2, an engine that does not answer 1.
 # A daemon restart is a counter reset (from about 0), never a drop to some other value.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/prometheus_lib.sh"
@@ -91,29 +91,59 @@ from=$($PY -c "print(f'{$te - $W:.3f}')")
 "$BIN" inference --db "$TMP/w.db" --from "$from" --to "$te" --json >"$TMP/i.json" 2>"$TMP/i.err" ||
     echo "# $(cat "$TMP/i.err")"
 out=$($PY - "$TMP/i.json" "$PEER" "$T0" "$EXACT" "$te" "$W" "$e_served" "$g_served" "$e_pinned" \
-    "$g_pinned" "$e_a" "$g_a" "$fleet" <<'PY' 2>&1
-import json, subprocess, sys
+    "$g_pinned" "$e_a" "$g_a" "$fleet" "$PROM_URL" "$BIN" "$TMP/w.db" <<'PY' 2>&1
+import json, subprocess, sys, urllib.parse, urllib.request
 d = json.load(open(sys.argv[1]))
 peer, t0, exact = sys.argv[2], sys.argv[3], sys.argv[4]
 te, w = float(sys.argv[5]), float(sys.argv[6])
 es, gs, ep, gp, ea, ga, fleet = map(float, sys.argv[7:14])
-a = te - w
-def gen(*models):
-    args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(te)]
+prom, wattage, db = sys.argv[14:17]
+# increase() sees the scrapes inside the window: it takes the counters' change from the first to
+# the last and stretches it toward the window's edges by the same factor for every series of one
+# scrape, which cancels in a ratio. Each scraped value is the daemon's latest reading when
+# scraped: the truth is taken between the stored readings behind the first and the last scrape
+# (the energy's and the tokens' apart, as they were read apart).
+def behind(sel, target):  # the stamps of the stored readings behind the first and last scrape
+    q = urllib.parse.urlencode({"query": f"{sel}[{w:g}s]", "time": repr(te)})
+    r = json.load(urllib.request.urlopen(f"{prom}/api/v1/query?{q}", timeout=10))["data"]["result"]
+    assert r, (sel, r)
+    v = sorted((float(t), float(x)) for t, x in r[0]["values"])
+    assert len(v) >= 2 and te - w <= v[0][0] < v[-1][0] <= te, (sel, v)
+    lab = ",".join(f'{k}="{x}"' for k, x in sorted(r[0]["metric"].items()) if k not in ("__name__", "job", "instance", "node"))
+    out = subprocess.check_output([wattage, "query", "--db", db, "--from", "0", "--to", "now", "--csv",
+                                   "--unix", f"{r[0]['metric']['__name__']}{{{lab}}}"], text=True)
+    st = sorted((float(l.split(",")[0]), float(l.split(",")[-1])) for l in out.splitlines()[1:] if l)
+    def at(t, x):  # the latest reading up to the scrape with the value it carried
+        c = [(abs(y - x), -s) for s, y in st if t - 5 <= s <= t]
+        assert c, (sel, t, x)
+        d, s = min(c)
+        assert d <= 1e-6 * max(abs(x), 1), (sel, t, x, d)
+        return -s
+    return at(*v[0]), at(*v[-1]), v[-1][0] - v[0][0]
+span, scr = {}, {}
+for t in ("served", "pinned"):
+    g0, g1, sg = behind(f'wattage_inference_tokens_total{{target="{t}",kind="generated"}}', t)
+    e0, e1, se = behind(f'wattage_inference_energy_joules_total{{target="{t}"}}', t)
+    assert sg == se, (t, sg, se)  # one scrape carries both: the stretch cancels
+    span[t], scr[t] = {"gen": (g0, g1), "energy": (e0, e1)}, sg
+def gen(target, *models):
+    a, b = span[target]["gen"]
+    args = [sys.executable, peer, "--engine", "vllm", "--t0", t0, "--truth", repr(a), repr(b)]
     if models:
         args += ["--req-rate", "1"] + [x for m in models for x in ("--model", m)]
     return sum(v["gen"] for v in json.loads(subprocess.check_output(args)).values())
-def energy(*gpus):
-    return sum(float(subprocess.check_output([exact, g, repr(a), repr(te)])) for g in gpus)
-said = []
+def energy(target, *gpus):
+    a, b = span[target]["energy"]
+    return sum(float(subprocess.check_output([exact, g, repr(a), repr(b)])) for g in gpus)
+said = [f"scrapes {scr['served']:.2f} s of {w:g}"]
 def near(name, got, want, tol=0.03):
     assert got > 0 and abs(got / want - 1) <= tol, (name, got, want)
     said.append(f"{name} {got:.4g} ({want:.4g})")
-truth_s = energy("1") / gen()
-truth_p = energy("0", "2") / gen("m/a", "m/b")
-near("served J/token, PromQL vs truth", es / gs, truth_s)
-near("pinned J/token, PromQL vs truth", ep / gp, truth_p)
-near("fleet J/token, PromQL vs truth", fleet, (energy("0", "1", "2")) / (gen() + gen("m/a", "m/b")))
+e_s, g_s = energy("served", "1"), gen("served")
+e_p, g_p = energy("pinned", "0", "2"), gen("pinned", "m/a", "m/b")
+near("served J/token, PromQL vs truth", es / gs, e_s / g_s)
+near("pinned J/token, PromQL vs truth", ep / gp, e_p / g_p)
+near("fleet J/token, PromQL vs truth", fleet, (e_s + e_p) / (g_s + g_p))
 near("m/a J/token, PromQL vs its target's", ea / ga, ep / gp)
 rows = {(r["target"], r["model"]): r for r in d["rows"]}
 r = rows[("served", "meta-llama/Llama-3.1-8B-Instruct")]
