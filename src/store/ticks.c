@@ -422,22 +422,36 @@ void wt_ticks_view_free(struct wt_ticks_view *v)
     memset(v, 0, sizeof *v);
 }
 
+/* open_blob, then one walk over a copy of the reader that bounds what the framing claims; on
+ * failure nothing is left allocated. */
+static int open_checked(const uint8_t *b, size_t len, struct wt_rbuf *r, uint8_t **plain,
+                        uint64_t *count)
+{
+    int rc = open_blob(b, len, r, plain, count);
+    if (rc)
+        return rc;
+    struct wt_rbuf again = *r;
+    uint64_t base;
+    rc = walk(&again, *count, &base, NULL, NULL);
+    if (rc) {
+        free(*plain);
+        *plain = NULL;
+    }
+    return rc;
+}
+
 int wt_ticks_view_open(const uint8_t *b, size_t len, struct wt_ticks_view *v)
 {
     struct wt_rbuf r;
-    uint64_t count, base;
+    uint64_t count;
     memset(v, 0, sizeof *v);
-    int rc = open_blob(b, len, &r, &v->plain, &count);
+    int rc = open_checked(b, len, &r, &v->plain, &count);
     if (rc)
         return rc;
-    struct wt_rbuf again = r;
-    rc = walk(&again, count, &base, NULL, NULL); /* bounds what the framing claims */
-    if (rc == 0) {
-        v->blob = malloc(len);
-        v->g = malloc((size_t)count * sizeof *v->g); /* a group holds a point at least */
-        if (!v->blob || !v->g)
-            rc = -ENOMEM;
-    }
+    v->blob = malloc(len);
+    v->g = malloc((size_t)count * sizeof *v->g); /* a group holds a point at least */
+    if (!v->blob || !v->g)
+        rc = -ENOMEM;
     if (rc == 0) {
         memcpy(v->blob, b, len);
         v->len = len;
@@ -512,17 +526,11 @@ void wt_ticks_walk_next(struct wt_ticks_walk *w)
 int wt_ticks_walk_open(const uint8_t *b, size_t len, struct wt_ticks_walk *w)
 {
     struct wt_rbuf r;
-    uint64_t count, base;
+    uint64_t count;
     memset(w, 0, sizeof *w);
-    int rc = open_blob(b, len, &r, &w->plain, &count);
+    int rc = open_checked(b, len, &r, &w->plain, &count);
     if (rc)
         return rc;
-    struct wt_rbuf again = r;
-    rc = walk(&again, count, &base, NULL, NULL);
-    if (rc) {
-        wt_ticks_walk_free(w);
-        return rc;
-    }
     w->body = r.p;
     w->body_len = r.n;
     w->base = wt_get_sv(&r);
